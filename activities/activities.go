@@ -1,0 +1,188 @@
+// Package activities holds the task workflow's side effects: git checks, CI
+// status, the SSOT record, delivery to agents and admin notices. Every
+// method of Activities is one Temporal activity with one struct in and one
+// struct out; retried calls have no second effect.
+package activities
+
+import (
+	"context"
+	"encoding/json"
+	"log/slog"
+
+	"github.com/ampflow/ampflow/amp"
+	"github.com/ampflow/ampflow/workflows/task"
+)
+
+// Business failure types: non-retryable application errors.
+const (
+	ErrNotWorkTree     = "NotWorkTree"     // repo path missing or not a git work tree
+	ErrBranchMissing   = "BranchMissing"   // branch not found locally nor on origin
+	ErrProtectedBranch = "ProtectedBranch" // main, master or the default branch
+	ErrCommitMissing   = "CommitMissing"   // commit_hash unknown to the repository
+	ErrCIConfig        = "CIConfig"        // CI provider misconfigured: no token, unknown repository
+	ErrRecordConflict  = "RecordConflict"  // an SSOT id reused with other content
+	ErrDelivery        = "Delivery"        // an agent cannot be reached as configured
+)
+
+// Activities carries the dependencies of every activity.
+type Activities struct {
+	Git      GitChecker
+	CI       CIProvider
+	Store    Recorder
+	Delivery Deliverer
+	Notifier Notifier
+	Log      *slog.Logger
+}
+
+// GitChecker verifies what agents say against the repository.
+type GitChecker interface {
+	CheckBranch(ctx context.Context, in CheckBranchInput) (CheckBranchResult, error)
+	CheckResult(ctx context.Context, in CheckResultInput) (CheckResultOutput, error)
+}
+
+// Recorder keeps the SSOT record of a task.
+type Recorder interface {
+	Record(ctx context.Context, in RecordInput) (RecordResult, error)
+}
+
+// CIProvider reads the CI state of a commit.
+type CIProvider interface {
+	Status(ctx context.Context, in CIStatusInput) (CIStatusResult, error)
+}
+
+// Deliverer hands a message to the agent it is addressed to.
+type Deliverer interface {
+	Deliver(ctx context.Context, in DeliverInput) (DeliverResult, error)
+}
+
+// Notifier tells admins about decisions and status changes.
+type Notifier interface {
+	Notify(ctx context.Context, in NotifyInput) error
+}
+
+// CheckBranchInput asks whether a task may be dispatched to repo@branch.
+type CheckBranchInput struct {
+	Repo   string `json:"repo"`
+	Branch string `json:"branch"`
+}
+
+// CheckBranchResult describes the repository.
+type CheckBranchResult struct {
+	DefaultBranch string `json:"default_branch"`
+	Head          string `json:"head"` // the branch's current commit
+}
+
+// CheckResultInput asks git about an executor's claimed result.
+type CheckResultInput struct {
+	TaskID  string          `json:"task_id"`
+	MsgID   string          `json:"msg_id"` // the task_result
+	Repo    string          `json:"repo"`
+	Branch  string          `json:"branch"`
+	Commit  string          `json:"commit,omitempty"` // commit_hash; empty means the branch head
+	Claimed amp.DiffSummary `json:"claimed"`
+}
+
+// CheckResultOutput is what git shows.
+type CheckResultOutput struct {
+	Commit string          `json:"commit"` // full hash
+	Actual amp.DiffSummary `json:"actual"`
+	// Mismatches lists where the claimed diff_summary differs from git.
+	Mismatches []string `json:"mismatches,omitempty"`
+	// Violation is non-empty when the commit is on main/master/default or
+	// not reachable from the branch: a branch_violation.
+	Violation string `json:"violation,omitempty"`
+	// DiffURL is a GitHub compare URL or the path of a diff file in the SSOT.
+	DiffURL string `json:"diff_url"`
+}
+
+// CIState is the rolled-up state of a commit's CI.
+type CIState string
+
+// CI states.
+const (
+	CIPending CIState = "pending"
+	CIPassed  CIState = "passed"
+	CIFailed  CIState = "failed"
+	CINone    CIState = "none" // no provider
+)
+
+// CIStatusInput names the commit whose CI to read.
+type CIStatusInput struct {
+	TaskID string `json:"task_id"`
+	Repo   string `json:"repo"`
+	Branch string `json:"branch"`
+	Commit string `json:"commit"`
+}
+
+// CIStatusResult is a commit's CI state.
+type CIStatusResult struct {
+	State   CIState           `json:"state"`
+	Failing []string          `json:"failing,omitempty"` // names of failing checks
+	Checks  map[string]string `json:"checks,omitempty"`  // check name → state
+	Detail  string            `json:"detail,omitempty"`  // e.g. the tail of a command's output
+}
+
+// RecordKind is the kind of an SSOT record.
+type RecordKind string
+
+// SSOT record kinds.
+const (
+	KindMessage  RecordKind = "message"  // an AMP message (escalations included)
+	KindAck      RecordKind = "ack"      // an ACK record
+	KindDecision RecordKind = "decision" // an admin decision raised or taken
+	KindEvent    RecordKind = "event"    // a heartbeat, cancel or replan
+)
+
+// RecordEntry is one record to keep in the SSOT.
+type RecordEntry struct {
+	ID   string          `json:"id"` // msg_id, or a decision/event id
+	Kind RecordKind      `json:"kind"`
+	Body json.RawMessage `json:"body"`
+}
+
+// RecordInput writes records of a task, and its current state when Task is set.
+type RecordInput struct {
+	TaskID  string          `json:"task_id"`
+	Entries []RecordEntry   `json:"entries,omitempty"`
+	Task    json.RawMessage `json:"task,omitempty"`
+}
+
+// RecordResult says how many entries were new.
+type RecordResult struct {
+	Written int `json:"written"`
+}
+
+// DeliverInput hands one message to its recipient.
+type DeliverInput struct {
+	Message amp.Message `json:"message"`
+}
+
+// DeliverResult says how the message went out.
+type DeliverResult struct {
+	Mode string `json:"mode"` // pull, command, webhook
+}
+
+// NotifyEvent says what a notice is about.
+type NotifyEvent string
+
+// Notice events.
+const (
+	NoticeDecisionOpened NotifyEvent = "decision_opened"
+	NoticeDecisionClosed NotifyEvent = "decision_closed"
+	NoticeStatus         NotifyEvent = "status"
+	NoticeEscalation     NotifyEvent = "escalation" // an escalation that asks nothing
+)
+
+// NotifyInput is one notice to admins.
+type NotifyInput struct {
+	TaskID   string         `json:"task_id"`
+	Event    NotifyEvent    `json:"event"`
+	Status   task.Status    `json:"status"`
+	Decision *task.Decision `json:"decision,omitempty"`
+	Outcome  *task.Outcome  `json:"outcome,omitempty"`
+	Message  *amp.Message   `json:"message,omitempty"`
+	Text     string         `json:"text,omitempty"`
+}
+
+// NotifyResult is empty; it exists so fields can be added.
+type NotifyResult struct{}

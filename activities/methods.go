@@ -1,0 +1,59 @@
+package activities
+
+import (
+	"context"
+	"errors"
+
+	"go.temporal.io/sdk/temporal"
+)
+
+var errNotConfigured = errors.New("not configured")
+
+// CheckBranch refuses a dispatch to a repository or branch that cannot take it.
+func (a *Activities) CheckBranch(ctx context.Context, in CheckBranchInput) (CheckBranchResult, error) {
+	if a.Git == nil {
+		return CheckBranchResult{}, temporal.NewNonRetryableApplicationError("git checks: "+errNotConfigured.Error(), ErrNotWorkTree, nil)
+	}
+	return a.Git.CheckBranch(ctx, in)
+}
+
+// CheckResult compares an executor's result with what git shows.
+func (a *Activities) CheckResult(ctx context.Context, in CheckResultInput) (CheckResultOutput, error) {
+	if a.Git == nil {
+		return CheckResultOutput{}, temporal.NewNonRetryableApplicationError("git checks: "+errNotConfigured.Error(), ErrNotWorkTree, nil)
+	}
+	return a.Git.CheckResult(ctx, in)
+}
+
+// CIStatus reads the CI state of a commit; with no provider it is CINone.
+func (a *Activities) CIStatus(ctx context.Context, in CIStatusInput) (CIStatusResult, error) {
+	if a.CI == nil {
+		return CIStatusResult{State: CINone}, nil
+	}
+	return a.CI.Status(ctx, in)
+}
+
+// Record writes records and the task's state into the SSOT.
+func (a *Activities) Record(ctx context.Context, in RecordInput) (RecordResult, error) {
+	if a.Store == nil {
+		return RecordResult{}, nil
+	}
+	return a.Store.Record(ctx, in)
+}
+
+// Deliver hands a message to the executor or reviewer. In pull mode
+// (no Deliverer) agents read their inbox, so there is nothing to do.
+func (a *Activities) Deliver(ctx context.Context, in DeliverInput) (DeliverResult, error) {
+	if a.Delivery == nil {
+		return DeliverResult{Mode: "pull"}, nil
+	}
+	return a.Delivery.Deliver(ctx, in)
+}
+
+// Notify tells admins about a decision or a status change.
+func (a *Activities) Notify(ctx context.Context, in NotifyInput) (NotifyResult, error) {
+	if a.Notifier == nil {
+		return NotifyResult{}, nil
+	}
+	return NotifyResult{}, a.Notifier.Notify(ctx, in)
+}

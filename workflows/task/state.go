@@ -1,0 +1,47 @@
+package task
+
+import (
+	"time"
+
+	"github.com/ampflow/ampflow/amp"
+)
+
+// State is what the state query returns.
+type State struct {
+	TaskID       string        `json:"task_id"`
+	Status       Status        `json:"status"`
+	Risk         amp.Risk      `json:"risk_level"`
+	Description  string        `json:"description"`
+	Repo         string        `json:"repo"`
+	Branch       string        `json:"branch"`
+	Subtasks     []amp.Subtask `json:"subtasks"`
+	SubtaskIndex int           `json:"subtask_index"`
+	// Subtask is the current subtask, nil before dispatch and after the last.
+	Subtask     *amp.Subtask `json:"subtask,omitempty"`
+	RejectCount int          `json:"reject_count"`
+	CIRounds    int          `json:"ci_rounds"`
+	Rounds      int          `json:"rounds"`
+	Pending     *Decision    `json:"pending,omitempty"`
+	Decided     []Outcome    `json:"decided,omitempty"`
+	// Outbox holds the messages sent to agents that still await their
+	// ACK or reply: what an agent's inbox shows.
+	Outbox    []amp.Message   `json:"outbox,omitempty"`
+	Timeline  []TimelineEntry `json:"timeline"`
+	LastError string          `json:"last_error,omitempty"`
+	Reason    string          `json:"reason,omitempty"`
+	StartedAt time.Time       `json:"started_at"`
+	UpdatedAt time.Time       `json:"updated_at"`
+}
+
+// TimelineEntry is one event of a task: a message, an ACK, a heartbeat, a
+// decision or a status change.
+type TimelineEntry struct {
+	At     time.Time `json:"at"`
+	Kind   string    `json:"kind"` // message, ack, heartbeat, decision, status
+	MsgID  string    `json:"msg_id,omitempty"`
+	Type   string    `json:"type,omitempty"`
+	From   string    `json:"from,omitempty"`
+	To     string    `json:"to,omitempty"`
+	Status Status    `json:"status,omitempty"`
+	Note   string    `json:"note,omitempty"`
+}

@@ -1,0 +1,255 @@
+// Package task is the public model of a task workflow: its statuses, inputs,
+// handler names and payloads, decisions and the state it reports. Clients
+// (CLI, HTTP API, chat) and activities import it; it holds no workflow code.
+package task
+
+import (
+	"encoding/json"
+	"time"
+
+	"go.temporal.io/sdk/temporal"
+
+	"github.com/ampflow/ampflow/amp"
+)
+
+// WorkflowType is the registered name of the task workflow.
+const WorkflowType = "Task"
+
+// WorkflowID returns the workflow ID of a task: the task_id itself.
+func WorkflowID(taskID string) string { return taskID }
+
+// Status is where a task stands. The names are part of the interface:
+// the CLI, the HTTP API and the AmpStatus search attribute use them.
+type Status string
+
+// Task statuses.
+const (
+	StatusAwaitingApproval Status = "awaiting_approval"
+	StatusDispatched       Status = "dispatched"
+	StatusInProgress       Status = "in_progress"
+	StatusCICheck          Status = "ci_check"
+	StatusInReview         Status = "in_review"
+	StatusAwaitingAdmin    Status = "awaiting_admin"
+	StatusLocked           Status = "locked"
+	StatusSuspended        Status = "suspended"
+	StatusDone             Status = "done"
+	StatusTerminated       Status = "terminated"
+)
+
+// Statuses lists every status in lifecycle order.
+func Statuses() []Status {
+	return []Status{StatusAwaitingApproval, StatusDispatched, StatusInProgress, StatusCICheck,
+		StatusInReview, StatusAwaitingAdmin, StatusLocked, StatusSuspended, StatusDone, StatusTerminated}
+}
+
+// Terminal reports whether no further change can happen.
+func (s Status) Terminal() bool { return s == StatusDone || s == StatusTerminated }
+
+// Valid reports whether s is one of the statuses.
+func (s Status) Valid() bool {
+	for _, v := range Statuses() {
+		if s == v {
+			return true
+		}
+	}
+	return false
+}
+
+// Search attributes upserted by the workflow on every change.
+var (
+	// AttrStatus is the task's Status.
+	AttrStatus = temporal.NewSearchAttributeKeyKeyword("AmpStatus")
+	// AttrRisk is the task's risk_level.
+	AttrRisk = temporal.NewSearchAttributeKeyKeyword("AmpRisk")
+	// AttrRejectCount is the cumulative reject_count.
+	AttrRejectCount = temporal.NewSearchAttributeKeyInt64("AmpRejectCount")
+	// AttrRepo is the repository path.
+	AttrRepo = temporal.NewSearchAttributeKeyKeyword("AmpRepo")
+)
+
+// Handling is how a gate is passed: automatically or by an admin.
+type Handling string
+
+// Handlings, from looser to stricter.
+const (
+	HandlingAuto  Handling = "auto"
+	HandlingAdmin Handling = "admin"
+)
+
+// Stricter returns the stricter of h and o; an empty o leaves h.
+func (h Handling) Stricter(o Handling) Handling {
+	if h == HandlingAdmin || o == HandlingAdmin {
+		return HandlingAdmin
+	}
+	return HandlingAuto
+}
+
+// RiskHandling maps each risk level to a minimum handling.
+type RiskHandling struct {
+	Low    Handling `json:"low"`
+	Medium Handling `json:"medium"`
+	High   Handling `json:"high"`
+}
+
+// For returns the handling of a risk level (admin for an unknown one).
+func (r RiskHandling) For(risk amp.Risk) Handling {
+	switch risk {
+	case amp.RiskLow:
+		return r.Low
+	case amp.RiskMedium:
+		return r.Medium
+	}
+	return HandlingAdmin
+}
+
+// Policy is the part of the configuration a task runs by. It is fixed when
+// the task starts, so a running task is not changed by a config edit.
+type Policy struct {
+	PlanApproval  RiskHandling `json:"plan_approval"`
+	FinalApproval RiskHandling `json:"final_approval"`
+	// AckTimeouts are the default ACK deadlines per message type; a
+	// message's own ack_timeout_sec overrides them.
+	AckTimeouts      map[amp.Type]time.Duration `json:"ack_timeouts"`
+	HeartbeatTimeout time.Duration              `json:"heartbeat_timeout"`
+	MaxRejects       int                        `json:"max_rejects"`
+	MaxCIRounds      int                        `json:"max_ci_rounds"`
+	MinConfidence    float64                    `json:"min_confidence"`
+	// CI is false when no CI provider is configured: results go straight
+	// to review.
+	CI             bool          `json:"ci"`
+	CIPollInterval time.Duration `json:"ci_poll_interval"`
+	CITimeout      time.Duration `json:"ci_timeout"`
+	// Admins are the names whose decisions count.
+	Admins []string `json:"admins"`
+}
+
+// DefaultPolicy returns the policy of the default configuration.
+func DefaultPolicy() Policy {
+	return Policy{
+		PlanApproval:  RiskHandling{Low: HandlingAuto, Medium: HandlingAdmin, High: HandlingAdmin},
+		FinalApproval: RiskHandling{Low: HandlingAuto, Medium: HandlingAuto, High: HandlingAdmin},
+		AckTimeouts: map[amp.Type]time.Duration{
+			amp.TypeTaskDispatch:  300 * time.Second,
+			amp.TypeTaskResult:    120 * time.Second,
+			amp.TypeReviewRequest: 600 * time.Second,
+			amp.TypeReviewVerdict: 60 * time.Second,
+		},
+		HeartbeatTimeout: 30 * time.Minute,
+		MaxRejects:       3,
+		MaxCIRounds:      3,
+		MinConfidence:    0.8,
+		CIPollInterval:   30 * time.Second,
+		CITimeout:        30 * time.Minute,
+	}
+}
+
+// AckTimeout returns the default ACK deadline of a message type.
+func (p Policy) AckTimeout(t amp.Type) time.Duration {
+	if d, ok := p.AckTimeouts[t]; ok && d > 0 {
+		return d
+	}
+	return time.Duration(amp.DefaultAckTimeout(t)) * time.Second
+}
+
+// IsAdmin reports whether name may decide.
+func (p Policy) IsAdmin(name string) bool {
+	for _, a := range p.Admins {
+		if a == name {
+			return true
+		}
+	}
+	return false
+}
+
+// Input starts a task workflow.
+type Input struct {
+	TaskID string `json:"task_id"`
+	// Plan is the coordinator's plan: the task_dispatch payload that each
+	// subtask's dispatch is built from.
+	Plan amp.TaskDispatch `json:"plan"`
+	// Handling lets a coordinator ask for stricter plan approval than the
+	// risk level's minimum; never looser.
+	Handling    Handling `json:"handling,omitempty"`
+	Coordinator string   `json:"coordinator,omitempty"`
+	Policy      Policy   `json:"policy"`
+}
+
+// Result is what a finished task workflow returns.
+type Result struct {
+	TaskID      string   `json:"task_id"`
+	Status      Status   `json:"status"`
+	Reason      string   `json:"reason,omitempty"`
+	Rounds      int      `json:"rounds"`
+	RejectCount int      `json:"reject_count"`
+	CIRounds    int      `json:"ci_rounds"`
+	MsgIDs      []string `json:"msg_ids"`
+}
+
+// Names of the workflow's handlers.
+const (
+	// UpdateSubmit takes everything agents send: task_result,
+	// review_verdict and ACK records. Its update ID is the msg_id.
+	UpdateSubmit = "submit"
+	// UpdateDecide applies an admin's choice on the pending decision.
+	UpdateDecide = "decide"
+	// UpdateCancel ends a task at a coordinator's request.
+	UpdateCancel = "cancel"
+	// UpdateReplan replaces the remaining subtasks.
+	UpdateReplan = "replan"
+	// SignalHeartbeat is an agent's progress note; it restarts the
+	// heartbeat timer.
+	SignalHeartbeat = "heartbeat"
+	// QueryState returns the State.
+	QueryState = "state"
+)
+
+// SubmitInput carries one AMP message or ACK record exactly as received.
+type SubmitInput struct {
+	Raw json.RawMessage `json:"raw"`
+}
+
+// SubmitResult says how the task took a submission.
+type SubmitResult struct {
+	MsgID string `json:"msg_id"`
+	// Duplicate is true when the same record had been accepted before;
+	// it had no further effect.
+	Duplicate bool   `json:"duplicate,omitempty"`
+	Status    Status `json:"status"`
+}
+
+// HeartbeatInput is an agent's progress note.
+type HeartbeatInput struct {
+	From amp.Role `json:"from"`
+	Note string   `json:"note,omitempty"`
+}
+
+// CancelInput ends a task; the reason is required.
+type CancelInput struct {
+	Reason string `json:"reason"`
+	By     string `json:"by"`
+}
+
+// ReplanInput replaces the subtasks from the current one on.
+type ReplanInput struct {
+	Subtasks []amp.Subtask `json:"subtasks"`
+	By       string        `json:"by"`
+	Note     string        `json:"note,omitempty"`
+}
+
+// ChangeResult is what cancel and replan return.
+type ChangeResult struct {
+	Status Status `json:"status"`
+}
+
+// Error types of refused updates, carried by temporal.ApplicationError so
+// clients can map them (the HTTP API to statuses).
+const (
+	ErrInvalid       = "InvalidInput"    // fails amp.Parse or a field check
+	ErrUnexpected    = "UnexpectedInput" // not what the task expects now
+	ErrSuspended     = "TaskSuspended"   // task is suspended or locked
+	ErrConflict      = "MsgIDConflict"   // a different record reused a msg_id
+	ErrNotAdmin      = "NotAdmin"        // decision by someone not an admin
+	ErrStaleDecision = "StaleDecision"   // decision id unknown or not the open one
+	ErrDecided       = "AlreadyDecided"  // the decision was taken already
+	ErrFinished      = "TaskFinished"    // task is done or terminated
+)
