@@ -1,0 +1,241 @@
+package amp
+
+import (
+	"encoding/json"
+	"fmt"
+	"math"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+)
+
+// maxInt caps every integer field so that a valid message fits a 32-bit
+// integer in any language an agent may be written in.
+const maxInt = math.MaxInt32
+
+// checker collects field errors while walking a decoded tree.
+type checker struct {
+	errs []FieldError
+}
+
+func (c *checker) add(path, problem string) {
+	c.errs = append(c.errs, FieldError{Path: path, Problem: problem})
+}
+
+func (c *checker) addf(path, format string, args ...any) {
+	c.add(path, fmt.Sprintf(format, args...))
+}
+
+// rule checks one present value.
+type rule func(c *checker, path string, v any)
+
+// field is one known key of an object.
+type field struct {
+	name     string
+	required bool
+	rule     rule
+}
+
+func req(name string, r rule) field { return field{name: name, required: true, rule: r} }
+func opt(name string, r rule) field { return field{name: name, rule: r} }
+
+// object checks v against fields, reports missing and unknown keys, and
+// returns the object (nil when v is not one) for cross-field rules.
+func (c *checker) object(path string, v any, fields []field) map[string]any {
+	m, ok := v.(map[string]any)
+	if !ok {
+		c.add(path, "must be an object")
+		return nil
+	}
+	for _, f := range fields {
+		fv, ok := m[f.name]
+		p := joinKey(path, f.name)
+		if !ok {
+			if f.required {
+				c.add(p, "required")
+			}
+			continue
+		}
+		f.rule(c, p, fv)
+	}
+	var unknown []string
+	for k := range m {
+		if !slices.ContainsFunc(fields, func(f field) bool { return f.name == k }) {
+			unknown = append(unknown, k)
+		}
+	}
+	slices.Sort(unknown)
+	for _, k := range unknown {
+		c.add(joinKey(path, k), "unknown field")
+	}
+	return m
+}
+
+func objectOf(fields []field, post func(c *checker, path string, m map[string]any)) rule {
+	return func(c *checker, path string, v any) {
+		if m := c.object(path, v, fields); m != nil && post != nil {
+			post(c, path, m)
+		}
+	}
+}
+
+func anyString(c *checker, path string, v any) {
+	if _, ok := v.(string); !ok {
+		c.add(path, "must be a string")
+	}
+}
+
+func text(c *checker, path string, v any) {
+	s, ok := v.(string)
+	switch {
+	case !ok:
+		c.add(path, "must be a string")
+	case s == "":
+		c.add(path, "must not be empty")
+	}
+}
+
+func oneOf[S ~string](values ...S) rule {
+	list := make([]string, len(values))
+	for i, v := range values {
+		list[i] = strconv.Quote(string(v))
+	}
+	problem := "must be one of " + strings.Join(list, ", ")
+	if len(values) == 1 {
+		problem = "must be " + list[0]
+	}
+	return func(c *checker, path string, v any) {
+		s, ok := v.(string)
+		if !ok || !slices.Contains(values, S(s)) {
+			c.add(path, problem)
+		}
+	}
+}
+
+func matching(re *regexp.Regexp, what string) rule {
+	return func(c *checker, path string, v any) {
+		s, ok := v.(string)
+		switch {
+		case !ok:
+			c.add(path, "must be a string")
+		case !re.MatchString(s):
+			c.add(path, "must be "+what)
+		}
+	}
+}
+
+func boolean(c *checker, path string, v any) {
+	if _, ok := v.(bool); !ok {
+		c.add(path, "must be a boolean")
+	}
+}
+
+func boolOrNull(c *checker, path string, v any) {
+	if _, ok := v.(bool); !ok && v != nil {
+		c.add(path, "must be true, false or null")
+	}
+}
+
+// integer accepts only integer literals (no fraction or exponent), so that
+// every accepted value decodes into a Go int unchanged.
+func integer(min, max int64) rule {
+	return func(c *checker, path string, v any) {
+		n, ok := v.(json.Number)
+		if !ok || strings.ContainsAny(string(n), ".eE") {
+			c.add(path, "must be an integer")
+			return
+		}
+		i, err := strconv.ParseInt(string(n), 10, 64)
+		switch {
+		case (err == nil && i < min) || (err != nil && strings.HasPrefix(string(n), "-")):
+			c.addf(path, "must be at least %d", min)
+		case err != nil || i > max:
+			c.addf(path, "must be at most %d", max)
+		}
+	}
+}
+
+func number(min, max float64) rule {
+	return func(c *checker, path string, v any) {
+		n, ok := v.(json.Number)
+		if !ok {
+			c.add(path, "must be a number")
+			return
+		}
+		f, err := strconv.ParseFloat(string(n), 64)
+		if err != nil || f < min || f > max {
+			c.addf(path, "must be between %g and %g", min, max)
+		}
+	}
+}
+
+func arrayOf(minItems int, item rule) rule {
+	return func(c *checker, path string, v any) {
+		a, ok := v.([]any)
+		switch {
+		case !ok:
+			c.add(path, "must be an array")
+			return
+		case len(a) < minItems && minItems == 1:
+			c.add(path, "must not be empty")
+		case len(a) < minItems:
+			c.addf(path, "must have at least %d items", minItems)
+		}
+		for i, e := range a {
+			item(c, joinIndex(path, i), e)
+		}
+	}
+}
+
+// freeObject accepts any object; its numbers must still fit a float64,
+// which is how ampflow decodes them.
+func freeObject(c *checker, path string, v any) {
+	if _, ok := v.(map[string]any); !ok {
+		c.add(path, "must be an object")
+		return
+	}
+	c.freeValue(path, v)
+}
+
+func (c *checker) freeValue(path string, v any) {
+	switch v := v.(type) {
+	case json.Number:
+		if _, err := strconv.ParseFloat(string(v), 64); err != nil {
+			c.add(path, "number out of range")
+		}
+	case []any:
+		for i, e := range v {
+			c.freeValue(joinIndex(path, i), e)
+		}
+	case map[string]any:
+		for _, k := range sortedKeys(v) {
+			c.freeValue(joinKey(path, k), v[k])
+		}
+	}
+}
+
+func sortedKeys(m map[string]any) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	return keys
+}
+
+var plainKey = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
+
+func joinKey(path, key string) string {
+	if !plainKey.MatchString(key) {
+		return path + "[" + strconv.Quote(key) + "]"
+	}
+	if path == "" || path == RootPath {
+		return key
+	}
+	return path + "." + key
+}
+
+func joinIndex(path string, i int) string {
+	return path + "[" + strconv.Itoa(i) + "]"
+}
