@@ -1,0 +1,249 @@
+// Package config is ampflow's typed configuration: defaults for every key,
+// then a YAML file, then AMPFLOW_* environment variables, then command-line
+// flags, all on one viper instance, decoded into Config and validated.
+package config
+
+import (
+	"log/slog"
+	"time"
+)
+
+// Config is the whole of ampflow's configuration. The mapstructure tags are
+// the configuration keys; a nested struct is a dotted prefix.
+type Config struct {
+	// DataDir holds local state: the SSOT by default, the dev server's database.
+	DataDir  string   `mapstructure:"data_dir"`
+	Log      Log      `mapstructure:"log"`
+	Temporal Temporal `mapstructure:"temporal"`
+	Dev      Dev      `mapstructure:"dev"`
+	HTTP     HTTP     `mapstructure:"http"`
+	Auth     Auth     `mapstructure:"auth"`
+	// Admins names the people who may decide from the CLI or the HTTP API.
+	Admins   []string `mapstructure:"admins"`
+	Protocol Protocol `mapstructure:"protocol"`
+	Policy   Policy   `mapstructure:"policy"`
+	CI       CI       `mapstructure:"ci"`
+	SSOT     SSOT     `mapstructure:"ssot"`
+	Agents   Agents   `mapstructure:"agents"`
+	Slack    Slack    `mapstructure:"slack"`
+	Telegram Telegram `mapstructure:"telegram"`
+	Notify   Notify   `mapstructure:"notify"`
+}
+
+// Log configures ampflow's own logs.
+type Log struct {
+	Level  string `mapstructure:"level"`  // debug, info, warn or error
+	Format string `mapstructure:"format"` // text or json
+}
+
+// SlogLevel returns Level as a slog.Level; an unknown level reads as info.
+func (l Log) SlogLevel() slog.Level {
+	switch l.Level {
+	case "debug":
+		return slog.LevelDebug
+	case "warn":
+		return slog.LevelWarn
+	case "error":
+		return slog.LevelError
+	}
+	return slog.LevelInfo
+}
+
+// Temporal locates the Temporal service the worker and clients connect to.
+type Temporal struct {
+	Address   string      `mapstructure:"address"`
+	Namespace string      `mapstructure:"namespace"`
+	TaskQueue string      `mapstructure:"task_queue"`
+	TLS       TemporalTLS `mapstructure:"tls"`
+	APIKey    string      `mapstructure:"api_key"` // secret
+}
+
+// TemporalTLS configures TLS to the Temporal service.
+type TemporalTLS struct {
+	Enabled    bool   `mapstructure:"enabled"`
+	CertFile   string `mapstructure:"cert_file"`
+	KeyFile    string `mapstructure:"key_file"`
+	CAFile     string `mapstructure:"ca_file"`
+	ServerName string `mapstructure:"server_name"`
+}
+
+// Dev configures the embedded development server.
+type Dev struct {
+	TemporalPort int `mapstructure:"temporal_port"`
+	UIPort       int `mapstructure:"ui_port"`
+}
+
+// HTTP configures ampflow's HTTP API.
+type HTTP struct {
+	Addr string `mapstructure:"addr"`
+}
+
+// Auth lists the bearer tokens the HTTP API accepts.
+type Auth struct {
+	Tokens []AuthToken `mapstructure:"tokens"`
+}
+
+// Roles a bearer token may carry.
+const (
+	RoleCoordinator = "coordinator"
+	RoleExecutor    = "executor"
+	RoleReviewer    = "reviewer"
+	RoleAdmin       = "admin"
+)
+
+// AuthToken is one bearer token, the role it may act as and a name for logs.
+// From the environment a list of them reads "token:role:name,token:role:name".
+type AuthToken struct {
+	Token string `mapstructure:"token"` // secret
+	Role  string `mapstructure:"role"`
+	Name  string `mapstructure:"name"`
+}
+
+// Protocol holds the AMP/1.0 timing and loop limits.
+type Protocol struct {
+	AckTimeout       AckTimeouts   `mapstructure:"ack_timeout"`
+	HeartbeatTimeout time.Duration `mapstructure:"heartbeat_timeout"`
+	// MaxRejects is how many rejected verdicts lock a task for the admin.
+	MaxRejects int `mapstructure:"max_rejects"`
+	// MaxCIRounds is how many failed CI runs escalate a task.
+	MaxCIRounds int `mapstructure:"max_ci_rounds"`
+	// MinConfidence is the verdict confidence below which the admin is asked.
+	MinConfidence float64 `mapstructure:"min_confidence"`
+}
+
+// AckTimeouts is how long a receiver has to ACK each message type.
+type AckTimeouts struct {
+	TaskDispatch  time.Duration `mapstructure:"task_dispatch"`
+	TaskResult    time.Duration `mapstructure:"task_result"`
+	ReviewRequest time.Duration `mapstructure:"review_request"`
+	ReviewVerdict time.Duration `mapstructure:"review_verdict"`
+}
+
+// Approver says who approves a step: nobody (auto) or an admin.
+type Approver string
+
+// Approvers.
+const (
+	ApproverAuto  Approver = "auto"
+	ApproverAdmin Approver = "admin"
+)
+
+// Policy says, per risk level, which approvals need an admin.
+type Policy struct {
+	PlanApproval  Approval `mapstructure:"plan_approval"`
+	FinalApproval Approval `mapstructure:"final_approval"`
+}
+
+// Approval is the approver for each risk level.
+type Approval struct {
+	Low    Approver `mapstructure:"low"`
+	Medium Approver `mapstructure:"medium"`
+	High   Approver `mapstructure:"high"`
+}
+
+// For returns the approver for a risk level (low, medium or high); an
+// unknown level gets the admin, the safe answer.
+func (a Approval) For(risk string) Approver {
+	switch risk {
+	case "low":
+		return a.Low
+	case "medium":
+		return a.Medium
+	case "high":
+		return a.High
+	}
+	return ApproverAdmin
+}
+
+// CI providers (ci.provider).
+const (
+	ProviderNone    = "none"
+	ProviderGitHub  = "github"
+	ProviderCommand = "command"
+)
+
+// CI configures how ampflow learns whether a branch passes CI.
+type CI struct {
+	Provider     string        `mapstructure:"provider"` // none, github or command
+	PollInterval time.Duration `mapstructure:"poll_interval"`
+	Timeout      time.Duration `mapstructure:"timeout"`
+	GitHub       CIGitHub      `mapstructure:"github"`
+	Command      CICommand     `mapstructure:"command"`
+}
+
+// CIGitHub reads check runs from GitHub.
+type CIGitHub struct {
+	Token  string `mapstructure:"token"` // secret
+	APIURL string `mapstructure:"api_url"`
+}
+
+// CICommand runs a local command in the task's repository as its CI.
+type CICommand struct {
+	Run     []string      `mapstructure:"run"` // argv, not a shell line
+	Timeout time.Duration `mapstructure:"timeout"`
+}
+
+// SSOT configures the single source of truth: the on-disk record of every
+// message, ACK and task.
+type SSOT struct {
+	// Dir is where the SSOT lives; Load makes an empty Dir DataDir/ssot.
+	Dir string  `mapstructure:"dir"`
+	Git SSOTGit `mapstructure:"git"`
+}
+
+// SSOTGit makes the SSOT a git repository.
+type SSOTGit struct {
+	Commit bool   `mapstructure:"commit"`
+	Push   bool   `mapstructure:"push"`
+	Remote string `mapstructure:"remote"`
+}
+
+// Agents configures how ampflow reaches the executor and the reviewer.
+type Agents struct {
+	Executor Agent `mapstructure:"executor"`
+	Reviewer Agent `mapstructure:"reviewer"`
+}
+
+// Agent modes (agents.*.mode).
+const (
+	AgentModePull    = "pull"
+	AgentModeCommand = "command"
+	AgentModeWebhook = "webhook"
+)
+
+// Agent says how one agent receives its messages: it pulls them from the
+// API, ampflow runs a command, or ampflow posts them to a webhook.
+type Agent struct {
+	Mode       string        `mapstructure:"mode"`
+	Command    []string      `mapstructure:"command"` // argv
+	WebhookURL string        `mapstructure:"webhook_url"`
+	Timeout    time.Duration `mapstructure:"timeout"`
+}
+
+// Slack configures the Slack integration.
+type Slack struct {
+	Enabled       bool     `mapstructure:"enabled"`
+	Mode          string   `mapstructure:"mode"`           // socket or http
+	AppToken      string   `mapstructure:"app_token"`      // secret; socket mode
+	BotToken      string   `mapstructure:"bot_token"`      // secret
+	SigningSecret string   `mapstructure:"signing_secret"` // secret; http mode
+	Channel       string   `mapstructure:"channel"`
+	Admins        []string `mapstructure:"admins"` // Slack user ids
+	APIURL        string   `mapstructure:"api_url"`
+}
+
+// Telegram configures the Telegram integration.
+type Telegram struct {
+	Enabled       bool     `mapstructure:"enabled"`
+	Mode          string   `mapstructure:"mode"`  // polling or webhook
+	Token         string   `mapstructure:"token"` // secret
+	ChatID        string   `mapstructure:"chat_id"`
+	Admins        []string `mapstructure:"admins"` // Telegram user ids
+	ServerURL     string   `mapstructure:"server_url"`
+	WebhookSecret string   `mapstructure:"webhook_secret"` // secret
+}
+
+// Notify configures what is posted to chat beyond decisions.
+type Notify struct {
+	StatusUpdates bool `mapstructure:"status_updates"`
+}

@@ -1,0 +1,294 @@
+package config
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"reflect"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/go-viper/mapstructure/v2"
+	"github.com/spf13/viper"
+)
+
+// DefaultFile is the configuration file Load reads when none is named and
+// it exists in the working directory.
+const DefaultFile = "ampflow.yaml"
+
+// EnvPrefix starts the name of every environment variable Load reads.
+const EnvPrefix = "AMPFLOW_"
+
+// defaults holds the default of every key. A key without a default is
+// unknown: a file may not set it and no environment variable reaches it.
+var defaults = map[string]any{
+	"data_dir": "./.ampflow",
+
+	"log.level":  "info",
+	"log.format": "text",
+
+	"temporal.address":         "127.0.0.1:7233",
+	"temporal.namespace":       "default",
+	"temporal.task_queue":      "ampflow",
+	"temporal.tls.enabled":     false,
+	"temporal.tls.cert_file":   "",
+	"temporal.tls.key_file":    "",
+	"temporal.tls.ca_file":     "",
+	"temporal.tls.server_name": "",
+	"temporal.api_key":         "",
+
+	"dev.temporal_port": 7233,
+	"dev.ui_port":       8233,
+
+	"http.addr": "127.0.0.1:7480",
+
+	"auth.tokens": []AuthToken{},
+	"admins":      []string{},
+
+	"protocol.ack_timeout.task_dispatch":  300 * time.Second,
+	"protocol.ack_timeout.task_result":    120 * time.Second,
+	"protocol.ack_timeout.review_request": 600 * time.Second,
+	"protocol.ack_timeout.review_verdict": 60 * time.Second,
+	"protocol.heartbeat_timeout":          30 * time.Minute,
+	"protocol.max_rejects":                3,
+	"protocol.max_ci_rounds":              3,
+	"protocol.min_confidence":             0.8,
+
+	"policy.plan_approval.low":     string(ApproverAuto),
+	"policy.plan_approval.medium":  string(ApproverAdmin),
+	"policy.plan_approval.high":    string(ApproverAdmin),
+	"policy.final_approval.low":    string(ApproverAuto),
+	"policy.final_approval.medium": string(ApproverAuto),
+	"policy.final_approval.high":   string(ApproverAdmin),
+
+	"ci.provider":        ProviderNone,
+	"ci.poll_interval":   30 * time.Second,
+	"ci.timeout":         30 * time.Minute,
+	"ci.github.token":    "",
+	"ci.github.api_url":  "https://api.github.com/",
+	"ci.command.run":     []string{},
+	"ci.command.timeout": 20 * time.Minute,
+
+	"ssot.dir":        "",
+	"ssot.git.commit": false,
+	"ssot.git.push":   false,
+	"ssot.git.remote": "origin",
+
+	"agents.executor.mode":        AgentModePull,
+	"agents.executor.command":     []string{},
+	"agents.executor.webhook_url": "",
+	"agents.executor.timeout":     30 * time.Minute,
+	"agents.reviewer.mode":        AgentModePull,
+	"agents.reviewer.command":     []string{},
+	"agents.reviewer.webhook_url": "",
+	"agents.reviewer.timeout":     30 * time.Minute,
+
+	"slack.enabled":        false,
+	"slack.mode":           "socket",
+	"slack.app_token":      "",
+	"slack.bot_token":      "",
+	"slack.signing_secret": "",
+	"slack.channel":        "",
+	"slack.admins":         []string{},
+	"slack.api_url":        "https://slack.com/api/",
+
+	"telegram.enabled":        false,
+	"telegram.mode":           "polling",
+	"telegram.token":          "",
+	"telegram.chat_id":        "",
+	"telegram.admins":         []string{},
+	"telegram.server_url":     "https://api.telegram.org",
+	"telegram.webhook_secret": "",
+
+	"notify.status_updates": false,
+}
+
+// New returns a fresh viper instance holding the default of every key.
+// Commands bind their flags to it, then pass it to Load.
+func New() *viper.Viper {
+	v := viper.New()
+	for k, val := range defaults {
+		v.SetDefault(k, val)
+	}
+	return v
+}
+
+// Keys returns every configuration key, sorted.
+func Keys() []string {
+	keys := make([]string, 0, len(defaults))
+	for k := range defaults {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
+}
+
+// EnvName returns the environment variable that sets key:
+// "protocol.max_rejects" is AMPFLOW_PROTOCOL_MAX_REJECTS.
+func EnvName(key string) string {
+	return EnvPrefix + strings.ToUpper(strings.ReplaceAll(key, ".", "_"))
+}
+
+// Load reads the configuration from the process environment; see LoadEnv.
+func Load(v *viper.Viper, file string) (Config, error) {
+	return LoadEnv(v, file, os.LookupEnv)
+}
+
+// LoadEnv layers the file and the environment over v's defaults and decodes
+// the result. The file is the one named, else ./ampflow.yaml if present; a
+// named file that is missing is an error, as is a key the file sets that
+// ampflow does not know. Environment variables (EnvName of each key, looked
+// up with lookup) override the file; flags bound to v override both.
+// Lists read from the environment are comma-separated. LoadEnv does not
+// validate; call Config.Validate.
+func LoadEnv(v *viper.Viper, file string, lookup func(string) (string, bool)) (Config, error) {
+	if file == "" {
+		if _, err := os.Stat(DefaultFile); err == nil {
+			file = DefaultFile
+		}
+	}
+	if file != "" {
+		if err := readFile(v, file); err != nil {
+			return Config{}, err
+		}
+	}
+	if lookup != nil {
+		// Environment values are merged into the file's layer rather than
+		// read through viper.AutomaticEnv: that keeps the lookup injectable
+		// and Unmarshal sees every variable, not only keys viper has seen.
+		if err := v.MergeConfigMap(envSettings(lookup)); err != nil {
+			return Config{}, fmt.Errorf("reading environment: %w", err)
+		}
+	}
+	var c Config
+	if err := v.Unmarshal(&c, viper.DecodeHook(decodeHook())); err != nil {
+		return Config{}, fmt.Errorf("decoding configuration: %s", flattenDecodeError(err))
+	}
+	if c.SSOT.Dir == "" {
+		c.SSOT.Dir = filepath.Join(c.DataDir, "ssot")
+	}
+	return c, nil
+}
+
+func readFile(v *viper.Viper, file string) error {
+	f := viper.New()
+	f.SetConfigFile(file)
+	if filepath.Ext(file) == "" {
+		f.SetConfigType("yaml")
+	}
+	if err := f.ReadInConfig(); err != nil {
+		return fmt.Errorf("reading config file %s: %w", file, err)
+	}
+	var unknown []string
+	for _, k := range f.AllKeys() {
+		if _, ok := defaults[k]; !ok {
+			unknown = append(unknown, k)
+		}
+	}
+	if len(unknown) > 0 {
+		sort.Strings(unknown)
+		return fmt.Errorf("reading config file %s: unknown keys: %s", file, strings.Join(unknown, ", "))
+	}
+	return v.MergeConfigMap(f.AllSettings())
+}
+
+// envSettings returns the nested settings map of every key set in the
+// environment.
+func envSettings(lookup func(string) (string, bool)) map[string]any {
+	settings := map[string]any{}
+	for key := range defaults {
+		val, ok := lookup(EnvName(key))
+		if !ok {
+			continue
+		}
+		parts := strings.Split(key, ".")
+		m := settings
+		for _, p := range parts[:len(parts)-1] {
+			next, ok := m[p].(map[string]any)
+			if !ok {
+				next = map[string]any{}
+				m[p] = next
+			}
+			m = next
+		}
+		m[parts[len(parts)-1]] = val
+	}
+	return settings
+}
+
+func decodeHook() mapstructure.DecodeHookFunc {
+	return mapstructure.ComposeDecodeHookFunc(
+		rejectBareDuration,
+		mapstructure.StringToTimeDurationHookFunc(),
+		stringToAuthTokens,
+		mapstructure.StringToSliceHookFunc(","),
+	)
+}
+
+var (
+	durationType   = reflect.TypeOf(time.Duration(0))
+	authTokensType = reflect.TypeOf([]AuthToken{})
+)
+
+// rejectBareDuration refuses a number where a duration belongs: decoded
+// weakly, "ack_timeout: 300" would be 300ns.
+func rejectBareDuration(f, t reflect.Type, data any) (any, error) {
+	if t != durationType || f == durationType {
+		return data, nil
+	}
+	switch f.Kind() {
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
+		reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64,
+		reflect.Float32, reflect.Float64:
+		return nil, fmt.Errorf("duration %v has no unit (write e.g. %vs or %vm)", data, data, data)
+	}
+	return data, nil
+}
+
+// stringToAuthTokens parses "token:role:name,token:role:name"; the name may
+// be left out.
+func stringToAuthTokens(f, t reflect.Type, data any) (any, error) {
+	if f.Kind() != reflect.String || t != authTokensType {
+		return data, nil
+	}
+	return ParseAuthTokens(data.(string))
+}
+
+// ParseAuthTokens parses the environment form of auth.tokens:
+// "token:role:name,token:role:name". The name may be left out.
+func ParseAuthTokens(s string) ([]AuthToken, error) {
+	tokens := []AuthToken{}
+	for i, item := range strings.Split(s, ",") {
+		item = strings.TrimSpace(item)
+		if item == "" {
+			continue
+		}
+		parts := strings.SplitN(item, ":", 3)
+		if len(parts) < 2 {
+			return nil, fmt.Errorf("auth token %d: want token:role:name", i+1)
+		}
+		tok := AuthToken{Token: parts[0], Role: parts[1]}
+		if len(parts) == 3 {
+			tok.Name = parts[2]
+		}
+		tokens = append(tokens, tok)
+	}
+	return tokens, nil
+}
+
+// flattenDecodeError puts mapstructure's multi-line report on one line.
+func flattenDecodeError(err error) string {
+	var lines []string
+	for _, l := range strings.Split(err.Error(), "\n") {
+		l = strings.TrimSpace(strings.TrimPrefix(strings.TrimSpace(l), "*"))
+		if l == "" || strings.HasPrefix(l, "decoding failed due to") {
+			continue
+		}
+		lines = append(lines, l)
+	}
+	if len(lines) == 0 {
+		return err.Error()
+	}
+	return strings.Join(lines, "; ")
+}

@@ -1,0 +1,91 @@
+package config
+
+import (
+	"fmt"
+	"log/slog"
+	"reflect"
+	"sort"
+	"strings"
+)
+
+// Mask replaces a secret that is set; an unset secret stays empty so that
+// a reader can tell the two apart.
+const Mask = "[redacted]"
+
+func mask(s string) string {
+	if s == "" {
+		return ""
+	}
+	return Mask
+}
+
+// Redacted returns a copy of c with every token and secret masked. c is
+// left untouched.
+func (c Config) Redacted() Config {
+	c.Temporal.APIKey = mask(c.Temporal.APIKey)
+	tokens := make([]AuthToken, len(c.Auth.Tokens))
+	for i, t := range c.Auth.Tokens {
+		t.Token = mask(t.Token)
+		tokens[i] = t
+	}
+	c.Auth.Tokens = tokens
+	c.CI.GitHub.Token = mask(c.CI.GitHub.Token)
+	c.Slack.AppToken = mask(c.Slack.AppToken)
+	c.Slack.BotToken = mask(c.Slack.BotToken)
+	c.Slack.SigningSecret = mask(c.Slack.SigningSecret)
+	c.Telegram.Token = mask(c.Telegram.Token)
+	c.Telegram.WebhookSecret = mask(c.Telegram.WebhookSecret)
+	return c
+}
+
+// Settings returns the redacted configuration as a map from each key to
+// its value.
+func (c Config) Settings() map[string]any {
+	out := map[string]any{}
+	flatten("", reflect.ValueOf(c.Redacted()), out)
+	return out
+}
+
+// String renders the redacted configuration, one "key=value" per line in
+// key order, so printing a Config never shows a secret.
+func (c Config) String() string {
+	settings := c.Settings()
+	keys := make([]string, 0, len(settings))
+	for k := range settings {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	var b strings.Builder
+	for _, k := range keys {
+		fmt.Fprintf(&b, "%s=%v\n", k, settings[k])
+	}
+	return b.String()
+}
+
+// LogValue implements slog.LogValuer: a logged Config is a group of its
+// redacted settings.
+func (c Config) LogValue() slog.Value {
+	settings := c.Settings()
+	attrs := make([]slog.Attr, 0, len(settings))
+	for k, v := range settings {
+		attrs = append(attrs, slog.Any(k, v))
+	}
+	sort.Slice(attrs, func(i, j int) bool { return attrs[i].Key < attrs[j].Key })
+	return slog.GroupValue(attrs...)
+}
+
+// flatten walks a struct by its mapstructure tags, storing each leaf under
+// its dotted key.
+func flatten(prefix string, v reflect.Value, out map[string]any) {
+	t := v.Type()
+	for i := range t.NumField() {
+		f := t.Field(i)
+		key := prefix + f.Tag.Get("mapstructure")
+		fv := v.Field(i)
+		if fv.Kind() == reflect.Struct && f.Type != durationType {
+			flatten(key+".", fv, out)
+			continue
+		}
+		out[key] = fv.Interface()
+	}
+}

@@ -1,0 +1,247 @@
+package config
+
+import (
+	"fmt"
+	"net"
+	"net/url"
+	"slices"
+	"strings"
+	"time"
+)
+
+// Problem is one invalid key and why.
+type Problem struct {
+	Key    string
+	Reason string
+}
+
+// String returns "key: reason".
+func (p Problem) String() string { return p.Key + ": " + p.Reason }
+
+// ValidationError lists every problem Validate found.
+type ValidationError struct {
+	Problems []Problem
+}
+
+// Error returns all the problems on one line.
+func (e *ValidationError) Error() string {
+	parts := make([]string, len(e.Problems))
+	for i, p := range e.Problems {
+		parts[i] = p.String()
+	}
+	return "invalid configuration: " + strings.Join(parts, "; ")
+}
+
+// problems collects Problems in the order the checks run.
+type problems []Problem
+
+func (ps *problems) add(key, format string, args ...any) {
+	*ps = append(*ps, Problem{Key: key, Reason: fmt.Sprintf(format, args...)})
+}
+
+func (ps *problems) oneOf(key, val string, allowed ...string) {
+	if !slices.Contains(allowed, val) {
+		ps.add(key, "must be %s, not %q", orList(allowed), val)
+	}
+}
+
+func (ps *problems) positive(key string, d time.Duration) {
+	if d <= 0 {
+		ps.add(key, "must be a positive duration, not %s", d)
+	}
+}
+
+func (ps *problems) required(key, val, when string) {
+	if strings.TrimSpace(val) == "" {
+		ps.add(key, "required when %s", when)
+	}
+}
+
+func (ps *problems) url(key, val string) {
+	u, err := url.Parse(val)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		ps.add(key, "must be an http or https URL, not %q", val)
+	}
+}
+
+func (ps *problems) port(key string, p int) {
+	if p < 1 || p > 65535 {
+		ps.add(key, "must be a port between 1 and 65535, not %d", p)
+	}
+}
+
+func orList(words []string) string {
+	if len(words) == 1 {
+		return words[0]
+	}
+	return strings.Join(words[:len(words)-1], ", ") + " or " + words[len(words)-1]
+}
+
+// Validate checks every key and reports all problems at once as a
+// *ValidationError, each naming its key; nil if there are none.
+func (c Config) Validate() error {
+	var ps problems
+	if strings.TrimSpace(c.DataDir) == "" {
+		ps.add("data_dir", "must not be empty")
+	}
+	ps.oneOf("log.level", c.Log.Level, "debug", "info", "warn", "error")
+	ps.oneOf("log.format", c.Log.Format, "text", "json")
+
+	c.validateTemporal(&ps)
+	ps.port("dev.temporal_port", c.Dev.TemporalPort)
+	ps.port("dev.ui_port", c.Dev.UIPort)
+	if c.Dev.TemporalPort == c.Dev.UIPort {
+		ps.add("dev.ui_port", "must differ from dev.temporal_port")
+	}
+	if _, _, err := net.SplitHostPort(c.HTTP.Addr); err != nil {
+		ps.add("http.addr", "must be host:port, not %q", c.HTTP.Addr)
+	}
+	c.validateAuth(&ps)
+	c.validateProtocol(&ps)
+	for _, a := range []struct {
+		key string
+		val Approval
+	}{{"policy.plan_approval", c.Policy.PlanApproval}, {"policy.final_approval", c.Policy.FinalApproval}} {
+		ps.oneOf(a.key+".low", string(a.val.Low), string(ApproverAuto), string(ApproverAdmin))
+		ps.oneOf(a.key+".medium", string(a.val.Medium), string(ApproverAuto), string(ApproverAdmin))
+		ps.oneOf(a.key+".high", string(a.val.High), string(ApproverAuto), string(ApproverAdmin))
+	}
+	c.validateCI(&ps)
+	if c.SSOT.Git.Push {
+		if !c.SSOT.Git.Commit {
+			ps.add("ssot.git.commit", "must be true when ssot.git.push is true")
+		}
+		ps.required("ssot.git.remote", c.SSOT.Git.Remote, "ssot.git.push is true")
+	}
+	validateAgent(&ps, "agents.executor", c.Agents.Executor)
+	validateAgent(&ps, "agents.reviewer", c.Agents.Reviewer)
+	c.validateSlack(&ps)
+	c.validateTelegram(&ps)
+
+	if len(ps) == 0 {
+		return nil
+	}
+	return &ValidationError{Problems: ps}
+}
+
+func (c Config) validateTemporal(ps *problems) {
+	t := c.Temporal
+	if _, _, err := net.SplitHostPort(t.Address); err != nil {
+		ps.add("temporal.address", "must be host:port, not %q", t.Address)
+	}
+	if t.Namespace == "" {
+		ps.add("temporal.namespace", "must not be empty")
+	}
+	if t.TaskQueue == "" {
+		ps.add("temporal.task_queue", "must not be empty")
+	}
+	if t.TLS.CertFile != "" && t.TLS.KeyFile == "" {
+		ps.add("temporal.tls.key_file", "required when temporal.tls.cert_file is set")
+	}
+	if t.TLS.KeyFile != "" && t.TLS.CertFile == "" {
+		ps.add("temporal.tls.cert_file", "required when temporal.tls.key_file is set")
+	}
+}
+
+func (c Config) validateAuth(ps *problems) {
+	seen := map[string]bool{}
+	for i, t := range c.Auth.Tokens {
+		key := fmt.Sprintf("auth.tokens[%d]", i)
+		switch {
+		case t.Token == "":
+			ps.add(key+".token", "must not be empty")
+		case seen[t.Token]:
+			ps.add(key+".token", "repeats an earlier token")
+		}
+		seen[t.Token] = true
+		ps.oneOf(key+".role", t.Role, RoleCoordinator, RoleExecutor, RoleReviewer, RoleAdmin)
+	}
+	for i, a := range c.Admins {
+		if strings.TrimSpace(a) == "" {
+			ps.add(fmt.Sprintf("admins[%d]", i), "must not be empty")
+		}
+	}
+}
+
+func (c Config) validateProtocol(ps *problems) {
+	p := c.Protocol
+	ps.positive("protocol.ack_timeout.task_dispatch", p.AckTimeout.TaskDispatch)
+	ps.positive("protocol.ack_timeout.task_result", p.AckTimeout.TaskResult)
+	ps.positive("protocol.ack_timeout.review_request", p.AckTimeout.ReviewRequest)
+	ps.positive("protocol.ack_timeout.review_verdict", p.AckTimeout.ReviewVerdict)
+	ps.positive("protocol.heartbeat_timeout", p.HeartbeatTimeout)
+	if p.MaxRejects < 1 {
+		ps.add("protocol.max_rejects", "must be ≥ 1, not %d", p.MaxRejects)
+	}
+	if p.MaxCIRounds < 1 {
+		ps.add("protocol.max_ci_rounds", "must be ≥ 1, not %d", p.MaxCIRounds)
+	}
+	if !(p.MinConfidence >= 0 && p.MinConfidence <= 1) {
+		ps.add("protocol.min_confidence", "must be between 0 and 1, not %v", p.MinConfidence)
+	}
+}
+
+func (c Config) validateCI(ps *problems) {
+	ci := c.CI
+	ps.oneOf("ci.provider", ci.Provider, ProviderNone, ProviderGitHub, ProviderCommand)
+	ps.positive("ci.poll_interval", ci.PollInterval)
+	ps.positive("ci.timeout", ci.Timeout)
+	ps.url("ci.github.api_url", ci.GitHub.APIURL)
+	ps.positive("ci.command.timeout", ci.Command.Timeout)
+	switch ci.Provider {
+	case ProviderGitHub:
+		ps.required("ci.github.token", ci.GitHub.Token, "ci.provider is github")
+	case ProviderCommand:
+		if len(ci.Command.Run) == 0 || ci.Command.Run[0] == "" {
+			ps.add("ci.command.run", "required when ci.provider is command")
+		}
+	}
+}
+
+func validateAgent(ps *problems, prefix string, a Agent) {
+	ps.oneOf(prefix+".mode", a.Mode, AgentModePull, AgentModeCommand, AgentModeWebhook)
+	ps.positive(prefix+".timeout", a.Timeout)
+	switch a.Mode {
+	case AgentModeCommand:
+		if len(a.Command) == 0 || a.Command[0] == "" {
+			ps.add(prefix+".command", "required when %s.mode is command", prefix)
+		}
+	case AgentModeWebhook:
+		if a.WebhookURL == "" {
+			ps.add(prefix+".webhook_url", "required when %s.mode is webhook", prefix)
+		} else {
+			ps.url(prefix+".webhook_url", a.WebhookURL)
+		}
+	}
+}
+
+func (c Config) validateSlack(ps *problems) {
+	s := c.Slack
+	ps.oneOf("slack.mode", s.Mode, "socket", "http")
+	ps.url("slack.api_url", s.APIURL)
+	if !s.Enabled {
+		return
+	}
+	ps.required("slack.bot_token", s.BotToken, "slack.enabled is true")
+	ps.required("slack.channel", s.Channel, "slack.enabled is true")
+	switch s.Mode {
+	case "socket":
+		ps.required("slack.app_token", s.AppToken, "slack.mode is socket")
+	case "http":
+		ps.required("slack.signing_secret", s.SigningSecret, "slack.mode is http")
+	}
+}
+
+func (c Config) validateTelegram(ps *problems) {
+	t := c.Telegram
+	ps.oneOf("telegram.mode", t.Mode, "polling", "webhook")
+	ps.url("telegram.server_url", t.ServerURL)
+	if !t.Enabled {
+		return
+	}
+	ps.required("telegram.token", t.Token, "telegram.enabled is true")
+	ps.required("telegram.chat_id", t.ChatID, "telegram.enabled is true")
+	if t.Mode == "webhook" {
+		ps.required("telegram.webhook_secret", t.WebhookSecret, "telegram.mode is webhook")
+	}
+}

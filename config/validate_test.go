@@ -1,0 +1,167 @@
+package config
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strings"
+	"testing"
+)
+
+func defaultConfig(t *testing.T) Config {
+	t.Helper()
+	c, err := LoadEnv(New(), "", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+func TestValidate(t *testing.T) {
+	tests := []struct {
+		name   string
+		change func(*Config)
+		want   []string // "key: reason" prefixes, in order
+	}{
+		{"Defaults", func(*Config) {}, nil},
+		{"LogLevel", func(c *Config) { c.Log.Level = "loud" }, []string{"log.level: must be debug, info, warn or error"}},
+		{"LogFormat", func(c *Config) { c.Log.Format = "xml" }, []string{"log.format: must be text or json"}},
+		{"TemporalAddress", func(c *Config) { c.Temporal.Address = "localhost" }, []string{"temporal.address: must be host:port"}},
+		{"TLSHalfPair", func(c *Config) { c.Temporal.TLS.CertFile = "c.pem" }, []string{"temporal.tls.key_file: required when temporal.tls.cert_file is set"}},
+		{"DevPort", func(c *Config) { c.Dev.UIPort = 70000 }, []string{"dev.ui_port: must be a port"}},
+		{"SamePorts", func(c *Config) { c.Dev.UIPort = c.Dev.TemporalPort }, []string{"dev.ui_port: must differ"}},
+		{"HTTPAddr", func(c *Config) { c.HTTP.Addr = "" }, []string{"http.addr: must be host:port"}},
+		{"TokenRole", func(c *Config) { c.Auth.Tokens = []AuthToken{{Token: "t", Role: "root"}} }, []string{"auth.tokens[0].role: must be coordinator, executor, reviewer or admin"}},
+		{"TokenRepeated", func(c *Config) {
+			c.Auth.Tokens = []AuthToken{{Token: "t", Role: "admin"}, {Token: "t", Role: "executor"}}
+		}, []string{"auth.tokens[1].token: repeats"}},
+		{"TokenEmpty", func(c *Config) { c.Auth.Tokens = []AuthToken{{Role: "admin"}} }, []string{"auth.tokens[0].token: must not be empty"}},
+		{"AckTimeout", func(c *Config) { c.Protocol.AckTimeout.ReviewRequest = 0 }, []string{"protocol.ack_timeout.review_request: must be a positive duration"}},
+		{"Heartbeat", func(c *Config) { c.Protocol.HeartbeatTimeout = -1 }, []string{"protocol.heartbeat_timeout: must be a positive duration"}},
+		{"MaxRejects", func(c *Config) { c.Protocol.MaxRejects = 0 }, []string{"protocol.max_rejects: must be ≥ 1"}},
+		{"MaxCIRounds", func(c *Config) { c.Protocol.MaxCIRounds = -2 }, []string{"protocol.max_ci_rounds: must be ≥ 1"}},
+		{"MinConfidence", func(c *Config) { c.Protocol.MinConfidence = 1.5 }, []string{"protocol.min_confidence: must be between 0 and 1"}},
+		{"Policy", func(c *Config) { c.Policy.PlanApproval.High = "maybe" }, []string{"policy.plan_approval.high: must be auto or admin"}},
+		{"CIProvider", func(c *Config) { c.CI.Provider = "jenkins" }, []string{"ci.provider: must be none, github or command"}},
+		{"GitHubToken", func(c *Config) { c.CI.Provider = ProviderGitHub }, []string{"ci.github.token: required when ci.provider is github"}},
+		{"CICommand", func(c *Config) { c.CI.Provider = ProviderCommand }, []string{"ci.command.run: required when ci.provider is command"}},
+		{"CIPoll", func(c *Config) { c.CI.PollInterval = 0 }, []string{"ci.poll_interval: must be a positive duration"}},
+		{"GitHubURL", func(c *Config) { c.CI.GitHub.APIURL = "api.github.com" }, []string{"ci.github.api_url: must be an http or https URL"}},
+		{"SSOTPush", func(c *Config) { c.SSOT.Git.Push = true; c.SSOT.Git.Remote = "" }, []string{
+			"ssot.git.commit: must be true when ssot.git.push is true",
+			"ssot.git.remote: required when ssot.git.push is true",
+		}},
+		{"AgentMode", func(c *Config) { c.Agents.Executor.Mode = "carrier-pigeon" }, []string{"agents.executor.mode: must be pull, command or webhook"}},
+		{"AgentCommand", func(c *Config) { c.Agents.Executor.Mode = AgentModeCommand }, []string{"agents.executor.command: required when agents.executor.mode is command"}},
+		{"AgentWebhook", func(c *Config) { c.Agents.Reviewer.Mode = AgentModeWebhook }, []string{"agents.reviewer.webhook_url: required when agents.reviewer.mode is webhook"}},
+		{"AgentWebhookURL", func(c *Config) {
+			c.Agents.Reviewer.Mode = AgentModeWebhook
+			c.Agents.Reviewer.WebhookURL = "ftp://x"
+		}, []string{"agents.reviewer.webhook_url: must be an http or https URL"}},
+		{"SlackSocket", func(c *Config) { c.Slack.Enabled = true }, []string{
+			"slack.bot_token: required when slack.enabled is true",
+			"slack.channel: required when slack.enabled is true",
+			"slack.app_token: required when slack.mode is socket",
+		}},
+		{"SlackHTTP", func(c *Config) {
+			c.Slack = Slack{Enabled: true, Mode: "http", BotToken: "b", Channel: "C1", APIURL: "https://slack.com/api/"}
+		}, []string{"slack.signing_secret: required when slack.mode is http"}},
+		{"SlackModeWhileDisabled", func(c *Config) { c.Slack.Mode = "rtm" }, []string{"slack.mode: must be socket or http"}},
+		{"Telegram", func(c *Config) { c.Telegram.Enabled = true; c.Telegram.Mode = "webhook" }, []string{
+			"telegram.token: required when telegram.enabled is true",
+			"telegram.chat_id: required when telegram.enabled is true",
+			"telegram.webhook_secret: required when telegram.mode is webhook",
+		}},
+		{"EnabledAndComplete", func(c *Config) {
+			c.Telegram.Enabled, c.Telegram.Token, c.Telegram.ChatID = true, "tok", "-100"
+			c.CI.Provider, c.CI.GitHub.Token = ProviderGitHub, "ghp"
+		}, nil},
+		{"ManyAtOnce", func(c *Config) {
+			c.Protocol.MaxRejects = 0
+			c.Log.Format = "xml"
+			c.CI.Provider = ProviderGitHub
+		}, []string{"log.format:", "protocol.max_rejects:", "ci.github.token:"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c := defaultConfig(t)
+			tt.change(&c)
+			err := c.Validate()
+			if tt.want == nil {
+				if err != nil {
+					t.Fatalf("Validate() = %v, want nil", err)
+				}
+				return
+			}
+			var ve *ValidationError
+			if !errors.As(err, &ve) {
+				t.Fatalf("Validate() = %v, want a *ValidationError", err)
+			}
+			if len(ve.Problems) != len(tt.want) {
+				t.Fatalf("problems = %q, want %d: %q", ve.Problems, len(tt.want), tt.want)
+			}
+			for i, w := range tt.want {
+				if got := ve.Problems[i].String(); !strings.HasPrefix(got, w) {
+					t.Errorf("problem %d = %q, want prefix %q", i, got, w)
+				}
+			}
+			if strings.Contains(err.Error(), "\n") || !strings.Contains(err.Error(), ve.Problems[0].Key) {
+				t.Errorf("Error() = %q, want one line naming the key", err)
+			}
+		})
+	}
+}
+
+func TestApprovalFor(t *testing.T) {
+	a := Approval{Low: ApproverAuto, Medium: ApproverAuto, High: ApproverAdmin}
+	for risk, want := range map[string]Approver{"low": ApproverAuto, "medium": ApproverAuto, "high": ApproverAdmin, "extreme": ApproverAdmin} {
+		if got := a.For(risk); got != want {
+			t.Errorf("For(%q) = %q, want %q", risk, got, want)
+		}
+	}
+}
+
+func TestSecretsRedacted(t *testing.T) {
+	c := defaultConfig(t)
+	secrets := map[string]*string{
+		"temporal.api_key":        &c.Temporal.APIKey,
+		"ci.github.token":         &c.CI.GitHub.Token,
+		"slack.app_token":         &c.Slack.AppToken,
+		"slack.bot_token":         &c.Slack.BotToken,
+		"slack.signing_secret":    &c.Slack.SigningSecret,
+		"telegram.token":          &c.Telegram.Token,
+		"telegram.webhook_secret": &c.Telegram.WebhookSecret,
+	}
+	for key, p := range secrets {
+		*p = "SECRET-" + key
+	}
+	c.Auth.Tokens = []AuthToken{{Token: "SECRET-auth", Role: RoleAdmin, Name: "ops"}}
+
+	var logged bytes.Buffer
+	slog.New(slog.NewJSONHandler(&logged, nil)).Info("config", "config", c)
+	outputs := map[string]string{
+		"String":    c.String(),
+		"Sprint":    fmt.Sprint(c),
+		"Sprintf%v": fmt.Sprintf("%v", c),
+		"Redacted":  fmt.Sprintf("%+v", c.Redacted().Settings()),
+		"slog":      logged.String(),
+	}
+	for name, out := range outputs {
+		if strings.Contains(out, "SECRET") {
+			t.Errorf("%s shows a secret: %s", name, out)
+		}
+		if !strings.Contains(out, Mask) || !strings.Contains(out, "ops") {
+			t.Errorf("%s lacks the mask or the token's name: %s", name, out)
+		}
+	}
+	if !strings.Contains(c.String(), "telegram.token="+Mask+"\n") {
+		t.Errorf("String() does not mask telegram.token:\n%s", c)
+	}
+	if c.Telegram.Token != "SECRET-telegram.token" || c.Auth.Tokens[0].Token != "SECRET-auth" {
+		t.Error("Redacted changed the original")
+	}
+	if got := defaultConfig(t).Redacted().Telegram.Token; got != "" {
+		t.Errorf("an unset secret reads %q, want empty", got)
+	}
+}
