@@ -40,14 +40,16 @@ type field struct {
 func req(name string, r rule) field { return field{name: name, required: true, rule: r} }
 func opt(name string, r rule) field { return field{name: name, rule: r} }
 
-// object checks v against fields, reports missing and unknown keys, and
-// returns the object (nil when v is not one) for cross-field rules.
-func (c *checker) object(path string, v any, fields []field) map[string]any {
+// object checks v against fields, runs post (if any) for cross-field
+// rules, reports unknown keys, and returns the object (nil when v is not
+// one). Its errors come out in the order of fields, unknown keys last.
+func (c *checker) object(path string, v any, fields []field, post func(c *checker, path string, m map[string]any)) map[string]any {
 	m, ok := v.(map[string]any)
 	if !ok {
 		c.add(path, "must be an object")
 		return nil
 	}
+	start := len(c.errs)
 	for _, f := range fields {
 		fv, ok := m[f.name]
 		p := joinKey(path, f.name)
@@ -59,6 +61,9 @@ func (c *checker) object(path string, v any, fields []field) map[string]any {
 		}
 		f.rule(c, p, fv)
 	}
+	if post != nil {
+		post(c, path, m)
+	}
 	var unknown []string
 	for k := range m {
 		if !slices.ContainsFunc(fields, func(f field) bool { return f.name == k }) {
@@ -69,14 +74,32 @@ func (c *checker) object(path string, v any, fields []field) map[string]any {
 	for _, k := range unknown {
 		c.add(joinKey(path, k), "unknown field")
 	}
+	rank := func(e FieldError) int {
+		k := childKey(path, e.Path)
+		if i := slices.IndexFunc(fields, func(f field) bool { return f.name == k }); i >= 0 {
+			return i
+		}
+		return len(fields)
+	}
+	slices.SortStableFunc(c.errs[start:], func(a, b FieldError) int { return rank(a) - rank(b) })
 	return m
+}
+
+// childKey is the key of parent's object that path lies under, or "" for
+// a key that needed quoting (never a known field).
+func childKey(parent, path string) string {
+	if parent != RootPath {
+		path = strings.TrimPrefix(strings.TrimPrefix(path, parent), ".")
+	}
+	if i := strings.IndexAny(path, ".["); i >= 0 {
+		return path[:i]
+	}
+	return path
 }
 
 func objectOf(fields []field, post func(c *checker, path string, m map[string]any)) rule {
 	return func(c *checker, path string, v any) {
-		if m := c.object(path, v, fields); m != nil && post != nil {
-			post(c, path, m)
-		}
+		c.object(path, v, fields, post)
 	}
 }
 
@@ -227,10 +250,13 @@ func sortedKeys(m map[string]any) []string {
 var plainKey = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
 
 func joinKey(path, key string) string {
-	if !plainKey.MatchString(key) {
-		return path + "[" + strconv.Quote(key) + "]"
+	if path == RootPath {
+		path = ""
 	}
-	if path == "" || path == RootPath {
+	switch {
+	case !plainKey.MatchString(key):
+		return path + "[" + strconv.Quote(key) + "]"
+	case path == "":
 		return key
 	}
 	return path + "." + key

@@ -123,10 +123,10 @@ var envelopeFields = []field{
 
 // checkMessage validates a decoded message tree.
 func (c *checker) checkMessage(v any) {
-	m := c.object(RootPath, v, envelopeFields)
-	if m == nil {
-		return
-	}
+	c.object(RootPath, v, envelopeFields, checkEnvelope)
+}
+
+func checkEnvelope(c *checker, _ string, m map[string]any) {
 	t, _ := m["type"].(string)
 	typ := Type(t)
 	taskID, _ := m["task_id"].(string)
@@ -179,10 +179,10 @@ var ackFields = []field{
 
 // checkAck validates a decoded ACK record tree.
 func (c *checker) checkAck(v any) {
-	m := c.object(RootPath, v, ackFields)
-	if m == nil {
-		return
-	}
+	c.object(RootPath, v, ackFields, checkAckIDs)
+}
+
+func checkAckIDs(c *checker, _ string, m map[string]any) {
 	taskID, _ := m["task_id"].(string)
 	if id, _ := m["msg_id"].(string); id != "" {
 		if idType, idTask, ok := ParseMsgID(id); ok && idType == AckPrefix && taskIDRe.MatchString(taskID) && idTask != taskID {

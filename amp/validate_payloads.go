@@ -50,7 +50,7 @@ var dispatchFields = []field{
 }
 
 func checkDispatch(c *checker, path string, v any, _ string) {
-	c.object(path, v, dispatchFields)
+	c.object(path, v, dispatchFields, nil)
 }
 
 var resultFields = []field{
@@ -76,10 +76,10 @@ var resultFields = []field{
 }
 
 func checkResult(c *checker, path string, v any, _ string) {
-	m := c.object(path, v, resultFields)
-	if m == nil {
-		return
-	}
+	c.object(path, v, resultFields, resultRules)
+}
+
+func resultRules(c *checker, path string, m map[string]any) {
 	status, _ := m["completion_status"].(string)
 	if status != string(StatusPartial) && status != string(StatusFailed) {
 		return
@@ -120,12 +120,10 @@ func ciStatus(c *checker, path string, v any) {
 }
 
 func checkRequest(c *checker, path string, v any, taskID string) {
-	m := c.object(path, v, requestFields)
-	if m == nil {
-		return
-	}
-	sameTask(c, path, m, "original_dispatch_ref", taskID)
-	sameTask(c, path, m, "task_result_ref", taskID)
+	c.object(path, v, requestFields, func(c *checker, path string, m map[string]any) {
+		sameTask(c, path, m, "original_dispatch_ref", taskID)
+		sameTask(c, path, m, "task_result_ref", taskID)
+	})
 }
 
 var verdictFields = []field{
@@ -152,10 +150,10 @@ var verdictFields = []field{
 }
 
 func checkVerdict(c *checker, path string, v any, _ string) {
-	m := c.object(path, v, verdictFields)
-	if m == nil {
-		return
-	}
+	c.object(path, v, verdictFields, verdictRules)
+}
+
+func verdictRules(c *checker, path string, m map[string]any) {
 	decision, _ := m["decision"].(string)
 	requireNonEmpty := func(key string) {
 		switch a, ok := m[key]; {
@@ -203,10 +201,10 @@ var escalationFields = []field{
 }
 
 func checkEscalation(c *checker, path string, v any, _ string) {
-	m := c.object(path, v, escalationFields)
-	if m == nil {
-		return
-	}
+	c.object(path, v, escalationFields, escalationRules)
+}
+
+func escalationRules(c *checker, path string, m map[string]any) {
 	if sev, _ := m["severity"].(string); sev == string(SeverityCritical) {
 		if s, ok := m["auto_suspended"].(bool); ok && !s {
 			c.add(joinKey(path, "auto_suspended"), "must be true when severity is critical")
