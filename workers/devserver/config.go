@@ -1,0 +1,138 @@
+package devserver
+
+import (
+	"fmt"
+	"net"
+	"strconv"
+	"time"
+
+	"go.temporal.io/server/common/authorization"
+	"go.temporal.io/server/common/cluster"
+	"go.temporal.io/server/common/config"
+	"go.temporal.io/server/common/dynamicconfig"
+	"go.temporal.io/server/common/membership/static"
+	"go.temporal.io/server/common/primitives"
+	"go.temporal.io/server/temporal"
+)
+
+const (
+	clusterName = "active"
+	// loopback is where the internal services listen, whatever Options.IP says.
+	loopback = "127.0.0.1"
+)
+
+// ports are the TCP ports one server instance listens on.
+type ports struct {
+	frontend, frontendHTTP, history, matching, worker int
+}
+
+// pickPorts returns the frontend port asked for and a fresh port for every
+// other listener. Metrics and pprof are left off, so they need none.
+func pickPorts(frontendIP string, frontend int) (ports, error) {
+	p := ports{frontend: frontend}
+	var err error
+	if p.frontend == 0 {
+		if p.frontend, err = freePort(frontendIP); err != nil {
+			return p, err
+		}
+	}
+	if p.frontendHTTP, err = freePort(frontendIP); err != nil {
+		return p, err
+	}
+	for _, port := range []*int{&p.history, &p.matching, &p.worker} {
+		if *port, err = freePort(loopback); err != nil {
+			return p, err
+		}
+	}
+	return p, nil
+}
+
+// dialHost is the address other processes, and the server's own services,
+// use to reach a listener bound to ip: the loopback when ip is a wildcard.
+func dialHost(ip string) string {
+	parsed := net.ParseIP(ip)
+	switch {
+	case parsed == nil || !parsed.IsUnspecified():
+		return ip
+	case parsed.To4() != nil:
+		return loopback
+	default:
+		return "::1"
+	}
+}
+
+func hostPort(host string, port int) string {
+	return net.JoinHostPort(host, strconv.Itoa(port))
+}
+
+// serverConfig is the static configuration of a single-node server on
+// SQLite with archival, metrics and pprof off.
+func serverConfig(o Options, p ports, sql *config.SQL) *config.Config {
+	frontendAddr := hostPort(dialHost(o.IP), p.frontend)
+	var c config.Config
+	c.Global.Membership.MaxJoinDuration = 10 * time.Second
+	c.Global.Membership.BroadcastAddress = loopback
+	c.Persistence.DefaultStore = "sqlite"
+	c.Persistence.VisibilityStore = "sqlite"
+	c.Persistence.NumHistoryShards = 1
+	c.Persistence.DataStores = map[string]config.DataStore{"sqlite": {SQL: sql}}
+	c.ClusterMetadata = &cluster.Config{
+		FailoverVersionIncrement: 10,
+		MasterClusterName:        clusterName,
+		CurrentClusterName:       clusterName,
+		ClusterInformation: map[string]cluster.ClusterInformation{
+			clusterName: {
+				Enabled:                true,
+				InitialFailoverVersion: 1,
+				RPCAddress:             frontendAddr,
+				HTTPAddress:            hostPort(dialHost(o.IP), p.frontendHTTP),
+			},
+		},
+	}
+	c.DCRedirectionPolicy.Policy = "noop"
+	c.Services = map[string]config.Service{
+		string(primitives.FrontendService): {RPC: config.RPC{GRPCPort: p.frontend, HTTPPort: p.frontendHTTP, BindOnIP: o.IP}},
+		string(primitives.HistoryService):  {RPC: config.RPC{GRPCPort: p.history, BindOnIP: loopback}},
+		string(primitives.MatchingService): {RPC: config.RPC{GRPCPort: p.matching, BindOnIP: loopback}},
+		string(primitives.WorkerService):   {RPC: config.RPC{GRPCPort: p.worker, BindOnIP: loopback}},
+	}
+	c.Archival.History.State = "disabled"
+	c.Archival.Visibility.State = "disabled"
+	c.NamespaceDefaults.Archival.History.State = "disabled"
+	c.NamespaceDefaults.Archival.Visibility.State = "disabled"
+	c.PublicClient.HostPort = frontendAddr
+	return &c
+}
+
+// serverOptions wires the configuration, static membership (no gossip
+// ports), the logger and dynamic config into temporal.NewServer options.
+func serverOptions(c *config.Config, p ports, o Options, logger serverLogger) ([]temporal.ServerOption, error) {
+	authorizer, err := authorization.GetAuthorizerFromConfig(&c.Global.Authorization)
+	if err != nil {
+		return nil, fmt.Errorf("creating authorizer: %w", err)
+	}
+	claimMapper, err := authorization.GetClaimMapperFromConfig(&c.Global.Authorization, logger)
+	if err != nil {
+		return nil, fmt.Errorf("creating claim mapper: %w", err)
+	}
+	hosts := map[primitives.ServiceName]static.Hosts{
+		primitives.FrontendService: static.SingleLocalHost(hostPort(dialHost(o.IP), p.frontend)),
+		primitives.HistoryService:  static.SingleLocalHost(hostPort(loopback, p.history)),
+		primitives.MatchingService: static.SingleLocalHost(hostPort(loopback, p.matching)),
+		primitives.WorkerService:   static.SingleLocalHost(hostPort(loopback, p.worker)),
+	}
+	dynamic := dynamicconfig.StaticClient{
+		// The Web UI polls visibility several times a second; the default
+		// of 10 makes it stutter.
+		dynamicconfig.FrontendMaxNamespaceVisibilityRPSPerInstance.Key(): 100,
+	}
+	return []temporal.ServerOption{
+		temporal.WithConfig(c),
+		temporal.ForServices(temporal.DefaultServices),
+		temporal.WithStaticHosts(hosts),
+		temporal.WithLogger(logger),
+		temporal.WithAuthorizer(authorizer),
+		temporal.WithClaimMapper(func(*config.Config) authorization.ClaimMapper { return claimMapper }),
+		temporal.WithDynamicConfigClient(dynamic),
+	}, nil
+}
