@@ -20,6 +20,8 @@ const (
 	KindHallucinationLock DecisionKind = "hallucination_lock"
 	KindBranchViolation   DecisionKind = "branch_violation"
 	KindFinalApproval     DecisionKind = "final_approval"
+	KindResultProblem     DecisionKind = "result_problem"
+	KindAgentEscalation   DecisionKind = "agent_escalation"
 )
 
 // Option ids. Each decision offers a subset.
@@ -33,7 +35,13 @@ const (
 	OptReviewAgain = "review_again" // send a new review request
 	OptReplan      = "replan"       // new subtasks (taken by the replan update)
 	OptSkipCI      = "skip_ci"      // go to review despite failing CI
+	OptRetryCI     = "retry_ci"     // read CI again
+	OptResume      = "resume"       // carry on where the task was suspended
 )
+
+// OptWithdrawn is the option recorded when a decision closes without an
+// admin because what it asked became moot (a late ACK, say).
+const OptWithdrawn = "withdrawn"
 
 // Option is one choice of a decision.
 type Option struct {

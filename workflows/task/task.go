@@ -119,8 +119,14 @@ type Policy struct {
 	CI             bool          `json:"ci"`
 	CIPollInterval time.Duration `json:"ci_poll_interval"`
 	CITimeout      time.Duration `json:"ci_timeout"`
-	// Admins are the names whose decisions count.
+	// Admins are the names whose decisions count. Empty means any named
+	// person may decide (a single-user setup).
 	Admins []string `json:"admins"`
+	// Notify is true when some admin channel (Slack, Telegram) is
+	// configured: decisions and escalations are then posted to it.
+	Notify bool `json:"notify"`
+	// StatusUpdates also posts every status change.
+	StatusUpdates bool `json:"status_updates"`
 }
 
 // DefaultPolicy returns the policy of the default configuration.
@@ -153,6 +159,12 @@ func (p Policy) AckTimeout(t amp.Type) time.Duration {
 
 // IsAdmin reports whether name may decide.
 func (p Policy) IsAdmin(name string) bool {
+	if name == "" {
+		return false
+	}
+	if len(p.Admins) == 0 {
+		return true
+	}
 	for _, a := range p.Admins {
 		if a == name {
 			return true
@@ -172,6 +184,9 @@ type Input struct {
 	Handling    Handling `json:"handling,omitempty"`
 	Coordinator string   `json:"coordinator,omitempty"`
 	Policy      Policy   `json:"policy"`
+	// Carried is the whole state of the previous run after a
+	// continue-as-new; empty on a fresh start.
+	Carried json.RawMessage `json:"carried,omitempty"`
 }
 
 // Result is what a finished task workflow returns.

@@ -1,0 +1,207 @@
+package workflows
+
+import (
+	"fmt"
+
+	"go.temporal.io/sdk/workflow"
+
+	"github.com/ampflow/ampflow/activities"
+	"github.com/ampflow/ampflow/amp"
+	"github.com/ampflow/ampflow/workflows/task"
+)
+
+var (
+	optApprove     = task.Option{ID: task.OptApprove, Label: "Approve"}
+	optRejectPlan  = task.Option{ID: task.OptReject, Label: "Reject", NoteRequired: true}
+	optRedispatch  = task.Option{ID: task.OptRedispatch, Label: "Redispatch"}
+	optGuide       = task.Option{ID: task.OptRedispatch, Label: "Redispatch with guidance", NoteRequired: true}
+	optWait        = task.Option{ID: task.OptWait, Label: "Keep waiting"}
+	optTerminate   = task.Option{ID: task.OptTerminate, Label: "Terminate"}
+	optAccept      = task.Option{ID: task.OptAccept, Label: "Accept as is"}
+	optAcceptVerd  = task.Option{ID: task.OptAccept, Label: "Accept verdict"}
+	optOverApprove = task.Option{ID: task.OptApprove, Label: "Override: approve"}
+	optOverReject  = task.Option{ID: task.OptReject, Label: "Override: reject", NoteRequired: true}
+	optReviewAgain = task.Option{ID: task.OptReviewAgain, Label: "Review again"}
+	optReplan      = task.Option{ID: task.OptReplan, Label: "Replan (CLI/API)"}
+	optApproveAny  = task.Option{ID: task.OptApprove, Label: "Approve anyway"}
+	optSkipCI      = task.Option{ID: task.OptSkipCI, Label: "Review without CI"}
+	optRetryCI     = task.Option{ID: task.OptRetryCI, Label: "Check CI again"}
+	optResume      = task.Option{ID: task.OptResume, Label: "Resume"}
+)
+
+// open raises a decision: it becomes the pending one, goes into the SSOT
+// and out to the admins' channels.
+func (t *taskRun) open(ctx workflow.Context, kind task.DecisionKind, prompt string, esc *amp.Message, opts ...task.Option) {
+	t.DecisionSeq++
+	d := task.Decision{
+		ID:         fmt.Sprintf("%s-d%d", t.In.TaskID, t.DecisionSeq),
+		TaskID:     t.In.TaskID,
+		Kind:       kind,
+		Prompt:     prompt,
+		Options:    opts,
+		RaisedAt:   workflow.Now(ctx),
+		Escalation: esc,
+		Context:    t.decisionContext(esc),
+	}
+	t.Pending = &d
+	t.record(d.ID, activities.KindDecision, d)
+	t.addTimeline(ctx, task.TimelineEntry{Kind: "decision", MsgID: d.ID, Type: string(kind), Note: prompt})
+	t.notify(activities.NotifyInput{Event: activities.NoticeDecisionOpened, Status: t.Status, Decision: &d})
+	t.snapshot()
+}
+
+func (t *taskRun) decisionContext(esc *amp.Message) task.DecisionContext {
+	c := task.DecisionContext{
+		Description: t.In.Plan.Description,
+		Repo:        t.In.Plan.Repo,
+		Branch:      t.In.Plan.Branch,
+		Risk:        t.In.Plan.RiskLevel,
+		RejectCount: t.RejectCount,
+	}
+	if st := t.subtask(); st != nil {
+		c.Subtask = st.SubtaskID
+	}
+	if t.CI != nil {
+		c.CIState = string(t.CI.State)
+	}
+	if t.Result != nil && t.Result.Result() != nil {
+		c.Blockers = t.Result.Result().Blockers
+	}
+	if t.Verdict != nil && t.Verdict.Verdict() != nil {
+		v := t.Verdict.Verdict()
+		c.Issues = v.Issues
+		conf := v.Confidence
+		c.Confidence = &conf
+	}
+	if esc != nil && esc.Escalation() != nil {
+		c.Suggested = esc.Escalation().SuggestedActions
+	}
+	return c
+}
+
+// close takes the pending decision with an option.
+func (t *taskRun) close(ctx workflow.Context, option, note, by, channel string) task.Outcome {
+	d := t.Pending
+	o := task.Outcome{DecisionID: d.ID, Kind: d.Kind, Option: option, Note: note, By: by, Channel: channel, At: workflow.Now(ctx)}
+	t.Pending = nil
+	t.Decided = append(t.Decided, o)
+	t.Outcome = &o
+	t.record(d.ID+"-outcome", activities.KindDecision, o)
+	t.addTimeline(ctx, task.TimelineEntry{Kind: "decision", MsgID: d.ID, Type: string(d.Kind), From: by, Note: option + via(channel) + noteSuffix(note)})
+	t.notify(activities.NotifyInput{Event: activities.NoticeDecisionClosed, Status: t.Status, Decision: d, Outcome: &o})
+	t.snapshot()
+	return o
+}
+
+func via(channel string) string { return " via " + channel }
+
+func noteSuffix(note string) string {
+	if note == "" {
+		return ""
+	}
+	return ": " + note
+}
+
+// withdraw closes the pending decision without an admin: what it asked
+// became moot.
+func (t *taskRun) withdraw(ctx workflow.Context, why string) {
+	if t.Pending == nil {
+		return
+	}
+	t.close(ctx, task.OptWithdrawn, why, "ampflow", "system")
+	t.Outcome = nil
+}
+
+// awaitOutcome waits for the pending decision; nil means the task was
+// cancelled meanwhile.
+func (t *taskRun) awaitOutcome(ctx workflow.Context) (*task.Outcome, error) {
+	if err := workflow.Await(ctx, func() bool { return t.Outcome != nil || t.Cancel != nil }); err != nil {
+		return nil, fmt.Errorf("waiting for decision of task %s: %w", t.In.TaskID, err)
+	}
+	o := t.Outcome
+	t.Outcome = nil
+	return o, nil
+}
+
+// decideOn raises a decision and waits for it.
+func (t *taskRun) decideOn(ctx workflow.Context, kind task.DecisionKind, prompt string, esc *amp.Message, opts ...task.Option) (*task.Outcome, error) {
+	if t.Pending == nil || t.Pending.Kind != kind {
+		t.withdraw(ctx, "superseded")
+		t.open(ctx, kind, prompt, esc, opts...)
+	}
+	return t.awaitOutcome(ctx)
+}
+
+// terminatedBy ends the task on an admin's word.
+func (t *taskRun) terminatedBy(o *task.Outcome) phase {
+	t.Reason = fmt.Sprintf("terminated by %s via %s%s", o.By, o.Channel, noteSuffix(o.Note))
+	return phaseTerminate
+}
+
+// escalate sends an escalation to the admins: a full AMP message,
+// recorded like any other.
+func (t *taskRun) escalate(ctx workflow.Context, typ amp.EscalationType, sev amp.Severity, by amp.Role, desc string, affected []string, suggested ...string) *amp.Message {
+	if affected == nil {
+		affected = []string{}
+	}
+	last := ""
+	if n := len(t.MsgIDs); n > 0 {
+		last = t.MsgIDs[n-1]
+	}
+	p := &amp.Escalation{
+		EscalationType: typ,
+		Severity:       sev,
+		TriggeredBy:    by,
+		Description:    desc,
+		AffectedMsgs:   affected,
+		SystemStateSnapshot: map[string]any{
+			"task_status":            string(t.Status),
+			"reject_count":           t.RejectCount,
+			"ci_rounds":              t.CIRounds,
+			"last_successful_msg_id": last,
+		},
+		SuggestedActions: suggested,
+		AutoSuspended:    sev == amp.SeverityCritical,
+	}
+	if st := t.subtask(); st != nil {
+		p.SystemStateSnapshot["subtask_id"] = st.SubtaskID
+	}
+	m := amp.NewMessage(by, amp.RoleAdmin, t.In.TaskID, t.newTime(ctx, amp.TypeEscalation), p)
+	t.recordMessage(ctx, m)
+	t.snapshot()
+	return &m
+}
+
+// suspendForAgent handles an agent's critical escalation: the task stands
+// still until an admin resumes, redispatches or terminates it.
+func (t *taskRun) suspendForAgent(ctx workflow.Context) error {
+	esc := t.Interrupt
+	resumeStatus, resumePhase := t.Status, t.Phase
+	suspendedAt := workflow.Now(ctx)
+	t.setStatus(ctx, task.StatusSuspended, "critical escalation "+esc.MsgID)
+	e := esc.Escalation()
+	o, err := t.decideOn(ctx, task.KindAgentEscalation,
+		fmt.Sprintf("The %s escalated (%s, critical): %s", e.TriggeredBy, e.EscalationType, e.Description),
+		esc, optResume, optGuide, optTerminate)
+	t.Interrupt = nil
+	if err != nil || o == nil {
+		return err
+	}
+	switch o.Option {
+	case task.OptResume:
+		now := workflow.Now(ctx)
+		if !t.Deadline.IsZero() {
+			t.Deadline = t.Deadline.Add(now.Sub(suspendedAt))
+		}
+		t.LastActive = t.LastActive.Add(now.Sub(suspendedAt))
+		t.setStatus(ctx, resumeStatus, "resumed by "+o.By)
+		t.Phase = resumePhase
+	case task.OptRedispatch:
+		t.FixNote = "Admin guidance: " + o.Note
+		t.FixRefs = []string{esc.MsgID}
+		t.Phase = phaseDispatch
+	default:
+		t.Phase = t.terminatedBy(o)
+	}
+	return nil
+}

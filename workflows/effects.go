@@ -1,0 +1,199 @@
+package workflows
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"time"
+
+	"go.temporal.io/sdk/temporal"
+	"go.temporal.io/sdk/workflow"
+
+	"github.com/ampflow/ampflow/activities"
+	"github.com/ampflow/ampflow/amp"
+	"github.com/ampflow/ampflow/workflows/task"
+)
+
+// acts is the typed nil pointer through which the workflow names its
+// activities; the worker registers a real *activities.Activities.
+var acts *activities.Activities
+
+func gitOptions() workflow.ActivityOptions {
+	return workflow.ActivityOptions{
+		StartToCloseTimeout: 2 * time.Minute,
+		RetryPolicy: &temporal.RetryPolicy{
+			InitialInterval: time.Second,
+			MaximumInterval: 30 * time.Second,
+			MaximumAttempts: 5,
+			NonRetryableErrorTypes: []string{activities.ErrNotWorkTree, activities.ErrBranchMissing,
+				activities.ErrProtectedBranch, activities.ErrCommitMissing},
+		},
+	}
+}
+
+func ciOptions(p task.Policy) workflow.ActivityOptions {
+	return workflow.ActivityOptions{
+		StartToCloseTimeout: p.CITimeout,
+		HeartbeatTimeout:    time.Minute,
+		RetryPolicy: &temporal.RetryPolicy{
+			InitialInterval:        time.Second,
+			MaximumInterval:        time.Minute,
+			NonRetryableErrorTypes: []string{activities.ErrCIConfig, activities.ErrCommitMissing},
+		},
+	}
+}
+
+func recordOptions() workflow.ActivityOptions {
+	return workflow.ActivityOptions{
+		StartToCloseTimeout: 30 * time.Second,
+		RetryPolicy: &temporal.RetryPolicy{
+			InitialInterval:        200 * time.Millisecond,
+			MaximumInterval:        30 * time.Second,
+			NonRetryableErrorTypes: []string{activities.ErrRecordConflict},
+		},
+	}
+}
+
+func notifyOptions() workflow.ActivityOptions {
+	return workflow.ActivityOptions{
+		StartToCloseTimeout: 30 * time.Second,
+		RetryPolicy: &temporal.RetryPolicy{
+			InitialInterval: time.Second,
+			MaximumInterval: time.Minute,
+			MaximumAttempts: 10,
+		},
+	}
+}
+
+func deliverOptions() workflow.ActivityOptions {
+	return workflow.ActivityOptions{
+		// Command-mode agents run inside the activity; they heartbeat.
+		StartToCloseTimeout: 2 * time.Hour,
+		HeartbeatTimeout:    time.Minute,
+		RetryPolicy: &temporal.RetryPolicy{
+			InitialInterval:        time.Second,
+			MaximumInterval:        time.Minute,
+			MaximumAttempts:        5,
+			NonRetryableErrorTypes: []string{activities.ErrDelivery},
+		},
+	}
+}
+
+func digest(b []byte) string {
+	sum := sha256.Sum256(b)
+	return hex.EncodeToString(sum[:8])
+}
+
+// record queues an SSOT entry; the record loop writes entries in order.
+func (t *taskRun) record(id string, kind activities.RecordKind, body any) {
+	b, err := json.Marshal(body)
+	if err != nil {
+		t.log.Error("encoding SSOT record", "id", id, "error", err)
+		return
+	}
+	t.Records = append(t.Records, activities.RecordEntry{ID: id, Kind: kind, Body: b})
+}
+
+// recordMessage queues an outgoing or accepted message for the SSOT and
+// the timeline.
+func (t *taskRun) recordMessage(ctx workflow.Context, m amp.Message) {
+	b, _ := json.Marshal(m)
+	t.Seen[m.MsgID] = digest(b)
+	t.MsgIDs = append(t.MsgIDs, m.MsgID)
+	t.Records = append(t.Records, activities.RecordEntry{ID: m.MsgID, Kind: activities.KindMessage, Body: b})
+	t.addTimeline(ctx, task.TimelineEntry{Kind: "message", MsgID: m.MsgID, Type: string(m.Type), From: string(m.From), To: string(m.To)})
+}
+
+// snapshot queues the task's current state for task.json.
+func (t *taskRun) snapshot() {
+	t.Records = append(t.Records, activities.RecordEntry{Kind: snapshotKind})
+}
+
+// snapshotKind marks a queue slot that writes task.json instead of a record.
+const snapshotKind activities.RecordKind = "snapshot"
+
+// recordLoop writes queued SSOT entries in order, batching what has
+// queued up meanwhile, with the task's state alongside.
+func (t *taskRun) recordLoop(ctx workflow.Context) {
+	ctx = workflow.WithActivityOptions(ctx, recordOptions())
+	for {
+		if err := workflow.Await(ctx, func() bool { return len(t.Records) > 0 }); err != nil {
+			return
+		}
+		n := len(t.Records)
+		in := activities.RecordInput{TaskID: t.In.TaskID}
+		for _, e := range t.Records[:n] {
+			if e.Kind != snapshotKind {
+				in.Entries = append(in.Entries, e)
+			}
+		}
+		view, _ := json.Marshal(t.view())
+		in.Task = view
+		var out activities.RecordResult
+		if err := workflow.ExecuteActivity(ctx, acts.Record, in).Get(ctx, &out); err != nil {
+			t.LastError = fmt.Sprintf("writing the SSOT: %v", err)
+			t.log.Error("writing the SSOT", "error", err)
+		}
+		t.Records = t.Records[n:]
+	}
+}
+
+// notify queues a notice to admins; the notice loop sends them in order.
+func (t *taskRun) notify(n activities.NotifyInput) {
+	if !t.In.Policy.Notify {
+		return
+	}
+	n.TaskID = t.In.TaskID
+	t.Notices = append(t.Notices, n)
+}
+
+func (t *taskRun) noticeLoop(ctx workflow.Context) {
+	ctx = workflow.WithActivityOptions(ctx, notifyOptions())
+	for {
+		if err := workflow.Await(ctx, func() bool { return len(t.Notices) > 0 }); err != nil {
+			return
+		}
+		n := t.Notices[0]
+		if err := workflow.ExecuteActivity(ctx, acts.Notify, n).Get(ctx, nil); err != nil {
+			t.LastError = fmt.Sprintf("notifying admins: %v", err)
+			t.log.Warn("notifying admins", "event", n.Event, "error", err)
+		}
+		t.Notices = t.Notices[1:]
+	}
+}
+
+// drain waits until every queued record and notice is out.
+func (t *taskRun) drain(ctx workflow.Context) error {
+	err := workflow.Await(ctx, func() bool { return len(t.Records) == 0 && len(t.Notices) == 0 })
+	if err != nil {
+		return fmt.Errorf("flushing task %s: %w", t.In.TaskID, err)
+	}
+	return nil
+}
+
+// send records an outgoing message, waits until the SSOT has it, then
+// hands it to its recipient without waiting for delivery: a command-mode
+// agent runs inside the delivery, and its reply comes back as an update.
+func (t *taskRun) send(ctx workflow.Context, m amp.Message) error {
+	t.recordMessage(ctx, m)
+	if m.RequiresAck {
+		t.Outbox = append(t.Outbox, m)
+	}
+	t.snapshot()
+	if err := t.drain(ctx); err != nil {
+		return err
+	}
+	if m.To != amp.RoleExecutor && m.To != amp.RoleReviewer {
+		return nil
+	}
+	dctx := workflow.WithActivityOptions(ctx, deliverOptions())
+	f := workflow.ExecuteActivity(dctx, acts.Deliver, activities.DeliverInput{Message: m})
+	workflow.Go(ctx, func(ctx workflow.Context) {
+		if err := f.Get(ctx, nil); err != nil {
+			t.LastError = fmt.Sprintf("delivering %s to %s: %v", m.MsgID, m.To, err)
+			t.log.Warn("delivering message", "msg_id", m.MsgID, "error", err)
+		}
+	})
+	return nil
+}

@@ -1,0 +1,370 @@
+package workflows
+
+import (
+	"encoding/json"
+	"fmt"
+	"strings"
+	"time"
+
+	"go.temporal.io/sdk/temporal"
+	"go.temporal.io/sdk/workflow"
+
+	"github.com/ampflow/ampflow/activities"
+	"github.com/ampflow/ampflow/amp"
+	"github.com/ampflow/ampflow/workflows/task"
+)
+
+func refuse(kind, format string, args ...any) error {
+	return temporal.NewApplicationError(fmt.Sprintf(format, args...), kind)
+}
+
+// validateSubmit refuses, before anything enters history, a record that
+// fails the protocol or that the task does not expect now.
+func (t *taskRun) validateSubmit(in task.SubmitInput) error {
+	rec, err := amp.ParseRecord(in.Raw)
+	if err != nil {
+		return refuse(task.ErrInvalid, "invalid AMP record: %v", err)
+	}
+	_, err = t.classify(rec, in.Raw)
+	return err
+}
+
+// submission says what an accepted record does.
+type submission int
+
+const (
+	subDuplicate submission = iota
+	subAck
+	subResult
+	subVerdict
+	subEscalation
+)
+
+// classify decides whether rec is acceptable now and what it is. It reads
+// the state and never changes it.
+func (t *taskRun) classify(rec amp.Record, raw []byte) (submission, error) {
+	id, taskID := rec.ID(), ""
+	if rec.Ack != nil {
+		taskID = rec.Ack.TaskID
+	} else {
+		taskID = rec.Message.TaskID
+	}
+	if taskID != t.In.TaskID {
+		return 0, refuse(task.ErrInvalid, "task_id: %s is not this task (%s)", taskID, t.In.TaskID)
+	}
+	if prev, ok := t.Seen[id]; ok {
+		if prev == recordDigest(rec) {
+			return subDuplicate, nil
+		}
+		return 0, refuse(task.ErrConflict, "msg_id: %s was already used by a different message", id)
+	}
+	if t.Status.Terminal() {
+		return 0, refuse(task.ErrFinished, "task %s is %s: it takes no more messages", t.In.TaskID, t.Status)
+	}
+	if rec.Ack != nil {
+		return t.classifyAck(*rec.Ack)
+	}
+	m := *rec.Message
+	if m.Type == amp.TypeEscalation {
+		return subEscalation, nil
+	}
+	if t.suspended() || t.Interrupt != nil {
+		return 0, refuse(task.ErrSuspended, "task suspended: %s %s waits for an admin decision; %s refused", t.In.TaskID, t.Status, m.Type)
+	}
+	switch m.Type {
+	case amp.TypeTaskResult:
+		return t.classifyResult(m)
+	case amp.TypeReviewVerdict:
+		if t.Phase != phaseAwaitReview || t.Verdict != nil {
+			return 0, refuse(task.ErrUnexpected, "unexpected review_verdict: task %s is %s and expects %s", t.In.TaskID, t.Status, t.expecting())
+		}
+		return subVerdict, nil
+	}
+	return 0, refuse(task.ErrUnexpected, "unexpected %s: ampflow sends %s messages itself; task %s expects %s", m.Type, m.Type, t.In.TaskID, t.expecting())
+}
+
+func (t *taskRun) classifyResult(m amp.Message) (submission, error) {
+	waiting := (t.Phase == phaseAwaitAck || t.Phase == phaseAwaitResult) && t.Result == nil
+	if !waiting {
+		return 0, refuse(task.ErrUnexpected, "unexpected task_result: task %s is %s and expects %s", t.In.TaskID, t.Status, t.expecting())
+	}
+	cur := t.subtask()
+	if cur == nil || m.Result().SubtaskID != cur.SubtaskID {
+		return 0, refuse(task.ErrUnexpected, "payload.subtask_id: %s is not the current subtask; expected a task_result for %s", m.Result().SubtaskID, cur.SubtaskID)
+	}
+	return subResult, nil
+}
+
+func (t *taskRun) classifyAck(a amp.Ack) (submission, error) {
+	if _, done := t.Acked[a.AckOf]; done {
+		return subDuplicate, nil
+	}
+	m, ok := t.inOutbox(a.AckOf)
+	if !ok {
+		return 0, refuse(task.ErrUnexpected, "ack_of: no message %s awaits an ACK; task %s expects %s", a.AckOf, t.In.TaskID, t.expecting())
+	}
+	if a.From != m.To {
+		return 0, refuse(task.ErrInvalid, "from: %s cannot ACK a message addressed to %s", a.From, m.To)
+	}
+	if t.suspended() || t.Interrupt != nil {
+		return 0, refuse(task.ErrSuspended, "task suspended: %s %s waits for an admin decision; ACK refused", t.In.TaskID, t.Status)
+	}
+	return subAck, nil
+}
+
+// recordDigest identifies a record by content, whatever its layout: the
+// typed form marshals deterministically.
+func recordDigest(rec amp.Record) string {
+	var b []byte
+	if rec.Ack != nil {
+		b, _ = json.Marshal(rec.Ack)
+	} else {
+		b, _ = json.Marshal(rec.Message)
+	}
+	return digest(b)
+}
+
+// expecting says, for error messages, what the task waits for.
+func (t *taskRun) expecting() string {
+	var want []string
+	for _, m := range t.Outbox {
+		want = append(want, fmt.Sprintf("an ACK of %s from the %s", m.MsgID, m.To))
+	}
+	switch {
+	case t.suspended():
+		want = append(want, "an admin decision")
+	case (t.Phase == phaseAwaitAck || t.Phase == phaseAwaitResult) && t.Result == nil:
+		if st := t.subtask(); st != nil {
+			want = append(want, "a task_result for subtask "+st.SubtaskID)
+		}
+	case t.Phase == phaseAwaitReview && t.Verdict == nil:
+		want = append(want, "a review_verdict")
+	}
+	if t.Pending != nil {
+		want = append(want, "the admin decision "+t.Pending.ID)
+	}
+	if len(want) == 0 {
+		return "no agent message right now"
+	}
+	return strings.Join(want, ", or ")
+}
+
+// submit applies an accepted record. Side effects (SSOT, git, CI) follow
+// in the run loop; the state changes here, so the next record is judged
+// against it.
+func (t *taskRun) submit(ctx workflow.Context, in task.SubmitInput) (task.SubmitResult, error) {
+	rec, err := amp.ParseRecord(in.Raw)
+	if err != nil {
+		return task.SubmitResult{}, refuse(task.ErrInvalid, "invalid AMP record: %v", err)
+	}
+	kind, err := t.classify(rec, in.Raw)
+	if err != nil {
+		return task.SubmitResult{}, err
+	}
+	res := task.SubmitResult{MsgID: rec.ID(), Status: t.Status}
+	if kind == subDuplicate {
+		res.Duplicate = true
+		return res, nil
+	}
+	now := workflow.Now(ctx)
+	if rec.Ack != nil {
+		t.takeAck(ctx, *rec.Ack)
+		res.Status = t.Status
+		return res, nil
+	}
+	m := *rec.Message
+	t.recordMessage(ctx, m)
+	switch kind {
+	case subResult:
+		t.acceptImplicitAck(m.From)
+		t.Result = &m
+		t.LastActive = now
+	case subVerdict:
+		t.acceptImplicitAck(m.From)
+		t.Verdict = &m
+		t.LastActive = now
+	case subEscalation:
+		t.agentEscalation(ctx, m)
+	}
+	t.snapshot()
+	res.Status = t.Status
+	return res, nil
+}
+
+func (t *taskRun) takeAck(ctx workflow.Context, a amp.Ack) {
+	t.Seen[a.MsgID] = recordDigest(amp.Record{Ack: &a})
+	t.Acked[a.AckOf] = a.MsgID
+	t.dropOutbox(a.AckOf)
+	t.LastActive = workflow.Now(ctx)
+	t.record(a.MsgID, activities.KindAck, a)
+	t.addTimeline(ctx, task.TimelineEntry{Kind: "ack", MsgID: a.MsgID, From: string(a.From), Note: "ack of " + a.AckOf})
+	t.snapshot()
+}
+
+// acceptImplicitAck treats a reply as the ACK its sender did not write.
+func (t *taskRun) acceptImplicitAck(from amp.Role) {
+	for _, m := range t.Outbox {
+		if m.To == from {
+			t.Acked[m.MsgID] = ""
+		}
+	}
+	t.dropOutboxTo(from)
+}
+
+// heartbeat is an agent's sign of life; it restarts the heartbeat timer
+// unless the task is suspended, when timers stand still.
+func (t *taskRun) heartbeat(ctx workflow.Context, in task.HeartbeatInput) {
+	if t.Status.Terminal() {
+		return
+	}
+	if !t.suspended() {
+		t.LastActive = workflow.Now(ctx)
+	}
+	t.addTimeline(ctx, task.TimelineEntry{Kind: "heartbeat", From: string(in.From), Note: in.Note})
+}
+
+func (t *taskRun) validateDecide(in task.DecideInput) error {
+	_, err := t.checkDecision(in)
+	return err
+}
+
+func (t *taskRun) checkDecision(in task.DecideInput) (task.Option, error) {
+	if t.Status.Terminal() {
+		return task.Option{}, refuse(task.ErrFinished, "task %s is %s", t.In.TaskID, t.Status)
+	}
+	if !t.In.Policy.IsAdmin(in.By) {
+		return task.Option{}, refuse(task.ErrNotAdmin, "by: %q is not a configured admin", in.By)
+	}
+	for _, o := range t.Decided {
+		if o.DecisionID == in.DecisionID {
+			return task.Option{}, refuse(task.ErrDecided, "decision %s already decided by %s via %s at %s (%s)",
+				o.DecisionID, o.By, o.Channel, o.At.UTC().Format(time.RFC3339), o.Option)
+		}
+	}
+	if t.Pending == nil || t.Pending.ID != in.DecisionID {
+		open := "no decision is open"
+		if t.Pending != nil {
+			open = "the open decision is " + t.Pending.ID
+		}
+		return task.Option{}, refuse(task.ErrStaleDecision, "decision_id: unknown decision %q for task %s; %s", in.DecisionID, t.In.TaskID, open)
+	}
+	opt, ok := t.Pending.Option(in.Option)
+	if !ok {
+		var ids []string
+		for _, o := range t.Pending.Options {
+			ids = append(ids, o.ID)
+		}
+		return task.Option{}, refuse(task.ErrInvalid, "option: %q is not offered; choose one of %s", in.Option, strings.Join(ids, ", "))
+	}
+	if opt.ID == task.OptReplan {
+		return task.Option{}, refuse(task.ErrInvalid, "option: replan needs new subtasks: use `ampflow task replan %s -f FILE` or POST /v1/tasks/%s/replan", t.In.TaskID, t.In.TaskID)
+	}
+	if opt.NoteRequired && strings.TrimSpace(in.Note) == "" {
+		return task.Option{}, refuse(task.ErrInvalid, "note: required for option %s", opt.ID)
+	}
+	return opt, nil
+}
+
+func (t *taskRun) decide(ctx workflow.Context, in task.DecideInput) (task.DecideResult, error) {
+	if _, err := t.checkDecision(in); err != nil {
+		return task.DecideResult{}, err
+	}
+	o := t.close(ctx, in.Option, in.Note, in.By, in.Channel)
+	if err := workflow.Await(ctx, func() bool { return t.Outcome == nil }); err != nil {
+		return task.DecideResult{}, err
+	}
+	return task.DecideResult{Outcome: o, Status: t.Status}, nil
+}
+
+func (t *taskRun) validateCancel(in task.CancelInput) error {
+	if strings.TrimSpace(in.Reason) == "" {
+		return refuse(task.ErrInvalid, "reason: required")
+	}
+	if strings.TrimSpace(in.By) == "" {
+		return refuse(task.ErrInvalid, "by: required")
+	}
+	if t.Status.Terminal() {
+		return refuse(task.ErrFinished, "task %s is already %s", t.In.TaskID, t.Status)
+	}
+	return nil
+}
+
+func (t *taskRun) cancel(ctx workflow.Context, in task.CancelInput) (task.ChangeResult, error) {
+	if err := t.validateCancel(in); err != nil {
+		return task.ChangeResult{}, err
+	}
+	if t.Cancel == nil {
+		t.Cancel = &in
+		t.record(fmt.Sprintf("cancel-%s-%d", t.In.TaskID, workflow.Now(ctx).UnixMilli()), activities.KindEvent, in)
+	}
+	if err := workflow.Await(ctx, func() bool { return t.Status.Terminal() }); err != nil {
+		return task.ChangeResult{}, err
+	}
+	return task.ChangeResult{Status: t.Status}, nil
+}
+
+func (t *taskRun) validateReplan(in task.ReplanInput) error {
+	if strings.TrimSpace(in.By) == "" {
+		return refuse(task.ErrInvalid, "by: required")
+	}
+	if len(in.Subtasks) == 0 {
+		return refuse(task.ErrInvalid, "subtasks: must not be empty")
+	}
+	var problems []string
+	seen := map[string]bool{}
+	for i, st := range in.Subtasks {
+		switch {
+		case strings.TrimSpace(st.SubtaskID) == "":
+			problems = append(problems, fmt.Sprintf("subtasks[%d].subtask_id: required", i))
+		case seen[st.SubtaskID]:
+			problems = append(problems, fmt.Sprintf("subtasks[%d].subtask_id: %s appears twice", i, st.SubtaskID))
+		}
+		seen[st.SubtaskID] = true
+		if strings.TrimSpace(st.Description) == "" {
+			problems = append(problems, fmt.Sprintf("subtasks[%d].description: required", i))
+		}
+		if st.EstimatedLines < 0 {
+			problems = append(problems, fmt.Sprintf("subtasks[%d].estimated_lines: must be ≥ 0", i))
+		}
+	}
+	if len(problems) > 0 {
+		return refuse(task.ErrInvalid, "%s", strings.Join(problems, "; "))
+	}
+	switch {
+	case t.Status == task.StatusLocked && t.Pending != nil:
+	case t.Phase == phaseApproval:
+	default:
+		return refuse(task.ErrUnexpected, "task %s is %s: replan is taken while locked or awaiting plan approval", t.In.TaskID, t.Status)
+	}
+	return nil
+}
+
+func (t *taskRun) replan(ctx workflow.Context, in task.ReplanInput) (task.ChangeResult, error) {
+	if err := t.validateReplan(in); err != nil {
+		return task.ChangeResult{}, err
+	}
+	t.record(fmt.Sprintf("replan-%s-%d", t.In.TaskID, workflow.Now(ctx).UnixMilli()), activities.KindEvent, in)
+	t.addTimeline(ctx, task.TimelineEntry{Kind: "replan", From: in.By, Note: fmt.Sprintf("%d new subtasks", len(in.Subtasks))})
+	if t.Phase == phaseApproval {
+		t.Plan = append(t.Plan[:t.Index:t.Index], in.Subtasks...)
+		t.snapshot()
+		return task.ChangeResult{Status: t.Status}, nil
+	}
+	t.Replan = &in
+	t.close(ctx, task.OptReplan, in.Note, in.By, "replan")
+	if err := workflow.Await(ctx, func() bool { return t.Outcome == nil }); err != nil {
+		return task.ChangeResult{}, err
+	}
+	return task.ChangeResult{Status: t.Status}, nil
+}
+
+// agentEscalation takes an agent's escalation: admins hear of it, and a
+// critical one suspends the task unless an admin is already deciding on it.
+func (t *taskRun) agentEscalation(ctx workflow.Context, m amp.Message) {
+	critical := m.Escalation().Severity == amp.SeverityCritical
+	if critical && t.Pending == nil && !t.suspended() && t.Interrupt == nil {
+		t.Interrupt = &m
+		return
+	}
+	t.notify(activities.NotifyInput{Event: activities.NoticeEscalation, Status: t.Status, Message: &m})
+}

@@ -1,0 +1,352 @@
+package workflows
+
+import (
+	"fmt"
+	"strings"
+	"time"
+
+	"go.temporal.io/sdk/workflow"
+
+	"github.com/ampflow/ampflow/activities"
+	"github.com/ampflow/ampflow/amp"
+	"github.com/ampflow/ampflow/workflows/task"
+)
+
+// ciGate reads CI for the result's commit: passed goes to review, failed
+// goes back to the executor to fix, too many fix rounds go to the admins.
+func (t *taskRun) ciGate(ctx workflow.Context) (phase, error) {
+	if !t.In.Policy.CI {
+		t.CI = nil
+		return phaseReview, nil
+	}
+	t.setStatus(ctx, task.StatusCICheck, "")
+	r := t.Result.Result()
+	if t.Deadline.IsZero() {
+		t.Deadline = workflow.Now(ctx).Add(t.In.Policy.CITimeout)
+	}
+	actx := workflow.WithActivityOptions(ctx, ciOptions(t.In.Policy))
+	for {
+		var st activities.CIStatusResult
+		err := workflow.ExecuteActivity(actx, acts.CIStatus, activities.CIStatusInput{
+			TaskID: t.In.TaskID, Repo: t.In.Plan.Repo, Branch: t.In.Plan.Branch, Commit: r.CommitHash,
+		}).Get(ctx, &st)
+		if t.interrupted() {
+			return phaseCI, nil
+		}
+		if err != nil {
+			t.LastError = "reading CI: " + errMessage(err)
+			return t.ciEscalation(ctx, "CI cannot be read: "+errMessage(err))
+		}
+		t.CI = &st
+		switch st.State {
+		case activities.CIPassed, activities.CINone:
+			t.Deadline = time.Time{}
+			return phaseReview, nil
+		case activities.CIFailed:
+			t.Deadline = time.Time{}
+			if t.SubtaskCI >= t.In.Policy.MaxCIRounds {
+				return t.ciEscalation(ctx, fmt.Sprintf("CI failed again after %d fix rounds: %s", t.SubtaskCI, strings.Join(st.Failing, ", ")))
+			}
+			t.SubtaskCI++
+			t.CIRounds++
+			t.FixNote = fmt.Sprintf("CI failed on %s (fix round %d of %d). Failing checks: %s. Fix CI; this is not a rejection.",
+				shortHash(r.CommitHash), t.SubtaskCI, t.In.Policy.MaxCIRounds, strings.Join(st.Failing, ", "))
+			if st.Detail != "" {
+				t.FixNote += "\nOutput:\n" + st.Detail
+			}
+			t.FixRefs = []string{t.Result.MsgID}
+			return phaseDispatch, nil
+		}
+		if !workflow.Now(ctx).Before(t.Deadline) {
+			t.Deadline = time.Time{}
+			return t.ciEscalation(ctx, fmt.Sprintf("CI was still pending after %s", t.In.Policy.CITimeout))
+		}
+		wake := workflow.Now(ctx).Add(t.In.Policy.CIPollInterval)
+		if wake.After(t.Deadline) {
+			wake = t.Deadline
+		}
+		if _, err := t.waitFor(ctx, wake, func() bool { return false }); err != nil {
+			return phaseCI, err
+		}
+		if t.interrupted() {
+			return phaseCI, nil
+		}
+	}
+}
+
+func shortHash(h string) string {
+	if len(h) > 12 {
+		return h[:12]
+	}
+	if h == "" {
+		return "the branch head"
+	}
+	return h
+}
+
+// ciEscalation suspends the task on a CI problem the executor cannot fix
+// by itself.
+func (t *taskRun) ciEscalation(ctx workflow.Context, desc string) (phase, error) {
+	t.setStatus(ctx, task.StatusSuspended, "CI failure")
+	esc := t.escalate(ctx, amp.EscCIFailure, amp.SeverityCritical, amp.RoleCoordinator, desc, []string{t.DispatchID, t.Result.MsgID},
+		"Redispatch with guidance", "Check CI again", "Send to review without CI", "Terminate the task")
+	o, err := t.decideOn(ctx, task.KindCIExhausted, desc, esc, optGuide, optRetryCI, optSkipCI, optTerminate)
+	if err != nil || o == nil {
+		return phaseCI, err
+	}
+	switch o.Option {
+	case task.OptRedispatch:
+		t.SubtaskCI = 0
+		t.FixNote, t.FixRefs = "Admin guidance: "+o.Note, []string{t.Result.MsgID}
+		return phaseDispatch, nil
+	case task.OptRetryCI:
+		t.SubtaskCI = 0
+		return phaseCI, nil
+	case task.OptSkipCI:
+		return phaseReview, nil
+	}
+	return t.terminatedBy(o), nil
+}
+
+// requestReview packages the round for the reviewer.
+func (t *taskRun) requestReview(ctx workflow.Context) (phase, error) {
+	scope := amp.ScopeFull
+	if t.SubtaskRejects > 0 {
+		scope = amp.ScopeIncremental
+	}
+	var notes []string
+	if len(t.Mismatches) > 0 {
+		notes = append(notes, "diff_summary does not match git: "+strings.Join(t.Mismatches, "; "))
+	}
+	if t.RejectCount >= 2 {
+		notes = append(notes, fmt.Sprintf("Lock is approaching: reject_count is %d; the hallucination lock closes after %d rejections.", t.RejectCount, t.In.Policy.MaxRejects))
+	}
+	p := &amp.ReviewRequest{
+		OriginalDispatchRef: t.DispatchID,
+		TaskResultRef:       t.Result.MsgID,
+		ReviewScope:         scope,
+		DiffURL:             t.DiffURL,
+		RejectCount:         t.RejectCount,
+		CoordinatorNotes:    strings.Join(notes, "\n"),
+	}
+	if t.CI != nil {
+		p.CIStatus = map[string]any{"state": string(t.CI.State), "last_updated": workflow.Now(ctx).UTC().Format(time.RFC3339)}
+		for name, s := range t.CI.Checks {
+			p.CIStatus[name] = s
+		}
+	}
+	m := amp.NewMessage(amp.RoleCoordinator, amp.RoleReviewer, t.In.TaskID, t.newTime(ctx, amp.TypeReviewRequest), p)
+	sec := int(t.In.Policy.AckTimeout(amp.TypeReviewRequest) / time.Second)
+	m.AckTimeoutSec = &sec
+	m.ContextRef = []string{t.DispatchID, t.Result.MsgID}
+	if t.LastVerdictID != "" {
+		m.ContextRef = append(m.ContextRef, t.LastVerdictID)
+	}
+	t.dropOutboxTo(amp.RoleReviewer)
+	t.RequestID = m.MsgID
+	t.Verdict = nil
+	t.setStatus(ctx, task.StatusInReview, "")
+	if err := t.send(ctx, m); err != nil {
+		return phaseReview, err
+	}
+	now := workflow.Now(ctx)
+	t.LastActive = now
+	t.Deadline = now.Add(m.AckTimeout(t.In.Policy.AckTimeout(amp.TypeReviewRequest)))
+	return phaseAwaitReview, nil
+}
+
+// awaitReview waits for the reviewer's ACK, then its verdict, with the
+// same deadlines as the executor's.
+func (t *taskRun) awaitReview(ctx workflow.Context) (phase, error) {
+	for {
+		if t.Verdict != nil {
+			t.withdraw(ctx, "the reviewer sent its verdict")
+			t.Deadline = time.Time{}
+			return phaseVerdict, nil
+		}
+		if t.interrupted() {
+			return phaseAwaitReview, nil
+		}
+		if o := t.Outcome; o != nil {
+			t.Outcome = nil
+			switch o.Option {
+			case task.OptWait:
+				t.LastActive = workflow.Now(ctx)
+				if !t.Deadline.IsZero() || t.Pending == nil && !t.acked(t.RequestID) {
+					t.Deadline = t.LastActive.Add(t.In.Policy.AckTimeout(amp.TypeReviewRequest))
+				}
+				continue
+			case task.OptReviewAgain:
+				return phaseReview, nil
+			default:
+				return t.terminatedBy(o), nil
+			}
+		}
+		if !t.acked(t.RequestID) {
+			reqID := t.RequestID
+			timedOut, err := t.waitFor(ctx, t.Deadline, func() bool {
+				return t.acked(reqID) || t.Verdict != nil || t.Outcome != nil
+			})
+			if err != nil {
+				return phaseAwaitReview, err
+			}
+			if t.acked(reqID) {
+				t.withdraw(ctx, "the reviewer ACKed late")
+				t.Deadline = time.Time{}
+				t.LastActive = workflow.Now(ctx)
+				continue
+			}
+			if timedOut && t.Pending == nil {
+				t.Deadline = time.Time{}
+				desc := fmt.Sprintf("The reviewer did not ACK %s within %s.", reqID, t.In.Policy.AckTimeout(amp.TypeReviewRequest))
+				esc := t.escalate(ctx, amp.EscAckTimeout, amp.SeverityWarning, amp.RoleSystem, desc, []string{reqID},
+					"Send the review request again", "Keep waiting for the reviewer", "Terminate the task")
+				t.open(ctx, task.KindAckTimeout, desc+" Send again, keep waiting or terminate?", esc, optReviewAgain, optWait, optTerminate)
+			}
+			continue
+		}
+		next, err := t.watchHeartbeat(ctx, amp.RoleReviewer, func() bool { return t.Verdict != nil })
+		if err != nil || next != "" {
+			return next, err
+		}
+	}
+}
+
+func (t *taskRun) acked(msgID string) bool {
+	_, ok := t.Acked[msgID]
+	return ok
+}
+
+// takeVerdict ACKs the verdict and applies it, through the admins when
+// the reviewer is not sure enough.
+func (t *taskRun) takeVerdict(ctx workflow.Context) (phase, error) {
+	vm := t.Verdict
+	t.ackFor(ctx, *vm)
+	v := vm.Verdict()
+	decision := v.Decision
+	note := ""
+	if v.Confidence < t.In.Policy.MinConfidence {
+		t.setStatus(ctx, task.StatusAwaitingAdmin, "low-confidence verdict")
+		prompt := fmt.Sprintf("The reviewer's verdict on %s is %s with confidence %.2f (below %.2f). Accept it, override, or review again?",
+			t.Result.Result().SubtaskID, v.Decision, v.Confidence, t.In.Policy.MinConfidence)
+		o, err := t.decideOn(ctx, task.KindLowConfidence, prompt, nil, optAcceptVerd, optOverApprove, optOverReject, optReviewAgain)
+		if err != nil || o == nil {
+			return phaseVerdict, err
+		}
+		switch o.Option {
+		case task.OptApprove:
+			decision = amp.DecisionApproved
+		case task.OptReject:
+			decision, note = amp.DecisionRejected, "Admin: "+o.Note
+		case task.OptReviewAgain:
+			return phaseReview, nil
+		}
+	}
+	t.LastVerdictID = vm.MsgID
+	if decision != amp.DecisionRejected {
+		return phaseNextSubtask, nil
+	}
+	t.RejectCount++
+	t.SubtaskRejects++
+	t.upsertAttributes(ctx)
+	fix := rejectionNote(v, note)
+	if t.RejectCount > t.In.Policy.MaxRejects {
+		return t.lock(ctx, fix)
+	}
+	t.FixNote, t.FixRefs = fix, []string{vm.MsgID}
+	return phaseDispatch, nil
+}
+
+// rejectionNote tells the executor what the reviewer found.
+func rejectionNote(v *amp.ReviewVerdict, admin string) string {
+	var b strings.Builder
+	b.WriteString("The reviewer rejected the previous round. Fix these issues:")
+	for _, is := range v.Issues {
+		fmt.Fprintf(&b, "\n- [%s] %s:%d %s", is.Severity, is.File, is.Line, is.Description)
+		if is.SuggestedFix != "" {
+			fmt.Fprintf(&b, " (suggested: %s)", is.SuggestedFix)
+		}
+	}
+	if admin != "" {
+		b.WriteString("\n" + admin)
+	}
+	return b.String()
+}
+
+// lock is the hallucination lock: too many rejections, and only an
+// admin can let the task go on.
+func (t *taskRun) lock(ctx workflow.Context, fix string) (phase, error) {
+	t.setStatus(ctx, task.StatusLocked, "hallucination lock")
+	vm := t.Verdict
+	desc := fmt.Sprintf("%s hallucination lock: the reviewer rejected the work %d times (more than %d). The task is suspended until an admin decides.",
+		t.In.TaskID, t.RejectCount, t.In.Policy.MaxRejects)
+	esc := t.escalate(ctx, amp.EscHallucinationLock, amp.SeverityCritical, amp.RoleCoordinator, desc, []string{t.DispatchID, vm.MsgID},
+		"Review the diff yourself and redispatch with specific guidance",
+		"Split the task into smaller subtasks (replan)",
+		"Approve the work as it is",
+		"Terminate the task")
+	o, err := t.decideOn(ctx, task.KindHallucinationLock, desc, esc, optGuide, optReplan, optApproveAny, optTerminate)
+	if err != nil || o == nil {
+		return phaseVerdict, err
+	}
+	switch o.Option {
+	case task.OptRedispatch:
+		t.FixNote, t.FixRefs = fix+"\nAdmin guidance: "+o.Note, []string{vm.MsgID}
+		return phaseDispatch, nil
+	case task.OptReplan:
+		if rp := t.Replan; rp != nil {
+			t.Plan = append(t.Plan[:t.Index:t.Index], rp.Subtasks...)
+			t.Replan = nil
+		}
+		t.SubtaskRejects = 0
+		t.LastVerdictID = ""
+		t.FixNote = noteOr(o.Note, "")
+		return phaseDispatch, nil
+	case task.OptApprove:
+		return phaseNextSubtask, nil
+	}
+	return t.terminatedBy(o), nil
+}
+
+func noteOr(note, def string) string {
+	if note == "" {
+		return def
+	}
+	return "Admin note: " + note
+}
+
+// nextSubtask moves on once a subtask is approved.
+func (t *taskRun) nextSubtask(ctx workflow.Context) (phase, error) {
+	t.addTimeline(ctx, task.TimelineEntry{Kind: "subtask", Note: "subtask " + t.subtask().SubtaskID + " done"})
+	t.Index++
+	t.SubtaskRejects, t.SubtaskCI, t.LastVerdictID = 0, 0, ""
+	t.Result, t.Verdict, t.Mismatches, t.DiffURL = nil, nil, nil, ""
+	t.snapshot()
+	if t.Index >= len(t.Plan) {
+		return phaseFinal, nil
+	}
+	return phaseDispatch, nil
+}
+
+// finalApproval is the last gate before done.
+func (t *taskRun) finalApproval(ctx workflow.Context) (phase, error) {
+	if t.In.Policy.FinalApproval.For(t.In.Plan.RiskLevel) == task.HandlingAuto {
+		return phaseDone, nil
+	}
+	t.setStatus(ctx, task.StatusAwaitingAdmin, "final approval")
+	prompt := fmt.Sprintf("All %d subtasks of %s are approved by review. Approve the task as done?", len(t.Plan), t.In.TaskID)
+	o, err := t.decideOn(ctx, task.KindFinalApproval, prompt, nil, optApprove,
+		task.Option{ID: task.OptRedispatch, Label: "Redo the last subtask", NoteRequired: true}, optTerminate)
+	if err != nil || o == nil {
+		return phaseFinal, err
+	}
+	switch o.Option {
+	case task.OptApprove:
+		return phaseDone, nil
+	case task.OptRedispatch:
+		t.Index = len(t.Plan) - 1
+		t.FixNote = "Admin note: " + o.Note
+		return phaseDispatch, nil
+	}
+	return t.terminatedBy(o), nil
+}

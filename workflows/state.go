@@ -1,0 +1,200 @@
+package workflows
+
+import (
+	"time"
+
+	"github.com/ampflow/ampflow/activities"
+	"github.com/ampflow/ampflow/amp"
+	"github.com/ampflow/ampflow/workflows/task"
+)
+
+// phase is where the run loop stands; finer than task.Status.
+type phase string
+
+const (
+	phaseCheck       phase = "check"
+	phaseApproval    phase = "approval"
+	phaseDispatch    phase = "dispatch"
+	phaseAwaitAck    phase = "await_ack"
+	phaseAwaitResult phase = "await_result"
+	phaseResult      phase = "result"
+	phaseCI          phase = "ci"
+	phaseReview      phase = "review"
+	phaseAwaitReview phase = "await_review"
+	phaseVerdict     phase = "verdict"
+	phaseNextSubtask phase = "next_subtask"
+	phaseFinal       phase = "final"
+	phaseDone        phase = "done"
+	phaseTerminate   phase = "terminate"
+)
+
+// taskState is everything a task run knows. It is carried whole across
+// continue-as-new, so every field is exported for the data converter.
+type taskState struct {
+	In     task.Input    `json:"in"`
+	Phase  phase         `json:"phase"`
+	Status task.Status   `json:"status"`
+	Plan   []amp.Subtask `json:"subtasks"`
+	Index  int           `json:"index"`
+
+	RejectCount    int `json:"reject_count"`
+	SubtaskRejects int `json:"subtask_rejects"`
+	CIRounds       int `json:"ci_rounds"`
+	SubtaskCI      int `json:"subtask_ci"`
+	Rounds         int `json:"rounds"`
+
+	// The messages of the current round.
+	DispatchID string       `json:"dispatch_id,omitempty"`
+	Result     *amp.Message `json:"result,omitempty"`
+	RequestID  string       `json:"request_id,omitempty"`
+	Verdict    *amp.Message `json:"verdict,omitempty"`
+	// LastVerdictID is the last verdict of the current subtask, the base of
+	// an incremental review.
+	LastVerdictID string `json:"last_verdict_id,omitempty"`
+
+	// Next dispatch: what the executor must fix, and the messages it refers to.
+	FixNote string   `json:"fix_note,omitempty"`
+	FixRefs []string `json:"fix_refs,omitempty"`
+
+	// Review inputs from git and CI.
+	DiffURL    string                     `json:"diff_url,omitempty"`
+	Mismatches []string                   `json:"mismatches,omitempty"`
+	CI         *activities.CIStatusResult `json:"ci,omitempty"`
+	Default    string                     `json:"default_branch,omitempty"`
+
+	// Outbox holds messages sent to agents and not yet ACKed.
+	Outbox []amp.Message `json:"outbox,omitempty"`
+	// Acked maps an ACKed msg_id to the ACK record's msg_id.
+	Acked map[string]string `json:"acked,omitempty"`
+	// Seen maps every accepted msg_id to a digest of its bytes.
+	Seen map[string]string `json:"seen,omitempty"`
+	// LastActive is when the agent being waited for last showed life.
+	LastActive time.Time `json:"last_active"`
+	// Deadline is the running ACK or heartbeat deadline; zero when none.
+	Deadline time.Time `json:"deadline"`
+
+	Pending     *task.Decision `json:"pending,omitempty"`
+	Outcome     *task.Outcome  `json:"outcome,omitempty"`
+	Decided     []task.Outcome `json:"decided,omitempty"`
+	DecisionSeq int            `json:"decision_seq"`
+	// Interrupt is an agent's critical escalation that the run loop has
+	// yet to suspend the task for.
+	Interrupt *amp.Message `json:"interrupt,omitempty"`
+
+	Cancel *task.CancelInput `json:"cancel,omitempty"`
+	Replan *task.ReplanInput `json:"replan,omitempty"`
+
+	Timeline  []task.TimelineEntry `json:"timeline"`
+	MsgIDs    []string             `json:"msg_ids"`
+	LastError string               `json:"last_error,omitempty"`
+	Reason    string               `json:"reason,omitempty"`
+	StartedAt time.Time            `json:"started_at"`
+	UpdatedAt time.Time            `json:"updated_at"`
+
+	// Effects not yet carried out, in order: SSOT records and notices.
+	Records []activities.RecordEntry `json:"records,omitempty"`
+	Notices []activities.NotifyInput `json:"notices,omitempty"`
+}
+
+func newTaskState(in task.Input, now time.Time) *taskState {
+	return &taskState{
+		In:        in,
+		Phase:     phaseCheck,
+		Status:    task.StatusAwaitingApproval,
+		Plan:      append([]amp.Subtask(nil), in.Plan.Subtasks...),
+		Acked:     map[string]string{},
+		Seen:      map[string]string{},
+		StartedAt: now,
+		UpdatedAt: now,
+	}
+}
+
+func (s *taskState) subtask() *amp.Subtask {
+	if s.Index < 0 || s.Index >= len(s.Plan) {
+		return nil
+	}
+	return &s.Plan[s.Index]
+}
+
+func (s *taskState) inOutbox(msgID string) (amp.Message, bool) {
+	for _, m := range s.Outbox {
+		if m.MsgID == msgID {
+			return m, true
+		}
+	}
+	return amp.Message{}, false
+}
+
+func (s *taskState) dropOutbox(msgID string) {
+	out := s.Outbox[:0]
+	for _, m := range s.Outbox {
+		if m.MsgID != msgID {
+			out = append(out, m)
+		}
+	}
+	s.Outbox = out
+}
+
+// dropOutboxTo forgets what is still unACKed by a role: a new dispatch
+// supersedes the old one.
+func (s *taskState) dropOutboxTo(r amp.Role) {
+	out := s.Outbox[:0]
+	for _, m := range s.Outbox {
+		if m.To != r {
+			out = append(out, m)
+		}
+	}
+	s.Outbox = out
+}
+
+// interrupted reports whether a wait must end early: the task was
+// cancelled or an agent escalated critically.
+func (s *taskState) interrupted() bool {
+	return s.Cancel != nil || s.Interrupt != nil
+}
+
+func (s *taskState) suspended() bool {
+	return s.Status == task.StatusSuspended || s.Status == task.StatusLocked
+}
+
+// view is the state query's answer.
+func (s *taskState) view() task.State {
+	st := task.State{
+		TaskID:       s.In.TaskID,
+		Status:       s.Status,
+		Risk:         s.In.Plan.RiskLevel,
+		Description:  s.In.Plan.Description,
+		Repo:         s.In.Plan.Repo,
+		Branch:       s.In.Plan.Branch,
+		Subtasks:     s.Plan,
+		SubtaskIndex: s.Index,
+		Subtask:      s.subtask(),
+		RejectCount:  s.RejectCount,
+		CIRounds:     s.CIRounds,
+		Rounds:       s.Rounds,
+		Pending:      s.Pending,
+		Decided:      s.Decided,
+		Outbox:       s.Outbox,
+		Timeline:     s.Timeline,
+		LastError:    s.LastError,
+		Reason:       s.Reason,
+		StartedAt:    s.StartedAt,
+		UpdatedAt:    s.UpdatedAt,
+	}
+	if st.Timeline == nil {
+		st.Timeline = []task.TimelineEntry{}
+	}
+	return st
+}
+
+func (s *taskState) result() task.Result {
+	return task.Result{
+		TaskID:      s.In.TaskID,
+		Status:      s.Status,
+		Reason:      s.Reason,
+		Rounds:      s.Rounds,
+		RejectCount: s.RejectCount,
+		CIRounds:    s.CIRounds,
+		MsgIDs:      append([]string{}, s.MsgIDs...),
+	}
+}

@@ -1,0 +1,224 @@
+// Package workflows holds TaskWorkflow, the durable run of one AMP task
+// from plan approval to done, and a typed client for it.
+package workflows
+
+import (
+	"encoding/json"
+	"fmt"
+	"time"
+
+	"go.temporal.io/sdk/log"
+	"go.temporal.io/sdk/workflow"
+
+	"github.com/ampflow/ampflow/activities"
+	"github.com/ampflow/ampflow/amp"
+	"github.com/ampflow/ampflow/workflows/task"
+)
+
+// Task runs one AMP task from plan approval to done. The workflow carries
+// the coordinator's protocol duties; agents and admins feed it messages
+// through its updates.
+func Task(ctx workflow.Context, in task.Input) (task.Result, error) {
+	t, err := newTaskRun(ctx, in)
+	if err != nil {
+		return task.Result{}, err
+	}
+	if err := t.setup(ctx); err != nil {
+		return task.Result{}, err
+	}
+	return t.run(ctx)
+}
+
+// taskRun is one run of the workflow: the carried state plus what is
+// rebuilt on every run.
+type taskRun struct {
+	*taskState
+	log log.Logger
+}
+
+func newTaskRun(ctx workflow.Context, in task.Input) (*taskRun, error) {
+	var s *taskState
+	if len(in.Carried) > 0 {
+		s = &taskState{}
+		if err := json.Unmarshal(in.Carried, s); err != nil {
+			return nil, fmt.Errorf("restoring task %s after continue-as-new: %w", in.TaskID, err)
+		}
+		in.Carried = nil
+		s.In = in
+	} else {
+		s = newTaskState(in, workflow.Now(ctx))
+	}
+	return &taskRun{
+		taskState: s,
+		log:       log.With(workflow.GetLogger(ctx), "task_id", in.TaskID),
+	}, nil
+}
+
+func (t *taskRun) setup(ctx workflow.Context) error {
+	if err := workflow.SetQueryHandler(ctx, task.QueryState, func() (task.State, error) {
+		return t.view(), nil
+	}); err != nil {
+		return fmt.Errorf("registering query %s: %w", task.QueryState, err)
+	}
+	updates := []struct {
+		name    string
+		handler any
+		valid   any
+	}{
+		{task.UpdateSubmit, t.submit, t.validateSubmit},
+		{task.UpdateDecide, t.decide, t.validateDecide},
+		{task.UpdateCancel, t.cancel, t.validateCancel},
+		{task.UpdateReplan, t.replan, t.validateReplan},
+	}
+	for _, u := range updates {
+		if err := workflow.SetUpdateHandlerWithOptions(ctx, u.name, u.handler,
+			workflow.UpdateHandlerOptions{Validator: u.valid}); err != nil {
+			return fmt.Errorf("registering update %s: %w", u.name, err)
+		}
+	}
+	hb := workflow.GetSignalChannel(ctx, task.SignalHeartbeat)
+	workflow.Go(ctx, func(ctx workflow.Context) {
+		for {
+			var in task.HeartbeatInput
+			hb.Receive(ctx, &in)
+			t.heartbeat(ctx, in)
+		}
+	})
+	workflow.Go(ctx, t.recordLoop)
+	workflow.Go(ctx, t.noticeLoop)
+	return nil
+}
+
+// run drives the task phase by phase until it ends or continues as new.
+func (t *taskRun) run(ctx workflow.Context) (task.Result, error) {
+	if t.Phase == phaseCheck {
+		t.upsertAttributes(ctx)
+	}
+	for {
+		if t.Cancel != nil && !t.Status.Terminal() {
+			t.Reason = fmt.Sprintf("cancelled by %s: %s", t.Cancel.By, t.Cancel.Reason)
+			t.Phase = phaseTerminate
+		}
+		if t.Phase == phaseDone || t.Phase == phaseTerminate {
+			return t.finish(ctx)
+		}
+		if workflow.GetInfo(ctx).GetContinueAsNewSuggested() {
+			return t.continueAsNew(ctx)
+		}
+		next, err := t.step(ctx)
+		if err != nil {
+			return task.Result{}, err
+		}
+		t.Phase = next
+	}
+}
+
+func (t *taskRun) step(ctx workflow.Context) (phase, error) {
+	switch t.Phase {
+	case phaseCheck:
+		return t.check(ctx)
+	case phaseApproval:
+		return t.approval(ctx)
+	case phaseDispatch:
+		return t.dispatch(ctx)
+	case phaseAwaitAck:
+		return t.awaitAck(ctx)
+	case phaseAwaitResult:
+		return t.awaitResult(ctx)
+	case phaseResult:
+		return t.takeResult(ctx)
+	case phaseCI:
+		return t.ciGate(ctx)
+	case phaseReview:
+		return t.requestReview(ctx)
+	case phaseAwaitReview:
+		return t.awaitReview(ctx)
+	case phaseVerdict:
+		return t.takeVerdict(ctx)
+	case phaseNextSubtask:
+		return t.nextSubtask(ctx)
+	case phaseFinal:
+		return t.finalApproval(ctx)
+	}
+	return "", fmt.Errorf("task %s: unknown phase %q", t.In.TaskID, t.Phase)
+}
+
+func (t *taskRun) finish(ctx workflow.Context) (task.Result, error) {
+	if t.Phase == phaseDone {
+		t.setStatus(ctx, task.StatusDone, "")
+	} else {
+		t.setStatus(ctx, task.StatusTerminated, t.Reason)
+	}
+	t.Pending = nil
+	t.Outbox = nil
+	t.Deadline = time.Time{}
+	t.snapshot()
+	if err := t.drain(ctx); err != nil {
+		return task.Result{}, err
+	}
+	if err := workflow.Await(ctx, func() bool { return workflow.AllHandlersFinished(ctx) }); err != nil {
+		return task.Result{}, fmt.Errorf("waiting for handlers of task %s: %w", t.In.TaskID, err)
+	}
+	return t.result(), nil
+}
+
+func (t *taskRun) continueAsNew(ctx workflow.Context) (task.Result, error) {
+	if err := t.drain(ctx); err != nil {
+		return task.Result{}, err
+	}
+	if err := workflow.Await(ctx, func() bool { return workflow.AllHandlersFinished(ctx) }); err != nil {
+		return task.Result{}, fmt.Errorf("waiting for handlers of task %s: %w", t.In.TaskID, err)
+	}
+	carried, err := json.Marshal(t.taskState)
+	if err != nil {
+		return task.Result{}, fmt.Errorf("carrying task %s over: %w", t.In.TaskID, err)
+	}
+	in := t.In
+	in.Carried = carried
+	return task.Result{}, workflow.NewContinueAsNewError(ctx, Task, in)
+}
+
+// setStatus moves the task to a new status, keeps the timeline and the
+// search attributes, and tells admins when asked to.
+func (t *taskRun) setStatus(ctx workflow.Context, s task.Status, note string) {
+	if t.Status == s {
+		return
+	}
+	t.Status = s
+	t.addTimeline(ctx, task.TimelineEntry{Kind: "status", Status: s, Note: note})
+	t.upsertAttributes(ctx)
+	if t.In.Policy.StatusUpdates {
+		t.notify(activities.NotifyInput{Event: activities.NoticeStatus, Status: s, Text: note})
+	}
+}
+
+func (t *taskRun) upsertAttributes(ctx workflow.Context) {
+	err := workflow.UpsertTypedSearchAttributes(ctx,
+		task.AttrStatus.ValueSet(string(t.Status)),
+		task.AttrRisk.ValueSet(string(t.In.Plan.RiskLevel)),
+		task.AttrRejectCount.ValueSet(int64(t.RejectCount)),
+		task.AttrRepo.ValueSet(t.In.Plan.Repo),
+	)
+	if err != nil {
+		t.log.Warn("upserting search attributes", "error", err)
+	}
+}
+
+func (t *taskRun) addTimeline(ctx workflow.Context, e task.TimelineEntry) {
+	e.At = workflow.Now(ctx)
+	t.UpdatedAt = e.At
+	t.Timeline = append(t.Timeline, e)
+}
+
+// newMsgID returns a fresh msg_id for an outgoing message and the time it
+// stands for: workflow time, moved on by a millisecond on a clash.
+func (t *taskRun) newTime(ctx workflow.Context, typ amp.Type) time.Time {
+	at := workflow.Now(ctx)
+	for {
+		id := amp.MsgID(typ, t.In.TaskID, at)
+		if _, taken := t.Seen[id]; !taken {
+			return at
+		}
+		at = at.Add(time.Millisecond)
+	}
+}
