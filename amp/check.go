@@ -72,7 +72,11 @@ func (c *checker) object(path string, v any, fields []field, post func(c *checke
 	}
 	slices.Sort(unknown)
 	for _, k := range unknown {
-		c.add(joinKey(path, k), "unknown field")
+		problem := "unknown field"
+		if near := nearest(k, fields); near != "" {
+			problem += fmt.Sprintf(" (did you mean %q?)", near)
+		}
+		c.add(joinKey(path, k), problem)
 	}
 	rank := func(e FieldError) int {
 		k := childKey(path, e.Path)
@@ -165,8 +169,12 @@ func boolOrNull(c *checker, path string, v any) {
 func integer(min, max int64) rule {
 	return func(c *checker, path string, v any) {
 		n, ok := v.(json.Number)
-		if !ok || strings.ContainsAny(string(n), ".eE") {
+		switch {
+		case !ok:
 			c.add(path, "must be an integer")
+			return
+		case strings.ContainsAny(string(n), ".eE"):
+			c.add(path, "must be an integer written without fraction or exponent")
 			return
 		}
 		i, err := strconv.ParseInt(string(n), 10, 64)
@@ -264,4 +272,40 @@ func joinKey(path, key string) string {
 
 func joinIndex(path string, i int) string {
 	return path + "[" + strconv.Itoa(i) + "]"
+}
+
+// nearest suggests the known field an unknown key was probably meant to
+// be: the same name in another case, or one at most two edits away.
+func nearest(key string, fields []field) string {
+	best, bestDist := "", 3
+	for _, f := range fields {
+		if strings.EqualFold(key, f.name) {
+			return f.name
+		}
+		if d := editDistance(key, f.name); d < bestDist {
+			best, bestDist = f.name, d
+		}
+	}
+	return best
+}
+
+// editDistance is the Levenshtein distance between a and b, in bytes.
+func editDistance(a, b string) int {
+	prev := make([]int, len(b)+1)
+	cur := make([]int, len(b)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(a); i++ {
+		cur[0] = i
+		for j := 1; j <= len(b); j++ {
+			cost := 1
+			if a[i-1] == b[j-1] {
+				cost = 0
+			}
+			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+		}
+		prev, cur = cur, prev
+	}
+	return prev[len(b)]
 }

@@ -22,7 +22,7 @@ type duplicateKey struct{ path string }
 // json.Number, bool and nil, refusing anything but exactly one JSON value.
 type treeDecoder struct {
 	dec  *json.Decoder
-	size int64
+	in   []byte
 	dups []duplicateKey
 }
 
@@ -32,7 +32,7 @@ func decodeTree(b []byte) (any, []duplicateKey, error) {
 	if !utf8.Valid(b) {
 		return nil, nil, &SyntaxError{Offset: int64(invalidUTF8At(b)), Msg: "invalid UTF-8"}
 	}
-	d := &treeDecoder{dec: json.NewDecoder(bytes.NewReader(b)), size: int64(len(b))}
+	d := &treeDecoder{dec: json.NewDecoder(bytes.NewReader(b)), in: b}
 	d.dec.UseNumber()
 	v, err := d.value(RootPath, 0)
 	if err != nil {
@@ -96,12 +96,20 @@ func (d *treeDecoder) value(path string, depth int) (any, error) {
 	return tok, nil
 }
 
+// syntax converts a decoder error into a *SyntaxError whose Offset is the
+// index of the offending byte (the input length for a truncated input).
+// The streaming decoder reports some offsets relative to the current
+// token, so the whole input is rescanned for an absolute one.
 func (d *treeDecoder) syntax(err error) error {
-	if se, ok := errors.AsType[*json.SyntaxError](err); ok {
-		return &SyntaxError{Offset: se.Offset, Msg: se.Error(), Err: err}
-	}
-	if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
-		return &SyntaxError{Offset: d.size, Msg: "unexpected end of input", Err: err}
+	var raw json.RawMessage
+	if verr := json.Unmarshal(d.in, &raw); verr != nil {
+		if se, ok := errors.AsType[*json.SyntaxError](verr); ok {
+			// checkValid's Offset counts the offending byte itself.
+			if se.Error() == "unexpected end of JSON input" {
+				return &SyntaxError{Offset: int64(len(d.in)), Msg: "unexpected end of input", Err: se}
+			}
+			return &SyntaxError{Offset: se.Offset - 1, Msg: se.Error(), Err: se}
+		}
 	}
 	return &SyntaxError{Offset: d.dec.InputOffset(), Msg: err.Error(), Err: err}
 }
