@@ -1,0 +1,24 @@
+// Command ampflow is the ampflow command line; see package cli.
+package main
+
+import (
+	"context"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/ampflow/ampflow/cmd/ampflow/cli"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	code := cli.Main(ctx, cli.Options{
+		Args:      os.Args[1:],
+		Stdin:     os.Stdin,
+		Stdout:    os.Stdout,
+		Stderr:    os.Stderr,
+		LookupEnv: os.LookupEnv,
+	})
+	stop()
+	os.Exit(code)
+}
