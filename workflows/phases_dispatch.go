@@ -270,7 +270,6 @@ func (t *taskRun) takeResult(ctx workflow.Context) (phase, error) {
 		return t.terminatedBy(o), nil
 	}
 	t.DiffURL, t.Mismatches = out.DiffURL, out.Mismatches
-	t.SubtaskCI = 0
 	return phaseCI, nil
 }
 

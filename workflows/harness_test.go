@@ -1,0 +1,316 @@
+package workflows
+
+import (
+	"context"
+	"encoding/json"
+	"io"
+	"log/slog"
+	"errors"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/mock"
+	"go.temporal.io/sdk/log"
+	"go.temporal.io/sdk/temporal"
+	"go.temporal.io/sdk/testsuite"
+
+	"github.com/ampflow/ampflow/activities"
+	"github.com/ampflow/ampflow/amp"
+	"github.com/ampflow/ampflow/workflows/task"
+)
+
+const testTaskID = "T-2026-001"
+
+// harness runs one task workflow with every activity mocked and plays
+// the agents and admins at virtual times.
+type harness struct {
+	t   *testing.T
+	env *testsuite.TestWorkflowEnvironment
+	in  task.Input
+
+	mu        sync.Mutex
+	delivered []amp.Message
+	records   []activities.RecordEntry
+	notices   []activities.NotifyInput
+	ciCalls   int
+	replies   []*reply
+
+	// ci answers the n-th CI read (from 1).
+	ci func(n int) activities.CIStatusResult
+	// checkResult answers the git check of a result.
+	checkResult func(in activities.CheckResultInput) (activities.CheckResultOutput, error)
+}
+
+// reply is how the workflow answered one update.
+type reply struct {
+	name string
+	id   string
+	done bool
+	err  error
+	out  any
+}
+
+func testPlan(risk amp.Risk, subtasks ...string) amp.TaskDispatch {
+	p := amp.TaskDispatch{
+		Description:        "Rework the breathing engine timer",
+		Repo:               "/repos/rhylm",
+		Branch:             "feature/watch-breath-v2",
+		AcceptanceCriteria: []string{"timing error < 500ms", "all tests pass"},
+		RiskLevel:          risk,
+	}
+	for _, id := range subtasks {
+		p.Subtasks = append(p.Subtasks, amp.Subtask{SubtaskID: id, Description: "step " + id, EstimatedLines: 40})
+	}
+	return p
+}
+
+func newHarness(t *testing.T, plan amp.TaskDispatch, mutate ...func(*task.Input)) *harness {
+	t.Helper()
+	pol := task.DefaultPolicy()
+	pol.Admins = []string{"alice", "bob"}
+	pol.CI = true
+	in := task.Input{TaskID: testTaskID, Plan: plan, Policy: pol, Coordinator: "planner"}
+	for _, m := range mutate {
+		m(&in)
+	}
+	var s testsuite.WorkflowTestSuite
+	s.SetLogger(log.NewStructuredLogger(slog.New(slog.NewTextHandler(io.Discard, nil))))
+	h := &harness{t: t, env: s.NewTestWorkflowEnvironment(), in: in}
+	h.ci = func(int) activities.CIStatusResult { return activities.CIStatusResult{State: activities.CIPassed} }
+	h.checkResult = func(in activities.CheckResultInput) (activities.CheckResultOutput, error) {
+		return activities.CheckResultOutput{Commit: in.Commit, Actual: in.Claimed, DiffURL: "/ssot/diffs/" + in.MsgID + ".diff"}, nil
+	}
+	env := h.env
+	env.RegisterWorkflow(Task)
+	env.RegisterActivity(&activities.Activities{})
+	env.OnActivity(acts.CheckBranch, mock.Anything, mock.Anything).Return(
+		activities.CheckBranchResult{DefaultBranch: "main", Head: "abc"}, nil)
+	env.OnActivity(acts.CheckResult, mock.Anything, mock.Anything).Return(
+		func(_ context.Context, in activities.CheckResultInput) (activities.CheckResultOutput, error) { return h.checkResult(in) })
+	env.OnActivity(acts.CIStatus, mock.Anything, mock.Anything).Return(
+		func(_ context.Context, in activities.CIStatusInput) (activities.CIStatusResult, error) {
+			h.mu.Lock()
+			h.ciCalls++
+			n := h.ciCalls
+			h.mu.Unlock()
+			return h.ci(n), nil
+		})
+	env.OnActivity(acts.Record, mock.Anything, mock.Anything).Return(
+		func(_ context.Context, in activities.RecordInput) (activities.RecordResult, error) {
+			h.mu.Lock()
+			defer h.mu.Unlock()
+			h.records = append(h.records, in.Entries...)
+			return activities.RecordResult{Written: len(in.Entries)}, nil
+		})
+	env.OnActivity(acts.Deliver, mock.Anything, mock.Anything).Return(
+		func(_ context.Context, in activities.DeliverInput) (activities.DeliverResult, error) {
+			h.mu.Lock()
+			defer h.mu.Unlock()
+			h.delivered = append(h.delivered, in.Message)
+			return activities.DeliverResult{Mode: "pull"}, nil
+		})
+	env.OnActivity(acts.Notify, mock.Anything, mock.Anything).Return(
+		func(_ context.Context, in activities.NotifyInput) (activities.NotifyResult, error) {
+			h.mu.Lock()
+			defer h.mu.Unlock()
+			h.notices = append(h.notices, in)
+			return activities.NotifyResult{}, nil
+		})
+	return h
+}
+
+// at runs fn at a virtual time after the start.
+func (h *harness) at(d time.Duration, fn func()) { h.env.RegisterDelayedCallback(fn, d) }
+
+// run executes the workflow to its end and returns its result.
+func (h *harness) run() task.Result {
+	h.t.Helper()
+	h.env.ExecuteWorkflow(Task, h.in)
+	if !h.env.IsWorkflowCompleted() {
+		h.t.Fatalf("workflow did not complete; state: %+v", h.state())
+	}
+	if err := h.env.GetWorkflowError(); err != nil {
+		h.t.Fatalf("workflow failed: %v", err)
+	}
+	var res task.Result
+	if err := h.env.GetWorkflowResult(&res); err != nil {
+		h.t.Fatalf("reading result: %v", err)
+	}
+	return res
+}
+
+func (h *harness) state() task.State {
+	h.t.Helper()
+	v, err := h.env.QueryWorkflow(task.QueryState)
+	if err != nil {
+		h.t.Fatalf("querying state: %v", err)
+	}
+	var st task.State
+	if err := v.Get(&st); err != nil {
+		h.t.Fatalf("decoding state: %v", err)
+	}
+	return st
+}
+
+// update sends an update; the reply is filled in once it is answered.
+func (h *harness) update(name, id string, arg any) *reply {
+	r := &reply{name: name, id: id}
+	h.replies = append(h.replies, r)
+	h.env.UpdateWorkflow(name, id, &testsuite.TestUpdateCallback{
+		OnAccept: func() {},
+		OnReject: func(err error) { r.err, r.done = err, true },
+		OnComplete: func(out any, err error) {
+			r.out, r.err, r.done = out, err, true
+		},
+	}, arg)
+	return r
+}
+
+func (h *harness) submitRaw(id string, raw []byte) *reply {
+	return h.update(task.UpdateSubmit, id, task.SubmitInput{Raw: raw})
+}
+
+func (h *harness) submit(v any, id string) *reply {
+	b, err := json.Marshal(v)
+	if err != nil {
+		h.t.Fatalf("encoding: %v", err)
+	}
+	return h.submitRaw(id, b)
+}
+
+// outboxTo returns the message awaiting an ACK from role.
+func (h *harness) outboxTo(role amp.Role) amp.Message {
+	h.t.Helper()
+	for _, m := range h.state().Outbox {
+		if m.To == role {
+			return m
+		}
+	}
+	h.t.Fatalf("no message for %s in the outbox; state %s", role, h.state().Status)
+	return amp.Message{}
+}
+
+// ack has role ACK the message waiting for it.
+func (h *harness) ack(role amp.Role) *reply {
+	m := h.outboxTo(role)
+	a := amp.NewAck(role, m, h.env.Now())
+	return h.submit(a, a.MsgID)
+}
+
+func yes() *bool { b := true; return &b }
+
+// result has the executor report on the current subtask.
+func (h *harness) result(status amp.CompletionStatus, blockers ...string) (amp.Message, *reply) {
+	st := h.state()
+	p := &amp.TaskResult{
+		SubtaskID:        st.Subtask.SubtaskID,
+		CompletionStatus: status,
+		DiffSummary:      amp.DiffSummary{FilesChanged: []string{"Sources/BreathEngine.swift"}, LinesAdded: 10, LinesRemoved: 2},
+		SelfAssessment:   amp.SelfAssessment{CriteriaMet: []*bool{yes(), nil}, Notes: []string{"ok", "needs CI"}},
+		WorkLog:          []amp.WorkLogEntry{{Timestamp: "2026-02-26T14:28:00Z", Action: "edit", File: "BreathEngine.swift", Detail: "timer"}},
+		CommitHash:       "a3f8d21",
+		Blockers:         blockers,
+	}
+	m := amp.NewMessage(amp.RoleExecutor, amp.RoleCoordinator, testTaskID, h.env.Now(), p)
+	return m, h.submit(m, m.MsgID)
+}
+
+// verdict has the reviewer decide.
+func (h *harness) verdict(d amp.Decision, confidence float64) (amp.Message, *reply) {
+	p := &amp.ReviewVerdict{
+		Decision:        d,
+		CriteriaResults: []amp.CriterionResult{{Criterion: "timing error < 500ms", Passed: yes(), Evidence: "measured"}},
+		Confidence:      confidence,
+	}
+	if d == amp.DecisionRejected {
+		p.Issues = []amp.Issue{{Severity: amp.SeverityCritical, File: "BreathEngine.swift", Line: 87, Description: "session released by ARC", SuggestedFix: "keep a reference"}}
+	}
+	if d == amp.DecisionApprovedWithFix {
+		p.DirectFixes = []amp.DirectFix{{File: "BreathEngine.swift", ChangeType: amp.ChangeTypo, DiffLines: 1}}
+	}
+	m := amp.NewMessage(amp.RoleReviewer, amp.RoleCoordinator, testTaskID, h.env.Now(), p)
+	return m, h.submit(m, m.MsgID)
+}
+
+// decide has an admin take the pending decision.
+func (h *harness) decide(by, option, note string) *reply {
+	h.t.Helper()
+	st := h.state()
+	if st.Pending == nil {
+		h.t.Fatalf("no pending decision (status %s)", st.Status)
+	}
+	return h.update(task.UpdateDecide, "", task.DecideInput{DecisionID: st.Pending.ID, Option: option, Note: note, By: by, Channel: "cli"})
+}
+
+// round plays one clean subtask: ACK, complete result, review ACK,
+// approval, one virtual second apart from start.
+func (h *harness) round(start time.Duration) time.Duration {
+	h.at(start+1*time.Second, func() { h.ack(amp.RoleExecutor) })
+	h.at(start+2*time.Second, func() { h.result(amp.StatusComplete) })
+	h.at(start+3*time.Second, func() { h.ack(amp.RoleReviewer) })
+	h.at(start+4*time.Second, func() { h.verdict(amp.DecisionApproved, 0.95) })
+	return start + 4*time.Second
+}
+
+// refused asserts that an update was refused with the given error type.
+func refused(t *testing.T, r *reply, errType string) {
+	t.Helper()
+	var app *temporal.ApplicationError
+	if !r.done {
+		t.Errorf("update %s %s was never answered", r.name, r.id)
+		return
+	}
+	if r.err == nil || !errors.As(r.err, &app) || app.Type() != errType {
+		t.Errorf("update %s %s: got error %v, want type %s", r.name, r.id, r.err, errType)
+	}
+}
+
+// accepted asserts that an update was taken.
+func accepted(t *testing.T, r *reply) {
+	t.Helper()
+	if !r.done || r.err != nil {
+		t.Errorf("update %s %s: answered %v, error %v", r.name, r.id, r.done, r.err)
+	}
+}
+
+func (h *harness) deliveredOf(typ amp.Type) []amp.Message {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	var out []amp.Message
+	for _, m := range h.delivered {
+		if m.Type == typ {
+			out = append(out, m)
+		}
+	}
+	return out
+}
+
+func (h *harness) recordedMessages(typ amp.Type) []amp.Message {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	var out []amp.Message
+	for _, r := range h.records {
+		if r.Kind != activities.KindMessage {
+			continue
+		}
+		var m amp.Message
+		if err := json.Unmarshal(r.Body, &m); err != nil {
+			h.t.Fatalf("record %s: %v", r.ID, err)
+		}
+		if m.Type == typ {
+			out = append(out, m)
+		}
+	}
+	return out
+}
+
+func (h *harness) recordIDs() map[string]int {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	n := map[string]int{}
+	for _, r := range h.records {
+		n[r.ID]++
+	}
+	return n
+}
