@@ -8,6 +8,7 @@ import (
 	"context"
 	"encoding/json"
 	"log/slog"
+	"time"
 
 	"github.com/ampflow/ampflow/amp"
 	"github.com/ampflow/ampflow/workflows/task"
@@ -80,6 +81,9 @@ type CheckResultInput struct {
 	Branch  string          `json:"branch"`
 	Commit  string          `json:"commit,omitempty"` // commit_hash; empty means the branch head
 	Claimed amp.DiffSummary `json:"claimed"`
+	// DefaultBranch is CheckBranchResult.DefaultBranch of the task; empty
+	// means find it again.
+	DefaultBranch string `json:"default_branch,omitempty"`
 }
 
 // CheckResultOutput is what git shows.
@@ -138,6 +142,9 @@ type RecordEntry struct {
 	ID   string          `json:"id"` // msg_id, or a decision/event id
 	Kind RecordKind      `json:"kind"`
 	Body json.RawMessage `json:"body"`
+	// RecordedAt is when the caller saw the record (workflow time); zero
+	// means the store's clock. Idempotency ignores it.
+	RecordedAt time.Time `json:"recorded_at,omitzero"`
 }
 
 // RecordInput writes records of a task, and its current state when Task is set.

@@ -1,0 +1,106 @@
+package activities
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"strings"
+	"time"
+
+	"go.temporal.io/sdk/temporal"
+
+	"github.com/ampflow/ampflow/integrations/github"
+)
+
+// CI provider kinds, as configured.
+const (
+	CIKindNone    = "none"
+	CIKindGitHub  = "github"
+	CIKindCommand = "command"
+)
+
+// CIOptions configure NewCIProvider. They mirror the configuration file's
+// ci section without depending on the config package.
+type CIOptions struct {
+	// GitHub provider.
+	GitHubToken   string
+	GitHubBaseURL string   // empty for api.github.com; else a GitHub Enterprise URL
+	GitHubHosts   []string // extra origin hosts taken for GitHub (Enterprise)
+	// NoChecks is the state of a commit with no check at all; empty means
+	// pending (checks often appear seconds after a push).
+	NoChecks   CIState
+	HTTPClient *http.Client
+
+	// Command provider.
+	Command        []string      // argv, e.g. ["go", "test", "./..."]
+	CommandTimeout time.Duration // zero means DefaultCommandTimeout
+	CommandEnv     []string      // extra KEY=value pairs
+
+	// Store keeps the command provider's logs and cached results.
+	Store *Store
+	// Git runs git; nil means the git binary on PATH.
+	Git *Git
+}
+
+// NewCIProvider returns the provider of the given kind: "none" (or empty),
+// "github" or "command".
+func NewCIProvider(kind string, opts CIOptions) (CIProvider, error) {
+	g := opts.Git
+	if g == nil {
+		g = &Git{GitHubHosts: opts.GitHubHosts}
+	}
+	switch strings.ToLower(strings.TrimSpace(kind)) {
+	case "", CIKindNone:
+		return NoCI{}, nil
+	case CIKindGitHub:
+		c, err := github.New(github.Options{Token: opts.GitHubToken, BaseURL: opts.GitHubBaseURL, HTTPClient: opts.HTTPClient})
+		if err != nil {
+			return nil, fmt.Errorf("configuring the github CI provider: %w", err)
+		}
+		return &GitHubCI{Client: c, Git: g, Hosts: opts.GitHubHosts, NoChecks: opts.NoChecks}, nil
+	case CIKindCommand:
+		if len(opts.Command) == 0 || opts.Command[0] == "" {
+			return nil, fmt.Errorf("configuring the command CI provider: no command given")
+		}
+		if opts.Store == nil {
+			return nil, fmt.Errorf("configuring the command CI provider: no SSOT store for its logs")
+		}
+		return &CommandCI{Argv: opts.Command, Timeout: opts.CommandTimeout, Env: opts.CommandEnv, Store: opts.Store, Git: g}, nil
+	}
+	return nil, fmt.Errorf("configuring CI: unknown provider %q (want none, github or command)", kind)
+}
+
+// NoCI is the provider of a project without CI: every commit is CINone.
+type NoCI struct{}
+
+// Status implements CIProvider.
+func (NoCI) Status(context.Context, CIStatusInput) (CIStatusResult, error) {
+	return CIStatusResult{State: CINone}, nil
+}
+
+// commitOf is in.Commit resolved to a full hash, or the branch head when
+// it is empty.
+func commitOf(ctx context.Context, g *Git, in CIStatusInput) (string, error) {
+	if err := g.openRepo(ctx, in.Repo); err != nil {
+		return "", err
+	}
+	if in.Commit == "" {
+		return g.branchHead(ctx, in.Repo, normalizeBranch(in.Branch))
+	}
+	if !commitHashRE.MatchString(in.Commit) {
+		return "", commitMissing(in)
+	}
+	full, ok, err := g.revParse(ctx, in.Repo, in.Commit)
+	if err != nil {
+		return "", fmt.Errorf("resolving commit %s in %s: %w", in.Commit, in.Repo, err)
+	}
+	if !ok {
+		return "", commitMissing(in)
+	}
+	return full, nil
+}
+
+func commitMissing(in CIStatusInput) error {
+	return temporal.NewNonRetryableApplicationError(
+		fmt.Sprintf("commit %q not found in %s (branch %s)", in.Commit, in.Repo, in.Branch), ErrCommitMissing, nil)
+}

@@ -1,0 +1,247 @@
+package activities
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"go.temporal.io/sdk/activity"
+	"go.temporal.io/sdk/temporal"
+)
+
+// Command provider defaults.
+const (
+	DefaultCommandTimeout   = 30 * time.Minute
+	DefaultHeartbeatEvery   = 10 * time.Second
+	commandTailBytes        = 4 << 10
+	commandKillGracePeriod  = 5 * time.Second
+	commandCleanupTimeoutIn = time.Minute
+)
+
+// CommandCI runs a command in a fresh detached worktree of the commit:
+// exit status 0 passes, anything else (a timeout included) fails with the
+// tail of the output in Detail. The whole output is kept in the SSOT at
+// tasks/<task_id>/ci/<commit>.log and the result beside it, so the same
+// commit with the same command runs once.
+type CommandCI struct {
+	Argv    []string
+	Timeout time.Duration // zero means DefaultCommandTimeout
+	Env     []string      // extra KEY=value pairs
+	Store   *Store
+	Git     *Git
+	// HeartbeatEvery is the heartbeat period inside an activity; zero
+	// means DefaultHeartbeatEvery.
+	HeartbeatEvery time.Duration
+
+	mu      sync.Mutex
+	running map[string]*sync.Mutex
+}
+
+// Status implements CIProvider.
+func (c *CommandCI) Status(ctx context.Context, in CIStatusInput) (CIStatusResult, error) {
+	if !validName(in.TaskID) {
+		return CIStatusResult{}, invalid("task id %q cannot name an SSOT directory", in.TaskID)
+	}
+	commit, err := commitOf(ctx, c.Git, in)
+	if err != nil {
+		return CIStatusResult{}, err
+	}
+	// One run per task and commit at a time; the second caller reads the
+	// first one's cached result.
+	lock := c.lock(in.TaskID + "/" + commit)
+	lock.Lock()
+	defer lock.Unlock()
+	if run, ok, err := c.Store.cachedCI(in.TaskID, commit); err != nil {
+		return CIStatusResult{}, err
+	} else if ok && slices.Equal(run.Argv, c.Argv) {
+		return run.Result, nil
+	}
+	run, err := c.run(ctx, in, commit)
+	if err != nil {
+		return CIStatusResult{}, err
+	}
+	if err := c.Store.saveCI(in.TaskID, run); err != nil {
+		return CIStatusResult{}, err
+	}
+	return run.Result, nil
+}
+
+func (c *CommandCI) lock(key string) *sync.Mutex {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.running == nil {
+		c.running = map[string]*sync.Mutex{}
+	}
+	m := c.running[key]
+	if m == nil {
+		m = &sync.Mutex{}
+		c.running[key] = m
+	}
+	return m
+}
+
+// run checks the commit out in a temporary worktree, runs the command
+// there and removes the worktree whatever happens.
+func (c *CommandCI) run(ctx context.Context, in CIStatusInput, commit string) (ciRun, error) {
+	name := strings.Join(c.Argv, " ")
+	ciDir := c.Store.ciDir(in.TaskID)
+	if err := os.MkdirAll(ciDir, 0o755); err != nil {
+		return ciRun{}, fmt.Errorf("running CI of %s: %w", short(commit), err)
+	}
+	wt, err := os.MkdirTemp("", "ampflow-ci-")
+	if err != nil {
+		return ciRun{}, fmt.Errorf("running CI of %s: %w", short(commit), err)
+	}
+	defer c.removeWorktree(ctx, in.Repo, wt)
+	// Hooks of the repository must not run on checkout.
+	if _, err := c.Git.run(ctx, in.Repo, "-c", "core.hooksPath="+os.DevNull, "worktree", "add", "--detach", wt, commit); err != nil {
+		return ciRun{}, fmt.Errorf("checking out %s of %s for CI: %w", short(commit), in.Repo, err)
+	}
+
+	logf, err := os.CreateTemp(ciDir, ".tmp-*.log")
+	if err != nil {
+		return ciRun{}, fmt.Errorf("running CI of %s: %w", short(commit), err)
+	}
+	defer func() {
+		logf.Close()
+		os.Remove(logf.Name()) // no-op once renamed
+	}()
+	tail := &tailWriter{max: commandTailBytes}
+	out := &teeWriter{file: logf, tail: tail}
+
+	timeout := c.Timeout
+	if timeout <= 0 {
+		timeout = DefaultCommandTimeout
+	}
+	runCtx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	cmd := exec.CommandContext(runCtx, c.Argv[0], c.Argv[1:]...)
+	cmd.Dir = wt
+	cmd.Env = append(os.Environ(), append([]string{"GIT_TERMINAL_PROMPT=0", "AMPFLOW_COMMIT=" + commit}, c.Env...)...)
+	cmd.Stdout, cmd.Stderr = out, out
+	cmd.WaitDelay = commandKillGracePeriod
+	killGroup(cmd)
+
+	start := time.Now()
+	if err := cmd.Start(); err != nil {
+		return ciRun{}, temporal.NewNonRetryableApplicationError(
+			fmt.Sprintf("command CI: cannot start %q: %v", name, err), ErrCIConfig, err)
+	}
+	stop := c.heartbeat(ctx, commit)
+	err = cmd.Wait()
+	stop()
+	took := time.Since(start)
+	if ctx.Err() != nil {
+		return ciRun{}, fmt.Errorf("running CI %q on %s: %w", name, short(commit), ctx.Err())
+	}
+
+	run := ciRun{Commit: commit, Argv: c.Argv, Duration: took.Round(time.Millisecond).String(), FinishedAt: time.Now().UTC().Format(time.RFC3339)}
+	var ee *exec.ExitError
+	switch {
+	case errors.Is(runCtx.Err(), context.DeadlineExceeded):
+		run.ExitCode = -1
+		fmt.Fprintf(out, "\nampflow: timed out after %s\n", timeout)
+	case err == nil:
+	case errors.As(err, &ee):
+		run.ExitCode = ee.ExitCode()
+	default:
+		return ciRun{}, fmt.Errorf("running CI %q on %s: %w", name, short(commit), err)
+	}
+	if err := logf.Sync(); err != nil {
+		return ciRun{}, fmt.Errorf("keeping the CI log of %s: %w", short(commit), err)
+	}
+	if err := logf.Close(); err != nil {
+		return ciRun{}, fmt.Errorf("keeping the CI log of %s: %w", short(commit), err)
+	}
+	if err := os.Rename(logf.Name(), c.Store.ciLogPath(in.TaskID, commit)); err != nil {
+		return ciRun{}, fmt.Errorf("keeping the CI log of %s: %w", short(commit), err)
+	}
+	if run.ExitCode == 0 {
+		run.Result = CIStatusResult{State: CIPassed, Checks: map[string]string{name: string(CIPassed)}}
+	} else {
+		run.Result = CIStatusResult{
+			State:   CIFailed,
+			Failing: []string{name},
+			Checks:  map[string]string{name: string(CIFailed)},
+			Detail:  tail.String(),
+		}
+	}
+	return run, nil
+}
+
+// removeWorktree deletes the temporary worktree even when ctx is done.
+func (c *CommandCI) removeWorktree(ctx context.Context, repo, wt string) {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), commandCleanupTimeoutIn)
+	defer cancel()
+	c.Git.run(ctx, repo, "worktree", "remove", "--force", wt) //nolint:errcheck // RemoveAll and prune follow
+	os.RemoveAll(wt)
+	c.Git.run(ctx, repo, "worktree", "prune") //nolint:errcheck // best effort
+}
+
+// heartbeat records heartbeats while a command runs; outside an activity
+// (plain unit tests) it does nothing.
+func (c *CommandCI) heartbeat(ctx context.Context, commit string) (stop func()) {
+	if !activity.IsActivity(ctx) {
+		return func() {}
+	}
+	every := c.HeartbeatEvery
+	if every <= 0 {
+		every = DefaultHeartbeatEvery
+	}
+	done := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		t := time.NewTicker(every)
+		defer t.Stop()
+		for {
+			select {
+			case <-done:
+				return
+			case <-t.C:
+				activity.RecordHeartbeat(ctx, "running CI on "+commit)
+			}
+		}
+	})
+	activity.RecordHeartbeat(ctx, "starting CI on "+commit)
+	return func() { close(done); wg.Wait() }
+}
+
+// teeWriter writes a command's output to its log file and its tail.
+type teeWriter struct {
+	file *os.File
+	tail *tailWriter
+}
+
+func (w *teeWriter) Write(p []byte) (int, error) {
+	w.tail.Write(p)
+	return w.file.Write(p)
+}
+
+// tailWriter keeps the last max bytes written to it.
+type tailWriter struct {
+	max int
+	buf []byte
+	cut bool
+}
+
+func (t *tailWriter) Write(p []byte) (int, error) {
+	t.buf = append(t.buf, p...)
+	if over := len(t.buf) - t.max; over > 0 {
+		t.buf = append(t.buf[:0], t.buf[over:]...)
+		t.cut = true
+	}
+	return len(p), nil
+}
+
+func (t *tailWriter) String() string {
+	if t.cut {
+		return "…" + string(t.buf)
+	}
+	return string(t.buf)
+}

@@ -1,0 +1,263 @@
+package activities
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+
+	"go.temporal.io/sdk/temporal"
+)
+
+// DiffWriter keeps a diff where a reviewer can read it and returns its path.
+// *Store implements it.
+type DiffWriter interface {
+	WriteDiff(taskID, msgID string, diff []byte) (string, error)
+}
+
+// Git implements GitChecker with the git binary. It never trusts an agent:
+// branches, commits and diffs are read from the repository itself.
+//
+// The default branch of a repository is, in order: the branch origin/HEAD
+// points to; init.defaultBranch when that branch exists; main, then master,
+// when it exists; else the branch HEAD points to. That last guess fails
+// closed in CheckBranch: a local-only repository whose HEAD is on the task
+// branch, with nothing else to tell, has it refused as protected, with a
+// hint to set origin/HEAD or init.defaultBranch. CheckResult uses the
+// default branch CheckBranch found (CheckResultInput.DefaultBranch) and
+// otherwise never takes the task branch for the default: an executor
+// usually has it checked out.
+type Git struct {
+	// Diffs receives the diff of a result whose commit cannot be shown by a
+	// GitHub compare URL. Nil leaves DiffURL empty in that case.
+	Diffs DiffWriter
+	// GitHubHosts are extra host names (GitHub Enterprise) whose origin
+	// URLs get compare URLs; github.com is always one.
+	GitHubHosts []string
+	// Bin is the git executable; empty means "git" on PATH.
+	Bin string
+}
+
+// gitError is a failed git command with its stderr.
+type gitError struct {
+	args   []string
+	stderr string
+	err    error
+}
+
+func (e *gitError) Error() string {
+	msg := strings.TrimSpace(e.stderr)
+	if msg == "" {
+		msg = e.err.Error()
+	}
+	return fmt.Sprintf("git %s: %s", strings.Join(e.args, " "), msg)
+}
+
+func (e *gitError) Unwrap() error { return e.err }
+
+// gitEnv keeps git from prompting, translating or paging, whatever the
+// user's environment says.
+func gitEnv(extra ...string) []string {
+	env := append(os.Environ(), "GIT_TERMINAL_PROMPT=0", "LC_ALL=C", "GIT_PAGER=cat", "GIT_OPTIONAL_LOCKS=0")
+	return append(env, extra...)
+}
+
+// run runs git in dir and returns its stdout.
+func (g *Git) run(ctx context.Context, dir string, args ...string) ([]byte, error) {
+	return runGit(ctx, g.bin(), dir, args...)
+}
+
+func (g *Git) bin() string {
+	if g == nil || g.Bin == "" {
+		return "git"
+	}
+	return g.Bin
+}
+
+func runGit(ctx context.Context, bin, dir string, args ...string) ([]byte, error) {
+	full := append([]string{"-c", "core.quotepath=off", "-c", "color.ui=false"}, args...)
+	cmd := exec.CommandContext(ctx, bin, full...)
+	cmd.Dir = dir
+	// The ceiling stops git from finding a repository above dir, so a plain
+	// directory inside some other work tree is not taken for a repository.
+	cmd.Env = gitEnv("GIT_CEILING_DIRECTORIES=" + filepath.Dir(dir))
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout = &stdout
+	cmd.Stderr = &stderr
+	if err := cmd.Run(); err != nil {
+		if ctx.Err() != nil {
+			return nil, fmt.Errorf("git %s: %w", strings.Join(args, " "), ctx.Err())
+		}
+		return nil, &gitError{args: args, stderr: stderr.String(), err: err}
+	}
+	return stdout.Bytes(), nil
+}
+
+// exitCode1 reports whether err is git exiting with status 1, which for
+// --verify --quiet and merge-base --is-ancestor means "no", not a failure.
+func exitCode1(err error) bool {
+	var ee *exec.ExitError
+	return errors.As(err, &ee) && ee.ExitCode() == 1
+}
+
+// revParse resolves rev to a full commit hash; ok is false when it names
+// no commit.
+func (g *Git) revParse(ctx context.Context, repo, rev string) (hash string, ok bool, err error) {
+	out, err := g.run(ctx, repo, "rev-parse", "--verify", "--quiet", "--end-of-options", rev+"^{commit}")
+	if err != nil {
+		if exitCode1(err) {
+			return "", false, nil
+		}
+		return "", false, err
+	}
+	return strings.TrimSpace(string(out)), true, nil
+}
+
+// openRepo checks that repo is the top of a git work tree.
+func (g *Git) openRepo(ctx context.Context, repo string) error {
+	fi, err := os.Stat(repo)
+	if err != nil || !fi.IsDir() {
+		return temporal.NewNonRetryableApplicationError(
+			fmt.Sprintf("repository %s does not exist or is not a directory", repo), ErrNotWorkTree, err)
+	}
+	out, err := g.run(ctx, repo, "rev-parse", "--is-inside-work-tree")
+	if err != nil || strings.TrimSpace(string(out)) != "true" {
+		if ctx.Err() != nil {
+			return fmt.Errorf("opening repository %s: %w", repo, ctx.Err())
+		}
+		var ge *gitError
+		if err != nil && !errors.As(err, &ge) {
+			return fmt.Errorf("opening repository %s: %w", repo, err)
+		}
+		return temporal.NewNonRetryableApplicationError(
+			fmt.Sprintf("repository %s is not a git work tree", repo), ErrNotWorkTree, err)
+	}
+	return nil
+}
+
+// branchRefs are the refs a branch name may live at, local first.
+func branchRefs(branch string) []string {
+	return []string{"refs/heads/" + branch, "refs/remotes/origin/" + branch}
+}
+
+// existingRefs returns those of branch's refs that exist, with their hashes.
+func (g *Git) existingRefs(ctx context.Context, repo, branch string) (refs, hashes []string, err error) {
+	for _, ref := range branchRefs(branch) {
+		h, ok, err := g.revParse(ctx, repo, ref)
+		if err != nil {
+			return nil, nil, fmt.Errorf("resolving %s in %s: %w", ref, repo, err)
+		}
+		if ok {
+			refs = append(refs, ref)
+			hashes = append(hashes, h)
+		}
+	}
+	return refs, hashes, nil
+}
+
+func (g *Git) branchExists(ctx context.Context, repo, branch string) (bool, error) {
+	refs, _, err := g.existingRefs(ctx, repo, branch)
+	return len(refs) > 0, err
+}
+
+// defaultBranch finds the repository's default branch as documented on
+// Git; "" when there is none. HEAD's branch is not taken when it is
+// exclude; fromHEAD says the answer is that last guess.
+func (g *Git) defaultBranch(ctx context.Context, repo, exclude string) (def string, fromHEAD bool, err error) {
+	out, err := g.run(ctx, repo, "symbolic-ref", "--quiet", "refs/remotes/origin/HEAD")
+	if err == nil {
+		if b, ok := strings.CutPrefix(strings.TrimSpace(string(out)), "refs/remotes/origin/"); ok && b != "" {
+			return b, false, nil
+		}
+	} else if ctx.Err() != nil {
+		return "", false, err
+	}
+	candidates := []string{}
+	if out, err := g.run(ctx, repo, "config", "--get", "init.defaultBranch"); err == nil {
+		candidates = append(candidates, strings.TrimSpace(string(out)))
+	}
+	candidates = append(candidates, "main", "master")
+	for _, b := range candidates {
+		if b == "" {
+			continue
+		}
+		ok, err := g.branchExists(ctx, repo, b)
+		if err != nil {
+			return "", false, err
+		}
+		if ok {
+			return b, false, nil
+		}
+	}
+	out, err = g.run(ctx, repo, "symbolic-ref", "--quiet", "--short", "HEAD")
+	if err == nil {
+		if b := strings.TrimSpace(string(out)); b != exclude {
+			return b, true, nil
+		}
+	}
+	return "", false, ctx.Err()
+}
+
+// protectedBranches are main, master and the default branch, deduplicated.
+func protectedBranches(def string) []string {
+	p := []string{"main", "master"}
+	if def != "" && def != "main" && def != "master" {
+		p = append(p, def)
+	}
+	return p
+}
+
+func normalizeBranch(b string) string {
+	return strings.TrimPrefix(strings.TrimSpace(b), "refs/heads/")
+}
+
+// CheckBranch verifies that in.Repo is a git work tree and in.Branch a
+// branch of it (local or on origin) other than main, master and the
+// default branch. It returns the default branch and the branch's head,
+// the local one when the branch exists both locally and on origin.
+func (g *Git) CheckBranch(ctx context.Context, in CheckBranchInput) (CheckBranchResult, error) {
+	if err := g.openRepo(ctx, in.Repo); err != nil {
+		return CheckBranchResult{}, err
+	}
+	branch := normalizeBranch(in.Branch)
+	def, fromHEAD, err := g.defaultBranch(ctx, in.Repo, "")
+	if err != nil {
+		return CheckBranchResult{}, fmt.Errorf("finding the default branch of %s: %w", in.Repo, err)
+	}
+	for _, p := range protectedBranches(def) {
+		if branch == p {
+			msg := fmt.Sprintf("branch %q of %s is protected (main, master or the default branch %q): refusing to work on it", branch, in.Repo, def)
+			if fromHEAD && p == def {
+				msg += fmt.Sprintf("; %q was taken for the default branch because HEAD points to it — set origin/HEAD (git remote set-head origin <branch>) or init.defaultBranch if that is wrong", def)
+			}
+			return CheckBranchResult{}, temporal.NewNonRetryableApplicationError(msg, ErrProtectedBranch, nil)
+		}
+	}
+	head, err := g.branchHead(ctx, in.Repo, branch)
+	if err != nil {
+		return CheckBranchResult{}, err
+	}
+	return CheckBranchResult{DefaultBranch: def, Head: head}, nil
+}
+
+// branchHead resolves a branch, local first then origin; a missing branch
+// is an ErrBranchMissing.
+func (g *Git) branchHead(ctx context.Context, repo, branch string) (string, error) {
+	if branch == "" || strings.HasPrefix(branch, "-") {
+		return "", temporal.NewNonRetryableApplicationError(
+			fmt.Sprintf("branch %q is not a valid branch name in %s", branch, repo), ErrBranchMissing, nil)
+	}
+	_, hashes, err := g.existingRefs(ctx, repo, branch)
+	if err != nil {
+		return "", err
+	}
+	if len(hashes) == 0 {
+		return "", temporal.NewNonRetryableApplicationError(
+			fmt.Sprintf("branch %q not found in %s, neither locally nor on origin", branch, repo), ErrBranchMissing, nil)
+	}
+	return hashes[0], nil
+}

@@ -1,0 +1,294 @@
+package activities
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"path"
+	"regexp"
+	"sort"
+	"strconv"
+	"strings"
+
+	"go.temporal.io/sdk/temporal"
+
+	"github.com/ampflow/ampflow/amp"
+	"github.com/ampflow/ampflow/integrations/github"
+)
+
+// commitHashRE is what an executor may give as commit_hash: a full or
+// abbreviated hex hash. Anything else (a branch name, an option) is refused.
+var commitHashRE = regexp.MustCompile(`^[0-9a-fA-F]{4,64}$`)
+
+// diffFlags keep user configuration out of diffs: no renames (a rename is
+// the old path removed and the new one added), no external or textconv
+// drivers, no colour.
+var diffFlags = []string{"--no-renames", "--no-ext-diff", "--no-textconv", "--no-color"}
+
+// CheckResult compares an executor's claimed result with the repository.
+// The subtask's diff is merge-base(default, commit)..commit. A commit that
+// is reachable from main, master or the default branch, or not from the
+// task branch, sets Violation; a claimed diff_summary that differs from git
+// fills Mismatches. Claimed paths match git paths exactly or, when a claim
+// is a bare suffix such as "Foo.swift", the one git path ending in it.
+func (g *Git) CheckResult(ctx context.Context, in CheckResultInput) (CheckResultOutput, error) {
+	if err := g.openRepo(ctx, in.Repo); err != nil {
+		return CheckResultOutput{}, err
+	}
+	branch := normalizeBranch(in.Branch)
+	branchHead, err := g.branchHead(ctx, in.Repo, branch)
+	if err != nil {
+		return CheckResultOutput{}, err
+	}
+	commit := branchHead
+	if c := strings.TrimSpace(in.Commit); c != "" {
+		if !commitHashRE.MatchString(c) {
+			return CheckResultOutput{}, temporal.NewNonRetryableApplicationError(
+				fmt.Sprintf("commit_hash %q is not a commit hash (repository %s, branch %s)", c, in.Repo, branch), ErrCommitMissing, nil)
+		}
+		full, ok, err := g.revParse(ctx, in.Repo, c)
+		if err != nil {
+			return CheckResultOutput{}, fmt.Errorf("resolving commit %s in %s: %w", c, in.Repo, err)
+		}
+		if !ok {
+			return CheckResultOutput{}, temporal.NewNonRetryableApplicationError(
+				fmt.Sprintf("commit %s not found in %s (branch %s)", c, in.Repo, branch), ErrCommitMissing, nil)
+		}
+		commit = full
+	}
+	out := CheckResultOutput{Commit: commit}
+
+	def := normalizeBranch(in.DefaultBranch)
+	if def == "" {
+		if def, _, err = g.defaultBranch(ctx, in.Repo, branch); err != nil {
+			return out, fmt.Errorf("finding the default branch of %s: %w", in.Repo, err)
+		}
+	}
+	var baseRefs []string
+	for _, p := range protectedBranches(def) {
+		refs, _, err := g.existingRefs(ctx, in.Repo, p)
+		if err != nil {
+			return out, err
+		}
+		for _, ref := range refs {
+			on, err := g.isAncestor(ctx, in.Repo, commit, ref)
+			if err != nil {
+				return out, err
+			}
+			if on && out.Violation == "" {
+				out.Violation = fmt.Sprintf("commit %s is on protected branch %s (%s) of %s", short(commit), p, ref, in.Repo)
+			}
+			if p == def || def == "" {
+				baseRefs = append(baseRefs, ref)
+			}
+		}
+	}
+	if out.Violation == "" {
+		onBranch, err := g.onBranch(ctx, in.Repo, branch, commit)
+		if err != nil {
+			return out, err
+		}
+		if !onBranch {
+			out.Violation = fmt.Sprintf("commit %s is not on branch %s of %s", short(commit), branch, in.Repo)
+		}
+	}
+
+	base, err := g.mergeBase(ctx, in.Repo, commit, baseRefs)
+	if err != nil {
+		return out, err
+	}
+	stat, err := g.run(ctx, in.Repo, append(append([]string{"diff", "--numstat", "-z"}, diffFlags...), base, commit, "--")...)
+	if err != nil {
+		return out, fmt.Errorf("diffing %s..%s in %s: %w", short(base), short(commit), in.Repo, err)
+	}
+	out.Actual, err = parseNumstat(stat)
+	if err != nil {
+		return out, fmt.Errorf("diffing %s..%s in %s: %w", short(base), short(commit), in.Repo, err)
+	}
+	out.Mismatches = compareDiff(in.Claimed, out.Actual)
+	out.DiffURL, err = g.diffURL(ctx, in, def, base, commit)
+	if err != nil {
+		return out, err
+	}
+	return out, nil
+}
+
+func short(hash string) string {
+	if len(hash) > 12 {
+		return hash[:12]
+	}
+	return hash
+}
+
+func (g *Git) isAncestor(ctx context.Context, repo, commit, ref string) (bool, error) {
+	_, err := g.run(ctx, repo, "merge-base", "--is-ancestor", commit, ref)
+	if err == nil {
+		return true, nil
+	}
+	if exitCode1(err) {
+		return false, nil
+	}
+	return false, fmt.Errorf("checking whether %s is on %s in %s: %w", short(commit), ref, repo, err)
+}
+
+// onBranch reports whether commit is reachable from the local branch or
+// from origin's copy of it.
+func (g *Git) onBranch(ctx context.Context, repo, branch, commit string) (bool, error) {
+	refs, _, err := g.existingRefs(ctx, repo, branch)
+	if err != nil {
+		return false, err
+	}
+	for _, ref := range refs {
+		ok, err := g.isAncestor(ctx, repo, commit, ref)
+		if err != nil || ok {
+			return ok, err
+		}
+	}
+	return false, nil
+}
+
+// mergeBase is the best common ancestor of commit and any of refs; with no
+// refs or no common history it is the empty tree, so the diff is the whole
+// commit.
+func (g *Git) mergeBase(ctx context.Context, repo, commit string, refs []string) (string, error) {
+	if len(refs) > 0 {
+		out, err := g.run(ctx, repo, append([]string{"merge-base", commit}, refs...)...)
+		if err == nil {
+			return strings.TrimSpace(string(out)), nil
+		}
+		if !exitCode1(err) {
+			return "", fmt.Errorf("finding the merge base of %s in %s: %w", short(commit), repo, err)
+		}
+	}
+	out, err := g.run(ctx, repo, "hash-object", "-t", "tree", "--stdin")
+	if err != nil {
+		return "", fmt.Errorf("hashing the empty tree in %s: %w", repo, err)
+	}
+	return strings.TrimSpace(string(out)), nil
+}
+
+// parseNumstat reads `git diff --numstat -z` without renames: records of
+// "added\tremoved\tpath\x00". Binary files show "-" and count 0/0.
+func parseNumstat(out []byte) (amp.DiffSummary, error) {
+	sum := amp.DiffSummary{FilesChanged: []string{}}
+	for rec := range bytes.SplitSeq(out, []byte{0}) {
+		if len(rec) == 0 {
+			continue
+		}
+		fields := strings.SplitN(string(rec), "\t", 3)
+		if len(fields) != 3 {
+			return sum, fmt.Errorf("unexpected numstat record %q", rec)
+		}
+		for i, n := range fields[:2] {
+			if n == "-" {
+				continue
+			}
+			v, err := strconv.Atoi(n)
+			if err != nil {
+				return sum, fmt.Errorf("unexpected numstat count %q: %w", n, err)
+			}
+			if i == 0 {
+				sum.LinesAdded += v
+			} else {
+				sum.LinesRemoved += v
+			}
+		}
+		sum.FilesChanged = append(sum.FilesChanged, fields[2])
+	}
+	return sum, nil
+}
+
+// cleanClaimedPath turns a claimed path into the repository-relative form
+// git prints.
+func cleanClaimedPath(p string) string {
+	p = strings.TrimSpace(strings.ReplaceAll(p, "\\", "/"))
+	if p == "" {
+		return ""
+	}
+	p = strings.TrimLeft(path.Clean("/"+p), "/")
+	return p
+}
+
+// compareDiff lists the differences between a claimed and an actual diff
+// summary in words an admin can read.
+func compareDiff(claimed, actual amp.DiffSummary) []string {
+	var out []string
+	inGit := make(map[string]bool, len(actual.FilesChanged))
+	for _, f := range actual.FilesChanged {
+		inGit[f] = true
+	}
+	matched := make(map[string]bool, len(actual.FilesChanged))
+	for _, raw := range claimed.FilesChanged {
+		c := cleanClaimedPath(raw)
+		switch {
+		case c == "":
+			out = append(out, fmt.Sprintf("files_changed: claimed %q is not a path", raw))
+		case inGit[c]:
+			matched[c] = true
+		default:
+			var hits []string
+			for _, f := range actual.FilesChanged {
+				if strings.HasSuffix(f, "/"+c) {
+					hits = append(hits, f)
+				}
+			}
+			if len(hits) == 1 {
+				matched[hits[0]] = true
+				continue
+			}
+			out = append(out, fmt.Sprintf("files_changed: claimed %s not in git diff", raw))
+		}
+	}
+	var unclaimed []string
+	for _, f := range actual.FilesChanged {
+		if !matched[f] {
+			unclaimed = append(unclaimed, f)
+		}
+	}
+	sort.Strings(unclaimed)
+	for _, f := range unclaimed {
+		out = append(out, fmt.Sprintf("files_changed: git diff shows %s, not claimed", f))
+	}
+	if claimed.LinesAdded != actual.LinesAdded {
+		out = append(out, fmt.Sprintf("lines_added: claimed %d, git shows %d", claimed.LinesAdded, actual.LinesAdded))
+	}
+	if claimed.LinesRemoved != actual.LinesRemoved {
+		out = append(out, fmt.Sprintf("lines_removed: claimed %d, git shows %d", claimed.LinesRemoved, actual.LinesRemoved))
+	}
+	return out
+}
+
+// diffURL is a GitHub compare URL when origin is on GitHub and the commit
+// has been pushed there; otherwise the diff is written through g.Diffs and
+// its path returned.
+func (g *Git) diffURL(ctx context.Context, in CheckResultInput, def, base, commit string) (string, error) {
+	if remote, err := g.run(ctx, in.Repo, "config", "--get", "remote.origin.url"); err == nil {
+		if repo, ok := github.ParseRemote(strings.TrimSpace(string(remote)), g.GitHubHosts...); ok {
+			pushed, err := g.run(ctx, in.Repo, "for-each-ref", "--count=1", "--contains", commit, "refs/remotes/origin/")
+			if err != nil {
+				return "", fmt.Errorf("checking whether %s is pushed from %s: %w", short(commit), in.Repo, err)
+			}
+			if len(bytes.TrimSpace(pushed)) > 0 {
+				from := base
+				if _, ok, _ := g.revParse(ctx, in.Repo, "refs/remotes/origin/"+def); def != "" && ok {
+					from = def
+				}
+				return repo.CompareURL(from, commit), nil
+			}
+		}
+	} else if ctx.Err() != nil {
+		return "", ctx.Err()
+	}
+	if g.Diffs == nil {
+		return "", nil
+	}
+	patch, err := g.run(ctx, in.Repo, append(append([]string{"diff", "--binary"}, diffFlags...), base, commit, "--")...)
+	if err != nil {
+		return "", fmt.Errorf("diffing %s..%s in %s: %w", short(base), short(commit), in.Repo, err)
+	}
+	p, err := g.Diffs.WriteDiff(in.TaskID, in.MsgID, patch)
+	if err != nil {
+		return "", fmt.Errorf("keeping the diff of %s: %w", in.MsgID, err)
+	}
+	return p, nil
+}

@@ -1,0 +1,275 @@
+package activities
+
+import (
+	"context"
+
+	"github.com/ampflow/ampflow/amp"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// featureRepo is main with a later commit, and feature/x branched before
+// it with two commits: 3 files, 5+2+... lines as built below.
+type featureRepo struct {
+	dir        string
+	feature    string // head of feature/x
+	firstOnFx  string // first commit of feature/x
+	mainHead   string
+	otherHead  string // head of feature/other
+	forkPoint  string
+	featureSum featureSum
+}
+
+type featureSum struct {
+	files        []string
+	added, remov int
+}
+
+func buildFeatureRepo(t *testing.T) featureRepo {
+	t.Helper()
+	r := featureRepo{dir: newRepo(t, "main")}
+	r.forkPoint = gitT(t, r.dir, "rev-parse", "HEAD")
+	gitT(t, r.dir, "checkout", "-q", "-b", "feature/x")
+	r.firstOnFx = commitFiles(t, r.dir, "engine", map[string]string{"Sources/BreathEngine.swift": lines(10, "let a = 1")})
+	if err := os.WriteFile(filepath.Join(r.dir, "logo.png"), []byte{0x89, 'P', 'N', 'G', 0, 1, 2, 0, 3}, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	gitT(t, r.dir, "add", "logo.png")
+	r.feature = commitFiles(t, r.dir, "core", map[string]string{"lib/core.go": "package lib\n\nfunc B() {}\n"})
+	r.featureSum = featureSum{files: []string{"Sources/BreathEngine.swift", "lib/core.go", "logo.png"}, added: 11, remov: 1}
+	gitT(t, r.dir, "checkout", "-q", "-b", "feature/other", "main")
+	r.otherHead = commitFiles(t, r.dir, "other", map[string]string{"other.txt": "x\n"})
+	gitT(t, r.dir, "checkout", "-q", "main")
+	r.mainHead = commitFiles(t, r.dir, "main moves on", map[string]string{"README.md": lines(5, "more")})
+	gitT(t, r.dir, "checkout", "-q", "feature/x")
+	return r
+}
+
+func TestCheckBranch(t *testing.T) {
+	r := buildFeatureRepo(t)
+	gitT(t, r.dir, "branch", "master", "main")
+	plain := t.TempDir()
+	sub := filepath.Join(r.dir, "Sources")
+
+	// A clone: feature/x and feature/other only on origin; origin/HEAD set.
+	clone := filepath.Join(t.TempDir(), "clone")
+	gitT(t, filepath.Dir(clone), "clone", "-q", "--branch", "main", r.dir, clone)
+	gitT(t, clone, "remote", "set-head", "origin", "main")
+
+	// trunk as the default branch, locally and through origin/HEAD.
+	trunk := newRepo(t, "trunk")
+	gitT(t, trunk, "branch", "feature/y")
+	trunkClone := filepath.Join(t.TempDir(), "trunkclone")
+	gitT(t, filepath.Dir(trunkClone), "clone", "-q", trunk, trunkClone)
+	gitT(t, trunkClone, "checkout", "-q", "-b", "work")
+	trunkHead := gitT(t, trunk, "rev-parse", "trunk")
+	// Nothing tells the default of this one but HEAD, which is on the
+	// branch asked about: refused, failing closed.
+	guess := newRepo(t, "trunk")
+	gitT(t, guess, "checkout", "-q", "-b", "feature/z")
+
+	tests := []struct {
+		name     string
+		repo     string
+		branch   string
+		wantErr  string
+		wantDef  string
+		wantHead string
+	}{
+		{"Feature", r.dir, "feature/x", "", "main", r.feature},
+		{"FeatureRefsHeads", r.dir, "refs/heads/feature/x", "", "main", r.feature},
+		{"Main", r.dir, "main", ErrProtectedBranch, "", ""},
+		{"Master", r.dir, "master", ErrProtectedBranch, "", ""},
+		{"Missing", r.dir, "feature/nope", ErrBranchMissing, "", ""},
+		{"Empty", r.dir, "", ErrBranchMissing, "", ""},
+		{"OptionLike", r.dir, "--all", ErrBranchMissing, "", ""},
+		{"NotARepo", plain, "feature/x", ErrNotWorkTree, "", ""},
+		{"NoSuchDir", filepath.Join(plain, "nope"), "feature/x", ErrNotWorkTree, "", ""},
+		{"SubdirOfRepo", sub, "feature/x", ErrNotWorkTree, "", ""},
+		{"OnlyOnOrigin", clone, "feature/other", "", "main", r.otherHead},
+		{"TrunkLocal", trunk, "trunk", ErrProtectedBranch, "", ""},
+		{"TrunkLocalFeature", trunk, "feature/y", "", "trunk", trunkHead},
+		{"TrunkOriginHead", trunkClone, "trunk", ErrProtectedBranch, "", ""},
+		{"TrunkCloneWork", trunkClone, "work", "", "trunk", trunkHead},
+		{"HeadGuessFailsClosed", guess, "feature/z", ErrProtectedBranch, "", ""},
+	}
+	g := &Git{}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			res, err := g.CheckBranch(context.Background(), CheckBranchInput{Repo: tc.repo, Branch: tc.branch})
+			if tc.wantErr != "" {
+				ae := appErr(t, err, tc.wantErr, true)
+				if !strings.Contains(ae.Error(), tc.repo) {
+					t.Errorf("message %q does not name the repository %s", ae.Error(), tc.repo)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if res.DefaultBranch != tc.wantDef || res.Head != tc.wantHead {
+				t.Errorf("got %+v, want default %q head %q", res, tc.wantDef, tc.wantHead)
+			}
+		})
+	}
+}
+
+func TestCheckResult(t *testing.T) {
+	r := buildFeatureRepo(t)
+	store := newStore(t, StoreOptions{})
+	g := &Git{Diffs: store}
+
+	t.Run("Honest", func(t *testing.T) {
+		claimed := claimedOf(r.featureSum)
+		claimed.FilesChanged = []string{"./Sources/BreathEngine.swift", "lib/core.go", "logo.png"}
+		out, err := g.CheckResult(context.Background(), CheckResultInput{TaskID: "T-2026-001", MsgID: "task_result-T-2026-001-1", Repo: r.dir, Branch: "feature/x", Commit: r.feature[:7], Claimed: claimed})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if out.Commit != r.feature || out.Violation != "" || len(out.Mismatches) != 0 {
+			t.Fatalf("got %+v", out)
+		}
+		if strings.Join(out.Actual.FilesChanged, ",") != strings.Join(r.featureSum.files, ",") || out.Actual.LinesAdded != 11 || out.Actual.LinesRemoved != 1 {
+			t.Errorf("actual = %+v, want %+v (main's later commit must not count)", out.Actual, r.featureSum)
+		}
+		want := filepath.Join(store.Root(), "tasks", "T-2026-001", "diffs", "task_result-T-2026-001-1.diff")
+		if out.DiffURL != want {
+			t.Fatalf("DiffURL = %q, want %q (origin is not GitHub)", out.DiffURL, want)
+		}
+		diff, err := os.ReadFile(want)
+		if err != nil || !strings.Contains(string(diff), "+++ b/Sources/BreathEngine.swift") || strings.Contains(string(diff), "more") {
+			t.Errorf("diff file: %v\n%s", err, diff)
+		}
+	})
+
+	t.Run("Lying", func(t *testing.T) {
+		claimed := diffSum([]string{"Sources/BreathEngine.swift", "Foo.swift"}, 68, 24)
+		out, err := g.CheckResult(context.Background(), CheckResultInput{TaskID: "T-2026-001", MsgID: "task_result-T-2026-001-2", Repo: r.dir, Branch: "feature/x", Claimed: claimed})
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := []string{
+			"files_changed: claimed Foo.swift not in git diff",
+			"files_changed: git diff shows lib/core.go, not claimed",
+			"files_changed: git diff shows logo.png, not claimed",
+			"lines_added: claimed 68, git shows 11",
+			"lines_removed: claimed 24, git shows 1",
+		}
+		if strings.Join(out.Mismatches, "\n") != strings.Join(want, "\n") {
+			t.Errorf("mismatches:\n%s\nwant:\n%s", strings.Join(out.Mismatches, "\n"), strings.Join(want, "\n"))
+		}
+		if out.Commit != r.feature {
+			t.Errorf("empty commit_hash should mean the branch head %s, got %s", r.feature, out.Commit)
+		}
+	})
+
+	violations := []struct {
+		name, commit, want string
+	}{
+		{"CommitOnMain", r.mainHead, "protected branch main"},
+		{"ForkPointOnMain", r.forkPoint, "protected branch main"},
+		{"CommitOnOtherBranch", r.otherHead, "not on branch feature/x"},
+	}
+	for _, tc := range violations {
+		t.Run(tc.name, func(t *testing.T) {
+			out, err := g.CheckResult(context.Background(), CheckResultInput{TaskID: "T-2026-001", MsgID: "task_result-T-2026-001-3", Repo: r.dir, Branch: "feature/x", Commit: tc.commit})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !strings.Contains(out.Violation, tc.want) {
+				t.Errorf("violation = %q, want it to mention %q", out.Violation, tc.want)
+			}
+		})
+	}
+
+	errs := []struct {
+		name, repo, branch, commit, typ string
+	}{
+		{"UnknownCommit", r.dir, "feature/x", "deadbeefdeadbeef", ErrCommitMissing},
+		{"NotAHash", r.dir, "feature/x", "main", ErrCommitMissing},
+		{"MissingBranch", r.dir, "feature/gone", "", ErrBranchMissing},
+		{"NotARepo", t.TempDir(), "feature/x", "", ErrNotWorkTree},
+	}
+	for _, tc := range errs {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := g.CheckResult(context.Background(), CheckResultInput{TaskID: "T-2026-001", MsgID: "m", Repo: tc.repo, Branch: tc.branch, Commit: tc.commit})
+			appErr(t, err, tc.typ, true)
+		})
+	}
+}
+
+func TestCheckResultGitHubURL(t *testing.T) {
+	r := buildFeatureRepo(t)
+	store := newStore(t, StoreOptions{})
+	g := &Git{Diffs: store}
+	in := CheckResultInput{TaskID: "T-2026-002", MsgID: "task_result-T-2026-002-9", Repo: r.dir, Branch: "feature/x", Commit: r.feature}
+
+	for _, remote := range []string{"git@github.com:acme/widget.git", "https://github.com/acme/widget", "ssh://git@github.com/acme/widget.git"} {
+		gitT(t, r.dir, "config", "remote.origin.url", remote)
+		// Not pushed yet: GitHub cannot show it, so the diff goes to the SSOT.
+		out, err := g.CheckResult(context.Background(), in)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !strings.HasPrefix(out.DiffURL, store.Root()) {
+			t.Errorf("%s, unpushed: DiffURL = %q, want a file in the SSOT", remote, out.DiffURL)
+		}
+		gitT(t, r.dir, "update-ref", "refs/remotes/origin/feature/x", r.feature)
+		gitT(t, r.dir, "update-ref", "refs/remotes/origin/main", r.mainHead)
+		out, err = g.CheckResult(context.Background(), in)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if want := "https://github.com/acme/widget/compare/main..." + r.feature; out.DiffURL != want {
+			t.Errorf("%s: DiffURL = %q, want %q", remote, out.DiffURL, want)
+		}
+		gitT(t, r.dir, "update-ref", "-d", "refs/remotes/origin/feature/x")
+		gitT(t, r.dir, "update-ref", "-d", "refs/remotes/origin/main")
+	}
+}
+
+func TestCompareDiff(t *testing.T) {
+	actual := diffSum([]string{"Sources/WatchApp/BreathEngine.swift", "README.md"}, 12, 3)
+	tests := []struct {
+		name    string
+		claimed []string
+		add     int
+		rem     int
+		want    []string
+	}{
+		{"Exact", []string{"Sources/WatchApp/BreathEngine.swift", "README.md"}, 12, 3, nil},
+		{"BareNameAndDotSlash", []string{"BreathEngine.swift", "./README.md"}, 12, 3, nil},
+		{"Extra", []string{"Sources/WatchApp/BreathEngine.swift", "README.md", "Foo.swift"}, 12, 3, []string{"files_changed: claimed Foo.swift not in git diff"}},
+		{"Missing", []string{"README.md"}, 12, 3, []string{"files_changed: git diff shows Sources/WatchApp/BreathEngine.swift, not claimed"}},
+		{"Counts", []string{"BreathEngine.swift", "README.md"}, 68, 24, []string{"lines_added: claimed 68, git shows 12", "lines_removed: claimed 24, git shows 3"}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			got := compareDiff(diffSum(tc.claimed, tc.add, tc.rem), actual)
+			if strings.Join(got, "|") != strings.Join(tc.want, "|") {
+				t.Errorf("got %q, want %q", got, tc.want)
+			}
+		})
+	}
+}
+
+func TestParseNumstat(t *testing.T) {
+	got, err := parseNumstat([]byte("3\t1\ta.go\x00-\t-\timg.png\x0010\t0\tdir/b c.txt\x00"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Join(got.FilesChanged, ",") != "a.go,img.png,dir/b c.txt" || got.LinesAdded != 13 || got.LinesRemoved != 1 {
+		t.Errorf("got %+v", got)
+	}
+	if _, err := parseNumstat([]byte("x\t1\ta.go\x00")); err == nil {
+		t.Error("a bad count must be an error")
+	}
+}
+
+func diffSum(files []string, added, removed int) amp.DiffSummary {
+	return amp.DiffSummary{FilesChanged: files, LinesAdded: added, LinesRemoved: removed}
+}
+
+func claimedOf(f featureSum) amp.DiffSummary { return diffSum(f.files, f.added, f.remov) }

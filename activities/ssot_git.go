@@ -1,0 +1,137 @@
+package activities
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
+)
+
+// pushAttempts and pushBackoff bound how long one write waits for a push.
+const (
+	pushAttempts = 4
+	pushBackoff  = 200 * time.Millisecond
+)
+
+// ssotGit commits (and pushes) the SSOT directory. Commits of all tasks go
+// through one mutex: git has one index.
+type ssotGit struct {
+	root   string
+	bin    string
+	remote string
+	push   bool
+	ident  []string
+
+	mu          sync.Mutex
+	pushMu      sync.Mutex
+	pushPending bool // guarded by mu
+}
+
+func openSSOTGit(root string, opts StoreOptions) (*ssotGit, error) {
+	g := &ssotGit{root: root, bin: opts.GitBin, remote: opts.Remote, push: opts.Push}
+	if g.bin == "" {
+		g.bin = "git"
+	}
+	if g.remote == "" {
+		g.remote = "origin"
+	}
+	name, email := opts.AuthorName, opts.AuthorEmail
+	if name == "" {
+		name = "ampflow"
+	}
+	if email == "" {
+		email = "ampflow@localhost"
+	}
+	g.ident = []string{"-c", "user.name=" + name, "-c", "user.email=" + email, "-c", "commit.gpgsign=false"}
+	if _, err := os.Stat(filepath.Join(root, ".git")); errors.Is(err, os.ErrNotExist) {
+		if _, err := g.run(context.Background(), "init", "-q", "-b", "main"); err != nil {
+			return nil, fmt.Errorf("initialising SSOT repository %s: %w", root, err)
+		}
+	} else if err != nil {
+		return nil, fmt.Errorf("opening SSOT repository %s: %w", root, err)
+	}
+	return g, nil
+}
+
+func (g *ssotGit) run(ctx context.Context, args ...string) ([]byte, error) {
+	return runGit(ctx, g.bin, g.root, append(append([]string{}, g.ident...), args...)...)
+}
+
+// commit commits paths (absolute, inside the root) when they differ from
+// HEAD. It runs even when nothing was written now, so a commit that failed
+// after its files were written is made on the retry. It is not cancelled
+// with ctx: a killed git leaves index.lock behind.
+func (g *ssotGit) commit(ctx context.Context, msg string, changed bool, paths ...string) error {
+	ctx = context.WithoutCancel(ctx)
+	rel := make([]string, len(paths))
+	for i, p := range paths {
+		r, err := filepath.Rel(g.root, p)
+		if err != nil {
+			return fmt.Errorf("committing %s: %w", p, err)
+		}
+		rel[i] = r
+	}
+	g.mu.Lock()
+	_, err := g.run(ctx, append([]string{"add", "-A", "--"}, rel...)...)
+	if err == nil {
+		_, err = g.run(ctx, append([]string{"diff", "--cached", "--quiet", "--"}, rel...)...)
+		switch {
+		case err == nil:
+			// Nothing staged: already committed.
+		case exitCode1(err):
+			_, err = g.run(ctx, append([]string{"commit", "-q", "--no-verify", "-m", msg, "--"}, rel...)...)
+			if err == nil {
+				g.pushPending = true
+			}
+		}
+	}
+	pending := g.pushPending
+	g.mu.Unlock()
+	if err != nil {
+		return fmt.Errorf("committing %s: %w", strings.Join(rel, " "), err)
+	}
+	if g.push && pending {
+		return g.pushHead(ctx)
+	}
+	return nil
+}
+
+// pushHead pushes the current branch, retrying with backoff.
+func (g *ssotGit) pushHead(ctx context.Context) error {
+	g.pushMu.Lock()
+	defer g.pushMu.Unlock()
+	g.mu.Lock()
+	pending := g.pushPending
+	g.mu.Unlock()
+	if !pending {
+		return nil // pushed by a concurrent writer meanwhile
+	}
+	out, err := g.run(ctx, "symbolic-ref", "--short", "HEAD")
+	if err != nil {
+		return fmt.Errorf("pushing SSOT: finding its branch: %w", err)
+	}
+	refspec := "HEAD:refs/heads/" + strings.TrimSpace(string(out))
+	g.mu.Lock()
+	g.pushPending = false // commits made from here on need another push
+	g.mu.Unlock()
+	delay := pushBackoff
+	for attempt := 1; ; attempt++ {
+		_, err = g.run(ctx, "push", "-q", g.remote, refspec)
+		if err == nil {
+			return nil
+		}
+		if attempt == pushAttempts {
+			break
+		}
+		time.Sleep(delay)
+		delay *= 2
+	}
+	g.mu.Lock()
+	g.pushPending = true
+	g.mu.Unlock()
+	return fmt.Errorf("pushing SSOT to %s after %d attempts: %w", g.remote, pushAttempts, err)
+}
