@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"log/slog"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"go.temporal.io/api/enums/v1"
@@ -89,6 +90,7 @@ type Server struct {
 	ui           *uiServer
 	frontendAddr string
 	httpAddr     string
+	stopping     *atomic.Bool
 
 	stopOnce sync.Once
 	stopErr  error
@@ -103,6 +105,9 @@ func Start(ctx context.Context, o Options) (_ *Server, err error) {
 	if err != nil {
 		return nil, err
 	}
+	if err := ctx.Err(); err != nil {
+		return nil, fmt.Errorf("starting dev server: %w", err)
+	}
 	p, err := pickPorts(o.IP, o.Port)
 	if err != nil {
 		return nil, fmt.Errorf("starting dev server: %w", err)
@@ -112,14 +117,14 @@ func Start(ctx context.Context, o Options) (_ *Server, err error) {
 		return nil, fmt.Errorf("starting dev server: %w", err)
 	}
 	cfg := serverConfig(o, p, sql)
-	opts, err := serverOptions(cfg, p, o, newServerLogger(o.Logger, o.LogLevel))
-	if err != nil {
-		return nil, fmt.Errorf("starting dev server: %w", err)
-	}
-
 	s := &Server{
 		frontendAddr: hostPort(dialHost(o.IP), p.frontend),
 		httpAddr:     hostPort(dialHost(o.IP), p.frontendHTTP),
+		stopping:     new(atomic.Bool),
+	}
+	opts, err := serverOptions(cfg, p, o, newServerLogger(o.Logger, o.LogLevel, s.stopping))
+	if err != nil {
+		return nil, fmt.Errorf("starting dev server: %w", err)
 	}
 	defer func() {
 		if err != nil {
@@ -205,6 +210,7 @@ func (s *Server) UIAddr() string {
 // again returns the first result.
 func (s *Server) Stop() error {
 	s.stopOnce.Do(func() {
+		s.stopping.Store(true)
 		var errs []error
 		if s.ui != nil {
 			errs = append(errs, s.ui.stop())

@@ -2,6 +2,7 @@ package devserver
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"log/slog"
 	"net/http"
@@ -35,6 +36,8 @@ func testLogger() *slog.Logger {
 	return slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
 }
 
+func quietSDKLogger() sdklog.Logger { return sdklog.NewStructuredLogger(testLogger()) }
+
 func startServer(t *testing.T, o Options) *Server {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
@@ -57,7 +60,7 @@ func dial(t *testing.T, s *Server, namespace string) client.Client {
 	c, err := client.Dial(client.Options{
 		HostPort:  s.FrontendAddr(),
 		Namespace: namespace,
-		Logger:    sdklog.NewStructuredLogger(testLogger()),
+		Logger:    quietSDKLogger(),
 	})
 	if err != nil {
 		t.Fatalf("dialing %s: %v", s.FrontendAddr(), err)
@@ -183,6 +186,26 @@ func TestServer(t *testing.T) {
 		defer resp.Body.Close()
 		if resp.StatusCode != http.StatusOK {
 			t.Fatalf("GET / on the UI: %s", resp.Status)
+		}
+
+		// The UI's API proxies to the embedded frontend.
+		req, err = http.NewRequestWithContext(ctx, http.MethodGet, "http://"+s.UIAddr()+"/api/v1/namespaces/"+DefaultNamespace, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp, err = http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		var ns struct {
+			NamespaceInfo struct{ Name string } `json:"namespaceInfo"`
+		}
+		if resp.StatusCode != http.StatusOK {
+			t.Fatalf("GET /api/v1/namespaces/%s on the UI: %s", DefaultNamespace, resp.Status)
+		}
+		if err := json.NewDecoder(resp.Body).Decode(&ns); err != nil || ns.NamespaceInfo.Name != DefaultNamespace {
+			t.Fatalf("GET /api/v1/namespaces/%s on the UI: namespace %q, error %v", DefaultNamespace, ns.NamespaceInfo.Name, err)
 		}
 	})
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"sync/atomic"
 
 	"go.temporal.io/server/common/log"
 	"go.temporal.io/server/common/log/tag"
@@ -11,12 +12,19 @@ import (
 
 // minLevelHandler drops records below min before they reach the wrapped
 // handler, so the server's chatty info logs never cost a formatting pass.
+// Once stopping is set it keeps only Panic and Fatal: while the services
+// shut down, and for a while after (some of their pollers outlive Stop),
+// they warn and err about every cancelled call and lost connection.
 type minLevelHandler struct {
-	min  slog.Leveler
-	next slog.Handler
+	min      slog.Leveler
+	stopping *atomic.Bool
+	next     slog.Handler
 }
 
 func (h minLevelHandler) Enabled(ctx context.Context, l slog.Level) bool {
+	if h.stopping.Load() && l < levelFatal {
+		return false
+	}
 	return l >= h.min.Level() && h.next.Enabled(ctx, l)
 }
 
@@ -25,12 +33,15 @@ func (h minLevelHandler) Handle(ctx context.Context, r slog.Record) error {
 }
 
 func (h minLevelHandler) WithAttrs(attrs []slog.Attr) slog.Handler {
-	return minLevelHandler{min: h.min, next: h.next.WithAttrs(attrs)}
+	return minLevelHandler{min: h.min, stopping: h.stopping, next: h.next.WithAttrs(attrs)}
 }
 
 func (h minLevelHandler) WithGroup(name string) slog.Handler {
-	return minLevelHandler{min: h.min, next: h.next.WithGroup(name)}
+	return minLevelHandler{min: h.min, stopping: h.stopping, next: h.next.WithGroup(name)}
 }
+
+// levelFatal marks the server's Panic and Fatal records.
+const levelFatal = slog.LevelError + 4
 
 // serverLogger adapts an slog.Logger to the Temporal server's log.Logger.
 type serverLogger struct {
@@ -43,8 +54,9 @@ var (
 	_ log.SLogWrapper = serverLogger{}
 )
 
-func newServerLogger(l *slog.Logger, min slog.Leveler) serverLogger {
-	return serverLogger{l: slog.New(minLevelHandler{min: min, next: l.Handler()}).With("component", "temporal")}
+func newServerLogger(l *slog.Logger, min slog.Leveler, stopping *atomic.Bool) serverLogger {
+	h := minLevelHandler{min: min, stopping: stopping, next: l.Handler()}
+	return serverLogger{l: slog.New(h).With("component", "temporal")}
 }
 
 func (s serverLogger) Debug(msg string, tags ...tag.Tag) { s.log(slog.LevelDebug, msg, tags) }
@@ -60,12 +72,12 @@ func (s serverLogger) DPanic(msg string, tags ...tag.Tag) { s.log(slog.LevelErro
 // not be killed by its dev server, and Start recovers panics raised while it
 // builds and starts the services (such as a port that cannot be bound).
 func (s serverLogger) Panic(msg string, tags ...tag.Tag) {
-	s.log(slog.LevelError, msg, tags)
+	s.log(levelFatal, msg, tags)
 	panic(fatalError{msg: msg, tags: tags})
 }
 
 func (s serverLogger) Fatal(msg string, tags ...tag.Tag) {
-	s.log(slog.LevelError, msg, tags)
+	s.log(levelFatal, msg, tags)
 	panic(fatalError{msg: msg, tags: tags})
 }
 
