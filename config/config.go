@@ -69,8 +69,8 @@ type TemporalTLS struct {
 
 // Dev configures the embedded development server.
 type Dev struct {
-	TemporalPort int `mapstructure:"temporal_port"`
-	UIPort       int `mapstructure:"ui_port"`
+	TemporalPort int `mapstructure:"temporal_port"` // 0 picks a free port
+	UIPort       int `mapstructure:"ui_port"`       // 0 turns the web UI off
 }
 
 // HTTP configures ampflow's HTTP API.

@@ -64,9 +64,10 @@ func (ps *problems) url(key, val string) {
 	}
 }
 
+// port accepts 0, which the dev server reads as "pick one" or "none".
 func (ps *problems) port(key string, p int) {
-	if p < 1 || p > 65535 {
-		ps.add(key, "must be a port between 1 and 65535, not %d", p)
+	if p < 0 || p > 65535 {
+		ps.add(key, "must be a port between 0 and 65535, not %d", p)
 	}
 }
 
@@ -90,7 +91,7 @@ func (c Config) Validate() error {
 	c.validateTemporal(&ps)
 	ps.port("dev.temporal_port", c.Dev.TemporalPort)
 	ps.port("dev.ui_port", c.Dev.UIPort)
-	if c.Dev.TemporalPort == c.Dev.UIPort {
+	if c.Dev.TemporalPort != 0 && c.Dev.TemporalPort == c.Dev.UIPort {
 		ps.add("dev.ui_port", "must differ from dev.temporal_port")
 	}
 	if _, _, err := net.SplitHostPort(c.HTTP.Addr); err != nil {

@@ -30,6 +30,7 @@ func TestValidate(t *testing.T) {
 		{"TemporalAddress", func(c *Config) { c.Temporal.Address = "localhost" }, []string{"temporal.address: must be host:port"}},
 		{"TLSHalfPair", func(c *Config) { c.Temporal.TLS.CertFile = "c.pem" }, []string{"temporal.tls.key_file: required when temporal.tls.cert_file is set"}},
 		{"DevPort", func(c *Config) { c.Dev.UIPort = 70000 }, []string{"dev.ui_port: must be a port"}},
+		{"DevPortsZero", func(c *Config) { c.Dev.UIPort, c.Dev.TemporalPort = 0, 0 }, nil},
 		{"SamePorts", func(c *Config) { c.Dev.UIPort = c.Dev.TemporalPort }, []string{"dev.ui_port: must differ"}},
 		{"HTTPAddr", func(c *Config) { c.HTTP.Addr = "" }, []string{"http.addr: must be host:port"}},
 		{"TokenRole", func(c *Config) { c.Auth.Tokens = []AuthToken{{Token: "t", Role: "root"}} }, []string{"auth.tokens[0].role: must be coordinator, executor, reviewer or admin"}},
