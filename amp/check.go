@@ -255,14 +255,23 @@ func sortedKeys(m map[string]any) []string {
 	return keys
 }
 
-var plainKey = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
+// plainKey reports whether a key can be written after a dot in a path.
+func plainKey(k string) bool {
+	for i, r := range k {
+		letter := r == '_' || ('a' <= r && r <= 'z') || ('A' <= r && r <= 'Z')
+		if !letter && (i == 0 || r < '0' || r > '9') {
+			return false
+		}
+	}
+	return k != ""
+}
 
 func joinKey(path, key string) string {
 	if path == RootPath {
 		path = ""
 	}
 	switch {
-	case !plainKey.MatchString(key):
+	case !plainKey(key):
 		return path + "[" + strconv.Quote(key) + "]"
 	case path == "":
 		return key
