@@ -3,6 +3,7 @@ package amp
 import (
 	"fmt"
 	"regexp"
+	"slices"
 	"time"
 )
 
@@ -81,19 +82,10 @@ func msgIDOf(types ...Type) rule {
 			c.add(path, "must be a string")
 			return
 		}
-		if t, _, ok := ParseMsgID(s); !ok || !contains(types, t) {
+		if t, _, ok := ParseMsgID(s); !ok || !slices.Contains(types, t) {
 			c.add(path, "must be "+what)
 		}
 	}
-}
-
-func contains[S ~string](list []S, s S) bool {
-	for _, e := range list {
-		if e == s {
-			return true
-		}
-	}
-	return false
 }
 
 // sameTask reports a reference to another task's message; it only speaks
@@ -139,15 +131,15 @@ func checkEnvelope(c *checker, _ string, m map[string]any) {
 		}
 		return
 	}
-	if from, _ := m["from"].(string); route.from != "" && contains(senders, Role(from)) && Role(from) != route.from {
+	if from, _ := m["from"].(string); route.from != "" && slices.Contains(senders, Role(from)) && Role(from) != route.from {
 		c.addf("from", "must be %q for %s", route.from, typ)
 	}
-	if to, _ := m["to"].(string); contains(recipients, Role(to)) && Role(to) != route.to {
+	if to, _ := m["to"].(string); slices.Contains(recipients, Role(to)) && Role(to) != route.to {
 		c.addf("to", "must be %q for %s", route.to, typ)
 	}
 	if id, _ := m["msg_id"].(string); id != "" {
-		if idType, idTask, ok := ParseMsgID(id); ok {
-			if idType != typ && idType != AckPrefix {
+		if idType, idTask, ok := ParseMsgID(id); ok && idType != AckPrefix {
+			if idType != typ {
 				c.addf("msg_id", "type segment %q does not match type %q", idType, typ)
 			}
 			if taskIDRe.MatchString(taskID) && idTask != taskID {
