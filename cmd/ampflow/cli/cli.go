@@ -164,6 +164,8 @@ func (a *App) rootCommand() *cobra.Command {
 			}
 			return UsageError(errors.New(msg))
 		},
+		// Runnable so that cobra consults Args above rather than printing
+		// help and exiting 0; Args always refuses, so RunE never runs.
 		RunE:              func(*cobra.Command, []string) error { return nil },
 		PersistentPreRunE: a.checkGlobalFlags,
 		SilenceErrors:     true,
