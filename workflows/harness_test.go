@@ -3,9 +3,9 @@ package workflows
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"io"
 	"log/slog"
-	"errors"
 	"sync"
 	"testing"
 	"time"
@@ -87,7 +87,9 @@ func newHarness(t *testing.T, plan amp.TaskDispatch, mutate ...func(*task.Input)
 	env.OnActivity(acts.CheckBranch, mock.Anything, mock.Anything).Return(
 		activities.CheckBranchResult{DefaultBranch: "main", Head: "abc"}, nil)
 	env.OnActivity(acts.CheckResult, mock.Anything, mock.Anything).Return(
-		func(_ context.Context, in activities.CheckResultInput) (activities.CheckResultOutput, error) { return h.checkResult(in) })
+		func(_ context.Context, in activities.CheckResultInput) (activities.CheckResultOutput, error) {
+			return h.checkResult(in)
+		})
 	env.OnActivity(acts.CIStatus, mock.Anything, mock.Anything).Return(
 		func(_ context.Context, in activities.CIStatusInput) (activities.CIStatusResult, error) {
 			h.mu.Lock()
@@ -202,6 +204,12 @@ func yes() *bool { b := true; return &b }
 
 // result has the executor report on the current subtask.
 func (h *harness) result(status amp.CompletionStatus, blockers ...string) (amp.Message, *reply) {
+	m := h.resultMsg(status, blockers...)
+	return m, h.submit(m, m.MsgID)
+}
+
+// resultMsg builds a task_result for the current subtask.
+func (h *harness) resultMsg(status amp.CompletionStatus, blockers ...string) amp.Message {
 	st := h.state()
 	p := &amp.TaskResult{
 		SubtaskID:        st.Subtask.SubtaskID,
@@ -212,8 +220,7 @@ func (h *harness) result(status amp.CompletionStatus, blockers ...string) (amp.M
 		CommitHash:       "a3f8d21",
 		Blockers:         blockers,
 	}
-	m := amp.NewMessage(amp.RoleExecutor, amp.RoleCoordinator, testTaskID, h.env.Now(), p)
-	return m, h.submit(m, m.MsgID)
+	return amp.NewMessage(amp.RoleExecutor, amp.RoleCoordinator, testTaskID, h.env.Now(), p)
 }
 
 // verdict has the reviewer decide.

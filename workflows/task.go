@@ -102,6 +102,12 @@ func (t *taskRun) run(ctx workflow.Context) (task.Result, error) {
 		if t.Phase == phaseDone || t.Phase == phaseTerminate {
 			return t.finish(ctx)
 		}
+		if t.Interrupt != nil {
+			if err := t.suspendForAgent(ctx); err != nil {
+				return task.Result{}, err
+			}
+			continue
+		}
 		if workflow.GetInfo(ctx).GetContinueAsNewSuggested() {
 			return t.continueAsNew(ctx)
 		}

@@ -1,0 +1,239 @@
+package workflows
+
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/mock"
+	"go.temporal.io/sdk/temporal"
+
+	"github.com/ampflow/ampflow/amp"
+	"github.com/ampflow/ampflow/workflows/task"
+)
+
+func TestDecisionsRefused(t *testing.T) {
+	h := newHarness(t, testPlan(amp.RiskMedium, "S1"))
+	var stale, notAdmin, noOption, second *reply
+	var first *reply
+	var decisionID string
+	h.at(time.Minute, func() {
+		decisionID = h.state().Pending.ID
+		stale = h.update(task.UpdateDecide, "", task.DecideInput{DecisionID: "T-2026-001-d99", Option: task.OptApprove, By: "alice", Channel: "cli"})
+		notAdmin = h.update(task.UpdateDecide, "", task.DecideInput{DecisionID: decisionID, Option: task.OptApprove, By: "mallory", Channel: "slack"})
+		noOption = h.update(task.UpdateDecide, "", task.DecideInput{DecisionID: decisionID, Option: task.OptWait, By: "alice", Channel: "cli"})
+	})
+	h.at(time.Minute+time.Second, func() {
+		first = h.decide("alice", task.OptApprove, "")
+	})
+	h.at(time.Minute+2*time.Second, func() {
+		second = h.update(task.UpdateDecide, "", task.DecideInput{DecisionID: decisionID, Option: task.OptReject, Note: "too late", By: "bob", Channel: "telegram"})
+	})
+	h.round(time.Minute + 2*time.Second)
+	res := h.run()
+
+	refused(t, stale, task.ErrStaleDecision)
+	refused(t, notAdmin, task.ErrNotAdmin)
+	refused(t, noOption, task.ErrInvalid)
+	accepted(t, first)
+	refused(t, second, task.ErrDecided)
+	if second.err != nil && !strings.Contains(second.err.Error(), "already decided by alice via cli") {
+		t.Errorf("late decision error %q does not say who decided", second.err)
+	}
+	if out, ok := first.out.(task.DecideResult); ok && out.Outcome.By != "alice" {
+		t.Errorf("decide result %+v", out)
+	}
+	if res.Status != task.StatusDone {
+		t.Errorf("status %s", res.Status)
+	}
+}
+
+func TestDuplicateMsgIDOneEffect(t *testing.T) {
+	h := newHarness(t, testPlan(amp.RiskLow, "S1"))
+	var again, resent, conflict *reply
+	h.at(time.Second, func() { h.ack(amp.RoleExecutor) })
+	h.at(2*time.Second, func() {
+		m, _ := h.result(amp.StatusComplete)
+		// the same update id: Temporal answers with the first outcome.
+		again = h.submit(m, m.MsgID)
+		// the same message under another update id, reformatted.
+		b, _ := json.MarshalIndent(m, "", "  ")
+		resent = h.submitRaw("retry-"+m.MsgID, b)
+		// another message under the same msg_id.
+		other := m
+		r := *m.Result()
+		r.DiffSummary.LinesAdded = 999
+		other.Payload = &r
+		conflict = h.submit(other, "conflict-"+m.MsgID)
+	})
+	h.at(3*time.Second, func() { h.ack(amp.RoleReviewer) })
+	h.at(4*time.Second, func() { h.verdict(amp.DecisionApproved, 0.95) })
+	res := h.run()
+
+	accepted(t, again)
+	accepted(t, resent)
+	if out, ok := resent.out.(task.SubmitResult); !ok || !out.Duplicate {
+		t.Errorf("resent message answered %+v, want duplicate", resent.out)
+	}
+	refused(t, conflict, task.ErrConflict)
+	if n := len(h.recordedMessages(amp.TypeTaskResult)); n != 1 {
+		t.Errorf("task_result recorded %d times, want once", n)
+	}
+	if res.Status != task.StatusDone || res.Rounds != 1 || len(h.deliveredOf(amp.TypeReviewRequest)) != 1 {
+		t.Errorf("duplicates had an effect: %+v", res)
+	}
+}
+
+func TestWrongStateRefused(t *testing.T) {
+	h := newHarness(t, testPlan(amp.RiskLow, "S1", "S2"))
+	var early, wrongSubtask, foreign, fromAgent, badAck, garbage, wrongAcker *reply
+	h.at(500*time.Millisecond, func() {
+		_, early = h.verdict(amp.DecisionApproved, 0.9)
+		out := h.outboxTo(amp.RoleExecutor)
+		a := amp.NewAck(amp.RoleReviewer, out, h.env.Now())
+		wrongAcker = h.submit(a, a.MsgID)
+	})
+	h.at(time.Second, func() { h.ack(amp.RoleExecutor) })
+	h.at(2*time.Second, func() {
+		good := h.resultMsg(amp.StatusComplete)
+		r := *good.Result()
+		r.SubtaskID = "S2"
+		p := &r
+		m := amp.NewMessage(amp.RoleExecutor, amp.RoleCoordinator, testTaskID, h.env.Now(), p)
+		wrongSubtask = h.submit(m, m.MsgID)
+
+		m2 := amp.NewMessage(amp.RoleExecutor, amp.RoleCoordinator, "T-2026-777", h.env.Now(), p)
+		foreign = h.submit(m2, m2.MsgID)
+
+		fromAgent = h.submit(amp.NewMessage(amp.RoleCoordinator, amp.RoleExecutor, testTaskID, h.env.Now(), &h.in.Plan), "dispatch-from-outside")
+
+		a := amp.Ack{MsgID: amp.MsgID(amp.AckPrefix, testTaskID, h.env.Now().Add(7*time.Millisecond)), ProtocolVersion: amp.ProtocolVersion,
+			AckOf: amp.MsgID(amp.TypeReviewRequest, testTaskID, h.env.Now()), TaskID: testTaskID, From: amp.RoleReviewer,
+			Timestamp: h.env.Now().Format(amp.TimestampLayout)}
+		badAck = h.submit(a, a.MsgID)
+		garbage = h.submitRaw("garbage", []byte(`{"msg_id": 42}`))
+	})
+	var before task.State
+	h.at(1500*time.Millisecond, func() { before = h.state() })
+	var after task.State
+	h.at(2500*time.Millisecond, func() { after = h.state() })
+	h.at(3*time.Second, func() { h.env.CancelWorkflow() })
+	h.env.ExecuteWorkflow(Task, h.in)
+
+	refused(t, early, task.ErrUnexpected)
+	refused(t, wrongAcker, task.ErrInvalid)
+	refused(t, wrongSubtask, task.ErrUnexpected)
+	if wrongSubtask.err != nil && !strings.Contains(wrongSubtask.err.Error(), "expected a task_result for S1") {
+		t.Errorf("error %q does not say what the task expected", wrongSubtask.err)
+	}
+	refused(t, foreign, task.ErrInvalid)
+	refused(t, fromAgent, task.ErrUnexpected)
+	refused(t, badAck, task.ErrUnexpected)
+	refused(t, garbage, task.ErrInvalid)
+	if after.Status != before.Status || len(after.Timeline) != len(before.Timeline) {
+		t.Errorf("refused messages changed the task: %s/%d → %s/%d", before.Status, len(before.Timeline), after.Status, len(after.Timeline))
+	}
+}
+
+func TestCancel(t *testing.T) {
+	h := newHarness(t, testPlan(amp.RiskLow, "S1"))
+	var noReason, ok *reply
+	h.at(time.Second, func() {
+		noReason = h.update(task.UpdateCancel, "", task.CancelInput{By: "planner"})
+		ok = h.update(task.UpdateCancel, "", task.CancelInput{By: "planner", Reason: "superseded by T-2026-002"})
+	})
+	res := h.run()
+	refused(t, noReason, task.ErrInvalid)
+	accepted(t, ok)
+	if res.Status != task.StatusTerminated || !strings.Contains(res.Reason, "superseded by T-2026-002") {
+		t.Errorf("result %s %q", res.Status, res.Reason)
+	}
+}
+
+func TestReplanWhileLocked(t *testing.T) {
+	h := newHarness(t, testPlan(amp.RiskLow, "S1"), func(in *task.Input) { in.Policy.MaxRejects = 1 })
+	end := h.rejectRound(0)
+	end = h.rejectRound(end + time.Second)
+	var early *reply
+	h.at(time.Millisecond*500, func() {
+		early = h.update(task.UpdateReplan, "", task.ReplanInput{By: "planner", Subtasks: []amp.Subtask{{SubtaskID: "S1a", Description: "x"}}})
+	})
+	var bad, viaDecide *reply
+	h.at(end+time.Second, func() {
+		bad = h.update(task.UpdateReplan, "", task.ReplanInput{By: "planner", Subtasks: []amp.Subtask{{SubtaskID: "", Description: ""}}})
+		viaDecide = h.decide("alice", task.OptReplan, "")
+		h.update(task.UpdateReplan, "", task.ReplanInput{By: "planner", Subtasks: []amp.Subtask{
+			{SubtaskID: "S1a", Description: "first half", EstimatedLines: 20},
+			{SubtaskID: "S1b", Description: "second half", EstimatedLines: 20},
+		}})
+	})
+	end = h.round(end + time.Second)
+	h.round(end)
+	res := h.run()
+
+	refused(t, early, task.ErrUnexpected)
+	refused(t, bad, task.ErrInvalid)
+	refused(t, viaDecide, task.ErrInvalid)
+	ds := h.deliveredOf(amp.TypeTaskDispatch)
+	if len(ds) != 4 || ds[2].Dispatch().Subtasks[0].SubtaskID != "S1a" || ds[3].Dispatch().Subtasks[0].SubtaskID != "S1b" {
+		t.Fatalf("dispatches after replan: %d", len(ds))
+	}
+	if res.Status != task.StatusDone || res.RejectCount != 2 {
+		t.Errorf("result %+v", res)
+	}
+}
+
+func TestAgentCriticalEscalation(t *testing.T) {
+	h := newHarness(t, testPlan(amp.RiskLow, "S1"))
+	var st task.State
+	var refusedWhile *reply
+	h.at(time.Second, func() { h.ack(amp.RoleExecutor) })
+	h.at(2*time.Second, func() {
+		m := amp.NewMessage(amp.RoleExecutor, amp.RoleAdmin, testTaskID, h.env.Now(), &amp.Escalation{
+			EscalationType: amp.EscPermissionDenied, Severity: amp.SeverityCritical, TriggeredBy: amp.RoleExecutor,
+			Description: "the task needs to edit Info.plist, which is forbidden", AffectedMsgs: []string{},
+			SystemStateSnapshot: map[string]any{"task_status": "in_progress"}, AutoSuspended: true})
+		h.submit(m, m.MsgID)
+	})
+	h.at(40*time.Minute, func() {
+		st = h.state()
+		_, refusedWhile = h.result(amp.StatusComplete)
+	})
+	h.at(41*time.Minute, func() { h.decide("alice", task.OptResume, "") })
+	h.at(41*time.Minute+time.Second, func() { h.result(amp.StatusComplete) })
+	h.at(41*time.Minute+2*time.Second, func() { h.ack(amp.RoleReviewer) })
+	h.at(41*time.Minute+3*time.Second, func() { h.verdict(amp.DecisionApproved, 0.9) })
+	res := h.run()
+
+	if st.Status != task.StatusSuspended || st.Pending == nil || st.Pending.Kind != task.KindAgentEscalation {
+		t.Fatalf("after a critical escalation: %s, pending %+v", st.Status, st.Pending)
+	}
+	for _, d := range st.Decided {
+		if d.Kind == task.KindHeartbeatTimeout {
+			t.Errorf("heartbeat timer ran while suspended")
+		}
+	}
+	refused(t, refusedWhile, task.ErrSuspended)
+	if res.Status != task.StatusDone {
+		t.Errorf("status %s", res.Status)
+	}
+}
+
+func TestSearchAttributesFollowStatus(t *testing.T) {
+	h := newHarness(t, testPlan(amp.RiskMedium, "S1"))
+	var seen []string
+	h.env.OnUpsertTypedSearchAttributes(mock.Anything).Run(func(args mock.Arguments) {
+		sa := args.Get(0).(temporal.SearchAttributes)
+		if v, ok := sa.GetKeyword(task.AttrStatus); ok && (len(seen) == 0 || seen[len(seen)-1] != v) {
+			seen = append(seen, v)
+		}
+	}).Return(nil)
+	h.at(time.Second, func() { h.decide("alice", task.OptApprove, "") })
+	h.round(time.Second)
+	h.run()
+	want := []string{"awaiting_approval", "dispatched", "in_progress", "ci_check", "in_review", "done"}
+	if strings.Join(seen, ",") != strings.Join(want, ",") {
+		t.Errorf("AmpStatus went %v, want %v", seen, want)
+	}
+}
