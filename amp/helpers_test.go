@@ -39,7 +39,7 @@ func raw(s string) json.RawMessage {
 }
 func paths(p ...string) []string { return p }
 
-func ok(name, base string, edits ...edit) ruleCase {
+func good(name, base string, edits ...edit) ruleCase {
 	return ruleCase{name: name, base: base, edits: edits}
 }
 

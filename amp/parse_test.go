@@ -59,7 +59,7 @@ func TestSyntaxErrorUnwrapsDecoderError(t *testing.T) {
 }
 
 func TestParseRejectsDuplicateKeys(t *testing.T) {
-	b := ok("dup", td).document(t)
+	b := good("dup", td).document(t)
 	// Repeat keys at the top level and inside the payload; duplicates are
 	// reported first, in document order (json.Marshal sorted the keys).
 	s := strings.Replace(string(b), `"risk_level":"medium"`, `"risk_level":"high","risk_level":"medium"`, 1)
@@ -91,7 +91,7 @@ func TestUnknownFieldSuggestions(t *testing.T) {
 		{"priority", "unknown field"},
 	}
 	for _, c := range cases {
-		_, err := Parse(ok("suggest", td, set("payload."+c.key, "x")).document(t))
+		_, err := Parse(good("suggest", td, set("payload."+c.key, "x")).document(t))
 		ve, isVE := errors.AsType[*ValidationError](err)
 		if !isVE || len(ve.Fields) == 0 {
 			t.Fatalf("%s: error = %v", c.key, err)
@@ -114,7 +114,7 @@ func TestValidationErrorFormat(t *testing.T) {
 }
 
 func TestParseRecord(t *testing.T) {
-	ack := ok("a", SchemaAck).document(t)
+	ack := good("a", SchemaAck).document(t)
 	r, err := ParseRecord(ack)
 	if err != nil || r.Ack == nil || r.Message != nil {
 		t.Fatalf("ACK record = %+v, %v", r, err)
@@ -122,19 +122,19 @@ func TestParseRecord(t *testing.T) {
 	if r.ID() != "ack-T-2026-044-1740576730000" || r.Ack.AckOf != "task_dispatch-T-2026-044-1740576727001" {
 		t.Errorf("ACK = %+v", r.Ack)
 	}
-	r, err = ParseRecord(ok("m", tr).document(t))
+	r, err = ParseRecord(good("m", tr).document(t))
 	if err != nil || r.Message == nil || r.Ack != nil || r.ID() != "task_result-T-2026-044-1740581280000" {
 		t.Fatalf("message record = %+v, %v", r, err)
 	}
 	// An object with ack_of is judged as an ACK, so message fields are unknown there.
-	_, err = ParseRecord(ok("m", td, set("ack_of", "task_dispatch-T-2026-044-1")).document(t))
+	_, err = ParseRecord(good("m", td, set("ack_of", "task_dispatch-T-2026-044-1")).document(t))
 	if got := failingPaths(t, err); !slices.Contains(got, "type") || !slices.Contains(got, "payload") {
 		t.Errorf("message with ack_of: paths = %q, want the envelope fields reported as unknown ACK fields", got)
 	}
 	if _, err := Parse(ack); err == nil {
 		t.Error("Parse accepted an ACK record")
 	}
-	if _, err := ParseAck(ok("m", td).document(t)); err == nil {
+	if _, err := ParseAck(good("m", td).document(t)); err == nil {
 		t.Error("ParseAck accepted a message")
 	}
 }
@@ -242,7 +242,7 @@ func TestAckBuiltAndValidated(t *testing.T) {
 }
 
 func TestParseCanonicalizesEmptyOptionals(t *testing.T) {
-	m, err := Parse(ok("c", td, set("context_ref", []any{}), set("payload.forbidden_actions", []any{}), set("payload.tech_constraints", obj2{})).document(t))
+	m, err := Parse(good("c", td, set("context_ref", []any{}), set("payload.forbidden_actions", []any{}), set("payload.tech_constraints", obj2{})).document(t))
 	if err != nil {
 		t.Fatal(err)
 	}
