@@ -1,0 +1,273 @@
+package activities
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"go.temporal.io/sdk/testsuite"
+
+	"github.com/ampflow/ampflow/integrations/github"
+)
+
+func TestRollUp(t *testing.T) {
+	ck := func(name string, o github.Outcome) github.Check { return github.Check{Name: name, Outcome: o} }
+	tests := []struct {
+		name     string
+		checks   []github.Check
+		noChecks CIState
+		want     CIState
+		failing  string
+	}{
+		{"NoChecksPending", nil, "", CIPending, ""},
+		{"NoChecksConfigured", nil, CIPassed, CIPassed, ""},
+		{"AllPassed", []github.Check{ck("a", github.OutcomePassed), ck("b", github.OutcomePassed)}, "", CIPassed, ""},
+		{"OnePending", []github.Check{ck("a", github.OutcomePassed), ck("b", github.OutcomePending)}, "", CIPending, ""},
+		{"FailedBeatsPending", []github.Check{ck("z", github.OutcomeFailed), ck("b", github.OutcomePending), ck("a", github.OutcomeFailed)}, "", CIFailed, "a,z"},
+		{"SameNameWorseWins", []github.Check{ck("a", github.OutcomeFailed), ck("a", github.OutcomePassed)}, "", CIFailed, "a"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			got := rollUp(tc.checks, tc.noChecks)
+			if got.State != tc.want || strings.Join(got.Failing, ",") != tc.failing {
+				t.Errorf("got %+v, want %s failing %q", got, tc.want, tc.failing)
+			}
+		})
+	}
+}
+
+// githubRepo is a repository whose origin is acme/widget on GitHub.
+func githubRepo(t *testing.T) (dir, head string) {
+	t.Helper()
+	dir = newRepo(t, "main")
+	gitT(t, dir, "checkout", "-q", "-b", "feature/x")
+	head = commitFiles(t, dir, "work", map[string]string{"a.go": "package a\n"})
+	gitT(t, dir, "remote", "add", "origin", "git@github.com:acme/widget.git")
+	return dir, head
+}
+
+func TestGitHubCIActivity(t *testing.T) {
+	repo, head := githubRepo(t)
+	reset := time.Now().Add(90 * time.Second)
+	mux := http.NewServeMux()
+	mux.HandleFunc("/api/v3/repos/acme/widget/commits/"+head+"/check-runs", func(w http.ResponseWriter, r *http.Request) {
+		switch r.Header.Get("Authorization") {
+		case "Bearer limited":
+			w.Header().Set("X-RateLimit-Remaining", "0")
+			w.Header().Set("X-RateLimit-Reset", strconv.FormatInt(reset.Unix(), 10))
+			http.Error(w, `{"message":"API rate limit exceeded"}`, http.StatusForbidden)
+		case "Bearer gone":
+			http.Error(w, `{"message":"Not Found"}`, http.StatusNotFound)
+		default:
+			fmt.Fprint(w, `{"total_count":2,"check_runs":[{"name":"build","status":"completed","conclusion":"success"},{"name":"test","status":"completed","conclusion":"failure"}]}`)
+		}
+	})
+	mux.HandleFunc("/api/v3/repos/acme/widget/commits/"+head+"/status", func(w http.ResponseWriter, r *http.Request) {
+		fmt.Fprint(w, `{"state":"success","statuses":[{"context":"ci/jenkins","state":"success"}]}`)
+	})
+	srv := httptest.NewServer(mux)
+	t.Cleanup(srv.Close)
+
+	run := func(token string) (CIStatusResult, error) {
+		ci, err := NewCIProvider(CIKindGitHub, CIOptions{GitHubToken: token, GitHubBaseURL: srv.URL})
+		if err != nil {
+			t.Fatal(err)
+		}
+		env := (&testsuite.WorkflowTestSuite{}).NewTestActivityEnvironment()
+		a := &Activities{CI: ci}
+		env.RegisterActivity(a)
+		val, err := env.ExecuteActivity(a.CIStatus, CIStatusInput{TaskID: "T-2026-001", Repo: repo, Branch: "feature/x"})
+		var res CIStatusResult
+		if err == nil {
+			err = val.Get(&res)
+		}
+		return res, err
+	}
+
+	t.Run("Failing", func(t *testing.T) {
+		res, err := run("tok")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if res.State != CIFailed || strings.Join(res.Failing, ",") != "test" || res.Checks["ci/jenkins"] != "passed" {
+			t.Errorf("got %+v", res)
+		}
+	})
+	t.Run("RateLimited", func(t *testing.T) {
+		_, err := run("limited")
+		ae := appErr(t, err, ErrCIRateLimited, false)
+		if d := ae.NextRetryDelay(); d < 80*time.Second || d > 95*time.Second {
+			t.Errorf("NextRetryDelay = %v, want about 90s (until the reset)", d)
+		}
+	})
+	t.Run("UnknownRepository", func(t *testing.T) {
+		_, err := run("gone")
+		ae := appErr(t, err, ErrCIConfig, true)
+		if !strings.Contains(ae.Error(), "acme/widget") {
+			t.Errorf("message %q does not name the repository", ae.Error())
+		}
+	})
+	t.Run("NoToken", func(t *testing.T) {
+		_, err := run("")
+		ae := appErr(t, err, ErrCIConfig, true)
+		if !strings.Contains(ae.Error(), "no token") {
+			t.Errorf("message %q does not say the token is missing", ae.Error())
+		}
+	})
+	t.Run("OriginNotGitHub", func(t *testing.T) {
+		gitT(t, repo, "remote", "set-url", "origin", "/srv/git/widget.git")
+		defer gitT(t, repo, "remote", "set-url", "origin", "git@github.com:acme/widget.git")
+		_, err := run("tok")
+		appErr(t, err, ErrCIConfig, true)
+	})
+}
+
+func TestNewCIProvider(t *testing.T) {
+	store := newStore(t, StoreOptions{})
+	tests := []struct {
+		kind    string
+		opts    CIOptions
+		wantErr bool
+		want    string
+	}{
+		{"", CIOptions{}, false, "activities.NoCI"},
+		{"none", CIOptions{}, false, "activities.NoCI"},
+		{"github", CIOptions{}, false, "*activities.GitHubCI"},
+		{"command", CIOptions{Command: []string{"true"}, Store: store}, false, "*activities.CommandCI"},
+		{"command", CIOptions{Store: store}, true, ""},
+		{"command", CIOptions{Command: []string{"true"}}, true, ""},
+		{"jenkins", CIOptions{}, true, ""},
+	}
+	for _, tc := range tests {
+		p, err := NewCIProvider(tc.kind, tc.opts)
+		if (err != nil) != tc.wantErr || (err == nil && fmt.Sprintf("%T", p) != tc.want) {
+			t.Errorf("NewCIProvider(%q) = %T, %v", tc.kind, p, err)
+		}
+	}
+	res, err := NoCI{}.Status(context.Background(), CIStatusInput{})
+	if err != nil || res.State != CINone {
+		t.Errorf("NoCI = %+v, %v", res, err)
+	}
+}
+
+// worktrees lists the repository's worktrees other than the main one.
+func worktrees(t *testing.T, repo string) []string {
+	t.Helper()
+	var out []string
+	for l := range strings.SplitSeq(gitT(t, repo, "worktree", "list", "--porcelain"), "\n") {
+		if p, ok := strings.CutPrefix(l, "worktree "); ok && p != repo {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+func TestCommandCI(t *testing.T) {
+	repo := newRepo(t, "main")
+	repo, _ = filepath.EvalSymlinks(repo)
+	gitT(t, repo, "checkout", "-q", "-b", "feature/x")
+	head := commitFiles(t, repo, "work", map[string]string{"hello.txt": "hi\n"})
+	store := newStore(t, StoreOptions{})
+	counter := filepath.Join(t.TempDir(), "runs")
+	in := CIStatusInput{TaskID: "T-2026-001", Repo: repo, Branch: "feature/x"}
+
+	newCI := func(script string, timeout time.Duration) CIProvider {
+		ci, err := NewCIProvider(CIKindCommand, CIOptions{
+			Command: []string{"sh", "-c", script}, CommandTimeout: timeout,
+			CommandEnv: []string{"COUNTER=" + counter}, Store: store,
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return ci
+	}
+
+	t.Run("PassesOnceThenCached", func(t *testing.T) {
+		ci := newCI(`echo run >> "$COUNTER"; test -f hello.txt && test "$(git rev-parse HEAD)" = "$AMPFLOW_COMMIT"`, time.Minute)
+		for range 2 {
+			res, err := ci.Status(context.Background(), in)
+			if err != nil || res.State != CIPassed {
+				t.Fatalf("got %+v, %v", res, err)
+			}
+		}
+		if runs, _ := os.ReadFile(counter); string(runs) != "run\n" {
+			t.Errorf("command ran %d times, want once", strings.Count(string(runs), "run"))
+		}
+		if _, err := os.Stat(store.ciLogPath(in.TaskID, head)); err != nil {
+			t.Errorf("log not kept: %v", err)
+		}
+		if wt := worktrees(t, repo); len(wt) != 0 {
+			t.Errorf("worktrees left behind: %v", wt)
+		}
+	})
+	t.Run("Fails", func(t *testing.T) {
+		ci := newCI(`for i in $(seq 1 2000); do echo "line $i"; done; echo boom >&2; exit 3`, time.Minute)
+		res, err := ci.Status(context.Background(), in)
+		if err != nil || res.State != CIFailed || len(res.Failing) != 1 {
+			t.Fatalf("got %+v, %v", res, err)
+		}
+		if !strings.HasSuffix(res.Detail, "line 2000\nboom\n") || len(res.Detail) > commandTailBytes+len("…") || strings.Contains(res.Detail, "line 1\n") {
+			t.Errorf("detail is not the tail of the output (%d bytes): %q…", len(res.Detail), res.Detail[:min(80, len(res.Detail))])
+		}
+		log, err := os.ReadFile(store.ciLogPath(in.TaskID, head))
+		if err != nil || !strings.Contains(string(log), "line 1\n") {
+			t.Errorf("full log not kept: %v", err)
+		}
+		if wt := worktrees(t, repo); len(wt) != 0 {
+			t.Errorf("worktrees left behind: %v", wt)
+		}
+	})
+	t.Run("TimesOut", func(t *testing.T) {
+		ci := newCI(`sleep 30 & wait`, 300*time.Millisecond)
+		start := time.Now()
+		res, err := ci.Status(context.Background(), CIStatusInput{TaskID: "T-2026-002", Repo: repo, Commit: head})
+		if err != nil || res.State != CIFailed || !strings.Contains(res.Detail, "timed out") {
+			t.Fatalf("got %+v, %v", res, err)
+		}
+		if took := time.Since(start); took > 10*time.Second {
+			t.Errorf("timeout took %v: the command's children were not killed", took)
+		}
+	})
+	t.Run("CancelledCleansUp", func(t *testing.T) {
+		ci := newCI(`sleep 30`, time.Minute)
+		ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+		defer cancel()
+		_, err := ci.Status(ctx, CIStatusInput{TaskID: "T-2026-003", Repo: repo, Commit: head})
+		if !errors.Is(err, context.DeadlineExceeded) {
+			t.Fatalf("err = %v, want the context's", err)
+		}
+		if wt := worktrees(t, repo); len(wt) != 0 {
+			t.Errorf("worktrees left behind: %v", wt)
+		}
+		if _, ok, _ := store.cachedCI("T-2026-003", head); ok {
+			t.Error("a cancelled run must not be cached")
+		}
+	})
+	t.Run("InActivityWithHeartbeats", func(t *testing.T) {
+		ci := newCI(`sleep 0.3`, time.Minute)
+		ci.(*CommandCI).HeartbeatEvery = 50 * time.Millisecond
+		env := (&testsuite.WorkflowTestSuite{}).NewTestActivityEnvironment()
+		a := &Activities{CI: ci}
+		env.RegisterActivity(a)
+		val, err := env.ExecuteActivity(a.CIStatus, CIStatusInput{TaskID: "T-2026-004", Repo: repo, Commit: head[:8]})
+		var res CIStatusResult
+		if err == nil {
+			err = val.Get(&res)
+		}
+		if err != nil || res.State != CIPassed {
+			t.Fatalf("got %+v, %v", res, err)
+		}
+	})
+	t.Run("UnknownCommit", func(t *testing.T) {
+		_, err := newCI("true", time.Minute).Status(context.Background(), CIStatusInput{TaskID: "T-2026-005", Repo: repo, Commit: "deadbeef"})
+		appErr(t, err, ErrCommitMissing, true)
+	})
+}
