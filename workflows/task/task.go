@@ -5,6 +5,7 @@ package task
 
 import (
 	"encoding/json"
+	"regexp"
 	"time"
 
 	"go.temporal.io/sdk/temporal"
@@ -14,6 +15,11 @@ import (
 
 // WorkflowType is the registered name of the task workflow.
 const WorkflowType = "Task"
+
+var idPattern = regexp.MustCompile(`^T-[0-9]{4}-[0-9]{3,}$`)
+
+// ValidID reports whether id has the T-YYYY-NNN form of a task_id.
+func ValidID(id string) bool { return idPattern.MatchString(id) }
 
 // WorkflowID returns the workflow ID of a task: the task_id itself.
 func WorkflowID(taskID string) string { return taskID }

@@ -1,0 +1,335 @@
+package workflows
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	enumspb "go.temporal.io/api/enums/v1"
+	"go.temporal.io/api/serviceerror"
+	workflowpb "go.temporal.io/api/workflow/v1"
+	"go.temporal.io/api/workflowservice/v1"
+	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/converter"
+	"go.temporal.io/sdk/temporal"
+
+	"github.com/ampflow/ampflow/amp"
+	"github.com/ampflow/ampflow/workflows/task"
+)
+
+// Client is the typed way in to task workflows, shared by the CLI, the
+// HTTP API and the chat integrations. Its errors are *task.Error.
+type Client struct {
+	Temporal  client.Client
+	TaskQueue string
+	// Policy is given to new tasks that bring none of their own.
+	Policy task.Policy
+	// Wait bounds how long an update waits for a worker; zero means 15s.
+	Wait time.Duration
+}
+
+// TaskSummary is one line of a task listing.
+type TaskSummary struct {
+	TaskID      string      `json:"task_id"`
+	Status      task.Status `json:"status"`
+	Risk        string      `json:"risk_level"`
+	Repo        string      `json:"repo"`
+	RejectCount int64       `json:"reject_count"`
+	StartedAt   time.Time   `json:"started_at"`
+	Running     bool        `json:"running"`
+}
+
+func (c *Client) wait() time.Duration {
+	if c.Wait > 0 {
+		return c.Wait
+	}
+	return 15 * time.Second
+}
+
+// Start starts a task workflow; the task id must be free.
+func (c *Client) Start(ctx context.Context, in task.Input) error {
+	if err := checkTaskID(in.TaskID); err != nil {
+		return err
+	}
+	if in.Policy.MaxRejects == 0 {
+		in.Policy = c.Policy
+	}
+	_, err := c.Temporal.ExecuteWorkflow(ctx, client.StartWorkflowOptions{
+		ID:                       task.WorkflowID(in.TaskID),
+		TaskQueue:                c.TaskQueue,
+		WorkflowIDReusePolicy:    enumspb.WORKFLOW_ID_REUSE_POLICY_REJECT_DUPLICATE,
+		WorkflowIDConflictPolicy: enumspb.WORKFLOW_ID_CONFLICT_POLICY_FAIL,
+		TypedSearchAttributes: temporal.NewSearchAttributes(
+			task.AttrStatus.ValueSet(string(task.StatusAwaitingApproval)),
+			task.AttrRisk.ValueSet(string(in.Plan.RiskLevel)),
+			task.AttrRejectCount.ValueSet(0),
+			task.AttrRepo.ValueSet(in.Plan.Repo),
+		),
+	}, task.WorkflowType, in)
+	if err != nil {
+		var started *serviceerror.WorkflowExecutionAlreadyStarted
+		if errors.As(err, &started) {
+			return &task.Error{Code: task.CodeConflict, Message: fmt.Sprintf("task id %s is taken", in.TaskID), Err: err}
+		}
+		return c.wrap(err, "starting task "+in.TaskID)
+	}
+	return nil
+}
+
+// StartNext starts a task under the next free id of the year, retrying
+// on a clash with a concurrent start, and returns the id.
+func (c *Client) StartNext(ctx context.Context, in task.Input, year int) (string, error) {
+	n, err := c.highestNumber(ctx, year)
+	if err != nil {
+		return "", err
+	}
+	for range 1000 {
+		n++
+		in.TaskID = fmt.Sprintf("T-%04d-%03d", year, n)
+		err := c.Start(ctx, in)
+		if task.ErrorCode(err) == task.CodeConflict {
+			continue
+		}
+		return in.TaskID, err
+	}
+	return "", task.Errorf(task.CodeConflict, "no free task id found for %d", year)
+}
+
+// highestNumber is the largest NNN among the year's task ids in visibility.
+func (c *Client) highestNumber(ctx context.Context, year int) (int, error) {
+	prefix := fmt.Sprintf("T-%04d-", year)
+	q := fmt.Sprintf("WorkflowType = '%s' AND WorkflowId STARTS_WITH '%s'", task.WorkflowType, prefix)
+	best := 0
+	var token []byte
+	for {
+		resp, err := c.Temporal.ListWorkflow(ctx, &workflowservice.ListWorkflowExecutionsRequest{Query: q, NextPageToken: token})
+		if err != nil {
+			return 0, c.wrap(err, "listing task ids")
+		}
+		for _, e := range resp.Executions {
+			if n, err := strconv.Atoi(strings.TrimPrefix(e.Execution.WorkflowId, prefix)); err == nil && n > best {
+				best = n
+			}
+		}
+		token = resp.NextPageToken
+		if len(token) == 0 {
+			return best, nil
+		}
+	}
+}
+
+func checkTaskID(id string) error {
+	if !task.ValidID(id) {
+		return &task.Error{Code: task.CodeInvalid, Message: fmt.Sprintf("task_id: %q is not T-YYYY-NNN", id),
+			Fields: []task.FieldError{{Path: "task_id", Problem: "must be T-YYYY-NNN"}}}
+	}
+	return nil
+}
+
+// InvalidRecord turns amp's parse error into a task.Error naming the fields.
+func InvalidRecord(err error) *task.Error {
+	e := &task.Error{Code: task.CodeInvalid, Message: err.Error(), Err: err}
+	var ve *amp.ValidationError
+	var se *amp.SyntaxError
+	switch {
+	case errors.As(err, &ve):
+		for _, f := range ve.Fields {
+			e.Fields = append(e.Fields, task.FieldError{Path: f.Path, Problem: f.Problem})
+		}
+		e.Message = "invalid AMP message: " + strings.ReplaceAll(ve.Error(), "\n", "; ")
+	case errors.As(err, &se):
+		e.Fields = []task.FieldError{{Path: amp.RootPath, Problem: se.Error()}}
+	}
+	return e
+}
+
+// Submit hands an agent's message or ACK record to its task. The msg_id
+// is the update ID, so a retried send has one effect.
+func (c *Client) Submit(ctx context.Context, raw []byte) (task.SubmitResult, error) {
+	rec, err := amp.ParseRecord(raw)
+	if err != nil {
+		return task.SubmitResult{}, InvalidRecord(err)
+	}
+	taskID := ""
+	if rec.Ack != nil {
+		taskID = rec.Ack.TaskID
+	} else {
+		taskID = rec.Message.TaskID
+	}
+	var out task.SubmitResult
+	err = c.update(ctx, taskID, task.UpdateSubmit, rec.ID(), task.SubmitInput{Raw: json.RawMessage(raw)}, &out)
+	return out, err
+}
+
+// Decide applies an admin's choice.
+func (c *Client) Decide(ctx context.Context, taskID string, in task.DecideInput) (task.DecideResult, error) {
+	var out task.DecideResult
+	err := c.update(ctx, taskID, task.UpdateDecide, "", in, &out)
+	return out, err
+}
+
+// Cancel ends a task at a coordinator's request.
+func (c *Client) Cancel(ctx context.Context, taskID string, in task.CancelInput) (task.ChangeResult, error) {
+	var out task.ChangeResult
+	err := c.update(ctx, taskID, task.UpdateCancel, "", in, &out)
+	return out, err
+}
+
+// Replan replaces a task's remaining subtasks.
+func (c *Client) Replan(ctx context.Context, taskID string, in task.ReplanInput) (task.ChangeResult, error) {
+	var out task.ChangeResult
+	err := c.update(ctx, taskID, task.UpdateReplan, "", in, &out)
+	return out, err
+}
+
+// Heartbeat passes an agent's sign of life to its task.
+func (c *Client) Heartbeat(ctx context.Context, taskID string, in task.HeartbeatInput) error {
+	if err := checkTaskID(taskID); err != nil {
+		return err
+	}
+	err := c.Temporal.SignalWorkflow(ctx, task.WorkflowID(taskID), "", task.SignalHeartbeat, in)
+	return c.wrap(err, "sending a heartbeat to "+taskID)
+}
+
+// State asks a task for its state; finished tasks answer too.
+func (c *Client) State(ctx context.Context, taskID string) (task.State, error) {
+	var st task.State
+	if err := checkTaskID(taskID); err != nil {
+		return st, err
+	}
+	ctx, cancel := context.WithTimeout(ctx, c.wait())
+	defer cancel()
+	v, err := c.Temporal.QueryWorkflow(ctx, task.WorkflowID(taskID), "", task.QueryState)
+	if err != nil {
+		return st, c.wrap(err, "reading task "+taskID)
+	}
+	if err := v.Get(&st); err != nil {
+		return st, fmt.Errorf("decoding state of task %s: %w", taskID, err)
+	}
+	return st, nil
+}
+
+// List returns tasks, newest first, optionally only those in a status.
+func (c *Client) List(ctx context.Context, status task.Status, limit int) ([]TaskSummary, error) {
+	q := fmt.Sprintf("WorkflowType = '%s'", task.WorkflowType)
+	if status != "" {
+		if !status.Valid() {
+			return nil, &task.Error{Code: task.CodeInvalid, Message: fmt.Sprintf("status: unknown status %q", status),
+				Fields: []task.FieldError{{Path: "status", Problem: "unknown status"}}}
+		}
+		q += fmt.Sprintf(" AND AmpStatus = '%s'", status)
+	}
+	var out []TaskSummary
+	var token []byte
+	for {
+		resp, err := c.Temporal.ListWorkflow(ctx, &workflowservice.ListWorkflowExecutionsRequest{Query: q, NextPageToken: token})
+		if err != nil {
+			return nil, c.wrap(err, "listing tasks")
+		}
+		for _, e := range resp.Executions {
+			out = append(out, summarize(e))
+			if limit > 0 && len(out) >= limit {
+				return out, nil
+			}
+		}
+		token = resp.NextPageToken
+		if len(token) == 0 {
+			return out, nil
+		}
+	}
+}
+
+// update runs an update to completion and maps its refusal.
+func (c *Client) update(ctx context.Context, taskID, name, id string, arg, out any) error {
+	if err := checkTaskID(taskID); err != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(ctx, c.wait())
+	defer cancel()
+	h, err := c.Temporal.UpdateWorkflow(ctx, client.UpdateWorkflowOptions{
+		WorkflowID:   task.WorkflowID(taskID),
+		UpdateName:   name,
+		UpdateID:     id,
+		Args:         []any{arg},
+		WaitForStage: client.WorkflowUpdateStageCompleted,
+	})
+	if err == nil {
+		err = h.Get(ctx, out)
+	}
+	return c.wrap(err, fmt.Sprintf("%s on task %s", name, taskID))
+}
+
+// wrap turns Temporal's errors into task.Errors a user can read.
+func (c *Client) wrap(err error, op string) error {
+	if err == nil {
+		return nil
+	}
+	var te *task.Error
+	if errors.As(err, &te) {
+		return err
+	}
+	var app *temporal.ApplicationError
+	if errors.As(err, &app) {
+		msg := app.Message()
+		e := &task.Error{Code: task.CodeOfType(app.Type()), Message: msg, Err: err}
+		if e.Code == task.CodeInvalid {
+			e.Fields = task.ParseFieldLines(strings.ReplaceAll(strings.TrimPrefix(msg, "invalid AMP record: "), "; ", "\n"))
+		}
+		return e
+	}
+	var nf *serviceerror.NotFound
+	if errors.As(err, &nf) {
+		return &task.Error{Code: task.CodeNotFound, Message: op + ": no such task", Err: err}
+	}
+	if errors.Is(err, context.DeadlineExceeded) || isDeadline(err) {
+		return &task.Error{Code: task.CodeUnavailable, Err: err, Message: fmt.Sprintf(
+			"%s: no answer within %s: is an ampflow worker running on task queue %q?", op, c.wait(), c.TaskQueue)}
+	}
+	var un *serviceerror.Unavailable
+	if errors.As(err, &un) {
+		return &task.Error{Code: task.CodeUnavailable, Message: op + ": Temporal is unavailable: " + un.Error(), Err: err}
+	}
+	return &task.Error{Code: task.CodeInternal, Message: op + ": " + err.Error(), Err: err}
+}
+
+func isDeadline(err error) bool {
+	var de *serviceerror.DeadlineExceeded
+	var ce *serviceerror.Canceled
+	return errors.As(err, &de) || errors.As(err, &ce)
+}
+
+func summarize(e *workflowpb.WorkflowExecutionInfo) TaskSummary {
+	s := TaskSummary{
+		TaskID:  e.GetExecution().GetWorkflowId(),
+		Running: e.GetStatus() == enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING,
+	}
+	if t := e.GetStartTime(); t != nil {
+		s.StartedAt = t.AsTime()
+	}
+	sa := e.GetSearchAttributes().GetIndexedFields()
+	dc := converter.GetDefaultDataConverter()
+	var str string
+	if p, ok := sa[task.AttrStatus.GetName()]; ok && dc.FromPayload(p, &str) == nil {
+		s.Status = task.Status(str)
+	}
+	if p, ok := sa[task.AttrRisk.GetName()]; ok && dc.FromPayload(p, &str) == nil {
+		s.Risk = str
+	}
+	if p, ok := sa[task.AttrRepo.GetName()]; ok && dc.FromPayload(p, &str) == nil {
+		s.Repo = str
+	}
+	var n int64
+	if p, ok := sa[task.AttrRejectCount.GetName()]; ok && dc.FromPayload(p, &n) == nil {
+		s.RejectCount = n
+	}
+	if !s.Running && !s.Status.Terminal() {
+		// The workflow ended without saying so (failed or was terminated
+		// from Temporal itself).
+		s.Status = task.StatusTerminated
+	}
+	return s
+}

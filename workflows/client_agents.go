@@ -1,0 +1,126 @@
+package workflows
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"time"
+
+	"github.com/ampflow/ampflow/amp"
+	"github.com/ampflow/ampflow/workflows/task"
+)
+
+// Tasks is what the entry points (CLI, HTTP API, chat) need of task
+// workflows. *Client implements it; tests use fakes.
+type Tasks interface {
+	Start(ctx context.Context, in task.Input) error
+	StartNext(ctx context.Context, in task.Input, year int) (string, error)
+	Submit(ctx context.Context, raw []byte) (task.SubmitResult, error)
+	Ack(ctx context.Context, msgID string, as amp.Role) (task.SubmitResult, error)
+	Decide(ctx context.Context, taskID string, in task.DecideInput) (task.DecideResult, error)
+	Cancel(ctx context.Context, taskID string, in task.CancelInput) (task.ChangeResult, error)
+	Replan(ctx context.Context, taskID string, in task.ReplanInput) (task.ChangeResult, error)
+	Heartbeat(ctx context.Context, taskID string, in task.HeartbeatInput) error
+	State(ctx context.Context, taskID string) (task.State, error)
+	List(ctx context.Context, status task.Status, limit int) ([]TaskSummary, error)
+	Inbox(ctx context.Context, role amp.Role) ([]amp.Message, error)
+	Pending(ctx context.Context) ([]task.Decision, error)
+}
+
+var _ Tasks = (*Client)(nil)
+
+// running lists the tasks that have not ended.
+func (c *Client) running(ctx context.Context) ([]TaskSummary, error) {
+	all, err := c.List(ctx, "", 0)
+	if err != nil {
+		return nil, err
+	}
+	var out []TaskSummary
+	for _, s := range all {
+		if s.Running {
+			out = append(out, s)
+		}
+	}
+	return out, nil
+}
+
+// Inbox returns the messages addressed to role that still await its ACK
+// or reply, oldest task first.
+func (c *Client) Inbox(ctx context.Context, role amp.Role) ([]amp.Message, error) {
+	if role != amp.RoleExecutor && role != amp.RoleReviewer {
+		return nil, &task.Error{Code: task.CodeInvalid, Message: fmt.Sprintf("role: %q has no inbox; use executor or reviewer", role),
+			Fields: []task.FieldError{{Path: "role", Problem: "must be executor or reviewer"}}}
+	}
+	tasks, err := c.running(ctx)
+	if err != nil {
+		return nil, err
+	}
+	out := []amp.Message{}
+	for i := len(tasks) - 1; i >= 0; i-- {
+		switch tasks[i].Status {
+		case task.StatusDispatched, task.StatusInProgress, task.StatusInReview:
+		default:
+			continue
+		}
+		st, err := c.State(ctx, tasks[i].TaskID)
+		if task.ErrorCode(err) == task.CodeNotFound {
+			continue
+		}
+		if err != nil {
+			return nil, err
+		}
+		for _, m := range st.Outbox {
+			if m.To == role {
+				out = append(out, m)
+			}
+		}
+	}
+	return out, nil
+}
+
+// Pending returns the open decisions of all running tasks.
+func (c *Client) Pending(ctx context.Context) ([]task.Decision, error) {
+	tasks, err := c.running(ctx)
+	if err != nil {
+		return nil, err
+	}
+	out := []task.Decision{}
+	for i := len(tasks) - 1; i >= 0; i-- {
+		st, err := c.State(ctx, tasks[i].TaskID)
+		if task.ErrorCode(err) == task.CodeNotFound {
+			continue
+		}
+		if err != nil {
+			return nil, err
+		}
+		if st.Pending != nil {
+			out = append(out, *st.Pending)
+		}
+	}
+	return out, nil
+}
+
+// Ack writes role's ACK of a message waiting in its task's outbox.
+func (c *Client) Ack(ctx context.Context, msgID string, as amp.Role) (task.SubmitResult, error) {
+	_, taskID, ok := amp.ParseMsgID(msgID)
+	if !ok {
+		return task.SubmitResult{}, &task.Error{Code: task.CodeInvalid, Message: fmt.Sprintf("msg_id: %q is not {type}-{task_id}-{unix_ms}", msgID),
+			Fields: []task.FieldError{{Path: "msg_id", Problem: "malformed"}}}
+	}
+	st, err := c.State(ctx, taskID)
+	if err != nil {
+		return task.SubmitResult{}, err
+	}
+	for _, m := range st.Outbox {
+		if m.MsgID != msgID {
+			continue
+		}
+		a := amp.NewAck(as, m, time.Now())
+		raw, err := json.Marshal(a)
+		if err != nil {
+			return task.SubmitResult{}, fmt.Errorf("encoding ACK of %s: %w", msgID, err)
+		}
+		return c.Submit(ctx, raw)
+	}
+	return task.SubmitResult{}, task.Errorf(task.CodeUnexpected, "no message %s awaits an ACK in task %s", msgID, taskID)
+}

@@ -1,0 +1,91 @@
+package task
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+)
+
+// Code classifies an error that reaches a user; the HTTP API maps each
+// code to a status in one table.
+type Code string
+
+// Error codes.
+const (
+	CodeInvalid     Code = "invalid"     // the input is malformed; Fields names what
+	CodeNotFound    Code = "not_found"   // no such task or record
+	CodeUnexpected  Code = "unexpected"  // valid, but not what the task expects now
+	CodeSuspended   Code = "suspended"   // the task waits for an admin
+	CodeConflict    Code = "conflict"    // already decided, msg_id reused, task id taken
+	CodeForbidden   Code = "forbidden"   // not allowed for this caller
+	CodeFinished    Code = "finished"    // the task is done or terminated
+	CodeUnavailable Code = "unavailable" // Temporal or the worker did not answer
+	CodeInternal    Code = "internal"
+)
+
+// Error is an error with a code and a plain message. Fields lists the
+// failing field paths of invalid input.
+type Error struct {
+	Code    Code
+	Message string
+	Fields  []FieldError
+	Err     error
+}
+
+// FieldError names one failing field.
+type FieldError struct {
+	Path    string `json:"path"`
+	Problem string `json:"problem"`
+}
+
+func (e *Error) Error() string { return e.Message }
+
+// Unwrap returns the cause.
+func (e *Error) Unwrap() error { return e.Err }
+
+// Errorf returns an *Error with a formatted message.
+func Errorf(code Code, format string, args ...any) *Error {
+	return &Error{Code: code, Message: fmt.Sprintf(format, args...)}
+}
+
+// ErrorCode returns the code of err, CodeInternal for an unclassified one.
+func ErrorCode(err error) Code {
+	var e *Error
+	if errors.As(err, &e) {
+		return e.Code
+	}
+	return CodeInternal
+}
+
+// CodeOfType maps the workflow's refusal types to codes.
+func CodeOfType(errType string) Code {
+	switch errType {
+	case ErrInvalid:
+		return CodeInvalid
+	case ErrUnexpected, ErrStaleDecision:
+		return CodeUnexpected
+	case ErrSuspended:
+		return CodeSuspended
+	case ErrConflict, ErrDecided:
+		return CodeConflict
+	case ErrNotAdmin:
+		return CodeForbidden
+	case ErrFinished:
+		return CodeFinished
+	}
+	return CodeInternal
+}
+
+// ParseFieldLines reads "path: problem" lines, the form amp's validation
+// errors take, back into fields.
+func ParseFieldLines(msg string) []FieldError {
+	var out []FieldError
+	for _, line := range strings.Split(msg, "\n") {
+		path, problem, ok := strings.Cut(strings.TrimSpace(line), ": ")
+		if !ok || strings.ContainsAny(path, " ") {
+			continue
+		}
+		out = append(out, FieldError{Path: path, Problem: problem})
+	}
+	return out
+}
