@@ -273,3 +273,22 @@ func diffSum(files []string, added, removed int) amp.DiffSummary {
 }
 
 func claimedOf(f featureSum) amp.DiffSummary { return diffSum(f.files, f.added, f.remov) }
+
+func TestCheckResultTrunkDefault(t *testing.T) {
+	repo := newRepo(t, "trunk")
+	gitT(t, repo, "checkout", "-q", "-b", "feature/z")
+	head := commitFiles(t, repo, "z", map[string]string{"z.txt": "z\n"})
+	in := CheckResultInput{TaskID: "T-2026-009", MsgID: "task_result-T-2026-009-1", Repo: repo, Branch: "feature/z",
+		DefaultBranch: "trunk", Claimed: diffSum([]string{"z.txt"}, 1, 0)}
+	out, err := (&Git{}).CheckResult(context.Background(), in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if out.Commit != head || out.Violation != "" || len(out.Mismatches) != 0 {
+		t.Errorf("with the default branch from CheckBranch: %+v", out)
+	}
+	in.Commit = gitT(t, repo, "rev-parse", "trunk")
+	if out, err = (&Git{}).CheckResult(context.Background(), in); err != nil || !strings.Contains(out.Violation, "protected branch trunk") {
+		t.Errorf("a commit on trunk: %+v, %v", out, err)
+	}
+}

@@ -165,7 +165,6 @@ func (s *Store) Record(ctx context.Context, in RecordInput) (RecordResult, error
 		}
 	}
 
-	changed := false
 	if len(toWrite) > 0 {
 		dir := filepath.Join(s.taskDir(in.TaskID), "messages")
 		if err := os.MkdirAll(dir, 0o755); err != nil {
@@ -189,7 +188,6 @@ func (s *Store) Record(ctx context.Context, in RecordInput) (RecordResult, error
 		if err := syncDir(dir); err != nil {
 			return RecordResult{}, fmt.Errorf("writing records of task %s: %w", in.TaskID, err)
 		}
-		changed = true
 	}
 	if len(toIndex) > 0 {
 		if err := s.appendIndex(in.TaskID, t, toIndex); err != nil {
@@ -197,15 +195,13 @@ func (s *Store) Record(ctx context.Context, in RecordInput) (RecordResult, error
 		}
 	}
 	if len(in.Task) > 0 {
-		wrote, err := s.writeTask(in.TaskID, in.Task)
-		if err != nil {
+		if err := s.writeTask(in.TaskID, in.Task); err != nil {
 			return RecordResult{}, err
 		}
-		changed = changed || wrote
 	}
 	if s.git != nil {
 		msg := commitMessage(in)
-		if err := s.git.commit(ctx, msg, changed, s.taskDir(in.TaskID)); err != nil {
+		if err := s.git.commit(ctx, msg, s.taskDir(in.TaskID)); err != nil {
 			return RecordResult{Written: len(toWrite)}, fmt.Errorf("committing task %s: %w", in.TaskID, err)
 		}
 	}
@@ -244,23 +240,23 @@ func readRecord(path string) (StoredRecord, error) {
 }
 
 // writeTask replaces task.json when its content changed.
-func (s *Store) writeTask(taskID string, state json.RawMessage) (bool, error) {
+func (s *Store) writeTask(taskID string, state json.RawMessage) error {
 	var buf bytes.Buffer
 	if err := json.Indent(&buf, state, "", "  "); err != nil {
-		return false, fmt.Errorf("encoding state of task %s: %w", taskID, err)
+		return fmt.Errorf("encoding state of task %s: %w", taskID, err)
 	}
 	buf.WriteByte('\n')
 	path := filepath.Join(s.taskDir(taskID), "task.json")
 	if old, err := os.ReadFile(path); err == nil && bytes.Equal(old, buf.Bytes()) {
-		return false, nil
+		return nil
 	}
 	if err := os.MkdirAll(s.taskDir(taskID), 0o755); err != nil {
-		return false, fmt.Errorf("writing state of task %s: %w", taskID, err)
+		return fmt.Errorf("writing state of task %s: %w", taskID, err)
 	}
 	if err := writeAtomic(path, buf.Bytes(), true); err != nil {
-		return false, fmt.Errorf("writing state of task %s: %w", taskID, err)
+		return fmt.Errorf("writing state of task %s: %w", taskID, err)
 	}
-	return true, nil
+	return nil
 }
 
 // writeAtomic replaces path with data: a temporary file in the same

@@ -28,7 +28,7 @@ func (s *Store) WriteDiff(taskID, msgID string, diff []byte) (string, error) {
 	}
 	if s.git != nil {
 		msg := fmt.Sprintf("ssot: diff %s (%s)", msgID, taskID)
-		if err := s.git.commit(context.Background(), msg, true, path); err != nil {
+		if err := s.git.commit(context.Background(), msg, path); err != nil {
 			return "", fmt.Errorf("committing diff %s of task %s: %w", msgID, taskID, err)
 		}
 	}
@@ -80,7 +80,7 @@ func (s *Store) saveCI(taskID string, run ciRun) error {
 	}
 	if s.git != nil {
 		msg := fmt.Sprintf("ssot: ci %s %s (%s)", run.Result.State, short(run.Commit), taskID)
-		if err := s.git.commit(context.Background(), msg, true, path, s.ciLogPath(taskID, run.Commit)); err != nil {
+		if err := s.git.commit(context.Background(), msg, path, s.ciLogPath(taskID, run.Commit)); err != nil {
 			return fmt.Errorf("committing CI result of %s in task %s: %w", run.Commit, taskID, err)
 		}
 	}

@@ -65,7 +65,7 @@ func (g *ssotGit) run(ctx context.Context, args ...string) ([]byte, error) {
 // HEAD. It runs even when nothing was written now, so a commit that failed
 // after its files were written is made on the retry. It is not cancelled
 // with ctx: a killed git leaves index.lock behind.
-func (g *ssotGit) commit(ctx context.Context, msg string, changed bool, paths ...string) error {
+func (g *ssotGit) commit(ctx context.Context, msg string, paths ...string) error {
 	ctx = context.WithoutCancel(ctx)
 	rel := make([]string, len(paths))
 	for i, p := range paths {

@@ -147,7 +147,7 @@ func (s *Store) AppendError(e ErrorEntry) error {
 	}
 	if s.git != nil {
 		msg := fmt.Sprintf("ssot: error from %s", e.Source)
-		if err := s.git.commit(context.Background(), msg, true, filepath.Join(s.root, "errors.jsonl")); err != nil {
+		if err := s.git.commit(context.Background(), msg, filepath.Join(s.root, "errors.jsonl")); err != nil {
 			return fmt.Errorf("committing error entry from %s: %w", e.Source, err)
 		}
 	}
