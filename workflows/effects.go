@@ -176,6 +176,12 @@ func (t *taskRun) drain(ctx workflow.Context) error {
 // hands it to its recipient without waiting for delivery: a command-mode
 // agent runs inside the delivery, and its reply comes back as an update.
 func (t *taskRun) send(ctx workflow.Context, m amp.Message) error {
+	if err := m.Validate(); err != nil {
+		// A bug or a plan the checks let through: say so, send anyway so
+		// the agent's own parser has the last word.
+		t.LastError = fmt.Sprintf("ampflow built an invalid %s: %v", m.Type, err)
+		t.log.Error("built an invalid message", "msg_id", m.MsgID, "error", err)
+	}
 	t.recordMessage(ctx, m)
 	if m.RequiresAck {
 		t.Outbox = append(t.Outbox, m)

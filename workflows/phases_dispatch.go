@@ -244,7 +244,7 @@ func (t *taskRun) takeResult(ctx workflow.Context) (phase, error) {
 	actx := workflow.WithActivityOptions(ctx, gitOptions())
 	err := workflow.ExecuteActivity(actx, acts.CheckResult, activities.CheckResultInput{
 		TaskID: t.In.TaskID, MsgID: res.MsgID, Repo: t.In.Plan.Repo, Branch: t.In.Plan.Branch,
-		Commit: r.CommitHash, Claimed: r.DiffSummary,
+		Commit: r.CommitHash, Claimed: r.DiffSummary, DefaultBranch: t.Default,
 	}).Get(ctx, &out)
 	if err != nil {
 		t.LastError = "checking the result against git: " + errMessage(err)

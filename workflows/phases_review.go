@@ -121,18 +121,27 @@ func (t *taskRun) requestReview(ctx workflow.Context) (phase, error) {
 	if t.RejectCount >= 2 {
 		notes = append(notes, fmt.Sprintf("Lock is approaching: reject_count is %d; the hallucination lock closes after %d rejections.", t.RejectCount, t.In.Policy.MaxRejects))
 	}
+	diffURL := t.DiffURL
+	if diffURL == "" {
+		diffURL = fmt.Sprintf("git diff %s...%s (in %s)", t.Default, shortHash(t.Result.Result().CommitHash), t.In.Plan.Repo)
+	}
+	if t.CI != nil && t.CI.State == activities.CIFailed {
+		notes = append(notes, "CI is failing ("+strings.Join(t.CI.Failing, ", ")+"); an admin chose to review without it.")
+	}
 	p := &amp.ReviewRequest{
 		OriginalDispatchRef: t.DispatchID,
 		TaskResultRef:       t.Result.MsgID,
 		ReviewScope:         scope,
-		DiffURL:             t.DiffURL,
+		DiffURL:             diffURL,
 		RejectCount:         t.RejectCount,
 		CoordinatorNotes:    strings.Join(notes, "\n"),
 	}
-	if t.CI != nil {
+	if t.CI != nil && t.CI.State != activities.CIFailed {
 		p.CIStatus = map[string]any{"state": string(t.CI.State), "last_updated": workflow.Now(ctx).UTC().Format(time.RFC3339)}
 		for name, s := range t.CI.Checks {
-			p.CIStatus[name] = s
+			if s != "failed" {
+				p.CIStatus[name] = s
+			}
 		}
 	}
 	m := amp.NewMessage(amp.RoleCoordinator, amp.RoleReviewer, t.In.TaskID, t.newTime(ctx, amp.TypeReviewRequest), p)
