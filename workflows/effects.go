@@ -92,7 +92,7 @@ func (t *taskRun) record(id string, kind activities.RecordKind, body any) {
 		t.log.Error("encoding SSOT record", "id", id, "error", err)
 		return
 	}
-	t.Records = append(t.Records, activities.RecordEntry{ID: id, Kind: kind, Body: b})
+	t.Records = append(t.Records, activities.RecordEntry{ID: id, Kind: kind, Body: b, RecordedAt: t.UpdatedAt})
 }
 
 // recordMessage queues an outgoing or accepted message for the SSOT and
@@ -101,8 +101,8 @@ func (t *taskRun) recordMessage(ctx workflow.Context, m amp.Message) {
 	b, _ := json.Marshal(m)
 	t.Seen[m.MsgID] = digest(b)
 	t.MsgIDs = append(t.MsgIDs, m.MsgID)
-	t.Records = append(t.Records, activities.RecordEntry{ID: m.MsgID, Kind: activities.KindMessage, Body: b})
 	t.addTimeline(ctx, task.TimelineEntry{Kind: "message", MsgID: m.MsgID, Type: string(m.Type), From: string(m.From), To: string(m.To)})
+	t.Records = append(t.Records, activities.RecordEntry{ID: m.MsgID, Kind: activities.KindMessage, Body: b, RecordedAt: t.UpdatedAt})
 }
 
 // snapshot queues the task's current state for task.json.
