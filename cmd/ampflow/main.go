@@ -7,6 +7,8 @@ import (
 	"os/signal"
 	"syscall"
 
+	"github.com/spf13/cobra"
+
 	"github.com/ampflow/ampflow/cmd/ampflow/cli"
 )
 
@@ -18,6 +20,7 @@ func main() {
 		Stdout:    os.Stdout,
 		Stderr:    os.Stderr,
 		LookupEnv: os.LookupEnv,
+		Extra:     []func(*cli.App) *cobra.Command{devCommand, workerCommand},
 	})
 	stop()
 	os.Exit(code)

@@ -1,0 +1,125 @@
+package main
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/ampflow/ampflow/cmd/ampflow/cli"
+	"github.com/ampflow/ampflow/workers"
+	"github.com/ampflow/ampflow/workers/devserver"
+)
+
+// devCommand runs everything in one process on an embedded Temporal
+// server. It lives here, not in package cli, because it links the server.
+func devCommand(a *cli.App) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "dev",
+		Short: "Run ampflow on one machine: embedded Temporal (SQLite), Web UI, worker and HTTP API",
+		Long: `Run ampflow on one machine, with no Docker and no network beyond loopback:
+an embedded Temporal server keeping its state in DATA_DIR/temporal.db (SQLite),
+the Temporal Web UI, the ampflow worker, the HTTP API, and the Slack and
+Telegram integrations when they are configured. Tasks survive a restart on
+the same data dir. Stop with Ctrl-C.`,
+		Example: `  ampflow dev
+  ampflow dev --data-dir /tmp/amp --ui-port 0 --http-addr 127.0.0.1:8080`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			cfg, err := a.Config()
+			if err != nil {
+				return err
+			}
+			log := a.Logger(cfg)
+			began := time.Now()
+			srv, err := devserver.Start(cmd.Context(), devserver.Options{
+				DataDir:          cfg.DataDir,
+				Port:             cfg.Dev.TemporalPort,
+				UIPort:           cfg.Dev.UIPort,
+				Namespace:        cfg.Temporal.Namespace,
+				SearchAttributes: workers.SearchAttributes(),
+				Logger:           log,
+			})
+			if err != nil {
+				return cli.Exit(cli.ExitFailed, err)
+			}
+			defer func() {
+				if err := srv.Stop(); err != nil {
+					log.Warn("stopping the dev server", "error", err)
+				}
+			}()
+			cfg.Temporal.Address = srv.FrontendAddr()
+			fmt.Fprintf(a.Stdout, "%-10s %s (data in %s)\n", "temporal", srv.FrontendAddr(), cfg.DataDir)
+			if ui := srv.UIAddr(); ui != "" {
+				fmt.Fprintf(a.Stdout, "%-10s http://%s\n", "web ui", ui)
+			}
+			c, err := workers.Dial(cmd.Context(), cfg.Temporal, log, nil, 10*time.Second)
+			if err != nil {
+				return cli.Exit(cli.ExitFailed, err)
+			}
+			defer c.Close()
+			err = workers.Run(cmd.Context(), workers.Options{Config: cfg, Temporal: c, Logger: log,
+				Endpoint: func(name, addr string) {
+					fmt.Fprintf(a.Stdout, "%-10s %s\n", name, addr)
+					if name == "worker" {
+						fmt.Fprintf(a.Stdout, "ready in %s; Ctrl-C to stop\n", time.Since(began).Round(10*time.Millisecond))
+					}
+				}})
+			if err != nil {
+				return cli.Exit(cli.ExitFailed, err)
+			}
+			return nil
+		},
+	}
+	f := cmd.Flags()
+	f.String("data-dir", "", "keep Temporal's database and the SSOT in `DIR` (default ./.ampflow)")
+	f.String("http-addr", "", "serve the HTTP API on `ADDR` (default 127.0.0.1:7480)")
+	f.Int("temporal-port", 0, "Temporal frontend `PORT` on 127.0.0.1 (default 7233; 0 in config picks a free port)")
+	f.Int("ui-port", 0, "Temporal Web UI `PORT` (default 8233; 0 turns it off)")
+	bind(a, cmd, map[string]string{"data-dir": "data_dir", "http-addr": "http.addr", "temporal-port": "dev.temporal_port", "ui-port": "dev.ui_port"})
+	return cmd
+}
+
+// workerCommand runs the worker against a Temporal cluster.
+func workerCommand(a *cli.App) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "worker",
+		Short: "Run the ampflow worker, HTTP API and chat integrations against a Temporal cluster",
+		Long: `Run the ampflow worker against temporal.address / temporal.namespace
+(TLS and API key from config), with the HTTP API and the chat integrations.
+The namespace must have ampflow's search attributes: AmpStatus and AmpRisk
+and AmpRepo (Keyword), AmpRejectCount (Int).`,
+		Example: `  AMPFLOW_TEMPORAL_ADDRESS=temporal:7233 ampflow worker`,
+		Args:    cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			cfg, err := a.Config()
+			if err != nil {
+				return err
+			}
+			log := a.Logger(cfg)
+			c, err := workers.Dial(cmd.Context(), cfg.Temporal, log, nil, 30*time.Second)
+			if err != nil {
+				return cli.Exit(cli.ExitFailed, err)
+			}
+			defer c.Close()
+			fmt.Fprintf(a.Stdout, "%-10s %s (namespace %s)\n", "temporal", cfg.Temporal.Address, cfg.Temporal.Namespace)
+			err = workers.Run(cmd.Context(), workers.Options{Config: cfg, Temporal: c, Logger: log,
+				Endpoint: func(name, addr string) { fmt.Fprintf(a.Stdout, "%-10s %s\n", name, addr) }})
+			if err != nil {
+				return cli.Exit(cli.ExitFailed, err)
+			}
+			return nil
+		},
+	}
+	cmd.Flags().String("http-addr", "", "serve the HTTP API on `ADDR` (default 127.0.0.1:7480)")
+	bind(a, cmd, map[string]string{"http-addr": "http.addr"})
+	return cmd
+}
+
+// bind makes flags the top layer of the configuration keys they name.
+func bind(a *cli.App, cmd *cobra.Command, keys map[string]string) {
+	for flag, key := range keys {
+		// The flags exist; binding cannot fail.
+		_ = a.Viper.BindPFlag(key, cmd.Flags().Lookup(flag))
+	}
+}

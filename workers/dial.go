@@ -1,0 +1,111 @@
+// Package workers wires ampflow together: the Temporal worker with its
+// activities, the HTTP API and the chat integrations, for `ampflow dev`
+// and `ampflow worker` alike.
+package workers
+
+import (
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"fmt"
+	"log/slog"
+	"os"
+	"time"
+
+	enumspb "go.temporal.io/api/enums/v1"
+	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/log"
+
+	"github.com/ampflow/ampflow/config"
+	"github.com/ampflow/ampflow/workflows/task"
+)
+
+// SearchAttributes are the custom search attributes the task workflow
+// upserts; the namespace must have them.
+func SearchAttributes() map[string]enumspb.IndexedValueType {
+	return map[string]enumspb.IndexedValueType{
+		task.AttrStatus.GetName():      enumspb.INDEXED_VALUE_TYPE_KEYWORD,
+		task.AttrRisk.GetName():        enumspb.INDEXED_VALUE_TYPE_KEYWORD,
+		task.AttrRejectCount.GetName(): enumspb.INDEXED_VALUE_TYPE_INT,
+		task.AttrRepo.GetName():        enumspb.INDEXED_VALUE_TYPE_KEYWORD,
+	}
+}
+
+// Dial connects to Temporal as configured (address, namespace, TLS, API
+// key), failing within timeout with a readable error.
+func Dial(ctx context.Context, cfg config.Temporal, logger *slog.Logger, metrics client.MetricsHandler, timeout time.Duration) (client.Client, error) {
+	opts := client.Options{
+		HostPort:       cfg.Address,
+		Namespace:      cfg.Namespace,
+		Logger:         log.NewStructuredLogger(quiet(logger)),
+		MetricsHandler: metrics,
+	}
+	if cfg.TLS.Enabled {
+		tc, err := tlsConfig(cfg.TLS)
+		if err != nil {
+			return nil, err
+		}
+		opts.ConnectionOptions.TLS = tc
+	}
+	if cfg.APIKey != "" {
+		opts.Credentials = client.NewAPIKeyStaticCredentials(cfg.APIKey)
+		if opts.ConnectionOptions.TLS == nil {
+			opts.ConnectionOptions.TLS = &tls.Config{MinVersion: tls.VersionTLS12}
+		}
+	}
+	if timeout <= 0 {
+		timeout = 10 * time.Second
+	}
+	dctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	c, err := client.DialContext(dctx, opts)
+	if err != nil {
+		return nil, fmt.Errorf("cannot reach Temporal at %s (namespace %s): %w", cfg.Address, cfg.Namespace, err)
+	}
+	return c, nil
+}
+
+// quiet passes the SDK's own logs on at warn and above only.
+func quiet(l *slog.Logger) *slog.Logger {
+	if l == nil {
+		l = slog.Default()
+	}
+	return slog.New(levelFloor{h: l.Handler(), min: slog.LevelWarn})
+}
+
+type levelFloor struct {
+	h   slog.Handler
+	min slog.Level
+}
+
+func (f levelFloor) Enabled(ctx context.Context, l slog.Level) bool {
+	return l >= f.min && f.h.Enabled(ctx, l)
+}
+func (f levelFloor) Handle(ctx context.Context, r slog.Record) error { return f.h.Handle(ctx, r) }
+func (f levelFloor) WithAttrs(a []slog.Attr) slog.Handler {
+	return levelFloor{h: f.h.WithAttrs(a), min: f.min}
+}
+func (f levelFloor) WithGroup(n string) slog.Handler { return levelFloor{h: f.h.WithGroup(n), min: f.min} }
+
+func tlsConfig(c config.TemporalTLS) (*tls.Config, error) {
+	tc := &tls.Config{MinVersion: tls.VersionTLS12, ServerName: c.ServerName}
+	if c.CertFile != "" {
+		cert, err := tls.LoadX509KeyPair(c.CertFile, c.KeyFile)
+		if err != nil {
+			return nil, fmt.Errorf("temporal.tls.cert_file: %w", err)
+		}
+		tc.Certificates = []tls.Certificate{cert}
+	}
+	if c.CAFile != "" {
+		pem, err := os.ReadFile(c.CAFile)
+		if err != nil {
+			return nil, fmt.Errorf("temporal.tls.ca_file: %w", err)
+		}
+		pool := x509.NewCertPool()
+		if !pool.AppendCertsFromPEM(pem) {
+			return nil, fmt.Errorf("temporal.tls.ca_file: no certificate in %s", c.CAFile)
+		}
+		tc.RootCAs = pool
+	}
+	return tc, nil
+}

@@ -1,0 +1,140 @@
+package workers
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"path/filepath"
+	"time"
+
+	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/worker"
+	"go.temporal.io/sdk/workflow"
+
+	"github.com/ampflow/ampflow/activities"
+	"github.com/ampflow/ampflow/config"
+	"github.com/ampflow/ampflow/workflows"
+	"github.com/ampflow/ampflow/workflows/task"
+)
+
+// Options for Run.
+type Options struct {
+	Config   config.Config
+	Temporal client.Client
+	Logger   *slog.Logger
+	// Endpoint, when set, is told each endpoint once it serves.
+	Endpoint func(name, addr string)
+}
+
+// Parts are the pieces Run builds, exposed for tests and the demo.
+type Parts struct {
+	Store      *activities.Store
+	Tasks      *workflows.Client
+	Activities *activities.Activities
+}
+
+// Build makes the parts of a runtime from the configuration.
+func Build(o Options) (*Parts, error) {
+	cfg := o.Config
+	log := o.Logger
+	if log == nil {
+		log = slog.Default()
+	}
+	dir := cfg.SSOT.Dir
+	if dir == "" {
+		dir = filepath.Join(cfg.DataDir, "ssot")
+	}
+	store, err := activities.NewStore(dir, activities.StoreOptions{
+		Commit: cfg.SSOT.Git.Commit || cfg.SSOT.Git.Push, Push: cfg.SSOT.Git.Push, Remote: cfg.SSOT.Git.Remote,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("opening the SSOT at %s: %w", dir, err)
+	}
+	git := &activities.Git{Diffs: store}
+	ci, err := activities.NewCIProvider(cfg.CI.Provider, activities.CIOptions{
+		GitHubToken:    cfg.CI.GitHub.Token,
+		GitHubBaseURL:  githubBase(cfg.CI.GitHub.APIURL),
+		Command:        cfg.CI.Command.Run,
+		CommandTimeout: cfg.CI.Command.Timeout,
+		Store:          store,
+		Git:            git,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("ci.provider: %w", err)
+	}
+	tasks := &workflows.Client{Temporal: o.Temporal, TaskQueue: cfg.Temporal.TaskQueue, Policy: workflows.NewPolicy(cfg)}
+	delivery := &activities.Delivery{
+		Executor: agentDelivery(cfg.Agents.Executor),
+		Reviewer: agentDelivery(cfg.Agents.Reviewer),
+		Submit:   tasks,
+		Log:      log,
+		Refused: func(raw []byte, reason string) {
+			if err := store.AppendError(activities.ErrorEntry{Source: "agent-command", Reason: reason, Raw: string(raw)}); err != nil {
+				log.Error("writing the error log", "error", err)
+			}
+		},
+	}
+	acts := &activities.Activities{Git: git, CI: ci, Store: store, Delivery: delivery, Log: log}
+	return &Parts{Store: store, Tasks: tasks, Activities: acts}, nil
+}
+
+// githubBase leaves the public API to the library's default.
+func githubBase(u string) string {
+	if u == "" || u == "https://api.github.com/" || u == "https://api.github.com" {
+		return ""
+	}
+	return u
+}
+
+func agentDelivery(a config.Agent) activities.AgentDelivery {
+	return activities.AgentDelivery{Mode: a.Mode, Command: a.Command, WebhookURL: a.WebhookURL, Timeout: a.Timeout}
+}
+
+// NewWorker registers the task workflow and the activities on a worker
+// of the configured task queue.
+func NewWorker(c client.Client, queue string, acts *activities.Activities) worker.Worker {
+	w := worker.New(c, queue, worker.Options{})
+	w.RegisterWorkflowWithOptions(workflows.Task, workflow.RegisterOptions{Name: task.WorkflowType})
+	w.RegisterActivity(acts)
+	return w
+}
+
+// Run runs the worker, the HTTP API and the chat integrations until ctx
+// ends, then stops them.
+func Run(ctx context.Context, o Options) error {
+	parts, err := Build(o)
+	if err != nil {
+		return err
+	}
+	log := o.Logger
+	if log == nil {
+		log = slog.Default()
+	}
+	rt, err := newRuntime(ctx, o, parts, log)
+	if err != nil {
+		return err
+	}
+	w := NewWorker(o.Temporal, o.Config.Temporal.TaskQueue, parts.Activities)
+	if err := w.Start(); err != nil {
+		rt.stop()
+		return fmt.Errorf("starting the worker on task queue %s: %w", o.Config.Temporal.TaskQueue, err)
+	}
+	if o.Endpoint != nil {
+		o.Endpoint("worker", "task queue "+o.Config.Temporal.TaskQueue)
+	}
+	errc := rt.serve(ctx)
+	select {
+	case <-ctx.Done():
+	case err = <-errc:
+	}
+	w.Stop()
+	rt.stop()
+	if errors.Is(err, context.Canceled) {
+		err = nil
+	}
+	return err
+}
+
+// stopGrace bounds a clean stop.
+const stopGrace = 5 * time.Second
