@@ -76,7 +76,7 @@ the same data dir. Stop with Ctrl-C.`,
 	f.String("http-addr", "", "serve the HTTP API on `ADDR` (default 127.0.0.1:7480)")
 	f.Int("temporal-port", 0, "Temporal frontend `PORT` on 127.0.0.1 (default 7233; 0 in config picks a free port)")
 	f.Int("ui-port", 0, "Temporal Web UI `PORT` (default 8233; 0 turns it off)")
-	bind(a, cmd, map[string]string{"data-dir": "data_dir", "http-addr": "http.addr", "temporal-port": "dev.temporal_port", "ui-port": "dev.ui_port"})
+	cmd.PreRun = bind(a, map[string]string{"data-dir": "data_dir", "http-addr": "http.addr", "temporal-port": "dev.temporal_port", "ui-port": "dev.ui_port"})
 	return cmd
 }
 
@@ -112,14 +112,18 @@ and AmpRepo (Keyword), AmpRejectCount (Int).`,
 		},
 	}
 	cmd.Flags().String("http-addr", "", "serve the HTTP API on `ADDR` (default 127.0.0.1:7480)")
-	bind(a, cmd, map[string]string{"http-addr": "http.addr"})
+	cmd.PreRun = bind(a, map[string]string{"http-addr": "http.addr"})
 	return cmd
 }
 
-// bind makes flags the top layer of the configuration keys they name.
-func bind(a *cli.App, cmd *cobra.Command, keys map[string]string) {
-	for flag, key := range keys {
-		// The flags exist; binding cannot fail.
-		_ = a.Viper.BindPFlag(key, cmd.Flags().Lookup(flag))
+// bind makes flags the top layer of the configuration keys they name. It
+// binds when the command runs: viper keeps one flag per key, and two
+// commands share keys.
+func bind(a *cli.App, keys map[string]string) func(*cobra.Command, []string) {
+	return func(cmd *cobra.Command, _ []string) {
+		for flag, key := range keys {
+			// The flags exist; binding cannot fail.
+			_ = a.Viper.BindPFlag(key, cmd.Flags().Lookup(flag))
+		}
 	}
 }
