@@ -1,0 +1,99 @@
+package httpapi
+
+import (
+	"context"
+	"crypto/sha256"
+	"crypto/subtle"
+	"net/http"
+	"slices"
+	"strings"
+
+	"github.com/ampflow/ampflow/amp"
+	"github.com/ampflow/ampflow/config"
+	"github.com/ampflow/ampflow/workflows/task"
+)
+
+// OpenName is the caller's name (the by of decisions, cancels and
+// replans) when no tokens are configured.
+const OpenName = "local"
+
+// token is a configured token, kept as a hash so that comparing is
+// constant-time whatever the presented token's length.
+type token struct {
+	sum  [sha256.Size]byte
+	role string
+	name string
+}
+
+func hashTokens(in []config.AuthToken) []token {
+	var out []token
+	for _, t := range in {
+		if t.Token == "" {
+			continue
+		}
+		out = append(out, token{sum: sha256.Sum256([]byte(t.Token)), role: t.Role, name: t.Name})
+	}
+	return out
+}
+
+// caller is who sent a request.
+type caller struct {
+	name string
+	role string
+	// open is true when no tokens are configured: the caller may act as
+	// any role.
+	open bool
+}
+
+// mayAct reports whether the caller may send as role.
+func (c caller) mayAct(role amp.Role) bool { return c.open || c.role == string(role) }
+
+type callerKey struct{}
+
+func callerOf(r *http.Request) caller {
+	c, _ := r.Context().Value(callerKey{}).(caller)
+	return c
+}
+
+// authenticate resolves the bearer token and, when roles is not empty,
+// refuses tokens of any other role.
+func (s *Server) authenticate(roles []string, next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		c, ok := s.match(r.Header.Get("Authorization"))
+		if !ok {
+			w.Header().Set("WWW-Authenticate", `Bearer realm="ampflow"`)
+			s.writeError(w, r, task.Errorf(codeUnauthenticated, "a valid Authorization: Bearer <token> header is required"))
+			return
+		}
+		if len(roles) > 0 && !c.open && !slices.Contains(roles, c.role) {
+			s.writeError(w, r, task.Errorf(task.CodeForbidden, "%s %s needs a token of role %s; %q is %s",
+				r.Method, r.URL.Path, strings.Join(roles, " or "), c.name, c.role))
+			return
+		}
+		next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), callerKey{}, c)))
+	})
+}
+
+func (s *Server) match(header string) (caller, bool) {
+	if len(s.tokens) == 0 {
+		return caller{name: OpenName, role: config.RoleAdmin, open: true}, true
+	}
+	scheme, presented, ok := strings.Cut(header, " ")
+	if !ok || !strings.EqualFold(scheme, "Bearer") {
+		return caller{}, false
+	}
+	sum := sha256.Sum256([]byte(strings.TrimSpace(presented)))
+	found := -1
+	// Every token is compared, so the time taken does not tell which one
+	// (if any) matched.
+	for i := range s.tokens {
+		if subtle.ConstantTimeCompare(sum[:], s.tokens[i].sum[:]) == 1 && found < 0 {
+			found = i
+		}
+	}
+	if found < 0 {
+		return caller{}, false
+	}
+	t := s.tokens[found]
+	return caller{name: t.name, role: t.role}, true
+}

@@ -1,0 +1,399 @@
+package httpapi
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/ampflow/ampflow/activities"
+	"github.com/ampflow/ampflow/amp"
+	"github.com/ampflow/ampflow/config"
+	"github.com/ampflow/ampflow/workflows"
+	"github.com/ampflow/ampflow/workflows/task"
+)
+
+// Tokens of the test server.
+const (
+	coordToken    = "coord-secret"
+	executorToken = "exec-secret"
+	reviewerToken = "review-secret"
+	adminToken    = "admin-secret"
+)
+
+var testTokens = []config.AuthToken{
+	{Token: coordToken, Role: config.RoleCoordinator, Name: "gemini"},
+	{Token: executorToken, Role: config.RoleExecutor, Name: "codex"},
+	{Token: reviewerToken, Role: config.RoleReviewer, Name: "claude"},
+	{Token: adminToken, Role: config.RoleAdmin, Name: "kircerta"},
+}
+
+var testNow = time.Date(2026, 2, 26, 14, 0, 0, 0, time.UTC)
+
+const validPlan = `{
+  "description": "Reconstruct the breathing engine timing",
+  "repo": "/Users/kircerta/dev/Rhylm",
+  "branch": "feature/watch-breath-v2",
+  "subtasks": [{"subtask_id": "T-2026-044-S1", "description": "Replace Timer", "estimated_lines": 60}],
+  "acceptance_criteria": ["Resume after background suspension"],
+  "risk_level": "medium"
+}`
+
+const taskResult = `{
+  "msg_id": "task_result-T-2026-044-1740581280000",
+  "protocol_version": "AMP/1.0",
+  "type": "task_result",
+  "from": "executor",
+  "to": "coordinator",
+  "task_id": "T-2026-044",
+  "timestamp": "2026-02-26T14:48:00+00:00",
+  "requires_ack": true,
+  "ack_timeout_sec": 120,
+  "payload": {
+    "subtask_id": "T-2026-044-S1",
+    "completion_status": "complete",
+    "diff_summary": {"files_changed": ["BreathEngine.swift"], "lines_added": 68, "lines_removed": 24},
+    "self_assessment": {"criteria_met": [true], "notes": ["verified in the simulator"]},
+    "work_log": [{"timestamp": "2026-02-26T14:28:00Z", "action": "replace_timer", "file": "BreathEngine.swift", "detail": "done"}]
+  }
+}`
+
+const reviewVerdict = `{
+  "msg_id": "review_verdict-T-2026-044-1740582300000",
+  "protocol_version": "AMP/1.0",
+  "type": "review_verdict",
+  "from": "reviewer",
+  "to": "coordinator",
+  "task_id": "T-2026-044",
+  "timestamp": "2026-02-26T15:05:00+00:00",
+  "requires_ack": true,
+  "ack_timeout_sec": 60,
+  "payload": {
+    "decision": "approved",
+    "criteria_results": [{"criterion": "Resume after background suspension", "passed": true, "evidence": "tested"}],
+    "confidence": 0.95
+  }
+}`
+
+const ackRecord = `{
+  "msg_id": "ack-T-2026-044-1740576730000",
+  "protocol_version": "AMP/1.0",
+  "ack_of": "task_dispatch-T-2026-044-1740576727001",
+  "task_id": "T-2026-044",
+  "from": "executor",
+  "timestamp": "2026-02-26T14:32:10+00:00"
+}`
+
+// fakeTasks records calls and answers from its fields; err, when set,
+// is returned by every method.
+type fakeTasks struct {
+	mu    sync.Mutex
+	err   error
+	calls []string
+
+	started   []task.Input
+	submitted [][]byte
+	acked     []string
+	cancels   []task.CancelInput
+	replans   []task.ReplanInput
+	decides   []task.DecideInput
+	beats     []task.HeartbeatInput
+	listArgs  []string
+	summaries []workflows.TaskSummary
+	state     task.State
+	inbox     []amp.Message
+	inboxHook func(n int) // called with the count of Inbox calls so far
+	inboxN    int
+	pending   []task.Decision
+}
+
+var _ workflows.Tasks = (*fakeTasks)(nil)
+
+func (f *fakeTasks) call(name string) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.calls = append(f.calls, name)
+	return f.err
+}
+
+func (f *fakeTasks) Start(_ context.Context, in task.Input) error {
+	if err := f.call("Start"); err != nil {
+		return err
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.started = append(f.started, in)
+	return nil
+}
+
+func (f *fakeTasks) StartNext(_ context.Context, in task.Input, year int) (string, error) {
+	if err := f.call("StartNext"); err != nil {
+		return "", err
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	in.TaskID = fmt.Sprintf("T-%04d-007", year)
+	f.started = append(f.started, in)
+	return in.TaskID, nil
+}
+
+func (f *fakeTasks) Submit(_ context.Context, raw []byte) (task.SubmitResult, error) {
+	if err := f.call("Submit"); err != nil {
+		return task.SubmitResult{}, err
+	}
+	rec, err := amp.ParseRecord(raw)
+	if err != nil {
+		return task.SubmitResult{}, workflows.InvalidRecord(err)
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.submitted = append(f.submitted, raw)
+	return task.SubmitResult{MsgID: rec.ID(), Status: task.StatusInReview, Duplicate: len(f.submitted) > 1}, nil
+}
+
+func (f *fakeTasks) Ack(_ context.Context, msgID string, as amp.Role) (task.SubmitResult, error) {
+	if err := f.call("Ack"); err != nil {
+		return task.SubmitResult{}, err
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.acked = append(f.acked, msgID+" as "+string(as))
+	return task.SubmitResult{MsgID: "ack-T-2026-044-1740576730000", Status: task.StatusInProgress}, nil
+}
+
+func (f *fakeTasks) Decide(_ context.Context, taskID string, in task.DecideInput) (task.DecideResult, error) {
+	if err := f.call("Decide " + taskID); err != nil {
+		return task.DecideResult{}, err
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.decides = append(f.decides, in)
+	return task.DecideResult{Outcome: task.Outcome{DecisionID: in.DecisionID, Option: in.Option, By: in.By}, Status: task.StatusDispatched}, nil
+}
+
+func (f *fakeTasks) Cancel(_ context.Context, taskID string, in task.CancelInput) (task.ChangeResult, error) {
+	if err := f.call("Cancel " + taskID); err != nil {
+		return task.ChangeResult{}, err
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.cancels = append(f.cancels, in)
+	return task.ChangeResult{Status: task.StatusTerminated}, nil
+}
+
+func (f *fakeTasks) Replan(_ context.Context, taskID string, in task.ReplanInput) (task.ChangeResult, error) {
+	if err := f.call("Replan " + taskID); err != nil {
+		return task.ChangeResult{}, err
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.replans = append(f.replans, in)
+	return task.ChangeResult{Status: task.StatusDispatched}, nil
+}
+
+func (f *fakeTasks) Heartbeat(_ context.Context, taskID string, in task.HeartbeatInput) error {
+	if err := f.call("Heartbeat " + taskID); err != nil {
+		return err
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.beats = append(f.beats, in)
+	return nil
+}
+
+func (f *fakeTasks) State(_ context.Context, taskID string) (task.State, error) {
+	if err := f.call("State " + taskID); err != nil {
+		return task.State{}, err
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.state, nil
+}
+
+func (f *fakeTasks) List(_ context.Context, status task.Status, limit int) ([]workflows.TaskSummary, error) {
+	if err := f.call("List"); err != nil {
+		return nil, err
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.listArgs = append(f.listArgs, string(status)+"/"+strconv.Itoa(limit))
+	return f.summaries, nil
+}
+
+func (f *fakeTasks) Inbox(_ context.Context, role amp.Role) ([]amp.Message, error) {
+	if err := f.call("Inbox " + string(role)); err != nil {
+		return nil, err
+	}
+	f.mu.Lock()
+	f.inboxN++
+	n, hook := f.inboxN, f.inboxHook
+	f.mu.Unlock()
+	if hook != nil {
+		hook(n)
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.inbox, nil
+}
+
+func (f *fakeTasks) setInbox(msgs []amp.Message) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.inbox = msgs
+}
+
+func (f *fakeTasks) Pending(context.Context) ([]task.Decision, error) {
+	if err := f.call("Pending"); err != nil {
+		return nil, err
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.pending, nil
+}
+
+func (f *fakeTasks) callCount() int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return len(f.calls)
+}
+
+// fakeStore is an in-memory SSOT.
+type fakeStore struct {
+	mu      sync.Mutex
+	records map[string][]activities.StoredRecord
+	errors  []activities.ErrorEntry
+}
+
+func (s *fakeStore) History(taskID string) ([]activities.StoredRecord, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	recs, ok := s.records[taskID]
+	if !ok {
+		return nil, activities.ErrNotFound
+	}
+	return recs, nil
+}
+
+func (s *fakeStore) Get(id string) (activities.StoredRecord, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, recs := range s.records {
+		for _, r := range recs {
+			if r.ID == id {
+				return r, nil
+			}
+		}
+	}
+	return activities.StoredRecord{}, activities.ErrNotFound
+}
+
+func (s *fakeStore) AppendError(e activities.ErrorEntry) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.errors = append(s.errors, e)
+	return nil
+}
+
+func (s *fakeStore) errorLog() []activities.ErrorEntry {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]activities.ErrorEntry(nil), s.errors...)
+}
+
+type harness struct {
+	tasks *fakeTasks
+	store *fakeStore
+	srv   *Server
+	ts    *httptest.Server
+}
+
+// newHarness serves a Server with the test tokens (none when open) on a
+// loopback httptest server.
+func newHarness(t *testing.T, open bool) *harness {
+	t.Helper()
+	h := &harness{tasks: &fakeTasks{}, store: &fakeStore{records: map[string][]activities.StoredRecord{}}}
+	opts := Options{Tasks: h.tasks, Store: h.store, Now: func() time.Time { return testNow }, PollInterval: 10 * time.Millisecond}
+	if !open {
+		opts.Tokens = testTokens
+	}
+	h.srv = New(opts)
+	h.ts = httptest.NewServer(h.srv.Handler())
+	t.Cleanup(h.ts.Close)
+	return h
+}
+
+// response is a decoded answer.
+type response struct {
+	status int
+	header http.Header
+	body   []byte
+}
+
+func (r response) errorBody(t *testing.T) errorDetail {
+	t.Helper()
+	var e errorBody
+	if err := json.Unmarshal(r.body, &e); err != nil || e.Error.Code == "" {
+		t.Fatalf("body %s is not an API error (%v)", r.body, err)
+	}
+	return e.Error
+}
+
+func (r response) decode(t *testing.T, v any) {
+	t.Helper()
+	if err := json.Unmarshal(r.body, v); err != nil {
+		t.Fatalf("decoding %s: %v", r.body, err)
+	}
+}
+
+func (h *harness) do(t *testing.T, method, path, token, body string) response {
+	t.Helper()
+	return h.doCtx(t, context.Background(), method, path, token, body)
+}
+
+func (h *harness) doCtx(t *testing.T, ctx context.Context, method, path, token, body string) response {
+	t.Helper()
+	var rd io.Reader
+	if body != "" {
+		rd = strings.NewReader(body)
+	}
+	req, err := http.NewRequestWithContext(ctx, method, h.ts.URL+path, rd)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
+	}
+	resp, err := h.ts.Client().Do(req)
+	if err != nil {
+		t.Fatalf("%s %s: %v", method, path, err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatalf("reading %s %s: %v", method, path, err)
+	}
+	return response{status: resp.StatusCode, header: resp.Header, body: b}
+}
+
+func wantStatus(t *testing.T, r response, status int) {
+	t.Helper()
+	if r.status != status {
+		t.Fatalf("status = %d, want %d; body %s", r.status, status, r.body)
+	}
+}
+
+func hasField(fields []task.FieldError, path string) bool {
+	for _, f := range fields {
+		if f.Path == path {
+			return true
+		}
+	}
+	return false
+}

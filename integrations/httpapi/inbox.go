@@ -1,0 +1,156 @@
+package httpapi
+
+import (
+	"fmt"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/ampflow/ampflow/amp"
+	"github.com/ampflow/ampflow/workflows/task"
+)
+
+// MaxWait bounds the wait of a long-polling inbox request.
+const MaxWait = 60 * time.Second
+
+// InboxResponse is the answer to GET /v1/inbox.
+type InboxResponse struct {
+	Role     amp.Role      `json:"role"`
+	Messages []amp.Message `json:"messages"`
+}
+
+// DecisionsResponse is the answer to GET /v1/decisions.
+type DecisionsResponse struct {
+	Decisions []task.Decision `json:"decisions"`
+}
+
+// DecideRequest is the body of POST /v1/decisions/{id}.
+type DecideRequest struct {
+	Option string `json:"option"`
+	Note   string `json:"note,omitempty"`
+}
+
+// decisionChannel is the DecideInput.Channel of decisions taken here.
+const decisionChannel = "api"
+
+// inbox answers the messages awaiting role. With wait it long-polls:
+// it looks again every poll interval until something is there, the wait
+// is over or the client has gone.
+func (s *Server) inbox(w http.ResponseWriter, r *http.Request) {
+	q := r.URL.Query()
+	role := amp.Role(q.Get("role"))
+	if c := callerOf(r); role == "" && (c.role == string(amp.RoleExecutor) || c.role == string(amp.RoleReviewer)) {
+		role = amp.Role(c.role)
+	}
+	if role != amp.RoleExecutor && role != amp.RoleReviewer {
+		s.writeError(w, r, invalidField("role", "must be executor or reviewer"))
+		return
+	}
+	wait, err := parseWait(q.Get("wait"))
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	ctx := r.Context()
+	deadline := time.Now().Add(wait)
+	for {
+		msgs, err := s.tasks.Inbox(ctx, role)
+		if ctx.Err() != nil {
+			return // the client went away; nobody reads an answer
+		}
+		if err != nil {
+			s.writeError(w, r, err)
+			return
+		}
+		left := time.Until(deadline)
+		if len(msgs) > 0 || left <= 0 {
+			if msgs == nil {
+				msgs = []amp.Message{}
+			}
+			writeJSON(w, http.StatusOK, InboxResponse{Role: role, Messages: msgs})
+			return
+		}
+		t := time.NewTimer(min(s.poll, left))
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return
+		case <-t.C:
+		}
+	}
+}
+
+// parseWait reads a wait as a Go duration ("30s") or whole seconds
+// ("30"), at most MaxWait.
+func parseWait(v string) (time.Duration, error) {
+	if v == "" {
+		return 0, nil
+	}
+	d, err := time.ParseDuration(v)
+	if err != nil {
+		n, nerr := strconv.Atoi(v)
+		if nerr != nil {
+			return 0, invalidField("wait", `must be a duration such as "30s"`)
+		}
+		d = time.Duration(n) * time.Second
+	}
+	if d < 0 || d > MaxWait {
+		return 0, invalidField("wait", fmt.Sprintf("must be between 0 and %s", MaxWait))
+	}
+	return d, nil
+}
+
+func (s *Server) listDecisions(w http.ResponseWriter, r *http.Request) {
+	ds, err := s.tasks.Pending(r.Context())
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	if ds == nil {
+		ds = []task.Decision{}
+	}
+	writeJSON(w, http.StatusOK, DecisionsResponse{Decisions: ds})
+}
+
+func (s *Server) decide(w http.ResponseWriter, r *http.Request) {
+	id := r.PathValue("id")
+	taskID, ok := taskOfDecision(id)
+	if !ok {
+		s.writeError(w, r, invalidField("id", fmt.Sprintf("%q is not a decision id T-YYYY-NNN-dN", id)))
+		return
+	}
+	var req DecideRequest
+	if err := s.decodeBody(w, r, &req); err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	if strings.TrimSpace(req.Option) == "" {
+		s.writeError(w, r, invalidField("option", "is required"))
+		return
+	}
+	c := callerOf(r)
+	res, err := s.tasks.Decide(r.Context(), taskID, task.DecideInput{
+		DecisionID: id, Option: req.Option, Note: req.Note, By: c.name, Channel: decisionChannel,
+	})
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	s.log.Info("decision taken over HTTP", "task_id", taskID, "decision_id", id, "option", req.Option, "by", c.name)
+	writeJSON(w, http.StatusOK, res)
+}
+
+// taskOfDecision returns the task of a decision id "T-YYYY-NNN-dN":
+// everything before the last "-d".
+func taskOfDecision(id string) (string, bool) {
+	i := strings.LastIndex(id, "-d")
+	if i < 0 {
+		return "", false
+	}
+	n := id[i+2:]
+	if n == "" || strings.Trim(n, "0123456789") != "" || !task.ValidID(id[:i]) {
+		return "", false
+	}
+	return id[:i], true
+}

@@ -1,0 +1,190 @@
+package httpapi
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"strings"
+
+	"github.com/ampflow/ampflow/activities"
+	"github.com/ampflow/ampflow/amp"
+	"github.com/ampflow/ampflow/workflows"
+	"github.com/ampflow/ampflow/workflows/task"
+)
+
+// SubmitResponse is the answer to POST /v1/messages and POST /v1/acks.
+type SubmitResponse struct {
+	MsgID     string      `json:"msg_id"`
+	Status    task.Status `json:"status"`
+	Duplicate bool        `json:"duplicate"`
+}
+
+// AckRequest is the short form of POST /v1/acks: acknowledge a message
+// waiting in an inbox without writing the ACK record oneself.
+type AckRequest struct {
+	MsgID string `json:"msg_id"`
+	// As is the acknowledging role; it defaults to the token's role.
+	As amp.Role `json:"as,omitempty"`
+}
+
+// HeartbeatRequest is the body of POST /v1/heartbeats.
+type HeartbeatRequest struct {
+	TaskID string   `json:"task_id"`
+	From   amp.Role `json:"from"`
+	Note   string   `json:"note,omitempty"`
+}
+
+// errorSource is the Source of the error log entries the API writes.
+const errorSource = "http"
+
+func (s *Server) postMessage(w http.ResponseWriter, r *http.Request) {
+	body, err := s.readBody(w, r)
+	if err != nil {
+		s.refuse(w, r, body, err)
+		return
+	}
+	s.submitRecord(w, r, body)
+}
+
+// submitRecord validates an AMP record, checks that the caller may send
+// it and hands it to its task.
+func (s *Server) submitRecord(w http.ResponseWriter, r *http.Request, body []byte) {
+	rec, err := amp.ParseRecord(body)
+	if err != nil {
+		s.refuse(w, r, body, workflows.InvalidRecord(err))
+		return
+	}
+	from := amp.Role("")
+	if rec.Ack != nil {
+		from = rec.Ack.From
+	} else {
+		from = rec.Message.From
+	}
+	if c := callerOf(r); !c.mayAct(from) {
+		s.refuse(w, r, body, task.Errorf(task.CodeForbidden,
+			"from: token %q has role %s and may not send as %s", c.name, c.role, from))
+		return
+	}
+	res, err := s.tasks.Submit(r.Context(), body)
+	if err != nil {
+		s.refuse(w, r, body, err)
+		return
+	}
+	s.accepted(w, res)
+}
+
+func (s *Server) accepted(w http.ResponseWriter, res task.SubmitResult) {
+	writeJSON(w, http.StatusAccepted, SubmitResponse{MsgID: res.MsgID, Status: res.Status, Duplicate: res.Duplicate})
+}
+
+func (s *Server) postAck(w http.ResponseWriter, r *http.Request) {
+	body, err := s.readBody(w, r)
+	if err != nil {
+		s.refuse(w, r, body, err)
+		return
+	}
+	if isAckRecord(body) {
+		s.submitRecord(w, r, body)
+		return
+	}
+	var req AckRequest
+	if err := decodeStrict(body, &req); err != nil {
+		s.refuse(w, r, body, err)
+		return
+	}
+	c := callerOf(r)
+	as := req.As
+	if as == "" && !c.open {
+		as = amp.Role(c.role)
+	}
+	var fields []task.FieldError
+	if req.MsgID == "" {
+		fields = append(fields, task.FieldError{Path: "msg_id", Problem: "is required"})
+	}
+	if as == "" {
+		fields = append(fields, task.FieldError{Path: "as", Problem: "is required"})
+	}
+	if len(fields) > 0 {
+		s.refuse(w, r, body, invalidFields(fields))
+		return
+	}
+	if !c.mayAct(as) {
+		s.refuse(w, r, body, task.Errorf(task.CodeForbidden, "as: token %q has role %s and may not acknowledge as %s", c.name, c.role, as))
+		return
+	}
+	res, err := s.tasks.Ack(r.Context(), req.MsgID, as)
+	if err != nil {
+		s.refuse(w, r, body, err)
+		return
+	}
+	s.accepted(w, res)
+}
+
+// isAckRecord reports whether body is an object with an ack_of key, the
+// mark of an ACK record (as amp.ParseRecord reads it).
+func isAckRecord(body []byte) bool {
+	var obj map[string]json.RawMessage
+	if json.Unmarshal(body, &obj) != nil {
+		return false
+	}
+	_, ok := obj["ack_of"]
+	return ok
+}
+
+// refuse answers a refused agent input and, unless the refusal is ours
+// (an outage or a bug) rather than the input's, keeps it in the SSOT
+// error log. The task is untouched: the workflow refuses in its update
+// validator, before anything reaches history.
+func (s *Server) refuse(w http.ResponseWriter, r *http.Request, body []byte, err error) {
+	te := asTaskError(err)
+	if te.Code != task.CodeUnavailable && te.Code != task.CodeInternal {
+		s.logRefusal(r, body, te)
+	}
+	s.writeError(w, r, err)
+}
+
+func (s *Server) logRefusal(r *http.Request, body []byte, te *task.Error) {
+	reason := fmt.Sprintf("%s %s: %s: %s", r.Method, r.URL.Path, te.Code, te.Message)
+	s.log.Warn("refused agent input", "path", r.URL.Path, "remote", r.RemoteAddr,
+		"caller", callerOf(r).name, "code", te.Code, "reason", te.Message, "bytes", len(body))
+	if s.store == nil {
+		return
+	}
+	e := activities.ErrorEntry{Time: s.now(), Remote: r.RemoteAddr, Source: errorSource, Reason: reason, Raw: string(body)}
+	if err := s.store.AppendError(e); err != nil {
+		s.log.Error("keeping refused input in the SSOT error log failed", "remote", r.RemoteAddr, "err", err)
+	}
+}
+
+// postHeartbeat passes a sign of life on. Heartbeats are not AMP
+// messages, so refusing one does not reach the error log.
+func (s *Server) postHeartbeat(w http.ResponseWriter, r *http.Request) {
+	var req HeartbeatRequest
+	if err := s.decodeBody(w, r, &req); err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	var fields []task.FieldError
+	if !task.ValidID(req.TaskID) {
+		fields = append(fields, task.FieldError{Path: "task_id", Problem: "must be T-YYYY-NNN"})
+	}
+	switch req.From {
+	case amp.RoleExecutor, amp.RoleReviewer, amp.RoleCoordinator:
+	default:
+		fields = append(fields, task.FieldError{Path: "from", Problem: "must be executor, reviewer or coordinator"})
+	}
+	if len(fields) > 0 {
+		s.writeError(w, r, invalidFields(fields))
+		return
+	}
+	if c := callerOf(r); !c.mayAct(req.From) {
+		s.writeError(w, r, task.Errorf(task.CodeForbidden, "from: token %q has role %s and may not send as %s", c.name, c.role, req.From))
+		return
+	}
+	in := task.HeartbeatInput{From: req.From, Note: strings.TrimSpace(req.Note)}
+	if err := s.tasks.Heartbeat(r.Context(), req.TaskID, in); err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusAccepted, map[string]bool{"ok": true})
+}

@@ -1,0 +1,71 @@
+package httpapi
+
+import (
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"go.temporal.io/sdk/client"
+)
+
+// Metrics is a Prometheus registry holding the API's request metrics,
+// the Temporal SDK's metrics (through TemporalHandler) and the Go runtime
+// and process collectors. GET /metrics serves it.
+type Metrics struct {
+	registry *prometheus.Registry
+	requests *prometheus.CounterVec
+	latency  *prometheus.HistogramVec
+	sdk      *sdkCollector
+}
+
+// NewMetrics returns a fresh registry with every collector registered.
+func NewMetrics() *Metrics {
+	m := &Metrics{
+		registry: prometheus.NewRegistry(),
+		requests: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "ampflow_http_requests_total",
+			Help: "HTTP API requests by route pattern and status code.",
+		}, []string{"route", "code"}),
+		latency: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name:    "ampflow_http_request_duration_seconds",
+			Help:    "HTTP API request latency by route pattern and status code.",
+			Buckets: durationBuckets,
+		}, []string{"route", "code"}),
+		sdk: newSDKCollector(),
+	}
+	m.registry.MustRegister(
+		m.requests, m.latency, m.sdk,
+		collectors.NewGoCollector(),
+		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
+	)
+	return m
+}
+
+// durationBuckets, in seconds, reach past MaxWait so that long polls and
+// slow Temporal calls land in a bucket of their own.
+var durationBuckets = []float64{.005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30, 60, 120}
+
+// Registry is the registry, for callers that add collectors of their own.
+func (m *Metrics) Registry() *prometheus.Registry { return m.registry }
+
+// TemporalHandler returns the Temporal SDK metrics handler writing into
+// this registry; give it to client.Options.MetricsHandler.
+func (m *Metrics) TemporalHandler() client.MetricsHandler {
+	return sdkHandler{c: m.sdk}
+}
+
+func (m *Metrics) observe(route string, code int, d time.Duration) {
+	c := strconv.Itoa(code)
+	m.requests.WithLabelValues(route, c).Inc()
+	m.latency.WithLabelValues(route, c).Observe(d.Seconds())
+}
+
+func (m *Metrics) handler() http.Handler {
+	return promhttp.HandlerFor(m.registry, promhttp.HandlerOpts{
+		// A metric that cannot be gathered must not hide all the others.
+		ErrorHandling: promhttp.ContinueOnError,
+	})
+}

@@ -1,0 +1,252 @@
+// Package httpapi is ampflow's HTTP API: JSON in and out, bearer tokens
+// bound to AMP roles, every refused agent message kept in the SSOT error
+// log, and Prometheus metrics for the API and the Temporal SDK.
+package httpapi
+
+import (
+	"bytes"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"time"
+
+	"github.com/ampflow/ampflow/activities"
+	"github.com/ampflow/ampflow/config"
+	"github.com/ampflow/ampflow/workflows"
+	"github.com/ampflow/ampflow/workflows/task"
+)
+
+// DefaultMaxBody is the largest request body accepted when
+// Options.MaxBody is zero.
+const DefaultMaxBody = 1 << 20
+
+// OpenWarning is logged at start when no tokens are configured.
+const OpenWarning = "HTTP API has no tokens configured: every request is accepted as an admin; it must listen on loopback only"
+
+// Store is what the API needs of the SSOT (*activities.Store): a task's
+// history, one record, and the error log for refused input.
+type Store interface {
+	History(taskID string) ([]activities.StoredRecord, error)
+	Get(id string) (activities.StoredRecord, error)
+	AppendError(e activities.ErrorEntry) error
+}
+
+var _ Store = (*activities.Store)(nil)
+
+// Options configure a Server. Tasks is required; the rest has defaults.
+type Options struct {
+	Tasks workflows.Tasks
+	// Store serves history and records and keeps refused messages. Nil
+	// answers those reads with 503 and logs refusals with slog only.
+	Store Store
+	// Tokens are the accepted bearer tokens. None makes the API open:
+	// bind it to loopback (see LoopbackOnly).
+	Tokens []config.AuthToken
+	Logger *slog.Logger
+	// Metrics receives the request metrics and serves /metrics; nil
+	// makes a fresh one.
+	Metrics *Metrics
+	// Now is the clock; nil is time.Now.
+	Now func() time.Time
+	// MaxBody bounds request bodies; zero is DefaultMaxBody.
+	MaxBody int64
+	// PollInterval is how often a long-polling inbox request looks again;
+	// zero is 500ms.
+	PollInterval time.Duration
+}
+
+// Server serves the HTTP API. Build it with New.
+type Server struct {
+	tasks   workflows.Tasks
+	store   Store
+	tokens  []token
+	log     *slog.Logger
+	metrics *Metrics
+	now     func() time.Time
+	maxBody int64
+	poll    time.Duration
+	mux     *http.ServeMux
+}
+
+// New builds a Server and registers its routes.
+func New(o Options) *Server {
+	s := &Server{
+		tasks:   o.Tasks,
+		store:   o.Store,
+		tokens:  hashTokens(o.Tokens),
+		log:     o.Logger,
+		metrics: o.Metrics,
+		now:     o.Now,
+		maxBody: o.MaxBody,
+		poll:    o.PollInterval,
+		mux:     http.NewServeMux(),
+	}
+	if s.log == nil {
+		s.log = slog.New(slog.DiscardHandler)
+	}
+	if s.metrics == nil {
+		s.metrics = NewMetrics()
+	}
+	if s.now == nil {
+		s.now = time.Now
+	}
+	if s.maxBody <= 0 {
+		s.maxBody = DefaultMaxBody
+	}
+	if s.poll <= 0 {
+		s.poll = 500 * time.Millisecond
+	}
+	s.routes()
+	return s
+}
+
+func (s *Server) routes() {
+	anyone := []string{}
+	coordinators := []string{config.RoleCoordinator, config.RoleAdmin}
+	admins := []string{config.RoleAdmin}
+
+	s.mux.HandleFunc("GET /healthz", s.healthz)
+	s.mux.Handle("GET /metrics", s.metrics.handler())
+
+	s.handle("POST /v1/tasks", coordinators, s.startTask)
+	s.handle("GET /v1/tasks", anyone, s.listTasks)
+	s.handle("GET /v1/tasks/{id}", anyone, s.getTask)
+	s.handle("GET /v1/tasks/{id}/history", anyone, s.taskHistory)
+	s.handle("POST /v1/tasks/{id}/cancel", coordinators, s.cancelTask)
+	s.handle("POST /v1/tasks/{id}/replan", coordinators, s.replanTask)
+	s.handle("GET /v1/records/{id}", anyone, s.getRecord)
+
+	// Agents' input: the role check is on the record's from, inside.
+	s.handle("POST /v1/messages", anyone, s.postMessage)
+	s.handle("POST /v1/acks", anyone, s.postAck)
+	s.handle("POST /v1/heartbeats", anyone, s.postHeartbeat)
+	s.handle("GET /v1/inbox", anyone, s.inbox)
+
+	s.handle("GET /v1/decisions", anyone, s.listDecisions)
+	s.handle("POST /v1/decisions/{id}", admins, s.decide)
+}
+
+// handle registers an API route behind authentication; roles, when not
+// empty, are the only token roles allowed.
+func (s *Server) handle(pattern string, roles []string, h func(http.ResponseWriter, *http.Request)) {
+	s.mux.Handle(pattern, s.authenticate(roles, http.HandlerFunc(h)))
+}
+
+// Mount adds a handler that does its own authentication, such as the
+// Slack and Telegram webhooks. Call it before serving.
+func (s *Server) Mount(pattern string, h http.Handler) { s.mux.Handle(pattern, h) }
+
+// Handler returns the API with request metrics and JSON errors for
+// unknown paths and methods.
+func (s *Server) Handler() http.Handler { return http.HandlerFunc(s.serveHTTP) }
+
+func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {
+	start := time.Now()
+	rw := &statusWriter{ResponseWriter: w}
+	route := "unmatched"
+	if _, pattern := s.mux.Handler(r); pattern != "" {
+		route = pattern
+		s.mux.ServeHTTP(rw, r)
+	} else {
+		s.unmatched(rw, r)
+	}
+	s.metrics.observe(route, rw.code(), time.Since(start))
+}
+
+// unmatched answers the mux's own 404 and 405 in the API's JSON form.
+func (s *Server) unmatched(w http.ResponseWriter, r *http.Request) {
+	h, _ := s.mux.Handler(r)
+	c := &captureWriter{header: http.Header{}}
+	h.ServeHTTP(c, r)
+	if c.status == http.StatusMethodNotAllowed {
+		w.Header().Set("Allow", c.header.Get("Allow"))
+		s.writeError(w, r, task.Errorf(codeMethodNotAllowed, "%s is not allowed on %s; allowed: %s",
+			r.Method, r.URL.Path, c.header.Get("Allow")))
+		return
+	}
+	s.writeError(w, r, task.Errorf(task.CodeNotFound, "no route %s %s", r.Method, r.URL.Path))
+}
+
+func (s *Server) healthz(w http.ResponseWriter, r *http.Request) {
+	writeJSON(w, http.StatusOK, map[string]bool{"ok": true})
+}
+
+// LoopbackOnly refuses a listen address that is not on loopback when no
+// tokens are configured, so an open API is never reachable from outside.
+func (s *Server) LoopbackOnly(addr string) error {
+	if len(s.tokens) > 0 {
+		return nil
+	}
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return fmt.Errorf("checking HTTP listen address %s: %w", addr, err)
+	}
+	if host == "localhost" {
+		return nil
+	}
+	if ip := net.ParseIP(host); ip != nil && ip.IsLoopback() {
+		return nil
+	}
+	return fmt.Errorf("checking HTTP listen address %s: no API tokens are configured, so it must be a loopback address such as 127.0.0.1", addr)
+}
+
+// LogStart logs that the API listens on addr, with OpenWarning when no
+// tokens are configured.
+func (s *Server) LogStart(addr string) {
+	s.log.Info("HTTP API listening", "addr", addr, "tokens", len(s.tokens))
+	if len(s.tokens) == 0 {
+		s.log.Warn(OpenWarning, "addr", addr)
+	}
+}
+
+// statusWriter remembers the status code for the metrics.
+type statusWriter struct {
+	http.ResponseWriter
+	status int
+}
+
+func (w *statusWriter) WriteHeader(code int) {
+	if w.status == 0 {
+		w.status = code
+	}
+	w.ResponseWriter.WriteHeader(code)
+}
+
+func (w *statusWriter) Write(b []byte) (int, error) {
+	if w.status == 0 {
+		w.status = http.StatusOK
+	}
+	return w.ResponseWriter.Write(b)
+}
+
+// Unwrap lets http.ResponseController reach the connection (flush,
+// deadlines) through the wrapper.
+func (w *statusWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
+
+func (w *statusWriter) code() int {
+	if w.status == 0 {
+		return http.StatusOK
+	}
+	return w.status
+}
+
+// captureWriter holds a response so it can be rewritten.
+type captureWriter struct {
+	header http.Header
+	status int
+	body   bytes.Buffer
+}
+
+func (c *captureWriter) Header() http.Header { return c.header }
+
+func (c *captureWriter) WriteHeader(code int) {
+	if c.status == 0 {
+		c.status = code
+	}
+}
+
+func (c *captureWriter) Write(b []byte) (int, error) {
+	c.WriteHeader(http.StatusOK)
+	return c.body.Write(b)
+}

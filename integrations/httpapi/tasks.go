@@ -1,0 +1,314 @@
+package httpapi
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"strconv"
+	"strings"
+
+	"github.com/ampflow/ampflow/activities"
+	"github.com/ampflow/ampflow/amp"
+	"github.com/ampflow/ampflow/workflows"
+	"github.com/ampflow/ampflow/workflows/task"
+)
+
+// Listing bounds of GET /v1/tasks.
+const (
+	defaultListLimit = 100
+	maxListLimit     = 1000
+)
+
+// StartRequest is the body of POST /v1/tasks.
+type StartRequest struct {
+	// TaskID is optional; without it the next free id of the year is used.
+	TaskID string `json:"task_id,omitempty"`
+	// Plan is a task_dispatch payload, validated as AMP/1.0.
+	Plan json.RawMessage `json:"plan"`
+	// Handling may ask for stricter plan approval than the risk level's.
+	Handling task.Handling `json:"handling,omitempty"`
+	// Coordinator names the coordinator; it defaults to the token's name.
+	Coordinator string `json:"coordinator,omitempty"`
+}
+
+// StartResponse is the answer to POST /v1/tasks.
+type StartResponse struct {
+	TaskID string `json:"task_id"`
+}
+
+// ListResponse is the answer to GET /v1/tasks.
+type ListResponse struct {
+	Tasks []workflows.TaskSummary `json:"tasks"`
+}
+
+// HistoryResponse is the answer to GET /v1/tasks/{id}/history: the
+// task's SSOT records in the order they were written.
+type HistoryResponse struct {
+	TaskID  string                    `json:"task_id"`
+	Records []activities.StoredRecord `json:"records"`
+}
+
+// CancelRequest is the body of POST /v1/tasks/{id}/cancel.
+type CancelRequest struct {
+	Reason string `json:"reason"`
+}
+
+// ReplanRequest is the body of POST /v1/tasks/{id}/replan.
+type ReplanRequest struct {
+	Subtasks []amp.Subtask `json:"subtasks"`
+	Note     string        `json:"note,omitempty"`
+}
+
+func (s *Server) startTask(w http.ResponseWriter, r *http.Request) {
+	body, err := s.readBody(w, r)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	var req StartRequest
+	if err := decodeStrict(body, &req); err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	in, err := s.startInput(req, callerOf(r))
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	if in.TaskID != "" {
+		err = s.tasks.Start(r.Context(), in)
+	} else {
+		in.TaskID, err = s.tasks.StartNext(r.Context(), in, s.now().Year())
+	}
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	s.log.Info("task started over HTTP", "task_id", in.TaskID, "by", callerOf(r).name)
+	w.Header().Set("Location", "/v1/tasks/"+in.TaskID)
+	writeJSON(w, http.StatusCreated, StartResponse{TaskID: in.TaskID})
+}
+
+// startInput checks a start request. The plan is validated inside a
+// task_dispatch envelope by amp itself, from the raw bytes, so unknown
+// and duplicate keys in it are refused too; payload paths become plan
+// paths.
+func (s *Server) startInput(req StartRequest, c caller) (task.Input, error) {
+	var fields []task.FieldError
+	if req.TaskID != "" && !task.ValidID(req.TaskID) {
+		fields = append(fields, task.FieldError{Path: "task_id", Problem: "must be T-YYYY-NNN"})
+	}
+	switch req.Handling {
+	case "", task.HandlingAuto, task.HandlingAdmin:
+	default:
+		fields = append(fields, task.FieldError{Path: "handling", Problem: `must be "auto" or "admin"`})
+	}
+	var plan *amp.TaskDispatch
+	if len(req.Plan) == 0 || string(req.Plan) == "null" {
+		fields = append(fields, task.FieldError{Path: "plan", Problem: "is required"})
+	} else {
+		var perr []task.FieldError
+		plan, perr = s.validatePlan(req.TaskID, req.Plan)
+		fields = append(fields, perr...)
+	}
+	if len(fields) > 0 {
+		return task.Input{}, invalidFields(fields)
+	}
+	coord := req.Coordinator
+	if coord == "" {
+		coord = c.name
+	}
+	return task.Input{TaskID: req.TaskID, Plan: *plan, Handling: req.Handling, Coordinator: coord}, nil
+}
+
+func (s *Server) validatePlan(taskID string, plan json.RawMessage) (*amp.TaskDispatch, []task.FieldError) {
+	now := s.now()
+	if !task.ValidID(taskID) {
+		taskID = fmt.Sprintf("T-%04d-000", now.Year())
+	}
+	env := struct {
+		amp.Message
+		Payload json.RawMessage `json:"payload"`
+	}{Message: amp.NewMessage(amp.RoleCoordinator, amp.RoleExecutor, taskID, now, &amp.TaskDispatch{}), Payload: plan}
+	raw, err := json.Marshal(env)
+	if err != nil {
+		return nil, []task.FieldError{{Path: "plan", Problem: "cannot be encoded: " + err.Error()}}
+	}
+	m, err := amp.Parse(raw)
+	if err == nil {
+		return m.Dispatch(), nil
+	}
+	var ve *amp.ValidationError
+	if !errors.As(err, &ve) {
+		return nil, []task.FieldError{{Path: "plan", Problem: err.Error()}}
+	}
+	var out []task.FieldError
+	for _, f := range ve.Fields {
+		path := f.Path
+		if rest, ok := strings.CutPrefix(path, "payload"); ok {
+			path = "plan" + rest
+		}
+		out = append(out, task.FieldError{Path: path, Problem: f.Problem})
+	}
+	return nil, out
+}
+
+// invalidFields is a CodeInvalid error listing fields.
+func invalidFields(fields []task.FieldError) *task.Error {
+	lines := make([]string, len(fields))
+	for i, f := range fields {
+		lines[i] = f.Path + ": " + f.Problem
+	}
+	return &task.Error{Code: task.CodeInvalid, Message: strings.Join(lines, "; "), Fields: fields}
+}
+
+func (s *Server) listTasks(w http.ResponseWriter, r *http.Request) {
+	q := r.URL.Query()
+	status := task.Status(q.Get("status"))
+	if status != "" && !status.Valid() {
+		s.writeError(w, r, invalidField("status", fmt.Sprintf("unknown status %q", status)))
+		return
+	}
+	limit := defaultListLimit
+	if v := q.Get("limit"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 || n > maxListLimit {
+			s.writeError(w, r, invalidField("limit", fmt.Sprintf("must be a whole number from 1 to %d", maxListLimit)))
+			return
+		}
+		limit = n
+	}
+	tasks, err := s.tasks.List(r.Context(), status, limit)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	if tasks == nil {
+		tasks = []workflows.TaskSummary{}
+	}
+	writeJSON(w, http.StatusOK, ListResponse{Tasks: tasks})
+}
+
+// taskID returns the {id} path value, checked.
+func taskID(r *http.Request) (string, error) {
+	id := r.PathValue("id")
+	if !task.ValidID(id) {
+		return "", invalidField("id", fmt.Sprintf("%q is not T-YYYY-NNN", id))
+	}
+	return id, nil
+}
+
+func (s *Server) getTask(w http.ResponseWriter, r *http.Request) {
+	id, err := taskID(r)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	st, err := s.tasks.State(r.Context(), id)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, st)
+}
+
+func (s *Server) taskHistory(w http.ResponseWriter, r *http.Request) {
+	id, err := taskID(r)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	if s.store == nil {
+		s.writeError(w, r, task.Errorf(task.CodeUnavailable, "no SSOT store is configured"))
+		return
+	}
+	recs, err := s.store.History(id)
+	if err != nil {
+		s.writeError(w, r, storeError(err, "task "+id))
+		return
+	}
+	if recs == nil {
+		recs = []activities.StoredRecord{}
+	}
+	writeJSON(w, http.StatusOK, HistoryResponse{TaskID: id, Records: recs})
+}
+
+func (s *Server) getRecord(w http.ResponseWriter, r *http.Request) {
+	id := r.PathValue("id")
+	if s.store == nil {
+		s.writeError(w, r, task.Errorf(task.CodeUnavailable, "no SSOT store is configured"))
+		return
+	}
+	rec, err := s.store.Get(id)
+	if err != nil {
+		s.writeError(w, r, storeError(err, "record "+id))
+		return
+	}
+	writeJSON(w, http.StatusOK, rec)
+}
+
+// storeError classifies an SSOT read error.
+func storeError(err error, what string) *task.Error {
+	if errors.Is(err, activities.ErrNotFound) {
+		return &task.Error{Code: task.CodeNotFound, Message: fmt.Sprintf("no %s in the SSOT", what), Err: err}
+	}
+	return &task.Error{Code: task.CodeInternal, Message: fmt.Sprintf("reading %s from the SSOT failed", what), Err: err}
+}
+
+func (s *Server) cancelTask(w http.ResponseWriter, r *http.Request) {
+	id, err := taskID(r)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	var req CancelRequest
+	if err := s.decodeBody(w, r, &req); err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	if strings.TrimSpace(req.Reason) == "" {
+		s.writeError(w, r, invalidField("reason", "is required"))
+		return
+	}
+	res, err := s.tasks.Cancel(r.Context(), id, task.CancelInput{Reason: req.Reason, By: callerOf(r).name})
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	s.log.Info("task cancelled over HTTP", "task_id", id, "by", callerOf(r).name)
+	writeJSON(w, http.StatusOK, res)
+}
+
+func (s *Server) replanTask(w http.ResponseWriter, r *http.Request) {
+	id, err := taskID(r)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	var req ReplanRequest
+	if err := s.decodeBody(w, r, &req); err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	if len(req.Subtasks) == 0 {
+		s.writeError(w, r, invalidField("subtasks", "must list at least one subtask"))
+		return
+	}
+	res, err := s.tasks.Replan(r.Context(), id, task.ReplanInput{Subtasks: req.Subtasks, Note: req.Note, By: callerOf(r).name})
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	s.log.Info("task replanned over HTTP", "task_id", id, "by", callerOf(r).name, "subtasks", len(req.Subtasks))
+	writeJSON(w, http.StatusOK, res)
+}
+
+// decodeBody reads and strictly decodes the request body into v.
+func (s *Server) decodeBody(w http.ResponseWriter, r *http.Request, v any) error {
+	body, err := s.readBody(w, r)
+	if err != nil {
+		return err
+	}
+	return decodeStrict(body, v)
+}
