@@ -324,9 +324,15 @@ func newHarness(t *testing.T, open bool) *harness {
 		opts.Tokens = testTokens
 	}
 	h.srv = New(opts)
-	h.ts = httptest.NewServer(h.srv.Handler())
-	t.Cleanup(h.ts.Close)
+	h.ts = httptestServer(t, h.srv.Handler())
 	return h
+}
+
+// httptestServer serves handler on loopback until the test ends.
+func httptestServer(t *testing.T, handler http.Handler) *httptest.Server {
+	ts := httptest.NewServer(handler)
+	t.Cleanup(ts.Close)
+	return ts
 }
 
 // response is a decoded answer.

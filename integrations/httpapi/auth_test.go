@@ -1,0 +1,123 @@
+package httpapi
+
+import (
+	"net/http"
+	"strings"
+	"testing"
+
+	"github.com/ampflow/ampflow/workflows/task"
+)
+
+func TestUnauthenticated(t *testing.T) {
+	h := newHarness(t, false)
+	for _, tc := range []struct{ name, header string }{
+		{"NoHeader", ""},
+		{"WrongToken", "Bearer not-a-token"},
+		{"PrefixOfToken", "Bearer " + adminToken[:5]},
+		{"OtherScheme", "Basic " + adminToken},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			req, _ := http.NewRequest("GET", h.ts.URL+"/v1/tasks", nil)
+			if tc.header != "" {
+				req.Header.Set("Authorization", tc.header)
+			}
+			resp, err := h.ts.Client().Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			resp.Body.Close()
+			if resp.StatusCode != http.StatusUnauthorized || !strings.HasPrefix(resp.Header.Get("WWW-Authenticate"), "Bearer") {
+				t.Errorf("status %d, WWW-Authenticate %q", resp.StatusCode, resp.Header.Get("WWW-Authenticate"))
+			}
+		})
+	}
+	r := h.do(t, "POST", "/v1/messages", "", taskResult)
+	wantStatus(t, r, http.StatusUnauthorized)
+	if e := r.errorBody(t); e.Code != codeUnauthenticated {
+		t.Errorf("error %+v", e)
+	}
+	if h.tasks.callCount() != 0 {
+		t.Errorf("unauthenticated requests reached the tasks: %v", h.tasks.calls)
+	}
+}
+
+func TestOpenAPI(t *testing.T) {
+	h := newHarness(t, true)
+	r := h.do(t, "POST", "/v1/messages", "", reviewVerdict)
+	wantStatus(t, r, http.StatusAccepted)
+	r = h.do(t, "POST", "/v1/tasks/T-2026-044/cancel", "", `{"reason":"test"}`)
+	wantStatus(t, r, http.StatusOK)
+	if h.tasks.cancels[0].By != OpenName {
+		t.Errorf("by = %q, want %q", h.tasks.cancels[0].By, OpenName)
+	}
+}
+
+func TestLoopbackOnly(t *testing.T) {
+	open := New(Options{Tasks: &fakeTasks{}})
+	closed := New(Options{Tasks: &fakeTasks{}, Tokens: testTokens})
+	for _, tc := range []struct {
+		addr     string
+		openOK   bool
+		closedOK bool
+	}{
+		{"127.0.0.1:8080", true, true},
+		{"[::1]:8080", true, true},
+		{"localhost:8080", true, true},
+		{":8080", false, true},
+		{"0.0.0.0:8080", false, true},
+		{"192.168.1.10:8080", false, true},
+		{"example.com:8080", false, true},
+	} {
+		if err := open.LoopbackOnly(tc.addr); (err == nil) != tc.openOK {
+			t.Errorf("open LoopbackOnly(%q) = %v", tc.addr, err)
+		}
+		if err := closed.LoopbackOnly(tc.addr); (err == nil) != tc.closedOK {
+			t.Errorf("with tokens LoopbackOnly(%q) = %v", tc.addr, err)
+		}
+	}
+}
+
+func TestUnknownRoutes(t *testing.T) {
+	h := newHarness(t, false)
+	r := h.do(t, "GET", "/v2/everything", adminToken, "")
+	wantStatus(t, r, http.StatusNotFound)
+	if e := r.errorBody(t); e.Code != task.CodeNotFound {
+		t.Errorf("error %+v", e)
+	}
+	r = h.do(t, "DELETE", "/v1/tasks", adminToken, "")
+	wantStatus(t, r, http.StatusMethodNotAllowed)
+	if allow := r.header.Get("Allow"); !strings.Contains(allow, "POST") || !strings.Contains(allow, "GET") {
+		t.Errorf("Allow = %q", allow)
+	}
+	r.errorBody(t)
+}
+
+func TestHealthz(t *testing.T) {
+	h := newHarness(t, false)
+	r := h.do(t, "GET", "/healthz", "", "")
+	wantStatus(t, r, http.StatusOK)
+	if string(r.body) != "{\"ok\":true}\n" {
+		t.Errorf("body %s", r.body)
+	}
+}
+
+func TestMount(t *testing.T) {
+	h := newHarness(t, false)
+	h.srv.Mount("POST /slack/interactions", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.WriteHeader(http.StatusTeapot)
+	}))
+	r := h.do(t, "POST", "/slack/interactions", "", "payload=x")
+	wantStatus(t, r, http.StatusTeapot)
+}
+
+func TestStatusTable(t *testing.T) {
+	for code, want := range map[task.Code]int{
+		task.CodeInvalid: 400, task.CodeNotFound: 404, task.CodeUnexpected: 409, task.CodeConflict: 409,
+		task.CodeSuspended: 423, task.CodeForbidden: 403, task.CodeFinished: 409, task.CodeUnavailable: 503,
+		task.CodeInternal: 500, codeUnauthenticated: 401, "made_up": 500,
+	} {
+		if got := httpStatus(code); got != want {
+			t.Errorf("httpStatus(%s) = %d, want %d", code, got, want)
+		}
+	}
+}
