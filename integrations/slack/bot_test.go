@@ -1,0 +1,210 @@
+package slack
+
+import (
+	"context"
+	"encoding/json"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/ampflow/ampflow/activities"
+	"github.com/ampflow/ampflow/workflows/task"
+)
+
+func opened(d task.Decision) activities.NotifyInput {
+	return activities.NotifyInput{TaskID: d.TaskID, Event: activities.NoticeDecisionOpened, Status: task.StatusAwaitingAdmin, Decision: &d}
+}
+
+func closed(d task.Decision, o task.Outcome) activities.NotifyInput {
+	return activities.NotifyInput{TaskID: d.TaskID, Event: activities.NoticeDecisionClosed, Status: task.StatusDispatched, Decision: &d, Outcome: &o}
+}
+
+// tokensOf returns the button tokens of a posted decision in option order.
+func tokensOf(b *Bot, d task.Decision) []string {
+	out := make([]string, len(d.Options))
+	b.store.view(func(s *stateData) {
+		for tok, btn := range s.Buttons {
+			for i, o := range d.Options {
+				if btn.DecisionID == d.ID && btn.Option == o.ID {
+					out[i] = tok
+				}
+			}
+		}
+	})
+	return out
+}
+
+func TestNotifyPostsDecision(t *testing.T) {
+	b, f := newTestBot(t, &fakeDecider{})
+	d := planDecision()
+	if err := b.Notify(context.Background(), opened(d)); err != nil {
+		t.Fatal(err)
+	}
+	posts := f.calls("chat.postMessage")
+	if len(posts) != 1 {
+		t.Fatalf("got %d posts, want 1", len(posts))
+	}
+	if got := posts[0].Form.Get("channel"); got != "#ampflow" {
+		t.Errorf("posted to %q, want the configured channel", got)
+	}
+	tokens := tokensOf(b, d)
+	for i, tok := range tokens {
+		if tok == "" {
+			t.Fatalf("option %s has no token in the state", d.Options[i].ID)
+		}
+	}
+	var rendered any
+	if err := json.Unmarshal(jsonText(t, RenderDecision(d, tokens), ""), &rendered); err != nil {
+		t.Fatal(err)
+	}
+	want := strings.TrimSpace(string(jsonText(t, rendered, "")))
+	if got := posts[0].blocks(t); got != want {
+		t.Errorf("posted blocks differ from the rendering:\n got %s\nwant %s", got, want)
+	}
+	if !strings.Contains(posts[0].Form.Get("text"), "T-2026-001") {
+		t.Errorf("fallback text %q does not name the task", posts[0].Form.Get("text"))
+	}
+
+	// The state survives a restart: a new bot on the same dir knows the post.
+	again, err := openStore(b.store.path[:strings.LastIndex(b.store.path, "/")])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p := again.data.Decisions[d.ID]; p == nil || len(p.Messages) != 1 || p.Messages[0].TS == "" {
+		t.Errorf("state file lacks the posted message: %+v", p)
+	}
+}
+
+func TestNotifyIdempotent(t *testing.T) {
+	b, f := newTestBot(t, &fakeDecider{})
+	ctx := context.Background()
+	esc := activities.NotifyInput{TaskID: "T-2026-002", Event: activities.NoticeEscalation, Message: lockDecision().Escalation}
+	status := activities.NotifyInput{TaskID: "T-2026-002", Event: activities.NoticeStatus, Status: task.StatusInReview}
+	for range 3 {
+		for _, in := range []activities.NotifyInput{opened(planDecision()), esc, status} {
+			if err := b.Notify(ctx, in); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	posts := f.calls("chat.postMessage")
+	if len(posts) != 3 {
+		t.Fatalf("got %d posts for 3 notices each sent 3 times, want 3", len(posts))
+	}
+	if blocks := posts[1].blocks(t); strings.Contains(blocks, `"actions"`) || !strings.Contains(blocks, "hallucination_lock") {
+		t.Errorf("escalation post has buttons or lacks its type: %s", blocks)
+	}
+	if text := posts[2].Form.Get("text"); !strings.Contains(text, "in review") {
+		t.Errorf("status post = %q", text)
+	}
+}
+
+func TestNotifyClosedEditsOnce(t *testing.T) {
+	b, f := newTestBot(t, &fakeDecider{})
+	ctx := context.Background()
+	d := lockDecision()
+	if err := b.Notify(ctx, opened(d)); err != nil {
+		t.Fatal(err)
+	}
+	o := outcome(d, task.OptTerminate, "telegram:42", "telegram", "")
+	for range 2 {
+		if err := b.Notify(ctx, closed(d, o)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ups := f.calls("chat.update")
+	if len(ups) != 1 {
+		t.Fatalf("got %d edits, want 1", len(ups))
+	}
+	if ups[0].Form.Get("ts") == "" || ups[0].Form.Get("channel") != "C0DEC" {
+		t.Errorf("edit targets %s/%s, want the posted message in C0DEC", ups[0].Form.Get("channel"), ups[0].Form.Get("ts"))
+	}
+	blocks := ups[0].blocks(t)
+	if strings.Contains(blocks, `"type":"actions"`) {
+		t.Error("edited message still has buttons")
+	}
+	for _, want := range []string{"Terminate", "telegram:42", "via telegram", "2026-03-01 12:04 UTC"} {
+		if !strings.Contains(blocks, want) {
+			t.Errorf("edited message lacks %q", want)
+		}
+	}
+}
+
+func TestNotifyClosedNotPostedHere(t *testing.T) {
+	b, f := newTestBot(t, &fakeDecider{})
+	d := planDecision()
+	if err := b.Notify(context.Background(), closed(d, outcome(d, task.OptApprove, "cli", "cli", ""))); err != nil {
+		t.Fatal(err)
+	}
+	if n := len(f.got); n != 0 {
+		t.Errorf("closing an unposted decision made %d calls", n)
+	}
+}
+
+func TestRateLimitRetriedAfterRetryAfter(t *testing.T) {
+	b, f := newTestBot(t, &fakeDecider{})
+	f.limit("chat.postMessage", 1)
+	if err := b.Notify(context.Background(), opened(planDecision())); err != nil {
+		t.Fatal(err)
+	}
+	posts := f.calls("chat.postMessage")
+	if len(posts) != 2 {
+		t.Fatalf("got %d attempts, want 2", len(posts))
+	}
+	if gap := posts[1].At.Sub(posts[0].At); gap < time.Second {
+		t.Errorf("retried after %v, want at least the 1s Retry-After", gap)
+	}
+	if len(tokensOf(b, planDecision())) != 2 {
+		t.Error("decision not recorded after the retry")
+	}
+}
+
+func TestRateLimitBounded(t *testing.T) {
+	b, f := newTestBot(t, &fakeDecider{})
+	b.maxRetries = 2
+	var waited []time.Duration
+	b.sleep = func(_ context.Context, d time.Duration) error { waited = append(waited, d); return nil }
+	f.limit("chat.postMessage", 10)
+	err := b.Notify(context.Background(), opened(planDecision()))
+	if err == nil {
+		t.Fatal("Notify succeeded through a lasting rate limit")
+	}
+	if n := len(f.calls("chat.postMessage")); n != 3 {
+		t.Errorf("got %d attempts, want 3 (1 + 2 retries)", n)
+	}
+	if len(waited) != 2 || waited[0] != time.Second {
+		t.Errorf("waited %v, want two waits of 1s", waited)
+	}
+	var p *posted
+	b.store.view(func(s *stateData) { p = s.Decisions[planDecision().ID] })
+	if p != nil {
+		t.Error("a failed post was recorded as posted")
+	}
+}
+
+func TestRunRepostsPending(t *testing.T) {
+	dec := &fakeDecider{pending: []task.Decision{planDecision(), lockDecision()}}
+	b, f := newTestBot(t, dec)
+	if err := b.Notify(context.Background(), opened(planDecision())); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- b.Run(ctx) }()
+	waitFor(t, "the re-post", func() bool { return len(f.calls("chat.postMessage")) >= 2 })
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatalf("Run: %v", err)
+	}
+	posts := f.calls("chat.postMessage")
+	if len(posts) != 2 {
+		t.Fatalf("got %d posts, want 2 (the plan once, the lock re-posted)", len(posts))
+	}
+	if !strings.Contains(posts[1].Form.Get("text"), "T-2026-002") {
+		t.Errorf("re-posted %q, want the lock decision", posts[1].Form.Get("text"))
+	}
+	var blocks []map[string]any
+	if err := json.Unmarshal([]byte(posts[1].blocks(t)), &blocks); err != nil || len(blocks) == 0 {
+		t.Errorf("re-post blocks unreadable: %v", err)
+	}
+}

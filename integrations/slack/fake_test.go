@@ -1,0 +1,176 @@
+package slack
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/ampflow/ampflow/config"
+	"github.com/ampflow/ampflow/workflows/task"
+)
+
+// apiCall is one Web API request the fake received.
+type apiCall struct {
+	Method string
+	Form   url.Values
+	JSON   map[string]any
+	At     time.Time
+}
+
+// fakeSlack is an httptest fake of the few Web API methods the bot calls.
+type fakeSlack struct {
+	srv *httptest.Server
+	mu  sync.Mutex
+	got []apiCall
+	seq int
+	// limited makes the next n calls of a method answer 429.
+	limited map[string]int
+}
+
+func newFakeSlack(t *testing.T) *fakeSlack {
+	f := &fakeSlack{limited: map[string]int{}}
+	f.srv = httptest.NewServer(http.HandlerFunc(f.serve))
+	t.Cleanup(f.srv.Close)
+	return f
+}
+
+func (f *fakeSlack) serve(w http.ResponseWriter, r *http.Request) {
+	method := strings.TrimPrefix(r.URL.Path, "/api/")
+	body, _ := io.ReadAll(r.Body)
+	c := apiCall{Method: method, At: time.Now()}
+	if strings.HasPrefix(r.Header.Get("Content-Type"), "application/json") {
+		_ = json.Unmarshal(body, &c.JSON)
+	} else {
+		c.Form, _ = url.ParseQuery(string(body))
+	}
+	f.mu.Lock()
+	f.got = append(f.got, c)
+	if f.limited[method] > 0 {
+		f.limited[method]--
+		f.mu.Unlock()
+		w.Header().Set("Retry-After", "1")
+		w.WriteHeader(http.StatusTooManyRequests)
+		return
+	}
+	f.seq++
+	ts := fmt.Sprintf("1772366400.%06d", f.seq)
+	f.mu.Unlock()
+	w.Header().Set("Content-Type", "application/json")
+	switch method {
+	case "chat.postMessage":
+		fmt.Fprintf(w, `{"ok":true,"channel":"C0DEC","ts":%q}`, ts)
+	case "chat.update":
+		fmt.Fprintf(w, `{"ok":true,"channel":%q,"ts":%q}`, c.Form.Get("channel"), c.Form.Get("ts"))
+	case "chat.postEphemeral":
+		fmt.Fprintf(w, `{"ok":true,"message_ts":%q}`, ts)
+	case "views.open":
+		fmt.Fprint(w, `{"ok":true,"view":{"id":"V1"}}`)
+	default:
+		fmt.Fprint(w, `{"ok":false,"error":"unknown_method"}`)
+	}
+}
+
+// calls returns the requests of one method so far.
+func (f *fakeSlack) calls(method string) []apiCall {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	var out []apiCall
+	for _, c := range f.got {
+		if c.Method == method {
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+// limit makes the next n calls of method answer 429 with Retry-After: 1.
+func (f *fakeSlack) limit(method string, n int) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.limited[method] = n
+}
+
+// fakeDecider is the workflows: the first decision on an id wins, later
+// ones are refused the way the workflow refuses them.
+type fakeDecider struct {
+	mu      sync.Mutex
+	in      []task.DecideInput
+	decided map[string]task.Outcome
+	pending []task.Decision
+}
+
+func (f *fakeDecider) Decide(_ context.Context, taskID string, in task.DecideInput) (task.DecideResult, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.in = append(f.in, in)
+	if f.decided == nil {
+		f.decided = map[string]task.Outcome{}
+	}
+	if o, ok := f.decided[in.DecisionID]; ok {
+		return task.DecideResult{}, &task.Error{Code: task.CodeConflict, Message: fmt.Sprintf(
+			"decision %s already decided by %s via %s at %s (%s)", o.DecisionID, o.By, o.Channel, o.At.Format(time.RFC3339), o.Option)}
+	}
+	o := task.Outcome{DecisionID: in.DecisionID, Option: in.Option, Note: in.Note, By: in.By, Channel: in.Channel, At: raisedAt.Add(time.Minute)}
+	f.decided[in.DecisionID] = o
+	return task.DecideResult{Outcome: o, Status: task.StatusDispatched}, nil
+}
+
+func (f *fakeDecider) Pending(context.Context) ([]task.Decision, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return append([]task.Decision(nil), f.pending...), nil
+}
+
+func (f *fakeDecider) inputs() []task.DecideInput {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return append([]task.DecideInput(nil), f.in...)
+}
+
+const testSecret = "8f742231b10e8888abcd99yyyzzz85a5"
+
+// newTestBot returns a bot in HTTP mode against a fresh fake, with admin U1.
+func newTestBot(t *testing.T, dec Decider) (*Bot, *fakeSlack) {
+	t.Helper()
+	f := newFakeSlack(t)
+	cfg := config.Slack{Enabled: true, Mode: ModeHTTP, BotToken: "xoxb-test", SigningSecret: testSecret,
+		Channel: "#ampflow", Admins: []string{"U1", "U2"}, APIURL: f.srv.URL + "/api"}
+	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	b, err := New(cfg, dec, log, t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(b.work.Wait)
+	return b, f
+}
+
+// waitFor polls cond until it holds or the deadline passes.
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// blocks returns the blocks a call sent, re-encoded without HTML escaping.
+func (c apiCall) blocks(t *testing.T) string {
+	t.Helper()
+	var v any
+	if err := json.Unmarshal([]byte(c.Form.Get("blocks")), &v); err != nil {
+		t.Fatalf("%s sent unreadable blocks: %v", c.Method, err)
+	}
+	return strings.TrimSpace(string(jsonText(t, v, "")))
+}

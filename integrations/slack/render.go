@@ -1,0 +1,219 @@
+package slack
+
+import (
+	"fmt"
+	"strings"
+
+	slackapi "github.com/slack-go/slack"
+
+	"github.com/ampflow/ampflow/activities"
+	"github.com/ampflow/ampflow/amp"
+	"github.com/ampflow/ampflow/workflows/task"
+)
+
+// Block and action ids the bot recognises in interactions. They only
+// route; what a click means comes from the server-side token.
+const (
+	actionsBlockID = "ampflow_options"
+	noteCallbackID = "ampflow_note"
+	noteBlockID    = "note"
+	noteActionID   = "note_text"
+)
+
+func mrkdwn(s string) *slackapi.TextBlockObject {
+	return slackapi.NewTextBlockObject(slackapi.MarkdownType, s, false, false)
+}
+
+func plain(s string) *slackapi.TextBlockObject {
+	return slackapi.NewTextBlockObject(slackapi.PlainTextType, s, true, false)
+}
+
+func section(s string) slackapi.Block { return slackapi.NewSectionBlock(mrkdwn(s), nil, nil) }
+
+// RenderDecision renders an open decision as Block Kit: the task, what
+// happened, the suggested actions and one button per option. tokens[i]
+// is the button value of d.Options[i]; a missing token leaves the option
+// out, so nothing unrecorded can be clicked.
+func RenderDecision(d task.Decision, tokens []string) []slackapi.Block {
+	blocks := decisionBody(d, "Decision")
+	var buttons []slackapi.BlockElement
+	for i, o := range d.Options {
+		if i >= len(tokens) || tokens[i] == "" {
+			continue
+		}
+		label := o.Label
+		if label == "" {
+			label = o.ID
+		}
+		if o.NoteRequired {
+			label += " ✍️"
+		}
+		btn := slackapi.NewButtonBlockElement("ampflow_opt_"+o.ID, tokens[i], plain(clip(label, 70)))
+		switch o.ID {
+		case task.OptApprove, task.OptAccept, task.OptResume:
+			btn = btn.WithStyle(slackapi.StylePrimary)
+		case task.OptReject, task.OptTerminate:
+			btn = btn.WithStyle(slackapi.StyleDanger)
+		}
+		buttons = append(buttons, btn)
+	}
+	if len(buttons) > 0 {
+		blocks = append(blocks, slackapi.NewActionBlock(actionsBlockID, buttons...))
+	}
+	return append(blocks, footer(d))
+}
+
+// RenderClosed renders a decided decision: the same body without buttons,
+// and who decided what, where and when.
+func RenderClosed(d task.Decision, o task.Outcome) []slackapi.Block {
+	blocks := decisionBody(d, "Decided")
+	var line string
+	if o.Option == task.OptWithdrawn {
+		line = "➖ *Withdrawn*: no longer needed"
+	} else {
+		line = fmt.Sprintf("%s *%s* by %s via %s", outcomeMark(o.Option), esc(optionLabel(d, o.Option)), who(o.By), esc(o.Channel))
+	}
+	line += "\n" + stamp(o.At)
+	if o.Note != "" {
+		line += "\n> " + strings.ReplaceAll(esc(clip(o.Note, maxNote)), "\n", "\n> ")
+	}
+	blocks = append(blocks, slackapi.NewDividerBlock(), section(line))
+	return append(blocks, footer(d))
+}
+
+// DecisionText is the notification text of a decision message, shown
+// where blocks are not (push notifications).
+func DecisionText(d task.Decision) string {
+	return fmt.Sprintf("%s on %s: %s", kindTitle(d.Kind), d.TaskID, clip(d.Prompt, 120))
+}
+
+// ClosedText is the notification text of a decided decision.
+func ClosedText(d task.Decision, o task.Outcome) string {
+	return fmt.Sprintf("%s on %s: %s by %s", kindTitle(d.Kind), d.TaskID, optionLabel(d, o.Option), o.By)
+}
+
+func decisionBody(d task.Decision, state string) []slackapi.Block {
+	c := d.Context
+	head := fmt.Sprintf("%s %s · %s", riskMark(c.Risk), state, d.TaskID)
+	blocks := []slackapi.Block{
+		slackapi.NewHeaderBlock(plain(clip(head, 150))),
+		section("*" + kindTitle(d.Kind) + "*\n" + esc(clip(d.Prompt, maxDescription))),
+	}
+	var t []string
+	t = append(t, "*Task* "+esc(clip(c.Description, maxDescription)))
+	if r := repoAt(c); r != "" {
+		t = append(t, "*Repo* `"+esc(r)+"`")
+	}
+	risk := "*Risk* " + string(c.Risk)
+	if c.Subtask != "" {
+		risk += " · *Subtask* " + esc(c.Subtask)
+	}
+	t = append(t, risk)
+	state2 := fmt.Sprintf("*Rejects* %d", c.RejectCount)
+	if c.CIState != "" {
+		state2 += " · *CI* " + esc(c.CIState)
+	}
+	if c.Confidence != nil {
+		state2 += fmt.Sprintf(" · *Confidence* %.2f", *c.Confidence)
+	}
+	t = append(t, state2)
+	blocks = append(blocks, section(strings.Join(t, "\n")))
+
+	if d.Escalation != nil {
+		if e := d.Escalation.Escalation(); e != nil {
+			blocks = append(blocks, section(whatHappened(*d.Escalation, *e)))
+		}
+	}
+	if len(c.Issues) > 0 {
+		lines := make([]string, len(c.Issues))
+		for i, is := range c.Issues {
+			lines[i] = issueLine(is)
+		}
+		blocks = append(blocks, section(bullets("Reviewer issues", lines)))
+	}
+	if len(c.Blockers) > 0 {
+		blocks = append(blocks, section(bullets("Blockers", escAll(c.Blockers))))
+	}
+	if len(c.Suggested) > 0 {
+		blocks = append(blocks, section(bullets("Suggested", escAll(c.Suggested))))
+	}
+	return blocks
+}
+
+func whatHappened(m amp.Message, e amp.Escalation) string {
+	head := fmt.Sprintf("*What happened* %s %s from %s", severityMark(e.Severity), esc(string(e.EscalationType)), esc(string(e.TriggeredBy)))
+	if m.From != "" && m.From != e.TriggeredBy {
+		head += " (sent by " + esc(string(m.From)) + ")"
+	}
+	return head + "\n" + esc(clip(e.Description, maxDescription))
+}
+
+func footer(d task.Decision) slackapi.Block {
+	s := "`" + esc(d.ID) + "`"
+	if !d.RaisedAt.IsZero() {
+		s += " · raised " + stamp(d.RaisedAt)
+	}
+	return slackapi.NewContextBlock("", mrkdwn(s))
+}
+
+// RenderEscalation renders an escalation that asks nothing of the admins:
+// no buttons.
+func RenderEscalation(m amp.Message) []slackapi.Block {
+	e := m.Escalation()
+	if e == nil {
+		return []slackapi.Block{section(fmt.Sprintf("*Escalation* on %s", esc(m.TaskID)))}
+	}
+	blocks := []slackapi.Block{
+		slackapi.NewHeaderBlock(plain(clip(fmt.Sprintf("%s Escalation · %s", severityMark(e.Severity), m.TaskID), 150))),
+		section(whatHappened(m, *e)),
+	}
+	if len(e.SuggestedActions) > 0 {
+		blocks = append(blocks, section(bullets("Suggested", escAll(e.SuggestedActions))))
+	}
+	ctx := "`" + esc(m.MsgID) + "`"
+	if e.AutoSuspended {
+		ctx += " · task suspended"
+	}
+	return append(blocks, slackapi.NewContextBlock("", mrkdwn(ctx)))
+}
+
+// EscalationText is the notification text of an escalation.
+func EscalationText(m amp.Message) string {
+	if e := m.Escalation(); e != nil {
+		return fmt.Sprintf("Escalation on %s: %s", m.TaskID, clip(e.Description, 120))
+	}
+	return "Escalation on " + m.TaskID
+}
+
+// RenderStatus renders a status notice as one plain mrkdwn line.
+func RenderStatus(in activities.NotifyInput) string {
+	s := fmt.Sprintf("`%s` is now *%s*", esc(in.TaskID), esc(strings.ReplaceAll(string(in.Status), "_", " ")))
+	if in.Text != "" {
+		s += ": " + esc(clip(in.Text, maxDescription))
+	}
+	return s
+}
+
+// RenderNoteModal renders the modal that asks for the note an option
+// requires. token is carried back in private_metadata.
+func RenderNoteModal(d task.Decision, o task.Option, token string) slackapi.ModalViewRequest {
+	label := o.Label
+	if label == "" {
+		label = o.ID
+	}
+	input := slackapi.NewPlainTextInputBlockElement(plain("Why, and what should happen next"), noteActionID)
+	input.Multiline = true
+	input = input.WithMaxLength(2000)
+	return slackapi.ModalViewRequest{
+		Type:            slackapi.VTModal,
+		CallbackID:      noteCallbackID,
+		PrivateMetadata: token,
+		Title:           plain(clip(label, 24)),
+		Submit:          plain("Decide"),
+		Close:           plain("Cancel"),
+		Blocks: slackapi.Blocks{BlockSet: []slackapi.Block{
+			section(fmt.Sprintf("*%s* on `%s`\n%s", esc(label), esc(d.TaskID), esc(clip(d.Prompt, maxDescription)))),
+			slackapi.NewInputBlock(noteBlockID, plain("Note"), nil, input),
+		}},
+	}
+}

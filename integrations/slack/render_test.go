@@ -1,0 +1,134 @@
+package slack
+
+import (
+	"bytes"
+	"encoding/json"
+	"flag"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/ampflow/ampflow/activities"
+	"github.com/ampflow/ampflow/workflows/task"
+)
+
+var update = flag.Bool("update", false, "rewrite the golden files in testdata")
+
+// jsonText encodes v as Slack receives it, without HTML escaping so the
+// text reads as written.
+func jsonText(t testing.TB, v any, indent string) []byte {
+	t.Helper()
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	enc.SetIndent("", indent)
+	if err := enc.Encode(v); err != nil {
+		t.Fatalf("encoding: %v", err)
+	}
+	return buf.Bytes()
+}
+
+// golden compares v, as indented JSON, with testdata/name.
+func golden(t *testing.T, name string, v any) {
+	t.Helper()
+	got := jsonText(t, v, "  ")
+	path := filepath.Join("testdata", name)
+	if *update {
+		if err := os.WriteFile(path, got, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	want, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("reading golden file (run with -update to create it): %v", err)
+	}
+	if !bytes.Equal(got, want) {
+		t.Errorf("%s differs from the rendering; run with -update if intended.\ngot:\n%s", path, got)
+	}
+}
+
+func TestRenderGolden(t *testing.T) {
+	plan, lock := planDecision(), lockDecision()
+	tests := []struct {
+		name string
+		v    any
+	}{
+		{"decision_plan.json", RenderDecision(plan, []string{"tokA", "tokB"})},
+		{"decision_lock.json", RenderDecision(lock, []string{"tok1", "tok2", "tok3"})},
+		{"closed_plan.json", RenderClosed(plan, outcome(plan, task.OptApprove, "slack:U1", "slack", ""))},
+		{"closed_lock_note.json", RenderClosed(lock, outcome(lock, task.OptAccept, "telegram:42", "telegram", "Known flake;\nship it"))},
+		{"closed_withdrawn.json", RenderClosed(plan, outcome(plan, task.OptWithdrawn, "system", "workflow", ""))},
+		{"escalation.json", RenderEscalation(*lock.Escalation)},
+		{"note_modal.json", RenderNoteModal(lock, lock.Options[1], "tok2")},
+	}
+	for _, tt := range tests {
+		t.Run(strings.TrimSuffix(tt.name, ".json"), func(t *testing.T) { golden(t, tt.name, tt.v) })
+	}
+}
+
+func TestRenderDecisionButtons(t *testing.T) {
+	d := lockDecision()
+	raw := jsonText(t, RenderDecision(d, []string{"tok1", "", "tok3"}), "")
+	s := string(raw)
+	for _, want := range []string{`"value":"tok1"`, `"value":"tok3"`, `"style":"danger"`} {
+		if !strings.Contains(s, want) {
+			t.Errorf("rendering lacks %s", want)
+		}
+	}
+	if strings.Contains(s, "ampflow_opt_accept") {
+		t.Error("an option without a token got a button")
+	}
+	if strings.Contains(s, "<limit>") || !strings.Contains(s, "&lt;limit&gt; &amp; retry") {
+		t.Error("escalation text is not escaped for mrkdwn")
+	}
+}
+
+func TestRenderClosedHasNoButtons(t *testing.T) {
+	d := planDecision()
+	raw := jsonText(t, RenderClosed(d, outcome(d, task.OptReject, "slack:U9", "slack", "too risky")), "")
+	s := string(raw)
+	if strings.Contains(s, `"type":"actions"`) || strings.Contains(s, `"type":"button"`) {
+		t.Error("closed rendering still has buttons")
+	}
+	for _, want := range []string{"<@U9>", "via slack", "2026-03-01 12:04 UTC", "too risky", "Reject"} {
+		if !strings.Contains(s, want) {
+			t.Errorf("closed rendering lacks %q", want)
+		}
+	}
+}
+
+func TestRenderStatus(t *testing.T) {
+	got := RenderStatus(activities.NotifyInput{TaskID: "T-2026-001", Status: task.StatusInReview, Text: "round 2 <x>"})
+	if want := "`T-2026-001` is now *in review*: round 2 &lt;x&gt;"; got != want {
+		t.Errorf("RenderStatus = %q, want %q", got, want)
+	}
+}
+
+func TestClip(t *testing.T) {
+	tests := []struct {
+		in   string
+		n    int
+		want string
+	}{
+		{"short", 10, "short"},
+		{"exactly ten", 11, "exactly ten"},
+		{"ééééééé", 4, "ééé…"},
+		{"  padded  ", 10, "padded"},
+	}
+	for _, tt := range tests {
+		if got := clip(tt.in, tt.n); got != tt.want {
+			t.Errorf("clip(%q, %d) = %q, want %q", tt.in, tt.n, got, tt.want)
+		}
+	}
+}
+
+func BenchmarkRenderDecision(b *testing.B) {
+	d := lockDecision()
+	tokens := []string{"tok1", "tok2", "tok3"}
+	b.ReportAllocs()
+	for b.Loop() {
+		_ = RenderDecision(d, tokens)
+	}
+}
