@@ -1,10 +1,13 @@
 package httpapi
 
 import (
+	"bytes"
+	"log/slog"
 	"net/http"
 	"strings"
 	"testing"
 
+	"github.com/ampflow/ampflow/config"
 	"github.com/ampflow/ampflow/workflows/task"
 )
 
@@ -74,6 +77,27 @@ func TestLoopbackOnly(t *testing.T) {
 		if err := closed.LoopbackOnly(tc.addr); (err == nil) != tc.closedOK {
 			t.Errorf("with tokens LoopbackOnly(%q) = %v", tc.addr, err)
 		}
+	}
+}
+
+func TestLogStart(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		tokens []config.AuthToken
+		warn   bool
+	}{{"Open", nil, true}, {"WithTokens", testTokens, false}} {
+		t.Run(tc.name, func(t *testing.T) {
+			var buf bytes.Buffer
+			s := New(Options{Tasks: &fakeTasks{}, Tokens: tc.tokens, Logger: slog.New(slog.NewTextHandler(&buf, nil))})
+			s.LogStart("127.0.0.1:8233")
+			out := buf.String()
+			if !strings.Contains(out, "addr=127.0.0.1:8233") || strings.Contains(out, OpenWarning) != tc.warn {
+				t.Errorf("log %q; want the address, and the open warning: %v", out, tc.warn)
+			}
+			if strings.Contains(out, adminToken) {
+				t.Errorf("log %q shows a token", out)
+			}
+		})
 	}
 }
 

@@ -53,6 +53,7 @@ func (s *Server) inbox(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	ctx := r.Context()
+	// The wall clock, not Options.Now: the wait runs on real timers.
 	deadline := time.Now().Add(wait)
 	for {
 		msgs, err := s.tasks.Inbox(ctx, role)

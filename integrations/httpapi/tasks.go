@@ -286,13 +286,9 @@ func (s *Server) replanTask(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
-	var req ReplanRequest
-	if err := s.decodeBody(w, r, &req); err != nil {
+	req, err := s.replanRequest(w, r)
+	if err != nil {
 		s.writeError(w, r, err)
-		return
-	}
-	if len(req.Subtasks) == 0 {
-		s.writeError(w, r, invalidField("subtasks", "must list at least one subtask"))
 		return
 	}
 	res, err := s.tasks.Replan(r.Context(), id, task.ReplanInput{Subtasks: req.Subtasks, Note: req.Note, By: callerOf(r).name})
@@ -302,6 +298,40 @@ func (s *Server) replanTask(w http.ResponseWriter, r *http.Request) {
 	}
 	s.log.Info("task replanned over HTTP", "task_id", id, "by", callerOf(r).name, "subtasks", len(req.Subtasks))
 	writeJSON(w, http.StatusOK, res)
+}
+
+// replanRequest decodes a ReplanRequest one subtask at a time, so that an
+// unknown field is named with its index (subtasks[1].size).
+func (s *Server) replanRequest(w http.ResponseWriter, r *http.Request) (ReplanRequest, error) {
+	var raw struct {
+		Subtasks []json.RawMessage `json:"subtasks"`
+		Note     string            `json:"note,omitempty"`
+	}
+	if err := s.decodeBody(w, r, &raw); err != nil {
+		return ReplanRequest{}, err
+	}
+	if len(raw.Subtasks) == 0 {
+		return ReplanRequest{}, invalidField("subtasks", "must list at least one subtask")
+	}
+	req := ReplanRequest{Subtasks: make([]amp.Subtask, len(raw.Subtasks)), Note: raw.Note}
+	var fields []task.FieldError
+	for i, b := range raw.Subtasks {
+		err := decodeStrict(b, &req.Subtasks[i])
+		if err == nil {
+			continue
+		}
+		for _, f := range asTaskError(err).Fields {
+			path := fmt.Sprintf("subtasks[%d]", i)
+			if f.Path != amp.RootPath {
+				path += "." + f.Path
+			}
+			fields = append(fields, task.FieldError{Path: path, Problem: f.Problem})
+		}
+	}
+	if len(fields) > 0 {
+		return ReplanRequest{}, invalidFields(fields)
+	}
+	return req, nil
 }
 
 // decodeBody reads and strictly decodes the request body into v.

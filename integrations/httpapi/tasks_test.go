@@ -198,10 +198,10 @@ func TestCancelAndReplan(t *testing.T) {
 		t.Errorf("replan %+v", rp)
 	}
 
-	r = h.do(t, "POST", "/v1/tasks/T-2026-044/replan", coordToken, `{"subtasks":[{"subtask_id":"S","size":3}]}`)
+	r = h.do(t, "POST", "/v1/tasks/T-2026-044/replan", coordToken, `{"subtasks":[{"subtask_id":"S1","description":"a"},{"subtask_id":"S2","size":3}]}`)
 	wantStatus(t, r, http.StatusBadRequest)
-	if e := r.errorBody(t); !hasField(e.Fields, "size") {
-		t.Errorf("fields %+v do not name size", e.Fields)
+	if e := r.errorBody(t); !hasField(e.Fields, "subtasks[1].size") {
+		t.Errorf("fields %+v do not name subtasks[1].size", e.Fields)
 	}
 
 	r = h.do(t, "POST", "/v1/tasks/T-2026-044/cancel", reviewerToken, `{"reason":"bored"}`)
