@@ -91,6 +91,7 @@ type Server struct {
 	frontendAddr string
 	httpAddr     string
 	stopping     *atomic.Bool
+	unlock       func() error
 
 	stopOnce sync.Once
 	stopErr  error
@@ -112,25 +113,27 @@ func Start(ctx context.Context, o Options) (_ *Server, err error) {
 	if err != nil {
 		return nil, fmt.Errorf("starting dev server: %w", err)
 	}
-	sql, err := prepareStore(o.DataDir, clusterName, o.Namespace, o.Retention, o.SearchAttributes)
-	if err != nil {
-		return nil, fmt.Errorf("starting dev server: %w", err)
-	}
-	cfg := serverConfig(o, p, sql)
 	s := &Server{
 		frontendAddr: hostPort(dialHost(o.IP), p.frontend),
 		httpAddr:     hostPort(dialHost(o.IP), p.frontendHTTP),
 		stopping:     new(atomic.Bool),
-	}
-	opts, err := serverOptions(cfg, p, o, newServerLogger(o.Logger, o.LogLevel, s.stopping))
-	if err != nil {
-		return nil, fmt.Errorf("starting dev server: %w", err)
 	}
 	defer func() {
 		if err != nil {
 			_ = s.Stop()
 		}
 	}()
+	if s.unlock, err = lockDataDir(o.DataDir); err != nil {
+		return nil, fmt.Errorf("starting dev server: %w", err)
+	}
+	sql, err := prepareStore(o.DataDir, clusterName, o.Namespace, o.Retention, o.SearchAttributes)
+	if err != nil {
+		return nil, fmt.Errorf("starting dev server: %w", err)
+	}
+	opts, err := serverOptions(serverConfig(o, p, sql), p, o, newServerLogger(o.Logger, o.LogLevel, s.stopping))
+	if err != nil {
+		return nil, fmt.Errorf("starting dev server: %w", err)
+	}
 	if s.temporal, err = newTemporal(opts); err != nil {
 		return nil, fmt.Errorf("starting dev server: %w", err)
 	}
@@ -206,8 +209,9 @@ func (s *Server) UIAddr() string {
 	return s.ui.addr
 }
 
-// Stop stops the UI and the server and closes the database. Calling it
-// again returns the first result.
+// Stop stops the UI and the server, closes the database and unlocks the
+// data directory. It takes about a second: the frontend drains requests
+// that long. Calling it again returns the first result.
 func (s *Server) Stop() error {
 	s.stopOnce.Do(func() {
 		s.stopping.Store(true)
@@ -220,6 +224,9 @@ func (s *Server) Stop() error {
 		}
 		if s.temporal != nil {
 			errs = append(errs, stopTemporal(s.temporal))
+		}
+		if s.unlock != nil {
+			errs = append(errs, s.unlock())
 		}
 		if err := errors.Join(errs...); err != nil {
 			s.stopErr = fmt.Errorf("stopping dev server on %s: %w", s.frontendAddr, err)

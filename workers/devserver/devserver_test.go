@@ -38,6 +38,8 @@ func testLogger() *slog.Logger {
 
 func quietSDKLogger() sdklog.Logger { return sdklog.NewStructuredLogger(testLogger()) }
 
+// startServer starts a server stopped when t ends. It may be called from
+// any goroutine: it reports failure with t.Errorf and a nil Server.
 func startServer(t *testing.T, o Options) *Server {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
@@ -48,10 +50,20 @@ func startServer(t *testing.T, o Options) *Server {
 	began := time.Now()
 	s, err := Start(ctx, o)
 	if err != nil {
-		t.Fatalf("Start(%s): %v", o.DataDir, err)
+		t.Errorf("Start(%s): %v", o.DataDir, err)
+		return nil
 	}
 	t.Logf("Start(%s) took %v; frontend %s, UI %q", o.DataDir, time.Since(began).Round(time.Millisecond), s.FrontendAddr(), s.UIAddr())
 	t.Cleanup(func() { _ = s.Stop() })
+	return s
+}
+
+func mustStartServer(t *testing.T, o Options) *Server {
+	t.Helper()
+	s := startServer(t, o)
+	if s == nil {
+		t.FailNow()
+	}
 	return s
 }
 
@@ -89,7 +101,7 @@ func freeTestPort(t *testing.T) int {
 // then restarts the server on the same directory and finds the workflow
 // again. A second server runs beside the first the whole time.
 func TestServer(t *testing.T) {
-	dir := t.TempDir()
+	dir, otherDir, uiPort := t.TempDir(), t.TempDir(), freeTestPort(t)
 	var (
 		s, other *Server
 		wg       sync.WaitGroup
@@ -97,11 +109,11 @@ func TestServer(t *testing.T) {
 	wg.Add(2)
 	go func() {
 		defer wg.Done()
-		s = startServer(t, Options{DataDir: dir, UIPort: freeTestPort(t), SearchAttributes: ampAttributes})
+		s = startServer(t, Options{DataDir: dir, UIPort: uiPort, SearchAttributes: ampAttributes})
 	}()
 	go func() {
 		defer wg.Done()
-		other = startServer(t, Options{DataDir: t.TempDir(), Namespace: "other"})
+		other = startServer(t, Options{DataDir: otherDir, Namespace: "other"})
 	}()
 	wg.Wait()
 	if s == nil || other == nil {
@@ -209,6 +221,17 @@ func TestServer(t *testing.T) {
 		}
 	})
 
+	t.Run("DataDirLocked", func(t *testing.T) {
+		s2, err := Start(ctx, Options{DataDir: dir, Logger: testLogger()})
+		if err == nil {
+			_ = s2.Stop()
+			t.Fatal("a second server started on the same data directory")
+		}
+		if !errors.Is(err, ErrDataDirInUse) {
+			t.Fatalf("error %v does not wrap ErrDataDirInUse", err)
+		}
+	})
+
 	t.Run("OtherServerServesItsNamespace", func(t *testing.T) {
 		oc := dial(t, other, "other")
 		if _, err := oc.DescribeWorkflowExecution(ctx, workflowID, ""); err == nil {
@@ -226,7 +249,7 @@ func TestServer(t *testing.T) {
 		for k, v := range ampAttributes {
 			attrs[k] = v
 		}
-		s := startServer(t, Options{DataDir: dir, SearchAttributes: attrs})
+		s := mustStartServer(t, Options{DataDir: dir, SearchAttributes: attrs})
 		c := dial(t, s, DefaultNamespace)
 		desc, err := c.DescribeWorkflowExecution(ctx, workflowID, "")
 		if err != nil {

@@ -31,7 +31,7 @@ func TestChildServer(t *testing.T) {
 	if dir == "" {
 		t.Skip("runs only as the child process of TestSurvivesKill")
 	}
-	s := startServer(t, Options{DataDir: dir})
+	s := mustStartServer(t, Options{DataDir: dir})
 	fmt.Printf("%s%s\n", childAddrPrefix, s.FrontendAddr())
 	_, _ = io.Copy(io.Discard, os.Stdin)
 }
@@ -103,7 +103,7 @@ func TestSurvivesKill(t *testing.T) {
 	killed = true
 	_ = cmd.Wait()
 
-	s := startServer(t, Options{DataDir: dir})
+	s := mustStartServer(t, Options{DataDir: dir})
 	c = dial(t, s, DefaultNamespace)
 	w := worker.New(c, "devserver-kill", worker.Options{})
 	w.RegisterWorkflow(greet)
@@ -124,9 +124,9 @@ func TestSurvivesKill(t *testing.T) {
 // releases the frontend port when it fails.
 func TestStartGivesUpWithContext(t *testing.T) {
 	port := freeTestPort(t)
-	// Creating the database alone takes longer than this, so the deadline
-	// passes while the server starts.
-	ctx, cancel := context.WithTimeout(context.Background(), time.Millisecond)
+	// A start takes several times this, so the deadline passes part way,
+	// after the frontend port may have been bound.
+	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
 	defer cancel()
 	s, err := Start(ctx, Options{DataDir: t.TempDir(), Port: port, Logger: testLogger()})
 	if err == nil {

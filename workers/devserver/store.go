@@ -41,14 +41,11 @@ func sqlConfig(path string) *config.SQL {
 	}
 }
 
-// prepareStore makes sure dir holds a database this server version can open,
+// prepareStore makes sure dir, which must exist, holds a database this server version can open,
 // with the namespace registered. A new database gets the schema, the
 // namespace and its search attributes; an existing one only gets the
 // namespace if it is missing.
 func prepareStore(dir, cluster, namespace string, retention time.Duration, attrs map[string]enums.IndexedValueType) (*config.SQL, error) {
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return nil, fmt.Errorf("creating data directory %s: %w", dir, err)
-	}
 	dbPath := filepath.Join(dir, DatabaseFile)
 	versionPath := filepath.Join(dir, VersionFile)
 

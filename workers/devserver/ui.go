@@ -45,9 +45,8 @@ func startUI(ip string, port int, frontendAddr, namespace string) (*uiServer, er
 		DisableNewsFetch:   true,
 		NotifyOnNewVersion: false,
 		// Plain HTTP on a local port: a Secure cookie would never come back.
-		CORS:         uiconfig.CORS{CookieInsecure: true},
-		HideLogs:     true,
-		Distribution: "ampflow",
+		CORS:     uiconfig.CORS{CookieInsecure: true},
+		HideLogs: true,
 	}
 	handler, err := uiHandler(cfg)
 	if err != nil {
