@@ -46,7 +46,8 @@ func ciOptions(p task.Policy) workflow.ActivityOptions {
 
 func recordOptions() workflow.ActivityOptions {
 	return workflow.ActivityOptions{
-		StartToCloseTimeout: 30 * time.Second,
+		// Short: a worker that dies mid-write is noticed soon.
+		StartToCloseTimeout: 10 * time.Second,
 		RetryPolicy: &temporal.RetryPolicy{
 			InitialInterval:        200 * time.Millisecond,
 			MaximumInterval:        30 * time.Second,

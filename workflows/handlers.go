@@ -75,7 +75,7 @@ func (t *taskRun) classify(rec amp.Record, raw []byte) (submission, error) {
 	case amp.TypeTaskResult:
 		return t.classifyResult(m)
 	case amp.TypeReviewVerdict:
-		if t.Phase != phaseAwaitReview || t.Verdict != nil {
+		if !t.awaitingVerdict() {
 			return 0, refuse(task.ErrUnexpected, "unexpected review_verdict: task %s is %s and expects %s", t.In.TaskID, t.Status, t.expecting())
 		}
 		return subVerdict, nil
@@ -84,8 +84,7 @@ func (t *taskRun) classify(rec amp.Record, raw []byte) (submission, error) {
 }
 
 func (t *taskRun) classifyResult(m amp.Message) (submission, error) {
-	waiting := (t.Phase == phaseAwaitAck || t.Phase == phaseAwaitResult) && t.Result == nil
-	if !waiting {
+	if !t.awaitingResult() {
 		return 0, refuse(task.ErrUnexpected, "unexpected task_result: task %s is %s and expects %s", t.In.TaskID, t.Status, t.expecting())
 	}
 	cur := t.subtask()
@@ -112,6 +111,17 @@ func (t *taskRun) classifyAck(a amp.Ack) (submission, error) {
 	return subAck, nil
 }
 
+// awaitingResult and awaitingVerdict say what the task takes from agents.
+// They follow the status, which changes before a message goes out, not
+// the run loop's phase, which moves on only once the SSOT has it.
+func (t *taskRun) awaitingResult() bool {
+	return (t.Status == task.StatusDispatched || t.Status == task.StatusInProgress) && t.DispatchID != "" && t.Result == nil
+}
+
+func (t *taskRun) awaitingVerdict() bool {
+	return t.Status == task.StatusInReview && t.RequestID != "" && t.Verdict == nil
+}
+
 // recordDigest identifies a record by content, whatever its layout: the
 // typed form marshals deterministically.
 func recordDigest(rec amp.Record) string {
@@ -133,11 +143,11 @@ func (t *taskRun) expecting() string {
 	switch {
 	case t.suspended():
 		want = append(want, "an admin decision")
-	case (t.Phase == phaseAwaitAck || t.Phase == phaseAwaitResult) && t.Result == nil:
+	case t.awaitingResult():
 		if st := t.subtask(); st != nil {
 			want = append(want, "a task_result for subtask "+st.SubtaskID)
 		}
-	case t.Phase == phaseAwaitReview && t.Verdict == nil:
+	case t.awaitingVerdict():
 		want = append(want, "a review_verdict")
 	}
 	if t.Pending != nil {

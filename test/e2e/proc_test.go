@@ -1,0 +1,221 @@
+package e2e
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// binary is the ampflow executable built once for the package.
+var binary string
+
+func TestMain(m *testing.M) {
+	os.Exit(run(m))
+}
+
+func run(m *testing.M) int {
+	dir, err := os.MkdirTemp("", "ampflow-e2e-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	defer os.RemoveAll(dir)
+	binary = filepath.Join(dir, "ampflow")
+	root, err := moduleRoot()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	build := exec.Command("go", "build", "-o", binary, "./cmd/ampflow")
+	build.Dir = root
+	build.Stdout, build.Stderr = os.Stderr, os.Stderr
+	if err := build.Run(); err != nil {
+		fmt.Fprintln(os.Stderr, "building ampflow:", err)
+		return 1
+	}
+	return m.Run()
+}
+
+func moduleRoot() (string, error) {
+	out, err := exec.Command("go", "env", "GOMOD").Output()
+	if err != nil {
+		return "", fmt.Errorf("finding the module: %w", err)
+	}
+	return filepath.Dir(strings.TrimSpace(string(out))), nil
+}
+
+// freePort asks the kernel for a loopback port that is free now.
+func freePort(t *testing.T) int {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	return ln.Addr().(*net.TCPAddr).Port
+}
+
+// devProc is one `ampflow dev` process.
+type devProc struct {
+	t        *testing.T
+	dataDir  string
+	env      []string
+	temporal string
+	api      string
+	cmd      *exec.Cmd
+	done     chan struct{}
+	mu       sync.Mutex
+	out      strings.Builder
+}
+
+// startDev runs `ampflow dev` on dataDir and waits until it is ready.
+func startDev(t *testing.T, dataDir string, env ...string) *devProc {
+	t.Helper()
+	p := &devProc{t: t, dataDir: dataDir, env: env,
+		temporal: fmt.Sprintf("127.0.0.1:%d", freePort(t)),
+		api:      fmt.Sprintf("127.0.0.1:%d", freePort(t)),
+	}
+	p.start()
+	t.Cleanup(p.stop)
+	return p
+}
+
+func (p *devProc) start() {
+	t := p.t
+	t.Helper()
+	_, port, _ := net.SplitHostPort(p.temporal)
+	p.cmd = exec.Command(binary, "dev", "--data-dir", p.dataDir, "--temporal-port", port, "--ui-port", "0", "--http-addr", p.api)
+	p.cmd.Env = append(os.Environ(), p.env...)
+	p.cmd.Dir = p.dataDir
+	stdout, err := p.cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.cmd.Stderr = &lockedWriter{p: p}
+	if err := p.cmd.Start(); err != nil {
+		t.Fatalf("starting ampflow dev: %v", err)
+	}
+	ready := make(chan struct{})
+	p.done = make(chan struct{})
+	go func() {
+		sc := bufio.NewScanner(stdout)
+		for sc.Scan() {
+			line := sc.Text()
+			p.mu.Lock()
+			p.out.WriteString(line + "\n")
+			p.mu.Unlock()
+			if strings.HasPrefix(line, "ready in") {
+				close(ready)
+			}
+		}
+		_, _ = io.Copy(io.Discard, stdout)
+	}()
+	go func() {
+		_ = p.cmd.Wait()
+		close(p.done)
+	}()
+	select {
+	case <-ready:
+	case <-p.done:
+		t.Fatalf("ampflow dev exited before it was ready:\n%s", p.output())
+	case <-time.After(60 * time.Second):
+		t.Fatalf("ampflow dev not ready after 60s:\n%s", p.output())
+	}
+}
+
+func (p *devProc) output() string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.out.String()
+}
+
+// kill stops the process with SIGKILL: no chance to clean up.
+func (p *devProc) kill() {
+	_ = p.cmd.Process.Signal(syscall.SIGKILL)
+	<-p.done
+}
+
+// restart starts the process again on the same data dir and ports.
+func (p *devProc) restart() { p.start() }
+
+func (p *devProc) stop() {
+	select {
+	case <-p.done:
+		return
+	default:
+	}
+	_ = p.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-p.done:
+	case <-time.After(20 * time.Second):
+		p.t.Errorf("ampflow dev did not stop on SIGTERM within 20s")
+		p.kill()
+	}
+}
+
+type lockedWriter struct{ p *devProc }
+
+func (w *lockedWriter) Write(b []byte) (int, error) {
+	w.p.mu.Lock()
+	defer w.p.mu.Unlock()
+	return w.p.out.Write(b)
+}
+
+// eventually polls cond until it holds or the deadline passes.
+func eventually(t *testing.T, within time.Duration, what string, cond func() (bool, error)) {
+	t.Helper()
+	deadline := time.Now().Add(within)
+	var last error
+	for time.Now().Before(deadline) {
+		ok, err := cond()
+		if ok {
+			return
+		}
+		last = err
+		time.Sleep(100 * time.Millisecond)
+	}
+	t.Fatalf("%s: not within %s (last error: %v)", what, within, last)
+}
+
+// gitRepo makes a repository with main and a feature branch carrying a commit.
+func gitRepo(t *testing.T) string {
+	t.Helper()
+	dir := t.TempDir()
+	git(t, dir, "init", "-q", "-b", "main")
+	writeFile(t, filepath.Join(dir, "README.md"), "demo\n")
+	git(t, dir, "add", ".")
+	git(t, dir, "commit", "-q", "-m", "initial")
+	git(t, dir, "checkout", "-q", "-b", "feature/e2e")
+	return dir
+}
+
+func git(t *testing.T, dir string, args ...string) string {
+	t.Helper()
+	cmd := exec.Command("git", append([]string{"-c", "user.name=e2e", "-c", "user.email=e2e@localhost"}, args...)...)
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), "GIT_TERMINAL_PROMPT=0")
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("git %v: %v\n%s", args, err, out)
+	}
+	return strings.TrimSpace(string(out))
+}
+
+func writeFile(t *testing.T, path, body string) {
+	t.Helper()
+	if err := os.WriteFile(path, []byte(body), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+var _ = context.Background
