@@ -85,7 +85,9 @@ func (f levelFloor) Handle(ctx context.Context, r slog.Record) error { return f.
 func (f levelFloor) WithAttrs(a []slog.Attr) slog.Handler {
 	return levelFloor{h: f.h.WithAttrs(a), min: f.min}
 }
-func (f levelFloor) WithGroup(n string) slog.Handler { return levelFloor{h: f.h.WithGroup(n), min: f.min} }
+func (f levelFloor) WithGroup(n string) slog.Handler {
+	return levelFloor{h: f.h.WithGroup(n), min: f.min}
+}
 
 func tlsConfig(c config.TemporalTLS) (*tls.Config, error) {
 	tc := &tls.Config{MinVersion: tls.VersionTLS12, ServerName: c.ServerName}

@@ -14,6 +14,7 @@ import (
 
 	"github.com/ampflow/ampflow/activities"
 	"github.com/ampflow/ampflow/config"
+	"github.com/ampflow/ampflow/integrations/httpapi"
 	"github.com/ampflow/ampflow/workflows"
 	"github.com/ampflow/ampflow/workflows/task"
 )
@@ -23,6 +24,9 @@ type Options struct {
 	Config   config.Config
 	Temporal client.Client
 	Logger   *slog.Logger
+	// Metrics is the registry /metrics serves; the Temporal client should
+	// have been dialed with its TemporalHandler. Nil makes a fresh one.
+	Metrics *httpapi.Metrics
 	// Endpoint, when set, is told each endpoint once it serves.
 	Endpoint func(name, addr string)
 }

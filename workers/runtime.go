@@ -7,6 +7,9 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"time"
+
+	"github.com/ampflow/ampflow/integrations/httpapi"
 )
 
 // runtime holds what serves beside the worker: the HTTP API and the chat
@@ -20,22 +23,32 @@ type runtime struct {
 
 func newRuntime(ctx context.Context, o Options, parts *Parts, log *slog.Logger) (*runtime, error) {
 	rt := &runtime{log: log}
-	handler, err := apiHandler(ctx, o, parts, rt)
-	if err != nil {
-		return nil, err
-	}
 	addr := o.Config.HTTP.Addr
 	if addr == "" {
 		return rt, nil
+	}
+	api := httpapi.New(httpapi.Options{
+		Tasks: parts.Tasks, Store: parts.Store, Tokens: o.Config.Auth.Tokens, Logger: log, Metrics: o.Metrics,
+	})
+	if err := api.LoopbackOnly(addr); err != nil {
+		return nil, fmt.Errorf("http.addr: %w", err)
+	}
+	if err := mountChat(ctx, o, parts, api, rt); err != nil {
+		return nil, err
 	}
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		return nil, fmt.Errorf("http.addr %s: %w", addr, err)
 	}
 	rt.ln = ln
-	rt.http = &http.Server{Handler: handler, ReadHeaderTimeout: 10e9}
+	rt.http = &http.Server{Handler: api.Handler(), ReadHeaderTimeout: 10 * time.Second}
+	api.LogStart(ln.Addr().String())
 	if o.Endpoint != nil {
-		o.Endpoint("http api", "http://"+ln.Addr().String())
+		note := ""
+		if len(o.Config.Auth.Tokens) == 0 {
+			note = " (no auth.tokens: open, loopback only)"
+		}
+		o.Endpoint("http api", "http://"+ln.Addr().String()+note)
 	}
 	return rt, nil
 }
@@ -71,12 +84,7 @@ func (rt *runtime) stop() {
 	}
 }
 
-// apiHandler builds the HTTP API with the chat webhooks mounted on it.
-func apiHandler(ctx context.Context, o Options, parts *Parts, rt *runtime) (http.Handler, error) {
-	mux := http.NewServeMux()
-	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
-		w.Header().Set("Content-Type", "application/json")
-		_, _ = w.Write([]byte(`{"ok":true}` + "\n"))
-	})
-	return mux, nil
+// mountChat starts nothing yet: the chat integrations are wired here.
+func mountChat(ctx context.Context, o Options, parts *Parts, api *httpapi.Server, rt *runtime) error {
+	return nil
 }

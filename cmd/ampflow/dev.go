@@ -7,6 +7,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/ampflow/ampflow/cmd/ampflow/cli"
+	"github.com/ampflow/ampflow/integrations/httpapi"
 	"github.com/ampflow/ampflow/workers"
 	"github.com/ampflow/ampflow/workers/devserver"
 )
@@ -53,12 +54,13 @@ the same data dir. Stop with Ctrl-C.`,
 			if ui := srv.UIAddr(); ui != "" {
 				fmt.Fprintf(a.Stdout, "%-10s http://%s\n", "web ui", ui)
 			}
-			c, err := workers.Dial(cmd.Context(), cfg.Temporal, log, nil, 10*time.Second)
+			metrics := httpapi.NewMetrics()
+			c, err := workers.Dial(cmd.Context(), cfg.Temporal, log, metrics.TemporalHandler(), 10*time.Second)
 			if err != nil {
 				return cli.Exit(cli.ExitFailed, err)
 			}
 			defer c.Close()
-			err = workers.Run(cmd.Context(), workers.Options{Config: cfg, Temporal: c, Logger: log,
+			err = workers.Run(cmd.Context(), workers.Options{Config: cfg, Temporal: c, Logger: log, Metrics: metrics,
 				Endpoint: func(name, addr string) {
 					fmt.Fprintf(a.Stdout, "%-10s %s\n", name, addr)
 					if name == "worker" {
@@ -97,13 +99,14 @@ and AmpRepo (Keyword), AmpRejectCount (Int).`,
 				return err
 			}
 			log := a.Logger(cfg)
-			c, err := workers.Dial(cmd.Context(), cfg.Temporal, log, nil, 30*time.Second)
+			metrics := httpapi.NewMetrics()
+			c, err := workers.Dial(cmd.Context(), cfg.Temporal, log, metrics.TemporalHandler(), 30*time.Second)
 			if err != nil {
 				return cli.Exit(cli.ExitFailed, err)
 			}
 			defer c.Close()
 			fmt.Fprintf(a.Stdout, "%-10s %s (namespace %s)\n", "temporal", cfg.Temporal.Address, cfg.Temporal.Namespace)
-			err = workers.Run(cmd.Context(), workers.Options{Config: cfg, Temporal: c, Logger: log,
+			err = workers.Run(cmd.Context(), workers.Options{Config: cfg, Temporal: c, Logger: log, Metrics: metrics,
 				Endpoint: func(name, addr string) { fmt.Fprintf(a.Stdout, "%-10s %s\n", name, addr) }})
 			if err != nil {
 				return cli.Exit(cli.ExitFailed, err)

@@ -1,0 +1,255 @@
+package demo
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/ampflow/ampflow/amp"
+	"github.com/ampflow/ampflow/workflows/task"
+)
+
+// testClock is a clock that moves 10ms a reading.
+func testClock() func() time.Time {
+	t := time.Date(2026, 3, 1, 10, 0, 0, 0, time.UTC)
+	return func() time.Time {
+		t = t.Add(10 * time.Millisecond)
+		return t
+	}
+}
+
+func options(t *testing.T, f *fakeTasks, out *bytes.Buffer) Options {
+	return Options{Tasks: f, Out: out, Poll: time.Millisecond, Now: testClock(), RepoDir: filepath.Join(t.TempDir(), "repo")}
+}
+
+func gitOut(t *testing.T, dir string, args ...string) string {
+	t.Helper()
+	out, err := exec.Command("git", append([]string{"-C", dir}, args...)...).Output()
+	if err != nil {
+		t.Fatalf("git %v: %v", args, err)
+	}
+	return strings.TrimSpace(string(out))
+}
+
+func TestRunPlaysTheWholeLoop(t *testing.T) {
+	f := newFake(t)
+	f.early = 1
+	var out bytes.Buffer
+	o := options(t, f, &out)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	sum, err := Run(ctx, o)
+	if err != nil {
+		t.Fatalf("Run: %v\n%s", err, out.String())
+	}
+	if len(f.problems) > 0 {
+		t.Errorf("the fake workflow found problems:\n%s", strings.Join(f.problems, "\n"))
+	}
+
+	want := []string{
+		"StartNext",
+		"Ack task_dispatch executor", "Submit task_result",
+		"Ack review_request reviewer", "Submit review_verdict rejected", "Submit review_verdict rejected",
+		"Ack task_dispatch executor", "Submit task_result",
+		"Ack review_request reviewer", "Submit review_verdict approved",
+	}
+	if !slices.Equal(f.calls, want) {
+		t.Errorf("calls:\n got %q\nwant %q", f.calls, want)
+	}
+
+	if sum.TaskID != "T-2026-007" || sum.Status != task.StatusDone || sum.Rounds != 2 || sum.RejectCount != 1 {
+		t.Errorf("summary = %+v", sum)
+	}
+	var wantIDs []string
+	for _, e := range f.timeline {
+		if e.Kind == "message" {
+			wantIDs = append(wantIDs, e.MsgID)
+		}
+	}
+	if len(sum.MsgIDs) != 8 || !slices.Equal(sum.MsgIDs, wantIDs) {
+		t.Errorf("msg ids = %q, want the 8 of the timeline %q", sum.MsgIDs, wantIDs)
+	}
+
+	repo := f.in.Plan.Repo
+	if got := gitOut(t, repo, "branch", "--show-current"); got != FeatureBranch {
+		t.Errorf("checked out %q, want %s", got, FeatureBranch)
+	}
+	if got := gitOut(t, repo, "rev-list", "--count", "main"); got != "1" {
+		t.Errorf("main has %s commits, want the initial one only", got)
+	}
+	if len(f.results) != 2 {
+		t.Fatalf("%d results, want 2", len(f.results))
+	}
+	if head := gitOut(t, repo, "rev-parse", FeatureBranch); f.results[1].CommitHash != head {
+		t.Errorf("second result's commit %s, branch head %s", f.results[1].CommitHash, head)
+	}
+	for i, wantDiff := range []amp.DiffSummary{
+		{FilesChanged: []string{"hello.sh"}, LinesAdded: 2},
+		{FilesChanged: []string{"hello.sh"}, LinesAdded: 3},
+	} {
+		if got := f.results[i].DiffSummary; !slices.Equal(got.FilesChanged, wantDiff.FilesChanged) ||
+			got.LinesAdded != wantDiff.LinesAdded || got.LinesRemoved != wantDiff.LinesRemoved {
+			t.Errorf("result %d diff_summary = %+v, want %+v", i+1, got, wantDiff)
+		}
+	}
+	script, err := os.ReadFile(filepath.Join(repo, "hello.sh"))
+	if err != nil || string(script) != fixedScript {
+		t.Errorf("hello.sh = %q, %v; want the fixed script", script, err)
+	}
+
+	if len(f.dispatches) != 2 || !strings.Contains(f.dispatches[1].Dispatch().Description, reviewIssue.Description) {
+		t.Fatalf("the second dispatch does not carry the reviewer's issue: %+v", f.dispatches)
+	}
+	text := out.String()
+	for _, s := range []string{
+		"coordinator started T-2026-007",
+		"executor    ACK " + f.dispatches[0].MsgID,
+		"executor    ACK " + f.dispatches[1].MsgID,
+		"| - [critical] hello.sh:2 " + reviewIssue.Description,
+		"send review_verdict",
+		"coordinator done",
+		"T-2026-007 done: 2 rounds, reject_count 1",
+	} {
+		if !strings.Contains(text, s) {
+			t.Errorf("output lacks %q:\n%s", s, text)
+		}
+	}
+	if strings.Contains(text, f.foreign[0].MsgID) {
+		t.Errorf("the demo touched another task's message %s:\n%s", f.foreign[0].MsgID, text)
+	}
+}
+
+func TestRunJSON(t *testing.T) {
+	f := newFake(t)
+	var out bytes.Buffer
+	o := options(t, f, &out)
+	o.JSON = true
+	sum, err := Run(context.Background(), o)
+	if err != nil {
+		t.Fatalf("Run: %v", err)
+	}
+	var steps []map[string]any
+	if err := json.Unmarshal(out.Bytes(), &steps); err != nil {
+		t.Fatalf("output is not one JSON array: %v\n%s", err, out.String())
+	}
+	if len(steps) != len(sum.Steps) || len(steps) < 10 {
+		t.Fatalf("%d steps in JSON, %d in the summary", len(steps), len(sum.Steps))
+	}
+	var roles []string
+	for i, s := range steps {
+		var keys []string
+		for k := range s {
+			keys = append(keys, k)
+		}
+		slices.Sort(keys)
+		if !slices.Equal(keys, []string{"action", "at", "msg_id", "role", "status"}) {
+			t.Errorf("step %d has keys %v", i, keys)
+		}
+		if _, err := time.Parse(time.RFC3339Nano, s["at"].(string)); err != nil {
+			t.Errorf("step %d at: %v", i, err)
+		}
+		roles = append(roles, s["role"].(string))
+	}
+	if first := steps[0]; first["role"] != "coordinator" || first["action"] != "started T-2026-007" {
+		t.Errorf("first step = %v", first)
+	}
+	if last := steps[len(steps)-1]; last["action"] != "done" || last["status"] != "done" {
+		t.Errorf("last step = %v", last)
+	}
+	if !slices.Contains(roles, "executor") || !slices.Contains(roles, "reviewer") {
+		t.Errorf("roles = %v", roles)
+	}
+	for _, s := range steps {
+		if s["action"] == "ACK" && s["msg_id"] == "" {
+			t.Errorf("ACK step without msg_id: %v", s)
+		}
+	}
+}
+
+func TestRunTimeout(t *testing.T) {
+	f := newFake(t)
+	f.stall = true
+	var out bytes.Buffer
+	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+	defer cancel()
+	_, err := Run(ctx, options(t, f, &out))
+	var te *TimeoutError
+	if !errors.As(err, &te) {
+		t.Fatalf("err = %v, want a *TimeoutError", err)
+	}
+	if !strings.Contains(te.Step, "review_request") || te.Status != task.StatusCICheck || te.TaskID != "T-2026-007" {
+		t.Errorf("timeout = %+v", te)
+	}
+	for _, s := range []string{"timed out waiting for the review_request", "ci_check", "ci.provider none"} {
+		if !strings.Contains(err.Error(), s) {
+			t.Errorf("error %q lacks %q", err, s)
+		}
+	}
+}
+
+func TestRunTaskEnded(t *testing.T) {
+	f := newFake(t)
+	f.refuse = "refused: branch \"feature/demo\" not found"
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	_, err := Run(ctx, options(t, f, &bytes.Buffer{}))
+	var te *TimeoutError
+	if err == nil || errors.As(err, &te) || !errors.Is(err, errEnded) {
+		t.Fatalf("err = %v, want the task's early end", err)
+	}
+	if !strings.Contains(err.Error(), f.refuse) || !strings.Contains(err.Error(), "task_dispatch") {
+		t.Errorf("error %q does not say which step and why", err)
+	}
+}
+
+func TestRunRefusesAUsedRepoDir(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "x"), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	f := newFake(t)
+	_, err := Run(context.Background(), Options{Tasks: f, RepoDir: dir})
+	if err == nil || !strings.Contains(err.Error(), "must be an empty directory") {
+		t.Fatalf("err = %v", err)
+	}
+	if len(f.calls) != 0 {
+		t.Errorf("calls = %v, want none", f.calls)
+	}
+}
+
+func TestParseNumstat(t *testing.T) {
+	tests := []struct {
+		name string
+		in   string
+		want amp.DiffSummary
+		bad  bool
+	}{
+		{"Empty", "", amp.DiffSummary{FilesChanged: []string{}}, false},
+		{"Two", "2\t0\thello.sh\x001\t3\tdir/a b.txt\x00", amp.DiffSummary{FilesChanged: []string{"hello.sh", "dir/a b.txt"}, LinesAdded: 3, LinesRemoved: 3}, false},
+		{"Binary", "-\t-\tlogo.png\x00", amp.DiffSummary{FilesChanged: []string{"logo.png"}}, false},
+		{"Garbled", "x\ty\tz\x00", amp.DiffSummary{}, true},
+		{"Short", "1\t2\x00", amp.DiffSummary{}, true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := parseNumstat(tt.in)
+			if (err != nil) != tt.bad {
+				t.Fatalf("err = %v, want error %v", err, tt.bad)
+			}
+			if tt.bad {
+				return
+			}
+			if !slices.Equal(got.FilesChanged, tt.want.FilesChanged) || got.LinesAdded != tt.want.LinesAdded || got.LinesRemoved != tt.want.LinesRemoved {
+				t.Errorf("got %+v, want %+v", got, tt.want)
+			}
+		})
+	}
+}
