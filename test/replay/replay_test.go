@@ -1,0 +1,37 @@
+// Package replay replays recorded task histories against the current
+// workflow code: a change that would break running tasks fails here.
+package replay
+
+import (
+	"path/filepath"
+	"testing"
+
+	"go.temporal.io/sdk/worker"
+	"go.temporal.io/sdk/workflow"
+
+	"github.com/ampflow/ampflow/workflows"
+	"github.com/ampflow/ampflow/workflows/task"
+)
+
+// TestReplay replays every history in testdata. To record them again,
+// run the generator in test/e2e:
+//
+//	AMPFLOW_RECORD_HISTORIES=1 go test ./test/e2e/ -run TestRecordHistories
+func TestReplay(t *testing.T) {
+	files, err := filepath.Glob(filepath.Join("testdata", "*.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(files) < 3 {
+		t.Fatalf("%d recorded histories in testdata, want at least 3", len(files))
+	}
+	for _, f := range files {
+		t.Run(filepath.Base(f), func(t *testing.T) {
+			r := worker.NewWorkflowReplayer()
+			r.RegisterWorkflowWithOptions(workflows.Task, workflow.RegisterOptions{Name: task.WorkflowType})
+			if err := r.ReplayWorkflowHistoryFromJSONFile(nil, f); err != nil {
+				t.Errorf("replaying %s: %v", f, err)
+			}
+		})
+	}
+}
