@@ -45,7 +45,8 @@ type Step struct {
 	Role   amp.Role  `json:"role"`
 	Action string    `json:"action"`
 	MsgID  string    `json:"msg_id"`
-	// Status is the task's status as last reported after the step.
+	// Status is the task's status when the step was taken, as the
+	// workflow last reported it; the task moves on right after.
 	Status task.Status `json:"status"`
 }
 
@@ -110,6 +111,9 @@ func Run(ctx context.Context, o Options) (Summary, error) {
 func (r *run) play(ctx context.Context) (Summary, error) {
 	var err error
 	if r.repo, err = newRepo(ctx, r.o.RepoDir); err != nil {
+		if ctx.Err() != nil {
+			return Summary{}, r.timeout("the demo repository to be created", err)
+		}
 		return Summary{}, err
 	}
 	r.say("demo repository %s (%s, with %s checked out)", r.repo.dir, BaseBranch, FeatureBranch)
@@ -160,6 +164,9 @@ func (r *run) start(ctx context.Context) error {
 	now := r.o.Now()
 	in := task.Input{Plan: plan(r.repo.dir), Coordinator: "ampflow demo"}
 	id, err := r.o.Tasks.StartNext(ctx, in, now.Year())
+	if err != nil && ctx.Err() != nil {
+		return r.timeout("the demo task to start", err)
+	}
 	if err != nil {
 		return fmt.Errorf("starting the demo task: %w", err)
 	}
@@ -182,13 +189,16 @@ func (r *run) executorTakes(ctx context.Context, step string) (amp.Message, erro
 
 // executorDelivers commits content to hello.sh and reports the commit.
 func (r *run) executorDelivers(ctx context.Context, dispatch amp.Message, content, message string, round int) error {
+	var diff amp.DiffSummary
 	commit, err := r.repo.commitFile(ctx, scriptFile, content, message)
+	if err == nil {
+		diff, err = r.repo.diffSummary(ctx)
+	}
+	if err != nil && ctx.Err() != nil {
+		return r.timeout(fmt.Sprintf("the executor's commit of round %d", round), err)
+	}
 	if err != nil {
 		return fmt.Errorf("executor committing round %d: %w", round, err)
-	}
-	diff, err := r.repo.diffSummary(ctx)
-	if err != nil {
-		return fmt.Errorf("executor diffing round %d: %w", round, err)
 	}
 	r.step(amp.RoleExecutor, "commit "+shortHash(commit), "", fmt.Sprintf("on %s, %s since %s", FeatureBranch, describeDiff(diff), BaseBranch))
 	m := result(r.taskID, r.stamp(), commit, diff, round)

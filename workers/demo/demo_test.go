@@ -253,3 +253,40 @@ func TestParseNumstat(t *testing.T) {
 		})
 	}
 }
+
+func TestRunTimeoutAtStart(t *testing.T) {
+	f := newFake(t)
+	f.block = true
+	ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
+	defer cancel()
+	_, err := Run(ctx, options(t, f, &bytes.Buffer{}))
+	var te *TimeoutError
+	if !errors.As(err, &te) || te.Step != "the demo task to start" || te.Err == nil {
+		t.Fatalf("err = %#v, want a timeout of the start", err)
+	}
+}
+
+func TestHint(t *testing.T) {
+	tests := []struct {
+		name string
+		st   task.State
+		step string
+		want string
+	}{
+		{"CI", task.State{Status: task.StatusCICheck}, "the review_request in the reviewer's inbox", "ci.provider none"},
+		{"PlanApproval", task.State{Status: task.StatusAwaitingApproval, Pending: &task.Decision{Kind: task.KindPlanApproval}}, "x", "plan approval"},
+		{"FinalApproval", task.State{Status: task.StatusAwaitingAdmin, Pending: &task.Decision{Kind: task.KindFinalApproval}}, "x", "final approval"},
+		{"OtherDecision", task.State{Status: task.StatusAwaitingAdmin, Pending: &task.Decision{Kind: task.KindResultProblem}}, "x", "ampflow pending"},
+		{"NoState", task.State{}, "x", "worker running"},
+		{"TakenByAnother", task.State{Status: task.StatusInProgress}, "the redispatch in the executor's inbox", "mode pull"},
+		{"NothingToSay", task.State{Status: task.StatusInProgress}, "the task to be done", ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := hint(tt.st, tt.step)
+			if tt.want == "" && got != "" || !strings.Contains(got, tt.want) {
+				t.Errorf("hint = %q, want it to contain %q", got, tt.want)
+			}
+		})
+	}
+}

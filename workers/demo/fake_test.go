@@ -36,6 +36,8 @@ type fakeTasks struct {
 	stall bool
 	// refuse ends the task at start, as a failed branch check does.
 	refuse string
+	// block keeps StartNext from answering until its context ends.
+	block bool
 	// early refuses this many first verdicts as unexpected, as a task
 	// whose run loop has not caught up does.
 	early int
@@ -88,8 +90,12 @@ func (f *fakeTasks) dispatch(fix string) {
 	f.send(m)
 }
 
-func (f *fakeTasks) StartNext(_ context.Context, in task.Input, year int) (string, error) {
+func (f *fakeTasks) StartNext(ctx context.Context, in task.Input, year int) (string, error) {
 	f.calls = append(f.calls, "StartNext")
+	if f.block {
+		<-ctx.Done()
+		return "", task.Errorf(task.CodeUnavailable, "starting a task: no answer")
+	}
 	f.id = fmt.Sprintf("T-%04d-%03d", year, 7)
 	f.in = in
 	probe := amp.NewMessage(amp.RoleCoordinator, amp.RoleExecutor, f.id, f.tick(), &in.Plan)

@@ -7,7 +7,7 @@ import (
 )
 
 // step records what an actor did and, in text mode, narrates it on one
-// line: role, action, msg_id, a note, and the task's status after it.
+// line: role, action, msg_id, a note, and the task's status when taken.
 func (r *run) step(role amp.Role, action, msgID, note string) {
 	s := Step{At: r.o.Now(), Role: role, Action: action, MsgID: msgID, Status: r.status}
 	r.steps = append(r.steps, s)
@@ -22,7 +22,7 @@ func (r *run) step(role amp.Role, action, msgID, note string) {
 		line += " (" + note + ")"
 	}
 	if s.Status != "" {
-		line += " -> " + string(s.Status)
+		line += " [task " + string(s.Status) + "]"
 	}
 	fmt.Fprintln(r.o.Out, line)
 }
