@@ -141,6 +141,7 @@ func (b *Bot) closeDecision(ctx context.Context, d task.Decision, o task.Outcome
 			p.Messages = refs
 			out := o
 			p.Outcome = &out
+			p.ClosedAt = b.now()
 		}
 	}); err != nil {
 		errs = append(errs, err)

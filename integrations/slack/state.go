@@ -37,6 +37,8 @@ type posted struct {
 	Messages []msgRef      `json:"messages"`
 	Outcome  *task.Outcome `json:"outcome,omitempty"`
 	PostedAt time.Time     `json:"posted_at"`
+	// ClosedAt is when the outcome reached the bot, by the bot's clock.
+	ClosedAt time.Time `json:"closed_at,omitzero"`
 }
 
 // button is what a button token stands for. The token is all Slack sees.
@@ -105,7 +107,7 @@ func (s *store) update(now time.Time, fn func(*stateData)) error {
 
 func (d *stateData) prune(now time.Time) {
 	for id, p := range d.Decisions {
-		if p.Outcome != nil && now.Sub(p.Outcome.At) > keepDecided {
+		if p.Outcome != nil && now.Sub(p.ClosedAt) > keepDecided {
 			delete(d.Decisions, id)
 		}
 	}

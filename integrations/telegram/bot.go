@@ -1,0 +1,219 @@
+// Package telegram posts ampflow's decisions to a Telegram chat and takes
+// the admins' answers from inline buttons, by long polling or a webhook.
+//
+// Rendering (render.go) is pure; transport is in transport.go; what a
+// button or a reply does is in interact.go.
+package telegram
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	tgbot "github.com/go-telegram/bot"
+	"github.com/go-telegram/bot/models"
+
+	"github.com/ampflow/ampflow/config"
+	"github.com/ampflow/ampflow/workflows/task"
+)
+
+// Channel is the channel name recorded with decisions taken in Telegram.
+const Channel = "telegram"
+
+// WebhookPath is where webhook mode expects Telegram's updates; give it
+// to setWebhook with the secret_token of telegram.webhook_secret.
+const WebhookPath = "/telegram/webhook"
+
+// Mode names from the configuration.
+const (
+	ModePolling = "polling"
+	ModeWebhook = "webhook"
+)
+
+// Decider is what the bot needs of the task workflows.
+type Decider interface {
+	Decide(ctx context.Context, taskID string, in task.DecideInput) (task.DecideResult, error)
+	Pending(ctx context.Context) ([]task.Decision, error)
+}
+
+// botAPI is the part of the Bot API the bot calls outside the update loop.
+type botAPI interface {
+	SendMessage(ctx context.Context, params *tgbot.SendMessageParams) (*models.Message, error)
+	EditMessageText(ctx context.Context, params *tgbot.EditMessageTextParams) (*models.Message, error)
+	AnswerCallbackQuery(ctx context.Context, params *tgbot.AnswerCallbackQueryParams) (bool, error)
+}
+
+// Bot is the Telegram integration: a Notifier for the task workflows, and
+// the receiver of admins' button presses and note replies.
+type Bot struct {
+	cfg    config.Telegram
+	dec    Decider
+	log    *slog.Logger
+	tg     *tgbot.Bot
+	api    botAPI
+	chat   any
+	store  *store
+	admins map[string]bool
+
+	now        func() time.Time
+	sleep      func(context.Context, time.Duration) error
+	maxRetries int
+	maxWait    time.Duration
+	// decideTimeout bounds Decide while a callback query waits for its
+	// answer, so the answer always comes in time.
+	decideTimeout time.Duration
+
+	postMu sync.Mutex
+	seen   dedupe
+}
+
+type options struct {
+	client      *http.Client
+	pollTimeout time.Duration
+}
+
+// Option configures a Bot.
+type Option func(*options)
+
+// WithHTTPClient sets the HTTP client for the Bot API and the long-poll
+// timeout; the client's own timeout must exceed the poll timeout.
+func WithHTTPClient(c *http.Client, pollTimeout time.Duration) Option {
+	return func(o *options) { o.client, o.pollTimeout = c, pollTimeout }
+}
+
+// New returns a Bot for the configured chat and admins, keeping its state
+// in stateDir. It makes no network calls; Run checks the token.
+func New(cfg config.Telegram, dec Decider, log *slog.Logger, stateDir string, opts ...Option) (*Bot, error) {
+	if cfg.Token == "" {
+		return nil, errors.New("telegram: token is required")
+	}
+	if cfg.ChatID == "" {
+		return nil, errors.New("telegram: chat_id is required")
+	}
+	if dec == nil {
+		return nil, errors.New("telegram: a Decider is required")
+	}
+	if log == nil {
+		log = slog.Default()
+	}
+	st, err := openStore(stateDir)
+	if err != nil {
+		return nil, fmt.Errorf("telegram: %w", err)
+	}
+	b := &Bot{
+		cfg:           cfg,
+		dec:           dec,
+		log:           log.With("integration", Channel),
+		chat:          chatID(cfg.ChatID),
+		store:         st,
+		admins:        map[string]bool{},
+		now:           time.Now,
+		sleep:         sleepCtx,
+		maxRetries:    3,
+		maxWait:       time.Minute,
+		decideTimeout: 8 * time.Second,
+	}
+	for _, a := range cfg.Admins {
+		b.admins[strings.TrimSpace(a)] = true
+	}
+	var o options
+	for _, opt := range opts {
+		opt(&o)
+	}
+	tgOpts := []tgbot.Option{
+		tgbot.WithSkipGetMe(),
+		tgbot.WithDefaultHandler(b.onUpdate),
+		tgbot.WithAllowedUpdates(tgbot.AllowedUpdates{"message", "callback_query"}),
+		// The library's messages never carry the token; they can be logged.
+		tgbot.WithErrorsHandler(func(err error) { b.log.Warn("bot api", "err", err) }),
+	}
+	if cfg.ServerURL != "" {
+		tgOpts = append(tgOpts, tgbot.WithServerURL(strings.TrimSuffix(cfg.ServerURL, "/")))
+	}
+	if o.client != nil {
+		tgOpts = append(tgOpts, tgbot.WithHTTPClient(o.pollTimeout, o.client))
+	}
+	b.tg, err = tgbot.New(cfg.Token, tgOpts...)
+	if err != nil {
+		return nil, fmt.Errorf("telegram: %w", err)
+	}
+	b.api = b.tg
+	return b, nil
+}
+
+// chatID reads a numeric chat id as a number, anything else (@channel)
+// as it is.
+func chatID(s string) any {
+	if n, err := strconv.ParseInt(strings.TrimSpace(s), 10, 64); err == nil {
+		return n
+	}
+	return strings.TrimSpace(s)
+}
+
+// isAdmin reports whether a Telegram user may decide. Only the user id
+// Telegram vouches for counts, never what a button carries.
+func (b *Bot) isAdmin(userID string) bool { return userID != "" && userID != "0" && b.admins[userID] }
+
+func sleepCtx(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// call runs one Bot API call, waiting out a 429 for the retry_after
+// Telegram names, a bounded number of times.
+func (b *Bot) call(ctx context.Context, op string, fn func() error) error {
+	for attempt := 0; ; attempt++ {
+		err := fn()
+		var rl *tgbot.TooManyRequestsError
+		if !errors.As(err, &rl) || attempt >= b.maxRetries || time.Duration(rl.RetryAfter)*time.Second > b.maxWait {
+			if err != nil {
+				return fmt.Errorf("telegram %s: %w", op, err)
+			}
+			return nil
+		}
+		wait := time.Duration(rl.RetryAfter) * time.Second
+		b.log.Warn("rate limited", "op", op, "retry_after", wait, "attempt", attempt+1)
+		if err := b.sleep(ctx, wait); err != nil {
+			return fmt.Errorf("telegram %s: waiting out rate limit: %w", op, err)
+		}
+	}
+}
+
+// dedupe remembers update ids already taken for a while, so a redelivered
+// webhook update has no second effect.
+type dedupe struct {
+	mu   sync.Mutex
+	keys map[string]time.Time
+}
+
+const dedupeTTL = 15 * time.Minute
+
+func (d *dedupe) first(key string, now time.Time) bool {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.keys == nil {
+		d.keys = map[string]time.Time{}
+	}
+	for k, at := range d.keys {
+		if now.Sub(at) > dedupeTTL {
+			delete(d.keys, k)
+		}
+	}
+	if _, ok := d.keys[key]; ok {
+		return false
+	}
+	d.keys[key] = now
+	return true
+}

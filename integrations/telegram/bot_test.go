@@ -1,0 +1,193 @@
+package telegram
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/go-telegram/bot/models"
+
+	"github.com/ampflow/ampflow/activities"
+	"github.com/ampflow/ampflow/workflows/task"
+)
+
+func opened(d task.Decision) activities.NotifyInput {
+	return activities.NotifyInput{TaskID: d.TaskID, Event: activities.NoticeDecisionOpened, Status: task.StatusAwaitingAdmin, Decision: &d}
+}
+
+func closed(d task.Decision, o task.Outcome) activities.NotifyInput {
+	return activities.NotifyInput{TaskID: d.TaskID, Event: activities.NoticeDecisionClosed, Status: task.StatusDispatched, Decision: &d, Outcome: &o}
+}
+
+// tokensOf returns the callback data of a posted decision in option order.
+func tokensOf(b *Bot, d task.Decision) []string {
+	out := make([]string, len(d.Options))
+	b.store.view(func(s *stateData) {
+		for tok, btn := range s.Buttons {
+			for i, o := range d.Options {
+				if btn.DecisionID == d.ID && btn.Option == o.ID {
+					out[i] = tok
+				}
+			}
+		}
+	})
+	return out
+}
+
+// messageOf returns the message id a decision was posted as.
+func messageOf(b *Bot, id string) int {
+	var m int
+	b.store.view(func(s *stateData) {
+		if p := s.Decisions[id]; p != nil && len(p.Messages) > 0 {
+			m = p.Messages[0].MessageID
+		}
+	})
+	return m
+}
+
+func keyboard(t *testing.T, c apiCall) models.InlineKeyboardMarkup {
+	t.Helper()
+	var kb models.InlineKeyboardMarkup
+	if err := json.Unmarshal([]byte(c.Form["reply_markup"]), &kb); err != nil {
+		t.Fatalf("%s reply_markup %q: %v", c.Method, c.Form["reply_markup"], err)
+	}
+	return kb
+}
+
+func TestNotifyPostsDecision(t *testing.T) {
+	b, f := newTestBot(t, &fakeDecider{}, ModePolling)
+	d := lockDecision()
+	if err := b.Notify(context.Background(), opened(d)); err != nil {
+		t.Fatal(err)
+	}
+	sent := f.calls("sendMessage")
+	if len(sent) != 1 {
+		t.Fatalf("got %d messages, want 1", len(sent))
+	}
+	tokens := tokensOf(b, d)
+	want := RenderDecision(d, tokens)
+	c := sent[0]
+	if c.Form["chat_id"] != fmt.Sprint(testChat) || c.Form["parse_mode"] != "HTML" || c.Form["text"] != want.Text {
+		t.Errorf("sent chat %s, mode %s, text:\n%s\nwant the rendering:\n%s", c.Form["chat_id"], c.Form["parse_mode"], c.Form["text"], want.Text)
+	}
+	kb := keyboard(t, c)
+	if len(kb.InlineKeyboard) != 3 || kb.InlineKeyboard[2][0].CallbackData != tokens[2] || tokens[2] == "" {
+		t.Errorf("keyboard %+v, want 3 buttons carrying the tokens %v", kb, tokens)
+	}
+	for _, tok := range tokens {
+		if len(tok) > 64 || strings.Contains(tok, d.ID) {
+			t.Errorf("token %q is not short and opaque", tok)
+		}
+	}
+	if messageOf(b, d.ID) == 0 {
+		t.Error("the posted message is not in the state")
+	}
+}
+
+func TestNotifyIdempotent(t *testing.T) {
+	b, f := newTestBot(t, &fakeDecider{}, ModePolling)
+	esc := activities.NotifyInput{TaskID: "T-2026-002", Event: activities.NoticeEscalation, Message: lockDecision().Escalation}
+	status := activities.NotifyInput{TaskID: "T-2026-002", Event: activities.NoticeStatus, Status: task.StatusInReview}
+	for range 3 {
+		for _, in := range []activities.NotifyInput{opened(planDecision()), esc, status} {
+			if err := b.Notify(context.Background(), in); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	sent := f.calls("sendMessage")
+	if len(sent) != 3 {
+		t.Fatalf("got %d messages for 3 notices each sent 3 times, want 3", len(sent))
+	}
+	if _, ok := sent[1].Form["reply_markup"]; ok || !strings.Contains(sent[1].Form["text"], "hallucination_lock") {
+		t.Errorf("escalation has buttons or lacks its type: %v", sent[1].Form)
+	}
+	if !strings.Contains(sent[2].Form["text"], "in review") {
+		t.Errorf("status message %q", sent[2].Form["text"])
+	}
+}
+
+func TestNotifyClosedEditsOnce(t *testing.T) {
+	b, f := newTestBot(t, &fakeDecider{}, ModePolling)
+	d := planDecision()
+	ctx := context.Background()
+	if err := b.Notify(ctx, opened(d)); err != nil {
+		t.Fatal(err)
+	}
+	o := outcome(d, task.OptApprove, "slack:U1", "slack", "")
+	for range 2 {
+		if err := b.Notify(ctx, closed(d, o)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	edits := f.calls("editMessageText")
+	if len(edits) != 1 {
+		t.Fatalf("got %d edits, want 1", len(edits))
+	}
+	e := edits[0]
+	if e.Form["message_id"] != fmt.Sprint(messageOf(b, d.ID)) || e.Form["text"] != RenderClosed(d, o).Text {
+		t.Errorf("edit of message %s:\n%s", e.Form["message_id"], e.Form["text"])
+	}
+	if kb := keyboard(t, e); len(kb.InlineKeyboard) != 0 {
+		t.Errorf("edit keeps %d button rows", len(kb.InlineKeyboard))
+	}
+}
+
+func TestRateLimitRetriedAfterRetryAfter(t *testing.T) {
+	b, f := newTestBot(t, &fakeDecider{}, ModePolling)
+	f.limit("sendMessage", 1)
+	if err := b.Notify(context.Background(), opened(planDecision())); err != nil {
+		t.Fatal(err)
+	}
+	sent := f.calls("sendMessage")
+	if len(sent) != 2 {
+		t.Fatalf("got %d attempts, want 2", len(sent))
+	}
+	if gap := sent[1].At.Sub(sent[0].At); gap < time.Second {
+		t.Errorf("retried after %v, want at least retry_after 1s", gap)
+	}
+	if messageOf(b, planDecision().ID) == 0 {
+		t.Error("decision not recorded after the retry")
+	}
+}
+
+func TestRateLimitBounded(t *testing.T) {
+	b, f := newTestBot(t, &fakeDecider{}, ModePolling)
+	b.maxRetries = 1
+	var waited []time.Duration
+	b.sleep = func(_ context.Context, d time.Duration) error { waited = append(waited, d); return nil }
+	f.limit("sendMessage", 5)
+	if err := b.Notify(context.Background(), opened(planDecision())); err == nil {
+		t.Fatal("Notify succeeded through a lasting rate limit")
+	}
+	if n := len(f.calls("sendMessage")); n != 2 || len(waited) != 1 || waited[0] != time.Second {
+		t.Errorf("%d attempts, waits %v; want 2 attempts and one 1s wait", n, waited)
+	}
+}
+
+func TestRunRepostsPendingAndPolls(t *testing.T) {
+	dec := &fakeDecider{pending: []task.Decision{planDecision(), lockDecision()}}
+	b, f := newTestBot(t, dec, ModePolling)
+	if err := b.Notify(context.Background(), opened(planDecision())); err != nil {
+		t.Fatal(err)
+	}
+	run(t, b)
+	waitFor(t, "the re-post", func() bool { return len(f.calls("sendMessage")) >= 2 })
+	if n := len(f.calls("getMe")); n != 1 {
+		t.Errorf("getMe called %d times, want 1", n)
+	}
+	sent := f.calls("sendMessage")
+	if len(sent) != 2 || !strings.Contains(sent[1].Form["text"], "T-2026-002") {
+		t.Fatalf("got %d messages, the last %q; want the lock decision re-posted once", len(sent), sent[len(sent)-1].Form["text"])
+	}
+	// The polling loop is live: a click on the re-posted message arrives.
+	lock := lockDecision()
+	f.push(t, callbackUpdate(42, "Ana", tokensOf(b, lock)[0], messageOf(b, lock.ID)))
+	waitFor(t, "the answer", func() bool { return len(f.calls("answerCallbackQuery")) == 1 })
+	if in := dec.inputs(); len(in) != 1 || in[0].Option != task.OptRedispatch {
+		t.Errorf("Decide got %+v", in)
+	}
+}

@@ -1,0 +1,243 @@
+package telegram
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/ampflow/ampflow/config"
+	"github.com/ampflow/ampflow/workflows/task"
+)
+
+const (
+	testToken  = "123456:TEST-token"
+	testChat   = int64(-1001)
+	testSecret = "hook-secret-1"
+)
+
+// apiCall is one Bot API request the fake received.
+type apiCall struct {
+	Method string
+	Form   map[string]string
+	At     time.Time
+}
+
+// fakeTelegram is an httptest fake of the Bot API methods the bot calls.
+type fakeTelegram struct {
+	srv     *httptest.Server
+	mu      sync.Mutex
+	got     []apiCall
+	seq     int
+	limited map[string]int
+	updates chan json.RawMessage
+}
+
+func newFakeTelegram(t *testing.T) *fakeTelegram {
+	f := &fakeTelegram{limited: map[string]int{}, updates: make(chan json.RawMessage, 16)}
+	f.srv = httptest.NewServer(http.HandlerFunc(f.serve))
+	t.Cleanup(f.srv.Close)
+	return f
+}
+
+func (f *fakeTelegram) serve(w http.ResponseWriter, r *http.Request) {
+	prefix := "/bot" + testToken + "/"
+	if !strings.HasPrefix(r.URL.Path, prefix) {
+		http.NotFound(w, r)
+		return
+	}
+	method := strings.TrimPrefix(r.URL.Path, prefix)
+	c := apiCall{Method: method, Form: map[string]string{}, At: time.Now()}
+	if err := r.ParseMultipartForm(1 << 20); err == nil {
+		for k, v := range r.MultipartForm.Value {
+			c.Form[k] = v[0]
+		}
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if method == "getUpdates" {
+		f.serveUpdates(w, r)
+		return
+	}
+	f.mu.Lock()
+	f.got = append(f.got, c)
+	if f.limited[method] > 0 {
+		f.limited[method]--
+		f.mu.Unlock()
+		fmt.Fprint(w, `{"ok":false,"error_code":429,"description":"Too Many Requests: retry after 1","parameters":{"retry_after":1}}`)
+		return
+	}
+	f.seq++
+	id := 100 + f.seq
+	f.mu.Unlock()
+	switch method {
+	case "getMe":
+		fmt.Fprint(w, `{"ok":true,"result":{"id":123456,"is_bot":true,"first_name":"ampflow","username":"ampflow_bot"}}`)
+	case "sendMessage":
+		fmt.Fprintf(w, `{"ok":true,"result":{"message_id":%d,"date":1772366400,"chat":{"id":%s,"type":"supergroup"},"text":"x"}}`, id, c.Form["chat_id"])
+	case "editMessageText":
+		fmt.Fprintf(w, `{"ok":true,"result":{"message_id":%s,"date":1772366400,"chat":{"id":%s,"type":"supergroup"},"text":"x"}}`, c.Form["message_id"], c.Form["chat_id"])
+	case "answerCallbackQuery":
+		fmt.Fprint(w, `{"ok":true,"result":true}`)
+	default:
+		fmt.Fprint(w, `{"ok":false,"error_code":404,"description":"Not Found"}`)
+	}
+}
+
+// serveUpdates answers a long poll with the queued updates, or an empty
+// list after a short hold.
+func (f *fakeTelegram) serveUpdates(w http.ResponseWriter, r *http.Request) {
+	var batch []json.RawMessage
+	select {
+	case u := <-f.updates:
+		batch = append(batch, u)
+	case <-time.After(100 * time.Millisecond):
+	case <-r.Context().Done():
+		return
+	}
+	raw, _ := json.Marshal(batch)
+	if batch == nil {
+		raw = []byte("[]")
+	}
+	fmt.Fprintf(w, `{"ok":true,"result":%s}`, raw)
+}
+
+var updateSeq struct {
+	sync.Mutex
+	n int64
+}
+
+// push queues an update for the next getUpdates, giving it a fresh id.
+func (f *fakeTelegram) push(t *testing.T, update string) {
+	t.Helper()
+	f.updates <- json.RawMessage(withUpdateID(update))
+}
+
+func withUpdateID(update string) string {
+	updateSeq.Lock()
+	defer updateSeq.Unlock()
+	updateSeq.n++
+	return fmt.Sprintf(`{"update_id":%d,%s`, updateSeq.n, strings.TrimPrefix(update, "{"))
+}
+
+func (f *fakeTelegram) calls(method string) []apiCall {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	var out []apiCall
+	for _, c := range f.got {
+		if c.Method == method {
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+func (f *fakeTelegram) limit(method string, n int) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.limited[method] = n
+}
+
+func callbackUpdate(userID int64, first, data string, messageID int) string {
+	return fmt.Sprintf(`{"callback_query":{"id":"cq-%d-%s","from":{"id":%d,"is_bot":false,"first_name":%q},
+"message":{"message_id":%d,"date":1772366400,"chat":{"id":%d,"type":"supergroup"}},"chat_instance":"ci","data":%q}}`,
+		userID, data, userID, first, messageID, testChat, data)
+}
+
+func replyUpdate(userID int64, text string, replyTo int) string {
+	return fmt.Sprintf(`{"message":{"message_id":%d,"date":1772366400,"from":{"id":%d,"is_bot":false,"first_name":"A"},
+"chat":{"id":%d,"type":"supergroup"},"text":%q,"reply_to_message":{"message_id":%d,"date":1772366400,"chat":{"id":%d,"type":"supergroup"}}}}`,
+		900+replyTo, userID, testChat, text, replyTo, testChat)
+}
+
+// fakeDecider is the workflows: the first decision on an id wins, later
+// ones are refused the way the workflow refuses them.
+type fakeDecider struct {
+	mu      sync.Mutex
+	in      []task.DecideInput
+	decided map[string]task.Outcome
+	pending []task.Decision
+}
+
+func (f *fakeDecider) Decide(_ context.Context, taskID string, in task.DecideInput) (task.DecideResult, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.in = append(f.in, in)
+	if f.decided == nil {
+		f.decided = map[string]task.Outcome{}
+	}
+	if o, ok := f.decided[in.DecisionID]; ok {
+		return task.DecideResult{}, &task.Error{Code: task.CodeConflict, Message: fmt.Sprintf(
+			"decision %s already decided by %s via %s at %s (%s)", o.DecisionID, o.By, o.Channel, o.At.Format(time.RFC3339), o.Option)}
+	}
+	o := task.Outcome{DecisionID: in.DecisionID, Option: in.Option, Note: in.Note, By: in.By, Channel: in.Channel, At: raisedAt.Add(time.Minute)}
+	f.decided[in.DecisionID] = o
+	return task.DecideResult{Outcome: o, Status: task.StatusDispatched}, nil
+}
+
+func (f *fakeDecider) Pending(context.Context) ([]task.Decision, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return append([]task.Decision(nil), f.pending...), nil
+}
+
+func (f *fakeDecider) inputs() []task.DecideInput {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return append([]task.DecideInput(nil), f.in...)
+}
+
+func (f *fakeDecider) decisions() map[string]task.Outcome {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	out := map[string]task.Outcome{}
+	for k, v := range f.decided {
+		out[k] = v
+	}
+	return out
+}
+
+// newTestBot returns a bot against a fresh fake, with admins 42 and 43.
+func newTestBot(t *testing.T, dec Decider, mode string) (*Bot, *fakeTelegram) {
+	t.Helper()
+	f := newFakeTelegram(t)
+	cfg := config.Telegram{Enabled: true, Mode: mode, Token: testToken, ChatID: fmt.Sprint(testChat),
+		Admins: []string{"42", "43"}, ServerURL: f.srv.URL, WebhookSecret: testSecret}
+	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	b, err := New(cfg, dec, log, t.TempDir(), WithHTTPClient(&http.Client{Timeout: 10 * time.Second}, 2*time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b, f
+}
+
+// run runs b until the test ends.
+func run(t *testing.T, b *Bot) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- b.Run(ctx) }()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("Run: %v", err)
+		}
+	})
+}
+
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}

@@ -1,0 +1,91 @@
+package telegram
+
+import (
+	"time"
+
+	"github.com/ampflow/ampflow/amp"
+	"github.com/ampflow/ampflow/workflows/task"
+)
+
+var raisedAt = time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
+
+// planDecision is the simplest decision: a plan waiting for approval.
+func planDecision() task.Decision {
+	return task.Decision{
+		ID:       "T-2026-001-d1",
+		TaskID:   "T-2026-001",
+		Kind:     task.KindPlanApproval,
+		Prompt:   "Approve the plan of 2 subtasks?",
+		RaisedAt: raisedAt,
+		Options: []task.Option{
+			{ID: task.OptApprove, Label: "Approve"},
+			{ID: task.OptReject, Label: "Reject", NoteRequired: true},
+		},
+		Context: task.DecisionContext{
+			Description: "Add rate limiting to the public API",
+			Repo:        "acme/api",
+			Branch:      "feature/rate-limit",
+			Risk:        amp.RiskMedium,
+		},
+	}
+}
+
+// lockDecision has everything a decision can show, and text that needs
+// escaping.
+func lockDecision() task.Decision {
+	conf := 0.62
+	esc := amp.Message{
+		MsgID:           "escalation-T-2026-002-1740576727001",
+		ProtocolVersion: "1.0",
+		Type:            amp.TypeEscalation,
+		From:            amp.RoleSystem,
+		To:              amp.RoleAdmin,
+		TaskID:          "T-2026-002",
+		Timestamp:       "2026-03-01T12:00:00Z",
+		Payload: &amp.Escalation{
+			EscalationType: amp.EscHallucinationLock,
+			Severity:       amp.SeverityCritical,
+			TriggeredBy:    amp.RoleSystem,
+			Description:    "Review rejected 3 times: <limit> & retry logic still wrong",
+			AffectedMsgs:   []string{"review_verdict-T-2026-002-1740576727000"},
+			SuggestedActions: []string{
+				"Redispatch with a narrower scope", "Terminate and split the task",
+			},
+			AutoSuspended: true,
+		},
+	}
+	return task.Decision{
+		ID:         "T-2026-002-d4",
+		TaskID:     "T-2026-002",
+		Kind:       task.KindHallucinationLock,
+		Prompt:     "The review loop is locked. What now?",
+		RaisedAt:   raisedAt,
+		Escalation: &esc,
+		Options: []task.Option{
+			{ID: task.OptRedispatch, Label: "Redispatch"},
+			{ID: task.OptAccept, Label: "Accept anyway", NoteRequired: true},
+			{ID: task.OptTerminate, Label: "Terminate"},
+		},
+		Context: task.DecisionContext{
+			Description: "Retry failed webhooks with backoff",
+			Repo:        "acme/hooks",
+			Branch:      "fix/retry",
+			Risk:        amp.RiskHigh,
+			Subtask:     "S2",
+			RejectCount: 3,
+			CIState:     "failed",
+			Confidence:  &conf,
+			Issues: []amp.Issue{
+				{Severity: amp.SeverityCritical, File: "retry/backoff.go", Line: 42, Description: "Backoff never caps: a<b>c"},
+				{Severity: amp.SeverityMinor, File: "README.md", Description: "Typo"},
+			},
+			Blockers:  []string{"CI job `lint` fails"},
+			Suggested: esc.Escalation().SuggestedActions,
+		},
+	}
+}
+
+func outcome(d task.Decision, option, by, channel, note string) task.Outcome {
+	return task.Outcome{DecisionID: d.ID, Kind: d.Kind, Option: option, Note: note, By: by, Channel: channel,
+		At: raisedAt.Add(4 * time.Minute)}
+}

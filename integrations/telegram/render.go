@@ -1,0 +1,273 @@
+package telegram
+
+import (
+	"fmt"
+	"html"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/go-telegram/bot/models"
+
+	"github.com/ampflow/ampflow/activities"
+	"github.com/ampflow/ampflow/amp"
+	"github.com/ampflow/ampflow/workflows/task"
+)
+
+// Limits keep a message readable on a phone and well inside Telegram's
+// 4096 characters.
+const (
+	maxDescription = 280
+	maxItem        = 180
+	maxItems       = 4
+	maxNote        = 500
+)
+
+// Message is a rendered Telegram message: HTML text and its buttons.
+type Message struct {
+	Text     string
+	Keyboard *models.InlineKeyboardMarkup
+}
+
+// ParseMode is the parse mode every rendered text is written in.
+const ParseMode = models.ParseModeHTML
+
+// esc escapes text for Telegram's HTML: only &, < and > need it (and
+// quotes inside attributes, which html.EscapeString also covers).
+func esc(s string) string { return html.EscapeString(s) }
+
+func clip(s string, n int) string {
+	s = strings.TrimSpace(s)
+	if utf8.RuneCountInString(s) <= n {
+		return s
+	}
+	r := []rune(s)
+	return strings.TrimSpace(string(r[:n-1])) + "…"
+}
+
+// RenderDecision renders an open decision: the task, what happened, the
+// suggested actions, and one button per option, one a row for thumbs.
+// tokens[i] is the callback data of d.Options[i]; an option without a
+// token gets no button.
+func RenderDecision(d task.Decision, tokens []string) Message {
+	var rows [][]models.InlineKeyboardButton
+	for i, o := range d.Options {
+		if i >= len(tokens) || tokens[i] == "" {
+			continue
+		}
+		label := o.Label
+		if label == "" {
+			label = o.ID
+		}
+		if o.NoteRequired {
+			label += " ✍️"
+		}
+		rows = append(rows, []models.InlineKeyboardButton{{Text: label, CallbackData: tokens[i]}})
+	}
+	m := Message{Text: decisionBody(d, "Decision") + "\n\n" + footer(d)}
+	if len(rows) > 0 {
+		m.Keyboard = &models.InlineKeyboardMarkup{InlineKeyboard: rows}
+	}
+	return m
+}
+
+// RenderClosed renders a decided decision: the same body, who decided
+// what, where and when, and an empty keyboard that removes the buttons.
+func RenderClosed(d task.Decision, o task.Outcome) Message {
+	var line string
+	if o.Option == task.OptWithdrawn {
+		line = "➖ <b>Withdrawn</b>: no longer needed"
+	} else {
+		line = fmt.Sprintf("%s <b>%s</b> by <code>%s</code> via %s", outcomeMark(o.Option), esc(optionLabel(d, o.Option)), esc(o.By), esc(o.Channel))
+	}
+	line += "\n" + stamp(o.At)
+	if o.Note != "" {
+		line += "\n<blockquote>" + esc(clip(o.Note, maxNote)) + "</blockquote>"
+	}
+	return Message{
+		Text:     decisionBody(d, "Decided") + "\n\n" + line + "\n\n" + footer(d),
+		Keyboard: &models.InlineKeyboardMarkup{InlineKeyboard: [][]models.InlineKeyboardButton{}},
+	}
+}
+
+func decisionBody(d task.Decision, state string) string {
+	c := d.Context
+	var b strings.Builder
+	fmt.Fprintf(&b, "%s <b>%s · %s</b>\n", riskMark(c.Risk), state, esc(d.TaskID))
+	fmt.Fprintf(&b, "<b>%s</b>\n%s\n\n", kindTitle(d.Kind), esc(clip(d.Prompt, maxDescription)))
+	b.WriteString("<b>Task</b> " + esc(clip(c.Description, maxDescription)))
+	if c.Repo != "" {
+		r := c.Repo
+		if c.Branch != "" {
+			r += "@" + c.Branch
+		}
+		b.WriteString("\n<b>Repo</b> <code>" + esc(r) + "</code>")
+	}
+	b.WriteString("\n<b>Risk</b> " + esc(string(c.Risk)))
+	if c.Subtask != "" {
+		b.WriteString(" · <b>Subtask</b> " + esc(c.Subtask))
+	}
+	fmt.Fprintf(&b, "\n<b>Rejects</b> %d", c.RejectCount)
+	if c.CIState != "" {
+		b.WriteString(" · <b>CI</b> " + esc(c.CIState))
+	}
+	if c.Confidence != nil {
+		fmt.Fprintf(&b, " · <b>Confidence</b> %.2f", *c.Confidence)
+	}
+	if d.Escalation != nil {
+		if e := d.Escalation.Escalation(); e != nil {
+			b.WriteString("\n\n" + whatHappened(*d.Escalation, *e))
+		}
+	}
+	if len(c.Issues) > 0 {
+		lines := make([]string, len(c.Issues))
+		for i, is := range c.Issues {
+			lines[i] = issueLine(is)
+		}
+		b.WriteString("\n\n" + bullets("Reviewer issues", lines))
+	}
+	if len(c.Blockers) > 0 {
+		b.WriteString("\n\n" + bullets("Blockers", escAll(c.Blockers)))
+	}
+	if len(c.Suggested) > 0 {
+		b.WriteString("\n\n" + bullets("Suggested", escAll(c.Suggested)))
+	}
+	return b.String()
+}
+
+func whatHappened(m amp.Message, e amp.Escalation) string {
+	head := fmt.Sprintf("<b>What happened</b> %s %s from %s", severityMark(e.Severity), esc(string(e.EscalationType)), esc(string(e.TriggeredBy)))
+	if m.From != "" && m.From != e.TriggeredBy {
+		head += " (sent by " + esc(string(m.From)) + ")"
+	}
+	return head + "\n" + esc(clip(e.Description, maxDescription))
+}
+
+func footer(d task.Decision) string {
+	s := "<code>" + esc(d.ID) + "</code>"
+	if !d.RaisedAt.IsZero() {
+		s += " · raised " + stamp(d.RaisedAt)
+	}
+	return s
+}
+
+// RenderEscalation renders an escalation that asks nothing: no buttons.
+func RenderEscalation(m amp.Message) Message {
+	e := m.Escalation()
+	if e == nil {
+		return Message{Text: "<b>Escalation</b> on <code>" + esc(m.TaskID) + "</code>"}
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "%s <b>Escalation · %s</b>\n", severityMark(e.Severity), esc(m.TaskID))
+	b.WriteString(whatHappened(m, *e))
+	if len(e.SuggestedActions) > 0 {
+		b.WriteString("\n\n" + bullets("Suggested", escAll(e.SuggestedActions)))
+	}
+	b.WriteString("\n\n<code>" + esc(m.MsgID) + "</code>")
+	if e.AutoSuspended {
+		b.WriteString(" · task suspended")
+	}
+	return Message{Text: b.String()}
+}
+
+// RenderStatus renders a status notice as one line.
+func RenderStatus(in activities.NotifyInput) Message {
+	s := fmt.Sprintf("<code>%s</code> is now <b>%s</b>", esc(in.TaskID), esc(strings.ReplaceAll(string(in.Status), "_", " ")))
+	if in.Text != "" {
+		s += ": " + esc(clip(in.Text, maxDescription))
+	}
+	return Message{Text: s}
+}
+
+// RenderNotePrompt renders the request for the note an option requires.
+// It mentions the admin who chose it: with a selective force-reply, only
+// they get the reply field.
+func RenderNotePrompt(d task.Decision, o task.Option, userID int64, name string) Message {
+	if name == "" {
+		name = "Admin"
+	}
+	return Message{Text: fmt.Sprintf("✍️ <a href=\"tg://user?id=%d\">%s</a>, reply to this message with your note for <b>%s</b> on <code>%s</code>.",
+		userID, esc(name), esc(optionLabel(d, o.ID)), esc(d.TaskID))}
+}
+
+func kindTitle(k task.DecisionKind) string {
+	s := strings.ReplaceAll(string(k), "_", " ")
+	if s == "" {
+		return "Decision"
+	}
+	return strings.ToUpper(s[:1]) + s[1:]
+}
+
+func riskMark(r amp.Risk) string {
+	switch r {
+	case amp.RiskLow:
+		return "🟢"
+	case amp.RiskMedium:
+		return "🟠"
+	case amp.RiskHigh:
+		return "🔴"
+	}
+	return "⚪"
+}
+
+func severityMark(s amp.Severity) string {
+	switch s {
+	case amp.SeverityCritical:
+		return "🔴"
+	case amp.SeverityMajor, amp.SeverityWarning:
+		return "🟠"
+	}
+	return "⚪"
+}
+
+func outcomeMark(option string) string {
+	switch option {
+	case task.OptApprove, task.OptAccept, task.OptResume:
+		return "✅"
+	case task.OptReject, task.OptTerminate:
+		return "⛔"
+	}
+	return "☑️"
+}
+
+func stamp(t time.Time) string { return t.UTC().Format("2006-01-02 15:04 UTC") }
+
+func optionLabel(d task.Decision, id string) string {
+	if o, ok := d.Option(id); ok && o.Label != "" {
+		return o.Label
+	}
+	return id
+}
+
+func issueLine(i amp.Issue) string {
+	where := i.File
+	if where != "" && i.Line > 0 {
+		where = fmt.Sprintf("%s:%d", i.File, i.Line)
+	}
+	line := severityMark(i.Severity) + " " + esc(string(i.Severity))
+	if where != "" {
+		line += " <code>" + esc(where) + "</code>"
+	}
+	return line + " " + esc(clip(i.Description, maxItem))
+}
+
+func bullets(title string, lines []string) string {
+	var b strings.Builder
+	b.WriteString("<b>" + title + "</b>")
+	for i, l := range lines {
+		if i == maxItems {
+			fmt.Fprintf(&b, "\n<i>+%d more</i>", len(lines)-maxItems)
+			break
+		}
+		b.WriteString("\n• " + l)
+	}
+	return b.String()
+}
+
+func escAll(items []string) []string {
+	out := make([]string, len(items))
+	for i, s := range items {
+		out[i] = esc(clip(s, maxItem))
+	}
+	return out
+}
