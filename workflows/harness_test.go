@@ -38,6 +38,8 @@ type harness struct {
 
 	// ci answers the n-th CI read (from 1).
 	ci func(n int) activities.CIStatusResult
+	// checkBranch answers the git check before dispatch.
+	checkBranch func(in activities.CheckBranchInput) (activities.CheckBranchResult, error)
 	// checkResult answers the git check of a result.
 	checkResult func(in activities.CheckResultInput) (activities.CheckResultOutput, error)
 }
@@ -84,8 +86,13 @@ func newHarness(t *testing.T, plan amp.TaskDispatch, mutate ...func(*task.Input)
 	env := h.env
 	env.RegisterWorkflow(Task)
 	env.RegisterActivity(&activities.Activities{})
+	h.checkBranch = func(activities.CheckBranchInput) (activities.CheckBranchResult, error) {
+		return activities.CheckBranchResult{DefaultBranch: "main", Head: "abc"}, nil
+	}
 	env.OnActivity(acts.CheckBranch, mock.Anything, mock.Anything).Return(
-		activities.CheckBranchResult{DefaultBranch: "main", Head: "abc"}, nil)
+		func(_ context.Context, in activities.CheckBranchInput) (activities.CheckBranchResult, error) {
+			return h.checkBranch(in)
+		})
 	env.OnActivity(acts.CheckResult, mock.Anything, mock.Anything).Return(
 		func(_ context.Context, in activities.CheckResultInput) (activities.CheckResultOutput, error) {
 			return h.checkResult(in)

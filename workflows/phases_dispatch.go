@@ -270,6 +270,9 @@ func (t *taskRun) takeResult(ctx workflow.Context) (phase, error) {
 		return t.terminatedBy(o), nil
 	}
 	t.DiffURL, t.Mismatches = out.DiffURL, out.Mismatches
+	if len(out.Mismatches) > 0 {
+		t.addTimeline(ctx, task.TimelineEntry{Kind: "check", MsgID: res.MsgID, Note: "diff_summary does not match git: " + strings.Join(out.Mismatches, "; ")})
+	}
 	return phaseCI, nil
 }
 

@@ -5,6 +5,8 @@ import (
 	"testing"
 	"time"
 
+	"go.temporal.io/sdk/temporal"
+
 	"github.com/ampflow/ampflow/activities"
 	"github.com/ampflow/ampflow/amp"
 	"github.com/ampflow/ampflow/workflows/task"
@@ -303,5 +305,60 @@ func TestCIRoundsExhausted(t *testing.T) {
 	refused(t, late, task.ErrSuspended)
 	if res.Status != task.StatusTerminated {
 		t.Errorf("status %s", res.Status)
+	}
+}
+
+func TestLyingDiffSummaryFlagged(t *testing.T) {
+	h := newHarness(t, testPlan(amp.RiskLow, "S1"))
+	h.checkResult = func(in activities.CheckResultInput) (activities.CheckResultOutput, error) {
+		return activities.CheckResultOutput{Commit: in.Commit, DiffURL: "/d.diff",
+			Mismatches: []string{"lines_added: claimed 10, git shows 3"}}, nil
+	}
+	var st task.State
+	end := h.round(0)
+	h.at(end-time.Second, func() { st = h.state() })
+	h.run()
+	reqs := h.deliveredOf(amp.TypeReviewRequest)
+	if len(reqs) != 1 || !strings.Contains(reqs[0].Request().CoordinatorNotes, "diff_summary does not match git: lines_added: claimed 10, git shows 3") {
+		t.Fatalf("review request notes %q do not flag the mismatch", reqs[0].Request().CoordinatorNotes)
+	}
+	if len(st.DiffMismatches) != 1 {
+		t.Errorf("state diff_mismatches %v, want the mismatch recorded on the task", st.DiffMismatches)
+	}
+}
+
+func TestBranchViolationEscalates(t *testing.T) {
+	h := newHarness(t, testPlan(amp.RiskLow, "S1"))
+	h.checkResult = func(in activities.CheckResultInput) (activities.CheckResultOutput, error) {
+		return activities.CheckResultOutput{Commit: in.Commit, Violation: "commit a3f8d21 is on main"}, nil
+	}
+	var st task.State
+	h.at(time.Second, func() { h.ack(amp.RoleExecutor) })
+	h.at(2*time.Second, func() { h.result(amp.StatusComplete) })
+	h.at(3*time.Second, func() { st = h.state(); h.decide("alice", task.OptTerminate, "") })
+	res := h.run()
+	if st.Status != task.StatusSuspended || st.Pending == nil || st.Pending.Kind != task.KindBranchViolation {
+		t.Fatalf("after a commit on main: %s, pending %+v", st.Status, st.Pending)
+	}
+	esc := h.escalations()
+	if len(esc) != 1 || esc[0].EscalationType != amp.EscBranchViolation || esc[0].Severity != amp.SeverityCritical {
+		t.Errorf("escalations %+v, want one critical branch_violation", esc)
+	}
+	if len(h.deliveredOf(amp.TypeReviewRequest)) != 0 || res.Status != task.StatusTerminated {
+		t.Errorf("a violating result went on: %s", res.Status)
+	}
+}
+
+func TestRefusedBranchDispatchesNothing(t *testing.T) {
+	h := newHarness(t, testPlan(amp.RiskLow, "S1"))
+	h.checkBranch = func(activities.CheckBranchInput) (activities.CheckBranchResult, error) {
+		return activities.CheckBranchResult{}, temporal.NewNonRetryableApplicationError("branch main of /repos/rhylm is protected", activities.ErrProtectedBranch, nil)
+	}
+	res := h.run()
+	if res.Status != task.StatusTerminated || !strings.Contains(res.Reason, "protected") {
+		t.Errorf("result %s %q, want terminated naming the protected branch", res.Status, res.Reason)
+	}
+	if n := len(h.deliveredOf(amp.TypeTaskDispatch)); n != 0 {
+		t.Errorf("%d dispatches to a refused branch", n)
 	}
 }

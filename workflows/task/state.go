@@ -19,10 +19,13 @@ type State struct {
 	// Subtask is the current subtask, nil before dispatch and after the last.
 	Subtask     *amp.Subtask `json:"subtask,omitempty"`
 	RejectCount int          `json:"reject_count"`
-	CIRounds    int          `json:"ci_rounds"`
-	Rounds      int          `json:"rounds"`
-	Pending     *Decision    `json:"pending,omitempty"`
-	Decided     []Outcome    `json:"decided,omitempty"`
+	// DiffMismatches lists where the executor's diff_summary of the
+	// current result differs from what git shows.
+	DiffMismatches []string  `json:"diff_mismatches,omitempty"`
+	CIRounds       int       `json:"ci_rounds"`
+	Rounds         int       `json:"rounds"`
+	Pending        *Decision `json:"pending,omitempty"`
+	Decided        []Outcome `json:"decided,omitempty"`
 	// Outbox holds the messages sent to agents that still await their
 	// ACK or reply: what an agent's inbox shows.
 	Outbox    []amp.Message   `json:"outbox,omitempty"`

@@ -1,0 +1,169 @@
+package e2e
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/ampflow/ampflow/amp"
+	"github.com/ampflow/ampflow/workflows/task"
+)
+
+// api is an agent or coordinator speaking to the HTTP API with a token.
+type api struct {
+	t     *testing.T
+	base  string
+	token string
+}
+
+func (c api) do(method, path string, body any, out any) int {
+	c.t.Helper()
+	var r io.Reader
+	if body != nil {
+		b, err := json.Marshal(body)
+		if err != nil {
+			c.t.Fatal(err)
+		}
+		r = bytes.NewReader(b)
+	}
+	req, err := http.NewRequest(method, c.base+path, r)
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	req.Header.Set("Authorization", "Bearer "+c.token)
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		c.t.Fatalf("%s %s: %v", method, path, err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	if out != nil && resp.StatusCode < 300 {
+		if err := json.Unmarshal(b, out); err != nil {
+			c.t.Fatalf("%s %s: decoding %q: %v", method, path, b, err)
+		}
+	}
+	if resp.StatusCode >= 300 {
+		c.t.Logf("%s %s: %d %s", method, path, resp.StatusCode, b)
+	}
+	return resp.StatusCode
+}
+
+// inbox long-polls the API until a message of the task arrives.
+func (c api) inbox(role amp.Role, taskID string, typ amp.Type) amp.Message {
+	c.t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for time.Now().Before(deadline) {
+		var msgs []amp.Message
+		if code := c.do("GET", "/v1/inbox?role="+string(role)+"&wait=5s", nil, &msgs); code != http.StatusOK {
+			c.t.Fatalf("inbox answered %d", code)
+		}
+		for _, m := range msgs {
+			if m.TaskID == taskID && m.Type == typ {
+				return m
+			}
+		}
+	}
+	c.t.Fatalf("no %s for %s in the %s inbox", typ, taskID, role)
+	return amp.Message{}
+}
+
+// cli runs the ampflow binary against a dev process.
+func cli(t *testing.T, p *devProc, stdin []byte, args ...string) (string, string, int) {
+	t.Helper()
+	cmd := exec.Command(binary, args...)
+	cmd.Env = append(os.Environ(), "AMPFLOW_TEMPORAL_ADDRESS="+p.temporal, "AMPFLOW_DATA_DIR="+p.dataDir)
+	cmd.Dir = p.dataDir
+	cmd.Stdin = bytes.NewReader(stdin)
+	var out, errOut bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errOut
+	err := cmd.Run()
+	code := 0
+	if ee, ok := err.(*exec.ExitError); ok {
+		code = ee.ExitCode()
+	} else if err != nil {
+		t.Fatalf("running ampflow %v: %v", args, err)
+	}
+	return out.String(), errOut.String(), code
+}
+
+// TestLifecycleCLIAndAPI starts a task with the CLI, plays executor and
+// reviewer through the HTTP API with role tokens, and reaches done.
+func TestLifecycleCLIAndAPI(t *testing.T) {
+	p := startDev(t, t.TempDir(),
+		"AMPFLOW_AUTH_TOKENS=exec-secret:executor:codex,rev-secret:reviewer:claude,coord-secret:coordinator:planner")
+	repo := gitRepo(t)
+	exec := api{t: t, base: "http://" + p.api, token: "exec-secret"}
+	rev := api{t: t, base: "http://" + p.api, token: "rev-secret"}
+	a := &agent{t: t, repo: repo}
+
+	plan, _ := json.Marshal(lowRiskPlan(repo))
+	planFile := filepath.Join(t.TempDir(), "plan.json")
+	writeFile(t, planFile, string(plan))
+	stdout, stderr, code := cli(t, p, nil, "task", "start", "-f", planFile)
+	if code != 0 {
+		t.Fatalf("task start: exit %d\n%s%s", code, stdout, stderr)
+	}
+	lines := strings.Split(strings.TrimSpace(stdout), "\n")
+	id := lines[len(lines)-1]
+	if !task.ValidID(id) {
+		t.Fatalf("task start printed %q last, want the task id", id)
+	}
+
+	d := exec.inbox(amp.RoleExecutor, id, amp.TypeTaskDispatch)
+	if code := rev.do("POST", "/v1/acks", map[string]string{"msg_id": d.MsgID, "as": "executor"}, nil); code != http.StatusForbidden {
+		t.Errorf("a reviewer token ACKing as executor got %d, want 403", code)
+	}
+	if code := exec.do("POST", "/v1/acks", map[string]string{"msg_id": d.MsgID, "as": "executor"}, nil); code >= 300 {
+		t.Fatalf("ACK answered %d", code)
+	}
+	result := a.work(d, "hello.txt", "hello\n")
+	if code := rev.do("POST", "/v1/messages", result, nil); code != http.StatusForbidden {
+		t.Errorf("a reviewer token sending a task_result got %d, want 403", code)
+	}
+	if code := exec.do("POST", "/v1/messages", result, nil); code != http.StatusAccepted {
+		t.Fatalf("task_result answered %d", code)
+	}
+	req := rev.inbox(amp.RoleReviewer, id, amp.TypeReviewRequest)
+	if req.Request().TaskResultRef != result.MsgID || req.Request().DiffURL == "" {
+		t.Errorf("review request %+v does not point at the result", req.Request())
+	}
+	if code := rev.do("POST", "/v1/acks", map[string]string{"msg_id": req.MsgID, "as": "reviewer"}, nil); code >= 300 {
+		t.Fatalf("reviewer ACK answered %d", code)
+	}
+	early := a.verdict(req, amp.DecisionApproved)
+	early.TaskID = "T-2026-999"
+	early.MsgID = amp.MsgID(amp.TypeReviewVerdict, early.TaskID, time.Now())
+	if code := rev.do("POST", "/v1/messages", early, nil); code != http.StatusNotFound {
+		t.Errorf("a verdict for an unknown task got %d, want 404", code)
+	}
+	if code := rev.do("POST", "/v1/messages", a.verdict(req, amp.DecisionApproved), nil); code != http.StatusAccepted {
+		t.Fatalf("verdict answered %d", code)
+	}
+
+	var st task.State
+	eventually(t, 30*time.Second, "task done", func() (bool, error) {
+		code := exec.do("GET", "/v1/tasks/"+id, nil, &st)
+		return code == http.StatusOK && st.Status == task.StatusDone, fmt.Errorf("status %s", st.Status)
+	})
+	out, stderr, code := cli(t, p, nil, "task", "history", id, "-o", "json")
+	if code != 0 {
+		t.Fatalf("task history: exit %d: %s", code, stderr)
+	}
+	for _, want := range []string{d.MsgID, result.MsgID, req.MsgID} {
+		if !strings.Contains(out, want) {
+			t.Errorf("task history lacks %s", want)
+		}
+	}
+	if i, j := strings.Index(out, d.MsgID), strings.Index(out, req.MsgID); i < 0 || j < i {
+		t.Errorf("task history is not in order")
+	}
+}
