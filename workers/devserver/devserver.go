@@ -10,6 +10,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -51,7 +52,7 @@ type Options struct {
 	// SearchAttributes are custom search attributes of Namespace: set when
 	// the namespace is created and added, if missing, on every start.
 	SearchAttributes map[string]enums.IndexedValueType
-	// Logger receives the server's logs; the default discards them.
+	// Logger receives the server's logs; the default is slog.Default().
 	Logger *slog.Logger
 	// LogLevel is the least severe server log passed to Logger; the
 	// default is slog.LevelWarn.
@@ -68,6 +69,9 @@ func (o Options) withDefaults() (Options, error) {
 	if o.IP == "" {
 		o.IP = loopback
 	}
+	if net.ParseIP(o.IP) == nil {
+		return o, fmt.Errorf("starting dev server: IP %q is not an IP address", o.IP)
+	}
 	if o.Namespace == "" {
 		o.Namespace = DefaultNamespace
 	}
@@ -75,7 +79,7 @@ func (o Options) withDefaults() (Options, error) {
 		o.Retention = DefaultRetention
 	}
 	if o.Logger == nil {
-		o.Logger = slog.New(slog.DiscardHandler)
+		o.Logger = slog.Default()
 	}
 	if o.LogLevel == nil {
 		o.LogLevel = slog.LevelWarn

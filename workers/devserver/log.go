@@ -12,9 +12,9 @@ import (
 
 // minLevelHandler drops records below min before they reach the wrapped
 // handler, so the server's chatty info logs never cost a formatting pass.
-// Once stopping is set it keeps only Panic and Fatal: while the services
-// shut down, and for a while after (some of their pollers outlive Stop),
-// they warn and err about every cancelled call and lost connection.
+// Once stopping is set (when it is not nil) it drops everything: while the
+// services shut down, and for a while after (some of their pollers outlive
+// Stop), they warn and err about every cancelled call and lost connection.
 type minLevelHandler struct {
 	min      slog.Leveler
 	stopping *atomic.Bool
@@ -22,7 +22,7 @@ type minLevelHandler struct {
 }
 
 func (h minLevelHandler) Enabled(ctx context.Context, l slog.Level) bool {
-	if h.stopping.Load() && l < levelFatal {
+	if h.stopping != nil && h.stopping.Load() {
 		return false
 	}
 	return l >= h.min.Level() && h.next.Enabled(ctx, l)
@@ -40,12 +40,10 @@ func (h minLevelHandler) WithGroup(name string) slog.Handler {
 	return minLevelHandler{min: h.min, stopping: h.stopping, next: h.next.WithGroup(name)}
 }
 
-// levelFatal marks the server's Panic and Fatal records.
-const levelFatal = slog.LevelError + 4
-
 // serverLogger adapts an slog.Logger to the Temporal server's log.Logger.
+// Panic and Fatal go through fatal, which is never silenced by Stop.
 type serverLogger struct {
-	l *slog.Logger
+	l, fatal *slog.Logger
 }
 
 var (
@@ -55,44 +53,51 @@ var (
 )
 
 func newServerLogger(l *slog.Logger, min slog.Leveler, stopping *atomic.Bool) serverLogger {
-	h := minLevelHandler{min: min, stopping: stopping, next: l.Handler()}
-	return serverLogger{l: slog.New(h).With("component", "temporal")}
+	l = l.With("component", "temporal")
+	return serverLogger{
+		l:     slog.New(minLevelHandler{min: min, stopping: stopping, next: l.Handler()}),
+		fatal: slog.New(minLevelHandler{min: min, next: l.Handler()}),
+	}
 }
 
-func (s serverLogger) Debug(msg string, tags ...tag.Tag) { s.log(slog.LevelDebug, msg, tags) }
-func (s serverLogger) Info(msg string, tags ...tag.Tag)  { s.log(slog.LevelInfo, msg, tags) }
-func (s serverLogger) Warn(msg string, tags ...tag.Tag)  { s.log(slog.LevelWarn, msg, tags) }
-func (s serverLogger) Error(msg string, tags ...tag.Tag) { s.log(slog.LevelError, msg, tags) }
+func (s serverLogger) Debug(msg string, tags ...tag.Tag) { s.log(s.l, slog.LevelDebug, msg, tags) }
+func (s serverLogger) Info(msg string, tags ...tag.Tag)  { s.log(s.l, slog.LevelInfo, msg, tags) }
+func (s serverLogger) Warn(msg string, tags ...tag.Tag)  { s.log(s.l, slog.LevelWarn, msg, tags) }
+func (s serverLogger) Error(msg string, tags ...tag.Tag) { s.log(s.l, slog.LevelError, msg, tags) }
 
 // DPanic only panics in the server's development builds.
-func (s serverLogger) DPanic(msg string, tags ...tag.Tag) { s.log(slog.LevelError, msg, tags) }
+func (s serverLogger) DPanic(msg string, tags ...tag.Tag) { s.log(s.l, slog.LevelError, msg, tags) }
 
 // Panic and Fatal must not return to their caller, which would carry on with
 // a nil value. Fatal panics rather than exiting: an embedding process should
 // not be killed by its dev server, and Start recovers panics raised while it
 // builds and starts the services (such as a port that cannot be bound).
 func (s serverLogger) Panic(msg string, tags ...tag.Tag) {
-	s.log(levelFatal, msg, tags)
+	s.log(s.fatal, slog.LevelError, msg, tags)
 	panic(fatalError{msg: msg, tags: tags})
 }
 
 func (s serverLogger) Fatal(msg string, tags ...tag.Tag) {
-	s.log(levelFatal, msg, tags)
+	s.log(s.fatal, slog.LevelError, msg, tags)
 	panic(fatalError{msg: msg, tags: tags})
 }
 
 func (s serverLogger) With(tags ...tag.Tag) log.Logger {
-	return serverLogger{l: slog.New(s.l.Handler().WithAttrs(tagAttrs(tags)))}
+	attrs := tagAttrs(tags)
+	return serverLogger{
+		l:     slog.New(s.l.Handler().WithAttrs(attrs)),
+		fatal: slog.New(s.fatal.Handler().WithAttrs(attrs)),
+	}
 }
 
 func (s serverLogger) SLog() *slog.Logger { return s.l }
 
-func (s serverLogger) log(level slog.Level, msg string, tags []tag.Tag) {
+func (serverLogger) log(l *slog.Logger, level slog.Level, msg string, tags []tag.Tag) {
 	ctx := context.Background()
-	if !s.l.Enabled(ctx, level) {
+	if !l.Enabled(ctx, level) {
 		return
 	}
-	s.l.LogAttrs(ctx, level, msg, tagAttrs(tags)...)
+	l.LogAttrs(ctx, level, msg, tagAttrs(tags)...)
 }
 
 func tagAttrs(tags []tag.Tag) []slog.Attr {

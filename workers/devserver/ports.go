@@ -47,7 +47,7 @@ func probePort(host string) (int, error) {
 	defer ln.Close()
 	port := ln.Addr().(*net.TCPAddr).Port
 
-	client, err := net.Dial("tcp", net.JoinHostPort(host, strconv.Itoa(port)))
+	client, err := net.Dial("tcp", net.JoinHostPort(dialHost(host), strconv.Itoa(port)))
 	if err != nil {
 		return 0, fmt.Errorf("reserving port %d on %s: %w", port, host, err)
 	}

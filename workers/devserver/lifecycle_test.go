@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"net"
 	"os"
 	"os/exec"
@@ -120,15 +121,57 @@ func TestSurvivesKill(t *testing.T) {
 	}
 }
 
+// assertReleased fails t if the frontend port or the data directory is
+// still held after a failed Start.
+func assertReleased(t *testing.T, dir string, port int) {
+	t.Helper()
+	ln, err := net.Listen("tcp", net.JoinHostPort(loopback, strconv.Itoa(port)))
+	if err != nil {
+		t.Errorf("frontend port %d still taken after Start failed: %v", port, err)
+	} else {
+		ln.Close()
+	}
+	unlock, err := lockDataDir(dir)
+	if err != nil {
+		t.Errorf("data directory still locked after Start failed: %v", err)
+	} else {
+		_ = unlock()
+	}
+}
+
+// TestStartFailsOnBusyPort checks that a port the server cannot bind is an
+// error from Start, not the end of the process.
+func TestStartFailsOnBusyPort(t *testing.T) {
+	ln, err := net.Listen("tcp", net.JoinHostPort(loopback, "0"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	port := ln.Addr().(*net.TCPAddr).Port
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	dir := t.TempDir()
+	s, err := Start(ctx, Options{DataDir: dir, Port: port, Logger: slog.New(slog.DiscardHandler)})
+	if err == nil {
+		_ = s.Stop()
+		t.Fatalf("Start succeeded on busy port %d", port)
+	}
+	if !strings.Contains(err.Error(), "address already in use") {
+		t.Errorf("error %q does not say the address is in use", err)
+	}
+	ln.Close()
+	assertReleased(t, dir, port)
+}
+
 // TestStartGivesUpWithContext checks that Start honours its context and
-// releases the frontend port when it fails.
+// releases what it took when it fails.
 func TestStartGivesUpWithContext(t *testing.T) {
 	port := freeTestPort(t)
+	dir := t.TempDir()
 	// A start takes several times this, so the deadline passes part way,
 	// after the frontend port may have been bound.
 	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
 	defer cancel()
-	s, err := Start(ctx, Options{DataDir: t.TempDir(), Port: port, Logger: testLogger()})
+	s, err := Start(ctx, Options{DataDir: dir, Port: port, Logger: testLogger()})
 	if err == nil {
 		_ = s.Stop()
 		t.Fatal("Start succeeded past its deadline")
@@ -136,9 +179,5 @@ func TestStartGivesUpWithContext(t *testing.T) {
 	if !errors.Is(err, context.DeadlineExceeded) {
 		t.Fatalf("error %v does not wrap context.DeadlineExceeded", err)
 	}
-	ln, err := net.Listen("tcp", net.JoinHostPort(loopback, strconv.Itoa(port)))
-	if err != nil {
-		t.Fatalf("frontend port %d still taken after Start failed: %v", port, err)
-	}
-	ln.Close()
+	assertReleased(t, dir, port)
 }
