@@ -175,7 +175,8 @@ func TestRunRepostsPendingAndPolls(t *testing.T) {
 		t.Fatal(err)
 	}
 	run(t, b)
-	waitFor(t, "the re-post", func() bool { return len(f.calls("sendMessage")) >= 2 })
+	lock := lockDecision()
+	waitFor(t, "the re-post", func() bool { return messageOf(b, lock.ID) != 0 })
 	if n := len(f.calls("getMe")); n != 1 {
 		t.Errorf("getMe called %d times, want 1", n)
 	}
@@ -184,7 +185,6 @@ func TestRunRepostsPendingAndPolls(t *testing.T) {
 		t.Fatalf("got %d messages, the last %q; want the lock decision re-posted once", len(sent), sent[len(sent)-1].Form["text"])
 	}
 	// The polling loop is live: a click on the re-posted message arrives.
-	lock := lockDecision()
 	f.push(t, callbackUpdate(42, "Ana", tokensOf(b, lock)[0], messageOf(b, lock.ID)))
 	waitFor(t, "the answer", func() bool { return len(f.calls("answerCallbackQuery")) == 1 })
 	if in := dec.inputs(); len(in) != 1 || in[0].Option != task.OptRedispatch {

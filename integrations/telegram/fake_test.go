@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
@@ -209,12 +208,38 @@ func newTestBot(t *testing.T, dec Decider, mode string) (*Bot, *fakeTelegram) {
 	f := newFakeTelegram(t)
 	cfg := config.Telegram{Enabled: true, Mode: mode, Token: testToken, ChatID: fmt.Sprint(testChat),
 		Admins: []string{"42", "43"}, ServerURL: f.srv.URL, WebhookSecret: testSecret}
-	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	logs := &logBuffer{}
+	log := slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	b, err := New(cfg, dec, log, t.TempDir(), WithHTTPClient(&http.Client{Timeout: 10 * time.Second}, 2*time.Second))
 	if err != nil {
 		t.Fatal(err)
 	}
+	testLogs.Store(b, logs)
 	return b, f
+}
+
+// testLogs holds each test bot's log output.
+var testLogs sync.Map
+
+// logBuffer is a log sink safe for the bot's goroutines.
+type logBuffer struct {
+	mu  sync.Mutex
+	buf strings.Builder
+}
+
+func (l *logBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.buf.Write(p)
+}
+
+// logged reports whether b has logged s.
+func logged(b *Bot, s string) bool {
+	v, _ := testLogs.Load(b)
+	l := v.(*logBuffer)
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return strings.Contains(l.buf.String(), s)
 }
 
 // run runs b until the test ends.

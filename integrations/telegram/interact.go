@@ -16,7 +16,11 @@ import (
 
 // onUpdate takes every update the library receives, by polling or webhook.
 func (b *Bot) onUpdate(ctx context.Context, _ *tgbot.Bot, upd *models.Update) {
-	if upd == nil || !b.seen.first(strconv.FormatInt(upd.ID, 10), b.now()) {
+	if upd == nil {
+		return
+	}
+	if !b.seen.first(strconv.FormatInt(upd.ID, 10), b.now()) {
+		b.log.Debug("update redelivered; ignored", "update", upd.ID)
 		return
 	}
 	switch {

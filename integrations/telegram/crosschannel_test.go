@@ -1,0 +1,169 @@
+package telegram
+
+import (
+	"context"
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/ampflow/ampflow/activities"
+	"github.com/ampflow/ampflow/config"
+	"github.com/ampflow/ampflow/integrations/slack"
+	"github.com/ampflow/ampflow/workflows/task"
+)
+
+// slackCalls is a minimal Slack Web API: enough for a bot to post, edit
+// and answer one user.
+type slackCalls struct {
+	mu  sync.Mutex
+	got []url.Values
+}
+
+func (s *slackCalls) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	body, _ := io.ReadAll(r.Body)
+	form, _ := url.ParseQuery(string(body))
+	form.Set("method", strings.TrimPrefix(r.URL.Path, "/api/"))
+	s.mu.Lock()
+	s.got = append(s.got, form)
+	s.mu.Unlock()
+	w.Header().Set("Content-Type", "application/json")
+	fmt.Fprint(w, `{"ok":true,"channel":"C1","ts":"1772366400.000100","message_ts":"1772366400.000200"}`)
+}
+
+func (s *slackCalls) count(method string) (n int, last url.Values) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, f := range s.got {
+		if f.Get("method") == method {
+			n, last = n+1, f
+		}
+	}
+	return n, last
+}
+
+func TestFirstDecisionWinsAcrossChannels(t *testing.T) {
+	dec := &fakeDecider{}
+	d := planDecision()
+	tg, tf := newTestBot(t, dec, ModeWebhook)
+
+	sc := &slackCalls{}
+	ss := httptest.NewServer(sc)
+	t.Cleanup(ss.Close)
+	slackDir := t.TempDir()
+	sb, err := slack.New(config.Slack{Mode: slack.ModeHTTP, BotToken: "xoxb-x", SigningSecret: "sign", Channel: "C1",
+		Admins: []string{"U1"}, APIURL: ss.URL + "/api/"}, dec, slog.New(slog.NewTextHandler(io.Discard, nil)), slackDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	both := activities.Notifiers{sb, tg}
+	if err := both.Notify(context.Background(), opened(d)); err != nil {
+		t.Fatal(err)
+	}
+	run(t, tg)
+	ctx, cancel := context.WithCancel(context.Background())
+	slackDone := make(chan error, 1)
+	go func() { slackDone <- sb.Run(ctx) }()
+	t.Cleanup(func() { cancel(); <-slackDone })
+
+	slackToken := slackTokenFor(t, slackDir, d.ID, task.OptApprove)
+	var wg sync.WaitGroup
+	wg.Add(2)
+	go func() {
+		defer wg.Done()
+		deliver(tg, withUpdateID(callbackUpdate(42, "Ana", tokensOf(tg, d)[0], messageOf(tg, d.ID))), testSecret)
+	}()
+	go func() {
+		defer wg.Done()
+		w := httptest.NewRecorder()
+		sb.Handler().ServeHTTP(w, slackClick(t, "U1", slackToken, "sign"))
+	}()
+	wg.Wait()
+
+	// Exactly one wins; the other learns who did.
+	waitFor(t, "both clicks handled", func() bool {
+		eph, _ := sc.count("chat.postEphemeral")
+		slackEdited, _ := sc.count("chat.update")
+		return len(answers(tf)) == 1 && eph+slackEdited >= 1
+	})
+	decided := dec.decisions()
+	if len(decided) != 1 {
+		t.Fatalf("%d decisions, want 1", len(decided))
+	}
+	winner := decided[d.ID]
+	if winner.Channel == "slack" {
+		a := answers(tf)[0]
+		if a.Form["show_alert"] != "true" || !strings.Contains(strings.ToLower(a.Form["text"]), "already decided by slack:u1") {
+			t.Errorf("Telegram loser answered %v", a.Form)
+		}
+	} else {
+		waitFor(t, "the Slack loser told", func() bool { n, _ := sc.count("chat.postEphemeral"); return n == 1 })
+		_, e := sc.count("chat.postEphemeral")
+		if !strings.Contains(strings.ToLower(e.Get("text")), "already decided by telegram:42") {
+			t.Errorf("Slack loser told %q", e.Get("text"))
+		}
+	}
+
+	// The workflow's closing notice goes to both; every copy ends edited once.
+	if err := both.Notify(context.Background(), closed(d, winner)); err != nil {
+		t.Fatal(err)
+	}
+	if n, _ := sc.count("chat.update"); n != 1 {
+		t.Errorf("Slack copy edited %d times, want 1", n)
+	}
+	if n := len(tf.calls("editMessageText")); n != 1 {
+		t.Errorf("Telegram copy edited %d times, want 1", n)
+	}
+}
+
+// slackTokenFor reads a button token from the Slack bot's state file.
+func slackTokenFor(t *testing.T, dir, decisionID, option string) string {
+	t.Helper()
+	raw, err := os.ReadFile(filepath.Join(dir, slack.StateFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var st struct {
+		Buttons map[string]struct {
+			DecisionID string `json:"decision_id"`
+			Option     string `json:"option"`
+		} `json:"buttons"`
+	}
+	if err := json.Unmarshal(raw, &st); err != nil {
+		t.Fatal(err)
+	}
+	for tok, b := range st.Buttons {
+		if b.DecisionID == decisionID && b.Option == option {
+			return tok
+		}
+	}
+	t.Fatalf("no Slack token for %s/%s", decisionID, option)
+	return ""
+}
+
+func slackClick(t *testing.T, user, token, secret string) *http.Request {
+	t.Helper()
+	payload := fmt.Sprintf(`{"type":"block_actions","user":{"id":%q},"trigger_id":"tr","channel":{"id":"C1"},
+"actions":[{"type":"button","action_id":"ampflow_opt_approve","block_id":"ampflow_options","value":%q,"action_ts":"9.9"}]}`, user, token)
+	body := url.Values{"payload": {payload}}.Encode()
+	r := httptest.NewRequest(http.MethodPost, slack.InteractionsPath, strings.NewReader(body))
+	ts := strconv.FormatInt(time.Now().Unix(), 10)
+	mac := hmac.New(sha256.New, []byte(secret))
+	mac.Write([]byte("v0:" + ts + ":" + body))
+	r.Header.Set("X-Slack-Request-Timestamp", ts)
+	r.Header.Set("X-Slack-Signature", "v0="+hex.EncodeToString(mac.Sum(nil)))
+	return r
+}
