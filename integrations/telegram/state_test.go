@@ -1,0 +1,29 @@
+package telegram
+
+import (
+	"testing"
+	"time"
+)
+
+func TestStatePrunesNoteRequests(t *testing.T) {
+	dir := t.TempDir()
+	s, err := openStore(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	now := time.Date(2026, 6, 1, 0, 0, 0, 0, time.UTC)
+	err = s.update(now, func(d *stateData) {
+		d.Notes["-1001:7"] = noteRequest{Token: "a", UserID: "42", At: now.Add(-keepNotes - time.Minute)}
+		d.Notes["-1001:8"] = noteRequest{Token: "b", UserID: "42", At: now.Add(-time.Minute)}
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	again, err := openStore(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := again.data.Notes["-1001:7"]; ok || again.data.Notes["-1001:8"].UserID != "42" {
+		t.Errorf("notes kept %v; want only the recent request", again.data.Notes)
+	}
+}
