@@ -62,11 +62,13 @@ func (c api) inbox(role amp.Role, taskID string, typ amp.Type) amp.Message {
 	c.t.Helper()
 	deadline := time.Now().Add(30 * time.Second)
 	for time.Now().Before(deadline) {
-		var msgs []amp.Message
-		if code := c.do("GET", "/v1/inbox?role="+string(role)+"&wait=5s", nil, &msgs); code != http.StatusOK {
+		var inbox struct {
+			Messages []amp.Message `json:"messages"`
+		}
+		if code := c.do("GET", "/v1/inbox?role="+string(role)+"&wait=5s", nil, &inbox); code != http.StatusOK {
 			c.t.Fatalf("inbox answered %d", code)
 		}
-		for _, m := range msgs {
+		for _, m := range inbox.Messages {
 			if m.TaskID == taskID && m.Type == typ {
 				return m
 			}
