@@ -163,7 +163,7 @@ func (b *Bot) tell(ctx context.Context, channel, user, text string) {
 		channel = b.cfg.Channel
 	}
 	err := b.call(ctx, "chat.postEphemeral", func() error {
-		_, err := b.api.PostEphemeralContext(ctx, channel, user, slackapi.MsgOptionText(text, false))
+		_, err := b.api.PostEphemeralContext(ctx, channel, user, slackapi.MsgOptionText(esc(text), false))
 		return err
 	})
 	if err != nil {
