@@ -30,6 +30,8 @@ const (
 	// DefaultRetention is how long closed workflows are kept when
 	// Options.Retention is zero.
 	DefaultRetention = 7 * 24 * time.Hour
+	// MaxStartWait bounds Start even when its context has no deadline.
+	MaxStartWait = 2 * time.Minute
 )
 
 // Options configure Start.
@@ -103,13 +105,15 @@ type Server struct {
 
 // Start starts a server on o.DataDir and returns once its frontend answers
 // for o.Namespace, the search attributes are in place and the UI (if any)
-// listens. It fails if ctx ends first, and releases everything it took when
-// it fails.
+// listens. It fails if ctx ends first, or after MaxStartWait in any case,
+// and releases everything it took when it fails.
 func Start(ctx context.Context, o Options) (_ *Server, err error) {
 	o, err = o.withDefaults()
 	if err != nil {
 		return nil, err
 	}
+	ctx, cancel := context.WithTimeout(ctx, MaxStartWait)
+	defer cancel()
 	if err := ctx.Err(); err != nil {
 		return nil, fmt.Errorf("starting dev server: %w", err)
 	}
@@ -139,6 +143,7 @@ func Start(ctx context.Context, o Options) (_ *Server, err error) {
 		return nil, fmt.Errorf("starting dev server: %w", err)
 	}
 	if s.temporal, err = newTemporal(opts); err != nil {
+		s.temporal = nil
 		return nil, fmt.Errorf("starting dev server: %w", err)
 	}
 	if err := startTemporal(ctx, s.temporal); err != nil {
@@ -168,8 +173,9 @@ func newTemporal(opts []temporal.ServerOption) (srv temporal.Server, err error) 
 	return temporal.NewServer(opts...)
 }
 
-// startTemporal runs srv.Start, which cannot be cancelled, and gives up
-// waiting when ctx ends; the caller's Stop then waits for it to finish.
+// startTemporal runs srv.Start, which takes no context, and reports ctx's
+// error if ctx ends first, though only once srv.Start has returned: stopping
+// a server that is still starting races with its start hooks.
 func startTemporal(ctx context.Context, srv temporal.Server) error {
 	done := make(chan error, 1)
 	go func() {
@@ -182,8 +188,6 @@ func startTemporal(ctx context.Context, srv temporal.Server) error {
 	case err := <-done:
 		return err
 	case <-ctx.Done():
-		// Stopping a server that is still starting races with its start
-		// hooks, so wait for them before the caller stops it.
 		<-done
 		return ctx.Err()
 	}
