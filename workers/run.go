@@ -115,7 +115,7 @@ func Run(ctx context.Context, o Options) error {
 	if log == nil {
 		log = slog.Default()
 	}
-	rt, err := newRuntime(ctx, o, parts, log)
+	rt, err := newRuntime(o, parts, log)
 	if err != nil {
 		return err
 	}
@@ -124,9 +124,7 @@ func Run(ctx context.Context, o Options) error {
 		rt.stop()
 		return fmt.Errorf("starting the worker on task queue %s: %w", o.Config.Temporal.TaskQueue, err)
 	}
-	if o.Endpoint != nil {
-		o.Endpoint("worker", "task queue "+o.Config.Temporal.TaskQueue)
-	}
+	o.endpoint("worker", "task queue "+o.Config.Temporal.TaskQueue)
 	errc := rt.serve(ctx)
 	select {
 	case <-ctx.Done():
@@ -138,6 +136,12 @@ func Run(ctx context.Context, o Options) error {
 		err = nil
 	}
 	return err
+}
+
+func (o Options) endpoint(name, addr string) {
+	if o.Endpoint != nil {
+		o.Endpoint(name, addr)
+	}
 }
 
 // stopGrace bounds a clean stop.

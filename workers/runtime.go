@@ -7,9 +7,13 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"path/filepath"
 	"time"
 
+	"github.com/ampflow/ampflow/activities"
 	"github.com/ampflow/ampflow/integrations/httpapi"
+	"github.com/ampflow/ampflow/integrations/slack"
+	"github.com/ampflow/ampflow/integrations/telegram"
 )
 
 // runtime holds what serves beside the worker: the HTTP API and the chat
@@ -21,10 +25,17 @@ type runtime struct {
 	loops []func(context.Context) error
 }
 
-func newRuntime(ctx context.Context, o Options, parts *Parts, log *slog.Logger) (*runtime, error) {
+func newRuntime(o Options, parts *Parts, log *slog.Logger) (*runtime, error) {
 	rt := &runtime{log: log}
+	mounts, err := startChat(o, parts, rt, log)
+	if err != nil {
+		return nil, err
+	}
 	addr := o.Config.HTTP.Addr
 	if addr == "" {
+		if len(mounts) > 0 {
+			return nil, errors.New("http.addr: required by the Slack HTTP mode or the Telegram webhook mode")
+		}
 		return rt, nil
 	}
 	api := httpapi.New(httpapi.Options{
@@ -33,8 +44,8 @@ func newRuntime(ctx context.Context, o Options, parts *Parts, log *slog.Logger) 
 	if err := api.LoopbackOnly(addr); err != nil {
 		return nil, fmt.Errorf("http.addr: %w", err)
 	}
-	if err := mountChat(ctx, o, parts, api, rt); err != nil {
-		return nil, err
+	for path, h := range mounts {
+		api.Mount("POST "+path, h)
 	}
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
@@ -43,13 +54,11 @@ func newRuntime(ctx context.Context, o Options, parts *Parts, log *slog.Logger) 
 	rt.ln = ln
 	rt.http = &http.Server{Handler: api.Handler(), ReadHeaderTimeout: 10 * time.Second}
 	api.LogStart(ln.Addr().String())
-	if o.Endpoint != nil {
-		note := ""
-		if len(o.Config.Auth.Tokens) == 0 {
-			note = " (no auth.tokens: open, loopback only)"
-		}
-		o.Endpoint("http api", "http://"+ln.Addr().String()+note)
+	note := ""
+	if len(o.Config.Auth.Tokens) == 0 {
+		note = " (no auth.tokens: open, loopback only)"
 	}
+	o.endpoint("http api", "http://"+ln.Addr().String()+note)
 	return rt, nil
 }
 
@@ -84,7 +93,40 @@ func (rt *runtime) stop() {
 	}
 }
 
-// mountChat starts nothing yet: the chat integrations are wired here.
-func mountChat(ctx context.Context, o Options, parts *Parts, api *httpapi.Server, rt *runtime) error {
-	return nil
+// startChat builds the Slack and Telegram bots that are enabled: they
+// become the activities' notifier, their loops run beside the worker, and
+// the handlers returned (path → handler) are mounted on the HTTP API.
+func startChat(o Options, parts *Parts, rt *runtime, log *slog.Logger) (map[string]http.Handler, error) {
+	cfg := o.Config
+	state := filepath.Join(cfg.DataDir, "chat")
+	mounts := map[string]http.Handler{}
+	var notifiers activities.Notifiers
+	if cfg.Slack.Enabled {
+		b, err := slack.New(cfg.Slack, parts.Tasks, log.With("integration", "slack"), state)
+		if err != nil {
+			return nil, fmt.Errorf("slack: %w", err)
+		}
+		notifiers = append(notifiers, b)
+		rt.loops = append(rt.loops, b.Run)
+		if cfg.Slack.Mode == slack.ModeHTTP {
+			mounts[slack.InteractionsPath] = b.Handler()
+		}
+		o.endpoint("slack", cfg.Slack.Mode+" mode, channel "+cfg.Slack.Channel)
+	}
+	if cfg.Telegram.Enabled {
+		b, err := telegram.New(cfg.Telegram, parts.Tasks, log.With("integration", "telegram"), state)
+		if err != nil {
+			return nil, fmt.Errorf("telegram: %w", err)
+		}
+		notifiers = append(notifiers, b)
+		rt.loops = append(rt.loops, b.Run)
+		if cfg.Telegram.Mode == telegram.ModeWebhook {
+			mounts[telegram.WebhookPath] = b.Handler()
+		}
+		o.endpoint("telegram", cfg.Telegram.Mode+" mode, chat "+cfg.Telegram.ChatID)
+	}
+	if len(notifiers) > 0 {
+		parts.Activities.Notifier = notifiers
+	}
+	return mounts, nil
 }
