@@ -4,10 +4,12 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"io"
 	"log/slog"
 	"net/http"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"sync"
 	"testing"
@@ -86,6 +88,28 @@ type greetResult struct{ Greeting string }
 
 func greet(_ workflow.Context, in greetInput) (greetResult, error) {
 	return greetResult{Greeting: "hello " + in.Name}, nil
+}
+
+// httpGet returns the body of a GET of url, failing t unless it is 200 OK.
+func httpGet(ctx context.Context, t *testing.T, url string) []byte {
+	t.Helper()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatalf("GET %s: %v", url, err)
+	}
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("GET %s: %s", url, resp.Status)
+	}
+	return body
 }
 
 func freeTestPort(t *testing.T) int {
@@ -187,37 +211,21 @@ func TestServer(t *testing.T) {
 	})
 
 	t.Run("UIAnswers", func(t *testing.T) {
-		req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+s.UIAddr()+"/", nil)
-		if err != nil {
-			t.Fatal(err)
+		index := httpGet(ctx, t, "http://"+s.UIAddr()+"/")
+		// The page's scripts are embedded too, so the UI works offline.
+		script := regexp.MustCompile(`/_app/[^"']+\.js`).FindString(string(index))
+		if script == "" {
+			t.Fatalf("GET / on the UI: no /_app/ script in %.200q", index)
 		}
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer resp.Body.Close()
-		if resp.StatusCode != http.StatusOK {
-			t.Fatalf("GET / on the UI: %s", resp.Status)
-		}
+		httpGet(ctx, t, "http://"+s.UIAddr()+script)
 
 		// The UI's API proxies to the embedded frontend.
-		req, err = http.NewRequestWithContext(ctx, http.MethodGet, "http://"+s.UIAddr()+"/api/v1/namespaces/"+DefaultNamespace, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		resp, err = http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer resp.Body.Close()
 		var ns struct {
 			NamespaceInfo struct{ Name string } `json:"namespaceInfo"`
 		}
-		if resp.StatusCode != http.StatusOK {
-			t.Fatalf("GET /api/v1/namespaces/%s on the UI: %s", DefaultNamespace, resp.Status)
-		}
-		if err := json.NewDecoder(resp.Body).Decode(&ns); err != nil || ns.NamespaceInfo.Name != DefaultNamespace {
-			t.Fatalf("GET /api/v1/namespaces/%s on the UI: namespace %q, error %v", DefaultNamespace, ns.NamespaceInfo.Name, err)
+		body := httpGet(ctx, t, "http://"+s.UIAddr()+"/api/v1/namespaces/"+DefaultNamespace)
+		if err := json.Unmarshal(body, &ns); err != nil || ns.NamespaceInfo.Name != DefaultNamespace {
+			t.Fatalf("UI API namespace %q, error %v", ns.NamespaceInfo.Name, err)
 		}
 	})
 
