@@ -113,9 +113,13 @@ func (t *taskRun) withdraw(ctx workflow.Context, why string) {
 }
 
 // awaitOutcome waits for the pending decision; nil means the task was
-// cancelled meanwhile.
+// cancelled meanwhile or must continue as new, and the phase will be
+// entered again.
 func (t *taskRun) awaitOutcome(ctx workflow.Context) (*task.Outcome, error) {
-	if err := workflow.Await(ctx, func() bool { return t.Outcome != nil || t.Cancel != nil }); err != nil {
+	err := workflow.Await(ctx, func() bool {
+		return t.Outcome != nil || t.Cancel != nil || workflow.GetInfo(ctx).GetContinueAsNewSuggested()
+	})
+	if err != nil {
 		return nil, fmt.Errorf("waiting for decision of task %s: %w", t.In.TaskID, err)
 	}
 	o := t.Outcome
@@ -136,6 +140,16 @@ func (t *taskRun) decideOn(ctx workflow.Context, kind task.DecisionKind, prompt 
 func (t *taskRun) terminatedBy(o *task.Outcome) phase {
 	t.Reason = fmt.Sprintf("terminated by %s via %s%s", o.By, o.Channel, noteSuffix(o.Note))
 	return phaseTerminate
+}
+
+// escalateFor returns the escalation behind the open decision of kind, or
+// sends a new one: a phase entered again after continue-as-new must not
+// escalate twice.
+func (t *taskRun) escalateFor(kind task.DecisionKind, send func() *amp.Message) *amp.Message {
+	if t.Pending != nil && t.Pending.Kind == kind {
+		return t.Pending.Escalation
+	}
+	return send()
 }
 
 // escalate sends an escalation to the admins: a full AMP message,
@@ -176,17 +190,19 @@ func (t *taskRun) escalate(ctx workflow.Context, typ amp.EscalationType, sev amp
 // still until an admin resumes, redispatches or terminates it.
 func (t *taskRun) suspendForAgent(ctx workflow.Context) error {
 	esc := t.Interrupt
-	resumeStatus, resumePhase := t.Status, t.Phase
-	suspendedAt := workflow.Now(ctx)
+	if t.ResumeStatus == "" {
+		t.ResumeStatus, t.ResumePhase, t.SuspendedAt = t.Status, t.Phase, workflow.Now(ctx)
+	}
+	resumeStatus, resumePhase, suspendedAt := t.ResumeStatus, t.ResumePhase, t.SuspendedAt
 	t.setStatus(ctx, task.StatusSuspended, "critical escalation "+esc.MsgID)
 	e := esc.Escalation()
 	o, err := t.decideOn(ctx, task.KindAgentEscalation,
 		fmt.Sprintf("The %s escalated (%s, critical): %s", e.TriggeredBy, e.EscalationType, e.Description),
 		esc, optResume, optGuide, optTerminate)
-	t.Interrupt = nil
 	if err != nil || o == nil {
 		return err
 	}
+	t.Interrupt, t.ResumeStatus, t.ResumePhase = nil, "", ""
 	switch o.Option {
 	case task.OptResume:
 		now := workflow.Now(ctx)

@@ -221,13 +221,21 @@ func (t *taskRun) acceptImplicitAck(from amp.Role) {
 	t.dropOutboxTo(from)
 }
 
+// awaited is the agent the task waits for now.
+func (t *taskRun) awaited() amp.Role {
+	if t.Status == task.StatusInReview {
+		return amp.RoleReviewer
+	}
+	return amp.RoleExecutor
+}
+
 // heartbeat is an agent's sign of life; it restarts the heartbeat timer
 // unless the task is suspended, when timers stand still.
 func (t *taskRun) heartbeat(ctx workflow.Context, in task.HeartbeatInput) {
 	if t.Status.Terminal() {
 		return
 	}
-	if !t.suspended() {
+	if !t.suspended() && (in.From == "" || in.From == t.awaited()) {
 		t.LastActive = workflow.Now(ctx)
 	}
 	t.addTimeline(ctx, task.TimelineEntry{Kind: "heartbeat", From: string(in.From), Note: in.Note})
@@ -280,7 +288,7 @@ func (t *taskRun) decide(ctx workflow.Context, in task.DecideInput) (task.Decide
 		return task.DecideResult{}, err
 	}
 	o := t.close(ctx, in.Option, in.Note, in.By, in.Channel)
-	if err := workflow.Await(ctx, func() bool { return t.Outcome == nil }); err != nil {
+	if err := workflow.Await(ctx, func() bool { return t.Outcome == nil || t.closing }); err != nil {
 		return task.DecideResult{}, err
 	}
 	return task.DecideResult{Outcome: o, Status: t.Status}, nil
@@ -307,7 +315,7 @@ func (t *taskRun) cancel(ctx workflow.Context, in task.CancelInput) (task.Change
 		t.Cancel = &in
 		t.record(fmt.Sprintf("cancel-%s-%d", t.In.TaskID, workflow.Now(ctx).UnixMilli()), activities.KindEvent, in)
 	}
-	if err := workflow.Await(ctx, func() bool { return t.Status.Terminal() }); err != nil {
+	if err := workflow.Await(ctx, func() bool { return t.Status.Terminal() || t.closing }); err != nil {
 		return task.ChangeResult{}, err
 	}
 	return task.ChangeResult{Status: t.Status}, nil
@@ -362,7 +370,7 @@ func (t *taskRun) replan(ctx workflow.Context, in task.ReplanInput) (task.Change
 	}
 	t.Replan = &in
 	t.close(ctx, task.OptReplan, in.Note, in.By, "replan")
-	if err := workflow.Await(ctx, func() bool { return t.Outcome == nil }); err != nil {
+	if err := workflow.Await(ctx, func() bool { return t.Outcome == nil || t.closing }); err != nil {
 		return task.ChangeResult{}, err
 	}
 	return task.ChangeResult{Status: t.Status}, nil

@@ -17,7 +17,7 @@ import (
 // waitFor waits until cond holds, the deadline passes (a zero deadline
 // never does), or the task is interrupted. It reports a timeout.
 func (t *taskRun) waitFor(ctx workflow.Context, deadline time.Time, cond func() bool) (bool, error) {
-	full := func() bool { return cond() || t.interrupted() }
+	full := func() bool { return cond() || t.yield(ctx) }
 	if deadline.IsZero() {
 		return false, workflow.Await(ctx, full)
 	}
@@ -128,7 +128,7 @@ func (t *taskRun) awaitAck(ctx workflow.Context) (phase, error) {
 			t.setStatus(ctx, task.StatusInProgress, "")
 			return phaseAwaitResult, nil
 		}
-		if t.interrupted() {
+		if t.yield(ctx) {
 			return phaseAwaitAck, nil
 		}
 		if o := t.Outcome; o != nil {
@@ -169,7 +169,7 @@ func (t *taskRun) awaitResult(ctx workflow.Context) (phase, error) {
 			t.withdraw(ctx, "the executor sent its result")
 			return phaseResult, nil
 		}
-		if t.interrupted() {
+		if t.yield(ctx) {
 			return phaseAwaitResult, nil
 		}
 		if o := t.Outcome; o != nil {
@@ -236,8 +236,10 @@ func (t *taskRun) takeResult(ctx workflow.Context) (phase, error) {
 	if r.CompletionStatus != amp.StatusComplete {
 		t.setStatus(ctx, task.StatusAwaitingAdmin, string(r.CompletionStatus)+" result")
 		desc := fmt.Sprintf("The executor reported %s on %s: %s", r.CompletionStatus, r.SubtaskID, strings.Join(r.Blockers, "; "))
-		esc := t.escalate(ctx, amp.EscUnknown, amp.SeverityWarning, amp.RoleCoordinator, desc, []string{res.MsgID},
-			"Redispatch with a note", "Accept the result as is", "Terminate the task")
+		esc := t.escalateFor(task.KindPartialResult, func() *amp.Message {
+			return t.escalate(ctx, amp.EscUnknown, amp.SeverityWarning, amp.RoleCoordinator, desc, []string{res.MsgID},
+				"Redispatch with a note", "Accept the result as is", "Terminate the task")
+		})
 		return t.resultDecision(ctx, task.KindPartialResult, desc, esc)
 	}
 	var out activities.CheckResultOutput
@@ -250,15 +252,19 @@ func (t *taskRun) takeResult(ctx workflow.Context) (phase, error) {
 		t.LastError = "checking the result against git: " + errMessage(err)
 		t.setStatus(ctx, task.StatusAwaitingAdmin, "result not in git")
 		desc := fmt.Sprintf("The result %s cannot be checked against git: %s", res.MsgID, errMessage(err))
-		esc := t.escalate(ctx, amp.EscConflict, amp.SeverityWarning, amp.RoleCoordinator, desc, []string{res.MsgID},
-			"Redispatch with a note", "Accept the result as is", "Terminate the task")
+		esc := t.escalateFor(task.KindResultProblem, func() *amp.Message {
+			return t.escalate(ctx, amp.EscConflict, amp.SeverityWarning, amp.RoleCoordinator, desc, []string{res.MsgID},
+				"Redispatch with a note", "Accept the result as is", "Terminate the task")
+		})
 		return t.resultDecision(ctx, task.KindResultProblem, desc, esc)
 	}
 	if out.Violation != "" {
 		t.setStatus(ctx, task.StatusSuspended, "branch violation")
 		desc := fmt.Sprintf("Branch violation on %s: %s", res.MsgID, out.Violation)
-		esc := t.escalate(ctx, amp.EscBranchViolation, amp.SeverityCritical, amp.RoleCoordinator, desc, []string{t.DispatchID, res.MsgID},
-			"Redispatch with guidance to work on "+t.In.Plan.Branch, "Terminate the task")
+		esc := t.escalateFor(task.KindBranchViolation, func() *amp.Message {
+			return t.escalate(ctx, amp.EscBranchViolation, amp.SeverityCritical, amp.RoleCoordinator, desc, []string{t.DispatchID, res.MsgID},
+				"Redispatch with guidance to work on "+t.In.Plan.Branch, "Terminate the task")
+		})
 		o, err := t.decideOn(ctx, task.KindBranchViolation, desc+" Redispatch with guidance or terminate?", esc, optGuide, optTerminate)
 		if err != nil || o == nil {
 			return phaseResult, err

@@ -30,7 +30,7 @@ func (t *taskRun) ciGate(ctx workflow.Context) (phase, error) {
 		err := workflow.ExecuteActivity(actx, acts.CIStatus, activities.CIStatusInput{
 			TaskID: t.In.TaskID, Repo: t.In.Plan.Repo, Branch: t.In.Plan.Branch, Commit: r.CommitHash,
 		}).Get(ctx, &st)
-		if t.interrupted() {
+		if t.yield(ctx) {
 			return phaseCI, nil
 		}
 		if err != nil {
@@ -68,7 +68,7 @@ func (t *taskRun) ciGate(ctx workflow.Context) (phase, error) {
 		if _, err := t.waitFor(ctx, wake, func() bool { return false }); err != nil {
 			return phaseCI, err
 		}
-		if t.interrupted() {
+		if t.yield(ctx) {
 			return phaseCI, nil
 		}
 	}
@@ -88,8 +88,10 @@ func shortHash(h string) string {
 // by itself.
 func (t *taskRun) ciEscalation(ctx workflow.Context, desc string) (phase, error) {
 	t.setStatus(ctx, task.StatusSuspended, "CI failure")
-	esc := t.escalate(ctx, amp.EscCIFailure, amp.SeverityCritical, amp.RoleCoordinator, desc, []string{t.DispatchID, t.Result.MsgID},
-		"Redispatch with guidance", "Check CI again", "Send to review without CI", "Terminate the task")
+	esc := t.escalateFor(task.KindCIExhausted, func() *amp.Message {
+		return t.escalate(ctx, amp.EscCIFailure, amp.SeverityCritical, amp.RoleCoordinator, desc, []string{t.DispatchID, t.Result.MsgID},
+			"Redispatch with guidance", "Check CI again", "Send to review without CI", "Terminate the task")
+	})
 	o, err := t.decideOn(ctx, task.KindCIExhausted, desc, esc, optGuide, optRetryCI, optSkipCI, optTerminate)
 	if err != nil || o == nil {
 		return phaseCI, err
@@ -173,7 +175,7 @@ func (t *taskRun) awaitReview(ctx workflow.Context) (phase, error) {
 			t.Deadline = time.Time{}
 			return phaseVerdict, nil
 		}
-		if t.interrupted() {
+		if t.yield(ctx) {
 			return phaseAwaitReview, nil
 		}
 		if o := t.Outcome; o != nil {
@@ -258,11 +260,10 @@ func (t *taskRun) takeVerdict(ctx workflow.Context) (phase, error) {
 	t.RejectCount++
 	t.SubtaskRejects++
 	t.upsertAttributes(ctx)
-	fix := rejectionNote(v, note)
+	t.FixNote, t.FixRefs = rejectionNote(v, note), []string{vm.MsgID}
 	if t.RejectCount > t.In.Policy.MaxRejects {
-		return t.lock(ctx, fix)
+		return phaseLock, nil
 	}
-	t.FixNote, t.FixRefs = fix, []string{vm.MsgID}
 	return phaseDispatch, nil
 }
 
@@ -284,23 +285,25 @@ func rejectionNote(v *amp.ReviewVerdict, admin string) string {
 
 // lock is the hallucination lock: too many rejections, and only an
 // admin can let the task go on.
-func (t *taskRun) lock(ctx workflow.Context, fix string) (phase, error) {
+func (t *taskRun) lock(ctx workflow.Context) (phase, error) {
 	t.setStatus(ctx, task.StatusLocked, "hallucination lock")
 	vm := t.Verdict
 	desc := fmt.Sprintf("%s hallucination lock: the reviewer rejected the work %d times (more than %d). The task is suspended until an admin decides.",
 		t.In.TaskID, t.RejectCount, t.In.Policy.MaxRejects)
-	esc := t.escalate(ctx, amp.EscHallucinationLock, amp.SeverityCritical, amp.RoleCoordinator, desc, []string{t.DispatchID, vm.MsgID},
-		"Review the diff yourself and redispatch with specific guidance",
-		"Split the task into smaller subtasks (replan)",
-		"Approve the work as it is",
-		"Terminate the task")
+	esc := t.escalateFor(task.KindHallucinationLock, func() *amp.Message {
+		return t.escalate(ctx, amp.EscHallucinationLock, amp.SeverityCritical, amp.RoleCoordinator, desc, []string{t.DispatchID, vm.MsgID},
+			"Review the diff yourself and redispatch with specific guidance",
+			"Split the task into smaller subtasks (replan)",
+			"Approve the work as it is",
+			"Terminate the task")
+	})
 	o, err := t.decideOn(ctx, task.KindHallucinationLock, desc, esc, optGuide, optReplan, optApproveAny, optTerminate)
 	if err != nil || o == nil {
-		return phaseVerdict, err
+		return phaseLock, err
 	}
 	switch o.Option {
 	case task.OptRedispatch:
-		t.FixNote, t.FixRefs = fix+"\nAdmin guidance: "+o.Note, []string{vm.MsgID}
+		t.FixNote += "\nAdmin guidance: " + o.Note
 		return phaseDispatch, nil
 	case task.OptReplan:
 		if rp := t.Replan; rp != nil {
@@ -329,6 +332,7 @@ func (t *taskRun) nextSubtask(ctx workflow.Context) (phase, error) {
 	t.addTimeline(ctx, task.TimelineEntry{Kind: "subtask", Note: "subtask " + t.subtask().SubtaskID + " done"})
 	t.Index++
 	t.SubtaskRejects, t.SubtaskCI, t.LastVerdictID = 0, 0, ""
+	t.FixNote, t.FixRefs = "", nil
 	t.Result, t.Verdict, t.Mismatches, t.DiffURL = nil, nil, nil, ""
 	t.snapshot()
 	if t.Index >= len(t.Plan) {

@@ -3,6 +3,8 @@ package workflows
 import (
 	"time"
 
+	"go.temporal.io/sdk/workflow"
+
 	"github.com/ampflow/ampflow/activities"
 	"github.com/ampflow/ampflow/amp"
 	"github.com/ampflow/ampflow/workflows/task"
@@ -22,6 +24,7 @@ const (
 	phaseReview      phase = "review"
 	phaseAwaitReview phase = "await_review"
 	phaseVerdict     phase = "verdict"
+	phaseLock        phase = "lock"
 	phaseNextSubtask phase = "next_subtask"
 	phaseFinal       phase = "final"
 	phaseDone        phase = "done"
@@ -80,6 +83,10 @@ type taskState struct {
 	// Interrupt is an agent's critical escalation that the run loop has
 	// yet to suspend the task for.
 	Interrupt *amp.Message `json:"interrupt,omitempty"`
+	// Where a suspended task goes back to when an admin resumes it.
+	ResumeStatus task.Status `json:"resume_status,omitempty"`
+	ResumePhase  phase       `json:"resume_phase,omitempty"`
+	SuspendedAt  time.Time   `json:"suspended_at"`
 
 	Cancel *task.CancelInput `json:"cancel,omitempty"`
 	Replan *task.ReplanInput `json:"replan,omitempty"`
@@ -151,6 +158,12 @@ func (s *taskState) dropOutboxTo(r amp.Role) {
 // cancelled or an agent escalated critically.
 func (s *taskState) interrupted() bool {
 	return s.Cancel != nil || s.Interrupt != nil
+}
+
+// yield reports whether the run loop must take over: an interruption, or
+// Temporal suggests continuing as new.
+func (t *taskRun) yield(ctx workflow.Context) bool {
+	return t.interrupted() || workflow.GetInfo(ctx).GetContinueAsNewSuggested()
 }
 
 func (s *taskState) suspended() bool {

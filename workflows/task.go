@@ -34,6 +34,9 @@ func Task(ctx workflow.Context, in task.Input) (task.Result, error) {
 type taskRun struct {
 	*taskState
 	log log.Logger
+	// closing is set once the run ends or continues as new: handlers stop
+	// waiting for the run loop.
+	closing bool
 }
 
 func newTaskRun(ctx workflow.Context, in task.Input) (*taskRun, error) {
@@ -102,14 +105,14 @@ func (t *taskRun) run(ctx workflow.Context) (task.Result, error) {
 		if t.Phase == phaseDone || t.Phase == phaseTerminate {
 			return t.finish(ctx)
 		}
+		if workflow.GetInfo(ctx).GetContinueAsNewSuggested() {
+			return t.continueAsNew(ctx)
+		}
 		if t.Interrupt != nil {
 			if err := t.suspendForAgent(ctx); err != nil {
 				return task.Result{}, err
 			}
 			continue
-		}
-		if workflow.GetInfo(ctx).GetContinueAsNewSuggested() {
-			return t.continueAsNew(ctx)
 		}
 		next, err := t.step(ctx)
 		if err != nil {
@@ -141,6 +144,8 @@ func (t *taskRun) step(ctx workflow.Context) (phase, error) {
 		return t.awaitReview(ctx)
 	case phaseVerdict:
 		return t.takeVerdict(ctx)
+	case phaseLock:
+		return t.lock(ctx)
 	case phaseNextSubtask:
 		return t.nextSubtask(ctx)
 	case phaseFinal:
@@ -155,10 +160,12 @@ func (t *taskRun) finish(ctx workflow.Context) (task.Result, error) {
 	} else {
 		t.setStatus(ctx, task.StatusTerminated, t.Reason)
 	}
-	t.Pending = nil
+	t.withdraw(ctx, "the task is "+string(t.Status))
+	t.Outcome = nil
 	t.Outbox = nil
 	t.Deadline = time.Time{}
 	t.snapshot()
+	t.closing = true
 	if err := t.drain(ctx); err != nil {
 		return task.Result{}, err
 	}
@@ -169,6 +176,7 @@ func (t *taskRun) finish(ctx workflow.Context) (task.Result, error) {
 }
 
 func (t *taskRun) continueAsNew(ctx workflow.Context) (task.Result, error) {
+	t.closing = true
 	if err := t.drain(ctx); err != nil {
 		return task.Result{}, err
 	}
