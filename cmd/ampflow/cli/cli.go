@@ -15,11 +15,13 @@ import (
 	"log/slog"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/viper"
 
 	"github.com/ampflow/ampflow/config"
+	"github.com/ampflow/ampflow/workflows"
 )
 
 // Exit codes of Main.
@@ -46,6 +48,17 @@ type Options struct {
 	// Extra builds more top-level commands, such as dev, which links the
 	// Temporal server and so lives outside this package.
 	Extra []func(*App) *cobra.Command
+	// Tasks reaches the task workflows; nil dials Temporal from the
+	// configuration on first use. Tests pass a fake.
+	Tasks func() (workflows.Tasks, error)
+	// PollInterval spaces the State and Inbox polls of the waiting
+	// commands; zero means 500ms.
+	PollInterval time.Duration
+	// StartCheckWait bounds how long task start waits for the branch
+	// check; zero means 10s.
+	StartCheckWait time.Duration
+	// Now is the clock for new msg_ids and years; nil is time.Now.
+	Now func() time.Time
 }
 
 // App is what every command shares: IO, environment, the one viper
@@ -58,10 +71,18 @@ type App struct {
 	// Viper holds the configuration defaults; commands bind flags to it
 	// with BindPFlag before Config loads it.
 	Viper *viper.Viper
+	// Tasks creates the way in to the task workflows; see Options.Tasks.
+	// Commands call it through App.tasks, which creates it once.
+	Tasks func() (workflows.Tasks, error)
+	// Now is the clock commands read.
+	Now func() time.Time
 
-	configFile string
-	output     string
-	cfg        *config.Config
+	configFile     string
+	output         string
+	cfg            *config.Config
+	pollInterval   time.Duration
+	startCheckWait time.Duration
+	conn           workflows.Tasks
 }
 
 // ExitError ends Main with Code. Main prints Err, if any, to stderr on one
@@ -106,6 +127,7 @@ func Main(ctx context.Context, o Options) int {
 	}
 	root.SetArgs(args)
 	cmd, err := root.ExecuteContextC(ctx)
+	a.closeTasks()
 	if err == nil {
 		return ExitOK
 	}
@@ -115,7 +137,20 @@ func Main(ctx context.Context, o Options) int {
 func newApp(o Options) *App {
 	a := &App{
 		Stdin: o.Stdin, Stdout: o.Stdout, Stderr: o.Stderr, LookupEnv: o.LookupEnv,
-		Viper: config.New(),
+		Viper: config.New(), Tasks: o.Tasks, Now: o.Now,
+		pollInterval: o.PollInterval, startCheckWait: o.StartCheckWait,
+	}
+	if a.Tasks == nil {
+		a.Tasks = a.dialTasks
+	}
+	if a.Now == nil {
+		a.Now = time.Now
+	}
+	if a.pollInterval <= 0 {
+		a.pollInterval = 500 * time.Millisecond
+	}
+	if a.startCheckWait <= 0 {
+		a.startCheckWait = 10 * time.Second
 	}
 	if a.Stdin == nil {
 		a.Stdin = strings.NewReader("")
@@ -186,6 +221,14 @@ func (a *App) rootCommand() *cobra.Command {
 	_ = a.Viper.BindPFlag("log.level", pf.Lookup("log-level"))
 
 	root.AddCommand(a.validateCommand(), a.schemaCommand(), a.versionCommand())
+	root.AddGroup(
+		&cobra.Group{ID: groupCoordinator, Title: "Coordinator commands:"},
+		&cobra.Group{ID: groupAgent, Title: "Agent commands:"},
+		&cobra.Group{ID: groupAdmin, Title: "Admin commands:"},
+	)
+	root.AddCommand(a.taskCommand(), a.msgCommand())
+	root.AddCommand(a.agentCommands()...)
+	root.AddCommand(a.pendingCommand(), a.decideCommand())
 	return root
 }
 

@@ -1,0 +1,209 @@
+package cli
+
+import (
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/ampflow/ampflow/amp"
+	"github.com/ampflow/ampflow/workflows"
+	"github.com/ampflow/ampflow/workflows/task"
+)
+
+func (a *App) taskCommand() *cobra.Command {
+	cmd := &cobra.Command{
+		Use:     "task",
+		Short:   "Start, inspect, cancel and replan tasks",
+		GroupID: groupCoordinator,
+		Long: "Task gathers the coordinator's commands. Each task is one Temporal workflow,\n" +
+			"named by its task_id (T-YYYY-NNN).",
+		Example: "  ampflow task start -f plan.yaml\n  ampflow task list --status in_review\n  ampflow task show T-2026-045",
+		Args:    subcommandArgs,
+		RunE:    func(*cobra.Command, []string) error { return nil },
+	}
+	cmd.AddCommand(a.taskStartCommand(), a.taskListCommand(), a.taskShowCommand(),
+		a.taskHistoryCommand(), a.taskCancelCommand(), a.taskReplanCommand())
+	return cmd
+}
+
+// subcommandArgs refuses a group command run without a known subcommand.
+func subcommandArgs(cmd *cobra.Command, args []string) error {
+	if len(args) == 0 {
+		return UsageError(fmt.Errorf("%s needs a subcommand", cmd.Name()))
+	}
+	msg := fmt.Sprintf("unknown %s subcommand %q", cmd.Name(), args[0])
+	cmd.SuggestionsMinimumDistance = 2
+	if s := cmd.SuggestionsFor(args[0]); len(s) > 0 {
+		msg += "; did you mean " + s[0] + "?"
+	}
+	return UsageError(errors.New(msg))
+}
+
+// startOutput is the JSON output of task start.
+type startOutput struct {
+	TaskID  string         `json:"task_id"`
+	Status  task.Status    `json:"status"`
+	Pending *task.Decision `json:"pending,omitempty"`
+	Reason  string         `json:"reason,omitempty"`
+	// Checked is false when the branch check had not finished in time.
+	Checked bool `json:"checked"`
+}
+
+func (a *App) taskStartCommand() *cobra.Command {
+	var (
+		file, taskID, handling string
+		wait                   bool
+		waitTimeout            time.Duration
+	)
+	cmd := &cobra.Command{
+		Use:   "start -f FILE",
+		Short: "Start a task from a task_dispatch payload",
+		Long: "Start reads the coordinator's plan, a task_dispatch payload in YAML or JSON,\n" +
+			"from FILE (- for stdin), checks it strictly against AMP/1.0 (failing fields are\n" +
+			"named plan.…) and starts a task under --task-id or the year's next free id.\n" +
+			"The policy comes from the configuration. Start then waits (up to 10s) for the\n" +
+			"branch check and exits 1 with the reason if the task was refused.\n\n" +
+			"In text output the task id is the last line of stdout, alone, so scripts can\n" +
+			"take it with tail -n 1. With --wait, start follows the task until it is done\n" +
+			"(exit 0) or terminated (exit 1), showing its status as it changes.",
+		Example: "  ampflow task start -f plan.yaml\n" +
+			"  id=$(ampflow task start -f plan.json | tail -n 1)\n" +
+			"  ampflow task start -f plan.yaml --task-id T-2026-045 --handling admin --wait --wait-timeout 2h",
+		Args: exactArgs(0, "none; the plan comes from -f"),
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if file == "" {
+				return UsageError(errors.New("start needs -f FILE (or -f - for stdin)"))
+			}
+			if taskID != "" && !task.ValidID(taskID) {
+				return UsageError(fmt.Errorf("--task-id %q is not T-YYYY-NNN", taskID))
+			}
+			h := task.Handling(handling)
+			if h != "" && h != task.HandlingAuto && h != task.HandlingAdmin {
+				return UsageError(fmt.Errorf("--handling %q: must be auto or admin", handling))
+			}
+			if waitTimeout < 0 {
+				return UsageError(errors.New("--wait-timeout must not be negative"))
+			}
+			return a.startTask(cmd, file, taskID, h, wait, waitTimeout)
+		},
+	}
+	f := cmd.Flags()
+	f.StringVarP(&file, "file", "f", "", "read the plan (task_dispatch payload, YAML or JSON) from `FILE`, - for stdin")
+	f.StringVar(&taskID, "task-id", "", "start under this `ID` (T-YYYY-NNN) instead of the year's next")
+	f.StringVar(&handling, "handling", "", "plan approval: admin asks an admin whatever the risk level (auto or admin)")
+	f.BoolVar(&wait, "wait", false, "follow the task until it is done or terminated")
+	f.DurationVar(&waitTimeout, "wait-timeout", 0, "give up waiting after `D` (exit 1; the task runs on); 0 waits as long as it takes")
+	return cmd
+}
+
+func (a *App) startTask(cmd *cobra.Command, file, taskID string, h task.Handling, wait bool, waitTimeout time.Duration) error {
+	raw, err := a.readInput(file)
+	if err != nil {
+		return Exit(ExitUsage, err)
+	}
+	now := a.Now()
+	plan, err := a.readPlan(raw, taskID, now)
+	if err != nil {
+		a.logRefused(err)
+		return Exit(ExitFailed, err)
+	}
+	cfg, err := a.Config()
+	if err != nil {
+		return err
+	}
+	tasks, err := a.tasks()
+	if err != nil {
+		return err
+	}
+	in := task.Input{TaskID: taskID, Plan: plan, Handling: h, Coordinator: a.currentUser(), Policy: workflows.NewPolicy(cfg)}
+	ctx := cmd.Context()
+	if taskID != "" {
+		err = tasks.Start(ctx, in)
+	} else {
+		taskID, err = tasks.StartNext(ctx, in, now.Year())
+	}
+	if err != nil {
+		return refused(err)
+	}
+
+	st, err := poll(ctx, tasks, taskID, a.pollInterval, a.startCheckWait, nil, func(st task.State) bool {
+		return passedCheck(st) || st.Status.Terminal()
+	})
+	checked := err == nil
+	if err != nil && !errors.Is(err, errWaitTimedOut) {
+		a.printStarted(taskID, st, false)
+		return refused(err)
+	}
+	if st.TaskID == "" {
+		st.TaskID, st.Status = taskID, task.StatusAwaitingApproval
+	}
+	if !checked {
+		fmt.Fprintf(a.Stderr, "ampflow: task %s started, but its branch check did not finish within %s: is an ampflow worker running?\n",
+			taskID, a.startCheckWait)
+	}
+	if st.Status == task.StatusTerminated {
+		a.printStarted(taskID, st, checked)
+		return terminatedError(st)
+	}
+	if wait {
+		if !a.JSON() {
+			a.printStartedNote(st, checked)
+		}
+		if st, err = a.waitDone(ctx, tasks, taskID, waitTimeout, a.JSON()); err != nil {
+			a.printID(taskID)
+			return err
+		}
+		if a.JSON() {
+			return a.PrintJSON(startOutput{TaskID: taskID, Status: st.Status, Reason: st.Reason, Checked: true})
+		}
+		a.printID(taskID)
+		if st.Status == task.StatusTerminated {
+			return terminatedError(st)
+		}
+		return nil
+	}
+	return a.printStarted(taskID, st, checked)
+}
+
+// readPlan turns the file's text into a validated plan.
+func (a *App) readPlan(raw []byte, taskID string, now time.Time) (amp.TaskDispatch, error) {
+	js, err := toJSON(raw)
+	if err != nil {
+		return amp.TaskDispatch{}, &inputError{what: "plan", raw: raw, fields: []amp.FieldError{{Path: "plan", Problem: err.Error()}}}
+	}
+	return checkPlan(js, taskID, now)
+}
+
+// printStarted reports a start: a note, then the task id alone on the
+// last line; JSON prints one object.
+func (a *App) printStarted(taskID string, st task.State, checked bool) error {
+	if a.JSON() {
+		return a.PrintJSON(startOutput{TaskID: taskID, Status: st.Status, Pending: st.Pending, Reason: st.Reason, Checked: checked})
+	}
+	a.printStartedNote(st, checked)
+	_, err := fmt.Fprintln(a.Stdout, taskID)
+	return err
+}
+
+func (a *App) printStartedNote(st task.State, checked bool) {
+	switch {
+	case st.Status == task.StatusTerminated:
+		fmt.Fprintf(a.Stdout, "task %s refused\n", st.TaskID)
+	case st.Pending != nil:
+		fmt.Fprintf(a.Stdout, "task %s started; waiting for an admin: %s\n  ampflow decide %s --decision %s --option %s\n",
+			st.TaskID, oneLine(st.Pending.Prompt), st.TaskID, st.Pending.ID, optionChoices(*st.Pending))
+	case checked:
+		fmt.Fprintf(a.Stdout, "task %s started: %s\n", st.TaskID, st.Status)
+	default:
+		fmt.Fprintf(a.Stdout, "task %s started\n", st.TaskID)
+	}
+}
+
+// printID ends text output with the task id; JSON output is left alone.
+func (a *App) printID(taskID string) {
+	if !a.JSON() {
+		fmt.Fprintln(a.Stdout, taskID)
+	}
+}

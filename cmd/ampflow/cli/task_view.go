@@ -1,0 +1,239 @@
+package cli
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/ampflow/ampflow/activities"
+	"github.com/ampflow/ampflow/workflows"
+	"github.com/ampflow/ampflow/workflows/task"
+)
+
+// taskIDArg requires one argument, a task id.
+func taskIDArg(cmd *cobra.Command, args []string) error {
+	if err := exactArgs(1, "TASK_ID")(cmd, args); err != nil {
+		return err
+	}
+	if !task.ValidID(args[0]) {
+		return UsageError(fmt.Errorf("%q is not a task id T-YYYY-NNN", args[0]))
+	}
+	return nil
+}
+
+func statusNames() string {
+	names := make([]string, 0, len(task.Statuses()))
+	for _, s := range task.Statuses() {
+		names = append(names, string(s))
+	}
+	return strings.Join(names, ", ")
+}
+
+func (a *App) taskListCommand() *cobra.Command {
+	var (
+		status string
+		limit  int
+	)
+	cmd := &cobra.Command{
+		Use:   "list",
+		Short: "List tasks, newest first",
+		Long: "List shows tasks newest first, with their status, risk, reject count and repo.\n" +
+			"--status keeps one status: " + statusNames() + ".\nWith -o json it prints an array.",
+		Example: "  ampflow task list\n  ampflow task list --status awaiting_admin --limit 5 -o json",
+		Args:    exactArgs(0, "none"),
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if status != "" && !task.Status(status).Valid() {
+				return UsageError(fmt.Errorf("--status %q: must be one of %s", status, statusNames()))
+			}
+			if limit < 0 {
+				return UsageError(errors.New("--limit must not be negative"))
+			}
+			tasks, err := a.tasks()
+			if err != nil {
+				return err
+			}
+			list, err := tasks.List(cmd.Context(), task.Status(status), limit)
+			if err != nil {
+				return refused(err)
+			}
+			if list == nil {
+				list = []workflows.TaskSummary{}
+			}
+			if a.JSON() {
+				return a.PrintJSON(list)
+			}
+			if len(list) == 0 {
+				_, err := fmt.Fprintln(a.Stdout, "no tasks")
+				return err
+			}
+			t := newTable(a.Stdout, "TASK", "STATUS", "RISK", "REJECTS", "STARTED", "REPO")
+			for _, s := range list {
+				st := string(s.Status)
+				if !s.Running && !s.Status.Terminal() {
+					st += " (ended)"
+				}
+				t.row(s.TaskID, st, orDash(s.Risk), fmt.Sprint(s.RejectCount), stamp(s.StartedAt), orDash(s.Repo))
+			}
+			return t.flush()
+		},
+	}
+	cmd.Flags().StringVar(&status, "status", "", "only tasks in `STATUS`")
+	cmd.Flags().IntVar(&limit, "limit", 50, "show at most `N` tasks; 0 shows all")
+	return cmd
+}
+
+func (a *App) taskShowCommand() *cobra.Command {
+	return &cobra.Command{
+		Use:   "show TASK_ID",
+		Short: "Show a task's state, pending decision and timeline",
+		Long: "Show asks the task workflow for its state: status, risk, the current subtask\n" +
+			"(i/n), reject count, CI rounds, the pending decision with its options, the last\n" +
+			"error and the timeline. Finished tasks answer too. -o json prints the state\n" +
+			"as the workflow reports it.",
+		Example: "  ampflow task show T-2026-045\n  ampflow task show T-2026-045 -o json | jq .pending",
+		Args:    taskIDArg,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			tasks, err := a.tasks()
+			if err != nil {
+				return err
+			}
+			st, err := tasks.State(cmd.Context(), args[0])
+			if err != nil {
+				return refused(err)
+			}
+			if a.JSON() {
+				return a.PrintJSON(st)
+			}
+			return printState(a.Stdout, st)
+		},
+	}
+}
+
+func (a *App) taskHistoryCommand() *cobra.Command {
+	return &cobra.Command{
+		Use:   "history TASK_ID",
+		Short: "List every recorded message, ACK, escalation and decision of a task",
+		Long: "History reads the task's records, in the order they were written, straight\n" +
+			"from the SSOT directory (ssot.dir), so it runs on the machine that keeps the\n" +
+			"SSOT. -o json prints an array of records with their full bodies.",
+		Example: "  ampflow task history T-2026-045\n  ampflow task history T-2026-045 -o json | jq '.[].id'",
+		Args:    taskIDArg,
+		RunE: func(_ *cobra.Command, args []string) error {
+			s, err := a.store()
+			if err != nil {
+				return Exit(ExitFailed, err)
+			}
+			recs, err := s.History(args[0])
+			if errors.Is(err, activities.ErrNotFound) {
+				return Exit(ExitFailed, fmt.Errorf("task %s has no records in the SSOT at %s", args[0], s.Root()))
+			}
+			if err != nil {
+				return Exit(ExitFailed, err)
+			}
+			if recs == nil {
+				recs = []activities.StoredRecord{}
+			}
+			if a.JSON() {
+				return a.PrintJSON(recs)
+			}
+			t := newTable(a.Stdout, "RECORDED", "KIND", "ID", "WHAT")
+			for _, r := range recs {
+				t.row(stamp(r.RecordedAt), string(r.Kind), r.ID, clip(recordSummary(r), 100))
+			}
+			return t.flush()
+		},
+	}
+}
+
+// recordSummary says in a few words what a stored record is.
+func recordSummary(r activities.StoredRecord) string {
+	var b map[string]any
+	if json.Unmarshal(r.Body, &b) != nil {
+		return ""
+	}
+	str := func(k string) string { s, _ := b[k].(string); return s }
+	switch r.Kind {
+	case activities.KindMessage:
+		s := fmt.Sprintf("%s %s → %s", str("type"), str("from"), str("to"))
+		if p, ok := b["payload"].(map[string]any); ok {
+			for _, k := range []string{"completion_status", "decision", "escalation_type", "severity", "subtask_id"} {
+				if v, ok := p[k].(string); ok {
+					s += " " + v
+				}
+			}
+		}
+		return s
+	case activities.KindAck:
+		return fmt.Sprintf("ack of %s by %s", str("ack_of"), str("from"))
+	case activities.KindDecision:
+		if str("option") != "" {
+			return fmt.Sprintf("%s decided %s by %s via %s", str("kind"), str("option"), str("by"), str("channel"))
+		}
+		return fmt.Sprintf("%s raised: %s", str("kind"), str("prompt"))
+	}
+	switch {
+	case str("reason") != "":
+		return fmt.Sprintf("cancel by %s: %s", str("by"), str("reason"))
+	case b["subtasks"] != nil:
+		return fmt.Sprintf("replan by %s", str("by"))
+	case b["plan"] != nil:
+		return "plan"
+	}
+	return ""
+}
+
+func (a *App) msgCommand() *cobra.Command {
+	cmd := &cobra.Command{
+		Use:     "msg",
+		Short:   "Read recorded messages",
+		GroupID: groupCoordinator,
+		Example: "  ampflow msg show task_result-T-2026-045-1740580000000",
+		Args:    subcommandArgs,
+		RunE:    func(*cobra.Command, []string) error { return nil },
+	}
+	cmd.AddCommand(&cobra.Command{
+		Use:   "show MSG_ID",
+		Short: "Print one record of the SSOT by its id",
+		Long: "Show prints the record kept under MSG_ID (a msg_id, an ACK record's id or a\n" +
+			"decision id) in the SSOT directory (ssot.dir), body in full. -o json prints\n" +
+			"the stored record on one line.",
+		Example: "  ampflow msg show task_result-T-2026-045-1740580000000\n  ampflow msg show ack-T-2026-045-1740580001000 -o json",
+		Args:    exactArgs(1, "MSG_ID"),
+		RunE: func(_ *cobra.Command, args []string) error {
+			s, err := a.store()
+			if err != nil {
+				return Exit(ExitFailed, err)
+			}
+			r, err := s.Get(args[0])
+			if errors.Is(err, activities.ErrNotFound) {
+				return Exit(ExitFailed, fmt.Errorf("no record %s in the SSOT at %s", args[0], s.Root()))
+			}
+			if err != nil {
+				return Exit(ExitFailed, err)
+			}
+			if a.JSON() {
+				return a.PrintJSON(r)
+			}
+			t := newTable(a.Stdout)
+			t.row("ID", r.ID)
+			t.row("Kind", string(r.Kind))
+			t.row("Task", r.TaskID)
+			t.row("Recorded", stamp(r.RecordedAt))
+			if err := t.flush(); err != nil {
+				return err
+			}
+			var body bytes.Buffer
+			if json.Indent(&body, r.Body, "", "  ") != nil {
+				body.Reset()
+				body.Write(r.Body)
+			}
+			_, err = fmt.Fprintf(a.Stdout, "\n%s\n", body.String())
+			return err
+		},
+	})
+	return cmd
+}
