@@ -41,20 +41,21 @@ func startUI(ip string, port int, frontendAddr, namespace string) (*uiServer, er
 		Port:                port,
 		EnableUI:            true,
 		DefaultNamespace:    namespace,
-		// Both would make the browser call out to the internet.
+		// Both reach out to the internet.
 		DisableNewsFetch:   true,
 		NotifyOnNewVersion: false,
 		// Plain HTTP on a local port: a Secure cookie would never come back.
 		CORS:     uiconfig.CORS{CookieInsecure: true},
 		HideLogs: true,
 	}
-	handler, err := uiHandler(cfg)
-	if err != nil {
-		return nil, fmt.Errorf("building web UI: %w", err)
-	}
 	ln, err := net.Listen("tcp", hostPort(ip, port))
 	if err != nil {
 		return nil, fmt.Errorf("listening for web UI: %w", err)
+	}
+	handler, err := uiHandler(cfg)
+	if err != nil {
+		ln.Close()
+		return nil, fmt.Errorf("building web UI: %w", err)
 	}
 	s := &uiServer{
 		addr: hostPort(dialHost(ip), port),
