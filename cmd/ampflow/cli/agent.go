@@ -107,7 +107,7 @@ func (a *App) inboxCommand() *cobra.Command {
 }
 
 func (a *App) pollInbox(ctx context.Context, tasks workflows.Tasks, role amp.Role, wait time.Duration) ([]amp.Message, error) {
-	deadline := a.Now().Add(wait)
+	timeout := time.After(wait)
 	for {
 		msgs, err := tasks.Inbox(ctx, role)
 		if err != nil {
@@ -116,13 +116,15 @@ func (a *App) pollInbox(ctx context.Context, tasks workflows.Tasks, role amp.Rol
 		if msgs == nil {
 			msgs = []amp.Message{}
 		}
-		if len(msgs) > 0 || wait == 0 || !a.Now().Before(deadline) {
+		if len(msgs) > 0 || wait == 0 {
 			return msgs, nil
 		}
 		select {
 		case <-ctx.Done():
 			return msgs, nil
-		case <-time.After(min(a.pollInterval, deadline.Sub(a.Now()))):
+		case <-timeout:
+			return msgs, nil
+		case <-time.After(a.pollInterval):
 		}
 	}
 }

@@ -174,6 +174,14 @@ func TestInbox(t *testing.T) {
 			t.Errorf("calls %q, stdout %q; want polls until the message", f.Calls(), r.stdout)
 		}
 	})
+	t.Run("WaitTimesOut", func(t *testing.T) {
+		f := &fakeTasks{}
+		r := runFake(t, f, "", nil, "inbox", "--as", "reviewer", "--wait", "20ms")
+		wantExit(t, r, ExitOK)
+		if r.stdout != "no messages for reviewer\n" || len(f.Calls()) < 2 {
+			t.Errorf("stdout %q, calls %q; want several polls, then nothing", r.stdout, f.Calls())
+		}
+	})
 	t.Run("BadRole", func(t *testing.T) {
 		r := runFake(t, &fakeTasks{}, "", nil, "inbox", "--as", "admin")
 		wantExit(t, r, ExitUsage)
