@@ -1,0 +1,17 @@
+#!/bin/sh
+# Creates Temporal's two PostgreSQL databases, or brings their schemas up to
+# date; safe to run on every start. temporal-sql-tool reads the connection
+# from SQL_PLUGIN, SQL_HOST, SQL_PORT, SQL_USER and SQL_PASSWORD.
+set -eu
+
+for db in temporal temporal_visibility; do
+	case "$db" in
+	temporal) schema=postgresql/v12/temporal ;;
+	*) schema=postgresql/v12/visibility ;;
+	esac
+	echo "database $db: create, version tables, migrations from $schema"
+	temporal-sql-tool --db "$db" create
+	temporal-sql-tool --db "$db" setup-schema -v 0.0
+	temporal-sql-tool --db "$db" update-schema --schema-name "$schema"
+done
+echo "schemas ready"
