@@ -3,7 +3,7 @@ GO ?= go
 # Packages that link the Temporal server are too slow to build under the race
 # detector, so they are tested without it. The lists come from go list, so
 # packages are picked up as they appear.
-SERVER_PKGS := /(workers/devserver|test)(/|$$)
+SERVER_PKGS := /(workers/devserver|workers/bench|test)(/|$$)
 
 .PHONY: test lint
 

@@ -1,0 +1,74 @@
+package main
+
+import (
+	"fmt"
+	"os"
+
+	"github.com/spf13/cobra"
+
+	"github.com/ampflow/ampflow/cmd/ampflow/cli"
+	"github.com/ampflow/ampflow/workers/bench"
+)
+
+// benchCommand measures ampflow against bare Temporal on this machine. It
+// lives here, not in package cli, because it links the server.
+func benchCommand(a *cli.App) *cobra.Command {
+	var o bench.Options
+	var cpuProfile string
+	cmd := &cobra.Command{
+		Use:   "bench",
+		Short: "Measure ampflow on this machine: lifecycles/s against bare Temporal, submit latency, memory",
+		Long: `Measure ampflow in one process on an embedded Temporal server in a
+temporary directory (removed afterwards):
+
+  - N full AMP lifecycles (dispatch, ACK, result, review request, ACK,
+    approval) with the SSOT written and the git checks run on a throwaway
+    repository, agents played in-process, C in flight;
+  - N lifecycles of a bare Temporal workflow with the same client round
+    trips (start, 4 updates, completion) and one no-op activity per update;
+  - the acceptance latency of every agent submit (p50, p95, p99);
+  - the peak RSS, and the RSS with --open tasks waiting for results.
+
+Progress goes to stderr once a second; -o json prints the figures only.`,
+		Example: `  ampflow bench
+  ampflow bench --tasks 500 --concurrency 32 -o json
+  ampflow bench --tasks 50 --open 0`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := o.Validate(); err != nil {
+				return cli.UsageError(err)
+			}
+			cfg, err := a.Config()
+			if err != nil {
+				return err
+			}
+			o.Logger = a.Logger(cfg)
+			if !a.JSON() {
+				o.Progress = a.Stderr
+			}
+			if cpuProfile != "" {
+				f, err := os.Create(cpuProfile)
+				if err != nil {
+					return cli.Exit(cli.ExitFailed, fmt.Errorf("creating the CPU profile: %w", err))
+				}
+				defer f.Close()
+				o.CPUProfile = f
+			}
+			r, err := bench.Run(cmd.Context(), o)
+			if err != nil {
+				return cli.Exit(cli.ExitFailed, fmt.Errorf("bench: %w", err))
+			}
+			if a.JSON() {
+				return a.PrintJSON(r)
+			}
+			return r.WriteText(a.Stdout)
+		},
+	}
+	f := cmd.Flags()
+	f.IntVar(&o.Tasks, "tasks", bench.DefaultTasks, "run `N` lifecycles on each side")
+	f.IntVar(&o.Concurrency, "concurrency", bench.DefaultConcurrency, "keep `C` lifecycles in flight")
+	f.IntVar(&o.Open, "open", bench.DefaultOpen, "hold `N` tasks open for the RSS reading (0 skips it)")
+	f.StringVar(&cpuProfile, "cpuprofile", "", "write a CPU profile of the ampflow phase to `FILE`")
+	_ = f.MarkHidden("cpuprofile")
+	return cmd
+}

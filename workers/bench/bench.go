@@ -1,0 +1,212 @@
+// Package bench measures ampflow on one machine: full AMP lifecycles
+// against the same number of client round trips on a bare Temporal
+// workflow, the latency of agents' submits, and memory with many tasks
+// open. Server, worker, agents and client all run in this process, on an
+// embedded dev server in a temporary directory; `ampflow bench` runs it.
+package bench
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"runtime/pprof"
+	"time"
+
+	"go.temporal.io/sdk/client"
+
+	"github.com/ampflow/ampflow/config"
+	"github.com/ampflow/ampflow/workers"
+	"github.com/ampflow/ampflow/workers/devserver"
+	"github.com/ampflow/ampflow/workflows"
+)
+
+// Defaults of the command's flags.
+const (
+	DefaultTasks       = 200
+	DefaultConcurrency = 16
+	DefaultOpen        = 1000
+)
+
+// Options configure Run.
+type Options struct {
+	// Tasks is how many lifecycles each side runs; at least 1.
+	Tasks int
+	// Concurrency is how many lifecycles are in flight at once; at least 1.
+	Concurrency int
+	// Open is how many tasks are held open for the memory reading; zero
+	// skips it.
+	Open int
+	// Progress, when set, receives a line a second during long phases.
+	Progress io.Writer
+	// CPUProfile, when set, receives a CPU profile of the ampflow phase.
+	CPUProfile io.Writer
+	// Logger receives the server's and the SDK's warnings; nil discards.
+	Logger *slog.Logger
+}
+
+// Validate refuses options Run cannot work with.
+func (o Options) Validate() error {
+	var errs []error
+	if o.Tasks < 1 {
+		errs = append(errs, fmt.Errorf("invalid --tasks %d: must be at least 1", o.Tasks))
+	}
+	if o.Concurrency < 1 {
+		errs = append(errs, fmt.Errorf("invalid --concurrency %d: must be at least 1", o.Concurrency))
+	}
+	if o.Open < 0 {
+		errs = append(errs, fmt.Errorf("invalid --open %d: must not be negative", o.Open))
+	}
+	return errors.Join(errs...)
+}
+
+// warmup lifecycles run on each side before the clock starts, so that
+// neither side pays for first connections and caches.
+const warmup = 2
+
+// ampflowQueue is the task queue of the benchmark's ampflow worker.
+const ampflowQueue = "ampflow-bench"
+
+// bench is one run: the server's client, the ampflow parts, the agents'
+// inboxes and the repository.
+type bench struct {
+	o        Options
+	temporal client.Client
+	tasks    *workflows.Client
+	inboxes  *inboxes
+	repo     repo
+	ids      int
+}
+
+// Run starts a dev server in a new temporary directory, measures, stops
+// everything and removes the directory.
+func Run(ctx context.Context, o Options) (Result, error) {
+	if err := o.Validate(); err != nil {
+		return Result{}, err
+	}
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
+	}
+	tmp, err := os.MkdirTemp("", "ampflow-bench-")
+	if err != nil {
+		return Result{}, fmt.Errorf("creating the benchmark directory: %w", err)
+	}
+	defer os.RemoveAll(tmp)
+	srv, err := devserver.Start(ctx, devserver.Options{
+		DataDir: filepath.Join(tmp, "temporal"), SearchAttributes: workers.SearchAttributes(), Logger: o.Logger,
+	})
+	if err != nil {
+		return Result{}, err
+	}
+	defer func() {
+		if err := srv.Stop(); err != nil {
+			o.Logger.Warn("stopping the dev server", "error", err)
+		}
+	}()
+	c, err := workers.Dial(ctx, config.Temporal{Address: srv.FrontendAddr(), Namespace: devserver.DefaultNamespace}, o.Logger, nil, 10*time.Second)
+	if err != nil {
+		return Result{}, err
+	}
+	defer c.Close()
+	b := &bench{o: o, temporal: c, inboxes: &inboxes{}}
+	if b.repo, err = makeRepo(ctx, filepath.Join(tmp, "repo")); err != nil {
+		return Result{}, err
+	}
+	cfg := config.Config{DataDir: tmp}
+	cfg.SSOT.Dir = filepath.Join(tmp, "ssot")
+	cfg.CI.Provider = config.ProviderNone
+	cfg.Temporal.TaskQueue = ampflowQueue
+	parts, err := workers.Build(workers.Options{Config: cfg, Temporal: c, Logger: o.Logger})
+	if err != nil {
+		return Result{}, err
+	}
+	parts.Activities.Delivery = b.inboxes
+	b.tasks = parts.Tasks
+	// A loaded two-core machine can take longer than the default 15s to
+	// answer; a slow answer is a figure, not a failure.
+	b.tasks.Wait = 2 * time.Minute
+	w := workers.NewWorker(c, ampflowQueue, parts.Activities)
+	bw := newBaselineWorker(c)
+	for _, x := range []interface{ Start() error }{w, bw} {
+		if err := x.Start(); err != nil {
+			return Result{}, fmt.Errorf("starting a benchmark worker: %w", err)
+		}
+	}
+	defer w.Stop()
+	defer bw.Stop()
+	return b.measure(ctx)
+}
+
+func (b *bench) nextTaskID() string {
+	b.ids++
+	return fmt.Sprintf("T-%04d-%03d", time.Now().Year(), b.ids)
+}
+
+func (b *bench) taskIDs(n int) []string {
+	ids := make([]string, n)
+	for i := range ids {
+		ids[i] = b.nextTaskID()
+	}
+	return ids
+}
+
+func (b *bench) measure(ctx context.Context) (Result, error) {
+	o := b.o
+	r := Result{Tasks: o.Tasks, Concurrency: o.Concurrency, Open: o.Open}
+	warm := func(ctx context.Context, i int, id string) error {
+		if err := b.baselineLifecycle(ctx, fmt.Sprintf("bench-warmup-%d", i)); err != nil {
+			return err
+		}
+		return b.lifecycle(ctx, id, nil)
+	}
+	if err := pool(ctx, b.taskIDs(warmup), 1, nil, warm); err != nil {
+		return r, fmt.Errorf("warming up: %w", err)
+	}
+
+	var err error
+	r.BaselineElapsed, err = b.phase(ctx, "bare Temporal", "lifecycles", b.names("bench-baseline-", o.Tasks),
+		func(ctx context.Context, _ int, id string) error { return b.baselineLifecycle(ctx, id) })
+	if err != nil {
+		return r, fmt.Errorf("baseline: %w", err)
+	}
+
+	lat := &latencies{}
+	if o.CPUProfile != nil {
+		if err := pprof.StartCPUProfile(o.CPUProfile); err != nil {
+			return r, fmt.Errorf("starting the CPU profile: %w", err)
+		}
+	}
+	r.AmpflowElapsed, err = b.phase(ctx, "ampflow", "lifecycles", b.taskIDs(o.Tasks),
+		func(ctx context.Context, _ int, id string) error { return b.lifecycle(ctx, id, lat) })
+	if o.CPUProfile != nil {
+		pprof.StopCPUProfile()
+	}
+	if err != nil {
+		return r, fmt.Errorf("ampflow: %w", err)
+	}
+
+	r.Baseline.LifecyclesPerS = round(float64(o.Tasks)/r.BaselineElapsed.Seconds(), 2)
+	r.Ampflow.LifecyclesPerS = round(float64(o.Tasks)/r.AmpflowElapsed.Seconds(), 2)
+	// Both sides ran o.Tasks lifecycles, so the ratio of rates is the
+	// inverse ratio of times.
+	r.Ratio = round(r.BaselineElapsed.Seconds()/r.AmpflowElapsed.Seconds(), 3)
+	ds := lat.all()
+	r.Submits = len(ds)
+	r.AcceptP50MS, r.AcceptP95MS, r.AcceptP99MS = ms(Percentile(ds, 50)), ms(Percentile(ds, 95)), ms(Percentile(ds, 99))
+	r.AcceptMax = Percentile(ds, 100)
+
+	if o.Open > 0 {
+		if err := b.measureOpen(ctx, &r); err != nil {
+			return r, err
+		}
+	}
+	peak, err := procStatus("VmHWM")
+	if err != nil {
+		return r, err
+	}
+	r.PeakRSSMB = round(peak, 1)
+	return r, nil
+}

@@ -1,0 +1,176 @@
+package bench
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestPercentile(t *testing.T) {
+	ms := func(ns ...int) []time.Duration {
+		var ds []time.Duration
+		for _, n := range ns {
+			ds = append(ds, time.Duration(n)*time.Millisecond)
+		}
+		return ds
+	}
+	hundred := make([]int, 100)
+	for i := range hundred {
+		hundred[i] = 100 - i // reversed: Percentile must sort
+	}
+	tests := []struct {
+		name string
+		ds   []time.Duration
+		p    float64
+		want time.Duration
+	}{
+		{"Empty", nil, 50, 0},
+		{"One", ms(7), 99, 7 * time.Millisecond},
+		{"MedianOdd", ms(5, 1, 3), 50, 3 * time.Millisecond},
+		{"MedianEven", ms(4, 1, 3, 2), 50, 2 * time.Millisecond},
+		{"P95Of100", ms(hundred...), 95, 95 * time.Millisecond},
+		{"P99Of100", ms(hundred...), 99, 99 * time.Millisecond},
+		{"P99OfTenIsMax", ms(1, 2, 3, 4, 5, 6, 7, 8, 9, 10), 99, 10 * time.Millisecond},
+		{"P100IsMax", ms(3, 9, 1), 100, 9 * time.Millisecond},
+		{"TinyPIsMin", ms(3, 9, 1), 0.1, 1 * time.Millisecond},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			before := slices.Clone(tt.ds)
+			if got := Percentile(tt.ds, tt.p); got != tt.want {
+				t.Errorf("Percentile(%v, %v) = %v, want %v", tt.ds, tt.p, got, tt.want)
+			}
+			if !slices.Equal(before, tt.ds) {
+				t.Errorf("Percentile reordered its input: %v, was %v", tt.ds, before)
+			}
+		})
+	}
+}
+
+func TestResultJSONKeys(t *testing.T) {
+	rss := 321.5
+	r := Result{
+		Ampflow: Throughput{LifecyclesPerS: 12.5}, Baseline: Throughput{LifecyclesPerS: 20},
+		Ratio: 0.625, AcceptP50MS: 4, AcceptP95MS: 9, AcceptP99MS: 15,
+		PeakRSSMB: 400, RSSOpenMB: &rss, Tasks: 200, Concurrency: 16,
+		Open: 1000, AmpflowElapsed: time.Second, Submits: 800,
+	}
+	b, err := json.Marshal(r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var top map[string]json.RawMessage
+	if err := json.Unmarshal(b, &top); err != nil {
+		t.Fatal(err)
+	}
+	want := []string{"accept_p50_ms", "accept_p95_ms", "accept_p99_ms", "ampflow", "baseline", "concurrency",
+		"peak_rss_mb", "ratio", "rss_1000_open_mb", "tasks"}
+	var got []string
+	for k := range top {
+		got = append(got, k)
+	}
+	slices.Sort(got)
+	if !slices.Equal(got, want) {
+		t.Fatalf("keys %v, want %v (in %s)", got, want, b)
+	}
+	for _, side := range []string{"ampflow", "baseline"} {
+		var inner map[string]float64
+		if err := json.Unmarshal(top[side], &inner); err != nil {
+			t.Fatal(err)
+		}
+		if len(inner) != 1 || inner["lifecycles_per_s"] == 0 {
+			t.Errorf("%s = %s, want only a non-zero lifecycles_per_s", side, top[side])
+		}
+	}
+	if string(top["rss_1000_open_mb"]) != "321.5" || string(top["ratio"]) != "0.625" {
+		t.Errorf("rss_1000_open_mb %s, ratio %s; want 321.5 and 0.625", top["rss_1000_open_mb"], top["ratio"])
+	}
+	r.RSSOpenMB = nil
+	b, _ = json.Marshal(r)
+	if !strings.Contains(string(b), `"rss_1000_open_mb":null`) {
+		t.Errorf("without an open-task reading the key should be null: %s", b)
+	}
+}
+
+func TestOptionsValidate(t *testing.T) {
+	tests := []struct {
+		name string
+		o    Options
+		want []string // parts of the error; none means valid
+	}{
+		{"Defaults", Options{Tasks: DefaultTasks, Concurrency: DefaultConcurrency, Open: DefaultOpen}, nil},
+		{"OneOfEach", Options{Tasks: 1, Concurrency: 1}, nil},
+		{"NoTasks", Options{Tasks: 0, Concurrency: 1}, []string{"--tasks 0"}},
+		{"NegativeConcurrency", Options{Tasks: 5, Concurrency: -2}, []string{"--concurrency -2"}},
+		{"NegativeOpen", Options{Tasks: 5, Concurrency: 1, Open: -1}, []string{"--open -1"}},
+		{"Both", Options{}, []string{"--tasks 0", "--concurrency 0"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			err := tt.o.Validate()
+			if len(tt.want) == 0 {
+				if err != nil {
+					t.Fatalf("Validate() = %v, want nil", err)
+				}
+				return
+			}
+			if err == nil {
+				t.Fatalf("Validate() = nil, want an error naming %v", tt.want)
+			}
+			for _, w := range tt.want {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("Validate() = %q, want it to name %q", err, w)
+				}
+			}
+		})
+	}
+	if _, err := Run(context.Background(), Options{Tasks: 1}); err == nil {
+		t.Error("Run with --concurrency 0 should refuse before starting anything")
+	}
+}
+
+func TestWriteText(t *testing.T) {
+	rss := 300.0
+	var buf bytes.Buffer
+	r := Result{Ratio: 0.5, AcceptP99MS: 42.25, RSSOpenMB: &rss, Open: 1000, Tasks: 10, Concurrency: 2}
+	if err := r.WriteText(&buf); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"ratio", "0.500", "acceptance p99", "42.2 ms", "RSS, 1000 open", "300 MiB"} {
+		if !strings.Contains(buf.String(), want) {
+			t.Errorf("text output lacks %q:\n%s", want, buf.String())
+		}
+	}
+}
+
+// TestRun is one small real run: a server, both sides, a few open tasks.
+func TestRun(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts a Temporal server")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	r, err := Run(ctx, Options{Tasks: 3, Concurrency: 2, Open: 5})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Ampflow.LifecyclesPerS <= 0 || r.Baseline.LifecyclesPerS <= 0 || r.Ratio <= 0 {
+		t.Errorf("throughputs %+v / %+v, ratio %v: want all positive", r.Ampflow, r.Baseline, r.Ratio)
+	}
+	if r.Submits != 3*submitsPerLifecycle {
+		t.Errorf("%d submits timed, want %d", r.Submits, 3*submitsPerLifecycle)
+	}
+	if !(r.AcceptP50MS > 0 && r.AcceptP50MS <= r.AcceptP95MS && r.AcceptP95MS <= r.AcceptP99MS) {
+		t.Errorf("latencies p50 %v, p95 %v, p99 %v: want positive and ordered", r.AcceptP50MS, r.AcceptP95MS, r.AcceptP99MS)
+	}
+	if r.RSSOpenMB == nil || *r.RSSOpenMB <= 0 || r.PeakRSSMB < *r.RSSOpenMB {
+		t.Errorf("peak RSS %v, open RSS %v: want a positive open reading no higher than the peak", r.PeakRSSMB, r.RSSOpenMB)
+	}
+	if r.Tasks != 3 || r.Concurrency != 2 {
+		t.Errorf("tasks %d, concurrency %d; want 3 and 2", r.Tasks, r.Concurrency)
+	}
+}

@@ -1,0 +1,64 @@
+package bench
+
+import (
+	"fmt"
+	"io"
+	"text/tabwriter"
+	"time"
+)
+
+// Throughput is how fast one side of the comparison completed lifecycles.
+type Throughput struct {
+	LifecyclesPerS float64 `json:"lifecycles_per_s"`
+}
+
+// Result holds the figures of one benchmark run; encoded as JSON it is
+// what `ampflow bench -o json` prints.
+type Result struct {
+	Ampflow  Throughput `json:"ampflow"`
+	Baseline Throughput `json:"baseline"`
+	// Ratio is Ampflow over Baseline lifecycles per second.
+	Ratio float64 `json:"ratio"`
+	// Acceptance latency of agents' submits (send to accepted), in ms.
+	AcceptP50MS float64 `json:"accept_p50_ms"`
+	AcceptP95MS float64 `json:"accept_p95_ms"`
+	AcceptP99MS float64 `json:"accept_p99_ms"`
+	// PeakRSSMB is the process's VmHWM at the end of the run, in MiB.
+	PeakRSSMB float64 `json:"peak_rss_mb"`
+	// RSSOpenMB is VmRSS, in MiB, with Options.Open tasks waiting for
+	// their results; nil when Open is zero.
+	RSSOpenMB   *float64 `json:"rss_1000_open_mb"`
+	Tasks       int      `json:"tasks"`
+	Concurrency int      `json:"concurrency"`
+
+	// What the text table shows besides the figures above.
+	Open             int           `json:"-"`
+	AmpflowElapsed   time.Duration `json:"-"`
+	BaselineElapsed  time.Duration `json:"-"`
+	Submits          int           `json:"-"`
+	AcceptMax        time.Duration `json:"-"`
+	OpenStartElapsed time.Duration `json:"-"`
+}
+
+// WriteText prints r as a table.
+func (r Result) WriteText(w io.Writer) error {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	rows := [][2]string{
+		{"tasks", fmt.Sprintf("%d lifecycles, %d in flight", r.Tasks, r.Concurrency)},
+		{"ampflow", fmt.Sprintf("%.2f lifecycles/s (%s)", r.Ampflow.LifecyclesPerS, r.AmpflowElapsed.Round(time.Millisecond))},
+		{"bare Temporal", fmt.Sprintf("%.2f lifecycles/s (%s)", r.Baseline.LifecyclesPerS, r.BaselineElapsed.Round(time.Millisecond))},
+		{"ratio", fmt.Sprintf("%.3f (ampflow / bare Temporal)", r.Ratio)},
+		{"acceptance p50", fmt.Sprintf("%.1f ms", r.AcceptP50MS)},
+		{"acceptance p95", fmt.Sprintf("%.1f ms", r.AcceptP95MS)},
+		{"acceptance p99", fmt.Sprintf("%.1f ms (max %.1f ms, %d submits)", r.AcceptP99MS, ms(r.AcceptMax), r.Submits)},
+		{"peak RSS", fmt.Sprintf("%.0f MiB", r.PeakRSSMB)},
+	}
+	if r.RSSOpenMB != nil {
+		rows = append(rows, [2]string{fmt.Sprintf("RSS, %d open", r.Open),
+			fmt.Sprintf("%.0f MiB (%d tasks started and ACKed in %s)", *r.RSSOpenMB, r.Open, r.OpenStartElapsed.Round(time.Millisecond))})
+	}
+	for _, row := range rows {
+		fmt.Fprintf(tw, "%s\t%s\n", row[0], row[1])
+	}
+	return tw.Flush()
+}
