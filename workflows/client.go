@@ -147,8 +147,8 @@ func InvalidRecord(err error) *task.Error {
 	return e
 }
 
-// Submit hands an agent's message or ACK record to its task. The msg_id
-// is the update ID, so a retried send has one effect.
+// Submit hands an agent's message or ACK record to its task. A retried
+// send has one effect (see SubmitUpdateID).
 func (c *Client) Submit(ctx context.Context, raw []byte) (task.SubmitResult, error) {
 	rec, err := amp.ParseRecord(raw)
 	if err != nil {
@@ -161,8 +161,17 @@ func (c *Client) Submit(ctx context.Context, raw []byte) (task.SubmitResult, err
 		taskID = rec.Message.TaskID
 	}
 	var out task.SubmitResult
-	err = c.update(ctx, taskID, task.UpdateSubmit, rec.ID(), task.SubmitInput{Raw: json.RawMessage(raw)}, &out)
+	err = c.update(ctx, taskID, task.UpdateSubmit, SubmitUpdateID(rec), task.SubmitInput{Raw: json.RawMessage(raw)}, &out)
 	return out, err
+}
+
+// SubmitUpdateID is the update ID of a submission: the msg_id and a digest
+// of the record's content. A resend of the same record has the same ID, so
+// Temporal gives it the first send's answer and it has no second effect;
+// another record under a used msg_id has another ID, so the task sees it
+// and refuses it as a conflict.
+func SubmitUpdateID(rec amp.Record) string {
+	return rec.ID() + "#" + recordDigest(rec)
 }
 
 // Decide applies an admin's choice.

@@ -237,3 +237,19 @@ func TestSearchAttributesFollowStatus(t *testing.T) {
 		t.Errorf("AmpStatus went %v, want %v", seen, want)
 	}
 }
+
+func TestSubmitUpdateID(t *testing.T) {
+	m := amp.NewMessage(amp.RoleExecutor, amp.RoleCoordinator, testTaskID, time.Unix(1_800_000_000, 0), &amp.TaskResult{
+		SubtaskID: "S1", CompletionStatus: amp.StatusComplete, WorkLog: []amp.WorkLogEntry{}})
+	other := m
+	r := *m.Result()
+	r.CommitHash = "abcdef1"
+	other.Payload = &r
+	a, b := SubmitUpdateID(amp.Record{Message: &m}), SubmitUpdateID(amp.Record{Message: &other})
+	if !strings.HasPrefix(a, m.MsgID+"#") || a == b {
+		t.Errorf("update ids %q and %q: want the msg_id first and different ids for different content", a, b)
+	}
+	if again := SubmitUpdateID(amp.Record{Message: &m}); again != a {
+		t.Errorf("the same record got %q then %q", a, again)
+	}
+}

@@ -232,8 +232,9 @@ type SubmitInput struct {
 // SubmitResult says how the task took a submission.
 type SubmitResult struct {
 	MsgID string `json:"msg_id"`
-	// Duplicate is true when the same record had been accepted before;
-	// it had no further effect.
+	// Duplicate is true when the task had accepted the same record before
+	// under another update (after a continue-as-new, say); it had no further
+	// effect. A plain resend is answered with the first send's result.
 	Duplicate bool   `json:"duplicate,omitempty"`
 	Status    Status `json:"status"`
 }
