@@ -102,7 +102,7 @@ func startChat(o Options, parts *Parts, rt *runtime, log *slog.Logger) (map[stri
 	mounts := map[string]http.Handler{}
 	var notifiers activities.Notifiers
 	if cfg.Slack.Enabled {
-		b, err := slack.New(cfg.Slack, parts.Tasks, log.With("integration", "slack"), state)
+		b, err := slack.New(cfg.Slack, parts.Tasks, log, state)
 		if err != nil {
 			return nil, fmt.Errorf("slack: %w", err)
 		}
@@ -114,7 +114,7 @@ func startChat(o Options, parts *Parts, rt *runtime, log *slog.Logger) (map[stri
 		o.endpoint("slack", cfg.Slack.Mode+" mode, channel "+cfg.Slack.Channel)
 	}
 	if cfg.Telegram.Enabled {
-		b, err := telegram.New(cfg.Telegram, parts.Tasks, log.With("integration", "telegram"), state)
+		b, err := telegram.New(cfg.Telegram, parts.Tasks, log, state)
 		if err != nil {
 			return nil, fmt.Errorf("telegram: %w", err)
 		}

@@ -142,7 +142,7 @@ func (t *taskRun) recordLoop(ctx workflow.Context) {
 
 // notify queues a notice to admins; the notice loop sends them in order.
 func (t *taskRun) notify(n activities.NotifyInput) {
-	if !t.In.Policy.Notify {
+	if !t.In.Policy.Notify && !t.NotifyAlways {
 		return
 	}
 	n.TaskID = t.In.TaskID

@@ -83,6 +83,10 @@ type taskState struct {
 	// Interrupt is an agent's critical escalation that the run loop has
 	// yet to suspend the task for.
 	Interrupt *amp.Message `json:"interrupt,omitempty"`
+	// NotifyAlways sends every decision to the Notify activity, which
+	// reaches the channels the worker has; false only in histories from
+	// before it, where Policy.Notify decided.
+	NotifyAlways bool `json:"notify_always,omitempty"`
 	// Where a suspended task goes back to when an admin resumes it.
 	ResumeStatus task.Status `json:"resume_status,omitempty"`
 	ResumePhase  phase       `json:"resume_phase,omitempty"`

@@ -29,6 +29,10 @@ func Task(ctx workflow.Context, in task.Input) (task.Result, error) {
 	return t.run(ctx)
 }
 
+// versionNotifyAlways marks runs that leave to the worker whether admins
+// have a channel (Policy.Notify came from the client's configuration).
+const versionNotifyAlways = "notify-always"
+
 // taskRun is one run of the workflow: the carried state plus what is
 // rebuilt on every run.
 type taskRun struct {
@@ -50,6 +54,7 @@ func newTaskRun(ctx workflow.Context, in task.Input) (*taskRun, error) {
 		s.In = in
 	} else {
 		s = newTaskState(in, workflow.Now(ctx))
+		s.NotifyAlways = workflow.GetVersion(ctx, versionNotifyAlways, workflow.DefaultVersion, 1) == 1
 	}
 	return &taskRun{
 		taskState: s,

@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/mock"
 	"go.temporal.io/sdk/temporal"
 
+	"github.com/ampflow/ampflow/activities"
 	"github.com/ampflow/ampflow/amp"
 	"github.com/ampflow/ampflow/workflows/task"
 )
@@ -46,6 +47,24 @@ func TestDecisionsRefused(t *testing.T) {
 	}
 	if res.Status != task.StatusDone {
 		t.Errorf("status %s", res.Status)
+	}
+	// Policy.Notify is off: the worker's notifier decides where notices go.
+	var opened, closed int
+	for _, n := range h.notices {
+		if n.Decision != nil && n.Decision.ID == decisionID {
+			switch n.Event {
+			case activities.NoticeDecisionOpened:
+				opened++
+			case activities.NoticeDecisionClosed:
+				closed++
+				if n.Outcome == nil || n.Outcome.By != "alice" {
+					t.Errorf("closing notice %+v does not say alice decided", n.Outcome)
+				}
+			}
+		}
+	}
+	if opened != 1 || closed != 1 {
+		t.Errorf("decision notices: %d opened, %d closed; want one each", opened, closed)
 	}
 }
 

@@ -128,8 +128,8 @@ type Policy struct {
 	// Admins are the names whose decisions count. Empty means any named
 	// person may decide (a single-user setup).
 	Admins []string `json:"admins"`
-	// Notify is true when some admin channel (Slack, Telegram) is
-	// configured: decisions and escalations are then posted to it.
+	// Notify is kept for tasks started before decisions always went to the
+	// worker's notifier; the worker now decides which channels it has.
 	Notify bool `json:"notify"`
 	// StatusUpdates also posts every status change.
 	StatusUpdates bool `json:"status_updates"`
