@@ -3,6 +3,7 @@ package slack
 import (
 	"context"
 	"encoding/json"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -22,7 +23,7 @@ func closed(d task.Decision, o task.Outcome) activities.NotifyInput {
 // tokensOf returns the button tokens of a posted decision in option order.
 func tokensOf(b *Bot, d task.Decision) []string {
 	out := make([]string, len(d.Options))
-	b.store.view(func(s *stateData) {
+	b.store.View(func(s *stateData) {
 		for tok, btn := range s.Buttons {
 			for i, o := range d.Options {
 				if btn.DecisionID == d.ID && btn.Option == o.ID {
@@ -66,11 +67,13 @@ func TestNotifyPostsDecision(t *testing.T) {
 	}
 
 	// The state survives a restart: a new bot on the same dir knows the post.
-	again, err := openStore(b.store.path[:strings.LastIndex(b.store.path, "/")])
+	again, err := openStore(filepath.Dir(b.store.Path()))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if p := again.data.Decisions[d.ID]; p == nil || len(p.Messages) != 1 || p.Messages[0].TS == "" {
+	var p *posted
+	again.View(func(s *stateData) { p = s.Decisions[d.ID] })
+	if p == nil || len(p.Messages) != 1 || p.Messages[0].TS == "" {
 		t.Errorf("state file lacks the posted message: %+v", p)
 	}
 }
@@ -176,7 +179,7 @@ func TestRateLimitBounded(t *testing.T) {
 		t.Errorf("waited %v, want two waits of 1s", waited)
 	}
 	var p *posted
-	b.store.view(func(s *stateData) { p = s.Decisions[planDecision().ID] })
+	b.store.View(func(s *stateData) { p = s.Decisions[planDecision().ID] })
 	if p != nil {
 		t.Error("a failed post was recorded as posted")
 	}

@@ -59,24 +59,6 @@ func (b *Bot) interaction(cb slackapi.InteractionCallback) (ack any, work func(c
 	return nil, nil
 }
 
-// lookup finds what a button token stands for.
-func (b *Bot) lookup(token string) (button, posted, bool) {
-	var (
-		btn button
-		p   posted
-		ok  bool
-	)
-	b.store.view(func(s *stateData) {
-		btn, ok = s.Buttons[token]
-		if ok && s.Decisions[btn.DecisionID] != nil {
-			p = *s.Decisions[btn.DecisionID]
-		} else {
-			ok = false
-		}
-	})
-	return btn, p, ok
-}
-
 // click takes one button press. The platform has been acknowledged.
 func (b *Bot) click(ctx context.Context, user, channel, triggerID, token string) {
 	if !b.isAdmin(user) {
@@ -84,7 +66,7 @@ func (b *Bot) click(ctx context.Context, user, channel, triggerID, token string)
 		b.tell(ctx, channel, user, fmt.Sprintf("⛔ Only ampflow admins can decide. Ask one to add your Slack user id (%s) to slack.admins.", user))
 		return
 	}
-	btn, p, ok := b.lookup(token)
+	btn, p, ok := b.store.Lookup(token)
 	if !ok {
 		b.tell(ctx, channel, user, "This button is no longer valid: its decision is closed or unknown.")
 		return
@@ -114,7 +96,7 @@ func (b *Bot) click(ctx context.Context, user, channel, triggerID, token string)
 
 // submitNote takes the note modal of an option that requires one.
 func (b *Bot) submitNote(ctx context.Context, user, token, note string) {
-	btn, p, ok := b.lookup(token)
+	btn, p, ok := b.store.Lookup(token)
 	channel := b.cfg.Channel
 	if ok && len(p.Messages) > 0 {
 		channel = p.Messages[0].Channel

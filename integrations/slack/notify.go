@@ -9,6 +9,7 @@ import (
 	"go.temporal.io/sdk/activity"
 
 	"github.com/ampflow/ampflow/activities"
+	"github.com/ampflow/ampflow/integrations/chat"
 	"github.com/ampflow/ampflow/workflows/task"
 )
 
@@ -55,7 +56,7 @@ func (b *Bot) postOnce(ctx context.Context, key string, opts ...slackapi.MsgOpti
 	b.postMu.Lock()
 	defer b.postMu.Unlock()
 	var done bool
-	b.store.view(func(s *stateData) { _, done = s.Notices[key] })
+	b.store.View(func(s *stateData) { _, done = s.Notices[key] })
 	if done {
 		return nil
 	}
@@ -66,7 +67,7 @@ func (b *Bot) postOnce(ctx context.Context, key string, opts ...slackapi.MsgOpti
 	if err != nil {
 		return fmt.Errorf("posting notice %s: %w", key, err)
 	}
-	return b.store.update(b.now(), func(s *stateData) { s.Notices[key] = b.now() })
+	return b.store.Update(b.now(), func(s *stateData) { s.Notices[key] = b.now() })
 }
 
 // postDecision posts d with its buttons unless it was posted before.
@@ -74,13 +75,13 @@ func (b *Bot) postDecision(ctx context.Context, d task.Decision) error {
 	b.postMu.Lock()
 	defer b.postMu.Unlock()
 	var done bool
-	b.store.view(func(s *stateData) { done = s.Decisions[d.ID] != nil && len(s.Decisions[d.ID].Messages) > 0 })
+	b.store.View(func(s *stateData) { done = s.Decisions[d.ID] != nil && len(s.Decisions[d.ID].Messages) > 0 })
 	if done {
 		return nil
 	}
 	tokens := make([]string, len(d.Options))
 	for i := range tokens {
-		tokens[i] = newToken()
+		tokens[i] = chat.NewToken()
 	}
 	var channel, ts string
 	err := b.call(ctx, "chat.postMessage", func() (err error) {
@@ -94,7 +95,7 @@ func (b *Bot) postDecision(ctx context.Context, d task.Decision) error {
 		return fmt.Errorf("posting decision %s: %w", d.ID, err)
 	}
 	b.log.Info("decision posted", "decision", d.ID, "task", d.TaskID, "channel", channel, "ts", ts)
-	return b.store.update(b.now(), func(s *stateData) {
+	return b.store.Update(b.now(), func(s *stateData) {
 		s.Decisions[d.ID] = &posted{Decision: d, Messages: []msgRef{{Channel: channel, TS: ts}}, PostedAt: b.now()}
 		for i, o := range d.Options {
 			s.Buttons[tokens[i]] = button{DecisionID: d.ID, Option: o.ID}
@@ -108,7 +109,7 @@ func (b *Bot) closeDecision(ctx context.Context, d task.Decision, o task.Outcome
 	b.postMu.Lock()
 	defer b.postMu.Unlock()
 	var refs []msgRef
-	b.store.view(func(s *stateData) {
+	b.store.View(func(s *stateData) {
 		if p := s.Decisions[d.ID]; p != nil {
 			refs = append(refs, p.Messages...)
 			if len(p.Decision.Options) > 0 {
@@ -136,7 +137,7 @@ func (b *Bot) closeDecision(ctx context.Context, d task.Decision, o task.Outcome
 		}
 		refs[i].Closed = true
 	}
-	if err := b.store.update(b.now(), func(s *stateData) {
+	if err := b.store.Update(b.now(), func(s *stateData) {
 		if p := s.Decisions[d.ID]; p != nil {
 			p.Messages = refs
 			out := o

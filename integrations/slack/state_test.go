@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ampflow/ampflow/integrations/chat"
 	"github.com/ampflow/ampflow/workflows/task"
 )
 
@@ -18,13 +19,13 @@ func TestStatePrunesAndPersists(t *testing.T) {
 	old, fresh, open := planDecision(), lockDecision(), planDecision()
 	open.ID = "T-2026-001-d2"
 	o := outcome(old, task.OptApprove, "slack:U1", "slack", "")
-	err = s.update(now, func(d *stateData) {
-		d.Decisions[old.ID] = &posted{Decision: old, Outcome: &o, ClosedAt: now.Add(-keepDecided - time.Hour)}
+	err = s.Update(now, func(d *stateData) {
+		d.Decisions[old.ID] = &posted{Decision: old, Outcome: &o, ClosedAt: now.Add(-chat.KeepDecided - time.Hour)}
 		d.Decisions[fresh.ID] = &posted{Decision: fresh, Outcome: &o, ClosedAt: now.Add(-time.Hour)}
 		d.Decisions[open.ID] = &posted{Decision: open}
 		d.Buttons["old"] = button{DecisionID: old.ID, Option: task.OptApprove}
 		d.Buttons["open"] = button{DecisionID: open.ID, Option: task.OptApprove}
-		d.Notices["stale"] = now.Add(-keepNotices - time.Hour)
+		d.Notices["stale"] = now.Add(-chat.KeepNotices - time.Hour)
 		d.Notices["recent"] = now
 	})
 	if err != nil {
@@ -34,7 +35,8 @@ func TestStatePrunesAndPersists(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	d := again.data
+	var d *stateData
+	again.View(func(s *stateData) { d = s })
 	if d.Decisions[old.ID] != nil || d.Decisions[fresh.ID] == nil || d.Decisions[open.ID] == nil {
 		t.Errorf("decisions kept: %v; want the fresh and the open one", keys(d.Decisions))
 	}
@@ -47,7 +49,7 @@ func TestStatePrunesAndPersists(t *testing.T) {
 	if _, ok := d.Notices["stale"]; ok || len(d.Notices) != 1 {
 		t.Errorf("notices kept: %v", d.Notices)
 	}
-	fi, err := os.Stat(s.path)
+	fi, err := os.Stat(s.Path())
 	if err != nil || fi.Mode().Perm() != 0o600 {
 		t.Errorf("state file mode %v (%v), want 0600", fi.Mode().Perm(), err)
 	}

@@ -25,7 +25,7 @@ func closed(d task.Decision, o task.Outcome) activities.NotifyInput {
 // tokensOf returns the callback data of a posted decision in option order.
 func tokensOf(b *Bot, d task.Decision) []string {
 	out := make([]string, len(d.Options))
-	b.store.view(func(s *stateData) {
+	b.store.View(func(s *stateData) {
 		for tok, btn := range s.Buttons {
 			for i, o := range d.Options {
 				if btn.DecisionID == d.ID && btn.Option == o.ID {
@@ -40,7 +40,7 @@ func tokensOf(b *Bot, d task.Decision) []string {
 // messageOf returns the message id a decision was posted as.
 func messageOf(b *Bot, id string) int {
 	var m int
-	b.store.view(func(s *stateData) {
+	b.store.View(func(s *stateData) {
 		if p := s.Decisions[id]; p != nil && len(p.Messages) > 0 {
 			m = p.Messages[0].MessageID
 		}

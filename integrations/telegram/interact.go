@@ -33,24 +33,6 @@ func (b *Bot) onUpdate(ctx context.Context, _ *tgbot.Bot, upd *models.Update) {
 
 func noteKey(chat int64, message int) string { return fmt.Sprintf("%d:%d", chat, message) }
 
-// lookup finds what a button token stands for.
-func (b *Bot) lookup(token string) (button, posted, bool) {
-	var (
-		btn button
-		p   posted
-		ok  bool
-	)
-	b.store.view(func(s *stateData) {
-		btn, ok = s.Buttons[token]
-		if ok && s.Decisions[btn.DecisionID] != nil {
-			p = *s.Decisions[btn.DecisionID]
-		} else {
-			ok = false
-		}
-	})
-	return btn, p, ok
-}
-
 // onCallback takes a button press. Every path answers the callback query,
 // or the clicker's client shows a spinner; the answer is also the only
 // place to tell the clicker alone, so it carries the result, which
@@ -64,7 +46,7 @@ func (b *Bot) onCallback(ctx context.Context, q *models.CallbackQuery) {
 		ans.Text, ans.ShowAlert = notAdminText(user), true
 		return
 	}
-	btn, p, ok := b.lookup(q.Data)
+	btn, p, ok := b.store.Lookup(q.Data)
 	if !ok {
 		ans.Text, ans.ShowAlert = "This button is no longer valid: its decision is closed or unknown.", true
 		return
@@ -112,7 +94,7 @@ func (b *Bot) askNote(ctx context.Context, from models.User, p posted, opt task.
 	if err != nil {
 		return err
 	}
-	return b.store.update(b.now(), func(s *stateData) {
+	return b.store.Update(b.now(), func(s *stateData) {
 		s.Notes[noteKey(sent.Chat.ID, sent.ID)] = noteRequest{Token: token, UserID: strconv.FormatInt(from.ID, 10), At: b.now()}
 	})
 }
@@ -125,7 +107,7 @@ func (b *Bot) onReply(ctx context.Context, m *models.Message) {
 		req noteRequest
 		ok  bool
 	)
-	b.store.view(func(s *stateData) { req, ok = s.Notes[key] })
+	b.store.View(func(s *stateData) { req, ok = s.Notes[key] })
 	if !ok || m.From == nil {
 		return
 	}
@@ -139,10 +121,10 @@ func (b *Bot) onReply(ctx context.Context, m *models.Message) {
 		b.reply(ctx, m, "A note is required: reply to my message again, with text.")
 		return
 	}
-	if err := b.store.update(b.now(), func(s *stateData) { delete(s.Notes, key) }); err != nil {
+	if err := b.store.Update(b.now(), func(s *stateData) { delete(s.Notes, key) }); err != nil {
 		b.log.Error("dropping note request", "err", err)
 	}
-	btn, p, found := b.lookup(req.Token)
+	btn, p, found := b.store.Lookup(req.Token)
 	switch {
 	case !found:
 		b.reply(ctx, m, "This decision is closed or unknown; your note was not used.")

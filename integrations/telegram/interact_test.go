@@ -138,7 +138,7 @@ func TestNoteByForceReply(t *testing.T) {
 		t.Fatal("decided before the note")
 	}
 	var promptID int
-	b.store.view(func(s *stateData) {
+	b.store.View(func(s *stateData) {
 		for k := range s.Notes {
 			_, id, _ := strings.Cut(k, ":")
 			promptID = atoi(id)

@@ -10,6 +10,7 @@ import (
 	"go.temporal.io/sdk/activity"
 
 	"github.com/ampflow/ampflow/activities"
+	"github.com/ampflow/ampflow/integrations/chat"
 	"github.com/ampflow/ampflow/workflows/task"
 )
 
@@ -75,14 +76,14 @@ func (b *Bot) postOnce(ctx context.Context, key string, m Message) error {
 	b.postMu.Lock()
 	defer b.postMu.Unlock()
 	var done bool
-	b.store.view(func(s *stateData) { _, done = s.Notices[key] })
+	b.store.View(func(s *stateData) { _, done = s.Notices[key] })
 	if done {
 		return nil
 	}
 	if _, err := b.send(ctx, m, nil, nil); err != nil {
 		return fmt.Errorf("posting notice %s: %w", key, err)
 	}
-	return b.store.update(b.now(), func(s *stateData) { s.Notices[key] = b.now() })
+	return b.store.Update(b.now(), func(s *stateData) { s.Notices[key] = b.now() })
 }
 
 // postDecision posts d with its buttons unless it was posted before.
@@ -90,20 +91,20 @@ func (b *Bot) postDecision(ctx context.Context, d task.Decision) error {
 	b.postMu.Lock()
 	defer b.postMu.Unlock()
 	var done bool
-	b.store.view(func(s *stateData) { done = s.Decisions[d.ID] != nil && len(s.Decisions[d.ID].Messages) > 0 })
+	b.store.View(func(s *stateData) { done = s.Decisions[d.ID] != nil && len(s.Decisions[d.ID].Messages) > 0 })
 	if done {
 		return nil
 	}
 	tokens := make([]string, len(d.Options))
 	for i := range tokens {
-		tokens[i] = newToken()
+		tokens[i] = chat.NewToken()
 	}
 	sent, err := b.send(ctx, RenderDecision(d, tokens), nil, nil)
 	if err != nil {
 		return fmt.Errorf("posting decision %s: %w", d.ID, err)
 	}
 	b.log.Info("decision posted", "decision", d.ID, "task", d.TaskID, "chat", sent.Chat.ID, "message", sent.ID)
-	return b.store.update(b.now(), func(s *stateData) {
+	return b.store.Update(b.now(), func(s *stateData) {
 		s.Decisions[d.ID] = &posted{Decision: d, Messages: []msgRef{{ChatID: sent.Chat.ID, MessageID: sent.ID}}, PostedAt: b.now()}
 		for i, o := range d.Options {
 			s.Buttons[tokens[i]] = button{DecisionID: d.ID, Option: o.ID}
@@ -117,7 +118,7 @@ func (b *Bot) closeDecision(ctx context.Context, d task.Decision, o task.Outcome
 	b.postMu.Lock()
 	defer b.postMu.Unlock()
 	var refs []msgRef
-	b.store.view(func(s *stateData) {
+	b.store.View(func(s *stateData) {
 		if p := s.Decisions[d.ID]; p != nil {
 			refs = append(refs, p.Messages...)
 			if len(p.Decision.Options) > 0 {
@@ -148,7 +149,7 @@ func (b *Bot) closeDecision(ctx context.Context, d task.Decision, o task.Outcome
 		}
 		refs[i].Closed = true
 	}
-	if err := b.store.update(b.now(), func(s *stateData) {
+	if err := b.store.Update(b.now(), func(s *stateData) {
 		if p := s.Decisions[d.ID]; p != nil {
 			p.Messages = refs
 			out := o

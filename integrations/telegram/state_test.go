@@ -12,7 +12,7 @@ func TestStatePrunesNoteRequests(t *testing.T) {
 		t.Fatal(err)
 	}
 	now := time.Date(2026, 6, 1, 0, 0, 0, 0, time.UTC)
-	err = s.update(now, func(d *stateData) {
+	err = s.Update(now, func(d *stateData) {
 		d.Notes["-1001:7"] = noteRequest{Token: "a", UserID: "42", At: now.Add(-keepNotes - time.Minute)}
 		d.Notes["-1001:8"] = noteRequest{Token: "b", UserID: "42", At: now.Add(-time.Minute)}
 	})
@@ -23,7 +23,9 @@ func TestStatePrunesNoteRequests(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, ok := again.data.Notes["-1001:7"]; ok || again.data.Notes["-1001:8"].UserID != "42" {
-		t.Errorf("notes kept %v; want only the recent request", again.data.Notes)
+	var notes map[string]noteRequest
+	again.View(func(d *stateData) { notes = d.Notes })
+	if _, ok := notes["-1001:7"]; ok || notes["-1001:8"].UserID != "42" {
+		t.Errorf("notes kept %v; want only the recent request", notes)
 	}
 }
