@@ -43,7 +43,3 @@ func verify(h http.Header, body []byte, secret string, now time.Time) error {
 	}
 	return nil
 }
-
-// isAdmin reports whether a Slack user may decide. Only the user id Slack
-// vouches for counts, never what a button carries.
-func (b *Bot) isAdmin(userID string) bool { return userID != "" && b.admins[userID] }

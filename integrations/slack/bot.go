@@ -18,7 +18,8 @@ import (
 	slackapi "github.com/slack-go/slack"
 
 	"github.com/ampflow/ampflow/config"
-	"github.com/ampflow/ampflow/workflows/task"
+	"github.com/ampflow/ampflow/integrations/chat"
+	"github.com/ampflow/ampflow/workflows"
 )
 
 // Channel is the channel name recorded with decisions taken in Slack.
@@ -35,10 +36,7 @@ const (
 )
 
 // Decider is what the bot needs of the task workflows.
-type Decider interface {
-	Decide(ctx context.Context, taskID string, in task.DecideInput) (task.DecideResult, error)
-	Pending(ctx context.Context) ([]task.Decision, error)
-}
+type Decider = chat.Decider
 
 // webAPI is the part of Slack's Web API the bot calls.
 type webAPI interface {
@@ -52,26 +50,20 @@ type webAPI interface {
 // the receiver of admins' clicks.
 type Bot struct {
 	cfg    config.Slack
-	dec    Decider
 	log    *slog.Logger
 	client *slackapi.Client
 	api    webAPI
 	store  *store
-	admins map[string]bool
+	core   *chat.Core[msgRef, *stateData]
 
 	now   func() time.Time
 	sleep func(context.Context, time.Duration) error
 	// maxRetries and maxWait bound how rate limits are waited out.
 	maxRetries int
 	maxWait    time.Duration
-	// decideTimeout bounds a click's Decide call.
-	decideTimeout time.Duration
 
-	// postMu serialises posting and editing, so a retried Notify and the
-	// re-post on start cannot post one decision twice.
-	postMu sync.Mutex
-	seen   dedupe
-	work   sync.WaitGroup
+	seen chat.Dedupe
+	work sync.WaitGroup
 }
 
 // Option configures a Bot.
@@ -125,19 +117,19 @@ func New(cfg config.Slack, dec Decider, log *slog.Logger, stateDir string, opts 
 		return nil, fmt.Errorf("slack: %w", err)
 	}
 	b := &Bot{
-		cfg:           cfg,
-		dec:           dec,
-		log:           log.With("integration", Channel),
-		store:         st,
-		admins:        map[string]bool{},
-		now:           time.Now,
-		sleep:         sleepCtx,
-		maxRetries:    3,
-		maxWait:       time.Minute,
-		decideTimeout: 20 * time.Second,
+		cfg:        cfg,
+		log:        log.With("integration", Channel),
+		store:      st,
+		now:        time.Now,
+		sleep:      chat.Sleep,
+		maxRetries: 3,
+		maxWait:    time.Minute,
 	}
-	for _, a := range cfg.Admins {
-		b.admins[strings.TrimSpace(a)] = true
+	b.core = &chat.Core[msgRef, *stateData]{
+		Channel: Channel, Platform: "Slack", By: workflows.SlackAdmin,
+		Admins: chat.AdminSet(cfg.Admins), Store: st, Poster: poster{b}, Decider: dec,
+		Log: b.log, Now: b.now,
+		DecideTimeout: 20 * time.Second, // a click's Decide call
 	}
 	b.client = newClient(cfg, nil)
 	for _, o := range opts {
@@ -145,17 +137,6 @@ func New(cfg config.Slack, dec Decider, log *slog.Logger, stateDir string, opts 
 	}
 	b.api = b.client
 	return b, nil
-}
-
-func sleepCtx(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
 }
 
 // call runs one Web API call, waiting out a rate limit for the time Slack
@@ -183,36 +164,8 @@ func (b *Bot) goWork(fn func(ctx context.Context)) {
 	b.work.Add(1)
 	go func() {
 		defer b.work.Done()
-		ctx, cancel := context.WithTimeout(context.Background(), b.decideTimeout+30*time.Second)
+		ctx, cancel := context.WithTimeout(context.Background(), b.core.DecideTimeout+30*time.Second)
 		defer cancel()
 		fn(ctx)
 	}()
-}
-
-// dedupe remembers keys of interactions already taken for a while, so a
-// redelivered one has no second effect.
-type dedupe struct {
-	mu   sync.Mutex
-	keys map[string]time.Time
-}
-
-const dedupeTTL = 15 * time.Minute
-
-// first reports whether key is new, and remembers it.
-func (d *dedupe) first(key string, now time.Time) bool {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	if d.keys == nil {
-		d.keys = map[string]time.Time{}
-	}
-	for k, at := range d.keys {
-		if now.Sub(at) > dedupeTTL {
-			delete(d.keys, k)
-		}
-	}
-	if _, ok := d.keys[key]; ok {
-		return false
-	}
-	d.keys[key] = now
-	return true
 }

@@ -8,6 +8,7 @@ import (
 
 	"github.com/ampflow/ampflow/activities"
 	"github.com/ampflow/ampflow/amp"
+	"github.com/ampflow/ampflow/integrations/chat"
 	"github.com/ampflow/ampflow/workflows/task"
 )
 
@@ -41,14 +42,7 @@ func RenderDecision(d task.Decision, tokens []string) []slackapi.Block {
 		if i >= len(tokens) || tokens[i] == "" {
 			continue
 		}
-		label := o.Label
-		if label == "" {
-			label = o.ID
-		}
-		if o.NoteRequired {
-			label += " ✍️"
-		}
-		btn := slackapi.NewButtonBlockElement("ampflow_opt_"+o.ID, tokens[i], plain(clip(label, 70)))
+		btn := slackapi.NewButtonBlockElement("ampflow_opt_"+o.ID, tokens[i], plain(chat.Clip(chat.ButtonLabel(o), 70)))
 		switch o.ID {
 		case task.OptApprove, task.OptAccept, task.OptResume:
 			btn = btn.WithStyle(slackapi.StylePrimary)
@@ -71,11 +65,11 @@ func RenderClosed(d task.Decision, o task.Outcome) []slackapi.Block {
 	if o.Option == task.OptWithdrawn {
 		line = "➖ *Withdrawn*: no longer needed"
 	} else {
-		line = fmt.Sprintf("%s *%s* by %s via %s", outcomeMark(o.Option), esc(optionLabel(d, o.Option)), who(o.By), esc(o.Channel))
+		line = fmt.Sprintf("%s *%s* by %s via %s", chat.OutcomeMark(o.Option), esc(chat.OptionLabel(d, o.Option)), who(o.By), esc(o.Channel))
 	}
-	line += "\n" + stamp(o.At)
+	line += "\n" + chat.Stamp(o.At)
 	if o.Note != "" {
-		line += "\n> " + strings.ReplaceAll(esc(clip(o.Note, maxNote)), "\n", "\n> ")
+		line += "\n> " + strings.ReplaceAll(esc(chat.Clip(o.Note, maxNote)), "\n", "\n> ")
 	}
 	blocks = append(blocks, slackapi.NewDividerBlock(), section(line))
 	return append(blocks, footer(d))
@@ -84,23 +78,23 @@ func RenderClosed(d task.Decision, o task.Outcome) []slackapi.Block {
 // DecisionText is the notification text of a decision message, shown
 // where blocks are not (push notifications).
 func DecisionText(d task.Decision) string {
-	return fmt.Sprintf("%s on %s: %s", kindTitle(d.Kind), d.TaskID, clip(d.Prompt, 120))
+	return fmt.Sprintf("%s on %s: %s", chat.KindTitle(d.Kind), d.TaskID, chat.Clip(d.Prompt, 120))
 }
 
 // ClosedText is the notification text of a decided decision.
 func ClosedText(d task.Decision, o task.Outcome) string {
-	return fmt.Sprintf("%s on %s: %s by %s", kindTitle(d.Kind), d.TaskID, optionLabel(d, o.Option), o.By)
+	return fmt.Sprintf("%s on %s: %s by %s", chat.KindTitle(d.Kind), d.TaskID, chat.OptionLabel(d, o.Option), o.By)
 }
 
 func decisionBody(d task.Decision, state string) []slackapi.Block {
 	c := d.Context
-	head := fmt.Sprintf("%s %s · %s", riskMark(c.Risk), state, d.TaskID)
+	head := fmt.Sprintf("%s %s · %s", chat.RiskMark(c.Risk), state, d.TaskID)
 	blocks := []slackapi.Block{
-		slackapi.NewHeaderBlock(plain(clip(head, 150))),
-		section("*" + kindTitle(d.Kind) + "*\n" + esc(clip(d.Prompt, maxDescription))),
+		slackapi.NewHeaderBlock(plain(chat.Clip(head, 150))),
+		section("*" + chat.KindTitle(d.Kind) + "*\n" + esc(chat.Clip(d.Prompt, maxDescription))),
 	}
 	var t []string
-	t = append(t, "*Task* "+esc(clip(c.Description, maxDescription)))
+	t = append(t, "*Task* "+esc(chat.Clip(c.Description, maxDescription)))
 	if r := repoAt(c); r != "" {
 		t = append(t, "*Repo* `"+esc(r)+"`")
 	}
@@ -141,17 +135,17 @@ func decisionBody(d task.Decision, state string) []slackapi.Block {
 }
 
 func whatHappened(m amp.Message, e amp.Escalation) string {
-	head := fmt.Sprintf("*What happened* %s %s from %s", severityMark(e.Severity), esc(string(e.EscalationType)), esc(string(e.TriggeredBy)))
+	head := fmt.Sprintf("*What happened* %s %s from %s", chat.SeverityMark(e.Severity), esc(string(e.EscalationType)), esc(string(e.TriggeredBy)))
 	if m.From != "" && m.From != e.TriggeredBy {
 		head += " (sent by " + esc(string(m.From)) + ")"
 	}
-	return head + "\n" + esc(clip(e.Description, maxDescription))
+	return head + "\n" + esc(chat.Clip(e.Description, maxDescription))
 }
 
 func footer(d task.Decision) slackapi.Block {
 	s := "`" + esc(d.ID) + "`"
 	if !d.RaisedAt.IsZero() {
-		s += " · raised " + stamp(d.RaisedAt)
+		s += " · raised " + chat.Stamp(d.RaisedAt)
 	}
 	return slackapi.NewContextBlock("", mrkdwn(s))
 }
@@ -164,7 +158,7 @@ func RenderEscalation(m amp.Message) []slackapi.Block {
 		return []slackapi.Block{section(fmt.Sprintf("*Escalation* on %s", esc(m.TaskID)))}
 	}
 	blocks := []slackapi.Block{
-		slackapi.NewHeaderBlock(plain(clip(fmt.Sprintf("%s Escalation · %s", severityMark(e.Severity), m.TaskID), 150))),
+		slackapi.NewHeaderBlock(plain(chat.Clip(fmt.Sprintf("%s Escalation · %s", chat.SeverityMark(e.Severity), m.TaskID), 150))),
 		section(whatHappened(m, *e)),
 	}
 	if len(e.SuggestedActions) > 0 {
@@ -180,7 +174,7 @@ func RenderEscalation(m amp.Message) []slackapi.Block {
 // EscalationText is the notification text of an escalation.
 func EscalationText(m amp.Message) string {
 	if e := m.Escalation(); e != nil {
-		return fmt.Sprintf("Escalation on %s: %s", m.TaskID, clip(e.Description, 120))
+		return fmt.Sprintf("Escalation on %s: %s", m.TaskID, chat.Clip(e.Description, 120))
 	}
 	return "Escalation on " + m.TaskID
 }
@@ -189,7 +183,7 @@ func EscalationText(m amp.Message) string {
 func RenderStatus(in activities.NotifyInput) string {
 	s := fmt.Sprintf("`%s` is now *%s*", esc(in.TaskID), esc(strings.ReplaceAll(string(in.Status), "_", " ")))
 	if in.Text != "" {
-		s += ": " + esc(clip(in.Text, maxDescription))
+		s += ": " + esc(chat.Clip(in.Text, maxDescription))
 	}
 	return s
 }
@@ -197,10 +191,7 @@ func RenderStatus(in activities.NotifyInput) string {
 // RenderNoteModal renders the modal that asks for the note an option
 // requires. token is carried back in private_metadata.
 func RenderNoteModal(d task.Decision, o task.Option, token string) slackapi.ModalViewRequest {
-	label := o.Label
-	if label == "" {
-		label = o.ID
-	}
+	label := chat.OptionName(o)
 	input := slackapi.NewPlainTextInputBlockElement(plain("Why, and what should happen next"), noteActionID)
 	input.Multiline = true
 	input = input.WithMaxLength(2000)
@@ -208,11 +199,11 @@ func RenderNoteModal(d task.Decision, o task.Option, token string) slackapi.Moda
 		Type:            slackapi.VTModal,
 		CallbackID:      noteCallbackID,
 		PrivateMetadata: token,
-		Title:           plain(clip(label, 24)),
+		Title:           plain(chat.Clip(label, 24)),
 		Submit:          plain("Decide"),
 		Close:           plain("Cancel"),
 		Blocks: slackapi.Blocks{BlockSet: []slackapi.Block{
-			section(fmt.Sprintf("*%s* on `%s`\n%s", esc(label), esc(d.TaskID), esc(clip(d.Prompt, maxDescription)))),
+			section(fmt.Sprintf("*%s* on `%s`\n%s", esc(label), esc(d.TaskID), esc(chat.Clip(d.Prompt, maxDescription)))),
 			slackapi.NewInputBlock(noteBlockID, plain("Note"), nil, input),
 		}},
 	}

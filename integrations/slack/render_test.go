@@ -106,24 +106,6 @@ func TestRenderStatus(t *testing.T) {
 	}
 }
 
-func TestClip(t *testing.T) {
-	tests := []struct {
-		in   string
-		n    int
-		want string
-	}{
-		{"short", 10, "short"},
-		{"exactly ten", 11, "exactly ten"},
-		{"ééééééé", 4, "ééé…"},
-		{"  padded  ", 10, "padded"},
-	}
-	for _, tt := range tests {
-		if got := clip(tt.in, tt.n); got != tt.want {
-			t.Errorf("clip(%q, %d) = %q, want %q", tt.in, tt.n, got, tt.want)
-		}
-	}
-}
-
 func BenchmarkRenderDecision(b *testing.B) {
 	d := lockDecision()
 	tokens := []string{"tok1", "tok2", "tok3"}

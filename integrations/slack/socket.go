@@ -14,7 +14,7 @@ import (
 // mode, it takes interactions over Socket Mode. In HTTP mode Handler takes
 // them and Run only waits. It returns after the work it started is done.
 func (b *Bot) Run(ctx context.Context) error {
-	if err := b.repost(ctx); err != nil {
+	if err := b.core.Repost(ctx); err != nil {
 		b.log.Error("re-posting pending decisions", "err", err)
 	}
 	var err error

@@ -14,6 +14,7 @@ type msgRef struct {
 	Closed  bool   `json:"closed,omitempty"`
 }
 
+// IsClosed, AsClosed and String implement chat.Ref.
 func (r msgRef) IsClosed() bool   { return r.Closed }
 func (r msgRef) AsClosed() msgRef { r.Closed = true; return r }
 func (r msgRef) String() string   { return r.TS }

@@ -3,10 +3,9 @@ package slack
 import (
 	"fmt"
 	"strings"
-	"time"
-	"unicode/utf8"
 
 	"github.com/ampflow/ampflow/amp"
+	"github.com/ampflow/ampflow/integrations/chat"
 	"github.com/ampflow/ampflow/workflows/task"
 )
 
@@ -25,72 +24,11 @@ var mrkdwnEscaper = strings.NewReplacer("&", "&amp;", "<", "&lt;", ">", "&gt;")
 // stay as they are.
 func esc(s string) string { return mrkdwnEscaper.Replace(s) }
 
-// clip shortens s to n runes, marking the cut.
-func clip(s string, n int) string {
-	s = strings.TrimSpace(s)
-	if utf8.RuneCountInString(s) <= n {
-		return s
-	}
-	r := []rune(s)
-	return strings.TrimSpace(string(r[:n-1])) + "…"
-}
-
-func kindTitle(k task.DecisionKind) string {
-	s := strings.ReplaceAll(string(k), "_", " ")
-	if s == "" {
-		return "Decision"
-	}
-	return strings.ToUpper(s[:1]) + s[1:]
-}
-
-func riskMark(r amp.Risk) string {
-	switch r {
-	case amp.RiskLow:
-		return "🟢"
-	case amp.RiskMedium:
-		return "🟠"
-	case amp.RiskHigh:
-		return "🔴"
-	}
-	return "⚪"
-}
-
-func severityMark(s amp.Severity) string {
-	switch s {
-	case amp.SeverityCritical:
-		return "🔴"
-	case amp.SeverityMajor, amp.SeverityWarning:
-		return "🟠"
-	}
-	return "⚪"
-}
-
-func outcomeMark(option string) string {
-	switch option {
-	case task.OptApprove, task.OptAccept, task.OptResume:
-		return "✅"
-	case task.OptReject, task.OptTerminate:
-		return "⛔"
-	case task.OptWithdrawn:
-		return "➖"
-	}
-	return "☑️"
-}
-
-func stamp(t time.Time) string { return t.UTC().Format("2006-01-02 15:04 UTC") }
-
 func repoAt(c task.DecisionContext) string {
 	if c.Branch == "" {
 		return c.Repo
 	}
 	return c.Repo + "@" + c.Branch
-}
-
-func optionLabel(d task.Decision, id string) string {
-	if o, ok := d.Option(id); ok && o.Label != "" {
-		return o.Label
-	}
-	return id
 }
 
 // who renders an admin identity, as a mention when it is a Slack user.
@@ -106,11 +44,11 @@ func issueLine(i amp.Issue) string {
 	if where != "" && i.Line > 0 {
 		where = fmt.Sprintf("%s:%d", i.File, i.Line)
 	}
-	line := severityMark(i.Severity) + " " + string(i.Severity)
+	line := chat.SeverityMark(i.Severity) + " " + string(i.Severity)
 	if where != "" {
 		line += " `" + esc(where) + "`"
 	}
-	return line + " " + esc(clip(i.Description, maxItem))
+	return line + " " + esc(chat.Clip(i.Description, maxItem))
 }
 
 // bullets lists at most maxItems lines, then how many were left out.
@@ -130,7 +68,7 @@ func bullets(title string, lines []string) string {
 func escAll(items []string) []string {
 	out := make([]string, len(items))
 	for i, s := range items {
-		out[i] = esc(clip(s, maxItem))
+		out[i] = esc(chat.Clip(s, maxItem))
 	}
 	return out
 }

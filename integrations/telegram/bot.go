@@ -13,14 +13,14 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 
 	tgbot "github.com/go-telegram/bot"
 	"github.com/go-telegram/bot/models"
 
 	"github.com/ampflow/ampflow/config"
-	"github.com/ampflow/ampflow/workflows/task"
+	"github.com/ampflow/ampflow/integrations/chat"
+	"github.com/ampflow/ampflow/workflows"
 )
 
 // Channel is the channel name recorded with decisions taken in Telegram.
@@ -37,10 +37,7 @@ const (
 )
 
 // Decider is what the bot needs of the task workflows.
-type Decider interface {
-	Decide(ctx context.Context, taskID string, in task.DecideInput) (task.DecideResult, error)
-	Pending(ctx context.Context) ([]task.Decision, error)
-}
+type Decider = chat.Decider
 
 // botAPI is the part of the Bot API the bot calls outside the update loop.
 type botAPI interface {
@@ -52,25 +49,20 @@ type botAPI interface {
 // Bot is the Telegram integration: a Notifier for the task workflows, and
 // the receiver of admins' button presses and note replies.
 type Bot struct {
-	cfg    config.Telegram
-	dec    Decider
-	log    *slog.Logger
-	tg     *tgbot.Bot
-	api    botAPI
-	chat   any
-	store  *store
-	admins map[string]bool
+	cfg   config.Telegram
+	log   *slog.Logger
+	tg    *tgbot.Bot
+	api   botAPI
+	chat  any
+	store *store
+	core  *chat.Core[msgRef, *stateData]
 
 	now        func() time.Time
 	sleep      func(context.Context, time.Duration) error
 	maxRetries int
 	maxWait    time.Duration
-	// decideTimeout bounds Decide while a callback query waits for its
-	// answer, so the answer always comes in time.
-	decideTimeout time.Duration
 
-	postMu sync.Mutex
-	seen   dedupe
+	seen chat.Dedupe
 }
 
 type options struct {
@@ -107,20 +99,22 @@ func New(cfg config.Telegram, dec Decider, log *slog.Logger, stateDir string, op
 		return nil, fmt.Errorf("telegram: %w", err)
 	}
 	b := &Bot{
-		cfg:           cfg,
-		dec:           dec,
-		log:           log.With("integration", Channel),
-		chat:          chatID(cfg.ChatID),
-		store:         st,
-		admins:        map[string]bool{},
-		now:           time.Now,
-		sleep:         sleepCtx,
-		maxRetries:    3,
-		maxWait:       time.Minute,
-		decideTimeout: 8 * time.Second,
+		cfg:        cfg,
+		log:        log.With("integration", Channel),
+		chat:       chatID(cfg.ChatID),
+		store:      st,
+		now:        time.Now,
+		sleep:      chat.Sleep,
+		maxRetries: 3,
+		maxWait:    time.Minute,
 	}
-	for _, a := range cfg.Admins {
-		b.admins[strings.TrimSpace(a)] = true
+	b.core = &chat.Core[msgRef, *stateData]{
+		Channel: Channel, Platform: "Telegram", By: workflows.TelegramAdmin,
+		Admins: chat.AdminSet(cfg.Admins), Store: st, Poster: poster{b}, Decider: dec,
+		Log: b.log, Now: b.now,
+		// Decide runs while a callback query waits for its answer, which
+		// must come in time.
+		DecideTimeout: 8 * time.Second,
 	}
 	var o options
 	for _, opt := range opts {
@@ -156,20 +150,8 @@ func chatID(s string) any {
 	return strings.TrimSpace(s)
 }
 
-// isAdmin reports whether a Telegram user may decide. Only the user id
-// Telegram vouches for counts, never what a button carries.
-func (b *Bot) isAdmin(userID string) bool { return userID != "" && userID != "0" && b.admins[userID] }
-
-func sleepCtx(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
-}
+// isAdmin reports whether a Telegram user may decide; 0 is no user.
+func (b *Bot) isAdmin(userID string) bool { return userID != "0" && b.core.IsAdmin(userID) }
 
 // call runs one Bot API call, waiting out a 429 for the retry_after
 // Telegram names, a bounded number of times.
@@ -189,31 +171,4 @@ func (b *Bot) call(ctx context.Context, op string, fn func() error) error {
 			return fmt.Errorf("telegram %s: waiting out rate limit: %w", op, err)
 		}
 	}
-}
-
-// dedupe remembers update ids already taken for a while, so a redelivered
-// webhook update has no second effect.
-type dedupe struct {
-	mu   sync.Mutex
-	keys map[string]time.Time
-}
-
-const dedupeTTL = 15 * time.Minute
-
-func (d *dedupe) first(key string, now time.Time) bool {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	if d.keys == nil {
-		d.keys = map[string]time.Time{}
-	}
-	for k, at := range d.keys {
-		if now.Sub(at) > dedupeTTL {
-			delete(d.keys, k)
-		}
-	}
-	if _, ok := d.keys[key]; ok {
-		return false
-	}
-	d.keys[key] = now
-	return true
 }

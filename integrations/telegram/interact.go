@@ -2,7 +2,6 @@ package telegram
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"strconv"
 	"strings"
@@ -10,7 +9,7 @@ import (
 	tgbot "github.com/go-telegram/bot"
 	"github.com/go-telegram/bot/models"
 
-	"github.com/ampflow/ampflow/workflows"
+	"github.com/ampflow/ampflow/integrations/chat"
 	"github.com/ampflow/ampflow/workflows/task"
 )
 
@@ -19,7 +18,7 @@ func (b *Bot) onUpdate(ctx context.Context, _ *tgbot.Bot, upd *models.Update) {
 	if upd == nil {
 		return
 	}
-	if !b.seen.first(strconv.FormatInt(upd.ID, 10), b.now()) {
+	if !b.seen.First(strconv.FormatInt(upd.ID, 10), b.now()) {
 		b.log.Debug("update redelivered; ignored", "update", upd.ID)
 		return
 	}
@@ -43,21 +42,12 @@ func (b *Bot) onCallback(ctx context.Context, q *models.CallbackQuery) {
 	user := strconv.FormatInt(q.From.ID, 10)
 	if !b.isAdmin(user) {
 		b.log.Warn("click refused: not an admin", "user", user)
-		ans.Text, ans.ShowAlert = notAdminText(user), true
+		ans.Text, ans.ShowAlert = b.core.NotAdminText(user), true
 		return
 	}
-	btn, p, ok := b.store.Lookup(q.Data)
-	if !ok {
-		ans.Text, ans.ShowAlert = "This button is no longer valid: its decision is closed or unknown.", true
-		return
-	}
-	if p.Outcome != nil {
-		ans.Text, ans.ShowAlert = "⚠️ "+alreadyText(p.Decision, *p.Outcome), true
-		return
-	}
-	opt, ok := p.Decision.Option(btn.Option)
-	if !ok {
-		ans.Text, ans.ShowAlert = "This option is not offered any more.", true
+	p, opt, refusal := b.core.Pick(q.Data)
+	if refusal != "" {
+		ans.Text, ans.ShowAlert = refusal, true
 		return
 	}
 	if opt.NoteRequired {
@@ -89,7 +79,7 @@ func (b *Bot) askNote(ctx context.Context, from models.User, p posted, opt task.
 	if len(p.Messages) > 0 {
 		reply = &models.ReplyParameters{MessageID: p.Messages[0].MessageID, AllowSendingWithoutReply: true}
 	}
-	force := &models.ForceReply{ForceReply: true, Selective: true, InputFieldPlaceholder: clip("Note for "+optionLabel(p.Decision, opt.ID), 64)}
+	force := &models.ForceReply{ForceReply: true, Selective: true, InputFieldPlaceholder: chat.Clip("Note for "+chat.OptionLabel(p.Decision, opt.ID), 64)}
 	sent, err := b.send(ctx, RenderNotePrompt(p.Decision, opt, from.ID, from.FirstName), reply, force)
 	if err != nil {
 		return err
@@ -124,16 +114,13 @@ func (b *Bot) onReply(ctx context.Context, m *models.Message) {
 	if err := b.store.Update(b.now(), func(s *stateData) { delete(s.Notes, key) }); err != nil {
 		b.log.Error("dropping note request", "err", err)
 	}
-	btn, p, found := b.store.Lookup(req.Token)
-	switch {
-	case !found:
-		b.reply(ctx, m, "This decision is closed or unknown; your note was not used.")
-	case p.Outcome != nil:
-		b.reply(ctx, m, "⚠️ "+alreadyText(p.Decision, *p.Outcome))
-	default:
-		text, _ := b.decide(ctx, user, p.Decision, btn.Option, note)
-		b.reply(ctx, m, text)
+	p, option, refusal := b.core.PickNote(req.Token)
+	if refusal != "" {
+		b.reply(ctx, m, refusal)
+		return
 	}
+	text, _ := b.decide(ctx, user, p.Decision, option, note)
+	b.reply(ctx, m, text)
 }
 
 func (b *Bot) reply(ctx context.Context, to *models.Message, text string) {
@@ -143,47 +130,12 @@ func (b *Bot) reply(ctx context.Context, to *models.Message, text string) {
 	}
 }
 
-// decide applies an admin's choice and edits the message at once; the
-// workflow's decision_closed notice then finds it edited. It returns what
-// to tell the admin, and whether it is a refusal.
+// decide applies an admin's choice. It returns what to tell the admin,
+// and whether it is a refusal, clipped to fit a callback answer.
 func (b *Bot) decide(ctx context.Context, user string, d task.Decision, option, note string) (string, bool) {
-	in := task.DecideInput{DecisionID: d.ID, Option: option, Note: note, By: workflows.TelegramAdmin(user), Channel: Channel}
-	dctx, cancel := context.WithTimeout(ctx, b.decideTimeout)
-	res, err := b.dec.Decide(dctx, d.TaskID, in)
-	cancel()
-	if err != nil {
-		b.log.Info("decision refused", "decision", d.ID, "user", user, "option", option, "err", err)
-		return refusalText(err), true
+	text, refused := b.core.Decide(ctx, user, d, option, note)
+	if refused {
+		text = chat.Clip(text, 200)
 	}
-	b.log.Info("decided", "decision", d.ID, "task", d.TaskID, "user", user, "option", option)
-	o := res.Outcome
-	if o.DecisionID == "" {
-		o = task.Outcome{DecisionID: d.ID, Kind: d.Kind, Option: option, Note: note, By: in.By, Channel: Channel, At: b.now()}
-	}
-	if err := b.closeDecision(ctx, d, o); err != nil {
-		b.log.Error("editing decided message", "decision", d.ID, "err", err)
-	}
-	return "✅ Recorded: " + optionLabel(d, option), false
-}
-
-func notAdminText(user string) string {
-	return fmt.Sprintf("⛔ Only ampflow admins can decide. Ask one to add your Telegram user id (%s) to telegram.admins.", user)
-}
-
-func alreadyText(d task.Decision, o task.Outcome) string {
-	return fmt.Sprintf("Already decided: %s by %s via %s at %s.", optionLabel(d, o.Option), o.By, o.Channel, stamp(o.At))
-}
-
-// refusalText is what the clicker reads when the workflow refuses: its own
-// plain message ("… already decided by X via Y at T"), or a generic line
-// when the cause is internal.
-func refusalText(err error) string {
-	var te *task.Error
-	if errors.As(err, &te) && te.Code != task.CodeInternal && te.Code != task.CodeUnavailable {
-		return clip("⚠️ "+te.Message, 200)
-	}
-	if errors.Is(err, context.DeadlineExceeded) {
-		return "ampflow did not answer in time; the message updates if the decision was recorded."
-	}
-	return "ampflow could not record the decision; try again, or use the CLI."
+	return text, refused
 }

@@ -2,52 +2,19 @@ package telegram
 
 import (
 	"context"
-	"errors"
-	"fmt"
 
 	tgbot "github.com/go-telegram/bot"
 	"github.com/go-telegram/bot/models"
-	"go.temporal.io/sdk/activity"
 
 	"github.com/ampflow/ampflow/activities"
-	"github.com/ampflow/ampflow/integrations/chat"
+	"github.com/ampflow/ampflow/amp"
 	"github.com/ampflow/ampflow/workflows/task"
 )
 
 // Notify implements activities.Notifier. It is safe to retry: what was
 // posted already is not posted again, and a closed decision is edited once.
 func (b *Bot) Notify(ctx context.Context, in activities.NotifyInput) error {
-	switch in.Event {
-	case activities.NoticeDecisionOpened:
-		if in.Decision == nil {
-			return fmt.Errorf("notice %s of task %s has no decision", in.Event, in.TaskID)
-		}
-		return b.postDecision(ctx, *in.Decision)
-	case activities.NoticeDecisionClosed:
-		if in.Decision == nil || in.Outcome == nil {
-			return fmt.Errorf("notice %s of task %s has no decision or outcome", in.Event, in.TaskID)
-		}
-		return b.closeDecision(ctx, *in.Decision, *in.Outcome)
-	case activities.NoticeEscalation:
-		if in.Message == nil {
-			return fmt.Errorf("notice %s of task %s has no message", in.Event, in.TaskID)
-		}
-		return b.postOnce(ctx, "escalation:"+in.Message.MsgID, RenderEscalation(*in.Message))
-	case activities.NoticeStatus:
-		return b.postOnce(ctx, noticeKey(ctx, in), RenderStatus(in))
-	}
-	b.log.Warn("notice ignored: unknown event", "event", in.Event, "task", in.TaskID)
-	return nil
-}
-
-// noticeKey names a status notice across retries: the activity that
-// carries it when there is one, else what it says.
-func noticeKey(ctx context.Context, in activities.NotifyInput) string {
-	if activity.IsActivity(ctx) {
-		i := activity.GetInfo(ctx)
-		return fmt.Sprintf("status:%s:%s:%s", i.WorkflowExecution.ID, i.WorkflowExecution.RunID, i.ActivityID)
-	}
-	return fmt.Sprintf("status:%s:%s:%s", in.TaskID, in.Status, in.Text)
+	return b.core.Notify(ctx, in)
 }
 
 func (b *Bot) send(ctx context.Context, m Message, reply *models.ReplyParameters, markup models.ReplyMarkup) (*models.Message, error) {
@@ -71,109 +38,39 @@ func (b *Bot) send(ctx context.Context, m Message, reply *models.ReplyParameters
 	return sent, err
 }
 
-// postOnce posts a message without buttons unless key was posted before.
-func (b *Bot) postOnce(ctx context.Context, key string, m Message) error {
-	b.postMu.Lock()
-	defer b.postMu.Unlock()
-	var done bool
-	b.store.View(func(s *stateData) { _, done = s.Notices[key] })
-	if done {
-		return nil
-	}
-	if _, err := b.send(ctx, m, nil, nil); err != nil {
-		return fmt.Errorf("posting notice %s: %w", key, err)
-	}
-	return b.store.Update(b.now(), func(s *stateData) { s.Notices[key] = b.now() })
-}
+// poster is the Telegram side of chat.Core: Bot API calls with HTML text
+// and inline keyboards.
+type poster struct{ *Bot }
 
-// postDecision posts d with its buttons unless it was posted before.
-func (b *Bot) postDecision(ctx context.Context, d task.Decision) error {
-	b.postMu.Lock()
-	defer b.postMu.Unlock()
-	var done bool
-	b.store.View(func(s *stateData) { done = s.Decisions[d.ID] != nil && len(s.Decisions[d.ID].Messages) > 0 })
-	if done {
-		return nil
-	}
-	tokens := make([]string, len(d.Options))
-	for i := range tokens {
-		tokens[i] = chat.NewToken()
-	}
-	sent, err := b.send(ctx, RenderDecision(d, tokens), nil, nil)
+// PostDecision, EditClosed, PostEscalation and PostStatus implement
+// chat.Poster.
+func (p poster) PostDecision(ctx context.Context, d task.Decision, tokens []string) (msgRef, error) {
+	sent, err := p.send(ctx, RenderDecision(d, tokens), nil, nil)
 	if err != nil {
-		return fmt.Errorf("posting decision %s: %w", d.ID, err)
+		return msgRef{}, err
 	}
-	b.log.Info("decision posted", "decision", d.ID, "task", d.TaskID, "chat", sent.Chat.ID, "message", sent.ID)
-	return b.store.Update(b.now(), func(s *stateData) {
-		s.Decisions[d.ID] = &posted{Decision: d, Messages: []msgRef{{ChatID: sent.Chat.ID, MessageID: sent.ID}}, PostedAt: b.now()}
-		for i, o := range d.Options {
-			s.Buttons[tokens[i]] = button{DecisionID: d.ID, Option: o.ID}
-		}
-	})
+	p.log.Info("decision posted", "decision", d.ID, "task", d.TaskID, "chat", sent.Chat.ID, "message", sent.ID)
+	return msgRef{ChatID: sent.Chat.ID, MessageID: sent.ID}, nil
 }
 
-// closeDecision edits every posted copy of a decision to its outcome and
-// removes the buttons. Copies edited before are left alone.
-func (b *Bot) closeDecision(ctx context.Context, d task.Decision, o task.Outcome) error {
-	b.postMu.Lock()
-	defer b.postMu.Unlock()
-	var refs []msgRef
-	b.store.View(func(s *stateData) {
-		if p := s.Decisions[d.ID]; p != nil {
-			refs = append(refs, p.Messages...)
-			if len(p.Decision.Options) > 0 {
-				d = p.Decision
-			}
-		}
-	})
-	if len(refs) == 0 {
-		return nil
-	}
+func (p poster) EditClosed(ctx context.Context, ref msgRef, d task.Decision, o task.Outcome) error {
 	m := RenderClosed(d, o)
-	var errs []error
-	for i, ref := range refs {
-		if ref.Closed {
-			continue
-		}
-		err := b.call(ctx, "editMessageText", func() error {
-			_, err := b.api.EditMessageText(ctx, &tgbot.EditMessageTextParams{
-				ChatID: ref.ChatID, MessageID: ref.MessageID, Text: m.Text, ParseMode: ParseMode,
-				LinkPreviewOptions: &models.LinkPreviewOptions{IsDisabled: tgbot.True()},
-				ReplyMarkup:        m.Keyboard,
-			})
-			return err
+	return p.call(ctx, "editMessageText", func() error {
+		_, err := p.api.EditMessageText(ctx, &tgbot.EditMessageTextParams{
+			ChatID: ref.ChatID, MessageID: ref.MessageID, Text: m.Text, ParseMode: ParseMode,
+			LinkPreviewOptions: &models.LinkPreviewOptions{IsDisabled: tgbot.True()},
+			ReplyMarkup:        m.Keyboard,
 		})
-		if err != nil {
-			errs = append(errs, fmt.Errorf("editing decision %s message %d: %w", d.ID, ref.MessageID, err))
-			continue
-		}
-		refs[i].Closed = true
-	}
-	if err := b.store.Update(b.now(), func(s *stateData) {
-		if p := s.Decisions[d.ID]; p != nil {
-			p.Messages = refs
-			out := o
-			p.Outcome = &out
-			p.ClosedAt = b.now()
-		}
-	}); err != nil {
-		errs = append(errs, err)
-	}
-	return errors.Join(errs...)
+		return err
+	})
 }
 
-// repost posts the pending decisions that have no message here: a notice
-// lost in a crash, or decisions raised while the bot was away.
-func (b *Bot) repost(ctx context.Context) error {
-	pending, err := b.dec.Pending(ctx)
-	if err != nil {
-		return fmt.Errorf("listing pending decisions: %w", err)
-	}
-	var errs []error
-	for _, d := range pending {
-		if err := b.postDecision(ctx, d); err != nil {
-			errs = append(errs, err)
-		}
-	}
-	return errors.Join(errs...)
+func (p poster) PostEscalation(ctx context.Context, m amp.Message) error {
+	_, err := p.send(ctx, RenderEscalation(m), nil, nil)
+	return err
+}
+
+func (p poster) PostStatus(ctx context.Context, in activities.NotifyInput) error {
+	_, err := p.send(ctx, RenderStatus(in), nil, nil)
+	return err
 }

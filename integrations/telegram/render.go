@@ -4,13 +4,12 @@ import (
 	"fmt"
 	"html"
 	"strings"
-	"time"
-	"unicode/utf8"
 
 	"github.com/go-telegram/bot/models"
 
 	"github.com/ampflow/ampflow/activities"
 	"github.com/ampflow/ampflow/amp"
+	"github.com/ampflow/ampflow/integrations/chat"
 	"github.com/ampflow/ampflow/workflows/task"
 )
 
@@ -36,15 +35,6 @@ const ParseMode = models.ParseModeHTML
 // quotes inside attributes, which html.EscapeString also covers).
 func esc(s string) string { return html.EscapeString(s) }
 
-func clip(s string, n int) string {
-	s = strings.TrimSpace(s)
-	if utf8.RuneCountInString(s) <= n {
-		return s
-	}
-	r := []rune(s)
-	return strings.TrimSpace(string(r[:n-1])) + "…"
-}
-
 // RenderDecision renders an open decision: the task, what happened, the
 // suggested actions, and one button per option, one a row for thumbs.
 // tokens[i] is the callback data of d.Options[i]; an option without a
@@ -55,14 +45,7 @@ func RenderDecision(d task.Decision, tokens []string) Message {
 		if i >= len(tokens) || tokens[i] == "" {
 			continue
 		}
-		label := o.Label
-		if label == "" {
-			label = o.ID
-		}
-		if o.NoteRequired {
-			label += " ✍️"
-		}
-		rows = append(rows, []models.InlineKeyboardButton{{Text: label, CallbackData: tokens[i]}})
+		rows = append(rows, []models.InlineKeyboardButton{{Text: chat.ButtonLabel(o), CallbackData: tokens[i]}})
 	}
 	m := Message{Text: decisionBody(d, "Decision") + "\n\n" + footer(d)}
 	if len(rows) > 0 {
@@ -78,11 +61,11 @@ func RenderClosed(d task.Decision, o task.Outcome) Message {
 	if o.Option == task.OptWithdrawn {
 		line = "➖ <b>Withdrawn</b>: no longer needed"
 	} else {
-		line = fmt.Sprintf("%s <b>%s</b> by <code>%s</code> via %s", outcomeMark(o.Option), esc(optionLabel(d, o.Option)), esc(o.By), esc(o.Channel))
+		line = fmt.Sprintf("%s <b>%s</b> by <code>%s</code> via %s", chat.OutcomeMark(o.Option), esc(chat.OptionLabel(d, o.Option)), esc(o.By), esc(o.Channel))
 	}
-	line += "\n" + stamp(o.At)
+	line += "\n" + chat.Stamp(o.At)
 	if o.Note != "" {
-		line += "\n<blockquote>" + esc(clip(o.Note, maxNote)) + "</blockquote>"
+		line += "\n<blockquote>" + esc(chat.Clip(o.Note, maxNote)) + "</blockquote>"
 	}
 	return Message{
 		Text:     decisionBody(d, "Decided") + "\n\n" + line + "\n\n" + footer(d),
@@ -93,9 +76,9 @@ func RenderClosed(d task.Decision, o task.Outcome) Message {
 func decisionBody(d task.Decision, state string) string {
 	c := d.Context
 	var b strings.Builder
-	fmt.Fprintf(&b, "%s <b>%s · %s</b>\n", riskMark(c.Risk), state, esc(d.TaskID))
-	fmt.Fprintf(&b, "<b>%s</b>\n%s\n\n", kindTitle(d.Kind), esc(clip(d.Prompt, maxDescription)))
-	b.WriteString("<b>Task</b> " + esc(clip(c.Description, maxDescription)))
+	fmt.Fprintf(&b, "%s <b>%s · %s</b>\n", chat.RiskMark(c.Risk), state, esc(d.TaskID))
+	fmt.Fprintf(&b, "<b>%s</b>\n%s\n\n", chat.KindTitle(d.Kind), esc(chat.Clip(d.Prompt, maxDescription)))
+	b.WriteString("<b>Task</b> " + esc(chat.Clip(c.Description, maxDescription)))
 	if c.Repo != "" {
 		r := c.Repo
 		if c.Branch != "" {
@@ -136,17 +119,17 @@ func decisionBody(d task.Decision, state string) string {
 }
 
 func whatHappened(m amp.Message, e amp.Escalation) string {
-	head := fmt.Sprintf("<b>What happened</b> %s %s from %s", severityMark(e.Severity), esc(string(e.EscalationType)), esc(string(e.TriggeredBy)))
+	head := fmt.Sprintf("<b>What happened</b> %s %s from %s", chat.SeverityMark(e.Severity), esc(string(e.EscalationType)), esc(string(e.TriggeredBy)))
 	if m.From != "" && m.From != e.TriggeredBy {
 		head += " (sent by " + esc(string(m.From)) + ")"
 	}
-	return head + "\n" + esc(clip(e.Description, maxDescription))
+	return head + "\n" + esc(chat.Clip(e.Description, maxDescription))
 }
 
 func footer(d task.Decision) string {
 	s := "<code>" + esc(d.ID) + "</code>"
 	if !d.RaisedAt.IsZero() {
-		s += " · raised " + stamp(d.RaisedAt)
+		s += " · raised " + chat.Stamp(d.RaisedAt)
 	}
 	return s
 }
@@ -158,7 +141,7 @@ func RenderEscalation(m amp.Message) Message {
 		return Message{Text: "<b>Escalation</b> on <code>" + esc(m.TaskID) + "</code>"}
 	}
 	var b strings.Builder
-	fmt.Fprintf(&b, "%s <b>Escalation · %s</b>\n", severityMark(e.Severity), esc(m.TaskID))
+	fmt.Fprintf(&b, "%s <b>Escalation · %s</b>\n", chat.SeverityMark(e.Severity), esc(m.TaskID))
 	b.WriteString(whatHappened(m, *e))
 	if len(e.SuggestedActions) > 0 {
 		b.WriteString("\n\n" + bullets("Suggested", escAll(e.SuggestedActions)))
@@ -174,7 +157,7 @@ func RenderEscalation(m amp.Message) Message {
 func RenderStatus(in activities.NotifyInput) Message {
 	s := fmt.Sprintf("<code>%s</code> is now <b>%s</b>", esc(in.TaskID), esc(strings.ReplaceAll(string(in.Status), "_", " ")))
 	if in.Text != "" {
-		s += ": " + esc(clip(in.Text, maxDescription))
+		s += ": " + esc(chat.Clip(in.Text, maxDescription))
 	}
 	return Message{Text: s}
 }
@@ -187,56 +170,7 @@ func RenderNotePrompt(d task.Decision, o task.Option, userID int64, name string)
 		name = "Admin"
 	}
 	return Message{Text: fmt.Sprintf("✍️ <a href=\"tg://user?id=%d\">%s</a>, reply to this message with your note for <b>%s</b> on <code>%s</code>.",
-		userID, esc(name), esc(optionLabel(d, o.ID)), esc(d.TaskID))}
-}
-
-func kindTitle(k task.DecisionKind) string {
-	s := strings.ReplaceAll(string(k), "_", " ")
-	if s == "" {
-		return "Decision"
-	}
-	return strings.ToUpper(s[:1]) + s[1:]
-}
-
-func riskMark(r amp.Risk) string {
-	switch r {
-	case amp.RiskLow:
-		return "🟢"
-	case amp.RiskMedium:
-		return "🟠"
-	case amp.RiskHigh:
-		return "🔴"
-	}
-	return "⚪"
-}
-
-func severityMark(s amp.Severity) string {
-	switch s {
-	case amp.SeverityCritical:
-		return "🔴"
-	case amp.SeverityMajor, amp.SeverityWarning:
-		return "🟠"
-	}
-	return "⚪"
-}
-
-func outcomeMark(option string) string {
-	switch option {
-	case task.OptApprove, task.OptAccept, task.OptResume:
-		return "✅"
-	case task.OptReject, task.OptTerminate:
-		return "⛔"
-	}
-	return "☑️"
-}
-
-func stamp(t time.Time) string { return t.UTC().Format("2006-01-02 15:04 UTC") }
-
-func optionLabel(d task.Decision, id string) string {
-	if o, ok := d.Option(id); ok && o.Label != "" {
-		return o.Label
-	}
-	return id
+		userID, esc(name), esc(chat.OptionLabel(d, o.ID)), esc(d.TaskID))}
 }
 
 func issueLine(i amp.Issue) string {
@@ -244,11 +178,11 @@ func issueLine(i amp.Issue) string {
 	if where != "" && i.Line > 0 {
 		where = fmt.Sprintf("%s:%d", i.File, i.Line)
 	}
-	line := severityMark(i.Severity) + " " + esc(string(i.Severity))
+	line := chat.SeverityMark(i.Severity) + " " + esc(string(i.Severity))
 	if where != "" {
 		line += " <code>" + esc(where) + "</code>"
 	}
-	return line + " " + esc(clip(i.Description, maxItem))
+	return line + " " + esc(chat.Clip(i.Description, maxItem))
 }
 
 func bullets(title string, lines []string) string {
@@ -267,7 +201,7 @@ func bullets(title string, lines []string) string {
 func escAll(items []string) []string {
 	out := make([]string, len(items))
 	for i, s := range items {
-		out[i] = esc(clip(s, maxItem))
+		out[i] = esc(chat.Clip(s, maxItem))
 	}
 	return out
 }

@@ -20,6 +20,7 @@ type msgRef struct {
 	Closed    bool  `json:"closed,omitempty"`
 }
 
+// IsClosed, AsClosed and String implement chat.Ref.
 func (r msgRef) IsClosed() bool   { return r.Closed }
 func (r msgRef) AsClosed() msgRef { r.Closed = true; return r }
 func (r msgRef) String() string   { return strconv.Itoa(r.MessageID) }
@@ -44,6 +45,7 @@ type stateData struct {
 	Notes map[string]noteRequest `json:"notes"`
 }
 
+// Init implements chat.Data, with the note prompts.
 func (d *stateData) Init() {
 	d.State.Init()
 	if d.Notes == nil {
@@ -51,6 +53,7 @@ func (d *stateData) Init() {
 	}
 }
 
+// Prune implements chat.Data: note prompts go after keepNotes.
 func (d *stateData) Prune(now time.Time) {
 	d.State.Prune(now)
 	for k, n := range d.Notes {

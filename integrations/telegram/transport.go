@@ -18,7 +18,7 @@ func (b *Bot) Run(ctx context.Context) error {
 		return fmt.Errorf("telegram getMe: %w", err)
 	}
 	b.log.Info("connected", "bot", me.Username, "mode", b.mode())
-	if err := b.repost(ctx); err != nil {
+	if err := b.core.Repost(ctx); err != nil {
 		b.log.Error("re-posting pending decisions", "err", err)
 	}
 	if b.mode() == ModeWebhook {

@@ -1,0 +1,214 @@
+package chat
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strings"
+	"sync"
+	"time"
+
+	"go.temporal.io/sdk/activity"
+
+	"github.com/ampflow/ampflow/activities"
+	"github.com/ampflow/ampflow/amp"
+	"github.com/ampflow/ampflow/workflows/task"
+)
+
+// Decider is what a bot needs of the task workflows.
+type Decider interface {
+	Decide(ctx context.Context, taskID string, in task.DecideInput) (task.DecideResult, error)
+	Pending(ctx context.Context) ([]task.Decision, error)
+}
+
+// Poster is a platform's side of posting: its API calls and its renderer.
+type Poster[R any] interface {
+	// PostDecision posts d with one button per option, tokens[i] being
+	// the value of d.Options[i], and returns where it went.
+	PostDecision(ctx context.Context, d task.Decision, tokens []string) (R, error)
+	// EditClosed edits one posted copy of d to its outcome, without buttons.
+	EditClosed(ctx context.Context, ref R, d task.Decision, o task.Outcome) error
+	// PostEscalation posts an escalation that asks nothing of the admins.
+	PostEscalation(ctx context.Context, m amp.Message) error
+	// PostStatus posts a status notice.
+	PostStatus(ctx context.Context, in activities.NotifyInput) error
+}
+
+// Core is the logic a bot shares with the other platforms: it posts and
+// closes decisions once each, whatever is retried, and turns an admin's
+// choice into a decision. Its fields are set once, before use.
+type Core[R Ref[R], D Data[R]] struct {
+	// Channel is the channel recorded with decisions ("slack"); it is also
+	// the config section that lists the admins.
+	Channel string
+	// Platform names the platform to users ("Slack").
+	Platform string
+	// By turns a platform user id into the identity a decision records.
+	By      func(user string) string
+	Admins  map[string]bool
+	Store   *Store[R, D]
+	Poster  Poster[R]
+	Decider Decider
+	Log     *slog.Logger
+	Now     func() time.Time
+	// DecideTimeout bounds one Decide call.
+	DecideTimeout time.Duration
+
+	// mu serialises posting and editing, so a retried Notify and the
+	// re-post on start cannot post one decision twice.
+	mu sync.Mutex
+}
+
+// AdminSet makes the admin set of a configured list of user ids.
+func AdminSet(ids []string) map[string]bool {
+	set := map[string]bool{}
+	for _, a := range ids {
+		set[strings.TrimSpace(a)] = true
+	}
+	return set
+}
+
+// IsAdmin reports whether a user may decide. Only the user id the platform
+// vouches for counts, never what a button carries.
+func (c *Core[R, D]) IsAdmin(user string) bool { return user != "" && c.Admins[user] }
+
+// NotAdminText tells user how to become an admin.
+func (c *Core[R, D]) NotAdminText(user string) string {
+	return NotAdminText(c.Platform, c.Channel, user)
+}
+
+// Notify implements activities.Notifier. It is safe to retry: what was
+// posted already is not posted again, and a closed decision is edited once.
+func (c *Core[R, D]) Notify(ctx context.Context, in activities.NotifyInput) error {
+	switch in.Event {
+	case activities.NoticeDecisionOpened:
+		if in.Decision == nil {
+			return fmt.Errorf("notice %s of task %s has no decision", in.Event, in.TaskID)
+		}
+		return c.PostDecision(ctx, *in.Decision)
+	case activities.NoticeDecisionClosed:
+		if in.Decision == nil || in.Outcome == nil {
+			return fmt.Errorf("notice %s of task %s has no decision or outcome", in.Event, in.TaskID)
+		}
+		return c.CloseDecision(ctx, *in.Decision, *in.Outcome)
+	case activities.NoticeEscalation:
+		if in.Message == nil {
+			return fmt.Errorf("notice %s of task %s has no message", in.Event, in.TaskID)
+		}
+		m := *in.Message
+		return c.postOnce("escalation:"+m.MsgID, func() error { return c.Poster.PostEscalation(ctx, m) })
+	case activities.NoticeStatus:
+		return c.postOnce(NoticeKey(ctx, in), func() error { return c.Poster.PostStatus(ctx, in) })
+	}
+	c.Log.Warn("notice ignored: unknown event", "event", in.Event, "task", in.TaskID)
+	return nil
+}
+
+// NoticeKey names a status notice across retries: the activity that
+// carries it when there is one, else what it says.
+func NoticeKey(ctx context.Context, in activities.NotifyInput) string {
+	if activity.IsActivity(ctx) {
+		i := activity.GetInfo(ctx)
+		return fmt.Sprintf("status:%s:%s:%s", i.WorkflowExecution.ID, i.WorkflowExecution.RunID, i.ActivityID)
+	}
+	return fmt.Sprintf("status:%s:%s:%s", in.TaskID, in.Status, in.Text)
+}
+
+// postOnce runs post, a message without buttons, unless key was posted before.
+func (c *Core[R, D]) postOnce(key string, post func() error) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	var done bool
+	c.Store.View(func(s D) { _, done = s.Base().Notices[key] })
+	if done {
+		return nil
+	}
+	if err := post(); err != nil {
+		return fmt.Errorf("posting notice %s: %w", key, err)
+	}
+	return c.Store.Update(c.Now(), func(s D) { s.Base().Notices[key] = c.Now() })
+}
+
+// PostDecision posts d with its buttons unless it was posted before.
+func (c *Core[R, D]) PostDecision(ctx context.Context, d task.Decision) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	var done bool
+	c.Store.View(func(s D) { p := s.Base().Decisions[d.ID]; done = p != nil && len(p.Messages) > 0 })
+	if done {
+		return nil
+	}
+	tokens := make([]string, len(d.Options))
+	for i := range tokens {
+		tokens[i] = NewToken()
+	}
+	ref, err := c.Poster.PostDecision(ctx, d, tokens)
+	if err != nil {
+		return fmt.Errorf("posting decision %s: %w", d.ID, err)
+	}
+	return c.Store.Update(c.Now(), func(s D) {
+		st := s.Base()
+		st.Decisions[d.ID] = &Posted[R]{Decision: d, Messages: []R{ref}, PostedAt: c.Now()}
+		for i, o := range d.Options {
+			st.Buttons[tokens[i]] = Button{DecisionID: d.ID, Option: o.ID}
+		}
+	})
+}
+
+// CloseDecision edits every posted copy of a decision to its outcome and
+// removes the buttons. Copies edited before are left alone.
+func (c *Core[R, D]) CloseDecision(ctx context.Context, d task.Decision, o task.Outcome) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	var refs []R
+	c.Store.View(func(s D) {
+		if p := s.Base().Decisions[d.ID]; p != nil {
+			refs = append(refs, p.Messages...)
+			if len(p.Decision.Options) > 0 {
+				d = p.Decision
+			}
+		}
+	})
+	if len(refs) == 0 {
+		return nil
+	}
+	var errs []error
+	for i, ref := range refs {
+		if ref.IsClosed() {
+			continue
+		}
+		if err := c.Poster.EditClosed(ctx, ref, d, o); err != nil {
+			errs = append(errs, fmt.Errorf("editing decision %s message %s: %w", d.ID, ref, err))
+			continue
+		}
+		refs[i] = ref.AsClosed()
+	}
+	if err := c.Store.Update(c.Now(), func(s D) {
+		if p := s.Base().Decisions[d.ID]; p != nil {
+			p.Messages = refs
+			out := o
+			p.Outcome = &out
+			p.ClosedAt = c.Now()
+		}
+	}); err != nil {
+		errs = append(errs, err)
+	}
+	return errors.Join(errs...)
+}
+
+// Repost posts the pending decisions that have no message here: a notice
+// lost in a crash, or decisions raised while the bot was away.
+func (c *Core[R, D]) Repost(ctx context.Context) error {
+	pending, err := c.Decider.Pending(ctx)
+	if err != nil {
+		return fmt.Errorf("listing pending decisions: %w", err)
+	}
+	var errs []error
+	for _, d := range pending {
+		if err := c.PostDecision(ctx, d); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
+}

@@ -1,0 +1,59 @@
+package chat
+
+import (
+	"context"
+
+	"github.com/ampflow/ampflow/workflows/task"
+)
+
+// Pick resolves a pressed button's token to its decision and option. When
+// nothing can be decided, refusal says why, for the clicker alone.
+func (c *Core[R, D]) Pick(token string) (p Posted[R], opt task.Option, refusal string) {
+	b, p, ok := c.Store.Lookup(token)
+	if !ok {
+		return p, opt, StaleButtonText
+	}
+	if p.Outcome != nil {
+		return p, opt, "⚠️ " + AlreadyText(p.Decision, *p.Outcome)
+	}
+	if opt, ok = p.Decision.Option(b.Option); !ok {
+		return p, opt, StaleOptionText
+	}
+	return p, opt, ""
+}
+
+// PickNote is Pick for a note that arrives for the option of token; p is
+// the zero value when the token is unknown.
+func (c *Core[R, D]) PickNote(token string) (p Posted[R], option, refusal string) {
+	b, p, ok := c.Store.Lookup(token)
+	if !ok {
+		return p, "", StaleNoteText
+	}
+	if p.Outcome != nil {
+		return p, "", "⚠️ " + AlreadyText(p.Decision, *p.Outcome)
+	}
+	return p, b.Option, ""
+}
+
+// Decide applies an admin's choice and edits the posted copies at once;
+// the workflow's decision_closed notice then finds them edited. It
+// returns what to tell the admin, and whether it is a refusal.
+func (c *Core[R, D]) Decide(ctx context.Context, user string, d task.Decision, option, note string) (string, bool) {
+	in := task.DecideInput{DecisionID: d.ID, Option: option, Note: note, By: c.By(user), Channel: c.Channel}
+	dctx, cancel := context.WithTimeout(ctx, c.DecideTimeout)
+	res, err := c.Decider.Decide(dctx, d.TaskID, in)
+	cancel()
+	if err != nil {
+		c.Log.Info("decision refused", "decision", d.ID, "user", user, "option", option, "err", err)
+		return RefusalText(err), true
+	}
+	c.Log.Info("decided", "decision", d.ID, "task", d.TaskID, "user", user, "option", option)
+	o := res.Outcome
+	if o.DecisionID == "" {
+		o = task.Outcome{DecisionID: d.ID, Kind: d.Kind, Option: option, Note: note, By: in.By, Channel: c.Channel, At: c.Now()}
+	}
+	if err := c.CloseDecision(ctx, d, o); err != nil {
+		c.Log.Error("editing decided message", "decision", d.ID, "err", err)
+	}
+	return "✅ Recorded: " + OptionLabel(d, option), false
+}
