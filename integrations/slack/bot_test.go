@@ -9,16 +9,9 @@ import (
 	"time"
 
 	"github.com/ampflow/ampflow/activities"
+	"github.com/ampflow/ampflow/integrations/chat/chattest"
 	"github.com/ampflow/ampflow/workflows/task"
 )
-
-func opened(d task.Decision) activities.NotifyInput {
-	return activities.NotifyInput{TaskID: d.TaskID, Event: activities.NoticeDecisionOpened, Status: task.StatusAwaitingAdmin, Decision: &d}
-}
-
-func closed(d task.Decision, o task.Outcome) activities.NotifyInput {
-	return activities.NotifyInput{TaskID: d.TaskID, Event: activities.NoticeDecisionClosed, Status: task.StatusDispatched, Decision: &d, Outcome: &o}
-}
 
 // tokensOf returns the button tokens of a posted decision in option order.
 func tokensOf(b *Bot, d task.Decision) []string {
@@ -36,9 +29,9 @@ func tokensOf(b *Bot, d task.Decision) []string {
 }
 
 func TestNotifyPostsDecision(t *testing.T) {
-	b, f := newTestBot(t, &fakeDecider{})
-	d := planDecision()
-	if err := b.Notify(context.Background(), opened(d)); err != nil {
+	b, f := newTestBot(t, &chattest.Decider{})
+	d := chattest.PlanDecision()
+	if err := b.Notify(context.Background(), chattest.Opened(d)); err != nil {
 		t.Fatal(err)
 	}
 	posts := f.calls("chat.postMessage")
@@ -79,12 +72,12 @@ func TestNotifyPostsDecision(t *testing.T) {
 }
 
 func TestNotifyIdempotent(t *testing.T) {
-	b, f := newTestBot(t, &fakeDecider{})
+	b, f := newTestBot(t, &chattest.Decider{})
 	ctx := context.Background()
-	esc := activities.NotifyInput{TaskID: "T-2026-002", Event: activities.NoticeEscalation, Message: lockDecision().Escalation}
+	esc := activities.NotifyInput{TaskID: "T-2026-002", Event: activities.NoticeEscalation, Message: chattest.LockDecision().Escalation}
 	status := activities.NotifyInput{TaskID: "T-2026-002", Event: activities.NoticeStatus, Status: task.StatusInReview}
 	for range 3 {
-		for _, in := range []activities.NotifyInput{opened(planDecision()), esc, status} {
+		for _, in := range []activities.NotifyInput{chattest.Opened(chattest.PlanDecision()), esc, status} {
 			if err := b.Notify(ctx, in); err != nil {
 				t.Fatal(err)
 			}
@@ -103,15 +96,15 @@ func TestNotifyIdempotent(t *testing.T) {
 }
 
 func TestNotifyClosedEditsOnce(t *testing.T) {
-	b, f := newTestBot(t, &fakeDecider{})
+	b, f := newTestBot(t, &chattest.Decider{})
 	ctx := context.Background()
-	d := lockDecision()
-	if err := b.Notify(ctx, opened(d)); err != nil {
+	d := chattest.LockDecision()
+	if err := b.Notify(ctx, chattest.Opened(d)); err != nil {
 		t.Fatal(err)
 	}
-	o := outcome(d, task.OptTerminate, "telegram:42", "telegram", "")
+	o := chattest.Outcome(d, task.OptTerminate, "telegram:42", "telegram", "")
 	for range 2 {
-		if err := b.Notify(ctx, closed(d, o)); err != nil {
+		if err := b.Notify(ctx, chattest.Closed(d, o)); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -134,9 +127,9 @@ func TestNotifyClosedEditsOnce(t *testing.T) {
 }
 
 func TestNotifyClosedNotPostedHere(t *testing.T) {
-	b, f := newTestBot(t, &fakeDecider{})
-	d := planDecision()
-	if err := b.Notify(context.Background(), closed(d, outcome(d, task.OptApprove, "cli", "cli", ""))); err != nil {
+	b, f := newTestBot(t, &chattest.Decider{})
+	d := chattest.PlanDecision()
+	if err := b.Notify(context.Background(), chattest.Closed(d, chattest.Outcome(d, task.OptApprove, "cli", "cli", ""))); err != nil {
 		t.Fatal(err)
 	}
 	if n := len(f.got); n != 0 {
@@ -145,9 +138,9 @@ func TestNotifyClosedNotPostedHere(t *testing.T) {
 }
 
 func TestRateLimitRetriedAfterRetryAfter(t *testing.T) {
-	b, f := newTestBot(t, &fakeDecider{})
+	b, f := newTestBot(t, &chattest.Decider{})
 	f.limit("chat.postMessage", 1)
-	if err := b.Notify(context.Background(), opened(planDecision())); err != nil {
+	if err := b.Notify(context.Background(), chattest.Opened(chattest.PlanDecision())); err != nil {
 		t.Fatal(err)
 	}
 	posts := f.calls("chat.postMessage")
@@ -157,18 +150,18 @@ func TestRateLimitRetriedAfterRetryAfter(t *testing.T) {
 	if gap := posts[1].At.Sub(posts[0].At); gap < time.Second {
 		t.Errorf("retried after %v, want at least the 1s Retry-After", gap)
 	}
-	if len(tokensOf(b, planDecision())) != 2 {
+	if len(tokensOf(b, chattest.PlanDecision())) != 2 {
 		t.Error("decision not recorded after the retry")
 	}
 }
 
 func TestRateLimitBounded(t *testing.T) {
-	b, f := newTestBot(t, &fakeDecider{})
+	b, f := newTestBot(t, &chattest.Decider{})
 	b.maxRetries = 2
 	var waited []time.Duration
 	b.sleep = func(_ context.Context, d time.Duration) error { waited = append(waited, d); return nil }
 	f.limit("chat.postMessage", 10)
-	err := b.Notify(context.Background(), opened(planDecision()))
+	err := b.Notify(context.Background(), chattest.Opened(chattest.PlanDecision()))
 	if err == nil {
 		t.Fatal("Notify succeeded through a lasting rate limit")
 	}
@@ -179,22 +172,22 @@ func TestRateLimitBounded(t *testing.T) {
 		t.Errorf("waited %v, want two waits of 1s", waited)
 	}
 	var p *posted
-	b.store.View(func(s *stateData) { p = s.Decisions[planDecision().ID] })
+	b.store.View(func(s *stateData) { p = s.Decisions[chattest.PlanDecision().ID] })
 	if p != nil {
 		t.Error("a failed post was recorded as posted")
 	}
 }
 
 func TestRunRepostsPending(t *testing.T) {
-	dec := &fakeDecider{pending: []task.Decision{planDecision(), lockDecision()}}
+	dec := &chattest.Decider{PendingDecisions: []task.Decision{chattest.PlanDecision(), chattest.LockDecision()}}
 	b, f := newTestBot(t, dec)
-	if err := b.Notify(context.Background(), opened(planDecision())); err != nil {
+	if err := b.Notify(context.Background(), chattest.Opened(chattest.PlanDecision())); err != nil {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- b.Run(ctx) }()
-	waitFor(t, "the re-post", func() bool { return len(f.calls("chat.postMessage")) >= 2 })
+	chattest.WaitFor(t, "the re-post", func() bool { return len(f.calls("chat.postMessage")) >= 2 })
 	cancel()
 	if err := <-done; err != nil {
 		t.Fatalf("Run: %v", err)

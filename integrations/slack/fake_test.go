@@ -1,7 +1,6 @@
 package slack
 
 import (
-	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -15,7 +14,6 @@ import (
 	"time"
 
 	"github.com/ampflow/ampflow/config"
-	"github.com/ampflow/ampflow/workflows/task"
 )
 
 // apiCall is one Web API request the fake received.
@@ -99,43 +97,6 @@ func (f *fakeSlack) limit(method string, n int) {
 	f.limited[method] = n
 }
 
-// fakeDecider is the workflows: the first decision on an id wins, later
-// ones are refused the way the workflow refuses them.
-type fakeDecider struct {
-	mu      sync.Mutex
-	in      []task.DecideInput
-	decided map[string]task.Outcome
-	pending []task.Decision
-}
-
-func (f *fakeDecider) Decide(_ context.Context, taskID string, in task.DecideInput) (task.DecideResult, error) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	f.in = append(f.in, in)
-	if f.decided == nil {
-		f.decided = map[string]task.Outcome{}
-	}
-	if o, ok := f.decided[in.DecisionID]; ok {
-		return task.DecideResult{}, &task.Error{Code: task.CodeConflict, Message: fmt.Sprintf(
-			"decision %s already decided by %s via %s at %s (%s)", o.DecisionID, o.By, o.Channel, o.At.Format(time.RFC3339), o.Option)}
-	}
-	o := task.Outcome{DecisionID: in.DecisionID, Option: in.Option, Note: in.Note, By: in.By, Channel: in.Channel, At: raisedAt.Add(time.Minute)}
-	f.decided[in.DecisionID] = o
-	return task.DecideResult{Outcome: o, Status: task.StatusDispatched}, nil
-}
-
-func (f *fakeDecider) Pending(context.Context) ([]task.Decision, error) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	return append([]task.Decision(nil), f.pending...), nil
-}
-
-func (f *fakeDecider) inputs() []task.DecideInput {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	return append([]task.DecideInput(nil), f.in...)
-}
-
 const testSecret = "8f742231b10e8888abcd99yyyzzz85a5"
 
 // newTestBot returns a bot in HTTP mode against a fresh fake, with admin U1.
@@ -151,18 +112,6 @@ func newTestBot(t *testing.T, dec Decider) (*Bot, *fakeSlack) {
 	}
 	t.Cleanup(b.work.Wait)
 	return b, f
-}
-
-// waitFor polls cond until it holds or the deadline passes.
-func waitFor(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
 }
 
 // blocks returns the blocks a call sent, re-encoded without HTML escaping.

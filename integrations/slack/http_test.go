@@ -19,6 +19,7 @@ import (
 	slackapi "github.com/slack-go/slack"
 	"github.com/slack-go/slack/socketmode"
 
+	"github.com/ampflow/ampflow/integrations/chat/chattest"
 	"github.com/ampflow/ampflow/workflows/task"
 )
 
@@ -59,21 +60,21 @@ func serve(b *Bot, r *http.Request) *httptest.ResponseRecorder {
 func postedBot(t *testing.T, dec Decider, d task.Decision) (*Bot, *fakeSlack, []string) {
 	t.Helper()
 	b, f := newTestBot(t, dec)
-	if err := b.Notify(context.Background(), opened(d)); err != nil {
+	if err := b.Notify(context.Background(), chattest.Opened(d)); err != nil {
 		t.Fatal(err)
 	}
 	return b, f, tokensOf(b, d)
 }
 
 func TestClickByAdminDecides(t *testing.T) {
-	dec := &fakeDecider{}
-	d := planDecision()
+	dec := &chattest.Decider{}
+	d := chattest.PlanDecision()
 	b, f, tokens := postedBot(t, dec, d)
 	if w := serve(b, signedRequest(clickPayload("U1", tokens[0], "1.1"), testSecret, time.Now())); w.Code != http.StatusOK {
 		t.Fatalf("status %d, want 200", w.Code)
 	}
-	waitFor(t, "the edit", func() bool { return len(f.calls("chat.update")) == 1 })
-	in := dec.inputs()
+	chattest.WaitFor(t, "the edit", func() bool { return len(f.calls("chat.update")) == 1 })
+	in := dec.Inputs()
 	want := task.DecideInput{DecisionID: d.ID, Option: task.OptApprove, By: "slack:U1", Channel: "slack"}
 	if len(in) != 1 || in[0] != want {
 		t.Fatalf("Decide got %+v, want [%+v]", in, want)
@@ -82,7 +83,7 @@ func TestClickByAdminDecides(t *testing.T) {
 		t.Errorf("edit keeps buttons or does not say who decided: %s", blocks)
 	}
 	// The workflow's closing notice then finds nothing left to edit.
-	if err := b.Notify(context.Background(), closed(d, outcome(d, task.OptApprove, "slack:U1", "slack", ""))); err != nil {
+	if err := b.Notify(context.Background(), chattest.Closed(d, chattest.Outcome(d, task.OptApprove, "slack:U1", "slack", ""))); err != nil {
 		t.Fatal(err)
 	}
 	if n := len(f.calls("chat.update")); n != 1 {
@@ -91,18 +92,18 @@ func TestClickByAdminDecides(t *testing.T) {
 }
 
 func TestClickByNonAdminRefused(t *testing.T) {
-	dec := &fakeDecider{}
-	b, f, tokens := postedBot(t, dec, planDecision())
+	dec := &chattest.Decider{}
+	b, f, tokens := postedBot(t, dec, chattest.PlanDecision())
 	if w := serve(b, signedRequest(clickPayload("U666", tokens[0], "1.1"), testSecret, time.Now())); w.Code != http.StatusOK {
 		t.Fatalf("status %d, want 200 (acknowledged, then refused)", w.Code)
 	}
-	waitFor(t, "the refusal", func() bool { return len(f.calls("chat.postEphemeral")) == 1 })
+	chattest.WaitFor(t, "the refusal", func() bool { return len(f.calls("chat.postEphemeral")) == 1 })
 	b.work.Wait()
 	e := f.calls("chat.postEphemeral")[0]
 	if e.Form.Get("user") != "U666" || !strings.Contains(e.Form.Get("text"), "Only ampflow admins") {
 		t.Errorf("refusal went to %q saying %q", e.Form.Get("user"), e.Form.Get("text"))
 	}
-	if in := dec.inputs(); len(in) != 0 {
+	if in := dec.Inputs(); len(in) != 0 {
 		t.Errorf("a non-admin's click reached the workflow: %+v", in)
 	}
 	if n := len(f.calls("chat.update")); n != 0 {
@@ -111,8 +112,8 @@ func TestClickByNonAdminRefused(t *testing.T) {
 }
 
 func TestSimultaneousClicksMakeOneDecision(t *testing.T) {
-	dec := &fakeDecider{}
-	d := planDecision()
+	dec := &chattest.Decider{}
+	d := chattest.PlanDecision()
 	b, f, tokens := postedBot(t, dec, d)
 	var wg sync.WaitGroup
 	for i, user := range []string{"U1", "U2"} {
@@ -123,12 +124,11 @@ func TestSimultaneousClicksMakeOneDecision(t *testing.T) {
 		}()
 	}
 	wg.Wait()
-	waitFor(t, "the loser told", func() bool { return len(f.calls("chat.postEphemeral")) == 1 })
+	chattest.WaitFor(t, "the loser told", func() bool { return len(f.calls("chat.postEphemeral")) == 1 })
 	b.work.Wait()
-	dec.mu.Lock()
-	n := len(dec.decided)
-	winner := dec.decided[d.ID].By
-	dec.mu.Unlock()
+	decided := dec.Decisions()
+	n := len(decided)
+	winner := decided[d.ID].By
 	if n != 1 {
 		t.Fatalf("%d decisions taken, want 1", n)
 	}
@@ -145,8 +145,8 @@ func TestSimultaneousClicksMakeOneDecision(t *testing.T) {
 }
 
 func TestRedeliveryDeduplicated(t *testing.T) {
-	dec := &fakeDecider{}
-	b, f, tokens := postedBot(t, dec, planDecision())
+	dec := &chattest.Decider{}
+	b, f, tokens := postedBot(t, dec, chattest.PlanDecision())
 	payload := clickPayload("U1", tokens[0], "3.1")
 	serve(b, signedRequest(payload, testSecret, time.Now()))
 	retry := signedRequest(payload, testSecret, time.Now())
@@ -155,9 +155,9 @@ func TestRedeliveryDeduplicated(t *testing.T) {
 	if w := serve(b, retry); w.Code != http.StatusOK {
 		t.Fatalf("redelivery status %d, want 200", w.Code)
 	}
-	waitFor(t, "the edit", func() bool { return len(f.calls("chat.update")) == 1 })
+	chattest.WaitFor(t, "the edit", func() bool { return len(f.calls("chat.update")) == 1 })
 	b.work.Wait()
-	if in := dec.inputs(); len(in) != 1 {
+	if in := dec.Inputs(); len(in) != 1 {
 		t.Errorf("Decide called %d times for one click delivered twice", len(in))
 	}
 	if n := len(f.calls("chat.postEphemeral")); n != 0 {
@@ -166,8 +166,8 @@ func TestRedeliveryDeduplicated(t *testing.T) {
 }
 
 func TestSignatureRefused(t *testing.T) {
-	dec := &fakeDecider{}
-	b, f, tokens := postedBot(t, dec, planDecision())
+	dec := &chattest.Decider{}
+	b, f, tokens := postedBot(t, dec, chattest.PlanDecision())
 	payload := clickPayload("U1", tokens[0], "4.1")
 	unsigned := signedRequest(payload, testSecret, time.Now())
 	unsigned.Header.Del("X-Slack-Signature")
@@ -191,7 +191,7 @@ func TestSignatureRefused(t *testing.T) {
 		})
 	}
 	b.work.Wait()
-	if in := dec.inputs(); len(in) != 0 {
+	if in := dec.Inputs(); len(in) != 0 {
 		t.Errorf("refused requests reached the workflow: %+v", in)
 	}
 	if n := len(f.calls("chat.postEphemeral")) + len(f.calls("chat.update")); n != 0 {
@@ -203,17 +203,17 @@ func TestSignatureRefused(t *testing.T) {
 }
 
 func TestNoteOptionOpensModal(t *testing.T) {
-	dec := &fakeDecider{}
-	d := planDecision()
+	dec := &chattest.Decider{}
+	d := chattest.PlanDecision()
 	b, f, tokens := postedBot(t, dec, d)
 	serve(b, signedRequest(clickPayload("U1", tokens[1], "5.1"), testSecret, time.Now()))
-	waitFor(t, "views.open", func() bool { return len(f.calls("views.open")) == 1 })
+	chattest.WaitFor(t, "views.open", func() bool { return len(f.calls("views.open")) == 1 })
 	v := f.calls("views.open")[0].JSON
 	view, _ := v["view"].(map[string]any)
 	if v["trigger_id"] != "trig-5.1" || view["private_metadata"] != tokens[1] || view["callback_id"] != noteCallbackID {
 		t.Fatalf("views.open got %v", v)
 	}
-	if in := dec.inputs(); len(in) != 0 {
+	if in := dec.Inputs(); len(in) != 0 {
 		t.Fatalf("decided before the note: %+v", in)
 	}
 
@@ -224,24 +224,24 @@ func TestNoteOptionOpensModal(t *testing.T) {
 	if w := serve(b, signedRequest(notePayload("U1", tokens[1], "Scope too wide", "V1"), testSecret, time.Now())); w.Code != http.StatusOK || w.Body.Len() != 0 {
 		t.Errorf("submission answered %d %q, want an empty 200 that closes the modal", w.Code, w.Body.String())
 	}
-	waitFor(t, "the decision", func() bool { return len(dec.inputs()) == 1 })
+	chattest.WaitFor(t, "the decision", func() bool { return len(dec.Inputs()) == 1 })
 	want := task.DecideInput{DecisionID: d.ID, Option: task.OptReject, Note: "Scope too wide", By: "slack:U1", Channel: "slack"}
-	if got := dec.inputs()[0]; got != want {
+	if got := dec.Inputs()[0]; got != want {
 		t.Errorf("Decide got %+v, want %+v", got, want)
 	}
-	waitFor(t, "the edit", func() bool { return len(f.calls("chat.update")) == 1 })
+	chattest.WaitFor(t, "the edit", func() bool { return len(f.calls("chat.update")) == 1 })
 	if !strings.Contains(f.calls("chat.update")[0].blocks(t), "Scope too wide") {
 		t.Error("the edit does not show the note")
 	}
 }
 
 func TestNoteFromNonAdminRefused(t *testing.T) {
-	dec := &fakeDecider{}
-	b, f, tokens := postedBot(t, dec, planDecision())
+	dec := &chattest.Decider{}
+	b, f, tokens := postedBot(t, dec, chattest.PlanDecision())
 	serve(b, signedRequest(notePayload("U666", tokens[1], "let me", "V2"), testSecret, time.Now()))
-	waitFor(t, "the refusal", func() bool { return len(f.calls("chat.postEphemeral")) == 1 })
+	chattest.WaitFor(t, "the refusal", func() bool { return len(f.calls("chat.postEphemeral")) == 1 })
 	b.work.Wait()
-	if in := dec.inputs(); len(in) != 0 {
+	if in := dec.Inputs(); len(in) != 0 {
 		t.Errorf("a non-admin's note reached the workflow: %+v", in)
 	}
 }
@@ -259,8 +259,8 @@ func (a *fakeAcker) Ack(req socketmode.Request, _ ...any) error {
 }
 
 func TestSocketModeAcksThenDecides(t *testing.T) {
-	dec := &fakeDecider{}
-	d := planDecision()
+	dec := &chattest.Decider{}
+	d := chattest.PlanDecision()
 	b, f, tokens := postedBot(t, dec, d)
 	var cb = mustCallback(t, clickPayload("U1", tokens[0], "6.1"))
 	a := &fakeAcker{}
@@ -268,15 +268,15 @@ func TestSocketModeAcksThenDecides(t *testing.T) {
 	if len(a.acks) != 1 || a.acks[0].EnvelopeID != "env-1" {
 		t.Fatalf("acks %+v, want env-1 acknowledged before any work", a.acks)
 	}
-	waitFor(t, "the edit", func() bool { return len(f.calls("chat.update")) == 1 })
-	if in := dec.inputs(); len(in) != 1 || in[0].By != "slack:U1" || in[0].Channel != "slack" {
+	chattest.WaitFor(t, "the edit", func() bool { return len(f.calls("chat.update")) == 1 })
+	if in := dec.Inputs(); len(in) != 1 || in[0].By != "slack:U1" || in[0].Channel != "slack" {
 		t.Errorf("Decide got %+v", in)
 	}
 	// Slack redelivers an envelope it thinks was lost: acknowledged, no effect.
 	b.socketEvent(socketmode.Event{Type: socketmode.EventTypeInteractive, Data: cb, Request: &socketmode.Request{EnvelopeID: "env-1", RetryAttempt: 1}}, a)
 	b.work.Wait()
-	if len(a.acks) != 2 || len(dec.inputs()) != 1 {
-		t.Errorf("redelivered envelope: %d acks, %d decisions; want 2 and 1", len(a.acks), len(dec.inputs()))
+	if len(a.acks) != 2 || len(dec.Inputs()) != 1 {
+		t.Errorf("redelivered envelope: %d acks, %d decisions; want 2 and 1", len(a.acks), len(dec.Inputs()))
 	}
 }
 

@@ -3,17 +3,13 @@ package slack
 import (
 	"bytes"
 	"encoding/json"
-	"flag"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/ampflow/ampflow/activities"
+	"github.com/ampflow/ampflow/integrations/chat/chattest"
 	"github.com/ampflow/ampflow/workflows/task"
 )
-
-var update = flag.Bool("update", false, "rewrite the golden files in testdata")
 
 // jsonText encodes v as Slack receives it, without HTML escaping so the
 // text reads as written.
@@ -29,47 +25,27 @@ func jsonText(t testing.TB, v any, indent string) []byte {
 	return buf.Bytes()
 }
 
-// golden compares v, as indented JSON, with testdata/name.
-func golden(t *testing.T, name string, v any) {
-	t.Helper()
-	got := jsonText(t, v, "  ")
-	path := filepath.Join("testdata", name)
-	if *update {
-		if err := os.WriteFile(path, got, 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("reading golden file (run with -update to create it): %v", err)
-	}
-	if !bytes.Equal(got, want) {
-		t.Errorf("%s differs from the rendering; run with -update if intended.\ngot:\n%s", path, got)
-	}
-}
-
 func TestRenderGolden(t *testing.T) {
-	plan, lock := planDecision(), lockDecision()
+	plan, lock := chattest.PlanDecision(), chattest.LockDecision()
 	tests := []struct {
 		name string
 		v    any
 	}{
 		{"decision_plan.json", RenderDecision(plan, []string{"tokA", "tokB"})},
 		{"decision_lock.json", RenderDecision(lock, []string{"tok1", "tok2", "tok3"})},
-		{"closed_plan.json", RenderClosed(plan, outcome(plan, task.OptApprove, "slack:U1", "slack", ""))},
-		{"closed_lock_note.json", RenderClosed(lock, outcome(lock, task.OptAccept, "telegram:42", "telegram", "Known flake;\nship it"))},
-		{"closed_withdrawn.json", RenderClosed(plan, outcome(plan, task.OptWithdrawn, "system", "workflow", ""))},
+		{"closed_plan.json", RenderClosed(plan, chattest.Outcome(plan, task.OptApprove, "slack:U1", "slack", ""))},
+		{"closed_lock_note.json", RenderClosed(lock, chattest.Outcome(lock, task.OptAccept, "telegram:42", "telegram", "Known flake;\nship it"))},
+		{"closed_withdrawn.json", RenderClosed(plan, chattest.Outcome(plan, task.OptWithdrawn, "system", "workflow", ""))},
 		{"escalation.json", RenderEscalation(*lock.Escalation)},
 		{"note_modal.json", RenderNoteModal(lock, lock.Options[1], "tok2")},
 	}
 	for _, tt := range tests {
-		t.Run(strings.TrimSuffix(tt.name, ".json"), func(t *testing.T) { golden(t, tt.name, tt.v) })
+		t.Run(strings.TrimSuffix(tt.name, ".json"), func(t *testing.T) { chattest.Golden(t, tt.name, jsonText(t, tt.v, "  ")) })
 	}
 }
 
 func TestRenderDecisionButtons(t *testing.T) {
-	d := lockDecision()
+	d := chattest.LockDecision()
 	raw := jsonText(t, RenderDecision(d, []string{"tok1", "", "tok3"}), "")
 	s := string(raw)
 	for _, want := range []string{`"value":"tok1"`, `"value":"tok3"`, `"style":"danger"`} {
@@ -86,8 +62,8 @@ func TestRenderDecisionButtons(t *testing.T) {
 }
 
 func TestRenderClosedHasNoButtons(t *testing.T) {
-	d := planDecision()
-	raw := jsonText(t, RenderClosed(d, outcome(d, task.OptReject, "slack:U9", "slack", "too risky")), "")
+	d := chattest.PlanDecision()
+	raw := jsonText(t, RenderClosed(d, chattest.Outcome(d, task.OptReject, "slack:U9", "slack", "too risky")), "")
 	s := string(raw)
 	if strings.Contains(s, `"type":"actions"`) || strings.Contains(s, `"type":"button"`) {
 		t.Error("closed rendering still has buttons")
@@ -107,7 +83,7 @@ func TestRenderStatus(t *testing.T) {
 }
 
 func BenchmarkRenderDecision(b *testing.B) {
-	d := lockDecision()
+	d := chattest.LockDecision()
 	tokens := []string{"tok1", "tok2", "tok3"}
 	b.ReportAllocs()
 	for b.Loop() {

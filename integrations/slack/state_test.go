@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/ampflow/ampflow/integrations/chat"
+	"github.com/ampflow/ampflow/integrations/chat/chattest"
 	"github.com/ampflow/ampflow/workflows/task"
 )
 
@@ -16,9 +17,9 @@ func TestStatePrunesAndPersists(t *testing.T) {
 		t.Fatal(err)
 	}
 	now := time.Date(2026, 6, 1, 0, 0, 0, 0, time.UTC)
-	old, fresh, open := planDecision(), lockDecision(), planDecision()
+	old, fresh, open := chattest.PlanDecision(), chattest.LockDecision(), chattest.PlanDecision()
 	open.ID = "T-2026-001-d2"
-	o := outcome(old, task.OptApprove, "slack:U1", "slack", "")
+	o := chattest.Outcome(old, task.OptApprove, "slack:U1", "slack", "")
 	err = s.Update(now, func(d *stateData) {
 		d.Decisions[old.ID] = &posted{Decision: old, Outcome: &o, ClosedAt: now.Add(-chat.KeepDecided - time.Hour)}
 		d.Decisions[fresh.ID] = &posted{Decision: fresh, Outcome: &o, ClosedAt: now.Add(-time.Hour)}

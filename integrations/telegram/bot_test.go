@@ -11,16 +11,9 @@ import (
 	"github.com/go-telegram/bot/models"
 
 	"github.com/ampflow/ampflow/activities"
+	"github.com/ampflow/ampflow/integrations/chat/chattest"
 	"github.com/ampflow/ampflow/workflows/task"
 )
-
-func opened(d task.Decision) activities.NotifyInput {
-	return activities.NotifyInput{TaskID: d.TaskID, Event: activities.NoticeDecisionOpened, Status: task.StatusAwaitingAdmin, Decision: &d}
-}
-
-func closed(d task.Decision, o task.Outcome) activities.NotifyInput {
-	return activities.NotifyInput{TaskID: d.TaskID, Event: activities.NoticeDecisionClosed, Status: task.StatusDispatched, Decision: &d, Outcome: &o}
-}
 
 // tokensOf returns the callback data of a posted decision in option order.
 func tokensOf(b *Bot, d task.Decision) []string {
@@ -58,9 +51,9 @@ func keyboard(t *testing.T, c apiCall) models.InlineKeyboardMarkup {
 }
 
 func TestNotifyPostsDecision(t *testing.T) {
-	b, f := newTestBot(t, &fakeDecider{}, ModePolling)
-	d := lockDecision()
-	if err := b.Notify(context.Background(), opened(d)); err != nil {
+	b, f := newTestBot(t, &chattest.Decider{}, ModePolling)
+	d := chattest.LockDecision()
+	if err := b.Notify(context.Background(), chattest.Opened(d)); err != nil {
 		t.Fatal(err)
 	}
 	sent := f.calls("sendMessage")
@@ -88,11 +81,11 @@ func TestNotifyPostsDecision(t *testing.T) {
 }
 
 func TestNotifyIdempotent(t *testing.T) {
-	b, f := newTestBot(t, &fakeDecider{}, ModePolling)
-	esc := activities.NotifyInput{TaskID: "T-2026-002", Event: activities.NoticeEscalation, Message: lockDecision().Escalation}
+	b, f := newTestBot(t, &chattest.Decider{}, ModePolling)
+	esc := activities.NotifyInput{TaskID: "T-2026-002", Event: activities.NoticeEscalation, Message: chattest.LockDecision().Escalation}
 	status := activities.NotifyInput{TaskID: "T-2026-002", Event: activities.NoticeStatus, Status: task.StatusInReview}
 	for range 3 {
-		for _, in := range []activities.NotifyInput{opened(planDecision()), esc, status} {
+		for _, in := range []activities.NotifyInput{chattest.Opened(chattest.PlanDecision()), esc, status} {
 			if err := b.Notify(context.Background(), in); err != nil {
 				t.Fatal(err)
 			}
@@ -111,15 +104,15 @@ func TestNotifyIdempotent(t *testing.T) {
 }
 
 func TestNotifyClosedEditsOnce(t *testing.T) {
-	b, f := newTestBot(t, &fakeDecider{}, ModePolling)
-	d := planDecision()
+	b, f := newTestBot(t, &chattest.Decider{}, ModePolling)
+	d := chattest.PlanDecision()
 	ctx := context.Background()
-	if err := b.Notify(ctx, opened(d)); err != nil {
+	if err := b.Notify(ctx, chattest.Opened(d)); err != nil {
 		t.Fatal(err)
 	}
-	o := outcome(d, task.OptApprove, "slack:U1", "slack", "")
+	o := chattest.Outcome(d, task.OptApprove, "slack:U1", "slack", "")
 	for range 2 {
-		if err := b.Notify(ctx, closed(d, o)); err != nil {
+		if err := b.Notify(ctx, chattest.Closed(d, o)); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -137,9 +130,9 @@ func TestNotifyClosedEditsOnce(t *testing.T) {
 }
 
 func TestRateLimitRetriedAfterRetryAfter(t *testing.T) {
-	b, f := newTestBot(t, &fakeDecider{}, ModePolling)
+	b, f := newTestBot(t, &chattest.Decider{}, ModePolling)
 	f.limit("sendMessage", 1)
-	if err := b.Notify(context.Background(), opened(planDecision())); err != nil {
+	if err := b.Notify(context.Background(), chattest.Opened(chattest.PlanDecision())); err != nil {
 		t.Fatal(err)
 	}
 	sent := f.calls("sendMessage")
@@ -149,18 +142,18 @@ func TestRateLimitRetriedAfterRetryAfter(t *testing.T) {
 	if gap := sent[1].At.Sub(sent[0].At); gap < time.Second {
 		t.Errorf("retried after %v, want at least retry_after 1s", gap)
 	}
-	if messageOf(b, planDecision().ID) == 0 {
+	if messageOf(b, chattest.PlanDecision().ID) == 0 {
 		t.Error("decision not recorded after the retry")
 	}
 }
 
 func TestRateLimitBounded(t *testing.T) {
-	b, f := newTestBot(t, &fakeDecider{}, ModePolling)
+	b, f := newTestBot(t, &chattest.Decider{}, ModePolling)
 	b.maxRetries = 1
 	var waited []time.Duration
 	b.sleep = func(_ context.Context, d time.Duration) error { waited = append(waited, d); return nil }
 	f.limit("sendMessage", 5)
-	if err := b.Notify(context.Background(), opened(planDecision())); err == nil {
+	if err := b.Notify(context.Background(), chattest.Opened(chattest.PlanDecision())); err == nil {
 		t.Fatal("Notify succeeded through a lasting rate limit")
 	}
 	if n := len(f.calls("sendMessage")); n != 2 || len(waited) != 1 || waited[0] != time.Second {
@@ -169,14 +162,14 @@ func TestRateLimitBounded(t *testing.T) {
 }
 
 func TestRunRepostsPendingAndPolls(t *testing.T) {
-	dec := &fakeDecider{pending: []task.Decision{planDecision(), lockDecision()}}
+	dec := &chattest.Decider{PendingDecisions: []task.Decision{chattest.PlanDecision(), chattest.LockDecision()}}
 	b, f := newTestBot(t, dec, ModePolling)
-	if err := b.Notify(context.Background(), opened(planDecision())); err != nil {
+	if err := b.Notify(context.Background(), chattest.Opened(chattest.PlanDecision())); err != nil {
 		t.Fatal(err)
 	}
 	run(t, b)
-	lock := lockDecision()
-	waitFor(t, "the re-post", func() bool { return messageOf(b, lock.ID) != 0 })
+	lock := chattest.LockDecision()
+	chattest.WaitFor(t, "the re-post", func() bool { return messageOf(b, lock.ID) != 0 })
 	if n := len(f.calls("getMe")); n != 1 {
 		t.Errorf("getMe called %d times, want 1", n)
 	}
@@ -186,8 +179,8 @@ func TestRunRepostsPendingAndPolls(t *testing.T) {
 	}
 	// The polling loop is live: a click on the re-posted message arrives.
 	f.push(t, callbackUpdate(42, "Ana", tokensOf(b, lock)[0], messageOf(b, lock.ID)))
-	waitFor(t, "the answer", func() bool { return len(f.calls("answerCallbackQuery")) == 1 })
-	if in := dec.inputs(); len(in) != 1 || in[0].Option != task.OptRedispatch {
+	chattest.WaitFor(t, "the answer", func() bool { return len(f.calls("answerCallbackQuery")) == 1 })
+	if in := dec.Inputs(); len(in) != 1 || in[0].Option != task.OptRedispatch {
 		t.Errorf("Decide got %+v", in)
 	}
 }

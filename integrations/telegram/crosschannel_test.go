@@ -22,6 +22,7 @@ import (
 
 	"github.com/ampflow/ampflow/activities"
 	"github.com/ampflow/ampflow/config"
+	"github.com/ampflow/ampflow/integrations/chat/chattest"
 	"github.com/ampflow/ampflow/integrations/slack"
 	"github.com/ampflow/ampflow/workflows/task"
 )
@@ -56,8 +57,8 @@ func (s *slackCalls) count(method string) (n int, last url.Values) {
 }
 
 func TestFirstDecisionWinsAcrossChannels(t *testing.T) {
-	dec := &fakeDecider{}
-	d := planDecision()
+	dec := &chattest.Decider{}
+	d := chattest.PlanDecision()
 	tg, tf := newTestBot(t, dec, ModeWebhook)
 
 	sc := &slackCalls{}
@@ -70,7 +71,7 @@ func TestFirstDecisionWinsAcrossChannels(t *testing.T) {
 		t.Fatal(err)
 	}
 	both := activities.Notifiers{sb, tg}
-	if err := both.Notify(context.Background(), opened(d)); err != nil {
+	if err := both.Notify(context.Background(), chattest.Opened(d)); err != nil {
 		t.Fatal(err)
 	}
 	run(t, tg)
@@ -94,12 +95,12 @@ func TestFirstDecisionWinsAcrossChannels(t *testing.T) {
 	wg.Wait()
 
 	// Exactly one wins; the other learns who did.
-	waitFor(t, "both clicks handled", func() bool {
+	chattest.WaitFor(t, "both clicks handled", func() bool {
 		eph, _ := sc.count("chat.postEphemeral")
 		slackEdited, _ := sc.count("chat.update")
 		return len(answers(tf)) == 1 && eph+slackEdited >= 1
 	})
-	decided := dec.decisions()
+	decided := dec.Decisions()
 	if len(decided) != 1 {
 		t.Fatalf("%d decisions, want 1", len(decided))
 	}
@@ -110,7 +111,7 @@ func TestFirstDecisionWinsAcrossChannels(t *testing.T) {
 			t.Errorf("Telegram loser answered %v", a.Form)
 		}
 	} else {
-		waitFor(t, "the Slack loser told", func() bool { n, _ := sc.count("chat.postEphemeral"); return n == 1 })
+		chattest.WaitFor(t, "the Slack loser told", func() bool { n, _ := sc.count("chat.postEphemeral"); return n == 1 })
 		_, e := sc.count("chat.postEphemeral")
 		if !strings.Contains(strings.ToLower(e.Get("text")), "already decided by telegram:42") {
 			t.Errorf("Slack loser told %q", e.Get("text"))
@@ -118,7 +119,7 @@ func TestFirstDecisionWinsAcrossChannels(t *testing.T) {
 	}
 
 	// The workflow's closing notice goes to both; every copy ends edited once.
-	if err := both.Notify(context.Background(), closed(d, winner)); err != nil {
+	if err := both.Notify(context.Background(), chattest.Closed(d, winner)); err != nil {
 		t.Fatal(err)
 	}
 	if n, _ := sc.count("chat.update"); n != 1 {

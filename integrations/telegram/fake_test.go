@@ -13,7 +13,6 @@ import (
 	"time"
 
 	"github.com/ampflow/ampflow/config"
-	"github.com/ampflow/ampflow/workflows/task"
 )
 
 const (
@@ -155,53 +154,6 @@ func replyUpdate(userID int64, text string, replyTo int) string {
 		900+replyTo, userID, testChat, text, replyTo, testChat)
 }
 
-// fakeDecider is the workflows: the first decision on an id wins, later
-// ones are refused the way the workflow refuses them.
-type fakeDecider struct {
-	mu      sync.Mutex
-	in      []task.DecideInput
-	decided map[string]task.Outcome
-	pending []task.Decision
-}
-
-func (f *fakeDecider) Decide(_ context.Context, taskID string, in task.DecideInput) (task.DecideResult, error) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	f.in = append(f.in, in)
-	if f.decided == nil {
-		f.decided = map[string]task.Outcome{}
-	}
-	if o, ok := f.decided[in.DecisionID]; ok {
-		return task.DecideResult{}, &task.Error{Code: task.CodeConflict, Message: fmt.Sprintf(
-			"decision %s already decided by %s via %s at %s (%s)", o.DecisionID, o.By, o.Channel, o.At.Format(time.RFC3339), o.Option)}
-	}
-	o := task.Outcome{DecisionID: in.DecisionID, Option: in.Option, Note: in.Note, By: in.By, Channel: in.Channel, At: raisedAt.Add(time.Minute)}
-	f.decided[in.DecisionID] = o
-	return task.DecideResult{Outcome: o, Status: task.StatusDispatched}, nil
-}
-
-func (f *fakeDecider) Pending(context.Context) ([]task.Decision, error) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	return append([]task.Decision(nil), f.pending...), nil
-}
-
-func (f *fakeDecider) inputs() []task.DecideInput {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	return append([]task.DecideInput(nil), f.in...)
-}
-
-func (f *fakeDecider) decisions() map[string]task.Outcome {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	out := map[string]task.Outcome{}
-	for k, v := range f.decided {
-		out[k] = v
-	}
-	return out
-}
-
 // newTestBot returns a bot against a fresh fake, with admins 42 and 43.
 func newTestBot(t *testing.T, dec Decider, mode string) (*Bot, *fakeTelegram) {
 	t.Helper()
@@ -254,15 +206,4 @@ func run(t *testing.T, b *Bot) {
 			t.Errorf("Run: %v", err)
 		}
 	})
-}
-
-func waitFor(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
 }

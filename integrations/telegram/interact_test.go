@@ -11,6 +11,7 @@ import (
 
 	"github.com/go-telegram/bot/models"
 
+	"github.com/ampflow/ampflow/integrations/chat/chattest"
 	"github.com/ampflow/ampflow/workflows/task"
 )
 
@@ -27,10 +28,10 @@ func deliver(b *Bot, update, secret string) int {
 }
 
 // webhookBot returns a running webhook-mode bot with d posted.
-func webhookBot(t *testing.T, dec *fakeDecider, d task.Decision) (*Bot, *fakeTelegram, []string, int) {
+func webhookBot(t *testing.T, dec *chattest.Decider, d task.Decision) (*Bot, *fakeTelegram, []string, int) {
 	t.Helper()
 	b, f := newTestBot(t, dec, ModeWebhook)
-	if err := b.Notify(context.Background(), opened(d)); err != nil {
+	if err := b.Notify(context.Background(), chattest.Opened(d)); err != nil {
 		t.Fatal(err)
 	}
 	run(t, b)
@@ -40,15 +41,15 @@ func webhookBot(t *testing.T, dec *fakeDecider, d task.Decision) (*Bot, *fakeTel
 func answers(f *fakeTelegram) []apiCall { return f.calls("answerCallbackQuery") }
 
 func TestCallbackByAdminDecides(t *testing.T) {
-	dec := &fakeDecider{}
-	d := planDecision()
+	dec := &chattest.Decider{}
+	d := chattest.PlanDecision()
 	b, f, tokens, msg := webhookBot(t, dec, d)
 	if code := deliver(b, withUpdateID(callbackUpdate(42, "Ana", tokens[0], msg)), testSecret); code != http.StatusOK {
 		t.Fatalf("status %d, want 200", code)
 	}
-	waitFor(t, "the answer", func() bool { return len(answers(f)) == 1 })
+	chattest.WaitFor(t, "the answer", func() bool { return len(answers(f)) == 1 })
 	want := task.DecideInput{DecisionID: d.ID, Option: task.OptApprove, By: "telegram:42", Channel: "telegram"}
-	if in := dec.inputs(); len(in) != 1 || in[0] != want {
+	if in := dec.Inputs(); len(in) != 1 || in[0] != want {
 		t.Fatalf("Decide got %+v, want [%+v]", in, want)
 	}
 	a := answers(f)[0]
@@ -65,15 +66,15 @@ func TestCallbackByAdminDecides(t *testing.T) {
 }
 
 func TestCallbackByNonAdminRefused(t *testing.T) {
-	dec := &fakeDecider{}
-	b, f, tokens, msg := webhookBot(t, dec, planDecision())
+	dec := &chattest.Decider{}
+	b, f, tokens, msg := webhookBot(t, dec, chattest.PlanDecision())
 	deliver(b, withUpdateID(callbackUpdate(666, "Eve", tokens[0], msg)), testSecret)
-	waitFor(t, "the answer", func() bool { return len(answers(f)) == 1 })
+	chattest.WaitFor(t, "the answer", func() bool { return len(answers(f)) == 1 })
 	a := answers(f)[0]
 	if a.Form["show_alert"] != "true" || !strings.Contains(a.Form["text"], "Only ampflow admins") || !strings.Contains(a.Form["text"], "666") {
 		t.Errorf("refusal answer %v, want an alert naming the user id", a.Form)
 	}
-	if in := dec.inputs(); len(in) != 0 {
+	if in := dec.Inputs(); len(in) != 0 {
 		t.Errorf("a non-admin's click reached the workflow: %+v", in)
 	}
 	if n := len(f.calls("editMessageText")); n != 0 {
@@ -82,8 +83,8 @@ func TestCallbackByNonAdminRefused(t *testing.T) {
 }
 
 func TestDoubleClickMakesOneDecision(t *testing.T) {
-	dec := &fakeDecider{}
-	d := planDecision()
+	dec := &chattest.Decider{}
+	d := chattest.PlanDecision()
 	b, f, tokens, msg := webhookBot(t, dec, d)
 	var wg sync.WaitGroup
 	for _, user := range []int64{42, 43} {
@@ -94,11 +95,11 @@ func TestDoubleClickMakesOneDecision(t *testing.T) {
 		}()
 	}
 	wg.Wait()
-	waitFor(t, "both answers", func() bool { return len(answers(f)) == 2 })
-	if n := len(dec.decisions()); n != 1 {
+	chattest.WaitFor(t, "both answers", func() bool { return len(answers(f)) == 2 })
+	if n := len(dec.Decisions()); n != 1 {
 		t.Fatalf("%d decisions taken, want 1", n)
 	}
-	winner := dec.decisions()[d.ID].By
+	winner := dec.Decisions()[d.ID].By
 	var told int
 	for _, a := range answers(f) {
 		if strings.Contains(strings.ToLower(a.Form["text"]), "already decided") && strings.Contains(a.Form["text"], winner) {
@@ -117,11 +118,11 @@ func TestDoubleClickMakesOneDecision(t *testing.T) {
 }
 
 func TestNoteByForceReply(t *testing.T) {
-	dec := &fakeDecider{}
-	d := planDecision()
+	dec := &chattest.Decider{}
+	d := chattest.PlanDecision()
 	b, f, tokens, msg := webhookBot(t, dec, d)
 	deliver(b, withUpdateID(callbackUpdate(42, "Ana", tokens[1], msg)), testSecret)
-	waitFor(t, "the answer", func() bool { return len(answers(f)) == 1 })
+	chattest.WaitFor(t, "the answer", func() bool { return len(answers(f)) == 1 })
 	if !strings.Contains(answers(f)[0].Form["text"], "Reply") {
 		t.Errorf("answer %q does not ask for a reply", answers(f)[0].Form["text"])
 	}
@@ -134,7 +135,7 @@ func TestNoteByForceReply(t *testing.T) {
 	if !strings.Contains(prompt.Form["text"], "tg://user?id=42") {
 		t.Errorf("prompt %q does not mention the admin", prompt.Form["text"])
 	}
-	if len(dec.inputs()) != 0 {
+	if len(dec.Inputs()) != 0 {
 		t.Fatal("decided before the note")
 	}
 	var promptID int
@@ -151,18 +152,18 @@ func TestNoteByForceReply(t *testing.T) {
 	// Another admin's reply does not count, nor does an empty one.
 	deliver(b, withUpdateID(replyUpdate(43, "me too", promptID)), testSecret)
 	deliver(b, withUpdateID(replyUpdate(42, "   ", promptID)), testSecret)
-	waitFor(t, "the empty note refused", func() bool { return len(f.calls("sendMessage")) == len(sent)+1 })
+	chattest.WaitFor(t, "the empty note refused", func() bool { return len(f.calls("sendMessage")) == len(sent)+1 })
 	deliver(b, withUpdateID(replyUpdate(42, "Scope too wide", promptID)), testSecret)
-	waitFor(t, "the decision", func() bool { return len(dec.inputs()) == 1 })
+	chattest.WaitFor(t, "the decision", func() bool { return len(dec.Inputs()) == 1 })
 	want := task.DecideInput{DecisionID: d.ID, Option: task.OptReject, Note: "Scope too wide", By: "telegram:42", Channel: "telegram"}
-	if got := dec.inputs()[0]; got != want {
+	if got := dec.Inputs()[0]; got != want {
 		t.Errorf("Decide got %+v, want %+v", got, want)
 	}
-	waitFor(t, "the edit", func() bool { return len(f.calls("editMessageText")) == 1 })
+	chattest.WaitFor(t, "the edit", func() bool { return len(f.calls("editMessageText")) == 1 })
 	if !strings.Contains(f.calls("editMessageText")[0].Form["text"], "Scope too wide") {
 		t.Error("the edit does not show the note")
 	}
-	waitFor(t, "the confirmation", func() bool { return len(f.calls("sendMessage")) == len(sent)+2 })
+	chattest.WaitFor(t, "the confirmation", func() bool { return len(f.calls("sendMessage")) == len(sent)+2 })
 	last := f.calls("sendMessage")[len(sent)+1]
 	if !strings.Contains(last.Form["text"], "Recorded: Reject") {
 		t.Errorf("confirmation %q", last.Form["text"])
@@ -170,8 +171,8 @@ func TestNoteByForceReply(t *testing.T) {
 }
 
 func TestWebhookSecretChecked(t *testing.T) {
-	dec := &fakeDecider{}
-	b, f, tokens, msg := webhookBot(t, dec, planDecision())
+	dec := &chattest.Decider{}
+	b, f, tokens, msg := webhookBot(t, dec, chattest.PlanDecision())
 	update := withUpdateID(callbackUpdate(42, "Ana", tokens[0], msg))
 	for _, secret := range []string{"", "wrong", testSecret + "x", strings.ToUpper(testSecret)} {
 		if code := deliver(b, update, secret); code != http.StatusUnauthorized {
@@ -184,9 +185,9 @@ func TestWebhookSecretChecked(t *testing.T) {
 			t.Fatalf("status %d, want 200", code)
 		}
 	}
-	waitFor(t, "the answer", func() bool { return len(answers(f)) == 1 })
-	waitFor(t, "the redelivery dropped", func() bool { return logged(b, "update redelivered") })
-	if in := dec.inputs(); len(in) != 1 || len(answers(f)) != 1 {
+	chattest.WaitFor(t, "the answer", func() bool { return len(answers(f)) == 1 })
+	chattest.WaitFor(t, "the redelivery dropped", func() bool { return logged(b, "update redelivered") })
+	if in := dec.Inputs(); len(in) != 1 || len(answers(f)) != 1 {
 		t.Errorf("Decide called %d times and %d answers, want 1 and 1", len(in), len(answers(f)))
 	}
 	if logged(b, testSecret) {

@@ -2,18 +2,14 @@ package telegram
 
 import (
 	"bytes"
-	"flag"
 	"fmt"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/ampflow/ampflow/activities"
+	"github.com/ampflow/ampflow/integrations/chat/chattest"
 	"github.com/ampflow/ampflow/workflows/task"
 )
-
-var update = flag.Bool("update", false, "rewrite the golden files in testdata")
 
 // layout writes a message the way a reader checks it: the HTML text, then
 // the keyboard one row a line.
@@ -39,46 +35,28 @@ func layout(m Message) []byte {
 	return b.Bytes()
 }
 
-func golden(t *testing.T, name string, got []byte) {
-	t.Helper()
-	path := filepath.Join("testdata", name)
-	if *update {
-		if err := os.WriteFile(path, got, 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("reading golden file (run with -update to create it): %v", err)
-	}
-	if !bytes.Equal(got, want) {
-		t.Errorf("%s differs from the rendering; run with -update if intended.\ngot:\n%s", path, got)
-	}
-}
-
 func TestRenderGolden(t *testing.T) {
-	plan, lock := planDecision(), lockDecision()
+	plan, lock := chattest.PlanDecision(), chattest.LockDecision()
 	tests := []struct {
 		name string
 		m    Message
 	}{
 		{"decision_plan.txt", RenderDecision(plan, []string{"tokA", "tokB"})},
 		{"decision_lock.txt", RenderDecision(lock, []string{"tok1", "tok2", "tok3"})},
-		{"closed_plan.txt", RenderClosed(plan, outcome(plan, task.OptApprove, "telegram:42", "telegram", ""))},
-		{"closed_lock_note.txt", RenderClosed(lock, outcome(lock, task.OptAccept, "slack:U1", "slack", "Known <flaky> test;\nship it"))},
-		{"closed_withdrawn.txt", RenderClosed(plan, outcome(plan, task.OptWithdrawn, "system", "workflow", ""))},
+		{"closed_plan.txt", RenderClosed(plan, chattest.Outcome(plan, task.OptApprove, "telegram:42", "telegram", ""))},
+		{"closed_lock_note.txt", RenderClosed(lock, chattest.Outcome(lock, task.OptAccept, "slack:U1", "slack", "Known <flaky> test;\nship it"))},
+		{"closed_withdrawn.txt", RenderClosed(plan, chattest.Outcome(plan, task.OptWithdrawn, "system", "workflow", ""))},
 		{"escalation.txt", RenderEscalation(*lock.Escalation)},
 		{"status.txt", RenderStatus(activities.NotifyInput{TaskID: "T-2026-001", Status: task.StatusCICheck, Text: "round 2 of 3"})},
 		{"note_prompt.txt", RenderNotePrompt(lock, lock.Options[1], 42, "Ana <ops>")},
 	}
 	for _, tt := range tests {
-		t.Run(strings.TrimSuffix(tt.name, ".txt"), func(t *testing.T) { golden(t, tt.name, layout(tt.m)) })
+		t.Run(strings.TrimSuffix(tt.name, ".txt"), func(t *testing.T) { chattest.Golden(t, tt.name, layout(tt.m)) })
 	}
 }
 
 func TestRenderEscapesHTML(t *testing.T) {
-	d := lockDecision()
+	d := chattest.LockDecision()
 	d.Prompt = `Use <b>bold</b> & "quotes"`
 	text := RenderDecision(d, nil).Text
 	if strings.Contains(text, "<b>bold</b>") || !strings.Contains(text, "&lt;b&gt;bold&lt;/b&gt; &amp; &#34;quotes&#34;") {
@@ -90,7 +68,7 @@ func TestRenderEscapesHTML(t *testing.T) {
 }
 
 func TestRenderDecisionButtons(t *testing.T) {
-	m := RenderDecision(lockDecision(), []string{"tok1", "", "tok3"})
+	m := RenderDecision(chattest.LockDecision(), []string{"tok1", "", "tok3"})
 	var data []string
 	for _, row := range m.Keyboard.InlineKeyboard {
 		if len(row) != 1 {
@@ -103,26 +81,26 @@ func TestRenderDecisionButtons(t *testing.T) {
 	if strings.Join(data, ",") != "tok1,tok3" {
 		t.Errorf("callback data %v, want tok1,tok3 (no button without a token)", data)
 	}
-	if m := RenderDecision(lockDecision(), nil); m.Keyboard != nil {
+	if m := RenderDecision(chattest.LockDecision(), nil); m.Keyboard != nil {
 		t.Error("a decision without tokens got a keyboard")
 	}
 }
 
 func TestRenderFitsTelegram(t *testing.T) {
-	d := lockDecision()
+	d := chattest.LockDecision()
 	long := strings.Repeat("very long text & more ", 400)
 	d.Prompt, d.Context.Description = long, long
 	for range 20 {
 		d.Context.Issues = append(d.Context.Issues, d.Context.Issues[0])
 		d.Context.Blockers = append(d.Context.Blockers, long)
 	}
-	if n := len([]rune(RenderClosed(d, outcome(d, task.OptAccept, "slack:U1", "slack", long)).Text)); n > 4096 {
+	if n := len([]rune(RenderClosed(d, chattest.Outcome(d, task.OptAccept, "slack:U1", "slack", long)).Text)); n > 4096 {
 		t.Errorf("closed text is %d characters, over Telegram's 4096", n)
 	}
 }
 
 func BenchmarkRenderDecision(b *testing.B) {
-	d := lockDecision()
+	d := chattest.LockDecision()
 	tokens := []string{"tok1", "tok2", "tok3"}
 	b.ReportAllocs()
 	for b.Loop() {

@@ -1,4 +1,6 @@
-package slack
+// Package chattest holds what the Slack and Telegram tests share: decisions
+// to render and post, a fake of the workflows, and test helpers.
+package chattest
 
 import (
 	"time"
@@ -7,16 +9,17 @@ import (
 	"github.com/ampflow/ampflow/workflows/task"
 )
 
-var raisedAt = time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
+// RaisedAt is when every fixture decision was raised.
+var RaisedAt = time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
 
-// planDecision is the simplest decision: a plan waiting for approval.
-func planDecision() task.Decision {
+// PlanDecision is the simplest decision: a plan waiting for approval.
+func PlanDecision() task.Decision {
 	return task.Decision{
 		ID:       "T-2026-001-d1",
 		TaskID:   "T-2026-001",
 		Kind:     task.KindPlanApproval,
 		Prompt:   "Approve the plan of 2 subtasks?",
-		RaisedAt: raisedAt,
+		RaisedAt: RaisedAt,
 		Options: []task.Option{
 			{ID: task.OptApprove, Label: "Approve"},
 			{ID: task.OptReject, Label: "Reject", NoteRequired: true},
@@ -30,9 +33,9 @@ func planDecision() task.Decision {
 	}
 }
 
-// lockDecision has everything a decision can show, and text that needs
+// LockDecision has everything a decision can show, and text that needs
 // escaping.
-func lockDecision() task.Decision {
+func LockDecision() task.Decision {
 	conf := 0.62
 	esc := amp.Message{
 		MsgID:           "escalation-T-2026-002-1740576727001",
@@ -59,7 +62,7 @@ func lockDecision() task.Decision {
 		TaskID:     "T-2026-002",
 		Kind:       task.KindHallucinationLock,
 		Prompt:     "The review loop is locked. What now?",
-		RaisedAt:   raisedAt,
+		RaisedAt:   RaisedAt,
 		Escalation: &esc,
 		Options: []task.Option{
 			{ID: task.OptRedispatch, Label: "Redispatch"},
@@ -85,7 +88,9 @@ func lockDecision() task.Decision {
 	}
 }
 
-func outcome(d task.Decision, option, by, channel, note string) task.Outcome {
+// Outcome is d decided: option chosen by by via channel, four minutes
+// after it was raised.
+func Outcome(d task.Decision, option, by, channel, note string) task.Outcome {
 	return task.Outcome{DecisionID: d.ID, Kind: d.Kind, Option: option, Note: note, By: by, Channel: channel,
-		At: raisedAt.Add(4 * time.Minute)}
+		At: RaisedAt.Add(4 * time.Minute)}
 }
