@@ -14,17 +14,8 @@ import (
 )
 
 // tokensOf returns the button tokens of a posted decision in option order.
-func tokensOf(b *Bot, d task.Decision) []string {
-	out := make([]string, len(d.Options))
-	b.store.View(func(s *stateData) {
-		for tok, btn := range s.Buttons {
-			for i, o := range d.Options {
-				if btn.DecisionID == d.ID && btn.Option == o.ID {
-					out[i] = tok
-				}
-			}
-		}
-	})
+func tokensOf(b *Bot, d task.Decision) (out []string) {
+	b.store.View(func(s *stateData) { out = chattest.Tokens(s.Base(), d) })
 	return out
 }
 

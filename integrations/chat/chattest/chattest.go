@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/ampflow/ampflow/activities"
+	"github.com/ampflow/ampflow/integrations/chat"
 	"github.com/ampflow/ampflow/workflows/task"
 )
 
@@ -108,6 +109,19 @@ func (f *Decider) Decisions() map[string]task.Outcome {
 	out := map[string]task.Outcome{}
 	for k, v := range f.decided {
 		out[k] = v
+	}
+	return out
+}
+
+// Tokens returns the button tokens of a posted decision in option order.
+func Tokens[R any](s *chat.State[R], d task.Decision) []string {
+	out := make([]string, len(d.Options))
+	for tok, btn := range s.Buttons {
+		for i, o := range d.Options {
+			if btn.DecisionID == d.ID && btn.Option == o.ID {
+				out[i] = tok
+			}
+		}
 	}
 	return out
 }
