@@ -195,6 +195,24 @@ func (b *bench) lifecycle(ctx context.Context, taskID string, lat *latencies) er
 	if out.Status != task.StatusDone {
 		return fmt.Errorf("task %s ended %s, not done: %s", taskID, out.Status, out.Reason)
 	}
+	return b.checkSSOT(taskID)
+}
+
+// checkSSOT makes sure the SSOT was written: a failed write does not stop
+// a task, so without this check a broken store would go unnoticed and
+// flatter the figures.
+func (b *bench) checkSSOT(taskID string) error {
+	raw, err := b.store.Task(taskID)
+	if err != nil {
+		return fmt.Errorf("task %s: reading its SSOT snapshot: %w", taskID, err)
+	}
+	var st task.State
+	if err := json.Unmarshal(raw, &st); err != nil {
+		return fmt.Errorf("task %s: decoding its SSOT snapshot: %w", taskID, err)
+	}
+	if st.Status != task.StatusDone || st.LastError != "" {
+		return fmt.Errorf("task %s: the SSOT shows status %s, last error %q; want done without errors", taskID, st.Status, st.LastError)
+	}
 	return nil
 }
 

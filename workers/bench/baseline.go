@@ -80,13 +80,14 @@ func newBaselineWorker(c client.Client) worker.Worker {
 
 // baselineLifecycle starts one baseline workflow, sends its updates one
 // after the other, each waited for, and waits for it to complete.
-func (b *bench) baselineLifecycle(ctx context.Context, id string) error {
+func (b *bench) baselineLifecycle(ctx context.Context, id string, lat *latencies) error {
 	run, err := b.temporal.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: id, TaskQueue: baselineQueue},
 		baselineWorkflow, baselineInput{Steps: submitsPerLifecycle})
 	if err != nil {
 		return fmt.Errorf("starting baseline workflow %s: %w", id, err)
 	}
 	for i := range submitsPerLifecycle {
+		began := time.Now()
 		h, err := b.temporal.UpdateWorkflow(ctx, client.UpdateWorkflowOptions{
 			WorkflowID: id, UpdateName: baselineUpdate, UpdateID: fmt.Sprintf("%s-%d", id, i),
 			Args: []any{stepInput{N: i}}, WaitForStage: client.WorkflowUpdateStageCompleted,
@@ -96,6 +97,9 @@ func (b *bench) baselineLifecycle(ctx context.Context, id string) error {
 		}
 		if err != nil {
 			return fmt.Errorf("update %d of baseline workflow %s: %w", i, id, err)
+		}
+		if lat != nil {
+			lat.add(time.Since(began))
 		}
 	}
 	var out baselineResult

@@ -18,6 +18,7 @@ import (
 
 	"go.temporal.io/sdk/client"
 
+	"github.com/ampflow/ampflow/activities"
 	"github.com/ampflow/ampflow/config"
 	"github.com/ampflow/ampflow/workers"
 	"github.com/ampflow/ampflow/workers/devserver"
@@ -76,6 +77,7 @@ type bench struct {
 	o        Options
 	temporal client.Client
 	tasks    *workflows.Client
+	store    *activities.Store
 	inboxes  *inboxes
 	repo     repo
 	ids      int
@@ -124,7 +126,7 @@ func Run(ctx context.Context, o Options) (Result, error) {
 		return Result{}, err
 	}
 	parts.Activities.Delivery = b.inboxes
-	b.tasks = parts.Tasks
+	b.tasks, b.store = parts.Tasks, parts.Store
 	// A loaded two-core machine can take longer than the default 15s to
 	// answer; a slow answer is a figure, not a failure.
 	b.tasks.Wait = 2 * time.Minute
@@ -157,7 +159,7 @@ func (b *bench) measure(ctx context.Context) (Result, error) {
 	o := b.o
 	r := Result{Tasks: o.Tasks, Concurrency: o.Concurrency, Open: o.Open}
 	warm := func(ctx context.Context, i int, id string) error {
-		if err := b.baselineLifecycle(ctx, fmt.Sprintf("bench-warmup-%d", i)); err != nil {
+		if err := b.baselineLifecycle(ctx, fmt.Sprintf("bench-warmup-%d", i), nil); err != nil {
 			return err
 		}
 		return b.lifecycle(ctx, id, nil)
@@ -166,9 +168,10 @@ func (b *bench) measure(ctx context.Context) (Result, error) {
 		return r, fmt.Errorf("warming up: %w", err)
 	}
 
+	baseLat := &latencies{}
 	var err error
 	r.BaselineElapsed, err = b.phase(ctx, "bare Temporal", "lifecycles", b.names("bench-baseline-", o.Tasks),
-		func(ctx context.Context, _ int, id string) error { return b.baselineLifecycle(ctx, id) })
+		func(ctx context.Context, _ int, id string) error { return b.baselineLifecycle(ctx, id, baseLat) })
 	if err != nil {
 		return r, fmt.Errorf("baseline: %w", err)
 	}
@@ -197,6 +200,8 @@ func (b *bench) measure(ctx context.Context) (Result, error) {
 	r.Submits = len(ds)
 	r.AcceptP50MS, r.AcceptP95MS, r.AcceptP99MS = ms(Percentile(ds, 50)), ms(Percentile(ds, 95)), ms(Percentile(ds, 99))
 	r.AcceptMax = Percentile(ds, 100)
+	bds := baseLat.all()
+	r.BaselineP50, r.BaselineP99 = Percentile(bds, 50), Percentile(bds, 99)
 
 	if o.Open > 0 {
 		if err := b.measureOpen(ctx, &r); err != nil {

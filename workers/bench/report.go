@@ -38,6 +38,9 @@ type Result struct {
 	Submits          int           `json:"-"`
 	AcceptMax        time.Duration `json:"-"`
 	OpenStartElapsed time.Duration `json:"-"`
+	// The baseline's update latencies, for comparison with the submits'.
+	BaselineP50 time.Duration `json:"-"`
+	BaselineP99 time.Duration `json:"-"`
 }
 
 // WriteText prints r as a table.
@@ -51,6 +54,7 @@ func (r Result) WriteText(w io.Writer) error {
 		{"acceptance p50", fmt.Sprintf("%.1f ms", r.AcceptP50MS)},
 		{"acceptance p95", fmt.Sprintf("%.1f ms", r.AcceptP95MS)},
 		{"acceptance p99", fmt.Sprintf("%.1f ms (max %.1f ms, %d submits)", r.AcceptP99MS, ms(r.AcceptMax), r.Submits)},
+		{"bare updates", fmt.Sprintf("p50 %.1f ms, p99 %.1f ms (the baseline's updates, same round trip)", ms(r.BaselineP50), ms(r.BaselineP99))},
 		{"peak RSS", fmt.Sprintf("%.0f MiB", r.PeakRSSMB)},
 	}
 	if r.RSSOpenMB != nil {
