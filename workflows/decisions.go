@@ -2,6 +2,7 @@ package workflows
 
 import (
 	"fmt"
+	"slices"
 
 	"go.temporal.io/sdk/workflow"
 
@@ -112,28 +113,74 @@ func (t *taskRun) withdraw(ctx workflow.Context, why string) {
 	t.Outcome = nil
 }
 
-// awaitOutcome waits for the pending decision; nil means the task was
-// cancelled meanwhile or must continue as new, and the phase will be
-// entered again.
-func (t *taskRun) awaitOutcome(ctx workflow.Context) (*task.Outcome, error) {
+// hasOutcome reports whether an admin's choice of one of kinds waits to
+// be taken.
+func (t *taskRun) hasOutcome(kinds ...task.DecisionKind) bool {
+	return t.Outcome != nil && slices.Contains(kinds, t.Outcome.Kind)
+}
+
+// takeOutcome returns and clears the admin's choice if it is of one of
+// kinds. Outcomes are matched by kind: a phase takes only the answer to
+// the question it asked.
+func (t *taskRun) takeOutcome(kinds ...task.DecisionKind) *task.Outcome {
+	if !t.hasOutcome(kinds...) {
+		return nil
+	}
+	o := t.Outcome
+	t.Outcome = nil
+	return o
+}
+
+// pendingOf reports whether a decision of one of kinds is open or
+// answered but not yet taken: a phase entered again goes straight back to it.
+func (t *taskRun) pendingOf(kinds ...task.DecisionKind) (task.DecisionKind, bool) {
+	if t.Outcome != nil && slices.Contains(kinds, t.Outcome.Kind) {
+		return t.Outcome.Kind, true
+	}
+	if t.Pending != nil && slices.Contains(kinds, t.Pending.Kind) {
+		return t.Pending.Kind, true
+	}
+	return "", false
+}
+
+// supersede closes what a wait asked the admins when the agent answered
+// first: the open decision is withdrawn, and a choice already made but not
+// taken is dropped, with a note in the timeline.
+func (t *taskRun) supersede(ctx workflow.Context, why string, kinds ...task.DecisionKind) {
+	if t.Pending != nil && slices.Contains(kinds, t.Pending.Kind) {
+		t.withdraw(ctx, why)
+	}
+	if o := t.takeOutcome(kinds...); o != nil {
+		t.addTimeline(ctx, task.TimelineEntry{Kind: "decision", MsgID: o.DecisionID, Type: string(o.Kind),
+			Note: fmt.Sprintf("%s by %s had no effect: %s", o.Option, o.By, why)})
+	}
+}
+
+// decideOn returns the admin's choice on a decision of kind: one already
+// made, else the open one's once made, else a new one's. Nil means the
+// phase must give way (a cancel, an agent's critical escalation, or a
+// continue-as-new) and will be entered again.
+func (t *taskRun) decideOn(ctx workflow.Context, kind task.DecisionKind, prompt string, esc *amp.Message, opts ...task.Option) (*task.Outcome, error) {
+	if o := t.takeOutcome(kind); o != nil {
+		return o, nil
+	}
+	if t.Pending == nil || t.Pending.Kind != kind {
+		t.withdraw(ctx, "superseded")
+		if t.Outcome != nil {
+			t.supersede(ctx, "superseded by a new decision", t.Outcome.Kind)
+		}
+		t.open(ctx, kind, prompt, esc, opts...)
+	}
 	err := workflow.Await(ctx, func() bool {
-		return t.Outcome != nil || t.Cancel != nil || workflow.GetInfo(ctx).GetContinueAsNewSuggested()
+		if t.hasOutcome(kind) || t.Cancel != nil || workflow.GetInfo(ctx).GetContinueAsNewSuggested() {
+			return true
+		}
+		return t.Interrupt != nil && kind != task.KindAgentEscalation
 	})
 	if err != nil {
 		return nil, fmt.Errorf("waiting for decision of task %s: %w", t.In.TaskID, err)
 	}
-	o := t.Outcome
-	t.Outcome = nil
-	return o, nil
-}
-
-// decideOn raises a decision and waits for it.
-func (t *taskRun) decideOn(ctx workflow.Context, kind task.DecisionKind, prompt string, esc *amp.Message, opts ...task.Option) (*task.Outcome, error) {
-	if t.Pending == nil || t.Pending.Kind != kind {
-		t.withdraw(ctx, "superseded")
-		t.open(ctx, kind, prompt, esc, opts...)
-	}
-	return t.awaitOutcome(ctx)
+	return t.takeOutcome(kind), nil
 }
 
 // terminatedBy ends the task on an admin's word.
@@ -148,6 +195,9 @@ func (t *taskRun) terminatedBy(o *task.Outcome) phase {
 func (t *taskRun) escalateFor(kind task.DecisionKind, send func() *amp.Message) *amp.Message {
 	if t.Pending != nil && t.Pending.Kind == kind {
 		return t.Pending.Escalation
+	}
+	if t.hasOutcome(kind) {
+		return nil
 	}
 	return send()
 }
@@ -208,6 +258,9 @@ func (t *taskRun) suspendForAgent(ctx workflow.Context) error {
 		now := workflow.Now(ctx)
 		if !t.Deadline.IsZero() {
 			t.Deadline = t.Deadline.Add(now.Sub(suspendedAt))
+		}
+		if !t.CIDeadline.IsZero() {
+			t.CIDeadline = t.CIDeadline.Add(now.Sub(suspendedAt))
 		}
 		t.LastActive = t.LastActive.Add(now.Sub(suspendedAt))
 		t.setStatus(ctx, resumeStatus, "resumed by "+o.By)

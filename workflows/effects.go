@@ -205,14 +205,20 @@ func (t *taskRun) send(ctx workflow.Context, m amp.Message) error {
 		t.Outbox = append(t.Outbox, m)
 	}
 	t.snapshot()
-	if err := t.drain(ctx); err != nil {
-		return err
+	if err := workflow.Await(ctx, func() bool { return len(t.Records) == 0 }); err != nil {
+		return fmt.Errorf("recording %s: %w", m.MsgID, err)
 	}
 	if m.To != amp.RoleExecutor && m.To != amp.RoleReviewer {
 		return nil
 	}
-	dctx := workflow.WithActivityOptions(ctx, deliverOptions())
-	f := workflow.ExecuteActivity(dctx, acts.Deliver, activities.DeliverInput{Message: m})
+	// A new message to an agent supersedes the one it may still be
+	// working on: a command-mode agent of the old one is stopped.
+	if stop := t.deliveries[m.To]; stop != nil {
+		stop()
+	}
+	dctx, stop := workflow.WithCancel(ctx)
+	t.deliveries[m.To] = stop
+	f := workflow.ExecuteActivity(workflow.WithActivityOptions(dctx, deliverOptions()), acts.Deliver, activities.DeliverInput{Message: m})
 	workflow.Go(ctx, func(ctx workflow.Context) {
 		if err := f.Get(ctx, nil); err != nil {
 			t.LastError = fmt.Sprintf("delivering %s to %s: %v", m.MsgID, m.To, err)

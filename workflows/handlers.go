@@ -3,6 +3,7 @@ package workflows
 import (
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -78,6 +79,9 @@ func (t *taskRun) classify(rec amp.Record, raw []byte) (submission, error) {
 		if !t.awaitingVerdict() {
 			return 0, refuse(task.ErrUnexpected, "unexpected review_verdict: task %s is %s and expects %s", t.In.TaskID, t.Status, t.expecting())
 		}
+		if stale := t.staleRef(m.ContextRef, amp.TypeReviewRequest, t.RequestID); stale != "" {
+			return 0, refuse(task.ErrUnexpected, "context_ref: this review_verdict answers %s; the current review request is %s", stale, t.RequestID)
+		}
 		return subVerdict, nil
 	}
 	return 0, refuse(task.ErrUnexpected, "unexpected %s: ampflow sends %s messages itself; task %s expects %s", m.Type, m.Type, t.In.TaskID, t.expecting())
@@ -86,6 +90,9 @@ func (t *taskRun) classify(rec amp.Record, raw []byte) (submission, error) {
 func (t *taskRun) classifyResult(m amp.Message) (submission, error) {
 	if !t.awaitingResult() {
 		return 0, refuse(task.ErrUnexpected, "unexpected task_result: task %s is %s and expects %s", t.In.TaskID, t.Status, t.expecting())
+	}
+	if stale := t.staleRef(m.ContextRef, amp.TypeTaskDispatch, t.DispatchID); stale != "" {
+		return 0, refuse(task.ErrUnexpected, "context_ref: this task_result answers %s; the current dispatch is %s", stale, t.DispatchID)
 	}
 	cur := t.subtask()
 	if cur == nil || m.Result().SubtaskID != cur.SubtaskID {
@@ -109,6 +116,23 @@ func (t *taskRun) classifyAck(a amp.Ack) (submission, error) {
 		return 0, refuse(task.ErrSuspended, "task suspended: %s %s waits for an admin decision; ACK refused", t.In.TaskID, t.Status)
 	}
 	return subAck, nil
+}
+
+// staleRef returns an earlier message of type typ that refs names when it
+// does not name the current one: a reply to a superseded dispatch or
+// review request.
+func (t *taskRun) staleRef(refs []string, typ amp.Type, current string) string {
+	if len(refs) == 0 || slices.Contains(refs, current) {
+		return ""
+	}
+	for _, r := range refs {
+		if rt, taskID, ok := amp.ParseMsgID(r); ok && rt == typ && taskID == t.In.TaskID {
+			if _, ours := t.Seen[r]; ours {
+				return r
+			}
+		}
+	}
+	return ""
 }
 
 // awaitingResult and awaitingVerdict say what the task takes from agents.
@@ -238,6 +262,13 @@ func (t *taskRun) heartbeat(ctx workflow.Context, in task.HeartbeatInput) {
 	if !t.suspended() && (in.From == "" || in.From == t.awaited()) {
 		t.LastActive = workflow.Now(ctx)
 	}
+	// Consecutive heartbeats share one timeline entry, so a long task's
+	// state does not grow with every sign of life.
+	if n := len(t.Timeline); n > 0 && t.Timeline[n-1].Kind == "heartbeat" && t.Timeline[n-1].From == string(in.From) {
+		t.Timeline[n-1].At, t.Timeline[n-1].Note = workflow.Now(ctx), in.Note
+		t.UpdatedAt = t.Timeline[n-1].At
+		return
+	}
 	t.addTimeline(ctx, task.TimelineEntry{Kind: "heartbeat", From: string(in.From), Note: in.Note})
 }
 
@@ -349,8 +380,11 @@ func (t *taskRun) validateReplan(in task.ReplanInput) error {
 		return refuse(task.ErrInvalid, "%s", strings.Join(problems, "; "))
 	}
 	switch {
-	case t.Status == task.StatusLocked && t.Pending != nil:
-	case t.Phase == phaseApproval:
+	case t.Status == task.StatusLocked && t.Pending != nil && t.Pending.Kind == task.KindHallucinationLock:
+		if !t.In.Policy.IsAdmin(in.By) {
+			return refuse(task.ErrNotAdmin, "by: %q is not a configured admin; only an admin opens the hallucination lock", in.By)
+		}
+	case t.Phase == phaseApproval && t.Pending != nil && t.Pending.Kind == task.KindPlanApproval:
 	default:
 		return refuse(task.ErrUnexpected, "task %s is %s: replan is taken while locked or awaiting plan approval", t.In.TaskID, t.Status)
 	}
@@ -364,8 +398,12 @@ func (t *taskRun) replan(ctx workflow.Context, in task.ReplanInput) (task.Change
 	t.record(fmt.Sprintf("replan-%s-%d", t.In.TaskID, workflow.Now(ctx).UnixMilli()), activities.KindEvent, in)
 	t.addTimeline(ctx, task.TimelineEntry{Kind: "replan", From: in.By, Note: fmt.Sprintf("%d new subtasks", len(in.Subtasks))})
 	if t.Phase == phaseApproval {
+		// The admins are asked again, about the new plan.
 		t.Plan = append(t.Plan[:t.Index:t.Index], in.Subtasks...)
-		t.snapshot()
+		t.close(ctx, task.OptReplan, in.Note, in.By, "replan")
+		if err := workflow.Await(ctx, func() bool { return t.Outcome == nil || t.closing }); err != nil {
+			return task.ChangeResult{}, err
+		}
 		return task.ChangeResult{Status: t.Status}, nil
 	}
 	t.Replan = &in
@@ -377,10 +415,11 @@ func (t *taskRun) replan(ctx workflow.Context, in task.ReplanInput) (task.Change
 }
 
 // agentEscalation takes an agent's escalation: admins hear of it, and a
-// critical one suspends the task unless an admin is already deciding on it.
+// critical one suspends the task (an open question is withdrawn, to be
+// asked again after a resume) unless it is suspended already.
 func (t *taskRun) agentEscalation(ctx workflow.Context, m amp.Message) {
 	critical := m.Escalation().Severity == amp.SeverityCritical
-	if critical && t.Pending == nil && !t.suspended() && t.Interrupt == nil {
+	if critical && !t.suspended() && t.Interrupt == nil {
 		t.Interrupt = &m
 		return
 	}

@@ -41,10 +41,14 @@ func errMessage(err error) string {
 // check refuses a task whose plan or branch cannot be dispatched.
 func (t *taskRun) check(ctx workflow.Context) (phase, error) {
 	t.record("plan-"+t.In.TaskID, activities.KindEvent, t.In)
-	probe := amp.NewMessage(amp.RoleCoordinator, amp.RoleExecutor, t.In.TaskID, workflow.Now(ctx), t.dispatchPayload())
-	if err := probe.Validate(); err != nil {
-		t.Reason = "refused: the plan is not a valid task_dispatch: " + err.Error()
-		return phaseTerminate, nil
+	for i := range t.Plan {
+		p := t.In.Plan
+		p.Subtasks = t.Plan[i : i+1]
+		probe := amp.NewMessage(amp.RoleCoordinator, amp.RoleExecutor, t.In.TaskID, workflow.Now(ctx), &p)
+		if err := probe.Validate(); err != nil {
+			t.Reason = fmt.Sprintf("refused: the dispatch of subtask %d would not be valid AMP: %s", i, strings.ReplaceAll(err.Error(), "\n", "; "))
+			return phaseTerminate, nil
+		}
 	}
 	var out activities.CheckBranchResult
 	actx := workflow.WithActivityOptions(ctx, gitOptions())
@@ -74,8 +78,12 @@ func (t *taskRun) approval(ctx workflow.Context) (phase, error) {
 	if err != nil || o == nil {
 		return phaseApproval, err
 	}
-	if o.Option == task.OptApprove {
+	switch o.Option {
+	case task.OptApprove:
 		return phaseDispatch, nil
+	case task.OptReplan:
+		// The plan changed under the question: ask again about the new one.
+		return phaseApproval, nil
 	}
 	t.Reason = fmt.Sprintf("plan rejected by %s via %s%s", o.By, o.Channel, noteSuffix(o.Note))
 	return phaseTerminate, nil
@@ -113,119 +121,142 @@ func (t *taskRun) dispatch(ctx workflow.Context) (phase, error) {
 	return phaseAwaitAck, nil
 }
 
-// awaitAck waits for the executor's ACK of the dispatch; on a timeout the
-// admins decide, and an ACK that comes late still counts.
-func (t *taskRun) awaitAck(ctx workflow.Context) (phase, error) {
+// ackWait is what the ACK wait of one sent message needs to know.
+type ackWait struct {
+	role   amp.Role
+	msgID  string
+	typ    amp.Type
+	again  task.Option // how to send it again
+	reply  func() bool // the agent's reply arrived (an implicit ACK)
+	policy string      // what the admins are told to do
+}
+
+// awaitAckOf waits until the agent ACKs or replies; on the ACK deadline
+// the admins decide, and an ACK that comes late still counts. It returns
+// the phase to go to, or "" when the agent has ACKed.
+func (t *taskRun) awaitAckOf(ctx workflow.Context, w ackWait, here phase) (phase, error) {
+	kinds := []task.DecisionKind{task.KindAckTimeout}
 	for {
-		if t.Result != nil {
-			t.withdraw(ctx, "the executor sent its result")
-			return phaseResult, nil
-		}
-		if _, ok := t.Acked[t.DispatchID]; ok {
-			t.withdraw(ctx, "the executor ACKed late")
-			now := workflow.Now(ctx)
-			t.LastActive, t.Deadline = now, time.Time{}
-			t.setStatus(ctx, task.StatusInProgress, "")
-			return phaseAwaitResult, nil
+		if w.reply() || t.acked(w.msgID) {
+			t.supersede(ctx, "the "+string(w.role)+" answered", kinds...)
+			t.Deadline = time.Time{}
+			t.LastActive = workflow.Now(ctx)
+			return "", nil
 		}
 		if t.yield(ctx) {
-			return phaseAwaitAck, nil
+			return here, nil
 		}
-		if o := t.Outcome; o != nil {
-			t.Outcome = nil
+		if o := t.takeOutcome(kinds...); o != nil {
 			switch o.Option {
 			case task.OptWait:
-				t.Deadline = workflow.Now(ctx).Add(t.In.Policy.AckTimeout(amp.TypeTaskDispatch))
+				t.Deadline = workflow.Now(ctx).Add(t.In.Policy.AckTimeout(w.typ))
 				continue
-			case task.OptRedispatch:
-				return phaseDispatch, nil
-			default:
-				return t.terminatedBy(o), nil
+			case task.OptRedispatch, task.OptReviewAgain:
+				t.Deadline = time.Time{}
+				if w.role == amp.RoleExecutor {
+					return phaseDispatch, nil
+				}
+				return phaseReview, nil
 			}
+			t.Deadline = time.Time{}
+			return t.terminatedBy(o), nil
 		}
-		dispatchID := t.DispatchID
 		timedOut, err := t.waitFor(ctx, t.Deadline, func() bool {
-			_, acked := t.Acked[dispatchID]
-			return acked || t.Result != nil || t.Outcome != nil
+			return w.reply() || t.acked(w.msgID) || t.hasOutcome(kinds...)
 		})
 		if err != nil {
-			return phaseAwaitAck, err
+			return here, err
 		}
-		if timedOut && t.Pending == nil {
+		if timedOut {
 			t.Deadline = time.Time{}
-			desc := fmt.Sprintf("The executor did not ACK %s within %s.", t.DispatchID, t.In.Policy.AckTimeout(amp.TypeTaskDispatch))
-			esc := t.escalate(ctx, amp.EscAckTimeout, amp.SeverityWarning, amp.RoleSystem, desc, []string{t.DispatchID},
-				"Redispatch the subtask", "Keep waiting for the executor", "Terminate the task")
-			t.open(ctx, task.KindAckTimeout, desc+" Redispatch, keep waiting or terminate?", esc, optRedispatch, optWait, optTerminate)
+			if _, open := t.pendingOf(kinds...); !open {
+				desc := fmt.Sprintf("The %s did not ACK %s within %s.", w.role, w.msgID, t.In.Policy.AckTimeout(w.typ))
+				esc := t.escalate(ctx, amp.EscAckTimeout, amp.SeverityWarning, amp.RoleSystem, desc, []string{w.msgID},
+					"Send it again", "Keep waiting for the "+string(w.role), "Terminate the task")
+				t.withdraw(ctx, "superseded by an ACK timeout")
+				t.open(ctx, task.KindAckTimeout, desc+" "+w.policy, esc, w.again, optWait, optTerminate)
+			}
 		}
 	}
+}
+
+// awaitAck waits for the executor's ACK of the dispatch.
+func (t *taskRun) awaitAck(ctx workflow.Context) (phase, error) {
+	next, err := t.awaitAckOf(ctx, ackWait{role: amp.RoleExecutor, msgID: t.DispatchID, typ: amp.TypeTaskDispatch,
+		again: optRedispatch, reply: func() bool { return t.Result != nil },
+		policy: "Redispatch, keep waiting or terminate?"}, phaseAwaitAck)
+	if err != nil || next != "" {
+		return next, err
+	}
+	if t.Result != nil {
+		return phaseResult, nil
+	}
+	t.setStatus(ctx, task.StatusInProgress, "")
+	return phaseAwaitResult, nil
 }
 
 // awaitResult waits for the executor's task_result; silence longer than
 // the heartbeat timeout goes to the admins.
 func (t *taskRun) awaitResult(ctx workflow.Context) (phase, error) {
+	next, err := t.awaitReply(ctx, amp.RoleExecutor, optRedispatch, func() bool { return t.Result != nil }, phaseAwaitResult)
+	if err != nil || next != "" {
+		return next, err
+	}
+	return phaseResult, nil
+}
+
+// awaitReply waits for an agent's reply, raising a heartbeat_timeout on
+// silence. It returns "" once the reply is in.
+func (t *taskRun) awaitReply(ctx workflow.Context, role amp.Role, again task.Option, replied func() bool, here phase) (phase, error) {
+	kinds := []task.DecisionKind{task.KindHeartbeatTimeout}
 	for {
-		if t.Result != nil {
-			t.withdraw(ctx, "the executor sent its result")
-			return phaseResult, nil
+		if replied() {
+			t.supersede(ctx, "the "+string(role)+" replied", kinds...)
+			return "", nil
 		}
 		if t.yield(ctx) {
-			return phaseAwaitResult, nil
+			return here, nil
 		}
-		if o := t.Outcome; o != nil {
-			t.Outcome = nil
+		if o := t.takeOutcome(kinds...); o != nil {
 			switch o.Option {
 			case task.OptWait:
 				t.LastActive = workflow.Now(ctx)
 				continue
 			case task.OptRedispatch:
 				return phaseDispatch, nil
-			default:
-				return t.terminatedBy(o), nil
+			case task.OptReviewAgain:
+				return phaseReview, nil
 			}
+			return t.terminatedBy(o), nil
 		}
-		next, err := t.watchHeartbeat(ctx, amp.RoleExecutor, func() bool { return t.Result != nil })
-		if err != nil || next != "" {
-			return next, err
+		_, open := t.pendingOf(kinds...)
+		var deadline time.Time
+		if !open {
+			deadline = t.LastActive.Add(t.In.Policy.HeartbeatTimeout)
+		}
+		last := t.LastActive
+		timedOut, err := t.waitFor(ctx, deadline, func() bool {
+			return replied() || t.hasOutcome(kinds...) || t.LastActive != last
+		})
+		if err != nil {
+			return here, err
+		}
+		if open && t.LastActive != last {
+			t.supersede(ctx, "the "+string(role)+" showed life again", kinds...)
+			continue
+		}
+		if timedOut && !open {
+			desc := fmt.Sprintf("The %s has been silent for %s (no message or heartbeat).", role, t.In.Policy.HeartbeatTimeout)
+			ref := t.DispatchID
+			if role == amp.RoleReviewer {
+				ref = t.RequestID
+			}
+			esc := t.escalate(ctx, amp.EscHeartbeatTimeout, amp.SeverityWarning, amp.RoleSystem, desc, []string{ref},
+				"Send the work again", "Keep waiting", "Terminate the task")
+			t.withdraw(ctx, "superseded by a heartbeat timeout")
+			t.open(ctx, task.KindHeartbeatTimeout, desc+" Send again, keep waiting or terminate?", esc, again, optWait, optTerminate)
 		}
 	}
-}
-
-// watchHeartbeat waits for done, a decision outcome or the heartbeat
-// deadline of role; on the deadline it raises a heartbeat_timeout.
-func (t *taskRun) watchHeartbeat(ctx workflow.Context, role amp.Role, done func() bool) (phase, error) {
-	var deadline time.Time
-	raisedAt := time.Time{}
-	if t.Pending == nil {
-		deadline = t.LastActive.Add(t.In.Policy.HeartbeatTimeout)
-	} else {
-		raisedAt = t.Pending.RaisedAt
-	}
-	last := t.LastActive
-	timedOut, err := t.waitFor(ctx, deadline, func() bool {
-		return done() || t.Outcome != nil || t.LastActive != last
-	})
-	if err != nil {
-		return t.Phase, err
-	}
-	if t.Pending != nil && t.Pending.Kind == task.KindHeartbeatTimeout && t.LastActive.After(raisedAt) && t.Outcome == nil {
-		t.withdraw(ctx, "the "+string(role)+" showed life again")
-	}
-	if timedOut && t.Pending == nil {
-		desc := fmt.Sprintf("The %s has been silent for %s (no message or heartbeat).", role, t.In.Policy.HeartbeatTimeout)
-		ref := t.DispatchID
-		if role == amp.RoleReviewer {
-			ref = t.RequestID
-		}
-		esc := t.escalate(ctx, amp.EscHeartbeatTimeout, amp.SeverityWarning, amp.RoleSystem, desc, []string{ref},
-			"Send the work again", "Keep waiting", "Terminate the task")
-		again := optRedispatch
-		if role == amp.RoleReviewer {
-			again = optReviewAgain
-		}
-		t.open(ctx, task.KindHeartbeatTimeout, desc+" Send again, keep waiting or terminate?", esc, again, optWait, optTerminate)
-	}
-	return "", nil
 }
 
 // takeResult ACKs the executor's result and checks it against git.
@@ -233,6 +264,13 @@ func (t *taskRun) takeResult(ctx workflow.Context) (phase, error) {
 	res := t.Result
 	t.ackFor(ctx, *res)
 	r := res.Result()
+	// Entered again with a question open: go back to it, check nothing twice.
+	if k, ok := t.pendingOf(task.KindPartialResult, task.KindResultProblem); ok {
+		return t.resultDecision(ctx, k, t.pendingPrompt(), nil)
+	}
+	if _, ok := t.pendingOf(task.KindBranchViolation); ok {
+		return t.branchViolation(ctx, t.pendingPrompt())
+	}
 	if r.CompletionStatus != amp.StatusComplete {
 		t.setStatus(ctx, task.StatusAwaitingAdmin, string(r.CompletionStatus)+" result")
 		desc := fmt.Sprintf("The executor reported %s on %s: %s", r.CompletionStatus, r.SubtaskID, strings.Join(r.Blockers, "; "))
@@ -243,11 +281,13 @@ func (t *taskRun) takeResult(ctx workflow.Context) (phase, error) {
 		return t.resultDecision(ctx, task.KindPartialResult, desc, esc)
 	}
 	var out activities.CheckResultOutput
-	actx := workflow.WithActivityOptions(ctx, gitOptions())
-	err := workflow.ExecuteActivity(actx, acts.CheckResult, activities.CheckResultInput{
+	yielded, err := t.activity(ctx, gitOptions(), acts.CheckResult, activities.CheckResultInput{
 		TaskID: t.In.TaskID, MsgID: res.MsgID, Repo: t.In.Plan.Repo, Branch: t.In.Plan.Branch,
 		Commit: r.CommitHash, Claimed: r.DiffSummary, DefaultBranch: t.Default,
-	}).Get(ctx, &out)
+	}, &out)
+	if yielded {
+		return phaseResult, nil
+	}
 	if err != nil {
 		t.LastError = "checking the result against git: " + errMessage(err)
 		t.setStatus(ctx, task.StatusAwaitingAdmin, "result not in git")
@@ -260,26 +300,60 @@ func (t *taskRun) takeResult(ctx workflow.Context) (phase, error) {
 	}
 	if out.Violation != "" {
 		t.setStatus(ctx, task.StatusSuspended, "branch violation")
-		desc := fmt.Sprintf("Branch violation on %s: %s", res.MsgID, out.Violation)
-		esc := t.escalateFor(task.KindBranchViolation, func() *amp.Message {
-			return t.escalate(ctx, amp.EscBranchViolation, amp.SeverityCritical, amp.RoleCoordinator, desc, []string{t.DispatchID, res.MsgID},
-				"Redispatch with guidance to work on "+t.In.Plan.Branch, "Terminate the task")
-		})
-		o, err := t.decideOn(ctx, task.KindBranchViolation, desc+" Redispatch with guidance or terminate?", esc, optGuide, optTerminate)
-		if err != nil || o == nil {
-			return phaseResult, err
-		}
-		if o.Option == task.OptRedispatch {
-			t.FixNote, t.FixRefs = "Admin guidance: "+o.Note, []string{res.MsgID}
-			return phaseDispatch, nil
-		}
-		return t.terminatedBy(o), nil
+		return t.branchViolation(ctx, fmt.Sprintf("Branch violation on %s: %s", res.MsgID, out.Violation))
 	}
 	t.DiffURL, t.Mismatches = out.DiffURL, out.Mismatches
 	if len(out.Mismatches) > 0 {
 		t.addTimeline(ctx, task.TimelineEntry{Kind: "check", MsgID: res.MsgID, Note: "diff_summary does not match git: " + strings.Join(out.Mismatches, "; ")})
 	}
 	return phaseCI, nil
+}
+
+// branchViolation suspends the task on a commit outside its branch.
+func (t *taskRun) branchViolation(ctx workflow.Context, desc string) (phase, error) {
+	res := t.Result
+	t.setStatus(ctx, task.StatusSuspended, "branch violation")
+	esc := t.escalateFor(task.KindBranchViolation, func() *amp.Message {
+		return t.escalate(ctx, amp.EscBranchViolation, amp.SeverityCritical, amp.RoleCoordinator, desc, []string{t.DispatchID, res.MsgID},
+			"Redispatch with guidance to work on "+t.In.Plan.Branch, "Terminate the task")
+	})
+	o, err := t.decideOn(ctx, task.KindBranchViolation, desc+" Redispatch with guidance or terminate?", esc, optGuide, optTerminate)
+	if err != nil || o == nil {
+		return phaseResult, err
+	}
+	if o.Option == task.OptRedispatch {
+		t.FixNote, t.FixRefs = "Admin guidance: "+o.Note, []string{res.MsgID}
+		return phaseDispatch, nil
+	}
+	return t.terminatedBy(o), nil
+}
+
+// pendingPrompt is the open decision's question, for a phase entered again.
+func (t *taskRun) pendingPrompt() string {
+	if t.Pending != nil {
+		return t.Pending.Prompt
+	}
+	return ""
+}
+
+// activity runs an activity that may take long, cancelling it when the
+// task must give way (a cancel, an agent's critical escalation, a
+// continue-as-new); it then reports yielded, and the phase runs again.
+func (t *taskRun) activity(ctx workflow.Context, opts workflow.ActivityOptions, fn, in, out any) (bool, error) {
+	actx, cancel := workflow.WithCancel(ctx)
+	f := workflow.ExecuteActivity(workflow.WithActivityOptions(actx, opts), fn, in)
+	done := false
+	workflow.Go(ctx, func(gctx workflow.Context) {
+		if err := workflow.Await(gctx, func() bool { return done || t.yield(gctx) }); err == nil && !done {
+			cancel()
+		}
+	})
+	err := f.Get(ctx, out)
+	done = true
+	if err != nil && t.yield(ctx) {
+		return true, nil
+	}
+	return false, err
 }
 
 // resultDecision asks the admins what to do with a result that cannot

@@ -19,18 +19,20 @@ func (t *taskRun) ciGate(ctx workflow.Context) (phase, error) {
 		t.CI = nil
 		return phaseReview, nil
 	}
+	if _, ok := t.pendingOf(task.KindCIExhausted); ok {
+		return t.ciEscalation(ctx, t.pendingPrompt())
+	}
 	t.setStatus(ctx, task.StatusCICheck, "")
 	r := t.Result.Result()
-	if t.Deadline.IsZero() {
-		t.Deadline = workflow.Now(ctx).Add(t.In.Policy.CITimeout)
+	if t.CIDeadline.IsZero() {
+		t.CIDeadline = workflow.Now(ctx).Add(t.In.Policy.CITimeout)
 	}
-	actx := workflow.WithActivityOptions(ctx, ciOptions(t.In.Policy))
 	for {
 		var st activities.CIStatusResult
-		err := workflow.ExecuteActivity(actx, acts.CIStatus, activities.CIStatusInput{
+		yielded, err := t.activity(ctx, ciOptions(t.In.Policy), acts.CIStatus, activities.CIStatusInput{
 			TaskID: t.In.TaskID, Repo: t.In.Plan.Repo, Branch: t.In.Plan.Branch, Commit: r.CommitHash,
-		}).Get(ctx, &st)
-		if t.yield(ctx) {
+		}, &st)
+		if yielded || t.yield(ctx) {
 			return phaseCI, nil
 		}
 		if err != nil {
@@ -40,10 +42,10 @@ func (t *taskRun) ciGate(ctx workflow.Context) (phase, error) {
 		t.CI = &st
 		switch st.State {
 		case activities.CIPassed, activities.CINone:
-			t.Deadline = time.Time{}
+			t.CIDeadline = time.Time{}
 			return phaseReview, nil
 		case activities.CIFailed:
-			t.Deadline = time.Time{}
+			t.CIDeadline = time.Time{}
 			if t.SubtaskCI >= t.In.Policy.MaxCIRounds {
 				return t.ciEscalation(ctx, fmt.Sprintf("CI failed again after %d fix rounds: %s", t.SubtaskCI, strings.Join(st.Failing, ", ")))
 			}
@@ -57,13 +59,12 @@ func (t *taskRun) ciGate(ctx workflow.Context) (phase, error) {
 			t.FixRefs = []string{t.Result.MsgID}
 			return phaseDispatch, nil
 		}
-		if !workflow.Now(ctx).Before(t.Deadline) {
-			t.Deadline = time.Time{}
+		if !workflow.Now(ctx).Before(t.CIDeadline) {
 			return t.ciEscalation(ctx, fmt.Sprintf("CI was still pending after %s", t.In.Policy.CITimeout))
 		}
 		wake := workflow.Now(ctx).Add(t.In.Policy.CIPollInterval)
-		if wake.After(t.Deadline) {
-			wake = t.Deadline
+		if wake.After(t.CIDeadline) {
+			wake = t.CIDeadline
 		}
 		if _, err := t.waitFor(ctx, wake, func() bool { return false }); err != nil {
 			return phaseCI, err
@@ -87,6 +88,7 @@ func shortHash(h string) string {
 // ciEscalation suspends the task on a CI problem the executor cannot fix
 // by itself.
 func (t *taskRun) ciEscalation(ctx workflow.Context, desc string) (phase, error) {
+	t.CIDeadline = time.Time{}
 	t.setStatus(ctx, task.StatusSuspended, "CI failure")
 	esc := t.escalateFor(task.KindCIExhausted, func() *amp.Message {
 		return t.escalate(ctx, amp.EscCIFailure, amp.SeverityCritical, amp.RoleCoordinator, desc, []string{t.DispatchID, t.Result.MsgID},
@@ -169,58 +171,19 @@ func (t *taskRun) requestReview(ctx workflow.Context) (phase, error) {
 // awaitReview waits for the reviewer's ACK, then its verdict, with the
 // same deadlines as the executor's.
 func (t *taskRun) awaitReview(ctx workflow.Context) (phase, error) {
-	for {
-		if t.Verdict != nil {
-			t.withdraw(ctx, "the reviewer sent its verdict")
-			t.Deadline = time.Time{}
-			return phaseVerdict, nil
-		}
-		if t.yield(ctx) {
-			return phaseAwaitReview, nil
-		}
-		if o := t.Outcome; o != nil {
-			t.Outcome = nil
-			switch o.Option {
-			case task.OptWait:
-				t.LastActive = workflow.Now(ctx)
-				if !t.Deadline.IsZero() || t.Pending == nil && !t.acked(t.RequestID) {
-					t.Deadline = t.LastActive.Add(t.In.Policy.AckTimeout(amp.TypeReviewRequest))
-				}
-				continue
-			case task.OptReviewAgain:
-				return phaseReview, nil
-			default:
-				return t.terminatedBy(o), nil
-			}
-		}
-		if !t.acked(t.RequestID) {
-			reqID := t.RequestID
-			timedOut, err := t.waitFor(ctx, t.Deadline, func() bool {
-				return t.acked(reqID) || t.Verdict != nil || t.Outcome != nil
-			})
-			if err != nil {
-				return phaseAwaitReview, err
-			}
-			if t.acked(reqID) {
-				t.withdraw(ctx, "the reviewer ACKed late")
-				t.Deadline = time.Time{}
-				t.LastActive = workflow.Now(ctx)
-				continue
-			}
-			if timedOut && t.Pending == nil {
-				t.Deadline = time.Time{}
-				desc := fmt.Sprintf("The reviewer did not ACK %s within %s.", reqID, t.In.Policy.AckTimeout(amp.TypeReviewRequest))
-				esc := t.escalate(ctx, amp.EscAckTimeout, amp.SeverityWarning, amp.RoleSystem, desc, []string{reqID},
-					"Send the review request again", "Keep waiting for the reviewer", "Terminate the task")
-				t.open(ctx, task.KindAckTimeout, desc+" Send again, keep waiting or terminate?", esc, optReviewAgain, optWait, optTerminate)
-			}
-			continue
-		}
-		next, err := t.watchHeartbeat(ctx, amp.RoleReviewer, func() bool { return t.Verdict != nil })
+	replied := func() bool { return t.Verdict != nil }
+	if !t.acked(t.RequestID) {
+		next, err := t.awaitAckOf(ctx, ackWait{role: amp.RoleReviewer, msgID: t.RequestID, typ: amp.TypeReviewRequest,
+			again: optReviewAgain, reply: replied, policy: "Send again, keep waiting or terminate?"}, phaseAwaitReview)
 		if err != nil || next != "" {
 			return next, err
 		}
 	}
+	next, err := t.awaitReply(ctx, amp.RoleReviewer, optReviewAgain, replied, phaseAwaitReview)
+	if err != nil || next != "" {
+		return next, err
+	}
+	return phaseVerdict, nil
 }
 
 func (t *taskRun) acked(msgID string) bool {
@@ -238,9 +201,14 @@ func (t *taskRun) takeVerdict(ctx workflow.Context) (phase, error) {
 	note := ""
 	if v.Confidence < t.In.Policy.MinConfidence {
 		t.setStatus(ctx, task.StatusAwaitingAdmin, "low-confidence verdict")
-		prompt := fmt.Sprintf("The reviewer's verdict on %s is %s with confidence %.2f (below %.2f). Accept it, override, or review again?",
+		desc := fmt.Sprintf("The reviewer's verdict on %s is %s with confidence %.2f (below %.2f).",
 			t.Result.Result().SubtaskID, v.Decision, v.Confidence, t.In.Policy.MinConfidence)
-		o, err := t.decideOn(ctx, task.KindLowConfidence, prompt, nil, optAcceptVerd, optOverApprove, optOverReject, optReviewAgain)
+		esc := t.escalateFor(task.KindLowConfidence, func() *amp.Message {
+			return t.escalate(ctx, amp.EscUnknown, amp.SeverityWarning, amp.RoleCoordinator, desc, []string{vm.MsgID},
+				"Accept the verdict", "Override it", "Ask for another review")
+		})
+		o, err := t.decideOn(ctx, task.KindLowConfidence, desc+" Accept it, override, or review again?", esc,
+			optAcceptVerd, optOverApprove, optOverReject, optReviewAgain)
 		if err != nil || o == nil {
 			return phaseVerdict, err
 		}

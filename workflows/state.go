@@ -73,8 +73,10 @@ type taskState struct {
 	Seen map[string]string `json:"seen,omitempty"`
 	// LastActive is when the agent being waited for last showed life.
 	LastActive time.Time `json:"last_active"`
-	// Deadline is the running ACK or heartbeat deadline; zero when none.
+	// Deadline is the running ACK deadline; zero when none.
 	Deadline time.Time `json:"deadline"`
+	// CIDeadline is when pending CI becomes a problem for the admins.
+	CIDeadline time.Time `json:"ci_deadline"`
 
 	Pending     *task.Decision `json:"pending,omitempty"`
 	Outcome     *task.Outcome  `json:"outcome,omitempty"`

@@ -41,6 +41,8 @@ type taskRun struct {
 	// closing is set once the run ends or continues as new: handlers stop
 	// waiting for the run loop.
 	closing bool
+	// deliveries stops the delivery still running for each agent.
+	deliveries map[amp.Role]workflow.CancelFunc
 }
 
 func newTaskRun(ctx workflow.Context, in task.Input) (*taskRun, error) {
@@ -52,13 +54,20 @@ func newTaskRun(ctx workflow.Context, in task.Input) (*taskRun, error) {
 		}
 		in.Carried = nil
 		s.In = in
+		if s.Acked == nil {
+			s.Acked = map[string]string{}
+		}
+		if s.Seen == nil {
+			s.Seen = map[string]string{}
+		}
 	} else {
 		s = newTaskState(in, workflow.Now(ctx))
 		s.NotifyAlways = workflow.GetVersion(ctx, versionNotifyAlways, workflow.DefaultVersion, 1) == 1
 	}
 	return &taskRun{
-		taskState: s,
-		log:       log.With(workflow.GetLogger(ctx), "task_id", in.TaskID),
+		taskState:  s,
+		log:        log.With(workflow.GetLogger(ctx), "task_id", in.TaskID),
+		deliveries: map[amp.Role]workflow.CancelFunc{},
 	}, nil
 }
 

@@ -178,11 +178,12 @@ func TestReplanWhileLocked(t *testing.T) {
 	h.at(time.Millisecond*500, func() {
 		early = h.update(task.UpdateReplan, "", task.ReplanInput{By: "planner", Subtasks: []amp.Subtask{{SubtaskID: "S1a", Description: "x"}}})
 	})
-	var bad, viaDecide *reply
+	var bad, viaDecide, notAdmin *reply
 	h.at(end+time.Second, func() {
 		bad = h.update(task.UpdateReplan, "", task.ReplanInput{By: "planner", Subtasks: []amp.Subtask{{SubtaskID: "", Description: ""}}})
 		viaDecide = h.decide("alice", task.OptReplan, "")
-		h.update(task.UpdateReplan, "", task.ReplanInput{By: "planner", Subtasks: []amp.Subtask{
+		notAdmin = h.update(task.UpdateReplan, "", task.ReplanInput{By: "planner", Subtasks: []amp.Subtask{{SubtaskID: "S9", Description: "x"}}})
+		h.update(task.UpdateReplan, "", task.ReplanInput{By: "alice", Subtasks: []amp.Subtask{
 			{SubtaskID: "S1a", Description: "first half", EstimatedLines: 20},
 			{SubtaskID: "S1b", Description: "second half", EstimatedLines: 20},
 		}})
@@ -194,6 +195,7 @@ func TestReplanWhileLocked(t *testing.T) {
 	refused(t, early, task.ErrUnexpected)
 	refused(t, bad, task.ErrInvalid)
 	refused(t, viaDecide, task.ErrInvalid)
+	refused(t, notAdmin, task.ErrNotAdmin)
 	ds := h.deliveredOf(amp.TypeTaskDispatch)
 	if len(ds) != 4 || ds[2].Dispatch().Subtasks[0].SubtaskID != "S1a" || ds[3].Dispatch().Subtasks[0].SubtaskID != "S1b" {
 		t.Fatalf("dispatches after replan: %d", len(ds))
