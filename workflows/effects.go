@@ -34,8 +34,11 @@ func gitOptions() workflow.ActivityOptions {
 
 func ciOptions(p task.Policy) workflow.ActivityOptions {
 	return workflow.ActivityOptions{
-		StartToCloseTimeout: p.CITimeout,
-		HeartbeatTimeout:    time.Minute,
+		// A provider that keeps failing is the admins' problem after the
+		// CI timeout, not a silent wait.
+		ScheduleToCloseTimeout: p.CITimeout,
+		StartToCloseTimeout:    p.CITimeout,
+		HeartbeatTimeout:       time.Minute,
 		RetryPolicy: &temporal.RetryPolicy{
 			InitialInterval:        time.Second,
 			MaximumInterval:        time.Minute,

@@ -238,8 +238,8 @@ func (t *taskRun) addTimeline(ctx workflow.Context, e task.TimelineEntry) {
 	t.Timeline = append(t.Timeline, e)
 }
 
-// newMsgID returns a fresh msg_id for an outgoing message and the time it
-// stands for: workflow time, moved on by a millisecond on a clash.
+// newTime returns the time an outgoing message of typ stands for: workflow
+// time, moved on by a millisecond when its msg_id would clash.
 func (t *taskRun) newTime(ctx workflow.Context, typ amp.Type) time.Time {
 	at := workflow.Now(ctx)
 	for {
