@@ -13,8 +13,11 @@ import (
 	"github.com/ampflow/ampflow/workflows/task"
 )
 
-// TestReplay replays every history in testdata. To record them again,
-// run the generator in test/e2e:
+// TestReplay replays every history in testdata. The v0_ files were
+// recorded before the changes behind workflow.GetVersion (SSOT writes in a
+// local activity, decisions always sent to the worker's notifier): tasks
+// started then must still replay. To record the current shape again, run
+// the generator in test/e2e, and keep the older files:
 //
 //	AMPFLOW_RECORD_HISTORIES=1 go test ./test/e2e/ -run TestRecordHistories
 func TestReplay(t *testing.T) {
