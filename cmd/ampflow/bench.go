@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"io"
 	"os"
 
 	"github.com/spf13/cobra"
@@ -14,7 +15,7 @@ import (
 // lives here, not in package cli, because it links the server.
 func benchCommand(a *cli.App) *cobra.Command {
 	var o bench.Options
-	var cpuProfile string
+	var cpuProfile, heapProfile string
 	cmd := &cobra.Command{
 		Use:   "bench",
 		Short: "Measure ampflow on this machine: lifecycles/s against bare Temporal, submit latency, memory",
@@ -46,13 +47,19 @@ Progress goes to stderr once a second; -o json prints the figures only.`,
 			if !a.JSON() {
 				o.Progress = a.Stderr
 			}
-			if cpuProfile != "" {
-				f, err := os.Create(cpuProfile)
+			for _, p := range []struct {
+				path string
+				w    *io.Writer
+			}{{cpuProfile, &o.CPUProfile}, {heapProfile, &o.HeapProfile}} {
+				if p.path == "" {
+					continue
+				}
+				f, err := os.Create(p.path)
 				if err != nil {
-					return cli.Exit(cli.ExitFailed, fmt.Errorf("creating the CPU profile: %w", err))
+					return cli.Exit(cli.ExitFailed, fmt.Errorf("creating the profile: %w", err))
 				}
 				defer f.Close()
-				o.CPUProfile = f
+				*p.w = f
 			}
 			r, err := bench.Run(cmd.Context(), o)
 			if err != nil {
@@ -69,6 +76,8 @@ Progress goes to stderr once a second; -o json prints the figures only.`,
 	f.IntVar(&o.Concurrency, "concurrency", bench.DefaultConcurrency, "keep `C` lifecycles in flight")
 	f.IntVar(&o.Open, "open", bench.DefaultOpen, "hold `N` tasks open for the RSS reading (0 skips it)")
 	f.StringVar(&cpuProfile, "cpuprofile", "", "write a CPU profile of the ampflow phase to `FILE`")
+	f.StringVar(&heapProfile, "memprofile", "", "write a heap profile taken with the open tasks in progress to `FILE`")
 	_ = f.MarkHidden("cpuprofile")
+	_ = f.MarkHidden("memprofile")
 	return cmd
 }

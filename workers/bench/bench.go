@@ -45,6 +45,9 @@ type Options struct {
 	Progress io.Writer
 	// CPUProfile, when set, receives a CPU profile of the ampflow phase.
 	CPUProfile io.Writer
+	// HeapProfile, when set, receives a heap profile taken with the open
+	// tasks in progress.
+	HeapProfile io.Writer
 	// Logger receives the server's and the SDK's warnings; nil discards.
 	Logger *slog.Logger
 }

@@ -3,6 +3,8 @@ package bench
 import (
 	"context"
 	"fmt"
+	"runtime"
+	"runtime/pprof"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -98,6 +100,14 @@ func (b *bench) measureOpen(ctx context.Context, r *Result) error {
 	}
 	rss = round(rss, 1)
 	r.RSSOpenMB = &rss
+	if b.o.HeapProfile != nil {
+		if err := pprof.WriteHeapProfile(b.o.HeapProfile); err != nil {
+			return fmt.Errorf("writing the heap profile: %w", err)
+		}
+	}
+	var m runtime.MemStats
+	runtime.ReadMemStats(&m)
+	r.OpenHeapMB, r.OpenStackMB, r.OpenGoroutines = round(float64(m.HeapInuse)/(1<<20), 1), round(float64(m.StackInuse)/(1<<20), 1), runtime.NumGoroutine()
 	_, err = b.phase(ctx, "cancel", "tasks", ids, func(ctx context.Context, _ int, id string) error {
 		_, err := b.tasks.Cancel(ctx, id, task.CancelInput{By: "ampflow bench", Reason: "benchmark over"})
 		return err

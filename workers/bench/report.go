@@ -41,6 +41,11 @@ type Result struct {
 	// The baseline's update latencies, for comparison with the submits'.
 	BaselineP50 time.Duration `json:"-"`
 	BaselineP99 time.Duration `json:"-"`
+	// Where the open tasks' memory is: Go heap and stacks in use, in MiB,
+	// and goroutines (server, worker and workflow coroutines together).
+	OpenHeapMB     float64 `json:"-"`
+	OpenStackMB    float64 `json:"-"`
+	OpenGoroutines int     `json:"-"`
 }
 
 // WriteText prints r as a table.
@@ -59,7 +64,8 @@ func (r Result) WriteText(w io.Writer) error {
 	}
 	if r.RSSOpenMB != nil {
 		rows = append(rows, [2]string{fmt.Sprintf("RSS, %d open", r.Open),
-			fmt.Sprintf("%.0f MiB (%d tasks started and ACKed in %s)", *r.RSSOpenMB, r.Open, r.OpenStartElapsed.Round(time.Millisecond))})
+			fmt.Sprintf("%.0f MiB (%d tasks started and ACKed in %s)", *r.RSSOpenMB, r.Open, r.OpenStartElapsed.Round(time.Millisecond))},
+			[2]string{"", fmt.Sprintf("Go heap in use %.0f MiB, stacks %.0f MiB, %d goroutines", r.OpenHeapMB, r.OpenStackMB, r.OpenGoroutines)})
 	}
 	for _, row := range rows {
 		fmt.Fprintf(tw, "%s\t%s\n", row[0], row[1])
