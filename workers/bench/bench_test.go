@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"os"
 	"slices"
 	"strings"
 	"testing"
@@ -152,11 +153,16 @@ func TestRun(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts a Temporal server")
 	}
+	tmp := t.TempDir()
+	t.Setenv("TMPDIR", tmp)
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	r, err := Run(ctx, Options{Tasks: 3, Concurrency: 2, Open: 5})
 	if err != nil {
 		t.Fatal(err)
+	}
+	if left, _ := os.ReadDir(tmp); len(left) > 0 {
+		t.Errorf("Run left %s behind in the temporary directory", left[0].Name())
 	}
 	if r.Ampflow.LifecyclesPerS <= 0 || r.Baseline.LifecyclesPerS <= 0 || r.Ratio <= 0 {
 		t.Errorf("throughputs %+v / %+v, ratio %v: want all positive", r.Ampflow, r.Baseline, r.Ratio)
