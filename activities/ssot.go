@@ -253,7 +253,11 @@ func (s *Store) writeTask(taskID string, state json.RawMessage) error {
 	if err := os.MkdirAll(s.taskDir(taskID), 0o755); err != nil {
 		return fmt.Errorf("writing state of task %s: %w", taskID, err)
 	}
-	if err := writeAtomic(path, buf.Bytes(), true); err != nil {
+	// task.json is derived state, rewritten on every batch: replaced
+	// atomically (no reader ever sees half of it) but not synced, which
+	// cost two fsyncs a batch. After a power cut it may be older than the
+	// records; the next write, or History, which reads the records, is right.
+	if err := writeFile(path, buf.Bytes(), false); err != nil {
 		return fmt.Errorf("writing state of task %s: %w", taskID, err)
 	}
 	return nil
@@ -263,6 +267,18 @@ func (s *Store) writeTask(taskID string, state json.RawMessage) error {
 // directory, fsynced, then renamed over it. syncParent also fsyncs the
 // directory so the rename itself is durable.
 func writeAtomic(path string, data []byte, syncParent bool) error {
+	if err := writeFile(path, data, true); err != nil {
+		return err
+	}
+	if syncParent {
+		return syncDir(filepath.Dir(path))
+	}
+	return nil
+}
+
+// writeFile replaces path with data through a temporary file and a
+// rename, syncing the data first when durable.
+func writeFile(path string, data []byte, durable bool) error {
 	dir := filepath.Dir(path)
 	f, err := os.CreateTemp(dir, ".tmp-*")
 	if err != nil {
@@ -270,7 +286,7 @@ func writeAtomic(path string, data []byte, syncParent bool) error {
 	}
 	tmp := f.Name()
 	_, err = f.Write(data)
-	if err == nil {
+	if err == nil && durable {
 		err = f.Sync()
 	}
 	if cerr := f.Close(); err == nil {
@@ -282,9 +298,6 @@ func writeAtomic(path string, data []byte, syncParent bool) error {
 	if err != nil {
 		os.Remove(tmp)
 		return err
-	}
-	if syncParent {
-		return syncDir(dir)
 	}
 	return nil
 }

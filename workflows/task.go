@@ -33,6 +33,11 @@ func Task(ctx workflow.Context, in task.Input) (task.Result, error) {
 // have a channel (Policy.Notify came from the client's configuration).
 const versionNotifyAlways = "notify-always"
 
+// versionStartAttributes marks runs that keep the search attributes the
+// start set, rather than upserting the same values again (one visibility
+// write a task).
+const versionStartAttributes = "start-attributes"
+
 // taskRun is one run of the workflow: the carried state plus what is
 // rebuilt on every run.
 type taskRun struct {
@@ -109,7 +114,11 @@ func (t *taskRun) setup(ctx workflow.Context) error {
 // run drives the task phase by phase until it ends or continues as new.
 func (t *taskRun) run(ctx workflow.Context) (task.Result, error) {
 	if t.Phase == phaseCheck {
-		t.upsertAttributes(ctx)
+		// Client.Start sets the attributes; upsert only for a start that did not.
+		_, set := workflow.GetTypedSearchAttributes(ctx).GetKeyword(task.AttrStatus)
+		if workflow.GetVersion(ctx, versionStartAttributes, workflow.DefaultVersion, 1) == workflow.DefaultVersion || !set {
+			t.upsertAttributes(ctx)
+		}
 	}
 	for {
 		if t.Cancel != nil && !t.Status.Terminal() {

@@ -35,9 +35,19 @@ var ErrVersionMismatch = errors.New("temporal database version mismatch")
 // sqlConfig returns the persistence settings for the database at path.
 func sqlConfig(path string) *config.SQL {
 	return &config.SQL{
-		PluginName:        sqliteplugin.PluginName,
-		DatabaseName:      path,
-		ConnectAttributes: map[string]string{"mode": "rwc"},
+		PluginName:   sqliteplugin.PluginName,
+		DatabaseName: path,
+		// With WAL and synchronous=normal a commit is one append to the
+		// log: still durable when the process is killed, which is what
+		// ampflow dev promises (a power cut may lose the last commits).
+		// One connection, as before: Temporal's transactions upgrade
+		// from read to write, which concurrent SQLite connections turn
+		// into "database is locked".
+		ConnectAttributes: map[string]string{
+			"mode":         "rwc",
+			"journal_mode": "wal",
+			"synchronous":  "normal",
+		},
 	}
 }
 
@@ -103,7 +113,10 @@ func createDatabase(dbPath, versionPath string) error {
 	}
 	scratch := dbPath + ".init"
 	removeDatabase(scratch)
-	if err := sqliteschema.SetupSchema(sqlConfig(scratch)); err != nil {
+	// The scratch file keeps the default rollback journal: a WAL beside it
+	// would not follow the rename.
+	if err := sqliteschema.SetupSchema(&config.SQL{PluginName: sqliteplugin.PluginName, DatabaseName: scratch,
+		ConnectAttributes: map[string]string{"mode": "rwc"}}); err != nil {
 		removeDatabase(scratch)
 		return fmt.Errorf("creating schema in %s: %w", scratch, err)
 	}
