@@ -53,7 +53,7 @@ type Delivery struct {
 	Log     *slog.Logger
 }
 
-// maxReply bounds what a command-mode agent may print.
+// maxReply bounds what a command-mode agent may print; more is ignored.
 const maxReply = 4 << 20
 
 // Deliver implements Deliverer.
@@ -104,21 +104,46 @@ func (d *Delivery) runCommand(ctx context.Context, a AgentDelivery, m amp.Messag
 	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
 	cmd.WaitDelay = 5 * time.Second
 	cmd.Stdin = bytes.NewReader(in)
-	var out, errOut limitedBuffer
-	out.max, errOut.max = maxReply, 16<<10
-	cmd.Stdout, cmd.Stderr = &out, &errOut
+	var errOut limitedBuffer
+	errOut.max = 16 << 10
+	cmd.Stderr = &errOut
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		return fmt.Errorf("starting %s agent: %w", m.To, err)
+	}
 	cmd.Env = append(cmd.Environ(), "AMP_MSG_ID="+m.MsgID, "AMP_TASK_ID="+m.TaskID, "AMP_ROLE="+string(m.To))
 	if err := cmd.Start(); err != nil {
 		return temporal.NewNonRetryableApplicationError(fmt.Sprintf("starting %s agent %q: %v", m.To, a.Command[0], err), ErrDelivery, err)
 	}
-	done := make(chan error, 1)
-	go func() { done <- cmd.Wait() }()
+	// Replies are taken as the agent prints them: its ACK reaches the task
+	// when it starts working, not when it is done.
+	type taken struct {
+		n   int
+		err error
+	}
+	replies := make(chan taken, 1)
+	go func() {
+		n, err := d.takeReplies(ctx, m, io.LimitReader(stdout, maxReply))
+		_, _ = io.Copy(io.Discard, stdout)
+		replies <- taken{n, err}
+	}()
 	tick := time.NewTicker(10 * time.Second)
 	defer tick.Stop()
 	for {
 		select {
-		case err := <-done:
-			return d.takeReplies(ctx, m, out.Bytes(), errOut.String(), err)
+		case r := <-replies:
+			waitErr := cmd.Wait()
+			if r.err != nil {
+				return r.err
+			}
+			if waitErr != nil && r.n == 0 {
+				msg := fmt.Sprintf("%s agent for %s failed: %v", m.To, m.MsgID, waitErr)
+				if tail := strings.TrimSpace(errOut.String()); tail != "" {
+					msg += ": " + tail
+				}
+				return temporal.NewNonRetryableApplicationError(msg, ErrDelivery, waitErr)
+			}
+			return nil
 		case <-tick.C:
 			if activity.IsActivity(ctx) {
 				activity.RecordHeartbeat(ctx, m.MsgID)
@@ -127,37 +152,31 @@ func (d *Delivery) runCommand(ctx context.Context, a AgentDelivery, m amp.Messag
 	}
 }
 
-// takeReplies submits what the agent printed; a reply the task refuses is
-// logged and kept, never retried.
-func (d *Delivery) takeReplies(ctx context.Context, m amp.Message, stdout []byte, stderr string, waitErr error) error {
-	dec := json.NewDecoder(bytes.NewReader(stdout))
+// takeReplies submits each JSON value the agent prints, as it prints it;
+// a reply the task refuses is logged and kept, never retried. It returns
+// how many values it read.
+func (d *Delivery) takeReplies(ctx context.Context, m amp.Message, r io.Reader) (int, error) {
+	dec := json.NewDecoder(r)
 	n := 0
 	for {
 		var raw json.RawMessage
 		err := dec.Decode(&raw)
 		if errors.Is(err, io.EOF) {
-			break
+			return n, nil
 		}
 		if err != nil {
-			d.refuse(stdout, fmt.Sprintf("%s agent printed something that is not JSON: %v", m.To, err))
-			break
+			rest, _ := io.ReadAll(io.MultiReader(dec.Buffered(), r))
+			d.refuse(rest, fmt.Sprintf("%s agent printed something that is not JSON: %v", m.To, err))
+			return n, nil
 		}
 		n++
 		if _, err := d.Submit.Submit(ctx, raw); err != nil {
 			if task.ErrorCode(err) == task.CodeUnavailable {
-				return fmt.Errorf("handing the %s's reply to task %s: %w", m.To, m.TaskID, err)
+				return n, fmt.Errorf("handing the %s's reply to task %s: %w", m.To, m.TaskID, err)
 			}
 			d.refuse(raw, err.Error())
 		}
 	}
-	if waitErr != nil && n == 0 {
-		msg := fmt.Sprintf("%s agent for %s failed: %v", m.To, m.MsgID, waitErr)
-		if tail := strings.TrimSpace(stderr); tail != "" {
-			msg += ": " + tail
-		}
-		return temporal.NewNonRetryableApplicationError(msg, ErrDelivery, waitErr)
-	}
-	return nil
 }
 
 func (d *Delivery) refuse(raw []byte, reason string) {

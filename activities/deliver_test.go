@@ -7,6 +7,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"sync"
 	"testing"
 	"time"
@@ -129,5 +130,39 @@ func TestDeliverPull(t *testing.T) {
 	res, err := d.Deliver(context.Background(), DeliverInput{Message: testDispatch(t)})
 	if err != nil || res.Mode != ModePull {
 		t.Errorf("pull mode: %v %v", res, err)
+	}
+}
+
+// TestDeliverCommandStreamsReplies checks that an agent's first reply (its
+// ACK) reaches the task while the agent still works.
+func TestDeliverCommandStreamsReplies(t *testing.T) {
+	m := testDispatch(t)
+	ack, _ := json.Marshal(amp.NewAck(amp.RoleExecutor, m, time.Unix(1_800_000_001, 0)))
+	t.Setenv("AMP_TEST_REPLY", string(ack))
+	marker := t.TempDir() + "/go-on"
+	t.Setenv("AMP_TEST_MARKER", marker)
+	sub := &fakeSubmitter{}
+	d := &Delivery{Submit: sub, Executor: AgentDelivery{Mode: ModeCommand, Command: []string{"sh", "-c",
+		`cat >/dev/null; printf '%s\n' "$AMP_TEST_REPLY"; while [ ! -e "$AMP_TEST_MARKER" ]; do sleep 0.05; done`}}}
+	errc := make(chan error, 1)
+	go func() { _, err := d.Deliver(context.Background(), DeliverInput{Message: m}); errc <- err }()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		sub.mu.Lock()
+		n := len(sub.got)
+		sub.mu.Unlock()
+		if n == 1 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the ACK did not reach the task while the agent was running")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if err := os.WriteFile(marker, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-errc; err != nil {
+		t.Fatalf("Deliver: %v", err)
 	}
 }
