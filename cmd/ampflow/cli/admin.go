@@ -69,7 +69,7 @@ func (a *App) decideCommand() *cobra.Command {
 			"land on a newer question. --by defaults to $USER and must be a configured\n" +
 			"admin when admins are configured.",
 		Example: "  ampflow decide T-2026-045 --option approve\n" +
-			"  ampflow decide T-2026-045 --decision plan_approval-T-2026-045-1 --option reject --note \"too broad\"",
+			"  ampflow decide T-2026-045 --decision T-2026-045-d1 --option reject --note \"too broad\"",
 		Args: taskIDArg,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if option == "" {
