@@ -58,6 +58,9 @@ func (c *Client) Start(ctx context.Context, in task.Input) error {
 	if in.Policy.MaxRejects == 0 {
 		in.Policy = c.Policy
 	}
+	if in.Rev == 0 {
+		in.Rev = task.Revision
+	}
 	_, err := c.Temporal.ExecuteWorkflow(ctx, client.StartWorkflowOptions{
 		ID:                       task.WorkflowID(in.TaskID),
 		TaskQueue:                c.TaskQueue,

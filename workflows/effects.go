@@ -32,6 +32,20 @@ func gitOptions() workflow.ActivityOptions {
 	}
 }
 
+// gitCheck starts a git check. From revision 1 on it is a local activity:
+// a check reads the worker's clone for a second or less, and a regular
+// activity cost it a round trip through the server, three history events
+// and one more workflow task.
+func (t *taskRun) gitCheck(ctx workflow.Context, fn, in any) workflow.Future {
+	o := gitOptions()
+	if follows(ctx, t.In, 1, "") {
+		return workflow.ExecuteLocalActivity(workflow.WithLocalActivityOptions(ctx, workflow.LocalActivityOptions{
+			StartToCloseTimeout: o.StartToCloseTimeout, RetryPolicy: o.RetryPolicy,
+		}), fn, in)
+	}
+	return workflow.ExecuteActivity(workflow.WithActivityOptions(ctx, o), fn, in)
+}
+
 func ciOptions(p task.Policy) workflow.ActivityOptions {
 	return workflow.ActivityOptions{
 		// A provider that keeps failing is the admins' problem after the
@@ -128,7 +142,7 @@ const versionRecordLocal = "record-local"
 // recordLoop writes queued SSOT entries in order, batching what has
 // queued up meanwhile, with the task's state alongside.
 func (t *taskRun) recordLoop(ctx workflow.Context) {
-	local := workflow.GetVersion(ctx, versionRecordLocal, workflow.DefaultVersion, 1) == 1
+	local := follows(ctx, t.In, 1, versionRecordLocal)
 	ro := recordOptions()
 	ctx = workflow.WithActivityOptions(ctx, ro)
 	ctx = workflow.WithLocalActivityOptions(ctx, workflow.LocalActivityOptions{

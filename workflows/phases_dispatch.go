@@ -51,8 +51,7 @@ func (t *taskRun) check(ctx workflow.Context) (phase, error) {
 		}
 	}
 	var out activities.CheckBranchResult
-	actx := workflow.WithActivityOptions(ctx, gitOptions())
-	err := workflow.ExecuteActivity(actx, acts.CheckBranch, activities.CheckBranchInput{
+	err := t.gitCheck(ctx, acts.CheckBranch, activities.CheckBranchInput{
 		Repo: t.In.Plan.Repo, Branch: t.In.Plan.Branch,
 	}).Get(ctx, &out)
 	if err != nil {
@@ -281,9 +280,12 @@ func (t *taskRun) takeResult(ctx workflow.Context) (phase, error) {
 		return t.resultDecision(ctx, task.KindPartialResult, desc, esc)
 	}
 	var out activities.CheckResultOutput
-	yielded, err := t.activity(ctx, gitOptions(), acts.CheckResult, activities.CheckResultInput{
+	in := activities.CheckResultInput{
 		TaskID: t.In.TaskID, MsgID: res.MsgID, Repo: t.In.Plan.Repo, Branch: t.In.Plan.Branch,
 		Commit: r.CommitHash, Claimed: r.DiffSummary, DefaultBranch: t.Default,
+	}
+	yielded, err := t.activity(ctx, func(ctx workflow.Context) workflow.Future {
+		return t.gitCheck(ctx, acts.CheckResult, in)
 	}, &out)
 	if yielded {
 		return phaseResult, nil
@@ -339,9 +341,9 @@ func (t *taskRun) pendingPrompt() string {
 // activity runs an activity that may take long, cancelling it when the
 // task must give way (a cancel, an agent's critical escalation, a
 // continue-as-new); it then reports yielded, and the phase runs again.
-func (t *taskRun) activity(ctx workflow.Context, opts workflow.ActivityOptions, fn, in, out any) (bool, error) {
+func (t *taskRun) activity(ctx workflow.Context, start func(workflow.Context) workflow.Future, out any) (bool, error) {
 	actx, cancel := workflow.WithCancel(ctx)
-	f := workflow.ExecuteActivity(workflow.WithActivityOptions(actx, opts), fn, in)
+	f := start(actx)
 	done := false
 	workflow.Go(ctx, func(gctx workflow.Context) {
 		if err := workflow.Await(gctx, func() bool { return done || t.yield(gctx) }); err == nil && !done {

@@ -29,8 +29,9 @@ func (t *taskRun) ciGate(ctx workflow.Context) (phase, error) {
 	}
 	for {
 		var st activities.CIStatusResult
-		yielded, err := t.activity(ctx, ciOptions(t.In.Policy), acts.CIStatus, activities.CIStatusInput{
-			TaskID: t.In.TaskID, Repo: t.In.Plan.Repo, Branch: t.In.Plan.Branch, Commit: r.CommitHash,
+		in := activities.CIStatusInput{TaskID: t.In.TaskID, Repo: t.In.Plan.Repo, Branch: t.In.Plan.Branch, Commit: r.CommitHash}
+		yielded, err := t.activity(ctx, func(ctx workflow.Context) workflow.Future {
+			return workflow.ExecuteActivity(workflow.WithActivityOptions(ctx, ciOptions(t.In.Policy)), acts.CIStatus, in)
 		}, &st)
 		if yielded || t.yield(ctx) {
 			return phaseCI, nil

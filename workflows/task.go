@@ -19,6 +19,12 @@ import (
 // the coordinator's protocol duties; agents and admins feed it messages
 // through its updates.
 func Task(ctx workflow.Context, in task.Input) (task.Result, error) {
+	if in.Rev > task.Revision {
+		// Not an error: that would fail the task for good. A panic fails
+		// only this workflow task, which a newer worker can take.
+		panic(fmt.Sprintf("task %s was started under revision %d of the task workflow; this worker knows up to %d: run a newer ampflow worker",
+			in.TaskID, in.Rev, task.Revision))
+	}
 	t, err := newTaskRun(ctx, in)
 	if err != nil {
 		return task.Result{}, err
@@ -37,6 +43,16 @@ const versionNotifyAlways = "notify-always"
 // start set, rather than upserting the same values again (one visibility
 // write a task).
 const versionStartAttributes = "start-attributes"
+
+// follows reports whether the task follows revision rev of the workflow
+// code. A task started before revisions existed asks its history through
+// workflow.GetVersion(change); with no change id it keeps the old shape.
+func follows(ctx workflow.Context, in task.Input, rev int, change string) bool {
+	if in.Rev > 0 {
+		return in.Rev >= rev
+	}
+	return change != "" && workflow.GetVersion(ctx, change, workflow.DefaultVersion, 1) == 1
+}
 
 // taskRun is one run of the workflow: the carried state plus what is
 // rebuilt on every run.
@@ -67,7 +83,7 @@ func newTaskRun(ctx workflow.Context, in task.Input) (*taskRun, error) {
 		}
 	} else {
 		s = newTaskState(in, workflow.Now(ctx))
-		s.NotifyAlways = workflow.GetVersion(ctx, versionNotifyAlways, workflow.DefaultVersion, 1) == 1
+		s.NotifyAlways = follows(ctx, in, 1, versionNotifyAlways)
 	}
 	return &taskRun{
 		taskState:  s,
@@ -116,7 +132,7 @@ func (t *taskRun) run(ctx workflow.Context) (task.Result, error) {
 	if t.Phase == phaseCheck {
 		// Client.Start sets the attributes; upsert only for a start that did not.
 		_, set := workflow.GetTypedSearchAttributes(ctx).GetKeyword(task.AttrStatus)
-		if workflow.GetVersion(ctx, versionStartAttributes, workflow.DefaultVersion, 1) == workflow.DefaultVersion || !set {
+		if !follows(ctx, t.In, 1, versionStartAttributes) || !set {
 			t.upsertAttributes(ctx)
 		}
 	}

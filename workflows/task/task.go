@@ -193,7 +193,21 @@ type Input struct {
 	// Carried is the whole state of the previous run after a
 	// continue-as-new; empty on a fresh start.
 	Carried json.RawMessage `json:"carried,omitempty"`
+	// Rev is the revision of the workflow code the task was started
+	// under; the client sets it to Revision. Zero marks tasks started
+	// before revisions existed, whose shape their history tells.
+	Rev int `json:"rev,omitempty"`
 }
+
+// Revision is the revision of the task workflow's code. A change that
+// alters the history a new task writes raises it, and the workflow keeps
+// the old shape for tasks started under a lower one. Unlike
+// workflow.GetVersion, this costs no marker and no search-attribute write.
+//
+//   - 1: SSOT batches in a local activity, notices always handed to the
+//     worker, search attributes from the start request, git checks in
+//     local activities.
+const Revision = 1
 
 // Result is what a finished task workflow returns.
 type Result struct {
