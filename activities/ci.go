@@ -81,23 +81,27 @@ func (NoCI) Status(context.Context, CIStatusInput) (CIStatusResult, error) {
 // commitOf is in.Commit resolved to a full hash, or the branch head when
 // it is empty.
 func commitOf(ctx context.Context, g *Git, in CIStatusInput) (string, error) {
-	if err := g.openRepo(ctx, in.Repo); err != nil {
+	if in.Commit != "" && commitHashRE.MatchString(in.Commit) {
+		full, err := g.openRepo(ctx, in.Repo, in.Commit)
+		if err != nil {
+			return "", err
+		}
+		if full == "" {
+			return "", commitMissing(in)
+		}
+		return full, nil
+	}
+	if _, err := g.openRepo(ctx, in.Repo, ""); err != nil {
 		return "", err
 	}
-	if in.Commit == "" {
-		return g.branchHead(ctx, in.Repo, normalizeBranch(in.Branch))
-	}
-	if !commitHashRE.MatchString(in.Commit) {
+	if in.Commit != "" {
 		return "", commitMissing(in)
 	}
-	full, ok, err := g.revParse(ctx, in.Repo, in.Commit)
+	refs, err := g.readRefs(ctx, in.Repo)
 	if err != nil {
-		return "", fmt.Errorf("resolving commit %s in %s: %w", in.Commit, in.Repo, err)
+		return "", err
 	}
-	if !ok {
-		return "", commitMissing(in)
-	}
-	return full, nil
+	return refs.head(in.Repo, normalizeBranch(in.Branch))
 }
 
 func commitMissing(in CIStatusInput) error {

@@ -92,108 +92,131 @@ func runGit(ctx context.Context, bin, dir string, args ...string) ([]byte, error
 		if ctx.Err() != nil {
 			return nil, fmt.Errorf("git %s: %w", strings.Join(args, " "), ctx.Err())
 		}
-		return nil, &gitError{args: args, stderr: stderr.String(), err: err}
+		// stdout too: what rev-parse printed before failing tells why.
+		return stdout.Bytes(), &gitError{args: args, stderr: stderr.String(), err: err}
 	}
 	return stdout.Bytes(), nil
 }
 
 // exitCode1 reports whether err is git exiting with status 1, which for
-// --verify --quiet and merge-base --is-ancestor means "no", not a failure.
+// rev-parse --verify --quiet, merge-base and diff --quiet means "no", not
+// a failure.
 func exitCode1(err error) bool {
 	var ee *exec.ExitError
 	return errors.As(err, &ee) && ee.ExitCode() == 1
 }
 
-// revParse resolves rev to a full commit hash; ok is false when it names
-// no commit.
-func (g *Git) revParse(ctx context.Context, repo, rev string) (hash string, ok bool, err error) {
-	out, err := g.run(ctx, repo, "rev-parse", "--verify", "--quiet", "--end-of-options", rev+"^{commit}")
-	if err != nil {
-		if exitCode1(err) {
-			return "", false, nil
-		}
-		return "", false, err
-	}
-	return strings.TrimSpace(string(out)), true, nil
-}
-
-// openRepo checks that repo is the top of a git work tree.
-func (g *Git) openRepo(ctx context.Context, repo string) error {
+// openRepo checks that repo is the top of a git work tree. Given a rev, it
+// resolves it to a full commit hash in the same git process; hash is ""
+// when rev names no commit.
+func (g *Git) openRepo(ctx context.Context, repo, rev string) (hash string, err error) {
 	fi, err := os.Stat(repo)
 	if err != nil || !fi.IsDir() {
-		return temporal.NewNonRetryableApplicationError(
+		return "", temporal.NewNonRetryableApplicationError(
 			fmt.Sprintf("repository %s does not exist or is not a directory", repo), ErrNotWorkTree, err)
 	}
-	out, err := g.run(ctx, repo, "rev-parse", "--is-inside-work-tree")
-	if err != nil || strings.TrimSpace(string(out)) != "true" {
+	args := []string{"rev-parse", "--is-inside-work-tree"}
+	if rev != "" {
+		args = append(args, "--verify", "--quiet", "--end-of-options", rev+"^{commit}")
+	}
+	out, err := g.run(ctx, repo, args...)
+	inside, rest, _ := strings.Cut(string(out), "\n")
+	if rev != "" && inside == "true" && err != nil {
+		if exitCode1(err) {
+			return "", nil
+		}
+		return "", fmt.Errorf("resolving commit %s in %s: %w", rev, repo, err)
+	}
+	if err != nil || inside != "true" {
 		if ctx.Err() != nil {
-			return fmt.Errorf("opening repository %s: %w", repo, ctx.Err())
+			return "", fmt.Errorf("opening repository %s: %w", repo, ctx.Err())
 		}
 		var ge *gitError
 		if err != nil && !errors.As(err, &ge) {
-			return fmt.Errorf("opening repository %s: %w", repo, err)
+			return "", fmt.Errorf("opening repository %s: %w", repo, err)
 		}
-		return temporal.NewNonRetryableApplicationError(
+		return "", temporal.NewNonRetryableApplicationError(
 			fmt.Sprintf("repository %s is not a git work tree", repo), ErrNotWorkTree, err)
 	}
-	return nil
+	return strings.TrimSpace(rest), nil
 }
 
-// branchRefs are the refs a branch name may live at, local first.
-func branchRefs(branch string) []string {
-	return []string{"refs/heads/" + branch, "refs/remotes/origin/" + branch}
+// refSet is one reading of a repository's branches and origin's: every
+// ref that points to a commit, and the branch origin/HEAD points to.
+type refSet struct {
+	commits    map[string]string // full ref name → commit hash
+	originHead string            // "" when origin/HEAD is unset
 }
 
-// existingRefs returns those of branch's refs that exist, with their hashes.
-func (g *Git) existingRefs(ctx context.Context, repo, branch string) (refs, hashes []string, err error) {
-	for _, ref := range branchRefs(branch) {
-		h, ok, err := g.revParse(ctx, repo, ref)
-		if err != nil {
-			return nil, nil, fmt.Errorf("resolving %s in %s: %w", ref, repo, err)
+// readRefs lists the branches of repo and of its origin in one git process.
+func (g *Git) readRefs(ctx context.Context, repo string) (refSet, error) {
+	out, err := g.run(ctx, repo, "for-each-ref", "--format=%(objectname) %(objecttype) %(refname) %(symref)",
+		"refs/heads/", "refs/remotes/origin/")
+	if err != nil {
+		return refSet{}, fmt.Errorf("listing the branches of %s: %w", repo, err)
+	}
+	s := refSet{commits: map[string]string{}}
+	for line := range strings.Lines(string(out)) {
+		f := strings.Fields(line)
+		if len(f) < 3 || f[1] != "commit" {
+			continue
 		}
-		if ok {
-			refs = append(refs, ref)
-			hashes = append(hashes, h)
+		s.commits[f[2]] = f[0]
+		if f[2] == "refs/remotes/origin/HEAD" && len(f) == 4 {
+			if b, ok := strings.CutPrefix(f[3], "refs/remotes/origin/"); ok && b != "" {
+				s.originHead = b
+			}
 		}
 	}
-	return refs, hashes, nil
+	return s, nil
 }
 
-func (g *Git) branchExists(ctx context.Context, repo, branch string) (bool, error) {
-	refs, _, err := g.existingRefs(ctx, repo, branch)
-	return len(refs) > 0, err
+// existing returns those of branch's refs that exist, local first.
+func (s refSet) existing(branch string) []string {
+	var refs []string
+	for _, ref := range []string{"refs/heads/" + branch, "refs/remotes/origin/" + branch} {
+		if _, ok := s.commits[ref]; ok {
+			refs = append(refs, ref)
+		}
+	}
+	return refs
+}
+
+// head is a branch's commit, local first then origin's; a missing branch
+// is an ErrBranchMissing.
+func (s refSet) head(repo, branch string) (string, error) {
+	if branch == "" || strings.HasPrefix(branch, "-") {
+		return "", temporal.NewNonRetryableApplicationError(
+			fmt.Sprintf("branch %q is not a valid branch name in %s", branch, repo), ErrBranchMissing, nil)
+	}
+	refs := s.existing(branch)
+	if len(refs) == 0 {
+		return "", temporal.NewNonRetryableApplicationError(
+			fmt.Sprintf("branch %q not found in %s, neither locally nor on origin", branch, repo), ErrBranchMissing, nil)
+	}
+	return s.commits[refs[0]], nil
 }
 
 // defaultBranch finds the repository's default branch as documented on
 // Git; "" when there is none. HEAD's branch is not taken when it is
 // exclude; fromHEAD says the answer is that last guess.
-func (g *Git) defaultBranch(ctx context.Context, repo, exclude string) (def string, fromHEAD bool, err error) {
-	out, err := g.run(ctx, repo, "symbolic-ref", "--quiet", "refs/remotes/origin/HEAD")
-	if err == nil {
-		if b, ok := strings.CutPrefix(strings.TrimSpace(string(out)), "refs/remotes/origin/"); ok && b != "" {
-			return b, false, nil
-		}
-	} else if ctx.Err() != nil {
-		return "", false, err
+func (g *Git) defaultBranch(ctx context.Context, repo string, refs refSet, exclude string) (def string, fromHEAD bool, err error) {
+	if refs.originHead != "" {
+		return refs.originHead, false, nil
 	}
 	candidates := []string{}
 	if out, err := g.run(ctx, repo, "config", "--get", "init.defaultBranch"); err == nil {
 		candidates = append(candidates, strings.TrimSpace(string(out)))
+	} else if ctx.Err() != nil {
+		return "", false, ctx.Err()
 	}
 	candidates = append(candidates, "main", "master")
 	for _, b := range candidates {
-		if b == "" {
-			continue
-		}
-		ok, err := g.branchExists(ctx, repo, b)
-		if err != nil {
-			return "", false, err
-		}
-		if ok {
+		if b != "" && len(refs.existing(b)) > 0 {
 			return b, false, nil
 		}
 	}
-	out, err = g.run(ctx, repo, "symbolic-ref", "--quiet", "--short", "HEAD")
+	out, err := g.run(ctx, repo, "symbolic-ref", "--quiet", "--short", "HEAD")
 	if err == nil {
 		if b := strings.TrimSpace(string(out)); b != exclude {
 			return b, true, nil
@@ -220,11 +243,15 @@ func normalizeBranch(b string) string {
 // default branch. It returns the default branch and the branch's head,
 // the local one when the branch exists both locally and on origin.
 func (g *Git) CheckBranch(ctx context.Context, in CheckBranchInput) (CheckBranchResult, error) {
-	if err := g.openRepo(ctx, in.Repo); err != nil {
+	if _, err := g.openRepo(ctx, in.Repo, ""); err != nil {
 		return CheckBranchResult{}, err
 	}
 	branch := normalizeBranch(in.Branch)
-	def, fromHEAD, err := g.defaultBranch(ctx, in.Repo, "")
+	refs, err := g.readRefs(ctx, in.Repo)
+	if err != nil {
+		return CheckBranchResult{}, err
+	}
+	def, fromHEAD, err := g.defaultBranch(ctx, in.Repo, refs, "")
 	if err != nil {
 		return CheckBranchResult{}, fmt.Errorf("finding the default branch of %s: %w", in.Repo, err)
 	}
@@ -237,27 +264,9 @@ func (g *Git) CheckBranch(ctx context.Context, in CheckBranchInput) (CheckBranch
 			return CheckBranchResult{}, temporal.NewNonRetryableApplicationError(msg, ErrProtectedBranch, nil)
 		}
 	}
-	head, err := g.branchHead(ctx, in.Repo, branch)
+	head, err := refs.head(in.Repo, branch)
 	if err != nil {
 		return CheckBranchResult{}, err
 	}
 	return CheckBranchResult{DefaultBranch: def, Head: head}, nil
-}
-
-// branchHead resolves a branch, local first then origin; a missing branch
-// is an ErrBranchMissing.
-func (g *Git) branchHead(ctx context.Context, repo, branch string) (string, error) {
-	if branch == "" || strings.HasPrefix(branch, "-") {
-		return "", temporal.NewNonRetryableApplicationError(
-			fmt.Sprintf("branch %q is not a valid branch name in %s", branch, repo), ErrBranchMissing, nil)
-	}
-	_, hashes, err := g.existingRefs(ctx, repo, branch)
-	if err != nil {
-		return "", err
-	}
-	if len(hashes) == 0 {
-		return "", temporal.NewNonRetryableApplicationError(
-			fmt.Sprintf("branch %q not found in %s, neither locally nor on origin", branch, repo), ErrBranchMissing, nil)
-	}
-	return hashes[0], nil
 }

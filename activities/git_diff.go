@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"path"
 	"regexp"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -32,25 +33,30 @@ var diffFlags = []string{"--no-renames", "--no-ext-diff", "--no-textconv", "--no
 // fills Mismatches. Claimed paths match git paths exactly or, when a claim
 // is a bare suffix such as "Foo.swift", the one git path ending in it.
 func (g *Git) CheckResult(ctx context.Context, in CheckResultInput) (CheckResultOutput, error) {
-	if err := g.openRepo(ctx, in.Repo); err != nil {
-		return CheckResultOutput{}, err
-	}
 	branch := normalizeBranch(in.Branch)
-	branchHead, err := g.branchHead(ctx, in.Repo, branch)
+	c := strings.TrimSpace(in.Commit)
+	rev := ""
+	if commitHashRE.MatchString(c) {
+		rev = c
+	}
+	full, err := g.openRepo(ctx, in.Repo, rev)
 	if err != nil {
 		return CheckResultOutput{}, err
 	}
-	commit := branchHead
-	if c := strings.TrimSpace(in.Commit); c != "" {
-		if !commitHashRE.MatchString(c) {
+	refs, err := g.readRefs(ctx, in.Repo)
+	if err != nil {
+		return CheckResultOutput{}, err
+	}
+	commit, err := refs.head(in.Repo, branch)
+	if err != nil {
+		return CheckResultOutput{}, err
+	}
+	if c != "" {
+		if rev == "" {
 			return CheckResultOutput{}, temporal.NewNonRetryableApplicationError(
 				fmt.Sprintf("commit_hash %q is not a commit hash (repository %s, branch %s)", c, in.Repo, branch), ErrCommitMissing, nil)
 		}
-		full, ok, err := g.revParse(ctx, in.Repo, c)
-		if err != nil {
-			return CheckResultOutput{}, fmt.Errorf("resolving commit %s in %s: %w", c, in.Repo, err)
-		}
-		if !ok {
+		if full == "" {
 			return CheckResultOutput{}, temporal.NewNonRetryableApplicationError(
 				fmt.Sprintf("commit %s not found in %s (branch %s)", c, in.Repo, branch), ErrCommitMissing, nil)
 		}
@@ -60,22 +66,18 @@ func (g *Git) CheckResult(ctx context.Context, in CheckResultInput) (CheckResult
 
 	def := normalizeBranch(in.DefaultBranch)
 	if def == "" {
-		if def, _, err = g.defaultBranch(ctx, in.Repo, branch); err != nil {
+		if def, _, err = g.defaultBranch(ctx, in.Repo, refs, branch); err != nil {
 			return out, fmt.Errorf("finding the default branch of %s: %w", in.Repo, err)
 		}
 	}
+	on, err := g.refsContaining(ctx, in.Repo, commit)
+	if err != nil {
+		return out, err
+	}
 	var baseRefs []string
 	for _, p := range protectedBranches(def) {
-		refs, _, err := g.existingRefs(ctx, in.Repo, p)
-		if err != nil {
-			return out, err
-		}
-		for _, ref := range refs {
-			on, err := g.isAncestor(ctx, in.Repo, commit, ref)
-			if err != nil {
-				return out, err
-			}
-			if on && out.Violation == "" {
+		for _, ref := range refs.existing(p) {
+			if on[ref] && out.Violation == "" {
 				out.Violation = fmt.Sprintf("commit %s is on protected branch %s (%s) of %s", short(commit), p, ref, in.Repo)
 			}
 			if p == def || def == "" {
@@ -83,14 +85,8 @@ func (g *Git) CheckResult(ctx context.Context, in CheckResultInput) (CheckResult
 			}
 		}
 	}
-	if out.Violation == "" {
-		onBranch, err := g.onBranch(ctx, in.Repo, branch, commit)
-		if err != nil {
-			return out, err
-		}
-		if !onBranch {
-			out.Violation = fmt.Sprintf("commit %s is not on branch %s of %s", short(commit), branch, in.Repo)
-		}
+	if out.Violation == "" && !slices.ContainsFunc(refs.existing(branch), func(ref string) bool { return on[ref] }) {
+		out.Violation = fmt.Sprintf("commit %s is not on branch %s of %s", short(commit), branch, in.Repo)
 	}
 
 	base, err := g.mergeBase(ctx, in.Repo, commit, baseRefs)
@@ -106,7 +102,7 @@ func (g *Git) CheckResult(ctx context.Context, in CheckResultInput) (CheckResult
 		return out, fmt.Errorf("diffing %s..%s in %s: %w", short(base), short(commit), in.Repo, err)
 	}
 	out.Mismatches = compareDiff(in.Claimed, out.Actual)
-	out.DiffURL, err = g.diffURL(ctx, in, def, base, commit)
+	out.DiffURL, err = g.diffURL(ctx, in, refs, on, def, base, commit)
 	if err != nil {
 		return out, err
 	}
@@ -120,31 +116,18 @@ func short(hash string) string {
 	return hash
 }
 
-func (g *Git) isAncestor(ctx context.Context, repo, commit, ref string) (bool, error) {
-	_, err := g.run(ctx, repo, "merge-base", "--is-ancestor", commit, ref)
-	if err == nil {
-		return true, nil
-	}
-	if exitCode1(err) {
-		return false, nil
-	}
-	return false, fmt.Errorf("checking whether %s is on %s in %s: %w", short(commit), ref, repo, err)
-}
-
-// onBranch reports whether commit is reachable from the local branch or
-// from origin's copy of it.
-func (g *Git) onBranch(ctx context.Context, repo, branch, commit string) (bool, error) {
-	refs, _, err := g.existingRefs(ctx, repo, branch)
+// refsContaining returns the branches, local and origin's, that commit is
+// on, in one git process however many there are to check.
+func (g *Git) refsContaining(ctx context.Context, repo, commit string) (map[string]bool, error) {
+	out, err := g.run(ctx, repo, "for-each-ref", "--contains", commit, "--format=%(refname)", "refs/heads/", "refs/remotes/origin/")
 	if err != nil {
-		return false, err
+		return nil, fmt.Errorf("finding the branches %s is on in %s: %w", short(commit), repo, err)
 	}
-	for _, ref := range refs {
-		ok, err := g.isAncestor(ctx, repo, commit, ref)
-		if err != nil || ok {
-			return ok, err
-		}
+	on := map[string]bool{}
+	for ref := range strings.Lines(string(out)) {
+		on[strings.TrimSpace(ref)] = true
 	}
-	return false, nil
+	return on, nil
 }
 
 // mergeBase is the best common ancestor of commit and any of refs; with no
@@ -259,25 +242,30 @@ func compareDiff(claimed, actual amp.DiffSummary) []string {
 }
 
 // diffURL is a GitHub compare URL when origin is on GitHub and the commit
-// has been pushed there; otherwise the diff is written through g.Diffs and
-// its path returned.
-func (g *Git) diffURL(ctx context.Context, in CheckResultInput, def, base, commit string) (string, error) {
-	if remote, err := g.run(ctx, in.Repo, "config", "--get", "remote.origin.url"); err == nil {
-		if repo, ok := github.ParseRemote(strings.TrimSpace(string(remote)), g.GitHubHosts...); ok {
-			pushed, err := g.run(ctx, in.Repo, "for-each-ref", "--count=1", "--contains", commit, "refs/remotes/origin/")
-			if err != nil {
-				return "", fmt.Errorf("checking whether %s is pushed from %s: %w", short(commit), in.Repo, err)
-			}
-			if len(bytes.TrimSpace(pushed)) > 0 {
+// has been pushed there (on is where it is); otherwise the diff is written
+// through g.Diffs and its path returned.
+func (g *Git) diffURL(ctx context.Context, in CheckResultInput, refs refSet, on map[string]bool, def, base, commit string) (string, error) {
+	pushed := false
+	for ref := range on {
+		if strings.HasPrefix(ref, "refs/remotes/origin/") {
+			pushed = true
+			break
+		}
+	}
+	if pushed {
+		remote, err := g.run(ctx, in.Repo, "config", "--get", "remote.origin.url")
+		switch {
+		case err == nil:
+			if repo, ok := github.ParseRemote(strings.TrimSpace(string(remote)), g.GitHubHosts...); ok {
 				from := base
-				if _, ok, _ := g.revParse(ctx, in.Repo, "refs/remotes/origin/"+def); def != "" && ok {
+				if _, ok := refs.commits["refs/remotes/origin/"+def]; def != "" && ok {
 					from = def
 				}
 				return repo.CompareURL(from, commit), nil
 			}
+		case ctx.Err() != nil:
+			return "", ctx.Err()
 		}
-	} else if ctx.Err() != nil {
-		return "", ctx.Err()
 	}
 	if g.Diffs == nil {
 		return "", nil

@@ -191,6 +191,10 @@ func TestCheckResult(t *testing.T) {
 		{"NotAHash", r.dir, "feature/x", "main", ErrCommitMissing},
 		{"MissingBranch", r.dir, "feature/gone", "", ErrBranchMissing},
 		{"NotARepo", t.TempDir(), "feature/x", "", ErrNotWorkTree},
+		{"NotARepoWithCommit", t.TempDir(), "feature/x", r.feature, ErrNotWorkTree},
+		{"SubdirWithCommit", filepath.Join(r.dir, "Sources"), "feature/x", r.feature, ErrNotWorkTree},
+		{"GitDirWithCommit", filepath.Join(r.dir, ".git"), "feature/x", r.feature, ErrNotWorkTree},
+		{"NoSuchDirWithCommit", filepath.Join(r.dir, "nope"), "feature/x", r.feature, ErrNotWorkTree},
 	}
 	for _, tc := range errs {
 		t.Run(tc.name, func(t *testing.T) {
@@ -290,5 +294,41 @@ func TestCheckResultTrunkDefault(t *testing.T) {
 	in.Commit = gitT(t, repo, "rev-parse", "trunk")
 	if out, err = (&Git{}).CheckResult(context.Background(), in); err != nil || !strings.Contains(out.Violation, "protected branch trunk") {
 		t.Errorf("a commit on trunk: %+v, %v", out, err)
+	}
+}
+
+// TestCheckResultClone checks a result in a clone where the task branches
+// are only on origin and origin/HEAD names the default branch.
+func TestCheckResultClone(t *testing.T) {
+	r := buildFeatureRepo(t)
+	clone := filepath.Join(t.TempDir(), "clone")
+	gitT(t, filepath.Dir(clone), "clone", "-q", "--branch", "main", r.dir, clone)
+	gitT(t, clone, "remote", "set-head", "origin", "main")
+	g := &Git{Diffs: newStore(t, StoreOptions{})}
+	in := CheckResultInput{TaskID: "T-2026-003", MsgID: "task_result-T-2026-003-1", Repo: clone, Branch: "feature/x", Claimed: claimedOf(r.featureSum)}
+
+	out, err := g.CheckResult(context.Background(), in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if out.Commit != r.feature || out.Violation != "" || len(out.Mismatches) != 0 {
+		t.Errorf("the head of origin/feature/x: %+v", out)
+	}
+	for commit, want := range map[string]string{
+		r.mainHead:  "protected branch main (refs/heads/main)",
+		r.otherHead: "not on branch feature/x",
+	} {
+		in := in
+		in.Commit = commit
+		if out, err := g.CheckResult(context.Background(), in); err != nil || !strings.Contains(out.Violation, want) {
+			t.Errorf("commit %s: %+v, %v; want a violation with %q", short(commit), out, err, want)
+		}
+	}
+
+	// Pushed, on GitHub: a compare URL from origin's default branch.
+	gitT(t, clone, "config", "remote.origin.url", "git@github.com:acme/widget.git")
+	out, err = g.CheckResult(context.Background(), in)
+	if want := "https://github.com/acme/widget/compare/main..." + r.feature; err != nil || out.DiffURL != want {
+		t.Errorf("DiffURL = %q, %v; want %q", out.DiffURL, err, want)
 	}
 }
