@@ -12,6 +12,7 @@ import (
 	"strings"
 	"sync"
 	"time"
+	"unicode/utf8"
 
 	"go.temporal.io/sdk/temporal"
 )
@@ -44,9 +45,27 @@ type StoreOptions struct {
 
 // Store is the SSOT: a directory holding, per task, the current state in
 // tasks/<task_id>/task.json, every record in tasks/<task_id>/messages/<id>.json
-// and their order in tasks/<task_id>/index.jsonl; refused input goes to
-// errors.jsonl at the root. Files are replaced atomically (temporary file,
-// fsync, rename). One process writes a Store; any number may read it.
+// and, in tasks/<task_id>/index.jsonl, the journal: one line per record,
+// in write order, carrying the whole StoredRecord. Refused input goes to
+// errors.jsonl at the root. One process writes a Store; any number may
+// read it.
+//
+// What is synced: a Record call appends its records' journal lines in one
+// write and fsyncs index.jsonl once; when that creates index.jsonl, the
+// task's directory and tasks/ are fsynced too. errors.jsonl is appended
+// and fsynced per entry; diffs and CI results are written to a temporary
+// file, fsynced, renamed, and their directory fsynced.
+//
+// What is rebuilt: record files and task.json are replaced atomically
+// (temporary file, rename) but not synced. When a writer first touches a
+// task it rewrites from the journal every record file a power cut lost or
+// tore, adds to the journal record files that were written but never
+// journaled, and drops ones that do not parse (their call never
+// succeeded). Readers take records from the journal, so they are right
+// before that. task.json may be older than the records after a power
+// cut, until the task's next write. Journal lines of the older form
+// {"id","kind"} carry no record: for those the file, fsynced when it was
+// written, is the source.
 type Store struct {
 	root string
 	opts StoreOptions
@@ -99,9 +118,11 @@ func (s *Store) recordPath(taskID, id string) string {
 }
 
 // validName reports whether s can be a file name in the SSOT.
+// It must be valid UTF-8 too, as JSON would otherwise change the id the
+// journal keeps.
 func validName(s string) bool {
 	return s != "" && len(s) <= 200 && !strings.HasPrefix(s, ".") &&
-		!strings.ContainsAny(s, "/\\\x00\n\r")
+		!strings.ContainsAny(s, "/\\\x00\n\r") && utf8.ValidString(s)
 }
 
 func invalid(format string, args ...any) error {
@@ -139,8 +160,7 @@ func (s *Store) Record(ctx context.Context, in RecordInput) (RecordResult, error
 	}
 
 	// First pass: find conflicts before writing anything.
-	var toWrite []RecordEntry
-	var toIndex []indexLine
+	var toWrite []StoredRecord
 	seen := map[string]RecordEntry{}
 	for _, e := range in.Entries {
 		if prev, ok := seen[e.ID]; ok {
@@ -150,47 +170,30 @@ func (s *Store) Record(ctx context.Context, in RecordInput) (RecordResult, error
 			continue
 		}
 		seen[e.ID] = e
-		old, err := readRecord(s.recordPath(in.TaskID, e.ID))
-		switch {
-		case errors.Is(err, os.ErrNotExist):
-			toWrite = append(toWrite, e)
-			toIndex = append(toIndex, indexLine{ID: e.ID, Kind: e.Kind})
-		case err != nil:
-			return RecordResult{}, fmt.Errorf("reading record %s of task %s: %w", e.ID, in.TaskID, err)
-		case old.Kind != e.Kind || !sameJSON(old.Body, e.Body):
-			return RecordResult{}, conflict(in.TaskID, e.ID, "already kept with other content")
-		case !t.indexed[e.ID]:
-			// Written before a crash or a failed index append: heal.
-			toIndex = append(toIndex, indexLine{ID: e.ID, Kind: e.Kind})
+		if t.indexed[e.ID] {
+			old, err := s.keptRecord(in.TaskID, e.ID)
+			if err == nil {
+				if old.Kind != e.Kind || !sameJSON(old.Body, e.Body) {
+					return RecordResult{}, conflict(in.TaskID, e.ID, "already kept with other content")
+				}
+				continue
+			}
+			if !errors.Is(err, os.ErrNotExist) {
+				return RecordResult{}, fmt.Errorf("reading record %s of task %s: %w", e.ID, in.TaskID, err)
+			}
+			// Removed by hand, and its line does not carry it: keep it again.
 		}
+		at := e.RecordedAt
+		if at.IsZero() {
+			at = s.now()
+		}
+		toWrite = append(toWrite, StoredRecord{ID: e.ID, Kind: e.Kind, TaskID: in.TaskID, RecordedAt: at.UTC(), Body: e.Body})
 	}
 
 	if len(toWrite) > 0 {
-		dir := filepath.Join(s.taskDir(in.TaskID), "messages")
-		if err := os.MkdirAll(dir, 0o755); err != nil {
-			return RecordResult{}, fmt.Errorf("writing records of task %s: %w", in.TaskID, err)
-		}
-		for _, e := range toWrite {
-			at := e.RecordedAt
-			if at.IsZero() {
-				at = s.now()
-			}
-			rec := StoredRecord{ID: e.ID, Kind: e.Kind, TaskID: in.TaskID, RecordedAt: at.UTC(), Body: e.Body}
-			data, err := json.MarshalIndent(rec, "", "  ")
-			if err != nil {
-				return RecordResult{}, fmt.Errorf("encoding record %s of task %s: %w", e.ID, in.TaskID, err)
-			}
-			if err := writeAtomic(s.recordPath(in.TaskID, e.ID), append(data, '\n'), false); err != nil {
-				return RecordResult{}, fmt.Errorf("writing record %s of task %s: %w", e.ID, in.TaskID, err)
-			}
-		}
-		// The records must be durable before an index line names them.
-		if err := syncDir(dir); err != nil {
-			return RecordResult{}, fmt.Errorf("writing records of task %s: %w", in.TaskID, err)
-		}
-	}
-	if len(toIndex) > 0 {
-		if err := s.appendIndex(in.TaskID, t, toIndex); err != nil {
+		if err := s.writeRecords(in.TaskID, t, toWrite); err != nil {
+			// Heal what the failure left before the next write of the task.
+			t.loaded = false
 			return RecordResult{}, err
 		}
 	}
@@ -227,6 +230,19 @@ func sameJSON(a, b json.RawMessage) bool {
 	return reflect.DeepEqual(va, vb)
 }
 
+// keptRecord returns a record the task's journal holds: from its file,
+// else, if that was lost or torn since the task was loaded, its line.
+func (s *Store) keptRecord(taskID, id string) (StoredRecord, error) {
+	r, err := readRecord(s.recordPath(taskID, id))
+	if err == nil {
+		return r, nil
+	}
+	if jr, ok, jerr := s.journalRecord(taskID, id); jerr != nil || ok {
+		return jr, jerr
+	}
+	return StoredRecord{}, err
+}
+
 func readRecord(path string) (StoredRecord, error) {
 	data, err := os.ReadFile(path)
 	if err != nil {
@@ -261,57 +277,6 @@ func (s *Store) writeTask(taskID string, state json.RawMessage) error {
 		return fmt.Errorf("writing state of task %s: %w", taskID, err)
 	}
 	return nil
-}
-
-// writeAtomic replaces path with data: a temporary file in the same
-// directory, fsynced, then renamed over it. syncParent also fsyncs the
-// directory so the rename itself is durable.
-func writeAtomic(path string, data []byte, syncParent bool) error {
-	if err := writeFile(path, data, true); err != nil {
-		return err
-	}
-	if syncParent {
-		return syncDir(filepath.Dir(path))
-	}
-	return nil
-}
-
-// writeFile replaces path with data through a temporary file and a
-// rename, syncing the data first when durable.
-func writeFile(path string, data []byte, durable bool) error {
-	dir := filepath.Dir(path)
-	f, err := os.CreateTemp(dir, ".tmp-*")
-	if err != nil {
-		return err
-	}
-	tmp := f.Name()
-	_, err = f.Write(data)
-	if err == nil && durable {
-		err = f.Sync()
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Rename(tmp, path)
-	}
-	if err != nil {
-		os.Remove(tmp)
-		return err
-	}
-	return nil
-}
-
-func syncDir(dir string) error {
-	d, err := os.Open(dir)
-	if err != nil {
-		return err
-	}
-	err = d.Sync()
-	if cerr := d.Close(); err == nil {
-		err = cerr
-	}
-	return err
 }
 
 // commitMessage names what a Record call wrote, e.g.

@@ -14,8 +14,9 @@ import (
 )
 
 // History returns a task's records in the order they were written. It
-// never writes: records a crash left out of the index come last, oldest
-// first, until the next write heals the index.
+// never writes: records a crash left out of the journal come last, oldest
+// first, until the next write heals it. Records come from the journal, so
+// a record file a power cut lost does not hide its record.
 func (s *Store) History(taskID string) ([]StoredRecord, error) {
 	if !validName(taskID) {
 		return nil, fmt.Errorf("reading history of task %q: %w", taskID, ErrNotFound)
@@ -29,6 +30,10 @@ func (s *Store) History(taskID string) ([]StoredRecord, error) {
 	}
 	out := make([]StoredRecord, 0, len(lines)+len(orphans))
 	for _, l := range lines {
+		if l.full() {
+			out = append(out, l.StoredRecord)
+			continue
+		}
 		r, err := readRecord(s.recordPath(taskID, l.ID))
 		if errors.Is(err, os.ErrNotExist) {
 			continue // removed by hand; the index outlived it
@@ -43,18 +48,23 @@ func (s *Store) History(taskID string) ([]StoredRecord, error) {
 
 // Get returns the record with the given msg_id (or decision/event id)
 // from any task. A msg_id "{type}-{task_id}-{unix_ms}" names its task, so
-// that task is read first; other ids are looked for in every task.
+// that task is read first; other ids are looked for in every task, in
+// the record files and then, for a file a power cut lost, the journals.
 func (s *Store) Get(id string) (StoredRecord, error) {
 	if !validName(id) {
 		return StoredRecord{}, fmt.Errorf("reading record %q: %w", id, ErrNotFound)
 	}
-	if taskID, ok := taskOfMsgID(id); ok && validName(taskID) {
-		r, err := readRecord(s.recordPath(taskID, id))
-		if err == nil {
-			return r, nil
+	named, ok := taskOfMsgID(id)
+	if !ok || !validName(named) {
+		named = ""
+	}
+	if named != "" {
+		r, found, err := s.find(named, id)
+		if !found && err == nil {
+			r, found, err = s.journalRecord(named, id)
 		}
-		if !errors.Is(err, os.ErrNotExist) {
-			return StoredRecord{}, fmt.Errorf("reading record %s: %w", id, err)
+		if found || err != nil {
+			return r, wrapGet(id, err)
 		}
 	}
 	tasks, err := s.Tasks()
@@ -62,15 +72,42 @@ func (s *Store) Get(id string) (StoredRecord, error) {
 		return StoredRecord{}, err
 	}
 	for _, t := range tasks {
-		r, err := readRecord(s.recordPath(t, id))
-		if err == nil {
-			return r, nil
+		if r, found, err := s.find(t, id); found || err != nil {
+			return r, wrapGet(id, err)
 		}
-		if !errors.Is(err, os.ErrNotExist) {
-			return StoredRecord{}, fmt.Errorf("reading record %s: %w", id, err)
+	}
+	for _, t := range tasks {
+		if t == named {
+			continue
+		}
+		if r, found, err := s.journalRecord(t, id); found || err != nil {
+			return r, wrapGet(id, err)
 		}
 	}
 	return StoredRecord{}, fmt.Errorf("reading record %s: %w", id, ErrNotFound)
+}
+
+// find reads record id of a task from its file; a file that does not
+// parse, torn by a power cut, is read from the task's journal instead.
+func (s *Store) find(taskID, id string) (StoredRecord, bool, error) {
+	r, err := readRecord(s.recordPath(taskID, id))
+	switch {
+	case err == nil:
+		return r, true, nil
+	case errors.Is(err, os.ErrNotExist):
+		return StoredRecord{}, false, nil
+	}
+	if jr, ok, jerr := s.journalRecord(taskID, id); jerr != nil || ok {
+		return jr, ok, jerr
+	}
+	return StoredRecord{}, false, err
+}
+
+func wrapGet(id string, err error) error {
+	if err != nil {
+		return fmt.Errorf("reading record %s: %w", id, err)
+	}
+	return nil
 }
 
 // taskOfMsgID extracts task_id from "{type}-{task_id}-{unix_ms}". Types
@@ -142,7 +179,7 @@ func (s *Store) AppendError(e ErrorEntry) error {
 	}
 	s.errMu.Lock()
 	defer s.errMu.Unlock()
-	if err := appendSync(filepath.Join(s.root, "errors.jsonl"), append(line, '\n')); err != nil {
+	if _, err := appendSync(filepath.Join(s.root, "errors.jsonl"), append(line, '\n')); err != nil {
 		return fmt.Errorf("appending error entry from %s: %w", e.Source, err)
 	}
 	if s.git != nil {
