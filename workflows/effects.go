@@ -111,6 +111,7 @@ func (t *taskRun) record(id string, kind activities.RecordKind, body any) {
 		return
 	}
 	t.Records = append(t.Records, activities.RecordEntry{ID: id, Kind: kind, Body: b, RecordedAt: t.UpdatedAt})
+	t.wake()
 }
 
 // recordMessage queues an outgoing or accepted message for the SSOT and
@@ -121,11 +122,29 @@ func (t *taskRun) recordMessage(ctx workflow.Context, m amp.Message) {
 	t.MsgIDs = append(t.MsgIDs, m.MsgID)
 	t.addTimeline(ctx, task.TimelineEntry{Kind: "message", MsgID: m.MsgID, Type: string(m.Type), From: string(m.From), To: string(m.To)})
 	t.Records = append(t.Records, activities.RecordEntry{ID: m.MsgID, Kind: activities.KindMessage, Body: b, RecordedAt: t.UpdatedAt})
+	t.wake()
 }
 
 // snapshot queues the task's current state for task.json.
 func (t *taskRun) snapshot() {
 	t.Records = append(t.Records, activities.RecordEntry{Kind: snapshotKind})
+	t.wake()
+}
+
+// wake starts the record or notice loop for queued work, from revision 1
+// on; before, both loops run for the whole run.
+func (t *taskRun) wake() {
+	if t.effects == nil {
+		return
+	}
+	if len(t.Records) > 0 && !t.recording {
+		t.recording = true
+		workflow.Go(t.effects, t.recordLoop)
+	}
+	if len(t.Notices) > 0 && !t.noticing {
+		t.noticing = true
+		workflow.Go(t.effects, t.noticeLoop)
+	}
 }
 
 // snapshotKind marks a queue slot that writes task.json instead of a record.
@@ -153,6 +172,10 @@ func (t *taskRun) recordLoop(ctx workflow.Context) {
 		execute = workflow.ExecuteLocalActivity
 	}
 	for {
+		if t.effects != nil && len(t.Records) == 0 {
+			t.recording = false
+			return
+		}
 		if err := workflow.Await(ctx, func() bool { return len(t.Records) > 0 }); err != nil {
 			return
 		}
@@ -181,11 +204,16 @@ func (t *taskRun) notify(n activities.NotifyInput) {
 	}
 	n.TaskID = t.In.TaskID
 	t.Notices = append(t.Notices, n)
+	t.wake()
 }
 
 func (t *taskRun) noticeLoop(ctx workflow.Context) {
 	ctx = workflow.WithActivityOptions(ctx, notifyOptions())
 	for {
+		if t.effects != nil && len(t.Notices) == 0 {
+			t.noticing = false
+			return
+		}
 		if err := workflow.Await(ctx, func() bool { return len(t.Notices) > 0 }); err != nil {
 			return
 		}

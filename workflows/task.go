@@ -64,6 +64,11 @@ type taskRun struct {
 	closing bool
 	// deliveries stops the delivery still running for each agent.
 	deliveries map[amp.Role]workflow.CancelFunc
+	// effects, from revision 1 on, is the context the record and notice
+	// loops are started in when work is queued; they end when their queue
+	// is empty, so an idle task keeps two coroutines rather than four.
+	effects             workflow.Context
+	recording, noticing bool
 }
 
 func newTaskRun(ctx workflow.Context, in task.Input) (*taskRun, error) {
@@ -122,6 +127,11 @@ func (t *taskRun) setup(ctx workflow.Context) error {
 			t.heartbeat(ctx, in)
 		}
 	})
+	if follows(ctx, t.In, 1, "") {
+		t.effects = ctx
+		t.wake()
+		return nil
+	}
 	workflow.Go(ctx, t.recordLoop)
 	workflow.Go(ctx, t.noticeLoop)
 	return nil

@@ -104,6 +104,10 @@ func serverConfig(o Options, p ports, sql *config.SQL) *config.Config {
 	return &c
 }
 
+// schedulerWorkers is the size of each of the history service's task
+// scheduler pools.
+const schedulerWorkers = 16
+
 // serverOptions wires the configuration, static membership (no gossip
 // ports), the logger and dynamic config into temporal.NewServer options.
 func serverOptions(c *config.Config, p ports, o Options, logger serverLogger) ([]temporal.ServerOption, error) {
@@ -125,6 +129,19 @@ func serverOptions(c *config.Config, p ports, o Options, logger serverLogger) ([
 		// The Web UI polls visibility several times a second; the default
 		// of 10 makes it stutter.
 		dynamicconfig.FrontendMaxNamespaceVisibilityRPSPerInstance.Key(): 100,
+	}
+	// The history service's task schedulers start 512 workers each, sized
+	// for a cluster; one shard on one SQLite connection keeps a few busy.
+	// With 1,000 open tasks the idle ones were a third of the process's
+	// goroutines.
+	for _, k := range []dynamicconfig.GenericSetting{
+		dynamicconfig.TransferProcessorSchedulerWorkerCount,
+		dynamicconfig.TimerProcessorSchedulerWorkerCount,
+		dynamicconfig.VisibilityProcessorSchedulerWorkerCount,
+		dynamicconfig.ReplicationProcessorSchedulerWorkerCount,
+		dynamicconfig.ReplicationLowPriorityProcessorSchedulerWorkerCount,
+	} {
+		dynamic[k.Key()] = schedulerWorkers
 	}
 	return []temporal.ServerOption{
 		temporal.WithConfig(c),
