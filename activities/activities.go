@@ -23,6 +23,10 @@ const (
 	ErrCIConfig        = "CIConfig"        // CI provider misconfigured: no token, unknown repository
 	ErrRecordConflict  = "RecordConflict"  // an SSOT id reused with other content
 	ErrDelivery        = "Delivery"        // an agent cannot be reached as configured
+	// ErrNeedsActivity refuses a delivery tried as a local activity that
+	// must run as a regular one: a command-mode agent runs for minutes,
+	// heartbeating, and must be retried on another worker if this one dies.
+	ErrNeedsActivity = "NeedsActivity"
 )
 
 // Activities carries the dependencies of every activity.

@@ -69,6 +69,10 @@ func (d *Delivery) Deliver(ctx context.Context, in DeliverInput) (DeliverResult,
 	}
 	switch a.Mode {
 	case ModeCommand:
+		if activity.IsActivity(ctx) && activity.GetInfo(ctx).IsLocalActivity {
+			return DeliverResult{Mode: ModeCommand}, temporal.NewNonRetryableApplicationError(
+				"a command-mode agent runs in a regular activity", ErrNeedsActivity, nil)
+		}
 		return DeliverResult{Mode: ModeCommand}, d.runCommand(ctx, a, in.Message)
 	case ModeWebhook:
 		return DeliverResult{Mode: ModeWebhook}, d.post(ctx, a, in.Message)

@@ -8,11 +8,13 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"path/filepath"
 	"sync"
 	"testing"
 	"time"
 
 	"go.temporal.io/sdk/temporal"
+	"go.temporal.io/sdk/testsuite"
 
 	"github.com/ampflow/ampflow/amp"
 	"github.com/ampflow/ampflow/workflows/task"
@@ -164,5 +166,39 @@ func TestDeliverCommandStreamsReplies(t *testing.T) {
 	}
 	if err := <-errc; err != nil {
 		t.Fatalf("Deliver: %v", err)
+	}
+}
+
+// TestDeliverLocal checks what a delivery tried as a local activity does:
+// a command-mode agent is refused with ErrNeedsActivity and never started;
+// a webhook is posted.
+func TestDeliverLocal(t *testing.T) {
+	m := testDispatch(t)
+	started := filepath.Join(t.TempDir(), "started")
+	posted := make(chan struct{}, 1)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		posted <- struct{}{}
+	}))
+	defer srv.Close()
+	var s testsuite.WorkflowTestSuite
+
+	d := &Delivery{Executor: AgentDelivery{Mode: ModeCommand, Command: []string{"touch", started}}}
+	_, err := s.NewTestActivityEnvironment().ExecuteLocalActivity(d.Deliver, DeliverInput{Message: m})
+	var app *temporal.ApplicationError
+	if !errors.As(err, &app) || app.Type() != ErrNeedsActivity || !app.NonRetryable() {
+		t.Fatalf("command mode in a local activity: %v, want a non-retryable %s", err, ErrNeedsActivity)
+	}
+	if _, err := os.Stat(started); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("the agent was started in a local activity (stat: %v)", err)
+	}
+
+	d = &Delivery{Executor: AgentDelivery{Mode: ModeWebhook, WebhookURL: srv.URL}}
+	if _, err := s.NewTestActivityEnvironment().ExecuteLocalActivity(d.Deliver, DeliverInput{Message: m}); err != nil {
+		t.Fatalf("webhook in a local activity: %v", err)
+	}
+	select {
+	case <-posted:
+	default:
+		t.Error("the webhook was not posted")
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"time"
 
@@ -95,6 +96,15 @@ func deliverOptions() workflow.ActivityOptions {
 			MaximumAttempts:        5,
 			NonRetryableErrorTypes: []string{activities.ErrDelivery},
 		},
+	}
+}
+
+// localDeliverOptions bound a webhook post or an in-process hand-over.
+func localDeliverOptions() workflow.LocalActivityOptions {
+	o := deliverOptions()
+	return workflow.LocalActivityOptions{
+		StartToCloseTimeout: time.Minute,
+		RetryPolicy:         o.RetryPolicy,
 	}
 }
 
@@ -263,9 +273,27 @@ func (t *taskRun) send(ctx workflow.Context, m amp.Message) error {
 	}
 	dctx, stop := workflow.WithCancel(ctx)
 	t.deliveries[m.To] = stop
-	f := workflow.ExecuteActivity(workflow.WithActivityOptions(dctx, deliverOptions()), acts.Deliver, activities.DeliverInput{Message: m})
+	in := activities.DeliverInput{Message: m}
+	remote := func() workflow.Future {
+		return workflow.ExecuteActivity(workflow.WithActivityOptions(dctx, deliverOptions()), acts.Deliver, in)
+	}
+	var f workflow.Future
+	if follows(ctx, t.In, 1, "") {
+		// Pull and webhook deliveries are quick: a local activity spares
+		// them a round trip through the server. Only the worker knows how
+		// an agent is reached; it refuses a command-mode agent, which then
+		// gets a regular activity.
+		f = workflow.ExecuteLocalActivity(workflow.WithLocalActivityOptions(dctx, localDeliverOptions()), acts.Deliver, in)
+	} else {
+		f = remote()
+	}
 	workflow.Go(ctx, func(ctx workflow.Context) {
-		if err := f.Get(ctx, nil); err != nil {
+		err := f.Get(ctx, nil)
+		var app *temporal.ApplicationError
+		if errors.As(err, &app) && app.Type() == activities.ErrNeedsActivity {
+			err = remote().Get(ctx, nil)
+		}
+		if err != nil {
 			t.LastError = fmt.Sprintf("delivering %s to %s: %v", m.MsgID, m.To, err)
 			t.log.Warn("delivering message", "msg_id", m.MsgID, "error", err)
 		}

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/mock"
+	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/log"
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/testsuite"
@@ -36,6 +37,9 @@ type harness struct {
 	ciCalls   int
 	replies   []*reply
 
+	// commandAgents makes deliveries refuse to run as local activities,
+	// as the worker does for command-mode agents.
+	commandAgents bool
 	// ci answers the n-th CI read (from 1).
 	ci func(n int) activities.CIStatusResult
 	// checkBranch answers the git check before dispatch.
@@ -113,7 +117,10 @@ func newHarness(t *testing.T, plan amp.TaskDispatch, mutate ...func(*task.Input)
 			return activities.RecordResult{Written: len(in.Entries)}, nil
 		})
 	env.OnActivity(acts.Deliver, mock.Anything, mock.Anything).Return(
-		func(_ context.Context, in activities.DeliverInput) (activities.DeliverResult, error) {
+		func(ctx context.Context, in activities.DeliverInput) (activities.DeliverResult, error) {
+			if h.commandAgents && activity.GetInfo(ctx).IsLocalActivity {
+				return activities.DeliverResult{}, temporal.NewNonRetryableApplicationError("command mode", activities.ErrNeedsActivity, nil)
+			}
 			h.mu.Lock()
 			defer h.mu.Unlock()
 			h.delivered = append(h.delivered, in.Message)
