@@ -11,6 +11,7 @@ import (
 	"reflect"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 	"unicode/utf8"
 
@@ -43,29 +44,33 @@ type StoreOptions struct {
 	GitBin string
 }
 
-// Store is the SSOT: a directory holding, per task, the current state in
-// tasks/<task_id>/task.json, every record in tasks/<task_id>/messages/<id>.json
-// and, in tasks/<task_id>/index.jsonl, the journal: one line per record,
-// in write order, carrying the whole StoredRecord. Refused input goes to
-// errors.jsonl at the root. One process writes a Store; any number may
-// read it.
+// Store is the SSOT: a directory holding, per task, in tasks/<task_id>/,
+// index.jsonl, the journal of its records: one line per record, in write
+// order, carrying the whole StoredRecord; task.json, its current state;
+// and .task.json.spare, the file its next state is written into (see
+// writeTask). Refused input goes to errors.jsonl at the root. One process
+// writes a Store; any number may read it. Task sees whole states only; a
+// reader of task.json that bypasses it (cat, an editor) and holds the file
+// open while the task's state is written twice may see a mix of two.
 //
-// What is synced: a Record call appends its records' journal lines in one
-// write and fsyncs index.jsonl once; when that creates index.jsonl, the
-// task's directory and tasks/ are fsynced too. errors.jsonl is appended
-// and fsynced per entry; diffs and CI results are written to a temporary
-// file, fsynced, renamed, and their directory fsynced.
+// What is synced: a Record call appends its records' lines in one write
+// and fsyncs index.jsonl once; when that creates index.jsonl, the task's
+// directory and tasks/ are fsynced too. errors.jsonl is appended and
+// fsynced per entry; diffs and CI results are written to a temporary
+// file, fsynced, renamed, and their directory fsynced. task.json is not
+// synced.
 //
-// What is rebuilt: record files and task.json are replaced atomically
-// (temporary file, rename) but not synced. When a writer first touches a
-// task it rewrites from the journal every record file a power cut lost or
-// tore, adds to the journal record files that were written but never
-// journaled, and drops ones that do not parse (their call never
-// succeeded). Readers take records from the journal, so they are right
-// before that. task.json may be older than the records after a power
-// cut, until the task's next write. Journal lines of the older form
-// {"id","kind"} carry no record: for those the file, fsynced when it was
-// written, is the source.
+// What a power cut can lose: no record of a Record call that succeeded.
+// A journal line the cut tore belongs to a call that did not succeed:
+// readers ignore it and the task's next write in a new process cuts it
+// off. task.json may hold an older state or, as states are written in
+// place, bytes of two; Task then returns the spare's state when that is
+// whole, and the task's next state write replaces it.
+//
+// Older data: journal lines of the form {"id","kind"} carry no record;
+// for those, messages/<id>.json, fsynced when it was written, is the
+// source. Other files in messages/ are neither read nor written any more;
+// only temporary files left there are removed.
 type Store struct {
 	root string
 	opts StoreOptions
@@ -73,6 +78,8 @@ type Store struct {
 
 	mu    sync.Mutex
 	tasks map[string]*taskLog
+
+	noExchange atomic.Bool // the file system cannot swap two files in one rename
 
 	errMu sync.Mutex
 	git   *ssotGit
@@ -113,6 +120,7 @@ func (s *Store) Root() string { return s.root }
 
 func (s *Store) taskDir(taskID string) string { return filepath.Join(s.root, "tasks", taskID) }
 
+// recordPath is the file of a record journaled in the older form.
 func (s *Store) recordPath(taskID, id string) string {
 	return filepath.Join(s.taskDir(taskID), "messages", id+".json")
 }
@@ -170,37 +178,38 @@ func (s *Store) Record(ctx context.Context, in RecordInput) (RecordResult, error
 			continue
 		}
 		seen[e.ID] = e
-		if t.indexed[e.ID] {
-			old, err := s.keptRecord(in.TaskID, e.ID)
-			if err == nil {
-				if old.Kind != e.Kind || !sameJSON(old.Body, e.Body) {
-					return RecordResult{}, conflict(in.TaskID, e.ID, "already kept with other content")
-				}
-				continue
-			}
-			if !errors.Is(err, os.ErrNotExist) {
+		body, sum, err := compactBody(e.Body)
+		if err != nil {
+			return RecordResult{}, invalid("record %s of task %s: %v", e.ID, in.TaskID, err)
+		}
+		if k, ok := t.kept[e.ID]; ok {
+			same, found, err := s.sameAsKept(in.TaskID, e, k, sum)
+			if err != nil {
 				return RecordResult{}, fmt.Errorf("reading record %s of task %s: %w", e.ID, in.TaskID, err)
 			}
-			// Removed by hand, and its line does not carry it: keep it again.
+			if found && !same {
+				return RecordResult{}, conflict(in.TaskID, e.ID, "already kept with other content")
+			}
+			if found {
+				continue
+			}
+			// An old line whose file was removed by hand: keep it again.
 		}
 		at := e.RecordedAt
 		if at.IsZero() {
 			at = s.now()
 		}
-		toWrite = append(toWrite, StoredRecord{ID: e.ID, Kind: e.Kind, TaskID: in.TaskID, RecordedAt: at.UTC(), Body: e.Body})
+		toWrite = append(toWrite, StoredRecord{ID: e.ID, Kind: e.Kind, TaskID: in.TaskID, RecordedAt: at.UTC(), Body: body})
 	}
 
-	if len(toWrite) > 0 {
-		if err := s.writeRecords(in.TaskID, t, toWrite); err != nil {
-			// Heal what the failure left before the next write of the task.
-			t.loaded = false
-			return RecordResult{}, err
-		}
+	err := s.writeRecords(in.TaskID, t, toWrite)
+	if err == nil && len(in.Task) > 0 {
+		err = s.writeTask(in.TaskID, t, in.Task)
 	}
-	if len(in.Task) > 0 {
-		if err := s.writeTask(in.TaskID, in.Task); err != nil {
-			return RecordResult{}, err
-		}
+	if err != nil {
+		// Clean up what the failure left before the next write of the task.
+		t.loaded = false
+		return RecordResult{}, err
 	}
 	if s.git != nil {
 		msg := commitMessage(in)
@@ -228,55 +237,6 @@ func sameJSON(a, b json.RawMessage) bool {
 		return false
 	}
 	return reflect.DeepEqual(va, vb)
-}
-
-// keptRecord returns a record the task's journal holds: from its file,
-// else, if that was lost or torn since the task was loaded, its line.
-func (s *Store) keptRecord(taskID, id string) (StoredRecord, error) {
-	r, err := readRecord(s.recordPath(taskID, id))
-	if err == nil {
-		return r, nil
-	}
-	if jr, ok, jerr := s.journalRecord(taskID, id); jerr != nil || ok {
-		return jr, jerr
-	}
-	return StoredRecord{}, err
-}
-
-func readRecord(path string) (StoredRecord, error) {
-	data, err := os.ReadFile(path)
-	if err != nil {
-		return StoredRecord{}, err
-	}
-	var r StoredRecord
-	if err := json.Unmarshal(data, &r); err != nil {
-		return StoredRecord{}, fmt.Errorf("decoding %s: %w", path, err)
-	}
-	return r, nil
-}
-
-// writeTask replaces task.json when its content changed.
-func (s *Store) writeTask(taskID string, state json.RawMessage) error {
-	var buf bytes.Buffer
-	if err := json.Indent(&buf, state, "", "  "); err != nil {
-		return fmt.Errorf("encoding state of task %s: %w", taskID, err)
-	}
-	buf.WriteByte('\n')
-	path := filepath.Join(s.taskDir(taskID), "task.json")
-	if old, err := os.ReadFile(path); err == nil && bytes.Equal(old, buf.Bytes()) {
-		return nil
-	}
-	if err := os.MkdirAll(s.taskDir(taskID), 0o755); err != nil {
-		return fmt.Errorf("writing state of task %s: %w", taskID, err)
-	}
-	// task.json is derived state, rewritten on every batch: replaced
-	// atomically (no reader ever sees half of it) but not synced, which
-	// cost two fsyncs a batch. After a power cut it may be older than the
-	// records; the next write, or History, which reads the records, is right.
-	if err := writeFile(path, buf.Bytes(), false); err != nil {
-		return fmt.Errorf("writing state of task %s: %w", taskID, err)
-	}
-	return nil
 }
 
 // commitMessage names what a Record call wrote, e.g.

@@ -54,7 +54,52 @@ func openSSOTGit(root string, opts StoreOptions) (*ssotGit, error) {
 	} else if err != nil {
 		return nil, fmt.Errorf("opening SSOT repository %s: %w", root, err)
 	}
+	if err := g.excludeSpares(context.Background()); err != nil {
+		return nil, fmt.Errorf("opening SSOT repository %s: %w", root, err)
+	}
 	return g, nil
+}
+
+// spareExclude is the ignore pattern of the spares of task.json.
+const spareExclude = "/tasks/*/" + spareFile
+
+// excludeSpares adds spareExclude to the repository's info/exclude: a
+// spare is scratch space for the next write of task.json, not part of
+// the SSOT, and must neither be committed nor show in git status.
+func (g *ssotGit) excludeSpares(ctx context.Context) error {
+	out, err := g.run(ctx, "rev-parse", "--git-path", "info/exclude")
+	if err != nil {
+		return err
+	}
+	path := strings.TrimSpace(string(out))
+	if !filepath.IsAbs(path) {
+		path = filepath.Join(g.root, path)
+	}
+	data, err := os.ReadFile(path)
+	if err != nil && !errors.Is(err, os.ErrNotExist) {
+		return err
+	}
+	for line := range strings.Lines(string(data)) {
+		if strings.TrimSpace(line) == spareExclude {
+			return nil
+		}
+	}
+	add := spareExclude + "\n"
+	if len(data) > 0 && !strings.HasSuffix(string(data), "\n") {
+		add = "\n" + add
+	}
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return err
+	}
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o644)
+	if err != nil {
+		return err
+	}
+	_, err = f.WriteString(add)
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	return err
 }
 
 func (g *ssotGit) run(ctx context.Context, args ...string) ([]byte, error) {

@@ -14,9 +14,7 @@ import (
 )
 
 // History returns a task's records in the order they were written. It
-// never writes: records a crash left out of the journal come last, oldest
-// first, until the next write heals it. Records come from the journal, so
-// a record file a power cut lost does not hide its record.
+// never writes: a journal line a crash tore is ignored.
 func (s *Store) History(taskID string) ([]StoredRecord, error) {
 	if !validName(taskID) {
 		return nil, fmt.Errorf("reading history of task %q: %w", taskID, ErrNotFound)
@@ -24,32 +22,26 @@ func (s *Store) History(taskID string) ([]StoredRecord, error) {
 	if _, err := os.Stat(s.taskDir(taskID)); errors.Is(err, os.ErrNotExist) {
 		return nil, fmt.Errorf("reading history of task %s: %w", taskID, ErrNotFound)
 	}
-	lines, orphans, err := s.scanTask(taskID, false)
+	lines, err := readIndex(s.indexPath(taskID), false)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("reading the index of task %s: %w", taskID, err)
 	}
-	out := make([]StoredRecord, 0, len(lines)+len(orphans))
+	out := make([]StoredRecord, 0, len(lines))
 	for _, l := range lines {
-		if l.full() {
-			out = append(out, l.StoredRecord)
-			continue
-		}
-		r, err := readRecord(s.recordPath(taskID, l.ID))
-		if errors.Is(err, os.ErrNotExist) {
-			continue // removed by hand; the index outlived it
-		}
+		r, found, err := s.lineRecord(taskID, l)
 		if err != nil {
-			return nil, fmt.Errorf("reading record %s of task %s: %w", l.ID, taskID, err)
+			return nil, err
 		}
-		out = append(out, r)
+		if found { // else the file of an older line was removed by hand
+			out = append(out, r)
+		}
 	}
-	return append(out, orphans...), nil
+	return out, nil
 }
 
 // Get returns the record with the given msg_id (or decision/event id)
 // from any task. A msg_id "{type}-{task_id}-{unix_ms}" names its task, so
-// that task is read first; other ids are looked for in every task, in
-// the record files and then, for a file a power cut lost, the journals.
+// that task's journal is read first; then every other task's.
 func (s *Store) Get(id string) (StoredRecord, error) {
 	if !validName(id) {
 		return StoredRecord{}, fmt.Errorf("reading record %q: %w", id, ErrNotFound)
@@ -59,22 +51,13 @@ func (s *Store) Get(id string) (StoredRecord, error) {
 		named = ""
 	}
 	if named != "" {
-		r, found, err := s.find(named, id)
-		if !found && err == nil {
-			r, found, err = s.journalRecord(named, id)
-		}
-		if found || err != nil {
+		if r, found, err := s.journalRecord(named, id); found || err != nil {
 			return r, wrapGet(id, err)
 		}
 	}
 	tasks, err := s.Tasks()
 	if err != nil {
 		return StoredRecord{}, err
-	}
-	for _, t := range tasks {
-		if r, found, err := s.find(t, id); found || err != nil {
-			return r, wrapGet(id, err)
-		}
 	}
 	for _, t := range tasks {
 		if t == named {
@@ -85,22 +68,6 @@ func (s *Store) Get(id string) (StoredRecord, error) {
 		}
 	}
 	return StoredRecord{}, fmt.Errorf("reading record %s: %w", id, ErrNotFound)
-}
-
-// find reads record id of a task from its file; a file that does not
-// parse, torn by a power cut, is read from the task's journal instead.
-func (s *Store) find(taskID, id string) (StoredRecord, bool, error) {
-	r, err := readRecord(s.recordPath(taskID, id))
-	switch {
-	case err == nil:
-		return r, true, nil
-	case errors.Is(err, os.ErrNotExist):
-		return StoredRecord{}, false, nil
-	}
-	if jr, ok, jerr := s.journalRecord(taskID, id); jerr != nil || ok {
-		return jr, ok, jerr
-	}
-	return StoredRecord{}, false, err
 }
 
 func wrapGet(id string, err error) error {
@@ -123,18 +90,6 @@ func taskOfMsgID(id string) (string, bool) {
 		return "", false
 	}
 	return id[first+1 : last], true
-}
-
-// Task returns a task's current state, as last recorded.
-func (s *Store) Task(taskID string) (json.RawMessage, error) {
-	if !validName(taskID) {
-		return nil, fmt.Errorf("reading task %q: %w", taskID, ErrNotFound)
-	}
-	data, err := readAll(filepath.Join(s.taskDir(taskID), "task.json"), "task "+taskID)
-	if err != nil {
-		return nil, err
-	}
-	return json.RawMessage(data), nil
 }
 
 // Tasks lists the ids of every task in the SSOT, sorted.

@@ -153,17 +153,26 @@ func TestStoreCrashSafety(t *testing.T) {
 	if _, err := s.Record(ctx, RecordInput{TaskID: task, Entries: []RecordEntry{entry("a-T-2026-007-1", KindMessage, `{"n":1}`)}}); err != nil {
 		t.Fatal(err)
 	}
-	msgs := filepath.Join(root, "tasks", task, "messages")
-	index := filepath.Join(root, "tasks", task, "index.jsonl")
+	dir := filepath.Join(root, "tasks", task)
+	msgs := filepath.Join(dir, "messages")
+	index := filepath.Join(dir, "index.jsonl")
 
-	// A write interrupted before its rename: a temp file with a record in it.
-	if err := os.WriteFile(filepath.Join(msgs, ".tmp-123456"), []byte(`{"id":"a-T-2026-007-9","kind":"message"}`), 0o644); err != nil {
+	// What interrupted writes of this and the previous version leave:
+	// temporary files, the third name of a swap, and a record file whose
+	// journal line was never written, so whose call did not succeed.
+	if err := os.MkdirAll(msgs, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	// A write interrupted after its rename, before its index line.
+	leftovers := []string{filepath.Join(msgs, ".tmp-123456"), filepath.Join(dir, ".tmp-654321"), filepath.Join(dir, prevFile)}
+	for _, p := range leftovers {
+		if err := os.WriteFile(p, []byte(`{"id":"a-T-2026-007-9","kind":"message"}`), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
 	orphan := StoredRecord{ID: "a-T-2026-007-2", Kind: KindMessage, TaskID: task, RecordedAt: time.Now().UTC(), Body: json.RawMessage(`{"n":2}`)}
 	data, _ := json.Marshal(orphan)
-	if err := os.WriteFile(filepath.Join(msgs, orphan.ID+".json"), data, 0o644); err != nil {
+	orphanFile := filepath.Join(msgs, orphan.ID+".json")
+	if err := os.WriteFile(orphanFile, data, 0o644); err != nil {
 		t.Fatal(err)
 	}
 	// An index append torn in the middle of a line.
@@ -174,12 +183,13 @@ func TestStoreCrashSafety(t *testing.T) {
 	f.WriteString(`{"id":"a-T-2026-00`)
 	f.Close()
 
-	// A reader sees the orphan last and neither the temp file nor the torn line.
-	if got := historyIDs(t, s, task); strings.Join(got, ",") != "a-T-2026-007-1,a-T-2026-007-2" {
-		t.Fatalf("history before healing = %v", got)
+	// A reader sees the journal only: neither the torn line nor the orphan.
+	if got := historyIDs(t, s, task); strings.Join(got, ",") != "a-T-2026-007-1" {
+		t.Fatalf("history after a crash = %v", got)
 	}
 
-	// A new process (a fresh Store) writes: the index heals, once.
+	// A new process (a fresh Store) writes: it cuts the torn line and
+	// keeps the retry of the interrupted call.
 	s2, err := NewStore(root, StoreOptions{})
 	if err != nil {
 		t.Fatal(err)
@@ -188,18 +198,23 @@ func TestStoreCrashSafety(t *testing.T) {
 		entry("a-T-2026-007-2", KindMessage, `{"n":2}`), // the retry of the interrupted call
 		entry("a-T-2026-007-3", KindMessage, `{"n":3}`),
 	}})
-	if err != nil || res.Written != 1 {
+	if err != nil || res.Written != 2 {
 		t.Fatalf("write after a crash: %+v, %v", res, err)
 	}
 	if got := historyIDs(t, s2, task); strings.Join(got, ",") != "a-T-2026-007-1,a-T-2026-007-2,a-T-2026-007-3" {
-		t.Errorf("history after healing = %v", got)
+		t.Errorf("history after the write = %v", got)
 	}
 	raw, _ := os.ReadFile(index)
 	if n := strings.Count(string(raw), "a-T-2026-007-2"); n != 1 || !strings.HasSuffix(string(raw), "\n") || strings.Contains(string(raw), `"a-T-2026-00"`) {
-		t.Errorf("index after healing (orphan %d times):\n%s", n, raw)
+		t.Errorf("index after the write (retry %d times):\n%s", n, raw)
 	}
-	if _, err := os.Stat(filepath.Join(msgs, ".tmp-123456")); !errors.Is(err, os.ErrNotExist) {
-		t.Errorf("leftover temp file not removed: %v", err)
+	for _, p := range leftovers {
+		if _, err := os.Stat(p); !errors.Is(err, os.ErrNotExist) {
+			t.Errorf("leftover %s not removed: %v", p, err)
+		}
+	}
+	if got, err := os.ReadFile(orphanFile); err != nil || string(got) != string(data) {
+		t.Errorf("a record file of the previous version was changed: %q, %v", got, err)
 	}
 }
 
@@ -291,6 +306,9 @@ func TestStoreGitMode(t *testing.T) {
 	}
 	if st := gitT(t, s.Root(), "status", "--porcelain"); st != "" {
 		t.Errorf("SSOT work tree not clean:\n%s", st)
+	}
+	if files := gitT(t, s.Root(), "ls-files"); files != "tasks/T-2026-001/index.jsonl\ntasks/T-2026-001/task.json" {
+		t.Errorf("SSOT files committed:\n%s", files)
 	}
 }
 
