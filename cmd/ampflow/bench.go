@@ -30,7 +30,9 @@ temporary directory (removed afterwards):
   - the acceptance latency of every agent submit (p50, p95, p99);
   - the peak RSS, and the RSS with --open tasks waiting for results.
 
-Progress goes to stderr once a second; -o json prints the figures only.`,
+Progress goes to stderr once a second; -o json prints the figures only.
+Like ampflow dev, it runs Go's garbage collector at GOGC=50 unless GOGC
+is set.`,
 		Example: `  ampflow bench
   ampflow bench --tasks 500 --concurrency 32 -o json
   ampflow bench --tasks 50 --open 0`,
@@ -43,6 +45,7 @@ Progress goes to stderr once a second; -o json prints the figures only.`,
 			if err != nil {
 				return err
 			}
+			tuneGC()
 			o.Logger = a.Logger(cfg)
 			if !a.JSON() {
 				o.Progress = a.Stderr

@@ -129,6 +129,12 @@ func serverOptions(c *config.Config, p ports, o Options, logger serverLogger) ([
 		// The Web UI polls visibility several times a second; the default
 		// of 10 makes it stutter.
 		dynamicconfig.FrontendMaxNamespaceVisibilityRPSPerInstance.Key(): 100,
+		// The history service caches 128,000 workflows' mutable states
+		// and 256 MiB of history events by default, closed ones included
+		// until they age out. One machine's open tasks fit in far less; a
+		// workflow that falls out of the cache is read back from SQLite.
+		dynamicconfig.HistoryCacheHostLevelMaxSize.Key():     4096,
+		dynamicconfig.EventsHostLevelCacheMaxSizeBytes.Key(): 32 << 20,
 	}
 	// The history service's task schedulers start 512 workers each, sized
 	// for a cluster; one shard on one SQLite connection keeps a few busy.
