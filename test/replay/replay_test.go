@@ -13,11 +13,13 @@ import (
 	"github.com/ampflow/ampflow/workflows/task"
 )
 
-// TestReplay replays every history in testdata. The v0_ files were
-// recorded before the changes behind workflow.GetVersion (SSOT writes in a
-// local activity, decisions always sent to the worker's notifier): tasks
-// started then must still replay. To record the current shape again, run
-// the generator in test/e2e, and keep the older files:
+// TestReplay replays every history in testdata: tasks started by older
+// ampflow versions must go on under this one. The v0_ files were recorded
+// before the changes behind workflow.GetVersion (SSOT writes in a local
+// activity, decisions always sent to the worker's notifier); the rev0_
+// files after them, still without task.Input.Rev; the others under the
+// current task.Revision. To record the current shape again, run the
+// generator in test/e2e and keep the older files:
 //
 //	AMPFLOW_RECORD_HISTORIES=1 go test ./test/e2e/ -run TestRecordHistories
 func TestReplay(t *testing.T) {
