@@ -80,6 +80,7 @@ type Store struct {
 	tasks map[string]*taskLog
 
 	noExchange atomic.Bool // the file system cannot swap two files in one rename
+	noLink     atomic.Bool // nor hard-link a file
 
 	errMu sync.Mutex
 	git   *ssotGit

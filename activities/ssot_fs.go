@@ -1,7 +1,6 @@
 package activities
 
 import (
-	"errors"
 	"os"
 	"path/filepath"
 )
@@ -50,15 +49,12 @@ func writeFile(path string, data []byte, durable bool) error {
 }
 
 // appendSync appends data to path (created when missing) in one write and
-// fsyncs it; a new file's directory is fsynced too, and created says so.
-// A failed append is cut off again, so that a retry neither follows a
+// fsyncs it; callers sync the directory of a new file. A failed append is cut off again, so that a retry neither follows a
 // torn line nor finds lines that were never synced.
-func appendSync(path string, data []byte) (created bool, err error) {
-	_, statErr := os.Stat(path)
-	created = errors.Is(statErr, os.ErrNotExist)
+func appendSync(path string, data []byte) error {
 	f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o644)
 	if err != nil {
-		return false, err
+		return err
 	}
 	st, err := f.Stat()
 	if err == nil {
@@ -73,10 +69,7 @@ func appendSync(path string, data []byte) (created bool, err error) {
 	if cerr := f.Close(); err == nil {
 		err = cerr
 	}
-	if err == nil && created {
-		err = syncDir(filepath.Dir(path))
-	}
-	return created, err
+	return err
 }
 
 func syncDir(dir string) error {

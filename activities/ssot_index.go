@@ -22,6 +22,9 @@ type taskLog struct {
 	// state is the digest of task.json as last read or written; zero
 	// when there is none.
 	state [sha256.Size]byte
+	// durable is set once this process has synced the journal and the
+	// directory entries that lead to it.
+	durable bool
 }
 
 // keptEntry is what the cache holds of one journaled record.
@@ -76,6 +79,16 @@ func (s *Store) loadIndex(taskID string, t *taskLog) error {
 	if err != nil {
 		return fmt.Errorf("reading the index of task %s: %w", taskID, err)
 	}
+	// The journal may hold lines a killed process wrote but never
+	// synced. A retry finds its records there and writes nothing, so
+	// they are made durable here, before any call reports them kept.
+	if _, err := os.Stat(s.indexPath(taskID)); err == nil {
+		if err := s.syncJournal(taskID, t); err != nil {
+			return fmt.Errorf("syncing the index of task %s: %w", taskID, err)
+		}
+	} else if !errors.Is(err, os.ErrNotExist) {
+		return fmt.Errorf("reading the index of task %s: %w", taskID, err)
+	}
 	t.kept = make(map[string]keptEntry, len(lines))
 	for _, l := range lines {
 		k := keptEntry{kind: l.Kind, full: l.full()}
@@ -113,9 +126,9 @@ func (s *Store) sameAsKept(taskID string, e RecordEntry, k keptEntry, sum [sha25
 }
 
 // writeRecords appends recs, whose bodies compactBody made, to the
-// task's journal in one write and fsyncs it. The first append also
-// fsyncs the task's directory and tasks/, so the journal itself survives
-// a power cut.
+// task's journal in one write and fsyncs it. Until the journal is known
+// durable it also fsyncs the task's directory and tasks/, so the journal
+// itself survives a power cut.
 func (s *Store) writeRecords(taskID string, t *taskLog, recs []StoredRecord) error {
 	if len(recs) == 0 {
 		return nil
@@ -132,9 +145,9 @@ func (s *Store) writeRecords(taskID string, t *taskLog, recs []StoredRecord) err
 	if err := os.MkdirAll(s.taskDir(taskID), 0o755); err != nil {
 		return fmt.Errorf("appending to the index of task %s: %w", taskID, err)
 	}
-	created, err := appendSync(s.indexPath(taskID), buf.Bytes())
-	if err == nil && created {
-		err = syncDir(filepath.Join(s.root, "tasks"))
+	err := appendSync(s.indexPath(taskID), buf.Bytes())
+	if err == nil && !t.durable {
+		err = s.syncDirs(taskID, t)
 	}
 	if err != nil {
 		return fmt.Errorf("appending to the index of task %s: %w", taskID, err)
@@ -142,6 +155,35 @@ func (s *Store) writeRecords(taskID string, t *taskLog, recs []StoredRecord) err
 	for _, r := range recs {
 		t.kept[r.ID] = keptEntry{kind: r.Kind, sum: sha256.Sum256(r.Body), full: true}
 	}
+	return nil
+}
+
+// syncJournal fsyncs a task's existing journal and the directories above it.
+func (s *Store) syncJournal(taskID string, t *taskLog) error {
+	f, err := os.Open(s.indexPath(taskID))
+	if err != nil {
+		return err
+	}
+	err = fsync(f)
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return err
+	}
+	return s.syncDirs(taskID, t)
+}
+
+// syncDirs fsyncs the task's directory and tasks/, so the journal's
+// directory entry survives a power cut, and marks the journal durable.
+func (s *Store) syncDirs(taskID string, t *taskLog) error {
+	if err := syncDir(s.taskDir(taskID)); err != nil {
+		return err
+	}
+	if err := syncDir(filepath.Join(s.root, "tasks")); err != nil {
+		return err
+	}
+	t.durable = true
 	return nil
 }
 

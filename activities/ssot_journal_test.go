@@ -8,7 +8,9 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -363,4 +365,85 @@ func TestCompactBody(t *testing.T) {
 			t.Errorf("compactBody(%s) and of %s kept: same digest = %v, want %v (%v, %v)", tc.a, tc.b, sa == sb, tc.same, errA, errB)
 		}
 	}
+}
+
+// syncedPaths records the path of every fsync until the test ends; the
+// first fsync of a path ending in failSuffix, when set, fails.
+func syncedPaths(t *testing.T, failSuffix string) *[]string {
+	var mu sync.Mutex
+	var paths []string
+	failed := false
+	orig := fsync
+	fsync = func(f *os.File) error {
+		mu.Lock()
+		defer mu.Unlock()
+		paths = append(paths, f.Name())
+		if failSuffix != "" && !failed && strings.HasSuffix(f.Name(), failSuffix) {
+			failed = true
+			return errors.New("injected fsync failure")
+		}
+		return orig(f)
+	}
+	t.Cleanup(func() { fsync = orig })
+	return &paths
+}
+
+// TestStoreRetryAfterKillSyncs covers a process killed between the
+// journal's write and its fsync: the retry in a new process finds the
+// records already journaled and writes nothing, so it must sync what it
+// found before it reports them kept.
+func TestStoreRetryAfterKillSyncs(t *testing.T) {
+	ctx := context.Background()
+	root := filepath.Join(t.TempDir(), "ssot")
+	s, err := NewStore(root, StoreOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	task := "T-2026-021"
+	in := batch(task, 0, 2)
+	if _, err := s.Record(ctx, in); err != nil {
+		t.Fatal(err)
+	}
+	// The journal as the killed process left it: written, maybe unsynced.
+	synced := syncedPaths(t, "")
+	s2, err := NewStore(root, StoreOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := s2.Record(ctx, in)
+	if err != nil || res.Written != 0 {
+		t.Fatalf("retry: %+v, %v; want nothing written", res, err)
+	}
+	want := []string{filepath.Join(root, "tasks", task, "index.jsonl"), filepath.Join(root, "tasks", task), filepath.Join(root, "tasks")}
+	for _, p := range want {
+		if !slices.Contains(*synced, p) {
+			t.Errorf("the retry did not fsync %s; synced %v", p, *synced)
+		}
+	}
+}
+
+// TestStoreFailedFirstAppend covers a new task whose first journal fsync
+// fails: the retry must still sync the directories that lead to it.
+func TestStoreFailedFirstAppend(t *testing.T) {
+	ctx := context.Background()
+	root := filepath.Join(t.TempDir(), "ssot")
+	s, err := NewStore(root, StoreOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	task := "T-2026-022"
+	synced := syncedPaths(t, "index.jsonl")
+	if _, err := s.Record(ctx, batch(task, 0, 1)); err == nil {
+		t.Fatal("first Record succeeded despite the failed fsync")
+	}
+	*synced = nil
+	if res, err := s.Record(ctx, batch(task, 0, 1)); err != nil || res.Written != 1 {
+		t.Fatalf("retry: %+v, %v; want one record written", res, err)
+	}
+	for _, p := range []string{filepath.Join(root, "tasks", task), filepath.Join(root, "tasks")} {
+		if !slices.Contains(*synced, p) {
+			t.Errorf("the retry did not fsync %s; synced %v", p, *synced)
+		}
+	}
+	wantHistory(t, s, task, 1)
 }

@@ -134,7 +134,13 @@ func (s *Store) AppendError(e ErrorEntry) error {
 	}
 	s.errMu.Lock()
 	defer s.errMu.Unlock()
-	if _, err := appendSync(filepath.Join(s.root, "errors.jsonl"), append(line, '\n')); err != nil {
+	path := filepath.Join(s.root, "errors.jsonl")
+	_, statErr := os.Stat(path)
+	err = appendSync(path, append(line, '\n'))
+	if err == nil && errors.Is(statErr, os.ErrNotExist) {
+		err = syncDir(s.root)
+	}
+	if err != nil {
 		return fmt.Errorf("appending error entry from %s: %w", e.Source, err)
 	}
 	if s.git != nil {

@@ -25,6 +25,13 @@ const (
 // errors.ErrUnsupported; a variable so tests can take the other way.
 var exchange = exchangeFiles
 
+// link is os.Link, replaced in tests by a file system without hard links.
+var link = os.Link
+
+// errNoLink marks a file system that cannot hard-link, where swapByLink
+// cannot stand in for the exchange either.
+var errNoLink = errors.New("no hard links")
+
 // writeTask replaces task.json when its content changed.
 //
 // Creating or truncating a file allocates blocks and unlinking one frees
@@ -91,7 +98,10 @@ func overwrite(path string, data []byte) error {
 	return err
 }
 
-// swap gives spare's file the name path and path's file the name spare.
+// swap gives spare's file the name path and, where the file system
+// allows, path's file the name spare. On a file system with neither
+// exchange nor hard links, spare simply replaces path, and the next write
+// creates a new spare.
 func (s *Store) swap(spare, path string) error {
 	if !s.noExchange.Load() {
 		err := exchange(spare, path)
@@ -100,7 +110,14 @@ func (s *Store) swap(spare, path string) error {
 		}
 		s.noExchange.Store(true)
 	}
-	return swapByLink(spare, path)
+	if !s.noLink.Load() {
+		err := swapByLink(spare, path)
+		if !errors.Is(err, errNoLink) {
+			return err
+		}
+		s.noLink.Store(true)
+	}
+	return os.Rename(spare, path)
 }
 
 // swapByLink swaps with three steps where one rename cannot exchange: a
@@ -108,8 +125,11 @@ func (s *Store) swap(spare, path string) error {
 // between leaves that name, which loadState removes.
 func swapByLink(spare, path string) error {
 	prev := filepath.Join(filepath.Dir(path), prevFile)
-	if err := os.Link(path, prev); err != nil {
-		return err
+	if err := link(path, prev); err != nil {
+		if errors.Is(err, fs.ErrNotExist) {
+			return err
+		}
+		return fmt.Errorf("%w: %w", errNoLink, err)
 	}
 	if err := os.Rename(spare, path); err != nil {
 		return err

@@ -146,3 +146,32 @@ func TestStoreTaskConcurrentReader(t *testing.T) {
 		}
 	})
 }
+
+// TestStoreTaskStateWithoutLinks covers a file system with neither
+// RENAME_EXCHANGE nor hard links (FAT, some network mounts): every state
+// still replaces task.json whole, with a plain rename.
+func TestStoreTaskStateWithoutLinks(t *testing.T) {
+	origExchange, origLink := exchange, link
+	exchange = func(string, string) error { return errors.ErrUnsupported }
+	link = func(string, string) error { return &os.LinkError{Op: "link", Err: errors.ErrUnsupported} }
+	t.Cleanup(func() { exchange, link = origExchange, origLink })
+	s := newStore(t, StoreOptions{})
+	ctx := context.Background()
+	task := "T-2026-023"
+	for n := range 12 {
+		if _, err := s.Record(ctx, RecordInput{TaskID: task, Task: state(n)}); err != nil {
+			t.Fatalf("write %d: %v", n, err)
+		}
+		raw, err := s.Task(task)
+		if err != nil {
+			t.Fatalf("read %d: %v", n, err)
+		}
+		var got struct{ N int }
+		if err := json.Unmarshal(raw, &got); err != nil || got.N != n {
+			t.Fatalf("after write %d task.json holds %d (%v)", n, got.N, err)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(s.taskDir(task), prevFile)); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("%s left behind: %v", prevFile, err)
+	}
+}
