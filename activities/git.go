@@ -171,6 +171,16 @@ func (g *Git) readRefs(ctx context.Context, repo string) (refSet, error) {
 	return s, nil
 }
 
+// hasOrigin reports whether origin has any branch here.
+func (s refSet) hasOrigin() bool {
+	for ref := range s.commits {
+		if strings.HasPrefix(ref, "refs/remotes/origin/") {
+			return true
+		}
+	}
+	return false
+}
+
 // existing returns those of branch's refs that exist, local first.
 func (s refSet) existing(branch string) []string {
 	var refs []string
@@ -203,6 +213,17 @@ func (s refSet) head(repo, branch string) (string, error) {
 func (g *Git) defaultBranch(ctx context.Context, repo string, refs refSet, exclude string) (def string, fromHEAD bool, err error) {
 	if refs.originHead != "" {
 		return refs.originHead, false, nil
+	}
+	if refs.hasOrigin() {
+		// for-each-ref leaves out an origin/HEAD whose branch is gone
+		// (renamed upstream, then pruned); it still names the default.
+		out, err := g.run(ctx, repo, "symbolic-ref", "--quiet", "refs/remotes/origin/HEAD")
+		if b, ok := strings.CutPrefix(strings.TrimSpace(string(out)), "refs/remotes/origin/"); err == nil && ok && b != "" {
+			return b, false, nil
+		}
+		if ctx.Err() != nil {
+			return "", false, ctx.Err()
+		}
 	}
 	candidates := []string{}
 	if out, err := g.run(ctx, repo, "config", "--get", "init.defaultBranch"); err == nil {

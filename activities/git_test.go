@@ -332,3 +332,23 @@ func TestCheckResultClone(t *testing.T) {
 		t.Errorf("DiffURL = %q, %v; want %q", out.DiffURL, err, want)
 	}
 }
+
+// TestCheckBranchPrunedOriginHead covers an origin/HEAD whose branch was
+// renamed upstream and pruned here: it still names the default branch, so
+// the local copy of that branch stays protected.
+func TestCheckBranchPrunedOriginHead(t *testing.T) {
+	upstream := newRepo(t, "develop")
+	commitFiles(t, upstream, "first", map[string]string{"a.txt": "a\n"})
+	clone := filepath.Join(t.TempDir(), "clone")
+	gitT(t, filepath.Dir(clone), "clone", "-q", upstream, clone)
+	gitT(t, clone, "remote", "set-head", "origin", "develop")
+	gitT(t, upstream, "branch", "-m", "develop", "trunk")
+	gitT(t, clone, "fetch", "-q", "--prune", "origin")
+	if out := gitT(t, clone, "for-each-ref", "refs/remotes/origin/HEAD"); out != "" {
+		t.Fatalf("origin/HEAD still resolves (%q); the test needs it dangling", out)
+	}
+	_, err := (&Git{}).CheckBranch(context.Background(), CheckBranchInput{Repo: clone, Branch: "develop"})
+	if !isNonRetryable(err) || !strings.Contains(err.Error(), ErrProtectedBranch) {
+		t.Fatalf("CheckBranch(develop) = %v, want %s: origin/HEAD still names develop", err, ErrProtectedBranch)
+	}
+}
