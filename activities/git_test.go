@@ -344,6 +344,9 @@ func TestCheckBranchPrunedOriginHead(t *testing.T) {
 	gitT(t, clone, "remote", "set-head", "origin", "develop")
 	gitT(t, upstream, "branch", "-m", "develop", "trunk")
 	gitT(t, clone, "fetch", "-q", "--prune", "origin")
+	// A main branch here too, so that the fallbacks after origin/HEAD
+	// (main, then HEAD's branch) would name main, not develop.
+	gitT(t, clone, "checkout", "-q", "-b", "main")
 	if out := gitT(t, clone, "for-each-ref", "refs/remotes/origin/HEAD"); out != "" {
 		t.Fatalf("origin/HEAD still resolves (%q); the test needs it dangling", out)
 	}
