@@ -25,7 +25,8 @@ const (
 	ErrDelivery        = "Delivery"        // an agent cannot be reached as configured
 	// ErrNeedsActivity refuses a delivery tried as a local activity that
 	// must run as a regular one: a command-mode agent runs for minutes,
-	// heartbeating, and must be retried on another worker if this one dies.
+	// heartbeating, and must be retried on another worker if this one
+	// dies; a webhook agent may answer before its POST returns.
 	ErrNeedsActivity = "NeedsActivity"
 )
 

@@ -67,12 +67,16 @@ func (d *Delivery) Deliver(ctx context.Context, in DeliverInput) (DeliverResult,
 	default:
 		return DeliverResult{Mode: ModePull}, nil
 	}
+	if a.Mode == ModeCommand || a.Mode == ModeWebhook {
+		if activity.IsActivity(ctx) && activity.GetInfo(ctx).IsLocalActivity {
+			// A webhook agent may ACK from inside its handler: that
+			// update waits for the workflow task a local activity holds.
+			return DeliverResult{Mode: a.Mode}, temporal.NewNonRetryableApplicationError(
+				a.Mode+" delivery runs in a regular activity", ErrNeedsActivity, nil)
+		}
+	}
 	switch a.Mode {
 	case ModeCommand:
-		if activity.IsActivity(ctx) && activity.GetInfo(ctx).IsLocalActivity {
-			return DeliverResult{Mode: ModeCommand}, temporal.NewNonRetryableApplicationError(
-				"a command-mode agent runs in a regular activity", ErrNeedsActivity, nil)
-		}
 		return DeliverResult{Mode: ModeCommand}, d.runCommand(ctx, a, in.Message)
 	case ModeWebhook:
 		return DeliverResult{Mode: ModeWebhook}, d.post(ctx, a, in.Message)

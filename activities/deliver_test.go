@@ -170,8 +170,8 @@ func TestDeliverCommandStreamsReplies(t *testing.T) {
 }
 
 // TestDeliverLocal checks what a delivery tried as a local activity does:
-// a command-mode agent is refused with ErrNeedsActivity and never started;
-// a webhook is posted.
+// command-mode and webhook agents are refused with ErrNeedsActivity, and
+// nothing is started or posted; pull mode is done.
 func TestDeliverLocal(t *testing.T) {
 	m := testDispatch(t)
 	started := filepath.Join(t.TempDir(), "started")
@@ -193,12 +193,18 @@ func TestDeliverLocal(t *testing.T) {
 	}
 
 	d = &Delivery{Executor: AgentDelivery{Mode: ModeWebhook, WebhookURL: srv.URL}}
-	if _, err := s.NewTestActivityEnvironment().ExecuteLocalActivity(d.Deliver, DeliverInput{Message: m}); err != nil {
-		t.Fatalf("webhook in a local activity: %v", err)
+	_, err = s.NewTestActivityEnvironment().ExecuteLocalActivity(d.Deliver, DeliverInput{Message: m})
+	if !errors.As(err, &app) || app.Type() != ErrNeedsActivity {
+		t.Fatalf("webhook in a local activity: %v, want %s", err, ErrNeedsActivity)
 	}
 	select {
 	case <-posted:
+		t.Error("the webhook was posted from a local activity")
 	default:
-		t.Error("the webhook was not posted")
+	}
+
+	d = &Delivery{}
+	if _, err := s.NewTestActivityEnvironment().ExecuteLocalActivity(d.Deliver, DeliverInput{Message: m}); err != nil {
+		t.Fatalf("pull mode in a local activity: %v", err)
 	}
 }

@@ -99,7 +99,7 @@ func deliverOptions() workflow.ActivityOptions {
 	}
 }
 
-// localDeliverOptions bound a webhook post or an in-process hand-over.
+// localDeliverOptions bound a pull-mode or in-process hand-over.
 func localDeliverOptions() workflow.LocalActivityOptions {
 	o := deliverOptions()
 	return workflow.LocalActivityOptions{
@@ -279,10 +279,10 @@ func (t *taskRun) send(ctx workflow.Context, m amp.Message) error {
 	}
 	var f workflow.Future
 	if follows(ctx, t.In, 1, "") {
-		// Pull and webhook deliveries are quick: a local activity spares
-		// them a round trip through the server. Only the worker knows how
-		// an agent is reached; it refuses a command-mode agent, which then
-		// gets a regular activity.
+		// A pull-mode delivery only marks the message as ready: a local
+		// activity spares it a round trip through the server. Only the
+		// worker knows how an agent is reached; it refuses command and
+		// webhook agents, which then get a regular activity.
 		f = workflow.ExecuteLocalActivity(workflow.WithLocalActivityOptions(dctx, localDeliverOptions()), acts.Deliver, in)
 	} else {
 		f = remote()

@@ -206,7 +206,8 @@ type Input struct {
 //
 //   - 1: SSOT batches in a local activity, notices always handed to the
 //     worker, search attributes from the start request, git checks in
-//     local activities, deliveries first tried in a local activity, record
+//     local activities, deliveries tried in a local activity first (the
+//     worker runs only pull mode there), record
 //     and notice loops started on demand.
 const Revision = 1
 
