@@ -91,4 +91,14 @@ func newStore(t testing.TB, opts StoreOptions) *Store {
 	return s
 }
 
+// openStore opens the SSOT at root, as a new process would.
+func openStore(t testing.TB, root string) *Store {
+	t.Helper()
+	s, err := NewStore(root, StoreOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
 func lines(n int, s string) string { return strings.Repeat(s+"\n", n) }

@@ -77,10 +77,7 @@ func TestStoreRecordFsyncs(t *testing.T) {
 func TestStorePowerCut(t *testing.T) {
 	ctx := context.Background()
 	root := filepath.Join(t.TempDir(), "ssot")
-	s, err := NewStore(root, StoreOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	s := openStore(t, root)
 	task := "T-2026-009"
 	for i, in := range []RecordInput{batch(task, 0, 3), batch(task, 3, 5)} {
 		in.Task = json.RawMessage(fmt.Sprintf(`{"status":"s%d"}`, i))
@@ -102,10 +99,7 @@ func TestStorePowerCut(t *testing.T) {
 	}
 
 	// Readers in a new process: every kept record, and the older state.
-	s2, err := NewStore(root, StoreOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	s2 := openStore(t, root)
 	wantHistory(t, s2, task, 5)
 	for _, i := range []int{1, 3} {
 		id := fmt.Sprintf("event-%s-%d", task, i)
@@ -166,10 +160,7 @@ func TestStoreJournalWithFiles(t *testing.T) {
 		}
 	}
 
-	s, err := NewStore(root, StoreOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	s := openStore(t, root)
 	wantHistory(t, s, task, 5)
 	if r, err := s.Get(fmt.Sprintf("event-%s-3", task)); err != nil || !sameJSON(r.Body, json.RawMessage(`{"n":3,"text":"a <b> & c"}`)) {
 		t.Errorf("Get of a record whose file is torn = %+v, %v", r, err)
@@ -219,10 +210,7 @@ func TestStoreOldIndexLines(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	s, err := NewStore(root, StoreOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	s := openStore(t, root)
 	wantHistory(t, s, task, 2)
 	res, err := s.Record(ctx, batch(task, 0, 4))
 	if err != nil || res.Written != 2 {
@@ -242,10 +230,7 @@ func TestStoreOldIndexLines(t *testing.T) {
 
 	// A file an old line names is the source: removed by hand, it is gone
 	// from History until kept again, then at its place.
-	s2, err := NewStore(root, StoreOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	s2 := openStore(t, root)
 	wantHistory(t, s2, task, 4)
 	if err := os.Remove(filepath.Join(dir, "messages", fmt.Sprintf("event-%s-1.json", task))); err != nil {
 		t.Fatal(err)
@@ -260,10 +245,7 @@ func TestStoreOldIndexLines(t *testing.T) {
 		t.Fatalf("keeping a removed old record again: %+v, %v", res, err)
 	}
 	wantHistory(t, s2, task, 4)
-	s3, err := NewStore(root, StoreOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	s3 := openStore(t, root)
 	wantHistory(t, s3, task, 4)
 }
 
@@ -277,10 +259,7 @@ func TestStoreReopen(t *testing.T) {
 	b := entry("ack-T-2026-012-2", KindAck, `{"x":[1,2]}`)
 	c := entry("event-T-2026-012-4", KindEvent, `{"y":"<&>"}`)
 	fresh := func() *Store {
-		s, err := NewStore(root, StoreOptions{})
-		if err != nil {
-			t.Fatal(err)
-		}
+		s := openStore(t, root)
 		return s
 	}
 	if _, err := fresh().Record(ctx, RecordInput{TaskID: task, Entries: []RecordEntry{a, b}}); err != nil {
@@ -395,10 +374,7 @@ func syncedPaths(t *testing.T, failSuffix string) *[]string {
 func TestStoreRetryAfterKillSyncs(t *testing.T) {
 	ctx := context.Background()
 	root := filepath.Join(t.TempDir(), "ssot")
-	s, err := NewStore(root, StoreOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	s := openStore(t, root)
 	task := "T-2026-021"
 	in := batch(task, 0, 2)
 	if _, err := s.Record(ctx, in); err != nil {
@@ -406,10 +382,7 @@ func TestStoreRetryAfterKillSyncs(t *testing.T) {
 	}
 	// The journal as the killed process left it: written, maybe unsynced.
 	synced := syncedPaths(t, "")
-	s2, err := NewStore(root, StoreOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	s2 := openStore(t, root)
 	res, err := s2.Record(ctx, in)
 	if err != nil || res.Written != 0 {
 		t.Fatalf("retry: %+v, %v; want nothing written", res, err)
@@ -427,10 +400,7 @@ func TestStoreRetryAfterKillSyncs(t *testing.T) {
 func TestStoreFailedFirstAppend(t *testing.T) {
 	ctx := context.Background()
 	root := filepath.Join(t.TempDir(), "ssot")
-	s, err := NewStore(root, StoreOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	s := openStore(t, root)
 	task := "T-2026-022"
 	synced := syncedPaths(t, "index.jsonl")
 	if _, err := s.Record(ctx, batch(task, 0, 1)); err == nil {

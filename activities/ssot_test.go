@@ -145,10 +145,7 @@ func TestTaskOfMsgID(t *testing.T) {
 func TestStoreCrashSafety(t *testing.T) {
 	ctx := context.Background()
 	root := filepath.Join(t.TempDir(), "ssot")
-	s, err := NewStore(root, StoreOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	s := openStore(t, root)
 	task := "T-2026-007"
 	if _, err := s.Record(ctx, RecordInput{TaskID: task, Entries: []RecordEntry{entry("a-T-2026-007-1", KindMessage, `{"n":1}`)}}); err != nil {
 		t.Fatal(err)
@@ -190,10 +187,7 @@ func TestStoreCrashSafety(t *testing.T) {
 
 	// A new process (a fresh Store) writes: it cuts the torn line and
 	// keeps the retry of the interrupted call.
-	s2, err := NewStore(root, StoreOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	s2 := openStore(t, root)
 	res, err := s2.Record(ctx, RecordInput{TaskID: task, Entries: []RecordEntry{
 		entry("a-T-2026-007-2", KindMessage, `{"n":2}`), // the retry of the interrupted call
 		entry("a-T-2026-007-3", KindMessage, `{"n":3}`),
