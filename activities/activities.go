@@ -28,6 +28,8 @@ const (
 	// heartbeating, and must be retried on another worker if this one
 	// dies; a webhook agent may answer before its POST returns.
 	ErrNeedsActivity = "NeedsActivity"
+	// ErrNoPolicy refuses a new task on a worker that has no task policy.
+	ErrNoPolicy = "NoPolicy"
 )
 
 // Activities carries the dependencies of every activity.
@@ -38,6 +40,9 @@ type Activities struct {
 	Delivery Deliverer
 	Notifier Notifier
 	Log      *slog.Logger
+	// Policy is what new tasks run by, from the worker's configuration;
+	// TaskPolicy hands it to each task as it starts.
+	Policy *task.Policy
 }
 
 // GitChecker verifies what agents say against the repository.

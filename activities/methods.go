@@ -5,6 +5,8 @@ import (
 	"errors"
 
 	"go.temporal.io/sdk/temporal"
+
+	"github.com/ampflow/ampflow/workflows/task"
 )
 
 var errNotConfigured = errors.New("not configured")
@@ -56,4 +58,24 @@ func (a *Activities) Notify(ctx context.Context, in NotifyInput) (NotifyResult, 
 		return NotifyResult{}, nil
 	}
 	return NotifyResult{}, a.Notifier.Notify(ctx, in)
+}
+
+// PolicyInput asks for the policy a new task runs by.
+type PolicyInput struct {
+	TaskID string `json:"task_id"`
+}
+
+// PolicyResult is the worker's policy.
+type PolicyResult struct {
+	Policy task.Policy `json:"policy"`
+}
+
+// TaskPolicy returns the policy of the worker's configuration, which a new
+// task runs by whatever the client that started it had configured.
+func (a *Activities) TaskPolicy(_ context.Context, in PolicyInput) (PolicyResult, error) {
+	if a.Policy == nil {
+		return PolicyResult{}, temporal.NewNonRetryableApplicationError(
+			"task "+in.TaskID+": this worker has no task policy", ErrNoPolicy, nil)
+	}
+	return PolicyResult{Policy: *a.Policy}, nil
 }

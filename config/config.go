@@ -19,6 +19,8 @@ type Config struct {
 	HTTP     HTTP     `mapstructure:"http"`
 	Auth     Auth     `mapstructure:"auth"`
 	// Admins names the people who may decide from the CLI or the HTTP API.
+	// AnyAdmin among them lets anyone named decide; none at all (here, in
+	// the chat admins or as admin tokens) lets nobody.
 	Admins   []string `mapstructure:"admins"`
 	Protocol Protocol `mapstructure:"protocol"`
 	Policy   Policy   `mapstructure:"policy"`
@@ -91,7 +93,11 @@ const (
 	RoleAdmin       = "admin"
 )
 
-// AuthToken is one bearer token, the role it may act as and a name for logs.
+// AnyAdmin in Admins lets anyone named decide.
+const AnyAdmin = "*"
+
+// AuthToken is one bearer token, the role it may act as and the name it acts
+// under: the by of its decisions, cancels and replans, unique and required.
 // From the environment a list of them reads "token:role:name,token:role:name".
 type AuthToken struct {
 	Token string `mapstructure:"token"` // secret

@@ -246,8 +246,7 @@ func rejectBareDuration(f, t reflect.Type, data any) (any, error) {
 	return data, nil
 }
 
-// stringToAuthTokens parses "token:role:name,token:role:name"; the name may
-// be left out.
+// stringToAuthTokens parses "token:role:name,token:role:name".
 func stringToAuthTokens(f, t reflect.Type, data any) (any, error) {
 	if f.Kind() != reflect.String || t != authTokensType {
 		return data, nil
@@ -256,7 +255,8 @@ func stringToAuthTokens(f, t reflect.Type, data any) (any, error) {
 }
 
 // ParseAuthTokens parses the environment form of auth.tokens:
-// "token:role:name,token:role:name". The name may be left out.
+// "token:role:name,token:role:name". A missing name is left for Validate
+// to refuse, naming the token.
 func ParseAuthTokens(s string) ([]AuthToken, error) {
 	tokens := []AuthToken{}
 	for i, item := range strings.Split(s, ",") {

@@ -174,8 +174,8 @@ func TestEnvLists(t *testing.T) {
 }
 
 func TestEnvAuthTokens(t *testing.T) {
-	c := load(t, "", map[string]string{"AMPFLOW_AUTH_TOKENS": "abc:executor:codex, def:reviewer:claude,ghi:admin"})
-	want := []AuthToken{{"abc", "executor", "codex"}, {"def", "reviewer", "claude"}, {"ghi", "admin", ""}}
+	c := load(t, "", map[string]string{"AMPFLOW_AUTH_TOKENS": "abc:executor:codex, def:reviewer:claude,ghi:admin:ops:eu"})
+	want := []AuthToken{{"abc", "executor", "codex"}, {"def", "reviewer", "claude"}, {"ghi", "admin", "ops:eu"}}
 	if !reflect.DeepEqual(c.Auth.Tokens, want) {
 		t.Errorf("auth.tokens = %+v, want %+v", c.Auth.Tokens, want)
 	}

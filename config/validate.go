@@ -146,6 +146,7 @@ func (c Config) validateTemporal(ps *problems) {
 
 func (c Config) validateAuth(ps *problems) {
 	seen := map[string]bool{}
+	names := map[string]int{}
 	for i, t := range c.Auth.Tokens {
 		key := fmt.Sprintf("auth.tokens[%d]", i)
 		switch {
@@ -156,6 +157,20 @@ func (c Config) validateAuth(ps *problems) {
 		}
 		seen[t.Token] = true
 		ps.oneOf(key+".role", t.Role, RoleCoordinator, RoleExecutor, RoleReviewer, RoleAdmin)
+		// The name is who the token acts as: an admin token's decisions
+		// are taken under it, so two tokens must not share one.
+		name := strings.TrimSpace(t.Name)
+		j, taken := names[name]
+		switch {
+		case name == "":
+			ps.add(key+".name", "required: who the token acts as (token:role:name in AMPFLOW_AUTH_TOKENS)")
+		case name == AnyAdmin:
+			ps.add(key+".name", "must not be %q", AnyAdmin)
+		case taken:
+			ps.add(key+".name", "%q is the name of auth.tokens[%d] too; names must be unique", name, j)
+		default:
+			names[name] = i
+		}
 	}
 	for i, a := range c.Admins {
 		if strings.TrimSpace(a) == "" {

@@ -33,11 +33,22 @@ func TestValidate(t *testing.T) {
 		{"DevPortsZero", func(c *Config) { c.Dev.UIPort, c.Dev.TemporalPort = 0, 0 }, nil},
 		{"SamePorts", func(c *Config) { c.Dev.UIPort = c.Dev.TemporalPort }, []string{"dev.ui_port: must differ"}},
 		{"HTTPAddr", func(c *Config) { c.HTTP.Addr = "" }, []string{"http.addr: must be host:port"}},
-		{"TokenRole", func(c *Config) { c.Auth.Tokens = []AuthToken{{Token: "t", Role: "root"}} }, []string{"auth.tokens[0].role: must be coordinator, executor, reviewer or admin"}},
+		{"TokenRole", func(c *Config) { c.Auth.Tokens = []AuthToken{{Token: "t", Role: "root", Name: "ops"}} }, []string{"auth.tokens[0].role: must be coordinator, executor, reviewer or admin"}},
 		{"TokenRepeated", func(c *Config) {
-			c.Auth.Tokens = []AuthToken{{Token: "t", Role: "admin"}, {Token: "t", Role: "executor"}}
+			c.Auth.Tokens = []AuthToken{{Token: "t", Role: "admin", Name: "ops"}, {Token: "t", Role: "executor", Name: "codex"}}
 		}, []string{"auth.tokens[1].token: repeats"}},
-		{"TokenEmpty", func(c *Config) { c.Auth.Tokens = []AuthToken{{Role: "admin"}} }, []string{"auth.tokens[0].token: must not be empty"}},
+		{"TokenEmpty", func(c *Config) { c.Auth.Tokens = []AuthToken{{Role: "admin", Name: "ops"}} }, []string{"auth.tokens[0].token: must not be empty"}},
+		{"TokenNameMissing", func(c *Config) {
+			c.Auth.Tokens = []AuthToken{{Token: "t1", Role: "admin", Name: "ops"}, {Token: "t2", Role: "admin", Name: " "}}
+		}, []string{"auth.tokens[1].name: required"}},
+		{"TokenNameRepeated", func(c *Config) {
+			c.Auth.Tokens = []AuthToken{{Token: "t1", Role: "executor", Name: "ops"}, {Token: "t2", Role: "admin", Name: "ops"}}
+		}, []string{`auth.tokens[1].name: "ops" is the name of auth.tokens[0] too`}},
+		{"TokenNameWildcard", func(c *Config) { c.Auth.Tokens = []AuthToken{{Token: "t1", Role: "admin", Name: "*"}} }, []string{`auth.tokens[0].name: must not be "*"`}},
+		{"TokensNamed", func(c *Config) {
+			c.Auth.Tokens = []AuthToken{{Token: "t1", Role: "admin", Name: "ops"}, {Token: "t2", Role: "executor", Name: "codex"}}
+			c.Admins = []string{AnyAdmin}
+		}, nil},
 		{"AckTimeout", func(c *Config) { c.Protocol.AckTimeout.ReviewRequest = 0 }, []string{"protocol.ack_timeout.review_request: must be a positive duration"}},
 		{"Heartbeat", func(c *Config) { c.Protocol.HeartbeatTimeout = -1 }, []string{"protocol.heartbeat_timeout: must be a positive duration"}},
 		{"MaxRejects", func(c *Config) { c.Protocol.MaxRejects = 0 }, []string{"protocol.max_rejects: must be ≥ 1"}},

@@ -67,7 +67,7 @@ func Build(o Options) (*Parts, error) {
 	if err != nil {
 		return nil, fmt.Errorf("ci.provider: %w", err)
 	}
-	tasks := &workflows.Client{Temporal: o.Temporal, TaskQueue: cfg.Temporal.TaskQueue, Policy: workflows.NewPolicy(cfg)}
+	tasks := &workflows.Client{Temporal: o.Temporal, TaskQueue: cfg.Temporal.TaskQueue}
 	delivery := &activities.Delivery{
 		Executor: agentDelivery(cfg.Agents.Executor),
 		Reviewer: agentDelivery(cfg.Agents.Reviewer),
@@ -79,7 +79,8 @@ func Build(o Options) (*Parts, error) {
 			}
 		},
 	}
-	acts := &activities.Activities{Git: git, CI: ci, Store: store, Delivery: delivery, Log: log}
+	policy := workflows.NewPolicy(cfg)
+	acts := &activities.Activities{Git: git, CI: ci, Store: store, Delivery: delivery, Log: log, Policy: &policy}
 	return &Parts{Store: store, Tasks: tasks, Activities: acts}, nil
 }
 

@@ -26,8 +26,6 @@ import (
 type Client struct {
 	Temporal  client.Client
 	TaskQueue string
-	// Policy is given to new tasks that bring none of their own.
-	Policy task.Policy
 	// Wait bounds how long an update waits for a worker; zero means 15s.
 	Wait time.Duration
 }
@@ -54,9 +52,6 @@ func (c *Client) wait() time.Duration {
 func (c *Client) Start(ctx context.Context, in task.Input) error {
 	if err := checkTaskID(in.TaskID); err != nil {
 		return err
-	}
-	if in.Policy.MaxRejects == 0 {
-		in.Policy = c.Policy
 	}
 	if in.Rev == 0 {
 		in.Rev = task.Revision

@@ -46,6 +46,8 @@ type harness struct {
 	checkBranch func(in activities.CheckBranchInput) (activities.CheckBranchResult, error)
 	// checkResult answers the git check of a result.
 	checkResult func(in activities.CheckResultInput) (activities.CheckResultOutput, error)
+	// workerPolicy is the worker's policy; by default the input's.
+	workerPolicy func() (task.Policy, error)
 }
 
 // reply is how the workflow answered one update.
@@ -93,6 +95,12 @@ func newHarness(t *testing.T, plan amp.TaskDispatch, mutate ...func(*task.Input)
 	h.checkBranch = func(activities.CheckBranchInput) (activities.CheckBranchResult, error) {
 		return activities.CheckBranchResult{DefaultBranch: "main", Head: "abc"}, nil
 	}
+	h.workerPolicy = func() (task.Policy, error) { return in.Policy, nil }
+	env.OnActivity(acts.TaskPolicy, mock.Anything, mock.Anything).Return(
+		func(context.Context, activities.PolicyInput) (activities.PolicyResult, error) {
+			p, err := h.workerPolicy()
+			return activities.PolicyResult{Policy: p}, err
+		})
 	env.OnActivity(acts.CheckBranch, mock.Anything, mock.Anything).Return(
 		func(_ context.Context, in activities.CheckBranchInput) (activities.CheckBranchResult, error) {
 			return h.checkBranch(in)

@@ -40,7 +40,17 @@ func errMessage(err error) string {
 
 // check refuses a task whose plan or branch cannot be dispatched.
 func (t *taskRun) check(ctx workflow.Context) (phase, error) {
+	var refused error
+	if follows(ctx, t.In, 2, "") {
+		refused = t.takePolicy(ctx)
+	}
+	// The first record: the plan and the policy in effect.
 	t.record("plan-"+t.In.TaskID, activities.KindEvent, t.In)
+	if refused != nil {
+		t.Reason = "refused: " + errMessage(refused)
+		t.LastError = t.Reason
+		return phaseTerminate, nil
+	}
 	for i := range t.Plan {
 		p := t.In.Plan
 		p.Subtasks = t.Plan[i : i+1]

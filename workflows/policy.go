@@ -1,8 +1,14 @@
 package workflows
 
 import (
+	"fmt"
+	"maps"
+	"slices"
 	"time"
 
+	"go.temporal.io/sdk/workflow"
+
+	"github.com/ampflow/ampflow/activities"
 	"github.com/ampflow/ampflow/amp"
 	"github.com/ampflow/ampflow/config"
 	"github.com/ampflow/ampflow/workflows/task"
@@ -14,9 +20,9 @@ func SlackAdmin(userID string) string { return "slack:" + userID }
 // TelegramAdmin names a Telegram user as an admin identity.
 func TelegramAdmin(userID string) string { return "telegram:" + userID }
 
-// NewPolicy derives the policy a new task runs by from the configuration.
-// Admins are the configured names, the chat admins and the names of admin
-// API tokens.
+// NewPolicy derives the policy a new task runs by from the worker's
+// configuration. Admins are the configured names (AnyAdmin among them lets
+// anyone named decide), the chat admins and the names of admin API tokens.
 func NewPolicy(cfg config.Config) task.Policy {
 	p := task.Policy{
 		PlanApproval:  riskHandling(cfg.Policy.PlanApproval),
@@ -54,4 +60,44 @@ func NewPolicy(cfg config.Config) task.Policy {
 
 func riskHandling(a config.Approval) task.RiskHandling {
 	return task.RiskHandling{Low: task.Handling(a.Low), Medium: task.Handling(a.Medium), High: task.Handling(a.High)}
+}
+
+// takePolicy sets the policy the task runs by, from revision 2 on: the
+// worker's, asked for in a local activity, made stricter by the
+// coordinator's handling. A policy the client sent is dropped, so a
+// client's own configuration cannot loosen a task. On failure the task
+// runs by no policy: nobody may decide, and the caller ends it.
+func (t *taskRun) takePolicy(ctx workflow.Context) error {
+	ctx = workflow.WithLocalActivityOptions(ctx, workflow.LocalActivityOptions{
+		StartToCloseTimeout: 10 * time.Second,
+		RetryPolicy:         recordOptions().RetryPolicy,
+	})
+	var out activities.PolicyResult
+	if err := workflow.ExecuteLocalActivity(ctx, acts.TaskPolicy, activities.PolicyInput{TaskID: t.In.TaskID}).Get(ctx, &out); err != nil {
+		t.In.Policy = task.Policy{}
+		return fmt.Errorf("reading the worker's policy: %w", err)
+	}
+	t.In.Policy = stricter(out.Policy, t.In.Handling)
+	return nil
+}
+
+// stricter returns the worker's policy p with a coordinator's handling
+// applied: admin makes every plan approval an admin's. Nothing loosens it.
+func stricter(p task.Policy, h task.Handling) task.Policy {
+	p.Admins = slices.Clone(p.Admins)
+	p.AckTimeouts = maps.Clone(p.AckTimeouts)
+	if h == task.HandlingAdmin {
+		p.PlanApproval = task.RiskHandling{Low: task.HandlingAdmin, Medium: task.HandlingAdmin, High: task.HandlingAdmin}
+	}
+	return p
+}
+
+// isAdmin reports whether name may decide on this task. Tasks started
+// before revision 2 keep the rule they were started under, where no
+// admins meant anyone named: their histories replay as recorded.
+func (t *taskRun) isAdmin(name string) bool {
+	if t.In.Rev < 2 && len(t.In.Policy.Admins) == 0 {
+		return name != ""
+	}
+	return t.In.Policy.IsAdmin(name)
 }

@@ -63,7 +63,7 @@ agents, with automatic plan and final approval of low-risk tasks.`,
 				return cli.Exit(cli.ExitFailed, fmt.Errorf("%w; is `ampflow dev` running?", err))
 			}
 			defer c.Close()
-			tasks := &workflows.Client{Temporal: c, TaskQueue: cfg.Temporal.TaskQueue, Policy: workflows.NewPolicy(cfg)}
+			tasks := &workflows.Client{Temporal: c, TaskQueue: cfg.Temporal.TaskQueue}
 			began := time.Now()
 			sum, err := demo.Run(ctx, demo.Options{Tasks: tasks, Out: a.Stdout, JSON: a.JSON(), Poll: 200 * time.Millisecond})
 			var te *demo.TimeoutError

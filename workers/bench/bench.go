@@ -23,6 +23,7 @@ import (
 	"github.com/ampflow/ampflow/workers"
 	"github.com/ampflow/ampflow/workers/devserver"
 	"github.com/ampflow/ampflow/workflows"
+	"github.com/ampflow/ampflow/workflows/task"
 )
 
 // Defaults of the command's flags.
@@ -129,6 +130,9 @@ func Run(ctx context.Context, o Options) (Result, error) {
 		return Result{}, err
 	}
 	parts.Activities.Delivery = b.inboxes
+	// The benchmark's tasks run by the default policy; nothing is decided.
+	policy := task.DefaultPolicy()
+	parts.Activities.Policy = &policy
 	b.tasks, b.store = parts.Tasks, parts.Store
 	// A loaded two-core machine can take longer than the default 15s to
 	// answer; a slow answer is a figure, not a failure.

@@ -125,8 +125,8 @@ type Policy struct {
 	CI             bool          `json:"ci"`
 	CIPollInterval time.Duration `json:"ci_poll_interval"`
 	CITimeout      time.Duration `json:"ci_timeout"`
-	// Admins are the names whose decisions count. Empty means any named
-	// person may decide (a single-user setup).
+	// Admins are the names whose decisions count. Empty means nobody may
+	// decide; AnyAdmin ("*") lets any named person decide.
 	Admins []string `json:"admins"`
 	// Notify is kept for tasks started before decisions always went to the
 	// worker's notifier; the worker now decides which channels it has.
@@ -163,16 +163,18 @@ func (p Policy) AckTimeout(t amp.Type) time.Duration {
 	return time.Duration(amp.DefaultAckTimeout(t)) * time.Second
 }
 
-// IsAdmin reports whether name may decide.
+// AnyAdmin in Policy.Admins (the configuration's `admins: ["*"]`) lets any
+// named person decide.
+const AnyAdmin = "*"
+
+// IsAdmin reports whether name may decide: it is one of Admins, or Admins
+// holds AnyAdmin. No admins means nobody.
 func (p Policy) IsAdmin(name string) bool {
 	if name == "" {
 		return false
 	}
-	if len(p.Admins) == 0 {
-		return true
-	}
 	for _, a := range p.Admins {
-		if a == name {
+		if a == name || a == AnyAdmin {
 			return true
 		}
 	}
@@ -189,7 +191,10 @@ type Input struct {
 	// risk level's minimum; never looser.
 	Handling    Handling `json:"handling,omitempty"`
 	Coordinator string   `json:"coordinator,omitempty"`
-	Policy      Policy   `json:"policy"`
+	// Policy is what the task runs by. From revision 2 the task sets it
+	// when it starts, from the worker's configuration and Handling: a
+	// policy a client puts here is ignored. Before, the client chose it.
+	Policy Policy `json:"policy"`
 	// Carried is the whole state of the previous run after a
 	// continue-as-new; empty on a fresh start.
 	Carried json.RawMessage `json:"carried,omitempty"`
@@ -209,7 +214,9 @@ type Input struct {
 //     local activities, deliveries tried in a local activity first (the
 //     worker runs only pull mode there), record
 //     and notice loops started on demand.
-const Revision = 1
+//   - 2: the policy is the worker's, asked for in a local activity when
+//     the task starts, and no admins means nobody may decide.
+const Revision = 2
 
 // Result is what a finished task workflow returns.
 type Result struct {

@@ -109,15 +109,14 @@ func (a *App) startTask(cmd *cobra.Command, file, taskID string, h task.Handling
 		a.logRefused(err)
 		return Exit(ExitFailed, err)
 	}
-	cfg, err := a.Config()
-	if err != nil {
+	if _, err := a.Config(); err != nil {
 		return err
 	}
 	tasks, err := a.tasks()
 	if err != nil {
 		return err
 	}
-	in := task.Input{TaskID: taskID, Plan: plan, Handling: h, Coordinator: a.currentUser(), Policy: workflows.NewPolicy(cfg)}
+	in := task.Input{TaskID: taskID, Plan: plan, Handling: h, Coordinator: a.currentUser()}
 	ctx := cmd.Context()
 	if taskID != "" {
 		err = tasks.Start(ctx, in)

@@ -79,7 +79,6 @@ func (a *App) dialTasks() (workflows.Tasks, error) {
 	return dialedTasks{&workflows.Client{
 		Temporal:  c,
 		TaskQueue: cfg.Temporal.TaskQueue,
-		Policy:    workflows.NewPolicy(cfg),
 	}}, nil
 }
 
