@@ -29,6 +29,9 @@ type Options struct {
 	Metrics *httpapi.Metrics
 	// Endpoint, when set, is told each endpoint once it serves.
 	Endpoint func(name, addr string)
+	// LocalName is who an HTTP API with no auth.tokens acts as; empty is
+	// httpapi.OpenName. `ampflow dev` passes the operating-system user.
+	LocalName string
 }
 
 // Parts are the pieces Run builds, exposed for tests and the demo.

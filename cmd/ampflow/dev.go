@@ -23,7 +23,11 @@ an embedded Temporal server keeping its state in DATA_DIR/temporal.db (SQLite),
 the Temporal Web UI, the ampflow worker, the HTTP API, and the Slack and
 Telegram integrations when they are configured. Tasks survive a restart on
 the same data dir. Stop with Ctrl-C. Go's garbage collector runs at
-GOGC=50 unless GOGC is set: the process holds less memory for a little CPU.`,
+GOGC=50 unless GOGC is set: the process holds less memory for a little CPU.
+
+With no admin configured (admins, slack.admins, telegram.admins, admin
+tokens), the operating-system user is the admin, and says so at start. The
+HTTP API with no auth.tokens acts as that user too.`,
 		Example: `  ampflow dev
   ampflow dev --data-dir /tmp/amp --ui-port 0 --http-addr 127.0.0.1:8080`,
 		Args: cobra.NoArgs,
@@ -53,6 +57,15 @@ GOGC=50 unless GOGC is set: the process holds less memory for a little CPU.`,
 			}()
 			cfg.Temporal.Address = srv.FrontendAddr()
 			fmt.Fprintf(a.Stdout, "%-10s %s (data in %s)\n", "temporal", srv.FrontendAddr(), cfg.DataDir)
+			local := workers.OSUser()
+			switch {
+			case workers.HasAdmins(cfg):
+			case local != "":
+				cfg.Admins = []string{local}
+				fmt.Fprintf(a.Stdout, "%-10s %s (the operating-system user; no admins configured)\n", "admin", local)
+			default:
+				fmt.Fprintf(a.Stdout, "%-10s none: nobody may decide; set admins\n", "admin")
+			}
 			if ui := srv.UIAddr(); ui != "" {
 				fmt.Fprintf(a.Stdout, "%-10s http://%s\n", "web ui", ui)
 			}
@@ -62,7 +75,7 @@ GOGC=50 unless GOGC is set: the process holds less memory for a little CPU.`,
 				return cli.Exit(cli.ExitFailed, err)
 			}
 			defer c.Close()
-			err = workers.Run(cmd.Context(), workers.Options{Config: cfg, Temporal: c, Logger: log, Metrics: metrics,
+			err = workers.Run(cmd.Context(), workers.Options{Config: cfg, Temporal: c, Logger: log, Metrics: metrics, LocalName: local,
 				Endpoint: func(name, addr string) {
 					fmt.Fprintf(a.Stdout, "%-10s %s\n", name, addr)
 					if name == "worker" {
@@ -92,13 +105,20 @@ func workerCommand(a *cli.App) *cobra.Command {
 		Long: `Run the ampflow worker against temporal.address / temporal.namespace
 (TLS and API key from config), with the HTTP API and the chat integrations.
 The namespace must have ampflow's search attributes: AmpStatus and AmpRisk
-and AmpRepo (Keyword), AmpRejectCount (Int).`,
+and AmpRepo (Keyword), AmpRejectCount (Int).
+
+The worker refuses to start with no admin configured (admins,
+slack.admins, telegram.admins or an auth token of role admin): nobody could
+decide on a task. admins: ["*"] lets anyone named decide.`,
 		Example: `  AMPFLOW_TEMPORAL_ADDRESS=temporal:7233 ampflow worker`,
 		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			cfg, err := a.Config()
 			if err != nil {
 				return err
+			}
+			if err := workers.CheckAdmins(cfg); err != nil {
+				return cli.Exit(cli.ExitFailed, err)
 			}
 			log := a.Logger(cfg)
 			metrics := httpapi.NewMetrics()

@@ -14,7 +14,7 @@ import (
 )
 
 // OpenName is the caller's name (the by of decisions, cancels and
-// replans) when no tokens are configured.
+// replans) when no tokens are configured and Options.OpenName is empty.
 const OpenName = "local"
 
 // token is a configured token, kept as a hash so that comparing is
@@ -76,7 +76,7 @@ func (s *Server) authenticate(roles []string, next http.Handler) http.Handler {
 
 func (s *Server) match(header string) (caller, bool) {
 	if len(s.tokens) == 0 {
-		return caller{name: OpenName, role: config.RoleAdmin, open: true}, true
+		return caller{name: s.openName, role: config.RoleAdmin, open: true}, true
 	}
 	scheme, presented, ok := strings.Cut(header, " ")
 	if !ok || !strings.EqualFold(scheme, "Bearer") {

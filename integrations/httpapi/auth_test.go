@@ -145,3 +145,40 @@ func TestStatusTable(t *testing.T) {
 		}
 	}
 }
+
+// TestDeciderIsTokenName checks that a decision over the API is taken
+// under the admin token's name, and that a request cannot name another
+// decider.
+func TestDeciderIsTokenName(t *testing.T) {
+	h := newHarness(t, false)
+	r := h.do(t, "POST", "/v1/decisions/T-2026-044-d1", adminToken, `{"option":"approve","by":"alice"}`)
+	wantStatus(t, r, http.StatusBadRequest)
+	if len(h.tasks.decides) != 0 {
+		t.Fatalf("a decision naming its own decider reached the task: %+v", h.tasks.decides)
+	}
+	r = h.do(t, "POST", "/v1/decisions/T-2026-044-d1", adminToken, `{"option":"approve"}`)
+	wantStatus(t, r, http.StatusOK)
+	if len(h.tasks.decides) != 1 || h.tasks.decides[0].By != "kircerta" {
+		t.Errorf("decides %+v, want one by the token's name kircerta", h.tasks.decides)
+	}
+}
+
+// TestOpenName checks who an open API acts as when the worker names the
+// local user (as `ampflow dev` does).
+func TestOpenName(t *testing.T) {
+	tasks := &fakeTasks{}
+	ts := httptestServer(t, New(Options{Tasks: tasks, OpenName: "ana"}).Handler())
+	req, err := http.NewRequest("POST", ts.URL+"/v1/decisions/T-2026-044-d1", strings.NewReader(`{"option":"approve"}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := ts.Client().Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK || len(tasks.decides) != 1 || tasks.decides[0].By != "ana" {
+		t.Errorf("status %d, decides %+v; want one by ana", resp.StatusCode, tasks.decides)
+	}
+}

@@ -43,7 +43,10 @@ type Options struct {
 	// Tokens are the accepted bearer tokens. None makes the API open:
 	// bind it to loopback (see LoopbackOnly).
 	Tokens []config.AuthToken
-	Logger *slog.Logger
+	// OpenName is who every request acts as when there are no Tokens;
+	// empty is OpenName.
+	OpenName string
+	Logger   *slog.Logger
 	// Metrics receives the request metrics and serves /metrics; nil
 	// makes a fresh one.
 	Metrics *Metrics
@@ -58,15 +61,17 @@ type Options struct {
 
 // Server serves the HTTP API. Build it with New.
 type Server struct {
-	tasks   workflows.Tasks
-	store   Store
-	tokens  []token
-	log     *slog.Logger
-	metrics *Metrics
-	now     func() time.Time
-	maxBody int64
-	poll    time.Duration
-	mux     *http.ServeMux
+	tasks  workflows.Tasks
+	store  Store
+	tokens []token
+	// openName is who requests act as when there are no tokens.
+	openName string
+	log      *slog.Logger
+	metrics  *Metrics
+	now      func() time.Time
+	maxBody  int64
+	poll     time.Duration
+	mux      *http.ServeMux
 }
 
 // New builds a Server and registers its routes.
@@ -81,6 +86,9 @@ func New(o Options) *Server {
 		maxBody: o.MaxBody,
 		poll:    o.PollInterval,
 		mux:     http.NewServeMux(),
+	}
+	if s.openName = o.OpenName; s.openName == "" {
+		s.openName = OpenName
 	}
 	if s.log == nil {
 		s.log = slog.New(slog.DiscardHandler)

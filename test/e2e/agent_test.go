@@ -25,8 +25,7 @@ func dial(t *testing.T, p *devProc) *workflows.Client {
 		t.Fatal(err)
 	}
 	t.Cleanup(c.Close)
-	pol := task.DefaultPolicy()
-	return &workflows.Client{Temporal: c, TaskQueue: "ampflow", Policy: pol, Wait: 20 * time.Second}
+	return &workflows.Client{Temporal: c, TaskQueue: "ampflow", Wait: 20 * time.Second}
 }
 
 func lowRiskPlan(repo string) amp.TaskDispatch {

@@ -25,9 +25,8 @@ func TestRecordHistories(t *testing.T) {
 		t.Skip("set AMPFLOW_RECORD_HISTORIES=1 to record the replay histories")
 	}
 	p := startDev(t, t.TempDir(), "AMPFLOW_PROTOCOL_ACK_TIMEOUT_TASK_DISPATCH=2s", "AMPFLOW_ADMINS=recorder")
+	// The worker's configuration above is the tasks' policy.
 	tasks := dial(t, p)
-	tasks.Policy.AckTimeouts[amp.TypeTaskDispatch] = 2 * time.Second
-	tasks.Policy.Admins = []string{"recorder"}
 	out := filepath.Join("..", "replay", "testdata")
 	ctx := context.Background()
 

@@ -1,0 +1,143 @@
+package e2e
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"os/user"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/ampflow/ampflow/activities"
+	"github.com/ampflow/ampflow/workflows/task"
+)
+
+// TestPolicyFromWorker starts a task with the CLI under a client
+// configuration looser than the worker's: no plan approval at low risk and
+// a decider of its own. The task runs by the worker's policy, records it
+// first, and only the worker's admin, the operating-system user that
+// `ampflow dev` names at start, may decide.
+func TestPolicyFromWorker(t *testing.T) {
+	me, err := user.Current()
+	if err != nil || me.Username == "" {
+		t.Skipf("no operating-system user name: %v", err)
+	}
+	p := startDev(t, t.TempDir(), "AMPFLOW_POLICY_PLAN_APPROVAL_LOW=admin")
+	want := fmt.Sprintf("%-10s %s (the operating-system user; no admins configured)", "admin", me.Username)
+	if !strings.Contains(p.output(), want) {
+		t.Errorf("ampflow dev did not name the admin at start; want %q in:\n%s", want, p.output())
+	}
+
+	// The coordinator's own configuration, read by the CLI.
+	t.Setenv("AMPFLOW_POLICY_PLAN_APPROVAL_LOW", "auto")
+	t.Setenv("AMPFLOW_ADMINS", "mallory")
+	repo := gitRepo(t)
+	plan, _ := json.Marshal(lowRiskPlan(repo))
+	planFile := filepath.Join(t.TempDir(), "plan.json")
+	writeFile(t, planFile, string(plan))
+	stdout, stderr, code := cli(t, p, nil, "task", "start", "-f", planFile)
+	if code != 0 {
+		t.Fatalf("task start: exit %d\n%s%s", code, stdout, stderr)
+	}
+	lines := strings.Split(strings.TrimSpace(stdout), "\n")
+	id := lines[len(lines)-1]
+
+	tasks := dial(t, p)
+	var st task.State
+	eventually(t, 30*time.Second, "a pending decision or a dispatch", func() (bool, error) {
+		st, err = tasks.State(t.Context(), id)
+		return err == nil && (st.Pending != nil || st.Status != task.StatusAwaitingApproval), err
+	})
+	if st.Pending == nil || st.Pending.Kind != task.KindPlanApproval {
+		t.Fatalf("task %s is %s, pending %+v; want the plan approval of the worker's policy", id, st.Status, st.Pending)
+	}
+
+	_, stderr, code = cli(t, p, nil, "decide", id, "--option", "approve", "--by", "mallory")
+	if code != 1 || !strings.Contains(stderr, "not a configured admin") {
+		t.Errorf("decide by the client's admin: exit %d, %q; want 1, not a configured admin", code, stderr)
+	}
+	stdout, stderr, code = cli(t, p, nil, "decide", id, "--option", "approve", "--by", me.Username)
+	if code != 0 {
+		t.Fatalf("decide by %s: exit %d\n%s%s", me.Username, code, stdout, stderr)
+	}
+	waitStatus(t, tasks, id, task.StatusDispatched)
+
+	in := firstRecord(t, p, id)
+	if in.Policy.PlanApproval.Low != task.HandlingAdmin || strings.Join(in.Policy.Admins, ",") != me.Username {
+		t.Errorf("first SSOT record has plan approval %+v and admins %q; want the worker's: admin, %s",
+			in.Policy.PlanApproval, in.Policy.Admins, me.Username)
+	}
+}
+
+// firstRecord reads the first line of a task's SSOT journal: the plan and
+// the policy in effect.
+func firstRecord(t *testing.T, p *devProc, id string) task.Input {
+	t.Helper()
+	f, err := os.Open(filepath.Join(p.dataDir, "ssot", "tasks", id, "index.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	sc.Buffer(nil, 1<<20)
+	if !sc.Scan() {
+		t.Fatalf("the journal of %s is empty: %v", id, sc.Err())
+	}
+	var rec activities.StoredRecord
+	var in task.Input
+	if err := json.Unmarshal(sc.Bytes(), &rec); err != nil {
+		t.Fatal(err)
+	}
+	if rec.ID != "plan-"+id {
+		t.Fatalf("first record %s, want plan-%s", rec.ID, id)
+	}
+	if err := json.Unmarshal(rec.Body, &in); err != nil {
+		t.Fatal(err)
+	}
+	return in
+}
+
+// TestWorkerRefusesNoAdmins runs `ampflow worker` with no admin
+// configured: it exits 1 naming the admins setting, before it dials
+// Temporal. With admins: ["*"] it gets past that check.
+func TestWorkerRefusesNoAdmins(t *testing.T) {
+	run := func(env ...string) (string, int) {
+		t.Helper()
+		cmd := exec.Command(binary, "worker")
+		for _, kv := range os.Environ() {
+			if !strings.HasPrefix(kv, "AMPFLOW_") {
+				cmd.Env = append(cmd.Env, kv)
+			}
+		}
+		dir := t.TempDir()
+		cmd.Env = append(cmd.Env, append(env, "AMPFLOW_DATA_DIR="+dir,
+			fmt.Sprintf("AMPFLOW_TEMPORAL_ADDRESS=127.0.0.1:%d", freePort(t)), "AMPFLOW_HTTP_ADDR=127.0.0.1:0")...)
+		cmd.Dir = dir
+		var errOut bytes.Buffer
+		cmd.Stderr = &errOut
+		err := cmd.Run()
+		code := 0
+		if ee, ok := err.(*exec.ExitError); ok {
+			code = ee.ExitCode()
+		} else if err != nil {
+			t.Fatalf("running ampflow worker: %v", err)
+		}
+		return errOut.String(), code
+	}
+	stderr, code := run()
+	if code != 1 || !strings.Contains(stderr, "admins:") || !strings.Contains(stderr, `admins: ["*"]`) {
+		t.Errorf("worker with no admins: exit %d, stderr %q; want 1 naming admins", code, stderr)
+	}
+	if strings.Contains(stderr, "Temporal") {
+		t.Errorf("worker with no admins dialed Temporal first: %q", stderr)
+	}
+	stderr, code = run("AMPFLOW_ADMINS=*")
+	if code == 0 || strings.Contains(stderr, "admins:") || !strings.Contains(stderr, "Temporal") {
+		t.Errorf(`worker with admins: ["*"]: exit %d, stderr %q; want it past the admins check, failing to reach Temporal`, code, stderr)
+	}
+}
