@@ -39,8 +39,9 @@ func TestTaskStart(t *testing.T) {
 			in.Plan.TechConstraints["swift_version"] != "6.0" {
 			t.Errorf("plan = %+v, not the YAML file's", in.Plan)
 		}
-		if in.Policy.MaxRejects != 3 || in.Policy.PlanApproval.Medium != task.HandlingAdmin || in.Coordinator != "ana" {
-			t.Errorf("input = %+v, want the configured policy and the user as coordinator", in)
+		// The worker's configuration is the task's policy, not the CLI's.
+		if in.Policy.MaxRejects != 0 || len(in.Policy.Admins) != 0 || in.Coordinator != "ana" {
+			t.Errorf("input = %+v, want no policy of the CLI's and the user as coordinator", in)
 		}
 	})
 	t.Run("FromJSONWithID", func(t *testing.T) {
