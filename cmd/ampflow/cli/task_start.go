@@ -62,8 +62,10 @@ func (a *App) taskStartCommand() *cobra.Command {
 		Long: "Start reads the coordinator's plan, a task_dispatch payload in YAML or JSON,\n" +
 			"from FILE (- for stdin), checks it strictly against AMP/1.0 (failing fields are\n" +
 			"named plan.…) and starts a task under --task-id or the year's next free id.\n" +
-			"The policy comes from the configuration. Start then waits (up to 10s) for the\n" +
-			"branch check and exits 1 with the reason if the task was refused.\n\n" +
+			"The task runs by the worker's policy, not this configuration's; --handling\n" +
+			"admin makes its plan wait for an admin whatever the policy says. Start then\n" +
+			"waits (up to 10s) for the branch check and exits 1 with the reason if the task\n" +
+			"was refused.\n\n" +
 			"In text output the task id is the last line of stdout, alone, so scripts can\n" +
 			"take it with tail -n 1. With --wait, start follows the task until it is done\n" +
 			"(exit 0) or terminated (exit 1), showing its status as it changes.",
