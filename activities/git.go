@@ -11,6 +11,8 @@ import (
 	"strings"
 
 	"go.temporal.io/sdk/temporal"
+
+	"github.com/ampflow/ampflow/integrations/github"
 )
 
 // DiffWriter keeps a diff where a reviewer can read it and returns its path.
@@ -38,6 +40,9 @@ type Git struct {
 	// GitHubHosts are extra host names (GitHub Enterprise) whose origin
 	// URLs get compare URLs; github.com is always one.
 	GitHubHosts []string
+	// GitHubRepo is the repository ci.github.repo names; the zero Repo
+	// means origin's, read by CheckBranch.
+	GitHubRepo github.Repo
 	// Bin is the git executable; empty means "git" on PATH.
 	Bin string
 }
@@ -289,5 +294,30 @@ func (g *Git) CheckBranch(ctx context.Context, in CheckBranchInput) (CheckBranch
 	if err != nil {
 		return CheckBranchResult{}, err
 	}
-	return CheckBranchResult{DefaultBranch: def, Head: head}, nil
+	gh, err := g.githubRepo(ctx, in.Repo, refs)
+	if err != nil {
+		return CheckBranchResult{}, err
+	}
+	return CheckBranchResult{DefaultBranch: def, Head: head, GitHubRepo: gh}, nil
+}
+
+// githubRepo is HOST/OWNER/NAME of g.GitHubRepo, else of repo's origin
+// when it is on GitHub, else empty. An origin with no branch here (never
+// fetched from nor pushed to) cannot have the task's commits, so its URL
+// is not read: one git process fewer for local repositories.
+func (g *Git) githubRepo(ctx context.Context, repo string, refs refSet) (string, error) {
+	if g.GitHubRepo.Name != "" {
+		return g.GitHubRepo.FullName(), nil
+	}
+	if !refs.hasOrigin() {
+		return "", nil
+	}
+	remote, err := g.run(ctx, repo, "config", "--get", "remote.origin.url")
+	if err != nil {
+		return "", ctx.Err() // no origin: no GitHub repository
+	}
+	if r, ok := github.ParseRemote(strings.TrimSpace(string(remote)), g.GitHubHosts...); ok {
+		return r.FullName(), nil
+	}
+	return "", nil
 }

@@ -241,8 +241,9 @@ func compareDiff(claimed, actual amp.DiffSummary) []string {
 	return out
 }
 
-// diffURL is a GitHub compare URL when origin is on GitHub and the commit
-// has been pushed there (on is where it is); otherwise the diff is written
+// diffURL is a GitHub compare URL when the task has a GitHub repository
+// (in.GitHubRepo) and the commit has been pushed to origin (on is where it
+// is); otherwise the diff is written
 // through g.Diffs and its path returned.
 func (g *Git) diffURL(ctx context.Context, in CheckResultInput, refs refSet, on map[string]bool, def, base, commit string) (string, error) {
 	pushed := false
@@ -252,20 +253,14 @@ func (g *Git) diffURL(ctx context.Context, in CheckResultInput, refs refSet, on 
 			break
 		}
 	}
-	if pushed {
-		remote, err := g.run(ctx, in.Repo, "config", "--get", "remote.origin.url")
-		switch {
-		case err == nil:
-			if repo, ok := github.ParseRemote(strings.TrimSpace(string(remote)), g.GitHubHosts...); ok {
-				from := base
-				if _, ok := refs.commits["refs/remotes/origin/"+def]; def != "" && ok {
-					from = def
-				}
-				return repo.CompareURL(from, commit), nil
-			}
-		case ctx.Err() != nil:
-			return "", ctx.Err()
+	// The repository is the one recorded when the task started, never
+	// origin as it is now: an executor can point that anywhere.
+	if repo, ok := github.ParseFullName(in.GitHubRepo); pushed && ok {
+		from := base
+		if _, ok := refs.commits["refs/remotes/origin/"+def]; def != "" && ok {
+			from = def
 		}
+		return repo.CompareURL(from, commit), nil
 	}
 	if g.Diffs == nil {
 		return "", nil

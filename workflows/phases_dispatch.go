@@ -59,7 +59,7 @@ func (t *taskRun) check(ctx workflow.Context) (phase, error) {
 		t.LastError = t.Reason
 		return phaseTerminate, nil
 	}
-	t.Default = out.DefaultBranch
+	t.Default, t.GitHubRepo = out.DefaultBranch, out.GitHubRepo
 	return phaseApproval, nil
 }
 
@@ -263,6 +263,7 @@ func (t *taskRun) takeResult(ctx workflow.Context) (phase, error) {
 	res := t.Result
 	t.ackFor(ctx, *res)
 	r := res.Result()
+	t.ResultCommit = r.CommitHash // until git names it in full
 	// Entered again with a question open: go back to it, check nothing twice.
 	if k, ok := t.pendingOf(task.KindPartialResult, task.KindResultProblem); ok {
 		return t.resultDecision(ctx, k, t.pendingPrompt(), nil)
@@ -282,7 +283,7 @@ func (t *taskRun) takeResult(ctx workflow.Context) (phase, error) {
 	var out activities.CheckResultOutput
 	in := activities.CheckResultInput{
 		TaskID: t.In.TaskID, MsgID: res.MsgID, Repo: t.In.Plan.Repo, Branch: t.In.Plan.Branch,
-		Commit: r.CommitHash, Claimed: r.DiffSummary, DefaultBranch: t.Default,
+		Commit: r.CommitHash, Claimed: r.DiffSummary, DefaultBranch: t.Default, GitHubRepo: t.GitHubRepo,
 	}
 	yielded, err := t.activity(ctx, func(ctx workflow.Context) workflow.Future {
 		return t.gitCheck(ctx, acts.CheckResult, in)
@@ -305,8 +306,14 @@ func (t *taskRun) takeResult(ctx workflow.Context) (phase, error) {
 		return t.branchViolation(ctx, fmt.Sprintf("Branch violation on %s: %s", res.MsgID, out.Violation))
 	}
 	t.DiffURL, t.Mismatches = out.DiffURL, out.Mismatches
+	if out.Commit != "" {
+		t.ResultCommit = out.Commit
+	}
 	if len(out.Mismatches) > 0 {
 		t.addTimeline(ctx, task.TimelineEntry{Kind: "check", MsgID: res.MsgID, Note: "diff_summary does not match git: " + strings.Join(out.Mismatches, "; ")})
+	}
+	if t.sameCommitAsRejected() {
+		t.addTimeline(ctx, task.TimelineEntry{Kind: "check", MsgID: res.MsgID, Note: noNewCommitNote + " (" + shortHash(t.ResultCommit) + ")"})
 	}
 	return phaseCI, nil
 }
