@@ -40,7 +40,7 @@ func errMessage(err error) string {
 
 // check refuses a task whose plan or branch cannot be dispatched.
 func (t *taskRun) check(ctx workflow.Context) (phase, error) {
-	t.record("plan-"+t.In.TaskID, activities.KindEvent, t.In)
+	t.record(ctx, "plan-"+t.In.TaskID, activities.KindEvent, t.In)
 	for i := range t.Plan {
 		p := t.In.Plan
 		p.Subtasks = t.Plan[i : i+1]
@@ -396,7 +396,7 @@ func (t *taskRun) ackFor(ctx workflow.Context, m amp.Message) {
 	a := amp.NewAck(amp.RoleCoordinator, m, t.newTime(ctx, amp.AckPrefix))
 	t.Seen[a.MsgID] = recordDigest(amp.Record{Ack: &a})
 	t.Acked[m.MsgID] = a.MsgID
-	t.record(a.MsgID, activities.KindAck, a)
+	t.record(ctx, a.MsgID, activities.KindAck, a)
 	t.addTimeline(ctx, task.TimelineEntry{Kind: "ack", MsgID: a.MsgID, From: string(amp.RoleCoordinator), Note: "ack of " + m.MsgID})
 	t.snapshot()
 }
