@@ -84,7 +84,8 @@ func TestGitProcessCounts(t *testing.T) {
 			t.Fatalf("got %+v, %v", res, err)
 		}
 		// The third reads origin's URL, which the task keeps as its
-		// GitHub repository.
+		// GitHub repository (without origin/HEAD, the same process reads
+		// init.defaultBranch).
 		check(t, "CheckBranch with origin/HEAD", 3)
 	})
 	in := CheckResultInput{TaskID: "T-2026-001", MsgID: "task_result-T-2026-001-1", Repo: repo, Branch: "feature/bench",

@@ -66,7 +66,7 @@ func (g *Git) CheckResult(ctx context.Context, in CheckResultInput) (CheckResult
 
 	def := normalizeBranch(in.DefaultBranch)
 	if def == "" {
-		if def, _, err = g.defaultBranch(ctx, in.Repo, refs, branch); err != nil {
+		if def, _, err = g.defaultBranch(ctx, in.Repo, refs, branch, nil); err != nil {
 			return out, fmt.Errorf("finding the default branch of %s: %w", in.Repo, err)
 		}
 	}

@@ -212,13 +212,11 @@ func TestCheckResultGitHubURL(t *testing.T) {
 
 	for _, remote := range []string{"git@github.com:acme/widget.git", "https://github.com/acme/widget", "ssh://git@github.com/acme/widget.git"} {
 		gitT(t, r.dir, "config", "remote.origin.url", remote)
-		gitT(t, r.dir, "update-ref", "refs/remotes/origin/main", r.mainHead)
 		// The task starts: CheckBranch records the repository.
 		started, err := g.CheckBranch(context.Background(), CheckBranchInput{Repo: r.dir, Branch: "feature/x"})
 		if err != nil || started.GitHubRepo != "github.com/acme/widget" {
 			t.Fatalf("%s: CheckBranch = %+v, %v; want github.com/acme/widget recorded", remote, started, err)
 		}
-		gitT(t, r.dir, "update-ref", "-d", "refs/remotes/origin/main")
 		in.GitHubRepo = started.GitHubRepo
 		// Not pushed yet: GitHub cannot show it, so the diff goes to the SSOT.
 		out, err := g.CheckResult(context.Background(), in)
