@@ -32,9 +32,8 @@ type CheckLister interface {
 type GitHubCI struct {
 	Client CheckLister
 	Git    *Git
-	Hosts  []string // extra GitHub hosts (Enterprise)
-	// Repo is ci.github.repo, for tasks that recorded no repository
-	// because they started before tasks did; the zero Repo means none.
+	// Repo is ci.github.repo, for a task with no repository recorded
+	// (one started before tasks recorded it); the zero Repo means none.
 	Repo     github.Repo
 	NoChecks CIState
 	// Now is the clock for rate-limit delays; nil is time.Now.

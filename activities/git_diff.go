@@ -243,8 +243,7 @@ func compareDiff(claimed, actual amp.DiffSummary) []string {
 
 // diffURL is a GitHub compare URL when the task has a GitHub repository
 // (in.GitHubRepo) and the commit has been pushed to origin (on is where it
-// is); otherwise the diff is written
-// through g.Diffs and its path returned.
+// is); otherwise the diff is written through g.Diffs and its path returned.
 func (g *Git) diffURL(ctx context.Context, in CheckResultInput, refs refSet, on map[string]bool, def, base, commit string) (string, error) {
 	pushed := false
 	for ref := range on {
