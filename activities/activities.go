@@ -76,6 +76,10 @@ type CheckBranchInput struct {
 type CheckBranchResult struct {
 	DefaultBranch string `json:"default_branch"`
 	Head          string `json:"head"` // the branch's current commit
+	// GitHubRepo is HOST/OWNER/NAME of the repository whose checks count:
+	// ci.github.repo when set, else origin's when it is on GitHub, else
+	// empty. The task keeps it, so a remote changed later changes nothing.
+	GitHubRepo string `json:"github_repo,omitempty"`
 }
 
 // CheckResultInput asks git about an executor's claimed result.
@@ -89,6 +93,9 @@ type CheckResultInput struct {
 	// DefaultBranch is CheckBranchResult.DefaultBranch of the task; empty
 	// means find it again.
 	DefaultBranch string `json:"default_branch,omitempty"`
+	// GitHubRepo is CheckBranchResult.GitHubRepo of the task: the compare
+	// URL's repository. Empty means none, so the diff goes to the SSOT.
+	GitHubRepo string `json:"github_repo,omitempty"`
 }
 
 // CheckResultOutput is what git shows.
@@ -121,6 +128,10 @@ type CIStatusInput struct {
 	Repo   string `json:"repo"`
 	Branch string `json:"branch"`
 	Commit string `json:"commit"`
+	// GitHubRepo is CheckBranchResult.GitHubRepo of the task: where the
+	// github provider reads checks. The repository's remotes are not read
+	// again, since an executor can change them.
+	GitHubRepo string `json:"github_repo,omitempty"`
 }
 
 // CIStatusResult is a commit's CI state.

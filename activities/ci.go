@@ -26,6 +26,10 @@ type CIOptions struct {
 	GitHubToken   string
 	GitHubBaseURL string   // empty for api.github.com; else a GitHub Enterprise URL
 	GitHubHosts   []string // extra origin hosts taken for GitHub (Enterprise)
+	// GitHubRepo is ci.github.repo, OWNER/NAME; empty means each task's
+	// origin when it started. The github provider sets it on Git too, so
+	// that CheckBranch records it for each task.
+	GitHubRepo string
 	// NoChecks is the state of a commit with no check at all; empty means
 	// pending (checks often appear seconds after a push).
 	NoChecks   CIState
@@ -57,7 +61,14 @@ func NewCIProvider(kind string, opts CIOptions) (CIProvider, error) {
 		if err != nil {
 			return nil, fmt.Errorf("configuring the github CI provider: %w", err)
 		}
-		return &GitHubCI{Client: c, Git: g, Hosts: opts.GitHubHosts, NoChecks: opts.NoChecks}, nil
+		ci := &GitHubCI{Client: c, Git: g, NoChecks: opts.NoChecks}
+		if opts.GitHubRepo != "" {
+			if ci.Repo, err = github.ConfiguredRepo(opts.GitHubRepo, opts.GitHubBaseURL); err != nil {
+				return nil, fmt.Errorf("configuring the github CI provider: ci.github.repo: %w", err)
+			}
+			g.GitHubRepo = ci.Repo
+		}
+		return ci, nil
 	case CIKindCommand:
 		if len(opts.Command) == 0 || opts.Command[0] == "" {
 			return nil, fmt.Errorf("configuring the command CI provider: no command given")

@@ -66,7 +66,7 @@ func (g *Git) CheckResult(ctx context.Context, in CheckResultInput) (CheckResult
 
 	def := normalizeBranch(in.DefaultBranch)
 	if def == "" {
-		if def, _, err = g.defaultBranch(ctx, in.Repo, refs, branch); err != nil {
+		if def, _, err = g.defaultBranch(ctx, in.Repo, refs, branch, nil); err != nil {
 			return out, fmt.Errorf("finding the default branch of %s: %w", in.Repo, err)
 		}
 	}
@@ -241,9 +241,9 @@ func compareDiff(claimed, actual amp.DiffSummary) []string {
 	return out
 }
 
-// diffURL is a GitHub compare URL when origin is on GitHub and the commit
-// has been pushed there (on is where it is); otherwise the diff is written
-// through g.Diffs and its path returned.
+// diffURL is a GitHub compare URL when the task has a GitHub repository
+// (in.GitHubRepo) and the commit has been pushed to origin (on is where it
+// is); otherwise the diff is written through g.Diffs and its path returned.
 func (g *Git) diffURL(ctx context.Context, in CheckResultInput, refs refSet, on map[string]bool, def, base, commit string) (string, error) {
 	pushed := false
 	for ref := range on {
@@ -252,20 +252,14 @@ func (g *Git) diffURL(ctx context.Context, in CheckResultInput, refs refSet, on 
 			break
 		}
 	}
-	if pushed {
-		remote, err := g.run(ctx, in.Repo, "config", "--get", "remote.origin.url")
-		switch {
-		case err == nil:
-			if repo, ok := github.ParseRemote(strings.TrimSpace(string(remote)), g.GitHubHosts...); ok {
-				from := base
-				if _, ok := refs.commits["refs/remotes/origin/"+def]; def != "" && ok {
-					from = def
-				}
-				return repo.CompareURL(from, commit), nil
-			}
-		case ctx.Err() != nil:
-			return "", ctx.Err()
+	// The repository is the one recorded when the task started, never
+	// origin as it is now: an executor can point that anywhere.
+	if repo, ok := github.ParseFullName(in.GitHubRepo); pushed && ok {
+		from := base
+		if _, ok := refs.commits["refs/remotes/origin/"+def]; def != "" && ok {
+			from = def
 		}
+		return repo.CompareURL(from, commit), nil
 	}
 	if g.Diffs == nil {
 		return "", nil

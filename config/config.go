@@ -175,6 +175,9 @@ type CI struct {
 type CIGitHub struct {
 	Token  string `mapstructure:"token"` // secret
 	APIURL string `mapstructure:"api_url"`
+	// Repo is OWNER/NAME of the repository whose checks count; empty means
+	// the origin remote of the task's repository, read when the task starts.
+	Repo string `mapstructure:"repo"`
 }
 
 // CICommand runs a local command in the task's repository as its CI.

@@ -67,6 +67,7 @@ var defaults = map[string]any{
 	"ci.timeout":         30 * time.Minute,
 	"ci.github.token":    "",
 	"ci.github.api_url":  "https://api.github.com/",
+	"ci.github.repo":     "",
 	"ci.command.run":     []string{},
 	"ci.command.timeout": 20 * time.Minute,
 

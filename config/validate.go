@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"net"
 	"net/url"
+	"regexp"
 	"slices"
 	"strings"
 	"time"
@@ -182,12 +183,18 @@ func (c Config) validateProtocol(ps *problems) {
 	}
 }
 
+// githubRepoRE is OWNER/NAME as GitHub allows them.
+var githubRepoRE = regexp.MustCompile(`^[A-Za-z0-9-]+/[A-Za-z0-9._-]+$`)
+
 func (c Config) validateCI(ps *problems) {
 	ci := c.CI
 	ps.oneOf("ci.provider", ci.Provider, ProviderNone, ProviderGitHub, ProviderCommand)
 	ps.positive("ci.poll_interval", ci.PollInterval)
 	ps.positive("ci.timeout", ci.Timeout)
 	ps.url("ci.github.api_url", ci.GitHub.APIURL)
+	if r := ci.GitHub.Repo; r != "" && !githubRepoRE.MatchString(r) {
+		ps.add("ci.github.repo", "must be OWNER/NAME, e.g. ampflow/ampflow, not %q", r)
+	}
 	ps.positive("ci.command.timeout", ci.Command.Timeout)
 	switch ci.Provider {
 	case ProviderGitHub:

@@ -49,6 +49,7 @@ func TestValidate(t *testing.T) {
 		{"CICommand", func(c *Config) { c.CI.Provider = ProviderCommand }, []string{"ci.command.run: required when ci.provider is command"}},
 		{"CIPoll", func(c *Config) { c.CI.PollInterval = 0 }, []string{"ci.poll_interval: must be a positive duration"}},
 		{"GitHubURL", func(c *Config) { c.CI.GitHub.APIURL = "api.github.com" }, []string{"ci.github.api_url: must be an http or https URL"}},
+		{"GitHubRepo", func(c *Config) { c.CI.GitHub.Repo = "https://github.com/o/r" }, []string{"ci.github.repo: must be OWNER/NAME"}},
 		{"SSOTPush", func(c *Config) { c.SSOT.Git.Push = true; c.SSOT.Git.Remote = "" }, []string{
 			"ssot.git.commit: must be true when ssot.git.push is true",
 			"ssot.git.remote: required when ssot.git.push is true",

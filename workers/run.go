@@ -59,6 +59,7 @@ func Build(o Options) (*Parts, error) {
 	ci, err := activities.NewCIProvider(cfg.CI.Provider, activities.CIOptions{
 		GitHubToken:    cfg.CI.GitHub.Token,
 		GitHubBaseURL:  githubBase(cfg.CI.GitHub.APIURL),
+		GitHubRepo:     cfg.CI.GitHub.Repo,
 		Command:        cfg.CI.Command.Run,
 		CommandTimeout: cfg.CI.Command.Timeout,
 		Store:          store,

@@ -114,13 +114,16 @@ func digest(b []byte) string {
 }
 
 // record queues an SSOT entry; the record loop writes entries in order.
-func (t *taskRun) record(id string, kind activities.RecordKind, body any) {
+// The entry is stamped with the time it happened, now: not t.UpdatedAt,
+// which may still be the time of what it answers (the message an ACK
+// acknowledges, the decision an outcome closes).
+func (t *taskRun) record(ctx workflow.Context, id string, kind activities.RecordKind, body any) {
 	b, err := json.Marshal(body)
 	if err != nil {
 		t.log.Error("encoding SSOT record", "id", id, "error", err)
 		return
 	}
-	t.Records = append(t.Records, activities.RecordEntry{ID: id, Kind: kind, Body: b, RecordedAt: t.UpdatedAt})
+	t.Records = append(t.Records, activities.RecordEntry{ID: id, Kind: kind, Body: b, RecordedAt: workflow.Now(ctx)})
 	t.wake()
 }
 

@@ -230,7 +230,7 @@ func (t *taskRun) takeAck(ctx workflow.Context, a amp.Ack) {
 	t.Acked[a.AckOf] = a.MsgID
 	t.dropOutbox(a.AckOf)
 	t.LastActive = workflow.Now(ctx)
-	t.record(a.MsgID, activities.KindAck, a)
+	t.record(ctx, a.MsgID, activities.KindAck, a)
 	t.addTimeline(ctx, task.TimelineEntry{Kind: "ack", MsgID: a.MsgID, From: string(a.From), Note: "ack of " + a.AckOf})
 	t.snapshot()
 }
@@ -344,7 +344,7 @@ func (t *taskRun) cancel(ctx workflow.Context, in task.CancelInput) (task.Change
 	}
 	if t.Cancel == nil {
 		t.Cancel = &in
-		t.record(fmt.Sprintf("cancel-%s-%d", t.In.TaskID, workflow.Now(ctx).UnixMilli()), activities.KindEvent, in)
+		t.record(ctx, fmt.Sprintf("cancel-%s-%d", t.In.TaskID, workflow.Now(ctx).UnixMilli()), activities.KindEvent, in)
 	}
 	if err := workflow.Await(ctx, func() bool { return t.Status.Terminal() || t.closing }); err != nil {
 		return task.ChangeResult{}, err
@@ -395,7 +395,7 @@ func (t *taskRun) replan(ctx workflow.Context, in task.ReplanInput) (task.Change
 	if err := t.validateReplan(in); err != nil {
 		return task.ChangeResult{}, err
 	}
-	t.record(fmt.Sprintf("replan-%s-%d", t.In.TaskID, workflow.Now(ctx).UnixMilli()), activities.KindEvent, in)
+	t.record(ctx, fmt.Sprintf("replan-%s-%d", t.In.TaskID, workflow.Now(ctx).UnixMilli()), activities.KindEvent, in)
 	t.addTimeline(ctx, task.TimelineEntry{Kind: "replan", From: in.By, Note: fmt.Sprintf("%d new subtasks", len(in.Subtasks))})
 	if t.Phase == phaseApproval {
 		// The admins are asked again, about the new plan.

@@ -35,6 +35,7 @@ type harness struct {
 	records   []activities.RecordEntry
 	notices   []activities.NotifyInput
 	ciCalls   int
+	ciInputs  []activities.CIStatusInput
 	replies   []*reply
 
 	// commandAgents makes deliveries refuse to run as local activities,
@@ -105,6 +106,7 @@ func newHarness(t *testing.T, plan amp.TaskDispatch, mutate ...func(*task.Input)
 		func(_ context.Context, in activities.CIStatusInput) (activities.CIStatusResult, error) {
 			h.mu.Lock()
 			h.ciCalls++
+			h.ciInputs = append(h.ciInputs, in)
 			n := h.ciCalls
 			h.mu.Unlock()
 			return h.ci(n), nil

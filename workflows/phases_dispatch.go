@@ -40,7 +40,7 @@ func errMessage(err error) string {
 
 // check refuses a task whose plan or branch cannot be dispatched.
 func (t *taskRun) check(ctx workflow.Context) (phase, error) {
-	t.record("plan-"+t.In.TaskID, activities.KindEvent, t.In)
+	t.record(ctx, "plan-"+t.In.TaskID, activities.KindEvent, t.In)
 	for i := range t.Plan {
 		p := t.In.Plan
 		p.Subtasks = t.Plan[i : i+1]
@@ -59,7 +59,7 @@ func (t *taskRun) check(ctx workflow.Context) (phase, error) {
 		t.LastError = t.Reason
 		return phaseTerminate, nil
 	}
-	t.Default = out.DefaultBranch
+	t.Default, t.GitHubRepo = out.DefaultBranch, out.GitHubRepo
 	return phaseApproval, nil
 }
 
@@ -263,6 +263,7 @@ func (t *taskRun) takeResult(ctx workflow.Context) (phase, error) {
 	res := t.Result
 	t.ackFor(ctx, *res)
 	r := res.Result()
+	t.ResultCommit = r.CommitHash // until git names it in full
 	// Entered again with a question open: go back to it, check nothing twice.
 	if k, ok := t.pendingOf(task.KindPartialResult, task.KindResultProblem); ok {
 		return t.resultDecision(ctx, k, t.pendingPrompt(), nil)
@@ -282,7 +283,7 @@ func (t *taskRun) takeResult(ctx workflow.Context) (phase, error) {
 	var out activities.CheckResultOutput
 	in := activities.CheckResultInput{
 		TaskID: t.In.TaskID, MsgID: res.MsgID, Repo: t.In.Plan.Repo, Branch: t.In.Plan.Branch,
-		Commit: r.CommitHash, Claimed: r.DiffSummary, DefaultBranch: t.Default,
+		Commit: r.CommitHash, Claimed: r.DiffSummary, DefaultBranch: t.Default, GitHubRepo: t.GitHubRepo,
 	}
 	yielded, err := t.activity(ctx, func(ctx workflow.Context) workflow.Future {
 		return t.gitCheck(ctx, acts.CheckResult, in)
@@ -305,8 +306,14 @@ func (t *taskRun) takeResult(ctx workflow.Context) (phase, error) {
 		return t.branchViolation(ctx, fmt.Sprintf("Branch violation on %s: %s", res.MsgID, out.Violation))
 	}
 	t.DiffURL, t.Mismatches = out.DiffURL, out.Mismatches
+	if out.Commit != "" {
+		t.ResultCommit = out.Commit
+	}
 	if len(out.Mismatches) > 0 {
 		t.addTimeline(ctx, task.TimelineEntry{Kind: "check", MsgID: res.MsgID, Note: "diff_summary does not match git: " + strings.Join(out.Mismatches, "; ")})
+	}
+	if t.sameCommitAsRejected() {
+		t.addTimeline(ctx, task.TimelineEntry{Kind: "check", MsgID: res.MsgID, Note: noNewCommitNote + " (" + shortHash(t.ResultCommit) + ")"})
 	}
 	return phaseCI, nil
 }
@@ -389,7 +396,7 @@ func (t *taskRun) ackFor(ctx workflow.Context, m amp.Message) {
 	a := amp.NewAck(amp.RoleCoordinator, m, t.newTime(ctx, amp.AckPrefix))
 	t.Seen[a.MsgID] = recordDigest(amp.Record{Ack: &a})
 	t.Acked[m.MsgID] = a.MsgID
-	t.record(a.MsgID, activities.KindAck, a)
+	t.record(ctx, a.MsgID, activities.KindAck, a)
 	t.addTimeline(ctx, task.TimelineEntry{Kind: "ack", MsgID: a.MsgID, From: string(amp.RoleCoordinator), Note: "ack of " + m.MsgID})
 	t.snapshot()
 }

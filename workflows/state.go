@@ -55,6 +55,11 @@ type taskState struct {
 	// an incremental review.
 	LastVerdictID string `json:"last_verdict_id,omitempty"`
 
+	// ResultCommit is the current result's commit, in full once git has
+	// resolved it; RejectedCommit is the last rejected one of the subtask.
+	ResultCommit   string `json:"result_commit,omitempty"`
+	RejectedCommit string `json:"rejected_commit,omitempty"`
+
 	// Next dispatch: what the executor must fix, and the messages it refers to.
 	FixNote string   `json:"fix_note,omitempty"`
 	FixRefs []string `json:"fix_refs,omitempty"`
@@ -64,6 +69,9 @@ type taskState struct {
 	Mismatches []string                   `json:"mismatches,omitempty"`
 	CI         *activities.CIStatusResult `json:"ci,omitempty"`
 	Default    string                     `json:"default_branch,omitempty"`
+	// GitHubRepo is where the task's checks are read (HOST/OWNER/NAME),
+	// fixed when the task started; empty when it has none.
+	GitHubRepo string `json:"github_repo,omitempty"`
 
 	// Outbox holds messages sent to agents and not yet ACKed.
 	Outbox []amp.Message `json:"outbox,omitempty"`
@@ -185,6 +193,7 @@ func (s *taskState) view() task.State {
 		Description:    s.In.Plan.Description,
 		Repo:           s.In.Plan.Repo,
 		Branch:         s.In.Plan.Branch,
+		CIRepo:         s.GitHubRepo,
 		Subtasks:       s.Plan,
 		SubtaskIndex:   s.Index,
 		Subtask:        s.subtask(),
