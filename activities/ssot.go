@@ -40,6 +40,9 @@ type StoreOptions struct {
 	AuthorName, AuthorEmail string
 	// Now is the clock for records without RecordedAt; nil is time.Now.
 	Now func() time.Time
+	// ErrorLogMax is the size at which errors.jsonl is rotated; zero is
+	// DefaultErrorLogMax.
+	ErrorLogMax int64
 	// GitBin is the git executable; empty means "git" on PATH.
 	GitBin string
 }
@@ -83,6 +86,7 @@ type Store struct {
 	noLink     atomic.Bool // nor hard-link a file
 
 	errMu sync.Mutex
+	errs  errorLog
 	git   *ssotGit
 }
 
