@@ -104,4 +104,3 @@ func (s *Store) Tasks() ([]string, error) {
 	sort.Strings(out)
 	return out, nil
 }
-
