@@ -31,8 +31,8 @@ const (
 	// errors.jsonl.1 and errors.jsonl.2, newest first.
 	ErrorLogFiles = 3
 	// errorQueue is how many entries wait for the writer before more are
-	// dropped.
-	errorQueue = 256
+	// dropped; each is at most maxErrorRaw and a little.
+	errorQueue = 1024
 )
 
 // ErrErrorLogFull is returned by AppendError when the writer is that far
@@ -47,9 +47,8 @@ type errorLog struct {
 
 // errorJob is an entry to write, or (done set) a flush.
 type errorJob struct {
-	line   []byte
-	source string
-	done   chan error
+	line []byte
+	done chan error
 }
 
 // AppendError queues a refused input for errors.jsonl and returns at once:
@@ -70,7 +69,7 @@ func (s *Store) AppendError(e ErrorEntry) error {
 		return fmt.Errorf("encoding error entry from %s: %w", e.Source, err)
 	}
 	select {
-	case s.errorQueue() <- errorJob{line: append(line, '\n'), source: e.Source}:
+	case s.errorQueue() <- errorJob{line: append(line, '\n')}:
 		return nil
 	default:
 		return fmt.Errorf("appending error entry from %s: %w", e.Source, ErrErrorLogFull)
@@ -93,48 +92,101 @@ func (s *Store) errorQueue() chan errorJob {
 	return s.errs.queue
 }
 
-// writeErrors writes queued entries for the life of the process.
+// writeErrors writes queued entries for the life of the process, all
+// those waiting in one append and one fsync, so the writer keeps up with
+// a flood of refusals.
 func (s *Store) writeErrors(queue <-chan errorJob) {
 	var first error
 	for job := range queue {
-		if job.done != nil {
-			job.done <- first
-			first = nil
-			continue
+		batch := []errorJob{job}
+	more:
+		for len(batch) < errorQueue {
+			select {
+			case j := <-queue:
+				batch = append(batch, j)
+			default:
+				break more
+			}
 		}
-		if err := s.writeError(job.line, job.source); err != nil && first == nil {
+		var lines [][]byte
+		for _, j := range batch {
+			if j.done == nil {
+				lines = append(lines, j.line)
+				continue
+			}
+			if err := s.writeErrorLines(lines); err != nil && first == nil {
+				first = err
+			}
+			lines = nil
+			j.done <- first
+			first = nil
+		}
+		if err := s.writeErrorLines(lines); err != nil && first == nil {
 			first = err
 		}
 	}
 }
 
-func (s *Store) writeError(line []byte, source string) error {
+// writeErrorLines appends lines to errors.jsonl, rotating it before it
+// would pass ErrorLogMax.
+func (s *Store) writeErrorLines(lines [][]byte) error {
+	if len(lines) == 0 {
+		return nil
+	}
 	s.errMu.Lock()
 	defer s.errMu.Unlock()
 	path := filepath.Join(s.root, "errors.jsonl")
-	st, statErr := os.Stat(path)
 	limit := s.opts.ErrorLogMax
 	if limit <= 0 {
 		limit = DefaultErrorLogMax
 	}
-	created := errors.Is(statErr, os.ErrNotExist)
-	if statErr == nil && st.Size() > 0 && st.Size()+int64(len(line)) > limit {
-		if err := s.rotateErrors(path); err != nil {
-			return fmt.Errorf("rotating %s: %w", path, err)
-		}
+	size := int64(0)
+	created := false
+	switch st, err := os.Stat(path); {
+	case err == nil:
+		size = st.Size()
+	case errors.Is(err, os.ErrNotExist):
 		created = true
+	default:
+		return fmt.Errorf("appending to the error log: %w", err)
 	}
-	err := appendSync(path, line)
-	if err == nil && created {
-		err = syncDir(s.root)
+	var chunk []byte
+	flush := func() error {
+		if len(chunk) == 0 {
+			return nil
+		}
+		if err := appendSync(path, chunk); err != nil {
+			return fmt.Errorf("appending to the error log: %w", err)
+		}
+		if created {
+			if err := syncDir(s.root); err != nil {
+				return fmt.Errorf("appending to the error log: %w", err)
+			}
+			created = false
+		}
+		size += int64(len(chunk))
+		chunk = chunk[:0]
+		return nil
 	}
-	if err != nil {
-		return fmt.Errorf("appending error entry from %s: %w", source, err)
+	for _, line := range lines {
+		if size+int64(len(chunk)+len(line)) > limit && size+int64(len(chunk)) > 0 {
+			if err := flush(); err != nil {
+				return err
+			}
+			if err := s.rotateErrors(path); err != nil {
+				return fmt.Errorf("rotating %s: %w", path, err)
+			}
+			size, created = 0, true
+		}
+		chunk = append(chunk, line...)
+	}
+	if err := flush(); err != nil {
+		return err
 	}
 	if s.git != nil {
-		msg := fmt.Sprintf("ssot: error from %s", source)
+		msg := fmt.Sprintf("ssot: %d refused inputs", len(lines))
 		if err := s.git.commit(context.Background(), msg, path); err != nil {
-			return fmt.Errorf("committing error entry from %s: %w", source, err)
+			return fmt.Errorf("committing the error log: %w", err)
 		}
 	}
 	return nil
