@@ -122,3 +122,13 @@ func TestHeartbeatNoteBound(t *testing.T) {
 		t.Errorf("heartbeat note of %d bytes kept, want at most %d whole characters", len(note), task.MaxHeartbeatNote)
 	}
 }
+
+// The client refuses a long note before it reaches Temporal, for the CLI
+// and the API alike.
+func TestClientHeartbeatNoteBound(t *testing.T) {
+	err := (&Client{}).Heartbeat(t.Context(), testTaskID, task.HeartbeatInput{From: amp.RoleExecutor, Note: strings.Repeat("n", task.MaxHeartbeatNote+1)})
+	var te *task.Error
+	if !errors.As(err, &te) || te.Code != task.CodeInvalid || !strings.HasPrefix(te.Message, "note: ") {
+		t.Errorf("Heartbeat with a long note: %v", err)
+	}
+}
