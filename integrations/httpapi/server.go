@@ -167,8 +167,10 @@ func (s *Server) handle(pattern string, roles []string, h func(http.ResponseWrit
 	s.mux.Handle(pattern, s.authenticate(roles, http.HandlerFunc(h)))
 }
 
-// Mount adds a handler that does its own authentication, such as the
-// Slack and Telegram webhooks. Call it before serving.
+// Mount adds a handler that does its own authentication and checks its
+// own input, such as the Slack and Telegram webhooks with their formats and
+// signatures: the API's Content-Type, Origin and Host checks (guard) do not
+// apply to it. Call it before serving.
 func (s *Server) Mount(pattern string, h http.Handler) {
 	s.mux.Handle(pattern, h)
 	s.mounted[pattern] = true
