@@ -59,8 +59,9 @@ type StoreOptions struct {
 // What is synced: a Record call appends its records' lines in one write
 // and fsyncs index.jsonl once; when that creates index.jsonl, the task's
 // directory and tasks/ are fsynced too. errors.jsonl is appended and
-// fsynced by one writer behind AppendError, a batch at a time; diffs and CI results are written to a temporary
-// file, fsynced, renamed, and their directory fsynced. task.json is not
+// fsynced by one writer behind AppendError, a batch at a time; diffs and
+// CI results are written to a temporary file, fsynced, renamed, and their
+// directory fsynced. task.json is not
 // synced.
 //
 // What a power cut can lose: no record of a Record call that succeeded.
