@@ -61,8 +61,7 @@ type StoreOptions struct {
 // directory and tasks/ are fsynced too. errors.jsonl is appended and
 // fsynced by one writer behind AppendError, a batch at a time; diffs and
 // CI results are written to a temporary file, fsynced, renamed, and their
-// directory fsynced. task.json is not
-// synced.
+// directory fsynced. task.json is not synced.
 //
 // What a power cut can lose: no record of a Record call that succeeded.
 // A journal line the cut tore belongs to a call that did not succeed:
