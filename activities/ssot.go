@@ -68,7 +68,9 @@ type StoreOptions struct {
 // readers ignore it and the task's next write in a new process cuts it
 // off. task.json may hold an older state or, as states are written in
 // place, bytes of two; Task then returns the spare's state when that is
-// whole, and the task's next state write replaces it.
+// whole, and the task's next state write replaces it. Refusals queued
+// for errors.jsonl and not yet written are lost (FlushErrors waits for
+// them).
 //
 // Older data: journal lines of the form {"id","kind"} carry no record;
 // for those, messages/<id>.json, fsynced when it was written, is the
