@@ -45,6 +45,9 @@ type Git struct {
 	GitHubRepo github.Repo
 	// Bin is the git executable; empty means "git" on PATH.
 	Bin string
+	// MaxDiff caps the git diff output read to check a result; zero is
+	// DefaultMaxDiff. A larger diff is reported as too large to check.
+	MaxDiff int64
 }
 
 // gitError is a failed git command with its stderr.

@@ -133,6 +133,9 @@ func Run(ctx context.Context, o Options) error {
 	}
 	w.Stop()
 	rt.stop()
+	if ferr := parts.Store.FlushErrors(); ferr != nil {
+		log.Error("writing the error log", "error", ferr)
+	}
 	if errors.Is(err, context.Canceled) {
 		err = nil
 	}

@@ -203,6 +203,9 @@ func (c *Client) Heartbeat(ctx context.Context, taskID string, in task.Heartbeat
 	if err := checkTaskID(taskID); err != nil {
 		return err
 	}
+	if err := in.Validate(); err != nil {
+		return err
+	}
 	err := c.Temporal.SignalWorkflow(ctx, task.WorkflowID(taskID), "", task.SignalHeartbeat, in)
 	return c.wrap(err, "sending a heartbeat to "+taskID)
 }

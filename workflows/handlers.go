@@ -21,12 +21,15 @@ func refuse(kind, format string, args ...any) error {
 
 // validateSubmit refuses, before anything enters history, a record that
 // fails the protocol or that the task does not expect now.
-func (t *taskRun) validateSubmit(in task.SubmitInput) error {
+func (t *taskRun) validateSubmit(ctx workflow.Context, in task.SubmitInput) error {
 	rec, err := amp.ParseRecord(in.Raw)
 	if err != nil {
 		return refuse(task.ErrInvalid, "invalid AMP record: %v", err)
 	}
-	_, err = t.classify(rec, in.Raw)
+	kind, err := t.classify(rec, in.Raw)
+	if err == nil && kind == subEscalation {
+		err = t.checkEscalation(ctx, *rec.Message)
+	}
 	return err
 }
 
@@ -192,6 +195,9 @@ func (t *taskRun) submit(ctx workflow.Context, in task.SubmitInput) (task.Submit
 		return task.SubmitResult{}, refuse(task.ErrInvalid, "invalid AMP record: %v", err)
 	}
 	kind, err := t.classify(rec, in.Raw)
+	if err == nil && kind == subEscalation {
+		err = t.checkEscalation(ctx, *rec.Message)
+	}
 	if err != nil {
 		return task.SubmitResult{}, err
 	}
@@ -218,6 +224,7 @@ func (t *taskRun) submit(ctx workflow.Context, in task.SubmitInput) (task.Submit
 		t.Verdict = &m
 		t.LastActive = now
 	case subEscalation:
+		t.countEscalation(ctx)
 		t.agentEscalation(ctx, m)
 	}
 	t.snapshot()
@@ -259,6 +266,7 @@ func (t *taskRun) heartbeat(ctx workflow.Context, in task.HeartbeatInput) {
 	if t.Status.Terminal() {
 		return
 	}
+	in.Note = boundNote(in.Note)
 	if !t.suspended() && (in.From == "" || in.From == t.awaited()) {
 		t.LastActive = workflow.Now(ctx)
 	}

@@ -93,6 +93,9 @@ type taskState struct {
 	// Interrupt is an agent's critical escalation that the run loop has
 	// yet to suspend the task for.
 	Interrupt *amp.Message `json:"interrupt,omitempty"`
+	// AgentEscalations are the times of the agents' escalations accepted
+	// within the last EscalationWindow, oldest first.
+	AgentEscalations []time.Time `json:"agent_escalations,omitempty"`
 	// NotifyAlways sends every decision to the Notify activity, which
 	// reaches the channels the worker has; false only in histories from
 	// before it, where Policy.Notify decided.

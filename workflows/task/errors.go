@@ -23,6 +23,10 @@ const (
 	CodeInternal    Code = "internal"
 )
 
+// CodeRateLimited refuses input beyond a bound per time window, such as
+// an agent's escalations per task per hour.
+const CodeRateLimited Code = "rate_limited"
+
 // Error is an error with a code and a plain message. Fields lists the
 // failing field paths of invalid input.
 type Error struct {
@@ -72,6 +76,8 @@ func CodeOfType(errType string) Code {
 		return CodeForbidden
 	case ErrFinished:
 		return CodeFinished
+	case ErrRateLimited:
+		return CodeRateLimited
 	}
 	return CodeInternal
 }

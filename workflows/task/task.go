@@ -290,4 +290,5 @@ const (
 	ErrStaleDecision = "StaleDecision"   // decision id unknown or not the open one
 	ErrDecided       = "AlreadyDecided"  // the decision was taken already
 	ErrFinished      = "TaskFinished"    // task is done or terminated
+	ErrRateLimited   = "RateLimited"     // too many agent escalations this hour
 )
