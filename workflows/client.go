@@ -299,7 +299,7 @@ func (c *Client) wrap(err error, op string) error {
 	}
 	if errors.Is(err, context.DeadlineExceeded) || isDeadline(err) {
 		return &task.Error{Code: task.CodeUnavailable, Err: err, Message: fmt.Sprintf(
-			"%s: no answer within %s: is an ampflow worker running on task queue %q?", op, c.wait(), c.TaskQueue)}
+			"%s: no answer within %s: is an ampflow worker running on task queue %q?", op, task.FormatDuration(c.wait()), c.TaskQueue)}
 	}
 	var un *serviceerror.Unavailable
 	if errors.As(err, &un) {

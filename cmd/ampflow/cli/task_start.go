@@ -141,7 +141,7 @@ func (a *App) startTask(cmd *cobra.Command, file, taskID string, h task.Handling
 	}
 	if !checked {
 		fmt.Fprintf(a.Stderr, "ampflow: task %s started, but its branch check did not finish within %s: is an ampflow worker running?\n",
-			taskID, a.startCheckWait)
+			taskID, task.FormatDuration(a.startCheckWait))
 	}
 	if st.Status == task.StatusTerminated {
 		a.printStarted(taskID, st, checked)
