@@ -175,9 +175,9 @@ func (a *App) report(cmd *cobra.Command, err error) int {
 		err = ee.Err
 	}
 	if err != nil {
-		fmt.Fprintf(a.Stderr, "ampflow: %s\n", strings.ReplaceAll(err.Error(), "\n", "; "))
+		a.writeError(a.Stderr, code, err)
 	}
-	if showUsage && cmd != nil {
+	if showUsage && cmd != nil && !a.JSON() {
 		fmt.Fprint(a.Stderr, cmd.UsageString())
 	}
 	return code

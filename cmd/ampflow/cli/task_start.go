@@ -139,7 +139,7 @@ func (a *App) startTask(cmd *cobra.Command, file, taskID string, h task.Handling
 	if st.TaskID == "" {
 		st.TaskID, st.Status = taskID, task.StatusAwaitingApproval
 	}
-	if !checked {
+	if !checked && !a.JSON() {
 		fmt.Fprintf(a.Stderr, "ampflow: task %s started, but its branch check did not finish within %s: is an ampflow worker running?\n",
 			taskID, task.FormatDuration(a.startCheckWait))
 	}

@@ -136,5 +136,5 @@ func terminatedError(st task.State) error {
 	if reason == "" {
 		reason = "no reason given"
 	}
-	return Exit(ExitFailed, fmt.Errorf("task %s terminated: %s", st.TaskID, strings.TrimSpace(reason)))
+	return Exit(ExitFailed, task.Errorf(task.CodeFinished, "task %s terminated: %s", st.TaskID, strings.TrimSpace(reason)))
 }
