@@ -114,7 +114,7 @@ func (c *Client) taken(ctx context.Context, taskID string, req startRequest, cau
 			return req.answers(prior, taskID)
 		}
 	}
-	return &task.Error{Code: task.CodeConflict, Message: fmt.Sprintf("task id %s is taken: choose another --task-id or leave it out", taskID),
+	return &task.Error{Code: task.CodeConflict, Message: fmt.Sprintf("task id %s is taken: choose another, or none for the next free one", taskID),
 		Fields: []task.FieldError{{Path: "task_id", Problem: taskID + " is taken"}}, Err: errors.Join(errTaken, cause)}
 }
 

@@ -97,7 +97,7 @@ func parseWait(v string) (time.Duration, error) {
 		d = time.Duration(n) * time.Second
 	}
 	if d < 0 || d > MaxWait {
-		return 0, invalidField("wait", fmt.Sprintf("must be between 0 and %s", MaxWait))
+		return 0, invalidField("wait", fmt.Sprintf("must be between 0 and %s", task.FormatDuration(MaxWait)))
 	}
 	return d, nil
 }
