@@ -282,8 +282,9 @@ func (a *App) Config() (config.Config, error) {
 }
 
 // Logger returns a logger to stderr at the configured level and format.
+// Durations read as 5m or 300ms, not nanoseconds (JSON) or 5m0s (text).
 func (a *App) Logger(c config.Config) *slog.Logger {
-	opts := &slog.HandlerOptions{Level: c.Log.SlogLevel()}
+	opts := &slog.HandlerOptions{Level: c.Log.SlogLevel(), ReplaceAttr: readableDuration}
 	if c.Log.Format == "json" {
 		return slog.New(slog.NewJSONHandler(a.Stderr, opts))
 	}

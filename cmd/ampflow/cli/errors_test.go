@@ -4,7 +4,9 @@ import (
 	"encoding/json"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/ampflow/ampflow/config"
 	"github.com/ampflow/ampflow/workflows/task"
 )
 
@@ -86,4 +88,25 @@ func TestJSONErrors(t *testing.T) {
 			t.Errorf("stderr = %q", r.stderr)
 		}
 	})
+}
+
+func TestLoggedDurations(t *testing.T) {
+	for _, format := range []string{"json", "text"} {
+		t.Run(format, func(t *testing.T) {
+			var b strings.Builder
+			a := newApp(Options{Stderr: &b})
+			var c config.Config
+			c.Log.Level, c.Log.Format = "info", format
+			a.Logger(c).Info("waiting", "ack_timeout", 300*time.Second, "poll", 1500*time.Millisecond)
+			out := b.String()
+			for _, want := range []string{"5m", "1500ms"} {
+				if !strings.Contains(out, want) {
+					t.Errorf("log %q lacks %s", out, want)
+				}
+			}
+			if strings.Contains(out, "300000000000") || strings.Contains(out, "5m0s") {
+				t.Errorf("log %q writes a duration as nanoseconds or 5m0s", out)
+			}
+		})
+	}
 }
