@@ -130,7 +130,13 @@ func (c *Client) ended(ctx context.Context, taskID string, nf *serviceerror.NotF
 	if e.GetStatus() == enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING {
 		return nil
 	}
-	status := summarize(e).Status
-	return &task.Error{Code: task.CodeFinished, Err: nf,
-		Message: fmt.Sprintf("task %s has ended: it is %s and takes no more messages", taskID, status)}
+	ended := endedError(taskID, summarize(e).Status)
+	ended.Err = nf
+	return ended
+}
+
+// endedError is the task_ended refusal of a message for a task that has
+// ended in status.
+func endedError(taskID string, status task.Status) *task.Error {
+	return task.Errorf(task.CodeFinished, "task %s has ended: it is %s and takes no more messages", taskID, status)
 }

@@ -296,6 +296,7 @@ func TestStarts(t *testing.T) {
 		}{
 			{"/v1/messages", ack},
 			{"/v1/heartbeats", httpapi.HeartbeatRequest{TaskID: "T-2025-004", From: amp.RoleExecutor, Note: "still here"}},
+			{"/v1/acks", httpapi.AckRequest{MsgID: d.MsgID}},
 		} {
 			code, body := execAPI.post(c.path, "", c.body)
 			var e struct {
@@ -317,6 +318,10 @@ func TestStarts(t *testing.T) {
 		}
 		if exit != 1 || json.Unmarshal([]byte(stderr), &je) != nil || je.Error.Code != "task_ended" {
 			t.Errorf("CLI send for an ended task: exit %d, stderr %q; want exit 1 with task_ended", exit, stderr)
+		}
+		_, stderr, exit = cli(t, p, nil, "ack", d.MsgID, "--as", "executor")
+		if exit != 1 || !strings.Contains(stderr, "terminated") {
+			t.Errorf("CLI ack for an ended task: exit %d, stderr %q; want exit 1 naming terminated", exit, stderr)
 		}
 		never := httpapi.HeartbeatRequest{TaskID: "T-2025-999", From: amp.RoleExecutor}
 		if code, body := execAPI.post("/v1/heartbeats", "", never); code != http.StatusNotFound {
