@@ -169,7 +169,7 @@ func (t *taskRun) awaitAckOf(ctx workflow.Context, w ackWait, here phase) (phase
 		if timedOut {
 			t.Deadline = time.Time{}
 			if _, open := t.pendingOf(kinds...); !open {
-				desc := fmt.Sprintf("The %s did not ACK %s within %s.", w.role, w.msgID, t.In.Policy.AckTimeout(w.typ))
+				desc := fmt.Sprintf("The %s did not ACK %s within %s.", w.role, w.msgID, task.FormatDuration(t.In.Policy.AckTimeout(w.typ)))
 				esc := t.escalate(ctx, amp.EscAckTimeout, amp.SeverityWarning, amp.RoleSystem, desc, []string{w.msgID},
 					"Send it again", "Keep waiting for the "+string(w.role), "Terminate the task")
 				t.withdraw(ctx, "superseded by an ACK timeout")
@@ -245,7 +245,7 @@ func (t *taskRun) awaitReply(ctx workflow.Context, role amp.Role, again task.Opt
 			continue
 		}
 		if timedOut && !open {
-			desc := fmt.Sprintf("The %s has been silent for %s (no message or heartbeat).", role, t.In.Policy.HeartbeatTimeout)
+			desc := fmt.Sprintf("The %s has been silent for %s (no message or heartbeat).", role, task.FormatDuration(t.In.Policy.HeartbeatTimeout))
 			ref := t.DispatchID
 			if role == amp.RoleReviewer {
 				ref = t.RequestID

@@ -61,7 +61,7 @@ func (t *taskRun) ciGate(ctx workflow.Context) (phase, error) {
 			return phaseDispatch, nil
 		}
 		if !workflow.Now(ctx).Before(t.CIDeadline) {
-			return t.ciEscalation(ctx, fmt.Sprintf("CI was still pending after %s", t.In.Policy.CITimeout))
+			return t.ciEscalation(ctx, fmt.Sprintf("CI was still pending after %s", task.FormatDuration(t.In.Policy.CITimeout)))
 		}
 		wake := workflow.Now(ctx).Add(t.In.Policy.CIPollInterval)
 		if wake.After(t.CIDeadline) {

@@ -115,7 +115,7 @@ func parseWait(v string, maxWait time.Duration) (time.Duration, error) {
 		d = time.Duration(n) * time.Second
 	}
 	if d < 0 || d > maxWait {
-		return 0, invalidField("wait", fmt.Sprintf("must be between 0 and %s", maxWait))
+		return 0, invalidField("wait", fmt.Sprintf("must be between 0 and %s", task.FormatDuration(maxWait)))
 	}
 	return d, nil
 }

@@ -18,7 +18,7 @@ const (
 	CodeSuspended   Code = "suspended"   // the task waits for an admin
 	CodeConflict    Code = "conflict"    // already decided, msg_id reused, task id taken
 	CodeForbidden   Code = "forbidden"   // not allowed for this caller
-	CodeFinished    Code = "finished"    // the task is done or terminated
+	CodeFinished    Code = "task_ended"  // the task has ended (done or terminated); the message names which
 	CodeUnavailable Code = "unavailable" // Temporal or the worker did not answer
 	CodeInternal    Code = "internal"
 )

@@ -197,6 +197,10 @@ type Input struct {
 	// under; the client sets it to Revision. Zero marks tasks started
 	// before revisions existed, whose shape their history tells.
 	Rev int `json:"rev,omitempty"`
+	// RequestKey is the starting request's idempotency key scoped to its
+	// caller (workflows.RequestKey). It is not part of the workflow's
+	// input: the client keeps a digest of it in the task's memo.
+	RequestKey string `json:"-"`
 }
 
 // Revision is the revision of the task workflow's code. A change that

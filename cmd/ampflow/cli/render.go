@@ -3,6 +3,7 @@ package cli
 import (
 	"fmt"
 	"io"
+	"log/slog"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -182,4 +183,13 @@ func printState(w io.Writer, st task.State) error {
 		tl.row("  "+stamp(e.At), e.Kind, timelineLine(e))
 	}
 	return tl.flush()
+}
+
+// readableDuration is a slog ReplaceAttr that writes durations as
+// task.FormatDuration does.
+func readableDuration(_ []string, a slog.Attr) slog.Attr {
+	if a.Value.Kind() == slog.KindDuration {
+		a.Value = slog.StringValue(task.FormatDuration(a.Value.Duration()))
+	}
+	return a
 }
