@@ -321,7 +321,8 @@ func failure(m amp.Message, err error) *deliveryFailed {
 		}
 	}
 	if f.Summary == "" {
-		f.Summary = strings.Join(strings.Fields(errMessage(err)), " ")
+		f.Summary = errMessage(err)
 	}
+	f.Summary = strings.Join(strings.Fields(f.Summary), " ") // Last error is one line
 	return f
 }
