@@ -79,7 +79,8 @@ func Build(o Options) (*Parts, error) {
 		Secrets:  secrets,
 		Log:      log,
 		Refused: func(raw []byte, reason string) {
-			if err := store.AppendError(activities.ErrorEntry{Source: "agent-command", Reason: reason, Raw: string(raw)}); err != nil {
+			entry := activities.ErrorEntry{Source: "agent-command", Reason: secrets.Scrub(reason), Raw: secrets.Scrub(string(raw))}
+			if err := store.AppendError(entry); err != nil {
 				log.Error("writing the error log", "error", err)
 			}
 		},
