@@ -268,9 +268,13 @@ func (t *taskRun) send(ctx workflow.Context, m amp.Message) error {
 		return nil
 	}
 	// A new message to an agent supersedes the one it may still be
-	// working on: a command-mode agent of the old one is stopped.
+	// working on: a command-mode agent of the old one is stopped, and a
+	// failed delivery of it is past.
 	if stop := t.deliveries[m.To]; stop != nil {
 		stop()
+	}
+	if t.Failed != nil && t.Failed.To == m.To {
+		t.clearFailed()
 	}
 	dctx, stop := workflow.WithCancel(ctx)
 	t.deliveries[m.To] = stop
