@@ -178,6 +178,16 @@ type RecordResult struct {
 // DeliverInput hands one message to its recipient.
 type DeliverInput struct {
 	Message amp.Message `json:"message"`
+	// Repo is the task's repository, a command-mode agent's working
+	// directory; empty in histories from before it.
+	Repo string `json:"repo,omitempty"`
+}
+
+// DeliveryFailure is the detail of an ErrDelivery error: what went wrong
+// in one line, and the end of the agent's stderr (secrets masked).
+type DeliveryFailure struct {
+	Summary string `json:"summary"`
+	Stderr  string `json:"stderr,omitempty"`
 }
 
 // DeliverResult says how the message went out.

@@ -38,7 +38,9 @@ type CIOptions struct {
 	// Command provider.
 	Command        []string      // argv, e.g. ["go", "test", "./..."]
 	CommandTimeout time.Duration // zero means DefaultCommandTimeout
-	CommandEnv     []string      // extra KEY=value pairs
+	CommandEnv     []string      // variables let through (NAME) or set (NAME=value)
+	// Secrets are masked in CI output.
+	Secrets *Scrubber
 
 	// Store keeps the command provider's logs and cached results.
 	Store *Store
@@ -76,7 +78,7 @@ func NewCIProvider(kind string, opts CIOptions) (CIProvider, error) {
 		if opts.Store == nil {
 			return nil, fmt.Errorf("configuring the command CI provider: no SSOT store for its logs")
 		}
-		return &CommandCI{Argv: opts.Command, Timeout: opts.CommandTimeout, Env: opts.CommandEnv, Store: opts.Store, Git: g}, nil
+		return &CommandCI{Argv: opts.Command, Timeout: opts.CommandTimeout, Env: opts.CommandEnv, Secrets: opts.Secrets, Store: opts.Store, Git: g}, nil
 	}
 	return nil, fmt.Errorf("configuring CI: unknown provider %q (want none, github or command)", kind)
 }

@@ -320,6 +320,40 @@ func TestCommandCI(t *testing.T) {
 			t.Fatalf("got %+v, %v", res, err)
 		}
 	})
+	t.Run("SeesNoSecrets", func(t *testing.T) {
+		// The worker's environment holds its secrets; config names them.
+		t.Setenv("AMPFLOW_AUTH_TOKENS", "tok-parent-s3cr3t:admin:ops")
+		t.Setenv("AMPFLOW_CI_GITHUB_TOKEN", "ghp-parent-s3cr3t")
+		t.Setenv("ALLOWED_VAR", "let-through")
+		ci, err := NewCIProvider(CIKindCommand, CIOptions{
+			Command:    []string{"sh", "-c", `env; echo "leak: ghp-parent-s3cr3t"; exit 1`},
+			CommandEnv: []string{"ALLOWED_VAR", "SET_VAR=set"}, Store: store,
+			Secrets: NewScrubber([]string{"tok-parent-s3cr3t", "ghp-parent-s3cr3t"}),
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		res, err := ci.Status(context.Background(), CIStatusInput{TaskID: "T-2026-006", Repo: repo, Commit: head})
+		if err != nil || res.State != CIFailed {
+			t.Fatalf("got %+v, %v", res, err)
+		}
+		log, err := os.ReadFile(store.ciLogPath("T-2026-006", head))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for name, out := range map[string]string{"detail": res.Detail, "log": string(log)} {
+			for _, bad := range []string{"s3cr3t", "AMPFLOW_AUTH_TOKENS", "AMPFLOW_CI_GITHUB_TOKEN"} {
+				if strings.Contains(out, bad) {
+					t.Errorf("%s shows %q:\n%s", name, bad, out)
+				}
+			}
+			for _, want := range []string{"PATH=", "ALLOWED_VAR=let-through", "SET_VAR=set", "AMPFLOW_COMMIT=" + head, "leak: " + ScrubMask} {
+				if !strings.Contains(out, want) {
+					t.Errorf("%s lacks %q:\n%s", name, want, out)
+				}
+			}
+		}
+	})
 	t.Run("UnknownCommit", func(t *testing.T) {
 		_, err := newCI("true", time.Minute).Status(context.Background(), CIStatusInput{TaskID: "T-2026-005", Repo: repo, Commit: "deadbeef"})
 		appErr(t, err, ErrCommitMissing, true)

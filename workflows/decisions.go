@@ -44,6 +44,9 @@ func (t *taskRun) open(ctx workflow.Context, kind task.DecisionKind, prompt stri
 		Escalation: esc,
 		Context:    t.decisionContext(esc),
 	}
+	if kind == task.KindDeliveryFailed && t.Failed != nil {
+		d.Context.AgentStderr = t.Failed.Stderr
+	}
 	t.Pending = &d
 	t.record(ctx, d.ID, activities.KindDecision, d)
 	t.addTimeline(ctx, task.TimelineEntry{Kind: "decision", MsgID: d.ID, Type: string(kind), Note: prompt})

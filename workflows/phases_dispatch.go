@@ -134,10 +134,11 @@ type ackWait struct {
 // the admins decide, and an ACK that comes late still counts. It returns
 // the phase to go to, or "" when the agent has ACKed.
 func (t *taskRun) awaitAckOf(ctx workflow.Context, w ackWait, here phase) (phase, error) {
-	kinds := []task.DecisionKind{task.KindAckTimeout}
+	kinds := []task.DecisionKind{task.KindAckTimeout, task.KindDeliveryFailed}
 	for {
 		if w.reply() || t.acked(w.msgID) {
 			t.supersede(ctx, "the "+string(w.role)+" answered", kinds...)
+			t.clearFailed()
 			t.Deadline = time.Time{}
 			t.LastActive = workflow.Now(ctx)
 			return "", nil
@@ -146,6 +147,7 @@ func (t *taskRun) awaitAckOf(ctx workflow.Context, w ackWait, here phase) (phase
 			return here, nil
 		}
 		if o := t.takeOutcome(kinds...); o != nil {
+			t.clearFailed()
 			switch o.Option {
 			case task.OptWait:
 				t.Deadline = workflow.Now(ctx).Add(t.In.Policy.AckTimeout(w.typ))
@@ -160,15 +162,19 @@ func (t *taskRun) awaitAckOf(ctx workflow.Context, w ackWait, here phase) (phase
 			t.Deadline = time.Time{}
 			return t.terminatedBy(o), nil
 		}
+		if f := t.failedToRaise(w.msgID); f != nil {
+			t.raiseFailed(ctx, f, w.again)
+			continue
+		}
 		timedOut, err := t.waitFor(ctx, t.Deadline, func() bool {
-			return w.reply() || t.acked(w.msgID) || t.hasOutcome(kinds...)
+			return w.reply() || t.acked(w.msgID) || t.hasOutcome(kinds...) || t.failedToRaise(w.msgID) != nil
 		})
 		if err != nil {
 			return here, err
 		}
 		if timedOut {
 			t.Deadline = time.Time{}
-			if _, open := t.pendingOf(kinds...); !open {
+			if _, open := t.pendingOf(kinds...); !open && t.failedToRaise(w.msgID) == nil {
 				desc := fmt.Sprintf("The %s did not ACK %s within %s.", w.role, w.msgID, task.FormatDuration(t.In.Policy.AckTimeout(w.typ)))
 				esc := t.escalate(ctx, amp.EscAckTimeout, amp.SeverityWarning, amp.RoleSystem, desc, []string{w.msgID},
 					"Send it again", "Keep waiting for the "+string(w.role), "Terminate the task")
@@ -177,6 +183,41 @@ func (t *taskRun) awaitAckOf(ctx workflow.Context, w ackWait, here phase) (phase
 			}
 		}
 	}
+}
+
+// failedToRaise returns the failed delivery of msgID the admins have not
+// yet been asked about, or nil.
+func (t *taskRun) failedToRaise(msgID string) *deliveryFailed {
+	if f := t.Failed; f != nil && f.MsgID == msgID && !f.Raised {
+		return f
+	}
+	return nil
+}
+
+// raiseFailed escalates a failed delivery and asks the admins to send it
+// again, keep waiting (the agent may still answer through the API) or
+// terminate; the agent's stderr goes with the question.
+func (t *taskRun) raiseFailed(ctx workflow.Context, f *deliveryFailed, again task.Option) {
+	f.Raised = true
+	t.Deadline = time.Time{}
+	desc := fmt.Sprintf("The delivery of %s to the %s failed: %s.", f.MsgID, f.To, f.Summary)
+	esc := t.escalate(ctx, amp.EscUnknown, amp.SeverityWarning, amp.RoleSystem, desc, []string{f.MsgID},
+		"Send it again", "Keep waiting for the "+string(f.To), "Terminate the task")
+	t.withdraw(ctx, "superseded by a failed delivery")
+	t.LastError = f.line()
+	t.open(ctx, task.KindDeliveryFailed, desc+" Send it again, keep waiting or terminate?", esc, again, optWait, optTerminate)
+}
+
+// clearFailed forgets a failed delivery once the task moves on, with the
+// Last error it set.
+func (t *taskRun) clearFailed() {
+	if t.Failed == nil {
+		return
+	}
+	if t.LastError == t.Failed.line() {
+		t.LastError = ""
+	}
+	t.Failed = nil
 }
 
 // awaitAck waits for the executor's ACK of the dispatch.
@@ -207,16 +248,22 @@ func (t *taskRun) awaitResult(ctx workflow.Context) (phase, error) {
 // awaitReply waits for an agent's reply, raising a heartbeat_timeout on
 // silence. It returns "" once the reply is in.
 func (t *taskRun) awaitReply(ctx workflow.Context, role amp.Role, again task.Option, replied func() bool, here phase) (phase, error) {
-	kinds := []task.DecisionKind{task.KindHeartbeatTimeout}
+	kinds := []task.DecisionKind{task.KindHeartbeatTimeout, task.KindDeliveryFailed}
+	ref := t.DispatchID
+	if role == amp.RoleReviewer {
+		ref = t.RequestID
+	}
 	for {
 		if replied() {
 			t.supersede(ctx, "the "+string(role)+" replied", kinds...)
+			t.clearFailed()
 			return "", nil
 		}
 		if t.yield(ctx) {
 			return here, nil
 		}
 		if o := t.takeOutcome(kinds...); o != nil {
+			t.clearFailed()
 			switch o.Option {
 			case task.OptWait:
 				t.LastActive = workflow.Now(ctx)
@@ -228,28 +275,32 @@ func (t *taskRun) awaitReply(ctx workflow.Context, role amp.Role, again task.Opt
 			}
 			return t.terminatedBy(o), nil
 		}
-		_, open := t.pendingOf(kinds...)
+		if f := t.failedToRaise(ref); f != nil {
+			t.raiseFailed(ctx, f, again)
+			continue
+		}
+		k, open := t.pendingOf(kinds...)
 		var deadline time.Time
 		if !open {
 			deadline = t.LastActive.Add(t.In.Policy.HeartbeatTimeout)
 		}
 		last := t.LastActive
 		timedOut, err := t.waitFor(ctx, deadline, func() bool {
-			return replied() || t.hasOutcome(kinds...) || t.LastActive != last
+			return replied() || t.hasOutcome(kinds...) || t.LastActive != last || t.failedToRaise(ref) != nil
 		})
 		if err != nil {
 			return here, err
 		}
-		if open && t.LastActive != last {
+		if t.failedToRaise(ref) != nil {
+			continue
+		}
+		// A heartbeat answers the silence, not the failed delivery.
+		if open && k == task.KindHeartbeatTimeout && t.LastActive != last {
 			t.supersede(ctx, "the "+string(role)+" showed life again", kinds...)
 			continue
 		}
 		if timedOut && !open {
 			desc := fmt.Sprintf("The %s has been silent for %s (no message or heartbeat).", role, task.FormatDuration(t.In.Policy.HeartbeatTimeout))
-			ref := t.DispatchID
-			if role == amp.RoleReviewer {
-				ref = t.RequestID
-			}
 			esc := t.escalate(ctx, amp.EscHeartbeatTimeout, amp.SeverityWarning, amp.RoleSystem, desc, []string{ref},
 				"Send the work again", "Keep waiting", "Terminate the task")
 			t.withdraw(ctx, "superseded by a heartbeat timeout")

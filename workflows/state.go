@@ -1,6 +1,7 @@
 package workflows
 
 import (
+	"fmt"
 	"time"
 
 	"go.temporal.io/sdk/workflow"
@@ -90,6 +91,9 @@ type taskState struct {
 	Outcome     *task.Outcome  `json:"outcome,omitempty"`
 	Decided     []task.Outcome `json:"decided,omitempty"`
 	DecisionSeq int            `json:"decision_seq"`
+	// Failed is the last delivery that failed, from revision 2 on; the
+	// wait for its reply raises it to the admins.
+	Failed *deliveryFailed `json:"delivery_failed,omitempty"`
 	// Interrupt is an agent's critical escalation that the run loop has
 	// yet to suspend the task for.
 	Interrupt *amp.Message `json:"interrupt,omitempty"`
@@ -118,6 +122,21 @@ type taskState struct {
 	// Effects not yet carried out, in order: SSOT records and notices.
 	Records []activities.RecordEntry `json:"records,omitempty"`
 	Notices []activities.NotifyInput `json:"notices,omitempty"`
+}
+
+// deliveryFailed is a message that could not be delivered.
+type deliveryFailed struct {
+	MsgID   string   `json:"msg_id"`
+	To      amp.Role `json:"to"`
+	Summary string   `json:"summary"`
+	Stderr  string   `json:"stderr,omitempty"`
+	// Raised is set once the admins have been asked.
+	Raised bool `json:"raised,omitempty"`
+}
+
+// line is the failure as Last error shows it.
+func (f *deliveryFailed) line() string {
+	return fmt.Sprintf("delivering %s to the %s failed: %s", f.MsgID, f.To, f.Summary)
 }
 
 func newTaskState(in task.Input, now time.Time) *taskState {

@@ -56,6 +56,9 @@ GOGC=50 unless GOGC is set: the process holds less memory for a little CPU.`,
 			if ui := srv.UIAddr(); ui != "" {
 				fmt.Fprintf(a.Stdout, "%-10s http://%s\n", "web ui", ui)
 			}
+			for _, m := range workers.AgentModes(cfg.Agents) {
+				fmt.Fprintf(a.Stdout, "%-10s %s\n", m[0], m[1])
+			}
 			metrics := httpapi.NewMetrics()
 			c, err := workers.Dial(cmd.Context(), cfg.Temporal, log, metrics.TemporalHandler(), 10*time.Second)
 			if err != nil {
@@ -108,6 +111,9 @@ and AmpRepo (Keyword), AmpRejectCount (Int).`,
 			}
 			defer c.Close()
 			fmt.Fprintf(a.Stdout, "%-10s %s (namespace %s)\n", "temporal", cfg.Temporal.Address, cfg.Temporal.Namespace)
+			for _, m := range workers.AgentModes(cfg.Agents) {
+				fmt.Fprintf(a.Stdout, "%-10s %s\n", m[0], m[1])
+			}
 			err = workers.Run(cmd.Context(), workers.Options{Config: cfg, Temporal: c, Logger: log, Metrics: metrics,
 				Endpoint: func(name, addr string) { fmt.Fprintf(a.Stdout, "%-10s %s\n", name, addr) }})
 			if err != nil {

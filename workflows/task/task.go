@@ -213,7 +213,10 @@ type Input struct {
 //     local activities, deliveries tried in a local activity first (the
 //     worker runs only pull mode there), record
 //     and notice loops started on demand.
-const Revision = 1
+//   - 2: a failed delivery (command-mode agent, webhook) raises a
+//     delivery_failed decision at once instead of waiting for the ACK
+//     timeout.
+const Revision = 2
 
 // Result is what a finished task workflow returns.
 type Result struct {

@@ -168,6 +168,9 @@ func printState(w io.Writer, st task.State) error {
 	}
 	if d := st.Pending; d != nil {
 		fmt.Fprintf(w, "\nPending decision %s (%s), raised %s\n  %s\n", d.ID, d.Kind, stamp(d.RaisedAt), oneLine(d.Prompt))
+		if e := d.Context.AgentStderr; e != "" {
+			fmt.Fprintf(w, "  the agent's stderr ended with:\n    %s\n", strings.ReplaceAll(e, "\n", "\n    "))
+		}
 		for _, o := range d.Options {
 			note := ""
 			if o.NoteRequired {
