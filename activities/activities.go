@@ -81,6 +81,10 @@ type CheckBranchInput struct {
 type CheckBranchResult struct {
 	DefaultBranch string `json:"default_branch"`
 	Head          string `json:"head"` // the branch's current commit
+	// GitHubRepo is HOST/OWNER/NAME of the repository whose checks count:
+	// ci.github.repo when set, else origin's when it is on GitHub, else
+	// empty. The task keeps it, so a remote changed later changes nothing.
+	GitHubRepo string `json:"github_repo,omitempty"`
 }
 
 // CheckResultInput asks git about an executor's claimed result.
@@ -94,6 +98,9 @@ type CheckResultInput struct {
 	// DefaultBranch is CheckBranchResult.DefaultBranch of the task; empty
 	// means find it again.
 	DefaultBranch string `json:"default_branch,omitempty"`
+	// GitHubRepo is CheckBranchResult.GitHubRepo of the task: the compare
+	// URL's repository. Empty means none, so the diff goes to the SSOT.
+	GitHubRepo string `json:"github_repo,omitempty"`
 }
 
 // CheckResultOutput is what git shows.
@@ -126,6 +133,10 @@ type CIStatusInput struct {
 	Repo   string `json:"repo"`
 	Branch string `json:"branch"`
 	Commit string `json:"commit"`
+	// GitHubRepo is CheckBranchResult.GitHubRepo of the task: where the
+	// github provider reads checks. The repository's remotes are not read
+	// again, since an executor can change them.
+	GitHubRepo string `json:"github_repo,omitempty"`
 }
 
 // CIStatusResult is a commit's CI state.
@@ -172,6 +183,16 @@ type RecordResult struct {
 // DeliverInput hands one message to its recipient.
 type DeliverInput struct {
 	Message amp.Message `json:"message"`
+	// Repo is the task's repository, a command-mode agent's working
+	// directory; empty in histories from before it.
+	Repo string `json:"repo,omitempty"`
+}
+
+// DeliveryFailure is the detail of an ErrDelivery error: what went wrong
+// in one line, and the end of the agent's stderr (secrets masked).
+type DeliveryFailure struct {
+	Summary string `json:"summary"`
+	Stderr  string `json:"stderr,omitempty"`
 }
 
 // DeliverResult says how the message went out.

@@ -26,6 +26,10 @@ type CIOptions struct {
 	GitHubToken   string
 	GitHubBaseURL string   // empty for api.github.com; else a GitHub Enterprise URL
 	GitHubHosts   []string // extra origin hosts taken for GitHub (Enterprise)
+	// GitHubRepo is ci.github.repo, OWNER/NAME; empty means each task's
+	// origin when it started. The github provider sets it on Git too, so
+	// that CheckBranch records it for each task.
+	GitHubRepo string
 	// NoChecks is the state of a commit with no check at all; empty means
 	// pending (checks often appear seconds after a push).
 	NoChecks   CIState
@@ -34,7 +38,9 @@ type CIOptions struct {
 	// Command provider.
 	Command        []string      // argv, e.g. ["go", "test", "./..."]
 	CommandTimeout time.Duration // zero means DefaultCommandTimeout
-	CommandEnv     []string      // extra KEY=value pairs
+	CommandEnv     []string      // variables let through (NAME) or set (NAME=value)
+	// Secrets are masked in CI output.
+	Secrets *Scrubber
 
 	// Store keeps the command provider's logs and cached results.
 	Store *Store
@@ -57,7 +63,14 @@ func NewCIProvider(kind string, opts CIOptions) (CIProvider, error) {
 		if err != nil {
 			return nil, fmt.Errorf("configuring the github CI provider: %w", err)
 		}
-		return &GitHubCI{Client: c, Git: g, Hosts: opts.GitHubHosts, NoChecks: opts.NoChecks}, nil
+		ci := &GitHubCI{Client: c, Git: g, NoChecks: opts.NoChecks}
+		if opts.GitHubRepo != "" {
+			if ci.Repo, err = github.ConfiguredRepo(opts.GitHubRepo, opts.GitHubBaseURL); err != nil {
+				return nil, fmt.Errorf("configuring the github CI provider: ci.github.repo: %w", err)
+			}
+			g.GitHubRepo = ci.Repo
+		}
+		return ci, nil
 	case CIKindCommand:
 		if len(opts.Command) == 0 || opts.Command[0] == "" {
 			return nil, fmt.Errorf("configuring the command CI provider: no command given")
@@ -65,7 +78,7 @@ func NewCIProvider(kind string, opts CIOptions) (CIProvider, error) {
 		if opts.Store == nil {
 			return nil, fmt.Errorf("configuring the command CI provider: no SSOT store for its logs")
 		}
-		return &CommandCI{Argv: opts.Command, Timeout: opts.CommandTimeout, Env: opts.CommandEnv, Store: opts.Store, Git: g}, nil
+		return &CommandCI{Argv: opts.Command, Timeout: opts.CommandTimeout, Env: opts.CommandEnv, Secrets: opts.Secrets, Store: opts.Store, Git: g}, nil
 	}
 	return nil, fmt.Errorf("configuring CI: unknown provider %q (want none, github or command)", kind)
 }

@@ -32,7 +32,11 @@ const (
 type CommandCI struct {
 	Argv    []string
 	Timeout time.Duration // zero means DefaultCommandTimeout
-	Env     []string      // extra KEY=value pairs
+	// Env lets the command see more than the base environment (see
+	// childEnv): NAME passes the worker's NAME, NAME=value sets it.
+	Env []string
+	// Secrets are masked in the output before it is kept or shown.
+	Secrets *Scrubber
 	Store   *Store
 	Git     *Git
 	// HeartbeatEvery is the heartbeat period inside an activity; zero
@@ -113,7 +117,7 @@ func (c *CommandCI) run(ctx context.Context, in CIStatusInput, commit string) (c
 		os.Remove(logf.Name()) // no-op once renamed
 	}()
 	tail := &tailWriter{max: commandTailBytes}
-	out := &teeWriter{file: logf, tail: tail}
+	out := c.Secrets.Writer(&teeWriter{file: logf, tail: tail})
 
 	timeout := c.Timeout
 	if timeout <= 0 {
@@ -123,7 +127,9 @@ func (c *CommandCI) run(ctx context.Context, in CIStatusInput, commit string) (c
 	defer cancel()
 	cmd := exec.CommandContext(runCtx, c.Argv[0], c.Argv[1:]...)
 	cmd.Dir = wt
-	cmd.Env = append(os.Environ(), append([]string{"GIT_TERMINAL_PROMPT=0", "AMPFLOW_COMMIT=" + commit}, c.Env...)...)
+	// The command is the executor's code: it sees none of the worker's
+	// secrets, only what c.Env lets through.
+	cmd.Env = childEnv(nil, c.Env, "GIT_TERMINAL_PROMPT=0", "AMPFLOW_COMMIT="+commit)
 	cmd.Stdout, cmd.Stderr = out, out
 	cmd.WaitDelay = commandKillGracePeriod
 	killGroup(cmd)
@@ -152,6 +158,9 @@ func (c *CommandCI) run(ctx context.Context, in CIStatusInput, commit string) (c
 		run.ExitCode = ee.ExitCode()
 	default:
 		return ciRun{}, fmt.Errorf("running CI %q on %s: %w", name, short(commit), err)
+	}
+	if err := out.Close(); err != nil {
+		return ciRun{}, fmt.Errorf("keeping the CI log of %s: %w", short(commit), err)
 	}
 	if err := logf.Sync(); err != nil {
 		return ciRun{}, fmt.Errorf("keeping the CI log of %s: %w", short(commit), err)

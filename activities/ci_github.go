@@ -23,15 +23,18 @@ type CheckLister interface {
 }
 
 // GitHubCI reads a commit's check runs and commit statuses on GitHub. The
-// repository is the one origin points to.
+// repository is the one the task recorded when it started
+// (CIStatusInput.GitHubRepo); the task's remotes are not read again.
 //
 // Roll-up: any failed check makes the commit failed; otherwise any pending
 // one makes it pending; otherwise it passed. A commit with no checks at
 // all is NoChecks, pending by default.
 type GitHubCI struct {
-	Client   CheckLister
-	Git      *Git
-	Hosts    []string // extra GitHub hosts (Enterprise)
+	Client CheckLister
+	Git    *Git
+	// Repo is ci.github.repo, for a task with no repository recorded
+	// (one started before tasks recorded it); the zero Repo means none.
+	Repo     github.Repo
 	NoChecks CIState
 	// Now is the clock for rate-limit delays; nil is time.Now.
 	Now func() time.Time
@@ -43,18 +46,13 @@ func (c *GitHubCI) Status(ctx context.Context, in CIStatusInput) (CIStatusResult
 	if err != nil {
 		return CIStatusResult{}, err
 	}
-	remote, err := c.Git.run(ctx, in.Repo, "config", "--get", "remote.origin.url")
-	if err != nil {
-		if ctx.Err() != nil {
-			return CIStatusResult{}, ctx.Err()
-		}
-		return CIStatusResult{}, temporal.NewNonRetryableApplicationError(
-			fmt.Sprintf("github CI: repository %s has no origin remote", in.Repo), ErrCIConfig, nil)
-	}
-	repo, ok := github.ParseRemote(strings.TrimSpace(string(remote)), c.Hosts...)
+	repo, ok := github.ParseFullName(in.GitHubRepo)
 	if !ok {
+		repo = c.Repo // a task from before repositories were recorded
+	}
+	if repo.Name == "" {
 		return CIStatusResult{}, temporal.NewNonRetryableApplicationError(
-			fmt.Sprintf("github CI: origin of %s (%s) is not a GitHub repository", in.Repo, strings.TrimSpace(string(remote))), ErrCIConfig, nil)
+			fmt.Sprintf("github CI: task %s has no GitHub repository: the origin of %s was not on GitHub when the task started (set ci.github.repo)", in.TaskID, in.Repo), ErrCIConfig, nil)
 	}
 	checks, err := c.Client.CommitChecks(ctx, repo.Owner, repo.Name, commit)
 	if err != nil {

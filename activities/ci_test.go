@@ -44,13 +44,15 @@ func TestRollUp(t *testing.T) {
 	}
 }
 
-// githubRepo is a repository whose origin is acme/widget on GitHub.
+// githubRepo is a repository whose origin is acme/widget on GitHub, with
+// feature/x pushed there.
 func githubRepo(t *testing.T) (dir, head string) {
 	t.Helper()
 	dir = newRepo(t, "main")
 	gitT(t, dir, "checkout", "-q", "-b", "feature/x")
 	head = commitFiles(t, dir, "work", map[string]string{"a.go": "package a\n"})
 	gitT(t, dir, "remote", "add", "origin", "git@github.com:acme/widget.git")
+	gitT(t, dir, "update-ref", "refs/remotes/origin/feature/x", head) // pushed
 	return dir, head
 }
 
@@ -76,21 +78,36 @@ func TestGitHubCIActivity(t *testing.T) {
 	srv := httptest.NewServer(mux)
 	t.Cleanup(srv.Close)
 
-	run := func(token string) (CIStatusResult, error) {
-		ci, err := NewCIProvider(CIKindGitHub, CIOptions{GitHubToken: token, GitHubBaseURL: srv.URL})
+	// started is the repository CheckBranch records when the task starts.
+	started := func(t *testing.T, g *Git) string {
+		t.Helper()
+		out, err := g.CheckBranch(context.Background(), CheckBranchInput{Repo: repo, Branch: "feature/x"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return out.GitHubRepo
+	}
+	runWith := func(token string, opts CIOptions, ghRepo string) (CIStatusResult, error) {
+		opts.GitHubToken, opts.GitHubBaseURL = token, srv.URL
+		ci, err := NewCIProvider(CIKindGitHub, opts)
 		if err != nil {
 			t.Fatal(err)
 		}
 		env := (&testsuite.WorkflowTestSuite{}).NewTestActivityEnvironment()
 		a := &Activities{CI: ci}
 		env.RegisterActivity(a)
-		val, err := env.ExecuteActivity(a.CIStatus, CIStatusInput{TaskID: "T-2026-001", Repo: repo, Branch: "feature/x"})
+		val, err := env.ExecuteActivity(a.CIStatus, CIStatusInput{TaskID: "T-2026-001", Repo: repo, Branch: "feature/x", GitHubRepo: ghRepo})
 		var res CIStatusResult
 		if err == nil {
 			err = val.Get(&res)
 		}
 		return res, err
 	}
+	ghRepo := started(t, &Git{})
+	if ghRepo != "github.com/acme/widget" {
+		t.Fatalf("CheckBranch recorded %q, want github.com/acme/widget", ghRepo)
+	}
+	run := func(token string) (CIStatusResult, error) { return runWith(token, CIOptions{}, ghRepo) }
 
 	t.Run("Failing", func(t *testing.T) {
 		res, err := run("tok")
@@ -122,11 +139,48 @@ func TestGitHubCIActivity(t *testing.T) {
 			t.Errorf("message %q does not say the token is missing", ae.Error())
 		}
 	})
-	t.Run("OriginNotGitHub", func(t *testing.T) {
+	// An executor edits .git/config after the start: CI still reads the
+	// repository recorded then (only acme/widget answers here).
+	t.Run("OriginChangedAfterStart", func(t *testing.T) {
+		for _, remote := range []string{"git@github.com:mallory/widget.git", "/srv/git/widget.git"} {
+			gitT(t, repo, "remote", "set-url", "origin", remote)
+			res, err := run("tok")
+			if err != nil || res.State != CIFailed {
+				t.Errorf("origin now %s: %+v, %v; want acme/widget's checks", remote, res, err)
+			}
+		}
+		gitT(t, repo, "remote", "set-url", "origin", "git@github.com:acme/widget.git")
+	})
+	t.Run("OriginNotGitHubAtStart", func(t *testing.T) {
 		gitT(t, repo, "remote", "set-url", "origin", "/srv/git/widget.git")
+		notGitHub := started(t, &Git{})
+		gitT(t, repo, "remote", "set-url", "origin", "git@github.com:acme/widget.git")
+		if notGitHub != "" {
+			t.Fatalf("CheckBranch recorded %q for a non-GitHub origin", notGitHub)
+		}
+		_, err := runWith("tok", CIOptions{}, notGitHub)
+		ae := appErr(t, err, ErrCIConfig, true)
+		if !strings.Contains(ae.Error(), "ci.github.repo") {
+			t.Errorf("message %q does not name the setting to change", ae.Error())
+		}
+	})
+	// ci.github.repo wins over origin, both at the start and for a task
+	// that recorded nothing.
+	t.Run("Configured", func(t *testing.T) {
+		gitT(t, repo, "remote", "set-url", "origin", "git@github.com:mallory/widget.git")
 		defer gitT(t, repo, "remote", "set-url", "origin", "git@github.com:acme/widget.git")
-		_, err := run("tok")
-		appErr(t, err, ErrCIConfig, true)
+		g := &Git{}
+		opts := CIOptions{Git: g, GitHubRepo: "acme/widget"}
+		if _, err := runWith("tok", opts, ""); err != nil {
+			t.Errorf("a task with no recorded repository: %v, want ci.github.repo's checks", err)
+		}
+		rec := started(t, g)
+		if !strings.HasSuffix(rec, "/acme/widget") {
+			t.Fatalf("CheckBranch recorded %q, want ci.github.repo", rec)
+		}
+		if res, err := runWith("tok", opts, rec); err != nil || res.State != CIFailed {
+			t.Errorf("%+v, %v; want acme/widget's checks", res, err)
+		}
 	})
 }
 
@@ -264,6 +318,40 @@ func TestCommandCI(t *testing.T) {
 		}
 		if err != nil || res.State != CIPassed {
 			t.Fatalf("got %+v, %v", res, err)
+		}
+	})
+	t.Run("SeesNoSecrets", func(t *testing.T) {
+		// The worker's environment holds its secrets; config names them.
+		t.Setenv("AMPFLOW_AUTH_TOKENS", "tok-parent-s3cr3t:admin:ops")
+		t.Setenv("AMPFLOW_CI_GITHUB_TOKEN", "ghp-parent-s3cr3t")
+		t.Setenv("ALLOWED_VAR", "let-through")
+		ci, err := NewCIProvider(CIKindCommand, CIOptions{
+			Command:    []string{"sh", "-c", `env; echo "leak: ghp-parent-s3cr3t"; exit 1`},
+			CommandEnv: []string{"ALLOWED_VAR", "SET_VAR=set"}, Store: store,
+			Secrets: NewScrubber([]string{"tok-parent-s3cr3t", "ghp-parent-s3cr3t"}),
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		res, err := ci.Status(context.Background(), CIStatusInput{TaskID: "T-2026-006", Repo: repo, Commit: head})
+		if err != nil || res.State != CIFailed {
+			t.Fatalf("got %+v, %v", res, err)
+		}
+		log, err := os.ReadFile(store.ciLogPath("T-2026-006", head))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for name, out := range map[string]string{"detail": res.Detail, "log": string(log)} {
+			for _, bad := range []string{"s3cr3t", "AMPFLOW_AUTH_TOKENS", "AMPFLOW_CI_GITHUB_TOKEN"} {
+				if strings.Contains(out, bad) {
+					t.Errorf("%s shows %q:\n%s", name, bad, out)
+				}
+			}
+			for _, want := range []string{"PATH=", "ALLOWED_VAR=let-through", "SET_VAR=set", "AMPFLOW_COMMIT=" + head, "leak: " + ScrubMask} {
+				if !strings.Contains(out, want) {
+					t.Errorf("%s lacks %q:\n%s", name, want, out)
+				}
+			}
 		}
 	})
 	t.Run("UnknownCommit", func(t *testing.T) {

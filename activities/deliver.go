@@ -3,6 +3,9 @@ package activities
 import (
 	"bytes"
 	"context"
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -10,6 +13,7 @@ import (
 	"log/slog"
 	"net/http"
 	"os/exec"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -34,6 +38,11 @@ type AgentDelivery struct {
 	Command    []string      // argv for ModeCommand
 	WebhookURL string        // for ModeWebhook
 	Timeout    time.Duration // how long a command may run; zero means 30m
+	// Env lets a command see more than the base environment (see
+	// childEnv): NAME passes the worker's NAME, NAME=value sets it.
+	Env []string
+	// WebhookSecret signs each webhook delivery; empty sends it unsigned.
+	WebhookSecret string
 }
 
 // Submitter takes an agent's reply as if the agent had sent it itself.
@@ -49,8 +58,12 @@ type Delivery struct {
 	Submit Submitter
 	// Refused, when set, keeps a reply the task refused (the error log).
 	Refused func(raw []byte, reason string)
+	// Secrets are masked in an agent's stderr before it is logged or shown.
+	Secrets *Scrubber
 	HTTP    *http.Client
 	Log     *slog.Logger
+	// Now is the clock of webhook signatures; nil means time.Now.
+	Now func() time.Time
 }
 
 // maxReply bounds what a command-mode agent may print; more is ignored.
@@ -77,7 +90,7 @@ func (d *Delivery) Deliver(ctx context.Context, in DeliverInput) (DeliverResult,
 	}
 	switch a.Mode {
 	case ModeCommand:
-		return DeliverResult{Mode: ModeCommand}, d.runCommand(ctx, a, in.Message)
+		return DeliverResult{Mode: ModeCommand}, d.runCommand(ctx, a, in)
 	case ModeWebhook:
 		return DeliverResult{Mode: ModeWebhook}, d.post(ctx, a, in.Message)
 	}
@@ -91,19 +104,44 @@ func (d *Delivery) log() *slog.Logger {
 	return slog.Default()
 }
 
+// Agent environment variables, set for every command-mode agent.
+const (
+	EnvMsgID  = "AMP_MSG_ID"
+	EnvTaskID = "AMP_TASK_ID"
+	EnvRole   = "AMP_ROLE"
+)
+
+// Bounds on what is kept of an agent's stderr.
+const (
+	stderrKeepBytes = 16 << 10
+	stderrShowLines = 20
+	stderrShowBytes = 2 << 10
+)
+
+// failed is a delivery that went wrong for good: the task raises it to
+// the admins at once instead of waiting for the ACK timeout.
+func failed(summary, stderr string, cause error) error {
+	return temporal.NewNonRetryableApplicationError(summary, ErrDelivery, cause,
+		DeliveryFailure{Summary: summary, Stderr: stderr})
+}
+
 // runCommand runs a command-mode agent: the message JSON on stdin, reply
-// records (messages or ACKs, one JSON value after another) on stdout.
-func (d *Delivery) runCommand(ctx context.Context, a AgentDelivery, m amp.Message) error {
+// records (messages or ACKs, one JSON value after another) on stdout. It
+// fails when the agent cannot start, exits non-zero, exits without a
+// reply, or prints a reply the task refuses.
+func (d *Delivery) runCommand(ctx context.Context, a AgentDelivery, in DeliverInput) error {
+	m := in.Message
 	if len(a.Command) == 0 {
-		return temporal.NewNonRetryableApplicationError("agents."+string(m.To)+".command is empty", ErrDelivery, nil)
+		return failed("agents."+string(m.To)+".command is empty", "", nil)
 	}
 	timeout := a.Timeout
 	if timeout <= 0 {
 		timeout = 30 * time.Minute
 	}
+	parent := ctx
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	in, err := json.Marshal(m)
+	stdin, err := json.Marshal(m)
 	if err != nil {
 		return fmt.Errorf("encoding %s: %w", m.MsgID, err)
 	}
@@ -111,17 +149,19 @@ func (d *Delivery) runCommand(ctx context.Context, a AgentDelivery, m amp.Messag
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
 	cmd.WaitDelay = 5 * time.Second
-	cmd.Stdin = bytes.NewReader(in)
-	var errOut limitedBuffer
-	errOut.max = 16 << 10
-	cmd.Stderr = &errOut
+	cmd.Dir = in.Repo
+	cmd.Stdin = bytes.NewReader(stdin)
+	errOut := &tailWriter{max: stderrKeepBytes}
+	cmd.Stderr = errOut
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {
 		return fmt.Errorf("starting %s agent: %w", m.To, err)
 	}
-	cmd.Env = append(cmd.Environ(), "AMP_MSG_ID="+m.MsgID, "AMP_TASK_ID="+m.TaskID, "AMP_ROLE="+string(m.To))
+	// The agent is code ampflow does not control: it sees none of the
+	// worker's secrets, only what agents.<role>.env lets through.
+	cmd.Env = childEnv(nil, a.Env, EnvMsgID+"="+m.MsgID, EnvTaskID+"="+m.TaskID, EnvRole+"="+string(m.To))
 	if err := cmd.Start(); err != nil {
-		return temporal.NewNonRetryableApplicationError(fmt.Sprintf("starting %s agent %q: %v", m.To, a.Command[0], err), ErrDelivery, err)
+		return failed(fmt.Sprintf("the %s agent %q could not start: %v", m.To, a.Command[0], err), "", err)
 	}
 	// Replies are taken as the agent prints them: its ACK reaches the task
 	// when it starts working, not when it is done.
@@ -132,6 +172,9 @@ func (d *Delivery) runCommand(ctx context.Context, a AgentDelivery, m amp.Messag
 	replies := make(chan taken, 1)
 	go func() {
 		n, err := d.takeReplies(ctx, m, io.LimitReader(stdout, maxReply))
+		if err != nil {
+			cancel() // a refused reply ends the delivery
+		}
 		_, _ = io.Copy(io.Discard, stdout)
 		replies <- taken{n, err}
 	}()
@@ -141,15 +184,21 @@ func (d *Delivery) runCommand(ctx context.Context, a AgentDelivery, m amp.Messag
 		select {
 		case r := <-replies:
 			waitErr := cmd.Wait()
-			if r.err != nil {
+			stderr := d.stderrTail(errOut.String())
+			var refused *refusedReply
+			switch {
+			case errors.As(r.err, &refused):
+				return failed(refused.Error(), stderr, nil)
+			case r.err != nil:
 				return r.err
-			}
-			if waitErr != nil && r.n == 0 {
-				msg := fmt.Sprintf("%s agent for %s failed: %v", m.To, m.MsgID, waitErr)
-				if tail := strings.TrimSpace(errOut.String()); tail != "" {
-					msg += ": " + tail
-				}
-				return temporal.NewNonRetryableApplicationError(msg, ErrDelivery, waitErr)
+			case parent.Err() != nil:
+				return fmt.Errorf("delivering %s to the %s: %w", m.MsgID, m.To, parent.Err())
+			case errors.Is(ctx.Err(), context.DeadlineExceeded):
+				return failed(fmt.Sprintf("the %s agent did not finish %s within %s (agents.%s.timeout) and was stopped", m.To, m.MsgID, timeout, m.To), stderr, ctx.Err())
+			case waitErr != nil:
+				return failed(fmt.Sprintf("the %s agent %s on %s", m.To, exitText(waitErr), m.MsgID), stderr, waitErr)
+			case r.n == 0:
+				return failed(fmt.Sprintf("the %s agent exited without printing an ACK or a reply to %s", m.To, m.MsgID), stderr, nil)
 			}
 			return nil
 		case <-tick.C:
@@ -160,9 +209,44 @@ func (d *Delivery) runCommand(ctx context.Context, a AgentDelivery, m amp.Messag
 	}
 }
 
-// takeReplies submits each JSON value the agent prints, as it prints it;
-// a reply the task refuses is logged and kept, never retried. It returns
-// how many values it read.
+// exitText says how a command ended: "exited with status 3".
+func exitText(err error) string {
+	var ee *exec.ExitError
+	if errors.As(err, &ee) {
+		if ee.ExitCode() >= 0 {
+			return fmt.Sprintf("exited with status %d", ee.ExitCode())
+		}
+		return "was killed (" + ee.String() + ")"
+	}
+	return "failed (" + err.Error() + ")"
+}
+
+// stderrTail is the end of an agent's stderr as admins are shown it: the
+// last lines, secrets masked.
+func (d *Delivery) stderrTail(s string) string {
+	s = strings.TrimSpace(d.Secrets.Scrub(s))
+	if len(s) > stderrShowBytes {
+		s = s[len(s)-stderrShowBytes:]
+		if i := strings.IndexByte(s, '\n'); i >= 0 {
+			s = s[i+1:] // drop a cut line
+		}
+	}
+	lines := strings.Split(s, "\n")
+	if len(lines) > stderrShowLines {
+		lines = lines[len(lines)-stderrShowLines:]
+	}
+	return strings.ToValidUTF8(strings.Join(lines, "\n"), "�")
+}
+
+// refusedReply is a reply the task refused: it ends the delivery.
+type refusedReply struct{ reason string }
+
+func (r *refusedReply) Error() string { return r.reason }
+
+// takeReplies submits each JSON value the agent prints, as it prints it.
+// A reply that is not JSON, speaks as another role or for another task,
+// or that the task refuses is logged and kept, and ends the delivery with
+// a *refusedReply. It returns how many values it read.
 func (d *Delivery) takeReplies(ctx context.Context, m amp.Message, r io.Reader) (int, error) {
 	dec := json.NewDecoder(r)
 	n := 0
@@ -173,25 +257,40 @@ func (d *Delivery) takeReplies(ctx context.Context, m amp.Message, r io.Reader) 
 			return n, nil
 		}
 		if err != nil {
-			rest, _ := io.ReadAll(io.MultiReader(dec.Buffered(), r))
-			d.refuse(rest, fmt.Sprintf("%s agent printed something that is not JSON: %v", m.To, err))
-			return n, nil
+			// What the decoder holds; the rest is not waited for.
+			rest, _ := io.ReadAll(dec.Buffered())
+			return n, d.refuse(rest, fmt.Sprintf("the %s agent printed something that is not JSON in reply to %s: %v", m.To, m.MsgID, err))
 		}
 		n++
+		var who struct {
+			From   amp.Role `json:"from"`
+			TaskID string   `json:"task_id"`
+		}
+		_ = json.Unmarshal(raw, &who)
+		if who.From != m.To || who.TaskID != m.TaskID {
+			return n, d.refuse(raw, fmt.Sprintf("the %s agent, given %s of task %s, printed a reply from %q for task %q; it may speak only as the %s for %s",
+				m.To, m.MsgID, m.TaskID, who.From, who.TaskID, m.To, m.TaskID))
+		}
 		if _, err := d.Submit.Submit(ctx, raw); err != nil {
 			if task.ErrorCode(err) == task.CodeUnavailable {
 				return n, fmt.Errorf("handing the %s's reply to task %s: %w", m.To, m.TaskID, err)
 			}
-			d.refuse(raw, err.Error())
+			return n, d.refuse(raw, fmt.Sprintf("the task refused the %s agent's reply to %s: %s", m.To, m.MsgID, oneLine(err.Error())))
 		}
 	}
 }
 
-func (d *Delivery) refuse(raw []byte, reason string) {
+// oneLine joins a multi-line text into one line.
+func oneLine(s string) string {
+	return strings.Join(strings.Fields(s), " ")
+}
+
+func (d *Delivery) refuse(raw []byte, reason string) error {
 	d.log().Warn("agent reply refused", "reason", reason)
 	if d.Refused != nil {
 		d.Refused(raw, reason)
 	}
+	return &refusedReply{reason: reason}
 }
 
 // post delivers to a webhook; a server error or a network failure is
@@ -207,6 +306,15 @@ func (d *Delivery) post(ctx context.Context, a AgentDelivery, m amp.Message) err
 	}
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("X-AMP-Msg-Id", m.MsgID)
+	if a.WebhookSecret != "" {
+		now := time.Now
+		if d.Now != nil {
+			now = d.Now
+		}
+		ts := strconv.FormatInt(now().Unix(), 10)
+		req.Header.Set(HeaderTimestamp, ts)
+		req.Header.Set(HeaderSignature, Signature(a.WebhookSecret, ts, body))
+	}
 	hc := d.HTTP
 	if hc == nil {
 		hc = &http.Client{Timeout: 30 * time.Second}
@@ -226,19 +334,18 @@ func (d *Delivery) post(ctx context.Context, a AgentDelivery, m amp.Message) err
 	return temporal.NewNonRetryableApplicationError(fmt.Sprintf("posting %s to %s: %s", m.MsgID, a.WebhookURL, resp.Status), ErrDelivery, nil)
 }
 
-// limitedBuffer keeps at most max bytes.
-type limitedBuffer struct {
-	bytes.Buffer
-	max int
-}
+// Headers of a signed webhook delivery.
+const (
+	HeaderTimestamp = "X-AMP-Timestamp"
+	HeaderSignature = "X-AMP-Signature"
+)
 
-func (b *limitedBuffer) Write(p []byte) (int, error) {
-	if room := b.max - b.Len(); room > 0 {
-		if len(p) > room {
-			b.Buffer.Write(p[:room])
-		} else {
-			b.Buffer.Write(p)
-		}
-	}
-	return len(p), nil
+// Signature is the X-AMP-Signature of a webhook body sent at ts (Unix
+// seconds): "v1=" and the hex HMAC-SHA256, keyed with the secret, of
+// ts + "." + body.
+func Signature(secret, ts string, body []byte) string {
+	mac := hmac.New(sha256.New, []byte(secret))
+	mac.Write([]byte(ts + "."))
+	mac.Write(body)
+	return "v1=" + hex.EncodeToString(mac.Sum(nil))
 }

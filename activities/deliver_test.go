@@ -2,6 +2,9 @@ package activities
 
 import (
 	"context"
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"io"
@@ -9,6 +12,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -40,6 +44,24 @@ func testDispatch(t *testing.T) amp.Message {
 	return amp.NewMessage(amp.RoleCoordinator, amp.RoleExecutor, "T-2026-001", time.Unix(1_800_000_000, 0), p)
 }
 
+// deliveryFailure delivers and returns the failure it must end with.
+func deliveryFailure(t *testing.T, d *Delivery, in DeliverInput) DeliveryFailure {
+	t.Helper()
+	_, err := d.Deliver(context.Background(), in)
+	var app *temporal.ApplicationError
+	if !errors.As(err, &app) || app.Type() != ErrDelivery || !app.NonRetryable() {
+		t.Fatalf("Deliver: %v, want a non-retryable %s", err, ErrDelivery)
+	}
+	var f DeliveryFailure
+	if err := app.Details(&f); err != nil {
+		t.Fatalf("failure details: %v", err)
+	}
+	if f.Summary != app.Message() {
+		t.Errorf("summary %q, message %q", f.Summary, app.Message())
+	}
+	return f
+}
+
 func isNonRetryable(err error) bool {
 	var app *temporal.ApplicationError
 	return errors.As(err, &app) && app.NonRetryable()
@@ -53,7 +75,7 @@ func TestDeliverCommand(t *testing.T) {
 		t.Setenv("AMP_TEST_REPLY", string(ack)+"\n"+string(ack))
 		sub := &fakeSubmitter{}
 		// The agent must see the message on stdin: it echoes its msg_id check.
-		d := &Delivery{Submit: sub, Executor: AgentDelivery{Mode: ModeCommand, Command: []string{"sh", "-c",
+		d := &Delivery{Submit: sub, Executor: AgentDelivery{Mode: ModeCommand, Env: []string{"AMP_TEST_REPLY"}, Command: []string{"sh", "-c",
 			`grep -q "\"msg_id\":\"$AMP_MSG_ID\"" && printf '%s' "$AMP_TEST_REPLY"`}}}
 		res, err := d.Deliver(context.Background(), DeliverInput{Message: m})
 		if err != nil || res.Mode != ModeCommand {
@@ -63,24 +85,108 @@ func TestDeliverCommand(t *testing.T) {
 			t.Errorf("submitted %q, want the ACK twice", sub.got)
 		}
 	})
-	t.Run("RefusedReplyLogged", func(t *testing.T) {
-		t.Setenv("AMP_TEST_REPLY", `{"msg_id":"nonsense"} not json`)
-		sub := &fakeSubmitter{refuse: task.Errorf(task.CodeInvalid, "msg_id: malformed")}
+	t.Run("NotJSONEndsDelivery", func(t *testing.T) {
+		t.Setenv("AMP_TEST_REPLY", string(ack)+` not json`)
+		sub := &fakeSubmitter{}
 		var refused []string
 		d := &Delivery{Submit: sub, Refused: func(raw []byte, reason string) { refused = append(refused, reason) },
-			Executor: AgentDelivery{Mode: ModeCommand, Command: []string{"sh", "-c", `cat >/dev/null; printf '%s' "$AMP_TEST_REPLY"`}}}
-		if _, err := d.Deliver(context.Background(), DeliverInput{Message: m}); err != nil {
-			t.Fatalf("a refused reply failed the delivery: %v", err)
+			Executor: AgentDelivery{Mode: ModeCommand, Env: []string{"AMP_TEST_REPLY"},
+				Command: []string{"sh", "-c", `cat >/dev/null; printf '%s' "$AMP_TEST_REPLY"; sleep 30`}}}
+		f := deliveryFailure(t, d, DeliverInput{Message: m})
+		if len(sub.got) != 1 || len(refused) != 1 || !strings.Contains(f.Summary, "not JSON") {
+			t.Errorf("submitted %d, refused %q, failure %+v; want the ACK taken, then the rest refused", len(sub.got), refused, f)
 		}
-		if len(refused) != 2 {
-			t.Errorf("refused %q, want the invalid record and the non-JSON tail", refused)
+	})
+	t.Run("RefusedByTask", func(t *testing.T) {
+		t.Setenv("AMP_TEST_REPLY", string(ack))
+		sub := &fakeSubmitter{refuse: task.Errorf(task.CodeInvalid, "msg_id: malformed")}
+		d := &Delivery{Submit: sub, Executor: AgentDelivery{Mode: ModeCommand, Env: []string{"AMP_TEST_REPLY"},
+			Command: []string{"sh", "-c", `cat >/dev/null; printf '%s' "$AMP_TEST_REPLY"`}}}
+		f := deliveryFailure(t, d, DeliverInput{Message: m})
+		if !strings.Contains(f.Summary, "msg_id: malformed") {
+			t.Errorf("failure %+v does not say why the task refused the reply", f)
+		}
+	})
+	// An agent speaks only as the role it was delivered to, for the task
+	// it was delivered for.
+	t.Run("WrongRoleOrTask", func(t *testing.T) {
+		asReviewer := amp.NewAck(amp.RoleReviewer, m, time.Unix(1_800_000_001, 0))
+		otherTask := amp.NewAck(amp.RoleExecutor, m, time.Unix(1_800_000_001, 0))
+		otherTask.TaskID = "T-2026-999"
+		for name, a := range map[string]amp.Ack{"Role": asReviewer, "Task": otherTask} {
+			t.Run(name, func(t *testing.T) {
+				b, _ := json.Marshal(a)
+				t.Setenv("AMP_TEST_REPLY", string(b))
+				sub := &fakeSubmitter{}
+				var refused [][]byte
+				d := &Delivery{Submit: sub, Refused: func(raw []byte, _ string) { refused = append(refused, raw) },
+					Executor: AgentDelivery{Mode: ModeCommand, Env: []string{"AMP_TEST_REPLY"},
+						Command: []string{"sh", "-c", `cat >/dev/null; printf '%s' "$AMP_TEST_REPLY"; sleep 30`}}}
+				start := time.Now()
+				f := deliveryFailure(t, d, DeliverInput{Message: m})
+				if len(sub.got) != 0 {
+					t.Errorf("the reply reached the task: %s", sub.got)
+				}
+				if len(refused) != 1 || !strings.Contains(f.Summary, "may speak only as the executor for T-2026-001") {
+					t.Errorf("refused %d, failure %+v", len(refused), f)
+				}
+				if time.Since(start) > 10*time.Second {
+					t.Error("the agent was not stopped")
+				}
+			})
 		}
 	})
 	t.Run("FailedWithoutReply", func(t *testing.T) {
-		d := &Delivery{Submit: &fakeSubmitter{}, Executor: AgentDelivery{Mode: ModeCommand, Command: []string{"sh", "-c", "echo boom >&2; exit 3"}}}
-		_, err := d.Deliver(context.Background(), DeliverInput{Message: m})
-		if !isNonRetryable(err) {
-			t.Fatalf("error %v, want a non-retryable delivery error", err)
+		d := &Delivery{Submit: &fakeSubmitter{}, Executor: AgentDelivery{Mode: ModeCommand, Command: []string{"sh", "-c",
+			"for i in $(seq 1 50); do echo \"noise $i\" >&2; done; echo boom >&2; exit 3"}}}
+		f := deliveryFailure(t, d, DeliverInput{Message: m})
+		if !strings.Contains(f.Summary, "exited with status 3") || strings.Contains(f.Summary, "\n") {
+			t.Errorf("summary %q", f.Summary)
+		}
+		if !strings.HasSuffix(f.Stderr, "noise 50\nboom") || strings.Count(f.Stderr, "\n") != stderrShowLines-1 {
+			t.Errorf("stderr %q, want its last %d lines", f.Stderr, stderrShowLines)
+		}
+	})
+	t.Run("ExitZeroWithoutReply", func(t *testing.T) {
+		d := &Delivery{Submit: &fakeSubmitter{}, Executor: AgentDelivery{Mode: ModeCommand, Command: []string{"sh", "-c", "cat >/dev/null"}}}
+		if f := deliveryFailure(t, d, DeliverInput{Message: m}); !strings.Contains(f.Summary, "without printing an ACK or a reply") {
+			t.Errorf("summary %q", f.Summary)
+		}
+	})
+	t.Run("CannotStart", func(t *testing.T) {
+		d := &Delivery{Submit: &fakeSubmitter{}, Executor: AgentDelivery{Mode: ModeCommand, Command: []string{"/nonexistent/agent"}}}
+		if f := deliveryFailure(t, d, DeliverInput{Message: m}); !strings.Contains(f.Summary, "could not start") {
+			t.Errorf("summary %q", f.Summary)
+		}
+	})
+	// The agent sees none of the worker's secrets, runs in the task's
+	// repository, and what it prints on stderr is shown with secrets masked.
+	t.Run("SeesNoSecrets", func(t *testing.T) {
+		t.Setenv("AMPFLOW_AUTH_TOKENS", "tok-parent-s3cr3t:admin:ops")
+		t.Setenv("AMPFLOW_TEMPORAL_API_KEY", "key-parent-s3cr3t")
+		t.Setenv("LEAKY", "tok-parent-s3cr3t")
+		repo := t.TempDir()
+		out := filepath.Join(t.TempDir(), "env")
+		d := &Delivery{Submit: &fakeSubmitter{}, Secrets: NewScrubber([]string{"tok-parent-s3cr3t", "key-parent-s3cr3t"}),
+			Executor: AgentDelivery{Mode: ModeCommand, Env: []string{"LEAKY", "OUT=" + out},
+				Command: []string{"sh", "-c", `env > "$OUT"; echo "cwd=$(pwd)" >> "$OUT"; echo "token is $LEAKY" >&2; exit 1`}}}
+		f := deliveryFailure(t, d, DeliverInput{Message: m, Repo: repo})
+		env, err := os.ReadFile(out)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, bad := range []string{"AMPFLOW_AUTH_TOKENS", "AMPFLOW_TEMPORAL_API_KEY", "key-parent-s3cr3t"} {
+			if strings.Contains(string(env), bad) {
+				t.Errorf("the agent saw %s:\n%s", bad, env)
+			}
+		}
+		for _, want := range []string{"PATH=", "AMP_ROLE=executor", "AMP_TASK_ID=T-2026-001", "AMP_MSG_ID=" + m.MsgID, "cwd=" + repo} {
+			if !strings.Contains(string(env), want) {
+				t.Errorf("the agent's environment lacks %s:\n%s", want, env)
+			}
+		}
+		if f.Stderr != "token is "+ScrubMask {
+			t.Errorf("stderr %q, want the secret masked", f.Stderr)
 		}
 	})
 	t.Run("TimeoutKillsProcessGroup", func(t *testing.T) {
@@ -127,6 +233,42 @@ func TestDeliverWebhook(t *testing.T) {
 	}
 }
 
+// TestDeliverWebhookSigned checks the signature the way an agent's
+// webhook would: its own HMAC of "timestamp.body" with the shared secret.
+func TestDeliverWebhookSigned(t *testing.T) {
+	m := testDispatch(t)
+	const secret = "whsec-test"
+	at := time.Unix(1_800_000_123, 0)
+	var ts, sig string
+	var body []byte
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ = io.ReadAll(r.Body)
+		ts, sig = r.Header.Get("X-AMP-Timestamp"), r.Header.Get("X-AMP-Signature")
+	}))
+	defer srv.Close()
+	d := &Delivery{Now: func() time.Time { return at },
+		Executor: AgentDelivery{Mode: ModeWebhook, WebhookURL: srv.URL, WebhookSecret: secret}}
+	if _, err := d.Deliver(context.Background(), DeliverInput{Message: m}); err != nil {
+		t.Fatal(err)
+	}
+	if ts != "1800000123" {
+		t.Errorf("X-AMP-Timestamp = %q, want the Unix seconds of the delivery", ts)
+	}
+	mac := hmac.New(sha256.New, []byte(secret))
+	mac.Write([]byte(ts))
+	mac.Write([]byte("."))
+	mac.Write(body)
+	if want := "v1=" + hex.EncodeToString(mac.Sum(nil)); sig != want {
+		t.Errorf("X-AMP-Signature = %q, want %q", sig, want)
+	}
+	// Another secret, or another body, does not verify.
+	other := hmac.New(sha256.New, []byte("not-the-secret"))
+	other.Write([]byte(ts + "." + string(body)))
+	if sig == "v1="+hex.EncodeToString(other.Sum(nil)) {
+		t.Error("the signature does not depend on the secret")
+	}
+}
+
 func TestDeliverPull(t *testing.T) {
 	d := &Delivery{}
 	res, err := d.Deliver(context.Background(), DeliverInput{Message: testDispatch(t)})
@@ -144,7 +286,7 @@ func TestDeliverCommandStreamsReplies(t *testing.T) {
 	marker := t.TempDir() + "/go-on"
 	t.Setenv("AMP_TEST_MARKER", marker)
 	sub := &fakeSubmitter{}
-	d := &Delivery{Submit: sub, Executor: AgentDelivery{Mode: ModeCommand, Command: []string{"sh", "-c",
+	d := &Delivery{Submit: sub, Executor: AgentDelivery{Mode: ModeCommand, Env: []string{"AMP_TEST_REPLY", "AMP_TEST_MARKER"}, Command: []string{"sh", "-c",
 		`cat >/dev/null; printf '%s\n' "$AMP_TEST_REPLY"; while [ ! -e "$AMP_TEST_MARKER" ]; do sleep 0.05; done`}}}
 	errc := make(chan error, 1)
 	go func() { _, err := d.Deliver(context.Background(), DeliverInput{Message: m}); errc <- err }()

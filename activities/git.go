@@ -11,6 +11,8 @@ import (
 	"strings"
 
 	"go.temporal.io/sdk/temporal"
+
+	"github.com/ampflow/ampflow/integrations/github"
 )
 
 // DiffWriter keeps a diff where a reviewer can read it and returns its path.
@@ -38,8 +40,14 @@ type Git struct {
 	// GitHubHosts are extra host names (GitHub Enterprise) whose origin
 	// URLs get compare URLs; github.com is always one.
 	GitHubHosts []string
+	// GitHubRepo is the repository ci.github.repo names; the zero Repo
+	// means origin's, read by CheckBranch.
+	GitHubRepo github.Repo
 	// Bin is the git executable; empty means "git" on PATH.
 	Bin string
+	// MaxDiff caps the git diff output read to check a result; zero is
+	// DefaultMaxDiff. A larger diff is reported as too large to check.
+	MaxDiff int64
 }
 
 // gitError is a failed git command with its stderr.
@@ -210,7 +218,9 @@ func (s refSet) head(repo, branch string) (string, error) {
 // defaultBranch finds the repository's default branch as documented on
 // Git; "" when there is none. HEAD's branch is not taken when it is
 // exclude; fromHEAD says the answer is that last guess.
-func (g *Git) defaultBranch(ctx context.Context, repo string, refs refSet, exclude string) (def string, fromHEAD bool, err error) {
+//
+// cfg, when not nil, is the repository's configuration already read.
+func (g *Git) defaultBranch(ctx context.Context, repo string, refs refSet, exclude string, cfg *repoConfig) (def string, fromHEAD bool, err error) {
 	if refs.originHead != "" {
 		return refs.originHead, false, nil
 	}
@@ -226,7 +236,9 @@ func (g *Git) defaultBranch(ctx context.Context, repo string, refs refSet, exclu
 		}
 	}
 	candidates := []string{}
-	if out, err := g.run(ctx, repo, "config", "--get", "init.defaultBranch"); err == nil {
+	if cfg != nil {
+		candidates = append(candidates, cfg.initDefault)
+	} else if out, err := g.run(ctx, repo, "config", "--get", "init.defaultBranch"); err == nil {
 		candidates = append(candidates, strings.TrimSpace(string(out)))
 	} else if ctx.Err() != nil {
 		return "", false, ctx.Err()
@@ -272,7 +284,17 @@ func (g *Git) CheckBranch(ctx context.Context, in CheckBranchInput) (CheckBranch
 	if err != nil {
 		return CheckBranchResult{}, err
 	}
-	def, fromHEAD, err := g.defaultBranch(ctx, in.Repo, refs, "")
+	var cfg *repoConfig
+	if g.GitHubRepo.Name == "" {
+		// origin's URL names the task's GitHub repository; it is read with
+		// init.defaultBranch, in one process.
+		c, err := g.readConfig(ctx, in.Repo)
+		if err != nil {
+			return CheckBranchResult{}, err
+		}
+		cfg = &c
+	}
+	def, fromHEAD, err := g.defaultBranch(ctx, in.Repo, refs, "", cfg)
 	if err != nil {
 		return CheckBranchResult{}, fmt.Errorf("finding the default branch of %s: %w", in.Repo, err)
 	}
@@ -289,5 +311,41 @@ func (g *Git) CheckBranch(ctx context.Context, in CheckBranchInput) (CheckBranch
 	if err != nil {
 		return CheckBranchResult{}, err
 	}
-	return CheckBranchResult{DefaultBranch: def, Head: head}, nil
+	gh := g.GitHubRepo
+	if cfg != nil {
+		gh, _ = github.ParseRemote(cfg.originURL, g.GitHubHosts...)
+	}
+	res := CheckBranchResult{DefaultBranch: def, Head: head}
+	if gh.Name != "" {
+		res.GitHubRepo = gh.FullName()
+	}
+	return res, nil
+}
+
+// repoConfig is what CheckBranch reads of a repository's configuration.
+type repoConfig struct {
+	initDefault string // init.defaultBranch
+	originURL   string // remote.origin.url
+}
+
+// readConfig reads repoConfig in one git process; unset keys are empty.
+func (g *Git) readConfig(ctx context.Context, repo string) (repoConfig, error) {
+	out, err := g.run(ctx, repo, "config", "--get-regexp", `^(init\.defaultbranch|remote\.origin\.url)$`)
+	if err != nil {
+		if ctx.Err() != nil {
+			return repoConfig{}, ctx.Err()
+		}
+		return repoConfig{}, nil // exit 1: none is set
+	}
+	var c repoConfig
+	for line := range strings.Lines(string(out)) {
+		key, val, _ := strings.Cut(strings.TrimRight(line, "\n"), " ")
+		switch key { // git prints the names in lower case; the last value wins, as with --get
+		case "init.defaultbranch":
+			c.initDefault = strings.TrimSpace(val)
+		case "remote.origin.url":
+			c.originURL = strings.TrimSpace(val)
+		}
+	}
+	return c, nil
 }

@@ -83,7 +83,10 @@ func TestGitProcessCounts(t *testing.T) {
 		if err != nil || res.Head != commit || res.DefaultBranch != "main" {
 			t.Fatalf("got %+v, %v", res, err)
 		}
-		check(t, "CheckBranch with origin/HEAD", 2)
+		// The third reads origin's URL, which the task keeps as its
+		// GitHub repository (without origin/HEAD, the same process reads
+		// init.defaultBranch).
+		check(t, "CheckBranch with origin/HEAD", 3)
 	})
 	in := CheckResultInput{TaskID: "T-2026-001", MsgID: "task_result-T-2026-001-1", Repo: repo, Branch: "feature/bench",
 		Commit: commit, DefaultBranch: "main", Claimed: diffSum([]string{"bench.txt"}, 3, 0)}

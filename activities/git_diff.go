@@ -3,8 +3,12 @@ package activities
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
+	"io"
+	"os/exec"
 	"path"
+	"path/filepath"
 	"regexp"
 	"slices"
 	"sort"
@@ -66,7 +70,7 @@ func (g *Git) CheckResult(ctx context.Context, in CheckResultInput) (CheckResult
 
 	def := normalizeBranch(in.DefaultBranch)
 	if def == "" {
-		if def, _, err = g.defaultBranch(ctx, in.Repo, refs, branch); err != nil {
+		if def, _, err = g.defaultBranch(ctx, in.Repo, refs, branch, nil); err != nil {
 			return out, fmt.Errorf("finding the default branch of %s: %w", in.Repo, err)
 		}
 	}
@@ -93,18 +97,84 @@ func (g *Git) CheckResult(ctx context.Context, in CheckResultInput) (CheckResult
 	if err != nil {
 		return out, err
 	}
-	stat, err := g.run(ctx, in.Repo, append(append([]string{"diff", "--numstat", "-z"}, diffFlags...), base, commit, "--")...)
-	if err != nil {
+	stat, err := g.runCapped(ctx, in.Repo, append(append([]string{"diff", "--numstat", "-z"}, diffFlags...), base, commit, "--")...)
+	switch {
+	case errors.Is(err, errDiffTooLarge):
+		out.Mismatches = append(out.Mismatches, g.tooLarge(base, commit, "diff_summary"))
+	case err != nil:
 		return out, fmt.Errorf("diffing %s..%s in %s: %w", short(base), short(commit), in.Repo, err)
+	default:
+		out.Actual, err = parseNumstat(stat)
+		if err != nil {
+			return out, fmt.Errorf("diffing %s..%s in %s: %w", short(base), short(commit), in.Repo, err)
+		}
+		out.Mismatches = compareDiff(in.Claimed, out.Actual)
 	}
-	out.Actual, err = parseNumstat(stat)
-	if err != nil {
-		return out, fmt.Errorf("diffing %s..%s in %s: %w", short(base), short(commit), in.Repo, err)
-	}
-	out.Mismatches = compareDiff(in.Claimed, out.Actual)
 	out.DiffURL, err = g.diffURL(ctx, in, refs, on, def, base, commit)
+	if errors.Is(err, errDiffTooLarge) {
+		out.Mismatches = append(out.Mismatches, g.tooLarge(base, commit, "diff"))
+		err = nil
+	}
 	if err != nil {
 		return out, err
+	}
+	return out, nil
+}
+
+// DefaultMaxDiff caps the git diff output read to check a result when
+// Git.MaxDiff is zero.
+const DefaultMaxDiff = 64 << 20
+
+// errDiffTooLarge is a git diff whose output passed the cap.
+var errDiffTooLarge = errors.New("git diff output too large")
+
+func (g *Git) maxDiff() int64 {
+	if g == nil || g.MaxDiff <= 0 {
+		return DefaultMaxDiff
+	}
+	return g.MaxDiff
+}
+
+// tooLarge is the note a reviewer gets for a diff not checked or kept.
+func (g *Git) tooLarge(base, commit, what string) string {
+	return fmt.Sprintf("%s: too large to check: git diff %s..%s is over %d bytes; %s not verified, review the commit in the repository",
+		what, short(base), short(commit), g.maxDiff(), what)
+}
+
+// runCapped runs git like run, reading at most maxDiff bytes of its
+// output: past that git is stopped and errDiffTooLarge returned, so a huge
+// diff costs no more memory than the cap.
+func (g *Git) runCapped(ctx context.Context, dir string, args ...string) ([]byte, error) {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	full := append([]string{"-c", "core.quotepath=off", "-c", "color.ui=false"}, args...)
+	cmd := exec.CommandContext(ctx, g.bin(), full...)
+	cmd.Dir = dir
+	cmd.Env = gitEnv("GIT_CEILING_DIRECTORIES=" + filepath.Dir(dir))
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	pipe, err := cmd.StdoutPipe()
+	if err != nil {
+		return nil, fmt.Errorf("git %s: %w", strings.Join(args, " "), err)
+	}
+	if err := cmd.Start(); err != nil {
+		return nil, fmt.Errorf("git %s: %w", strings.Join(args, " "), err)
+	}
+	limit := g.maxDiff()
+	out, rerr := io.ReadAll(io.LimitReader(pipe, limit+1))
+	if int64(len(out)) > limit {
+		cancel() // stops git; what it would still print is not wanted
+		cmd.Wait()
+		return nil, errDiffTooLarge
+	}
+	werr := cmd.Wait()
+	switch {
+	case ctx.Err() != nil:
+		return nil, fmt.Errorf("git %s: %w", strings.Join(args, " "), ctx.Err())
+	case werr != nil:
+		return out, &gitError{args: args, stderr: stderr.String(), err: werr}
+	case rerr != nil:
+		return nil, fmt.Errorf("git %s: reading its output: %w", strings.Join(args, " "), rerr)
 	}
 	return out, nil
 }
@@ -241,9 +311,9 @@ func compareDiff(claimed, actual amp.DiffSummary) []string {
 	return out
 }
 
-// diffURL is a GitHub compare URL when origin is on GitHub and the commit
-// has been pushed there (on is where it is); otherwise the diff is written
-// through g.Diffs and its path returned.
+// diffURL is a GitHub compare URL when the task has a GitHub repository
+// (in.GitHubRepo) and the commit has been pushed to origin (on is where it
+// is); otherwise the diff is written through g.Diffs and its path returned.
 func (g *Git) diffURL(ctx context.Context, in CheckResultInput, refs refSet, on map[string]bool, def, base, commit string) (string, error) {
 	pushed := false
 	for ref := range on {
@@ -252,25 +322,22 @@ func (g *Git) diffURL(ctx context.Context, in CheckResultInput, refs refSet, on 
 			break
 		}
 	}
-	if pushed {
-		remote, err := g.run(ctx, in.Repo, "config", "--get", "remote.origin.url")
-		switch {
-		case err == nil:
-			if repo, ok := github.ParseRemote(strings.TrimSpace(string(remote)), g.GitHubHosts...); ok {
-				from := base
-				if _, ok := refs.commits["refs/remotes/origin/"+def]; def != "" && ok {
-					from = def
-				}
-				return repo.CompareURL(from, commit), nil
-			}
-		case ctx.Err() != nil:
-			return "", ctx.Err()
+	// The repository is the one recorded when the task started, never
+	// origin as it is now: an executor can point that anywhere.
+	if repo, ok := github.ParseFullName(in.GitHubRepo); pushed && ok {
+		from := base
+		if _, ok := refs.commits["refs/remotes/origin/"+def]; def != "" && ok {
+			from = def
 		}
+		return repo.CompareURL(from, commit), nil
 	}
 	if g.Diffs == nil {
 		return "", nil
 	}
-	patch, err := g.run(ctx, in.Repo, append(append([]string{"diff", "--binary"}, diffFlags...), base, commit, "--")...)
+	patch, err := g.runCapped(ctx, in.Repo, append(append([]string{"diff", "--binary"}, diffFlags...), base, commit, "--")...)
+	if errors.Is(err, errDiffTooLarge) {
+		return "", err
+	}
 	if err != nil {
 		return "", fmt.Errorf("diffing %s..%s in %s: %w", short(base), short(commit), in.Repo, err)
 	}

@@ -212,6 +212,12 @@ func TestCheckResultGitHubURL(t *testing.T) {
 
 	for _, remote := range []string{"git@github.com:acme/widget.git", "https://github.com/acme/widget", "ssh://git@github.com/acme/widget.git"} {
 		gitT(t, r.dir, "config", "remote.origin.url", remote)
+		// The task starts: CheckBranch records the repository.
+		started, err := g.CheckBranch(context.Background(), CheckBranchInput{Repo: r.dir, Branch: "feature/x"})
+		if err != nil || started.GitHubRepo != "github.com/acme/widget" {
+			t.Fatalf("%s: CheckBranch = %+v, %v; want github.com/acme/widget recorded", remote, started, err)
+		}
+		in.GitHubRepo = started.GitHubRepo
 		// Not pushed yet: GitHub cannot show it, so the diff goes to the SSOT.
 		out, err := g.CheckResult(context.Background(), in)
 		if err != nil {
@@ -228,6 +234,12 @@ func TestCheckResultGitHubURL(t *testing.T) {
 		}
 		if want := "https://github.com/acme/widget/compare/main..." + r.feature; out.DiffURL != want {
 			t.Errorf("%s: DiffURL = %q, want %q", remote, out.DiffURL, want)
+		}
+		// origin moved after the start: the URL stays on the recorded one.
+		gitT(t, r.dir, "config", "remote.origin.url", "git@github.com:mallory/widget.git")
+		out, err = g.CheckResult(context.Background(), in)
+		if want := "https://github.com/acme/widget/compare/main..." + r.feature; err != nil || out.DiffURL != want {
+			t.Errorf("origin moved to mallory/widget: DiffURL = %q, %v; want %q", out.DiffURL, err, want)
 		}
 		gitT(t, r.dir, "update-ref", "-d", "refs/remotes/origin/feature/x")
 		gitT(t, r.dir, "update-ref", "-d", "refs/remotes/origin/main")
@@ -325,8 +337,17 @@ func TestCheckResultClone(t *testing.T) {
 		}
 	}
 
+	// No GitHub repository recorded at the start: the diff goes to the SSOT.
+	if out.DiffURL == "" || strings.HasPrefix(out.DiffURL, "https://") {
+		t.Errorf("DiffURL = %q with no GitHub repository, want a file in the SSOT", out.DiffURL)
+	}
 	// Pushed, on GitHub: a compare URL from origin's default branch.
 	gitT(t, clone, "config", "remote.origin.url", "git@github.com:acme/widget.git")
+	started, err := g.CheckBranch(context.Background(), CheckBranchInput{Repo: clone, Branch: "feature/x"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	in.GitHubRepo = started.GitHubRepo
 	out, err = g.CheckResult(context.Background(), in)
 	if want := "https://github.com/acme/widget/compare/main..." + r.feature; err != nil || out.DiffURL != want {
 		t.Errorf("DiffURL = %q, %v; want %q", out.DiffURL, err, want)

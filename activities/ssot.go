@@ -40,6 +40,9 @@ type StoreOptions struct {
 	AuthorName, AuthorEmail string
 	// Now is the clock for records without RecordedAt; nil is time.Now.
 	Now func() time.Time
+	// ErrorLogMax is the size at which errors.jsonl is rotated; zero is
+	// DefaultErrorLogMax.
+	ErrorLogMax int64
 	// GitBin is the git executable; empty means "git" on PATH.
 	GitBin string
 }
@@ -56,16 +59,18 @@ type StoreOptions struct {
 // What is synced: a Record call appends its records' lines in one write
 // and fsyncs index.jsonl once; when that creates index.jsonl, the task's
 // directory and tasks/ are fsynced too. errors.jsonl is appended and
-// fsynced per entry; diffs and CI results are written to a temporary
-// file, fsynced, renamed, and their directory fsynced. task.json is not
-// synced.
+// fsynced by one writer behind AppendError, a batch at a time; diffs and
+// CI results are written to a temporary file, fsynced, renamed, and their
+// directory fsynced. task.json is not synced.
 //
 // What a power cut can lose: no record of a Record call that succeeded.
 // A journal line the cut tore belongs to a call that did not succeed:
 // readers ignore it and the task's next write in a new process cuts it
 // off. task.json may hold an older state or, as states are written in
 // place, bytes of two; Task then returns the spare's state when that is
-// whole, and the task's next state write replaces it.
+// whole, and the task's next state write replaces it. Refusals queued
+// for errors.jsonl and not yet written are lost (FlushErrors waits for
+// them).
 //
 // Older data: journal lines of the form {"id","kind"} carry no record;
 // for those, messages/<id>.json, fsynced when it was written, is the
@@ -83,6 +88,7 @@ type Store struct {
 	noLink     atomic.Bool // nor hard-link a file
 
 	errMu sync.Mutex
+	errs  errorLog
 	git   *ssotGit
 }
 

@@ -1,15 +1,12 @@
 package activities
 
 import (
-	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
 	"sort"
 	"strings"
-	"time"
 	"unicode"
 )
 
@@ -105,72 +102,5 @@ func (s *Store) Tasks() ([]string, error) {
 		}
 	}
 	sort.Strings(out)
-	return out, nil
-}
-
-// ErrorEntry is one refused input, kept in errors.jsonl.
-type ErrorEntry struct {
-	Time   time.Time `json:"time"`
-	Remote string    `json:"remote,omitempty"` // client address, when from the network
-	Source string    `json:"source"`           // http, cli, …
-	Reason string    `json:"reason"`
-	Raw    string    `json:"raw,omitempty"` // the refused input, cut at maxErrorRaw bytes
-}
-
-const maxErrorRaw = 64 << 10
-
-// AppendError appends a refused input to errors.jsonl (fsynced).
-func (s *Store) AppendError(e ErrorEntry) error {
-	if e.Time.IsZero() {
-		e.Time = s.now()
-	}
-	e.Time = e.Time.UTC()
-	if len(e.Raw) > maxErrorRaw {
-		e.Raw = e.Raw[:maxErrorRaw] + "…(cut)"
-	}
-	line, err := json.Marshal(e)
-	if err != nil {
-		return fmt.Errorf("encoding error entry from %s: %w", e.Source, err)
-	}
-	s.errMu.Lock()
-	defer s.errMu.Unlock()
-	path := filepath.Join(s.root, "errors.jsonl")
-	_, statErr := os.Stat(path)
-	err = appendSync(path, append(line, '\n'))
-	if err == nil && errors.Is(statErr, os.ErrNotExist) {
-		err = syncDir(s.root)
-	}
-	if err != nil {
-		return fmt.Errorf("appending error entry from %s: %w", e.Source, err)
-	}
-	if s.git != nil {
-		msg := fmt.Sprintf("ssot: error from %s", e.Source)
-		if err := s.git.commit(context.Background(), msg, filepath.Join(s.root, "errors.jsonl")); err != nil {
-			return fmt.Errorf("committing error entry from %s: %w", e.Source, err)
-		}
-	}
-	return nil
-}
-
-// Errors returns every entry of errors.jsonl, oldest first.
-func (s *Store) Errors() ([]ErrorEntry, error) {
-	data, err := os.ReadFile(filepath.Join(s.root, "errors.jsonl"))
-	if errors.Is(err, os.ErrNotExist) {
-		return nil, nil
-	}
-	if err != nil {
-		return nil, fmt.Errorf("reading errors.jsonl: %w", err)
-	}
-	var out []ErrorEntry
-	for _, line := range strings.Split(string(data), "\n") {
-		if line == "" {
-			continue
-		}
-		var e ErrorEntry
-		if err := json.Unmarshal([]byte(line), &e); err != nil {
-			continue // a line torn by a crash
-		}
-		out = append(out, e)
-	}
 	return out, nil
 }

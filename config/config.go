@@ -181,12 +181,18 @@ type CI struct {
 type CIGitHub struct {
 	Token  string `mapstructure:"token"` // secret
 	APIURL string `mapstructure:"api_url"`
+	// Repo is OWNER/NAME of the repository whose checks count; empty means
+	// the origin remote of the task's repository, read when the task starts.
+	Repo string `mapstructure:"repo"`
 }
 
 // CICommand runs a local command in the task's repository as its CI.
 type CICommand struct {
 	Run     []string      `mapstructure:"run"` // argv, not a shell line
 	Timeout time.Duration `mapstructure:"timeout"`
+	// Env names the worker's environment variables the command may see
+	// beyond the base set; NAME=value sets one outright.
+	Env []string `mapstructure:"env"`
 }
 
 // SSOT configures the single source of truth: the on-disk record of every
@@ -221,9 +227,14 @@ const (
 // API, ampflow runs a command, or ampflow posts them to a webhook.
 type Agent struct {
 	Mode       string        `mapstructure:"mode"`
-	Command    []string      `mapstructure:"command"` // argv
+	Command    []string      `mapstructure:"command"` // argv, not a shell line
 	WebhookURL string        `mapstructure:"webhook_url"`
 	Timeout    time.Duration `mapstructure:"timeout"`
+	// Env names the worker's environment variables a command-mode agent
+	// may see beyond the base set; NAME=value sets one outright.
+	Env []string `mapstructure:"env"`
+	// WebhookSecret signs each webhook delivery (X-AMP-Signature).
+	WebhookSecret string `mapstructure:"webhook_secret"` // secret
 }
 
 // Slack configures the Slack integration.

@@ -261,3 +261,22 @@ func TestEnvName(t *testing.T) {
 		}
 	}
 }
+
+// A command written as one string in the file is refused with the list
+// that fixes it, not run as a program named "python3 agent.py".
+func TestCommandStringRefused(t *testing.T) {
+	file := writeFile(t, "ampflow.yaml", "agents:\n  executor:\n    mode: command\n    command: python3 agent.py\n")
+	c := load(t, file, nil)
+	err := c.Validate()
+	if err == nil || !strings.Contains(err.Error(), "agents.executor.command") || !strings.Contains(err.Error(), "[python3, agent.py]") {
+		t.Fatalf("Validate() = %v, want agents.executor.command refused with the list form", err)
+	}
+	fixed := load(t, writeFile(t, "ampflow.yaml", "agents:\n  executor:\n    mode: command\n    command: [python3, agent.py]\n"), nil)
+	if err := fixed.Validate(); err != nil {
+		t.Fatalf("the list form: %v", err)
+	}
+	fromEnv := load(t, "", map[string]string{"AMPFLOW_AGENTS_EXECUTOR_MODE": "command", "AMPFLOW_AGENTS_EXECUTOR_COMMAND": "python3 agent.py"})
+	if err := fromEnv.Validate(); err == nil || !strings.Contains(err.Error(), "python3,agent.py") {
+		t.Fatalf("from the environment: Validate() = %v, want the comma-separated fix", err)
+	}
+}

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"log/slog"
 	"reflect"
+	"slices"
 	"sort"
 	"strings"
 )
@@ -35,7 +36,31 @@ func (c Config) Redacted() Config {
 	c.Slack.SigningSecret = mask(c.Slack.SigningSecret)
 	c.Telegram.Token = mask(c.Telegram.Token)
 	c.Telegram.WebhookSecret = mask(c.Telegram.WebhookSecret)
+	c.Agents.Executor.WebhookSecret = mask(c.Agents.Executor.WebhookSecret)
+	c.Agents.Reviewer.WebhookSecret = mask(c.Agents.Reviewer.WebhookSecret)
 	return c
+}
+
+// Secrets returns every secret that is set, longest first: what Redacted
+// masks, and what output shown to agents or admins must never contain.
+func (c Config) Secrets() []string {
+	all := []string{
+		c.Temporal.APIKey, c.CI.GitHub.Token,
+		c.Slack.AppToken, c.Slack.BotToken, c.Slack.SigningSecret,
+		c.Telegram.Token, c.Telegram.WebhookSecret,
+		c.Agents.Executor.WebhookSecret, c.Agents.Reviewer.WebhookSecret,
+	}
+	for _, t := range c.Auth.Tokens {
+		all = append(all, t.Token)
+	}
+	var out []string
+	for _, s := range all {
+		if s != "" && !slices.Contains(out, s) {
+			out = append(out, s)
+		}
+	}
+	sort.SliceStable(out, func(i, j int) bool { return len(out[i]) > len(out[j]) })
+	return out
 }
 
 // Settings returns the redacted configuration as a map from each key to

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -60,17 +61,38 @@ func TestValidate(t *testing.T) {
 		{"CICommand", func(c *Config) { c.CI.Provider = ProviderCommand }, []string{"ci.command.run: required when ci.provider is command"}},
 		{"CIPoll", func(c *Config) { c.CI.PollInterval = 0 }, []string{"ci.poll_interval: must be a positive duration"}},
 		{"GitHubURL", func(c *Config) { c.CI.GitHub.APIURL = "api.github.com" }, []string{"ci.github.api_url: must be an http or https URL"}},
+		{"GitHubRepo", func(c *Config) { c.CI.GitHub.Repo = "https://github.com/o/r" }, []string{"ci.github.repo: must be OWNER/NAME"}},
 		{"SSOTPush", func(c *Config) { c.SSOT.Git.Push = true; c.SSOT.Git.Remote = "" }, []string{
 			"ssot.git.commit: must be true when ssot.git.push is true",
 			"ssot.git.remote: required when ssot.git.push is true",
 		}},
 		{"AgentMode", func(c *Config) { c.Agents.Executor.Mode = "carrier-pigeon" }, []string{"agents.executor.mode: must be pull, command or webhook"}},
 		{"AgentCommand", func(c *Config) { c.Agents.Executor.Mode = AgentModeCommand }, []string{"agents.executor.command: required when agents.executor.mode is command"}},
-		{"AgentWebhook", func(c *Config) { c.Agents.Reviewer.Mode = AgentModeWebhook }, []string{"agents.reviewer.webhook_url: required when agents.reviewer.mode is webhook"}},
+		{"AgentWebhook", func(c *Config) { c.Agents.Reviewer.Mode = AgentModeWebhook }, []string{
+			"agents.reviewer.webhook_url: required when agents.reviewer.mode is webhook",
+			"agents.reviewer.webhook_secret: required when agents.reviewer.mode is webhook",
+		}},
 		{"AgentWebhookURL", func(c *Config) {
 			c.Agents.Reviewer.Mode = AgentModeWebhook
 			c.Agents.Reviewer.WebhookURL = "ftp://x"
+			c.Agents.Reviewer.WebhookSecret = "s"
 		}, []string{"agents.reviewer.webhook_url: must be an http or https URL"}},
+		{"AgentCommandShellLine", func(c *Config) {
+			c.Agents.Executor.Mode = AgentModeCommand
+			c.Agents.Executor.Command = []string{"python3 agent.py"}
+		}, []string{`agents.executor.command: is one string "python3 agent.py", which ampflow would run as a single program name (there is no shell); write a list: [python3, agent.py]`}},
+		{"AgentCommandList", func(c *Config) {
+			c.Agents.Executor.Mode = AgentModeCommand
+			c.Agents.Executor.Command = []string{"python3", "agent.py --fast"}
+		}, nil},
+		{"CICommandShellLine", func(c *Config) {
+			c.CI.Provider = ProviderCommand
+			c.CI.Command.Run = []string{"go test ./..."}
+		}, []string{"ci.command.run: is one string \"go test ./...\""}},
+		{"AgentEnv", func(c *Config) { c.Agents.Reviewer.Env = []string{"OPENAI_API_KEY", "MODE=fast", "BAD-NAME"} }, []string{
+			"agents.reviewer.env[2]: must be a variable name",
+		}},
+		{"CIEnv", func(c *Config) { c.CI.Command.Env = []string{"=x"} }, []string{"ci.command.env[0]: must be a variable name"}},
 		{"SlackSocket", func(c *Config) { c.Slack.Enabled = true }, []string{
 			"slack.bot_token: required when slack.enabled is true",
 			"slack.channel: required when slack.enabled is true",
@@ -137,13 +159,15 @@ func TestApprovalFor(t *testing.T) {
 func TestSecretsRedacted(t *testing.T) {
 	c := defaultConfig(t)
 	secrets := map[string]*string{
-		"temporal.api_key":        &c.Temporal.APIKey,
-		"ci.github.token":         &c.CI.GitHub.Token,
-		"slack.app_token":         &c.Slack.AppToken,
-		"slack.bot_token":         &c.Slack.BotToken,
-		"slack.signing_secret":    &c.Slack.SigningSecret,
-		"telegram.token":          &c.Telegram.Token,
-		"telegram.webhook_secret": &c.Telegram.WebhookSecret,
+		"temporal.api_key":               &c.Temporal.APIKey,
+		"ci.github.token":                &c.CI.GitHub.Token,
+		"slack.app_token":                &c.Slack.AppToken,
+		"slack.bot_token":                &c.Slack.BotToken,
+		"slack.signing_secret":           &c.Slack.SigningSecret,
+		"telegram.token":                 &c.Telegram.Token,
+		"telegram.webhook_secret":        &c.Telegram.WebhookSecret,
+		"agents.executor.webhook_secret": &c.Agents.Executor.WebhookSecret,
+		"agents.reviewer.webhook_secret": &c.Agents.Reviewer.WebhookSecret,
 	}
 	for key, p := range secrets {
 		*p = "SECRET-" + key
@@ -172,6 +196,15 @@ func TestSecretsRedacted(t *testing.T) {
 	}
 	if c.Telegram.Token != "SECRET-telegram.token" || c.Auth.Tokens[0].Token != "SECRET-auth" {
 		t.Error("Redacted changed the original")
+	}
+	listed := c.Secrets()
+	for key, p := range secrets {
+		if !slices.Contains(listed, *p) {
+			t.Errorf("Secrets() lacks %s", key)
+		}
+	}
+	if !slices.Contains(listed, "SECRET-auth") {
+		t.Error("Secrets() lacks the auth token")
 	}
 	if got := defaultConfig(t).Redacted().Telegram.Token; got != "" {
 		t.Errorf("an unset secret reads %q, want empty", got)

@@ -59,11 +59,16 @@ func Build(o Options) (*Parts, error) {
 		return nil, fmt.Errorf("opening the SSOT at %s: %w", dir, err)
 	}
 	git := &activities.Git{Diffs: store}
+	// Output of code ampflow runs never shows a configured secret.
+	secrets := activities.NewScrubber(cfg.Secrets())
 	ci, err := activities.NewCIProvider(cfg.CI.Provider, activities.CIOptions{
 		GitHubToken:    cfg.CI.GitHub.Token,
 		GitHubBaseURL:  githubBase(cfg.CI.GitHub.APIURL),
+		GitHubRepo:     cfg.CI.GitHub.Repo,
 		Command:        cfg.CI.Command.Run,
 		CommandTimeout: cfg.CI.Command.Timeout,
+		CommandEnv:     cfg.CI.Command.Env,
+		Secrets:        secrets,
 		Store:          store,
 		Git:            git,
 	})
@@ -75,9 +80,11 @@ func Build(o Options) (*Parts, error) {
 		Executor: agentDelivery(cfg.Agents.Executor),
 		Reviewer: agentDelivery(cfg.Agents.Reviewer),
 		Submit:   tasks,
+		Secrets:  secrets,
 		Log:      log,
 		Refused: func(raw []byte, reason string) {
-			if err := store.AppendError(activities.ErrorEntry{Source: "agent-command", Reason: reason, Raw: string(raw)}); err != nil {
+			entry := activities.ErrorEntry{Source: "agent-command", Reason: secrets.Scrub(reason), Raw: secrets.Scrub(string(raw))}
+			if err := store.AppendError(entry); err != nil {
 				log.Error("writing the error log", "error", err)
 			}
 		},
@@ -96,7 +103,8 @@ func githubBase(u string) string {
 }
 
 func agentDelivery(a config.Agent) activities.AgentDelivery {
-	return activities.AgentDelivery{Mode: a.Mode, Command: a.Command, WebhookURL: a.WebhookURL, Timeout: a.Timeout}
+	return activities.AgentDelivery{Mode: a.Mode, Command: a.Command, WebhookURL: a.WebhookURL, Timeout: a.Timeout,
+		Env: a.Env, WebhookSecret: a.WebhookSecret}
 }
 
 // NewWorker registers the task workflow and the activities on a worker
@@ -136,6 +144,9 @@ func Run(ctx context.Context, o Options) error {
 	}
 	w.Stop()
 	rt.stop()
+	if ferr := parts.Store.FlushErrors(); ferr != nil {
+		log.Error("writing the error log", "error", ferr)
+	}
 	if errors.Is(err, context.Canceled) {
 		err = nil
 	}

@@ -8,7 +8,6 @@ import (
 	"net"
 	"net/http"
 	"path/filepath"
-	"time"
 
 	"github.com/ampflow/ampflow/activities"
 	"github.com/ampflow/ampflow/integrations/httpapi"
@@ -53,7 +52,7 @@ func newRuntime(o Options, parts *Parts, log *slog.Logger) (*runtime, error) {
 		return nil, fmt.Errorf("http.addr %s: %w", addr, err)
 	}
 	rt.ln = ln
-	rt.http = &http.Server{Handler: api.Handler(), ReadHeaderTimeout: 10 * time.Second}
+	rt.http = api.HTTPServer()
 	api.LogStart(ln.Addr().String())
 	note := ""
 	if len(o.Config.Auth.Tokens) == 0 {

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -48,30 +49,47 @@ func (c *Client) wait() time.Duration {
 	return 15 * time.Second
 }
 
-// Start starts a task workflow; the task id must be free.
+// Start starts a task workflow; the task id must be free. A start under
+// the same RequestKey as the one that started the task answers as that
+// start did.
 func (c *Client) Start(ctx context.Context, in task.Input) error {
 	if err := checkTaskID(in.TaskID); err != nil {
 		return err
 	}
+	req, err := newStartRequest(in)
+	if err != nil {
+		return err
+	}
+	return c.start(ctx, in, req)
+}
+
+func (c *Client) start(ctx context.Context, in task.Input, req startRequest) error {
 	if in.Rev == 0 {
 		in.Rev = task.Revision
 	}
-	_, err := c.Temporal.ExecuteWorkflow(ctx, client.StartWorkflowOptions{
+	opts := client.StartWorkflowOptions{
 		ID:                       task.WorkflowID(in.TaskID),
 		TaskQueue:                c.TaskQueue,
 		WorkflowIDReusePolicy:    enumspb.WORKFLOW_ID_REUSE_POLICY_REJECT_DUPLICATE,
 		WorkflowIDConflictPolicy: enumspb.WORKFLOW_ID_CONFLICT_POLICY_FAIL,
+		// Without it the SDK answers a start under a running task's id
+		// with that task, and the new plan is lost.
+		WorkflowExecutionErrorWhenAlreadyStarted: true,
 		TypedSearchAttributes: temporal.NewSearchAttributes(
 			task.AttrStatus.ValueSet(string(task.StatusAwaitingApproval)),
 			task.AttrRisk.ValueSet(string(in.Plan.RiskLevel)),
 			task.AttrRejectCount.ValueSet(0),
 			task.AttrRepo.ValueSet(in.Plan.Repo),
 		),
-	}, task.WorkflowType, in)
+	}
+	if req.Key != "" {
+		opts.Memo = map[string]any{memoRequest: req}
+	}
+	_, err := c.Temporal.ExecuteWorkflow(ctx, opts, task.WorkflowType, in)
 	if err != nil {
 		var started *serviceerror.WorkflowExecutionAlreadyStarted
 		if errors.As(err, &started) {
-			return &task.Error{Code: task.CodeConflict, Message: fmt.Sprintf("task id %s is taken", in.TaskID), Err: err}
+			return c.taken(ctx, in.TaskID, req, err)
 		}
 		return c.wrap(err, "starting task "+in.TaskID)
 	}
@@ -79,17 +97,26 @@ func (c *Client) Start(ctx context.Context, in task.Input) error {
 }
 
 // StartNext starts a task under the next free id of the year, retrying
-// on a clash with a concurrent start, and returns the id.
+// on a clash with a concurrent start, and returns the id. With a
+// RequestKey that started a task already, it returns that task's id.
 func (c *Client) StartNext(ctx context.Context, in task.Input, year int) (string, error) {
-	n, err := c.highestNumber(ctx, year)
+	in.TaskID = ""
+	req, err := newStartRequest(in)
 	if err != nil {
 		return "", err
+	}
+	n, prior, err := c.highestNumber(ctx, year, req.Key)
+	if err != nil {
+		return "", err
+	}
+	if prior != nil {
+		return prior.id, req.answers(prior.req, prior.id)
 	}
 	for range 1000 {
 		n++
 		in.TaskID = fmt.Sprintf("T-%04d-%03d", year, n)
-		err := c.Start(ctx, in)
-		if task.ErrorCode(err) == task.CodeConflict {
+		err := c.start(ctx, in, req)
+		if errors.Is(err, errTaken) {
 			continue
 		}
 		return in.TaskID, err
@@ -97,25 +124,44 @@ func (c *Client) StartNext(ctx context.Context, in task.Input, year int) (string
 	return "", task.Errorf(task.CodeConflict, "no free task id found for %d", year)
 }
 
-// highestNumber is the largest NNN among the year's task ids in visibility.
-func (c *Client) highestNumber(ctx context.Context, year int) (int, error) {
+// priorStart is a task started under the request key being looked for.
+type priorStart struct {
+	id  string
+	req startRequest
+}
+
+// highestNumber is the largest NNN among the year's task ids in
+// visibility, and the task among them started under key, if any. One
+// listing answers both, so a task seen for the first is seen for the
+// second.
+func (c *Client) highestNumber(ctx context.Context, year int, key string) (int, *priorStart, error) {
 	prefix := fmt.Sprintf("T-%04d-", year)
 	q := fmt.Sprintf("WorkflowType = '%s' AND WorkflowId STARTS_WITH '%s'", task.WorkflowType, prefix)
 	best := 0
+	var prior *priorStart
 	var token []byte
 	for {
 		resp, err := c.Temporal.ListWorkflow(ctx, &workflowservice.ListWorkflowExecutionsRequest{Query: q, NextPageToken: token})
 		if err != nil {
-			return 0, c.wrap(err, "listing task ids")
+			return 0, nil, c.wrap(err, "listing task ids")
 		}
 		for _, e := range resp.Executions {
-			if n, err := strconv.Atoi(strings.TrimPrefix(e.Execution.WorkflowId, prefix)); err == nil && n > best {
-				best = n
+			id := e.Execution.WorkflowId
+			n, err := strconv.Atoi(strings.TrimPrefix(id, prefix))
+			if err != nil {
+				continue
+			}
+			best = max(best, n)
+			if key == "" {
+				continue
+			}
+			if r := requestOf(e); r.Key == key && (prior == nil || id < prior.id) {
+				prior = &priorStart{id: id, req: r}
 			}
 		}
 		token = resp.NextPageToken
 		if len(token) == 0 {
-			return best, nil
+			return best, prior, nil
 		}
 	}
 }
@@ -198,8 +244,11 @@ func (c *Client) Heartbeat(ctx context.Context, taskID string, in task.Heartbeat
 	if err := checkTaskID(taskID); err != nil {
 		return err
 	}
+	if err := in.Validate(); err != nil {
+		return err
+	}
 	err := c.Temporal.SignalWorkflow(ctx, task.WorkflowID(taskID), "", task.SignalHeartbeat, in)
-	return c.wrap(err, "sending a heartbeat to "+taskID)
+	return c.wrapEnded(ctx, taskID, err, "sending a heartbeat to "+taskID)
 }
 
 // State asks a task for its state; finished tasks answer too.
@@ -239,15 +288,24 @@ func (c *Client) List(ctx context.Context, status task.Status, limit int) ([]Tas
 		}
 		for _, e := range resp.Executions {
 			out = append(out, summarize(e))
-			if limit > 0 && len(out) >= limit {
-				return out, nil
-			}
 		}
 		token = resp.NextPageToken
 		if len(token) == 0 {
-			return out, nil
+			break
 		}
 	}
+	// Visibility lists running tasks before ended ones; the whole list is
+	// needed to put them in start order.
+	slices.SortStableFunc(out, func(a, b TaskSummary) int {
+		if c := b.StartedAt.Compare(a.StartedAt); c != 0 {
+			return c
+		}
+		return strings.Compare(b.TaskID, a.TaskID)
+	})
+	if limit > 0 && len(out) > limit {
+		out = out[:limit]
+	}
+	return out, nil
 }
 
 // update runs an update to completion and maps its refusal.
@@ -255,9 +313,9 @@ func (c *Client) update(ctx context.Context, taskID, name, id string, arg, out a
 	if err := checkTaskID(taskID); err != nil {
 		return err
 	}
-	ctx, cancel := context.WithTimeout(ctx, c.wait())
+	uctx, cancel := context.WithTimeout(ctx, c.wait())
 	defer cancel()
-	h, err := c.Temporal.UpdateWorkflow(ctx, client.UpdateWorkflowOptions{
+	h, err := c.Temporal.UpdateWorkflow(uctx, client.UpdateWorkflowOptions{
 		WorkflowID:   task.WorkflowID(taskID),
 		UpdateName:   name,
 		UpdateID:     id,
@@ -265,9 +323,21 @@ func (c *Client) update(ctx context.Context, taskID, name, id string, arg, out a
 		WaitForStage: client.WorkflowUpdateStageCompleted,
 	})
 	if err == nil {
-		err = h.Get(ctx, out)
+		err = h.Get(uctx, out)
 	}
-	return c.wrap(err, fmt.Sprintf("%s on task %s", name, taskID))
+	return c.wrapEnded(ctx, taskID, err, fmt.Sprintf("%s on task %s", name, taskID))
+}
+
+// wrapEnded is wrap for messages to a task: one that has ended answers
+// task_ended naming its final status, rather than no such task.
+func (c *Client) wrapEnded(ctx context.Context, taskID string, err error, op string) error {
+	var nf *serviceerror.NotFound
+	if errors.As(err, &nf) {
+		if e := c.ended(ctx, taskID, nf); e != nil {
+			return e
+		}
+	}
+	return c.wrap(err, op)
 }
 
 // wrap turns Temporal's errors into task.Errors a user can read.
@@ -294,7 +364,7 @@ func (c *Client) wrap(err error, op string) error {
 	}
 	if errors.Is(err, context.DeadlineExceeded) || isDeadline(err) {
 		return &task.Error{Code: task.CodeUnavailable, Err: err, Message: fmt.Sprintf(
-			"%s: no answer within %s: is an ampflow worker running on task queue %q?", op, c.wait(), c.TaskQueue)}
+			"%s: no answer within %s: is an ampflow worker running on task queue %q?", op, task.FormatDuration(c.wait()), c.TaskQueue)}
 	}
 	var un *serviceerror.Unavailable
 	if errors.As(err, &un) {

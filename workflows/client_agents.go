@@ -111,6 +111,9 @@ func (c *Client) Ack(ctx context.Context, msgID string, as amp.Role) (task.Submi
 	if err != nil {
 		return task.SubmitResult{}, err
 	}
+	if st.Status.Terminal() {
+		return task.SubmitResult{}, endedError(taskID, st.Status)
+	}
 	for _, m := range st.Outbox {
 		if m.MsgID != msgID {
 			continue

@@ -44,8 +44,11 @@ func (t *taskRun) open(ctx workflow.Context, kind task.DecisionKind, prompt stri
 		Escalation: esc,
 		Context:    t.decisionContext(esc),
 	}
+	if kind == task.KindDeliveryFailed && t.Failed != nil {
+		d.Context.AgentStderr = t.Failed.Stderr
+	}
 	t.Pending = &d
-	t.record(d.ID, activities.KindDecision, d)
+	t.record(ctx, d.ID, activities.KindDecision, d)
 	t.addTimeline(ctx, task.TimelineEntry{Kind: "decision", MsgID: d.ID, Type: string(kind), Note: prompt})
 	t.notify(activities.NotifyInput{Event: activities.NoticeDecisionOpened, Status: t.Status, Decision: &d})
 	t.snapshot()
@@ -87,7 +90,7 @@ func (t *taskRun) close(ctx workflow.Context, option, note, by, channel string) 
 	t.Pending = nil
 	t.Decided = append(t.Decided, o)
 	t.Outcome = &o
-	t.record(d.ID+"-outcome", activities.KindDecision, o)
+	t.record(ctx, d.ID+"-outcome", activities.KindDecision, o)
 	t.addTimeline(ctx, task.TimelineEntry{Kind: "decision", MsgID: d.ID, Type: string(d.Kind), From: by, Note: option + via(channel) + noteSuffix(note)})
 	t.notify(activities.NotifyInput{Event: activities.NoticeDecisionClosed, Status: t.Status, Decision: d, Outcome: &o})
 	t.snapshot()

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"go.temporal.io/sdk/temporal"
@@ -114,13 +115,16 @@ func digest(b []byte) string {
 }
 
 // record queues an SSOT entry; the record loop writes entries in order.
-func (t *taskRun) record(id string, kind activities.RecordKind, body any) {
+// The entry is stamped with the time it happened, now: not t.UpdatedAt,
+// which may still be the time of what it answers (the message an ACK
+// acknowledges, the decision an outcome closes).
+func (t *taskRun) record(ctx workflow.Context, id string, kind activities.RecordKind, body any) {
 	b, err := json.Marshal(body)
 	if err != nil {
 		t.log.Error("encoding SSOT record", "id", id, "error", err)
 		return
 	}
-	t.Records = append(t.Records, activities.RecordEntry{ID: id, Kind: kind, Body: b, RecordedAt: t.UpdatedAt})
+	t.Records = append(t.Records, activities.RecordEntry{ID: id, Kind: kind, Body: b, RecordedAt: workflow.Now(ctx)})
 	t.wake()
 }
 
@@ -267,13 +271,17 @@ func (t *taskRun) send(ctx workflow.Context, m amp.Message) error {
 		return nil
 	}
 	// A new message to an agent supersedes the one it may still be
-	// working on: a command-mode agent of the old one is stopped.
+	// working on: a command-mode agent of the old one is stopped, and a
+	// failed delivery of it is past.
 	if stop := t.deliveries[m.To]; stop != nil {
 		stop()
 	}
+	if t.Failed != nil && t.Failed.To == m.To {
+		t.clearFailed()
+	}
 	dctx, stop := workflow.WithCancel(ctx)
 	t.deliveries[m.To] = stop
-	in := activities.DeliverInput{Message: m}
+	in := activities.DeliverInput{Message: m, Repo: t.In.Plan.Repo}
 	remote := func() workflow.Future {
 		return workflow.ExecuteActivity(workflow.WithActivityOptions(dctx, deliverOptions()), acts.Deliver, in)
 	}
@@ -293,10 +301,35 @@ func (t *taskRun) send(ctx workflow.Context, m amp.Message) error {
 		if errors.As(err, &app) && app.Type() == activities.ErrNeedsActivity {
 			err = remote().Get(ctx, nil)
 		}
-		if err != nil {
-			t.LastError = fmt.Sprintf("delivering %s to %s: %v", m.MsgID, m.To, err)
-			t.log.Warn("delivering message", "msg_id", m.MsgID, "error", err)
+		if err == nil || temporal.IsCanceledError(err) {
+			return
 		}
+		f := failure(m, err)
+		t.log.Warn("delivering message", "msg_id", m.MsgID, "to", m.To, "error", f.Summary)
+		if follows(ctx, t.In, 2, "") {
+			// The wait for the reply raises it to the admins.
+			t.Failed = f
+			return
+		}
+		t.LastError = f.line()
 	})
 	return nil
+}
+
+// failure reads what went wrong in a delivery: the activity's one-line
+// summary and the agent's stderr, or the error itself.
+func failure(m amp.Message, err error) *deliveryFailed {
+	f := &deliveryFailed{MsgID: m.MsgID, To: m.To}
+	var app *temporal.ApplicationError
+	if errors.As(err, &app) && app.HasDetails() {
+		var d activities.DeliveryFailure
+		if app.Details(&d) == nil {
+			f.Summary, f.Stderr = d.Summary, d.Stderr
+		}
+	}
+	if f.Summary == "" {
+		f.Summary = errMessage(err)
+	}
+	f.Summary = strings.Join(strings.Fields(f.Summary), " ") // Last error is one line
+	return f
 }

@@ -21,12 +21,15 @@ func refuse(kind, format string, args ...any) error {
 
 // validateSubmit refuses, before anything enters history, a record that
 // fails the protocol or that the task does not expect now.
-func (t *taskRun) validateSubmit(in task.SubmitInput) error {
+func (t *taskRun) validateSubmit(ctx workflow.Context, in task.SubmitInput) error {
 	rec, err := amp.ParseRecord(in.Raw)
 	if err != nil {
 		return refuse(task.ErrInvalid, "invalid AMP record: %v", err)
 	}
-	_, err = t.classify(rec, in.Raw)
+	kind, err := t.classify(rec, in.Raw)
+	if err == nil && kind == subEscalation {
+		err = t.checkEscalation(ctx, *rec.Message)
+	}
 	return err
 }
 
@@ -192,6 +195,9 @@ func (t *taskRun) submit(ctx workflow.Context, in task.SubmitInput) (task.Submit
 		return task.SubmitResult{}, refuse(task.ErrInvalid, "invalid AMP record: %v", err)
 	}
 	kind, err := t.classify(rec, in.Raw)
+	if err == nil && kind == subEscalation {
+		err = t.checkEscalation(ctx, *rec.Message)
+	}
 	if err != nil {
 		return task.SubmitResult{}, err
 	}
@@ -218,6 +224,7 @@ func (t *taskRun) submit(ctx workflow.Context, in task.SubmitInput) (task.Submit
 		t.Verdict = &m
 		t.LastActive = now
 	case subEscalation:
+		t.countEscalation(ctx)
 		t.agentEscalation(ctx, m)
 	}
 	t.snapshot()
@@ -230,7 +237,7 @@ func (t *taskRun) takeAck(ctx workflow.Context, a amp.Ack) {
 	t.Acked[a.AckOf] = a.MsgID
 	t.dropOutbox(a.AckOf)
 	t.LastActive = workflow.Now(ctx)
-	t.record(a.MsgID, activities.KindAck, a)
+	t.record(ctx, a.MsgID, activities.KindAck, a)
 	t.addTimeline(ctx, task.TimelineEntry{Kind: "ack", MsgID: a.MsgID, From: string(a.From), Note: "ack of " + a.AckOf})
 	t.snapshot()
 }
@@ -259,6 +266,7 @@ func (t *taskRun) heartbeat(ctx workflow.Context, in task.HeartbeatInput) {
 	if t.Status.Terminal() {
 		return
 	}
+	in.Note = boundNote(in.Note)
 	if !t.suspended() && (in.From == "" || in.From == t.awaited()) {
 		t.LastActive = workflow.Now(ctx)
 	}
@@ -344,7 +352,7 @@ func (t *taskRun) cancel(ctx workflow.Context, in task.CancelInput) (task.Change
 	}
 	if t.Cancel == nil {
 		t.Cancel = &in
-		t.record(fmt.Sprintf("cancel-%s-%d", t.In.TaskID, workflow.Now(ctx).UnixMilli()), activities.KindEvent, in)
+		t.record(ctx, fmt.Sprintf("cancel-%s-%d", t.In.TaskID, workflow.Now(ctx).UnixMilli()), activities.KindEvent, in)
 	}
 	if err := workflow.Await(ctx, func() bool { return t.Status.Terminal() || t.closing }); err != nil {
 		return task.ChangeResult{}, err
@@ -395,7 +403,7 @@ func (t *taskRun) replan(ctx workflow.Context, in task.ReplanInput) (task.Change
 	if err := t.validateReplan(in); err != nil {
 		return task.ChangeResult{}, err
 	}
-	t.record(fmt.Sprintf("replan-%s-%d", t.In.TaskID, workflow.Now(ctx).UnixMilli()), activities.KindEvent, in)
+	t.record(ctx, fmt.Sprintf("replan-%s-%d", t.In.TaskID, workflow.Now(ctx).UnixMilli()), activities.KindEvent, in)
 	t.addTimeline(ctx, task.TimelineEntry{Kind: "replan", From: in.By, Note: fmt.Sprintf("%d new subtasks", len(in.Subtasks))})
 	if t.Phase == phaseApproval {
 		// The admins are asked again, about the new plan.

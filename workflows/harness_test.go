@@ -35,11 +35,14 @@ type harness struct {
 	records   []activities.RecordEntry
 	notices   []activities.NotifyInput
 	ciCalls   int
+	ciInputs  []activities.CIStatusInput
 	replies   []*reply
 
 	// commandAgents makes deliveries refuse to run as local activities,
 	// as the worker does for command-mode agents.
 	commandAgents bool
+	// deliverErr, when set, fails the delivery of a message.
+	deliverErr func(m amp.Message) error
 	// ci answers the n-th CI read (from 1).
 	ci func(n int) activities.CIStatusResult
 	// checkBranch answers the git check before dispatch.
@@ -113,6 +116,7 @@ func newHarness(t *testing.T, plan amp.TaskDispatch, mutate ...func(*task.Input)
 		func(_ context.Context, in activities.CIStatusInput) (activities.CIStatusResult, error) {
 			h.mu.Lock()
 			h.ciCalls++
+			h.ciInputs = append(h.ciInputs, in)
 			n := h.ciCalls
 			h.mu.Unlock()
 			return h.ci(n), nil
@@ -132,6 +136,11 @@ func newHarness(t *testing.T, plan amp.TaskDispatch, mutate ...func(*task.Input)
 			h.mu.Lock()
 			defer h.mu.Unlock()
 			h.delivered = append(h.delivered, in.Message)
+			if h.deliverErr != nil {
+				if err := h.deliverErr(in.Message); err != nil {
+					return activities.DeliverResult{}, err
+				}
+			}
 			return activities.DeliverResult{Mode: "pull"}, nil
 		})
 	env.OnActivity(acts.Notify, mock.Anything, mock.Anything).Return(

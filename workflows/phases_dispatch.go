@@ -45,7 +45,7 @@ func (t *taskRun) check(ctx workflow.Context) (phase, error) {
 		refused = t.takePolicy(ctx)
 	}
 	// The first record: the plan and the policy in effect.
-	t.record("plan-"+t.In.TaskID, activities.KindEvent, t.In)
+	t.record(ctx, "plan-"+t.In.TaskID, activities.KindEvent, t.In)
 	if refused != nil {
 		t.Reason = "refused: " + errMessage(refused)
 		t.LastError = t.Reason
@@ -69,7 +69,7 @@ func (t *taskRun) check(ctx workflow.Context) (phase, error) {
 		t.LastError = t.Reason
 		return phaseTerminate, nil
 	}
-	t.Default = out.DefaultBranch
+	t.Default, t.GitHubRepo = out.DefaultBranch, out.GitHubRepo
 	return phaseApproval, nil
 }
 
@@ -144,10 +144,11 @@ type ackWait struct {
 // the admins decide, and an ACK that comes late still counts. It returns
 // the phase to go to, or "" when the agent has ACKed.
 func (t *taskRun) awaitAckOf(ctx workflow.Context, w ackWait, here phase) (phase, error) {
-	kinds := []task.DecisionKind{task.KindAckTimeout}
+	kinds := []task.DecisionKind{task.KindAckTimeout, task.KindDeliveryFailed}
 	for {
 		if w.reply() || t.acked(w.msgID) {
 			t.supersede(ctx, "the "+string(w.role)+" answered", kinds...)
+			t.clearFailed()
 			t.Deadline = time.Time{}
 			t.LastActive = workflow.Now(ctx)
 			return "", nil
@@ -156,6 +157,7 @@ func (t *taskRun) awaitAckOf(ctx workflow.Context, w ackWait, here phase) (phase
 			return here, nil
 		}
 		if o := t.takeOutcome(kinds...); o != nil {
+			t.clearFailed()
 			switch o.Option {
 			case task.OptWait:
 				t.Deadline = workflow.Now(ctx).Add(t.In.Policy.AckTimeout(w.typ))
@@ -170,16 +172,20 @@ func (t *taskRun) awaitAckOf(ctx workflow.Context, w ackWait, here phase) (phase
 			t.Deadline = time.Time{}
 			return t.terminatedBy(o), nil
 		}
+		if f := t.failedToRaise(w.msgID); f != nil {
+			t.raiseFailed(ctx, f, w.again)
+			continue
+		}
 		timedOut, err := t.waitFor(ctx, t.Deadline, func() bool {
-			return w.reply() || t.acked(w.msgID) || t.hasOutcome(kinds...)
+			return w.reply() || t.acked(w.msgID) || t.hasOutcome(kinds...) || t.failedToRaise(w.msgID) != nil
 		})
 		if err != nil {
 			return here, err
 		}
 		if timedOut {
 			t.Deadline = time.Time{}
-			if _, open := t.pendingOf(kinds...); !open {
-				desc := fmt.Sprintf("The %s did not ACK %s within %s.", w.role, w.msgID, t.In.Policy.AckTimeout(w.typ))
+			if _, open := t.pendingOf(kinds...); !open && t.failedToRaise(w.msgID) == nil {
+				desc := fmt.Sprintf("The %s did not ACK %s within %s.", w.role, w.msgID, task.FormatDuration(t.In.Policy.AckTimeout(w.typ)))
 				esc := t.escalate(ctx, amp.EscAckTimeout, amp.SeverityWarning, amp.RoleSystem, desc, []string{w.msgID},
 					"Send it again", "Keep waiting for the "+string(w.role), "Terminate the task")
 				t.withdraw(ctx, "superseded by an ACK timeout")
@@ -187,6 +193,41 @@ func (t *taskRun) awaitAckOf(ctx workflow.Context, w ackWait, here phase) (phase
 			}
 		}
 	}
+}
+
+// failedToRaise returns the failed delivery of msgID the admins have not
+// yet been asked about, or nil.
+func (t *taskRun) failedToRaise(msgID string) *deliveryFailed {
+	if f := t.Failed; f != nil && f.MsgID == msgID && !f.Raised {
+		return f
+	}
+	return nil
+}
+
+// raiseFailed escalates a failed delivery and asks the admins to send it
+// again, keep waiting (the agent may still answer through the API) or
+// terminate; the agent's stderr goes with the question.
+func (t *taskRun) raiseFailed(ctx workflow.Context, f *deliveryFailed, again task.Option) {
+	f.Raised = true
+	t.Deadline = time.Time{}
+	desc := fmt.Sprintf("The delivery of %s to the %s failed: %s.", f.MsgID, f.To, f.Summary)
+	esc := t.escalate(ctx, amp.EscUnknown, amp.SeverityWarning, amp.RoleSystem, desc, []string{f.MsgID},
+		"Send it again", "Keep waiting for the "+string(f.To), "Terminate the task")
+	t.withdraw(ctx, "superseded by a failed delivery")
+	t.LastError = f.line()
+	t.open(ctx, task.KindDeliveryFailed, desc+" Send it again, keep waiting or terminate?", esc, again, optWait, optTerminate)
+}
+
+// clearFailed forgets a failed delivery once the task moves on, with the
+// Last error it set.
+func (t *taskRun) clearFailed() {
+	if t.Failed == nil {
+		return
+	}
+	if t.LastError == t.Failed.line() {
+		t.LastError = ""
+	}
+	t.Failed = nil
 }
 
 // awaitAck waits for the executor's ACK of the dispatch.
@@ -217,16 +258,22 @@ func (t *taskRun) awaitResult(ctx workflow.Context) (phase, error) {
 // awaitReply waits for an agent's reply, raising a heartbeat_timeout on
 // silence. It returns "" once the reply is in.
 func (t *taskRun) awaitReply(ctx workflow.Context, role amp.Role, again task.Option, replied func() bool, here phase) (phase, error) {
-	kinds := []task.DecisionKind{task.KindHeartbeatTimeout}
+	kinds := []task.DecisionKind{task.KindHeartbeatTimeout, task.KindDeliveryFailed}
+	ref := t.DispatchID
+	if role == amp.RoleReviewer {
+		ref = t.RequestID
+	}
 	for {
 		if replied() {
 			t.supersede(ctx, "the "+string(role)+" replied", kinds...)
+			t.clearFailed()
 			return "", nil
 		}
 		if t.yield(ctx) {
 			return here, nil
 		}
 		if o := t.takeOutcome(kinds...); o != nil {
+			t.clearFailed()
 			switch o.Option {
 			case task.OptWait:
 				t.LastActive = workflow.Now(ctx)
@@ -238,28 +285,32 @@ func (t *taskRun) awaitReply(ctx workflow.Context, role amp.Role, again task.Opt
 			}
 			return t.terminatedBy(o), nil
 		}
-		_, open := t.pendingOf(kinds...)
+		if f := t.failedToRaise(ref); f != nil {
+			t.raiseFailed(ctx, f, again)
+			continue
+		}
+		k, open := t.pendingOf(kinds...)
 		var deadline time.Time
 		if !open {
 			deadline = t.LastActive.Add(t.In.Policy.HeartbeatTimeout)
 		}
 		last := t.LastActive
 		timedOut, err := t.waitFor(ctx, deadline, func() bool {
-			return replied() || t.hasOutcome(kinds...) || t.LastActive != last
+			return replied() || t.hasOutcome(kinds...) || t.LastActive != last || t.failedToRaise(ref) != nil
 		})
 		if err != nil {
 			return here, err
 		}
-		if open && t.LastActive != last {
+		if t.failedToRaise(ref) != nil {
+			continue
+		}
+		// A heartbeat answers the silence, not the failed delivery.
+		if open && k == task.KindHeartbeatTimeout && t.LastActive != last {
 			t.supersede(ctx, "the "+string(role)+" showed life again", kinds...)
 			continue
 		}
 		if timedOut && !open {
-			desc := fmt.Sprintf("The %s has been silent for %s (no message or heartbeat).", role, t.In.Policy.HeartbeatTimeout)
-			ref := t.DispatchID
-			if role == amp.RoleReviewer {
-				ref = t.RequestID
-			}
+			desc := fmt.Sprintf("The %s has been silent for %s (no message or heartbeat).", role, task.FormatDuration(t.In.Policy.HeartbeatTimeout))
 			esc := t.escalate(ctx, amp.EscHeartbeatTimeout, amp.SeverityWarning, amp.RoleSystem, desc, []string{ref},
 				"Send the work again", "Keep waiting", "Terminate the task")
 			t.withdraw(ctx, "superseded by a heartbeat timeout")
@@ -273,6 +324,7 @@ func (t *taskRun) takeResult(ctx workflow.Context) (phase, error) {
 	res := t.Result
 	t.ackFor(ctx, *res)
 	r := res.Result()
+	t.ResultCommit = r.CommitHash // until git names it in full
 	// Entered again with a question open: go back to it, check nothing twice.
 	if k, ok := t.pendingOf(task.KindPartialResult, task.KindResultProblem); ok {
 		return t.resultDecision(ctx, k, t.pendingPrompt(), nil)
@@ -292,7 +344,7 @@ func (t *taskRun) takeResult(ctx workflow.Context) (phase, error) {
 	var out activities.CheckResultOutput
 	in := activities.CheckResultInput{
 		TaskID: t.In.TaskID, MsgID: res.MsgID, Repo: t.In.Plan.Repo, Branch: t.In.Plan.Branch,
-		Commit: r.CommitHash, Claimed: r.DiffSummary, DefaultBranch: t.Default,
+		Commit: r.CommitHash, Claimed: r.DiffSummary, DefaultBranch: t.Default, GitHubRepo: t.GitHubRepo,
 	}
 	yielded, err := t.activity(ctx, func(ctx workflow.Context) workflow.Future {
 		return t.gitCheck(ctx, acts.CheckResult, in)
@@ -315,8 +367,14 @@ func (t *taskRun) takeResult(ctx workflow.Context) (phase, error) {
 		return t.branchViolation(ctx, fmt.Sprintf("Branch violation on %s: %s", res.MsgID, out.Violation))
 	}
 	t.DiffURL, t.Mismatches = out.DiffURL, out.Mismatches
+	if out.Commit != "" {
+		t.ResultCommit = out.Commit
+	}
 	if len(out.Mismatches) > 0 {
 		t.addTimeline(ctx, task.TimelineEntry{Kind: "check", MsgID: res.MsgID, Note: "diff_summary does not match git: " + strings.Join(out.Mismatches, "; ")})
+	}
+	if t.sameCommitAsRejected() {
+		t.addTimeline(ctx, task.TimelineEntry{Kind: "check", MsgID: res.MsgID, Note: noNewCommitNote + " (" + shortHash(t.ResultCommit) + ")"})
 	}
 	return phaseCI, nil
 }
@@ -399,7 +457,7 @@ func (t *taskRun) ackFor(ctx workflow.Context, m amp.Message) {
 	a := amp.NewAck(amp.RoleCoordinator, m, t.newTime(ctx, amp.AckPrefix))
 	t.Seen[a.MsgID] = recordDigest(amp.Record{Ack: &a})
 	t.Acked[m.MsgID] = a.MsgID
-	t.record(a.MsgID, activities.KindAck, a)
+	t.record(ctx, a.MsgID, activities.KindAck, a)
 	t.addTimeline(ctx, task.TimelineEntry{Kind: "ack", MsgID: a.MsgID, From: string(amp.RoleCoordinator), Note: "ack of " + m.MsgID})
 	t.snapshot()
 }

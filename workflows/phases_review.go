@@ -29,7 +29,7 @@ func (t *taskRun) ciGate(ctx workflow.Context) (phase, error) {
 	}
 	for {
 		var st activities.CIStatusResult
-		in := activities.CIStatusInput{TaskID: t.In.TaskID, Repo: t.In.Plan.Repo, Branch: t.In.Plan.Branch, Commit: r.CommitHash}
+		in := activities.CIStatusInput{TaskID: t.In.TaskID, Repo: t.In.Plan.Repo, Branch: t.In.Plan.Branch, Commit: r.CommitHash, GitHubRepo: t.GitHubRepo}
 		yielded, err := t.activity(ctx, func(ctx workflow.Context) workflow.Future {
 			return workflow.ExecuteActivity(workflow.WithActivityOptions(ctx, ciOptions(t.In.Policy)), acts.CIStatus, in)
 		}, &st)
@@ -61,7 +61,7 @@ func (t *taskRun) ciGate(ctx workflow.Context) (phase, error) {
 			return phaseDispatch, nil
 		}
 		if !workflow.Now(ctx).Before(t.CIDeadline) {
-			return t.ciEscalation(ctx, fmt.Sprintf("CI was still pending after %s", t.In.Policy.CITimeout))
+			return t.ciEscalation(ctx, fmt.Sprintf("CI was still pending after %s", task.FormatDuration(t.In.Policy.CITimeout)))
 		}
 		wake := workflow.Now(ctx).Add(t.In.Policy.CIPollInterval)
 		if wake.After(t.CIDeadline) {
@@ -122,6 +122,9 @@ func (t *taskRun) requestReview(ctx workflow.Context) (phase, error) {
 	var notes []string
 	if len(t.Mismatches) > 0 {
 		notes = append(notes, "diff_summary does not match git: "+strings.Join(t.Mismatches, "; "))
+	}
+	if t.sameCommitAsRejected() {
+		notes = append(notes, fmt.Sprintf("%s: %s is the commit the reviewer rejected last time.", noNewCommitNote, shortHash(t.ResultCommit)))
 	}
 	if t.RejectCount >= 2 {
 		notes = append(notes, fmt.Sprintf("Lock is approaching: reject_count is %d; the hallucination lock closes after %d rejections.", t.RejectCount, t.In.Policy.MaxRejects))
@@ -228,12 +231,27 @@ func (t *taskRun) takeVerdict(ctx workflow.Context) (phase, error) {
 	}
 	t.RejectCount++
 	t.SubtaskRejects++
+	t.RejectedCommit = t.ResultCommit
 	t.upsertAttributes(ctx)
 	t.FixNote, t.FixRefs = rejectionNote(v, note), []string{vm.MsgID}
 	if t.RejectCount > t.In.Policy.MaxRejects {
 		return phaseLock, nil
 	}
 	return phaseDispatch, nil
+}
+
+// noNewCommitNote flags a result on the commit rejected last time.
+const noNewCommitNote = "no new commit since the last rejection"
+
+// sameCommitAsRejected reports whether the current result names the
+// commit of the last rejected one: the executor changed nothing. Hashes
+// may be abbreviated, so one being a prefix of the other is a match.
+func (t *taskRun) sameCommitAsRejected() bool {
+	a, b := strings.ToLower(t.ResultCommit), strings.ToLower(t.RejectedCommit)
+	if len(a) < 7 || len(b) < 7 {
+		return false
+	}
+	return strings.HasPrefix(a, b) || strings.HasPrefix(b, a)
 }
 
 // rejectionNote tells the executor what the reviewer found.
@@ -280,7 +298,7 @@ func (t *taskRun) lock(ctx workflow.Context) (phase, error) {
 			t.Replan = nil
 		}
 		t.SubtaskRejects = 0
-		t.LastVerdictID = ""
+		t.LastVerdictID, t.RejectedCommit = "", ""
 		t.FixNote = noteOr(o.Note, "")
 		return phaseDispatch, nil
 	case task.OptApprove:
@@ -300,7 +318,7 @@ func noteOr(note, def string) string {
 func (t *taskRun) nextSubtask(ctx workflow.Context) (phase, error) {
 	t.addTimeline(ctx, task.TimelineEntry{Kind: "subtask", Note: "subtask " + t.subtask().SubtaskID + " done"})
 	t.Index++
-	t.SubtaskRejects, t.SubtaskCI, t.LastVerdictID = 0, 0, ""
+	t.SubtaskRejects, t.SubtaskCI, t.LastVerdictID, t.RejectedCommit = 0, 0, "", ""
 	t.FixNote, t.FixRefs = "", nil
 	t.Result, t.Verdict, t.Mismatches, t.DiffURL = nil, nil, nil, ""
 	t.snapshot()

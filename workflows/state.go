@@ -1,6 +1,7 @@
 package workflows
 
 import (
+	"fmt"
 	"time"
 
 	"go.temporal.io/sdk/workflow"
@@ -55,6 +56,11 @@ type taskState struct {
 	// an incremental review.
 	LastVerdictID string `json:"last_verdict_id,omitempty"`
 
+	// ResultCommit is the current result's commit, in full once git has
+	// resolved it; RejectedCommit is the last rejected one of the subtask.
+	ResultCommit   string `json:"result_commit,omitempty"`
+	RejectedCommit string `json:"rejected_commit,omitempty"`
+
 	// Next dispatch: what the executor must fix, and the messages it refers to.
 	FixNote string   `json:"fix_note,omitempty"`
 	FixRefs []string `json:"fix_refs,omitempty"`
@@ -64,6 +70,9 @@ type taskState struct {
 	Mismatches []string                   `json:"mismatches,omitempty"`
 	CI         *activities.CIStatusResult `json:"ci,omitempty"`
 	Default    string                     `json:"default_branch,omitempty"`
+	// GitHubRepo is where the task's checks are read (HOST/OWNER/NAME),
+	// fixed when the task started; empty when it has none.
+	GitHubRepo string `json:"github_repo,omitempty"`
 
 	// Outbox holds messages sent to agents and not yet ACKed.
 	Outbox []amp.Message `json:"outbox,omitempty"`
@@ -82,9 +91,15 @@ type taskState struct {
 	Outcome     *task.Outcome  `json:"outcome,omitempty"`
 	Decided     []task.Outcome `json:"decided,omitempty"`
 	DecisionSeq int            `json:"decision_seq"`
+	// Failed is the last delivery that failed, from revision 2 on; the
+	// wait for its reply raises it to the admins.
+	Failed *deliveryFailed `json:"delivery_failed,omitempty"`
 	// Interrupt is an agent's critical escalation that the run loop has
 	// yet to suspend the task for.
 	Interrupt *amp.Message `json:"interrupt,omitempty"`
+	// AgentEscalations are the times of the agents' escalations accepted
+	// within the last EscalationWindow, oldest first.
+	AgentEscalations []time.Time `json:"agent_escalations,omitempty"`
 	// NotifyAlways sends every decision to the Notify activity, which
 	// reaches the channels the worker has; false only in histories from
 	// before it, where Policy.Notify decided.
@@ -107,6 +122,21 @@ type taskState struct {
 	// Effects not yet carried out, in order: SSOT records and notices.
 	Records []activities.RecordEntry `json:"records,omitempty"`
 	Notices []activities.NotifyInput `json:"notices,omitempty"`
+}
+
+// deliveryFailed is a message that could not be delivered.
+type deliveryFailed struct {
+	MsgID   string   `json:"msg_id"`
+	To      amp.Role `json:"to"`
+	Summary string   `json:"summary"`
+	Stderr  string   `json:"stderr,omitempty"`
+	// Raised is set once the admins have been asked.
+	Raised bool `json:"raised,omitempty"`
+}
+
+// line is the failure as Last error shows it.
+func (f *deliveryFailed) line() string {
+	return fmt.Sprintf("delivering %s to the %s failed: %s", f.MsgID, f.To, f.Summary)
 }
 
 func newTaskState(in task.Input, now time.Time) *taskState {
@@ -185,6 +215,7 @@ func (s *taskState) view() task.State {
 		Description:    s.In.Plan.Description,
 		Repo:           s.In.Plan.Repo,
 		Branch:         s.In.Plan.Branch,
+		CIRepo:         s.GitHubRepo,
 		Subtasks:       s.Plan,
 		SubtaskIndex:   s.Index,
 		Subtask:        s.subtask(),

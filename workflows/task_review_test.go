@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ampflow/ampflow/activities"
 	"github.com/ampflow/ampflow/amp"
 	"github.com/ampflow/ampflow/workflows/task"
 )
@@ -178,5 +179,59 @@ func TestFinalApprovalHighRisk(t *testing.T) {
 	}
 	if len(st.Decided) != 1 || st.Decided[0].Kind != task.KindPlanApproval || st.Decided[0].By != "alice" {
 		t.Errorf("decided %+v, want alice's plan approval", st.Decided)
+	}
+}
+
+// TestSameCommitFlagged: a result on the commit the reviewer rejected
+// last time is flagged in the next review_request; one on a new commit
+// is not.
+func TestSameCommitFlagged(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		second  string // commit_hash of the result after the rejection
+		flagged bool
+	}{
+		{"SameCommit", "a3f8d21", true},
+		{"SameCommitInFull", "a3f8d21" + strings.Repeat("0", 33), true},
+		{"NewCommit", "b41c9e0", false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			h := newHarness(t, testPlan(amp.RiskLow, "S1"))
+			// git names the commit in full, as CheckResult does.
+			h.checkResult = func(in activities.CheckResultInput) (activities.CheckResultOutput, error) {
+				full := in.Commit + strings.Repeat("0", 40-len(in.Commit))
+				return activities.CheckResultOutput{Commit: full, Actual: in.Claimed, DiffURL: "/d.diff"}, nil
+			}
+			end := h.rejectRound(0)
+			var st task.State
+			h.at(end+1*time.Second, func() { h.ack(amp.RoleExecutor) })
+			h.at(end+2*time.Second, func() {
+				m := h.resultMsg(amp.StatusComplete)
+				m.Result().CommitHash = tc.second
+				h.submit(m, m.MsgID)
+			})
+			h.at(end+3*time.Second, func() { st = h.state(); h.ack(amp.RoleReviewer) })
+			h.at(end+4*time.Second, func() { h.verdict(amp.DecisionApproved, 0.95) })
+			h.run()
+
+			reqs := h.deliveredOf(amp.TypeReviewRequest)
+			if len(reqs) != 2 {
+				t.Fatalf("%d review requests, want 2", len(reqs))
+			}
+			if n := reqs[0].Request().CoordinatorNotes; strings.Contains(n, "no new commit") {
+				t.Errorf("first request flagged %q; nothing was rejected yet", n)
+			}
+			notes := reqs[1].Request().CoordinatorNotes
+			if got := strings.Contains(notes, "no new commit since the last rejection"); got != tc.flagged {
+				t.Errorf("second request notes %q: flagged %v, want %v", notes, got, tc.flagged)
+			}
+			onTimeline := false
+			for _, e := range st.Timeline {
+				onTimeline = onTimeline || strings.Contains(e.Note, "no new commit since the last rejection")
+			}
+			if onTimeline != tc.flagged {
+				t.Errorf("timeline flags the same commit: %v, want %v", onTimeline, tc.flagged)
+			}
+		})
 	}
 }

@@ -69,6 +69,9 @@ HTTP API with no auth.tokens acts as that user too.`,
 			if ui := srv.UIAddr(); ui != "" {
 				fmt.Fprintf(a.Stdout, "%-10s http://%s\n", "web ui", ui)
 			}
+			for _, m := range workers.AgentModes(cfg.Agents) {
+				fmt.Fprintf(a.Stdout, "%-10s %s\n", m[0], m[1])
+			}
 			metrics := httpapi.NewMetrics()
 			c, err := workers.Dial(cmd.Context(), cfg.Temporal, log, metrics.TemporalHandler(), 10*time.Second)
 			if err != nil {
@@ -128,6 +131,9 @@ decide on a task. admins: ["*"] lets anyone named decide.`,
 			}
 			defer c.Close()
 			fmt.Fprintf(a.Stdout, "%-10s %s (namespace %s)\n", "temporal", cfg.Temporal.Address, cfg.Temporal.Namespace)
+			for _, m := range workers.AgentModes(cfg.Agents) {
+				fmt.Fprintf(a.Stdout, "%-10s %s\n", m[0], m[1])
+			}
 			err = workers.Run(cmd.Context(), workers.Options{Config: cfg, Temporal: c, Logger: log, Metrics: metrics,
 				Endpoint: func(name, addr string) { fmt.Fprintf(a.Stdout, "%-10s %s\n", name, addr) }})
 			if err != nil {

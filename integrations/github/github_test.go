@@ -172,3 +172,33 @@ func TestCommitChecksErrors(t *testing.T) {
 		})
 	}
 }
+
+func TestConfiguredRepo(t *testing.T) {
+	tests := []struct {
+		name, ownerName, apiURL string
+		want                    string // FullName; empty for an error
+	}{
+		{"Public", "acme/widget", "", "github.com/acme/widget"},
+		{"PublicAPI", "acme/widget", "https://api.github.com/", "github.com/acme/widget"},
+		{"Enterprise", "acme/widget", "https://ghe.example.com/api/v3/", "ghe.example.com/acme/widget"},
+		{"NoName", "acme", "", ""},
+		{"URL", "https://github.com/acme/widget", "", ""},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			r, err := ConfiguredRepo(tc.ownerName, tc.apiURL)
+			if tc.want == "" {
+				if err == nil {
+					t.Errorf("got %v, want an error", r)
+				}
+				return
+			}
+			if err != nil || r.FullName() != tc.want {
+				t.Fatalf("got %q, %v; want %q", r.FullName(), err, tc.want)
+			}
+			if back, ok := ParseFullName(r.FullName()); !ok || back != r {
+				t.Errorf("ParseFullName(%q) = %v, %v; want %v", r.FullName(), back, ok, r)
+			}
+		})
+	}
+}

@@ -83,3 +83,36 @@ func knownHost(host string, extra []string) bool {
 	}
 	return false
 }
+
+// FullName returns HOST/OWNER/NAME, the form ParseFullName reads.
+func (r Repo) FullName() string { return r.Host + "/" + r.Owner + "/" + r.Name }
+
+// ParseFullName reads HOST/OWNER/NAME, as FullName writes it.
+func ParseFullName(s string) (Repo, bool) {
+	parts := strings.Split(strings.TrimSpace(s), "/")
+	if len(parts) != 3 || parts[0] == "" || parts[1] == "" || parts[2] == "" {
+		return Repo{}, false
+	}
+	return Repo{Host: strings.ToLower(parts[0]), Owner: parts[1], Name: parts[2]}, true
+}
+
+// ConfiguredRepo is OWNER/NAME on the web host of the API at apiURL:
+// github.com for the public API (an empty apiURL), else the API's host
+// (GitHub Enterprise).
+func ConfiguredRepo(ownerName, apiURL string) (Repo, error) {
+	owner, name, ok := strings.Cut(strings.TrimSpace(ownerName), "/")
+	if !ok || owner == "" || name == "" || strings.Contains(name, "/") {
+		return Repo{}, fmt.Errorf("repository %q is not OWNER/NAME", ownerName)
+	}
+	host := "github.com"
+	if apiURL != "" {
+		u, err := url.Parse(apiURL)
+		if err != nil || u.Hostname() == "" {
+			return Repo{}, fmt.Errorf("API URL %q has no host", apiURL)
+		}
+		if h := strings.ToLower(u.Hostname()); h != "api.github.com" {
+			host = h
+		}
+	}
+	return Repo{Host: host, Owner: owner, Name: name}, nil
+}

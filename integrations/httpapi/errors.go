@@ -30,11 +30,15 @@ var statusOf = map[task.Code]int{
 	task.CodeForbidden:   http.StatusForbidden,
 	task.CodeFinished:    http.StatusConflict,
 	task.CodeUnavailable: http.StatusServiceUnavailable,
+	task.CodeRateLimited: http.StatusTooManyRequests,
 	task.CodeInternal:    http.StatusInternalServerError,
 
 	codeUnauthenticated:  http.StatusUnauthorized,
 	codeTooLarge:         http.StatusRequestEntityTooLarge,
 	codeMethodNotAllowed: http.StatusMethodNotAllowed,
+
+	codeUnsupportedMediaType: http.StatusUnsupportedMediaType,
+	codeMisdirected:          http.StatusMisdirectedRequest,
 }
 
 // errorBody is the JSON form of every error response.

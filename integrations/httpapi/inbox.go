@@ -11,7 +11,8 @@ import (
 	"github.com/ampflow/ampflow/workflows/task"
 )
 
-// MaxWait bounds the wait of a long-polling inbox request.
+// MaxWait bounds the wait of a long-polling inbox request unless
+// Options.MaxWait sets another bound.
 const MaxWait = 60 * time.Second
 
 // InboxResponse is the answer to GET /v1/inbox.
@@ -47,7 +48,7 @@ func (s *Server) inbox(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, invalidField("role", "must be executor or reviewer"))
 		return
 	}
-	wait, err := parseWait(q.Get("wait"))
+	wait, err := parseWait(q.Get("wait"), s.maxWait)
 	if err != nil {
 		s.writeError(w, r, err)
 		return
@@ -55,6 +56,9 @@ func (s *Server) inbox(w http.ResponseWriter, r *http.Request) {
 	ctx := r.Context()
 	// The wall clock, not Options.Now: the wait runs on real timers.
 	deadline := time.Now().Add(wait)
+	if wait > 0 {
+		s.extendDeadlines(w, r, wait)
+	}
 	for {
 		msgs, err := s.tasks.Inbox(ctx, role)
 		if ctx.Err() != nil {
@@ -82,9 +86,23 @@ func (s *Server) inbox(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
+// extendDeadlines gives a long poll its wait on top of the server's read
+// and write timeouts, which would otherwise cut it off: the write deadline
+// ends the answer, and the read deadline cancels the request's context.
+func (s *Server) extendDeadlines(w http.ResponseWriter, r *http.Request, wait time.Duration) {
+	rc := http.NewResponseController(w)
+	now := time.Now()
+	if err := rc.SetReadDeadline(now.Add(wait + s.readTO)); err != nil {
+		s.log.Debug("extending the read deadline of a long poll", "path", r.URL.Path, "err", err)
+	}
+	if err := rc.SetWriteDeadline(now.Add(wait + s.writeTO)); err != nil {
+		s.log.Debug("extending the write deadline of a long poll", "path", r.URL.Path, "err", err)
+	}
+}
+
 // parseWait reads a wait as a Go duration ("30s") or whole seconds
-// ("30"), at most MaxWait.
-func parseWait(v string) (time.Duration, error) {
+// ("30"), at most maxWait.
+func parseWait(v string, maxWait time.Duration) (time.Duration, error) {
 	if v == "" {
 		return 0, nil
 	}
@@ -96,8 +114,8 @@ func parseWait(v string) (time.Duration, error) {
 		}
 		d = time.Duration(n) * time.Second
 	}
-	if d < 0 || d > MaxWait {
-		return 0, invalidField("wait", fmt.Sprintf("must be between 0 and %s", MaxWait))
+	if d < 0 || d > maxWait {
+		return 0, invalidField("wait", fmt.Sprintf("must be between 0 and %s", task.FormatDuration(maxWait)))
 	}
 	return d, nil
 }

@@ -182,6 +182,10 @@ func (s *Server) postHeartbeat(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	in := task.HeartbeatInput{From: req.From, Note: strings.TrimSpace(req.Note)}
+	if err := in.Validate(); err != nil {
+		s.writeError(w, r, err)
+		return
+	}
 	if err := s.tasks.Heartbeat(r.Context(), req.TaskID, in); err != nil {
 		s.writeError(w, r, err)
 		return

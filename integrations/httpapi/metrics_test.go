@@ -9,7 +9,7 @@ import (
 
 func scrape(t *testing.T, h *harness) string {
 	t.Helper()
-	r := h.do(t, "GET", "/metrics", "", "")
+	r := h.do(t, "GET", "/metrics", adminToken, "")
 	wantStatus(t, r, http.StatusOK)
 	return string(r.body)
 }

@@ -57,7 +57,21 @@ type Options struct {
 	// PollInterval is how often a long-polling inbox request looks again;
 	// zero is 500ms.
 	PollInterval time.Duration
+	// MaxWait bounds the wait of a long-polling inbox request; zero is
+	// MaxWait.
+	MaxWait time.Duration
+	// ReadTimeout and WriteTimeout bound reading a request and writing its
+	// answer (a long poll gets its wait on top); zero is DefaultTimeout.
+	ReadTimeout, WriteTimeout time.Duration
 }
+
+// DefaultTimeout is the server's read and write timeout when Options
+// leaves them zero.
+const DefaultTimeout = 30 * time.Second
+
+// IdleTimeout is how long a kept-alive connection waits for its next
+// request.
+const IdleTimeout = 2 * time.Minute
 
 // Server serves the HTTP API. Build it with New.
 type Server struct {
@@ -71,7 +85,13 @@ type Server struct {
 	now      func() time.Time
 	maxBody  int64
 	poll     time.Duration
+	maxWait  time.Duration
+	readTO   time.Duration
+	writeTO  time.Duration
 	mux      *http.ServeMux
+	// mounted are the patterns of Mount: their handlers check requests
+	// themselves.
+	mounted map[string]bool
 }
 
 // New builds a Server and registers its routes.
@@ -85,7 +105,11 @@ func New(o Options) *Server {
 		now:     o.Now,
 		maxBody: o.MaxBody,
 		poll:    o.PollInterval,
+		maxWait: o.MaxWait,
+		readTO:  o.ReadTimeout,
+		writeTO: o.WriteTimeout,
 		mux:     http.NewServeMux(),
+		mounted: map[string]bool{},
 	}
 	if s.openName = o.OpenName; s.openName == "" {
 		s.openName = OpenName
@@ -105,6 +129,15 @@ func New(o Options) *Server {
 	if s.poll <= 0 {
 		s.poll = 500 * time.Millisecond
 	}
+	if s.maxWait <= 0 {
+		s.maxWait = MaxWait
+	}
+	if s.readTO <= 0 {
+		s.readTO = DefaultTimeout
+	}
+	if s.writeTO <= 0 {
+		s.writeTO = DefaultTimeout
+	}
 	s.routes()
 	return s
 }
@@ -115,7 +148,8 @@ func (s *Server) routes() {
 	admins := []string{config.RoleAdmin}
 
 	s.mux.HandleFunc("GET /healthz", s.healthz)
-	s.mux.Handle("GET /metrics", s.metrics.handler())
+	// With tokens configured, metrics need one (any role).
+	s.handle("GET /metrics", anyone, s.metrics.handler().ServeHTTP)
 
 	s.handle("POST /v1/tasks", coordinators, s.startTask)
 	s.handle("GET /v1/tasks", anyone, s.listTasks)
@@ -141,22 +175,48 @@ func (s *Server) handle(pattern string, roles []string, h func(http.ResponseWrit
 	s.mux.Handle(pattern, s.authenticate(roles, http.HandlerFunc(h)))
 }
 
-// Mount adds a handler that does its own authentication, such as the
-// Slack and Telegram webhooks. Call it before serving.
-func (s *Server) Mount(pattern string, h http.Handler) { s.mux.Handle(pattern, h) }
+// Mount adds a handler that does its own authentication and checks its
+// own input, such as the Slack and Telegram webhooks with their formats and
+// signatures: the API's Content-Type, Origin and Host checks (guard) do not
+// apply to it. Call it before serving.
+func (s *Server) Mount(pattern string, h http.Handler) {
+	s.mux.Handle(pattern, h)
+	s.mounted[pattern] = true
+}
 
 // Handler returns the API with request metrics and JSON errors for
 // unknown paths and methods.
 func (s *Server) Handler() http.Handler { return http.HandlerFunc(s.serveHTTP) }
 
+// HTTPServer returns an http.Server for the API with every timeout set.
+// The write timeout bounds ordinary answers; a long-polling inbox request
+// extends its own deadlines by its wait.
+func (s *Server) HTTPServer() *http.Server {
+	return &http.Server{
+		Handler:           s.Handler(),
+		ReadHeaderTimeout: min(10*time.Second, s.readTO),
+		ReadTimeout:       s.readTO,
+		WriteTimeout:      s.writeTO,
+		IdleTimeout:       IdleTimeout,
+	}
+}
+
 func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {
 	start := time.Now()
 	rw := &statusWriter{ResponseWriter: w}
 	route := "unmatched"
-	if _, pattern := s.mux.Handler(r); pattern != "" {
+	_, pattern := s.mux.Handler(r)
+	if pattern != "" {
 		route = pattern
+	}
+	switch err := s.guard(r); {
+	case s.mounted[pattern]:
 		s.mux.ServeHTTP(rw, r)
-	} else {
+	case err != nil:
+		s.writeError(rw, r, err)
+	case pattern != "":
+		s.mux.ServeHTTP(rw, r)
+	default:
 		s.unmatched(rw, r)
 	}
 	s.metrics.observe(route, rw.code(), time.Since(start))

@@ -76,6 +76,12 @@ func (s *Server) startTask(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
+	key, err := idempotencyKey(r)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	in.RequestKey = workflows.RequestKey(callerOf(r).name, key)
 	if in.TaskID != "" {
 		err = s.tasks.Start(r.Context(), in)
 	} else {
@@ -88,6 +94,15 @@ func (s *Server) startTask(w http.ResponseWriter, r *http.Request) {
 	s.log.Info("task started over HTTP", "task_id", in.TaskID, "by", callerOf(r).name)
 	w.Header().Set("Location", "/v1/tasks/"+in.TaskID)
 	writeJSON(w, http.StatusCreated, StartResponse{TaskID: in.TaskID})
+}
+
+// idempotencyKey reads the Idempotency-Key header, checked.
+func idempotencyKey(r *http.Request) (string, error) {
+	key := r.Header.Get("Idempotency-Key")
+	if problem := workflows.CheckIdempotencyKey(key); problem != "" {
+		return "", invalidField("Idempotency-Key", problem)
+	}
+	return key, nil
 }
 
 // startInput checks a start request. The plan is validated inside a

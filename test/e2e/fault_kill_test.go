@@ -16,10 +16,14 @@ import (
 // agentScript plays the executor in command mode for the tasks that have
 // a .wait file in dir: it notes each run, then waits for the test to
 // write the reply (an ACK and a task_result) and prints it. The other
-// tasks are played over the HTTP API, so it answers them with nothing.
+// tasks are played over the HTTP API: it stays out of their way until
+// stopped, since an agent that exits without a reply fails its delivery.
 const agentScript = `d='%DIR%'
 cat >/dev/null
-[ -e "$d/$AMP_TASK_ID.wait" ] || exit 0
+if [ ! -e "$d/$AMP_TASK_ID.wait" ]; then
+	while [ ! -e "$d/stop" ]; do sleep 0.2; done
+	exit 0
+fi
 echo "$AMP_MSG_ID" >>"$d/$AMP_TASK_ID.runs"
 n=0
 while [ ! -e "$d/$AMP_TASK_ID.reply" ]; do

@@ -22,6 +22,9 @@ const (
 	KindFinalApproval     DecisionKind = "final_approval"
 	KindResultProblem     DecisionKind = "result_problem"
 	KindAgentEscalation   DecisionKind = "agent_escalation"
+	// KindDeliveryFailed: a message could not be delivered to its agent
+	// (a command-mode agent failed, a webhook refused it).
+	KindDeliveryFailed DecisionKind = "delivery_failed"
 )
 
 // Option ids. Each decision offers a subset.
@@ -66,17 +69,20 @@ type Decision struct {
 
 // DecisionContext is what a decision message shows about its task.
 type DecisionContext struct {
-	Description string         `json:"description"`
-	Repo        string         `json:"repo"`
-	Branch      string         `json:"branch"`
-	Risk        amp.Risk       `json:"risk"`
-	Subtask     string         `json:"subtask,omitempty"`
-	RejectCount int            `json:"reject_count"`
-	CIState     string         `json:"ci_state,omitempty"`
-	Issues      []amp.Issue    `json:"issues,omitempty"`
-	Blockers    []string       `json:"blockers,omitempty"`
-	Confidence  *float64       `json:"confidence,omitempty"`
-	Suggested   []string       `json:"suggested_actions,omitempty"`
+	Description string      `json:"description"`
+	Repo        string      `json:"repo"`
+	Branch      string      `json:"branch"`
+	Risk        amp.Risk    `json:"risk"`
+	Subtask     string      `json:"subtask,omitempty"`
+	RejectCount int         `json:"reject_count"`
+	CIState     string      `json:"ci_state,omitempty"`
+	Issues      []amp.Issue `json:"issues,omitempty"`
+	Blockers    []string    `json:"blockers,omitempty"`
+	Confidence  *float64    `json:"confidence,omitempty"`
+	Suggested   []string    `json:"suggested_actions,omitempty"`
+	// AgentStderr is the end of a failed command-mode agent's stderr,
+	// secrets masked.
+	AgentStderr string         `json:"agent_stderr,omitempty"`
 	Extra       map[string]any `json:"extra,omitempty"`
 }
 

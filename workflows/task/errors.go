@@ -18,10 +18,14 @@ const (
 	CodeSuspended   Code = "suspended"   // the task waits for an admin
 	CodeConflict    Code = "conflict"    // already decided, msg_id reused, task id taken
 	CodeForbidden   Code = "forbidden"   // not allowed for this caller
-	CodeFinished    Code = "finished"    // the task is done or terminated
+	CodeFinished    Code = "task_ended"  // the task has ended (done or terminated); the message names which
 	CodeUnavailable Code = "unavailable" // Temporal or the worker did not answer
 	CodeInternal    Code = "internal"
 )
+
+// CodeRateLimited refuses input beyond a bound per time window, such as
+// an agent's escalations per task per hour.
+const CodeRateLimited Code = "rate_limited"
 
 // Error is an error with a code and a plain message. Fields lists the
 // failing field paths of invalid input.
@@ -72,6 +76,8 @@ func CodeOfType(errType string) Code {
 		return CodeForbidden
 	case ErrFinished:
 		return CodeFinished
+	case ErrRateLimited:
+		return CodeRateLimited
 	}
 	return CodeInternal
 }

@@ -8,12 +8,15 @@ import (
 
 // State is what the state query returns.
 type State struct {
-	TaskID       string        `json:"task_id"`
-	Status       Status        `json:"status"`
-	Risk         amp.Risk      `json:"risk_level"`
-	Description  string        `json:"description"`
-	Repo         string        `json:"repo"`
-	Branch       string        `json:"branch"`
+	TaskID      string   `json:"task_id"`
+	Status      Status   `json:"status"`
+	Risk        amp.Risk `json:"risk_level"`
+	Description string   `json:"description"`
+	Repo        string   `json:"repo"`
+	Branch      string   `json:"branch"`
+	// CIRepo is the GitHub repository (HOST/OWNER/NAME) whose checks
+	// count, fixed when the task started; empty when it has none.
+	CIRepo       string        `json:"ci_repo,omitempty"`
 	Subtasks     []amp.Subtask `json:"subtasks"`
 	SubtaskIndex int           `json:"subtask_index"`
 	// Subtask is the current subtask, nil before dispatch and after the last.

@@ -202,6 +202,10 @@ type Input struct {
 	// under; the client sets it to Revision. Zero marks tasks started
 	// before revisions existed, whose shape their history tells.
 	Rev int `json:"rev,omitempty"`
+	// RequestKey is the starting request's idempotency key scoped to its
+	// caller (workflows.RequestKey). It is not part of the workflow's
+	// input: the client keeps a digest of it in the task's memo.
+	RequestKey string `json:"-"`
 }
 
 // Revision is the revision of the task workflow's code. A change that
@@ -215,7 +219,9 @@ type Input struct {
 //     worker runs only pull mode there), record
 //     and notice loops started on demand.
 //   - 2: the policy is the worker's, asked for in a local activity when
-//     the task starts, and no admins means nobody may decide.
+//     the task starts, and no admins means nobody may decide; a failed
+//     delivery (command-mode agent, webhook) raises a delivery_failed
+//     decision at once instead of waiting for the ACK timeout.
 const Revision = 2
 
 // Result is what a finished task workflow returns.
@@ -297,4 +303,5 @@ const (
 	ErrStaleDecision = "StaleDecision"   // decision id unknown or not the open one
 	ErrDecided       = "AlreadyDecided"  // the decision was taken already
 	ErrFinished      = "TaskFinished"    // task is done or terminated
+	ErrRateLimited   = "RateLimited"     // too many agent escalations this hour
 )

@@ -175,9 +175,9 @@ func (a *App) report(cmd *cobra.Command, err error) int {
 		err = ee.Err
 	}
 	if err != nil {
-		fmt.Fprintf(a.Stderr, "ampflow: %s\n", strings.ReplaceAll(err.Error(), "\n", "; "))
+		a.writeError(a.Stderr, code, err)
 	}
-	if showUsage && cmd != nil {
+	if showUsage && cmd != nil && !a.JSON() {
 		fmt.Fprint(a.Stderr, cmd.UsageString())
 	}
 	return code
@@ -282,8 +282,9 @@ func (a *App) Config() (config.Config, error) {
 }
 
 // Logger returns a logger to stderr at the configured level and format.
+// Durations read as 5m or 300ms, not nanoseconds (JSON) or 5m0s (text).
 func (a *App) Logger(c config.Config) *slog.Logger {
-	opts := &slog.HandlerOptions{Level: c.Log.SlogLevel()}
+	opts := &slog.HandlerOptions{Level: c.Log.SlogLevel(), ReplaceAttr: readableDuration}
 	if c.Log.Format == "json" {
 		return slog.New(slog.NewJSONHandler(a.Stderr, opts))
 	}

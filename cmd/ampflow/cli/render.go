@@ -3,6 +3,7 @@ package cli
 import (
 	"fmt"
 	"io"
+	"log/slog"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -167,6 +168,9 @@ func printState(w io.Writer, st task.State) error {
 	}
 	if d := st.Pending; d != nil {
 		fmt.Fprintf(w, "\nPending decision %s (%s), raised %s\n  %s\n", d.ID, d.Kind, stamp(d.RaisedAt), oneLine(d.Prompt))
+		if e := d.Context.AgentStderr; e != "" {
+			fmt.Fprintf(w, "  the agent's stderr ended with:\n    %s\n", strings.ReplaceAll(e, "\n", "\n    "))
+		}
 		for _, o := range d.Options {
 			note := ""
 			if o.NoteRequired {
@@ -182,4 +186,13 @@ func printState(w io.Writer, st task.State) error {
 		tl.row("  "+stamp(e.At), e.Kind, timelineLine(e))
 	}
 	return tl.flush()
+}
+
+// readableDuration is a slog ReplaceAttr that writes durations as
+// task.FormatDuration does.
+func readableDuration(_ []string, a slog.Attr) slog.Attr {
+	if a.Value.Kind() == slog.KindDuration {
+		a.Value = slog.StringValue(task.FormatDuration(a.Value.Duration()))
+	}
+	return a
 }

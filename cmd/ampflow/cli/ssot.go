@@ -50,7 +50,11 @@ func (a *App) logRefused(err error) {
 		return
 	}
 	entry := activities.ErrorEntry{Time: a.Now(), Source: "cli", Reason: ie.Error(), Raw: string(ie.raw)}
-	if lerr := s.AppendError(entry); lerr != nil {
+	lerr := s.AppendError(entry)
+	if lerr == nil {
+		lerr = s.FlushErrors() // the process ends soon: write it now
+	}
+	if lerr != nil {
 		fmt.Fprintf(a.Stderr, "ampflow: note: could not log the refusal in the SSOT: %v\n", lerr)
 	}
 }

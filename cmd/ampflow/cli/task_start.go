@@ -8,6 +8,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/ampflow/ampflow/amp"
+	"github.com/ampflow/ampflow/workflows"
 	"github.com/ampflow/ampflow/workflows/task"
 )
 
@@ -52,16 +53,18 @@ type startOutput struct {
 
 func (a *App) taskStartCommand() *cobra.Command {
 	var (
-		file, taskID, handling string
-		wait                   bool
-		waitTimeout            time.Duration
+		file, taskID, handling, key string
+		wait                        bool
+		waitTimeout                 time.Duration
 	)
 	cmd := &cobra.Command{
 		Use:   "start -f FILE",
 		Short: "Start a task from a task_dispatch payload",
 		Long: "Start reads the coordinator's plan, a task_dispatch payload in YAML or JSON,\n" +
 			"from FILE (- for stdin), checks it strictly against AMP/1.0 (failing fields are\n" +
-			"named plan.…) and starts a task under --task-id or the year's next free id.\n" +
+			"named plan.…) and starts a task under --task-id or the year's next free id;\n" +
+			"a --task-id in use is refused (exit 1). With --idempotency-key, a retry of the\n" +
+			"same start answers with the task the first one started, not a second task.\n" +
 			"The task runs by the worker's policy, not this configuration's; --handling\n" +
 			"admin makes its plan wait for an admin whatever the policy says. Start then\n" +
 			"waits (up to 10s) for the branch check and exits 1 with the reason if the task\n" +
@@ -71,6 +74,7 @@ func (a *App) taskStartCommand() *cobra.Command {
 			"(exit 0) or terminated (exit 1), showing its status as it changes.",
 		Example: "  ampflow task start -f plan.yaml\n" +
 			"  id=$(ampflow task start -f plan.json | tail -n 1)\n" +
+			"  ampflow task start -f plan.yaml --idempotency-key plan-42\n" +
 			"  ampflow task start -f plan.yaml --task-id T-2026-045 --handling admin --wait --wait-timeout 2h",
 		Args: exactArgs(0, "none; the plan comes from -f"),
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -87,19 +91,23 @@ func (a *App) taskStartCommand() *cobra.Command {
 			if waitTimeout < 0 {
 				return UsageError(errors.New("--wait-timeout must not be negative"))
 			}
-			return a.startTask(cmd, file, taskID, h, wait, waitTimeout)
+			if problem := workflows.CheckIdempotencyKey(key); problem != "" {
+				return UsageError(fmt.Errorf("--idempotency-key: %s", problem))
+			}
+			return a.startTask(cmd, file, taskID, h, key, wait, waitTimeout)
 		},
 	}
 	f := cmd.Flags()
 	f.StringVarP(&file, "file", "f", "", "read the plan (task_dispatch payload, YAML or JSON) from `FILE`, - for stdin")
 	f.StringVar(&taskID, "task-id", "", "start under this `ID` (T-YYYY-NNN) instead of the year's next")
 	f.StringVar(&handling, "handling", "", "plan approval: admin asks an admin whatever the risk level (auto or admin)")
+	f.StringVar(&key, "idempotency-key", "", "retry-safe start: a start with a `KEY` you used before answers with the task it started")
 	f.BoolVar(&wait, "wait", false, "follow the task until it is done or terminated")
 	f.DurationVar(&waitTimeout, "wait-timeout", 0, "give up waiting after `D` (exit 1; the task runs on); 0 waits as long as it takes")
 	return cmd
 }
 
-func (a *App) startTask(cmd *cobra.Command, file, taskID string, h task.Handling, wait bool, waitTimeout time.Duration) error {
+func (a *App) startTask(cmd *cobra.Command, file, taskID string, h task.Handling, key string, wait bool, waitTimeout time.Duration) error {
 	raw, err := a.readInput(file)
 	if err != nil {
 		return Exit(ExitUsage, err)
@@ -117,7 +125,8 @@ func (a *App) startTask(cmd *cobra.Command, file, taskID string, h task.Handling
 	if err != nil {
 		return err
 	}
-	in := task.Input{TaskID: taskID, Plan: plan, Handling: h, Coordinator: a.currentUser()}
+	in := task.Input{TaskID: taskID, Plan: plan, Handling: h, Coordinator: a.currentUser(),
+		RequestKey: workflows.RequestKey(a.currentUser(), key)}
 	ctx := cmd.Context()
 	if taskID != "" {
 		err = tasks.Start(ctx, in)
@@ -139,9 +148,9 @@ func (a *App) startTask(cmd *cobra.Command, file, taskID string, h task.Handling
 	if st.TaskID == "" {
 		st.TaskID, st.Status = taskID, task.StatusAwaitingApproval
 	}
-	if !checked {
+	if !checked && !a.JSON() {
 		fmt.Fprintf(a.Stderr, "ampflow: task %s started, but its branch check did not finish within %s: is an ampflow worker running?\n",
-			taskID, a.startCheckWait)
+			taskID, task.FormatDuration(a.startCheckWait))
 	}
 	if st.Status == task.StatusTerminated {
 		a.printStarted(taskID, st, checked)

@@ -10,6 +10,7 @@ import (
 
 	"github.com/ampflow/ampflow/activities"
 	"github.com/ampflow/ampflow/amp"
+	"github.com/ampflow/ampflow/workflows"
 	"github.com/ampflow/ampflow/workflows/task"
 )
 
@@ -214,4 +215,31 @@ func TestTaskStartUsage(t *testing.T) {
 			}
 		})
 	}
+}
+
+func TestTaskStartIdempotencyKey(t *testing.T) {
+	t.Run("ScopedToTheUser", func(t *testing.T) {
+		f := &fakeTasks{nextID: "T-2026-020", states: []task.State{{Status: task.StatusDispatched}}}
+		r := runFake(t, f, "", nil, "task", "start", "-f", "testdata/plan.yaml", "--idempotency-key", "plan-7")
+		wantExit(t, r, ExitOK)
+		if len(f.started) != 1 || f.started[0].RequestKey != workflows.RequestKey("ana", "plan-7") {
+			t.Errorf("started %+v; want the key scoped to ana", f.started)
+		}
+	})
+	t.Run("NoKey", func(t *testing.T) {
+		f := &fakeTasks{nextID: "T-2026-021", states: []task.State{{Status: task.StatusDispatched}}}
+		r := runFake(t, f, "", nil, "task", "start", "-f", "testdata/plan.yaml")
+		wantExit(t, r, ExitOK)
+		if len(f.started) != 1 || f.started[0].RequestKey != "" {
+			t.Errorf("started %+v; want no key", f.started)
+		}
+	})
+	t.Run("BadKey", func(t *testing.T) {
+		f := &fakeTasks{}
+		r := runFake(t, f, "", nil, "task", "start", "-f", "testdata/plan.yaml", "--idempotency-key", "two words")
+		wantExit(t, r, ExitUsage)
+		if !strings.Contains(r.stderr, "--idempotency-key") || len(f.Calls()) != 0 {
+			t.Errorf("stderr %q, calls %v", r.stderr, f.Calls())
+		}
+	})
 }

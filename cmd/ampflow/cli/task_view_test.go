@@ -90,6 +90,16 @@ func TestTaskShow(t *testing.T) {
 			}
 		}
 	})
+	t.Run("AgentStderr", func(t *testing.T) {
+		st := shownState()
+		st.Pending.Kind = task.KindDeliveryFailed
+		st.Pending.Context.AgentStderr = "Traceback (most recent call last):\nKeyError: 'task_id'"
+		r := runFake(t, &fakeTasks{states: []task.State{st}}, "", nil, "task", "show", "T-2026-003")
+		wantExit(t, r, ExitOK)
+		if want := "  the agent's stderr ended with:\n    Traceback (most recent call last):\n    KeyError: 'task_id'\n"; !strings.Contains(r.stdout, want) {
+			t.Errorf("stdout lacks %q:\n%s", want, r.stdout)
+		}
+	})
 	t.Run("JSON", func(t *testing.T) {
 		r := runFake(t, &fakeTasks{states: []task.State{shownState()}}, "", nil, "-o", "json", "task", "show", "T-2026-003")
 		wantExit(t, r, ExitOK)

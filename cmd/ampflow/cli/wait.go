@@ -120,7 +120,7 @@ func (a *App) waitDone(ctx context.Context, tasks workflows.Tasks, taskID string
 	p.end()
 	switch {
 	case errors.Is(err, errWaitTimedOut):
-		return st, Exit(ExitFailed, fmt.Errorf("task %s is still %s after --wait-timeout %s", taskID, orDash(string(st.Status)), timeout))
+		return st, Exit(ExitFailed, fmt.Errorf("task %s is still %s after --wait-timeout %s", taskID, orDash(string(st.Status)), task.FormatDuration(timeout)))
 	case err != nil:
 		return st, refused(err)
 	}
@@ -136,5 +136,5 @@ func terminatedError(st task.State) error {
 	if reason == "" {
 		reason = "no reason given"
 	}
-	return Exit(ExitFailed, fmt.Errorf("task %s terminated: %s", st.TaskID, strings.TrimSpace(reason)))
+	return Exit(ExitFailed, task.Errorf(task.CodeFinished, "task %s terminated: %s", st.TaskID, strings.TrimSpace(reason)))
 }

@@ -1,0 +1,70 @@
+package cli
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/ampflow/ampflow/config"
+	"github.com/ampflow/ampflow/workflows/task"
+)
+
+// Codes of errors only the command line produces; the others are the
+// API's (task.Code).
+const (
+	codeUsage  task.Code = "usage"  // exit 2: a wrong command line or an unreadable file
+	codeFailed task.Code = "failed" // exit 1 with no finer classification
+)
+
+// errorJSON is how -o json reports an error on stderr: the HTTP API's
+// error body, {"error":{"code","message","fields"}}.
+type errorJSON struct {
+	Error errorJSONDetail `json:"error"`
+}
+
+type errorJSONDetail struct {
+	Code    task.Code         `json:"code"`
+	Message string            `json:"message"`
+	Fields  []task.FieldError `json:"fields,omitempty"`
+}
+
+// errorBody classifies err, which ends Main with exit code exit.
+func errorBody(exit int, err error) errorJSON {
+	d := errorJSONDetail{Code: codeFailed, Message: strings.ReplaceAll(err.Error(), "\n", "; ")}
+	if exit == ExitUsage {
+		d.Code = codeUsage
+	}
+	var te *task.Error
+	var ie *inputError
+	var ce *config.ValidationError
+	switch {
+	case errors.As(err, &te):
+		d.Code, d.Fields = te.Code, te.Fields
+	case errors.As(err, &ie):
+		d.Code = task.CodeInvalid
+		for _, f := range ie.fields {
+			d.Fields = append(d.Fields, task.FieldError{Path: f.Path, Problem: f.Problem})
+		}
+	case errors.As(err, &ce):
+		d.Code = task.CodeInvalid
+		for _, p := range ce.Problems {
+			d.Fields = append(d.Fields, task.FieldError{Path: p.Key, Problem: p.Reason})
+		}
+	}
+	return errorJSON{Error: d}
+}
+
+// writeError prints err on w: one line of JSON with -o json, else
+// "ampflow: message".
+func (a *App) writeError(w io.Writer, exit int, err error) {
+	if a.JSON() {
+		enc := json.NewEncoder(w)
+		enc.SetEscapeHTML(false)
+		if enc.Encode(errorBody(exit, err)) == nil {
+			return
+		}
+	}
+	fmt.Fprintf(w, "ampflow: %s\n", strings.ReplaceAll(err.Error(), "\n", "; "))
+}

@@ -1,0 +1,85 @@
+package httpapi
+
+import (
+	"mime"
+	"net"
+	"net/http"
+	"net/url"
+	"strings"
+
+	"github.com/ampflow/ampflow/workflows/task"
+)
+
+// Codes of the checks every API request passes before its route.
+const (
+	codeUnsupportedMediaType task.Code = "unsupported_media_type"
+	codeMisdirected          task.Code = "misdirected_request"
+)
+
+// guard refuses what a web page could send the API from a browser: in
+// open mode a Host that is not loopback (DNS rebinding), an Origin that is
+// not the API's own (cross-site requests), and a body that is not JSON (a
+// text/plain or form POST needs no CORS preflight). Mounted handlers, the
+// chat platforms' callbacks, have their own formats and signature checks
+// and are not guarded here.
+func (s *Server) guard(r *http.Request) error {
+	if len(s.tokens) == 0 && !loopbackHost(r.Host) {
+		return task.Errorf(codeMisdirected, "Host %q is not a loopback name or address; with no auth.tokens configured the API answers only to localhost, 127.0.0.1 or [::1]", r.Host)
+	}
+	if origin := r.Header.Get("Origin"); origin != "" && !sameOrigin(origin, r) {
+		return task.Errorf(task.CodeForbidden, "Origin %q is not this API's origin; the API takes no cross-site requests", origin)
+	}
+	if hasBody(r) {
+		mt, _, err := mime.ParseMediaType(r.Header.Get("Content-Type"))
+		if err != nil || mt != "application/json" {
+			return task.Errorf(codeUnsupportedMediaType, "Content-Type %q: a request body must be application/json", r.Header.Get("Content-Type"))
+		}
+	}
+	return nil
+}
+
+// hasBody reports whether r carries a body or uses a method that sends one.
+func hasBody(r *http.Request) bool {
+	switch r.Method {
+	case http.MethodPost, http.MethodPut, http.MethodPatch:
+		return true
+	}
+	return r.ContentLength != 0
+}
+
+// loopbackHost reports whether host (a Host header, with or without a
+// port) names the loopback interface.
+func loopbackHost(host string) bool {
+	if h, _, err := net.SplitHostPort(host); err == nil {
+		host = h
+	}
+	host = strings.TrimSuffix(strings.TrimPrefix(host, "["), "]")
+	if strings.EqualFold(host, "localhost") {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}
+
+// sameOrigin reports whether origin names the host and port r was sent
+// to. The scheme is not compared, so a TLS proxy in front of the API does
+// not turn its own pages away.
+func sameOrigin(origin string, r *http.Request) bool {
+	u, err := url.Parse(origin)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return false // "null" and anything else that is not a web origin
+	}
+	return strings.EqualFold(withPort(u.Host, u.Scheme), withPort(r.Host, u.Scheme))
+}
+
+// withPort adds the scheme's default port to a host that has none.
+func withPort(host, scheme string) string {
+	if _, _, err := net.SplitHostPort(host); err == nil {
+		return host
+	}
+	port := "80"
+	if scheme == "https" {
+		port = "443"
+	}
+	return net.JoinHostPort(strings.TrimSuffix(strings.TrimPrefix(host, "["), "]"), port)
+}

@@ -1,0 +1,187 @@
+package httpapi
+
+import (
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+)
+
+// sendRaw sends a request built by the test, headers and all.
+func (h *harness) sendRaw(t *testing.T, method, path, body string, header map[string]string) response {
+	t.Helper()
+	var rd io.Reader
+	if body != "" {
+		rd = strings.NewReader(body)
+	}
+	req, err := http.NewRequest(method, h.ts.URL+path, rd)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for k, v := range header {
+		if k == "Host" {
+			req.Host = v
+			continue
+		}
+		req.Header.Set(k, v)
+	}
+	resp, err := h.ts.Client().Do(req)
+	if err != nil {
+		t.Fatalf("%s %s: %v", method, path, err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatalf("reading %s %s: %v", method, path, err)
+	}
+	return response{status: resp.StatusCode, header: resp.Header, body: b}
+}
+
+func startBody() string { return `{"plan":` + validPlan + `}` }
+
+func TestGuardContentType(t *testing.T) {
+	for _, open := range []bool{true, false} {
+		name := map[bool]string{true: "Open", false: "Tokens"}[open]
+		t.Run(name+"/TextPlainRefused", func(t *testing.T) {
+			h := newHarness(t, open)
+			for _, ct := range []string{"text/plain", "application/x-www-form-urlencoded", "multipart/form-data; boundary=x", ""} {
+				r := h.sendRaw(t, "POST", "/v1/tasks", startBody(), map[string]string{"Content-Type": ct, "Authorization": "Bearer " + coordToken})
+				wantStatus(t, r, http.StatusUnsupportedMediaType)
+				if e := r.errorBody(t); e.Code != codeUnsupportedMediaType || !strings.Contains(e.Message, "application/json") {
+					t.Errorf("Content-Type %q: error %+v", ct, e)
+				}
+			}
+			if n := h.tasks.callCount(); n != 0 {
+				t.Errorf("refused requests reached the tasks: %v", h.tasks.calls)
+			}
+		})
+		t.Run(name+"/JSONAccepted", func(t *testing.T) {
+			h := newHarness(t, open)
+			r := h.sendRaw(t, "POST", "/v1/tasks", startBody(), map[string]string{"Content-Type": "application/json; charset=utf-8", "Authorization": "Bearer " + coordToken})
+			wantStatus(t, r, http.StatusCreated)
+		})
+	}
+}
+
+func TestGuardOrigin(t *testing.T) {
+	h := newHarness(t, true)
+	json := map[string]string{"Content-Type": "application/json"}
+	with := func(origin string) map[string]string {
+		return map[string]string{"Content-Type": "application/json", "Origin": origin}
+	}
+	for _, origin := range []string{"http://evil.example", "null", "http://127.0.0.1:1", "file://"} {
+		r := h.sendRaw(t, "POST", "/v1/tasks", startBody(), with(origin))
+		wantStatus(t, r, http.StatusForbidden)
+		if e := r.errorBody(t); !strings.Contains(e.Message, "Origin") {
+			t.Errorf("Origin %q: error %+v does not name the Origin", origin, e)
+		}
+		wantStatus(t, h.sendRaw(t, "GET", "/v1/tasks", "", map[string]string{"Origin": origin}), http.StatusForbidden)
+	}
+	if n := h.tasks.callCount(); n != 0 {
+		t.Fatalf("cross-site requests reached the tasks: %v", h.tasks.calls)
+	}
+	t.Run("SameOrigin", func(t *testing.T) {
+		wantStatus(t, h.sendRaw(t, "POST", "/v1/tasks", startBody(), with(h.ts.URL)), http.StatusCreated)
+	})
+	t.Run("NoOrigin", func(t *testing.T) {
+		wantStatus(t, h.sendRaw(t, "POST", "/v1/tasks", startBody(), json), http.StatusCreated)
+	})
+}
+
+func TestGuardHost(t *testing.T) {
+	port := func(h *harness) string { return h.ts.URL[strings.LastIndex(h.ts.URL, ":"):] }
+	t.Run("OpenRefusesOtherHosts", func(t *testing.T) {
+		h := newHarness(t, true)
+		for _, host := range []string{"evil.example", "evil.example" + port(h), "192.168.1.10" + port(h), "localhost.evil.example"} {
+			r := h.sendRaw(t, "GET", "/v1/tasks", "", map[string]string{"Host": host})
+			wantStatus(t, r, http.StatusMisdirectedRequest)
+			if e := r.errorBody(t); e.Code != codeMisdirected || !strings.Contains(e.Message, "loopback") {
+				t.Errorf("Host %q: error %+v", host, e)
+			}
+		}
+		wantStatus(t, h.sendRaw(t, "POST", "/v1/tasks", startBody(), map[string]string{"Host": "evil.example", "Content-Type": "application/json"}), http.StatusMisdirectedRequest)
+		if n := h.tasks.callCount(); n != 0 {
+			t.Fatalf("misdirected requests reached the tasks: %v", h.tasks.calls)
+		}
+	})
+	t.Run("OpenTakesLoopback", func(t *testing.T) {
+		h := newHarness(t, true)
+		for _, host := range []string{"127.0.0.1" + port(h), "localhost" + port(h), "LOCALHOST", "[::1]" + port(h), "127.0.0.2"} {
+			wantStatus(t, h.sendRaw(t, "GET", "/v1/tasks", "", map[string]string{"Host": host}), http.StatusOK)
+		}
+	})
+	t.Run("TokensTakeAnyHost", func(t *testing.T) {
+		h := newHarness(t, false)
+		r := h.sendRaw(t, "GET", "/v1/tasks", "", map[string]string{"Host": "api.example.com", "Authorization": "Bearer " + adminToken})
+		wantStatus(t, r, http.StatusOK)
+	})
+}
+
+// The chat callbacks keep their platforms' formats and check their own
+// signatures: the guard does not stand in their way.
+func TestGuardLeavesChatCallbacks(t *testing.T) {
+	var got []string
+	h := &harness{tasks: &fakeTasks{}}
+	h.srv = New(Options{Tasks: h.tasks})
+	h.srv.Mount("POST /slack/interactions", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		got = append(got, r.Header.Get("Content-Type"))
+		w.WriteHeader(http.StatusOK)
+	}))
+	h.ts = httptestServer(t, h.srv.Handler())
+	r := h.sendRaw(t, "POST", "/slack/interactions", "payload=%7B%7D", map[string]string{
+		"Content-Type": "application/x-www-form-urlencoded", "Host": "abc.ngrok.example", "Origin": "https://slack.example",
+	})
+	wantStatus(t, r, http.StatusOK)
+	if len(got) != 1 || got[0] != "application/x-www-form-urlencoded" {
+		t.Errorf("the Slack handler saw %v", got)
+	}
+}
+
+func TestMetricsNeedToken(t *testing.T) {
+	h := newHarness(t, false)
+	wantStatus(t, h.do(t, "GET", "/metrics", "", ""), http.StatusUnauthorized)
+	wantStatus(t, h.do(t, "GET", "/metrics", "not-a-token", ""), http.StatusUnauthorized)
+	wantStatus(t, h.do(t, "GET", "/metrics", executorToken, ""), http.StatusOK)
+	open := newHarness(t, true)
+	wantStatus(t, open.do(t, "GET", "/metrics", "", ""), http.StatusOK)
+}
+
+func TestHTTPServerTimeouts(t *testing.T) {
+	hs := New(Options{Tasks: &fakeTasks{}}).HTTPServer()
+	for name, d := range map[string]time.Duration{
+		"ReadHeaderTimeout": hs.ReadHeaderTimeout, "ReadTimeout": hs.ReadTimeout,
+		"WriteTimeout": hs.WriteTimeout, "IdleTimeout": hs.IdleTimeout,
+	} {
+		if d <= 0 {
+			t.Errorf("%s is not set", name)
+		}
+	}
+}
+
+// A long poll outlasts the server's read and write timeouts: it extends
+// its own deadlines by its wait.
+func TestInboxLongPollOutlastsTimeouts(t *testing.T) {
+	h := &harness{tasks: &fakeTasks{}}
+	h.srv = New(Options{
+		Tasks: h.tasks, Tokens: testTokens, PollInterval: 10 * time.Millisecond, MaxWait: 5 * time.Second,
+		ReadTimeout: 100 * time.Millisecond, WriteTimeout: 100 * time.Millisecond,
+	})
+	ts := httptest.NewUnstartedServer(nil)
+	ts.Config = h.srv.HTTPServer()
+	ts.Start()
+	t.Cleanup(ts.Close)
+	h.ts = ts
+
+	// Past the configured MaxWait is refused.
+	wantStatus(t, h.do(t, "GET", "/v1/inbox?role=executor&wait=6s", executorToken, ""), http.StatusBadRequest)
+
+	r := h.do(t, "GET", "/v1/inbox?role=executor&wait=400ms", executorToken, "")
+	wantStatus(t, r, http.StatusOK)
+	var out InboxResponse
+	r.decode(t, &out)
+	if out.Role != "executor" || out.Messages == nil {
+		t.Errorf("inbox %+v", out)
+	}
+}

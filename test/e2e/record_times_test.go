@@ -1,0 +1,143 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/ampflow/ampflow/activities"
+	"github.com/ampflow/ampflow/amp"
+	"github.com/ampflow/ampflow/integrations/httpapi"
+	"github.com/ampflow/ampflow/workflows/task"
+)
+
+// TestRecordTimes runs tasks on a dev process, with the GitHub CI provider
+// on a fake, and checks what the records and the CI reads are fixed to:
+// each SSOT record shows when it happened, and the GitHub repository is
+// the one the task started with.
+func TestRecordTimes(t *testing.T) {
+	gh, seen := repoRecordingGitHub(t)
+	dataDir := t.TempDir()
+	p := startDev(t, dataDir, append(gh.env(), "AMPFLOW_ADMINS=recorder")...)
+	api := newFaultAPI(t, p)
+	tasks := dial(t, p)
+
+	t.Run("AckAndDecisionTimes", func(t *testing.T) {
+		const id = "T-2026-931"
+		a := &agent{t: t, tasks: tasks, repo: ghRepo(t)}
+		plan := lowRiskPlan(a.repo)
+		plan.RiskLevel = amp.RiskHigh // the plan waits for an admin
+		api.startTask(id, plan)
+		dec := api.pending(id, task.KindPlanApproval)
+
+		beforeDecide := time.Now()
+		if _, err := tasks.Decide(context.Background(), id, task.DecideInput{DecisionID: dec.ID, Option: task.OptApprove, By: "recorder", Channel: "cli"}); err != nil {
+			t.Fatal(err)
+		}
+		d := a.next(amp.RoleExecutor, id, amp.TypeTaskDispatch)
+		beforeAck := time.Now()
+		a.ack(d)
+
+		var ack activities.StoredRecord
+		recs := map[string]activities.StoredRecord{}
+		eventually(t, 30*time.Second, "the ACK and the decision's outcome in the SSOT", func() (bool, error) {
+			for _, r := range ssotHistory(t, dataDir, id) {
+				recs[r.ID] = r
+				if r.Kind == activities.KindAck && strings.Contains(string(r.Body), `"ack_of":"`+d.MsgID+`"`) {
+					ack = r
+				}
+			}
+			_, outcome := recs[dec.ID+"-outcome"]
+			return outcome && ack.ID != "", nil
+		})
+		for _, c := range []struct {
+			what     string
+			at       time.Time
+			after    bool // after the mark, else before it
+			mark     time.Time
+			markName string
+		}{
+			{"the decision raised", recs[dec.ID].RecordedAt, false, beforeDecide, "the admin decided"},
+			{"the decision's outcome", recs[dec.ID+"-outcome"].RecordedAt, true, beforeDecide, "the admin decided"},
+			{"the dispatch", recs[d.MsgID].RecordedAt, false, beforeAck, "the executor ACKed"},
+			{"the executor's ACK", ack.RecordedAt, true, beforeAck, "the executor ACKed"},
+		} {
+			if c.at.IsZero() || c.at.Before(c.mark) == c.after {
+				t.Errorf("the record of %s shows %s; want it %s %s (%s)", c.what, c.at.Format(time.RFC3339Nano),
+					map[bool]string{true: "after", false: "before"}[c.after], c.markName, c.mark.Format(time.RFC3339Nano))
+			}
+		}
+
+		// The API's history shows the same times.
+		var hist httpapi.HistoryResponse
+		if code, resp := api.call("GET", "/v1/tasks/"+id+"/history", nil, &hist); code != http.StatusOK {
+			t.Fatalf("history: %d %s", code, resp)
+		}
+		i := slices.IndexFunc(hist.Records, func(r activities.StoredRecord) bool { return r.ID == ack.ID })
+		if i < 0 || !hist.Records[i].RecordedAt.Equal(ack.RecordedAt) {
+			t.Errorf("the API's history does not show the ACK %s at %s", ack.ID, ack.RecordedAt)
+		}
+		if _, err := tasks.Cancel(context.Background(), id, task.CancelInput{Reason: "test over", By: "recorder"}); err != nil {
+			t.Fatal(err)
+		}
+	})
+
+	// The executor points origin elsewhere after the start: CI still
+	// reads the repository the task started with, and the reviewer's diff
+	// URL is on it too.
+	t.Run("CIRepoFixedAtStart", func(t *testing.T) {
+		const id = "T-2026-932"
+		a := &agent{t: t, tasks: tasks, repo: ghRepo(t)} // origin acme/demo
+		api.startTask(id, lowRiskPlan(a.repo))
+		d := a.next(amp.RoleExecutor, id, amp.TypeTaskDispatch)
+		a.ack(d)
+		git(t, a.repo, "config", "remote.origin.url", "https://github.com/mallory/demo.git")
+		m := pushed(a, d, "hello\n")
+		a.send(m)
+
+		req := a.next(amp.RoleReviewer, id, amp.TypeReviewRequest)
+		sha := m.Result().CommitHash
+		if got := seen(sha); len(got) == 0 || slices.ContainsFunc(got, func(r string) bool { return r != "acme/demo" }) {
+			t.Errorf("CI read the checks of %s on %v; want acme/demo only", sha, got)
+		}
+		if u := req.Request().DiffURL; !strings.HasPrefix(u, "https://github.com/acme/demo/compare/") {
+			t.Errorf("diff_url %q, want a compare URL on acme/demo", u)
+		}
+		if st := api.state(id); st.CIRepo != "github.com/acme/demo" {
+			t.Errorf("state ci_repo %q, want github.com/acme/demo", st.CIRepo)
+		}
+		a.ack(req)
+		a.send(a.verdict(req, amp.DecisionApproved))
+		api.done(id, 60*time.Second)
+	})
+}
+
+// repoRecordingGitHub is fakeGitHub behind a server that also notes, per
+// commit, the OWNER/NAME of each check-runs request.
+func repoRecordingGitHub(t *testing.T) (gh *fakeGitHub, seen func(sha string) []string) {
+	t.Helper()
+	gh = &fakeGitHub{calls: map[string]int{}, fail: map[string]int{}, pending: map[string]bool{}}
+	var mu sync.Mutex
+	repos := map[string][]string{}
+	gh.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		parts := strings.Split(strings.Trim(strings.TrimPrefix(r.URL.Path, "/api/v3"), "/"), "/")
+		if len(parts) == 6 && parts[0] == "repos" && parts[5] == "check-runs" {
+			mu.Lock()
+			repos[parts[4]] = append(repos[parts[4]], fmt.Sprintf("%s/%s", parts[1], parts[2]))
+			mu.Unlock()
+		}
+		gh.serve(w, r)
+	}))
+	t.Cleanup(gh.srv.Close)
+	return gh, func(sha string) []string {
+		mu.Lock()
+		defer mu.Unlock()
+		return slices.Clone(repos[sha])
+	}
+}
