@@ -6,6 +6,7 @@ import (
 	"io"
 	"net/http"
 	"testing"
+	"time"
 
 	"github.com/ampflow/ampflow/integrations/httpapi"
 )
@@ -92,10 +93,18 @@ func TestAPIRefusesBrowsers(t *testing.T) {
 	}); code != http.StatusCreated {
 		t.Fatalf("same-origin JSON POST answered %d %s, want 201", code, resp)
 	}
+	// The listing reads Temporal's visibility, which trails a start: wait
+	// for the started task to show, then check it is the only one.
 	var list httpapi.ListResponse
-	code, resp := send("GET", "/v1/tasks", nil, nil)
-	if err := json.Unmarshal([]byte(resp), &list); code != http.StatusOK || err != nil {
-		t.Fatalf("listing tasks: %d %s %v", code, resp, err)
+	for deadline := time.Now().Add(20 * time.Second); ; {
+		code, resp := send("GET", "/v1/tasks", nil, nil)
+		if err := json.Unmarshal([]byte(resp), &list); code != http.StatusOK || err != nil {
+			t.Fatalf("listing tasks: %d %s %v", code, resp, err)
+		}
+		if len(list.Tasks) > 0 || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(100 * time.Millisecond)
 	}
 	if len(list.Tasks) != 1 || list.Tasks[0].TaskID != goodID {
 		t.Errorf("tasks %+v, want only %s", list.Tasks, goodID)
