@@ -15,17 +15,27 @@ const appendTries = 8
 
 // Append implements Store.
 func (s *DB) Append(ctx context.Context, taskID string, entries []Entry) (AppendResult, error) {
+	return s.Save(ctx, taskID, entries, nil)
+}
+
+// Save implements Store.
+func (s *DB) Save(ctx context.Context, taskID string, entries []Entry, st *TaskState) (AppendResult, error) {
 	rows, err := prepare(taskID, entries)
 	if err != nil {
 		return AppendResult{}, err
 	}
+	if st != nil {
+		if err := st.check(taskID); err != nil {
+			return AppendResult{}, err
+		}
+	}
 	for try := 1; ; try++ {
-		res, err := s.appendOnce(ctx, taskID, rows)
+		res, err := s.saveOnce(ctx, taskID, rows, st)
 		if err == nil || !raced(err) || try == appendTries {
 			if err != nil {
 				var ce *ConflictError
 				if !errors.As(err, &ce) {
-					err = fmt.Errorf("appending %d records to task %s: %w", len(rows), taskID, err)
+					err = fmt.Errorf("saving %d records of task %s: %w", len(rows), taskID, err)
 				}
 			}
 			return res, err
@@ -67,7 +77,7 @@ func prepare(taskID string, entries []Entry) ([]Record, error) {
 	return rows, nil
 }
 
-func (s *DB) appendOnce(ctx context.Context, taskID string, rows []Record) (AppendResult, error) {
+func (s *DB) saveOnce(ctx context.Context, taskID string, rows []Record, st *TaskState) (AppendResult, error) {
 	var res AppendResult
 	tx, err := s.db.BeginTx(ctx, nil)
 	if err != nil {
@@ -107,11 +117,17 @@ func (s *DB) appendOnce(ctx context.Context, taskID string, rows []Record) (Appe
 		res.Head = Head{Seq: r.Seq, Hash: r.Hash}
 		res.Written++
 	}
-	if res.Written == 0 {
-		return res, nil
+	if res.Written > 0 {
+		if err := s.moveHead(ctx, tx, taskID, head, res.Head); err != nil {
+			return res, err
+		}
 	}
-	if err := s.moveHead(ctx, tx, taskID, head, res.Head); err != nil {
-		return res, err
+	if st != nil {
+		if err := s.saveState(ctx, tx, st); err != nil {
+			return res, err
+		}
+	} else if res.Written == 0 {
+		return res, nil
 	}
 	return res, tx.Commit()
 }

@@ -103,6 +103,18 @@ type Store interface {
 	// and body is kept as it is (a retry); with anything else it is a
 	// *ConflictError and nothing of the call is written.
 	Append(ctx context.Context, taskID string, entries []Entry) (AppendResult, error)
+	// Save appends like Append and, in the same transaction, replaces the
+	// task's state, outbox and open decisions with st unless the store
+	// holds a state of a higher Rev already (a late retry).
+	Save(ctx context.Context, taskID string, entries []Entry, st *TaskState) (AppendResult, error)
+	// Task is a task's latest state.
+	Task(ctx context.Context, taskID string) (TaskState, error)
+	// TaskList lists tasks newest first, without their outbox and decisions.
+	TaskList(ctx context.Context, f TaskFilter, p Page) (tasks []TaskState, next string, err error)
+	// Inbox lists the messages waiting for a role, oldest first.
+	Inbox(ctx context.Context, role string, p Page) (msgs []OutboxMessage, next string, err error)
+	// Pending lists open decisions of every subject, oldest first.
+	Pending(ctx context.Context, p Page) (ds []PendingDecision, next string, err error)
 	// History is a task's records in chain order; next is empty on the
 	// last page.
 	History(ctx context.Context, taskID string, p Page) (recs []Record, next string, err error)
