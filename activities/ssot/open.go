@@ -1,0 +1,162 @@
+package ssot
+
+import (
+	"context"
+	"database/sql"
+	"embed"
+	"errors"
+	"fmt"
+	"io/fs"
+	"net/url"
+	"path/filepath"
+	"strings"
+
+	"github.com/jackc/pgx/v5/pgconn"
+	_ "github.com/jackc/pgx/v5/stdlib" // registers the "pgx" driver
+	"github.com/pressly/goose/v3"
+	"github.com/pressly/goose/v3/lock"
+	"modernc.org/sqlite"
+	sqlite3 "modernc.org/sqlite/lib"
+)
+
+//go:embed migrations
+var migrations embed.FS
+
+// Engines.
+const (
+	EngineSQLite   = "sqlite"
+	EnginePostgres = "postgres"
+)
+
+// DB is the Store on a SQL database.
+type DB struct {
+	db     *sql.DB
+	engine string
+}
+
+// Open opens the store at url and brings its schema up to date.
+// A postgres:// or postgresql:// URL is PostgreSQL; anything else is a
+// SQLite file path (an optional sqlite:// prefix is dropped), created
+// when missing.
+func Open(ctx context.Context, url string) (*DB, error) {
+	engine, dsn, err := parseURL(url)
+	if err != nil {
+		return nil, err
+	}
+	driver := "pgx"
+	if engine == EngineSQLite {
+		driver = "sqlite"
+	}
+	db, err := sql.Open(driver, dsn)
+	if err != nil {
+		return nil, fmt.Errorf("opening the SSOT (%s): %w", engine, err)
+	}
+	if engine == EngineSQLite {
+		// One writer at a time in SQLite; readers run beside it in WAL mode.
+		db.SetMaxOpenConns(8)
+	}
+	s := &DB{db: db, engine: engine}
+	if err := s.migrate(ctx); err != nil {
+		db.Close()
+		return nil, err
+	}
+	return s, nil
+}
+
+// Engine is EngineSQLite or EnginePostgres.
+func (s *DB) Engine() string { return s.engine }
+
+// Close closes the database.
+func (s *DB) Close() error { return s.db.Close() }
+
+func parseURL(raw string) (engine, dsn string, err error) {
+	switch {
+	case raw == "":
+		return "", "", &InvalidError{"ssot.url", "is required: a SQLite file path or a postgres:// URL"}
+	case strings.HasPrefix(raw, "postgres://"), strings.HasPrefix(raw, "postgresql://"):
+		if _, err := url.Parse(raw); err != nil {
+			return "", "", &InvalidError{"ssot.url", "is not a valid postgres:// URL"}
+		}
+		return EnginePostgres, raw, nil
+	}
+	path := strings.TrimPrefix(raw, "sqlite://")
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		return "", "", fmt.Errorf("ssot.url %s: %w", raw, err)
+	}
+	// WAL lets readers run beside the writer; synchronous=FULL syncs the
+	// WAL on every commit, so a record is on disk before the workflow
+	// moves past it, power cut included. Write transactions take the
+	// lock when they begin, so two writers wait for each other rather
+	// than fail on the upgrade from reading to writing.
+	q := url.Values{}
+	q.Add("_pragma", "busy_timeout(10000)")
+	q.Add("_pragma", "journal_mode(WAL)")
+	q.Add("_pragma", "synchronous(FULL)")
+	q.Add("_txlock", "immediate")
+	return EngineSQLite, "file:" + abs + "?" + q.Encode(), nil
+}
+
+func (s *DB) migrate(ctx context.Context) error {
+	dialect := goose.DialectSQLite3
+	var opts []goose.ProviderOption
+	if s.engine == EnginePostgres {
+		dialect = goose.DialectPostgres
+		// Workers starting together take turns.
+		locker, err := lock.NewPostgresSessionLocker()
+		if err != nil {
+			return fmt.Errorf("migrating the SSOT schema: %w", err)
+		}
+		opts = append(opts, goose.WithSessionLocker(locker))
+	}
+	dir, err := fs.Sub(migrations, "migrations/"+s.engine)
+	if err != nil {
+		return fmt.Errorf("migrating the SSOT schema: %w", err)
+	}
+	p, err := goose.NewProvider(dialect, s.db, dir, append(opts, goose.WithTableName("ssot_schema"))...)
+	if err != nil {
+		return fmt.Errorf("migrating the SSOT schema: %w", err)
+	}
+	if _, err := p.Up(ctx); err != nil {
+		return fmt.Errorf("migrating the SSOT schema (%s): %w", s.engine, err)
+	}
+	return nil
+}
+
+// rebind turns the ? placeholders of a query into PostgreSQL's $n.
+func (s *DB) rebind(q string) string {
+	if s.engine != EnginePostgres {
+		return q
+	}
+	var b strings.Builder
+	n := 0
+	for _, c := range q {
+		if c == '?' {
+			n++
+			fmt.Fprintf(&b, "$%d", n)
+			continue
+		}
+		b.WriteRune(c)
+	}
+	return b.String()
+}
+
+// raced reports whether err is a write that lost to a concurrent one on a
+// unique key or a lock, so the transaction is worth running again.
+func raced(err error) bool {
+	if errors.Is(err, errLostRace) {
+		return true
+	}
+	var pg *pgconn.PgError
+	if errors.As(err, &pg) {
+		return pg.Code == "23505" || pg.Code == "40001" || pg.Code == "40P01"
+	}
+	var lite *sqlite.Error
+	if errors.As(err, &lite) {
+		switch lite.Code() {
+		case sqlite3.SQLITE_CONSTRAINT_UNIQUE, sqlite3.SQLITE_CONSTRAINT_PRIMARYKEY, sqlite3.SQLITE_BUSY:
+			return true
+		}
+	}
+	return false
+}

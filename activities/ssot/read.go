@@ -1,0 +1,236 @@
+package ssot
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"time"
+)
+
+const recordColumns = `task_id, seq, id, kind, recorded_at, digest, body, body_hash, prev_hash, hash`
+
+type scanner interface{ Scan(dest ...any) error }
+
+func scanRecord(sc scanner) (Record, error) {
+	var r Record
+	var us int64
+	var body string
+	if err := sc.Scan(&r.TaskID, &r.Seq, &r.ID, &r.Kind, &us, &r.Digest, &body, &r.BodyHash, &r.PrevHash, &r.Hash); err != nil {
+		return Record{}, err
+	}
+	r.RecordedAt = fromMicros(us)
+	r.Body = []byte(body)
+	return r, nil
+}
+
+// History implements Store.
+func (s *DB) History(ctx context.Context, taskID string, p Page) ([]Record, string, error) {
+	if err := checkID("task_id", taskID); err != nil {
+		return nil, "", err
+	}
+	limit, err := limitOf(p)
+	if err != nil {
+		return nil, "", err
+	}
+	after, err := decodeSeqCursor(p.Cursor)
+	if err != nil {
+		return nil, "", err
+	}
+	recs, err := s.records(ctx, taskID, after, limit+1)
+	if err != nil {
+		return nil, "", fmt.Errorf("reading the history of task %s: %w", taskID, err)
+	}
+	if len(recs) == 0 && after == 0 {
+		if h, err := s.Head(ctx, taskID); err != nil {
+			return nil, "", err
+		} else if h.Seq == 0 {
+			return nil, "", fmt.Errorf("task %s: %w", taskID, ErrNotFound)
+		}
+	}
+	next := ""
+	if len(recs) > limit {
+		recs = recs[:limit]
+		next = seqCursor(recs[limit-1].Seq)
+	}
+	return recs, next, nil
+}
+
+// records reads up to n rows of a chain after seq.
+func (s *DB) records(ctx context.Context, taskID string, after int64, n int) ([]Record, error) {
+	rows, err := s.db.QueryContext(ctx, s.rebind(`SELECT `+recordColumns+` FROM records
+		WHERE task_id = ? AND seq > ? ORDER BY seq LIMIT ?`), taskID, after, n)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []Record
+	for rows.Next() {
+		r, err := scanRecord(rows)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, r)
+	}
+	return out, rows.Err()
+}
+
+// Get implements Store.
+func (s *DB) Get(ctx context.Context, id string) (Record, error) {
+	if err := checkID("id", id); err != nil {
+		return Record{}, err
+	}
+	r, err := scanRecord(s.db.QueryRowContext(ctx, s.rebind(`SELECT `+recordColumns+` FROM records WHERE id = ?`), id))
+	if errors.Is(err, sql.ErrNoRows) {
+		return Record{}, fmt.Errorf("record %s: %w", id, ErrNotFound)
+	}
+	if err != nil {
+		return Record{}, fmt.Errorf("reading record %s: %w", id, err)
+	}
+	return r, nil
+}
+
+// Head implements Store.
+func (s *DB) Head(ctx context.Context, taskID string) (Head, error) {
+	if err := checkID("task_id", taskID); err != nil {
+		return Head{}, err
+	}
+	h, err := s.head(ctx, s.db, taskID)
+	if err != nil {
+		return Head{}, fmt.Errorf("reading the chain head of task %s: %w", taskID, err)
+	}
+	return h, nil
+}
+
+// Tasks implements Store.
+func (s *DB) Tasks(ctx context.Context, p Page) ([]string, string, error) {
+	limit, err := limitOf(p)
+	if err != nil {
+		return nil, "", err
+	}
+	after := ""
+	if p.Cursor != "" {
+		if after, err = decodeCursor(p.Cursor); err != nil {
+			return nil, "", err
+		}
+	}
+	// Tasks with records, and chain heads whose rows are all gone: both
+	// must be seen by a verification.
+	rows, err := s.db.QueryContext(ctx, s.rebind(`SELECT task_id FROM chains WHERE task_id > ?
+		UNION SELECT DISTINCT task_id FROM records WHERE task_id > ?
+		ORDER BY task_id LIMIT ?`), after, after, limit+1)
+	if err != nil {
+		return nil, "", fmt.Errorf("listing tasks: %w", err)
+	}
+	defer rows.Close()
+	var ids []string
+	for rows.Next() {
+		var id string
+		if err := rows.Scan(&id); err != nil {
+			return nil, "", fmt.Errorf("listing tasks: %w", err)
+		}
+		ids = append(ids, id)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, "", fmt.Errorf("listing tasks: %w", err)
+	}
+	next := ""
+	if len(ids) > limit {
+		ids = ids[:limit]
+		next = encodeCursor(ids[limit-1])
+	}
+	return ids, next, nil
+}
+
+// Verify implements Store. It reads the chain a page at a time, so a long
+// chain costs no more memory than a short one.
+func (s *DB) Verify(ctx context.Context, taskID string) (Head, error) {
+	if err := checkID("task_id", taskID); err != nil {
+		return Head{}, err
+	}
+	head, err := s.Head(ctx, taskID)
+	if err != nil {
+		return Head{}, err
+	}
+	prev := Head{}
+	for {
+		recs, err := s.records(ctx, taskID, prev.Seq, MaxLimit)
+		if err != nil {
+			return Head{}, fmt.Errorf("verifying task %s: %w", taskID, err)
+		}
+		for _, r := range recs {
+			if r.Seq != prev.Seq+1 {
+				return Head{}, &ChainError{TaskID: taskID, Seq: prev.Seq + 1, Problem: "is missing (deleted)"}
+			}
+			if problem := r.check(prev.Hash); problem != "" {
+				return Head{}, &ChainError{TaskID: taskID, Seq: r.Seq, ID: r.ID, Problem: problem}
+			}
+			prev = Head{Seq: r.Seq, Hash: r.Hash}
+		}
+		if len(recs) < MaxLimit {
+			break
+		}
+	}
+	switch {
+	case head.Seq == 0 && prev.Seq == 0:
+		return Head{}, fmt.Errorf("task %s: %w", taskID, ErrNotFound)
+	case head.Seq > prev.Seq:
+		return Head{}, &ChainError{TaskID: taskID, Seq: prev.Seq + 1, Problem: fmt.Sprintf("is missing (deleted): the chain head is #%d", head.Seq)}
+	case head != prev:
+		return Head{}, &ChainError{TaskID: taskID, Seq: prev.Seq, ID: "", Problem: "does not match the chain head"}
+	}
+	return head, nil
+}
+
+// AppendError implements Store.
+func (s *DB) AppendError(ctx context.Context, e ErrorEntry) error {
+	if e.RecordedAt.IsZero() {
+		e.RecordedAt = time.Now()
+	}
+	if e.Source == "" || e.Reason == "" {
+		return &InvalidError{"source, reason", "are required"}
+	}
+	_, err := s.db.ExecContext(ctx, s.rebind(`INSERT INTO errors (recorded_at, source, task_id, reason, raw) VALUES (?, ?, ?, ?, ?)`),
+		micros(e.RecordedAt), e.Source, e.TaskID, e.Reason, e.Raw)
+	if err != nil {
+		return fmt.Errorf("keeping refused input from %s: %w", e.Source, err)
+	}
+	return nil
+}
+
+// Errors implements Store.
+func (s *DB) Errors(ctx context.Context, p Page) ([]ErrorEntry, string, error) {
+	limit, err := limitOf(p)
+	if err != nil {
+		return nil, "", err
+	}
+	after, err := decodeSeqCursor(p.Cursor)
+	if err != nil {
+		return nil, "", err
+	}
+	rows, err := s.db.QueryContext(ctx, s.rebind(`SELECT seq, recorded_at, source, task_id, reason, raw FROM errors
+		WHERE seq > ? ORDER BY seq LIMIT ?`), after, limit+1)
+	if err != nil {
+		return nil, "", fmt.Errorf("reading the error log: %w", err)
+	}
+	defer rows.Close()
+	var out []ErrorEntry
+	for rows.Next() {
+		var e ErrorEntry
+		var us int64
+		if err := rows.Scan(&e.Seq, &us, &e.Source, &e.TaskID, &e.Reason, &e.Raw); err != nil {
+			return nil, "", fmt.Errorf("reading the error log: %w", err)
+		}
+		e.RecordedAt = fromMicros(us)
+		out = append(out, e)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, "", fmt.Errorf("reading the error log: %w", err)
+	}
+	next := ""
+	if len(out) > limit {
+		out = out[:limit]
+		next = seqCursor(out[limit-1].Seq)
+	}
+	return out, next, nil
+}

@@ -1,0 +1,342 @@
+package ssot
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// TaskState is what the read side keeps of a task: its latest state and
+// what it waits for.
+type TaskState struct {
+	TaskID string `json:"task_id"`
+	// Rev orders the writer's states: a state never replaces one of a
+	// higher Rev, so a retried write of an older state changes nothing.
+	Rev       int64     `json:"rev"`
+	Status    string    `json:"status"`
+	Risk      string    `json:"risk,omitempty"`
+	Repo      string    `json:"repo,omitempty"`
+	StartedAt time.Time `json:"started_at"`
+	UpdatedAt time.Time `json:"updated_at"`
+	// State is the writer's whole state, kept as given.
+	State json.RawMessage `json:"state"`
+	// Outbox and Pending replace the task's rows; TaskList leaves them out.
+	Outbox  []OutboxMessage   `json:"outbox,omitempty"`
+	Pending []PendingDecision `json:"pending,omitempty"`
+}
+
+// OutboxMessage is a message waiting for an agent's ACK or reply.
+type OutboxMessage struct {
+	MsgID  string          `json:"msg_id"`
+	TaskID string          `json:"task_id"`
+	Role   string          `json:"role"`
+	Type   string          `json:"type"`
+	SentAt time.Time       `json:"sent_at"`
+	Body   json.RawMessage `json:"body"`
+}
+
+// PendingDecision is an open decision of any subject (a task, a gate, a
+// lease).
+type PendingDecision struct {
+	ID        string    `json:"id"`
+	Subject   string    `json:"subject"`
+	Kind      string    `json:"kind"`
+	RaisedAt  time.Time `json:"raised_at"`
+	ExpiresAt time.Time `json:"expires_at,omitzero"`
+	// Body is the decision as its workflow describes it.
+	Body json.RawMessage `json:"body"`
+}
+
+// TaskFilter narrows TaskList; empty fields match every task.
+type TaskFilter struct {
+	Status, Risk, Repo string
+}
+
+func (st *TaskState) check(taskID string) error {
+	switch {
+	case st.TaskID != taskID:
+		return &InvalidError{"state.task_id", fmt.Sprintf("is %q, not the task saved (%s)", st.TaskID, taskID)}
+	case st.Status == "":
+		return &InvalidError{"state.status", "is required"}
+	case !json.Valid(st.State):
+		return &InvalidError{"state.state", "is not JSON"}
+	}
+	for i, m := range st.Outbox {
+		if err := checkID(fmt.Sprintf("state.outbox[%d].msg_id", i), m.MsgID); err != nil {
+			return err
+		}
+		if m.Role == "" || !json.Valid(m.Body) {
+			return &InvalidError{fmt.Sprintf("state.outbox[%d]", i), "needs a role and a JSON body"}
+		}
+	}
+	for i, d := range st.Pending {
+		if err := checkID(fmt.Sprintf("state.pending[%d].id", i), d.ID); err != nil {
+			return err
+		}
+		if !json.Valid(d.Body) {
+			return &InvalidError{fmt.Sprintf("state.pending[%d].body", i), "is not JSON"}
+		}
+	}
+	return nil
+}
+
+// saveState replaces a task's read rows, unless a newer state is kept.
+func (s *DB) saveState(ctx context.Context, tx *sql.Tx, st *TaskState) error {
+	res, err := tx.ExecContext(ctx, s.rebind(`INSERT INTO tasks (task_id, rev, status, risk, repo, started_at, updated_at, state)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?)
+		ON CONFLICT (task_id) DO UPDATE SET rev = excluded.rev, status = excluded.status, risk = excluded.risk,
+			repo = excluded.repo, started_at = excluded.started_at, updated_at = excluded.updated_at, state = excluded.state
+		WHERE tasks.rev < excluded.rev`),
+		st.TaskID, st.Rev, st.Status, st.Risk, st.Repo, micros(st.StartedAt), micros(st.UpdatedAt), string(st.State))
+	if err != nil {
+		return err
+	}
+	if n, err := res.RowsAffected(); err != nil || n == 0 {
+		return err // a newer state is kept: its rows stay
+	}
+	if _, err := tx.ExecContext(ctx, s.rebind(`DELETE FROM outbox WHERE task_id = ?`), st.TaskID); err != nil {
+		return err
+	}
+	for _, m := range st.Outbox {
+		if _, err := tx.ExecContext(ctx, s.rebind(`INSERT INTO outbox (msg_id, task_id, role, type, sent_at, body) VALUES (?, ?, ?, ?, ?, ?)`),
+			m.MsgID, st.TaskID, m.Role, m.Type, micros(m.SentAt), string(m.Body)); err != nil {
+			return err
+		}
+	}
+	if _, err := tx.ExecContext(ctx, s.rebind(`DELETE FROM pending WHERE subject = ?`), st.TaskID); err != nil {
+		return err
+	}
+	for _, d := range st.Pending {
+		exp := int64(0)
+		if !d.ExpiresAt.IsZero() {
+			exp = micros(d.ExpiresAt)
+		}
+		if _, err := tx.ExecContext(ctx, s.rebind(`INSERT INTO pending (decision_id, subject, kind, raised_at, expires_at, body) VALUES (?, ?, ?, ?, ?, ?)`),
+			d.ID, st.TaskID, d.Kind, micros(d.RaisedAt), exp, string(d.Body)); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+const taskColumns = `task_id, rev, status, risk, repo, started_at, updated_at`
+
+func scanTask(sc scanner, withState bool) (TaskState, error) {
+	var t TaskState
+	var started, updated int64
+	dest := []any{&t.TaskID, &t.Rev, &t.Status, &t.Risk, &t.Repo, &started, &updated}
+	var state string
+	if withState {
+		dest = append(dest, &state)
+	}
+	if err := sc.Scan(dest...); err != nil {
+		return TaskState{}, err
+	}
+	t.StartedAt, t.UpdatedAt = fromMicros(started), fromMicros(updated)
+	if withState {
+		t.State = json.RawMessage(state)
+	}
+	return t, nil
+}
+
+// Task implements Store.
+func (s *DB) Task(ctx context.Context, taskID string) (TaskState, error) {
+	if err := checkID("task_id", taskID); err != nil {
+		return TaskState{}, err
+	}
+	t, err := scanTask(s.db.QueryRowContext(ctx, s.rebind(`SELECT `+taskColumns+`, state FROM tasks WHERE task_id = ?`), taskID), true)
+	if errors.Is(err, sql.ErrNoRows) {
+		return TaskState{}, fmt.Errorf("task %s: %w", taskID, ErrNotFound)
+	}
+	if err != nil {
+		return TaskState{}, fmt.Errorf("reading task %s: %w", taskID, err)
+	}
+	if t.Outbox, _, err = s.outbox(ctx, `task_id = ?`, []any{taskID}, "", MaxLimit); err != nil {
+		return TaskState{}, fmt.Errorf("reading the outbox of task %s: %w", taskID, err)
+	}
+	if t.Pending, _, err = s.pending(ctx, `subject = ?`, []any{taskID}, "", MaxLimit); err != nil {
+		return TaskState{}, fmt.Errorf("reading the decisions of task %s: %w", taskID, err)
+	}
+	return t, nil
+}
+
+// TaskList implements Store.
+func (s *DB) TaskList(ctx context.Context, f TaskFilter, p Page) ([]TaskState, string, error) {
+	limit, err := limitOf(p)
+	if err != nil {
+		return nil, "", err
+	}
+	var where []string
+	var args []any
+	for _, c := range []struct{ col, val string }{{"status", f.Status}, {"risk", f.Risk}, {"repo", f.Repo}} {
+		if c.val != "" {
+			where = append(where, c.col+" = ?")
+			args = append(args, c.val)
+		}
+	}
+	if p.Cursor != "" {
+		at, id, err := decodeKeyCursor(p.Cursor)
+		if err != nil {
+			return nil, "", err
+		}
+		where = append(where, "(started_at < ? OR (started_at = ? AND task_id < ?))")
+		args = append(args, at, at, id)
+	}
+	q := `SELECT ` + taskColumns + ` FROM tasks`
+	if len(where) > 0 {
+		q += " WHERE " + strings.Join(where, " AND ")
+	}
+	q += " ORDER BY started_at DESC, task_id DESC LIMIT ?"
+	rows, err := s.db.QueryContext(ctx, s.rebind(q), append(args, limit+1)...)
+	if err != nil {
+		return nil, "", fmt.Errorf("listing tasks: %w", err)
+	}
+	defer rows.Close()
+	var out []TaskState
+	for rows.Next() {
+		t, err := scanTask(rows, false)
+		if err != nil {
+			return nil, "", fmt.Errorf("listing tasks: %w", err)
+		}
+		out = append(out, t)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, "", fmt.Errorf("listing tasks: %w", err)
+	}
+	next := ""
+	if len(out) > limit {
+		out = out[:limit]
+		last := out[limit-1]
+		next = keyCursor(micros(last.StartedAt), last.TaskID)
+	}
+	return out, next, nil
+}
+
+// Inbox implements Store.
+func (s *DB) Inbox(ctx context.Context, role string, p Page) ([]OutboxMessage, string, error) {
+	if role == "" {
+		return nil, "", &InvalidError{"role", "is required"}
+	}
+	limit, err := limitOf(p)
+	if err != nil {
+		return nil, "", err
+	}
+	msgs, next, err := s.outbox(ctx, `role = ?`, []any{role}, p.Cursor, limit)
+	if err != nil {
+		return nil, "", fmt.Errorf("reading the %s inbox: %w", role, err)
+	}
+	return msgs, next, nil
+}
+
+func (s *DB) outbox(ctx context.Context, cond string, args []any, cursor string, limit int) ([]OutboxMessage, string, error) {
+	if cursor != "" {
+		at, id, err := decodeKeyCursor(cursor)
+		if err != nil {
+			return nil, "", err
+		}
+		cond += " AND (sent_at > ? OR (sent_at = ? AND msg_id > ?))"
+		args = append(args, at, at, id)
+	}
+	rows, err := s.db.QueryContext(ctx, s.rebind(`SELECT msg_id, task_id, role, type, sent_at, body FROM outbox
+		WHERE `+cond+` ORDER BY sent_at, msg_id LIMIT ?`), append(args, limit+1)...)
+	if err != nil {
+		return nil, "", err
+	}
+	defer rows.Close()
+	var out []OutboxMessage
+	for rows.Next() {
+		var m OutboxMessage
+		var at int64
+		var body string
+		if err := rows.Scan(&m.MsgID, &m.TaskID, &m.Role, &m.Type, &at, &body); err != nil {
+			return nil, "", err
+		}
+		m.SentAt, m.Body = fromMicros(at), json.RawMessage(body)
+		out = append(out, m)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, "", err
+	}
+	next := ""
+	if len(out) > limit {
+		out = out[:limit]
+		next = keyCursor(micros(out[limit-1].SentAt), out[limit-1].MsgID)
+	}
+	return out, next, nil
+}
+
+// Pending implements Store.
+func (s *DB) Pending(ctx context.Context, p Page) ([]PendingDecision, string, error) {
+	limit, err := limitOf(p)
+	if err != nil {
+		return nil, "", err
+	}
+	ds, next, err := s.pending(ctx, "1 = 1", nil, p.Cursor, limit)
+	if err != nil {
+		return nil, "", fmt.Errorf("listing open decisions: %w", err)
+	}
+	return ds, next, nil
+}
+
+func (s *DB) pending(ctx context.Context, cond string, args []any, cursor string, limit int) ([]PendingDecision, string, error) {
+	if cursor != "" {
+		at, id, err := decodeKeyCursor(cursor)
+		if err != nil {
+			return nil, "", err
+		}
+		cond += " AND (raised_at > ? OR (raised_at = ? AND decision_id > ?))"
+		args = append(args, at, at, id)
+	}
+	rows, err := s.db.QueryContext(ctx, s.rebind(`SELECT decision_id, subject, kind, raised_at, expires_at, body FROM pending
+		WHERE `+cond+` ORDER BY raised_at, decision_id LIMIT ?`), append(args, limit+1)...)
+	if err != nil {
+		return nil, "", err
+	}
+	defer rows.Close()
+	var out []PendingDecision
+	for rows.Next() {
+		var d PendingDecision
+		var raised, exp int64
+		var body string
+		if err := rows.Scan(&d.ID, &d.Subject, &d.Kind, &raised, &exp, &body); err != nil {
+			return nil, "", err
+		}
+		d.RaisedAt, d.Body = fromMicros(raised), json.RawMessage(body)
+		if exp != 0 {
+			d.ExpiresAt = fromMicros(exp)
+		}
+		out = append(out, d)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, "", err
+	}
+	next := ""
+	if len(out) > limit {
+		out = out[:limit]
+		next = keyCursor(micros(out[limit-1].RaisedAt), out[limit-1].ID)
+	}
+	return out, next, nil
+}
+
+// keyCursor marks a place in a listing ordered by a time and an id.
+func keyCursor(at int64, id string) string {
+	return encodeCursor(strconv.FormatInt(at, 10) + "/" + id)
+}
+
+func decodeKeyCursor(c string) (int64, string, error) {
+	s, err := decodeCursor(c)
+	if err != nil {
+		return 0, "", err
+	}
+	at, id, ok := strings.Cut(s, "/")
+	n, perr := strconv.ParseInt(at, 10, 64)
+	if !ok || perr != nil || id == "" {
+		return 0, "", &InvalidError{"cursor", "is not a cursor this store returned"}
+	}
+	return n, id, nil
+}
