@@ -66,7 +66,7 @@ func (a *App) decideCommand() *cobra.Command {
 		Long: "Decide answers a task's pending decision, as the chat buttons do. Without\n" +
 			"--decision it takes whatever decision is pending; with it, it refuses when that\n" +
 			"is no longer the pending one, so an answer read from an older listing cannot\n" +
-			"land on a newer question. --by defaults to $USER and must be a configured\n" +
+			"land on a newer question. --by defaults to the operating-system user and must be a configured\n" +
 			"admin when admins are configured.",
 		Example: "  ampflow decide T-2026-045 --option approve\n" +
 			"  ampflow decide T-2026-045 --decision T-2026-045-d1 --option reject --note \"too broad\"",
@@ -121,6 +121,6 @@ func (a *App) decideCommand() *cobra.Command {
 	f.StringVar(&option, "option", "", "the chosen `OPTION` id (see ampflow pending)")
 	f.StringVar(&note, "note", "", "a note; some options require one")
 	f.StringVar(&decisionID, "decision", "", "refuse unless `ID` is still the pending decision")
-	f.StringVar(&by, "by", "", "who decides (default $USER)")
+	f.StringVar(&by, "by", "", "who decides (default: the operating-system user)")
 	return cmd
 }

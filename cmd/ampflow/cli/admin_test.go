@@ -99,10 +99,22 @@ func TestDecide(t *testing.T) {
 		f := &fakeTasks{states: pending}
 		r := runFake(t, f, "", map[string]string{"USER": ""}, "decide", "T-2026-003", "--option", "approve")
 		wantExit(t, r, ExitUsage)
-		if !strings.Contains(r.stderr, "--by is required when $USER is not set") || len(f.Calls()) != 0 {
+		if !strings.Contains(r.stderr, "--by is required: the operating-system user is unknown") || len(f.Calls()) != 0 {
 			t.Errorf("stderr %q, calls %q", r.stderr, f.Calls())
 		}
 	})
+	// The operating-system user, the admin ampflow dev names, decides by
+	// default, whatever $USER says and when it is unset.
+	for name, env := range map[string]map[string]string{"OSUserOverUSER": nil, "OSUserWithoutUSER": {"USER": ""}} {
+		t.Run(name, func(t *testing.T) {
+			f := &fakeTasks{states: pending}
+			r := runFakeAs(t, f, "root", "", env, "decide", "T-2026-003", "--option", "approve")
+			wantExit(t, r, ExitOK)
+			if len(f.decided) != 1 || f.decided[0].By != "root" {
+				t.Errorf("decided %+v, want by root", f.decided)
+			}
+		})
+	}
 	t.Run("NoOption", func(t *testing.T) {
 		r := runFake(t, &fakeTasks{states: pending}, "", nil, "decide", "T-2026-003")
 		wantExit(t, r, ExitUsage)

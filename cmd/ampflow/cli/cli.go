@@ -45,6 +45,10 @@ type Options struct {
 	Stdout    io.Writer
 	Stderr    io.Writer
 	LookupEnv func(key string) (string, bool)
+	// User names the operating-system user, the default of --by and the
+	// coordinator of a started task; nil or "" falls back to $USER,
+	// $USERNAME or $LOGNAME.
+	User func() string
 	// Extra builds more top-level commands, such as dev, which links the
 	// Temporal server and so lives outside this package.
 	Extra []func(*App) *cobra.Command
@@ -68,6 +72,8 @@ type App struct {
 	Stdout    io.Writer
 	Stderr    io.Writer
 	LookupEnv func(key string) (string, bool)
+	// User is Options.User.
+	User func() string
 	// Viper holds the configuration defaults; commands bind flags to it
 	// with BindPFlag before Config loads it.
 	Viper *viper.Viper
@@ -136,7 +142,7 @@ func Main(ctx context.Context, o Options) int {
 
 func newApp(o Options) *App {
 	a := &App{
-		Stdin: o.Stdin, Stdout: o.Stdout, Stderr: o.Stderr, LookupEnv: o.LookupEnv,
+		Stdin: o.Stdin, Stdout: o.Stdout, Stderr: o.Stderr, LookupEnv: o.LookupEnv, User: o.User,
 		Viper: config.New(), Tasks: o.Tasks, Now: o.Now,
 		pollInterval: o.PollInterval, startCheckWait: o.StartCheckWait,
 	}

@@ -164,6 +164,12 @@ func (f *fakeTasks) Pending(context.Context) ([]task.Decision, error) {
 // polls and local state in a fresh data_dir. env adds to the environment.
 func runFake(t *testing.T, f *fakeTasks, stdin string, env map[string]string, args ...string) result {
 	t.Helper()
+	return runFakeAs(t, f, "", stdin, env, args...)
+}
+
+// runFakeAs is runFake with osUser as the operating-system user.
+func runFakeAs(t *testing.T, f *fakeTasks, osUser, stdin string, env map[string]string, args ...string) result {
+	t.Helper()
 	full := map[string]string{"AMPFLOW_DATA_DIR": filepath.Join(t.TempDir(), "data"), "USER": "ana"}
 	for k, v := range env {
 		if v == "" {
@@ -182,6 +188,7 @@ func runFake(t *testing.T, f *fakeTasks, stdin string, env map[string]string, ar
 			v, ok := full[k]
 			return v, ok
 		},
+		User:           func() string { return osUser },
 		Tasks:          func() (workflows.Tasks, error) { return f, nil },
 		PollInterval:   time.Millisecond,
 		StartCheckWait: 30 * time.Millisecond,

@@ -23,7 +23,7 @@ func (a *App) taskCancelCommand() *cobra.Command {
 		Use:   "cancel TASK_ID --reason R",
 		Short: "End a task",
 		Long: "Cancel ends a task at the coordinator's request and waits until it is\n" +
-			"terminated. --reason is required; --by defaults to $USER.",
+			"terminated. --reason is required; --by defaults to the operating-system user.",
 		Example: "  ampflow task cancel T-2026-045 --reason \"superseded by T-2026-050\"",
 		Args:    taskIDArg,
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -46,7 +46,7 @@ func (a *App) taskCancelCommand() *cobra.Command {
 		},
 	}
 	cmd.Flags().StringVar(&reason, "reason", "", "why the task ends (required)")
-	cmd.Flags().StringVar(&by, "by", "", "who cancels (default $USER)")
+	cmd.Flags().StringVar(&by, "by", "", "who cancels (default: the operating-system user)")
 	return cmd
 }
 
@@ -92,7 +92,7 @@ func (a *App) taskReplanCommand() *cobra.Command {
 	}
 	cmd.Flags().StringVarP(&file, "file", "f", "", "read the subtasks from `FILE`, - for stdin")
 	cmd.Flags().StringVar(&note, "note", "", "why the plan changes")
-	cmd.Flags().StringVar(&by, "by", "", "who replans (default $USER)")
+	cmd.Flags().StringVar(&by, "by", "", "who replans (default: the operating-system user)")
 	return cmd
 }
 

@@ -184,8 +184,15 @@ func isTerminal(w io.Writer) bool {
 	return err == nil && fi.Mode()&os.ModeCharDevice != 0
 }
 
-// currentUser is the name decisions and changes are made in by default.
+// currentUser is the name decisions and changes are made in by default:
+// the operating-system user, as ampflow dev names its admin, else the
+// environment's idea of it.
 func (a *App) currentUser() string {
+	if a.User != nil {
+		if u := a.User(); u != "" {
+			return u
+		}
+	}
 	for _, k := range []string{"USER", "USERNAME", "LOGNAME"} {
 		if v, ok := a.LookupEnv(k); ok && v != "" {
 			return v
@@ -202,5 +209,5 @@ func (a *App) byFlag(by string) (string, error) {
 	if u := a.currentUser(); u != "" {
 		return u, nil
 	}
-	return "", UsageError(errors.New("--by is required when $USER is not set"))
+	return "", UsageError(errors.New("--by is required: the operating-system user is unknown"))
 }
