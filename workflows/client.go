@@ -64,9 +64,6 @@ func (c *Client) Start(ctx context.Context, in task.Input) error {
 }
 
 func (c *Client) start(ctx context.Context, in task.Input, req startRequest) error {
-	if in.Rev == 0 {
-		in.Rev = task.Revision
-	}
 	opts := client.StartWorkflowOptions{
 		ID:                       task.WorkflowID(in.TaskID),
 		TaskQueue:                c.TaskQueue,

@@ -21,8 +21,8 @@ import (
 // activities; the worker registers a real *activities.Activities.
 var acts *activities.Activities
 
-func gitOptions() workflow.ActivityOptions {
-	return workflow.ActivityOptions{
+func gitOptions() workflow.LocalActivityOptions {
+	return workflow.LocalActivityOptions{
 		StartToCloseTimeout: 2 * time.Minute,
 		RetryPolicy: &temporal.RetryPolicy{
 			InitialInterval: time.Second,
@@ -34,18 +34,12 @@ func gitOptions() workflow.ActivityOptions {
 	}
 }
 
-// gitCheck starts a git check. From revision 1 on it is a local activity:
-// a check reads the worker's clone for a second or less, and a regular
-// activity cost it a round trip through the server, three history events
-// and one more workflow task.
+// gitCheck starts a git check as a local activity: a check reads the
+// worker's clone for a second or less, and a regular activity would cost
+// it a round trip through the server, three history events and one more
+// workflow task.
 func (t *taskRun) gitCheck(ctx workflow.Context, fn, in any) workflow.Future {
-	o := gitOptions()
-	if follows(ctx, t.In, 1, "") {
-		return workflow.ExecuteLocalActivity(workflow.WithLocalActivityOptions(ctx, workflow.LocalActivityOptions{
-			StartToCloseTimeout: o.StartToCloseTimeout, RetryPolicy: o.RetryPolicy,
-		}), fn, in)
-	}
-	return workflow.ExecuteActivity(workflow.WithActivityOptions(ctx, o), fn, in)
+	return workflow.ExecuteLocalActivity(workflow.WithLocalActivityOptions(ctx, gitOptions()), fn, in)
 }
 
 func ciOptions(p task.Policy) workflow.ActivityOptions {
@@ -63,8 +57,8 @@ func ciOptions(p task.Policy) workflow.ActivityOptions {
 	}
 }
 
-func recordOptions() workflow.ActivityOptions {
-	return workflow.ActivityOptions{
+func recordOptions() workflow.LocalActivityOptions {
+	return workflow.LocalActivityOptions{
 		// Short: a worker that dies mid-write is noticed soon.
 		StartToCloseTimeout: 10 * time.Second,
 		RetryPolicy: &temporal.RetryPolicy{
@@ -145,8 +139,8 @@ func (t *taskRun) snapshot() {
 	t.wake()
 }
 
-// wake starts the record or notice loop for queued work, from revision 1
-// on; before, both loops run for the whole run.
+// wake starts the record or notice loop for queued work. Before setup it
+// does nothing: setup wakes them for what was queued before it.
 func (t *taskRun) wake() {
 	if t.effects == nil {
 		return
@@ -164,33 +158,18 @@ func (t *taskRun) wake() {
 // snapshotKind marks a queue slot that writes task.json instead of a record.
 const snapshotKind activities.RecordKind = "snapshot"
 
-// versionRecordLocal marks runs that write the SSOT in a local activity.
-// A regular activity cost every batch three history events, a round trip
-// through matching and usually one more workflow task; `ampflow bench`
-// finishes about 45% more lifecycles a second without them (BENCHMARKS.md).
-// The Store is idempotent, so a local activity run again after a lost
-// workflow task writes nothing twice.
-const versionRecordLocal = "record-local"
-
 // recordLoop writes queued SSOT entries in order, batching what has
-// queued up meanwhile, with the task's state alongside.
+// queued up meanwhile, with the task's state alongside. It writes in a
+// local activity: a regular one cost every batch three history events, a
+// round trip through matching and usually one more workflow task, and
+// `ampflow bench` finishes about 45% more lifecycles a second without
+// them (BENCHMARKS.md). The Store is idempotent, so a local activity run
+// again after a lost workflow task writes nothing twice.
 func (t *taskRun) recordLoop(ctx workflow.Context) {
-	local := follows(ctx, t.In, 1, versionRecordLocal)
-	ro := recordOptions()
-	ctx = workflow.WithActivityOptions(ctx, ro)
-	ctx = workflow.WithLocalActivityOptions(ctx, workflow.LocalActivityOptions{
-		StartToCloseTimeout: ro.StartToCloseTimeout, RetryPolicy: ro.RetryPolicy,
-	})
-	execute := workflow.ExecuteActivity
-	if local {
-		execute = workflow.ExecuteLocalActivity
-	}
+	ctx = workflow.WithLocalActivityOptions(ctx, recordOptions())
 	for {
-		if t.effects != nil && len(t.Records) == 0 {
+		if len(t.Records) == 0 {
 			t.recording = false
-			return
-		}
-		if err := workflow.Await(ctx, func() bool { return len(t.Records) > 0 }); err != nil {
 			return
 		}
 		n := len(t.Records)
@@ -203,7 +182,7 @@ func (t *taskRun) recordLoop(ctx workflow.Context) {
 		view, _ := json.Marshal(t.view())
 		in.Task = view
 		var out activities.RecordResult
-		if err := execute(ctx, acts.Record, in).Get(ctx, &out); err != nil {
+		if err := workflow.ExecuteLocalActivity(ctx, acts.Record, in).Get(ctx, &out); err != nil {
 			t.LastError = fmt.Sprintf("writing the SSOT: %v", err)
 			t.log.Error("writing the SSOT", "error", err)
 		}
@@ -212,10 +191,9 @@ func (t *taskRun) recordLoop(ctx workflow.Context) {
 }
 
 // notify queues a notice to admins; the notice loop sends them in order.
+// Every notice goes to the worker's notifier, which knows the channels
+// the worker has.
 func (t *taskRun) notify(n activities.NotifyInput) {
-	if !t.In.Policy.Notify && !t.NotifyAlways {
-		return
-	}
 	n.TaskID = t.In.TaskID
 	t.Notices = append(t.Notices, n)
 	t.wake()
@@ -224,11 +202,8 @@ func (t *taskRun) notify(n activities.NotifyInput) {
 func (t *taskRun) noticeLoop(ctx workflow.Context) {
 	ctx = workflow.WithActivityOptions(ctx, notifyOptions())
 	for {
-		if t.effects != nil && len(t.Notices) == 0 {
+		if len(t.Notices) == 0 {
 			t.noticing = false
-			return
-		}
-		if err := workflow.Await(ctx, func() bool { return len(t.Notices) > 0 }); err != nil {
 			return
 		}
 		n := t.Notices[0]
@@ -285,16 +260,11 @@ func (t *taskRun) send(ctx workflow.Context, m amp.Message) error {
 	remote := func() workflow.Future {
 		return workflow.ExecuteActivity(workflow.WithActivityOptions(dctx, deliverOptions()), acts.Deliver, in)
 	}
-	var f workflow.Future
-	if follows(ctx, t.In, 1, "") {
-		// A pull-mode delivery only marks the message as ready: a local
-		// activity spares it a round trip through the server. Only the
-		// worker knows how an agent is reached; it refuses command and
-		// webhook agents, which then get a regular activity.
-		f = workflow.ExecuteLocalActivity(workflow.WithLocalActivityOptions(dctx, localDeliverOptions()), acts.Deliver, in)
-	} else {
-		f = remote()
-	}
+	// A pull-mode delivery only marks the message as ready: a local
+	// activity spares it a round trip through the server. Only the worker
+	// knows how an agent is reached; it refuses command and webhook
+	// agents, which then get a regular activity.
+	f := workflow.ExecuteLocalActivity(workflow.WithLocalActivityOptions(dctx, localDeliverOptions()), acts.Deliver, in)
 	workflow.Go(ctx, func(ctx workflow.Context) {
 		err := f.Get(ctx, nil)
 		var app *temporal.ApplicationError
@@ -306,12 +276,8 @@ func (t *taskRun) send(ctx workflow.Context, m amp.Message) error {
 		}
 		f := failure(m, err)
 		t.log.Warn("delivering message", "msg_id", m.MsgID, "to", m.To, "error", f.Summary)
-		if follows(ctx, t.In, 2, "") {
-			// The wait for the reply raises it to the admins.
-			t.Failed = f
-			return
-		}
-		t.LastError = f.line()
+		// The wait for the reply raises it to the admins.
+		t.Failed = f
 	})
 	return nil
 }

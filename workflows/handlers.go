@@ -289,7 +289,7 @@ func (t *taskRun) checkDecision(in task.DecideInput) (task.Option, error) {
 	if t.Status.Terminal() {
 		return task.Option{}, refuse(task.ErrFinished, "task %s is %s", t.In.TaskID, t.Status)
 	}
-	if !t.isAdmin(in.By) {
+	if !t.In.Policy.IsAdmin(in.By) {
 		return task.Option{}, refuse(task.ErrNotAdmin, "by: %q is not a configured admin", in.By)
 	}
 	for _, o := range t.Decided {
@@ -389,7 +389,7 @@ func (t *taskRun) validateReplan(in task.ReplanInput) error {
 	}
 	switch {
 	case t.Status == task.StatusLocked && t.Pending != nil && t.Pending.Kind == task.KindHallucinationLock:
-		if !t.isAdmin(in.By) {
+		if !t.In.Policy.IsAdmin(in.By) {
 			return refuse(task.ErrNotAdmin, "by: %q is not a configured admin; only an admin opens the hallucination lock", in.By)
 		}
 	case t.Phase == phaseApproval && t.Pending != nil && t.Pending.Kind == task.KindPlanApproval:

@@ -81,7 +81,7 @@ func newHarness(t *testing.T, plan amp.TaskDispatch, mutate ...func(*task.Input)
 	pol := task.DefaultPolicy()
 	pol.Admins = []string{"alice", "bob"}
 	pol.CI = true
-	in := task.Input{TaskID: testTaskID, Plan: plan, Policy: pol, Coordinator: "planner", Rev: task.Revision}
+	in := task.Input{TaskID: testTaskID, Plan: plan, Policy: pol, Coordinator: "planner"}
 	for _, m := range mutate {
 		m(&in)
 	}

@@ -40,10 +40,7 @@ func errMessage(err error) string {
 
 // check refuses a task whose plan or branch cannot be dispatched.
 func (t *taskRun) check(ctx workflow.Context) (phase, error) {
-	var refused error
-	if follows(ctx, t.In, 2, "") {
-		refused = t.takePolicy(ctx)
-	}
+	refused := t.takePolicy(ctx)
 	// The first record: the plan and the policy in effect.
 	t.record(ctx, "plan-"+t.In.TaskID, activities.KindEvent, t.In)
 	if refused != nil {

@@ -40,7 +40,6 @@ func NewPolicy(cfg config.Config) task.Policy {
 		CI:               cfg.CI.Provider != "" && cfg.CI.Provider != config.ProviderNone,
 		CIPollInterval:   cfg.CI.PollInterval,
 		CITimeout:        cfg.CI.Timeout,
-		Notify:           cfg.Slack.Enabled || cfg.Telegram.Enabled,
 		StatusUpdates:    cfg.Notify.StatusUpdates,
 	}
 	p.Admins = append(p.Admins, cfg.Admins...)
@@ -62,7 +61,7 @@ func riskHandling(a config.Approval) task.RiskHandling {
 	return task.RiskHandling{Low: task.Handling(a.Low), Medium: task.Handling(a.Medium), High: task.Handling(a.High)}
 }
 
-// takePolicy sets the policy the task runs by, from revision 2 on: the
+// takePolicy sets the policy the task runs by when it starts: the
 // worker's, asked for in a local activity, made stricter by the
 // coordinator's handling. A policy the client sent is dropped, so a
 // client's own configuration cannot loosen a task. On failure the task
@@ -90,14 +89,4 @@ func stricter(p task.Policy, h task.Handling) task.Policy {
 		p.PlanApproval = task.RiskHandling{Low: task.HandlingAdmin, Medium: task.HandlingAdmin, High: task.HandlingAdmin}
 	}
 	return p
-}
-
-// isAdmin reports whether name may decide on this task. Tasks started
-// before revision 2 keep the rule they were started under, where no
-// admins meant anyone named: their histories replay as recorded.
-func (t *taskRun) isAdmin(name string) bool {
-	if t.In.Rev < 2 && len(t.In.Policy.Admins) == 0 {
-		return name != ""
-	}
-	return t.In.Policy.IsAdmin(name)
 }

@@ -91,8 +91,8 @@ type taskState struct {
 	Outcome     *task.Outcome  `json:"outcome,omitempty"`
 	Decided     []task.Outcome `json:"decided,omitempty"`
 	DecisionSeq int            `json:"decision_seq"`
-	// Failed is the last delivery that failed, from revision 2 on; the
-	// wait for its reply raises it to the admins.
+	// Failed is the last delivery that failed; the wait for its reply
+	// raises it to the admins.
 	Failed *deliveryFailed `json:"delivery_failed,omitempty"`
 	// Interrupt is an agent's critical escalation that the run loop has
 	// yet to suspend the task for.
@@ -100,10 +100,6 @@ type taskState struct {
 	// AgentEscalations are the times of the agents' escalations accepted
 	// within the last EscalationWindow, oldest first.
 	AgentEscalations []time.Time `json:"agent_escalations,omitempty"`
-	// NotifyAlways sends every decision to the Notify activity, which
-	// reaches the channels the worker has; false only in histories from
-	// before it, where Policy.Notify decided.
-	NotifyAlways bool `json:"notify_always,omitempty"`
 	// Where a suspended task goes back to when an admin resumes it.
 	ResumeStatus task.Status `json:"resume_status,omitempty"`
 	ResumePhase  phase       `json:"resume_phase,omitempty"`

@@ -18,13 +18,29 @@ import (
 // Task runs one AMP task from plan approval to done. The workflow carries
 // the coordinator's protocol duties; agents and admins feed it messages
 // through its updates.
+//
+// Versioning: every task runs the shape written here; nothing was
+// released, so no older shape is kept. From the first release on, a change
+// to the commands a task writes (an activity, local activity, timer or
+// upsert added, removed or moved) goes behind workflow.GetVersion, the one
+// versioning mechanism:
+//
+//  1. name the change with a constant, const versionX = "x";
+//  2. where the shape changes, branch on
+//     workflow.GetVersion(ctx, versionX, workflow.DefaultVersion, 1),
+//     keeping the old branch for tasks started before;
+//  3. record the new shape's histories beside the old ones
+//     (TestRecordHistories in test/e2e) and run go test ./test/replay/.
+//
+// When no running task predates the change, delete the old branch, its
+// histories and the GetVersion call: the replayer skips a version marker
+// with no call, and a later change to the same code takes a new id. That
+// keeps new tasks free of the marker and TemporalChangeVersion upsert each
+// live change costs. Changes to state, validators or payload contents need
+// no version. A revision the client stamped on the input was tried and
+// dropped: it kept the shape outside the history and made workers upgrade
+// before clients.
 func Task(ctx workflow.Context, in task.Input) (task.Result, error) {
-	if in.Rev > task.Revision {
-		// Not an error: that would fail the task for good. A panic fails
-		// only this workflow task, which a newer worker can take.
-		panic(fmt.Sprintf("task %s was started under revision %d of the task workflow; this worker knows up to %d: run a newer ampflow worker",
-			in.TaskID, in.Rev, task.Revision))
-	}
 	t, err := newTaskRun(ctx, in)
 	if err != nil {
 		return task.Result{}, err
@@ -33,25 +49,6 @@ func Task(ctx workflow.Context, in task.Input) (task.Result, error) {
 		return task.Result{}, err
 	}
 	return t.run(ctx)
-}
-
-// versionNotifyAlways marks runs that leave to the worker whether admins
-// have a channel (Policy.Notify came from the client's configuration).
-const versionNotifyAlways = "notify-always"
-
-// versionStartAttributes marks runs that keep the search attributes the
-// start set, rather than upserting the same values again (one visibility
-// write a task).
-const versionStartAttributes = "start-attributes"
-
-// follows reports whether the task follows revision rev of the workflow
-// code. A task started before revisions existed asks its history through
-// workflow.GetVersion(change); with no change id it keeps the old shape.
-func follows(ctx workflow.Context, in task.Input, rev int, change string) bool {
-	if in.Rev > 0 {
-		return in.Rev >= rev
-	}
-	return change != "" && workflow.GetVersion(ctx, change, workflow.DefaultVersion, 1) == 1
 }
 
 // taskRun is one run of the workflow: the carried state plus what is
@@ -64,9 +61,9 @@ type taskRun struct {
 	closing bool
 	// deliveries stops the delivery still running for each agent.
 	deliveries map[amp.Role]workflow.CancelFunc
-	// effects, from revision 1 on, is the context the record and notice
-	// loops are started in when work is queued; they end when their queue
-	// is empty, so an idle task keeps two coroutines rather than four.
+	// effects is the context the record and notice loops are started in
+	// when work is queued; they end when their queue is empty, so an idle
+	// task keeps two coroutines rather than four.
 	effects             workflow.Context
 	recording, noticing bool
 }
@@ -88,7 +85,6 @@ func newTaskRun(ctx workflow.Context, in task.Input) (*taskRun, error) {
 		}
 	} else {
 		s = newTaskState(in, workflow.Now(ctx))
-		s.NotifyAlways = follows(ctx, in, 1, versionNotifyAlways)
 	}
 	return &taskRun{
 		taskState:  s,
@@ -127,13 +123,8 @@ func (t *taskRun) setup(ctx workflow.Context) error {
 			t.heartbeat(ctx, in)
 		}
 	})
-	if follows(ctx, t.In, 1, "") {
-		t.effects = ctx
-		t.wake()
-		return nil
-	}
-	workflow.Go(ctx, t.recordLoop)
-	workflow.Go(ctx, t.noticeLoop)
+	t.effects = ctx
+	t.wake()
 	return nil
 }
 
@@ -142,7 +133,7 @@ func (t *taskRun) run(ctx workflow.Context) (task.Result, error) {
 	if t.Phase == phaseCheck {
 		// Client.Start sets the attributes; upsert only for a start that did not.
 		_, set := workflow.GetTypedSearchAttributes(ctx).GetKeyword(task.AttrStatus)
-		if !follows(ctx, t.In, 1, versionStartAttributes) || !set {
+		if !set {
 			t.upsertAttributes(ctx)
 		}
 	}

@@ -91,17 +91,4 @@ func TestDeliveryFailed(t *testing.T) {
 			t.Errorf("after the ACK: Last error %q, pending %+v; want both cleared", after.LastError, after.Pending)
 		}
 	})
-	// A task of revision 1 keeps its shape: the failure waits for the ACK
-	// timeout, as it did.
-	t.Run("Revision1", func(t *testing.T) {
-		h := newHarness(t, testPlan(amp.RiskLow, "S1"), func(in *task.Input) { in.Rev = 1 })
-		failFirstDispatch(h)
-		var early, late task.State
-		h.at(5*time.Second, func() { early = h.state() })
-		h.at(301*time.Second, func() { late = h.state(); h.decide("alice", task.OptTerminate, "") })
-		h.run()
-		if early.Pending != nil || late.Pending == nil || late.Pending.Kind != task.KindAckTimeout {
-			t.Errorf("pending at 5s %+v, at 301s %+v; want nothing, then ack_timeout", early.Pending, late.Pending)
-		}
-	})
 }

@@ -48,7 +48,7 @@ func TestDecisionsRefused(t *testing.T) {
 	if res.Status != task.StatusDone {
 		t.Errorf("status %s", res.Status)
 	}
-	// Policy.Notify is off: the worker's notifier decides where notices go.
+	// Every notice goes to the worker's notifier, which decides where it goes.
 	var opened, closed int
 	for _, n := range h.notices {
 		if n.Decision != nil && n.Decision.ID == decisionID {

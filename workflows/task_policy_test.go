@@ -119,26 +119,22 @@ func TestPolicyFromWorker(t *testing.T) {
 }
 
 // TestAdmins checks who may decide: nobody when no admin is configured,
-// anyone named under "*", and the old rule for tasks started before it.
+// anyone named under "*", and otherwise only the listed names.
 func TestAdmins(t *testing.T) {
 	for _, tc := range []struct {
 		name   string
-		rev    int
 		admins []string
 		by     string
 		want   bool
 	}{
-		{"NoneConfigured", task.Revision, nil, "alice", false},
-		{"Anyone", task.Revision, []string{task.AnyAdmin}, "zed", true},
-		{"AnyoneButNameless", task.Revision, []string{task.AnyAdmin}, "", false},
-		{"Listed", task.Revision, []string{"alice"}, "alice", true},
-		{"NotListed", task.Revision, []string{"alice"}, "zed", false},
-		// Started under revision 1, when no admins meant anyone named.
-		{"BeforeRevision2", 1, nil, "zed", true},
+		{"NoneConfigured", nil, "alice", false},
+		{"Anyone", []string{task.AnyAdmin}, "zed", true},
+		{"AnyoneButNameless", []string{task.AnyAdmin}, "", false},
+		{"Listed", []string{"alice"}, "alice", true},
+		{"NotListed", []string{"alice"}, "zed", false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			h := newHarness(t, testPlan(amp.RiskMedium, "S1"), func(in *task.Input) {
-				in.Rev = tc.rev
 				in.Policy.Admins = tc.admins
 			})
 			var r *reply

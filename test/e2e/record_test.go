@@ -16,10 +16,11 @@ import (
 	"github.com/ampflow/ampflow/workflows/task"
 )
 
-// TestRecordHistories records the histories test/replay replays. It is
-// skipped unless AMPFLOW_RECORD_HISTORIES=1; run it after a deliberate
-// change of the workflow's shape (behind workflow.GetVersion), commit the
-// new files, and keep the old ones that running tasks may still have.
+// TestRecordHistories records the histories test/replay replays, over
+// the files of the same names. It is skipped unless
+// AMPFLOW_RECORD_HISTORIES=1; run it after a deliberate change of the
+// workflow's shape (behind workflow.GetVersion), having first renamed the
+// files that running tasks may still have, and commit both.
 func TestRecordHistories(t *testing.T) {
 	if os.Getenv("AMPFLOW_RECORD_HISTORIES") != "1" {
 		t.Skip("set AMPFLOW_RECORD_HISTORIES=1 to record the replay histories")

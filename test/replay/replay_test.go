@@ -3,25 +3,31 @@
 package replay
 
 import (
+	"encoding/json"
+	"os"
 	"path/filepath"
+	"slices"
 	"testing"
 
+	enumspb "go.temporal.io/api/enums/v1"
+	historypb "go.temporal.io/api/history/v1"
 	"go.temporal.io/sdk/worker"
 	"go.temporal.io/sdk/workflow"
+	"google.golang.org/protobuf/encoding/protojson"
 
 	"github.com/ampflow/ampflow/workflows"
 	"github.com/ampflow/ampflow/workflows/task"
 )
 
 // TestReplay replays every history in testdata: tasks started by older
-// ampflow versions must go on under this one. The v0_ files were recorded
-// before the changes behind workflow.GetVersion (SSOT writes in a local
-// activity, decisions always sent to the worker's notifier); the rev0_
-// files after them, still without task.Input.Rev; the others under the
-// current task.Revision. To record the current shape again, run the
-// generator in test/e2e and keep the older files:
+// ampflow versions must go on under this one. The files hold the
+// workflow's one shape so far. After a change behind workflow.GetVersion
+// (workflows.Task says how to make one), keep the files running tasks may
+// still have by renaming them (git mv approved.json before_x_approved.json),
+// then record the new shape with the generator in test/e2e, which starts
+// an embedded `ampflow dev`:
 //
-//	AMPFLOW_RECORD_HISTORIES=1 go test ./test/e2e/ -run TestRecordHistories
+//	AMPFLOW_RECORD_HISTORIES=1 go test ./test/e2e/ -run TestRecordHistories -count=1
 func TestReplay(t *testing.T) {
 	files, err := filepath.Glob(filepath.Join("testdata", "*.json"))
 	if err != nil {
@@ -39,4 +45,63 @@ func TestReplay(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestRecordedShape checks that the histories are of a shape the workflow
+// has, not of one it dropped: each task asks the worker for its policy in
+// a local activity first, and runs its git checks and SSOT batches as
+// local activities too.
+func TestRecordedShape(t *testing.T) {
+	files, err := filepath.Glob(filepath.Join("testdata", "*.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range files {
+		t.Run(filepath.Base(f), func(t *testing.T) {
+			local, regular := activities(t, f)
+			if len(local) == 0 || local[0] != "TaskPolicy" {
+				t.Errorf("local activities %v, want TaskPolicy first", local)
+			}
+			for _, want := range []string{"CheckBranch", "Record"} {
+				if !slices.Contains(local, want) {
+					t.Errorf("no local activity %s; local: %v", want, local)
+				}
+				if slices.Contains(regular, want) {
+					t.Errorf("%s ran as a regular activity; regular: %v", want, regular)
+				}
+			}
+		})
+	}
+}
+
+// activities lists a history's local activities (from their markers) and
+// regular activities, in order.
+func activities(t *testing.T, path string) (local, regular []string) {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var h historypb.History
+	if err := (protojson.UnmarshalOptions{DiscardUnknown: true}).Unmarshal(b, &h); err != nil {
+		t.Fatalf("reading %s: %v", path, err)
+	}
+	for _, e := range h.Events {
+		switch e.GetEventType() {
+		case enumspb.EVENT_TYPE_MARKER_RECORDED:
+			a := e.GetMarkerRecordedEventAttributes()
+			if a.GetMarkerName() != "LocalActivity" {
+				continue
+			}
+			for _, p := range a.GetDetails()["data"].GetPayloads() {
+				var m struct{ ActivityType string }
+				if err := json.Unmarshal(p.GetData(), &m); err == nil && m.ActivityType != "" {
+					local = append(local, m.ActivityType)
+				}
+			}
+		case enumspb.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED:
+			regular = append(regular, e.GetActivityTaskScheduledEventAttributes().GetActivityType().GetName())
+		}
+	}
+	return local, regular
 }

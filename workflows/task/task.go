@@ -128,9 +128,6 @@ type Policy struct {
 	// Admins are the names whose decisions count. Empty means nobody may
 	// decide; AnyAdmin ("*") lets any named person decide.
 	Admins []string `json:"admins"`
-	// Notify is kept for tasks started before decisions always went to the
-	// worker's notifier; the worker now decides which channels it has.
-	Notify bool `json:"notify"`
 	// StatusUpdates also posts every status change.
 	StatusUpdates bool `json:"status_updates"`
 }
@@ -191,38 +188,18 @@ type Input struct {
 	// risk level's minimum; never looser.
 	Handling    Handling `json:"handling,omitempty"`
 	Coordinator string   `json:"coordinator,omitempty"`
-	// Policy is what the task runs by. From revision 2 the task sets it
-	// when it starts, from the worker's configuration and Handling: a
-	// policy a client puts here is ignored. Before, the client chose it.
+	// Policy is what the task runs by. The task sets it when it starts,
+	// from the worker's configuration and Handling: a policy a client puts
+	// here is ignored.
 	Policy Policy `json:"policy"`
 	// Carried is the whole state of the previous run after a
 	// continue-as-new; empty on a fresh start.
 	Carried json.RawMessage `json:"carried,omitempty"`
-	// Rev is the revision of the workflow code the task was started
-	// under; the client sets it to Revision. Zero marks tasks started
-	// before revisions existed, whose shape their history tells.
-	Rev int `json:"rev,omitempty"`
 	// RequestKey is the starting request's idempotency key scoped to its
 	// caller (workflows.RequestKey). It is not part of the workflow's
 	// input: the client keeps a digest of it in the task's memo.
 	RequestKey string `json:"-"`
 }
-
-// Revision is the revision of the task workflow's code. A change that
-// alters the history a new task writes raises it, and the workflow keeps
-// the old shape for tasks started under a lower one. Unlike
-// workflow.GetVersion, this costs no marker and no search-attribute write.
-//
-//   - 1: SSOT batches in a local activity, notices always handed to the
-//     worker, search attributes from the start request, git checks in
-//     local activities, deliveries tried in a local activity first (the
-//     worker runs only pull mode there), record
-//     and notice loops started on demand.
-//   - 2: the policy is the worker's, asked for in a local activity when
-//     the task starts, and no admins means nobody may decide; a failed
-//     delivery (command-mode agent, webhook) raises a delivery_failed
-//     decision at once instead of waiting for the ACK timeout.
-const Revision = 2
 
 // Result is what a finished task workflow returns.
 type Result struct {

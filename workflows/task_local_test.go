@@ -3,7 +3,6 @@ package workflows
 import (
 	"context"
 	"slices"
-	"strings"
 	"testing"
 
 	"go.temporal.io/sdk/activity"
@@ -13,28 +12,21 @@ import (
 	"github.com/ampflow/ampflow/workflows/task"
 )
 
-// TestRevisions checks that a task keeps the shape of the revision it was
-// started under: git checks and deliveries run as local activities from
-// revision 1 on and as regular ones for a task started before revisions,
-// and a
-// revision this code does not know stops the worker, not the task.
-func TestRevisions(t *testing.T) {
+// TestLocalActivities checks which work a task keeps in the worker: the
+// policy, git checks, SSOT batches and pull-mode deliveries run as local
+// activities; a delivery the worker refuses to run locally (a command-mode
+// agent) falls back to a regular activity.
+func TestLocalActivities(t *testing.T) {
 	for _, tc := range []struct {
 		name          string
-		rev           int
 		command       bool
 		local, remote []string
 	}{
-		{"Current", task.Revision, false, []string{"CheckBranch", "CheckResult", "Record", "Deliver"}, nil},
-		// The worker refuses to run a command-mode agent in a local
-		// activity; the task hands the message over in a regular one.
-		{"CommandAgents", task.Revision, true, []string{"CheckBranch", "CheckResult", "Record"}, []string{"Deliver"}},
-		// Started by an older client on this worker: the history has no
-		// version markers yet, so GetVersion picks the local SSOT batches.
-		{"BeforeRevisions", 0, false, []string{"Record"}, []string{"CheckBranch", "CheckResult", "Deliver"}},
+		{"PullAgents", false, []string{"TaskPolicy", "CheckBranch", "CheckResult", "Record", "Deliver"}, nil},
+		{"CommandAgents", true, []string{"TaskPolicy", "CheckBranch", "CheckResult", "Record"}, []string{"Deliver"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			h := newHarness(t, testPlan(amp.RiskLow, "T-2026-001-S1"), func(in *task.Input) { in.Rev = tc.rev })
+			h := newHarness(t, testPlan(amp.RiskLow, "T-2026-001-S1"))
 			h.commandAgents = tc.command
 			var local, regular []string
 			h.env.SetOnLocalActivityStartedListener(func(info *activity.Info, _ context.Context, _ []any) {
@@ -65,13 +57,4 @@ func TestRevisions(t *testing.T) {
 			}
 		})
 	}
-
-	t.Run("Newer", func(t *testing.T) {
-		h := newHarness(t, testPlan(amp.RiskLow, "T-2026-001-S1"), func(in *task.Input) { in.Rev = task.Revision + 1 })
-		h.env.ExecuteWorkflow(Task, h.in)
-		err := h.env.GetWorkflowError()
-		if err == nil || !strings.Contains(err.Error(), "run a newer ampflow worker") {
-			t.Fatalf("workflow error %v, want the worker to refuse a newer revision", err)
-		}
-	})
 }
