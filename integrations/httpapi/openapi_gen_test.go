@@ -158,6 +158,13 @@ func apiSchemas() (map[string]obj, map[string]any) {
 		"msg_id": str("The msg_id of the message to acknowledge, as GET /v1/inbox lists it."),
 		"as":     strEnum("The acknowledging role; defaults to the token's role (required when no tokens are configured).", amp.RoleExecutor, amp.RoleReviewer, amp.RoleCoordinator, amp.RoleAdmin),
 	}))
+	add("MessageRequest", MessageRequest{}, object(MessageRequest{}, "The short form of a message: the server builds the envelope (msg_id and timestamp now, requires_ack and ack_timeout_sec by the type, from and to by the type's route), as `ampflow send --type` does. A body with msg_id, protocol_version or ack_of is read as a whole envelope or ACK record instead.", obj{
+		"type":    strEnum("The message type; other types are sent as whole envelopes.", amp.AgentTypes()...),
+		"task_id": taskIDSchema("The task."),
+		"from":    strEnum("Only for escalation: the sender; defaults to the token's role. task_result is sent by executor and review_verdict by reviewer, and take no from.", amp.RoleExecutor, amp.RoleReviewer, amp.RoleCoordinator, amp.RoleAdmin),
+		"payload": obj{"description": "The payload of type.", "oneOf": []any{
+			ampRef("task_result", "/$defs/payload"), ampRef("review_verdict", "/$defs/payload"), ampRef("escalation", "/$defs/payload")}},
+	}))
 	add("HeartbeatRequest", HeartbeatRequest{}, object(HeartbeatRequest{}, "An agent's sign of life; restarts the task's heartbeat timer.", obj{
 		"task_id": taskIDSchema("The task worked on."),
 		"from":    strEnum("The sending role; the token must have it.", amp.RoleExecutor, amp.RoleReviewer, amp.RoleCoordinator),
@@ -376,11 +383,12 @@ func ops() []op {
 	}
 }
 
-const messagesDescription = "Takes a whole AMP/1.0 envelope, a whole ACK record, or the short form " +
-	"{type, task_id, payload} with the envelope built by the server. The sender (from) must be the token's role."
+const messagesDescription = "Takes the short form {type, task_id, payload} (MessageRequest) with the envelope built by the server, " +
+	"a whole AMP/1.0 envelope, or a whole ACK record. The sender (from) must be the token's role. " +
+	"A resend of the same msg_id answers as the first send did."
 
 func messageBody() obj {
-	return obj{"oneOf": []any{ref("Message"), ampRef("ack", "")}}
+	return obj{"oneOf": []any{ref("MessageRequest"), ref("Message"), ampRef("ack", "")}}
 }
 
 var statusText = map[int]string{

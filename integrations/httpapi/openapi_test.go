@@ -105,7 +105,7 @@ func TestOpenAPICoversRoutes(t *testing.T) {
 func TestOpenAPISchemasMatchGoTypes(t *testing.T) {
 	schemas := servedDoc(t)["components"].(map[string]any)["schemas"].(map[string]any)
 	_, types := apiSchemas()
-	for _, name := range []string{"StartRequest", "StartResponse", "SubmitResponse", "AckRequest", "HeartbeatRequest",
+	for _, name := range []string{"StartRequest", "StartResponse", "SubmitResponse", "AckRequest", "MessageRequest", "HeartbeatRequest",
 		"InboxResponse", "DecisionsResponse", "DecideRequest", "ListResponse", "HistoryResponse", "CancelRequest",
 		"ReplanRequest", "State", "Decision", "ErrorDetail", "FieldError"} {
 		if types[name] == nil {
