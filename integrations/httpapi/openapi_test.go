@@ -4,7 +4,10 @@ import (
 	"bytes"
 	"encoding/json"
 	"net/http"
+	"os"
+	"path/filepath"
 	"reflect"
+	"regexp"
 	"slices"
 	"sort"
 	"strconv"
@@ -157,6 +160,40 @@ func TestOpenAPIErrorCodes(t *testing.T) {
 		}
 		if line := "- `" + string(code) + "`: HTTP " + strconv.Itoa(st); !strings.Contains(desc, line) {
 			t.Errorf("ErrorCode description lacks %q", line)
+		}
+	}
+}
+
+// TestReadmeRoutesDocumented checks that every route README's "For agent
+// authors" shows is in the OpenAPI document, which that section is written
+// from.
+func TestReadmeRoutesDocumented(t *testing.T) {
+	readme, err := os.ReadFile(filepath.Join("..", "..", "README.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, section, ok := strings.Cut(string(readme), "\n## For agent authors\n")
+	if !ok {
+		t.Fatal(`README.md has no "For agent authors" section`)
+	}
+	section, _, _ = strings.Cut(section, "\n## ")
+	var templates []*regexp.Regexp
+	paths := servedDoc(t)["paths"].(map[string]any)
+	for path, item := range paths {
+		for method := range item.(map[string]any) {
+			re := regexp.QuoteMeta(strings.ToUpper(method) + " " + path)
+			re = regexp.MustCompile(`\\\{[a-z_]+\\\}`).ReplaceAllString(re, `[^/ ]+`)
+			templates = append(templates, regexp.MustCompile("^"+re+"$"))
+		}
+	}
+	uses := regexp.MustCompile("(GET|POST) (/v1/[^\\s?`\\]]*)").FindAllStringSubmatch(section, -1)
+	if len(uses) < 6 {
+		t.Fatalf("found %d routes in the section, want the agent loop's", len(uses))
+	}
+	for _, u := range uses {
+		use := u[1] + " " + strings.TrimRight(u[2], ".,)")
+		if !slices.ContainsFunc(templates, func(re *regexp.Regexp) bool { return re.MatchString(use) }) {
+			t.Errorf("README shows %s, which openapi.json does not document", use)
 		}
 	}
 }
