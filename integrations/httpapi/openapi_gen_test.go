@@ -116,6 +116,9 @@ func apiSchemas() (map[string]obj, map[string]any) {
 	types := map[string]any{}
 	s := map[string]obj{}
 	add := func(name string, v any, schema obj) {
+		if strings.HasSuffix(name, "Request") {
+			schema["additionalProperties"] = false // the server refuses unknown fields
+		}
 		s[name] = schema
 		if v != nil {
 			types[name] = v
@@ -426,7 +429,12 @@ func openAPIDocument() (obj, error) {
 		if err := json.Unmarshal(raw, &s); err != nil {
 			return nil, fmt.Errorf("reading amp schema %s: %w", name, err)
 		}
-		schemas["amp_"+name] = s
+		// Inside the document the schema is no resource of its own: its
+		// local references become document references, which every
+		// OpenAPI tool resolves.
+		delete(s, "$id")
+		delete(s, "$schema")
+		schemas["amp_"+name] = rebase(s, "#/components/schemas/amp_"+name).(obj)
 	}
 	paths := obj{}
 	for _, o := range ops() {
@@ -492,6 +500,29 @@ func openAPIDocument() (obj, error) {
 			"schemas": schemas,
 		},
 	}, nil
+}
+
+// rebase rewrites the local references ("#/$defs/…") in schema v to
+// start at base.
+func rebase(v any, base string) any {
+	switch v := v.(type) {
+	case map[string]any:
+		out := obj{}
+		for k, x := range v {
+			if r, ok := x.(string); ok && k == "$ref" && strings.HasPrefix(r, "#/") {
+				x = base + r[1:]
+			}
+			out[k] = rebase(x, base)
+		}
+		return out
+	case []any:
+		out := make([]any, len(v))
+		for i, x := range v {
+			out[i] = rebase(x, base)
+		}
+		return out
+	}
+	return v
 }
 
 func operationID(method, path string) string {
