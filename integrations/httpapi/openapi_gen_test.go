@@ -388,7 +388,7 @@ func ops() []op {
 
 const messagesDescription = "Takes the short form {type, task_id, payload} (MessageRequest) with the envelope built by the server, " +
 	"a whole AMP/1.0 envelope, or a whole ACK record. The sender (from) must be the token's role. " +
-	"A resend of the same msg_id answers as the first send did."
+	"A resend of a whole envelope (same msg_id) answers as the first send did; each short form is a new message with a new msg_id."
 
 func messageBody() obj {
 	return obj{"oneOf": []any{ref("MessageRequest"), ref("Message"), ampRef("ack", "")}}
