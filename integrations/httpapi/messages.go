@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"slices"
 	"strings"
 
 	"github.com/ampflow/ampflow/activities"
@@ -34,6 +35,19 @@ type HeartbeatRequest struct {
 	Note   string   `json:"note,omitempty"`
 }
 
+// MessageRequest is the short form of POST /v1/messages: a payload of
+// one of amp.AgentTypes, wrapped by the server in an envelope as ampflow
+// send --type does (msg_id and timestamp now, from and to by the type's
+// route).
+type MessageRequest struct {
+	Type   amp.Type `json:"type"`
+	TaskID string   `json:"task_id"`
+	// From names the sender of an escalation only; it defaults to the
+	// token's role.
+	From    amp.Role        `json:"from,omitempty"`
+	Payload json.RawMessage `json:"payload"`
+}
+
 // errorSource is the Source of the error log entries the API writes.
 const errorSource = "http"
 
@@ -43,7 +57,67 @@ func (s *Server) postMessage(w http.ResponseWriter, r *http.Request) {
 		s.refuse(w, r, body, err)
 		return
 	}
+	if isShortForm(body) {
+		built, err := s.buildMessage(r, body)
+		if err != nil {
+			s.refuse(w, r, body, err)
+			return
+		}
+		body = built
+	}
 	s.submitRecord(w, r, body)
+}
+
+// isShortForm reports whether body is an object without the keys that
+// mark a whole envelope (msg_id, protocol_version) or an ACK record
+// (ack_of): a MessageRequest.
+func isShortForm(body []byte) bool {
+	var obj map[string]json.RawMessage
+	if json.Unmarshal(body, &obj) != nil {
+		return false
+	}
+	for _, k := range []string{"msg_id", "protocol_version", "ack_of"} {
+		if _, ok := obj[k]; ok {
+			return false
+		}
+	}
+	return true
+}
+
+// buildMessage turns a MessageRequest into the envelope it stands for.
+func (s *Server) buildMessage(r *http.Request, body []byte) ([]byte, error) {
+	var req MessageRequest
+	if err := decodeStrict(body, &req); err != nil {
+		return nil, err
+	}
+	var fields []task.FieldError
+	if req.Type == "" {
+		fields = append(fields, task.FieldError{Path: "type", Problem: "is required: task_result, review_verdict or escalation"})
+	} else if !slices.Contains(amp.AgentTypes(), req.Type) {
+		fields = append(fields, task.FieldError{Path: "type", Problem: fmt.Sprintf("%q: must be task_result, review_verdict or escalation (send other types as a whole envelope)", req.Type)})
+	}
+	if !task.ValidID(req.TaskID) {
+		fields = append(fields, task.FieldError{Path: "task_id", Problem: "must be a task id T-YYYY-NNN"})
+	}
+	if len(req.Payload) == 0 || string(req.Payload) == "null" {
+		fields = append(fields, task.FieldError{Path: "payload", Problem: "is required: the message's payload object"})
+	}
+	if len(fields) > 0 {
+		return nil, invalidFields(fields)
+	}
+	from := req.From
+	if c := callerOf(r); req.Type == amp.TypeEscalation && from == "" && !c.open {
+		from = amp.Role(c.role)
+	}
+	m, err := amp.WrapAgent(req.Payload, req.Type, req.TaskID, from, s.now())
+	if err != nil {
+		return nil, workflows.InvalidRecord(err)
+	}
+	b, err := json.Marshal(m)
+	if err != nil {
+		return nil, fmt.Errorf("encoding %s: %w", m.MsgID, err)
+	}
+	return b, nil
 }
 
 // submitRecord validates an AMP record, checks that the caller may send

@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"slices"
 	"time"
 
 	"github.com/ampflow/ampflow/activities"
@@ -92,6 +93,9 @@ type Server struct {
 	// mounted are the patterns of Mount: their handlers check requests
 	// themselves.
 	mounted map[string]bool
+	// patterns are the API's own routes in the order routes registered
+	// them (Mount's are not among them).
+	patterns []string
 }
 
 // New builds a Server and registers its routes.
@@ -147,7 +151,9 @@ func (s *Server) routes() {
 	coordinators := []string{config.RoleCoordinator, config.RoleAdmin}
 	admins := []string{config.RoleAdmin}
 
-	s.mux.HandleFunc("GET /healthz", s.healthz)
+	// Readable without a token: neither holds a secret.
+	s.open("GET /healthz", s.healthz)
+	s.open("GET /v1/openapi.json", s.openAPI)
 	// With tokens configured, metrics need one (any role).
 	s.handle("GET /metrics", anyone, s.metrics.handler().ServeHTTP)
 
@@ -173,7 +179,18 @@ func (s *Server) routes() {
 // empty, are the only token roles allowed.
 func (s *Server) handle(pattern string, roles []string, h func(http.ResponseWriter, *http.Request)) {
 	s.mux.Handle(pattern, s.authenticate(roles, http.HandlerFunc(h)))
+	s.patterns = append(s.patterns, pattern)
 }
+
+// open registers an API route that needs no token.
+func (s *Server) open(pattern string, h func(http.ResponseWriter, *http.Request)) {
+	s.mux.HandleFunc(pattern, h)
+	s.patterns = append(s.patterns, pattern)
+}
+
+// Patterns returns the API's routes as "METHOD /path" patterns, without
+// those added by Mount. The OpenAPI document has an entry for each.
+func (s *Server) Patterns() []string { return slices.Clone(s.patterns) }
 
 // Mount adds a handler that does its own authentication and checks its
 // own input, such as the Slack and Telegram webhooks with their formats and

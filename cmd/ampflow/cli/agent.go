@@ -162,9 +162,6 @@ func (a *App) ackCommand() *cobra.Command {
 	return cmd
 }
 
-// sendTypes are the types an agent may build with send --type.
-var sendTypes = []amp.Type{amp.TypeTaskResult, amp.TypeReviewVerdict, amp.TypeEscalation}
-
 func (a *App) sendCommand() *cobra.Command {
 	var file, typ, taskID, from string
 	cmd := &cobra.Command{
@@ -229,7 +226,7 @@ func checkSendFlags(typ, taskID, from string) error {
 		}
 		return nil
 	}
-	if !slices.Contains(sendTypes, amp.Type(typ)) {
+	if !slices.Contains(amp.AgentTypes(), amp.Type(typ)) {
 		return UsageError(fmt.Errorf("--type %q: must be task_result, review_verdict or escalation", typ))
 	}
 	if taskID == "" || !task.ValidID(taskID) {
@@ -259,11 +256,7 @@ func (a *App) buildRecord(raw []byte, typ amp.Type, taskID string, from amp.Role
 		}
 		return js, rec, nil
 	}
-	routeFrom, to := amp.Route(typ)
-	if routeFrom == "" {
-		routeFrom = from
-	}
-	m, err := parseWrapped(js, routeFrom, to, taskID, a.Now(), typ)
+	m, err := amp.WrapAgent(js, typ, taskID, from, a.Now())
 	if err != nil {
 		return nil, amp.Record{}, renamePayload(err, "payload", "payload", js)
 	}

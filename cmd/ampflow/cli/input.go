@@ -158,36 +158,11 @@ func checkPlan(raw []byte, taskID string, now time.Time) (amp.TaskDispatch, erro
 		return amp.TaskDispatch{}, &inputError{what: "plan", raw: raw, fields: []amp.FieldError{{
 			Path: "plan", Problem: "is a whole AMP envelope; give only its task_dispatch payload"}}}
 	}
-	m, err := parseWrapped(raw, amp.RoleCoordinator, amp.RoleExecutor, taskID, now, amp.TypeTaskDispatch)
+	m, err := amp.Wrap(raw, amp.RoleCoordinator, amp.RoleExecutor, taskID, now, amp.TypeTaskDispatch)
 	if err != nil {
 		return amp.TaskDispatch{}, renamePayload(err, "plan", "plan", raw)
 	}
 	return *m.Dispatch(), nil
-}
-
-// parseWrapped builds an envelope with amp.NewMessage around the JSON
-// payload raw and parses it strictly.
-func parseWrapped(raw []byte, from, to amp.Role, taskID string, now time.Time, t amp.Type) (amp.Message, error) {
-	// Parsed alone, a payload that is not JSON fails with its own offsets.
-	var se *amp.SyntaxError
-	if _, err := amp.Parse(raw); errors.As(err, &se) {
-		return amp.Message{}, err
-	}
-	env := amp.NewMessage(from, to, taskID, now, amp.NewPayload(t))
-	head, err := json.Marshal(env)
-	if err != nil {
-		return amp.Message{}, fmt.Errorf("encoding the %s envelope: %w", t, err)
-	}
-	var fields map[string]json.RawMessage
-	if err := json.Unmarshal(head, &fields); err != nil {
-		return amp.Message{}, fmt.Errorf("encoding the %s envelope: %w", t, err)
-	}
-	fields["payload"] = json.RawMessage(raw)
-	b, err := json.Marshal(fields)
-	if err != nil {
-		return amp.Message{}, fmt.Errorf("encoding the %s envelope: %w", t, err)
-	}
-	return amp.Parse(b)
 }
 
 // renamePayload reports amp's errors under payload as errors of name,
@@ -261,7 +236,7 @@ func checkSubtasks(raw []byte, now time.Time) ([]amp.Subtask, error) {
 	if err != nil {
 		return nil, fmt.Errorf("reading subtasks: %w", err)
 	}
-	m, err := parseWrapped(b, amp.RoleCoordinator, amp.RoleExecutor, fmt.Sprintf("T-%04d-001", now.Year()), now, amp.TypeTaskDispatch)
+	m, err := amp.Wrap(b, amp.RoleCoordinator, amp.RoleExecutor, fmt.Sprintf("T-%04d-001", now.Year()), now, amp.TypeTaskDispatch)
 	if err != nil {
 		return nil, renamePayload(err, "subtasks", "", raw)
 	}

@@ -1,0 +1,572 @@
+package httpapi
+
+import (
+	"bytes"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"net/http"
+	"os"
+	"reflect"
+	"slices"
+	"sort"
+	"strings"
+	"testing"
+
+	"github.com/ampflow/ampflow/activities"
+	"github.com/ampflow/ampflow/amp"
+	"github.com/ampflow/ampflow/workflows"
+	"github.com/ampflow/ampflow/workflows/task"
+)
+
+var update = flag.Bool("update", false, "rewrite openapi.json")
+
+// The OpenAPI document is generated here from the routes, the error
+// table, the Go types (their JSON tags decide which properties are
+// required) and amp's embedded JSON Schemas, which are included whole.
+// TestOpenAPIUpToDate keeps openapi.json in step; regenerate with
+//
+//	go test ./integrations/httpapi/ -run TestOpenAPIUpToDate -update
+type obj = map[string]any
+
+func ref(name string) obj { return obj{"$ref": "#/components/schemas/" + name} }
+
+// ampRef points into one of amp's schemas, included as amp_TYPE.
+func ampRef(schema, pointer string) obj {
+	return obj{"$ref": "#/components/schemas/amp_" + schema + pointer}
+}
+
+func str(desc string) obj { return obj{"type": "string", "description": desc} }
+
+func strEnum[S ~string](desc string, vals ...S) obj {
+	list := make([]any, len(vals))
+	for i, v := range vals {
+		list[i] = string(v)
+	}
+	o := obj{"type": "string", "enum": list}
+	if desc != "" {
+		o["description"] = desc
+	}
+	return o
+}
+
+func integer(desc string) obj { return obj{"type": "integer", "description": desc} }
+func boolean(desc string) obj { return obj{"type": "boolean", "description": desc} }
+func dateTime(desc string) obj {
+	return obj{"type": "string", "format": "date-time", "description": desc}
+}
+func array(items obj, desc string) obj {
+	return obj{"type": "array", "items": items, "description": desc}
+}
+
+const taskIDPattern = "^T-[0-9]{4}-[0-9]{3,}$"
+
+func taskIDSchema(desc string) obj {
+	return obj{"type": "string", "pattern": taskIDPattern, "description": desc}
+}
+
+// object is the schema of the Go struct v: props are its properties, and
+// the fields without omitempty are required.
+func object(v any, desc string, props obj) obj {
+	o := obj{"type": "object", "description": desc, "properties": props}
+	var req []string
+	for _, f := range jsonFields(reflect.TypeOf(v)) {
+		if !f.omitempty {
+			req = append(req, f.name)
+		}
+	}
+	if len(req) > 0 {
+		o["required"] = req
+	}
+	return o
+}
+
+type jsonField struct {
+	name      string
+	omitempty bool
+}
+
+// jsonFields lists the JSON object keys of struct type t, as
+// encoding/json writes them.
+func jsonFields(t reflect.Type) []jsonField {
+	var out []jsonField
+	for i := range t.NumField() {
+		f := t.Field(i)
+		if !f.IsExported() {
+			continue
+		}
+		tag := f.Tag.Get("json")
+		if tag == "-" {
+			continue
+		}
+		name, opts, _ := strings.Cut(tag, ",")
+		if name == "" {
+			name = f.Name
+		}
+		out = append(out, jsonField{name: name, omitempty: slices.Contains(strings.Split(opts, ","), "omitempty")})
+	}
+	return out
+}
+
+var roles = []amp.Role{amp.RoleExecutor, amp.RoleReviewer, amp.RoleCoordinator, amp.RoleAdmin, amp.RoleSystem}
+
+// apiSchemas are the schemas of the API's own types, by component name,
+// with the Go value each describes (nil for schemas of no single type).
+func apiSchemas() (map[string]obj, map[string]any) {
+	types := map[string]any{}
+	s := map[string]obj{}
+	add := func(name string, v any, schema obj) {
+		if strings.HasSuffix(name, "Request") {
+			schema["additionalProperties"] = false // the server refuses unknown fields
+		}
+		s[name] = schema
+		if v != nil {
+			types[name] = v
+		}
+	}
+	add("Status", nil, strEnum("Where a task stands; done and terminated are final.", task.Statuses()...))
+	add("Role", nil, strEnum("An AMP role.", roles...))
+	add("Error", nil, obj{
+		"type": "object", "required": []string{"error"},
+		"description": "The body of every error answer.",
+		"properties":  obj{"error": ref("ErrorDetail")},
+	})
+	add("ErrorDetail", errorDetail{}, object(errorDetail{}, "What went wrong and, for invalid input, which fields.", obj{
+		"code":    ref("ErrorCode"),
+		"message": str("A plain sentence naming the field, setting or state at fault; for 409 unexpected, what the task expects now; for 409 task_ended, the task's final status."),
+		"fields":  array(ref("FieldError"), "The fields at fault (mostly with code invalid)."),
+	}))
+	add("FieldError", task.FieldError{}, object(task.FieldError{}, "One field at fault.", obj{
+		"path":    str(`The field's path in the request body, such as "payload.commit_hash" or "plan.subtasks[0].estimated_lines"; "(root)" for the whole body; a query parameter or header name for those.`),
+		"problem": str("What is wrong with it."),
+	}))
+	add("ErrorCode", nil, errorCodeSchema())
+	add("OK", nil, obj{"type": "object", "required": []string{"ok"}, "properties": obj{"ok": obj{"const": true}}})
+
+	add("StartRequest", StartRequest{}, object(StartRequest{}, "Starts a task from a plan.", obj{
+		"task_id":     taskIDSchema("The task id; without it the next free id of the year is used."),
+		"plan":        ampRef("task_dispatch", "/$defs/payload"),
+		"handling":    strEnum(`"admin" asks an admin to approve the plan whatever its risk_level; "auto" (or absent) follows the risk level.`, task.HandlingAuto, task.HandlingAdmin),
+		"coordinator": str("Who coordinates the task; defaults to the token's name."),
+	}))
+	add("StartResponse", StartResponse{}, object(StartResponse{}, "The started task.", obj{
+		"task_id": taskIDSchema("The task's id."),
+	}))
+	add("SubmitResponse", SubmitResponse{}, object(SubmitResponse{}, "How the task took a message or ACK.", obj{
+		"msg_id":    str("The msg_id of the accepted message or ACK record."),
+		"status":    ref("Status"),
+		"duplicate": boolean("True when the task had taken this same record before; it had no further effect."),
+	}))
+	add("AckRequest", AckRequest{}, object(AckRequest{}, "Acknowledges a message waiting in an inbox; the server writes the ACK record.", obj{
+		"msg_id": str("The msg_id of the message to acknowledge, as GET /v1/inbox lists it."),
+		"as":     strEnum("The acknowledging role; defaults to the token's role (required when no tokens are configured).", amp.RoleExecutor, amp.RoleReviewer, amp.RoleCoordinator, amp.RoleAdmin),
+	}))
+	add("MessageRequest", MessageRequest{}, object(MessageRequest{}, "The short form of a message: the server builds the envelope (msg_id and timestamp now, requires_ack and ack_timeout_sec by the type, from and to by the type's route), as `ampflow send --type` does. A body with msg_id, protocol_version or ack_of is read as a whole envelope or ACK record instead.", obj{
+		"type":    strEnum("The message type; other types are sent as whole envelopes.", amp.AgentTypes()...),
+		"task_id": taskIDSchema("The task."),
+		"from":    strEnum("Only for escalation: the sender; defaults to the token's role. task_result is sent by executor and review_verdict by reviewer, and take no from.", amp.RoleExecutor, amp.RoleReviewer, amp.RoleCoordinator, amp.RoleAdmin),
+		"payload": obj{"description": "The payload of type.", "oneOf": []any{
+			ampRef("task_result", "/$defs/payload"), ampRef("review_verdict", "/$defs/payload"), ampRef("escalation", "/$defs/payload")}},
+	}))
+	add("HeartbeatRequest", HeartbeatRequest{}, object(HeartbeatRequest{}, "An agent's sign of life; restarts the task's heartbeat timer.", obj{
+		"task_id": taskIDSchema("The task worked on."),
+		"from":    strEnum("The sending role; the token must have it.", amp.RoleExecutor, amp.RoleReviewer, amp.RoleCoordinator),
+		"note":    str("A short progress note."),
+	}))
+	add("InboxResponse", InboxResponse{}, object(InboxResponse{}, "The messages addressed to role that still await its ACK or reply, oldest task first.", obj{
+		"role":     strEnum("Whose inbox this is.", amp.RoleExecutor, amp.RoleReviewer),
+		"messages": array(ref("Message"), "Whole AMP envelopes; empty when none is waiting."),
+	}))
+	add("DecisionsResponse", DecisionsResponse{}, object(DecisionsResponse{}, "The decisions waiting for an admin.", obj{
+		"decisions": array(ref("Decision"), "At most one per task."),
+	}))
+	add("DecideRequest", DecideRequest{}, object(DecideRequest{}, "An admin's choice on a pending decision.", obj{
+		"option": str("The id of one of the decision's options."),
+		"note":   str("Why; required when the option has note_required."),
+	}))
+	add("DecideResult", task.DecideResult{}, object(task.DecideResult{}, "How the decision was taken.", obj{
+		"outcome": ref("Outcome"),
+		"status":  ref("Status"),
+	}))
+	add("Outcome", task.Outcome{}, object(task.Outcome{}, "A decision taken.", obj{
+		"decision_id": str("The decision's id, T-YYYY-NNN-dN."),
+		"kind":        ref("DecisionKind"),
+		"option":      str("The option chosen."),
+		"note":        str("The admin's note."),
+		"by":          str("Who decided (a token's name)."),
+		"channel":     str("Where: cli, api, slack or telegram."),
+		"at":          dateTime("When."),
+	}))
+	add("DecisionKind", nil, strEnum("What a decision is about.", task.KindPlanApproval, task.KindAckTimeout,
+		task.KindHeartbeatTimeout, task.KindPartialResult, task.KindCIExhausted, task.KindLowConfidence,
+		task.KindHallucinationLock, task.KindBranchViolation, task.KindFinalApproval, task.KindResultProblem,
+		task.KindAgentEscalation, task.KindDeliveryFailed))
+	add("Option", task.Option{}, object(task.Option{}, "One choice of a decision.", obj{
+		"id":            str("What POST /v1/decisions/{id} takes as option."),
+		"label":         str("A human label."),
+		"note_required": boolean("The choice needs a note."),
+	}))
+	add("Decision", task.Decision{}, object(task.Decision{}, "A gate waiting for an admin.", obj{
+		"id":         str("The decision's id, T-YYYY-NNN-dN; the {id} of POST /v1/decisions/{id}."),
+		"task_id":    taskIDSchema("The task."),
+		"kind":       ref("DecisionKind"),
+		"prompt":     str("The question."),
+		"options":    array(ref("Option"), "The choices."),
+		"raised_at":  dateTime("When it was raised."),
+		"escalation": ref("Message"),
+		"context":    ref("DecisionContext"),
+	}))
+	add("DecisionContext", task.DecisionContext{}, object(task.DecisionContext{}, "What the deciding admin needs at a glance.", obj{
+		"description":       str("The task's description."),
+		"repo":              str("The task's repository."),
+		"branch":            str("The task's branch."),
+		"risk":              ampRef("task_dispatch", "/$defs/payload/properties/risk_level"),
+		"subtask":           str("The current subtask id."),
+		"reject_count":      integer("Reviews rejected so far."),
+		"ci_state":          str("The CI state, when CI is involved."),
+		"issues":            array(ampRef("review_verdict", "/$defs/payload/properties/issues/items"), "The reviewer's issues."),
+		"blockers":          array(obj{"type": "string"}, "The executor's blockers."),
+		"confidence":        obj{"type": "number", "description": "The reviewer's confidence."},
+		"suggested_actions": array(obj{"type": "string"}, "What the escalating agent suggests."),
+		"agent_stderr":      str("The end of a failed command-mode agent's stderr, secrets masked."),
+		"extra":             obj{"type": "object", "description": "Anything else of note."},
+	}))
+	add("ListResponse", ListResponse{}, object(ListResponse{}, "Tasks, newest first.", obj{
+		"tasks": array(ref("TaskSummary"), "At most limit tasks."),
+	}))
+	add("TaskSummary", workflows.TaskSummary{}, object(workflows.TaskSummary{}, "One line of a task listing.", obj{
+		"task_id":      taskIDSchema("The task."),
+		"status":       ref("Status"),
+		"risk_level":   str("The plan's risk_level."),
+		"repo":         str("The plan's repository."),
+		"reject_count": integer("Reviews rejected so far."),
+		"started_at":   dateTime("When the task started."),
+		"running":      boolean("Whether its workflow still runs."),
+	}))
+	add("HistoryResponse", HistoryResponse{}, object(HistoryResponse{}, "A task's SSOT records in the order they were written.", obj{
+		"task_id": taskIDSchema("The task."),
+		"records": array(ref("StoredRecord"), "The records."),
+	}))
+	add("StoredRecord", activities.StoredRecord{}, object(activities.StoredRecord{}, "One record as the SSOT keeps it.", obj{
+		"id":          str("The record's id: a message's or ACK's msg_id, or the id of a decision or event."),
+		"kind":        strEnum("What the record is.", "message", "ack", "decision", "event"),
+		"task_id":     taskIDSchema("The task."),
+		"recorded_at": dateTime("When the SSOT wrote it."),
+		"body": obj{"description": "The record itself: the whole AMP envelope of a message (kind message), the ACK record (kind ack), or the decision or event as JSON.",
+			"anyOf": []any{ref("Message"), ampRef("ack", ""), obj{"type": "object"}}},
+	}))
+	add("CancelRequest", CancelRequest{}, object(CancelRequest{}, "Ends a task.", obj{
+		"reason": str("Why; required."),
+	}))
+	add("ReplanRequest", ReplanRequest{}, object(ReplanRequest{}, "Replaces the subtasks not yet done.", obj{
+		"subtasks": array(ampRef("task_dispatch", "/$defs/payload/properties/subtasks/items"), "The new subtasks; at least one."),
+		"note":     str("Why."),
+	}))
+	add("ChangeResult", task.ChangeResult{}, object(task.ChangeResult{}, "The task's status after the change.", obj{
+		"status": ref("Status"),
+	}))
+	add("TimelineEntry", task.TimelineEntry{}, object(task.TimelineEntry{}, "One event of a task.", obj{
+		"at":     dateTime("When."),
+		"kind":   strEnum("What happened.", "message", "ack", "heartbeat", "decision", "status"),
+		"msg_id": str("The message or ACK, if any."),
+		"type":   str("The message type, if any."),
+		"from":   str("The sender, if any."),
+		"to":     str("The recipient, if any."),
+		"status": ref("Status"),
+		"note":   str("Anything else."),
+	}))
+	add("State", task.State{}, object(task.State{}, "A task as its workflow sees it now.", obj{
+		"task_id":         taskIDSchema("The task."),
+		"status":          ref("Status"),
+		"risk_level":      ampRef("task_dispatch", "/$defs/payload/properties/risk_level"),
+		"description":     str("The plan's description."),
+		"repo":            str("The plan's repository."),
+		"branch":          str("The plan's branch."),
+		"ci_repo":         str("The GitHub repository (HOST/OWNER/NAME) whose checks count; absent when none."),
+		"subtasks":        array(ampRef("task_dispatch", "/$defs/payload/properties/subtasks/items"), "The plan's subtasks, as replanned."),
+		"subtask_index":   integer("The index of the current subtask."),
+		"subtask":         ampRef("task_dispatch", "/$defs/payload/properties/subtasks/items"),
+		"reject_count":    integer("Reviews rejected so far."),
+		"diff_mismatches": array(obj{"type": "string"}, "Where the executor's diff_summary differs from what git shows."),
+		"ci_rounds":       integer("CI rounds of the current subtask."),
+		"rounds":          integer("Executor rounds so far."),
+		"pending":         ref("Decision"),
+		"decided":         array(ref("Outcome"), "Decisions taken."),
+		"outbox":          array(ref("Message"), "Messages sent to agents that still await their ACK or reply."),
+		"timeline":        array(ref("TimelineEntry"), "Events, oldest first."),
+		"last_error":      str("The last refused input or failure."),
+		"reason":          str("Why the task ended or is suspended."),
+		"started_at":      dateTime("When the task started."),
+		"updated_at":      dateTime("When it last changed."),
+	}))
+	msgs := []any{}
+	for _, t := range amp.Types() {
+		msgs = append(msgs, ampRef(string(t), ""))
+	}
+	add("Message", nil, obj{
+		"description": "A whole AMP/1.0 envelope; its type decides the payload. The schemas are amp's own (`ampflow schema TYPE`).",
+		"oneOf":       msgs,
+	})
+	return s, types
+}
+
+// errorCodeSchema lists every error code with its HTTP status, from statusOf.
+func errorCodeSchema() obj {
+	codes := make([]string, 0, len(statusOf))
+	for c := range statusOf {
+		codes = append(codes, string(c))
+	}
+	sort.Strings(codes)
+	var lines []string
+	for _, c := range codes {
+		lines = append(lines, fmt.Sprintf("- `%s`: HTTP %d", c, statusOf[task.Code(c)]))
+	}
+	return obj{"type": "string", "enum": codes,
+		"description": "The error's code; each code has one HTTP status:\n" + strings.Join(lines, "\n")}
+}
+
+// op is one route of the document.
+type op struct {
+	pattern     string
+	summary     string
+	description string
+	// noAuth marks routes readable without a token.
+	noAuth bool
+	params []obj
+	body   obj
+	// status and answer are the success answer.
+	status int
+	answer obj
+	// errs are the error statuses beyond those of every route.
+	errs []int
+}
+
+var (
+	pathID     = obj{"name": "id", "in": "path", "required": true, "schema": taskIDSchema(""), "description": "The task id, T-YYYY-NNN."}
+	limitParam = obj{"name": "limit", "in": "query", "schema": obj{"type": "integer", "minimum": 1, "maximum": maxListLimit, "default": defaultListLimit},
+		"description": "At most this many tasks."}
+)
+
+func ops() []op {
+	return []op{
+		{pattern: "GET /healthz", summary: "Liveness", noAuth: true, status: 200, answer: ref("OK")},
+		{pattern: "GET /v1/openapi.json", summary: "This document", noAuth: true, status: 200, answer: obj{"type": "object"}},
+		{pattern: "GET /metrics", summary: "Prometheus metrics", description: "Text exposition format; with tokens configured, any token reads it.",
+			status: 200, answer: nil},
+		{pattern: "POST /v1/tasks", summary: "Start a task", description: "Token role: coordinator or admin. The plan is a task_dispatch payload, validated as AMP/1.0; errors name plan.… paths. The same Idempotency-Key from the same token answers as the first start did.",
+			params: []obj{{"name": "Idempotency-Key", "in": "header", "schema": obj{"type": "string"},
+				"description": "Makes a retried start safe: a start under a key already used by this token answers with that start's task instead of starting another."}},
+			body: ref("StartRequest"), status: 201, answer: ref("StartResponse"), errs: []int{400, 403, 409, 413, 415}},
+		{pattern: "GET /v1/tasks", summary: "List tasks", params: []obj{
+			{"name": "status", "in": "query", "schema": ref("Status"), "description": "Only tasks with this status."}, limitParam},
+			status: 200, answer: ref("ListResponse"), errs: []int{400}},
+		{pattern: "GET /v1/tasks/{id}", summary: "A task's state", params: []obj{pathID}, status: 200, answer: ref("State"), errs: []int{400, 404}},
+		{pattern: "GET /v1/tasks/{id}/history", summary: "A task's SSOT records", params: []obj{pathID}, status: 200, answer: ref("HistoryResponse"), errs: []int{400, 404}},
+		{pattern: "POST /v1/tasks/{id}/cancel", summary: "Cancel a task", description: "Token role: coordinator or admin.", params: []obj{pathID},
+			body: ref("CancelRequest"), status: 200, answer: ref("ChangeResult"), errs: []int{400, 403, 404, 409, 413, 415}},
+		{pattern: "POST /v1/tasks/{id}/replan", summary: "Replan a task", description: "Token role: coordinator or admin.", params: []obj{pathID},
+			body: ref("ReplanRequest"), status: 200, answer: ref("ChangeResult"), errs: []int{400, 403, 404, 409, 413, 415, 423}},
+		{pattern: "GET /v1/records/{id}", summary: "One SSOT record", description: "Any record by its id, such as a msg_id. A reviewer reads the task's plan and acceptance criteria here: a review_request's payload.original_dispatch_ref is the task_dispatch's msg_id, and that record's body.payload.acceptance_criteria lists them (payload.task_result_ref likewise names the executor's result).",
+			params: []obj{{"name": "id", "in": "path", "required": true, "schema": obj{"type": "string"}, "description": "The record's id, such as task_dispatch-T-2026-045-1740576727001."}},
+			status: 200, answer: ref("StoredRecord"), errs: []int{404}},
+		{pattern: "POST /v1/messages", summary: "Send an AMP message or ACK record", description: messagesDescription,
+			body: messageBody(), status: 202, answer: ref("SubmitResponse"), errs: []int{400, 403, 404, 409, 413, 415, 423, 429}},
+		{pattern: "POST /v1/acks", summary: "Acknowledge a message", description: "The short form {msg_id, as} has the server write the ACK record; a whole ACK record (with ack_of) is taken as POST /v1/messages takes it.",
+			body: obj{"oneOf": []any{ref("AckRequest"), ampRef("ack", "")}}, status: 202, answer: ref("SubmitResponse"), errs: []int{400, 403, 404, 409, 413, 415, 423, 429}},
+		{pattern: "POST /v1/heartbeats", summary: "Send a heartbeat", body: ref("HeartbeatRequest"), status: 202, answer: ref("OK"), errs: []int{400, 403, 404, 409, 413, 415}},
+		{pattern: "GET /v1/inbox", summary: "An agent's inbox", description: "The messages awaiting the role's ACK or reply. With wait, a long poll: the answer comes as soon as a message is there, or empty when the wait is over.",
+			params: []obj{
+				{"name": "role", "in": "query", "schema": strEnum("", amp.RoleExecutor, amp.RoleReviewer), "description": "Whose inbox; defaults to the token's role when it is executor or reviewer."},
+				{"name": "wait", "in": "query", "schema": obj{"type": "string", "examples": []any{"30s", "30"}}, "description": fmt.Sprintf("How long to wait for a message: a Go duration (\"30s\") or whole seconds; at most %s (the server's bound). Absent answers at once.", MaxWait)},
+			}, status: 200, answer: ref("InboxResponse"), errs: []int{400}},
+		{pattern: "GET /v1/decisions", summary: "Decisions waiting for an admin", status: 200, answer: ref("DecisionsResponse")},
+		{pattern: "POST /v1/decisions/{id}", summary: "Decide", description: "Token role: admin. The token's name is recorded as who decided.",
+			params: []obj{{"name": "id", "in": "path", "required": true, "schema": obj{"type": "string", "pattern": "^T-[0-9]{4}-[0-9]{3,}-d[0-9]+$"}, "description": "The decision id, T-YYYY-NNN-dN."}},
+			body:   ref("DecideRequest"), status: 200, answer: ref("DecideResult"), errs: []int{400, 403, 404, 409, 413, 415}},
+	}
+}
+
+const messagesDescription = "Takes the short form {type, task_id, payload} (MessageRequest) with the envelope built by the server, " +
+	"a whole AMP/1.0 envelope, or a whole ACK record. The sender (from) must be the token's role. " +
+	"A resend of a whole envelope (same msg_id) answers as the first send did; each short form is a new message with a new msg_id."
+
+func messageBody() obj {
+	return obj{"oneOf": []any{ref("MessageRequest"), ref("Message"), ampRef("ack", "")}}
+}
+
+var statusText = map[int]string{
+	400: "Invalid input (code invalid); fields names each field at fault.",
+	401: "No valid bearer token (code unauthenticated).",
+	403: "The token's role may not do this, or a cross-site Origin (code forbidden).",
+	404: "No such task, record or decision (code not_found).",
+	409: "Refused by the task's state: conflict (already decided, msg_id reused, task id taken), unexpected (not what the task expects now; the message says what it does) or task_ended (the task is done or terminated; the message names which).",
+	413: "The body is too large (code too_large).",
+	415: "A body that is not application/json (code unsupported_media_type).",
+	421: "With no tokens configured, a Host that is not loopback (code misdirected_request).",
+	423: "The task is suspended and waits for an admin (code suspended).",
+	429: "Too much input in a time window (code rate_limited).",
+	500: "A fault of the server (code internal).",
+	503: "Temporal, the worker or the SSOT did not answer (code unavailable); retry.",
+}
+
+func errorResponse(st int) obj {
+	return obj{"description": statusText[st], "content": obj{"application/json": obj{"schema": ref("Error")}}}
+}
+
+// openAPIDocument builds the whole document.
+func openAPIDocument() (obj, error) {
+	schemas := obj{}
+	own, _ := apiSchemas()
+	for n, s := range own {
+		schemas[n] = s
+	}
+	for _, name := range amp.SchemaNames() {
+		raw, err := amp.Schema(name)
+		if err != nil {
+			return nil, err
+		}
+		var s obj
+		if err := json.Unmarshal(raw, &s); err != nil {
+			return nil, fmt.Errorf("reading amp schema %s: %w", name, err)
+		}
+		// Inside the document the schema is no resource of its own: its
+		// local references become document references, which every
+		// OpenAPI tool resolves.
+		delete(s, "$id")
+		delete(s, "$schema")
+		schemas["amp_"+name] = rebase(s, "#/components/schemas/amp_"+name).(obj)
+	}
+	paths := obj{}
+	for _, o := range ops() {
+		method, path, _ := strings.Cut(o.pattern, " ")
+		item, _ := paths[path].(obj)
+		if item == nil {
+			item = obj{}
+			paths[path] = item
+		}
+		resp := obj{}
+		ok := obj{"description": http.StatusText(o.status)}
+		if o.answer != nil {
+			ok["content"] = obj{"application/json": obj{"schema": o.answer}}
+		} else {
+			ok["content"] = obj{"text/plain": obj{"schema": obj{"type": "string"}}}
+		}
+		resp[fmt.Sprint(o.status)] = ok
+		errs := o.errs
+		if !o.noAuth {
+			errs = append(errs, 401)
+		}
+		errs = append(errs, 421, 500, 503)
+		for _, st := range errs {
+			resp[fmt.Sprint(st)] = errorResponse(st)
+		}
+		operation := obj{
+			"operationId": operationID(method, path),
+			"summary":     o.summary,
+			"responses":   resp,
+		}
+		if o.description != "" {
+			operation["description"] = o.description
+		}
+		if o.noAuth {
+			operation["security"] = []any{}
+		}
+		if len(o.params) > 0 {
+			operation["parameters"] = o.params
+		}
+		if o.body != nil {
+			operation["requestBody"] = obj{"required": true, "content": obj{"application/json": obj{"schema": o.body}}}
+		}
+		item[strings.ToLower(method)] = operation
+	}
+	return obj{
+		"openapi": "3.1.0",
+		"info": obj{
+			"title":   "ampflow HTTP API",
+			"version": "1",
+			"description": "The HTTP API of ampflow, the orchestrator of AI coding agents over AMP/1.0. " +
+				"Request and answer bodies are JSON (a body must be sent as application/json). " +
+				"Every route but /healthz and /v1/openapi.json needs `Authorization: Bearer <token>` when auth.tokens are configured; " +
+				"the token's role decides what it may do and its name is who acts. With no tokens the API is open, acts as admin and answers only on loopback. " +
+				"An agent's loop: GET /v1/inbox?wait=60s, POST /v1/acks, do the work, POST /v1/messages. " +
+				"Not listed here: the Slack and Telegram callbacks mounted on the same server, which check their platforms' signatures and formats themselves.",
+		},
+		"servers":  []any{obj{"url": "http://127.0.0.1:7480"}},
+		"security": []any{obj{"bearer": []any{}}},
+		"paths":    paths,
+		"components": obj{
+			"securitySchemes": obj{"bearer": obj{"type": "http", "scheme": "bearer",
+				"description": "A token of auth.tokens; its role (executor, reviewer, coordinator, admin) decides what it may do."}},
+			"schemas": schemas,
+		},
+	}, nil
+}
+
+// rebase rewrites the local references ("#/$defs/…") in schema v to
+// start at base.
+func rebase(v any, base string) any {
+	switch v := v.(type) {
+	case map[string]any:
+		out := obj{}
+		for k, x := range v {
+			if r, ok := x.(string); ok && k == "$ref" && strings.HasPrefix(r, "#/") {
+				x = base + r[1:]
+			}
+			out[k] = rebase(x, base)
+		}
+		return out
+	case []any:
+		out := make([]any, len(v))
+		for i, x := range v {
+			out[i] = rebase(x, base)
+		}
+		return out
+	}
+	return v
+}
+
+func operationID(method, path string) string {
+	var b strings.Builder
+	b.WriteString(strings.ToLower(method))
+	for _, part := range strings.FieldsFunc(path, func(r rune) bool { return r == '/' || r == '.' || r == '{' || r == '}' }) {
+		if part == "v1" {
+			continue
+		}
+		b.WriteString(strings.ToUpper(part[:1]) + part[1:])
+	}
+	return b.String()
+}
+
+func marshalDoc(doc obj) ([]byte, error) {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	enc.SetIndent("", "  ")
+	if err := enc.Encode(doc); err != nil {
+		return nil, err
+	}
+	return buf.Bytes(), nil
+}
+
+func TestOpenAPIUpToDate(t *testing.T) {
+	doc, err := openAPIDocument()
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, err := marshalDoc(doc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if *update {
+		if err := os.WriteFile("openapi.json", want, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	got, err := os.ReadFile("openapi.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(got, want) {
+		t.Fatal("openapi.json is stale; regenerate: go test ./integrations/httpapi/ -run TestOpenAPIUpToDate -update")
+	}
+}
