@@ -68,15 +68,24 @@ func (e *gitError) Error() string {
 func (e *gitError) Unwrap() error { return e.err }
 
 // gitEnv keeps git from prompting, translating or paging, whatever the
-// user's environment says.
-func gitEnv(extra ...string) []string {
-	env := append(os.Environ(), "GIT_TERMINAL_PROMPT=0", "LC_ALL=C", "GIT_PAGER=cat", "GIT_OPTIONAL_LOCKS=0")
+// user's environment says. With inherit false it is a child process's
+// environment (childEnv): git in a task's repository runs what the
+// executor may have put in .git/config or .gitattributes (filters, diff
+// drivers, fsmonitor), so it sees none of the worker's secrets. The SSOT's
+// own repository inherits the worker's environment, for its push
+// credentials.
+func gitEnv(inherit bool, extra ...string) []string {
+	env := childEnv(nil, nil)
+	if inherit {
+		env = os.Environ()
+	}
+	env = append(env, "GIT_TERMINAL_PROMPT=0", "LC_ALL=C", "GIT_PAGER=cat", "GIT_OPTIONAL_LOCKS=0")
 	return append(env, extra...)
 }
 
-// run runs git in dir and returns its stdout.
+// run runs git in a task's repository dir and returns its stdout.
 func (g *Git) run(ctx context.Context, dir string, args ...string) ([]byte, error) {
-	return runGit(ctx, g.bin(), dir, args...)
+	return runGit(ctx, g.bin(), dir, false, args...)
 }
 
 func (g *Git) bin() string {
@@ -86,13 +95,15 @@ func (g *Git) bin() string {
 	return g.Bin
 }
 
-func runGit(ctx context.Context, bin, dir string, args ...string) ([]byte, error) {
+// runGit runs git in dir; inherit passes the worker's environment on
+// (see gitEnv).
+func runGit(ctx context.Context, bin, dir string, inherit bool, args ...string) ([]byte, error) {
 	full := append([]string{"-c", "core.quotepath=off", "-c", "color.ui=false"}, args...)
 	cmd := exec.CommandContext(ctx, bin, full...)
 	cmd.Dir = dir
 	// The ceiling stops git from finding a repository above dir, so a plain
 	// directory inside some other work tree is not taken for a repository.
-	cmd.Env = gitEnv("GIT_CEILING_DIRECTORIES=" + filepath.Dir(dir))
+	cmd.Env = gitEnv(inherit, "GIT_CEILING_DIRECTORIES="+filepath.Dir(dir))
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout = &stdout
 	cmd.Stderr = &stderr

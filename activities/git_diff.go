@@ -150,7 +150,7 @@ func (g *Git) runCapped(ctx context.Context, dir string, args ...string) ([]byte
 	full := append([]string{"-c", "core.quotepath=off", "-c", "color.ui=false"}, args...)
 	cmd := exec.CommandContext(ctx, g.bin(), full...)
 	cmd.Dir = dir
-	cmd.Env = gitEnv("GIT_CEILING_DIRECTORIES=" + filepath.Dir(dir))
+	cmd.Env = gitEnv(false, "GIT_CEILING_DIRECTORIES="+filepath.Dir(dir))
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
 	pipe, err := cmd.StdoutPipe()

@@ -103,7 +103,7 @@ func (g *ssotGit) excludeSpares(ctx context.Context) error {
 }
 
 func (g *ssotGit) run(ctx context.Context, args ...string) ([]byte, error) {
-	return runGit(ctx, g.bin, g.root, append(append([]string{}, g.ident...), args...)...)
+	return runGit(ctx, g.bin, g.root, true, append(append([]string{}, g.ident...), args...)...)
 }
 
 // commit commits paths (absolute, inside the root) when they differ from
