@@ -13,6 +13,8 @@ import (
 
 	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/temporal"
+
+	"github.com/ampflow/ampflow/workflows/task"
 )
 
 // Command provider defaults.
@@ -152,7 +154,7 @@ func (c *CommandCI) run(ctx context.Context, in CIStatusInput, commit string) (c
 	switch {
 	case errors.Is(runCtx.Err(), context.DeadlineExceeded):
 		run.ExitCode = -1
-		fmt.Fprintf(out, "\nampflow: timed out after %s\n", timeout)
+		fmt.Fprintf(out, "\nampflow: timed out after %s\n", task.FormatDuration(timeout))
 	case err == nil:
 	case errors.As(err, &ee):
 		run.ExitCode = ee.ExitCode()

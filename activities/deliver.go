@@ -194,7 +194,7 @@ func (d *Delivery) runCommand(ctx context.Context, a AgentDelivery, in DeliverIn
 			case parent.Err() != nil:
 				return fmt.Errorf("delivering %s to the %s: %w", m.MsgID, m.To, parent.Err())
 			case errors.Is(ctx.Err(), context.DeadlineExceeded):
-				return failed(fmt.Sprintf("the %s agent did not finish %s within %s (agents.%s.timeout) and was stopped", m.To, m.MsgID, timeout, m.To), stderr, ctx.Err())
+				return failed(fmt.Sprintf("the %s agent did not finish %s within %s (agents.%s.timeout) and was stopped", m.To, m.MsgID, task.FormatDuration(timeout), m.To), stderr, ctx.Err())
 			case waitErr != nil:
 				return failed(fmt.Sprintf("the %s agent %s on %s", m.To, exitText(waitErr), m.MsgID), stderr, waitErr)
 			case r.n == 0:

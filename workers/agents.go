@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	"github.com/ampflow/ampflow/config"
+	"github.com/ampflow/ampflow/workflows/task"
 )
 
 // AgentModes says, one line per agent role, how the worker delivers to
@@ -16,7 +17,7 @@ func AgentModes(a config.Agents) [][2]string {
 func agentMode(a config.Agent) string {
 	switch a.Mode {
 	case config.AgentModeCommand:
-		return fmt.Sprintf("command %s (timeout %s)", strings.Join(quoteArgs(a.Command), " "), a.Timeout)
+		return fmt.Sprintf("command %s (timeout %s)", strings.Join(quoteArgs(a.Command), " "), task.FormatDuration(a.Timeout))
 	case config.AgentModeWebhook:
 		signed := "signed"
 		if a.WebhookSecret == "" {

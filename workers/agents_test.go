@@ -13,7 +13,7 @@ func TestAgentModes(t *testing.T) {
 		Reviewer: config.Agent{Mode: config.AgentModePull},
 	})
 	want := [][2]string{
-		{"executor", `command python3 "my agent.py" (timeout 30m0s)`},
+		{"executor", `command python3 "my agent.py" (timeout 30m)`},
 		{"reviewer", "pull (reads its inbox through the CLI or the HTTP API)"},
 	}
 	if len(got) != len(want) || got[0] != want[0] || got[1] != want[1] {

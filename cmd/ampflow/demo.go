@@ -13,6 +13,7 @@ import (
 	"github.com/ampflow/ampflow/workers"
 	"github.com/ampflow/ampflow/workers/demo"
 	"github.com/ampflow/ampflow/workflows"
+	"github.com/ampflow/ampflow/workflows/task"
 )
 
 // demoDialTimeout bounds the first contact with Temporal, so a demo run
@@ -40,7 +41,7 @@ agents, with automatic plan and final approval of low-risk tasks.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if timeout <= 0 {
-				return cli.UsageError(fmt.Errorf("invalid --timeout %s: must be positive", timeout))
+				return cli.UsageError(fmt.Errorf("invalid --timeout %s: must be positive", task.FormatDuration(timeout)))
 			}
 			cfg, err := a.Config()
 			if err != nil {
@@ -68,7 +69,7 @@ agents, with automatic plan and final approval of low-risk tasks.`,
 			sum, err := demo.Run(ctx, demo.Options{Tasks: tasks, Out: a.Stdout, JSON: a.JSON(), Poll: 200 * time.Millisecond})
 			var te *demo.TimeoutError
 			if errors.As(err, &te) {
-				return cli.Exit(cli.ExitFailed, fmt.Errorf("the demo did not finish within %s: %w", timeout, err))
+				return cli.Exit(cli.ExitFailed, fmt.Errorf("the demo did not finish within %s: %w", task.FormatDuration(timeout), err))
 			}
 			if err != nil {
 				return cli.Exit(cli.ExitFailed, fmt.Errorf("demo: %w", err))
