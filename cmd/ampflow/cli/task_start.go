@@ -66,7 +66,8 @@ func (a *App) taskStartCommand() *cobra.Command {
 			"a --task-id in use is refused (exit 1). With --idempotency-key, a retry of the\n" +
 			"same start answers with the task the first one started, not a second task.\n" +
 			"The task runs by the worker's policy, not this configuration's; --handling\n" +
-			"admin makes its plan wait for an admin whatever the policy says. Start then\n" +
+			"admin makes its plan wait for an admin whatever the policy says. The task's\n" +
+			"coordinator is the API token's name (api.token). Start then\n" +
 			"waits (up to 10s) for the branch check and exits 1 with the reason if the task\n" +
 			"was refused.\n\n" +
 			"In text output the task id is the last line of stdout, alone, so scripts can\n" +
@@ -115,7 +116,6 @@ func (a *App) startTask(cmd *cobra.Command, file, taskID string, h task.Handling
 	now := a.Now()
 	plan, err := a.readPlan(raw, taskID, now)
 	if err != nil {
-		a.logRefused(err)
 		return Exit(ExitFailed, err)
 	}
 	if _, err := a.Config(); err != nil {
@@ -125,9 +125,10 @@ func (a *App) startTask(cmd *cobra.Command, file, taskID string, h task.Handling
 	if err != nil {
 		return err
 	}
-	in := task.Input{TaskID: taskID, Plan: plan, Handling: h, Coordinator: a.currentUser(),
-		RequestKey: workflows.RequestKey(a.currentUser(), key)}
-	ctx := cmd.Context()
+	// The coordinator, and the scope of the key, is the API's caller: the
+	// token's name.
+	in := task.Input{TaskID: taskID, Plan: plan, Handling: h}
+	ctx := withIdempotencyKey(cmd.Context(), key)
 	if taskID != "" {
 		err = tasks.Start(ctx, in)
 	} else {
