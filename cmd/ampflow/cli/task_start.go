@@ -67,9 +67,8 @@ func (a *App) taskStartCommand() *cobra.Command {
 			"same start answers with the task the first one started, not a second task.\n" +
 			"The task runs by the worker's policy, not this configuration's; --handling\n" +
 			"admin makes its plan wait for an admin whatever the policy says. The task's\n" +
-			"coordinator is the API token's name (api.token). Start then\n" +
-			"waits (up to 10s) for the branch check and exits 1 with the reason if the task\n" +
-			"was refused.\n\n" +
+			"coordinator is the API token's name (api.token). Start then waits (up to 10s)\n" +
+			"for the branch check and exits 1 with the reason if the task was refused.\n\n" +
 			"In text output the task id is the last line of stdout, alone, so scripts can\n" +
 			"take it with tail -n 1. With --wait, start follows the task until it is done\n" +
 			"(exit 0) or terminated (exit 1), showing its status as it changes.",

@@ -82,7 +82,7 @@ func (a *App) taskListCommand() *cobra.Command {
 		},
 	}
 	cmd.Flags().StringVar(&status, "status", "", "only tasks in `STATUS`")
-	cmd.Flags().IntVar(&limit, "limit", 50, "show at most `N` tasks; 0 shows all")
+	cmd.Flags().IntVar(&limit, "limit", 50, "show at most `N` tasks; 0 shows as many as one API answer holds (1,000)")
 	return cmd
 }
 
@@ -90,10 +90,10 @@ func (a *App) taskShowCommand() *cobra.Command {
 	return &cobra.Command{
 		Use:   "show TASK_ID",
 		Short: "Show a task's state, pending decision and timeline",
-		Long: "Show asks the task workflow, through the HTTP API, for its state: status, risk, the current subtask\n" +
-			"(i/n), reject count, CI rounds, the pending decision with its options, the last\n" +
-			"error and the timeline. Finished tasks answer too. -o json prints the state\n" +
-			"as the workflow reports it.",
+		Long: "Show asks the task workflow, through the HTTP API, for its state: status,\n" +
+			"risk, the current subtask (i/n), reject count, CI rounds, the pending decision\n" +
+			"with its options, the last error and the timeline. Finished tasks answer too.\n" +
+			"-o json prints the state as the workflow reports it.",
 		Example: "  ampflow task show T-2026-045\n  ampflow task show T-2026-045 -o json | jq .pending",
 		Args:    taskIDArg,
 		RunE: func(cmd *cobra.Command, args []string) error {
