@@ -17,6 +17,7 @@ type Config struct {
 	Temporal Temporal `mapstructure:"temporal"`
 	Dev      Dev      `mapstructure:"dev"`
 	HTTP     HTTP     `mapstructure:"http"`
+	API      API      `mapstructure:"api"`
 	Auth     Auth     `mapstructure:"auth"`
 	// Admins names the people who may decide from the CLI or the HTTP API.
 	// AnyAdmin among them lets anyone named decide; none at all (here, in
@@ -78,6 +79,15 @@ type Dev struct {
 // HTTP configures ampflow's HTTP API.
 type HTTP struct {
 	Addr string `mapstructure:"addr"`
+}
+
+// API is how the CLI reaches ampflow's HTTP API, its only way in.
+type API struct {
+	// URL is the API's base URL, such as http://127.0.0.1:7480.
+	URL string `mapstructure:"url"`
+	// Token is the bearer token the CLI presents; its role decides what
+	// the CLI may do and its name is who the CLI acts as. Secret.
+	Token string `mapstructure:"token"`
 }
 
 // Auth lists the bearer tokens the HTTP API accepts.

@@ -43,6 +43,9 @@ var defaults = map[string]any{
 
 	"http.addr": "127.0.0.1:7480",
 
+	"api.url":   "http://127.0.0.1:7480",
+	"api.token": "",
+
 	"auth.tokens": []AuthToken{},
 	"admins":      []string{},
 

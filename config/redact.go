@@ -24,6 +24,7 @@ func mask(s string) string {
 // left untouched.
 func (c Config) Redacted() Config {
 	c.Temporal.APIKey = mask(c.Temporal.APIKey)
+	c.API.Token = mask(c.API.Token)
 	tokens := make([]AuthToken, len(c.Auth.Tokens))
 	for i, t := range c.Auth.Tokens {
 		t.Token = mask(t.Token)
@@ -45,7 +46,7 @@ func (c Config) Redacted() Config {
 // masks, and what output shown to agents or admins must never contain.
 func (c Config) Secrets() []string {
 	all := []string{
-		c.Temporal.APIKey, c.CI.GitHub.Token,
+		c.Temporal.APIKey, c.API.Token, c.CI.GitHub.Token,
 		c.Slack.AppToken, c.Slack.BotToken, c.Slack.SigningSecret,
 		c.Telegram.Token, c.Telegram.WebhookSecret,
 		c.Agents.Executor.WebhookSecret, c.Agents.Reviewer.WebhookSecret,

@@ -99,6 +99,7 @@ func (c Config) Validate() error {
 	if _, _, err := net.SplitHostPort(c.HTTP.Addr); err != nil {
 		ps.add("http.addr", "must be host:port, not %q", c.HTTP.Addr)
 	}
+	c.validateAPI(&ps)
 	c.validateAuth(&ps)
 	c.validateProtocol(&ps)
 	for _, a := range []struct {
@@ -303,5 +304,22 @@ func (c Config) validateTelegram(ps *problems) {
 	ps.required("telegram.chat_id", t.ChatID, "telegram.enabled is true")
 	if t.Mode == "webhook" {
 		ps.required("telegram.webhook_secret", t.WebhookSecret, "telegram.mode is webhook")
+	}
+}
+
+// validateAPI checks the CLI's way to the HTTP API: an absolute http or
+// https URL without query or fragment, and a token without spaces.
+func (c Config) validateAPI(ps *problems) {
+	u, err := url.Parse(c.API.URL)
+	switch {
+	case err != nil || u.Host == "":
+		ps.add("api.url", "must be an absolute URL such as http://127.0.0.1:7480, not %q", c.API.URL)
+	case u.Scheme != "http" && u.Scheme != "https":
+		ps.add("api.url", "must start with http:// or https://, not %q", c.API.URL)
+	case u.RawQuery != "" || u.Fragment != "" || u.User != nil:
+		ps.add("api.url", "must be a base URL without user, query or fragment, not %q", c.API.URL)
+	}
+	if strings.ContainsAny(c.API.Token, " \t\r\n") {
+		ps.add("api.token", "must not contain spaces or line breaks")
 	}
 }

@@ -34,6 +34,9 @@ func TestValidate(t *testing.T) {
 		{"DevPortsZero", func(c *Config) { c.Dev.UIPort, c.Dev.TemporalPort = 0, 0 }, nil},
 		{"SamePorts", func(c *Config) { c.Dev.UIPort = c.Dev.TemporalPort }, []string{"dev.ui_port: must differ"}},
 		{"HTTPAddr", func(c *Config) { c.HTTP.Addr = "" }, []string{"http.addr: must be host:port"}},
+		{"APIURL", func(c *Config) { c.API.URL = "127.0.0.1:7480" }, []string{"api.url: must"}},
+		{"APIURLScheme", func(c *Config) { c.API.URL = "ftp://127.0.0.1:7480" }, []string{"api.url: must start with http:// or https://"}},
+		{"APIToken", func(c *Config) { c.API.Token = "two words" }, []string{"api.token: must not contain spaces"}},
 		{"TokenRole", func(c *Config) { c.Auth.Tokens = []AuthToken{{Token: "t", Role: "root", Name: "ops"}} }, []string{"auth.tokens[0].role: must be coordinator, executor, reviewer or admin"}},
 		{"TokenRepeated", func(c *Config) {
 			c.Auth.Tokens = []AuthToken{{Token: "t", Role: "admin", Name: "ops"}, {Token: "t", Role: "executor", Name: "codex"}}
@@ -160,6 +163,7 @@ func TestSecretsRedacted(t *testing.T) {
 	c := defaultConfig(t)
 	secrets := map[string]*string{
 		"temporal.api_key":               &c.Temporal.APIKey,
+		"api.token":                      &c.API.Token,
 		"ci.github.token":                &c.CI.GitHub.Token,
 		"slack.app_token":                &c.Slack.AppToken,
 		"slack.bot_token":                &c.Slack.BotToken,

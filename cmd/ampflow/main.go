@@ -10,7 +10,6 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/ampflow/ampflow/cmd/ampflow/cli"
-	"github.com/ampflow/ampflow/workers"
 )
 
 func main() {
@@ -21,7 +20,6 @@ func main() {
 		Stdout:    os.Stdout,
 		Stderr:    os.Stderr,
 		LookupEnv: os.LookupEnv,
-		User:      workers.OSUser,
 		Extra:     []func(*cli.App) *cobra.Command{devCommand, workerCommand, demoCommand, benchCommand},
 	})
 	stop()

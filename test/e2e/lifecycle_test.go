@@ -78,12 +78,22 @@ func (c api) inbox(role amp.Role, taskID string, typ amp.Type) amp.Message {
 	return amp.Message{}
 }
 
-// cli runs the ampflow binary against a dev process.
+// cli runs the ampflow binary against a dev process's HTTP API, without
+// a token, from a directory with no configuration.
 func cli(t *testing.T, p *devProc, stdin []byte, args ...string) (string, string, int) {
 	t.Helper()
+	return cliAs(t, p, "", stdin, args...)
+}
+
+// cliAs is cli presenting token (AMPFLOW_API_TOKEN) when it is not empty.
+func cliAs(t *testing.T, p *devProc, token string, stdin []byte, args ...string) (string, string, int) {
+	t.Helper()
 	cmd := exec.Command(binary, args...)
-	cmd.Env = append(os.Environ(), "AMPFLOW_TEMPORAL_ADDRESS="+p.temporal, "AMPFLOW_DATA_DIR="+p.dataDir)
-	cmd.Dir = p.dataDir
+	cmd.Env = append(os.Environ(), "AMPFLOW_API_URL=http://"+p.api)
+	if token != "" {
+		cmd.Env = append(cmd.Env, "AMPFLOW_API_TOKEN="+token)
+	}
+	cmd.Dir = t.TempDir()
 	cmd.Stdin = bytes.NewReader(stdin)
 	var out, errOut bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errOut
@@ -110,7 +120,7 @@ func TestLifecycleCLIAndAPI(t *testing.T) {
 	plan, _ := json.Marshal(lowRiskPlan(repo))
 	planFile := filepath.Join(t.TempDir(), "plan.json")
 	writeFile(t, planFile, string(plan))
-	stdout, stderr, code := cli(t, p, nil, "task", "start", "-f", planFile)
+	stdout, stderr, code := cliAs(t, p, "coord-secret", nil, "task", "start", "-f", planFile)
 	if code != 0 {
 		t.Fatalf("task start: exit %d\n%s%s", code, stdout, stderr)
 	}
@@ -156,7 +166,7 @@ func TestLifecycleCLIAndAPI(t *testing.T) {
 		code := exec.do("GET", "/v1/tasks/"+id, nil, &st)
 		return code == http.StatusOK && st.Status == task.StatusDone, fmt.Errorf("status %s", st.Status)
 	})
-	out, stderr, code := cli(t, p, nil, "task", "history", id, "-o", "json")
+	out, stderr, code := cliAs(t, p, "rev-secret", nil, "task", "history", id, "-o", "json")
 	if code != 0 {
 		t.Fatalf("task history: exit %d: %s", code, stderr)
 	}

@@ -58,7 +58,7 @@ func (a *App) pendingCommand() *cobra.Command {
 }
 
 func (a *App) decideCommand() *cobra.Command {
-	var option, note, decisionID, by string
+	var option, note, decisionID string
 	cmd := &cobra.Command{
 		Use:     "decide TASK_ID --option OPTION",
 		Short:   "Take a task's pending decision",
@@ -66,18 +66,15 @@ func (a *App) decideCommand() *cobra.Command {
 		Long: "Decide answers a task's pending decision, as the chat buttons do. Without\n" +
 			"--decision it takes whatever decision is pending; with it, it refuses when that\n" +
 			"is no longer the pending one, so an answer read from an older listing cannot\n" +
-			"land on a newer question. --by defaults to the operating-system user and must be a configured\n" +
-			"admin when admins are configured.",
+			"land on a newer question. The decider is the API token's name (api.token),\n" +
+			"which needs the admin role; an API without tokens (ampflow dev) decides as\n" +
+			"its own admin, the operating-system user it runs as.",
 		Example: "  ampflow decide T-2026-045 --option approve\n" +
 			"  ampflow decide T-2026-045 --decision T-2026-045-d1 --option reject --note \"too broad\"",
 		Args: taskIDArg,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if option == "" {
 				return UsageError(errors.New("decide needs --option"))
-			}
-			by, err := a.byFlag(by)
-			if err != nil {
-				return err
 			}
 			tasks, err := a.tasks()
 			if err != nil {
@@ -104,7 +101,7 @@ func (a *App) decideCommand() *cobra.Command {
 				return Exit(ExitFailed, fmt.Errorf("note: option %s of decision %s needs --note", option, d.ID))
 			}
 			res, err := tasks.Decide(cmd.Context(), taskID, task.DecideInput{
-				DecisionID: d.ID, Option: option, Note: note, By: by, Channel: decisionChannel,
+				DecisionID: d.ID, Option: option, Note: note, Channel: decisionChannel,
 			})
 			if err != nil {
 				return refused(err)
@@ -121,6 +118,5 @@ func (a *App) decideCommand() *cobra.Command {
 	f.StringVar(&option, "option", "", "the chosen `OPTION` id (see ampflow pending)")
 	f.StringVar(&note, "note", "", "a note; some options require one")
 	f.StringVar(&decisionID, "decision", "", "refuse unless `ID` is still the pending decision")
-	f.StringVar(&by, "by", "", "who decides (default: the operating-system user)")
 	return cmd
 }

@@ -48,7 +48,7 @@ func TestDecide(t *testing.T) {
 		f := &fakeTasks{states: pending}
 		r := runFake(t, f, "", nil, "decide", "T-2026-003", "--option", "approve")
 		wantExit(t, r, ExitOK)
-		if len(f.decided) != 1 || f.decided[0] != (task.DecideInput{DecisionID: "plan_approval-1", Option: "approve", By: "ana", Channel: "cli"}) {
+		if len(f.decided) != 1 || f.decided[0] != (task.DecideInput{DecisionID: "plan_approval-1", Option: "approve", Channel: "cli"}) {
 			t.Errorf("decided %+v", f.decided)
 		}
 		if r.stdout != "decided plan_approval-1 (plan_approval) on T-2026-003: approve by ana; status dispatched\n" {
@@ -58,10 +58,10 @@ func TestDecide(t *testing.T) {
 	t.Run("MatchingDecisionWithNote", func(t *testing.T) {
 		f := &fakeTasks{states: pending}
 		r := runFake(t, f, "", nil, "decide", "T-2026-003", "--decision", "plan_approval-1", "--option", "reject",
-			"--note", "too broad", "--by", "bo", "-o", "json")
+			"--note", "too broad", "-o", "json")
 		wantExit(t, r, ExitOK)
 		var res task.DecideResult
-		if err := json.Unmarshal([]byte(r.stdout), &res); err != nil || res.Outcome.By != "bo" || f.decided[0].Note != "too broad" {
+		if err := json.Unmarshal([]byte(r.stdout), &res); err != nil || res.Outcome.By != "ana" || f.decided[0].Note != "too broad" {
 			t.Errorf("stdout %q (%v), decided %+v", r.stdout, err, f.decided)
 		}
 	})
@@ -95,26 +95,16 @@ func TestDecide(t *testing.T) {
 			t.Errorf("stderr = %q", r.stderr)
 		}
 	})
-	t.Run("NoUser", func(t *testing.T) {
+	// The decider is the API's caller, the token's name: no flag names
+	// another.
+	t.Run("NoByFlag", func(t *testing.T) {
 		f := &fakeTasks{states: pending}
-		r := runFake(t, f, "", map[string]string{"USER": ""}, "decide", "T-2026-003", "--option", "approve")
+		r := runFake(t, f, "", nil, "decide", "T-2026-003", "--option", "approve", "--by", "mallory")
 		wantExit(t, r, ExitUsage)
-		if !strings.Contains(r.stderr, "--by is required: the operating-system user is unknown") || len(f.Calls()) != 0 {
-			t.Errorf("stderr %q, calls %q", r.stderr, f.Calls())
+		if !strings.Contains(r.stderr, "unknown flag: --by") || len(f.decided) != 0 {
+			t.Errorf("stderr %q, decided %+v", r.stderr, f.decided)
 		}
 	})
-	// The operating-system user, the admin ampflow dev names, decides by
-	// default, whatever $USER says and when it is unset.
-	for name, env := range map[string]map[string]string{"OSUserOverUSER": nil, "OSUserWithoutUSER": {"USER": ""}} {
-		t.Run(name, func(t *testing.T) {
-			f := &fakeTasks{states: pending}
-			r := runFakeAs(t, f, "root", "", env, "decide", "T-2026-003", "--option", "approve")
-			wantExit(t, r, ExitOK)
-			if len(f.decided) != 1 || f.decided[0].By != "root" {
-				t.Errorf("decided %+v, want by root", f.decided)
-			}
-		})
-	}
 	t.Run("NoOption", func(t *testing.T) {
 		r := runFake(t, &fakeTasks{states: pending}, "", nil, "decide", "T-2026-003")
 		wantExit(t, r, ExitUsage)

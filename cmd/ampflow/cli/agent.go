@@ -67,8 +67,8 @@ func (a *App) inboxCommand() *cobra.Command {
 		Short: "List messages waiting for an agent's ACK or reply",
 		Long: "Inbox lists the messages addressed to the executor or the reviewer that still\n" +
 			"await its ACK or reply, oldest task first. -o json prints a JSON array of AMP\n" +
-			"envelopes, [] when there are none. --wait D polls until a message arrives or\n" +
-			"D has passed.",
+			"envelopes, [] when there are none. --wait D waits until a message arrives or\n" +
+			"D has passed (GET /v1/inbox?wait=).",
 		Example: "  ampflow inbox --as executor\n  ampflow inbox --as reviewer --wait 5m -o json | jq '.[0]'",
 		Args:    exactArgs(0, "none"),
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -106,7 +106,16 @@ func (a *App) inboxCommand() *cobra.Command {
 	return cmd
 }
 
+// inboxWaiter is a way in that long-polls the inbox itself, as the HTTP
+// API does (GET /v1/inbox?wait=).
+type inboxWaiter interface {
+	InboxWait(ctx context.Context, role amp.Role, wait time.Duration) ([]amp.Message, error)
+}
+
 func (a *App) pollInbox(ctx context.Context, tasks workflows.Tasks, role amp.Role, wait time.Duration) ([]amp.Message, error) {
+	if w, ok := tasks.(inboxWaiter); ok && wait > 0 {
+		return w.InboxWait(ctx, role, wait)
+	}
 	timeout := time.After(wait)
 	for {
 		msgs, err := tasks.Inbox(ctx, role)
@@ -191,7 +200,6 @@ func (a *App) sendCommand() *cobra.Command {
 			}
 			body, rec, err := a.buildRecord(raw, amp.Type(typ), taskID, amp.Role(from))
 			if err != nil {
-				a.logRefused(err)
 				return Exit(ExitFailed, err)
 			}
 			tasks, err := a.tasks()

@@ -45,15 +45,11 @@ type Options struct {
 	Stdout    io.Writer
 	Stderr    io.Writer
 	LookupEnv func(key string) (string, bool)
-	// User names the operating-system user, the default of --by and the
-	// coordinator of a started task; nil or "" falls back to $USER,
-	// $USERNAME or $LOGNAME.
-	User func() string
 	// Extra builds more top-level commands, such as dev, which links the
 	// Temporal server and so lives outside this package.
 	Extra []func(*App) *cobra.Command
-	// Tasks reaches the task workflows; nil dials Temporal from the
-	// configuration on first use. Tests pass a fake.
+	// Tasks reaches the task workflows; nil is the HTTP API at api.url
+	// (with api.token). Tests pass a fake.
 	Tasks func() (workflows.Tasks, error)
 	// PollInterval spaces the State and Inbox polls of the waiting
 	// commands; zero means 500ms.
@@ -72,8 +68,6 @@ type App struct {
 	Stdout    io.Writer
 	Stderr    io.Writer
 	LookupEnv func(key string) (string, bool)
-	// User is Options.User.
-	User func() string
 	// Viper holds the configuration defaults; commands bind flags to it
 	// with BindPFlag before Config loads it.
 	Viper *viper.Viper
@@ -142,12 +136,12 @@ func Main(ctx context.Context, o Options) int {
 
 func newApp(o Options) *App {
 	a := &App{
-		Stdin: o.Stdin, Stdout: o.Stdout, Stderr: o.Stderr, LookupEnv: o.LookupEnv, User: o.User,
+		Stdin: o.Stdin, Stdout: o.Stdout, Stderr: o.Stderr, LookupEnv: o.LookupEnv,
 		Viper: config.New(), Tasks: o.Tasks, Now: o.Now,
 		pollInterval: o.PollInterval, startCheckWait: o.StartCheckWait,
 	}
 	if a.Tasks == nil {
-		a.Tasks = a.dialTasks
+		a.Tasks = a.apiTasks
 	}
 	if a.Now == nil {
 		a.Now = time.Now
@@ -194,7 +188,9 @@ func (a *App) rootCommand() *cobra.Command {
 		Use:   "ampflow",
 		Short: "Durable orchestration of AI coding agents that speak AMP/1.0",
 		Long: "ampflow carries AMP/1.0 messages between a coordinator, an executor and a\n" +
-			"reviewer, keeps every task's state in Temporal, and asks an admin when needed.",
+			"reviewer, keeps every task's state in Temporal, and asks an admin when needed.\n" +
+			"Every command but dev, worker, demo and bench is a client of the HTTP API at\n" +
+			"api.url (AMPFLOW_API_URL), presenting api.token (AMPFLOW_API_TOKEN).",
 		Args: func(cmd *cobra.Command, args []string) error {
 			if len(args) == 0 {
 				return UsageError(errors.New("missing command"))

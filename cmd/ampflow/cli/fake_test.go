@@ -27,6 +27,7 @@ type fakeTasks struct {
 	nextID   string
 	startErr error
 	started  []task.Input
+	keys     []string // the Idempotency-Key of each start
 
 	// states are the answers to successive State calls; the last repeats.
 	states   []task.State
@@ -68,16 +69,18 @@ func (f *fakeTasks) Calls() []string {
 	return append([]string(nil), f.calls...)
 }
 
-func (f *fakeTasks) Start(_ context.Context, in task.Input) error {
+func (f *fakeTasks) Start(ctx context.Context, in task.Input) error {
 	f.call("Start %s", in.TaskID)
 	f.started = append(f.started, in)
+	f.keys = append(f.keys, idempotencyKeyOf(ctx))
 	return f.startErr
 }
 
-func (f *fakeTasks) StartNext(_ context.Context, in task.Input, year int) (string, error) {
+func (f *fakeTasks) StartNext(ctx context.Context, in task.Input, year int) (string, error) {
 	f.call("StartNext %d", year)
 	in.TaskID = f.nextID
 	f.started = append(f.started, in)
+	f.keys = append(f.keys, idempotencyKeyOf(ctx))
 	return f.nextID, f.startErr
 }
 
@@ -96,7 +99,8 @@ func (f *fakeTasks) Ack(_ context.Context, msgID string, as amp.Role) (task.Subm
 func (f *fakeTasks) Decide(_ context.Context, taskID string, in task.DecideInput) (task.DecideResult, error) {
 	f.call("Decide %s", taskID)
 	f.decided = append(f.decided, in)
-	return task.DecideResult{Outcome: task.Outcome{DecisionID: in.DecisionID, Option: in.Option, By: in.By, Channel: in.Channel},
+	// The API decides as its caller; "ana" stands for the token's name.
+	return task.DecideResult{Outcome: task.Outcome{DecisionID: in.DecisionID, Option: in.Option, By: "ana", Channel: in.Channel},
 		Status: task.StatusDispatched}, f.decErr
 }
 
@@ -164,12 +168,6 @@ func (f *fakeTasks) Pending(context.Context) ([]task.Decision, error) {
 // polls and local state in a fresh data_dir. env adds to the environment.
 func runFake(t *testing.T, f *fakeTasks, stdin string, env map[string]string, args ...string) result {
 	t.Helper()
-	return runFakeAs(t, f, "", stdin, env, args...)
-}
-
-// runFakeAs is runFake with osUser as the operating-system user.
-func runFakeAs(t *testing.T, f *fakeTasks, osUser, stdin string, env map[string]string, args ...string) result {
-	t.Helper()
 	full := map[string]string{"AMPFLOW_DATA_DIR": filepath.Join(t.TempDir(), "data"), "USER": "ana"}
 	for k, v := range env {
 		if v == "" {
@@ -188,7 +186,6 @@ func runFakeAs(t *testing.T, f *fakeTasks, osUser, stdin string, env map[string]
 			v, ok := full[k]
 			return v, ok
 		},
-		User:           func() string { return osUser },
 		Tasks:          func() (workflows.Tasks, error) { return f, nil },
 		PollInterval:   time.Millisecond,
 		StartCheckWait: 30 * time.Millisecond,

@@ -18,27 +18,24 @@ type changeOutput struct {
 }
 
 func (a *App) taskCancelCommand() *cobra.Command {
-	var reason, by string
+	var reason string
 	cmd := &cobra.Command{
 		Use:   "cancel TASK_ID --reason R",
 		Short: "End a task",
 		Long: "Cancel ends a task at the coordinator's request and waits until it is\n" +
-			"terminated. --reason is required; --by defaults to the operating-system user.",
+			"terminated. --reason is required. It cancels as the API token's name\n" +
+			"(api.token), or as the API's own user when it has no tokens.",
 		Example: "  ampflow task cancel T-2026-045 --reason \"superseded by T-2026-050\"",
 		Args:    taskIDArg,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if strings.TrimSpace(reason) == "" {
 				return UsageError(errors.New("cancel needs --reason"))
 			}
-			by, err := a.byFlag(by)
-			if err != nil {
-				return err
-			}
 			tasks, err := a.tasks()
 			if err != nil {
 				return err
 			}
-			res, err := tasks.Cancel(cmd.Context(), args[0], task.CancelInput{Reason: reason, By: by})
+			res, err := tasks.Cancel(cmd.Context(), args[0], task.CancelInput{Reason: reason})
 			if err != nil {
 				return refused(err)
 			}
@@ -46,19 +43,19 @@ func (a *App) taskCancelCommand() *cobra.Command {
 		},
 	}
 	cmd.Flags().StringVar(&reason, "reason", "", "why the task ends (required)")
-	cmd.Flags().StringVar(&by, "by", "", "who cancels (default: the operating-system user)")
 	return cmd
 }
 
 func (a *App) taskReplanCommand() *cobra.Command {
-	var file, note, by string
+	var file, note string
 	cmd := &cobra.Command{
 		Use:   "replan TASK_ID -f FILE",
 		Short: "Replace a task's remaining subtasks",
 		Long: "Replan replaces the subtasks from the current one on. FILE (- for stdin) is a\n" +
 			"YAML or JSON list of subtasks, or an object {subtasks: [...]}; each subtask has\n" +
 			"subtask_id, description and estimated_lines, checked as in a task_dispatch.\n" +
-			"A task takes a replan while it awaits plan approval or is locked.",
+			"A task takes a replan while it awaits plan approval or is locked. It replans\n" +
+			"as the API token's name (api.token).",
 		Example: "  ampflow task replan T-2026-045 -f subtasks.yaml --note \"split S2\"\n\n" +
 			"  # subtasks.yaml\n  - subtask_id: T-2026-045-S2a\n    description: Move the timer\n    estimated_lines: 40",
 		Args: taskIDArg,
@@ -66,24 +63,19 @@ func (a *App) taskReplanCommand() *cobra.Command {
 			if file == "" {
 				return UsageError(errors.New("replan needs -f FILE (or -f - for stdin)"))
 			}
-			by, err := a.byFlag(by)
-			if err != nil {
-				return err
-			}
 			raw, err := a.readInput(file)
 			if err != nil {
 				return Exit(ExitUsage, err)
 			}
 			subtasks, err := a.readSubtasks(raw)
 			if err != nil {
-				a.logRefused(err)
 				return Exit(ExitFailed, err)
 			}
 			tasks, err := a.tasks()
 			if err != nil {
 				return err
 			}
-			res, err := tasks.Replan(cmd.Context(), args[0], task.ReplanInput{Subtasks: subtasks, By: by, Note: note})
+			res, err := tasks.Replan(cmd.Context(), args[0], task.ReplanInput{Subtasks: subtasks, Note: note})
 			if err != nil {
 				return refused(err)
 			}
@@ -92,7 +84,6 @@ func (a *App) taskReplanCommand() *cobra.Command {
 	}
 	cmd.Flags().StringVarP(&file, "file", "f", "", "read the subtasks from `FILE`, - for stdin")
 	cmd.Flags().StringVar(&note, "note", "", "why the plan changes")
-	cmd.Flags().StringVar(&by, "by", "", "who replans (default: the operating-system user)")
 	return cmd
 }
 

@@ -15,12 +15,12 @@ func TestTaskCancel(t *testing.T) {
 		r := runFake(t, f, "", nil, "task", "cancel", "T-2026-003", "--reason", "superseded")
 		wantExit(t, r, ExitOK)
 		if r.stdout != "task T-2026-003 cancelled; status terminated\n" ||
-			len(f.cancelled) != 1 || f.cancelled[0] != (task.CancelInput{Reason: "superseded", By: "ana"}) {
+			len(f.cancelled) != 1 || f.cancelled[0] != (task.CancelInput{Reason: "superseded"}) {
 			t.Errorf("stdout %q, cancelled %+v", r.stdout, f.cancelled)
 		}
 	})
 	t.Run("JSON", func(t *testing.T) {
-		r := runFake(t, &fakeTasks{}, "", nil, "task", "cancel", "T-2026-003", "--reason", "x", "--by", "bo", "-o", "json")
+		r := runFake(t, &fakeTasks{}, "", nil, "task", "cancel", "T-2026-003", "--reason", "x", "-o", "json")
 		wantExit(t, r, ExitOK)
 		if r.stdout != `{"task_id":"T-2026-003","status":"terminated"}`+"\n" {
 			t.Errorf("stdout = %q", r.stdout)
@@ -62,7 +62,7 @@ func TestTaskReplan(t *testing.T) {
 			got := f.replanned[0]
 			gotJSON, _ := json.Marshal(got.Subtasks)
 			wantJSON, _ := json.Marshal(want)
-			if string(gotJSON) != string(wantJSON) || got.Note != "split S2" || got.By != "ana" {
+			if string(gotJSON) != string(wantJSON) || got.Note != "split S2" || got.By != "" {
 				t.Errorf("replan input %+v", got)
 			}
 			if r.stdout != "task T-2026-003 replanned with 2 subtasks; status awaiting_approval\n" {

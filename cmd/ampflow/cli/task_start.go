@@ -66,9 +66,9 @@ func (a *App) taskStartCommand() *cobra.Command {
 			"a --task-id in use is refused (exit 1). With --idempotency-key, a retry of the\n" +
 			"same start answers with the task the first one started, not a second task.\n" +
 			"The task runs by the worker's policy, not this configuration's; --handling\n" +
-			"admin makes its plan wait for an admin whatever the policy says. Start then\n" +
-			"waits (up to 10s) for the branch check and exits 1 with the reason if the task\n" +
-			"was refused.\n\n" +
+			"admin makes its plan wait for an admin whatever the policy says. The task's\n" +
+			"coordinator is the API token's name (api.token). Start then waits (up to 10s)\n" +
+			"for the branch check and exits 1 with the reason if the task was refused.\n\n" +
 			"In text output the task id is the last line of stdout, alone, so scripts can\n" +
 			"take it with tail -n 1. With --wait, start follows the task until it is done\n" +
 			"(exit 0) or terminated (exit 1), showing its status as it changes.",
@@ -115,7 +115,6 @@ func (a *App) startTask(cmd *cobra.Command, file, taskID string, h task.Handling
 	now := a.Now()
 	plan, err := a.readPlan(raw, taskID, now)
 	if err != nil {
-		a.logRefused(err)
 		return Exit(ExitFailed, err)
 	}
 	if _, err := a.Config(); err != nil {
@@ -125,9 +124,10 @@ func (a *App) startTask(cmd *cobra.Command, file, taskID string, h task.Handling
 	if err != nil {
 		return err
 	}
-	in := task.Input{TaskID: taskID, Plan: plan, Handling: h, Coordinator: a.currentUser(),
-		RequestKey: workflows.RequestKey(a.currentUser(), key)}
-	ctx := cmd.Context()
+	// The coordinator, and the scope of the key, is the API's caller: the
+	// token's name.
+	in := task.Input{TaskID: taskID, Plan: plan, Handling: h}
+	ctx := withIdempotencyKey(cmd.Context(), key)
 	if taskID != "" {
 		err = tasks.Start(ctx, in)
 	} else {

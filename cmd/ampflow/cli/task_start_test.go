@@ -3,14 +3,11 @@ package cli
 import (
 	"encoding/json"
 	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
 
-	"github.com/ampflow/ampflow/activities"
 	"github.com/ampflow/ampflow/amp"
-	"github.com/ampflow/ampflow/workflows"
 	"github.com/ampflow/ampflow/workflows/task"
 )
 
@@ -41,8 +38,8 @@ func TestTaskStart(t *testing.T) {
 			t.Errorf("plan = %+v, not the YAML file's", in.Plan)
 		}
 		// The worker's configuration is the task's policy, not the CLI's.
-		if in.Policy.MaxRejects != 0 || len(in.Policy.Admins) != 0 || in.Coordinator != "ana" {
-			t.Errorf("input = %+v, want no policy of the CLI's and the user as coordinator", in)
+		if in.Policy.MaxRejects != 0 || len(in.Policy.Admins) != 0 || in.Coordinator != "" {
+			t.Errorf("input = %+v, want no policy of the CLI's and the coordinator left to the API", in)
 		}
 	})
 	t.Run("FromJSONWithID", func(t *testing.T) {
@@ -73,12 +70,8 @@ func TestTaskStart(t *testing.T) {
 		}
 	})
 	t.Run("InvalidPlan", func(t *testing.T) {
-		ssot := filepath.Join(t.TempDir(), "ssot")
-		if err := os.MkdirAll(ssot, 0o755); err != nil {
-			t.Fatal(err)
-		}
 		f := &fakeTasks{}
-		r := runFake(t, f, "", map[string]string{"AMPFLOW_SSOT_DIR": ssot}, "task", "start", "-f", "testdata/plan_invalid.yaml")
+		r := runFake(t, f, "", nil, "task", "start", "-f", "testdata/plan_invalid.yaml")
 		wantExit(t, r, ExitFailed)
 		for _, want := range []string{"plan.branch: must not be main", "plan.acceptance_criteria:", "plan.risk_level:", "plan.subtasks[0].estimated_lines:"} {
 			if !strings.Contains(r.stderr, want) {
@@ -87,14 +80,6 @@ func TestTaskStart(t *testing.T) {
 		}
 		if strings.Count(r.stderr, "\n") != 1 || len(f.Calls()) != 0 {
 			t.Errorf("stderr %q, calls %q; want one line and nothing sent", r.stderr, f.Calls())
-		}
-		store, err := activities.NewStore(ssot, activities.StoreOptions{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		logged, err := store.Errors()
-		if err != nil || len(logged) != 1 || logged[0].Source != "cli" || !strings.Contains(logged[0].Reason, "plan.branch") {
-			t.Errorf("SSOT error log = %+v, %v; want the refusal from cli", logged, err)
 		}
 	})
 	t.Run("MalformedJSON", func(t *testing.T) {
@@ -218,20 +203,21 @@ func TestTaskStartUsage(t *testing.T) {
 }
 
 func TestTaskStartIdempotencyKey(t *testing.T) {
-	t.Run("ScopedToTheUser", func(t *testing.T) {
+	// The key goes to the API as it is; the API scopes it to its caller.
+	t.Run("Sent", func(t *testing.T) {
 		f := &fakeTasks{nextID: "T-2026-020", states: []task.State{{Status: task.StatusDispatched}}}
 		r := runFake(t, f, "", nil, "task", "start", "-f", "testdata/plan.yaml", "--idempotency-key", "plan-7")
 		wantExit(t, r, ExitOK)
-		if len(f.started) != 1 || f.started[0].RequestKey != workflows.RequestKey("ana", "plan-7") {
-			t.Errorf("started %+v; want the key scoped to ana", f.started)
+		if len(f.started) != 1 || len(f.keys) != 1 || f.keys[0] != "plan-7" {
+			t.Errorf("started %+v with keys %q; want plan-7", f.started, f.keys)
 		}
 	})
 	t.Run("NoKey", func(t *testing.T) {
 		f := &fakeTasks{nextID: "T-2026-021", states: []task.State{{Status: task.StatusDispatched}}}
 		r := runFake(t, f, "", nil, "task", "start", "-f", "testdata/plan.yaml")
 		wantExit(t, r, ExitOK)
-		if len(f.started) != 1 || f.started[0].RequestKey != "" {
-			t.Errorf("started %+v; want no key", f.started)
+		if len(f.started) != 1 || f.keys[0] != "" {
+			t.Errorf("started %+v with keys %q; want no key", f.started, f.keys)
 		}
 	})
 	t.Run("BadKey", func(t *testing.T) {

@@ -82,7 +82,7 @@ func (a *App) taskListCommand() *cobra.Command {
 		},
 	}
 	cmd.Flags().StringVar(&status, "status", "", "only tasks in `STATUS`")
-	cmd.Flags().IntVar(&limit, "limit", 50, "show at most `N` tasks; 0 shows all")
+	cmd.Flags().IntVar(&limit, "limit", 50, "show at most `N` tasks; 0 shows as many as one API answer holds (1,000)")
 	return cmd
 }
 
@@ -90,10 +90,10 @@ func (a *App) taskShowCommand() *cobra.Command {
 	return &cobra.Command{
 		Use:   "show TASK_ID",
 		Short: "Show a task's state, pending decision and timeline",
-		Long: "Show asks the task workflow for its state: status, risk, the current subtask\n" +
-			"(i/n), reject count, CI rounds, the pending decision with its options, the last\n" +
-			"error and the timeline. Finished tasks answer too. -o json prints the state\n" +
-			"as the workflow reports it.",
+		Long: "Show asks the task workflow, through the HTTP API, for its state: status,\n" +
+			"risk, the current subtask (i/n), reject count, CI rounds, the pending decision\n" +
+			"with its options, the last error and the timeline. Finished tasks answer too.\n" +
+			"-o json prints the state as the workflow reports it.",
 		Example: "  ampflow task show T-2026-045\n  ampflow task show T-2026-045 -o json | jq .pending",
 		Args:    taskIDArg,
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -117,22 +117,19 @@ func (a *App) taskHistoryCommand() *cobra.Command {
 	return &cobra.Command{
 		Use:   "history TASK_ID",
 		Short: "List every recorded message, ACK, escalation and decision of a task",
-		Long: "History reads the task's records, in the order they were written, straight\n" +
-			"from the SSOT directory (ssot.dir), so it runs on the machine that keeps the\n" +
-			"SSOT. -o json prints an array of records with their full bodies.",
+		Long: "History reads the task's records, in the order they were written, from the\n" +
+			"SSOT through the HTTP API (GET /v1/tasks/{id}/history). -o json prints an\n" +
+			"array of records with their full bodies.",
 		Example: "  ampflow task history T-2026-045\n  ampflow task history T-2026-045 -o json | jq '.[].id'",
 		Args:    taskIDArg,
-		RunE: func(_ *cobra.Command, args []string) error {
-			s, err := a.store()
+		RunE: func(cmd *cobra.Command, args []string) error {
+			c, err := a.api()
 			if err != nil {
-				return Exit(ExitFailed, err)
+				return err
 			}
-			recs, err := s.History(args[0])
-			if errors.Is(err, activities.ErrNotFound) {
-				return Exit(ExitFailed, fmt.Errorf("task %s has no records in the SSOT at %s", args[0], s.Root()))
-			}
+			recs, err := c.History(cmd.Context(), args[0])
 			if err != nil {
-				return Exit(ExitFailed, err)
+				return refused(err)
 			}
 			if recs == nil {
 				recs = []activities.StoredRecord{}
@@ -199,21 +196,18 @@ func (a *App) msgCommand() *cobra.Command {
 		Use:   "show MSG_ID",
 		Short: "Print one record of the SSOT by its id",
 		Long: "Show prints the record kept under MSG_ID (a msg_id, an ACK record's id or a\n" +
-			"decision id) in the SSOT directory (ssot.dir), body in full. -o json prints\n" +
-			"the stored record on one line.",
+			"decision id) in the SSOT, read through the HTTP API (GET /v1/records/{id}),\n" +
+			"body in full. -o json prints the stored record on one line.",
 		Example: "  ampflow msg show task_result-T-2026-045-1740580000000\n  ampflow msg show ack-T-2026-045-1740580001000 -o json",
 		Args:    exactArgs(1, "MSG_ID"),
-		RunE: func(_ *cobra.Command, args []string) error {
-			s, err := a.store()
+		RunE: func(cmd *cobra.Command, args []string) error {
+			c, err := a.api()
 			if err != nil {
-				return Exit(ExitFailed, err)
+				return err
 			}
-			r, err := s.Get(args[0])
-			if errors.Is(err, activities.ErrNotFound) {
-				return Exit(ExitFailed, fmt.Errorf("no record %s in the SSOT at %s", args[0], s.Root()))
-			}
+			r, err := c.Record(cmd.Context(), args[0])
 			if err != nil {
-				return Exit(ExitFailed, err)
+				return refused(err)
 			}
 			if a.JSON() {
 				return a.PrintJSON(r)

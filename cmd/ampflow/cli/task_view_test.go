@@ -3,6 +3,7 @@ package cli
 import (
 	"context"
 	"encoding/json"
+	"net/http/httptest"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -10,6 +11,7 @@ import (
 
 	"github.com/ampflow/ampflow/activities"
 	"github.com/ampflow/ampflow/amp"
+	"github.com/ampflow/ampflow/integrations/httpapi"
 	"github.com/ampflow/ampflow/workflows"
 	"github.com/ampflow/ampflow/workflows/task"
 )
@@ -121,8 +123,9 @@ func TestTaskShow(t *testing.T) {
 	})
 }
 
-// seedSSOT writes a short history of task T-2026-005 and returns the dir.
-func seedSSOT(t *testing.T) string {
+// serveSSOT serves a short history of task T-2026-005 through the HTTP
+// API and returns the API's URL.
+func serveSSOT(t *testing.T) string {
 	t.Helper()
 	dir := filepath.Join(t.TempDir(), "ssot")
 	s, err := activities.NewStore(dir, activities.StoreOptions{Now: func() time.Time { return testNow }})
@@ -143,12 +146,13 @@ func seedSSOT(t *testing.T) string {
 	if _, err := s.Record(context.Background(), activities.RecordInput{TaskID: "T-2026-005", Entries: entries}); err != nil {
 		t.Fatal(err)
 	}
-	return dir
+	srv := httptest.NewServer(httpapi.New(httpapi.Options{Tasks: &fakeTasks{}, Store: s}).Handler())
+	t.Cleanup(srv.Close)
+	return srv.URL
 }
 
 func TestTaskHistory(t *testing.T) {
-	dir := seedSSOT(t)
-	env := map[string]string{"AMPFLOW_SSOT_DIR": dir}
+	env := map[string]string{"AMPFLOW_API_URL": serveSSOT(t)}
 	t.Run("Text", func(t *testing.T) {
 		r := runFake(t, &fakeTasks{}, "", env, "task", "history", "T-2026-005")
 		wantExit(t, r, ExitOK)
@@ -178,22 +182,22 @@ func TestTaskHistory(t *testing.T) {
 	t.Run("UnknownTask", func(t *testing.T) {
 		r := runFake(t, &fakeTasks{}, "", env, "task", "history", "T-2026-006")
 		wantExit(t, r, ExitFailed)
-		if !strings.Contains(r.stderr, "task T-2026-006 has no records in the SSOT at") {
+		if !strings.Contains(r.stderr, "ampflow: no task T-2026-006 in the SSOT\n") {
 			t.Errorf("stderr = %q", r.stderr)
 		}
 	})
-	t.Run("NoDir", func(t *testing.T) {
-		missing := filepath.Join(t.TempDir(), "elsewhere")
-		r := runFake(t, &fakeTasks{}, "", map[string]string{"AMPFLOW_SSOT_DIR": missing}, "task", "history", "T-2026-005")
+	t.Run("NoAPI", func(t *testing.T) {
+		url := closedURL(t)
+		r := runFake(t, &fakeTasks{}, "", map[string]string{"AMPFLOW_API_URL": url}, "task", "history", "T-2026-005")
 		wantExit(t, r, ExitFailed)
-		if !strings.Contains(r.stderr, "the SSOT directory "+missing+" (ssot.dir) does not exist on this machine") {
+		if !strings.Contains(r.stderr, "cannot reach the ampflow API at "+url+": is `ampflow dev` or `ampflow worker` running? set api.url / AMPFLOW_API_URL") {
 			t.Errorf("stderr = %q", r.stderr)
 		}
 	})
 }
 
 func TestMsgShow(t *testing.T) {
-	env := map[string]string{"AMPFLOW_SSOT_DIR": seedSSOT(t)}
+	env := map[string]string{"AMPFLOW_API_URL": serveSSOT(t)}
 	t.Run("Text", func(t *testing.T) {
 		r := runFake(t, &fakeTasks{}, "", env, "msg", "show", "ack-T-2026-005-2")
 		wantExit(t, r, ExitOK)
@@ -214,7 +218,7 @@ func TestMsgShow(t *testing.T) {
 	t.Run("NotFound", func(t *testing.T) {
 		r := runFake(t, &fakeTasks{}, "", env, "msg", "show", "task_result-T-2026-005-9")
 		wantExit(t, r, ExitFailed)
-		if !strings.Contains(r.stderr, "no record task_result-T-2026-005-9 in the SSOT") {
+		if !strings.Contains(r.stderr, "ampflow: no record task_result-T-2026-005-9 in the SSOT\n") {
 			t.Errorf("stderr = %q", r.stderr)
 		}
 	})

@@ -1,0 +1,383 @@
+package cli
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/ampflow/ampflow/activities"
+	"github.com/ampflow/ampflow/amp"
+	"github.com/ampflow/ampflow/workflows"
+	"github.com/ampflow/ampflow/workflows/task"
+)
+
+// Settings the API client's errors name.
+const (
+	urlSetting   = "api.url / AMPFLOW_API_URL"
+	tokenSetting = "api.token / AMPFLOW_API_TOKEN"
+)
+
+// maxInboxWait is the longest wait one GET /v1/inbox may ask for (the
+// server's MaxWait); longer waits ask again.
+const maxInboxWait = 60 * time.Second
+
+// maxListLimit is the most tasks one GET /v1/tasks answers.
+const maxListLimit = 1000
+
+// apiClient reaches the task workflows and the SSOT through ampflow's
+// HTTP API. It implements workflows.Tasks; who the caller is (the decider,
+// the coordinator, the scope of idempotency keys) is the server's to say,
+// from the token.
+type apiClient struct {
+	base  string // without a trailing slash
+	token string
+	http  *http.Client
+}
+
+var _ workflows.Tasks = (*apiClient)(nil)
+
+// newAPIClient returns a client of the API at base, presenting token
+// when it is not empty.
+func newAPIClient(base, token string) *apiClient {
+	// No client timeout: a long-polling inbox request takes a minute, and
+	// every command's context bounds its requests.
+	return &apiClient{base: strings.TrimRight(base, "/"), token: token, http: &http.Client{}}
+}
+
+// apiTasks is the default of Options.Tasks: the HTTP API at api.url.
+func (a *App) apiTasks() (workflows.Tasks, error) {
+	return a.api()
+}
+
+// api returns the HTTP API client of the configuration.
+func (a *App) api() (*apiClient, error) {
+	cfg, err := a.Config()
+	if err != nil {
+		return nil, err
+	}
+	return newAPIClient(cfg.API.URL, cfg.API.Token), nil
+}
+
+type idempotencyKeyCtx struct{}
+
+// withIdempotencyKey makes a start under ctx carry key as its
+// Idempotency-Key.
+func withIdempotencyKey(ctx context.Context, key string) context.Context {
+	if key == "" {
+		return ctx
+	}
+	return context.WithValue(ctx, idempotencyKeyCtx{}, key)
+}
+
+// idempotencyKeyOf returns the key withIdempotencyKey put in ctx.
+func idempotencyKeyOf(ctx context.Context) string {
+	k, _ := ctx.Value(idempotencyKeyCtx{}).(string)
+	return k
+}
+
+// startBody is the body of POST /v1/tasks. The coordinator is left to the
+// server: the token's name.
+type startBody struct {
+	TaskID   string           `json:"task_id,omitempty"`
+	Plan     amp.TaskDispatch `json:"plan"`
+	Handling task.Handling    `json:"handling,omitempty"`
+}
+
+// Start starts a task under in.TaskID.
+func (c *apiClient) Start(ctx context.Context, in task.Input) error {
+	_, err := c.start(ctx, in)
+	return err
+}
+
+// StartNext starts a task under the next free id of the server's year.
+func (c *apiClient) StartNext(ctx context.Context, in task.Input, _ int) (string, error) {
+	in.TaskID = ""
+	return c.start(ctx, in)
+}
+
+func (c *apiClient) start(ctx context.Context, in task.Input) (string, error) {
+	var out struct {
+		TaskID string `json:"task_id"`
+	}
+	h := http.Header{}
+	if k := idempotencyKeyOf(ctx); k != "" {
+		h.Set("Idempotency-Key", k)
+	}
+	err := c.do(ctx, http.MethodPost, "/v1/tasks", h, startBody{TaskID: in.TaskID, Plan: in.Plan, Handling: in.Handling}, &out)
+	return out.TaskID, err
+}
+
+// Submit hands a whole envelope or ACK record to its task.
+func (c *apiClient) Submit(ctx context.Context, raw []byte) (task.SubmitResult, error) {
+	var out task.SubmitResult
+	err := c.do(ctx, http.MethodPost, "/v1/messages", nil, json.RawMessage(raw), &out)
+	return out, err
+}
+
+// Ack acknowledges, as role, a message waiting in its inbox.
+func (c *apiClient) Ack(ctx context.Context, msgID string, as amp.Role) (task.SubmitResult, error) {
+	var out task.SubmitResult
+	err := c.do(ctx, http.MethodPost, "/v1/acks", nil, map[string]any{"msg_id": msgID, "as": as}, &out)
+	return out, err
+}
+
+// Decide takes in.DecisionID, or whatever decision is pending when it is
+// empty. The server decides as the token's name; in.By and in.Channel
+// are not sent.
+func (c *apiClient) Decide(ctx context.Context, taskID string, in task.DecideInput) (task.DecideResult, error) {
+	id := in.DecisionID
+	if id == "" {
+		st, err := c.State(ctx, taskID)
+		if err != nil {
+			return task.DecideResult{}, err
+		}
+		if st.Pending == nil {
+			return task.DecideResult{}, task.Errorf(task.CodeUnexpected, "task %s has no pending decision (status %s)", taskID, st.Status)
+		}
+		id = st.Pending.ID
+	}
+	body := map[string]string{"option": in.Option}
+	if in.Note != "" {
+		body["note"] = in.Note
+	}
+	var out task.DecideResult
+	err := c.do(ctx, http.MethodPost, "/v1/decisions/"+url.PathEscape(id), nil, body, &out)
+	return out, err
+}
+
+// Cancel ends a task; the server cancels as the token's name.
+func (c *apiClient) Cancel(ctx context.Context, taskID string, in task.CancelInput) (task.ChangeResult, error) {
+	var out task.ChangeResult
+	err := c.do(ctx, http.MethodPost, "/v1/tasks/"+url.PathEscape(taskID)+"/cancel", nil, map[string]string{"reason": in.Reason}, &out)
+	return out, err
+}
+
+// Replan replaces a task's remaining subtasks; the server replans as the
+// token's name.
+func (c *apiClient) Replan(ctx context.Context, taskID string, in task.ReplanInput) (task.ChangeResult, error) {
+	body := struct {
+		Subtasks []amp.Subtask `json:"subtasks"`
+		Note     string        `json:"note,omitempty"`
+	}{in.Subtasks, in.Note}
+	var out task.ChangeResult
+	err := c.do(ctx, http.MethodPost, "/v1/tasks/"+url.PathEscape(taskID)+"/replan", nil, body, &out)
+	return out, err
+}
+
+// Heartbeat sends an agent's sign of life.
+func (c *apiClient) Heartbeat(ctx context.Context, taskID string, in task.HeartbeatInput) error {
+	body := map[string]any{"task_id": taskID, "from": in.From}
+	if in.Note != "" {
+		body["note"] = in.Note
+	}
+	return c.do(ctx, http.MethodPost, "/v1/heartbeats", nil, body, nil)
+}
+
+// State reads a task's state.
+func (c *apiClient) State(ctx context.Context, taskID string) (task.State, error) {
+	var out task.State
+	err := c.do(ctx, http.MethodGet, "/v1/tasks/"+url.PathEscape(taskID), nil, nil, &out)
+	return out, err
+}
+
+// List lists tasks newest first; limit 0 asks for as many as one answer
+// holds (maxListLimit).
+func (c *apiClient) List(ctx context.Context, status task.Status, limit int) ([]workflows.TaskSummary, error) {
+	if limit <= 0 || limit > maxListLimit {
+		limit = maxListLimit
+	}
+	q := url.Values{"limit": {strconv.Itoa(limit)}}
+	if status != "" {
+		q.Set("status", string(status))
+	}
+	var out struct {
+		Tasks []workflows.TaskSummary `json:"tasks"`
+	}
+	err := c.do(ctx, http.MethodGet, "/v1/tasks?"+q.Encode(), nil, nil, &out)
+	return out.Tasks, err
+}
+
+// Inbox lists the messages awaiting role, without waiting.
+func (c *apiClient) Inbox(ctx context.Context, role amp.Role) ([]amp.Message, error) {
+	return c.InboxWait(ctx, role, 0)
+}
+
+// InboxWait long-polls the inbox of role until a message is there or
+// wait has passed, asking again past the server's longest wait.
+func (c *apiClient) InboxWait(ctx context.Context, role amp.Role, wait time.Duration) ([]amp.Message, error) {
+	deadline := time.Now().Add(wait)
+	for {
+		step := min(max(time.Until(deadline), 0), maxInboxWait).Truncate(time.Millisecond)
+		q := url.Values{"role": {string(role)}}
+		if step > 0 {
+			q.Set("wait", step.String())
+		}
+		var out struct {
+			Messages []amp.Message `json:"messages"`
+		}
+		if err := c.do(ctx, http.MethodGet, "/v1/inbox?"+q.Encode(), nil, nil, &out); err != nil {
+			return nil, err
+		}
+		if len(out.Messages) > 0 || time.Until(deadline) <= 0 || ctx.Err() != nil {
+			if out.Messages == nil {
+				out.Messages = []amp.Message{}
+			}
+			return out.Messages, nil
+		}
+	}
+}
+
+// Pending lists the open decisions.
+func (c *apiClient) Pending(ctx context.Context) ([]task.Decision, error) {
+	var out struct {
+		Decisions []task.Decision `json:"decisions"`
+	}
+	err := c.do(ctx, http.MethodGet, "/v1/decisions", nil, nil, &out)
+	return out.Decisions, err
+}
+
+// History reads a task's SSOT records in the order they were written.
+func (c *apiClient) History(ctx context.Context, taskID string) ([]activities.StoredRecord, error) {
+	var out struct {
+		Records []activities.StoredRecord `json:"records"`
+	}
+	err := c.do(ctx, http.MethodGet, "/v1/tasks/"+url.PathEscape(taskID)+"/history", nil, nil, &out)
+	return out.Records, err
+}
+
+// Record reads one SSOT record by its id.
+func (c *apiClient) Record(ctx context.Context, id string) (activities.StoredRecord, error) {
+	var out activities.StoredRecord
+	err := c.do(ctx, http.MethodGet, "/v1/records/"+url.PathEscape(id), nil, nil, &out)
+	return out, err
+}
+
+// do sends one request and decodes a 2xx answer into out; any other
+// answer becomes the *task.Error of its error body.
+func (c *apiClient) do(ctx context.Context, method, path string, h http.Header, body, out any) error {
+	var rd io.Reader
+	if body != nil {
+		b, err := json.Marshal(body)
+		if err != nil {
+			return fmt.Errorf("encoding %s %s: %w", method, path, err)
+		}
+		rd = bytes.NewReader(b)
+	}
+	req, err := http.NewRequestWithContext(ctx, method, c.base+path, rd)
+	if err != nil {
+		return task.Errorf(task.CodeInvalid, "cannot build a request to the ampflow API at %s: %v; set %s", c.base, err, urlSetting)
+	}
+	for k, v := range h {
+		req.Header[k] = v
+	}
+	if body != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	req.Header.Set("Accept", "application/json")
+	if c.token != "" {
+		req.Header.Set("Authorization", "Bearer "+c.token)
+	}
+	resp, err := c.http.Do(req)
+	if err != nil {
+		return c.transportError(ctx, err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return &task.Error{Code: task.CodeUnavailable, Message: fmt.Sprintf("reading the answer to %s %s from %s: %v", method, path, c.base, err), Err: err}
+	}
+	if resp.StatusCode >= 300 {
+		return c.answerError(resp.StatusCode, b)
+	}
+	if out == nil {
+		return nil
+	}
+	if err := json.Unmarshal(b, out); err != nil {
+		return &task.Error{Code: task.CodeInternal, Err: err,
+			Message: fmt.Sprintf("the answer to %s %s from %s is not what ampflow's API answers (%v): is %s the ampflow API?", method, path, c.base, err, urlSetting)}
+	}
+	return nil
+}
+
+// transportError explains a request that got no answer.
+func (c *apiClient) transportError(ctx context.Context, err error) error {
+	if ctx.Err() != nil {
+		return ctx.Err()
+	}
+	cause := err.Error()
+	var ue *url.Error
+	if errors.As(err, &ue) {
+		cause = ue.Err.Error()
+	}
+	var oe *net.OpError
+	if errors.As(err, &oe) && oe.Op == "dial" || errors.As(err, new(*net.DNSError)) {
+		return &task.Error{Code: task.CodeUnavailable, Err: err, Message: fmt.Sprintf(
+			"cannot reach the ampflow API at %s: is `ampflow dev` or `ampflow worker` running? set %s (%s)", c.base, urlSetting, cause)}
+	}
+	return &task.Error{Code: task.CodeUnavailable, Err: err,
+		Message: fmt.Sprintf("no answer from the ampflow API at %s (%s); check %s", c.base, cause, urlSetting)}
+}
+
+// answerError turns an error answer back into the *task.Error the server
+// wrote, with the same code, adding the setting to change for 401 and 403.
+func (c *apiClient) answerError(status int, b []byte) error {
+	var eb struct {
+		Error struct {
+			Code    task.Code         `json:"code"`
+			Message string            `json:"message"`
+			Fields  []task.FieldError `json:"fields"`
+		} `json:"error"`
+	}
+	te := &task.Error{}
+	if json.Unmarshal(b, &eb) == nil && eb.Error.Code != "" {
+		te.Code, te.Message, te.Fields = eb.Error.Code, eb.Error.Message, eb.Error.Fields
+	} else {
+		te.Code = codeOfStatus(status)
+		te.Message = fmt.Sprintf("the ampflow API at %s answered %d %s: is %s the ampflow API?",
+			c.base, status, http.StatusText(status), urlSetting)
+	}
+	switch status {
+	case http.StatusUnauthorized:
+		if c.token == "" {
+			te.Message = fmt.Sprintf("the ampflow API at %s needs a token: set %s to one of its auth.tokens", c.base, tokenSetting)
+		} else {
+			te.Message = fmt.Sprintf("the ampflow API at %s does not accept the token in %s: set it to one of its auth.tokens", c.base, tokenSetting)
+		}
+	case http.StatusForbidden:
+		if c.token == "" {
+			break
+		}
+		te.Message += fmt.Sprintf(" (the role of the token in %s may not do that)", tokenSetting)
+	}
+	return te
+}
+
+// codeOfStatus is the code of an error answer without an error body.
+func codeOfStatus(status int) task.Code {
+	switch status {
+	case http.StatusBadRequest:
+		return task.CodeInvalid
+	case http.StatusUnauthorized:
+		return "unauthenticated"
+	case http.StatusForbidden:
+		return task.CodeForbidden
+	case http.StatusNotFound:
+		return task.CodeNotFound
+	case http.StatusConflict:
+		return task.CodeConflict
+	case http.StatusTooManyRequests:
+		return task.CodeRateLimited
+	case http.StatusBadGateway, http.StatusServiceUnavailable, http.StatusGatewayTimeout:
+		return task.CodeUnavailable
+	}
+	return task.CodeInternal
+}
