@@ -1,7 +1,6 @@
 package activities
 
 import (
-	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -183,12 +182,8 @@ func (s *Store) writeErrorLines(lines [][]byte) error {
 	if err := flush(); err != nil {
 		return err
 	}
-	if s.git != nil {
-		msg := fmt.Sprintf("ssot: %d refused inputs", len(lines))
-		if err := s.git.commit(context.Background(), msg, path); err != nil {
-			return fmt.Errorf("committing the error log: %w", err)
-		}
-	}
+	// The error log stays out of the git mirror: each batch would commit
+	// a new copy, and its 64 MiB bound would not hold in the history.
 	return nil
 }
 

@@ -60,12 +60,13 @@ func openSSOTGit(root string, opts StoreOptions) (*ssotGit, error) {
 	return g, nil
 }
 
-// spareExclude is the ignore pattern of the spares of task.json.
-const spareExclude = "/tasks/*/" + spareFile
+// gitExcludes are the SSOT files the git mirror leaves out: the spares of
+// task.json (scratch space for its next write) and the error log (kept
+// bounded by rotation, which a history of its copies would undo).
+var gitExcludes = []string{"/tasks/*/" + spareFile, "/errors.jsonl*"}
 
-// excludeSpares adds spareExclude to the repository's info/exclude: a
-// spare is scratch space for the next write of task.json, not part of
-// the SSOT, and must neither be committed nor show in git status.
+// excludeSpares adds gitExcludes to the repository's info/exclude, so
+// those files are neither committed nor shown in git status.
 func (g *ssotGit) excludeSpares(ctx context.Context) error {
 	out, err := g.run(ctx, "rev-parse", "--git-path", "info/exclude")
 	if err != nil {
@@ -79,12 +80,19 @@ func (g *ssotGit) excludeSpares(ctx context.Context) error {
 	if err != nil && !errors.Is(err, os.ErrNotExist) {
 		return err
 	}
+	have := map[string]bool{}
 	for line := range strings.Lines(string(data)) {
-		if strings.TrimSpace(line) == spareExclude {
-			return nil
+		have[strings.TrimSpace(line)] = true
+	}
+	add := ""
+	for _, pattern := range gitExcludes {
+		if !have[pattern] {
+			add += pattern + "\n"
 		}
 	}
-	add := spareExclude + "\n"
+	if add == "" {
+		return nil
+	}
 	if len(data) > 0 && !strings.HasSuffix(string(data), "\n") {
 		add = "\n" + add
 	}

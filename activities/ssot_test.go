@@ -290,6 +290,13 @@ func TestStoreGitMode(t *testing.T) {
 	if _, err := s.Record(ctx, RecordInput{TaskID: "T-2026-001", Task: json.RawMessage(`{"status":"done"}`)}); err != nil {
 		t.Fatal(err)
 	}
+	// The error log stays out of git.
+	if err := s.AppendError(ErrorEntry{Source: "http", Reason: "not JSON", Raw: "{"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.FlushErrors(); err != nil {
+		t.Fatal(err)
+	}
 	log := gitT(t, s.Root(), "log", "--format=%s")
 	want := "ssot: task state (T-2026-001)\nssot: message task_result-T-2026-001-1740576727001 (T-2026-001)"
 	if log != want {

@@ -252,15 +252,20 @@ func validateAgent(ps *problems, prefix string, a Agent) {
 // that name. A single word naming an existing file with a space in its
 // path is left alone.
 func (ps *problems) argv(key string, argv []string) {
-	if len(argv) != 1 || !strings.ContainsAny(argv[0], " \t") {
+	if len(argv) == 0 || !strings.ContainsAny(argv[0], " \t") {
 		return
 	}
 	if _, err := os.Stat(argv[0]); err == nil {
 		return
 	}
-	words := strings.Fields(argv[0])
-	ps.add(key, "is one string %q, which ampflow would run as a single program name (there is no shell); write a list: [%s] (from the environment: %s)",
-		argv[0], strings.Join(words, ", "), strings.Join(words, ","))
+	words := append(strings.Fields(argv[0]), argv[1:]...)
+	what := "is one string"
+	if len(argv) > 1 {
+		key += "[0]"
+		what = "starts with"
+	}
+	ps.add(key, "%s %q, which ampflow would run as a single program name (there is no shell); write a list: [%s] (from the environment: %s)",
+		what, argv[0], strings.Join(words, ", "), strings.Join(words, ","))
 }
 
 // envList checks a list of environment variable names, each optionally

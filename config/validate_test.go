@@ -84,6 +84,10 @@ func TestValidate(t *testing.T) {
 			c.Agents.Executor.Mode = AgentModeCommand
 			c.Agents.Executor.Command = []string{"python3 agent.py"}
 		}, []string{`agents.executor.command: is one string "python3 agent.py", which ampflow would run as a single program name (there is no shell); write a list: [python3, agent.py]`}},
+		{"AgentCommandShellLineWithArgs", func(c *Config) {
+			c.Agents.Executor.Mode = AgentModeCommand
+			c.Agents.Executor.Command = []string{"python3 agent.py", "--x"}
+		}, []string{`agents.executor.command[0]: starts with "python3 agent.py", which ampflow would run as a single program name (there is no shell); write a list: [python3, agent.py, --x]`}},
 		{"AgentCommandList", func(c *Config) {
 			c.Agents.Executor.Mode = AgentModeCommand
 			c.Agents.Executor.Command = []string{"python3", "agent.py --fast"}

@@ -119,6 +119,9 @@ func NewWorker(c client.Client, queue string, acts *activities.Activities) worke
 // Run runs the worker, the HTTP API and the chat integrations until ctx
 // ends, then stops them.
 func Run(ctx context.Context, o Options) error {
+	if err := hideEnvironment(); err != nil {
+		return fmt.Errorf("hiding the worker's environment from the processes it runs: %w", err)
+	}
 	parts, err := Build(o)
 	if err != nil {
 		return err

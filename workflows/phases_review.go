@@ -346,6 +346,9 @@ func (t *taskRun) finalApproval(ctx workflow.Context) (phase, error) {
 	case task.OptRedispatch:
 		t.Index = len(t.Plan) - 1
 		t.FixNote = "Admin note: " + o.Note
+		// The admin turned the last result down: a result on the same
+		// commit again is flagged like one after a rejected review.
+		t.RejectedCommit = t.ResultCommit
 		return phaseDispatch, nil
 	}
 	return t.terminatedBy(o), nil

@@ -235,3 +235,41 @@ func TestSameCommitFlagged(t *testing.T) {
 		})
 	}
 }
+
+// TestFinalRedoSameCommitFlagged: after an admin sends the last subtask
+// back at final approval, a result on the same commit is flagged to the
+// reviewer as after a rejected review.
+func TestFinalRedoSameCommitFlagged(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		second  string
+		flagged bool
+	}{{"SameCommit", "", true}, {"NewCommit", "b41c9e0", false}} {
+		t.Run(tc.name, func(t *testing.T) {
+			h := newHarness(t, testPlan(amp.RiskHigh, "S1"))
+			h.at(time.Second, func() { h.decide("alice", task.OptApprove, "") })
+			end := h.round(time.Second)
+			h.at(end+1*time.Second, func() { h.decide("bob", task.OptRedispatch, "the greeting is wrong") })
+			h.at(end+2*time.Second, func() { h.ack(amp.RoleExecutor) })
+			h.at(end+3*time.Second, func() {
+				m := h.resultMsg(amp.StatusComplete)
+				if tc.second != "" {
+					m.Result().CommitHash = tc.second
+				}
+				h.submit(m, m.MsgID)
+			})
+			h.at(end+4*time.Second, func() { h.ack(amp.RoleReviewer) })
+			h.at(end+5*time.Second, func() { h.verdict(amp.DecisionApproved, 0.95) })
+			h.at(end+6*time.Second, func() { h.decide("bob", task.OptApprove, "") })
+			h.run()
+			reqs := h.deliveredOf(amp.TypeReviewRequest)
+			if len(reqs) != 2 {
+				t.Fatalf("%d review requests, want 2", len(reqs))
+			}
+			notes := reqs[1].Request().CoordinatorNotes
+			if got := strings.Contains(notes, "no new commit since the last rejection"); got != tc.flagged {
+				t.Errorf("review request after the redo: notes %q, flagged %v, want %v", notes, got, tc.flagged)
+			}
+		})
+	}
+}

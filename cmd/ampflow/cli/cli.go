@@ -131,7 +131,30 @@ func Main(ctx context.Context, o Options) int {
 	if err == nil {
 		return ExitOK
 	}
+	if !a.JSON() && jsonAsked(args) {
+		// The flags were refused before -o was read: answer in the form
+		// asked for all the same.
+		a.output = OutputJSON
+	}
 	return a.report(cmd, err)
+}
+
+// jsonAsked reports whether args ask for JSON output (-o json, -ojson,
+// -o=json, --output json, --output=json) before a "--".
+func jsonAsked(args []string) bool {
+	for i, arg := range args {
+		switch arg {
+		case "--":
+			return false
+		case "-o", "--output":
+			if i+1 < len(args) && args[i+1] == OutputJSON {
+				return true
+			}
+		case "-ojson", "-o=json", "--output=json":
+			return true
+		}
+	}
+	return false
 }
 
 func newApp(o Options) *App {

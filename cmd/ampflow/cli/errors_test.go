@@ -72,6 +72,20 @@ func TestJSONErrors(t *testing.T) {
 			t.Errorf("error %+v, want usage naming -f FILE, without the usage text", e)
 		}
 	})
+	// A flag refused before -o is read still gets its answer as JSON.
+	for _, args := range [][]string{
+		{"task", "start", "--bogus", "-o", "json"},
+		{"task", "start", "--bogus", "--output=json"},
+		{"task", "list", "--limit", "x", "-ojson"},
+	} {
+		t.Run("UsageBefore"+strings.Join(args[2:], ""), func(t *testing.T) {
+			r := runFake(t, &fakeTasks{}, "", nil, args...)
+			wantExit(t, r, ExitUsage)
+			if e := jsonErrorOf(t, r); e.Code != codeUsage {
+				t.Errorf("error %+v, want usage", e)
+			}
+		})
+	}
 	t.Run("BadConfig", func(t *testing.T) {
 		r := runFake(t, &fakeTasks{}, "", map[string]string{"AMPFLOW_PROTOCOL_MAX_REJECTS": "-1"}, "task", "start", "-f", "testdata/plan.yaml", "-o", "json")
 		wantExit(t, r, ExitFailed)
