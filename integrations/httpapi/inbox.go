@@ -19,11 +19,15 @@ const MaxWait = 60 * time.Second
 type InboxResponse struct {
 	Role     amp.Role      `json:"role"`
 	Messages []amp.Message `json:"messages"`
+	// NextCursor asks for the next page; empty on the last.
+	NextCursor string `json:"next_cursor,omitempty"`
 }
 
 // DecisionsResponse is the answer to GET /v1/decisions.
 type DecisionsResponse struct {
 	Decisions []task.Decision `json:"decisions"`
+	// NextCursor asks for the next page; empty on the last.
+	NextCursor string `json:"next_cursor,omitempty"`
 }
 
 // DecideRequest is the body of POST /v1/decisions/{id}.
@@ -35,9 +39,9 @@ type DecideRequest struct {
 // decisionChannel is the DecideInput.Channel of decisions taken here.
 const decisionChannel = "api"
 
-// inbox answers the messages awaiting role. With wait it long-polls:
-// it looks again every poll interval until something is there, the wait
-// is over or the client has gone.
+// inbox answers a page of the messages awaiting role, oldest first. With
+// wait it long-polls: it looks again every poll interval until the page
+// has something, the wait is over or the client has gone.
 func (s *Server) inbox(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
 	role := amp.Role(q.Get("role"))
@@ -53,6 +57,11 @@ func (s *Server) inbox(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
+	p, err := readPage(q, listInbox)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
 	ctx := r.Context()
 	// The wall clock, not Options.Now: the wait runs on real timers.
 	deadline := time.Now().Add(wait)
@@ -60,7 +69,7 @@ func (s *Server) inbox(w http.ResponseWriter, r *http.Request) {
 		s.extendDeadlines(w, r, wait)
 	}
 	for {
-		msgs, err := s.tasks.Inbox(ctx, role)
+		all, err := s.tasks.Inbox(ctx, role)
 		if ctx.Err() != nil {
 			return // the client went away; nobody reads an answer
 		}
@@ -68,12 +77,10 @@ func (s *Server) inbox(w http.ResponseWriter, r *http.Request) {
 			s.writeError(w, r, err)
 			return
 		}
+		msgs, next := cut(all, p, false, messageKey)
 		left := time.Until(deadline)
 		if len(msgs) > 0 || left <= 0 {
-			if msgs == nil {
-				msgs = []amp.Message{}
-			}
-			writeJSON(w, http.StatusOK, InboxResponse{Role: role, Messages: msgs})
+			writeJSON(w, http.StatusOK, InboxResponse{Role: role, Messages: msgs, NextCursor: next})
 			return
 		}
 		t := time.NewTimer(min(s.poll, left))
@@ -84,6 +91,12 @@ func (s *Server) inbox(w http.ResponseWriter, r *http.Request) {
 		case <-t.C:
 		}
 	}
+}
+
+// messageKey places a waiting message by its time and msg_id.
+func messageKey(_ int, m amp.Message) pageKey {
+	at, _ := time.Parse(time.RFC3339, m.Timestamp)
+	return pageKey{At: at.UTC(), ID: m.MsgID}
 }
 
 // extendDeadlines gives a long poll its wait on top of the server's read
@@ -121,15 +134,20 @@ func parseWait(v string, maxWait time.Duration) (time.Duration, error) {
 }
 
 func (s *Server) listDecisions(w http.ResponseWriter, r *http.Request) {
-	ds, err := s.tasks.Pending(r.Context())
+	p, err := readPage(r.URL.Query(), listDecisions)
 	if err != nil {
 		s.writeError(w, r, err)
 		return
 	}
-	if ds == nil {
-		ds = []task.Decision{}
+	all, err := s.tasks.Pending(r.Context())
+	if err != nil {
+		s.writeError(w, r, err)
+		return
 	}
-	writeJSON(w, http.StatusOK, DecisionsResponse{Decisions: ds})
+	ds, next := cut(all, p, false, func(_ int, d task.Decision) pageKey {
+		return pageKey{At: d.RaisedAt.UTC(), ID: d.ID}
+	})
+	writeJSON(w, http.StatusOK, DecisionsResponse{Decisions: ds, NextCursor: next})
 }
 
 func (s *Server) decide(w http.ResponseWriter, r *http.Request) {

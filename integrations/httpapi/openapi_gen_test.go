@@ -173,12 +173,14 @@ func apiSchemas() (map[string]obj, map[string]any) {
 		"from":    strEnum("The sending role; the token must have it.", amp.RoleExecutor, amp.RoleReviewer, amp.RoleCoordinator),
 		"note":    str("A short progress note."),
 	}))
-	add("InboxResponse", InboxResponse{}, object(InboxResponse{}, "The messages addressed to role that still await its ACK or reply, oldest task first.", obj{
+	add("InboxResponse", InboxResponse{}, object(InboxResponse{}, "A page of the messages addressed to role that still await its ACK or reply.", obj{
 		"role":     strEnum("Whose inbox this is.", amp.RoleExecutor, amp.RoleReviewer),
-		"messages": array(ref("Message"), "Whole AMP envelopes; empty when none is waiting."),
+		"messages": array(ref("Message"), "Whole AMP envelopes, oldest first (by timestamp, then msg_id), at most limit; empty when none is waiting."),
+		"next_cursor": str("Pass as cursor to read the next page; absent on the last page."),
 	}))
 	add("DecisionsResponse", DecisionsResponse{}, object(DecisionsResponse{}, "The decisions waiting for an admin.", obj{
-		"decisions": array(ref("Decision"), "At most one per task."),
+		"decisions": array(ref("Decision"), "At most one per task and at most limit, oldest first (by raised_at, then id)."),
+		"next_cursor": str("Pass as cursor to read the next page; absent on the last page."),
 	}))
 	add("DecideRequest", DecideRequest{}, object(DecideRequest{}, "An admin's choice on a pending decision.", obj{
 		"option": str("The id of one of the decision's options."),
@@ -232,7 +234,8 @@ func apiSchemas() (map[string]obj, map[string]any) {
 		"extra":             obj{"type": "object", "description": "Anything else of note."},
 	}))
 	add("ListResponse", ListResponse{}, object(ListResponse{}, "Tasks, newest first.", obj{
-		"tasks": array(ref("TaskSummary"), "At most limit tasks."),
+		"tasks": array(ref("TaskSummary"), "At most limit tasks, newest first (by started_at, then task_id)."),
+		"next_cursor": str("Pass as cursor to read the next page; absent on the last page."),
 	}))
 	add("TaskSummary", workflows.TaskSummary{}, object(workflows.TaskSummary{}, "One line of a task listing.", obj{
 		"task_id":      taskIDSchema("The task."),
@@ -245,7 +248,8 @@ func apiSchemas() (map[string]obj, map[string]any) {
 	}))
 	add("HistoryResponse", HistoryResponse{}, object(HistoryResponse{}, "A task's SSOT records in the order they were written.", obj{
 		"task_id": taskIDSchema("The task."),
-		"records": array(ref("StoredRecord"), "The records."),
+		"records": array(ref("StoredRecord"), "At most limit records, in the order they were written."),
+		"next_cursor": str("Pass as cursor to read the next page; absent on the last page."),
 	}))
 	add("StoredRecord", activities.StoredRecord{}, object(activities.StoredRecord{}, "One record as the SSOT keeps it.", obj{
 		"id":          str("The record's id: a message's or ACK's msg_id, or the id of a decision or event."),
@@ -344,7 +348,9 @@ type op struct {
 var (
 	pathID     = obj{"name": "id", "in": "path", "required": true, "schema": taskIDSchema(""), "description": "The task id, T-YYYY-NNN."}
 	limitParam = obj{"name": "limit", "in": "query", "schema": obj{"type": "integer", "minimum": 1, "maximum": maxListLimit, "default": defaultListLimit},
-		"description": "At most this many tasks."}
+		"description": fmt.Sprintf("At most this many items in the page; from 1 to %d (outside: 400 naming limit).", maxListLimit)}
+	cursorParam = obj{"name": "cursor", "in": "query", "schema": obj{"type": "string"},
+		"description": "The next_cursor of the previous page, opaque; absent reads the first page. A cursor this listing did not give answers 400 naming cursor. The next page starts after the previous page's last item even when that item is gone."}
 )
 
 func ops() []op {
@@ -358,10 +364,10 @@ func ops() []op {
 				"description": "Makes a retried start safe: a start under a key already used by this token answers with that start's task instead of starting another."}},
 			body: ref("StartRequest"), status: 201, answer: ref("StartResponse"), errs: []int{400, 403, 409, 413, 415}},
 		{pattern: "GET /v1/tasks", summary: "List tasks", params: []obj{
-			{"name": "status", "in": "query", "schema": ref("Status"), "description": "Only tasks with this status."}, limitParam},
+			{"name": "status", "in": "query", "schema": ref("Status"), "description": "Only tasks with this status."}, limitParam, cursorParam},
 			status: 200, answer: ref("ListResponse"), errs: []int{400}},
 		{pattern: "GET /v1/tasks/{id}", summary: "A task's state", params: []obj{pathID}, status: 200, answer: ref("State"), errs: []int{400, 404}},
-		{pattern: "GET /v1/tasks/{id}/history", summary: "A task's SSOT records", params: []obj{pathID}, status: 200, answer: ref("HistoryResponse"), errs: []int{400, 404}},
+		{pattern: "GET /v1/tasks/{id}/history", summary: "A task's SSOT records", params: []obj{pathID, limitParam, cursorParam}, status: 200, answer: ref("HistoryResponse"), errs: []int{400, 404}},
 		{pattern: "POST /v1/tasks/{id}/cancel", summary: "Cancel a task", description: "Token role: coordinator or admin.", params: []obj{pathID},
 			body: ref("CancelRequest"), status: 200, answer: ref("ChangeResult"), errs: []int{400, 403, 404, 409, 413, 415}},
 		{pattern: "POST /v1/tasks/{id}/replan", summary: "Replan a task", description: "Token role: coordinator or admin.", params: []obj{pathID},
@@ -374,12 +380,13 @@ func ops() []op {
 		{pattern: "POST /v1/acks", summary: "Acknowledge a message", description: "The short form {msg_id, as} has the server write the ACK record; a whole ACK record (with ack_of) is taken as POST /v1/messages takes it.",
 			body: obj{"oneOf": []any{ref("AckRequest"), ampRef("ack", "")}}, status: 202, answer: ref("SubmitResponse"), errs: []int{400, 403, 404, 409, 413, 415, 423, 429}},
 		{pattern: "POST /v1/heartbeats", summary: "Send a heartbeat", body: ref("HeartbeatRequest"), status: 202, answer: ref("OK"), errs: []int{400, 403, 404, 409, 413, 415}},
-		{pattern: "GET /v1/inbox", summary: "An agent's inbox", description: "The messages awaiting the role's ACK or reply. With wait, a long poll: the answer comes as soon as a message is there, or empty when the wait is over.",
+		{pattern: "GET /v1/inbox", summary: "An agent's inbox", description: "A page of the messages awaiting the role's ACK or reply. With wait, a long poll: the answer comes as soon as the page has a message, or empty when the wait is over.",
 			params: []obj{
 				{"name": "role", "in": "query", "schema": strEnum("", amp.RoleExecutor, amp.RoleReviewer), "description": "Whose inbox; defaults to the token's role when it is executor or reviewer."},
 				{"name": "wait", "in": "query", "schema": obj{"type": "string", "examples": []any{"30s", "30"}}, "description": fmt.Sprintf("How long to wait for a message: a Go duration (\"30s\") or whole seconds; at most %s (the server's bound). Absent answers at once.", MaxWait)},
+				limitParam, cursorParam,
 			}, status: 200, answer: ref("InboxResponse"), errs: []int{400}},
-		{pattern: "GET /v1/decisions", summary: "Decisions waiting for an admin", status: 200, answer: ref("DecisionsResponse")},
+		{pattern: "GET /v1/decisions", summary: "Decisions waiting for an admin", params: []obj{limitParam, cursorParam}, status: 200, answer: ref("DecisionsResponse"), errs: []int{400}},
 		{pattern: "POST /v1/decisions/{id}", summary: "Decide", description: "Token role: admin. The token's name is recorded as who decided.",
 			params: []obj{{"name": "id", "in": "path", "required": true, "schema": obj{"type": "string", "pattern": "^T-[0-9]{4}-[0-9]{3,}-d[0-9]+$"}, "description": "The decision id, T-YYYY-NNN-dN."}},
 			body:   ref("DecideRequest"), status: 200, answer: ref("DecideResult"), errs: []int{400, 403, 404, 409, 413, 415}},

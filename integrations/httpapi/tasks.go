@@ -5,19 +5,12 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"strconv"
 	"strings"
 
 	"github.com/ampflow/ampflow/activities"
 	"github.com/ampflow/ampflow/amp"
 	"github.com/ampflow/ampflow/workflows"
 	"github.com/ampflow/ampflow/workflows/task"
-)
-
-// Listing bounds of GET /v1/tasks.
-const (
-	defaultListLimit = 100
-	maxListLimit     = 1000
 )
 
 // StartRequest is the body of POST /v1/tasks.
@@ -40,6 +33,8 @@ type StartResponse struct {
 // ListResponse is the answer to GET /v1/tasks.
 type ListResponse struct {
 	Tasks []workflows.TaskSummary `json:"tasks"`
+	// NextCursor asks for the next page; empty on the last.
+	NextCursor string `json:"next_cursor,omitempty"`
 }
 
 // HistoryResponse is the answer to GET /v1/tasks/{id}/history: the
@@ -47,6 +42,8 @@ type ListResponse struct {
 type HistoryResponse struct {
 	TaskID  string                    `json:"task_id"`
 	Records []activities.StoredRecord `json:"records"`
+	// NextCursor asks for the next page; empty on the last.
+	NextCursor string `json:"next_cursor,omitempty"`
 }
 
 // CancelRequest is the body of POST /v1/tasks/{id}/cancel.
@@ -185,24 +182,21 @@ func (s *Server) listTasks(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, invalidField("status", fmt.Sprintf("unknown status %q", status)))
 		return
 	}
-	limit := defaultListLimit
-	if v := q.Get("limit"); v != "" {
-		n, err := strconv.Atoi(v)
-		if err != nil || n < 1 || n > maxListLimit {
-			s.writeError(w, r, invalidField("limit", fmt.Sprintf("must be a whole number from 1 to %d", maxListLimit)))
-			return
-		}
-		limit = n
-	}
-	tasks, err := s.tasks.List(r.Context(), status, limit)
+	p, err := readPage(q, listTasks)
 	if err != nil {
 		s.writeError(w, r, err)
 		return
 	}
-	if tasks == nil {
-		tasks = []workflows.TaskSummary{}
+	// The backend reads the whole list (in order); the page is cut here.
+	all, err := s.tasks.List(r.Context(), status, 0)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
 	}
-	writeJSON(w, http.StatusOK, ListResponse{Tasks: tasks})
+	tasks, next := cut(all, p, true, func(_ int, t workflows.TaskSummary) pageKey {
+		return pageKey{At: t.StartedAt, ID: t.TaskID}
+	})
+	writeJSON(w, http.StatusOK, ListResponse{Tasks: tasks, NextCursor: next})
 }
 
 // taskID returns the {id} path value, checked.
@@ -234,19 +228,25 @@ func (s *Server) taskHistory(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
+	p, err := readPage(r.URL.Query(), listHistory)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
 	if s.store == nil {
 		s.writeError(w, r, task.Errorf(task.CodeUnavailable, "no SSOT store is configured"))
 		return
 	}
-	recs, err := s.store.History(id)
+	all, err := s.store.History(id)
 	if err != nil {
 		s.writeError(w, r, storeError(err, "task "+id))
 		return
 	}
-	if recs == nil {
-		recs = []activities.StoredRecord{}
-	}
-	writeJSON(w, http.StatusOK, HistoryResponse{TaskID: id, Records: recs})
+	// The journal only grows: a record's position in it is its place.
+	recs, next := cut(all, p, false, func(i int, rec activities.StoredRecord) pageKey {
+		return pageKey{N: i + 1, ID: rec.ID}
+	})
+	writeJSON(w, http.StatusOK, HistoryResponse{TaskID: id, Records: recs, NextCursor: next})
 }
 
 func (s *Server) getRecord(w http.ResponseWriter, r *http.Request) {

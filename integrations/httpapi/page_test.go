@@ -1,0 +1,296 @@
+package httpapi
+
+import (
+	"encoding/base64"
+	"fmt"
+	"net/http"
+	"net/url"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/ampflow/ampflow/activities"
+	"github.com/ampflow/ampflow/amp"
+	"github.com/ampflow/ampflow/workflows"
+	"github.com/ampflow/ampflow/workflows/task"
+)
+
+// listing is one paginated route over a fake backend of five items.
+type listing struct {
+	name string
+	path string
+	// fill gives the backend the items of ids, in the backend's order.
+	fill func(h *harness, ids []string)
+	// ids decodes an answer's items and its next_cursor.
+	ids func(t *testing.T, r response) ([]string, string)
+}
+
+func listings() []listing {
+	base := time.Date(2026, 3, 1, 10, 0, 0, 0, time.UTC)
+	return []listing{
+		{name: "Tasks", path: "/v1/tasks",
+			fill: func(h *harness, ids []string) {
+				var s []workflows.TaskSummary
+				for _, id := range ids {
+					s = append(s, workflows.TaskSummary{TaskID: id, StartedAt: base.Add(time.Duration(num(id)) * time.Minute)})
+				}
+				h.tasks.mu.Lock()
+				h.tasks.summaries = s
+				h.tasks.mu.Unlock()
+			},
+			ids: func(t *testing.T, r response) ([]string, string) {
+				var out ListResponse
+				r.decode(t, &out)
+				var ids []string
+				for _, s := range out.Tasks {
+					ids = append(ids, s.TaskID)
+				}
+				return ids, out.NextCursor
+			}},
+		{name: "Decisions", path: "/v1/decisions",
+			fill: func(h *harness, ids []string) {
+				var ds []task.Decision
+				for _, id := range ids {
+					ds = append(ds, task.Decision{ID: id + "-d1", TaskID: id, RaisedAt: base.Add(time.Duration(10-num(id)) * time.Minute)})
+				}
+				h.tasks.mu.Lock()
+				h.tasks.pending = ds
+				h.tasks.mu.Unlock()
+			},
+			ids: func(t *testing.T, r response) ([]string, string) {
+				var out DecisionsResponse
+				r.decode(t, &out)
+				var ids []string
+				for _, d := range out.Decisions {
+					ids = append(ids, d.TaskID)
+				}
+				return ids, out.NextCursor
+			}},
+		{name: "Inbox", path: "/v1/inbox?role=executor",
+			fill: func(h *harness, ids []string) {
+				var ms []amp.Message
+				for _, id := range ids {
+					ms = append(ms, amp.Message{MsgID: "task_dispatch-" + id, TaskID: id, To: amp.RoleExecutor,
+						Timestamp: base.Add(time.Duration(10-num(id)) * time.Second).Format(amp.TimestampLayout)})
+				}
+				h.tasks.setInbox(ms)
+			},
+			ids: func(t *testing.T, r response) ([]string, string) {
+				// Only what the test needs: its messages are not whole envelopes.
+				var out struct {
+					Messages []struct {
+						TaskID string `json:"task_id"`
+					} `json:"messages"`
+					NextCursor string `json:"next_cursor"`
+				}
+				r.decode(t, &out)
+				var ids []string
+				for _, m := range out.Messages {
+					ids = append(ids, m.TaskID)
+				}
+				return ids, out.NextCursor
+			}},
+		{name: "History", path: "/v1/tasks/T-2026-001/history",
+			fill: func(h *harness, ids []string) {
+				var rs []activities.StoredRecord
+				for _, id := range ids {
+					// One time for all: the journal's order is the order.
+					rs = append(rs, activities.StoredRecord{ID: "rec-" + id, TaskID: "T-2026-001", RecordedAt: base, Kind: activities.KindMessage})
+				}
+				h.store.mu.Lock()
+				h.store.records["T-2026-001"] = rs
+				h.store.mu.Unlock()
+			},
+			ids: func(t *testing.T, r response) ([]string, string) {
+				var out HistoryResponse
+				r.decode(t, &out)
+				var ids []string
+				for _, rec := range out.Records {
+					ids = append(ids, strings.TrimPrefix(rec.ID, "rec-"))
+				}
+				return ids, out.NextCursor
+			}},
+	}
+}
+
+// num is the number of a task id T-2026-NNN.
+func num(id string) int {
+	var n int
+	fmt.Sscanf(id[len("T-2026-"):], "%d", &n)
+	return n
+}
+
+// five are the items of every listing, in the order each lists them.
+var five = []string{"T-2026-005", "T-2026-004", "T-2026-003", "T-2026-002", "T-2026-001"}
+
+// withQuery adds k=v to path.
+func withQuery(path string, kv ...string) string {
+	q := url.Values{}
+	for i := 0; i < len(kv); i += 2 {
+		q.Set(kv[i], kv[i+1])
+	}
+	if strings.Contains(path, "?") {
+		return path + "&" + q.Encode()
+	}
+	return path + "?" + q.Encode()
+}
+
+func TestListingPages(t *testing.T) {
+	for _, l := range listings() {
+		t.Run(l.name, func(t *testing.T) {
+			h := newHarness(t, false)
+			l.fill(h, five)
+			var got []string
+			cursor := ""
+			for page := 1; ; page++ {
+				if page > 3 {
+					t.Fatalf("more than 3 pages of 2 for 5 items; so far %v", got)
+				}
+				kv := []string{"limit", "2"}
+				if cursor != "" {
+					kv = append(kv, "cursor", cursor)
+				}
+				r := h.do(t, "GET", withQuery(l.path, kv...), executorToken, "")
+				wantStatus(t, r, http.StatusOK)
+				ids, next := l.ids(t, r)
+				if want := min(2, 5-len(got)); len(ids) != want {
+					t.Fatalf("page %d has %v, want %d items", page, ids, want)
+				}
+				got = append(got, ids...)
+				if next == "" {
+					break
+				}
+				cursor = next
+			}
+			if !slices.Equal(got, five) {
+				t.Errorf("pages gave %v, want %v", got, five)
+			}
+			// Without a limit, one page of everything and no cursor.
+			r := h.do(t, "GET", l.path, executorToken, "")
+			wantStatus(t, r, http.StatusOK)
+			if ids, next := l.ids(t, r); !slices.Equal(ids, five) || next != "" || strings.Contains(string(r.body), "next_cursor") {
+				t.Errorf("default page %v, next %q; body %s", ids, next, r.body)
+			}
+		})
+	}
+}
+
+func TestListingLimitBounds(t *testing.T) {
+	for _, l := range listings() {
+		t.Run(l.name, func(t *testing.T) {
+			h := newHarness(t, false)
+			l.fill(h, five)
+			for _, v := range []string{"0", "-1", "1001", "x", "1.5"} {
+				r := h.do(t, "GET", withQuery(l.path, "limit", v), executorToken, "")
+				wantStatus(t, r, http.StatusBadRequest)
+				if e := r.errorBody(t); len(e.Fields) != 1 || e.Fields[0].Path != "limit" || !strings.Contains(e.Message, "1000") {
+					t.Errorf("limit=%s: error %+v", v, e)
+				}
+			}
+			for _, v := range []string{"1", "1000"} {
+				r := h.do(t, "GET", withQuery(l.path, "limit", v), executorToken, "")
+				wantStatus(t, r, http.StatusOK)
+			}
+		})
+	}
+}
+
+func TestListingBadCursor(t *testing.T) {
+	all := listings()
+	for i, l := range all {
+		t.Run(l.name, func(t *testing.T) {
+			h := newHarness(t, false)
+			l.fill(h, five)
+			// A good cursor of another listing is refused too.
+			other := all[(i+1)%len(all)]
+			other.fill(h, five)
+			_, foreign := other.ids(t, h.do(t, "GET", withQuery(other.path, "limit", "1"), executorToken, ""))
+			if foreign == "" {
+				t.Fatal("no cursor from the other listing")
+			}
+			bad := []string{"!!!", "bm90IGpzb24", base64.RawURLEncoding.EncodeToString([]byte(`{"l":"x","extra":1}`)), foreign}
+			for _, c := range bad {
+				r := h.do(t, "GET", withQuery(l.path, "cursor", c), executorToken, "")
+				wantStatus(t, r, http.StatusBadRequest)
+				if e := r.errorBody(t); len(e.Fields) != 1 || e.Fields[0].Path != "cursor" {
+					t.Errorf("cursor %s: error %+v", c, e)
+				}
+			}
+		})
+	}
+}
+
+// A page after an item that is gone starts after its place.
+func TestListingCursorAfterDeletedItem(t *testing.T) {
+	for _, l := range listings() {
+		if l.name == "History" {
+			continue // the journal only grows; see TestListingHistoryGrows
+		}
+		t.Run(l.name, func(t *testing.T) {
+			h := newHarness(t, false)
+			l.fill(h, five)
+			ids, next := l.ids(t, h.do(t, "GET", withQuery(l.path, "limit", "2"), executorToken, ""))
+			if !slices.Equal(ids, five[:2]) || next == "" {
+				t.Fatalf("first page %v, next %q", ids, next)
+			}
+			// The page's last item and the one before it are gone.
+			l.fill(h, []string{five[2], five[3], five[4]})
+			r := h.do(t, "GET", withQuery(l.path, "limit", "2", "cursor", next), executorToken, "")
+			wantStatus(t, r, http.StatusOK)
+			if ids, _ := l.ids(t, r); !slices.Equal(ids, five[2:4]) {
+				t.Errorf("after the gone item: %v, want %v", ids, five[2:4])
+			}
+		})
+	}
+}
+
+// Records written after a page are on the next one.
+func TestListingHistoryGrows(t *testing.T) {
+	l := listings()[3]
+	h := newHarness(t, false)
+	l.fill(h, five[:2])
+	ids, next := l.ids(t, h.do(t, "GET", withQuery(l.path, "limit", "2"), executorToken, ""))
+	if !slices.Equal(ids, five[:2]) || next != "" {
+		t.Fatalf("first page %v, next %q", ids, next)
+	}
+	l.fill(h, five)
+	// The last page's cursor is not given; the client asks again with
+	// the key of the last record it has.
+	k := pageKey{List: listHistory, N: 2, ID: "rec-" + five[1]}
+	r := h.do(t, "GET", withQuery(l.path, "cursor", encodeCursor(k)), executorToken, "")
+	wantStatus(t, r, http.StatusOK)
+	if ids, _ := l.ids(t, r); !slices.Equal(ids, five[2:]) {
+		t.Errorf("after growing: %v, want %v", ids, five[2:])
+	}
+}
+
+// A long poll waits for its page to have something: with a cursor past
+// every waiting message, the next message ends the wait.
+func TestInboxWaitPage(t *testing.T) {
+	l := listings()[2]
+	h := newHarness(t, false)
+	l.fill(h, five[:1])
+	_, next := l.ids(t, h.do(t, "GET", withQuery(l.path, "limit", "1"), executorToken, ""))
+	if next != "" {
+		t.Fatalf("a one-item inbox gave a next cursor")
+	}
+	k := pageKey{List: listInbox, At: time.Date(2026, 3, 1, 10, 0, 5, 0, time.UTC), ID: "task_dispatch-" + five[0]}
+	h.tasks.mu.Lock()
+	h.tasks.inboxHook = func(n int) {
+		if n == 3 {
+			l.fill(h, five[:2])
+		}
+	}
+	h.tasks.mu.Unlock()
+	r := h.do(t, "GET", withQuery(l.path, "wait", "30s", "cursor", encodeCursor(k)), executorToken, "")
+	wantStatus(t, r, http.StatusOK)
+	if ids, _ := l.ids(t, r); !slices.Equal(ids, five[1:2]) {
+		t.Errorf("long poll answered %v, want %v", ids, five[1:2])
+	}
+	h.tasks.mu.Lock()
+	defer h.tasks.mu.Unlock()
+	if h.tasks.inboxN < 3 {
+		t.Errorf("answered after %d looks, before the message came", h.tasks.inboxN)
+	}
+}
