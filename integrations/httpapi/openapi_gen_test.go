@@ -174,12 +174,12 @@ func apiSchemas() (map[string]obj, map[string]any) {
 		"note":    str("A short progress note."),
 	}))
 	add("InboxResponse", InboxResponse{}, object(InboxResponse{}, "A page of the messages addressed to role that still await its ACK or reply.", obj{
-		"role":     strEnum("Whose inbox this is.", amp.RoleExecutor, amp.RoleReviewer),
-		"messages": array(ref("Message"), "Whole AMP envelopes, oldest first (by timestamp, then msg_id), at most limit; empty when none is waiting."),
+		"role":        strEnum("Whose inbox this is.", amp.RoleExecutor, amp.RoleReviewer),
+		"messages":    array(ref("Message"), "Whole AMP envelopes, oldest first (by timestamp, then msg_id), at most limit; empty when none is waiting."),
 		"next_cursor": str("Pass as cursor to read the next page; absent on the last page."),
 	}))
 	add("DecisionsResponse", DecisionsResponse{}, object(DecisionsResponse{}, "The decisions waiting for an admin.", obj{
-		"decisions": array(ref("Decision"), "At most one per task and at most limit, oldest first (by raised_at, then id)."),
+		"decisions":   array(ref("Decision"), "At most one per task and at most limit, oldest first (by raised_at, then id)."),
 		"next_cursor": str("Pass as cursor to read the next page; absent on the last page."),
 	}))
 	add("DecideRequest", DecideRequest{}, object(DecideRequest{}, "An admin's choice on a pending decision.", obj{
@@ -234,7 +234,7 @@ func apiSchemas() (map[string]obj, map[string]any) {
 		"extra":             obj{"type": "object", "description": "Anything else of note."},
 	}))
 	add("ListResponse", ListResponse{}, object(ListResponse{}, "Tasks, newest first.", obj{
-		"tasks": array(ref("TaskSummary"), "At most limit tasks, newest first (by started_at, then task_id)."),
+		"tasks":       array(ref("TaskSummary"), "At most limit tasks, newest first (by started_at, then task_id)."),
 		"next_cursor": str("Pass as cursor to read the next page; absent on the last page."),
 	}))
 	add("TaskSummary", workflows.TaskSummary{}, object(workflows.TaskSummary{}, "One line of a task listing.", obj{
@@ -247,8 +247,8 @@ func apiSchemas() (map[string]obj, map[string]any) {
 		"running":      boolean("Whether its workflow still runs."),
 	}))
 	add("HistoryResponse", HistoryResponse{}, object(HistoryResponse{}, "A task's SSOT records in the order they were written.", obj{
-		"task_id": taskIDSchema("The task."),
-		"records": array(ref("StoredRecord"), "At most limit records, in the order they were written."),
+		"task_id":     taskIDSchema("The task."),
+		"records":     array(ref("StoredRecord"), "At most limit records, in the order they were written."),
 		"next_cursor": str("Pass as cursor to read the next page; absent on the last page."),
 	}))
 	add("StoredRecord", activities.StoredRecord{}, object(activities.StoredRecord{}, "One record as the SSOT keeps it.", obj{
