@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"strings"
@@ -14,29 +15,39 @@ import (
 const decisionChannel = "cli"
 
 func (a *App) pendingCommand() *cobra.Command {
-	return &cobra.Command{
+	var page pageFlags
+	cmd := &cobra.Command{
 		Use:     "pending",
 		Short:   "List the decisions waiting for an admin",
 		GroupID: groupAdmin,
 		Long: "Pending lists the open decisions of all running tasks: the task, the decision\n" +
 			"id, its kind, the question and the options (* marks those that need --note).\n" +
-			"-o json prints an array of decisions, [] when none is open.",
-		Example: "  ampflow pending\n  ampflow pending -o json | jq '.[] | .task_id'",
+			"-o json prints an array of decisions, [] when none is open. Oldest first.\n" + pageHelp,
+		Example: "  ampflow pending\n  ampflow pending --all -o json | jq '.[] | .task_id'",
 		Args:    exactArgs(0, "none"),
-		RunE: func(cmd *cobra.Command, _ []string) error {
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := page.check(); err != nil {
+				return err
+			}
 			tasks, err := a.tasks()
 			if err != nil {
 				return err
 			}
-			ds, err := tasks.Pending(cmd.Context())
+			ds, next, err := readPages(cmd.Context(), page, func(ctx context.Context, q pageQuery) ([]task.Decision, string, error) {
+				if p, ok := tasks.(pager); ok {
+					return p.DecisionsPage(ctx, q)
+				}
+				ds, err := tasks.Pending(ctx)
+				return ds, "", err
+			})
 			if err != nil {
 				return refused(err)
 			}
-			if ds == nil {
-				ds = []task.Decision{}
-			}
 			if a.JSON() {
-				return a.PrintJSON(ds)
+				if err := a.PrintJSON(ds); err != nil {
+					return err
+				}
+				return a.printMore(cmd, args, next)
 			}
 			if len(ds) == 0 {
 				_, err := fmt.Fprintln(a.Stdout, "no pending decisions")
@@ -50,11 +61,15 @@ func (a *App) pendingCommand() *cobra.Command {
 				return err
 			}
 			if needsNote(ds...) {
-				_, err = fmt.Fprintln(a.Stdout, "* needs --note")
+				if _, err := fmt.Fprintln(a.Stdout, "* needs --note"); err != nil {
+					return err
+				}
 			}
-			return err
+			return a.printMore(cmd, args, next)
 		},
 	}
+	page.add(cmd, "decisions")
+	return cmd
 }
 
 func (a *App) decideCommand() *cobra.Command {

@@ -62,16 +62,17 @@ func (a *App) printSubmit(taskID string, res task.SubmitResult, verb string) err
 func (a *App) inboxCommand() *cobra.Command {
 	var as string
 	var wait time.Duration
+	var page pageFlags
 	cmd := &cobra.Command{
 		Use:   "inbox --as ROLE",
 		Short: "List messages waiting for an agent's ACK or reply",
 		Long: "Inbox lists the messages addressed to the executor or the reviewer that still\n" +
-			"await its ACK or reply, oldest task first. -o json prints a JSON array of AMP\n" +
+			"await its ACK or reply, oldest first. -o json prints a JSON array of AMP\n" +
 			"envelopes, [] when there are none. --wait D waits until a message arrives or\n" +
-			"D has passed (GET /v1/inbox?wait=).",
+			"D has passed (GET /v1/inbox?wait=); with --cursor, until one arrives after it.\n" + pageHelp,
 		Example: "  ampflow inbox --as executor\n  ampflow inbox --as reviewer --wait 5m -o json | jq '.[0]'",
 		Args:    exactArgs(0, "none"),
-		RunE: func(cmd *cobra.Command, _ []string) error {
+		RunE: func(cmd *cobra.Command, args []string) error {
 			role, err := roleFlag("--as", as, amp.RoleExecutor, amp.RoleReviewer)
 			if err != nil {
 				return err
@@ -79,16 +80,31 @@ func (a *App) inboxCommand() *cobra.Command {
 			if wait < 0 {
 				return UsageError(errors.New("--wait must not be negative"))
 			}
+			if err := page.check(); err != nil {
+				return err
+			}
 			tasks, err := a.tasks()
 			if err != nil {
 				return err
 			}
-			msgs, err := a.pollInbox(cmd.Context(), tasks, role, wait)
+			// Only the first page waits; the pages after it are there.
+			w := wait
+			msgs, next, err := readPages(cmd.Context(), page, func(ctx context.Context, q pageQuery) ([]amp.Message, string, error) {
+				defer func() { w = 0 }()
+				if p, ok := tasks.(pager); ok {
+					return p.InboxPage(ctx, role, w, q)
+				}
+				msgs, err := a.pollInbox(ctx, tasks, role, w)
+				return msgs, "", err
+			})
 			if err != nil {
 				return refused(err)
 			}
 			if a.JSON() {
-				return a.PrintJSON(msgs)
+				if err := a.PrintJSON(msgs); err != nil {
+					return err
+				}
+				return a.printMore(cmd, args, next)
 			}
 			if len(msgs) == 0 {
 				_, err := fmt.Fprintf(a.Stdout, "no messages for %s\n", role)
@@ -98,11 +114,15 @@ func (a *App) inboxCommand() *cobra.Command {
 			for _, m := range msgs {
 				t.row(m.MsgID, string(m.Type), m.TaskID, string(m.From), m.Timestamp)
 			}
-			return t.flush()
+			if err := t.flush(); err != nil {
+				return err
+			}
+			return a.printMore(cmd, args, next)
 		},
 	}
 	cmd.Flags().StringVar(&as, "as", "", "the agent's `ROLE`: executor or reviewer")
 	cmd.Flags().DurationVar(&wait, "wait", 0, "poll until a message arrives or `D` passes")
+	page.add(cmd, "messages")
 	return cmd
 }
 

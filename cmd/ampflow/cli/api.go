@@ -30,7 +30,7 @@ const (
 // server's MaxWait); longer waits ask again.
 const maxInboxWait = 60 * time.Second
 
-// maxListLimit is the most tasks one GET /v1/tasks answers.
+// maxListLimit is the most items one page of a listing holds.
 const maxListLimit = 1000
 
 // apiClient reaches the task workflows and the SSOT through ampflow's
@@ -189,22 +189,45 @@ func (c *apiClient) State(ctx context.Context, taskID string) (task.State, error
 	return out, err
 }
 
-// List lists tasks newest first; limit 0 asks for as many as one answer
-// holds (maxListLimit).
+// List lists tasks newest first: one page of at most limit; 0 asks for
+// as many as one answer holds (maxListLimit).
 func (c *apiClient) List(ctx context.Context, status task.Status, limit int) ([]workflows.TaskSummary, error) {
 	if limit <= 0 || limit > maxListLimit {
 		limit = maxListLimit
 	}
-	q := url.Values{"limit": {strconv.Itoa(limit)}}
+	out, _, err := c.TasksPage(ctx, status, pageQuery{Limit: limit})
+	return out, err
+}
+
+// TasksPage reads one page of tasks, newest first, and the next page's
+// cursor.
+func (c *apiClient) TasksPage(ctx context.Context, status task.Status, p pageQuery) ([]workflows.TaskSummary, string, error) {
+	q := p.values()
 	if status != "" {
 		q.Set("status", string(status))
 	}
 	var out struct {
-		Tasks []workflows.TaskSummary `json:"tasks"`
+		Tasks      []workflows.TaskSummary `json:"tasks"`
+		NextCursor string                  `json:"next_cursor"`
 	}
 	err := c.do(ctx, http.MethodGet, "/v1/tasks?"+q.Encode(), nil, nil, &out)
-	return out.Tasks, err
+	return out.Tasks, out.NextCursor, err
 }
+
+// values are the query parameters of p.
+func (p pageQuery) values() url.Values {
+	q := url.Values{}
+	if p.Limit > 0 {
+		q.Set("limit", strconv.Itoa(p.Limit))
+	}
+	if p.Cursor != "" {
+		q.Set("cursor", p.Cursor)
+	}
+	return q
+}
+
+// everything reads every page, the largest the API answers.
+var everything = pageFlags{limit: maxListLimit, all: true}
 
 // Inbox lists the messages awaiting role, without waiting.
 func (c *apiClient) Inbox(ctx context.Context, role amp.Role) ([]amp.Message, error) {
@@ -212,46 +235,72 @@ func (c *apiClient) Inbox(ctx context.Context, role amp.Role) ([]amp.Message, er
 }
 
 // InboxWait long-polls the inbox of role until a message is there or
-// wait has passed, asking again past the server's longest wait.
+// wait has passed, and answers the first page of them.
 func (c *apiClient) InboxWait(ctx context.Context, role amp.Role, wait time.Duration) ([]amp.Message, error) {
+	msgs, _, err := c.InboxPage(ctx, role, wait, pageQuery{})
+	return msgs, err
+}
+
+// InboxPage long-polls one page of the inbox of role until it has a
+// message or wait has passed, asking again past the server's longest wait.
+func (c *apiClient) InboxPage(ctx context.Context, role amp.Role, wait time.Duration, p pageQuery) ([]amp.Message, string, error) {
 	deadline := time.Now().Add(wait)
 	for {
 		step := min(max(time.Until(deadline), 0), maxInboxWait).Truncate(time.Millisecond)
-		q := url.Values{"role": {string(role)}}
+		q := p.values()
+		q.Set("role", string(role))
 		if step > 0 {
 			q.Set("wait", step.String())
 		}
 		var out struct {
-			Messages []amp.Message `json:"messages"`
+			Messages   []amp.Message `json:"messages"`
+			NextCursor string        `json:"next_cursor"`
 		}
 		if err := c.do(ctx, http.MethodGet, "/v1/inbox?"+q.Encode(), nil, nil, &out); err != nil {
-			return nil, err
+			return nil, "", err
 		}
 		if len(out.Messages) > 0 || time.Until(deadline) <= 0 || ctx.Err() != nil {
 			if out.Messages == nil {
 				out.Messages = []amp.Message{}
 			}
-			return out.Messages, nil
+			return out.Messages, out.NextCursor, nil
 		}
 	}
 }
 
-// Pending lists the open decisions.
+// Pending lists every open decision.
 func (c *apiClient) Pending(ctx context.Context) ([]task.Decision, error) {
-	var out struct {
-		Decisions []task.Decision `json:"decisions"`
-	}
-	err := c.do(ctx, http.MethodGet, "/v1/decisions", nil, nil, &out)
-	return out.Decisions, err
+	ds, _, err := readPages(ctx, everything, c.DecisionsPage)
+	return ds, err
 }
 
-// History reads a task's SSOT records in the order they were written.
-func (c *apiClient) History(ctx context.Context, taskID string) ([]activities.StoredRecord, error) {
+// DecisionsPage reads one page of the open decisions, oldest first.
+func (c *apiClient) DecisionsPage(ctx context.Context, p pageQuery) ([]task.Decision, string, error) {
 	var out struct {
-		Records []activities.StoredRecord `json:"records"`
+		Decisions  []task.Decision `json:"decisions"`
+		NextCursor string          `json:"next_cursor"`
 	}
-	err := c.do(ctx, http.MethodGet, "/v1/tasks/"+url.PathEscape(taskID)+"/history", nil, nil, &out)
-	return out.Records, err
+	err := c.do(ctx, http.MethodGet, "/v1/decisions?"+p.values().Encode(), nil, nil, &out)
+	return out.Decisions, out.NextCursor, err
+}
+
+// History reads all of a task's SSOT records in the order they were
+// written.
+func (c *apiClient) History(ctx context.Context, taskID string) ([]activities.StoredRecord, error) {
+	recs, _, err := readPages(ctx, everything, func(ctx context.Context, p pageQuery) ([]activities.StoredRecord, string, error) {
+		return c.HistoryPage(ctx, taskID, p)
+	})
+	return recs, err
+}
+
+// HistoryPage reads one page of a task's SSOT records.
+func (c *apiClient) HistoryPage(ctx context.Context, taskID string, p pageQuery) ([]activities.StoredRecord, string, error) {
+	var out struct {
+		Records    []activities.StoredRecord `json:"records"`
+		NextCursor string                    `json:"next_cursor"`
+	}
+	err := c.do(ctx, http.MethodGet, "/v1/tasks/"+url.PathEscape(taskID)+"/history?"+p.values().Encode(), nil, nil, &out)
+	return out.Records, out.NextCursor, err
 }
 
 // Record reads one SSOT record by its id.

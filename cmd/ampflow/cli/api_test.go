@@ -152,7 +152,8 @@ func TestAPIClientMethods(t *testing.T) {
 		if err != nil || len(ds) != 1 || ds[0].ID != pending.ID {
 			t.Errorf("Pending = %+v, %v", ds, err)
 		}
-		want := []string{"State T-2026-003", `List "in_review" 1000`, "Inbox reviewer", "Pending"}
+		// The API reads the whole list and cuts the page itself.
+		want := []string{"State T-2026-003", `List "in_review" 0`, "Inbox reviewer", "Pending"}
 		if got := f.Calls(); strings.Join(got, ",") != strings.Join(want, ",") {
 			t.Errorf("calls %q, want %q", got, want)
 		}

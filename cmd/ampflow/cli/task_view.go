@@ -2,8 +2,8 @@ package cli
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"strings"
 
@@ -36,35 +36,42 @@ func statusNames() string {
 func (a *App) taskListCommand() *cobra.Command {
 	var (
 		status string
-		limit  int
+		page   pageFlags
 	)
 	cmd := &cobra.Command{
 		Use:   "list",
 		Short: "List tasks, newest first",
 		Long: "List shows tasks newest first, with their status, risk, reject count and repo.\n" +
-			"--status keeps one status: " + statusNames() + ".\nWith -o json it prints an array.",
-		Example: "  ampflow task list\n  ampflow task list --status awaiting_admin --limit 5 -o json",
+			"--status keeps one status: " + statusNames() + ".\nWith -o json it prints an array.\n" +
+			pageHelp + "\n(Before listings had pages, --limit defaulted to 50; it is now 100.)",
+		Example: "  ampflow task list\n  ampflow task list --status awaiting_admin --limit 5 -o json\n  ampflow task list --all",
 		Args:    exactArgs(0, "none"),
-		RunE: func(cmd *cobra.Command, _ []string) error {
+		RunE: func(cmd *cobra.Command, args []string) error {
 			if status != "" && !task.Status(status).Valid() {
 				return UsageError(fmt.Errorf("--status %q: must be one of %s", status, statusNames()))
 			}
-			if limit < 0 {
-				return UsageError(errors.New("--limit must not be negative"))
+			if err := page.check(); err != nil {
+				return err
 			}
 			tasks, err := a.tasks()
 			if err != nil {
 				return err
 			}
-			list, err := tasks.List(cmd.Context(), task.Status(status), limit)
+			list, next, err := readPages(cmd.Context(), page, func(ctx context.Context, q pageQuery) ([]workflows.TaskSummary, string, error) {
+				if p, ok := tasks.(pager); ok {
+					return p.TasksPage(ctx, task.Status(status), q)
+				}
+				list, err := tasks.List(ctx, task.Status(status), q.Limit)
+				return list, "", err
+			})
 			if err != nil {
 				return refused(err)
 			}
-			if list == nil {
-				list = []workflows.TaskSummary{}
-			}
 			if a.JSON() {
-				return a.PrintJSON(list)
+				if err := a.PrintJSON(list); err != nil {
+					return err
+				}
+				return a.printMore(cmd, args, next)
 			}
 			if len(list) == 0 {
 				_, err := fmt.Fprintln(a.Stdout, "no tasks")
@@ -78,11 +85,14 @@ func (a *App) taskListCommand() *cobra.Command {
 				}
 				t.row(s.TaskID, st, orDash(s.Risk), fmt.Sprint(s.RejectCount), stamp(s.StartedAt), orDash(s.Repo))
 			}
-			return t.flush()
+			if err := t.flush(); err != nil {
+				return err
+			}
+			return a.printMore(cmd, args, next)
 		},
 	}
 	cmd.Flags().StringVar(&status, "status", "", "only tasks in `STATUS`")
-	cmd.Flags().IntVar(&limit, "limit", 50, "show at most `N` tasks; 0 shows as many as one API answer holds (1,000)")
+	page.add(cmd, "tasks")
 	return cmd
 }
 
@@ -114,36 +124,47 @@ func (a *App) taskShowCommand() *cobra.Command {
 }
 
 func (a *App) taskHistoryCommand() *cobra.Command {
-	return &cobra.Command{
+	var page pageFlags
+	cmd := &cobra.Command{
 		Use:   "history TASK_ID",
 		Short: "List every recorded message, ACK, escalation and decision of a task",
 		Long: "History reads the task's records, in the order they were written, from the\n" +
 			"SSOT through the HTTP API (GET /v1/tasks/{id}/history). -o json prints an\n" +
-			"array of records with their full bodies.",
-		Example: "  ampflow task history T-2026-045\n  ampflow task history T-2026-045 -o json | jq '.[].id'",
+			"array of records with their full bodies.\n" + pageHelp,
+		Example: "  ampflow task history T-2026-045\n  ampflow task history T-2026-045 --all -o json | jq '.[].id'",
 		Args:    taskIDArg,
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := page.check(); err != nil {
+				return err
+			}
 			c, err := a.api()
 			if err != nil {
 				return err
 			}
-			recs, err := c.History(cmd.Context(), args[0])
+			recs, next, err := readPages(cmd.Context(), page, func(ctx context.Context, q pageQuery) ([]activities.StoredRecord, string, error) {
+				return c.HistoryPage(ctx, args[0], q)
+			})
 			if err != nil {
 				return refused(err)
 			}
-			if recs == nil {
-				recs = []activities.StoredRecord{}
-			}
 			if a.JSON() {
-				return a.PrintJSON(recs)
+				if err := a.PrintJSON(recs); err != nil {
+					return err
+				}
+				return a.printMore(cmd, args, next)
 			}
 			t := newTable(a.Stdout, "RECORDED", "KIND", "ID", "WHAT")
 			for _, r := range recs {
 				t.row(stamp(r.RecordedAt), string(r.Kind), r.ID, clip(recordSummary(r), 100))
 			}
-			return t.flush()
+			if err := t.flush(); err != nil {
+				return err
+			}
+			return a.printMore(cmd, args, next)
 		},
 	}
+	page.add(cmd, "records")
+	return cmd
 }
 
 // recordSummary says in a few words what a stored record is.
