@@ -1,6 +1,7 @@
 package httpapi
 
 import (
+	"bytes"
 	"cmp"
 	"encoding/base64"
 	"encoding/json"
@@ -88,7 +89,7 @@ func decodeCursor(s string) (pageKey, error) {
 	if err != nil {
 		return k, err
 	}
-	d := json.NewDecoder(strings.NewReader(string(b)))
+	d := json.NewDecoder(bytes.NewReader(b))
 	d.DisallowUnknownFields()
 	if err := d.Decode(&k); err != nil {
 		return k, err
