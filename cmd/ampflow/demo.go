@@ -10,15 +10,9 @@ import (
 
 	"github.com/ampflow/ampflow/cmd/ampflow/cli"
 	"github.com/ampflow/ampflow/config"
-	"github.com/ampflow/ampflow/workers"
 	"github.com/ampflow/ampflow/workers/demo"
-	"github.com/ampflow/ampflow/workflows"
 	"github.com/ampflow/ampflow/workflows/task"
 )
-
-// demoDialTimeout bounds the first contact with Temporal, so a demo run
-// without a server fails fast.
-const demoDialTimeout = 5 * time.Second
 
 // demoCommand plays a scripted executor and reviewer through one task
 // against a running `ampflow dev`.
@@ -27,7 +21,7 @@ func demoCommand(a *cli.App) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "demo",
 		Short: "Watch one task go round the whole loop, with a scripted executor and reviewer",
-		Long: `Run one task end to end against a running 'ampflow dev' on this machine:
+		Long: `Run one task end to end through the HTTP API (api.url) of a running 'ampflow dev':
 a throwaway git repository in a temporary directory, a low-risk task with one
 subtask, a scripted executor that ACKs, commits and reports, and a scripted
 reviewer that rejects the first round with one critical issue and approves
@@ -59,12 +53,10 @@ agents, with automatic plan and final approval of low-risk tasks.`,
 			}
 			ctx, cancel := context.WithTimeout(cmd.Context(), timeout)
 			defer cancel()
-			c, err := workers.Dial(ctx, cfg.Temporal, a.Logger(cfg), nil, demoDialTimeout)
+			tasks, err := a.Tasks()
 			if err != nil {
-				return cli.Exit(cli.ExitFailed, fmt.Errorf("%w; is `ampflow dev` running?", err))
+				return err
 			}
-			defer c.Close()
-			tasks := &workflows.Client{Temporal: c, TaskQueue: cfg.Temporal.TaskQueue}
 			began := time.Now()
 			sum, err := demo.Run(ctx, demo.Options{Tasks: tasks, Out: a.Stdout, JSON: a.JSON(), Poll: 200 * time.Millisecond})
 			var te *demo.TimeoutError

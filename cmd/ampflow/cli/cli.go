@@ -212,7 +212,7 @@ func (a *App) rootCommand() *cobra.Command {
 		Short: "Durable orchestration of AI coding agents that speak AMP/1.0",
 		Long: "ampflow carries AMP/1.0 messages between a coordinator, an executor and a\n" +
 			"reviewer, keeps every task's state in Temporal, and asks an admin when needed.\n" +
-			"Every command but dev, worker, demo and bench is a client of the HTTP API at\n" +
+			"Every command but dev, worker and bench is a client of the HTTP API at\n" +
 			"api.url (AMPFLOW_API_URL), presenting api.token (AMPFLOW_API_TOKEN).",
 		Args: func(cmd *cobra.Command, args []string) error {
 			if len(args) == 0 {
