@@ -1,11 +1,9 @@
 package e2e
 
 import (
-	"bytes"
 	"encoding/json"
 	"fmt"
 	"os"
-	"os/exec"
 	"os/user"
 	"path/filepath"
 	"strings"
@@ -21,27 +19,17 @@ import (
 // is set): all it knows is where the API is.
 func bareCLI(t *testing.T, p *devProc, token string, args ...string) (string, string, int) {
 	t.Helper()
-	cmd := exec.Command(binary, args...)
+	var env []string
 	for _, kv := range os.Environ() {
 		if !strings.HasPrefix(kv, "AMPFLOW_") {
-			cmd.Env = append(cmd.Env, kv)
+			env = append(env, kv)
 		}
 	}
-	cmd.Env = append(cmd.Env, "AMPFLOW_API_URL=http://"+p.api)
+	env = append(env, "AMPFLOW_API_URL=http://"+p.api)
 	if token != "" {
-		cmd.Env = append(cmd.Env, "AMPFLOW_API_TOKEN="+token)
+		env = append(env, "AMPFLOW_API_TOKEN="+token)
 	}
-	cmd.Dir = t.TempDir()
-	var out, errOut bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &errOut
-	err := cmd.Run()
-	code := 0
-	if ee, ok := err.(*exec.ExitError); ok {
-		code = ee.ExitCode()
-	} else if err != nil {
-		t.Fatalf("running ampflow %v: %v", args, err)
-	}
-	return out.String(), errOut.String(), code
+	return runAmpflow(t, env, nil, args...)
 }
 
 // mustCLI runs bareCLI and fails the test unless it exits 0.

@@ -88,11 +88,19 @@ func cli(t *testing.T, p *devProc, stdin []byte, args ...string) (string, string
 // cliAs is cli presenting token (AMPFLOW_API_TOKEN) when it is not empty.
 func cliAs(t *testing.T, p *devProc, token string, stdin []byte, args ...string) (string, string, int) {
 	t.Helper()
-	cmd := exec.Command(binary, args...)
-	cmd.Env = append(os.Environ(), "AMPFLOW_API_URL=http://"+p.api)
+	env := append(os.Environ(), "AMPFLOW_API_URL=http://"+p.api)
 	if token != "" {
-		cmd.Env = append(cmd.Env, "AMPFLOW_API_TOKEN="+token)
+		env = append(env, "AMPFLOW_API_TOKEN="+token)
 	}
+	return runAmpflow(t, env, stdin, args...)
+}
+
+// runAmpflow runs the ampflow binary with env from an empty directory and
+// returns its stdout, stderr and exit code.
+func runAmpflow(t *testing.T, env []string, stdin []byte, args ...string) (string, string, int) {
+	t.Helper()
+	cmd := exec.Command(binary, args...)
+	cmd.Env = env
 	cmd.Dir = t.TempDir()
 	cmd.Stdin = bytes.NewReader(stdin)
 	var out, errOut bytes.Buffer
