@@ -100,3 +100,13 @@ func decodeSeqCursor(c string) (int64, error) {
 	}
 	return n, nil
 }
+
+// cutPage keeps the first limit items of a query that asked for limit+1,
+// and names the next page by its last item's cursor; "" when none is left.
+func cutPage[T any](items []T, limit int, cursor func(T) string) ([]T, string) {
+	if len(items) <= limit {
+		return items, ""
+	}
+	items = items[:limit]
+	return items, cursor(items[limit-1])
+}

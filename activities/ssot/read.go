@@ -48,11 +48,7 @@ func (s *DB) History(ctx context.Context, taskID string, p Page) ([]Record, stri
 			return nil, "", fmt.Errorf("task %s: %w", taskID, ErrNotFound)
 		}
 	}
-	next := ""
-	if len(recs) > limit {
-		recs = recs[:limit]
-		next = seqCursor(recs[limit-1].Seq)
-	}
+	recs, next := cutPage(recs, limit, func(r Record) string { return seqCursor(r.Seq) })
 	return recs, next, nil
 }
 
@@ -134,11 +130,7 @@ func (s *DB) Tasks(ctx context.Context, p Page) ([]string, string, error) {
 	if err := rows.Err(); err != nil {
 		return nil, "", fmt.Errorf("listing tasks: %w", err)
 	}
-	next := ""
-	if len(ids) > limit {
-		ids = ids[:limit]
-		next = encodeCursor(ids[limit-1])
-	}
+	ids, next := cutPage(ids, limit, encodeCursor)
 	return ids, next, nil
 }
 
@@ -227,10 +219,6 @@ func (s *DB) Errors(ctx context.Context, p Page) ([]ErrorEntry, string, error) {
 	if err := rows.Err(); err != nil {
 		return nil, "", fmt.Errorf("reading the error log: %w", err)
 	}
-	next := ""
-	if len(out) > limit {
-		out = out[:limit]
-		next = seqCursor(out[limit-1].Seq)
-	}
+	out, next := cutPage(out, limit, func(e ErrorEntry) string { return seqCursor(e.Seq) })
 	return out, next, nil
 }

@@ -208,12 +208,7 @@ func (s *DB) TaskList(ctx context.Context, f TaskFilter, p Page) ([]TaskState, s
 	if err := rows.Err(); err != nil {
 		return nil, "", fmt.Errorf("listing tasks: %w", err)
 	}
-	next := ""
-	if len(out) > limit {
-		out = out[:limit]
-		last := out[limit-1]
-		next = keyCursor(micros(last.StartedAt), last.TaskID)
-	}
+	out, next := cutPage(out, limit, func(t TaskState) string { return keyCursor(micros(t.StartedAt), t.TaskID) })
 	return out, next, nil
 }
 
@@ -262,11 +257,7 @@ func (s *DB) outbox(ctx context.Context, cond string, args []any, cursor string,
 	if err := rows.Err(); err != nil {
 		return nil, "", err
 	}
-	next := ""
-	if len(out) > limit {
-		out = out[:limit]
-		next = keyCursor(micros(out[limit-1].SentAt), out[limit-1].MsgID)
-	}
+	out, next := cutPage(out, limit, func(m OutboxMessage) string { return keyCursor(micros(m.SentAt), m.MsgID) })
 	return out, next, nil
 }
 
@@ -315,11 +306,7 @@ func (s *DB) pending(ctx context.Context, cond string, args []any, cursor string
 	if err := rows.Err(); err != nil {
 		return nil, "", err
 	}
-	next := ""
-	if len(out) > limit {
-		out = out[:limit]
-		next = keyCursor(micros(out[limit-1].RaisedAt), out[limit-1].ID)
-	}
+	out, next := cutPage(out, limit, func(d PendingDecision) string { return keyCursor(micros(d.RaisedAt), d.ID) })
 	return out, next, nil
 }
 
