@@ -27,16 +27,7 @@ func (h *harness) sendRaw(t *testing.T, method, path, body string, header map[st
 		}
 		req.Header.Set(k, v)
 	}
-	resp, err := h.ts.Client().Do(req)
-	if err != nil {
-		t.Fatalf("%s %s: %v", method, path, err)
-	}
-	defer resp.Body.Close()
-	b, err := io.ReadAll(resp.Body)
-	if err != nil {
-		t.Fatalf("reading %s %s: %v", method, path, err)
-	}
-	return response{status: resp.StatusCode, header: resp.Header, body: b}
+	return h.send(t, req)
 }
 
 func startBody() string { return `{"plan":` + validPlan + `}` }

@@ -379,14 +379,20 @@ func (h *harness) doCtx(t *testing.T, ctx context.Context, method, path, token, 
 	if body != "" {
 		req.Header.Set("Content-Type", "application/json")
 	}
+	return h.send(t, req)
+}
+
+// send sends req to the test server and reads the whole answer.
+func (h *harness) send(t *testing.T, req *http.Request) response {
+	t.Helper()
 	resp, err := h.ts.Client().Do(req)
 	if err != nil {
-		t.Fatalf("%s %s: %v", method, path, err)
+		t.Fatalf("%s %s: %v", req.Method, req.URL.Path, err)
 	}
 	defer resp.Body.Close()
 	b, err := io.ReadAll(resp.Body)
 	if err != nil {
-		t.Fatalf("reading %s %s: %v", method, path, err)
+		t.Fatalf("reading %s %s: %v", req.Method, req.URL.Path, err)
 	}
 	return response{status: resp.StatusCode, header: resp.Header, body: b}
 }
