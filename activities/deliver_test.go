@@ -21,7 +21,7 @@ import (
 	"go.temporal.io/sdk/testsuite"
 
 	"github.com/ampflow/ampflow/amp"
-	"github.com/ampflow/ampflow/workflows/task"
+	"github.com/ampflow/ampflow/amp/task"
 )
 
 type fakeSubmitter struct {

@@ -274,3 +274,9 @@ type Telegram struct {
 type Notify struct {
 	StatusUpdates bool `mapstructure:"status_updates"`
 }
+
+// SlackAdmin names a Slack user as an admin identity.
+func SlackAdmin(userID string) string { return "slack:" + userID }
+
+// TelegramAdmin names a Telegram user as an admin identity.
+func TelegramAdmin(userID string) string { return "telegram:" + userID }

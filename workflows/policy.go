@@ -10,15 +10,9 @@ import (
 
 	"github.com/ampflow/ampflow/activities"
 	"github.com/ampflow/ampflow/amp"
+	"github.com/ampflow/ampflow/amp/task"
 	"github.com/ampflow/ampflow/config"
-	"github.com/ampflow/ampflow/workflows/task"
 )
-
-// SlackAdmin and TelegramAdmin name a chat user as an admin identity.
-func SlackAdmin(userID string) string { return "slack:" + userID }
-
-// TelegramAdmin names a Telegram user as an admin identity.
-func TelegramAdmin(userID string) string { return "telegram:" + userID }
 
 // NewPolicy derives the policy a new task runs by from the worker's
 // configuration. Admins are the configured names (AnyAdmin among them lets
@@ -44,10 +38,10 @@ func NewPolicy(cfg config.Config) task.Policy {
 	}
 	p.Admins = append(p.Admins, cfg.Admins...)
 	for _, id := range cfg.Slack.Admins {
-		p.Admins = append(p.Admins, SlackAdmin(id))
+		p.Admins = append(p.Admins, config.SlackAdmin(id))
 	}
 	for _, id := range cfg.Telegram.Admins {
-		p.Admins = append(p.Admins, TelegramAdmin(id))
+		p.Admins = append(p.Admins, config.TelegramAdmin(id))
 	}
 	for _, tok := range cfg.Auth.Tokens {
 		if tok.Role == config.RoleAdmin && tok.Name != "" {

@@ -3,7 +3,7 @@ package chat
 import (
 	"context"
 
-	"github.com/ampflow/ampflow/workflows/task"
+	"github.com/ampflow/ampflow/amp/task"
 )
 
 // Pick resolves a pressed button's token to its decision and option. When

@@ -17,7 +17,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/ampflow/ampflow/workflows/task"
+	"github.com/ampflow/ampflow/amp/task"
 )
 
 // How long closed decisions and notice keys are kept; a late click on an

@@ -9,7 +9,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/ampflow/ampflow/amp"
-	"github.com/ampflow/ampflow/workflows/task"
+	"github.com/ampflow/ampflow/amp/task"
 )
 
 // Clip shortens s, trimmed, to n runes, marking the cut.

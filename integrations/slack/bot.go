@@ -19,7 +19,6 @@ import (
 
 	"github.com/ampflow/ampflow/config"
 	"github.com/ampflow/ampflow/integrations/chat"
-	"github.com/ampflow/ampflow/workflows"
 )
 
 // Channel is the channel name recorded with decisions taken in Slack.
@@ -126,7 +125,7 @@ func New(cfg config.Slack, dec Decider, log *slog.Logger, stateDir string, opts 
 		maxWait:    time.Minute,
 	}
 	b.core = &chat.Core[msgRef, *stateData]{
-		Channel: Channel, Platform: "Slack", By: workflows.SlackAdmin,
+		Channel: Channel, Platform: "Slack", By: config.SlackAdmin,
 		Admins: chat.AdminSet(cfg.Admins), Store: st, Poster: poster{b}, Decider: dec,
 		Log: b.log, Now: b.now,
 		DecideTimeout: 20 * time.Second, // a click's Decide call

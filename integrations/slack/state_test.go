@@ -5,9 +5,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ampflow/ampflow/amp/task"
 	"github.com/ampflow/ampflow/integrations/chat"
 	"github.com/ampflow/ampflow/integrations/chat/chattest"
-	"github.com/ampflow/ampflow/workflows/task"
 )
 
 func TestStatePrunesAndPersists(t *testing.T) {

@@ -20,7 +20,6 @@ import (
 
 	"github.com/ampflow/ampflow/config"
 	"github.com/ampflow/ampflow/integrations/chat"
-	"github.com/ampflow/ampflow/workflows"
 )
 
 // Channel is the channel name recorded with decisions taken in Telegram.
@@ -109,7 +108,7 @@ func New(cfg config.Telegram, dec Decider, log *slog.Logger, stateDir string, op
 		maxWait:    time.Minute,
 	}
 	b.core = &chat.Core[msgRef, *stateData]{
-		Channel: Channel, Platform: "Telegram", By: workflows.TelegramAdmin,
+		Channel: Channel, Platform: "Telegram", By: config.TelegramAdmin,
 		Admins: chat.AdminSet(cfg.Admins), Store: st, Poster: poster{b}, Decider: dec,
 		Log: b.log, Now: b.now,
 		// Decide runs while a callback query waits for its answer, which

@@ -21,10 +21,10 @@ import (
 	"time"
 
 	"github.com/ampflow/ampflow/activities"
+	"github.com/ampflow/ampflow/amp/task"
 	"github.com/ampflow/ampflow/config"
 	"github.com/ampflow/ampflow/integrations/chat/chattest"
 	"github.com/ampflow/ampflow/integrations/slack"
-	"github.com/ampflow/ampflow/workflows/task"
 )
 
 // slackCalls is a minimal Slack Web API: enough for a bot to post, edit

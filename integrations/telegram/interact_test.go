@@ -11,8 +11,8 @@ import (
 
 	"github.com/go-telegram/bot/models"
 
+	"github.com/ampflow/ampflow/amp/task"
 	"github.com/ampflow/ampflow/integrations/chat/chattest"
-	"github.com/ampflow/ampflow/workflows/task"
 )
 
 // deliver sends an update to the webhook handler as Telegram would.

@@ -5,7 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/ampflow/ampflow/workflows/task"
+	"github.com/ampflow/ampflow/amp/task"
 )
 
 func TestPending(t *testing.T) {

@@ -7,8 +7,8 @@ import (
 	"io"
 	"strings"
 
+	"github.com/ampflow/ampflow/amp/task"
 	"github.com/ampflow/ampflow/config"
-	"github.com/ampflow/ampflow/workflows/task"
 )
 
 // Codes of errors only the command line produces; the others are the
