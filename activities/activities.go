@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/ampflow/ampflow/amp"
+	"github.com/ampflow/ampflow/amp/decision"
 	"github.com/ampflow/ampflow/amp/task"
 )
 
@@ -213,13 +214,13 @@ const (
 
 // NotifyInput is one notice to admins.
 type NotifyInput struct {
-	TaskID   string         `json:"task_id"`
-	Event    NotifyEvent    `json:"event"`
-	Status   task.Status    `json:"status"`
-	Decision *task.Decision `json:"decision,omitempty"`
-	Outcome  *task.Outcome  `json:"outcome,omitempty"`
-	Message  *amp.Message   `json:"message,omitempty"`
-	Text     string         `json:"text,omitempty"`
+	TaskID   string             `json:"task_id"`
+	Event    NotifyEvent        `json:"event"`
+	Status   task.Status        `json:"status"`
+	Decision *decision.Decision `json:"decision,omitempty"`
+	Outcome  *decision.Outcome  `json:"outcome,omitempty"`
+	Message  *amp.Message       `json:"message,omitempty"`
+	Text     string             `json:"text,omitempty"`
 }
 
 // NotifyResult is empty; it exists so fields can be added.

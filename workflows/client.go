@@ -19,6 +19,7 @@ import (
 	"go.temporal.io/sdk/temporal"
 
 	"github.com/ampflow/ampflow/amp"
+	"github.com/ampflow/ampflow/amp/decision"
 	"github.com/ampflow/ampflow/amp/task"
 )
 
@@ -216,7 +217,7 @@ func SubmitUpdateID(rec amp.Record) string {
 }
 
 // Decide applies an admin's choice.
-func (c *Client) Decide(ctx context.Context, taskID string, in task.DecideInput) (task.DecideResult, error) {
+func (c *Client) Decide(ctx context.Context, taskID string, in decision.Answer) (task.DecideResult, error) {
 	var out task.DecideResult
 	err := c.update(ctx, taskID, task.UpdateDecide, "", in, &out)
 	return out, err

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/ampflow/ampflow/amp"
+	"github.com/ampflow/ampflow/amp/decision"
 	"github.com/ampflow/ampflow/amp/task"
 )
 
@@ -17,14 +18,14 @@ type Tasks interface {
 	StartNext(ctx context.Context, in task.Input, year int) (string, error)
 	Submit(ctx context.Context, raw []byte) (task.SubmitResult, error)
 	Ack(ctx context.Context, msgID string, as amp.Role) (task.SubmitResult, error)
-	Decide(ctx context.Context, taskID string, in task.DecideInput) (task.DecideResult, error)
+	Decide(ctx context.Context, taskID string, in decision.Answer) (task.DecideResult, error)
 	Cancel(ctx context.Context, taskID string, in task.CancelInput) (task.ChangeResult, error)
 	Replan(ctx context.Context, taskID string, in task.ReplanInput) (task.ChangeResult, error)
 	Heartbeat(ctx context.Context, taskID string, in task.HeartbeatInput) error
 	State(ctx context.Context, taskID string) (task.State, error)
 	List(ctx context.Context, status task.Status, limit int) ([]TaskSummary, error)
 	Inbox(ctx context.Context, role amp.Role) ([]amp.Message, error)
-	Pending(ctx context.Context) ([]task.Decision, error)
+	Pending(ctx context.Context) ([]decision.Decision, error)
 }
 
 var _ Tasks = (*Client)(nil)
@@ -79,12 +80,12 @@ func (c *Client) Inbox(ctx context.Context, role amp.Role) ([]amp.Message, error
 }
 
 // Pending returns the open decisions of all running tasks.
-func (c *Client) Pending(ctx context.Context) ([]task.Decision, error) {
+func (c *Client) Pending(ctx context.Context) ([]decision.Decision, error) {
 	tasks, err := c.running(ctx)
 	if err != nil {
 		return nil, err
 	}
-	out := []task.Decision{}
+	out := []decision.Decision{}
 	for i := len(tasks) - 1; i >= 0; i-- {
 		st, err := c.State(ctx, tasks[i].TaskID)
 		if task.ErrorCode(err) == task.CodeNotFound {

@@ -8,35 +8,36 @@ import (
 
 	"github.com/ampflow/ampflow/activities"
 	"github.com/ampflow/ampflow/amp"
+	"github.com/ampflow/ampflow/amp/decision"
 	"github.com/ampflow/ampflow/amp/task"
 )
 
 var (
-	optApprove     = task.Option{ID: task.OptApprove, Label: "Approve"}
-	optRejectPlan  = task.Option{ID: task.OptReject, Label: "Reject", NoteRequired: true}
-	optRedispatch  = task.Option{ID: task.OptRedispatch, Label: "Redispatch"}
-	optGuide       = task.Option{ID: task.OptRedispatch, Label: "Redispatch with guidance", NoteRequired: true}
-	optWait        = task.Option{ID: task.OptWait, Label: "Keep waiting"}
-	optTerminate   = task.Option{ID: task.OptTerminate, Label: "Terminate"}
-	optAccept      = task.Option{ID: task.OptAccept, Label: "Accept as is"}
-	optAcceptVerd  = task.Option{ID: task.OptAccept, Label: "Accept verdict"}
-	optOverApprove = task.Option{ID: task.OptApprove, Label: "Override: approve"}
-	optOverReject  = task.Option{ID: task.OptReject, Label: "Override: reject", NoteRequired: true}
-	optReviewAgain = task.Option{ID: task.OptReviewAgain, Label: "Review again"}
-	optReplan      = task.Option{ID: task.OptReplan, Label: "Replan (CLI/API)"}
-	optApproveAny  = task.Option{ID: task.OptApprove, Label: "Approve anyway"}
-	optSkipCI      = task.Option{ID: task.OptSkipCI, Label: "Review without CI"}
-	optRetryCI     = task.Option{ID: task.OptRetryCI, Label: "Check CI again"}
-	optResume      = task.Option{ID: task.OptResume, Label: "Resume"}
+	optApprove     = decision.Option{ID: decision.OptApprove, Label: "Approve"}
+	optRejectPlan  = decision.Option{ID: decision.OptReject, Label: "Reject", NoteRequired: true}
+	optRedispatch  = decision.Option{ID: task.OptRedispatch, Label: "Redispatch"}
+	optGuide       = decision.Option{ID: task.OptRedispatch, Label: "Redispatch with guidance", NoteRequired: true}
+	optWait        = decision.Option{ID: task.OptWait, Label: "Keep waiting"}
+	optTerminate   = decision.Option{ID: task.OptTerminate, Label: "Terminate"}
+	optAccept      = decision.Option{ID: task.OptAccept, Label: "Accept as is"}
+	optAcceptVerd  = decision.Option{ID: task.OptAccept, Label: "Accept verdict"}
+	optOverApprove = decision.Option{ID: decision.OptApprove, Label: "Override: approve"}
+	optOverReject  = decision.Option{ID: decision.OptReject, Label: "Override: reject", NoteRequired: true}
+	optReviewAgain = decision.Option{ID: task.OptReviewAgain, Label: "Review again"}
+	optReplan      = decision.Option{ID: task.OptReplan, Label: "Replan (CLI/API)"}
+	optApproveAny  = decision.Option{ID: decision.OptApprove, Label: "Approve anyway"}
+	optSkipCI      = decision.Option{ID: task.OptSkipCI, Label: "Review without CI"}
+	optRetryCI     = decision.Option{ID: task.OptRetryCI, Label: "Check CI again"}
+	optResume      = decision.Option{ID: task.OptResume, Label: "Resume"}
 )
 
 // open raises a decision: it becomes the pending one, goes into the SSOT
 // and out to the admins' channels.
-func (t *taskRun) open(ctx workflow.Context, kind task.DecisionKind, prompt string, esc *amp.Message, opts ...task.Option) {
+func (t *taskRun) open(ctx workflow.Context, kind decision.Kind, prompt string, esc *amp.Message, opts ...decision.Option) {
 	t.DecisionSeq++
-	d := task.Decision{
+	d := decision.Decision{
 		ID:         fmt.Sprintf("%s-d%d", t.In.TaskID, t.DecisionSeq),
-		TaskID:     t.In.TaskID,
+		Subject:    t.In.TaskID,
 		Kind:       kind,
 		Prompt:     prompt,
 		Options:    opts,
@@ -54,8 +55,8 @@ func (t *taskRun) open(ctx workflow.Context, kind task.DecisionKind, prompt stri
 	t.snapshot()
 }
 
-func (t *taskRun) decisionContext(esc *amp.Message) task.DecisionContext {
-	c := task.DecisionContext{
+func (t *taskRun) decisionContext(esc *amp.Message) decision.Context {
+	c := decision.Context{
 		Description: t.In.Plan.Description,
 		Repo:        t.In.Plan.Repo,
 		Branch:      t.In.Plan.Branch,
@@ -84,9 +85,9 @@ func (t *taskRun) decisionContext(esc *amp.Message) task.DecisionContext {
 }
 
 // close takes the pending decision with an option.
-func (t *taskRun) close(ctx workflow.Context, option, note, by, channel string) task.Outcome {
+func (t *taskRun) close(ctx workflow.Context, option, note, by, channel string) decision.Outcome {
 	d := t.Pending
-	o := task.Outcome{DecisionID: d.ID, Kind: d.Kind, Option: option, Note: note, By: by, Channel: channel, At: workflow.Now(ctx)}
+	o := decision.Outcome{DecisionID: d.ID, Kind: d.Kind, Option: option, Note: note, By: by, Channel: channel, At: workflow.Now(ctx)}
 	t.Pending = nil
 	t.Decided = append(t.Decided, o)
 	t.Outcome = &o
@@ -112,20 +113,20 @@ func (t *taskRun) withdraw(ctx workflow.Context, why string) {
 	if t.Pending == nil {
 		return
 	}
-	t.close(ctx, task.OptWithdrawn, why, "ampflow", "system")
+	t.close(ctx, decision.OptWithdrawn, why, "ampflow", "system")
 	t.Outcome = nil
 }
 
 // hasOutcome reports whether an admin's choice of one of kinds waits to
 // be taken.
-func (t *taskRun) hasOutcome(kinds ...task.DecisionKind) bool {
+func (t *taskRun) hasOutcome(kinds ...decision.Kind) bool {
 	return t.Outcome != nil && slices.Contains(kinds, t.Outcome.Kind)
 }
 
 // takeOutcome returns and clears the admin's choice if it is of one of
 // kinds. Outcomes are matched by kind: a phase takes only the answer to
 // the question it asked.
-func (t *taskRun) takeOutcome(kinds ...task.DecisionKind) *task.Outcome {
+func (t *taskRun) takeOutcome(kinds ...decision.Kind) *decision.Outcome {
 	if !t.hasOutcome(kinds...) {
 		return nil
 	}
@@ -136,7 +137,7 @@ func (t *taskRun) takeOutcome(kinds ...task.DecisionKind) *task.Outcome {
 
 // pendingOf reports whether a decision of one of kinds is open or
 // answered but not yet taken: a phase entered again goes straight back to it.
-func (t *taskRun) pendingOf(kinds ...task.DecisionKind) (task.DecisionKind, bool) {
+func (t *taskRun) pendingOf(kinds ...decision.Kind) (decision.Kind, bool) {
 	if t.Outcome != nil && slices.Contains(kinds, t.Outcome.Kind) {
 		return t.Outcome.Kind, true
 	}
@@ -149,7 +150,7 @@ func (t *taskRun) pendingOf(kinds ...task.DecisionKind) (task.DecisionKind, bool
 // supersede closes what a wait asked the admins when the agent answered
 // first: the open decision is withdrawn, and a choice already made but not
 // taken is dropped, with a note in the timeline.
-func (t *taskRun) supersede(ctx workflow.Context, why string, kinds ...task.DecisionKind) {
+func (t *taskRun) supersede(ctx workflow.Context, why string, kinds ...decision.Kind) {
 	if t.Pending != nil && slices.Contains(kinds, t.Pending.Kind) {
 		t.withdraw(ctx, why)
 	}
@@ -163,7 +164,7 @@ func (t *taskRun) supersede(ctx workflow.Context, why string, kinds ...task.Deci
 // made, else the open one's once made, else a new one's. Nil means the
 // phase must give way (a cancel, an agent's critical escalation, or a
 // continue-as-new) and will be entered again.
-func (t *taskRun) decideOn(ctx workflow.Context, kind task.DecisionKind, prompt string, esc *amp.Message, opts ...task.Option) (*task.Outcome, error) {
+func (t *taskRun) decideOn(ctx workflow.Context, kind decision.Kind, prompt string, esc *amp.Message, opts ...decision.Option) (*decision.Outcome, error) {
 	if o := t.takeOutcome(kind); o != nil {
 		return o, nil
 	}
@@ -187,7 +188,7 @@ func (t *taskRun) decideOn(ctx workflow.Context, kind task.DecisionKind, prompt 
 }
 
 // terminatedBy ends the task on an admin's word.
-func (t *taskRun) terminatedBy(o *task.Outcome) phase {
+func (t *taskRun) terminatedBy(o *decision.Outcome) phase {
 	t.Reason = fmt.Sprintf("terminated by %s via %s%s", o.By, o.Channel, noteSuffix(o.Note))
 	return phaseTerminate
 }
@@ -195,7 +196,7 @@ func (t *taskRun) terminatedBy(o *task.Outcome) phase {
 // escalateFor returns the escalation behind the open decision of kind, or
 // sends a new one: a phase entered again after continue-as-new must not
 // escalate twice.
-func (t *taskRun) escalateFor(kind task.DecisionKind, send func() *amp.Message) *amp.Message {
+func (t *taskRun) escalateFor(kind decision.Kind, send func() *amp.Message) *amp.Message {
 	if t.Pending != nil && t.Pending.Kind == kind {
 		return t.Pending.Escalation
 	}

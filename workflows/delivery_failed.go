@@ -7,6 +7,7 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/ampflow/ampflow/amp"
+	"github.com/ampflow/ampflow/amp/decision"
 	"github.com/ampflow/ampflow/amp/task"
 )
 
@@ -22,7 +23,7 @@ func (t *taskRun) failedToRaise(msgID string) *deliveryFailed {
 // raiseFailed escalates a failed delivery and asks the admins to send it
 // again, keep waiting (the agent may still answer through the API) or
 // terminate; the agent's stderr goes with the question.
-func (t *taskRun) raiseFailed(ctx workflow.Context, f *deliveryFailed, again task.Option) {
+func (t *taskRun) raiseFailed(ctx workflow.Context, f *deliveryFailed, again decision.Option) {
 	f.Raised = true
 	t.Deadline = time.Time{}
 	desc := fmt.Sprintf("The delivery of %s to the %s failed: %s.", f.MsgID, f.To, f.Summary)

@@ -12,6 +12,7 @@ import (
 
 	"github.com/ampflow/ampflow/activities"
 	"github.com/ampflow/ampflow/amp"
+	"github.com/ampflow/ampflow/amp/decision"
 	"github.com/ampflow/ampflow/amp/task"
 )
 
@@ -280,21 +281,21 @@ func (t *taskRun) heartbeat(ctx workflow.Context, in task.HeartbeatInput) {
 	t.addTimeline(ctx, task.TimelineEntry{Kind: "heartbeat", From: string(in.From), Note: in.Note})
 }
 
-func (t *taskRun) validateDecide(in task.DecideInput) error {
+func (t *taskRun) validateDecide(in decision.Answer) error {
 	_, err := t.checkDecision(in)
 	return err
 }
 
-func (t *taskRun) checkDecision(in task.DecideInput) (task.Option, error) {
+func (t *taskRun) checkDecision(in decision.Answer) (decision.Option, error) {
 	if t.Status.Terminal() {
-		return task.Option{}, refuse(task.ErrFinished, "task %s is %s", t.In.TaskID, t.Status)
+		return decision.Option{}, refuse(task.ErrFinished, "task %s is %s", t.In.TaskID, t.Status)
 	}
 	if !t.In.Policy.IsAdmin(in.By) {
-		return task.Option{}, refuse(task.ErrNotAdmin, "by: %q is not a configured admin", in.By)
+		return decision.Option{}, refuse(task.ErrNotAdmin, "by: %q is not a configured admin", in.By)
 	}
 	for _, o := range t.Decided {
 		if o.DecisionID == in.DecisionID {
-			return task.Option{}, refuse(task.ErrDecided, "decision %s already decided by %s via %s at %s (%s)",
+			return decision.Option{}, refuse(task.ErrDecided, "decision %s already decided by %s via %s at %s (%s)",
 				o.DecisionID, o.By, o.Channel, o.At.UTC().Format(time.RFC3339), o.Option)
 		}
 	}
@@ -303,7 +304,7 @@ func (t *taskRun) checkDecision(in task.DecideInput) (task.Option, error) {
 		if t.Pending != nil {
 			open = "the open decision is " + t.Pending.ID
 		}
-		return task.Option{}, refuse(task.ErrStaleDecision, "decision_id: unknown decision %q for task %s; %s", in.DecisionID, t.In.TaskID, open)
+		return decision.Option{}, refuse(task.ErrStaleDecision, "decision_id: unknown decision %q for task %s; %s", in.DecisionID, t.In.TaskID, open)
 	}
 	opt, ok := t.Pending.Option(in.Option)
 	if !ok {
@@ -311,18 +312,18 @@ func (t *taskRun) checkDecision(in task.DecideInput) (task.Option, error) {
 		for _, o := range t.Pending.Options {
 			ids = append(ids, o.ID)
 		}
-		return task.Option{}, refuse(task.ErrInvalid, "option: %q is not offered; choose one of %s", in.Option, strings.Join(ids, ", "))
+		return decision.Option{}, refuse(task.ErrInvalid, "option: %q is not offered; choose one of %s", in.Option, strings.Join(ids, ", "))
 	}
 	if opt.ID == task.OptReplan {
-		return task.Option{}, refuse(task.ErrInvalid, "option: replan needs new subtasks: use `ampflow task replan %s -f FILE` or POST /v1/tasks/%s/replan", t.In.TaskID, t.In.TaskID)
+		return decision.Option{}, refuse(task.ErrInvalid, "option: replan needs new subtasks: use `ampflow task replan %s -f FILE` or POST /v1/tasks/%s/replan", t.In.TaskID, t.In.TaskID)
 	}
 	if opt.NoteRequired && strings.TrimSpace(in.Note) == "" {
-		return task.Option{}, refuse(task.ErrInvalid, "note: required for option %s", opt.ID)
+		return decision.Option{}, refuse(task.ErrInvalid, "note: required for option %s", opt.ID)
 	}
 	return opt, nil
 }
 
-func (t *taskRun) decide(ctx workflow.Context, in task.DecideInput) (task.DecideResult, error) {
+func (t *taskRun) decide(ctx workflow.Context, in decision.Answer) (task.DecideResult, error) {
 	if _, err := t.checkDecision(in); err != nil {
 		return task.DecideResult{}, err
 	}

@@ -11,6 +11,7 @@ import (
 
 	"github.com/ampflow/ampflow/activities"
 	"github.com/ampflow/ampflow/amp"
+	"github.com/ampflow/ampflow/amp/decision"
 	"github.com/ampflow/ampflow/amp/task"
 )
 
@@ -85,7 +86,7 @@ func (t *taskRun) approval(ctx workflow.Context) (phase, error) {
 		return phaseApproval, err
 	}
 	switch o.Option {
-	case task.OptApprove:
+	case decision.OptApprove:
 		return phaseDispatch, nil
 	case task.OptReplan:
 		// The plan changed under the question: ask again about the new one.
@@ -132,16 +133,16 @@ type ackWait struct {
 	role   amp.Role
 	msgID  string
 	typ    amp.Type
-	again  task.Option // how to send it again
-	reply  func() bool // the agent's reply arrived (an implicit ACK)
-	policy string      // what the admins are told to do
+	again  decision.Option // how to send it again
+	reply  func() bool     // the agent's reply arrived (an implicit ACK)
+	policy string          // what the admins are told to do
 }
 
 // awaitAckOf waits until the agent ACKs or replies; on the ACK deadline
 // the admins decide, and an ACK that comes late still counts. It returns
 // the phase to go to, or "" when the agent has ACKed.
 func (t *taskRun) awaitAckOf(ctx workflow.Context, w ackWait, here phase) (phase, error) {
-	kinds := []task.DecisionKind{task.KindAckTimeout, task.KindDeliveryFailed}
+	kinds := []decision.Kind{task.KindAckTimeout, task.KindDeliveryFailed}
 	for {
 		if w.reply() || t.acked(w.msgID) {
 			t.supersede(ctx, "the "+string(w.role)+" answered", kinds...)
@@ -219,8 +220,8 @@ func (t *taskRun) awaitResult(ctx workflow.Context) (phase, error) {
 
 // awaitReply waits for an agent's reply, raising a heartbeat_timeout on
 // silence. It returns "" once the reply is in.
-func (t *taskRun) awaitReply(ctx workflow.Context, role amp.Role, again task.Option, replied func() bool, here phase) (phase, error) {
-	kinds := []task.DecisionKind{task.KindHeartbeatTimeout, task.KindDeliveryFailed}
+func (t *taskRun) awaitReply(ctx workflow.Context, role amp.Role, again decision.Option, replied func() bool, here phase) (phase, error) {
+	kinds := []decision.Kind{task.KindHeartbeatTimeout, task.KindDeliveryFailed}
 	ref := t.DispatchID
 	if role == amp.RoleReviewer {
 		ref = t.RequestID
@@ -390,10 +391,10 @@ func (t *taskRun) activity(ctx workflow.Context, start func(workflow.Context) wo
 
 // resultDecision asks the admins what to do with a result that cannot
 // go on to review as it is.
-func (t *taskRun) resultDecision(ctx workflow.Context, kind task.DecisionKind, desc string, esc *amp.Message) (phase, error) {
+func (t *taskRun) resultDecision(ctx workflow.Context, kind decision.Kind, desc string, esc *amp.Message) (phase, error) {
 	res := t.Result
 	o, err := t.decideOn(ctx, kind, desc+" Redispatch with a note, accept as is, or terminate?", esc,
-		task.Option{ID: task.OptRedispatch, Label: "Redispatch with a note", NoteRequired: true}, optAccept, optTerminate)
+		decision.Option{ID: task.OptRedispatch, Label: "Redispatch with a note", NoteRequired: true}, optAccept, optTerminate)
 	if err != nil || o == nil {
 		return phaseResult, err
 	}

@@ -9,6 +9,7 @@ import (
 
 	"github.com/ampflow/ampflow/activities"
 	"github.com/ampflow/ampflow/amp"
+	"github.com/ampflow/ampflow/amp/decision"
 	"github.com/ampflow/ampflow/amp/task"
 )
 
@@ -201,7 +202,7 @@ func (t *taskRun) takeVerdict(ctx workflow.Context) (phase, error) {
 	vm := t.Verdict
 	t.ackFor(ctx, *vm)
 	v := vm.Verdict()
-	decision := v.Decision
+	verdict := v.Decision
 	note := ""
 	if v.Confidence < t.In.Policy.MinConfidence {
 		t.setStatus(ctx, task.StatusAwaitingAdmin, "low-confidence verdict")
@@ -217,16 +218,16 @@ func (t *taskRun) takeVerdict(ctx workflow.Context) (phase, error) {
 			return phaseVerdict, err
 		}
 		switch o.Option {
-		case task.OptApprove:
-			decision = amp.DecisionApproved
-		case task.OptReject:
-			decision, note = amp.DecisionRejected, "Admin: "+o.Note
+		case decision.OptApprove:
+			verdict = amp.DecisionApproved
+		case decision.OptReject:
+			verdict, note = amp.DecisionRejected, "Admin: "+o.Note
 		case task.OptReviewAgain:
 			return phaseReview, nil
 		}
 	}
 	t.LastVerdictID = vm.MsgID
-	if decision != amp.DecisionRejected {
+	if verdict != amp.DecisionRejected {
 		return phaseNextSubtask, nil
 	}
 	t.RejectCount++
@@ -301,7 +302,7 @@ func (t *taskRun) lock(ctx workflow.Context) (phase, error) {
 		t.LastVerdictID, t.RejectedCommit = "", ""
 		t.FixNote = noteOr(o.Note, "")
 		return phaseDispatch, nil
-	case task.OptApprove:
+	case decision.OptApprove:
 		return phaseNextSubtask, nil
 	}
 	return t.terminatedBy(o), nil
@@ -336,12 +337,12 @@ func (t *taskRun) finalApproval(ctx workflow.Context) (phase, error) {
 	t.setStatus(ctx, task.StatusAwaitingAdmin, "final approval")
 	prompt := fmt.Sprintf("All %d subtasks of %s are approved by review. Approve the task as done?", len(t.Plan), t.In.TaskID)
 	o, err := t.decideOn(ctx, task.KindFinalApproval, prompt, nil, optApprove,
-		task.Option{ID: task.OptRedispatch, Label: "Redo the last subtask", NoteRequired: true}, optTerminate)
+		decision.Option{ID: task.OptRedispatch, Label: "Redo the last subtask", NoteRequired: true}, optTerminate)
 	if err != nil || o == nil {
 		return phaseFinal, err
 	}
 	switch o.Option {
-	case task.OptApprove:
+	case decision.OptApprove:
 		return phaseDone, nil
 	case task.OptRedispatch:
 		t.Index = len(t.Plan) - 1

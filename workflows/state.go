@@ -8,6 +8,7 @@ import (
 
 	"github.com/ampflow/ampflow/activities"
 	"github.com/ampflow/ampflow/amp"
+	"github.com/ampflow/ampflow/amp/decision"
 	"github.com/ampflow/ampflow/amp/task"
 )
 
@@ -87,10 +88,10 @@ type taskState struct {
 	// CIDeadline is when pending CI becomes a problem for the admins.
 	CIDeadline time.Time `json:"ci_deadline"`
 
-	Pending     *task.Decision `json:"pending,omitempty"`
-	Outcome     *task.Outcome  `json:"outcome,omitempty"`
-	Decided     []task.Outcome `json:"decided,omitempty"`
-	DecisionSeq int            `json:"decision_seq"`
+	Pending     *decision.Decision `json:"pending,omitempty"`
+	Outcome     *decision.Outcome  `json:"outcome,omitempty"`
+	Decided     []decision.Outcome `json:"decided,omitempty"`
+	DecisionSeq int                `json:"decision_seq"`
 	// Failed is the last delivery that failed; the wait for its reply
 	// raises it to the admins.
 	Failed *deliveryFailed `json:"delivery_failed,omitempty"`

@@ -11,6 +11,7 @@ import (
 
 	"github.com/ampflow/ampflow/activities"
 	"github.com/ampflow/ampflow/amp"
+	"github.com/ampflow/ampflow/amp/decision"
 	"github.com/ampflow/ampflow/amp/task"
 )
 
@@ -21,15 +22,15 @@ func TestDecisionsRefused(t *testing.T) {
 	var decisionID string
 	h.at(time.Minute, func() {
 		decisionID = h.state().Pending.ID
-		stale = h.update(task.UpdateDecide, "", task.DecideInput{DecisionID: "T-2026-001-d99", Option: task.OptApprove, By: "alice", Channel: "cli"})
-		notAdmin = h.update(task.UpdateDecide, "", task.DecideInput{DecisionID: decisionID, Option: task.OptApprove, By: "mallory", Channel: "slack"})
-		noOption = h.update(task.UpdateDecide, "", task.DecideInput{DecisionID: decisionID, Option: task.OptWait, By: "alice", Channel: "cli"})
+		stale = h.update(task.UpdateDecide, "", decision.Answer{DecisionID: "T-2026-001-d99", Option: decision.OptApprove, By: "alice", Channel: "cli"})
+		notAdmin = h.update(task.UpdateDecide, "", decision.Answer{DecisionID: decisionID, Option: decision.OptApprove, By: "mallory", Channel: "slack"})
+		noOption = h.update(task.UpdateDecide, "", decision.Answer{DecisionID: decisionID, Option: task.OptWait, By: "alice", Channel: "cli"})
 	})
 	h.at(time.Minute+time.Second, func() {
-		first = h.decide("alice", task.OptApprove, "")
+		first = h.decide("alice", decision.OptApprove, "")
 	})
 	h.at(time.Minute+2*time.Second, func() {
-		second = h.update(task.UpdateDecide, "", task.DecideInput{DecisionID: decisionID, Option: task.OptReject, Note: "too late", By: "bob", Channel: "telegram"})
+		second = h.update(task.UpdateDecide, "", decision.Answer{DecisionID: decisionID, Option: decision.OptReject, Note: "too late", By: "bob", Channel: "telegram"})
 	})
 	h.round(time.Minute + 2*time.Second)
 	res := h.run()
@@ -250,7 +251,7 @@ func TestSearchAttributesFollowStatus(t *testing.T) {
 			seen = append(seen, v)
 		}
 	}).Return(nil)
-	h.at(time.Second, func() { h.decide("alice", task.OptApprove, "") })
+	h.at(time.Second, func() { h.decide("alice", decision.OptApprove, "") })
 	h.round(time.Second)
 	h.run()
 	want := []string{"awaiting_approval", "dispatched", "in_progress", "ci_check", "in_review", "done"}

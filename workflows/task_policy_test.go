@@ -10,6 +10,7 @@ import (
 
 	"github.com/ampflow/ampflow/activities"
 	"github.com/ampflow/ampflow/amp"
+	"github.com/ampflow/ampflow/amp/decision"
 	"github.com/ampflow/ampflow/amp/task"
 )
 
@@ -49,12 +50,12 @@ func TestPolicyFromWorker(t *testing.T) {
 		h := newHarness(t, testPlan(amp.RiskMedium, "S1"), func(in *task.Input) { in.Policy = loosePolicy() })
 		h.workerPolicy = func() (task.Policy, error) { return worker, nil }
 		var byClientAdmin, byWorkerAdmin *reply
-		var pending *task.Decision
+		var pending *decision.Decision
 		h.at(time.Minute, func() {
 			pending = h.state().Pending
-			byClientAdmin = h.decide("mallory", task.OptApprove, "")
+			byClientAdmin = h.decide("mallory", decision.OptApprove, "")
 		})
-		h.at(time.Minute+time.Second, func() { byWorkerAdmin = h.decide("alice", task.OptApprove, "") })
+		h.at(time.Minute+time.Second, func() { byWorkerAdmin = h.decide("alice", decision.OptApprove, "") })
 		h.round(time.Minute + time.Second)
 		if res := h.run(); res.Status != task.StatusDone {
 			t.Fatalf("status %s (%s), want done", res.Status, res.Reason)
@@ -83,10 +84,10 @@ func TestPolicyFromWorker(t *testing.T) {
 			in.Handling = task.HandlingAdmin
 		})
 		h.workerPolicy = func() (task.Policy, error) { return worker, nil }
-		var pending *task.Decision
+		var pending *decision.Decision
 		h.at(time.Minute, func() {
 			pending = h.state().Pending
-			h.decide("alice", task.OptApprove, "")
+			h.decide("alice", decision.OptApprove, "")
 		})
 		h.round(time.Minute)
 		if res := h.run(); res.Status != task.StatusDone {
@@ -138,7 +139,7 @@ func TestAdmins(t *testing.T) {
 				in.Policy.Admins = tc.admins
 			})
 			var r *reply
-			h.at(time.Minute, func() { r = h.decide(tc.by, task.OptApprove, "") })
+			h.at(time.Minute, func() { r = h.decide(tc.by, decision.OptApprove, "") })
 			h.at(time.Minute+time.Second, func() {
 				if !tc.want {
 					h.update(task.UpdateCancel, "", task.CancelInput{Reason: "nobody may approve", By: "planner"})

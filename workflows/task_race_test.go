@@ -11,6 +11,7 @@ import (
 
 	"github.com/ampflow/ampflow/activities"
 	"github.com/ampflow/ampflow/amp"
+	"github.com/ampflow/ampflow/amp/decision"
 	"github.com/ampflow/ampflow/amp/task"
 )
 
@@ -43,7 +44,7 @@ func TestContinueAsNewBeforeAnyACK(t *testing.T) {
 	var st task.State
 	h2.at(time.Second, func() {
 		st = h2.state()
-		h2.decide("alice", task.OptApprove, "")
+		h2.decide("alice", decision.OptApprove, "")
 	})
 	h2.round(time.Second)
 	res := h2.run()
@@ -62,7 +63,7 @@ func TestContinueAsNewDuringLock(t *testing.T) {
 	h := newHarness(t, testPlan(amp.RiskLow, "S1"), func(in *task.Input) { in.Policy.MaxRejects = 0 })
 	end := h.rejectRound(0)
 	h2 := continueAt(t, h, end+time.Second)
-	h2.at(time.Second, func() { h2.decide("alice", task.OptApprove, "") })
+	h2.at(time.Second, func() { h2.decide("alice", decision.OptApprove, "") })
 	res := h2.run()
 	if res.Status != task.StatusDone || res.RejectCount != 1 {
 		t.Errorf("result %+v, want done with reject_count 1", res)
@@ -124,7 +125,7 @@ func TestReplanDuringApprovalAsksAgain(t *testing.T) {
 		h.update(task.UpdateReplan, "", task.ReplanInput{By: "planner", Subtasks: []amp.Subtask{
 			{SubtaskID: "S1", Description: "one", EstimatedLines: 1}, {SubtaskID: "S2", Description: "two", EstimatedLines: 1}}})
 	})
-	h.at(2*time.Second, func() { after = h.state(); h.decide("alice", task.OptReject, "no") })
+	h.at(2*time.Second, func() { after = h.state(); h.decide("alice", decision.OptReject, "no") })
 	h.run()
 	if before.Pending == nil || after.Pending == nil || before.Pending.ID == after.Pending.ID {
 		t.Fatalf("the plan decision was not asked again after a replan: %+v → %+v", before.Pending, after.Pending)

@@ -7,6 +7,7 @@ import (
 
 	"github.com/ampflow/ampflow/activities"
 	"github.com/ampflow/ampflow/amp"
+	"github.com/ampflow/ampflow/amp/decision"
 	"github.com/ampflow/ampflow/amp/task"
 )
 
@@ -21,12 +22,12 @@ func TestRecordTimes(t *testing.T) {
 		verdictAt   = ackAt + 30*time.Second
 		finalAt     = 2 * time.Hour
 	)
-	h.at(planDecided, func() { h.decide("alice", task.OptApprove, "") })
+	h.at(planDecided, func() { h.decide("alice", decision.OptApprove, "") })
 	h.at(ackAt, func() { h.ack(amp.RoleExecutor) })
 	h.at(ackAt+10*time.Second, func() { h.result(amp.StatusComplete) })
 	h.at(ackAt+20*time.Second, func() { h.ack(amp.RoleReviewer) })
 	h.at(verdictAt, func() { h.verdict(amp.DecisionApproved, 0.95) })
-	h.at(finalAt, func() { h.decide("bob", task.OptApprove, "") })
+	h.at(finalAt, func() { h.decide("bob", decision.OptApprove, "") })
 	res := h.run()
 	if res.Status != task.StatusDone {
 		t.Fatalf("task %s, want done", res.Status)

@@ -7,6 +7,7 @@ import (
 
 	"github.com/ampflow/ampflow/activities"
 	"github.com/ampflow/ampflow/amp"
+	"github.com/ampflow/ampflow/amp/decision"
 	"github.com/ampflow/ampflow/amp/task"
 )
 
@@ -89,7 +90,7 @@ func TestLowConfidenceOverride(t *testing.T) {
 		h.at(2*time.Second, func() { h.result(amp.StatusComplete) })
 		h.at(3*time.Second, func() { h.ack(amp.RoleReviewer) })
 		h.at(4*time.Second, func() { h.verdict(amp.DecisionRejected, 0.5) })
-		h.at(5*time.Second, func() { st = h.state(); h.decide("bob", task.OptApprove, "") })
+		h.at(5*time.Second, func() { st = h.state(); h.decide("bob", decision.OptApprove, "") })
 		res := h.run()
 		if st.Status != task.StatusAwaitingAdmin || st.Pending == nil || st.Pending.Kind != task.KindLowConfidence {
 			t.Fatalf("low-confidence verdict: %s, pending %+v", st.Status, st.Pending)
@@ -107,7 +108,7 @@ func TestLowConfidenceOverride(t *testing.T) {
 		h.at(2*time.Second, func() { h.result(amp.StatusComplete) })
 		h.at(3*time.Second, func() { h.ack(amp.RoleReviewer) })
 		h.at(4*time.Second, func() { h.verdict(amp.DecisionApproved, 0.6) })
-		h.at(5*time.Second, func() { h.decide("bob", task.OptReject, "tests are missing") })
+		h.at(5*time.Second, func() { h.decide("bob", decision.OptReject, "tests are missing") })
 		h.round(6 * time.Second)
 		res := h.run()
 		ds := h.deliveredOf(amp.TypeTaskDispatch)
@@ -128,7 +129,7 @@ func TestPlanApproval(t *testing.T) {
 		h.at(time.Minute, func() {
 			st = h.state()
 			dispatchedEarly = len(h.deliveredOf(amp.TypeTaskDispatch))
-			h.decide("alice", task.OptApprove, "")
+			h.decide("alice", decision.OptApprove, "")
 		})
 		h.round(time.Minute)
 		res := h.run()
@@ -144,7 +145,7 @@ func TestPlanApproval(t *testing.T) {
 	})
 	t.Run("Rejected", func(t *testing.T) {
 		h := newHarness(t, testPlan(amp.RiskMedium, "S1"))
-		h.at(time.Minute, func() { h.decide("alice", task.OptReject, "split it first") })
+		h.at(time.Minute, func() { h.decide("alice", decision.OptReject, "split it first") })
 		res := h.run()
 		if res.Status != task.StatusTerminated || !strings.Contains(res.Reason, "split it first") || !strings.Contains(res.Reason, "alice") {
 			t.Errorf("result %s %q, want terminated with alice's reason", res.Status, res.Reason)
@@ -156,7 +157,7 @@ func TestPlanApproval(t *testing.T) {
 	t.Run("StricterOnRequest", func(t *testing.T) {
 		h := newHarness(t, testPlan(amp.RiskLow, "S1"), func(in *task.Input) { in.Handling = task.HandlingAdmin })
 		var st task.State
-		h.at(time.Minute, func() { st = h.state(); h.decide("alice", task.OptReject, "no") })
+		h.at(time.Minute, func() { st = h.state(); h.decide("alice", decision.OptReject, "no") })
 		h.run()
 		if st.Pending == nil || st.Pending.Kind != task.KindPlanApproval {
 			t.Errorf("a low-risk task with admin handling requested was not held for approval")
@@ -166,10 +167,10 @@ func TestPlanApproval(t *testing.T) {
 
 func TestFinalApprovalHighRisk(t *testing.T) {
 	h := newHarness(t, testPlan(amp.RiskHigh, "S1"))
-	h.at(time.Second, func() { h.decide("alice", task.OptApprove, "") })
+	h.at(time.Second, func() { h.decide("alice", decision.OptApprove, "") })
 	end := h.round(time.Second)
 	var st task.State
-	h.at(end+time.Second, func() { st = h.state(); h.decide("bob", task.OptApprove, "") })
+	h.at(end+time.Second, func() { st = h.state(); h.decide("bob", decision.OptApprove, "") })
 	res := h.run()
 	if st.Status != task.StatusAwaitingAdmin || st.Pending == nil || st.Pending.Kind != task.KindFinalApproval {
 		t.Fatalf("before final approval: %s, pending %+v", st.Status, st.Pending)
@@ -247,7 +248,7 @@ func TestFinalRedoSameCommitFlagged(t *testing.T) {
 	}{{"SameCommit", "", true}, {"NewCommit", "b41c9e0", false}} {
 		t.Run(tc.name, func(t *testing.T) {
 			h := newHarness(t, testPlan(amp.RiskHigh, "S1"))
-			h.at(time.Second, func() { h.decide("alice", task.OptApprove, "") })
+			h.at(time.Second, func() { h.decide("alice", decision.OptApprove, "") })
 			end := h.round(time.Second)
 			h.at(end+1*time.Second, func() { h.decide("bob", task.OptRedispatch, "the greeting is wrong") })
 			h.at(end+2*time.Second, func() { h.ack(amp.RoleExecutor) })
@@ -260,7 +261,7 @@ func TestFinalRedoSameCommitFlagged(t *testing.T) {
 			})
 			h.at(end+4*time.Second, func() { h.ack(amp.RoleReviewer) })
 			h.at(end+5*time.Second, func() { h.verdict(amp.DecisionApproved, 0.95) })
-			h.at(end+6*time.Second, func() { h.decide("bob", task.OptApprove, "") })
+			h.at(end+6*time.Second, func() { h.decide("bob", decision.OptApprove, "") })
 			h.run()
 			reqs := h.deliveredOf(amp.TypeReviewRequest)
 			if len(reqs) != 2 {

@@ -9,6 +9,7 @@ import (
 
 	"github.com/ampflow/ampflow/activities"
 	"github.com/ampflow/ampflow/amp"
+	"github.com/ampflow/ampflow/amp/decision"
 	"github.com/ampflow/ampflow/amp/task"
 )
 
@@ -150,7 +151,7 @@ func TestLateAck(t *testing.T) {
 	h.at(350*time.Second, func() { before = h.state(); h.ack(amp.RoleExecutor) })
 	h.at(351*time.Second, func() {
 		after = h.state()
-		stale = h.update(task.UpdateDecide, "", task.DecideInput{DecisionID: before.Pending.ID, Option: task.OptWait, By: "alice", Channel: "slack"})
+		stale = h.update(task.UpdateDecide, "", decision.Answer{DecisionID: before.Pending.ID, Option: task.OptWait, By: "alice", Channel: "slack"})
 	})
 	h.at(352*time.Second, func() { h.result(amp.StatusComplete) })
 	h.at(353*time.Second, func() { h.ack(amp.RoleReviewer) })

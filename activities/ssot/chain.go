@@ -1,44 +1,24 @@
 package ssot
 
 import (
-	"bytes"
 	"crypto/sha256"
 	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
-	"errors"
 	"fmt"
-	"io"
 	"strconv"
 	"time"
+
+	"github.com/ampflow/ampflow/amp"
 )
 
 // chainTag starts every row hash's input, so the scheme can change later
 // under another tag.
 const chainTag = "ampflow-ssot-chain/1"
 
-// Canonical returns body as canonical JSON: object keys sorted, no
-// insignificant white space, numbers as written, no HTML escaping. Two
-// bodies that differ only in key order or spacing have one canonical
-// form, so they hash alike.
-func Canonical(body []byte) (json.RawMessage, error) {
-	dec := json.NewDecoder(bytes.NewReader(body))
-	dec.UseNumber()
-	var v any
-	if err := dec.Decode(&v); err != nil {
-		return nil, fmt.Errorf("not JSON: %w", err)
-	}
-	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
-		return nil, errors.New("not JSON: data after the value")
-	}
-	var buf bytes.Buffer
-	enc := json.NewEncoder(&buf)
-	enc.SetEscapeHTML(false)
-	if err := enc.Encode(v); err != nil {
-		return nil, fmt.Errorf("encoding canonical JSON: %w", err)
-	}
-	return bytes.TrimSuffix(buf.Bytes(), []byte("\n")), nil
-}
+// Canonical returns body in the canonical JSON form the chain hashes
+// (amp.Canonical).
+func Canonical(body []byte) (json.RawMessage, error) { return amp.Canonical(body) }
 
 // hashHex is the SHA-256 of b in hex.
 func hashHex(b []byte) string {

@@ -4,6 +4,7 @@ import (
 	"time"
 
 	"github.com/ampflow/ampflow/amp"
+	"github.com/ampflow/ampflow/amp/decision"
 )
 
 // State is what the state query returns.
@@ -24,11 +25,11 @@ type State struct {
 	RejectCount int          `json:"reject_count"`
 	// DiffMismatches lists where the executor's diff_summary of the
 	// current result differs from what git shows.
-	DiffMismatches []string  `json:"diff_mismatches,omitempty"`
-	CIRounds       int       `json:"ci_rounds"`
-	Rounds         int       `json:"rounds"`
-	Pending        *Decision `json:"pending,omitempty"`
-	Decided        []Outcome `json:"decided,omitempty"`
+	DiffMismatches []string           `json:"diff_mismatches,omitempty"`
+	CIRounds       int                `json:"ci_rounds"`
+	Rounds         int                `json:"rounds"`
+	Pending        *decision.Decision `json:"pending,omitempty"`
+	Decided        []decision.Outcome `json:"decided,omitempty"`
 	// Outbox holds the messages sent to agents that still await their
 	// ACK or reply: what an agent's inbox shows.
 	Outbox    []amp.Message   `json:"outbox,omitempty"`

@@ -13,22 +13,23 @@ import (
 
 	"github.com/ampflow/ampflow/activities"
 	"github.com/ampflow/ampflow/amp"
+	"github.com/ampflow/ampflow/amp/decision"
 	"github.com/ampflow/ampflow/amp/task"
 )
 
 // Decider is what a bot needs of the task workflows.
 type Decider interface {
-	Decide(ctx context.Context, taskID string, in task.DecideInput) (task.DecideResult, error)
-	Pending(ctx context.Context) ([]task.Decision, error)
+	Decide(ctx context.Context, taskID string, in decision.Answer) (task.DecideResult, error)
+	Pending(ctx context.Context) ([]decision.Decision, error)
 }
 
 // Poster is a platform's side of posting: its API calls and its renderer.
 type Poster[R any] interface {
 	// PostDecision posts d with one button per option, tokens[i] being
 	// the value of d.Options[i], and returns where it went.
-	PostDecision(ctx context.Context, d task.Decision, tokens []string) (R, error)
+	PostDecision(ctx context.Context, d decision.Decision, tokens []string) (R, error)
 	// EditClosed edits one posted copy of d to its outcome, without buttons.
-	EditClosed(ctx context.Context, ref R, d task.Decision, o task.Outcome) error
+	EditClosed(ctx context.Context, ref R, d decision.Decision, o decision.Outcome) error
 	// PostEscalation posts an escalation that asks nothing of the admins.
 	PostEscalation(ctx context.Context, m amp.Message) error
 	// PostStatus posts a status notice.
@@ -131,7 +132,7 @@ func (c *Core[R, D]) postOnce(key string, post func() error) error {
 }
 
 // PostDecision posts d with its buttons unless it was posted before.
-func (c *Core[R, D]) PostDecision(ctx context.Context, d task.Decision) error {
+func (c *Core[R, D]) PostDecision(ctx context.Context, d decision.Decision) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	var done bool
@@ -158,7 +159,7 @@ func (c *Core[R, D]) PostDecision(ctx context.Context, d task.Decision) error {
 
 // CloseDecision edits every posted copy of a decision to its outcome and
 // removes the buttons. Copies edited before are left alone.
-func (c *Core[R, D]) CloseDecision(ctx context.Context, d task.Decision, o task.Outcome) error {
+func (c *Core[R, D]) CloseDecision(ctx context.Context, d decision.Decision, o decision.Outcome) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	var refs []R

@@ -3,12 +3,12 @@ package chat
 import (
 	"context"
 
-	"github.com/ampflow/ampflow/amp/task"
+	"github.com/ampflow/ampflow/amp/decision"
 )
 
 // Pick resolves a pressed button's token to its decision and option. When
 // nothing can be decided, refusal says why, for the clicker alone.
-func (c *Core[R, D]) Pick(token string) (p Posted[R], opt task.Option, refusal string) {
+func (c *Core[R, D]) Pick(token string) (p Posted[R], opt decision.Option, refusal string) {
 	b, p, ok := c.Store.Lookup(token)
 	if !ok {
 		return p, opt, StaleButtonText
@@ -38,19 +38,19 @@ func (c *Core[R, D]) PickNote(token string) (p Posted[R], option, refusal string
 // Decide applies an admin's choice and edits the posted copies at once;
 // the workflow's decision_closed notice then finds them edited. It
 // returns what to tell the admin, and whether it is a refusal.
-func (c *Core[R, D]) Decide(ctx context.Context, user string, d task.Decision, option, note string) (string, bool) {
-	in := task.DecideInput{DecisionID: d.ID, Option: option, Note: note, By: c.By(user), Channel: c.Channel}
+func (c *Core[R, D]) Decide(ctx context.Context, user string, d decision.Decision, option, note string) (string, bool) {
+	in := decision.Answer{DecisionID: d.ID, Option: option, Note: note, By: c.By(user), Channel: c.Channel}
 	dctx, cancel := context.WithTimeout(ctx, c.DecideTimeout)
-	res, err := c.Decider.Decide(dctx, d.TaskID, in)
+	res, err := c.Decider.Decide(dctx, d.Subject, in)
 	cancel()
 	if err != nil {
 		c.Log.Info("decision refused", "decision", d.ID, "user", user, "option", option, "err", err)
 		return RefusalText(err), true
 	}
-	c.Log.Info("decided", "decision", d.ID, "task", d.TaskID, "user", user, "option", option)
+	c.Log.Info("decided", "decision", d.ID, "task", d.Subject, "user", user, "option", option)
 	o := res.Outcome
 	if o.DecisionID == "" {
-		o = task.Outcome{DecisionID: d.ID, Kind: d.Kind, Option: option, Note: note, By: in.By, Channel: c.Channel, At: c.Now()}
+		o = decision.Outcome{DecisionID: d.ID, Kind: d.Kind, Option: option, Note: note, By: in.By, Channel: c.Channel, At: c.Now()}
 	}
 	if err := c.CloseDecision(ctx, d, o); err != nil {
 		c.Log.Error("editing decided message", "decision", d.ID, "err", err)

@@ -17,7 +17,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/ampflow/ampflow/amp/task"
+	"github.com/ampflow/ampflow/amp/decision"
 )
 
 // How long closed decisions and notice keys are kept; a late click on an
@@ -40,10 +40,10 @@ type Ref[R any] interface {
 
 // Posted is one decision and the copies of it the bot posted.
 type Posted[R any] struct {
-	Decision task.Decision `json:"decision"`
-	Messages []R           `json:"messages"`
-	Outcome  *task.Outcome `json:"outcome,omitempty"`
-	PostedAt time.Time     `json:"posted_at"`
+	Decision decision.Decision `json:"decision"`
+	Messages []R               `json:"messages"`
+	Outcome  *decision.Outcome `json:"outcome,omitempty"`
+	PostedAt time.Time         `json:"posted_at"`
 	// ClosedAt is when the outcome reached the bot, by the bot's clock.
 	ClosedAt time.Time `json:"closed_at,omitzero"`
 }

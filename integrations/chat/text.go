@@ -9,6 +9,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/ampflow/ampflow/amp"
+	"github.com/ampflow/ampflow/amp/decision"
 	"github.com/ampflow/ampflow/amp/task"
 )
 
@@ -23,7 +24,7 @@ func Clip(s string, n int) string {
 }
 
 // KindTitle names a decision kind for a heading: "Plan approval".
-func KindTitle(k task.DecisionKind) string {
+func KindTitle(k decision.Kind) string {
 	s := strings.ReplaceAll(string(k), "_", " ")
 	if s == "" {
 		return "Decision"
@@ -58,11 +59,11 @@ func SeverityMark(s amp.Severity) string {
 // OutcomeMark is the sign before a chosen option.
 func OutcomeMark(option string) string {
 	switch option {
-	case task.OptApprove, task.OptAccept, task.OptResume:
+	case decision.OptApprove, task.OptAccept, task.OptResume:
 		return "✅"
-	case task.OptReject, task.OptTerminate:
+	case decision.OptReject, task.OptTerminate:
 		return "⛔"
-	case task.OptWithdrawn:
+	case decision.OptWithdrawn:
 		return "➖"
 	}
 	return "☑️"
@@ -72,7 +73,7 @@ func OutcomeMark(option string) string {
 func Stamp(t time.Time) string { return t.UTC().Format("2006-01-02 15:04 UTC") }
 
 // OptionLabel is the label of d's option id, or the id when it has none.
-func OptionLabel(d task.Decision, id string) string {
+func OptionLabel(d decision.Decision, id string) string {
 	if o, ok := d.Option(id); ok && o.Label != "" {
 		return o.Label
 	}
@@ -80,7 +81,7 @@ func OptionLabel(d task.Decision, id string) string {
 }
 
 // OptionName is o's label, or its id when it has none.
-func OptionName(o task.Option) string {
+func OptionName(o decision.Option) string {
 	if o.Label == "" {
 		return o.ID
 	}
@@ -89,7 +90,7 @@ func OptionName(o task.Option) string {
 
 // ButtonLabel is the text of o's button: its name, marked when the
 // option asks for a note.
-func ButtonLabel(o task.Option) string {
+func ButtonLabel(o decision.Option) string {
 	if o.NoteRequired {
 		return OptionName(o) + " ✍️"
 	}
@@ -106,7 +107,7 @@ const (
 )
 
 // AlreadyText tells who decided d, how, where and when.
-func AlreadyText(d task.Decision, o task.Outcome) string {
+func AlreadyText(d decision.Decision, o decision.Outcome) string {
 	return fmt.Sprintf("Already decided: %s by %s via %s at %s.", OptionLabel(d, o.Option), o.By, o.Channel, Stamp(o.At))
 }
 

@@ -15,6 +15,7 @@ import (
 
 	"github.com/ampflow/ampflow/activities"
 	"github.com/ampflow/ampflow/amp"
+	"github.com/ampflow/ampflow/amp/decision"
 	"github.com/ampflow/ampflow/amp/task"
 	"github.com/ampflow/ampflow/config"
 	"github.com/ampflow/ampflow/workflows"
@@ -103,7 +104,7 @@ type fakeTasks struct {
 	acked     []string
 	cancels   []task.CancelInput
 	replans   []task.ReplanInput
-	decides   []task.DecideInput
+	decides   []decision.Answer
 	beats     []task.HeartbeatInput
 	listArgs  []string
 	summaries []workflows.TaskSummary
@@ -111,7 +112,7 @@ type fakeTasks struct {
 	inbox     []amp.Message
 	inboxHook func(n int) // called with the count of Inbox calls so far
 	inboxN    int
-	pending   []task.Decision
+	pending   []decision.Decision
 }
 
 var _ workflows.Tasks = (*fakeTasks)(nil)
@@ -168,14 +169,14 @@ func (f *fakeTasks) Ack(_ context.Context, msgID string, as amp.Role) (task.Subm
 	return task.SubmitResult{MsgID: "ack-T-2026-044-1740576730000", Status: task.StatusInProgress}, nil
 }
 
-func (f *fakeTasks) Decide(_ context.Context, taskID string, in task.DecideInput) (task.DecideResult, error) {
+func (f *fakeTasks) Decide(_ context.Context, taskID string, in decision.Answer) (task.DecideResult, error) {
 	if err := f.call("Decide " + taskID); err != nil {
 		return task.DecideResult{}, err
 	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.decides = append(f.decides, in)
-	return task.DecideResult{Outcome: task.Outcome{DecisionID: in.DecisionID, Option: in.Option, By: in.By}, Status: task.StatusDispatched}, nil
+	return task.DecideResult{Outcome: decision.Outcome{DecisionID: in.DecisionID, Option: in.Option, By: in.By}, Status: task.StatusDispatched}, nil
 }
 
 func (f *fakeTasks) Cancel(_ context.Context, taskID string, in task.CancelInput) (task.ChangeResult, error) {
@@ -249,7 +250,7 @@ func (f *fakeTasks) setInbox(msgs []amp.Message) {
 	f.inbox = msgs
 }
 
-func (f *fakeTasks) Pending(context.Context) ([]task.Decision, error) {
+func (f *fakeTasks) Pending(context.Context) ([]decision.Decision, error) {
 	if err := f.call("Pending"); err != nil {
 		return nil, err
 	}

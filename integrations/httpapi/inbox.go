@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/ampflow/ampflow/amp"
+	"github.com/ampflow/ampflow/amp/decision"
 	"github.com/ampflow/ampflow/amp/task"
 )
 
@@ -25,7 +26,7 @@ type InboxResponse struct {
 
 // DecisionsResponse is the answer to GET /v1/decisions.
 type DecisionsResponse struct {
-	Decisions []task.Decision `json:"decisions"`
+	Decisions []decision.Decision `json:"decisions"`
 	// NextCursor asks for the next page; empty on the last.
 	NextCursor string `json:"next_cursor,omitempty"`
 }
@@ -144,7 +145,7 @@ func (s *Server) listDecisions(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
-	ds, next := cut(all, p, false, func(_ int, d task.Decision) pageKey {
+	ds, next := cut(all, p, false, func(_ int, d decision.Decision) pageKey {
 		return pageKey{At: d.RaisedAt.UTC(), ID: d.ID}
 	})
 	writeJSON(w, http.StatusOK, DecisionsResponse{Decisions: ds, NextCursor: next})
@@ -167,7 +168,7 @@ func (s *Server) decide(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	c := callerOf(r)
-	res, err := s.tasks.Decide(r.Context(), taskID, task.DecideInput{
+	res, err := s.tasks.Decide(r.Context(), taskID, decision.Answer{
 		DecisionID: id, Option: req.Option, Note: req.Note, By: c.name, Channel: decisionChannel,
 	})
 	if err != nil {

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/ampflow/ampflow/amp"
+	"github.com/ampflow/ampflow/amp/decision"
 	"github.com/ampflow/ampflow/amp/task"
 )
 
@@ -109,7 +110,7 @@ func TestInboxLongPoll(t *testing.T) {
 
 func TestDecisions(t *testing.T) {
 	h := newHarness(t, false)
-	h.tasks.pending = []task.Decision{{ID: "T-2026-044-d1", TaskID: "T-2026-044", Kind: task.KindPlanApproval}}
+	h.tasks.pending = []decision.Decision{{ID: "T-2026-044-d1", Subject: "T-2026-044", Kind: task.KindPlanApproval}}
 	r := h.do(t, "GET", "/v1/decisions", executorToken, "")
 	wantStatus(t, r, http.StatusOK)
 	var out DecisionsResponse
@@ -120,7 +121,7 @@ func TestDecisions(t *testing.T) {
 
 	r = h.do(t, "POST", "/v1/decisions/T-2026-044-d1", adminToken, `{"option":"approve","note":"fine"}`)
 	wantStatus(t, r, http.StatusOK)
-	want := task.DecideInput{DecisionID: "T-2026-044-d1", Option: "approve", Note: "fine", By: "kircerta", Channel: "api"}
+	want := decision.Answer{DecisionID: "T-2026-044-d1", Option: "approve", Note: "fine", By: "kircerta", Channel: "api"}
 	if h.tasks.calls[len(h.tasks.calls)-1] != "Decide T-2026-044" || h.tasks.decides[0] != want {
 		t.Errorf("calls %v, decide %+v", h.tasks.calls, h.tasks.decides)
 	}

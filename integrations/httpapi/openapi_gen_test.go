@@ -15,6 +15,7 @@ import (
 
 	"github.com/ampflow/ampflow/activities"
 	"github.com/ampflow/ampflow/amp"
+	"github.com/ampflow/ampflow/amp/decision"
 	"github.com/ampflow/ampflow/amp/task"
 	"github.com/ampflow/ampflow/workflows"
 )
@@ -190,7 +191,7 @@ func apiSchemas() (map[string]obj, map[string]any) {
 		"outcome": ref("Outcome"),
 		"status":  ref("Status"),
 	}))
-	add("Outcome", task.Outcome{}, object(task.Outcome{}, "A decision taken.", obj{
+	add("Outcome", decision.Outcome{}, object(decision.Outcome{}, "A decision taken.", obj{
 		"decision_id": str("The decision's id, T-YYYY-NNN-dN."),
 		"kind":        ref("DecisionKind"),
 		"option":      str("The option chosen."),
@@ -198,27 +199,43 @@ func apiSchemas() (map[string]obj, map[string]any) {
 		"by":          str("Who decided (a token's name)."),
 		"channel":     str("Where: cli, api, slack or telegram."),
 		"at":          dateTime("When."),
+		"subject":     str("The id of the workflow the decision belongs to (a task id)."),
+		"digest":      str("The SHA-256 (hex) of what was approved or refused."),
+		"approvers":   array(ref("Approval"), "Every admin whose approval made the quorum."),
+	}))
+	add("Approval", decision.Approval{}, object(decision.Approval{}, "One admin's approval towards a quorum.", obj{
+		"by":      str("Who approved."),
+		"channel": str("Where: cli, api, slack, telegram or dashboard."),
+		"at":      dateTime("When."),
+		"note":    str("The admin's note."),
 	}))
 	add("DecisionKind", nil, strEnum("What a decision is about.", task.KindPlanApproval, task.KindAckTimeout,
 		task.KindHeartbeatTimeout, task.KindPartialResult, task.KindCIExhausted, task.KindLowConfidence,
 		task.KindHallucinationLock, task.KindBranchViolation, task.KindFinalApproval, task.KindResultProblem,
 		task.KindAgentEscalation, task.KindDeliveryFailed))
-	add("Option", task.Option{}, object(task.Option{}, "One choice of a decision.", obj{
+	add("Option", decision.Option{}, object(decision.Option{}, "One choice of a decision.", obj{
 		"id":            str("What POST /v1/decisions/{id} takes as option."),
 		"label":         str("A human label."),
 		"note_required": boolean("The choice needs a note."),
 	}))
-	add("Decision", task.Decision{}, object(task.Decision{}, "A gate waiting for an admin.", obj{
-		"id":         str("The decision's id, T-YYYY-NNN-dN; the {id} of POST /v1/decisions/{id}."),
-		"task_id":    taskIDSchema("The task."),
-		"kind":       ref("DecisionKind"),
-		"prompt":     str("The question."),
-		"options":    array(ref("Option"), "The choices."),
-		"raised_at":  dateTime("When it was raised."),
-		"escalation": ref("Message"),
-		"context":    ref("DecisionContext"),
+	add("Decision", decision.Decision{}, object(decision.Decision{}, "A gate waiting for an admin.", obj{
+		"id":           str("The decision's id, T-YYYY-NNN-dN; the {id} of POST /v1/decisions/{id}."),
+		"subject":      str("The id of the workflow the decision belongs to: a task id, later a gate or lease id. Answers are routed to it."),
+		"kind":         ref("DecisionKind"),
+		"prompt":       str("The question."),
+		"options":      array(ref("Option"), "The choices."),
+		"raised_at":    dateTime("When it was raised."),
+		"escalation":   ref("Message"),
+		"context":      ref("DecisionContext"),
+		"digest":       str("The SHA-256 (hex) of the canonical JSON of exactly what is being approved; POST /v1/decisions/{id} must send it back."),
+		"expires_at":   dateTime("When on_expiry applies; absent when the decision never expires."),
+		"on_expiry":    str("The option taken when the decision expires; never an approval."),
+		"required":     integer("How many distinct admins must approve."),
+		"approvals":    array(ref("Approval"), "The approvals given so far."),
+		"reminded_at":  dateTime("When the reminder went out; absent until then."),
+		"escalated_at": dateTime("When the escalation group was added; absent until then."),
 	}))
-	add("DecisionContext", task.DecisionContext{}, object(task.DecisionContext{}, "What the deciding admin needs at a glance.", obj{
+	add("DecisionContext", decision.Context{}, object(decision.Context{}, "What the deciding admin needs at a glance.", obj{
 		"description":       str("The task's description."),
 		"repo":              str("The task's repository."),
 		"branch":            str("The task's branch."),

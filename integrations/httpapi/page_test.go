@@ -12,7 +12,7 @@ import (
 
 	"github.com/ampflow/ampflow/activities"
 	"github.com/ampflow/ampflow/amp"
-	"github.com/ampflow/ampflow/amp/task"
+	"github.com/ampflow/ampflow/amp/decision"
 	"github.com/ampflow/ampflow/workflows"
 )
 
@@ -50,9 +50,9 @@ func listings() []listing {
 			}},
 		{name: "Decisions", path: "/v1/decisions",
 			fill: func(h *harness, ids []string) {
-				var ds []task.Decision
+				var ds []decision.Decision
 				for _, id := range ids {
-					ds = append(ds, task.Decision{ID: id + "-d1", TaskID: id, RaisedAt: base.Add(time.Duration(10-num(id)) * time.Minute)})
+					ds = append(ds, decision.Decision{ID: id + "-d1", Subject: id, RaisedAt: base.Add(time.Duration(10-num(id)) * time.Minute)})
 				}
 				h.tasks.mu.Lock()
 				h.tasks.pending = ds
@@ -63,7 +63,7 @@ func listings() []listing {
 				r.decode(t, &out)
 				var ids []string
 				for _, d := range out.Decisions {
-					ids = append(ids, d.TaskID)
+					ids = append(ids, d.Subject)
 				}
 				return ids, out.NextCursor
 			}},

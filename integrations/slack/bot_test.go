@@ -9,12 +9,13 @@ import (
 	"time"
 
 	"github.com/ampflow/ampflow/activities"
+	"github.com/ampflow/ampflow/amp/decision"
 	"github.com/ampflow/ampflow/amp/task"
 	"github.com/ampflow/ampflow/integrations/chat/chattest"
 )
 
 // tokensOf returns the button tokens of a posted decision in option order.
-func tokensOf(b *Bot, d task.Decision) (out []string) {
+func tokensOf(b *Bot, d decision.Decision) (out []string) {
 	b.store.View(func(s *stateData) { out = chattest.Tokens(s.Base(), d) })
 	return out
 }
@@ -120,7 +121,7 @@ func TestNotifyClosedEditsOnce(t *testing.T) {
 func TestNotifyClosedNotPostedHere(t *testing.T) {
 	b, f := newTestBot(t, &chattest.Decider{})
 	d := chattest.PlanDecision()
-	if err := b.Notify(context.Background(), chattest.Closed(d, chattest.Outcome(d, task.OptApprove, "cli", "cli", ""))); err != nil {
+	if err := b.Notify(context.Background(), chattest.Closed(d, chattest.Outcome(d, decision.OptApprove, "cli", "cli", ""))); err != nil {
 		t.Fatal(err)
 	}
 	if n := len(f.got); n != 0 {
@@ -170,7 +171,7 @@ func TestRateLimitBounded(t *testing.T) {
 }
 
 func TestRunRepostsPending(t *testing.T) {
-	dec := &chattest.Decider{PendingDecisions: []task.Decision{chattest.PlanDecision(), chattest.LockDecision()}}
+	dec := &chattest.Decider{PendingDecisions: []decision.Decision{chattest.PlanDecision(), chattest.LockDecision()}}
 	b, f := newTestBot(t, dec)
 	if err := b.Notify(context.Background(), chattest.Opened(chattest.PlanDecision())); err != nil {
 		t.Fatal(err)

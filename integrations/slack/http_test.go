@@ -19,7 +19,7 @@ import (
 	slackapi "github.com/slack-go/slack"
 	"github.com/slack-go/slack/socketmode"
 
-	"github.com/ampflow/ampflow/amp/task"
+	"github.com/ampflow/ampflow/amp/decision"
 	"github.com/ampflow/ampflow/integrations/chat/chattest"
 )
 
@@ -57,7 +57,7 @@ func serve(b *Bot, r *http.Request) *httptest.ResponseRecorder {
 }
 
 // posted returns a bot with d posted and its tokens.
-func postedBot(t *testing.T, dec Decider, d task.Decision) (*Bot, *fakeSlack, []string) {
+func postedBot(t *testing.T, dec Decider, d decision.Decision) (*Bot, *fakeSlack, []string) {
 	t.Helper()
 	b, f := newTestBot(t, dec)
 	if err := b.Notify(context.Background(), chattest.Opened(d)); err != nil {
@@ -75,7 +75,7 @@ func TestClickByAdminDecides(t *testing.T) {
 	}
 	chattest.WaitFor(t, "the edit", func() bool { return len(f.calls("chat.update")) == 1 })
 	in := dec.Inputs()
-	want := task.DecideInput{DecisionID: d.ID, Option: task.OptApprove, By: "slack:U1", Channel: "slack"}
+	want := decision.Answer{DecisionID: d.ID, Option: decision.OptApprove, By: "slack:U1", Channel: "slack"}
 	if len(in) != 1 || in[0] != want {
 		t.Fatalf("Decide got %+v, want [%+v]", in, want)
 	}
@@ -83,7 +83,7 @@ func TestClickByAdminDecides(t *testing.T) {
 		t.Errorf("edit keeps buttons or does not say who decided: %s", blocks)
 	}
 	// The workflow's closing notice then finds nothing left to edit.
-	if err := b.Notify(context.Background(), chattest.Closed(d, chattest.Outcome(d, task.OptApprove, "slack:U1", "slack", ""))); err != nil {
+	if err := b.Notify(context.Background(), chattest.Closed(d, chattest.Outcome(d, decision.OptApprove, "slack:U1", "slack", ""))); err != nil {
 		t.Fatal(err)
 	}
 	if n := len(f.calls("chat.update")); n != 1 {
@@ -225,7 +225,7 @@ func TestNoteOptionOpensModal(t *testing.T) {
 		t.Errorf("submission answered %d %q, want an empty 200 that closes the modal", w.Code, w.Body.String())
 	}
 	chattest.WaitFor(t, "the decision", func() bool { return len(dec.Inputs()) == 1 })
-	want := task.DecideInput{DecisionID: d.ID, Option: task.OptReject, Note: "Scope too wide", By: "slack:U1", Channel: "slack"}
+	want := decision.Answer{DecisionID: d.ID, Option: decision.OptReject, Note: "Scope too wide", By: "slack:U1", Channel: "slack"}
 	if got := dec.Inputs()[0]; got != want {
 		t.Errorf("Decide got %+v, want %+v", got, want)
 	}

@@ -5,9 +5,8 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/ampflow/ampflow/amp/decision"
 	slackapi "github.com/slack-go/slack"
-
-	"github.com/ampflow/ampflow/amp/task"
 )
 
 // interaction turns one Slack interaction into the payload that
@@ -76,7 +75,7 @@ func (b *Bot) click(ctx context.Context, user, channel, triggerID, token string)
 		})
 		if err != nil {
 			b.log.Error("opening note form", "decision", p.Decision.ID, "user", user, "err", err)
-			b.tell(ctx, channel, user, fmt.Sprintf("Could not open the note form; decide with `ampflow decide %s` instead.", p.Decision.TaskID))
+			b.tell(ctx, channel, user, fmt.Sprintf("Could not open the note form; decide with `ampflow decide %s` instead.", p.Decision.Subject))
 		}
 		return
 	}
@@ -104,7 +103,7 @@ func (b *Bot) submitNote(ctx context.Context, user, token, note string) {
 
 // decide applies an admin's choice; only a refusal is told, as the edited
 // message shows the rest.
-func (b *Bot) decide(ctx context.Context, user, channel string, d task.Decision, option, note string) {
+func (b *Bot) decide(ctx context.Context, user, channel string, d decision.Decision, option, note string) {
 	if text, refused := b.core.Decide(ctx, user, d, option, note); refused {
 		b.tell(ctx, channel, user, text)
 	}

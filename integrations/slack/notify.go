@@ -7,7 +7,7 @@ import (
 
 	"github.com/ampflow/ampflow/activities"
 	"github.com/ampflow/ampflow/amp"
-	"github.com/ampflow/ampflow/amp/task"
+	"github.com/ampflow/ampflow/amp/decision"
 )
 
 // Notify implements activities.Notifier. It is safe to retry: what was
@@ -30,16 +30,16 @@ func (p poster) post(ctx context.Context, opts ...slackapi.MsgOption) (channel, 
 
 // PostDecision, EditClosed, PostEscalation and PostStatus implement
 // chat.Poster.
-func (p poster) PostDecision(ctx context.Context, d task.Decision, tokens []string) (msgRef, error) {
+func (p poster) PostDecision(ctx context.Context, d decision.Decision, tokens []string) (msgRef, error) {
 	channel, ts, err := p.post(ctx, slackapi.MsgOptionBlocks(RenderDecision(d, tokens)...), slackapi.MsgOptionText(DecisionText(d), false))
 	if err != nil {
 		return msgRef{}, err
 	}
-	p.log.Info("decision posted", "decision", d.ID, "task", d.TaskID, "channel", channel, "ts", ts)
+	p.log.Info("decision posted", "decision", d.ID, "task", d.Subject, "channel", channel, "ts", ts)
 	return msgRef{Channel: channel, TS: ts}, nil
 }
 
-func (p poster) EditClosed(ctx context.Context, ref msgRef, d task.Decision, o task.Outcome) error {
+func (p poster) EditClosed(ctx context.Context, ref msgRef, d decision.Decision, o decision.Outcome) error {
 	return p.call(ctx, "chat.update", func() error {
 		_, _, _, err := p.api.UpdateMessageContext(ctx, ref.Channel, ref.TS,
 			slackapi.MsgOptionBlocks(RenderClosed(d, o)...),

@@ -8,6 +8,7 @@ import (
 
 	"github.com/ampflow/ampflow/activities"
 	"github.com/ampflow/ampflow/amp"
+	"github.com/ampflow/ampflow/amp/decision"
 	"github.com/ampflow/ampflow/amp/task"
 	"github.com/ampflow/ampflow/integrations/chat"
 )
@@ -35,7 +36,7 @@ func section(s string) slackapi.Block { return slackapi.NewSectionBlock(mrkdwn(s
 // happened, the suggested actions and one button per option. tokens[i]
 // is the button value of d.Options[i]; a missing token leaves the option
 // out, so nothing unrecorded can be clicked.
-func RenderDecision(d task.Decision, tokens []string) []slackapi.Block {
+func RenderDecision(d decision.Decision, tokens []string) []slackapi.Block {
 	blocks := decisionBody(d, "Decision")
 	var buttons []slackapi.BlockElement
 	for i, o := range d.Options {
@@ -44,9 +45,9 @@ func RenderDecision(d task.Decision, tokens []string) []slackapi.Block {
 		}
 		btn := slackapi.NewButtonBlockElement("ampflow_opt_"+o.ID, tokens[i], plain(chat.Clip(chat.ButtonLabel(o), 70)))
 		switch o.ID {
-		case task.OptApprove, task.OptAccept, task.OptResume:
+		case decision.OptApprove, task.OptAccept, task.OptResume:
 			btn = btn.WithStyle(slackapi.StylePrimary)
-		case task.OptReject, task.OptTerminate:
+		case decision.OptReject, task.OptTerminate:
 			btn = btn.WithStyle(slackapi.StyleDanger)
 		}
 		buttons = append(buttons, btn)
@@ -59,10 +60,10 @@ func RenderDecision(d task.Decision, tokens []string) []slackapi.Block {
 
 // RenderClosed renders a decided decision: the same body without buttons,
 // and who decided what, where and when.
-func RenderClosed(d task.Decision, o task.Outcome) []slackapi.Block {
+func RenderClosed(d decision.Decision, o decision.Outcome) []slackapi.Block {
 	blocks := decisionBody(d, "Decided")
 	var line string
-	if o.Option == task.OptWithdrawn {
+	if o.Option == decision.OptWithdrawn {
 		line = "➖ *Withdrawn*: no longer needed"
 	} else {
 		line = fmt.Sprintf("%s *%s* by %s via %s", chat.OutcomeMark(o.Option), esc(chat.OptionLabel(d, o.Option)), who(o.By), esc(o.Channel))
@@ -77,18 +78,18 @@ func RenderClosed(d task.Decision, o task.Outcome) []slackapi.Block {
 
 // DecisionText is the notification text of a decision message, shown
 // where blocks are not (push notifications).
-func DecisionText(d task.Decision) string {
-	return fmt.Sprintf("%s on %s: %s", chat.KindTitle(d.Kind), d.TaskID, chat.Clip(d.Prompt, 120))
+func DecisionText(d decision.Decision) string {
+	return fmt.Sprintf("%s on %s: %s", chat.KindTitle(d.Kind), d.Subject, chat.Clip(d.Prompt, 120))
 }
 
 // ClosedText is the notification text of a decided decision.
-func ClosedText(d task.Decision, o task.Outcome) string {
-	return fmt.Sprintf("%s on %s: %s by %s", chat.KindTitle(d.Kind), d.TaskID, chat.OptionLabel(d, o.Option), o.By)
+func ClosedText(d decision.Decision, o decision.Outcome) string {
+	return fmt.Sprintf("%s on %s: %s by %s", chat.KindTitle(d.Kind), d.Subject, chat.OptionLabel(d, o.Option), o.By)
 }
 
-func decisionBody(d task.Decision, state string) []slackapi.Block {
+func decisionBody(d decision.Decision, state string) []slackapi.Block {
 	c := d.Context
-	head := fmt.Sprintf("%s %s · %s", chat.RiskMark(c.Risk), state, d.TaskID)
+	head := fmt.Sprintf("%s %s · %s", chat.RiskMark(c.Risk), state, d.Subject)
 	blocks := []slackapi.Block{
 		slackapi.NewHeaderBlock(plain(chat.Clip(head, 150))),
 		section("*" + chat.KindTitle(d.Kind) + "*\n" + esc(chat.Clip(d.Prompt, maxDescription))),
@@ -142,7 +143,7 @@ func whatHappened(m amp.Message, e amp.Escalation) string {
 	return head + "\n" + esc(chat.Clip(e.Description, maxDescription))
 }
 
-func footer(d task.Decision) slackapi.Block {
+func footer(d decision.Decision) slackapi.Block {
 	s := "`" + esc(d.ID) + "`"
 	if !d.RaisedAt.IsZero() {
 		s += " · raised " + chat.Stamp(d.RaisedAt)
@@ -190,7 +191,7 @@ func RenderStatus(in activities.NotifyInput) string {
 
 // RenderNoteModal renders the modal that asks for the note an option
 // requires. token is carried back in private_metadata.
-func RenderNoteModal(d task.Decision, o task.Option, token string) slackapi.ModalViewRequest {
+func RenderNoteModal(d decision.Decision, o decision.Option, token string) slackapi.ModalViewRequest {
 	label := chat.OptionName(o)
 	input := slackapi.NewPlainTextInputBlockElement(plain("Why, and what should happen next"), noteActionID)
 	input.Multiline = true
@@ -203,7 +204,7 @@ func RenderNoteModal(d task.Decision, o task.Option, token string) slackapi.Moda
 		Submit:          plain("Decide"),
 		Close:           plain("Cancel"),
 		Blocks: slackapi.Blocks{BlockSet: []slackapi.Block{
-			section(fmt.Sprintf("*%s* on `%s`\n%s", esc(label), esc(d.TaskID), esc(chat.Clip(d.Prompt, maxDescription)))),
+			section(fmt.Sprintf("*%s* on `%s`\n%s", esc(label), esc(d.Subject), esc(chat.Clip(d.Prompt, maxDescription)))),
 			slackapi.NewInputBlock(noteBlockID, plain("Note"), nil, input),
 		}},
 	}

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/ampflow/ampflow/activities"
+	"github.com/ampflow/ampflow/amp/decision"
 	"github.com/ampflow/ampflow/amp/task"
 	"github.com/ampflow/ampflow/integrations/chat/chattest"
 )
@@ -33,9 +34,9 @@ func TestRenderGolden(t *testing.T) {
 	}{
 		{"decision_plan.json", RenderDecision(plan, []string{"tokA", "tokB"})},
 		{"decision_lock.json", RenderDecision(lock, []string{"tok1", "tok2", "tok3"})},
-		{"closed_plan.json", RenderClosed(plan, chattest.Outcome(plan, task.OptApprove, "slack:U1", "slack", ""))},
+		{"closed_plan.json", RenderClosed(plan, chattest.Outcome(plan, decision.OptApprove, "slack:U1", "slack", ""))},
 		{"closed_lock_note.json", RenderClosed(lock, chattest.Outcome(lock, task.OptAccept, "telegram:42", "telegram", "Known flake;\nship it"))},
-		{"closed_withdrawn.json", RenderClosed(plan, chattest.Outcome(plan, task.OptWithdrawn, "system", "workflow", ""))},
+		{"closed_withdrawn.json", RenderClosed(plan, chattest.Outcome(plan, decision.OptWithdrawn, "system", "workflow", ""))},
 		{"escalation.json", RenderEscalation(*lock.Escalation)},
 		{"note_modal.json", RenderNoteModal(lock, lock.Options[1], "tok2")},
 	}
@@ -63,7 +64,7 @@ func TestRenderDecisionButtons(t *testing.T) {
 
 func TestRenderClosedHasNoButtons(t *testing.T) {
 	d := chattest.PlanDecision()
-	raw := jsonText(t, RenderClosed(d, chattest.Outcome(d, task.OptReject, "slack:U9", "slack", "too risky")), "")
+	raw := jsonText(t, RenderClosed(d, chattest.Outcome(d, decision.OptReject, "slack:U9", "slack", "too risky")), "")
 	s := string(raw)
 	if strings.Contains(s, `"type":"actions"`) || strings.Contains(s, `"type":"button"`) {
 		t.Error("closed rendering still has buttons")

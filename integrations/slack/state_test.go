@@ -5,7 +5,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/ampflow/ampflow/amp/task"
+	"github.com/ampflow/ampflow/amp/decision"
 	"github.com/ampflow/ampflow/integrations/chat"
 	"github.com/ampflow/ampflow/integrations/chat/chattest"
 )
@@ -19,13 +19,13 @@ func TestStatePrunesAndPersists(t *testing.T) {
 	now := time.Date(2026, 6, 1, 0, 0, 0, 0, time.UTC)
 	old, fresh, open := chattest.PlanDecision(), chattest.LockDecision(), chattest.PlanDecision()
 	open.ID = "T-2026-001-d2"
-	o := chattest.Outcome(old, task.OptApprove, "slack:U1", "slack", "")
+	o := chattest.Outcome(old, decision.OptApprove, "slack:U1", "slack", "")
 	err = s.Update(now, func(d *stateData) {
 		d.Decisions[old.ID] = &posted{Decision: old, Outcome: &o, ClosedAt: now.Add(-chat.KeepDecided - time.Hour)}
 		d.Decisions[fresh.ID] = &posted{Decision: fresh, Outcome: &o, ClosedAt: now.Add(-time.Hour)}
 		d.Decisions[open.ID] = &posted{Decision: open}
-		d.Buttons["old"] = button{DecisionID: old.ID, Option: task.OptApprove}
-		d.Buttons["open"] = button{DecisionID: open.ID, Option: task.OptApprove}
+		d.Buttons["old"] = button{DecisionID: old.ID, Option: decision.OptApprove}
+		d.Buttons["open"] = button{DecisionID: open.ID, Option: decision.OptApprove}
 		d.Notices["stale"] = now.Add(-chat.KeepNotices - time.Hour)
 		d.Notices["recent"] = now
 	})

@@ -5,7 +5,7 @@ import (
 	"strings"
 
 	"github.com/ampflow/ampflow/amp"
-	"github.com/ampflow/ampflow/amp/task"
+	"github.com/ampflow/ampflow/amp/decision"
 	"github.com/ampflow/ampflow/integrations/chat"
 )
 
@@ -24,7 +24,7 @@ var mrkdwnEscaper = strings.NewReplacer("&", "&amp;", "<", "&lt;", ">", "&gt;")
 // stay as they are.
 func esc(s string) string { return mrkdwnEscaper.Replace(s) }
 
-func repoAt(c task.DecisionContext) string {
+func repoAt(c decision.Context) string {
 	if c.Branch == "" {
 		return c.Repo
 	}

@@ -11,12 +11,13 @@ import (
 	"github.com/go-telegram/bot/models"
 
 	"github.com/ampflow/ampflow/activities"
+	"github.com/ampflow/ampflow/amp/decision"
 	"github.com/ampflow/ampflow/amp/task"
 	"github.com/ampflow/ampflow/integrations/chat/chattest"
 )
 
 // tokensOf returns the callback data of a posted decision in option order.
-func tokensOf(b *Bot, d task.Decision) (out []string) {
+func tokensOf(b *Bot, d decision.Decision) (out []string) {
 	b.store.View(func(s *stateData) { out = chattest.Tokens(s.Base(), d) })
 	return out
 }
@@ -101,7 +102,7 @@ func TestNotifyClosedEditsOnce(t *testing.T) {
 	if err := b.Notify(ctx, chattest.Opened(d)); err != nil {
 		t.Fatal(err)
 	}
-	o := chattest.Outcome(d, task.OptApprove, "slack:U1", "slack", "")
+	o := chattest.Outcome(d, decision.OptApprove, "slack:U1", "slack", "")
 	for range 2 {
 		if err := b.Notify(ctx, chattest.Closed(d, o)); err != nil {
 			t.Fatal(err)
@@ -153,7 +154,7 @@ func TestRateLimitBounded(t *testing.T) {
 }
 
 func TestRunRepostsPendingAndPolls(t *testing.T) {
-	dec := &chattest.Decider{PendingDecisions: []task.Decision{chattest.PlanDecision(), chattest.LockDecision()}}
+	dec := &chattest.Decider{PendingDecisions: []decision.Decision{chattest.PlanDecision(), chattest.LockDecision()}}
 	b, f := newTestBot(t, dec, ModePolling)
 	if err := b.Notify(context.Background(), chattest.Opened(chattest.PlanDecision())); err != nil {
 		t.Fatal(err)

@@ -21,7 +21,7 @@ import (
 	"time"
 
 	"github.com/ampflow/ampflow/activities"
-	"github.com/ampflow/ampflow/amp/task"
+	"github.com/ampflow/ampflow/amp/decision"
 	"github.com/ampflow/ampflow/config"
 	"github.com/ampflow/ampflow/integrations/chat/chattest"
 	"github.com/ampflow/ampflow/integrations/slack"
@@ -80,7 +80,7 @@ func TestFirstDecisionWinsAcrossChannels(t *testing.T) {
 	go func() { slackDone <- sb.Run(ctx) }()
 	t.Cleanup(func() { cancel(); <-slackDone })
 
-	slackToken := slackTokenFor(t, slackDir, d.ID, task.OptApprove)
+	slackToken := slackTokenFor(t, slackDir, d.ID, decision.OptApprove)
 	var wg sync.WaitGroup
 	wg.Add(2)
 	go func() {

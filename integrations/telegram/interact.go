@@ -9,7 +9,7 @@ import (
 	tgbot "github.com/go-telegram/bot"
 	"github.com/go-telegram/bot/models"
 
-	"github.com/ampflow/ampflow/amp/task"
+	"github.com/ampflow/ampflow/amp/decision"
 	"github.com/ampflow/ampflow/integrations/chat"
 )
 
@@ -53,7 +53,7 @@ func (b *Bot) onCallback(ctx context.Context, q *models.CallbackQuery) {
 	if opt.NoteRequired {
 		if err := b.askNote(ctx, q.From, p, opt, q.Data); err != nil {
 			b.log.Error("asking for a note", "decision", p.Decision.ID, "user", user, "err", err)
-			ans.Text, ans.ShowAlert = fmt.Sprintf("Could not ask for the note; decide with `ampflow decide %s` instead.", p.Decision.TaskID), true
+			ans.Text, ans.ShowAlert = fmt.Sprintf("Could not ask for the note; decide with `ampflow decide %s` instead.", p.Decision.Subject), true
 			return
 		}
 		ans.Text = "Reply to my message with your note."
@@ -74,7 +74,7 @@ func (b *Bot) answer(ctx context.Context, ans *tgbot.AnswerCallbackQueryParams) 
 
 // askNote sends a force-reply prompt for the note of opt and remembers
 // who must answer it.
-func (b *Bot) askNote(ctx context.Context, from models.User, p posted, opt task.Option, token string) error {
+func (b *Bot) askNote(ctx context.Context, from models.User, p posted, opt decision.Option, token string) error {
 	var reply *models.ReplyParameters
 	if len(p.Messages) > 0 {
 		reply = &models.ReplyParameters{MessageID: p.Messages[0].MessageID, AllowSendingWithoutReply: true}
@@ -132,7 +132,7 @@ func (b *Bot) reply(ctx context.Context, to *models.Message, text string) {
 
 // decide applies an admin's choice. It returns what to tell the admin,
 // and whether it is a refusal, clipped to fit a callback answer.
-func (b *Bot) decide(ctx context.Context, user string, d task.Decision, option, note string) (string, bool) {
+func (b *Bot) decide(ctx context.Context, user string, d decision.Decision, option, note string) (string, bool) {
 	text, refused := b.core.Decide(ctx, user, d, option, note)
 	if refused {
 		text = chat.Clip(text, 200)

@@ -11,7 +11,7 @@ import (
 
 	"github.com/go-telegram/bot/models"
 
-	"github.com/ampflow/ampflow/amp/task"
+	"github.com/ampflow/ampflow/amp/decision"
 	"github.com/ampflow/ampflow/integrations/chat/chattest"
 )
 
@@ -28,7 +28,7 @@ func deliver(b *Bot, update, secret string) int {
 }
 
 // webhookBot returns a running webhook-mode bot with d posted.
-func webhookBot(t *testing.T, dec *chattest.Decider, d task.Decision) (*Bot, *fakeTelegram, []string, int) {
+func webhookBot(t *testing.T, dec *chattest.Decider, d decision.Decision) (*Bot, *fakeTelegram, []string, int) {
 	t.Helper()
 	b, f := newTestBot(t, dec, ModeWebhook)
 	if err := b.Notify(context.Background(), chattest.Opened(d)); err != nil {
@@ -48,7 +48,7 @@ func TestCallbackByAdminDecides(t *testing.T) {
 		t.Fatalf("status %d, want 200", code)
 	}
 	chattest.WaitFor(t, "the answer", func() bool { return len(answers(f)) == 1 })
-	want := task.DecideInput{DecisionID: d.ID, Option: task.OptApprove, By: "telegram:42", Channel: "telegram"}
+	want := decision.Answer{DecisionID: d.ID, Option: decision.OptApprove, By: "telegram:42", Channel: "telegram"}
 	if in := dec.Inputs(); len(in) != 1 || in[0] != want {
 		t.Fatalf("Decide got %+v, want [%+v]", in, want)
 	}
@@ -155,7 +155,7 @@ func TestNoteByForceReply(t *testing.T) {
 	chattest.WaitFor(t, "the empty note refused", func() bool { return len(f.calls("sendMessage")) == len(sent)+1 })
 	deliver(b, withUpdateID(replyUpdate(42, "Scope too wide", promptID)), testSecret)
 	chattest.WaitFor(t, "the decision", func() bool { return len(dec.Inputs()) == 1 })
-	want := task.DecideInput{DecisionID: d.ID, Option: task.OptReject, Note: "Scope too wide", By: "telegram:42", Channel: "telegram"}
+	want := decision.Answer{DecisionID: d.ID, Option: decision.OptReject, Note: "Scope too wide", By: "telegram:42", Channel: "telegram"}
 	if got := dec.Inputs()[0]; got != want {
 		t.Errorf("Decide got %+v, want %+v", got, want)
 	}

@@ -8,7 +8,7 @@ import (
 
 	"github.com/ampflow/ampflow/activities"
 	"github.com/ampflow/ampflow/amp"
-	"github.com/ampflow/ampflow/amp/task"
+	"github.com/ampflow/ampflow/amp/decision"
 )
 
 // Notify implements activities.Notifier. It is safe to retry: what was
@@ -44,16 +44,16 @@ type poster struct{ *Bot }
 
 // PostDecision, EditClosed, PostEscalation and PostStatus implement
 // chat.Poster.
-func (p poster) PostDecision(ctx context.Context, d task.Decision, tokens []string) (msgRef, error) {
+func (p poster) PostDecision(ctx context.Context, d decision.Decision, tokens []string) (msgRef, error) {
 	sent, err := p.send(ctx, RenderDecision(d, tokens), nil, nil)
 	if err != nil {
 		return msgRef{}, err
 	}
-	p.log.Info("decision posted", "decision", d.ID, "task", d.TaskID, "chat", sent.Chat.ID, "message", sent.ID)
+	p.log.Info("decision posted", "decision", d.ID, "task", d.Subject, "chat", sent.Chat.ID, "message", sent.ID)
 	return msgRef{ChatID: sent.Chat.ID, MessageID: sent.ID}, nil
 }
 
-func (p poster) EditClosed(ctx context.Context, ref msgRef, d task.Decision, o task.Outcome) error {
+func (p poster) EditClosed(ctx context.Context, ref msgRef, d decision.Decision, o decision.Outcome) error {
 	m := RenderClosed(d, o)
 	return p.call(ctx, "editMessageText", func() error {
 		_, err := p.api.EditMessageText(ctx, &tgbot.EditMessageTextParams{

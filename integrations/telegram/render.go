@@ -9,7 +9,7 @@ import (
 
 	"github.com/ampflow/ampflow/activities"
 	"github.com/ampflow/ampflow/amp"
-	"github.com/ampflow/ampflow/amp/task"
+	"github.com/ampflow/ampflow/amp/decision"
 	"github.com/ampflow/ampflow/integrations/chat"
 )
 
@@ -39,7 +39,7 @@ func esc(s string) string { return html.EscapeString(s) }
 // suggested actions, and one button per option, one a row for thumbs.
 // tokens[i] is the callback data of d.Options[i]; an option without a
 // token gets no button.
-func RenderDecision(d task.Decision, tokens []string) Message {
+func RenderDecision(d decision.Decision, tokens []string) Message {
 	var rows [][]models.InlineKeyboardButton
 	for i, o := range d.Options {
 		if i >= len(tokens) || tokens[i] == "" {
@@ -56,9 +56,9 @@ func RenderDecision(d task.Decision, tokens []string) Message {
 
 // RenderClosed renders a decided decision: the same body, who decided
 // what, where and when, and an empty keyboard that removes the buttons.
-func RenderClosed(d task.Decision, o task.Outcome) Message {
+func RenderClosed(d decision.Decision, o decision.Outcome) Message {
 	var line string
-	if o.Option == task.OptWithdrawn {
+	if o.Option == decision.OptWithdrawn {
 		line = "➖ <b>Withdrawn</b>: no longer needed"
 	} else {
 		line = fmt.Sprintf("%s <b>%s</b> by <code>%s</code> via %s", chat.OutcomeMark(o.Option), esc(chat.OptionLabel(d, o.Option)), esc(o.By), esc(o.Channel))
@@ -73,10 +73,10 @@ func RenderClosed(d task.Decision, o task.Outcome) Message {
 	}
 }
 
-func decisionBody(d task.Decision, state string) string {
+func decisionBody(d decision.Decision, state string) string {
 	c := d.Context
 	var b strings.Builder
-	fmt.Fprintf(&b, "%s <b>%s · %s</b>\n", chat.RiskMark(c.Risk), state, esc(d.TaskID))
+	fmt.Fprintf(&b, "%s <b>%s · %s</b>\n", chat.RiskMark(c.Risk), state, esc(d.Subject))
 	fmt.Fprintf(&b, "<b>%s</b>\n%s\n\n", chat.KindTitle(d.Kind), esc(chat.Clip(d.Prompt, maxDescription)))
 	b.WriteString("<b>Task</b> " + esc(chat.Clip(c.Description, maxDescription)))
 	if c.Repo != "" {
@@ -126,7 +126,7 @@ func whatHappened(m amp.Message, e amp.Escalation) string {
 	return head + "\n" + esc(chat.Clip(e.Description, maxDescription))
 }
 
-func footer(d task.Decision) string {
+func footer(d decision.Decision) string {
 	s := "<code>" + esc(d.ID) + "</code>"
 	if !d.RaisedAt.IsZero() {
 		s += " · raised " + chat.Stamp(d.RaisedAt)
@@ -165,12 +165,12 @@ func RenderStatus(in activities.NotifyInput) Message {
 // RenderNotePrompt renders the request for the note an option requires.
 // It mentions the admin who chose it: with a selective force-reply, only
 // they get the reply field.
-func RenderNotePrompt(d task.Decision, o task.Option, userID int64, name string) Message {
+func RenderNotePrompt(d decision.Decision, o decision.Option, userID int64, name string) Message {
 	if name == "" {
 		name = "Admin"
 	}
 	return Message{Text: fmt.Sprintf("✍️ <a href=\"tg://user?id=%d\">%s</a>, reply to this message with your note for <b>%s</b> on <code>%s</code>.",
-		userID, esc(name), esc(chat.OptionLabel(d, o.ID)), esc(d.TaskID))}
+		userID, esc(name), esc(chat.OptionLabel(d, o.ID)), esc(d.Subject))}
 }
 
 func issueLine(i amp.Issue) string {

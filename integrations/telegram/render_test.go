@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/ampflow/ampflow/activities"
+	"github.com/ampflow/ampflow/amp/decision"
 	"github.com/ampflow/ampflow/amp/task"
 	"github.com/ampflow/ampflow/integrations/chat/chattest"
 )
@@ -43,9 +44,9 @@ func TestRenderGolden(t *testing.T) {
 	}{
 		{"decision_plan.txt", RenderDecision(plan, []string{"tokA", "tokB"})},
 		{"decision_lock.txt", RenderDecision(lock, []string{"tok1", "tok2", "tok3"})},
-		{"closed_plan.txt", RenderClosed(plan, chattest.Outcome(plan, task.OptApprove, "telegram:42", "telegram", ""))},
+		{"closed_plan.txt", RenderClosed(plan, chattest.Outcome(plan, decision.OptApprove, "telegram:42", "telegram", ""))},
 		{"closed_lock_note.txt", RenderClosed(lock, chattest.Outcome(lock, task.OptAccept, "slack:U1", "slack", "Known <flaky> test;\nship it"))},
-		{"closed_withdrawn.txt", RenderClosed(plan, chattest.Outcome(plan, task.OptWithdrawn, "system", "workflow", ""))},
+		{"closed_withdrawn.txt", RenderClosed(plan, chattest.Outcome(plan, decision.OptWithdrawn, "system", "workflow", ""))},
 		{"escalation.txt", RenderEscalation(*lock.Escalation)},
 		{"status.txt", RenderStatus(activities.NotifyInput{TaskID: "T-2026-001", Status: task.StatusCICheck, Text: "round 2 of 3"})},
 		{"note_prompt.txt", RenderNotePrompt(lock, lock.Options[1], 42, "Ana <ops>")},

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/ampflow/ampflow/amp"
+	"github.com/ampflow/ampflow/amp/decision"
 	"github.com/ampflow/ampflow/amp/task"
 	"github.com/ampflow/ampflow/config"
 	"github.com/ampflow/ampflow/workflows"
@@ -263,7 +264,7 @@ func checkDecided(t *testing.T, st task.State, by, channel string) {
 		t.Fatalf("decided %+v, want exactly one outcome", st.Decided)
 	}
 	o := st.Decided[0]
-	if o.Kind != task.KindPlanApproval || o.Option != task.OptApprove || o.By != by || o.Channel != channel {
+	if o.Kind != task.KindPlanApproval || o.Option != decision.OptApprove || o.By != by || o.Channel != channel {
 		t.Errorf("outcome %+v, want plan_approval approved by %s via %s", o, by, channel)
 	}
 }

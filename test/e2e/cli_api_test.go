@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/ampflow/ampflow/amp"
+	"github.com/ampflow/ampflow/amp/decision"
 	"github.com/ampflow/ampflow/amp/task"
 )
 
@@ -54,13 +55,13 @@ func startByCLI(t *testing.T, p *devProc, token string) string {
 		t.Fatalf("task start printed %q last, want the task id", id)
 	}
 	eventually(t, 30*time.Second, "the plan approval of "+id+" in ampflow pending", func() (bool, error) {
-		var ds []task.Decision
+		var ds []decision.Decision
 		out := mustCLI(t, p, token, "-o", "json", "pending")
 		if err := json.Unmarshal([]byte(out), &ds); err != nil {
 			return false, fmt.Errorf("pending printed %q: %w", out, err)
 		}
 		for _, d := range ds {
-			if d.TaskID == id && d.Kind == task.KindPlanApproval {
+			if d.Subject == id && d.Kind == task.KindPlanApproval {
 				return true, nil
 			}
 		}

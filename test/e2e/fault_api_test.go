@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/ampflow/ampflow/amp"
+	"github.com/ampflow/ampflow/amp/decision"
 	"github.com/ampflow/ampflow/amp/task"
 )
 
@@ -201,7 +202,7 @@ func duplicateSends(t *testing.T, p *devProc, dataDir string) {
 	plan := lowRiskPlan(a.repo)
 	plan.RiskLevel = amp.RiskHigh
 	api.startTask(id, plan)
-	api.decide(api.pending(id, task.KindPlanApproval).ID, task.OptApprove)
+	api.decide(api.pending(id, task.KindPlanApproval).ID, decision.OptApprove)
 	d := api.outboxMsg(id, amp.TypeTaskDispatch)
 
 	type reused struct {
@@ -262,7 +263,7 @@ func duplicateSends(t *testing.T, p *devProc, dataDir string) {
 		}
 	})
 
-	api.decide(api.pending(id, task.KindFinalApproval).ID, task.OptApprove)
+	api.decide(api.pending(id, task.KindFinalApproval).ID, decision.OptApprove)
 	st := api.done(id, 60*time.Second)
 	want := lifecycleRecords()
 	want["escalation"] = 1

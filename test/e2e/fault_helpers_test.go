@@ -18,6 +18,7 @@ import (
 
 	"github.com/ampflow/ampflow/activities"
 	"github.com/ampflow/ampflow/amp"
+	"github.com/ampflow/ampflow/amp/decision"
 	"github.com/ampflow/ampflow/amp/task"
 	"github.com/ampflow/ampflow/integrations/httpapi"
 )
@@ -157,7 +158,7 @@ func (c *faultAPI) done(id string, within time.Duration) task.State {
 }
 
 // pending waits for an open decision of kind and returns it.
-func (c *faultAPI) pending(id string, kind task.DecisionKind) task.Decision {
+func (c *faultAPI) pending(id string, kind decision.Kind) decision.Decision {
 	c.t.Helper()
 	st := c.waitFor(id, "decision "+string(kind), 60*time.Second, func(st task.State) bool {
 		return st.Pending != nil && st.Pending.Kind == kind

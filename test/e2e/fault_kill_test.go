@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/ampflow/ampflow/amp"
+	"github.com/ampflow/ampflow/amp/decision"
 	"github.com/ampflow/ampflow/amp/task"
 	"github.com/ampflow/ampflow/integrations/httpapi"
 )
@@ -71,7 +72,7 @@ func TestFaultKill9AtEachPoint(t *testing.T) {
 	api := newFaultAPI(t, p)
 
 	approve := func(c *killCase) {
-		api.decide(api.pending(c.id, task.KindPlanApproval).ID, task.OptApprove)
+		api.decide(api.pending(c.id, task.KindPlanApproval).ID, decision.OptApprove)
 		c.dispatch = api.outboxMsg(c.id, amp.TypeTaskDispatch)
 	}
 	ack := func(c *killCase, m amp.Message) {
@@ -161,7 +162,7 @@ func TestFaultKill9AtEachPoint(t *testing.T) {
 			if d := api.pending(c.id, task.KindPlanApproval); d.ID != c.decision {
 				t.Errorf("%s: open decision %s after the restart, want %s", c.name, d.ID, c.decision)
 			}
-			api.decide(c.decision, task.OptApprove)
+			api.decide(c.decision, decision.OptApprove)
 			c.dispatch = api.outboxMsg(c.id, amp.TypeTaskDispatch)
 			ack(c, c.dispatch)
 			send(c, result(c))

@@ -12,6 +12,7 @@ import (
 	"google.golang.org/protobuf/encoding/protojson"
 
 	"github.com/ampflow/ampflow/amp"
+	"github.com/ampflow/ampflow/amp/decision"
 	"github.com/ampflow/ampflow/amp/task"
 	"github.com/ampflow/ampflow/workflows"
 )
@@ -62,7 +63,7 @@ func TestRecordHistories(t *testing.T) {
 				st, err = a.tasks.State(ctx, id)
 				return err == nil && st.Pending != nil, err
 			})
-			if _, err := a.tasks.Decide(ctx, id, task.DecideInput{DecisionID: st.Pending.ID, Option: task.OptRedispatch, By: "recorder", Channel: "cli"}); err != nil {
+			if _, err := a.tasks.Decide(ctx, id, decision.Answer{DecisionID: st.Pending.ID, Option: task.OptRedispatch, By: "recorder", Channel: "cli"}); err != nil {
 				t.Fatal(err)
 			}
 			waitStatus(t, a.tasks, id, task.StatusDispatched)

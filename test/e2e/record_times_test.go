@@ -13,6 +13,7 @@ import (
 
 	"github.com/ampflow/ampflow/activities"
 	"github.com/ampflow/ampflow/amp"
+	"github.com/ampflow/ampflow/amp/decision"
 	"github.com/ampflow/ampflow/amp/task"
 	"github.com/ampflow/ampflow/integrations/httpapi"
 )
@@ -37,7 +38,7 @@ func TestRecordTimes(t *testing.T) {
 		dec := api.pending(id, task.KindPlanApproval)
 
 		beforeDecide := time.Now()
-		if _, err := tasks.Decide(context.Background(), id, task.DecideInput{DecisionID: dec.ID, Option: task.OptApprove, By: "recorder", Channel: "cli"}); err != nil {
+		if _, err := tasks.Decide(context.Background(), id, decision.Answer{DecisionID: dec.ID, Option: decision.OptApprove, By: "recorder", Channel: "cli"}); err != nil {
 			t.Fatal(err)
 		}
 		d := a.next(amp.RoleExecutor, id, amp.TypeTaskDispatch)

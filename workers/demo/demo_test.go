@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/ampflow/ampflow/amp"
+	"github.com/ampflow/ampflow/amp/decision"
 	"github.com/ampflow/ampflow/amp/task"
 )
 
@@ -274,9 +275,9 @@ func TestHint(t *testing.T) {
 		want string
 	}{
 		{"CI", task.State{Status: task.StatusCICheck}, "the review_request in the reviewer's inbox", "ci.provider none"},
-		{"PlanApproval", task.State{Status: task.StatusAwaitingApproval, Pending: &task.Decision{Kind: task.KindPlanApproval}}, "x", "plan approval"},
-		{"FinalApproval", task.State{Status: task.StatusAwaitingAdmin, Pending: &task.Decision{Kind: task.KindFinalApproval}}, "x", "final approval"},
-		{"OtherDecision", task.State{Status: task.StatusAwaitingAdmin, Pending: &task.Decision{Kind: task.KindResultProblem}}, "x", "ampflow pending"},
+		{"PlanApproval", task.State{Status: task.StatusAwaitingApproval, Pending: &decision.Decision{Kind: task.KindPlanApproval}}, "x", "plan approval"},
+		{"FinalApproval", task.State{Status: task.StatusAwaitingAdmin, Pending: &decision.Decision{Kind: task.KindFinalApproval}}, "x", "final approval"},
+		{"OtherDecision", task.State{Status: task.StatusAwaitingAdmin, Pending: &decision.Decision{Kind: task.KindResultProblem}}, "x", "ampflow pending"},
 		{"NoState", task.State{}, "x", "worker running"},
 		{"TakenByAnother", task.State{Status: task.StatusInProgress}, "the redispatch in the executor's inbox", "mode pull"},
 		{"NothingToSay", task.State{Status: task.StatusInProgress}, "the task to be done", ""},

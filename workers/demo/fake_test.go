@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/ampflow/ampflow/amp"
+	"github.com/ampflow/ampflow/amp/decision"
 	"github.com/ampflow/ampflow/amp/task"
 	"github.com/ampflow/ampflow/workflows"
 )
@@ -260,7 +261,7 @@ func (f *fakeTasks) State(_ context.Context, taskID string) (task.State, error) 
 var errUnused = errors.New("not used by the demo")
 
 func (f *fakeTasks) Start(context.Context, task.Input) error { return errUnused }
-func (f *fakeTasks) Decide(context.Context, string, task.DecideInput) (task.DecideResult, error) {
+func (f *fakeTasks) Decide(context.Context, string, decision.Answer) (task.DecideResult, error) {
 	return task.DecideResult{}, errUnused
 }
 func (f *fakeTasks) Cancel(context.Context, string, task.CancelInput) (task.ChangeResult, error) {
@@ -273,4 +274,4 @@ func (f *fakeTasks) Heartbeat(context.Context, string, task.HeartbeatInput) erro
 func (f *fakeTasks) List(context.Context, task.Status, int) ([]workflows.TaskSummary, error) {
 	return nil, errUnused
 }
-func (f *fakeTasks) Pending(context.Context) ([]task.Decision, error) { return nil, errUnused }
+func (f *fakeTasks) Pending(context.Context) ([]decision.Decision, error) { return nil, errUnused }

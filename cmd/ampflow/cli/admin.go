@@ -6,9 +6,8 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/ampflow/ampflow/amp/decision"
 	"github.com/spf13/cobra"
-
-	"github.com/ampflow/ampflow/amp/task"
 )
 
 // decisionChannel is how the CLI names itself in a decision's outcome.
@@ -33,7 +32,7 @@ func (a *App) pendingCommand() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			ds, next, err := readPages(cmd.Context(), page, func(ctx context.Context, q pageQuery) ([]task.Decision, string, error) {
+			ds, next, err := readPages(cmd.Context(), page, func(ctx context.Context, q pageQuery) ([]decision.Decision, string, error) {
 				if p, ok := tasks.(pager); ok {
 					return p.DecisionsPage(ctx, q)
 				}
@@ -55,7 +54,7 @@ func (a *App) pendingCommand() *cobra.Command {
 			}
 			t := newTable(a.Stdout, "TASK", "DECISION", "KIND", "PROMPT", "OPTIONS")
 			for _, d := range ds {
-				t.row(d.TaskID, d.ID, string(d.Kind), clip(d.Prompt, 70), optionList(d))
+				t.row(d.Subject, d.ID, string(d.Kind), clip(d.Prompt, 70), optionList(d))
 			}
 			if err := t.flush(); err != nil {
 				return err
@@ -115,7 +114,7 @@ func (a *App) decideCommand() *cobra.Command {
 			if opt.NoteRequired && strings.TrimSpace(note) == "" {
 				return Exit(ExitFailed, fmt.Errorf("note: option %s of decision %s needs --note", option, d.ID))
 			}
-			res, err := tasks.Decide(cmd.Context(), taskID, task.DecideInput{
+			res, err := tasks.Decide(cmd.Context(), taskID, decision.Answer{
 				DecisionID: d.ID, Option: option, Note: note, Channel: decisionChannel,
 			})
 			if err != nil {

@@ -5,15 +5,16 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/ampflow/ampflow/amp/decision"
 	"github.com/ampflow/ampflow/amp/task"
 )
 
 func TestPending(t *testing.T) {
-	ds := []task.Decision{
-		{ID: "d-7", TaskID: "T-2026-002", Kind: task.KindFinalApproval, Prompt: "Merge the work?",
-			Options: []task.Option{{ID: "approve"}, {ID: "reject", NoteRequired: true}}},
-		{ID: "d-9", TaskID: "T-2026-004", Kind: task.KindAckTimeout, Prompt: "No ACK from the executor.",
-			Options: []task.Option{{ID: "wait"}, {ID: "redispatch"}}},
+	ds := []decision.Decision{
+		{ID: "d-7", Subject: "T-2026-002", Kind: task.KindFinalApproval, Prompt: "Merge the work?",
+			Options: []decision.Option{{ID: "approve"}, {ID: "reject", NoteRequired: true}}},
+		{ID: "d-9", Subject: "T-2026-004", Kind: task.KindAckTimeout, Prompt: "No ACK from the executor.",
+			Options: []decision.Option{{ID: "wait"}, {ID: "redispatch"}}},
 	}
 	t.Run("Text", func(t *testing.T) {
 		r := runFake(t, &fakeTasks{pending: ds}, "", nil, "pending")
@@ -29,7 +30,7 @@ func TestPending(t *testing.T) {
 	t.Run("JSON", func(t *testing.T) {
 		r := runFake(t, &fakeTasks{pending: ds}, "", nil, "pending", "-o", "json")
 		wantExit(t, r, ExitOK)
-		var got []task.Decision
+		var got []decision.Decision
 		if err := json.Unmarshal([]byte(r.stdout), &got); err != nil || len(got) != 2 || !got[0].Options[1].NoteRequired {
 			t.Errorf("stdout %q: %v", r.stdout, err)
 		}
@@ -48,7 +49,7 @@ func TestDecide(t *testing.T) {
 		f := &fakeTasks{states: pending}
 		r := runFake(t, f, "", nil, "decide", "T-2026-003", "--option", "approve")
 		wantExit(t, r, ExitOK)
-		if len(f.decided) != 1 || f.decided[0] != (task.DecideInput{DecisionID: "plan_approval-1", Option: "approve", Channel: "cli"}) {
+		if len(f.decided) != 1 || f.decided[0] != (decision.Answer{DecisionID: "plan_approval-1", Option: "approve", Channel: "cli"}) {
 			t.Errorf("decided %+v", f.decided)
 		}
 		if r.stdout != "decided plan_approval-1 (plan_approval) on T-2026-003: approve by ana; status dispatched\n" {

@@ -16,6 +16,7 @@ import (
 
 	"github.com/ampflow/ampflow/activities"
 	"github.com/ampflow/ampflow/amp"
+	"github.com/ampflow/ampflow/amp/decision"
 	"github.com/ampflow/ampflow/amp/task"
 	"github.com/ampflow/ampflow/workflows"
 )
@@ -133,7 +134,7 @@ func (c *apiClient) Ack(ctx context.Context, msgID string, as amp.Role) (task.Su
 // Decide takes in.DecisionID, or whatever decision is pending when it is
 // empty. The server decides as the token's name; in.By and in.Channel
 // are not sent.
-func (c *apiClient) Decide(ctx context.Context, taskID string, in task.DecideInput) (task.DecideResult, error) {
+func (c *apiClient) Decide(ctx context.Context, taskID string, in decision.Answer) (task.DecideResult, error) {
 	id := in.DecisionID
 	if id == "" {
 		st, err := c.State(ctx, taskID)
@@ -269,16 +270,16 @@ func (c *apiClient) InboxPage(ctx context.Context, role amp.Role, wait time.Dura
 }
 
 // Pending lists every open decision.
-func (c *apiClient) Pending(ctx context.Context) ([]task.Decision, error) {
+func (c *apiClient) Pending(ctx context.Context) ([]decision.Decision, error) {
 	ds, _, err := readPages(ctx, everything, c.DecisionsPage)
 	return ds, err
 }
 
 // DecisionsPage reads one page of the open decisions, oldest first.
-func (c *apiClient) DecisionsPage(ctx context.Context, p pageQuery) ([]task.Decision, string, error) {
+func (c *apiClient) DecisionsPage(ctx context.Context, p pageQuery) ([]decision.Decision, string, error) {
 	var out struct {
-		Decisions  []task.Decision `json:"decisions"`
-		NextCursor string          `json:"next_cursor"`
+		Decisions  []decision.Decision `json:"decisions"`
+		NextCursor string              `json:"next_cursor"`
 	}
 	err := c.do(ctx, http.MethodGet, "/v1/decisions?"+p.values().Encode(), nil, nil, &out)
 	return out.Decisions, out.NextCursor, err

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/ampflow/ampflow/amp"
+	"github.com/ampflow/ampflow/amp/decision"
 	"github.com/ampflow/ampflow/amp/task"
 	"github.com/ampflow/ampflow/config"
 	"github.com/ampflow/ampflow/integrations/httpapi"
@@ -45,8 +46,8 @@ func serveAPI(t *testing.T, f *fakeTasks, tokens []config.AuthToken, token strin
 func TestAPIClientMethods(t *testing.T) {
 	ctx := context.Background()
 	plan := readTestPlan(t)
-	pending := &task.Decision{ID: "T-2026-003-d1", TaskID: "T-2026-003", Kind: task.KindPlanApproval,
-		Options: []task.Option{{ID: "approve"}}}
+	pending := &decision.Decision{ID: "T-2026-003-d1", Subject: "T-2026-003", Kind: task.KindPlanApproval,
+		Options: []decision.Option{{ID: "approve"}}}
 
 	t.Run("StartWithKey", func(t *testing.T) {
 		f := &fakeTasks{}
@@ -89,7 +90,7 @@ func TestAPIClientMethods(t *testing.T) {
 	t.Run("Decide", func(t *testing.T) {
 		f := &fakeTasks{states: []task.State{{Status: task.StatusAwaitingApproval, Pending: pending}}}
 		c := serveAPI(t, f, nil, "")
-		res, err := c.Decide(ctx, "T-2026-003", task.DecideInput{Option: "approve", Note: "ok", By: "mallory"})
+		res, err := c.Decide(ctx, "T-2026-003", decision.Answer{Option: "approve", Note: "ok", By: "mallory"})
 		if err != nil || res.Status != task.StatusDispatched {
 			t.Fatalf("Decide = %+v, %v", res, err)
 		}
@@ -133,7 +134,7 @@ func TestAPIClientMethods(t *testing.T) {
 			states:  []task.State{{Status: task.StatusInReview, Pending: pending}},
 			list:    []workflows.TaskSummary{{TaskID: "T-2026-003", Status: task.StatusInReview, StartedAt: testNow, Running: true}},
 			inboxes: [][]amp.Message{{msg}},
-			pending: []task.Decision{*pending},
+			pending: []decision.Decision{*pending},
 		}
 		c := serveAPI(t, f, nil, "")
 		st, err := c.State(ctx, "T-2026-003")

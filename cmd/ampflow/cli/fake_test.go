@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/ampflow/ampflow/amp"
+	"github.com/ampflow/ampflow/amp/decision"
 	"github.com/ampflow/ampflow/amp/task"
 	"github.com/ampflow/ampflow/workflows"
 )
@@ -42,7 +43,7 @@ type fakeTasks struct {
 
 	acked   []string
 	ackRes  task.SubmitResult
-	decided []task.DecideInput
+	decided []decision.Answer
 	decErr  error
 
 	cancelled []task.CancelInput
@@ -52,7 +53,7 @@ type fakeTasks struct {
 
 	// inboxes are the answers to successive Inbox calls; the last repeats.
 	inboxes [][]amp.Message
-	pending []task.Decision
+	pending []decision.Decision
 }
 
 var _ workflows.Tasks = (*fakeTasks)(nil)
@@ -96,11 +97,11 @@ func (f *fakeTasks) Ack(_ context.Context, msgID string, as amp.Role) (task.Subm
 	return f.ackRes, f.submitErr
 }
 
-func (f *fakeTasks) Decide(_ context.Context, taskID string, in task.DecideInput) (task.DecideResult, error) {
+func (f *fakeTasks) Decide(_ context.Context, taskID string, in decision.Answer) (task.DecideResult, error) {
 	f.call("Decide %s", taskID)
 	f.decided = append(f.decided, in)
 	// The API decides as its caller; "ana" stands for the token's name.
-	return task.DecideResult{Outcome: task.Outcome{DecisionID: in.DecisionID, Option: in.Option, By: "ana", Channel: in.Channel},
+	return task.DecideResult{Outcome: decision.Outcome{DecisionID: in.DecisionID, Option: in.Option, By: "ana", Channel: in.Channel},
 		Status: task.StatusDispatched}, f.decErr
 }
 
@@ -159,7 +160,7 @@ func (f *fakeTasks) Inbox(_ context.Context, role amp.Role) ([]amp.Message, erro
 	return msgs, nil
 }
 
-func (f *fakeTasks) Pending(context.Context) ([]task.Decision, error) {
+func (f *fakeTasks) Pending(context.Context) ([]decision.Decision, error) {
 	f.call("Pending")
 	return f.pending, nil
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/ampflow/ampflow/amp"
+	"github.com/ampflow/ampflow/amp/decision"
 	"github.com/ampflow/ampflow/amp/task"
 	"github.com/ampflow/ampflow/workflows"
 )
@@ -30,7 +31,7 @@ type pageQuery struct {
 // does. Without it (a test's fake) a listing is read whole.
 type pager interface {
 	TasksPage(ctx context.Context, status task.Status, p pageQuery) ([]workflows.TaskSummary, string, error)
-	DecisionsPage(ctx context.Context, p pageQuery) ([]task.Decision, string, error)
+	DecisionsPage(ctx context.Context, p pageQuery) ([]decision.Decision, string, error)
 	InboxPage(ctx context.Context, role amp.Role, wait time.Duration, p pageQuery) ([]amp.Message, string, error)
 }
 

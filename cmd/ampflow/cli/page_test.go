@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/ampflow/ampflow/amp"
+	"github.com/ampflow/ampflow/amp/decision"
 	"github.com/ampflow/ampflow/amp/task"
 	"github.com/ampflow/ampflow/integrations/httpapi"
 	"github.com/ampflow/ampflow/workflows"
@@ -55,15 +56,15 @@ func pagedCommands() []pagedCommand {
 		}
 	}
 	var summaries []workflows.TaskSummary
-	var decisions []task.Decision
+	var decisions []decision.Decision
 	for i, id := range ids {
 		summaries = append(summaries, workflows.TaskSummary{TaskID: id, Status: task.StatusInReview, StartedAt: base.Add(-time.Duration(i) * time.Minute)})
-		decisions = append(decisions, task.Decision{ID: id + "-d1", TaskID: id, Kind: task.KindPlanApproval,
-			RaisedAt: base.Add(time.Duration(i) * time.Minute), Options: []task.Option{{ID: "approve"}}})
+		decisions = append(decisions, decision.Decision{ID: id + "-d1", Subject: id, Kind: task.KindPlanApproval,
+			RaisedAt: base.Add(time.Duration(i) * time.Minute), Options: []decision.Option{{ID: "approve"}}})
 	}
 	return []pagedCommand{
 		{name: "TaskList", args: []string{"task", "list"}, url: serve(&fakeTasks{list: summaries}), want: ids, jsonID: "task_id"},
-		{name: "Pending", args: []string{"pending"}, url: serve(&fakeTasks{pending: decisions}), want: ids, jsonID: "task_id"},
+		{name: "Pending", args: []string{"pending"}, url: serve(&fakeTasks{pending: decisions}), want: ids, jsonID: "subject"},
 		{name: "Inbox", args: []string{"inbox", "--as", "executor"}, want: ids, column: 2, jsonID: "task_id",
 			url: func(t *testing.T) string {
 				var msgs []amp.Message

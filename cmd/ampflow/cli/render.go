@@ -8,6 +8,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/ampflow/ampflow/amp/decision"
 	"github.com/ampflow/ampflow/amp/task"
 )
 
@@ -78,7 +79,7 @@ func subtaskProgress(st task.State) string {
 }
 
 // optionList names a decision's options; those needing a note carry *.
-func optionList(d task.Decision) string {
+func optionList(d decision.Decision) string {
 	ids := make([]string, len(d.Options))
 	for i, o := range d.Options {
 		ids[i] = o.ID
@@ -90,7 +91,7 @@ func optionList(d task.Decision) string {
 }
 
 // optionChoices is a decision's option ids as "a|b|c".
-func optionChoices(d task.Decision) string {
+func optionChoices(d decision.Decision) string {
 	ids := make([]string, len(d.Options))
 	for i, o := range d.Options {
 		ids[i] = o.ID
@@ -98,7 +99,7 @@ func optionChoices(d task.Decision) string {
 	return strings.Join(ids, "|")
 }
 
-func needsNote(ds ...task.Decision) bool {
+func needsNote(ds ...decision.Decision) bool {
 	for _, d := range ds {
 		for _, o := range d.Options {
 			if o.NoteRequired {

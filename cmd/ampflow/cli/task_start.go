@@ -8,6 +8,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/ampflow/ampflow/amp"
+	"github.com/ampflow/ampflow/amp/decision"
 	"github.com/ampflow/ampflow/amp/task"
 	"github.com/ampflow/ampflow/workflows"
 )
@@ -43,10 +44,10 @@ func subcommandArgs(cmd *cobra.Command, args []string) error {
 
 // startOutput is the JSON output of task start.
 type startOutput struct {
-	TaskID  string         `json:"task_id"`
-	Status  task.Status    `json:"status"`
-	Pending *task.Decision `json:"pending,omitempty"`
-	Reason  string         `json:"reason,omitempty"`
+	TaskID  string             `json:"task_id"`
+	Status  task.Status        `json:"status"`
+	Pending *decision.Decision `json:"pending,omitempty"`
+	Reason  string             `json:"reason,omitempty"`
 	// Checked is false when the branch check had not finished in time.
 	Checked bool `json:"checked"`
 }

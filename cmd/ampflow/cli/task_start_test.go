@@ -8,13 +8,14 @@ import (
 	"testing"
 
 	"github.com/ampflow/ampflow/amp"
+	"github.com/ampflow/ampflow/amp/decision"
 	"github.com/ampflow/ampflow/amp/task"
 )
 
 func approvalPending() task.State {
-	return task.State{Status: task.StatusAwaitingApproval, Pending: &task.Decision{
+	return task.State{Status: task.StatusAwaitingApproval, Pending: &decision.Decision{
 		ID: "plan_approval-1", Kind: task.KindPlanApproval, Prompt: "Approve the plan?",
-		Options: []task.Option{{ID: "approve"}, {ID: "reject", NoteRequired: true}},
+		Options: []decision.Option{{ID: "approve"}, {ID: "reject", NoteRequired: true}},
 	}}
 }
 

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/ampflow/ampflow/activities"
+	"github.com/ampflow/ampflow/amp/decision"
 	"github.com/ampflow/ampflow/amp/task"
 	"github.com/ampflow/ampflow/integrations/chat"
 )
@@ -51,62 +52,62 @@ func WaitFor(t *testing.T, what string, cond func() bool) {
 }
 
 // Opened is the notice of d being raised.
-func Opened(d task.Decision) activities.NotifyInput {
-	return activities.NotifyInput{TaskID: d.TaskID, Event: activities.NoticeDecisionOpened, Status: task.StatusAwaitingAdmin, Decision: &d}
+func Opened(d decision.Decision) activities.NotifyInput {
+	return activities.NotifyInput{TaskID: d.Subject, Event: activities.NoticeDecisionOpened, Status: task.StatusAwaitingAdmin, Decision: &d}
 }
 
 // Closed is the notice of d being decided as o.
-func Closed(d task.Decision, o task.Outcome) activities.NotifyInput {
-	return activities.NotifyInput{TaskID: d.TaskID, Event: activities.NoticeDecisionClosed, Status: task.StatusDispatched, Decision: &d, Outcome: &o}
+func Closed(d decision.Decision, o decision.Outcome) activities.NotifyInput {
+	return activities.NotifyInput{TaskID: d.Subject, Event: activities.NoticeDecisionClosed, Status: task.StatusDispatched, Decision: &d, Outcome: &o}
 }
 
 // Decider fakes the workflows: the first decision on an id wins, later
 // ones are refused the way the workflow refuses them.
 type Decider struct {
 	// PendingDecisions is what Pending answers.
-	PendingDecisions []task.Decision
+	PendingDecisions []decision.Decision
 
 	mu      sync.Mutex
-	in      []task.DecideInput
-	decided map[string]task.Outcome
+	in      []decision.Answer
+	decided map[string]decision.Outcome
 }
 
 // Decide records in and decides, unless the decision was taken before.
-func (f *Decider) Decide(_ context.Context, taskID string, in task.DecideInput) (task.DecideResult, error) {
+func (f *Decider) Decide(_ context.Context, taskID string, in decision.Answer) (task.DecideResult, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.in = append(f.in, in)
 	if f.decided == nil {
-		f.decided = map[string]task.Outcome{}
+		f.decided = map[string]decision.Outcome{}
 	}
 	if o, ok := f.decided[in.DecisionID]; ok {
 		return task.DecideResult{}, &task.Error{Code: task.CodeConflict, Message: fmt.Sprintf(
 			"decision %s already decided by %s via %s at %s (%s)", o.DecisionID, o.By, o.Channel, o.At.Format(time.RFC3339), o.Option)}
 	}
-	o := task.Outcome{DecisionID: in.DecisionID, Option: in.Option, Note: in.Note, By: in.By, Channel: in.Channel, At: RaisedAt.Add(time.Minute)}
+	o := decision.Outcome{DecisionID: in.DecisionID, Option: in.Option, Note: in.Note, By: in.By, Channel: in.Channel, At: RaisedAt.Add(time.Minute)}
 	f.decided[in.DecisionID] = o
 	return task.DecideResult{Outcome: o, Status: task.StatusDispatched}, nil
 }
 
 // Pending returns PendingDecisions.
-func (f *Decider) Pending(context.Context) ([]task.Decision, error) {
+func (f *Decider) Pending(context.Context) ([]decision.Decision, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	return append([]task.Decision(nil), f.PendingDecisions...), nil
+	return append([]decision.Decision(nil), f.PendingDecisions...), nil
 }
 
 // Inputs returns every Decide input so far.
-func (f *Decider) Inputs() []task.DecideInput {
+func (f *Decider) Inputs() []decision.Answer {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	return append([]task.DecideInput(nil), f.in...)
+	return append([]decision.Answer(nil), f.in...)
 }
 
 // Decisions returns the decisions taken, by decision id.
-func (f *Decider) Decisions() map[string]task.Outcome {
+func (f *Decider) Decisions() map[string]decision.Outcome {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	out := map[string]task.Outcome{}
+	out := map[string]decision.Outcome{}
 	for k, v := range f.decided {
 		out[k] = v
 	}
@@ -114,7 +115,7 @@ func (f *Decider) Decisions() map[string]task.Outcome {
 }
 
 // Tokens returns the button tokens of a posted decision in option order.
-func Tokens[R any](s *chat.State[R], d task.Decision) []string {
+func Tokens[R any](s *chat.State[R], d decision.Decision) []string {
 	out := make([]string, len(d.Options))
 	for tok, btn := range s.Buttons {
 		for i, o := range d.Options {

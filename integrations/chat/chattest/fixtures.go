@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/ampflow/ampflow/amp"
+	"github.com/ampflow/ampflow/amp/decision"
 	"github.com/ampflow/ampflow/amp/task"
 )
 
@@ -13,18 +14,18 @@ import (
 var RaisedAt = time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
 
 // PlanDecision is the simplest decision: a plan waiting for approval.
-func PlanDecision() task.Decision {
-	return task.Decision{
+func PlanDecision() decision.Decision {
+	return decision.Decision{
 		ID:       "T-2026-001-d1",
-		TaskID:   "T-2026-001",
+		Subject:  "T-2026-001",
 		Kind:     task.KindPlanApproval,
 		Prompt:   "Approve the plan of 2 subtasks?",
 		RaisedAt: RaisedAt,
-		Options: []task.Option{
-			{ID: task.OptApprove, Label: "Approve"},
-			{ID: task.OptReject, Label: "Reject", NoteRequired: true},
+		Options: []decision.Option{
+			{ID: decision.OptApprove, Label: "Approve"},
+			{ID: decision.OptReject, Label: "Reject", NoteRequired: true},
 		},
-		Context: task.DecisionContext{
+		Context: decision.Context{
 			Description: "Add rate limiting to the public API",
 			Repo:        "acme/api",
 			Branch:      "feature/rate-limit",
@@ -35,7 +36,7 @@ func PlanDecision() task.Decision {
 
 // LockDecision has everything a decision can show, and text that needs
 // escaping.
-func LockDecision() task.Decision {
+func LockDecision() decision.Decision {
 	conf := 0.62
 	esc := amp.Message{
 		MsgID:           "escalation-T-2026-002-1740576727001",
@@ -57,19 +58,19 @@ func LockDecision() task.Decision {
 			AutoSuspended: true,
 		},
 	}
-	return task.Decision{
+	return decision.Decision{
 		ID:         "T-2026-002-d4",
-		TaskID:     "T-2026-002",
+		Subject:    "T-2026-002",
 		Kind:       task.KindHallucinationLock,
 		Prompt:     "The review loop is locked. What now?",
 		RaisedAt:   RaisedAt,
 		Escalation: &esc,
-		Options: []task.Option{
+		Options: []decision.Option{
 			{ID: task.OptRedispatch, Label: "Redispatch"},
 			{ID: task.OptAccept, Label: "Accept anyway", NoteRequired: true},
 			{ID: task.OptTerminate, Label: "Terminate"},
 		},
-		Context: task.DecisionContext{
+		Context: decision.Context{
 			Description: "Retry failed webhooks with backoff",
 			Repo:        "acme/hooks",
 			Branch:      "fix/retry",
@@ -90,7 +91,7 @@ func LockDecision() task.Decision {
 
 // Outcome is d decided: option chosen by by via channel, four minutes
 // after it was raised.
-func Outcome(d task.Decision, option, by, channel, note string) task.Outcome {
-	return task.Outcome{DecisionID: d.ID, Kind: d.Kind, Option: option, Note: note, By: by, Channel: channel,
+func Outcome(d decision.Decision, option, by, channel, note string) decision.Outcome {
+	return decision.Outcome{DecisionID: d.ID, Kind: d.Kind, Option: option, Note: note, By: by, Channel: channel,
 		At: RaisedAt.Add(4 * time.Minute)}
 }
