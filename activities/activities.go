@@ -210,6 +210,15 @@ const (
 	NoticeDecisionClosed NotifyEvent = "decision_closed"
 	NoticeStatus         NotifyEvent = "status"
 	NoticeEscalation     NotifyEvent = "escalation" // an escalation that asks nothing
+	// NoticeDecisionProgress: an approval was counted; the quorum is not
+	// reached yet. The decision carries its approvals.
+	NoticeDecisionProgress NotifyEvent = "decision_progress"
+	// NoticeDecisionReminder: nobody has answered within remind_after; the
+	// decision is posted again on every channel.
+	NoticeDecisionReminder NotifyEvent = "decision_reminder"
+	// NoticeDecisionEscalated: nobody has answered within escalate_after;
+	// the admins_escalation group of each channel is added.
+	NoticeDecisionEscalated NotifyEvent = "decision_escalated"
 )
 
 // NotifyInput is one notice to admins.

@@ -23,6 +23,15 @@ const (
 	CodeInternal    Code = "internal"
 )
 
+// Decision refusals. CodeStaleDecision: the decision answered is not the
+// open one, or its digest is not what the admin was shown (what is being
+// approved changed). CodeDecided: the decision was answered already; the
+// message says by whom, on which channel and when.
+const (
+	CodeStaleDecision Code = "stale_decision"
+	CodeDecided       Code = "decided"
+)
+
 // CodeRateLimited refuses input beyond a bound per time window, such as
 // an agent's escalations per task per hour.
 const CodeRateLimited Code = "rate_limited"
@@ -66,11 +75,15 @@ func CodeOfType(errType string) Code {
 	switch errType {
 	case ErrInvalid:
 		return CodeInvalid
-	case ErrUnexpected, ErrStaleDecision:
+	case ErrUnexpected:
 		return CodeUnexpected
+	case ErrStaleDecision:
+		return CodeStaleDecision
+	case ErrDecided:
+		return CodeDecided
 	case ErrSuspended:
 		return CodeSuspended
-	case ErrConflict, ErrDecided:
+	case ErrConflict:
 		return CodeConflict
 	case ErrNotAdmin:
 		return CodeForbidden

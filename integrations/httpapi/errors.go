@@ -22,16 +22,18 @@ const (
 
 // statusOf is the one table from error codes to HTTP statuses.
 var statusOf = map[task.Code]int{
-	task.CodeInvalid:     http.StatusBadRequest,
-	task.CodeNotFound:    http.StatusNotFound,
-	task.CodeUnexpected:  http.StatusConflict,
-	task.CodeConflict:    http.StatusConflict,
-	task.CodeSuspended:   http.StatusLocked,
-	task.CodeForbidden:   http.StatusForbidden,
-	task.CodeFinished:    http.StatusConflict,
-	task.CodeUnavailable: http.StatusServiceUnavailable,
-	task.CodeRateLimited: http.StatusTooManyRequests,
-	task.CodeInternal:    http.StatusInternalServerError,
+	task.CodeInvalid:       http.StatusBadRequest,
+	task.CodeNotFound:      http.StatusNotFound,
+	task.CodeUnexpected:    http.StatusConflict,
+	task.CodeConflict:      http.StatusConflict,
+	task.CodeSuspended:     http.StatusLocked,
+	task.CodeForbidden:     http.StatusForbidden,
+	task.CodeFinished:      http.StatusConflict,
+	task.CodeStaleDecision: http.StatusConflict,
+	task.CodeDecided:       http.StatusConflict,
+	task.CodeUnavailable:   http.StatusServiceUnavailable,
+	task.CodeRateLimited:   http.StatusTooManyRequests,
+	task.CodeInternal:      http.StatusInternalServerError,
 
 	codeUnauthenticated:  http.StatusUnauthorized,
 	codeTooLarge:         http.StatusRequestEntityTooLarge,
