@@ -31,12 +31,14 @@ func (e *SyntaxError) Error() string {
 // Unwrap returns the underlying decoder error.
 func (e *SyntaxError) Unwrap() error { return e.Err }
 
-// FieldError is one rule a document breaks, named by its JSON path, such as
+// FieldError is one rule an input breaks, named by its path: a JSON path
+// in a document (the one field-error type of the protocol, the task API
+// and the configuration, where the path is a setting's key), such as
 // "payload.subtasks[0].estimated_lines". Keys that are not plain identifiers
 // are quoted in brackets: `payload.ci_status["build.ios"]`.
 type FieldError struct {
-	Path    string
-	Problem string
+	Path    string `json:"path"`
+	Problem string `json:"problem"`
 }
 
 // String renders the error as "path: problem".

@@ -9,20 +9,14 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/ampflow/ampflow/amp"
 )
 
-// Problem is one invalid key and why.
-type Problem struct {
-	Key    string
-	Reason string
-}
-
-// String returns "key: reason".
-func (p Problem) String() string { return p.Key + ": " + p.Reason }
-
-// ValidationError lists every problem Validate found.
+// ValidationError lists every problem Validate found, each a setting's
+// key (the field's path) and why.
 type ValidationError struct {
-	Problems []Problem
+	Problems []amp.FieldError
 }
 
 // Error returns all the problems on one line.
@@ -35,10 +29,10 @@ func (e *ValidationError) Error() string {
 }
 
 // problems collects Problems in the order the checks run.
-type problems []Problem
+type problems []amp.FieldError
 
 func (ps *problems) add(key, format string, args ...any) {
-	*ps = append(*ps, Problem{Key: key, Reason: fmt.Sprintf(format, args...)})
+	*ps = append(*ps, amp.FieldError{Path: key, Problem: fmt.Sprintf(format, args...)})
 }
 
 func (ps *problems) oneOf(key, val string, allowed ...string) {

@@ -147,7 +147,7 @@ func TestValidate(t *testing.T) {
 					t.Errorf("problem %d = %q, want prefix %q", i, got, w)
 				}
 			}
-			if strings.Contains(err.Error(), "\n") || !strings.Contains(err.Error(), ve.Problems[0].Key) {
+			if strings.Contains(err.Error(), "\n") || !strings.Contains(err.Error(), ve.Problems[0].Path) {
 				t.Errorf("Error() = %q, want one line naming the key", err)
 			}
 		})

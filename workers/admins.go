@@ -4,6 +4,7 @@ import (
 	"os"
 	"os/user"
 
+	"github.com/ampflow/ampflow/amp"
 	"github.com/ampflow/ampflow/config"
 	"github.com/ampflow/ampflow/workflows"
 )
@@ -19,8 +20,8 @@ func CheckAdmins(cfg config.Config) error {
 	if HasAdmins(cfg) {
 		return nil
 	}
-	return &config.ValidationError{Problems: []config.Problem{{Key: "admins",
-		Reason: `no admin is configured, so nobody could decide on a task: set admins (names), slack.admins, ` +
+	return &config.ValidationError{Problems: []amp.FieldError{{Path: "admins",
+		Problem: `no admin is configured, so nobody could decide on a task: set admins (names), slack.admins, ` +
 			`telegram.admins or an auth token of role admin, or admins: ["*"] to let anyone named decide`}}}
 }
 

@@ -3,7 +3,6 @@ package workflows
 import (
 	"encoding/json"
 	"fmt"
-	"strings"
 	"time"
 	"unicode/utf8"
 
@@ -35,10 +34,10 @@ func (t *taskRun) checkEscalation(ctx workflow.Context, m amp.Message) error {
 	if e == nil {
 		return nil
 	}
-	var problems []string
+	var problems []amp.FieldError
 	over := func(path string, n int) {
 		if n > MaxEscalationText {
-			problems = append(problems, fmt.Sprintf("%s: %d bytes, at most %d", path, n, MaxEscalationText))
+			problems = append(problems, amp.FieldError{Path: path, Problem: fmt.Sprintf("%d bytes, at most %d", n, MaxEscalationText)})
 		}
 	}
 	over("payload.description", len(e.Description))
@@ -52,7 +51,7 @@ func (t *taskRun) checkEscalation(ctx workflow.Context, m amp.Message) error {
 		over("payload.system_state_snapshot", len(b))
 	}
 	if len(problems) > 0 {
-		return refuse(task.ErrInvalid, "%s", strings.Join(problems, "; "))
+		return refuseFields(problems, "%s", fieldLines(problems))
 	}
 	now := workflow.Now(ctx)
 	recent := t.recentEscalations(now)
@@ -60,7 +59,7 @@ func (t *taskRun) checkEscalation(ctx workflow.Context, m amp.Message) error {
 		next := recent[0].Add(EscalationWindow)
 		t.log.Warn("agent escalation refused: too many this hour", "msg_id", m.MsgID, "from", m.From,
 			"count", len(recent), "next_at", next)
-		return refuse(task.ErrRateLimited, "escalation refused: task %s has had %d agent escalations in the last %s (at most %d); the next is taken from %s",
+		return refuse(task.CodeRateLimited, "escalation refused: task %s has had %d agent escalations in the last %s (at most %d); the next is taken from %s",
 			t.In.TaskID, len(recent), EscalationWindow, MaxAgentEscalations, next.UTC().Format(time.RFC3339))
 	}
 	return nil

@@ -167,7 +167,7 @@ func (c *Client) highestNumber(ctx context.Context, year int, key string) (int, 
 func checkTaskID(id string) error {
 	if !task.ValidID(id) {
 		return &task.Error{Code: task.CodeInvalid, Message: fmt.Sprintf("task_id: %q is not T-YYYY-NNN", id),
-			Fields: []task.FieldError{{Path: "task_id", Problem: "must be T-YYYY-NNN"}}}
+			Fields: []amp.FieldError{{Path: "task_id", Problem: "must be T-YYYY-NNN"}}}
 	}
 	return nil
 }
@@ -180,11 +180,11 @@ func InvalidRecord(err error) *task.Error {
 	switch {
 	case errors.As(err, &ve):
 		for _, f := range ve.Fields {
-			e.Fields = append(e.Fields, task.FieldError{Path: f.Path, Problem: f.Problem})
+			e.Fields = append(e.Fields, amp.FieldError{Path: f.Path, Problem: f.Problem})
 		}
 		e.Message = "invalid AMP message: " + strings.ReplaceAll(ve.Error(), "\n", "; ")
 	case errors.As(err, &se):
-		e.Fields = []task.FieldError{{Path: amp.RootPath, Problem: se.Error()}}
+		e.Fields = []amp.FieldError{{Path: amp.RootPath, Problem: se.Error()}}
 	}
 	return e
 }
@@ -273,7 +273,7 @@ func (c *Client) List(ctx context.Context, status task.Status, limit int) ([]Tas
 	if status != "" {
 		if !status.Valid() {
 			return nil, &task.Error{Code: task.CodeInvalid, Message: fmt.Sprintf("status: unknown status %q", status),
-				Fields: []task.FieldError{{Path: "status", Problem: "unknown status"}}}
+				Fields: []amp.FieldError{{Path: "status", Problem: "unknown status"}}}
 		}
 		q += fmt.Sprintf(" AND AmpStatus = '%s'", status)
 	}
@@ -349,12 +349,11 @@ func (c *Client) wrap(err error, op string) error {
 	}
 	var app *temporal.ApplicationError
 	if errors.As(err, &app) {
-		msg := app.Message()
-		e := &task.Error{Code: task.CodeOfType(app.Type()), Message: msg, Err: err}
-		if e.Code == task.CodeInvalid {
-			e.Fields = task.ParseFieldLines(strings.ReplaceAll(strings.TrimPrefix(msg, "invalid AMP record: "), "; ", "\n"))
+		if e, ok := refusalOf(app); ok {
+			e.Err = err
+			return e
 		}
-		return e
+		return &task.Error{Code: task.CodeInternal, Message: op + ": " + app.Message(), Err: err}
 	}
 	var nf *serviceerror.NotFound
 	if errors.As(err, &nf) {

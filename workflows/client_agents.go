@@ -50,7 +50,7 @@ func (c *Client) running(ctx context.Context) ([]TaskSummary, error) {
 func (c *Client) Inbox(ctx context.Context, role amp.Role) ([]amp.Message, error) {
 	if role != amp.RoleExecutor && role != amp.RoleReviewer {
 		return nil, &task.Error{Code: task.CodeInvalid, Message: fmt.Sprintf("role: %q has no inbox; use executor or reviewer", role),
-			Fields: []task.FieldError{{Path: "role", Problem: "must be executor or reviewer"}}}
+			Fields: []amp.FieldError{{Path: "role", Problem: "must be executor or reviewer"}}}
 	}
 	tasks, err := c.running(ctx)
 	if err != nil {
@@ -106,7 +106,7 @@ func (c *Client) Ack(ctx context.Context, msgID string, as amp.Role) (task.Submi
 	_, taskID, ok := amp.ParseMsgID(msgID)
 	if !ok {
 		return task.SubmitResult{}, &task.Error{Code: task.CodeInvalid, Message: fmt.Sprintf("msg_id: %q is not {type}-{task_id}-{unix_ms}", msgID),
-			Fields: []task.FieldError{{Path: "msg_id", Problem: "malformed"}}}
+			Fields: []amp.FieldError{{Path: "msg_id", Problem: "malformed"}}}
 	}
 	st, err := c.State(ctx, taskID)
 	if err != nil {

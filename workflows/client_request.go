@@ -90,7 +90,7 @@ func (req startRequest) answers(prior startRequest, taskID string) error {
 	}
 	return &task.Error{Code: task.CodeConflict,
 		Message: fmt.Sprintf("Idempotency-Key: the key was used for another request, which started task %s; use a new key for a new request", taskID),
-		Fields:  []task.FieldError{{Path: "Idempotency-Key", Problem: "was used for another request (task " + taskID + ")"}}}
+		Fields:  []amp.FieldError{{Path: "Idempotency-Key", Problem: "was used for another request (task " + taskID + ")"}}}
 }
 
 // requestOf reads the start request a task keeps in its memo.
@@ -115,7 +115,7 @@ func (c *Client) taken(ctx context.Context, taskID string, req startRequest, cau
 		}
 	}
 	return &task.Error{Code: task.CodeConflict, Message: fmt.Sprintf("task id %s is taken: choose another, or none for the next free one", taskID),
-		Fields: []task.FieldError{{Path: "task_id", Problem: taskID + " is taken"}}, Err: errors.Join(errTaken, cause)}
+		Fields: []amp.FieldError{{Path: "task_id", Problem: taskID + " is taken"}}, Err: errors.Join(errTaken, cause)}
 }
 
 // ended explains an update or signal Temporal refused with NotFound: for

@@ -7,7 +7,6 @@ import (
 	"strings"
 	"time"
 
-	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/ampflow/ampflow/activities"
@@ -16,16 +15,12 @@ import (
 	"github.com/ampflow/ampflow/amp/task"
 )
 
-func refuse(kind, format string, args ...any) error {
-	return temporal.NewApplicationError(fmt.Sprintf(format, args...), kind)
-}
-
 // validateSubmit refuses, before anything enters history, a record that
 // fails the protocol or that the task does not expect now.
 func (t *taskRun) validateSubmit(ctx workflow.Context, in task.SubmitInput) error {
 	rec, err := amp.ParseRecord(in.Raw)
 	if err != nil {
-		return refuse(task.ErrInvalid, "invalid AMP record: %v", err)
+		return refuseRecord(err)
 	}
 	kind, err := t.classify(rec, in.Raw)
 	if err == nil && kind == subEscalation {
@@ -55,16 +50,16 @@ func (t *taskRun) classify(rec amp.Record, raw []byte) (submission, error) {
 		taskID = rec.Message.TaskID
 	}
 	if taskID != t.In.TaskID {
-		return 0, refuse(task.ErrInvalid, "task_id: %s is not this task (%s)", taskID, t.In.TaskID)
+		return 0, refuseField("task_id", "%s is not this task (%s)", taskID, t.In.TaskID)
 	}
 	if prev, ok := t.Seen[id]; ok {
 		if prev == recordDigest(rec) {
 			return subDuplicate, nil
 		}
-		return 0, refuse(task.ErrConflict, "msg_id: %s was already used by a different message", id)
+		return 0, refuse(task.CodeConflict, "msg_id: %s was already used by a different message", id)
 	}
 	if t.Status.Terminal() {
-		return 0, refuse(task.ErrFinished, "task %s is %s: it takes no more messages", t.In.TaskID, t.Status)
+		return 0, refuse(task.CodeFinished, "task %s is %s: it takes no more messages", t.In.TaskID, t.Status)
 	}
 	if rec.Ack != nil {
 		return t.classifyAck(*rec.Ack)
@@ -74,33 +69,33 @@ func (t *taskRun) classify(rec amp.Record, raw []byte) (submission, error) {
 		return subEscalation, nil
 	}
 	if t.suspended() || t.Interrupt != nil {
-		return 0, refuse(task.ErrSuspended, "task suspended: %s %s waits for an admin decision; %s refused", t.In.TaskID, t.Status, m.Type)
+		return 0, refuse(task.CodeSuspended, "task suspended: %s %s waits for an admin decision; %s refused", t.In.TaskID, t.Status, m.Type)
 	}
 	switch m.Type {
 	case amp.TypeTaskResult:
 		return t.classifyResult(m)
 	case amp.TypeReviewVerdict:
 		if !t.awaitingVerdict() {
-			return 0, refuse(task.ErrUnexpected, "unexpected review_verdict: task %s is %s and expects %s", t.In.TaskID, t.Status, t.expecting())
+			return 0, refuse(task.CodeUnexpected, "unexpected review_verdict: task %s is %s and expects %s", t.In.TaskID, t.Status, t.expecting())
 		}
 		if stale := t.staleRef(m.ContextRef, amp.TypeReviewRequest, t.RequestID); stale != "" {
-			return 0, refuse(task.ErrUnexpected, "context_ref: this review_verdict answers %s; the current review request is %s", stale, t.RequestID)
+			return 0, refuse(task.CodeUnexpected, "context_ref: this review_verdict answers %s; the current review request is %s", stale, t.RequestID)
 		}
 		return subVerdict, nil
 	}
-	return 0, refuse(task.ErrUnexpected, "unexpected %s: ampflow sends %s messages itself; task %s expects %s", m.Type, m.Type, t.In.TaskID, t.expecting())
+	return 0, refuse(task.CodeUnexpected, "unexpected %s: ampflow sends %s messages itself; task %s expects %s", m.Type, m.Type, t.In.TaskID, t.expecting())
 }
 
 func (t *taskRun) classifyResult(m amp.Message) (submission, error) {
 	if !t.awaitingResult() {
-		return 0, refuse(task.ErrUnexpected, "unexpected task_result: task %s is %s and expects %s", t.In.TaskID, t.Status, t.expecting())
+		return 0, refuse(task.CodeUnexpected, "unexpected task_result: task %s is %s and expects %s", t.In.TaskID, t.Status, t.expecting())
 	}
 	if stale := t.staleRef(m.ContextRef, amp.TypeTaskDispatch, t.DispatchID); stale != "" {
-		return 0, refuse(task.ErrUnexpected, "context_ref: this task_result answers %s; the current dispatch is %s", stale, t.DispatchID)
+		return 0, refuse(task.CodeUnexpected, "context_ref: this task_result answers %s; the current dispatch is %s", stale, t.DispatchID)
 	}
 	cur := t.subtask()
 	if cur == nil || m.Result().SubtaskID != cur.SubtaskID {
-		return 0, refuse(task.ErrUnexpected, "payload.subtask_id: %s is not the current subtask; expected a task_result for %s", m.Result().SubtaskID, cur.SubtaskID)
+		return 0, refuse(task.CodeUnexpected, "payload.subtask_id: %s is not the current subtask; expected a task_result for %s", m.Result().SubtaskID, cur.SubtaskID)
 	}
 	return subResult, nil
 }
@@ -111,13 +106,13 @@ func (t *taskRun) classifyAck(a amp.Ack) (submission, error) {
 	}
 	m, ok := t.inOutbox(a.AckOf)
 	if !ok {
-		return 0, refuse(task.ErrUnexpected, "ack_of: no message %s awaits an ACK; task %s expects %s", a.AckOf, t.In.TaskID, t.expecting())
+		return 0, refuse(task.CodeUnexpected, "ack_of: no message %s awaits an ACK; task %s expects %s", a.AckOf, t.In.TaskID, t.expecting())
 	}
 	if a.From != m.To {
-		return 0, refuse(task.ErrInvalid, "from: %s cannot ACK a message addressed to %s", a.From, m.To)
+		return 0, refuseField("from", "%s cannot ACK a message addressed to %s", a.From, m.To)
 	}
 	if t.suspended() || t.Interrupt != nil {
-		return 0, refuse(task.ErrSuspended, "task suspended: %s %s waits for an admin decision; ACK refused", t.In.TaskID, t.Status)
+		return 0, refuse(task.CodeSuspended, "task suspended: %s %s waits for an admin decision; ACK refused", t.In.TaskID, t.Status)
 	}
 	return subAck, nil
 }
@@ -193,7 +188,7 @@ func (t *taskRun) expecting() string {
 func (t *taskRun) submit(ctx workflow.Context, in task.SubmitInput) (task.SubmitResult, error) {
 	rec, err := amp.ParseRecord(in.Raw)
 	if err != nil {
-		return task.SubmitResult{}, refuse(task.ErrInvalid, "invalid AMP record: %v", err)
+		return task.SubmitResult{}, refuseRecord(err)
 	}
 	kind, err := t.classify(rec, in.Raw)
 	if err == nil && kind == subEscalation {
@@ -288,14 +283,14 @@ func (t *taskRun) validateDecide(in decision.Answer) error {
 
 func (t *taskRun) checkDecision(in decision.Answer) (decision.Option, error) {
 	if t.Status.Terminal() {
-		return decision.Option{}, refuse(task.ErrFinished, "task %s is %s", t.In.TaskID, t.Status)
+		return decision.Option{}, refuse(task.CodeFinished, "task %s is %s", t.In.TaskID, t.Status)
 	}
 	if !t.In.Policy.IsAdmin(in.By) {
-		return decision.Option{}, refuse(task.ErrNotAdmin, "by: %q is not a configured admin", in.By)
+		return decision.Option{}, refuse(task.CodeForbidden, "by: %q is not a configured admin", in.By)
 	}
 	for _, o := range t.Decided {
 		if o.DecisionID == in.DecisionID {
-			return decision.Option{}, refuse(task.ErrDecided, "decision %s already decided by %s via %s at %s (%s)",
+			return decision.Option{}, refuse(task.CodeDecided, "decision %s already decided by %s via %s at %s (%s)",
 				o.DecisionID, o.By, o.Channel, o.At.UTC().Format(time.RFC3339), o.Option)
 		}
 	}
@@ -304,7 +299,7 @@ func (t *taskRun) checkDecision(in decision.Answer) (decision.Option, error) {
 		if t.Pending != nil {
 			open = "the open decision is " + t.Pending.ID
 		}
-		return decision.Option{}, refuse(task.ErrStaleDecision, "decision_id: unknown decision %q for task %s; %s", in.DecisionID, t.In.TaskID, open)
+		return decision.Option{}, refuse(task.CodeStaleDecision, "decision_id: unknown decision %q for task %s; %s", in.DecisionID, t.In.TaskID, open)
 	}
 	opt, ok := t.Pending.Option(in.Option)
 	if !ok {
@@ -312,13 +307,13 @@ func (t *taskRun) checkDecision(in decision.Answer) (decision.Option, error) {
 		for _, o := range t.Pending.Options {
 			ids = append(ids, o.ID)
 		}
-		return decision.Option{}, refuse(task.ErrInvalid, "option: %q is not offered; choose one of %s", in.Option, strings.Join(ids, ", "))
+		return decision.Option{}, refuseField("option", "%q is not offered; choose one of %s", in.Option, strings.Join(ids, ", "))
 	}
 	if opt.ID == task.OptReplan {
-		return decision.Option{}, refuse(task.ErrInvalid, "option: replan needs new subtasks: use `ampflow task replan %s -f FILE` or POST /v1/tasks/%s/replan", t.In.TaskID, t.In.TaskID)
+		return decision.Option{}, refuseField("option", "replan needs new subtasks: use `ampflow task replan %s -f FILE` or POST /v1/tasks/%s/replan", t.In.TaskID, t.In.TaskID)
 	}
 	if opt.NoteRequired && strings.TrimSpace(in.Note) == "" {
-		return decision.Option{}, refuse(task.ErrInvalid, "note: required for option %s", opt.ID)
+		return decision.Option{}, refuseField("note", "required for option %s", opt.ID)
 	}
 	return opt, nil
 }
@@ -336,13 +331,13 @@ func (t *taskRun) decide(ctx workflow.Context, in decision.Answer) (task.DecideR
 
 func (t *taskRun) validateCancel(in task.CancelInput) error {
 	if strings.TrimSpace(in.Reason) == "" {
-		return refuse(task.ErrInvalid, "reason: required")
+		return refuseField("reason", "required")
 	}
 	if strings.TrimSpace(in.By) == "" {
-		return refuse(task.ErrInvalid, "by: required")
+		return refuseField("by", "required")
 	}
 	if t.Status.Terminal() {
-		return refuse(task.ErrFinished, "task %s is already %s", t.In.TaskID, t.Status)
+		return refuse(task.CodeFinished, "task %s is already %s", t.In.TaskID, t.Status)
 	}
 	return nil
 }
@@ -363,39 +358,39 @@ func (t *taskRun) cancel(ctx workflow.Context, in task.CancelInput) (task.Change
 
 func (t *taskRun) validateReplan(in task.ReplanInput) error {
 	if strings.TrimSpace(in.By) == "" {
-		return refuse(task.ErrInvalid, "by: required")
+		return refuseField("by", "required")
 	}
 	if len(in.Subtasks) == 0 {
-		return refuse(task.ErrInvalid, "subtasks: must not be empty")
+		return refuseField("subtasks", "must not be empty")
 	}
-	var problems []string
+	var problems []amp.FieldError
 	seen := map[string]bool{}
 	for i, st := range in.Subtasks {
 		switch {
 		case strings.TrimSpace(st.SubtaskID) == "":
-			problems = append(problems, fmt.Sprintf("subtasks[%d].subtask_id: required", i))
+			problems = append(problems, amp.FieldError{Path: fmt.Sprintf("subtasks[%d].subtask_id", i), Problem: "required"})
 		case seen[st.SubtaskID]:
-			problems = append(problems, fmt.Sprintf("subtasks[%d].subtask_id: %s appears twice", i, st.SubtaskID))
+			problems = append(problems, amp.FieldError{Path: fmt.Sprintf("subtasks[%d].subtask_id", i), Problem: fmt.Sprintf("%s appears twice", st.SubtaskID)})
 		}
 		seen[st.SubtaskID] = true
 		if strings.TrimSpace(st.Description) == "" {
-			problems = append(problems, fmt.Sprintf("subtasks[%d].description: required", i))
+			problems = append(problems, amp.FieldError{Path: fmt.Sprintf("subtasks[%d].description", i), Problem: "required"})
 		}
 		if st.EstimatedLines < 0 {
-			problems = append(problems, fmt.Sprintf("subtasks[%d].estimated_lines: must be ≥ 0", i))
+			problems = append(problems, amp.FieldError{Path: fmt.Sprintf("subtasks[%d].estimated_lines", i), Problem: "must be ≥ 0"})
 		}
 	}
 	if len(problems) > 0 {
-		return refuse(task.ErrInvalid, "%s", strings.Join(problems, "; "))
+		return refuseFields(problems, "%s", fieldLines(problems))
 	}
 	switch {
 	case t.Status == task.StatusLocked && t.Pending != nil && t.Pending.Kind == task.KindHallucinationLock:
 		if !t.In.Policy.IsAdmin(in.By) {
-			return refuse(task.ErrNotAdmin, "by: %q is not a configured admin; only an admin opens the hallucination lock", in.By)
+			return refuse(task.CodeForbidden, "by: %q is not a configured admin; only an admin opens the hallucination lock", in.By)
 		}
 	case t.Phase == phaseApproval && t.Pending != nil && t.Pending.Kind == task.KindPlanApproval:
 	default:
-		return refuse(task.ErrUnexpected, "task %s is %s: replan is taken while locked or awaiting plan approval", t.In.TaskID, t.Status)
+		return refuse(task.CodeUnexpected, "task %s is %s: replan is taken while locked or awaiting plan approval", t.In.TaskID, t.Status)
 	}
 	return nil
 }

@@ -293,16 +293,23 @@ func (h *harness) round(start time.Duration) time.Duration {
 }
 
 // refused asserts that an update was refused with the given error type.
-func refused(t *testing.T, r *reply, errType string) {
+func refused(t *testing.T, r *reply, code task.Code) *task.Error {
 	t.Helper()
 	var app *temporal.ApplicationError
 	if !r.done {
 		t.Errorf("update %s %s was never answered", r.name, r.id)
-		return
+		return nil
 	}
-	if r.err == nil || !errors.As(r.err, &app) || app.Type() != errType {
-		t.Errorf("update %s %s: got error %v, want type %s", r.name, r.id, r.err, errType)
+	if r.err == nil || !errors.As(r.err, &app) {
+		t.Errorf("update %s %s: got error %v, want a refusal %s", r.name, r.id, r.err, code)
+		return nil
 	}
+	e, ok := refusalOf(app)
+	if !ok || e.Code != code || app.Type() != string(code) {
+		t.Errorf("update %s %s: got error %v (type %s, details %+v), want a refusal %s", r.name, r.id, r.err, app.Type(), e, code)
+		return nil
+	}
+	return e
 }
 
 // accepted asserts that an update was taken.

@@ -2,6 +2,7 @@ package workflows
 
 import (
 	"encoding/json"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -35,11 +36,11 @@ func TestDecisionsRefused(t *testing.T) {
 	h.round(time.Minute + 2*time.Second)
 	res := h.run()
 
-	refused(t, stale, task.ErrStaleDecision)
-	refused(t, notAdmin, task.ErrNotAdmin)
-	refused(t, noOption, task.ErrInvalid)
+	refused(t, stale, task.CodeStaleDecision)
+	refused(t, notAdmin, task.CodeForbidden)
+	refused(t, noOption, task.CodeInvalid)
 	accepted(t, first)
-	refused(t, second, task.ErrDecided)
+	refused(t, second, task.CodeDecided)
 	if second.err != nil && !strings.Contains(second.err.Error(), "already decided by alice via cli") {
 		t.Errorf("late decision error %q does not say who decided", second.err)
 	}
@@ -96,7 +97,7 @@ func TestDuplicateMsgIDOneEffect(t *testing.T) {
 	if out, ok := resent.out.(task.SubmitResult); !ok || !out.Duplicate {
 		t.Errorf("resent message answered %+v, want duplicate", resent.out)
 	}
-	refused(t, conflict, task.ErrConflict)
+	refused(t, conflict, task.CodeConflict)
 	if n := len(h.recordedMessages(amp.TypeTaskResult)); n != 1 {
 		t.Errorf("task_result recorded %d times, want once", n)
 	}
@@ -141,16 +142,18 @@ func TestWrongStateRefused(t *testing.T) {
 	h.at(3*time.Second, func() { h.env.CancelWorkflow() })
 	h.env.ExecuteWorkflow(Task, h.in)
 
-	refused(t, early, task.ErrUnexpected)
-	refused(t, wrongAcker, task.ErrInvalid)
-	refused(t, wrongSubtask, task.ErrUnexpected)
+	refused(t, early, task.CodeUnexpected)
+	refused(t, wrongAcker, task.CodeInvalid)
+	refused(t, wrongSubtask, task.CodeUnexpected)
 	if wrongSubtask.err != nil && !strings.Contains(wrongSubtask.err.Error(), "expected a task_result for S1") {
 		t.Errorf("error %q does not say what the task expected", wrongSubtask.err)
 	}
-	refused(t, foreign, task.ErrInvalid)
-	refused(t, fromAgent, task.ErrUnexpected)
-	refused(t, badAck, task.ErrUnexpected)
-	refused(t, garbage, task.ErrInvalid)
+	refused(t, foreign, task.CodeInvalid)
+	refused(t, fromAgent, task.CodeUnexpected)
+	refused(t, badAck, task.CodeUnexpected)
+	if e := refused(t, garbage, task.CodeInvalid); e != nil && len(e.Fields) == 0 {
+		t.Errorf("an invalid record's refusal names no field: %v", e)
+	}
 	if after.Status != before.Status || len(after.Timeline) != len(before.Timeline) {
 		t.Errorf("refused messages changed the task: %s/%d → %s/%d", before.Status, len(before.Timeline), after.Status, len(after.Timeline))
 	}
@@ -164,7 +167,7 @@ func TestCancel(t *testing.T) {
 		ok = h.update(task.UpdateCancel, "", task.CancelInput{By: "planner", Reason: "superseded by T-2026-002"})
 	})
 	res := h.run()
-	refused(t, noReason, task.ErrInvalid)
+	refused(t, noReason, task.CodeInvalid)
 	accepted(t, ok)
 	if res.Status != task.StatusTerminated || !strings.Contains(res.Reason, "superseded by T-2026-002") {
 		t.Errorf("result %s %q", res.Status, res.Reason)
@@ -193,10 +196,19 @@ func TestReplanWhileLocked(t *testing.T) {
 	h.round(end)
 	res := h.run()
 
-	refused(t, early, task.ErrUnexpected)
-	refused(t, bad, task.ErrInvalid)
-	refused(t, viaDecide, task.ErrInvalid)
-	refused(t, notAdmin, task.ErrNotAdmin)
+	refused(t, early, task.CodeUnexpected)
+	// The refusal names each failing field in its details, not in text
+	// the client would parse back.
+	if e := refused(t, bad, task.CodeInvalid); e != nil {
+		want := []amp.FieldError{{Path: "subtasks[0].subtask_id", Problem: "required"}, {Path: "subtasks[0].description", Problem: "required"}}
+		if !slices.Equal(e.Fields, want) {
+			t.Errorf("fields %v, want %v", e.Fields, want)
+		}
+	}
+	if e := refused(t, viaDecide, task.CodeInvalid); e != nil && (len(e.Fields) != 1 || e.Fields[0].Path != "option") {
+		t.Errorf("fields %v, want option", e.Fields)
+	}
+	refused(t, notAdmin, task.CodeForbidden)
 	ds := h.deliveredOf(amp.TypeTaskDispatch)
 	if len(ds) != 4 || ds[2].Dispatch().Subtasks[0].SubtaskID != "S1a" || ds[3].Dispatch().Subtasks[0].SubtaskID != "S1b" {
 		t.Fatalf("dispatches after replan: %d", len(ds))
@@ -236,7 +248,7 @@ func TestAgentCriticalEscalation(t *testing.T) {
 			t.Errorf("heartbeat timer ran while suspended")
 		}
 	}
-	refused(t, refusedWhile, task.ErrSuspended)
+	refused(t, refusedWhile, task.CodeSuspended)
 	if res.Status != task.StatusDone {
 		t.Errorf("status %s", res.Status)
 	}

@@ -63,7 +63,7 @@ func TestPolicyFromWorker(t *testing.T) {
 		if pending == nil || pending.Kind != task.KindPlanApproval {
 			t.Fatalf("pending at 1m: %+v, want the plan approval the worker's policy asks for at medium risk", pending)
 		}
-		refused(t, byClientAdmin, task.ErrNotAdmin)
+		refused(t, byClientAdmin, task.CodeForbidden)
 		accepted(t, byWorkerAdmin)
 
 		rec, in := h.firstRecord()
@@ -150,7 +150,7 @@ func TestAdmins(t *testing.T) {
 			}
 			res := h.run()
 			if !tc.want {
-				refused(t, r, task.ErrNotAdmin)
+				refused(t, r, task.CodeForbidden)
 				if res.Status != task.StatusTerminated {
 					t.Errorf("status %s, want terminated by the cancel", res.Status)
 				}

@@ -111,7 +111,7 @@ func TestReplyBeforeDecision(t *testing.T) {
 	h.at(302*time.Second, func() { h.ack(amp.RoleReviewer) })
 	h.at(303*time.Second, func() { h.verdict(amp.DecisionApproved, 0.9) })
 	res := h.run()
-	refused(t, decided, task.ErrDecided)
+	refused(t, decided, task.CodeDecided)
 	if res.Status != task.StatusDone || res.Rounds != 1 {
 		t.Errorf("result %+v: the result withdraws the ack_timeout decision, one round", res)
 	}
@@ -148,7 +148,7 @@ func TestStaleResultRefused(t *testing.T) {
 	})
 	h.at(303*time.Second, func() { h.env.CancelWorkflow() })
 	h.env.ExecuteWorkflow(Task, h.in)
-	refused(t, stale, task.ErrUnexpected)
+	refused(t, stale, task.CodeUnexpected)
 }
 
 func TestCriticalEscalationWhileDecisionOpen(t *testing.T) {

@@ -44,7 +44,7 @@ func TestRejections(t *testing.T) {
 		!esc[0].AutoSuspended || len(esc[0].SuggestedActions) == 0 || esc[0].SystemStateSnapshot["reject_count"] != float64(4) {
 		t.Errorf("escalation %+v, want a critical hallucination_lock with suggested actions and reject_count 4", esc)
 	}
-	refused(t, noNote, task.ErrInvalid)
+	refused(t, noNote, task.CodeInvalid)
 	reqs := h.deliveredOf(amp.TypeReviewRequest)
 	if len(reqs) != 5 {
 		t.Fatalf("%d review requests, want 5", len(reqs))

@@ -167,7 +167,7 @@ func TestLateAck(t *testing.T) {
 	if after.Status != task.StatusInProgress || after.Pending != nil {
 		t.Errorf("after the late ACK: status %s, pending %v; want in_progress, none", after.Status, after.Pending)
 	}
-	refused(t, stale, task.ErrDecided)
+	refused(t, stale, task.CodeDecided)
 	if !strings.Contains(stale.err.Error(), "withdrawn") {
 		t.Errorf("late decision error %q does not say it was withdrawn", stale.err)
 	}
@@ -303,7 +303,7 @@ func TestCIRoundsExhausted(t *testing.T) {
 	if len(esc) != 1 || esc[0].EscalationType != amp.EscCIFailure || esc[0].Severity != amp.SeverityCritical || !esc[0].AutoSuspended {
 		t.Errorf("escalations %+v, want one critical ci_failure", esc)
 	}
-	refused(t, late, task.ErrSuspended)
+	refused(t, late, task.CodeSuspended)
 	if res.Status != task.StatusTerminated {
 		t.Errorf("status %s", res.Status)
 	}

@@ -1,6 +1,10 @@
 package task
 
-import "fmt"
+import (
+	"fmt"
+
+	"github.com/ampflow/ampflow/amp"
+)
 
 // MaxHeartbeatNote bounds a heartbeat's note, in bytes.
 const MaxHeartbeatNote = 4 << 10
@@ -9,7 +13,7 @@ const MaxHeartbeatNote = 4 << 10
 func (in HeartbeatInput) Validate() error {
 	if n := len(in.Note); n > MaxHeartbeatNote {
 		return &Error{Code: CodeInvalid, Message: fmt.Sprintf("note: %d bytes, at most %d", n, MaxHeartbeatNote),
-			Fields: []FieldError{{Path: "note", Problem: fmt.Sprintf("at most %d bytes", MaxHeartbeatNote)}}}
+			Fields: []amp.FieldError{{Path: "note", Problem: fmt.Sprintf("at most %d bytes", MaxHeartbeatNote)}}}
 	}
 	return nil
 }

@@ -3,7 +3,8 @@ package task
 import (
 	"errors"
 	"fmt"
-	"strings"
+
+	"github.com/ampflow/ampflow/amp"
 )
 
 // Code classifies an error that reaches a user; the HTTP API maps each
@@ -37,18 +38,14 @@ const (
 const CodeRateLimited Code = "rate_limited"
 
 // Error is an error with a code and a plain message. Fields lists the
-// failing field paths of invalid input.
+// failing field paths of invalid input. A workflow's refusal carries it,
+// as JSON, in the details of its ApplicationError, so a client reads the
+// code and fields as they were set, never parsed back from text.
 type Error struct {
-	Code    Code
-	Message string
-	Fields  []FieldError
-	Err     error
-}
-
-// FieldError names one failing field.
-type FieldError struct {
-	Path    string `json:"path"`
-	Problem string `json:"problem"`
+	Code    Code             `json:"code"`
+	Message string           `json:"message"`
+	Fields  []amp.FieldError `json:"fields,omitempty"`
+	Err     error            `json:"-"`
 }
 
 func (e *Error) Error() string { return e.Message }
@@ -68,43 +65,4 @@ func ErrorCode(err error) Code {
 		return e.Code
 	}
 	return CodeInternal
-}
-
-// CodeOfType maps the workflow's refusal types to codes.
-func CodeOfType(errType string) Code {
-	switch errType {
-	case ErrInvalid:
-		return CodeInvalid
-	case ErrUnexpected:
-		return CodeUnexpected
-	case ErrStaleDecision:
-		return CodeStaleDecision
-	case ErrDecided:
-		return CodeDecided
-	case ErrSuspended:
-		return CodeSuspended
-	case ErrConflict:
-		return CodeConflict
-	case ErrNotAdmin:
-		return CodeForbidden
-	case ErrFinished:
-		return CodeFinished
-	case ErrRateLimited:
-		return CodeRateLimited
-	}
-	return CodeInternal
-}
-
-// ParseFieldLines reads "path: problem" lines, the form amp's validation
-// errors take, back into fields.
-func ParseFieldLines(msg string) []FieldError {
-	var out []FieldError
-	for _, line := range strings.Split(msg, "\n") {
-		path, problem, ok := strings.Cut(strings.TrimSpace(line), ": ")
-		if !ok || strings.ContainsAny(path, " ") {
-			continue
-		}
-		out = append(out, FieldError{Path: path, Problem: problem})
-	}
-	return out
 }

@@ -268,17 +268,3 @@ type ReplanInput struct {
 type ChangeResult struct {
 	Status Status `json:"status"`
 }
-
-// Error types of refused updates, carried by temporal.ApplicationError so
-// clients can map them (the HTTP API to statuses).
-const (
-	ErrInvalid       = "InvalidInput"    // fails amp.Parse or a field check
-	ErrUnexpected    = "UnexpectedInput" // not what the task expects now
-	ErrSuspended     = "TaskSuspended"   // task is suspended or locked
-	ErrConflict      = "MsgIDConflict"   // a different record reused a msg_id
-	ErrNotAdmin      = "NotAdmin"        // decision by someone not an admin
-	ErrStaleDecision = "StaleDecision"   // decision id unknown or not the open one
-	ErrDecided       = "AlreadyDecided"  // the decision was taken already
-	ErrFinished      = "TaskFinished"    // task is done or terminated
-	ErrRateLimited   = "RateLimited"     // too many agent escalations this hour
-)

@@ -49,9 +49,9 @@ type errorBody struct {
 }
 
 type errorDetail struct {
-	Code    task.Code         `json:"code"`
-	Message string            `json:"message"`
-	Fields  []task.FieldError `json:"fields,omitempty"`
+	Code    task.Code        `json:"code"`
+	Message string           `json:"message"`
+	Fields  []amp.FieldError `json:"fields,omitempty"`
 }
 
 // asTaskError classifies err; an unclassified error is internal.
@@ -104,7 +104,7 @@ func (s *Server) readBody(w http.ResponseWriter, r *http.Request) ([]byte, error
 	}
 	if err != nil {
 		return body, &task.Error{Code: task.CodeInvalid, Message: "reading request body: " + err.Error(), Err: err,
-			Fields: []task.FieldError{{Path: amp.RootPath, Problem: "unreadable body"}}}
+			Fields: []amp.FieldError{{Path: amp.RootPath, Problem: "unreadable body"}}}
 	}
 	return body, nil
 }
@@ -158,5 +158,5 @@ func jsonKind(goKind string) string {
 // invalidField is a CodeInvalid error naming one field.
 func invalidField(path, problem string) *task.Error {
 	return &task.Error{Code: task.CodeInvalid, Message: path + ": " + problem,
-		Fields: []task.FieldError{{Path: path, Problem: problem}}}
+		Fields: []amp.FieldError{{Path: path, Problem: problem}}}
 }

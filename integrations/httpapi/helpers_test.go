@@ -405,7 +405,7 @@ func wantStatus(t *testing.T, r response, status int) {
 	}
 }
 
-func hasField(fields []task.FieldError, path string) bool {
+func hasField(fields []amp.FieldError, path string) bool {
 	for _, f := range fields {
 		if f.Path == path {
 			return true

@@ -90,17 +90,17 @@ func (s *Server) buildMessage(r *http.Request, body []byte) ([]byte, error) {
 	if err := decodeStrict(body, &req); err != nil {
 		return nil, err
 	}
-	var fields []task.FieldError
+	var fields []amp.FieldError
 	if req.Type == "" {
-		fields = append(fields, task.FieldError{Path: "type", Problem: "is required: task_result, review_verdict or escalation"})
+		fields = append(fields, amp.FieldError{Path: "type", Problem: "is required: task_result, review_verdict or escalation"})
 	} else if !slices.Contains(amp.AgentTypes(), req.Type) {
-		fields = append(fields, task.FieldError{Path: "type", Problem: fmt.Sprintf("%q: must be task_result, review_verdict or escalation (send other types as a whole envelope)", req.Type)})
+		fields = append(fields, amp.FieldError{Path: "type", Problem: fmt.Sprintf("%q: must be task_result, review_verdict or escalation (send other types as a whole envelope)", req.Type)})
 	}
 	if !task.ValidID(req.TaskID) {
-		fields = append(fields, task.FieldError{Path: "task_id", Problem: "must be a task id T-YYYY-NNN"})
+		fields = append(fields, amp.FieldError{Path: "task_id", Problem: "must be a task id T-YYYY-NNN"})
 	}
 	if len(req.Payload) == 0 || string(req.Payload) == "null" {
-		fields = append(fields, task.FieldError{Path: "payload", Problem: "is required: the message's payload object"})
+		fields = append(fields, amp.FieldError{Path: "payload", Problem: "is required: the message's payload object"})
 	}
 	if len(fields) > 0 {
 		return nil, invalidFields(fields)
@@ -171,12 +171,12 @@ func (s *Server) postAck(w http.ResponseWriter, r *http.Request) {
 	if as == "" && !c.open {
 		as = amp.Role(c.role)
 	}
-	var fields []task.FieldError
+	var fields []amp.FieldError
 	if req.MsgID == "" {
-		fields = append(fields, task.FieldError{Path: "msg_id", Problem: "is required"})
+		fields = append(fields, amp.FieldError{Path: "msg_id", Problem: "is required"})
 	}
 	if as == "" {
-		fields = append(fields, task.FieldError{Path: "as", Problem: "is required"})
+		fields = append(fields, amp.FieldError{Path: "as", Problem: "is required"})
 	}
 	if len(fields) > 0 {
 		s.refuse(w, r, body, invalidFields(fields))
@@ -238,14 +238,14 @@ func (s *Server) postHeartbeat(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
-	var fields []task.FieldError
+	var fields []amp.FieldError
 	if !task.ValidID(req.TaskID) {
-		fields = append(fields, task.FieldError{Path: "task_id", Problem: "must be T-YYYY-NNN"})
+		fields = append(fields, amp.FieldError{Path: "task_id", Problem: "must be T-YYYY-NNN"})
 	}
 	switch req.From {
 	case amp.RoleExecutor, amp.RoleReviewer, amp.RoleCoordinator:
 	default:
-		fields = append(fields, task.FieldError{Path: "from", Problem: "must be executor, reviewer or coordinator"})
+		fields = append(fields, amp.FieldError{Path: "from", Problem: "must be executor, reviewer or coordinator"})
 	}
 	if len(fields) > 0 {
 		s.writeError(w, r, invalidFields(fields))

@@ -137,7 +137,7 @@ func apiSchemas() (map[string]obj, map[string]any) {
 		"message": str("A plain sentence naming the field, setting or state at fault; for 409 unexpected, what the task expects now; for 409 task_ended, the task's final status."),
 		"fields":  array(ref("FieldError"), "The fields at fault (mostly with code invalid)."),
 	}))
-	add("FieldError", task.FieldError{}, object(task.FieldError{}, "One field at fault.", obj{
+	add("FieldError", amp.FieldError{}, object(amp.FieldError{}, "One field at fault.", obj{
 		"path":    str(`The field's path in the request body, such as "payload.commit_hash" or "plan.subtasks[0].estimated_lines"; "(root)" for the whole body; a query parameter or header name for those.`),
 		"problem": str("What is wrong with it."),
 	}))

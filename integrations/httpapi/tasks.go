@@ -107,20 +107,20 @@ func idempotencyKey(r *http.Request) (string, error) {
 // and duplicate keys in it are refused too; payload paths become plan
 // paths.
 func (s *Server) startInput(req StartRequest, c caller) (task.Input, error) {
-	var fields []task.FieldError
+	var fields []amp.FieldError
 	if req.TaskID != "" && !task.ValidID(req.TaskID) {
-		fields = append(fields, task.FieldError{Path: "task_id", Problem: "must be T-YYYY-NNN"})
+		fields = append(fields, amp.FieldError{Path: "task_id", Problem: "must be T-YYYY-NNN"})
 	}
 	switch req.Handling {
 	case "", task.HandlingAuto, task.HandlingAdmin:
 	default:
-		fields = append(fields, task.FieldError{Path: "handling", Problem: `must be "auto" or "admin"`})
+		fields = append(fields, amp.FieldError{Path: "handling", Problem: `must be "auto" or "admin"`})
 	}
 	var plan *amp.TaskDispatch
 	if len(req.Plan) == 0 || string(req.Plan) == "null" {
-		fields = append(fields, task.FieldError{Path: "plan", Problem: "is required"})
+		fields = append(fields, amp.FieldError{Path: "plan", Problem: "is required"})
 	} else {
-		var perr []task.FieldError
+		var perr []amp.FieldError
 		plan, perr = s.validatePlan(req.TaskID, req.Plan)
 		fields = append(fields, perr...)
 	}
@@ -134,7 +134,7 @@ func (s *Server) startInput(req StartRequest, c caller) (task.Input, error) {
 	return task.Input{TaskID: req.TaskID, Plan: *plan, Handling: req.Handling, Coordinator: coord}, nil
 }
 
-func (s *Server) validatePlan(taskID string, plan json.RawMessage) (*amp.TaskDispatch, []task.FieldError) {
+func (s *Server) validatePlan(taskID string, plan json.RawMessage) (*amp.TaskDispatch, []amp.FieldError) {
 	now := s.now()
 	if !task.ValidID(taskID) {
 		taskID = fmt.Sprintf("T-%04d-000", now.Year())
@@ -145,7 +145,7 @@ func (s *Server) validatePlan(taskID string, plan json.RawMessage) (*amp.TaskDis
 	}{Message: amp.NewMessage(amp.RoleCoordinator, amp.RoleExecutor, taskID, now, &amp.TaskDispatch{}), Payload: plan}
 	raw, err := json.Marshal(env)
 	if err != nil {
-		return nil, []task.FieldError{{Path: "plan", Problem: "cannot be encoded: " + err.Error()}}
+		return nil, []amp.FieldError{{Path: "plan", Problem: "cannot be encoded: " + err.Error()}}
 	}
 	m, err := amp.Parse(raw)
 	if err == nil {
@@ -153,21 +153,21 @@ func (s *Server) validatePlan(taskID string, plan json.RawMessage) (*amp.TaskDis
 	}
 	var ve *amp.ValidationError
 	if !errors.As(err, &ve) {
-		return nil, []task.FieldError{{Path: "plan", Problem: err.Error()}}
+		return nil, []amp.FieldError{{Path: "plan", Problem: err.Error()}}
 	}
-	var out []task.FieldError
+	var out []amp.FieldError
 	for _, f := range ve.Fields {
 		path := f.Path
 		if rest, ok := strings.CutPrefix(path, "payload"); ok {
 			path = "plan" + rest
 		}
-		out = append(out, task.FieldError{Path: path, Problem: f.Problem})
+		out = append(out, amp.FieldError{Path: path, Problem: f.Problem})
 	}
 	return nil, out
 }
 
 // invalidFields is a CodeInvalid error listing fields.
-func invalidFields(fields []task.FieldError) *task.Error {
+func invalidFields(fields []amp.FieldError) *task.Error {
 	lines := make([]string, len(fields))
 	for i, f := range fields {
 		lines[i] = f.Path + ": " + f.Problem
@@ -329,7 +329,7 @@ func (s *Server) replanRequest(w http.ResponseWriter, r *http.Request) (ReplanRe
 		return ReplanRequest{}, invalidField("subtasks", "must list at least one subtask")
 	}
 	req := ReplanRequest{Subtasks: make([]amp.Subtask, len(raw.Subtasks)), Note: raw.Note}
-	var fields []task.FieldError
+	var fields []amp.FieldError
 	for i, b := range raw.Subtasks {
 		err := decodeStrict(b, &req.Subtasks[i])
 		if err == nil {
@@ -340,7 +340,7 @@ func (s *Server) replanRequest(w http.ResponseWriter, r *http.Request) (ReplanRe
 			if f.Path != amp.RootPath {
 				path += "." + f.Path
 			}
-			fields = append(fields, task.FieldError{Path: path, Problem: f.Problem})
+			fields = append(fields, amp.FieldError{Path: path, Problem: f.Problem})
 		}
 	}
 	if len(fields) > 0 {

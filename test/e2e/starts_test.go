@@ -76,9 +76,9 @@ func (c startsAPI) start(key string, req httpapi.StartRequest) (int, string, api
 }
 
 type apiError struct {
-	Code    task.Code         `json:"code"`
-	Message string            `json:"message"`
-	Fields  []task.FieldError `json:"fields"`
+	Code    task.Code        `json:"code"`
+	Message string           `json:"message"`
+	Fields  []amp.FieldError `json:"fields"`
 }
 
 // taskIDs lists every task id visibility knows.
@@ -336,7 +336,7 @@ func lastLine(s string) string {
 	return lines[len(lines)-1]
 }
 
-func hasPath(fields []task.FieldError, path string) bool {
+func hasPath(fields []amp.FieldError, path string) bool {
 	for _, f := range fields {
 		if f.Path == path {
 			return true

@@ -98,7 +98,7 @@ func TestSend(t *testing.T) {
 	})
 	t.Run("RefusedInvalidByTask", func(t *testing.T) {
 		f := &fakeTasks{submitErr: &task.Error{Code: task.CodeInvalid, Message: "task_result does not match the dispatch",
-			Fields: []task.FieldError{{Path: "payload.subtask_id", Problem: "is not the current subtask S2"}}}}
+			Fields: []amp.FieldError{{Path: "payload.subtask_id", Problem: "is not the current subtask S2"}}}}
 		r := runFake(t, f, "", nil, "send", "-f", "testdata/result.json")
 		wantExit(t, r, ExitFailed)
 		if r.stderr != "ampflow: task_result does not match the dispatch: payload.subtask_id: is not the current subtask S2\n" {

@@ -382,9 +382,9 @@ func (c *apiClient) transportError(ctx context.Context, err error) error {
 func (c *apiClient) answerError(status int, b []byte) error {
 	var eb struct {
 		Error struct {
-			Code    task.Code         `json:"code"`
-			Message string            `json:"message"`
-			Fields  []task.FieldError `json:"fields"`
+			Code    task.Code        `json:"code"`
+			Message string           `json:"message"`
+			Fields  []amp.FieldError `json:"fields"`
 		} `json:"error"`
 	}
 	te := &task.Error{}

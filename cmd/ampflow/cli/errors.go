@@ -7,6 +7,7 @@ import (
 	"io"
 	"strings"
 
+	"github.com/ampflow/ampflow/amp"
 	"github.com/ampflow/ampflow/amp/task"
 	"github.com/ampflow/ampflow/config"
 )
@@ -25,9 +26,9 @@ type errorJSON struct {
 }
 
 type errorJSONDetail struct {
-	Code    task.Code         `json:"code"`
-	Message string            `json:"message"`
-	Fields  []task.FieldError `json:"fields,omitempty"`
+	Code    task.Code        `json:"code"`
+	Message string           `json:"message"`
+	Fields  []amp.FieldError `json:"fields,omitempty"`
 }
 
 // errorBody classifies err, which ends Main with exit code exit.
@@ -44,14 +45,10 @@ func errorBody(exit int, err error) errorJSON {
 		d.Code, d.Fields = te.Code, te.Fields
 	case errors.As(err, &ie):
 		d.Code = task.CodeInvalid
-		for _, f := range ie.fields {
-			d.Fields = append(d.Fields, task.FieldError{Path: f.Path, Problem: f.Problem})
-		}
+		d.Fields = ie.fields
 	case errors.As(err, &ce):
 		d.Code = task.CodeInvalid
-		for _, p := range ce.Problems {
-			d.Fields = append(d.Fields, task.FieldError{Path: p.Key, Problem: p.Reason})
-		}
+		d.Fields = ce.Problems
 	}
 	return errorJSON{Error: d}
 }
