@@ -9,18 +9,12 @@ import (
 
 	"go.temporal.io/sdk/temporal"
 
+	"github.com/ampflow/ampflow/config"
 	"github.com/ampflow/ampflow/integrations/github"
 )
 
-// CI provider kinds, as configured.
-const (
-	CIKindNone    = "none"
-	CIKindGitHub  = "github"
-	CIKindCommand = "command"
-)
-
-// CIOptions configure NewCIProvider. They mirror the configuration file's
-// ci section without depending on the config package.
+// CIOptions configure NewCIProvider, from the configuration file's ci
+// section.
 type CIOptions struct {
 	// GitHub provider.
 	GitHubToken   string
@@ -37,7 +31,7 @@ type CIOptions struct {
 
 	// Command provider.
 	Command        []string      // argv, e.g. ["go", "test", "./..."]
-	CommandTimeout time.Duration // zero means DefaultCommandTimeout
+	CommandTimeout time.Duration // zero means config.DefaultCICommandTimeout
 	CommandEnv     []string      // variables let through (NAME) or set (NAME=value)
 	// Secrets are masked in CI output.
 	Secrets *Scrubber
@@ -56,9 +50,9 @@ func NewCIProvider(kind string, opts CIOptions) (CIProvider, error) {
 		g = &Git{GitHubHosts: opts.GitHubHosts}
 	}
 	switch strings.ToLower(strings.TrimSpace(kind)) {
-	case "", CIKindNone:
+	case "", config.ProviderNone:
 		return NoCI{}, nil
-	case CIKindGitHub:
+	case config.ProviderGitHub:
 		c, err := github.New(github.Options{Token: opts.GitHubToken, BaseURL: opts.GitHubBaseURL, HTTPClient: opts.HTTPClient})
 		if err != nil {
 			return nil, fmt.Errorf("configuring the github CI provider: %w", err)
@@ -71,7 +65,7 @@ func NewCIProvider(kind string, opts CIOptions) (CIProvider, error) {
 			g.GitHubRepo = ci.Repo
 		}
 		return ci, nil
-	case CIKindCommand:
+	case config.ProviderCommand:
 		if len(opts.Command) == 0 || opts.Command[0] == "" {
 			return nil, fmt.Errorf("configuring the command CI provider: no command given")
 		}

@@ -15,11 +15,11 @@ import (
 	"go.temporal.io/sdk/temporal"
 
 	"github.com/ampflow/ampflow/amp/task"
+	"github.com/ampflow/ampflow/config"
 )
 
 // Command provider defaults.
 const (
-	DefaultCommandTimeout   = 30 * time.Minute
 	DefaultHeartbeatEvery   = 10 * time.Second
 	commandTailBytes        = 4 << 10
 	commandKillGracePeriod  = 5 * time.Second
@@ -33,7 +33,7 @@ const (
 // commit with the same command runs once.
 type CommandCI struct {
 	Argv    []string
-	Timeout time.Duration // zero means DefaultCommandTimeout
+	Timeout time.Duration // zero means config.DefaultCICommandTimeout
 	// Env lets the command see more than the base environment (see
 	// childEnv): NAME passes the worker's NAME, NAME=value sets it.
 	Env []string
@@ -123,7 +123,7 @@ func (c *CommandCI) run(ctx context.Context, in CIStatusInput, commit string) (c
 
 	timeout := c.Timeout
 	if timeout <= 0 {
-		timeout = DefaultCommandTimeout
+		timeout = config.DefaultCICommandTimeout
 	}
 	runCtx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()

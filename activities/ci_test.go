@@ -15,6 +15,7 @@ import (
 
 	"go.temporal.io/sdk/testsuite"
 
+	"github.com/ampflow/ampflow/config"
 	"github.com/ampflow/ampflow/integrations/github"
 )
 
@@ -89,7 +90,7 @@ func TestGitHubCIActivity(t *testing.T) {
 	}
 	runWith := func(token string, opts CIOptions, ghRepo string) (CIStatusResult, error) {
 		opts.GitHubToken, opts.GitHubBaseURL = token, srv.URL
-		ci, err := NewCIProvider(CIKindGitHub, opts)
+		ci, err := NewCIProvider(config.ProviderGitHub, opts)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -234,7 +235,7 @@ func TestCommandCI(t *testing.T) {
 	in := CIStatusInput{TaskID: "T-2026-001", Repo: repo, Branch: "feature/x"}
 
 	newCI := func(script string, timeout time.Duration) CIProvider {
-		ci, err := NewCIProvider(CIKindCommand, CIOptions{
+		ci, err := NewCIProvider(config.ProviderCommand, CIOptions{
 			Command: []string{"sh", "-c", script}, CommandTimeout: timeout,
 			CommandEnv: []string{"COUNTER=" + counter}, Store: store,
 		})
@@ -325,7 +326,7 @@ func TestCommandCI(t *testing.T) {
 		t.Setenv("AMPFLOW_AUTH_TOKENS", "tok-parent-s3cr3t:admin:ops")
 		t.Setenv("AMPFLOW_CI_GITHUB_TOKEN", "ghp-parent-s3cr3t")
 		t.Setenv("ALLOWED_VAR", "let-through")
-		ci, err := NewCIProvider(CIKindCommand, CIOptions{
+		ci, err := NewCIProvider(config.ProviderCommand, CIOptions{
 			Command:    []string{"sh", "-c", `env; echo "leak: ghp-parent-s3cr3t"; exit 1`},
 			CommandEnv: []string{"ALLOWED_VAR", "SET_VAR=set"}, Store: store,
 			Secrets: NewScrubber([]string{"tok-parent-s3cr3t", "ghp-parent-s3cr3t"}),

@@ -23,21 +23,15 @@ import (
 
 	"github.com/ampflow/ampflow/amp"
 	"github.com/ampflow/ampflow/amp/task"
-)
-
-// Agent delivery modes.
-const (
-	ModePull    = "pull"    // the agent reads its inbox (CLI or HTTP API)
-	ModeCommand = "command" // the worker runs the agent with the message on stdin
-	ModeWebhook = "webhook" // the worker POSTs the message to the agent
+	"github.com/ampflow/ampflow/config"
 )
 
 // AgentDelivery says how one role receives its messages.
 type AgentDelivery struct {
 	Mode       string
-	Command    []string      // argv for ModeCommand
-	WebhookURL string        // for ModeWebhook
-	Timeout    time.Duration // how long a command may run; zero means 30m
+	Command    []string      // argv for config.AgentModeCommand
+	WebhookURL string        // for config.AgentModeWebhook
+	Timeout    time.Duration // how long a command may run; zero means config.DefaultAgentTimeout
 	// Env lets a command see more than the base environment (see
 	// childEnv): NAME passes the worker's NAME, NAME=value sets it.
 	Env []string
@@ -78,9 +72,9 @@ func (d *Delivery) Deliver(ctx context.Context, in DeliverInput) (DeliverResult,
 	case amp.RoleReviewer:
 		a = d.Reviewer
 	default:
-		return DeliverResult{Mode: ModePull}, nil
+		return DeliverResult{Mode: config.AgentModePull}, nil
 	}
-	if a.Mode == ModeCommand || a.Mode == ModeWebhook {
+	if a.Mode == config.AgentModeCommand || a.Mode == config.AgentModeWebhook {
 		if activity.IsActivity(ctx) && activity.GetInfo(ctx).IsLocalActivity {
 			// A webhook agent may ACK from inside its handler: that
 			// update waits for the workflow task a local activity holds.
@@ -89,12 +83,12 @@ func (d *Delivery) Deliver(ctx context.Context, in DeliverInput) (DeliverResult,
 		}
 	}
 	switch a.Mode {
-	case ModeCommand:
-		return DeliverResult{Mode: ModeCommand}, d.runCommand(ctx, a, in)
-	case ModeWebhook:
-		return DeliverResult{Mode: ModeWebhook}, d.post(ctx, a, in.Message)
+	case config.AgentModeCommand:
+		return DeliverResult{Mode: config.AgentModeCommand}, d.runCommand(ctx, a, in)
+	case config.AgentModeWebhook:
+		return DeliverResult{Mode: config.AgentModeWebhook}, d.post(ctx, a, in.Message)
 	}
-	return DeliverResult{Mode: ModePull}, nil
+	return DeliverResult{Mode: config.AgentModePull}, nil
 }
 
 func (d *Delivery) log() *slog.Logger {
@@ -136,7 +130,7 @@ func (d *Delivery) runCommand(ctx context.Context, a AgentDelivery, in DeliverIn
 	}
 	timeout := a.Timeout
 	if timeout <= 0 {
-		timeout = 30 * time.Minute
+		timeout = config.DefaultAgentTimeout
 	}
 	parent := ctx
 	ctx, cancel := context.WithTimeout(ctx, timeout)

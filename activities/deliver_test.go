@@ -22,6 +22,7 @@ import (
 
 	"github.com/ampflow/ampflow/amp"
 	"github.com/ampflow/ampflow/amp/task"
+	"github.com/ampflow/ampflow/config"
 )
 
 type fakeSubmitter struct {
@@ -75,10 +76,10 @@ func TestDeliverCommand(t *testing.T) {
 		t.Setenv("AMP_TEST_REPLY", string(ack)+"\n"+string(ack))
 		sub := &fakeSubmitter{}
 		// The agent must see the message on stdin: it echoes its msg_id check.
-		d := &Delivery{Submit: sub, Executor: AgentDelivery{Mode: ModeCommand, Env: []string{"AMP_TEST_REPLY"}, Command: []string{"sh", "-c",
+		d := &Delivery{Submit: sub, Executor: AgentDelivery{Mode: config.AgentModeCommand, Env: []string{"AMP_TEST_REPLY"}, Command: []string{"sh", "-c",
 			`grep -q "\"msg_id\":\"$AMP_MSG_ID\"" && printf '%s' "$AMP_TEST_REPLY"`}}}
 		res, err := d.Deliver(context.Background(), DeliverInput{Message: m})
-		if err != nil || res.Mode != ModeCommand {
+		if err != nil || res.Mode != config.AgentModeCommand {
 			t.Fatalf("Deliver: %v, %v", res, err)
 		}
 		if len(sub.got) != 2 || string(sub.got[0]) != string(ack) {
@@ -90,7 +91,7 @@ func TestDeliverCommand(t *testing.T) {
 		sub := &fakeSubmitter{}
 		var refused []string
 		d := &Delivery{Submit: sub, Refused: func(raw []byte, reason string) { refused = append(refused, reason) },
-			Executor: AgentDelivery{Mode: ModeCommand, Env: []string{"AMP_TEST_REPLY"},
+			Executor: AgentDelivery{Mode: config.AgentModeCommand, Env: []string{"AMP_TEST_REPLY"},
 				Command: []string{"sh", "-c", `cat >/dev/null; printf '%s' "$AMP_TEST_REPLY"; sleep 30`}}}
 		f := deliveryFailure(t, d, DeliverInput{Message: m})
 		if len(sub.got) != 1 || len(refused) != 1 || !strings.Contains(f.Summary, "not JSON") {
@@ -100,7 +101,7 @@ func TestDeliverCommand(t *testing.T) {
 	t.Run("RefusedByTask", func(t *testing.T) {
 		t.Setenv("AMP_TEST_REPLY", string(ack))
 		sub := &fakeSubmitter{refuse: task.Errorf(task.CodeInvalid, "msg_id: malformed")}
-		d := &Delivery{Submit: sub, Executor: AgentDelivery{Mode: ModeCommand, Env: []string{"AMP_TEST_REPLY"},
+		d := &Delivery{Submit: sub, Executor: AgentDelivery{Mode: config.AgentModeCommand, Env: []string{"AMP_TEST_REPLY"},
 			Command: []string{"sh", "-c", `cat >/dev/null; printf '%s' "$AMP_TEST_REPLY"`}}}
 		f := deliveryFailure(t, d, DeliverInput{Message: m})
 		if !strings.Contains(f.Summary, "msg_id: malformed") {
@@ -120,7 +121,7 @@ func TestDeliverCommand(t *testing.T) {
 				sub := &fakeSubmitter{}
 				var refused [][]byte
 				d := &Delivery{Submit: sub, Refused: func(raw []byte, _ string) { refused = append(refused, raw) },
-					Executor: AgentDelivery{Mode: ModeCommand, Env: []string{"AMP_TEST_REPLY"},
+					Executor: AgentDelivery{Mode: config.AgentModeCommand, Env: []string{"AMP_TEST_REPLY"},
 						Command: []string{"sh", "-c", `cat >/dev/null; printf '%s' "$AMP_TEST_REPLY"; sleep 30`}}}
 				start := time.Now()
 				f := deliveryFailure(t, d, DeliverInput{Message: m})
@@ -137,7 +138,7 @@ func TestDeliverCommand(t *testing.T) {
 		}
 	})
 	t.Run("FailedWithoutReply", func(t *testing.T) {
-		d := &Delivery{Submit: &fakeSubmitter{}, Executor: AgentDelivery{Mode: ModeCommand, Command: []string{"sh", "-c",
+		d := &Delivery{Submit: &fakeSubmitter{}, Executor: AgentDelivery{Mode: config.AgentModeCommand, Command: []string{"sh", "-c",
 			"for i in $(seq 1 50); do echo \"noise $i\" >&2; done; echo boom >&2; exit 3"}}}
 		f := deliveryFailure(t, d, DeliverInput{Message: m})
 		if !strings.Contains(f.Summary, "exited with status 3") || strings.Contains(f.Summary, "\n") {
@@ -148,13 +149,13 @@ func TestDeliverCommand(t *testing.T) {
 		}
 	})
 	t.Run("ExitZeroWithoutReply", func(t *testing.T) {
-		d := &Delivery{Submit: &fakeSubmitter{}, Executor: AgentDelivery{Mode: ModeCommand, Command: []string{"sh", "-c", "cat >/dev/null"}}}
+		d := &Delivery{Submit: &fakeSubmitter{}, Executor: AgentDelivery{Mode: config.AgentModeCommand, Command: []string{"sh", "-c", "cat >/dev/null"}}}
 		if f := deliveryFailure(t, d, DeliverInput{Message: m}); !strings.Contains(f.Summary, "without printing an ACK or a reply") {
 			t.Errorf("summary %q", f.Summary)
 		}
 	})
 	t.Run("CannotStart", func(t *testing.T) {
-		d := &Delivery{Submit: &fakeSubmitter{}, Executor: AgentDelivery{Mode: ModeCommand, Command: []string{"/nonexistent/agent"}}}
+		d := &Delivery{Submit: &fakeSubmitter{}, Executor: AgentDelivery{Mode: config.AgentModeCommand, Command: []string{"/nonexistent/agent"}}}
 		if f := deliveryFailure(t, d, DeliverInput{Message: m}); !strings.Contains(f.Summary, "could not start") {
 			t.Errorf("summary %q", f.Summary)
 		}
@@ -168,7 +169,7 @@ func TestDeliverCommand(t *testing.T) {
 		repo := t.TempDir()
 		out := filepath.Join(t.TempDir(), "env")
 		d := &Delivery{Submit: &fakeSubmitter{}, Secrets: NewScrubber([]string{"tok-parent-s3cr3t", "key-parent-s3cr3t"}),
-			Executor: AgentDelivery{Mode: ModeCommand, Env: []string{"LEAKY", "OUT=" + out},
+			Executor: AgentDelivery{Mode: config.AgentModeCommand, Env: []string{"LEAKY", "OUT=" + out},
 				Command: []string{"sh", "-c", `env > "$OUT"; echo "cwd=$(pwd)" >> "$OUT"; echo "token is $LEAKY" >&2; exit 1`}}}
 		f := deliveryFailure(t, d, DeliverInput{Message: m, Repo: repo})
 		env, err := os.ReadFile(out)
@@ -190,7 +191,7 @@ func TestDeliverCommand(t *testing.T) {
 		}
 	})
 	t.Run("TimeoutKillsProcessGroup", func(t *testing.T) {
-		d := &Delivery{Submit: &fakeSubmitter{}, Executor: AgentDelivery{Mode: ModeCommand, Timeout: 300 * time.Millisecond,
+		d := &Delivery{Submit: &fakeSubmitter{}, Executor: AgentDelivery{Mode: config.AgentModeCommand, Timeout: 300 * time.Millisecond,
 			Command: []string{"sh", "-c", "sleep 30 & wait"}}}
 		start := time.Now()
 		_, err := d.Deliver(context.Background(), DeliverInput{Message: m})
@@ -219,7 +220,7 @@ func TestDeliverWebhook(t *testing.T) {
 		w.WriteHeader(status)
 	}))
 	defer srv.Close()
-	d := &Delivery{Executor: AgentDelivery{Mode: ModeWebhook, WebhookURL: srv.URL}}
+	d := &Delivery{Executor: AgentDelivery{Mode: config.AgentModeWebhook, WebhookURL: srv.URL}}
 	if _, err := d.Deliver(context.Background(), DeliverInput{Message: m}); err != nil || got.MsgID != m.MsgID {
 		t.Fatalf("Deliver: %v; webhook saw %q", err, got.MsgID)
 	}
@@ -247,7 +248,7 @@ func TestDeliverWebhookSigned(t *testing.T) {
 	}))
 	defer srv.Close()
 	d := &Delivery{Now: func() time.Time { return at },
-		Executor: AgentDelivery{Mode: ModeWebhook, WebhookURL: srv.URL, WebhookSecret: secret}}
+		Executor: AgentDelivery{Mode: config.AgentModeWebhook, WebhookURL: srv.URL, WebhookSecret: secret}}
 	if _, err := d.Deliver(context.Background(), DeliverInput{Message: m}); err != nil {
 		t.Fatal(err)
 	}
@@ -272,7 +273,7 @@ func TestDeliverWebhookSigned(t *testing.T) {
 func TestDeliverPull(t *testing.T) {
 	d := &Delivery{}
 	res, err := d.Deliver(context.Background(), DeliverInput{Message: testDispatch(t)})
-	if err != nil || res.Mode != ModePull {
+	if err != nil || res.Mode != config.AgentModePull {
 		t.Errorf("pull mode: %v %v", res, err)
 	}
 }
@@ -286,7 +287,7 @@ func TestDeliverCommandStreamsReplies(t *testing.T) {
 	marker := t.TempDir() + "/go-on"
 	t.Setenv("AMP_TEST_MARKER", marker)
 	sub := &fakeSubmitter{}
-	d := &Delivery{Submit: sub, Executor: AgentDelivery{Mode: ModeCommand, Env: []string{"AMP_TEST_REPLY", "AMP_TEST_MARKER"}, Command: []string{"sh", "-c",
+	d := &Delivery{Submit: sub, Executor: AgentDelivery{Mode: config.AgentModeCommand, Env: []string{"AMP_TEST_REPLY", "AMP_TEST_MARKER"}, Command: []string{"sh", "-c",
 		`cat >/dev/null; printf '%s\n' "$AMP_TEST_REPLY"; while [ ! -e "$AMP_TEST_MARKER" ]; do sleep 0.05; done`}}}
 	errc := make(chan error, 1)
 	go func() { _, err := d.Deliver(context.Background(), DeliverInput{Message: m}); errc <- err }()
@@ -324,7 +325,7 @@ func TestDeliverLocal(t *testing.T) {
 	defer srv.Close()
 	var s testsuite.WorkflowTestSuite
 
-	d := &Delivery{Executor: AgentDelivery{Mode: ModeCommand, Command: []string{"touch", started}}}
+	d := &Delivery{Executor: AgentDelivery{Mode: config.AgentModeCommand, Command: []string{"touch", started}}}
 	_, err := s.NewTestActivityEnvironment().ExecuteLocalActivity(d.Deliver, DeliverInput{Message: m})
 	var app *temporal.ApplicationError
 	if !errors.As(err, &app) || app.Type() != ErrNeedsActivity || !app.NonRetryable() {
@@ -334,7 +335,7 @@ func TestDeliverLocal(t *testing.T) {
 		t.Errorf("the agent was started in a local activity (stat: %v)", err)
 	}
 
-	d = &Delivery{Executor: AgentDelivery{Mode: ModeWebhook, WebhookURL: srv.URL}}
+	d = &Delivery{Executor: AgentDelivery{Mode: config.AgentModeWebhook, WebhookURL: srv.URL}}
 	_, err = s.NewTestActivityEnvironment().ExecuteLocalActivity(d.Deliver, DeliverInput{Message: m})
 	if !errors.As(err, &app) || app.Type() != ErrNeedsActivity {
 		t.Fatalf("webhook in a local activity: %v, want %s", err, ErrNeedsActivity)

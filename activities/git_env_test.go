@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/ampflow/ampflow/config"
 )
 
 // TestGitInTaskRepoSeesNoSecrets: the executor writes the task's
@@ -22,7 +24,7 @@ func TestGitInTaskRepoSeesNoSecrets(t *testing.T) {
 	gitT(t, repo, "config", "filter.x.clean", "cat")
 	head := commitFiles(t, repo, "work", map[string]string{".gitattributes": "*.txt filter=x\n", "a.txt": "a\n"})
 
-	ci, err := NewCIProvider(CIKindCommand, CIOptions{Command: []string{"true"}, Store: newStore(t, StoreOptions{})})
+	ci, err := NewCIProvider(config.ProviderCommand, CIOptions{Command: []string{"true"}, Store: newStore(t, StoreOptions{})})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -3,11 +3,12 @@ package activities
 import (
 	"context"
 
-	"github.com/ampflow/ampflow/amp"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/ampflow/ampflow/amp"
 )
 
 // featureRepo is main with a later commit, and feature/x branched before

@@ -7,6 +7,7 @@ import (
 	"go.temporal.io/sdk/temporal"
 
 	"github.com/ampflow/ampflow/amp/task"
+	"github.com/ampflow/ampflow/config"
 )
 
 var errNotConfigured = errors.New("not configured")
@@ -47,7 +48,7 @@ func (a *Activities) Record(ctx context.Context, in RecordInput) (RecordResult, 
 // (no Deliverer) agents read their inbox, so there is nothing to do.
 func (a *Activities) Deliver(ctx context.Context, in DeliverInput) (DeliverResult, error) {
 	if a.Delivery == nil {
-		return DeliverResult{Mode: "pull"}, nil
+		return DeliverResult{Mode: config.AgentModePull}, nil
 	}
 	return a.Delivery.Deliver(ctx, in)
 }

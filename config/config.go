@@ -6,6 +6,9 @@ package config
 import (
 	"log/slog"
 	"time"
+
+	"github.com/ampflow/ampflow/amp"
+	"github.com/ampflow/ampflow/amp/task"
 )
 
 // Config is the whole of ampflow's configuration. The mapstructure tags are
@@ -95,24 +98,13 @@ type Auth struct {
 	Tokens []AuthToken `mapstructure:"tokens"`
 }
 
-// Roles a bearer token may carry.
-const (
-	RoleCoordinator = "coordinator"
-	RoleExecutor    = "executor"
-	RoleReviewer    = "reviewer"
-	RoleAdmin       = "admin"
-)
-
-// AnyAdmin in Admins lets anyone named decide.
-const AnyAdmin = "*"
-
 // AuthToken is one bearer token, the role it may act as and the name it acts
 // under: the by of its decisions, cancels and replans, unique and required.
 // From the environment a list of them reads "token:role:name,token:role:name".
 type AuthToken struct {
-	Token string `mapstructure:"token"` // secret
-	Role  string `mapstructure:"role"`
-	Name  string `mapstructure:"name"`
+	Token string   `mapstructure:"token"` // secret
+	Role  amp.Role `mapstructure:"role"`  // coordinator, executor, reviewer or admin
+	Name  string   `mapstructure:"name"`
 }
 
 // Protocol holds the AMP/1.0 timing and loop limits.
@@ -135,40 +127,18 @@ type AckTimeouts struct {
 	ReviewVerdict time.Duration `mapstructure:"review_verdict"`
 }
 
-// Approver says who approves a step: nobody (auto) or an admin.
-type Approver string
-
-// Approvers.
-const (
-	ApproverAuto  Approver = "auto"
-	ApproverAdmin Approver = "admin"
-)
-
 // Policy says, per risk level, which approvals need an admin.
 type Policy struct {
 	PlanApproval  Approval `mapstructure:"plan_approval"`
 	FinalApproval Approval `mapstructure:"final_approval"`
 }
 
-// Approval is the approver for each risk level.
+// Approval is the handling of each risk level: the configuration's form
+// of task.RiskHandling.
 type Approval struct {
-	Low    Approver `mapstructure:"low"`
-	Medium Approver `mapstructure:"medium"`
-	High   Approver `mapstructure:"high"`
-}
-
-// For returns the approver for a risk level (low, medium or high); an
-// unknown level gets the admin, the safe answer.
-func (a Approval) For(risk string) Approver {
-	switch risk {
-	case "low":
-		return a.Low
-	case "medium":
-		return a.Medium
-	case "high":
-		return a.High
-	}
-	return ApproverAdmin
+	Low    task.Handling `mapstructure:"low"`
+	Medium task.Handling `mapstructure:"medium"`
+	High   task.Handling `mapstructure:"high"`
 }
 
 // CI providers (ci.provider).
@@ -228,9 +198,21 @@ type Agents struct {
 
 // Agent modes (agents.*.mode).
 const (
-	AgentModePull    = "pull"
-	AgentModeCommand = "command"
-	AgentModeWebhook = "webhook"
+	AgentModePull    = "pull"    // the agent reads its inbox (CLI or HTTP API)
+	AgentModeCommand = "command" // the worker runs the agent with the message on stdin
+	AgentModeWebhook = "webhook" // the worker POSTs the message to the agent
+)
+
+// Slack modes (slack.mode).
+const (
+	SlackModeSocket = "socket" // Socket Mode: the worker connects out to Slack
+	SlackModeHTTP   = "http"   // Slack POSTs events to the worker's HTTP API
+)
+
+// Telegram modes (telegram.mode).
+const (
+	TelegramModePolling = "polling" // the worker long-polls getUpdates
+	TelegramModeWebhook = "webhook" // Telegram POSTs updates to the worker
 )
 
 // Agent says how one agent receives its messages: it pulls them from the

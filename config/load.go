@@ -9,6 +9,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/ampflow/ampflow/amp"
+	"github.com/ampflow/ampflow/amp/task"
 	"github.com/go-viper/mapstructure/v2"
 	"github.com/spf13/viper"
 )
@@ -49,21 +51,22 @@ var defaults = map[string]any{
 	"auth.tokens": []AuthToken{},
 	"admins":      []string{},
 
-	"protocol.ack_timeout.task_dispatch":  300 * time.Second,
-	"protocol.ack_timeout.task_result":    120 * time.Second,
-	"protocol.ack_timeout.review_request": 600 * time.Second,
-	"protocol.ack_timeout.review_verdict": 60 * time.Second,
+	// The ACK deadlines AMP/1.0 sets per message type.
+	"protocol.ack_timeout.task_dispatch":  ackDefault(amp.TypeTaskDispatch),
+	"protocol.ack_timeout.task_result":    ackDefault(amp.TypeTaskResult),
+	"protocol.ack_timeout.review_request": ackDefault(amp.TypeReviewRequest),
+	"protocol.ack_timeout.review_verdict": ackDefault(amp.TypeReviewVerdict),
 	"protocol.heartbeat_timeout":          30 * time.Minute,
 	"protocol.max_rejects":                3,
 	"protocol.max_ci_rounds":              3,
 	"protocol.min_confidence":             0.8,
 
-	"policy.plan_approval.low":     string(ApproverAuto),
-	"policy.plan_approval.medium":  string(ApproverAdmin),
-	"policy.plan_approval.high":    string(ApproverAdmin),
-	"policy.final_approval.low":    string(ApproverAuto),
-	"policy.final_approval.medium": string(ApproverAuto),
-	"policy.final_approval.high":   string(ApproverAdmin),
+	"policy.plan_approval.low":     string(task.HandlingAuto),
+	"policy.plan_approval.medium":  string(task.HandlingAdmin),
+	"policy.plan_approval.high":    string(task.HandlingAdmin),
+	"policy.final_approval.low":    string(task.HandlingAuto),
+	"policy.final_approval.medium": string(task.HandlingAuto),
+	"policy.final_approval.high":   string(task.HandlingAdmin),
 
 	"ci.provider":        ProviderNone,
 	"ci.poll_interval":   30 * time.Second,
@@ -72,7 +75,7 @@ var defaults = map[string]any{
 	"ci.github.api_url":  "https://api.github.com/",
 	"ci.github.repo":     "",
 	"ci.command.run":     []string{},
-	"ci.command.timeout": 20 * time.Minute,
+	"ci.command.timeout": DefaultCICommandTimeout,
 	"ci.command.env":     []string{},
 
 	"ssot.dir":        "",
@@ -83,18 +86,18 @@ var defaults = map[string]any{
 	"agents.executor.mode":           AgentModePull,
 	"agents.executor.command":        []string{},
 	"agents.executor.webhook_url":    "",
-	"agents.executor.timeout":        30 * time.Minute,
+	"agents.executor.timeout":        DefaultAgentTimeout,
 	"agents.executor.env":            []string{},
 	"agents.executor.webhook_secret": "",
 	"agents.reviewer.mode":           AgentModePull,
 	"agents.reviewer.command":        []string{},
 	"agents.reviewer.webhook_url":    "",
-	"agents.reviewer.timeout":        30 * time.Minute,
+	"agents.reviewer.timeout":        DefaultAgentTimeout,
 	"agents.reviewer.env":            []string{},
 	"agents.reviewer.webhook_secret": "",
 
 	"slack.enabled":        false,
-	"slack.mode":           "socket",
+	"slack.mode":           SlackModeSocket,
 	"slack.app_token":      "",
 	"slack.bot_token":      "",
 	"slack.signing_secret": "",
@@ -103,7 +106,7 @@ var defaults = map[string]any{
 	"slack.api_url":        "https://slack.com/api/",
 
 	"telegram.enabled":        false,
-	"telegram.mode":           "polling",
+	"telegram.mode":           TelegramModePolling,
 	"telegram.token":          "",
 	"telegram.chat_id":        "",
 	"telegram.admins":         []string{},
@@ -170,6 +173,21 @@ func LoadEnv(v *viper.Viper, file string, lookup func(string) (string, bool)) (C
 			return Config{}, fmt.Errorf("reading environment: %w", err)
 		}
 	}
+	return decode(v)
+}
+
+// Default is the configuration with nothing set: every key at its
+// default, the one place defaults are defined.
+func Default() Config {
+	c, err := decode(New())
+	if err != nil {
+		// The defaults are constants; TestDefault decodes them.
+		panic(err)
+	}
+	return c
+}
+
+func decode(v *viper.Viper) (Config, error) {
 	var c Config
 	if err := v.Unmarshal(&c, viper.DecodeHook(decodeHook())); err != nil {
 		return Config{}, fmt.Errorf("decoding configuration: %s", flattenDecodeError(err))
@@ -277,7 +295,7 @@ func ParseAuthTokens(s string) ([]AuthToken, error) {
 		if len(parts) < 2 {
 			return nil, fmt.Errorf("auth token %d: want token:role:name", i+1)
 		}
-		tok := AuthToken{Token: parts[0], Role: parts[1]}
+		tok := AuthToken{Token: parts[0], Role: amp.Role(parts[1])}
 		if len(parts) == 3 {
 			tok.Name = parts[2]
 		}
@@ -300,4 +318,18 @@ func flattenDecodeError(err error) string {
 		return err.Error()
 	}
 	return strings.Join(lines, "; ")
+}
+
+// Defaults that code outside the configuration falls back to when handed
+// a zero value.
+const (
+	// DefaultCICommandTimeout is ci.command.timeout's default.
+	DefaultCICommandTimeout = 20 * time.Minute
+	// DefaultAgentTimeout is agents.*.timeout's default.
+	DefaultAgentTimeout = 30 * time.Minute
+)
+
+// ackDefault is AMP/1.0's ACK deadline of a message type.
+func ackDefault(t amp.Type) time.Duration {
+	return time.Duration(amp.DefaultAckTimeout(t)) * time.Second
 }

@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ampflow/ampflow/amp"
+	"github.com/ampflow/ampflow/amp/task"
 	"github.com/spf13/pflag"
 )
 
@@ -44,6 +46,9 @@ func TestDefaults(t *testing.T) {
 	if err := c.Validate(); err != nil {
 		t.Fatalf("defaults do not validate: %v", err)
 	}
+	if d := Default(); !reflect.DeepEqual(d, c) {
+		t.Errorf("Default() = %+v, want what Load gives with nothing set: %+v", d, c)
+	}
 	checks := []struct {
 		key       string
 		got, want any
@@ -57,8 +62,8 @@ func TestDefaults(t *testing.T) {
 		{"protocol.heartbeat_timeout", c.Protocol.HeartbeatTimeout, 30 * time.Minute},
 		{"protocol.max_rejects", c.Protocol.MaxRejects, 3},
 		{"protocol.min_confidence", c.Protocol.MinConfidence, 0.8},
-		{"policy.plan_approval.medium", c.Policy.PlanApproval.Medium, ApproverAdmin},
-		{"policy.final_approval.medium", c.Policy.FinalApproval.Medium, ApproverAuto},
+		{"policy.plan_approval.medium", c.Policy.PlanApproval.Medium, task.HandlingAdmin},
+		{"policy.final_approval.medium", c.Policy.FinalApproval.Medium, task.HandlingAuto},
 		{"ci.command.timeout", c.CI.Command.Timeout, 20 * time.Minute},
 		{"agents.reviewer.mode", c.Agents.Reviewer.Mode, AgentModePull},
 		{"telegram.server_url", c.Telegram.ServerURL, "https://api.telegram.org"},
@@ -114,7 +119,7 @@ telegram:
 	if !slices.Equal(c.CI.Command.Run, []string{"go", "test", "./..."}) {
 		t.Errorf("ci.command.run = %q", c.CI.Command.Run)
 	}
-	if want := []AuthToken{{"t1", RoleExecutor, "codex"}}; !reflect.DeepEqual(c.Auth.Tokens, want) {
+	if want := []AuthToken{{"t1", amp.RoleExecutor, "codex"}}; !reflect.DeepEqual(c.Auth.Tokens, want) {
 		t.Errorf("auth.tokens = %+v", c.Auth.Tokens)
 	}
 	if !slices.Equal(c.Telegram.Admins, []string{"42", "43"}) {

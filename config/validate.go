@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/ampflow/ampflow/amp"
+	"github.com/ampflow/ampflow/amp/task"
 )
 
 // ValidationError lists every problem Validate found, each a setting's
@@ -100,9 +101,9 @@ func (c Config) Validate() error {
 		key string
 		val Approval
 	}{{"policy.plan_approval", c.Policy.PlanApproval}, {"policy.final_approval", c.Policy.FinalApproval}} {
-		ps.oneOf(a.key+".low", string(a.val.Low), string(ApproverAuto), string(ApproverAdmin))
-		ps.oneOf(a.key+".medium", string(a.val.Medium), string(ApproverAuto), string(ApproverAdmin))
-		ps.oneOf(a.key+".high", string(a.val.High), string(ApproverAuto), string(ApproverAdmin))
+		ps.oneOf(a.key+".low", string(a.val.Low), string(task.HandlingAuto), string(task.HandlingAdmin))
+		ps.oneOf(a.key+".medium", string(a.val.Medium), string(task.HandlingAuto), string(task.HandlingAdmin))
+		ps.oneOf(a.key+".high", string(a.val.High), string(task.HandlingAuto), string(task.HandlingAdmin))
 	}
 	c.validateCI(&ps)
 	if c.SSOT.Git.Push {
@@ -153,7 +154,7 @@ func (c Config) validateAuth(ps *problems) {
 			ps.add(key+".token", "repeats an earlier token")
 		}
 		seen[t.Token] = true
-		ps.oneOf(key+".role", t.Role, RoleCoordinator, RoleExecutor, RoleReviewer, RoleAdmin)
+		ps.oneOf(key+".role", string(t.Role), string(amp.RoleCoordinator), string(amp.RoleExecutor), string(amp.RoleReviewer), string(amp.RoleAdmin))
 		// The name is who the token acts as: an admin token's decisions
 		// are taken under it, so two tokens must not share one.
 		name := strings.TrimSpace(t.Name)
@@ -161,8 +162,8 @@ func (c Config) validateAuth(ps *problems) {
 		switch {
 		case name == "":
 			ps.add(key+".name", "required: who the token acts as (token:role:name in AMPFLOW_AUTH_TOKENS)")
-		case name == AnyAdmin:
-			ps.add(key+".name", "must not be %q", AnyAdmin)
+		case name == task.AnyAdmin:
+			ps.add(key+".name", "must not be %q", task.AnyAdmin)
 		case taken:
 			ps.add(key+".name", "%q is the name of auth.tokens[%d] too; names must be unique", name, j)
 		default:
@@ -277,7 +278,7 @@ var envName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
 
 func (c Config) validateSlack(ps *problems) {
 	s := c.Slack
-	ps.oneOf("slack.mode", s.Mode, "socket", "http")
+	ps.oneOf("slack.mode", s.Mode, SlackModeSocket, SlackModeHTTP)
 	ps.url("slack.api_url", s.APIURL)
 	if !s.Enabled {
 		return
@@ -285,23 +286,23 @@ func (c Config) validateSlack(ps *problems) {
 	ps.required("slack.bot_token", s.BotToken, "slack.enabled is true")
 	ps.required("slack.channel", s.Channel, "slack.enabled is true")
 	switch s.Mode {
-	case "socket":
+	case SlackModeSocket:
 		ps.required("slack.app_token", s.AppToken, "slack.mode is socket")
-	case "http":
+	case SlackModeHTTP:
 		ps.required("slack.signing_secret", s.SigningSecret, "slack.mode is http")
 	}
 }
 
 func (c Config) validateTelegram(ps *problems) {
 	t := c.Telegram
-	ps.oneOf("telegram.mode", t.Mode, "polling", "webhook")
+	ps.oneOf("telegram.mode", t.Mode, TelegramModePolling, TelegramModeWebhook)
 	ps.url("telegram.server_url", t.ServerURL)
 	if !t.Enabled {
 		return
 	}
 	ps.required("telegram.token", t.Token, "telegram.enabled is true")
 	ps.required("telegram.chat_id", t.ChatID, "telegram.enabled is true")
-	if t.Mode == "webhook" {
+	if t.Mode == TelegramModeWebhook {
 		ps.required("telegram.webhook_secret", t.WebhookSecret, "telegram.mode is webhook")
 	}
 }

@@ -8,6 +8,9 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/ampflow/ampflow/amp"
+	"github.com/ampflow/ampflow/amp/task"
 )
 
 func defaultConfig(t *testing.T) Config {
@@ -51,7 +54,7 @@ func TestValidate(t *testing.T) {
 		{"TokenNameWildcard", func(c *Config) { c.Auth.Tokens = []AuthToken{{Token: "t1", Role: "admin", Name: "*"}} }, []string{`auth.tokens[0].name: must not be "*"`}},
 		{"TokensNamed", func(c *Config) {
 			c.Auth.Tokens = []AuthToken{{Token: "t1", Role: "admin", Name: "ops"}, {Token: "t2", Role: "executor", Name: "codex"}}
-			c.Admins = []string{AnyAdmin}
+			c.Admins = []string{task.AnyAdmin}
 		}, nil},
 		{"AckTimeout", func(c *Config) { c.Protocol.AckTimeout.ReviewRequest = 0 }, []string{"protocol.ack_timeout.review_request: must be a positive duration"}},
 		{"Heartbeat", func(c *Config) { c.Protocol.HeartbeatTimeout = -1 }, []string{"protocol.heartbeat_timeout: must be a positive duration"}},
@@ -154,15 +157,6 @@ func TestValidate(t *testing.T) {
 	}
 }
 
-func TestApprovalFor(t *testing.T) {
-	a := Approval{Low: ApproverAuto, Medium: ApproverAuto, High: ApproverAdmin}
-	for risk, want := range map[string]Approver{"low": ApproverAuto, "medium": ApproverAuto, "high": ApproverAdmin, "extreme": ApproverAdmin} {
-		if got := a.For(risk); got != want {
-			t.Errorf("For(%q) = %q, want %q", risk, got, want)
-		}
-	}
-}
-
 func TestSecretsRedacted(t *testing.T) {
 	c := defaultConfig(t)
 	secrets := map[string]*string{
@@ -180,7 +174,7 @@ func TestSecretsRedacted(t *testing.T) {
 	for key, p := range secrets {
 		*p = "SECRET-" + key
 	}
-	c.Auth.Tokens = []AuthToken{{Token: "SECRET-auth", Role: RoleAdmin, Name: "ops"}}
+	c.Auth.Tokens = []AuthToken{{Token: "SECRET-auth", Role: amp.RoleAdmin, Name: "ops"}}
 
 	var logged bytes.Buffer
 	slog.New(slog.NewJSONHandler(&logged, nil)).Info("config", "config", c)

@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 
 	"github.com/ampflow/ampflow/activities"
+	"github.com/ampflow/ampflow/config"
 	"github.com/ampflow/ampflow/integrations/httpapi"
 	"github.com/ampflow/ampflow/integrations/slack"
 	"github.com/ampflow/ampflow/integrations/telegram"
@@ -108,7 +109,7 @@ func startChat(o Options, parts *Parts, rt *runtime, log *slog.Logger) (map[stri
 		}
 		notifiers = append(notifiers, b)
 		rt.loops = append(rt.loops, b.Run)
-		if cfg.Slack.Mode == slack.ModeHTTP {
+		if cfg.Slack.Mode == config.SlackModeHTTP {
 			mounts[slack.InteractionsPath] = b.Handler()
 		}
 		o.endpoint("slack", cfg.Slack.Mode+" mode, channel "+cfg.Slack.Channel)
@@ -120,7 +121,7 @@ func startChat(o Options, parts *Parts, rt *runtime, log *slog.Logger) (map[stri
 		}
 		notifiers = append(notifiers, b)
 		rt.loops = append(rt.loops, b.Run)
-		if cfg.Telegram.Mode == telegram.ModeWebhook {
+		if cfg.Telegram.Mode == config.TelegramModeWebhook {
 			mounts[telegram.WebhookPath] = b.Handler()
 		}
 		o.endpoint("telegram", cfg.Telegram.Mode+" mode, chat "+cfg.Telegram.ChatID)

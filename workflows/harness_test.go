@@ -20,6 +20,7 @@ import (
 	"github.com/ampflow/ampflow/amp"
 	"github.com/ampflow/ampflow/amp/decision"
 	"github.com/ampflow/ampflow/amp/task"
+	"github.com/ampflow/ampflow/config"
 )
 
 const testTaskID = "T-2026-001"
@@ -79,7 +80,7 @@ func testPlan(risk amp.Risk, subtasks ...string) amp.TaskDispatch {
 
 func newHarness(t *testing.T, plan amp.TaskDispatch, mutate ...func(*task.Input)) *harness {
 	t.Helper()
-	pol := task.DefaultPolicy()
+	pol := NewPolicy(config.Default())
 	pol.Admins = []string{"alice", "bob"}
 	pol.CI = true
 	in := task.Input{TaskID: testTaskID, Plan: plan, Policy: pol, Coordinator: "planner"}

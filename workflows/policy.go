@@ -19,8 +19,8 @@ import (
 // anyone named decide), the chat admins and the names of admin API tokens.
 func NewPolicy(cfg config.Config) task.Policy {
 	p := task.Policy{
-		PlanApproval:  riskHandling(cfg.Policy.PlanApproval),
-		FinalApproval: riskHandling(cfg.Policy.FinalApproval),
+		PlanApproval:  task.RiskHandling(cfg.Policy.PlanApproval),
+		FinalApproval: task.RiskHandling(cfg.Policy.FinalApproval),
 		AckTimeouts: map[amp.Type]time.Duration{
 			amp.TypeTaskDispatch:  cfg.Protocol.AckTimeout.TaskDispatch,
 			amp.TypeTaskResult:    cfg.Protocol.AckTimeout.TaskResult,
@@ -44,15 +44,11 @@ func NewPolicy(cfg config.Config) task.Policy {
 		p.Admins = append(p.Admins, config.TelegramAdmin(id))
 	}
 	for _, tok := range cfg.Auth.Tokens {
-		if tok.Role == config.RoleAdmin && tok.Name != "" {
+		if tok.Role == amp.RoleAdmin && tok.Name != "" {
 			p.Admins = append(p.Admins, tok.Name)
 		}
 	}
 	return p
-}
-
-func riskHandling(a config.Approval) task.RiskHandling {
-	return task.RiskHandling{Low: task.Handling(a.Low), Medium: task.Handling(a.Medium), High: task.Handling(a.High)}
 }
 
 // takePolicy sets the policy the task runs by when it starts: the

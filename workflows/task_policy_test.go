@@ -12,12 +12,13 @@ import (
 	"github.com/ampflow/ampflow/amp"
 	"github.com/ampflow/ampflow/amp/decision"
 	"github.com/ampflow/ampflow/amp/task"
+	"github.com/ampflow/ampflow/config"
 )
 
 // loosePolicy is what a coordinator's own configuration could send: no
 // approvals, a decider of its choosing, no lock.
 func loosePolicy() task.Policy {
-	p := task.DefaultPolicy()
+	p := NewPolicy(config.Default())
 	p.PlanApproval = task.RiskHandling{Low: task.HandlingAuto, Medium: task.HandlingAuto, High: task.HandlingAuto}
 	p.FinalApproval = p.PlanApproval
 	p.Admins = []string{"mallory"}
@@ -43,7 +44,7 @@ func (h *harness) firstRecord() (activities.RecordEntry, task.Input) {
 // TestPolicyFromWorker checks that a task runs by the worker's policy,
 // whatever the starting client sent, and records it first.
 func TestPolicyFromWorker(t *testing.T) {
-	worker := task.DefaultPolicy()
+	worker := NewPolicy(config.Default())
 	worker.Admins = []string{"alice"}
 
 	t.Run("WorkerWins", func(t *testing.T) {

@@ -35,7 +35,10 @@ func TestFormatDuration(t *testing.T) {
 
 func TestPolicyJSON(t *testing.T) {
 	t.Run("DurationsAsText", func(t *testing.T) {
-		b, err := json.Marshal(DefaultPolicy())
+		b, err := json.Marshal(Policy{
+			AckTimeouts:      map[amp.Type]time.Duration{amp.TypeTaskDispatch: 5 * time.Minute, amp.TypeReviewRequest: 10 * time.Minute},
+			HeartbeatTimeout: 30 * time.Minute, CIPollInterval: 30 * time.Second, CITimeout: 30 * time.Minute, MaxRejects: 3,
+		})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -104,6 +104,8 @@ func (r RiskHandling) For(risk amp.Risk) Handling {
 		return r.Low
 	case amp.RiskMedium:
 		return r.Medium
+	case amp.RiskHigh:
+		return r.High
 	}
 	return HandlingAdmin
 }
@@ -130,26 +132,6 @@ type Policy struct {
 	Admins []string `json:"admins"`
 	// StatusUpdates also posts every status change.
 	StatusUpdates bool `json:"status_updates"`
-}
-
-// DefaultPolicy returns the policy of the default configuration.
-func DefaultPolicy() Policy {
-	return Policy{
-		PlanApproval:  RiskHandling{Low: HandlingAuto, Medium: HandlingAdmin, High: HandlingAdmin},
-		FinalApproval: RiskHandling{Low: HandlingAuto, Medium: HandlingAuto, High: HandlingAdmin},
-		AckTimeouts: map[amp.Type]time.Duration{
-			amp.TypeTaskDispatch:  300 * time.Second,
-			amp.TypeTaskResult:    120 * time.Second,
-			amp.TypeReviewRequest: 600 * time.Second,
-			amp.TypeReviewVerdict: 60 * time.Second,
-		},
-		HeartbeatTimeout: 30 * time.Minute,
-		MaxRejects:       3,
-		MaxCIRounds:      3,
-		MinConfidence:    0.8,
-		CIPollInterval:   30 * time.Second,
-		CITimeout:        30 * time.Minute,
-	}
 }
 
 // AckTimeout returns the default ACK deadline of a message type.

@@ -21,7 +21,7 @@ const OpenName = "local"
 // constant-time whatever the presented token's length.
 type token struct {
 	sum  [sha256.Size]byte
-	role string
+	role amp.Role
 	name string
 }
 
@@ -39,14 +39,14 @@ func hashTokens(in []config.AuthToken) []token {
 // caller is who sent a request.
 type caller struct {
 	name string
-	role string
+	role amp.Role
 	// open is true when no tokens are configured: the caller may act as
 	// any role.
 	open bool
 }
 
 // mayAct reports whether the caller may send as role.
-func (c caller) mayAct(role amp.Role) bool { return c.open || c.role == string(role) }
+func (c caller) mayAct(role amp.Role) bool { return c.open || c.role == role }
 
 type callerKey struct{}
 
@@ -57,7 +57,7 @@ func callerOf(r *http.Request) caller {
 
 // authenticate resolves the bearer token and, when roles is not empty,
 // refuses tokens of any other role.
-func (s *Server) authenticate(roles []string, next http.Handler) http.Handler {
+func (s *Server) authenticate(roles []amp.Role, next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		c, ok := s.match(r.Header.Get("Authorization"))
 		if !ok {
@@ -67,7 +67,7 @@ func (s *Server) authenticate(roles []string, next http.Handler) http.Handler {
 		}
 		if len(roles) > 0 && !c.open && !slices.Contains(roles, c.role) {
 			s.writeError(w, r, task.Errorf(task.CodeForbidden, "%s %s needs a token of role %s; %q is %s",
-				r.Method, r.URL.Path, strings.Join(roles, " or "), c.name, c.role))
+				r.Method, r.URL.Path, orRoles(roles), c.name, c.role))
 			return
 		}
 		next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), callerKey{}, c)))
@@ -76,7 +76,7 @@ func (s *Server) authenticate(roles []string, next http.Handler) http.Handler {
 
 func (s *Server) match(header string) (caller, bool) {
 	if len(s.tokens) == 0 {
-		return caller{name: s.openName, role: config.RoleAdmin, open: true}, true
+		return caller{name: s.openName, role: amp.RoleAdmin, open: true}, true
 	}
 	scheme, presented, ok := strings.Cut(header, " ")
 	if !ok || !strings.EqualFold(scheme, "Bearer") {
@@ -96,4 +96,13 @@ func (s *Server) match(header string) (caller, bool) {
 	}
 	t := s.tokens[found]
 	return caller{name: t.name, role: t.role}, true
+}
+
+// orRoles reads "coordinator or admin".
+func orRoles(roles []amp.Role) string {
+	s := make([]string, len(roles))
+	for i, r := range roles {
+		s[i] = string(r)
+	}
+	return strings.Join(s, " or ")
 }

@@ -30,10 +30,10 @@ const (
 )
 
 var testTokens = []config.AuthToken{
-	{Token: coordToken, Role: config.RoleCoordinator, Name: "gemini"},
-	{Token: executorToken, Role: config.RoleExecutor, Name: "codex"},
-	{Token: reviewerToken, Role: config.RoleReviewer, Name: "claude"},
-	{Token: adminToken, Role: config.RoleAdmin, Name: "kircerta"},
+	{Token: coordToken, Role: amp.RoleCoordinator, Name: "gemini"},
+	{Token: executorToken, Role: amp.RoleExecutor, Name: "codex"},
+	{Token: reviewerToken, Role: amp.RoleReviewer, Name: "claude"},
+	{Token: adminToken, Role: amp.RoleAdmin, Name: "kircerta"},
 }
 
 var testNow = time.Date(2026, 2, 26, 14, 0, 0, 0, time.UTC)

@@ -46,8 +46,8 @@ const decisionChannel = "api"
 func (s *Server) inbox(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
 	role := amp.Role(q.Get("role"))
-	if c := callerOf(r); role == "" && (c.role == string(amp.RoleExecutor) || c.role == string(amp.RoleReviewer)) {
-		role = amp.Role(c.role)
+	if c := callerOf(r); role == "" && (c.role == amp.RoleExecutor || c.role == amp.RoleReviewer) {
+		role = c.role
 	}
 	if role != amp.RoleExecutor && role != amp.RoleReviewer {
 		s.writeError(w, r, invalidField("role", "must be executor or reviewer"))

@@ -107,7 +107,7 @@ func (s *Server) buildMessage(r *http.Request, body []byte) ([]byte, error) {
 	}
 	from := req.From
 	if c := callerOf(r); req.Type == amp.TypeEscalation && from == "" && !c.open {
-		from = amp.Role(c.role)
+		from = c.role
 	}
 	m, err := amp.WrapAgent(req.Payload, req.Type, req.TaskID, from, s.now())
 	if err != nil {
@@ -169,7 +169,7 @@ func (s *Server) postAck(w http.ResponseWriter, r *http.Request) {
 	c := callerOf(r)
 	as := req.As
 	if as == "" && !c.open {
-		as = amp.Role(c.role)
+		as = c.role
 	}
 	var fields []amp.FieldError
 	if req.MsgID == "" {

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/ampflow/ampflow/activities"
+	"github.com/ampflow/ampflow/amp"
 	"github.com/ampflow/ampflow/amp/task"
 	"github.com/ampflow/ampflow/config"
 	"github.com/ampflow/ampflow/workflows"
@@ -147,9 +148,9 @@ func New(o Options) *Server {
 }
 
 func (s *Server) routes() {
-	anyone := []string{}
-	coordinators := []string{config.RoleCoordinator, config.RoleAdmin}
-	admins := []string{config.RoleAdmin}
+	anyone := []amp.Role{}
+	coordinators := []amp.Role{amp.RoleCoordinator, amp.RoleAdmin}
+	admins := []amp.Role{amp.RoleAdmin}
 
 	// Readable without a token: neither holds a secret.
 	s.open("GET /healthz", s.healthz)
@@ -177,7 +178,7 @@ func (s *Server) routes() {
 
 // handle registers an API route behind authentication; roles, when not
 // empty, are the only token roles allowed.
-func (s *Server) handle(pattern string, roles []string, h func(http.ResponseWriter, *http.Request)) {
+func (s *Server) handle(pattern string, roles []amp.Role, h func(http.ResponseWriter, *http.Request)) {
 	s.mux.Handle(pattern, s.authenticate(roles, http.HandlerFunc(h)))
 	s.patterns = append(s.patterns, pattern)
 }

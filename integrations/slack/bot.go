@@ -28,12 +28,6 @@ const Channel = "slack"
 // requests; set it as the app's Interactivity Request URL.
 const InteractionsPath = "/slack/interactions"
 
-// Mode names from the configuration.
-const (
-	ModeSocket = "socket"
-	ModeHTTP   = "http"
-)
-
 // Decider is what the bot needs of the task workflows.
 type Decider = chat.Decider
 

@@ -103,7 +103,7 @@ const testSecret = "8f742231b10e8888abcd99yyyzzz85a5"
 func newTestBot(t *testing.T, dec Decider) (*Bot, *fakeSlack) {
 	t.Helper()
 	f := newFakeSlack(t)
-	cfg := config.Slack{Enabled: true, Mode: ModeHTTP, BotToken: "xoxb-test", SigningSecret: testSecret,
+	cfg := config.Slack{Enabled: true, Mode: config.SlackModeHTTP, BotToken: "xoxb-test", SigningSecret: testSecret,
 		Channel: "#ampflow", Admins: []string{"U1", "U2"}, APIURL: f.srv.URL + "/api"}
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
 	b, err := New(cfg, dec, log, t.TempDir())

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/ampflow/ampflow/config"
 	slackapi "github.com/slack-go/slack"
 	"github.com/slack-go/slack/socketmode"
 )
@@ -18,7 +19,7 @@ func (b *Bot) Run(ctx context.Context) error {
 		b.log.Error("re-posting pending decisions", "err", err)
 	}
 	var err error
-	if b.cfg.Mode == ModeHTTP {
+	if b.cfg.Mode == config.SlackModeHTTP {
 		<-ctx.Done()
 	} else {
 		err = b.runSocket(ctx)

@@ -29,12 +29,6 @@ const Channel = "telegram"
 // to setWebhook with the secret_token of telegram.webhook_secret.
 const WebhookPath = "/telegram/webhook"
 
-// Mode names from the configuration.
-const (
-	ModePolling = "polling"
-	ModeWebhook = "webhook"
-)
-
 // Decider is what the bot needs of the task workflows.
 type Decider = chat.Decider
 

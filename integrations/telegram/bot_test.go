@@ -13,6 +13,7 @@ import (
 	"github.com/ampflow/ampflow/activities"
 	"github.com/ampflow/ampflow/amp/decision"
 	"github.com/ampflow/ampflow/amp/task"
+	"github.com/ampflow/ampflow/config"
 	"github.com/ampflow/ampflow/integrations/chat/chattest"
 )
 
@@ -43,7 +44,7 @@ func keyboard(t *testing.T, c apiCall) models.InlineKeyboardMarkup {
 }
 
 func TestNotifyPostsDecision(t *testing.T) {
-	b, f := newTestBot(t, &chattest.Decider{}, ModePolling)
+	b, f := newTestBot(t, &chattest.Decider{}, config.TelegramModePolling)
 	d := chattest.LockDecision()
 	if err := b.Notify(context.Background(), chattest.Opened(d)); err != nil {
 		t.Fatal(err)
@@ -73,7 +74,7 @@ func TestNotifyPostsDecision(t *testing.T) {
 }
 
 func TestNotifyIdempotent(t *testing.T) {
-	b, f := newTestBot(t, &chattest.Decider{}, ModePolling)
+	b, f := newTestBot(t, &chattest.Decider{}, config.TelegramModePolling)
 	esc := activities.NotifyInput{TaskID: "T-2026-002", Event: activities.NoticeEscalation, Message: chattest.LockDecision().Escalation}
 	status := activities.NotifyInput{TaskID: "T-2026-002", Event: activities.NoticeStatus, Status: task.StatusInReview}
 	for range 3 {
@@ -96,7 +97,7 @@ func TestNotifyIdempotent(t *testing.T) {
 }
 
 func TestNotifyClosedEditsOnce(t *testing.T) {
-	b, f := newTestBot(t, &chattest.Decider{}, ModePolling)
+	b, f := newTestBot(t, &chattest.Decider{}, config.TelegramModePolling)
 	d := chattest.PlanDecision()
 	ctx := context.Background()
 	if err := b.Notify(ctx, chattest.Opened(d)); err != nil {
@@ -122,7 +123,7 @@ func TestNotifyClosedEditsOnce(t *testing.T) {
 }
 
 func TestRateLimitRetriedAfterRetryAfter(t *testing.T) {
-	b, f := newTestBot(t, &chattest.Decider{}, ModePolling)
+	b, f := newTestBot(t, &chattest.Decider{}, config.TelegramModePolling)
 	f.limit("sendMessage", 1)
 	if err := b.Notify(context.Background(), chattest.Opened(chattest.PlanDecision())); err != nil {
 		t.Fatal(err)
@@ -140,7 +141,7 @@ func TestRateLimitRetriedAfterRetryAfter(t *testing.T) {
 }
 
 func TestRateLimitBounded(t *testing.T) {
-	b, f := newTestBot(t, &chattest.Decider{}, ModePolling)
+	b, f := newTestBot(t, &chattest.Decider{}, config.TelegramModePolling)
 	b.maxRetries = 1
 	var waited []time.Duration
 	b.sleep = func(_ context.Context, d time.Duration) error { waited = append(waited, d); return nil }
@@ -155,7 +156,7 @@ func TestRateLimitBounded(t *testing.T) {
 
 func TestRunRepostsPendingAndPolls(t *testing.T) {
 	dec := &chattest.Decider{PendingDecisions: []decision.Decision{chattest.PlanDecision(), chattest.LockDecision()}}
-	b, f := newTestBot(t, dec, ModePolling)
+	b, f := newTestBot(t, dec, config.TelegramModePolling)
 	if err := b.Notify(context.Background(), chattest.Opened(chattest.PlanDecision())); err != nil {
 		t.Fatal(err)
 	}

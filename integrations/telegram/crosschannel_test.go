@@ -59,13 +59,13 @@ func (s *slackCalls) count(method string) (n int, last url.Values) {
 func TestFirstDecisionWinsAcrossChannels(t *testing.T) {
 	dec := &chattest.Decider{}
 	d := chattest.PlanDecision()
-	tg, tf := newTestBot(t, dec, ModeWebhook)
+	tg, tf := newTestBot(t, dec, config.TelegramModeWebhook)
 
 	sc := &slackCalls{}
 	ss := httptest.NewServer(sc)
 	t.Cleanup(ss.Close)
 	slackDir := t.TempDir()
-	sb, err := slack.New(config.Slack{Mode: slack.ModeHTTP, BotToken: "xoxb-x", SigningSecret: "sign", Channel: "C1",
+	sb, err := slack.New(config.Slack{Mode: config.SlackModeHTTP, BotToken: "xoxb-x", SigningSecret: "sign", Channel: "C1",
 		Admins: []string{"U1"}, APIURL: ss.URL + "/api/"}, dec, slog.New(slog.NewTextHandler(io.Discard, nil)), slackDir)
 	if err != nil {
 		t.Fatal(err)

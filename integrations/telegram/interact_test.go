@@ -12,6 +12,7 @@ import (
 	"github.com/go-telegram/bot/models"
 
 	"github.com/ampflow/ampflow/amp/decision"
+	"github.com/ampflow/ampflow/config"
 	"github.com/ampflow/ampflow/integrations/chat/chattest"
 )
 
@@ -30,7 +31,7 @@ func deliver(b *Bot, update, secret string) int {
 // webhookBot returns a running webhook-mode bot with d posted.
 func webhookBot(t *testing.T, dec *chattest.Decider, d decision.Decision) (*Bot, *fakeTelegram, []string, int) {
 	t.Helper()
-	b, f := newTestBot(t, dec, ModeWebhook)
+	b, f := newTestBot(t, dec, config.TelegramModeWebhook)
 	if err := b.Notify(context.Background(), chattest.Opened(d)); err != nil {
 		t.Fatal(err)
 	}

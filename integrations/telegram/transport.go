@@ -6,6 +6,8 @@ import (
 	"crypto/subtle"
 	"fmt"
 	"net/http"
+
+	"github.com/ampflow/ampflow/config"
 )
 
 // Run runs the bot until ctx ends. It checks the token (getMe), posts the
@@ -21,7 +23,7 @@ func (b *Bot) Run(ctx context.Context) error {
 	if err := b.core.Repost(ctx); err != nil {
 		b.log.Error("re-posting pending decisions", "err", err)
 	}
-	if b.mode() == ModeWebhook {
+	if b.mode() == config.TelegramModeWebhook {
 		b.tg.StartWebhook(ctx)
 	} else {
 		b.tg.Start(ctx)
@@ -30,10 +32,10 @@ func (b *Bot) Run(ctx context.Context) error {
 }
 
 func (b *Bot) mode() string {
-	if b.cfg.Mode == ModeWebhook {
-		return ModeWebhook
+	if b.cfg.Mode == config.TelegramModeWebhook {
+		return config.TelegramModeWebhook
 	}
-	return ModePolling
+	return config.TelegramModePolling
 }
 
 // Handler returns the webhook handler; mount it at WebhookPath. It checks

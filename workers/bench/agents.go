@@ -12,6 +12,7 @@ import (
 	"github.com/ampflow/ampflow/activities"
 	"github.com/ampflow/ampflow/amp"
 	"github.com/ampflow/ampflow/amp/task"
+	"github.com/ampflow/ampflow/config"
 	"github.com/ampflow/ampflow/workflows"
 )
 
@@ -182,7 +183,7 @@ func (a *agent) play(ctx context.Context, r repo) error {
 func (b *bench) lifecycle(ctx context.Context, taskID string, lat *latencies) error {
 	a := &agent{tasks: b.tasks, taskID: taskID, inbox: b.inboxes.open(taskID), lat: lat}
 	defer b.inboxes.close(taskID)
-	if err := b.tasks.Start(ctx, task.Input{TaskID: taskID, Plan: plan(b.repo), Coordinator: "ampflow bench", Policy: task.DefaultPolicy()}); err != nil {
+	if err := b.tasks.Start(ctx, task.Input{TaskID: taskID, Plan: plan(b.repo), Coordinator: "ampflow bench", Policy: workflows.NewPolicy(config.Default())}); err != nil {
 		return err
 	}
 	if err := a.play(ctx, b.repo); err != nil {
@@ -221,7 +222,7 @@ func (b *bench) checkSSOT(taskID string) error {
 func (b *bench) openTask(ctx context.Context, _ int, taskID string) error {
 	a := &agent{tasks: b.tasks, taskID: taskID, inbox: b.inboxes.open(taskID)}
 	defer b.inboxes.close(taskID)
-	if err := b.tasks.Start(ctx, task.Input{TaskID: taskID, Plan: plan(b.repo), Coordinator: "ampflow bench", Policy: task.DefaultPolicy()}); err != nil {
+	if err := b.tasks.Start(ctx, task.Input{TaskID: taskID, Plan: plan(b.repo), Coordinator: "ampflow bench", Policy: workflows.NewPolicy(config.Default())}); err != nil {
 		return err
 	}
 	if _, err := a.takeDispatch(ctx); err != nil {

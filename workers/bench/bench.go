@@ -19,7 +19,6 @@ import (
 	"go.temporal.io/sdk/client"
 
 	"github.com/ampflow/ampflow/activities"
-	"github.com/ampflow/ampflow/amp/task"
 	"github.com/ampflow/ampflow/config"
 	"github.com/ampflow/ampflow/workers"
 	"github.com/ampflow/ampflow/workers/devserver"
@@ -131,7 +130,7 @@ func Run(ctx context.Context, o Options) (Result, error) {
 	}
 	parts.Activities.Delivery = b.inboxes
 	// The benchmark's tasks run by the default policy; nothing is decided.
-	policy := task.DefaultPolicy()
+	policy := workflows.NewPolicy(config.Default())
 	parts.Activities.Policy = &policy
 	b.tasks, b.store = parts.Tasks, parts.Store
 	// A loaded two-core machine can take longer than the default 15s to

@@ -230,7 +230,7 @@ func TestAPIClientErrors(t *testing.T) {
 func TestCommandsOverAPI(t *testing.T) {
 	f := &fakeTasks{states: []task.State{{Status: task.StatusInReview}}}
 	srv := httptest.NewServer(httpapi.New(httpapi.Options{Tasks: f,
-		Tokens: []config.AuthToken{{Token: "tok-exec", Role: config.RoleExecutor, Name: "codex"}}}).Handler())
+		Tokens: []config.AuthToken{{Token: "tok-exec", Role: amp.RoleExecutor, Name: "codex"}}}).Handler())
 	t.Cleanup(srv.Close)
 	run := func(env map[string]string, args ...string) result {
 		var stdout, stderr strings.Builder
