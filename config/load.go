@@ -76,9 +76,11 @@ var defaults = map[string]any{
 	"ci.command.env":     []string{},
 
 	"ssot.dir":        "",
+	"ssot.url":        "",
 	"ssot.git.commit": false,
 	"ssot.git.push":   false,
 	"ssot.git.remote": "origin",
+	"ssot.git.dir":    "",
 
 	"agents.executor.mode":           AgentModePull,
 	"agents.executor.command":        []string{},
@@ -176,6 +178,12 @@ func LoadEnv(v *viper.Viper, file string, lookup func(string) (string, bool)) (C
 	}
 	if c.SSOT.Dir == "" {
 		c.SSOT.Dir = filepath.Join(c.DataDir, "ssot")
+	}
+	if c.SSOT.URL == "" {
+		c.SSOT.URL = filepath.Join(c.DataDir, "ampflow.db")
+	}
+	if c.SSOT.Git.Dir == "" {
+		c.SSOT.Git.Dir = filepath.Join(c.DataDir, "ssot-git")
 	}
 	return c, nil
 }
