@@ -51,13 +51,16 @@ type ExportResult struct {
 	// Tasks counts the tasks exported; Changed those whose file was
 	// written because its content changed; Removed the files of tasks the
 	// store no longer has (a whole export only).
-	Tasks, Changed, Removed int
+	Tasks   int `json:"tasks"`
+	Changed int `json:"changed"`
+	Removed int `json:"removed"`
 	// Skipped lists tasks whose id cannot name a file; they are not
 	// exported.
-	Skipped []string `json:",omitempty"`
+	Skipped []string `json:"skipped,omitempty"`
 	// Committed is set when the export made a commit; Pushed when the
 	// branch was pushed (Push set and the remote took it).
-	Committed, Pushed bool
+	Committed bool `json:"committed"`
+	Pushed    bool `json:"pushed"`
 }
 
 // Exporter mirrors the SQL store into a git repository, one JSON file per
@@ -178,6 +181,9 @@ func (e *Exporter) exportTask(ctx context.Context, taskID string) (bool, error) 
 	p := ssot.Page{Limit: ssot.MaxLimit}
 	for {
 		recs, next, err := e.src.History(ctx, taskID, p)
+		if errors.Is(err, ssot.ErrNotFound) {
+			return false, nil // no records yet: nothing to mirror
+		}
 		if err != nil {
 			return false, fmt.Errorf("exporting task %s: %w", taskID, err)
 		}
