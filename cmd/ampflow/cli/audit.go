@@ -26,7 +26,7 @@ type verifyReport struct {
 	// TaskID is the one task verified, when one was named.
 	TaskID  string `json:"task_id,omitempty"`
 	Tasks   int    `json:"tasks"`
-	Records int64 `json:"records"`
+	Records int64  `json:"records"`
 	// Head is the chain head of the one task verified.
 	Head     *ssot.Head      `json:"head,omitempty"`
 	Failures []verifyFailure `json:"failures"`
