@@ -24,9 +24,11 @@ var (
 type verifyReport struct {
 	OK bool `json:"ok"`
 	// TaskID is the one task verified, when one was named.
-	TaskID  string `json:"task_id,omitempty"`
-	Tasks   int    `json:"tasks"`
-	Records int64  `json:"records"`
+	TaskID string `json:"task_id,omitempty"`
+	// Tasks counts the tasks checked; Records the records of those
+	// whose chain verifies.
+	Tasks   int   `json:"tasks"`
+	Records int64 `json:"records"`
 	// Head is the chain head of the one task verified.
 	Head     *ssot.Head      `json:"head,omitempty"`
 	Failures []verifyFailure `json:"failures"`
@@ -60,7 +62,7 @@ func (a *App) auditCommand() *cobra.Command {
 			"recomputes every link: the hash of each record's body, and of its fields and\n" +
 			"the record before it, up to the chain head the store keeps. A row edited,\n" +
 			"deleted or inserted in the database behind ampflow's back breaks the chain there.\n\n" +
-			"Exit 0: every chain verifies; a summary is printed (tasks, records checked).\n" +
+			"Exit 0: every chain verifies; a summary is printed (tasks, records verified).\n" +
 			"Exit 1: a chain does not verify, the store cannot be read, or TASK_ID has no\n" +
 			"records; the first record that does not verify is named for each broken task\n" +
 			"(up to 100), and the error names the first of them. Progress goes to stderr\n" +
@@ -140,7 +142,7 @@ func (a *App) verifyAll(ctx context.Context, db ssot.Store, rep *verifyReport) e
 			return nil
 		}
 		if !a.JSON() {
-			fmt.Fprintf(a.Stderr, "audit: %d tasks, %d records verified so far; %d do not verify\n",
+			fmt.Fprintf(a.Stderr, "audit: %d tasks checked so far, %d records verified, %d tasks do not verify\n",
 				rep.Tasks, rep.Records, len(rep.Failures)+rep.MoreFailures)
 		}
 		p.Cursor = next
@@ -179,11 +181,12 @@ func (a *App) printVerify(rep verifyReport) error {
 	}
 	if rep.OK {
 		if rep.Head != nil {
-			_, err := fmt.Fprintf(a.Stdout, "task %s: %d records verified; chain head #%d %s\n",
-				rep.TaskID, rep.Records, rep.Head.Seq, rep.Head.Hash)
+			_, err := fmt.Fprintf(a.Stdout, "task %s verifies: %s; chain head #%d %s\n",
+				rep.TaskID, plural(rep.Records, "record"), rep.Head.Seq, rep.Head.Hash)
 			return err
 		}
-		_, err := fmt.Fprintf(a.Stdout, "verified %d tasks, %d records: every chain holds\n", rep.Tasks, rep.Records)
+		_, err := fmt.Fprintf(a.Stdout, "verified %s, %s: every chain holds\n",
+			plural(int64(rep.Tasks), "task"), plural(rep.Records, "record"))
 		return err
 	}
 	t := newTable(a.Stdout, "TASK", "RECORD", "ID", "PROBLEM")
@@ -196,7 +199,16 @@ func (a *App) printVerify(rep verifyReport) error {
 	if rep.MoreFailures > 0 {
 		fmt.Fprintf(a.Stdout, "and %d more tasks that do not verify\n", rep.MoreFailures)
 	}
-	_, err := fmt.Fprintf(a.Stdout, "checked %d tasks, %d records: %d do not verify\n",
-		rep.Tasks, rep.Records, len(rep.Failures)+rep.MoreFailures)
+	broken := len(rep.Failures) + rep.MoreFailures
+	_, err := fmt.Fprintf(a.Stdout, "checked %s: %d verify (%s), %d do not\n",
+		plural(int64(rep.Tasks), "task"), rep.Tasks-broken, plural(rep.Records, "record"), broken)
 	return err
+}
+
+// plural is "1 record", "2 records".
+func plural(n int64, word string) string {
+	if n == 1 {
+		return "1 " + word
+	}
+	return fmt.Sprintf("%d %ss", n, word)
 }

@@ -75,7 +75,7 @@ func TestAuditVerify(t *testing.T) {
 				}
 				lines := strings.Split(strings.TrimSpace(r.stdout), "\n")
 				if len(lines) != 3 || !strings.HasPrefix(strings.Join(strings.Fields(lines[1]), " "), strings.Join(tt.wantRow, " ")) ||
-					!strings.HasPrefix(lines[2], "checked 3 tasks, ") || !strings.HasSuffix(lines[2], ": 1 do not verify") {
+					!strings.HasPrefix(lines[2], "checked 3 tasks: 2 verify (") || !strings.HasSuffix(lines[2], " records), 1 do not") {
 					t.Fatalf("stdout:\n%s", r.stdout)
 				}
 				// The task named alone fails the same way; another passes.
@@ -132,7 +132,7 @@ func TestAuditVerifyProgress(t *testing.T) {
 	t.Cleanup(func() { verifyPage = saved })
 	u := auditStore(t, storeEngines[0])
 	r := run(t, "", storeEnv(t, u), nil, "audit", "verify", "--ssot-url", u)
-	if r.code != ExitOK || r.stderr != "audit: 2 tasks, 5 records verified so far; 0 do not verify\n" {
+	if r.code != ExitOK || r.stderr != "audit: 2 tasks checked so far, 5 records verified, 0 tasks do not verify\n" {
 		t.Fatalf("exit %d, stderr %q", r.code, r.stderr)
 	}
 	// Progress is text for a person: -o json keeps stderr for errors.

@@ -103,14 +103,16 @@ func (a *App) ssotImportCommand() *cobra.Command {
 				return err
 			}
 			rep := importReport{DryRun: dryRun}
-			var db *ssot.DB
+			var store ssot.Store // nil in a dry run
 			if !dryRun {
-				if db, err = a.openStore(cmd.Context(), sf, false); err != nil {
+				db, err := a.openStore(cmd.Context(), sf, false)
+				if err != nil {
 					return err
 				}
 				defer db.Close()
+				store = db
 			}
-			if err := a.runImport(cmd.Context(), files, db, &rep); err != nil {
+			if err := a.runImport(cmd.Context(), files, store, &rep); err != nil {
 				return err
 			}
 			rep.OK = rep.Mismatches == 0
