@@ -198,7 +198,11 @@ func importOne(ctx context.Context, files *activities.Store, db ssot.Store, id s
 		var ce *ssot.ConflictError
 		var ie *ssot.InvalidError
 		switch {
-		case errors.As(err, &ce), errors.As(err, &ie):
+		case errors.As(err, &ie):
+			// An id the store refuses: nothing of the task can be stored.
+			it.Problem = "the store refuses it: " + err.Error()
+			return it, nil
+		case errors.As(err, &ce):
 			it.Problem = err.Error()
 		case err != nil:
 			return it, err

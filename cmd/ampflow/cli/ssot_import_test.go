@@ -202,6 +202,30 @@ func TestSSOTImportConflict(t *testing.T) {
 	}
 }
 
+// A task id the file SSOT took but the store refuses (a tab) is a
+// mismatch; the other tasks are imported.
+func TestSSOTImportRefusedTaskID(t *testing.T) {
+	root := fileSSOT(t)
+	s, err := activities.NewStore(root, activities.StoreOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	odd := "T-2026\t004"
+	if _, err := s.Record(context.Background(), activities.RecordInput{TaskID: odd,
+		Entries: []activities.RecordEntry{{ID: "e1", Kind: activities.KindEvent, Body: json.RawMessage(`{}`)}}}); err != nil {
+		t.Fatal(err)
+	}
+	u := storeEngines[0].url(t)
+	r := run(t, "", storeEnv(t, u), nil, "ssot", "import", root)
+	wantErr := "ampflow: import: 1 of 4 tasks do not match; first: " + odd + ": the store refuses it: task_id: holds a control character\n"
+	if r.code != ExitFailed || r.stderr != wantErr {
+		t.Fatalf("exit %d, stdout:\n%s\nstderr %q", r.code, r.stdout, r.stderr)
+	}
+	if n := len(historyOf(t, openTestStore(t, u), "T-2026-003")); n != 2 {
+		t.Errorf("T-2026-003 has %d records, want 2", n)
+	}
+}
+
 func TestSSOTImportDryRun(t *testing.T) {
 	root := fileSSOT(t)
 	u := storeEngines[0].url(t)
