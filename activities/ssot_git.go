@@ -61,9 +61,10 @@ func openSSOTGit(root string, opts StoreOptions) (*ssotGit, error) {
 }
 
 // gitExcludes are the SSOT files the git mirror leaves out: the spares of
-// task.json (scratch space for its next write) and the error log (kept
-// bounded by rotation, which a history of its copies would undo).
-var gitExcludes = []string{"/tasks/*/" + spareFile, "/errors.jsonl*"}
+// task.json (scratch space for its next write), the error log (kept
+// bounded by rotation, which a history of its copies would undo) and the
+// temporary files an export leaves when it is killed mid-write.
+var gitExcludes = []string{"/tasks/*/" + spareFile, "/errors.jsonl*", "/tasks/.tmp-*"}
 
 // excludeSpares adds gitExcludes to the repository's info/exclude, so
 // those files are neither committed nor shown in git status.
@@ -119,15 +120,22 @@ func (g *ssotGit) run(ctx context.Context, args ...string) ([]byte, error) {
 // after its files were written is made on the retry. It is not cancelled
 // with ctx: a killed git leaves index.lock behind.
 func (g *ssotGit) commit(ctx context.Context, msg string, paths ...string) error {
+	_, err := g.commitChanged(ctx, msg, paths...)
+	return err
+}
+
+// commitChanged is commit, and reports whether it made a commit.
+func (g *ssotGit) commitChanged(ctx context.Context, msg string, paths ...string) (bool, error) {
 	ctx = context.WithoutCancel(ctx)
 	rel := make([]string, len(paths))
 	for i, p := range paths {
 		r, err := filepath.Rel(g.root, p)
 		if err != nil {
-			return fmt.Errorf("committing %s: %w", p, err)
+			return false, fmt.Errorf("committing %s: %w", p, err)
 		}
 		rel[i] = r
 	}
+	committed := false
 	g.mu.Lock()
 	_, err := g.run(ctx, append([]string{"add", "-A", "--"}, rel...)...)
 	if err == nil {
@@ -139,18 +147,19 @@ func (g *ssotGit) commit(ctx context.Context, msg string, paths ...string) error
 			_, err = g.run(ctx, append([]string{"commit", "-q", "--no-verify", "-m", msg, "--"}, rel...)...)
 			if err == nil {
 				g.pushPending = true
+				committed = true
 			}
 		}
 	}
 	pending := g.pushPending
 	g.mu.Unlock()
 	if err != nil {
-		return fmt.Errorf("committing %s: %w", strings.Join(rel, " "), err)
+		return false, fmt.Errorf("committing %s: %w", strings.Join(rel, " "), err)
 	}
 	if g.push && pending {
-		return g.pushHead(ctx)
+		return committed, g.pushHead(ctx)
 	}
-	return nil
+	return committed, nil
 }
 
 // pushHead pushes the current branch, retrying with backoff.

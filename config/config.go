@@ -179,15 +179,21 @@ type CICommand struct {
 // message, ACK and task.
 type SSOT struct {
 	// Dir is where the SSOT lives; Load makes an empty Dir DataDir/ssot.
-	Dir string  `mapstructure:"dir"`
+	Dir string `mapstructure:"dir"`
+	// URL is the SQL store: a SQLite file path or a postgres:// URL; Load
+	// makes an empty URL DataDir/ampflow.db.
+	URL string  `mapstructure:"url"`
 	Git SSOTGit `mapstructure:"git"`
 }
 
-// SSOTGit makes the SSOT a git repository.
+// SSOTGit mirrors the SSOT into a git repository.
 type SSOTGit struct {
 	Commit bool   `mapstructure:"commit"`
 	Push   bool   `mapstructure:"push"`
 	Remote string `mapstructure:"remote"`
+	// Dir is the work tree the store is exported to; Load makes an empty
+	// Dir DataDir/ssot-git.
+	Dir string `mapstructure:"dir"`
 }
 
 // Agents configures how ampflow reaches the executor and the reviewer.

@@ -79,9 +79,11 @@ var defaults = map[string]any{
 	"ci.command.env":     []string{},
 
 	"ssot.dir":        "",
+	"ssot.url":        "",
 	"ssot.git.commit": false,
 	"ssot.git.push":   false,
 	"ssot.git.remote": "origin",
+	"ssot.git.dir":    "",
 
 	"agents.executor.mode":           AgentModePull,
 	"agents.executor.command":        []string{},
@@ -194,6 +196,12 @@ func decode(v *viper.Viper) (Config, error) {
 	}
 	if c.SSOT.Dir == "" {
 		c.SSOT.Dir = filepath.Join(c.DataDir, "ssot")
+	}
+	if c.SSOT.URL == "" {
+		c.SSOT.URL = filepath.Join(c.DataDir, "ampflow.db")
+	}
+	if c.SSOT.Git.Dir == "" {
+		c.SSOT.Git.Dir = filepath.Join(c.DataDir, "ssot-git")
 	}
 	return c, nil
 }

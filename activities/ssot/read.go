@@ -135,7 +135,9 @@ func (s *DB) Tasks(ctx context.Context, p Page) ([]string, string, error) {
 }
 
 // Verify implements Store. It reads the chain a page at a time, so a long
-// chain costs no more memory than a short one.
+// chain costs no more memory than a short one. It may run while the task
+// is written: rows past the head it read first are checked against the
+// head read again.
 func (s *DB) Verify(ctx context.Context, taskID string) (Head, error) {
 	if err := checkID("task_id", taskID); err != nil {
 		return Head{}, err
@@ -146,22 +148,27 @@ func (s *DB) Verify(ctx context.Context, taskID string) (Head, error) {
 	}
 	prev := Head{}
 	for {
-		recs, err := s.records(ctx, taskID, prev.Seq, MaxLimit)
-		if err != nil {
-			return Head{}, fmt.Errorf("verifying task %s: %w", taskID, err)
+		if err := s.walk(ctx, taskID, &prev); err != nil {
+			return Head{}, err
 		}
-		for _, r := range recs {
-			if r.Seq != prev.Seq+1 {
-				return Head{}, &ChainError{TaskID: taskID, Seq: prev.Seq + 1, Problem: "is missing (deleted)"}
-			}
-			if problem := r.check(prev.Hash); problem != "" {
-				return Head{}, &ChainError{TaskID: taskID, Seq: r.Seq, ID: r.ID, Problem: problem}
-			}
-			prev = Head{Seq: r.Seq, Hash: r.Hash}
-		}
-		if len(recs) < MaxLimit {
+		if prev.Seq <= head.Seq {
 			break
 		}
+		// A write moves the head in the transaction that adds its rows,
+		// so rows read before the head is read again are under it, unless
+		// they were inserted behind the store's back.
+		now, err := s.Head(ctx, taskID)
+		if err != nil {
+			return Head{}, err
+		}
+		if now.Seq < prev.Seq {
+			ce := &ChainError{TaskID: taskID, Seq: now.Seq + 1, Problem: fmt.Sprintf("lies beyond the chain head #%d (inserted)", now.Seq)}
+			if recs, err := s.records(ctx, taskID, now.Seq, 1); err == nil && len(recs) == 1 {
+				ce.ID = recs[0].ID
+			}
+			return Head{}, ce
+		}
+		head = now
 	}
 	switch {
 	case head.Seq == 0 && prev.Seq == 0:
@@ -172,6 +179,28 @@ func (s *DB) Verify(ctx context.Context, taskID string) (Head, error) {
 		return Head{}, &ChainError{TaskID: taskID, Seq: prev.Seq, ID: "", Problem: "does not match the chain head"}
 	}
 	return head, nil
+}
+
+// walk checks the rows of a chain after prev, moving prev to the last.
+func (s *DB) walk(ctx context.Context, taskID string, prev *Head) error {
+	for {
+		recs, err := s.records(ctx, taskID, prev.Seq, MaxLimit)
+		if err != nil {
+			return fmt.Errorf("verifying task %s: %w", taskID, err)
+		}
+		for _, r := range recs {
+			if r.Seq != prev.Seq+1 {
+				return &ChainError{TaskID: taskID, Seq: prev.Seq + 1, Problem: "is missing (deleted)"}
+			}
+			if problem := r.check(prev.Hash); problem != "" {
+				return &ChainError{TaskID: taskID, Seq: r.Seq, ID: r.ID, Problem: problem}
+			}
+			*prev = Head{Seq: r.Seq, Hash: r.Hash}
+		}
+		if len(recs) < MaxLimit {
+			return nil
+		}
+	}
 }
 
 // AppendError implements Store.

@@ -212,8 +212,9 @@ func (a *App) rootCommand() *cobra.Command {
 		Short: "Durable orchestration of AI coding agents that speak AMP/1.0",
 		Long: "ampflow carries AMP/1.0 messages between a coordinator, an executor and a\n" +
 			"reviewer, keeps every task's state in Temporal, and asks an admin when needed.\n" +
-			"Every command but dev, worker and bench is a client of the HTTP API at\n" +
-			"api.url (AMPFLOW_API_URL), presenting api.token (AMPFLOW_API_TOKEN).",
+			"Every command but dev, worker, bench, audit and ssot is a client of the HTTP\n" +
+			"API at api.url (AMPFLOW_API_URL), presenting api.token (AMPFLOW_API_TOKEN);\n" +
+			"audit and ssot open the SSOT store (ssot.url) themselves.",
 		Args: func(cmd *cobra.Command, args []string) error {
 			if len(args) == 0 {
 				return UsageError(errors.New("missing command"))
@@ -250,10 +251,12 @@ func (a *App) rootCommand() *cobra.Command {
 		&cobra.Group{ID: groupCoordinator, Title: "Coordinator commands:"},
 		&cobra.Group{ID: groupAgent, Title: "Agent commands:"},
 		&cobra.Group{ID: groupAdmin, Title: "Admin commands:"},
+		&cobra.Group{ID: groupOperator, Title: "Operator commands (on the SSOT store itself):"},
 	)
 	root.AddCommand(a.taskCommand(), a.msgCommand())
 	root.AddCommand(a.agentCommands()...)
 	root.AddCommand(a.pendingCommand(), a.decideCommand())
+	root.AddCommand(a.auditCommand(), a.ssotCommand())
 	return root
 }
 
