@@ -3,6 +3,7 @@ package config
 import (
 	"fmt"
 	"log/slog"
+	"net/url"
 	"reflect"
 	"slices"
 	"sort"
@@ -39,7 +40,27 @@ func (c Config) Redacted() Config {
 	c.Telegram.WebhookSecret = mask(c.Telegram.WebhookSecret)
 	c.Agents.Executor.WebhookSecret = mask(c.Agents.Executor.WebhookSecret)
 	c.Agents.Reviewer.WebhookSecret = mask(c.Agents.Reviewer.WebhookSecret)
+	c.SSOT.URL = maskURLPassword(c.SSOT.URL)
 	return c
+}
+
+// maskURLPassword masks the password of a URL such as ssot.url's
+// postgres://user:password@host/db; anything else is returned as it is.
+func maskURLPassword(raw string) string {
+	if p := urlPassword(raw); p != "" {
+		return strings.Replace(raw, ":"+p+"@", ":"+Mask+"@", 1)
+	}
+	return raw
+}
+
+// urlPassword is the password of a URL, empty when it has none.
+func urlPassword(raw string) string {
+	u, err := url.Parse(raw)
+	if err != nil || u.User == nil {
+		return ""
+	}
+	p, _ := u.User.Password()
+	return p
 }
 
 // Secrets returns every secret that is set, longest first: what Redacted
@@ -50,6 +71,7 @@ func (c Config) Secrets() []string {
 		c.Slack.AppToken, c.Slack.BotToken, c.Slack.SigningSecret,
 		c.Telegram.Token, c.Telegram.WebhookSecret,
 		c.Agents.Executor.WebhookSecret, c.Agents.Reviewer.WebhookSecret,
+		urlPassword(c.SSOT.URL),
 	}
 	for _, t := range c.Auth.Tokens {
 		all = append(all, t.Token)

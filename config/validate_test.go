@@ -175,6 +175,7 @@ func TestSecretsRedacted(t *testing.T) {
 		*p = "SECRET-" + key
 	}
 	c.Auth.Tokens = []AuthToken{{Token: "SECRET-auth", Role: amp.RoleAdmin, Name: "ops"}}
+	c.SSOT.URL = "postgres://ampflow:SECRET-db@db.example:5432/ampflow"
 
 	var logged bytes.Buffer
 	slog.New(slog.NewJSONHandler(&logged, nil)).Info("config", "config", c)
@@ -207,6 +208,12 @@ func TestSecretsRedacted(t *testing.T) {
 	}
 	if !slices.Contains(listed, "SECRET-auth") {
 		t.Error("Secrets() lacks the auth token")
+	}
+	if !slices.Contains(listed, "SECRET-db") {
+		t.Error("Secrets() lacks the password in ssot.url")
+	}
+	if got := c.Redacted().SSOT.URL; got != "postgres://ampflow:"+Mask+"@db.example:5432/ampflow" {
+		t.Errorf("ssot.url redacted reads %q", got)
 	}
 	if got := defaultConfig(t).Redacted().Telegram.Token; got != "" {
 		t.Errorf("an unset secret reads %q, want empty", got)
