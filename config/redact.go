@@ -3,6 +3,7 @@ package config
 import (
 	"fmt"
 	"log/slog"
+	"net/url"
 	"reflect"
 	"slices"
 	"sort"
@@ -39,7 +40,28 @@ func (c Config) Redacted() Config {
 	c.Telegram.WebhookSecret = mask(c.Telegram.WebhookSecret)
 	c.Agents.Executor.WebhookSecret = mask(c.Agents.Executor.WebhookSecret)
 	c.Agents.Reviewer.WebhookSecret = mask(c.Agents.Reviewer.WebhookSecret)
+	c.Dev.TemporalDB = maskURLPassword(c.Dev.TemporalDB)
 	return c
+}
+
+// maskURLPassword masks the password of a URL, and the whole of a value
+// that does not parse, since it may hold one.
+func maskURLPassword(raw string) string {
+	u, err := url.Parse(raw)
+	if err != nil {
+		return mask(raw)
+	}
+	return u.Redacted()
+}
+
+// urlPassword is the password in a URL, or "".
+func urlPassword(raw string) string {
+	u, err := url.Parse(raw)
+	if err != nil {
+		return ""
+	}
+	p, _ := u.User.Password()
+	return p
 }
 
 // Secrets returns every secret that is set, longest first: what Redacted
@@ -50,6 +72,7 @@ func (c Config) Secrets() []string {
 		c.Slack.AppToken, c.Slack.BotToken, c.Slack.SigningSecret,
 		c.Telegram.Token, c.Telegram.WebhookSecret,
 		c.Agents.Executor.WebhookSecret, c.Agents.Reviewer.WebhookSecret,
+		urlPassword(c.Dev.TemporalDB),
 	}
 	for _, t := range c.Auth.Tokens {
 		all = append(all, t.Token)
