@@ -3,9 +3,11 @@ package devserver
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"net/url"
 	"os"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -13,6 +15,11 @@ import (
 	"go.temporal.io/api/operatorservice/v1"
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/worker"
+	"go.temporal.io/server/common/config"
+	"go.temporal.io/server/common/metrics"
+	"go.temporal.io/server/common/persistence/sql"
+	"go.temporal.io/server/common/persistence/sql/sqlplugin"
+	"go.temporal.io/server/common/resolver"
 )
 
 func TestParsePostgres(t *testing.T) {
@@ -176,4 +183,45 @@ func TestPostgres(t *testing.T) {
 	} else if !strings.Contains(err.Error(), "99.0 is newer than "+version) {
 		t.Errorf("Start: %v, want it to say 99.0 is newer than %s", err, version)
 	}
+}
+
+// TestPostgresUpdateSchema brings databases at schema version 0.0 up to
+// date through every embedded versioned update, as temporal-sql-tool's
+// update-schema would, and starts a server on them.
+func TestPostgresUpdateSchema(t *testing.T) {
+	db := testPostgres(t)
+	stores, err := parsePostgres(db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	logger := newServerLogger(testLogger(), slog.LevelWarn, new(atomic.Bool))
+	for _, s := range []struct {
+		cfg  *config.SQL
+		kind sqlplugin.DbKind
+		dir  string
+	}{
+		{stores.main, sqlplugin.DbKindMain, "postgresql/v12/temporal"},
+		{stores.visibility, sqlplugin.DbKindVisibility, "postgresql/v12/visibility"},
+	} {
+		if err := createPostgresDatabase(ctx, db, s.cfg.DatabaseName); err != nil {
+			t.Fatal(err)
+		}
+		admin, err := sql.NewSQLAdminDB(s.kind, s.cfg, resolver.NewNoopResolver(), logger, metrics.NoopMetricsHandler)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := admin.CreateSchemaVersionTables(); err != nil {
+			t.Fatal(err)
+		}
+		if err := updateSchema(admin, s.cfg.DatabaseName, s.dir, "0.0", admin.ExpectedVersion()); err != nil {
+			t.Fatalf("updating %s from 0.0: %v", s.cfg.DatabaseName, err)
+		}
+		if err := admin.VerifyVersion(); err != nil {
+			t.Errorf("%s after the updates: %v", s.cfg.DatabaseName, err)
+		}
+		admin.Close()
+	}
+	mustStartServer(t, Options{Postgres: db, SearchAttributes: ampAttributes})
 }
