@@ -73,10 +73,17 @@ type TemporalTLS struct {
 	ServerName string `mapstructure:"server_name"`
 }
 
-// Dev configures the embedded development server.
+// Dev configures the embedded Temporal server of `ampflow dev` and
+// `ampflow temporal`.
 type Dev struct {
 	TemporalPort int `mapstructure:"temporal_port"` // 0 picks a free port
 	UIPort       int `mapstructure:"ui_port"`       // 0 turns the web UI off
+	// TemporalIP is the address the frontend and the UI bind.
+	TemporalIP string `mapstructure:"temporal_ip"`
+	// TemporalDB, when set, keeps Temporal's state on PostgreSQL instead of
+	// SQLite in DataDir: postgres://USER:PASSWORD@HOST:PORT/DB, visibility
+	// in DB_visibility. Its password is a secret.
+	TemporalDB string `mapstructure:"temporal_db"`
 }
 
 // HTTP configures ampflow's HTTP API.

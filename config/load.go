@@ -42,6 +42,8 @@ var defaults = map[string]any{
 
 	"dev.temporal_port": 7233,
 	"dev.ui_port":       8233,
+	"dev.temporal_ip":   "127.0.0.1",
+	"dev.temporal_db":   "",
 
 	"http.addr": "127.0.0.1:7480",
 

@@ -41,22 +41,24 @@ func (c Config) Redacted() Config {
 	c.Agents.Executor.WebhookSecret = mask(c.Agents.Executor.WebhookSecret)
 	c.Agents.Reviewer.WebhookSecret = mask(c.Agents.Reviewer.WebhookSecret)
 	c.SSOT.URL = maskURLPassword(c.SSOT.URL)
+	c.Dev.TemporalDB = maskURLPassword(c.Dev.TemporalDB)
 	return c
 }
 
-// maskURLPassword masks the password of a URL such as ssot.url's
-// postgres://user:password@host/db; anything else is returned as it is.
+// maskURLPassword masks the password of a URL, and the whole of a value
+// that does not parse, since it may hold one.
 func maskURLPassword(raw string) string {
-	if p := urlPassword(raw); p != "" {
-		return strings.Replace(raw, ":"+p+"@", ":"+Mask+"@", 1)
+	u, err := url.Parse(raw)
+	if err != nil {
+		return mask(raw)
 	}
-	return raw
+	return u.Redacted()
 }
 
-// urlPassword is the password of a URL, empty when it has none.
+// urlPassword is the password in a URL, or "".
 func urlPassword(raw string) string {
 	u, err := url.Parse(raw)
-	if err != nil || u.User == nil {
+	if err != nil {
 		return ""
 	}
 	p, _ := u.User.Password()
@@ -72,6 +74,7 @@ func (c Config) Secrets() []string {
 		c.Telegram.Token, c.Telegram.WebhookSecret,
 		c.Agents.Executor.WebhookSecret, c.Agents.Reviewer.WebhookSecret,
 		urlPassword(c.SSOT.URL),
+		urlPassword(c.Dev.TemporalDB),
 	}
 	for _, t := range c.Auth.Tokens {
 		all = append(all, t.Token)

@@ -91,6 +91,12 @@ func (c Config) Validate() error {
 	if c.Dev.TemporalPort != 0 && c.Dev.TemporalPort == c.Dev.UIPort {
 		ps.add("dev.ui_port", "must differ from dev.temporal_port")
 	}
+	if net.ParseIP(c.Dev.TemporalIP) == nil {
+		ps.add("dev.temporal_ip", "must be an IP address, not %q", c.Dev.TemporalIP)
+	}
+	if db := c.Dev.TemporalDB; db != "" && !strings.HasPrefix(db, "postgres://") && !strings.HasPrefix(db, "postgresql://") {
+		ps.add("dev.temporal_db", "must be a postgres:// URL (postgres://USER:PASSWORD@HOST:PORT/DB) or empty for SQLite")
+	}
 	if _, _, err := net.SplitHostPort(c.HTTP.Addr); err != nil {
 		ps.add("http.addr", "must be host:port, not %q", c.HTTP.Addr)
 	}

@@ -36,6 +36,9 @@ func TestValidate(t *testing.T) {
 		{"DevPort", func(c *Config) { c.Dev.UIPort = 70000 }, []string{"dev.ui_port: must be a port"}},
 		{"DevPortsZero", func(c *Config) { c.Dev.UIPort, c.Dev.TemporalPort = 0, 0 }, nil},
 		{"SamePorts", func(c *Config) { c.Dev.UIPort = c.Dev.TemporalPort }, []string{"dev.ui_port: must differ"}},
+		{"TemporalIP", func(c *Config) { c.Dev.TemporalIP = "localhost" }, []string{"dev.temporal_ip: must be an IP address"}},
+		{"TemporalDB", func(c *Config) { c.Dev.TemporalDB = "mysql://u@h/db" }, []string{"dev.temporal_db: must be a postgres:// URL"}},
+		{"TemporalDBPostgres", func(c *Config) { c.Dev.TemporalDB = "postgres://u:p@h:5432/temporal?sslmode=disable" }, nil},
 		{"HTTPAddr", func(c *Config) { c.HTTP.Addr = "" }, []string{"http.addr: must be host:port"}},
 		{"APIURL", func(c *Config) { c.API.URL = "127.0.0.1:7480" }, []string{"api.url: must"}},
 		{"APIURLScheme", func(c *Config) { c.API.URL = "ftp://127.0.0.1:7480" }, []string{"api.url: must start with http:// or https://"}},
@@ -175,7 +178,11 @@ func TestSecretsRedacted(t *testing.T) {
 		*p = "SECRET-" + key
 	}
 	c.Auth.Tokens = []AuthToken{{Token: "SECRET-auth", Role: amp.RoleAdmin, Name: "ops"}}
-	c.SSOT.URL = "postgres://ampflow:SECRET-db@db.example:5432/ampflow"
+	c.SSOT.URL = "postgres://ampflow:SECRET-ssot@db.example:5432/ampflow"
+	c.Dev.TemporalDB = "postgres://temporal:SECRET-db@db:5432/temporal"
+	if !slices.Contains(c.Secrets(), "SECRET-db") {
+		t.Errorf("Secrets() %v lacks the password of dev.temporal_db", c.Secrets())
+	}
 
 	var logged bytes.Buffer
 	slog.New(slog.NewJSONHandler(&logged, nil)).Info("config", "config", c)
@@ -209,10 +216,10 @@ func TestSecretsRedacted(t *testing.T) {
 	if !slices.Contains(listed, "SECRET-auth") {
 		t.Error("Secrets() lacks the auth token")
 	}
-	if !slices.Contains(listed, "SECRET-db") {
+	if !slices.Contains(listed, "SECRET-ssot") {
 		t.Error("Secrets() lacks the password in ssot.url")
 	}
-	if got := c.Redacted().SSOT.URL; got != "postgres://ampflow:"+Mask+"@db.example:5432/ampflow" {
+	if got := c.Redacted().SSOT.URL; got != "postgres://ampflow:xxxxx@db.example:5432/ampflow" {
 		t.Errorf("ssot.url redacted reads %q", got)
 	}
 	if got := defaultConfig(t).Redacted().Telegram.Token; got != "" {

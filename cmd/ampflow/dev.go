@@ -9,7 +9,6 @@ import (
 	"github.com/ampflow/ampflow/cmd/ampflow/cli"
 	"github.com/ampflow/ampflow/integrations/httpapi"
 	"github.com/ampflow/ampflow/workers"
-	"github.com/ampflow/ampflow/workers/devserver"
 )
 
 // devCommand runs everything in one process on an embedded Temporal
@@ -27,7 +26,10 @@ GOGC=50 unless GOGC is set: the process holds less memory for a little CPU.
 
 With no admin configured (admins, slack.admins, telegram.admins, admin
 tokens), the operating-system user is the admin, and says so at start. The
-HTTP API with no auth.tokens acts as that user too.`,
+HTTP API with no auth.tokens acts as that user too.
+
+--temporal-db keeps Temporal's state on PostgreSQL instead (see ampflow
+temporal --help); the SSOT stays where ssot settings say.`,
 		Example: `  ampflow dev
   ampflow dev --data-dir /tmp/amp --ui-port 0 --http-addr 127.0.0.1:8080`,
 		Args: cobra.NoArgs,
@@ -39,14 +41,7 @@ HTTP API with no auth.tokens acts as that user too.`,
 			tuneGC()
 			log := a.Logger(cfg)
 			began := time.Now()
-			srv, err := devserver.Start(cmd.Context(), devserver.Options{
-				DataDir:          cfg.DataDir,
-				Port:             cfg.Dev.TemporalPort,
-				UIPort:           cfg.Dev.UIPort,
-				Namespace:        cfg.Temporal.Namespace,
-				SearchAttributes: workers.SearchAttributes(),
-				Logger:           log,
-			})
+			srv, err := startEmbedded(cmd, cfg, log)
 			if err != nil {
 				return cli.Exit(cli.ExitFailed, err)
 			}
@@ -56,7 +51,7 @@ HTTP API with no auth.tokens acts as that user too.`,
 				}
 			}()
 			cfg.Temporal.Address = srv.FrontendAddr()
-			fmt.Fprintf(a.Stdout, "%-10s %s (data in %s)\n", "temporal", srv.FrontendAddr(), cfg.DataDir)
+			fmt.Fprintf(a.Stdout, "%-10s %s (%s)\n", "temporal", srv.FrontendAddr(), stateNote(cfg))
 			local := workers.OSUser()
 			switch {
 			case workers.HasAdmins(cfg):
@@ -96,7 +91,9 @@ HTTP API with no auth.tokens acts as that user too.`,
 	f.String("http-addr", "", "serve the HTTP API on `ADDR` (default 127.0.0.1:7480)")
 	f.Int("temporal-port", 0, "Temporal frontend `PORT` on 127.0.0.1 (default 7233; 0 in config picks a free port)")
 	f.Int("ui-port", 0, "Temporal Web UI `PORT` (default 8233; 0 turns it off)")
-	cmd.PreRun = bind(a, map[string]string{"data-dir": "data_dir", "http-addr": "http.addr", "temporal-port": "dev.temporal_port", "ui-port": "dev.ui_port"})
+	f.String("temporal-db", "", "keep Temporal's state on PostgreSQL: `URL` postgres://USER:PASSWORD@HOST:PORT/DB (default SQLite in DIR)")
+	cmd.PreRun = bind(a, map[string]string{"data-dir": "data_dir", "http-addr": "http.addr", "temporal-port": "dev.temporal_port",
+		"ui-port": "dev.ui_port", "temporal-db": "dev.temporal_db"})
 	return cmd
 }
 

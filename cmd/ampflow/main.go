@@ -20,7 +20,7 @@ func main() {
 		Stdout:    os.Stdout,
 		Stderr:    os.Stderr,
 		LookupEnv: os.LookupEnv,
-		Extra:     []func(*cli.App) *cobra.Command{devCommand, workerCommand, demoCommand, benchCommand},
+		Extra:     []func(*cli.App) *cobra.Command{devCommand, temporalCommand, workerCommand, demoCommand, benchCommand},
 	})
 	stop()
 	os.Exit(code)

@@ -47,7 +47,9 @@ type service struct {
 	Healthcheck *struct {
 		Test []string `yaml:"test"`
 	} `yaml:"healthcheck"`
-	Restart string `yaml:"restart"`
+	Restart       string `yaml:"restart"`
+	ContainerName string `yaml:"container_name"`
+	Hostname      string `yaml:"hostname"`
 }
 
 type build struct {

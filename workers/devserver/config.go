@@ -65,17 +65,38 @@ func hostPort(host string, port int) string {
 	return net.JoinHostPort(host, strconv.Itoa(port))
 }
 
+// sqlitePersistence keeps everything in one SQLite database.
+func sqlitePersistence(sql *config.SQL) config.Persistence {
+	return config.Persistence{
+		DefaultStore:     "sqlite",
+		VisibilityStore:  "sqlite",
+		NumHistoryShards: 1,
+		DataStores:       map[string]config.DataStore{"sqlite": {SQL: sql}},
+	}
+}
+
+// postgresPersistence keeps the state and visibility in two PostgreSQL
+// databases, as docker-compose.yml's Temporal does.
+func postgresPersistence(pg pgStores) config.Persistence {
+	return config.Persistence{
+		DefaultStore:     "default",
+		VisibilityStore:  "visibility",
+		NumHistoryShards: postgresShards,
+		DataStores: map[string]config.DataStore{
+			"default":    {SQL: pg.main},
+			"visibility": {SQL: pg.visibility},
+		},
+	}
+}
+
 // serverConfig is the static configuration of a single-node server on
-// SQLite with archival, metrics and pprof off.
-func serverConfig(o Options, p ports, sql *config.SQL) *config.Config {
+// store with archival, metrics and pprof off.
+func serverConfig(o Options, p ports, store config.Persistence) *config.Config {
 	frontendAddr := hostPort(dialHost(o.IP), p.frontend)
 	var c config.Config
 	c.Global.Membership.MaxJoinDuration = 10 * time.Second
 	c.Global.Membership.BroadcastAddress = loopback
-	c.Persistence.DefaultStore = "sqlite"
-	c.Persistence.VisibilityStore = "sqlite"
-	c.Persistence.NumHistoryShards = 1
-	c.Persistence.DataStores = map[string]config.DataStore{"sqlite": {SQL: sql}}
+	c.Persistence = store
 	c.ClusterMetadata = &cluster.Config{
 		FailoverVersionIncrement: 10,
 		MasterClusterName:        clusterName,

@@ -1,5 +1,6 @@
 // Package devserver runs a Temporal server inside the ampflow process, on
-// SQLite, with the optional Temporal Web UI: the engine behind `ampflow dev`.
+// SQLite or PostgreSQL, with the optional Temporal Web UI: the engine behind
+// `ampflow dev` and `ampflow temporal`.
 //
 // Apart from the end-to-end tests, this is the only package in ampflow that
 // imports go.temporal.io/server.
@@ -16,6 +17,7 @@ import (
 	"time"
 
 	"go.temporal.io/api/enums/v1"
+	"go.temporal.io/server/common/config"
 	"go.temporal.io/server/temporal"
 	"google.golang.org/grpc"
 )
@@ -37,8 +39,14 @@ const (
 // Options configure Start.
 type Options struct {
 	// DataDir holds temporal.db (SQLite) and temporal.version; it is created
-	// if missing. Required.
+	// if missing. Required unless Postgres is set, and then unused.
 	DataDir string
+	// Postgres, when set, keeps Temporal's state on a PostgreSQL server
+	// instead of SQLite: postgres://USER:PASSWORD@HOST:PORT/DB?sslmode=disable
+	// names the main database, and visibility lives in DB_visibility (see
+	// VisibilitySuffix). Both are created when missing, and their schemas
+	// set up or brought up to date, at start. One server per database.
+	Postgres string
 	// IP is the address the frontend (gRPC and HTTP) binds; the default is
 	// 127.0.0.1. The other services always bind the loopback.
 	IP string
@@ -62,8 +70,8 @@ type Options struct {
 }
 
 func (o Options) withDefaults() (Options, error) {
-	if o.DataDir == "" {
-		return o, errors.New("starting dev server: Options.DataDir is empty")
+	if o.DataDir == "" && o.Postgres == "" {
+		return o, errors.New("starting dev server: Options.DataDir and Options.Postgres are both empty")
 	}
 	if o.Port < 0 || o.Port > 65535 || o.UIPort < 0 || o.UIPort > 65535 {
 		return o, fmt.Errorf("starting dev server: ports %d and %d: out of range", o.Port, o.UIPort)
@@ -131,14 +139,25 @@ func Start(ctx context.Context, o Options) (_ *Server, err error) {
 			_ = s.Stop()
 		}
 	}()
-	if s.unlock, err = lockDataDir(o.DataDir); err != nil {
-		return nil, fmt.Errorf("starting dev server: %w", err)
+	logger := newServerLogger(o.Logger, o.LogLevel, s.stopping)
+	var store config.Persistence
+	if o.Postgres == "" {
+		if s.unlock, err = lockDataDir(o.DataDir); err != nil {
+			return nil, fmt.Errorf("starting dev server: %w", err)
+		}
+		sql, err := prepareStore(o.DataDir, clusterName, o.Namespace, o.Retention, o.SearchAttributes)
+		if err != nil {
+			return nil, fmt.Errorf("starting dev server: %w", err)
+		}
+		store = sqlitePersistence(sql)
+	} else {
+		pg, err := preparePostgres(ctx, o.Postgres, logger)
+		if err != nil {
+			return nil, fmt.Errorf("starting dev server: %w", err)
+		}
+		store = postgresPersistence(pg)
 	}
-	sql, err := prepareStore(o.DataDir, clusterName, o.Namespace, o.Retention, o.SearchAttributes)
-	if err != nil {
-		return nil, fmt.Errorf("starting dev server: %w", err)
-	}
-	opts, err := serverOptions(serverConfig(o, p, sql), p, o, newServerLogger(o.Logger, o.LogLevel, s.stopping))
+	opts, err := serverOptions(serverConfig(o, p, store), p, o, logger)
 	if err != nil {
 		return nil, fmt.Errorf("starting dev server: %w", err)
 	}
@@ -151,6 +170,13 @@ func Start(ctx context.Context, o Options) (_ *Server, err error) {
 	}
 	if s.conn, err = dialFrontend(s.frontendAddr); err != nil {
 		return nil, fmt.Errorf("starting dev server: %w", err)
+	}
+	if o.Postgres != "" {
+		// On SQLite prepareStore wrote the namespace into the database;
+		// on PostgreSQL the frontend registers it.
+		if err := registerNamespace(ctx, s.conn, o.Namespace, o.Retention); err != nil {
+			return nil, fmt.Errorf("starting dev server: %w", err)
+		}
 	}
 	if err := waitForNamespace(ctx, s.conn, o.Namespace); err != nil {
 		return nil, fmt.Errorf("starting dev server: waiting for %s to serve namespace %s: %w", s.frontendAddr, o.Namespace, err)

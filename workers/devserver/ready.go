@@ -14,6 +14,7 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/types/known/durationpb"
 )
 
 func dialFrontend(addr string) (*grpc.ClientConn, error) {
@@ -130,4 +131,28 @@ func zeroLiteral(t enums.IndexedValueType) string {
 	default:
 		return "''"
 	}
+}
+
+// registerNamespace registers namespace unless the frontend knows it
+// already, retrying while the frontend is not yet serving.
+func registerNamespace(ctx context.Context, conn *grpc.ClientConn, namespace string, retention time.Duration) error {
+	wf := workflowservice.NewWorkflowServiceClient(conn)
+	var lastErr error
+	err := poll(ctx, func(ctx context.Context) (bool, error) {
+		_, lastErr = wf.RegisterNamespace(ctx, &workflowservice.RegisterNamespaceRequest{
+			Namespace:                        namespace,
+			WorkflowExecutionRetentionPeriod: durationpb.New(retention),
+		})
+		switch status.Code(lastErr) {
+		case codes.OK, codes.AlreadyExists:
+			return true, nil
+		case codes.InvalidArgument, codes.PermissionDenied:
+			return false, fmt.Errorf("registering namespace %s: %w", namespace, lastErr)
+		}
+		return false, nil
+	})
+	if err != nil && lastErr != nil {
+		return fmt.Errorf("registering namespace %s: %w (last answer: %v)", namespace, err, lastErr)
+	}
+	return err
 }

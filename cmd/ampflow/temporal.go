@@ -1,0 +1,100 @@
+package main
+
+import (
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/ampflow/ampflow/cmd/ampflow/cli"
+	"github.com/ampflow/ampflow/config"
+	"github.com/ampflow/ampflow/workers"
+	"github.com/ampflow/ampflow/workers/devserver"
+)
+
+// temporalCommand runs the embedded Temporal server alone, for workers
+// started with `ampflow worker` elsewhere.
+func temporalCommand(a *cli.App) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "temporal",
+		Short: "Run only the embedded Temporal server (SQLite, or PostgreSQL with --temporal-db), for ampflow workers",
+		Long: `Run the Temporal server that ampflow dev embeds, without a worker, so that
+any number of ` + "`ampflow worker`" + ` processes can share it: a cluster
+without Docker. The namespace (temporal.namespace) is created if missing,
+with the search attributes ampflow needs.
+
+State is kept in DATA_DIR/temporal.db (SQLite) unless --temporal-db names a
+PostgreSQL database: postgres://USER:PASSWORD@HOST:PORT/DB?sslmode=disable
+keeps the state in DB and visibility in DB_visibility, the layout of
+docker-compose.yml. Missing databases are created (connecting to the
+"postgres" database to do so) and their schemas set up, or brought up to
+date, from the schema files of the embedded Temporal server version. Run
+one server per database. Temporal has no authentication: --temporal-ip
+beyond the loopback only on a trusted network. Stop with Ctrl-C.`,
+		Example: `  ampflow temporal --temporal-db 'postgres://temporal:temporal@127.0.0.1:5432/temporal?sslmode=disable'
+  ampflow temporal --data-dir /var/lib/ampflow --temporal-ip 0.0.0.0 --ui-port 0`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			cfg, err := a.Config()
+			if err != nil {
+				return err
+			}
+			tuneGC()
+			log := a.Logger(cfg)
+			began := time.Now()
+			srv, err := startEmbedded(cmd, cfg, log)
+			if err != nil {
+				return cli.Exit(cli.ExitFailed, err)
+			}
+			defer func() {
+				if err := srv.Stop(); err != nil {
+					log.Warn("stopping the Temporal server", "error", err)
+				}
+			}()
+			fmt.Fprintf(a.Stdout, "%-10s %s (namespace %s, %s)\n", "temporal", srv.FrontendAddr(), cfg.Temporal.Namespace, stateNote(cfg))
+			if ui := srv.UIAddr(); ui != "" {
+				fmt.Fprintf(a.Stdout, "%-10s http://%s\n", "web ui", ui)
+			}
+			fmt.Fprintf(a.Stdout, "ready in %s; Ctrl-C to stop\n", time.Since(began).Round(10*time.Millisecond))
+			<-cmd.Context().Done()
+			return nil
+		},
+	}
+	f := cmd.Flags()
+	f.String("data-dir", "", "keep Temporal's SQLite database in `DIR` (default ./.ampflow)")
+	f.String("temporal-db", "", "keep Temporal's state on PostgreSQL: `URL` postgres://USER:PASSWORD@HOST:PORT/DB")
+	f.String("temporal-ip", "", "bind the frontend and web UI on `IP` (default 127.0.0.1)")
+	f.Int("temporal-port", 0, "frontend `PORT` (default 7233; 0 in config picks a free port)")
+	f.Int("ui-port", 0, "Temporal Web UI `PORT` (default 8233; 0 turns it off)")
+	cmd.PreRun = bind(a, map[string]string{"data-dir": "data_dir", "temporal-db": "dev.temporal_db",
+		"temporal-ip": "dev.temporal_ip", "temporal-port": "dev.temporal_port", "ui-port": "dev.ui_port"})
+	return cmd
+}
+
+// startEmbedded starts the embedded server as cfg's dev keys say.
+func startEmbedded(cmd *cobra.Command, cfg config.Config, log *slog.Logger) (*devserver.Server, error) {
+	o := devserver.Options{
+		IP:               cfg.Dev.TemporalIP,
+		Port:             cfg.Dev.TemporalPort,
+		UIPort:           cfg.Dev.UIPort,
+		Namespace:        cfg.Temporal.Namespace,
+		SearchAttributes: workers.SearchAttributes(),
+		Logger:           log,
+	}
+	if cfg.Dev.TemporalDB != "" {
+		o.Postgres = cfg.Dev.TemporalDB
+	} else {
+		o.DataDir = cfg.DataDir
+	}
+	return devserver.Start(cmd.Context(), o)
+}
+
+// stateNote says where the embedded server keeps its state, without a
+// password.
+func stateNote(cfg config.Config) string {
+	if cfg.Dev.TemporalDB != "" {
+		return "state in " + cfg.Redacted().Dev.TemporalDB
+	}
+	return "data in " + cfg.DataDir
+}
