@@ -38,11 +38,11 @@ const maxDecisionID = 200
 // DecisionLookup says where an answer to a decision goes: the workflow
 // that raised it, the decision's subject. The id is never parsed for it.
 type DecisionLookup interface {
-	// DecisionSubject returns the subject of decision id. It finds every
-	// open decision; a closed one where the store still knows it, so that
-	// a late answer reaches its workflow and is refused there with who
+	// FindDecision returns decision id as it stands. It finds every open
+	// decision; a closed one where the store still knows it, so that a
+	// late answer reaches its workflow and is refused there with who
 	// decided. An unknown id is a *task.Error with code not_found.
-	DecisionSubject(ctx context.Context, id string) (string, error)
+	FindDecision(ctx context.Context, id string) (decision.Decision, error)
 }
 
 // listedDecisions is the DecisionLookup of Options.Decisions left nil:
@@ -53,34 +53,32 @@ type listedDecisions struct {
 	store Store
 }
 
-func (l listedDecisions) DecisionSubject(ctx context.Context, id string) (string, error) {
+func (l listedDecisions) FindDecision(ctx context.Context, id string) (decision.Decision, error) {
 	open, err := l.tasks.Pending(ctx)
 	if err != nil {
-		return "", err
+		return decision.Decision{}, err
 	}
 	for _, d := range open {
 		if d.ID == id {
-			return d.Subject, nil
+			return d, nil
 		}
 	}
 	if l.store != nil {
 		rec, err := l.store.Get(id)
 		switch {
 		case err == nil && rec.Kind == activities.KindDecision:
-			var d struct {
-				Subject string `json:"subject"`
-			}
-			if json.Unmarshal(rec.Body, &d) == nil && d.Subject != "" {
-				return d.Subject, nil
-			}
-			if rec.TaskID != "" {
-				return rec.TaskID, nil
+			var d decision.Decision
+			if json.Unmarshal(rec.Body, &d) == nil && d.ID == id {
+				if d.Subject == "" {
+					d.Subject = rec.TaskID
+				}
+				return d, nil
 			}
 		case err != nil && !errors.Is(err, activities.ErrNotFound):
-			return "", storeError(err, "decision "+id)
+			return decision.Decision{}, storeError(err, "decision "+id)
 		}
 	}
-	return "", &task.Error{Code: task.CodeNotFound, Message: fmt.Sprintf("decision %s: no such decision; GET /v1/decisions lists the open ones", id)}
+	return decision.Decision{}, &task.Error{Code: task.CodeNotFound, Message: fmt.Sprintf("decision %s: no such decision; GET /v1/decisions lists the open ones", id)}
 }
 
 func (s *Server) listDecisions(w http.ResponseWriter, r *http.Request) {
@@ -123,11 +121,18 @@ func (s *Server) decide(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
-	subject, err := s.decisions.DecisionSubject(r.Context(), id)
+	d, err := s.decisions.FindDecision(r.Context(), id)
 	if err != nil {
 		s.writeError(w, r, err)
 		return
 	}
+	// A decision its workflow bound to no digest (raised before the
+	// decision engine) has none to send back; every other needs one.
+	if digest == "" && d.Digest != "" {
+		s.writeError(w, r, invalidField("digest", "is required: the digest of the decision as shown, 64 hex characters (GET /v1/decisions lists it)"))
+		return
+	}
+	subject := d.Subject
 	c := callerOf(r)
 	res, err := s.tasks.Decide(r.Context(), subject, decision.Answer{
 		DecisionID: id, Option: req.Option, Note: req.Note, Digest: digest, By: c.name, Channel: decisionChannel,
@@ -157,11 +162,11 @@ func checkDecisionID(id string) error {
 	return nil
 }
 
-// checkDigest reads a decision digest: the 64 hex characters of a
-// SHA-256, in either case.
+// checkDigest reads a decision digest, when there is one: the 64 hex
+// characters of a SHA-256, in either case.
 func checkDigest(v string) (string, error) {
 	if v == "" {
-		return "", invalidField("digest", "is required: the digest of the decision as shown, 64 hex characters (GET /v1/decisions lists it)")
+		return "", nil // the caller checks it against the decision
 	}
 	v = strings.ToLower(v)
 	if len(v) != 64 || strings.Trim(v, "0123456789abcdef") != "" {

@@ -116,6 +116,21 @@ func TestDecideClosedDecision(t *testing.T) {
 	}
 }
 
+// TestDecideWithoutDigest: a decision raised with no digest takes an
+// answer without one; the refusals of the others are in
+// TestDecideRefusals.
+func TestDecideWithoutDigest(t *testing.T) {
+	h := newHarness(t, false)
+	d := openDecision()
+	d.Digest = ""
+	h.tasks.pending = []decision.Decision{d}
+	r := h.do(t, "POST", "/v1/decisions/T-2026-044-d1", adminToken, `{"option":"approve"}`)
+	wantStatus(t, r, http.StatusOK)
+	if len(h.tasks.decides) != 1 || h.tasks.decides[0].Digest != "" {
+		t.Errorf("decides %+v", h.tasks.decides)
+	}
+}
+
 func TestDecideRefusals(t *testing.T) {
 	for name, c := range map[string]struct {
 		body   string

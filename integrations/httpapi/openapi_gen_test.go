@@ -187,7 +187,7 @@ func apiSchemas() (map[string]obj, map[string]any) {
 		"option": str("The id of one of the decision's options."),
 		"note":   str("Why; required when the option has note_required."),
 		"digest": obj{"type": "string", "pattern": "^[0-9a-fA-F]{64}$",
-			"description": "The digest of the decision as the admin was shown it (GET /v1/decisions). Required: when what is being approved has changed since, the answer is refused with 409 stale_decision and nothing changes."},
+			"description": "The digest of the decision as the admin was shown it (GET /v1/decisions). Required whenever the decision has one (400 naming digest): when what is being approved has changed since, the answer is refused with 409 stale_decision and nothing changes."},
 	}))
 	add("DecideResult", task.DecideResult{}, object(task.DecideResult{}, "How the answer was taken: outcome when it closed the decision; decision and progress when it was an approval counted towards a quorum not yet reached, the decision still open.", obj{
 		"outcome":  ref("Outcome"),

@@ -41,8 +41,8 @@ type Options struct {
 	// Store serves history and records and keeps refused messages. Nil
 	// answers those reads with 503 and logs refusals with slog only.
 	Store Store
-	// Decisions finds the subject an answer to a decision goes to; nil
-	// looks among Tasks.Pending, then in Store.
+	// Decisions finds the decision an answer is for, and so the subject it
+	// goes to; nil looks among Tasks.Pending, then in Store.
 	Decisions DecisionLookup
 	// Tokens are the accepted bearer tokens. None makes the API open:
 	// bind it to loopback (see LoopbackOnly).
