@@ -44,8 +44,8 @@ type Poster[R any] interface {
 	// shows the quorum's progress when d needs more than one approval.
 	PostDecision(ctx context.Context, d decision.Decision, tokens []string, how Post) (R, error)
 	// EditOpen edits one posted copy of d to d as it stands now (the
-	// approvals given so far), keeping its buttons.
-	EditOpen(ctx context.Context, ref R, d decision.Decision, tokens []string) error
+	// approvals given so far), keeping its buttons and how it was posted.
+	EditOpen(ctx context.Context, ref R, d decision.Decision, tokens []string, how Post) error
 	// EditClosed edits one posted copy of d to its outcome, without buttons.
 	EditClosed(ctx context.Context, ref R, d decision.Decision, o decision.Outcome) error
 	// PostEscalation posts an escalation that asks nothing of the admins.
@@ -237,6 +237,12 @@ func (c *Core[R, D]) post(ctx context.Context, d decision.Decision, how Post, ke
 		}
 		p.Decision = d
 		p.Messages = append(p.Messages, ref)
+		if how.Reminder || how.Escalated {
+			if p.Again == nil {
+				p.Again = map[string]Post{}
+			}
+			p.Again[ref.String()] = how
+		}
 		maps.Copy(st.Buttons, fresh)
 		if key != "" {
 			st.Notices[key] = c.Now()
@@ -252,6 +258,7 @@ func (c *Core[R, D]) ShowProgress(ctx context.Context, d decision.Decision) erro
 	defer c.mu.Unlock()
 	var (
 		refs   []R
+		again  map[string]Post
 		closed bool
 		tokens []string
 	)
@@ -261,7 +268,7 @@ func (c *Core[R, D]) ShowProgress(ctx context.Context, d decision.Decision) erro
 		if p == nil {
 			return
 		}
-		refs, closed = append(refs, p.Messages...), p.Outcome != nil
+		refs, again, closed = append(refs, p.Messages...), maps.Clone(p.Again), p.Outcome != nil
 		if !closed {
 			p.Decision = d
 			var fresh map[string]Button
@@ -282,7 +289,7 @@ func (c *Core[R, D]) ShowProgress(ctx context.Context, d decision.Decision) erro
 		if ref.IsClosed() {
 			continue
 		}
-		if err := c.Poster.EditOpen(ctx, ref, d, tokens); err != nil {
+		if err := c.Poster.EditOpen(ctx, ref, d, tokens, again[ref.String()]); err != nil {
 			errs = append(errs, fmt.Errorf("editing decision %s message %s: %w", d.ID, ref, err))
 		}
 	}

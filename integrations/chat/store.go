@@ -43,7 +43,10 @@ type Posted[R any] struct {
 	Decision decision.Decision `json:"decision"`
 	Messages []R               `json:"messages"`
 	Outcome  *decision.Outcome `json:"outcome,omitempty"`
-	PostedAt time.Time         `json:"posted_at"`
+	// Again says which copies were posted again (reminders, escalations),
+	// by the copy's String, so an edit keeps what they said.
+	Again    map[string]Post `json:"again,omitempty"`
+	PostedAt time.Time       `json:"posted_at"`
 	// ClosedAt is when the outcome reached the bot, by the bot's clock.
 	ClosedAt time.Time `json:"closed_at,omitzero"`
 }

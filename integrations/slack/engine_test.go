@@ -126,6 +126,34 @@ func TestProgressNoticeEditsMessage(t *testing.T) {
 	}
 }
 
+// TestProgressKeepsReminderMark: a progress edit of a reminder still
+// reads as a reminder.
+func TestProgressKeepsReminderMark(t *testing.T) {
+	b, f, _, d, _ := quorumBot(t)
+	d.RemindedAt = chattest.RaisedAt.Add(time.Hour)
+	if err := b.Notify(context.Background(), chattest.Notice(activities.NoticeDecisionReminder, d)); err != nil {
+		t.Fatal(err)
+	}
+	d.Approvals = []decision.Approval{{By: "slack:U1", Channel: "slack", At: d.RemindedAt.Add(time.Minute)}}
+	if err := b.Notify(context.Background(), chattest.Notice(activities.NoticeDecisionProgress, d)); err != nil {
+		t.Fatal(err)
+	}
+	edits := f.calls("chat.update")
+	if len(edits) != 2 {
+		t.Fatalf("%d edits, want both copies", len(edits))
+	}
+	for _, e := range edits {
+		// The fake numbers its answers: the reminder was the second.
+		reminder := e.Form.Get("ts") == "1772366400.000002"
+		if got := strings.Contains(e.blocks(t), "Reminder"); got != reminder {
+			t.Errorf("edit of %s reads as a reminder: %v, want %v", e.Form.Get("ts"), got, reminder)
+		}
+		if !strings.Contains(e.blocks(t), "1 of 2 approvals: slack:U1") {
+			t.Errorf("edit of %s lacks the progress", e.Form.Get("ts"))
+		}
+	}
+}
+
 // TestReminderPostsAgain: a reminder is a new message, marked, whose
 // buttons decide; a retried notice posts nothing more.
 func TestReminderPostsAgain(t *testing.T) {

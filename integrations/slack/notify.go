@@ -40,11 +40,11 @@ func (p poster) PostDecision(ctx context.Context, d decision.Decision, tokens []
 	return msgRef{Channel: channel, TS: ts}, nil
 }
 
-func (p poster) EditOpen(ctx context.Context, ref msgRef, d decision.Decision, tokens []string) error {
+func (p poster) EditOpen(ctx context.Context, ref msgRef, d decision.Decision, tokens []string, how chat.Post) error {
 	return p.call(ctx, "chat.update", func() error {
 		_, _, _, err := p.api.UpdateMessageContext(ctx, ref.Channel, ref.TS,
-			slackapi.MsgOptionBlocks(RenderDecision(d, tokens)...),
-			slackapi.MsgOptionText(DecisionText(d), false))
+			slackapi.MsgOptionBlocks(RenderPost(d, tokens, how)...),
+			slackapi.MsgOptionText(PostText(d, how), false))
 		return err
 	})
 }

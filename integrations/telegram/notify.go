@@ -54,8 +54,8 @@ func (p poster) PostDecision(ctx context.Context, d decision.Decision, tokens []
 	return msgRef{ChatID: sent.Chat.ID, MessageID: sent.ID}, nil
 }
 
-func (p poster) EditOpen(ctx context.Context, ref msgRef, d decision.Decision, tokens []string) error {
-	return p.edit(ctx, ref, RenderDecision(d, tokens))
+func (p poster) EditOpen(ctx context.Context, ref msgRef, d decision.Decision, tokens []string, how chat.Post) error {
+	return p.edit(ctx, ref, RenderPost(d, tokens, how))
 }
 
 // edit replaces the text and buttons of a posted message.
