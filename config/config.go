@@ -251,18 +251,24 @@ type Slack struct {
 	SigningSecret string   `mapstructure:"signing_secret"` // secret; http mode
 	Channel       string   `mapstructure:"channel"`
 	Admins        []string `mapstructure:"admins"` // Slack user ids
-	APIURL        string   `mapstructure:"api_url"`
+	// AdminsEscalation are the Slack user ids called when a decision
+	// escalates (nobody answered within policy.decisions.escalate_after).
+	AdminsEscalation []string `mapstructure:"admins_escalation"`
+	APIURL           string   `mapstructure:"api_url"`
 }
 
 // Telegram configures the Telegram integration.
 type Telegram struct {
-	Enabled       bool     `mapstructure:"enabled"`
-	Mode          string   `mapstructure:"mode"`  // polling or webhook
-	Token         string   `mapstructure:"token"` // secret
-	ChatID        string   `mapstructure:"chat_id"`
-	Admins        []string `mapstructure:"admins"` // Telegram user ids
-	ServerURL     string   `mapstructure:"server_url"`
-	WebhookSecret string   `mapstructure:"webhook_secret"` // secret
+	Enabled bool     `mapstructure:"enabled"`
+	Mode    string   `mapstructure:"mode"`  // polling or webhook
+	Token   string   `mapstructure:"token"` // secret
+	ChatID  string   `mapstructure:"chat_id"`
+	Admins  []string `mapstructure:"admins"` // Telegram user ids
+	// AdminsEscalation are the Telegram user ids called when a decision
+	// escalates (nobody answered within policy.decisions.escalate_after).
+	AdminsEscalation []string `mapstructure:"admins_escalation"`
+	ServerURL        string   `mapstructure:"server_url"`
+	WebhookSecret    string   `mapstructure:"webhook_secret"` // secret
 }
 
 // Notify configures what is posted to chat beyond decisions.

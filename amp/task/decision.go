@@ -36,8 +36,16 @@ const (
 	OptResume      = "resume"       // carry on where the task was suspended
 )
 
-// DecideResult is what a decide update returns.
+// DecideResult is what a decide update returns. An answer that closes
+// the decision carries its Outcome; an approval counted towards a quorum
+// not yet reached leaves the decision open and carries the Decision as it
+// stands and its Progress instead.
 type DecideResult struct {
-	Outcome decision.Outcome `json:"outcome"`
-	Status  Status           `json:"status"`
+	Outcome  decision.Outcome   `json:"outcome,omitzero"`
+	Decision *decision.Decision `json:"decision,omitempty"`
+	Progress *decision.Progress `json:"progress,omitempty"`
+	Status   Status             `json:"status"`
 }
+
+// Open reports whether the answer left the decision open.
+func (r DecideResult) Open() bool { return r.Outcome.DecisionID == "" && r.Decision != nil }

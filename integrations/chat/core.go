@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -23,11 +25,27 @@ type Decider interface {
 	Pending(ctx context.Context) ([]decision.Decision, error)
 }
 
+// Post says how a decision is posted: when first raised (the zero
+// value), again as a reminder, or again because it escalated, calling
+// the escalation group.
+type Post struct {
+	// Reminder: nobody has answered within remind_after.
+	Reminder bool
+	// Escalated: nobody has answered within escalate_after; Mention are
+	// the platform user ids of the escalation group, called by name.
+	Escalated bool
+	Mention   []string
+}
+
 // Poster is a platform's side of posting: its API calls and its renderer.
 type Poster[R any] interface {
 	// PostDecision posts d with one button per option, tokens[i] being
-	// the value of d.Options[i], and returns where it went.
-	PostDecision(ctx context.Context, d decision.Decision, tokens []string) (R, error)
+	// the value of d.Options[i], and returns where it went. The message
+	// shows the quorum's progress when d needs more than one approval.
+	PostDecision(ctx context.Context, d decision.Decision, tokens []string, how Post) (R, error)
+	// EditOpen edits one posted copy of d to d as it stands now (the
+	// approvals given so far), keeping its buttons and how it was posted.
+	EditOpen(ctx context.Context, ref R, d decision.Decision, tokens []string, how Post) error
 	// EditClosed edits one posted copy of d to its outcome, without buttons.
 	EditClosed(ctx context.Context, ref R, d decision.Decision, o decision.Outcome) error
 	// PostEscalation posts an escalation that asks nothing of the admins.
@@ -46,13 +64,17 @@ type Core[R Ref[R], D Data[R]] struct {
 	// Platform names the platform to users ("Slack").
 	Platform string
 	// By turns a platform user id into the identity a decision records.
-	By      func(user string) string
-	Admins  map[string]bool
-	Store   *Store[R, D]
-	Poster  Poster[R]
-	Decider Decider
-	Log     *slog.Logger
-	Now     func() time.Time
+	By     func(user string) string
+	Admins map[string]bool
+	// Escalation are the user ids of the channel's escalation group
+	// (admins_escalation): called when a decision escalates, and allowed
+	// to decide it from then on.
+	Escalation []string
+	Store      *Store[R, D]
+	Poster     Poster[R]
+	Decider    Decider
+	Log        *slog.Logger
+	Now        func() time.Time
 	// DecideTimeout bounds one Decide call.
 	DecideTimeout time.Duration
 
@@ -74,6 +96,20 @@ func AdminSet(ids []string) map[string]bool {
 // vouches for counts, never what a button carries.
 func (c *Core[R, D]) IsAdmin(user string) bool { return user != "" && c.Admins[user] }
 
+// MayDecide reports whether user may press the button token: an admin
+// always; a member of the escalation group once the button's decision
+// has escalated. Only the user id the platform vouches for counts.
+func (c *Core[R, D]) MayDecide(user, token string) bool {
+	if c.IsAdmin(user) {
+		return true
+	}
+	if user == "" || !slices.Contains(c.Escalation, user) {
+		return false
+	}
+	_, p, ok := c.Store.Lookup(token)
+	return ok && !p.Decision.EscalatedAt.IsZero()
+}
+
 // NotAdminText tells user how to become an admin.
 func (c *Core[R, D]) NotAdminText(user string) string {
 	return NotAdminText(c.Platform, c.Channel, user)
@@ -93,6 +129,23 @@ func (c *Core[R, D]) Notify(ctx context.Context, in activities.NotifyInput) erro
 			return fmt.Errorf("notice %s of task %s has no decision or outcome", in.Event, in.TaskID)
 		}
 		return c.CloseDecision(ctx, *in.Decision, *in.Outcome)
+	case activities.NoticeDecisionProgress:
+		if in.Decision == nil {
+			return fmt.Errorf("notice %s of task %s has no decision", in.Event, in.TaskID)
+		}
+		return c.ShowProgress(ctx, *in.Decision)
+	case activities.NoticeDecisionReminder:
+		if in.Decision == nil {
+			return fmt.Errorf("notice %s of task %s has no decision", in.Event, in.TaskID)
+		}
+		d := *in.Decision
+		return c.PostAgain(ctx, d, Post{Reminder: true}, fmt.Sprintf("reminder:%s:%d", d.ID, d.RemindedAt.UnixMilli()))
+	case activities.NoticeDecisionEscalated:
+		if in.Decision == nil {
+			return fmt.Errorf("notice %s of task %s has no decision", in.Event, in.TaskID)
+		}
+		d := *in.Decision
+		return c.PostAgain(ctx, d, Post{Escalated: true, Mention: c.Escalation}, "escalated:"+d.ID)
 	case activities.NoticeEscalation:
 		if in.Message == nil {
 			return fmt.Errorf("notice %s of task %s has no message", in.Event, in.TaskID)
@@ -140,21 +193,107 @@ func (c *Core[R, D]) PostDecision(ctx context.Context, d decision.Decision) erro
 	if done {
 		return nil
 	}
-	tokens := make([]string, len(d.Options))
-	for i := range tokens {
-		tokens[i] = NewToken()
+	return c.post(ctx, d, Post{}, "")
+}
+
+// PostAgain posts d once more, with working buttons, as a new message
+// under key: a reminder or an escalation. A decision closed here already
+// is not posted again, nor is one whose key was posted.
+func (c *Core[R, D]) PostAgain(ctx context.Context, d decision.Decision, how Post, key string) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	var done bool
+	c.Store.View(func(s D) {
+		st := s.Base()
+		_, done = st.Notices[key]
+		if p := st.Decisions[d.ID]; p != nil && p.Outcome != nil {
+			done = true
+		}
+	})
+	if done {
+		return nil
 	}
-	ref, err := c.Poster.PostDecision(ctx, d, tokens)
+	return c.post(ctx, d, how, key)
+}
+
+// post posts d as a new message and records it, with its buttons and,
+// when key is set, under key. The caller holds c.mu.
+func (c *Core[R, D]) post(ctx context.Context, d decision.Decision, how Post, key string) error {
+	var (
+		tokens []string
+		fresh  map[string]Button
+	)
+	c.Store.View(func(s D) { tokens, fresh = s.Base().tokens(d) })
+	ref, err := c.Poster.PostDecision(ctx, d, tokens, how)
 	if err != nil {
 		return fmt.Errorf("posting decision %s: %w", d.ID, err)
 	}
 	return c.Store.Update(c.Now(), func(s D) {
 		st := s.Base()
-		st.Decisions[d.ID] = &Posted[R]{Decision: d, Messages: []R{ref}, PostedAt: c.Now()}
-		for i, o := range d.Options {
-			st.Buttons[tokens[i]] = Button{DecisionID: d.ID, Option: o.ID}
+		p := st.Decisions[d.ID]
+		if p == nil { // pruned meanwhile
+			p = &Posted[R]{PostedAt: c.Now()}
+			st.Decisions[d.ID] = p
+		}
+		p.Decision = d
+		p.Messages = append(p.Messages, ref)
+		if how.Reminder || how.Escalated {
+			if p.Again == nil {
+				p.Again = map[string]Post{}
+			}
+			p.Again[ref.String()] = how
+		}
+		maps.Copy(st.Buttons, fresh)
+		if key != "" {
+			st.Notices[key] = c.Now()
 		}
 	})
+}
+
+// ShowProgress edits every open copy of d to d as it stands, its
+// approvals so far, keeping the buttons; a decision not posted here yet
+// is posted.
+func (c *Core[R, D]) ShowProgress(ctx context.Context, d decision.Decision) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	var (
+		refs   []R
+		again  map[string]Post
+		closed bool
+		tokens []string
+	)
+	err := c.Store.Update(c.Now(), func(s D) {
+		st := s.Base()
+		p := st.Decisions[d.ID]
+		if p == nil {
+			return
+		}
+		refs, again, closed = append(refs, p.Messages...), maps.Clone(p.Again), p.Outcome != nil
+		if !closed {
+			p.Decision = d
+			var fresh map[string]Button
+			tokens, fresh = st.tokens(d)
+			maps.Copy(st.Buttons, fresh)
+		}
+	})
+	switch {
+	case err != nil:
+		return err
+	case closed:
+		return nil
+	case len(refs) == 0:
+		return c.post(ctx, d, Post{}, "")
+	}
+	var errs []error
+	for _, ref := range refs {
+		if ref.IsClosed() {
+			continue
+		}
+		if err := c.Poster.EditOpen(ctx, ref, d, tokens, again[ref.String()]); err != nil {
+			errs = append(errs, fmt.Errorf("editing decision %s message %s: %w", d.ID, ref, err))
+		}
+	}
+	return errors.Join(errs...)
 }
 
 // CloseDecision edits every posted copy of a decision to its outcome and

@@ -2,12 +2,16 @@ package chat
 
 import (
 	"context"
+	"errors"
+	"fmt"
 
 	"github.com/ampflow/ampflow/amp/decision"
+	"github.com/ampflow/ampflow/amp/task"
 )
 
-// Pick resolves a pressed button's token to its decision and option. When
-// nothing can be decided, refusal says why, for the clicker alone.
+// Pick resolves a pressed button's token to its decision, as the button
+// showed it, and option. When nothing can be decided, refusal says why,
+// for the clicker alone.
 func (c *Core[R, D]) Pick(token string) (p Posted[R], opt decision.Option, refusal string) {
 	b, p, ok := c.Store.Lookup(token)
 	if !ok {
@@ -35,25 +39,60 @@ func (c *Core[R, D]) PickNote(token string) (p Posted[R], option, refusal string
 	return p, b.Option, ""
 }
 
-// Decide applies an admin's choice and edits the posted copies at once;
-// the workflow's decision_closed notice then finds them edited. It
-// returns what to tell the admin, and whether it is a refusal.
+// Decide answers d, as its button showed it (its subject, its digest),
+// and edits the posted copies at once: to the outcome when the answer
+// closed it, to the quorum's progress when it was an approval that left
+// it open. The workflow's notices then find them edited. It returns what
+// to tell the admin, and whether it is a refusal.
 func (c *Core[R, D]) Decide(ctx context.Context, user string, d decision.Decision, option, note string) (string, bool) {
-	in := decision.Answer{DecisionID: d.ID, Option: option, Note: note, By: c.By(user), Channel: c.Channel}
+	in := decision.Answer{DecisionID: d.ID, Option: option, Note: note, Digest: d.Digest, By: c.By(user), Channel: c.Channel}
 	dctx, cancel := context.WithTimeout(ctx, c.DecideTimeout)
 	res, err := c.Decider.Decide(dctx, d.Subject, in)
 	cancel()
 	if err != nil {
-		c.Log.Info("decision refused", "decision", d.ID, "user", user, "option", option, "err", err)
+		c.Log.Info("decision refused", "decision", d.ID, "subject", d.Subject, "user", user, "option", option, "err", err)
+		var te *task.Error
+		if errors.As(err, &te) && te.Code == task.CodeStaleDecision {
+			return c.changed(ctx, d), true
+		}
 		return RefusalText(err), true
 	}
-	c.Log.Info("decided", "decision", d.ID, "task", d.Subject, "user", user, "option", option)
+	if res.Open() {
+		c.Log.Info("approval counted", "decision", d.ID, "subject", d.Subject, "user", user, "progress", res.Decision.Progress())
+		if err := c.ShowProgress(ctx, *res.Decision); err != nil {
+			c.Log.Error("editing the progress of a decision", "decision", d.ID, "err", err)
+		}
+		return "✅ Approval recorded: " + res.Decision.Progress().String() + ". The decision stays open until the quorum is reached.", false
+	}
+	c.Log.Info("decided", "decision", d.ID, "subject", d.Subject, "user", user, "option", option)
 	o := res.Outcome
 	if o.DecisionID == "" {
-		o = decision.Outcome{DecisionID: d.ID, Kind: d.Kind, Option: option, Note: note, By: in.By, Channel: c.Channel, At: c.Now()}
+		o = decision.Outcome{DecisionID: d.ID, Subject: d.Subject, Kind: d.Kind, Option: option, Note: note, By: in.By, Channel: c.Channel, At: c.Now()}
 	}
 	if err := c.CloseDecision(ctx, d, o); err != nil {
 		c.Log.Error("editing decided message", "decision", d.ID, "err", err)
 	}
 	return "✅ Recorded: " + OptionLabel(d, option), false
+}
+
+// changed answers a click on a decision whose digest or id is no longer
+// current: nothing was recorded; the open decision of the same subject,
+// if there is one, is posted as it stands now, with new buttons.
+func (c *Core[R, D]) changed(ctx context.Context, d decision.Decision) string {
+	pending, err := c.Decider.Pending(ctx)
+	if err != nil {
+		c.Log.Error("listing pending decisions after a stale click", "subject", d.Subject, "err", err)
+		return ChangedText
+	}
+	for _, now := range pending {
+		if now.Subject != d.Subject {
+			continue
+		}
+		if err := c.PostAgain(ctx, now, Post{}, fmt.Sprintf("current:%s:%s", now.ID, now.Digest)); err != nil {
+			c.Log.Error("posting the current decision after a stale click", "decision", now.ID, "err", err)
+			return ChangedText
+		}
+		return fmt.Sprintf("%s The current one is posted: %s (%s).", ChangedText, now.ID, KindTitle(now.Kind))
+	}
+	return ChangedText + " Nothing is open on " + d.Subject + " now."
 }

@@ -43,15 +43,22 @@ type Posted[R any] struct {
 	Decision decision.Decision `json:"decision"`
 	Messages []R               `json:"messages"`
 	Outcome  *decision.Outcome `json:"outcome,omitempty"`
-	PostedAt time.Time         `json:"posted_at"`
+	// Again says which copies were posted again (reminders, escalations),
+	// by the copy's String, so an edit keeps what they said.
+	Again    map[string]Post `json:"again,omitempty"`
+	PostedAt time.Time       `json:"posted_at"`
 	// ClosedAt is when the outcome reached the bot, by the bot's clock.
 	ClosedAt time.Time `json:"closed_at,omitzero"`
 }
 
 // Button is what a button token stands for. The token is all the
-// platform sees.
+// platform sees. A click answers the decision as the button showed it:
+// to its subject, with its digest, so an answer to a question that has
+// changed since is refused.
 type Button struct {
 	DecisionID string `json:"decision_id"`
+	Subject    string `json:"subject,omitempty"`
+	Digest     string `json:"digest,omitempty"`
 	Option     string `json:"option"`
 }
 
@@ -112,13 +119,48 @@ func (s *State[R]) Prune(now time.Time) {
 }
 
 // Lookup finds what a button token stands for, and a copy of its
-// decision; ok is false when either is unknown.
+// decision as the button showed it: the subject and digest are the
+// button's. ok is false when either is unknown.
 func (s *State[R]) Lookup(token string) (b Button, p Posted[R], ok bool) {
 	b, ok = s.Buttons[token]
-	if ok && s.Decisions[b.DecisionID] != nil {
-		return b, *s.Decisions[b.DecisionID], true
+	if !ok || s.Decisions[b.DecisionID] == nil {
+		return b, p, false
 	}
-	return b, p, false
+	p = *s.Decisions[b.DecisionID]
+	// Buttons saved before they carried a subject and digest answer the
+	// decision as last posted.
+	if b.Subject != "" {
+		p.Decision.Subject = b.Subject
+	}
+	if b.Digest != "" {
+		p.Decision.Digest = b.Digest
+	}
+	return b, p, true
+}
+
+// tokens returns a button token per option of d, as d stands: those of
+// its buttons that carry its digest, and new ones where none does; fresh
+// are the new ones, for the caller to add to Buttons once they are used.
+func (s *State[R]) tokens(d decision.Decision) (out []string, fresh map[string]Button) {
+	out = make([]string, len(d.Options))
+	for tok, b := range s.Buttons {
+		if b.DecisionID != d.ID || b.Digest != d.Digest {
+			continue
+		}
+		for i, o := range d.Options {
+			if o.ID == b.Option && (out[i] == "" || tok < out[i]) {
+				out[i] = tok
+			}
+		}
+	}
+	fresh = map[string]Button{}
+	for i, o := range d.Options {
+		if out[i] == "" {
+			out[i] = NewToken()
+			fresh[out[i]] = Button{DecisionID: d.ID, Subject: d.Subject, Digest: d.Digest, Option: o.ID}
+		}
+	}
+	return out, fresh
 }
 
 // Store is a bot's JSON state file, rewritten atomically on each change.

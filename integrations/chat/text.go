@@ -99,9 +99,12 @@ func ButtonLabel(o decision.Option) string {
 
 // Texts an admin reads when a button or a note cannot decide.
 const (
-	StaleButtonText  = "This button is no longer valid: its decision is closed or unknown."
-	StaleOptionText  = "This option is not offered any more."
-	StaleNoteText    = "This decision is closed or unknown; your note was not used."
+	StaleButtonText = "This button is no longer valid: its decision is closed or unknown."
+	StaleOptionText = "This option is not offered any more."
+	StaleNoteText   = "This decision is closed or unknown; your note was not used."
+	// ChangedText: what the decision asks changed after its message was
+	// posted (its digest is no longer what the button carries).
+	ChangedText      = "⚠️ This decision changed after it was posted; your answer was not recorded."
 	refusedSlowText  = "ampflow did not answer in time; the message updates if the decision was recorded."
 	refusedOtherText = "ampflow could not record the decision; try again, or use the CLI."
 )

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/ampflow/ampflow/amp/decision"
 	"github.com/ampflow/ampflow/amp/task"
 	"github.com/ampflow/ampflow/config"
 )
@@ -151,12 +152,13 @@ func TestStatusTable(t *testing.T) {
 // decider.
 func TestDeciderIsTokenName(t *testing.T) {
 	h := newHarness(t, false)
-	r := h.do(t, "POST", "/v1/decisions/T-2026-044-d1", adminToken, `{"option":"approve","by":"alice"}`)
+	h.tasks.pending = []decision.Decision{openDecision()}
+	r := h.do(t, "POST", "/v1/decisions/T-2026-044-d1", adminToken, `{"option":"approve","by":"alice","digest":"`+testDigest+`"}`)
 	wantStatus(t, r, http.StatusBadRequest)
 	if len(h.tasks.decides) != 0 {
 		t.Fatalf("a decision naming its own decider reached the task: %+v", h.tasks.decides)
 	}
-	r = h.do(t, "POST", "/v1/decisions/T-2026-044-d1", adminToken, `{"option":"approve"}`)
+	r = h.do(t, "POST", "/v1/decisions/T-2026-044-d1", adminToken, decideBody("approve", "", testDigest))
 	wantStatus(t, r, http.StatusOK)
 	if len(h.tasks.decides) != 1 || h.tasks.decides[0].By != "kircerta" {
 		t.Errorf("decides %+v, want one by the token's name kircerta", h.tasks.decides)
@@ -166,9 +168,9 @@ func TestDeciderIsTokenName(t *testing.T) {
 // TestOpenName checks who an open API acts as when the worker names the
 // local user (as `ampflow dev` does).
 func TestOpenName(t *testing.T) {
-	tasks := &fakeTasks{}
+	tasks := &fakeTasks{pending: []decision.Decision{openDecision()}}
 	ts := httptestServer(t, New(Options{Tasks: tasks, OpenName: "ana"}).Handler())
-	req, err := http.NewRequest("POST", ts.URL+"/v1/decisions/T-2026-044-d1", strings.NewReader(`{"option":"approve"}`))
+	req, err := http.NewRequest("POST", ts.URL+"/v1/decisions/T-2026-044-d1", strings.NewReader(decideBody("approve", "", testDigest)))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -113,6 +113,9 @@ type fakeTasks struct {
 	inboxHook func(n int) // called with the count of Inbox calls so far
 	inboxN    int
 	pending   []decision.Decision
+	// decideErr and decideRes, when set, are what Decide answers.
+	decideErr error
+	decideRes *task.DecideResult
 }
 
 var _ workflows.Tasks = (*fakeTasks)(nil)
@@ -176,6 +179,12 @@ func (f *fakeTasks) Decide(_ context.Context, taskID string, in decision.Answer)
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.decides = append(f.decides, in)
+	if f.decideErr != nil {
+		return task.DecideResult{}, f.decideErr
+	}
+	if f.decideRes != nil {
+		return *f.decideRes, nil
+	}
 	return task.DecideResult{Outcome: decision.Outcome{DecisionID: in.DecisionID, Option: in.Option, By: in.By}, Status: task.StatusDispatched}, nil
 }
 

@@ -4,11 +4,9 @@ import (
 	"fmt"
 	"net/http"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/ampflow/ampflow/amp"
-	"github.com/ampflow/ampflow/amp/decision"
 	"github.com/ampflow/ampflow/amp/task"
 )
 
@@ -23,22 +21,6 @@ type InboxResponse struct {
 	// NextCursor asks for the next page; empty on the last.
 	NextCursor string `json:"next_cursor,omitempty"`
 }
-
-// DecisionsResponse is the answer to GET /v1/decisions.
-type DecisionsResponse struct {
-	Decisions []decision.Decision `json:"decisions"`
-	// NextCursor asks for the next page; empty on the last.
-	NextCursor string `json:"next_cursor,omitempty"`
-}
-
-// DecideRequest is the body of POST /v1/decisions/{id}.
-type DecideRequest struct {
-	Option string `json:"option"`
-	Note   string `json:"note,omitempty"`
-}
-
-// decisionChannel is the DecideInput.Channel of decisions taken here.
-const decisionChannel = "api"
 
 // inbox answers a page of the messages awaiting role, oldest first. With
 // wait it long-polls: it looks again every poll interval until the page
@@ -132,63 +114,4 @@ func parseWait(v string, maxWait time.Duration) (time.Duration, error) {
 		return 0, invalidField("wait", fmt.Sprintf("must be between 0 and %s", task.FormatDuration(maxWait)))
 	}
 	return d, nil
-}
-
-func (s *Server) listDecisions(w http.ResponseWriter, r *http.Request) {
-	p, err := readPage(r.URL.Query(), listDecisions)
-	if err != nil {
-		s.writeError(w, r, err)
-		return
-	}
-	all, err := s.tasks.Pending(r.Context())
-	if err != nil {
-		s.writeError(w, r, err)
-		return
-	}
-	ds, next := cut(all, p, false, func(_ int, d decision.Decision) pageKey {
-		return pageKey{At: d.RaisedAt.UTC(), ID: d.ID}
-	})
-	writeJSON(w, http.StatusOK, DecisionsResponse{Decisions: ds, NextCursor: next})
-}
-
-func (s *Server) decide(w http.ResponseWriter, r *http.Request) {
-	id := r.PathValue("id")
-	taskID, ok := taskOfDecision(id)
-	if !ok {
-		s.writeError(w, r, invalidField("id", fmt.Sprintf("%q is not a decision id T-YYYY-NNN-dN", id)))
-		return
-	}
-	var req DecideRequest
-	if err := s.decodeBody(w, r, &req); err != nil {
-		s.writeError(w, r, err)
-		return
-	}
-	if strings.TrimSpace(req.Option) == "" {
-		s.writeError(w, r, invalidField("option", "is required"))
-		return
-	}
-	c := callerOf(r)
-	res, err := s.tasks.Decide(r.Context(), taskID, decision.Answer{
-		DecisionID: id, Option: req.Option, Note: req.Note, By: c.name, Channel: decisionChannel,
-	})
-	if err != nil {
-		s.writeError(w, r, err)
-		return
-	}
-	s.log.Info("decision taken over HTTP", "task_id", taskID, "decision_id", id, "option", req.Option, "by", c.name)
-	writeJSON(w, http.StatusOK, res)
-}
-
-// taskOfDecision returns the task of a decision id "T-YYYY-NNN-dN":
-// everything before the last "-d".
-func taskOfDecision(id string) (string, bool) {
-	i := strings.LastIndex(id, "-d")
-	if i < 0 {
-		return "", false
-	}
-	n := id[i+2:]
-	if n == "" || strings.Trim(n, "0123456789") != "" || !task.ValidID(id[:i]) {
-		return "", false
-	}
-	return id[:i], true
 }

@@ -7,8 +7,6 @@ import (
 	"time"
 
 	"github.com/ampflow/ampflow/amp"
-	"github.com/ampflow/ampflow/amp/decision"
-	"github.com/ampflow/ampflow/amp/task"
 )
 
 func dispatchMessage() amp.Message {
@@ -106,61 +104,4 @@ func TestInboxLongPoll(t *testing.T) {
 			t.Fatal("the long poll went on after the client left")
 		}
 	})
-}
-
-func TestDecisions(t *testing.T) {
-	h := newHarness(t, false)
-	h.tasks.pending = []decision.Decision{{ID: "T-2026-044-d1", Subject: "T-2026-044", Kind: task.KindPlanApproval}}
-	r := h.do(t, "GET", "/v1/decisions", executorToken, "")
-	wantStatus(t, r, http.StatusOK)
-	var out DecisionsResponse
-	r.decode(t, &out)
-	if len(out.Decisions) != 1 || out.Decisions[0].Kind != task.KindPlanApproval {
-		t.Errorf("decisions %+v", out)
-	}
-
-	r = h.do(t, "POST", "/v1/decisions/T-2026-044-d1", adminToken, `{"option":"approve","note":"fine"}`)
-	wantStatus(t, r, http.StatusOK)
-	want := decision.Answer{DecisionID: "T-2026-044-d1", Option: "approve", Note: "fine", By: "kircerta", Channel: "api"}
-	if h.tasks.calls[len(h.tasks.calls)-1] != "Decide T-2026-044" || h.tasks.decides[0] != want {
-		t.Errorf("calls %v, decide %+v", h.tasks.calls, h.tasks.decides)
-	}
-	var res task.DecideResult
-	r.decode(t, &res)
-	if res.Outcome.Option != "approve" || res.Status != task.StatusDispatched {
-		t.Errorf("result %+v", res)
-	}
-
-	for _, tok := range []string{coordToken, executorToken} {
-		r = h.do(t, "POST", "/v1/decisions/T-2026-044-d1", tok, `{"option":"approve"}`)
-		wantStatus(t, r, http.StatusForbidden)
-	}
-	if len(h.tasks.decides) != 1 {
-		t.Errorf("a non-admin's decision reached the task")
-	}
-
-	r = h.do(t, "POST", "/v1/decisions/T-2026-044", adminToken, `{"option":"approve"}`)
-	wantStatus(t, r, http.StatusBadRequest)
-	r = h.do(t, "POST", "/v1/decisions/T-2026-044-d1", adminToken, `{}`)
-	wantStatus(t, r, http.StatusBadRequest)
-
-	h.tasks.err = task.Errorf(task.CodeConflict, "decision T-2026-044-d1 was taken already")
-	r = h.do(t, "POST", "/v1/decisions/T-2026-044-d1", adminToken, `{"option":"approve"}`)
-	wantStatus(t, r, http.StatusConflict)
-}
-
-func TestTaskOfDecision(t *testing.T) {
-	for id, want := range map[string]string{
-		"T-2026-044-d1":   "T-2026-044",
-		"T-2026-1044-d12": "T-2026-1044",
-		"T-2026-044":      "",
-		"T-2026-044-d":    "",
-		"T-2026-044-dx":   "",
-		"X-d1":            "",
-	} {
-		got, ok := taskOfDecision(id)
-		if got != want || ok != (want != "") {
-			t.Errorf("taskOfDecision(%q) = %q, %v; want %q", id, got, ok, want)
-		}
-	}
 }

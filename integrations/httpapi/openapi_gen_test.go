@@ -180,24 +180,33 @@ func apiSchemas() (map[string]obj, map[string]any) {
 		"next_cursor": str("Pass as cursor to read the next page; absent on the last page."),
 	}))
 	add("DecisionsResponse", DecisionsResponse{}, object(DecisionsResponse{}, "The decisions waiting for an admin.", obj{
-		"decisions":   array(ref("Decision"), "At most one per task and at most limit, oldest first (by raised_at, then id)."),
+		"decisions":   array(ref("Decision"), "Every open decision of every workflow, at most limit, oldest first (by raised_at, then id)."),
 		"next_cursor": str("Pass as cursor to read the next page; absent on the last page."),
 	}))
 	add("DecideRequest", DecideRequest{}, object(DecideRequest{}, "An admin's choice on a pending decision.", obj{
 		"option": str("The id of one of the decision's options."),
 		"note":   str("Why; required when the option has note_required."),
+		"digest": obj{"type": "string", "pattern": "^[0-9a-fA-F]{64}$",
+			"description": "The digest of the decision as the admin was shown it (GET /v1/decisions). Required whenever the decision has one (400 naming digest): when what is being approved has changed since, the answer is refused with 409 stale_decision and nothing changes."},
 	}))
-	add("DecideResult", task.DecideResult{}, object(task.DecideResult{}, "How the decision was taken.", obj{
-		"outcome": ref("Outcome"),
-		"status":  ref("Status"),
+	add("DecideResult", task.DecideResult{}, object(task.DecideResult{}, "How the answer was taken: outcome when it closed the decision; decision and progress when it was an approval counted towards a quorum not yet reached, the decision still open.", obj{
+		"outcome":  ref("Outcome"),
+		"decision": ref("Decision"),
+		"progress": ref("Progress"),
+		"status":   ref("Status"),
+	}))
+	add("Progress", decision.Progress{}, object(decision.Progress{}, `How far a quorum has come: "1 of 2 approvals: ops".`, obj{
+		"given":    integer("Distinct admins who approved so far."),
+		"required": integer("Approvals the decision needs."),
+		"by":       array(obj{"type": "string"}, "Who approved, in order."),
 	}))
 	add("Outcome", decision.Outcome{}, object(decision.Outcome{}, "A decision taken.", obj{
-		"decision_id": str("The decision's id, T-YYYY-NNN-dN."),
+		"decision_id": str("The decision's id: its subject's id, -d and a number (T-YYYY-NNN-dN for a task)."),
 		"kind":        ref("DecisionKind"),
 		"option":      str("The option chosen."),
 		"note":        str("The admin's note."),
-		"by":          str("Who decided (a token's name)."),
-		"channel":     str("Where: cli, api, slack or telegram."),
+		"by":          str("Who decided: a token's name, slack:<id> or telegram:<id>; ampflow when the workflow withdrew the decision or it expired."),
+		"channel":     str("Where: cli, api, slack, telegram or dashboard; system for a withdrawal, expiry when nobody answered in time (the option is then the decision's on_expiry)."),
 		"at":          dateTime("When."),
 		"subject":     str("The id of the workflow the decision belongs to (a task id)."),
 		"digest":      str("The SHA-256 (hex) of what was approved or refused."),
@@ -219,7 +228,7 @@ func apiSchemas() (map[string]obj, map[string]any) {
 		"note_required": boolean("The choice needs a note."),
 	}))
 	add("Decision", decision.Decision{}, object(decision.Decision{}, "A gate waiting for an admin.", obj{
-		"id":           str("The decision's id, T-YYYY-NNN-dN; the {id} of POST /v1/decisions/{id}."),
+		"id":           str("The decision's id, unique across workflows: its subject's id, -d and a number (T-YYYY-NNN-dN for a task); the {id} of POST /v1/decisions/{id}."),
 		"subject":      str("The id of the workflow the decision belongs to: a task id, later a gate or lease id. Answers are routed to it."),
 		"kind":         ref("DecisionKind"),
 		"prompt":       str("The question."),
@@ -360,6 +369,8 @@ type op struct {
 	answer obj
 	// errs are the error statuses beyond those of every route.
 	errs []int
+	// errText says more than statusText about some of errs on this route.
+	errText map[int]string
 }
 
 var (
@@ -404,11 +415,20 @@ func ops() []op {
 				limitParam, cursorParam,
 			}, status: 200, answer: ref("InboxResponse"), errs: []int{400}},
 		{pattern: "GET /v1/decisions", summary: "Decisions waiting for an admin", params: []obj{limitParam, cursorParam}, status: 200, answer: ref("DecisionsResponse"), errs: []int{400}},
-		{pattern: "POST /v1/decisions/{id}", summary: "Decide", description: "Token role: admin. The token's name is recorded as who decided.",
-			params: []obj{{"name": "id", "in": "path", "required": true, "schema": obj{"type": "string", "pattern": "^T-[0-9]{4}-[0-9]{3,}-d[0-9]+$"}, "description": "The decision id, T-YYYY-NNN-dN."}},
-			body:   ref("DecideRequest"), status: 200, answer: ref("DecideResult"), errs: []int{400, 403, 404, 409, 413, 415}},
+		{pattern: "POST /v1/decisions/{id}", summary: "Decide", description: decideDescription,
+			params: []obj{{"name": "id", "in": "path", "required": true, "schema": obj{"type": "string", "maxLength": maxDecisionID}, "description": "The decision's id as GET /v1/decisions lists it (its subject's id, -d and a number)."}},
+			body:   ref("DecideRequest"), status: 200, answer: ref("DecideResult"), errs: []int{400, 403, 404, 409, 413, 415},
+			errText: map[int]string{
+				404: "No open decision has this id, nor a closed one the SSOT knows (code not_found).",
+				409: "Refused by the decision's workflow; nothing changed. stale_decision: the id is no longer the open decision of its subject, or the digest is not the decision's (what is being approved changed): read GET /v1/decisions again. decided: the decision was answered already; the message says by whom, on which channel and when. Also unexpected or task_ended, as for every task.",
+			}},
 	}
 }
+
+const decideDescription = "Token role: admin. The token's name is recorded as who decided. " +
+	"The answer goes to the decision's subject (the workflow that raised it) and must carry the digest the admin was shown. " +
+	"An answer that closes the decision answers its outcome; an approval that a quorum still needs more of answers the open decision and its progress (\"1 of 2 approvals: ops\"). " +
+	"Each decision is answered once: any later answer, on any channel, is refused with 409 decided."
 
 const messagesDescription = "Takes the short form {type, task_id, payload} (MessageRequest) with the envelope built by the server, " +
 	"a whole AMP/1.0 envelope, or a whole ACK record. The sender (from) must be the token's role. " +
@@ -423,7 +443,7 @@ var statusText = map[int]string{
 	401: "No valid bearer token (code unauthenticated).",
 	403: "The token's role may not do this, or a cross-site Origin (code forbidden).",
 	404: "No such task, record or decision (code not_found).",
-	409: "Refused by the task's state: conflict (already decided, msg_id reused, task id taken), unexpected (not what the task expects now; the message says what it does) or task_ended (the task is done or terminated; the message names which).",
+	409: "Refused by the task's state: conflict (msg_id reused, task id taken), stale_decision and decided (see POST /v1/decisions/{id}), unexpected (not what the task expects now; the message says what it does) or task_ended (the task is done or terminated; the message names which).",
 	413: "The body is too large (code too_large).",
 	415: "A body that is not application/json (code unsupported_media_type).",
 	421: "With no tokens configured, a Host that is not loopback (code misdirected_request).",
@@ -483,6 +503,9 @@ func openAPIDocument() (obj, error) {
 		errs = append(errs, 421, 500, 503)
 		for _, st := range errs {
 			resp[fmt.Sprint(st)] = errorResponse(st)
+			if text, ok := o.errText[st]; ok {
+				resp[fmt.Sprint(st)].(obj)["description"] = text
+			}
 		}
 		operation := obj{
 			"operationId": operationID(method, path),

@@ -42,6 +42,9 @@ type Options struct {
 	// Store serves history and records and keeps refused messages. Nil
 	// answers those reads with 503 and logs refusals with slog only.
 	Store Store
+	// Decisions finds the decision an answer is for, and so the subject it
+	// goes to; nil looks among Tasks.Pending, then in Store.
+	Decisions DecisionLookup
 	// Tokens are the accepted bearer tokens. None makes the API open:
 	// bind it to loopback (see LoopbackOnly).
 	Tokens []config.AuthToken
@@ -77,9 +80,11 @@ const IdleTimeout = 2 * time.Minute
 
 // Server serves the HTTP API. Build it with New.
 type Server struct {
-	tasks  workflows.Tasks
-	store  Store
-	tokens []token
+	tasks workflows.Tasks
+	store Store
+	// decisions routes answers to their decisions' subjects.
+	decisions DecisionLookup
+	tokens    []token
 	// openName is who requests act as when there are no tokens.
 	openName string
 	log      *slog.Logger
@@ -115,6 +120,9 @@ func New(o Options) *Server {
 		writeTO: o.WriteTimeout,
 		mux:     http.NewServeMux(),
 		mounted: map[string]bool{},
+	}
+	if s.decisions = o.Decisions; s.decisions == nil {
+		s.decisions = listedDecisions{tasks: o.Tasks, store: o.Store}
 	}
 	if s.openName = o.OpenName; s.openName == "" {
 		s.openName = OpenName

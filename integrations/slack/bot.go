@@ -120,7 +120,7 @@ func New(cfg config.Slack, dec Decider, log *slog.Logger, stateDir string, opts 
 	}
 	b.core = &chat.Core[msgRef, *stateData]{
 		Channel: Channel, Platform: "Slack", By: config.SlackAdmin,
-		Admins: chat.AdminSet(cfg.Admins), Store: st, Poster: poster{b}, Decider: dec,
+		Admins: chat.AdminSet(cfg.Admins), Escalation: cfg.AdminsEscalation, Store: st, Poster: poster{b}, Decider: dec,
 		Log: b.log, Now: b.now,
 		DecideTimeout: 20 * time.Second, // a click's Decide call
 	}

@@ -58,7 +58,7 @@ func (b *Bot) interaction(cb slackapi.InteractionCallback) (ack any, work func(c
 
 // click takes one button press. The platform has been acknowledged.
 func (b *Bot) click(ctx context.Context, user, channel, triggerID, token string) {
-	if !b.core.IsAdmin(user) {
+	if !b.core.MayDecide(user, token) {
 		b.log.Warn("click refused: not an admin", "user", user, "channel", channel)
 		b.tell(ctx, channel, user, b.core.NotAdminText(user))
 		return
@@ -89,7 +89,7 @@ func (b *Bot) submitNote(ctx context.Context, user, token, note string) {
 	if len(p.Messages) > 0 {
 		channel = p.Messages[0].Channel
 	}
-	if !b.core.IsAdmin(user) {
+	if !b.core.MayDecide(user, token) {
 		b.log.Warn("note refused: not an admin", "user", user)
 		b.tell(ctx, channel, user, b.core.NotAdminText(user))
 		return

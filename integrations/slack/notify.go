@@ -8,6 +8,7 @@ import (
 	"github.com/ampflow/ampflow/activities"
 	"github.com/ampflow/ampflow/amp"
 	"github.com/ampflow/ampflow/amp/decision"
+	"github.com/ampflow/ampflow/integrations/chat"
 )
 
 // Notify implements activities.Notifier. It is safe to retry: what was
@@ -30,13 +31,22 @@ func (p poster) post(ctx context.Context, opts ...slackapi.MsgOption) (channel, 
 
 // PostDecision, EditClosed, PostEscalation and PostStatus implement
 // chat.Poster.
-func (p poster) PostDecision(ctx context.Context, d decision.Decision, tokens []string) (msgRef, error) {
-	channel, ts, err := p.post(ctx, slackapi.MsgOptionBlocks(RenderDecision(d, tokens)...), slackapi.MsgOptionText(DecisionText(d), false))
+func (p poster) PostDecision(ctx context.Context, d decision.Decision, tokens []string, how chat.Post) (msgRef, error) {
+	channel, ts, err := p.post(ctx, slackapi.MsgOptionBlocks(RenderPost(d, tokens, how)...), slackapi.MsgOptionText(PostText(d, how), false))
 	if err != nil {
 		return msgRef{}, err
 	}
-	p.log.Info("decision posted", "decision", d.ID, "task", d.Subject, "channel", channel, "ts", ts)
+	p.log.Info("decision posted", "decision", d.ID, "subject", d.Subject, "channel", channel, "ts", ts, "reminder", how.Reminder, "escalated", how.Escalated)
 	return msgRef{Channel: channel, TS: ts}, nil
+}
+
+func (p poster) EditOpen(ctx context.Context, ref msgRef, d decision.Decision, tokens []string, how chat.Post) error {
+	return p.call(ctx, "chat.update", func() error {
+		_, _, _, err := p.api.UpdateMessageContext(ctx, ref.Channel, ref.TS,
+			slackapi.MsgOptionBlocks(RenderPost(d, tokens, how)...),
+			slackapi.MsgOptionText(PostText(d, how), false))
+		return err
+	})
 }
 
 func (p poster) EditClosed(ctx context.Context, ref msgRef, d decision.Decision, o decision.Outcome) error {

@@ -37,7 +37,26 @@ func section(s string) slackapi.Block { return slackapi.NewSectionBlock(mrkdwn(s
 // is the button value of d.Options[i]; a missing token leaves the option
 // out, so nothing unrecorded can be clicked.
 func RenderDecision(d decision.Decision, tokens []string) []slackapi.Block {
-	blocks := decisionBody(d, "Decision")
+	return RenderPost(d, tokens, chat.Post{})
+}
+
+// RenderPost is RenderDecision for a decision posted again: marked as a
+// reminder, or as escalated with the escalation group mentioned.
+func RenderPost(d decision.Decision, tokens []string, how chat.Post) []slackapi.Block {
+	state := "Decision"
+	switch {
+	case how.Escalated:
+		state = "Escalated"
+	case how.Reminder:
+		state = "Reminder"
+	}
+	blocks := decisionBody(d, state)
+	if line := postLine(d, how); line != "" {
+		blocks = append(blocks[:1], append([]slackapi.Block{section(line)}, blocks[1:]...)...)
+	}
+	if d.Required > 1 || len(d.Approvals) > 0 {
+		blocks = append(blocks, section("🗳️ "+esc(d.Progress().String())))
+	}
 	var buttons []slackapi.BlockElement
 	for i, o := range d.Options {
 		if i >= len(tokens) || tokens[i] == "" {
@@ -58,14 +77,40 @@ func RenderDecision(d decision.Decision, tokens []string) []slackapi.Block {
 	return append(blocks, footer(d))
 }
 
+// postLine says why a decision is posted again, and calls the escalation
+// group by name.
+func postLine(d decision.Decision, how chat.Post) string {
+	switch {
+	case how.Escalated:
+		line := "🚨 *Escalated*: nobody answered"
+		if !d.RaisedAt.IsZero() {
+			line += " since " + chat.Stamp(d.RaisedAt)
+		}
+		if len(how.Mention) > 0 {
+			ids := make([]string, len(how.Mention))
+			for i, u := range how.Mention {
+				ids[i] = "<@" + esc(u) + ">"
+			}
+			line += ". " + strings.Join(ids, " ") + ": you may decide it now."
+		}
+		return line
+	case how.Reminder:
+		return "⏰ *Reminder*: this decision is still waiting for an answer."
+	}
+	return ""
+}
+
 // RenderClosed renders a decided decision: the same body without buttons,
 // and who decided what, where and when.
 func RenderClosed(d decision.Decision, o decision.Outcome) []slackapi.Block {
 	blocks := decisionBody(d, "Decided")
 	var line string
-	if o.Option == decision.OptWithdrawn {
+	switch {
+	case o.Option == decision.OptWithdrawn:
 		line = "➖ *Withdrawn*: no longer needed"
-	} else {
+	case o.Channel == decision.ChannelExpiry:
+		line = fmt.Sprintf("⌛ *Expired*: nobody answered in time; *%s* applied by %s", esc(chat.OptionLabel(d, o.Option)), who(o.By))
+	default:
 		line = fmt.Sprintf("%s *%s* by %s via %s", chat.OutcomeMark(o.Option), esc(chat.OptionLabel(d, o.Option)), who(o.By), esc(o.Channel))
 	}
 	line += "\n" + chat.Stamp(o.At)
@@ -80,6 +125,22 @@ func RenderClosed(d decision.Decision, o decision.Outcome) []slackapi.Block {
 // where blocks are not (push notifications).
 func DecisionText(d decision.Decision) string {
 	return fmt.Sprintf("%s on %s: %s", chat.KindTitle(d.Kind), d.Subject, chat.Clip(d.Prompt, 120))
+}
+
+// PostText is DecisionText for a decision posted again; an escalation
+// mentions its group, so their clients notify them.
+func PostText(d decision.Decision, how chat.Post) string {
+	switch {
+	case how.Escalated:
+		s := "Escalated: " + DecisionText(d)
+		for _, u := range how.Mention {
+			s += " <@" + esc(u) + ">"
+		}
+		return s
+	case how.Reminder:
+		return "Reminder: " + DecisionText(d)
+	}
+	return DecisionText(d)
 }
 
 // ClosedText is the notification text of a decided decision.
@@ -147,6 +208,9 @@ func footer(d decision.Decision) slackapi.Block {
 	s := "`" + esc(d.ID) + "`"
 	if !d.RaisedAt.IsZero() {
 		s += " · raised " + chat.Stamp(d.RaisedAt)
+	}
+	if !d.ExpiresAt.IsZero() {
+		s += " · expires " + chat.Stamp(d.ExpiresAt)
 	}
 	return slackapi.NewContextBlock("", mrkdwn(s))
 }

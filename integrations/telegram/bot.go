@@ -103,7 +103,7 @@ func New(cfg config.Telegram, dec Decider, log *slog.Logger, stateDir string, op
 	}
 	b.core = &chat.Core[msgRef, *stateData]{
 		Channel: Channel, Platform: "Telegram", By: config.TelegramAdmin,
-		Admins: chat.AdminSet(cfg.Admins), Store: st, Poster: poster{b}, Decider: dec,
+		Admins: chat.AdminSet(cfg.Admins), Escalation: cfg.AdminsEscalation, Store: st, Poster: poster{b}, Decider: dec,
 		Log: b.log, Now: b.now,
 		// Decide runs while a callback query waits for its answer, which
 		// must come in time.
@@ -145,6 +145,12 @@ func chatID(s string) any {
 
 // isAdmin reports whether a Telegram user may decide; 0 is no user.
 func (b *Bot) isAdmin(userID string) bool { return userID != "0" && b.core.IsAdmin(userID) }
+
+// mayDecide reports whether userID may press the button token: see
+// chat.Core.MayDecide.
+func (b *Bot) mayDecide(userID, token string) bool {
+	return userID != "0" && b.core.MayDecide(userID, token)
+}
 
 // call runs one Bot API call, waiting out a 429 for the retry_after
 // Telegram names, a bounded number of times.

@@ -40,7 +40,7 @@ func (b *Bot) onCallback(ctx context.Context, q *models.CallbackQuery) {
 	ans := &tgbot.AnswerCallbackQueryParams{CallbackQueryID: q.ID}
 	defer b.answer(ctx, ans)
 	user := strconv.FormatInt(q.From.ID, 10)
-	if !b.isAdmin(user) {
+	if !b.mayDecide(user, q.Data) {
 		b.log.Warn("click refused: not an admin", "user", user)
 		ans.Text, ans.ShowAlert = b.core.NotAdminText(user), true
 		return
@@ -102,7 +102,7 @@ func (b *Bot) onReply(ctx context.Context, m *models.Message) {
 		return
 	}
 	user := strconv.FormatInt(m.From.ID, 10)
-	if user != req.UserID || !b.isAdmin(user) {
+	if user != req.UserID || !b.mayDecide(user, req.Token) {
 		b.log.Warn("note reply ignored: not from the admin asked", "user", user, "asked", req.UserID)
 		return
 	}

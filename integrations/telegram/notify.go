@@ -9,6 +9,7 @@ import (
 	"github.com/ampflow/ampflow/activities"
 	"github.com/ampflow/ampflow/amp"
 	"github.com/ampflow/ampflow/amp/decision"
+	"github.com/ampflow/ampflow/integrations/chat"
 )
 
 // Notify implements activities.Notifier. It is safe to retry: what was
@@ -44,17 +45,21 @@ type poster struct{ *Bot }
 
 // PostDecision, EditClosed, PostEscalation and PostStatus implement
 // chat.Poster.
-func (p poster) PostDecision(ctx context.Context, d decision.Decision, tokens []string) (msgRef, error) {
-	sent, err := p.send(ctx, RenderDecision(d, tokens), nil, nil)
+func (p poster) PostDecision(ctx context.Context, d decision.Decision, tokens []string, how chat.Post) (msgRef, error) {
+	sent, err := p.send(ctx, RenderPost(d, tokens, how), nil, nil)
 	if err != nil {
 		return msgRef{}, err
 	}
-	p.log.Info("decision posted", "decision", d.ID, "task", d.Subject, "chat", sent.Chat.ID, "message", sent.ID)
+	p.log.Info("decision posted", "decision", d.ID, "subject", d.Subject, "chat", sent.Chat.ID, "message", sent.ID, "reminder", how.Reminder, "escalated", how.Escalated)
 	return msgRef{ChatID: sent.Chat.ID, MessageID: sent.ID}, nil
 }
 
-func (p poster) EditClosed(ctx context.Context, ref msgRef, d decision.Decision, o decision.Outcome) error {
-	m := RenderClosed(d, o)
+func (p poster) EditOpen(ctx context.Context, ref msgRef, d decision.Decision, tokens []string, how chat.Post) error {
+	return p.edit(ctx, ref, RenderPost(d, tokens, how))
+}
+
+// edit replaces the text and buttons of a posted message.
+func (p poster) edit(ctx context.Context, ref msgRef, m Message) error {
 	return p.call(ctx, "editMessageText", func() error {
 		_, err := p.api.EditMessageText(ctx, &tgbot.EditMessageTextParams{
 			ChatID: ref.ChatID, MessageID: ref.MessageID, Text: m.Text, ParseMode: ParseMode,
@@ -63,6 +68,10 @@ func (p poster) EditClosed(ctx context.Context, ref msgRef, d decision.Decision,
 		})
 		return err
 	})
+}
+
+func (p poster) EditClosed(ctx context.Context, ref msgRef, d decision.Decision, o decision.Outcome) error {
+	return p.edit(ctx, ref, RenderClosed(d, o))
 }
 
 func (p poster) PostEscalation(ctx context.Context, m amp.Message) error {

@@ -40,6 +40,12 @@ func esc(s string) string { return html.EscapeString(s) }
 // tokens[i] is the callback data of d.Options[i]; an option without a
 // token gets no button.
 func RenderDecision(d decision.Decision, tokens []string) Message {
+	return RenderPost(d, tokens, chat.Post{})
+}
+
+// RenderPost is RenderDecision for a decision posted again: marked as a
+// reminder, or as escalated with the escalation group mentioned.
+func RenderPost(d decision.Decision, tokens []string, how chat.Post) Message {
 	var rows [][]models.InlineKeyboardButton
 	for i, o := range d.Options {
 		if i >= len(tokens) || tokens[i] == "" {
@@ -47,20 +53,60 @@ func RenderDecision(d decision.Decision, tokens []string) Message {
 		}
 		rows = append(rows, []models.InlineKeyboardButton{{Text: chat.ButtonLabel(o), CallbackData: tokens[i]}})
 	}
-	m := Message{Text: decisionBody(d, "Decision") + "\n\n" + footer(d)}
+	state := "Decision"
+	switch {
+	case how.Escalated:
+		state = "Escalated"
+	case how.Reminder:
+		state = "Reminder"
+	}
+	text := decisionBody(d, state)
+	if line := postLine(d, how); line != "" {
+		text = line + "\n\n" + text
+	}
+	if d.Required > 1 || len(d.Approvals) > 0 {
+		text += "\n\n🗳️ " + esc(d.Progress().String())
+	}
+	m := Message{Text: text + "\n\n" + footer(d)}
 	if len(rows) > 0 {
 		m.Keyboard = &models.InlineKeyboardMarkup{InlineKeyboard: rows}
 	}
 	return m
 }
 
+// postLine says why a decision is posted again, and calls the escalation
+// group: a mention by user id notifies them.
+func postLine(d decision.Decision, how chat.Post) string {
+	switch {
+	case how.Escalated:
+		line := "🚨 <b>Escalated</b>: nobody answered"
+		if !d.RaisedAt.IsZero() {
+			line += " since " + chat.Stamp(d.RaisedAt)
+		}
+		if len(how.Mention) > 0 {
+			names := make([]string, len(how.Mention))
+			for i, u := range how.Mention {
+				names[i] = fmt.Sprintf(`<a href="tg://user?id=%s">%s</a>`, esc(u), esc(u))
+			}
+			line += ". " + strings.Join(names, " ") + ": you may decide it now."
+		}
+		return line
+	case how.Reminder:
+		return "⏰ <b>Reminder</b>: this decision is still waiting for an answer."
+	}
+	return ""
+}
+
 // RenderClosed renders a decided decision: the same body, who decided
 // what, where and when, and an empty keyboard that removes the buttons.
 func RenderClosed(d decision.Decision, o decision.Outcome) Message {
 	var line string
-	if o.Option == decision.OptWithdrawn {
+	switch {
+	case o.Option == decision.OptWithdrawn:
 		line = "➖ <b>Withdrawn</b>: no longer needed"
-	} else {
+	case o.Channel == decision.ChannelExpiry:
+		line = fmt.Sprintf("⌛ <b>Expired</b>: nobody answered in time; <b>%s</b> applied by <code>%s</code>", esc(chat.OptionLabel(d, o.Option)), esc(o.By))
+	default:
 		line = fmt.Sprintf("%s <b>%s</b> by <code>%s</code> via %s", chat.OutcomeMark(o.Option), esc(chat.OptionLabel(d, o.Option)), esc(o.By), esc(o.Channel))
 	}
 	line += "\n" + chat.Stamp(o.At)
@@ -130,6 +176,9 @@ func footer(d decision.Decision) string {
 	s := "<code>" + esc(d.ID) + "</code>"
 	if !d.RaisedAt.IsZero() {
 		s += " · raised " + chat.Stamp(d.RaisedAt)
+	}
+	if !d.ExpiresAt.IsZero() {
+		s += " · expires " + chat.Stamp(d.ExpiresAt)
 	}
 	return s
 }

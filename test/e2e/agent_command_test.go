@@ -76,6 +76,6 @@ func TestCommandAgentFailureDecision(t *testing.T) {
 		t.Errorf("the agent ran in %q, want the task's repository %s", cwd, repo)
 	}
 
-	api.decide(d.ID, task.OptTerminate)
+	api.decide(d, task.OptTerminate)
 	api.waitFor(id, "terminated", 60*time.Second, func(st task.State) bool { return st.Status == task.StatusTerminated })
 }

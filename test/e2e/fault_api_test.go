@@ -202,7 +202,7 @@ func duplicateSends(t *testing.T, p *devProc, dataDir string) {
 	plan := lowRiskPlan(a.repo)
 	plan.RiskLevel = amp.RiskHigh
 	api.startTask(id, plan)
-	api.decide(api.pending(id, task.KindPlanApproval).ID, decision.OptApprove)
+	api.decide(api.pending(id, task.KindPlanApproval), decision.OptApprove)
 	d := api.outboxMsg(id, amp.TypeTaskDispatch)
 
 	type reused struct {
@@ -263,7 +263,7 @@ func duplicateSends(t *testing.T, p *devProc, dataDir string) {
 		}
 	})
 
-	api.decide(api.pending(id, task.KindFinalApproval).ID, decision.OptApprove)
+	api.decide(api.pending(id, task.KindFinalApproval), decision.OptApprove)
 	st := api.done(id, 60*time.Second)
 	want := lifecycleRecords()
 	want["escalation"] = 1

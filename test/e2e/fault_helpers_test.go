@@ -166,11 +166,12 @@ func (c *faultAPI) pending(id string, kind decision.Kind) decision.Decision {
 	return *st.Pending
 }
 
-func (c *faultAPI) decide(decisionID, option string) {
+// decide answers d with option and the digest d was read with.
+func (c *faultAPI) decide(d decision.Decision, option string) {
 	c.t.Helper()
-	body := httpapi.DecideRequest{Option: option}
-	if code, resp := c.call("POST", "/v1/decisions/"+decisionID, body, nil); code != http.StatusOK {
-		c.t.Fatalf("deciding %s: %d %s", decisionID, code, resp)
+	body := httpapi.DecideRequest{Option: option, Digest: d.Digest}
+	if code, resp := c.call("POST", "/v1/decisions/"+d.ID, body, nil); code != http.StatusOK {
+		c.t.Fatalf("deciding %s: %d %s", d.ID, code, resp)
 	}
 }
 

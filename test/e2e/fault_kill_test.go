@@ -72,7 +72,7 @@ func TestFaultKill9AtEachPoint(t *testing.T) {
 	api := newFaultAPI(t, p)
 
 	approve := func(c *killCase) {
-		api.decide(api.pending(c.id, task.KindPlanApproval).ID, decision.OptApprove)
+		api.decide(api.pending(c.id, task.KindPlanApproval), decision.OptApprove)
 		c.dispatch = api.outboxMsg(c.id, amp.TypeTaskDispatch)
 	}
 	ack := func(c *killCase, m amp.Message) {
@@ -159,10 +159,11 @@ func TestFaultKill9AtEachPoint(t *testing.T) {
 			c.decision = api.pending(c.id, task.KindPlanApproval).ID
 		},
 		after: func(c *killCase) {
-			if d := api.pending(c.id, task.KindPlanApproval); d.ID != c.decision {
+			d := api.pending(c.id, task.KindPlanApproval)
+			if d.ID != c.decision {
 				t.Errorf("%s: open decision %s after the restart, want %s", c.name, d.ID, c.decision)
 			}
-			api.decide(c.decision, decision.OptApprove)
+			api.decide(d, decision.OptApprove)
 			c.dispatch = api.outboxMsg(c.id, amp.TypeTaskDispatch)
 			ack(c, c.dispatch)
 			send(c, result(c))

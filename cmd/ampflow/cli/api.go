@@ -132,8 +132,10 @@ func (c *apiClient) Ack(ctx context.Context, msgID string, as amp.Role) (task.Su
 }
 
 // Decide takes in.DecisionID, or whatever decision is pending when it is
-// empty. The server decides as the token's name; in.By and in.Channel
-// are not sent.
+// empty (with its digest, unless in.Digest pins one). The server routes
+// the answer by the decision's subject and decides as the token's name;
+// taskID only finds the pending decision, and in.By and in.Channel are
+// not sent.
 func (c *apiClient) Decide(ctx context.Context, taskID string, in decision.Answer) (task.DecideResult, error) {
 	id := in.DecisionID
 	if id == "" {
@@ -145,8 +147,11 @@ func (c *apiClient) Decide(ctx context.Context, taskID string, in decision.Answe
 			return task.DecideResult{}, task.Errorf(task.CodeUnexpected, "task %s has no pending decision (status %s)", taskID, st.Status)
 		}
 		id = st.Pending.ID
+		if in.Digest == "" {
+			in.Digest = st.Pending.Digest
+		}
 	}
-	body := map[string]string{"option": in.Option}
+	body := map[string]string{"option": in.Option, "digest": in.Digest}
 	if in.Note != "" {
 		body["note"] = in.Note
 	}

@@ -47,7 +47,7 @@ func TestAPIClientMethods(t *testing.T) {
 	ctx := context.Background()
 	plan := readTestPlan(t)
 	pending := &decision.Decision{ID: "T-2026-003-d1", Subject: "T-2026-003", Kind: task.KindPlanApproval,
-		Options: []decision.Option{{ID: "approve"}}}
+		Options: []decision.Option{{ID: "approve"}}, Digest: digestA}
 
 	t.Run("StartWithKey", func(t *testing.T) {
 		f := &fakeTasks{}
@@ -88,14 +88,14 @@ func TestAPIClientMethods(t *testing.T) {
 		}
 	})
 	t.Run("Decide", func(t *testing.T) {
-		f := &fakeTasks{states: []task.State{{Status: task.StatusAwaitingApproval, Pending: pending}}}
+		f := &fakeTasks{states: []task.State{{Status: task.StatusAwaitingApproval, Pending: pending}}, pending: []decision.Decision{*pending}}
 		c := serveAPI(t, f, nil, "")
 		res, err := c.Decide(ctx, "T-2026-003", decision.Answer{Option: "approve", Note: "ok", By: "mallory"})
 		if err != nil || res.Status != task.StatusDispatched {
 			t.Fatalf("Decide = %+v, %v", res, err)
 		}
 		// The API decides as its caller, never as a name the client sends.
-		if d := f.decided[0]; d.DecisionID != "T-2026-003-d1" || d.Option != "approve" || d.Note != "ok" || d.By != "ana" || d.Channel != "api" {
+		if d := f.decided[0]; d.DecisionID != "T-2026-003-d1" || d.Option != "approve" || d.Note != "ok" || d.By != "ana" || d.Channel != "api" || d.Digest != digestA {
 			t.Errorf("decided %+v", d)
 		}
 	})

@@ -45,6 +45,8 @@ type fakeTasks struct {
 	ackRes  task.SubmitResult
 	decided []decision.Answer
 	decErr  error
+	// decRes, when set, is what Decide answers.
+	decRes *task.DecideResult
 
 	cancelled []task.CancelInput
 	replanned []task.ReplanInput
@@ -100,6 +102,9 @@ func (f *fakeTasks) Ack(_ context.Context, msgID string, as amp.Role) (task.Subm
 func (f *fakeTasks) Decide(_ context.Context, taskID string, in decision.Answer) (task.DecideResult, error) {
 	f.call("Decide %s", taskID)
 	f.decided = append(f.decided, in)
+	if f.decRes != nil {
+		return *f.decRes, f.decErr
+	}
 	// The API decides as its caller; "ana" stands for the token's name.
 	return task.DecideResult{Outcome: decision.Outcome{DecisionID: in.DecisionID, Option: in.Option, By: "ana", Channel: in.Channel},
 		Status: task.StatusDispatched}, f.decErr

@@ -14,7 +14,7 @@ import (
 
 func approvalPending() task.State {
 	return task.State{Status: task.StatusAwaitingApproval, Pending: &decision.Decision{
-		ID: "plan_approval-1", Kind: task.KindPlanApproval, Prompt: "Approve the plan?",
+		ID: "plan_approval-1", Subject: "T-2026-003", Kind: task.KindPlanApproval, Prompt: "Approve the plan?", Digest: strings.Repeat("a1", 32),
 		Options: []decision.Option{{ID: "approve"}, {ID: "reject", NoteRequired: true}},
 	}}
 }

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -61,8 +62,16 @@ func Closed(d decision.Decision, o decision.Outcome) activities.NotifyInput {
 	return activities.NotifyInput{TaskID: d.Subject, Event: activities.NoticeDecisionClosed, Status: task.StatusDispatched, Decision: &d, Outcome: &o}
 }
 
+// Notice is the notice ev about d: progress, reminder or escalated.
+func Notice(ev activities.NotifyEvent, d decision.Decision) activities.NotifyInput {
+	return activities.NotifyInput{TaskID: d.Subject, Event: ev, Status: task.StatusAwaitingApproval, Decision: &d}
+}
+
 // Decider fakes the workflows: the first decision on an id wins, later
-// ones are refused the way the workflow refuses them.
+// ones are refused the way the workflow refuses them. A decision listed
+// in PendingDecisions is answered by its rules: an answer must carry its
+// digest, and where it requires more than one approval, approvals are
+// counted (once per admin) until the quorum is reached.
 type Decider struct {
 	// PendingDecisions is what Pending answers.
 	PendingDecisions []decision.Decision
@@ -73,7 +82,7 @@ type Decider struct {
 }
 
 // Decide records in and decides, unless the decision was taken before.
-func (f *Decider) Decide(_ context.Context, taskID string, in decision.Answer) (task.DecideResult, error) {
+func (f *Decider) Decide(_ context.Context, subject string, in decision.Answer) (task.DecideResult, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.in = append(f.in, in)
@@ -81,12 +90,52 @@ func (f *Decider) Decide(_ context.Context, taskID string, in decision.Answer) (
 		f.decided = map[string]decision.Outcome{}
 	}
 	if o, ok := f.decided[in.DecisionID]; ok {
-		return task.DecideResult{}, &task.Error{Code: task.CodeConflict, Message: fmt.Sprintf(
+		return task.DecideResult{}, &task.Error{Code: task.CodeDecided, Message: fmt.Sprintf(
 			"decision %s already decided by %s via %s at %s (%s)", o.DecisionID, o.By, o.Channel, o.At.Format(time.RFC3339), o.Option)}
 	}
-	o := decision.Outcome{DecisionID: in.DecisionID, Option: in.Option, Note: in.Note, By: in.By, Channel: in.Channel, At: RaisedAt.Add(time.Minute)}
+	o := decision.Outcome{DecisionID: in.DecisionID, Subject: subject, Option: in.Option, Note: in.Note, By: in.By, Channel: in.Channel, At: RaisedAt.Add(time.Minute)}
+	for i := range f.PendingDecisions {
+		d := &f.PendingDecisions[i]
+		if d.ID != in.DecisionID {
+			continue
+		}
+		if d.Subject != subject {
+			return task.DecideResult{}, task.Errorf(task.CodeNotFound, "decision %s: not a decision of %s", in.DecisionID, subject)
+		}
+		if d.Digest != in.Digest {
+			return task.DecideResult{}, task.Errorf(task.CodeStaleDecision, "digest: decision %s is no longer what was shown; read it again", d.ID)
+		}
+		if in.Option == decision.OptApprove && d.Required > 1 {
+			if !slices.ContainsFunc(d.Approvals, func(a decision.Approval) bool { return a.By == in.By }) {
+				d.Approvals = append(d.Approvals, decision.Approval{By: in.By, Channel: in.Channel, At: o.At, Note: in.Note})
+			}
+			if len(d.Approvals) < d.Required {
+				open, p := *d, d.Progress()
+				open.Approvals = slices.Clone(d.Approvals)
+				return task.DecideResult{Decision: &open, Progress: &p, Status: task.StatusAwaitingApproval}, nil
+			}
+			o.Approvers = slices.Clone(d.Approvals)
+		}
+		o.Kind, o.Digest = d.Kind, d.Digest
+		f.PendingDecisions = slices.Delete(f.PendingDecisions, i, i+1)
+		break
+	}
 	f.decided[in.DecisionID] = o
 	return task.DecideResult{Outcome: o, Status: task.StatusDispatched}, nil
+}
+
+// Change replaces an open decision, as a workflow does when what it asks
+// changes: the same id with a new digest.
+func (f *Decider) Change(d decision.Decision) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for i := range f.PendingDecisions {
+		if f.PendingDecisions[i].ID == d.ID {
+			f.PendingDecisions[i] = d
+			return
+		}
+	}
+	f.PendingDecisions = append(f.PendingDecisions, d)
 }
 
 // Pending returns PendingDecisions.

@@ -3,6 +3,7 @@
 package chattest
 
 import (
+	"strings"
 	"time"
 
 	"github.com/ampflow/ampflow/amp"
@@ -32,6 +33,23 @@ func PlanDecision() decision.Decision {
 			Risk:        amp.RiskMedium,
 		},
 	}
+}
+
+// Digest is the digest of PlanDecision; Digest2 that of a changed plan.
+var (
+	Digest  = "5e1f" + strings.Repeat("0", 56) + "d1a1"
+	Digest2 = "9c0d" + strings.Repeat("0", 56) + "d1a2"
+)
+
+// QuorumDecision is PlanDecision with a digest, an expiry, and two
+// approvals required.
+func QuorumDecision() decision.Decision {
+	d := PlanDecision()
+	d.Digest = Digest
+	d.Required = 2
+	d.ExpiresAt = RaisedAt.Add(24 * time.Hour)
+	d.OnExpiry = decision.OptReject
+	return d
 }
 
 // LockDecision has everything a decision can show, and text that needs

@@ -1,0 +1,176 @@
+package httpapi
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"strings"
+
+	"github.com/ampflow/ampflow/activities"
+	"github.com/ampflow/ampflow/amp/decision"
+	"github.com/ampflow/ampflow/amp/task"
+	"github.com/ampflow/ampflow/workflows"
+)
+
+// DecisionsResponse is the answer to GET /v1/decisions.
+type DecisionsResponse struct {
+	Decisions []decision.Decision `json:"decisions"`
+	// NextCursor asks for the next page; empty on the last.
+	NextCursor string `json:"next_cursor,omitempty"`
+}
+
+// DecideRequest is the body of POST /v1/decisions/{id}.
+type DecideRequest struct {
+	Option string `json:"option"`
+	Note   string `json:"note,omitempty"`
+	// Digest is the digest of the decision as the admin was shown it.
+	Digest string `json:"digest"`
+}
+
+// decisionChannel is the Answer.Channel of decisions taken here.
+const decisionChannel = "api"
+
+// maxDecisionID bounds the {id} of POST /v1/decisions/{id}, in bytes.
+const maxDecisionID = 200
+
+// DecisionLookup says where an answer to a decision goes: the workflow
+// that raised it, the decision's subject. The id is never parsed for it.
+type DecisionLookup interface {
+	// FindDecision returns decision id as it stands. It finds every open
+	// decision; a closed one where the store still knows it, so that a
+	// late answer reaches its workflow and is refused there with who
+	// decided. An unknown id is a *task.Error with code not_found.
+	FindDecision(ctx context.Context, id string) (decision.Decision, error)
+}
+
+// listedDecisions is the DecisionLookup of Options.Decisions left nil:
+// the open decisions as Tasks.Pending lists them, then the decision's
+// record in the SSOT.
+type listedDecisions struct {
+	tasks workflows.Tasks
+	store Store
+}
+
+func (l listedDecisions) FindDecision(ctx context.Context, id string) (decision.Decision, error) {
+	open, err := l.tasks.Pending(ctx)
+	if err != nil {
+		return decision.Decision{}, err
+	}
+	for _, d := range open {
+		if d.ID == id {
+			return d, nil
+		}
+	}
+	if l.store != nil {
+		rec, err := l.store.Get(id)
+		switch {
+		case err == nil && rec.Kind == activities.KindDecision:
+			var d decision.Decision
+			if json.Unmarshal(rec.Body, &d) == nil && d.ID == id {
+				if d.Subject == "" {
+					d.Subject = rec.TaskID
+				}
+				return d, nil
+			}
+		case err != nil && !errors.Is(err, activities.ErrNotFound):
+			return decision.Decision{}, storeError(err, "decision "+id)
+		}
+	}
+	return decision.Decision{}, &task.Error{Code: task.CodeNotFound, Message: fmt.Sprintf("decision %s: no such decision; GET /v1/decisions lists the open ones", id)}
+}
+
+func (s *Server) listDecisions(w http.ResponseWriter, r *http.Request) {
+	p, err := readPage(r.URL.Query(), listDecisions)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	all, err := s.tasks.Pending(r.Context())
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	ds, next := cut(all, p, false, func(_ int, d decision.Decision) pageKey {
+		return pageKey{At: d.RaisedAt.UTC(), ID: d.ID}
+	})
+	writeJSON(w, http.StatusOK, DecisionsResponse{Decisions: ds, NextCursor: next})
+}
+
+// decide answers a decision. The workflow has the last word: it refuses
+// a digest other than the open decision's (stale_decision) and a second
+// answer (decided), and those refusals reach the client as they are.
+func (s *Server) decide(w http.ResponseWriter, r *http.Request) {
+	id := r.PathValue("id")
+	if err := checkDecisionID(id); err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	var req DecideRequest
+	if err := s.decodeBody(w, r, &req); err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	if strings.TrimSpace(req.Option) == "" {
+		s.writeError(w, r, invalidField("option", "is required"))
+		return
+	}
+	digest, err := checkDigest(req.Digest)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	d, err := s.decisions.FindDecision(r.Context(), id)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	// A decision its workflow bound to no digest (raised before the
+	// decision engine) has none to send back; every other needs one.
+	if digest == "" && d.Digest != "" {
+		s.writeError(w, r, invalidField("digest", "is required: the digest of the decision as shown, 64 hex characters (GET /v1/decisions lists it)"))
+		return
+	}
+	subject := d.Subject
+	c := callerOf(r)
+	res, err := s.tasks.Decide(r.Context(), subject, decision.Answer{
+		DecisionID: id, Option: req.Option, Note: req.Note, Digest: digest, By: c.name, Channel: decisionChannel,
+	})
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	if res.Open() {
+		s.log.Info("approval counted over HTTP", "subject", subject, "decision_id", id, "by", c.name, "progress", res.Progress)
+	} else {
+		s.log.Info("decision taken over HTTP", "subject", subject, "decision_id", id, "option", req.Option, "by", c.name)
+	}
+	writeJSON(w, http.StatusOK, res)
+}
+
+// checkDecisionID refuses an id no decision can have, before any lookup.
+func checkDecisionID(id string) error {
+	switch {
+	case id == "":
+		return invalidField("id", "is required")
+	case len(id) > maxDecisionID:
+		return invalidField("id", fmt.Sprintf("%d bytes, at most %d", len(id), maxDecisionID))
+	case strings.ContainsFunc(id, func(r rune) bool { return r <= ' ' || r == 0x7f }):
+		return invalidField("id", "must not contain spaces or control characters")
+	}
+	return nil
+}
+
+// checkDigest reads a decision digest, when there is one: the 64 hex
+// characters of a SHA-256, in either case.
+func checkDigest(v string) (string, error) {
+	if v == "" {
+		return "", nil // the caller checks it against the decision
+	}
+	v = strings.ToLower(v)
+	if len(v) != 64 || strings.Trim(v, "0123456789abcdef") != "" {
+		return "", invalidField("digest", "must be 64 hex characters: the digest of the decision as shown (GET /v1/decisions lists it)")
+	}
+	return v, nil
+}
