@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"slices"
 	"strings"
-	"time"
 
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
@@ -178,8 +177,8 @@ func (t *taskRun) expecting() string {
 	case t.awaitingVerdict():
 		want = append(want, "a review_verdict")
 	}
-	if t.Pending != nil {
-		want = append(want, "the admin decision "+t.Pending.ID)
+	if d := t.decisions.Pending(); d != nil {
+		want = append(want, "the admin decision "+d.ID)
 	}
 	if len(want) == 0 {
 		return "no agent message right now"
@@ -282,56 +281,54 @@ func (t *taskRun) heartbeat(ctx workflow.Context, in task.HeartbeatInput) {
 }
 
 func (t *taskRun) validateDecide(in decision.Answer) error {
-	_, err := t.checkDecision(in)
+	_, err := t.checkAnswer(in)
 	return err
 }
 
-func (t *taskRun) checkDecision(in decision.Answer) (decision.Option, error) {
+// checkAnswer is the engine's check of an answer plus the task's own:
+// nothing is decided on an ended task, and a replan comes with subtasks.
+func (t *taskRun) checkAnswer(in decision.Answer) (decision.Option, error) {
 	if t.Status.Terminal() {
 		return decision.Option{}, refuse(task.ErrFinished, "task %s is %s", t.In.TaskID, t.Status)
 	}
-	if !t.In.Policy.IsAdmin(in.By) {
-		return decision.Option{}, refuse(task.ErrNotAdmin, "by: %q is not a configured admin", in.By)
-	}
-	for _, o := range t.Decided {
-		if o.DecisionID == in.DecisionID {
-			return decision.Option{}, refuse(task.ErrDecided, "decision %s already decided by %s via %s at %s (%s)",
-				o.DecisionID, o.By, o.Channel, o.At.UTC().Format(time.RFC3339), o.Option)
-		}
-	}
-	if t.Pending == nil || t.Pending.ID != in.DecisionID {
-		open := "no decision is open"
-		if t.Pending != nil {
-			open = "the open decision is " + t.Pending.ID
-		}
-		return decision.Option{}, refuse(task.ErrStaleDecision, "decision_id: unknown decision %q for task %s; %s", in.DecisionID, t.In.TaskID, open)
-	}
-	opt, ok := t.Pending.Option(in.Option)
-	if !ok {
-		var ids []string
-		for _, o := range t.Pending.Options {
-			ids = append(ids, o.ID)
-		}
-		return decision.Option{}, refuse(task.ErrInvalid, "option: %q is not offered; choose one of %s", in.Option, strings.Join(ids, ", "))
+	opt, err := t.decisions.Check(in)
+	if err != nil {
+		return opt, err
 	}
 	if opt.ID == task.OptReplan {
 		return decision.Option{}, refuse(task.ErrInvalid, "option: replan needs new subtasks: use `ampflow task replan %s -f FILE` or POST /v1/tasks/%s/replan", t.In.TaskID, t.In.TaskID)
 	}
-	if opt.NoteRequired && strings.TrimSpace(in.Note) == "" {
-		return decision.Option{}, refuse(task.ErrInvalid, "note: required for option %s", opt.ID)
-	}
 	return opt, nil
 }
 
+// decide takes an admin's answer. An approval short of the quorum returns
+// the decision still open with its approvals; an answer that closes it
+// returns once the run loop has acted on it, with the task's new status.
 func (t *taskRun) decide(ctx workflow.Context, in decision.Answer) (task.DecideResult, error) {
-	if _, err := t.checkDecision(in); err != nil {
+	if _, err := t.checkAnswer(in); err != nil {
 		return task.DecideResult{}, err
 	}
-	o := t.close(ctx, in.Option, in.Note, in.By, in.Channel)
-	if err := workflow.Await(ctx, func() bool { return t.Outcome == nil || t.closing }); err != nil {
+	r, err := t.decisions.Answer(ctx, in)
+	if err != nil {
 		return task.DecideResult{}, err
 	}
-	return task.DecideResult{Outcome: o, Status: t.Status}, nil
+	if r.Outcome == nil {
+		p := r.Open.Progress()
+		return task.DecideResult{Status: t.Status, Decision: r.Open, Progress: &p, Note: r.Note}, nil
+	}
+	if err := t.awaitAnswerTaken(ctx); err != nil {
+		return task.DecideResult{}, err
+	}
+	return task.DecideResult{Outcome: *r.Outcome, Status: t.Status}, nil
+}
+
+// awaitAnswerTaken waits until the run loop has taken the answer, so an
+// update returns the status it led to.
+func (t *taskRun) awaitAnswerTaken(ctx workflow.Context) error {
+	return workflow.Await(ctx, func() bool {
+		_, waiting := t.decisions.AnsweredKind()
+		return !waiting || t.closing
+	})
 }
 
 func (t *taskRun) validateCancel(in task.CancelInput) error {
@@ -389,11 +386,12 @@ func (t *taskRun) validateReplan(in task.ReplanInput) error {
 		return refuse(task.ErrInvalid, "%s", strings.Join(problems, "; "))
 	}
 	switch {
-	case t.Status == task.StatusLocked && t.Pending != nil && t.Pending.Kind == task.KindHallucinationLock:
-		if !t.In.Policy.IsAdmin(in.By) {
+	case t.Status == task.StatusLocked && t.decisions.OpenOf(task.KindHallucinationLock) != nil:
+		d := t.decisions.OpenOf(task.KindHallucinationLock)
+		if !t.In.Policy.MayDecide(in.By, !d.EscalatedAt.IsZero()) {
 			return refuse(task.ErrNotAdmin, "by: %q is not a configured admin; only an admin opens the hallucination lock", in.By)
 		}
-	case t.Phase == phaseApproval && t.Pending != nil && t.Pending.Kind == task.KindPlanApproval:
+	case t.Phase == phaseApproval && t.decisions.OpenOf(task.KindPlanApproval) != nil:
 	default:
 		return refuse(task.ErrUnexpected, "task %s is %s: replan is taken while locked or awaiting plan approval", t.In.TaskID, t.Status)
 	}
@@ -409,15 +407,15 @@ func (t *taskRun) replan(ctx workflow.Context, in task.ReplanInput) (task.Change
 	if t.Phase == phaseApproval {
 		// The admins are asked again, about the new plan.
 		t.Plan = append(t.Plan[:t.Index:t.Index], in.Subtasks...)
-		t.close(ctx, task.OptReplan, in.Note, in.By, "replan")
-		if err := workflow.Await(ctx, func() bool { return t.Outcome == nil || t.closing }); err != nil {
+		t.decisions.Settle(ctx, task.OptReplan, in.Note, in.By, "replan")
+		if err := t.awaitAnswerTaken(ctx); err != nil {
 			return task.ChangeResult{}, err
 		}
 		return task.ChangeResult{Status: t.Status}, nil
 	}
 	t.Replan = &in
-	t.close(ctx, task.OptReplan, in.Note, in.By, "replan")
-	if err := workflow.Await(ctx, func() bool { return t.Outcome == nil || t.closing }); err != nil {
+	t.decisions.Settle(ctx, task.OptReplan, in.Note, in.By, "replan")
+	if err := t.awaitAnswerTaken(ctx); err != nil {
 		return task.ChangeResult{}, err
 	}
 	return task.ChangeResult{Status: t.Status}, nil

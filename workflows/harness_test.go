@@ -279,7 +279,7 @@ func (h *harness) decide(by, option, note string) *reply {
 	if st.Pending == nil {
 		h.t.Fatalf("no pending decision (status %s)", st.Status)
 	}
-	return h.update(task.UpdateDecide, "", decision.Answer{DecisionID: st.Pending.ID, Option: option, Note: note, By: by, Channel: "cli"})
+	return h.update(task.UpdateDecide, "", decision.Answer{DecisionID: st.Pending.ID, Digest: st.Pending.Digest, Option: option, Note: note, By: by, Channel: "cli"})
 }
 
 // round plays one clean subtask: ACK, complete result, review ACK,

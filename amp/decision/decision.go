@@ -226,3 +226,19 @@ func Digest(v any) (string, error) {
 	sum := sha256.Sum256(c)
 	return hex.EncodeToString(sum[:]), nil
 }
+
+// Refusal types of an answer, carried as a temporal.ApplicationError's
+// type so clients can map them (the HTTP API to statuses). amp/task names
+// the same values for its own updates.
+const (
+	// ErrInvalid: the answer fails a field check (an option not offered,
+	// a note missing).
+	ErrInvalid = "InvalidInput"
+	// ErrNotAdmin: whoever answered may not decide.
+	ErrNotAdmin = "NotAdmin"
+	// ErrStaleDecision: the decision is not the open one (unknown,
+	// withdrawn, superseded), or the digest is not what the admin was shown.
+	ErrStaleDecision = "StaleDecision"
+	// ErrDecided: the decision was answered already.
+	ErrDecided = "AlreadyDecided"
+)

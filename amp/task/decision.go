@@ -36,8 +36,15 @@ const (
 	OptResume      = "resume"       // carry on where the task was suspended
 )
 
-// DecideResult is what a decide update returns.
+// DecideResult is what a decide update returns. An answer that closed
+// the decision fills Outcome. An approval short of the quorum leaves it
+// empty and returns the Decision still open with its approvals, and the
+// Progress ("1 of 2 approvals: ops"); Note says when the approval had
+// been counted already.
 type DecideResult struct {
-	Outcome decision.Outcome `json:"outcome"`
-	Status  Status           `json:"status"`
+	Outcome  decision.Outcome   `json:"outcome"`
+	Status   Status             `json:"status"`
+	Decision *decision.Decision `json:"decision,omitempty"`
+	Progress *decision.Progress `json:"progress,omitempty"`
+	Note     string             `json:"note,omitempty"`
 }

@@ -6,11 +6,13 @@ package task
 import (
 	"encoding/json"
 	"regexp"
+	"slices"
 	"time"
 
 	"go.temporal.io/sdk/temporal"
 
 	"github.com/ampflow/ampflow/amp"
+	"github.com/ampflow/ampflow/amp/decision"
 )
 
 // WorkflowType is the registered name of the task workflow.
@@ -128,6 +130,12 @@ type Policy struct {
 	// Admins are the names whose decisions count. Empty means nobody may
 	// decide; AnyAdmin ("*") lets any named person decide.
 	Admins []string `json:"admins"`
+	// EscalationAdmins may decide a decision once it has escalated
+	// (Decisions.EscalateAfter passed without an answer).
+	EscalationAdmins []string `json:"escalation_admins,omitempty"`
+	// Decisions is the decision engine's policy: quorum, reminder,
+	// escalation and expiry.
+	Decisions decision.Policy `json:"decisions"`
 	// StatusUpdates also posts every status change.
 	StatusUpdates bool `json:"status_updates"`
 }
@@ -149,6 +157,12 @@ func DefaultPolicy() Policy {
 		MinConfidence:    0.8,
 		CIPollInterval:   30 * time.Second,
 		CITimeout:        30 * time.Minute,
+		Decisions: decision.Policy{
+			Quorum:        decision.Quorum{Low: 1, Medium: 1, High: 1},
+			RemindAfter:   time.Hour,
+			EscalateAfter: 4 * time.Hour,
+			ExpireAfter:   24 * time.Hour,
+		},
 	}
 }
 
@@ -176,6 +190,15 @@ func (p Policy) IsAdmin(name string) bool {
 		}
 	}
 	return false
+}
+
+// MayDecide reports whether name may answer a decision: an admin, or a
+// member of the escalation group once the decision has escalated.
+func (p Policy) MayDecide(name string, escalated bool) bool {
+	if p.IsAdmin(name) {
+		return true
+	}
+	return escalated && name != "" && slices.Contains(p.EscalationAdmins, name)
 }
 
 // Input starts a task workflow.
@@ -272,13 +295,13 @@ type ChangeResult struct {
 // Error types of refused updates, carried by temporal.ApplicationError so
 // clients can map them (the HTTP API to statuses).
 const (
-	ErrInvalid       = "InvalidInput"    // fails amp.Parse or a field check
-	ErrUnexpected    = "UnexpectedInput" // not what the task expects now
-	ErrSuspended     = "TaskSuspended"   // task is suspended or locked
-	ErrConflict      = "MsgIDConflict"   // a different record reused a msg_id
-	ErrNotAdmin      = "NotAdmin"        // decision by someone not an admin
-	ErrStaleDecision = "StaleDecision"   // decision id unknown or not the open one
-	ErrDecided       = "AlreadyDecided"  // the decision was taken already
-	ErrFinished      = "TaskFinished"    // task is done or terminated
-	ErrRateLimited   = "RateLimited"     // too many agent escalations this hour
+	ErrInvalid       = decision.ErrInvalid       // fails amp.Parse or a field check
+	ErrUnexpected    = "UnexpectedInput"         // not what the task expects now
+	ErrSuspended     = "TaskSuspended"           // task is suspended or locked
+	ErrConflict      = "MsgIDConflict"           // a different record reused a msg_id
+	ErrNotAdmin      = decision.ErrNotAdmin      // decision by someone not an admin
+	ErrStaleDecision = decision.ErrStaleDecision // decision id or digest not the open one's
+	ErrDecided       = decision.ErrDecided       // the decision was taken already
+	ErrFinished      = "TaskFinished"            // task is done or terminated
+	ErrRateLimited   = "RateLimited"             // too many agent escalations this hour
 )
