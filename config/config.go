@@ -22,15 +22,18 @@ type Config struct {
 	// Admins names the people who may decide from the CLI or the HTTP API.
 	// AnyAdmin among them lets anyone named decide; none at all (here, in
 	// the chat admins or as admin tokens) lets nobody.
-	Admins   []string `mapstructure:"admins"`
-	Protocol Protocol `mapstructure:"protocol"`
-	Policy   Policy   `mapstructure:"policy"`
-	CI       CI       `mapstructure:"ci"`
-	SSOT     SSOT     `mapstructure:"ssot"`
-	Agents   Agents   `mapstructure:"agents"`
-	Slack    Slack    `mapstructure:"slack"`
-	Telegram Telegram `mapstructure:"telegram"`
-	Notify   Notify   `mapstructure:"notify"`
+	Admins []string `mapstructure:"admins"`
+	// AdminsEscalation names the people who may also decide a decision
+	// once it has escalated (policy.decisions.escalate_after passed).
+	AdminsEscalation []string `mapstructure:"admins_escalation"`
+	Protocol         Protocol `mapstructure:"protocol"`
+	Policy           Policy   `mapstructure:"policy"`
+	CI               CI       `mapstructure:"ci"`
+	SSOT             SSOT     `mapstructure:"ssot"`
+	Agents           Agents   `mapstructure:"agents"`
+	Slack            Slack    `mapstructure:"slack"`
+	Telegram         Telegram `mapstructure:"telegram"`
+	Notify           Notify   `mapstructure:"notify"`
 }
 
 // Log configures ampflow's own logs.
@@ -148,6 +151,26 @@ const (
 type Policy struct {
 	PlanApproval  Approval `mapstructure:"plan_approval"`
 	FinalApproval Approval `mapstructure:"final_approval"`
+	// Quorum is how many distinct admins must approve a plan or a final
+	// approval, per risk level.
+	Quorum    Quorum    `mapstructure:"quorum"`
+	Decisions Decisions `mapstructure:"decisions"`
+}
+
+// Quorum is a number of approvals per risk level.
+type Quorum struct {
+	Low    int `mapstructure:"low"`
+	Medium int `mapstructure:"medium"`
+	High   int `mapstructure:"high"`
+}
+
+// Decisions says what happens to a decision nobody answers: a reminder
+// on every channel, then the escalation group, then its on_expiry option.
+// Zero turns a step off.
+type Decisions struct {
+	RemindAfter   time.Duration `mapstructure:"remind_after"`
+	EscalateAfter time.Duration `mapstructure:"escalate_after"`
+	ExpireAfter   time.Duration `mapstructure:"expire_after"`
 }
 
 // Approval is the approver for each risk level.
@@ -256,18 +279,24 @@ type Slack struct {
 	SigningSecret string   `mapstructure:"signing_secret"` // secret; http mode
 	Channel       string   `mapstructure:"channel"`
 	Admins        []string `mapstructure:"admins"` // Slack user ids
-	APIURL        string   `mapstructure:"api_url"`
+	// AdminsEscalation are Slack user ids that may decide once a
+	// decision has escalated.
+	AdminsEscalation []string `mapstructure:"admins_escalation"`
+	APIURL           string   `mapstructure:"api_url"`
 }
 
 // Telegram configures the Telegram integration.
 type Telegram struct {
-	Enabled       bool     `mapstructure:"enabled"`
-	Mode          string   `mapstructure:"mode"`  // polling or webhook
-	Token         string   `mapstructure:"token"` // secret
-	ChatID        string   `mapstructure:"chat_id"`
-	Admins        []string `mapstructure:"admins"` // Telegram user ids
-	ServerURL     string   `mapstructure:"server_url"`
-	WebhookSecret string   `mapstructure:"webhook_secret"` // secret
+	Enabled bool     `mapstructure:"enabled"`
+	Mode    string   `mapstructure:"mode"`  // polling or webhook
+	Token   string   `mapstructure:"token"` // secret
+	ChatID  string   `mapstructure:"chat_id"`
+	Admins  []string `mapstructure:"admins"` // Telegram user ids
+	// AdminsEscalation are Telegram user ids that may decide once a
+	// decision has escalated.
+	AdminsEscalation []string `mapstructure:"admins_escalation"`
+	ServerURL        string   `mapstructure:"server_url"`
+	WebhookSecret    string   `mapstructure:"webhook_secret"` // secret
 }
 
 // Notify configures what is posted to chat beyond decisions.
