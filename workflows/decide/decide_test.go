@@ -317,7 +317,9 @@ func TestDecidedByQuorumNamesEveryApprover(t *testing.T) {
 		id, dg = d.ID, d.Digest
 		r.answer("alice", decision.OptApprove)
 	})
-	r.at(2*time.Minute, func() { r.env.UpdateWorkflow(updateAnswer, "", &testsuite.TestUpdateCallback{OnAccept: func() {}, OnReject: func(error) {}, OnComplete: func(any, error) {}}, decision.Answer{DecisionID: id, Digest: dg, Option: decision.OptApprove, By: "bob", Channel: "slack"}) })
+	r.at(2*time.Minute, func() {
+		r.env.UpdateWorkflow(updateAnswer, "", &testsuite.TestUpdateCallback{OnAccept: func() {}, OnReject: func(error) {}, OnComplete: func(any, error) {}}, decision.Answer{DecisionID: id, Digest: dg, Option: decision.OptApprove, By: "bob", Channel: "slack"})
+	})
 	r.at(3*time.Minute, func() {
 		late = r.answer("carol", decision.OptReject, func(a *decision.Answer) { a.DecisionID, a.Digest = id, dg })
 	})
