@@ -14,11 +14,11 @@ import (
 	"github.com/ampflow/ampflow/amp"
 	"github.com/ampflow/ampflow/amp/decision"
 	"github.com/ampflow/ampflow/amp/task"
+	"github.com/ampflow/ampflow/config"
 )
 
-// noticeTimes lists, for each notice of event, its decision and the
-// virtual time it was queued at is not known to the mock; the decision's
-// own stamps say when.
+// noticesOf lists the notices of one event, in order; the decision each
+// carries has its own stamps (RemindedAt, EscalatedAt) to say when.
 func (h *harness) noticesOf(ev activities.NotifyEvent) []activities.NotifyInput {
 	h.mu.Lock()
 	defer h.mu.Unlock()
@@ -265,5 +265,31 @@ func TestContinueAsNewWithDecisionOpen(t *testing.T) {
 	}
 	if res.Status != task.StatusDone || !slices.ContainsFunc(res.MsgIDs, func(id string) bool { return strings.HasPrefix(id, "task_dispatch-") }) {
 		t.Errorf("result %+v", res)
+	}
+}
+
+func TestNewPolicyDecisions(t *testing.T) {
+	cfg, err := config.LoadEnv(config.New(), "", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.Admins = []string{"alice", "bob"}
+	cfg.AdminsEscalation = []string{"carol"}
+	cfg.Slack.AdminsEscalation = []string{"U9"}
+	cfg.Telegram.AdminsEscalation = []string{"77"}
+	cfg.Policy.Quorum.High = 2
+	p := NewPolicy(cfg)
+	want := decision.Policy{Quorum: decision.Quorum{Low: 1, Medium: 1, High: 2}, RemindAfter: time.Hour, EscalateAfter: 4 * time.Hour, ExpireAfter: 24 * time.Hour}
+	if p.Decisions != want {
+		t.Errorf("decisions policy %+v, want %+v", p.Decisions, want)
+	}
+	if d := task.DefaultPolicy().Decisions; d.RemindAfter != want.RemindAfter || d.EscalateAfter != want.EscalateAfter || d.ExpireAfter != want.ExpireAfter {
+		t.Errorf("task.DefaultPolicy's decisions %+v differ from the configuration's defaults", d)
+	}
+	if !slices.Equal(p.EscalationAdmins, []string{"carol", "slack:U9", "telegram:77"}) {
+		t.Errorf("escalation admins %q", p.EscalationAdmins)
+	}
+	if p.MayDecide("carol", false) || !p.MayDecide("carol", true) || !p.MayDecide("alice", false) || p.MayDecide("", true) {
+		t.Errorf("MayDecide does not follow the escalation")
 	}
 }
