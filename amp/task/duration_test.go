@@ -40,7 +40,7 @@ func TestPolicyJSON(t *testing.T) {
 			t.Fatal(err)
 		}
 		for _, want := range []string{`"task_dispatch":"5m"`, `"review_request":"10m"`, `"heartbeat_timeout":"30m"`,
-			`"ci_poll_interval":"30s"`, `"ci_timeout":"30m"`, `"max_rejects":3`} {
+			`"ci_poll_interval":"30s"`, `"ci_timeout":"30m"`, `"max_rejects":3`, `"remind_after":"1h"`, `"expire_after":"24h"`} {
 			if !strings.Contains(string(b), want) {
 				t.Errorf("policy JSON lacks %s: %s", want, b)
 			}
@@ -52,7 +52,8 @@ func TestPolicyJSON(t *testing.T) {
 		if err := json.Unmarshal(b, &back); err != nil {
 			t.Fatal(err)
 		}
-		if back.AckTimeout(amp.TypeTaskDispatch) != 300*time.Second || back.CITimeout != 30*time.Minute || back.MaxRejects != 3 {
+		if back.AckTimeout(amp.TypeTaskDispatch) != 300*time.Second || back.CITimeout != 30*time.Minute || back.MaxRejects != 3 ||
+			back.Decisions != DefaultPolicy().Decisions {
 			t.Errorf("round trip lost values: %+v", back)
 		}
 	})
