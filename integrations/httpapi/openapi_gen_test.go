@@ -187,9 +187,17 @@ func apiSchemas() (map[string]obj, map[string]any) {
 		"option": str("The id of one of the decision's options."),
 		"note":   str("Why; required when the option has note_required."),
 	}))
-	add("DecideResult", task.DecideResult{}, object(task.DecideResult{}, "How the decision was taken.", obj{
-		"outcome": ref("Outcome"),
-		"status":  ref("Status"),
+	add("DecideResult", task.DecideResult{}, object(task.DecideResult{}, "How the decision was taken. An approval short of the quorum leaves outcome empty and returns the decision still open, with its progress.", obj{
+		"outcome":  ref("Outcome"),
+		"status":   ref("Status"),
+		"decision": ref("Decision"),
+		"progress": ref("Progress"),
+		"note":     str("Why nothing changed: this admin's approval was counted already."),
+	}))
+	add("Progress", decision.Progress{}, object(decision.Progress{}, "How far a quorum has come: \"1 of 2 approvals: ops\".", obj{
+		"given":    integer("Approvals given."),
+		"required": integer("Approvals needed."),
+		"by":       array(str("An approving admin."), "Who approved, in order."),
 	}))
 	add("Outcome", decision.Outcome{}, object(decision.Outcome{}, "A decision taken.", obj{
 		"decision_id": str("The decision's id, T-YYYY-NNN-dN."),
