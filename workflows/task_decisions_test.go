@@ -142,6 +142,16 @@ func TestDecisionExpiry(t *testing.T) {
 			}},
 		{kind: task.KindFinalApproval, plan: testPlan(amp.RiskLow, "S1"), mutate: func(in *task.Input) { in.Policy.FinalApproval.Low = task.HandlingAdmin },
 			play: func(h *harness) { h.round(0) }},
+		{kind: task.KindAgentEscalation, plan: testPlan(amp.RiskLow, "S1"), play: func(h *harness) {
+			h.at(time.Second, func() { h.ack(amp.RoleExecutor) })
+			h.at(2*time.Second, func() {
+				m := amp.NewMessage(amp.RoleExecutor, amp.RoleAdmin, testTaskID, h.env.Now(), &amp.Escalation{
+					EscalationType: amp.EscPermissionDenied, Severity: amp.SeverityCritical, TriggeredBy: amp.RoleExecutor,
+					Description: "needs to edit Info.plist", AffectedMsgs: []string{},
+					SystemStateSnapshot: map[string]any{"task_status": "in_progress"}, AutoSuspended: true})
+				h.submit(m, m.MsgID)
+			})
+		}},
 	} {
 		t.Run(string(tc.kind), func(t *testing.T) {
 			mutate := []func(*task.Input){}
