@@ -43,6 +43,9 @@ func (e *Engine) Check(a decision.Answer) (decision.Option, error) {
 		}
 		return decision.Option{}, refuse(decision.ErrNotAdmin, "by: %q is not a configured admin", a.By)
 	}
+	if a.Digest == "" {
+		return decision.Option{}, refuse(decision.ErrStaleDecision, "digest: required: send the digest of decision %s as it was shown (%s)", d.ID, d.Digest)
+	}
 	if a.Digest != d.Digest {
 		return decision.Option{}, refuse(decision.ErrStaleDecision, "digest: %q is not the digest of decision %s (%s): what it asks about is not what was shown; read it again",
 			a.Digest, d.ID, d.Digest)

@@ -277,11 +277,12 @@ func TestQuorum(t *testing.T) {
 
 func TestStaleAndDecided(t *testing.T) {
 	r := newRun(t)
-	var wrongDigest, unknown, notAdmin, early, ok, second *answered
+	var wrongDigest, noDigest, unknown, notAdmin, early, ok, second *answered
 	var before, after probeState
 	r.at(time.Minute, func() {
 		before = r.state()
 		wrongDigest = r.answer("alice", decision.OptApprove, func(a *decision.Answer) { a.Digest = strings.Repeat("0", 64) })
+		noDigest = r.answer("alice", decision.OptApprove, func(a *decision.Answer) { a.Digest = "" })
 		unknown = r.answer("alice", decision.OptApprove, func(a *decision.Answer) { a.DecisionID = "T-1-d7" })
 		notAdmin = r.answer("mallory", decision.OptApprove)
 		early = r.answer("dave", decision.OptApprove)
@@ -296,6 +297,7 @@ func TestStaleAndDecided(t *testing.T) {
 	r.finish(probeInput{Subject: "T-1", Rounds: 2})
 
 	refusedAs(t, wrongDigest, decision.ErrStaleDecision, "digest: ")
+	refusedAs(t, noDigest, decision.ErrStaleDecision, "digest: required")
 	refusedAs(t, unknown, decision.ErrStaleDecision, "decision_id: unknown decision")
 	refusedAs(t, notAdmin, decision.ErrNotAdmin, `"mallory" is not a configured admin`)
 	refusedAs(t, early, decision.ErrNotAdmin, "escalation group")
