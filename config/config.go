@@ -25,15 +25,18 @@ type Config struct {
 	// Admins names the people who may decide from the CLI or the HTTP API.
 	// AnyAdmin among them lets anyone named decide; none at all (here, in
 	// the chat admins or as admin tokens) lets nobody.
-	Admins   []string `mapstructure:"admins"`
-	Protocol Protocol `mapstructure:"protocol"`
-	Policy   Policy   `mapstructure:"policy"`
-	CI       CI       `mapstructure:"ci"`
-	SSOT     SSOT     `mapstructure:"ssot"`
-	Agents   Agents   `mapstructure:"agents"`
-	Slack    Slack    `mapstructure:"slack"`
-	Telegram Telegram `mapstructure:"telegram"`
-	Notify   Notify   `mapstructure:"notify"`
+	Admins []string `mapstructure:"admins"`
+	// AdminsEscalation names the people who may also decide a decision
+	// once it has escalated (policy.decisions.escalate_after passed).
+	AdminsEscalation []string `mapstructure:"admins_escalation"`
+	Protocol         Protocol `mapstructure:"protocol"`
+	Policy           Policy   `mapstructure:"policy"`
+	CI               CI       `mapstructure:"ci"`
+	SSOT             SSOT     `mapstructure:"ssot"`
+	Agents           Agents   `mapstructure:"agents"`
+	Slack            Slack    `mapstructure:"slack"`
+	Telegram         Telegram `mapstructure:"telegram"`
+	Notify           Notify   `mapstructure:"notify"`
 }
 
 // Log configures ampflow's own logs.
@@ -138,6 +141,26 @@ type AckTimeouts struct {
 type Policy struct {
 	PlanApproval  Approval `mapstructure:"plan_approval"`
 	FinalApproval Approval `mapstructure:"final_approval"`
+	// Quorum is how many distinct admins must approve a plan or a final
+	// approval, per risk level.
+	Quorum    Quorum    `mapstructure:"quorum"`
+	Decisions Decisions `mapstructure:"decisions"`
+}
+
+// Quorum is a number of approvals per risk level.
+type Quorum struct {
+	Low    int `mapstructure:"low"`
+	Medium int `mapstructure:"medium"`
+	High   int `mapstructure:"high"`
+}
+
+// Decisions says what happens to a decision nobody answers: a reminder
+// on every channel, then the escalation group, then its on_expiry option.
+// Zero turns a step off.
+type Decisions struct {
+	RemindAfter   time.Duration `mapstructure:"remind_after"`
+	EscalateAfter time.Duration `mapstructure:"escalate_after"`
+	ExpireAfter   time.Duration `mapstructure:"expire_after"`
 }
 
 // Approval is the handling of each risk level: the configuration's form

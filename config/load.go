@@ -53,6 +53,8 @@ var defaults = map[string]any{
 	"auth.tokens": []AuthToken{},
 	"admins":      []string{},
 
+	"admins_escalation": []string{},
+
 	// The ACK deadlines AMP/1.0 sets per message type.
 	"protocol.ack_timeout.task_dispatch":  ackDefault(amp.TypeTaskDispatch),
 	"protocol.ack_timeout.task_result":    ackDefault(amp.TypeTaskResult),
@@ -63,12 +65,18 @@ var defaults = map[string]any{
 	"protocol.max_ci_rounds":              3,
 	"protocol.min_confidence":             0.8,
 
-	"policy.plan_approval.low":     string(task.HandlingAuto),
-	"policy.plan_approval.medium":  string(task.HandlingAdmin),
-	"policy.plan_approval.high":    string(task.HandlingAdmin),
-	"policy.final_approval.low":    string(task.HandlingAuto),
-	"policy.final_approval.medium": string(task.HandlingAuto),
-	"policy.final_approval.high":   string(task.HandlingAdmin),
+	"policy.plan_approval.low":        string(task.HandlingAuto),
+	"policy.plan_approval.medium":     string(task.HandlingAdmin),
+	"policy.plan_approval.high":       string(task.HandlingAdmin),
+	"policy.final_approval.low":       string(task.HandlingAuto),
+	"policy.final_approval.medium":    string(task.HandlingAuto),
+	"policy.final_approval.high":      string(task.HandlingAdmin),
+	"policy.quorum.low":               1,
+	"policy.quorum.medium":            1,
+	"policy.quorum.high":              1,
+	"policy.decisions.remind_after":   time.Hour,
+	"policy.decisions.escalate_after": 4 * time.Hour,
+	"policy.decisions.expire_after":   24 * time.Hour,
 
 	"ci.provider":        ProviderNone,
 	"ci.poll_interval":   30 * time.Second,

@@ -111,6 +111,7 @@ func (c Config) Validate() error {
 		ps.oneOf(a.key+".medium", string(a.val.Medium), string(task.HandlingAuto), string(task.HandlingAdmin))
 		ps.oneOf(a.key+".high", string(a.val.High), string(task.HandlingAuto), string(task.HandlingAdmin))
 	}
+	c.validateDecisions(&ps)
 	c.validateCI(&ps)
 	if c.SSOT.Git.Push {
 		if !c.SSOT.Git.Commit {
@@ -181,6 +182,69 @@ func (c Config) validateAuth(ps *problems) {
 			ps.add(fmt.Sprintf("admins[%d]", i), "must not be empty")
 		}
 	}
+}
+
+// validateDecisions checks the decision policy: quorums a configured set
+// of admins can reach, durations not negative, escalation before expiry.
+func (c Config) validateDecisions(ps *problems) {
+	n, anyone := c.adminCount()
+	for _, q := range []struct {
+		key string
+		val int
+	}{{"policy.quorum.low", c.Policy.Quorum.Low}, {"policy.quorum.medium", c.Policy.Quorum.Medium}, {"policy.quorum.high", c.Policy.Quorum.High}} {
+		switch {
+		case q.val < 1:
+			ps.add(q.key, "must be ≥ 1, not %d", q.val)
+		case q.val > 1 && !anyone && q.val > n:
+			ps.add(q.key, "%d approvals can never be given: only %d admins are configured (admins, slack.admins, telegram.admins and admin tokens)", q.val, n)
+		}
+	}
+	d := c.Policy.Decisions
+	for _, k := range []struct {
+		key string
+		val time.Duration
+	}{{"policy.decisions.remind_after", d.RemindAfter}, {"policy.decisions.escalate_after", d.EscalateAfter}, {"policy.decisions.expire_after", d.ExpireAfter}} {
+		if k.val < 0 {
+			ps.add(k.key, "must be ≥ 0 (0 turns it off), not %s", k.val)
+		}
+	}
+	if d.EscalateAfter > 0 && d.ExpireAfter > 0 && d.EscalateAfter > d.ExpireAfter {
+		ps.add("policy.decisions.escalate_after", "must not be after policy.decisions.expire_after (%s > %s): the escalation group would never be asked", d.EscalateAfter, d.ExpireAfter)
+	}
+	for i, a := range c.AdminsEscalation {
+		if strings.TrimSpace(a) == "" {
+			ps.add(fmt.Sprintf("admins_escalation[%d]", i), "must not be empty")
+		}
+	}
+}
+
+// adminCount counts the distinct people who may decide; anyone reports
+// task.AnyAdmin among the admins.
+func (c Config) adminCount() (n int, anyone bool) {
+	seen := map[string]bool{}
+	add := func(name string) {
+		if name = strings.TrimSpace(name); name != "" {
+			seen[name] = true
+		}
+	}
+	for _, a := range c.Admins {
+		if a == task.AnyAdmin {
+			anyone = true
+		}
+		add(a)
+	}
+	for _, id := range c.Slack.Admins {
+		add(SlackAdmin(id))
+	}
+	for _, id := range c.Telegram.Admins {
+		add(TelegramAdmin(id))
+	}
+	for _, t := range c.Auth.Tokens {
+		if t.Role == amp.RoleAdmin {
+			add(t.Name)
+		}
+	}
+	return len(seen), anyone
 }
 
 func (c Config) validateProtocol(ps *problems) {

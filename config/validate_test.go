@@ -11,6 +11,7 @@ import (
 
 	"github.com/ampflow/ampflow/amp"
 	"github.com/ampflow/ampflow/amp/task"
+	"time"
 )
 
 func defaultConfig(t *testing.T) Config {
@@ -64,6 +65,23 @@ func TestValidate(t *testing.T) {
 		{"MaxRejects", func(c *Config) { c.Protocol.MaxRejects = 0 }, []string{"protocol.max_rejects: must be ≥ 1"}},
 		{"MaxCIRounds", func(c *Config) { c.Protocol.MaxCIRounds = -2 }, []string{"protocol.max_ci_rounds: must be ≥ 1"}},
 		{"MinConfidence", func(c *Config) { c.Protocol.MinConfidence = 1.5 }, []string{"protocol.min_confidence: must be between 0 and 1"}},
+		{"QuorumZero", func(c *Config) { c.Policy.Quorum.Low = 0 }, []string{"policy.quorum.low: must be ≥ 1"}},
+		{"QuorumUnreachable", func(c *Config) {
+			c.Admins = []string{"ana"}
+			c.Slack.Admins = []string{"U1"}
+			c.Policy.Quorum.High = 3
+		}, []string{"policy.quorum.high: 3 approvals can never be given: only 2 admins"}},
+		{"QuorumReachable", func(c *Config) {
+			c.Admins = []string{"ana"}
+			c.Auth.Tokens = []AuthToken{{Token: "t1", Role: "admin", Name: "ops"}}
+			c.Policy.Quorum.High = 2
+		}, nil},
+		{"QuorumAnyAdmin", func(c *Config) { c.Admins = []string{task.AnyAdmin}; c.Policy.Quorum.Medium = 5 }, nil},
+		{"DecisionsNegative", func(c *Config) { c.Policy.Decisions.RemindAfter = -time.Second }, []string{"policy.decisions.remind_after: must be ≥ 0"}},
+		{"EscalateAfterExpire", func(c *Config) {
+			c.Policy.Decisions.EscalateAfter, c.Policy.Decisions.ExpireAfter = 5*time.Hour, 2*time.Hour
+		}, []string{"policy.decisions.escalate_after: must not be after policy.decisions.expire_after"}},
+		{"NeverExpire", func(c *Config) { c.Policy.Decisions.ExpireAfter = 0 }, nil},
 		{"Policy", func(c *Config) { c.Policy.PlanApproval.High = "maybe" }, []string{"policy.plan_approval.high: must be auto or admin"}},
 		{"CIProvider", func(c *Config) { c.CI.Provider = "jenkins" }, []string{"ci.provider: must be none, github or command"}},
 		{"GitHubToken", func(c *Config) { c.CI.Provider = ProviderGitHub }, []string{"ci.github.token: required when ci.provider is github"}},

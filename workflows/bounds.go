@@ -10,6 +10,7 @@ import (
 
 	"github.com/ampflow/ampflow/amp"
 	"github.com/ampflow/ampflow/amp/task"
+	"github.com/ampflow/ampflow/workflows/refusal"
 )
 
 // Bounds on agents' escalations, which reach admins and are kept in the
@@ -51,7 +52,7 @@ func (t *taskRun) checkEscalation(ctx workflow.Context, m amp.Message) error {
 		over("payload.system_state_snapshot", len(b))
 	}
 	if len(problems) > 0 {
-		return refuseFields(problems, "%s", fieldLines(problems))
+		return refusal.Fields(problems, "%s", refusal.Lines(problems))
 	}
 	now := workflow.Now(ctx)
 	recent := t.recentEscalations(now)
@@ -59,7 +60,7 @@ func (t *taskRun) checkEscalation(ctx workflow.Context, m amp.Message) error {
 		next := recent[0].Add(EscalationWindow)
 		t.log.Warn("agent escalation refused: too many this hour", "msg_id", m.MsgID, "from", m.From,
 			"count", len(recent), "next_at", next)
-		return refuse(task.CodeRateLimited, "escalation refused: task %s has had %d agent escalations in the last %s (at most %d); the next is taken from %s",
+		return refusal.New(task.CodeRateLimited, "escalation refused: task %s has had %d agent escalations in the last %s (at most %d); the next is taken from %s",
 			t.In.TaskID, len(recent), EscalationWindow, MaxAgentEscalations, next.UTC().Format(time.RFC3339))
 	}
 	return nil

@@ -21,6 +21,7 @@ import (
 	"github.com/ampflow/ampflow/amp"
 	"github.com/ampflow/ampflow/amp/decision"
 	"github.com/ampflow/ampflow/amp/task"
+	"github.com/ampflow/ampflow/workflows/refusal"
 )
 
 // Client is the typed way in to task workflows, shared by the CLI, the
@@ -349,7 +350,7 @@ func (c *Client) wrap(err error, op string) error {
 	}
 	var app *temporal.ApplicationError
 	if errors.As(err, &app) {
-		if e, ok := refusalOf(app); ok {
+		if e, ok := refusal.Of(app); ok {
 			e.Err = err
 			return e
 		}

@@ -6,10 +6,10 @@ import (
 
 	"go.temporal.io/sdk/workflow"
 
-	"github.com/ampflow/ampflow/activities"
 	"github.com/ampflow/ampflow/amp"
 	"github.com/ampflow/ampflow/amp/decision"
 	"github.com/ampflow/ampflow/amp/task"
+	"github.com/ampflow/ampflow/workflows/decide"
 )
 
 var (
@@ -31,28 +31,28 @@ var (
 	optResume      = decision.Option{ID: task.OptResume, Label: "Resume"}
 )
 
-// open raises a decision: it becomes the pending one, goes into the SSOT
-// and out to the admins' channels.
-func (t *taskRun) open(ctx workflow.Context, kind decision.Kind, prompt string, esc *amp.Message, opts ...decision.Option) {
-	t.DecisionSeq++
-	d := decision.Decision{
-		ID:         fmt.Sprintf("%s-d%d", t.In.TaskID, t.DecisionSeq),
-		Subject:    t.In.TaskID,
+// ask raises a decision through the engine: it becomes the open one,
+// goes into the SSOT and out to the admins' channels, bound by its digest
+// to what it approves (see approves).
+func (t *taskRun) ask(ctx workflow.Context, kind decision.Kind, prompt string, esc *amp.Message, opts ...decision.Option) error {
+	c := t.decisionContext(esc)
+	if kind == task.KindDeliveryFailed && t.Failed != nil {
+		c.AgentStderr = t.Failed.Stderr
+	}
+	_, err := t.decisions.Open(ctx, decide.Request{
 		Kind:       kind,
 		Prompt:     prompt,
 		Options:    opts,
-		RaisedAt:   workflow.Now(ctx),
+		Context:    c,
 		Escalation: esc,
-		Context:    t.decisionContext(esc),
+		Approves:   t.approves(kind, esc, c),
+		Required:   t.required(kind),
+		OnExpiry:   expiryOption(kind),
+	})
+	if err != nil {
+		return fmt.Errorf("task %s: %w", t.In.TaskID, err)
 	}
-	if kind == task.KindDeliveryFailed && t.Failed != nil {
-		d.Context.AgentStderr = t.Failed.Stderr
-	}
-	t.Pending = &d
-	t.record(ctx, d.ID, activities.KindDecision, d)
-	t.addTimeline(ctx, task.TimelineEntry{Kind: "decision", MsgID: d.ID, Type: string(kind), Note: prompt})
-	t.notify(activities.NotifyInput{Event: activities.NoticeDecisionOpened, Status: t.Status, Decision: &d})
-	t.snapshot()
+	return nil
 }
 
 func (t *taskRun) decisionContext(esc *amp.Message) decision.Context {
@@ -84,20 +84,6 @@ func (t *taskRun) decisionContext(esc *amp.Message) decision.Context {
 	return c
 }
 
-// close takes the pending decision with an option.
-func (t *taskRun) close(ctx workflow.Context, option, note, by, channel string) decision.Outcome {
-	d := t.Pending
-	o := decision.Outcome{DecisionID: d.ID, Kind: d.Kind, Option: option, Note: note, By: by, Channel: channel, At: workflow.Now(ctx)}
-	t.Pending = nil
-	t.Decided = append(t.Decided, o)
-	t.Outcome = &o
-	t.record(ctx, d.ID+"-outcome", activities.KindDecision, o)
-	t.addTimeline(ctx, task.TimelineEntry{Kind: "decision", MsgID: d.ID, Type: string(d.Kind), From: by, Note: option + via(channel) + noteSuffix(note)})
-	t.notify(activities.NotifyInput{Event: activities.NoticeDecisionClosed, Status: t.Status, Decision: d, Outcome: &o})
-	t.snapshot()
-	return o
-}
-
 func via(channel string) string { return " via " + channel }
 
 func noteSuffix(note string) string {
@@ -107,54 +93,20 @@ func noteSuffix(note string) string {
 	return ": " + note
 }
 
-// withdraw closes the pending decision without an admin: what it asked
-// became moot.
-func (t *taskRun) withdraw(ctx workflow.Context, why string) {
-	if t.Pending == nil {
-		return
-	}
-	t.close(ctx, decision.OptWithdrawn, why, "ampflow", "system")
-	t.Outcome = nil
-}
-
-// hasOutcome reports whether an admin's choice of one of kinds waits to
-// be taken.
-func (t *taskRun) hasOutcome(kinds ...decision.Kind) bool {
-	return t.Outcome != nil && slices.Contains(kinds, t.Outcome.Kind)
-}
-
-// takeOutcome returns and clears the admin's choice if it is of one of
-// kinds. Outcomes are matched by kind: a phase takes only the answer to
-// the question it asked.
-func (t *taskRun) takeOutcome(kinds ...decision.Kind) *decision.Outcome {
-	if !t.hasOutcome(kinds...) {
-		return nil
-	}
-	o := t.Outcome
-	t.Outcome = nil
-	return o
-}
-
-// pendingOf reports whether a decision of one of kinds is open or
-// answered but not yet taken: a phase entered again goes straight back to it.
-func (t *taskRun) pendingOf(kinds ...decision.Kind) (decision.Kind, bool) {
-	if t.Outcome != nil && slices.Contains(kinds, t.Outcome.Kind) {
-		return t.Outcome.Kind, true
-	}
-	if t.Pending != nil && slices.Contains(kinds, t.Pending.Kind) {
-		return t.Pending.Kind, true
-	}
-	return "", false
+// withdrawDecision closes the open decision without an admin: what it
+// asked became moot.
+func (t *taskRun) withdrawDecision(ctx workflow.Context, why string) {
+	t.decisions.Withdraw(ctx, why)
 }
 
 // supersede closes what a wait asked the admins when the agent answered
 // first: the open decision is withdrawn, and a choice already made but not
 // taken is dropped, with a note in the timeline.
 func (t *taskRun) supersede(ctx workflow.Context, why string, kinds ...decision.Kind) {
-	if t.Pending != nil && slices.Contains(kinds, t.Pending.Kind) {
-		t.withdraw(ctx, why)
+	if d := t.decisions.Pending(); d != nil && slices.Contains(kinds, d.Kind) {
+		t.withdrawDecision(ctx, why)
 	}
-	if o := t.takeOutcome(kinds...); o != nil {
+	if o := t.decisions.Take(kinds...); o != nil {
 		t.addTimeline(ctx, task.TimelineEntry{Kind: "decision", MsgID: o.DecisionID, Type: string(o.Kind),
 			Note: fmt.Sprintf("%s by %s had no effect: %s", o.Option, o.By, why)})
 	}
@@ -165,18 +117,20 @@ func (t *taskRun) supersede(ctx workflow.Context, why string, kinds ...decision.
 // phase must give way (a cancel, an agent's critical escalation, or a
 // continue-as-new) and will be entered again.
 func (t *taskRun) decideOn(ctx workflow.Context, kind decision.Kind, prompt string, esc *amp.Message, opts ...decision.Option) (*decision.Outcome, error) {
-	if o := t.takeOutcome(kind); o != nil {
+	if o := t.decisions.Take(kind); o != nil {
 		return o, nil
 	}
-	if t.Pending == nil || t.Pending.Kind != kind {
-		t.withdraw(ctx, "superseded")
-		if t.Outcome != nil {
-			t.supersede(ctx, "superseded by a new decision", t.Outcome.Kind)
+	if t.decisions.OpenOf(kind) == nil {
+		t.withdrawDecision(ctx, "superseded")
+		if k, ok := t.decisions.AnsweredKind(); ok {
+			t.supersede(ctx, "superseded by a new decision", k)
 		}
-		t.open(ctx, kind, prompt, esc, opts...)
+		if err := t.ask(ctx, kind, prompt, esc, opts...); err != nil {
+			return nil, err
+		}
 	}
 	err := workflow.Await(ctx, func() bool {
-		if t.hasOutcome(kind) || t.Cancel != nil || workflow.GetInfo(ctx).GetContinueAsNewSuggested() {
+		if t.decisions.Answered(kind) || t.Cancel != nil || workflow.GetInfo(ctx).GetContinueAsNewSuggested() {
 			return true
 		}
 		return t.Interrupt != nil && kind != task.KindAgentEscalation
@@ -184,7 +138,7 @@ func (t *taskRun) decideOn(ctx workflow.Context, kind decision.Kind, prompt stri
 	if err != nil {
 		return nil, fmt.Errorf("waiting for decision of task %s: %w", t.In.TaskID, err)
 	}
-	return t.takeOutcome(kind), nil
+	return t.decisions.Take(kind), nil
 }
 
 // terminatedBy ends the task on an admin's word.
@@ -197,10 +151,10 @@ func (t *taskRun) terminatedBy(o *decision.Outcome) phase {
 // sends a new one: a phase entered again after continue-as-new must not
 // escalate twice.
 func (t *taskRun) escalateFor(kind decision.Kind, send func() *amp.Message) *amp.Message {
-	if t.Pending != nil && t.Pending.Kind == kind {
-		return t.Pending.Escalation
+	if d := t.decisions.OpenOf(kind); d != nil {
+		return d.Escalation
 	}
-	if t.hasOutcome(kind) {
+	if t.decisions.Answered(kind) {
 		return nil
 	}
 	return send()

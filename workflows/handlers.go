@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"slices"
 	"strings"
-	"time"
 
 	"go.temporal.io/sdk/workflow"
 
@@ -13,6 +12,7 @@ import (
 	"github.com/ampflow/ampflow/amp"
 	"github.com/ampflow/ampflow/amp/decision"
 	"github.com/ampflow/ampflow/amp/task"
+	"github.com/ampflow/ampflow/workflows/refusal"
 )
 
 // validateSubmit refuses, before anything enters history, a record that
@@ -20,7 +20,7 @@ import (
 func (t *taskRun) validateSubmit(ctx workflow.Context, in task.SubmitInput) error {
 	rec, err := amp.ParseRecord(in.Raw)
 	if err != nil {
-		return refuseRecord(err)
+		return refusal.Record(err)
 	}
 	kind, err := t.classify(rec, in.Raw)
 	if err == nil && kind == subEscalation {
@@ -50,16 +50,16 @@ func (t *taskRun) classify(rec amp.Record, raw []byte) (submission, error) {
 		taskID = rec.Message.TaskID
 	}
 	if taskID != t.In.TaskID {
-		return 0, refuseField("task_id", "%s is not this task (%s)", taskID, t.In.TaskID)
+		return 0, refusal.Field("task_id", "%s is not this task (%s)", taskID, t.In.TaskID)
 	}
 	if prev, ok := t.Seen[id]; ok {
 		if prev == recordDigest(rec) {
 			return subDuplicate, nil
 		}
-		return 0, refuse(task.CodeConflict, "msg_id: %s was already used by a different message", id)
+		return 0, refusal.New(task.CodeConflict, "msg_id: %s was already used by a different message", id)
 	}
 	if t.Status.Terminal() {
-		return 0, refuse(task.CodeFinished, "task %s is %s: it takes no more messages", t.In.TaskID, t.Status)
+		return 0, refusal.New(task.CodeFinished, "task %s is %s: it takes no more messages", t.In.TaskID, t.Status)
 	}
 	if rec.Ack != nil {
 		return t.classifyAck(*rec.Ack)
@@ -69,33 +69,33 @@ func (t *taskRun) classify(rec amp.Record, raw []byte) (submission, error) {
 		return subEscalation, nil
 	}
 	if t.suspended() || t.Interrupt != nil {
-		return 0, refuse(task.CodeSuspended, "task suspended: %s %s waits for an admin decision; %s refused", t.In.TaskID, t.Status, m.Type)
+		return 0, refusal.New(task.CodeSuspended, "task suspended: %s %s waits for an admin decision; %s refused", t.In.TaskID, t.Status, m.Type)
 	}
 	switch m.Type {
 	case amp.TypeTaskResult:
 		return t.classifyResult(m)
 	case amp.TypeReviewVerdict:
 		if !t.awaitingVerdict() {
-			return 0, refuse(task.CodeUnexpected, "unexpected review_verdict: task %s is %s and expects %s", t.In.TaskID, t.Status, t.expecting())
+			return 0, refusal.New(task.CodeUnexpected, "unexpected review_verdict: task %s is %s and expects %s", t.In.TaskID, t.Status, t.expecting())
 		}
 		if stale := t.staleRef(m.ContextRef, amp.TypeReviewRequest, t.RequestID); stale != "" {
-			return 0, refuse(task.CodeUnexpected, "context_ref: this review_verdict answers %s; the current review request is %s", stale, t.RequestID)
+			return 0, refusal.New(task.CodeUnexpected, "context_ref: this review_verdict answers %s; the current review request is %s", stale, t.RequestID)
 		}
 		return subVerdict, nil
 	}
-	return 0, refuse(task.CodeUnexpected, "unexpected %s: ampflow sends %s messages itself; task %s expects %s", m.Type, m.Type, t.In.TaskID, t.expecting())
+	return 0, refusal.New(task.CodeUnexpected, "unexpected %s: ampflow sends %s messages itself; task %s expects %s", m.Type, m.Type, t.In.TaskID, t.expecting())
 }
 
 func (t *taskRun) classifyResult(m amp.Message) (submission, error) {
 	if !t.awaitingResult() {
-		return 0, refuse(task.CodeUnexpected, "unexpected task_result: task %s is %s and expects %s", t.In.TaskID, t.Status, t.expecting())
+		return 0, refusal.New(task.CodeUnexpected, "unexpected task_result: task %s is %s and expects %s", t.In.TaskID, t.Status, t.expecting())
 	}
 	if stale := t.staleRef(m.ContextRef, amp.TypeTaskDispatch, t.DispatchID); stale != "" {
-		return 0, refuse(task.CodeUnexpected, "context_ref: this task_result answers %s; the current dispatch is %s", stale, t.DispatchID)
+		return 0, refusal.New(task.CodeUnexpected, "context_ref: this task_result answers %s; the current dispatch is %s", stale, t.DispatchID)
 	}
 	cur := t.subtask()
 	if cur == nil || m.Result().SubtaskID != cur.SubtaskID {
-		return 0, refuse(task.CodeUnexpected, "payload.subtask_id: %s is not the current subtask; expected a task_result for %s", m.Result().SubtaskID, cur.SubtaskID)
+		return 0, refusal.New(task.CodeUnexpected, "payload.subtask_id: %s is not the current subtask; expected a task_result for %s", m.Result().SubtaskID, cur.SubtaskID)
 	}
 	return subResult, nil
 }
@@ -106,13 +106,13 @@ func (t *taskRun) classifyAck(a amp.Ack) (submission, error) {
 	}
 	m, ok := t.inOutbox(a.AckOf)
 	if !ok {
-		return 0, refuse(task.CodeUnexpected, "ack_of: no message %s awaits an ACK; task %s expects %s", a.AckOf, t.In.TaskID, t.expecting())
+		return 0, refusal.New(task.CodeUnexpected, "ack_of: no message %s awaits an ACK; task %s expects %s", a.AckOf, t.In.TaskID, t.expecting())
 	}
 	if a.From != m.To {
-		return 0, refuseField("from", "%s cannot ACK a message addressed to %s", a.From, m.To)
+		return 0, refusal.Field("from", "%s cannot ACK a message addressed to %s", a.From, m.To)
 	}
 	if t.suspended() || t.Interrupt != nil {
-		return 0, refuse(task.CodeSuspended, "task suspended: %s %s waits for an admin decision; ACK refused", t.In.TaskID, t.Status)
+		return 0, refusal.New(task.CodeSuspended, "task suspended: %s %s waits for an admin decision; ACK refused", t.In.TaskID, t.Status)
 	}
 	return subAck, nil
 }
@@ -173,8 +173,8 @@ func (t *taskRun) expecting() string {
 	case t.awaitingVerdict():
 		want = append(want, "a review_verdict")
 	}
-	if t.Pending != nil {
-		want = append(want, "the admin decision "+t.Pending.ID)
+	if d := t.decisions.Pending(); d != nil {
+		want = append(want, "the admin decision "+d.ID)
 	}
 	if len(want) == 0 {
 		return "no agent message right now"
@@ -188,7 +188,7 @@ func (t *taskRun) expecting() string {
 func (t *taskRun) submit(ctx workflow.Context, in task.SubmitInput) (task.SubmitResult, error) {
 	rec, err := amp.ParseRecord(in.Raw)
 	if err != nil {
-		return task.SubmitResult{}, refuseRecord(err)
+		return task.SubmitResult{}, refusal.Record(err)
 	}
 	kind, err := t.classify(rec, in.Raw)
 	if err == nil && kind == subEscalation {
@@ -277,67 +277,65 @@ func (t *taskRun) heartbeat(ctx workflow.Context, in task.HeartbeatInput) {
 }
 
 func (t *taskRun) validateDecide(in decision.Answer) error {
-	_, err := t.checkDecision(in)
+	_, err := t.checkAnswer(in)
 	return err
 }
 
-func (t *taskRun) checkDecision(in decision.Answer) (decision.Option, error) {
+// checkAnswer is the engine's check of an answer plus the task's own:
+// nothing is decided on an ended task, and a replan comes with subtasks.
+func (t *taskRun) checkAnswer(in decision.Answer) (decision.Option, error) {
 	if t.Status.Terminal() {
-		return decision.Option{}, refuse(task.CodeFinished, "task %s is %s", t.In.TaskID, t.Status)
+		return decision.Option{}, refusal.New(task.CodeFinished, "task %s is %s", t.In.TaskID, t.Status)
 	}
-	if !t.In.Policy.IsAdmin(in.By) {
-		return decision.Option{}, refuse(task.CodeForbidden, "by: %q is not a configured admin", in.By)
-	}
-	for _, o := range t.Decided {
-		if o.DecisionID == in.DecisionID {
-			return decision.Option{}, refuse(task.CodeDecided, "decision %s already decided by %s via %s at %s (%s)",
-				o.DecisionID, o.By, o.Channel, o.At.UTC().Format(time.RFC3339), o.Option)
-		}
-	}
-	if t.Pending == nil || t.Pending.ID != in.DecisionID {
-		open := "no decision is open"
-		if t.Pending != nil {
-			open = "the open decision is " + t.Pending.ID
-		}
-		return decision.Option{}, refuse(task.CodeStaleDecision, "decision_id: unknown decision %q for task %s; %s", in.DecisionID, t.In.TaskID, open)
-	}
-	opt, ok := t.Pending.Option(in.Option)
-	if !ok {
-		var ids []string
-		for _, o := range t.Pending.Options {
-			ids = append(ids, o.ID)
-		}
-		return decision.Option{}, refuseField("option", "%q is not offered; choose one of %s", in.Option, strings.Join(ids, ", "))
+	opt, err := t.decisions.Check(in)
+	if err != nil {
+		return opt, err
 	}
 	if opt.ID == task.OptReplan {
-		return decision.Option{}, refuseField("option", "replan needs new subtasks: use `ampflow task replan %s -f FILE` or POST /v1/tasks/%s/replan", t.In.TaskID, t.In.TaskID)
-	}
-	if opt.NoteRequired && strings.TrimSpace(in.Note) == "" {
-		return decision.Option{}, refuseField("note", "required for option %s", opt.ID)
+		return decision.Option{}, refusal.Field("option", "replan needs new subtasks: use `ampflow task replan %s -f FILE` or POST /v1/tasks/%s/replan", t.In.TaskID, t.In.TaskID)
 	}
 	return opt, nil
 }
 
+// decide takes an admin's answer. An approval short of the quorum returns
+// the decision still open with its approvals; an answer that closes it
+// returns once the run loop has acted on it, with the task's new status.
 func (t *taskRun) decide(ctx workflow.Context, in decision.Answer) (task.DecideResult, error) {
-	if _, err := t.checkDecision(in); err != nil {
+	if _, err := t.checkAnswer(in); err != nil {
 		return task.DecideResult{}, err
 	}
-	o := t.close(ctx, in.Option, in.Note, in.By, in.Channel)
-	if err := workflow.Await(ctx, func() bool { return t.Outcome == nil || t.closing }); err != nil {
+	r, err := t.decisions.Answer(ctx, in)
+	if err != nil {
 		return task.DecideResult{}, err
 	}
-	return task.DecideResult{Outcome: o, Status: t.Status}, nil
+	if r.Outcome == nil {
+		p := r.Open.Progress()
+		return task.DecideResult{Status: t.Status, Decision: r.Open, Progress: &p, Note: r.Note}, nil
+	}
+	if err := t.awaitAnswerTaken(ctx); err != nil {
+		return task.DecideResult{}, err
+	}
+	return task.DecideResult{Outcome: *r.Outcome, Status: t.Status}, nil
+}
+
+// awaitAnswerTaken waits until the run loop has taken the answer, so an
+// update returns the status it led to.
+func (t *taskRun) awaitAnswerTaken(ctx workflow.Context) error {
+	return workflow.Await(ctx, func() bool {
+		_, waiting := t.decisions.AnsweredKind()
+		return !waiting || t.closing
+	})
 }
 
 func (t *taskRun) validateCancel(in task.CancelInput) error {
 	if strings.TrimSpace(in.Reason) == "" {
-		return refuseField("reason", "required")
+		return refusal.Field("reason", "required")
 	}
 	if strings.TrimSpace(in.By) == "" {
-		return refuseField("by", "required")
+		return refusal.Field("by", "required")
 	}
 	if t.Status.Terminal() {
-		return refuse(task.CodeFinished, "task %s is already %s", t.In.TaskID, t.Status)
+		return refusal.New(task.CodeFinished, "task %s is already %s", t.In.TaskID, t.Status)
 	}
 	return nil
 }
@@ -358,10 +356,10 @@ func (t *taskRun) cancel(ctx workflow.Context, in task.CancelInput) (task.Change
 
 func (t *taskRun) validateReplan(in task.ReplanInput) error {
 	if strings.TrimSpace(in.By) == "" {
-		return refuseField("by", "required")
+		return refusal.Field("by", "required")
 	}
 	if len(in.Subtasks) == 0 {
-		return refuseField("subtasks", "must not be empty")
+		return refusal.Field("subtasks", "must not be empty")
 	}
 	var problems []amp.FieldError
 	seen := map[string]bool{}
@@ -381,16 +379,17 @@ func (t *taskRun) validateReplan(in task.ReplanInput) error {
 		}
 	}
 	if len(problems) > 0 {
-		return refuseFields(problems, "%s", fieldLines(problems))
+		return refusal.Fields(problems, "%s", refusal.Lines(problems))
 	}
 	switch {
-	case t.Status == task.StatusLocked && t.Pending != nil && t.Pending.Kind == task.KindHallucinationLock:
-		if !t.In.Policy.IsAdmin(in.By) {
-			return refuse(task.CodeForbidden, "by: %q is not a configured admin; only an admin opens the hallucination lock", in.By)
+	case t.Status == task.StatusLocked && t.decisions.OpenOf(task.KindHallucinationLock) != nil:
+		d := t.decisions.OpenOf(task.KindHallucinationLock)
+		if !t.In.Policy.MayDecide(in.By, !d.EscalatedAt.IsZero()) {
+			return refusal.New(task.CodeForbidden, "by: %q is not a configured admin; only an admin opens the hallucination lock", in.By)
 		}
-	case t.Phase == phaseApproval && t.Pending != nil && t.Pending.Kind == task.KindPlanApproval:
+	case t.Phase == phaseApproval && t.decisions.OpenOf(task.KindPlanApproval) != nil:
 	default:
-		return refuse(task.CodeUnexpected, "task %s is %s: replan is taken while locked or awaiting plan approval", t.In.TaskID, t.Status)
+		return refusal.New(task.CodeUnexpected, "task %s is %s: replan is taken while locked or awaiting plan approval", t.In.TaskID, t.Status)
 	}
 	return nil
 }
@@ -404,15 +403,15 @@ func (t *taskRun) replan(ctx workflow.Context, in task.ReplanInput) (task.Change
 	if t.Phase == phaseApproval {
 		// The admins are asked again, about the new plan.
 		t.Plan = append(t.Plan[:t.Index:t.Index], in.Subtasks...)
-		t.close(ctx, task.OptReplan, in.Note, in.By, "replan")
-		if err := workflow.Await(ctx, func() bool { return t.Outcome == nil || t.closing }); err != nil {
+		t.decisions.Settle(ctx, task.OptReplan, in.Note, in.By, "replan")
+		if err := t.awaitAnswerTaken(ctx); err != nil {
 			return task.ChangeResult{}, err
 		}
 		return task.ChangeResult{Status: t.Status}, nil
 	}
 	t.Replan = &in
-	t.close(ctx, task.OptReplan, in.Note, in.By, "replan")
-	if err := workflow.Await(ctx, func() bool { return t.Outcome == nil || t.closing }); err != nil {
+	t.decisions.Settle(ctx, task.OptReplan, in.Note, in.By, "replan")
+	if err := t.awaitAnswerTaken(ctx); err != nil {
 		return task.ChangeResult{}, err
 	}
 	return task.ChangeResult{Status: t.Status}, nil

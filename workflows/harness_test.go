@@ -21,6 +21,7 @@ import (
 	"github.com/ampflow/ampflow/amp/decision"
 	"github.com/ampflow/ampflow/amp/task"
 	"github.com/ampflow/ampflow/config"
+	"github.com/ampflow/ampflow/workflows/refusal"
 )
 
 const testTaskID = "T-2026-001"
@@ -280,7 +281,7 @@ func (h *harness) decide(by, option, note string) *reply {
 	if st.Pending == nil {
 		h.t.Fatalf("no pending decision (status %s)", st.Status)
 	}
-	return h.update(task.UpdateDecide, "", decision.Answer{DecisionID: st.Pending.ID, Option: option, Note: note, By: by, Channel: "cli"})
+	return h.update(task.UpdateDecide, "", decision.Answer{DecisionID: st.Pending.ID, Digest: st.Pending.Digest, Option: option, Note: note, By: by, Channel: "cli"})
 }
 
 // round plays one clean subtask: ACK, complete result, review ACK,
@@ -305,7 +306,7 @@ func refused(t *testing.T, r *reply, code task.Code) *task.Error {
 		t.Errorf("update %s %s: got error %v, want a refusal %s", r.name, r.id, r.err, code)
 		return nil
 	}
-	e, ok := refusalOf(app)
+	e, ok := refusal.Of(app)
 	if !ok || e.Code != code || app.Type() != string(code) {
 		t.Errorf("update %s %s: got error %v (type %s, details %+v), want a refusal %s", r.name, r.id, r.err, app.Type(), e, code)
 		return nil

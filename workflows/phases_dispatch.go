@@ -18,7 +18,7 @@ import (
 // waitFor waits until cond holds, the deadline passes (a zero deadline
 // never does), or the task is interrupted. It reports a timeout.
 func (t *taskRun) waitFor(ctx workflow.Context, deadline time.Time, cond func() bool) (bool, error) {
-	full := func() bool { return cond() || t.yield(ctx) }
+	full := func() bool { return cond() || t.mustGiveWay(ctx) }
 	if deadline.IsZero() {
 		return false, workflow.Await(ctx, full)
 	}
@@ -151,10 +151,10 @@ func (t *taskRun) awaitAckOf(ctx workflow.Context, w ackWait, here phase) (phase
 			t.LastActive = workflow.Now(ctx)
 			return "", nil
 		}
-		if t.yield(ctx) {
+		if t.mustGiveWay(ctx) {
 			return here, nil
 		}
-		if o := t.takeOutcome(kinds...); o != nil {
+		if o := t.decisions.Take(kinds...); o != nil {
 			t.clearFailed()
 			switch o.Option {
 			case task.OptWait:
@@ -171,23 +171,27 @@ func (t *taskRun) awaitAckOf(ctx workflow.Context, w ackWait, here phase) (phase
 			return t.terminatedBy(o), nil
 		}
 		if f := t.failedToRaise(w.msgID); f != nil {
-			t.raiseFailed(ctx, f, w.again)
+			if err := t.raiseFailed(ctx, f, w.again); err != nil {
+				return here, err
+			}
 			continue
 		}
 		timedOut, err := t.waitFor(ctx, t.Deadline, func() bool {
-			return w.reply() || t.acked(w.msgID) || t.hasOutcome(kinds...) || t.failedToRaise(w.msgID) != nil
+			return w.reply() || t.acked(w.msgID) || t.decisions.Answered(kinds...) || t.failedToRaise(w.msgID) != nil
 		})
 		if err != nil {
 			return here, err
 		}
 		if timedOut {
 			t.Deadline = time.Time{}
-			if _, open := t.pendingOf(kinds...); !open && t.failedToRaise(w.msgID) == nil {
+			if _, open := t.decisions.Asking(kinds...); !open && t.failedToRaise(w.msgID) == nil {
 				desc := fmt.Sprintf("The %s did not ACK %s within %s.", w.role, w.msgID, task.FormatDuration(t.In.Policy.AckTimeout(w.typ)))
 				esc := t.escalate(ctx, amp.EscAckTimeout, amp.SeverityWarning, amp.RoleSystem, desc, []string{w.msgID},
 					"Send it again", "Keep waiting for the "+string(w.role), "Terminate the task")
-				t.withdraw(ctx, "superseded by an ACK timeout")
-				t.open(ctx, task.KindAckTimeout, desc+" "+w.policy, esc, w.again, optWait, optTerminate)
+				t.withdrawDecision(ctx, "superseded by an ACK timeout")
+				if err := t.ask(ctx, task.KindAckTimeout, desc+" "+w.policy, esc, w.again, optWait, optTerminate); err != nil {
+					return here, err
+				}
 			}
 		}
 	}
@@ -232,10 +236,10 @@ func (t *taskRun) awaitReply(ctx workflow.Context, role amp.Role, again decision
 			t.clearFailed()
 			return "", nil
 		}
-		if t.yield(ctx) {
+		if t.mustGiveWay(ctx) {
 			return here, nil
 		}
-		if o := t.takeOutcome(kinds...); o != nil {
+		if o := t.decisions.Take(kinds...); o != nil {
 			t.clearFailed()
 			switch o.Option {
 			case task.OptWait:
@@ -249,17 +253,19 @@ func (t *taskRun) awaitReply(ctx workflow.Context, role amp.Role, again decision
 			return t.terminatedBy(o), nil
 		}
 		if f := t.failedToRaise(ref); f != nil {
-			t.raiseFailed(ctx, f, again)
+			if err := t.raiseFailed(ctx, f, again); err != nil {
+				return here, err
+			}
 			continue
 		}
-		k, open := t.pendingOf(kinds...)
+		k, open := t.decisions.Asking(kinds...)
 		var deadline time.Time
 		if !open {
 			deadline = t.LastActive.Add(t.In.Policy.HeartbeatTimeout)
 		}
 		last := t.LastActive
 		timedOut, err := t.waitFor(ctx, deadline, func() bool {
-			return replied() || t.hasOutcome(kinds...) || t.LastActive != last || t.failedToRaise(ref) != nil
+			return replied() || t.decisions.Answered(kinds...) || t.LastActive != last || t.failedToRaise(ref) != nil
 		})
 		if err != nil {
 			return here, err
@@ -276,8 +282,10 @@ func (t *taskRun) awaitReply(ctx workflow.Context, role amp.Role, again decision
 			desc := fmt.Sprintf("The %s has been silent for %s (no message or heartbeat).", role, task.FormatDuration(t.In.Policy.HeartbeatTimeout))
 			esc := t.escalate(ctx, amp.EscHeartbeatTimeout, amp.SeverityWarning, amp.RoleSystem, desc, []string{ref},
 				"Send the work again", "Keep waiting", "Terminate the task")
-			t.withdraw(ctx, "superseded by a heartbeat timeout")
-			t.open(ctx, task.KindHeartbeatTimeout, desc+" Send again, keep waiting or terminate?", esc, again, optWait, optTerminate)
+			t.withdrawDecision(ctx, "superseded by a heartbeat timeout")
+			if err := t.ask(ctx, task.KindHeartbeatTimeout, desc+" Send again, keep waiting or terminate?", esc, again, optWait, optTerminate); err != nil {
+				return here, err
+			}
 		}
 	}
 }
@@ -289,10 +297,10 @@ func (t *taskRun) takeResult(ctx workflow.Context) (phase, error) {
 	r := res.Result()
 	t.ResultCommit = r.CommitHash // until git names it in full
 	// Entered again with a question open: go back to it, check nothing twice.
-	if k, ok := t.pendingOf(task.KindPartialResult, task.KindResultProblem); ok {
+	if k, ok := t.decisions.Asking(task.KindPartialResult, task.KindResultProblem); ok {
 		return t.resultDecision(ctx, k, t.pendingPrompt(), nil)
 	}
-	if _, ok := t.pendingOf(task.KindBranchViolation); ok {
+	if _, ok := t.decisions.Asking(task.KindBranchViolation); ok {
 		return t.branchViolation(ctx, t.pendingPrompt())
 	}
 	if r.CompletionStatus != amp.StatusComplete {
@@ -363,8 +371,8 @@ func (t *taskRun) branchViolation(ctx workflow.Context, desc string) (phase, err
 
 // pendingPrompt is the open decision's question, for a phase entered again.
 func (t *taskRun) pendingPrompt() string {
-	if t.Pending != nil {
-		return t.Pending.Prompt
+	if d := t.decisions.Pending(); d != nil {
+		return d.Prompt
 	}
 	return ""
 }
@@ -377,13 +385,13 @@ func (t *taskRun) activity(ctx workflow.Context, start func(workflow.Context) wo
 	f := start(actx)
 	done := false
 	workflow.Go(ctx, func(gctx workflow.Context) {
-		if err := workflow.Await(gctx, func() bool { return done || t.yield(gctx) }); err == nil && !done {
+		if err := workflow.Await(gctx, func() bool { return done || t.mustGiveWay(gctx) }); err == nil && !done {
 			cancel()
 		}
 	})
 	err := f.Get(ctx, out)
 	done = true
-	if err != nil && t.yield(ctx) {
+	if err != nil && t.mustGiveWay(ctx) {
 		return true, nil
 	}
 	return false, err

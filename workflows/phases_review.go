@@ -20,7 +20,7 @@ func (t *taskRun) ciGate(ctx workflow.Context) (phase, error) {
 		t.CI = nil
 		return phaseReview, nil
 	}
-	if _, ok := t.pendingOf(task.KindCIExhausted); ok {
+	if _, ok := t.decisions.Asking(task.KindCIExhausted); ok {
 		return t.ciEscalation(ctx, t.pendingPrompt())
 	}
 	t.setStatus(ctx, task.StatusCICheck, "")
@@ -34,7 +34,7 @@ func (t *taskRun) ciGate(ctx workflow.Context) (phase, error) {
 		yielded, err := t.activity(ctx, func(ctx workflow.Context) workflow.Future {
 			return workflow.ExecuteActivity(workflow.WithActivityOptions(ctx, ciOptions(t.In.Policy)), acts.CIStatus, in)
 		}, &st)
-		if yielded || t.yield(ctx) {
+		if yielded || t.mustGiveWay(ctx) {
 			return phaseCI, nil
 		}
 		if err != nil {
@@ -71,7 +71,7 @@ func (t *taskRun) ciGate(ctx workflow.Context) (phase, error) {
 		if _, err := t.waitFor(ctx, wake, func() bool { return false }); err != nil {
 			return phaseCI, err
 		}
-		if t.yield(ctx) {
+		if t.mustGiveWay(ctx) {
 			return phaseCI, nil
 		}
 	}
@@ -224,6 +224,9 @@ func (t *taskRun) takeVerdict(ctx workflow.Context) (phase, error) {
 			verdict, note = amp.DecisionRejected, "Admin: "+o.Note
 		case task.OptReviewAgain:
 			return phaseReview, nil
+		case task.OptTerminate:
+			// Only the expiry picks it: the admins are not offered it.
+			return t.terminatedBy(o), nil
 		}
 	}
 	t.LastVerdictID = vm.MsgID

@@ -10,6 +10,7 @@ import (
 
 	"github.com/ampflow/ampflow/activities"
 	"github.com/ampflow/ampflow/amp"
+	"github.com/ampflow/ampflow/amp/decision"
 	"github.com/ampflow/ampflow/amp/task"
 	"github.com/ampflow/ampflow/config"
 )
@@ -48,6 +49,23 @@ func NewPolicy(cfg config.Config) task.Policy {
 			p.Admins = append(p.Admins, tok.Name)
 		}
 	}
+	p.EscalationAdmins = append(p.EscalationAdmins, cfg.AdminsEscalation...)
+	for _, id := range cfg.Slack.AdminsEscalation {
+		p.EscalationAdmins = append(p.EscalationAdmins, config.SlackAdmin(id))
+	}
+	for _, id := range cfg.Telegram.AdminsEscalation {
+		p.EscalationAdmins = append(p.EscalationAdmins, config.TelegramAdmin(id))
+	}
+	p.Decisions = decision.Policy{
+		Quorum: decision.Quorum{
+			Low:    cfg.Policy.Quorum.Low,
+			Medium: cfg.Policy.Quorum.Medium,
+			High:   cfg.Policy.Quorum.High,
+		},
+		RemindAfter:   cfg.Policy.Decisions.RemindAfter,
+		EscalateAfter: cfg.Policy.Decisions.EscalateAfter,
+		ExpireAfter:   cfg.Policy.Decisions.ExpireAfter,
+	}
 	return p
 }
 
@@ -74,6 +92,7 @@ func (t *taskRun) takePolicy(ctx workflow.Context) error {
 // applied: admin makes every plan approval an admin's. Nothing loosens it.
 func stricter(p task.Policy, h task.Handling) task.Policy {
 	p.Admins = slices.Clone(p.Admins)
+	p.EscalationAdmins = slices.Clone(p.EscalationAdmins)
 	p.AckTimeouts = maps.Clone(p.AckTimeouts)
 	if h == task.HandlingAdmin {
 		p.PlanApproval = task.RiskHandling{Low: task.HandlingAdmin, Medium: task.HandlingAdmin, High: task.HandlingAdmin}

@@ -8,8 +8,8 @@ import (
 
 	"github.com/ampflow/ampflow/activities"
 	"github.com/ampflow/ampflow/amp"
-	"github.com/ampflow/ampflow/amp/decision"
 	"github.com/ampflow/ampflow/amp/task"
+	"github.com/ampflow/ampflow/workflows/decide"
 )
 
 // phase is where the run loop stands; finer than task.Status.
@@ -88,10 +88,9 @@ type taskState struct {
 	// CIDeadline is when pending CI becomes a problem for the admins.
 	CIDeadline time.Time `json:"ci_deadline"`
 
-	Pending     *decision.Decision `json:"pending,omitempty"`
-	Outcome     *decision.Outcome  `json:"outcome,omitempty"`
-	Decided     []decision.Outcome `json:"decided,omitempty"`
-	DecisionSeq int                `json:"decision_seq"`
+	// Decisions is the decision engine's state: the open decision, the
+	// answer the run loop has yet to act on, and every closed one.
+	Decisions decide.State `json:"decisions"`
 	// Failed is the last delivery that failed; the wait for its reply
 	// raises it to the admins.
 	Failed *deliveryFailed `json:"delivery_failed,omitempty"`
@@ -193,9 +192,9 @@ func (s *taskState) interrupted() bool {
 	return s.Cancel != nil || s.Interrupt != nil
 }
 
-// yield reports whether the run loop must take over: an interruption, or
-// Temporal suggests continuing as new.
-func (t *taskRun) yield(ctx workflow.Context) bool {
+// mustGiveWay reports whether the run loop must take over: an
+// interruption, or Temporal suggests continuing as new.
+func (t *taskRun) mustGiveWay(ctx workflow.Context) bool {
 	return t.interrupted() || workflow.GetInfo(ctx).GetContinueAsNewSuggested()
 }
 
@@ -220,8 +219,8 @@ func (s *taskState) view() task.State {
 		DiffMismatches: s.Mismatches,
 		CIRounds:       s.CIRounds,
 		Rounds:         s.Rounds,
-		Pending:        s.Pending,
-		Decided:        s.Decided,
+		Pending:        s.Decisions.Open,
+		Decided:        s.Decisions.Decided,
 		Outbox:         s.Outbox,
 		Timeline:       s.Timeline,
 		LastError:      s.LastError,

@@ -13,6 +13,7 @@ import (
 	"github.com/ampflow/ampflow/activities"
 	"github.com/ampflow/ampflow/amp"
 	"github.com/ampflow/ampflow/amp/task"
+	"github.com/ampflow/ampflow/workflows/decide"
 )
 
 // Task runs one AMP task from plan approval to done. The workflow carries
@@ -56,6 +57,8 @@ func Task(ctx workflow.Context, in task.Input) (task.Result, error) {
 type taskRun struct {
 	*taskState
 	log log.Logger
+	// decisions is the decision engine over taskState.Decisions.
+	decisions *decide.Engine
 	// closing is set once the run ends or continues as new: handlers stop
 	// waiting for the run loop.
 	closing bool
@@ -86,11 +89,13 @@ func newTaskRun(ctx workflow.Context, in task.Input) (*taskRun, error) {
 	} else {
 		s = newTaskState(in, workflow.Now(ctx))
 	}
-	return &taskRun{
+	t := &taskRun{
 		taskState:  s,
 		log:        log.With(workflow.GetLogger(ctx), "task_id", in.TaskID),
 		deliveries: map[amp.Role]workflow.CancelFunc{},
-	}, nil
+	}
+	t.decisions = decide.New(&s.Decisions, in.TaskID, &s.In.Policy.Decisions, decisionHost{t})
+	return t, nil
 }
 
 func (t *taskRun) setup(ctx workflow.Context) error {
@@ -125,6 +130,7 @@ func (t *taskRun) setup(ctx workflow.Context) error {
 	})
 	t.effects = ctx
 	t.wake()
+	t.decisions.Start(ctx)
 	return nil
 }
 
@@ -200,8 +206,8 @@ func (t *taskRun) finish(ctx workflow.Context) (task.Result, error) {
 	} else {
 		t.setStatus(ctx, task.StatusTerminated, t.Reason)
 	}
-	t.withdraw(ctx, "the task is "+string(t.Status))
-	t.Outcome = nil
+	t.withdrawDecision(ctx, "the task is "+string(t.Status))
+	t.decisions.Drop()
 	t.Outbox = nil
 	t.Deadline = time.Time{}
 	t.snapshot()

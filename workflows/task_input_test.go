@@ -20,18 +20,18 @@ func TestDecisionsRefused(t *testing.T) {
 	h := newHarness(t, testPlan(amp.RiskMedium, "S1"))
 	var stale, notAdmin, noOption, second *reply
 	var first *reply
-	var decisionID string
+	var decisionID, digest string
 	h.at(time.Minute, func() {
-		decisionID = h.state().Pending.ID
+		decisionID, digest = h.state().Pending.ID, h.state().Pending.Digest
 		stale = h.update(task.UpdateDecide, "", decision.Answer{DecisionID: "T-2026-001-d99", Option: decision.OptApprove, By: "alice", Channel: "cli"})
-		notAdmin = h.update(task.UpdateDecide, "", decision.Answer{DecisionID: decisionID, Option: decision.OptApprove, By: "mallory", Channel: "slack"})
-		noOption = h.update(task.UpdateDecide, "", decision.Answer{DecisionID: decisionID, Option: task.OptWait, By: "alice", Channel: "cli"})
+		notAdmin = h.update(task.UpdateDecide, "", decision.Answer{DecisionID: decisionID, Digest: digest, Option: decision.OptApprove, By: "mallory", Channel: "slack"})
+		noOption = h.update(task.UpdateDecide, "", decision.Answer{DecisionID: decisionID, Digest: digest, Option: task.OptWait, By: "alice", Channel: "cli"})
 	})
 	h.at(time.Minute+time.Second, func() {
 		first = h.decide("alice", decision.OptApprove, "")
 	})
 	h.at(time.Minute+2*time.Second, func() {
-		second = h.update(task.UpdateDecide, "", decision.Answer{DecisionID: decisionID, Option: decision.OptReject, Note: "too late", By: "bob", Channel: "telegram"})
+		second = h.update(task.UpdateDecide, "", decision.Answer{DecisionID: decisionID, Digest: digest, Option: decision.OptReject, Note: "too late", By: "bob", Channel: "telegram"})
 	})
 	h.round(time.Minute + 2*time.Second)
 	res := h.run()

@@ -111,7 +111,8 @@ func TestReplyBeforeDecision(t *testing.T) {
 	h.at(302*time.Second, func() { h.ack(amp.RoleReviewer) })
 	h.at(303*time.Second, func() { h.verdict(amp.DecisionApproved, 0.9) })
 	res := h.run()
-	refused(t, decided, task.CodeDecided)
+	// The decision was withdrawn, not answered: stale, not decided.
+	refused(t, decided, task.CodeStaleDecision)
 	if res.Status != task.StatusDone || res.Rounds != 1 {
 		t.Errorf("result %+v: the result withdraws the ack_timeout decision, one round", res)
 	}

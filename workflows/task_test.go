@@ -151,7 +151,7 @@ func TestLateAck(t *testing.T) {
 	h.at(350*time.Second, func() { before = h.state(); h.ack(amp.RoleExecutor) })
 	h.at(351*time.Second, func() {
 		after = h.state()
-		stale = h.update(task.UpdateDecide, "", decision.Answer{DecisionID: before.Pending.ID, Option: task.OptWait, By: "alice", Channel: "slack"})
+		stale = h.update(task.UpdateDecide, "", decision.Answer{DecisionID: before.Pending.ID, Digest: before.Pending.Digest, Option: task.OptWait, By: "alice", Channel: "slack"})
 	})
 	h.at(352*time.Second, func() { h.result(amp.StatusComplete) })
 	h.at(353*time.Second, func() { h.ack(amp.RoleReviewer) })
@@ -167,7 +167,7 @@ func TestLateAck(t *testing.T) {
 	if after.Status != task.StatusInProgress || after.Pending != nil {
 		t.Errorf("after the late ACK: status %s, pending %v; want in_progress, none", after.Status, after.Pending)
 	}
-	refused(t, stale, task.CodeDecided)
+	refused(t, stale, task.CodeStaleDecision)
 	if !strings.Contains(stale.err.Error(), "withdrawn") {
 		t.Errorf("late decision error %q does not say it was withdrawn", stale.err)
 	}

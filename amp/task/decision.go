@@ -39,11 +39,13 @@ const (
 // DecideResult is what a decide update returns. An answer that closes
 // the decision carries its Outcome; an approval counted towards a quorum
 // not yet reached leaves the decision open and carries the Decision as it
-// stands and its Progress instead.
+// stands and its Progress ("1 of 2 approvals: ops") instead. Note says
+// when the approval had been counted already.
 type DecideResult struct {
 	Outcome  decision.Outcome   `json:"outcome,omitzero"`
 	Decision *decision.Decision `json:"decision,omitempty"`
 	Progress *decision.Progress `json:"progress,omitempty"`
+	Note     string             `json:"note,omitempty"`
 	Status   Status             `json:"status"`
 }
 

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/ampflow/ampflow/amp"
+	"github.com/ampflow/ampflow/amp/decision"
 )
 
 // FormatDuration writes d in the largest unit that holds it whole, the way
@@ -70,6 +71,15 @@ type policyJSON struct {
 	HeartbeatTimeout Duration              `json:"heartbeat_timeout"`
 	CIPollInterval   Duration              `json:"ci_poll_interval"`
 	CITimeout        Duration              `json:"ci_timeout"`
+	Decisions        decisionsJSON         `json:"decisions"`
+}
+
+// decisionsJSON is decision.Policy with its durations as text.
+type decisionsJSON struct {
+	Quorum        decision.Quorum `json:"quorum"`
+	RemindAfter   Duration        `json:"remind_after"`
+	EscalateAfter Duration        `json:"escalate_after"`
+	ExpireAfter   Duration        `json:"expire_after"`
 }
 
 // MarshalJSON writes the policy with durations as text ("300s", "30m"),
@@ -80,6 +90,12 @@ func (p Policy) MarshalJSON() ([]byte, error) {
 		HeartbeatTimeout: Duration(p.HeartbeatTimeout),
 		CIPollInterval:   Duration(p.CIPollInterval),
 		CITimeout:        Duration(p.CITimeout),
+		Decisions: decisionsJSON{
+			Quorum:        p.Decisions.Quorum,
+			RemindAfter:   Duration(p.Decisions.RemindAfter),
+			EscalateAfter: Duration(p.Decisions.EscalateAfter),
+			ExpireAfter:   Duration(p.Decisions.ExpireAfter),
+		},
 	}
 	if p.AckTimeouts != nil {
 		out.AckTimeouts = make(map[amp.Type]Duration, len(p.AckTimeouts))
@@ -101,6 +117,12 @@ func (p *Policy) UnmarshalJSON(b []byte) error {
 	p.HeartbeatTimeout = time.Duration(in.HeartbeatTimeout)
 	p.CIPollInterval = time.Duration(in.CIPollInterval)
 	p.CITimeout = time.Duration(in.CITimeout)
+	p.Decisions = decision.Policy{
+		Quorum:        in.Decisions.Quorum,
+		RemindAfter:   time.Duration(in.Decisions.RemindAfter),
+		EscalateAfter: time.Duration(in.Decisions.EscalateAfter),
+		ExpireAfter:   time.Duration(in.Decisions.ExpireAfter),
+	}
 	p.AckTimeouts = nil
 	if in.AckTimeouts != nil {
 		p.AckTimeouts = make(map[amp.Type]time.Duration, len(in.AckTimeouts))

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/ampflow/ampflow/amp"
+	"github.com/ampflow/ampflow/amp/decision"
 )
 
 func TestFormatDuration(t *testing.T) {
@@ -34,16 +35,18 @@ func TestFormatDuration(t *testing.T) {
 }
 
 func TestPolicyJSON(t *testing.T) {
+	decisions := decision.Policy{Quorum: decision.Quorum{Low: 1, Medium: 1, High: 2}, RemindAfter: time.Hour, EscalateAfter: 4 * time.Hour, ExpireAfter: 24 * time.Hour}
 	t.Run("DurationsAsText", func(t *testing.T) {
 		b, err := json.Marshal(Policy{
 			AckTimeouts:      map[amp.Type]time.Duration{amp.TypeTaskDispatch: 5 * time.Minute, amp.TypeReviewRequest: 10 * time.Minute},
 			HeartbeatTimeout: 30 * time.Minute, CIPollInterval: 30 * time.Second, CITimeout: 30 * time.Minute, MaxRejects: 3,
+			Decisions: decisions,
 		})
 		if err != nil {
 			t.Fatal(err)
 		}
 		for _, want := range []string{`"task_dispatch":"5m"`, `"review_request":"10m"`, `"heartbeat_timeout":"30m"`,
-			`"ci_poll_interval":"30s"`, `"ci_timeout":"30m"`, `"max_rejects":3`} {
+			`"ci_poll_interval":"30s"`, `"ci_timeout":"30m"`, `"max_rejects":3`, `"remind_after":"1h"`, `"expire_after":"24h"`} {
 			if !strings.Contains(string(b), want) {
 				t.Errorf("policy JSON lacks %s: %s", want, b)
 			}
@@ -55,7 +58,8 @@ func TestPolicyJSON(t *testing.T) {
 		if err := json.Unmarshal(b, &back); err != nil {
 			t.Fatal(err)
 		}
-		if back.AckTimeout(amp.TypeTaskDispatch) != 300*time.Second || back.CITimeout != 30*time.Minute || back.MaxRejects != 3 {
+		if back.AckTimeout(amp.TypeTaskDispatch) != 5*time.Minute || back.CITimeout != 30*time.Minute || back.MaxRejects != 3 ||
+			back.Decisions != decisions {
 			t.Errorf("round trip lost values: %+v", back)
 		}
 	})

@@ -6,11 +6,13 @@ package task
 import (
 	"encoding/json"
 	"regexp"
+	"slices"
 	"time"
 
 	"go.temporal.io/sdk/temporal"
 
 	"github.com/ampflow/ampflow/amp"
+	"github.com/ampflow/ampflow/amp/decision"
 )
 
 // WorkflowType is the registered name of the task workflow.
@@ -130,6 +132,12 @@ type Policy struct {
 	// Admins are the names whose decisions count. Empty means nobody may
 	// decide; AnyAdmin ("*") lets any named person decide.
 	Admins []string `json:"admins"`
+	// EscalationAdmins may decide a decision once it has escalated
+	// (Decisions.EscalateAfter passed without an answer).
+	EscalationAdmins []string `json:"escalation_admins,omitempty"`
+	// Decisions is the decision engine's policy: quorum, reminder,
+	// escalation and expiry.
+	Decisions decision.Policy `json:"decisions"`
 	// StatusUpdates also posts every status change.
 	StatusUpdates bool `json:"status_updates"`
 }
@@ -158,6 +166,15 @@ func (p Policy) IsAdmin(name string) bool {
 		}
 	}
 	return false
+}
+
+// MayDecide reports whether name may answer a decision: an admin, or a
+// member of the escalation group once the decision has escalated.
+func (p Policy) MayDecide(name string, escalated bool) bool {
+	if p.IsAdmin(name) {
+		return true
+	}
+	return escalated && name != "" && slices.Contains(p.EscalationAdmins, name)
 }
 
 // Input starts a task workflow.

@@ -193,6 +193,7 @@ func apiSchemas() (map[string]obj, map[string]any) {
 		"outcome":  ref("Outcome"),
 		"decision": ref("Decision"),
 		"progress": ref("Progress"),
+		"note":     str("Why nothing changed: this admin's approval was counted already."),
 		"status":   ref("Status"),
 	}))
 	add("Progress", decision.Progress{}, object(decision.Progress{}, `How far a quorum has come: "1 of 2 approvals: ops".`, obj{

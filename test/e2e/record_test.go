@@ -63,7 +63,7 @@ func TestRecordHistories(t *testing.T) {
 				st, err = a.tasks.State(ctx, id)
 				return err == nil && st.Pending != nil, err
 			})
-			if _, err := a.tasks.Decide(ctx, id, decision.Answer{DecisionID: st.Pending.ID, Option: task.OptRedispatch, By: "recorder", Channel: "cli"}); err != nil {
+			if _, err := a.tasks.Decide(ctx, id, decision.Answer{DecisionID: st.Pending.ID, Digest: st.Pending.Digest, Option: task.OptRedispatch, By: "recorder", Channel: "cli"}); err != nil {
 				t.Fatal(err)
 			}
 			waitStatus(t, a.tasks, id, task.StatusDispatched)

@@ -38,7 +38,7 @@ func TestRecordTimes(t *testing.T) {
 		dec := api.pending(id, task.KindPlanApproval)
 
 		beforeDecide := time.Now()
-		if _, err := tasks.Decide(context.Background(), id, decision.Answer{DecisionID: dec.ID, Option: decision.OptApprove, By: "recorder", Channel: "cli"}); err != nil {
+		if _, err := tasks.Decide(context.Background(), id, decision.Answer{DecisionID: dec.ID, Digest: dec.Digest, Option: decision.OptApprove, By: "recorder", Channel: "cli"}); err != nil {
 			t.Fatal(err)
 		}
 		d := a.next(amp.RoleExecutor, id, amp.TypeTaskDispatch)

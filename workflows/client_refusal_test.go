@@ -9,6 +9,7 @@ import (
 
 	"github.com/ampflow/ampflow/amp"
 	"github.com/ampflow/ampflow/amp/task"
+	"github.com/ampflow/ampflow/workflows/refusal"
 )
 
 // A refusal crosses the wire as a Temporal failure: encoded by the
@@ -16,7 +17,7 @@ import (
 // client must read the code and fields as the workflow set them.
 func TestRefusalCrossesTheWire(t *testing.T) {
 	fields := []amp.FieldError{{Path: "payload.description", Problem: "5000 bytes, at most 4096"}}
-	sent := refuseFields(fields, "payload.description: 5000 bytes, at most 4096")
+	sent := refusal.Fields(fields, "payload.description: 5000 bytes, at most 4096")
 	fc := temporal.GetDefaultFailureConverter()
 	got := fc.FailureToError(fc.ErrorToFailure(sent))
 

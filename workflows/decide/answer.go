@@ -1,0 +1,144 @@
+package decide
+
+import (
+	"fmt"
+	"strings"
+
+	"go.temporal.io/sdk/workflow"
+
+	"github.com/ampflow/ampflow/amp/decision"
+	"github.com/ampflow/ampflow/amp/task"
+	"github.com/ampflow/ampflow/workflows/refusal"
+)
+
+// Check says whether an answer would be taken, and which option it
+// picks. It reads the state and never changes it: it is the body of the
+// update's validator and the first step of Answer.
+func (e *Engine) Check(a decision.Answer) (decision.Option, error) {
+	if o, ok := e.closed(a.DecisionID); ok {
+		if !e.host.MayDecide(a.By, true) {
+			return decision.Option{}, refusal.New(task.CodeForbidden, "by: %q is not a configured admin", a.By)
+		}
+		if o.Option == decision.OptWithdrawn {
+			return decision.Option{}, refusal.New(task.CodeStaleDecision, "decision_id: decision %s was withdrawn at %s (%s); %s",
+				o.DecisionID, stamp(o.At), o.Note, e.openNow())
+		}
+		return decision.Option{}, refusal.New(task.CodeDecided, "decision %s already decided by %s", o.DecisionID, decidedBy(o))
+	}
+	d := e.s.Open
+	if d == nil || d.ID != a.DecisionID {
+		if !e.host.MayDecide(a.By, true) {
+			return decision.Option{}, refusal.New(task.CodeForbidden, "by: %q is not a configured admin", a.By)
+		}
+		return decision.Option{}, refusal.New(task.CodeStaleDecision, "decision_id: unknown decision %q for %s; %s", a.DecisionID, e.subject, e.openNow())
+	}
+	if !e.host.MayDecide(a.By, !d.EscalatedAt.IsZero()) {
+		if e.host.MayDecide(a.By, true) {
+			return decision.Option{}, refusal.New(task.CodeForbidden, "by: %q is in the escalation group, which may decide %s once it has escalated", a.By, d.ID)
+		}
+		return decision.Option{}, refusal.New(task.CodeForbidden, "by: %q is not a configured admin", a.By)
+	}
+	if a.Digest == "" {
+		return decision.Option{}, refusal.New(task.CodeStaleDecision, "digest: required: send the digest of decision %s as it was shown (%s)", d.ID, d.Digest)
+	}
+	if a.Digest != d.Digest {
+		return decision.Option{}, refusal.New(task.CodeStaleDecision, "digest: %q is not the digest of decision %s (%s): what it asks about is not what was shown; read it again",
+			a.Digest, d.ID, d.Digest)
+	}
+	opt, ok := d.Option(a.Option)
+	if !ok {
+		ids := make([]string, 0, len(d.Options))
+		for _, o := range d.Options {
+			ids = append(ids, o.ID)
+		}
+		return decision.Option{}, refusal.Field("option", "%q is not offered; choose one of %s", a.Option, strings.Join(ids, ", "))
+	}
+	if opt.NoteRequired && strings.TrimSpace(a.Note) == "" {
+		return decision.Option{}, refusal.Field("note", "required for option %s", opt.ID)
+	}
+	return opt, nil
+}
+
+// Reply is what an answer did.
+type Reply struct {
+	// Outcome is set when the answer closed the decision.
+	Outcome *decision.Outcome
+	// Open is the decision still open, with its approvals, when the
+	// answer was an approval short of the quorum.
+	Open *decision.Decision
+	// Note says why nothing changed: the admin's approval was counted
+	// already.
+	Note string
+}
+
+// Answer takes an admin's answer. An approval of a decision that needs a
+// quorum is counted (once per admin) until the quorum is reached; any
+// other option, or the last approval needed, closes the decision.
+func (e *Engine) Answer(ctx workflow.Context, a decision.Answer) (Reply, error) {
+	opt, err := e.Check(a)
+	if err != nil {
+		return Reply{}, err
+	}
+	d := e.s.Open
+	if opt.ID == decision.OptApprove && d.Required > 1 {
+		if approvedBy(*d, a.By) {
+			open := cloneDecision(*d)
+			return Reply{Open: &open, Note: fmt.Sprintf("the approval of %s was counted already (%s)", a.By, d.Progress())}, nil
+		}
+		ap := decision.Approval{By: a.By, Channel: a.Channel, At: workflow.Now(ctx), Note: a.Note}
+		d.Approvals = append(d.Approvals, ap)
+		if len(d.Approvals) < d.Required {
+			e.host.Record(ctx, fmt.Sprintf("%s-approval-%d", d.ID, len(d.Approvals)), ApprovalRecord{
+				DecisionID: d.ID, Subject: d.Subject, Digest: d.Digest, Approval: ap, Progress: d.Progress(),
+			})
+			e.host.Notify(ctx, EventProgress, *d, nil)
+			open := cloneDecision(*d)
+			return Reply{Open: &open}, nil
+		}
+	}
+	o := e.Settle(ctx, a.Option, a.Note, a.By, a.Channel)
+	return Reply{Outcome: &o}, nil
+}
+
+// ApprovalRecord is the SSOT record of one approval towards a quorum.
+type ApprovalRecord struct {
+	DecisionID string            `json:"decision_id"`
+	Subject    string            `json:"subject"`
+	Digest     string            `json:"digest"`
+	Approval   decision.Approval `json:"approval"`
+	Progress   decision.Progress `json:"progress"`
+}
+
+func (e *Engine) closed(id string) (decision.Outcome, bool) {
+	for i := len(e.s.Decided) - 1; i >= 0; i-- {
+		if e.s.Decided[i].DecisionID == id {
+			return e.s.Decided[i], true
+		}
+	}
+	return decision.Outcome{}, false
+}
+
+func (e *Engine) openNow() string {
+	if e.s.Open != nil {
+		return "the open decision is " + e.s.Open.ID
+	}
+	return "no decision is open"
+}
+
+// decidedBy says who closed a decision, how and when; for a quorum, every
+// approver.
+func decidedBy(o decision.Outcome) string {
+	if len(o.Approvers) > 1 {
+		var by []string
+		for _, a := range o.Approvers {
+			by = append(by, fmt.Sprintf("%s via %s at %s", a.By, a.Channel, stamp(a.At)))
+		}
+		return fmt.Sprintf("%s (%s)", strings.Join(by, ", "), o.Option)
+	}
+	return fmt.Sprintf("%s via %s at %s (%s)", o.By, o.Channel, stamp(o.At), o.Option)
+}
+
+func cloneDecision(d decision.Decision) decision.Decision {
+	d.Approvals = append([]decision.Approval(nil), d.Approvals...)
+	return d
+}
