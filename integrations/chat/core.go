@@ -12,6 +12,7 @@ import (
 	"go.temporal.io/sdk/activity"
 
 	"github.com/ampflow/ampflow/activities"
+	"github.com/ampflow/ampflow/activities/ssot"
 	"github.com/ampflow/ampflow/amp"
 	"github.com/ampflow/ampflow/amp/decision"
 	"github.com/ampflow/ampflow/amp/task"
@@ -55,6 +56,10 @@ type Core[R Ref[R], D Data[R]] struct {
 	Now     func() time.Time
 	// DecideTimeout bounds one Decide call.
 	DecideTimeout time.Duration
+	// State, when set, replaces Store, the bot's state file: it is the
+	// SSOT every worker shares (NewSQLState), so any worker answers any
+	// click and nothing is posted twice.
+	State StateStore[R]
 
 	// mu serialises posting and editing, so a retried Notify and the
 	// re-post on start cannot post one decision twice.
@@ -98,9 +103,9 @@ func (c *Core[R, D]) Notify(ctx context.Context, in activities.NotifyInput) erro
 			return fmt.Errorf("notice %s of task %s has no message", in.Event, in.TaskID)
 		}
 		m := *in.Message
-		return c.postOnce("escalation:"+m.MsgID, func() error { return c.Poster.PostEscalation(ctx, m) })
+		return c.postOnce(ctx, "escalation:"+m.MsgID, func() error { return c.Poster.PostEscalation(ctx, m) })
 	case activities.NoticeStatus:
-		return c.postOnce(NoticeKey(ctx, in), func() error { return c.Poster.PostStatus(ctx, in) })
+		return c.postOnce(ctx, NoticeKey(ctx, in), func() error { return c.Poster.PostStatus(ctx, in) })
 	}
 	c.Log.Warn("notice ignored: unknown event", "event", in.Event, "task", in.TaskID)
 	return nil
@@ -116,45 +121,75 @@ func NoticeKey(ctx context.Context, in activities.NotifyInput) string {
 	return fmt.Sprintf("status:%s:%s:%s", in.TaskID, in.Status, in.Text)
 }
 
-// postOnce runs post, a message without buttons, unless key was posted before.
-func (c *Core[R, D]) postOnce(key string, post func() error) error {
+// postOnce runs post, a message without buttons, unless key was posted
+// before, here or at another worker.
+func (c *Core[R, D]) postOnce(ctx context.Context, key string, post func() error) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	var done bool
-	c.Store.View(func(s D) { _, done = s.Base().Notices[key] })
-	if done {
-		return nil
+	if done, err := c.claim(ctx, key); done || err != nil {
+		return err
 	}
 	if err := post(); err != nil {
-		return fmt.Errorf("posting notice %s: %w", key, err)
+		return c.unclaim(ctx, key, fmt.Errorf("posting notice %s: %w", key, err))
 	}
-	return c.Store.Update(c.Now(), func(s D) { s.Base().Notices[key] = c.Now() })
+	return c.state().PostedNotice(ctx, key, c.Now())
 }
 
-// PostDecision posts d with its buttons unless it was posted before.
+// claim claims key for posting; done is true when it was posted before.
+func (c *Core[R, D]) claim(ctx context.Context, key string) (done bool, err error) {
+	cl, err := c.state().ClaimNotice(ctx, key, c.Now())
+	switch {
+	case err != nil:
+		return false, fmt.Errorf("claiming notice %s: %w", key, err)
+	case cl == ssot.ClaimPosted:
+		return true, nil
+	case cl == ssot.ClaimBusy:
+		return false, fmt.Errorf("notice %s: %w", key, ErrNoticeBusy)
+	}
+	return false, nil
+}
+
+// unclaim gives key back after its post failed with err, so a retry posts.
+func (c *Core[R, D]) unclaim(ctx context.Context, key string, err error) error {
+	uctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), stateTimeout)
+	defer cancel()
+	if uerr := c.state().UnclaimNotice(uctx, key); uerr != nil {
+		return errors.Join(err, fmt.Errorf("unclaiming notice %s: %w", key, uerr))
+	}
+	return err
+}
+
+// PostDecision posts d with its buttons unless it was posted before, here
+// or at another worker.
 func (c *Core[R, D]) PostDecision(ctx context.Context, d decision.Decision) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	var done bool
-	c.Store.View(func(s D) { p := s.Base().Decisions[d.ID]; done = p != nil && len(p.Messages) > 0 })
-	if done {
+	st := c.state()
+	p, ok, err := st.Posted(ctx, d.ID)
+	if err != nil {
+		return fmt.Errorf("reading decision %s: %w", d.ID, err)
+	}
+	if ok && len(p.Messages) > 0 {
 		return nil
 	}
+	key := "decision:" + d.ID
+	if done, err := c.claim(ctx, key); done || err != nil {
+		return err
+	}
 	tokens := make([]string, len(d.Options))
-	for i := range tokens {
+	buttons := make(map[string]Button, len(d.Options))
+	for i, o := range d.Options {
 		tokens[i] = NewToken()
+		buttons[tokens[i]] = Button{DecisionID: d.ID, Option: o.ID}
 	}
 	ref, err := c.Poster.PostDecision(ctx, d, tokens)
 	if err != nil {
-		return fmt.Errorf("posting decision %s: %w", d.ID, err)
+		return c.unclaim(ctx, key, fmt.Errorf("posting decision %s: %w", d.ID, err))
 	}
-	return c.Store.Update(c.Now(), func(s D) {
-		st := s.Base()
-		st.Decisions[d.ID] = &Posted[R]{Decision: d, Messages: []R{ref}, PostedAt: c.Now()}
-		for i, o := range d.Options {
-			st.Buttons[tokens[i]] = Button{DecisionID: d.ID, Option: o.ID}
-		}
-	})
+	if err := st.SavePosted(ctx, Posted[R]{Decision: d, Messages: []R{ref}, PostedAt: c.Now()}, buttons); err != nil {
+		return fmt.Errorf("recording decision %s as posted: %w", d.ID, err)
+	}
+	return st.PostedNotice(ctx, key, c.Now())
 }
 
 // CloseDecision edits every posted copy of a decision to its outcome and
@@ -162,17 +197,17 @@ func (c *Core[R, D]) PostDecision(ctx context.Context, d decision.Decision) erro
 func (c *Core[R, D]) CloseDecision(ctx context.Context, d decision.Decision, o decision.Outcome) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	var refs []R
-	c.Store.View(func(s D) {
-		if p := s.Base().Decisions[d.ID]; p != nil {
-			refs = append(refs, p.Messages...)
-			if len(p.Decision.Options) > 0 {
-				d = p.Decision
-			}
-		}
-	})
-	if len(refs) == 0 {
+	st := c.state()
+	p, ok, err := st.Posted(ctx, d.ID)
+	if err != nil {
+		return fmt.Errorf("reading decision %s: %w", d.ID, err)
+	}
+	if !ok || len(p.Messages) == 0 {
 		return nil
+	}
+	refs := p.Messages
+	if len(p.Decision.Options) > 0 {
+		d = p.Decision
 	}
 	var errs []error
 	for i, ref := range refs {
@@ -185,15 +220,8 @@ func (c *Core[R, D]) CloseDecision(ctx context.Context, d decision.Decision, o d
 		}
 		refs[i] = ref.AsClosed()
 	}
-	if err := c.Store.Update(c.Now(), func(s D) {
-		if p := s.Base().Decisions[d.ID]; p != nil {
-			p.Messages = refs
-			out := o
-			p.Outcome = &out
-			p.ClosedAt = c.Now()
-		}
-	}); err != nil {
-		errs = append(errs, err)
+	if err := st.SaveClosed(ctx, d.ID, refs, o, c.Now()); err != nil {
+		errs = append(errs, fmt.Errorf("recording decision %s as closed: %w", d.ID, err))
 	}
 	return errors.Join(errs...)
 }

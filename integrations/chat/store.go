@@ -62,6 +62,9 @@ type State[R any] struct {
 	// Notices are the keys of escalations and status notices posted, so
 	// a retried Notify posts them once.
 	Notices map[string]time.Time `json:"notices"`
+	// Notes are the note prompts waiting for their reply, by the key the
+	// platform gives the prompt.
+	Notes map[string]Note `json:"notes"`
 }
 
 // Data is what a Store keeps: a State, or a struct that embeds one and
@@ -89,10 +92,14 @@ func (s *State[R]) Init() {
 	if s.Notices == nil {
 		s.Notices = map[string]time.Time{}
 	}
+	if s.Notes == nil {
+		s.Notes = map[string]Note{}
+	}
 }
 
 // Prune implements Data: closed decisions after KeepDecided, the buttons
-// of decisions no longer kept, notice keys after KeepNotices.
+// of decisions no longer kept, notice keys after KeepNotices, note
+// prompts after NoteWait.
 func (s *State[R]) Prune(now time.Time) {
 	for id, p := range s.Decisions {
 		if p.Outcome != nil && now.Sub(p.ClosedAt) > KeepDecided {
@@ -107,6 +114,11 @@ func (s *State[R]) Prune(now time.Time) {
 	for k, at := range s.Notices {
 		if now.Sub(at) > KeepNotices {
 			delete(s.Notices, k)
+		}
+	}
+	for k, n := range s.Notes {
+		if now.Sub(n.At) > NoteWait {
+			delete(s.Notes, k)
 		}
 	}
 }
