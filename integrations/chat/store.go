@@ -1,5 +1,6 @@
-// Package chat is what the Slack and Telegram bots share: the state file
-// of posted decisions and button tokens, idempotent posting of notices,
+// Package chat is what the Slack and Telegram bots share: their state of
+// posted decisions, button tokens and note prompts (a state file, or the
+// SSOT shared by every worker), posting notices once across retries and workers,
 // the admin check and the decide-and-explain flow, and plain-text pieces.
 // Each platform package keeps its transport, API calls and renderer.
 package chat
