@@ -39,6 +39,10 @@ type Parts struct {
 	Store      *activities.Store
 	Tasks      *workflows.Client
 	Activities *activities.Activities
+	// Lease, when set, is the lease store the workers share: the bots'
+	// long polling and Socket Mode then run on one worker at a time.
+	// Without it each worker runs them (a single worker).
+	Lease Lease
 }
 
 // Build makes the parts of a runtime from the configuration.
