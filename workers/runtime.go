@@ -104,7 +104,11 @@ func startChat(o Options, parts *Parts, rt *runtime, log *slog.Logger) (map[stri
 	var notifiers activities.Notifiers
 	holder := NewHolder()
 	if cfg.Slack.Enabled {
-		b, err := slack.New(cfg.Slack, parts.Tasks, log, state)
+		var opts []slack.Option
+		if parts.ChatState != nil {
+			opts = append(opts, slack.WithSSOT(parts.ChatState))
+		}
+		b, err := slack.New(cfg.Slack, parts.Tasks, log, state, opts...)
 		if err != nil {
 			return nil, fmt.Errorf("slack: %w", err)
 		}
@@ -118,7 +122,11 @@ func startChat(o Options, parts *Parts, rt *runtime, log *slog.Logger) (map[stri
 		o.endpoint("slack", cfg.Slack.Mode+" mode, channel "+cfg.Slack.Channel)
 	}
 	if cfg.Telegram.Enabled {
-		b, err := telegram.New(cfg.Telegram, parts.Tasks, log, state)
+		var opts []telegram.Option
+		if parts.ChatState != nil {
+			opts = append(opts, telegram.WithSSOT(parts.ChatState))
+		}
+		b, err := telegram.New(cfg.Telegram, parts.Tasks, log, state, opts...)
 		if err != nil {
 			return nil, fmt.Errorf("telegram: %w", err)
 		}
