@@ -13,6 +13,7 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/ampflow/ampflow/activities"
+	"github.com/ampflow/ampflow/activities/ssot"
 	"github.com/ampflow/ampflow/amp/task"
 	"github.com/ampflow/ampflow/config"
 	"github.com/ampflow/ampflow/integrations/httpapi"
@@ -39,6 +40,16 @@ type Parts struct {
 	Store      *activities.Store
 	Tasks      *workflows.Client
 	Activities *activities.Activities
+	// Lease, when set, is the lease store the workers share: the bots'
+	// long polling and Socket Mode then run on one worker at a time.
+	// Without it each worker runs them (a single worker).
+	Lease Lease
+	// ChatState, when set, is the SSOT the workers share, where the bots
+	// keep their state (decisions and buttons posted, note prompts,
+	// notices claimed once), so any worker answers any click and nothing
+	// is posted twice. Without it each bot keeps its state file under
+	// data_dir/chat (a single worker).
+	ChatState *ssot.DB
 }
 
 // Build makes the parts of a runtime from the configuration.

@@ -102,27 +102,40 @@ func startChat(o Options, parts *Parts, rt *runtime, log *slog.Logger) (map[stri
 	state := filepath.Join(cfg.DataDir, "chat")
 	mounts := map[string]http.Handler{}
 	var notifiers activities.Notifiers
+	holder := NewHolder()
 	if cfg.Slack.Enabled {
-		b, err := slack.New(cfg.Slack, parts.Tasks, log, state)
+		var opts []slack.Option
+		if parts.ChatState != nil {
+			opts = append(opts, slack.WithSSOT(parts.ChatState))
+		}
+		b, err := slack.New(cfg.Slack, parts.Tasks, log, state, opts...)
 		if err != nil {
 			return nil, fmt.Errorf("slack: %w", err)
 		}
 		notifiers = append(notifiers, b)
-		rt.loops = append(rt.loops, b.Run)
 		if cfg.Slack.Mode == config.SlackModeHTTP {
+			rt.loops = append(rt.loops, b.Run)
 			mounts[slack.InteractionsPath] = b.Handler()
+		} else {
+			rt.loops = append(rt.loops, leased(parts.Lease, LeaseSlackSocket, holder, log, b.Run))
 		}
 		o.endpoint("slack", cfg.Slack.Mode+" mode, channel "+cfg.Slack.Channel)
 	}
 	if cfg.Telegram.Enabled {
-		b, err := telegram.New(cfg.Telegram, parts.Tasks, log, state)
+		var opts []telegram.Option
+		if parts.ChatState != nil {
+			opts = append(opts, telegram.WithSSOT(parts.ChatState))
+		}
+		b, err := telegram.New(cfg.Telegram, parts.Tasks, log, state, opts...)
 		if err != nil {
 			return nil, fmt.Errorf("telegram: %w", err)
 		}
 		notifiers = append(notifiers, b)
-		rt.loops = append(rt.loops, b.Run)
 		if cfg.Telegram.Mode == config.TelegramModeWebhook {
+			rt.loops = append(rt.loops, b.Run)
 			mounts[telegram.WebhookPath] = b.Handler()
+		} else {
+			rt.loops = append(rt.loops, leased(parts.Lease, LeaseTelegramPolling, holder, log, b.Run))
 		}
 		o.endpoint("telegram", cfg.Telegram.Mode+" mode, chat "+cfg.Telegram.ChatID)
 	}
@@ -130,4 +143,16 @@ func startChat(o Options, parts *Parts, rt *runtime, log *slog.Logger) (map[stri
 		parts.Activities.Notifier = notifiers
 	}
 	return mounts, nil
+}
+
+// leased runs loop under the lease name when the workers share a lease
+// store, so one worker at a time runs it; without one, it runs loop as
+// it is. Only the bots' pull transports need it: in the HTTP and webhook
+// modes the platform posts to whichever worker it reaches.
+func leased(lease Lease, name, holder string, log *slog.Logger, loop func(context.Context) error) func(context.Context) error {
+	if lease == nil {
+		return loop
+	}
+	l := &Leader{Lease: lease, Name: name, Holder: holder, Log: log}
+	return func(ctx context.Context) error { return l.Run(ctx, loop) }
 }

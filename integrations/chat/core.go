@@ -14,6 +14,7 @@ import (
 	"go.temporal.io/sdk/activity"
 
 	"github.com/ampflow/ampflow/activities"
+	"github.com/ampflow/ampflow/activities/ssot"
 	"github.com/ampflow/ampflow/amp"
 	"github.com/ampflow/ampflow/amp/decision"
 	"github.com/ampflow/ampflow/amp/task"
@@ -77,6 +78,10 @@ type Core[R Ref[R], D Data[R]] struct {
 	Now        func() time.Time
 	// DecideTimeout bounds one Decide call.
 	DecideTimeout time.Duration
+	// State, when set, replaces Store, the bot's state file: it is the
+	// SSOT every worker shares (NewSQLState), so any worker answers any
+	// click and nothing is posted twice.
+	State StateStore[R]
 
 	// mu serialises posting and editing, so a retried Notify and the
 	// re-post on start cannot post one decision twice.
@@ -106,8 +111,8 @@ func (c *Core[R, D]) MayDecide(user, token string) bool {
 	if user == "" || !slices.Contains(c.Escalation, user) {
 		return false
 	}
-	_, p, ok := c.Store.Lookup(token)
-	return ok && !p.Decision.EscalatedAt.IsZero()
+	_, p, ok, err := c.lookup(token)
+	return err == nil && ok && !p.Decision.EscalatedAt.IsZero()
 }
 
 // NotAdminText tells user how to become an admin.
@@ -151,9 +156,9 @@ func (c *Core[R, D]) Notify(ctx context.Context, in activities.NotifyInput) erro
 			return fmt.Errorf("notice %s of task %s has no message", in.Event, in.TaskID)
 		}
 		m := *in.Message
-		return c.postOnce("escalation:"+m.MsgID, func() error { return c.Poster.PostEscalation(ctx, m) })
+		return c.postOnce(ctx, "escalation:"+m.MsgID, func() error { return c.Poster.PostEscalation(ctx, m) })
 	case activities.NoticeStatus:
-		return c.postOnce(NoticeKey(ctx, in), func() error { return c.Poster.PostStatus(ctx, in) })
+		return c.postOnce(ctx, NoticeKey(ctx, in), func() error { return c.Poster.PostStatus(ctx, in) })
 	}
 	c.Log.Warn("notice ignored: unknown event", "event", in.Event, "task", in.TaskID)
 	return nil
@@ -169,71 +174,102 @@ func NoticeKey(ctx context.Context, in activities.NotifyInput) string {
 	return fmt.Sprintf("status:%s:%s:%s", in.TaskID, in.Status, in.Text)
 }
 
-// postOnce runs post, a message without buttons, unless key was posted before.
-func (c *Core[R, D]) postOnce(key string, post func() error) error {
+// postOnce runs post, a message without buttons, unless key was posted
+// before, here or at another worker.
+func (c *Core[R, D]) postOnce(ctx context.Context, key string, post func() error) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	var done bool
-	c.Store.View(func(s D) { _, done = s.Base().Notices[key] })
-	if done {
-		return nil
+	if done, err := c.claim(ctx, key); done || err != nil {
+		return err
 	}
 	if err := post(); err != nil {
-		return fmt.Errorf("posting notice %s: %w", key, err)
+		return c.unclaim(ctx, key, fmt.Errorf("posting notice %s: %w", key, err))
 	}
-	return c.Store.Update(c.Now(), func(s D) { s.Base().Notices[key] = c.Now() })
+	return c.state().PostedNotice(ctx, key, c.Now())
 }
 
-// PostDecision posts d with its buttons unless it was posted before.
+// claim claims key for posting; done is true when it was posted before.
+func (c *Core[R, D]) claim(ctx context.Context, key string) (done bool, err error) {
+	cl, err := c.state().ClaimNotice(ctx, key, c.Now())
+	switch {
+	case err != nil:
+		return false, fmt.Errorf("claiming notice %s: %w", key, err)
+	case cl == ssot.ClaimPosted:
+		return true, nil
+	case cl == ssot.ClaimBusy:
+		return false, fmt.Errorf("notice %s: %w", key, ErrNoticeBusy)
+	}
+	return false, nil
+}
+
+// unclaim gives key back after its post failed with err, so a retry posts.
+func (c *Core[R, D]) unclaim(ctx context.Context, key string, err error) error {
+	uctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), stateTimeout)
+	defer cancel()
+	if uerr := c.state().UnclaimNotice(uctx, key); uerr != nil {
+		return errors.Join(err, fmt.Errorf("unclaiming notice %s: %w", key, uerr))
+	}
+	return err
+}
+
+// PostDecision posts d with its buttons unless it was posted before, here
+// or at another worker.
 func (c *Core[R, D]) PostDecision(ctx context.Context, d decision.Decision) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	var done bool
-	c.Store.View(func(s D) { p := s.Base().Decisions[d.ID]; done = p != nil && len(p.Messages) > 0 })
-	if done {
+	return c.postFirst(ctx, d)
+}
+
+// postFirst posts d unless a copy of it was posted. The caller holds c.mu.
+func (c *Core[R, D]) postFirst(ctx context.Context, d decision.Decision) error {
+	p, ok, err := c.state().Posted(ctx, d.ID)
+	if err != nil {
+		return fmt.Errorf("reading decision %s: %w", d.ID, err)
+	}
+	if ok && len(p.Messages) > 0 {
 		return nil
 	}
-	return c.post(ctx, d, Post{}, "")
+	return c.post(ctx, d, Post{}, "decision:"+d.ID)
 }
 
 // PostAgain posts d once more, with working buttons, as a new message
 // under key: a reminder or an escalation. A decision closed here already
-// is not posted again, nor is one whose key was posted.
+// is not posted again, nor is one whose key was posted, here or at
+// another worker.
 func (c *Core[R, D]) PostAgain(ctx context.Context, d decision.Decision, how Post, key string) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	var done bool
-	c.Store.View(func(s D) {
-		st := s.Base()
-		_, done = st.Notices[key]
-		if p := st.Decisions[d.ID]; p != nil && p.Outcome != nil {
-			done = true
-		}
-	})
-	if done {
+	p, ok, err := c.state().Posted(ctx, d.ID)
+	if err != nil {
+		return fmt.Errorf("reading decision %s: %w", d.ID, err)
+	}
+	if ok && p.Outcome != nil {
 		return nil
 	}
 	return c.post(ctx, d, how, key)
 }
 
-// post posts d as a new message and records it, with its buttons and,
-// when key is set, under key. The caller holds c.mu.
+// post claims key, posts d as a new message and records it with its
+// buttons, then key as posted. The caller holds c.mu.
 func (c *Core[R, D]) post(ctx context.Context, d decision.Decision, how Post, key string) error {
-	var (
-		tokens []string
-		fresh  map[string]Button
-	)
-	c.Store.View(func(s D) { tokens, fresh = s.Base().tokens(d) })
+	if done, err := c.claim(ctx, key); done || err != nil {
+		return err
+	}
+	st := c.state()
+	buttons, err := st.Buttons(ctx, d.ID)
+	if err != nil {
+		return c.unclaim(ctx, key, fmt.Errorf("reading the buttons of decision %s: %w", d.ID, err))
+	}
+	tokens, fresh := tokensFor(d, buttons)
 	ref, err := c.Poster.PostDecision(ctx, d, tokens, how)
 	if err != nil {
-		return fmt.Errorf("posting decision %s: %w", d.ID, err)
+		return c.unclaim(ctx, key, fmt.Errorf("posting decision %s: %w", d.ID, err))
 	}
-	return c.Store.Update(c.Now(), func(s D) {
-		st := s.Base()
-		p := st.Decisions[d.ID]
-		if p == nil { // pruned meanwhile
-			p = &Posted[R]{PostedAt: c.Now()}
-			st.Decisions[d.ID] = p
+	// Posted but not recorded, the claim stays: a retry within ClaimStale
+	// is told another worker is posting it, rather than posting it twice.
+	err = st.SavePosted(ctx, d.ID, c.Now(), fresh, func(p *Posted[R], found bool) bool {
+		if !found { // never posted, or pruned meanwhile
+			p.PostedAt = c.Now()
 		}
 		p.Decision = d
 		p.Messages = append(p.Messages, ref)
@@ -243,11 +279,12 @@ func (c *Core[R, D]) post(ctx context.Context, d decision.Decision, how Post, ke
 			}
 			p.Again[ref.String()] = how
 		}
-		maps.Copy(st.Buttons, fresh)
-		if key != "" {
-			st.Notices[key] = c.Now()
-		}
+		return true
 	})
+	if err != nil {
+		return fmt.Errorf("recording decision %s as posted: %w", d.ID, err)
+	}
+	return st.PostedNotice(ctx, key, c.Now())
 }
 
 // ShowProgress edits every open copy of d to d as it stands, its
@@ -256,33 +293,36 @@ func (c *Core[R, D]) post(ctx context.Context, d decision.Decision, how Post, ke
 func (c *Core[R, D]) ShowProgress(ctx context.Context, d decision.Decision) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	st := c.state()
+	buttons, err := st.Buttons(ctx, d.ID)
+	if err != nil {
+		return fmt.Errorf("reading the buttons of decision %s: %w", d.ID, err)
+	}
+	tokens, fresh := tokensFor(d, buttons)
 	var (
-		refs   []R
-		again  map[string]Post
-		closed bool
-		tokens []string
+		refs          []R
+		again         map[string]Post
+		found, closed bool
 	)
-	err := c.Store.Update(c.Now(), func(s D) {
-		st := s.Base()
-		p := st.Decisions[d.ID]
-		if p == nil {
-			return
+	err = st.SavePosted(ctx, d.ID, c.Now(), fresh, func(p *Posted[R], ok bool) bool {
+		found = ok
+		if !ok {
+			return false
 		}
-		refs, again, closed = append(refs, p.Messages...), maps.Clone(p.Again), p.Outcome != nil
-		if !closed {
-			p.Decision = d
-			var fresh map[string]Button
-			tokens, fresh = st.tokens(d)
-			maps.Copy(st.Buttons, fresh)
+		refs, again, closed = slices.Clone(p.Messages), maps.Clone(p.Again), p.Outcome != nil
+		if closed {
+			return false
 		}
+		p.Decision = d
+		return true
 	})
 	switch {
 	case err != nil:
-		return err
+		return fmt.Errorf("recording the progress of decision %s: %w", d.ID, err)
 	case closed:
 		return nil
-	case len(refs) == 0:
-		return c.post(ctx, d, Post{}, "")
+	case !found || len(refs) == 0:
+		return c.postFirst(ctx, d)
 	}
 	var errs []error
 	for _, ref := range refs {
@@ -301,17 +341,17 @@ func (c *Core[R, D]) ShowProgress(ctx context.Context, d decision.Decision) erro
 func (c *Core[R, D]) CloseDecision(ctx context.Context, d decision.Decision, o decision.Outcome) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	var refs []R
-	c.Store.View(func(s D) {
-		if p := s.Base().Decisions[d.ID]; p != nil {
-			refs = append(refs, p.Messages...)
-			if len(p.Decision.Options) > 0 {
-				d = p.Decision
-			}
-		}
-	})
-	if len(refs) == 0 {
+	st := c.state()
+	p, ok, err := st.Posted(ctx, d.ID)
+	if err != nil {
+		return fmt.Errorf("reading decision %s: %w", d.ID, err)
+	}
+	if !ok || len(p.Messages) == 0 {
 		return nil
+	}
+	refs := p.Messages
+	if len(p.Decision.Options) > 0 {
+		d = p.Decision
 	}
 	var errs []error
 	for i, ref := range refs {
@@ -324,15 +364,8 @@ func (c *Core[R, D]) CloseDecision(ctx context.Context, d decision.Decision, o d
 		}
 		refs[i] = ref.AsClosed()
 	}
-	if err := c.Store.Update(c.Now(), func(s D) {
-		if p := s.Base().Decisions[d.ID]; p != nil {
-			p.Messages = refs
-			out := o
-			p.Outcome = &out
-			p.ClosedAt = c.Now()
-		}
-	}); err != nil {
-		errs = append(errs, err)
+	if err := st.SaveClosed(ctx, d.ID, refs, o, c.Now()); err != nil {
+		errs = append(errs, fmt.Errorf("recording decision %s as closed: %w", d.ID, err))
 	}
 	return errors.Join(errs...)
 }

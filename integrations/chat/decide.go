@@ -13,7 +13,10 @@ import (
 // showed it, and option. When nothing can be decided, refusal says why,
 // for the clicker alone.
 func (c *Core[R, D]) Pick(token string) (p Posted[R], opt decision.Option, refusal string) {
-	b, p, ok := c.Store.Lookup(token)
+	b, p, ok, err := c.lookup(token)
+	if err != nil {
+		return p, opt, StateErrorText
+	}
 	if !ok {
 		return p, opt, StaleButtonText
 	}
@@ -29,7 +32,10 @@ func (c *Core[R, D]) Pick(token string) (p Posted[R], opt decision.Option, refus
 // PickNote is Pick for a note that arrives for the option of token; p is
 // the zero value when the token is unknown.
 func (c *Core[R, D]) PickNote(token string) (p Posted[R], option, refusal string) {
-	b, p, ok := c.Store.Lookup(token)
+	b, p, ok, err := c.lookup(token)
+	if err != nil {
+		return p, "", StateErrorText
+	}
 	if !ok {
 		return p, "", StaleNoteText
 	}
@@ -37,6 +43,18 @@ func (c *Core[R, D]) PickNote(token string) (p Posted[R], option, refusal string
 		return p, "", "⚠️ " + AlreadyText(p.Decision, *p.Outcome)
 	}
 	return p, b.Option, ""
+}
+
+// lookup finds a token's button and decision, within stateTimeout: the
+// platforms' callbacks give Pick no context.
+func (c *Core[R, D]) lookup(token string) (Button, Posted[R], bool, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), stateTimeout)
+	defer cancel()
+	b, p, ok, err := c.state().Button(ctx, token)
+	if err != nil {
+		c.Log.Error("looking up a button", "err", err)
+	}
+	return b, p, ok, err
 }
 
 // Decide answers d, as its button showed it (its subject, its digest),

@@ -1,5 +1,6 @@
-// Package chat is what the Slack and Telegram bots share: the state file
-// of posted decisions and button tokens, idempotent posting of notices,
+// Package chat is what the Slack and Telegram bots share: their state of
+// posted decisions, button tokens and note prompts (a state file, or the
+// SSOT shared by every worker), posting notices once across retries and workers,
 // the admin check and the decide-and-explain flow, and plain-text pieces.
 // Each platform package keeps its transport, API calls and renderer.
 package chat
@@ -69,6 +70,9 @@ type State[R any] struct {
 	// Notices are the keys of escalations and status notices posted, so
 	// a retried Notify posts them once.
 	Notices map[string]time.Time `json:"notices"`
+	// Notes are the note prompts waiting for their reply, by the key the
+	// platform gives the prompt.
+	Notes map[string]Note `json:"notes"`
 }
 
 // Data is what a Store keeps: a State, or a struct that embeds one and
@@ -96,10 +100,14 @@ func (s *State[R]) Init() {
 	if s.Notices == nil {
 		s.Notices = map[string]time.Time{}
 	}
+	if s.Notes == nil {
+		s.Notes = map[string]Note{}
+	}
 }
 
 // Prune implements Data: closed decisions after KeepDecided, the buttons
-// of decisions no longer kept, notice keys after KeepNotices.
+// of decisions no longer kept, notice keys after KeepNotices, note
+// prompts after NoteWait.
 func (s *State[R]) Prune(now time.Time) {
 	for id, p := range s.Decisions {
 		if p.Outcome != nil && now.Sub(p.ClosedAt) > KeepDecided {
@@ -114,6 +122,11 @@ func (s *State[R]) Prune(now time.Time) {
 	for k, at := range s.Notices {
 		if now.Sub(at) > KeepNotices {
 			delete(s.Notices, k)
+		}
+	}
+	for k, n := range s.Notes {
+		if now.Sub(n.At) > NoteWait {
+			delete(s.Notes, k)
 		}
 	}
 }
@@ -138,12 +151,13 @@ func (s *State[R]) Lookup(token string) (b Button, p Posted[R], ok bool) {
 	return b, p, true
 }
 
-// tokens returns a button token per option of d, as d stands: those of
-// its buttons that carry its digest, and new ones where none does; fresh
-// are the new ones, for the caller to add to Buttons once they are used.
-func (s *State[R]) tokens(d decision.Decision) (out []string, fresh map[string]Button) {
+// tokensFor returns a button token per option of d, as d stands: those
+// of buttons (d's, by token) that carry its digest, and new ones where
+// none does; fresh are the new ones, for the caller to record once they
+// are used.
+func tokensFor(d decision.Decision, buttons map[string]Button) (out []string, fresh map[string]Button) {
 	out = make([]string, len(d.Options))
-	for tok, b := range s.Buttons {
+	for tok, b := range buttons {
 		if b.DecisionID != d.ID || b.Digest != d.Digest {
 			continue
 		}

@@ -17,6 +17,7 @@ import (
 
 	slackapi "github.com/slack-go/slack"
 
+	"github.com/ampflow/ampflow/activities/ssot"
 	"github.com/ampflow/ampflow/config"
 	"github.com/ampflow/ampflow/integrations/chat"
 )
@@ -88,6 +89,13 @@ func apiURL(u string) string {
 		u += "/"
 	}
 	return u
+}
+
+// WithSSOT keeps the bot's state (posted decisions, button tokens,
+// notices posted) in the SSOT every worker shares, instead of its state
+// file: any worker then answers any click and nothing is posted twice.
+func WithSSOT(db *ssot.DB) Option {
+	return func(b *Bot) { b.core.State = chat.NewSQLState[msgRef](db, Channel, b.log) }
 }
 
 // New returns a Bot for the configured channel and admins, keeping its

@@ -18,6 +18,7 @@ import (
 	tgbot "github.com/go-telegram/bot"
 	"github.com/go-telegram/bot/models"
 
+	"github.com/ampflow/ampflow/activities/ssot"
 	"github.com/ampflow/ampflow/config"
 	"github.com/ampflow/ampflow/integrations/chat"
 )
@@ -61,6 +62,14 @@ type Bot struct {
 type options struct {
 	client      *http.Client
 	pollTimeout time.Duration
+	db          *ssot.DB
+}
+
+// WithSSOT keeps the bot's state (posted decisions, button tokens, note
+// prompts, notices posted) in the SSOT every worker shares, instead of its
+// state file: any worker then answers any click and nothing is posted twice.
+func WithSSOT(db *ssot.DB) Option {
+	return func(o *options) { o.db = db }
 }
 
 // Option configures a Bot.
@@ -112,6 +121,9 @@ func New(cfg config.Telegram, dec Decider, log *slog.Logger, stateDir string, op
 	var o options
 	for _, opt := range opts {
 		opt(&o)
+	}
+	if o.db != nil {
+		b.core.State = chat.NewSQLState[msgRef](o.db, Channel, b.log)
 	}
 	tgOpts := []tgbot.Option{
 		tgbot.WithSkipGetMe(),

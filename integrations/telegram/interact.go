@@ -84,20 +84,18 @@ func (b *Bot) askNote(ctx context.Context, from models.User, p posted, opt decis
 	if err != nil {
 		return err
 	}
-	return b.store.Update(b.now(), func(s *stateData) {
-		s.Notes[noteKey(sent.Chat.ID, sent.ID)] = noteRequest{Token: token, UserID: strconv.FormatInt(from.ID, 10), At: b.now()}
-	})
+	return b.core.PutNote(ctx, noteKey(sent.Chat.ID, sent.ID), chat.Note{Token: token, UserID: strconv.FormatInt(from.ID, 10), At: b.now()})
 }
 
 // onReply takes a reply to a note prompt, from the admin who was asked.
 // Other replies are none of the bot's business.
 func (b *Bot) onReply(ctx context.Context, m *models.Message) {
 	key := noteKey(m.Chat.ID, m.ReplyToMessage.ID)
-	var (
-		req noteRequest
-		ok  bool
-	)
-	b.store.View(func(s *stateData) { req, ok = s.Notes[key] })
+	req, ok, err := b.core.Note(ctx, key)
+	if err != nil {
+		b.log.Error("reading note request", "err", err)
+		return
+	}
 	if !ok || m.From == nil {
 		return
 	}
@@ -111,8 +109,12 @@ func (b *Bot) onReply(ctx context.Context, m *models.Message) {
 		b.reply(ctx, m, "A note is required: reply to my message again, with text.")
 		return
 	}
-	if err := b.store.Update(b.now(), func(s *stateData) { delete(s.Notes, key) }); err != nil {
+	// Of two workers given the same reply, the one that drops the
+	// request goes on.
+	if dropped, err := b.core.DropNote(ctx, key); err != nil {
 		b.log.Error("dropping note request", "err", err)
+	} else if !dropped {
+		return
 	}
 	p, option, refusal := b.core.PickNote(req.Token)
 	if refusal != "" {
