@@ -162,6 +162,12 @@ func (a *App) decideCommand() *cobra.Command {
 				d, err = a.taskDecision(cmd.Context(), args[0], decisionID)
 			} else {
 				d, err = a.openDecision(cmd.Context(), decisionID)
+				if task.ErrorCode(err) == task.CodeNotFound && digest != "" {
+					// Pinned to a decision no longer open: the server says
+					// whether it was answered, by whom and when.
+					d = &decision.Decision{ID: decisionID, Digest: strings.ToLower(digest), Options: []decision.Option{{ID: option}}}
+					err = nil
+				}
 			}
 			if err != nil {
 				return err
