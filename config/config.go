@@ -205,10 +205,14 @@ type CICommand struct {
 	Env []string `mapstructure:"env"`
 }
 
-// SSOT configures the single source of truth: the on-disk record of every
-// message, ACK and task.
+// SSOT configures the single source of truth: the database that records
+// every message, ACK, decision and task.
 type SSOT struct {
-	// Dir is where the SSOT lives; Load makes an empty Dir DataDir/ssot.
+	// URL is the database: a SQLite file path (optionally sqlite://…) or
+	// a postgres:// URL. Load makes an empty URL DataDir/ampflow.db.
+	URL string `mapstructure:"url"`
+	// Dir is the directory of the git export and of a file SSOT of older
+	// versions; Load makes an empty Dir DataDir/ssot.
 	Dir string  `mapstructure:"dir"`
 	Git SSOTGit `mapstructure:"git"`
 }

@@ -17,6 +17,10 @@ import (
 // it exists in the working directory.
 const DefaultFile = "ampflow.yaml"
 
+// DefaultSSOTFile is the SQLite file in DataDir that holds the SSOT when
+// ssot.url is not set.
+const DefaultSSOTFile = "ampflow.db"
+
 // EnvPrefix starts the name of every environment variable Load reads.
 const EnvPrefix = "AMPFLOW_"
 
@@ -75,6 +79,7 @@ var defaults = map[string]any{
 	"ci.command.timeout": 20 * time.Minute,
 	"ci.command.env":     []string{},
 
+	"ssot.url":        "",
 	"ssot.dir":        "",
 	"ssot.git.commit": false,
 	"ssot.git.push":   false,
@@ -176,6 +181,9 @@ func LoadEnv(v *viper.Viper, file string, lookup func(string) (string, bool)) (C
 	}
 	if c.SSOT.Dir == "" {
 		c.SSOT.Dir = filepath.Join(c.DataDir, "ssot")
+	}
+	if c.SSOT.URL == "" {
+		c.SSOT.URL = filepath.Join(c.DataDir, DefaultSSOTFile)
 	}
 	return c, nil
 }

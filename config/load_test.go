@@ -50,6 +50,7 @@ func TestDefaults(t *testing.T) {
 	}{
 		{"data_dir", c.DataDir, "./.ampflow"},
 		{"ssot.dir", c.SSOT.Dir, filepath.Join(".ampflow", "ssot")},
+		{"ssot.url", c.SSOT.URL, filepath.Join(".ampflow", "ampflow.db")},
 		{"temporal.address", c.Temporal.Address, "127.0.0.1:7233"},
 		{"http.addr", c.HTTP.Addr, "127.0.0.1:7480"},
 		{"protocol.ack_timeout.task_dispatch", c.Protocol.AckTimeout.TaskDispatch, 300 * time.Second},

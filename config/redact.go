@@ -3,6 +3,7 @@ package config
 import (
 	"fmt"
 	"log/slog"
+	"net/url"
 	"reflect"
 	"slices"
 	"sort"
@@ -39,7 +40,23 @@ func (c Config) Redacted() Config {
 	c.Telegram.WebhookSecret = mask(c.Telegram.WebhookSecret)
 	c.Agents.Executor.WebhookSecret = mask(c.Agents.Executor.WebhookSecret)
 	c.Agents.Reviewer.WebhookSecret = mask(c.Agents.Reviewer.WebhookSecret)
+	if ssotPassword(c.SSOT.URL) != "" {
+		c.SSOT.URL = redactURL(c.SSOT.URL)
+	}
 	return c
+}
+
+// ssotPassword is the password a postgres:// ssot.url carries, if any.
+func ssotPassword(raw string) string {
+	if !strings.Contains(raw, "://") {
+		return ""
+	}
+	u, err := url.Parse(raw)
+	if err != nil || u.User == nil {
+		return ""
+	}
+	p, _ := u.User.Password()
+	return p
 }
 
 // Secrets returns every secret that is set, longest first: what Redacted
@@ -50,6 +67,7 @@ func (c Config) Secrets() []string {
 		c.Slack.AppToken, c.Slack.BotToken, c.Slack.SigningSecret,
 		c.Telegram.Token, c.Telegram.WebhookSecret,
 		c.Agents.Executor.WebhookSecret, c.Agents.Reviewer.WebhookSecret,
+		ssotPassword(c.SSOT.URL),
 	}
 	for _, t := range c.Auth.Tokens {
 		all = append(all, t.Token)

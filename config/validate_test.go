@@ -53,6 +53,11 @@ func TestValidate(t *testing.T) {
 			c.Auth.Tokens = []AuthToken{{Token: "t1", Role: "admin", Name: "ops"}, {Token: "t2", Role: "executor", Name: "codex"}}
 			c.Admins = []string{AnyAdmin}
 		}, nil},
+		{"SSOTURLPostgres", func(c *Config) { c.SSOT.URL = "postgres://u:pw@db:5432/ampflow" }, nil},
+		{"SSOTURLSQLite", func(c *Config) { c.SSOT.URL = "sqlite:///var/lib/ampflow/ampflow.db" }, nil},
+		{"SSOTURLNoHost", func(c *Config) { c.SSOT.URL = "postgres:///ampflow" }, []string{"ssot.url: must name the PostgreSQL host"}},
+		{"SSOTURLScheme", func(c *Config) { c.SSOT.URL = "mysql://u:pw@db/ampflow" }, []string{"ssot.url: must be a SQLite file path, sqlite://PATH or a postgres:// URL"}},
+		{"SSOTURLEmpty", func(c *Config) { c.SSOT.URL = "" }, []string{"ssot.url: is required"}},
 		{"AckTimeout", func(c *Config) { c.Protocol.AckTimeout.ReviewRequest = 0 }, []string{"protocol.ack_timeout.review_request: must be a positive duration"}},
 		{"Heartbeat", func(c *Config) { c.Protocol.HeartbeatTimeout = -1 }, []string{"protocol.heartbeat_timeout: must be a positive duration"}},
 		{"MaxRejects", func(c *Config) { c.Protocol.MaxRejects = 0 }, []string{"protocol.max_rejects: must be ≥ 1"}},
@@ -181,6 +186,10 @@ func TestSecretsRedacted(t *testing.T) {
 		*p = "SECRET-" + key
 	}
 	c.Auth.Tokens = []AuthToken{{Token: "SECRET-auth", Role: RoleAdmin, Name: "ops"}}
+	c.SSOT.URL = "postgres://ampflow:SECRET-db@db:5432/ampflow"
+	if !slices.Contains(c.Secrets(), "SECRET-db") {
+		t.Errorf("Secrets() = %v, want the ssot.url password among them", c.Secrets())
+	}
 
 	var logged bytes.Buffer
 	slog.New(slog.NewJSONHandler(&logged, nil)).Info("config", "config", c)
