@@ -13,6 +13,7 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/ampflow/ampflow/activities"
+	"github.com/ampflow/ampflow/activities/ssot"
 	"github.com/ampflow/ampflow/amp/task"
 	"github.com/ampflow/ampflow/config"
 	"github.com/ampflow/ampflow/integrations/httpapi"
@@ -36,10 +37,14 @@ type Options struct {
 
 // Parts are the pieces Run builds, exposed for tests and the demo.
 type Parts struct {
-	Store      *activities.Store
+	// Store is the SSOT database (ssot.url); Close closes it.
+	Store      *ssot.DB
 	Tasks      *workflows.Client
 	Activities *activities.Activities
 }
+
+// Close closes what Build opened.
+func (p *Parts) Close() error { return p.Store.Close() }
 
 // Build makes the parts of a runtime from the configuration.
 func Build(o Options) (*Parts, error) {
@@ -48,17 +53,16 @@ func Build(o Options) (*Parts, error) {
 	if log == nil {
 		log = slog.Default()
 	}
-	dir := cfg.SSOT.Dir
-	if dir == "" {
-		dir = filepath.Join(cfg.DataDir, "ssot")
+	url := cfg.SSOT.URL
+	if url == "" {
+		url = filepath.Join(cfg.DataDir, config.DefaultSSOTFile)
 	}
-	store, err := activities.NewStore(dir, activities.StoreOptions{
-		Commit: cfg.SSOT.Git.Commit || cfg.SSOT.Git.Push, Push: cfg.SSOT.Git.Push, Remote: cfg.SSOT.Git.Remote,
-	})
+	store, err := ssot.Open(context.Background(), url)
 	if err != nil {
-		return nil, fmt.Errorf("opening the SSOT at %s: %w", dir, err)
+		return nil, fmt.Errorf("opening the SSOT (ssot.url): %w", err)
 	}
-	git := &activities.Git{Diffs: store}
+	record := &activities.SSOT{Store: store, APIURL: cfg.API.URL}
+	git := &activities.Git{Diffs: record}
 	// Output of code ampflow runs never shows a configured secret.
 	secrets := activities.NewScrubber(cfg.Secrets())
 	ci, err := activities.NewCIProvider(cfg.CI.Provider, activities.CIOptions{
@@ -69,10 +73,11 @@ func Build(o Options) (*Parts, error) {
 		CommandTimeout: cfg.CI.Command.Timeout,
 		CommandEnv:     cfg.CI.Command.Env,
 		Secrets:        secrets,
-		Store:          store,
+		Store:          record,
 		Git:            git,
 	})
 	if err != nil {
+		store.Close()
 		return nil, fmt.Errorf("ci.provider: %w", err)
 	}
 	tasks := &workflows.Client{Temporal: o.Temporal, TaskQueue: cfg.Temporal.TaskQueue}
@@ -83,14 +88,14 @@ func Build(o Options) (*Parts, error) {
 		Secrets:  secrets,
 		Log:      log,
 		Refused: func(raw []byte, reason string) {
-			entry := activities.ErrorEntry{Source: "agent-command", Reason: secrets.Scrub(reason), Raw: secrets.Scrub(string(raw))}
-			if err := store.AppendError(entry); err != nil {
+			entry := ssot.ErrorEntry{Source: "agent-command", Reason: secrets.Scrub(reason), Raw: secrets.Scrub(string(raw))}
+			if err := store.AppendError(context.Background(), entry); err != nil {
 				log.Error("writing the error log", "error", err)
 			}
 		},
 	}
 	policy := workflows.NewPolicy(cfg)
-	acts := &activities.Activities{Git: git, CI: ci, Store: store, Delivery: delivery, Log: log, Policy: &policy}
+	acts := &activities.Activities{Git: git, CI: ci, Store: record, Delivery: delivery, Log: log, Policy: &policy}
 	return &Parts{Store: store, Tasks: tasks, Activities: acts}, nil
 }
 
@@ -132,11 +137,13 @@ func Run(ctx context.Context, o Options) error {
 	}
 	rt, err := newRuntime(o, parts, log)
 	if err != nil {
+		parts.Close()
 		return err
 	}
 	w := NewWorker(o.Temporal, o.Config.Temporal.TaskQueue, parts.Activities)
 	if err := w.Start(); err != nil {
 		rt.stop()
+		parts.Close()
 		return fmt.Errorf("starting the worker on task queue %s: %w", o.Config.Temporal.TaskQueue, err)
 	}
 	o.endpoint("worker", "task queue "+o.Config.Temporal.TaskQueue)
@@ -147,8 +154,8 @@ func Run(ctx context.Context, o Options) error {
 	}
 	w.Stop()
 	rt.stop()
-	if ferr := parts.Store.FlushErrors(); ferr != nil {
-		log.Error("writing the error log", "error", ferr)
+	if cerr := parts.Close(); cerr != nil {
+		log.Error("closing the SSOT", "error", cerr)
 	}
 	if errors.Is(err, context.Canceled) {
 		err = nil

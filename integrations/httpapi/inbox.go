@@ -1,6 +1,7 @@
 package httpapi
 
 import (
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"strconv"
@@ -62,6 +63,10 @@ func (s *Server) inbox(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
+	if s.store == nil {
+		s.writeError(w, r, noStore())
+		return
+	}
 	ctx := r.Context()
 	// The wall clock, not Options.Now: the wait runs on real timers.
 	deadline := time.Now().Add(wait)
@@ -69,18 +74,26 @@ func (s *Server) inbox(w http.ResponseWriter, r *http.Request) {
 		s.extendDeadlines(w, r, wait)
 	}
 	for {
-		all, err := s.tasks.Inbox(ctx, role)
+		rows, next, err := s.store.Inbox(ctx, string(role), p.storePage())
 		if ctx.Err() != nil {
 			return // the client went away; nobody reads an answer
 		}
 		if err != nil {
-			s.writeError(w, r, err)
+			s.writeError(w, r, storeError(err, "the "+string(role)+" inbox"))
 			return
 		}
-		msgs, next := cut(all, p, false, messageKey)
 		left := time.Until(deadline)
-		if len(msgs) > 0 || left <= 0 {
-			writeJSON(w, http.StatusOK, InboxResponse{Role: role, Messages: msgs, NextCursor: next})
+		if len(rows) > 0 || left <= 0 {
+			msgs := make([]amp.Message, 0, len(rows))
+			for _, row := range rows {
+				var m amp.Message
+				if err := json.Unmarshal(row.Body, &m); err != nil {
+					s.writeError(w, r, storeError(fmt.Errorf("message %s: %w", row.MsgID, err), "the "+string(role)+" inbox"))
+					return
+				}
+				msgs = append(msgs, m)
+			}
+			writeJSON(w, http.StatusOK, InboxResponse{Role: role, Messages: msgs, NextCursor: p.storeNext(next)})
 			return
 		}
 		t := time.NewTimer(min(s.poll, left))
@@ -91,12 +104,6 @@ func (s *Server) inbox(w http.ResponseWriter, r *http.Request) {
 		case <-t.C:
 		}
 	}
-}
-
-// messageKey places a waiting message by its time and msg_id.
-func messageKey(_ int, m amp.Message) pageKey {
-	at, _ := time.Parse(time.RFC3339, m.Timestamp)
-	return pageKey{At: at.UTC(), ID: m.MsgID}
 }
 
 // extendDeadlines gives a long poll its wait on top of the server's read
@@ -139,15 +146,25 @@ func (s *Server) listDecisions(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
-	all, err := s.tasks.Pending(r.Context())
-	if err != nil {
-		s.writeError(w, r, err)
+	if s.store == nil {
+		s.writeError(w, r, noStore())
 		return
 	}
-	ds, next := cut(all, p, false, func(_ int, d task.Decision) pageKey {
-		return pageKey{At: d.RaisedAt.UTC(), ID: d.ID}
-	})
-	writeJSON(w, http.StatusOK, DecisionsResponse{Decisions: ds, NextCursor: next})
+	rows, next, err := s.store.Pending(r.Context(), p.storePage())
+	if err != nil {
+		s.writeError(w, r, storeError(err, "open decisions"))
+		return
+	}
+	ds := make([]task.Decision, 0, len(rows))
+	for _, row := range rows {
+		var d task.Decision
+		if err := json.Unmarshal(row.Body, &d); err != nil {
+			s.writeError(w, r, storeError(fmt.Errorf("decision %s: %w", row.ID, err), "open decisions"))
+			return
+		}
+		ds = append(ds, d)
+	}
+	writeJSON(w, http.StatusOK, DecisionsResponse{Decisions: ds, NextCursor: p.storeNext(next)})
 }
 
 func (s *Server) decide(w http.ResponseWriter, r *http.Request) {
