@@ -202,12 +202,12 @@ func (b *bench) lifecycle(ctx context.Context, taskID string, lat *latencies) er
 // a task, so without this check a broken store would go unnoticed and
 // flatter the figures.
 func (b *bench) checkSSOT(taskID string) error {
-	raw, err := b.store.Task(taskID)
+	row, err := b.store.Task(context.Background(), taskID)
 	if err != nil {
 		return fmt.Errorf("task %s: reading its SSOT snapshot: %w", taskID, err)
 	}
 	var st task.State
-	if err := json.Unmarshal(raw, &st); err != nil {
+	if err := json.Unmarshal(row.State, &st); err != nil {
 		return fmt.Errorf("task %s: decoding its SSOT snapshot: %w", taskID, err)
 	}
 	if st.Status != task.StatusDone || st.LastError != "" {

@@ -18,7 +18,7 @@ import (
 
 	"go.temporal.io/sdk/client"
 
-	"github.com/ampflow/ampflow/activities"
+	"github.com/ampflow/ampflow/activities/ssot"
 	"github.com/ampflow/ampflow/amp/task"
 	"github.com/ampflow/ampflow/config"
 	"github.com/ampflow/ampflow/workers"
@@ -81,7 +81,7 @@ type bench struct {
 	o        Options
 	temporal client.Client
 	tasks    *workflows.Client
-	store    *activities.Store
+	store    *ssot.DB
 	inboxes  *inboxes
 	repo     repo
 	ids      int
@@ -129,6 +129,7 @@ func Run(ctx context.Context, o Options) (Result, error) {
 	if err != nil {
 		return Result{}, err
 	}
+	defer parts.Close()
 	parts.Activities.Delivery = b.inboxes
 	// The benchmark's tasks run by the default policy; nothing is decided.
 	policy := task.DefaultPolicy()

@@ -34,7 +34,13 @@ func closedURL(t *testing.T) string {
 // serveAPI serves the real HTTP API over f and returns a client of it.
 func serveAPI(t *testing.T, f *fakeTasks, tokens []config.AuthToken, token string) *apiClient {
 	t.Helper()
-	srv := httptest.NewServer(httpapi.New(httpapi.Options{Tasks: f, Tokens: tokens, OpenName: "ana",
+	return serveAPIStore(t, f, nil, tokens, token)
+}
+
+// serveAPIStore is serveAPI with an SSOT store behind the API.
+func serveAPIStore(t *testing.T, f *fakeTasks, store httpapi.Store, tokens []config.AuthToken, token string) *apiClient {
+	t.Helper()
+	srv := httptest.NewServer(httpapi.New(httpapi.Options{Tasks: f, Store: store, Tokens: tokens, OpenName: "ana",
 		Now: func() time.Time { return testNow }}).Handler())
 	t.Cleanup(srv.Close)
 	return newAPIClient(srv.URL+"/", token)
@@ -130,12 +136,10 @@ func TestAPIClientMethods(t *testing.T) {
 			t.Fatal(err)
 		}
 		f := &fakeTasks{
-			states:  []task.State{{Status: task.StatusInReview, Pending: pending}},
-			list:    []workflows.TaskSummary{{TaskID: "T-2026-003", Status: task.StatusInReview, StartedAt: testNow, Running: true}},
-			inboxes: [][]amp.Message{{msg}},
-			pending: []task.Decision{*pending},
+			states: []task.State{{Status: task.StatusInReview, Pending: pending}},
+			list:   []workflows.TaskSummary{{TaskID: "T-2026-003", Status: task.StatusInReview, StartedAt: testNow, Running: true}},
 		}
-		c := serveAPI(t, f, nil, "")
+		c := serveAPIStore(t, f, testSSOT(t, []task.Decision{*pending}, []amp.Message{msg}), nil, "")
 		st, err := c.State(ctx, "T-2026-003")
 		if err != nil || st.Status != task.StatusInReview || st.Pending.ID != pending.ID {
 			t.Errorf("State = %+v, %v", st, err)
@@ -144,7 +148,7 @@ func TestAPIClientMethods(t *testing.T) {
 		if err != nil || len(list) != 1 || !list[0].StartedAt.Equal(testNow) {
 			t.Errorf("List = %+v, %v", list, err)
 		}
-		msgs, err := c.InboxWait(ctx, amp.RoleReviewer, time.Second)
+		msgs, err := c.InboxWait(ctx, amp.RoleExecutor, time.Second)
 		if err != nil || len(msgs) != 1 || msgs[0].MsgID != msg.MsgID {
 			t.Errorf("Inbox = %+v, %v", msgs, err)
 		}
@@ -152,8 +156,9 @@ func TestAPIClientMethods(t *testing.T) {
 		if err != nil || len(ds) != 1 || ds[0].ID != pending.ID {
 			t.Errorf("Pending = %+v, %v", ds, err)
 		}
-		// The API reads the whole list and cuts the page itself.
-		want := []string{"State T-2026-003", `List "in_review" 0`, "Inbox reviewer", "Pending"}
+		// The API reads the whole task list and cuts the page itself;
+		// inbox and decisions are the SSOT's.
+		want := []string{"State T-2026-003", `List "in_review" 0`}
 		if got := f.Calls(); strings.Join(got, ",") != strings.Join(want, ",") {
 			t.Errorf("calls %q, want %q", got, want)
 		}
