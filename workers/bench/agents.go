@@ -215,30 +215,3 @@ func (b *bench) checkSSOT(taskID string) error {
 	}
 	return nil
 }
-
-// openTask starts a task and ACKs its dispatch, then waits until the task
-// says it is in progress, waiting for a result that never comes.
-func (b *bench) openTask(ctx context.Context, _ int, taskID string) error {
-	a := &agent{tasks: b.tasks, taskID: taskID, inbox: b.inboxes.open(taskID)}
-	defer b.inboxes.close(taskID)
-	if err := b.tasks.Start(ctx, task.Input{TaskID: taskID, Plan: plan(b.repo), Coordinator: "ampflow bench", Policy: task.DefaultPolicy()}); err != nil {
-		return err
-	}
-	if _, err := a.takeDispatch(ctx); err != nil {
-		return err
-	}
-	for {
-		st, err := b.tasks.State(ctx, taskID)
-		if err != nil {
-			return err
-		}
-		if st.Status == task.StatusInProgress {
-			return nil
-		}
-		select {
-		case <-time.After(20 * time.Millisecond):
-		case <-ctx.Done():
-			return fmt.Errorf("task %s: waiting for in_progress (now %s): %w", taskID, st.Status, ctx.Err())
-		}
-	}
-}
