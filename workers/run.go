@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net"
 	"path/filepath"
 	"time"
 
@@ -61,7 +62,7 @@ func Build(o Options) (*Parts, error) {
 	if err != nil {
 		return nil, fmt.Errorf("opening the SSOT (ssot.url): %w", err)
 	}
-	record := &activities.SSOT{Store: store, APIURL: cfg.API.URL}
+	record := &activities.SSOT{Store: store, APIURL: diffBaseURL(cfg)}
 	git := &activities.Git{Diffs: record}
 	// Output of code ampflow runs never shows a configured secret.
 	secrets := activities.NewScrubber(cfg.Secrets())
@@ -97,6 +98,19 @@ func Build(o Options) (*Parts, error) {
 	policy := workflows.NewPolicy(cfg)
 	acts := &activities.Activities{Git: git, CI: ci, Store: record, Delivery: delivery, Log: log, Policy: &policy}
 	return &Parts{Store: store, Tasks: tasks, Activities: acts}, nil
+}
+
+// diffBaseURL is where reviewers reach the diffs this worker's API serves:
+// the API itself when it listens on loopback (a reviewer on this machine;
+// ampflow dev), else api.url, the address clients are given.
+func diffBaseURL(cfg config.Config) string {
+	host, _, err := net.SplitHostPort(cfg.HTTP.Addr)
+	if err == nil {
+		if ip := net.ParseIP(host); host == "localhost" || (ip != nil && ip.IsLoopback()) {
+			return "http://" + cfg.HTTP.Addr
+		}
+	}
+	return cfg.API.URL
 }
 
 // githubBase leaves the public API to the library's default.
