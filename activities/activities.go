@@ -171,9 +171,13 @@ type RecordEntry struct {
 
 // RecordInput writes records of a task, and its current state when Task is set.
 type RecordInput struct {
-	TaskID  string          `json:"task_id"`
-	Entries []RecordEntry   `json:"entries,omitempty"`
-	Task    json.RawMessage `json:"task,omitempty"`
+	TaskID  string        `json:"task_id"`
+	Entries []RecordEntry `json:"entries,omitempty"`
+	// Task is the task's view (task.State as JSON).
+	Task json.RawMessage `json:"task,omitempty"`
+	// Rev orders the states of a task: one never replaces a state of a
+	// higher Rev. The workflow counts its record batches.
+	Rev int64 `json:"rev,omitempty"`
 }
 
 // RecordResult says how many entries were new.

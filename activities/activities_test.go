@@ -9,7 +9,7 @@ import (
 
 func TestActivitiesThroughTemporal(t *testing.T) {
 	r := buildFeatureRepo(t)
-	store := newStore(t, StoreOptions{})
+	store := newSSOT(t)
 	a := &Activities{Git: &Git{Diffs: store}, Store: store}
 	env := (&testsuite.WorkflowTestSuite{}).NewTestActivityEnvironment()
 	env.RegisterActivity(a)
@@ -54,7 +54,7 @@ func TestActivitiesThroughTemporal(t *testing.T) {
 		appErr(t, err, ErrCommitMissing, true)
 	})
 	t.Run("Record", func(t *testing.T) {
-		in := RecordInput{TaskID: "T-2026-001", Entries: []RecordEntry{entry("ack-T-2026-001-7", KindAck, `{"ack_of":"x"}`)}, Task: json.RawMessage(`{"s":1}`)}
+		in := RecordInput{TaskID: "T-2026-001", Entries: []RecordEntry{entry("ack-T-2026-001-7", KindAck, `{"ack_of":"x"}`)}, Task: json.RawMessage(`{"status":"dispatched"}`), Rev: 1}
 		for want := 1; want >= 0; want-- {
 			val, err := env.ExecuteActivity(a.Record, in)
 			var res RecordResult

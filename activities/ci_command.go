@@ -39,7 +39,7 @@ type CommandCI struct {
 	Env []string
 	// Secrets are masked in the output before it is kept or shown.
 	Secrets *Scrubber
-	Store   *Store
+	Store   *SSOT
 	Git     *Git
 	// HeartbeatEvery is the heartbeat period inside an activity; zero
 	// means DefaultHeartbeatEvery.
@@ -63,16 +63,19 @@ func (c *CommandCI) Status(ctx context.Context, in CIStatusInput) (CIStatusResul
 	lock := c.lock(in.TaskID + "/" + commit)
 	lock.Lock()
 	defer lock.Unlock()
-	if run, ok, err := c.Store.cachedCI(in.TaskID, commit); err != nil {
+	if run, ok, err := c.Store.cachedCI(ctx, in.TaskID, commit); err != nil {
 		return CIStatusResult{}, err
 	} else if ok && slices.Equal(run.Argv, c.Argv) {
 		return run.Result, nil
 	}
-	run, err := c.run(ctx, in, commit)
+	run, logPath, err := c.run(ctx, in, commit)
+	if logPath != "" {
+		defer os.Remove(logPath)
+	}
 	if err != nil {
 		return CIStatusResult{}, err
 	}
-	if err := c.Store.saveCI(in.TaskID, run); err != nil {
+	if err := c.Store.saveCI(ctx, in.TaskID, run, logPath); err != nil {
 		return CIStatusResult{}, err
 	}
 	return run.Result, nil
@@ -93,31 +96,26 @@ func (c *CommandCI) lock(key string) *sync.Mutex {
 }
 
 // run checks the commit out in a temporary worktree, runs the command
-// there and removes the worktree whatever happens.
-func (c *CommandCI) run(ctx context.Context, in CIStatusInput, commit string) (ciRun, error) {
+// there and removes the worktree whatever happens. The output is in the
+// temporary file logPath, which the caller removes.
+func (c *CommandCI) run(ctx context.Context, in CIStatusInput, commit string) (_ ciRun, logPath string, _ error) {
 	name := strings.Join(c.Argv, " ")
-	ciDir := c.Store.ciDir(in.TaskID)
-	if err := os.MkdirAll(ciDir, 0o755); err != nil {
-		return ciRun{}, fmt.Errorf("running CI of %s: %w", short(commit), err)
-	}
 	wt, err := os.MkdirTemp("", "ampflow-ci-")
 	if err != nil {
-		return ciRun{}, fmt.Errorf("running CI of %s: %w", short(commit), err)
+		return ciRun{}, "", fmt.Errorf("running CI of %s: %w", short(commit), err)
 	}
 	defer c.removeWorktree(ctx, in.Repo, wt)
 	// Hooks of the repository must not run on checkout.
 	if _, err := c.Git.run(ctx, in.Repo, "-c", "core.hooksPath="+os.DevNull, "worktree", "add", "--detach", wt, commit); err != nil {
-		return ciRun{}, fmt.Errorf("checking out %s of %s for CI: %w", short(commit), in.Repo, err)
+		return ciRun{}, "", fmt.Errorf("checking out %s of %s for CI: %w", short(commit), in.Repo, err)
 	}
 
-	logf, err := os.CreateTemp(ciDir, ".tmp-*.log")
+	logf, err := os.CreateTemp("", "ampflow-ci-*.log")
 	if err != nil {
-		return ciRun{}, fmt.Errorf("running CI of %s: %w", short(commit), err)
+		return ciRun{}, "", fmt.Errorf("running CI of %s: %w", short(commit), err)
 	}
-	defer func() {
-		logf.Close()
-		os.Remove(logf.Name()) // no-op once renamed
-	}()
+	logPath = logf.Name()
+	defer logf.Close()
 	tail := &tailWriter{max: commandTailBytes}
 	out := c.Secrets.Writer(&teeWriter{file: logf, tail: tail})
 
@@ -138,7 +136,7 @@ func (c *CommandCI) run(ctx context.Context, in CIStatusInput, commit string) (c
 
 	start := time.Now()
 	if err := cmd.Start(); err != nil {
-		return ciRun{}, temporal.NewNonRetryableApplicationError(
+		return ciRun{}, logPath, temporal.NewNonRetryableApplicationError(
 			fmt.Sprintf("command CI: cannot start %q: %v", name, err), ErrCIConfig, err)
 	}
 	stop := c.heartbeat(ctx, commit)
@@ -146,7 +144,7 @@ func (c *CommandCI) run(ctx context.Context, in CIStatusInput, commit string) (c
 	stop()
 	took := time.Since(start)
 	if ctx.Err() != nil {
-		return ciRun{}, fmt.Errorf("running CI %q on %s: %w", name, short(commit), ctx.Err())
+		return ciRun{}, logPath, fmt.Errorf("running CI %q on %s: %w", name, short(commit), ctx.Err())
 	}
 
 	run := ciRun{Commit: commit, Argv: c.Argv, Duration: took.Round(time.Millisecond).String(), FinishedAt: time.Now().UTC().Format(time.RFC3339)}
@@ -159,19 +157,13 @@ func (c *CommandCI) run(ctx context.Context, in CIStatusInput, commit string) (c
 	case errors.As(err, &ee):
 		run.ExitCode = ee.ExitCode()
 	default:
-		return ciRun{}, fmt.Errorf("running CI %q on %s: %w", name, short(commit), err)
+		return ciRun{}, logPath, fmt.Errorf("running CI %q on %s: %w", name, short(commit), err)
 	}
 	if err := out.Close(); err != nil {
-		return ciRun{}, fmt.Errorf("keeping the CI log of %s: %w", short(commit), err)
-	}
-	if err := logf.Sync(); err != nil {
-		return ciRun{}, fmt.Errorf("keeping the CI log of %s: %w", short(commit), err)
+		return ciRun{}, logPath, fmt.Errorf("keeping the CI log of %s: %w", short(commit), err)
 	}
 	if err := logf.Close(); err != nil {
-		return ciRun{}, fmt.Errorf("keeping the CI log of %s: %w", short(commit), err)
-	}
-	if err := os.Rename(logf.Name(), c.Store.ciLogPath(in.TaskID, commit)); err != nil {
-		return ciRun{}, fmt.Errorf("keeping the CI log of %s: %w", short(commit), err)
+		return ciRun{}, logPath, fmt.Errorf("keeping the CI log of %s: %w", short(commit), err)
 	}
 	if run.ExitCode == 0 {
 		run.Result = CIStatusResult{State: CIPassed, Checks: map[string]string{name: string(CIPassed)}}
@@ -183,7 +175,7 @@ func (c *CommandCI) run(ctx context.Context, in CIStatusInput, commit string) (c
 			Detail:  tail.String(),
 		}
 	}
-	return run, nil
+	return run, logPath, nil
 }
 
 // removeWorktree deletes the temporary worktree even when ctx is done.

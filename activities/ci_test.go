@@ -186,7 +186,7 @@ func TestGitHubCIActivity(t *testing.T) {
 }
 
 func TestNewCIProvider(t *testing.T) {
-	store := newStore(t, StoreOptions{})
+	store := newSSOT(t)
 	tests := []struct {
 		kind    string
 		opts    CIOptions
@@ -230,7 +230,7 @@ func TestCommandCI(t *testing.T) {
 	repo, _ = filepath.EvalSymlinks(repo)
 	gitT(t, repo, "checkout", "-q", "-b", "feature/x")
 	head := commitFiles(t, repo, "work", map[string]string{"hello.txt": "hi\n"})
-	store := newStore(t, StoreOptions{})
+	store := newSSOT(t)
 	counter := filepath.Join(t.TempDir(), "runs")
 	in := CIStatusInput{TaskID: "T-2026-001", Repo: repo, Branch: "feature/x"}
 
@@ -256,7 +256,7 @@ func TestCommandCI(t *testing.T) {
 		if runs, _ := os.ReadFile(counter); string(runs) != "run\n" {
 			t.Errorf("command ran %d times, want once", strings.Count(string(runs), "run"))
 		}
-		if _, err := os.Stat(store.ciLogPath(in.TaskID, head)); err != nil {
+		if _, err := store.CILog(context.Background(), in.TaskID, head); err != nil {
 			t.Errorf("log not kept: %v", err)
 		}
 		if wt := worktrees(t, repo); len(wt) != 0 {
@@ -272,7 +272,7 @@ func TestCommandCI(t *testing.T) {
 		if !strings.HasSuffix(res.Detail, "line 2000\nboom\n") || len(res.Detail) > commandTailBytes+len("…") || strings.Contains(res.Detail, "line 1\n") {
 			t.Errorf("detail is not the tail of the output (%d bytes): %q…", len(res.Detail), res.Detail[:min(80, len(res.Detail))])
 		}
-		log, err := os.ReadFile(store.ciLogPath(in.TaskID, head))
+		log, err := store.CILog(context.Background(), in.TaskID, head)
 		if err != nil || !strings.Contains(string(log), "line 1\n") {
 			t.Errorf("full log not kept: %v", err)
 		}
@@ -302,7 +302,7 @@ func TestCommandCI(t *testing.T) {
 		if wt := worktrees(t, repo); len(wt) != 0 {
 			t.Errorf("worktrees left behind: %v", wt)
 		}
-		if _, ok, _ := store.cachedCI("T-2026-003", head); ok {
+		if _, ok, _ := store.cachedCI(context.Background(), "T-2026-003", head); ok {
 			t.Error("a cancelled run must not be cached")
 		}
 	})
@@ -338,7 +338,7 @@ func TestCommandCI(t *testing.T) {
 		if err != nil || res.State != CIFailed {
 			t.Fatalf("got %+v, %v", res, err)
 		}
-		log, err := os.ReadFile(store.ciLogPath("T-2026-006", head))
+		log, err := store.CILog(context.Background(), "T-2026-006", head)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -60,7 +60,7 @@ func TestGitProcessCounts(t *testing.T) {
 	gitT(t, clone, "remote", "set-head", "origin", "main")
 
 	bin, calls := countingGit(t)
-	g := &Git{Bin: bin, Diffs: newStore(t, StoreOptions{})}
+	g := &Git{Bin: bin, Diffs: newSSOT(t)}
 	ctx := context.Background()
 	check := func(t *testing.T, name string, max int) {
 		t.Helper()

@@ -2,8 +2,6 @@ package activities
 
 import (
 	"context"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -12,7 +10,7 @@ import (
 // large to check instead.
 func TestCheckResultDiffTooLarge(t *testing.T) {
 	r := buildFeatureRepo(t)
-	store := newStore(t, StoreOptions{})
+	store := newSSOT(t)
 	check := func(t *testing.T, maxDiff int64, msgID string) CheckResultOutput {
 		t.Helper()
 		g := &Git{Diffs: store, MaxDiff: maxDiff}
@@ -41,7 +39,7 @@ func TestCheckResultDiffTooLarge(t *testing.T) {
 		if notes(out, "diff") != 1 || out.DiffURL != "" {
 			t.Errorf("mismatches %q, DiffURL %q; want the diff noted as too large and not kept", out.Mismatches, out.DiffURL)
 		}
-		if _, err := os.Stat(filepath.Join(store.Root(), "tasks", "T-2026-001", "diffs", "task_result-T-2026-001-7.diff")); err == nil {
+		if _, err := store.Store.File(context.Background(), "T-2026-001", DiffName("task_result-T-2026-001-7")); err == nil {
 			t.Errorf("a cut diff was kept")
 		}
 	})

@@ -24,7 +24,7 @@ func TestGitInTaskRepoSeesNoSecrets(t *testing.T) {
 	gitT(t, repo, "config", "filter.x.clean", "cat")
 	head := commitFiles(t, repo, "work", map[string]string{".gitattributes": "*.txt filter=x\n", "a.txt": "a\n"})
 
-	ci, err := NewCIProvider(config.ProviderCommand, CIOptions{Command: []string{"true"}, Store: newStore(t, StoreOptions{})})
+	ci, err := NewCIProvider(config.ProviderCommand, CIOptions{Command: []string{"true"}, Store: newSSOT(t)})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -119,7 +119,8 @@ func TestCheckBranch(t *testing.T) {
 
 func TestCheckResult(t *testing.T) {
 	r := buildFeatureRepo(t)
-	store := newStore(t, StoreOptions{})
+	store := newSSOT(t)
+	store.APIURL = "http://127.0.0.1:7480/"
 	g := &Git{Diffs: store}
 
 	t.Run("Honest", func(t *testing.T) {
@@ -135,11 +136,11 @@ func TestCheckResult(t *testing.T) {
 		if strings.Join(out.Actual.FilesChanged, ",") != strings.Join(r.featureSum.files, ",") || out.Actual.LinesAdded != 11 || out.Actual.LinesRemoved != 1 {
 			t.Errorf("actual = %+v, want %+v (main's later commit must not count)", out.Actual, r.featureSum)
 		}
-		want := filepath.Join(store.Root(), "tasks", "T-2026-001", "diffs", "task_result-T-2026-001-1.diff")
+		want := "http://127.0.0.1:7480/v1/tasks/T-2026-001/diffs/task_result-T-2026-001-1"
 		if out.DiffURL != want {
 			t.Fatalf("DiffURL = %q, want %q (origin is not GitHub)", out.DiffURL, want)
 		}
-		diff, err := os.ReadFile(want)
+		diff, err := store.Store.File(context.Background(), "T-2026-001", DiffName("task_result-T-2026-001-1"))
 		if err != nil || !strings.Contains(string(diff), "+++ b/Sources/BreathEngine.swift") || strings.Contains(string(diff), "more") {
 			t.Errorf("diff file: %v\n%s", err, diff)
 		}
@@ -207,7 +208,7 @@ func TestCheckResult(t *testing.T) {
 
 func TestCheckResultGitHubURL(t *testing.T) {
 	r := buildFeatureRepo(t)
-	store := newStore(t, StoreOptions{})
+	store := newSSOT(t)
 	g := &Git{Diffs: store}
 	in := CheckResultInput{TaskID: "T-2026-002", MsgID: "task_result-T-2026-002-9", Repo: r.dir, Branch: "feature/x", Commit: r.feature}
 
@@ -224,7 +225,7 @@ func TestCheckResultGitHubURL(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if !strings.HasPrefix(out.DiffURL, store.Root()) {
+		if out.DiffURL != DiffPath(in.TaskID, in.MsgID) {
 			t.Errorf("%s, unpushed: DiffURL = %q, want a file in the SSOT", remote, out.DiffURL)
 		}
 		gitT(t, r.dir, "update-ref", "refs/remotes/origin/feature/x", r.feature)
@@ -317,7 +318,7 @@ func TestCheckResultClone(t *testing.T) {
 	clone := filepath.Join(t.TempDir(), "clone")
 	gitT(t, filepath.Dir(clone), "clone", "-q", "--branch", "main", r.dir, clone)
 	gitT(t, clone, "remote", "set-head", "origin", "main")
-	g := &Git{Diffs: newStore(t, StoreOptions{})}
+	g := &Git{Diffs: newSSOT(t)}
 	in := CheckResultInput{TaskID: "T-2026-003", MsgID: "task_result-T-2026-003-1", Repo: clone, Branch: "feature/x", Claimed: claimedOf(r.featureSum)}
 
 	out, err := g.CheckResult(context.Background(), in)

@@ -1,6 +1,7 @@
 package activities
 
 import (
+	"context"
 	"errors"
 	"os"
 	"os/exec"
@@ -9,6 +10,8 @@ import (
 	"testing"
 
 	"go.temporal.io/sdk/temporal"
+
+	"github.com/ampflow/ampflow/activities/ssot"
 )
 
 // testGitEnv isolates the tests' own git calls from the machine's config.
@@ -89,6 +92,17 @@ func newStore(t testing.TB, opts StoreOptions) *Store {
 		t.Fatal(err)
 	}
 	return s
+}
+
+// newSSOT opens a fresh SQL SSOT on SQLite in a temporary directory.
+func newSSOT(t testing.TB) *SSOT {
+	t.Helper()
+	db, err := ssot.Open(context.Background(), filepath.Join(t.TempDir(), "ampflow.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	return &SSOT{Store: db}
 }
 
 // openStore opens the SSOT at root, as a new process would.

@@ -205,8 +205,8 @@ type CICommand struct {
 	Env []string `mapstructure:"env"`
 }
 
-// SSOT configures the single source of truth: the on-disk record of every
-// message, ACK and task.
+// SSOT configures the single source of truth: the database that records
+// every message, ACK, decision and task.
 type SSOT struct {
 	// Dir is where the SSOT lives; Load makes an empty Dir DataDir/ssot.
 	Dir string `mapstructure:"dir"`

@@ -19,6 +19,10 @@ import (
 // it exists in the working directory.
 const DefaultFile = "ampflow.yaml"
 
+// DefaultSSOTFile is the SQLite file in DataDir that holds the SSOT when
+// ssot.url is not set.
+const DefaultSSOTFile = "ampflow.db"
+
 // EnvPrefix starts the name of every environment variable Load reads.
 const EnvPrefix = "AMPFLOW_"
 
@@ -88,8 +92,8 @@ var defaults = map[string]any{
 	"ci.command.timeout": DefaultCICommandTimeout,
 	"ci.command.env":     []string{},
 
-	"ssot.dir":        "",
 	"ssot.url":        "",
+	"ssot.dir":        "",
 	"ssot.git.commit": false,
 	"ssot.git.push":   false,
 	"ssot.git.remote": "origin",
@@ -210,7 +214,7 @@ func decode(v *viper.Viper) (Config, error) {
 		c.SSOT.Dir = filepath.Join(c.DataDir, "ssot")
 	}
 	if c.SSOT.URL == "" {
-		c.SSOT.URL = filepath.Join(c.DataDir, "ampflow.db")
+		c.SSOT.URL = filepath.Join(c.DataDir, DefaultSSOTFile)
 	}
 	if c.SSOT.Git.Dir == "" {
 		c.SSOT.Git.Dir = filepath.Join(c.DataDir, "ssot-git")

@@ -113,6 +113,7 @@ func (c Config) Validate() error {
 	}
 	c.validateDecisions(&ps)
 	c.validateCI(&ps)
+	validateSSOTURL(&ps, c.SSOT.URL)
 	if c.SSOT.Git.Push {
 		if !c.SSOT.Git.Commit {
 			ps.add("ssot.git.commit", "must be true when ssot.git.push is true")
@@ -391,5 +392,28 @@ func (c Config) validateAPI(ps *problems) {
 	}
 	if strings.ContainsAny(c.API.Token, " \t\r\n") {
 		ps.add("api.token", "must not contain spaces or line breaks")
+	}
+}
+
+// validateSSOTURL accepts a SQLite file path (sqlite://PATH too) or a
+// postgres:// URL naming a host.
+func validateSSOTURL(ps *problems, raw string) {
+	const key = "ssot.url"
+	switch {
+	case raw == "":
+		ps.add(key, "is required: a SQLite file path or a postgres:// URL")
+	case strings.HasPrefix(raw, "postgres://"), strings.HasPrefix(raw, "postgresql://"):
+		u, err := url.Parse(raw)
+		if err != nil {
+			ps.add(key, "is not a valid postgres:// URL: %v", err)
+		} else if u.Host == "" {
+			ps.add(key, "must name the PostgreSQL host: postgres://USER@HOST:PORT/DATABASE")
+		}
+	case strings.HasPrefix(raw, "sqlite://"):
+		if strings.TrimPrefix(raw, "sqlite://") == "" {
+			ps.add(key, "must name the SQLite file after sqlite://")
+		}
+	case strings.Contains(raw, "://"):
+		ps.add(key, "must be a SQLite file path, sqlite://PATH or a postgres:// URL, not %q", maskURLPassword(raw))
 	}
 }

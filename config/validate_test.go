@@ -60,6 +60,11 @@ func TestValidate(t *testing.T) {
 			c.Auth.Tokens = []AuthToken{{Token: "t1", Role: "admin", Name: "ops"}, {Token: "t2", Role: "executor", Name: "codex"}}
 			c.Admins = []string{task.AnyAdmin}
 		}, nil},
+		{"SSOTURLPostgres", func(c *Config) { c.SSOT.URL = "postgres://u:pw@db:5432/ampflow" }, nil},
+		{"SSOTURLSQLite", func(c *Config) { c.SSOT.URL = "sqlite:///var/lib/ampflow/ampflow.db" }, nil},
+		{"SSOTURLNoHost", func(c *Config) { c.SSOT.URL = "postgres:///ampflow" }, []string{"ssot.url: must name the PostgreSQL host"}},
+		{"SSOTURLScheme", func(c *Config) { c.SSOT.URL = "mysql://u:pw@db/ampflow" }, []string{"ssot.url: must be a SQLite file path, sqlite://PATH or a postgres:// URL"}},
+		{"SSOTURLEmpty", func(c *Config) { c.SSOT.URL = "" }, []string{"ssot.url: is required"}},
 		{"AckTimeout", func(c *Config) { c.Protocol.AckTimeout.ReviewRequest = 0 }, []string{"protocol.ack_timeout.review_request: must be a positive duration"}},
 		{"Heartbeat", func(c *Config) { c.Protocol.HeartbeatTimeout = -1 }, []string{"protocol.heartbeat_timeout: must be a positive duration"}},
 		{"MaxRejects", func(c *Config) { c.Protocol.MaxRejects = 0 }, []string{"protocol.max_rejects: must be ≥ 1"}},

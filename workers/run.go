@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net"
 	"path/filepath"
 	"time"
 
@@ -37,19 +38,30 @@ type Options struct {
 
 // Parts are the pieces Run builds, exposed for tests and the demo.
 type Parts struct {
-	Store      *activities.Store
+	// Store is the SSOT database (ssot.url); Close closes it.
+	Store      *ssot.DB
 	Tasks      *workflows.Client
 	Activities *activities.Activities
-	// Lease, when set, is the lease store the workers share: the bots'
-	// long polling and Socket Mode then run on one worker at a time.
-	// Without it each worker runs them (a single worker).
+	// Lease is the lease store the workers share: the bots' long polling
+	// and Socket Mode run on one worker at a time. Build sets it to the
+	// SSOT; without it (tests) each worker runs them.
 	Lease Lease
-	// ChatState, when set, is the SSOT the workers share, where the bots
-	// keep their state (decisions and buttons posted, note prompts,
-	// notices claimed once), so any worker answers any click and nothing
-	// is posted twice. Without it each bot keeps its state file under
-	// data_dir/chat (a single worker).
+	// ChatState is the SSOT the workers share, where the bots keep their
+	// state (decisions and buttons posted, note prompts, notices claimed
+	// once), so any worker answers any click and nothing is posted twice.
+	// Build sets it; without it (tests) each bot keeps a state file under
+	// data_dir/chat.
 	ChatState *ssot.DB
+
+	export *exportQueue
+}
+
+// Close closes what Build opened.
+func (p *Parts) Close() error {
+	if p.export != nil {
+		p.export.close()
+	}
+	return p.Store.Close()
 }
 
 // Build makes the parts of a runtime from the configuration.
@@ -59,17 +71,26 @@ func Build(o Options) (*Parts, error) {
 	if log == nil {
 		log = slog.Default()
 	}
-	dir := cfg.SSOT.Dir
-	if dir == "" {
-		dir = filepath.Join(cfg.DataDir, "ssot")
+	url := cfg.SSOT.URL
+	if url == "" {
+		url = filepath.Join(cfg.DataDir, config.DefaultSSOTFile)
 	}
-	store, err := activities.NewStore(dir, activities.StoreOptions{
-		Commit: cfg.SSOT.Git.Commit || cfg.SSOT.Git.Push, Push: cfg.SSOT.Git.Push, Remote: cfg.SSOT.Git.Remote,
-	})
+	store, err := ssot.Open(context.Background(), url)
 	if err != nil {
-		return nil, fmt.Errorf("opening the SSOT at %s: %w", dir, err)
+		return nil, fmt.Errorf("opening the SSOT (ssot.url): %w", err)
 	}
-	git := &activities.Git{Diffs: store}
+	record := &activities.SSOT{Store: store, APIURL: diffBaseURL(cfg)}
+	var export *exportQueue
+	if cfg.SSOT.Git.Commit || cfg.SSOT.Git.Push {
+		exp, err := activities.NewExporter(store, activities.ExportOptions{Dir: cfg.SSOT.Git.Dir, Push: cfg.SSOT.Git.Push, Remote: cfg.SSOT.Git.Remote})
+		if err != nil {
+			store.Close()
+			return nil, fmt.Errorf("ssot.git: %w", err)
+		}
+		export = startExport(exp, log)
+		record.Written = export.mark
+	}
+	git := &activities.Git{Diffs: record}
 	// Output of code ampflow runs never shows a configured secret.
 	secrets := activities.NewScrubber(cfg.Secrets())
 	ci, err := activities.NewCIProvider(cfg.CI.Provider, activities.CIOptions{
@@ -80,10 +101,14 @@ func Build(o Options) (*Parts, error) {
 		CommandTimeout: cfg.CI.Command.Timeout,
 		CommandEnv:     cfg.CI.Command.Env,
 		Secrets:        secrets,
-		Store:          store,
+		Store:          record,
 		Git:            git,
 	})
 	if err != nil {
+		if export != nil {
+			export.close()
+		}
+		store.Close()
 		return nil, fmt.Errorf("ci.provider: %w", err)
 	}
 	tasks := &workflows.Client{Temporal: o.Temporal, TaskQueue: cfg.Temporal.TaskQueue}
@@ -94,15 +119,30 @@ func Build(o Options) (*Parts, error) {
 		Secrets:  secrets,
 		Log:      log,
 		Refused: func(raw []byte, reason string) {
-			entry := activities.ErrorEntry{Source: "agent-command", Reason: secrets.Scrub(reason), Raw: secrets.Scrub(string(raw))}
-			if err := store.AppendError(entry); err != nil {
+			entry := ssot.ErrorEntry{Source: "agent-command", Reason: secrets.Scrub(reason), Raw: secrets.Scrub(string(raw))}
+			if err := store.AppendError(context.Background(), entry); err != nil {
 				log.Error("writing the error log", "error", err)
 			}
 		},
 	}
 	policy := workflows.NewPolicy(cfg)
-	acts := &activities.Activities{Git: git, CI: ci, Store: store, Delivery: delivery, Log: log, Policy: &policy}
-	return &Parts{Store: store, Tasks: tasks, Activities: acts}, nil
+	acts := &activities.Activities{Git: git, CI: ci, Store: record, Delivery: delivery, Log: log, Policy: &policy}
+	// The store is shared by every worker that names it: the bots keep
+	// their state in it and take turns under its lease.
+	return &Parts{Store: store, Tasks: tasks, Activities: acts, Lease: store, ChatState: store, export: export}, nil
+}
+
+// diffBaseURL is where reviewers reach the diffs this worker's API serves:
+// the API itself when it listens on loopback (a reviewer on this machine;
+// ampflow dev), else api.url, the address clients are given.
+func diffBaseURL(cfg config.Config) string {
+	host, _, err := net.SplitHostPort(cfg.HTTP.Addr)
+	if err == nil {
+		if ip := net.ParseIP(host); host == "localhost" || (ip != nil && ip.IsLoopback()) {
+			return "http://" + cfg.HTTP.Addr
+		}
+	}
+	return cfg.API.URL
 }
 
 // githubBase leaves the public API to the library's default.
@@ -143,11 +183,13 @@ func Run(ctx context.Context, o Options) error {
 	}
 	rt, err := newRuntime(o, parts, log)
 	if err != nil {
+		parts.Close()
 		return err
 	}
 	w := NewWorker(o.Temporal, o.Config.Temporal.TaskQueue, parts.Activities)
 	if err := w.Start(); err != nil {
 		rt.stop()
+		parts.Close()
 		return fmt.Errorf("starting the worker on task queue %s: %w", o.Config.Temporal.TaskQueue, err)
 	}
 	o.endpoint("worker", "task queue "+o.Config.Temporal.TaskQueue)
@@ -158,8 +200,8 @@ func Run(ctx context.Context, o Options) error {
 	}
 	w.Stop()
 	rt.stop()
-	if ferr := parts.Store.FlushErrors(); ferr != nil {
-		log.Error("writing the error log", "error", ferr)
+	if cerr := parts.Close(); cerr != nil {
+		log.Error("closing the SSOT", "error", cerr)
 	}
 	if errors.Is(err, context.Canceled) {
 		err = nil

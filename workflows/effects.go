@@ -181,6 +181,8 @@ func (t *taskRun) recordLoop(ctx workflow.Context) {
 		}
 		view, _ := json.Marshal(t.view())
 		in.Task = view
+		t.RecordRev++
+		in.Rev = t.RecordRev
 		var out activities.RecordResult
 		if err := workflow.ExecuteLocalActivity(ctx, acts.Record, in).Get(ctx, &out); err != nil {
 			t.LastError = fmt.Sprintf("writing the SSOT: %v", err)

@@ -36,10 +36,12 @@ type harness struct {
 	mu        sync.Mutex
 	delivered []amp.Message
 	records   []activities.RecordEntry
-	notices   []activities.NotifyInput
-	ciCalls   int
-	ciInputs  []activities.CIStatusInput
-	replies   []*reply
+	// revs are the RecordInput.Rev of each Record call, in order.
+	revs     []int64
+	notices  []activities.NotifyInput
+	ciCalls  int
+	ciInputs []activities.CIStatusInput
+	replies  []*reply
 
 	// commandAgents makes deliveries refuse to run as local activities,
 	// as the worker does for command-mode agents.
@@ -129,6 +131,7 @@ func newHarness(t *testing.T, plan amp.TaskDispatch, mutate ...func(*task.Input)
 			h.mu.Lock()
 			defer h.mu.Unlock()
 			h.records = append(h.records, in.Entries...)
+			h.revs = append(h.revs, in.Rev)
 			return activities.RecordResult{Written: len(in.Entries)}, nil
 		})
 	env.OnActivity(acts.Deliver, mock.Anything, mock.Anything).Return(

@@ -115,6 +115,11 @@ type taskState struct {
 	StartedAt time.Time            `json:"started_at"`
 	UpdatedAt time.Time            `json:"updated_at"`
 
+	// RecordRev counts the record loop's batches: each batch's state
+	// carries the next, so the SSOT never replaces a task's state with an
+	// older one (a late retry), across continue-as-new too.
+	RecordRev int64 `json:"record_rev"`
+
 	// Effects not yet carried out, in order: SSOT records and notices.
 	Records []activities.RecordEntry `json:"records,omitempty"`
 	Notices []activities.NotifyInput `json:"notices,omitempty"`

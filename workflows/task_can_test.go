@@ -56,4 +56,15 @@ func TestContinueAsNewCarriesState(t *testing.T) {
 	if res.Status != task.StatusDone || len(first) != 1 || res.MsgIDs[0] != first[0].MsgID {
 		t.Errorf("result %+v does not continue the first run's dispatch %s", res, first[0].MsgID)
 	}
+	// The SSOT orders a task's states by Rev: it goes on rising in the new
+	// run, so no state of the new run is taken for a late retry.
+	revs := append(append([]int64(nil), h.revs...), h2.revs...)
+	if len(h.revs) == 0 || len(h2.revs) == 0 {
+		t.Fatalf("record revs %v then %v: want batches in both runs", h.revs, h2.revs)
+	}
+	for i, r := range revs {
+		if r != int64(i+1) {
+			t.Fatalf("record revs %v then %v: want 1, 2, 3… across continue-as-new", h.revs, h2.revs)
+		}
+	}
 }

@@ -131,6 +131,11 @@ type Store interface {
 	AppendError(ctx context.Context, e ErrorEntry) error
 	// Errors lists refused input, oldest first.
 	Errors(ctx context.Context, p Page) (errs []ErrorEntry, next string, err error)
+	// PutFile keeps data under a task and a name (a diff, a CI log),
+	// replacing what the name held.
+	PutFile(ctx context.Context, taskID, name string, data []byte) error
+	// File reads what PutFile kept.
+	File(ctx context.Context, taskID, name string) ([]byte, error)
 	Close() error
 }
 

@@ -28,14 +28,23 @@ temporary directory (removed afterwards):
   - N lifecycles of a bare Temporal workflow with the same client round
     trips (start, 4 updates, completion) and one no-op activity per update;
   - the acceptance latency of every agent submit (p50, p95, p99);
-  - the peak RSS, and the RSS with --open tasks waiting for results.
+  - the peak RSS, and the RSS with --open tasks left waiting (half for
+    plan approval, half with a dispatch in the executor's inbox);
+  - with those tasks open, the latency (p50, p95, p99) of 300 requests
+    each of GET /v1/inbox, GET /v1/decisions and GET /v1/tasks/{id}/history,
+    read from the SSOT through the HTTP API.
+
+The SSOT is SQLite in the temporary directory unless --ssot-url names a
+database (postgres://…): use an empty database of its own.
 
 Progress goes to stderr once a second; -o json prints the figures only.
 Like ampflow dev, it runs Go's garbage collector at GOGC=50 unless GOGC
 is set.`,
 		Example: `  ampflow bench
   ampflow bench --tasks 500 --concurrency 32 -o json
-  ampflow bench --tasks 50 --open 0`,
+  ampflow bench --tasks 50 --open 0
+  ampflow bench --tasks 20 --open 1000
+  ampflow bench --open 1000 --ssot-url postgres://postgres@127.0.0.1:5432/bench`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if err := o.Validate(); err != nil {
@@ -77,7 +86,8 @@ is set.`,
 	f := cmd.Flags()
 	f.IntVar(&o.Tasks, "tasks", bench.DefaultTasks, "run `N` lifecycles on each side")
 	f.IntVar(&o.Concurrency, "concurrency", bench.DefaultConcurrency, "keep `C` lifecycles in flight")
-	f.IntVar(&o.Open, "open", bench.DefaultOpen, "hold `N` tasks open for the RSS reading (0 skips it)")
+	f.IntVar(&o.Open, "open", bench.DefaultOpen, "hold `N` tasks open for the RSS reading and the read latencies (0 skips them)")
+	f.StringVar(&o.SSOTURL, "ssot-url", "", "keep the SSOT in the database at `URL` (default: SQLite in the temporary directory)")
 	f.StringVar(&cpuProfile, "cpuprofile", "", "write a CPU profile of the ampflow phase to `FILE`")
 	f.StringVar(&heapProfile, "memprofile", "", "write a heap profile taken with the open tasks in progress to `FILE`")
 	_ = f.MarkHidden("cpuprofile")

@@ -7,7 +7,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/ampflow/ampflow/amp/decision"
 	"github.com/ampflow/ampflow/amp/task"
 	"github.com/ampflow/ampflow/config"
 )
@@ -152,7 +151,7 @@ func TestStatusTable(t *testing.T) {
 // decider.
 func TestDeciderIsTokenName(t *testing.T) {
 	h := newHarness(t, false)
-	h.tasks.pending = []decision.Decision{openDecision()}
+	h.openDecisions(openDecision())
 	r := h.do(t, "POST", "/v1/decisions/T-2026-044-d1", adminToken, `{"option":"approve","by":"alice","digest":"`+testDigest+`"}`)
 	wantStatus(t, r, http.StatusBadRequest)
 	if len(h.tasks.decides) != 0 {
@@ -168,8 +167,10 @@ func TestDeciderIsTokenName(t *testing.T) {
 // TestOpenName checks who an open API acts as when the worker names the
 // local user (as `ampflow dev` does).
 func TestOpenName(t *testing.T) {
-	tasks := &fakeTasks{pending: []decision.Decision{openDecision()}}
-	ts := httptestServer(t, New(Options{Tasks: tasks, OpenName: "ana"}).Handler())
+	tasks, store := &fakeTasks{}, newTestStore(t)
+	d := openDecision()
+	store.save(d.Subject, nil, &d)
+	ts := httptestServer(t, New(Options{Tasks: tasks, Store: store, OpenName: "ana"}).Handler())
 	req, err := http.NewRequest("POST", ts.URL+"/v1/decisions/T-2026-044-d1", strings.NewReader(decideBody("approve", "", testDigest)))
 	if err != nil {
 		t.Fatal(err)

@@ -9,9 +9,9 @@ import (
 	"strings"
 
 	"github.com/ampflow/ampflow/activities"
+	"github.com/ampflow/ampflow/activities/ssot"
 	"github.com/ampflow/ampflow/amp/decision"
 	"github.com/ampflow/ampflow/amp/task"
-	"github.com/ampflow/ampflow/workflows"
 )
 
 // DecisionsResponse is the answer to GET /v1/decisions.
@@ -45,57 +45,62 @@ type DecisionLookup interface {
 	FindDecision(ctx context.Context, id string) (decision.Decision, error)
 }
 
-// listedDecisions is the DecisionLookup of Options.Decisions left nil:
-// the open decisions as Tasks.Pending lists them, then the decision's
-// record in the SSOT.
-type listedDecisions struct {
-	tasks workflows.Tasks
+// storedDecisions is the DecisionLookup of Options.Decisions left nil:
+// the store's open decisions, then the decision's record, so that a late
+// answer to a closed decision reaches its workflow and is refused there
+// with who decided.
+type storedDecisions struct {
 	store Store
 }
 
-func (l listedDecisions) FindDecision(ctx context.Context, id string) (decision.Decision, error) {
-	open, err := l.tasks.Pending(ctx)
-	if err != nil {
-		return decision.Decision{}, err
+func (l storedDecisions) FindDecision(ctx context.Context, id string) (decision.Decision, error) {
+	if l.store == nil {
+		return decision.Decision{}, noStore()
 	}
-	for _, d := range open {
-		if d.ID == id {
+	rec, err := l.store.Get(ctx, id)
+	switch {
+	case err == nil && rec.Kind == string(activities.KindDecision):
+		var d decision.Decision
+		if json.Unmarshal(rec.Body, &d) == nil && d.ID == id {
+			if d.Subject == "" {
+				d.Subject = rec.TaskID
+			}
 			return d, nil
 		}
-	}
-	if l.store != nil {
-		rec, err := l.store.Get(id)
-		switch {
-		case err == nil && rec.Kind == activities.KindDecision:
-			var d decision.Decision
-			if json.Unmarshal(rec.Body, &d) == nil && d.ID == id {
-				if d.Subject == "" {
-					d.Subject = rec.TaskID
-				}
-				return d, nil
-			}
-		case err != nil && !errors.Is(err, activities.ErrNotFound):
-			return decision.Decision{}, storeError(err, "decision "+id)
-		}
+	case err != nil && !errors.Is(err, ssot.ErrNotFound):
+		return decision.Decision{}, storeError(err, "decision "+id)
 	}
 	return decision.Decision{}, &task.Error{Code: task.CodeNotFound, Message: fmt.Sprintf("decision %s: no such decision; GET /v1/decisions lists the open ones", id)}
 }
 
+// listDecisions lists the open decisions of every workflow from the
+// store's index, oldest first: one query, whatever the number of open
+// tasks.
 func (s *Server) listDecisions(w http.ResponseWriter, r *http.Request) {
 	p, err := readPage(r.URL.Query(), listDecisions)
 	if err != nil {
 		s.writeError(w, r, err)
 		return
 	}
-	all, err := s.tasks.Pending(r.Context())
-	if err != nil {
-		s.writeError(w, r, err)
+	if s.store == nil {
+		s.writeError(w, r, noStore())
 		return
 	}
-	ds, next := cut(all, p, false, func(_ int, d decision.Decision) pageKey {
-		return pageKey{At: d.RaisedAt.UTC(), ID: d.ID}
-	})
-	writeJSON(w, http.StatusOK, DecisionsResponse{Decisions: ds, NextCursor: next})
+	rows, next, err := s.store.Pending(r.Context(), p.storePage())
+	if err != nil {
+		s.writeError(w, r, storeError(err, "open decisions"))
+		return
+	}
+	ds := make([]decision.Decision, 0, len(rows))
+	for _, row := range rows {
+		var d decision.Decision
+		if err := json.Unmarshal(row.Body, &d); err != nil {
+			s.writeError(w, r, storeError(fmt.Errorf("decision %s: %w", row.ID, err), "open decisions"))
+			return
+		}
+		ds = append(ds, d)
+	}
+	writeJSON(w, http.StatusOK, DecisionsResponse{Decisions: ds, NextCursor: p.storeNext(next)})
 }
 
 // decide answers a decision. The workflow has the last word: it refuses

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/ampflow/ampflow/activities"
+	"github.com/ampflow/ampflow/activities/ssot"
 	"github.com/ampflow/ampflow/amp/decision"
 	"github.com/ampflow/ampflow/amp/task"
 )
@@ -35,7 +36,7 @@ func decideBody(option, note, digest string) string {
 
 func TestDecisionsListed(t *testing.T) {
 	h := newHarness(t, false)
-	h.tasks.pending = []decision.Decision{openDecision()}
+	h.openDecisions(openDecision())
 	r := h.do(t, "GET", "/v1/decisions", executorToken, "")
 	wantStatus(t, r, http.StatusOK)
 	// The fields a decider needs, by their JSON names.
@@ -59,7 +60,7 @@ func TestDecisionsListed(t *testing.T) {
 
 func TestDecide(t *testing.T) {
 	h := newHarness(t, false)
-	h.tasks.pending = []decision.Decision{openDecision()}
+	h.openDecisions(openDecision())
 	r := h.do(t, "POST", "/v1/decisions/T-2026-044-d1", adminToken, decideBody("approve", "fine", strings.ToUpper(testDigest)))
 	wantStatus(t, r, http.StatusOK)
 	want := decision.Answer{DecisionID: "T-2026-044-d1", Option: "approve", Note: "fine", Digest: testDigest, By: "kircerta", Channel: "api"}
@@ -87,7 +88,7 @@ func TestDecideRoutesBySubject(t *testing.T) {
 	h := newHarness(t, false)
 	d := openDecision()
 	d.ID, d.Subject = "G-7f3a-d2", "T-2026-051"
-	h.tasks.pending = []decision.Decision{openDecision(), d}
+	h.openDecisions(openDecision(), d)
 	r := h.do(t, "POST", "/v1/decisions/G-7f3a-d2", adminToken, decideBody("approve", "", testDigest))
 	wantStatus(t, r, http.StatusOK)
 	if last := h.tasks.calls[len(h.tasks.calls)-1]; last != "Decide T-2026-051" {
@@ -99,8 +100,11 @@ func TestDecideRoutesBySubject(t *testing.T) {
 // SSOT record, so the workflow can say who decided it.
 func TestDecideClosedDecision(t *testing.T) {
 	h := newHarness(t, false)
+	// Recorded when it opened; closed since: no longer among the open ones.
 	body, _ := json.Marshal(openDecision())
-	h.store.records["T-2026-044"] = []activities.StoredRecord{{ID: "T-2026-044-d1", Kind: activities.KindDecision, TaskID: "T-2026-044", Body: body}}
+	if _, err := h.store.Append(t.Context(), "T-2026-044", []ssot.Entry{{ID: "T-2026-044-d1", Kind: string(activities.KindDecision), Body: body}}); err != nil {
+		t.Fatal(err)
+	}
 	msg := "decision T-2026-044-d1 already decided by ana via slack at 2026-02-26T14:00:00Z (approve)"
 	h.tasks.decideErr = task.Errorf(task.CodeDecided, "%s", msg)
 	r := h.do(t, "POST", "/v1/decisions/T-2026-044-d1", adminToken, decideBody("approve", "", testDigest))
@@ -123,7 +127,7 @@ func TestDecideWithoutDigest(t *testing.T) {
 	h := newHarness(t, false)
 	d := openDecision()
 	d.Digest = ""
-	h.tasks.pending = []decision.Decision{d}
+	h.openDecisions(d)
 	r := h.do(t, "POST", "/v1/decisions/T-2026-044-d1", adminToken, `{"option":"approve"}`)
 	wantStatus(t, r, http.StatusOK)
 	if len(h.tasks.decides) != 1 || h.tasks.decides[0].Digest != "" {
@@ -145,7 +149,7 @@ func TestDecideRefusals(t *testing.T) {
 	} {
 		t.Run(name, func(t *testing.T) {
 			h := newHarness(t, false)
-			h.tasks.pending = []decision.Decision{openDecision()}
+			h.openDecisions(openDecision())
 			r := h.do(t, "POST", "/v1/decisions/T-2026-044-d1", adminToken, c.body)
 			wantStatus(t, r, c.status)
 			if e := r.errorBody(t); len(e.Fields) != 1 || e.Fields[0].Path != c.field {
@@ -170,7 +174,7 @@ func TestDecideWorkflowRefusals(t *testing.T) {
 	} {
 		t.Run(string(c.code), func(t *testing.T) {
 			h := newHarness(t, false)
-			h.tasks.pending = []decision.Decision{openDecision()}
+			h.openDecisions(openDecision())
 			h.tasks.decideErr = task.Errorf(c.code, "%s", c.msg)
 			r := h.do(t, "POST", "/v1/decisions/T-2026-044-d1", adminToken, decideBody("approve", "", testDigest))
 			wantStatus(t, r, http.StatusConflict)
@@ -187,7 +191,7 @@ func TestDecideQuorumOpen(t *testing.T) {
 	h := newHarness(t, false)
 	d := openDecision()
 	d.Approvals = nil
-	h.tasks.pending = []decision.Decision{d}
+	h.openDecisions(d)
 	d.Approvals = []decision.Approval{{By: "kircerta", Channel: "api", At: testNow}}
 	p := d.Progress()
 	h.tasks.decideRes = &task.DecideResult{Decision: &d, Progress: &p, Status: task.StatusAwaitingApproval}
@@ -218,5 +222,13 @@ func TestCheckDecisionID(t *testing.T) {
 		if err := checkDecisionID(id); (err == nil) != ok {
 			t.Errorf("checkDecisionID(%q) = %v, want ok %v", id, err, ok)
 		}
+	}
+}
+
+// openDecisions puts decisions in the store as their workflows would
+// when they open them: a record each and a row among the open ones.
+func (h *harness) openDecisions(ds ...decision.Decision) {
+	for i := range ds {
+		h.store.save(ds[i].Subject, nil, &ds[i])
 	}
 }

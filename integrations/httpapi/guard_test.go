@@ -154,9 +154,9 @@ func TestHTTPServerTimeouts(t *testing.T) {
 // A long poll outlasts the server's read and write timeouts: it extends
 // its own deadlines by its wait.
 func TestInboxLongPollOutlastsTimeouts(t *testing.T) {
-	h := &harness{tasks: &fakeTasks{}}
+	h := &harness{tasks: &fakeTasks{}, store: newTestStore(t)}
 	h.srv = New(Options{
-		Tasks: h.tasks, Tokens: testTokens, PollInterval: 10 * time.Millisecond, MaxWait: 5 * time.Second,
+		Tasks: h.tasks, Store: h.store, Tokens: testTokens, PollInterval: 10 * time.Millisecond, MaxWait: 5 * time.Second,
 		ReadTimeout: 100 * time.Millisecond, WriteTimeout: 100 * time.Millisecond,
 	})
 	ts := httptest.NewUnstartedServer(nil)

@@ -7,6 +7,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
@@ -14,6 +15,7 @@ import (
 	"time"
 
 	"github.com/ampflow/ampflow/activities"
+	"github.com/ampflow/ampflow/activities/ssot"
 	"github.com/ampflow/ampflow/amp"
 	"github.com/ampflow/ampflow/amp/decision"
 	"github.com/ampflow/ampflow/amp/task"
@@ -109,10 +111,6 @@ type fakeTasks struct {
 	listArgs  []string
 	summaries []workflows.TaskSummary
 	state     task.State
-	inbox     []amp.Message
-	inboxHook func(n int) // called with the count of Inbox calls so far
-	inboxN    int
-	pending   []decision.Decision
 	// decideErr and decideRes, when set, are what Decide answers.
 	decideErr error
 	decideRes *task.DecideResult
@@ -237,35 +235,14 @@ func (f *fakeTasks) List(_ context.Context, status task.Status, limit int) ([]wo
 	return f.summaries, nil
 }
 
+// Inbox and Pending are read from the SSOT store; the API never asks
+// the workflows.
 func (f *fakeTasks) Inbox(_ context.Context, role amp.Role) ([]amp.Message, error) {
-	if err := f.call("Inbox " + string(role)); err != nil {
-		return nil, err
-	}
-	f.mu.Lock()
-	f.inboxN++
-	n, hook := f.inboxN, f.inboxHook
-	f.mu.Unlock()
-	if hook != nil {
-		hook(n)
-	}
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	return f.inbox, nil
-}
-
-func (f *fakeTasks) setInbox(msgs []amp.Message) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	f.inbox = msgs
+	return nil, f.call("Inbox " + string(role))
 }
 
 func (f *fakeTasks) Pending(context.Context) ([]decision.Decision, error) {
-	if err := f.call("Pending"); err != nil {
-		return nil, err
-	}
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	return f.pending, nil
+	return nil, f.call("Pending")
 }
 
 func (f *fakeTasks) callCount() int {
@@ -274,52 +251,106 @@ func (f *fakeTasks) callCount() int {
 	return len(f.calls)
 }
 
-// fakeStore is an in-memory SSOT.
-type fakeStore struct {
-	mu      sync.Mutex
-	records map[string][]activities.StoredRecord
-	errors  []activities.ErrorEntry
+// testStore is a real SSOT on SQLite in the test's temporary directory,
+// with a count of inbox reads and a hook run before each, so long-poll
+// tests can add a message between looks.
+type testStore struct {
+	*ssot.DB
+	t         testing.TB
+	mu        sync.Mutex
+	rev       int64
+	inboxN    int
+	inboxHook func(n int)
 }
 
-func (s *fakeStore) History(taskID string) ([]activities.StoredRecord, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	recs, ok := s.records[taskID]
-	if !ok {
-		return nil, activities.ErrNotFound
+func newTestStore(t testing.TB) *testStore {
+	t.Helper()
+	db, err := ssot.Open(context.Background(), filepath.Join(t.TempDir(), "ampflow.db"))
+	if err != nil {
+		t.Fatal(err)
 	}
-	return recs, nil
+	t.Cleanup(func() { db.Close() })
+	return &testStore{DB: db, t: t}
 }
 
-func (s *fakeStore) Get(id string) (activities.StoredRecord, error) {
+func (s *testStore) Inbox(ctx context.Context, role string, p ssot.Page) ([]ssot.OutboxMessage, string, error) {
+	s.mu.Lock()
+	s.inboxN++
+	n, hook := s.inboxN, s.inboxHook
+	s.mu.Unlock()
+	if hook != nil {
+		hook(n)
+	}
+	return s.DB.Inbox(ctx, role, p)
+}
+
+func (s *testStore) inboxReads() int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	for _, recs := range s.records {
-		for _, r := range recs {
-			if r.ID == id {
-				return r, nil
-			}
+	return s.inboxN
+}
+
+// save replaces a task's read rows as the workflow's record would.
+func (s *testStore) save(taskID string, outbox []amp.Message, pending *decision.Decision) {
+	s.t.Helper()
+	s.mu.Lock()
+	s.rev++
+	st := ssot.TaskState{TaskID: taskID, Rev: s.rev, Status: string(task.StatusDispatched), StartedAt: testNow, UpdatedAt: testNow, State: json.RawMessage(`{}`)}
+	s.mu.Unlock()
+	for _, m := range outbox {
+		b, err := json.Marshal(m)
+		if err != nil {
+			s.t.Fatal(err)
 		}
+		at, _ := time.Parse(time.RFC3339, m.Timestamp)
+		st.Outbox = append(st.Outbox, ssot.OutboxMessage{MsgID: m.MsgID, TaskID: taskID, Role: string(m.To), Type: string(m.Type), SentAt: at, Body: b})
 	}
-	return activities.StoredRecord{}, activities.ErrNotFound
+	var entries []ssot.Entry
+	if pending != nil {
+		b, err := json.Marshal(pending)
+		if err != nil {
+			s.t.Fatal(err)
+		}
+		st.Pending = []ssot.PendingDecision{{ID: pending.ID, Subject: pending.Subject, Kind: string(pending.Kind), RaisedAt: pending.RaisedAt, Body: b}}
+		// The workflow records a decision as it opens it.
+		entries = append(entries, ssot.Entry{ID: pending.ID, Kind: string(activities.KindDecision), RecordedAt: pending.RaisedAt, Body: b})
+	}
+	if _, err := s.Save(context.Background(), taskID, entries, &st); err != nil {
+		s.t.Fatal(err)
+	}
 }
 
-func (s *fakeStore) AppendError(e activities.ErrorEntry) error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.errors = append(s.errors, e)
-	return nil
+// setInbox puts msgs in their tasks' outboxes.
+func (s *testStore) setInbox(msgs []amp.Message) {
+	byTask := map[string][]amp.Message{}
+	for _, m := range msgs {
+		byTask[m.TaskID] = append(byTask[m.TaskID], m)
+	}
+	for id, ms := range byTask {
+		s.save(id, ms, nil)
+	}
 }
 
-func (s *fakeStore) errorLog() []activities.ErrorEntry {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return append([]activities.ErrorEntry(nil), s.errors...)
+// addRecords appends records to a task's chain.
+func (s *testStore) addRecords(taskID string, es ...ssot.Entry) {
+	s.t.Helper()
+	if _, err := s.Append(context.Background(), taskID, es); err != nil {
+		s.t.Fatal(err)
+	}
+}
+
+func (s *testStore) errorLog() []ssot.ErrorEntry {
+	s.t.Helper()
+	es, _, err := s.Errors(context.Background(), ssot.Page{Limit: ssot.MaxLimit})
+	if err != nil {
+		s.t.Fatal(err)
+	}
+	return es
 }
 
 type harness struct {
 	tasks *fakeTasks
-	store *fakeStore
+	store *testStore
 	srv   *Server
 	ts    *httptest.Server
 }
@@ -328,7 +359,7 @@ type harness struct {
 // loopback httptest server.
 func newHarness(t *testing.T, open bool) *harness {
 	t.Helper()
-	h := &harness{tasks: &fakeTasks{}, store: &fakeStore{records: map[string][]activities.StoredRecord{}}}
+	h := &harness{tasks: &fakeTasks{}, store: newTestStore(t)}
 	opts := Options{Tasks: h.tasks, Store: h.store, Now: func() time.Time { return testNow }, PollInterval: 10 * time.Millisecond}
 	if !open {
 		opts.Tokens = testTokens

@@ -1,6 +1,7 @@
 package httpapi
 
 import (
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"strconv"
@@ -45,6 +46,10 @@ func (s *Server) inbox(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
+	if s.store == nil {
+		s.writeError(w, r, noStore())
+		return
+	}
 	ctx := r.Context()
 	// The wall clock, not Options.Now: the wait runs on real timers.
 	deadline := time.Now().Add(wait)
@@ -52,18 +57,26 @@ func (s *Server) inbox(w http.ResponseWriter, r *http.Request) {
 		s.extendDeadlines(w, r, wait)
 	}
 	for {
-		all, err := s.tasks.Inbox(ctx, role)
+		rows, next, err := s.store.Inbox(ctx, string(role), p.storePage())
 		if ctx.Err() != nil {
 			return // the client went away; nobody reads an answer
 		}
 		if err != nil {
-			s.writeError(w, r, err)
+			s.writeError(w, r, storeError(err, "the "+string(role)+" inbox"))
 			return
 		}
-		msgs, next := cut(all, p, false, messageKey)
 		left := time.Until(deadline)
-		if len(msgs) > 0 || left <= 0 {
-			writeJSON(w, http.StatusOK, InboxResponse{Role: role, Messages: msgs, NextCursor: next})
+		if len(rows) > 0 || left <= 0 {
+			msgs := make([]amp.Message, 0, len(rows))
+			for _, row := range rows {
+				var m amp.Message
+				if err := json.Unmarshal(row.Body, &m); err != nil {
+					s.writeError(w, r, storeError(fmt.Errorf("message %s: %w", row.MsgID, err), "the "+string(role)+" inbox"))
+					return
+				}
+				msgs = append(msgs, m)
+			}
+			writeJSON(w, http.StatusOK, InboxResponse{Role: role, Messages: msgs, NextCursor: p.storeNext(next)})
 			return
 		}
 		t := time.NewTimer(min(s.poll, left))
@@ -74,12 +87,6 @@ func (s *Server) inbox(w http.ResponseWriter, r *http.Request) {
 		case <-t.C:
 		}
 	}
-}
-
-// messageKey places a waiting message by its time and msg_id.
-func messageKey(_ int, m amp.Message) pageKey {
-	at, _ := time.Parse(time.RFC3339, m.Timestamp)
-	return pageKey{At: at.UTC(), ID: m.MsgID}
 }
 
 // extendDeadlines gives a long poll its wait on top of the server's read

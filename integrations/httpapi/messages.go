@@ -1,13 +1,14 @@
 package httpapi
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"net/http"
 	"slices"
 	"strings"
 
-	"github.com/ampflow/ampflow/activities"
+	"github.com/ampflow/ampflow/activities/ssot"
 	"github.com/ampflow/ampflow/amp"
 	"github.com/ampflow/ampflow/amp/task"
 	"github.com/ampflow/ampflow/workflows"
@@ -224,8 +225,8 @@ func (s *Server) logRefusal(r *http.Request, body []byte, te *task.Error) {
 	if s.store == nil {
 		return
 	}
-	e := activities.ErrorEntry{Time: s.now(), Remote: r.RemoteAddr, Source: errorSource, Reason: reason, Raw: string(body)}
-	if err := s.store.AppendError(e); err != nil {
+	e := ssot.ErrorEntry{RecordedAt: s.now(), Source: errorSource, Reason: reason + " (from " + r.RemoteAddr + ")", Raw: string(body)}
+	if err := s.store.AppendError(context.WithoutCancel(r.Context()), e); err != nil {
 		s.log.Error("keeping refused input in the SSOT error log failed", "remote", r.RemoteAddr, "err", err)
 	}
 }

@@ -49,8 +49,8 @@ func TestPostMessageInvalid(t *testing.T) {
 	if len(log) != 1 {
 		t.Fatalf("error log has %d entries, want 1", len(log))
 	}
-	if log[0].Raw != bad || !strings.HasPrefix(log[0].Remote, "127.0.0.1:") || log[0].Source != "http" ||
-		!strings.Contains(log[0].Reason, "payload.completion_status") || !log[0].Time.Equal(testNow) {
+	if log[0].Raw != bad || !strings.Contains(log[0].Reason, "(from 127.0.0.1:") || log[0].Source != "http" ||
+		!strings.Contains(log[0].Reason, "payload.completion_status") || !log[0].RecordedAt.Equal(testNow) {
 		t.Errorf("error log entry %+v", log[0])
 	}
 

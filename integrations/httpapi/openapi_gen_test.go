@@ -13,7 +13,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/ampflow/ampflow/activities"
+	"github.com/ampflow/ampflow/activities/ssot"
 	"github.com/ampflow/ampflow/amp"
 	"github.com/ampflow/ampflow/amp/decision"
 	"github.com/ampflow/ampflow/amp/task"
@@ -273,16 +273,26 @@ func apiSchemas() (map[string]obj, map[string]any) {
 		"started_at":   dateTime("When the task started."),
 		"running":      boolean("Whether its workflow still runs."),
 	}))
-	add("HistoryResponse", HistoryResponse{}, object(HistoryResponse{}, "A task's SSOT records in the order they were written.", obj{
+	add("HistoryResponse", HistoryResponse{}, object(HistoryResponse{}, "A task's SSOT records in chain order, and the chain's head.", obj{
 		"task_id":     taskIDSchema("The task."),
-		"records":     array(ref("StoredRecord"), "At most limit records, in the order they were written."),
+		"records":     array(ref("StoredRecord"), "At most limit records, in chain order (the order they were written)."),
+		"head":        ref("ChainHead"),
 		"next_cursor": str("Pass as cursor to read the next page; absent on the last page."),
 	}))
-	add("StoredRecord", activities.StoredRecord{}, object(activities.StoredRecord{}, "One record as the SSOT keeps it.", obj{
+	add("ChainHead", ssot.Head{}, object(ssot.Head{}, "The last link of a task's hash chain when the page was read; `ampflow audit verify` checks the chain up to it.", obj{
+		"seq":  integer("The last record's place in the chain, from 1."),
+		"hash": str("The last record's hash (SHA-256, hex)."),
+	}))
+	add("StoredRecord", ssot.Record{}, object(ssot.Record{}, "One record as the SSOT keeps it: a link of its task's hash chain.", obj{
 		"id":          str("The record's id: a message's or ACK's msg_id, or the id of a decision or event."),
 		"kind":        strEnum("What the record is.", "message", "ack", "decision", "event"),
 		"task_id":     taskIDSchema("The task."),
-		"recorded_at": dateTime("When the SSOT wrote it."),
+		"seq":         integer("The record's place in its task's chain, from 1."),
+		"recorded_at": dateTime("When the recorded event happened (to the microsecond)."),
+		"digest":      str("For a decision record, the SHA-256 (hex) of what it decided on; absent otherwise."),
+		"body_hash":   str("SHA-256 (hex) of the body in canonical form."),
+		"prev_hash":   str("The hash of the record before it in the chain; empty for the first."),
+		"hash":        str("SHA-256 (hex) over the record's fields, its body_hash and prev_hash."),
 		"body": obj{"description": "The record itself: the whole AMP envelope of a message (kind message), the ACK record (kind ack), or the decision or event as JSON.",
 			"anyOf": []any{ref("Message"), ampRef("ack", ""), obj{"type": "object"}}},
 	}))
@@ -403,7 +413,10 @@ func ops() []op {
 			body: ref("ReplanRequest"), status: 200, answer: ref("ChangeResult"), errs: []int{400, 403, 404, 409, 413, 415, 423}},
 		{pattern: "GET /v1/records/{id}", summary: "One SSOT record", description: "Any record by its id, such as a msg_id. A reviewer reads the task's plan and acceptance criteria here: a review_request's payload.original_dispatch_ref is the task_dispatch's msg_id, and that record's body.payload.acceptance_criteria lists them (payload.task_result_ref likewise names the executor's result).",
 			params: []obj{{"name": "id", "in": "path", "required": true, "schema": obj{"type": "string"}, "description": "The record's id, such as task_dispatch-T-2026-045-1740576727001."}},
-			status: 200, answer: ref("StoredRecord"), errs: []int{404}},
+			status: 200, answer: ref("StoredRecord"), errs: []int{400, 404}},
+		{pattern: "GET /v1/tasks/{id}/diffs/{msg_id}", summary: "A result's diff", description: "The diff (git diff --binary) of the executor's result msg_id, kept by ampflow when GitHub cannot show it: a review_request's diff_url names it.",
+			params: []obj{pathID, {"name": "msg_id", "in": "path", "required": true, "schema": obj{"type": "string"}, "description": "The task_result's msg_id."}},
+			status: 200, answer: nil, errs: []int{400, 404}},
 		{pattern: "POST /v1/messages", summary: "Send an AMP message or ACK record", description: messagesDescription,
 			body: messageBody(), status: 202, answer: ref("SubmitResponse"), errs: []int{400, 403, 404, 409, 413, 415, 423, 429}},
 		{pattern: "POST /v1/acks", summary: "Acknowledge a message", description: "The short form {msg_id, as} has the server write the ACK record; a whole ACK record (with ack_of) is taken as POST /v1/messages takes it.",

@@ -11,6 +11,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/ampflow/ampflow/activities/ssot"
 )
 
 // Bounds of every listing's limit.
@@ -37,6 +39,26 @@ type pageKey struct {
 	At   time.Time `json:"t,omitzero"`
 	N    int       `json:"n,omitempty"`
 	ID   string    `json:"id,omitempty"`
+	// S is the SSOT store's own cursor, for listings it pages itself.
+	S string `json:"s,omitempty"`
+}
+
+// storePage is p as the SSOT store takes it.
+func (p pageRequest) storePage() ssot.Page {
+	sp := ssot.Page{Limit: p.limit}
+	if p.after != nil {
+		sp.Cursor = p.after.S
+	}
+	return sp
+}
+
+// storeNext is the API's cursor for the store's next, empty on the last
+// page.
+func (p pageRequest) storeNext(next string) string {
+	if next == "" {
+		return ""
+	}
+	return encodeCursor(pageKey{List: p.list, S: next})
 }
 
 func (k pageKey) compare(o pageKey) int {

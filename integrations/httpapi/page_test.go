@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/ampflow/ampflow/activities"
+	"github.com/ampflow/ampflow/activities/ssot"
 	"github.com/ampflow/ampflow/amp"
 	"github.com/ampflow/ampflow/amp/decision"
 	"github.com/ampflow/ampflow/workflows"
@@ -50,13 +51,14 @@ func listings() []listing {
 			}},
 		{name: "Decisions", path: "/v1/decisions",
 			fill: func(h *harness, ids []string) {
-				var ds []decision.Decision
-				for _, id := range ids {
-					ds = append(ds, decision.Decision{ID: id + "-d1", Subject: id, RaisedAt: base.Add(time.Duration(10-num(id)) * time.Minute)})
+				// Every task is saved: one left out has no open decision.
+				for _, id := range five {
+					var d *decision.Decision
+					if slices.Contains(ids, id) {
+						d = &decision.Decision{ID: id + "-d1", Subject: id, RaisedAt: base.Add(time.Duration(10-num(id)) * time.Minute)}
+					}
+					h.store.save(id, nil, d)
 				}
-				h.tasks.mu.Lock()
-				h.tasks.pending = ds
-				h.tasks.mu.Unlock()
 			},
 			ids: func(t *testing.T, r response) ([]string, string) {
 				var out DecisionsResponse
@@ -69,21 +71,19 @@ func listings() []listing {
 			}},
 		{name: "Inbox", path: "/v1/inbox?role=executor",
 			fill: func(h *harness, ids []string) {
-				var ms []amp.Message
-				for _, id := range ids {
-					ms = append(ms, amp.Message{MsgID: "task_dispatch-" + id, TaskID: id, To: amp.RoleExecutor,
-						Timestamp: base.Add(time.Duration(10-num(id)) * time.Second).Format(amp.TimestampLayout)})
+				// Every task is saved: one left out has nothing waiting.
+				for _, id := range five {
+					var ms []amp.Message
+					if slices.Contains(ids, id) {
+						m := amp.NewMessage(amp.RoleCoordinator, amp.RoleExecutor, id, base.Add(time.Duration(10-num(id))*time.Second), &amp.TaskDispatch{})
+						m.MsgID = "task_dispatch-" + id
+						ms = append(ms, m)
+					}
+					h.store.save(id, ms, nil)
 				}
-				h.tasks.setInbox(ms)
 			},
 			ids: func(t *testing.T, r response) ([]string, string) {
-				// Only what the test needs: its messages are not whole envelopes.
-				var out struct {
-					Messages []struct {
-						TaskID string `json:"task_id"`
-					} `json:"messages"`
-					NextCursor string `json:"next_cursor"`
-				}
+				var out InboxResponse
 				r.decode(t, &out)
 				var ids []string
 				for _, m := range out.Messages {
@@ -93,14 +93,11 @@ func listings() []listing {
 			}},
 		{name: "History", path: "/v1/tasks/T-2026-001/history",
 			fill: func(h *harness, ids []string) {
-				var rs []activities.StoredRecord
+				// One time for all: the chain's order is the order. Records
+				// stored already are kept as they are.
 				for _, id := range ids {
-					// One time for all: the journal's order is the order.
-					rs = append(rs, activities.StoredRecord{ID: "rec-" + id, TaskID: "T-2026-001", RecordedAt: base, Kind: activities.KindMessage})
+					h.store.addRecords("T-2026-001", ssot.Entry{ID: "rec-" + id, Kind: string(activities.KindMessage), RecordedAt: base, Body: []byte(`{}`)})
 				}
-				h.store.mu.Lock()
-				h.store.records["T-2026-001"] = rs
-				h.store.mu.Unlock()
 			},
 			ids: func(t *testing.T, r response) ([]string, string) {
 				var out HistoryResponse
@@ -250,18 +247,15 @@ func TestListingHistoryGrows(t *testing.T) {
 	l := listings()[3]
 	h := newHarness(t, false)
 	l.fill(h, five[:2])
-	ids, next := l.ids(t, h.do(t, "GET", withQuery(l.path, "limit", "2"), executorToken, ""))
-	if !slices.Equal(ids, five[:2]) || next != "" {
+	ids, next := l.ids(t, h.do(t, "GET", withQuery(l.path, "limit", "1"), executorToken, ""))
+	if !slices.Equal(ids, five[:1]) || next == "" {
 		t.Fatalf("first page %v, next %q", ids, next)
 	}
 	l.fill(h, five)
-	// The last page's cursor is not given; the client asks again with
-	// the key of the last record it has.
-	k := pageKey{List: listHistory, N: 2, ID: "rec-" + five[1]}
-	r := h.do(t, "GET", withQuery(l.path, "cursor", encodeCursor(k)), executorToken, "")
+	r := h.do(t, "GET", withQuery(l.path, "cursor", next), executorToken, "")
 	wantStatus(t, r, http.StatusOK)
-	if ids, _ := l.ids(t, r); !slices.Equal(ids, five[2:]) {
-		t.Errorf("after growing: %v, want %v", ids, five[2:])
+	if ids, _ := l.ids(t, r); !slices.Equal(ids, five[1:]) {
+		t.Errorf("after growing: %v, want %v", ids, five[1:])
 	}
 }
 
@@ -270,27 +264,27 @@ func TestListingHistoryGrows(t *testing.T) {
 func TestInboxWaitPage(t *testing.T) {
 	l := listings()[2]
 	h := newHarness(t, false)
-	l.fill(h, five[:1])
+	l.fill(h, five[:2])
 	_, next := l.ids(t, h.do(t, "GET", withQuery(l.path, "limit", "1"), executorToken, ""))
-	if next != "" {
-		t.Fatalf("a one-item inbox gave a next cursor")
+	if next == "" {
+		t.Fatalf("a two-item inbox read one at a time gave no next cursor")
 	}
-	k := pageKey{List: listInbox, At: time.Date(2026, 3, 1, 10, 0, 5, 0, time.UTC), ID: "task_dispatch-" + five[0]}
-	h.tasks.mu.Lock()
-	h.tasks.inboxHook = func(n int) {
+	// The second message is answered meanwhile; the page after the cursor
+	// is empty until it comes again.
+	l.fill(h, five[:1])
+	h.store.mu.Lock()
+	h.store.inboxHook = func(n int) {
 		if n == 3 {
 			l.fill(h, five[:2])
 		}
 	}
-	h.tasks.mu.Unlock()
-	r := h.do(t, "GET", withQuery(l.path, "wait", "30s", "cursor", encodeCursor(k)), executorToken, "")
+	h.store.mu.Unlock()
+	r := h.do(t, "GET", withQuery(l.path, "wait", "30s", "cursor", next), executorToken, "")
 	wantStatus(t, r, http.StatusOK)
 	if ids, _ := l.ids(t, r); !slices.Equal(ids, five[1:2]) {
 		t.Errorf("long poll answered %v, want %v", ids, five[1:2])
 	}
-	h.tasks.mu.Lock()
-	defer h.tasks.mu.Unlock()
-	if h.tasks.inboxN < 3 {
-		t.Errorf("answered after %d looks, before the message came", h.tasks.inboxN)
+	if n := h.store.inboxReads(); n < 3 {
+		t.Errorf("answered after %d looks, before the message came", n)
 	}
 }

@@ -5,6 +5,7 @@ package httpapi
 
 import (
 	"bytes"
+	"context"
 	"fmt"
 	"log/slog"
 	"net"
@@ -12,7 +13,7 @@ import (
 	"slices"
 	"time"
 
-	"github.com/ampflow/ampflow/activities"
+	"github.com/ampflow/ampflow/activities/ssot"
 	"github.com/ampflow/ampflow/amp"
 	"github.com/ampflow/ampflow/amp/task"
 	"github.com/ampflow/ampflow/config"
@@ -26,24 +27,30 @@ const DefaultMaxBody = 1 << 20
 // OpenWarning is logged at start when no tokens are configured.
 const OpenWarning = "HTTP API has no tokens configured: every request is accepted as an admin; it must listen on loopback only"
 
-// Store is what the API needs of the SSOT (*activities.Store): a task's
-// history, one record, and the error log for refused input.
+// Store is what the API reads of the SSOT (*ssot.DB), which every worker
+// shares: histories, records, agents' inboxes, open decisions and kept
+// diffs; and where it keeps refused input.
 type Store interface {
-	History(taskID string) ([]activities.StoredRecord, error)
-	Get(id string) (activities.StoredRecord, error)
-	AppendError(e activities.ErrorEntry) error
+	History(ctx context.Context, taskID string, p ssot.Page) ([]ssot.Record, string, error)
+	Head(ctx context.Context, taskID string) (ssot.Head, error)
+	Get(ctx context.Context, id string) (ssot.Record, error)
+	Inbox(ctx context.Context, role string, p ssot.Page) ([]ssot.OutboxMessage, string, error)
+	Pending(ctx context.Context, p ssot.Page) ([]ssot.PendingDecision, string, error)
+	File(ctx context.Context, taskID, name string) ([]byte, error)
+	AppendError(ctx context.Context, e ssot.ErrorEntry) error
 }
 
-var _ Store = (*activities.Store)(nil)
+var _ Store = (*ssot.DB)(nil)
 
 // Options configure a Server. Tasks is required; the rest has defaults.
 type Options struct {
 	Tasks workflows.Tasks
-	// Store serves history and records and keeps refused messages. Nil
-	// answers those reads with 503 and logs refusals with slog only.
+	// Store serves histories, records, inboxes, decisions and diffs, and
+	// keeps refused messages. Nil answers those reads with 503 and logs
+	// refusals with slog only.
 	Store Store
 	// Decisions finds the decision an answer is for, and so the subject it
-	// goes to; nil looks among Tasks.Pending, then in Store.
+	// goes to; nil reads it from Store.
 	Decisions DecisionLookup
 	// Tokens are the accepted bearer tokens. None makes the API open:
 	// bind it to loopback (see LoopbackOnly).
@@ -122,7 +129,7 @@ func New(o Options) *Server {
 		mounted: map[string]bool{},
 	}
 	if s.decisions = o.Decisions; s.decisions == nil {
-		s.decisions = listedDecisions{tasks: o.Tasks, store: o.Store}
+		s.decisions = storedDecisions{store: o.Store}
 	}
 	if s.openName = o.OpenName; s.openName == "" {
 		s.openName = OpenName
@@ -170,6 +177,7 @@ func (s *Server) routes() {
 	s.handle("GET /v1/tasks", anyone, s.listTasks)
 	s.handle("GET /v1/tasks/{id}", anyone, s.getTask)
 	s.handle("GET /v1/tasks/{id}/history", anyone, s.taskHistory)
+	s.handle("GET /v1/tasks/{id}/diffs/{msg_id}", anyone, s.taskDiff)
 	s.handle("POST /v1/tasks/{id}/cancel", coordinators, s.cancelTask)
 	s.handle("POST /v1/tasks/{id}/replan", coordinators, s.replanTask)
 	s.handle("GET /v1/records/{id}", anyone, s.getRecord)

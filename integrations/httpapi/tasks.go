@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/ampflow/ampflow/activities"
+	"github.com/ampflow/ampflow/activities/ssot"
 	"github.com/ampflow/ampflow/amp"
 	"github.com/ampflow/ampflow/amp/task"
 	"github.com/ampflow/ampflow/workflows"
@@ -38,10 +39,13 @@ type ListResponse struct {
 }
 
 // HistoryResponse is the answer to GET /v1/tasks/{id}/history: the
-// task's SSOT records in the order they were written.
+// task's SSOT records in chain order, and the chain's head.
 type HistoryResponse struct {
-	TaskID  string                    `json:"task_id"`
-	Records []activities.StoredRecord `json:"records"`
+	TaskID  string        `json:"task_id"`
+	Records []ssot.Record `json:"records"`
+	// Head is the last link of the task's hash chain when the page was
+	// read: `ampflow audit verify` checks the chain up to it.
+	Head ssot.Head `json:"head"`
 	// NextCursor asks for the next page; empty on the last.
 	NextCursor string `json:"next_cursor,omitempty"`
 }
@@ -234,28 +238,33 @@ func (s *Server) taskHistory(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if s.store == nil {
-		s.writeError(w, r, task.Errorf(task.CodeUnavailable, "no SSOT store is configured"))
+		s.writeError(w, r, noStore())
 		return
 	}
-	all, err := s.store.History(id)
+	recs, next, err := s.store.History(r.Context(), id, p.storePage())
 	if err != nil {
 		s.writeError(w, r, storeError(err, "task "+id))
 		return
 	}
-	// The journal only grows: a record's position in it is its place.
-	recs, next := cut(all, p, false, func(i int, rec activities.StoredRecord) pageKey {
-		return pageKey{N: i + 1, ID: rec.ID}
-	})
-	writeJSON(w, http.StatusOK, HistoryResponse{TaskID: id, Records: recs, NextCursor: next})
+	// Read after the page, the head is at or past its last record.
+	head, err := s.store.Head(r.Context(), id)
+	if err != nil {
+		s.writeError(w, r, storeError(err, "task "+id))
+		return
+	}
+	if recs == nil {
+		recs = []ssot.Record{}
+	}
+	writeJSON(w, http.StatusOK, HistoryResponse{TaskID: id, Records: recs, Head: head, NextCursor: p.storeNext(next)})
 }
 
 func (s *Server) getRecord(w http.ResponseWriter, r *http.Request) {
 	id := r.PathValue("id")
 	if s.store == nil {
-		s.writeError(w, r, task.Errorf(task.CodeUnavailable, "no SSOT store is configured"))
+		s.writeError(w, r, noStore())
 		return
 	}
-	rec, err := s.store.Get(id)
+	rec, err := s.store.Get(r.Context(), id)
 	if err != nil {
 		s.writeError(w, r, storeError(err, "record "+id))
 		return
@@ -263,10 +272,42 @@ func (s *Server) getRecord(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, rec)
 }
 
+// taskDiff serves the diff of a result that GitHub cannot show, as the
+// git checks kept it: a review_request's diff_url names it.
+func (s *Server) taskDiff(w http.ResponseWriter, r *http.Request) {
+	id, err := taskID(r)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	msgID := r.PathValue("msg_id")
+	if s.store == nil {
+		s.writeError(w, r, noStore())
+		return
+	}
+	diff, err := s.store.File(r.Context(), id, activities.DiffName(msgID))
+	if err != nil {
+		s.writeError(w, r, storeError(err, "diff of "+msgID+" in task "+id))
+		return
+	}
+	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+	w.Header().Set("X-Content-Type-Options", "nosniff")
+	w.WriteHeader(http.StatusOK)
+	w.Write(diff)
+}
+
+func noStore() *task.Error {
+	return task.Errorf(task.CodeUnavailable, "no SSOT store is configured")
+}
+
 // storeError classifies an SSOT read error.
 func storeError(err error, what string) *task.Error {
-	if errors.Is(err, activities.ErrNotFound) {
+	var ie *ssot.InvalidError
+	switch {
+	case errors.Is(err, ssot.ErrNotFound):
 		return &task.Error{Code: task.CodeNotFound, Message: fmt.Sprintf("no %s in the SSOT", what), Err: err}
+	case errors.As(err, &ie):
+		return invalidField(ie.Field, ie.Problem)
 	}
 	return &task.Error{Code: task.CodeInternal, Message: fmt.Sprintf("reading %s from the SSOT failed", what), Err: err}
 }

@@ -1,11 +1,14 @@
 package httpapi
 
 import (
+	"context"
 	"encoding/json"
 	"net/http"
+	"strings"
 	"testing"
 
 	"github.com/ampflow/ampflow/activities"
+	"github.com/ampflow/ampflow/activities/ssot"
 	"github.com/ampflow/ampflow/amp"
 	"github.com/ampflow/ampflow/amp/task"
 	"github.com/ampflow/ampflow/workflows"
@@ -148,16 +151,19 @@ func TestGetTask(t *testing.T) {
 
 func TestHistoryAndRecords(t *testing.T) {
 	h := newHarness(t, false)
-	h.store.records["T-2026-044"] = []activities.StoredRecord{
-		{ID: "task_dispatch-T-2026-044-1740576727001", Kind: activities.KindMessage, TaskID: "T-2026-044", Body: json.RawMessage(`{"n":1}`)},
-		{ID: "ack-T-2026-044-1740576730000", Kind: activities.KindAck, TaskID: "T-2026-044", Body: json.RawMessage(`{"n":2}`)},
-	}
+	h.store.addRecords("T-2026-044",
+		ssot.Entry{ID: "task_dispatch-T-2026-044-1740576727001", Kind: string(activities.KindMessage), Body: json.RawMessage(`{"n":1}`)},
+		ssot.Entry{ID: "ack-T-2026-044-1740576730000", Kind: string(activities.KindAck), Body: json.RawMessage(`{"n":2}`)})
 	r := h.do(t, "GET", "/v1/tasks/T-2026-044/history", executorToken, "")
 	wantStatus(t, r, http.StatusOK)
 	var out HistoryResponse
 	r.decode(t, &out)
-	if len(out.Records) != 2 || out.Records[0].Kind != activities.KindMessage || out.Records[1].Kind != activities.KindAck {
-		t.Errorf("history %+v, want dispatch then ACK", out.Records)
+	if len(out.Records) != 2 || out.Records[0].Kind != "message" || out.Records[1].Kind != "ack" {
+		t.Fatalf("history %+v, want dispatch then ACK", out.Records)
+	}
+	// The head is the last record's link, each record linked to the one before.
+	if out.Head.Seq != 2 || out.Head.Hash != out.Records[1].Hash || out.Records[1].PrevHash != out.Records[0].Hash || out.Records[0].PrevHash != "" {
+		t.Errorf("head %+v of records %+v: not the chain's last link", out.Head, out.Records)
 	}
 
 	r = h.do(t, "GET", "/v1/tasks/T-2026-045/history", executorToken, "")
@@ -165,13 +171,30 @@ func TestHistoryAndRecords(t *testing.T) {
 
 	r = h.do(t, "GET", "/v1/records/ack-T-2026-044-1740576730000", executorToken, "")
 	wantStatus(t, r, http.StatusOK)
-	var rec activities.StoredRecord
+	var rec ssot.Record
 	r.decode(t, &rec)
-	if string(rec.Body) != `{"n":2}` {
-		t.Errorf("record body %s", rec.Body)
+	if string(rec.Body) != `{"n":2}` || rec.Seq != 2 || rec.TaskID != "T-2026-044" {
+		t.Errorf("record %+v", rec)
 	}
 	r = h.do(t, "GET", "/v1/records/ack-T-2026-044-1", executorToken, "")
 	wantStatus(t, r, http.StatusNotFound)
+}
+
+func TestDiff(t *testing.T) {
+	h := newHarness(t, false)
+	diff := "diff --git a/x b/x\n+hello\n"
+	if err := h.store.PutFile(context.Background(), "T-2026-044", activities.DiffName("task_result-T-2026-044-1"), []byte(diff)); err != nil {
+		t.Fatal(err)
+	}
+	r := h.do(t, "GET", activities.DiffPath("T-2026-044", "task_result-T-2026-044-1"), reviewerToken, "")
+	wantStatus(t, r, http.StatusOK)
+	if string(r.body) != diff || !strings.HasPrefix(r.header.Get("Content-Type"), "text/plain") {
+		t.Errorf("diff %q (%s), want %q as text", r.body, r.header.Get("Content-Type"), diff)
+	}
+	r = h.do(t, "GET", activities.DiffPath("T-2026-044", "task_result-T-2026-044-2"), reviewerToken, "")
+	wantStatus(t, r, http.StatusNotFound)
+	r = h.do(t, "GET", activities.DiffPath("T-2026-044", "task_result-T-2026-044-1"), "", "")
+	wantStatus(t, r, http.StatusUnauthorized)
 }
 
 func TestCancelAndReplan(t *testing.T) {

@@ -2,7 +2,6 @@ package e2e
 
 import (
 	"context"
-	"path/filepath"
 	"testing"
 
 	"github.com/ampflow/ampflow/activities"
@@ -47,19 +46,15 @@ func TestKillAndRestart(t *testing.T) {
 		t.Errorf("rounds %d, want 1: a crash must not redispatch", st.Rounds)
 	}
 	p.stop()
-	store, err := activities.NewStore(filepath.Join(dataDir, "ssot"), activities.StoreOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	hist, err := store.History(id)
-	if err != nil {
-		t.Fatal(err)
+	hist := ssotHistory(t, dataDir, id)
+	if _, err := openSSOT(t, dataDir).Verify(context.Background(), id); err != nil {
+		t.Errorf("the chain of %s does not verify after the crash: %v", id, err)
 	}
 	seen := map[string]int{}
 	types := map[string]int{}
 	for _, r := range hist {
 		seen[r.ID]++
-		if r.Kind == activities.KindMessage {
+		if r.Kind == string(activities.KindMessage) {
 			if typ, _, ok := amp.ParseMsgID(r.ID); ok {
 				types[string(typ)]++
 			}

@@ -3,6 +3,7 @@ package e2e
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -17,9 +18,11 @@ import (
 	"time"
 
 	"github.com/ampflow/ampflow/activities"
+	"github.com/ampflow/ampflow/activities/ssot"
 	"github.com/ampflow/ampflow/amp"
 	"github.com/ampflow/ampflow/amp/decision"
 	"github.com/ampflow/ampflow/amp/task"
+	"github.com/ampflow/ampflow/config"
 	"github.com/ampflow/ampflow/integrations/httpapi"
 )
 
@@ -307,38 +310,60 @@ func vmRSS(t *testing.T, pid int) int64 {
 	return 0
 }
 
-// errorLogLines counts the entries of the SSOT error log.
-func errorLogLines(t *testing.T, dataDir string) int {
+// openSSOT opens the SSOT of a dev process's data directory, which the
+// process may be writing.
+func openSSOT(t *testing.T, dataDir string) *ssot.DB {
 	t.Helper()
-	b, err := os.ReadFile(filepath.Join(dataDir, "ssot", "errors.jsonl"))
-	if os.IsNotExist(err) {
-		return 0
-	}
+	db, err := ssot.Open(context.Background(), filepath.Join(dataDir, config.DefaultSSOTFile))
 	if err != nil {
 		t.Fatal(err)
 	}
-	return bytes.Count(b, []byte("\n"))
+	t.Cleanup(func() { db.Close() })
+	return db
+}
+
+// errorLogLines counts the entries of the SSOT error log.
+func errorLogLines(t *testing.T, dataDir string) int {
+	t.Helper()
+	db := openSSOT(t, dataDir)
+	n, cursor := 0, ""
+	for {
+		es, next, err := db.Errors(context.Background(), ssot.Page{Limit: ssot.MaxLimit, Cursor: cursor})
+		if err != nil {
+			t.Fatal(err)
+		}
+		n += len(es)
+		if next == "" {
+			return n
+		}
+		cursor = next
+	}
 }
 
 // ssotHistory reads a task's records from the SSOT, which a running dev
 // process may be writing.
-func ssotHistory(t *testing.T, dataDir, taskID string) []activities.StoredRecord {
+func ssotHistory(t *testing.T, dataDir, taskID string) []ssot.Record {
 	t.Helper()
-	store, err := activities.NewStore(filepath.Join(dataDir, "ssot"), activities.StoreOptions{})
-	if err != nil {
-		t.Fatal(err)
+	db := openSSOT(t, dataDir)
+	var all []ssot.Record
+	cursor := ""
+	for {
+		recs, next, err := db.History(context.Background(), taskID, ssot.Page{Limit: ssot.MaxLimit, Cursor: cursor})
+		if err != nil {
+			t.Fatal(err)
+		}
+		all = append(all, recs...)
+		if next == "" {
+			return all
+		}
+		cursor = next
 	}
-	hist, err := store.History(taskID)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return hist
 }
 
 // recordKey is what checkOnce counts a record as: the message type for
 // messages, the kind for the rest.
-func recordKey(r activities.StoredRecord) string {
-	if r.Kind == activities.KindMessage {
+func recordKey(r ssot.Record) string {
+	if r.Kind == string(activities.KindMessage) {
 		if typ, _, ok := amp.ParseMsgID(r.ID); ok {
 			return string(typ)
 		}
@@ -349,7 +374,7 @@ func recordKey(r activities.StoredRecord) string {
 // checkOnce checks that no record of the task is in the SSOT twice, that
 // the record counts are want's, that every id of ids is there, and that
 // the timeline names each message of the SSOT once.
-func checkOnce(t *testing.T, dataDir string, st task.State, want map[string]int, ids ...string) []activities.StoredRecord {
+func checkOnce(t *testing.T, dataDir string, st task.State, want map[string]int, ids ...string) []ssot.Record {
 	t.Helper()
 	hist := ssotHistory(t, dataDir, st.TaskID)
 	seen := map[string]int{}
@@ -385,7 +410,7 @@ func checkOnce(t *testing.T, dataDir string, st task.State, want map[string]int,
 		}
 	}
 	for _, r := range hist {
-		if (r.Kind == activities.KindMessage || r.Kind == activities.KindAck) && inTimeline[r.ID] != 1 {
+		if (r.Kind == string(activities.KindMessage) || r.Kind == string(activities.KindAck)) && inTimeline[r.ID] != 1 {
 			t.Errorf("%s: record %s of the SSOT is %d times in the timeline, want once", st.TaskID, r.ID, inTimeline[r.ID])
 		}
 	}

@@ -57,6 +57,26 @@ func (c api) do(method, path string, body any, out any) int {
 	return resp.StatusCode
 }
 
+// text GETs path and returns the body of a 200 answer.
+func (c api) text(path string) string {
+	c.t.Helper()
+	req, err := http.NewRequest("GET", c.base+path, nil)
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	req.Header.Set("Authorization", "Bearer "+c.token)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		c.t.Fatalf("GET %s: %v", path, err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode != http.StatusOK {
+		c.t.Fatalf("GET %s: %d %s", path, resp.StatusCode, b)
+	}
+	return string(b)
+}
+
 // inbox long-polls the API until a message of the task arrives.
 func (c api) inbox(role amp.Role, taskID string, typ amp.Type) amp.Message {
 	c.t.Helper()
@@ -155,6 +175,13 @@ func TestLifecycleCLIAndAPI(t *testing.T) {
 	req := rev.inbox(amp.RoleReviewer, id, amp.TypeReviewRequest)
 	if req.Request().TaskResultRef != result.MsgID || req.Request().DiffURL == "" {
 		t.Errorf("review request %+v does not point at the result", req.Request())
+	}
+	// The repository is not on GitHub: the diff is the SSOT's, served by
+	// the API at diff_url.
+	if u, ok := strings.CutPrefix(req.Request().DiffURL, rev.base); !ok {
+		t.Errorf("diff_url %q is not on the API at %s", req.Request().DiffURL, rev.base)
+	} else if diff := rev.text(u); !strings.Contains(diff, "+++ b/hello.txt") {
+		t.Errorf("GET %s gave %q, want the result's diff", u, diff)
 	}
 	if code := rev.do("POST", "/v1/acks", map[string]string{"msg_id": req.MsgID, "as": "reviewer"}, nil); code >= 300 {
 		t.Fatalf("reviewer ACK answered %d", code)

@@ -1,8 +1,8 @@
 package e2e
 
 import (
-	"bufio"
 	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -13,7 +13,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/ampflow/ampflow/activities"
+	"github.com/ampflow/ampflow/activities/ssot"
 	"github.com/ampflow/ampflow/amp/task"
 )
 
@@ -74,25 +74,16 @@ func TestPolicyFromWorker(t *testing.T) {
 	}
 }
 
-// firstRecord reads the first line of a task's SSOT journal: the plan and
+// firstRecord reads the first record of a task's SSOT chain: the plan and
 // the policy in effect.
 func firstRecord(t *testing.T, p *devProc, id string) task.Input {
 	t.Helper()
-	f, err := os.Open(filepath.Join(p.dataDir, "ssot", "tasks", id, "index.jsonl"))
-	if err != nil {
-		t.Fatal(err)
+	recs, _, err := openSSOT(t, p.dataDir).History(context.Background(), id, ssot.Page{Limit: 1})
+	if err != nil || len(recs) != 1 {
+		t.Fatalf("the first record of %s: %v", id, err)
 	}
-	defer f.Close()
-	sc := bufio.NewScanner(f)
-	sc.Buffer(nil, 1<<20)
-	if !sc.Scan() {
-		t.Fatalf("the journal of %s is empty: %v", id, sc.Err())
-	}
-	var rec activities.StoredRecord
+	rec := recs[0]
 	var in task.Input
-	if err := json.Unmarshal(sc.Bytes(), &rec); err != nil {
-		t.Fatal(err)
-	}
 	if rec.ID != "plan-"+id {
 		t.Fatalf("first record %s, want plan-%s", rec.ID, id)
 	}

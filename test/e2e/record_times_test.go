@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/ampflow/ampflow/activities"
+	"github.com/ampflow/ampflow/activities/ssot"
 	"github.com/ampflow/ampflow/amp"
 	"github.com/ampflow/ampflow/amp/decision"
 	"github.com/ampflow/ampflow/amp/task"
@@ -45,12 +46,12 @@ func TestRecordTimes(t *testing.T) {
 		beforeAck := time.Now()
 		a.ack(d)
 
-		var ack activities.StoredRecord
-		recs := map[string]activities.StoredRecord{}
+		var ack ssot.Record
+		recs := map[string]ssot.Record{}
 		eventually(t, 30*time.Second, "the ACK and the decision's outcome in the SSOT", func() (bool, error) {
 			for _, r := range ssotHistory(t, dataDir, id) {
 				recs[r.ID] = r
-				if r.Kind == activities.KindAck && strings.Contains(string(r.Body), `"ack_of":"`+d.MsgID+`"`) {
+				if r.Kind == string(activities.KindAck) && strings.Contains(string(r.Body), `"ack_of":"`+d.MsgID+`"`) {
 					ack = r
 				}
 			}
@@ -80,7 +81,7 @@ func TestRecordTimes(t *testing.T) {
 		if code, resp := api.call("GET", "/v1/tasks/"+id+"/history", nil, &hist); code != http.StatusOK {
 			t.Fatalf("history: %d %s", code, resp)
 		}
-		i := slices.IndexFunc(hist.Records, func(r activities.StoredRecord) bool { return r.ID == ack.ID })
+		i := slices.IndexFunc(hist.Records, func(r ssot.Record) bool { return r.ID == ack.ID })
 		if i < 0 || !hist.Records[i].RecordedAt.Equal(ack.RecordedAt) {
 			t.Errorf("the API's history does not show the ACK %s at %s", ack.ID, ack.RecordedAt)
 		}

@@ -13,7 +13,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
-	"github.com/ampflow/ampflow/activities"
+	"github.com/ampflow/ampflow/activities/ssot"
 	"github.com/ampflow/ampflow/amp/task"
 	"github.com/ampflow/ampflow/integrations/httpapi"
 )
@@ -68,9 +68,9 @@ func (c *scaleCluster) checkStoredOnce(t *testing.T, ids []string) {
 }
 
 // historyAt reads the whole history of id through api, page by page.
-func historyAt(t *testing.T, api *faultAPI, id string) []activities.StoredRecord {
+func historyAt(t *testing.T, api *faultAPI, id string) []ssot.Record {
 	t.Helper()
-	var all []activities.StoredRecord
+	var all []ssot.Record
 	cursor := ""
 	for page := 0; page < 100; page++ {
 		var h httpapi.HistoryResponse

@@ -203,43 +203,16 @@ func (b *bench) lifecycle(ctx context.Context, taskID string, lat *latencies) er
 // a task, so without this check a broken store would go unnoticed and
 // flatter the figures.
 func (b *bench) checkSSOT(taskID string) error {
-	raw, err := b.store.Task(taskID)
+	row, err := b.store.Task(context.Background(), taskID)
 	if err != nil {
 		return fmt.Errorf("task %s: reading its SSOT snapshot: %w", taskID, err)
 	}
 	var st task.State
-	if err := json.Unmarshal(raw, &st); err != nil {
+	if err := json.Unmarshal(row.State, &st); err != nil {
 		return fmt.Errorf("task %s: decoding its SSOT snapshot: %w", taskID, err)
 	}
 	if st.Status != task.StatusDone || st.LastError != "" {
 		return fmt.Errorf("task %s: the SSOT shows status %s, last error %q; want done without errors", taskID, st.Status, st.LastError)
 	}
 	return nil
-}
-
-// openTask starts a task and ACKs its dispatch, then waits until the task
-// says it is in progress, waiting for a result that never comes.
-func (b *bench) openTask(ctx context.Context, _ int, taskID string) error {
-	a := &agent{tasks: b.tasks, taskID: taskID, inbox: b.inboxes.open(taskID)}
-	defer b.inboxes.close(taskID)
-	if err := b.tasks.Start(ctx, task.Input{TaskID: taskID, Plan: plan(b.repo), Coordinator: "ampflow bench", Policy: workflows.NewPolicy(config.Default())}); err != nil {
-		return err
-	}
-	if _, err := a.takeDispatch(ctx); err != nil {
-		return err
-	}
-	for {
-		st, err := b.tasks.State(ctx, taskID)
-		if err != nil {
-			return err
-		}
-		if st.Status == task.StatusInProgress {
-			return nil
-		}
-		select {
-		case <-time.After(20 * time.Millisecond):
-		case <-ctx.Done():
-			return fmt.Errorf("task %s: waiting for in_progress (now %s): %w", taskID, st.Status, ctx.Err())
-		}
-	}
 }

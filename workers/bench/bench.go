@@ -18,7 +18,7 @@ import (
 
 	"go.temporal.io/sdk/client"
 
-	"github.com/ampflow/ampflow/activities"
+	"github.com/ampflow/ampflow/activities/ssot"
 	"github.com/ampflow/ampflow/config"
 	"github.com/ampflow/ampflow/workers"
 	"github.com/ampflow/ampflow/workers/devserver"
@@ -50,6 +50,9 @@ type Options struct {
 	HeapProfile io.Writer
 	// Logger receives the server's and the SDK's warnings; nil discards.
 	Logger *slog.Logger
+	// SSOTURL is the SSOT's database (as ssot.url); empty is a SQLite
+	// file in the benchmark's temporary directory.
+	SSOTURL string
 }
 
 // Validate refuses options Run cannot work with.
@@ -80,7 +83,7 @@ type bench struct {
 	o        Options
 	temporal client.Client
 	tasks    *workflows.Client
-	store    *activities.Store
+	store    *ssot.DB
 	inboxes  *inboxes
 	repo     repo
 	ids      int
@@ -122,12 +125,14 @@ func Run(ctx context.Context, o Options) (Result, error) {
 	}
 	cfg := config.Config{DataDir: tmp}
 	cfg.SSOT.Dir = filepath.Join(tmp, "ssot")
+	cfg.SSOT.URL = o.SSOTURL
 	cfg.CI.Provider = config.ProviderNone
 	cfg.Temporal.TaskQueue = ampflowQueue
 	parts, err := workers.Build(workers.Options{Config: cfg, Temporal: c, Logger: o.Logger})
 	if err != nil {
 		return Result{}, err
 	}
+	defer parts.Close()
 	parts.Activities.Delivery = b.inboxes
 	// The benchmark's tasks run by the default policy; nothing is decided.
 	policy := workflows.NewPolicy(config.Default())
@@ -163,7 +168,7 @@ func (b *bench) taskIDs(n int) []string {
 
 func (b *bench) measure(ctx context.Context) (Result, error) {
 	o := b.o
-	r := Result{Tasks: o.Tasks, Concurrency: o.Concurrency, Open: o.Open}
+	r := Result{Tasks: o.Tasks, Concurrency: o.Concurrency, Open: o.Open, SSOT: b.store.Engine()}
 	warm := func(ctx context.Context, i int, id string) error {
 		if err := b.baselineLifecycle(ctx, fmt.Sprintf("bench-warmup-%d", i), nil); err != nil {
 			return err

@@ -58,7 +58,8 @@ func TestResultJSONKeys(t *testing.T) {
 		Ampflow: Throughput{LifecyclesPerS: 12.5}, Baseline: Throughput{LifecyclesPerS: 20},
 		Ratio: 0.625, AcceptP50MS: 4, AcceptP95MS: 9, AcceptP99MS: 15,
 		PeakRSSMB: 400, RSSOpenMB: &rss, Tasks: 200, Concurrency: 16,
-		Open: 1000, AmpflowElapsed: time.Second, Submits: 800,
+		Open: 1000, AmpflowElapsed: time.Second, Submits: 800, SSOT: "sqlite",
+		Reads: &Reads{Inbox: ReadLatency{P50MS: 1, P95MS: 2, P99MS: 3}, Samples: ReadSamples},
 	}
 	b, err := json.Marshal(r)
 	if err != nil {
@@ -69,7 +70,7 @@ func TestResultJSONKeys(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := []string{"accept_p50_ms", "accept_p95_ms", "accept_p99_ms", "ampflow", "baseline", "concurrency",
-		"peak_rss_mb", "ratio", "rss_1000_open_mb", "tasks"}
+		"peak_rss_mb", "ratio", "reads", "rss_1000_open_mb", "ssot", "tasks"}
 	var got []string
 	for k := range top {
 		got = append(got, k)
@@ -178,5 +179,13 @@ func TestRun(t *testing.T) {
 	}
 	if r.Tasks != 3 || r.Concurrency != 2 {
 		t.Errorf("tasks %d, concurrency %d; want 3 and 2", r.Tasks, r.Concurrency)
+	}
+	if r.Reads == nil || r.SSOT != "sqlite" {
+		t.Fatalf("reads %+v on %q; want read latencies on sqlite", r.Reads, r.SSOT)
+	}
+	for name, l := range map[string]ReadLatency{"inbox": r.Reads.Inbox, "decisions": r.Reads.Decisions, "history": r.Reads.History} {
+		if !(l.P50MS > 0 && l.P50MS <= l.P95MS && l.P95MS <= l.P99MS) {
+			t.Errorf("%s read latencies %+v: want positive and ordered", name, l)
+		}
 	}
 }

@@ -85,12 +85,13 @@ func (b *bench) names(prefix string, n int) []string {
 	return ids
 }
 
-// measureOpen starts Options.Open tasks, ACKs each so that it waits in
-// progress for a result, reads the process's RSS, then cancels them all.
+// measureOpen starts Options.Open tasks left waiting (half for plan
+// approval, half with a dispatch in the executor's inbox), reads the
+// process's RSS and times the SSOT's reads, then cancels them all.
 func (b *bench) measureOpen(ctx context.Context, r *Result) error {
 	ids := b.taskIDs(b.o.Open)
 	var err error
-	r.OpenStartElapsed, err = b.phase(ctx, "open", "tasks in progress", ids, b.openTask)
+	r.OpenStartElapsed, err = b.phase(ctx, "open", "tasks waiting", ids, b.openAwaiting)
 	if err != nil {
 		return fmt.Errorf("opening %d tasks: %w", len(ids), err)
 	}
@@ -108,6 +109,11 @@ func (b *bench) measureOpen(ctx context.Context, r *Result) error {
 	var m runtime.MemStats
 	runtime.ReadMemStats(&m)
 	r.OpenHeapMB, r.OpenStackMB, r.OpenGoroutines = round(float64(m.HeapInuse)/(1<<20), 1), round(float64(m.StackInuse)/(1<<20), 1), runtime.NumGoroutine()
+	reads, err := b.measureReads(ctx, ids)
+	if err != nil {
+		return fmt.Errorf("timing the SSOT's reads: %w", err)
+	}
+	r.Reads = &reads
 	_, err = b.phase(ctx, "cancel", "tasks", ids, func(ctx context.Context, _ int, id string) error {
 		_, err := b.tasks.Cancel(ctx, id, task.CancelInput{By: "ampflow bench", Reason: "benchmark over"})
 		return err

@@ -30,6 +30,11 @@ type Result struct {
 	RSSOpenMB   *float64 `json:"rss_1000_open_mb"`
 	Tasks       int      `json:"tasks"`
 	Concurrency int      `json:"concurrency"`
+	// Reads are the API's read latencies with Open tasks open; nil when
+	// Open is zero.
+	Reads *Reads `json:"reads,omitempty"`
+	// SSOT is the store's engine, sqlite or postgres.
+	SSOT string `json:"ssot"`
 
 	// What the text table shows besides the figures above.
 	Open             int           `json:"-"`
@@ -64,8 +69,17 @@ func (r Result) WriteText(w io.Writer) error {
 	}
 	if r.RSSOpenMB != nil {
 		rows = append(rows, [2]string{fmt.Sprintf("RSS, %d open", r.Open),
-			fmt.Sprintf("%.0f MiB (%d tasks started and ACKed in %s)", *r.RSSOpenMB, r.Open, r.OpenStartElapsed.Round(time.Millisecond))},
+			fmt.Sprintf("%.0f MiB (%d tasks started and left waiting in %s)", *r.RSSOpenMB, r.Open, r.OpenStartElapsed.Round(time.Millisecond))},
 			[2]string{"", fmt.Sprintf("Go heap in use %.0f MiB, stacks %.0f MiB, %d goroutines", r.OpenHeapMB, r.OpenStackMB, r.OpenGoroutines)})
+	}
+	if rd := r.Reads; rd != nil {
+		for _, x := range []struct {
+			name string
+			l    ReadLatency
+		}{{"GET /v1/inbox", rd.Inbox}, {"GET /v1/decisions", rd.Decisions}, {"GET …/history", rd.History}} {
+			rows = append(rows, [2]string{x.name, fmt.Sprintf("p50 %.2f ms, p95 %.2f ms, p99 %.2f ms (%d requests, %d open, %s)",
+				x.l.P50MS, x.l.P95MS, x.l.P99MS, rd.Samples, r.Open, r.SSOT)})
+		}
 	}
 	for _, row := range rows {
 		fmt.Fprintf(tw, "%s\t%s\n", row[0], row[1])

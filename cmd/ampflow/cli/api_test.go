@@ -35,7 +35,13 @@ func closedURL(t *testing.T) string {
 // serveAPI serves the real HTTP API over f and returns a client of it.
 func serveAPI(t *testing.T, f *fakeTasks, tokens []config.AuthToken, token string) *apiClient {
 	t.Helper()
-	srv := httptest.NewServer(httpapi.New(httpapi.Options{Tasks: f, Tokens: tokens, OpenName: "ana",
+	return serveAPIStore(t, f, nil, tokens, token)
+}
+
+// serveAPIStore is serveAPI with an SSOT store behind the API.
+func serveAPIStore(t *testing.T, f *fakeTasks, store httpapi.Store, tokens []config.AuthToken, token string) *apiClient {
+	t.Helper()
+	srv := httptest.NewServer(httpapi.New(httpapi.Options{Tasks: f, Store: store, Tokens: tokens, OpenName: "ana",
 		Now: func() time.Time { return testNow }}).Handler())
 	t.Cleanup(srv.Close)
 	return newAPIClient(srv.URL+"/", token)
@@ -88,8 +94,8 @@ func TestAPIClientMethods(t *testing.T) {
 		}
 	})
 	t.Run("Decide", func(t *testing.T) {
-		f := &fakeTasks{states: []task.State{{Status: task.StatusAwaitingApproval, Pending: pending}}, pending: []decision.Decision{*pending}}
-		c := serveAPI(t, f, nil, "")
+		f := &fakeTasks{states: []task.State{{Status: task.StatusAwaitingApproval, Pending: pending}}}
+		c := serveAPIStore(t, f, testSSOT(t, []decision.Decision{*pending}, nil), nil, "")
 		res, err := c.Decide(ctx, "T-2026-003", decision.Answer{Option: "approve", Note: "ok", By: "mallory"})
 		if err != nil || res.Status != task.StatusDispatched {
 			t.Fatalf("Decide = %+v, %v", res, err)
@@ -131,12 +137,10 @@ func TestAPIClientMethods(t *testing.T) {
 			t.Fatal(err)
 		}
 		f := &fakeTasks{
-			states:  []task.State{{Status: task.StatusInReview, Pending: pending}},
-			list:    []workflows.TaskSummary{{TaskID: "T-2026-003", Status: task.StatusInReview, StartedAt: testNow, Running: true}},
-			inboxes: [][]amp.Message{{msg}},
-			pending: []decision.Decision{*pending},
+			states: []task.State{{Status: task.StatusInReview, Pending: pending}},
+			list:   []workflows.TaskSummary{{TaskID: "T-2026-003", Status: task.StatusInReview, StartedAt: testNow, Running: true}},
 		}
-		c := serveAPI(t, f, nil, "")
+		c := serveAPIStore(t, f, testSSOT(t, []decision.Decision{*pending}, []amp.Message{msg}), nil, "")
 		st, err := c.State(ctx, "T-2026-003")
 		if err != nil || st.Status != task.StatusInReview || st.Pending.ID != pending.ID {
 			t.Errorf("State = %+v, %v", st, err)
@@ -145,7 +149,7 @@ func TestAPIClientMethods(t *testing.T) {
 		if err != nil || len(list) != 1 || !list[0].StartedAt.Equal(testNow) {
 			t.Errorf("List = %+v, %v", list, err)
 		}
-		msgs, err := c.InboxWait(ctx, amp.RoleReviewer, time.Second)
+		msgs, err := c.InboxWait(ctx, amp.RoleExecutor, time.Second)
 		if err != nil || len(msgs) != 1 || msgs[0].MsgID != msg.MsgID {
 			t.Errorf("Inbox = %+v, %v", msgs, err)
 		}
@@ -153,8 +157,9 @@ func TestAPIClientMethods(t *testing.T) {
 		if err != nil || len(ds) != 1 || ds[0].ID != pending.ID {
 			t.Errorf("Pending = %+v, %v", ds, err)
 		}
-		// The API reads the whole list and cuts the page itself.
-		want := []string{"State T-2026-003", `List "in_review" 0`, "Inbox reviewer", "Pending"}
+		// The API reads the whole task list and cuts the page itself;
+		// inbox and decisions are the SSOT's.
+		want := []string{"State T-2026-003", `List "in_review" 0`}
 		if got := f.Calls(); strings.Join(got, ",") != strings.Join(want, ",") {
 			t.Errorf("calls %q, want %q", got, want)
 		}

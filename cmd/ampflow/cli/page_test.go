@@ -55,6 +55,15 @@ func pagedCommands() []pagedCommand {
 			return srv.URL
 		}
 	}
+	// serveSSOTOf serves an SSOT holding what fill gives it.
+	serveSSOTOf := func(fill func(t *testing.T) ([]decision.Decision, []amp.Message)) func(t *testing.T) string {
+		return func(t *testing.T) string {
+			ds, msgs := fill(t)
+			srv := httptest.NewServer(httpapi.New(httpapi.Options{Tasks: &fakeTasks{}, Store: testSSOT(t, ds, msgs)}).Handler())
+			t.Cleanup(srv.Close)
+			return srv.URL
+		}
+	}
 	var summaries []workflows.TaskSummary
 	var decisions []decision.Decision
 	for i, id := range ids {
@@ -64,9 +73,10 @@ func pagedCommands() []pagedCommand {
 	}
 	return []pagedCommand{
 		{name: "TaskList", args: []string{"task", "list"}, url: serve(&fakeTasks{list: summaries}), want: ids, jsonID: "task_id"},
-		{name: "Pending", args: []string{"pending"}, url: serve(&fakeTasks{pending: decisions}), want: ids, jsonID: "subject"},
+		{name: "Pending", args: []string{"pending"}, want: ids, jsonID: "subject",
+			url: serveSSOTOf(func(*testing.T) ([]decision.Decision, []amp.Message) { return decisions, nil })},
 		{name: "Inbox", args: []string{"inbox", "--as", "executor"}, want: ids, column: 2, jsonID: "task_id",
-			url: func(t *testing.T) string {
+			url: serveSSOTOf(func(t *testing.T) ([]decision.Decision, []amp.Message) {
 				var msgs []amp.Message
 				for i, id := range ids {
 					m := inboxMessage(t)
@@ -74,8 +84,8 @@ func pagedCommands() []pagedCommand {
 					m.Timestamp = base.Add(time.Duration(i) * time.Second).Format(amp.TimestampLayout)
 					msgs = append(msgs, m)
 				}
-				return serve(&fakeTasks{inboxes: [][]amp.Message{msgs}})(t)
-			}},
+				return nil, msgs
+			})},
 		// serveSSOT holds five records of T-2026-005.
 		{name: "History", args: []string{"task", "history", "T-2026-005"}, url: serveSSOT, column: 3, jsonID: "id", // RECORDED takes two fields
 			want: []string{"task_dispatch-T-2026-005-1", "ack-T-2026-005-2", "escalation-T-2026-005-3", "d-1", "d-1-outcome"}},

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/ampflow/ampflow/activities"
+	"github.com/ampflow/ampflow/activities/ssot"
 	"github.com/ampflow/ampflow/amp"
 	"github.com/ampflow/ampflow/amp/task"
 	"github.com/ampflow/ampflow/integrations/httpapi"
@@ -127,11 +128,12 @@ func TestTaskShow(t *testing.T) {
 // API and returns the API's URL.
 func serveSSOT(t *testing.T) string {
 	t.Helper()
-	dir := filepath.Join(t.TempDir(), "ssot")
-	s, err := activities.NewStore(dir, activities.StoreOptions{Now: func() time.Time { return testNow }})
+	db, err := ssot.Open(context.Background(), filepath.Join(t.TempDir(), "ampflow.db"))
 	if err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(func() { db.Close() })
+	s := &activities.SSOT{Store: db}
 	entries := []activities.RecordEntry{
 		{ID: "task_dispatch-T-2026-005-1", Kind: activities.KindMessage,
 			Body: json.RawMessage(`{"type":"task_dispatch","from":"coordinator","to":"executor","payload":{}}`)},
@@ -143,10 +145,13 @@ func serveSSOT(t *testing.T) string {
 		{ID: "d-1-outcome", Kind: activities.KindDecision,
 			Body: json.RawMessage(`{"kind":"agent_escalation","option":"resume","by":"ana","channel":"cli"}`)},
 	}
+	for i := range entries {
+		entries[i].RecordedAt = testNow
+	}
 	if _, err := s.Record(context.Background(), activities.RecordInput{TaskID: "T-2026-005", Entries: entries}); err != nil {
 		t.Fatal(err)
 	}
-	srv := httptest.NewServer(httpapi.New(httpapi.Options{Tasks: &fakeTasks{}, Store: s}).Handler())
+	srv := httptest.NewServer(httpapi.New(httpapi.Options{Tasks: &fakeTasks{}, Store: db}).Handler())
 	t.Cleanup(srv.Close)
 	return srv.URL
 }

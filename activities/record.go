@@ -1,0 +1,171 @@
+package activities
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"go.temporal.io/sdk/temporal"
+
+	"github.com/ampflow/ampflow/activities/ssot"
+	"github.com/ampflow/ampflow/amp/task"
+)
+
+// SSOT is the task workflow's record in the SQL store (package ssot),
+// which every worker shares: it is the Recorder, keeps result diffs for
+// reviewers (DiffWriter) and caches command CI runs.
+type SSOT struct {
+	Store ssot.Store
+	// APIURL is the HTTP API's base URL (api.url), which DiffURLs start
+	// with; empty leaves them as paths.
+	APIURL string
+	// Written, when set, is told each task whose chain a call added to,
+	// after the write: the git export (ssot.git) follows from it. It
+	// must not block.
+	Written func(taskID string)
+}
+
+var (
+	_ Recorder   = (*SSOT)(nil)
+	_ DiffWriter = (*SSOT)(nil)
+)
+
+// Record appends in's entries to the task's chain and, when in.Task is
+// set, replaces the task's read rows (state, inbox, open decision) in the
+// same transaction. A retried call writes nothing twice: an entry stored
+// already with the same content is kept, and a state of a Rev the store
+// has seen is not written again. An entry id stored with other content is
+// an ErrRecordConflict.
+func (s *SSOT) Record(ctx context.Context, in RecordInput) (RecordResult, error) {
+	if len(in.Entries) == 0 && len(in.Task) == 0 {
+		return RecordResult{}, nil
+	}
+	entries := make([]ssot.Entry, len(in.Entries))
+	for i, e := range in.Entries {
+		entries[i] = ssot.Entry{ID: e.ID, Kind: string(e.Kind), RecordedAt: e.RecordedAt, Body: e.Body}
+		if e.Kind == KindDecision {
+			entries[i].Digest = bodyDigest(e.Body)
+		}
+	}
+	var st *ssot.TaskState
+	if len(in.Task) > 0 {
+		v, err := taskState(in.TaskID, in.Rev, in.Task)
+		if err != nil {
+			return RecordResult{}, invalid("state of task %s: %v", in.TaskID, err)
+		}
+		st = &v
+	}
+	res, err := s.Store.Save(ctx, in.TaskID, entries, st)
+	var ce *ssot.ConflictError
+	var ie *ssot.InvalidError
+	switch {
+	case errors.As(err, &ce):
+		return RecordResult{}, temporal.NewNonRetryableApplicationError(err.Error(), ErrRecordConflict, nil)
+	case errors.As(err, &ie):
+		return RecordResult{}, invalid("recording task %s: %v", in.TaskID, err)
+	case err != nil:
+		return RecordResult{}, err
+	}
+	if res.Written > 0 && s.Written != nil {
+		s.Written(in.TaskID)
+	}
+	return RecordResult{Written: res.Written}, nil
+}
+
+// bodyDigest is the "digest" a decision record names (what it approved),
+// read from the body so that any decision type carrying one is covered;
+// empty when the body has none.
+func bodyDigest(body json.RawMessage) string {
+	var b struct {
+		Digest string `json:"digest"`
+	}
+	if json.Unmarshal(body, &b) != nil {
+		return ""
+	}
+	return b.Digest
+}
+
+// inboxStatuses are the statuses in which a task's outbox is an agent's
+// inbox: elsewhere the task waits for CI or an admin, not for the agent.
+var inboxStatuses = map[string]bool{
+	string(task.StatusDispatched): true,
+	string(task.StatusInProgress): true,
+	string(task.StatusInReview):   true,
+}
+
+// taskState reads the store's view of a task from the workflow's view
+// (task.State as JSON). The open decision is read field by field, so a
+// decision type that adds fields (subject, expires_at) is kept whole.
+func taskState(taskID string, rev int64, raw json.RawMessage) (ssot.TaskState, error) {
+	var v struct {
+		Status    string            `json:"status"`
+		Risk      string            `json:"risk_level"`
+		Repo      string            `json:"repo"`
+		StartedAt time.Time         `json:"started_at"`
+		UpdatedAt time.Time         `json:"updated_at"`
+		Outbox    []json.RawMessage `json:"outbox"`
+		Pending   json.RawMessage   `json:"pending"`
+	}
+	if err := json.Unmarshal(raw, &v); err != nil {
+		return ssot.TaskState{}, err
+	}
+	st := ssot.TaskState{TaskID: taskID, Rev: rev, Status: v.Status, Risk: v.Risk, Repo: v.Repo,
+		StartedAt: v.StartedAt, UpdatedAt: v.UpdatedAt, State: raw}
+	if inboxStatuses[v.Status] {
+		for i, b := range v.Outbox {
+			var m struct {
+				MsgID     string `json:"msg_id"`
+				To        string `json:"to"`
+				Type      string `json:"type"`
+				Timestamp string `json:"timestamp"`
+			}
+			if err := json.Unmarshal(b, &m); err != nil {
+				return ssot.TaskState{}, fmt.Errorf("outbox[%d]: %w", i, err)
+			}
+			at, err := time.Parse(time.RFC3339, m.Timestamp)
+			if err != nil {
+				at = v.UpdatedAt
+			}
+			st.Outbox = append(st.Outbox, ssot.OutboxMessage{MsgID: m.MsgID, TaskID: taskID, Role: m.To, Type: m.Type, SentAt: at, Body: b})
+		}
+	}
+	if len(v.Pending) > 0 && string(v.Pending) != "null" {
+		var d struct {
+			ID        string    `json:"id"`
+			Kind      string    `json:"kind"`
+			RaisedAt  time.Time `json:"raised_at"`
+			ExpiresAt time.Time `json:"expires_at"`
+		}
+		if err := json.Unmarshal(v.Pending, &d); err != nil {
+			return ssot.TaskState{}, fmt.Errorf("pending: %w", err)
+		}
+		// The subject of a task's decision is the task; the store keys
+		// the row by it whatever the body says.
+		st.Pending = []ssot.PendingDecision{{ID: d.ID, Subject: taskID, Kind: d.Kind, RaisedAt: d.RaisedAt,
+			ExpiresAt: d.ExpiresAt, Body: v.Pending}}
+	}
+	return st, nil
+}
+
+// DiffName is where WriteDiff keeps the diff of the result msgID, for
+// ssot.Store.File.
+func DiffName(msgID string) string { return "diffs/" + msgID + ".diff" }
+
+// DiffPath is the HTTP API path that serves the diff WriteDiff kept.
+func DiffPath(taskID, msgID string) string { return "/v1/tasks/" + taskID + "/diffs/" + msgID }
+
+// WriteDiff implements DiffWriter: it keeps the diff in the store and
+// returns the API path that serves it, so a reviewer reaches it through
+// any worker. Writing the same diff again changes nothing.
+func (s *SSOT) WriteDiff(taskID, msgID string, diff []byte) (string, error) {
+	if !validName(taskID) || !validName(msgID) {
+		return "", invalid("diff of %q in task %q: the ids cannot name a diff", msgID, taskID)
+	}
+	if err := s.Store.PutFile(context.Background(), taskID, DiffName(msgID), diff); err != nil {
+		return "", fmt.Errorf("keeping diff %s of task %s: %w", msgID, taskID, err)
+	}
+	return strings.TrimSuffix(s.APIURL, "/") + DiffPath(taskID, msgID), nil
+}
