@@ -18,21 +18,13 @@ import (
 	"github.com/ampflow/ampflow/integrations/httpapi"
 )
 
-// The checks of the scale-out test that need every worker to keep the
-// SSOT in one PostgreSQL database. Each skips until sharedSSOT is true.
-
-func skipUnlessShared(t *testing.T) {
-	t.Helper()
-	if !sharedSSOT {
-		t.Skip("needs the shared SSOT (ssot.url): set sharedSSOT in scale_test.go once the store is merged")
-	}
-}
+// The checks of the scale-out test on the SSOT every worker keeps in one
+// PostgreSQL database.
 
 // checkStoredOnce reads each task's history through every worker's API:
 // each worker answers the same records in the same order, and the task's
 // records are those of one round, each once.
 func (c *scaleCluster) checkStoredOnce(t *testing.T, ids []string) {
-	skipUnlessShared(t)
 	for _, id := range ids {
 		var first []string
 		for n, api := range c.apis {
@@ -94,7 +86,6 @@ func historyAt(t *testing.T, api *faultAPI, id string) []ssot.Record {
 // passes, then fails naming the task once a row of one task is edited in
 // the database behind ampflow's back.
 func (c *scaleCluster) checkAuditVerify(t *testing.T, tampered string) {
-	skipUnlessShared(t)
 	env := append(os.Environ(), "AMPFLOW_SSOT_URL="+c.dbs.ssot, "AMPFLOW_API_URL=http://"+c.workers[0].api)
 	out, errOut, code := runAmpflow(t, env, nil, "audit", "verify")
 	if code != 0 {
@@ -125,7 +116,6 @@ func (c *scaleCluster) checkAuditVerify(t *testing.T, tampered string) {
 // fake Slack, then stops it: the admin's click, sent to worker 1, which
 // never saw the message, is applied.
 func (c *scaleCluster) checkChatClickElsewhere(t *testing.T) {
-	skipUnlessShared(t)
 	sl := newFakeSlack(t, slackToken)
 	chat := []string{
 		"AMPFLOW_SLACK_ENABLED=true",

@@ -14,14 +14,6 @@ import (
 	"github.com/ampflow/ampflow/integrations/httpapi"
 )
 
-// sharedSSOT says the workers keep the SSOT in the shared PostgreSQL
-// database that ssot.url (AMPFLOW_SSOT_URL) names. Until ssot.url exists
-// the variable is ignored (config reads only the AMPFLOW_ variables of keys
-// it knows), every worker keeps its own file SSOT, and the checks that need
-// one shared record are skipped. TODO(lead): set true once the store
-// (ssot.url, `ampflow audit verify`, the chat state in the store) is merged.
-const sharedSSOT = false
-
 const (
 	// scaleTasks is how many tasks the scale-out test runs to done.
 	scaleTasks = 20
