@@ -299,3 +299,12 @@ func failure(m amp.Message, err error) *deliveryFailed {
 	f.Summary = strings.Join(strings.Fields(f.Summary), " ") // Last error is one line
 	return f
 }
+
+// errMessage is an activity error's own message, without the SDK's wrapping.
+func errMessage(err error) string {
+	var app *temporal.ApplicationError
+	if errors.As(err, &app) {
+		return app.Message()
+	}
+	return err.Error()
+}

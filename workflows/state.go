@@ -4,33 +4,10 @@ import (
 	"fmt"
 	"time"
 
-	"go.temporal.io/sdk/workflow"
-
 	"github.com/ampflow/ampflow/activities"
 	"github.com/ampflow/ampflow/amp"
 	"github.com/ampflow/ampflow/amp/task"
 	"github.com/ampflow/ampflow/workflows/decide"
-)
-
-// phase is where the run loop stands; finer than task.Status.
-type phase string
-
-const (
-	phaseCheck       phase = "check"
-	phaseApproval    phase = "approval"
-	phaseDispatch    phase = "dispatch"
-	phaseAwaitAck    phase = "await_ack"
-	phaseAwaitResult phase = "await_result"
-	phaseResult      phase = "result"
-	phaseCI          phase = "ci"
-	phaseReview      phase = "review"
-	phaseAwaitReview phase = "await_review"
-	phaseVerdict     phase = "verdict"
-	phaseLock        phase = "lock"
-	phaseNextSubtask phase = "next_subtask"
-	phaseFinal       phase = "final"
-	phaseDone        phase = "done"
-	phaseTerminate   phase = "terminate"
 )
 
 // taskState is everything a task run knows. It is carried whole across
@@ -190,12 +167,6 @@ func (s *taskState) dropOutboxTo(r amp.Role) {
 // cancelled or an agent escalated critically.
 func (s *taskState) interrupted() bool {
 	return s.Cancel != nil || s.Interrupt != nil
-}
-
-// mustGiveWay reports whether the run loop must take over: an
-// interruption, or Temporal suggests continuing as new.
-func (t *taskRun) mustGiveWay(ctx workflow.Context) bool {
-	return t.interrupted() || workflow.GetInfo(ctx).GetContinueAsNewSuggested()
 }
 
 func (s *taskState) suspended() bool {

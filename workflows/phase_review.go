@@ -13,107 +13,6 @@ import (
 	"github.com/ampflow/ampflow/amp/task"
 )
 
-// ciGate reads CI for the result's commit: passed goes to review, failed
-// goes back to the executor to fix, too many fix rounds go to the admins.
-func (t *taskRun) ciGate(ctx workflow.Context) (phase, error) {
-	if !t.In.Policy.CI {
-		t.CI = nil
-		return phaseReview, nil
-	}
-	if _, ok := t.decisions.Asking(task.KindCIExhausted); ok {
-		return t.ciEscalation(ctx, t.pendingPrompt())
-	}
-	t.setStatus(ctx, task.StatusCICheck, "")
-	r := t.Result.Result()
-	if t.CIDeadline.IsZero() {
-		t.CIDeadline = workflow.Now(ctx).Add(t.In.Policy.CITimeout)
-	}
-	for {
-		var st activities.CIStatusResult
-		in := activities.CIStatusInput{TaskID: t.In.TaskID, Repo: t.In.Plan.Repo, Branch: t.In.Plan.Branch, Commit: r.CommitHash, GitHubRepo: t.GitHubRepo}
-		yielded, err := t.activity(ctx, func(ctx workflow.Context) workflow.Future {
-			return workflow.ExecuteActivity(workflow.WithActivityOptions(ctx, ciOptions(t.In.Policy)), acts.CIStatus, in)
-		}, &st)
-		if yielded || t.mustGiveWay(ctx) {
-			return phaseCI, nil
-		}
-		if err != nil {
-			t.LastError = "reading CI: " + errMessage(err)
-			return t.ciEscalation(ctx, "CI cannot be read: "+errMessage(err))
-		}
-		t.CI = &st
-		switch st.State {
-		case activities.CIPassed, activities.CINone:
-			t.CIDeadline = time.Time{}
-			return phaseReview, nil
-		case activities.CIFailed:
-			t.CIDeadline = time.Time{}
-			if t.SubtaskCI >= t.In.Policy.MaxCIRounds {
-				return t.ciEscalation(ctx, fmt.Sprintf("CI failed again after %d fix rounds: %s", t.SubtaskCI, strings.Join(st.Failing, ", ")))
-			}
-			t.SubtaskCI++
-			t.CIRounds++
-			t.FixNote = fmt.Sprintf("CI failed on %s (fix round %d of %d). Failing checks: %s. Fix CI; this is not a rejection.",
-				shortHash(r.CommitHash), t.SubtaskCI, t.In.Policy.MaxCIRounds, strings.Join(st.Failing, ", "))
-			if st.Detail != "" {
-				t.FixNote += "\nOutput:\n" + st.Detail
-			}
-			t.FixRefs = []string{t.Result.MsgID}
-			return phaseDispatch, nil
-		}
-		if !workflow.Now(ctx).Before(t.CIDeadline) {
-			return t.ciEscalation(ctx, fmt.Sprintf("CI was still pending after %s", task.FormatDuration(t.In.Policy.CITimeout)))
-		}
-		wake := workflow.Now(ctx).Add(t.In.Policy.CIPollInterval)
-		if wake.After(t.CIDeadline) {
-			wake = t.CIDeadline
-		}
-		if _, err := t.waitFor(ctx, wake, func() bool { return false }); err != nil {
-			return phaseCI, err
-		}
-		if t.mustGiveWay(ctx) {
-			return phaseCI, nil
-		}
-	}
-}
-
-func shortHash(h string) string {
-	if len(h) > 12 {
-		return h[:12]
-	}
-	if h == "" {
-		return "the branch head"
-	}
-	return h
-}
-
-// ciEscalation suspends the task on a CI problem the executor cannot fix
-// by itself.
-func (t *taskRun) ciEscalation(ctx workflow.Context, desc string) (phase, error) {
-	t.CIDeadline = time.Time{}
-	t.setStatus(ctx, task.StatusSuspended, "CI failure")
-	esc := t.escalateFor(task.KindCIExhausted, func() *amp.Message {
-		return t.escalate(ctx, amp.EscCIFailure, amp.SeverityCritical, amp.RoleCoordinator, desc, []string{t.DispatchID, t.Result.MsgID},
-			"Redispatch with guidance", "Check CI again", "Send to review without CI", "Terminate the task")
-	})
-	o, err := t.decideOn(ctx, task.KindCIExhausted, desc, esc, optGuide, optRetryCI, optSkipCI, optTerminate)
-	if err != nil || o == nil {
-		return phaseCI, err
-	}
-	switch o.Option {
-	case task.OptRedispatch:
-		t.SubtaskCI = 0
-		t.FixNote, t.FixRefs = "Admin guidance: "+o.Note, []string{t.Result.MsgID}
-		return phaseDispatch, nil
-	case task.OptRetryCI:
-		t.SubtaskCI = 0
-		return phaseCI, nil
-	case task.OptSkipCI:
-		return phaseReview, nil
-	}
-	return t.terminatedBy(o), nil
-}
-
 // requestReview packages the round for the reviewer.
 func (t *taskRun) requestReview(ctx workflow.Context) (phase, error) {
 	scope := amp.ScopeFull
@@ -189,11 +88,6 @@ func (t *taskRun) awaitReview(ctx workflow.Context) (phase, error) {
 		return next, err
 	}
 	return phaseVerdict, nil
-}
-
-func (t *taskRun) acked(msgID string) bool {
-	_, ok := t.Acked[msgID]
-	return ok
 }
 
 // takeVerdict ACKs the verdict and applies it, through the admins when
@@ -316,44 +210,4 @@ func noteOr(note, def string) string {
 		return def
 	}
 	return "Admin note: " + note
-}
-
-// nextSubtask moves on once a subtask is approved.
-func (t *taskRun) nextSubtask(ctx workflow.Context) (phase, error) {
-	t.addTimeline(ctx, task.TimelineEntry{Kind: "subtask", Note: "subtask " + t.subtask().SubtaskID + " done"})
-	t.Index++
-	t.SubtaskRejects, t.SubtaskCI, t.LastVerdictID, t.RejectedCommit = 0, 0, "", ""
-	t.FixNote, t.FixRefs = "", nil
-	t.Result, t.Verdict, t.Mismatches, t.DiffURL = nil, nil, nil, ""
-	t.snapshot()
-	if t.Index >= len(t.Plan) {
-		return phaseFinal, nil
-	}
-	return phaseDispatch, nil
-}
-
-// finalApproval is the last gate before done.
-func (t *taskRun) finalApproval(ctx workflow.Context) (phase, error) {
-	if t.In.Policy.FinalApproval.For(t.In.Plan.RiskLevel) == task.HandlingAuto {
-		return phaseDone, nil
-	}
-	t.setStatus(ctx, task.StatusAwaitingAdmin, "final approval")
-	prompt := fmt.Sprintf("All %d subtasks of %s are approved by review. Approve the task as done?", len(t.Plan), t.In.TaskID)
-	o, err := t.decideOn(ctx, task.KindFinalApproval, prompt, nil, optApprove,
-		decision.Option{ID: task.OptRedispatch, Label: "Redo the last subtask", NoteRequired: true}, optTerminate)
-	if err != nil || o == nil {
-		return phaseFinal, err
-	}
-	switch o.Option {
-	case decision.OptApprove:
-		return phaseDone, nil
-	case task.OptRedispatch:
-		t.Index = len(t.Plan) - 1
-		t.FixNote = "Admin note: " + o.Note
-		// The admin turned the last result down: a result on the same
-		// commit again is flagged like one after a rejected review.
-		t.RejectedCommit = t.ResultCommit
-		return phaseDispatch, nil
-	}
-	return t.terminatedBy(o), nil
 }
