@@ -60,7 +60,7 @@ func (t *taskRun) decide(ctx workflow.Context, in decision.Answer) (task.DecideR
 func (t *taskRun) awaitAnswerTaken(ctx workflow.Context) error {
 	return workflow.Await(ctx, func() bool {
 		_, waiting := t.decisions.AnsweredKind()
-		return !waiting || t.closing
+		return !waiting || t.ending
 	})
 }
 
@@ -85,7 +85,7 @@ func (t *taskRun) cancel(ctx workflow.Context, in task.CancelInput) (task.Change
 		t.Cancel = &in
 		t.record(ctx, fmt.Sprintf("cancel-%s-%d", t.In.TaskID, workflow.Now(ctx).UnixMilli()), activities.KindEvent, in)
 	}
-	if err := workflow.Await(ctx, func() bool { return t.Status.Terminal() || t.closing }); err != nil {
+	if err := workflow.Await(ctx, func() bool { return t.Status.Terminal() || t.ending }); err != nil {
 		return task.ChangeResult{}, err
 	}
 	return task.ChangeResult{Status: t.Status}, nil
@@ -119,12 +119,12 @@ func (t *taskRun) validateReplan(in task.ReplanInput) error {
 		return refusal.Fields(problems, "%s", refusal.Lines(problems))
 	}
 	switch {
-	case t.Status == task.StatusLocked && t.decisions.OpenOf(task.KindHallucinationLock) != nil:
-		d := t.decisions.OpenOf(task.KindHallucinationLock)
+	case t.Status == task.StatusLocked && t.decisions.PendingOf(task.KindHallucinationLock) != nil:
+		d := t.decisions.PendingOf(task.KindHallucinationLock)
 		if !t.In.Policy.MayDecide(in.By, !d.EscalatedAt.IsZero()) {
 			return refusal.New(task.CodeForbidden, "by: %q is not a configured admin; only an admin opens the hallucination lock", in.By)
 		}
-	case t.Phase == phaseApproval && t.decisions.OpenOf(task.KindPlanApproval) != nil:
+	case t.Phase == phaseApproval && t.decisions.PendingOf(task.KindPlanApproval) != nil:
 	default:
 		return refusal.New(task.CodeUnexpected, "task %s is %s: replan is taken while locked or awaiting plan approval", t.In.TaskID, t.Status)
 	}
@@ -178,7 +178,7 @@ func (t *taskRun) suspendForAgent(ctx workflow.Context) error {
 	e := esc.Escalation()
 	o, err := t.decideOn(ctx, task.KindAgentEscalation,
 		fmt.Sprintf("The %s escalated (%s, critical): %s", e.TriggeredBy, e.EscalationType, e.Description),
-		esc, optResume, optGuide, optTerminate)
+		func() *amp.Message { return esc }, optResume, optGuide, optTerminate)
 	if err != nil || o == nil {
 		return err
 	}
@@ -203,19 +203,6 @@ func (t *taskRun) suspendForAgent(ctx workflow.Context) error {
 		t.Phase = t.terminatedBy(o)
 	}
 	return nil
-}
-
-// escalateFor returns the escalation behind the open decision of kind, or
-// sends a new one: a phase entered again after continue-as-new must not
-// escalate twice.
-func (t *taskRun) escalateFor(kind decision.Kind, send func() *amp.Message) *amp.Message {
-	if d := t.decisions.OpenOf(kind); d != nil {
-		return d.Escalation
-	}
-	if t.decisions.Answered(kind) {
-		return nil
-	}
-	return send()
 }
 
 // escalate sends an escalation to the admins: a full AMP message,

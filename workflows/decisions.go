@@ -2,7 +2,6 @@ package workflows
 
 import (
 	"fmt"
-	"slices"
 
 	"go.temporal.io/sdk/workflow"
 
@@ -39,7 +38,7 @@ func (t *taskRun) ask(ctx workflow.Context, kind decision.Kind, prompt string, e
 	if kind == task.KindDeliveryFailed && t.Failed != nil {
 		c.AgentStderr = t.Failed.Stderr
 	}
-	_, err := t.decisions.Open(ctx, decide.Request{
+	_, err := t.decisions.Raise(ctx, decide.Request{
 		Kind:       kind,
 		Prompt:     prompt,
 		Options:    opts,
@@ -103,7 +102,7 @@ func (t *taskRun) withdrawDecision(ctx workflow.Context, why string) {
 // first: the open decision is withdrawn, and a choice already made but not
 // taken is dropped, with a note in the timeline.
 func (t *taskRun) supersede(ctx workflow.Context, why string, kinds ...decision.Kind) {
-	if d := t.decisions.Pending(); d != nil && slices.Contains(kinds, d.Kind) {
+	if t.decisions.PendingOf(kinds...) != nil {
 		t.withdrawDecision(ctx, why)
 	}
 	if o := t.decisions.Take(kinds...); o != nil {
@@ -113,14 +112,21 @@ func (t *taskRun) supersede(ctx workflow.Context, why string, kinds ...decision.
 }
 
 // decideOn returns the admin's choice on a decision of kind: one already
-// made, else the open one's once made, else a new one's. Nil means the
-// phase must give way (a cancel, an agent's critical escalation, or a
-// continue-as-new) and will be entered again.
-func (t *taskRun) decideOn(ctx workflow.Context, kind decision.Kind, prompt string, esc *amp.Message, opts ...decision.Option) (*decision.Outcome, error) {
+// made, else the open one's once made, else a new one's. Only a new one
+// sends its escalation (escalation may be nil) and takes prompt: a phase
+// entered again after a continue-as-new or an interruption goes back to
+// its question without escalating twice. Nil means the phase must give
+// way (a cancel, an agent's critical escalation, or a continue-as-new)
+// and will be entered again.
+func (t *taskRun) decideOn(ctx workflow.Context, kind decision.Kind, prompt string, escalation func() *amp.Message, opts ...decision.Option) (*decision.Outcome, error) {
 	if o := t.decisions.Take(kind); o != nil {
 		return o, nil
 	}
-	if t.decisions.OpenOf(kind) == nil {
+	if _, asked := t.decisions.Asking(kind); !asked {
+		var esc *amp.Message
+		if escalation != nil {
+			esc = escalation()
+		}
 		t.withdrawDecision(ctx, "superseded")
 		if k, ok := t.decisions.AnsweredKind(); ok {
 			t.supersede(ctx, "superseded by a new decision", k)

@@ -19,8 +19,9 @@ func (t *taskRun) ciGate(ctx workflow.Context) (phase, error) {
 		t.CI = nil
 		return phaseReview, nil
 	}
-	if _, ok := t.decisions.Asking(task.KindCIExhausted); ok {
-		return t.ciEscalation(ctx, t.pendingPrompt())
+	if _, asked := t.decisions.Asking(task.KindCIExhausted); asked {
+		// Entered again with the question asked: go back to it.
+		return t.ciEscalation(ctx, "")
 	}
 	t.setStatus(ctx, task.StatusCICheck, "")
 	r := t.Result.Result()
@@ -30,10 +31,10 @@ func (t *taskRun) ciGate(ctx workflow.Context) (phase, error) {
 	for {
 		var st activities.CIStatusResult
 		in := activities.CIStatusInput{TaskID: t.In.TaskID, Repo: t.In.Plan.Repo, Branch: t.In.Plan.Branch, Commit: r.CommitHash, GitHubRepo: t.GitHubRepo}
-		yielded, err := t.activity(ctx, func(ctx workflow.Context) workflow.Future {
+		gaveWay, err := t.runUntilGiveWay(ctx, func(ctx workflow.Context) workflow.Future {
 			return workflow.ExecuteActivity(workflow.WithActivityOptions(ctx, ciOptions(t.In.Policy)), acts.CIStatus, in)
 		}, &st)
-		if yielded || t.mustGiveWay(ctx) {
+		if gaveWay || t.mustGiveWay(ctx) {
 			return phaseCI, nil
 		}
 		if err != nil {
@@ -91,10 +92,10 @@ func shortHash(h string) string {
 func (t *taskRun) ciEscalation(ctx workflow.Context, desc string) (phase, error) {
 	t.CIDeadline = time.Time{}
 	t.setStatus(ctx, task.StatusSuspended, "CI failure")
-	esc := t.escalateFor(task.KindCIExhausted, func() *amp.Message {
+	esc := func() *amp.Message {
 		return t.escalate(ctx, amp.EscCIFailure, amp.SeverityCritical, amp.RoleCoordinator, desc, []string{t.DispatchID, t.Result.MsgID},
 			"Redispatch with guidance", "Check CI again", "Send to review without CI", "Terminate the task")
-	})
+	}
 	o, err := t.decideOn(ctx, task.KindCIExhausted, desc, esc, optGuide, optRetryCI, optSkipCI, optTerminate)
 	if err != nil || o == nil {
 		return phaseCI, err

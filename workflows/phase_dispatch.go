@@ -76,20 +76,20 @@ func (t *taskRun) takeResult(ctx workflow.Context) (phase, error) {
 	t.ackFor(ctx, *res)
 	r := res.Result()
 	t.ResultCommit = r.CommitHash // until git names it in full
-	// Entered again with a question open: go back to it, check nothing twice.
-	if k, ok := t.decisions.Asking(task.KindPartialResult, task.KindResultProblem); ok {
-		return t.resultDecision(ctx, k, t.pendingPrompt(), nil)
+	// Entered again with a question asked: go back to it, check nothing twice.
+	if k, asked := t.decisions.Asking(task.KindPartialResult, task.KindResultProblem); asked {
+		return t.resultDecision(ctx, k, "", nil)
 	}
-	if _, ok := t.decisions.Asking(task.KindBranchViolation); ok {
-		return t.branchViolation(ctx, t.pendingPrompt())
+	if _, asked := t.decisions.Asking(task.KindBranchViolation); asked {
+		return t.branchViolation(ctx, "")
 	}
 	if r.CompletionStatus != amp.StatusComplete {
 		t.setStatus(ctx, task.StatusAwaitingAdmin, string(r.CompletionStatus)+" result")
 		desc := fmt.Sprintf("The executor reported %s on %s: %s", r.CompletionStatus, r.SubtaskID, strings.Join(r.Blockers, "; "))
-		esc := t.escalateFor(task.KindPartialResult, func() *amp.Message {
+		esc := func() *amp.Message {
 			return t.escalate(ctx, amp.EscUnknown, amp.SeverityWarning, amp.RoleCoordinator, desc, []string{res.MsgID},
 				"Redispatch with a note", "Accept the result as is", "Terminate the task")
-		})
+		}
 		return t.resultDecision(ctx, task.KindPartialResult, desc, esc)
 	}
 	var out activities.CheckResultOutput
@@ -97,20 +97,20 @@ func (t *taskRun) takeResult(ctx workflow.Context) (phase, error) {
 		TaskID: t.In.TaskID, MsgID: res.MsgID, Repo: t.In.Plan.Repo, Branch: t.In.Plan.Branch,
 		Commit: r.CommitHash, Claimed: r.DiffSummary, DefaultBranch: t.Default, GitHubRepo: t.GitHubRepo,
 	}
-	yielded, err := t.activity(ctx, func(ctx workflow.Context) workflow.Future {
+	gaveWay, err := t.runUntilGiveWay(ctx, func(ctx workflow.Context) workflow.Future {
 		return t.gitCheck(ctx, acts.CheckResult, in)
 	}, &out)
-	if yielded {
+	if gaveWay {
 		return phaseResult, nil
 	}
 	if err != nil {
 		t.LastError = "checking the result against git: " + errMessage(err)
 		t.setStatus(ctx, task.StatusAwaitingAdmin, "result not in git")
 		desc := fmt.Sprintf("The result %s cannot be checked against git: %s", res.MsgID, errMessage(err))
-		esc := t.escalateFor(task.KindResultProblem, func() *amp.Message {
+		esc := func() *amp.Message {
 			return t.escalate(ctx, amp.EscConflict, amp.SeverityWarning, amp.RoleCoordinator, desc, []string{res.MsgID},
 				"Redispatch with a note", "Accept the result as is", "Terminate the task")
-		})
+		}
 		return t.resultDecision(ctx, task.KindResultProblem, desc, esc)
 	}
 	if out.Violation != "" {
@@ -134,10 +134,10 @@ func (t *taskRun) takeResult(ctx workflow.Context) (phase, error) {
 func (t *taskRun) branchViolation(ctx workflow.Context, desc string) (phase, error) {
 	res := t.Result
 	t.setStatus(ctx, task.StatusSuspended, "branch violation")
-	esc := t.escalateFor(task.KindBranchViolation, func() *amp.Message {
+	esc := func() *amp.Message {
 		return t.escalate(ctx, amp.EscBranchViolation, amp.SeverityCritical, amp.RoleCoordinator, desc, []string{t.DispatchID, res.MsgID},
 			"Redispatch with guidance to work on "+t.In.Plan.Branch, "Terminate the task")
-	})
+	}
 	o, err := t.decideOn(ctx, task.KindBranchViolation, desc+" Redispatch with guidance or terminate?", esc, optGuide, optTerminate)
 	if err != nil || o == nil {
 		return phaseResult, err
@@ -149,17 +149,9 @@ func (t *taskRun) branchViolation(ctx workflow.Context, desc string) (phase, err
 	return t.terminatedBy(o), nil
 }
 
-// pendingPrompt is the open decision's question, for a phase entered again.
-func (t *taskRun) pendingPrompt() string {
-	if d := t.decisions.Pending(); d != nil {
-		return d.Prompt
-	}
-	return ""
-}
-
 // resultDecision asks the admins what to do with a result that cannot
 // go on to review as it is.
-func (t *taskRun) resultDecision(ctx workflow.Context, kind decision.Kind, desc string, esc *amp.Message) (phase, error) {
+func (t *taskRun) resultDecision(ctx workflow.Context, kind decision.Kind, desc string, esc func() *amp.Message) (phase, error) {
 	res := t.Result
 	o, err := t.decideOn(ctx, kind, desc+" Redispatch with a note, accept as is, or terminate?", esc,
 		decision.Option{ID: task.OptRedispatch, Label: "Redispatch with a note", NoteRequired: true}, optAccept, optTerminate)

@@ -61,7 +61,7 @@ func (t *taskRun) finish(ctx workflow.Context) (task.Result, error) {
 	t.Outbox = nil
 	t.Deadline = time.Time{}
 	t.snapshot()
-	t.closing = true
+	t.ending = true
 	if err := t.drain(ctx); err != nil {
 		return task.Result{}, err
 	}

@@ -102,10 +102,10 @@ func (t *taskRun) takeVerdict(ctx workflow.Context) (phase, error) {
 		t.setStatus(ctx, task.StatusAwaitingAdmin, "low-confidence verdict")
 		desc := fmt.Sprintf("The reviewer's verdict on %s is %s with confidence %.2f (below %.2f).",
 			t.Result.Result().SubtaskID, v.Decision, v.Confidence, t.In.Policy.MinConfidence)
-		esc := t.escalateFor(task.KindLowConfidence, func() *amp.Message {
+		esc := func() *amp.Message {
 			return t.escalate(ctx, amp.EscUnknown, amp.SeverityWarning, amp.RoleCoordinator, desc, []string{vm.MsgID},
 				"Accept the verdict", "Override it", "Ask for another review")
-		})
+		}
 		o, err := t.decideOn(ctx, task.KindLowConfidence, desc+" Accept it, override, or review again?", esc,
 			optAcceptVerd, optOverApprove, optOverReject, optReviewAgain)
 		if err != nil || o == nil {
@@ -175,13 +175,13 @@ func (t *taskRun) lock(ctx workflow.Context) (phase, error) {
 	vm := t.Verdict
 	desc := fmt.Sprintf("%s hallucination lock: the reviewer rejected the work %d times (more than %d). The task is suspended until an admin decides.",
 		t.In.TaskID, t.RejectCount, t.In.Policy.MaxRejects)
-	esc := t.escalateFor(task.KindHallucinationLock, func() *amp.Message {
+	esc := func() *amp.Message {
 		return t.escalate(ctx, amp.EscHallucinationLock, amp.SeverityCritical, amp.RoleCoordinator, desc, []string{t.DispatchID, vm.MsgID},
 			"Review the diff yourself and redispatch with specific guidance",
 			"Split the task into smaller subtasks (replan)",
 			"Approve the work as it is",
 			"Terminate the task")
-	})
+	}
 	o, err := t.decideOn(ctx, task.KindHallucinationLock, desc, esc, optGuide, optReplan, optApproveAny, optTerminate)
 	if err != nil || o == nil {
 		return phaseLock, err

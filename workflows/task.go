@@ -101,9 +101,9 @@ type taskRun struct {
 	log log.Logger
 	// decisions is the decision engine over taskState.Decisions.
 	decisions *decide.Engine
-	// closing is set once the run ends or continues as new: handlers stop
+	// ending is set once the run ends or continues as new: handlers stop
 	// waiting for the run loop.
-	closing bool
+	ending bool
 	// deliveries stops the delivery still running for each agent.
 	deliveries map[amp.Role]workflow.CancelFunc
 	// effects is the context the record and notice loops are started in
@@ -215,7 +215,7 @@ func (t *taskRun) run(ctx workflow.Context) (task.Result, error) {
 }
 
 func (t *taskRun) continueAsNew(ctx workflow.Context) (task.Result, error) {
-	t.closing = true
+	t.ending = true
 	if err := t.drain(ctx); err != nil {
 		return task.Result{}, err
 	}

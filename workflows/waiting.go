@@ -32,10 +32,10 @@ func (t *taskRun) mustGiveWay(ctx workflow.Context) bool {
 	return t.interrupted() || workflow.GetInfo(ctx).GetContinueAsNewSuggested()
 }
 
-// activity runs an activity that may take long, cancelling it when the
-// task must give way (a cancel, an agent's critical escalation, a
-// continue-as-new); it then reports yielded, and the phase runs again.
-func (t *taskRun) activity(ctx workflow.Context, start func(workflow.Context) workflow.Future, out any) (bool, error) {
+// runUntilGiveWay runs an activity that may take long, cancelling it
+// when the task must give way (a cancel, an agent's critical escalation, a
+// continue-as-new); it then reports gaveWay, and the phase runs again.
+func (t *taskRun) runUntilGiveWay(ctx workflow.Context, start func(workflow.Context) workflow.Future, out any) (gaveWay bool, err error) {
 	actx, cancel := workflow.WithCancel(ctx)
 	f := start(actx)
 	done := false
@@ -44,7 +44,7 @@ func (t *taskRun) activity(ctx workflow.Context, start func(workflow.Context) wo
 			cancel()
 		}
 	})
-	err := f.Get(ctx, out)
+	err = f.Get(ctx, out)
 	done = true
 	if err != nil && t.mustGiveWay(ctx) {
 		return true, nil
@@ -108,7 +108,7 @@ func (t *taskRun) awaitAckOf(ctx workflow.Context, w ackWait, here phase) (phase
 		}
 		if timedOut {
 			t.Deadline = time.Time{}
-			if _, open := t.decisions.Asking(kinds...); !open && t.failedToRaise(w.msgID) == nil {
+			if _, asked := t.decisions.Asking(kinds...); !asked && t.failedToRaise(w.msgID) == nil {
 				desc := fmt.Sprintf("The %s did not ACK %s within %s.", w.role, w.msgID, task.FormatDuration(t.In.Policy.AckTimeout(w.typ)))
 				esc := t.escalate(ctx, amp.EscAckTimeout, amp.SeverityWarning, amp.RoleSystem, desc, []string{w.msgID},
 					"Send it again", "Keep waiting for the "+string(w.role), "Terminate the task")
@@ -157,9 +157,9 @@ func (t *taskRun) awaitReply(ctx workflow.Context, role amp.Role, again decision
 			}
 			continue
 		}
-		k, open := t.decisions.Asking(kinds...)
+		k, asked := t.decisions.Asking(kinds...)
 		var deadline time.Time
-		if !open {
+		if !asked {
 			deadline = t.LastActive.Add(t.In.Policy.HeartbeatTimeout)
 		}
 		last := t.LastActive
@@ -173,11 +173,11 @@ func (t *taskRun) awaitReply(ctx workflow.Context, role amp.Role, again decision
 			continue
 		}
 		// A heartbeat answers the silence, not the failed delivery.
-		if open && k == task.KindHeartbeatTimeout && t.LastActive != last {
+		if asked && k == task.KindHeartbeatTimeout && t.LastActive != last {
 			t.supersede(ctx, "the "+string(role)+" showed life again", kinds...)
 			continue
 		}
-		if timedOut && !open {
+		if timedOut && !asked {
 			desc := fmt.Sprintf("The %s has been silent for %s (no message or heartbeat).", role, task.FormatDuration(t.In.Policy.HeartbeatTimeout))
 			esc := t.escalate(ctx, amp.EscHeartbeatTimeout, amp.SeverityWarning, amp.RoleSystem, desc, []string{ref},
 				"Send the work again", "Keep waiting", "Terminate the task")
