@@ -163,7 +163,7 @@ func (t *taskRun) agentEscalation(ctx workflow.Context, m amp.Message) {
 		t.Interrupt = &m
 		return
 	}
-	t.notify(activities.NotifyInput{Event: activities.NoticeEscalation, Status: t.Status, Message: &m})
+	t.notify(activities.NoticeEscalation, queuedNotice{Status: t.Status, Message: &m})
 }
 
 // suspendForAgent handles an agent's critical escalation: the task stands

@@ -66,7 +66,7 @@ func (t *taskRun) decisionContext(esc *amp.Message) decision.Context {
 		c.Subtask = st.SubtaskID
 	}
 	if t.CI != nil {
-		c.CIState = string(t.CI.State)
+		c.CIState = t.CI.State
 	}
 	if t.Result != nil && t.Result.Result() != nil {
 		c.Blockers = t.Result.Result().Blockers

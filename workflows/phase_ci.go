@@ -41,7 +41,7 @@ func (t *taskRun) ciGate(ctx workflow.Context) (phase, error) {
 			t.LastError = "reading CI: " + errMessage(err)
 			return t.ciEscalation(ctx, "CI cannot be read: "+errMessage(err))
 		}
-		t.CI = &st
+		t.CI = newCIReading(st)
 		switch st.State {
 		case activities.CIPassed, activities.CINone:
 			t.CIDeadline = time.Time{}

@@ -7,7 +7,6 @@ import (
 
 	"go.temporal.io/sdk/workflow"
 
-	"github.com/ampflow/ampflow/activities"
 	"github.com/ampflow/ampflow/amp"
 	"github.com/ampflow/ampflow/amp/decision"
 	"github.com/ampflow/ampflow/amp/task"
@@ -33,7 +32,7 @@ func (t *taskRun) requestReview(ctx workflow.Context) (phase, error) {
 	if diffURL == "" {
 		diffURL = fmt.Sprintf("git diff %s...%s (in %s)", t.Default, shortHash(t.Result.Result().CommitHash), t.In.Plan.Repo)
 	}
-	if t.CI != nil && t.CI.State == activities.CIFailed {
+	if t.CI.failed() {
 		notes = append(notes, "CI is failing ("+strings.Join(t.CI.Failing, ", ")+"); an admin chose to review without it.")
 	}
 	p := &amp.ReviewRequest{
@@ -44,8 +43,8 @@ func (t *taskRun) requestReview(ctx workflow.Context) (phase, error) {
 		RejectCount:         t.RejectCount,
 		CoordinatorNotes:    strings.Join(notes, "\n"),
 	}
-	if t.CI != nil && t.CI.State != activities.CIFailed {
-		p.CIStatus = map[string]any{"state": string(t.CI.State), "last_updated": workflow.Now(ctx).UTC().Format(time.RFC3339)}
+	if t.CI != nil && !t.CI.failed() {
+		p.CIStatus = map[string]any{"state": t.CI.State, "last_updated": workflow.Now(ctx).UTC().Format(time.RFC3339)}
 		for name, s := range t.CI.Checks {
 			if s != "failed" {
 				p.CIStatus[name] = s

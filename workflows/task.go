@@ -241,7 +241,7 @@ func (t *taskRun) setStatus(ctx workflow.Context, s task.Status, note string) {
 	t.addTimeline(ctx, task.TimelineEntry{Kind: "status", Status: s, Note: note})
 	t.upsertAttributes(ctx)
 	if t.In.Policy.StatusUpdates {
-		t.notify(activities.NotifyInput{Event: activities.NoticeStatus, Status: s, Text: note})
+		t.notify(activities.NoticeStatus, queuedNotice{Status: s, Text: note})
 	}
 }
 
