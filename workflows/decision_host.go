@@ -147,7 +147,7 @@ func (h decisionHost) Notify(ctx workflow.Context, ev decide.Event, d decision.D
 		e.Note = "escalated: the escalation group may decide"
 	}
 	t.addTimeline(ctx, e)
-	t.notify(activities.NotifyInput{Event: noticeOf[ev], Status: t.Status, Decision: &d, Outcome: o})
+	t.notify(noticeOf[ev], queuedNotice{Status: t.Status, Decision: &d, Outcome: o})
 	t.snapshot()
 }
 

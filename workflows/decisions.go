@@ -2,7 +2,6 @@ package workflows
 
 import (
 	"fmt"
-	"slices"
 
 	"go.temporal.io/sdk/workflow"
 
@@ -39,7 +38,7 @@ func (t *taskRun) ask(ctx workflow.Context, kind decision.Kind, prompt string, e
 	if kind == task.KindDeliveryFailed && t.Failed != nil {
 		c.AgentStderr = t.Failed.Stderr
 	}
-	_, err := t.decisions.Open(ctx, decide.Request{
+	_, err := t.decisions.Raise(ctx, decide.Request{
 		Kind:       kind,
 		Prompt:     prompt,
 		Options:    opts,
@@ -67,7 +66,7 @@ func (t *taskRun) decisionContext(esc *amp.Message) decision.Context {
 		c.Subtask = st.SubtaskID
 	}
 	if t.CI != nil {
-		c.CIState = string(t.CI.State)
+		c.CIState = t.CI.State
 	}
 	if t.Result != nil && t.Result.Result() != nil {
 		c.Blockers = t.Result.Result().Blockers
@@ -103,7 +102,7 @@ func (t *taskRun) withdrawDecision(ctx workflow.Context, why string) {
 // first: the open decision is withdrawn, and a choice already made but not
 // taken is dropped, with a note in the timeline.
 func (t *taskRun) supersede(ctx workflow.Context, why string, kinds ...decision.Kind) {
-	if d := t.decisions.Pending(); d != nil && slices.Contains(kinds, d.Kind) {
+	if t.decisions.PendingOf(kinds...) != nil {
 		t.withdrawDecision(ctx, why)
 	}
 	if o := t.decisions.Take(kinds...); o != nil {
@@ -113,14 +112,21 @@ func (t *taskRun) supersede(ctx workflow.Context, why string, kinds ...decision.
 }
 
 // decideOn returns the admin's choice on a decision of kind: one already
-// made, else the open one's once made, else a new one's. Nil means the
-// phase must give way (a cancel, an agent's critical escalation, or a
-// continue-as-new) and will be entered again.
-func (t *taskRun) decideOn(ctx workflow.Context, kind decision.Kind, prompt string, esc *amp.Message, opts ...decision.Option) (*decision.Outcome, error) {
+// made, else the open one's once made, else a new one's. Only a new one
+// sends its escalation (escalation may be nil) and takes prompt: a phase
+// entered again after a continue-as-new or an interruption goes back to
+// its question without escalating twice. Nil means the phase must give
+// way (a cancel, an agent's critical escalation, or a continue-as-new)
+// and will be entered again.
+func (t *taskRun) decideOn(ctx workflow.Context, kind decision.Kind, prompt string, escalation func() *amp.Message, opts ...decision.Option) (*decision.Outcome, error) {
 	if o := t.decisions.Take(kind); o != nil {
 		return o, nil
 	}
-	if t.decisions.OpenOf(kind) == nil {
+	if _, asked := t.decisions.Asking(kind); !asked {
+		var esc *amp.Message
+		if escalation != nil {
+			esc = escalation()
+		}
 		t.withdrawDecision(ctx, "superseded")
 		if k, ok := t.decisions.AnsweredKind(); ok {
 			t.supersede(ctx, "superseded by a new decision", k)
@@ -139,96 +145,4 @@ func (t *taskRun) decideOn(ctx workflow.Context, kind decision.Kind, prompt stri
 		return nil, fmt.Errorf("waiting for decision of task %s: %w", t.In.TaskID, err)
 	}
 	return t.decisions.Take(kind), nil
-}
-
-// terminatedBy ends the task on an admin's word.
-func (t *taskRun) terminatedBy(o *decision.Outcome) phase {
-	t.Reason = fmt.Sprintf("terminated by %s via %s%s", o.By, o.Channel, noteSuffix(o.Note))
-	return phaseTerminate
-}
-
-// escalateFor returns the escalation behind the open decision of kind, or
-// sends a new one: a phase entered again after continue-as-new must not
-// escalate twice.
-func (t *taskRun) escalateFor(kind decision.Kind, send func() *amp.Message) *amp.Message {
-	if d := t.decisions.OpenOf(kind); d != nil {
-		return d.Escalation
-	}
-	if t.decisions.Answered(kind) {
-		return nil
-	}
-	return send()
-}
-
-// escalate sends an escalation to the admins: a full AMP message,
-// recorded like any other.
-func (t *taskRun) escalate(ctx workflow.Context, typ amp.EscalationType, sev amp.Severity, by amp.Role, desc string, affected []string, suggested ...string) *amp.Message {
-	if affected == nil {
-		affected = []string{}
-	}
-	last := ""
-	if n := len(t.MsgIDs); n > 0 {
-		last = t.MsgIDs[n-1]
-	}
-	p := &amp.Escalation{
-		EscalationType: typ,
-		Severity:       sev,
-		TriggeredBy:    by,
-		Description:    desc,
-		AffectedMsgs:   affected,
-		SystemStateSnapshot: map[string]any{
-			"task_status":            string(t.Status),
-			"reject_count":           t.RejectCount,
-			"ci_rounds":              t.CIRounds,
-			"last_successful_msg_id": last,
-		},
-		SuggestedActions: suggested,
-		AutoSuspended:    sev == amp.SeverityCritical,
-	}
-	if st := t.subtask(); st != nil {
-		p.SystemStateSnapshot["subtask_id"] = st.SubtaskID
-	}
-	m := amp.NewMessage(by, amp.RoleAdmin, t.In.TaskID, t.newTime(ctx, amp.TypeEscalation), p)
-	t.recordMessage(ctx, m)
-	t.snapshot()
-	return &m
-}
-
-// suspendForAgent handles an agent's critical escalation: the task stands
-// still until an admin resumes, redispatches or terminates it.
-func (t *taskRun) suspendForAgent(ctx workflow.Context) error {
-	esc := t.Interrupt
-	if t.ResumeStatus == "" {
-		t.ResumeStatus, t.ResumePhase, t.SuspendedAt = t.Status, t.Phase, workflow.Now(ctx)
-	}
-	resumeStatus, resumePhase, suspendedAt := t.ResumeStatus, t.ResumePhase, t.SuspendedAt
-	t.setStatus(ctx, task.StatusSuspended, "critical escalation "+esc.MsgID)
-	e := esc.Escalation()
-	o, err := t.decideOn(ctx, task.KindAgentEscalation,
-		fmt.Sprintf("The %s escalated (%s, critical): %s", e.TriggeredBy, e.EscalationType, e.Description),
-		esc, optResume, optGuide, optTerminate)
-	if err != nil || o == nil {
-		return err
-	}
-	t.Interrupt, t.ResumeStatus, t.ResumePhase = nil, "", ""
-	switch o.Option {
-	case task.OptResume:
-		now := workflow.Now(ctx)
-		if !t.Deadline.IsZero() {
-			t.Deadline = t.Deadline.Add(now.Sub(suspendedAt))
-		}
-		if !t.CIDeadline.IsZero() {
-			t.CIDeadline = t.CIDeadline.Add(now.Sub(suspendedAt))
-		}
-		t.LastActive = t.LastActive.Add(now.Sub(suspendedAt))
-		t.setStatus(ctx, resumeStatus, "resumed by "+o.By)
-		t.Phase = resumePhase
-	case task.OptRedispatch:
-		t.FixNote = "Admin guidance: " + o.Note
-		t.FixRefs = []string{esc.MsgID}
-		t.Phase = phaseDispatch
-	default:
-		t.Phase = t.terminatedBy(o)
-	}
-	return nil
 }

@@ -118,7 +118,7 @@ func (t *taskRun) record(ctx workflow.Context, id string, kind activities.Record
 		t.log.Error("encoding SSOT record", "id", id, "error", err)
 		return
 	}
-	t.Records = append(t.Records, activities.RecordEntry{ID: id, Kind: kind, Body: b, RecordedAt: workflow.Now(ctx)})
+	t.Records = append(t.Records, queuedRecord{ID: id, Kind: string(kind), Body: b, RecordedAt: workflow.Now(ctx)})
 	t.wake()
 }
 
@@ -129,13 +129,13 @@ func (t *taskRun) recordMessage(ctx workflow.Context, m amp.Message) {
 	t.Seen[m.MsgID] = digest(b)
 	t.MsgIDs = append(t.MsgIDs, m.MsgID)
 	t.addTimeline(ctx, task.TimelineEntry{Kind: "message", MsgID: m.MsgID, Type: string(m.Type), From: string(m.From), To: string(m.To)})
-	t.Records = append(t.Records, activities.RecordEntry{ID: m.MsgID, Kind: activities.KindMessage, Body: b, RecordedAt: t.UpdatedAt})
+	t.Records = append(t.Records, queuedRecord{ID: m.MsgID, Kind: string(activities.KindMessage), Body: b, RecordedAt: t.UpdatedAt})
 	t.wake()
 }
 
 // snapshot queues the task's current state for task.json.
 func (t *taskRun) snapshot() {
-	t.Records = append(t.Records, activities.RecordEntry{Kind: snapshotKind})
+	t.Records = append(t.Records, queuedRecord{Kind: snapshotKind})
 	t.wake()
 }
 
@@ -156,7 +156,7 @@ func (t *taskRun) wake() {
 }
 
 // snapshotKind marks a queue slot that writes task.json instead of a record.
-const snapshotKind activities.RecordKind = "snapshot"
+const snapshotKind = "snapshot"
 
 // recordLoop writes queued SSOT entries in order, batching what has
 // queued up meanwhile, with the task's state alongside. It writes in a
@@ -176,7 +176,7 @@ func (t *taskRun) recordLoop(ctx workflow.Context) {
 		in := activities.RecordInput{TaskID: t.In.TaskID}
 		for _, e := range t.Records[:n] {
 			if e.Kind != snapshotKind {
-				in.Entries = append(in.Entries, e)
+				in.Entries = append(in.Entries, e.entry())
 			}
 		}
 		view, _ := json.Marshal(t.view())
@@ -195,8 +195,8 @@ func (t *taskRun) recordLoop(ctx workflow.Context) {
 // notify queues a notice to admins; the notice loop sends them in order.
 // Every notice goes to the worker's notifier, which knows the channels
 // the worker has.
-func (t *taskRun) notify(n activities.NotifyInput) {
-	n.TaskID = t.In.TaskID
+func (t *taskRun) notify(ev activities.NotifyEvent, n queuedNotice) {
+	n.Event = string(ev)
 	t.Notices = append(t.Notices, n)
 	t.wake()
 }
@@ -209,7 +209,7 @@ func (t *taskRun) noticeLoop(ctx workflow.Context) {
 			return
 		}
 		n := t.Notices[0]
-		if err := workflow.ExecuteActivity(ctx, acts.Notify, n).Get(ctx, nil); err != nil {
+		if err := workflow.ExecuteActivity(ctx, acts.Notify, n.input(t.In.TaskID)).Get(ctx, nil); err != nil {
 			t.LastError = fmt.Sprintf("notifying admins: %v", err)
 			t.log.Warn("notifying admins", "event", n.Event, "error", err)
 		}
@@ -300,4 +300,13 @@ func failure(m amp.Message, err error) *deliveryFailed {
 	}
 	f.Summary = strings.Join(strings.Fields(f.Summary), " ") // Last error is one line
 	return f
+}
+
+// errMessage is an activity error's own message, without the SDK's wrapping.
+func errMessage(err error) string {
+	var app *temporal.ApplicationError
+	if errors.As(err, &app) {
+		return app.Message()
+	}
+	return err.Error()
 }

@@ -1,36 +1,15 @@
 package workflows
 
 import (
+	"encoding/json"
 	"fmt"
 	"time"
 
-	"go.temporal.io/sdk/workflow"
-
 	"github.com/ampflow/ampflow/activities"
 	"github.com/ampflow/ampflow/amp"
+	"github.com/ampflow/ampflow/amp/decision"
 	"github.com/ampflow/ampflow/amp/task"
 	"github.com/ampflow/ampflow/workflows/decide"
-)
-
-// phase is where the run loop stands; finer than task.Status.
-type phase string
-
-const (
-	phaseCheck       phase = "check"
-	phaseApproval    phase = "approval"
-	phaseDispatch    phase = "dispatch"
-	phaseAwaitAck    phase = "await_ack"
-	phaseAwaitResult phase = "await_result"
-	phaseResult      phase = "result"
-	phaseCI          phase = "ci"
-	phaseReview      phase = "review"
-	phaseAwaitReview phase = "await_review"
-	phaseVerdict     phase = "verdict"
-	phaseLock        phase = "lock"
-	phaseNextSubtask phase = "next_subtask"
-	phaseFinal       phase = "final"
-	phaseDone        phase = "done"
-	phaseTerminate   phase = "terminate"
 )
 
 // taskState is everything a task run knows. It is carried whole across
@@ -67,10 +46,10 @@ type taskState struct {
 	FixRefs []string `json:"fix_refs,omitempty"`
 
 	// Review inputs from git and CI.
-	DiffURL    string                     `json:"diff_url,omitempty"`
-	Mismatches []string                   `json:"mismatches,omitempty"`
-	CI         *activities.CIStatusResult `json:"ci,omitempty"`
-	Default    string                     `json:"default_branch,omitempty"`
+	DiffURL    string     `json:"diff_url,omitempty"`
+	Mismatches []string   `json:"mismatches,omitempty"`
+	CI         *ciReading `json:"ci,omitempty"`
+	Default    string     `json:"default_branch,omitempty"`
 	// GitHubRepo is where the task's checks are read (HOST/OWNER/NAME),
 	// fixed when the task started; empty when it has none.
 	GitHubRepo string `json:"github_repo,omitempty"`
@@ -121,8 +100,8 @@ type taskState struct {
 	RecordRev int64 `json:"record_rev"`
 
 	// Effects not yet carried out, in order: SSOT records and notices.
-	Records []activities.RecordEntry `json:"records,omitempty"`
-	Notices []activities.NotifyInput `json:"notices,omitempty"`
+	Records []queuedRecord `json:"records,omitempty"`
+	Notices []queuedNotice `json:"notices,omitempty"`
 }
 
 // deliveryFailed is a message that could not be delivered.
@@ -138,6 +117,57 @@ type deliveryFailed struct {
 // line is the failure as Last error shows it.
 func (f *deliveryFailed) line() string {
 	return fmt.Sprintf("delivering %s to the %s failed: %s", f.MsgID, f.To, f.Summary)
+}
+
+// The carried state holds its own types, not the activities' inputs and
+// results: a field added to an activity's input does not change the
+// state's JSON. Each converts at its activity call.
+
+// ciReading is what the task keeps of the last CI read: its review
+// request and its decisions quote it.
+type ciReading struct {
+	State   string            `json:"state"`
+	Failing []string          `json:"failing,omitempty"`
+	Checks  map[string]string `json:"checks,omitempty"`
+}
+
+func newCIReading(r activities.CIStatusResult) *ciReading {
+	return &ciReading{State: string(r.State), Failing: r.Failing, Checks: r.Checks}
+}
+
+// failed reports whether CI was read as failed.
+func (c *ciReading) failed() bool {
+	return c != nil && c.State == string(activities.CIFailed)
+}
+
+// queuedRecord is an SSOT record the record loop has yet to write, or,
+// with snapshotKind, a write of the task's state.
+type queuedRecord struct {
+	ID         string          `json:"id,omitempty"`
+	Kind       string          `json:"kind"`
+	Body       json.RawMessage `json:"body,omitempty"`
+	RecordedAt time.Time       `json:"recorded_at,omitzero"`
+}
+
+func (r queuedRecord) entry() activities.RecordEntry {
+	return activities.RecordEntry{ID: r.ID, Kind: activities.RecordKind(r.Kind), Body: r.Body, RecordedAt: r.RecordedAt}
+}
+
+// queuedNotice is a notice to the admins the notice loop has yet to send.
+type queuedNotice struct {
+	Event    string             `json:"event"`
+	Status   task.Status        `json:"status"`
+	Decision *decision.Decision `json:"decision,omitempty"`
+	Outcome  *decision.Outcome  `json:"outcome,omitempty"`
+	Message  *amp.Message       `json:"message,omitempty"`
+	Text     string             `json:"text,omitempty"`
+}
+
+func (n queuedNotice) input(taskID string) activities.NotifyInput {
+	return activities.NotifyInput{
+		TaskID: taskID, Event: activities.NotifyEvent(n.Event), Status: n.Status,
+		Decision: n.Decision, Outcome: n.Outcome, Message: n.Message, Text: n.Text,
+	}
 }
 
 func newTaskState(in task.Input, now time.Time) *taskState {
@@ -195,12 +225,6 @@ func (s *taskState) dropOutboxTo(r amp.Role) {
 // cancelled or an agent escalated critically.
 func (s *taskState) interrupted() bool {
 	return s.Cancel != nil || s.Interrupt != nil
-}
-
-// mustGiveWay reports whether the run loop must take over: an
-// interruption, or Temporal suggests continuing as new.
-func (t *taskRun) mustGiveWay(ctx workflow.Context) bool {
-	return t.interrupted() || workflow.GetInfo(ctx).GetContinueAsNewSuggested()
 }
 
 func (s *taskState) suspended() bool {

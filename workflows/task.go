@@ -16,6 +16,48 @@ import (
 	"github.com/ampflow/ampflow/workflows/decide"
 )
 
+// phase is where the run loop stands; finer than task.Status.
+type phase string
+
+const (
+	phaseCheck       phase = "check"
+	phaseApproval    phase = "approval"
+	phaseDispatch    phase = "dispatch"
+	phaseAwaitAck    phase = "await_ack"
+	phaseAwaitResult phase = "await_result"
+	phaseResult      phase = "result"
+	phaseCI          phase = "ci"
+	phaseReview      phase = "review"
+	phaseAwaitReview phase = "await_review"
+	phaseVerdict     phase = "verdict"
+	phaseLock        phase = "lock"
+	phaseNextSubtask phase = "next_subtask"
+	phaseFinal       phase = "final"
+	phaseDone        phase = "done"
+	phaseTerminate   phase = "terminate"
+)
+
+// steps is the task's AMP/1.0 run, one phase to a line in protocol
+// order: the method that runs the phase returns the phase to go to. A
+// phase that must give way (a cancel, an agent's critical escalation, a
+// continue-as-new) returns itself and is entered again; the run loop
+// ends the task at phaseDone and phaseTerminate.
+var steps = map[phase]func(*taskRun, workflow.Context) (phase, error){
+	phaseCheck:       (*taskRun).check,         // plan: refuse a plan or branch that cannot be dispatched
+	phaseApproval:    (*taskRun).approval,      // plan: the admins approve it when its risk_level asks for that
+	phaseDispatch:    (*taskRun).dispatch,      // 01 task_dispatch: the subtask goes to the executor
+	phaseAwaitAck:    (*taskRun).awaitAck,      // ACK of task_dispatch within its ack_timeout_sec (ACK on start)
+	phaseAwaitResult: (*taskRun).awaitResult,   // execution: silence past the heartbeat timeout goes to the admins
+	phaseResult:      (*taskRun).takeResult,    // 02 task_result: ACK it, check it against git; partial or failed goes to the admins
+	phaseCI:          (*taskRun).ciGate,        // CI gating: failed CI goes back to the executor, not to review
+	phaseReview:      (*taskRun).requestReview, // 03 review_request: the round goes to the reviewer
+	phaseAwaitReview: (*taskRun).awaitReview,   // ACK of review_request, then the reviewer's verdict
+	phaseVerdict:     (*taskRun).takeVerdict,   // 04 review_verdict: ACK it; low confidence goes to the admins
+	phaseLock:        (*taskRun).lock,          // 05 escalation hallucination_lock: reject_count past the limit
+	phaseNextSubtask: (*taskRun).nextSubtask,   // the next subtask, or the final approval after the last
+	phaseFinal:       (*taskRun).finalApproval, // the admins approve the task as done
+}
+
 // Task runs one AMP task from plan approval to done. The workflow carries
 // the coordinator's protocol duties; agents and admins feed it messages
 // through its updates.
@@ -59,9 +101,9 @@ type taskRun struct {
 	log log.Logger
 	// decisions is the decision engine over taskState.Decisions.
 	decisions *decide.Engine
-	// closing is set once the run ends or continues as new: handlers stop
+	// ending is set once the run ends or continues as new: handlers stop
 	// waiting for the run loop.
-	closing bool
+	ending bool
 	// deliveries stops the delivery still running for each agent.
 	deliveries map[amp.Role]workflow.CancelFunc
 	// effects is the context the record and notice loops are started in
@@ -160,7 +202,11 @@ func (t *taskRun) run(ctx workflow.Context) (task.Result, error) {
 			}
 			continue
 		}
-		next, err := t.step(ctx)
+		step, ok := steps[t.Phase]
+		if !ok {
+			return task.Result{}, fmt.Errorf("task %s: unknown phase %q", t.In.TaskID, t.Phase)
+		}
+		next, err := step(t, ctx)
 		if err != nil {
 			return task.Result{}, err
 		}
@@ -168,61 +214,8 @@ func (t *taskRun) run(ctx workflow.Context) (task.Result, error) {
 	}
 }
 
-func (t *taskRun) step(ctx workflow.Context) (phase, error) {
-	switch t.Phase {
-	case phaseCheck:
-		return t.check(ctx)
-	case phaseApproval:
-		return t.approval(ctx)
-	case phaseDispatch:
-		return t.dispatch(ctx)
-	case phaseAwaitAck:
-		return t.awaitAck(ctx)
-	case phaseAwaitResult:
-		return t.awaitResult(ctx)
-	case phaseResult:
-		return t.takeResult(ctx)
-	case phaseCI:
-		return t.ciGate(ctx)
-	case phaseReview:
-		return t.requestReview(ctx)
-	case phaseAwaitReview:
-		return t.awaitReview(ctx)
-	case phaseVerdict:
-		return t.takeVerdict(ctx)
-	case phaseLock:
-		return t.lock(ctx)
-	case phaseNextSubtask:
-		return t.nextSubtask(ctx)
-	case phaseFinal:
-		return t.finalApproval(ctx)
-	}
-	return "", fmt.Errorf("task %s: unknown phase %q", t.In.TaskID, t.Phase)
-}
-
-func (t *taskRun) finish(ctx workflow.Context) (task.Result, error) {
-	if t.Phase == phaseDone {
-		t.setStatus(ctx, task.StatusDone, "")
-	} else {
-		t.setStatus(ctx, task.StatusTerminated, t.Reason)
-	}
-	t.withdrawDecision(ctx, "the task is "+string(t.Status))
-	t.decisions.Drop()
-	t.Outbox = nil
-	t.Deadline = time.Time{}
-	t.snapshot()
-	t.closing = true
-	if err := t.drain(ctx); err != nil {
-		return task.Result{}, err
-	}
-	if err := workflow.Await(ctx, func() bool { return workflow.AllHandlersFinished(ctx) }); err != nil {
-		return task.Result{}, fmt.Errorf("waiting for handlers of task %s: %w", t.In.TaskID, err)
-	}
-	return t.result(), nil
-}
-
 func (t *taskRun) continueAsNew(ctx workflow.Context) (task.Result, error) {
-	t.closing = true
+	t.ending = true
 	if err := t.drain(ctx); err != nil {
 		return task.Result{}, err
 	}
@@ -248,7 +241,7 @@ func (t *taskRun) setStatus(ctx workflow.Context, s task.Status, note string) {
 	t.addTimeline(ctx, task.TimelineEntry{Kind: "status", Status: s, Note: note})
 	t.upsertAttributes(ctx)
 	if t.In.Policy.StatusUpdates {
-		t.notify(activities.NotifyInput{Event: activities.NoticeStatus, Status: s, Text: note})
+		t.notify(activities.NoticeStatus, queuedNotice{Status: s, Text: note})
 	}
 }
 

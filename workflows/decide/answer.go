@@ -15,13 +15,13 @@ import (
 // picks. It reads the state and never changes it: it is the body of the
 // update's validator and the first step of Answer.
 func (e *Engine) Check(a decision.Answer) (decision.Option, error) {
-	if o, ok := e.closed(a.DecisionID); ok {
+	if o, ok := e.outcomeOf(a.DecisionID); ok {
 		if !e.host.MayDecide(a.By, true) {
 			return decision.Option{}, refusal.New(task.CodeForbidden, "by: %q is not a configured admin", a.By)
 		}
 		if o.Option == decision.OptWithdrawn {
 			return decision.Option{}, refusal.New(task.CodeStaleDecision, "decision_id: decision %s was withdrawn at %s (%s); %s",
-				o.DecisionID, stamp(o.At), o.Note, e.openNow())
+				o.DecisionID, stamp(o.At), o.Note, e.pendingNote())
 		}
 		return decision.Option{}, refusal.New(task.CodeDecided, "decision %s already decided by %s", o.DecisionID, decidedBy(o))
 	}
@@ -30,7 +30,7 @@ func (e *Engine) Check(a decision.Answer) (decision.Option, error) {
 		if !e.host.MayDecide(a.By, true) {
 			return decision.Option{}, refusal.New(task.CodeForbidden, "by: %q is not a configured admin", a.By)
 		}
-		return decision.Option{}, refusal.New(task.CodeStaleDecision, "decision_id: unknown decision %q for %s; %s", a.DecisionID, e.subject, e.openNow())
+		return decision.Option{}, refusal.New(task.CodeStaleDecision, "decision_id: unknown decision %q for %s; %s", a.DecisionID, e.subject, e.pendingNote())
 	}
 	if !e.host.MayDecide(a.By, !d.EscalatedAt.IsZero()) {
 		if e.host.MayDecide(a.By, true) {
@@ -82,8 +82,8 @@ func (e *Engine) Answer(ctx workflow.Context, a decision.Answer) (Reply, error) 
 	d := e.s.Open
 	if opt.ID == decision.OptApprove && d.Required > 1 {
 		if approvedBy(*d, a.By) {
-			open := cloneDecision(*d)
-			return Reply{Open: &open, Note: fmt.Sprintf("the approval of %s was counted already (%s)", a.By, d.Progress())}, nil
+			pending := cloneDecision(*d)
+			return Reply{Open: &pending, Note: fmt.Sprintf("the approval of %s was counted already (%s)", a.By, d.Progress())}, nil
 		}
 		ap := decision.Approval{By: a.By, Channel: a.Channel, At: workflow.Now(ctx), Note: a.Note}
 		d.Approvals = append(d.Approvals, ap)
@@ -92,8 +92,8 @@ func (e *Engine) Answer(ctx workflow.Context, a decision.Answer) (Reply, error) 
 				DecisionID: d.ID, Subject: d.Subject, Digest: d.Digest, Approval: ap, Progress: d.Progress(),
 			})
 			e.host.Notify(ctx, EventProgress, *d, nil)
-			open := cloneDecision(*d)
-			return Reply{Open: &open}, nil
+			pending := cloneDecision(*d)
+			return Reply{Open: &pending}, nil
 		}
 	}
 	o := e.Settle(ctx, a.Option, a.Note, a.By, a.Channel)
@@ -109,7 +109,7 @@ type ApprovalRecord struct {
 	Progress   decision.Progress `json:"progress"`
 }
 
-func (e *Engine) closed(id string) (decision.Outcome, bool) {
+func (e *Engine) outcomeOf(id string) (decision.Outcome, bool) {
 	for i := len(e.s.Decided) - 1; i >= 0; i-- {
 		if e.s.Decided[i].DecisionID == id {
 			return e.s.Decided[i], true
@@ -118,7 +118,7 @@ func (e *Engine) closed(id string) (decision.Outcome, bool) {
 	return decision.Outcome{}, false
 }
 
-func (e *Engine) openNow() string {
+func (e *Engine) pendingNote() string {
 	if e.s.Open != nil {
 		return "the open decision is " + e.s.Open.ID
 	}

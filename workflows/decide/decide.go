@@ -89,7 +89,7 @@ func (e *Engine) Start(ctx workflow.Context) {
 	e.watch()
 }
 
-// Request is a decision to open.
+// Request is a decision to raise.
 type Request struct {
 	Kind    decision.Kind
 	Prompt  string
@@ -108,9 +108,9 @@ type Request struct {
 	OnExpiry string
 }
 
-// Open raises a decision: it becomes the open one, goes to the SSOT and
+// Raise opens a decision: it becomes the open one, goes to the SSOT and
 // out to the admins, and its reminder, escalation and expiry timers start.
-func (e *Engine) Open(ctx workflow.Context, r Request) (decision.Decision, error) {
+func (e *Engine) Raise(ctx workflow.Context, r Request) (decision.Decision, error) {
 	switch r.OnExpiry {
 	case "":
 		return decision.Decision{}, fmt.Errorf("opening a %s decision of %s: on_expiry is required", r.Kind, e.subject)
@@ -226,9 +226,9 @@ func (e *Engine) Asking(kinds ...decision.Kind) (decision.Kind, bool) {
 	return "", false
 }
 
-// OpenOf returns the open decision if it is of kind.
-func (e *Engine) OpenOf(kind decision.Kind) *decision.Decision {
-	if d := e.s.Open; d != nil && d.Kind == kind {
+// PendingOf returns the open decision if it is of one of kinds.
+func (e *Engine) PendingOf(kinds ...decision.Kind) *decision.Decision {
+	if d := e.s.Open; d != nil && slices.Contains(kinds, d.Kind) {
 		return d
 	}
 	return nil

@@ -98,7 +98,7 @@ func probe(ctx workflow.Context, in probeInput) (probeState, error) {
 	rounds := max(in.Rounds, 1)
 	for s.Round < rounds {
 		if e.Pending() == nil && !e.Answered(testKind) {
-			if _, err := e.Open(ctx, Request{Kind: testKind, Prompt: "Approve?", Approves: plan, Required: in.Required,
+			if _, err := e.Raise(ctx, Request{Kind: testKind, Prompt: "Approve?", Approves: plan, Required: in.Required,
 				Options:  []decision.Option{{ID: decision.OptApprove, Label: "Approve"}, {ID: decision.OptReject, Label: "Reject"}},
 				OnExpiry: decision.OptReject}); err != nil {
 				return *s, err
@@ -441,7 +441,7 @@ func TestOpenRefusesApprovalOnExpiry(t *testing.T) {
 		var env testsuite.WorkflowTestSuite
 		w := env.NewTestWorkflowEnvironment()
 		w.ExecuteWorkflow(func(ctx workflow.Context) error {
-			_, err := e.Open(ctx, Request{Kind: testKind, Approves: plan, OnExpiry: opt})
+			_, err := e.Raise(ctx, Request{Kind: testKind, Approves: plan, OnExpiry: opt})
 			return err
 		})
 		if err := w.GetWorkflowError(); err == nil || !strings.Contains(err.Error(), "on_expiry") {

@@ -61,14 +61,14 @@ func (e *Engine) watch() {
 				e.watching = ""
 			}
 		}()
-		closed := func() bool { return e.s.Open == nil || e.s.Open.ID != id }
-		for !closed() {
+		gone := func() bool { return e.s.Open == nil || e.s.Open.ID != id }
+		for !gone() {
 			at, s := e.next(*e.s.Open)
 			if s == stepNone {
 				return
 			}
 			if wait := at.Sub(workflow.Now(ctx)); wait > 0 {
-				done, err := workflow.AwaitWithTimeout(ctx, wait, closed)
+				done, err := workflow.AwaitWithTimeout(ctx, wait, gone)
 				if err != nil || done {
 					return
 				}

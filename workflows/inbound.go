@@ -10,7 +10,6 @@ import (
 
 	"github.com/ampflow/ampflow/activities"
 	"github.com/ampflow/ampflow/amp"
-	"github.com/ampflow/ampflow/amp/decision"
 	"github.com/ampflow/ampflow/amp/task"
 	"github.com/ampflow/ampflow/workflows/refusal"
 )
@@ -276,155 +275,20 @@ func (t *taskRun) heartbeat(ctx workflow.Context, in task.HeartbeatInput) {
 	t.addTimeline(ctx, task.TimelineEntry{Kind: "heartbeat", From: string(in.From), Note: in.Note})
 }
 
-func (t *taskRun) validateDecide(in decision.Answer) error {
-	_, err := t.checkAnswer(in)
-	return err
+func (t *taskRun) acked(msgID string) bool {
+	_, ok := t.Acked[msgID]
+	return ok
 }
 
-// checkAnswer is the engine's check of an answer plus the task's own:
-// nothing is decided on an ended task, and a replan comes with subtasks.
-func (t *taskRun) checkAnswer(in decision.Answer) (decision.Option, error) {
-	if t.Status.Terminal() {
-		return decision.Option{}, refusal.New(task.CodeFinished, "task %s is %s", t.In.TaskID, t.Status)
-	}
-	opt, err := t.decisions.Check(in)
-	if err != nil {
-		return opt, err
-	}
-	if opt.ID == task.OptReplan {
-		return decision.Option{}, refusal.Field("option", "replan needs new subtasks: use `ampflow task replan %s -f FILE` or POST /v1/tasks/%s/replan", t.In.TaskID, t.In.TaskID)
-	}
-	return opt, nil
-}
-
-// decide takes an admin's answer. An approval short of the quorum returns
-// the decision still open with its approvals; an answer that closes it
-// returns once the run loop has acted on it, with the task's new status.
-func (t *taskRun) decide(ctx workflow.Context, in decision.Answer) (task.DecideResult, error) {
-	if _, err := t.checkAnswer(in); err != nil {
-		return task.DecideResult{}, err
-	}
-	r, err := t.decisions.Answer(ctx, in)
-	if err != nil {
-		return task.DecideResult{}, err
-	}
-	if r.Outcome == nil {
-		p := r.Open.Progress()
-		return task.DecideResult{Status: t.Status, Decision: r.Open, Progress: &p, Note: r.Note}, nil
-	}
-	if err := t.awaitAnswerTaken(ctx); err != nil {
-		return task.DecideResult{}, err
-	}
-	return task.DecideResult{Outcome: *r.Outcome, Status: t.Status}, nil
-}
-
-// awaitAnswerTaken waits until the run loop has taken the answer, so an
-// update returns the status it led to.
-func (t *taskRun) awaitAnswerTaken(ctx workflow.Context) error {
-	return workflow.Await(ctx, func() bool {
-		_, waiting := t.decisions.AnsweredKind()
-		return !waiting || t.closing
-	})
-}
-
-func (t *taskRun) validateCancel(in task.CancelInput) error {
-	if strings.TrimSpace(in.Reason) == "" {
-		return refusal.Field("reason", "required")
-	}
-	if strings.TrimSpace(in.By) == "" {
-		return refusal.Field("by", "required")
-	}
-	if t.Status.Terminal() {
-		return refusal.New(task.CodeFinished, "task %s is already %s", t.In.TaskID, t.Status)
-	}
-	return nil
-}
-
-func (t *taskRun) cancel(ctx workflow.Context, in task.CancelInput) (task.ChangeResult, error) {
-	if err := t.validateCancel(in); err != nil {
-		return task.ChangeResult{}, err
-	}
-	if t.Cancel == nil {
-		t.Cancel = &in
-		t.record(ctx, fmt.Sprintf("cancel-%s-%d", t.In.TaskID, workflow.Now(ctx).UnixMilli()), activities.KindEvent, in)
-	}
-	if err := workflow.Await(ctx, func() bool { return t.Status.Terminal() || t.closing }); err != nil {
-		return task.ChangeResult{}, err
-	}
-	return task.ChangeResult{Status: t.Status}, nil
-}
-
-func (t *taskRun) validateReplan(in task.ReplanInput) error {
-	if strings.TrimSpace(in.By) == "" {
-		return refusal.Field("by", "required")
-	}
-	if len(in.Subtasks) == 0 {
-		return refusal.Field("subtasks", "must not be empty")
-	}
-	var problems []amp.FieldError
-	seen := map[string]bool{}
-	for i, st := range in.Subtasks {
-		switch {
-		case strings.TrimSpace(st.SubtaskID) == "":
-			problems = append(problems, amp.FieldError{Path: fmt.Sprintf("subtasks[%d].subtask_id", i), Problem: "required"})
-		case seen[st.SubtaskID]:
-			problems = append(problems, amp.FieldError{Path: fmt.Sprintf("subtasks[%d].subtask_id", i), Problem: fmt.Sprintf("%s appears twice", st.SubtaskID)})
-		}
-		seen[st.SubtaskID] = true
-		if strings.TrimSpace(st.Description) == "" {
-			problems = append(problems, amp.FieldError{Path: fmt.Sprintf("subtasks[%d].description", i), Problem: "required"})
-		}
-		if st.EstimatedLines < 0 {
-			problems = append(problems, amp.FieldError{Path: fmt.Sprintf("subtasks[%d].estimated_lines", i), Problem: "must be ≥ 0"})
-		}
-	}
-	if len(problems) > 0 {
-		return refusal.Fields(problems, "%s", refusal.Lines(problems))
-	}
-	switch {
-	case t.Status == task.StatusLocked && t.decisions.OpenOf(task.KindHallucinationLock) != nil:
-		d := t.decisions.OpenOf(task.KindHallucinationLock)
-		if !t.In.Policy.MayDecide(in.By, !d.EscalatedAt.IsZero()) {
-			return refusal.New(task.CodeForbidden, "by: %q is not a configured admin; only an admin opens the hallucination lock", in.By)
-		}
-	case t.Phase == phaseApproval && t.decisions.OpenOf(task.KindPlanApproval) != nil:
-	default:
-		return refusal.New(task.CodeUnexpected, "task %s is %s: replan is taken while locked or awaiting plan approval", t.In.TaskID, t.Status)
-	}
-	return nil
-}
-
-func (t *taskRun) replan(ctx workflow.Context, in task.ReplanInput) (task.ChangeResult, error) {
-	if err := t.validateReplan(in); err != nil {
-		return task.ChangeResult{}, err
-	}
-	t.record(ctx, fmt.Sprintf("replan-%s-%d", t.In.TaskID, workflow.Now(ctx).UnixMilli()), activities.KindEvent, in)
-	t.addTimeline(ctx, task.TimelineEntry{Kind: "replan", From: in.By, Note: fmt.Sprintf("%d new subtasks", len(in.Subtasks))})
-	if t.Phase == phaseApproval {
-		// The admins are asked again, about the new plan.
-		t.Plan = append(t.Plan[:t.Index:t.Index], in.Subtasks...)
-		t.decisions.Settle(ctx, task.OptReplan, in.Note, in.By, "replan")
-		if err := t.awaitAnswerTaken(ctx); err != nil {
-			return task.ChangeResult{}, err
-		}
-		return task.ChangeResult{Status: t.Status}, nil
-	}
-	t.Replan = &in
-	t.decisions.Settle(ctx, task.OptReplan, in.Note, in.By, "replan")
-	if err := t.awaitAnswerTaken(ctx); err != nil {
-		return task.ChangeResult{}, err
-	}
-	return task.ChangeResult{Status: t.Status}, nil
-}
-
-// agentEscalation takes an agent's escalation: admins hear of it, and a
-// critical one suspends the task (an open question is withdrawn, to be
-// asked again after a resume) unless it is suspended already.
-func (t *taskRun) agentEscalation(ctx workflow.Context, m amp.Message) {
-	critical := m.Escalation().Severity == amp.SeverityCritical
-	if critical && !t.suspended() && t.Interrupt == nil {
-		t.Interrupt = &m
+// ackFor writes the ACK record ampflow owes for an agent's message.
+func (t *taskRun) ackFor(ctx workflow.Context, m amp.Message) {
+	if _, done := t.Acked[m.MsgID]; done && t.Acked[m.MsgID] != "" {
 		return
 	}
-	t.notify(activities.NotifyInput{Event: activities.NoticeEscalation, Status: t.Status, Message: &m})
+	a := amp.NewAck(amp.RoleCoordinator, m, t.newTime(ctx, amp.AckPrefix))
+	t.Seen[a.MsgID] = recordDigest(amp.Record{Ack: &a})
+	t.Acked[m.MsgID] = a.MsgID
+	t.record(ctx, a.MsgID, activities.KindAck, a)
+	t.addTimeline(ctx, task.TimelineEntry{Kind: "ack", MsgID: a.MsgID, From: string(amp.RoleCoordinator), Note: "ack of " + m.MsgID})
+	t.snapshot()
 }

@@ -7,112 +7,10 @@ import (
 
 	"go.temporal.io/sdk/workflow"
 
-	"github.com/ampflow/ampflow/activities"
 	"github.com/ampflow/ampflow/amp"
 	"github.com/ampflow/ampflow/amp/decision"
 	"github.com/ampflow/ampflow/amp/task"
 )
-
-// ciGate reads CI for the result's commit: passed goes to review, failed
-// goes back to the executor to fix, too many fix rounds go to the admins.
-func (t *taskRun) ciGate(ctx workflow.Context) (phase, error) {
-	if !t.In.Policy.CI {
-		t.CI = nil
-		return phaseReview, nil
-	}
-	if _, ok := t.decisions.Asking(task.KindCIExhausted); ok {
-		return t.ciEscalation(ctx, t.pendingPrompt())
-	}
-	t.setStatus(ctx, task.StatusCICheck, "")
-	r := t.Result.Result()
-	if t.CIDeadline.IsZero() {
-		t.CIDeadline = workflow.Now(ctx).Add(t.In.Policy.CITimeout)
-	}
-	for {
-		var st activities.CIStatusResult
-		in := activities.CIStatusInput{TaskID: t.In.TaskID, Repo: t.In.Plan.Repo, Branch: t.In.Plan.Branch, Commit: r.CommitHash, GitHubRepo: t.GitHubRepo}
-		yielded, err := t.activity(ctx, func(ctx workflow.Context) workflow.Future {
-			return workflow.ExecuteActivity(workflow.WithActivityOptions(ctx, ciOptions(t.In.Policy)), acts.CIStatus, in)
-		}, &st)
-		if yielded || t.mustGiveWay(ctx) {
-			return phaseCI, nil
-		}
-		if err != nil {
-			t.LastError = "reading CI: " + errMessage(err)
-			return t.ciEscalation(ctx, "CI cannot be read: "+errMessage(err))
-		}
-		t.CI = &st
-		switch st.State {
-		case activities.CIPassed, activities.CINone:
-			t.CIDeadline = time.Time{}
-			return phaseReview, nil
-		case activities.CIFailed:
-			t.CIDeadline = time.Time{}
-			if t.SubtaskCI >= t.In.Policy.MaxCIRounds {
-				return t.ciEscalation(ctx, fmt.Sprintf("CI failed again after %d fix rounds: %s", t.SubtaskCI, strings.Join(st.Failing, ", ")))
-			}
-			t.SubtaskCI++
-			t.CIRounds++
-			t.FixNote = fmt.Sprintf("CI failed on %s (fix round %d of %d). Failing checks: %s. Fix CI; this is not a rejection.",
-				shortHash(r.CommitHash), t.SubtaskCI, t.In.Policy.MaxCIRounds, strings.Join(st.Failing, ", "))
-			if st.Detail != "" {
-				t.FixNote += "\nOutput:\n" + st.Detail
-			}
-			t.FixRefs = []string{t.Result.MsgID}
-			return phaseDispatch, nil
-		}
-		if !workflow.Now(ctx).Before(t.CIDeadline) {
-			return t.ciEscalation(ctx, fmt.Sprintf("CI was still pending after %s", task.FormatDuration(t.In.Policy.CITimeout)))
-		}
-		wake := workflow.Now(ctx).Add(t.In.Policy.CIPollInterval)
-		if wake.After(t.CIDeadline) {
-			wake = t.CIDeadline
-		}
-		if _, err := t.waitFor(ctx, wake, func() bool { return false }); err != nil {
-			return phaseCI, err
-		}
-		if t.mustGiveWay(ctx) {
-			return phaseCI, nil
-		}
-	}
-}
-
-func shortHash(h string) string {
-	if len(h) > 12 {
-		return h[:12]
-	}
-	if h == "" {
-		return "the branch head"
-	}
-	return h
-}
-
-// ciEscalation suspends the task on a CI problem the executor cannot fix
-// by itself.
-func (t *taskRun) ciEscalation(ctx workflow.Context, desc string) (phase, error) {
-	t.CIDeadline = time.Time{}
-	t.setStatus(ctx, task.StatusSuspended, "CI failure")
-	esc := t.escalateFor(task.KindCIExhausted, func() *amp.Message {
-		return t.escalate(ctx, amp.EscCIFailure, amp.SeverityCritical, amp.RoleCoordinator, desc, []string{t.DispatchID, t.Result.MsgID},
-			"Redispatch with guidance", "Check CI again", "Send to review without CI", "Terminate the task")
-	})
-	o, err := t.decideOn(ctx, task.KindCIExhausted, desc, esc, optGuide, optRetryCI, optSkipCI, optTerminate)
-	if err != nil || o == nil {
-		return phaseCI, err
-	}
-	switch o.Option {
-	case task.OptRedispatch:
-		t.SubtaskCI = 0
-		t.FixNote, t.FixRefs = "Admin guidance: "+o.Note, []string{t.Result.MsgID}
-		return phaseDispatch, nil
-	case task.OptRetryCI:
-		t.SubtaskCI = 0
-		return phaseCI, nil
-	case task.OptSkipCI:
-		return phaseReview, nil
-	}
-	return t.terminatedBy(o), nil
-}
 
 // requestReview packages the round for the reviewer.
 func (t *taskRun) requestReview(ctx workflow.Context) (phase, error) {
@@ -134,7 +32,7 @@ func (t *taskRun) requestReview(ctx workflow.Context) (phase, error) {
 	if diffURL == "" {
 		diffURL = fmt.Sprintf("git diff %s...%s (in %s)", t.Default, shortHash(t.Result.Result().CommitHash), t.In.Plan.Repo)
 	}
-	if t.CI != nil && t.CI.State == activities.CIFailed {
+	if t.CI.failed() {
 		notes = append(notes, "CI is failing ("+strings.Join(t.CI.Failing, ", ")+"); an admin chose to review without it.")
 	}
 	p := &amp.ReviewRequest{
@@ -145,8 +43,8 @@ func (t *taskRun) requestReview(ctx workflow.Context) (phase, error) {
 		RejectCount:         t.RejectCount,
 		CoordinatorNotes:    strings.Join(notes, "\n"),
 	}
-	if t.CI != nil && t.CI.State != activities.CIFailed {
-		p.CIStatus = map[string]any{"state": string(t.CI.State), "last_updated": workflow.Now(ctx).UTC().Format(time.RFC3339)}
+	if t.CI != nil && !t.CI.failed() {
+		p.CIStatus = map[string]any{"state": t.CI.State, "last_updated": workflow.Now(ctx).UTC().Format(time.RFC3339)}
 		for name, s := range t.CI.Checks {
 			if s != "failed" {
 				p.CIStatus[name] = s
@@ -191,11 +89,6 @@ func (t *taskRun) awaitReview(ctx workflow.Context) (phase, error) {
 	return phaseVerdict, nil
 }
 
-func (t *taskRun) acked(msgID string) bool {
-	_, ok := t.Acked[msgID]
-	return ok
-}
-
 // takeVerdict ACKs the verdict and applies it, through the admins when
 // the reviewer is not sure enough.
 func (t *taskRun) takeVerdict(ctx workflow.Context) (phase, error) {
@@ -208,10 +101,10 @@ func (t *taskRun) takeVerdict(ctx workflow.Context) (phase, error) {
 		t.setStatus(ctx, task.StatusAwaitingAdmin, "low-confidence verdict")
 		desc := fmt.Sprintf("The reviewer's verdict on %s is %s with confidence %.2f (below %.2f).",
 			t.Result.Result().SubtaskID, v.Decision, v.Confidence, t.In.Policy.MinConfidence)
-		esc := t.escalateFor(task.KindLowConfidence, func() *amp.Message {
+		esc := func() *amp.Message {
 			return t.escalate(ctx, amp.EscUnknown, amp.SeverityWarning, amp.RoleCoordinator, desc, []string{vm.MsgID},
 				"Accept the verdict", "Override it", "Ask for another review")
-		})
+		}
 		o, err := t.decideOn(ctx, task.KindLowConfidence, desc+" Accept it, override, or review again?", esc,
 			optAcceptVerd, optOverApprove, optOverReject, optReviewAgain)
 		if err != nil || o == nil {
@@ -281,13 +174,13 @@ func (t *taskRun) lock(ctx workflow.Context) (phase, error) {
 	vm := t.Verdict
 	desc := fmt.Sprintf("%s hallucination lock: the reviewer rejected the work %d times (more than %d). The task is suspended until an admin decides.",
 		t.In.TaskID, t.RejectCount, t.In.Policy.MaxRejects)
-	esc := t.escalateFor(task.KindHallucinationLock, func() *amp.Message {
+	esc := func() *amp.Message {
 		return t.escalate(ctx, amp.EscHallucinationLock, amp.SeverityCritical, amp.RoleCoordinator, desc, []string{t.DispatchID, vm.MsgID},
 			"Review the diff yourself and redispatch with specific guidance",
 			"Split the task into smaller subtasks (replan)",
 			"Approve the work as it is",
 			"Terminate the task")
-	})
+	}
 	o, err := t.decideOn(ctx, task.KindHallucinationLock, desc, esc, optGuide, optReplan, optApproveAny, optTerminate)
 	if err != nil || o == nil {
 		return phaseLock, err
@@ -316,44 +209,4 @@ func noteOr(note, def string) string {
 		return def
 	}
 	return "Admin note: " + note
-}
-
-// nextSubtask moves on once a subtask is approved.
-func (t *taskRun) nextSubtask(ctx workflow.Context) (phase, error) {
-	t.addTimeline(ctx, task.TimelineEntry{Kind: "subtask", Note: "subtask " + t.subtask().SubtaskID + " done"})
-	t.Index++
-	t.SubtaskRejects, t.SubtaskCI, t.LastVerdictID, t.RejectedCommit = 0, 0, "", ""
-	t.FixNote, t.FixRefs = "", nil
-	t.Result, t.Verdict, t.Mismatches, t.DiffURL = nil, nil, nil, ""
-	t.snapshot()
-	if t.Index >= len(t.Plan) {
-		return phaseFinal, nil
-	}
-	return phaseDispatch, nil
-}
-
-// finalApproval is the last gate before done.
-func (t *taskRun) finalApproval(ctx workflow.Context) (phase, error) {
-	if t.In.Policy.FinalApproval.For(t.In.Plan.RiskLevel) == task.HandlingAuto {
-		return phaseDone, nil
-	}
-	t.setStatus(ctx, task.StatusAwaitingAdmin, "final approval")
-	prompt := fmt.Sprintf("All %d subtasks of %s are approved by review. Approve the task as done?", len(t.Plan), t.In.TaskID)
-	o, err := t.decideOn(ctx, task.KindFinalApproval, prompt, nil, optApprove,
-		decision.Option{ID: task.OptRedispatch, Label: "Redo the last subtask", NoteRequired: true}, optTerminate)
-	if err != nil || o == nil {
-		return phaseFinal, err
-	}
-	switch o.Option {
-	case decision.OptApprove:
-		return phaseDone, nil
-	case task.OptRedispatch:
-		t.Index = len(t.Plan) - 1
-		t.FixNote = "Admin note: " + o.Note
-		// The admin turned the last result down: a result on the same
-		// commit again is flagged like one after a rejected review.
-		t.RejectedCommit = t.ResultCommit
-		return phaseDispatch, nil
-	}
-	return t.terminatedBy(o), nil
 }

@@ -1,0 +1,78 @@
+package workflows
+
+import (
+	"fmt"
+	"time"
+
+	"go.temporal.io/sdk/workflow"
+
+	"github.com/ampflow/ampflow/amp/decision"
+	"github.com/ampflow/ampflow/amp/task"
+)
+
+// nextSubtask moves on once a subtask is approved.
+func (t *taskRun) nextSubtask(ctx workflow.Context) (phase, error) {
+	t.addTimeline(ctx, task.TimelineEntry{Kind: "subtask", Note: "subtask " + t.subtask().SubtaskID + " done"})
+	t.Index++
+	t.SubtaskRejects, t.SubtaskCI, t.LastVerdictID, t.RejectedCommit = 0, 0, "", ""
+	t.FixNote, t.FixRefs = "", nil
+	t.Result, t.Verdict, t.Mismatches, t.DiffURL = nil, nil, nil, ""
+	t.snapshot()
+	if t.Index >= len(t.Plan) {
+		return phaseFinal, nil
+	}
+	return phaseDispatch, nil
+}
+
+// finalApproval is the last gate before done.
+func (t *taskRun) finalApproval(ctx workflow.Context) (phase, error) {
+	if t.In.Policy.FinalApproval.For(t.In.Plan.RiskLevel) == task.HandlingAuto {
+		return phaseDone, nil
+	}
+	t.setStatus(ctx, task.StatusAwaitingAdmin, "final approval")
+	prompt := fmt.Sprintf("All %d subtasks of %s are approved by review. Approve the task as done?", len(t.Plan), t.In.TaskID)
+	o, err := t.decideOn(ctx, task.KindFinalApproval, prompt, nil, optApprove,
+		decision.Option{ID: task.OptRedispatch, Label: "Redo the last subtask", NoteRequired: true}, optTerminate)
+	if err != nil || o == nil {
+		return phaseFinal, err
+	}
+	switch o.Option {
+	case decision.OptApprove:
+		return phaseDone, nil
+	case task.OptRedispatch:
+		t.Index = len(t.Plan) - 1
+		t.FixNote = "Admin note: " + o.Note
+		// The admin turned the last result down: a result on the same
+		// commit again is flagged like one after a rejected review.
+		t.RejectedCommit = t.ResultCommit
+		return phaseDispatch, nil
+	}
+	return t.terminatedBy(o), nil
+}
+
+func (t *taskRun) finish(ctx workflow.Context) (task.Result, error) {
+	if t.Phase == phaseDone {
+		t.setStatus(ctx, task.StatusDone, "")
+	} else {
+		t.setStatus(ctx, task.StatusTerminated, t.Reason)
+	}
+	t.withdrawDecision(ctx, "the task is "+string(t.Status))
+	t.decisions.Drop()
+	t.Outbox = nil
+	t.Deadline = time.Time{}
+	t.snapshot()
+	t.ending = true
+	if err := t.drain(ctx); err != nil {
+		return task.Result{}, err
+	}
+	if err := workflow.Await(ctx, func() bool { return workflow.AllHandlersFinished(ctx) }); err != nil {
+		return task.Result{}, fmt.Errorf("waiting for handlers of task %s: %w", t.In.TaskID, err)
+	}
+	return t.result(), nil
+}
+
+// terminatedBy ends the task on an admin's word.
+func (t *taskRun) terminatedBy(o *decision.Outcome) phase {
+	t.Reason = fmt.Sprintf("terminated by %s via %s%s", o.By, o.Channel, noteSuffix(o.Note))
+	return phaseTerminate
+}

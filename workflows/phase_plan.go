@@ -1,0 +1,70 @@
+package workflows
+
+import (
+	"fmt"
+	"strings"
+
+	"go.temporal.io/sdk/workflow"
+
+	"github.com/ampflow/ampflow/activities"
+	"github.com/ampflow/ampflow/amp"
+	"github.com/ampflow/ampflow/amp/decision"
+	"github.com/ampflow/ampflow/amp/task"
+)
+
+// check refuses a task whose plan or branch cannot be dispatched.
+func (t *taskRun) check(ctx workflow.Context) (phase, error) {
+	refused := t.takePolicy(ctx)
+	// The first record: the plan and the policy in effect.
+	t.record(ctx, "plan-"+t.In.TaskID, activities.KindEvent, t.In)
+	if refused != nil {
+		t.Reason = "refused: " + errMessage(refused)
+		t.LastError = t.Reason
+		return phaseTerminate, nil
+	}
+	for i := range t.Plan {
+		p := t.In.Plan
+		p.Subtasks = t.Plan[i : i+1]
+		probe := amp.NewMessage(amp.RoleCoordinator, amp.RoleExecutor, t.In.TaskID, workflow.Now(ctx), &p)
+		if err := probe.Validate(); err != nil {
+			t.Reason = fmt.Sprintf("refused: the dispatch of subtask %d would not be valid AMP: %s", i, strings.ReplaceAll(err.Error(), "\n", "; "))
+			return phaseTerminate, nil
+		}
+	}
+	var out activities.CheckBranchResult
+	err := t.gitCheck(ctx, acts.CheckBranch, activities.CheckBranchInput{
+		Repo: t.In.Plan.Repo, Branch: t.In.Plan.Branch,
+	}).Get(ctx, &out)
+	if err != nil {
+		t.Reason = "refused: " + errMessage(err)
+		t.LastError = t.Reason
+		return phaseTerminate, nil
+	}
+	t.Default, t.GitHubRepo = out.DefaultBranch, out.GitHubRepo
+	return phaseApproval, nil
+}
+
+// approval holds the plan until an admin approves it, when the risk level
+// (or the coordinator) asks for that.
+func (t *taskRun) approval(ctx workflow.Context) (phase, error) {
+	h := t.In.Policy.PlanApproval.For(t.In.Plan.RiskLevel).Stricter(t.In.Handling)
+	if h == task.HandlingAuto {
+		t.addTimeline(ctx, task.TimelineEntry{Kind: "decision", Note: "plan approved automatically (risk " + string(t.In.Plan.RiskLevel) + ")"})
+		return phaseDispatch, nil
+	}
+	prompt := fmt.Sprintf("Approve the plan of %s (%s risk, %d subtasks) on %s@%s?",
+		t.In.TaskID, t.In.Plan.RiskLevel, len(t.Plan), t.In.Plan.Repo, t.In.Plan.Branch)
+	o, err := t.decideOn(ctx, task.KindPlanApproval, prompt, nil, optApprove, optRejectPlan)
+	if err != nil || o == nil {
+		return phaseApproval, err
+	}
+	switch o.Option {
+	case decision.OptApprove:
+		return phaseDispatch, nil
+	case task.OptReplan:
+		// The plan changed under the question: ask again about the new one.
+		return phaseApproval, nil
+	}
+	t.Reason = fmt.Sprintf("plan rejected by %s via %s%s", o.By, o.Channel, noteSuffix(o.Note))
+	return phaseTerminate, nil
+}

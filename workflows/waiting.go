@@ -1,0 +1,225 @@
+package workflows
+
+import (
+	"fmt"
+	"time"
+
+	"go.temporal.io/sdk/workflow"
+
+	"github.com/ampflow/ampflow/amp"
+	"github.com/ampflow/ampflow/amp/decision"
+	"github.com/ampflow/ampflow/amp/task"
+)
+
+// waitFor waits until cond holds, the deadline passes (a zero deadline
+// never does), or the task is interrupted. It reports a timeout.
+func (t *taskRun) waitFor(ctx workflow.Context, deadline time.Time, cond func() bool) (bool, error) {
+	full := func() bool { return cond() || t.mustGiveWay(ctx) }
+	if deadline.IsZero() {
+		return false, workflow.Await(ctx, full)
+	}
+	d := deadline.Sub(workflow.Now(ctx))
+	if d <= 0 {
+		return !full(), nil
+	}
+	ok, err := workflow.AwaitWithTimeout(ctx, d, full)
+	return !ok, err
+}
+
+// mustGiveWay reports whether the run loop must take over: an
+// interruption, or Temporal suggests continuing as new.
+func (t *taskRun) mustGiveWay(ctx workflow.Context) bool {
+	return t.interrupted() || workflow.GetInfo(ctx).GetContinueAsNewSuggested()
+}
+
+// runUntilGiveWay runs an activity that may take long, cancelling it
+// when the task must give way (a cancel, an agent's critical escalation, a
+// continue-as-new); it then reports gaveWay, and the phase runs again.
+func (t *taskRun) runUntilGiveWay(ctx workflow.Context, start func(workflow.Context) workflow.Future, out any) (gaveWay bool, err error) {
+	actx, cancel := workflow.WithCancel(ctx)
+	f := start(actx)
+	done := false
+	workflow.Go(ctx, func(gctx workflow.Context) {
+		if err := workflow.Await(gctx, func() bool { return done || t.mustGiveWay(gctx) }); err == nil && !done {
+			cancel()
+		}
+	})
+	err = f.Get(ctx, out)
+	done = true
+	if err != nil && t.mustGiveWay(ctx) {
+		return true, nil
+	}
+	return false, err
+}
+
+// ackWait is what the ACK wait of one sent message needs to know.
+type ackWait struct {
+	role   amp.Role
+	msgID  string
+	typ    amp.Type
+	again  decision.Option // how to send it again
+	reply  func() bool     // the agent's reply arrived (an implicit ACK)
+	policy string          // what the admins are told to do
+}
+
+// awaitAckOf waits until the agent ACKs or replies; on the ACK deadline
+// the admins decide, and an ACK that comes late still counts. It returns
+// the phase to go to, or "" when the agent has ACKed.
+func (t *taskRun) awaitAckOf(ctx workflow.Context, w ackWait, here phase) (phase, error) {
+	kinds := []decision.Kind{task.KindAckTimeout, task.KindDeliveryFailed}
+	for {
+		if w.reply() || t.acked(w.msgID) {
+			t.supersede(ctx, "the "+string(w.role)+" answered", kinds...)
+			t.clearFailed()
+			t.Deadline = time.Time{}
+			t.LastActive = workflow.Now(ctx)
+			return "", nil
+		}
+		if t.mustGiveWay(ctx) {
+			return here, nil
+		}
+		if o := t.decisions.Take(kinds...); o != nil {
+			t.clearFailed()
+			switch o.Option {
+			case task.OptWait:
+				t.Deadline = workflow.Now(ctx).Add(t.In.Policy.AckTimeout(w.typ))
+				continue
+			case task.OptRedispatch, task.OptReviewAgain:
+				t.Deadline = time.Time{}
+				if w.role == amp.RoleExecutor {
+					return phaseDispatch, nil
+				}
+				return phaseReview, nil
+			}
+			t.Deadline = time.Time{}
+			return t.terminatedBy(o), nil
+		}
+		if f := t.failedToRaise(w.msgID); f != nil {
+			if err := t.raiseFailed(ctx, f, w.again); err != nil {
+				return here, err
+			}
+			continue
+		}
+		timedOut, err := t.waitFor(ctx, t.Deadline, func() bool {
+			return w.reply() || t.acked(w.msgID) || t.decisions.Answered(kinds...) || t.failedToRaise(w.msgID) != nil
+		})
+		if err != nil {
+			return here, err
+		}
+		if timedOut {
+			t.Deadline = time.Time{}
+			if _, asked := t.decisions.Asking(kinds...); !asked && t.failedToRaise(w.msgID) == nil {
+				desc := fmt.Sprintf("The %s did not ACK %s within %s.", w.role, w.msgID, task.FormatDuration(t.In.Policy.AckTimeout(w.typ)))
+				esc := t.escalate(ctx, amp.EscAckTimeout, amp.SeverityWarning, amp.RoleSystem, desc, []string{w.msgID},
+					"Send it again", "Keep waiting for the "+string(w.role), "Terminate the task")
+				t.withdrawDecision(ctx, "superseded by an ACK timeout")
+				if err := t.ask(ctx, task.KindAckTimeout, desc+" "+w.policy, esc, w.again, optWait, optTerminate); err != nil {
+					return here, err
+				}
+			}
+		}
+	}
+}
+
+// awaitReply waits for an agent's reply, raising a heartbeat_timeout on
+// silence. It returns "" once the reply is in.
+func (t *taskRun) awaitReply(ctx workflow.Context, role amp.Role, again decision.Option, replied func() bool, here phase) (phase, error) {
+	kinds := []decision.Kind{task.KindHeartbeatTimeout, task.KindDeliveryFailed}
+	ref := t.DispatchID
+	if role == amp.RoleReviewer {
+		ref = t.RequestID
+	}
+	for {
+		if replied() {
+			t.supersede(ctx, "the "+string(role)+" replied", kinds...)
+			t.clearFailed()
+			return "", nil
+		}
+		if t.mustGiveWay(ctx) {
+			return here, nil
+		}
+		if o := t.decisions.Take(kinds...); o != nil {
+			t.clearFailed()
+			switch o.Option {
+			case task.OptWait:
+				t.LastActive = workflow.Now(ctx)
+				continue
+			case task.OptRedispatch:
+				return phaseDispatch, nil
+			case task.OptReviewAgain:
+				return phaseReview, nil
+			}
+			return t.terminatedBy(o), nil
+		}
+		if f := t.failedToRaise(ref); f != nil {
+			if err := t.raiseFailed(ctx, f, again); err != nil {
+				return here, err
+			}
+			continue
+		}
+		k, asked := t.decisions.Asking(kinds...)
+		var deadline time.Time
+		if !asked {
+			deadline = t.LastActive.Add(t.In.Policy.HeartbeatTimeout)
+		}
+		last := t.LastActive
+		timedOut, err := t.waitFor(ctx, deadline, func() bool {
+			return replied() || t.decisions.Answered(kinds...) || t.LastActive != last || t.failedToRaise(ref) != nil
+		})
+		if err != nil {
+			return here, err
+		}
+		if t.failedToRaise(ref) != nil {
+			continue
+		}
+		// A heartbeat answers the silence, not the failed delivery.
+		if asked && k == task.KindHeartbeatTimeout && t.LastActive != last {
+			t.supersede(ctx, "the "+string(role)+" showed life again", kinds...)
+			continue
+		}
+		if timedOut && !asked {
+			desc := fmt.Sprintf("The %s has been silent for %s (no message or heartbeat).", role, task.FormatDuration(t.In.Policy.HeartbeatTimeout))
+			esc := t.escalate(ctx, amp.EscHeartbeatTimeout, amp.SeverityWarning, amp.RoleSystem, desc, []string{ref},
+				"Send the work again", "Keep waiting", "Terminate the task")
+			t.withdrawDecision(ctx, "superseded by a heartbeat timeout")
+			if err := t.ask(ctx, task.KindHeartbeatTimeout, desc+" Send again, keep waiting or terminate?", esc, again, optWait, optTerminate); err != nil {
+				return here, err
+			}
+		}
+	}
+}
+
+// failedToRaise returns the failed delivery of msgID the admins have not
+// yet been asked about, or nil.
+func (t *taskRun) failedToRaise(msgID string) *deliveryFailed {
+	if f := t.Failed; f != nil && f.MsgID == msgID && !f.Raised {
+		return f
+	}
+	return nil
+}
+
+// raiseFailed escalates a failed delivery and asks the admins to send it
+// again, keep waiting (the agent may still answer through the API) or
+// terminate; the agent's stderr goes with the question.
+func (t *taskRun) raiseFailed(ctx workflow.Context, f *deliveryFailed, again decision.Option) error {
+	f.Raised = true
+	t.Deadline = time.Time{}
+	desc := fmt.Sprintf("The delivery of %s to the %s failed: %s.", f.MsgID, f.To, f.Summary)
+	esc := t.escalate(ctx, amp.EscUnknown, amp.SeverityWarning, amp.RoleSystem, desc, []string{f.MsgID},
+		"Send it again", "Keep waiting for the "+string(f.To), "Terminate the task")
+	t.withdrawDecision(ctx, "superseded by a failed delivery")
+	t.LastError = f.line()
+	return t.ask(ctx, task.KindDeliveryFailed, desc+" Send it again, keep waiting or terminate?", esc, again, optWait, optTerminate)
+}
+
+// clearFailed forgets a failed delivery once the task moves on, with the
+// Last error it set.
+func (t *taskRun) clearFailed() {
+	if t.Failed == nil {
+		return
+	}
+	if t.LastError == t.Failed.line() {
+		t.LastError = ""
+	}
+	t.Failed = nil
+}
