@@ -17,14 +17,14 @@ type TaskState struct {
 	TaskID string `json:"task_id"`
 	// Rev orders the writer's states: a state never replaces one of a
 	// higher Rev, so a retried write of an older state changes nothing.
-	Rev       int64     `json:"rev"`
-	Status    string    `json:"status"`
-	Risk      string    `json:"risk,omitempty"`
-	Repo      string    `json:"repo,omitempty"`
+	Rev    int64  `json:"rev"`
+	Status string `json:"status"`
+	Risk   string `json:"risk,omitempty"`
+	Repo   string `json:"repo,omitempty"`
 	// RejectCount is how many reviews the task's work has had rejected.
-	RejectCount int `json:"reject_count"`
-	StartedAt time.Time `json:"started_at"`
-	UpdatedAt time.Time `json:"updated_at"`
+	RejectCount int       `json:"reject_count"`
+	StartedAt   time.Time `json:"started_at"`
+	UpdatedAt   time.Time `json:"updated_at"`
 	// State is the writer's whole state, kept as given.
 	State json.RawMessage `json:"state"`
 	// Outbox and Pending replace the task's rows; TaskList leaves them out.
