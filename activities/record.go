@@ -104,6 +104,7 @@ func taskState(taskID string, rev int64, raw json.RawMessage) (ssot.TaskState, e
 		Status    string            `json:"status"`
 		Risk      string            `json:"risk_level"`
 		Repo      string            `json:"repo"`
+		Rejects   int               `json:"reject_count"`
 		StartedAt time.Time         `json:"started_at"`
 		UpdatedAt time.Time         `json:"updated_at"`
 		Outbox    []json.RawMessage `json:"outbox"`
@@ -112,7 +113,7 @@ func taskState(taskID string, rev int64, raw json.RawMessage) (ssot.TaskState, e
 	if err := json.Unmarshal(raw, &v); err != nil {
 		return ssot.TaskState{}, err
 	}
-	st := ssot.TaskState{TaskID: taskID, Rev: rev, Status: v.Status, Risk: v.Risk, Repo: v.Repo,
+	st := ssot.TaskState{TaskID: taskID, Rev: rev, Status: v.Status, Risk: v.Risk, Repo: v.Repo, RejectCount: v.Rejects,
 		StartedAt: v.StartedAt, UpdatedAt: v.UpdatedAt, State: raw}
 	if inboxStatuses[v.Status] {
 		for i, b := range v.Outbox {

@@ -2,6 +2,7 @@ package workers
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -10,10 +11,15 @@ import (
 	"path/filepath"
 
 	"github.com/ampflow/ampflow/activities"
+	"github.com/ampflow/ampflow/activities/ssot"
+	"github.com/ampflow/ampflow/amp/decision"
+	"github.com/ampflow/ampflow/amp/task"
 	"github.com/ampflow/ampflow/config"
+	"github.com/ampflow/ampflow/integrations/chat"
 	"github.com/ampflow/ampflow/integrations/httpapi"
 	"github.com/ampflow/ampflow/integrations/slack"
 	"github.com/ampflow/ampflow/integrations/telegram"
+	"github.com/ampflow/ampflow/workflows"
 )
 
 // runtime holds what serves beside the worker: the HTTP API and the chat
@@ -108,7 +114,7 @@ func startChat(o Options, parts *Parts, rt *runtime, log *slog.Logger) (map[stri
 		if parts.ChatState != nil {
 			opts = append(opts, slack.WithSSOT(parts.ChatState))
 		}
-		b, err := slack.New(cfg.Slack, parts.Tasks, log, state, opts...)
+		b, err := slack.New(cfg.Slack, decider(parts), log, state, opts...)
 		if err != nil {
 			return nil, fmt.Errorf("slack: %w", err)
 		}
@@ -126,7 +132,7 @@ func startChat(o Options, parts *Parts, rt *runtime, log *slog.Logger) (map[stri
 		if parts.ChatState != nil {
 			opts = append(opts, telegram.WithSSOT(parts.ChatState))
 		}
-		b, err := telegram.New(cfg.Telegram, parts.Tasks, log, state, opts...)
+		b, err := telegram.New(cfg.Telegram, decider(parts), log, state, opts...)
 		if err != nil {
 			return nil, fmt.Errorf("telegram: %w", err)
 		}
@@ -155,4 +161,48 @@ func leased(lease Lease, name, holder string, log *slog.Logger, loop func(contex
 	}
 	l := &Leader{Lease: lease, Name: name, Holder: holder, Log: log}
 	return func(ctx context.Context) error { return l.Run(ctx, loop) }
+}
+
+// storeDecider is what the bots decide through: answers go to the
+// workflows, and the open decisions are read from the SSOT's index
+// rather than from every running workflow.
+type storeDecider struct {
+	tasks *workflows.Client
+	store *ssot.DB
+}
+
+func (d storeDecider) Decide(ctx context.Context, subject string, in decision.Answer) (task.DecideResult, error) {
+	return d.tasks.Decide(ctx, subject, in)
+}
+
+// Pending reads every open decision, a page at a time.
+func (d storeDecider) Pending(ctx context.Context) ([]decision.Decision, error) {
+	var out []decision.Decision
+	cursor := ""
+	for {
+		rows, next, err := d.store.Pending(ctx, ssot.Page{Limit: ssot.MaxLimit, Cursor: cursor})
+		if err != nil {
+			return nil, fmt.Errorf("reading the open decisions: %w", err)
+		}
+		for _, r := range rows {
+			var dec decision.Decision
+			if err := json.Unmarshal(r.Body, &dec); err != nil {
+				return nil, fmt.Errorf("open decision %s: %w", r.ID, err)
+			}
+			out = append(out, dec)
+		}
+		if next == "" {
+			return out, nil
+		}
+		cursor = next
+	}
+}
+
+// decider is the bots' way to the decisions: the SSOT's index when the
+// worker has the store, else the workflows themselves.
+func decider(parts *Parts) chat.Decider {
+	if parts.Store != nil {
+		return storeDecider{tasks: parts.Tasks, store: parts.Store}
+	}
+	return parts.Tasks
 }

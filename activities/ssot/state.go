@@ -17,12 +17,14 @@ type TaskState struct {
 	TaskID string `json:"task_id"`
 	// Rev orders the writer's states: a state never replaces one of a
 	// higher Rev, so a retried write of an older state changes nothing.
-	Rev       int64     `json:"rev"`
-	Status    string    `json:"status"`
-	Risk      string    `json:"risk,omitempty"`
-	Repo      string    `json:"repo,omitempty"`
-	StartedAt time.Time `json:"started_at"`
-	UpdatedAt time.Time `json:"updated_at"`
+	Rev    int64  `json:"rev"`
+	Status string `json:"status"`
+	Risk   string `json:"risk,omitempty"`
+	Repo   string `json:"repo,omitempty"`
+	// RejectCount is how many reviews the task's work has had rejected.
+	RejectCount int       `json:"reject_count"`
+	StartedAt   time.Time `json:"started_at"`
+	UpdatedAt   time.Time `json:"updated_at"`
 	// State is the writer's whole state, kept as given.
 	State json.RawMessage `json:"state"`
 	// Outbox and Pending replace the task's rows; TaskList leaves them out.
@@ -87,12 +89,13 @@ func (st *TaskState) check(taskID string) error {
 
 // saveState replaces a task's read rows, unless a newer state is kept.
 func (s *DB) saveState(ctx context.Context, tx *sql.Tx, st *TaskState) error {
-	res, err := tx.ExecContext(ctx, s.rebind(`INSERT INTO tasks (task_id, rev, status, risk, repo, started_at, updated_at, state)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?)
+	res, err := tx.ExecContext(ctx, s.rebind(`INSERT INTO tasks (task_id, rev, status, risk, repo, reject_count, started_at, updated_at, state)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
 		ON CONFLICT (task_id) DO UPDATE SET rev = excluded.rev, status = excluded.status, risk = excluded.risk,
-			repo = excluded.repo, started_at = excluded.started_at, updated_at = excluded.updated_at, state = excluded.state
+			repo = excluded.repo, reject_count = excluded.reject_count, started_at = excluded.started_at,
+			updated_at = excluded.updated_at, state = excluded.state
 		WHERE tasks.rev < excluded.rev`),
-		st.TaskID, st.Rev, st.Status, st.Risk, st.Repo, micros(st.StartedAt), micros(st.UpdatedAt), string(st.State))
+		st.TaskID, st.Rev, st.Status, st.Risk, st.Repo, st.RejectCount, micros(st.StartedAt), micros(st.UpdatedAt), string(st.State))
 	if err != nil {
 		return err
 	}
@@ -124,12 +127,12 @@ func (s *DB) saveState(ctx context.Context, tx *sql.Tx, st *TaskState) error {
 	return nil
 }
 
-const taskColumns = `task_id, rev, status, risk, repo, started_at, updated_at`
+const taskColumns = `task_id, rev, status, risk, repo, reject_count, started_at, updated_at`
 
 func scanTask(sc scanner, withState bool) (TaskState, error) {
 	var t TaskState
 	var started, updated int64
-	dest := []any{&t.TaskID, &t.Rev, &t.Status, &t.Risk, &t.Repo, &started, &updated}
+	dest := []any{&t.TaskID, &t.Rev, &t.Status, &t.Risk, &t.Repo, &t.RejectCount, &started, &updated}
 	var state string
 	if withState {
 		dest = append(dest, &state)

@@ -331,6 +331,25 @@ func (s *testStore) setInbox(msgs []amp.Message) {
 	}
 }
 
+// saveTasks keeps each task's listed fields as the workflow's record
+// would.
+func (s *testStore) saveTasks(tasks ...workflows.TaskSummary) {
+	s.t.Helper()
+	for _, t := range tasks {
+		s.mu.Lock()
+		s.rev++
+		st := ssot.TaskState{TaskID: t.TaskID, Rev: s.rev, Status: string(t.Status), Risk: t.Risk, Repo: t.Repo,
+			RejectCount: int(t.RejectCount), StartedAt: t.StartedAt, UpdatedAt: t.StartedAt, State: json.RawMessage(`{}`)}
+		s.mu.Unlock()
+		if st.Status == "" {
+			st.Status = string(task.StatusDispatched)
+		}
+		if _, err := s.Save(context.Background(), t.TaskID, nil, &st); err != nil {
+			s.t.Fatal(err)
+		}
+	}
+}
+
 // addRecords appends records to a task's chain.
 func (s *testStore) addRecords(taskID string, es ...ssot.Entry) {
 	s.t.Helper()

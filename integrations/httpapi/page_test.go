@@ -32,13 +32,9 @@ func listings() []listing {
 	return []listing{
 		{name: "Tasks", path: "/v1/tasks",
 			fill: func(h *harness, ids []string) {
-				var s []workflows.TaskSummary
 				for _, id := range ids {
-					s = append(s, workflows.TaskSummary{TaskID: id, StartedAt: base.Add(time.Duration(num(id)) * time.Minute)})
+					h.store.saveTasks(workflows.TaskSummary{TaskID: id, StartedAt: base.Add(time.Duration(num(id)) * time.Minute)})
 				}
-				h.tasks.mu.Lock()
-				h.tasks.summaries = s
-				h.tasks.mu.Unlock()
 			},
 			ids: func(t *testing.T, r response) ([]string, string) {
 				var out ListResponse

@@ -36,6 +36,7 @@ type Store interface {
 	Get(ctx context.Context, id string) (ssot.Record, error)
 	Inbox(ctx context.Context, role string, p ssot.Page) ([]ssot.OutboxMessage, string, error)
 	Pending(ctx context.Context, p ssot.Page) ([]ssot.PendingDecision, string, error)
+	TaskList(ctx context.Context, f ssot.TaskFilter, p ssot.Page) ([]ssot.TaskState, string, error)
 	File(ctx context.Context, taskID, name string) ([]byte, error)
 	AppendError(ctx context.Context, e ssot.ErrorEntry) error
 }

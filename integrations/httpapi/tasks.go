@@ -179,6 +179,10 @@ func invalidFields(fields []amp.FieldError) *task.Error {
 	return &task.Error{Code: task.CodeInvalid, Message: strings.Join(lines, "; "), Fields: fields}
 }
 
+// listTasks lists tasks newest first from the store's index, filtered by
+// status, risk and repo: one query, whatever the number of tasks. A task
+// ended outside ampflow (a workflow terminated by hand in Temporal) keeps
+// the last status its workflow recorded.
 func (s *Server) listTasks(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
 	status := task.Status(q.Get("status"))
@@ -186,21 +190,34 @@ func (s *Server) listTasks(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, invalidField("status", fmt.Sprintf("unknown status %q", status)))
 		return
 	}
+	risk := amp.Risk(q.Get("risk"))
+	switch risk {
+	case "", amp.RiskLow, amp.RiskMedium, amp.RiskHigh:
+	default:
+		s.writeError(w, r, invalidField("risk", fmt.Sprintf("unknown risk %q: low, medium or high", risk)))
+		return
+	}
 	p, err := readPage(q, listTasks)
 	if err != nil {
 		s.writeError(w, r, err)
 		return
 	}
-	// The backend reads the whole list (in order); the page is cut here.
-	all, err := s.tasks.List(r.Context(), status, 0)
-	if err != nil {
-		s.writeError(w, r, err)
+	if s.store == nil {
+		s.writeError(w, r, noStore())
 		return
 	}
-	tasks, next := cut(all, p, true, func(_ int, t workflows.TaskSummary) pageKey {
-		return pageKey{At: t.StartedAt, ID: t.TaskID}
-	})
-	writeJSON(w, http.StatusOK, ListResponse{Tasks: tasks, NextCursor: next})
+	rows, next, err := s.store.TaskList(r.Context(), ssot.TaskFilter{Status: string(status), Risk: string(risk), Repo: q.Get("repo")}, p.storePage())
+	if err != nil {
+		s.writeError(w, r, storeError(err, "tasks"))
+		return
+	}
+	tasks := make([]workflows.TaskSummary, len(rows))
+	for i, t := range rows {
+		st := task.Status(t.Status)
+		tasks[i] = workflows.TaskSummary{TaskID: t.TaskID, Status: st, Risk: t.Risk, Repo: t.Repo,
+			RejectCount: int64(t.RejectCount), StartedAt: t.StartedAt, Running: !st.Terminal()}
+	}
+	writeJSON(w, http.StatusOK, ListResponse{Tasks: tasks, NextCursor: p.storeNext(next)})
 }
 
 // taskID returns the {id} path value, checked.

@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/ampflow/ampflow/activities"
 	"github.com/ampflow/ampflow/activities/ssot"
@@ -102,26 +103,36 @@ func TestStartTask(t *testing.T) {
 
 func TestListTasks(t *testing.T) {
 	h := newHarness(t, false)
-	h.tasks.summaries = []workflows.TaskSummary{{TaskID: "T-2026-044", Status: task.StatusInReview, Running: true}}
-	r := h.do(t, "GET", "/v1/tasks?status=in_review&limit=5", executorToken, "")
-	wantStatus(t, r, http.StatusOK)
-	var out ListResponse
-	r.decode(t, &out)
-	if len(out.Tasks) != 1 || out.Tasks[0].TaskID != "T-2026-044" {
-		t.Errorf("tasks %+v", out.Tasks)
-	}
-	if h.tasks.listArgs[0] != "in_review/0" { // the whole list; the page is cut by the API
-		t.Errorf("List got %s, want in_review/0", h.tasks.listArgs[0])
-	}
-
-	h.tasks.summaries = nil
-	r = h.do(t, "GET", "/v1/tasks", reviewerToken, "")
+	r := h.do(t, "GET", "/v1/tasks", reviewerToken, "")
 	wantStatus(t, r, http.StatusOK)
 	if string(r.body) != "{\"tasks\":[]}\n" {
 		t.Errorf("empty listing = %s, want an empty array", r.body)
 	}
 
-	for _, q := range []string{"status=sleeping", "limit=0", "limit=x"} {
+	// Read from the store's index, filtered there; Temporal is not asked.
+	h.store.saveTasks(
+		workflows.TaskSummary{TaskID: "T-2026-044", Status: task.StatusInReview, Risk: "high", Repo: "/src/a", RejectCount: 2, StartedAt: testNow},
+		workflows.TaskSummary{TaskID: "T-2026-045", Status: task.StatusDone, Risk: "high", Repo: "/src/a", StartedAt: testNow.Add(time.Minute)},
+		workflows.TaskSummary{TaskID: "T-2026-046", Status: task.StatusInReview, Risk: "low", Repo: "/src/b", StartedAt: testNow.Add(2 * time.Minute)},
+	)
+	r = h.do(t, "GET", "/v1/tasks?status=in_review&risk=high&limit=5", executorToken, "")
+	wantStatus(t, r, http.StatusOK)
+	var out ListResponse
+	r.decode(t, &out)
+	want := workflows.TaskSummary{TaskID: "T-2026-044", Status: task.StatusInReview, Risk: "high", Repo: "/src/a", RejectCount: 2, StartedAt: testNow, Running: true}
+	if len(out.Tasks) != 1 || out.Tasks[0] != want {
+		t.Errorf("tasks %+v, want [%+v]", out.Tasks, want)
+	}
+	r = h.do(t, "GET", "/v1/tasks?repo=/src/a", executorToken, "")
+	r.decode(t, &out)
+	if len(out.Tasks) != 2 || out.Tasks[0].TaskID != "T-2026-045" || out.Tasks[0].Running {
+		t.Errorf("tasks of /src/a %+v, want T-2026-045 (ended) then T-2026-044", out.Tasks)
+	}
+	if n := h.tasks.callCount(); n != 0 {
+		t.Errorf("listing asked the workflows: %v", h.tasks.calls)
+	}
+
+	for _, q := range []string{"status=sleeping", "risk=extreme", "limit=0", "limit=x"} {
 		r = h.do(t, "GET", "/v1/tasks?"+q, executorToken, "")
 		wantStatus(t, r, http.StatusBadRequest)
 	}

@@ -48,13 +48,6 @@ type pagedCommand struct {
 func pagedCommands() []pagedCommand {
 	base := testNow.Add(-time.Hour)
 	ids := []string{"T-2026-005", "T-2026-004", "T-2026-003", "T-2026-002", "T-2026-001"}
-	serve := func(f *fakeTasks) func(t *testing.T) string {
-		return func(t *testing.T) string {
-			srv := httptest.NewServer(httpapi.New(httpapi.Options{Tasks: f}).Handler())
-			t.Cleanup(srv.Close)
-			return srv.URL
-		}
-	}
 	// serveSSOTOf serves an SSOT holding what fill gives it.
 	serveSSOTOf := func(fill func(t *testing.T) ([]decision.Decision, []amp.Message)) func(t *testing.T) string {
 		return func(t *testing.T) string {
@@ -72,7 +65,12 @@ func pagedCommands() []pagedCommand {
 			RaisedAt: base.Add(time.Duration(i) * time.Minute), Options: []decision.Option{{ID: "approve"}}})
 	}
 	return []pagedCommand{
-		{name: "TaskList", args: []string{"task", "list"}, url: serve(&fakeTasks{list: summaries}), want: ids, jsonID: "task_id"},
+		{name: "TaskList", args: []string{"task", "list"}, want: ids, jsonID: "task_id",
+			url: func(t *testing.T) string {
+				srv := httptest.NewServer(httpapi.New(httpapi.Options{Tasks: &fakeTasks{}, Store: storeWithTasks(t, summaries)}).Handler())
+				t.Cleanup(srv.Close)
+				return srv.URL
+			}},
 		{name: "Pending", args: []string{"pending"}, want: ids, jsonID: "subject",
 			url: serveSSOTOf(func(*testing.T) ([]decision.Decision, []amp.Message) { return decisions, nil })},
 		{name: "Inbox", args: []string{"inbox", "--as", "executor"}, want: ids, column: 2, jsonID: "task_id",

@@ -12,6 +12,7 @@ import (
 	"github.com/ampflow/ampflow/amp"
 	"github.com/ampflow/ampflow/amp/decision"
 	"github.com/ampflow/ampflow/amp/task"
+	"github.com/ampflow/ampflow/workflows"
 )
 
 // testSSOT opens an SSOT on SQLite in the test's directory holding the
@@ -57,6 +58,20 @@ func testSSOT(t *testing.T, ds []decision.Decision, msgs []amp.Message) *ssot.DB
 	}
 	for id, st := range states {
 		if _, err := db.Save(ctx, id, entries[id], st); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return db
+}
+
+// storeWithTasks is an SSOT holding the listed fields of tasks.
+func storeWithTasks(t *testing.T, tasks []workflows.TaskSummary) *ssot.DB {
+	t.Helper()
+	db := testSSOT(t, nil, nil)
+	for _, s := range tasks {
+		st := ssot.TaskState{TaskID: s.TaskID, Rev: 1, Status: string(s.Status), Risk: s.Risk, Repo: s.Repo,
+			RejectCount: int(s.RejectCount), StartedAt: s.StartedAt, UpdatedAt: s.StartedAt, State: json.RawMessage(`{}`)}
+		if _, err := db.Save(context.Background(), s.TaskID, nil, &st); err != nil {
 			t.Fatal(err)
 		}
 	}
