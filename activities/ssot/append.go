@@ -29,6 +29,16 @@ func (s *DB) Save(ctx context.Context, taskID string, entries []Entry, st *TaskS
 			return AppendResult{}, err
 		}
 	}
+	if s.group != nil {
+		res, err := s.group.save(ctx, taskID, rows, st)
+		if err != nil {
+			var ce *ConflictError
+			if !errors.As(err, &ce) {
+				err = fmt.Errorf("saving %d records of task %s: %w", len(rows), taskID, err)
+			}
+		}
+		return res, err
+	}
 	for try := 1; ; try++ {
 		res, err := s.saveOnce(ctx, taskID, rows, st)
 		if err == nil || !raced(err) || try == appendTries {
@@ -78,28 +88,37 @@ func prepare(taskID string, entries []Entry) ([]Record, error) {
 }
 
 func (s *DB) saveOnce(ctx context.Context, taskID string, rows []Record, st *TaskState) (AppendResult, error) {
-	var res AppendResult
 	tx, err := s.db.BeginTx(ctx, nil)
 	if err != nil {
-		return res, err
+		return AppendResult{}, err
 	}
 	defer tx.Rollback()
 	if s.engine == EnginePostgres {
 		// Writers of one task take turns; SQLite's write lock, taken at
 		// BEGIN, does the same for the whole file.
 		if _, err := tx.ExecContext(ctx, `SELECT pg_advisory_xact_lock(hashtextextended($1, 0))`, taskID); err != nil {
-			return res, err
+			return AppendResult{}, err
 		}
 	}
+	res, changed, err := s.saveIn(ctx, tx, taskID, rows, st)
+	if err != nil || !changed {
+		return res, err
+	}
+	return res, tx.Commit()
+}
+
+// saveIn does a Save's work in tx; changed is false when it wrote
+// nothing.
+func (s *DB) saveIn(ctx context.Context, tx *sql.Tx, taskID string, rows []Record, st *TaskState) (res AppendResult, changed bool, err error) {
 	head, err := s.head(ctx, tx, taskID)
 	if err != nil {
-		return res, err
+		return res, false, err
 	}
 	res.Head = head
 	for _, r := range rows {
 		kept, err := s.kept(ctx, tx, r)
 		if err != nil {
-			return res, err
+			return res, false, err
 		}
 		if kept {
 			res.Kept++
@@ -112,24 +131,23 @@ func (s *DB) saveOnce(ctx context.Context, taskID string, rows []Record, st *Tas
 			(task_id, seq, id, kind, recorded_at, digest, body, body_hash, prev_hash, hash)
 			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`),
 			taskID, r.Seq, r.ID, r.Kind, micros(r.RecordedAt), r.Digest, string(r.Body), r.BodyHash, r.PrevHash, r.Hash); err != nil {
-			return res, err
+			return res, false, err
 		}
 		res.Head = Head{Seq: r.Seq, Hash: r.Hash}
 		res.Written++
 	}
 	if res.Written > 0 {
 		if err := s.moveHead(ctx, tx, taskID, head, res.Head); err != nil {
-			return res, err
+			return res, false, err
 		}
 	}
 	if st != nil {
 		if err := s.saveState(ctx, tx, st); err != nil {
-			return res, err
+			return res, false, err
 		}
-	} else if res.Written == 0 {
-		return res, nil
+		return res, true, nil
 	}
-	return res, tx.Commit()
+	return res, res.Written > 0, nil
 }
 
 // kept reports whether r is stored already as it is; stored otherwise is

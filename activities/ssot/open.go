@@ -32,6 +32,8 @@ const (
 type DB struct {
 	db     *sql.DB
 	engine string
+	// group commits SQLite's saves together; nil on PostgreSQL.
+	group *groupWriter
 }
 
 // Open opens the store at url and brings its schema up to date.
@@ -60,6 +62,9 @@ func Open(ctx context.Context, url string) (*DB, error) {
 		db.Close()
 		return nil, err
 	}
+	if engine == EngineSQLite {
+		s.group = newGroupWriter(s)
+	}
 	return s, nil
 }
 
@@ -67,7 +72,12 @@ func Open(ctx context.Context, url string) (*DB, error) {
 func (s *DB) Engine() string { return s.engine }
 
 // Close closes the database.
-func (s *DB) Close() error { return s.db.Close() }
+func (s *DB) Close() error {
+	if s.group != nil {
+		s.group.close()
+	}
+	return s.db.Close()
+}
 
 func parseURL(raw string) (engine, dsn string, err error) {
 	switch {
