@@ -63,7 +63,7 @@ func (s *SSOT) Record(ctx context.Context, in RecordInput) (RecordResult, error)
 	var ie *ssot.InvalidError
 	switch {
 	case errors.As(err, &ce):
-		return RecordResult{}, temporal.NewNonRetryableApplicationError(err.Error(), ErrRecordConflict, nil)
+		return RecordResult{}, temporal.NewNonRetryableApplicationError(err.Error(), ErrRecordConflict, nil, ce.ID)
 	case errors.As(err, &ie):
 		return RecordResult{}, invalid("recording task %s: %v", in.TaskID, err)
 	case err != nil:

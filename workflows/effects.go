@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -167,6 +168,7 @@ const snapshotKind = "snapshot"
 // again after a lost workflow task writes nothing twice.
 func (t *taskRun) recordLoop(ctx workflow.Context) {
 	ctx = workflow.WithLocalActivityOptions(ctx, recordOptions())
+	var retry time.Duration
 	for {
 		if len(t.Records) == 0 {
 			t.recording = false
@@ -184,12 +186,48 @@ func (t *taskRun) recordLoop(ctx workflow.Context) {
 		t.RecordRev++
 		in.Rev = t.RecordRev
 		var out activities.RecordResult
-		if err := workflow.ExecuteLocalActivity(ctx, acts.Record, in).Get(ctx, &out); err != nil {
-			t.LastError = fmt.Sprintf("writing the SSOT: %v", err)
-			t.log.Error("writing the SSOT", "error", err)
+		err := workflow.ExecuteLocalActivity(ctx, acts.Record, in).Get(ctx, &out)
+		if err == nil {
+			t.Records = t.Records[n:]
+			retry = 0
+			continue
 		}
-		t.Records = t.Records[n:]
+		t.LastError = fmt.Sprintf("writing the SSOT: %v", err)
+		t.log.Error("writing the SSOT", "error", err)
+		var app *temporal.ApplicationError
+		if errors.As(err, &app) && app.Type() == activities.ErrInvalidRecord {
+			// The store will never take this batch as it is.
+			t.Records = t.Records[n:]
+			continue
+		}
+		if errors.As(err, &app) && app.Type() == activities.ErrRecordConflict {
+			// An id stored already with other content: that entry is not
+			// written again; the rest of the batch is.
+			var id string
+			if app.Details(&id) == nil && t.dropRecord(id) {
+				continue
+			}
+			t.Records = t.Records[n:]
+			continue
+		}
+		// The store is out of reach: the batch waits, and so does what
+		// follows it, so nothing moves past a record not written.
+		retry = min(retry*2+time.Second, time.Minute)
+		if err := workflow.Sleep(ctx, retry); err != nil {
+			return
+		}
 	}
+}
+
+// dropRecord removes the queued entry id; false when none has it.
+func (t *taskRun) dropRecord(id string) bool {
+	for i, e := range t.Records {
+		if e.Kind != snapshotKind && e.ID == id {
+			t.Records = slices.Delete(t.Records, i, i+1)
+			return true
+		}
+	}
+	return false
 }
 
 // notify queues a notice to admins; the notice loop sends them in order.

@@ -56,6 +56,8 @@ type harness struct {
 	checkResult func(in activities.CheckResultInput) (activities.CheckResultOutput, error)
 	// workerPolicy is the worker's policy; by default the input's.
 	workerPolicy func() (task.Policy, error)
+	// recordErr, when set, fails a Record call before it stores anything.
+	recordErr func(in activities.RecordInput) error
 }
 
 // reply is how the workflow answered one update.
@@ -130,6 +132,11 @@ func newHarness(t *testing.T, plan amp.TaskDispatch, mutate ...func(*task.Input)
 		func(_ context.Context, in activities.RecordInput) (activities.RecordResult, error) {
 			h.mu.Lock()
 			defer h.mu.Unlock()
+			if h.recordErr != nil {
+				if err := h.recordErr(in); err != nil {
+					return activities.RecordResult{}, err
+				}
+			}
 			h.records = append(h.records, in.Entries...)
 			h.revs = append(h.revs, in.Rev)
 			return activities.RecordResult{Written: len(in.Entries)}, nil
