@@ -405,7 +405,8 @@ func validateSSOTURL(ps *problems, raw string) {
 	case strings.HasPrefix(raw, "postgres://"), strings.HasPrefix(raw, "postgresql://"):
 		u, err := url.Parse(raw)
 		if err != nil {
-			ps.add(key, "is not a valid postgres:// URL: %v", err)
+			// The parser's error quotes the URL, password and all.
+			ps.add(key, "is not a valid postgres:// URL (check the port and %%-escape special characters in the password)")
 		} else if u.Host == "" {
 			ps.add(key, "must name the PostgreSQL host: postgres://USER@HOST:PORT/DATABASE")
 		}

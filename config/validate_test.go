@@ -249,3 +249,16 @@ func TestSecretsRedacted(t *testing.T) {
 		t.Errorf("an unset secret reads %q, want empty", got)
 	}
 }
+
+// A ssot.url the URL parser refuses is reported without its password.
+func TestSSOTURLErrorHidesPassword(t *testing.T) {
+	c := defaultConfig(t)
+	c.SSOT.URL = "postgres://ampflow:s3cr%t@db:5432/ampflow"
+	err := c.Validate()
+	if err == nil || !strings.Contains(err.Error(), "ssot.url") {
+		t.Fatalf("Validate = %v, want a problem with ssot.url", err)
+	}
+	if strings.Contains(err.Error(), "s3cr") {
+		t.Errorf("the error shows the password: %v", err)
+	}
+}

@@ -67,7 +67,7 @@ func taskIDSchema(desc string) obj {
 }
 
 // object is the schema of the Go struct v: props are its properties, and
-// the fields without omitempty are required.
+// the fields without omitempty or omitzero are required.
 func object(v any, desc string, props obj) obj {
 	o := obj{"type": "object", "description": desc, "properties": props}
 	var req []string
@@ -104,7 +104,7 @@ func jsonFields(t reflect.Type) []jsonField {
 		if name == "" {
 			name = f.Name
 		}
-		out = append(out, jsonField{name: name, omitempty: slices.Contains(strings.Split(opts, ","), "omitempty")})
+		out = append(out, jsonField{name: name, omitempty: slices.ContainsFunc(strings.Split(opts, ","), func(o string) bool { return o == "omitempty" || o == "omitzero" })})
 	}
 	return out
 }
