@@ -178,6 +178,20 @@ type Outcome struct {
 	Approvers []Approval `json:"approvers,omitempty"`
 }
 
+// Refusal says why a second answer is refused: who decided, on which
+// channel, when and what; every approver of a quorum.
+func (o Outcome) Refusal() string {
+	stamp := func(t time.Time) string { return t.UTC().Format(time.RFC3339) }
+	if len(o.Approvers) > 1 {
+		var by []string
+		for _, a := range o.Approvers {
+			by = append(by, fmt.Sprintf("%s via %s at %s", a.By, a.Channel, stamp(a.At)))
+		}
+		return fmt.Sprintf("decision %s already decided by %s (%s)", o.DecisionID, strings.Join(by, ", "), o.Option)
+	}
+	return fmt.Sprintf("decision %s already decided by %s via %s at %s (%s)", o.DecisionID, o.By, o.Channel, stamp(o.At), o.Option)
+}
+
 // Policy governs the decisions of one workflow.
 type Policy struct {
 	// Quorum is how many distinct admins must approve a decision that

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net/http"
 	"strings"
+	"time"
 
 	"github.com/ampflow/ampflow/activities"
 	"github.com/ampflow/ampflow/activities/ssot"
@@ -131,9 +132,7 @@ func (s *Server) decide(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
-	// A decision its workflow bound to no digest (raised before the
-	// decision engine) has none to send back; every other needs one.
-	if digest == "" && d.Digest != "" {
+	if digest == "" {
 		s.writeError(w, r, invalidField("digest", "is required: the digest of the decision as shown, 64 hex characters (GET /v1/decisions lists it)"))
 		return
 	}
@@ -143,6 +142,13 @@ func (s *Server) decide(w http.ResponseWriter, r *http.Request) {
 		DecisionID: id, Option: req.Option, Note: req.Note, Digest: digest, By: c.name, Channel: decisionChannel,
 	})
 	if err != nil {
+		if task.ErrorCode(err) == task.CodeFinished {
+			// The answer that ended the task is in the SSOT: a late one
+			// hears who gave it, as it would while the task ran.
+			if answered := s.answered(r.Context(), id); answered != nil {
+				err = answered
+			}
+		}
 		s.writeError(w, r, err)
 		return
 	}
@@ -178,4 +184,25 @@ func checkDigest(v string) (string, error) {
 		return "", invalidField("digest", "must be 64 hex characters: the digest of the decision as shown (GET /v1/decisions lists it)")
 	}
 	return v, nil
+}
+
+// answered is the refusal of an answer to decision id, which its record
+// says was closed: decided, with who, how and when, or stale when it was
+// withdrawn. Nil when the store has no outcome of it.
+func (s *Server) answered(ctx context.Context, id string) *task.Error {
+	if s.store == nil {
+		return nil
+	}
+	rec, err := s.store.Get(ctx, id+"-outcome")
+	if err != nil {
+		return nil
+	}
+	var o decision.Outcome
+	if json.Unmarshal(rec.Body, &o) != nil || o.DecisionID != id {
+		return nil
+	}
+	if o.Option == decision.OptWithdrawn {
+		return task.Errorf(task.CodeStaleDecision, "decision %s was withdrawn at %s: %s", id, o.At.UTC().Format(time.RFC3339), o.Note)
+	}
+	return task.Errorf(task.CodeDecided, "%s", o.Refusal())
 }

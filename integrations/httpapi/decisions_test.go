@@ -120,18 +120,33 @@ func TestDecideClosedDecision(t *testing.T) {
 	}
 }
 
-// TestDecideWithoutDigest: a decision raised with no digest takes an
-// answer without one; the refusals of the others are in
-// TestDecideRefusals.
-func TestDecideWithoutDigest(t *testing.T) {
+// TestDecideAfterTheTaskEnded: the answer that ended a task is in the
+// SSOT, so a late answer hears who gave it (decided), not only that the
+// task ended; one to a withdrawn decision hears it was withdrawn.
+func TestDecideAfterTheTaskEnded(t *testing.T) {
 	h := newHarness(t, false)
 	d := openDecision()
-	d.Digest = ""
 	h.openDecisions(d)
-	r := h.do(t, "POST", "/v1/decisions/T-2026-044-d1", adminToken, `{"option":"approve"}`)
-	wantStatus(t, r, http.StatusOK)
-	if len(h.tasks.decides) != 1 || h.tasks.decides[0].Digest != "" {
-		t.Errorf("decides %+v", h.tasks.decides)
+	at := testNow.Add(-time.Minute)
+	outcome := decision.Outcome{DecisionID: d.ID, Subject: d.Subject, Kind: d.Kind, Option: decision.OptApprove, By: "ops", Channel: "slack", At: at,
+		Approvers: []decision.Approval{{By: "ops", Channel: "slack", At: at}, {By: "ana", Channel: "cli", At: at}}}
+	body, _ := json.Marshal(outcome)
+	h.store.addRecords(d.Subject, ssot.Entry{ID: d.ID + "-outcome", Kind: string(activities.KindDecision), Body: body})
+	h.tasks.decideErr = task.Errorf(task.CodeFinished, "task %s is done", d.Subject)
+	r := h.do(t, "POST", "/v1/decisions/"+d.ID, adminToken, decideBody("approve", "", testDigest))
+	wantStatus(t, r, http.StatusConflict)
+	if e := r.errorBody(t); e.Code != task.CodeDecided || !strings.Contains(e.Message, "ops via slack") || !strings.Contains(e.Message, "ana via cli") {
+		t.Errorf("error %+v, want decided naming both approvers", e)
+	}
+
+	w := openDecision()
+	w.ID = "T-2026-044-d2"
+	h.openDecisions(w)
+	body, _ = json.Marshal(decision.Outcome{DecisionID: w.ID, Option: decision.OptWithdrawn, By: decision.By, Channel: decision.ChannelSystem, At: at, Note: "the task is done"})
+	h.store.addRecords(w.Subject, ssot.Entry{ID: w.ID + "-outcome", Kind: string(activities.KindDecision), Body: body})
+	r = h.do(t, "POST", "/v1/decisions/"+w.ID, adminToken, decideBody("approve", "", testDigest))
+	if e := r.errorBody(t); e.Code != task.CodeStaleDecision || !strings.Contains(e.Message, "withdrawn") {
+		t.Errorf("error %+v, want stale_decision saying it was withdrawn", e)
 	}
 }
 

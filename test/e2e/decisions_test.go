@@ -54,7 +54,7 @@ func TestDecisionsAcrossRestart(t *testing.T) {
 	if d.Required != 2 || d.Digest == "" || d.ExpiresAt.IsZero() {
 		t.Fatalf("plan approval %+v; want 2 approvals required, a digest and an expiry", d)
 	}
-	pending(unanswered)
+	late := pending(unanswered)
 	stdout, stderr, code := cliAs(t, p, "tok-ana", nil, "decide", quorum, "--option", "approve")
 	if code != 0 || !strings.Contains(stdout, "1 of 2 approvals: ana") {
 		t.Fatalf("ana's approval: exit %d, want 1 of 2 approvals\n%s%s", code, stdout, stderr)
@@ -87,6 +87,11 @@ func TestDecisionsAcrossRestart(t *testing.T) {
 	n := len(st.Decided)
 	if n == 0 || st.Decided[n-1].Channel != decision.ChannelExpiry || st.Decided[n-1].Option != decision.OptReject {
 		t.Fatalf("decided %+v; want the plan rejected by expiry", st.Decided)
+	}
+	// The task has ended; a late answer still hears who closed it.
+	_, stderr, code = cliAs(t, p, "tok-bob", nil, "-o", "json", "decide", "--decision", late.ID, "--digest", late.Digest, "--option", "approve")
+	if code != 1 || !strings.Contains(stderr, `"code":"decided"`) || !strings.Contains(stderr, "ampflow via expiry") {
+		t.Errorf("an answer after expiry: exit %d, %s; want 1 and decided by ampflow via expiry", code, stderr)
 	}
 	ids := historyIDs(t, p, unanswered)
 	for _, step := range []string{"-reminder", "-escalated", "-outcome"} {

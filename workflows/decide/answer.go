@@ -23,7 +23,7 @@ func (e *Engine) Check(a decision.Answer) (decision.Option, error) {
 			return decision.Option{}, refusal.New(task.CodeStaleDecision, "decision_id: decision %s was withdrawn at %s (%s); %s",
 				o.DecisionID, stamp(o.At), o.Note, e.pendingNote())
 		}
-		return decision.Option{}, refusal.New(task.CodeDecided, "decision %s already decided by %s", o.DecisionID, decidedBy(o))
+		return decision.Option{}, refusal.New(task.CodeDecided, "%s", o.Refusal())
 	}
 	d := e.s.Open
 	if d == nil || d.ID != a.DecisionID {
@@ -127,17 +127,6 @@ func (e *Engine) pendingNote() string {
 
 // decidedBy says who closed a decision, how and when; for a quorum, every
 // approver.
-func decidedBy(o decision.Outcome) string {
-	if len(o.Approvers) > 1 {
-		var by []string
-		for _, a := range o.Approvers {
-			by = append(by, fmt.Sprintf("%s via %s at %s", a.By, a.Channel, stamp(a.At)))
-		}
-		return fmt.Sprintf("%s (%s)", strings.Join(by, ", "), o.Option)
-	}
-	return fmt.Sprintf("%s via %s at %s (%s)", o.By, o.Channel, stamp(o.At), o.Option)
-}
-
 func cloneDecision(d decision.Decision) decision.Decision {
 	d.Approvals = append([]decision.Approval(nil), d.Approvals...)
 	return d
