@@ -11,14 +11,16 @@ import (
 // exportQueue runs the git export (ssot.git) beside the record path: a
 // write marks its task, and one goroutine exports the marked tasks a
 // batch at a time, so a slow git or push never holds up a task. A task
-// marked again while its export runs is exported once more after it. An
-// export that fails is logged; the task's next write, or `ampflow ssot
-// export`, catches up.
+// marked again while its export runs is exported once more after it. The
+// first export is a whole one, which catches up on what a worker killed
+// before its export never wrote. An export that fails is logged; the
+// task's next write, or `ampflow ssot export`, catches up.
 type exportQueue struct {
 	exp *activities.Exporter
 	log *slog.Logger
 
 	mu      sync.Mutex
+	whole   bool
 	pending map[string]bool
 	wake    chan struct{}
 	stop    context.CancelFunc
@@ -27,7 +29,8 @@ type exportQueue struct {
 
 func startExport(exp *activities.Exporter, log *slog.Logger) *exportQueue {
 	ctx, cancel := context.WithCancel(context.Background())
-	q := &exportQueue{exp: exp, log: log, pending: map[string]bool{}, wake: make(chan struct{}, 1), stop: cancel, done: make(chan struct{})}
+	q := &exportQueue{exp: exp, log: log, whole: true, pending: map[string]bool{}, wake: make(chan struct{}, 1), stop: cancel, done: make(chan struct{})}
+	q.wake <- struct{}{}
 	go q.run(ctx)
 	return q
 }
@@ -52,13 +55,17 @@ func (q *exportQueue) run(ctx context.Context) {
 		case <-q.wake:
 		}
 		q.mu.Lock()
+		whole := q.whole
 		ids := make([]string, 0, len(q.pending))
 		for id := range q.pending {
 			ids = append(ids, id)
 		}
 		clear(q.pending)
+		q.whole = false
 		q.mu.Unlock()
-		if len(ids) == 0 {
+		if whole {
+			ids = nil // Export with no ids exports every task
+		} else if len(ids) == 0 {
 			continue
 		}
 		if _, err := q.exp.Export(ctx, ids...); err != nil && ctx.Err() == nil {
