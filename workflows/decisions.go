@@ -111,29 +111,63 @@ func (t *taskRun) supersede(ctx workflow.Context, why string, kinds ...decision.
 	}
 }
 
+// question is a decision a step raises.
+type question struct {
+	kind    decision.Kind
+	prompt  string
+	options []decision.Option
+	// escalation builds the escalation message that goes with the
+	// question, only once it is raised; nil sends none.
+	escalation func() *amp.Message
+	// withdraw is the note the open decision it replaces is withdrawn with.
+	withdraw string
+	// unless lists the kinds whose question, open or answered but not
+	// yet taken, stands for this one; kind alone when empty.
+	unless []decision.Kind
+}
+
+// raiseOnce raises q unless a question of its kinds is still asked: a
+// step entered again after a continue-as-new or an interruption goes back
+// to its question without escalating twice. It is the one re-entry guard
+// of the task's questions.
+func (t *taskRun) raiseOnce(ctx workflow.Context, q question) error {
+	kinds := q.unless
+	if len(kinds) == 0 {
+		kinds = []decision.Kind{q.kind}
+	}
+	if _, asked := t.decisions.Asking(kinds...); asked {
+		return nil
+	}
+	return t.raise(ctx, q)
+}
+
+// raise sends q's escalation, withdraws the open decision, drops an
+// answer no step took (its step gave way before taking it), and asks q,
+// in that order.
+func (t *taskRun) raise(ctx workflow.Context, q question) error {
+	var esc *amp.Message
+	if q.escalation != nil {
+		esc = q.escalation()
+	}
+	t.withdrawDecision(ctx, q.withdraw)
+	if k, ok := t.decisions.AnsweredKind(); ok {
+		t.supersede(ctx, "superseded by a new decision", k)
+	}
+	return t.ask(ctx, q.kind, q.prompt, esc, q.options...)
+}
+
 // decideOn returns the admin's choice on a decision of kind: one already
-// made, else the open one's once made, else a new one's. Only a new one
-// sends its escalation (escalation may be nil) and takes prompt: a phase
-// entered again after a continue-as-new or an interruption goes back to
-// its question without escalating twice. Nil means the phase must give
-// way (a cancel, an agent's critical escalation, or a continue-as-new)
-// and will be entered again.
+// made, else the open one's once made, else a new one's (see raiseOnce:
+// only a new one sends its escalation and takes prompt). Nil means the
+// phase must give way (a cancel, an agent's critical escalation, or a
+// continue-as-new) and will be entered again.
 func (t *taskRun) decideOn(ctx workflow.Context, kind decision.Kind, prompt string, escalation func() *amp.Message, opts ...decision.Option) (*decision.Outcome, error) {
 	if o := t.decisions.Take(kind); o != nil {
 		return o, nil
 	}
-	if _, asked := t.decisions.Asking(kind); !asked {
-		var esc *amp.Message
-		if escalation != nil {
-			esc = escalation()
-		}
-		t.withdrawDecision(ctx, "superseded")
-		if k, ok := t.decisions.AnsweredKind(); ok {
-			t.supersede(ctx, "superseded by a new decision", k)
-		}
-		if err := t.ask(ctx, kind, prompt, esc, opts...); err != nil {
-			return nil, err
-		}
+	q := question{kind: kind, prompt: prompt, options: opts, escalation: escalation, withdraw: "superseded"}
+	if err := t.raiseOnce(ctx, q); err != nil {
+		return nil, err
 	}
 	err := workflow.Await(ctx, func() bool {
 		if t.decisions.Answered(kind) || t.Cancel != nil || workflow.GetInfo(ctx).GetContinueAsNewSuggested() {

@@ -68,6 +68,19 @@ func TestDeliveryFailed(t *testing.T) {
 		if after.LastError != "" {
 			t.Errorf("Last error %q after the redispatch, want it cleared", after.LastError)
 		}
+		// The escalation goes out before the question that it explains.
+		escAt, askAt := -1, -1
+		for i, e := range during.Timeline {
+			switch {
+			case escAt < 0 && e.Kind == "message" && e.Type == string(amp.TypeEscalation):
+				escAt = i
+			case askAt < 0 && e.Kind == "decision" && e.Type == string(task.KindDeliveryFailed):
+				askAt = i
+			}
+		}
+		if escAt < 0 || askAt < 0 || escAt > askAt {
+			t.Errorf("timeline has the escalation at %d and the question at %d, want the escalation first", escAt, askAt)
+		}
 		esc := h.escalations()
 		if len(esc) != 1 || esc[0].AffectedMsgs[0] != h.deliveredOf(amp.TypeTaskDispatch)[0].MsgID {
 			t.Errorf("escalations %+v, want one naming the failed dispatch", esc)

@@ -108,12 +108,16 @@ func (t *taskRun) awaitAckOf(ctx workflow.Context, w ackWait, here phase) (phase
 		}
 		if timedOut {
 			t.Deadline = time.Time{}
-			if _, asked := t.decisions.Asking(kinds...); !asked && t.failedToRaise(w.msgID) == nil {
+			if t.failedToRaise(w.msgID) == nil {
 				desc := fmt.Sprintf("The %s did not ACK %s within %s.", w.role, w.msgID, task.FormatDuration(t.In.Policy.AckTimeout(w.typ)))
-				esc := t.escalate(ctx, amp.EscAckTimeout, amp.SeverityWarning, amp.RoleSystem, desc, []string{w.msgID},
-					"Send it again", "Keep waiting for the "+string(w.role), "Terminate the task")
-				t.withdrawDecision(ctx, "superseded by an ACK timeout")
-				if err := t.ask(ctx, task.KindAckTimeout, desc+" "+w.policy, esc, w.again, optWait, optTerminate); err != nil {
+				err := t.raiseOnce(ctx, question{kind: task.KindAckTimeout, prompt: desc + " " + w.policy,
+					options: []decision.Option{w.again, optWait, optTerminate}, unless: kinds,
+					escalation: func() *amp.Message {
+						return t.escalate(ctx, amp.EscAckTimeout, amp.SeverityWarning, amp.RoleSystem, desc, []string{w.msgID},
+							"Send it again", "Keep waiting for the "+string(w.role), "Terminate the task")
+					},
+					withdraw: "superseded by an ACK timeout"})
+				if err != nil {
 					return here, err
 				}
 			}
@@ -177,12 +181,17 @@ func (t *taskRun) awaitReply(ctx workflow.Context, role amp.Role, again decision
 			t.supersede(ctx, "the "+string(role)+" showed life again", kinds...)
 			continue
 		}
-		if timedOut && !asked {
+		// Only an unasked silence has a deadline, so only it times out.
+		if timedOut {
 			desc := fmt.Sprintf("The %s has been silent for %s (no message or heartbeat).", role, task.FormatDuration(t.In.Policy.HeartbeatTimeout))
-			esc := t.escalate(ctx, amp.EscHeartbeatTimeout, amp.SeverityWarning, amp.RoleSystem, desc, []string{ref},
-				"Send the work again", "Keep waiting", "Terminate the task")
-			t.withdrawDecision(ctx, "superseded by a heartbeat timeout")
-			if err := t.ask(ctx, task.KindHeartbeatTimeout, desc+" Send again, keep waiting or terminate?", esc, again, optWait, optTerminate); err != nil {
+			err := t.raiseOnce(ctx, question{kind: task.KindHeartbeatTimeout, prompt: desc + " Send again, keep waiting or terminate?",
+				options: []decision.Option{again, optWait, optTerminate}, unless: kinds,
+				escalation: func() *amp.Message {
+					return t.escalate(ctx, amp.EscHeartbeatTimeout, amp.SeverityWarning, amp.RoleSystem, desc, []string{ref},
+						"Send the work again", "Keep waiting", "Terminate the task")
+				},
+				withdraw: "superseded by a heartbeat timeout"})
+			if err != nil {
 				return here, err
 			}
 		}
@@ -204,12 +213,16 @@ func (t *taskRun) failedToRaise(msgID string) *deliveryFailed {
 func (t *taskRun) raiseFailed(ctx workflow.Context, f *deliveryFailed, again decision.Option) error {
 	f.Raised = true
 	t.Deadline = time.Time{}
-	desc := fmt.Sprintf("The delivery of %s to the %s failed: %s.", f.MsgID, f.To, f.Summary)
-	esc := t.escalate(ctx, amp.EscUnknown, amp.SeverityWarning, amp.RoleSystem, desc, []string{f.MsgID},
-		"Send it again", "Keep waiting for the "+string(f.To), "Terminate the task")
-	t.withdrawDecision(ctx, "superseded by a failed delivery")
 	t.LastError = f.line()
-	return t.ask(ctx, task.KindDeliveryFailed, desc+" Send it again, keep waiting or terminate?", esc, again, optWait, optTerminate)
+	desc := fmt.Sprintf("The delivery of %s to the %s failed: %s.", f.MsgID, f.To, f.Summary)
+	// f.Raised is the guard: each failed delivery is raised once.
+	return t.raise(ctx, question{kind: task.KindDeliveryFailed, prompt: desc + " Send it again, keep waiting or terminate?",
+		options: []decision.Option{again, optWait, optTerminate},
+		escalation: func() *amp.Message {
+			return t.escalate(ctx, amp.EscUnknown, amp.SeverityWarning, amp.RoleSystem, desc, []string{f.MsgID},
+				"Send it again", "Keep waiting for the "+string(f.To), "Terminate the task")
+		},
+		withdraw: "superseded by a failed delivery"})
 }
 
 // clearFailed forgets a failed delivery once the task moves on, with the
