@@ -52,7 +52,7 @@ func (s *SSOT) Record(ctx context.Context, in RecordInput) (RecordResult, error)
 	}
 	var st *ssot.TaskState
 	if len(in.Task) > 0 {
-		v, err := taskState(in.TaskID, in.Rev, in.Task)
+		v, err := TaskStateOf(in.TaskID, in.Rev, in.Task)
 		if err != nil {
 			return RecordResult{}, invalid("state of task %s: %v", in.TaskID, err)
 		}
@@ -99,7 +99,10 @@ var inboxStatuses = map[string]bool{
 // taskState reads the store's view of a task from the workflow's view
 // (task.State as JSON). The open decision is read field by field, so a
 // decision type that adds fields (subject, expires_at) is kept whole.
-func taskState(taskID string, rev int64, raw json.RawMessage) (ssot.TaskState, error) {
+// TaskStateOf is the store's read-side state of a task from its state
+// view (task.State as JSON) at revision rev: what Record saves, and what
+// `ampflow ssot import` saves of an older SSOT's task.json.
+func TaskStateOf(taskID string, rev int64, raw json.RawMessage) (ssot.TaskState, error) {
 	var v struct {
 		Status    string            `json:"status"`
 		Risk      string            `json:"risk_level"`

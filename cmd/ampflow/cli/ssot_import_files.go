@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"strconv"
-	"time"
 
 	"github.com/ampflow/ampflow/activities"
 	"github.com/ampflow/ampflow/activities/ssot"
@@ -29,21 +28,10 @@ func decisionDigest(r activities.StoredRecord) string {
 	return d.Digest
 }
 
-// fileTaskState is what the store's read side needs of a task.json.
-type fileTaskState struct {
-	TaskID    string            `json:"task_id"`
-	Status    string            `json:"status"`
-	Risk      string            `json:"risk_level"`
-	Repo      string            `json:"repo"`
-	StartedAt time.Time         `json:"started_at"`
-	UpdatedAt time.Time         `json:"updated_at"`
-	Outbox    []json.RawMessage `json:"outbox"`
-	Pending   json.RawMessage   `json:"pending"`
-}
-
-// fileState turns a task.json into the store's state of the task, at
-// revision 0 so that any state the task's workflow saves replaces it. It
-// returns nil and why when there is none or it does not parse.
+// fileState turns a task.json into the store's state of the task, as the
+// worker's record does, at revision 0 so that any state the task's
+// workflow saves replaces it. It returns nil and why when there is none or
+// it does not parse.
 func fileState(taskID string, raw json.RawMessage, readErr error) (*ssot.TaskState, string) {
 	switch {
 	case errors.Is(readErr, activities.ErrNotFound):
@@ -51,39 +39,20 @@ func fileState(taskID string, raw json.RawMessage, readErr error) (*ssot.TaskSta
 	case readErr != nil:
 		return nil, "unreadable: " + readErr.Error()
 	}
-	var f fileTaskState
-	if err := json.Unmarshal(raw, &f); err != nil {
+	var named struct {
+		TaskID string `json:"task_id"`
+	}
+	if err := json.Unmarshal(raw, &named); err != nil {
 		return nil, "not saved: task.json does not parse: " + err.Error()
 	}
-	if f.TaskID != taskID || f.Status == "" {
+	st, err := activities.TaskStateOf(taskID, 0, raw)
+	if err != nil {
+		return nil, "not saved: task.json does not parse: " + err.Error()
+	}
+	if named.TaskID != taskID || st.Status == "" {
 		return nil, "not saved: task.json names no status or another task"
 	}
-	st := &ssot.TaskState{TaskID: taskID, Status: f.Status, Risk: f.Risk, Repo: f.Repo,
-		StartedAt: f.StartedAt, UpdatedAt: f.UpdatedAt, State: raw}
-	for _, m := range f.Outbox {
-		var h struct {
-			MsgID     string `json:"msg_id"`
-			Type      string `json:"type"`
-			To        string `json:"to"`
-			Timestamp string `json:"timestamp"`
-		}
-		if json.Unmarshal(m, &h) != nil || h.MsgID == "" || h.To == "" {
-			continue
-		}
-		at, _ := time.Parse(time.RFC3339, h.Timestamp)
-		st.Outbox = append(st.Outbox, ssot.OutboxMessage{MsgID: h.MsgID, TaskID: taskID, Role: h.To, Type: h.Type, SentAt: at, Body: m})
-	}
-	if len(f.Pending) > 0 && string(f.Pending) != "null" {
-		var d struct {
-			ID       string    `json:"id"`
-			Kind     string    `json:"kind"`
-			RaisedAt time.Time `json:"raised_at"`
-		}
-		if json.Unmarshal(f.Pending, &d) == nil && d.ID != "" {
-			st.Pending = []ssot.PendingDecision{{ID: d.ID, Subject: taskID, Kind: d.Kind, RaisedAt: d.RaisedAt, Body: f.Pending}}
-		}
-	}
-	return st, ""
+	return &st, ""
 }
 
 // importErrors appends the file error log's entries the store does not
