@@ -28,9 +28,9 @@ const (
 
 // CommandCI runs a command in a fresh detached worktree of the commit:
 // exit status 0 passes, anything else (a timeout included) fails with the
-// tail of the output in Detail. The whole output is kept in the SSOT at
-// tasks/<task_id>/ci/<commit>.log and the result beside it, so the same
-// commit with the same command runs once.
+// tail of the output in Detail. The whole output and the result are kept
+// in the SSOT's files, by task and commit, so the same commit with the
+// same command runs once.
 type CommandCI struct {
 	Argv    []string
 	Timeout time.Duration // zero means config.DefaultCICommandTimeout

@@ -47,7 +47,9 @@ type StoreOptions struct {
 	GitBin string
 }
 
-// Store is the SSOT: a directory holding, per task, in tasks/<task_id>/,
+// Store is the file SSOT of earlier versions, kept so that `ampflow ssot
+// import` can read it; the SSOT is now the SQL store (package ssot). It is
+// a directory holding, per task, in tasks/<task_id>/,
 // index.jsonl, the journal of its records: one line per record, in write
 // order, carrying the whole StoredRecord; task.json, its current state;
 // and .task.json.spare, the file its next state is written into (see

@@ -134,7 +134,7 @@ func (t *taskRun) recordMessage(ctx workflow.Context, m amp.Message) {
 	t.wake()
 }
 
-// snapshot queues the task's current state for task.json.
+// snapshot queues the task's current state for the SSOT's read side.
 func (t *taskRun) snapshot() {
 	t.Records = append(t.Records, queuedRecord{Kind: snapshotKind})
 	t.wake()
@@ -156,7 +156,7 @@ func (t *taskRun) wake() {
 	}
 }
 
-// snapshotKind marks a queue slot that writes task.json instead of a record.
+// snapshotKind marks a queue slot that writes the task's state instead of a record.
 const snapshotKind = "snapshot"
 
 // recordLoop writes queued SSOT entries in order, batching what has

@@ -17,7 +17,7 @@ const (
 	CodeNotFound    Code = "not_found"   // no such task or record
 	CodeUnexpected  Code = "unexpected"  // valid, but not what the task expects now
 	CodeSuspended   Code = "suspended"   // the task waits for an admin
-	CodeConflict    Code = "conflict"    // already decided, msg_id reused, task id taken
+	CodeConflict    Code = "conflict"    // msg_id reused, task id taken, Idempotency-Key reused
 	CodeForbidden   Code = "forbidden"   // not allowed for this caller
 	CodeFinished    Code = "task_ended"  // the task has ended (done or terminated); the message names which
 	CodeUnavailable Code = "unavailable" // Temporal or the worker did not answer

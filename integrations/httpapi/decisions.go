@@ -47,9 +47,9 @@ type DecisionLookup interface {
 }
 
 // storedDecisions is the DecisionLookup of Options.Decisions left nil:
-// the store's open decisions, then the decision's record, so that a late
-// answer to a closed decision reaches its workflow and is refused there
-// with who decided.
+// the decision's record in the store, written when it was raised, so that
+// an answer to a closed decision too reaches its workflow and is refused
+// there with who decided.
 type storedDecisions struct {
 	store Store
 }

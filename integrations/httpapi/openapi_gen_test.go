@@ -228,7 +228,7 @@ func apiSchemas() (map[string]obj, map[string]any) {
 		"label":         str("A human label."),
 		"note_required": boolean("The choice needs a note."),
 	}))
-	add("Decision", decision.Decision{}, object(decision.Decision{}, "A gate waiting for an admin.", obj{
+	add("Decision", decision.Decision{}, object(decision.Decision{}, "A question put to the admins by a workflow (its subject): the plan to approve, a timeout, a locked review.", obj{
 		"id":           str("The decision's id, unique across workflows: its subject's id, -d and a number (T-YYYY-NNN-dN for a task); the {id} of POST /v1/decisions/{id}."),
 		"subject":      str("The id of the workflow the decision belongs to: a task id, later a gate or lease id. Answers are routed to it."),
 		"kind":         ref("DecisionKind"),
