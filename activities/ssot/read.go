@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 )
 
@@ -204,6 +205,18 @@ func (s *DB) walk(ctx context.Context, taskID string, prev *Head) error {
 }
 
 // AppendError implements Store.
+// Bounds of the kept refusals: each keeps at most MaxErrorRaw bytes of the
+// refused input, and the newest MaxErrors are kept, the older ones pruned
+// every pruneErrorsEvery refusals.
+const (
+	MaxErrorRaw = 64 << 10
+	MaxErrors   = 100_000
+)
+
+// keepErrors and pruneErrorsEvery are MaxErrors and how often the kept
+// refusals are pruned; tests make them small.
+var keepErrors, pruneErrorsEvery int64 = MaxErrors, 1000
+
 func (s *DB) AppendError(ctx context.Context, e ErrorEntry) error {
 	if e.RecordedAt.IsZero() {
 		e.RecordedAt = time.Now()
@@ -211,10 +224,20 @@ func (s *DB) AppendError(ctx context.Context, e ErrorEntry) error {
 	if e.Source == "" || e.Reason == "" {
 		return &InvalidError{"source, reason", "are required"}
 	}
-	_, err := s.db.ExecContext(ctx, s.rebind(`INSERT INTO errors (recorded_at, source, task_id, reason, raw) VALUES (?, ?, ?, ?, ?)`),
-		micros(e.RecordedAt), e.Source, e.TaskID, e.Reason, e.Raw)
+	if len(e.Raw) > MaxErrorRaw {
+		e.Raw = strings.ToValidUTF8(e.Raw[:MaxErrorRaw], "") + fmt.Sprintf("… (%d bytes in all)", len(e.Raw))
+	}
+	var seq int64
+	err := s.db.QueryRowContext(ctx, s.rebind(`INSERT INTO errors (recorded_at, source, task_id, reason, raw) VALUES (?, ?, ?, ?, ?) RETURNING seq`),
+		micros(e.RecordedAt), e.Source, e.TaskID, e.Reason, e.Raw).Scan(&seq)
 	if err != nil {
 		return fmt.Errorf("keeping refused input from %s: %w", e.Source, err)
+	}
+	if seq%pruneErrorsEvery == 0 {
+		// The oldest go once MaxErrors are kept, a batch at a time.
+		if _, err := s.db.ExecContext(ctx, s.rebind(`DELETE FROM errors WHERE seq <= ?`), seq-keepErrors); err != nil {
+			return fmt.Errorf("pruning the kept refusals: %w", err)
+		}
 	}
 	return nil
 }
