@@ -129,7 +129,14 @@ func newTaskRun(ctx workflow.Context, in task.Input) (*taskRun, error) {
 			s.Seen = map[string]string{}
 		}
 	} else {
-		s = newTaskState(in, workflow.Now(ctx))
+		// Started when Temporal took the start, as its visibility says:
+		// tasks started one after the other list in that order even when
+		// their first workflow tasks run out of it.
+		started := workflow.GetInfo(ctx).WorkflowStartTime
+		if started.IsZero() {
+			started = workflow.Now(ctx)
+		}
+		s = newTaskState(in, started)
 	}
 	t := &taskRun{
 		taskState:  s,

@@ -24,7 +24,7 @@ func TestDecisionsAcrossRestart(t *testing.T) {
 		"AMPFLOW_POLICY_QUORUM_LOW=2",
 		"AMPFLOW_POLICY_DECISIONS_REMIND_AFTER=4s",
 		"AMPFLOW_POLICY_DECISIONS_ESCALATE_AFTER=8s",
-		"AMPFLOW_POLICY_DECISIONS_EXPIRE_AFTER=40s",
+		"AMPFLOW_POLICY_DECISIONS_EXPIRE_AFTER=60s",
 	)
 	tasks := dial(t, p)
 	repo := gitRepo(t)
@@ -63,6 +63,16 @@ func TestDecisionsAcrossRestart(t *testing.T) {
 	p.kill()
 	t.Log("ampflow dev killed with SIGKILL; restarting")
 	p.restart()
+	// The first read of each task after the crash waits for Temporal to
+	// give up on the dead worker's sticky queue.
+	eventually(t, 90*time.Second, "the tasks answering after the restart", func() (bool, error) {
+		for _, id := range []string{quorum, unanswered} {
+			if _, err := tasks.State(t.Context(), id); err != nil {
+				return false, nil
+			}
+		}
+		return true, nil
+	})
 
 	// ana's approval was kept: hers again counts once, bob's decides.
 	stdout, stderr, code = cliAs(t, p, "tok-ana", nil, "decide", quorum, "--option", "approve")
