@@ -213,8 +213,11 @@ type SSOT struct {
 	Dir string `mapstructure:"dir"`
 	// URL is the SQL store: a SQLite file path or a postgres:// URL; Load
 	// makes an empty URL DataDir/ampflow.db.
-	URL string  `mapstructure:"url"`
-	Git SSOTGit `mapstructure:"git"`
+	URL string `mapstructure:"url"`
+	// SweepInterval is how often one worker clears the open decisions and
+	// inbox messages of workflows that ended without saying so.
+	SweepInterval time.Duration `mapstructure:"sweep_interval"`
+	Git           SSOTGit       `mapstructure:"git"`
 }
 
 // SSOTGit mirrors the SSOT into a git repository.

@@ -113,6 +113,7 @@ func (c Config) Validate() error {
 	}
 	c.validateDecisions(&ps)
 	c.validateCI(&ps)
+	ps.positive("ssot.sweep_interval", c.SSOT.SweepInterval)
 	validateSSOTURL(&ps, c.SSOT.URL)
 	if c.SSOT.Git.Push {
 		if !c.SSOT.Git.Commit {

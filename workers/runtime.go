@@ -37,6 +37,10 @@ func newRuntime(o Options, parts *Parts, log *slog.Logger) (*runtime, error) {
 	if err != nil {
 		return nil, err
 	}
+	if parts.Store != nil && parts.Tasks != nil && parts.Tasks.Temporal != nil {
+		sw := sweep{store: parts.Store, running: parts.Tasks.Running, interval: o.Config.SSOT.SweepInterval, log: log}
+		rt.loops = append(rt.loops, leased(parts.Lease, LeaseSweep, NewHolder(), log, sw.run))
+	}
 	addr := o.Config.HTTP.Addr
 	if addr == "" {
 		if len(mounts) > 0 {

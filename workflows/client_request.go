@@ -140,3 +140,17 @@ func (c *Client) ended(ctx context.Context, taskID string, nf *serviceerror.NotF
 func endedError(taskID string, status task.Status) *task.Error {
 	return task.Errorf(task.CodeFinished, "task %s has ended: it is %s and takes no more messages", taskID, status)
 }
+
+// Running reports whether the task's workflow still runs; false, nil for
+// a task that has ended or does not exist.
+func (c *Client) Running(ctx context.Context, taskID string) (bool, error) {
+	d, err := c.Temporal.DescribeWorkflowExecution(ctx, task.WorkflowID(taskID), "")
+	var nf *serviceerror.NotFound
+	switch {
+	case errors.As(err, &nf):
+		return false, nil
+	case err != nil:
+		return false, c.wrap(err, "reading task "+taskID)
+	}
+	return d.GetWorkflowExecutionInfo().GetStatus() == enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING, nil
+}

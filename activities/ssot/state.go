@@ -330,3 +330,43 @@ func decodeKeyCursor(c string) (int64, string, error) {
 	}
 	return n, id, nil
 }
+
+// OpenSubjects lists the subjects with open decisions or messages in an
+// inbox: what a sweep checks against the workflows that still run.
+func (s *DB) OpenSubjects(ctx context.Context) ([]string, error) {
+	rows, err := s.db.QueryContext(ctx, `SELECT subject FROM pending UNION SELECT task_id FROM outbox`)
+	if err != nil {
+		return nil, fmt.Errorf("listing open subjects: %w", err)
+	}
+	defer rows.Close()
+	var out []string
+	for rows.Next() {
+		var id string
+		if err := rows.Scan(&id); err != nil {
+			return nil, fmt.Errorf("listing open subjects: %w", err)
+		}
+		out = append(out, id)
+	}
+	return out, rows.Err()
+}
+
+// ClearOpen removes the open decisions and inbox messages of a subject
+// whose workflow has ended without saying so (terminated in Temporal by
+// hand, say), and marks its task ended with status unless it ended
+// already. Records are never touched.
+func (s *DB) ClearOpen(ctx context.Context, subject, status string) error {
+	tx, err := s.db.BeginTx(ctx, nil)
+	if err != nil {
+		return err
+	}
+	defer tx.Rollback()
+	for _, q := range []string{`DELETE FROM pending WHERE subject = ?`, `DELETE FROM outbox WHERE task_id = ?`} {
+		if _, err := tx.ExecContext(ctx, s.rebind(q), subject); err != nil {
+			return fmt.Errorf("clearing %s: %w", subject, err)
+		}
+	}
+	if _, err := tx.ExecContext(ctx, s.rebind(`UPDATE tasks SET status = ? WHERE task_id = ? AND status NOT IN ('done', 'terminated')`), status, subject); err != nil {
+		return fmt.Errorf("clearing %s: %w", subject, err)
+	}
+	return tx.Commit()
+}
