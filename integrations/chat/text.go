@@ -111,6 +111,13 @@ const (
 
 // AlreadyText tells who decided d, how, where and when.
 func AlreadyText(d decision.Decision, o decision.Outcome) string {
+	if len(o.Approvers) > 1 {
+		by := make([]string, len(o.Approvers))
+		for i, a := range o.Approvers {
+			by[i] = fmt.Sprintf("%s via %s at %s", a.By, a.Channel, Stamp(a.At))
+		}
+		return fmt.Sprintf("Already decided: %s by %s.", OptionLabel(d, o.Option), strings.Join(by, ", "))
+	}
 	return fmt.Sprintf("Already decided: %s by %s via %s at %s.", OptionLabel(d, o.Option), o.By, o.Channel, Stamp(o.At))
 }
 
