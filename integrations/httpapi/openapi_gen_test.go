@@ -403,7 +403,10 @@ func ops() []op {
 				"description": "Makes a retried start safe: a start under a key already used by this token answers with that start's task instead of starting another."}},
 			body: ref("StartRequest"), status: 201, answer: ref("StartResponse"), errs: []int{400, 403, 409, 413, 415}},
 		{pattern: "GET /v1/tasks", summary: "List tasks", params: []obj{
-			{"name": "status", "in": "query", "schema": ref("Status"), "description": "Only tasks with this status."}, limitParam, cursorParam},
+			{"name": "status", "in": "query", "schema": ref("Status"), "description": "Only tasks with this status."},
+			{"name": "risk", "in": "query", "schema": obj{"type": "string", "enum": []string{"low", "medium", "high"}}, "description": "Only tasks of this risk level."},
+			{"name": "repo", "in": "query", "schema": obj{"type": "string"}, "description": "Only tasks on this repository, as the plan names it."},
+			limitParam, cursorParam},
 			status: 200, answer: ref("ListResponse"), errs: []int{400}},
 		{pattern: "GET /v1/tasks/{id}", summary: "A task's state", params: []obj{pathID}, status: 200, answer: ref("State"), errs: []int{400, 404}},
 		{pattern: "GET /v1/tasks/{id}/history", summary: "A task's SSOT records", params: []obj{pathID, limitParam, cursorParam}, status: 200, answer: ref("HistoryResponse"), errs: []int{400, 404}},
