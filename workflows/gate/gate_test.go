@@ -35,7 +35,9 @@ func newGateHarness(t *testing.T, pol task.Policy) *gateHarness {
 	var s testsuite.WorkflowTestSuite
 	s.SetLogger(log.NewStructuredLogger(slog.New(slog.NewTextHandler(io.Discard, nil))))
 	h := &gateHarness{env: s.NewTestWorkflowEnvironment()}
-	h.deliver = func(int) activities.GateCallbackResult { return activities.GateCallbackResult{Delivered: true, StatusCode: 200} }
+	h.deliver = func(int) activities.GateCallbackResult {
+		return activities.GateCallbackResult{Delivered: true, StatusCode: 200}
+	}
 	env := h.env
 	env.RegisterWorkflow(Gate)
 	env.RegisterActivity(&activities.Activities{})
@@ -197,7 +199,9 @@ func TestGateExpiresRejected(t *testing.T) {
 // backoff until callback_for has passed, then the gate ends.
 func TestGateCallbackGivesUp(t *testing.T) {
 	h := newGateHarness(t, testPolicy())
-	h.deliver = func(int) activities.GateCallbackResult { return activities.GateCallbackResult{Error: "connection refused"} }
+	h.deliver = func(int) activities.GateCallbackResult {
+		return activities.GateCallbackResult{Error: "connection refused"}
+	}
 	in := signalInput()
 	in.CallbackFor = 2 * time.Hour
 	h.env.RegisterDelayedCallback(func() {
