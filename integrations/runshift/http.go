@@ -188,4 +188,6 @@ func (a *API) list(w http.ResponseWriter, r *http.Request) {
 	httpapi.WriteJSON(w, http.StatusOK, out)
 }
 
-func fieldErr(path, problem string) amp.FieldError { return amp.FieldError{Path: path, Problem: problem} }
+func fieldErr(path, problem string) amp.FieldError {
+	return amp.FieldError{Path: path, Problem: problem}
+}

@@ -340,7 +340,6 @@ func (m *Metrics) spend(agent, project string, c gate.Cost, counted float64) {
 	}
 }
 
-
 // NewIntake builds the intake of cfg: keys read through lookup, rules
 // compiled, pricing merged, counters registered on reg (nil: none).
 func NewIntake(cfg config.Gate, store Store, start Starter, lookup func(string) (string, bool), reg prometheus.Registerer) (*Intake, error) {

@@ -92,8 +92,12 @@ func listOp() map[string]any {
 }
 
 func schemas() map[string]any {
-	num := func(desc string) map[string]any { return map[string]any{"type": "number", "minimum": 0, "description": desc} }
-	integer := func(desc string) map[string]any { return map[string]any{"type": "integer", "minimum": 0, "description": desc} }
+	num := func(desc string) map[string]any {
+		return map[string]any{"type": "number", "minimum": 0, "description": desc}
+	}
+	integer := func(desc string) map[string]any {
+		return map[string]any{"type": "integer", "minimum": 0, "description": desc}
+	}
 	when := map[string]any{"type": "string", "format": "date-time"}
 	cost := map[string]any{"type": "object", "properties": map[string]any{
 		"model": str("The model."), "input_tokens": integer("Input tokens."), "output_tokens": integer("Output tokens."),
@@ -142,9 +146,9 @@ func schemas() map[string]any {
 			"type": "object",
 			"properties": map[string]any{
 				"gate_id": str(""), "kind": map[string]any{"type": "string", "enum": []any{"signal", "contract"}},
-				"status":  map[string]any{"type": "string", "enum": []any{"pending", "approved", "rejected"}},
-				"gated":   map[string]any{"type": "boolean", "description": "A gate fired; false: approved with no gate."},
-				"run_id":  str(""), "agent_id": str(""), "project_id": str(""), "task_id": str(""),
+				"status": map[string]any{"type": "string", "enum": []any{"pending", "approved", "rejected"}},
+				"gated":  map[string]any{"type": "boolean", "description": "A gate fired; false: approved with no gate."},
+				"run_id": str(""), "agent_id": str(""), "project_id": str(""), "task_id": str(""),
 				"summary": str(""), "proposed_action": str(""), "cost": cost,
 				"cost_usd":    num("What counts against budgets: the computed cost when the model is priced, else the reported one."),
 				"reasons":     map[string]any{"type": "array", "items": map[string]any{"type": "string"}, "description": "Why the gate fired."},
