@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"log/slog"
 	"net/http"
@@ -311,9 +312,28 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			Help: "Signals whose reported cost differs from the computed one by more than 10%."}, []string{"agent"}),
 	}
 	if reg != nil {
-		reg.MustRegister(m.signals, m.gates, m.costUSD, m.tokens, m.mismatch)
+		m.signals = register(reg, m.signals)
+		m.gates = register(reg, m.gates)
+		m.costUSD = register(reg, m.costUSD)
+		m.tokens = register(reg, m.tokens)
+		m.mismatch = register(reg, m.mismatch)
 	}
 	return m
+}
+
+// register registers c, or returns the collector registered before under
+// its name (a second runtime on one registry).
+func register[C prometheus.Collector](reg prometheus.Registerer, c C) C {
+	if err := reg.Register(c); err != nil {
+		var are prometheus.AlreadyRegisteredError
+		if errors.As(err, &are) {
+			if prev, ok := are.ExistingCollector.(C); ok {
+				return prev
+			}
+		}
+		panic(err)
+	}
+	return c
 }
 
 func (m *Metrics) signal(agent, outcome string) {
