@@ -105,6 +105,9 @@ func (g *gateRun) snapshot() State {
 func (g *gateRun) run(ctx workflow.Context) (State, error) {
 	in := g.Input
 	b, _ := json.Marshal(in)
+	if err := g.open(ctx, b); err != nil {
+		return g.State, err
+	}
 	g.queue = append(g.queue, effect{record: &activities.RecordEntry{ID: in.GateID + "-gate", Kind: kindGate, Body: b, RecordedAt: workflow.Now(ctx)}})
 	if err := g.takePolicy(ctx); err != nil {
 		// Nobody may decide under no policy: the gate fails closed.
@@ -122,6 +125,22 @@ func (g *gateRun) run(ctx workflow.Context) (State, error) {
 		return g.State, err
 	}
 	return g.finish(ctx, *g.engine.Take(kind))
+}
+
+// open stores the gate's row, so that its status is readable by gate id
+// (a signal's row is there already: the intake wrote it first).
+func (g *gateRun) open(ctx workflow.Context, input []byte) error {
+	in := g.Input
+	body, _ := json.Marshal(map[string]json.RawMessage{"gate": input})
+	row := ssot.GateRow{GateID: in.GateID, Kind: string(in.Kind), RunID: in.RunID, AgentID: in.AgentID, ProjectID: in.ProjectID,
+		Gated: true, Status: string(StatusPending), Model: in.Cost.Model, InputTokens: in.Cost.InputTokens,
+		OutputTokens: in.Cost.OutputTokens, ReportedUSD: in.Cost.ReportedUSD, Mismatch: in.Cost.Mismatch,
+		ReceivedAt: in.ReceivedAt, Reasons: in.Reasons, Callback: g.Callback.Status, Body: body}
+	if row.ReceivedAt.IsZero() {
+		row.ReceivedAt = workflow.Now(ctx)
+	}
+	actx := workflow.WithActivityOptions(ctx, storeOptions())
+	return workflow.ExecuteActivity(actx, gacts.GateOpen, activities.GateOpenInput{Row: row}).Get(ctx, nil)
 }
 
 func (g *gateRun) kind() decision.Kind {
@@ -267,8 +286,12 @@ func (g *gateRun) request() decide.Request {
 			extra[k] = v
 		}
 	}
-	if in.Cost.ReportedUSD > 0 || in.Cost.ComputedUSD > 0 {
-		extra["cost"] = in.Cost
+	if c := in.Cost; c.ReportedUSD > 0 || c.ComputedUSD > 0 || c.InputTokens > 0 {
+		s := fmt.Sprintf("$%.6f reported, $%.6f computed · %d in / %d out tokens", c.ReportedUSD, c.ComputedUSD, c.InputTokens, c.OutputTokens)
+		if c.Mismatch {
+			s += " · reported cost differs by more than 10%"
+		}
+		extra["cost"] = s
 	}
 	if len(in.Artifacts) > 0 {
 		extra["artifacts"] = len(in.Artifacts)

@@ -49,6 +49,7 @@ func newGateHarness(t *testing.T, pol task.Policy) *gateHarness {
 		h.notices = append(h.notices, in.Event)
 		return activities.NotifyResult{}, nil
 	})
+	env.OnActivity(gacts.GateOpen, mock.Anything, mock.Anything).Return(nil)
 	env.OnActivity(gacts.GateRecord, mock.Anything, mock.Anything).Return(func(_ context.Context, in activities.GateRecordInput) error {
 		h.mu.Lock()
 		defer h.mu.Unlock()
