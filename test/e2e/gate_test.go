@@ -217,4 +217,42 @@ func TestGateBudgetStopsSignals(t *testing.T) {
 	if r := gates.Gates[1].Reasons; gates.Gates[1].RunID != "spend-1" || len(r) != 1 || !strings.Contains(r[0], "gate.budgets[0]") {
 		t.Errorf("the gated signal's reasons %v, want the budget", r)
 	}
+
+	// An admin rejects the gate of spend-1 from the command line, as any
+	// decision: ampflow pending lists it, ampflow decide answers it.
+	out, errOut, code := cli(t, p, nil, "pending", "-o", "json")
+	var open []struct {
+		ID      string `json:"id"`
+		Subject string `json:"subject"`
+	}
+	if err := json.Unmarshal([]byte(out), &open); code != 0 || err != nil || len(open) != 2 {
+		t.Fatalf("ampflow pending: exit %d, %v\n%s%s", code, err, out, errOut)
+	}
+	id := ""
+	for _, d := range open {
+		if strings.HasPrefix(d.Subject, "gate-") && strings.Contains(gateOf(t, c, d.Subject), "spend-1") {
+			id = d.ID
+		}
+	}
+	if id == "" {
+		t.Fatalf("no open decision for the gate of spend-1: %+v", open)
+	}
+	if out, errOut, code := cli(t, p, nil, "decide", "--decision", id, "--option", "reject", "--note", "over budget"); code != 0 || !strings.Contains(out, "reject") {
+		t.Fatalf("ampflow decide: exit %d\n%s%s", code, out, errOut)
+	}
+	eventually(t, 30*time.Second, "the gate of spend-1 rejected", func() (bool, error) {
+		out, _, code := cli(t, p, nil, "gates", "list", "--run-id", "spend-1")
+		return code == 0 && strings.Contains(out, "rejected"), fmt.Errorf("%s", out)
+	})
+}
+
+// gateOf reads the gate of a gate workflow's id, as JSON.
+func gateOf(t *testing.T, c api, subject string) string {
+	t.Helper()
+	var g map[string]any
+	if code := c.do("GET", "/v1/gates/"+strings.TrimPrefix(subject, "gate-"), nil, &g); code != http.StatusOK {
+		t.Fatalf("GET /v1/gates of %s: %d", subject, code)
+	}
+	b, _ := json.Marshal(g)
+	return string(b)
 }
