@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"go.temporal.io/sdk/activity"
+	"go.temporal.io/sdk/temporal"
 
 	"github.com/ampflow/ampflow/activities/ssot"
 )
@@ -51,6 +52,19 @@ type GateOpenInput struct {
 // row stored already (a signal's, or a retry) is kept.
 func (g *Gate) GateOpen(ctx context.Context, in GateOpenInput) error {
 	_, _, err := g.Store.InsertGate(ctx, in.Row)
+	return final(err)
+}
+
+// ErrGateInvalid refuses gate input the store will never take.
+const ErrGateInvalid = "GateInvalid"
+
+// final makes an invalid input a non-retryable failure: retrying it
+// would never succeed.
+func final(err error) error {
+	var inv *ssot.InvalidError
+	if errors.As(err, &inv) {
+		return temporal.NewNonRetryableApplicationError(err.Error(), ErrGateInvalid, err)
+	}
 	return err
 }
 
@@ -72,7 +86,7 @@ func (g *Gate) GateRecord(ctx context.Context, in GateRecordInput) error {
 		}
 	}
 	_, err := g.Store.Append(ctx, in.Subject, entries)
-	return err
+	return final(err)
 }
 
 // GateDecisionsInput is the open decisions of a gate, in their Rev'th
@@ -85,7 +99,7 @@ type GateDecisionsInput struct {
 
 // GateDecisions lists a gate's open decisions with every other.
 func (g *Gate) GateDecisions(ctx context.Context, in GateDecisionsInput) error {
-	return g.Store.SaveDecisions(ctx, in.Subject, in.Rev, in.Decisions)
+	return final(g.Store.SaveDecisions(ctx, in.Subject, in.Rev, in.Decisions))
 }
 
 // GateResolveInput is a gate's resolution.
