@@ -38,6 +38,7 @@ func addGate(api *httpapi.Server, o Options, parts *Parts, log *slog.Logger) err
 		return fmt.Errorf("gate: %w", err)
 	}
 	in.Log = log
+	in.TaskBudgets = &runshift.TaskBudgets{Tasks: parts.Tasks, Store: parts.Store}
 	runshift.Register(api, in)
 	return nil
 }

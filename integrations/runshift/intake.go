@@ -55,6 +55,9 @@ type Intake struct {
 	// Allowed checks webhook hosts (gate.webhook_allow).
 	Allowed     func(host string) bool
 	CallbackFor time.Duration
+	// TaskBudgets, when set, charges signals that name a task_id to the
+	// task's budget_usd.
+	TaskBudgets *TaskBudgets
 	Log         *slog.Logger
 	Now         func() time.Time
 	Metrics     *Metrics
@@ -112,6 +115,13 @@ func (in *Intake) Accept(ctx context.Context, agent Agent, s Signal) (Reply, err
 			return Reply{}, err
 		} else if ok {
 			return in.duplicate(ctx, agent, prev)
+		}
+	}
+	if s.TaskID != "" && in.TaskBudgets != nil {
+		if _, _, err := in.TaskBudgets.Budget(ctx, s.TaskID); errors.Is(err, ssot.ErrNotFound) {
+			return Reply{}, fieldError(task.CodeInvalid, "task_id", "no task %s", s.TaskID)
+		} else if err != nil {
+			return Reply{}, err
 		}
 	}
 	now := in.now()
@@ -188,6 +198,12 @@ func (in *Intake) Accept(ctx context.Context, agent Agent, s Signal) (Reply, err
 	}
 	in.Metrics.signal(agent.ID, row.Status)
 	in.Metrics.spend(agent.ID, s.ProjectID, cost, counted)
+	if s.TaskID != "" && in.TaskBudgets != nil {
+		// The signal is recorded: a failure here is the task's, logged.
+		if err := in.TaskBudgets.Charge(ctx, s.TaskID, counted); err != nil {
+			in.log().Error("charging a task's budget", "task", s.TaskID, "run", s.RunID, "err", err)
+		}
+	}
 	if gated {
 		if _, err := in.Start(ctx, gin); err != nil {
 			return Reply{}, &task.Error{Code: task.CodeUnavailable, Message: "opening gate " + id + ": the workflow service did not answer; post the signal again", Err: err}

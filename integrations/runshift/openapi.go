@@ -115,7 +115,7 @@ func schemas() map[string]any {
 				"agent_id":    map[string]any{"type": "string", "maxLength": MaxIDLen, "description": "The key's agent."},
 				"run_id":      map[string]any{"type": "string", "maxLength": MaxIDLen, "description": "Unique per run: a run_id posted again changes nothing."},
 				"project_id":  map[string]any{"type": "string", "maxLength": MaxIDLen},
-				"task_id":     map[string]any{"type": "string", "maxLength": MaxIDLen, "description": "An AMP task the cost counts against (ampflow's extension)."},
+				"task_id":     map[string]any{"type": "string", "maxLength": MaxIDLen, "description": "An AMP task the cost counts against (ampflow's extension): the signal that passes the budget_usd of its plan's tech_constraints suspends it. Unknown: 400."},
 				"status":      map[string]any{"type": "string", "enum": []any{"completed", "failed", "interrupted"}, "description": "failed: put metadata.error_code and metadata.error_message when known."},
 				"summary":     map[string]any{"type": "string", "maxLength": MaxSummary, "description": "What the agent did."},
 				"proposed_action": map[string]any{"type": []any{"string", "null"}, "maxLength": MaxProposedAction,

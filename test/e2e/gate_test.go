@@ -256,3 +256,55 @@ func gateOf(t *testing.T, c api, subject string) string {
 	b, _ := json.Marshal(g)
 	return string(b)
 }
+
+// TestGateTaskBudgetSuspends: signals that name a task count against the
+// budget_usd of its plan (tech_constraints); the one that passes it
+// suspends the task with a critical escalation for an admin.
+func TestGateTaskBudgetSuspends(t *testing.T) {
+	p := startDev(t, t.TempDir(), gateEnv()...)
+	c := api{t: t, base: "http://" + p.api}
+	tasks := dial(t, p)
+	plan := lowRiskPlan(gitRepo(t))
+	plan.TechConstraints = map[string]any{"budget_usd": 0.02}
+	var started struct {
+		TaskID string `json:"task_id"`
+	}
+	if code := c.do("POST", "/v1/tasks", map[string]any{"plan": plan}, &started); code != http.StatusCreated {
+		t.Fatalf("starting the task answered %d", code)
+	}
+	waitStatus(t, tasks, started.TaskID, "dispatched")
+	post := func(run, taskID string) int {
+		body := map[string]any{
+			"amp_version": "1.0", "agent_id": "resume-tailor", "project_id": "job-search", "run_id": run, "task_id": taskID, "status": "completed",
+			"summary": "Generated the greeting", "model": "claude-sonnet-4-6",
+			"input_tokens": 1842, "output_tokens": 614, "cost_usd": 0.014736, "gate_required": false,
+			"started_at": "2026-03-06T22:10:38Z", "completed_at": "2026-03-06T22:10:46Z",
+		}
+		b, _ := json.Marshal(body)
+		req, _ := http.NewRequest("POST", "http://"+p.api+"/v1/signals", bytes.NewReader(b))
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Authorization", "Bearer "+gateTailorKey)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		return resp.StatusCode
+	}
+	if code := post("task-spend-0", "T-2026-999"); code != http.StatusBadRequest {
+		t.Fatalf("a signal for an unknown task answered %d, want 400", code)
+	}
+	if code := post("task-spend-1", started.TaskID); code != http.StatusOK {
+		t.Fatalf("first signal answered %d", code)
+	}
+	if st, err := tasks.State(context.Background(), started.TaskID); err != nil || st.Status != "dispatched" {
+		t.Fatalf("under budget the task is %s (%v)", st.Status, err)
+	}
+	if code := post("task-spend-2", started.TaskID); code != http.StatusOK {
+		t.Fatalf("second signal answered %d", code)
+	}
+	st := waitStatus(t, tasks, started.TaskID, "suspended")
+	if st.Pending == nil || st.Pending.Kind != "agent_escalation" || !strings.Contains(st.Pending.Prompt, "budget exceeded") {
+		t.Fatalf("pending %+v", st.Pending)
+	}
+}
