@@ -41,6 +41,8 @@ type Gate struct {
 	HTTP    *http.Client
 	Log     *slog.Logger
 	Now     func() time.Time
+	// Resolved, when set, is told each resolution (a metric).
+	Resolved func(status string)
 }
 
 // GateOpenInput is a gate's row, written unless the intake wrote it.
@@ -112,7 +114,13 @@ type GateResolveInput struct {
 
 // GateResolve records a gate's resolution where GET /v1/gates reads it.
 func (g *Gate) GateResolve(ctx context.Context, in GateResolveInput) error {
-	return g.Store.ResolveGate(ctx, in.GateID, in.Status, in.By, in.At)
+	if err := g.Store.ResolveGate(ctx, in.GateID, in.Status, in.By, in.At); err != nil {
+		return err
+	}
+	if g.Resolved != nil {
+		g.Resolved(in.Status)
+	}
+	return nil
 }
 
 // GateCallbackStateInput is where a gate's callback stands.

@@ -17,8 +17,12 @@ import (
 )
 
 // gateActivities are the action gate's side effects on this worker.
-func gateActivities(cfg config.Config, store *ssot.DB, log *slog.Logger) *activities.Gate {
-	return &activities.Gate{Store: store, Secret: cfg.Gate.WebhookSecret, Allowed: runshift.Allow(cfg.Gate.WebhookAllow), Log: log}
+func gateActivities(cfg config.Config, store *ssot.DB, log *slog.Logger, m *httpapi.Metrics) *activities.Gate {
+	g := &activities.Gate{Store: store, Secret: cfg.Gate.WebhookSecret, Allowed: runshift.Allow(cfg.Gate.WebhookAllow), Log: log}
+	if m != nil {
+		g.Resolved = runshift.NewMetrics(m.Registry()).Resolved
+	}
+	return g
 }
 
 // addGate adds the action gate's routes to the API: signals from the

@@ -314,6 +314,7 @@ type Metrics struct {
 	costUSD  *prometheus.CounterVec
 	tokens   *prometheus.CounterVec
 	mismatch *prometheus.CounterVec
+	resolved *prometheus.CounterVec
 }
 
 // NewMetrics registers the gate's counters on reg.
@@ -328,6 +329,8 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			Help: "Tokens of signals by agent and direction (input, output)."}, []string{"agent", "direction"}),
 		mismatch: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "ampflow_gate_cost_mismatch_total",
 			Help: "Signals whose reported cost differs from the computed one by more than 10%."}, []string{"agent"}),
+		resolved: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "ampflow_gate_gates_resolved_total",
+			Help: "Gates resolved, by status: approved or rejected (expired gates are rejected)."}, []string{"status"}),
 	}
 	if reg != nil {
 		m.signals = register(reg, m.signals)
@@ -335,6 +338,7 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		m.costUSD = register(reg, m.costUSD)
 		m.tokens = register(reg, m.tokens)
 		m.mismatch = register(reg, m.mismatch)
+		m.resolved = register(reg, m.resolved)
 	}
 	return m
 }
@@ -357,6 +361,13 @@ func register[C prometheus.Collector](reg prometheus.Registerer, c C) C {
 func (m *Metrics) signal(agent, outcome string) {
 	if m != nil {
 		m.signals.WithLabelValues(agent, outcome).Inc()
+	}
+}
+
+// Resolved counts a gate resolved with status.
+func (m *Metrics) Resolved(status string) {
+	if m != nil {
+		m.resolved.WithLabelValues(status).Inc()
 	}
 }
 

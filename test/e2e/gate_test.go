@@ -244,6 +244,25 @@ func TestGateBudgetStopsSignals(t *testing.T) {
 		out, _, code := cli(t, p, nil, "gates", "list", "--run-id", "spend-1")
 		return code == 0 && strings.Contains(out, "rejected"), fmt.Errorf("%s", out)
 	})
+
+	resp, err := http.Get("http://" + p.api + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var metrics bytes.Buffer
+	metrics.ReadFrom(resp.Body)
+	for _, want := range []string{
+		`ampflow_gate_signals_total{agent="spender",outcome="budget_exceeded"} 1`,
+		`ampflow_gate_signals_total{agent="spender",outcome="pending"} 2`,
+		`ampflow_gate_gates_opened_total 2`,
+		`ampflow_gate_gates_resolved_total{status="rejected"} 1`,
+		`ampflow_gate_cost_usd_total{agent="spender",project=""}`,
+	} {
+		if !strings.Contains(metrics.String(), want) {
+			t.Errorf("/metrics lacks %s", want)
+		}
+	}
 }
 
 // gateOf reads the gate of a gate workflow's id, as JSON.
