@@ -40,6 +40,7 @@ func (c Config) Redacted() Config {
 	c.Telegram.WebhookSecret = mask(c.Telegram.WebhookSecret)
 	c.Agents.Executor.WebhookSecret = mask(c.Agents.Executor.WebhookSecret)
 	c.Agents.Reviewer.WebhookSecret = mask(c.Agents.Reviewer.WebhookSecret)
+	c.Gate.WebhookSecret = mask(c.Gate.WebhookSecret)
 	c.SSOT.URL = maskURLPassword(c.SSOT.URL)
 	c.Dev.TemporalDB = maskURLPassword(c.Dev.TemporalDB)
 	return c
@@ -73,6 +74,7 @@ func (c Config) Secrets() []string {
 		c.Slack.AppToken, c.Slack.BotToken, c.Slack.SigningSecret,
 		c.Telegram.Token, c.Telegram.WebhookSecret,
 		c.Agents.Executor.WebhookSecret, c.Agents.Reviewer.WebhookSecret,
+		c.Gate.WebhookSecret,
 		urlPassword(c.SSOT.URL),
 		urlPassword(c.Dev.TemporalDB),
 	}
