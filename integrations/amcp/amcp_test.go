@@ -74,7 +74,7 @@ func (h *harness) advance(d time.Duration) {
 	h.now = h.now.Add(d)
 }
 
-func newHarness(t *testing.T, rate int) *harness {
+func newHarness(t testing.TB, rate int) *harness {
 	t.Helper()
 	path := filepath.Join(t.TempDir(), "ampflow.db")
 	store, err := ssot.Open(context.Background(), path)
@@ -100,14 +100,14 @@ type reply struct {
 	body   []byte
 }
 
-func (r reply) decode(t *testing.T, v any) {
+func (r reply) decode(t testing.TB, v any) {
 	t.Helper()
 	if err := json.Unmarshal(r.body, v); err != nil {
 		t.Fatalf("%s: %v", r.body, err)
 	}
 }
 
-func (r reply) code(t *testing.T) string {
+func (r reply) code(t testing.TB) string {
 	t.Helper()
 	var e struct {
 		Error struct{ Code string } `json:"error"`
@@ -116,7 +116,7 @@ func (r reply) code(t *testing.T) string {
 	return e.Error.Code
 }
 
-func (h *harness) do(t *testing.T, method, path, key, body string) reply {
+func (h *harness) do(t testing.TB, method, path, key, body string) reply {
 	t.Helper()
 	req, _ := http.NewRequest(method, h.ts.URL+path, strings.NewReader(body))
 	if body != "" {
@@ -134,7 +134,7 @@ func (h *harness) do(t *testing.T, method, path, key, body string) reply {
 	return reply{resp.StatusCode, resp.Header, b}
 }
 
-func (h *harness) decide(t *testing.T, key, body string) DecideResponse {
+func (h *harness) decide(t testing.TB, key, body string) DecideResponse {
 	t.Helper()
 	r := h.do(t, "POST", "/v1/decide", key, body)
 	if r.status != http.StatusOK {
