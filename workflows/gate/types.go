@@ -36,7 +36,8 @@ const (
 	KindContract Kind = "contract"
 )
 
-// Status is where a gate stands.
+// Status is where a gate stands. The store keeps it too, readable by
+// gate id without Temporal: (*ssot.DB).Gate(ctx, gateID).Status.
 type Status string
 
 // Gate statuses. A gate that expires unanswered is rejected.
@@ -76,6 +77,11 @@ type Input struct {
 	// Reasons say why the gate fired (the agent declared it, a rule, a
 	// budget at 80 %).
 	Reasons []string `json:"reasons,omitempty"`
+	// History sums up the agent's recent signals for the admins.
+	History []string `json:"history,omitempty"`
+	// CallbackFor is how long the resolution is retried to WebhookURL;
+	// zero is DefaultCallbackFor.
+	CallbackFor time.Duration `json:"callback_for,omitempty"`
 	// Contract is set on contract gates.
 	Contract *ContractRef `json:"contract,omitempty"`
 	// ReceivedAt is when the signal or contract was accepted.
