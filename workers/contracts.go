@@ -100,8 +100,8 @@ func keptSecret(file string) (string, error) {
 	return s, f.Close()
 }
 
-// contractGates opens a contract's gate as a gate workflow (recorded in
-// the store's gates first, like a signal's) and reads its status there.
+// contractGates opens a contract's gate as a gate workflow (which stores
+// its row in the gates table) and reads its status there.
 type contractGates struct {
 	store    *ssot.DB
 	temporal client.Client
@@ -128,16 +128,6 @@ func (g contractGates) Open(ctx context.Context, c contract.Contract, digest str
 		},
 		ReceivedAt: c.IssuedAt,
 	}
-	body, err := json.Marshal(in)
-	if err != nil {
-		return "", fmt.Errorf("opening the gate of contract %s: %w", c.ID, err)
-	}
-	if _, _, err := g.store.InsertGate(ctx, ssot.GateRow{
-		GateID: id, Kind: string(gate.KindContract), AgentID: agent, Gated: true, Status: string(gate.StatusPending),
-		ReceivedAt: c.IssuedAt, Reasons: in.Reasons, Body: body,
-	}); err != nil {
-		return "", err
-	}
 	if _, err := gate.Start(ctx, g.temporal, g.queue, in); err != nil {
 		return "", err
 	}
@@ -146,6 +136,10 @@ func (g contractGates) Open(ctx context.Context, c contract.Contract, digest str
 
 func (g contractGates) Status(ctx context.Context, gateID string) (string, string, error) {
 	row, err := g.store.Gate(ctx, gateID)
+	if errors.Is(err, ssot.ErrNotFound) {
+		// The gate workflow stores its row in its first step.
+		return string(gate.StatusPending), "", nil
+	}
 	if err != nil {
 		return "", "", err
 	}
