@@ -88,8 +88,8 @@ func wantCode(t *testing.T, what string, code int, body []byte, status int, want
 }
 
 const (
-	deployerKey = "k-deployer-e2e"
-	linterKey   = "k-linter-e2e"
+	deployerKey = "k-deployer-e2e-0123456789"
+	linterKey   = "k-linter-e2e-0123456789"
 	anaToken    = "tok-ana-e2e"
 )
 
