@@ -17,6 +17,7 @@ import (
 
 	"github.com/ampflow/ampflow/activities/ssot"
 	"github.com/ampflow/ampflow/integrations/amcp"
+	"github.com/ampflow/ampflow/integrations/runshift"
 	"github.com/ampflow/ampflow/workflows/contract"
 	"github.com/ampflow/ampflow/workflows/gate"
 )
@@ -45,15 +46,17 @@ func contractHandlers(o Options, parts *Parts, log *slog.Logger) (*amcp.Handlers
 	if secret == "" {
 		log.Warn("risk contracts are not served: the signing secret's variable is unset", "variable", cfg.Gate.ContractSecretEnv)
 	}
-	var keys []amcp.Key
-	for _, a := range cfg.Gate.Agents {
-		if k := os.Getenv(a.KeyEnv); k != "" {
-			keys = append(keys, amcp.Key{Agent: a.ID, Key: k})
-		}
+	// The signals' keys: one agent, one key, for both.
+	keys, err := runshift.NewKeys(cfg.Gate.Agents, os.LookupEnv)
+	if err != nil {
+		return nil, err
 	}
 	opts := amcp.Options{
-		Catalog: catalog, Secret: []byte(secret), TTL: cfg.Gate.ContractTTL, Keys: keys,
-		Rate: cfg.Gate.ContractRate, Logger: log,
+		Catalog: catalog, Secret: []byte(secret), TTL: cfg.Gate.ContractTTL, Rate: cfg.Gate.ContractRate, Logger: log,
+		Authenticate: func(header string) (string, bool) {
+			a, ok := keys.Check(header)
+			return a.ID, ok
+		},
 	}
 	if parts.Store != nil {
 		opts.Store = parts.Store

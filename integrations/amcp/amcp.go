@@ -9,11 +9,8 @@ package amcp
 
 import (
 	"context"
-	"crypto/sha256"
-	"crypto/subtle"
 	"log/slog"
 	"net/http"
-	"strings"
 	"time"
 
 	"github.com/ampflow/ampflow/activities/ssot"
@@ -76,12 +73,6 @@ type Gates interface {
 	Status(ctx context.Context, gateID string) (status, by string, err error)
 }
 
-// Key is one agent's bearer key.
-type Key struct {
-	Agent string
-	Key   string
-}
-
 // Options configure the handlers.
 type Options struct {
 	Catalog *contract.Catalog
@@ -93,8 +84,9 @@ type Options struct {
 	Secret []byte
 	// TTL is a contract's life; zero is contract.DefaultTTL.
 	TTL time.Duration
-	// Keys are the agents' bearer keys.
-	Keys []Key
+	// Authenticate finds the agent of an Authorization header's bearer
+	// key (gate.agents, shared with the signals); nil refuses everyone.
+	Authenticate func(authorization string) (agent string, ok bool)
 	// Rate is the requests one key may make a minute; zero is 120.
 	Rate   int
 	Now    func() time.Time
@@ -104,15 +96,9 @@ type Options struct {
 // Handlers serves the contracts.
 type Handlers struct {
 	o     Options
-	keys  []hashedKey
 	limit *limiter
 	api   *httpapi.Server
 	log   *slog.Logger
-}
-
-type hashedKey struct {
-	agent string
-	sum   [sha256.Size]byte
 }
 
 // New builds the handlers; Register adds them to an API server.
@@ -133,11 +119,6 @@ func New(o Options) *Handlers {
 	if h.log == nil {
 		h.log = slog.New(slog.DiscardHandler)
 	}
-	for _, k := range o.Keys {
-		if k.Key != "" {
-			h.keys = append(h.keys, hashedKey{agent: k.Agent, sum: sha256.Sum256([]byte(k.Key))})
-		}
-	}
 	return h
 }
 
@@ -156,20 +137,11 @@ func (h *Handlers) Register(s *httpapi.Server) {
 // owner authenticates r by its agent key and returns whose it is
 // ("agent:<id>"); an empty owner is refused.
 func (h *Handlers) owner(r *http.Request) string {
-	auth := r.Header.Get("Authorization")
-	key, ok := strings.CutPrefix(auth, "Bearer ")
-	if !ok || key == "" {
+	if h.o.Authenticate == nil {
 		return ""
 	}
-	sum := sha256.Sum256([]byte(key))
-	agent := ""
-	// Every key is compared, so the time taken says nothing of which matched.
-	for _, k := range h.keys {
-		if subtle.ConstantTimeCompare(sum[:], k.sum[:]) == 1 {
-			agent = k.agent
-		}
-	}
-	if agent == "" {
+	agent, ok := h.o.Authenticate(r.Header.Get("Authorization"))
+	if !ok || agent == "" {
 		return ""
 	}
 	return "agent:" + agent

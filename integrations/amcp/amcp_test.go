@@ -87,7 +87,16 @@ func newHarness(t testing.TB, rate int) *harness {
 	api := httpapi.New(httpapi.Options{Store: store})
 	New(Options{
 		Store: store, Gates: h.gates, Secret: []byte("test-secret"), TTL: 15 * time.Minute,
-		Keys: []Key{{Agent: "deployer", Key: keyA}, {Agent: "linter", Key: keyB}}, Rate: rate, Now: h.clock,
+		Authenticate: func(header string) (string, bool) {
+			switch header {
+			case "Bearer " + keyA:
+				return "deployer", true
+			case "Bearer " + keyB:
+				return "linter", true
+			}
+			return "", false
+		},
+		Rate: rate, Now: h.clock,
 	}).Register(api)
 	h.ts = httptest.NewServer(api.Handler())
 	t.Cleanup(h.ts.Close)
