@@ -21,6 +21,7 @@ import (
 // GateStore is what the gate's activities write in the SSOT (*ssot.DB).
 type GateStore interface {
 	Append(ctx context.Context, subject string, entries []ssot.Entry) (ssot.AppendResult, error)
+	InsertGate(ctx context.Context, g ssot.GateRow) (ssot.GateRow, bool, error)
 	SaveDecisions(ctx context.Context, subject string, rev int64, ds []ssot.PendingDecision) error
 	ResolveGate(ctx context.Context, gateID, status, by string, at time.Time) error
 	SetGateCallback(ctx context.Context, gateID, callback string) error
@@ -39,6 +40,18 @@ type Gate struct {
 	HTTP    *http.Client
 	Log     *slog.Logger
 	Now     func() time.Time
+}
+
+// GateOpenInput is a gate's row, written unless the intake wrote it.
+type GateOpenInput struct {
+	Row ssot.GateRow `json:"row"`
+}
+
+// GateOpen stores a gate's row so its status is readable by gate id; a
+// row stored already (a signal's, or a retry) is kept.
+func (g *Gate) GateOpen(ctx context.Context, in GateOpenInput) error {
+	_, _, err := g.Store.InsertGate(ctx, in.Row)
+	return err
 }
 
 // GateRecordInput is SSOT records of one gate.

@@ -95,22 +95,41 @@ func boolInt(b bool) int {
 // already; it returns the stored row and whether this call wrote it. A
 // signal posted twice is thus recorded once.
 func (s *DB) InsertGate(ctx context.Context, g GateRow) (GateRow, bool, error) {
+	return s.RecordGate(ctx, g, "", nil)
+}
+
+// RecordGate is InsertGate that, when it writes the row, appends entries
+// to the chain of subject in the same transaction: a signal's audit
+// record and its gate row are written together or not at all. On SQLite
+// it joins the group commit of every other save.
+func (s *DB) RecordGate(ctx context.Context, g GateRow, subject string, entries []Entry) (GateRow, bool, error) {
 	if err := checkID("gate_id", g.GateID); err != nil {
 		return GateRow{}, false, err
 	}
 	if err := checkID("agent_id", g.AgentID); err != nil {
 		return GateRow{}, false, err
 	}
+	var rows []Record
+	if len(entries) > 0 {
+		var err error
+		if rows, err = prepare(subject, entries); err != nil {
+			return GateRow{}, false, err
+		}
+	}
 	if g.ReceivedAt.IsZero() {
 		g.ReceivedAt = time.Now()
 	}
+	g.ReceivedAt = fromMicros(micros(g.ReceivedAt))
 	if g.Callback == "" {
 		g.Callback = "none"
 	}
 	if len(g.Body) == 0 {
 		g.Body = json.RawMessage("{}")
 	}
-	reasons, err := json.Marshal(append([]string{}, g.Reasons...))
+	if g.Reasons == nil {
+		g.Reasons = []string{}
+	}
+	reasons, err := json.Marshal(g.Reasons)
 	if err != nil {
 		return GateRow{}, false, err
 	}
@@ -118,20 +137,40 @@ func (s *DB) InsertGate(ctx context.Context, g GateRow) (GateRow, bool, error) {
 	if g.RunID != "" {
 		run = g.RunID
 	}
-	at := g.ReceivedAt.UTC()
-	res, err := s.db.ExecContext(ctx, s.rebind(`INSERT INTO gates (gate_id, kind, run_id, agent_id, project_id, task_id,
-		gated, status, model, input_tokens, output_tokens, reported_usd, cost_usd, mismatch, day, month,
-		received_at, reasons, callback, body)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING`),
-		g.GateID, g.Kind, run, g.AgentID, g.ProjectID, g.TaskID, boolInt(g.Gated), g.Status, g.Model,
-		g.InputTokens, g.OutputTokens, g.ReportedUSD, g.CostUSD, boolInt(g.Mismatch),
-		at.Format(time.DateOnly), at.Format("2006-01"), micros(at), string(reasons), g.Callback, string(g.Body))
+	at := g.ReceivedAt
+	wrote := false
+	work := func(ctx context.Context, tx *sql.Tx) (AppendResult, bool, error) {
+		res, err := tx.ExecContext(ctx, s.rebind(`INSERT INTO gates (gate_id, kind, run_id, agent_id, project_id, task_id,
+			gated, status, model, input_tokens, output_tokens, reported_usd, cost_usd, mismatch, day, month,
+			received_at, reasons, callback, body)
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING`),
+			g.GateID, g.Kind, run, g.AgentID, g.ProjectID, g.TaskID, boolInt(g.Gated), g.Status, g.Model,
+			g.InputTokens, g.OutputTokens, g.ReportedUSD, g.CostUSD, boolInt(g.Mismatch),
+			at.Format(time.DateOnly), at.Format("2006-01"), micros(at), string(reasons), g.Callback, string(g.Body))
+		if err != nil {
+			return AppendResult{}, false, err
+		}
+		n, err := res.RowsAffected()
+		if err != nil || n == 0 {
+			return AppendResult{}, false, err
+		}
+		wrote = true
+		if len(rows) == 0 {
+			return AppendResult{}, true, nil
+		}
+		ar, _, err := s.saveIn(ctx, tx, subject, rows, nil)
+		return ar, true, err
+	}
+	if s.group != nil {
+		_, err = s.group.do(ctx, &groupSave{ctx: ctx, fn: work, done: make(chan struct{})})
+	} else {
+		err = s.inTx(ctx, subject, work)
+	}
 	if err != nil {
 		return GateRow{}, false, fmt.Errorf("storing gate %s: %w", g.GateID, err)
 	}
-	n, err := res.RowsAffected()
-	if err != nil {
-		return GateRow{}, false, fmt.Errorf("storing gate %s: %w", g.GateID, err)
+	if wrote {
+		return g, true, nil
 	}
 	if g.RunID != "" {
 		stored, ok, err := s.GateByRun(ctx, g.RunID)
@@ -139,11 +178,31 @@ func (s *DB) InsertGate(ctx context.Context, g GateRow) (GateRow, bool, error) {
 			return GateRow{}, false, err
 		}
 		if ok {
-			return stored, n == 1, nil
+			return stored, false, nil
 		}
 	}
 	stored, err := s.Gate(ctx, g.GateID)
-	return stored, n == 1, err
+	return stored, false, err
+}
+
+// inTx runs work in a transaction of its own, holding subject's chain
+// lock on PostgreSQL, and commits what it changed.
+func (s *DB) inTx(ctx context.Context, subject string, work func(context.Context, *sql.Tx) (AppendResult, bool, error)) error {
+	tx, err := s.db.BeginTx(ctx, nil)
+	if err != nil {
+		return err
+	}
+	defer tx.Rollback()
+	if s.engine == EnginePostgres && subject != "" {
+		if _, err := tx.ExecContext(ctx, `SELECT pg_advisory_xact_lock(hashtextextended($1, 0))`, subject); err != nil {
+			return err
+		}
+	}
+	_, changed, err := work(ctx, tx)
+	if err != nil || !changed {
+		return err
+	}
+	return tx.Commit()
 }
 
 // Gate reads one gate.

@@ -1,9 +1,15 @@
 package runshift
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
+	"log/slog"
+	"path/filepath"
+	"sync/atomic"
 	"testing"
+
+	"github.com/ampflow/ampflow/activities/ssot"
 
 	"github.com/ampflow/ampflow/config"
 )
@@ -69,4 +75,36 @@ func BenchmarkKeyCheck(b *testing.B) {
 			b.Fatal(a, ok)
 		}
 	}
+}
+
+// BenchmarkAcceptNoGate takes signals that need no gate through the
+// intake, on SQLite, 16 at once: what POST /v1/signals costs besides HTTP.
+func BenchmarkAcceptNoGate(b *testing.B) {
+	ctx := context.Background()
+	db, err := ssot.Open(ctx, filepath.Join(b.TempDir(), "ampflow.db"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer db.Close()
+	in, err := NewIntake(config.Default().Gate, db, nil, func(string) (string, bool) { return "", true }, nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	in.Log = slog.New(slog.DiscardHandler)
+	s := benchSignal(b)
+	no := false
+	s.GateRequired = &no
+	var n atomic.Int64
+	b.SetParallelism(8) // 16 goroutines on 2 cores
+	b.ResetTimer()
+	b.RunParallel(func(pb *testing.PB) {
+		for pb.Next() {
+			s := s
+			s.RunID = fmt.Sprintf("run-%d", n.Add(1))
+			if _, err := in.Accept(ctx, Agent{ID: s.AgentID}, s); err != nil {
+				b.Error(err)
+				return
+			}
+		}
+	})
 }

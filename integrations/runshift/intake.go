@@ -30,13 +30,12 @@ const BudgetWarn = 0.8
 
 // Store is what the intake needs of the SSOT (*ssot.DB).
 type Store interface {
-	InsertGate(ctx context.Context, g ssot.GateRow) (ssot.GateRow, bool, error)
+	RecordGate(ctx context.Context, g ssot.GateRow, subject string, entries []ssot.Entry) (ssot.GateRow, bool, error)
 	GateByRun(ctx context.Context, runID string) (ssot.GateRow, bool, error)
 	Gate(ctx context.Context, gateID string) (ssot.GateRow, error)
 	GateList(ctx context.Context, f ssot.GateFilter, p ssot.Page) ([]ssot.GateRow, string, error)
 	GateAttempts(ctx context.Context, gateID string) ([]ssot.GateAttempt, error)
 	Spend(ctx context.Context, q ssot.SpendQuery) (ssot.Spend, error)
-	Append(ctx context.Context, subject string, entries []ssot.Entry) (ssot.AppendResult, error)
 }
 
 var _ Store = (*ssot.DB)(nil)
@@ -106,10 +105,14 @@ func (in *Intake) Accept(ctx context.Context, agent Agent, s Signal) (Reply, err
 	if !agent.MayPost(s.ProjectID) {
 		return Reply{}, fieldError(task.CodeForbidden, "project_id", "agent %s may not post for project %q", agent.ID, s.ProjectID)
 	}
-	if prev, ok, err := in.Store.GateByRun(ctx, s.RunID); err != nil {
-		return Reply{}, err
-	} else if ok {
-		return in.duplicate(ctx, agent, prev)
+	// A run posted before answers as it stands, whatever the budgets say
+	// now. Without budgets the insert below finds it (one query less).
+	if len(in.Budgets) > 0 {
+		if prev, ok, err := in.Store.GateByRun(ctx, s.RunID); err != nil {
+			return Reply{}, err
+		} else if ok {
+			return in.duplicate(ctx, agent, prev)
+		}
 	}
 	now := in.now()
 	computed, priced := in.Pricing.Cost(s.Model, *s.InputTokens, *s.OutputTokens)
@@ -173,16 +176,15 @@ func (in *Intake) Accept(ctx context.Context, agent Agent, s Signal) (Reply, err
 			row.Callback = gate.CallbackWaiting
 		}
 	}
-	// The audit first: the signal is in the SSOT before any gate fires.
-	stored, wrote, err := in.Store.InsertGate(ctx, row)
+	// The audit first: the signal is in the SSOT, its row and its record
+	// in the gate's chain in one transaction, before any gate fires.
+	stored, wrote, err := in.Store.RecordGate(ctx, row, gate.WorkflowID(id),
+		[]ssot.Entry{{ID: id + "-signal", Kind: "signal", RecordedAt: now, Body: body}})
 	if err != nil {
 		return Reply{}, err
 	}
-	if !wrote { // a concurrent post of the same run won
+	if !wrote { // posted before, or a concurrent post of the same run won
 		return in.duplicate(ctx, agent, stored)
-	}
-	if _, err := in.Store.Append(ctx, gate.WorkflowID(id), []ssot.Entry{{ID: id + "-signal", Kind: "signal", RecordedAt: now, Body: body}}); err != nil {
-		return Reply{}, err
 	}
 	in.Metrics.signal(agent.ID, row.Status)
 	in.Metrics.spend(agent.ID, s.ProjectID, cost, counted)

@@ -139,8 +139,8 @@ func (g *gateRun) open(ctx workflow.Context, input []byte) error {
 	if row.ReceivedAt.IsZero() {
 		row.ReceivedAt = workflow.Now(ctx)
 	}
-	actx := workflow.WithActivityOptions(ctx, storeOptions())
-	return workflow.ExecuteActivity(actx, gacts.GateOpen, activities.GateOpenInput{Row: row}).Get(ctx, nil)
+	actx := workflow.WithLocalActivityOptions(ctx, storeOptions())
+	return workflow.ExecuteLocalActivity(actx, gacts.GateOpen, activities.GateOpenInput{Row: row}).Get(ctx, nil)
 }
 
 func (g *gateRun) kind() decision.Kind {
@@ -159,8 +159,8 @@ func (g *gateRun) finish(ctx workflow.Context, o decision.Outcome) (State, error
 	}
 	g.Outcome = &o
 	g.ResolvedAt, g.ResolvedBy = o.At, o.By
-	actx := workflow.WithActivityOptions(ctx, storeOptions())
-	if err := workflow.ExecuteActivity(actx, gacts.GateResolve, activities.GateResolveInput{
+	actx := workflow.WithLocalActivityOptions(ctx, storeOptions())
+	if err := workflow.ExecuteLocalActivity(actx, gacts.GateResolve, activities.GateResolveInput{
 		GateID: g.Input.GateID, Status: string(g.Status), By: o.By, At: o.At,
 	}).Get(ctx, nil); err != nil {
 		g.log.Error("recording the resolution", "err", err)
@@ -234,8 +234,8 @@ func (g *gateRun) callBack(ctx workflow.Context) {
 		}
 		wait = min(wait*2, callbackMaxRetry)
 	}
-	sctx := workflow.WithActivityOptions(ctx, storeOptions())
-	if err := workflow.ExecuteActivity(sctx, gacts.GateCallbackState, activities.GateCallbackStateInput{
+	sctx := workflow.WithLocalActivityOptions(ctx, storeOptions())
+	if err := workflow.ExecuteLocalActivity(sctx, gacts.GateCallbackState, activities.GateCallbackStateInput{
 		GateID: g.Input.GateID, Callback: g.Callback.Status,
 	}).Get(ctx, nil); err != nil {
 		g.log.Error("recording the callback state", "err", err)
@@ -367,8 +367,8 @@ func (g *gateRun) drain(ctx workflow.Context) {
 		e := g.queue[0]
 		switch {
 		case e.record != nil:
-			lctx := workflow.WithActivityOptions(ctx, storeOptions())
-			if err := workflow.ExecuteActivity(lctx, gacts.GateRecord, activities.GateRecordInput{
+			lctx := workflow.WithLocalActivityOptions(ctx, storeOptions())
+			if err := workflow.ExecuteLocalActivity(lctx, gacts.GateRecord, activities.GateRecordInput{
 				Subject: g.id, Entries: []activities.RecordEntry{*e.record},
 			}).Get(ctx, nil); err != nil {
 				g.log.Error("recording", "id", e.record.ID, "err", err)
@@ -381,8 +381,8 @@ func (g *gateRun) drain(ctx workflow.Context) {
 				in.Decisions = append(in.Decisions, ssot.PendingDecision{ID: d.ID, Subject: g.id, Kind: string(d.Kind),
 					RaisedAt: d.RaisedAt, ExpiresAt: d.ExpiresAt, Body: b})
 			}
-			lctx := workflow.WithActivityOptions(ctx, storeOptions())
-			if err := workflow.ExecuteActivity(lctx, gacts.GateDecisions, in).Get(ctx, nil); err != nil {
+			lctx := workflow.WithLocalActivityOptions(ctx, storeOptions())
+			if err := workflow.ExecuteLocalActivity(lctx, gacts.GateDecisions, in).Get(ctx, nil); err != nil {
 				g.log.Error("saving the open decisions", "err", err)
 			}
 		case e.notice != nil:
@@ -398,14 +398,14 @@ func (g *gateRun) drain(ctx workflow.Context) {
 	}
 }
 
-func storeOptions() workflow.ActivityOptions {
-	return workflow.ActivityOptions{
-		StartToCloseTimeout: 30 * time.Second,
+// storeOptions run the SSOT writes as local activities, retried until
+// the store answers: a gate must not lose its record.
+func storeOptions() workflow.LocalActivityOptions {
+	return workflow.LocalActivityOptions{
+		StartToCloseTimeout: 10 * time.Second,
 		RetryPolicy: &temporal.RetryPolicy{
 			InitialInterval: 200 * time.Millisecond,
 			MaximumInterval: 30 * time.Second,
-			// The store comes back; a gate must not lose its record.
-			MaximumAttempts: 0,
 		},
 	}
 }
