@@ -225,7 +225,11 @@ func Parse(data []byte, source string) (*Catalog, error) {
 	if err := dec.Decode(&c); err != nil {
 		var te *yaml.TypeError
 		if errors.As(err, &te) {
-			return nil, &CatalogError{Source: source, Problems: te.Errors}
+			ps := make([]string, len(te.Errors))
+			for i, e := range te.Errors {
+				ps[i] = sectionNames.Replace(e)
+			}
+			return nil, &CatalogError{Source: source, Problems: ps}
 		}
 		return nil, &CatalogError{Source: source, Problems: []string{err.Error()}}
 	}
@@ -235,6 +239,22 @@ func Parse(data []byte, source string) (*Catalog, error) {
 	c.index()
 	return &c, nil
 }
+
+// sectionNames puts the catalog's key paths in place of the Go types in
+// the YAML decoder's messages ("field x not found in primitives[].blueprint").
+var sectionNames = strings.NewReplacer(
+	"type contract.Catalog", "the catalog's top level",
+	"type contract.Scoring", "scoring",
+	"type contract.Compound", "scoring.compounds[]",
+	"type contract.Multiplier", "scoring.multipliers[]",
+	"type contract.Level", "scoring.levels[]",
+	"type contract.Tuning", "resolution",
+	"type contract.Escalation", "escalations[]",
+	"type contract.Primitive", "primitives[]",
+	"type contract.Parameter", "primitives[].parameters[]",
+	"type contract.Blueprint", "primitives[].blueprint",
+	"type contract.Auth", "primitives[].blueprint.auth",
+)
 
 func (c *Catalog) index() {
 	c.byName = make(map[string]int, len(c.Primitives))
