@@ -195,6 +195,22 @@ func TestRiskContracts(t *testing.T) {
 		}
 	})
 
+	// ampflow dev keeps the signing secret it made in data_dir: a
+	// contract issued before a restart executes after it.
+	t.Run("SurvivesRestart", func(t *testing.T) {
+		api.t = t
+		d := api.decide(deployerKey, push)
+		p.stop()
+		p.restart()
+		var bp amcp.ExecuteResponse
+		if code, b := api.call("POST", "/v1/execute", deployerKey, amcp.ExecuteRequest{ContractID: d.ContractID}, &bp); code != http.StatusOK {
+			t.Fatalf("execute after the restart: %d %s", code, b)
+		}
+		if strings.Join(bp.Command, " ") != "git push origin fix" {
+			t.Errorf("blueprint %+v", bp)
+		}
+	})
+
 	t.Run("Refusals", func(t *testing.T) {
 		api.t = t
 		code, b := api.call("POST", "/v1/decide", "not-a-key", push, nil)
