@@ -228,6 +228,8 @@ func TestDecideAnswers(t *testing.T) {
 		t.Errorf("512 characters: %d %s", r.status, r.body)
 	}
 	wantError(t, h.do(t, "POST", "/v1/decide", keyA, `{"intent":"x","bogus":1}`), http.StatusBadRequest, "invalid")
+	big := fmt.Sprintf(`{"intent":"git push","context":{"parameters":{"remote":"o","branch":%q}}}`, strings.Repeat("b", MaxParameters))
+	wantError(t, h.do(t, "POST", "/v1/decide", keyA, big), http.StatusBadRequest, "invalid")
 	wantError(t, h.do(t, "POST", "/v1/decide", "", pushIntent), http.StatusUnauthorized, "UNAUTHORIZED")
 	wantError(t, h.do(t, "POST", "/v1/decide", "wrong", pushIntent), http.StatusUnauthorized, "UNAUTHORIZED")
 }

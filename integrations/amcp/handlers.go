@@ -18,6 +18,10 @@ import (
 	"github.com/ampflow/ampflow/workflows/contract"
 )
 
+// MaxParameters bounds a contract's parameters, in bytes of JSON: every
+// contract is kept.
+const MaxParameters = 16 << 10
+
 func (h *Handlers) decide(w http.ResponseWriter, r *http.Request) {
 	owner := h.admit(w, r)
 	if owner == "" {
@@ -42,6 +46,12 @@ func (h *Handlers) decide(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	req := contract.Request{Intent: in.Intent}
+	if c := in.Context; c != nil && c.Parameters != nil {
+		if b, _ := json.Marshal(c.Parameters); len(b) > MaxParameters {
+			h.api.Error(w, r, invalid("context.parameters", fmt.Sprintf("larger than %d bytes of JSON", MaxParameters)))
+			return
+		}
+	}
 	if c := in.Context; c != nil {
 		req.Provider, req.Parameters, req.Handling = c.Provider, c.Parameters, c.MinimumHandling
 		if c.MinimumHandling != "" && c.MinimumHandling.Rank() < 0 {
