@@ -31,6 +31,8 @@ type Gate struct {
 	Pricing []GatePrice `mapstructure:"pricing" json:"pricing"`
 	// Budgets cap the spend of an agent or a project per day or month.
 	Budgets []GateBudget `mapstructure:"budgets" json:"budgets"`
+	// Contracts are the risk contracts' keys (config/contracts.go).
+	Contracts `mapstructure:",squash"`
 }
 
 // GateAgent is one agent allowed to post signals.

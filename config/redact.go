@@ -133,8 +133,14 @@ func flatten(prefix string, v reflect.Value, out map[string]any) {
 	t := v.Type()
 	for i := range t.NumField() {
 		f := t.Field(i)
-		key := prefix + f.Tag.Get("mapstructure")
+		tag := f.Tag.Get("mapstructure")
 		fv := v.Field(i)
+		if tag == ",squash" {
+			// An embedded section's keys are its parent's.
+			flatten(prefix, fv, out)
+			continue
+		}
+		key := prefix + tag
 		if fv.Kind() == reflect.Struct && f.Type != durationType {
 			flatten(key+".", fv, out)
 			continue

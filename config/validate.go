@@ -126,6 +126,7 @@ func (c Config) Validate() error {
 	c.validateSlack(&ps)
 	c.validateTelegram(&ps)
 	c.validateGate(&ps)
+	c.validateContracts(&ps)
 
 	if len(ps) == 0 {
 		return nil

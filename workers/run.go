@@ -35,6 +35,10 @@ type Options struct {
 	// LocalName is who an HTTP API with no auth.tokens acts as; empty is
 	// httpapi.OpenName. `ampflow dev` passes the operating-system user.
 	LocalName string
+	// ContractSecretFile keeps a contract signing secret made on first use
+	// when gate.contract_secret_env names an unset variable; empty makes
+	// none (contracts are then not served). `ampflow dev` sets it.
+	ContractSecretFile string
 }
 
 // Parts are the pieces Run builds, exposed for tests and the demo.

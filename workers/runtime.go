@@ -58,6 +58,11 @@ func newRuntime(o Options, parts *Parts, log *slog.Logger) (*runtime, error) {
 	if err := api.LoopbackOnly(addr); err != nil {
 		return nil, fmt.Errorf("http.addr: %w", err)
 	}
+	contracts, err := contractHandlers(o, parts, log)
+	if err != nil {
+		return nil, err
+	}
+	contracts.Register(api)
 	for path, h := range mounts {
 		api.Mount("POST "+path, h)
 	}
