@@ -40,6 +40,7 @@ func (a *API) Routes() []httpapi.Route {
 	return []httpapi.Route{
 		{Pattern: "POST /v1/signals", Open: true, Handler: a.signal, Operation: signalOp("postSignal", "Post an agent's signal (runshift AMP payload)")},
 		{Pattern: "POST /amp/signal", Open: true, Handler: a.signal, Operation: signalOp("postAmpSignal", "Post an agent's signal at runshift's path")},
+		{Pattern: "GET /v1/signals/{run_id}", Open: true, Handler: a.signalStatus, Operation: signalStatusOp()},
 		{Pattern: "GET /v1/gates/{gate_id}", Handler: a.show, Operation: showOp()},
 		{Pattern: "GET /v1/gates", Handler: a.list, Operation: listOp()},
 	}
@@ -74,6 +75,30 @@ func (a *API) signal(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	httpapi.WriteJSON(w, rep.HTTPStatus(), rep)
+}
+
+// signalStatus answers an agent, by its key, where its run's gate stands:
+// what posting the signal again would answer, without posting it.
+func (a *API) signalStatus(w http.ResponseWriter, r *http.Request) {
+	agent, ok := a.Intake.Keys.Check(r.Header.Get("Authorization"))
+	if !ok {
+		w.Header().Set("WWW-Authenticate", `Bearer realm="ampflow-gate"`)
+		a.Server.Error(w, r, task.Errorf(codeUnauthenticated, "a registered agent's key is required: Authorization: Bearer <key> (gate.agents)"))
+		return
+	}
+	run := r.PathValue("run_id")
+	g, found, err := a.Intake.Store.GateByRun(r.Context(), run)
+	if err != nil {
+		a.Server.Error(w, r, err)
+		return
+	}
+	// Another agent's run is not found: a key learns nothing of others.
+	if !found || g.AgentID != agent.ID {
+		a.Server.Error(w, r, task.Errorf(task.CodeNotFound, "run_id: no signal of agent %s has run_id %q", agent.ID, run))
+		return
+	}
+	st := gate.Status(g.Status)
+	httpapi.WriteJSON(w, http.StatusOK, Reply{Status: st, GateID: g.GateID, Message: messageOf(st, g.Gated)})
 }
 
 // View is a gate as the API shows it.

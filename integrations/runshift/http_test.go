@@ -203,6 +203,13 @@ func TestSignalGatedOnce(t *testing.T) {
 	if len(recs) != 1 {
 		t.Fatalf("%d records", len(recs))
 	}
+	// The agent reads where its run stands with its key; another key
+	// learns nothing of it.
+	if r := g.do("GET", "/v1/signals/run-1", tailorKey, nil).want(t, 200).reply(t); r.Status != gate.StatusPending || r.GateID != first.GateID {
+		t.Fatalf("status %+v", r)
+	}
+	g.do("GET", "/v1/signals/run-1", deployKey, nil).want(t, 404)
+	g.do("GET", "/v1/signals/run-1", "", nil).want(t, 401)
 	// Another agent's post of the run is refused.
 	d := payload("run-1", true)
 	d["agent_id"], d["project_id"] = "deployer", ""
