@@ -299,6 +299,18 @@ func TestSignalValidation(t *testing.T) {
 	if len(rows) != 1 {
 		t.Fatalf("%d rows: refused signals were recorded", len(rows))
 	}
+	// Each refusal is kept in the SSOT error log, with its body.
+	errs, _, err := g.store.Errors(context.Background(), ssot.Page{Limit: 100})
+	if err != nil || len(errs) != len(cases)+1 || errs[0].Source != "signal" {
+		t.Fatalf("%d errors kept (%v), want %d", len(errs), err, len(cases)+1)
+	}
+	found := false
+	for _, e := range errs {
+		found = found || (strings.Contains(e.Reason, "webhook_url") && strings.Contains(e.Raw, "169.254.169.254"))
+	}
+	if !found {
+		t.Error("the refused webhook_url is not in the error log")
+	}
 }
 
 // TestSignalRules: rules in order; always adds a gate, never waives it.

@@ -139,7 +139,6 @@ func (in *Intake) Accept(ctx context.Context, agent Agent, s Signal) (Reply, err
 	}
 	if over != "" {
 		in.Metrics.signal(agent.ID, "budget_exceeded")
-		in.log().Warn("signal refused: budget exceeded", "agent", agent.ID, "run", s.RunID, "budget", over)
 		return Reply{}, task.Errorf(CodeBudgetExceeded, "%s", over)
 	}
 	declared := *s.GateRequired
