@@ -1,0 +1,202 @@
+package dashboard
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/ampflow/ampflow/activities/ssot"
+	"github.com/ampflow/ampflow/amp/decision"
+	"github.com/ampflow/ampflow/amp/task"
+)
+
+// maxDecisions bounds the decisions page; more are counted, not shown.
+const maxDecisions = 5000
+
+// decisionView is one open decision as a card.
+type decisionView struct {
+	decision.Decision
+	Progress decision.Progress
+	// SubjectHref links the subject's page, when it has one.
+	SubjectHref string
+	NoteNeeded  []string
+	Extra       []keyValue
+	Escalation  string
+	// Back is where the form returns to.
+	Back string
+}
+
+type keyValue struct{ Key, Value string }
+
+func newDecisionView(d decision.Decision, back string) decisionView {
+	v := decisionView{Decision: d, Progress: d.Progress(), Back: back}
+	if strings.HasPrefix(d.Subject, "T-") || d.Context.Repo != "" {
+		v.SubjectHref = "/tasks/" + d.Subject
+	}
+	for _, o := range d.Options {
+		if o.NoteRequired {
+			v.NoteNeeded = append(v.NoteNeeded, o.Label)
+		}
+	}
+	for k, val := range d.Context.Extra {
+		v.Extra = append(v.Extra, keyValue{k, fmt.Sprint(val)})
+	}
+	sort.Slice(v.Extra, func(i, j int) bool { return v.Extra[i].Key < v.Extra[j].Key })
+	if d.Escalation != nil {
+		if b, err := json.MarshalIndent(d.Escalation, "", "  "); err == nil {
+			v.Escalation = string(b)
+		}
+	}
+	return v
+}
+
+type decisionsData struct {
+	Decisions []decisionView
+	// More counts open decisions past maxDecisions.
+	More int
+}
+
+// openDecisions reads every open decision, a page at a time.
+func (s *Server) openDecisions(ctx context.Context, limit int) ([]decision.Decision, int, error) {
+	var out []decision.Decision
+	more := 0
+	cursor := ""
+	for {
+		rows, next, err := s.store.Pending(ctx, ssot.Page{Limit: ssot.MaxLimit, Cursor: cursor})
+		if err != nil {
+			return nil, 0, fmt.Errorf("reading the open decisions: %w", err)
+		}
+		for _, row := range rows {
+			if len(out) >= limit {
+				more++
+				continue
+			}
+			var d decision.Decision
+			if err := json.Unmarshal(row.Body, &d); err != nil {
+				return nil, 0, fmt.Errorf("open decision %s: %w", row.ID, err)
+			}
+			if d.Subject == "" {
+				d.Subject = row.Subject
+			}
+			out = append(out, d)
+		}
+		if next == "" {
+			return out, more, nil
+		}
+		cursor = next
+	}
+}
+
+// decisionsPage is the landing page: every open decision of every
+// workflow, oldest first.
+func (s *Server) decisionsPage(w http.ResponseWriter, r *http.Request, v viewer) {
+	ds, more, err := s.openDecisions(r.Context(), maxDecisions)
+	if err != nil {
+		s.errorPage(w, r, v, http.StatusServiceUnavailable, err.Error())
+		return
+	}
+	d := s.base(w, r, v, "Decisions", "decisions")
+	data := decisionsData{More: more, Decisions: make([]decisionView, len(ds))}
+	for i, dec := range ds {
+		data.Decisions[i] = newDecisionView(dec, "/")
+	}
+	d.Data = data
+	s.render(w, r, http.StatusOK, "decisions", d)
+}
+
+// decide answers a decision as the page showed it: the digest sent is
+// the one the form carried, and the subject's decision engine checks it,
+// takes the first answer and counts a quorum.
+func (s *Server) decide(w http.ResponseWriter, r *http.Request, v viewer) {
+	id := r.PathValue("id")
+	f := r.PostForm
+	back := localPath(f.Get("back"), "/")
+	option, note, digest := f.Get("option"), strings.TrimSpace(f.Get("note")), strings.ToLower(f.Get("digest"))
+	if option == "" || digest == "" {
+		http.Error(w, "option and digest are required", http.StatusBadRequest)
+		return
+	}
+	d, open, err := s.findDecision(r.Context(), id)
+	if err != nil {
+		s.flashBack(w, r, back, err.Error())
+		return
+	}
+	if !open {
+		s.flashBack(w, r, back, s.closedMessage(r.Context(), id))
+		return
+	}
+	if o, ok := d.Option(option); ok && o.NoteRequired && note == "" {
+		s.flashBack(w, r, back, fmt.Sprintf("%q needs a note: say why in the note field.", o.Label))
+		return
+	}
+	res, err := s.actions.Decide(r.Context(), d.Subject, decision.Answer{
+		DecisionID: id, Option: option, Note: note, Digest: digest, By: v.Name, Channel: Channel,
+	})
+	if err != nil {
+		msg := err.Error()
+		var te *task.Error
+		if errors.As(err, &te) {
+			msg = te.Message
+			if te.Code == task.CodeFinished {
+				msg = s.closedMessage(r.Context(), id)
+			}
+		}
+		s.flashBack(w, r, back, "Not taken: "+msg)
+		return
+	}
+	s.log.Info("decision taken on the dashboard", "subject", d.Subject, "decision_id", id, "option", option, "by", v.Name)
+	label := option
+	if o, ok := d.Option(option); ok {
+		label = o.Label
+	}
+	if res.Open() && res.Progress != nil {
+		s.flashBack(w, r, back, fmt.Sprintf("Your approval of %s is counted: %s.", id, res.Progress.String()))
+		return
+	}
+	s.flashBack(w, r, back, fmt.Sprintf("Decided %s: %s. The task is %s.", id, label, res.Status))
+}
+
+// findDecision finds a decision by id: open (from the store's open
+// decisions, whose subject the answer goes to) or closed (from its record).
+func (s *Server) findDecision(ctx context.Context, id string) (decision.Decision, bool, error) {
+	ds, _, err := s.openDecisions(ctx, 1<<30)
+	if err != nil {
+		return decision.Decision{}, false, err
+	}
+	for _, d := range ds {
+		if d.ID == id {
+			return d, true, nil
+		}
+	}
+	rec, err := s.store.Get(ctx, id)
+	if err != nil {
+		return decision.Decision{}, false, fmt.Errorf("decision %s is not open and has no record", id)
+	}
+	var d decision.Decision
+	_ = json.Unmarshal(rec.Body, &d)
+	return d, false, nil
+}
+
+// closedMessage says who closed a decision, from its outcome record.
+func (s *Server) closedMessage(ctx context.Context, id string) string {
+	e := s.closed(ctx, id, "")
+	if e.By == "" {
+		return fmt.Sprintf("Decision %s is closed.", id)
+	}
+	what := e.Label
+	if what == "" {
+		what = e.Option
+	}
+	return fmt.Sprintf("Decision %s was already decided by %s on %s at %s: %s.", id, e.By, e.Channel, e.At.UTC().Format(time.RFC3339), what)
+}
+
+// flashBack redirects to back with a message for the page.
+func (s *Server) flashBack(w http.ResponseWriter, r *http.Request, back, msg string) {
+	s.setFlash(w, r, msg)
+	http.Redirect(w, r, back, http.StatusSeeOther)
+}
