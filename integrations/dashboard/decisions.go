@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net/http"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
 
@@ -18,35 +19,113 @@ import (
 // maxDecisions bounds the decisions page; more are counted, not shown.
 const maxDecisions = 5000
 
-// decisionView is one open decision as a card.
+// decisionView is one open decision as a card, flattened so that a page
+// of a thousand renders quickly.
 type decisionView struct {
-	decision.Decision
-	Progress decision.Progress
+	ID, Subject, Kind, Prompt, Digest, DigestShort string
 	// SubjectHref links the subject's page, when it has one.
-	SubjectHref string
-	NoteNeeded  []string
-	Extra       []keyValue
-	Escalation  string
+	SubjectHref     string
+	Raised, Expires timeView
+	OnExpiry        string
+	Context         []keyValue
+	Issues          []string
+	Blockers        []string
+	Suggested       []string
+	AgentStderr     string
+	Escalation      string
+	Given, Required int
+	Progress        string
+	// NoteNeeded names the options that need a note; empty when none does.
+	NoteNeeded string
+	Options    []optionView
 	// Back is where the form returns to.
 	Back string
 }
 
+type optionView struct {
+	ID, Label, Class string
+	NoteRequired     bool
+}
+
 type keyValue struct{ Key, Value string }
 
+// timeView is a time as a <time> element shows it before the page's
+// script puts it in the viewer's zone.
+type timeView struct{ ISO, UTC string }
+
+func newTimeView(t time.Time) timeView {
+	if t.IsZero() {
+		return timeView{}
+	}
+	return timeView{ISO: t.UTC().Format(time.RFC3339), UTC: t.UTC().Format("2006-01-02 15:04 UTC")}
+}
+
 func newDecisionView(d decision.Decision, back string) decisionView {
-	v := decisionView{Decision: d, Progress: d.Progress(), Back: back}
+	p := d.Progress()
+	v := decisionView{
+		ID: d.ID, Subject: d.Subject, Kind: string(d.Kind), Prompt: d.Prompt, Digest: d.Digest, DigestShort: d.Digest[:min(12, len(d.Digest))],
+		Raised: newTimeView(d.RaisedAt), Expires: newTimeView(d.ExpiresAt), OnExpiry: d.OnExpiry,
+		Blockers: d.Context.Blockers, Suggested: d.Context.Suggested, AgentStderr: d.Context.AgentStderr,
+		Given: p.Given, Required: p.Required, Progress: p.String(), Back: back,
+	}
 	if strings.HasPrefix(d.Subject, "T-") || d.Context.Repo != "" {
 		v.SubjectHref = "/tasks/" + d.Subject
 	}
+	var notes []string
 	for _, o := range d.Options {
+		ov := optionView{ID: o.ID, Label: o.Label, NoteRequired: o.NoteRequired}
+		switch o.ID {
+		case decision.OptApprove:
+			ov.Class = "primary"
+		case decision.OptReject:
+			ov.Class = "danger"
+		}
+		v.Options = append(v.Options, ov)
 		if o.NoteRequired {
-			v.NoteNeeded = append(v.NoteNeeded, o.Label)
+			notes = append(notes, o.Label)
 		}
 	}
-	for k, val := range d.Context.Extra {
-		v.Extra = append(v.Extra, keyValue{k, fmt.Sprint(val)})
+	v.NoteNeeded = strings.Join(notes, ", ")
+	c := d.Context
+	add := func(k, val string) {
+		if val != "" {
+			v.Context = append(v.Context, keyValue{k, val})
+		}
 	}
-	sort.Slice(v.Extra, func(i, j int) bool { return v.Extra[i].Key < v.Extra[j].Key })
+	add("Task", c.Description)
+	if c.Repo != "" {
+		repo := c.Repo
+		if c.Branch != "" {
+			repo += " · " + c.Branch
+		}
+		add("Repo", repo)
+	}
+	add("Risk", string(c.Risk))
+	add("Subtask", c.Subtask)
+	if c.Repo != "" {
+		add("Rejects", strconv.Itoa(c.RejectCount))
+	}
+	add("CI", c.CIState)
+	if c.Confidence != nil {
+		add("Confidence", strconv.FormatFloat(*c.Confidence, 'f', 2, 64))
+	}
+	extra := make([]keyValue, 0, len(c.Extra))
+	for k, val := range c.Extra {
+		extra = append(extra, keyValue{k, fmt.Sprint(val)})
+	}
+	sort.Slice(extra, func(i, j int) bool { return extra[i].Key < extra[j].Key })
+	v.Context = append(v.Context, extra...)
+	for _, is := range c.Issues {
+		s := string(is.Severity) + ": " + is.File
+		if is.Line > 0 {
+			s += ":" + strconv.Itoa(is.Line)
+		}
+		s += " " + is.Description
+		if is.SuggestedFix != "" {
+			s += " — " + is.SuggestedFix
+		}
+		v.Issues = append(v.Issues, s)
+	}
 	if d.Escalation != nil {
 		if b, err := json.MarshalIndent(d.Escalation, "", "  "); err == nil {
 			v.Escalation = string(b)

@@ -6,9 +6,7 @@ import (
 	"html/template"
 	"io/fs"
 	"net/http"
-	"strconv"
 	"strings"
-	"time"
 )
 
 //go:embed templates/*.html
@@ -24,8 +22,6 @@ var pageNames = []string{"decisions", "tasks", "task", "panel", "signin", "recor
 type pages map[string]*template.Template
 
 var funcs = template.FuncMap{
-	"iso": func(t time.Time) string { return t.UTC().Format(time.RFC3339) },
-	"utc": func(t time.Time) string { return t.UTC().Format("2006-01-02 15:04 UTC") },
 	"short": func(s string) string {
 		if len(s) > 12 {
 			return s[:12]
@@ -34,24 +30,26 @@ var funcs = template.FuncMap{
 	},
 	"join":  strings.Join,
 	"risks": func() []string { return []string{"low", "medium", "high"} },
-	"deref": func(f *float64) string { return strconv.FormatFloat(*f, 'f', 2, 64) },
+	"tv":    newTimeView,
 	"card":  card,
 }
 
-// cardData is a decision card and the page it is on.
+// cardData is a decision card and what it shows of its viewer.
 type cardData struct {
-	Root pageData
-	D    decisionView
+	D                *decisionView
+	Admin            bool
+	CSRF, Name, Role string
 }
 
 func card(root pageData, d any) cardData {
+	c := cardData{Admin: root.Viewer.Admin(), CSRF: root.CSRF, Name: root.Viewer.Name, Role: string(root.Viewer.Role)}
 	switch d := d.(type) {
 	case decisionView:
-		return cardData{root, d}
+		c.D = &d
 	case *decisionView:
-		return cardData{root, *d}
+		c.D = d
 	}
-	return cardData{Root: root}
+	return c
 }
 
 func parsePages() pages {

@@ -21,8 +21,9 @@ const maxRecords = 20000
 // recordView is one line of a task's timeline; its body is fetched when
 // opened.
 type recordView struct {
-	ssot.Record
-	Summary string
+	ID, Kind, Summary string
+	Seq               int64
+	At                timeView
 }
 
 // recordFields are what a timeline line names of a record's body.
@@ -178,8 +179,7 @@ func (s *Server) timeline(ctx context.Context, id string, data *taskData) ([]rec
 					data.Diff = &diffView{MsgID: f.MsgID, FilesChanged: p.Diff.FilesChanged, LinesAdded: p.Diff.LinesAdded, LinesRemoved: p.Diff.LinesRemoved}
 				}
 			}
-			rec.Body = nil // fetched when opened
-			out = append(out, recordView{Record: rec, Summary: summarize(f)})
+			out = append(out, recordView{ID: rec.ID, Kind: rec.Kind, Seq: rec.Seq, At: newTimeView(rec.RecordedAt), Summary: summarize(f)})
 		}
 		if next == "" {
 			return out, false, nil
