@@ -125,3 +125,14 @@ func (h *hub) lastID() string {
 	}
 	return h.epoch + "-" + strconv.FormatUint(h.n, 10)
 }
+
+// closeAll ends every subscription: the event streams answer and close,
+// so a server shutting down is not held by open pages.
+func (h *hub) closeAll() {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	for s := range h.subs {
+		close(s.ch)
+		delete(h.subs, s)
+	}
+}

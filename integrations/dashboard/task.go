@@ -41,6 +41,9 @@ type recordFields struct {
 	Note    string          `json:"note"`
 	Status  string          `json:"status"`
 	Payload json.RawMessage `json:"payload"`
+	// Plan and Coordinator are a task's start record.
+	Plan        json.RawMessage `json:"plan"`
+	Coordinator string          `json:"coordinator"`
 }
 
 func summarize(f recordFields) string {
@@ -50,6 +53,9 @@ func summarize(f recordFields) string {
 	}
 	if f.From != "" || f.To != "" {
 		parts = append(parts, f.From+" → "+f.To)
+	}
+	if len(f.Plan) > 0 {
+		parts = append(parts, "plan from "+f.Coordinator)
 	}
 	if f.Kind != "" && f.Type == "" {
 		parts = append(parts, f.Kind)
@@ -163,6 +169,14 @@ func (s *Server) timeline(ctx context.Context, id string, data *taskData) ([]rec
 		for _, rec := range recs {
 			var f recordFields
 			_ = json.Unmarshal(rec.Body, &f)
+			if len(f.Plan) > 0 && data.Criteria == nil {
+				var p struct {
+					Criteria []string `json:"acceptance_criteria"`
+				}
+				if json.Unmarshal(f.Plan, &p) == nil {
+					data.Criteria = p.Criteria
+				}
+			}
 			switch amp.Type(f.Type) {
 			case amp.TypeTaskDispatch:
 				var p struct {

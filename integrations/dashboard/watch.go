@@ -17,6 +17,7 @@ import (
 func (s *Server) Watch(ctx context.Context) error {
 	t := time.NewTicker(s.poll)
 	defer t.Stop()
+	defer s.hub.closeAll()
 	var prev ssot.Marks
 	have := false
 	for {
