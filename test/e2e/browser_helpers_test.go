@@ -10,7 +10,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/chromedp/cdproto/cdp"
+	"github.com/chromedp/cdproto/emulation"
 	"github.com/chromedp/chromedp"
+	"github.com/chromedp/chromedp/kb"
 )
 
 // chromiumPath finds Debian's chromium. Without it the browser tests skip,
@@ -152,9 +155,36 @@ var widths = []struct {
 	width, height int64
 }{{"desktop", 1280, 900}, {"phone", 360, 780}}
 
-// shoot photographs the page at each width, and checks that nothing is
-// wider than the phone's screen.
+// colorScheme makes the page see prefers-color-scheme as scheme.
+func colorScheme(scheme string) chromedp.Action[chromedp.Void] {
+	return chromedp.Func(func(ctx context.Context, t *chromedp.Target) error {
+		_, err := cdp.Call(ctx, t, emulation.SetEmulatedMedia, emulation.SetEmulatedMediaParams{
+			Features: []*emulation.MediaFeature{{Name: "prefers-color-scheme", Value: scheme}}})
+		return err
+	})
+}
+
+// background is the page's background colour as computed.
+const background = `getComputedStyle(document.body).backgroundColor`
+
+// shoot photographs the page at each width, light and dark, and checks
+// that nothing is wider than the phone's screen and that the dark scheme
+// darkens the page.
 func (tb *tab) shoot(dir, name string) {
+	tb.t.Helper()
+	for _, scheme := range []string{"light", "dark"} {
+		tb.do("prefers-color-scheme: "+scheme, colorScheme(scheme))
+		time.Sleep(50 * time.Millisecond)
+		bg := evalIn[string](tb, background)
+		if dark := bg == "rgb(21, 23, 26)"; dark != (scheme == "dark") {
+			tb.t.Errorf("%s in the %s scheme has background %s", name, scheme, bg)
+		}
+		tb.shootWidths(dir, name+"-"+scheme)
+	}
+	tb.do("back to the system's scheme", colorScheme(""))
+}
+
+func (tb *tab) shootWidths(dir, name string) {
 	tb.t.Helper()
 	for _, w := range widths {
 		tb.do("resizing to "+w.name, chromedp.EmulateViewport(w.width, w.height, chromedp.EmulateScale(1)))
@@ -197,5 +227,20 @@ func (tb *tab) checkLabels(page string) {
 }
 
 func jsString(s string) string { return strconv.Quote(s) }
+
+// tabTo presses Tab until the focused element matches the CSS selector,
+// as a keyboard user would reach it, and reports how many presses it took.
+func (tb *tab) tabTo(selector string, most int) int {
+	tb.t.Helper()
+	for n := 1; n <= most; n++ {
+		tb.do("pressing Tab", chromedp.KeyEvent(kb.Tab))
+		if evalIn[bool](tb, `!!(document.activeElement && document.activeElement.matches(`+jsString(selector)+`))`) {
+			return n
+		}
+	}
+	tb.t.Fatalf("%s not reached with %d presses of Tab; focus is on %s", selector, most,
+		evalIn[string](tb, `document.activeElement ? document.activeElement.outerHTML.slice(0, 120) : "nothing"`))
+	return 0
+}
 
 var _ = fmt.Sprintf

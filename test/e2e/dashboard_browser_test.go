@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/chromedp/chromedp"
+	"github.com/chromedp/chromedp/kb"
 
 	"github.com/ampflow/ampflow/amp/decision"
 	"github.com/ampflow/ampflow/amp/task"
@@ -106,7 +107,15 @@ func TestDashboardBrowser(t *testing.T) {
 	watcher.until("the task awaiting approval on the tasks page", 10*time.Second, row+` && `+row+`.textContent === "awaiting_approval"`)
 	evalIn[bool](watcher, "window.__sameDocument = true")
 	watcher.until("the live stream", 10*time.Second, `document.getElementById("live").dataset.state === "live"`)
-	ana.do("approving "+d1.ID, chromedp.Click(`[data-decision-id="`+d1.ID+`"] button[value="approve"]`))
+	// From the keyboard alone: the skip link first, then Tab to Approve.
+	ana.open(base + "/")
+	ana.until("the decisions page", 10*time.Second, card(d1))
+	if n := ana.tabTo("a.skip", 1); n != 1 {
+		t.Errorf("the skip link is reached after %d presses of Tab, want 1", n)
+	}
+	presses := ana.tabTo(`[data-decision-id="`+d1.ID+`"] button[value="approve"]`, 60)
+	t.Logf("Approve of %s is %d presses of Tab from the top of the page", d1.ID, presses)
+	ana.do("approving "+d1.ID+" with Enter", chromedp.KeyEvent(kb.Enter))
 	ana.until("the flash after approving", 15*time.Second, `document.getElementById("flash") && document.getElementById("flash").textContent.includes("Decided `+d1.ID+`")`)
 	took := watcher.until("the task's status changing on the tasks page", 20*time.Second, row+` && `+row+`.textContent !== "awaiting_approval"`)
 	t.Logf("the tasks page showed %s as %s %v after the approval answered", approved, evalIn[string](watcher, row+".textContent"), took)
@@ -187,4 +196,32 @@ func TestDashboardBrowser(t *testing.T) {
 	if st, err := tasks.State(t.Context(), open); err != nil || st.Pending == nil || st.Pending.ID != d3.ID {
 		t.Fatalf("after the forged post %s: %v, pending %+v; want %s still open", open, err, st.Pending, d3.ID)
 	}
+}
+
+// TestDashboardOpenMode opens the dashboard of `ampflow dev` with no
+// tokens: the local user is signed in as an admin without a sign-in page.
+func TestDashboardOpenMode(t *testing.T) {
+	chromiumPath(t)
+	p := startDev(t, t.TempDir(), "AMPFLOW_POLICY_PLAN_APPROVAL_LOW=admin")
+	tasks := dial(t, p)
+	plan, _ := json.Marshal(lowRiskPlan(gitRepo(t)))
+	planFile := filepath.Join(t.TempDir(), "plan.json")
+	writeFile(t, planFile, string(plan))
+	stdout, stderr, code := cliAs(t, p, "", nil, "task", "start", "-f", planFile)
+	if code != 0 {
+		t.Fatalf("task start: exit %d\n%s%s", code, stdout, stderr)
+	}
+	lines := strings.Split(strings.TrimSpace(stdout), "\n")
+	id := lines[len(lines)-1]
+	eventually(t, 30*time.Second, "the plan approval of "+id, func() (bool, error) {
+		st, err := tasks.State(t.Context(), id)
+		return err == nil && st.Pending != nil, err
+	})
+	local := newBrowser(t).session()
+	local.open("http://" + p.api + "/")
+	local.until("the decisions page, signed in", 10*time.Second,
+		`location.pathname === "/" && document.querySelector(".who .role").textContent === "admin" && document.querySelector('button[value="approve"]')`)
+	local.do("approving", chromedp.Click(`button[value="approve"]`))
+	local.until("the flash", 15*time.Second, `document.getElementById("flash") && document.getElementById("flash").textContent.includes("Decided")`)
+	waitStatus(t, tasks, id, task.StatusDispatched)
 }

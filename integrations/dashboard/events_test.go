@@ -1,0 +1,117 @@
+package dashboard
+
+import (
+	"bufio"
+	"context"
+	"net/http"
+	"net/url"
+	"strings"
+	"testing"
+	"time"
+)
+
+// readEvents reads server-sent events from /events until n have come.
+func readEvents(t *testing.T, f *fixture, last string, n int) []Event {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	req, _ := http.NewRequestWithContext(ctx, "GET", f.http.URL+"/events", nil)
+	if last != "" {
+		req.Header.Set("Last-Event-ID", last)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	if ct := resp.Header.Get("Content-Type"); ct != "text/event-stream" {
+		t.Fatalf("GET /events: %d %s", resp.StatusCode, ct)
+	}
+	var out []Event
+	var e Event
+	sc := bufio.NewScanner(resp.Body)
+	for len(out) < n && sc.Scan() {
+		line := sc.Text()
+		switch {
+		case strings.HasPrefix(line, "id: "):
+			e.ID = line[4:]
+		case strings.HasPrefix(line, "event: "):
+			e.Type = line[7:]
+		case strings.HasPrefix(line, "data: "):
+			e.Data = []byte(line[6:])
+		case line == "" && e.Type != "":
+			out = append(out, e)
+			e = Event{}
+		}
+	}
+	return out
+}
+
+// TestEventsReconnect drops a page's stream and reconnects it with its
+// last event id: it gets what it missed, in order; an id from another
+// process gets a reset.
+func TestEventsReconnect(t *testing.T) {
+	f := newFixture(t, nil)
+	f.srv.hub.publish(EventTask, taskEvent{TaskID: "T-1", Status: "dispatched"})
+	first := readEvents(t, f, "", 1)
+	if first[0].Type != "hello" || first[0].ID != f.srv.hub.lastID() {
+		t.Fatalf("first event %+v, want hello with the newest id", first[0])
+	}
+	f.srv.hub.publish(EventRecord, recordEvent{TaskID: "T-1", Seq: 5})
+	f.srv.hub.publish(EventDecisionClosed, decisionEvent{ID: "T-1-d1", Subject: "T-1", By: "bob", Channel: "slack"})
+	got := readEvents(t, f, first[0].ID, 3)
+	if len(got) != 3 || got[1].Type != EventRecord || got[2].Type != EventDecisionClosed || got[2].ID != f.srv.hub.lastID() ||
+		!strings.Contains(string(got[2].Data), `"by":"bob"`) {
+		t.Fatalf("after reconnecting: %+v", got)
+	}
+	if reset := readEvents(t, f, "0badf00d-1", 1); reset[0].Type != EventReset {
+		t.Fatalf("an unknown id got %+v, want a reset", reset[0])
+	}
+}
+
+func TestEventsNeedASession(t *testing.T) {
+	f := newFixture(t, testTokens)
+	resp, err := http.Get(f.http.URL + "/events")
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusUnauthorized {
+		t.Fatalf("GET /events signed out: %d", resp.StatusCode)
+	}
+}
+
+func TestAdminActions(t *testing.T) {
+	f := newFixture(t, testTokens)
+	seedTask(t, f.db, "T-2026-010", 0)
+	c := f.client(t)
+	c.signIn("tok-ana")
+	_, page := c.do("GET", "/tasks/T-2026-010", nil, nil)
+	csrf := formValue(page, "csrf")
+	if !strings.Contains(page, `&#34;subtask_id&#34;: &#34;s1&#34;`) {
+		t.Errorf("the replan form does not start from the remaining subtasks")
+	}
+	resp, _ := c.do("POST", "/tasks/T-2026-010/cancel", url.Values{"csrf": {csrf}, "reason": {"no longer needed"}}, browserHeaders(f))
+	if resp.StatusCode != http.StatusSeeOther || resp.Header.Get("Location") != "/tasks/T-2026-010" {
+		t.Fatalf("cancel: %d %s", resp.StatusCode, resp.Header.Get("Location"))
+	}
+	if len(f.engine.cancels) != 1 || f.engine.cancels[0].By != "ana" || f.engine.cancels[0].Reason != "no longer needed" {
+		t.Fatalf("cancels %+v", f.engine.cancels)
+	}
+	resp, _ = c.do("POST", "/tasks/T-2026-010/replan", url.Values{"csrf": {csrf}, "subtasks": {`[{"subtask_id":"s9","description":"x","estimated_lines":3,"extra":1}]`}}, browserHeaders(f))
+	_, after := c.do("GET", "/tasks/T-2026-010", nil, nil)
+	if resp.StatusCode != http.StatusSeeOther || !strings.Contains(after, "Not replanned") {
+		t.Errorf("a replan with an unknown field was not refused")
+	}
+}
+
+func TestLocalPath(t *testing.T) {
+	for _, tc := range []struct{ in, want string }{
+		{"/tasks/T-1", "/tasks/T-1"}, {"/", "/"}, {"", "/"}, {"//evil.example/x", "/"},
+		{"/\\evil.example", "/"}, {"https://evil.example", "/"}, {"/a\r\nSet-Cookie: x", "/"},
+	} {
+		if got := localPath(tc.in, "/"); got != tc.want {
+			t.Errorf("localPath(%q) = %q, want %q", tc.in, got, tc.want)
+		}
+	}
+}
