@@ -18,6 +18,9 @@ type Marks struct {
 	Tasks map[string]TaskMark
 	// Pending maps an open decision's id to its subject.
 	Pending map[string]string
+	// Subjects maps a workflow that is not a task (a gate, a lease) to
+	// the revision of its last save of open decisions (SaveDecisions).
+	Subjects map[string]int64
 }
 
 // TaskMark is a task's state revision and status.
@@ -26,10 +29,10 @@ type TaskMark struct {
 	Status string
 }
 
-// Marks reads the marks of every task and open decision: three index or
-// narrow-column scans, no bodies.
+// Marks reads the marks of every task, open decision and other subject:
+// four narrow-column scans, no bodies.
 func (s *DB) Marks(ctx context.Context) (Marks, error) {
-	m := Marks{Heads: map[string]int64{}, Tasks: map[string]TaskMark{}, Pending: map[string]string{}}
+	m := Marks{Heads: map[string]int64{}, Tasks: map[string]TaskMark{}, Pending: map[string]string{}, Subjects: map[string]int64{}}
 	rows, err := s.db.QueryContext(ctx, `SELECT task_id, seq FROM chains`)
 	if err != nil {
 		return Marks{}, fmt.Errorf("reading chain heads: %w", err)
@@ -77,6 +80,22 @@ func (s *DB) Marks(ctx context.Context) (Marks, error) {
 	rows.Close()
 	if err := rows.Err(); err != nil {
 		return Marks{}, fmt.Errorf("reading open decisions: %w", err)
+	}
+	if rows, err = s.db.QueryContext(ctx, `SELECT subject, rev FROM subjects`); err != nil {
+		return Marks{}, fmt.Errorf("reading subjects: %w", err)
+	}
+	for rows.Next() {
+		var subject string
+		var rev int64
+		if err := rows.Scan(&subject, &rev); err != nil {
+			rows.Close()
+			return Marks{}, fmt.Errorf("reading subjects: %w", err)
+		}
+		m.Subjects[subject] = rev
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return Marks{}, fmt.Errorf("reading subjects: %w", err)
 	}
 	return m, nil
 }

@@ -10,7 +10,7 @@ func TestMarksAndTaskStates(t *testing.T) {
 	eachEngine(t, func(t *testing.T, s *DB, _ string) {
 		ctx := context.Background()
 		empty, err := s.Marks(ctx)
-		if err != nil || len(empty.Heads)+len(empty.Tasks)+len(empty.Pending) != 0 {
+		if err != nil || len(empty.Heads)+len(empty.Tasks)+len(empty.Pending)+len(empty.Subjects) != 0 {
 			t.Fatalf("marks of an empty store: %+v, %v", empty, err)
 		}
 		if _, err := s.Save(ctx, "T-2026-001", []Entry{ent("a1", `{}`), ent("a2", `{}`)}, taskState(1, 1, "awaiting_approval")); err != nil {
@@ -37,6 +37,13 @@ func TestMarksAndTaskStates(t *testing.T) {
 		}
 		if m, err = s.Marks(ctx); err != nil || m.Heads["T-2026-001"] != 3 || m.Tasks["T-2026-001"] != (TaskMark{2, "dispatched"}) || len(m.Pending) != 0 {
 			t.Fatalf("marks after the decision: %+v, %v", m, err)
+		}
+
+		if err := s.SaveDecisions(ctx, "gate-1", 4, []PendingDecision{{ID: "gate-1-d1", Kind: "gate", RaisedAt: t0, Body: []byte(`{}`)}}); err != nil {
+			t.Fatal(err)
+		}
+		if m, err = s.Marks(ctx); err != nil || m.Subjects["gate-1"] != 4 || m.Pending["gate-1-d1"] != "gate-1" {
+			t.Fatalf("marks after a gate's decision: %+v, %v", m, err)
 		}
 
 		states, err := s.TaskStates(ctx, []string{"T-2026-001", "T-2026-002", "T-2026-404"})

@@ -8,6 +8,10 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/ampflow/ampflow/activities/ssot"
+	"github.com/ampflow/ampflow/amp/decision"
+	"github.com/ampflow/ampflow/amp/task"
 )
 
 // readEvents reads server-sent events from /events until n have come.
@@ -113,5 +117,49 @@ func TestLocalPath(t *testing.T) {
 		if got := localPath(tc.in, "/"); got != tc.want {
 			t.Errorf("localPath(%q) = %q, want %q", tc.in, got, tc.want)
 		}
+	}
+}
+
+// recorder takes every call and answers that the decision is closed.
+type recorder struct {
+	subjects []string
+	answers  []decision.Answer
+}
+
+func (r *recorder) Decide(_ context.Context, subject string, in decision.Answer) (task.DecideResult, error) {
+	r.subjects, r.answers = append(r.subjects, subject), append(r.answers, in)
+	return task.DecideResult{Outcome: decision.Outcome{DecisionID: in.DecisionID, Option: in.Option}}, nil
+}
+
+func (r *recorder) Cancel(context.Context, string, task.CancelInput) (task.ChangeResult, error) {
+	return task.ChangeResult{}, nil
+}
+
+func (r *recorder) Replan(context.Context, string, task.ReplanInput) (task.ChangeResult, error) {
+	return task.ChangeResult{}, nil
+}
+
+// TestOtherSubjectDecision shows the decision of a workflow that is not a
+// task (a gate) and sends its answer to that workflow.
+func TestOtherSubjectDecision(t *testing.T) {
+	f := newFixture(t, testTokens)
+	rec := &recorder{}
+	f.srv.actions = rec
+	d := decision.Decision{ID: "gate-7-d1", Subject: "gate-7", Kind: "gate_budget", Prompt: "Spend over budget on gate 7?",
+		Options: []decision.Option{{ID: "approve", Label: "Allow"}, {ID: "reject", Label: "Refuse"}}, Digest: strings.Repeat("ab", 32),
+		RaisedAt: t0, Required: 1, Context: decision.Context{Extra: map[string]any{"cost": "12.50 USD"}}}
+	if err := f.db.SaveDecisions(context.Background(), "gate-7", 1, []ssot.PendingDecision{{ID: d.ID, Kind: string(d.Kind), RaisedAt: t0, Body: mustJSON(t, d)}}); err != nil {
+		t.Fatal(err)
+	}
+	c := f.client(t)
+	c.signIn("tok-ana")
+	_, page := c.do("GET", "/", nil, nil)
+	if !strings.Contains(page, `data-subject="gate-7"`) || !strings.Contains(page, ">Allow</button>") || !strings.Contains(page, "12.50 USD") ||
+		strings.Contains(page, `href="/tasks/gate-7"`) {
+		t.Fatalf("the gate's decision is not shown as it should be:\n%s", page)
+	}
+	c.do("POST", "/decisions/"+d.ID, url.Values{"csrf": {formValue(page, "csrf")}, "option": {"approve"}, "digest": {d.Digest}}, browserHeaders(f))
+	if len(rec.subjects) != 1 || rec.subjects[0] != "gate-7" || rec.answers[0].Channel != Channel || rec.answers[0].Digest != d.Digest {
+		t.Fatalf("decide calls: %v %+v", rec.subjects, rec.answers)
 	}
 }

@@ -45,6 +45,11 @@ type taskEvent struct {
 	Previous string `json:"previous,omitempty"`
 }
 
+type subjectEvent struct {
+	Subject string `json:"subject"`
+	Rev     int64  `json:"rev"`
+}
+
 type recordEvent struct {
 	TaskID string `json:"task_id"`
 	Seq    int64  `json:"seq"`
@@ -72,6 +77,11 @@ func (s *Server) publishChanges(ctx context.Context, prev, cur ssot.Marks) {
 		t, old := cur.Tasks[id], prev.Tasks[id]
 		if t != old {
 			s.hub.publish(EventTask, taskEvent{TaskID: id, Status: t.Status, Previous: old.Status})
+		}
+	}
+	for _, id := range sortedKeys(cur.Subjects) {
+		if rev := cur.Subjects[id]; rev != prev.Subjects[id] {
+			s.hub.publish(EventSubject, subjectEvent{Subject: id, Rev: rev})
 		}
 	}
 	for _, id := range sortedKeys(prev.Pending) {

@@ -135,6 +135,7 @@
         if (type === "decision-closed") { if (closedDecision(e)) refresh(); return; }
         if (type === "decision-opened") return refresh();
         if (type === "task" && document.querySelector('[data-subject="' + CSS.escape(e.task_id) + '"]')) return refresh();
+        if (type === "subject" && document.querySelector('[data-subject="' + CSS.escape(e.subject) + '"]')) return refresh();
         return;
       case "tasks":
         if (type === "task") return refresh();
@@ -154,7 +155,7 @@
     es.addEventListener("open", function () { state("live", "live"); });
     es.addEventListener("error", function () { state("down", "reconnecting…"); });
     es.addEventListener("reset", function () { state("live", "live"); refresh(); });
-    ["task", "record", "decision-opened", "decision-closed"].forEach(function (t) {
+    ["task", "record", "subject", "decision-opened", "decision-closed"].forEach(function (t) {
       es.addEventListener(t, function (m) {
         var e;
         try { e = JSON.parse(m.data); } catch (x) { return; }
