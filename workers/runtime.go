@@ -220,12 +220,13 @@ func decider(parts *Parts) chat.Decider {
 // has the store to read and the workflows to act on; its watcher runs
 // with the other loops.
 func mountDashboard(o Options, parts *Parts, api *httpapi.Server, rt *runtime, log *slog.Logger) bool {
-	if parts.Store == nil || parts.Tasks == nil {
+	cfg := o.Config.Dashboard
+	if !cfg.Enabled || parts.Store == nil || parts.Tasks == nil {
 		return false
 	}
 	d := dashboard.New(dashboard.Options{
 		Store: parts.Store, Actions: parts.Tasks, Tokens: o.Config.Auth.Tokens, OpenName: o.LocalName,
-		MaxRejects: o.Config.Protocol.MaxRejects, Logger: log,
+		MaxRejects: o.Config.Protocol.MaxRejects, Logger: log, Poll: cfg.PollInterval, SessionTTL: cfg.SessionTTL,
 	})
 	for _, r := range d.Routes() {
 		api.Mount(r.Pattern, r.Handler)
