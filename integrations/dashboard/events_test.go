@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/ampflow/ampflow/activities/ssot"
+	"github.com/ampflow/ampflow/activities/ssot/ssottest"
 	"github.com/ampflow/ampflow/amp/decision"
 	"github.com/ampflow/ampflow/amp/task"
 )
@@ -161,5 +162,44 @@ func TestOtherSubjectDecision(t *testing.T) {
 	c.do("POST", "/decisions/"+d.ID, url.Values{"csrf": {formValue(page, "csrf")}, "option": {"approve"}, "digest": {d.Digest}}, browserHeaders(f))
 	if len(rec.subjects) != 1 || rec.subjects[0] != "gate-7" || rec.answers[0].Channel != Channel || rec.answers[0].Digest != d.Digest {
 		t.Fatalf("decide calls: %v %+v", rec.subjects, rec.answers)
+	}
+}
+
+// TestWatchSeesOtherWriters has one process write and another's watcher
+// publish: two stores opened on one database, as two workers share it,
+// on each engine.
+func TestWatchSeesOtherWriters(t *testing.T) {
+	for _, e := range ssottest.Engines() {
+		t.Run(e.Name, func(t *testing.T) {
+			u := e.URL(t)
+			open := func() *ssot.DB {
+				db, err := ssot.Open(context.Background(), u)
+				if err != nil {
+					t.Fatal(err)
+				}
+				t.Cleanup(func() { db.Close() })
+				return db
+			}
+			writer, reader := open(), open()
+			s := New(Options{Store: reader, Actions: &recorder{}, Poll: DefaultPoll})
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			sub, _, _ := s.hub.subscribe("")
+			go s.Watch(ctx)
+			time.Sleep(2 * DefaultPoll) // the watcher's first look
+			start := time.Now()
+			d := seedTask(t, writer, "T-2026-020", 0)
+			for {
+				select {
+				case ev := <-sub.ch:
+					if ev.Type == EventDecisionOpened && strings.Contains(string(ev.Data), d.ID) {
+						t.Logf("%s: published %v after the other store's write", e.Name, time.Since(start))
+						return
+					}
+				case <-time.After(time.Second):
+					t.Fatalf("%s: no decision-opened within 1s of another store's write", e.Name)
+				}
+			}
+		})
 	}
 }
