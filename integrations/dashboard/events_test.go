@@ -203,3 +203,24 @@ func TestWatchSeesOtherWriters(t *testing.T) {
 		})
 	}
 }
+
+// TestLinkFromAnotherSite follows a link from a chat message: the first
+// request has no SameSite=Strict cookie, so the page asks again from this
+// site, and that request has it.
+func TestLinkFromAnotherSite(t *testing.T) {
+	f := newFixture(t, testTokens)
+	seedTask(t, f.db, "T-2026-030", 0)
+	c := f.client(t)
+	resp, body := c.do("GET", "/tasks/T-2026-030", nil, http.Header{"Sec-Fetch-Site": {"cross-site"}, "Sec-Fetch-Mode": {"navigate"}})
+	if resp.StatusCode != http.StatusOK || !strings.Contains(body, `http-equiv="refresh" content="0; url=/tasks/T-2026-030"`) {
+		t.Fatalf("cross-site link without a cookie: %d\n%s", resp.StatusCode, body)
+	}
+	resp, _ = c.do("GET", "/tasks/T-2026-030", nil, http.Header{"Sec-Fetch-Site": {"same-origin"}, "Sec-Fetch-Mode": {"navigate"}})
+	if resp.StatusCode != http.StatusSeeOther || !strings.HasPrefix(resp.Header.Get("Location"), "/signin") {
+		t.Fatalf("the same link from this site, signed out: %d %s", resp.StatusCode, resp.Header.Get("Location"))
+	}
+	resp, _ = c.do("GET", "/records/T-2026-030-m1", nil, http.Header{"Sec-Fetch-Site": {"none"}, "Sec-Fetch-Mode": {"navigate"}})
+	if resp.StatusCode != http.StatusSeeOther {
+		t.Fatalf("a record's page typed in, signed out: %d, want the sign-in redirect", resp.StatusCode)
+	}
+}

@@ -1,6 +1,7 @@
 package dashboard
 
 import (
+	"html/template"
 	"mime"
 	"net"
 	"net/http"
@@ -60,7 +61,7 @@ func crossSite(r *http.Request, allowNavigation bool) bool {
 // Fragments and the event stream are refused to other sites.
 func (s *Server) page(h func(http.ResponseWriter, *http.Request, viewer)) http.Handler {
 	return s.guarded(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		sub := r.Header.Get("X-Dashboard-Fragment") != "" || strings.HasPrefix(r.URL.Path, "/events") || strings.HasPrefix(r.URL.Path, "/records/")
+		sub := r.Header.Get("X-Dashboard-Fragment") != "" || r.URL.Path == "/events"
 		if crossSite(r, !sub) {
 			http.Error(w, "cross-site request refused", http.StatusForbidden)
 			return
@@ -71,11 +72,26 @@ func (s *Server) page(h func(http.ResponseWriter, *http.Request, viewer)) http.H
 				http.Error(w, "sign in first", http.StatusUnauthorized)
 				return
 			}
+			if site := r.Header.Get("Sec-Fetch-Site"); site == "cross-site" || site == "same-site" {
+				// A link from another site (a chat message) arrives
+				// without the SameSite=Strict cookie; the same request
+				// made again from this site's own page carries it.
+				again(w, r.URL.RequestURI())
+				return
+			}
 			http.Redirect(w, r, "/signin?next="+url.QueryEscape(r.URL.RequestURI()), http.StatusSeeOther)
 			return
 		}
 		h(w, r, v)
 	}))
+}
+
+// again answers with a page that asks for uri once more, from this site.
+func again(w http.ResponseWriter, uri string) {
+	w.Header().Set("Content-Type", "text/html; charset=utf-8")
+	u := template.HTMLEscapeString(uri)
+	_, _ = w.Write([]byte(`<!doctype html><html lang="en"><head><meta charset="utf-8"><meta http-equiv="refresh" content="0; url=` + u +
+		`"><title>ampflow</title></head><body><p><a href="` + u + `">Continue to the dashboard</a></p></body></html>`))
 }
 
 // form serves a state-changing POST: same-origin only, a form body, the

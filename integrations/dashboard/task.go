@@ -227,8 +227,7 @@ func (s *Server) recordBody(w http.ResponseWriter, r *http.Request, v viewer) {
 		buf.Reset()
 		buf.Write(rec.Body)
 	}
-	d := s.base(w, r, v, rec.ID, "tasks")
-	d.Task = rec.TaskID
+	d := s.base(w, r, v, rec.ID, "record")
 	d.Data = recordData{Record: rec, Pretty: buf.String()}
 	s.render(w, r, http.StatusOK, "record", d)
 }

@@ -185,6 +185,10 @@ func TestDashboardBrowser(t *testing.T) {
 	// A page on another site posts a decision form in ana's browser.
 	evil := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "text/html")
+		if r.URL.Path == "/link" {
+			fmt.Fprintf(w, `<!doctype html><a id="l" href="%s/tasks/%s">the task</a>`, base, approved)
+			return
+		}
 		fmt.Fprintf(w, `<!doctype html><form id="f" method="post" action="%s/decisions/%s">
 <input name="option" value="approve"><input name="digest" value="%s"><input name="csrf" value="guessed"></form>
 <script>document.getElementById("f").submit()</script>`, base, html.EscapeString(d3.ID), d3.Digest)
@@ -192,6 +196,13 @@ func TestDashboardBrowser(t *testing.T) {
 	defer evil.Close()
 	ana.open(evil.URL)
 	ana.until("the forged post's answer", 10*time.Second, `location.href.startsWith(`+jsString(base)+`) && document.body.innerText.includes("cross-site request refused")`)
+	// A link in a chat message (another site) opens the task signed in,
+	// although the SameSite=Strict cookie is not sent with the first request.
+	ana.open(evil.URL + "/link")
+	ana.do("following a link from another site", chromedp.Click("#l"))
+	ana.until("the task page from another site's link", 10*time.Second,
+		`location.pathname === "/tasks/`+approved+`" && document.querySelector(".who .user") && document.querySelector(".timeline")`)
+
 	time.Sleep(time.Second)
 	if st, err := tasks.State(t.Context(), open); err != nil || st.Pending == nil || st.Pending.ID != d3.ID {
 		t.Fatalf("after the forged post %s: %v, pending %+v; want %s still open", open, err, st.Pending, d3.ID)
