@@ -33,6 +33,7 @@ type Store interface {
 	Head(ctx context.Context, taskID string) (ssot.Head, error)
 	Verify(ctx context.Context, taskID string) (ssot.Head, error)
 	Get(ctx context.Context, id string) (ssot.Record, error)
+	File(ctx context.Context, taskID, name string) ([]byte, error)
 	Marks(ctx context.Context) (ssot.Marks, error)
 }
 
@@ -162,6 +163,7 @@ func (s *Server) Routes() []Route {
 		{"GET /tasks", page(s.tasksPage)},
 		{"GET /tasks/{id}", page(s.taskPage)},
 		{"GET /records/{id}", page(s.recordBody)},
+		{"GET /tasks/{id}/diffs/{msg}", page(s.diffPage)},
 		{"GET /gates", page(s.panelPage(PanelGates))},
 		{"GET /leases", page(s.panelPage(PanelLeases))},
 		{"GET /agents", page(s.panelPage(PanelAgents))},

@@ -224,3 +224,30 @@ func TestLinkFromAnotherSite(t *testing.T) {
 		t.Fatalf("a record's page typed in, signed out: %d, want the sign-in redirect", resp.StatusCode)
 	}
 }
+
+func TestDiff(t *testing.T) {
+	f := newFixture(t, testTokens)
+	seedTask(t, f.db, "T-2026-040", 0)
+	result := map[string]any{"msg_id": "T-2026-040-r1", "type": "task_result", "from": "executor", "to": "coordinator",
+		"payload": map[string]any{"diff_summary": map[string]any{"files_changed": []string{"health.go"}, "lines_added": 12, "lines_removed": 1}}}
+	next := taskState(t, "T-2026-040", 2, task.StatusInReview, nil)
+	if _, err := f.db.Save(context.Background(), "T-2026-040", []ssot.Entry{{ID: "T-2026-040-r1", Kind: "message", RecordedAt: t0, Body: mustJSON(t, result)}}, &next); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.db.PutFile(context.Background(), "T-2026-040", "diffs/T-2026-040-r1.diff", []byte("diff --git a/health.go b/health.go\n@@ -1 +1,12 @@\n-old <b>\n+new\n")); err != nil {
+		t.Fatal(err)
+	}
+	c := f.client(t)
+	c.signIn("tok-exec")
+	_, page := c.do("GET", "/tasks/T-2026-040", nil, nil)
+	if !strings.Contains(page, "+12") || !strings.Contains(page, "health.go") || !strings.Contains(page, `href="/tasks/T-2026-040/diffs/T-2026-040-r1"`) {
+		t.Errorf("the task page lacks the result's diff summary and link")
+	}
+	_, diff := c.do("GET", "/tasks/T-2026-040/diffs/T-2026-040-r1", nil, nil)
+	if !strings.Contains(diff, `<span class="add">&#43;new</span>`) || !strings.Contains(diff, `<span class="del">-old &lt;b&gt;</span>`) {
+		t.Errorf("the diff page:\n%s", diff)
+	}
+	if resp, _ := c.do("GET", "/tasks/T-2026-040/diffs/nope", nil, nil); resp.StatusCode != http.StatusNotFound {
+		t.Errorf("a diff not kept: %d", resp.StatusCode)
+	}
+}
