@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"net/http"
+	"net/http/httptest"
 	"net/url"
 	"strings"
 	"testing"
@@ -250,4 +251,34 @@ func TestDiff(t *testing.T) {
 	if resp, _ := c.do("GET", "/tasks/T-2026-040/diffs/nope", nil, nil); resp.StatusCode != http.StatusNotFound {
 		t.Errorf("a diff not kept: %d", resp.StatusCode)
 	}
+}
+
+// TestEventsOutliveWriteTimeout keeps a stream open past the server's
+// write timeout, as the HTTP API's server sets one: each event extends it.
+func TestEventsOutliveWriteTimeout(t *testing.T) {
+	db := openStore(t)
+	s := New(Options{Store: db, Actions: &recorder{}})
+	srv := httptest.NewUnstartedServer(s.Handler())
+	srv.Config.WriteTimeout = 200 * time.Millisecond
+	srv.Start()
+	defer srv.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	req, _ := http.NewRequestWithContext(ctx, "GET", srv.URL+"/events", nil)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	go func() {
+		time.Sleep(600 * time.Millisecond)
+		s.hub.publish(EventTask, taskEvent{TaskID: "T-1", Status: "done"})
+	}()
+	sc := bufio.NewScanner(resp.Body)
+	for sc.Scan() {
+		if sc.Text() == "event: task" {
+			return
+		}
+	}
+	t.Fatalf("the stream ended before the event: %v", sc.Err())
 }
