@@ -21,6 +21,8 @@ type Marks struct {
 	// Subjects maps a workflow that is not a task (a gate, a lease) to
 	// the revision of its last save of open decisions (SaveDecisions).
 	Subjects map[string]int64
+	// Refusals is the seq of the newest refused input kept.
+	Refusals int64
 }
 
 // TaskMark is a task's state revision and status.
@@ -29,8 +31,9 @@ type TaskMark struct {
 	Status string
 }
 
-// Marks reads the marks of every task, open decision and other subject:
-// four narrow-column scans, no bodies.
+// Marks reads the marks of every task, open decision and other subject,
+// and the newest refusal: four narrow-column scans and a key lookup, no
+// bodies.
 func (s *DB) Marks(ctx context.Context) (Marks, error) {
 	m := Marks{Heads: map[string]int64{}, Tasks: map[string]TaskMark{}, Pending: map[string]string{}, Subjects: map[string]int64{}}
 	rows, err := s.db.QueryContext(ctx, `SELECT task_id, seq FROM chains`)
@@ -96,6 +99,9 @@ func (s *DB) Marks(ctx context.Context) (Marks, error) {
 	rows.Close()
 	if err := rows.Err(); err != nil {
 		return Marks{}, fmt.Errorf("reading subjects: %w", err)
+	}
+	if err := s.db.QueryRowContext(ctx, `SELECT COALESCE(MAX(seq), 0) FROM errors`).Scan(&m.Refusals); err != nil {
+		return Marks{}, fmt.Errorf("reading the newest refusal: %w", err)
 	}
 	return m, nil
 }

@@ -3,6 +3,7 @@ package ssot
 import (
 	"context"
 	"maps"
+	"slices"
 	"testing"
 )
 
@@ -44,6 +45,21 @@ func TestMarksAndTaskStates(t *testing.T) {
 		}
 		if m, err = s.Marks(ctx); err != nil || m.Subjects["gate-1"] != 4 || m.Pending["gate-1-d1"] != "gate-1" {
 			t.Fatalf("marks after a gate's decision: %+v, %v", m, err)
+		}
+
+		for _, e := range []ErrorEntry{{Source: "api", TaskID: "T-2026-001", Reason: "bad ack"}, {Source: "api", Reason: "no task"}, {Source: "api", TaskID: "T-2026-002", Reason: "bad result", Raw: "{"}} {
+			if err := s.AppendError(ctx, e); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if m, err = s.Marks(ctx); err != nil || m.Refusals != 3 {
+			t.Fatalf("marks after 3 refusals: %d, %v", m.Refusals, err)
+		}
+		if ids, err := s.RefusalsAfter(ctx, 1); err != nil || !slices.Equal(slices.Sorted(slices.Values(ids)), []string{"T-2026-002"}) {
+			t.Fatalf("refusals after #1: %v, %v", ids, err)
+		}
+		if rs, err := s.TaskRefusals(ctx, "T-2026-002", 10); err != nil || len(rs) != 1 || rs[0].Reason != "bad result" || rs[0].Raw != "{" {
+			t.Fatalf("refusals of T-2026-002: %+v, %v", rs, err)
 		}
 
 		states, err := s.TaskStates(ctx, []string{"T-2026-001", "T-2026-002", "T-2026-404"})

@@ -34,6 +34,8 @@ type Store interface {
 	Verify(ctx context.Context, taskID string) (ssot.Head, error)
 	Get(ctx context.Context, id string) (ssot.Record, error)
 	File(ctx context.Context, taskID, name string) ([]byte, error)
+	TaskRefusals(ctx context.Context, taskID string, limit int) ([]ssot.ErrorEntry, error)
+	RefusalsAfter(ctx context.Context, seq int64) ([]string, error)
 	Marks(ctx context.Context) (ssot.Marks, error)
 }
 

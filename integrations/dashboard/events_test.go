@@ -282,3 +282,33 @@ func TestEventsOutliveWriteTimeout(t *testing.T) {
 	}
 	t.Fatalf("the stream ended before the event: %v", sc.Err())
 }
+
+// TestRefusals shows a task's refused input on its page, live.
+func TestRefusals(t *testing.T) {
+	f := newFixture(t, testTokens)
+	seedTask(t, f.db, "T-2026-050", 0)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	sub, _, _ := f.srv.hub.subscribe("")
+	go f.srv.Watch(ctx)
+	time.Sleep(120 * time.Millisecond)
+	raw := `{"type":"task_result","oops":` + strings.Repeat("x", maxRaw) + `}`
+	if err := f.db.AppendError(ctx, ssot.ErrorEntry{Source: "api", TaskID: "T-2026-050", Reason: "payload.diff_summary: is required", Raw: raw}); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.After(time.Second)
+	for got := false; !got; {
+		select {
+		case e := <-sub.ch:
+			got = e.Type == EventRefusal && strings.Contains(string(e.Data), `"task_id":"T-2026-050"`)
+		case <-deadline:
+			t.Fatal("no refusal event within 1s")
+		}
+	}
+	c := f.client(t)
+	c.signIn("tok-ana")
+	_, page := c.do("GET", "/tasks/T-2026-050", nil, nil)
+	if !strings.Contains(page, "payload.diff_summary: is required") || !strings.Contains(page, "Input of refusal #1") || !strings.Contains(page, "more bytes not shown") {
+		t.Errorf("the task page does not show the refusal")
+	}
+}

@@ -21,6 +21,7 @@ const (
 	EventTask           = "task"            // a task's state changed: {task_id, status, previous}
 	EventRecord         = "record"          // records were added to a chain: {task_id, seq}
 	EventSubject        = "subject"         // another workflow saved its open decisions: {subject, rev}
+	EventRefusal        = "refusal"         // input naming a task was refused: {task_id}
 	EventDecisionOpened = "decision-opened" // {id, subject}
 	EventDecisionClosed = "decision-closed" // {id, subject, option, by, channel, at}
 	// EventReset tells a page its last event id is unknown here (another

@@ -103,6 +103,22 @@ type taskData struct {
 	// ReplanJSON is the remaining subtasks, the replan form's start.
 	ReplanJSON string
 	Ended      bool
+	Refusals   []refusalView
+}
+
+// maxRefusals bounds the refused inputs a task page lists, newest first;
+// maxRaw bounds how much of each is shown.
+const (
+	maxRefusals = 100
+	maxRaw      = 4 << 10
+)
+
+type refusalView struct {
+	Seq                 int64
+	At                  timeView
+	Source, Reason, Raw string
+	// Cut counts the bytes of the input not shown.
+	Cut int
 }
 
 // taskPage shows one task: its state, plan, diff, outbox, chain and the
@@ -134,6 +150,18 @@ func (s *Server) taskPage(w http.ResponseWriter, r *http.Request, v viewer) {
 		data.VerifyErr = err.Error()
 	} else {
 		data.Verified = true
+	}
+	refused, err := s.store.TaskRefusals(ctx, id, maxRefusals)
+	if err != nil {
+		s.errorPage(w, r, v, http.StatusServiceUnavailable, err.Error())
+		return
+	}
+	for _, e := range refused {
+		rv := refusalView{Seq: e.Seq, At: newTimeView(e.RecordedAt), Source: e.Source, Reason: e.Reason, Raw: e.Raw}
+		if len(rv.Raw) > maxRaw {
+			rv.Cut, rv.Raw = len(rv.Raw)-maxRaw, strings.ToValidUTF8(rv.Raw[:maxRaw], "")
+		}
+		data.Refusals = append(data.Refusals, rv)
 	}
 	for _, p := range st.Pending {
 		var d decision.Decision

@@ -41,7 +41,7 @@ func (s *Server) Watch(ctx context.Context) error {
 
 type taskEvent struct {
 	TaskID   string `json:"task_id"`
-	Status   string `json:"status"`
+	Status   string `json:"status,omitempty"`
 	Previous string `json:"previous,omitempty"`
 }
 
@@ -82,6 +82,16 @@ func (s *Server) publishChanges(ctx context.Context, prev, cur ssot.Marks) {
 	for _, id := range sortedKeys(cur.Subjects) {
 		if rev := cur.Subjects[id]; rev != prev.Subjects[id] {
 			s.hub.publish(EventSubject, subjectEvent{Subject: id, Rev: rev})
+		}
+	}
+	if cur.Refusals > prev.Refusals {
+		ids, err := s.store.RefusalsAfter(ctx, prev.Refusals)
+		if err != nil {
+			s.log.Warn("dashboard: reading new refusals", "error", err)
+		}
+		slices.Sort(ids)
+		for _, id := range ids {
+			s.hub.publish(EventRefusal, taskEvent{TaskID: id})
 		}
 	}
 	for _, id := range sortedKeys(prev.Pending) {

@@ -142,7 +142,7 @@
         return;
       default:
         if (!taskID) return;
-        if ((type === "task" || type === "record") && e.task_id === taskID) return refresh();
+        if ((type === "task" || type === "record" || type === "refusal") && e.task_id === taskID) return refresh();
         if (type === "decision-closed" && e.subject === taskID) { closedDecision(e); return refresh(); }
         if (type === "decision-opened" && e.subject === taskID) return refresh();
     }
@@ -155,7 +155,7 @@
     es.addEventListener("open", function () { state("live", "live"); });
     es.addEventListener("error", function () { state("down", "reconnecting…"); });
     es.addEventListener("reset", function () { state("live", "live"); refresh(); });
-    ["task", "record", "subject", "decision-opened", "decision-closed"].forEach(function (t) {
+    ["task", "record", "refusal", "subject", "decision-opened", "decision-closed"].forEach(function (t) {
       es.addEventListener(t, function (m) {
         var e;
         try { e = JSON.parse(m.data); } catch (x) { return; }
