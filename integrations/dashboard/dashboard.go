@@ -12,6 +12,7 @@ import (
 	"encoding/json"
 	"log/slog"
 	"net/http"
+	"sync"
 	"time"
 
 	"github.com/ampflow/ampflow/activities/ssot"
@@ -120,6 +121,10 @@ type Server struct {
 	poll       time.Duration
 	hub        *hub
 	pages      pages
+	// looked is closed once Watch has read the store's marks: changes
+	// after it are published.
+	looked     chan struct{}
+	lookedOnce sync.Once
 }
 
 // New builds a Server.
@@ -143,6 +148,7 @@ func New(o Options) *Server {
 	}
 	s.auth = newAuth(o.Tokens, o.OpenName, ttl, s.now)
 	s.hub = newHub(hubSize)
+	s.looked = make(chan struct{})
 	s.pages = parsePages()
 	return s
 }

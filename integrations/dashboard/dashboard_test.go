@@ -263,10 +263,8 @@ func TestTaskPage(t *testing.T) {
 func TestWatchPublishes(t *testing.T) {
 	f := newFixture(t, testTokens)
 	d := seedTask(t, f.db, "T-2026-007", 0)
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	go f.srv.Watch(ctx)
-	time.Sleep(120 * time.Millisecond) // the watcher's first look
+	ctx := context.Background()
+	watching(t, f.srv)
 	sub, _, _ := f.srv.hub.subscribe("")
 	defer f.srv.hub.unsubscribe(sub)
 	start := time.Now()

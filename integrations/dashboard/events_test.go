@@ -183,11 +183,8 @@ func TestWatchSeesOtherWriters(t *testing.T) {
 			}
 			writer, reader := open(), open()
 			s := New(Options{Store: reader, Actions: &recorder{}, Poll: DefaultPoll})
-			ctx, cancel := context.WithCancel(context.Background())
-			defer cancel()
 			sub, _, _ := s.hub.subscribe("")
-			go s.Watch(ctx)
-			time.Sleep(2 * DefaultPoll) // the watcher's first look
+			watching(t, s)
 			start := time.Now()
 			d := seedTask(t, writer, "T-2026-020", 0)
 			for {
@@ -287,11 +284,9 @@ func TestEventsOutliveWriteTimeout(t *testing.T) {
 func TestRefusals(t *testing.T) {
 	f := newFixture(t, testTokens)
 	seedTask(t, f.db, "T-2026-050", 0)
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
+	ctx := context.Background()
 	sub, _, _ := f.srv.hub.subscribe("")
-	go f.srv.Watch(ctx)
-	time.Sleep(120 * time.Millisecond)
+	watching(t, f.srv)
 	raw := `{"type":"task_result","oops":` + strings.Repeat("x", maxRaw) + `}`
 	if err := f.db.AppendError(ctx, ssot.ErrorEntry{Source: "api", TaskID: "T-2026-050", Reason: "payload.diff_summary: is required", Raw: raw}); err != nil {
 		t.Fatal(err)

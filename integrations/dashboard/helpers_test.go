@@ -241,3 +241,16 @@ func formValue(page, name string) string {
 	rest := page[i+len(`name="`+name+`" value="`):]
 	return rest[:strings.IndexByte(rest, '"')]
 }
+
+// watching starts s's watcher and waits for its first look at the store.
+func watching(t testing.TB, s *Server) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	go s.Watch(ctx)
+	select {
+	case <-s.looked:
+	case <-time.After(5 * time.Second):
+		t.Fatal("the watcher did not look at the store within 5s")
+	}
+}

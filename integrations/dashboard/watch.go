@@ -30,6 +30,7 @@ func (s *Server) Watch(ctx context.Context) error {
 				s.publishChanges(ctx, prev, m)
 			}
 			prev, have = m, true
+			s.lookedOnce.Do(func() { close(s.looked) })
 		}
 		select {
 		case <-ctx.Done():
