@@ -51,12 +51,33 @@ func servePage(b *testing.B, h http.Handler, path, want string) {
 }
 
 // BenchmarkDecisionsPage renders the decisions page with 1,000 open
-// decisions, read from a SQLite store.
+// decisions, read from a SQLite store, as a live page refreshes it: the
+// cards of decisions that did not change come from the card cache.
 func BenchmarkDecisionsPage(b *testing.B) {
 	db := openStore(b)
 	seedDecisions(b, db, 1000)
 	s := New(Options{Store: db, Actions: &fakeEngine{t: b, db: db}})
 	servePage(b, s.Handler(), "/", `data-decision-id="T-2026-0099-d9"`)
+}
+
+// BenchmarkDecisionsPageCold is BenchmarkDecisionsPage with the card
+// cache emptied before each render: every card decoded and rendered.
+func BenchmarkDecisionsPageCold(b *testing.B) {
+	db := openStore(b)
+	seedDecisions(b, db, 1000)
+	s := New(Options{Store: db, Actions: &fakeEngine{t: b, db: db}})
+	h := s.Handler()
+	req := httptest.NewRequest("GET", "/", nil)
+	req.Host = "127.0.0.1"
+	for b.Loop() {
+		s.cards = newCardCache()
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, req)
+		if rec.Code != http.StatusOK || !strings.Contains(rec.Body.String(), `data-decision-id="T-2026-0099-d9"`) {
+			b.Fatalf("GET /: %d", rec.Code)
+		}
+		b.SetBytes(int64(rec.Body.Len()))
+	}
 }
 
 // BenchmarkTaskPage renders a task page whose record holds 2,000

@@ -121,6 +121,7 @@ type Server struct {
 	poll       time.Duration
 	hub        *hub
 	pages      pages
+	cards      *cardCache
 	// looked is closed once Watch has read the store's marks: changes
 	// after it are published.
 	looked     chan struct{}
@@ -149,6 +150,7 @@ func New(o Options) *Server {
 	s.auth = newAuth(o.Tokens, o.OpenName, ttl, s.now)
 	s.hub = newHub(hubSize)
 	s.looked = make(chan struct{})
+	s.cards = newCardCache()
 	s.pages = parsePages()
 	return s
 }

@@ -1,10 +1,13 @@
 package dashboard
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"html/template"
+	"math"
 	"net/http"
 	"sort"
 	"strconv"
@@ -135,56 +138,102 @@ func newDecisionView(d decision.Decision, back string) decisionView {
 }
 
 type decisionsData struct {
-	Decisions []decisionView
+	// Cards are the open decisions, rendered.
+	Cards template.HTML
+	Count int
 	// More counts open decisions past maxDecisions.
 	More int
 }
 
-// openDecisions reads every open decision, a page at a time.
-func (s *Server) openDecisions(ctx context.Context, limit int) ([]decision.Decision, int, error) {
-	var out []decision.Decision
-	more := 0
+// pendingRows reads the open decisions' rows, a page at a time, at most
+// limit; more counts the rest.
+func (s *Server) pendingRows(ctx context.Context, limit int) (rows []ssot.PendingDecision, more int, err error) {
 	cursor := ""
 	for {
-		rows, next, err := s.store.Pending(ctx, ssot.Page{Limit: ssot.MaxLimit, Cursor: cursor})
+		page, next, err := s.store.Pending(ctx, ssot.Page{Limit: ssot.MaxLimit, Cursor: cursor})
 		if err != nil {
 			return nil, 0, fmt.Errorf("reading the open decisions: %w", err)
 		}
-		for _, row := range rows {
-			if len(out) >= limit {
+		for _, row := range page {
+			if len(rows) >= limit {
 				more++
 				continue
 			}
-			var d decision.Decision
-			if err := json.Unmarshal(row.Body, &d); err != nil {
-				return nil, 0, fmt.Errorf("open decision %s: %w", row.ID, err)
-			}
-			if d.Subject == "" {
-				d.Subject = row.Subject
-			}
-			out = append(out, d)
+			rows = append(rows, row)
 		}
 		if next == "" {
-			return out, more, nil
+			return rows, more, nil
 		}
 		cursor = next
 	}
 }
 
+func decodePending(row ssot.PendingDecision) (decision.Decision, error) {
+	var d decision.Decision
+	if err := json.Unmarshal(row.Body, &d); err != nil {
+		return d, fmt.Errorf("open decision %s: %w", row.ID, err)
+	}
+	if d.Subject == "" {
+		d.Subject = row.Subject
+	}
+	return d, nil
+}
+
+// openDecisions reads and decodes every open decision.
+func (s *Server) openDecisions(ctx context.Context) ([]decision.Decision, error) {
+	rows, _, err := s.pendingRows(ctx, math.MaxInt)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]decision.Decision, 0, len(rows))
+	for _, row := range rows {
+		d, err := decodePending(row)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, d)
+	}
+	return out, nil
+}
+
 // decisionsPage is the landing page: every open decision of every
-// workflow, oldest first.
+// workflow, oldest first. Cards come from the card cache unless their
+// decision changed.
 func (s *Server) decisionsPage(w http.ResponseWriter, r *http.Request, v viewer) {
-	ds, more, err := s.openDecisions(r.Context(), maxDecisions)
+	rows, more, err := s.pendingRows(r.Context(), maxDecisions)
 	if err != nil {
 		s.errorPage(w, r, v, http.StatusServiceUnavailable, err.Error())
 		return
 	}
 	d := s.base(w, r, v, "Decisions", "decisions")
-	data := decisionsData{More: more, Decisions: make([]decisionView, len(ds))}
-	for i, dec := range ds {
-		data.Decisions[i] = newDecisionView(dec, "/")
+	who := "admin"
+	if !v.Admin() {
+		who = v.Name + "\x00" + string(v.Role)
 	}
-	d.Data = data
+	card := cardData{Admin: v.Admin(), CSRF: s.cards.mark, Name: v.Name, Role: string(v.Role)}
+	cards := make([][]byte, 0, len(rows))
+	for _, row := range rows {
+		k := cardKey{id: row.ID, back: "/", viewer: who}
+		if h, ok := s.cards.get(k, row.Body); ok {
+			cards = append(cards, h)
+			continue
+		}
+		dec, err := decodePending(row)
+		if err != nil {
+			s.errorPage(w, r, v, http.StatusServiceUnavailable, err.Error())
+			return
+		}
+		dv := newDecisionView(dec, "/")
+		card.D = &dv
+		var buf bytes.Buffer
+		if err := s.pages["decisions"].ExecuteTemplate(&buf, "decision", card); err != nil {
+			s.errorPage(w, r, v, http.StatusInternalServerError, "rendering decision "+row.ID+": "+err.Error())
+			return
+		}
+		s.cards.put(k, row.Body, buf.Bytes())
+		cards = append(cards, buf.Bytes())
+	}
+	d.Data = decisionsData{Cards: s.cards.assemble(cards, d.CSRF), Count: len(rows), More: more}
 	s.render(w, r, http.StatusOK, "decisions", d)
 }
 
@@ -243,7 +292,7 @@ func (s *Server) decide(w http.ResponseWriter, r *http.Request, v viewer) {
 // findDecision finds a decision by id: open (from the store's open
 // decisions, whose subject the answer goes to) or closed (from its record).
 func (s *Server) findDecision(ctx context.Context, id string) (decision.Decision, bool, error) {
-	ds, _, err := s.openDecisions(ctx, 1<<30)
+	ds, err := s.openDecisions(ctx)
 	if err != nil {
 		return decision.Decision{}, false, err
 	}

@@ -307,3 +307,40 @@ func TestRefusals(t *testing.T) {
 		t.Errorf("the task page does not show the refusal")
 	}
 }
+
+// TestCardCache: a card changes with its decision, and each session's
+// cards carry that session's CSRF token.
+func TestCardCache(t *testing.T) {
+	f := newFixture(t, testTokens)
+	d := decision.Decision{ID: "lease-1-d1", Subject: "lease-1", Kind: "lease_release", Prompt: "Release lease 1?",
+		Options: []decision.Option{{ID: "approve", Label: "Release"}}, Digest: strings.Repeat("cd", 32), RaisedAt: t0, Required: 2}
+	save := func(rev int64, d decision.Decision) {
+		t.Helper()
+		if err := f.db.SaveDecisions(context.Background(), "lease-1", rev, []ssot.PendingDecision{{ID: d.ID, Kind: string(d.Kind), RaisedAt: t0, Body: mustJSON(t, d)}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	save(1, d)
+	ana, ana2 := f.client(t), f.client(t)
+	ana.signIn("tok-ana")
+	ana2.signIn("tok-ana")
+	_, p1 := ana.do("GET", "/", nil, nil)
+	_, p2 := ana2.do("GET", "/", nil, nil)
+	for i, p := range []string{p1, p2} {
+		card := p[strings.Index(p, `data-decision-id="lease-1-d1"`):]
+		if own, inCard := formValue(p, "csrf"), formValue(card, "csrf"); own == "" || own != inCard {
+			t.Errorf("session %d: card CSRF %q, the page's %q", i+1, inCard, own)
+		}
+		if !strings.Contains(p, "0 of 2 approvals") {
+			t.Errorf("session %d: no progress shown", i+1)
+		}
+	}
+	if formValue(p1, "csrf") == formValue(p2, "csrf") {
+		t.Error("two sessions share a CSRF token")
+	}
+	d.Approvals = []decision.Approval{{By: "bob", Channel: "slack", At: t0}}
+	save(2, d)
+	if _, p := ana.do("GET", "/", nil, nil); !strings.Contains(p, "1 of 2 approvals: bob") {
+		t.Error("the card did not change with its decision")
+	}
+}
