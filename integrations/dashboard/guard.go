@@ -76,7 +76,7 @@ func (s *Server) page(h func(http.ResponseWriter, *http.Request, viewer)) http.H
 				// A link from another site (a chat message) arrives
 				// without the SameSite=Strict cookie; the same request
 				// made again from this site's own page carries it.
-				again(w, r.URL.RequestURI())
+				again(w, localPath(r.URL.RequestURI(), "/"))
 				return
 			}
 			http.Redirect(w, r, "/signin?next="+url.QueryEscape(r.URL.RequestURI()), http.StatusSeeOther)
