@@ -235,6 +235,7 @@ func mountDashboard(o Options, parts *Parts, api *httpapi.Server, rt *runtime, l
 	d := dashboard.New(dashboard.Options{
 		Store: parts.Store, Actions: parts.Tasks, Tokens: o.Config.Auth.Tokens, OpenName: o.LocalName,
 		MaxRejects: o.Config.Protocol.MaxRejects, Logger: log, Poll: cfg.PollInterval, SessionTTL: cfg.SessionTTL,
+		Panels: map[string]dashboard.Panel{dashboard.PanelGates: dashboard.GatesPanel(parts.Store)},
 	})
 	for _, r := range d.Routes() {
 		api.Mount(r.Pattern, r.Handler)

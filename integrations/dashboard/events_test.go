@@ -344,3 +344,24 @@ func TestCardCache(t *testing.T) {
 		t.Error("the card did not change with its decision")
 	}
 }
+
+func TestGatesPanel(t *testing.T) {
+	f := newFixture(t, testTokens)
+	f.srv.panels = map[string]Panel{PanelGates: GatesPanel(f.db)}
+	c := f.client(t)
+	c.signIn("tok-exec")
+	if _, page := c.do("GET", "/gates", nil, nil); !strings.Contains(page, `class="empty"`) {
+		t.Error("no gates: no empty state")
+	}
+	g := ssot.GateRow{GateID: "g-1", Kind: "llm_call", AgentID: "codex", ProjectID: "p1", TaskID: "T-2026-001", Gated: true, Status: "pending",
+		Model: "m", InputTokens: 1200, OutputTokens: 300, ReportedUSD: 0.5, CostUSD: 0.75, Mismatch: true, ReceivedAt: t0, Reasons: []string{"budget"}, Callback: "none", Body: []byte(`{}`)}
+	if _, _, err := f.db.InsertGate(context.Background(), g); err != nil {
+		t.Fatal(err)
+	}
+	_, page := c.do("GET", "/gates", nil, nil)
+	for _, want := range []string{">g-1<", "codex", `href="/tasks/T-2026-001"`, "0.7500 (reported 0.5000)", "1200 / 300", "pending"} {
+		if !strings.Contains(page, want) {
+			t.Errorf("the gates page lacks %q", want)
+		}
+	}
+}

@@ -140,6 +140,9 @@
       case "tasks":
         if (type === "task") return refresh();
         return;
+      case "gates":
+        if (type === "subject" || type === "decision-opened" || type === "decision-closed") return refresh();
+        return;
       default:
         if (!taskID) return;
         if ((type === "task" || type === "record" || type === "refusal") && e.task_id === taskID) return refresh();
