@@ -365,3 +365,22 @@ func TestGatesPanel(t *testing.T) {
 		}
 	}
 }
+
+// TestWatchIdles looks at the store every IdlePoll while no page is open,
+// and a page that opens wakes the watcher at once.
+func TestWatchIdles(t *testing.T) {
+	f := newFixture(t, testTokens)
+	watching(t, f.srv)
+	seedTask(t, f.db, "T-2026-060", 0)
+	time.Sleep(3 * DefaultPoll) // idle: no look yet, so nothing is published
+	sub, _, _ := f.srv.hub.subscribe("")
+	defer f.srv.hub.unsubscribe(sub)
+	select {
+	case e := <-sub.ch:
+		if e.Type != EventRecord {
+			t.Fatalf("first event after waking: %s", e.Type)
+		}
+	case <-time.After(time.Second):
+		t.Fatal("a page that opened did not wake the idle watcher")
+	}
+}

@@ -47,6 +47,8 @@ type hub struct {
 	ring []Event
 	size int
 	subs map[*subscriber]struct{}
+	// wake tells the watcher a page subscribed.
+	wake chan struct{}
 }
 
 type subscriber struct {
@@ -56,7 +58,8 @@ type subscriber struct {
 func newHub(size int) *hub {
 	b := make([]byte, 4)
 	_, _ = rand.Read(b)
-	return &hub{epoch: hex.EncodeToString(b), size: size, ring: make([]Event, size), subs: map[*subscriber]struct{}{}}
+	return &hub{epoch: hex.EncodeToString(b), size: size, ring: make([]Event, size), subs: map[*subscriber]struct{}{},
+		wake: make(chan struct{}, 1)}
 }
 
 // publish sends an event of typ with v as its data to every subscriber.
@@ -89,6 +92,10 @@ func (h *hub) subscribe(last string) (s *subscriber, backlog []Event, reset bool
 	defer h.mu.Unlock()
 	s = &subscriber{ch: make(chan Event, subBuffer)}
 	h.subs[s] = struct{}{}
+	select {
+	case h.wake <- struct{}{}:
+	default:
+	}
 	if last == "" {
 		return s, nil, false
 	}
@@ -137,4 +144,11 @@ func (h *hub) closeAll() {
 		close(s.ch)
 		delete(h.subs, s)
 	}
+}
+
+// watched reports whether any page is subscribed.
+func (h *hub) watched() bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return len(h.subs) > 0
 }

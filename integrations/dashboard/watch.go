@@ -11,11 +11,16 @@ import (
 	"github.com/ampflow/ampflow/amp/decision"
 )
 
+// IdlePoll is how often the store is looked at while no page is open; a
+// page that opens wakes the watcher at once.
+const IdlePoll = 5 * time.Second
+
 // Watch reads the store's marks every Poll and publishes what changed
 // to the open pages, until ctx ends. One Watch runs per process: it sees
-// the writes of every worker, since they share the store.
+// the writes of every worker, since they share the store. While no page
+// is open it looks every IdlePoll.
 func (s *Server) Watch(ctx context.Context) error {
-	t := time.NewTicker(s.poll)
+	t := time.NewTimer(s.poll)
 	defer t.Stop()
 	defer s.hub.closeAll()
 	var prev ssot.Marks
@@ -32,10 +37,17 @@ func (s *Server) Watch(ctx context.Context) error {
 			prev, have = m, true
 			s.lookedOnce.Do(func() { close(s.looked) })
 		}
+		wait := s.poll
+		if !s.hub.watched() {
+			wait = max(IdlePoll, s.poll)
+		}
+		t.Reset(wait)
 		select {
 		case <-ctx.Done():
 			return nil
 		case <-t.C:
+		case <-s.hub.wake:
+			t.Stop() // since Go 1.23 a stopped timer keeps no stale tick
 		}
 	}
 }
