@@ -122,6 +122,7 @@ type Server struct {
 	hub        *hub
 	pages      pages
 	cards      *cardCache
+	verified   *verifyCache
 	// looked is closed once Watch has read the store's marks: changes
 	// after it are published.
 	looked     chan struct{}
@@ -151,6 +152,7 @@ func New(o Options) *Server {
 	s.hub = newHub(hubSize)
 	s.looked = make(chan struct{})
 	s.cards = newCardCache()
+	s.verified = &verifyCache{m: map[string]verified{}}
 	s.pages = parsePages()
 	return s
 }

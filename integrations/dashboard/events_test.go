@@ -3,6 +3,8 @@ package dashboard
 import (
 	"bufio"
 	"context"
+	"database/sql"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -382,5 +384,50 @@ func TestWatchIdles(t *testing.T) {
 		}
 	case <-time.After(time.Second):
 		t.Fatal("a page that opened did not wake the idle watcher")
+	}
+}
+
+// TestVerification shows a chain edited behind the store's back as not
+// verifying, once the last walk at that head is older than verifyFor.
+func TestVerification(t *testing.T) {
+	dir := t.TempDir()
+	db, err := ssot.Open(context.Background(), dir+"/ampflow.db")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	now := t0
+	s := New(Options{Store: db, Actions: &recorder{}, Now: func() time.Time { return now }})
+	srv := httptest.NewServer(s.Handler())
+	defer srv.Close()
+	seedTask(t, db, "T-2026-070", 0)
+	get := func() string {
+		t.Helper()
+		resp, err := http.Get(srv.URL + "/tasks/T-2026-070")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		var b strings.Builder
+		_, _ = io.Copy(&b, resp.Body)
+		return b.String()
+	}
+	if p := get(); !strings.Contains(p, "every record's hash holds") {
+		t.Fatal("a chain as written does not verify")
+	}
+	raw, err := sql.Open("sqlite", dir+"/ampflow.db")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer raw.Close()
+	if _, err := raw.Exec(`UPDATE records SET body = '{"edited":true}' WHERE id = 'T-2026-070-m1'`); err != nil {
+		t.Fatal(err)
+	}
+	if p := get(); !strings.Contains(p, "every record's hash holds") {
+		t.Fatal("the walk at the same head was not reused within verifyFor")
+	}
+	now = now.Add(verifyFor + time.Second)
+	if p := get(); !strings.Contains(p, "Does not verify") || !strings.Contains(p, "T-2026-070-m1") {
+		t.Fatalf("an edited record is not found:\n%s", p[strings.Index(p, `id="h-chain"`):][:600])
 	}
 }

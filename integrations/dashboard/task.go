@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"net/http"
 	"strings"
+	"time"
 
 	"github.com/ampflow/ampflow/activities/ssot"
 	"github.com/ampflow/ampflow/amp"
@@ -98,6 +99,7 @@ type taskData struct {
 	Head       ssot.Head
 	Verified   bool
 	VerifyErr  string
+	VerifiedAt timeView
 	Decision   *decisionView
 	MaxRejects int
 	// ReplanJSON is the remaining subtasks, the replan form's start.
@@ -146,11 +148,9 @@ func (s *Server) taskPage(w http.ResponseWriter, r *http.Request, v viewer) {
 		s.errorPage(w, r, v, http.StatusServiceUnavailable, err.Error())
 		return
 	}
-	if _, err := s.store.Verify(ctx, id); err != nil {
-		data.VerifyErr = err.Error()
-	} else {
-		data.Verified = true
-	}
+	var at time.Time
+	data.VerifyErr, at = s.verify(ctx, id, data.Head)
+	data.Verified, data.VerifiedAt = data.VerifyErr == "", newTimeView(at)
 	refused, err := s.store.TaskRefusals(ctx, id, maxRefusals)
 	if err != nil {
 		s.errorPage(w, r, v, http.StatusServiceUnavailable, err.Error())
