@@ -431,3 +431,35 @@ func TestVerification(t *testing.T) {
 		t.Fatalf("an edited record is not found:\n%s", p[strings.Index(p, `id="h-chain"`):][:600])
 	}
 }
+
+func TestCrossSite(t *testing.T) {
+	for _, tc := range []struct {
+		name             string
+		method, site     string
+		mode, origin     string
+		navigation, want bool
+	}{
+		{"SameOriginFetch", "GET", "same-origin", "cors", "", false, false},
+		{"NoHeaders", "POST", "", "", "", false, false},
+		{"CrossSiteFetch", "GET", "cross-site", "cors", "", false, true},
+		{"CrossSiteLink", "GET", "cross-site", "navigate", "", true, false},
+		{"CrossSiteLinkToStream", "GET", "cross-site", "navigate", "", false, true},
+		{"SameSiteForm", "POST", "same-site", "navigate", "", false, true},
+		{"TypedURL", "GET", "none", "navigate", "", true, false},
+		{"ForeignOrigin", "POST", "", "", "http://evil.example", false, true},
+		{"OwnOrigin", "POST", "same-origin", "navigate", "http://127.0.0.1:7480", false, false},
+		{"NullOrigin", "POST", "", "", "null", false, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := httptest.NewRequest(tc.method, "http://127.0.0.1:7480/decisions/x", nil)
+			for k, v := range map[string]string{"Sec-Fetch-Site": tc.site, "Sec-Fetch-Mode": tc.mode, "Origin": tc.origin} {
+				if v != "" {
+					r.Header.Set(k, v)
+				}
+			}
+			if got := crossSite(r, tc.navigation); got != tc.want {
+				t.Errorf("crossSite = %v, want %v", got, tc.want)
+			}
+		})
+	}
+}
