@@ -319,6 +319,11 @@ type Task struct {
 	Heartbeat *Heartbeat      `json:"heartbeat,omitempty"`
 	Result    *RunResult      `json:"result,omitempty"`
 	Handoff   *HandoffRequest `json:"handoff,omitempty"`
+	// Delegation is where the handoff stands: requested, accepted or
+	// rejected.
+	Delegation string `json:"delegation,omitempty"`
+	// TTLMs is the run's heartbeat life in milliseconds.
+	TTLMs int64 `json:"ttlMs,omitempty"`
 	// Review is the open review decision, if any.
 	Review *decision.Decision `json:"review,omitempty"`
 	// Rev counts the task's changes.
