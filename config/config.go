@@ -37,6 +37,7 @@ type Config struct {
 	Slack            Slack    `mapstructure:"slack"`
 	Telegram         Telegram `mapstructure:"telegram"`
 	Notify           Notify   `mapstructure:"notify"`
+	AOF              AOF      `mapstructure:"aof"`
 }
 
 // Log configures ampflow's own logs.

@@ -187,6 +187,7 @@ func Run(ctx context.Context, o Options) error {
 		return err
 	}
 	w := NewWorker(o.Temporal, o.Config.Temporal.TaskQueue, parts.Activities)
+	registerAOF(w, o, parts)
 	if err := w.Start(); err != nil {
 		rt.stop()
 		parts.Close()
