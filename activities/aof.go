@@ -20,6 +20,7 @@ import (
 type AOFStore interface {
 	SaveAOF(ctx context.Context, in ssot.AOFSave) error
 	SaveDecisions(ctx context.Context, subject string, rev int64, ds []ssot.PendingDecision) error
+	Append(ctx context.Context, taskID string, entries []ssot.Entry) (ssot.AppendResult, error)
 }
 
 // AOF holds the AOF task workflow's side effects: its steps go to the
@@ -39,6 +40,10 @@ type AOFSaveInput struct {
 	// saved under the task's Rev.
 	Subject   string                 `json:"subject"`
 	Decisions []ssot.PendingDecision `json:"decisions"`
+	// Records are the decision engine's records (decisions, approvals,
+	// outcomes), appended to the subject's chain in the SSOT, where an
+	// admin's answer finds the decision it is for.
+	Records []RecordEntry `json:"records,omitempty"`
 }
 
 // AOFSaveResult is empty; it exists so fields can be added.
@@ -50,6 +55,18 @@ type AOFSaveResult struct{}
 func (a *AOF) SaveAOF(ctx context.Context, in AOFSaveInput) (AOFSaveResult, error) {
 	if err := a.Store.SaveAOF(ctx, in.Save); err != nil {
 		return AOFSaveResult{}, storeError(err)
+	}
+	if len(in.Records) > 0 {
+		entries := make([]ssot.Entry, len(in.Records))
+		for i, e := range in.Records {
+			entries[i] = ssot.Entry{ID: e.ID, Kind: string(e.Kind), RecordedAt: e.RecordedAt, Body: e.Body}
+			if e.Kind == KindDecision {
+				entries[i].Digest = bodyDigest(e.Body)
+			}
+		}
+		if _, err := a.Store.Append(ctx, in.Subject, entries); err != nil {
+			return AOFSaveResult{}, storeError(err)
+		}
 	}
 	if t := in.Save.Task; t != nil && in.Subject != "" {
 		if err := a.Store.SaveDecisions(ctx, in.Subject, t.Rev, in.Decisions); err != nil {

@@ -143,6 +143,7 @@ func (h host) Record(ctx workflow.Context, id string, body any) {
 	var payload map[string]any
 	b, _ := json.Marshal(body)
 	_ = json.Unmarshal(b, &payload)
+	h.r.records = append(h.r.records, activities.RecordEntry{ID: id, Kind: activities.KindDecision, Body: b, RecordedAt: workflow.Now(ctx).UTC()})
 	payload["decisionId"] = id
 	h.r.event(ctx, typ, decision.By, payload)
 }

@@ -41,6 +41,7 @@ type aofRun struct {
 	events    []ssot.AOFEvent
 	artifacts map[string]ssot.AOFArtifact
 	notices   []activities.NotifyInput
+	records   []activities.RecordEntry
 	dirty     bool
 	// saved is the Rev of the last save.
 	saved int64
@@ -226,9 +227,10 @@ func (r *aofRun) save(ctx workflow.Context) error {
 		db, _ := json.Marshal(d)
 		in.Decisions = []ssot.PendingDecision{{ID: d.ID, Subject: r.subject, Kind: string(d.Kind), RaisedAt: d.RaisedAt, ExpiresAt: d.ExpiresAt, Body: db}}
 	}
+	in.Records = r.records
 	notices := r.notices
 	rev := r.Task.Rev
-	r.events, r.artifacts, r.notices, r.dirty = nil, map[string]ssot.AOFArtifact{}, nil, false
+	r.events, r.artifacts, r.notices, r.records, r.dirty = nil, map[string]ssot.AOFArtifact{}, nil, nil, false
 	actx := workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
 		StartToCloseTimeout: 30 * time.Second,
 		RetryPolicy:         &temporal.RetryPolicy{InitialInterval: time.Second, MaximumInterval: time.Minute},
