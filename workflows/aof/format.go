@@ -1,6 +1,7 @@
 package aof
 
 import (
+	"encoding/json"
 	"strings"
 	"time"
 )
@@ -70,4 +71,28 @@ func TransitionReason(u StatusUpdate) string {
 		return u.Notes
 	}
 	return u.Progress
+}
+
+// Timestamp is a time that reads and writes as the document's timestamps
+// (see Stamp), as AOF's artifacts hold them.
+type Timestamp struct{ time.Time }
+
+// At returns t as a Timestamp.
+func At(t time.Time) Timestamp { return Timestamp{t.UTC()} }
+
+// MarshalJSON writes t as Stamp does.
+func (t Timestamp) MarshalJSON() ([]byte, error) { return []byte(`"` + Stamp(t.Time) + `"`), nil }
+
+// UnmarshalJSON reads an RFC 3339 time.
+func (t *Timestamp) UnmarshalJSON(b []byte) error {
+	var s string
+	if err := json.Unmarshal(b, &s); err != nil {
+		return err
+	}
+	v, err := time.Parse(time.RFC3339Nano, s)
+	if err != nil {
+		return err
+	}
+	t.Time = v.UTC()
+	return nil
 }

@@ -89,7 +89,7 @@ func (r *aofRun) completion(ctx workflow.Context, m Message) Result {
 	if r.Task.Status == StatusDone {
 		return Result{Note: "the task is done already"}
 	}
-	res := RunResult{TaskID: r.Task.TaskID, AgentID: m.FromAgent, CompletedAt: m.SentAt.UTC(), Outcome: c.Outcome,
+	res := RunResult{TaskID: r.Task.TaskID, AgentID: m.FromAgent, CompletedAt: At(m.SentAt), Outcome: c.Outcome,
 		SummaryRef: c.SummaryRef, HandoffRef: c.HandoffRef, Deliverables: c.Deliverables, Tests: c.Tests,
 		Blockers: c.Blockers, Notes: c.Notes}
 	if old := r.Task.Result; old != nil && reflect.DeepEqual(*old, res) {
@@ -229,7 +229,7 @@ func (r *aofRun) dispatch(ctx workflow.Context, in DispatchInput) (Result, error
 	r.touch(ctx)
 	r.transition(ctx, StatusInProgress, in.AgentID, "dispatched to "+in.AgentID)
 	r.Task.TTLMs = ttl
-	run := RunInfo{TaskID: r.Task.TaskID, AgentID: in.AgentID, StartedAt: now, Status: RunRunning,
+	run := RunInfo{TaskID: r.Task.TaskID, AgentID: in.AgentID, StartedAt: At(now), Status: RunRunning,
 		ArtifactPaths: map[string]string{"inputs": "inputs/", "work": "work/", "output": "output/"}, Metadata: map[string]any{}}
 	r.Task.Run = &run
 	r.artifact(ArtifactRun, run)
@@ -245,8 +245,8 @@ func (r *aofRun) dispatch(ctx workflow.Context, in DispatchInput) (Result, error
 }
 
 func (r *aofRun) beat(now time.Time, agent string, count int) {
-	hb := Heartbeat{TaskID: r.Task.TaskID, AgentID: agent, LastHeartbeat: now, BeatCount: count,
-		ExpiresAt: now.Add(time.Duration(r.Task.TTLMs) * time.Millisecond)}
+	hb := Heartbeat{TaskID: r.Task.TaskID, AgentID: agent, LastHeartbeat: At(now), BeatCount: count,
+		ExpiresAt: At(now.Add(time.Duration(r.Task.TTLMs) * time.Millisecond))}
 	r.Task.Heartbeat = &hb
 	r.artifact(ArtifactHeartbeat, hb)
 }

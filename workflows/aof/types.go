@@ -246,7 +246,7 @@ type Message struct {
 type RunInfo struct {
 	TaskID        string            `json:"taskId"`
 	AgentID       string            `json:"agentId"`
-	StartedAt     time.Time         `json:"startedAt"`
+	StartedAt     Timestamp         `json:"startedAt"`
 	Status        string            `json:"status"`
 	ArtifactPaths map[string]string `json:"artifactPaths"`
 	Metadata      map[string]any    `json:"metadata"`
@@ -262,16 +262,16 @@ const (
 type Heartbeat struct {
 	TaskID        string    `json:"taskId"`
 	AgentID       string    `json:"agentId"`
-	LastHeartbeat time.Time `json:"lastHeartbeat"`
+	LastHeartbeat Timestamp `json:"lastHeartbeat"`
 	BeatCount     int       `json:"beatCount"`
-	ExpiresAt     time.Time `json:"expiresAt"`
+	ExpiresAt     Timestamp `json:"expiresAt"`
 }
 
 // RunResult is run_result.json, written on a completion report.
 type RunResult struct {
 	TaskID       string     `json:"taskId"`
 	AgentID      string     `json:"agentId"`
-	CompletedAt  time.Time  `json:"completedAt"`
+	CompletedAt  Timestamp  `json:"completedAt"`
 	Outcome      Outcome    `json:"outcome"`
 	SummaryRef   string     `json:"summaryRef"`
 	HandoffRef   string     `json:"handoffRef,omitempty"`

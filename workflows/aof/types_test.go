@@ -1,7 +1,9 @@
 package aof
 
 import (
+	"encoding/json"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 )
@@ -87,5 +89,20 @@ func TestWorkflowID(t *testing.T) {
 	}
 	if _, ok := TaskIDOf("T-2026-001"); ok {
 		t.Error("an AMP task id read as an AOF workflow")
+	}
+}
+
+func TestArtifactTimestamps(t *testing.T) {
+	at := time.Date(2026, 2, 9, 21, 10, 0, 0, time.UTC)
+	b, err := json.Marshal(RunResult{TaskID: testTask, CompletedAt: At(at)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(b), `"completedAt":"2026-02-09T21:10:00.000Z"`) {
+		t.Errorf("run_result.json %s", b)
+	}
+	var back RunResult
+	if err := json.Unmarshal(b, &back); err != nil || !back.CompletedAt.Equal(at) {
+		t.Errorf("read back %v: %v", back.CompletedAt, err)
 	}
 }

@@ -129,16 +129,16 @@ func (a *App) aofShowCommand() *cobra.Command {
 			fmt.Fprintf(w, "delegation depth: %d\n", v.Metadata.DelegationDepth)
 			fmt.Fprintf(w, "review required:  %v\n", v.Metadata.ReviewRequired)
 			if r := v.Run; r != nil {
-				fmt.Fprintf(w, "run:              %s by %s since %s\n", r.Status, r.AgentID, wf.Stamp(r.StartedAt))
+				fmt.Fprintf(w, "run:              %s by %s since %s\n", r.Status, r.AgentID, wf.Stamp(r.StartedAt.Time))
 			}
 			if h := v.Heartbeat; h != nil {
-				fmt.Fprintf(w, "heartbeat:        %d beats, expires %s\n", h.BeatCount, wf.Stamp(h.ExpiresAt))
+				fmt.Fprintf(w, "heartbeat:        %d beats, expires %s\n", h.BeatCount, wf.Stamp(h.ExpiresAt.Time))
 			}
 			if r := v.Result; r != nil {
 				fmt.Fprintf(w, "result:           %s (tests %d/%d passed)\n", r.Outcome, r.Tests.Passed, r.Tests.Total)
 			}
 			if d := v.Review; d != nil {
-				fmt.Fprintf(w, "review:           %s open (ampflow decide %s)\n", d.ID, d.ID)
+				fmt.Fprintf(w, "review:           %s open (ampflow decide --decision %s --option approve|send_back|block)\n", d.ID, d.ID)
 			}
 			if len(v.WorkLog) > 0 {
 				fmt.Fprintln(w, "work log:")
