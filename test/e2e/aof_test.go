@@ -253,6 +253,15 @@ func TestAOFExamples(t *testing.T) {
 		if _, err := os.Stat(filepath.Join(mirror, "runs", t57, "run_result.json")); err != nil {
 			t.Errorf("the mirror has no run_result.json: %v", err)
 		}
+		logs, _ := filepath.Glob(filepath.Join(mirror, "events", "*.jsonl"))
+		var all []byte
+		for _, l := range logs {
+			b, _ := os.ReadFile(l)
+			all = append(all, b...)
+		}
+		if !strings.Contains(string(all), `"type":"task.completed"`) || strings.Count(string(all), `"type":"task.created","timestamp"`) < 1 {
+			t.Errorf("the mirror's events/ do not hold the task's events: %s", all)
+		}
 	})
 
 	t.Run("Example2CompletionBlocked", func(t *testing.T) {

@@ -286,7 +286,7 @@ func (r *aofRun) transition(ctx workflow.Context, to Status, actor, reason strin
 	switch to {
 	case StatusReview, StatusBlocked, StatusDone:
 		r.notices = append(r.notices, activities.NotifyInput{TaskID: r.subject, Event: activities.NoticeStatus,
-			Status: task.Status(to), Text: fmt.Sprintf("AOF task %s (%s): %s → %s: %s", r.Task.TaskID, r.Task.Title, from, to, reason)})
+			Status: task.Status(to), Text: fmt.Sprintf("%s (%s → %s, %s)", r.Task.Title, from, to, reason)})
 	}
 	return true
 }
@@ -308,9 +308,12 @@ func (r *aofRun) stale(ctx workflow.Context) {
 	r.touch(ctx)
 	if res := r.Task.Result; res != nil {
 		r.applyOutcome(ctx, actorScheduler, "stale_heartbeat_"+string(res.Outcome))
-		return
+		if r.Task.Status != StatusInProgress {
+			return
+		}
+	} else {
+		r.transition(ctx, StatusReady, actorScheduler, ReasonStaleReclaim)
 	}
-	r.transition(ctx, StatusReady, actorScheduler, ReasonStaleReclaim)
 	run := *r.Task.Run
 	run.Status = RunExpired
 	run.Metadata = map[string]any{"expiredAt": Stamp(workflow.Now(ctx)), "expiredReason": "stale_heartbeat"}
