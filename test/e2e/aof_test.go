@@ -443,7 +443,7 @@ func aofErrors(t *testing.T, c aofClient) {
 	}
 	t.Run("ErrorInvalidTransitionAppendsWorkLog", func(t *testing.T) {
 		c := c.on(t)
-		code, out := c.send(aofExample(t, "3", map[string]any{"payload.status": "done"}))
+		code, out := c.send(aofExample(t, "3", map[string]any{"payload.status": "backlog"}))
 		if code != 200 || !strings.Contains(out["note"].(string), "not a valid transition") {
 			t.Errorf("%d %v", code, out)
 		}

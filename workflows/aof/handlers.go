@@ -113,12 +113,18 @@ func (r *aofRun) statusUpdate(ctx workflow.Context, m Message) Result {
 	u := m.Status
 	note := ""
 	if u.Status != "" && u.Status != r.Task.Status {
-		if ValidTransition(r.Task.Status, u.Status) {
+		switch {
+		case u.Status == StatusDone:
+			// Done comes from the admins' review (or a completion that
+			// needs none), never from the agent's word alone.
+			note = "done is the review's to give: the work log is appended instead"
+		case ValidTransition(r.Task.Status, u.Status):
 			r.touch(ctx)
 			r.transition(ctx, u.Status, m.FromAgent, TransitionReason(*u))
 			return Result{Changed: true}
+		default:
+			note = fmt.Sprintf("%s → %s is not a valid transition: the work log is appended instead", r.Task.Status, u.Status)
 		}
-		note = fmt.Sprintf("%s → %s is not a valid transition: the work log is appended instead", r.Task.Status, u.Status)
 	}
 	line := WorkLogLine(m.SentAt, u.Progress, u.Notes, u.Blockers)
 	if line == "" {

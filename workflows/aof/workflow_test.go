@@ -198,7 +198,7 @@ func TestStatusUpdate(t *testing.T) {
 	t.Run("InvalidTransition", func(t *testing.T) {
 		h := newHarness(t)
 		var r *reply
-		h.at(time.Second, func() { r = h.send(upd(StatusUpdate{Status: StatusDone, Progress: "all done"}), 0) })
+		h.at(time.Second, func() { r = h.send(upd(StatusUpdate{Status: StatusReview, Progress: "all done"}), 0) })
 		h.at(time.Minute, func() {
 			res := r.result(t)
 			if res.Task.Status != StatusReady || len(res.Task.WorkLog) != 1 || !strings.Contains(res.Note, "not a valid transition") {
@@ -476,6 +476,78 @@ func TestReviewWithdrawn(t *testing.T) {
 	h.at(3*time.Minute, func() {
 		if tk := h.task(); tk.Status != StatusBlocked || tk.Review != nil {
 			t.Errorf("status %s review %+v", tk.Status, tk.Review)
+		}
+	})
+	h.run()
+}
+
+// TestStatusUpdateMoves covers the other moves an agent's status update
+// makes, and the one it may not: done is the review's.
+func TestStatusUpdateMoves(t *testing.T) {
+	upd := func(st Status) Message {
+		m := msg(TypeStatusUpdate, t0)
+		m.Status = &StatusUpdate{TaskID: testTask, AgentID: agent, Status: st, Notes: "n"}
+		return m
+	}
+	h := newHarness(t, func(tk *Task) { tk.Status = StatusBacklog })
+	steps := []struct {
+		to      Status
+		want    Status
+		changed bool
+	}{
+		{StatusReady, StatusReady, true},
+		{StatusBlocked, StatusBlocked, true},
+		{StatusReady, StatusReady, true},
+		{StatusInProgress, StatusInProgress, true},
+		{StatusReview, StatusReview, true},
+		{StatusDone, StatusReview, true}, // work log, no move
+		{StatusBacklog, StatusReview, true},
+	}
+	for i, s := range steps {
+		var r *reply
+		h.at(time.Duration(2*i+1)*time.Minute, func() { r = h.send(upd(s.to), 0) })
+		h.at(time.Duration(2*i+2)*time.Minute, func() {
+			res := r.result(t)
+			if res.Task.Status != s.want {
+				t.Errorf("step %d: → %s left the task %s, want %s (%s)", i, s.to, res.Task.Status, s.want, res.Note)
+			}
+		})
+	}
+	h.at(time.Hour, func() {
+		tk := h.task()
+		if len(tk.WorkLog) != 2 || tk.Review == nil {
+			t.Errorf("work log %q review %v", tk.WorkLog, tk.Review)
+		}
+	})
+	h.run()
+}
+
+func TestHandoffRejectedWhileRunning(t *testing.T) {
+	h := newHarness(t)
+	var r *reply
+	h.at(time.Second, func() { h.dispatch(0) })
+	h.at(time.Minute, func() {
+		m := msg(TypeHandoffRejected, t0)
+		m.Reply = &HandoffReply{TaskID: testTask, Reason: "no plan"}
+		r = h.send(m, 0)
+	})
+	h.at(2*time.Minute, func() {
+		if st := r.result(t).Task.Status; st != StatusBlocked {
+			t.Errorf("status %s", st)
+		}
+	})
+	h.run()
+}
+
+func TestSessionEndOtherAgent(t *testing.T) {
+	h := newHarness(t)
+	var end *reply
+	h.at(time.Second, func() { h.dispatch(0) })
+	h.at(time.Minute, func() { h.send(completion(OutcomeDone, t0), 0) })
+	h.at(2*time.Minute, func() { end = h.update(UpdateSessionEnd, SessionEndInput{AgentID: "swe-qa"}) })
+	h.at(3*time.Minute, func() {
+		if res := end.result(t); res.Changed || res.Task.Status != StatusInProgress {
+			t.Errorf("another agent's session end applied the result: %+v", res)
 		}
 	})
 	h.run()
