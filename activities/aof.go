@@ -101,6 +101,9 @@ func (a *AOF) mirror(s ssot.AOFSave) error {
 		if err := a.moveTaskDir(t.TaskID, aofStatusDir(t.Status)); err != nil {
 			return err
 		}
+		if err := a.writeTaskFile(*t); err != nil {
+			return err
+		}
 	}
 	for _, art := range s.Artifacts {
 		p, err := a.artifactPath(s.Task, art)
@@ -240,4 +243,54 @@ func jsonLine(e ssot.AOFEvent) ([]byte, error) {
 func quote(s string) string {
 	b, _ := json.Marshal(s)
 	return string(b)
+}
+
+// aofTaskFile is what the task file shows of a task's saved body.
+type aofTaskFile struct {
+	Title        string `json:"title"`
+	Body         string `json:"body"`
+	Assignee     string `json:"assignee"`
+	ParentTaskID string `json:"parentTaskId"`
+	Metadata     struct {
+		DelegationDepth int  `json:"delegationDepth"`
+		ReviewRequired  bool `json:"reviewRequired"`
+	} `json:"metadata"`
+}
+
+// writeTaskFile writes tasks/<status>/<taskId>.md, the task as AOF keeps
+// it: YAML frontmatter, then the body with its work log; the file in any
+// other status directory is removed.
+func (a *AOF) writeTaskFile(t ssot.AOFTask) error {
+	var f aofTaskFile
+	if err := json.Unmarshal(t.Body, &f); err != nil {
+		return nonRetryable(fmt.Errorf("reading AOF task %s: %w", t.TaskID, err))
+	}
+	status := aofStatusDir(t.Status)
+	var b strings.Builder
+	b.WriteString("---\n")
+	fmt.Fprintf(&b, "id: %s\n", t.TaskID)
+	fmt.Fprintf(&b, "title: %s\n", quote(f.Title))
+	fmt.Fprintf(&b, "status: %s\n", status)
+	if f.Assignee != "" {
+		fmt.Fprintf(&b, "routing:\n  agent: %s\n", quote(f.Assignee))
+	}
+	if f.ParentTaskID != "" {
+		fmt.Fprintf(&b, "parentId: %s\n", f.ParentTaskID)
+	}
+	fmt.Fprintf(&b, "createdAt: %s\n", t.CreatedAt.UTC().Format("2006-01-02T15:04:05.000Z"))
+	fmt.Fprintf(&b, "updatedAt: %s\n", t.UpdatedAt.UTC().Format("2006-01-02T15:04:05.000Z"))
+	fmt.Fprintf(&b, "metadata:\n  delegationDepth: %d\n  reviewRequired: %v\n", f.Metadata.DelegationDepth, f.Metadata.ReviewRequired)
+	b.WriteString("---\n\n")
+	if f.Body != "" {
+		b.WriteString(strings.TrimRight(f.Body, "\n") + "\n")
+	}
+	for _, st := range aofStatuses {
+		if st == status {
+			continue
+		}
+		if err := os.Remove(filepath.Join(a.DataDir, "tasks", st, t.TaskID+".md")); err != nil && !errors.Is(err, os.ErrNotExist) {
+			return err
+		}
+	}
+	return writeFileAtomic(filepath.Join(a.DataDir, "tasks", status, t.TaskID+".md"), []byte(b.String()))
 }

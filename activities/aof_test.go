@@ -44,7 +44,8 @@ func TestSaveAOFMirror(t *testing.T) {
 	const id = "TASK-2026-02-09-061"
 	step := func(rev int64, status string, arts []ssot.AOFArtifact, evs ...string) AOFSaveInput {
 		in := AOFSaveInput{Subject: "aof-" + id, Save: ssot.AOFSave{
-			Task:      &ssot.AOFTask{TaskID: id, Status: status, Rev: rev, Body: json.RawMessage(`{}`)},
+			Task: &ssot.AOFTask{TaskID: id, Status: status, Rev: rev, CreatedAt: at, UpdatedAt: at,
+				Body: json.RawMessage(`{"title":"QA","body":"Check it.\n\n## Work Log\n\n- line\n","metadata":{"delegationDepth":1}}`)},
 			Artifacts: arts,
 		}}
 		for _, e := range evs {
@@ -73,6 +74,13 @@ func TestSaveAOFMirror(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(dir, "tasks", "ready", id)); !os.IsNotExist(err) {
 		t.Errorf("the old status directory is left: %v", err)
+	}
+	md, err := os.ReadFile(filepath.Join(dir, "tasks", "in-progress", id+".md"))
+	if err != nil || !strings.HasPrefix(string(md), "---\nid: "+id+"\ntitle: \"QA\"\nstatus: in-progress\n") || !strings.Contains(string(md), "## Work Log") {
+		t.Errorf("task file %q: %v", md, err)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "tasks", "ready", id+".md")); !os.IsNotExist(err) {
+		t.Errorf("the task file of the old status is left: %v", err)
 	}
 	if b, err := os.ReadFile(filepath.Join(dir, "runs", id, "run.json")); err != nil || string(b) != `{"status":"running"}` {
 		t.Errorf("run.json %q %v", b, err)

@@ -322,6 +322,9 @@ func TestAOFExamples(t *testing.T) {
 		if n := c.countEvents(t61, "delegation.requested"); n != 1 {
 			t.Errorf("%d delegation.requested", n)
 		}
+		if _, err := os.Stat(filepath.Join(mirror, "tasks", "ready", t61+".md")); err != nil {
+			t.Errorf("the mirror has no task file: %v", err)
+		}
 		for _, name := range []string{"handoff.json", "handoff.md"} {
 			if _, err := os.Stat(filepath.Join(mirror, "tasks", "ready", t61, "inputs", name)); err != nil {
 				t.Errorf("the mirror has no tasks/ready/%s/inputs/%s: %v", t61, name, err)
