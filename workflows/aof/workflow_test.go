@@ -5,9 +5,6 @@ import (
 	"strings"
 	"testing"
 	"time"
-
-	"github.com/ampflow/ampflow/amp/decision"
-	"github.com/ampflow/ampflow/amp/task"
 )
 
 func TestCreated(t *testing.T) {
@@ -220,111 +217,6 @@ func TestStatusUpdate(t *testing.T) {
 	})
 }
 
-func handoffMsg() Message {
-	m := msg(TypeHandoffRequest, t0)
-	m.Handoff = &HandoffRequest{TaskID: testTask, ParentTaskID: testParent, FromAgent: agent, ToAgent: "swe-qa",
-		AcceptanceCriteria: []string{"All unit tests pass"}, ExpectedOutputs: []string{"tests/report.md"}, ContextRefs: []string{},
-		Constraints: []string{"No new dependencies"}, DueBy: "2026-02-10T12:00:00.000Z"}
-	return m
-}
-
-// TestHandoff covers examples 5–7 and the depth guard.
-func TestHandoff(t *testing.T) {
-	t.Run("Request", func(t *testing.T) {
-		h := newHarness(t)
-		var r, again *reply
-		h.at(time.Second, func() { r = h.send(handoffMsg(), 0) })
-		h.at(time.Minute, func() {
-			tk := r.result(t).Task
-			if tk.ParentTaskID != testParent || tk.Metadata.DelegationDepth != 1 || tk.Delegation != DelegationRequested {
-				t.Errorf("child %+v", tk)
-			}
-			var hj HandoffRequest
-			if !h.artifact(t, ArtifactHandoffJSON, &hj) || hj.ToAgent != "swe-qa" || hj.DueBy != "2026-02-10T12:00:00.000Z" {
-				t.Errorf("handoff.json %+v", hj)
-			}
-			if md := h.artifacts[ArtifactHandoffMD].Body; !strings.HasPrefix(md, "# Handoff Request\n\n**From:** swe-backend\n**To:** swe-qa\n") {
-				t.Errorf("handoff.md %q", md)
-			}
-			if len(h.eventsOf(EventDelegationRequest)) != 1 {
-				t.Error("no delegation.requested")
-			}
-			again = h.send(handoffMsg(), 0)
-		})
-		h.at(2*time.Minute, func() {
-			if again.result(t).Changed || len(h.eventsOf(EventDelegationRequest)) != 1 {
-				t.Error("a re-sent handoff delegated twice")
-			}
-		})
-		h.run()
-	})
-	t.Run("Nested", func(t *testing.T) {
-		h := newHarness(t)
-		var r *reply
-		h.at(time.Second, func() { r = h.send(handoffMsg(), 1) })
-		h.at(time.Minute, func() {
-			r.refused(t, CodeNestedDelegation)
-			if tk := h.task(); tk.Rev != 1 || tk.Handoff != nil {
-				t.Errorf("a refused handoff changed the task: %+v", tk)
-			}
-		})
-		h.run()
-	})
-	t.Run("Accepted", func(t *testing.T) {
-		h := newHarness(t)
-		var r *reply
-		h.at(time.Second, func() { h.send(handoffMsg(), 0) })
-		h.at(time.Minute, func() {
-			m := msg(TypeHandoffAccepted, t0)
-			m.Reply = &HandoffReply{TaskID: testTask, Accepted: true}
-			r = h.send(m, 0)
-		})
-		h.at(2*time.Minute, func() {
-			if tk := r.result(t).Task; tk.Status != StatusReady || tk.Delegation != DelegationAccepted {
-				t.Errorf("accepted: %s %s", tk.Status, tk.Delegation)
-			}
-			if len(h.eventsOf(EventDelegationAccepted)) != 1 {
-				t.Error("no delegation.accepted")
-			}
-		})
-		h.run()
-	})
-	t.Run("Rejected", func(t *testing.T) {
-		h := newHarness(t)
-		var r *reply
-		h.at(time.Second, func() { h.send(handoffMsg(), 0) })
-		h.at(time.Minute, func() {
-			m := msg(TypeHandoffRejected, t0)
-			m.Reply = &HandoffReply{TaskID: testTask, Reason: "Insufficient context: no test plan provided"}
-			r = h.send(m, 0)
-		})
-		h.at(2*time.Minute, func() {
-			if tk := r.result(t).Task; tk.Status != StatusBlocked {
-				t.Errorf("status %s", tk.Status)
-			}
-			if got := h.transitions(t); !slices.Equal(got, []string{"ready>blocked:Insufficient context: no test plan provided"}) {
-				t.Errorf("transitions %v", got)
-			}
-			rej := h.eventsOf(EventDelegationRejected)
-			if len(rej) != 1 || payloadOf(t, rej[0])["reason"] != "Insufficient context: no test plan provided" {
-				t.Errorf("delegation.rejected %v", rej)
-			}
-		})
-		h.run()
-	})
-	t.Run("Mismatch", func(t *testing.T) {
-		h := newHarness(t)
-		var r *reply
-		h.at(time.Second, func() {
-			m := handoffMsg()
-			m.TaskID = "TASK-2026-02-09-099"
-			r = h.send(m, 0)
-		})
-		h.at(time.Minute, func() { r.refused(t, CodeTaskIDMismatch) })
-		h.run()
-	})
-}
-
 // TestStale covers examples 8 and 9: the heartbeat's durable timer fires
 // at expiresAt, renewed by each heartbeat.
 func TestStale(t *testing.T) {
@@ -401,86 +293,6 @@ func TestDispatchRefusals(t *testing.T) {
 	h.run()
 }
 
-// TestReview answers the admins' review each way.
-func TestReview(t *testing.T) {
-	for _, c := range []struct {
-		option, note string
-		want         Status
-	}{
-		{decision.OptApprove, "", StatusDone},
-		{OptSendBack, "add tests for auth", StatusReady},
-		{OptBlock, "waiting on legal", StatusBlocked},
-	} {
-		t.Run(c.option, func(t *testing.T) {
-			h := newHarness(t)
-			var dec, stranger *reply
-			h.at(time.Second, func() { h.dispatch(0) })
-			h.at(time.Minute, func() { h.send(completion(OutcomeDone, t0), 0) })
-			h.at(2*time.Minute, func() { h.update(UpdateSessionEnd, SessionEndInput{}) })
-			h.at(3*time.Minute, func() {
-				d := h.task().Review
-				if d == nil {
-					t.Fatal("no review decision")
-				}
-				stranger = h.update(task.UpdateDecide, decision.Answer{DecisionID: d.ID, Option: c.option, Note: c.note, By: "mallory", Digest: d.Digest})
-				dec = h.update(task.UpdateDecide, decision.Answer{DecisionID: d.ID, Option: c.option, Note: c.note, By: "alice", Channel: "cli", Digest: d.Digest})
-			})
-			h.at(4*time.Minute, func() {
-				stranger.refused(t, task.CodeForbidden)
-				if !dec.done || dec.err != nil {
-					t.Fatalf("decide: %v", dec.err)
-				}
-				if h.eventsOf(EventReviewDecided) == nil {
-					t.Error("no review.decided")
-				}
-			})
-			h.run()
-			if c.want == StatusDone {
-				if !h.env.IsWorkflowCompleted() {
-					t.Error("an approved task's workflow did not end")
-				}
-				return
-			}
-			tk := h.task()
-			if tk.Status != c.want || tk.Review != nil {
-				t.Errorf("status %s review %+v", tk.Status, tk.Review)
-			}
-			if c.option == OptSendBack && (len(tk.WorkLog) != 1 || !strings.Contains(tk.WorkLog[0], "sent back by alice: add tests for auth")) {
-				t.Errorf("work log %q", tk.WorkLog)
-			}
-			if last := h.saves[len(h.saves)-1]; len(last.Decisions) != 0 {
-				t.Errorf("a closed review is still listed: %+v", last.Decisions)
-			}
-		})
-	}
-}
-
-// TestReviewWithdrawn: a task leaving review otherwise withdraws the
-// admins' question.
-func TestReviewWithdrawn(t *testing.T) {
-	h := newHarness(t)
-	h.at(time.Second, func() { h.dispatch(0) })
-	h.at(time.Minute, func() {
-		m := msg(TypeStatusUpdate, t0)
-		m.Status = &StatusUpdate{TaskID: testTask, AgentID: agent, Status: StatusReview, Notes: "please look"}
-		h.send(m, 0)
-	})
-	h.at(2*time.Minute, func() {
-		if h.task().Review == nil {
-			t.Fatal("no review decision")
-		}
-		m := msg(TypeStatusUpdate, t0)
-		m.Status = &StatusUpdate{TaskID: testTask, AgentID: agent, Status: StatusBlocked, Notes: "found a bug"}
-		h.send(m, 0)
-	})
-	h.at(3*time.Minute, func() {
-		if tk := h.task(); tk.Status != StatusBlocked || tk.Review != nil {
-			t.Errorf("status %s review %+v", tk.Status, tk.Review)
-		}
-	})
-	h.run()
-}
-
 // TestStatusUpdateMoves covers the other moves an agent's status update
 // makes, and the one it may not: done is the review's.
 func TestStatusUpdateMoves(t *testing.T) {
@@ -517,23 +329,6 @@ func TestStatusUpdateMoves(t *testing.T) {
 		tk := h.task()
 		if len(tk.WorkLog) != 2 || tk.Review == nil {
 			t.Errorf("work log %q review %v", tk.WorkLog, tk.Review)
-		}
-	})
-	h.run()
-}
-
-func TestHandoffRejectedWhileRunning(t *testing.T) {
-	h := newHarness(t)
-	var r *reply
-	h.at(time.Second, func() { h.dispatch(0) })
-	h.at(time.Minute, func() {
-		m := msg(TypeHandoffRejected, t0)
-		m.Reply = &HandoffReply{TaskID: testTask, Reason: "no plan"}
-		r = h.send(m, 0)
-	})
-	h.at(2*time.Minute, func() {
-		if st := r.result(t).Task.Status; st != StatusBlocked {
-			t.Errorf("status %s", st)
 		}
 	})
 	h.run()
