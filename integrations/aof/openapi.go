@@ -135,7 +135,7 @@ func Spec() httpapi.Spec {
 		"AOFDispatchRequest":   obj([]string{"agentId"}, map[string]any{"agentId": strSchema("The agent that runs the task."), "ttlMs": map[string]any{"type": "integer", "minimum": 0, "default": 300000}}),
 		"AOFHeartbeatRequest":  obj([]string{"agentId"}, map[string]any{"agentId": strSchema("The agent that runs the task.")}),
 		"AOFSessionEndRequest": obj(nil, map[string]any{"agentId": strSchema("Only this agent's runs; every run when absent.")}),
-		"AOFTask": obj([]string{"taskId", "title", "status", "metadata", "workLog", "rev"}, map[string]any{
+		"AOFTask": obj([]string{"taskId", "title", "status", "metadata", "workLog", "createdAt", "updatedAt", "rev"}, map[string]any{
 			"taskId": taskIDSchema, "title": strSchema(""), "body": strSchema("With the ## Work Log section."), "assignee": strSchema(""), "status": statusEnum,
 			"parentTaskId": taskIDSchema,
 			"metadata":     obj(nil, map[string]any{"delegationDepth": map[string]any{"type": "integer"}, "reviewRequired": map[string]any{"type": "boolean"}}),
@@ -143,7 +143,8 @@ func Spec() httpapi.Spec {
 			"run":          map[string]any{"type": "object", "description": "run.json"}, "heartbeat": map[string]any{"type": "object", "description": "run_heartbeat.json"},
 			"result": map[string]any{"type": "object", "description": "run_result.json"}, "handoff": map[string]any{"type": "object", "description": "inputs/handoff.json"},
 			"delegation": map[string]any{"type": "string", "enum": []string{"requested", "accepted", "rejected"}},
-			"review":     ref("Decision"), "rev": map[string]any{"type": "integer"},
+			"review":     ref("Decision"), "rev": map[string]any{"type": "integer", "description": "Counts the task's changes."},
+			"ttlMs":     map[string]any{"type": "integer", "description": "The run's heartbeat life in milliseconds."},
 			"createdAt": map[string]any{"type": "string", "format": "date-time"}, "updatedAt": map[string]any{"type": "string", "format": "date-time"},
 		}),
 		"AOFTaskView": map[string]any{"allOf": []any{ref("AOFTask"), obj([]string{"artifacts"}, map[string]any{
