@@ -132,7 +132,7 @@ func Spec() httpapi.Spec {
 			"reviewRequired": map[string]any{"type": "boolean", "default": true},
 			"parentTaskId":   taskIDSchema,
 		}),
-		"AOFDispatchRequest":   obj([]string{"agentId"}, map[string]any{"agentId": strSchema("The agent that runs the task."), "ttlMs": map[string]any{"type": "integer", "minimum": 0, "default": 300000}}),
+		"AOFDispatchRequest":   obj([]string{"agentId"}, map[string]any{"agentId": strSchema("The agent that runs the task."), "ttlMs": map[string]any{"type": "integer", "minimum": 0, "maximum": 604800000, "default": 300000}}),
 		"AOFHeartbeatRequest":  obj([]string{"agentId"}, map[string]any{"agentId": strSchema("The agent that runs the task.")}),
 		"AOFSessionEndRequest": obj(nil, map[string]any{"agentId": strSchema("Only this agent's runs; every run when absent.")}),
 		"AOFTask": obj([]string{"taskId", "title", "status", "metadata", "workLog", "createdAt", "updatedAt", "rev"}, map[string]any{

@@ -206,8 +206,8 @@ func (r *aofRun) validateDispatch(in DispatchInput) error {
 	if strings.TrimSpace(in.AgentID) == "" {
 		return refusal.Field("agentId", "required")
 	}
-	if in.TTLMs < 0 {
-		return refusal.Field("ttlMs", "must not be negative")
+	if in.TTLMs < 0 || in.TTLMs > MaxTTL.Milliseconds() {
+		return refusal.Field("ttlMs", "must be from 0 (the default, %d) to %d", DefaultTTL.Milliseconds(), MaxTTL.Milliseconds())
 	}
 	if r.running(in.AgentID) {
 		return nil

@@ -291,8 +291,12 @@ const (
 	ArtifactHandoffMD   = "inputs/handoff.md"
 )
 
-// DefaultTTL is a heartbeat's life when dispatch names none.
-const DefaultTTL = 5 * time.Minute
+// DefaultTTL is a heartbeat's life when dispatch names none; MaxTTL
+// bounds the one it names.
+const (
+	DefaultTTL = 5 * time.Minute
+	MaxTTL     = 7 * 24 * time.Hour
+)
 
 // Metadata is the task's frontmatter metadata.
 type Metadata struct {

@@ -5,6 +5,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/ampflow/ampflow/amp/task"
 )
 
 func TestCreated(t *testing.T) {
@@ -265,13 +267,17 @@ func TestStale(t *testing.T) {
 
 func TestDispatchRefusals(t *testing.T) {
 	h := newHarness(t, func(tk *Task) { tk.Status = StatusBacklog })
-	var backlog, again, other, hb, stranger *reply
+	var backlog, again, other, hb, stranger, negative, long *reply
 	h.at(time.Second, func() {
 		backlog = h.dispatch(0)
+		negative = h.update(UpdateDispatch, DispatchInput{AgentID: agent, TTLMs: -1})
+		long = h.dispatch(MaxTTL + time.Millisecond)
 		hb = h.update(UpdateHeartbeat, HeartbeatInput{AgentID: agent})
 	})
 	h.at(time.Minute, func() {
 		backlog.refused(t, CodeInvalidTransition)
+		negative.refused(t, task.CodeInvalid)
+		long.refused(t, task.CodeInvalid)
 		hb.refused(t, CodeNotRunning)
 		m := msg(TypeStatusUpdate, t0)
 		m.Status = &StatusUpdate{TaskID: testTask, AgentID: agent, Status: StatusReady}
