@@ -140,7 +140,8 @@ func (a *API) postMessage(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	ctx := r.Context()
-	a.logEvents(ctx, event(wf.EventReceived, m.TaskID, m.FromAgent, map[string]any{"type": m.Type, "toAgent": m.ToAgent, "sentAt": wf.Stamp(m.SentAt)}))
+	a.logEvents(ctx, event(wf.EventReceived, m.TaskID, m.FromAgent, map[string]any{"type": m.Type, "toAgent": m.ToAgent,
+		"sentAt": wf.Stamp(m.SentAt), "payload": payloadOf(m)}))
 	handoff := m.Type == wf.TypeHandoffRequest || m.Type == wf.TypeHandoffAccepted || m.Type == wf.TypeHandoffRejected
 	_, err := a.store.AOFTask(ctx, m.TaskID)
 	if errors.Is(err, ssot.ErrNotFound) {
@@ -214,4 +215,19 @@ func depthOf(row ssot.AOFTask) int {
 		return 0
 	}
 	return t.Metadata.DelegationDepth
+}
+
+// payloadOf is a valid message's payload, as logged with its receipt.
+func payloadOf(m wf.Message) any {
+	switch {
+	case m.Completion != nil:
+		return m.Completion
+	case m.Status != nil:
+		return m.Status
+	case m.Handoff != nil:
+		return m.Handoff
+	case m.Reply != nil:
+		return m.Reply
+	}
+	return nil
 }

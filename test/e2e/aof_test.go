@@ -43,7 +43,9 @@ func TestAOFExamples(t *testing.T) {
 		if st := c.task(t57).Status; st != "in_progress" {
 			t.Errorf("status %s before session_end", st)
 		}
-		c.lastEvent(t57, "protocol.message.received")
+		if rec := c.lastEvent(t57, "protocol.message.received"); rec.Payload["type"] != "completion.report" || rec.Payload["payload"].(map[string]any)["outcome"] != "done" {
+			t.Errorf("received %v", rec.Payload)
+		}
 		c.lastEvent(t57, "task.completed")
 		c.sessionEnd()
 		v := c.waitStatus(t57, "review", 30*time.Second)
