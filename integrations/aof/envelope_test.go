@@ -145,7 +145,7 @@ func TestDetectRejects(t *testing.T) {
 		{"HandoffMismatch", edit(ex5, func(m map[string]any) { payload(m)["taskId"] = "TASK-2026-02-09-099" }), wf.EventRejected, wf.ReasonTaskIDMismatch, "payload.taskId"},
 		{"HandoffNoDueBy", edit(ex5, func(m map[string]any) { delete(payload(m), "dueBy") }), wf.EventRejected, wf.ReasonInvalidEnvelope, "payload.dueBy"},
 		{"HandoffBadParent", edit(ex5, func(m map[string]any) { payload(m)["parentTaskId"] = "T-1" }), wf.EventRejected, wf.ReasonInvalidEnvelope, "payload.parentTaskId"},
-		{"HandoffCriteriaNotList", edit(ex5, func(m map[string]any) { payload(m)["acceptanceCriteria"] = "all" }), wf.EventRejected, wf.ReasonInvalidEnvelope, "payload.acceptanceCriteria"},
+		{"HandoffOutputsNotList", edit(ex5, func(m map[string]any) { payload(m)["expectedOutputs"] = "all" }), wf.EventRejected, wf.ReasonInvalidEnvelope, "payload.expectedOutputs"},
 		{"ReplyNoAccepted", edit(example(t, 6), func(m map[string]any) { delete(payload(m), "accepted") }), wf.EventRejected, wf.ReasonInvalidEnvelope, "payload.accepted"},
 		{"ReplyMismatch", edit(example(t, 7), func(m map[string]any) { payload(m)["taskId"] = "TASK-2026-02-09-061" }), wf.EventRejected, wf.ReasonTaskIDMismatch, "payload.taskId"},
 	}
@@ -204,5 +204,21 @@ func TestStatusAlias(t *testing.T) {
 	msg, r := Detect(b)
 	if r != nil || msg.Status.Status != wf.StatusInProgress {
 		t.Errorf("in-progress read as %q (%v)", msg.Status.Status, r)
+	}
+}
+
+// TestHandoffBadCriteria: invalid acceptance criteria do not stop a
+// handoff; the schema error goes with it.
+func TestHandoffBadCriteria(t *testing.T) {
+	var m map[string]any
+	_ = json.Unmarshal([]byte(example(t, 5)), &m)
+	m["payload"].(map[string]any)["acceptanceCriteria"] = "all of them"
+	b, _ := json.Marshal(m)
+	msg, r := Detect(b)
+	if r != nil {
+		t.Fatalf("rejected: %v", r)
+	}
+	if len(msg.Handoff.AcceptanceCriteria) != 0 || len(msg.Warnings) != 1 || !strings.HasPrefix(msg.Warnings[0], "payload.acceptanceCriteria: ") {
+		t.Errorf("criteria %q warnings %q", msg.Handoff.AcceptanceCriteria, msg.Warnings)
 	}
 }

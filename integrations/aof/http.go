@@ -140,8 +140,12 @@ func (a *API) postMessage(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	ctx := r.Context()
-	a.logEvents(ctx, event(wf.EventReceived, m.TaskID, m.FromAgent, map[string]any{"type": m.Type, "toAgent": m.ToAgent,
-		"sentAt": wf.Stamp(m.SentAt), "payload": payloadOf(m)}))
+	received := map[string]any{"type": m.Type, "toAgent": m.ToAgent, "sentAt": wf.Stamp(m.SentAt), "payload": payloadOf(m)}
+	if len(m.Warnings) > 0 {
+		received["warnings"] = m.Warnings
+		a.log.Warn("AOF message taken with schema errors", "task", m.TaskID, "type", m.Type, "warnings", m.Warnings)
+	}
+	a.logEvents(ctx, event(wf.EventReceived, m.TaskID, m.FromAgent, received))
 	handoff := m.Type == wf.TypeHandoffRequest || m.Type == wf.TypeHandoffAccepted || m.Type == wf.TypeHandoffRejected
 	_, err := a.store.AOFTask(ctx, m.TaskID)
 	if errors.Is(err, ssot.ErrNotFound) {

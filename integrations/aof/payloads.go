@@ -89,6 +89,12 @@ func parsePayload(m *wf.Message, p map[string]json.RawMessage) *Rejection {
 		for k, dst := range map[string]*[]string{"acceptanceCriteria": &h.AcceptanceCriteria, "expectedOutputs": &h.ExpectedOutputs,
 			"contextRefs": &h.ContextRefs, "constraints": &h.Constraints} {
 			*dst, err = stringList(p, k)
+			if err != nil && k == "acceptanceCriteria" {
+				// Invalid acceptance criteria do not stop a handoff: the
+				// schema error is logged with it and the list is empty.
+				m.Warnings = append(m.Warnings, "payload.acceptanceCriteria: "+err.Error())
+				*dst, err = []string{}, nil
+			}
 			add(k, err)
 		}
 		if _, err = datetime(p, "dueBy"); err == nil {

@@ -71,6 +71,23 @@ func aofErrors(t *testing.T, c aofClient) {
 			t.Errorf("status %s work log %q", v.Status, v.WorkLog)
 		}
 	})
+	t.Run("ErrorInvalidCriteriaProceeds", func(t *testing.T) {
+		c := c.on(t)
+		const t67 = "TASK-2026-02-09-067"
+		c.create(t67, nil)
+		c.must(aofExample(t, "5", map[string]any{"taskId": t67, "payload.taskId": t67, "payload.acceptanceCriteria": "all of them"}))
+		var hj struct {
+			AcceptanceCriteria []string `json:"acceptanceCriteria"`
+		}
+		c.artifact(t67, "inputs/handoff.json", &hj)
+		if hj.AcceptanceCriteria == nil || len(hj.AcceptanceCriteria) != 0 || c.task(t67).Metadata.DelegationDepth != 1 {
+			t.Errorf("handoff.json criteria %v", hj.AcceptanceCriteria)
+		}
+		if w, _ := c.lastEvent(t67, "protocol.message.received").Payload["warnings"].([]any); len(w) != 1 {
+			t.Errorf("the schema error is not logged with the message: %v", w)
+		}
+		c.lastEvent(t67, "delegation.requested")
+	})
 	t.Run("ErrorCompletionWhileDone", func(t *testing.T) {
 		c := c.on(t)
 		n := c.countEvents(t57, "task.completed")

@@ -240,6 +240,10 @@ type Message struct {
 	Status     *StatusUpdate     `json:"status,omitempty"`
 	Handoff    *HandoffRequest   `json:"handoff,omitempty"`
 	Reply      *HandoffReply     `json:"reply,omitempty"`
+
+	// Warnings are schema errors that do not stop the message (invalid
+	// acceptance criteria of a handoff); they are logged with it.
+	Warnings []string `json:"warnings,omitempty"`
 }
 
 // RunInfo is run.json, written when a task is dispatched.
