@@ -353,3 +353,20 @@ func TestSessionEndOtherAgent(t *testing.T) {
 	})
 	h.run()
 }
+
+// TestNoHeartbeatNoStale: a task put in progress by a status update, with
+// no run and no heartbeat, is not judged stale.
+func TestNoHeartbeatNoStale(t *testing.T) {
+	h := newHarness(t)
+	h.at(time.Second, func() {
+		m := msg(TypeStatusUpdate, t0)
+		m.Status = &StatusUpdate{TaskID: testTask, AgentID: agent, Status: StatusInProgress, Progress: "started by hand"}
+		h.send(m, 0)
+	})
+	h.at(24*time.Hour, func() {
+		if tk := h.task(); tk.Status != StatusInProgress || tk.Heartbeat != nil {
+			t.Errorf("status %s heartbeat %+v", tk.Status, tk.Heartbeat)
+		}
+	})
+	h.run()
+}
