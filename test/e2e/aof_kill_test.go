@@ -9,7 +9,8 @@ import (
 
 // TestAOFKillBeforeSessionEnd kills `ampflow dev` between an agent's
 // completion report and the session's end: after the restart the session
-// end still applies the reported outcome.
+// end still applies the reported outcome, and a heartbeat that expired
+// meanwhile is still judged stale.
 func TestAOFKillBeforeSessionEnd(t *testing.T) {
 	dataDir := t.TempDir()
 	p := startDev(t, dataDir)
@@ -18,6 +19,11 @@ func TestAOFKillBeforeSessionEnd(t *testing.T) {
 	c.create(id, map[string]any{"reviewRequired": false})
 	c.dispatch(id, 600000)
 	c.must(aofExample(t, "1", map[string]any{"taskId": id}))
+	// A second run whose heartbeat expires while ampflow is down: its
+	// durable timer fires after the restart.
+	const stale = "TASK-2026-02-09-071"
+	c.create(stale, nil)
+	c.dispatch(stale, 3000)
 
 	p.kill()
 	p.restart()
@@ -42,4 +48,6 @@ func TestAOFKillBeforeSessionEnd(t *testing.T) {
 	if n := c.countEvents(id, "task.completed"); n != 1 {
 		t.Errorf("%d task.completed events, want 1", n)
 	}
+	c.waitStatus(stale, "ready", 60*time.Second)
+	wantReason(t, c.lastEvent(stale, "task.transitioned"), "stale_heartbeat_reclaim")
 }
