@@ -40,6 +40,8 @@ type harness struct {
 	events    []ssot.AOFEvent
 	artifacts map[string]ssot.AOFArtifact
 	notices   []activities.NotifyInput
+	// policy is the worker's, which the task reads first.
+	policy task.Policy
 }
 
 func newHarness(t *testing.T, mutate ...func(*Task)) *harness {
@@ -50,7 +52,8 @@ func newHarness(t *testing.T, mutate ...func(*Task)) *harness {
 	}
 	var s testsuite.WorkflowTestSuite
 	s.SetLogger(log.NewStructuredLogger(slog.New(slog.NewTextHandler(io.Discard, nil))))
-	h := &harness{t: t, env: s.NewTestWorkflowEnvironment(), in: Input{Task: tk}, artifacts: map[string]ssot.AOFArtifact{}}
+	h := &harness{t: t, env: s.NewTestWorkflowEnvironment(), in: Input{Task: tk}, artifacts: map[string]ssot.AOFArtifact{},
+		policy: task.Policy{Admins: []string{"alice"}}}
 	env := h.env
 	env.SetStartTime(t0)
 	env.RegisterWorkflowWithOptions(TaskWorkflow, RegisterOptions())
@@ -58,7 +61,10 @@ func newHarness(t *testing.T, mutate ...func(*Task)) *harness {
 	env.RegisterActivity(&activities.AOF{})
 	var acts *activities.Activities
 	var aof *activities.AOF
-	env.OnActivity(acts.TaskPolicy, mock.Anything, mock.Anything).Return(activities.PolicyResult{Policy: task.Policy{Admins: []string{"alice"}}}, nil)
+	env.OnActivity(acts.TaskPolicy, mock.Anything, mock.Anything).Return(
+		func(context.Context, activities.PolicyInput) (activities.PolicyResult, error) {
+			return activities.PolicyResult{Policy: h.policy}, nil
+		})
 	env.OnActivity(acts.Notify, mock.Anything, mock.Anything).Return(
 		func(_ context.Context, in activities.NotifyInput) (activities.NotifyResult, error) {
 			h.mu.Lock()

@@ -159,7 +159,9 @@ var noticeOf = map[decide.Event]activities.NotifyEvent{
 func (h host) Notify(ctx workflow.Context, ev decide.Event, d decision.Decision, o *decision.Outcome) {
 	h.r.notices = append(h.r.notices, activities.NotifyInput{TaskID: h.r.subject, Event: noticeOf[ev],
 		Status: task.Status(h.r.Task.Status), Decision: &d, Outcome: o})
-	h.r.dirty = true
+	// A new Rev, so the decision as it stands now (reminded, escalated,
+	// closed) replaces the listed one.
+	h.r.touch(ctx)
 }
 
 func (h host) MayDecide(by string, escalated bool) bool {

@@ -1,6 +1,7 @@
 package aof
 
 import (
+	"encoding/json"
 	"strings"
 	"testing"
 	"time"
@@ -84,6 +85,37 @@ func TestReviewWithdrawn(t *testing.T) {
 	h.at(3*time.Minute, func() {
 		if tk := h.task(); tk.Status != StatusBlocked || tk.Review != nil {
 			t.Errorf("status %s review %+v", tk.Status, tk.Review)
+		}
+	})
+	h.run()
+}
+
+// TestReviewTimers: an unanswered review is reminded, escalated and at
+// last expires into block, each step listed anew.
+func TestReviewTimers(t *testing.T) {
+	h := newHarness(t)
+	h.policy.Decisions = decision.Policy{RemindAfter: time.Hour, EscalateAfter: 2 * time.Hour, ExpireAfter: 3 * time.Hour}
+	h.at(time.Second, func() { h.dispatch(0) })
+	h.at(time.Minute, func() { h.send(completion(OutcomeDone, t0), 0) })
+	h.at(2*time.Minute, func() { h.update(UpdateSessionEnd, SessionEndInput{}) })
+	h.at(2*time.Hour+3*time.Minute, func() {
+		last := h.saves[len(h.saves)-1]
+		if len(last.Decisions) != 1 {
+			t.Fatalf("listed %+v", last.Decisions)
+		}
+		var d decision.Decision
+		_ = json.Unmarshal(last.Decisions[0].Body, &d)
+		if d.EscalatedAt.IsZero() || d.RemindedAt.IsZero() {
+			t.Errorf("the listed review is not reminded and escalated: %+v", d)
+		}
+	})
+	h.at(3*time.Hour+3*time.Minute, func() {
+		tk := h.task()
+		if tk.Status != StatusBlocked || tk.Review != nil {
+			t.Errorf("status %s review %v after expiry", tk.Status, tk.Review)
+		}
+		if last := h.saves[len(h.saves)-1]; len(last.Decisions) != 0 {
+			t.Errorf("an expired review is still listed")
 		}
 	})
 	h.run()
