@@ -36,6 +36,7 @@ type Rejection struct {
 	Fields []amp.FieldError
 }
 
+// Error says why, naming the fields at fault.
 func (r *Rejection) Error() string {
 	if r.Event == wf.EventUnknown {
 		return "unknown message type " + r.Type

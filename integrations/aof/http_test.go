@@ -13,7 +13,9 @@ import (
 	"time"
 
 	"github.com/ampflow/ampflow/activities/ssot"
+	"github.com/ampflow/ampflow/amp"
 	"github.com/ampflow/ampflow/amp/task"
+	"github.com/ampflow/ampflow/config"
 	"github.com/ampflow/ampflow/integrations/httpapi"
 	wf "github.com/ampflow/ampflow/workflows/aof"
 )
@@ -61,14 +63,14 @@ type rig struct {
 	tasks *fakeTasks
 }
 
-func newRig(t *testing.T) *rig {
+func newRig(t *testing.T, tokens ...config.AuthToken) *rig {
 	store, err := ssot.Open(context.Background(), filepath.Join(t.TempDir(), "ampflow.db"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { store.Close() })
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
-	srv := httpapi.New(httpapi.Options{Store: store, Logger: log})
+	srv := httpapi.New(httpapi.Options{Store: store, Logger: log, Tokens: tokens})
 	tasks := &fakeTasks{store: store}
 	a := Register(srv, tasks, store, log)
 	a.now = func() time.Time { return time.Date(2026, 2, 9, 21, 0, 0, 0, time.UTC) }
@@ -79,7 +81,16 @@ func newRig(t *testing.T) *rig {
 
 func (r *rig) do(method, path, body string) (int, map[string]any) {
 	r.t.Helper()
+	return r.as("", method, path, body)
+}
+
+// as sends a request with a bearer token, when not empty.
+func (r *rig) as(token, method, path, body string) (int, map[string]any) {
+	r.t.Helper()
 	req, _ := http.NewRequest(method, r.ts.URL+path, strings.NewReader(body))
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
+	}
 	if body != "" {
 		req.Header.Set("Content-Type", "application/json")
 	}
@@ -247,5 +258,31 @@ func TestDocumented(t *testing.T) {
 		if paths[p] == nil {
 			t.Errorf("%s is not documented", p)
 		}
+	}
+}
+
+// TestRoles: coordinators and admins create and dispatch; agents send
+// messages, heartbeats and session ends; any token reads.
+func TestRoles(t *testing.T) {
+	r := newRig(t,
+		config.AuthToken{Token: "coord", Role: amp.RoleCoordinator, Name: "planner"},
+		config.AuthToken{Token: "exec", Role: amp.RoleExecutor, Name: "codex"})
+	if st, out := r.as("exec", "POST", "/v1/aof/tasks", `{"title":"t"}`); st != http.StatusForbidden {
+		t.Errorf("an executor created a task: %d %v", st, out)
+	}
+	if st, out := r.as("coord", "POST", "/v1/aof/tasks", `{"title":"t","taskId":"TASK-2026-02-09-057"}`); st != http.StatusCreated {
+		t.Fatalf("a coordinator could not create a task: %d %v", st, out)
+	}
+	if st, _ := r.as("exec", "POST", "/v1/aof/tasks/TASK-2026-02-09-057/dispatch", `{"agentId":"a"}`); st != http.StatusForbidden {
+		t.Errorf("an executor dispatched: %d", st)
+	}
+	if st, out := r.as("exec", "POST", "/v1/aof/messages", example(t, 1)); st != http.StatusOK {
+		t.Errorf("an executor could not report: %d %v", st, out)
+	}
+	if st, _ := r.as("exec", "GET", "/v1/aof/tasks/TASK-2026-02-09-057", ""); st != http.StatusOK {
+		t.Errorf("an executor could not read: %d", st)
+	}
+	if st, _ := r.as("", "POST", "/v1/aof/messages", example(t, 1)); st != http.StatusUnauthorized {
+		t.Errorf("a message without a token: %d", st)
 	}
 }
