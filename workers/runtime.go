@@ -53,9 +53,17 @@ func newRuntime(o Options, parts *Parts, log *slog.Logger) (*runtime, error) {
 		OpenName: o.LocalName,
 	})
 	addAOF(api, o, parts, log)
+	if err := addGate(api, o, parts, log); err != nil {
+		return nil, err
+	}
 	if err := api.LoopbackOnly(addr); err != nil {
 		return nil, fmt.Errorf("http.addr: %w", err)
 	}
+	contracts, err := contractHandlers(o, parts, log)
+	if err != nil {
+		return nil, err
+	}
+	contracts.Register(api)
 	for path, h := range mounts {
 		api.Mount("POST "+path, h)
 	}

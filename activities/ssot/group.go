@@ -2,6 +2,7 @@ package ssot
 
 import (
 	"context"
+	"database/sql"
 	"errors"
 	"fmt"
 	"sync"
@@ -34,9 +35,11 @@ type groupSave struct {
 	taskID string
 	rows   []Record
 	st     *TaskState
-	res    AppendResult
-	err    error
-	done   chan struct{}
+	// fn, when set, is the save's work in place of saveIn.
+	fn   func(ctx context.Context, tx *sql.Tx) (AppendResult, bool, error)
+	res  AppendResult
+	err  error
+	done chan struct{}
 }
 
 func newGroupWriter(s *DB) *groupWriter {
@@ -49,7 +52,10 @@ func newGroupWriter(s *DB) *groupWriter {
 var errClosed = errors.New("the SSOT store is closed")
 
 func (g *groupWriter) save(ctx context.Context, taskID string, rows []Record, st *TaskState) (AppendResult, error) {
-	req := &groupSave{ctx: ctx, taskID: taskID, rows: rows, st: st, done: make(chan struct{})}
+	return g.do(ctx, &groupSave{ctx: ctx, taskID: taskID, rows: rows, st: st, done: make(chan struct{})})
+}
+
+func (g *groupWriter) do(ctx context.Context, req *groupSave) (AppendResult, error) {
 	select {
 	case g.queue <- req:
 	case <-g.stop:
@@ -132,7 +138,15 @@ func (g *groupWriter) commit(batch []*groupSave) {
 			fail(err)
 			return
 		}
-		res, ch, err := g.s.saveIn(ctx, tx, req.taskID, req.rows, req.st)
+		var (
+			res AppendResult
+			ch  bool
+		)
+		if req.fn != nil {
+			res, ch, err = req.fn(ctx, tx)
+		} else {
+			res, ch, err = g.s.saveIn(ctx, tx, req.taskID, req.rows, req.st)
+		}
 		if err != nil {
 			req.err = err
 			if _, err := tx.ExecContext(ctx, "ROLLBACK TO save"); err != nil {
