@@ -27,6 +27,11 @@ func TestAOFChatReview(t *testing.T) {
 	sl.await(t, "the review of "+id+" posted to Slack", "chat.postMessage", func(cc chatCall) bool {
 		return strings.Contains(cc.Form["text"], id)
 	})
+	for _, fact := range []string{"<b>Summary</b> task " + id, "<b>Outcome</b> done by swe-backend", "<b>Tests</b> 120/120 passed"} {
+		if !strings.Contains(post.Form["text"], fact) {
+			t.Errorf("the review post does not show %q:\n%s", fact, post.Form["text"])
+		}
+	}
 	approve := tgOption(t, post, "Approve: done", "Send back to ready", "Block")
 	tg.push(pressed("cq-aof", 42, approve))
 	c.waitStatus(id, "done", 30*time.Second)

@@ -81,10 +81,33 @@ func (r *aofRun) reviewPrompt() string {
 	return p
 }
 
+// reviewContext is what the admins see of the task: its title as the
+// summary and, as facts, the task, its agent and its run result.
 func (r *aofRun) reviewContext() decision.Context {
-	c := decision.Context{Description: r.Task.Title}
+	c := decision.Context{Description: r.Task.Title, Extra: map[string]any{"aof_task_id": r.Task.TaskID}}
+	if r.Task.Assignee != "" {
+		c.Extra["assignee"] = r.Task.Assignee
+	}
+	if r.Task.ParentTaskID != "" {
+		c.Extra["parent_task_id"] = r.Task.ParentTaskID
+	}
 	if res := r.Task.Result; res != nil {
 		c.Blockers = res.Blockers
+		c.Extra["outcome"] = fmt.Sprintf("%s by %s", res.Outcome, res.AgentID)
+		c.Extra["tests"] = fmt.Sprintf("%d/%d passed, %d failed", res.Tests.Passed, res.Tests.Total, res.Tests.Failed)
+		c.Extra["summary_ref"] = res.SummaryRef
+		if len(res.Deliverables) > 0 {
+			c.Extra["deliverables"] = res.Deliverables
+		}
+		if len(res.Blockers) > 0 {
+			c.Extra["blockers"] = res.Blockers
+		}
+		if res.Notes != "" {
+			c.Extra["notes"] = res.Notes
+		}
+	}
+	if n := len(r.Task.WorkLog); n > 0 {
+		c.Extra["work_log"] = r.Task.WorkLog[n-1]
 	}
 	return c
 }
