@@ -262,3 +262,13 @@ func TestSSOTURLErrorHidesPassword(t *testing.T) {
 		t.Errorf("the error shows the password: %v", err)
 	}
 }
+
+func TestDashboardValidation(t *testing.T) {
+	c := Default()
+	c.Dashboard.PollInterval = 10 * time.Millisecond
+	c.Dashboard.SessionTTL = 0
+	err := c.Validate()
+	if err == nil || !strings.Contains(err.Error(), "dashboard.poll_interval: must be at least 50ms") || !strings.Contains(err.Error(), "dashboard.session_ttl: must be a positive duration") {
+		t.Fatalf("Validate: %v", err)
+	}
+}
