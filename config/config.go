@@ -39,6 +39,7 @@ type Config struct {
 	Notify           Notify    `mapstructure:"notify"`
 	Gate             Gate      `mapstructure:"gate"`
 	Dashboard        Dashboard `mapstructure:"dashboard"`
+	AOF              AOF       `mapstructure:"aof"`
 }
 
 // Log configures ampflow's own logs.

@@ -103,6 +103,7 @@ func (c Config) Validate() error {
 	c.validateAPI(&ps)
 	c.validateAuth(&ps)
 	c.validateProtocol(&ps)
+	c.validateAOF(&ps)
 	for _, a := range []struct {
 		key string
 		val Approval

@@ -199,6 +199,7 @@ func Run(ctx context.Context, o Options) error {
 		return err
 	}
 	w := NewWorker(o.Temporal, o.Config.Temporal.TaskQueue, parts.Activities, parts.Gate)
+	registerAOF(w, o, parts)
 	if err := w.Start(); err != nil {
 		rt.stop()
 		parts.Close()

@@ -53,6 +53,7 @@ func newRuntime(o Options, parts *Parts, log *slog.Logger) (*runtime, error) {
 		Tasks: parts.Tasks, Store: parts.Store, Tokens: o.Config.Auth.Tokens, Logger: log, Metrics: o.Metrics,
 		OpenName: o.LocalName,
 	})
+	addAOF(api, o, parts, log)
 	if err := addGate(api, o, parts, log); err != nil {
 		return nil, err
 	}
