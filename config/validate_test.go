@@ -272,3 +272,19 @@ func TestDashboardValidation(t *testing.T) {
 		t.Fatalf("Validate: %v", err)
 	}
 }
+
+// TestSecretsFromEnvironment checks that the secrets read from the
+// environment when used (agents' keys, the contract secret) are scrubbed
+// like the rest.
+func TestSecretsFromEnvironment(t *testing.T) {
+	c := defaultConfig(t)
+	t.Setenv("AMPFLOW_TEST_AGENT_KEY", "SECRET-agent-key")
+	t.Setenv("AMPFLOW_TEST_CONTRACT_KEY", "SECRET-contract-key")
+	c.Gate.Agents = []GateAgent{{ID: "deployer", KeyEnv: "AMPFLOW_TEST_AGENT_KEY"}}
+	c.Gate.Contracts.ContractSecretEnv = "AMPFLOW_TEST_CONTRACT_KEY"
+	for _, want := range []string{"SECRET-agent-key", "SECRET-contract-key"} {
+		if !slices.Contains(c.Secrets(), want) {
+			t.Errorf("Secrets() lacks %s", want)
+		}
+	}
+}
