@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"math/rand/v2"
 	"net"
 	"os"
 	"os/exec"
@@ -55,14 +56,23 @@ func moduleRoot() (string, error) {
 }
 
 // freePort asks the kernel for a loopback port that is free now.
+//
+// The port is below Linux's ephemeral range (32768–60999 by default), so
+// that no outgoing connection of this or another process takes it between
+// a kill and a restart, when nothing listens on it.
 func freePort(t *testing.T) int {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
+	for range 100 {
+		port := 20000 + rand.IntN(12000)
+		ln, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", port))
+		if err != nil {
+			continue
+		}
+		ln.Close()
+		return port
 	}
-	defer ln.Close()
-	return ln.Addr().(*net.TCPAddr).Port
+	t.Fatal("no free port in 20000-31999 after 100 tries")
+	return 0
 }
 
 // devProc is one `ampflow dev` process.
