@@ -55,7 +55,7 @@ func moduleRoot() (string, error) {
 	return filepath.Dir(strings.TrimSpace(string(out))), nil
 }
 
-// freePort asks the kernel for a loopback port that is free now.
+// freePort picks a loopback port that is free now.
 //
 // The port is below Linux's ephemeral range (32768–60999 by default), so
 // that no outgoing connection of this or another process takes it between
