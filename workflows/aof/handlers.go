@@ -114,6 +114,14 @@ func (r *aofRun) statusUpdate(ctx workflow.Context, m Message) Result {
 	note := ""
 	if u.Status != "" && u.Status != r.Task.Status {
 		switch {
+		case r.Task.Status == StatusReview:
+			// Only the review decision takes a task out of review.
+			note = "the task is in review: only the review decision moves it, so the work log is appended instead"
+		case u.Status == StatusInProgress:
+			// A run starts with dispatch, which writes run.json and
+			// starts the heartbeat; without them the task would never
+			// time out.
+			note = "in_progress is dispatch's to give: the work log is appended instead"
 		case u.Status == StatusDone:
 			// Done comes from the admins' review (or a completion that
 			// needs none), never from the agent's word alone.
@@ -131,7 +139,7 @@ func (r *aofRun) statusUpdate(ctx workflow.Context, m Message) Result {
 		if note == "" {
 			return Result{Note: "the task is " + string(r.Task.Status) + " already"}
 		}
-		line = WorkLogLine(m.SentAt, "", fmt.Sprintf("status %s refused: not a valid transition from %s", u.Status, r.Task.Status), nil)
+		line = WorkLogLine(m.SentAt, "", fmt.Sprintf("status %s refused: %s", u.Status, note), nil)
 	}
 	r.touch(ctx)
 	r.appendWorkLog(line)

@@ -299,8 +299,9 @@ func TestDispatchRefusals(t *testing.T) {
 	h.run()
 }
 
-// TestStatusUpdateMoves covers the other moves an agent's status update
-// makes, and the one it may not: done is the review's.
+// TestStatusUpdateMoves covers the moves an agent's status update makes
+// and the ones it may not: in_progress is dispatch's, done and every move
+// out of review are the review's.
 func TestStatusUpdateMoves(t *testing.T) {
 	upd := func(st Status) Message {
 		m := msg(TypeStatusUpdate, t0)
@@ -309,21 +310,30 @@ func TestStatusUpdateMoves(t *testing.T) {
 	}
 	h := newHarness(t, func(tk *Task) { tk.Status = StatusBacklog })
 	steps := []struct {
-		to      Status
-		want    Status
-		changed bool
+		to       Status
+		dispatch bool
+		want     Status
 	}{
-		{StatusReady, StatusReady, true},
-		{StatusBlocked, StatusBlocked, true},
-		{StatusReady, StatusReady, true},
-		{StatusInProgress, StatusInProgress, true},
-		{StatusReview, StatusReview, true},
-		{StatusDone, StatusReview, true}, // work log, no move
-		{StatusBacklog, StatusReview, true},
+		{to: StatusReady, want: StatusReady},
+		{to: StatusBlocked, want: StatusBlocked},
+		{to: StatusReady, want: StatusReady},
+		{to: StatusInProgress, want: StatusReady}, // work log, no move: dispatch's
+		{dispatch: true, want: StatusInProgress},
+		{to: StatusReview, want: StatusReview},
+		{to: StatusDone, want: StatusReview},    // work log: the review's
+		{to: StatusReady, want: StatusReview},   // work log: the review's
+		{to: StatusBlocked, want: StatusReview}, // work log: the review's
+		{to: StatusBacklog, want: StatusReview},
 	}
 	for i, s := range steps {
 		var r *reply
-		h.at(time.Duration(2*i+1)*time.Minute, func() { r = h.send(upd(s.to), 0) })
+		h.at(time.Duration(2*i+1)*time.Minute, func() {
+			if s.dispatch {
+				r = h.dispatch(time.Hour)
+			} else {
+				r = h.send(upd(s.to), 0)
+			}
+		})
 		h.at(time.Duration(2*i+2)*time.Minute, func() {
 			res := r.result(t)
 			if res.Task.Status != s.want {
@@ -331,10 +341,18 @@ func TestStatusUpdateMoves(t *testing.T) {
 			}
 		})
 	}
-	h.at(time.Hour, func() {
+	h.at(time.Hour-time.Minute, func() {
 		tk := h.task()
-		if len(tk.WorkLog) != 2 || tk.Review == nil {
+		if len(tk.WorkLog) != 5 || tk.Review == nil {
 			t.Errorf("work log %q review %v", tk.WorkLog, tk.Review)
+		}
+		if tk.Run == nil || tk.Heartbeat == nil {
+			t.Errorf("the run was not started by dispatch: run %v heartbeat %v", tk.Run, tk.Heartbeat)
+		}
+		for _, e := range h.eventsOf(EventTaskTransitioned) {
+			if p := payloadOf(t, e); p["from"] == string(StatusReview) {
+				t.Errorf("a status update moved the task out of review: %v", p)
+			}
 		}
 	})
 	h.run()
@@ -354,18 +372,27 @@ func TestSessionEndOtherAgent(t *testing.T) {
 	h.run()
 }
 
-// TestNoHeartbeatNoStale: a task put in progress by a status update, with
-// no run and no heartbeat, is not judged stale.
-func TestNoHeartbeatNoStale(t *testing.T) {
+// TestStatusUpdateInProgress: a status update to in_progress starts no
+// run (it would have no heartbeat and never time out): the task stays
+// ready, the work log says why, and a dispatch still starts it.
+func TestStatusUpdateInProgress(t *testing.T) {
 	h := newHarness(t)
+	var r, d *reply
 	h.at(time.Second, func() {
 		m := msg(TypeStatusUpdate, t0)
 		m.Status = &StatusUpdate{TaskID: testTask, AgentID: agent, Status: StatusInProgress, Progress: "started by hand"}
-		h.send(m, 0)
+		r = h.send(m, 0)
 	})
-	h.at(24*time.Hour, func() {
-		if tk := h.task(); tk.Status != StatusInProgress || tk.Heartbeat != nil {
-			t.Errorf("status %s heartbeat %+v", tk.Status, tk.Heartbeat)
+	h.at(time.Minute, func() {
+		res := r.result(t)
+		if tk := res.Task; tk.Status != StatusReady || tk.Run != nil || len(tk.WorkLog) != 1 || !strings.Contains(res.Note, "dispatch") {
+			t.Errorf("result %+v", res)
+		}
+		d = h.dispatch(time.Hour)
+	})
+	h.at(2*time.Minute, func() {
+		if tk := d.result(t).Task; tk.Status != StatusInProgress || tk.Heartbeat == nil {
+			t.Errorf("dispatch after the update: %s heartbeat %v", tk.Status, tk.Heartbeat)
 		}
 	})
 	h.run()
