@@ -139,6 +139,9 @@ func (a *API) postMessage(w http.ResponseWriter, r *http.Request) {
 		a.refuse(w, r, code, rej.Fields, "%s", rej.Error())
 		return
 	}
+	if !a.speaksAs(w, r, claims(m)...) {
+		return
+	}
 	ctx := r.Context()
 	received := map[string]any{"type": m.Type, "toAgent": m.ToAgent, "sentAt": wf.Stamp(m.SentAt), "payload": payloadOf(m)}
 	if len(m.Warnings) > 0 {
@@ -185,6 +188,8 @@ func (a *API) postMessage(w http.ResponseWriter, r *http.Request) {
 				a.logEvents(ctx, event(wf.EventDelegationRejected, m.TaskID, m.FromAgent, map[string]any{"reason": wf.ReasonNestedDelegation}))
 			case wf.CodeTaskIDMismatch:
 				a.logEvents(ctx, event(wf.EventRejected, m.TaskID, m.FromAgent, map[string]any{"reason": wf.ReasonTaskIDMismatch}))
+			case wf.CodeNotRunning:
+				a.logEvents(ctx, event(wf.EventRejected, m.TaskID, m.FromAgent, map[string]any{"reason": string(wf.CodeNotRunning), "type": m.Type}))
 			case wf.CodeTaskNotFound:
 				// The workflow has ended: a done task takes every message
 				// as a no-op.

@@ -261,28 +261,75 @@ func TestDocumented(t *testing.T) {
 	}
 }
 
-// TestRoles: coordinators and admins create and dispatch; agents send
-// messages, heartbeats and session ends; any token reads.
+// TestRoles: coordinators and admins create and dispatch, and may act
+// for any agent; an executor's or reviewer's token sends messages,
+// heartbeats and session ends only as itself; any token reads.
 func TestRoles(t *testing.T) {
 	r := newRig(t,
 		config.AuthToken{Token: "coord", Role: amp.RoleCoordinator, Name: "planner"},
-		config.AuthToken{Token: "exec", Role: amp.RoleExecutor, Name: "codex"})
+		config.AuthToken{Token: "exec", Role: amp.RoleExecutor, Name: "swe-backend"},
+		config.AuthToken{Token: "qa", Role: amp.RoleReviewer, Name: "swe-qa"})
+	const id = "TASK-2026-02-09-057"
 	if st, out := r.as("exec", "POST", "/v1/aof/tasks", `{"title":"t"}`); st != http.StatusForbidden {
 		t.Errorf("an executor created a task: %d %v", st, out)
 	}
-	if st, out := r.as("coord", "POST", "/v1/aof/tasks", `{"title":"t","taskId":"TASK-2026-02-09-057"}`); st != http.StatusCreated {
+	if st, out := r.as("coord", "POST", "/v1/aof/tasks", `{"title":"t","taskId":"`+id+`"}`); st != http.StatusCreated {
 		t.Fatalf("a coordinator could not create a task: %d %v", st, out)
 	}
-	if st, _ := r.as("exec", "POST", "/v1/aof/tasks/TASK-2026-02-09-057/dispatch", `{"agentId":"a"}`); st != http.StatusForbidden {
+	if st, out := r.as("coord", "POST", "/v1/aof/tasks", `{"title":"qa","taskId":"TASK-2026-02-09-059"}`); st != http.StatusCreated {
+		t.Fatalf("a coordinator could not create a task: %d %v", st, out)
+	}
+	if st, _ := r.as("exec", "POST", "/v1/aof/tasks/"+id+"/dispatch", `{"agentId":"a"}`); st != http.StatusForbidden {
 		t.Errorf("an executor dispatched: %d", st)
 	}
 	if st, out := r.as("exec", "POST", "/v1/aof/messages", example(t, 1)); st != http.StatusOK {
-		t.Errorf("an executor could not report: %d %v", st, out)
+		t.Errorf("an executor could not report as itself: %d %v", st, out)
 	}
-	if st, _ := r.as("exec", "GET", "/v1/aof/tasks/TASK-2026-02-09-057", ""); st != http.StatusOK {
+	if st, _ := r.as("exec", "GET", "/v1/aof/tasks/"+id, ""); st != http.StatusOK {
 		t.Errorf("an executor could not read: %d", st)
 	}
 	if st, _ := r.as("", "POST", "/v1/aof/messages", example(t, 1)); st != http.StatusUnauthorized {
 		t.Errorf("a message without a token: %d", st)
 	}
+	// Each names another agent than the token's: refused 403, naming the
+	// field, and nothing reaches the task.
+	before := len(r.tasks.msgs)
+	statusAs := strings.Replace(example(t, 3), `"agentId": "swe-qa"`, `"agentId": "swe-backend"`, 1)
+	for _, c := range []struct {
+		name, token, path, body, field string
+	}{
+		{"ReportAsAnother", "qa", "/v1/aof/messages", example(t, 1), "fromAgent"},
+		{"ContentAsAnother", "qa", "/v1/aof/messages", content("AOF/1 " + example(t, 1)), "fromAgent"},
+		{"StatusAgentIDAsAnother", "qa", "/v1/aof/messages", statusAs, "payload.agentId"},
+		{"HeartbeatAsAnother", "qa", "/v1/aof/tasks/" + id + "/heartbeat", `{"agentId":"swe-backend"}`, "agentId"},
+		{"SessionEndAsAnother", "qa", "/v1/aof/session-end", `{"agentId":"swe-backend"}`, "agentId"},
+		{"SessionEndOfAll", "exec", "/v1/aof/session-end", `{}`, "agentId"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			if c.field == "payload.agentId" && !strings.Contains(c.body, `"agentId": "swe-backend"`) {
+				t.Fatal("example 3 no longer names agentId as the edit expects")
+			}
+			st, out := r.as(c.token, "POST", c.path, c.body)
+			e, _ := out["error"].(map[string]any)
+			if st != http.StatusForbidden || !strings.HasPrefix(e["message"].(string), c.field+":") {
+				t.Errorf("%d %v", st, out)
+			}
+		})
+	}
+	if n := len(r.tasks.msgs); n != before {
+		t.Errorf("%d refused messages reached the task", n-before)
+	}
+	t.Run("CoordinatorForAnother", func(t *testing.T) {
+		if st, out := r.as("coord", "POST", "/v1/aof/messages", example(t, 3)); st != http.StatusOK {
+			t.Errorf("a coordinator could not speak for swe-qa: %d %v", st, out)
+		}
+		if st, out := r.as("coord", "POST", "/v1/aof/session-end", `{}`); st != http.StatusOK {
+			t.Errorf("a coordinator could not end every session: %d %v", st, out)
+		}
+	})
+	t.Run("ReviewerAsItself", func(t *testing.T) {
+		if st, out := r.as("qa", "POST", "/v1/aof/messages", example(t, 3)); st != http.StatusOK {
+			t.Errorf("%d %v", st, out)
+		}
+	})
 }

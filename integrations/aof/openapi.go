@@ -19,7 +19,9 @@ func errResp(desc string) map[string]any {
 func op(id, summary, description, req, okStatus, okSchema string, errs map[string]string) map[string]any {
 	resp := map[string]any{okStatus: map[string]any{"description": "OK", "content": jsonBody(ref(okSchema))}}
 	errs["401"] = "No valid bearer token (code unauthenticated)."
-	errs["403"] = "The token's role may not do this (code forbidden)."
+	if _, ok := errs["403"]; !ok {
+		errs["403"] = "The token's role may not do this (code forbidden)."
+	}
 	errs["503"] = "Temporal or the worker did not answer (code unavailable); retry."
 	for st, d := range errs {
 		resp[st] = errResp(d)
@@ -50,7 +52,8 @@ var (
 		"AOFMessageRequest", "200", "AOFResult", map[string]string{
 			"400": "Rejected: invalid_json, invalid_envelope, taskId_mismatch or unknown_type.",
 			"404": "Rejected: task_not_found, or parent_not_found for a handoff.request.",
-			"409": "Rejected: nested_delegation (the parent is a delegated task itself).",
+			"403": "The token's role may not do this, or an executor's or reviewer's token names another agent than itself in fromAgent, payload.agentId or payload.fromAgent (code forbidden, the message names the field).",
+			"409": "Rejected: nested_delegation (the parent is a delegated task itself), or not_running (a completion.report for a task that is not in_progress, or from another agent than the one running it).",
 		})
 	opCreate = op("createAOFTask", "Create an AOF task",
 		"Starts the task's workflow. taskId is allocated as TASK-<today>-NNN when absent.",
@@ -74,6 +77,7 @@ var (
 		"AOFHeartbeatRequest", "200", "AOFResult", map[string]string{
 			"400": "Invalid input (code invalid).",
 			"404": "No such task (code task_not_found).",
+			"403": "The token's role may not do this, or an executor's or reviewer's token names another agentId than itself (code forbidden).",
 			"409": "No run of this agent is in progress (code not_running).",
 		}), pathID)
 	opEvents = withParams(op("listAOFEvents", "List the logged AOF events",
@@ -84,7 +88,8 @@ var (
 		param("query", "cursor", "The next of the previous page.", false))
 	opSessionEnd = op("endAOFSession", "End an agent session",
 		"Applies the pending run result of every task in progress (of agentId's runs only, when given), as AOF's session_end hook.",
-		"AOFSessionEndRequest", "200", "AOFSessionEndResponse", map[string]string{"400": "Invalid input (code invalid)."})
+		"AOFSessionEndRequest", "200", "AOFSessionEndResponse", map[string]string{"400": "Invalid input (code invalid).",
+			"403": "The token's role may not do this, or an executor's or reviewer's token names another agentId than itself, or none (code forbidden): an agent ends only its own session."})
 )
 
 func obj(required []string, props map[string]any) map[string]any {

@@ -178,6 +178,9 @@ func (a *API) postHeartbeat(w http.ResponseWriter, r *http.Request) {
 		a.srv.Error(w, r, err)
 		return
 	}
+	if !a.speaksAs(w, r, claim{"agentId", in.AgentID}) {
+		return
+	}
 	row, ok := a.pathTask(w, r)
 	if !ok {
 		return
@@ -237,6 +240,11 @@ func (a *API) postSessionEnd(w http.ResponseWriter, r *http.Request) {
 	var in wf.SessionEndInput
 	if err := a.srv.Decode(w, r, &in); err != nil {
 		a.srv.Error(w, r, err)
+		return
+	}
+	// An empty agentId ends every agent's session: an agent's token
+	// names its own.
+	if !a.speaksAs(w, r, claim{"agentId", in.AgentID}) {
 		return
 	}
 	ctx := r.Context()

@@ -29,6 +29,7 @@ func (r *aofRun) validateMessage(in MessageInput) error {
 		if m.Completion == nil {
 			return refusal.Field("payload", "a completion report is required")
 		}
+		return r.validateCompletion(m)
 	case TypeStatusUpdate:
 		if m.Status == nil {
 			return refusal.Field("payload", "a status update is required")
@@ -82,6 +83,42 @@ func (r *aofRun) message(ctx workflow.Context, in MessageInput) (Result, error) 
 	return res, nil
 }
 
+// resultOf is the run result a completion report writes.
+func (r *aofRun) resultOf(m Message) RunResult {
+	c := m.Completion
+	return RunResult{TaskID: r.Task.TaskID, AgentID: m.FromAgent, CompletedAt: At(m.SentAt), Outcome: c.Outcome,
+		SummaryRef: c.SummaryRef, HandoffRef: c.HandoffRef, Deliverables: c.Deliverables, Tests: c.Tests,
+		Blockers: c.Blockers, Notes: c.Notes}
+}
+
+// repeated reports whether m is the completion the task holds already.
+func (r *aofRun) repeated(m Message) bool {
+	old := r.Task.Result
+	return old != nil && reflect.DeepEqual(*old, r.resultOf(m))
+}
+
+// validateCompletion takes a completion report only from the agent that
+// runs the task, while it runs; a repeat, or any report to a done task,
+// is a no-op.
+func (r *aofRun) validateCompletion(m Message) error {
+	if r.Task.Status == StatusDone || r.repeated(m) {
+		return nil
+	}
+	if r.Task.Status != StatusInProgress {
+		return refusal.New(CodeNotRunning, "task %s is %s, not in_progress: a completion report is taken only while a run of it goes on",
+			r.Task.TaskID, r.Task.Status)
+	}
+	if !r.running(m.FromAgent) {
+		who := "no agent"
+		if run := r.Task.Run; run != nil && run.Status == RunRunning {
+			who = run.AgentID
+		}
+		return refusal.New(CodeNotRunning, "fromAgent: task %s runs for %s: a completion report of %s is refused",
+			r.Task.TaskID, who, m.FromAgent)
+	}
+	return nil
+}
+
 // completion writes run_result.json and logs task.completed; the
 // transitions wait for the session's end or a stale heartbeat.
 func (r *aofRun) completion(ctx workflow.Context, m Message) Result {
@@ -89,22 +126,16 @@ func (r *aofRun) completion(ctx workflow.Context, m Message) Result {
 	if r.Task.Status == StatusDone {
 		return Result{Note: "the task is done already"}
 	}
-	res := RunResult{TaskID: r.Task.TaskID, AgentID: m.FromAgent, CompletedAt: At(m.SentAt), Outcome: c.Outcome,
-		SummaryRef: c.SummaryRef, HandoffRef: c.HandoffRef, Deliverables: c.Deliverables, Tests: c.Tests,
-		Blockers: c.Blockers, Notes: c.Notes}
-	if old := r.Task.Result; old != nil && reflect.DeepEqual(*old, res) {
+	if r.repeated(m) {
 		return Result{Note: "the same completion was reported already"}
 	}
+	res := r.resultOf(m)
 	r.touch(ctx)
 	r.Task.Result = &res
 	r.artifact(ArtifactResult, res)
 	r.event(ctx, EventTaskCompleted, m.FromAgent, map[string]any{"outcome": c.Outcome, "summaryRef": c.SummaryRef,
 		"tests": c.Tests, "blockers": c.Blockers, "notes": c.Notes})
-	note := ""
-	if r.Task.Status != StatusInProgress {
-		note = fmt.Sprintf("the task is %s, not in_progress: the result is kept, and applies once a run of it ends", r.Task.Status)
-	}
-	return Result{Changed: true, Note: note}
+	return Result{Changed: true}
 }
 
 // statusUpdate transitions when a valid status is given; otherwise, or

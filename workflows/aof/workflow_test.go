@@ -397,3 +397,49 @@ func TestStatusUpdateInProgress(t *testing.T) {
 	})
 	h.run()
 }
+
+// TestCompletionRefused: a completion report is taken only from the
+// agent that runs the task, while it runs; any other is refused and
+// changes nothing, a repeat of the taken one is a no-op.
+func TestCompletionRefused(t *testing.T) {
+	h := newHarness(t)
+	var ready, stranger, taken, repeat, late *reply
+	other := completion(OutcomeDone, t0)
+	other.FromAgent = "swe-qa"
+	h.at(time.Second, func() { ready = h.send(completion(OutcomeDone, t0), 0) })
+	h.at(time.Minute, func() {
+		ready.refused(t, CodeNotRunning)
+		if tk := h.task(); tk.Result != nil || tk.Rev != 1 || len(h.eventsOf(EventTaskCompleted)) != 0 {
+			t.Errorf("a refused report changed the task: rev %d result %v", tk.Rev, tk.Result)
+		}
+		h.dispatch(time.Hour)
+	})
+	h.at(2*time.Minute, func() { stranger = h.send(other, 0) })
+	h.at(3*time.Minute, func() {
+		stranger.refused(t, CodeNotRunning)
+		taken = h.send(completion(OutcomeDone, t0), 0)
+	})
+	h.at(4*time.Minute, func() {
+		if res := taken.result(t); !res.Changed || res.Task.Result == nil || res.Task.Result.AgentID != agent {
+			t.Errorf("the running agent's report: %+v", res)
+		}
+		h.update(UpdateSessionEnd, SessionEndInput{})
+	})
+	h.at(5*time.Minute, func() {
+		repeat = h.send(completion(OutcomeDone, t0), 0)
+		late = h.send(completion(OutcomePartial, t0), 0)
+	})
+	h.at(6*time.Minute, func() {
+		if res := repeat.result(t); res.Changed {
+			t.Errorf("a repeat changed the task: %+v", res)
+		}
+		late.refused(t, CodeNotRunning)
+		if tk := h.task(); tk.Status != StatusReview || tk.Result.Outcome != OutcomeDone {
+			t.Errorf("status %s result %+v", tk.Status, tk.Result)
+		}
+		if n := len(h.eventsOf(EventTaskCompleted)); n != 1 {
+			t.Errorf("%d task.completed, want 1", n)
+		}
+	})
+	h.run()
+}
