@@ -207,11 +207,13 @@ func TestCreateTask(t *testing.T) {
 	}
 	for body, code := range map[string]string{
 		`{"title":"t","taskId":"TASK-2026-02-09-001"}`: "conflict",
-		`{"title":""}`:                                       "invalid",
-		`{"title":"t","status":"done"}`:                      "invalid",
-		`{"title":"t","taskId":"T-1"}`:                       "invalid",
-		`{"title":"t","parentTaskId":"TASK-2026-02-09-777"}`: "parent_not_found",
-		`{"title":"t","nope":1}`:                             "invalid",
+		`{"title":""}`:                                                  "invalid",
+		`{"title":"t","status":"done"}`:                                 "invalid",
+		`{"title":"t","taskId":"T-1"}`:                                  "invalid",
+		`{"title":"t","parentTaskId":"TASK-2026-02-09-777"}`:            "parent_not_found",
+		`{"title":"t","nope":1}`:                                        "invalid",
+		`{"title":"` + strings.Repeat("t", MaxText+1) + `"}`:            "invalid",
+		`{"title":"t","body":"` + strings.Repeat("b", MaxBody+1) + `"}`: "invalid",
 	} {
 		if st, out := r.do("POST", "/v1/aof/tasks", body); errCode(out) != code || st < 400 {
 			t.Errorf("%s: %d %v, want %s", body, st, out, code)

@@ -40,6 +40,14 @@ func (a *API) postTask(w http.ResponseWriter, r *http.Request) {
 	if strings.TrimSpace(in.Title) == "" {
 		fs = append(fs, amp.FieldError{Path: "title", Problem: "required"})
 	}
+	for _, f := range []struct {
+		path, v string
+		limit   int
+	}{{"title", in.Title, MaxText}, {"body", in.Body, MaxBody}, {"assignee", in.Assignee, MaxName}} {
+		if len(f.v) > f.limit {
+			fs = append(fs, amp.FieldError{Path: f.path, Problem: fmt.Sprintf("%d bytes: at most %d", len(f.v), f.limit)})
+		}
+	}
 	if in.TaskID != "" && !wf.ValidTaskID(in.TaskID) {
 		fs = append(fs, amp.FieldError{Path: "taskId", Problem: fmt.Sprintf("%q does not match TASK-YYYY-MM-DD-NNN", in.TaskID)})
 	}

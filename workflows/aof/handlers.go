@@ -177,7 +177,21 @@ func (r *aofRun) statusUpdate(ctx workflow.Context, m Message) Result {
 	return Result{Changed: true, Note: note}
 }
 
+// Bounds of the work log kept in the task's state (and in its body): its
+// newest MaxWorkLogLines lines, at most MaxWorkLogBytes in all, each cut
+// at MaxWorkLogLine bytes. The events keep every message whole
+// (protocol.message.received), so the state that each save and each
+// continue-as-new carries stays far below Temporal's payload limit.
+const (
+	MaxWorkLogLines = 100
+	MaxWorkLogBytes = 128 << 10
+	MaxWorkLogLine  = 8 << 10
+)
+
 func (r *aofRun) appendWorkLog(line string) {
+	if len(line) > MaxWorkLogLine {
+		line = strings.ToValidUTF8(line[:MaxWorkLogLine], "") + " …"
+	}
 	if !strings.Contains(r.Task.Body, WorkLogHeading) {
 		if r.Task.Body != "" {
 			r.Task.Body = strings.TrimRight(r.Task.Body, "\n") + "\n\n"
@@ -186,6 +200,17 @@ func (r *aofRun) appendWorkLog(line string) {
 	}
 	r.Task.Body += line + "\n"
 	r.Task.WorkLog = append(r.Task.WorkLog, line)
+	size := 0
+	for _, l := range r.Task.WorkLog {
+		size += len(l)
+	}
+	for len(r.Task.WorkLog) > MaxWorkLogLines || size > MaxWorkLogBytes {
+		old := r.Task.WorkLog[0]
+		r.Task.WorkLog = r.Task.WorkLog[1:]
+		size -= len(old)
+		r.Task.Body = strings.Replace(r.Task.Body, old+"\n", "", 1)
+		r.Task.WorkLogDropped++
+	}
 }
 
 // handoff links the task as the child of the request's parent and writes

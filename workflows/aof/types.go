@@ -319,9 +319,13 @@ type Task struct {
 	Metadata     Metadata `json:"metadata"`
 	// WorkLog holds the work log lines, "- <timestamp> Progress: … |
 	// Notes: … | Blockers: …".
-	WorkLog   []string  `json:"workLog"`
-	CreatedAt time.Time `json:"createdAt"`
-	UpdatedAt time.Time `json:"updatedAt"`
+	WorkLog []string `json:"workLog"`
+	// WorkLogDropped counts the oldest lines dropped from the work log
+	// to keep it within MaxWorkLogLines and MaxWorkLogBytes; the events
+	// keep the messages they came from.
+	WorkLogDropped int       `json:"workLogDropped,omitempty"`
+	CreatedAt      time.Time `json:"createdAt"`
+	UpdatedAt      time.Time `json:"updatedAt"`
 	// Run, Heartbeat and Result are the run artifacts, when written.
 	Run       *RunInfo        `json:"run,omitempty"`
 	Heartbeat *Heartbeat      `json:"heartbeat,omitempty"`

@@ -1,10 +1,12 @@
 package aof
 
 import (
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/ampflow/ampflow/amp/task"
 )
@@ -439,6 +441,51 @@ func TestCompletionRefused(t *testing.T) {
 		}
 		if n := len(h.eventsOf(EventTaskCompleted)); n != 1 {
 			t.Errorf("%d task.completed, want 1", n)
+		}
+	})
+	h.run()
+}
+
+// TestWorkLogBounded: the work log kept in the task (and its body) holds
+// the newest lines within its bounds, each line cut, so the state every
+// save carries stays small however many updates come.
+func TestWorkLogBounded(t *testing.T) {
+	h := newHarness(t, func(tk *Task) { tk.Body = "Build it." })
+	n := MaxWorkLogLines + 30
+	long := strings.Repeat("é", MaxWorkLogLine)
+	for i := range n {
+		h.at(time.Duration(i+1)*time.Second, func() {
+			m := msg(TypeStatusUpdate, t0.Add(time.Duration(i)*time.Second))
+			m.Status = &StatusUpdate{TaskID: testTask, AgentID: agent, Progress: fmt.Sprintf("step %d", i)}
+			if i == n-1 {
+				m.Status.Notes = long
+			}
+			h.send(m, 0)
+		})
+	}
+	h.at(time.Hour, func() {
+		tk := h.task()
+		size := 0
+		for _, l := range tk.WorkLog {
+			size += len(l)
+		}
+		if len(tk.WorkLog) > MaxWorkLogLines || size > MaxWorkLogBytes || tk.WorkLogDropped != n-len(tk.WorkLog) {
+			t.Errorf("%d lines, %d bytes, %d dropped", len(tk.WorkLog), size, tk.WorkLogDropped)
+		}
+		last := tk.WorkLog[len(tk.WorkLog)-1]
+		if len(last) > MaxWorkLogLine+len(" …") || !utf8.ValidString(last) || !strings.HasPrefix(last, "- 2026-02-09T20:57:09.000Z Progress: step 129 | Notes: éé") {
+			t.Errorf("the last line is %d bytes: %.80q", len(last), last)
+		}
+		if strings.Contains(tk.Body, "Progress: step 0 ") || !strings.HasPrefix(tk.Body, "Build it.\n\n## Work Log\n\n") ||
+			strings.Count(tk.Body, "\n- ") != len(tk.WorkLog) {
+			t.Errorf("body %.200q… has %d lines", tk.Body, strings.Count(tk.Body, "\n- "))
+		}
+		h.mu.Lock()
+		defer h.mu.Unlock()
+		for _, s := range h.saves {
+			if n := len(s.Save.Task.Body); n > 2*MaxWorkLogBytes+64<<10 {
+				t.Errorf("a save carries a task of %d bytes", n)
+			}
 		}
 	})
 	h.run()
