@@ -23,5 +23,6 @@ func addAOF(api *httpapi.Server, o Options, parts *Parts, log *slog.Logger) {
 		return
 	}
 	tasks := &aof.Client{Temporal: parts.Tasks.Temporal, TaskQueue: o.Config.Temporal.TaskQueue}
-	aofapi.Register(api, tasks, parts.Store, log)
+	events := &activities.AOFEventLog{Store: parts.Store, DataDir: o.Config.AOF.DataDir}
+	aofapi.Register(api, tasks, parts.Store, events, log)
 }

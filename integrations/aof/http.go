@@ -36,21 +36,32 @@ type Tasks interface {
 	SessionEnd(ctx context.Context, taskID string, in wf.SessionEndInput) (wf.Result, error)
 }
 
-// API serves AOF/1 on ampflow's HTTP API.
-type API struct {
-	srv   *httpapi.Server
-	tasks Tasks
-	store Store
-	log   *slog.Logger
-	now   func() time.Time
+// EventLog takes the events the routes log themselves.
+type EventLog interface {
+	SaveAOF(ctx context.Context, in ssot.AOFSave) error
 }
 
-// Register adds the AOF routes to srv.
-func Register(srv *httpapi.Server, tasks Tasks, store Store, log *slog.Logger) *API {
+// API serves AOF/1 on ampflow's HTTP API.
+type API struct {
+	srv    *httpapi.Server
+	tasks  Tasks
+	store  Store
+	events EventLog
+	log    *slog.Logger
+	now    func() time.Time
+}
+
+// Register adds the AOF routes to srv. The events the routes log go to
+// events (the wiring gives the writer that also mirrors them under
+// aof.data_dir); nil logs them to store only.
+func Register(srv *httpapi.Server, tasks Tasks, store Store, events EventLog, log *slog.Logger) *API {
 	if log == nil {
 		log = slog.Default()
 	}
-	a := &API{srv: srv, tasks: tasks, store: store, log: log, now: time.Now}
+	if events == nil {
+		events = store
+	}
+	a := &API{srv: srv, tasks: tasks, store: store, events: events, log: log, now: time.Now}
 	srv.Add(Spec(), a.Routes()...)
 	return a
 }
@@ -96,7 +107,7 @@ func (a *API) logEvents(ctx context.Context, evs ...ssot.AOFEvent) {
 			evs[i].Payload = json.RawMessage(`{}`)
 		}
 	}
-	if err := a.store.SaveAOF(context.WithoutCancel(ctx), ssot.AOFSave{Events: evs}); err != nil {
+	if err := a.events.SaveAOF(context.WithoutCancel(ctx), ssot.AOFSave{Events: evs}); err != nil {
 		a.log.Error("logging AOF events", "error", err)
 	}
 }

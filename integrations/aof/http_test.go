@@ -56,7 +56,22 @@ func (f *fakeTasks) SessionEnd(context.Context, string, wf.SessionEndInput) (wf.
 	return wf.Result{}, f.err
 }
 
+// recLog stands for the mirroring event log: it counts what it is given
+// and saves it.
+type recLog struct {
+	store *ssot.DB
+	types []string
+}
+
+func (l *recLog) SaveAOF(ctx context.Context, in ssot.AOFSave) error {
+	for _, e := range in.Events {
+		l.types = append(l.types, e.Type)
+	}
+	return l.store.SaveAOF(ctx, in)
+}
+
 type rig struct {
+	evlog *recLog
 	t     *testing.T
 	ts    *httptest.Server
 	store *ssot.DB
@@ -72,11 +87,12 @@ func newRig(t *testing.T, tokens ...config.AuthToken) *rig {
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
 	srv := httpapi.New(httpapi.Options{Store: store, Logger: log, Tokens: tokens})
 	tasks := &fakeTasks{store: store}
-	a := Register(srv, tasks, store, log)
+	evlog := &recLog{store: store}
+	a := Register(srv, tasks, store, evlog, log)
 	a.now = func() time.Time { return time.Date(2026, 2, 9, 21, 0, 0, 0, time.UTC) }
 	ts := httptest.NewServer(srv.Handler())
 	t.Cleanup(ts.Close)
-	return &rig{t: t, ts: ts, store: store, tasks: tasks}
+	return &rig{t: t, ts: ts, store: store, tasks: tasks, evlog: evlog}
 }
 
 func (r *rig) do(method, path, body string) (int, map[string]any) {
@@ -157,6 +173,9 @@ func TestMessageRejections(t *testing.T) {
 			}
 			if got := r.events(); strings.Join(got, ",") != strings.Join(c.events, ",") {
 				t.Errorf("events %v, want %v", got, c.events)
+			}
+			if len(r.evlog.types) != len(c.events) {
+				t.Errorf("%d events went through the (mirroring) event log %v, want all %d", len(r.evlog.types), r.evlog.types, len(c.events))
 			}
 			if len(r.tasks.msgs) != 0 {
 				t.Error("a rejected message reached a task")
