@@ -75,6 +75,7 @@ var Codes = map[task.Code]int{
 	wf.CodeTaskNotFound:      http.StatusNotFound,
 	wf.CodeParentNotFound:    http.StatusNotFound,
 	wf.CodeNestedDelegation:  http.StatusConflict,
+	wf.CodeParentConflict:    http.StatusConflict,
 	wf.CodeInvalidTransition: http.StatusConflict,
 	wf.CodeNotRunning:        http.StatusConflict,
 }
@@ -195,8 +196,9 @@ func (a *API) postMessage(w http.ResponseWriter, r *http.Request) {
 		var te *task.Error
 		if errors.As(err, &te) {
 			switch te.Code {
-			case wf.CodeNestedDelegation:
-				a.logEvents(ctx, event(wf.EventDelegationRejected, m.TaskID, m.FromAgent, map[string]any{"reason": wf.ReasonNestedDelegation}))
+			case wf.CodeNestedDelegation, wf.CodeParentConflict:
+				a.logEvents(ctx, event(wf.EventDelegationRejected, m.TaskID, m.FromAgent, map[string]any{"reason": string(te.Code),
+					"parentTaskId": m.Handoff.ParentTaskID}))
 			case wf.CodeTaskIDMismatch:
 				a.logEvents(ctx, event(wf.EventRejected, m.TaskID, m.FromAgent, map[string]any{"reason": wf.ReasonTaskIDMismatch}))
 			case wf.CodeNotRunning:

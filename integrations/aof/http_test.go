@@ -3,6 +3,7 @@ package aof
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
@@ -209,6 +210,38 @@ func TestMessageHandoff(t *testing.T) {
 	}
 	if got := r.events(); got[len(got)-1] != "delegation.rejected:nested_delegation" {
 		t.Errorf("events %v", got)
+	}
+	r.tasks.err = task.Errorf(wf.CodeParentConflict, "linked")
+	if st, out := r.do("POST", "/v1/aof/messages", example(t, 5)); st != 409 || errCode(out) != "parent_conflict" {
+		t.Errorf("re-parenting: %d %v", st, out)
+	}
+	if got := r.events(); got[len(got)-1] != "delegation.rejected:parent_conflict" {
+		t.Errorf("events %v", got)
+	}
+	r.tasks.err = nil
+	n := len(r.tasks.msgs)
+	self := strings.Replace(example(t, 5), `"parentTaskId": "TASK-2026-02-09-057"`, `"parentTaskId": "TASK-2026-02-09-061"`, 1)
+	if st, out := r.do("POST", "/v1/aof/messages", self); st != 400 || errCode(out) != "invalid_envelope" || !strings.Contains(fmt.Sprint(out), "payload.parentTaskId") {
+		t.Errorf("self-parent: %d %v", st, out)
+	}
+	if got := r.events(); got[len(got)-1] != "protocol.message.rejected:invalid_envelope" || len(r.tasks.msgs) != n {
+		t.Errorf("self-parent: events %v, %d messages handed", got, len(r.tasks.msgs)-n)
+	}
+}
+
+// TestCreateNestedLogged: a task created under a delegated parent is
+// refused and logged as delegation.rejected (nested_delegation).
+func TestCreateNestedLogged(t *testing.T) {
+	r := newRig(t)
+	r.do("POST", "/v1/aof/tasks", `{"taskId":"TASK-2026-02-09-001","title":"top"}`)
+	r.do("POST", "/v1/aof/tasks", `{"taskId":"TASK-2026-02-09-002","title":"child","parentTaskId":"TASK-2026-02-09-001"}`)
+	st, out := r.do("POST", "/v1/aof/tasks", `{"taskId":"TASK-2026-02-09-003","title":"grandchild","parentTaskId":"TASK-2026-02-09-002"}`)
+	if st != 409 || errCode(out) != "nested_delegation" {
+		t.Fatalf("%d %v", st, out)
+	}
+	evs, _, err := r.store.AOFEvents(context.Background(), "TASK-2026-02-09-003", ssot.Page{})
+	if err != nil || len(evs) != 1 || evs[0].Type != wf.EventDelegationRejected || !strings.Contains(string(evs[0].Payload), `"reason":"nested_delegation"`) {
+		t.Errorf("events %+v %v", evs, err)
 	}
 }
 

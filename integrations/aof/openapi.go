@@ -48,12 +48,12 @@ var (
 	opMessages = op("postAOFMessage", "Send an AOF/1 protocol message",
 		"Takes the envelope object itself (protocol \"aof\"), or a received message {\"content\": text} whose text is the envelope as JSON or \"AOF/1 \" followed by it, checked in that order. "+
 			"Valid messages are logged as protocol.message.received and handed to the task; rejections change nothing and are logged as protocol.message.rejected (reason invalid_json, invalid_envelope, task_not_found, taskId_mismatch), "+
-			"protocol.message.unknown, or delegation.rejected (parent_not_found, nested_delegation). A completion.report writes run_result.json; its transitions apply at the session's end or on a stale heartbeat.",
+			"protocol.message.unknown, or delegation.rejected (parent_not_found, nested_delegation, parent_conflict). A completion.report writes run_result.json; its transitions apply at the session's end or on a stale heartbeat.",
 		"AOFMessageRequest", "200", "AOFResult", map[string]string{
 			"400": "Rejected: invalid_json, invalid_envelope, taskId_mismatch or unknown_type.",
 			"404": "Rejected: task_not_found, or parent_not_found for a handoff.request.",
 			"403": "The token's role may not do this, or an executor's or reviewer's token names another agent than itself in fromAgent, payload.agentId or payload.fromAgent (code forbidden, the message names the field).",
-			"409": "Rejected: nested_delegation (the parent is a delegated task itself), or not_running (a completion.report for a task that is not in_progress, or from another agent than the one running it).",
+			"409": "Rejected: nested_delegation (the parent is a delegated task itself), parent_conflict (a handoff.request for a task linked to another parent already), or not_running (a completion.report for a task that is not in_progress, or from another agent than the one running it).",
 		})
 	opCreate = op("createAOFTask", "Create an AOF task",
 		"Starts the task's workflow. taskId is allocated as TASK-<today>-NNN when absent.",

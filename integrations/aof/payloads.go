@@ -81,6 +81,9 @@ func parsePayload(m *wf.Message, p map[string]json.RawMessage) *Rejection {
 		add("taskId", err)
 		payloadTask = h.TaskID
 		h.ParentTaskID, err = taskID(p, "parentTaskId")
+		if err == nil && h.ParentTaskID == m.TaskID {
+			err = problem("a task cannot be its own parent")
+		}
 		add("parentTaskId", err)
 		h.FromAgent, err = nonEmpty(p, "fromAgent")
 		add("fromAgent", err)

@@ -79,6 +79,8 @@ func (a *API) postTask(w http.ResponseWriter, r *http.Request) {
 		}
 		t.Metadata.DelegationDepth = depthOf(parent) + 1
 		if t.Metadata.DelegationDepth > 1 {
+			a.logEvents(ctx, event(wf.EventDelegationRejected, in.TaskID, httpapi.CallerOf(r).Name,
+				map[string]any{"reason": wf.ReasonNestedDelegation, "parentTaskId": in.ParentTaskID}))
 			a.refuse(w, r, wf.CodeNestedDelegation, []amp.FieldError{{Path: "parentTaskId", Problem: "is a delegated task itself"}},
 				"parent task %s has delegation depth %d: a delegated task cannot delegate again", in.ParentTaskID, depthOf(parent))
 			return

@@ -42,6 +42,10 @@ func (r *aofRun) validateMessage(in MessageInput) error {
 		if h.ParentTaskID == r.Task.TaskID {
 			return refusal.Field("payload.parentTaskId", "a task cannot be its own parent")
 		}
+		if p := r.Task.ParentTaskID; p != "" && p != h.ParentTaskID {
+			return refusal.New(CodeParentConflict, "payload.parentTaskId: task %s is the child of %s already: it cannot be handed off from %s",
+				r.Task.TaskID, p, h.ParentTaskID)
+		}
 		if in.ParentDepth+1 > 1 {
 			return refusal.New(CodeNestedDelegation, "parent %s has delegation depth %d: a delegated task cannot delegate again",
 				h.ParentTaskID, in.ParentDepth)

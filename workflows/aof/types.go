@@ -161,6 +161,9 @@ const (
 	ReasonTaskIDMismatch   = "taskId_mismatch"
 	ReasonParentNotFound   = "parent_not_found"
 	ReasonNestedDelegation = "nested_delegation"
+	// ReasonParentConflict refuses re-parenting a task already linked to
+	// another parent.
+	ReasonParentConflict = "parent_conflict"
 	// ReasonStaleReclaim is the reason of a reclaim after a stale
 	// heartbeat with no run result; with one, the reason is
 	// "stale_heartbeat_<outcome>".
