@@ -24,5 +24,5 @@ func addAOF(api *httpapi.Server, o Options, parts *Parts, log *slog.Logger) {
 	}
 	tasks := &aof.Client{Temporal: parts.Tasks.Temporal, TaskQueue: o.Config.Temporal.TaskQueue}
 	events := &activities.AOFEventLog{Store: parts.Store, DataDir: o.Config.AOF.DataDir}
-	aofapi.Register(api, tasks, parts.Store, events, log)
+	aofapi.Register(api, tasks, parts.Store, aofapi.Options{Events: events, DataDir: o.Config.AOF.DataDir, Log: log})
 }

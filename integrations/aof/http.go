@@ -41,27 +41,39 @@ type EventLog interface {
 	SaveAOF(ctx context.Context, in ssot.AOFSave) error
 }
 
-// API serves AOF/1 on ampflow's HTTP API.
-type API struct {
-	srv    *httpapi.Server
-	tasks  Tasks
-	store  Store
-	events EventLog
-	log    *slog.Logger
-	now    func() time.Time
+// Options are the AOF routes' optional parts.
+type Options struct {
+	// Events takes the events the routes log themselves (the wiring
+	// gives the writer that also mirrors them under aof.data_dir); nil
+	// logs them to the store only.
+	Events EventLog
+	// DataDir is aof.data_dir: when set, a completion report whose
+	// summaryRef or handoffRef names no file there is taken with a
+	// warning.
+	DataDir string
+	Log     *slog.Logger
 }
 
-// Register adds the AOF routes to srv. The events the routes log go to
-// events (the wiring gives the writer that also mirrors them under
-// aof.data_dir); nil logs them to store only.
-func Register(srv *httpapi.Server, tasks Tasks, store Store, events EventLog, log *slog.Logger) *API {
-	if log == nil {
-		log = slog.Default()
+// API serves AOF/1 on ampflow's HTTP API.
+type API struct {
+	srv     *httpapi.Server
+	tasks   Tasks
+	store   Store
+	events  EventLog
+	dataDir string
+	log     *slog.Logger
+	now     func() time.Time
+}
+
+// Register adds the AOF routes to srv.
+func Register(srv *httpapi.Server, tasks Tasks, store Store, o Options) *API {
+	if o.Log == nil {
+		o.Log = slog.Default()
 	}
-	if events == nil {
-		events = store
+	if o.Events == nil {
+		o.Events = store
 	}
-	a := &API{srv: srv, tasks: tasks, store: store, events: events, log: log, now: time.Now}
+	a := &API{srv: srv, tasks: tasks, store: store, events: o.Events, dataDir: o.DataDir, log: o.Log, now: time.Now}
 	srv.Add(Spec(), a.Routes()...)
 	return a
 }
@@ -154,11 +166,14 @@ func (a *API) postMessage(w http.ResponseWriter, r *http.Request) {
 	if !a.speaksAs(w, r, claims(m)...) {
 		return
 	}
+	if m.Completion != nil && a.dataDir != "" {
+		m.Warnings = append(m.Warnings, missingRefs(a.dataDir, m.TaskID, m.Completion)...)
+	}
 	ctx := r.Context()
 	received := map[string]any{"type": m.Type, "toAgent": m.ToAgent, "sentAt": wf.Stamp(m.SentAt), "payload": payloadOf(m)}
 	if len(m.Warnings) > 0 {
 		received["warnings"] = m.Warnings
-		a.log.Warn("AOF message taken with schema errors", "task", m.TaskID, "type", m.Type, "warnings", m.Warnings)
+		a.log.Warn("AOF message taken with warnings", "task", m.TaskID, "type", m.Type, "warnings", m.Warnings)
 	}
 	a.logEvents(ctx, event(wf.EventReceived, m.TaskID, m.FromAgent, received))
 	handoff := m.Type == wf.TypeHandoffRequest || m.Type == wf.TypeHandoffAccepted || m.Type == wf.TypeHandoffRejected

@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -72,6 +73,7 @@ func (l *recLog) SaveAOF(ctx context.Context, in ssot.AOFSave) error {
 }
 
 type rig struct {
+	api   *API
 	evlog *recLog
 	t     *testing.T
 	ts    *httptest.Server
@@ -89,11 +91,11 @@ func newRig(t *testing.T, tokens ...config.AuthToken) *rig {
 	srv := httpapi.New(httpapi.Options{Store: store, Logger: log, Tokens: tokens})
 	tasks := &fakeTasks{store: store}
 	evlog := &recLog{store: store}
-	a := Register(srv, tasks, store, evlog, log)
+	a := Register(srv, tasks, store, Options{Events: evlog, Log: log})
 	a.now = func() time.Time { return time.Date(2026, 2, 9, 21, 0, 0, 0, time.UTC) }
 	ts := httptest.NewServer(srv.Handler())
 	t.Cleanup(ts.Close)
-	return &rig{t: t, ts: ts, store: store, tasks: tasks, evlog: evlog}
+	return &rig{t: t, ts: ts, store: store, tasks: tasks, evlog: evlog, api: a}
 }
 
 func (r *rig) do(method, path, body string) (int, map[string]any) {
@@ -386,4 +388,41 @@ func TestRoles(t *testing.T) {
 			t.Errorf("%d %v", st, out)
 		}
 	})
+}
+
+// TestCompletionMissingFiles: with aof.data_dir set, a completion whose
+// summaryRef or handoffRef names no file is taken with a warning for
+// each, logged with its receipt and handed to the task.
+func TestCompletionMissingFiles(t *testing.T) {
+	r := newRig(t)
+	dir := t.TempDir()
+	r.api.dataDir = dir
+	const id = "TASK-2026-02-09-057"
+	r.do("POST", "/v1/aof/tasks", `{"taskId":"`+id+`","title":"API"}`)
+	withHandoff := strings.Replace(example(t, 1), `"summaryRef": "outputs/summary.md"`, `"summaryRef": "outputs/summary.md", "handoffRef": "../../etc/passwd"`, 1)
+	if !strings.Contains(withHandoff, "handoffRef") {
+		t.Fatal("example 1 no longer has the summaryRef the edit expects")
+	}
+	if st, out := r.do("POST", "/v1/aof/messages", withHandoff); st != 200 {
+		t.Fatalf("%d %v", st, out)
+	}
+	w := r.tasks.msgs[0].Message.Warnings
+	if len(w) != 2 || !strings.HasPrefix(w[0], "payload.summaryRef: ") || !strings.HasPrefix(w[1], "payload.handoffRef: ") {
+		t.Errorf("warnings %q", w)
+	}
+	evs, _, _ := r.store.AOFEvents(context.Background(), id, ssot.Page{})
+	if last := evs[len(evs)-1]; last.Type != wf.EventReceived || !strings.Contains(string(last.Payload), `"warnings":["payload.summaryRef`) {
+		t.Errorf("receipt %s %s", last.Type, last.Payload)
+	}
+	p := filepath.Join(dir, "tasks", "in-progress", id, "outputs", "summary.md")
+	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(p, []byte("# Summary\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	r.do("POST", "/v1/aof/messages", example(t, 1))
+	if w := r.tasks.msgs[1].Message.Warnings; len(w) != 0 {
+		t.Errorf("warnings with the summary present: %q", w)
+	}
 }

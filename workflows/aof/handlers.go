@@ -137,8 +137,13 @@ func (r *aofRun) completion(ctx workflow.Context, m Message) Result {
 	r.touch(ctx)
 	r.Task.Result = &res
 	r.artifact(ArtifactResult, res)
-	r.event(ctx, EventTaskCompleted, m.FromAgent, map[string]any{"outcome": c.Outcome, "summaryRef": c.SummaryRef,
-		"tests": c.Tests, "blockers": c.Blockers, "notes": c.Notes})
+	payload := map[string]any{"outcome": c.Outcome, "summaryRef": c.SummaryRef,
+		"tests": c.Tests, "blockers": c.Blockers, "notes": c.Notes}
+	if len(m.Warnings) > 0 {
+		// A missing summary or handoff file does not stop the report.
+		payload["warnings"] = m.Warnings
+	}
+	r.event(ctx, EventTaskCompleted, m.FromAgent, payload)
 	return Result{Changed: true}
 }
 

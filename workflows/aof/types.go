@@ -244,8 +244,10 @@ type Message struct {
 	Handoff    *HandoffRequest   `json:"handoff,omitempty"`
 	Reply      *HandoffReply     `json:"reply,omitempty"`
 
-	// Warnings are schema errors that do not stop the message (invalid
-	// acceptance criteria of a handoff); they are logged with it.
+	// Warnings are problems that do not stop the message (invalid
+	// acceptance criteria of a handoff, a completion's summary or handoff
+	// file missing under aof.data_dir); they are logged with it, and a
+	// completion's on its task.completed.
 	Warnings []string `json:"warnings,omitempty"`
 }
 

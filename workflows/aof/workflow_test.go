@@ -490,3 +490,29 @@ func TestWorkLogBounded(t *testing.T) {
 	})
 	h.run()
 }
+
+// TestCompletionWarnings: a report taken with warnings (a missing
+// summary file) proceeds, and its task.completed carries them.
+func TestCompletionWarnings(t *testing.T) {
+	h := newHarness(t)
+	h.at(time.Second, func() { h.dispatch(time.Hour) })
+	h.at(time.Minute, func() {
+		m := completion(OutcomeDone, t0)
+		m.Warnings = []string{"payload.summaryRef: no file outputs/summary.md under aof.data_dir"}
+		h.send(m, 0)
+	})
+	h.at(2*time.Minute, func() { h.update(UpdateSessionEnd, SessionEndInput{}) })
+	h.at(3*time.Minute, func() {
+		evs := h.eventsOf(EventTaskCompleted)
+		if len(evs) != 1 {
+			t.Fatalf("%d task.completed", len(evs))
+		}
+		if w, _ := payloadOf(t, evs[0])["warnings"].([]any); len(w) != 1 {
+			t.Errorf("task.completed %s", evs[0].Payload)
+		}
+		if st := h.task().Status; st != StatusReview {
+			t.Errorf("status %s: the transition did not proceed", st)
+		}
+	})
+	h.run()
+}
