@@ -66,7 +66,7 @@ func WorkflowID(key string) string { return "lease:" + key }
 
 // Input starts a lease workflow; Carried is the state continued as new.
 type Input struct {
-	ResourceKey string `json:"resource_key"`
+	ResourceKey string   `json:"resource_key"`
 	Carried     *Carried `json:"carried,omitempty"`
 }
 
