@@ -217,11 +217,36 @@ func SubmitUpdateID(rec amp.Record) string {
 	return rec.ID() + "#" + recordDigest(rec)
 }
 
-// Decide applies an admin's choice.
-func (c *Client) Decide(ctx context.Context, taskID string, in decision.Answer) (task.DecideResult, error) {
+// Decide applies an admin's choice to a decision of subject: a task, or
+// any other workflow that embeds the decision engine (a gate, a lease),
+// whose workflow id is the subject.
+func (c *Client) Decide(ctx context.Context, subject string, in decision.Answer) (task.DecideResult, error) {
 	var out task.DecideResult
-	err := c.update(ctx, taskID, task.UpdateDecide, "", in, &out)
-	return out, err
+	if task.ValidID(subject) {
+		err := c.update(ctx, subject, task.UpdateDecide, "", in, &out)
+		return out, err
+	}
+	if err := decision.CheckSubject(subject); err != nil {
+		return out, &task.Error{Code: task.CodeInvalid, Message: err.Error(),
+			Fields: []amp.FieldError{{Path: "subject", Problem: err.Error()}}}
+	}
+	uctx, cancel := context.WithTimeout(ctx, c.wait())
+	defer cancel()
+	op := fmt.Sprintf("%s on %s", task.UpdateDecide, subject)
+	h, err := c.Temporal.UpdateWorkflow(uctx, client.UpdateWorkflowOptions{
+		WorkflowID:   subject,
+		UpdateName:   task.UpdateDecide,
+		Args:         []any{in},
+		WaitForStage: client.WorkflowUpdateStageCompleted,
+	})
+	if err == nil {
+		err = h.Get(uctx, &out)
+	}
+	var nf *serviceerror.NotFound
+	if errors.As(err, &nf) {
+		return out, &task.Error{Code: task.CodeFinished, Message: op + ": " + subject + " has ended", Err: err}
+	}
+	return out, c.wrap(err, op)
 }
 
 // Cancel ends a task at a coordinator's request.

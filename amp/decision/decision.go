@@ -10,6 +10,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -239,4 +240,21 @@ func Digest(v any) (string, error) {
 	}
 	sum := sha256.Sum256(c)
 	return hex.EncodeToString(sum[:]), nil
+}
+
+// MaxSubject bounds a subject: a workflow id.
+const MaxSubject = 200
+
+// CheckSubject refuses a subject no workflow can have: empty, longer than
+// MaxSubject, or with spaces or control characters.
+func CheckSubject(s string) error {
+	switch {
+	case s == "":
+		return errors.New("subject is required")
+	case len(s) > MaxSubject:
+		return fmt.Errorf("subject is %d bytes, at most %d", len(s), MaxSubject)
+	case strings.ContainsFunc(s, func(r rune) bool { return r <= ' ' || r == 0x7f }):
+		return fmt.Errorf("subject %q must not contain spaces or control characters", s)
+	}
+	return nil
 }

@@ -140,7 +140,7 @@ func TestStatusTable(t *testing.T) {
 		task.CodeSuspended: 423, task.CodeForbidden: 403, task.CodeFinished: 409, task.CodeUnavailable: 503,
 		task.CodeInternal: 500, codeUnauthenticated: 401, "made_up": 500,
 	} {
-		if got := httpStatus(code); got != want {
+		if got := (&Server{statusOf: statusOf}).httpStatus(code); got != want {
 			t.Errorf("httpStatus(%s) = %d, want %d", code, got, want)
 		}
 	}

@@ -63,8 +63,8 @@ func asTaskError(err error) *task.Error {
 	return &task.Error{Code: task.CodeInternal, Message: "internal error", Err: err}
 }
 
-func httpStatus(code task.Code) int {
-	if st, ok := statusOf[code]; ok {
+func (s *Server) httpStatus(code task.Code) int {
+	if st, ok := s.statusOf[code]; ok {
 		return st
 	}
 	return http.StatusInternalServerError
@@ -73,7 +73,7 @@ func httpStatus(code task.Code) int {
 // writeError answers with err in the API's error form.
 func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
 	te := asTaskError(err)
-	st := httpStatus(te.Code)
+	st := s.httpStatus(te.Code)
 	if st >= 500 {
 		s.log.Error("HTTP API request failed", "method", r.Method, "path", r.URL.Path, "code", te.Code, "err", err)
 	} else {

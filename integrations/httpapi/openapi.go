@@ -17,9 +17,23 @@ var openAPIDoc []byte
 // GET /v1/openapi.json.
 func OpenAPI() []byte { return append([]byte(nil), openAPIDoc...) }
 
+// OpenAPI returns the server's OpenAPI document: the API's own and what
+// systems added to it.
+func (s *Server) OpenAPI() ([]byte, error) {
+	if s.added.doc == nil {
+		return OpenAPI(), nil
+	}
+	return s.added.doc()
+}
+
 func (s *Server) openAPI(w http.ResponseWriter, r *http.Request) {
+	doc, err := s.OpenAPI()
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
 	w.Header().Set("Content-Type", "application/json")
 	w.Header().Set("X-Content-Type-Options", "nosniff")
 	w.WriteHeader(http.StatusOK)
-	w.Write(openAPIDoc)
+	w.Write(doc)
 }

@@ -8,6 +8,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"maps"
 	"net"
 	"net/http"
 	"slices"
@@ -107,27 +108,33 @@ type Server struct {
 	// mounted are the patterns of Mount: their handlers check requests
 	// themselves.
 	mounted map[string]bool
-	// patterns are the API's own routes in the order routes registered
-	// them (Mount's are not among them).
+	// patterns are the API's routes in the order they were registered,
+	// Add's included (Mount's are not among them).
 	patterns []string
+	// statusOf maps error codes to statuses: the API's table and the
+	// codes of Add's systems.
+	statusOf map[task.Code]int
+	added    added
 }
 
 // New builds a Server and registers its routes.
 func New(o Options) *Server {
 	s := &Server{
-		tasks:   o.Tasks,
-		store:   o.Store,
-		tokens:  hashTokens(o.Tokens),
-		log:     o.Logger,
-		metrics: o.Metrics,
-		now:     o.Now,
-		maxBody: o.MaxBody,
-		poll:    o.PollInterval,
-		maxWait: o.MaxWait,
-		readTO:  o.ReadTimeout,
-		writeTO: o.WriteTimeout,
-		mux:     http.NewServeMux(),
-		mounted: map[string]bool{},
+		tasks:    o.Tasks,
+		store:    o.Store,
+		tokens:   hashTokens(o.Tokens),
+		log:      o.Logger,
+		metrics:  o.Metrics,
+		now:      o.Now,
+		maxBody:  o.MaxBody,
+		poll:     o.PollInterval,
+		maxWait:  o.MaxWait,
+		readTO:   o.ReadTimeout,
+		writeTO:  o.WriteTimeout,
+		mux:      http.NewServeMux(),
+		mounted:  map[string]bool{},
+		statusOf: maps.Clone(statusOf),
+		added:    added{ops: map[string]map[string]any{}, schemas: map[string]any{}},
 	}
 	if s.decisions = o.Decisions; s.decisions == nil {
 		s.decisions = storedDecisions{store: o.Store}

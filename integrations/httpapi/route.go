@@ -1,0 +1,158 @@
+package httpapi
+
+import (
+	"encoding/json"
+	"fmt"
+	"maps"
+	"net/http"
+	"slices"
+	"strings"
+	"sync"
+
+	"github.com/ampflow/ampflow/amp"
+	"github.com/ampflow/ampflow/amp/task"
+)
+
+// Route is an API route of one of ampflow's systems beside the task
+// workflow (the action gate, contracts, leases and the mesh, AOF). It
+// passes the API's checks like the API's own routes: the guard
+// (Content-Type, Origin, Host), the bearer token unless Open, request
+// metrics, and an entry in the OpenAPI document.
+type Route struct {
+	// Pattern is "METHOD /path", as http.ServeMux reads it.
+	Pattern string
+	// Roles, when not empty, are the only token roles allowed.
+	Roles []amp.Role
+	// Open routes take no API token: the handler checks its own
+	// credentials (an agent key, a signature).
+	Open    bool
+	Handler http.HandlerFunc
+	// Operation is the route's OpenAPI operation object.
+	Operation map[string]any
+}
+
+// Spec is what a system adds to the OpenAPI document besides its
+// operations: the schemas they reference (#/components/schemas/<name>)
+// and the HTTP status of each error code its handlers return.
+type Spec struct {
+	Schemas map[string]any
+	Codes   map[task.Code]int
+}
+
+// Add registers a system's routes and its spec. Call it before serving.
+// A pattern the API already has, or a schema or code it already defines,
+// panics: two systems must not claim one name.
+func (s *Server) Add(spec Spec, routes ...Route) {
+	for code, st := range spec.Codes {
+		if have, ok := s.statusOf[code]; ok && have != st {
+			panic(fmt.Sprintf("httpapi: error code %s is already HTTP %d", code, have))
+		}
+		s.statusOf[code] = st
+	}
+	for name, schema := range spec.Schemas {
+		if _, ok := s.added.schemas[name]; ok {
+			panic("httpapi: schema " + name + " added twice")
+		}
+		s.added.schemas[name] = schema
+	}
+	for _, rt := range routes {
+		if rt.Operation == nil {
+			panic("httpapi: route " + rt.Pattern + " has no OpenAPI operation")
+		}
+		if rt.Open {
+			s.open(rt.Pattern, rt.Handler)
+		} else {
+			s.handle(rt.Pattern, rt.Roles, rt.Handler)
+		}
+		s.added.ops[rt.Pattern] = rt.Operation
+	}
+	s.added.doc = sync.OnceValues(s.composeDoc)
+}
+
+// added is what systems added to the API.
+type added struct {
+	ops     map[string]map[string]any
+	schemas map[string]any
+	// doc is the OpenAPI document with the additions, built once.
+	doc func() ([]byte, error)
+}
+
+// composeDoc merges the systems' operations, schemas and codes into the
+// API's own OpenAPI document.
+func (s *Server) composeDoc() ([]byte, error) {
+	var doc map[string]any
+	if err := json.Unmarshal(openAPIDoc, &doc); err != nil {
+		return nil, fmt.Errorf("reading the embedded OpenAPI document: %w", err)
+	}
+	paths, _ := doc["paths"].(map[string]any)
+	for pattern, op := range s.added.ops {
+		method, path, ok := cutPattern(pattern)
+		if !ok {
+			return nil, fmt.Errorf("route %q is not METHOD /path", pattern)
+		}
+		item, _ := paths[path].(map[string]any)
+		if item == nil {
+			item = map[string]any{}
+			paths[path] = item
+		}
+		item[method] = op
+	}
+	comps, _ := doc["components"].(map[string]any)
+	schemas, _ := comps["schemas"].(map[string]any)
+	maps.Copy(schemas, s.added.schemas)
+	if ec, ok := schemas["ErrorCode"].(map[string]any); ok {
+		codes := slices.Sorted(maps.Keys(s.statusOf))
+		enum := make([]any, len(codes))
+		lines := make([]string, len(codes))
+		for i, c := range codes {
+			enum[i] = string(c)
+			lines[i] = fmt.Sprintf("- `%s`: HTTP %d", c, s.statusOf[c])
+		}
+		ec["enum"] = enum
+		ec["description"] = "The error's code; each code has one HTTP status:\n" + strings.Join(lines, "\n")
+	}
+	return marshalIndent(doc)
+}
+
+func cutPattern(p string) (method, path string, ok bool) {
+	method, path, ok = strings.Cut(p, " ")
+	return strings.ToLower(method), path, ok
+}
+
+func marshalIndent(v any) ([]byte, error) {
+	b, err := json.MarshalIndent(v, "", "  ")
+	if err != nil {
+		return nil, err
+	}
+	return append(b, '\n'), nil
+}
+
+// Caller is who sent a request, as its token says.
+type Caller struct {
+	// Name is the token's name; the local user's in open mode.
+	Name string
+	Role amp.Role
+	// Open is true when the API has no tokens: the caller may act as any
+	// role.
+	Open bool
+}
+
+// CallerOf returns who sent r, for a handler behind a token (not Open).
+func CallerOf(r *http.Request) Caller {
+	c := callerOf(r)
+	return Caller{Name: c.name, Role: c.role, Open: c.open}
+}
+
+// Decode reads r's body, bounded by the server's limit, into v: exactly
+// one JSON object with no unknown fields. Its errors name the field.
+func (s *Server) Decode(w http.ResponseWriter, r *http.Request, v any) error {
+	return s.decodeBody(w, r, v)
+}
+
+// Error answers with err in the API's error form: a *task.Error's code
+// sets the status (the API's table and the added Spec.Codes); any other
+// error is a logged 500.
+func (s *Server) Error(w http.ResponseWriter, r *http.Request, err error) { s.writeError(w, r, err) }
+
+// WriteJSON answers with v as JSON.
+func WriteJSON(w http.ResponseWriter, status int, v any) { writeJSON(w, status, v) }
