@@ -164,6 +164,7 @@ func NewWorker(c client.Client, queue string, acts *activities.Activities) worke
 	w := worker.New(c, queue, worker.Options{})
 	w.RegisterWorkflowWithOptions(workflows.Task, workflow.RegisterOptions{Name: task.WorkflowType})
 	w.RegisterActivity(acts)
+	registerLeases(w, acts)
 	return w
 }
 

@@ -52,6 +52,7 @@ func newRuntime(o Options, parts *Parts, log *slog.Logger) (*runtime, error) {
 		Tasks: parts.Tasks, Store: parts.Store, Tokens: o.Config.Auth.Tokens, Logger: log, Metrics: o.Metrics,
 		OpenName: o.LocalName,
 	})
+	addMesh(api, parts, log)
 	if err := api.LoopbackOnly(addr); err != nil {
 		return nil, fmt.Errorf("http.addr: %w", err)
 	}
