@@ -68,7 +68,7 @@ func (l *leaseWF) setup(ctx workflow.Context) error {
 func (l *leaseWF) run(ctx workflow.Context) (Result, error) {
 	for {
 		if l.cur == nil {
-			held, err := workflow.AwaitWithTimeout(ctx, Linger, func() bool { return l.cur != nil })
+			held, err := waitUntil(ctx, Linger, func() bool { return l.cur != nil })
 			if err != nil {
 				return Result{}, err
 			}
@@ -95,7 +95,7 @@ func (l *leaseWF) run(ctx workflow.Context) (Result, error) {
 		v := l.version
 		wait := l.cur.ExpiresAt.Sub(workflow.Now(ctx))
 		if wait > 0 {
-			changed, err := workflow.AwaitWithTimeout(ctx, wait, func() bool { return l.version != v })
+			changed, err := waitUntil(ctx, wait, func() bool { return l.version != v })
 			if err != nil {
 				return Result{}, err
 			}
@@ -111,6 +111,21 @@ func (l *leaseWF) run(ctx workflow.Context) (Result, error) {
 			}
 		}
 	}
+}
+
+// waitUntil waits for cond or for d, and cancels its timer when cond
+// comes first (workflow.AwaitWithTimeout leaves it to fire): a renewal
+// replaces the lease's timer rather than adding one, so the server holds
+// one timer per lease. Measured on the dev server, a stale timer firing
+// just before the one that counts delayed that one by a second.
+func waitUntil(ctx workflow.Context, d time.Duration, cond func() bool) (bool, error) {
+	tctx, cancel := workflow.WithCancel(ctx)
+	defer cancel()
+	timer := workflow.NewTimer(tctx, d)
+	if err := workflow.Await(ctx, func() bool { return cond() || timer.IsReady() }); err != nil {
+		return false, err
+	}
+	return cond(), nil
 }
 
 func (l *leaseWF) validateAcquire(req AcquireRequest) error {

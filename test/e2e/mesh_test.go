@@ -1,0 +1,209 @@
+package e2e
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/ampflow/ampflow/integrations/repomesh"
+)
+
+// TestMesh runs leases and agent messaging against `ampflow dev` with
+// three agents' tokens: a lease not renewed is auto-released within a
+// second of its TTL and its holder is told; two agents hold a threaded
+// conversation with a mention and find it by search; an agent reporting
+// recovered loses its leases and is echoed in the mesh.
+func TestMesh(t *testing.T) {
+	p := startDev(t, t.TempDir(),
+		"AMPFLOW_AUTH_TOKENS=alice-secret:executor:alice,bob-secret:reviewer:bob,root-secret:admin:root")
+	alice := api{t: t, base: "http://" + p.api, token: "alice-secret"}
+	bob := api{t: t, base: "http://" + p.api, token: "bob-secret"}
+
+	t.Run("LeaseAutoReleasedOnTime", func(t *testing.T) {
+		var l repomesh.Lease
+		if code := alice.do("POST", "/v1/leases", map[string]any{"resource_key": "repo:app:main", "agent_id": "alice", "ttl_seconds": 3}, &l); code != 201 {
+			t.Fatalf("acquire: %d", code)
+		}
+		var conflict repomesh.ConflictBody
+		code, body := rawDo(t, bob, "POST", "/v1/leases", `{"resource_key":"repo:app:main","ttl_seconds":30}`)
+		if err := json.Unmarshal(body, &conflict); code != 409 || err != nil || conflict.Error.Holder != "alice" ||
+			conflict.Error.Code != repomesh.CodeLockConflict || conflict.Error.RetryAfterMS <= 0 || conflict.Error.RetryAfterMS > 3000 {
+			t.Fatalf("bob's acquire while alice holds: %d %s", code, body)
+		}
+		var renewed repomesh.Lease
+		if code := alice.do("POST", "/v1/leases/"+l.LeaseID+"/heartbeat", map[string]any{"agent_id": "alice", "ttl": 3}, &renewed); code != 200 {
+			t.Fatalf("heartbeat: %d", code)
+		}
+		// Not renewed again: the lease runs out at renewed.ExpiresAt.
+		var ended repomesh.Lease
+		eventually(t, 15*time.Second, "the lease auto-released", func() (bool, error) {
+			var list repomesh.LeaseList
+			alice.do("GET", "/v1/leases?agent_id=alice&limit=1", nil, &list)
+			if len(list.Leases) == 1 && list.Leases[0].LeaseID == l.LeaseID && list.Leases[0].State == "expired" {
+				ended = list.Leases[0]
+				return true, nil
+			}
+			return false, fmt.Errorf("leases %+v", list.Leases)
+		})
+		late := ended.ReleasedAt.Sub(renewed.ExpiresAt)
+		t.Logf("expired at %s, auto-released at %s (%s late)", renewed.ExpiresAt, ended.ReleasedAt, late)
+		if late < 0 || late > time.Second {
+			t.Fatalf("released %s after expiry, want within a second", late)
+		}
+		if !ended.LastHeartbeat.Equal(renewed.LastHeartbeat.Truncate(time.Microsecond)) || ended.Reason != "expired" {
+			t.Fatalf("ended lease %+v", ended)
+		}
+		// The holder is told, and the release is a mesh event.
+		var inbox repomesh.EventList
+		eventually(t, 5*time.Second, "alice told of the auto-release", func() (bool, error) {
+			alice.do("GET", "/v1/events/inbox?limit=10", nil, &inbox)
+			types := map[string]bool{}
+			for _, e := range inbox.Events {
+				types[e.Type] = true
+			}
+			return types["agent.chat"] && types["lock.auto_released"], fmt.Errorf("alice's inbox %+v", inbox.Events)
+		})
+		for _, e := range inbox.Events {
+			if e.Type == "lock.auto_released" && !strings.Contains(string(e.Payload), `"last_heartbeat"`) {
+				t.Errorf("lock.auto_released without last_heartbeat: %s", e.Payload)
+			}
+		}
+		if code := bob.do("POST", "/v1/leases", map[string]any{"resource_key": "repo:app:main", "ttl_seconds": 30}, &l); code != 201 || l.AgentID != "bob" {
+			t.Fatalf("bob's acquire after the release: %d %+v", code, l)
+		}
+		if code := alice.do("DELETE", "/v1/leases/"+l.LeaseID, nil, nil); code != 403 {
+			t.Fatalf("alice releasing bob's lease: %d, want 403", code)
+		}
+		if code := bob.do("DELETE", "/v1/leases/"+l.LeaseID, nil, &l); code != 200 || l.State != "released" {
+			t.Fatalf("bob's release: %d %+v", code, l)
+		}
+	})
+
+	t.Run("ThreadedConversation", func(t *testing.T) {
+		env := cliEnv(p, "alice-secret", "alice")
+		rootID := lastLine(mustRun(t, env, "chat", "send", "bob", "Can you review src/auth.py before the release?", "--subject", "Code review request"))
+		var root repomesh.Event
+		if code := bob.do("GET", "/v1/events/inbox?limit=5", nil, &repomesh.EventList{}); code != 200 {
+			t.Fatalf("bob's inbox: %d", code)
+		}
+		if code := bob.do("GET", "/v1/events/"+rootID, nil, &root); code != 200 || root.ThreadID != rootID {
+			t.Fatalf("the request %s: %d %+v", rootID, code, root)
+		}
+		reply := map[string]any{"type": "agent.chat", "severity": "info", "payload": map[string]any{
+			"from": "bob", "from_id": "bob", "to": "alice", "subject": "Re: Code review request",
+			"content":           "Found a SQL injection in login; @alice please fix, and @carol should rerun the suite.",
+			"parent_message_id": rootID, "timestamp": time.Now().UTC().Format(time.RFC3339)}}
+		var r repomesh.Event
+		if code := bob.do("POST", "/v1/events", reply, &r); code != 201 || r.ThreadID != rootID {
+			t.Fatalf("bob's reply: %d %+v", code, r)
+		}
+		var carol repomesh.EventList
+		root2 := api{t: t, base: alice.base, token: "root-secret"}
+		root2.do("GET", "/v1/events/inbox?recipient_id=carol", nil, &carol)
+		if len(carol.Events) != 1 || carol.Events[0].ID != r.ID {
+			t.Fatalf("carol's inbox (mentioned): %+v", carol.Events)
+		}
+		mustRun(t, env, "chat", "send", "bob", "Fixed in a1b2c3, thanks", "--reply-to", r.ID)
+		var thread repomesh.EventList
+		alice.do("GET", "/v1/events/"+r.ID+"/thread", nil, &thread)
+		if len(thread.Events) != 3 || thread.Events[0].ID != rootID || thread.Events[1].ID != r.ID {
+			t.Fatalf("thread %+v", thread.Events)
+		}
+		var found repomesh.EventList
+		alice.do("GET", "/v1/events/search?q="+url.QueryEscape("sql injection")+"&from=bob", nil, &found)
+		if len(found.Events) != 1 || found.Events[0].ID != r.ID {
+			t.Fatalf("search: %+v", found.Events)
+		}
+		out := mustRun(t, env, "-o", "json", "chat", "search", "review", "--to", "bob")
+		if !strings.Contains(out, rootID) {
+			t.Fatalf("chat search review --to bob:\n%s", out)
+		}
+		var read repomesh.Event
+		if code := alice.do("POST", "/v1/events/"+r.ID+"/read", map[string]any{}, &read); code != 200 || len(read.ReadBy) != 1 || read.ReadBy[0].AgentID != "alice" {
+			t.Fatalf("read receipt: %d %+v", code, read.ReadBy)
+		}
+		// An invalid message: 400 naming the fields, and an agent.error to the sender.
+		code, body := rawDo(t, bob, "POST", "/v1/events", `{"type":"agent.chat","severity":"info","payload":{"from":"bob","to":"alice"}}`)
+		if code != 400 || !strings.Contains(string(body), "payload.subject") || !strings.Contains(string(body), "INVALID_PAYLOAD") {
+			t.Fatalf("invalid chat: %d %s", code, body)
+		}
+		var errs repomesh.EventList
+		bob.do("GET", "/v1/events/search?type=agent.error&to=bob", nil, &errs)
+		if len(errs.Events) == 0 || !strings.Contains(string(errs.Events[0].Payload), `"error_code":"INVALID_PAYLOAD"`) {
+			t.Fatalf("bob's agent.error: %+v", errs.Events)
+		}
+	})
+
+	t.Run("AgentRecovered", func(t *testing.T) {
+		for _, key := range []string{"task:T-2026-900", "repo:app:feature"} {
+			if code := alice.do("POST", "/v1/leases", map[string]any{"resource_key": key, "ttl_seconds": 600}, nil); code != 201 {
+				t.Fatalf("acquire %s: %d", key, code)
+			}
+		}
+		eventually(t, 5*time.Second, "alice's two leases recorded", func() (bool, error) {
+			var list repomesh.LeaseList
+			alice.do("GET", "/v1/leases?agent_id=alice&state=active", nil, &list)
+			return len(list.Leases) == 2, fmt.Errorf("%+v", list.Leases)
+		})
+		var hb repomesh.AgentHeartbeatResponse
+		if code := alice.do("POST", "/v1/agents/alice/heartbeat", map[string]any{"status": "recovered"}, &hb); code != 200 || len(hb.Released) != 2 {
+			t.Fatalf("recovered: %d %+v", code, hb)
+		}
+		var list repomesh.LeaseList
+		alice.do("GET", "/v1/leases?agent_id=alice&state=active", nil, &list)
+		if len(list.Leases) != 0 {
+			t.Fatalf("active leases after recovery: %+v", list.Leases)
+		}
+		var echo repomesh.EventList
+		bob.do("GET", "/v1/events/search?from=alice&q=recovered", nil, &echo)
+		if len(echo.Events) != 1 || echo.Events[0].ID != hb.EventID {
+			t.Fatalf("recovery echo: %+v", echo.Events)
+		}
+		// Another agent may take them now.
+		if code := bob.do("POST", "/v1/leases", map[string]any{"resource_key": "task:T-2026-900", "ttl_seconds": 5}, nil); code != 201 {
+			t.Fatalf("bob's acquire after alice recovered: %d", code)
+		}
+	})
+}
+
+func cliEnv(p *devProc, token, name string) []string {
+	var env []string
+	for _, kv := range os.Environ() {
+		if !strings.HasPrefix(kv, "AMPFLOW_") {
+			env = append(env, kv)
+		}
+	}
+	return append(env, "AMPFLOW_API_URL=http://"+p.api, "AMPFLOW_API_TOKEN="+token, "AMPFLOW_AGENT_NAME="+name)
+}
+
+func mustRun(t *testing.T, env []string, args ...string) string {
+	t.Helper()
+	out, errOut, code := runAmpflow(t, env, nil, args...)
+	if code != 0 {
+		t.Fatalf("ampflow %s: exit %d\n%s%s", strings.Join(args, " "), code, out, errOut)
+	}
+	return out
+}
+
+func rawDo(t *testing.T, c api, method, path, body string) (int, []byte) {
+	t.Helper()
+	req, err := http.NewRequest(method, c.base+path, strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Authorization", "Bearer "+c.token)
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatalf("%s %s: %v", method, path, err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, b
+}
