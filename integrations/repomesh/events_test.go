@@ -208,7 +208,7 @@ func TestOpenAPI(t *testing.T) {
 		t.Fatal(`README.md has no "Leases and agent messaging" section`)
 	}
 	section, _, _ = strings.Cut(section, "\n## ")
-	uses := regexp.MustCompile(`curl[^\n]*?-X (GET|POST|DELETE)[^\n]*?\$AMPFLOW_API(/v1/[^\s?'"]*)`).FindAllStringSubmatch(section, -1)
+	uses := regexp.MustCompile(`curl[^\n]*?-X (GET|POST|DELETE)[^\n]*?\$AMPFLOW_API_URL(/v1/[^\s?'"]*)`).FindAllStringSubmatch(section, -1)
 	if len(uses) < 8 {
 		t.Fatalf("found %d curl examples in the section", len(uses))
 	}
