@@ -2,6 +2,7 @@ package ssot
 
 import (
 	"context"
+	"database/sql"
 	"errors"
 	"fmt"
 	"sync"
@@ -34,9 +35,11 @@ type groupSave struct {
 	taskID string
 	rows   []Record
 	st     *TaskState
-	res    AppendResult
-	err    error
-	done   chan struct{}
+	// fn, when set, is the write instead of a save (see inGroup).
+	fn   func(ctx context.Context, tx *sql.Tx) error
+	res  AppendResult
+	err  error
+	done chan struct{}
 }
 
 func newGroupWriter(s *DB) *groupWriter {
@@ -49,7 +52,18 @@ func newGroupWriter(s *DB) *groupWriter {
 var errClosed = errors.New("the SSOT store is closed")
 
 func (g *groupWriter) save(ctx context.Context, taskID string, rows []Record, st *TaskState) (AppendResult, error) {
-	req := &groupSave{ctx: ctx, taskID: taskID, rows: rows, st: st, done: make(chan struct{})}
+	return g.submit(&groupSave{ctx: ctx, taskID: taskID, rows: rows, st: st, done: make(chan struct{})})
+}
+
+// write runs fn in the next group's transaction, in a savepoint of its
+// own, and answers once that transaction is on disk.
+func (g *groupWriter) write(ctx context.Context, fn func(ctx context.Context, tx *sql.Tx) error) error {
+	_, err := g.submit(&groupSave{ctx: ctx, fn: fn, done: make(chan struct{})})
+	return err
+}
+
+func (g *groupWriter) submit(req *groupSave) (AppendResult, error) {
+	ctx := req.ctx
 	select {
 	case g.queue <- req:
 	case <-g.stop:
@@ -132,7 +146,15 @@ func (g *groupWriter) commit(batch []*groupSave) {
 			fail(err)
 			return
 		}
-		res, ch, err := g.s.saveIn(ctx, tx, req.taskID, req.rows, req.st)
+		var (
+			res AppendResult
+			ch  bool
+		)
+		if req.fn != nil {
+			err, ch = req.fn(ctx, tx), true
+		} else {
+			res, ch, err = g.s.saveIn(ctx, tx, req.taskID, req.rows, req.st)
+		}
 		if err != nil {
 			req.err = err
 			if _, err := tx.ExecContext(ctx, "ROLLBACK TO save"); err != nil {

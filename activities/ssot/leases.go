@@ -40,28 +40,26 @@ func (s *DB) RecordLease(ctx context.Context, l MeshLease, events []MeshEvent) e
 	if err := checkID("lease_id", l.LeaseID); err != nil {
 		return err
 	}
-	tx, err := s.db.BeginTx(ctx, nil)
-	if err != nil {
-		return fmt.Errorf("recording lease %s: %w", l.LeaseID, err)
-	}
-	defer tx.Rollback()
-	if _, err := tx.ExecContext(ctx, s.rebind(`INSERT INTO mesh_leases (lease_id, resource_key, agent_id, state,
-		ttl_seconds, acquired_at, expires_at, last_heartbeat, released_at, reason, version)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
-		ON CONFLICT (lease_id) DO UPDATE SET state = excluded.state, ttl_seconds = excluded.ttl_seconds,
-			expires_at = excluded.expires_at, last_heartbeat = excluded.last_heartbeat,
-			released_at = excluded.released_at, reason = excluded.reason, version = excluded.version
-		WHERE mesh_leases.version < excluded.version`),
-		l.LeaseID, l.ResourceKey, l.AgentID, l.State, l.TTLSeconds, micros(l.AcquiredAt), micros(l.ExpiresAt),
-		micros(l.LastHeartbeat), zeroMicros(l.ReleasedAt), l.Reason, l.Version); err != nil {
-		return fmt.Errorf("recording lease %s: %w", l.LeaseID, err)
-	}
-	for _, e := range events {
-		if _, err := s.appendEvent(ctx, tx, e); err != nil {
-			return fmt.Errorf("recording lease %s: %w", l.LeaseID, err)
+	err := s.inTx(ctx, func(ctx context.Context, tx *sql.Tx) error {
+		if _, err := tx.ExecContext(ctx, s.rebind(`INSERT INTO mesh_leases (lease_id, resource_key, agent_id, state,
+			ttl_seconds, acquired_at, expires_at, last_heartbeat, released_at, reason, version)
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+			ON CONFLICT (lease_id) DO UPDATE SET state = excluded.state, ttl_seconds = excluded.ttl_seconds,
+				expires_at = excluded.expires_at, last_heartbeat = excluded.last_heartbeat,
+				released_at = excluded.released_at, reason = excluded.reason, version = excluded.version
+			WHERE mesh_leases.version < excluded.version`),
+			l.LeaseID, l.ResourceKey, l.AgentID, l.State, l.TTLSeconds, micros(l.AcquiredAt), micros(l.ExpiresAt),
+			micros(l.LastHeartbeat), zeroMicros(l.ReleasedAt), l.Reason, l.Version); err != nil {
+			return err
 		}
-	}
-	if err := tx.Commit(); err != nil {
+		for _, e := range events {
+			if _, err := s.appendEvent(ctx, tx, e); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
 		return fmt.Errorf("recording lease %s: %w", l.LeaseID, err)
 	}
 	return nil

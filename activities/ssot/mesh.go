@@ -76,19 +76,34 @@ type SearchQuery struct {
 // answered as stored (a retry). A ParentID must name a stored event; the
 // new event joins its thread.
 func (s *DB) AppendEvent(ctx context.Context, e MeshEvent) (MeshEvent, error) {
-	tx, err := s.db.BeginTx(ctx, nil)
+	var out MeshEvent
+	err := s.inTx(ctx, func(ctx context.Context, tx *sql.Tx) error {
+		var err error
+		out, err = s.appendEvent(ctx, tx, e)
+		return err
+	})
 	if err != nil {
-		return MeshEvent{}, fmt.Errorf("storing event %s: %w", e.ID, err)
-	}
-	defer tx.Rollback()
-	out, err := s.appendEvent(ctx, tx, e)
-	if err != nil {
-		return MeshEvent{}, fmt.Errorf("storing event %s: %w", e.ID, err)
-	}
-	if err := tx.Commit(); err != nil {
 		return MeshEvent{}, fmt.Errorf("storing event %s: %w", e.ID, err)
 	}
 	return out, nil
+}
+
+// inTx runs fn in a transaction: on SQLite in the group writer's next
+// commit (one sync for every write queued meanwhile), on PostgreSQL in
+// one of its own.
+func (s *DB) inTx(ctx context.Context, fn func(ctx context.Context, tx *sql.Tx) error) error {
+	if s.group != nil {
+		return s.group.write(ctx, fn)
+	}
+	tx, err := s.db.BeginTx(ctx, nil)
+	if err != nil {
+		return err
+	}
+	defer tx.Rollback()
+	if err := fn(ctx, tx); err != nil {
+		return err
+	}
+	return tx.Commit()
 }
 
 func (s *DB) appendEvent(ctx context.Context, tx *sql.Tx, e MeshEvent) (MeshEvent, error) {
@@ -147,8 +162,8 @@ func (s *DB) appendEvent(ctx context.Context, tx *sql.Tx, e MeshEvent) (MeshEven
 		to = append(to, e.To)
 	}
 	for _, r := range append(to, e.Deliver...) {
-		if _, err := tx.ExecContext(ctx, s.rebind(`INSERT INTO mesh_deliveries (recipient, seq) VALUES (?, ?)
-			ON CONFLICT (recipient, seq) DO NOTHING`), r, e.Seq); err != nil {
+		if _, err := tx.ExecContext(ctx, s.rebind(`INSERT INTO mesh_deliveries (recipient, seq, channel, created_at)
+			VALUES (?, ?, ?, ?) ON CONFLICT (recipient, seq) DO NOTHING`), r, e.Seq, e.Channel, micros(e.CreatedAt)); err != nil {
 			return MeshEvent{}, err
 		}
 	}
@@ -281,25 +296,46 @@ func (s *DB) MeshInbox(ctx context.Context, q InboxQuery, p Page) ([]MeshEvent, 
 	if len(recips) == 0 {
 		return nil, "", &InvalidError{"recipient_id", "is required"}
 	}
-	var args []any
+	// Each recipient's page is read from the deliveries' key (recipient,
+	// seq) alone, newest or oldest first and limited; the union of those
+	// pages holds the inbox's page.
+	var cursor int64 = -1
+	if p.Cursor != "" {
+		n, err := strconv.ParseInt(p.Cursor, 10, 64)
+		if err != nil || n < 0 {
+			return nil, "", &InvalidError{"cursor", "is not a cursor this listing returned"}
+		}
+		cursor = n
+	}
+	order, cmp := "ASC", ">"
+	if q.Desc {
+		order, cmp = "DESC", "<"
+	}
+	var (
+		parts []string
+		args  []any
+	)
 	for _, r := range recips {
+		part := `SELECT seq FROM mesh_deliveries WHERE recipient = ?`
 		args = append(args, r)
+		if q.Channel != "" {
+			part += ` AND channel = ?`
+			args = append(args, q.Channel)
+		}
+		if !q.Since.IsZero() {
+			part += ` AND created_at > ?`
+			args = append(args, micros(q.Since))
+		}
+		if cursor >= 0 {
+			part += ` AND seq ` + cmp + ` ?`
+			args = append(args, cursor)
+		}
+		parts = append(parts, `SELECT seq FROM (`+part+` ORDER BY seq `+order+` LIMIT ?) AS r`+strconv.Itoa(len(parts)))
+		args = append(args, limit+1)
 	}
-	// The seqs first, from the deliveries' primary key, then the events.
-	inner := `SELECT DISTINCT d.seq FROM mesh_deliveries d WHERE d.recipient IN (` + placeholders(len(recips)) + `)`
-	where := `WHERE e.seq IN (` + inner + `)`
-	if q.Channel != "" {
-		where += ` AND e.channel = ?`
-		args = append(args, q.Channel)
-	}
-	if !q.Since.IsZero() {
-		where += ` AND e.created_at > ?`
-		args = append(args, micros(q.Since))
-	}
-	where, args, err = pageBy(where, args, p.Cursor, q.Desc, limit)
-	if err != nil {
-		return nil, "", err
-	}
+	where := `WHERE e.seq IN (SELECT seq FROM (` + strings.Join(parts, ` UNION `) + `) AS u ORDER BY seq ` + order + ` LIMIT ?)
+		ORDER BY e.seq ` + order
+	args = append(args, limit+1)
 	evs, err := s.events(ctx, s.db, where, args...)
 	if err != nil {
 		return nil, "", fmt.Errorf("reading the inbox of %s: %w", strings.Join(q.Recipients, ", "), err)

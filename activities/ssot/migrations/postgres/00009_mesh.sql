@@ -54,10 +54,13 @@ CREATE INDEX mesh_events_by_time ON mesh_events (created_at);
 CREATE INDEX mesh_events_search ON mesh_events USING GIN (search);
 
 -- mesh_deliveries: whose inbox an event is in: its recipient ("all" for a
--- broadcast) and each agent it mentions.
+-- broadcast) and each agent it mentions, with the event's channel and time
+-- so that an inbox page is read from this table's key alone.
 CREATE TABLE mesh_deliveries (
-    recipient TEXT   NOT NULL,
-    seq       BIGINT NOT NULL,
+    recipient  TEXT   NOT NULL,
+    seq        BIGINT NOT NULL,
+    channel    TEXT   NOT NULL DEFAULT '',
+    created_at BIGINT NOT NULL,
     PRIMARY KEY (recipient, seq)
 );
 

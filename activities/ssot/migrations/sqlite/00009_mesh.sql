@@ -49,10 +49,13 @@ CREATE INDEX mesh_events_by_thread ON mesh_events (thread_id, seq);
 CREATE INDEX mesh_events_by_time ON mesh_events (created_at);
 
 -- mesh_deliveries: whose inbox an event is in: its recipient ("all" for a
--- broadcast) and each agent it mentions.
+-- broadcast) and each agent it mentions, with the event's channel and time
+-- so that an inbox page is read from this table's key alone.
 CREATE TABLE mesh_deliveries (
-    recipient TEXT    NOT NULL,
-    seq       INTEGER NOT NULL,
+    recipient  TEXT   NOT NULL,
+    seq        INTEGER NOT NULL,
+    channel    TEXT   NOT NULL DEFAULT '',
+    created_at INTEGER NOT NULL,
     PRIMARY KEY (recipient, seq)
 ) WITHOUT ROWID;
 
