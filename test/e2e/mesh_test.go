@@ -85,6 +85,29 @@ func TestMesh(t *testing.T) {
 		}
 	})
 
+	t.Run("TakenAgainAtOnce", func(t *testing.T) {
+		// A run ends with its release; an acquire meeting it as it ends
+		// starts the next run.
+		for i := range 5 {
+			var a, b repomesh.Lease
+			if code := alice.do("POST", "/v1/leases", map[string]any{"resource_key": "k:again", "ttl_seconds": 30}, &a); code != 201 {
+				t.Fatalf("round %d: alice's acquire: %d", i, code)
+			}
+			done := make(chan int)
+			go func() {
+				done <- bob.do("POST", "/v1/leases", map[string]any{"resource_key": "k:again", "ttl_seconds": 30}, &b)
+			}()
+			alice.do("DELETE", "/v1/leases/"+a.LeaseID, nil, nil)
+			switch code := <-done; code {
+			case 201:
+				bob.do("DELETE", "/v1/leases/"+b.LeaseID, nil, nil)
+			case 409:
+			default:
+				t.Fatalf("round %d: bob's acquire as alice releases: %d", i, code)
+			}
+		}
+	})
+
 	t.Run("ThreadedConversation", func(t *testing.T) {
 		env := cliEnv(p, "alice-secret", "alice")
 		rootID := lastLine(mustRun(t, env, "chat", "send", "bob", "Can you review src/auth.py before the release?", "--subject", "Code review request"))
