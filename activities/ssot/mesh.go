@@ -410,7 +410,10 @@ func (s *DB) SearchEvents(ctx context.Context, q SearchQuery, p Page) ([]MeshEve
 	}
 	if words := Keywords(q.Q); len(words) > 0 {
 		if s.engine == EnginePostgres {
-			where += ` AND e.search @@ to_tsquery('simple', ?)`
+			// The match first, from the GIN index: the planner's guess
+			// of a match's rows is poor, and a sender's index read in seq
+			// order with the match checked per row was ten times slower.
+			where += ` AND e.seq IN (SELECT seq FROM mesh_events WHERE search @@ to_tsquery('simple', ?))`
 			args = append(args, strings.Join(words, " & "))
 		} else {
 			quoted := make([]string, len(words))

@@ -108,6 +108,27 @@ func TestMesh(t *testing.T) {
 		}
 	})
 
+	t.Run("LeaseCLI", func(t *testing.T) {
+		env := cliEnv(p, "bob-secret", "bob")
+		var l repomesh.Lease
+		if err := json.Unmarshal([]byte(mustRun(t, env, "-o", "json", "lease", "acquire", "repo:cli:main", "--ttl", "120")), &l); err != nil || l.AgentID != "bob" || l.State != "active" {
+			t.Fatalf("lease acquire: %+v %v", l, err)
+		}
+		_, errOut, code := runAmpflow(t, cliEnv(p, "alice-secret", "alice"), nil, "lease", "acquire", "repo:cli:main")
+		if code == 0 || !strings.Contains(errOut, "held by bob") {
+			t.Fatalf("alice's lease acquire of bob's key: exit %d %s", code, errOut)
+		}
+		mustRun(t, env, "lease", "renew", l.LeaseID, "--ttl", "60")
+		if out := mustRun(t, env, "lease", "list", "--agent", "bob", "--state", "active"); !strings.Contains(out, l.LeaseID) || !strings.Contains(out, "60s") {
+			t.Fatalf("lease list:\n%s", out)
+		}
+		mustRun(t, env, "lease", "release", l.LeaseID)
+		var list repomesh.LeaseList
+		if err := json.Unmarshal([]byte(mustRun(t, env, "-o", "json", "lease", "list", "--agent", "bob", "--state", "released")), &list); err != nil || len(list.Leases) == 0 || list.Leases[0].LeaseID != l.LeaseID {
+			t.Fatalf("released leases: %+v %v", list, err)
+		}
+	})
+
 	t.Run("ThreadedConversation", func(t *testing.T) {
 		env := cliEnv(p, "alice-secret", "alice")
 		rootID := lastLine(mustRun(t, env, "chat", "send", "bob", "Can you review src/auth.py before the release?", "--subject", "Code review request"))

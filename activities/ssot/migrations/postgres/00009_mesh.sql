@@ -46,6 +46,7 @@ CREATE TABLE mesh_events (
         regexp_replace(subject || ' ' || content, '[^[:alnum:]]+', ' ', 'g'))) STORED
 );
 CREATE INDEX mesh_events_by_sender ON mesh_events (sender, seq);
+CREATE INDEX mesh_events_by_pair ON mesh_events (sender, recipient, seq);
 CREATE INDEX mesh_events_by_recipient ON mesh_events (recipient, seq);
 CREATE INDEX mesh_events_by_type ON mesh_events (type, seq);
 CREATE INDEX mesh_events_by_task ON mesh_events (task_id, seq);
