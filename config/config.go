@@ -37,6 +37,7 @@ type Config struct {
 	Slack            Slack    `mapstructure:"slack"`
 	Telegram         Telegram `mapstructure:"telegram"`
 	Notify           Notify   `mapstructure:"notify"`
+	Gate             Gate     `mapstructure:"gate"`
 }
 
 // Log configures ampflow's own logs.

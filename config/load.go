@@ -274,6 +274,7 @@ func decodeHook() mapstructure.DecodeHookFunc {
 		rejectBareDuration,
 		mapstructure.StringToTimeDurationHookFunc(),
 		stringToAuthTokens,
+		jsonGateList,
 		mapstructure.StringToSliceHookFunc(","),
 	)
 }

@@ -40,6 +40,7 @@ func (c Config) Redacted() Config {
 	c.Telegram.WebhookSecret = mask(c.Telegram.WebhookSecret)
 	c.Agents.Executor.WebhookSecret = mask(c.Agents.Executor.WebhookSecret)
 	c.Agents.Reviewer.WebhookSecret = mask(c.Agents.Reviewer.WebhookSecret)
+	c.Gate.WebhookSecret = mask(c.Gate.WebhookSecret)
 	c.SSOT.URL = maskURLPassword(c.SSOT.URL)
 	c.Dev.TemporalDB = maskURLPassword(c.Dev.TemporalDB)
 	return c
@@ -73,6 +74,7 @@ func (c Config) Secrets() []string {
 		c.Slack.AppToken, c.Slack.BotToken, c.Slack.SigningSecret,
 		c.Telegram.Token, c.Telegram.WebhookSecret,
 		c.Agents.Executor.WebhookSecret, c.Agents.Reviewer.WebhookSecret,
+		c.Gate.WebhookSecret,
 		urlPassword(c.SSOT.URL),
 		urlPassword(c.Dev.TemporalDB),
 	}
@@ -131,8 +133,14 @@ func flatten(prefix string, v reflect.Value, out map[string]any) {
 	t := v.Type()
 	for i := range t.NumField() {
 		f := t.Field(i)
-		key := prefix + f.Tag.Get("mapstructure")
+		tag := f.Tag.Get("mapstructure")
 		fv := v.Field(i)
+		if tag == ",squash" {
+			// An embedded section's keys are its parent's.
+			flatten(prefix, fv, out)
+			continue
+		}
+		key := prefix + tag
 		if fv.Kind() == reflect.Struct && f.Type != durationType {
 			flatten(key+".", fv, out)
 			continue

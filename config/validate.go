@@ -125,6 +125,8 @@ func (c Config) Validate() error {
 	validateAgent(&ps, "agents.reviewer", c.Agents.Reviewer)
 	c.validateSlack(&ps)
 	c.validateTelegram(&ps)
+	c.validateGate(&ps)
+	c.validateContracts(&ps)
 
 	if len(ps) == 0 {
 		return nil

@@ -19,6 +19,7 @@ import (
 	"github.com/ampflow/ampflow/config"
 	"github.com/ampflow/ampflow/integrations/httpapi"
 	"github.com/ampflow/ampflow/workflows"
+	"github.com/ampflow/ampflow/workflows/gate"
 )
 
 // Options for Run.
@@ -34,6 +35,10 @@ type Options struct {
 	// LocalName is who an HTTP API with no auth.tokens acts as; empty is
 	// httpapi.OpenName. `ampflow dev` passes the operating-system user.
 	LocalName string
+	// ContractSecretFile keeps a contract signing secret made on first use
+	// when gate.contract_secret_env names an unset variable; empty makes
+	// none (contracts are then not served). `ampflow dev` sets it.
+	ContractSecretFile string
 }
 
 // Parts are the pieces Run builds, exposed for tests and the demo.
@@ -52,6 +57,8 @@ type Parts struct {
 	// Build sets it; without it (tests) each bot keeps a state file under
 	// data_dir/chat.
 	ChatState *ssot.DB
+	// Gate are the action gate's activities.
+	Gate *activities.Gate
 
 	export *exportQueue
 }
@@ -129,7 +136,8 @@ func Build(o Options) (*Parts, error) {
 	acts := &activities.Activities{Git: git, CI: ci, Store: record, Delivery: delivery, Log: log, Policy: &policy}
 	// The store is shared by every worker that names it: the bots keep
 	// their state in it and take turns under its lease.
-	return &Parts{Store: store, Tasks: tasks, Activities: acts, Lease: store, ChatState: store, export: export}, nil
+	return &Parts{Store: store, Tasks: tasks, Activities: acts, Lease: store, ChatState: store, export: export,
+		Gate: gateActivities(cfg, store, log)}, nil
 }
 
 // diffBaseURL is where reviewers reach the diffs this worker's API serves:
@@ -160,10 +168,14 @@ func agentDelivery(a config.Agent) activities.AgentDelivery {
 
 // NewWorker registers the task workflow and the activities on a worker
 // of the configured task queue.
-func NewWorker(c client.Client, queue string, acts *activities.Activities) worker.Worker {
+func NewWorker(c client.Client, queue string, acts *activities.Activities, gateActs *activities.Gate) worker.Worker {
 	w := worker.New(c, queue, worker.Options{})
 	w.RegisterWorkflowWithOptions(workflows.Task, workflow.RegisterOptions{Name: task.WorkflowType})
 	w.RegisterActivity(acts)
+	w.RegisterWorkflowWithOptions(gate.Gate, workflow.RegisterOptions{Name: gate.WorkflowType})
+	if gateActs != nil {
+		w.RegisterActivity(gateActs)
+	}
 	registerLeases(w, acts)
 	return w
 }
@@ -187,7 +199,7 @@ func Run(ctx context.Context, o Options) error {
 		parts.Close()
 		return err
 	}
-	w := NewWorker(o.Temporal, o.Config.Temporal.TaskQueue, parts.Activities)
+	w := NewWorker(o.Temporal, o.Config.Temporal.TaskQueue, parts.Activities, parts.Gate)
 	if err := w.Start(); err != nil {
 		rt.stop()
 		parts.Close()

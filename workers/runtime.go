@@ -52,10 +52,18 @@ func newRuntime(o Options, parts *Parts, log *slog.Logger) (*runtime, error) {
 		Tasks: parts.Tasks, Store: parts.Store, Tokens: o.Config.Auth.Tokens, Logger: log, Metrics: o.Metrics,
 		OpenName: o.LocalName,
 	})
+	if err := addGate(api, o, parts, log); err != nil {
+		return nil, err
+	}
 	addMesh(api, parts, log)
 	if err := api.LoopbackOnly(addr); err != nil {
 		return nil, fmt.Errorf("http.addr: %w", err)
 	}
+	contracts, err := contractHandlers(o, parts, log)
+	if err != nil {
+		return nil, err
+	}
+	contracts.Register(api)
 	for path, h := range mounts {
 		api.Mount("POST "+path, h)
 	}

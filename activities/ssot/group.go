@@ -35,8 +35,8 @@ type groupSave struct {
 	taskID string
 	rows   []Record
 	st     *TaskState
-	// fn, when set, is the write instead of a save (see inGroup).
-	fn   func(ctx context.Context, tx *sql.Tx) error
+	// fn, when set, is the save's work in place of saveIn.
+	fn   func(ctx context.Context, tx *sql.Tx) (AppendResult, bool, error)
 	res  AppendResult
 	err  error
 	done chan struct{}
@@ -52,18 +52,10 @@ func newGroupWriter(s *DB) *groupWriter {
 var errClosed = errors.New("the SSOT store is closed")
 
 func (g *groupWriter) save(ctx context.Context, taskID string, rows []Record, st *TaskState) (AppendResult, error) {
-	return g.submit(&groupSave{ctx: ctx, taskID: taskID, rows: rows, st: st, done: make(chan struct{})})
+	return g.do(ctx, &groupSave{ctx: ctx, taskID: taskID, rows: rows, st: st, done: make(chan struct{})})
 }
 
-// write runs fn in the next group's transaction, in a savepoint of its
-// own, and answers once that transaction is on disk.
-func (g *groupWriter) write(ctx context.Context, fn func(ctx context.Context, tx *sql.Tx) error) error {
-	_, err := g.submit(&groupSave{ctx: ctx, fn: fn, done: make(chan struct{})})
-	return err
-}
-
-func (g *groupWriter) submit(req *groupSave) (AppendResult, error) {
-	ctx := req.ctx
+func (g *groupWriter) do(ctx context.Context, req *groupSave) (AppendResult, error) {
 	select {
 	case g.queue <- req:
 	case <-g.stop:
@@ -151,7 +143,7 @@ func (g *groupWriter) commit(batch []*groupSave) {
 			ch  bool
 		)
 		if req.fn != nil {
-			err, ch = req.fn(ctx, tx), true
+			res, ch, err = req.fn(ctx, tx)
 		} else {
 			res, ch, err = g.s.saveIn(ctx, tx, req.taskID, req.rows, req.st)
 		}

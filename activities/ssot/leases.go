@@ -40,7 +40,7 @@ func (s *DB) RecordLease(ctx context.Context, l MeshLease, events []MeshEvent) e
 	if err := checkID("lease_id", l.LeaseID); err != nil {
 		return err
 	}
-	err := s.inTx(ctx, func(ctx context.Context, tx *sql.Tx) error {
+	err := s.meshTx(ctx, func(ctx context.Context, tx *sql.Tx) error {
 		if _, err := tx.ExecContext(ctx, s.rebind(`INSERT INTO mesh_leases (lease_id, resource_key, agent_id, state,
 			ttl_seconds, acquired_at, expires_at, last_heartbeat, released_at, reason, version)
 			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
@@ -63,13 +63,6 @@ func (s *DB) RecordLease(ctx context.Context, l MeshLease, events []MeshEvent) e
 		return fmt.Errorf("recording lease %s: %w", l.LeaseID, err)
 	}
 	return nil
-}
-
-func zeroMicros(t time.Time) int64 {
-	if t.IsZero() {
-		return 0
-	}
-	return micros(t)
 }
 
 const leaseColumns = `lease_id, resource_key, agent_id, state, ttl_seconds, acquired_at, expires_at,

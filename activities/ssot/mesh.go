@@ -77,7 +77,7 @@ type SearchQuery struct {
 // new event joins its thread.
 func (s *DB) AppendEvent(ctx context.Context, e MeshEvent) (MeshEvent, error) {
 	var out MeshEvent
-	err := s.inTx(ctx, func(ctx context.Context, tx *sql.Tx) error {
+	err := s.meshTx(ctx, func(ctx context.Context, tx *sql.Tx) error {
 		var err error
 		out, err = s.appendEvent(ctx, tx, e)
 		return err
@@ -88,12 +88,14 @@ func (s *DB) AppendEvent(ctx context.Context, e MeshEvent) (MeshEvent, error) {
 	return out, nil
 }
 
-// inTx runs fn in a transaction: on SQLite in the group writer's next
+// meshTx runs fn in a transaction: on SQLite in the group writer's next
 // commit (one sync for every write queued meanwhile), on PostgreSQL in
 // one of its own.
-func (s *DB) inTx(ctx context.Context, fn func(ctx context.Context, tx *sql.Tx) error) error {
+func (s *DB) meshTx(ctx context.Context, fn func(ctx context.Context, tx *sql.Tx) error) error {
 	if s.group != nil {
-		return s.group.write(ctx, fn)
+		_, err := s.group.do(ctx, &groupSave{ctx: ctx, done: make(chan struct{}),
+			fn: func(ctx context.Context, tx *sql.Tx) (AppendResult, bool, error) { return AppendResult{}, true, fn(ctx, tx) }})
+		return err
 	}
 	tx, err := s.db.BeginTx(ctx, nil)
 	if err != nil {

@@ -36,6 +36,11 @@ temporary directory (removed afterwards):
     each of GET /v1/inbox, GET /v1/decisions and GET /v1/tasks/{id}/history,
     read from the SSOT through the HTTP API.
 
+With --signals N it measures the action gate instead: N signals that need
+no gate posted to POST /v1/signals over HTTP, C in flight (accept p50, p95,
+p99), then N/4 that open a gate, approved through the decision engine
+(gates resolved per second: answered and approved in the SSOT).
+
 The SSOT is SQLite in the temporary directory unless --ssot-url names a
 database (postgres://…): use an empty database of its own.
 
@@ -47,6 +52,7 @@ is set.`,
   ampflow bench --tasks 50 --open 0
   ampflow bench --tasks 20 --open 1000
   ampflow bench --open 1000 --ssot-url postgres://postgres@127.0.0.1:5432/bench
+  ampflow bench --signals 2000 --concurrency 16
   ampflow bench --leases 1000 --lease-ttl 60s`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -92,6 +98,7 @@ is set.`,
 	f := cmd.Flags()
 	f.IntVar(&o.Tasks, "tasks", bench.DefaultTasks, "run `N` lifecycles on each side")
 	f.IntVar(&o.Concurrency, "concurrency", bench.DefaultConcurrency, "keep `C` lifecycles in flight")
+	f.IntVar(&o.Signals, "signals", 0, "measure the action gate instead: post `N` signals with no gate and N/4 that open a gate, then approve those (accept p50/p95/p99, gates resolved per second)")
 	f.IntVar(&o.Open, "open", bench.DefaultOpen, "hold `N` tasks open for the RSS reading and the read latencies (0 skips them)")
 	f.StringVar(&o.SSOTURL, "ssot-url", "", "keep the SSOT in the database at `URL` (default: SQLite in the temporary directory)")
 	f.StringVar(&cpuProfile, "cpuprofile", "", "write a CPU profile of the ampflow phase to `FILE`")

@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"path/filepath"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -74,6 +75,7 @@ temporal --help); the SSOT stays where ssot settings say.`,
 			}
 			defer c.Close()
 			err = workers.Run(cmd.Context(), workers.Options{Config: cfg, Temporal: c, Logger: log, Metrics: metrics, LocalName: local,
+				ContractSecretFile: filepath.Join(cfg.DataDir, workers.ContractSecretFile),
 				Endpoint: func(name, addr string) {
 					fmt.Fprintf(a.Stdout, "%-10s %s\n", name, addr)
 					if name == "worker" {

@@ -156,6 +156,14 @@ func decisionBody(d decision.Decision, state string) []slackapi.Block {
 		section("*" + chat.KindTitle(d.Kind) + "*\n" + esc(chat.Clip(d.Prompt, maxDescription))),
 	}
 	var t []string
+	if !chat.ForTask(c) {
+		t = append(t, "*Summary* "+esc(chat.Clip(c.Description, maxDescription)))
+		for _, f := range chat.Facts(c, maxDescription) {
+			t = append(t, "*"+esc(f.Label)+"* "+esc(f.Value))
+		}
+		t = append(t, "*Risk* "+string(c.Risk))
+		return append(blocks, section(strings.Join(t, "\n")))
+	}
 	t = append(t, "*Task* "+esc(chat.Clip(c.Description, maxDescription)))
 	if r := repoAt(c); r != "" {
 		t = append(t, "*Repo* `"+esc(r)+"`")

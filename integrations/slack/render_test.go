@@ -33,6 +33,7 @@ func TestRenderGolden(t *testing.T) {
 		v    any
 	}{
 		{"decision_plan.json", RenderDecision(plan, []string{"tokA", "tokB"})},
+		{"decision_gate.json", RenderDecision(chattest.GateDecision(), []string{"tokA", "tokB"})},
 		{"decision_lock.json", RenderDecision(lock, []string{"tok1", "tok2", "tok3"})},
 		{"closed_plan.json", RenderClosed(plan, chattest.Outcome(plan, decision.OptApprove, "slack:U1", "slack", ""))},
 		{"closed_lock_note.json", RenderClosed(lock, chattest.Outcome(lock, task.OptAccept, "telegram:42", "telegram", "Known flake;\nship it"))},

@@ -124,6 +124,14 @@ func decisionBody(d decision.Decision, state string) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "%s <b>%s · %s</b>\n", chat.RiskMark(c.Risk), state, esc(d.Subject))
 	fmt.Fprintf(&b, "<b>%s</b>\n%s\n\n", chat.KindTitle(d.Kind), esc(chat.Clip(d.Prompt, maxDescription)))
+	if !chat.ForTask(c) {
+		b.WriteString("<b>Summary</b> " + esc(chat.Clip(c.Description, maxDescription)))
+		for _, f := range chat.Facts(c, maxDescription) {
+			b.WriteString("\n<b>" + esc(f.Label) + "</b> " + esc(f.Value))
+		}
+		b.WriteString("\n<b>Risk</b> " + esc(string(c.Risk)))
+		return b.String()
+	}
 	b.WriteString("<b>Task</b> " + esc(chat.Clip(c.Description, maxDescription)))
 	if c.Repo != "" {
 		r := c.Repo

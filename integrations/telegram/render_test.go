@@ -44,6 +44,7 @@ func TestRenderGolden(t *testing.T) {
 	}{
 		{"decision_plan.txt", RenderDecision(plan, []string{"tokA", "tokB"})},
 		{"decision_lock.txt", RenderDecision(lock, []string{"tok1", "tok2", "tok3"})},
+		{"decision_gate.txt", RenderDecision(chattest.GateDecision(), []string{"tokA", "tokB"})},
 		{"closed_plan.txt", RenderClosed(plan, chattest.Outcome(plan, decision.OptApprove, "telegram:42", "telegram", ""))},
 		{"closed_lock_note.txt", RenderClosed(lock, chattest.Outcome(lock, task.OptAccept, "slack:U1", "slack", "Known <flaky> test;\nship it"))},
 		{"closed_withdrawn.txt", RenderClosed(plan, chattest.Outcome(plan, decision.OptWithdrawn, "system", "workflow", ""))},

@@ -53,6 +53,9 @@ type Options struct {
 	// SSOTURL is the SSOT's database (as ssot.url); empty is a SQLite
 	// file in the benchmark's temporary directory.
 	SSOTURL string
+	// Signals, when more than zero, measures the action gate instead of
+	// lifecycles: Signals signals, a quarter as many gates.
+	Signals int
 }
 
 // Validate refuses options Run cannot work with.
@@ -63,6 +66,9 @@ func (o Options) Validate() error {
 	}
 	if o.Concurrency < 1 {
 		errs = append(errs, fmt.Errorf("invalid --concurrency %d: must be at least 1", o.Concurrency))
+	}
+	if o.Signals < 0 {
+		errs = append(errs, fmt.Errorf("invalid --signals %d: must not be negative", o.Signals))
 	}
 	if o.Open < 0 {
 		errs = append(errs, fmt.Errorf("invalid --open %d: must not be negative", o.Open))
@@ -136,12 +142,13 @@ func Run(ctx context.Context, o Options) (Result, error) {
 	parts.Activities.Delivery = b.inboxes
 	// The benchmark's tasks run by the default policy; nothing is decided.
 	policy := workflows.NewPolicy(config.Default())
+	policy.Admins = []string{benchAdmin} // who approves the gates of --signals
 	parts.Activities.Policy = &policy
 	b.tasks, b.store = parts.Tasks, parts.Store
 	// A loaded two-core machine can take longer than the default 15s to
 	// answer; a slow answer is a figure, not a failure.
 	b.tasks.Wait = 2 * time.Minute
-	w := workers.NewWorker(c, ampflowQueue, parts.Activities)
+	w := workers.NewWorker(c, ampflowQueue, parts.Activities, parts.Gate)
 	bw := newBaselineWorker(c)
 	for _, x := range []interface{ Start() error }{w, bw} {
 		if err := x.Start(); err != nil {
@@ -150,6 +157,9 @@ func Run(ctx context.Context, o Options) (Result, error) {
 	}
 	defer w.Stop()
 	defer bw.Stop()
+	if o.Signals > 0 {
+		return b.measureSignals(ctx, parts)
+	}
 	return b.measure(ctx)
 }
 

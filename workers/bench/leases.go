@@ -111,7 +111,7 @@ func RunLeases(ctx context.Context, o LeaseOptions) (LeaseResult, error) {
 		return LeaseResult{}, err
 	}
 	defer parts.Close()
-	w := workers.NewWorker(c, ampflowQueue, parts.Activities)
+	w := workers.NewWorker(c, ampflowQueue, parts.Activities, nil)
 	if err := w.Start(); err != nil {
 		return LeaseResult{}, fmt.Errorf("starting the benchmark worker: %w", err)
 	}

@@ -35,6 +35,9 @@ type Result struct {
 	Reads *Reads `json:"reads,omitempty"`
 	// SSOT is the store's engine, sqlite or postgres.
 	SSOT string `json:"ssot"`
+	// Signals are the action gate's figures, with --signals (then the
+	// lifecycle figures are not measured).
+	Signals *SignalFigures `json:"signals,omitempty"`
 
 	// What the text table shows besides the figures above.
 	Open             int           `json:"-"`
@@ -56,6 +59,20 @@ type Result struct {
 // WriteText prints r as a table.
 func (r Result) WriteText(w io.Writer) error {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	if s := r.Signals; s != nil {
+		for _, row := range [][2]string{
+			{"signals", fmt.Sprintf("%d with no gate, %d in flight, %.1f/s (%s, SSOT %s)", s.Signals, r.Concurrency, s.SignalsPerS, s.SignalsElapsed.Round(time.Millisecond), r.SSOT)},
+			{"accept p50", fmt.Sprintf("%.2f ms", s.AcceptP50MS)},
+			{"accept p95", fmt.Sprintf("%.2f ms", s.AcceptP95MS)},
+			{"accept p99", fmt.Sprintf("%.2f ms", s.AcceptP99MS)},
+			{"gated signals", fmt.Sprintf("%d, accept p50 %.2f ms, p99 %.2f ms (record + gate workflow started)", s.Gates, s.GatedAcceptP50MS, s.GatedAcceptP99MS)},
+			{"gates resolved", fmt.Sprintf("%.1f/s (%d approved in %s, %d at once)", s.GatesResolvedPerS, s.Gates, s.ResolveElapsed.Round(time.Millisecond), r.Concurrency)},
+			{"peak RSS", fmt.Sprintf("%.0f MiB", r.PeakRSSMB)},
+		} {
+			fmt.Fprintf(tw, "%s\t%s\n", row[0], row[1])
+		}
+		return tw.Flush()
+	}
 	rows := [][2]string{
 		{"tasks", fmt.Sprintf("%d lifecycles, %d in flight", r.Tasks, r.Concurrency)},
 		{"ampflow", fmt.Sprintf("%.2f lifecycles/s (%s)", r.Ampflow.LifecyclesPerS, r.AmpflowElapsed.Round(time.Millisecond))},

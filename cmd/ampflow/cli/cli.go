@@ -256,6 +256,7 @@ func (a *App) rootCommand() *cobra.Command {
 	root.AddCommand(a.taskCommand(), a.msgCommand())
 	root.AddCommand(a.agentCommands()...)
 	root.AddCommand(a.pendingCommand(), a.decideCommand())
+	root.AddCommand(a.gatesCommand())
 	root.AddCommand(a.auditCommand(), a.ssotCommand())
 	root.AddCommand(a.leaseCommand(), a.chatCommand())
 	return root

@@ -113,3 +113,31 @@ func Outcome(d decision.Decision, option, by, channel, note string) decision.Out
 	return decision.Outcome{DecisionID: d.ID, Kind: d.Kind, Option: option, Note: note, By: by, Channel: channel,
 		At: RaisedAt.Add(4 * time.Minute)}
 }
+
+// GateDecision is a decision of the action gate: not a task's, so its
+// context is in Extra.
+func GateDecision() decision.Decision {
+	return decision.Decision{
+		ID:       "gate-gate_01jt-d1",
+		Subject:  "gate-gate_01jt",
+		Kind:     "gate_signal",
+		Prompt:   "Agent resume-tailor proposes: Send tailored resume to applicant",
+		RaisedAt: RaisedAt,
+		Digest:   Digest,
+		Options: []decision.Option{
+			{ID: decision.OptApprove, Label: "Approve"},
+			{ID: decision.OptReject, Label: "Reject"},
+		},
+		Context: decision.Context{
+			Description: "Rewrote resume for Senior PM role at <Stripe>",
+			Risk:        amp.RiskMedium,
+			Extra: map[string]any{
+				"gate_id": "gate_01jt", "kind": "signal", "summary": "Rewrote resume for Senior PM role at <Stripe>",
+				"proposed_action": "Send tailored resume to applicant", "agent_id": "resume-tailor", "project_id": "job-search",
+				"run_id": "run_01jt4k", "model": "claude-sonnet-4-6", "artifacts": 1,
+				"cost":    "$0.014736 reported, $0.014736 computed · 1842 in / 614 out tokens",
+				"reasons": []any{"the agent declared gate_required"},
+			},
+		},
+	}
+}

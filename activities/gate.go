@@ -1,0 +1,204 @@
+package activities
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/url"
+	"strconv"
+	"time"
+
+	"go.temporal.io/sdk/activity"
+
+	"github.com/ampflow/ampflow/activities/ssot"
+)
+
+// GateStore is what the gate's activities write in the SSOT (*ssot.DB).
+type GateStore interface {
+	Append(ctx context.Context, subject string, entries []ssot.Entry) (ssot.AppendResult, error)
+	InsertGate(ctx context.Context, g ssot.GateRow) (ssot.GateRow, bool, error)
+	SaveDecisions(ctx context.Context, subject string, rev int64, ds []ssot.PendingDecision) error
+	ResolveGate(ctx context.Context, gateID, status, by string, at time.Time) error
+	SetGateCallback(ctx context.Context, gateID, callback string) error
+	AddGateAttempt(ctx context.Context, a ssot.GateAttempt) error
+}
+
+// Gate carries the dependencies of the action gate's activities.
+type Gate struct {
+	Store GateStore
+	// Secret signs callbacks (gate.webhook_secret); empty sends them
+	// unsigned.
+	Secret string
+	// Allowed says whether a callback may go to host (gate.webhook_allow),
+	// checked again at each attempt; nil allows none.
+	Allowed func(host string) bool
+	HTTP    *http.Client
+	Log     *slog.Logger
+	Now     func() time.Time
+}
+
+// GateOpenInput is a gate's row, written unless the intake wrote it.
+type GateOpenInput struct {
+	Row ssot.GateRow `json:"row"`
+}
+
+// GateOpen stores a gate's row so its status is readable by gate id; a
+// row stored already (a signal's, or a retry) is kept.
+func (g *Gate) GateOpen(ctx context.Context, in GateOpenInput) error {
+	_, _, err := g.Store.InsertGate(ctx, in.Row)
+	return err
+}
+
+// GateRecordInput is SSOT records of one gate.
+type GateRecordInput struct {
+	// Subject is the gate's workflow id: its chain in the SSOT.
+	Subject string        `json:"subject"`
+	Entries []RecordEntry `json:"entries"`
+}
+
+// GateRecord appends records to a gate's chain; a retry keeps what was
+// stored.
+func (g *Gate) GateRecord(ctx context.Context, in GateRecordInput) error {
+	entries := make([]ssot.Entry, len(in.Entries))
+	for i, e := range in.Entries {
+		entries[i] = ssot.Entry{ID: e.ID, Kind: string(e.Kind), RecordedAt: e.RecordedAt, Body: e.Body}
+		if e.Kind == KindDecision {
+			entries[i].Digest = bodyDigest(e.Body)
+		}
+	}
+	_, err := g.Store.Append(ctx, in.Subject, entries)
+	return err
+}
+
+// GateDecisionsInput is the open decisions of a gate, in their Rev'th
+// save.
+type GateDecisionsInput struct {
+	Subject   string                 `json:"subject"`
+	Rev       int64                  `json:"rev"`
+	Decisions []ssot.PendingDecision `json:"decisions"`
+}
+
+// GateDecisions lists a gate's open decisions with every other.
+func (g *Gate) GateDecisions(ctx context.Context, in GateDecisionsInput) error {
+	return g.Store.SaveDecisions(ctx, in.Subject, in.Rev, in.Decisions)
+}
+
+// GateResolveInput is a gate's resolution.
+type GateResolveInput struct {
+	GateID string    `json:"gate_id"`
+	Status string    `json:"status"`
+	By     string    `json:"by"`
+	At     time.Time `json:"at"`
+}
+
+// GateResolve records a gate's resolution where GET /v1/gates reads it.
+func (g *Gate) GateResolve(ctx context.Context, in GateResolveInput) error {
+	return g.Store.ResolveGate(ctx, in.GateID, in.Status, in.By, in.At)
+}
+
+// GateCallbackStateInput is where a gate's callback stands.
+type GateCallbackStateInput struct {
+	GateID   string `json:"gate_id"`
+	Callback string `json:"callback"`
+}
+
+// GateCallbackState records where a gate's callback stands.
+func (g *Gate) GateCallbackState(ctx context.Context, in GateCallbackStateInput) error {
+	return g.Store.SetGateCallback(ctx, in.GateID, in.Callback)
+}
+
+// GateCallbackInput is one attempt to post a resolution.
+type GateCallbackInput struct {
+	GateID  string          `json:"gate_id"`
+	Attempt int             `json:"attempt"`
+	URL     string          `json:"url"`
+	Body    json.RawMessage `json:"body"`
+}
+
+// GateCallbackResult says how an attempt went. Final says a retry is
+// pointless (a 4xx answer, a host no longer allowed).
+type GateCallbackResult struct {
+	Delivered  bool   `json:"delivered"`
+	Final      bool   `json:"final,omitempty"`
+	StatusCode int    `json:"status_code,omitempty"`
+	Error      string `json:"error,omitempty"`
+}
+
+// GateCallback posts a resolution once, signed, and records the attempt.
+// The workflow retries with its own backoff, so each attempt is one
+// activity and one record.
+func (g *Gate) GateCallback(ctx context.Context, in GateCallbackInput) (GateCallbackResult, error) {
+	res := g.post(ctx, in)
+	a := ssot.GateAttempt{GateID: in.GateID, Attempt: in.Attempt, At: g.now(), StatusCode: res.StatusCode, Error: res.Error}
+	if err := g.Store.AddGateAttempt(ctx, a); err != nil {
+		g.log().Error("recording a callback attempt", "gate", in.GateID, "attempt", in.Attempt, "err", err)
+	}
+	g.log().Info("gate callback", "gate", in.GateID, "attempt", in.Attempt, "delivered", res.Delivered, "status", res.StatusCode, "err", res.Error)
+	return res, nil
+}
+
+func (g *Gate) post(ctx context.Context, in GateCallbackInput) GateCallbackResult {
+	u, err := url.Parse(in.URL)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") {
+		return GateCallbackResult{Final: true, Error: "webhook_url is not an http(s) URL"}
+	}
+	if g.Allowed == nil || !g.Allowed(u.Hostname()) {
+		return GateCallbackResult{Final: true, Error: "host " + u.Hostname() + " is not in gate.webhook_allow"}
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, in.URL, bytes.NewReader(in.Body))
+	if err != nil {
+		return GateCallbackResult{Final: true, Error: err.Error()}
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("X-AMP-Gate-Id", in.GateID)
+	if g.Secret != "" {
+		ts := strconv.FormatInt(g.now().Unix(), 10)
+		req.Header.Set(HeaderTimestamp, ts)
+		req.Header.Set(HeaderSignature, Signature(g.Secret, ts, in.Body))
+	}
+	hc := g.HTTP
+	if hc == nil {
+		hc = &http.Client{Timeout: 30 * time.Second}
+	}
+	// A redirect could lead anywhere, past gate.webhook_allow.
+	noRedirect := *hc
+	noRedirect.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
+	resp, err := noRedirect.Do(req)
+	if err != nil {
+		if activity.IsActivity(ctx) && errors.Is(ctx.Err(), context.Canceled) {
+			return GateCallbackResult{Error: "cancelled"}
+		}
+		return GateCallbackResult{Error: err.Error()}
+	}
+	defer resp.Body.Close()
+	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
+	out := GateCallbackResult{StatusCode: resp.StatusCode}
+	switch {
+	case resp.StatusCode < 300:
+		out.Delivered = true
+	case resp.StatusCode == http.StatusTooManyRequests || resp.StatusCode == http.StatusRequestTimeout || resp.StatusCode >= 500:
+		out.Error = resp.Status
+	default:
+		out.Final, out.Error = true, fmt.Sprintf("%s (not retried)", resp.Status)
+	}
+	return out
+}
+
+func (g *Gate) now() time.Time {
+	if g.Now != nil {
+		return g.Now()
+	}
+	return time.Now()
+}
+
+func (g *Gate) log() *slog.Logger {
+	if g.Log != nil {
+		return g.Log
+	}
+	return slog.Default()
+}

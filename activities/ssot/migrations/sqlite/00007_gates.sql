@@ -1,0 +1,50 @@
+-- +goose Up
+-- The action gate: every signal an agent posted, gated or not (its audit
+-- record, written before any gate fires), every gate, and each attempt to
+-- call an agent's webhook back. Times are microseconds since the Unix
+-- epoch, UTC.
+
+-- gates: one row per signal (kind signal) or gated contract (kind
+-- contract). run_id is unique: a signal posted twice is the same row.
+CREATE TABLE gates (
+    gate_id       TEXT    NOT NULL PRIMARY KEY,
+    kind          TEXT    NOT NULL,
+    run_id        TEXT    UNIQUE, -- NULL for contracts
+    agent_id      TEXT    NOT NULL,
+    project_id    TEXT    NOT NULL DEFAULT '',
+    task_id       TEXT    NOT NULL DEFAULT '',
+    gated         INTEGER NOT NULL DEFAULT 0,
+    status        TEXT    NOT NULL,
+    model         TEXT    NOT NULL DEFAULT '',
+    input_tokens  INTEGER  NOT NULL DEFAULT 0,
+    output_tokens INTEGER  NOT NULL DEFAULT 0,
+    reported_usd  REAL NOT NULL DEFAULT 0,
+    cost_usd      REAL NOT NULL DEFAULT 0, -- what counts against budgets
+    mismatch      INTEGER NOT NULL DEFAULT 0,
+    day           TEXT    NOT NULL, -- YYYY-MM-DD (UTC) of received_at
+    month         TEXT    NOT NULL, -- YYYY-MM
+    received_at   INTEGER  NOT NULL,
+    resolved_at   INTEGER  NOT NULL DEFAULT 0,
+    resolved_by   TEXT    NOT NULL DEFAULT '',
+    reasons       TEXT    NOT NULL DEFAULT '[]', -- JSON array
+    callback      TEXT    NOT NULL DEFAULT 'none',
+    body          TEXT    NOT NULL -- JSON: the gate's input
+);
+CREATE INDEX gates_by_time ON gates (received_at, gate_id);
+CREATE INDEX gates_agent_day ON gates (agent_id, day);
+CREATE INDEX gates_project_day ON gates (project_id, day);
+CREATE INDEX gates_task ON gates (task_id);
+
+-- gate_callbacks: every attempt to deliver a resolution.
+CREATE TABLE gate_callbacks (
+    gate_id     TEXT    NOT NULL,
+    attempt     INTEGER NOT NULL,
+    at          INTEGER  NOT NULL,
+    status_code INTEGER NOT NULL DEFAULT 0,
+    error       TEXT    NOT NULL DEFAULT '',
+    PRIMARY KEY (gate_id, attempt)
+);
+
+-- +goose Down
+DROP TABLE gate_callbacks;
+DROP TABLE gates;

@@ -1,0 +1,55 @@
+package config
+
+import (
+	"errors"
+	"strings"
+	"testing"
+)
+
+func TestValidateGate(t *testing.T) {
+	tests := []struct {
+		name   string
+		change func(*Gate)
+		want   string
+	}{
+		{"AgentKeyEnv", func(g *Gate) { g.Agents = []GateAgent{{ID: "a", KeyEnv: "not a name"}} }, "gate.agents[0].key_env: must name an environment variable"},
+		{"AgentTwice", func(g *Gate) { g.Agents = []GateAgent{{ID: "a", KeyEnv: "K"}, {ID: "a", KeyEnv: "K2"}} }, `gate.agents[1].id: "a" is listed twice`},
+		{"RuleGate", func(g *Gate) { g.Rules = []GateRule{{}, {}, {Gate: "maybe"}} }, "gate.rules[0].gate: must be declared, always or never"},
+		{"RuleAction", func(g *Gate) { g.Rules = []GateRule{{Gate: GateAlways, Action: "("}} }, "gate.rules[0].action: is not a regular expression"},
+		{"Allow", func(g *Gate) { g.WebhookAllow = []string{"http://x"} }, "gate.webhook_allow[0]: must be a host name"},
+		{"Budget", func(g *Gate) { g.Budgets = []GateBudget{{Agent: "a", Period: "week", USD: 1}} }, "gate.budgets[0].period: must be day or month"},
+		{"BudgetOwner", func(g *Gate) { g.Budgets = []GateBudget{{Period: "day", USD: 1}} }, "gate.budgets[0]: names an agent"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c := defaultConfig(t)
+			tt.change(&c.Gate)
+			err := c.Validate()
+			var ve *ValidationError
+			if !errors.As(err, &ve) || !strings.Contains(err.Error(), tt.want) {
+				t.Fatalf("got %v, want %q", err, tt.want)
+			}
+		})
+	}
+}
+
+func TestGateListsFromEnv(t *testing.T) {
+	env := map[string]string{
+		"AMPFLOW_GATE_RULES":          `[{"agent":"deployer","action":"deploy","gate":"always"}]`,
+		"AMPFLOW_GATE_AGENTS":         `[{"id":"deployer","key_env":"DEPLOYER_KEY","projects":["web"]}]`,
+		"AMPFLOW_GATE_WEBHOOK_SECRET": "s3cret-value",
+	}
+	c, err := LoadEnv(New(), "", func(k string) (string, bool) { v, ok := env[k]; return v, ok })
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	if len(c.Gate.Rules) != 1 || c.Gate.Rules[0].Gate != GateAlways || c.Gate.Agents[0].Projects[0] != "web" {
+		t.Fatalf("gate %+v", c.Gate)
+	}
+	if strings.Contains(c.Redacted().String(), "s3cret-value") {
+		t.Fatal("webhook secret shown")
+	}
+}

@@ -1,0 +1,193 @@
+package runshift
+
+import (
+	"encoding/json"
+	"errors"
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/ampflow/ampflow/activities/ssot"
+	"github.com/ampflow/ampflow/amp"
+	"github.com/ampflow/ampflow/amp/task"
+	"github.com/ampflow/ampflow/integrations/httpapi"
+	"github.com/ampflow/ampflow/workflows/gate"
+)
+
+// Codes of errors only the gate's handlers return.
+const codeUnauthenticated task.Code = "unauthenticated"
+
+// Listing bounds of GET /v1/gates.
+const (
+	DefaultListLimit = 100
+	MaxListLimit     = 1000
+)
+
+// API serves the gate's routes.
+type API struct {
+	Intake *Intake
+	Server *httpapi.Server
+}
+
+// Register adds the gate's routes to s.
+func Register(s *httpapi.Server, in *Intake) {
+	a := &API{Intake: in, Server: s}
+	s.Add(spec(), a.Routes()...)
+}
+
+// Routes are the gate's routes with their OpenAPI operations.
+func (a *API) Routes() []httpapi.Route {
+	return []httpapi.Route{
+		{Pattern: "POST /v1/signals", Open: true, Handler: a.signal, Operation: signalOp("postSignal", "Post an agent's signal (runshift AMP payload)")},
+		{Pattern: "POST /amp/signal", Open: true, Handler: a.signal, Operation: signalOp("postAmpSignal", "Post an agent's signal at runshift's path")},
+		{Pattern: "GET /v1/gates/{gate_id}", Handler: a.show, Operation: showOp()},
+		{Pattern: "GET /v1/gates", Handler: a.list, Operation: listOp()},
+	}
+}
+
+func (a *API) signal(w http.ResponseWriter, r *http.Request) {
+	in := a.Intake
+	agent, ok := in.Keys.Check(r.Header.Get("Authorization"))
+	if !ok {
+		in.log().Info("signal refused: no valid agent key", "remote", r.RemoteAddr)
+		w.Header().Set("WWW-Authenticate", `Bearer realm="ampflow-gate"`)
+		a.Server.Error(w, r, task.Errorf(codeUnauthenticated, "a registered agent's key is required: Authorization: Bearer <key> (gate.agents)"))
+		return
+	}
+	r.Body = http.MaxBytesReader(w, r.Body, MaxBody)
+	var s Signal
+	if err := a.Server.Decode(w, r, &s); err != nil {
+		in.Metrics.signal(agent.ID, "invalid")
+		in.log().Info("signal refused", "agent", agent.ID, "err", err)
+		a.Server.Error(w, r, err)
+		return
+	}
+	if fs := s.Validate(in.Allowed); len(fs) > 0 {
+		in.Metrics.signal(agent.ID, "invalid")
+		in.log().Info("signal refused", "agent", agent.ID, "run", s.RunID, "problems", len(fs), "first", fs[0].String())
+		a.Server.Error(w, r, &task.Error{Code: task.CodeInvalid, Message: "invalid signal: " + fs[0].String(), Fields: fs})
+		return
+	}
+	rep, err := in.Accept(r.Context(), agent, s)
+	if err != nil {
+		a.Server.Error(w, r, err)
+		return
+	}
+	httpapi.WriteJSON(w, rep.HTTPStatus(), rep)
+}
+
+// View is a gate as the API shows it.
+type View struct {
+	GateID         string             `json:"gate_id"`
+	Kind           gate.Kind          `json:"kind"`
+	Status         gate.Status        `json:"status"`
+	Gated          bool               `json:"gated"`
+	RunID          string             `json:"run_id,omitempty"`
+	AgentID        string             `json:"agent_id"`
+	ProjectID      string             `json:"project_id,omitempty"`
+	TaskID         string             `json:"task_id,omitempty"`
+	Summary        string             `json:"summary,omitempty"`
+	ProposedAction string             `json:"proposed_action,omitempty"`
+	Cost           gate.Cost          `json:"cost"`
+	CostUSD        float64            `json:"cost_usd"`
+	Reasons        []string           `json:"reasons,omitempty"`
+	Contract       *gate.ContractRef  `json:"contract,omitempty"`
+	ReceivedAt     time.Time          `json:"received_at"`
+	ResolvedAt     *time.Time         `json:"resolved_at,omitempty"`
+	ResolvedBy     string             `json:"resolved_by,omitempty"`
+	Callback       string             `json:"callback"`
+	Attempts       []ssot.GateAttempt `json:"callback_attempts,omitempty"`
+}
+
+// ViewOf builds the view of a stored gate.
+func ViewOf(g ssot.GateRow) View {
+	v := View{GateID: g.GateID, Kind: gate.Kind(g.Kind), Status: gate.Status(g.Status), Gated: g.Gated, RunID: g.RunID,
+		AgentID: g.AgentID, ProjectID: g.ProjectID, TaskID: g.TaskID, CostUSD: g.CostUSD, Reasons: g.Reasons,
+		ReceivedAt: g.ReceivedAt, ResolvedBy: g.ResolvedBy, Callback: g.Callback,
+		Cost: gate.Cost{Model: g.Model, InputTokens: g.InputTokens, OutputTokens: g.OutputTokens, ReportedUSD: g.ReportedUSD, Mismatch: g.Mismatch}}
+	if !g.ResolvedAt.IsZero() {
+		t := g.ResolvedAt
+		v.ResolvedAt = &t
+	}
+	var body struct {
+		Gate gate.Input `json:"gate"`
+	}
+	if json.Unmarshal(g.Body, &body) == nil {
+		v.Summary, v.ProposedAction, v.Contract = body.Gate.Summary, body.Gate.ProposedAction, body.Gate.Contract
+		v.Cost = body.Gate.Cost
+	}
+	return v
+}
+
+func (a *API) show(w http.ResponseWriter, r *http.Request) {
+	id := r.PathValue("gate_id")
+	g, err := a.Intake.Store.Gate(r.Context(), id)
+	if errors.Is(err, ssot.ErrNotFound) {
+		a.Server.Error(w, r, task.Errorf(task.CodeNotFound, "gate %s not found", id))
+		return
+	}
+	if err != nil {
+		a.Server.Error(w, r, err)
+		return
+	}
+	v := ViewOf(g)
+	if v.Attempts, err = a.Intake.Store.GateAttempts(r.Context(), id); err != nil {
+		a.Server.Error(w, r, err)
+		return
+	}
+	httpapi.WriteJSON(w, http.StatusOK, v)
+}
+
+// List is a page of gates.
+type List struct {
+	Gates      []View `json:"gates"`
+	NextCursor string `json:"next_cursor,omitempty"`
+}
+
+func (a *API) list(w http.ResponseWriter, r *http.Request) {
+	q := r.URL.Query()
+	for k := range q {
+		switch k {
+		case "agent", "project", "status", "run_id", "limit", "cursor":
+		default:
+			a.Server.Error(w, r, &task.Error{Code: task.CodeInvalid, Message: k + ": unknown query parameter",
+				Fields: []amp.FieldError{fieldErr(k, "unknown query parameter")}})
+			return
+		}
+	}
+	f := ssot.GateFilter{Agent: q.Get("agent"), Project: q.Get("project"), Status: q.Get("status"), RunID: q.Get("run_id")}
+	switch f.Status {
+	case "", string(gate.StatusPending), string(gate.StatusApproved), string(gate.StatusRejected):
+	default:
+		a.Server.Error(w, r, fieldError(task.CodeInvalid, "status", "must be pending, approved or rejected, not %q", f.Status))
+		return
+	}
+	limit := DefaultListLimit
+	if s := q.Get("limit"); s != "" {
+		n, err := strconv.Atoi(s)
+		if err != nil || n < 1 || n > MaxListLimit {
+			a.Server.Error(w, r, fieldError(task.CodeInvalid, "limit", "must be 1 to %d, not %q", MaxListLimit, s))
+			return
+		}
+		limit = n
+	}
+	rows, next, err := a.Intake.Store.GateList(r.Context(), f, ssot.Page{Limit: limit, Cursor: q.Get("cursor")})
+	var inv *ssot.InvalidError
+	if errors.As(err, &inv) {
+		a.Server.Error(w, r, fieldError(task.CodeInvalid, inv.Field, "%s", inv.Problem))
+		return
+	}
+	if err != nil {
+		a.Server.Error(w, r, err)
+		return
+	}
+	out := List{Gates: make([]View, 0, len(rows)), NextCursor: next}
+	for _, g := range rows {
+		out.Gates = append(out.Gates, ViewOf(g))
+	}
+	httpapi.WriteJSON(w, http.StatusOK, out)
+}
+
+func fieldErr(path, problem string) amp.FieldError {
+	return amp.FieldError{Path: path, Problem: problem}
+}

@@ -1,0 +1,394 @@
+package runshift
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	dto "github.com/prometheus/client_model/go"
+
+	"github.com/ampflow/ampflow/activities/ssot"
+	"github.com/ampflow/ampflow/amp"
+	"github.com/ampflow/ampflow/config"
+	"github.com/ampflow/ampflow/integrations/httpapi"
+	"github.com/ampflow/ampflow/workflows/gate"
+)
+
+const (
+	tailorKey  = "rs-amp-tailor-0123456789abcdef"
+	deployKey  = "rs-amp-deploy-0123456789abcdef"
+	adminToken = "admin-token-0123456789"
+)
+
+var testNow = time.Date(2026, 11, 23, 12, 0, 0, 0, time.UTC)
+
+type testGate struct {
+	t      *testing.T
+	store  *ssot.DB
+	intake *Intake
+	srv    *httptest.Server
+	mu     sync.Mutex
+	starts map[string]int
+}
+
+func newTestGate(t *testing.T, change func(*config.Gate)) *testGate {
+	t.Helper()
+	db, err := ssot.Open(context.Background(), filepath.Join(t.TempDir(), "ampflow.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	cfg := config.Default().Gate
+	cfg.Agents = []config.GateAgent{
+		{ID: "resume-tailor", KeyEnv: "TAILOR_KEY", Projects: []string{"job-search"}},
+		{ID: "deployer", KeyEnv: "DEPLOY_KEY"},
+	}
+	cfg.WebhookAllow = []string{"127.0.0.1", "*.example.com"}
+	if change != nil {
+		change(&cfg)
+	}
+	g := &testGate{t: t, store: db, starts: map[string]int{}}
+	in, err := NewIntake(cfg, db, func(_ context.Context, in gate.Input) (gate.Started, error) {
+		g.mu.Lock()
+		defer g.mu.Unlock()
+		g.starts[in.GateID]++
+		return gate.Started{GateID: in.GateID, WorkflowID: gate.WorkflowID(in.GateID), Existing: g.starts[in.GateID] > 1}, nil
+	}, func(k string) (string, bool) {
+		return map[string]string{"TAILOR_KEY": tailorKey, "DEPLOY_KEY": deployKey}[k], true
+	}, prometheus.NewRegistry())
+	if err != nil {
+		t.Fatal(err)
+	}
+	in.Now = func() time.Time { return testNow }
+	in.Log = slog.New(slog.DiscardHandler)
+	g.intake = in
+	s := httpapi.New(httpapi.Options{Store: db, Tokens: []config.AuthToken{{Token: adminToken, Role: amp.RoleAdmin, Name: "ops"}}})
+	Register(s, in)
+	g.srv = httptest.NewServer(s.Handler())
+	t.Cleanup(g.srv.Close)
+	return g
+}
+
+type resp struct {
+	status int
+	body   []byte
+}
+
+func (g *testGate) do(method, path, token string, body any) resp {
+	g.t.Helper()
+	var rd io.Reader
+	if body != nil {
+		b, ok := body.([]byte)
+		if !ok {
+			b, _ = json.Marshal(body)
+		}
+		rd = bytes.NewReader(b)
+	}
+	req, _ := http.NewRequest(method, g.srv.URL+path, rd)
+	if body != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
+	}
+	r, err := http.DefaultClient.Do(req)
+	if err != nil {
+		g.t.Fatal(err)
+	}
+	defer r.Body.Close()
+	b, _ := io.ReadAll(r.Body)
+	return resp{r.StatusCode, b}
+}
+
+func (r resp) want(t *testing.T, status int) resp {
+	t.Helper()
+	if r.status != status {
+		t.Fatalf("status %d, want %d: %s", r.status, status, r.body)
+	}
+	return r
+}
+
+func (r resp) reply(t *testing.T) Reply {
+	t.Helper()
+	var out Reply
+	if err := json.Unmarshal(r.body, &out); err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+func (r resp) fields(t *testing.T) []string {
+	t.Helper()
+	var e struct {
+		Error struct {
+			Code   string           `json:"code"`
+			Fields []amp.FieldError `json:"fields"`
+		} `json:"error"`
+	}
+	if err := json.Unmarshal(r.body, &e); err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	for _, f := range e.Error.Fields {
+		out = append(out, f.Path)
+	}
+	return out
+}
+
+// payload is the runshift example's payload.
+func payload(run string, gated bool) map[string]any {
+	return map[string]any{
+		"amp_version": "1.0", "agent_id": "resume-tailor", "run_id": run, "project_id": "job-search",
+		"status": "completed", "summary": "Rewrote resume for Senior PM role at Stripe", "proposed_action": "Send to applicant",
+		"artifacts": []any{map[string]any{"type": "text", "content": "…"}}, "model": "claude-sonnet-4-6",
+		"input_tokens": 1842, "output_tokens": 614, "cost_usd": 0.014736, "gate_required": gated,
+		"started_at": "2026-03-06T22:10:38Z", "completed_at": "2026-03-06T22:10:46Z",
+		"metadata": map[string]any{"candidate_id": "123"}, "webhook_url": nil,
+	}
+}
+
+// TestSignalNoGate: a signal that asks for no gate is approved at once,
+// and recorded with its cost, at both paths.
+func TestSignalNoGate(t *testing.T) {
+	g := newTestGate(t, nil)
+	for i, path := range []string{"/v1/signals", "/amp/signal"} {
+		rep := g.do("POST", path, tailorKey, payload(fmt.Sprintf("run-%d", i), false)).want(t, 200).reply(t)
+		if rep.Status != gate.StatusApproved || rep.GateID != GateID(fmt.Sprintf("run-%d", i)) {
+			t.Fatalf("%s: %+v", path, rep)
+		}
+		row, err := g.store.Gate(context.Background(), rep.GateID)
+		if err != nil || row.Gated || row.Status != "approved" || row.CostUSD < 0.0147 || row.CostUSD > 0.01474 || row.Mismatch {
+			t.Fatalf("row %+v %v", row, err)
+		}
+		if recs, _, err := g.store.History(context.Background(), gate.WorkflowID(rep.GateID), ssot.Page{}); err != nil || len(recs) != 1 || recs[0].Kind != "signal" {
+			t.Fatalf("records %+v %v", recs, err)
+		}
+	}
+	if len(g.starts) != 0 {
+		t.Fatalf("gates started: %v", g.starts)
+	}
+}
+
+// TestSignalGatedOnce: a declared gate answers 202 pending and starts one
+// gate; the same run_id again changes nothing.
+func TestSignalGatedOnce(t *testing.T) {
+	g := newTestGate(t, nil)
+	p := payload("run-1", true)
+	p["webhook_url"] = "http://127.0.0.1:1/hook"
+	first := g.do("POST", "/amp/signal", tailorKey, p).want(t, 202).reply(t)
+	if first.Status != gate.StatusPending || first.Message != "Awaiting operator approval" {
+		t.Fatalf("%+v", first)
+	}
+	p["summary"] = "something else"
+	again := g.do("POST", "/v1/signals", tailorKey, p).want(t, 202).reply(t)
+	if again.GateID != first.GateID || !again.Duplicate {
+		t.Fatalf("again %+v", again)
+	}
+	rows, _, _ := g.store.GateList(context.Background(), ssot.GateFilter{RunID: "run-1"}, ssot.Page{})
+	if len(rows) != 1 || rows[0].Callback != gate.CallbackWaiting {
+		t.Fatalf("rows %+v", rows)
+	}
+	recs, _, _ := g.store.History(context.Background(), gate.WorkflowID(first.GateID), ssot.Page{})
+	if len(recs) != 1 {
+		t.Fatalf("%d records", len(recs))
+	}
+	// Another agent's post of the run is refused.
+	d := payload("run-1", true)
+	d["agent_id"], d["project_id"] = "deployer", ""
+	g.do("POST", "/v1/signals", deployKey, d).want(t, 409)
+
+	// Resolved, the duplicate answers the resolution.
+	if err := g.store.ResolveGate(context.Background(), first.GateID, "rejected", "ops", testNow); err != nil {
+		t.Fatal(err)
+	}
+	last := g.do("POST", "/v1/signals", tailorKey, p).want(t, 200).reply(t)
+	if last.Status != gate.StatusRejected || g.starts[first.GateID] != 2 {
+		t.Fatalf("%+v, starts %v", last, g.starts)
+	}
+	var m dto.Metric
+	if err := g.intake.Metrics.signals.WithLabelValues("resume-tailor", "duplicate").Write(&m); err != nil || m.Counter.GetValue() != 2 {
+		n := m.Counter.GetValue()
+		t.Fatalf("duplicates counted %v", n)
+	}
+}
+
+func TestSignalAuth(t *testing.T) {
+	g := newTestGate(t, nil)
+	g.do("POST", "/v1/signals", "", payload("r", false)).want(t, 401)
+	g.do("POST", "/v1/signals", "rs-amp-wrong-000000000000", payload("r", false)).want(t, 401)
+	g.do("POST", "/v1/signals", adminToken, payload("r", false)).want(t, 401)
+	// The deployer's key cannot post as the tailor.
+	if f := g.do("POST", "/v1/signals", deployKey, payload("r", false)).want(t, 403).fields(t); f[0] != "agent_id" {
+		t.Fatalf("fields %v", f)
+	}
+	p := payload("r", false)
+	p["project_id"] = "payroll"
+	if f := g.do("POST", "/v1/signals", tailorKey, p).want(t, 403).fields(t); f[0] != "project_id" {
+		t.Fatalf("fields %v", f)
+	}
+	rows, _, _ := g.store.GateList(context.Background(), ssot.GateFilter{}, ssot.Page{})
+	if len(rows) != 0 {
+		t.Fatalf("refused signals recorded: %+v", rows)
+	}
+}
+
+func TestSignalValidation(t *testing.T) {
+	g := newTestGate(t, nil)
+	cases := []struct {
+		name   string
+		change func(p map[string]any)
+		field  string
+	}{
+		{"Version", func(p map[string]any) { p["amp_version"] = "2.0" }, "amp_version"},
+		{"NoRun", func(p map[string]any) { delete(p, "run_id") }, "run_id"},
+		{"RunPattern", func(p map[string]any) { p["run_id"] = "run 1" }, "run_id"},
+		{"RunLong", func(p map[string]any) { p["run_id"] = strings.Repeat("r", MaxIDLen+1) }, "run_id"},
+		{"Status", func(p map[string]any) { p["status"] = "done" }, "status"},
+		{"Summary", func(p map[string]any) { p["summary"] = " " }, "summary"},
+		{"SummaryLong", func(p map[string]any) { p["summary"] = strings.Repeat("é", MaxSummary+1) }, "summary"},
+		{"ActionRequired", func(p map[string]any) { p["gate_required"] = true; delete(p, "proposed_action") }, "proposed_action"},
+		{"Artifacts", func(p map[string]any) { p["artifacts"] = make([]any, MaxArtifacts+1) }, "artifacts"},
+		{"Tokens", func(p map[string]any) { p["input_tokens"] = -1 }, "input_tokens"},
+		{"TokensMissing", func(p map[string]any) { delete(p, "output_tokens") }, "output_tokens"},
+		{"TokensType", func(p map[string]any) { p["output_tokens"] = "many" }, "output_tokens"},
+		{"Cost", func(p map[string]any) { delete(p, "cost_usd") }, "cost_usd"},
+		{"Gate", func(p map[string]any) { delete(p, "gate_required") }, "gate_required"},
+		{"Started", func(p map[string]any) { p["started_at"] = "yesterday" }, "started_at"},
+		{"Order", func(p map[string]any) { p["completed_at"] = "2026-03-06T22:10:00Z" }, "completed_at"},
+		{"Metadata", func(p map[string]any) { p["metadata"] = []any{1} }, "metadata"},
+		{"ErrorCode", func(p map[string]any) { p["status"] = "failed"; p["metadata"] = map[string]any{"error_code": 7} }, "metadata.error_code"},
+		{"Unknown", func(p map[string]any) { p["extra"] = 1 }, "extra"},
+		{"WebhookHost", func(p map[string]any) { p["webhook_url"] = "http://169.254.169.254/latest" }, "webhook_url"},
+		{"WebhookScheme", func(p map[string]any) { p["webhook_url"] = "file:///etc/passwd" }, "webhook_url"},
+		{"WebhookUser", func(p map[string]any) { p["webhook_url"] = "http://u:p@hooks.example.com/" }, "webhook_url"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			p := payload("run-"+c.name, false)
+			c.change(p)
+			f := g.do("POST", "/v1/signals", tailorKey, p).want(t, 400).fields(t)
+			if len(f) == 0 || f[0] != c.field {
+				t.Fatalf("fields %v, want %s first", f, c.field)
+			}
+		})
+	}
+	big := bytes.Repeat([]byte("x"), MaxBody+1)
+	g.do("POST", "/v1/signals", tailorKey, []byte(`{"summary":"`+string(big)+`"}`)).want(t, 413)
+	p := payload("ok", true)
+	p["webhook_url"] = "https://hooks.example.com/gate"
+	g.do("POST", "/v1/signals", tailorKey, p).want(t, 202)
+	rows, _, _ := g.store.GateList(context.Background(), ssot.GateFilter{}, ssot.Page{})
+	if len(rows) != 1 {
+		t.Fatalf("%d rows: refused signals were recorded", len(rows))
+	}
+}
+
+// TestSignalRules: rules in order; always adds a gate, never waives it.
+func TestSignalRules(t *testing.T) {
+	g := newTestGate(t, func(c *config.Gate) {
+		c.Rules = []config.GateRule{
+			{Agent: "resume-tailor", Action: "(?i)^send", Gate: config.GateAlways},
+			{Agent: "resume-tailor", Gate: config.GateNever},
+		}
+	})
+	if r := g.do("POST", "/v1/signals", tailorKey, payload("a", false)).want(t, 202).reply(t); r.Status != gate.StatusPending {
+		t.Fatalf("%+v", r)
+	}
+	p := payload("b", true)
+	p["proposed_action"] = "Archive the draft"
+	if r := g.do("POST", "/v1/signals", tailorKey, p).want(t, 200).reply(t); r.Status != gate.StatusApproved {
+		t.Fatalf("%+v", r)
+	}
+	row, _, _ := g.store.GateByRun(context.Background(), "a")
+	if len(row.Reasons) != 1 || row.Reasons[0] != "gate.rules[0]: always" {
+		t.Fatalf("reasons %v", row.Reasons)
+	}
+}
+
+// TestSignalBudget: from 80 % of a budget every signal is gated; once it
+// is spent, signals are refused with 402 and not recorded.
+func TestSignalBudget(t *testing.T) {
+	g := newTestGate(t, func(c *config.Gate) {
+		c.Budgets = []config.GateBudget{{Agent: "resume-tailor", Period: config.PeriodDay, USD: 0.05}}
+	})
+	// Each signal costs $0.014736 by the pricing table: 1, 2 under 80 %,
+	// the third reaches it, the fourth passes the budget, the fifth is refused.
+	want := []int{200, 200, 202, 202, 402}
+	for i, st := range want {
+		r := g.do("POST", "/v1/signals", tailorKey, payload(fmt.Sprintf("b%d", i), false)).want(t, st)
+		if st == 402 && !strings.Contains(string(r.body), "budget_exceeded") {
+			t.Fatalf("%s", r.body)
+		}
+	}
+	sp, _ := g.store.Spend(context.Background(), ssot.SpendQuery{Agent: "resume-tailor", Period: "day", At: testNow})
+	if sp.Signals != 4 {
+		t.Fatalf("spend %+v", sp)
+	}
+	// Another agent is not held by this budget.
+	d := payload("d1", false)
+	d["agent_id"] = "deployer"
+	g.do("POST", "/v1/signals", deployKey, d).want(t, 200)
+}
+
+// TestCostMismatch: a reported cost 10 % off the pricing table is flagged
+// and the computed cost counts.
+func TestCostMismatch(t *testing.T) {
+	g := newTestGate(t, nil)
+	p := payload("m", false)
+	p["cost_usd"] = 0.007532
+	g.do("POST", "/v1/signals", tailorKey, p).want(t, 200)
+	row, _, _ := g.store.GateByRun(context.Background(), "m")
+	if !row.Mismatch || row.CostUSD < 0.0147 || len(row.Reasons) != 1 {
+		t.Fatalf("%+v", row)
+	}
+}
+
+func TestGatesListAndShow(t *testing.T) {
+	g := newTestGate(t, nil)
+	tick := testNow
+	g.intake.Now = func() time.Time { tick = tick.Add(time.Second); return tick }
+	for i := range 5 {
+		g.do("POST", "/v1/signals", tailorKey, payload(fmt.Sprintf("l%d", i), i%2 == 0)).want(t, []int{202, 200}[i%2])
+	}
+	g.do("GET", "/v1/gates", "", nil).want(t, 401)
+	g.do("GET", "/v1/gates?status=maybe", adminToken, nil).want(t, 400)
+	g.do("GET", "/v1/gates?colour=red", adminToken, nil).want(t, 400)
+	var ids []string
+	cursor := ""
+	for {
+		var page List
+		r := g.do("GET", "/v1/gates?status=pending&limit=2&cursor="+cursor, adminToken, nil).want(t, 200)
+		if err := json.Unmarshal(r.body, &page); err != nil {
+			t.Fatal(err)
+		}
+		for _, v := range page.Gates {
+			ids = append(ids, v.RunID)
+		}
+		if cursor = page.NextCursor; cursor == "" {
+			break
+		}
+	}
+	if fmt.Sprint(ids) != "[l4 l2 l0]" {
+		t.Fatalf("pending runs %v", ids)
+	}
+	var v View
+	r := g.do("GET", "/v1/gates/"+GateID("l2"), adminToken, nil).want(t, 200)
+	if err := json.Unmarshal(r.body, &v); err != nil {
+		t.Fatal(err)
+	}
+	if v.Status != gate.StatusPending || v.ProposedAction != "Send to applicant" || v.Cost.ComputedUSD == 0 || !v.Gated {
+		t.Fatalf("view %+v", v)
+	}
+	g.do("GET", "/v1/gates/gate_nope", adminToken, nil).want(t, 404)
+}

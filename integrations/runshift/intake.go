@@ -1,0 +1,381 @@
+package runshift
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/ampflow/ampflow/activities/ssot"
+	"github.com/ampflow/ampflow/amp/task"
+	"github.com/ampflow/ampflow/config"
+	"github.com/ampflow/ampflow/workflows/gate"
+)
+
+// Error codes of the gate's API.
+const (
+	// CodeBudgetExceeded: a budget the signal counts against is spent.
+	CodeBudgetExceeded task.Code = "budget_exceeded"
+)
+
+// BudgetWarn is the share of a budget from which every signal is gated.
+const BudgetWarn = 0.8
+
+// Store is what the intake needs of the SSOT (*ssot.DB).
+type Store interface {
+	RecordGate(ctx context.Context, g ssot.GateRow, subject string, entries []ssot.Entry) (ssot.GateRow, bool, error)
+	GateByRun(ctx context.Context, runID string) (ssot.GateRow, bool, error)
+	Gate(ctx context.Context, gateID string) (ssot.GateRow, error)
+	GateList(ctx context.Context, f ssot.GateFilter, p ssot.Page) ([]ssot.GateRow, string, error)
+	GateAttempts(ctx context.Context, gateID string) ([]ssot.GateAttempt, error)
+	Spend(ctx context.Context, q ssot.SpendQuery) (ssot.Spend, error)
+}
+
+var _ Store = (*ssot.DB)(nil)
+
+// Starter starts a gate workflow idempotently (gate.Start on a client).
+type Starter func(ctx context.Context, in gate.Input) (gate.Started, error)
+
+// Intake takes signals: it checks them, records them, applies the rules
+// and budgets and opens the gates.
+type Intake struct {
+	Store   Store
+	Start   Starter
+	Keys    Keys
+	Rules   Rules
+	Pricing Pricing
+	Budgets []config.GateBudget
+	// Allowed checks webhook hosts (gate.webhook_allow).
+	Allowed     func(host string) bool
+	CallbackFor time.Duration
+	Log         *slog.Logger
+	Now         func() time.Time
+	Metrics     *Metrics
+}
+
+// Reply is the answer to a signal, runshift's relay response.
+type Reply struct {
+	Status  gate.Status `json:"status"`
+	GateID  string      `json:"gate_id"`
+	Message string      `json:"message"`
+	// Duplicate says the run_id was posted before: nothing was recorded,
+	// notified or called back again.
+	Duplicate bool `json:"duplicate,omitempty"`
+}
+
+// HTTPStatus is 202 for a pending gate, 200 otherwise.
+func (r Reply) HTTPStatus() int {
+	if r.Status == gate.StatusPending {
+		return http.StatusAccepted
+	}
+	return http.StatusOK
+}
+
+// GateID is the gate id of a run: the same run always names the same
+// gate, so a retried start cannot open a second one.
+func GateID(runID string) string {
+	sum := sha256.Sum256([]byte("run:" + runID))
+	return "gate_" + hex.EncodeToString(sum[:13])
+}
+
+func messageOf(s gate.Status, gated bool) string {
+	switch {
+	case s == gate.StatusPending:
+		return "Awaiting operator approval"
+	case s == gate.StatusApproved && !gated:
+		return "No gate: approved"
+	case s == gate.StatusApproved:
+		return "Gate approved by operator"
+	}
+	return "Gate rejected by operator"
+}
+
+// Accept takes a valid signal from agent.
+func (in *Intake) Accept(ctx context.Context, agent Agent, s Signal) (Reply, error) {
+	if s.AgentID != agent.ID {
+		return Reply{}, fieldError(task.CodeForbidden, "agent_id", "%q is not the agent of this key", s.AgentID)
+	}
+	if !agent.MayPost(s.ProjectID) {
+		return Reply{}, fieldError(task.CodeForbidden, "project_id", "agent %s may not post for project %q", agent.ID, s.ProjectID)
+	}
+	// A run posted before answers as it stands, whatever the budgets say
+	// now. Without budgets the insert below finds it (one query less).
+	if len(in.Budgets) > 0 {
+		if prev, ok, err := in.Store.GateByRun(ctx, s.RunID); err != nil {
+			return Reply{}, err
+		} else if ok {
+			return in.duplicate(ctx, agent, prev)
+		}
+	}
+	now := in.now()
+	computed, priced := in.Pricing.Cost(s.Model, *s.InputTokens, *s.OutputTokens)
+	cost := gate.Cost{Model: s.Model, InputTokens: *s.InputTokens, OutputTokens: *s.OutputTokens, ReportedUSD: *s.CostUSD, ComputedUSD: computed}
+	counted := cost.ReportedUSD
+	if priced {
+		counted = computed
+		cost.Mismatch = Mismatch(cost.ReportedUSD, computed)
+	}
+	var reasons []string
+	over, warn, err := in.budgets(ctx, s, counted, now)
+	if err != nil {
+		return Reply{}, err
+	}
+	if over != "" {
+		in.Metrics.signal(agent.ID, "budget_exceeded")
+		in.log().Warn("signal refused: budget exceeded", "agent", agent.ID, "run", s.RunID, "budget", over)
+		return Reply{}, task.Errorf(CodeBudgetExceeded, "%s", over)
+	}
+	declared := *s.GateRequired
+	if declared {
+		reasons = append(reasons, "the agent declared gate_required")
+	}
+	rule, idx := in.Rules.Match(Facts{Agent: s.AgentID, Project: s.ProjectID, Model: s.Model, Status: s.Status, CostUSD: counted, Action: s.Action()})
+	gated := Gated(rule, declared)
+	if idx >= 0 {
+		reasons = append(reasons, fmt.Sprintf("gate.rules[%d]: %s", idx, rule))
+	}
+	if warn != "" {
+		gated = true
+		reasons = append(reasons, warn)
+	}
+	if cost.Mismatch {
+		reasons = append(reasons, fmt.Sprintf("reported cost $%.6f differs from the computed $%.6f by more than %d%%", cost.ReportedUSD, computed, int(MismatchRatio*100)))
+	}
+	id := GateID(s.RunID)
+	gin := gate.Input{
+		GateID: id, Kind: gate.KindSignal, RunID: s.RunID, AgentID: s.AgentID, ProjectID: s.ProjectID,
+		Summary: s.Summary, ProposedAction: s.Action(), Artifacts: s.Artifacts, Cost: cost, Reasons: reasons,
+		ReceivedAt: now, CallbackFor: in.CallbackFor,
+	}
+	if gated {
+		gin.WebhookURL = s.Webhook()
+		gin.History = in.history(ctx, s.AgentID)
+	}
+	body, err := json.Marshal(struct {
+		Signal Signal     `json:"signal"`
+		Gate   gate.Input `json:"gate"`
+	}{s, gin})
+	if err != nil {
+		return Reply{}, fmt.Errorf("encoding signal %s: %w", s.RunID, err)
+	}
+	row := ssot.GateRow{
+		GateID: id, Kind: string(gate.KindSignal), RunID: s.RunID, AgentID: s.AgentID, ProjectID: s.ProjectID, TaskID: s.TaskID,
+		Gated: gated, Status: string(gate.StatusApproved), Model: s.Model, InputTokens: cost.InputTokens, OutputTokens: cost.OutputTokens,
+		ReportedUSD: cost.ReportedUSD, CostUSD: counted, Mismatch: cost.Mismatch, ReceivedAt: now, Reasons: reasons, Body: body,
+	}
+	if gated {
+		row.Status = string(gate.StatusPending)
+		if gin.WebhookURL != "" {
+			row.Callback = gate.CallbackWaiting
+		}
+	}
+	// The audit first: the signal is in the SSOT, its row and its record
+	// in the gate's chain in one transaction, before any gate fires.
+	stored, wrote, err := in.Store.RecordGate(ctx, row, gate.WorkflowID(id),
+		[]ssot.Entry{{ID: id + "-signal", Kind: "signal", RecordedAt: now, Body: body}})
+	if err != nil {
+		return Reply{}, err
+	}
+	if !wrote { // posted before, or a concurrent post of the same run won
+		return in.duplicate(ctx, agent, stored)
+	}
+	in.Metrics.signal(agent.ID, row.Status)
+	in.Metrics.spend(agent.ID, s.ProjectID, cost, counted)
+	if gated {
+		if _, err := in.Start(ctx, gin); err != nil {
+			return Reply{}, &task.Error{Code: task.CodeUnavailable, Message: "opening gate " + id + ": the workflow service did not answer; post the signal again", Err: err}
+		}
+		in.Metrics.gate()
+	}
+	in.log().Info("signal", "agent", agent.ID, "run", s.RunID, "gate", id, "gated", gated, "cost_usd", counted)
+	st := gate.Status(row.Status)
+	return Reply{Status: st, GateID: id, Message: messageOf(st, gated)}, nil
+}
+
+// duplicate answers a run posted before with its gate as it stands. A
+// gate that was recorded but not started (the workflow service was away)
+// is started now; a start of a started gate changes nothing.
+func (in *Intake) duplicate(ctx context.Context, agent Agent, prev ssot.GateRow) (Reply, error) {
+	if prev.AgentID != agent.ID {
+		return Reply{}, fieldError(task.CodeConflict, "run_id", "%q was posted by another agent", prev.RunID)
+	}
+	in.Metrics.signal(agent.ID, "duplicate")
+	st := gate.Status(prev.Status)
+	if prev.Gated && st == gate.StatusPending {
+		var body struct {
+			Gate gate.Input `json:"gate"`
+		}
+		if err := json.Unmarshal(prev.Body, &body); err == nil && body.Gate.GateID != "" {
+			if _, err := in.Start(ctx, body.Gate); err != nil {
+				return Reply{}, &task.Error{Code: task.CodeUnavailable, Message: "opening gate " + prev.GateID + ": the workflow service did not answer; post the signal again", Err: err}
+			}
+		}
+	}
+	return Reply{Status: st, GateID: prev.GateID, Message: messageOf(st, prev.Gated), Duplicate: true}, nil
+}
+
+// budgets checks the budgets s counts against, with cost added: over
+// names one that is spent (the signal is refused), warn one at
+// BudgetWarn or more (the signal is gated).
+func (in *Intake) budgets(ctx context.Context, s Signal, cost float64, now time.Time) (over, warn string, err error) {
+	for i, b := range in.Budgets {
+		if (b.Agent != "" && b.Agent != s.AgentID) || (b.Project != "" && b.Project != s.ProjectID) {
+			continue
+		}
+		sp, err := in.Store.Spend(ctx, ssot.SpendQuery{Agent: b.Agent, Project: b.Project, Period: b.Period, At: now})
+		if err != nil {
+			return "", "", err
+		}
+		name := budgetName(i, b)
+		switch {
+		case sp.USD >= b.USD:
+			return fmt.Sprintf("%s: $%.4f of $%.2f spent this %s; raise the budget or wait for the next %s", name, sp.USD, b.USD, b.Period, b.Period), "", nil
+		case warn == "" && sp.USD+cost >= BudgetWarn*b.USD:
+			warn = fmt.Sprintf("%s: $%.4f of $%.2f this %s (%.0f%%)", name, sp.USD+cost, b.USD, b.Period, 100*(sp.USD+cost)/b.USD)
+		}
+	}
+	return "", warn, nil
+}
+
+func budgetName(i int, b config.GateBudget) string {
+	who := ""
+	switch {
+	case b.Agent != "" && b.Project != "":
+		who = "agent " + b.Agent + " in project " + b.Project
+	case b.Agent != "":
+		who = "agent " + b.Agent
+	default:
+		who = "project " + b.Project
+	}
+	return fmt.Sprintf("gate.budgets[%d] (%s, per %s)", i, who, b.Period)
+}
+
+// history sums up the agent's last signals for the admins.
+func (in *Intake) history(ctx context.Context, agent string) []string {
+	rows, _, err := in.Store.GateList(ctx, ssot.GateFilter{Agent: agent}, ssot.Page{Limit: 5})
+	if err != nil {
+		in.log().Warn("reading the agent's history", "agent", agent, "err", err)
+		return nil
+	}
+	out := make([]string, 0, len(rows))
+	for _, r := range rows {
+		out = append(out, fmt.Sprintf("%s %s: %s ($%.4f)", r.ReceivedAt.UTC().Format(time.RFC3339), r.RunID, r.Status, r.CostUSD))
+	}
+	return out
+}
+
+func (in *Intake) now() time.Time {
+	if in.Now != nil {
+		return in.Now()
+	}
+	return time.Now()
+}
+
+func (in *Intake) log() *slog.Logger {
+	if in.Log != nil {
+		return in.Log
+	}
+	return slog.Default()
+}
+
+func fieldError(code task.Code, path, format string, args ...any) *task.Error {
+	e := task.Errorf(code, "%s: %s", path, fmt.Sprintf(format, args...))
+	e.Fields = append(e.Fields, fieldErr(path, fmt.Sprintf(format, args...)))
+	return e
+}
+
+// Metrics are the gate's Prometheus counters.
+type Metrics struct {
+	signals  *prometheus.CounterVec
+	gates    prometheus.Counter
+	costUSD  *prometheus.CounterVec
+	tokens   *prometheus.CounterVec
+	mismatch *prometheus.CounterVec
+}
+
+// NewMetrics registers the gate's counters on reg.
+func NewMetrics(reg prometheus.Registerer) *Metrics {
+	m := &Metrics{
+		signals: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "ampflow_gate_signals_total",
+			Help: "Signals by agent and outcome: approved (no gate), pending (gated), duplicate, budget_exceeded."}, []string{"agent", "outcome"}),
+		gates: prometheus.NewCounter(prometheus.CounterOpts{Name: "ampflow_gate_gates_opened_total", Help: "Gates opened for signals."}),
+		costUSD: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "ampflow_gate_cost_usd_total",
+			Help: "Cost of signals in USD by agent and project, as counted against budgets."}, []string{"agent", "project"}),
+		tokens: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "ampflow_gate_tokens_total",
+			Help: "Tokens of signals by agent and direction (input, output)."}, []string{"agent", "direction"}),
+		mismatch: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "ampflow_gate_cost_mismatch_total",
+			Help: "Signals whose reported cost differs from the computed one by more than 10%."}, []string{"agent"}),
+	}
+	if reg != nil {
+		m.signals = register(reg, m.signals)
+		m.gates = register(reg, m.gates)
+		m.costUSD = register(reg, m.costUSD)
+		m.tokens = register(reg, m.tokens)
+		m.mismatch = register(reg, m.mismatch)
+	}
+	return m
+}
+
+// register registers c, or returns the collector registered before under
+// its name (a second runtime on one registry).
+func register[C prometheus.Collector](reg prometheus.Registerer, c C) C {
+	if err := reg.Register(c); err != nil {
+		var are prometheus.AlreadyRegisteredError
+		if errors.As(err, &are) {
+			if prev, ok := are.ExistingCollector.(C); ok {
+				return prev
+			}
+		}
+		panic(err)
+	}
+	return c
+}
+
+func (m *Metrics) signal(agent, outcome string) {
+	if m != nil {
+		m.signals.WithLabelValues(agent, outcome).Inc()
+	}
+}
+
+func (m *Metrics) gate() {
+	if m != nil {
+		m.gates.Inc()
+	}
+}
+
+func (m *Metrics) spend(agent, project string, c gate.Cost, counted float64) {
+	if m == nil {
+		return
+	}
+	m.costUSD.WithLabelValues(agent, project).Add(counted)
+	m.tokens.WithLabelValues(agent, "input").Add(float64(c.InputTokens))
+	m.tokens.WithLabelValues(agent, "output").Add(float64(c.OutputTokens))
+	if c.Mismatch {
+		m.mismatch.WithLabelValues(agent).Inc()
+	}
+}
+
+// NewIntake builds the intake of cfg: keys read through lookup, rules
+// compiled, pricing merged, counters registered on reg (nil: none).
+func NewIntake(cfg config.Gate, store Store, start Starter, lookup func(string) (string, bool), reg prometheus.Registerer) (*Intake, error) {
+	keys, err := NewKeys(cfg.Agents, lookup)
+	if err != nil {
+		return nil, err
+	}
+	rules, err := CompileRules(cfg.Rules)
+	if err != nil {
+		return nil, err
+	}
+	return &Intake{
+		Store: store, Start: start, Keys: keys, Rules: rules, Pricing: NewPricing(cfg.Pricing),
+		Budgets: cfg.Budgets, Allowed: Allow(cfg.WebhookAllow), CallbackFor: cfg.CallbackFor,
+		Metrics: NewMetrics(reg),
+	}, nil
+}

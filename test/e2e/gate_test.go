@@ -1,0 +1,220 @@
+package e2e
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+const (
+	gateTailorKey = "rs-amp-e2e-tailor-0123456789"
+	gateSpendKey  = "rs-amp-e2e-spender-0123456789"
+	gateSecret    = "e2e-gate-webhook-secret"
+)
+
+// gateEnv configures the action gate of `ampflow dev`: two agents, the
+// loopback webhooks allowed, a daily budget for the spender.
+func gateEnv() []string {
+	return []string{
+		`AMPFLOW_GATE_AGENTS=[{"id":"resume-tailor","key_env":"E2E_TAILOR_KEY","projects":["job-search"]},{"id":"spender","key_env":"E2E_SPENDER_KEY"}]`,
+		"E2E_TAILOR_KEY=" + gateTailorKey,
+		"E2E_SPENDER_KEY=" + gateSpendKey,
+		"AMPFLOW_GATE_WEBHOOK_SECRET=" + gateSecret,
+		"AMPFLOW_GATE_WEBHOOK_ALLOW=127.0.0.1",
+		`AMPFLOW_GATE_BUDGETS=[{"agent":"spender","period":"day","usd":0.035}]`,
+	}
+}
+
+// TestGateAgentApprovedInTelegram runs examples/gate_agent.py, written
+// from the README alone, against `ampflow dev` with Telegram on the fake
+// Bot API: the agent's signal answers pending, the gate is posted to
+// Telegram, an admin approves it there, and the agent's webhook receives
+// the signed callback. The same run_id posted again changes nothing.
+func TestGateAgentApprovedInTelegram(t *testing.T) {
+	python, err := exec.LookPath("python3")
+	if err != nil {
+		t.Fatal("python3 is needed to run examples/gate_agent.py (.ci/run installs it)")
+	}
+	root, err := moduleRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	tg := newFakeTelegram(t, tgToken)
+	env := append(gateEnv(),
+		"AMPFLOW_TELEGRAM_ENABLED=true",
+		"AMPFLOW_TELEGRAM_TOKEN="+tgToken,
+		"AMPFLOW_TELEGRAM_CHAT_ID="+tgChat,
+		"AMPFLOW_TELEGRAM_ADMINS=42",
+		"AMPFLOW_TELEGRAM_SERVER_URL="+tg.srv.URL,
+	)
+	p := startDev(t, t.TempDir(), env...)
+	c := api{t: t, base: "http://" + p.api}
+
+	runAgent := func(runID string) (string, error) {
+		t.Helper()
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+		defer cancel()
+		cmd := exec.CommandContext(ctx, python, filepath.Join(root, "examples", "gate_agent.py"))
+		cmd.Env = append(os.Environ(), "AMPFLOW_API_URL=http://"+p.api, "AMPFLOW_AGENT_KEY="+gateTailorKey,
+			"AMPFLOW_RUN_ID="+runID, "AMPFLOW_WEBHOOK_SECRET="+gateSecret,
+			fmt.Sprintf("AMPFLOW_WEBHOOK_PORT=%d", freePort(t)), "AMPFLOW_WAIT=90")
+		var out bytes.Buffer
+		cmd.Stdout, cmd.Stderr = &out, &out
+		err := cmd.Run()
+		return out.String(), err
+	}
+
+	const run = "run_e2e_gate_1"
+	done := make(chan struct{})
+	var out string
+	var agentErr error
+	go func() {
+		defer close(done)
+		out, agentErr = runAgent(run)
+	}()
+
+	post := tg.await(t, "the gate posted to Telegram", "sendMessage", func(c chatCall) bool {
+		rows, ok := tgKeyboard(t, c)
+		return ok && len(rows) > 0 && strings.Contains(c.Form["text"], "Send tailored resume to applicant")
+	})
+	for _, want := range []string{"resume-tailor", "job-search", run, "claude-sonnet-4-6", "Rewrote resume"} {
+		if !strings.Contains(post.Form["text"], want) {
+			t.Errorf("the Telegram post does not show %q:\n%s", want, post.Form["text"])
+		}
+	}
+	// Pending, listed with every open decision and in the gate listing.
+	var gates struct {
+		Gates []struct {
+			GateID string `json:"gate_id"`
+			Status string `json:"status"`
+		} `json:"gates"`
+	}
+	if code := c.do("GET", "/v1/gates?run_id="+run, nil, &gates); code != http.StatusOK || len(gates.Gates) != 1 || gates.Gates[0].Status != "pending" {
+		t.Fatalf("GET /v1/gates?run_id: %d %+v", code, gates)
+	}
+	gateID := gates.Gates[0].GateID
+	var pending struct {
+		Decisions []struct {
+			Subject string `json:"subject"`
+		} `json:"decisions"`
+	}
+	if code := c.do("GET", "/v1/decisions", nil, &pending); code != http.StatusOK || len(pending.Decisions) != 1 || pending.Decisions[0].Subject != "gate-"+gateID {
+		t.Errorf("GET /v1/decisions: %d %+v, want the gate's decision", code, pending)
+	}
+
+	approve := tgOption(t, post, "Approve", "Reject")
+	tg.push(pressed("cq-gate-admin", 42, approve))
+	ans := tg.await(t, "the answer to admin 42", "answerCallbackQuery", func(c chatCall) bool {
+		return c.Form["callback_query_id"] == "cq-gate-admin"
+	})
+	if !strings.Contains(ans.Form["text"], "Recorded") {
+		t.Errorf("admin 42 was answered %q", ans.Form["text"])
+	}
+	select {
+	case <-done:
+	case <-time.After(2 * time.Minute):
+		t.Fatal("the agent did not end within 2m")
+	}
+	if agentErr != nil || !strings.Contains(out, `"status": "approved"`) || !strings.Contains(out, "callback") || !strings.Contains(out, "telegram:42") {
+		t.Fatalf("agent: %v\n%s\ndev:\n%s", agentErr, out, p.output())
+	}
+
+	var g struct {
+		Status     string `json:"status"`
+		ResolvedBy string `json:"resolved_by"`
+		Callback   string `json:"callback"`
+		Attempts   []struct {
+			StatusCode int `json:"status_code"`
+		} `json:"callback_attempts"`
+	}
+	eventually(t, 30*time.Second, "the callback recorded delivered", func() (bool, error) {
+		code := c.do("GET", "/v1/gates/"+gateID, nil, &g)
+		return code == http.StatusOK && g.Callback == "delivered", fmt.Errorf("%d %+v", code, g)
+	})
+	if g.Status != "approved" || g.ResolvedBy != "telegram:42" || len(g.Attempts) != 1 || g.Attempts[0].StatusCode != 204 {
+		t.Fatalf("gate %+v", g)
+	}
+	if code := c.do("GET", "/v1/decisions", nil, &pending); code != http.StatusOK || len(pending.Decisions) != 0 {
+		t.Errorf("decisions still open after the approval: %+v", pending)
+	}
+
+	// The same run again: the agent is told approved at once; no second
+	// record, Telegram post or callback.
+	posts := len(tg.find("sendMessage", nil))
+	out, err = runAgent(run)
+	if err != nil || !strings.Contains(out, `"duplicate": true`) || strings.Contains(out, "callback {") {
+		t.Fatalf("agent again: %v\n%s", err, out)
+	}
+	if n := len(tg.find("sendMessage", nil)); n != posts {
+		t.Errorf("%d Telegram posts after the duplicate, want %d", n, posts)
+	}
+	if code := c.do("GET", "/v1/gates?run_id="+run, nil, &gates); code != http.StatusOK || len(gates.Gates) != 1 {
+		t.Errorf("gates of the run: %+v", gates)
+	}
+	c.do("GET", "/v1/gates/"+gateID, nil, &g)
+	if len(g.Attempts) != 1 {
+		t.Errorf("%d callback attempts after the duplicate, want 1", len(g.Attempts))
+	}
+}
+
+// TestGateBudgetStopsSignals: a budget at 80 % gates every signal, and a
+// spent budget refuses signals with 402; the refused signal is not recorded.
+func TestGateBudgetStopsSignals(t *testing.T) {
+	p := startDev(t, t.TempDir(), gateEnv()...)
+	c := api{t: t, base: "http://" + p.api}
+	signal := func(run string) (int, map[string]any) {
+		body := map[string]any{
+			"amp_version": "1.0", "agent_id": "spender", "run_id": run, "status": "completed",
+			"summary": "Drafted a newsletter", "proposed_action": "Send it", "model": "claude-sonnet-4-6",
+			"input_tokens": 1842, "output_tokens": 614, "cost_usd": 0.014736, "gate_required": false,
+			"started_at": "2026-03-06T22:10:38Z", "completed_at": "2026-03-06T22:10:46Z",
+		}
+		b, _ := json.Marshal(body)
+		req, _ := http.NewRequest("POST", "http://"+p.api+"/amp/signal", bytes.NewReader(b))
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Authorization", "Bearer "+gateSpendKey)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		var out map[string]any
+		json.NewDecoder(resp.Body).Decode(&out)
+		return resp.StatusCode, out
+	}
+	// $0.014736 each against $0.035 a day: the first is under 80 %, the
+	// second reaches 80 % and is gated though the agent asked for none,
+	// the third passes the budget, the fourth is refused.
+	for i, want := range []int{200, 202, 202, 402} {
+		code, out := signal(fmt.Sprintf("spend-%d", i))
+		if code != want {
+			t.Fatalf("signal %d answered %d %v, want %d", i, code, out, want)
+		}
+		if code == 402 {
+			e, _ := out["error"].(map[string]any)
+			if e["code"] != "budget_exceeded" || !strings.Contains(fmt.Sprint(e["message"]), "gate.budgets[0]") {
+				t.Fatalf("402 body %v", out)
+			}
+		}
+	}
+	var gates struct {
+		Gates []struct {
+			RunID   string   `json:"run_id"`
+			Reasons []string `json:"reasons"`
+		} `json:"gates"`
+	}
+	if code := c.do("GET", "/v1/gates?agent=spender", nil, &gates); code != http.StatusOK || len(gates.Gates) != 3 {
+		t.Fatalf("gates of the spender: %+v", gates)
+	}
+	if r := gates.Gates[1].Reasons; gates.Gates[1].RunID != "spend-1" || len(r) != 1 || !strings.Contains(r[0], "gate.budgets[0]") {
+		t.Errorf("the gated signal's reasons %v, want the budget", r)
+	}
+}

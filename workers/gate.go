@@ -1,0 +1,43 @@
+package workers
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"os"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/ampflow/ampflow/activities"
+	"github.com/ampflow/ampflow/activities/ssot"
+	"github.com/ampflow/ampflow/config"
+	"github.com/ampflow/ampflow/integrations/httpapi"
+	"github.com/ampflow/ampflow/integrations/runshift"
+	"github.com/ampflow/ampflow/workflows/gate"
+)
+
+// gateActivities are the action gate's side effects on this worker.
+func gateActivities(cfg config.Config, store *ssot.DB, log *slog.Logger) *activities.Gate {
+	return &activities.Gate{Store: store, Secret: cfg.Gate.WebhookSecret, Allowed: runshift.Allow(cfg.Gate.WebhookAllow), Log: log}
+}
+
+// addGate adds the action gate's routes to the API: signals from the
+// agents of gate.agents, gates opened on this worker's task queue.
+func addGate(api *httpapi.Server, o Options, parts *Parts, log *slog.Logger) error {
+	if parts.Store == nil || parts.Tasks == nil || parts.Tasks.Temporal == nil {
+		return nil
+	}
+	c, queue := parts.Tasks.Temporal, o.Config.Temporal.TaskQueue
+	start := func(ctx context.Context, in gate.Input) (gate.Started, error) { return gate.Start(ctx, c, queue, in) }
+	var reg prometheus.Registerer
+	if o.Metrics != nil {
+		reg = o.Metrics.Registry()
+	}
+	in, err := runshift.NewIntake(o.Config.Gate, parts.Store, start, os.LookupEnv, reg)
+	if err != nil {
+		return fmt.Errorf("gate: %w", err)
+	}
+	in.Log = log
+	runshift.Register(api, in)
+	return nil
+}

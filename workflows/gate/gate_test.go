@@ -1,0 +1,254 @@
+package gate
+
+import (
+	"context"
+	"encoding/json"
+	"io"
+	"log/slog"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/mock"
+	"go.temporal.io/sdk/log"
+	"go.temporal.io/sdk/testsuite"
+
+	"github.com/ampflow/ampflow/activities"
+	"github.com/ampflow/ampflow/amp/decision"
+	"github.com/ampflow/ampflow/amp/task"
+)
+
+type gateHarness struct {
+	env       *testsuite.TestWorkflowEnvironment
+	mu        sync.Mutex
+	records   []string
+	notices   []activities.NotifyEvent
+	saves     []activities.GateDecisionsInput
+	resolved  []activities.GateResolveInput
+	attempts  []activities.GateCallbackInput
+	callbacks []string
+	deliver   func(n int) activities.GateCallbackResult
+}
+
+func newGateHarness(t *testing.T, pol task.Policy) *gateHarness {
+	t.Helper()
+	var s testsuite.WorkflowTestSuite
+	s.SetLogger(log.NewStructuredLogger(slog.New(slog.NewTextHandler(io.Discard, nil))))
+	h := &gateHarness{env: s.NewTestWorkflowEnvironment()}
+	h.deliver = func(int) activities.GateCallbackResult {
+		return activities.GateCallbackResult{Delivered: true, StatusCode: 200}
+	}
+	env := h.env
+	env.RegisterWorkflow(Gate)
+	env.RegisterActivity(&activities.Activities{})
+	env.RegisterActivity(&activities.Gate{})
+	env.OnActivity(acts.TaskPolicy, mock.Anything, mock.Anything).Return(activities.PolicyResult{Policy: pol}, nil)
+	env.OnActivity(acts.Notify, mock.Anything, mock.Anything).Return(func(_ context.Context, in activities.NotifyInput) (activities.NotifyResult, error) {
+		h.mu.Lock()
+		defer h.mu.Unlock()
+		h.notices = append(h.notices, in.Event)
+		return activities.NotifyResult{}, nil
+	})
+	env.OnActivity(gacts.GateOpen, mock.Anything, mock.Anything).Return(nil)
+	env.OnActivity(gacts.GateRecord, mock.Anything, mock.Anything).Return(func(_ context.Context, in activities.GateRecordInput) error {
+		h.mu.Lock()
+		defer h.mu.Unlock()
+		for _, e := range in.Entries {
+			h.records = append(h.records, e.ID)
+		}
+		return nil
+	})
+	env.OnActivity(gacts.GateDecisions, mock.Anything, mock.Anything).Return(func(_ context.Context, in activities.GateDecisionsInput) error {
+		h.mu.Lock()
+		defer h.mu.Unlock()
+		h.saves = append(h.saves, in)
+		return nil
+	})
+	env.OnActivity(gacts.GateResolve, mock.Anything, mock.Anything).Return(func(_ context.Context, in activities.GateResolveInput) error {
+		h.mu.Lock()
+		defer h.mu.Unlock()
+		h.resolved = append(h.resolved, in)
+		return nil
+	})
+	env.OnActivity(gacts.GateCallback, mock.Anything, mock.Anything).Return(func(_ context.Context, in activities.GateCallbackInput) (activities.GateCallbackResult, error) {
+		h.mu.Lock()
+		defer h.mu.Unlock()
+		h.attempts = append(h.attempts, in)
+		return h.deliver(len(h.attempts)), nil
+	})
+	env.OnActivity(gacts.GateCallbackState, mock.Anything, mock.Anything).Return(func(_ context.Context, in activities.GateCallbackStateInput) error {
+		h.mu.Lock()
+		defer h.mu.Unlock()
+		h.callbacks = append(h.callbacks, in.Callback)
+		return nil
+	})
+	return h
+}
+
+func testPolicy() task.Policy {
+	return task.Policy{Admins: []string{"alice", "bob"}, Decisions: decision.Policy{ExpireAfter: time.Hour}}
+}
+
+func signalInput() Input {
+	return Input{GateID: "gate_1", Kind: KindSignal, RunID: "run-1", AgentID: "resume-tailor", ProjectID: "job-search",
+		Summary: "Rewrote resume", ProposedAction: "Send to applicant", WebhookURL: "http://127.0.0.1:9/hook",
+		Artifacts: []json.RawMessage{json.RawMessage(`{"type":"text","content":"x"}`)}}
+}
+
+func (h *gateHarness) state() State {
+	v, err := h.env.QueryWorkflow(QueryState)
+	if err != nil {
+		panic(err)
+	}
+	var s State
+	if err := v.Get(&s); err != nil {
+		panic(err)
+	}
+	return s
+}
+
+func (h *gateHarness) answer(option, by, digest string, out *error) {
+	st := h.state()
+	if digest == "" {
+		digest = st.Decision.Digest
+	}
+	h.env.UpdateWorkflow(task.UpdateDecide, "", &testsuite.TestUpdateCallback{
+		OnAccept: func() {}, OnReject: func(err error) { *out = err }, OnComplete: func(_ any, err error) { *out = err },
+	}, decision.Answer{DecisionID: st.Decision.ID, Option: option, Digest: digest, By: by, Channel: "telegram"})
+}
+
+// TestGateApproved: an admin approves; the gate is resolved in the store,
+// the open decision is saved then cleared, and the signed callback is
+// retried until the webhook takes it, each attempt numbered.
+func TestGateApproved(t *testing.T) {
+	h := newGateHarness(t, testPolicy())
+	h.deliver = func(n int) activities.GateCallbackResult {
+		if n < 3 {
+			return activities.GateCallbackResult{StatusCode: 503, Error: "503 Service Unavailable"}
+		}
+		return activities.GateCallbackResult{Delivered: true, StatusCode: 200}
+	}
+	var stale, ok, late error
+	h.env.RegisterDelayedCallback(func() {
+		st := h.state()
+		if st.Status != StatusPending || st.Decision == nil || st.Decision.Kind != DecisionSignal {
+			t.Errorf("pending state %+v", st)
+		}
+		h.answer(decision.OptApprove, "alice", "beef", &stale)
+		h.answer(decision.OptApprove, "alice", "", &ok)
+	}, time.Minute)
+	h.env.RegisterDelayedCallback(func() { h.answer(decision.OptReject, "bob", "", &late) }, 2*time.Minute)
+	h.env.ExecuteWorkflow(Gate, signalInput())
+	if err := h.env.GetWorkflowError(); err != nil {
+		t.Fatal(err)
+	}
+	var st State
+	if err := h.env.GetWorkflowResult(&st); err != nil {
+		t.Fatal(err)
+	}
+	if stale == nil || ok != nil {
+		t.Fatalf("stale digest: %v; answer: %v", stale, ok)
+	}
+	if st.Status != StatusApproved || st.ResolvedBy != "alice" || st.Callback.Status != CallbackDelivered || st.Callback.Attempts != 3 {
+		t.Fatalf("state %+v", st)
+	}
+	if len(h.resolved) != 1 || h.resolved[0].Status != "approved" {
+		t.Fatalf("resolved %+v", h.resolved)
+	}
+	for i, a := range h.attempts {
+		if a.Attempt != i+1 {
+			t.Fatalf("attempt %d numbered %d", i+1, a.Attempt)
+		}
+		var cb Callback
+		if err := json.Unmarshal(a.Body, &cb); err != nil || cb.GateID != "gate_1" || cb.Status != StatusApproved || cb.RunID != "run-1" || cb.ResolvedBy != "alice" {
+			t.Fatalf("callback %s %v", a.Body, err)
+		}
+	}
+	if len(h.saves) < 2 || len(h.saves[0].Decisions) != 1 || len(h.saves[len(h.saves)-1].Decisions) != 0 {
+		t.Fatalf("saves %+v", h.saves)
+	}
+	if h.notices[0] != activities.NoticeDecisionOpened || h.notices[len(h.notices)-1] != activities.NoticeDecisionClosed {
+		t.Fatalf("notices %v", h.notices)
+	}
+	if h.records[0] != "gate_1-gate" || h.records[len(h.records)-1] != "gate_1-callback" {
+		t.Fatalf("records %v", h.records)
+	}
+}
+
+// TestGateExpiresRejected: nobody answers; the gate is rejected at
+// expiry, and a callback refused for good is not retried.
+func TestGateExpiresRejected(t *testing.T) {
+	h := newGateHarness(t, testPolicy())
+	h.deliver = func(int) activities.GateCallbackResult {
+		return activities.GateCallbackResult{Final: true, StatusCode: 404, Error: "404 Not Found (not retried)"}
+	}
+	start := h.env.Now()
+	h.env.ExecuteWorkflow(Gate, signalInput())
+	var st State
+	if err := h.env.GetWorkflowResult(&st); err != nil {
+		t.Fatal(err)
+	}
+	if st.Status != StatusRejected || st.Outcome.Channel != decision.ChannelExpiry || st.ResolvedAt.Sub(start) < time.Hour {
+		t.Fatalf("state %+v", st)
+	}
+	if st.Callback.Status != CallbackFailed || len(h.attempts) != 1 || h.callbacks[0] != CallbackFailed {
+		t.Fatalf("callback %+v, attempts %d", st.Callback, len(h.attempts))
+	}
+}
+
+// TestGateCallbackGivesUp: a webhook that never answers is retried with
+// backoff until callback_for has passed, then the gate ends.
+func TestGateCallbackGivesUp(t *testing.T) {
+	h := newGateHarness(t, testPolicy())
+	h.deliver = func(int) activities.GateCallbackResult {
+		return activities.GateCallbackResult{Error: "connection refused"}
+	}
+	in := signalInput()
+	in.CallbackFor = 2 * time.Hour
+	h.env.RegisterDelayedCallback(func() {
+		var err error
+		h.answer(decision.OptReject, "bob", "", &err)
+	}, time.Minute)
+	h.env.ExecuteWorkflow(Gate, in)
+	var st State
+	if err := h.env.GetWorkflowResult(&st); err != nil {
+		t.Fatal(err)
+	}
+	if st.Status != StatusRejected || st.Callback.Status != CallbackFailed || st.Callback.Attempts < 5 || st.Callback.Attempts > 15 {
+		t.Fatalf("state %+v", st.Callback)
+	}
+}
+
+// TestGateContractQuorum: a contract gate of high risk needs the quorum;
+// its decision names the contract, primitive and parameters.
+func TestGateContractQuorum(t *testing.T) {
+	pol := testPolicy()
+	pol.Decisions.Quorum.High = 2
+	h := newGateHarness(t, pol)
+	in := Input{GateID: "gate_c", Kind: KindContract, AgentID: "deployer", Contract: &ContractRef{
+		ID: "cnt_1", Primitive: "deploy.production", Parameters: map[string]any{"service": "web"}, Digest: "abc",
+		Level: "high", MinimumHandling: "human_required"}}
+	var first, second error
+	h.env.RegisterDelayedCallback(func() {
+		st := h.state()
+		x := st.Decision.Context.Extra
+		if st.Decision.Kind != DecisionContract || x["contract_id"] != "cnt_1" || x["primitive"] != "deploy.production" || x["parameters"] == nil {
+			t.Errorf("decision %+v", st.Decision)
+		}
+		h.answer(decision.OptApprove, "alice", "", &first)
+	}, time.Minute)
+	h.env.RegisterDelayedCallback(func() {
+		if st := h.state(); st.Status != StatusPending {
+			t.Errorf("one approval of two resolved the gate: %s", st.Status)
+		}
+		h.answer(decision.OptApprove, "bob", "", &second)
+	}, 2*time.Minute)
+	h.env.ExecuteWorkflow(Gate, in)
+	var st State
+	if err := h.env.GetWorkflowResult(&st); err != nil {
+		t.Fatal(err)
+	}
+	if first != nil || second != nil || st.Status != StatusApproved || len(st.Outcome.Approvers) != 2 || len(h.attempts) != 0 {
+		t.Fatalf("%v %v %+v", first, second, st)
+	}
+}
