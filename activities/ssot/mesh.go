@@ -94,7 +94,9 @@ func (s *DB) AppendEvent(ctx context.Context, e MeshEvent) (MeshEvent, error) {
 func (s *DB) meshTx(ctx context.Context, fn func(ctx context.Context, tx *sql.Tx) error) error {
 	if s.group != nil {
 		_, err := s.group.do(ctx, &groupSave{ctx: ctx, done: make(chan struct{}),
-			fn: func(ctx context.Context, tx *sql.Tx) (AppendResult, bool, error) { return AppendResult{}, true, fn(ctx, tx) }})
+			fn: func(ctx context.Context, tx *sql.Tx) (AppendResult, bool, error) {
+				return AppendResult{}, true, fn(ctx, tx)
+			}})
 		return err
 	}
 	tx, err := s.db.BeginTx(ctx, nil)
