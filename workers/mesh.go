@@ -33,9 +33,13 @@ func addMesh(api *httpapi.Server, parts *Parts, log *slog.Logger) {
 	if parts.Store != nil {
 		store = parts.Store
 	}
-	var leases repomesh.Leases
+	var (
+		leases repomesh.Leases
+		tasks  repomesh.Tasks
+	)
 	if parts.Tasks != nil {
 		leases = &lease.Client{Temporal: parts.Tasks.Temporal, TaskQueue: parts.Tasks.TaskQueue}
+		tasks = parts.Tasks
 	}
-	repomesh.AddTo(api, repomesh.Options{Leases: leases, Store: store, Log: log})
+	repomesh.AddTo(api, repomesh.Options{Leases: leases, Store: store, Tasks: tasks, Log: log})
 }

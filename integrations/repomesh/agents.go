@@ -6,6 +6,8 @@ import (
 	"net/http"
 
 	"github.com/ampflow/ampflow/activities/ssot"
+	"github.com/ampflow/ampflow/amp"
+	"github.com/ampflow/ampflow/amp/task"
 	"github.com/ampflow/ampflow/integrations/httpapi"
 	"github.com/ampflow/ampflow/workflows/lease"
 )
@@ -24,6 +26,10 @@ const RecoveredMessage = "recovered from crash, resuming work"
 // AgentHeartbeatRequest is POST /v1/agents/{id}/heartbeat.
 type AgentHeartbeatRequest struct {
 	Status string `json:"status"`
+	// Role is the agent's AMP role (executor or reviewer), whose waiting
+	// tasks send their message again; empty is the caller's token role
+	// when the caller is the agent.
+	Role amp.Role `json:"role,omitempty"`
 }
 
 // AgentHeartbeatResponse says what the heartbeat did.
@@ -33,9 +39,15 @@ type AgentHeartbeatResponse struct {
 	// Released are the leases the heartbeat released (recovered or
 	// inactive).
 	Released []string `json:"released"`
+	// Redispatched are the tasks that were waiting for the agent's role
+	// and send their message again (recovered or inactive).
+	Redispatched []string `json:"redispatched"`
 	// EventID is the recovery echo's event; empty unless recovered.
 	EventID string `json:"event_id,omitempty"`
 }
+
+// maxRedispatched bounds the tasks one heartbeat redispatches.
+const maxRedispatched = ssot.MaxLimit
 
 // maxReleased bounds the leases one heartbeat releases.
 const maxReleased = 10 * ssot.MaxLimit
@@ -58,7 +70,15 @@ func (a *API) agentHeartbeat(w http.ResponseWriter, r *http.Request) {
 		a.denied(w, r, "agent.heartbeat", agent)
 		return
 	}
-	out := AgentHeartbeatResponse{AgentID: agent, Status: in.Status, Released: []string{}}
+	out := AgentHeartbeatResponse{AgentID: agent, Status: in.Status, Released: []string{}, Redispatched: []string{}}
+	c := httpapi.CallerOf(r)
+	if in.Role == "" && c.Name == agent && !c.Open {
+		in.Role = c.Role
+	}
+	if in.Role != "" && in.Role != amp.RoleExecutor && in.Role != amp.RoleReviewer && in.Role != amp.RoleAdmin && in.Role != amp.RoleCoordinator {
+		a.srv.Error(w, r, invalid("role", "must be executor or reviewer"))
+		return
+	}
 	var reason string
 	switch in.Status {
 	case AgentActive:
@@ -78,11 +98,17 @@ func (a *API) agentHeartbeat(w http.ResponseWriter, r *http.Request) {
 		a.srv.Error(w, r, err)
 		return
 	}
+	redispatched, err := a.redispatch(r, in.Role)
+	out.Redispatched = append(out.Redispatched, redispatched...)
+	if err != nil {
+		a.srv.Error(w, r, err)
+		return
+	}
 	if in.Status == AgentRecovered {
 		now := a.now()
 		payload, _ := json.Marshal(map[string]any{"from": agent, "from_id": agent, "to": "all",
 			"subject": "Recovered", "content": RecoveredMessage, "timestamp": now.UTC(),
-			"metadata": map[string]any{"released_leases": out.Released}})
+			"metadata": map[string]any{"released_leases": out.Released, "redispatched_tasks": out.Redispatched}})
 		e, err := a.store.AppendEvent(r.Context(), ssot.MeshEvent{ID: newID("E"), Type: TypeChat, Severity: "info",
 			AgentID: agent, From: agent, FromID: agent, To: "all", Subject: "Recovered", Content: RecoveredMessage,
 			CreatedAt: now, Payload: payload})
@@ -121,6 +147,48 @@ func (a *API) releaseAll(r *http.Request, agent, reason string) ([]string, error
 			break
 		}
 		cursor = next
+	}
+	return ids, nil
+}
+
+// redispatch tells every task waiting for role that its agent restarted:
+// the task sends its message again at once (see task.HeartbeatInput).
+// Tasks that ended meanwhile are skipped.
+func (a *API) redispatch(r *http.Request, role amp.Role) ([]string, error) {
+	var statuses []task.Status
+	switch role {
+	case amp.RoleExecutor:
+		statuses = []task.Status{task.StatusDispatched, task.StatusInProgress}
+	case amp.RoleReviewer:
+		statuses = []task.Status{task.StatusInReview}
+	}
+	if a.tasks == nil || len(statuses) == 0 {
+		return []string{}, nil
+	}
+	ids := []string{}
+	for _, st := range statuses {
+		cursor := ""
+		for len(ids) < maxRedispatched {
+			rows, next, err := a.store.TaskList(r.Context(), ssot.TaskFilter{Status: string(st)}, ssot.Page{Limit: ssot.MaxLimit, Cursor: cursor})
+			if err != nil {
+				return ids, storeError(err, "tasks")
+			}
+			for _, t := range rows {
+				err := a.tasks.Heartbeat(r.Context(), t.TaskID, task.HeartbeatInput{From: role, Note: RecoveredMessage, Recovered: true})
+				var te *task.Error
+				switch {
+				case err == nil:
+					ids = append(ids, t.TaskID)
+				case errors.As(err, &te) && (te.Code == task.CodeFinished || te.Code == task.CodeNotFound):
+				default:
+					return ids, err
+				}
+			}
+			if next == "" {
+				break
+			}
+			cursor = next
+		}
 	}
 	return ids, nil
 }

@@ -41,6 +41,13 @@ type Store interface {
 	Thread(ctx context.Context, id string) ([]ssot.MeshEvent, error)
 	MeshInbox(ctx context.Context, q ssot.InboxQuery, p ssot.Page) ([]ssot.MeshEvent, string, error)
 	SearchEvents(ctx context.Context, q ssot.SearchQuery, p ssot.Page) ([]ssot.MeshEvent, string, error)
+	TaskList(ctx context.Context, f ssot.TaskFilter, p ssot.Page) ([]ssot.TaskState, string, error)
+}
+
+// Tasks reaches the task workflows (*workflows.Client): a recovered
+// agent's heartbeat goes to each task waiting for it.
+type Tasks interface {
+	Heartbeat(ctx context.Context, taskID string, in task.HeartbeatInput) error
 }
 
 var _ Store = (*ssot.DB)(nil)
@@ -51,6 +58,7 @@ type API struct {
 	srv    *httpapi.Server
 	leases Leases
 	store  Store
+	tasks  Tasks
 	now    func() time.Time
 	log    *slog.Logger
 }
@@ -59,6 +67,9 @@ type API struct {
 type Options struct {
 	Leases Leases
 	Store  Store
+	// Tasks, when set, gets a recovered agent's heartbeat for each task
+	// waiting for its role.
+	Tasks Tasks
 	// Now is the clock; nil is time.Now.
 	Now func() time.Time
 	Log *slog.Logger
@@ -66,7 +77,7 @@ type Options struct {
 
 // AddTo builds the API and adds its routes to srv.
 func AddTo(srv *httpapi.Server, o Options) *API {
-	a := &API{srv: srv, leases: o.Leases, store: o.Store, now: o.Now, log: o.Log}
+	a := &API{srv: srv, leases: o.Leases, store: o.Store, tasks: o.Tasks, now: o.Now, log: o.Log}
 	if a.now == nil {
 		a.now = time.Now
 	}

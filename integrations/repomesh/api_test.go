@@ -15,6 +15,7 @@ import (
 
 	"github.com/ampflow/ampflow/activities/ssot"
 	"github.com/ampflow/ampflow/amp"
+	"github.com/ampflow/ampflow/amp/task"
 	"github.com/ampflow/ampflow/config"
 	"github.com/ampflow/ampflow/integrations/httpapi"
 	"github.com/ampflow/ampflow/workflows/lease"
@@ -81,6 +82,20 @@ type harness struct {
 	ts     *httptest.Server
 	store  *ssot.DB
 	leases *fakeLeases
+	tasks  *fakeTasks
+}
+
+// fakeTasks keeps the heartbeats sent to tasks.
+type fakeTasks struct {
+	mu    sync.Mutex
+	beats []string
+}
+
+func (f *fakeTasks) Heartbeat(_ context.Context, taskID string, in task.HeartbeatInput) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.beats = append(f.beats, fmt.Sprintf("%s %s %v", taskID, in.From, in.Recovered))
+	return nil
 }
 
 const (
@@ -104,7 +119,8 @@ func newHarness(t *testing.T) *harness {
 		{Token: adminToken, Role: amp.RoleAdmin, Name: "root"},
 	}})
 	var tick sync.Mutex
-	AddTo(srv, Options{Leases: fl, Store: store, Now: func() time.Time {
+	ft := &fakeTasks{}
+	AddTo(srv, Options{Leases: fl, Store: store, Tasks: ft, Now: func() time.Time {
 		tick.Lock()
 		defer tick.Unlock()
 		now = now.Add(time.Second)
@@ -113,7 +129,7 @@ func newHarness(t *testing.T) *harness {
 	ts := httptest.NewServer(srv.Handler())
 	t.Cleanup(ts.Close)
 	// Leases the fake grants are recorded as the workflow's activity would.
-	return &harness{ts: ts, store: store, leases: fl}
+	return &harness{ts: ts, store: store, leases: fl, tasks: ft}
 }
 
 type answer struct {
@@ -231,12 +247,24 @@ func TestAgentHeartbeatReleasesLeases(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	for i, st := range []string{"in_progress", "in_review", "dispatched", "done"} {
+		id := fmt.Sprintf("T-2026-00%d", i+1)
+		if _, err := h.store.Save(ctx, id, nil, &ssot.TaskState{TaskID: id, Rev: 1, Status: st, State: json.RawMessage(`{}`),
+			StartedAt: time.Now(), UpdatedAt: time.Now()}); err != nil {
+			t.Fatal(err)
+		}
+	}
 	h.do(t, "POST", "/v1/agents/alice/heartbeat", bobToken, `{"status":"recovered"}`).want(t, 403, nil)
 	h.do(t, "POST", "/v1/agents/alice/heartbeat", aliceToken, `{"status":"sleeping"}`).want(t, 400, nil)
 	var out AgentHeartbeatResponse
 	h.do(t, "POST", "/v1/agents/alice/heartbeat", aliceToken, `{"status":"recovered"}`).want(t, 200, &out)
 	if len(out.Released) != 2 || len(h.leases.released) != 2 || !strings.HasSuffix(h.leases.released[0], lease.ReasonAgentRecovered) {
 		t.Fatalf("released %v (workflow saw %v)", out.Released, h.leases.released)
+	}
+	// alice's token is an executor's: the tasks waiting for the executor
+	// send their dispatch again.
+	if got := fmt.Sprint(h.tasks.beats); got != "[T-2026-003 executor true T-2026-001 executor true]" || fmt.Sprint(out.Redispatched) != "[T-2026-003 T-2026-001]" {
+		t.Fatalf("heartbeats to tasks %s, redispatched %v", got, out.Redispatched)
 	}
 	e, err := h.store.Event(ctx, out.EventID)
 	if err != nil || e.Content != RecoveredMessage || e.From != "alice" || e.To != "all" {

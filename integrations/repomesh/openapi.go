@@ -200,7 +200,7 @@ func operations() []operation {
 			"Adds a read receipt for agent_id (empty: the caller); the first read time is kept. The body may be {}.",
 			[]any{pathID("The event id.")}, "MeshReadRequest", map[string]any{"200": resp("The event with read_by.", "MeshEvent"), "404": errResp("No such event (code not_found).")}))},
 		{"POST /v1/agents/{id}/heartbeat", op("postAgentsIdHeartbeat", "Report an agent's status",
-			"status active, inactive or recovered. inactive and recovered release every lease the agent holds (lock.auto_released events, and an agent.chat to the agent for each); recovered also posts the agent.chat \"recovered from crash, resuming work\" to all.",
+			"status active, inactive or recovered. inactive and recovered release every lease the agent holds (lock.auto_released events, and an agent.chat to the agent for each) and tell every task waiting for the agent's role (role, default the caller's token role: executor for tasks dispatched or in_progress, reviewer for tasks in_review) to send its message again at once; recovered also posts the agent.chat \"recovered from crash, resuming work\" to all.",
 			[]any{pathID("The agent (its token's name).")}, "AgentHeartbeatRequest", map[string]any{
 				"200": resp("What the heartbeat released.", "AgentHeartbeatResponse"), "400": errResp("Invalid status (code invalid)."),
 			})},
