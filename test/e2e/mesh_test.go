@@ -7,10 +7,13 @@ import (
 	"net/http"
 	"net/url"
 	"os"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/ampflow/ampflow/amp"
+	"github.com/ampflow/ampflow/amp/task"
 	"github.com/ampflow/ampflow/integrations/repomesh"
 )
 
@@ -21,7 +24,7 @@ import (
 // recovered loses its leases and is echoed in the mesh.
 func TestMesh(t *testing.T) {
 	p := startDev(t, t.TempDir(),
-		"AMPFLOW_AUTH_TOKENS=alice-secret:executor:alice,bob-secret:reviewer:bob,root-secret:admin:root")
+		"AMPFLOW_AUTH_TOKENS=alice-secret:executor:alice,bob-secret:reviewer:bob,root-secret:admin:root,coord-secret:coordinator:planner")
 	alice := api{t: t, base: "http://" + p.api, token: "alice-secret"}
 	bob := api{t: t, base: "http://" + p.api, token: "bob-secret"}
 
@@ -212,6 +215,41 @@ func TestMesh(t *testing.T) {
 		// Another agent may take them now.
 		if code := bob.do("POST", "/v1/leases", map[string]any{"resource_key": "task:T-2026-900", "ttl_seconds": 5}, nil); code != 201 {
 			t.Fatalf("bob's acquire after alice recovered: %d", code)
+		}
+	})
+
+	t.Run("TasksRedispatched", func(t *testing.T) {
+		coord := api{t: t, base: alice.base, token: "coord-secret"}
+		var started struct {
+			TaskID string `json:"task_id"`
+		}
+		if code := coord.do("POST", "/v1/tasks", map[string]any{"plan": lowRiskPlan(gitRepo(t))}, &started); code >= 300 {
+			t.Fatalf("task start: %d", code)
+		}
+		id := started.TaskID
+		d := alice.inbox(amp.RoleExecutor, id, amp.TypeTaskDispatch)
+		if code := alice.do("POST", "/v1/acks", map[string]string{"msg_id": d.MsgID, "as": "executor"}, nil); code >= 300 {
+			t.Fatalf("ACK: %d", code)
+		}
+		eventually(t, 30*time.Second, id+" in progress", func() (bool, error) {
+			var st task.State
+			alice.do("GET", "/v1/tasks/"+id, nil, &st)
+			return st.Status == task.StatusInProgress, fmt.Errorf("status %s", st.Status)
+		})
+		// The executor crashed and lost its work: it says so, and the
+		// task sends the dispatch again at once.
+		var hb repomesh.AgentHeartbeatResponse
+		if code := alice.do("POST", "/v1/agents/alice/heartbeat", map[string]any{"status": "recovered"}, &hb); code != 200 || !slices.Contains(hb.Redispatched, id) {
+			t.Fatalf("recovered: %d %+v", code, hb)
+		}
+		again := alice.inbox(amp.RoleExecutor, id, amp.TypeTaskDispatch)
+		if again.MsgID == d.MsgID {
+			t.Fatalf("the dispatch was not sent again: %s", again.MsgID)
+		}
+		var st task.State
+		alice.do("GET", "/v1/tasks/"+id, nil, &st)
+		if st.Pending != nil {
+			t.Fatalf("a decision was raised on recovery: %+v", st.Pending)
 		}
 	})
 }
