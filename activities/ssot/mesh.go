@@ -88,6 +88,26 @@ func (s *DB) AppendEvent(ctx context.Context, e MeshEvent) (MeshEvent, error) {
 	return out, nil
 }
 
+// AppendEvents stores events in one transaction, each as AppendEvent
+// does (one stored already is kept).
+func (s *DB) AppendEvents(ctx context.Context, evs []MeshEvent) error {
+	if len(evs) == 0 {
+		return nil
+	}
+	err := s.meshTx(ctx, func(ctx context.Context, tx *sql.Tx) error {
+		for _, e := range evs {
+			if _, err := s.appendEvent(ctx, tx, e); err != nil {
+				return fmt.Errorf("event %s: %w", e.ID, err)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("storing %d events: %w", len(evs), err)
+	}
+	return nil
+}
+
 // meshTx runs fn in a transaction: on SQLite in the group writer's next
 // commit (one sync for every write queued meanwhile), on PostgreSQL in
 // one of its own.

@@ -251,6 +251,14 @@ func TestMesh(t *testing.T) {
 		if st.Pending != nil {
 			t.Fatalf("a decision was raised on recovery: %+v", st.Pending)
 		}
+		// The task speaks in the mesh: created, and claimed by the ACK.
+		for _, typ := range []string{"task.created", "task.claimed"} {
+			var found repomesh.EventList
+			bob.do("GET", "/v1/events/search?type="+typ+"&task_id="+id, nil, &found)
+			if len(found.Events) != 1 {
+				t.Errorf("%s events of %s: %+v", typ, id, found.Events)
+			}
+		}
 	})
 }
 
