@@ -42,12 +42,15 @@ type Store interface {
 	MeshInbox(ctx context.Context, q ssot.InboxQuery, p ssot.Page) ([]ssot.MeshEvent, string, error)
 	SearchEvents(ctx context.Context, q ssot.SearchQuery, p ssot.Page) ([]ssot.MeshEvent, string, error)
 	TaskList(ctx context.Context, f ssot.TaskFilter, p ssot.Page) ([]ssot.TaskState, string, error)
+	Task(ctx context.Context, taskID string) (ssot.TaskState, error)
 }
 
 // Tasks reaches the task workflows (*workflows.Client): a recovered
-// agent's heartbeat goes to each task waiting for it.
+// agent's heartbeat goes to each task waiting for it, and a test failing
+// BugAfter times starts a bug task.
 type Tasks interface {
 	Heartbeat(ctx context.Context, taskID string, in task.HeartbeatInput) error
+	StartNext(ctx context.Context, in task.Input, year int) (string, error)
 }
 
 var _ Store = (*ssot.DB)(nil)

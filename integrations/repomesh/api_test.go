@@ -85,10 +85,25 @@ type harness struct {
 	tasks  *fakeTasks
 }
 
-// fakeTasks keeps the heartbeats sent to tasks.
+// fakeTasks keeps the heartbeats sent to tasks and the tasks started.
 type fakeTasks struct {
-	mu    sync.Mutex
-	beats []string
+	mu      sync.Mutex
+	beats   []string
+	started []task.Input
+}
+
+func (f *fakeTasks) StartNext(_ context.Context, in task.Input, year int) (string, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	// As workflows.Client: a start under a request key used before
+	// answers the task it started.
+	for i, s := range f.started {
+		if in.RequestKey != "" && s.RequestKey == in.RequestKey {
+			return fmt.Sprintf("T-%d-%03d", year, 101+i), nil
+		}
+	}
+	f.started = append(f.started, in)
+	return fmt.Sprintf("T-%d-%03d", year, 100+len(f.started)), nil
 }
 
 func (f *fakeTasks) Heartbeat(_ context.Context, taskID string, in task.HeartbeatInput) error {

@@ -139,6 +139,9 @@ func (a *API) postEvent(w http.ResponseWriter, r *http.Request) {
 		a.srv.Error(w, r, err)
 		return
 	}
+	if stored.Type == "test.result" {
+		a.onTestResult(r, stored)
+	}
 	httpapi.WriteJSON(w, http.StatusCreated, eventOf(stored))
 }
 

@@ -21,7 +21,9 @@ import (
 // three agents' tokens: a lease not renewed is auto-released within a
 // second of its TTL and its holder is told; two agents hold a threaded
 // conversation with a mention and find it by search; an agent reporting
-// recovered loses its leases and is echoed in the mesh.
+// recovered loses its leases, is echoed in the mesh and gets its
+// in-progress task's dispatch again; a test failing three times is
+// retried after 1 s and 2 s and then files a bug task awaiting approval.
 func TestMesh(t *testing.T) {
 	p := startDev(t, t.TempDir(),
 		"AMPFLOW_AUTH_TOKENS=alice-secret:executor:alice,bob-secret:reviewer:bob,root-secret:admin:root,coord-secret:coordinator:planner")
@@ -218,7 +220,7 @@ func TestMesh(t *testing.T) {
 		}
 	})
 
-	t.Run("TasksRedispatched", func(t *testing.T) {
+	t.Run("TasksRedispatchedAndBugTask", func(t *testing.T) {
 		coord := api{t: t, base: alice.base, token: "coord-secret"}
 		var started struct {
 			TaskID string `json:"task_id"`
@@ -251,6 +253,44 @@ func TestMesh(t *testing.T) {
 		if st.Pending != nil {
 			t.Fatalf("a decision was raised on recovery: %+v", st.Pending)
 		}
+		// A test failing three times: retries after 1s and 2s, then a
+		// bug task whose plan waits for an admin.
+		for i := 1; i <= 3; i++ {
+			res := map[string]any{"type": "test.result", "severity": "info", "payload": map[string]any{
+				"task_id": id, "suite_name": "e2e/auth", "passed": 15, "failed": 1, "skipped": 0, "duration_ms": 4521,
+				"failures": []map[string]string{{"test": "login_with_invalid_credentials", "error": "timeout", "message": "Expected 401, got timeout after 30s"}}}}
+			if code := alice.do("POST", "/v1/events", res, nil); code != 201 {
+				t.Fatalf("test.result %d: %d", i, code)
+			}
+		}
+		var retries repomesh.EventList
+		alice.do("GET", "/v1/events/inbox?direction=asc&limit=500", nil, &retries)
+		var waits []any
+		bug := ""
+		for _, e := range retries.Events {
+			if e.Type != repomesh.TypeTestRetry {
+				continue
+			}
+			var p struct {
+				RetryAfterMS int64             `json:"retry_after_ms"`
+				Bugs         map[string]string `json:"bug_tasks"`
+			}
+			json.Unmarshal(e.Payload, &p)
+			waits = append(waits, p.RetryAfterMS)
+			if b := p.Bugs["login_with_invalid_credentials"]; b != "" {
+				bug = b
+			}
+		}
+		if fmt.Sprint(waits) != "[1000 2000 4000]" || bug == "" {
+			t.Fatalf("test.retry back-offs %v, bug task %q", waits, bug)
+		}
+		eventually(t, 30*time.Second, "bug task "+bug+" awaiting approval", func() (bool, error) {
+			var st task.State
+			alice.do("GET", "/v1/tasks/"+bug, nil, &st)
+			return st.Status == task.StatusAwaitingApproval && st.Pending != nil && strings.HasPrefix(st.Description, "Fix flaky test: login_with_invalid_credentials"),
+				fmt.Errorf("status %s, description %q", st.Status, st.Description)
+		})
+
 		// The task speaks in the mesh: created, and claimed by the ACK.
 		for _, typ := range []string{"task.created", "task.claimed"} {
 			var found repomesh.EventList
