@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"go.temporal.io/sdk/activity"
+	"go.temporal.io/sdk/temporal"
 
 	"github.com/ampflow/ampflow/activities/ssot"
 )
@@ -40,6 +41,8 @@ type Gate struct {
 	HTTP    *http.Client
 	Log     *slog.Logger
 	Now     func() time.Time
+	// Resolved, when set, is told each resolution (a metric).
+	Resolved func(status string)
 }
 
 // GateOpenInput is a gate's row, written unless the intake wrote it.
@@ -51,6 +54,19 @@ type GateOpenInput struct {
 // row stored already (a signal's, or a retry) is kept.
 func (g *Gate) GateOpen(ctx context.Context, in GateOpenInput) error {
 	_, _, err := g.Store.InsertGate(ctx, in.Row)
+	return final(err)
+}
+
+// ErrGateInvalid refuses gate input the store will never take.
+const ErrGateInvalid = "GateInvalid"
+
+// final makes an invalid input a non-retryable failure: retrying it
+// would never succeed.
+func final(err error) error {
+	var inv *ssot.InvalidError
+	if errors.As(err, &inv) {
+		return temporal.NewNonRetryableApplicationError(err.Error(), ErrGateInvalid, err)
+	}
 	return err
 }
 
@@ -72,7 +88,7 @@ func (g *Gate) GateRecord(ctx context.Context, in GateRecordInput) error {
 		}
 	}
 	_, err := g.Store.Append(ctx, in.Subject, entries)
-	return err
+	return final(err)
 }
 
 // GateDecisionsInput is the open decisions of a gate, in their Rev'th
@@ -85,7 +101,7 @@ type GateDecisionsInput struct {
 
 // GateDecisions lists a gate's open decisions with every other.
 func (g *Gate) GateDecisions(ctx context.Context, in GateDecisionsInput) error {
-	return g.Store.SaveDecisions(ctx, in.Subject, in.Rev, in.Decisions)
+	return final(g.Store.SaveDecisions(ctx, in.Subject, in.Rev, in.Decisions))
 }
 
 // GateResolveInput is a gate's resolution.
@@ -98,7 +114,13 @@ type GateResolveInput struct {
 
 // GateResolve records a gate's resolution where GET /v1/gates reads it.
 func (g *Gate) GateResolve(ctx context.Context, in GateResolveInput) error {
-	return g.Store.ResolveGate(ctx, in.GateID, in.Status, in.By, in.At)
+	if err := g.Store.ResolveGate(ctx, in.GateID, in.Status, in.By, in.At); err != nil {
+		return err
+	}
+	if g.Resolved != nil {
+		g.Resolved(in.Status)
+	}
+	return nil
 }
 
 // GateCallbackStateInput is where a gate's callback stands.

@@ -28,16 +28,18 @@ type Config struct {
 	Admins []string `mapstructure:"admins"`
 	// AdminsEscalation names the people who may also decide a decision
 	// once it has escalated (policy.decisions.escalate_after passed).
-	AdminsEscalation []string `mapstructure:"admins_escalation"`
-	Protocol         Protocol `mapstructure:"protocol"`
-	Policy           Policy   `mapstructure:"policy"`
-	CI               CI       `mapstructure:"ci"`
-	SSOT             SSOT     `mapstructure:"ssot"`
-	Agents           Agents   `mapstructure:"agents"`
-	Slack            Slack    `mapstructure:"slack"`
-	Telegram         Telegram `mapstructure:"telegram"`
-	Notify           Notify   `mapstructure:"notify"`
-	Gate             Gate     `mapstructure:"gate"`
+	AdminsEscalation []string  `mapstructure:"admins_escalation"`
+	Protocol         Protocol  `mapstructure:"protocol"`
+	Policy           Policy    `mapstructure:"policy"`
+	CI               CI        `mapstructure:"ci"`
+	SSOT             SSOT      `mapstructure:"ssot"`
+	Agents           Agents    `mapstructure:"agents"`
+	Slack            Slack     `mapstructure:"slack"`
+	Telegram         Telegram  `mapstructure:"telegram"`
+	Notify           Notify    `mapstructure:"notify"`
+	Gate             Gate      `mapstructure:"gate"`
+	Dashboard        Dashboard `mapstructure:"dashboard"`
+	AOF              AOF       `mapstructure:"aof"`
 }
 
 // Log configures ampflow's own logs.

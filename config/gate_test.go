@@ -2,6 +2,8 @@ package config
 
 import (
 	"errors"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -51,5 +53,36 @@ func TestGateListsFromEnv(t *testing.T) {
 	}
 	if strings.Contains(c.Redacted().String(), "s3cret-value") {
 		t.Fatal("webhook secret shown")
+	}
+}
+
+func TestGateFromFile(t *testing.T) {
+	f := filepath.Join(t.TempDir(), "ampflow.yaml")
+	yaml := `gate:
+  agents:
+    - {id: resume-tailor, key_env: RESUME_TAILOR_KEY, projects: [job-search]}
+  rules:
+    - {action: "(?i)deploy", gate: always}
+    - {agent: linter, cost_over_usd: 0.5, gate: never}
+  webhook_allow: [hooks.example.com, "*.example.org"]
+  pricing:
+    - {model: my-model, input: 1.5, output: 2}
+  budgets:
+    - {agent: resume-tailor, period: day, usd: 5}
+`
+	if err := os.WriteFile(f, []byte(yaml), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	c, err := LoadEnv(New(), f, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	g := c.Gate
+	if len(g.Agents) != 1 || g.Agents[0].KeyEnv != "RESUME_TAILOR_KEY" || g.Rules[1].CostOverUSD != 0.5 || g.Pricing[0].Input != 1.5 ||
+		g.Budgets[0].USD != 5 || g.WebhookAllow[1] != "*.example.org" {
+		t.Fatalf("gate %+v", g)
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/url"
+	"os"
 	"reflect"
 	"slices"
 	"sort"
@@ -81,6 +82,12 @@ func (c Config) Secrets() []string {
 	for _, t := range c.Auth.Tokens {
 		all = append(all, t.Token)
 	}
+	// The agents' keys and the contract secret are read from the
+	// environment when they are used; the variables named hold them.
+	for _, a := range c.Gate.Agents {
+		all = append(all, os.Getenv(a.KeyEnv))
+	}
+	all = append(all, c.ContractSecret(nil))
 	var out []string
 	for _, s := range all {
 		if s != "" && !slices.Contains(out, s) {

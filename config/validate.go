@@ -103,6 +103,7 @@ func (c Config) Validate() error {
 	c.validateAPI(&ps)
 	c.validateAuth(&ps)
 	c.validateProtocol(&ps)
+	c.validateAOF(&ps)
 	for _, a := range []struct {
 		key string
 		val Approval
@@ -121,6 +122,7 @@ func (c Config) Validate() error {
 		}
 		ps.required("ssot.git.remote", c.SSOT.Git.Remote, "ssot.git.push is true")
 	}
+	c.Dashboard.validate(&ps)
 	validateAgent(&ps, "agents.executor", c.Agents.Executor)
 	validateAgent(&ps, "agents.reviewer", c.Agents.Reviewer)
 	c.validateSlack(&ps)

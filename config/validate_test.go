@@ -262,3 +262,29 @@ func TestSSOTURLErrorHidesPassword(t *testing.T) {
 		t.Errorf("the error shows the password: %v", err)
 	}
 }
+
+func TestDashboardValidation(t *testing.T) {
+	c := Default()
+	c.Dashboard.PollInterval = 10 * time.Millisecond
+	c.Dashboard.SessionTTL = 0
+	err := c.Validate()
+	if err == nil || !strings.Contains(err.Error(), "dashboard.poll_interval: must be at least 50ms") || !strings.Contains(err.Error(), "dashboard.session_ttl: must be a positive duration") {
+		t.Fatalf("Validate: %v", err)
+	}
+}
+
+// TestSecretsFromEnvironment checks that the secrets read from the
+// environment when used (agents' keys, the contract secret) are scrubbed
+// like the rest.
+func TestSecretsFromEnvironment(t *testing.T) {
+	c := defaultConfig(t)
+	t.Setenv("AMPFLOW_TEST_AGENT_KEY", "SECRET-agent-key")
+	t.Setenv("AMPFLOW_TEST_CONTRACT_KEY", "SECRET-contract-key")
+	c.Gate.Agents = []GateAgent{{ID: "deployer", KeyEnv: "AMPFLOW_TEST_AGENT_KEY"}}
+	c.Gate.Contracts.ContractSecretEnv = "AMPFLOW_TEST_CONTRACT_KEY"
+	for _, want := range []string{"SECRET-agent-key", "SECRET-contract-key"} {
+		if !slices.Contains(c.Secrets(), want) {
+			t.Errorf("Secrets() lacks %s", want)
+		}
+	}
+}

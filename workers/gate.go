@@ -17,8 +17,12 @@ import (
 )
 
 // gateActivities are the action gate's side effects on this worker.
-func gateActivities(cfg config.Config, store *ssot.DB, log *slog.Logger) *activities.Gate {
-	return &activities.Gate{Store: store, Secret: cfg.Gate.WebhookSecret, Allowed: runshift.Allow(cfg.Gate.WebhookAllow), Log: log}
+func gateActivities(cfg config.Config, store *ssot.DB, log *slog.Logger, m *httpapi.Metrics) *activities.Gate {
+	g := &activities.Gate{Store: store, Secret: cfg.Gate.WebhookSecret, Allowed: runshift.Allow(cfg.Gate.WebhookAllow), Log: log}
+	if m != nil {
+		g.Resolved = runshift.NewMetrics(m.Registry()).Resolved
+	}
+	return g
 }
 
 // addGate adds the action gate's routes to the API: signals from the
@@ -38,6 +42,7 @@ func addGate(api *httpapi.Server, o Options, parts *Parts, log *slog.Logger) err
 		return fmt.Errorf("gate: %w", err)
 	}
 	in.Log = log
+	in.TaskBudgets = &runshift.TaskBudgets{Tasks: parts.Tasks, Store: parts.Store}
 	runshift.Register(api, in)
 	return nil
 }

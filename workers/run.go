@@ -137,7 +137,7 @@ func Build(o Options) (*Parts, error) {
 	// The store is shared by every worker that names it: the bots keep
 	// their state in it and take turns under its lease.
 	return &Parts{Store: store, Tasks: tasks, Activities: acts, Lease: store, ChatState: store, export: export,
-		Gate: gateActivities(cfg, store, log)}, nil
+		Gate: gateActivities(cfg, store, log, o.Metrics)}, nil
 }
 
 // diffBaseURL is where reviewers reach the diffs this worker's API serves:
@@ -200,6 +200,7 @@ func Run(ctx context.Context, o Options) error {
 		return err
 	}
 	w := NewWorker(o.Temporal, o.Config.Temporal.TaskQueue, parts.Activities, parts.Gate)
+	registerAOF(w, o, parts)
 	if err := w.Start(); err != nil {
 		rt.stop()
 		parts.Close()

@@ -16,6 +16,7 @@ import (
 	"github.com/ampflow/ampflow/amp/task"
 	"github.com/ampflow/ampflow/config"
 	"github.com/ampflow/ampflow/integrations/chat"
+	"github.com/ampflow/ampflow/integrations/dashboard"
 	"github.com/ampflow/ampflow/integrations/httpapi"
 	"github.com/ampflow/ampflow/integrations/slack"
 	"github.com/ampflow/ampflow/integrations/telegram"
@@ -52,6 +53,7 @@ func newRuntime(o Options, parts *Parts, log *slog.Logger) (*runtime, error) {
 		Tasks: parts.Tasks, Store: parts.Store, Tokens: o.Config.Auth.Tokens, Logger: log, Metrics: o.Metrics,
 		OpenName: o.LocalName,
 	})
+	addAOF(api, o, parts, log)
 	if err := addGate(api, o, parts, log); err != nil {
 		return nil, err
 	}
@@ -67,6 +69,7 @@ func newRuntime(o Options, parts *Parts, log *slog.Logger) (*runtime, error) {
 	for path, h := range mounts {
 		api.Mount("POST "+path, h)
 	}
+	dash := mountDashboard(o, parts, api, rt, log)
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		return nil, fmt.Errorf("http.addr %s: %w", addr, err)
@@ -79,6 +82,9 @@ func newRuntime(o Options, parts *Parts, log *slog.Logger) (*runtime, error) {
 		note = " (no auth.tokens: open, loopback only)"
 	}
 	o.endpoint("http api", "http://"+ln.Addr().String()+note)
+	if dash {
+		o.endpoint("dashboard", "http://"+ln.Addr().String()+"/"+note)
+	}
 	return rt, nil
 }
 
@@ -218,4 +224,24 @@ func decider(parts *Parts) chat.Decider {
 		return storeDecider{tasks: parts.Tasks, store: parts.Store}
 	}
 	return parts.Tasks
+}
+
+// mountDashboard serves the dashboard at / beside the API when the worker
+// has the store to read and the workflows to act on; its watcher runs
+// with the other loops.
+func mountDashboard(o Options, parts *Parts, api *httpapi.Server, rt *runtime, log *slog.Logger) bool {
+	cfg := o.Config.Dashboard
+	if !cfg.Enabled || parts.Store == nil || parts.Tasks == nil {
+		return false
+	}
+	d := dashboard.New(dashboard.Options{
+		Store: parts.Store, Actions: parts.Tasks, Tokens: o.Config.Auth.Tokens, OpenName: o.LocalName,
+		MaxRejects: o.Config.Protocol.MaxRejects, Logger: log, Poll: cfg.PollInterval, SessionTTL: cfg.SessionTTL,
+		Panels: map[string]dashboard.Panel{dashboard.PanelGates: dashboard.GatesPanel(parts.Store)},
+	})
+	for _, r := range d.Routes() {
+		api.Mount(r.Pattern, r.Handler)
+	}
+	rt.loops = append(rt.loops, d.Watch)
+	return true
 }

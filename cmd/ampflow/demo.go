@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -57,6 +58,9 @@ agents, with automatic plan and final approval of low-risk tasks.`,
 			if err != nil {
 				return err
 			}
+			if cfg.Dashboard.Enabled && !a.JSON() {
+				fmt.Fprintf(a.Stdout, "watch it on the dashboard: %s/tasks\n", strings.TrimSuffix(cfg.API.URL, "/"))
+			}
 			began := time.Now()
 			sum, err := demo.Run(ctx, demo.Options{Tasks: tasks, Out: a.Stdout, JSON: a.JSON(), Poll: 200 * time.Millisecond})
 			var te *demo.TimeoutError
@@ -72,6 +76,9 @@ agents, with automatic plan and final approval of low-risk tasks.`,
 			fmt.Fprintf(a.Stdout, "\nfinished in %s. Look further:\n", time.Since(began).Round(100*time.Millisecond))
 			fmt.Fprintf(a.Stdout, "  ampflow task show %s\n", sum.TaskID)
 			fmt.Fprintf(a.Stdout, "  ampflow task history %s\n", sum.TaskID)
+			if cfg.Dashboard.Enabled {
+				fmt.Fprintf(a.Stdout, "  %s/tasks/%s\n", strings.TrimSuffix(cfg.API.URL, "/"), sum.TaskID)
+			}
 			if cfg.Dev.UIPort > 0 {
 				fmt.Fprintf(a.Stdout, "  http://127.0.0.1:%d/namespaces/%s/workflows/%s\n", cfg.Dev.UIPort, cfg.Temporal.Namespace, sum.TaskID)
 			}

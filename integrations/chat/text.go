@@ -109,16 +109,27 @@ const (
 	refusedOtherText = "ampflow could not record the decision; try again, or use the CLI."
 )
 
+// channelDashboard is the channel of answers given on the dashboard.
+const channelDashboard = "dashboard"
+
+// Where says where an answer was given: "on the dashboard", "via slack".
+func Where(channel string) string {
+	if channel == channelDashboard {
+		return "on the dashboard"
+	}
+	return "via " + channel
+}
+
 // AlreadyText tells who decided d, how, where and when.
 func AlreadyText(d decision.Decision, o decision.Outcome) string {
 	if len(o.Approvers) > 1 {
 		by := make([]string, len(o.Approvers))
 		for i, a := range o.Approvers {
-			by[i] = fmt.Sprintf("%s via %s at %s", a.By, a.Channel, Stamp(a.At))
+			by[i] = fmt.Sprintf("%s %s at %s", a.By, Where(a.Channel), Stamp(a.At))
 		}
 		return fmt.Sprintf("Already decided: %s by %s.", OptionLabel(d, o.Option), strings.Join(by, ", "))
 	}
-	return fmt.Sprintf("Already decided: %s by %s via %s at %s.", OptionLabel(d, o.Option), o.By, o.Channel, Stamp(o.At))
+	return fmt.Sprintf("Already decided: %s by %s %s at %s.", OptionLabel(d, o.Option), o.By, Where(o.Channel), Stamp(o.At))
 }
 
 // NotAdminText tells a user who is not an admin how to become one;

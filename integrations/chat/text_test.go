@@ -40,3 +40,16 @@ func TestAlreadyTextNamesTheQuorum(t *testing.T) {
 		t.Errorf("a quorum: %q, want both approvers", two)
 	}
 }
+
+func TestWhere(t *testing.T) {
+	at := time.Date(2026, 11, 23, 12, 0, 0, 0, time.UTC)
+	d := decision.Decision{Options: []decision.Option{{ID: decision.OptApprove, Label: "Approve"}}}
+	for _, tc := range []struct{ channel, want string }{{"dashboard", "on the dashboard"}, {"slack", "via slack"}, {"cli", "via cli"}} {
+		if got := Where(tc.channel); got != tc.want {
+			t.Errorf("Where(%q) = %q, want %q", tc.channel, got, tc.want)
+		}
+	}
+	if got := AlreadyText(d, decision.Outcome{Option: decision.OptApprove, By: "ana", Channel: "dashboard", At: at}); got != "Already decided: Approve by ana on the dashboard at 2026-11-23 12:00 UTC." {
+		t.Errorf("decided on the dashboard: %q", got)
+	}
+}

@@ -1,8 +1,12 @@
 package runshift
 
 import (
+	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
+	"io"
 	"net/http"
 	"strconv"
 	"time"
@@ -14,8 +18,11 @@ import (
 	"github.com/ampflow/ampflow/workflows/gate"
 )
 
-// Codes of errors only the gate's handlers return.
-const codeUnauthenticated task.Code = "unauthenticated"
+// Codes of the API's that the gate's handlers return too.
+const (
+	codeUnauthenticated task.Code = "unauthenticated"
+	codeTooLarge        task.Code = "too_large"
+)
 
 // Listing bounds of GET /v1/gates.
 const (
@@ -40,6 +47,7 @@ func (a *API) Routes() []httpapi.Route {
 	return []httpapi.Route{
 		{Pattern: "POST /v1/signals", Open: true, Handler: a.signal, Operation: signalOp("postSignal", "Post an agent's signal (runshift AMP payload)")},
 		{Pattern: "POST /amp/signal", Open: true, Handler: a.signal, Operation: signalOp("postAmpSignal", "Post an agent's signal at runshift's path")},
+		{Pattern: "GET /v1/signals/{run_id}", Open: true, Handler: a.signalStatus, Operation: signalStatusOp()},
 		{Pattern: "GET /v1/gates/{gate_id}", Handler: a.show, Operation: showOp()},
 		{Pattern: "GET /v1/gates", Handler: a.list, Operation: listOp()},
 	}
@@ -49,31 +57,99 @@ func (a *API) signal(w http.ResponseWriter, r *http.Request) {
 	in := a.Intake
 	agent, ok := in.Keys.Check(r.Header.Get("Authorization"))
 	if !ok {
-		in.log().Info("signal refused: no valid agent key", "remote", r.RemoteAddr)
 		w.Header().Set("WWW-Authenticate", `Bearer realm="ampflow-gate"`)
-		a.Server.Error(w, r, task.Errorf(codeUnauthenticated, "a registered agent's key is required: Authorization: Bearer <key> (gate.agents)"))
+		a.refuse(w, r, "", nil, task.Errorf(codeUnauthenticated, "a registered agent's key is required: Authorization: Bearer <key> (gate.agents)"))
 		return
 	}
-	r.Body = http.MaxBytesReader(w, r.Body, MaxBody)
+	raw, err := io.ReadAll(http.MaxBytesReader(w, r.Body, MaxBody))
+	var tooLarge *http.MaxBytesError
+	switch {
+	case errors.As(err, &tooLarge):
+		a.refuse(w, r, agent.ID, raw, task.Errorf(codeTooLarge, "request body exceeds %d bytes", MaxBody))
+		return
+	case err != nil:
+		a.refuse(w, r, agent.ID, raw, fieldError(task.CodeInvalid, amp.RootPath, "unreadable body: %v", err))
+		return
+	}
+	r.Body = io.NopCloser(bytes.NewReader(raw))
 	var s Signal
 	if err := a.Server.Decode(w, r, &s); err != nil {
-		in.Metrics.signal(agent.ID, "invalid")
-		in.log().Info("signal refused", "agent", agent.ID, "err", err)
-		a.Server.Error(w, r, err)
+		a.refuse(w, r, agent.ID, raw, err)
 		return
 	}
 	if fs := s.Validate(in.Allowed); len(fs) > 0 {
-		in.Metrics.signal(agent.ID, "invalid")
-		in.log().Info("signal refused", "agent", agent.ID, "run", s.RunID, "problems", len(fs), "first", fs[0].String())
-		a.Server.Error(w, r, &task.Error{Code: task.CodeInvalid, Message: "invalid signal: " + fs[0].String(), Fields: fs})
+		a.refuse(w, r, agent.ID, raw, &task.Error{Code: task.CodeInvalid, Message: "invalid signal: " + fs[0].String(), Fields: fs})
 		return
 	}
 	rep, err := in.Accept(r.Context(), agent, s)
 	if err != nil {
-		a.Server.Error(w, r, err)
+		a.refuse(w, r, agent.ID, raw, err)
 		return
 	}
 	httpapi.WriteJSON(w, rep.HTTPStatus(), rep)
+}
+
+// refuse answers a refused signal. A refusal of the signal itself (not a
+// fault of the server) is logged and kept in the SSOT error log, with the
+// body when the sender's key was valid; nothing else changes.
+func (a *API) refuse(w http.ResponseWriter, r *http.Request, agent string, raw []byte, err error) {
+	in := a.Intake
+	var te *task.Error
+	if errors.As(err, &te) && te.Code != task.CodeUnavailable && te.Code != task.CodeInternal {
+		outcome := "invalid"
+		switch te.Code {
+		case codeUnauthenticated:
+			outcome = "unauthenticated"
+		case CodeBudgetExceeded:
+			outcome = "" // counted where it is decided
+		case task.CodeForbidden, task.CodeConflict:
+			outcome = string(te.Code)
+		}
+		if outcome != "" {
+			in.Metrics.signal(agent, outcome)
+		}
+		in.log().Info("signal refused", "agent", agent, "remote", r.RemoteAddr, "code", te.Code, "reason", te.Message)
+		if es, ok := in.Store.(ErrorLog); ok {
+			e := ssot.ErrorEntry{RecordedAt: in.now(), Source: "signal",
+				Reason: fmt.Sprintf("%s %s: %s: %s (agent %q, from %s)", r.Method, r.URL.Path, te.Code, te.Message, agent, r.RemoteAddr)}
+			if agent != "" {
+				e.Raw = string(raw)
+			}
+			if err := es.AppendError(context.WithoutCancel(r.Context()), e); err != nil {
+				in.log().Error("keeping a refused signal in the SSOT error log", "err", err)
+			}
+		}
+	}
+	a.Server.Error(w, r, err)
+}
+
+// ErrorLog keeps refused input (*ssot.DB).
+type ErrorLog interface {
+	AppendError(ctx context.Context, e ssot.ErrorEntry) error
+}
+
+// signalStatus answers an agent, by its key, where its run's gate stands:
+// what posting the signal again would answer, without posting it.
+func (a *API) signalStatus(w http.ResponseWriter, r *http.Request) {
+	agent, ok := a.Intake.Keys.Check(r.Header.Get("Authorization"))
+	if !ok {
+		w.Header().Set("WWW-Authenticate", `Bearer realm="ampflow-gate"`)
+		a.Server.Error(w, r, task.Errorf(codeUnauthenticated, "a registered agent's key is required: Authorization: Bearer <key> (gate.agents)"))
+		return
+	}
+	run := r.PathValue("run_id")
+	g, found, err := a.Intake.Store.GateByRun(r.Context(), run)
+	if err != nil {
+		a.Server.Error(w, r, err)
+		return
+	}
+	// Another agent's run is not found: a key learns nothing of others.
+	if !found || g.AgentID != agent.ID {
+		a.Server.Error(w, r, task.Errorf(task.CodeNotFound, "run_id: no signal of agent %s has run_id %q", agent.ID, run))
+		return
+	}
+	st := gate.Status(g.Status)
+	httpapi.WriteJSON(w, http.StatusOK, Reply{Status: st, GateID: g.GateID, Message: messageOf(st, g.Gated)})
 }
 
 // View is a gate as the API shows it.

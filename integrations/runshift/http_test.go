@@ -203,6 +203,13 @@ func TestSignalGatedOnce(t *testing.T) {
 	if len(recs) != 1 {
 		t.Fatalf("%d records", len(recs))
 	}
+	// The agent reads where its run stands with its key; another key
+	// learns nothing of it.
+	if r := g.do("GET", "/v1/signals/run-1", tailorKey, nil).want(t, 200).reply(t); r.Status != gate.StatusPending || r.GateID != first.GateID {
+		t.Fatalf("status %+v", r)
+	}
+	g.do("GET", "/v1/signals/run-1", deployKey, nil).want(t, 404)
+	g.do("GET", "/v1/signals/run-1", "", nil).want(t, 401)
 	// Another agent's post of the run is refused.
 	d := payload("run-1", true)
 	d["agent_id"], d["project_id"] = "deployer", ""
@@ -291,6 +298,18 @@ func TestSignalValidation(t *testing.T) {
 	rows, _, _ := g.store.GateList(context.Background(), ssot.GateFilter{}, ssot.Page{})
 	if len(rows) != 1 {
 		t.Fatalf("%d rows: refused signals were recorded", len(rows))
+	}
+	// Each refusal is kept in the SSOT error log, with its body.
+	errs, _, err := g.store.Errors(context.Background(), ssot.Page{Limit: 100})
+	if err != nil || len(errs) != len(cases)+1 || errs[0].Source != "signal" {
+		t.Fatalf("%d errors kept (%v), want %d", len(errs), err, len(cases)+1)
+	}
+	found := false
+	for _, e := range errs {
+		found = found || (strings.Contains(e.Reason, "webhook_url") && strings.Contains(e.Raw, "169.254.169.254"))
+	}
+	if !found {
+		t.Error("the refused webhook_url is not in the error log")
 	}
 }
 

@@ -55,6 +55,9 @@ type Intake struct {
 	// Allowed checks webhook hosts (gate.webhook_allow).
 	Allowed     func(host string) bool
 	CallbackFor time.Duration
+	// TaskBudgets, when set, charges signals that name a task_id to the
+	// task's budget_usd.
+	TaskBudgets *TaskBudgets
 	Log         *slog.Logger
 	Now         func() time.Time
 	Metrics     *Metrics
@@ -114,6 +117,13 @@ func (in *Intake) Accept(ctx context.Context, agent Agent, s Signal) (Reply, err
 			return in.duplicate(ctx, agent, prev)
 		}
 	}
+	if s.TaskID != "" && in.TaskBudgets != nil {
+		if _, _, err := in.TaskBudgets.Budget(ctx, s.TaskID); errors.Is(err, ssot.ErrNotFound) {
+			return Reply{}, fieldError(task.CodeInvalid, "task_id", "no task %s", s.TaskID)
+		} else if err != nil {
+			return Reply{}, err
+		}
+	}
 	now := in.now()
 	computed, priced := in.Pricing.Cost(s.Model, *s.InputTokens, *s.OutputTokens)
 	cost := gate.Cost{Model: s.Model, InputTokens: *s.InputTokens, OutputTokens: *s.OutputTokens, ReportedUSD: *s.CostUSD, ComputedUSD: computed}
@@ -129,7 +139,6 @@ func (in *Intake) Accept(ctx context.Context, agent Agent, s Signal) (Reply, err
 	}
 	if over != "" {
 		in.Metrics.signal(agent.ID, "budget_exceeded")
-		in.log().Warn("signal refused: budget exceeded", "agent", agent.ID, "run", s.RunID, "budget", over)
 		return Reply{}, task.Errorf(CodeBudgetExceeded, "%s", over)
 	}
 	declared := *s.GateRequired
@@ -188,6 +197,12 @@ func (in *Intake) Accept(ctx context.Context, agent Agent, s Signal) (Reply, err
 	}
 	in.Metrics.signal(agent.ID, row.Status)
 	in.Metrics.spend(agent.ID, s.ProjectID, cost, counted)
+	if s.TaskID != "" && in.TaskBudgets != nil {
+		// The signal is recorded: a failure here is the task's, logged.
+		if err := in.TaskBudgets.Charge(ctx, s.TaskID, counted); err != nil {
+			in.log().Error("charging a task's budget", "task", s.TaskID, "run", s.RunID, "err", err)
+		}
+	}
 	if gated {
 		if _, err := in.Start(ctx, gin); err != nil {
 			return Reply{}, &task.Error{Code: task.CodeUnavailable, Message: "opening gate " + id + ": the workflow service did not answer; post the signal again", Err: err}
@@ -298,6 +313,7 @@ type Metrics struct {
 	costUSD  *prometheus.CounterVec
 	tokens   *prometheus.CounterVec
 	mismatch *prometheus.CounterVec
+	resolved *prometheus.CounterVec
 }
 
 // NewMetrics registers the gate's counters on reg.
@@ -312,6 +328,8 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			Help: "Tokens of signals by agent and direction (input, output)."}, []string{"agent", "direction"}),
 		mismatch: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "ampflow_gate_cost_mismatch_total",
 			Help: "Signals whose reported cost differs from the computed one by more than 10%."}, []string{"agent"}),
+		resolved: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "ampflow_gate_gates_resolved_total",
+			Help: "Gates resolved, by status: approved or rejected (expired gates are rejected)."}, []string{"status"}),
 	}
 	if reg != nil {
 		m.signals = register(reg, m.signals)
@@ -319,6 +337,7 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		m.costUSD = register(reg, m.costUSD)
 		m.tokens = register(reg, m.tokens)
 		m.mismatch = register(reg, m.mismatch)
+		m.resolved = register(reg, m.resolved)
 	}
 	return m
 }
@@ -341,6 +360,13 @@ func register[C prometheus.Collector](reg prometheus.Registerer, c C) C {
 func (m *Metrics) signal(agent, outcome string) {
 	if m != nil {
 		m.signals.WithLabelValues(agent, outcome).Inc()
+	}
+}
+
+// Resolved counts a gate resolved with status.
+func (m *Metrics) Resolved(status string) {
+	if m != nil {
+		m.resolved.WithLabelValues(status).Inc()
 	}
 }
 

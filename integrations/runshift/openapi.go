@@ -51,6 +51,23 @@ func signalOp(id, summary string) map[string]any {
 	}
 }
 
+func signalStatusOp() map[string]any {
+	return map[string]any{
+		"operationId": "getSignal",
+		"summary":     "Where an agent's run stands, by its key",
+		"description": "The bearer token is the agent's key. Answers as posting the run's signal again would, without posting it: the gate's status. Another agent's run answers 404.",
+		"security":    []any{map[string]any{"bearer": []any{}}},
+		"parameters": []any{map[string]any{"name": "run_id", "in": "path", "required": true, "schema": map[string]any{"type": "string"},
+			"description": "The run_id of the signal."}},
+		"responses": map[string]any{
+			"200": jsonBody(ref("SignalReply"), "The run's gate: pending, approved or rejected."),
+			"401": errResp("No registered agent's key (code unauthenticated)."),
+			"404": errResp("No signal of this agent has this run_id (code not_found)."),
+			"500": errResp("A fault of the server (code internal)."),
+		},
+	}
+}
+
 func showOp() map[string]any {
 	return map[string]any{
 		"operationId": "getGate",
@@ -115,7 +132,7 @@ func schemas() map[string]any {
 				"agent_id":    map[string]any{"type": "string", "maxLength": MaxIDLen, "description": "The key's agent."},
 				"run_id":      map[string]any{"type": "string", "maxLength": MaxIDLen, "description": "Unique per run: a run_id posted again changes nothing."},
 				"project_id":  map[string]any{"type": "string", "maxLength": MaxIDLen},
-				"task_id":     map[string]any{"type": "string", "maxLength": MaxIDLen, "description": "An AMP task the cost counts against (ampflow's extension)."},
+				"task_id":     map[string]any{"type": "string", "maxLength": MaxIDLen, "description": "An AMP task the cost counts against (ampflow's extension): the signal that passes the budget_usd of its plan's tech_constraints suspends it. Unknown: 400."},
 				"status":      map[string]any{"type": "string", "enum": []any{"completed", "failed", "interrupted"}, "description": "failed: put metadata.error_code and metadata.error_message when known."},
 				"summary":     map[string]any{"type": "string", "maxLength": MaxSummary, "description": "What the agent did."},
 				"proposed_action": map[string]any{"type": []any{"string", "null"}, "maxLength": MaxProposedAction,

@@ -111,7 +111,7 @@ func RenderClosed(d decision.Decision, o decision.Outcome) []slackapi.Block {
 	case o.Channel == decision.ChannelExpiry:
 		line = fmt.Sprintf("⌛ *Expired*: nobody answered in time; *%s* applied by %s", esc(chat.OptionLabel(d, o.Option)), who(o.By))
 	default:
-		line = fmt.Sprintf("%s *%s* by %s via %s", chat.OutcomeMark(o.Option), esc(chat.OptionLabel(d, o.Option)), who(o.By), esc(o.Channel))
+		line = fmt.Sprintf("%s *%s* by %s %s", chat.OutcomeMark(o.Option), esc(chat.OptionLabel(d, o.Option)), who(o.By), esc(chat.Where(o.Channel)))
 	}
 	line += "\n" + chat.Stamp(o.At)
 	if o.Note != "" {

@@ -77,6 +77,14 @@ func TestRenderClosedHasNoButtons(t *testing.T) {
 	}
 }
 
+func TestRenderClosedOnTheDashboard(t *testing.T) {
+	d := chattest.PlanDecision()
+	s := string(jsonText(t, RenderClosed(d, chattest.Outcome(d, decision.OptApprove, "ana", "dashboard", "")), ""))
+	if !strings.Contains(s, "by `ana` on the dashboard") {
+		t.Errorf("a decision taken on the dashboard does not say so: %s", s)
+	}
+}
+
 func TestRenderStatus(t *testing.T) {
 	got := RenderStatus(activities.NotifyInput{TaskID: "T-2026-001", Status: task.StatusInReview, Text: "round 2 <x>"})
 	if want := "`T-2026-001` is now *in review*: round 2 &lt;x&gt;"; got != want {

@@ -107,7 +107,7 @@ func RenderClosed(d decision.Decision, o decision.Outcome) Message {
 	case o.Channel == decision.ChannelExpiry:
 		line = fmt.Sprintf("⌛ <b>Expired</b>: nobody answered in time; <b>%s</b> applied by <code>%s</code>", esc(chat.OptionLabel(d, o.Option)), esc(o.By))
 	default:
-		line = fmt.Sprintf("%s <b>%s</b> by <code>%s</code> via %s", chat.OutcomeMark(o.Option), esc(chat.OptionLabel(d, o.Option)), esc(o.By), esc(o.Channel))
+		line = fmt.Sprintf("%s <b>%s</b> by <code>%s</code> %s", chat.OutcomeMark(o.Option), esc(chat.OptionLabel(d, o.Option)), esc(o.By), esc(chat.Where(o.Channel)))
 	}
 	line += "\n" + chat.Stamp(o.At)
 	if o.Note != "" {

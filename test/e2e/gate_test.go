@@ -217,4 +217,113 @@ func TestGateBudgetStopsSignals(t *testing.T) {
 	if r := gates.Gates[1].Reasons; gates.Gates[1].RunID != "spend-1" || len(r) != 1 || !strings.Contains(r[0], "gate.budgets[0]") {
 		t.Errorf("the gated signal's reasons %v, want the budget", r)
 	}
+
+	// An admin rejects the gate of spend-1 from the command line, as any
+	// decision: ampflow pending lists it, ampflow decide answers it.
+	out, errOut, code := cli(t, p, nil, "pending", "-o", "json")
+	var open []struct {
+		ID      string `json:"id"`
+		Subject string `json:"subject"`
+	}
+	if err := json.Unmarshal([]byte(out), &open); code != 0 || err != nil || len(open) != 2 {
+		t.Fatalf("ampflow pending: exit %d, %v\n%s%s", code, err, out, errOut)
+	}
+	id := ""
+	for _, d := range open {
+		if strings.HasPrefix(d.Subject, "gate-") && strings.Contains(gateOf(t, c, d.Subject), "spend-1") {
+			id = d.ID
+		}
+	}
+	if id == "" {
+		t.Fatalf("no open decision for the gate of spend-1: %+v", open)
+	}
+	if out, errOut, code := cli(t, p, nil, "decide", "--decision", id, "--option", "reject", "--note", "over budget"); code != 0 || !strings.Contains(out, "reject") {
+		t.Fatalf("ampflow decide: exit %d\n%s%s", code, out, errOut)
+	}
+	eventually(t, 30*time.Second, "the gate of spend-1 rejected", func() (bool, error) {
+		out, _, code := cli(t, p, nil, "gates", "list", "--run-id", "spend-1")
+		return code == 0 && strings.Contains(out, "rejected"), fmt.Errorf("%s", out)
+	})
+
+	resp, err := http.Get("http://" + p.api + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var metrics bytes.Buffer
+	metrics.ReadFrom(resp.Body)
+	for _, want := range []string{
+		`ampflow_gate_signals_total{agent="spender",outcome="budget_exceeded"} 1`,
+		`ampflow_gate_signals_total{agent="spender",outcome="pending"} 2`,
+		`ampflow_gate_gates_opened_total 2`,
+		`ampflow_gate_gates_resolved_total{status="rejected"} 1`,
+		`ampflow_gate_cost_usd_total{agent="spender",project=""}`,
+	} {
+		if !strings.Contains(metrics.String(), want) {
+			t.Errorf("/metrics lacks %s", want)
+		}
+	}
+}
+
+// gateOf reads the gate of a gate workflow's id, as JSON.
+func gateOf(t *testing.T, c api, subject string) string {
+	t.Helper()
+	var g map[string]any
+	if code := c.do("GET", "/v1/gates/"+strings.TrimPrefix(subject, "gate-"), nil, &g); code != http.StatusOK {
+		t.Fatalf("GET /v1/gates of %s: %d", subject, code)
+	}
+	b, _ := json.Marshal(g)
+	return string(b)
+}
+
+// TestGateTaskBudgetSuspends: signals that name a task count against the
+// budget_usd of its plan (tech_constraints); the one that passes it
+// suspends the task with a critical escalation for an admin.
+func TestGateTaskBudgetSuspends(t *testing.T) {
+	p := startDev(t, t.TempDir(), gateEnv()...)
+	c := api{t: t, base: "http://" + p.api}
+	tasks := dial(t, p)
+	plan := lowRiskPlan(gitRepo(t))
+	plan.TechConstraints = map[string]any{"budget_usd": 0.02}
+	var started struct {
+		TaskID string `json:"task_id"`
+	}
+	if code := c.do("POST", "/v1/tasks", map[string]any{"plan": plan}, &started); code != http.StatusCreated {
+		t.Fatalf("starting the task answered %d", code)
+	}
+	waitStatus(t, tasks, started.TaskID, "dispatched")
+	post := func(run, taskID string) int {
+		body := map[string]any{
+			"amp_version": "1.0", "agent_id": "resume-tailor", "project_id": "job-search", "run_id": run, "task_id": taskID, "status": "completed",
+			"summary": "Generated the greeting", "model": "claude-sonnet-4-6",
+			"input_tokens": 1842, "output_tokens": 614, "cost_usd": 0.014736, "gate_required": false,
+			"started_at": "2026-03-06T22:10:38Z", "completed_at": "2026-03-06T22:10:46Z",
+		}
+		b, _ := json.Marshal(body)
+		req, _ := http.NewRequest("POST", "http://"+p.api+"/v1/signals", bytes.NewReader(b))
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Authorization", "Bearer "+gateTailorKey)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		return resp.StatusCode
+	}
+	if code := post("task-spend-0", "T-2026-999"); code != http.StatusBadRequest {
+		t.Fatalf("a signal for an unknown task answered %d, want 400", code)
+	}
+	if code := post("task-spend-1", started.TaskID); code != http.StatusOK {
+		t.Fatalf("first signal answered %d", code)
+	}
+	if st, err := tasks.State(context.Background(), started.TaskID); err != nil || st.Status != "dispatched" {
+		t.Fatalf("under budget the task is %s (%v)", st.Status, err)
+	}
+	if code := post("task-spend-2", started.TaskID); code != http.StatusOK {
+		t.Fatalf("second signal answered %d", code)
+	}
+	st := waitStatus(t, tasks, started.TaskID, "suspended")
+	if st.Pending == nil || st.Pending.Kind != "agent_escalation" || !strings.Contains(st.Pending.Prompt, "budget exceeded") {
+		t.Fatalf("pending %+v", st.Pending)
+	}
 }

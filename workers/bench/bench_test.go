@@ -189,3 +189,26 @@ func TestRun(t *testing.T) {
 		}
 	}
 }
+
+// TestRunSignals runs the action gate's benchmark small: every signal is
+// accepted, every gate resolved, and the figures are filled in.
+func TestRunSignals(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts a Temporal server")
+	}
+	r, err := Run(context.Background(), Options{Tasks: 1, Concurrency: 4, Signals: 40})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := r.Signals
+	if s == nil || s.Signals != 40 || s.Gates != 10 || s.AcceptP99MS <= 0 || s.GatesResolvedPerS <= 0 || s.SignalsPerS <= 0 {
+		t.Fatalf("figures %+v", s)
+	}
+	var buf bytes.Buffer
+	if err := r.WriteText(&buf); err != nil || !strings.Contains(buf.String(), "gates resolved") {
+		t.Fatalf("%v\n%s", err, buf.String())
+	}
+	if err := (Options{Tasks: 1, Concurrency: 1, Signals: -1}).Validate(); err == nil || !strings.Contains(err.Error(), "--signals -1") {
+		t.Fatalf("negative signals: %v", err)
+	}
+}

@@ -43,6 +43,10 @@ const (
 // Gate is the workflow of one gate: it asks the admins through the
 // decision engine, records the resolution, and posts it to the agent's
 // webhook, retried with backoff for up to CallbackFor.
+//
+// A change to the shape of its history goes behind workflow.GetVersion;
+// test/replay replays the recorded gate histories (testdata/gate), which
+// TestRecordGateHistories in test/e2e records.
 func Gate(ctx workflow.Context, in Input) (State, error) {
 	g := &gateRun{
 		State: State{Input: in, Status: StatusPending, Callback: CallbackState{Status: CallbackNone}},

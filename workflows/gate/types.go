@@ -167,6 +167,9 @@ func Start(ctx context.Context, c client.Client, queue string, in Input) (Starte
 	if in.Kind != KindSignal && in.Kind != KindContract {
 		return Started{}, fmt.Errorf("starting gate %s: kind: %q is not signal or contract", in.GateID, in.Kind)
 	}
+	if in.AgentID == "" {
+		return Started{}, fmt.Errorf("starting gate %s: agent_id is required", in.GateID)
+	}
 	if in.Kind == KindContract && in.Contract == nil {
 		return Started{}, fmt.Errorf("starting gate %s: contract: required for a contract gate", in.GateID)
 	}

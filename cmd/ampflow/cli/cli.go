@@ -258,6 +258,7 @@ func (a *App) rootCommand() *cobra.Command {
 	root.AddCommand(a.pendingCommand(), a.decideCommand())
 	root.AddCommand(a.gatesCommand())
 	root.AddCommand(a.auditCommand(), a.ssotCommand())
+	root.AddCommand(a.aofCommand())
 	root.AddCommand(a.leaseCommand(), a.chatCommand())
 	return root
 }

@@ -1,0 +1,109 @@
+package activities
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/ampflow/ampflow/activities/ssot"
+)
+
+type fakeAOFStore struct {
+	saves     []ssot.AOFSave
+	decisions map[string]int64
+	appended  []ssot.Entry
+}
+
+func (f *fakeAOFStore) SaveAOF(_ context.Context, in ssot.AOFSave) error {
+	f.saves = append(f.saves, in)
+	return nil
+}
+
+func (f *fakeAOFStore) SaveDecisions(_ context.Context, subject string, rev int64, _ []ssot.PendingDecision) error {
+	f.decisions[subject] = rev
+	return nil
+}
+
+func (f *fakeAOFStore) Append(_ context.Context, _ string, e []ssot.Entry) (ssot.AppendResult, error) {
+	f.appended = append(f.appended, e...)
+	return ssot.AppendResult{Written: len(e)}, nil
+}
+
+// TestSaveAOFMirror writes a task's steps into AOF's layout: run
+// artifacts under runs/, inputs under the status directory (moved with
+// the status), each event once in the day's log whatever the retries.
+func TestSaveAOFMirror(t *testing.T) {
+	dir := t.TempDir()
+	store := &fakeAOFStore{decisions: map[string]int64{}}
+	a := &AOF{Store: store, DataDir: dir}
+	at := time.Date(2026, 2, 9, 21, 0, 0, 0, time.UTC)
+	const id = "TASK-2026-02-09-061"
+	step := func(rev int64, status string, arts []ssot.AOFArtifact, evs ...string) AOFSaveInput {
+		in := AOFSaveInput{Subject: "aof-" + id, Save: ssot.AOFSave{
+			Task: &ssot.AOFTask{TaskID: id, Status: status, Rev: rev, CreatedAt: at, UpdatedAt: at,
+				Body: json.RawMessage(`{"title":"QA","body":"Check it.\n\n## Work Log\n\n- line\n","metadata":{"delegationDepth":1}}`)},
+			Artifacts: arts,
+		}}
+		for _, e := range evs {
+			in.Save.Events = append(in.Save.Events, ssot.AOFEvent{ID: e, TaskID: id, Type: "task.transitioned", At: at, Payload: json.RawMessage(`{"reason":"x"}`)})
+		}
+		return in
+	}
+	first := step(1, "ready", []ssot.AOFArtifact{
+		{TaskID: id, Name: "inputs/handoff.json", Rev: 1, Body: `{"taskId":"` + id + `"}`},
+		{TaskID: id, Name: "inputs/handoff.md", Rev: 1, Body: "# Handoff Request\n"},
+	}, id+"-e1")
+	for range 2 {
+		if _, err := a.SaveAOF(context.Background(), first); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(dir, "tasks", "ready", id, "inputs", "handoff.md")); err != nil {
+		t.Fatal(err)
+	}
+	second := step(2, "in_progress", []ssot.AOFArtifact{{TaskID: id, Name: "run.json", Rev: 2, Body: `{"status":"running"}`}}, id+"-e2")
+	if _, err := a.SaveAOF(context.Background(), second); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "tasks", "in-progress", id, "inputs", "handoff.json")); err != nil {
+		t.Errorf("the task's directory did not follow its status: %v", err)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "tasks", "ready", id)); !os.IsNotExist(err) {
+		t.Errorf("the old status directory is left: %v", err)
+	}
+	md, err := os.ReadFile(filepath.Join(dir, "tasks", "in-progress", id+".md"))
+	if err != nil || !strings.HasPrefix(string(md), "---\nid: "+id+"\ntitle: \"QA\"\nstatus: in-progress\n") || !strings.Contains(string(md), "## Work Log") {
+		t.Errorf("task file %q: %v", md, err)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "tasks", "ready", id+".md")); !os.IsNotExist(err) {
+		t.Errorf("the task file of the old status is left: %v", err)
+	}
+	if b, err := os.ReadFile(filepath.Join(dir, "runs", id, "run.json")); err != nil || string(b) != `{"status":"running"}` {
+		t.Errorf("run.json %q %v", b, err)
+	}
+	log, err := os.ReadFile(filepath.Join(dir, "events", "2026-02-09.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if lines := strings.Split(strings.TrimSpace(string(log)), "\n"); len(lines) != 2 || !strings.Contains(lines[0], `"timestamp":"2026-02-09T21:00:00.000Z"`) {
+		t.Errorf("event log %q", log)
+	}
+	if store.decisions["aof-"+id] != 2 || len(store.saves) != 3 {
+		t.Errorf("decisions %v saves %d", store.decisions, len(store.saves))
+	}
+	del := step(3, "in_progress", []ssot.AOFArtifact{{TaskID: id, Name: "run.json", Rev: 3, Deleted: true}})
+	if _, err := a.SaveAOF(context.Background(), del); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "runs", id, "run.json")); !os.IsNotExist(err) {
+		t.Errorf("a deleted artifact is left: %v", err)
+	}
+	bad := step(4, "ready", []ssot.AOFArtifact{{TaskID: id, Name: "../../etc/x", Rev: 4, Body: "x"}})
+	if _, err := a.SaveAOF(context.Background(), bad); err == nil {
+		t.Error("an artifact outside the task's directory was written")
+	}
+}

@@ -1,0 +1,86 @@
+package activities
+
+import (
+	"context"
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/ampflow/ampflow/activities/ssot"
+)
+
+type gateStoreFake struct {
+	GateStore
+	mu       sync.Mutex
+	attempts []ssot.GateAttempt
+}
+
+func (f *gateStoreFake) AddGateAttempt(_ context.Context, a ssot.GateAttempt) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.attempts = append(f.attempts, a)
+	return nil
+}
+
+// TestGateCallbackSigned: a callback carries the agent-webhook signature,
+// each attempt is recorded, server errors are retried, other client
+// errors, hosts outside gate.webhook_allow and redirects are final.
+func TestGateCallbackSigned(t *testing.T) {
+	now := time.Unix(1700000000, 0)
+	var got http.Header
+	var gotBody []byte
+	status := http.StatusNoContent
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		got, gotBody = r.Header.Clone(), must(io.ReadAll(r.Body))
+		if r.URL.Path == "/moved" {
+			http.Redirect(w, r, "http://169.254.169.254/", http.StatusFound)
+			return
+		}
+		w.WriteHeader(status)
+	}))
+	defer srv.Close()
+	store := &gateStoreFake{}
+	g := &Gate{Store: store, Secret: "s3cret", Allowed: func(h string) bool { return h == "127.0.0.1" }, Now: func() time.Time { return now }}
+	body := json.RawMessage(`{"gate_id":"gate_1","status":"approved"}`)
+	in := GateCallbackInput{GateID: "gate_1", Attempt: 1, URL: srv.URL + "/hook", Body: body}
+
+	res, err := g.GateCallback(context.Background(), in)
+	if err != nil || !res.Delivered || res.StatusCode != 204 {
+		t.Fatalf("%+v %v", res, err)
+	}
+	if got.Get(HeaderTimestamp) != "1700000000" || got.Get(HeaderSignature) != Signature("s3cret", "1700000000", body) || string(gotBody) != string(body) {
+		t.Fatalf("headers %v body %s", got, gotBody)
+	}
+	status = http.StatusBadGateway
+	in.Attempt = 2
+	if res, _ := g.GateCallback(context.Background(), in); res.Delivered || res.Final || res.StatusCode != 502 {
+		t.Fatalf("502: %+v", res)
+	}
+	status = http.StatusGone
+	in.Attempt = 3
+	if res, _ := g.GateCallback(context.Background(), in); !res.Final {
+		t.Fatalf("410: %+v", res)
+	}
+	in.Attempt, in.URL = 4, srv.URL+"/moved"
+	if res, _ := g.GateCallback(context.Background(), in); res.Delivered || !res.Final || res.StatusCode != http.StatusFound {
+		t.Fatalf("redirect: %+v", res)
+	}
+	in.Attempt, in.URL = 5, "http://localhost:1/hook"
+	if res, _ := g.GateCallback(context.Background(), in); !res.Final || res.Error == "" {
+		t.Fatalf("host not allowed: %+v", res)
+	}
+	if len(store.attempts) != 5 || store.attempts[1].StatusCode != 502 || store.attempts[4].Attempt != 5 {
+		t.Fatalf("attempts %+v", store.attempts)
+	}
+}
+
+func must[T any](v T, err error) T {
+	if err != nil {
+		panic(err)
+	}
+	return v
+}

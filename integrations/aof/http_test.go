@@ -1,0 +1,288 @@
+package aof
+
+import (
+	"context"
+	"encoding/json"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/ampflow/ampflow/activities/ssot"
+	"github.com/ampflow/ampflow/amp"
+	"github.com/ampflow/ampflow/amp/task"
+	"github.com/ampflow/ampflow/config"
+	"github.com/ampflow/ampflow/integrations/httpapi"
+	wf "github.com/ampflow/ampflow/workflows/aof"
+)
+
+// fakeTasks stands for the task workflows: it saves what it is given as
+// the workflow would, so the routes read it back.
+type fakeTasks struct {
+	store *ssot.DB
+	msgs  []wf.MessageInput
+	err   error
+}
+
+func (f *fakeTasks) save(t wf.Task) {
+	t.Rev++
+	b, _ := json.Marshal(t)
+	_ = f.store.SaveAOF(context.Background(), ssot.AOFSave{Task: &ssot.AOFTask{TaskID: t.TaskID, Status: string(t.Status), Rev: t.Rev, Body: b}})
+}
+
+func (f *fakeTasks) Create(_ context.Context, t wf.Task) (wf.Task, error) {
+	f.save(t)
+	return t, nil
+}
+
+func (f *fakeTasks) Message(_ context.Context, in wf.MessageInput) (wf.Result, error) {
+	f.msgs = append(f.msgs, in)
+	return wf.Result{Changed: true}, f.err
+}
+
+func (f *fakeTasks) Dispatch(context.Context, string, wf.DispatchInput) (wf.Result, error) {
+	return wf.Result{}, f.err
+}
+
+func (f *fakeTasks) Heartbeat(context.Context, string, wf.HeartbeatInput) (wf.Result, error) {
+	return wf.Result{}, f.err
+}
+
+func (f *fakeTasks) SessionEnd(context.Context, string, wf.SessionEndInput) (wf.Result, error) {
+	return wf.Result{}, f.err
+}
+
+type rig struct {
+	t     *testing.T
+	ts    *httptest.Server
+	store *ssot.DB
+	tasks *fakeTasks
+}
+
+func newRig(t *testing.T, tokens ...config.AuthToken) *rig {
+	store, err := ssot.Open(context.Background(), filepath.Join(t.TempDir(), "ampflow.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { store.Close() })
+	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	srv := httpapi.New(httpapi.Options{Store: store, Logger: log, Tokens: tokens})
+	tasks := &fakeTasks{store: store}
+	a := Register(srv, tasks, store, log)
+	a.now = func() time.Time { return time.Date(2026, 2, 9, 21, 0, 0, 0, time.UTC) }
+	ts := httptest.NewServer(srv.Handler())
+	t.Cleanup(ts.Close)
+	return &rig{t: t, ts: ts, store: store, tasks: tasks}
+}
+
+func (r *rig) do(method, path, body string) (int, map[string]any) {
+	r.t.Helper()
+	return r.as("", method, path, body)
+}
+
+// as sends a request with a bearer token, when not empty.
+func (r *rig) as(token, method, path, body string) (int, map[string]any) {
+	r.t.Helper()
+	req, _ := http.NewRequest(method, r.ts.URL+path, strings.NewReader(body))
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
+	}
+	if body != "" {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var out map[string]any
+	b, _ := io.ReadAll(resp.Body)
+	_ = json.Unmarshal(b, &out)
+	return resp.StatusCode, out
+}
+
+func errCode(out map[string]any) string {
+	e, _ := out["error"].(map[string]any)
+	c, _ := e["code"].(string)
+	return c
+}
+
+// lastEvents returns the types and reasons of the logged events.
+func (r *rig) events() []string {
+	evs, _, err := r.store.AOFEvents(context.Background(), "", ssot.Page{})
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	var out []string
+	for _, e := range evs {
+		var p map[string]any
+		_ = json.Unmarshal(e.Payload, &p)
+		s := e.Type
+		if reason, ok := p["reason"].(string); ok {
+			s += ":" + reason
+		}
+		if typ, ok := p["type"].(string); ok && e.Type == wf.EventUnknown {
+			s += ":" + typ
+		}
+		out = append(out, s)
+	}
+	return out
+}
+
+func TestMessageRejections(t *testing.T) {
+	ex1 := example(t, 1)
+	cases := []struct {
+		name, body string
+		status     int
+		code       string
+		events     []string
+	}{
+		{"InvalidJSON", `{"protocol":`, 400, "invalid_json", []string{"protocol.message.rejected:invalid_json"}},
+		{"InvalidEnvelope", strings.Replace(ex1, `"version": 1`, `"version": 2`, 1), 400, "invalid_envelope", []string{"protocol.message.rejected:invalid_envelope"}},
+		{"Unknown", strings.Replace(ex1, `"completion.report"`, `"task.cancel"`, 1), 400, "unknown_type", []string{"protocol.message.unknown:task.cancel"}},
+		{"Mismatch", strings.Replace(example(t, 3), `"taskId": "TASK-2026-02-09-059", "agentId"`, `"taskId": "TASK-2026-02-09-001", "agentId"`, 1), 400, "taskId_mismatch", []string{"protocol.message.rejected:taskId_mismatch"}},
+		{"TaskNotFound", ex1, 404, "task_not_found", []string{"protocol.message.received", "protocol.message.rejected:task_not_found"}},
+		{"HandoffTaskNotFound", example(t, 6), 404, "task_not_found", []string{"protocol.message.received", "protocol.message.rejected:task_not_found", "delegation.rejected:task_not_found"}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			r := newRig(t)
+			st, out := r.do("POST", "/v1/aof/messages", c.body)
+			if st != c.status || errCode(out) != c.code {
+				t.Errorf("%d %v, want %d %s", st, out, c.status, c.code)
+			}
+			if got := r.events(); strings.Join(got, ",") != strings.Join(c.events, ",") {
+				t.Errorf("events %v, want %v", got, c.events)
+			}
+			if len(r.tasks.msgs) != 0 {
+				t.Error("a rejected message reached a task")
+			}
+		})
+	}
+}
+
+func TestMessageHandoff(t *testing.T) {
+	r := newRig(t)
+	if st, out := r.do("POST", "/v1/aof/tasks", `{"taskId":"TASK-2026-02-09-061","title":"QA"}`); st != 201 {
+		t.Fatalf("create: %d %v", st, out)
+	}
+	st, out := r.do("POST", "/v1/aof/messages", content(Prefix+example(t, 5)))
+	if st != 404 || errCode(out) != "parent_not_found" {
+		t.Errorf("no parent: %d %v", st, out)
+	}
+	if got := r.events(); got[len(got)-1] != "delegation.rejected:parent_not_found" {
+		t.Errorf("events %v", got)
+	}
+	r.do("POST", "/v1/aof/tasks", `{"taskId":"TASK-2026-02-09-057","title":"API"}`)
+	if st, out := r.do("POST", "/v1/aof/messages", example(t, 5)); st != 200 {
+		t.Fatalf("handoff: %d %v", st, out)
+	}
+	if len(r.tasks.msgs) != 1 || r.tasks.msgs[0].ParentDepth != 0 || r.tasks.msgs[0].Message.Handoff == nil {
+		t.Errorf("handed %+v", r.tasks.msgs)
+	}
+	r.tasks.err = task.Errorf(wf.CodeNestedDelegation, "nested")
+	if st, out := r.do("POST", "/v1/aof/messages", example(t, 5)); st != 409 || errCode(out) != "nested_delegation" {
+		t.Errorf("nested: %d %v", st, out)
+	}
+	if got := r.events(); got[len(got)-1] != "delegation.rejected:nested_delegation" {
+		t.Errorf("events %v", got)
+	}
+}
+
+func TestCreateTask(t *testing.T) {
+	r := newRig(t)
+	for _, want := range []string{"TASK-2026-02-09-001", "TASK-2026-02-09-002"} {
+		st, out := r.do("POST", "/v1/aof/tasks", `{"title":"t"}`)
+		if st != 201 || out["taskId"] != want || out["status"] != "ready" {
+			t.Errorf("%d %v, want %s", st, out, want)
+		}
+		md := out["metadata"].(map[string]any)
+		if md["reviewRequired"] != true {
+			t.Errorf("metadata %v", md)
+		}
+	}
+	for body, code := range map[string]string{
+		`{"title":"t","taskId":"TASK-2026-02-09-001"}`: "conflict",
+		`{"title":""}`:                                       "invalid",
+		`{"title":"t","status":"done"}`:                      "invalid",
+		`{"title":"t","taskId":"T-1"}`:                       "invalid",
+		`{"title":"t","parentTaskId":"TASK-2026-02-09-777"}`: "parent_not_found",
+		`{"title":"t","nope":1}`:                             "invalid",
+	} {
+		if st, out := r.do("POST", "/v1/aof/tasks", body); errCode(out) != code || st < 400 {
+			t.Errorf("%s: %d %v, want %s", body, st, out, code)
+		}
+	}
+	st, out := r.do("POST", "/v1/aof/tasks", `{"title":"child","parentTaskId":"TASK-2026-02-09-001","reviewRequired":false}`)
+	if st != 201 || out["metadata"].(map[string]any)["delegationDepth"] != 1.0 {
+		t.Errorf("child %d %v", st, out)
+	}
+	if st, out := r.do("POST", "/v1/aof/tasks", `{"title":"grandchild","parentTaskId":"`+out["taskId"].(string)+`"}`); st != 409 || errCode(out) != "nested_delegation" {
+		t.Errorf("grandchild %d %v", st, out)
+	}
+	if st, out := r.do("GET", "/v1/aof/tasks/TASK-2026-02-09-001", ""); st != 200 || out["artifacts"] == nil {
+		t.Errorf("get %d %v", st, out)
+	}
+	if st, out := r.do("GET", "/v1/aof/tasks/TASK-2026-02-09-999", ""); st != 404 || errCode(out) != "task_not_found" {
+		t.Errorf("get missing %d %v", st, out)
+	}
+	r.tasks.err = task.Errorf(wf.CodeInvalidTransition, "not ready")
+	if st, out := r.do("POST", "/v1/aof/tasks/TASK-2026-02-09-001/dispatch", `{"agentId":"a"}`); st != 409 || errCode(out) != "invalid_transition" {
+		t.Errorf("dispatch %d %v", st, out)
+	}
+	r.tasks.err = task.Errorf(wf.CodeNotRunning, "no run")
+	if st, out := r.do("POST", "/v1/aof/tasks/TASK-2026-02-09-001/heartbeat", `{"agentId":"a"}`); st != 409 || errCode(out) != "not_running" {
+		t.Errorf("heartbeat %d %v", st, out)
+	}
+	if st, out := r.do("GET", "/v1/aof/events?taskId=TASK-2026-02-09-001", ""); st != 200 || out["events"] == nil {
+		t.Errorf("events %d %v", st, out)
+	}
+	if st, out := r.do("POST", "/v1/aof/session-end", `{}`); st != 200 || out["applied"] == nil {
+		t.Errorf("session end %d %v", st, out)
+	}
+}
+
+func TestDocumented(t *testing.T) {
+	r := newRig(t)
+	st, doc := r.do("GET", "/v1/openapi.json", "")
+	if st != 200 {
+		t.Fatal(st)
+	}
+	paths := doc["paths"].(map[string]any)
+	for _, p := range []string{"/v1/aof/messages", "/v1/aof/tasks", "/v1/aof/tasks/{id}", "/v1/aof/tasks/{id}/dispatch",
+		"/v1/aof/tasks/{id}/heartbeat", "/v1/aof/events", "/v1/aof/session-end"} {
+		if paths[p] == nil {
+			t.Errorf("%s is not documented", p)
+		}
+	}
+}
+
+// TestRoles: coordinators and admins create and dispatch; agents send
+// messages, heartbeats and session ends; any token reads.
+func TestRoles(t *testing.T) {
+	r := newRig(t,
+		config.AuthToken{Token: "coord", Role: amp.RoleCoordinator, Name: "planner"},
+		config.AuthToken{Token: "exec", Role: amp.RoleExecutor, Name: "codex"})
+	if st, out := r.as("exec", "POST", "/v1/aof/tasks", `{"title":"t"}`); st != http.StatusForbidden {
+		t.Errorf("an executor created a task: %d %v", st, out)
+	}
+	if st, out := r.as("coord", "POST", "/v1/aof/tasks", `{"title":"t","taskId":"TASK-2026-02-09-057"}`); st != http.StatusCreated {
+		t.Fatalf("a coordinator could not create a task: %d %v", st, out)
+	}
+	if st, _ := r.as("exec", "POST", "/v1/aof/tasks/TASK-2026-02-09-057/dispatch", `{"agentId":"a"}`); st != http.StatusForbidden {
+		t.Errorf("an executor dispatched: %d", st)
+	}
+	if st, out := r.as("exec", "POST", "/v1/aof/messages", example(t, 1)); st != http.StatusOK {
+		t.Errorf("an executor could not report: %d %v", st, out)
+	}
+	if st, _ := r.as("exec", "GET", "/v1/aof/tasks/TASK-2026-02-09-057", ""); st != http.StatusOK {
+		t.Errorf("an executor could not read: %d", st)
+	}
+	if st, _ := r.as("", "POST", "/v1/aof/messages", example(t, 1)); st != http.StatusUnauthorized {
+		t.Errorf("a message without a token: %d", st)
+	}
+}

@@ -1,0 +1,164 @@
+package aof
+
+import "github.com/ampflow/ampflow/integrations/httpapi"
+
+// The AOF routes' OpenAPI operations and schemas.
+
+func ref(name string) map[string]any { return map[string]any{"$ref": "#/components/schemas/" + name} }
+
+func jsonBody(schema map[string]any) map[string]any {
+	return map[string]any{"application/json": map[string]any{"schema": schema}}
+}
+
+func errResp(desc string) map[string]any {
+	return map[string]any{"description": desc, "content": jsonBody(ref("Error"))}
+}
+
+// op builds an operation: its id, summary, request schema (empty for
+// none), success status and schema, and its error answers.
+func op(id, summary, description, req, okStatus, okSchema string, errs map[string]string) map[string]any {
+	resp := map[string]any{okStatus: map[string]any{"description": "OK", "content": jsonBody(ref(okSchema))}}
+	errs["401"] = "No valid bearer token (code unauthenticated)."
+	errs["403"] = "The token's role may not do this (code forbidden)."
+	errs["503"] = "Temporal or the worker did not answer (code unavailable); retry."
+	for st, d := range errs {
+		resp[st] = errResp(d)
+	}
+	o := map[string]any{"operationId": id, "summary": summary, "description": description, "tags": []string{"AOF/1"}, "responses": resp}
+	if req != "" {
+		o["requestBody"] = map[string]any{"required": true, "content": jsonBody(ref(req))}
+	}
+	return o
+}
+
+func withParams(o map[string]any, params ...map[string]any) map[string]any {
+	o["parameters"] = params
+	return o
+}
+
+func param(in, name, desc string, required bool) map[string]any {
+	return map[string]any{"in": in, "name": name, "description": desc, "required": required, "schema": map[string]any{"type": "string"}}
+}
+
+var pathID = param("path", "id", "The task id, TASK-YYYY-MM-DD-NNN.", true)
+
+var (
+	opMessages = op("postAOFMessage", "Send an AOF/1 protocol message",
+		"Takes the envelope object itself (protocol \"aof\"), or a received message {\"content\": text} whose text is the envelope as JSON or \"AOF/1 \" followed by it, checked in that order. "+
+			"Valid messages are logged as protocol.message.received and handed to the task; rejections change nothing and are logged as protocol.message.rejected (reason invalid_json, invalid_envelope, task_not_found, taskId_mismatch), "+
+			"protocol.message.unknown, or delegation.rejected (parent_not_found, nested_delegation). A completion.report writes run_result.json; its transitions apply at the session's end or on a stale heartbeat.",
+		"AOFMessageRequest", "200", "AOFResult", map[string]string{
+			"400": "Rejected: invalid_json, invalid_envelope, taskId_mismatch or unknown_type.",
+			"404": "Rejected: task_not_found, or parent_not_found for a handoff.request.",
+			"409": "Rejected: nested_delegation (the parent is a delegated task itself).",
+		})
+	opCreate = op("createAOFTask", "Create an AOF task",
+		"Starts the task's workflow. taskId is allocated as TASK-<today>-NNN when absent.",
+		"AOFCreateRequest", "201", "AOFTask", map[string]string{
+			"400": "Invalid input (code invalid); fields names each field at fault.",
+			"404": "parentTaskId names no task (code parent_not_found).",
+			"409": "The task id is taken (code conflict), or the parent is a delegated task itself (code nested_delegation).",
+		})
+	opGetTask = withParams(op("getAOFTask", "Read an AOF task",
+		"Its status, metadata.delegationDepth, work log, run artifacts (run.json, run_heartbeat.json, run_result.json) and handoff inputs.",
+		"", "200", "AOFTaskView", map[string]string{"404": "No such task (code task_not_found)."}), pathID)
+	opDispatch = withParams(op("dispatchAOFTask", "Dispatch a ready AOF task to an agent",
+		"ready → in_progress: writes run.json and the first run_heartbeat.json; the task expects a heartbeat before expiresAt (ttlMs, default 300000). A repeat by the running agent changes nothing.",
+		"AOFDispatchRequest", "200", "AOFResult", map[string]string{
+			"400": "Invalid input (code invalid).",
+			"404": "No such task (code task_not_found).",
+			"409": "The task is not ready (code invalid_transition).",
+		}), pathID)
+	opHeartbeat = withParams(op("heartbeatAOFTask", "Renew the running agent's heartbeat",
+		"Updates run_heartbeat.json: beatCount + 1, expiresAt = now + ttlMs. Once expiresAt passes, the task applies its run result (reason stale_heartbeat_<outcome>) or, without one, goes back to ready (stale_heartbeat_reclaim).",
+		"AOFHeartbeatRequest", "200", "AOFResult", map[string]string{
+			"400": "Invalid input (code invalid).",
+			"404": "No such task (code task_not_found).",
+			"409": "No run of this agent is in progress (code not_running).",
+		}), pathID)
+	opEvents = withParams(op("listAOFEvents", "List the logged AOF events",
+		"Oldest first, of one task or of all; each with its type, taskId, actor, timestamp and payload (with its reason).",
+		"", "200", "AOFEventsResponse", map[string]string{"400": "Invalid limit or cursor (code invalid)."}),
+		param("query", "taskId", "Only this task's events.", false),
+		param("query", "limit", "At most this many (default 100, at most 1000).", false),
+		param("query", "cursor", "The next of the previous page.", false))
+	opSessionEnd = op("endAOFSession", "End an agent session",
+		"Applies the pending run result of every task in progress (of agentId's runs only, when given), as AOF's session_end hook.",
+		"AOFSessionEndRequest", "200", "AOFSessionEndResponse", map[string]string{"400": "Invalid input (code invalid)."})
+)
+
+func obj(required []string, props map[string]any) map[string]any {
+	o := map[string]any{"type": "object", "properties": props}
+	if len(required) > 0 {
+		o["required"] = required
+	}
+	return o
+}
+
+func strSchema(desc string) map[string]any {
+	return map[string]any{"type": "string", "description": desc}
+}
+
+func strs(desc string) map[string]any {
+	return map[string]any{"type": "array", "items": map[string]any{"type": "string"}, "description": desc}
+}
+
+var taskIDSchema = map[string]any{"type": "string", "pattern": `^TASK-\d{4}-\d{2}-\d{2}-\d{3}$`}
+
+var statusEnum = map[string]any{"type": "string", "enum": []string{"backlog", "ready", "in_progress", "review", "blocked", "done"}}
+
+// Spec is what the AOF routes add to the OpenAPI document.
+func Spec() httpapi.Spec {
+	return httpapi.Spec{Codes: Codes, Schemas: map[string]any{
+		"AOFMessageRequest": map[string]any{
+			"description": "An AOF/1 envelope, or {\"content\": \"<envelope JSON>\"} or {\"content\": \"AOF/1 <envelope JSON>\"}.",
+			"oneOf":       []any{ref("AOFEnvelope"), obj([]string{"content"}, map[string]any{"content": strSchema("The received message's text.")})},
+		},
+		"AOFEnvelope": obj([]string{"protocol", "version", "type", "taskId", "fromAgent", "toAgent", "sentAt", "payload"}, map[string]any{
+			"protocol":  map[string]any{"type": "string", "enum": []string{"aof"}},
+			"version":   map[string]any{"type": "integer", "enum": []int{1}},
+			"type":      map[string]any{"type": "string", "enum": []string{"completion.report", "status.update", "handoff.request", "handoff.accepted", "handoff.rejected"}},
+			"taskId":    taskIDSchema,
+			"fromAgent": strSchema("The sending agent."),
+			"toAgent":   strSchema("The receiving agent, typically dispatcher."),
+			"sentAt":    map[string]any{"type": "string", "format": "date-time"},
+			"payload": map[string]any{"type": "object", "description": "completion.report: outcome (done, blocked, needs_review, partial), summaryRef, tests {total, passed, failed}, notes, deliverables, blockers (required for blocked). " +
+				"status.update: taskId, agentId and at least one of status, progress, blockers, notes. handoff.request: taskId (the envelope's), parentTaskId, fromAgent, toAgent, dueBy, acceptanceCriteria, expectedOutputs, contextRefs, constraints. " +
+				"handoff.accepted and handoff.rejected: taskId, accepted, reason."},
+		}),
+		"AOFCreateRequest": obj([]string{"title"}, map[string]any{
+			"taskId": taskIDSchema, "title": strSchema("The task's title."), "body": strSchema("The task's body (markdown)."), "assignee": strSchema("The agent it is for."),
+			"status":         map[string]any{"type": "string", "enum": []string{"backlog", "ready"}, "default": "ready"},
+			"reviewRequired": map[string]any{"type": "boolean", "default": true},
+			"parentTaskId":   taskIDSchema,
+		}),
+		"AOFDispatchRequest":   obj([]string{"agentId"}, map[string]any{"agentId": strSchema("The agent that runs the task."), "ttlMs": map[string]any{"type": "integer", "minimum": 0, "maximum": 604800000, "default": 300000}}),
+		"AOFHeartbeatRequest":  obj([]string{"agentId"}, map[string]any{"agentId": strSchema("The agent that runs the task.")}),
+		"AOFSessionEndRequest": obj(nil, map[string]any{"agentId": strSchema("Only this agent's runs; every run when absent.")}),
+		"AOFTask": obj([]string{"taskId", "title", "status", "metadata", "workLog", "createdAt", "updatedAt", "rev"}, map[string]any{
+			"taskId": taskIDSchema, "title": strSchema(""), "body": strSchema("With the ## Work Log section."), "assignee": strSchema(""), "status": statusEnum,
+			"parentTaskId": taskIDSchema,
+			"metadata":     obj(nil, map[string]any{"delegationDepth": map[string]any{"type": "integer"}, "reviewRequired": map[string]any{"type": "boolean"}}),
+			"workLog":      strs("- <timestamp> Progress: … | Notes: … | Blockers: …"),
+			"run":          map[string]any{"type": "object", "description": "run.json"}, "heartbeat": map[string]any{"type": "object", "description": "run_heartbeat.json"},
+			"result": map[string]any{"type": "object", "description": "run_result.json"}, "handoff": map[string]any{"type": "object", "description": "inputs/handoff.json"},
+			"delegation": map[string]any{"type": "string", "enum": []string{"requested", "accepted", "rejected"}},
+			"review":     ref("Decision"), "rev": map[string]any{"type": "integer", "description": "Counts the task's changes."},
+			"ttlMs":     map[string]any{"type": "integer", "description": "The run's heartbeat life in milliseconds."},
+			"createdAt": map[string]any{"type": "string", "format": "date-time"}, "updatedAt": map[string]any{"type": "string", "format": "date-time"},
+		}),
+		"AOFTaskView": map[string]any{"allOf": []any{ref("AOFTask"), obj([]string{"artifacts"}, map[string]any{
+			"artifacts": map[string]any{"type": "object", "description": "The task's files by name (run.json, run_heartbeat.json, run_result.json, inputs/handoff.json, inputs/handoff.md)."},
+		})}},
+		"AOFResult": obj([]string{"task", "changed"}, map[string]any{"task": ref("AOFTask"),
+			"changed": map[string]any{"type": "boolean", "description": "False when the input changed nothing (a repeat, or a no-op in the task's state)."},
+			"note":    strSchema("Why nothing, or something else, changed.")}),
+		"AOFEvent": obj([]string{"seq", "id", "type", "actor", "timestamp", "payload"}, map[string]any{
+			"seq": map[string]any{"type": "integer"}, "id": strSchema(""), "type": strSchema("protocol.message.received, protocol.message.rejected, protocol.message.unknown, task.created, task.completed, task.transitioned, delegation.requested, delegation.accepted, delegation.rejected, review.requested, review.decided"),
+			"taskId": strSchema(""), "actor": strSchema(""), "timestamp": map[string]any{"type": "string", "format": "date-time"},
+			"payload": map[string]any{"type": "object", "description": "reason for rejections and transitions; type for protocol.message.unknown"},
+		}),
+		"AOFEventsResponse":     obj([]string{"events"}, map[string]any{"events": map[string]any{"type": "array", "items": ref("AOFEvent")}, "next": strSchema("The cursor of the next page.")}),
+		"AOFSessionEndResponse": obj([]string{"applied"}, map[string]any{"applied": map[string]any{"type": "array", "items": ref("AOFTask")}}),
+	}}
+}

@@ -1,0 +1,36 @@
+package dashboard
+
+import "net/http"
+
+// panelInfo is what a system page says before its system fills it.
+var panelInfo = map[string]struct{ Heading, Empty string }{
+	PanelGates:  {"Gates", "No gates yet: signals with their cost and the contracts they check will be listed here once the gate system runs in this deployment."},
+	PanelLeases: {"Leases", "No leases yet: each lease's holder, its expiry countdown and a release button will be listed here once the lease system runs in this deployment."},
+	PanelAgents: {"Agents", "No agents yet: each agent's last heartbeat, open work and cost today will be listed here once agents register with this deployment."},
+	PanelMesh:   {"Mesh", "No conversations yet: the agents' conversation feed, by thread, will be shown here once the mesh runs in this deployment."},
+}
+
+type panelData struct {
+	Name, Heading, Empty string
+	Table                *Table
+	Error                string
+}
+
+// panelPage serves a system page from its Panel, or its empty state.
+func (s *Server) panelPage(name string) func(http.ResponseWriter, *http.Request, viewer) {
+	info := panelInfo[name]
+	return func(w http.ResponseWriter, r *http.Request, v viewer) {
+		data := panelData{Name: name, Heading: info.Heading, Empty: info.Empty}
+		if p := s.panels[name]; p != nil {
+			t, err := p.Table(r.Context())
+			if err != nil {
+				data.Error = err.Error()
+			} else if len(t.Rows) > 0 {
+				data.Table = &t
+			}
+		}
+		d := s.base(w, r, v, info.Heading, name)
+		d.Data = data
+		s.render(w, r, http.StatusOK, "panel", d)
+	}
+}

@@ -1,0 +1,152 @@
+package dashboard
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/ampflow/ampflow/activities/ssot"
+	"github.com/ampflow/ampflow/amp/decision"
+	"github.com/ampflow/ampflow/amp/task"
+)
+
+// tasksPerPage is how many tasks the tasks page lists at a time; with a
+// text filter it searches this many times as many.
+const tasksPerPage = 100
+
+// Statuses a task can have, for the status filter.
+var statuses = []task.Status{
+	task.StatusAwaitingApproval, task.StatusDispatched, task.StatusInProgress, task.StatusCICheck,
+	task.StatusInReview, task.StatusAwaitingAdmin, task.StatusLocked, task.StatusSuspended,
+	task.StatusDone, task.StatusTerminated,
+}
+
+// stateView is what the pages read of a task's saved state (task.State).
+type stateView struct {
+	Status         string               `json:"status"`
+	Risk           string               `json:"risk_level"`
+	Description    string               `json:"description"`
+	Repo           string               `json:"repo"`
+	Branch         string               `json:"branch"`
+	CIRepo         string               `json:"ci_repo"`
+	Subtasks       []subtaskView        `json:"subtasks"`
+	SubtaskIndex   int                  `json:"subtask_index"`
+	Subtask        *subtaskView         `json:"subtask"`
+	RejectCount    int                  `json:"reject_count"`
+	DiffMismatches []string             `json:"diff_mismatches"`
+	CIRounds       int                  `json:"ci_rounds"`
+	Rounds         int                  `json:"rounds"`
+	Pending        *decision.Decision   `json:"pending"`
+	Decided        []decision.Outcome   `json:"decided"`
+	Outbox         []messageView        `json:"outbox"`
+	Timeline       []task.TimelineEntry `json:"timeline"`
+	LastError      string               `json:"last_error"`
+	Reason         string               `json:"reason"`
+	StartedAt      time.Time            `json:"started_at"`
+	UpdatedAt      time.Time            `json:"updated_at"`
+}
+
+type subtaskView struct {
+	SubtaskID      string `json:"subtask_id"`
+	Description    string `json:"description"`
+	EstimatedLines int    `json:"estimated_lines"`
+}
+
+// messageView is an AMP message's envelope and its payload as JSON.
+type messageView struct {
+	MsgID     string          `json:"msg_id"`
+	Type      string          `json:"type"`
+	From      string          `json:"from"`
+	To        string          `json:"to"`
+	Timestamp string          `json:"timestamp"`
+	Payload   json.RawMessage `json:"payload"`
+}
+
+// SubtaskOf reads "2/3", or "–" before the plan has subtasks.
+func (st stateView) SubtaskOf() string {
+	if len(st.Subtasks) == 0 {
+		return "–"
+	}
+	i := min(st.SubtaskIndex+1, len(st.Subtasks))
+	return fmt.Sprintf("%d/%d", i, len(st.Subtasks))
+}
+
+// CI says where the task's CI stands, as far as its state tells.
+func (st stateView) CI() string {
+	switch {
+	case st.Pending != nil && st.Pending.Context.CIState != "":
+		return st.Pending.Context.CIState
+	case st.Status == string(task.StatusCICheck):
+		return fmt.Sprintf("running (round %d)", st.CIRounds+1)
+	case st.CIRounds > 0:
+		return fmt.Sprintf("%d round(s)", st.CIRounds)
+	}
+	return "–"
+}
+
+// taskRow is one line of the tasks page.
+type taskRow struct {
+	ssot.TaskState
+	View stateView
+}
+
+type tasksData struct {
+	Rows     []taskRow
+	Statuses []task.Status
+	Filter   tasksFilter
+	// Next is the query of the next page; empty on the last.
+	Next       string
+	MaxRejects int
+	Searched   int
+}
+
+type tasksFilter struct {
+	Status, Risk, Repo, Text string
+}
+
+// tasksPage lists tasks newest first, filtered by status, risk, repo and
+// text (in the id, description, repo and branch).
+func (s *Server) tasksPage(w http.ResponseWriter, r *http.Request, v viewer) {
+	q := r.URL.Query()
+	f := tasksFilter{Status: q.Get("status"), Risk: q.Get("risk"), Repo: strings.TrimSpace(q.Get("repo")), Text: strings.TrimSpace(q.Get("q"))}
+	cursor := q.Get("cursor")
+	data := tasksData{Statuses: statuses, Filter: f, MaxRejects: s.maxRejects}
+	limit := tasksPerPage
+	if f.Text != "" {
+		limit = ssot.MaxLimit
+	}
+	rows, next, err := s.store.TaskList(r.Context(), ssot.TaskFilter{Status: f.Status, Risk: f.Risk, Repo: f.Repo}, ssot.Page{Limit: limit, Cursor: cursor})
+	if err != nil {
+		s.errorPage(w, r, v, http.StatusBadRequest, "listing tasks: "+err.Error())
+		return
+	}
+	ids := make([]string, len(rows))
+	for i, t := range rows {
+		ids[i] = t.TaskID
+	}
+	states, err := s.store.TaskStates(r.Context(), ids)
+	if err != nil {
+		s.errorPage(w, r, v, http.StatusServiceUnavailable, err.Error())
+		return
+	}
+	needle := strings.ToLower(f.Text)
+	for _, t := range rows {
+		var st stateView
+		_ = json.Unmarshal(states[t.TaskID], &st)
+		if needle != "" && !strings.Contains(strings.ToLower(t.TaskID+"\n"+st.Description+"\n"+t.Repo+"\n"+st.Branch), needle) {
+			continue
+		}
+		data.Rows = append(data.Rows, taskRow{TaskState: t, View: st})
+	}
+	data.Searched = len(rows)
+	if next != "" {
+		nq := r.URL.Query()
+		nq.Set("cursor", next)
+		data.Next = "/tasks?" + nq.Encode()
+	}
+	d := s.base(w, r, v, "Tasks", "tasks")
+	d.Data = data
+	s.render(w, r, http.StatusOK, "tasks", d)
+}

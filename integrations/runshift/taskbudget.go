@@ -1,0 +1,131 @@
+package runshift
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/ampflow/ampflow/activities/ssot"
+	"github.com/ampflow/ampflow/amp"
+	"github.com/ampflow/ampflow/amp/task"
+)
+
+// BudgetKey is where a task's plan carries its budget in USD:
+// tech_constraints.budget_usd of its task_dispatch.
+const BudgetKey = "budget_usd"
+
+// Tasks is what task budgets need of the task workflows
+// (*workflows.Client): an escalation submitted to a task suspends it.
+type Tasks interface {
+	Submit(ctx context.Context, raw []byte) (task.SubmitResult, error)
+}
+
+// TaskStore reads a task's plan and spend (*ssot.DB).
+type TaskStore interface {
+	History(ctx context.Context, taskID string, p ssot.Page) ([]ssot.Record, string, error)
+	TaskSpend(ctx context.Context, taskID string) (float64, error)
+}
+
+// TaskBudgets charges signals that name a task_id to that task: once the
+// spend passes the budget_usd of the task's plan, the task is suspended
+// by a critical escalation that an admin resumes or ends.
+type TaskBudgets struct {
+	Tasks Tasks
+	Store TaskStore
+	Now   func() time.Time
+	// budgets caches each task's budget (nil: none); a plan does not
+	// change its tech_constraints.
+	budgets sync.Map
+}
+
+// Budget reads a task's budget_usd; ok is false when it has none. A task
+// the store does not know is ErrNotFound.
+func (tb *TaskBudgets) Budget(ctx context.Context, taskID string) (usd float64, ok bool, err error) {
+	if v, hit := tb.budgets.Load(taskID); hit {
+		b := v.(*float64)
+		if b == nil {
+			return 0, false, nil
+		}
+		return *b, true, nil
+	}
+	recs, _, err := tb.Store.History(ctx, taskID, ssot.Page{Limit: 20})
+	if err != nil {
+		return 0, false, err
+	}
+	if len(recs) == 0 {
+		return 0, false, fmt.Errorf("task %s: %w", taskID, ssot.ErrNotFound)
+	}
+	var b *float64
+	found := false
+	for _, r := range recs {
+		var m struct {
+			Type    amp.Type `json:"type"`
+			Payload struct {
+				TechConstraints map[string]any `json:"tech_constraints"`
+			} `json:"payload"`
+		}
+		if r.Kind != "message" || json.Unmarshal(r.Body, &m) != nil || m.Type != amp.TypeTaskDispatch {
+			continue
+		}
+		if v, ok := m.Payload.TechConstraints[BudgetKey].(float64); ok && v > 0 {
+			b = &v
+		}
+		found = true
+		break
+	}
+	if found { // before its first dispatch a task's plan is not in the SSOT yet
+		tb.budgets.Store(taskID, b)
+	}
+	if b == nil {
+		return 0, false, nil
+	}
+	return *b, true, nil
+}
+
+// Charge is told that a signal costing cost was recorded for taskID; when
+// it took the task's spend past its budget, the task is suspended.
+func (tb *TaskBudgets) Charge(ctx context.Context, taskID string, cost float64) error {
+	budget, ok, err := tb.Budget(ctx, taskID)
+	if err != nil || !ok {
+		return err
+	}
+	spent, err := tb.Store.TaskSpend(ctx, taskID)
+	if err != nil {
+		return err
+	}
+	// Only the signal that crosses the budget escalates; an admin who
+	// resumed the task is not asked again by every later signal.
+	if spent <= budget || spent-cost > budget {
+		return nil
+	}
+	now := time.Now
+	if tb.Now != nil {
+		now = tb.Now
+	}
+	m := amp.NewMessage(amp.RoleCoordinator, amp.RoleAdmin, taskID, now().UTC(), &amp.Escalation{
+		EscalationType: amp.EscUnknown,
+		Severity:       amp.SeverityCritical,
+		TriggeredBy:    amp.RoleCoordinator,
+		Description: fmt.Sprintf("budget exceeded: the agents' signals for task %s cost $%.4f, over its budget_usd $%.2f",
+			taskID, spent, budget),
+		AffectedMsgs:        []string{},
+		SystemStateSnapshot: map[string]any{"spent_usd": spent, "budget_usd": budget},
+		SuggestedActions:    []string{"terminate the task", "resume it, accepting the spend"},
+		AutoSuspended:       true,
+	})
+	raw, err := json.Marshal(m)
+	if err != nil {
+		return err
+	}
+	if _, err := tb.Tasks.Submit(ctx, raw); err != nil {
+		var te *task.Error
+		if errors.As(err, &te) && (te.Code == task.CodeFinished || te.Code == task.CodeSuspended) {
+			return nil // ended or suspended already
+		}
+		return fmt.Errorf("suspending task %s over its budget: %w", taskID, err)
+	}
+	return nil
+}

@@ -1,0 +1,238 @@
+package e2e
+
+import (
+	"encoding/json"
+	"fmt"
+	"html"
+	"net/http"
+	"net/http/httptest"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/chromedp/chromedp"
+	"github.com/chromedp/chromedp/kb"
+
+	"github.com/ampflow/ampflow/amp/decision"
+	"github.com/ampflow/ampflow/amp/task"
+)
+
+// TestDashboardBrowser drives the dashboard of a real `ampflow dev` in
+// Debian's Chromium as a person would: sign in with a token, see the
+// pending plan approvals, approve one and watch the task's status change
+// on another tab without a reload, see a decision taken on the CLI leave
+// with who took it, find every record of the task on its timeline, and
+// open a record's body. A non-admin token sees no buttons, and a form
+// posted from another site is refused. Each page is photographed at
+// desktop and phone widths.
+func TestDashboardBrowser(t *testing.T) {
+	chromiumPath(t)
+	p := startDev(t, t.TempDir(),
+		"AMPFLOW_AUTH_TOKENS=tok-ana:admin:ana,tok-bob:admin:bob,tok-exec:executor:codex,tok-plan:coordinator:planner",
+		"AMPFLOW_POLICY_PLAN_APPROVAL_LOW=admin")
+	if !strings.Contains(p.output(), "dashboard") || !strings.Contains(p.output(), "http://"+p.api+"/") {
+		t.Errorf("ampflow dev does not print the dashboard's URL:\n%s", p.output())
+	}
+	base := "http://" + p.api
+	tasks := dial(t, p)
+	repo := gitRepo(t)
+	plan, _ := json.Marshal(lowRiskPlan(repo))
+	planFile := filepath.Join(t.TempDir(), "plan.json")
+	writeFile(t, planFile, string(plan))
+	start := func() (string, decision.Decision) {
+		stdout, stderr, code := cliAs(t, p, "tok-plan", nil, "task", "start", "-f", planFile)
+		if code != 0 {
+			t.Fatalf("task start: exit %d\n%s%s", code, stdout, stderr)
+		}
+		lines := strings.Split(strings.TrimSpace(stdout), "\n")
+		id := lines[len(lines)-1]
+		var st task.State
+		eventually(t, 30*time.Second, "the plan approval of "+id, func() (bool, error) {
+			var err error
+			st, err = tasks.State(t.Context(), id)
+			return err == nil && st.Pending != nil, err
+		})
+		return id, *st.Pending
+	}
+	approved, d1 := start()
+	elsewhere, d2 := start()
+	open, d3 := start()
+	shots := screenshotDir(t)
+	b := newBrowser(t)
+
+	// Sign in as ana, an admin.
+	ana := b.session()
+	ana.open(base + "/tasks")
+	ana.until("the sign-in page", 10*time.Second, `location.pathname === "/signin" && document.querySelector("#token")`)
+	ana.checkLabels("sign-in")
+	ana.shoot(shots, "signin")
+	ana.do("signing in", chromedp.SendKeys("#token", "tok-ana"), chromedp.Click(`form[action="/signin"] button[type=submit]`))
+	ana.until("the tasks page after sign-in", 10*time.Second, `location.pathname === "/tasks" && document.querySelector(".who .user")`)
+	cookie := evalIn[string](ana, "document.cookie")
+	if strings.Contains(cookie, "ampflow_session") {
+		t.Errorf("the session cookie is readable from JavaScript: %q", cookie)
+	}
+
+	// The decisions page lists each plan approval with a button per option.
+	ana.open(base + "/")
+	card := func(d decision.Decision) string { return `document.querySelector('[data-decision-id="` + d.ID + `"]')` }
+	ana.until("the plan approvals on the decisions page", 10*time.Second, card(d1)+" && "+card(d2)+" && "+card(d3))
+	for _, d := range []decision.Decision{d1, d2, d3} {
+		got := evalIn[string](ana, `Array.from(`+card(d)+`.querySelectorAll("button")).map(b => b.textContent.trim()).join("|")`)
+		var want []string
+		for _, o := range d.Options {
+			want = append(want, o.Label)
+		}
+		if got != strings.Join(want, "|") {
+			t.Errorf("decision %s has buttons %q, want the options' labels %q", d.ID, got, strings.Join(want, "|"))
+		}
+		if shown := evalIn[string](ana, card(d)+`.querySelector("input[name=digest]").value`); shown != d.Digest {
+			t.Errorf("decision %s carries digest %q, want %q", d.ID, shown, d.Digest)
+		}
+		text := evalIn[string](ana, card(d)+".innerText")
+		for _, want := range []string{d.Prompt, "0 of 1 approvals", d.Digest[:12]} {
+			if !strings.Contains(text, want) {
+				t.Errorf("decision %s does not show %q:\n%s", d.ID, want, text)
+			}
+		}
+	}
+	ana.checkLabels("decisions")
+	ana.shoot(shots, "decisions")
+
+	// A second tab watches the tasks page while ana approves on the first.
+	watcher := ana.another()
+	watcher.open(base + "/tasks")
+	row := `document.querySelector('tr[data-task-id="` + approved + `"] .status')`
+	watcher.until("the task awaiting approval on the tasks page", 10*time.Second, row+` && `+row+`.textContent === "awaiting_approval"`)
+	evalIn[bool](watcher, "window.__sameDocument = true")
+	watcher.until("the live stream", 10*time.Second, `document.getElementById("live").dataset.state === "live"`)
+	// From the keyboard alone: the skip link first, then Tab to Approve.
+	ana.open(base + "/")
+	ana.until("the decisions page", 10*time.Second, card(d1))
+	if n := ana.tabTo("a.skip", 1); n != 1 {
+		t.Errorf("the skip link is reached after %d presses of Tab, want 1", n)
+	}
+	presses := ana.tabTo(`[data-decision-id="`+d1.ID+`"] button[value="approve"]`, 60)
+	t.Logf("Approve of %s is %d presses of Tab from the top of the page", d1.ID, presses)
+	ana.do("approving "+d1.ID+" with Enter", chromedp.KeyEvent(kb.Enter))
+	ana.until("the flash after approving", 15*time.Second, `document.getElementById("flash") && document.getElementById("flash").textContent.includes("Decided `+d1.ID+`")`)
+	took := watcher.until("the task's status changing on the tasks page", 20*time.Second, row+` && `+row+`.textContent !== "awaiting_approval"`)
+	t.Logf("the tasks page showed %s as %s %v after the approval answered", approved, evalIn[string](watcher, row+".textContent"), took)
+	if !evalIn[bool](watcher, "window.__sameDocument === true") {
+		t.Error("the tasks page was reloaded to show the change")
+	}
+	watcher.checkLabels("tasks")
+	watcher.shoot(shots, "tasks")
+
+	// A decision taken on the CLI leaves the decisions page, saying who.
+	ana.open(base + "/")
+	ana.until("the other decisions", 10*time.Second, card(d2)+" && "+card(d3)+` && document.getElementById("live").dataset.state === "live"`)
+	evalIn[bool](ana, "window.__sameDocument = true")
+	if _, stderr, code := cliAs(t, p, "tok-bob", nil, "decide", elsewhere, "--option", "approve"); code != 0 {
+		t.Fatalf("bob's approval on the CLI: exit %d %s", code, stderr)
+	}
+	gone := ana.until("the decision taken on the CLI (through the API) leaving with who took it", 10*time.Second,
+		`!`+card(d2)+` && document.getElementById("closed").textContent.includes("Decided by bob on api")`)
+	t.Logf("the decisions page dropped %s %v after the CLI answered", d2.ID, gone)
+	if !evalIn[bool](ana, "window.__sameDocument === true") {
+		t.Error("the decisions page was reloaded to drop the decision")
+	}
+
+	// The timeline holds every record of the task, each body on demand.
+	ana.open(base + "/tasks/" + approved)
+	ids := historyIDs(t, p, approved)
+	if len(ids) < 3 {
+		t.Fatalf("history of %s: %v", approved, ids)
+	}
+	quoted, _ := json.Marshal(ids)
+	ana.until("every record of "+approved+" on its timeline", 15*time.Second,
+		string(quoted)+`.every(id => document.querySelector('[data-record-id="' + id + '"]'))`)
+	text := evalIn[string](ana, `document.getElementById("content").innerText`)
+	for _, want := range []string{"hello.txt says hello", "write hello.txt", "Verified", "Head #"} {
+		if !strings.Contains(text, want) {
+			t.Errorf("the task page does not show %q", want)
+		}
+	}
+	first := `document.querySelector('details[data-record="` + ids[0] + `"]')`
+	ana.do("opening the first record's body", chromedp.Click(`details[data-record="`+ids[0]+`"] > summary`))
+	ana.until("the first record's body", 10*time.Second, first+`.querySelector("pre") && `+first+`.textContent.includes("Record `+ids[0]+`")`)
+	if evalIn[int](ana, `document.querySelectorAll('form[action$="/cancel"]').length`) != 1 {
+		t.Error("an admin sees no cancel form on a running task")
+	}
+	ana.checkLabels("task")
+	ana.shoot(shots, "task")
+	for _, page := range []string{"gates", "leases", "agents", "mesh"} {
+		ana.open(base + "/" + page)
+		ana.until("the "+page+" page's empty state", 10*time.Second, `document.querySelector("main .empty")`)
+		ana.shoot(shots, page)
+	}
+
+	// A token of another role reads, without a single button to decide.
+	codex := b.session()
+	codex.open(base + "/signin")
+	codex.do("signing in as codex", chromedp.SendKeys("#token", "tok-exec"), chromedp.Click(`form[action="/signin"] button[type=submit]`))
+	codex.until("the decisions page as codex", 10*time.Second, `location.pathname === "/" && `+card(d3))
+	if n := evalIn[int](codex, `document.querySelectorAll("main button, main form[method=post]").length`); n != 0 {
+		t.Errorf("codex (executor) sees %d buttons or forms on the decisions page", n)
+	}
+	codex.open(base + "/tasks/" + open)
+	codex.until("the open task as codex", 10*time.Second, card(d3))
+	if n := evalIn[int](codex, `document.querySelectorAll("main button, main form[method=post]").length`); n != 0 {
+		t.Errorf("codex (executor) sees %d buttons or forms on the task page", n)
+	}
+
+	// A page on another site posts a decision form in ana's browser.
+	evil := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/html")
+		if r.URL.Path == "/link" {
+			fmt.Fprintf(w, `<!doctype html><a id="l" href="%s/tasks/%s">the task</a>`, base, approved)
+			return
+		}
+		fmt.Fprintf(w, `<!doctype html><form id="f" method="post" action="%s/decisions/%s">
+<input name="option" value="approve"><input name="digest" value="%s"><input name="csrf" value="guessed"></form>
+<script>document.getElementById("f").submit()</script>`, base, html.EscapeString(d3.ID), d3.Digest)
+	}))
+	defer evil.Close()
+	ana.open(evil.URL)
+	ana.until("the forged post's answer", 10*time.Second, `location.href.startsWith(`+jsString(base)+`) && document.body.innerText.includes("cross-site request refused")`)
+	// A link in a chat message (another site) opens the task signed in,
+	// although the SameSite=Strict cookie is not sent with the first request.
+	ana.open(evil.URL + "/link")
+	ana.do("following a link from another site", chromedp.Click("#l"))
+	ana.until("the task page from another site's link", 10*time.Second,
+		`location.pathname === "/tasks/`+approved+`" && document.querySelector(".who .user") && document.querySelector(".timeline")`)
+
+	time.Sleep(time.Second)
+	if st, err := tasks.State(t.Context(), open); err != nil || st.Pending == nil || st.Pending.ID != d3.ID {
+		t.Fatalf("after the forged post %s: %v, pending %+v; want %s still open", open, err, st.Pending, d3.ID)
+	}
+}
+
+// TestDashboardOpenMode opens the dashboard of `ampflow dev` with no
+// tokens: the local user is signed in as an admin without a sign-in page.
+func TestDashboardOpenMode(t *testing.T) {
+	chromiumPath(t)
+	p := startDev(t, t.TempDir(), "AMPFLOW_POLICY_PLAN_APPROVAL_LOW=admin")
+	tasks := dial(t, p)
+	plan, _ := json.Marshal(lowRiskPlan(gitRepo(t)))
+	planFile := filepath.Join(t.TempDir(), "plan.json")
+	writeFile(t, planFile, string(plan))
+	stdout, stderr, code := cliAs(t, p, "", nil, "task", "start", "-f", planFile)
+	if code != 0 {
+		t.Fatalf("task start: exit %d\n%s%s", code, stdout, stderr)
+	}
+	lines := strings.Split(strings.TrimSpace(stdout), "\n")
+	id := lines[len(lines)-1]
+	eventually(t, 30*time.Second, "the plan approval of "+id, func() (bool, error) {
+		st, err := tasks.State(t.Context(), id)
+		return err == nil && st.Pending != nil, err
+	})
+	local := newBrowser(t).session()
+	local.open("http://" + p.api + "/")
+	local.until("the decisions page, signed in", 10*time.Second,
+		`location.pathname === "/" && document.querySelector(".who .role").textContent === "admin" && document.querySelector('button[value="approve"]')`)
+	local.do("approving", chromedp.Click(`button[value="approve"]`))
+	local.until("the flash", 15*time.Second, `document.getElementById("flash") && document.getElementById("flash").textContent.includes("Decided")`)
+	waitStatus(t, tasks, id, task.StatusDispatched)
+}

@@ -1,0 +1,97 @@
+package aof
+
+import (
+	"github.com/ampflow/ampflow/amp/task"
+	"github.com/ampflow/ampflow/workflows/decide"
+)
+
+// Handler names of the AOF task workflow. The decision engine's update is
+// task.UpdateDecide.
+const (
+	// UpdateMessage hands the task a valid AOF/1 message (MessageInput →
+	// Result).
+	UpdateMessage = "aof.message"
+	// UpdateDispatch moves a ready task to in_progress for an agent and
+	// starts its heartbeat (DispatchInput → Result).
+	UpdateDispatch = "aof.dispatch"
+	// UpdateHeartbeat renews the running agent's heartbeat
+	// (HeartbeatInput → Result).
+	UpdateHeartbeat = "aof.heartbeat"
+	// UpdateSessionEnd applies a pending run result (SessionEndInput →
+	// Result).
+	UpdateSessionEnd = "aof.session_end"
+	// UpdateSync returns the task once its state is saved (SyncInput →
+	// Result): creating a task waits on it.
+	UpdateSync = "aof.sync"
+	// QueryTask returns the task (Task).
+	QueryTask = "aof.task"
+)
+
+// Error codes of AOF refusals; integrations/aof maps each to an HTTP
+// status.
+const (
+	CodeInvalidJSON      task.Code = ReasonInvalidJSON
+	CodeInvalidEnvelope  task.Code = ReasonInvalidEnvelope
+	CodeTaskNotFound     task.Code = ReasonTaskNotFound
+	CodeTaskIDMismatch   task.Code = ReasonTaskIDMismatch
+	CodeParentNotFound   task.Code = ReasonParentNotFound
+	CodeNestedDelegation task.Code = ReasonNestedDelegation
+	// CodeUnknownType refuses a message of a type AOF/1 does not have.
+	CodeUnknownType task.Code = "unknown_type"
+	// CodeInvalidTransition refuses a move the task's status does not
+	// allow (dispatching a task that is not ready).
+	CodeInvalidTransition task.Code = "invalid_transition"
+	// CodeNotRunning refuses a heartbeat of a task no agent runs, or of
+	// another agent than the one that runs it.
+	CodeNotRunning task.Code = "not_running"
+)
+
+// Input starts an AOF task workflow; a continue-as-new carries the rest.
+type Input struct {
+	Task Task `json:"task"`
+	// Decisions is the decision engine's state.
+	Decisions decide.State `json:"decisions"`
+	// Seq numbers the task's events.
+	Seq int `json:"seq"`
+	// Policy is who may decide and the decisions' timers; read from the
+	// worker once.
+	Policy *task.Policy `json:"policy,omitempty"`
+}
+
+// MessageInput is a valid message for the task.
+type MessageInput struct {
+	Message Message `json:"message"`
+	// ParentDepth is the parent's delegationDepth, for a handoff.request.
+	ParentDepth int `json:"parentDepth"`
+}
+
+// DispatchInput starts a run of the task.
+type DispatchInput struct {
+	AgentID string `json:"agentId"`
+	// TTLMs is the heartbeat's life in milliseconds; zero is DefaultTTL.
+	TTLMs int64 `json:"ttlMs"`
+}
+
+// HeartbeatInput is a running agent's sign of life.
+type HeartbeatInput struct {
+	AgentID string `json:"agentId"`
+}
+
+// SessionEndInput ends an agent's session; an empty AgentID ends every
+// session.
+type SessionEndInput struct {
+	AgentID string `json:"agentId,omitempty"`
+}
+
+// SyncInput is empty; it exists so fields can be added.
+type SyncInput struct{}
+
+// Result is what a handler did.
+type Result struct {
+	Task Task `json:"task"`
+	// Changed is false when the input changed nothing: a repeat, or a
+	// message the task's state makes a no-op.
+	Changed bool `json:"changed"`
+	// Note says why nothing or something else changed.
+	Note string `json:"note,omitempty"`
+}

@@ -1,0 +1,139 @@
+package aof
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	enumspb "go.temporal.io/api/enums/v1"
+	"go.temporal.io/api/serviceerror"
+	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/temporal"
+
+	"github.com/ampflow/ampflow/amp/task"
+	"github.com/ampflow/ampflow/workflows/refusal"
+)
+
+// Client starts AOF task workflows and hands them messages; the HTTP API
+// and the CLI use it.
+type Client struct {
+	Temporal  client.Client
+	TaskQueue string
+	// Wait bounds each call; zero is 30 seconds.
+	Wait time.Duration
+}
+
+func (c *Client) wait() time.Duration {
+	if c.Wait > 0 {
+		return c.Wait
+	}
+	return 30 * time.Second
+}
+
+// Create starts the workflow of a new task and returns it once saved. A
+// task id used before, even by a task that is done, is a conflict.
+func (c *Client) Create(ctx context.Context, t Task) (Task, error) {
+	ctx, cancel := context.WithTimeout(ctx, c.wait())
+	defer cancel()
+	_, err := c.Temporal.ExecuteWorkflow(ctx, client.StartWorkflowOptions{
+		ID:                                       WorkflowID(t.TaskID),
+		TaskQueue:                                c.TaskQueue,
+		WorkflowIDReusePolicy:                    enumspb.WORKFLOW_ID_REUSE_POLICY_REJECT_DUPLICATE,
+		WorkflowIDConflictPolicy:                 enumspb.WORKFLOW_ID_CONFLICT_POLICY_FAIL,
+		WorkflowExecutionErrorWhenAlreadyStarted: true,
+	}, WorkflowType, Input{Task: t})
+	var started *serviceerror.WorkflowExecutionAlreadyStarted
+	if errors.As(err, &started) {
+		return Task{}, &task.Error{Code: task.CodeConflict, Message: "AOF task " + t.TaskID + " exists already", Err: err}
+	}
+	if err != nil {
+		return Task{}, c.wrap(err, "creating AOF task "+t.TaskID)
+	}
+	var out Result
+	if err := c.update(ctx, t.TaskID, UpdateSync, SyncInput{}, &out); err != nil {
+		return Task{}, err
+	}
+	return out.Task, nil
+}
+
+// Message hands a valid message to its task.
+func (c *Client) Message(ctx context.Context, in MessageInput) (Result, error) {
+	var out Result
+	err := c.update(ctx, in.Message.TaskID, UpdateMessage, in, &out)
+	return out, err
+}
+
+// Dispatch starts a run of a ready task.
+func (c *Client) Dispatch(ctx context.Context, taskID string, in DispatchInput) (Result, error) {
+	var out Result
+	err := c.update(ctx, taskID, UpdateDispatch, in, &out)
+	return out, err
+}
+
+// Heartbeat renews the running agent's heartbeat.
+func (c *Client) Heartbeat(ctx context.Context, taskID string, in HeartbeatInput) (Result, error) {
+	var out Result
+	err := c.update(ctx, taskID, UpdateHeartbeat, in, &out)
+	return out, err
+}
+
+// SessionEnd applies a task's pending run result.
+func (c *Client) SessionEnd(ctx context.Context, taskID string, in SessionEndInput) (Result, error) {
+	var out Result
+	err := c.update(ctx, taskID, UpdateSessionEnd, in, &out)
+	return out, err
+}
+
+func (c *Client) update(ctx context.Context, taskID, name string, arg, out any) error {
+	ctx, cancel := context.WithTimeout(ctx, c.wait())
+	defer cancel()
+	h, err := c.Temporal.UpdateWorkflow(ctx, client.UpdateWorkflowOptions{
+		WorkflowID:   WorkflowID(taskID),
+		UpdateName:   name,
+		Args:         []any{arg},
+		WaitForStage: client.WorkflowUpdateStageCompleted,
+	})
+	if err == nil {
+		err = h.Get(ctx, out)
+	}
+	return c.wrap(err, fmt.Sprintf("%s on AOF task %s", name, taskID))
+}
+
+// ErrEnded marks a call to a task whose workflow has ended (the task is
+// done).
+var ErrEnded = errors.New("the AOF task's workflow has ended")
+
+// wrap turns Temporal's errors into task.Errors a user can read.
+func (c *Client) wrap(err error, op string) error {
+	if err == nil {
+		return nil
+	}
+	var te *task.Error
+	if errors.As(err, &te) {
+		return err
+	}
+	var app *temporal.ApplicationError
+	if errors.As(err, &app) {
+		if e, ok := refusal.Of(app); ok {
+			e.Err = err
+			return e
+		}
+		return &task.Error{Code: task.CodeInternal, Message: op + ": " + app.Message(), Err: err}
+	}
+	var nf *serviceerror.NotFound
+	if errors.As(err, &nf) {
+		return &task.Error{Code: CodeTaskNotFound, Message: op + ": no such running task", Err: errors.Join(ErrEnded, err)}
+	}
+	var de *serviceerror.DeadlineExceeded
+	var ce *serviceerror.Canceled
+	if errors.Is(err, context.DeadlineExceeded) || errors.As(err, &de) || errors.As(err, &ce) {
+		return &task.Error{Code: task.CodeUnavailable, Err: err, Message: fmt.Sprintf(
+			"%s: no answer within %s: is an ampflow worker running on task queue %q?", op, c.wait(), c.TaskQueue)}
+	}
+	var un *serviceerror.Unavailable
+	if errors.As(err, &un) {
+		return &task.Error{Code: task.CodeUnavailable, Message: op + ": Temporal is unavailable: " + un.Error(), Err: err}
+	}
+	return &task.Error{Code: task.CodeInternal, Message: op + ": " + err.Error(), Err: err}
+}

@@ -1,0 +1,232 @@
+package aof
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"log/slog"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/mock"
+	"go.temporal.io/sdk/log"
+	"go.temporal.io/sdk/temporal"
+	"go.temporal.io/sdk/testsuite"
+
+	"github.com/ampflow/ampflow/activities"
+	"github.com/ampflow/ampflow/activities/ssot"
+	"github.com/ampflow/ampflow/amp/task"
+	"github.com/ampflow/ampflow/workflows/refusal"
+)
+
+const (
+	testTask   = "TASK-2026-02-09-057"
+	testParent = "TASK-2026-02-09-050"
+	agent      = "swe-backend"
+)
+
+var t0 = time.Date(2026, 2, 9, 20, 55, 0, 0, time.UTC)
+
+// harness runs one AOF task workflow with its activities mocked.
+type harness struct {
+	t   *testing.T
+	env *testsuite.TestWorkflowEnvironment
+	in  Input
+
+	mu        sync.Mutex
+	saves     []activities.AOFSaveInput
+	events    []ssot.AOFEvent
+	artifacts map[string]ssot.AOFArtifact
+	notices   []activities.NotifyInput
+	// policy is the worker's, which the task reads first.
+	policy task.Policy
+}
+
+func newHarness(t *testing.T, mutate ...func(*Task)) *harness {
+	t.Helper()
+	tk := Task{TaskID: testTask, Title: "Users API", Assignee: agent, Status: StatusReady, Metadata: Metadata{ReviewRequired: true}}
+	for _, m := range mutate {
+		m(&tk)
+	}
+	var s testsuite.WorkflowTestSuite
+	s.SetLogger(log.NewStructuredLogger(slog.New(slog.NewTextHandler(io.Discard, nil))))
+	h := &harness{t: t, env: s.NewTestWorkflowEnvironment(), in: Input{Task: tk}, artifacts: map[string]ssot.AOFArtifact{},
+		policy: task.Policy{Admins: []string{"alice"}}}
+	env := h.env
+	env.SetStartTime(t0)
+	env.RegisterWorkflowWithOptions(TaskWorkflow, RegisterOptions())
+	env.RegisterActivity(&activities.Activities{})
+	env.RegisterActivity(&activities.AOF{})
+	var acts *activities.Activities
+	var aof *activities.AOF
+	env.OnActivity(acts.TaskPolicy, mock.Anything, mock.Anything).Return(
+		func(context.Context, activities.PolicyInput) (activities.PolicyResult, error) {
+			return activities.PolicyResult{Policy: h.policy}, nil
+		})
+	env.OnActivity(acts.Notify, mock.Anything, mock.Anything).Return(
+		func(_ context.Context, in activities.NotifyInput) (activities.NotifyResult, error) {
+			h.mu.Lock()
+			defer h.mu.Unlock()
+			h.notices = append(h.notices, in)
+			return activities.NotifyResult{}, nil
+		})
+	env.OnActivity(aof.SaveAOF, mock.Anything, mock.Anything).Return(
+		func(_ context.Context, in activities.AOFSaveInput) (activities.AOFSaveResult, error) {
+			h.mu.Lock()
+			defer h.mu.Unlock()
+			h.saves = append(h.saves, in)
+			h.events = append(h.events, in.Save.Events...)
+			for _, a := range in.Save.Artifacts {
+				if a.Deleted {
+					delete(h.artifacts, a.Name)
+				} else {
+					h.artifacts[a.Name] = a
+				}
+			}
+			return activities.AOFSaveResult{}, nil
+		})
+	return h
+}
+
+// at runs fn at a virtual time after the start.
+func (h *harness) at(d time.Duration, fn func()) { h.env.RegisterDelayedCallback(fn, d) }
+
+// run executes the workflow; it may stay open (a task not done).
+func (h *harness) run() {
+	h.env.ExecuteWorkflow(TaskWorkflow, h.in)
+	if h.env.IsWorkflowCompleted() {
+		if err := h.env.GetWorkflowError(); err != nil && !errors.Is(err, context.Canceled) {
+			// A task that is not done stays open until the test
+			// environment's timeout ends it.
+			var to *temporal.TimeoutError
+			if !errors.As(err, &to) {
+				h.t.Fatalf("workflow failed: %v", err)
+			}
+		}
+	}
+}
+
+func (h *harness) task() Task {
+	h.t.Helper()
+	v, err := h.env.QueryWorkflow(QueryTask)
+	if err != nil {
+		h.t.Fatalf("querying: %v", err)
+	}
+	var tk Task
+	if err := v.Get(&tk); err != nil {
+		h.t.Fatal(err)
+	}
+	return tk
+}
+
+type reply struct {
+	done bool
+	err  error
+	out  any
+}
+
+func (h *harness) update(name string, arg any) *reply {
+	r := &reply{}
+	h.env.UpdateWorkflow(name, "", &testsuite.TestUpdateCallback{
+		OnAccept:   func() {},
+		OnReject:   func(err error) { r.err, r.done = err, true },
+		OnComplete: func(out any, err error) { r.out, r.err, r.done = out, err, true },
+	}, arg)
+	return r
+}
+
+// result decodes an update's Result.
+func (r *reply) result(t *testing.T) Result {
+	t.Helper()
+	if !r.done || r.err != nil {
+		t.Fatalf("update not answered or refused: done=%v err=%v", r.done, r.err)
+	}
+	b, _ := json.Marshal(r.out)
+	var res Result
+	if err := json.Unmarshal(b, &res); err != nil {
+		t.Fatal(err)
+	}
+	return res
+}
+
+// refused asserts the update was refused with code.
+func (r *reply) refused(t *testing.T, code task.Code) {
+	t.Helper()
+	if !r.done || r.err == nil {
+		t.Fatalf("update not refused (done=%v)", r.done)
+	}
+	var app *temporal.ApplicationError
+	if !errors.As(r.err, &app) {
+		t.Fatalf("refusal %v is not an application error", r.err)
+	}
+	e, ok := refusal.Of(app)
+	if !ok || e.Code != code {
+		t.Fatalf("refused with %v, want code %s", r.err, code)
+	}
+}
+
+func (h *harness) dispatch(ttl time.Duration) *reply {
+	return h.update(UpdateDispatch, DispatchInput{AgentID: agent, TTLMs: ttl.Milliseconds()})
+}
+
+func (h *harness) send(m Message, parentDepth int) *reply {
+	return h.update(UpdateMessage, MessageInput{Message: m, ParentDepth: parentDepth})
+}
+
+func msg(typ string, at time.Time) Message {
+	return Message{Type: typ, TaskID: testTask, FromAgent: agent, ToAgent: "dispatcher", SentAt: at}
+}
+
+func completion(outcome Outcome, at time.Time, blockers ...string) Message {
+	m := msg(TypeCompletionReport, at)
+	m.Completion = &CompletionReport{Outcome: outcome, SummaryRef: "outputs/summary.md", Deliverables: []string{"src/api/users.ts"},
+		Tests: TestReport{Total: 10, Passed: 8, Failed: 2}, Blockers: blockers, Notes: "80% complete"}
+	return m
+}
+
+// eventsOf returns the logged events of a type.
+func (h *harness) eventsOf(typ string) []ssot.AOFEvent {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	var out []ssot.AOFEvent
+	for _, e := range h.events {
+		if e.Type == typ {
+			out = append(out, e)
+		}
+	}
+	return out
+}
+
+func payloadOf(t *testing.T, e ssot.AOFEvent) map[string]any {
+	t.Helper()
+	var p map[string]any
+	if err := json.Unmarshal(e.Payload, &p); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// transitions lists the logged transitions as "from>to:reason".
+func (h *harness) transitions(t *testing.T) []string {
+	var out []string
+	for _, e := range h.eventsOf(EventTaskTransitioned) {
+		p := payloadOf(t, e)
+		out = append(out, p["from"].(string)+">"+p["to"].(string)+":"+p["reason"].(string))
+	}
+	return out
+}
+
+func (h *harness) artifact(t *testing.T, name string, v any) bool {
+	t.Helper()
+	h.mu.Lock()
+	a, ok := h.artifacts[name]
+	h.mu.Unlock()
+	if ok && v != nil {
+		if err := json.Unmarshal([]byte(a.Body), v); err != nil {
+			t.Fatalf("artifact %s: %v", name, err)
+		}
+	}
+	return ok
+}
