@@ -57,6 +57,7 @@ func newRuntime(o Options, parts *Parts, log *slog.Logger) (*runtime, error) {
 	if err := addGate(api, o, parts, log); err != nil {
 		return nil, err
 	}
+	addMesh(api, parts, log)
 	if err := api.LoopbackOnly(addr); err != nil {
 		return nil, fmt.Errorf("http.addr: %w", err)
 	}
