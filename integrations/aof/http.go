@@ -90,6 +90,7 @@ var Codes = map[task.Code]int{
 	wf.CodeParentConflict:    http.StatusConflict,
 	wf.CodeInvalidTransition: http.StatusConflict,
 	wf.CodeNotRunning:        http.StatusConflict,
+	wf.CodeLeaseHeld:         http.StatusConflict,
 }
 
 var (

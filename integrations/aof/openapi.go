@@ -22,7 +22,9 @@ func op(id, summary, description, req, okStatus, okSchema string, errs map[strin
 	if _, ok := errs["403"]; !ok {
 		errs["403"] = "The token's role may not do this (code forbidden)."
 	}
-	errs["503"] = "Temporal or the worker did not answer (code unavailable); retry."
+	if _, ok := errs["503"]; !ok {
+		errs["503"] = "Temporal or the worker did not answer (code unavailable); retry."
+	}
 	for st, d := range errs {
 		resp[st] = errResp(d)
 	}
@@ -66,11 +68,12 @@ var (
 		"Its status, metadata.delegationDepth, work log, run artifacts (run.json, run_heartbeat.json, run_result.json) and handoff inputs.",
 		"", "200", "AOFTaskView", map[string]string{"404": "No such task (code task_not_found)."}), pathID)
 	opDispatch = withParams(op("dispatchAOFTask", "Dispatch a ready AOF task to an agent",
-		"ready → in_progress: writes run.json and the first run_heartbeat.json; the task expects a heartbeat before expiresAt (ttlMs, default 300000). A repeat by the running agent changes nothing.",
+		"ready → in_progress: takes the lease of aof/<taskId> for agentId (its TTL the run's), writes run.json (metadata.leaseId) and the first run_heartbeat.json; the task expects a heartbeat before expiresAt (ttlMs, default 300000, at most a day). Each heartbeat renews the lease; the task leaving in_progress (session end, a stale reclaim, a status update) releases it. A repeat by the running agent changes nothing.",
 		"AOFDispatchRequest", "200", "AOFResult", map[string]string{
 			"400": "Invalid input (code invalid).",
 			"404": "No such task (code task_not_found).",
-			"409": "The task is not ready (code invalid_transition).",
+			"409": "The task is not ready (code invalid_transition), or another agent holds its lease (code lease_held).",
+			"503": "Temporal or the worker did not answer, or the lease could not be taken (code unavailable); retry.",
 		}), pathID)
 	opHeartbeat = withParams(op("heartbeatAOFTask", "Renew the running agent's heartbeat",
 		"Updates run_heartbeat.json: beatCount + 1, expiresAt = now + ttlMs. Once expiresAt passes, the task applies its run result (reason stale_heartbeat_<outcome>) or, without one, goes back to ready (stale_heartbeat_reclaim).",
@@ -137,7 +140,7 @@ func Spec() httpapi.Spec {
 			"reviewRequired": map[string]any{"type": "boolean", "default": true},
 			"parentTaskId":   taskIDSchema,
 		}),
-		"AOFDispatchRequest":   obj([]string{"agentId"}, map[string]any{"agentId": strSchema("The agent that runs the task."), "ttlMs": map[string]any{"type": "integer", "minimum": 0, "maximum": 604800000, "default": 300000}}),
+		"AOFDispatchRequest":   obj([]string{"agentId"}, map[string]any{"agentId": strSchema("The agent that runs the task."), "ttlMs": map[string]any{"type": "integer", "minimum": 0, "maximum": 86400000, "default": 300000}}),
 		"AOFHeartbeatRequest":  obj([]string{"agentId"}, map[string]any{"agentId": strSchema("The agent that runs the task.")}),
 		"AOFSessionEndRequest": obj(nil, map[string]any{"agentId": strSchema("Only this agent's runs; every run when absent.")}),
 		"AOFTask": obj([]string{"taskId", "title", "status", "metadata", "workLog", "createdAt", "updatedAt", "rev"}, map[string]any{
@@ -151,6 +154,7 @@ func Spec() httpapi.Spec {
 			"delegation": map[string]any{"type": "string", "enum": []string{"requested", "accepted", "rejected"}},
 			"review":     ref("Decision"), "rev": map[string]any{"type": "integer", "description": "Counts the task's changes."},
 			"ttlMs":     map[string]any{"type": "integer", "description": "The run's heartbeat life in milliseconds."},
+			"leaseId":   strSchema("The lease of aof/<taskId> the running agent holds; released when the task leaves in_progress."),
 			"createdAt": map[string]any{"type": "string", "format": "date-time"}, "updatedAt": map[string]any{"type": "string", "format": "date-time"},
 		}),
 		"AOFTaskView": map[string]any{"allOf": []any{ref("AOFTask"), obj([]string{"artifacts"}, map[string]any{

@@ -8,6 +8,7 @@ import (
 
 	"go.temporal.io/sdk/workflow"
 
+	"github.com/ampflow/ampflow/activities"
 	"github.com/ampflow/ampflow/amp/task"
 	"github.com/ampflow/ampflow/workflows/refusal"
 )
@@ -304,12 +305,32 @@ func (r *aofRun) dispatch(ctx workflow.Context, in DispatchInput) (Result, error
 	if ttl == 0 {
 		ttl = DefaultTTL.Milliseconds()
 	}
+	leaseID, err := r.acquireLease(ctx, in.AgentID, time.Duration(ttl)*time.Millisecond)
+	if err != nil {
+		return Result{}, err
+	}
+	// Other updates ran while the lease was taken: the task may have
+	// moved on, or the same agent's repeat may have started the run.
+	if r.running(in.AgentID) {
+		return Result{Task: r.view(), Note: "the task runs for " + in.AgentID + " already"}, nil
+	}
+	if err := r.validateDispatch(in); err != nil {
+		if leaseID != "" {
+			releaseLeases(ctx, r.Task.TaskID, []activities.AOFLeaseInput{{LeaseID: leaseID, AgentID: in.AgentID}})
+		}
+		return Result{}, err
+	}
 	now := workflow.Now(ctx).UTC()
 	r.touch(ctx)
 	r.transition(ctx, StatusInProgress, in.AgentID, "dispatched to "+in.AgentID)
 	r.Task.TTLMs = ttl
+	r.Task.LeaseID = leaseID
+	meta := map[string]any{}
+	if leaseID != "" {
+		meta["leaseId"] = leaseID
+	}
 	run := RunInfo{TaskID: r.Task.TaskID, AgentID: in.AgentID, StartedAt: At(now), Status: RunRunning,
-		ArtifactPaths: map[string]string{"inputs": "inputs/", "work": "work/", "output": "output/"}, Metadata: map[string]any{}}
+		ArtifactPaths: map[string]string{"inputs": "inputs/", "work": "work/", "output": "output/"}, Metadata: meta}
 	r.Task.Run = &run
 	r.artifact(ArtifactRun, run)
 	if r.Task.Result != nil {
@@ -353,6 +374,7 @@ func (r *aofRun) heartbeat(ctx workflow.Context, in HeartbeatInput) (Result, err
 	}
 	r.touch(ctx)
 	r.beat(workflow.Now(ctx).UTC(), in.AgentID, r.Task.Heartbeat.BeatCount+1)
+	r.renewLease(ctx, in.AgentID)
 	if err := r.awaitSaved(ctx); err != nil {
 		return Result{}, err
 	}

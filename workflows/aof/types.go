@@ -301,11 +301,16 @@ const (
 )
 
 // DefaultTTL is a heartbeat's life when dispatch names none; MaxTTL
-// bounds the one it names.
+// bounds the one it names: the run's lease lives as long, and a lease
+// lives at most a day.
 const (
 	DefaultTTL = 5 * time.Minute
-	MaxTTL     = 7 * 24 * time.Hour
+	MaxTTL     = 24 * time.Hour
 )
+
+// LeaseKey is the resource key of a task's lease, held by the agent that
+// runs it.
+func LeaseKey(taskID string) string { return "aof/" + taskID }
 
 // Metadata is the task's frontmatter metadata.
 type Metadata struct {
@@ -341,6 +346,9 @@ type Task struct {
 	Delegation string `json:"delegation,omitempty"`
 	// TTLMs is the run's heartbeat life in milliseconds.
 	TTLMs int64 `json:"ttlMs,omitempty"`
+	// LeaseID is the lease of LeaseKey the running agent holds; it is
+	// released when the task leaves in_progress.
+	LeaseID string `json:"leaseId,omitempty"`
 	// Review is the open review decision, if any.
 	Review *decision.Decision `json:"review,omitempty"`
 	// Rev counts the task's changes.
