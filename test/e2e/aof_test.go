@@ -47,7 +47,11 @@ func TestAOFExamples(t *testing.T) {
 		if rec := c.lastEvent(t57, "protocol.message.received"); rec.Payload["type"] != "completion.report" || rec.Payload["payload"].(map[string]any)["outcome"] != "done" {
 			t.Errorf("received %v", rec.Payload)
 		}
-		c.lastEvent(t57, "task.completed")
+		// The mirror holds no outputs/summary.md: the report is taken,
+		// with a warning.
+		if w, _ := c.lastEvent(t57, "task.completed").Payload["warnings"].([]any); len(w) != 1 || !strings.HasPrefix(w[0].(string), "payload.summaryRef: ") {
+			t.Errorf("task.completed warnings %v", w)
+		}
 		c.sessionEnd()
 		v := c.waitStatus(t57, "review", 30*time.Second)
 		wantReason(t, c.lastEvent(t57, "task.transitioned"), "session_end_done")
@@ -88,8 +92,17 @@ func TestAOFExamples(t *testing.T) {
 		c := c.on(t)
 		c.create(t58, nil)
 		c.dispatch(t58, 600000)
+		summary := filepath.Join(mirror, "tasks", "in-progress", t58, "outputs", "summary.md")
+		if err := os.MkdirAll(filepath.Dir(summary), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(summary, []byte("# Summary\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
 		c.must(wrapContent(t, string(aofExample(t, "2", nil))))
-		c.lastEvent(t58, "task.completed")
+		if w, ok := c.lastEvent(t58, "task.completed").Payload["warnings"]; ok {
+			t.Errorf("warnings with the summary in place: %v", w)
+		}
 		if rr := c.runResult(t58); rr.Outcome != "blocked" || rr.AgentID != "swe-backend" || len(rr.Blockers) != 2 || rr.Tests.Total != 50 {
 			t.Errorf("run_result.json %+v", rr)
 		}
