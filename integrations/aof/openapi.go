@@ -147,7 +147,7 @@ func Spec() httpapi.Spec {
 			"taskId": taskIDSchema, "title": strSchema(""), "body": strSchema("With the ## Work Log section."), "assignee": strSchema(""), "status": statusEnum,
 			"parentTaskId":   taskIDSchema,
 			"metadata":       obj(nil, map[string]any{"delegationDepth": map[string]any{"type": "integer"}, "reviewRequired": map[string]any{"type": "boolean"}}),
-			"workLog":        strs("- <timestamp> Progress: … | Notes: … | Blockers: …; the newest 100 lines, at most 128 KiB, each cut at 8 KiB."),
+			"workLog":        strs("- <timestamp> Progress: … | Notes: … | Blockers: …; the newest 100 lines, at most 64 KiB, each cut at 8 KiB."),
 			"workLogDropped": map[string]any{"type": "integer", "description": "How many of the oldest work-log lines were dropped to keep it within its bounds; the events keep the messages."},
 			"run":            map[string]any{"type": "object", "description": "run.json"}, "heartbeat": map[string]any{"type": "object", "description": "run_heartbeat.json"},
 			"result": map[string]any{"type": "object", "description": "run_result.json"}, "handoff": map[string]any{"type": "object", "description": "inputs/handoff.json"},

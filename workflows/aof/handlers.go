@@ -194,7 +194,7 @@ func (r *aofRun) statusUpdate(ctx workflow.Context, m Message) Result {
 // continue-as-new carries stays far below Temporal's payload limit.
 const (
 	MaxWorkLogLines = 100
-	MaxWorkLogBytes = 128 << 10
+	MaxWorkLogBytes = 64 << 10
 	MaxWorkLogLine  = 8 << 10
 )
 

@@ -1,6 +1,7 @@
 package aof
 
 import (
+	"encoding/json"
 	"fmt"
 	"slices"
 	"strings"
@@ -512,6 +513,60 @@ func TestCompletionWarnings(t *testing.T) {
 		}
 		if st := h.task().Status; st != StatusReview {
 			t.Errorf("status %s: the transition did not proceed", st)
+		}
+	})
+	h.run()
+}
+
+// TestSaveInputBounded fills a task to the API's bounds (a 64 KiB body,
+// a 64 KiB handoff and completion, 150 status updates of 8 KiB each) and
+// measures the largest SaveAOF input: it stays under 768 KiB, far below Temporal's 2 MB
+// payload limit.
+func TestSaveInputBounded(t *testing.T) {
+	const kib = 1 << 10
+	text := strings.Repeat("x", 8*kib-64)
+	items := slices.Repeat([]string{text}, 7)
+	h := newHarness(t, func(tk *Task) { tk.Body = strings.Repeat("b", 64*kib) })
+	h.at(time.Second, func() {
+		m := handoffMsg()
+		m.Handoff.AcceptanceCriteria, m.Handoff.Constraints = items, nil
+		h.send(m, 0)
+	})
+	h.at(2*time.Second, func() { h.dispatch(time.Hour) })
+	for i := range 150 {
+		h.at(time.Duration(3+i)*time.Second, func() {
+			m := msg(TypeStatusUpdate, t0)
+			m.Status = &StatusUpdate{TaskID: testTask, AgentID: agent, Progress: text, Notes: fmt.Sprint(i)}
+			h.send(m, 0)
+		})
+	}
+	h.at(5*time.Minute, func() {
+		m := completion(OutcomePartial, t0)
+		m.Completion.Notes, m.Completion.Blockers = text, items
+		h.send(m, 0)
+	})
+	h.at(6*time.Minute, func() { h.update(UpdateSessionEnd, SessionEndInput{}) })
+	h.at(7*time.Minute, func() {
+		if st := h.task().Status; st != StatusReview {
+			t.Fatalf("status %s", st)
+		}
+		h.mu.Lock()
+		defer h.mu.Unlock()
+		largest := 0
+		for _, s := range h.saves {
+			b, _ := json.Marshal(s)
+			if len(b) > largest {
+				largest = len(b)
+				ev, _ := json.Marshal(s.Save.Events)
+				ar, _ := json.Marshal(s.Save.Artifacts)
+				de, _ := json.Marshal(s.Decisions)
+				re, _ := json.Marshal(s.Records)
+				t.Logf("%d bytes: task %d, events %d, artifacts %d, decisions %d, records %d", len(b), len(s.Save.Task.Body), len(ev), len(ar), len(de), len(re))
+			}
+		}
+		t.Logf("largest SaveAOF input: %d bytes over %d saves", largest, len(h.saves))
+		if largest > 768<<10 {
+			t.Errorf("a SaveAOF input of %d bytes", largest)
 		}
 	})
 	h.run()
