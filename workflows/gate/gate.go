@@ -3,6 +3,7 @@ package gate
 import (
 	"encoding/json"
 	"fmt"
+	"strings"
 	"time"
 
 	"go.temporal.io/sdk/log"
@@ -263,18 +264,42 @@ func (g *gateRun) takePolicy(ctx workflow.Context) error {
 	return nil
 }
 
-// Risk is a gate's risk for the quorum: a contract's level, a signal's
-// medium.
+// risk is a gate's risk for the quorum: a signal's is medium; a
+// contract's is the higher of what its level and its minimum handling
+// say (riskOf).
 func (g *gateRun) risk() amp.Risk {
 	if c := g.Input.Contract; c != nil {
-		switch c.Level {
-		case "low", "minimal":
-			return amp.RiskLow
-		case "high", "critical":
-			return amp.RiskHigh
-		}
+		return riskOf(c.Level, c.MinimumHandling)
 	}
 	return amp.RiskMedium
+}
+
+// riskOf maps a contract's risk level and minimum handling to a quorum's
+// risk, the higher of the two: human_required is high and strict_confirm
+// at least medium whatever the level's name, since a catalog names its
+// own levels; of the names, the default catalog's and AMCP's map to low
+// (none, minimal, low), medium (moderate, medium) or high (high, critical,
+// severe), and an unknown name to medium.
+func riskOf(level, handling string) amp.Risk {
+	rank := map[amp.Risk]int{amp.RiskLow: 0, amp.RiskMedium: 1, amp.RiskHigh: 2}
+	byLevel := amp.RiskMedium
+	switch strings.ToLower(level) {
+	case "none", "minimal", "low":
+		byLevel = amp.RiskLow
+	case "high", "critical", "severe":
+		byLevel = amp.RiskHigh
+	}
+	byHandling := amp.RiskLow
+	switch handling {
+	case "human_required":
+		byHandling = amp.RiskHigh
+	case "strict_confirm":
+		byHandling = amp.RiskMedium
+	}
+	if rank[byHandling] > rank[byLevel] {
+		return byHandling
+	}
+	return byLevel
 }
 
 // request is the gate's question. Its digest binds exactly what is
