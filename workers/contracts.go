@@ -130,6 +130,8 @@ func (g contractGates) Open(ctx context.Context, c contract.Contract, digest str
 			Level: c.Risk.Level, MinimumHandling: string(c.Risk.MinimumHandling),
 		},
 		ReceivedAt: c.IssuedAt,
+		// An approval after the contract expired could not be redeemed.
+		ExpiresAt: c.ExpiresAt,
 	}
 	if _, err := gate.Start(ctx, g.temporal, g.queue, in); err != nil {
 		return "", err

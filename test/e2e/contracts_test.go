@@ -188,6 +188,13 @@ func TestRiskContracts(t *testing.T) {
 		eventually(t, 90*time.Second, "the contracts expired", func() (bool, error) {
 			return api.contract(deployerKey, plain.ContractID).State == "expired", nil
 		})
+		// The gate of the unapproved contract expired with it, rejected,
+		// not after the policy's expire_after (24h).
+		eventually(t, 30*time.Second, "the expired contract's gate rejected", func() (bool, error) {
+			var g struct{ Status string }
+			code, _ := api.call("GET", "/v1/gates/"+gated.GateID, anaToken, nil, &g)
+			return code == http.StatusOK && g.Status == "rejected", nil
+		})
 		for name, id := range map[string]string{"plain": plain.ContractID, "redeemed": redeemed.ContractID,
 			"tampered": tampered.ContractID, "unapproved": gated.ContractID} {
 			code, b := api.call("POST", "/v1/execute", deployerKey, map[string]any{"contractId": id, "approvalToken": "apr_wrong", "extra": 1}, nil)

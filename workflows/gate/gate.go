@@ -35,6 +35,10 @@ const (
 	callbackMaxRetry   = 30 * time.Minute
 )
 
+// versionExpiresAt is the change that made Input.ExpiresAt bound the
+// gate's decision (workflow.GetVersion).
+const versionExpiresAt = "gate-expires-at"
+
 // Record kinds of a gate's chain besides decisions.
 const (
 	kindGate     activities.RecordKind = "gate"
@@ -73,6 +77,9 @@ type gateRun struct {
 	id        string
 	// ready says the policy is read and the decision raised.
 	ready bool
+	// deadline is Input.ExpiresAt under versionExpiresAt: the decision
+	// expires then at the latest.
+	deadline time.Time
 	// queue holds the side effects in order; rev numbers the saves of
 	// the open decisions.
 	queue []effect
@@ -114,6 +121,16 @@ func (g *gateRun) run(ctx workflow.Context) (State, error) {
 		return g.State, err
 	}
 	g.queue = append(g.queue, effect{record: &activities.RecordEntry{ID: in.GateID + "-gate", Kind: kindGate, Body: b, RecordedAt: workflow.Now(ctx)}})
+	// Gates started before versionExpiresAt ignore ExpiresAt; they had
+	// none, so the version is asked only when it is set.
+	if !in.ExpiresAt.IsZero() && workflow.GetVersion(ctx, versionExpiresAt, workflow.DefaultVersion, 1) >= 1 {
+		g.deadline = in.ExpiresAt
+		if now := workflow.Now(ctx); !now.Before(g.deadline) {
+			o := decision.Outcome{Subject: g.id, Option: decision.OptReject, By: decision.By, Channel: decision.ChannelExpiry,
+				At: now, Note: "expired at " + g.deadline.UTC().Format(time.RFC3339) + ", before the gate asked"}
+			return g.finish(ctx, o)
+		}
+	}
 	if err := g.takePolicy(ctx); err != nil {
 		// Nobody may decide under no policy: the gate fails closed.
 		g.log.Error("reading the policy; rejecting the gate", "err", err)
@@ -355,10 +372,11 @@ func (g *gateRun) request() decide.Request {
 			{ID: decision.OptApprove, Label: "Approve"},
 			{ID: decision.OptReject, Label: "Reject"},
 		},
-		Context:  decision.Context{Description: in.Summary, Risk: g.risk(), Extra: extra},
-		Approves: approves,
-		Required: g.policy.Decisions.Quorum.For(g.risk()),
-		OnExpiry: decision.OptReject,
+		Context:   decision.Context{Description: in.Summary, Risk: g.risk(), Extra: extra},
+		Approves:  approves,
+		Required:  g.policy.Decisions.Quorum.For(g.risk()),
+		OnExpiry:  decision.OptReject,
+		ExpiresAt: g.deadline,
 	}
 }
 

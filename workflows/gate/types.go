@@ -86,6 +86,10 @@ type Input struct {
 	Contract *ContractRef `json:"contract,omitempty"`
 	// ReceivedAt is when the signal or contract was accepted.
 	ReceivedAt time.Time `json:"received_at"`
+	// ExpiresAt, when set, is when what the gate holds stops being valid
+	// (a contract's expiresAt): the gate's decision expires, rejected, at
+	// the earlier of it and the policy's expire_after.
+	ExpiresAt time.Time `json:"expires_at,omitzero"`
 }
 
 // Cost is what a signal spent, as reported and as recomputed.
