@@ -7,6 +7,7 @@ import (
 	"io"
 	"net/http"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -139,6 +140,18 @@ func TestRiskContracts(t *testing.T) {
 		})
 		if raw, _ := json.Marshal(pending); !strings.Contains(string(raw), d.ContractID) || !strings.Contains(string(raw), "deploy.production") {
 			t.Errorf("the decision does not name the contract and its primitive: %s", raw)
+		}
+		// Its kind is one the served document allows.
+		var doc struct {
+			Components struct {
+				Schemas struct {
+					DecisionKind struct{ Enum []string } `json:"DecisionKind"`
+				} `json:"schemas"`
+			} `json:"components"`
+		}
+		api.call("GET", "/v1/openapi.json", anaToken, nil, &doc)
+		if !slices.Contains(doc.Components.Schemas.DecisionKind.Enum, string(pending.Kind)) {
+			t.Errorf("GET /v1/decisions lists kind %s, which DecisionKind %v does not allow", pending.Kind, doc.Components.Schemas.DecisionKind.Enum)
 		}
 		code, b = api.call("POST", "/v1/decisions/"+pending.ID, anaToken, httpapi.DecideRequest{Option: decision.OptApprove, Digest: pending.Digest}, nil)
 		if code != http.StatusOK {

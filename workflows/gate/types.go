@@ -56,6 +56,10 @@ const (
 	DecisionContract decision.Kind = "gate_contract"
 )
 
+// DecisionKinds returns the kinds of the decisions gates raise, for the
+// API's document: GET /v1/decisions lists them.
+func DecisionKinds() []decision.Kind { return []decision.Kind{DecisionSignal, DecisionContract} }
+
 // Input starts a gate. One struct, so fields can be added later.
 type Input struct {
 	// GateID is the gate's id ("gate_…"); WorkflowID(GateID) is its
