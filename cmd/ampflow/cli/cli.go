@@ -260,6 +260,7 @@ func (a *App) rootCommand() *cobra.Command {
 	root.AddCommand(a.contractsCommand())
 	root.AddCommand(a.auditCommand(), a.ssotCommand())
 	root.AddCommand(a.aofCommand())
+	root.AddCommand(a.leaseCommand(), a.chatCommand())
 	return root
 }
 
