@@ -28,6 +28,9 @@ func gateActivities(cfg config.Config, store *ssot.DB, log *slog.Logger, m *http
 // addGate adds the action gate's routes to the API: signals from the
 // agents of gate.agents, gates opened on this worker's task queue.
 func addGate(api *httpapi.Server, o Options, parts *Parts, log *slog.Logger) error {
+	// Gates' decisions show in GET /v1/decisions whichever worker opened
+	// them.
+	api.Add(httpapi.Spec{DecisionKinds: gate.DecisionKinds()})
 	if parts.Store == nil || parts.Tasks == nil || parts.Tasks.Temporal == nil {
 		return nil
 	}
