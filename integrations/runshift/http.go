@@ -138,13 +138,13 @@ func (a *API) signalStatus(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	run := r.PathValue("run_id")
-	g, found, err := a.Intake.Store.GateByRun(r.Context(), run)
+	g, found, err := a.Intake.Store.GateByRun(r.Context(), agent.ID, run)
 	if err != nil {
 		a.Server.Error(w, r, err)
 		return
 	}
 	// Another agent's run is not found: a key learns nothing of others.
-	if !found || g.AgentID != agent.ID {
+	if !found {
 		a.Server.Error(w, r, task.Errorf(task.CodeNotFound, "run_id: no signal of agent %s has run_id %q", agent.ID, run))
 		return
 	}

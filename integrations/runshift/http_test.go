@@ -164,7 +164,7 @@ func TestSignalNoGate(t *testing.T) {
 	g := newTestGate(t, nil)
 	for i, path := range []string{"/v1/signals", "/amp/signal"} {
 		rep := g.do("POST", path, tailorKey, payload(fmt.Sprintf("run-%d", i), false)).want(t, 200).reply(t)
-		if rep.Status != gate.StatusApproved || rep.GateID != GateID(fmt.Sprintf("run-%d", i)) {
+		if rep.Status != gate.StatusApproved || rep.GateID != GateID("resume-tailor", fmt.Sprintf("run-%d", i)) {
 			t.Fatalf("%s: %+v", path, rep)
 		}
 		row, err := g.store.Gate(context.Background(), rep.GateID)
@@ -190,10 +190,22 @@ func TestSignalGatedOnce(t *testing.T) {
 	if first.Status != gate.StatusPending || first.Message != "Awaiting operator approval" {
 		t.Fatalf("%+v", first)
 	}
-	p["summary"] = "something else"
-	again := g.do("POST", "/v1/signals", tailorKey, p).want(t, 202).reply(t)
+	// The same signal, its keys in another order, is a duplicate.
+	raw, _ := json.Marshal(p)
+	var reordered bytes.Buffer
+	reordered.WriteString(`{"webhook_url":"http://127.0.0.1:1/hook",` + string(raw[1:]))
+	again := g.do("POST", "/v1/signals", tailorKey, reordered.Bytes()).want(t, 202).reply(t)
 	if again.GateID != first.GateID || !again.Duplicate {
 		t.Fatalf("again %+v", again)
+	}
+	// The run with another body is a conflict naming the run, not the
+	// old gate's answer.
+	other := payload("run-1", true)
+	other["webhook_url"] = "http://127.0.0.1:1/hook"
+	other["proposed_action"] = "Delete the applicant's files"
+	r := g.do("POST", "/v1/signals", tailorKey, other).want(t, 409)
+	if f := r.fields(t); len(f) != 1 || f[0] != "run_id" || !strings.Contains(string(r.body), `\"run-1\"`) {
+		t.Fatalf("conflict %s", r.body)
 	}
 	rows, _, _ := g.store.GateList(context.Background(), ssot.GateFilter{RunID: "run-1"}, ssot.Page{})
 	if len(rows) != 1 || rows[0].Callback != gate.CallbackWaiting {
@@ -210,10 +222,13 @@ func TestSignalGatedOnce(t *testing.T) {
 	}
 	g.do("GET", "/v1/signals/run-1", deployKey, nil).want(t, 404)
 	g.do("GET", "/v1/signals/run-1", "", nil).want(t, 401)
-	// Another agent's post of the run is refused.
+	// Another agent's run of the same id is its own gate: the first
+	// agent's run id is neither taken nor shown.
 	d := payload("run-1", true)
 	d["agent_id"], d["project_id"] = "deployer", ""
-	g.do("POST", "/v1/signals", deployKey, d).want(t, 409)
+	if r := g.do("POST", "/v1/signals", deployKey, d).want(t, 202).reply(t); r.GateID == first.GateID || r.Duplicate {
+		t.Fatalf("another agent's run %+v", r)
+	}
 
 	// Resolved, the duplicate answers the resolution.
 	if err := g.store.ResolveGate(context.Background(), first.GateID, "rejected", "ops", testNow); err != nil {
@@ -329,7 +344,7 @@ func TestSignalRules(t *testing.T) {
 	if r := g.do("POST", "/v1/signals", tailorKey, p).want(t, 200).reply(t); r.Status != gate.StatusApproved {
 		t.Fatalf("%+v", r)
 	}
-	row, _, _ := g.store.GateByRun(context.Background(), "a")
+	row, _, _ := g.store.GateByRun(context.Background(), "resume-tailor", "a")
 	if len(row.Reasons) != 1 || row.Reasons[0] != "gate.rules[0]: always" {
 		t.Fatalf("reasons %v", row.Reasons)
 	}
@@ -367,7 +382,7 @@ func TestCostMismatch(t *testing.T) {
 	p := payload("m", false)
 	p["cost_usd"] = 0.007532
 	g.do("POST", "/v1/signals", tailorKey, p).want(t, 200)
-	row, _, _ := g.store.GateByRun(context.Background(), "m")
+	row, _, _ := g.store.GateByRun(context.Background(), "resume-tailor", "m")
 	if !row.Mismatch || row.CostUSD < 0.0147 || len(row.Reasons) != 1 {
 		t.Fatalf("%+v", row)
 	}
@@ -402,7 +417,7 @@ func TestGatesListAndShow(t *testing.T) {
 		t.Fatalf("pending runs %v", ids)
 	}
 	var v View
-	r := g.do("GET", "/v1/gates/"+GateID("l2"), adminToken, nil).want(t, 200)
+	r := g.do("GET", "/v1/gates/"+GateID("resume-tailor", "l2"), adminToken, nil).want(t, 200)
 	if err := json.Unmarshal(r.body, &v); err != nil {
 		t.Fatal(err)
 	}

@@ -284,7 +284,7 @@ func TestGateTaskBudgetSuspends(t *testing.T) {
 	c := api{t: t, base: "http://" + p.api}
 	tasks := dial(t, p)
 	plan := lowRiskPlan(gitRepo(t))
-	plan.TechConstraints = map[string]any{"budget_usd": 0.02}
+	plan.TechConstraints = map[string]any{"budget_usd": 0.02, "gate_agents": []string{"resume-tailor"}}
 	var started struct {
 		TaskID string `json:"task_id"`
 	}

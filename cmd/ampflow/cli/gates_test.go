@@ -57,7 +57,7 @@ func TestGatesCommands(t *testing.T) {
 	if err := json.Unmarshal([]byte(r.stdout), &list); err != nil || len(list) != 1 || !strings.Contains(r.stderr, "next_cursor") {
 		t.Fatalf("exit %d %v\n%s%s", r.code, err, r.stdout, r.stderr)
 	}
-	id := runshift.GateID("run-1")
+	id := runshift.GateID("bot", "run-1")
 	r = run(t, "", env, nil, "gates", "show", id)
 	if r.code != ExitOK || !strings.Contains(r.stdout, "approved (no gate fired)") || !strings.Contains(r.stdout, "Deploy v1.1") {
 		t.Fatalf("exit %d\n%s%s", r.code, r.stdout, r.stderr)
