@@ -50,6 +50,8 @@ func (a *API) Routes() []httpapi.Route {
 		{Pattern: "GET /v1/signals/{run_id}", Open: true, Handler: a.signalStatus, Operation: signalStatusOp()},
 		{Pattern: "GET /v1/gates/{gate_id}", Handler: a.show, Operation: showOp()},
 		{Pattern: "GET /v1/gates", Handler: a.list, Operation: listOp()},
+		{Pattern: "GET /v1/budgets", Handler: a.budgets, Operation: budgetsOp()},
+		{Pattern: "POST /v1/budgets/{key}/raise", Roles: []amp.Role{amp.RoleAdmin}, Handler: a.raise, Operation: raiseOp()},
 	}
 }
 

@@ -29,6 +29,7 @@ const (
 	tailorKey  = "rs-amp-tailor-0123456789abcdef"
 	deployKey  = "rs-amp-deploy-0123456789abcdef"
 	adminToken = "admin-token-0123456789"
+	coordToken = "coord-token-0123456789"
 )
 
 var testNow = time.Date(2026, 11, 23, 12, 0, 0, 0, time.UTC)
@@ -73,7 +74,8 @@ func newTestGate(t *testing.T, change func(*config.Gate)) *testGate {
 	in.Now = func() time.Time { return testNow }
 	in.Log = slog.New(slog.DiscardHandler)
 	g.intake = in
-	s := httpapi.New(httpapi.Options{Store: db, Tokens: []config.AuthToken{{Token: adminToken, Role: amp.RoleAdmin, Name: "ops"}}})
+	s := httpapi.New(httpapi.Options{Store: db, Tokens: []config.AuthToken{{Token: adminToken, Role: amp.RoleAdmin, Name: "ops"},
+		{Token: coordToken, Role: amp.RoleCoordinator, Name: "coord"}}})
 	Register(s, in)
 	g.srv = httptest.NewServer(s.Handler())
 	t.Cleanup(g.srv.Close)
@@ -368,6 +370,34 @@ func TestSignalBudget(t *testing.T) {
 	sp, _ := g.store.Spend(context.Background(), ssot.SpendQuery{Agent: "resume-tailor", Period: "day", At: testNow})
 	if sp.Signals != 4 {
 		t.Fatalf("spend %+v", sp)
+	}
+	// An admin sees the budget spent and raises it for the day: the
+	// refused signal is taken again, gated (above 80 % of the raised
+	// budget).
+	var list BudgetList
+	if err := json.Unmarshal(g.do("GET", "/v1/budgets", coordToken, nil).want(t, 200).body, &list); err != nil {
+		t.Fatal(err)
+	}
+	if len(list.Budgets) != 1 || list.Budgets[0].Key != "resume-tailor:*:day" || list.Budgets[0].State != "exhausted" || list.Budgets[0].Signals != 4 {
+		t.Fatalf("budgets %+v", list)
+	}
+	raise := map[string]any{"amount_usd": 0.02, "note": "release day"}
+	g.do("POST", "/v1/budgets/resume-tailor:*:day/raise", coordToken, raise).want(t, 403)
+	g.do("POST", "/v1/budgets/nobody:*:day/raise", adminToken, raise).want(t, 404)
+	g.do("POST", "/v1/budgets/resume-tailor:*:day/raise", adminToken, map[string]any{"amount_usd": -1}).want(t, 400)
+	var rr RaiseReply
+	if err := json.Unmarshal(g.do("POST", "/v1/budgets/resume-tailor:*:day/raise", adminToken, raise).want(t, 200).body, &rr); err != nil {
+		t.Fatal(err)
+	}
+	if rr.Raise.RaisedBy != "ops" || rr.Raise.PeriodOf != "2026-11-23" || rr.Budget.LimitUSD != 0.07 || rr.Budget.State != "warn" {
+		t.Fatalf("raise %+v", rr)
+	}
+	g.do("POST", "/v1/signals", tailorKey, payload("b4", false)).want(t, 202)
+	g.do("POST", "/v1/signals", tailorKey, payload("b5", false)).want(t, 402)
+	// The raise is the day's: tomorrow the configured budget holds.
+	g.intake.Now = func() time.Time { return testNow.Add(24 * time.Hour) }
+	if err := json.Unmarshal(g.do("GET", "/v1/budgets", adminToken, nil).want(t, 200).body, &list); err != nil || list.Budgets[0].LimitUSD != 0.05 {
+		t.Fatalf("tomorrow %+v %v", list, err)
 	}
 	// Another agent is not held by this budget.
 	d := payload("d1", false)

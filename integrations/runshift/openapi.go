@@ -10,8 +10,13 @@ import (
 func spec() httpapi.Spec {
 	return httpapi.Spec{
 		Codes:   map[task.Code]int{CodeBudgetExceeded: http.StatusPaymentRequired},
-		Schemas: schemas(),
+		Schemas: withBudgets(schemas()),
 	}
+}
+
+func withBudgets(s map[string]any) map[string]any {
+	budgetSchemas(s)
+	return s
 }
 
 func ref(name string) map[string]any { return map[string]any{"$ref": "#/components/schemas/" + name} }
@@ -32,7 +37,7 @@ func signalOp(id, summary string) map[string]any {
 			"(gate.agents: key_env), not an API token. The signal is recorded before any gate fires. No gate: 200 approved. " +
 			"A gate (the agent set gate_required and gate.rules confirm, a rule says always, or a budget is at 80 %): 202 pending " +
 			"until an admin decides; the resolution is then POSTed, signed, to webhook_url. A run_id posted before answers with " +
-			"its gate as it stands and changes nothing.",
+			"its gate as it stands and changes nothing; the same run_id with another body is a conflict (409). Run ids are per agent.",
 		"security":    []any{map[string]any{"bearer": []any{}}},
 		"requestBody": map[string]any{"required": true, "content": map[string]any{"application/json": map[string]any{"schema": ref("Signal")}}},
 		"responses": map[string]any{
@@ -41,8 +46,8 @@ func signalOp(id, summary string) map[string]any {
 			"400": errResp("Invalid signal (code invalid); fields names each field at fault."),
 			"401": errResp("No registered agent's key (code unauthenticated)."),
 			"402": errResp("A budget the signal counts against is spent (code budget_exceeded)."),
-			"403": errResp("agent_id is not the key's agent, or the project is not the agent's (code forbidden)."),
-			"409": errResp("run_id was posted by another agent (code conflict)."),
+			"403": errResp("agent_id is not the key's agent, the project is not the agent's, or task_id names a task whose plan does not list the agent in tech_constraints.gate_agents (code forbidden)."),
+			"409": errResp("run_id was posted before by this agent with another body (code conflict)."),
 			"413": errResp("The body is larger than 256 KiB (code too_large)."),
 			"415": errResp("The body is not application/json (code unsupported_media_type)."),
 			"500": errResp("A fault of the server (code internal)."),
@@ -132,7 +137,7 @@ func schemas() map[string]any {
 				"agent_id":    map[string]any{"type": "string", "maxLength": MaxIDLen, "description": "The key's agent."},
 				"run_id":      map[string]any{"type": "string", "maxLength": MaxIDLen, "description": "Unique per run: a run_id posted again changes nothing."},
 				"project_id":  map[string]any{"type": "string", "maxLength": MaxIDLen},
-				"task_id":     map[string]any{"type": "string", "maxLength": MaxIDLen, "description": "An AMP task the cost counts against (ampflow's extension): the signal that passes the budget_usd of its plan's tech_constraints suspends it. Unknown: 400."},
+				"task_id":     map[string]any{"type": "string", "maxLength": MaxIDLen, "description": "An AMP task the cost counts against (ampflow's extension): the signal that passes the budget_usd of its plan's tech_constraints suspends it. The plan's tech_constraints.gate_agents must list the agent (or \"*\"), else 403; unknown: 400."},
 				"status":      map[string]any{"type": "string", "enum": []any{"completed", "failed", "interrupted"}, "description": "failed: put metadata.error_code and metadata.error_message when known."},
 				"summary":     map[string]any{"type": "string", "maxLength": MaxSummary, "description": "What the agent did."},
 				"proposed_action": map[string]any{"type": []any{"string", "null"}, "maxLength": MaxProposedAction,

@@ -24,7 +24,7 @@ func (a *App) gatesCommand() *cobra.Command {
 			"no gate fired, else pending until an admin decides (ampflow pending, ampflow\n" +
 			"decide, Slack, Telegram). Decide a gate like any decision.",
 	}
-	cmd.AddCommand(a.gatesListCommand(), a.gatesShowCommand())
+	cmd.AddCommand(a.gatesListCommand(), a.gatesShowCommand(), a.gatesBudgetsCommand())
 	return cmd
 }
 
