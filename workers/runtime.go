@@ -54,7 +54,7 @@ func newRuntime(o Options, parts *Parts, log *slog.Logger) (*runtime, error) {
 		OpenName: o.LocalName,
 	})
 	addAOF(api, o, parts, log)
-	if err := addGate(api, o, parts, log); err != nil {
+	if err := addGate(api, rt, o, parts, log); err != nil {
 		return nil, err
 	}
 	if err := api.LoopbackOnly(addr); err != nil {

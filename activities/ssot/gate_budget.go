@@ -183,3 +183,17 @@ func (s *DB) TaskCharged(ctx context.Context, gateID string) error {
 	}
 	return nil
 }
+
+// TaskSpendThrough sums the cost of the signals that name a task, up to
+// and including g in the order (received_at, gate_id): what the task had
+// spent once g was counted, whenever it is asked.
+func (s *DB) TaskSpendThrough(ctx context.Context, g GateRow) (float64, error) {
+	var usd float64
+	at := micros(g.ReceivedAt)
+	err := s.db.QueryRowContext(ctx, s.rebind(`SELECT COALESCE(SUM(cost_usd), 0) FROM gates WHERE task_id = ?
+		AND (received_at < ? OR (received_at = ? AND gate_id <= ?))`), g.TaskID, at, at, g.GateID).Scan(&usd)
+	if err != nil {
+		return 0, fmt.Errorf("summing the spend of task %s: %w", g.TaskID, err)
+	}
+	return usd, nil
+}

@@ -253,18 +253,20 @@ func (in *Intake) Accept(ctx context.Context, agent Agent, s Signal) (Reply, err
 
 // charge charges a recorded signal's cost to its task, and records that
 // it did; a failure is the task's, logged, and the recovery sweep tries
-// again.
-func (in *Intake) charge(ctx context.Context, row ssot.GateRow) {
+// again (Recover). It reports whether the charge is done.
+func (in *Intake) charge(ctx context.Context, row ssot.GateRow) bool {
 	if !row.TaskCharge || in.TaskBudgets == nil {
-		return
+		return false
 	}
-	if err := in.TaskBudgets.Charge(ctx, row.TaskID, row.CostUSD); err != nil {
+	if err := in.TaskBudgets.Charge(ctx, row); err != nil {
 		in.log().Error("charging a task's budget", "task", row.TaskID, "run", row.RunID, "err", err)
-		return
+		return false
 	}
 	if err := in.Store.TaskCharged(ctx, row.GateID); err != nil {
 		in.log().Error("recording a task's charge", "task", row.TaskID, "gate", row.GateID, "err", err)
+		return false
 	}
+	return true
 }
 
 // duplicate answers a run posted before with its gate as it stands; the

@@ -32,7 +32,7 @@ type Tasks interface {
 // TaskStore reads a task's plan and spend (*ssot.DB).
 type TaskStore interface {
 	History(ctx context.Context, taskID string, p ssot.Page) ([]ssot.Record, string, error)
-	TaskSpend(ctx context.Context, taskID string) (float64, error)
+	TaskSpendThrough(ctx context.Context, g ssot.GateRow) (float64, error)
 }
 
 // TaskBudgets charges signals that name a task_id to that task: once the
@@ -124,14 +124,17 @@ func (tb *TaskBudgets) plan(ctx context.Context, taskID string) (taskPlan, error
 	return p, nil
 }
 
-// Charge is told that a signal costing cost was recorded for taskID; when
-// it took the task's spend past its budget, the task is suspended.
-func (tb *TaskBudgets) Charge(ctx context.Context, taskID string, cost float64) error {
+// Charge is told that the signal g was recorded for its task; when g
+// took the task's spend past its budget, the task is suspended. Which
+// signal crosses the budget is fixed by the order of the records, so a
+// charge made late (by Recover) decides as it would have at once.
+func (tb *TaskBudgets) Charge(ctx context.Context, g ssot.GateRow) error {
+	taskID, cost := g.TaskID, g.CostUSD
 	budget, ok, err := tb.Budget(ctx, taskID)
 	if err != nil || !ok {
 		return err
 	}
-	spent, err := tb.Store.TaskSpend(ctx, taskID)
+	spent, err := tb.Store.TaskSpendThrough(ctx, g)
 	if err != nil {
 		return err
 	}
