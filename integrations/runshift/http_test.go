@@ -454,5 +454,17 @@ func TestGatesListAndShow(t *testing.T) {
 	if v.Status != gate.StatusPending || v.ProposedAction != "Send to applicant" || v.Cost.ComputedUSD == 0 || !v.Gated {
 		t.Fatalf("view %+v", v)
 	}
+	// The operator sees the artifacts and the agent's other signals,
+	// newest first.
+	if len(v.Artifacts) != 1 || !strings.Contains(string(v.Artifacts[0]), `"type":"text"`) {
+		t.Fatalf("artifacts %s", v.Artifacts)
+	}
+	var hist []string
+	for _, h := range v.History {
+		hist = append(hist, h.RunID+":"+string(h.Status))
+	}
+	if fmt.Sprint(hist) != "[l4:pending l3:approved l1:approved l0:pending]" || v.History[0].CostUSD == 0 {
+		t.Fatalf("history %v", hist)
+	}
 	g.do("GET", "/v1/gates/gate_nope", adminToken, nil).want(t, 404)
 }

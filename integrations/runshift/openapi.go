@@ -80,7 +80,7 @@ func showOp() map[string]any {
 		"parameters": []any{map[string]any{"name": "gate_id", "in": "path", "required": true, "schema": map[string]any{"type": "string"},
 			"description": "The gate_id a signal's reply named."}},
 		"responses": map[string]any{
-			"200": jsonBody(ref("Gate"), "The gate, with every callback attempt."),
+			"200": jsonBody(ref("Gate"), "The gate, with every callback attempt, the signal's artifacts and the agent's latest signals."),
 			"401": errResp("No valid bearer token (code unauthenticated)."),
 			"404": errResp("No such gate (code not_found)."),
 			"500": errResp("A fault of the server (code internal)."),
@@ -180,6 +180,13 @@ func schemas() map[string]any {
 				"callback_attempts": map[string]any{"type": "array", "items": map[string]any{"type": "object", "properties": map[string]any{
 					"gate_id": str(""), "attempt": integer(""), "at": when, "status_code": integer(""), "error": str(""),
 				}}},
+				"artifacts": map[string]any{"type": "array", "maxItems": MaxArtifacts, "items": map[string]any{},
+					"description": "The signal's artifacts as posted (GET /v1/gates/{gate_id} only)."},
+				"agent_history": map[string]any{"type": "array", "maxItems": MaxHistory, "description": "The agent's latest other signals, newest first (GET /v1/gates/{gate_id} only).",
+					"items": map[string]any{"type": "object", "properties": map[string]any{
+						"gate_id": str(""), "run_id": str(""), "status": map[string]any{"type": "string", "enum": []any{"pending", "approved", "rejected"}},
+						"gated": map[string]any{"type": "boolean"}, "cost_usd": num(""), "received_at": when, "proposed_action": str("Clipped to 200 characters."),
+					}}},
 			},
 		},
 		"GateList": map[string]any{

@@ -43,6 +43,7 @@ func TestGatesCommands(t *testing.T) {
 			StartedAt: "2026-03-06T22:10:38Z", CompletedAt: "2026-03-06T22:10:46Z"}
 		action := "Deploy v1." + fmt.Sprint(i)
 		s.ProposedAction = &action
+		s.Artifacts = []json.RawMessage{json.RawMessage(`{"type":"text","content":"release notes"}`)}
 		if _, err := in.Accept(ctx, runshift.Agent{ID: "bot"}, s); err != nil {
 			t.Fatal(err)
 		}
@@ -59,7 +60,8 @@ func TestGatesCommands(t *testing.T) {
 	}
 	id := runshift.GateID("bot", "run-1")
 	r = run(t, "", env, nil, "gates", "show", id)
-	if r.code != ExitOK || !strings.Contains(r.stdout, "approved (no gate fired)") || !strings.Contains(r.stdout, "Deploy v1.1") {
+	if r.code != ExitOK || !strings.Contains(r.stdout, "approved (no gate fired)") || !strings.Contains(r.stdout, "Deploy v1.1") ||
+		strings.Count(r.stdout, "agent history") != 2 || !strings.Contains(r.stdout, "text: release notes") || !strings.Contains(r.stdout, "run-2 pending") {
 		t.Fatalf("exit %d\n%s%s", r.code, r.stdout, r.stderr)
 	}
 	r = run(t, "", env, nil, "gates", "show", "gate_nope")
