@@ -135,7 +135,7 @@ func schemas() map[string]any {
 			"properties": map[string]any{
 				"amp_version": map[string]any{"type": "string", "enum": []any{"1.0"}},
 				"agent_id":    map[string]any{"type": "string", "maxLength": MaxIDLen, "description": "The key's agent."},
-				"run_id":      map[string]any{"type": "string", "maxLength": MaxIDLen, "description": "Unique per run: a run_id posted again changes nothing."},
+				"run_id":      map[string]any{"type": "string", "maxLength": MaxIDLen, "description": "Unique per run of this agent: the same signal posted again changes nothing; the run_id with another body is 409."},
 				"project_id":  map[string]any{"type": "string", "maxLength": MaxIDLen},
 				"task_id":     map[string]any{"type": "string", "maxLength": MaxIDLen, "description": "An AMP task the cost counts against (ampflow's extension): the signal that passes the budget_usd of its plan's tech_constraints suspends it. The plan's tech_constraints.gate_agents must list the agent (or \"*\"), else 403; unknown: 400."},
 				"status":      map[string]any{"type": "string", "enum": []any{"completed", "failed", "interrupted"}, "description": "failed: put metadata.error_code and metadata.error_message when known."},

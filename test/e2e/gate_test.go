@@ -263,6 +263,18 @@ func TestGateBudgetStopsSignals(t *testing.T) {
 			t.Errorf("/metrics lacks %s", want)
 		}
 	}
+
+	// An admin raises the spent budget for the day from the command line,
+	// without a restart: the refused signal is taken.
+	if out, errOut, code := cli(t, p, nil, "gates", "budgets"); code != 0 || !strings.Contains(out, "spender:*:day") || !strings.Contains(out, "exhausted") {
+		t.Fatalf("ampflow gates budgets: exit %d\n%s%s", code, out, errOut)
+	}
+	if out, errOut, code := cli(t, p, nil, "gates", "budgets", "raise", "spender:*:day", "1", "--note", "newsletter day"); code != 0 || !strings.Contains(out, "(ok)") {
+		t.Fatalf("ampflow gates budgets raise: exit %d\n%s%s", code, out, errOut)
+	}
+	if code, out := signal("spend-3"); code != http.StatusOK {
+		t.Fatalf("after the raise the signal answered %d %v", code, out)
+	}
 }
 
 // gateOf reads the gate of a gate workflow's id, as JSON.
