@@ -468,3 +468,30 @@ func TestGatesListAndShow(t *testing.T) {
 	}
 	g.do("GET", "/v1/gates/gate_nope", adminToken, nil).want(t, 404)
 }
+
+// TestSignalBudgetConcurrent: signals posted at once cannot overshoot a
+// budget together: as one at a time, the two that start under $0.02 are
+// taken and every later one is refused.
+func TestSignalBudgetConcurrent(t *testing.T) {
+	g := newTestGate(t, func(c *config.Gate) {
+		c.Budgets = []config.GateBudget{{Agent: "resume-tailor", Period: config.PeriodDay, USD: 0.02}}
+		c.Rules = []config.GateRule{{Gate: config.GateNever}}
+	})
+	var wg sync.WaitGroup
+	codes := make([]int, 16)
+	for i := range codes {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			codes[i] = g.do("POST", "/v1/signals", tailorKey, payload(fmt.Sprintf("c%d", i), false)).status
+		}()
+	}
+	wg.Wait()
+	sp, err := g.store.Spend(context.Background(), ssot.SpendQuery{Agent: "resume-tailor", Period: "day", At: testNow})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sp.Signals != 2 || sp.USD > 0.03 {
+		t.Fatalf("recorded %d signals, $%.4f (answers %v); want 2, at most $0.03", sp.Signals, sp.USD, codes)
+	}
+}

@@ -275,7 +275,6 @@ func (in *Intake) charge(ctx context.Context, row ssot.GateRow) bool {
 // a started gate changes nothing.
 func (in *Intake) duplicate(ctx context.Context, agent Agent, prev ssot.GateRow, hash string) (Reply, error) {
 	if prev.SignalHash != "" && prev.SignalHash != hash {
-		in.Metrics.signal(agent.ID, "conflict")
 		return Reply{}, fieldError(task.CodeConflict, "run_id", "%q was posted before with another body (gate %s, %s); a new action needs a new run_id",
 			prev.RunID, prev.GateID, prev.Status)
 	}
