@@ -192,11 +192,22 @@ func TestSignalGatedOnce(t *testing.T) {
 	if first.Status != gate.StatusPending || first.Message != "Awaiting operator approval" {
 		t.Fatalf("%+v", first)
 	}
-	// The same signal, its keys in another order, is a duplicate.
+	// The same signal, its keys in another order (a struct's, not a
+	// map's sorted ones), sent again later by a run of the agent that
+	// listens elsewhere, is a duplicate.
 	raw, _ := json.Marshal(p)
-	var reordered bytes.Buffer
-	reordered.WriteString(`{"webhook_url":"http://127.0.0.1:1/hook",` + string(raw[1:]))
-	again := g.do("POST", "/v1/signals", tailorKey, reordered.Bytes()).want(t, 202).reply(t)
+	var sig Signal
+	if err := json.Unmarshal(raw, &sig); err != nil {
+		t.Fatal(err)
+	}
+	sig.StartedAt, sig.CompletedAt = "2026-03-07T08:00:00Z", "2026-03-07T08:00:09Z"
+	hook := "http://127.0.0.1:2/hook"
+	sig.WebhookURL = &hook
+	reordered, _ := json.Marshal(sig)
+	if bytes.Equal(reordered, raw) {
+		t.Fatal("same order")
+	}
+	again := g.do("POST", "/v1/signals", tailorKey, reordered).want(t, 202).reply(t)
 	if again.GateID != first.GateID || !again.Duplicate {
 		t.Fatalf("again %+v", again)
 	}

@@ -95,9 +95,13 @@ func GateID(agentID, runID string) string {
 }
 
 // SignalHash is the hex SHA-256 of a signal's canonical JSON (keys
-// sorted, no spaces): two posts of a run are the same signal when their
-// hashes are equal.
+// sorted, no spaces) without started_at, completed_at and webhook_url:
+// two posts of a run are the same signal when they report the same work
+// and propose the same action, whenever and wherever the agent wants to
+// hear back (an agent that runs again sends new times and may listen
+// elsewhere).
 func SignalHash(s Signal) (string, error) {
+	s.StartedAt, s.CompletedAt, s.WebhookURL = "", "", nil
 	raw, err := json.Marshal(s)
 	if err != nil {
 		return "", err

@@ -230,7 +230,7 @@ func TestGateBudgetStopsSignals(t *testing.T) {
 	}
 	id := ""
 	for _, d := range open {
-		if strings.HasPrefix(d.Subject, "gate-") && strings.Contains(gateOf(t, c, d.Subject), "spend-1") {
+		if strings.HasPrefix(d.Subject, "gate-") && gateRunOf(t, c, d.Subject) == "spend-1" {
 			id = d.ID
 		}
 	}
@@ -277,15 +277,16 @@ func TestGateBudgetStopsSignals(t *testing.T) {
 	}
 }
 
-// gateOf reads the gate of a gate workflow's id, as JSON.
-func gateOf(t *testing.T, c api, subject string) string {
+// gateRunOf reads the run id of a gate workflow's gate.
+func gateRunOf(t *testing.T, c api, subject string) string {
 	t.Helper()
-	var g map[string]any
+	var g struct {
+		RunID string `json:"run_id"`
+	}
 	if code := c.do("GET", "/v1/gates/"+strings.TrimPrefix(subject, "gate-"), nil, &g); code != http.StatusOK {
 		t.Fatalf("GET /v1/gates of %s: %d", subject, code)
 	}
-	b, _ := json.Marshal(g)
-	return string(b)
+	return g.RunID
 }
 
 // TestGateTaskBudgetSuspends: signals that name a task count against the
