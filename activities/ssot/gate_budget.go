@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"database/sql"
 	"encoding/hex"
+	"encoding/json"
 	"fmt"
 	"slices"
 	"strings"
@@ -117,7 +118,12 @@ type BudgetRaise struct {
 	At        time.Time `json:"at"`
 }
 
-// RaiseBudget stores a raise; its id is made when empty.
+// BudgetsSubject is the chain every budget raise is recorded in, beside
+// its row (ampflow audit verify checks it like any chain).
+const BudgetsSubject = "budget-raises"
+
+// RaiseBudget stores a raise, its row and its record in BudgetsSubject's
+// chain in one transaction; its id is made when empty.
 func (s *DB) RaiseBudget(ctx context.Context, r BudgetRaise) (BudgetRaise, error) {
 	if err := checkID("budget_key", r.BudgetKey); err != nil {
 		return BudgetRaise{}, err
@@ -134,8 +140,28 @@ func (s *DB) RaiseBudget(ctx context.Context, r BudgetRaise) (BudgetRaise, error
 		r.At = time.Now()
 	}
 	r.At = fromMicros(micros(r.At))
-	_, err := s.db.ExecContext(ctx, s.rebind(`INSERT INTO gate_budget_raises (raise_id, budget_key, period_of, amount_usd,
-		note, raised_by, at) VALUES (?, ?, ?, ?, ?, ?, ?)`), r.RaiseID, r.BudgetKey, r.PeriodOf, r.AmountUSD, r.Note, r.RaisedBy, micros(r.At))
+	body, err := json.Marshal(r)
+	if err != nil {
+		return BudgetRaise{}, err
+	}
+	recs, err := prepare(BudgetsSubject, []Entry{{ID: r.RaiseID, Kind: "budget_raise", RecordedAt: r.At, Body: body}})
+	if err != nil {
+		return BudgetRaise{}, err
+	}
+	work := func(ctx context.Context, tx *sql.Tx) (AppendResult, bool, error) {
+		_, err := tx.ExecContext(ctx, s.rebind(`INSERT INTO gate_budget_raises (raise_id, budget_key, period_of, amount_usd,
+			note, raised_by, at) VALUES (?, ?, ?, ?, ?, ?, ?)`), r.RaiseID, r.BudgetKey, r.PeriodOf, r.AmountUSD, r.Note, r.RaisedBy, micros(r.At))
+		if err != nil {
+			return AppendResult{}, false, err
+		}
+		ar, _, err := s.saveIn(ctx, tx, BudgetsSubject, recs, nil)
+		return ar, true, err
+	}
+	if s.group != nil {
+		_, err = s.group.do(ctx, &groupSave{ctx: ctx, fn: work, done: make(chan struct{})})
+	} else {
+		err = s.inTx(ctx, BudgetsSubject, work)
+	}
 	if err != nil {
 		return BudgetRaise{}, fmt.Errorf("raising budget %s: %w", r.BudgetKey, err)
 	}

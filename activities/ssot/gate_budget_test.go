@@ -53,9 +53,13 @@ func TestGateBudgetAtomic(t *testing.T) {
 		if wrote != 2 || over != 14 || math.Abs(sp.USD-0.03) > 1e-9 {
 			t.Fatalf("wrote %d, refused %d, spent $%.4f; want 2, 14, $0.03", wrote, over, sp.USD)
 		}
-		// A raise for the day lets signals through again.
+		// A raise for the day lets signals through again; it is recorded
+		// in the budgets' chain.
 		if _, err := s.RaiseBudget(ctx, BudgetRaise{BudgetKey: "day.bot.*", PeriodOf: PeriodOf("day", at), AmountUSD: 0.05, RaisedBy: "ops", At: at}); err != nil {
 			t.Fatal(err)
+		}
+		if recs, _, err := s.History(ctx, BudgetsSubject, Page{}); err != nil || len(recs) != 1 || recs[0].Kind != "budget_raise" {
+			t.Fatalf("raise records %+v %v", recs, err)
 		}
 		g := GateRow{GateID: "gate_x", Kind: "signal", RunID: "rx", AgentID: "bot", Status: "approved", CostUSD: 0.01, ReceivedAt: at}
 		if _, ok, err := s.RecordGate(ctx, g, "", nil, limits); err != nil || !ok {

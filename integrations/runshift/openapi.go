@@ -45,7 +45,7 @@ func signalOp(id, summary string) map[string]any {
 			"202": jsonBody(ref("SignalReply"), "Gated: pending until an admin decides."),
 			"400": errResp("Invalid signal (code invalid); fields names each field at fault."),
 			"401": errResp("No registered agent's key (code unauthenticated)."),
-			"402": errResp("A budget the signal counts against is spent (code budget_exceeded)."),
+			"402": errResp("A budget the signal counts against is spent (code budget_exceeded); it stays so until the period ends or an admin raises it (POST /v1/budgets/{key}/raise)."),
 			"403": errResp("agent_id is not the key's agent, the project is not the agent's, or task_id names a task whose plan does not list the agent in tech_constraints.gate_agents (code forbidden)."),
 			"409": errResp("run_id was posted before by this agent with another body (code conflict)."),
 			"413": errResp("The body is larger than 256 KiB (code too_large)."),
