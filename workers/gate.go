@@ -34,6 +34,9 @@ const LeaseGateRecover = "gate.recover"
 // agents of gate.agents, gates opened on this worker's task queue; and,
 // on one worker at a time, the sweep that finishes half-done signals.
 func addGate(api *httpapi.Server, rt *runtime, o Options, parts *Parts, log *slog.Logger) error {
+	// Gates' decisions show in GET /v1/decisions whichever worker opened
+	// them.
+	api.Add(httpapi.Spec{DecisionKinds: gate.DecisionKinds()})
 	if parts.Store == nil || parts.Tasks == nil || parts.Tasks.Temporal == nil {
 		return nil
 	}

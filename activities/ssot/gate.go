@@ -379,7 +379,7 @@ func (s *DB) Spend(ctx context.Context, q SpendQuery) (Spend, error) {
 	return spendIn(ctx, s.db, s, q)
 }
 
-func spendIn(ctx context.Context, db querier, s *DB, q SpendQuery) (Spend, error) {
+func spendIn(ctx context.Context, db rowQuerier, s *DB, q SpendQuery) (Spend, error) {
 	at := q.At.UTC()
 	var where []string
 	var args []any

@@ -93,11 +93,11 @@ func (s *DB) checkBudgets(ctx context.Context, tx *sql.Tx, g GateRow, limits []B
 	return nil
 }
 
-type querier interface {
+type rowQuerier interface {
 	QueryRowContext(ctx context.Context, q string, args ...any) *sql.Row
 }
 
-func (s *DB) raisedIn(ctx context.Context, q querier, key, periodOf string) (float64, error) {
+func (s *DB) raisedIn(ctx context.Context, q rowQuerier, key, periodOf string) (float64, error) {
 	var usd float64
 	err := q.QueryRowContext(ctx, s.rebind(`SELECT COALESCE(SUM(amount_usd), 0) FROM gate_budget_raises
 		WHERE budget_key = ? AND period_of = ?`), key, periodOf).Scan(&usd)
