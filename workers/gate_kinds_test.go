@@ -15,7 +15,7 @@ import (
 // worker that serves no gate routes.
 func TestGateDecisionKindsDocumented(t *testing.T) {
 	api := httpapi.New(httpapi.Options{})
-	if err := addGate(api, Options{}, &Parts{}, slog.New(slog.DiscardHandler)); err != nil {
+	if err := addGate(api, nil, Options{}, &Parts{}, slog.New(slog.DiscardHandler)); err != nil {
 		t.Fatal(err)
 	}
 	b, err := api.OpenAPI()

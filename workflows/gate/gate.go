@@ -340,7 +340,7 @@ func (g *gateRun) request() decide.Request {
 		extra["cost"] = s
 	}
 	if len(in.Artifacts) > 0 {
-		extra["artifacts"] = len(in.Artifacts)
+		extra["artifacts"] = ArtifactFacts(in.Artifacts)
 	}
 	if len(in.Reasons) > 0 {
 		extra["reasons"] = in.Reasons

@@ -3,8 +3,11 @@ package gate
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"log/slog"
+	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -134,6 +137,8 @@ func TestGateApproved(t *testing.T) {
 		st := h.state()
 		if st.Status != StatusPending || st.Decision == nil || st.Decision.Kind != DecisionSignal {
 			t.Errorf("pending state %+v", st)
+		} else if a := fmt.Sprint(st.Decision.Context.Extra["artifacts"]); a != "[text: x]" {
+			t.Errorf("artifacts shown %s", a)
 		}
 		h.answer(decision.OptApprove, "alice", "beef", &stale)
 		h.answer(decision.OptApprove, "alice", "", &ok)
@@ -252,6 +257,32 @@ func TestGateContractQuorum(t *testing.T) {
 	}
 	if first != nil || second != nil || st.Status != StatusApproved || len(st.Outcome.Approvers) != 2 || len(h.attempts) != 0 {
 		t.Fatalf("%v %v %+v", first, second, st)
+	}
+}
+
+func TestArtifactFacts(t *testing.T) {
+	long := strings.Repeat("é", MaxFactArtifact+10)
+	many := make([]json.RawMessage, MaxFactArtifacts+2)
+	for i := range many {
+		many[i] = json.RawMessage(`"a"`)
+	}
+	tests := []struct {
+		name string
+		in   []json.RawMessage
+		want []string
+	}{
+		{"Text", []json.RawMessage{json.RawMessage(`{"type":"text","content":"hello"}`)}, []string{"text: hello"}},
+		{"Named", []json.RawMessage{json.RawMessage(`{"type":"file","name":"a.diff","content":{"lines":3}}`)}, []string{`file a.diff: {"lines":3}`}},
+		{"Other", []json.RawMessage{json.RawMessage(`[1,2]`)}, []string{"[1,2]"}},
+		{"Clipped", []json.RawMessage{json.RawMessage(`{"content":"` + long + `"}`)}, []string{strings.Repeat("é", MaxFactArtifact-1) + "…"}},
+		{"Many", many, append(slices.Repeat([]string{`"a"`}, MaxFactArtifacts), "(2 more)")},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := ArtifactFacts(tt.in); !slices.Equal(got, tt.want) {
+				t.Fatalf("got %q, want %q", got, tt.want)
+			}
+		})
 	}
 }
 
