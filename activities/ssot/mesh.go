@@ -70,6 +70,10 @@ type SearchQuery struct {
 	From, To, Type, TaskID string
 	Since, Until           time.Time
 	Q                      string
+	// Viewers, when set, keeps the events one of them may read: those it
+	// sent or posted, was sent or mentioned in, and broadcasts. Empty
+	// keeps all (an admin's search).
+	Viewers []string
 }
 
 // AppendEvent stores an event. An event whose id is stored already is
@@ -422,6 +426,17 @@ func (s *DB) SearchEvents(ctx context.Context, q SearchQuery, p Page) ([]MeshEve
 		if f.v != "" {
 			where += ` AND e.` + f.col + ` = ?`
 			args = append(args, f.v)
+		}
+	}
+	if n := len(q.Viewers); n > 0 {
+		in := placeholders(n)
+		where += ` AND (e.recipient = ? OR e.sender IN (` + in + `) OR e.sender_id IN (` + in + `) OR e.agent_id IN (` + in + `)
+			OR e.seq IN (SELECT seq FROM mesh_deliveries WHERE recipient IN (` + in + `)))`
+		args = append(args, Broadcast)
+		for range 4 {
+			for _, v := range q.Viewers {
+				args = append(args, v)
+			}
 		}
 	}
 	if !q.Since.IsZero() {

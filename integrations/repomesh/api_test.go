@@ -117,6 +117,7 @@ const (
 	aliceToken = "alice-token-0123456789"
 	bobToken   = "bob-token-0123456789ab"
 	adminToken = "admin-token-0123456789"
+	carolToken = "carol-token-0123456789"
 )
 
 func newHarness(t *testing.T) *harness {
@@ -132,6 +133,7 @@ func newHarness(t *testing.T) *harness {
 		{Token: aliceToken, Role: amp.RoleExecutor, Name: "alice"},
 		{Token: bobToken, Role: amp.RoleReviewer, Name: "bob"},
 		{Token: adminToken, Role: amp.RoleAdmin, Name: "root"},
+		{Token: carolToken, Role: amp.RoleExecutor, Name: "carol"},
 	}})
 	var tick sync.Mutex
 	ft := &fakeTasks{}

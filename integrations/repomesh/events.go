@@ -230,7 +230,8 @@ func (a *API) search(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	q := r.URL.Query()
-	sq := ssot.SearchQuery{From: q.Get("from"), To: q.Get("to"), Type: q.Get("type"), TaskID: q.Get("task_id"), Q: q.Get("q")}
+	sq := ssot.SearchQuery{From: q.Get("from"), To: q.Get("to"), Type: q.Get("type"), TaskID: q.Get("task_id"), Q: q.Get("q"),
+		Viewers: viewerNames(httpapi.CallerOf(r))}
 	if len(sq.Q) > MaxSubject {
 		a.srv.Error(w, r, invalid("q", fmt.Sprintf("is longer than %d bytes", MaxSubject)))
 		return
@@ -260,16 +261,60 @@ func (a *API) getEvent(w http.ResponseWriter, r *http.Request) {
 	if a.unavailable(w, r) {
 		return
 	}
-	e, err := a.store.Event(r.Context(), r.PathValue("id"))
+	e, err := a.visibleEvent(r, r.PathValue("id"))
 	if err != nil {
-		a.srv.Error(w, r, storeError(err, "event "+r.PathValue("id")))
+		a.srv.Error(w, r, err)
 		return
 	}
 	httpapi.WriteJSON(w, http.StatusOK, eventOf(e))
 }
 
+// viewerNames are the names whose events the caller may read; nil for an
+// admin (or an open API), who reads all.
+func viewerNames(c httpapi.Caller) []string {
+	if isAdmin(c) {
+		return nil
+	}
+	return []string{c.Name}
+}
+
+// mayRead reports whether one of names sent or posted e, was sent it or
+// is mentioned in it, or e went to all; nil names read everything.
+func mayRead(names []string, e ssot.MeshEvent) bool {
+	if names == nil || e.To == ssot.Broadcast {
+		return true
+	}
+	for _, n := range []string{e.From, e.FromID, e.AgentID, e.To} {
+		if n != "" && slices.Contains(names, n) {
+			return true
+		}
+	}
+	var p struct {
+		Mentions []string `json:"mentions"`
+	}
+	_ = json.Unmarshal(e.Payload, &p)
+	return slices.ContainsFunc(p.Mentions, func(m string) bool { return slices.Contains(names, m) })
+}
+
+// visibleEvent reads the event id, not found unless the caller may read
+// it: another agent's private message does not exist for it.
+func (a *API) visibleEvent(r *http.Request, id string) (ssot.MeshEvent, error) {
+	e, err := a.store.Event(r.Context(), id)
+	if err == nil && !mayRead(viewerNames(httpapi.CallerOf(r)), e) {
+		err = ssot.ErrNotFound
+	}
+	if err != nil {
+		return ssot.MeshEvent{}, storeError(err, "event "+id)
+	}
+	return e, nil
+}
+
 func (a *API) thread(w http.ResponseWriter, r *http.Request) {
 	if a.unavailable(w, r) {
+		return
+	}
+	if _, err := a.visibleEvent(r, r.PathValue("id")); err != nil {
+		a.srv.Error(w, r, err)
 		return
 	}
 	evs, err := a.store.Thread(r.Context(), r.PathValue("id"))
@@ -277,6 +322,8 @@ func (a *API) thread(w http.ResponseWriter, r *http.Request) {
 		a.srv.Error(w, r, storeError(err, "event "+r.PathValue("id")))
 		return
 	}
+	names := viewerNames(httpapi.CallerOf(r))
+	evs = slices.DeleteFunc(evs, func(e ssot.MeshEvent) bool { return !mayRead(names, e) })
 	httpapi.WriteJSON(w, http.StatusOK, eventsOf(evs, ""))
 }
 
@@ -297,6 +344,10 @@ func (a *API) markRead(w http.ResponseWriter, r *http.Request) {
 	}
 	if !mayActAs(c, in.AgentID) {
 		a.denied(w, r, "event.read", in.AgentID)
+		return
+	}
+	if _, err := a.visibleEvent(r, r.PathValue("id")); err != nil {
+		a.srv.Error(w, r, err)
 		return
 	}
 	e, err := a.store.MarkRead(r.Context(), r.PathValue("id"), in.AgentID, a.now())

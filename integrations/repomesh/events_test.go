@@ -146,7 +146,7 @@ func TestEventRoutes(t *testing.T) {
 		var e Event
 		h.do(t, "POST", "/v1/events", bobToken, `{"type":"review.finding","severity":"warning","payload":{"reviewer_id":"bob","task_id":"T-1","file_path":"src/auth.py","line_number":42,"severity":"warning","message":"SQL injection vulnerability detected","suggestion":"Use parameterized queries"}}`).want(t, 201, &e)
 		var l EventList
-		h.do(t, "GET", "/v1/events/search?task_id=T-1&q=injection", aliceToken, "").want(t, 200, &l)
+		h.do(t, "GET", "/v1/events/search?task_id=T-1&q=injection", bobToken, "").want(t, 200, &l)
 		if fmt.Sprint(ids(l)) != "["+e.ID+"]" {
 			t.Fatalf("finding by search %v", ids(l))
 		}
@@ -159,6 +159,40 @@ func TestEventRoutes(t *testing.T) {
 			t.Fatalf("a retry stored twice: %d, %d", a.Seq, b.Seq)
 		}
 	})
+}
+
+func TestEventsPrivate(t *testing.T) {
+	h := newHarness(t)
+	var private, reply, open Event
+	h.do(t, "POST", "/v1/events", aliceToken, chat("alice", "bob", "Secret", "the staging password rotates", "")).want(t, 201, &private)
+	h.do(t, "POST", "/v1/events", bobToken, chat("bob", "alice", "Re: Secret", "@carol can rotate it", private.ID)).want(t, 201, &reply)
+	h.do(t, "POST", "/v1/events", bobToken, chat("bob", "all", "Hello", "staging is back", "")).want(t, 201, &open)
+	search := func(token string) string {
+		var l EventList
+		h.do(t, "GET", "/v1/events/search?q=staging", token, "").want(t, 200, &l)
+		return fmt.Sprint(ids(l))
+	}
+	if got := search(carolToken); got != "["+open.ID+"]" {
+		t.Errorf("carol's search %s, want only the broadcast", got)
+	}
+	if got := search(bobToken); got != fmt.Sprint([]string{open.ID, private.ID}) {
+		t.Errorf("bob's search %s", got)
+	}
+	if got := search(adminToken); got != fmt.Sprint([]string{open.ID, private.ID}) {
+		t.Errorf("the admin's search %s", got)
+	}
+	h.do(t, "GET", "/v1/events/"+private.ID, carolToken, "").want(t, 404, nil)
+	h.do(t, "POST", "/v1/events/"+private.ID+"/read", carolToken, `{}`).want(t, 404, nil)
+	h.do(t, "GET", "/v1/events/"+private.ID+"/thread", carolToken, "").want(t, 404, nil)
+	h.do(t, "GET", "/v1/events/"+private.ID, bobToken, "").want(t, 200, nil)
+	h.do(t, "GET", "/v1/events/"+private.ID, adminToken, "").want(t, 200, nil)
+	// carol is mentioned in the reply: she reads it, not its parent.
+	var l EventList
+	h.do(t, "GET", "/v1/events/"+reply.ID+"/thread", carolToken, "").want(t, 200, &l)
+	if fmt.Sprint(ids(l)) != "["+reply.ID+"]" {
+		t.Errorf("carol's thread %v, want the reply alone", ids(l))
+	}
+	h.do(t, "POST", "/v1/events/"+reply.ID+"/read", carolToken, `{}`).want(t, 200, nil)
 }
 
 func TestMentions(t *testing.T) {
