@@ -289,3 +289,33 @@ func TestAgentHeartbeatReleasesLeases(t *testing.T) {
 	}
 	h.do(t, "POST", "/v1/agents/alice/heartbeat", aliceToken, `{"status":"active"}`).want(t, 200, &out)
 }
+
+func TestAgentHeartbeatRoleIsTheTokens(t *testing.T) {
+	h := newHarness(t)
+	ctx := context.Background()
+	if _, err := h.store.Save(ctx, "T-2026-001", nil, &ssot.TaskState{TaskID: "T-2026-001", Rev: 1, Status: "in_review",
+		State: json.RawMessage(`{}`), StartedAt: time.Now(), UpdatedAt: time.Now()}); err != nil {
+		t.Fatal(err)
+	}
+	var e struct {
+		Error struct{ Code, Message string }
+	}
+	// alice's token is an executor's: she may not redispatch a reviewer's task.
+	h.do(t, "POST", "/v1/agents/alice/heartbeat", aliceToken, `{"status":"recovered","role":"reviewer"}`).want(t, 403, &e)
+	if e.Error.Code != string(CodePermissionDenied) || len(h.tasks.beats) != 0 {
+		t.Fatalf("refusal %+v, heartbeats sent %v", e.Error, h.tasks.beats)
+	}
+	h.do(t, "POST", "/v1/agents/alice/heartbeat", aliceToken, `{"status":"recovered","role":"chief"}`).want(t, 400, &e)
+	if !strings.Contains(e.Error.Message, "executor, reviewer, coordinator or admin") {
+		t.Fatalf("invalid role: %s", e.Error.Message)
+	}
+	h.do(t, "POST", "/v1/agents/alice/heartbeat", aliceToken, `{"status":"recovered","role":"executor"}`).want(t, 200, nil)
+	if len(h.tasks.beats) != 0 {
+		t.Fatalf("an executor's heartbeat redispatched %v", h.tasks.beats)
+	}
+	var out AgentHeartbeatResponse
+	h.do(t, "POST", "/v1/agents/bob/heartbeat", adminToken, `{"status":"recovered","role":"reviewer"}`).want(t, 200, &out)
+	if fmt.Sprint(out.Redispatched) != "[T-2026-001]" {
+		t.Fatalf("an admin's heartbeat for a reviewer redispatched %v", out.Redispatched)
+	}
+}
