@@ -19,6 +19,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/ampflow/ampflow/amp"
+	"github.com/ampflow/ampflow/workflows/lease"
 )
 
 // Limits of an event.
@@ -232,9 +233,19 @@ func check(env Envelope, now time.Time) (checked, []amp.FieldError) {
 			bad("payload."+f.name, "%s", msg)
 		}
 	}
-	for _, k := range []string{"from", "from_id", "to", "task_id", "parent_message_id", "agent_id"} {
-		if s, ok := p[k].(string); ok && len(s) > MaxName {
+	for _, k := range nameFields {
+		s, ok := p[k].(string)
+		switch {
+		case !ok || s == "":
+		case len(s) > MaxName:
 			bad("payload."+k, "is longer than %d bytes", MaxName)
+		case lease.CheckAgent(s) != nil:
+			bad("payload."+k, "%s", trimField(lease.CheckAgent(s)))
+		}
+	}
+	if env.AgentID != "" {
+		if err := lease.CheckAgent(env.AgentID); err != nil {
+			bad("agent_id", "%s", trimField(err))
 		}
 	}
 	if s, ok := p["subject"].(string); ok && len(s) > MaxSubject {
@@ -282,6 +293,10 @@ func check(env Envelope, now time.Time) (checked, []amp.FieldError) {
 	}
 	return c, nil
 }
+
+// nameFields are the payload's names and ids: bounded, and without
+// control characters, as a lease's agent.
+var nameFields = []string{"from", "from_id", "to", "agent_id", "reviewer_id", "assignee", "task_id", "parent_message_id", "lock_id"}
 
 // textFields are the payload fields searched as content.
 var textFields = []string{"content", "message", "summary", "result_summary", "blocked_reason", "suggestion", "goal"}

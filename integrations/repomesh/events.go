@@ -13,6 +13,7 @@ import (
 	"github.com/ampflow/ampflow/amp"
 	"github.com/ampflow/ampflow/amp/task"
 	"github.com/ampflow/ampflow/integrations/httpapi"
+	"github.com/ampflow/ampflow/workflows/lease"
 )
 
 // Listing bounds of the inbox and search.
@@ -102,10 +103,13 @@ func (a *API) postEvent(w http.ResponseWriter, r *http.Request) {
 			Message: "invalid " + env.Type + " event: " + strings.Join(paths, ", "), Fields: errs})
 		return
 	}
+	for _, k := range []string{"from", "from_id", "agent_id", "reviewer_id"} {
+		if name, _ := ev.payload[k].(string); name != "" && !mayActAs(c, name) {
+			a.denied(w, r, "event.log", name+" (payload."+k+")")
+			return
+		}
+	}
 	switch {
-	case ev.from != "" && !mayActAs(c, ev.from):
-		a.denied(w, r, "event.log", ev.from)
-		return
 	case adminOnly(ev.typ) && !isAdmin(c):
 		a.denied(w, r, "event.log", Sender+" ("+ev.typ+" events are the system's)")
 		return
@@ -341,6 +345,10 @@ func (a *API) markRead(w http.ResponseWriter, r *http.Request) {
 	c := httpapi.CallerOf(r)
 	if in.AgentID == "" {
 		in.AgentID = c.Name
+	}
+	if err := lease.CheckAgent(in.AgentID); err != nil {
+		a.srv.Error(w, r, invalid("agent_id", trimField(err)))
+		return
 	}
 	if !mayActAs(c, in.AgentID) {
 		a.denied(w, r, "event.read", in.AgentID)

@@ -195,6 +195,43 @@ func TestEventsPrivate(t *testing.T) {
 	h.do(t, "POST", "/v1/events/"+reply.ID+"/read", carolToken, `{}`).want(t, 200, nil)
 }
 
+func TestEventNamesAreTheCallers(t *testing.T) {
+	h := newHarness(t)
+	for name, body := range map[string]string{
+		"FromID":     `{"type":"agent.chat","severity":"info","payload":{"from":"bob","from_id":"alice","to":"carol","subject":"s","content":"c","timestamp":"2026-11-23T10:00:00Z"}}`,
+		"AgentID":    `{"type":"task.claimed","severity":"info","payload":{"task_id":"T-1","agent_id":"alice","lease_ttl":60}}`,
+		"ReviewerID": `{"type":"review.started","severity":"info","payload":{"task_id":"T-1","reviewer_id":"alice","file_count":3}}`,
+	} {
+		t.Run(name, func(t *testing.T) {
+			var e struct{ Error struct{ Code string } }
+			h.do(t, "POST", "/v1/events", bobToken, body).want(t, 403, &e)
+			if e.Error.Code != string(CodePermissionDenied) {
+				t.Fatalf("code %s", e.Error.Code)
+			}
+			h.do(t, "POST", "/v1/events", adminToken, body).want(t, 201, nil)
+		})
+	}
+	t.Run("ControlCharacters", func(t *testing.T) {
+		for _, body := range []string{
+			chat("bob", "alice\x00", "s", "c", ""),
+			chat("bob", "al\nice", "s", "c", ""),
+			`{"type":"task.created","severity":"info","payload":{"task_id":"T\u0007","goal":"g","priority":2,"assignee":"bob"}}`,
+			`{"type":"agent.chat","severity":"info","agent_id":"bob\u001b","payload":{"from":"bob","from_id":"bob","to":"alice","subject":"s","content":"c","timestamp":"2026-11-23T10:00:00Z"}}`,
+		} {
+			var e struct {
+				Error struct {
+					Fields []struct{ Path, Problem string }
+				}
+			}
+			h.do(t, "POST", "/v1/events", bobToken, body).want(t, 400, &e)
+			if len(e.Error.Fields) != 1 || !strings.Contains(e.Error.Fields[0].Problem, "control character") {
+				t.Errorf("refusal of %q: %+v", body, e.Error.Fields)
+			}
+		}
+		h.do(t, "POST", "/v1/events/nope/read", adminToken, `{"agent_id":"bo\u0000b"}`).want(t, 400, nil)
+	})
+}
+
 func TestMentions(t *testing.T) {
 	for in, want := range map[string]string{
 		"Hey @qwen-reviewer, check this out!": "[qwen-reviewer]",
