@@ -227,10 +227,19 @@ func TestLeaseRoutes(t *testing.T) {
 			t.Fatalf("renewed %+v", r)
 		}
 		h.do(t, "POST", "/v1/leases/"+l.LeaseID+"/heartbeat", bobToken, `{"ttl":120}`).want(t, 403, nil)
+		// bob is told in the mesh, as of every refusal
+		evs, _, err := h.store.SearchEvents(context.Background(), ssot.SearchQuery{To: "bob", Type: TypeError}, ssot.Page{})
+		if err != nil || len(evs) == 0 || !strings.Contains(string(evs[0].Payload), `"original_action":"lease.heartbeat"`) {
+			t.Fatalf("bob's agent.error after renewing alice's lease: %+v %v", evs, err)
+		}
 		h.do(t, "POST", "/v1/leases/Lnope.eA/heartbeat", aliceToken, `{"ttl":120}`).want(t, 404, nil)
 	})
 	t.Run("Release", func(t *testing.T) {
 		h.do(t, "DELETE", "/v1/leases/"+l.LeaseID, bobToken, "").want(t, 403, nil)
+		evs, _, err := h.store.SearchEvents(context.Background(), ssot.SearchQuery{To: "bob", Type: TypeError}, ssot.Page{})
+		if err != nil || len(evs) == 0 || !strings.Contains(string(evs[0].Payload), `"original_action":"lease.release"`) {
+			t.Fatalf("bob's agent.error after releasing alice's lease: %+v %v", evs, err)
+		}
 		h.do(t, "DELETE", "/v1/leases/"+l.LeaseID, aliceToken, "").want(t, 200, nil)
 		h.do(t, "DELETE", "/v1/leases/"+l.LeaseID, aliceToken, "").want(t, 404, nil)
 	})

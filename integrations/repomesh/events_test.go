@@ -302,3 +302,26 @@ func operationsJSON(t *testing.T) string {
 	}
 	return string(b)
 }
+
+func TestRegistryValues(t *testing.T) {
+	h := newHarness(t)
+	for _, c := range []struct{ body, path string }{
+		{`{"type":"test.result","severity":"info","payload":{"task_id":"T-1","passed":1,"failed":1,"skipped":0,"duration_ms":5,"failures":["login"]}}`, "payload.failures[0]"},
+		{`{"type":"test.result","severity":"info","payload":{"task_id":"T-1","passed":1,"failed":1,"skipped":0,"duration_ms":5,"failures":[{"test":7}]}}`, "payload.failures[0].test"},
+		{`{"type":"test.result","severity":"info","payload":{"task_id":"T-1","passed":-1,"failed":0,"skipped":0,"duration_ms":5,"failures":[]}}`, "payload.passed"},
+		{`{"type":"review.finding","severity":"warning","payload":{"task_id":"T-1","file_path":"a.py","line_number":4,"severity":"fatal","message":"m"}}`, "payload.severity"},
+		{`{"type":"review.finding","severity":"warning","payload":{"task_id":"T-1","file_path":"a.py","line_number":0,"severity":"error","message":"m"}}`, "payload.line_number"},
+		{`{"type":"task.progress","severity":"info","payload":{"task_id":"T-1","agent_id":"bob","progress_percent":101,"summary":"s"}}`, "payload.progress_percent"},
+		{`{"type":"task.progress","severity":"info","payload":{"task_id":"T-1","agent_id":"bob","progress_percent":-1,"summary":"s"}}`, "payload.progress_percent"},
+	} {
+		var e struct {
+			Error struct{ Fields []struct{ Path string } }
+		}
+		h.do(t, "POST", "/v1/events", bobToken, c.body).want(t, 400, &e)
+		if len(e.Error.Fields) != 1 || e.Error.Fields[0].Path != c.path {
+			t.Errorf("%s: fields %+v, want %s", c.body, e.Error.Fields, c.path)
+		}
+	}
+	h.do(t, "POST", "/v1/events", bobToken, `{"type":"task.progress","severity":"info","payload":{"task_id":"T-1","agent_id":"bob","progress_percent":100,"summary":"s"}}`).want(t, 201, nil)
+	h.do(t, "POST", "/v1/events", bobToken, `{"type":"review.finding","severity":"warning","payload":{"task_id":"T-1","file_path":"a.py","line_number":1,"severity":"info","message":"m"}}`).want(t, 201, nil)
+}

@@ -168,6 +168,17 @@ func leaseError(err error) error {
 	return &task.Error{Code: task.CodeUnavailable, Message: "the lease workflow did not answer: " + err.Error(), Err: err}
 }
 
+// leaseRefused answers the lease workflow's refusal; a caller not the
+// holder is told in the mesh too, as every PERMISSION_DENIED is.
+func (a *API) leaseRefused(w http.ResponseWriter, r *http.Request, action string, err error) {
+	err = leaseError(err)
+	var te *task.Error
+	if errors.As(err, &te) && te.Code == CodePermissionDenied {
+		a.tellError(r, action, CodePermissionDenied, te.Message, 0, nil)
+	}
+	a.srv.Error(w, r, err)
+}
+
 func (a *API) renew(w http.ResponseWriter, r *http.Request) {
 	if a.noLeases(w, r) {
 		return
@@ -197,7 +208,7 @@ func (a *API) renew(w http.ResponseWriter, r *http.Request) {
 	}
 	l, err := a.leases.Renew(r.Context(), lease.RenewRequest{LeaseID: id, AgentID: in.AgentID, TTLSeconds: in.TTL})
 	if err != nil {
-		a.srv.Error(w, r, leaseError(err))
+		a.leaseRefused(w, r, "lease.heartbeat", err)
 		return
 	}
 	httpapi.WriteJSON(w, http.StatusOK, leaseOf(l))
@@ -210,7 +221,7 @@ func (a *API) release(w http.ResponseWriter, r *http.Request) {
 	c := httpapi.CallerOf(r)
 	l, err := a.leases.Release(r.Context(), lease.ReleaseRequest{LeaseID: r.PathValue("id"), AgentID: c.Name, Admin: isAdmin(c)})
 	if err != nil {
-		a.srv.Error(w, r, leaseError(err))
+		a.leaseRefused(w, r, "lease.release", err)
 		return
 	}
 	httpapi.WriteJSON(w, http.StatusOK, leaseOf(l))

@@ -167,16 +167,18 @@ func operations() []operation {
 			"The holder's heartbeat: last_heartbeat becomes now and the lease expires ttl seconds later (ttl 0 or absent keeps the lease's).",
 			[]any{pathID("The lease id.")}, "LeaseHeartbeatRequest", map[string]any{
 				"200": resp("The lease renewed.", "Lease"), "400": errResp("Invalid ttl (code invalid)."),
+				"403": errResp("Another agent holds the lease (code PERMISSION_DENIED; an agent.error tells the caller too)."),
 				"404": errResp("The lease is not held: released or expired (code not_found)."),
 			})},
 		{"DELETE /v1/leases/{id}", op("deleteLeasesId", "Release a lease",
 			"Releases the lease at once; by its holder or an admin.",
 			[]any{pathID("The lease id.")}, "", map[string]any{
 				"200": resp("The lease as released.", "Lease"),
+				"403": errResp("Another agent holds the lease (code PERMISSION_DENIED; an agent.error tells the caller too)."),
 				"404": errResp("The lease is not held: released or expired (code not_found)."),
 			})},
 		{"POST /v1/events", op("postEvents", "Post a mesh event",
-			"The RepoMesh envelope. agent.chat needs payload from, from_id, to, subject, content and timestamp; agent.message and chat.message are stored as agent.chat; the registry's task, review, test and lock events have their payload fields checked (lock events: admins only). @name in content is stored in payload.mentions and puts the message in that agent's inbox. Bounds: subject 500 bytes, content 32 KiB, payload 128 KiB, 20 mentions; names and ids (from, from_id, to, agent_id, reviewer_id, assignee, task_id, parent_message_id, lock_id) 200 bytes without control characters. payload from, from_id, agent_id and reviewer_id must be the caller's name unless admin (403 PERMISSION_DENIED). A refused event gets 400 INVALID_PAYLOAD naming the fields, and an agent.error event to the sender. A test.result with failures gets a test.retry event to its sender with retry_after_ms 1000, 2000 and 4000 after a test's first, second and third failure in the task's results; the third also starts a bug task (\"Fix flaky test: …\", on the task's repository and branch, its plan waiting for an admin), named in the retry's bug_tasks.",
+			"The RepoMesh envelope. agent.chat needs payload from, from_id, to, subject, content and timestamp; agent.message and chat.message are stored as agent.chat; the registry's task, review, test and lock events have their payload fields checked (lock events: admins only): counts not negative, review.finding severity info, warning or error and line_number at least 1, task.progress progress_percent from 0 to 100, test.result failures objects each with a string test. @name in content is stored in payload.mentions and puts the message in that agent's inbox. Bounds: subject 500 bytes, content 32 KiB, payload 128 KiB, 20 mentions; names and ids (from, from_id, to, agent_id, reviewer_id, assignee, task_id, parent_message_id, lock_id) 200 bytes without control characters. payload from, from_id, agent_id and reviewer_id must be the caller's name unless admin (403 PERMISSION_DENIED). A refused event gets 400 INVALID_PAYLOAD naming the fields, and an agent.error event to the sender. A test.result with failures gets a test.retry event to its sender with retry_after_ms 1000, 2000 and 4000 after a test's first, second and third failure in the task's results; the third also starts a bug task (\"Fix flaky test: …\", on the task's repository and branch, its plan waiting for an admin), named in the retry's bug_tasks.",
 			nil, "MeshEnvelope", map[string]any{
 				"201": resp("The event stored (a retry with the same id: the stored one).", "MeshEvent"),
 				"400": errResp("Invalid envelope or payload (code INVALID_PAYLOAD); fields names each."),
