@@ -90,11 +90,15 @@ type fakeTasks struct {
 	mu      sync.Mutex
 	beats   []string
 	started []task.Input
+	err     error
 }
 
 func (f *fakeTasks) StartNext(_ context.Context, in task.Input, year int) (string, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	if f.err != nil {
+		return "", f.err
+	}
 	// As workflows.Client: a start under a request key used before
 	// answers the task it started.
 	for i, s := range f.started {

@@ -58,10 +58,14 @@ func eventsOf(evs []ssot.MeshEvent, next string) EventList {
 // error response, kept in the mesh so an agent that missed the HTTP
 // answer finds it in its inbox. retryAfter is omitted when zero.
 func (a *API) tellError(r *http.Request, action string, code task.Code, msg string, retryAfter int64, extra map[string]any) {
+	a.tellErrorTo(r, httpapi.CallerOf(r).Name, action, code, msg, retryAfter, extra)
+}
+
+// tellErrorTo stores an agent.error event to the agent to.
+func (a *API) tellErrorTo(r *http.Request, to, action string, code task.Code, msg string, retryAfter int64, extra map[string]any) {
 	if a.store == nil {
 		return
 	}
-	to := httpapi.CallerOf(r).Name
 	payload := map[string]any{"from": Sender, "from_id": Sender, "to": to, "original_action": action,
 		"error_code": string(code), "message": msg, "timestamp": a.now().UTC()}
 	if retryAfter > 0 {
