@@ -1,10 +1,12 @@
 package repomesh
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
 	"io"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"path/filepath"
@@ -83,6 +85,25 @@ type harness struct {
 	store  *ssot.DB
 	leases *fakeLeases
 	tasks  *fakeTasks
+	logs   *syncBuffer
+}
+
+// syncBuffer is a log's output, written by the handlers and read by tests.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
 }
 
 // fakeTasks keeps the heartbeats sent to tasks and the tasks started.
@@ -141,7 +162,9 @@ func newHarness(t *testing.T) *harness {
 	}})
 	var tick sync.Mutex
 	ft := &fakeTasks{}
-	AddTo(srv, Options{Leases: fl, Store: store, Tasks: ft, Now: func() time.Time {
+	logs := &syncBuffer{}
+	log := slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	AddTo(srv, Options{Leases: fl, Store: store, Tasks: ft, Log: log, Now: func() time.Time {
 		tick.Lock()
 		defer tick.Unlock()
 		now = now.Add(time.Second)
@@ -150,7 +173,7 @@ func newHarness(t *testing.T) *harness {
 	ts := httptest.NewServer(srv.Handler())
 	t.Cleanup(ts.Close)
 	// Leases the fake grants are recorded as the workflow's activity would.
-	return &harness{ts: ts, store: store, leases: fl, tasks: ft}
+	return &harness{ts: ts, store: store, leases: fl, tasks: ft, logs: logs}
 }
 
 type answer struct {
@@ -209,6 +232,9 @@ func TestLeaseRoutes(t *testing.T) {
 		if err != nil || len(evs) != 1 || evs[0].Type != TypeError || !strings.Contains(string(evs[0].Payload), `"retry_after_ms":12000`) {
 			t.Fatalf("bob's inbox after the conflict: %+v %v", evs, err)
 		}
+		if logs := h.logs.String(); !strings.Contains(logs, "code=LOCK_CONFLICT") || !strings.Contains(logs, "path=/v1/leases") {
+			t.Fatalf("the conflict is not logged as a refusal: %s", logs)
+		}
 	})
 	t.Run("SpeaksOnlyAsItself", func(t *testing.T) {
 		var e struct{ Error struct{ Code string } }
@@ -237,6 +263,8 @@ func TestLeaseRoutes(t *testing.T) {
 			t.Fatalf("bob's agent.error after renewing alice's lease: %+v %v", evs, err)
 		}
 		h.do(t, "POST", "/v1/leases/Lnope.eA/heartbeat", aliceToken, `{"ttl":120}`).want(t, 404, nil)
+		// without ttl, the lease's own is read from the SSOT, which knows none
+		h.do(t, "POST", "/v1/leases/Lnope.eA/heartbeat", aliceToken, `{}`).want(t, 404, nil)
 	})
 	t.Run("Release", func(t *testing.T) {
 		h.do(t, "DELETE", "/v1/leases/"+l.LeaseID, bobToken, "").want(t, 403, nil)

@@ -244,9 +244,17 @@ func (a *API) search(w http.ResponseWriter, r *http.Request) {
 		a.srv.Error(w, r, invalid("q", fmt.Sprintf("is longer than %d bytes", MaxSubject)))
 		return
 	}
+	if sq.Q != "" && len(ssot.Keywords(sq.Q)) == 0 {
+		a.srv.Error(w, r, invalid("q", "has no keywords (letters or digits)"))
+		return
+	}
 	var err error
 	if sq.Since, err = timeParam(q, "since"); err == nil {
 		sq.Until, err = timeParam(q, "until")
+	}
+	if err == nil && !sq.Since.IsZero() && !sq.Until.IsZero() && sq.Since.After(sq.Until) {
+		err = &task.Error{Code: task.CodeInvalid, Message: "since: is after until",
+			Fields: []amp.FieldError{{Path: "since", Problem: "is after until"}, {Path: "until", Problem: "is before since"}}}
 	}
 	if err != nil {
 		a.srv.Error(w, r, err)

@@ -100,6 +100,17 @@ func TestEventRoutes(t *testing.T) {
 			t.Fatalf("search from alice %v", ids(l))
 		}
 		h.do(t, "GET", "/v1/events/search?since=yesterday", bobToken, "").want(t, 400, nil)
+		var e struct {
+			Error struct{ Fields []struct{ Path string } }
+		}
+		h.do(t, "GET", "/v1/events/search?since=2026-11-23T11:00:00Z&until=2026-11-23T10:00:00Z", bobToken, "").want(t, 400, &e)
+		if fmt.Sprint(e.Error.Fields) != "[{since} {until}]" {
+			t.Errorf("since after until: fields %v", e.Error.Fields)
+		}
+		h.do(t, "GET", "/v1/events/search?q="+url.QueryEscape("!!! --"), bobToken, "").want(t, 400, &e)
+		if fmt.Sprint(e.Error.Fields) != "[{q}]" {
+			t.Errorf("q without keywords: fields %v", e.Error.Fields)
+		}
 	})
 	t.Run("Read", func(t *testing.T) {
 		var e Event
@@ -257,8 +268,14 @@ func TestOpenAPI(t *testing.T) {
 	for _, o := range operations() {
 		method, path, _ := strings.Cut(o.pattern, " ")
 		item, _ := paths[path].(map[string]any)
-		if item[strings.ToLower(method)] == nil {
+		op, _ := item[strings.ToLower(method)].(map[string]any)
+		if op == nil {
 			t.Errorf("%s is not in openapi.json", o.pattern)
+			continue
+		}
+		// every handler answers 503 without the SSOT or the lease client
+		if resps, _ := op["responses"].(map[string]any); resps["503"] == nil {
+			t.Errorf("%s lists no 503", o.pattern)
 		}
 		re := regexp.QuoteMeta(o.pattern)
 		re = regexp.MustCompile(`\\\{[a-z_]+\\\}`).ReplaceAllString(re, `[^/ ?]+`)

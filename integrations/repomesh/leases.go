@@ -131,6 +131,9 @@ func (a *API) acquire(w http.ResponseWriter, r *http.Request) {
 	if cf := res.Conflict; cf != nil {
 		msg := fmt.Sprintf("%s is held by %s", in.ResourceKey, cf.Holder)
 		a.tellError(r, "lease.acquire", CodeLockConflict, msg, cf.RetryAfterMS, map[string]any{"holder": cf.Holder, "resource_key": in.ResourceKey})
+		// As the server logs every refusal; the body carries more than
+		// its error body can.
+		a.log.Debug("HTTP API request refused", "method", r.Method, "path", r.URL.Path, "code", CodeLockConflict, "err", msg)
 		w.Header().Set("Retry-After", strconv.FormatInt((cf.RetryAfterMS+999)/1000, 10))
 		httpapi.WriteJSON(w, http.StatusConflict, ConflictBody{ConflictDetail{Code: CodeLockConflict, Message: msg,
 			Holder: cf.Holder, RetryAfterMS: cf.RetryAfterMS}})
@@ -198,7 +201,14 @@ func (a *API) renew(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if in.TTL == 0 && a.store != nil {
-		if l, err := a.store.Lease(r.Context(), id); err == nil {
+		// The lease's own TTL, from the SSOT; a lease it does not know
+		// as active is not held.
+		l, err := a.store.Lease(r.Context(), id)
+		switch {
+		case errors.Is(err, ssot.ErrNotFound) || (err == nil && l.State != lease.StateActive):
+			a.srv.Error(w, r, &task.Error{Code: task.CodeNotFound, Message: "lease " + id + " is not held (released or expired)"})
+			return
+		case err == nil:
 			in.TTL = l.TTLSeconds
 		}
 	}

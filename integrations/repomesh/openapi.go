@@ -121,6 +121,7 @@ func query(name, desc string) map[string]any { return param("query", name, desc,
 var commonErrors = map[string]any{
 	"401": errResp("No valid bearer token (code unauthenticated)."),
 	"403": errResp("The caller may act only as itself (code PERMISSION_DENIED), or a cross-site Origin (code forbidden)."),
+	"503": errResp("This worker has no SSOT or no Temporal client for leases, or Temporal did not answer (code unavailable)."),
 }
 
 func op(id, summary, desc string, params []any, body string, responses map[string]any) map[string]any {
@@ -157,7 +158,6 @@ func operations() []operation {
 				"201": resp("The lease taken.", "Lease"), "200": resp("The holder asked again: renewed.", "Lease"),
 				"400": errResp("Invalid input (code invalid)."),
 				"409": resp("Held by another agent (code LOCK_CONFLICT).", "LockConflict"),
-				"503": errResp("Temporal did not answer (code unavailable)."),
 			})},
 		{"GET /v1/leases", op("getLeases", "List leases",
 			"Leases from the SSOT, newest first, filtered by agent_id and state (active, expired, released).",
