@@ -143,6 +143,7 @@ const (
 	bobToken   = "bob-token-0123456789ab"
 	adminToken = "admin-token-0123456789"
 	carolToken = "carol-token-0123456789"
+	carolID    = "28a5d3df-6104-4009-8f3a-897671ea28d7"
 )
 
 func newHarness(t *testing.T) *harness {
@@ -158,7 +159,7 @@ func newHarness(t *testing.T) *harness {
 		{Token: aliceToken, Role: amp.RoleExecutor, Name: "alice"},
 		{Token: bobToken, Role: amp.RoleReviewer, Name: "bob"},
 		{Token: adminToken, Role: amp.RoleAdmin, Name: "root"},
-		{Token: carolToken, Role: amp.RoleExecutor, Name: "carol"},
+		{Token: carolToken, Role: amp.RoleExecutor, Name: "carol", ID: carolID},
 	}})
 	var tick sync.Mutex
 	ft := &fakeTasks{}

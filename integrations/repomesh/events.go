@@ -198,7 +198,11 @@ func (a *API) inbox(w http.ResponseWriter, r *http.Request) {
 		a.denied(w, r, "event.inbox", who)
 		return
 	}
-	iq := ssot.InboxQuery{Recipients: []string{who}, Channel: q.Get("channel")}
+	recipients := []string{who}
+	if slices.Contains(selfNames(c), who) {
+		recipients = selfNames(c) // by name or id
+	}
+	iq := ssot.InboxQuery{Recipients: recipients, Channel: q.Get("channel")}
 	switch b := q.Get("include_broadcast"); b {
 	case "", "false", "0":
 	case "true", "1":
@@ -291,7 +295,7 @@ func viewerNames(c httpapi.Caller) []string {
 	if isAdmin(c) {
 		return nil
 	}
-	return []string{c.Name}
+	return selfNames(c)
 }
 
 // mayRead reports whether one of names sent or posted e, was sent it or

@@ -342,3 +342,26 @@ func TestRegistryValues(t *testing.T) {
 	h.do(t, "POST", "/v1/events", bobToken, `{"type":"task.progress","severity":"info","payload":{"task_id":"T-1","agent_id":"bob","progress_percent":100,"summary":"s"}}`).want(t, 201, nil)
 	h.do(t, "POST", "/v1/events", bobToken, `{"type":"review.finding","severity":"warning","payload":{"task_id":"T-1","file_path":"a.py","line_number":1,"severity":"info","message":"m"}}`).want(t, 201, nil)
 }
+
+func TestInboxByNameOrID(t *testing.T) {
+	h := newHarness(t)
+	var byName, byID Event
+	h.do(t, "POST", "/v1/events", aliceToken, chat("alice", "carol", "By name", "hello", "")).want(t, 201, &byName)
+	h.do(t, "POST", "/v1/events", aliceToken, chat("alice", carolID, "By id", "hello", "")).want(t, 201, &byID)
+	var l EventList
+	h.do(t, "GET", "/v1/events/inbox", carolToken, "").want(t, 200, &l)
+	if fmt.Sprint(ids(l)) != fmt.Sprint([]string{byID.ID, byName.ID}) {
+		t.Fatalf("carol's inbox %v, want both messages", ids(l))
+	}
+	h.do(t, "GET", "/v1/events/inbox?recipient_id="+carolID, carolToken, "").want(t, 200, &l)
+	if len(l.Events) != 2 {
+		t.Fatalf("carol's inbox by her id %v", ids(l))
+	}
+	h.do(t, "GET", "/v1/events/"+byID.ID, carolToken, "").want(t, 200, nil)
+	h.do(t, "GET", "/v1/events/"+byID.ID, bobToken, "").want(t, 404, nil)
+	// she speaks as her name with her id as from_id, as the protocol's agents do
+	body := `{"type":"agent.chat","severity":"info","payload":{"from":"carol","from_id":"` + carolID +
+		`","to":"alice","subject":"s","content":"c","timestamp":"2026-11-23T10:00:00Z"}}`
+	h.do(t, "POST", "/v1/events", carolToken, body).want(t, 201, nil)
+	h.do(t, "POST", "/v1/events", bobToken, strings.ReplaceAll(body, `"from":"carol"`, `"from":"bob"`)).want(t, 403, nil)
+}
