@@ -184,7 +184,7 @@ func operations() []operation {
 				"400": errResp("Invalid envelope or payload (code INVALID_PAYLOAD); fields names each."),
 			})},
 		{"GET /v1/events/inbox", op("getEventsInbox", "Read an inbox",
-			"Events to recipient_id (empty: the caller) by name, or mentioning it, plus broadcasts (to: all) with include_broadcast=true; since (RFC 3339) keeps newer ones; direction asc or desc (default).",
+			"Events to recipient_id (empty: the caller) by name (the caller's inbox: by its token's name or id), or mentioning it, plus broadcasts (to: all) with include_broadcast=true; since (RFC 3339) keeps newer ones; direction asc or desc (default).",
 			[]any{query("recipient_id", "The agent."), query("include_broadcast", "true or false."), query("since", "RFC 3339 time."),
 				query("direction", "asc or desc."), query("channel", "Only this channel."), limit, cursor}, "",
 			map[string]any{"200": resp("A page of events.", "MeshEventList"), "400": errResp("Invalid parameter (code invalid).")})},
