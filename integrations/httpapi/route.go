@@ -194,6 +194,8 @@ func marshalIndent(v any) ([]byte, error) {
 type Caller struct {
 	// Name is the token's name; the local user's in open mode.
 	Name string
+	// ID is the token's id (config.AuthToken.ID), empty unless set.
+	ID   string
 	Role amp.Role
 	// Open is true when the API has no tokens: the caller may act as any
 	// role.
@@ -203,7 +205,7 @@ type Caller struct {
 // CallerOf returns who sent r, for a handler behind a token (not Open).
 func CallerOf(r *http.Request) Caller {
 	c := callerOf(r)
-	return Caller{Name: c.name, Role: c.role, Open: c.open}
+	return Caller{Name: c.name, ID: c.id, Role: c.role, Open: c.open}
 }
 
 // Decode reads r's body, bounded by the server's limit, into v: exactly
