@@ -71,8 +71,9 @@ type SearchQuery struct {
 	Since, Until           time.Time
 	Q                      string
 	// Viewers, when set, keeps the events one of them may read: those it
-	// sent or posted, was sent or mentioned in, and broadcasts. Empty
-	// keeps all (an admin's search).
+	// sent or posted, was sent or mentioned in, broadcasts, and events
+	// addressed to nobody (the tasks' own). Empty keeps all (an admin's
+	// search).
 	Viewers []string
 }
 
@@ -430,7 +431,7 @@ func (s *DB) SearchEvents(ctx context.Context, q SearchQuery, p Page) ([]MeshEve
 	}
 	if n := len(q.Viewers); n > 0 {
 		in := placeholders(n)
-		where += ` AND (e.recipient = ? OR e.sender IN (` + in + `) OR e.sender_id IN (` + in + `) OR e.agent_id IN (` + in + `)
+		where += ` AND (e.recipient IN (?, '') OR e.sender IN (` + in + `) OR e.sender_id IN (` + in + `) OR e.agent_id IN (` + in + `)
 			OR EXISTS (SELECT 1 FROM mesh_deliveries d WHERE d.recipient IN (` + in + `) AND d.seq = e.seq))`
 		args = append(args, Broadcast)
 		for range 4 {

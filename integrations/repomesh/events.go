@@ -299,9 +299,10 @@ func viewerNames(c httpapi.Caller) []string {
 }
 
 // mayRead reports whether one of names sent or posted e, was sent it or
-// is mentioned in it, or e went to all; nil names read everything.
+// is mentioned in it, or e went to all or to nobody (a task's own
+// events); nil names read everything.
 func mayRead(names []string, e ssot.MeshEvent) bool {
-	if names == nil || e.To == ssot.Broadcast {
+	if names == nil || e.To == ssot.Broadcast || e.To == "" {
 		return true
 	}
 	for _, n := range []string{e.From, e.FromID, e.AgentID, e.To} {
