@@ -50,7 +50,7 @@ func newRuntime(o Options, parts *Parts, log *slog.Logger) (*runtime, error) {
 		return rt, nil
 	}
 	api := httpapi.New(httpapi.Options{
-		Tasks: parts.Tasks, Store: parts.Store, Tokens: o.Config.Auth.Tokens, Logger: log, Metrics: o.Metrics,
+		Tasks: withProgress(parts.Tasks, parts.Store, log), Store: parts.Store, Tokens: o.Config.Auth.Tokens, Logger: log, Metrics: o.Metrics,
 		OpenName: o.LocalName,
 	})
 	addAOF(api, o, parts, log)

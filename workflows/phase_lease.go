@@ -84,6 +84,8 @@ func (t *taskRun) takeLease(ctx workflow.Context) (phase, error) {
 			t.LeaseWaiting, t.LeaseHolder = true, out.Holder
 			t.LeaseAskAt = workflow.Now(ctx).Add(t.leaseWait())
 			t.setStatus(ctx, task.StatusAwaitingLease, fmt.Sprintf("%s is held by %s", key, out.Holder))
+			// The store's copy lists the task by its status (GET /v1/tasks?status=).
+			t.snapshot()
 		}
 	}
 	for t.Granted == nil {
