@@ -106,3 +106,11 @@ func statusAt(st task.State, s task.Status) time.Time {
 	}
 	return time.Time{}
 }
+
+// newBranch makes branch in repo off main and returns its name: tasks on
+// branches of their own do not wait for each other's branch lease.
+func newBranch(t *testing.T, repo, branch string) string {
+	t.Helper()
+	git(t, repo, "branch", branch, "main")
+	return branch
+}
