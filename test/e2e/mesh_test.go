@@ -294,11 +294,17 @@ func TestMesh(t *testing.T) {
 		})
 
 		// The task speaks in the mesh: created, and claimed by the ACK.
+		// They go to no agent: an admin finds them, another agent does not.
+		admin := api{t: t, base: alice.base, token: "root-secret"}
 		for _, typ := range []string{"task.created", "task.claimed"} {
-			var found repomesh.EventList
-			bob.do("GET", "/v1/events/search?type="+typ+"&task_id="+id, nil, &found)
+			var found, hidden repomesh.EventList
+			admin.do("GET", "/v1/events/search?type="+typ+"&task_id="+id, nil, &found)
 			if len(found.Events) != 1 {
 				t.Errorf("%s events of %s: %+v", typ, id, found.Events)
+			}
+			bob.do("GET", "/v1/events/search?type="+typ+"&task_id="+id, nil, &hidden)
+			if len(hidden.Events) != 0 {
+				t.Errorf("bob finds %s events of %s: %+v", typ, id, hidden.Events)
 			}
 		}
 	})
