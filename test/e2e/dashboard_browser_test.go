@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"html"
@@ -14,6 +15,7 @@ import (
 	"github.com/chromedp/chromedp"
 	"github.com/chromedp/chromedp/kb"
 
+	"github.com/ampflow/ampflow/amp"
 	"github.com/ampflow/ampflow/amp/decision"
 	"github.com/ampflow/ampflow/amp/task"
 )
@@ -23,9 +25,11 @@ import (
 // pending plan approvals, approve one and watch the task's status change
 // on another tab without a reload, see a decision taken on the CLI leave
 // with who took it, find every record of the task on its timeline, and
-// open a record's body. A non-admin token sees no buttons, and a form
-// posted from another site is refused. Each page is photographed at
-// desktop and phone widths.
+// open a record's body, git's diff of a result and a record's own page.
+// A non-admin token sees no buttons; a form posted from another site, and
+// one posted from the dashboard's own origin without the session's CSRF
+// token, are refused. Each page is photographed at desktop and phone
+// widths.
 func TestDashboardBrowser(t *testing.T) {
 	chromiumPath(t)
 	p := startDev(t, t.TempDir(),
@@ -125,6 +129,15 @@ func TestDashboardBrowser(t *testing.T) {
 	watcher.checkLabels("tasks")
 	watcher.shoot(shots, "tasks")
 
+	// The executor delivers, so the task has a result, a kept diff and a
+	// review request to show.
+	executor := &agent{t: t, tasks: tasks, repo: repo}
+	dispatch := executor.next(amp.RoleExecutor, approved, amp.TypeTaskDispatch)
+	executor.ack(dispatch)
+	result := executor.work(dispatch, "hello.txt", "hello\n")
+	executor.send(result)
+	executor.next(amp.RoleReviewer, approved, amp.TypeReviewRequest)
+
 	// A decision taken on the CLI leaves the decisions page, saying who.
 	ana.open(base + "/")
 	ana.until("the other decisions", 10*time.Second, card(d2)+" && "+card(d3)+` && document.getElementById("live").dataset.state === "live"`)
@@ -162,6 +175,21 @@ func TestDashboardBrowser(t *testing.T) {
 	}
 	ana.checkLabels("task")
 	ana.shoot(shots, "task")
+
+	// git's diff of the result, from the task page's link, and the
+	// result's record on a page of its own.
+	ana.until("the result's diff summary", 10*time.Second, `document.querySelector('a[href="/tasks/`+approved+`/diffs/`+result.MsgID+`"]')`)
+	ana.do("opening git's diff", chromedp.Click(`a[href="/tasks/`+approved+`/diffs/`+result.MsgID+`"]`))
+	ana.until("the diff page", 10*time.Second, `location.pathname === "/tasks/`+approved+`/diffs/`+result.MsgID+`" && `+
+		`Array.from(document.querySelectorAll("pre.diff .add")).some(l => l.textContent === "+hello") && `+
+		`Array.from(document.querySelectorAll("pre.diff .file")).some(l => l.textContent.includes("hello.txt"))`)
+	ana.checkLabels("diff")
+	ana.shoot(shots, "diff")
+	ana.open(base + "/records/" + result.MsgID)
+	ana.until("the result's record page", 10*time.Second, `document.querySelector('[data-record-id="`+result.MsgID+`"]') && `+
+		`document.querySelector(".record-body pre").textContent.includes(`+jsString(result.Result().CommitHash)+`)`)
+	ana.checkLabels("record")
+	ana.shoot(shots, "record")
 	for _, page := range []string{"gates", "leases", "agents", "mesh"} {
 		ana.open(base + "/" + page)
 		ana.until("the "+page+" page's empty state", 10*time.Second, `document.querySelector("main .empty")`)
@@ -180,6 +208,23 @@ func TestDashboardBrowser(t *testing.T) {
 	codex.until("the open task as codex", 10*time.Second, card(d3))
 	if n := evalIn[int](codex, `document.querySelectorAll("main button, main form[method=post]").length`); n != 0 {
 		t.Errorf("codex (executor) sees %d buttons or forms on the task page", n)
+	}
+
+	// A script on the dashboard's own origin posts a decision with ana's
+	// cookie but without her session's CSRF token: a missing one, a wrong
+	// one, and codex's (another session's).
+	codexCSRF := evalIn[string](codex, `document.querySelector('form[action="/signout"] input[name=csrf]').value`)
+	ana.open(base + "/")
+	ana.until("the decisions page", 10*time.Second, card(d3))
+	for _, tc := range []struct{ name, csrf string }{{"NoCSRF", ""}, {"WrongCSRF", "guessed"}, {"AnotherSessionsCSRF", codexCSRF}} {
+		form := map[string]string{"option": "approve", "digest": d3.Digest, "back": "/"}
+		if tc.csrf != "" {
+			form["csrf"] = tc.csrf
+		}
+		got := postFrom(ana, "/decisions/"+d3.ID, form)
+		if !strings.HasPrefix(got, "403 ") || !strings.Contains(got, "CSRF token is missing or not this session's") {
+			t.Errorf("%s: a same-origin post without ana's CSRF token answered %q, want 403 for the CSRF token", tc.name, got)
+		}
 	}
 
 	// A page on another site posts a decision form in ana's browser.
@@ -205,8 +250,27 @@ func TestDashboardBrowser(t *testing.T) {
 
 	time.Sleep(time.Second)
 	if st, err := tasks.State(t.Context(), open); err != nil || st.Pending == nil || st.Pending.ID != d3.ID {
-		t.Fatalf("after the forged post %s: %v, pending %+v; want %s still open", open, err, st.Pending, d3.ID)
+		t.Fatalf("after the forged posts %s: %v, pending %+v; want %s still open", open, err, st.Pending, d3.ID)
 	}
+	ana.open(base + "/")
+	ana.until("the decision the forged posts left open", 10*time.Second, card(d3)+` && `+card(d3)+`.innerText.includes("0 of 1 approvals")`)
+}
+
+// postFrom sends a form from the tab's page with fetch, as a script of
+// that page's origin would, with the browser's cookies; it answers the
+// status and the body ("403 ...": a redirect reads "0 ").
+func postFrom(tb *tab, path string, form map[string]string) string {
+	tb.t.Helper()
+	body, _ := json.Marshal(form)
+	ctx, cancel := context.WithTimeout(tb.ctx, 10*time.Second)
+	defer cancel()
+	got, err := chromedp.Run(ctx, chromedp.Evaluate[string](`fetch(`+jsString(path)+`, {method: "POST", redirect: "manual", `+
+		`headers: {"Content-Type": "application/x-www-form-urlencoded"}, body: new URLSearchParams(`+string(body)+`).toString()})`+
+		`.then(async r => r.status + " " + (await r.text()))`, chromedp.EvalAwaitPromise))
+	if err != nil {
+		tb.t.Fatalf("posting to %s from the page: %v", path, err)
+	}
+	return got
 }
 
 // TestDashboardOpenMode opens the dashboard of `ampflow dev` with no
