@@ -26,6 +26,9 @@ type SSOT struct {
 	// after the write: the git export (ssot.git) follows from it. It
 	// must not block.
 	Written func(taskID string)
+	// Mesh, when set, gets the mesh events of the records (TaskEvents)
+	// once they are saved.
+	Mesh MeshEvents
 }
 
 var (
@@ -68,6 +71,11 @@ func (s *SSOT) Record(ctx context.Context, in RecordInput) (RecordResult, error)
 		return RecordResult{}, invalid("recording task %s: %v", in.TaskID, err)
 	case err != nil:
 		return RecordResult{}, err
+	}
+	if s.Mesh != nil {
+		if err := s.Mesh.AppendEvents(ctx, TaskEvents(in.TaskID, in.Entries)); err != nil {
+			return RecordResult{}, fmt.Errorf("the mesh events of task %s: %w", in.TaskID, err)
+		}
 	}
 	if res.Written > 0 && s.Written != nil {
 		s.Written(in.TaskID)

@@ -86,7 +86,7 @@ func Build(o Options) (*Parts, error) {
 	if err != nil {
 		return nil, fmt.Errorf("opening the SSOT (ssot.url): %w", err)
 	}
-	record := &activities.SSOT{Store: store, APIURL: diffBaseURL(cfg)}
+	record := &activities.SSOT{Store: store, APIURL: diffBaseURL(cfg), Mesh: store}
 	var export *exportQueue
 	if cfg.SSOT.Git.Commit || cfg.SSOT.Git.Push {
 		exp, err := activities.NewExporter(store, activities.ExportOptions{Dir: cfg.SSOT.Git.Dir, Push: cfg.SSOT.Git.Push, Remote: cfg.SSOT.Git.Remote})
@@ -176,6 +176,7 @@ func NewWorker(c client.Client, queue string, acts *activities.Activities, gateA
 	if gateActs != nil {
 		w.RegisterActivity(gateActs)
 	}
+	registerLeases(w, acts)
 	return w
 }
 

@@ -49,26 +49,13 @@ func newRuntime(o Options, parts *Parts, log *slog.Logger) (*runtime, error) {
 		}
 		return rt, nil
 	}
-	api := httpapi.New(httpapi.Options{
-		Tasks: parts.Tasks, Store: parts.Store, Tokens: o.Config.Auth.Tokens, Logger: log, Metrics: o.Metrics,
-		OpenName: o.LocalName,
-	})
-	addAOF(api, o, parts, log)
-	if err := addGate(api, o, parts, log); err != nil {
+	api, dash, err := buildAPI(o, parts, mounts, rt, log)
+	if err != nil {
 		return nil, err
 	}
 	if err := api.LoopbackOnly(addr); err != nil {
 		return nil, fmt.Errorf("http.addr: %w", err)
 	}
-	contracts, err := contractHandlers(o, parts, log)
-	if err != nil {
-		return nil, err
-	}
-	contracts.Register(api)
-	for path, h := range mounts {
-		api.Mount("POST "+path, h)
-	}
-	dash := mountDashboard(o, parts, api, rt, log)
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		return nil, fmt.Errorf("http.addr %s: %w", addr, err)
@@ -85,6 +72,30 @@ func newRuntime(o Options, parts *Parts, log *slog.Logger) (*runtime, error) {
 		o.endpoint("dashboard", "http://"+ln.Addr().String()+"/"+note)
 	}
 	return rt, nil
+}
+
+// buildAPI builds the HTTP API with every system's routes (AOF, the
+// action gate, leases and the mesh, risk contracts), the chat mounts and
+// the dashboard, which it reports.
+func buildAPI(o Options, parts *Parts, mounts map[string]http.Handler, rt *runtime, log *slog.Logger) (*httpapi.Server, bool, error) {
+	api := httpapi.New(httpapi.Options{
+		Tasks: parts.Tasks, Store: parts.Store, Tokens: o.Config.Auth.Tokens, Logger: log, Metrics: o.Metrics,
+		OpenName: o.LocalName,
+	})
+	addAOF(api, o, parts, log)
+	if err := addGate(api, o, parts, log); err != nil {
+		return nil, false, err
+	}
+	addMesh(api, parts, log)
+	contracts, err := contractHandlers(o, parts, log)
+	if err != nil {
+		return nil, false, err
+	}
+	contracts.Register(api)
+	for path, h := range mounts {
+		api.Mount("POST "+path, h)
+	}
+	return api, mountDashboard(o, parts, api, rt, log), nil
 }
 
 // serve starts the HTTP server and the loops; the first failure is sent.

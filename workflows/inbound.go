@@ -255,6 +255,17 @@ func (t *taskRun) awaited() amp.Role {
 	return amp.RoleExecutor
 }
 
+// waitsFor reports whether the task is waiting for role's ACK or reply.
+func (t *taskRun) waitsFor(role amp.Role) bool {
+	switch t.Phase {
+	case phaseAwaitAck, phaseAwaitResult:
+		return role == amp.RoleExecutor
+	case phaseAwaitReview:
+		return role == amp.RoleReviewer
+	}
+	return false
+}
+
 // heartbeat is an agent's sign of life; it restarts the heartbeat timer
 // unless the task is suspended, when timers stand still.
 func (t *taskRun) heartbeat(ctx workflow.Context, in task.HeartbeatInput) {
@@ -264,6 +275,11 @@ func (t *taskRun) heartbeat(ctx workflow.Context, in task.HeartbeatInput) {
 	in.Note = boundNote(in.Note)
 	if !t.suspended() && (in.From == "" || in.From == t.awaited()) {
 		t.LastActive = workflow.Now(ctx)
+		// Only a wait for the agent's ACK or reply sends again; a
+		// recovery at any other time has nothing to send.
+		if in.Recovered && in.From != "" && t.waitsFor(in.From) {
+			t.Recovered = in.From
+		}
 	}
 	// Consecutive heartbeats share one timeline entry, so a long task's
 	// state does not grow with every sign of life.

@@ -62,6 +62,10 @@ type taskState struct {
 	Seen map[string]string `json:"seen,omitempty"`
 	// LastActive is when the agent being waited for last showed life.
 	LastActive time.Time `json:"last_active"`
+	// Recovered is the role whose agent reported a restart after a crash
+	// while the task waited for its reply; the wait sends again and
+	// clears it.
+	Recovered amp.Role `json:"recovered,omitempty"`
 	// Deadline is the running ACK deadline; zero when none.
 	Deadline time.Time `json:"deadline"`
 	// CIDeadline is when pending CI becomes a problem for the admins.

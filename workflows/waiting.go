@@ -71,12 +71,25 @@ func (t *taskRun) awaitAckOf(ctx workflow.Context, w ackWait, here phase) (phase
 		if w.reply() || t.acked(w.msgID) {
 			t.supersede(ctx, "the "+string(w.role)+" answered", kinds...)
 			t.clearFailed()
+			t.Recovered = ""
 			t.Deadline = time.Time{}
 			t.LastActive = workflow.Now(ctx)
 			return "", nil
 		}
 		if t.mustGiveWay(ctx) {
 			return here, nil
+		}
+		// An agent that restarted after a crash lost the message: send
+		// it again now rather than wait out the ACK deadline.
+		if t.Recovered == w.role {
+			t.Recovered = ""
+			t.supersede(ctx, "the "+string(w.role)+" recovered from a crash", kinds...)
+			t.clearFailed()
+			t.Deadline = time.Time{}
+			if w.role == amp.RoleReviewer {
+				return phaseReview, nil
+			}
+			return phaseDispatch, nil
 		}
 		if o := t.decisions.Take(kinds...); o != nil {
 			t.clearFailed()
@@ -101,7 +114,7 @@ func (t *taskRun) awaitAckOf(ctx workflow.Context, w ackWait, here phase) (phase
 			continue
 		}
 		timedOut, err := t.waitFor(ctx, t.Deadline, func() bool {
-			return w.reply() || t.acked(w.msgID) || t.decisions.Answered(kinds...) || t.failedToRaise(w.msgID) != nil
+			return w.reply() || t.acked(w.msgID) || t.decisions.Answered(kinds...) || t.failedToRaise(w.msgID) != nil || t.Recovered == w.role
 		})
 		if err != nil {
 			return here, err
@@ -137,10 +150,22 @@ func (t *taskRun) awaitReply(ctx workflow.Context, role amp.Role, again decision
 		if replied() {
 			t.supersede(ctx, "the "+string(role)+" replied", kinds...)
 			t.clearFailed()
+			t.Recovered = ""
 			return "", nil
 		}
 		if t.mustGiveWay(ctx) {
 			return here, nil
+		}
+		// An agent that restarted after a crash lost the work: send again
+		// now rather than wait out the heartbeat timeout.
+		if t.Recovered == role {
+			t.Recovered = ""
+			t.supersede(ctx, "the "+string(role)+" recovered from a crash", kinds...)
+			t.clearFailed()
+			if role == amp.RoleReviewer {
+				return phaseReview, nil
+			}
+			return phaseDispatch, nil
 		}
 		if o := t.decisions.Take(kinds...); o != nil {
 			t.clearFailed()
@@ -168,7 +193,7 @@ func (t *taskRun) awaitReply(ctx workflow.Context, role amp.Role, again decision
 		}
 		last := t.LastActive
 		timedOut, err := t.waitFor(ctx, deadline, func() bool {
-			return replied() || t.decisions.Answered(kinds...) || t.LastActive != last || t.failedToRaise(ref) != nil
+			return replied() || t.decisions.Answered(kinds...) || t.LastActive != last || t.failedToRaise(ref) != nil || t.Recovered == role
 		})
 		if err != nil {
 			return here, err

@@ -248,6 +248,10 @@ type SubmitResult struct {
 type HeartbeatInput struct {
 	From amp.Role `json:"from"`
 	Note string   `json:"note,omitempty"`
+	// Recovered says the agent restarted after a crash and lost its work:
+	// a task waiting for its reply sends the message again at once, as
+	// for a stale heartbeat whose admin chose to send again.
+	Recovered bool `json:"recovered,omitempty"`
 }
 
 // CancelInput ends a task; the reason is required.

@@ -8,6 +8,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/ampflow/ampflow/cmd/ampflow/cli"
+	"github.com/ampflow/ampflow/config"
 	"github.com/ampflow/ampflow/workers/bench"
 )
 
@@ -15,6 +16,7 @@ import (
 // lives here, not in package cli, because it links the server.
 func benchCommand(a *cli.App) *cobra.Command {
 	var o bench.Options
+	var lo bench.LeaseOptions
 	var cpuProfile, heapProfile string
 	cmd := &cobra.Command{
 		Use:   "bench",
@@ -50,7 +52,8 @@ is set.`,
   ampflow bench --tasks 50 --open 0
   ampflow bench --tasks 20 --open 1000
   ampflow bench --open 1000 --ssot-url postgres://postgres@127.0.0.1:5432/bench
-  ampflow bench --signals 2000 --concurrency 16`,
+  ampflow bench --signals 2000 --concurrency 16
+  ampflow bench --leases 1000 --lease-ttl 60s`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if err := o.Validate(); err != nil {
@@ -79,6 +82,9 @@ is set.`,
 				defer f.Close()
 				*p.w = f
 			}
+			if lo.Leases > 0 {
+				return runLeaseBench(cmd, a, cfg, lo)
+			}
 			r, err := bench.Run(cmd.Context(), o)
 			if err != nil {
 				return cli.Exit(cli.ExitFailed, fmt.Errorf("bench: %w", err))
@@ -97,7 +103,27 @@ is set.`,
 	f.StringVar(&o.SSOTURL, "ssot-url", "", "keep the SSOT in the database at `URL` (default: SQLite in the temporary directory)")
 	f.StringVar(&cpuProfile, "cpuprofile", "", "write a CPU profile of the ampflow phase to `FILE`")
 	f.StringVar(&heapProfile, "memprofile", "", "write a heap profile taken with the open tasks in progress to `FILE`")
+	f.IntVar(&lo.Leases, "leases", 0, "instead, take `N` leases at once, let them expire, and measure acquire latency and release lateness")
+	f.DurationVar(&lo.TTL, "lease-ttl", bench.DefaultLeaseTTL, "the leases' time to live with --leases")
 	_ = f.MarkHidden("cpuprofile")
 	_ = f.MarkHidden("memprofile")
 	return cmd
+}
+
+// runLeaseBench is bench --leases.
+func runLeaseBench(cmd *cobra.Command, a *cli.App, cfg config.Config, lo bench.LeaseOptions) error {
+	lo.Logger = a.Logger(cfg)
+	lo.SSOTURL, _ = cmd.Flags().GetString("ssot-url")
+	lo.Concurrency, _ = cmd.Flags().GetInt("concurrency")
+	if !a.JSON() {
+		lo.Progress = a.Stderr
+	}
+	r, err := bench.RunLeases(cmd.Context(), lo)
+	if err != nil {
+		return cli.Exit(cli.ExitFailed, fmt.Errorf("bench --leases: %w", err))
+	}
+	if a.JSON() {
+		return a.PrintJSON(r)
+	}
+	return r.WriteText(a.Stdout)
 }

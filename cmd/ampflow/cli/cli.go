@@ -259,6 +259,7 @@ func (a *App) rootCommand() *cobra.Command {
 	root.AddCommand(a.gatesCommand())
 	root.AddCommand(a.auditCommand(), a.ssotCommand())
 	root.AddCommand(a.aofCommand())
+	root.AddCommand(a.leaseCommand(), a.chatCommand())
 	return root
 }
 

@@ -1,0 +1,89 @@
+package activities
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"time"
+
+	"go.temporal.io/sdk/temporal"
+
+	"github.com/ampflow/ampflow/activities/ssot"
+	"github.com/ampflow/ampflow/workflows/lease"
+)
+
+// MeshSender is the name the system's own mesh events come from.
+const MeshSender = "ampflow"
+
+// LeaseStore keeps leases and their mesh events (*ssot.DB).
+type LeaseStore interface {
+	RecordLease(ctx context.Context, l ssot.MeshLease, events []ssot.MeshEvent) error
+}
+
+// Leases holds the lease workflow's side effects.
+type Leases struct {
+	Store LeaseStore
+}
+
+// LeaseChanged writes a lease change: the lease row, its lock event and,
+// when the change ended a lease its holder did not release, an agent.chat
+// message telling the holder. Event ids come from the change, so a retry
+// writes nothing twice. Registered as lease.ActivityChanged.
+func (a *Leases) LeaseChanged(ctx context.Context, ch lease.Change) error {
+	l := ch.Lease
+	row := ssot.MeshLease{LeaseID: l.LeaseID, ResourceKey: l.ResourceKey, AgentID: l.AgentID, State: l.State,
+		TTLSeconds: l.TTLSeconds, AcquiredAt: l.AcquiredAt, ExpiresAt: l.ExpiresAt, LastHeartbeat: l.LastHeartbeat,
+		ReleasedAt: l.ReleasedAt, Reason: l.Reason, Version: l.Version}
+	at := l.LastHeartbeat
+	if !l.ReleasedAt.IsZero() {
+		at = l.ReleasedAt
+	}
+	payload := map[string]any{"lock_id": l.LeaseID, "agent_id": l.AgentID, "resource_key": l.ResourceKey}
+	severity := "info"
+	switch ch.Event {
+	case lease.EventAcquired:
+		payload["ttl"] = l.TTLSeconds
+		payload["expires_at"] = l.ExpiresAt
+	case lease.EventRenewed:
+		payload["new_ttl"] = l.TTLSeconds
+		payload["expires_at"] = l.ExpiresAt
+	case lease.EventReleased:
+		payload["reason"] = l.Reason
+	case lease.EventAutoReleased:
+		payload["reason"] = l.Reason
+		payload["last_heartbeat"] = l.LastHeartbeat
+		severity = "warning"
+	default:
+		return temporal.NewNonRetryableApplicationError("unknown lease event "+ch.Event, lease.ErrInvalid, nil)
+	}
+	subject := fmt.Sprintf("%s %s", ch.Event, l.ResourceKey)
+	events := []ssot.MeshEvent{meshEvent(ch.EventID, ch.Event, severity, l.AgentID, subject, "", at, payload)}
+	if ch.Notify {
+		content := fmt.Sprintf("Your lease %s on %s was released (%s) at %s; last heartbeat %s. The resource is free for others.",
+			l.LeaseID, l.ResourceKey, l.Reason, at.UTC().Format(time.RFC3339), l.LastHeartbeat.UTC().Format(time.RFC3339))
+		events = append(events, meshEvent(ch.EventID+"-chat", "agent.chat", "warning", l.AgentID,
+			"Lease released: "+l.ResourceKey, content, at, map[string]any{
+				"metadata": map[string]any{"lock_id": l.LeaseID, "reason": l.Reason, "event_id": ch.EventID},
+			}))
+	}
+	if err := a.Store.RecordLease(ctx, row, events); err != nil {
+		return fmt.Errorf("recording %s of lease %s: %w", ch.Event, l.LeaseID, err)
+	}
+	return nil
+}
+
+// meshEvent is a system event to one agent; payload gets the envelope's
+// from, to, subject, content and timestamp.
+func meshEvent(id, typ, severity, to, subject, content string, at time.Time, payload map[string]any) ssot.MeshEvent {
+	payload["from"], payload["from_id"], payload["to"] = MeshSender, MeshSender, to
+	payload["timestamp"] = at.UTC()
+	if subject != "" {
+		payload["subject"] = subject
+	}
+	if content != "" {
+		payload["content"] = content
+	}
+	body, _ := json.Marshal(payload)
+	return ssot.MeshEvent{ID: id, Type: typ, Severity: severity, From: MeshSender, FromID: MeshSender, To: to,
+		Subject: subject, Content: content, CreatedAt: at, Payload: body}
+}

@@ -1,0 +1,80 @@
+-- +goose Up
+-- Leases and the agent mesh. Times are microseconds since the Unix epoch,
+-- UTC.
+
+-- mesh_leases: every lease a lease workflow granted, as the workflow last
+-- wrote it (the highest version wins a late retry).
+CREATE TABLE mesh_leases (
+    lease_id       TEXT    NOT NULL PRIMARY KEY,
+    resource_key   TEXT    NOT NULL,
+    agent_id       TEXT    NOT NULL,
+    state          TEXT    NOT NULL, -- active, expired, released
+    ttl_seconds    INTEGER NOT NULL,
+    acquired_at    BIGINT  NOT NULL,
+    expires_at     BIGINT  NOT NULL,
+    last_heartbeat BIGINT  NOT NULL,
+    released_at    BIGINT  NOT NULL DEFAULT 0, -- 0: not ended
+    reason         TEXT    NOT NULL DEFAULT '',
+    version        BIGINT  NOT NULL
+);
+CREATE INDEX mesh_leases_by_agent ON mesh_leases (agent_id, state);
+CREATE INDEX mesh_leases_by_state ON mesh_leases (state, acquired_at);
+
+-- mesh_events: the agents' messages and the system's events, in the
+-- order stored (seq). thread_id is the root of the message's thread (its
+-- own id for a root).
+CREATE TABLE mesh_events (
+    seq        BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+    id         TEXT   NOT NULL UNIQUE,
+    type       TEXT   NOT NULL,
+    severity   TEXT   NOT NULL,
+    agent_id   TEXT   NOT NULL DEFAULT '',
+    sender     TEXT   NOT NULL DEFAULT '',
+    sender_id  TEXT   NOT NULL DEFAULT '',
+    recipient  TEXT   NOT NULL DEFAULT '',
+    subject    TEXT   NOT NULL DEFAULT '',
+    content    TEXT   NOT NULL DEFAULT '',
+    parent_id  TEXT   NOT NULL DEFAULT '',
+    thread_id  TEXT   NOT NULL,
+    task_id    TEXT   NOT NULL DEFAULT '',
+    channel    TEXT   NOT NULL DEFAULT '',
+    created_at BIGINT NOT NULL,
+    payload    TEXT   NOT NULL, -- JSON object
+    -- the keyword index over subject and content: words of letters and
+    -- digits, as the store splits a search (ssot.Keywords)
+    search     tsvector GENERATED ALWAYS AS (to_tsvector('simple',
+        regexp_replace(subject || ' ' || content, '[^[:alnum:]]+', ' ', 'g'))) STORED
+);
+CREATE INDEX mesh_events_by_sender ON mesh_events (sender, seq);
+CREATE INDEX mesh_events_by_pair ON mesh_events (sender, recipient, seq);
+CREATE INDEX mesh_events_by_recipient ON mesh_events (recipient, seq);
+CREATE INDEX mesh_events_by_type ON mesh_events (type, seq);
+CREATE INDEX mesh_events_by_task ON mesh_events (task_id, seq);
+CREATE INDEX mesh_events_by_thread ON mesh_events (thread_id, seq);
+CREATE INDEX mesh_events_by_time ON mesh_events (created_at);
+CREATE INDEX mesh_events_search ON mesh_events USING GIN (search);
+
+-- mesh_deliveries: whose inbox an event is in: its recipient ("all" for a
+-- broadcast) and each agent it mentions, with the event's channel and time
+-- so that an inbox page is read from this table's key alone.
+CREATE TABLE mesh_deliveries (
+    recipient  TEXT   NOT NULL,
+    seq        BIGINT NOT NULL,
+    channel    TEXT   NOT NULL DEFAULT '',
+    created_at BIGINT NOT NULL,
+    PRIMARY KEY (recipient, seq)
+);
+
+-- mesh_reads: read receipts.
+CREATE TABLE mesh_reads (
+    event_id TEXT   NOT NULL,
+    agent_id TEXT   NOT NULL,
+    read_at  BIGINT NOT NULL,
+    PRIMARY KEY (event_id, agent_id)
+);
+
+-- +goose Down
+DROP TABLE mesh_reads;
+DROP TABLE mesh_deliveries;
+DROP TABLE mesh_events;
+DROP TABLE mesh_leases;

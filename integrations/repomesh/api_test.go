@@ -1,0 +1,289 @@
+package repomesh
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/ampflow/ampflow/activities/ssot"
+	"github.com/ampflow/ampflow/amp"
+	"github.com/ampflow/ampflow/amp/task"
+	"github.com/ampflow/ampflow/config"
+	"github.com/ampflow/ampflow/integrations/httpapi"
+	"github.com/ampflow/ampflow/workflows/lease"
+)
+
+// fakeLeases holds leases in memory as the workflow would, one holder a key.
+type fakeLeases struct {
+	mu       sync.Mutex
+	byKey    map[string]*lease.Lease
+	released []string
+	now      time.Time
+}
+
+func (f *fakeLeases) Acquire(_ context.Context, key string, req lease.AcquireRequest) (lease.AcquireResult, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if l := f.byKey[key]; l != nil && l.AgentID != req.AgentID {
+		return lease.AcquireResult{Conflict: &lease.Conflict{Holder: l.AgentID, LeaseID: l.LeaseID, RetryAfterMS: 12000}}, nil
+	}
+	l := &lease.Lease{LeaseID: lease.NewLeaseID(key, fmt.Sprint(len(f.byKey))), ResourceKey: key, AgentID: req.AgentID,
+		State: lease.StateActive, TTLSeconds: req.TTLSeconds, AcquiredAt: f.now, LastHeartbeat: f.now,
+		ExpiresAt: f.now.Add(time.Duration(req.TTLSeconds) * time.Second), AutoRelease: true}
+	f.byKey[key] = l
+	return lease.AcquireResult{Lease: l}, nil
+}
+
+func (f *fakeLeases) find(id, agent string, admin bool) (*lease.Lease, error) {
+	for _, l := range f.byKey {
+		if l.LeaseID == id {
+			if !admin && l.AgentID != agent {
+				return nil, &lease.RefusedError{Type: lease.ErrNotHolder, Message: "held by " + l.AgentID}
+			}
+			return l, nil
+		}
+	}
+	return nil, &lease.RefusedError{Type: lease.ErrNotHeld, Message: "lease " + id + " is not held"}
+}
+
+func (f *fakeLeases) Renew(_ context.Context, req lease.RenewRequest) (lease.Lease, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	l, err := f.find(req.LeaseID, req.AgentID, false)
+	if err != nil {
+		return lease.Lease{}, err
+	}
+	l.TTLSeconds = req.TTLSeconds
+	return *l, nil
+}
+
+func (f *fakeLeases) Release(_ context.Context, req lease.ReleaseRequest) (lease.Lease, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	l, err := f.find(req.LeaseID, req.AgentID, req.Admin)
+	if err != nil {
+		return lease.Lease{}, err
+	}
+	delete(f.byKey, l.ResourceKey)
+	f.released = append(f.released, l.LeaseID+" "+req.Reason)
+	l.State = lease.StateReleased
+	return *l, nil
+}
+
+type harness struct {
+	ts     *httptest.Server
+	store  *ssot.DB
+	leases *fakeLeases
+	tasks  *fakeTasks
+}
+
+// fakeTasks keeps the heartbeats sent to tasks and the tasks started.
+type fakeTasks struct {
+	mu      sync.Mutex
+	beats   []string
+	started []task.Input
+}
+
+func (f *fakeTasks) StartNext(_ context.Context, in task.Input, year int) (string, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	// As workflows.Client: a start under a request key used before
+	// answers the task it started.
+	for i, s := range f.started {
+		if in.RequestKey != "" && s.RequestKey == in.RequestKey {
+			return fmt.Sprintf("T-%d-%03d", year, 101+i), nil
+		}
+	}
+	f.started = append(f.started, in)
+	return fmt.Sprintf("T-%d-%03d", year, 100+len(f.started)), nil
+}
+
+func (f *fakeTasks) Heartbeat(_ context.Context, taskID string, in task.HeartbeatInput) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.beats = append(f.beats, fmt.Sprintf("%s %s %v", taskID, in.From, in.Recovered))
+	return nil
+}
+
+const (
+	aliceToken = "alice-token-0123456789"
+	bobToken   = "bob-token-0123456789ab"
+	adminToken = "admin-token-0123456789"
+)
+
+func newHarness(t *testing.T) *harness {
+	t.Helper()
+	store, err := ssot.Open(context.Background(), filepath.Join(t.TempDir(), "ampflow.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { store.Close() })
+	now := time.Date(2026, 11, 23, 10, 0, 0, 0, time.UTC)
+	fl := &fakeLeases{byKey: map[string]*lease.Lease{}, now: now}
+	srv := httpapi.New(httpapi.Options{Tokens: []config.AuthToken{
+		{Token: aliceToken, Role: amp.RoleExecutor, Name: "alice"},
+		{Token: bobToken, Role: amp.RoleReviewer, Name: "bob"},
+		{Token: adminToken, Role: amp.RoleAdmin, Name: "root"},
+	}})
+	var tick sync.Mutex
+	ft := &fakeTasks{}
+	AddTo(srv, Options{Leases: fl, Store: store, Tasks: ft, Now: func() time.Time {
+		tick.Lock()
+		defer tick.Unlock()
+		now = now.Add(time.Second)
+		return now
+	}})
+	ts := httptest.NewServer(srv.Handler())
+	t.Cleanup(ts.Close)
+	// Leases the fake grants are recorded as the workflow's activity would.
+	return &harness{ts: ts, store: store, leases: fl, tasks: ft}
+}
+
+type answer struct {
+	status int
+	body   []byte
+}
+
+func (h *harness) do(t *testing.T, method, path, token, body string) answer {
+	t.Helper()
+	var rd io.Reader
+	if body != "" {
+		rd = strings.NewReader(body)
+	}
+	req, _ := http.NewRequest(method, h.ts.URL+path, rd)
+	if body != "" {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return answer{resp.StatusCode, b}
+}
+
+func (a answer) want(t *testing.T, status int, v any) {
+	t.Helper()
+	if a.status != status {
+		t.Fatalf("status %d, want %d: %s", a.status, status, a.body)
+	}
+	if v != nil {
+		if err := json.Unmarshal(a.body, v); err != nil {
+			t.Fatalf("%s: %v", a.body, err)
+		}
+	}
+}
+
+func TestLeaseRoutes(t *testing.T) {
+	h := newHarness(t)
+	var l Lease
+	h.do(t, "POST", "/v1/leases", aliceToken, `{"resource_key":"repo:app:main","agent_id":"alice","ttl_seconds":300}`).want(t, 201, &l)
+	if l.State != "active" || !l.AutoRelease || l.TTLSeconds != 300 || l.AgentID != "alice" || l.LeaseID == "" {
+		t.Fatalf("lease %+v", l)
+	}
+	t.Run("Conflict", func(t *testing.T) {
+		var c ConflictBody
+		h.do(t, "POST", "/v1/leases", bobToken, `{"resource_key":"repo:app:main","ttl_seconds":60}`).want(t, 409, &c)
+		if c.Error.Code != CodeLockConflict || c.Error.Holder != "alice" || c.Error.RetryAfterMS != 12000 {
+			t.Fatalf("conflict %+v", c)
+		}
+		evs, _, err := h.store.MeshInbox(context.Background(), ssot.InboxQuery{Recipients: []string{"bob"}}, ssot.Page{})
+		if err != nil || len(evs) != 1 || evs[0].Type != TypeError || !strings.Contains(string(evs[0].Payload), `"retry_after_ms":12000`) {
+			t.Fatalf("bob's inbox after the conflict: %+v %v", evs, err)
+		}
+	})
+	t.Run("SpeaksOnlyAsItself", func(t *testing.T) {
+		var e struct{ Error struct{ Code string } }
+		h.do(t, "POST", "/v1/leases", bobToken, `{"resource_key":"x","agent_id":"alice","ttl_seconds":60}`).want(t, 403, &e)
+		if e.Error.Code != string(CodePermissionDenied) {
+			t.Fatalf("code %s", e.Error.Code)
+		}
+		h.do(t, "POST", "/v1/leases", adminToken, `{"resource_key":"y","agent_id":"alice","ttl_seconds":60}`).want(t, 201, nil)
+	})
+	t.Run("Bounds", func(t *testing.T) {
+		for _, body := range []string{`{"resource_key":"x","ttl_seconds":0}`, `{"resource_key":"x","ttl_seconds":86401}`,
+			`{"resource_key":"","ttl_seconds":60}`, `{"resource_key":"x","ttl_seconds":60,"extra":1}`} {
+			h.do(t, "POST", "/v1/leases", aliceToken, body).want(t, 400, nil)
+		}
+	})
+	t.Run("Heartbeat", func(t *testing.T) {
+		var r Lease
+		h.do(t, "POST", "/v1/leases/"+l.LeaseID+"/heartbeat", aliceToken, `{"agent_id":"alice","ttl":120}`).want(t, 200, &r)
+		if r.TTLSeconds != 120 {
+			t.Fatalf("renewed %+v", r)
+		}
+		h.do(t, "POST", "/v1/leases/"+l.LeaseID+"/heartbeat", bobToken, `{"ttl":120}`).want(t, 403, nil)
+		h.do(t, "POST", "/v1/leases/Lnope.eA/heartbeat", aliceToken, `{"ttl":120}`).want(t, 404, nil)
+	})
+	t.Run("Release", func(t *testing.T) {
+		h.do(t, "DELETE", "/v1/leases/"+l.LeaseID, bobToken, "").want(t, 403, nil)
+		h.do(t, "DELETE", "/v1/leases/"+l.LeaseID, aliceToken, "").want(t, 200, nil)
+		h.do(t, "DELETE", "/v1/leases/"+l.LeaseID, aliceToken, "").want(t, 404, nil)
+	})
+	t.Run("List", func(t *testing.T) {
+		at := time.Date(2026, 11, 23, 10, 0, 0, 0, time.UTC)
+		for i, agent := range []string{"alice", "bob", "alice"} {
+			if err := h.store.RecordLease(context.Background(), ssot.MeshLease{LeaseID: fmt.Sprintf("L%d.x", i), ResourceKey: "k",
+				AgentID: agent, State: "active", TTLSeconds: 60, AcquiredAt: at.Add(time.Duration(i) * time.Second),
+				ExpiresAt: at, LastHeartbeat: at, Version: 1}, nil); err != nil {
+				t.Fatal(err)
+			}
+		}
+		var list LeaseList
+		h.do(t, "GET", "/v1/leases?agent_id=alice&state=active&limit=1", bobToken, "").want(t, 200, &list)
+		if len(list.Leases) != 1 || list.Leases[0].LeaseID != "L2.x" || list.NextCursor == "" {
+			t.Fatalf("list %+v", list)
+		}
+		h.do(t, "GET", "/v1/leases?state=stale", bobToken, "").want(t, 400, nil)
+	})
+}
+
+func TestAgentHeartbeatReleasesLeases(t *testing.T) {
+	h := newHarness(t)
+	ctx := context.Background()
+	for _, key := range []string{"a", "b"} {
+		var l Lease
+		h.do(t, "POST", "/v1/leases", aliceToken, `{"resource_key":"`+key+`","ttl_seconds":60}`).want(t, 201, &l)
+		// as the lease workflow's activity writes it
+		if err := h.store.RecordLease(ctx, ssot.MeshLease{LeaseID: l.LeaseID, ResourceKey: key, AgentID: "alice", State: "active",
+			TTLSeconds: 60, AcquiredAt: l.AcquiredAt, ExpiresAt: l.ExpiresAt, LastHeartbeat: l.LastHeartbeat, Version: 1}, nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for i, st := range []string{"in_progress", "in_review", "dispatched", "done"} {
+		id := fmt.Sprintf("T-2026-00%d", i+1)
+		if _, err := h.store.Save(ctx, id, nil, &ssot.TaskState{TaskID: id, Rev: 1, Status: st, State: json.RawMessage(`{}`),
+			StartedAt: time.Now(), UpdatedAt: time.Now()}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	h.do(t, "POST", "/v1/agents/alice/heartbeat", bobToken, `{"status":"recovered"}`).want(t, 403, nil)
+	h.do(t, "POST", "/v1/agents/alice/heartbeat", aliceToken, `{"status":"sleeping"}`).want(t, 400, nil)
+	var out AgentHeartbeatResponse
+	h.do(t, "POST", "/v1/agents/alice/heartbeat", aliceToken, `{"status":"recovered"}`).want(t, 200, &out)
+	if len(out.Released) != 2 || len(h.leases.released) != 2 || !strings.HasSuffix(h.leases.released[0], lease.ReasonAgentRecovered) {
+		t.Fatalf("released %v (workflow saw %v)", out.Released, h.leases.released)
+	}
+	// alice's token is an executor's: the tasks waiting for the executor
+	// send their dispatch again.
+	if got := fmt.Sprint(h.tasks.beats); got != "[T-2026-003 executor true T-2026-001 executor true]" || fmt.Sprint(out.Redispatched) != "[T-2026-003 T-2026-001]" {
+		t.Fatalf("heartbeats to tasks %s, redispatched %v", got, out.Redispatched)
+	}
+	e, err := h.store.Event(ctx, out.EventID)
+	if err != nil || e.Content != RecoveredMessage || e.From != "alice" || e.To != "all" {
+		t.Fatalf("echo %+v %v", e, err)
+	}
+	h.do(t, "POST", "/v1/agents/alice/heartbeat", aliceToken, `{"status":"active"}`).want(t, 200, &out)
+}

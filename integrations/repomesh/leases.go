@@ -1,0 +1,258 @@
+package repomesh
+
+import (
+	"errors"
+	"fmt"
+	"net/http"
+	"slices"
+	"strconv"
+	"time"
+
+	"github.com/ampflow/ampflow/activities/ssot"
+	"github.com/ampflow/ampflow/amp"
+	"github.com/ampflow/ampflow/amp/task"
+	"github.com/ampflow/ampflow/integrations/httpapi"
+	"github.com/ampflow/ampflow/workflows/lease"
+)
+
+// AcquireRequest is POST /v1/leases.
+type AcquireRequest struct {
+	ResourceKey string `json:"resource_key"`
+	// AgentID is who takes the lease; empty is the caller.
+	AgentID    string `json:"agent_id,omitempty"`
+	TTLSeconds int    `json:"ttl_seconds"`
+}
+
+// HeartbeatRequest is POST /v1/leases/{id}/heartbeat: the document's lock
+// heartbeat.
+type HeartbeatRequest struct {
+	// AgentID is the holder; empty is the caller.
+	AgentID string `json:"agent_id,omitempty"`
+	// TTL is the new time to live in seconds; zero keeps the lease's.
+	TTL int `json:"ttl,omitempty"`
+}
+
+// Lease is a lease as the API answers it.
+type Lease struct {
+	LeaseID       string    `json:"lease_id"`
+	ResourceKey   string    `json:"resource_key"`
+	AgentID       string    `json:"agent_id"`
+	State         string    `json:"state"`
+	TTLSeconds    int       `json:"ttl_seconds"`
+	AcquiredAt    time.Time `json:"acquired_at"`
+	ExpiresAt     time.Time `json:"expires_at"`
+	LastHeartbeat time.Time `json:"last_heartbeat"`
+	AutoRelease   bool      `json:"auto_release"`
+	ReleasedAt    time.Time `json:"released_at,omitzero"`
+	Reason        string    `json:"reason,omitempty"`
+}
+
+// LeaseList is GET /v1/leases.
+type LeaseList struct {
+	Leases     []Lease `json:"leases"`
+	NextCursor string  `json:"next_cursor,omitempty"`
+}
+
+// ConflictBody is the 409 of an acquire: the document's LOCK_CONFLICT.
+type ConflictBody struct {
+	Error ConflictDetail `json:"error"`
+}
+
+// ConflictDetail names the holder and when to try again.
+type ConflictDetail struct {
+	Code         task.Code `json:"code"`
+	Message      string    `json:"message"`
+	Holder       string    `json:"holder"`
+	RetryAfterMS int64     `json:"retry_after_ms"`
+}
+
+func leaseOf(l lease.Lease) Lease {
+	return Lease{LeaseID: l.LeaseID, ResourceKey: l.ResourceKey, AgentID: l.AgentID, State: l.State,
+		TTLSeconds: l.TTLSeconds, AcquiredAt: l.AcquiredAt.UTC(), ExpiresAt: l.ExpiresAt.UTC(),
+		LastHeartbeat: l.LastHeartbeat.UTC(), AutoRelease: true, ReleasedAt: utc(l.ReleasedAt), Reason: l.Reason}
+}
+
+func storedLease(l ssot.MeshLease) Lease {
+	return Lease{LeaseID: l.LeaseID, ResourceKey: l.ResourceKey, AgentID: l.AgentID, State: l.State,
+		TTLSeconds: l.TTLSeconds, AcquiredAt: l.AcquiredAt, ExpiresAt: l.ExpiresAt, LastHeartbeat: l.LastHeartbeat,
+		AutoRelease: true, ReleasedAt: l.ReleasedAt, Reason: l.Reason}
+}
+
+func utc(t time.Time) time.Time {
+	if t.IsZero() {
+		return t
+	}
+	return t.UTC()
+}
+
+func invalid(field, problem string) error {
+	return &task.Error{Code: task.CodeInvalid, Message: field + ": " + problem,
+		Fields: []amp.FieldError{{Path: field, Problem: problem}}}
+}
+
+// denied refuses the caller speaking as agent and tells it in the mesh.
+func (a *API) denied(w http.ResponseWriter, r *http.Request, action, agent string) {
+	c := httpapi.CallerOf(r)
+	msg := fmt.Sprintf("%s may act only as itself, not as %s", c.Name, agent)
+	a.tellError(r, action, CodePermissionDenied, msg, 0, nil)
+	a.srv.Error(w, r, &task.Error{Code: CodePermissionDenied, Message: msg})
+}
+
+func (a *API) acquire(w http.ResponseWriter, r *http.Request) {
+	if a.noLeases(w, r) {
+		return
+	}
+	var in AcquireRequest
+	if err := a.srv.Decode(w, r, &in); err != nil {
+		a.srv.Error(w, r, err)
+		return
+	}
+	c := httpapi.CallerOf(r)
+	if in.AgentID == "" {
+		in.AgentID = c.Name
+	}
+	if err := lease.CheckKey(in.ResourceKey); err != nil {
+		a.srv.Error(w, r, invalid("resource_key", trimField(err)))
+		return
+	}
+	if err := lease.CheckTTL("ttl_seconds", in.TTLSeconds); err != nil {
+		a.srv.Error(w, r, invalid("ttl_seconds", trimField(err)))
+		return
+	}
+	if !mayActAs(c, in.AgentID) {
+		a.denied(w, r, "lease.acquire", in.AgentID)
+		return
+	}
+	res, err := a.leases.Acquire(r.Context(), in.ResourceKey, lease.AcquireRequest{AgentID: in.AgentID, TTLSeconds: in.TTLSeconds})
+	if err != nil {
+		a.srv.Error(w, r, leaseError(err))
+		return
+	}
+	if cf := res.Conflict; cf != nil {
+		msg := fmt.Sprintf("%s is held by %s", in.ResourceKey, cf.Holder)
+		a.tellError(r, "lease.acquire", CodeLockConflict, msg, cf.RetryAfterMS, map[string]any{"holder": cf.Holder, "resource_key": in.ResourceKey})
+		w.Header().Set("Retry-After", strconv.FormatInt((cf.RetryAfterMS+999)/1000, 10))
+		httpapi.WriteJSON(w, http.StatusConflict, ConflictBody{ConflictDetail{Code: CodeLockConflict, Message: msg,
+			Holder: cf.Holder, RetryAfterMS: cf.RetryAfterMS}})
+		return
+	}
+	st := http.StatusCreated
+	if res.Lease.LastHeartbeat.After(res.Lease.AcquiredAt) {
+		st = http.StatusOK // the holder asked again: a renewal
+	}
+	httpapi.WriteJSON(w, st, leaseOf(*res.Lease))
+}
+
+func trimField(err error) string {
+	s := err.Error()
+	for i := 0; i+2 <= len(s); i++ {
+		if s[i:i+2] == ": " {
+			return s[i+2:]
+		}
+	}
+	return s
+}
+
+func leaseError(err error) error {
+	var ref *lease.RefusedError
+	if errors.As(err, &ref) {
+		switch ref.Type {
+		case lease.ErrNotHeld:
+			return &task.Error{Code: task.CodeNotFound, Message: ref.Message + " (released or expired)", Err: err}
+		case lease.ErrNotHolder:
+			return &task.Error{Code: CodePermissionDenied, Message: ref.Message, Err: err}
+		default:
+			return &task.Error{Code: task.CodeInvalid, Message: ref.Message, Err: err}
+		}
+	}
+	return &task.Error{Code: task.CodeUnavailable, Message: "the lease workflow did not answer: " + err.Error(), Err: err}
+}
+
+func (a *API) renew(w http.ResponseWriter, r *http.Request) {
+	if a.noLeases(w, r) {
+		return
+	}
+	var in HeartbeatRequest
+	if err := a.srv.Decode(w, r, &in); err != nil {
+		a.srv.Error(w, r, err)
+		return
+	}
+	id := r.PathValue("id")
+	c := httpapi.CallerOf(r)
+	if in.AgentID == "" {
+		in.AgentID = c.Name
+	}
+	if !mayActAs(c, in.AgentID) {
+		a.denied(w, r, "lease.heartbeat", in.AgentID)
+		return
+	}
+	if in.TTL == 0 && a.store != nil {
+		if l, err := a.store.Lease(r.Context(), id); err == nil {
+			in.TTL = l.TTLSeconds
+		}
+	}
+	if err := lease.CheckTTL("ttl", in.TTL); err != nil {
+		a.srv.Error(w, r, invalid("ttl", trimField(err)))
+		return
+	}
+	l, err := a.leases.Renew(r.Context(), lease.RenewRequest{LeaseID: id, AgentID: in.AgentID, TTLSeconds: in.TTL})
+	if err != nil {
+		a.srv.Error(w, r, leaseError(err))
+		return
+	}
+	httpapi.WriteJSON(w, http.StatusOK, leaseOf(l))
+}
+
+func (a *API) release(w http.ResponseWriter, r *http.Request) {
+	if a.noLeases(w, r) {
+		return
+	}
+	c := httpapi.CallerOf(r)
+	l, err := a.leases.Release(r.Context(), lease.ReleaseRequest{LeaseID: r.PathValue("id"), AgentID: c.Name, Admin: isAdmin(c)})
+	if err != nil {
+		a.srv.Error(w, r, leaseError(err))
+		return
+	}
+	httpapi.WriteJSON(w, http.StatusOK, leaseOf(l))
+}
+
+var leaseStates = []string{lease.StateActive, lease.StateExpired, lease.StateReleased}
+
+func (a *API) listLeases(w http.ResponseWriter, r *http.Request) {
+	if a.unavailable(w, r) {
+		return
+	}
+	q := r.URL.Query()
+	f := ssot.LeaseFilter{AgentID: q.Get("agent_id"), State: q.Get("state")}
+	if f.State != "" && !slices.Contains(leaseStates, f.State) {
+		a.srv.Error(w, r, invalid("state", "must be active, expired or released"))
+		return
+	}
+	p, err := pageOf(q.Get("limit"), q.Get("cursor"), ssot.DefaultLimit, ssot.MaxLimit)
+	if err != nil {
+		a.srv.Error(w, r, err)
+		return
+	}
+	rows, next, err := a.store.Leases(r.Context(), f, p)
+	if err != nil {
+		a.srv.Error(w, r, storeError(err, "lease"))
+		return
+	}
+	out := LeaseList{Leases: []Lease{}, NextCursor: next}
+	for _, l := range rows {
+		out.Leases = append(out.Leases, storedLease(l))
+	}
+	httpapi.WriteJSON(w, http.StatusOK, out)
+}
+
+func pageOf(limit, cursor string, def, max int) (ssot.Page, error) {
+	p := ssot.Page{Limit: def, Cursor: cursor}
+	if limit != "" {
+		n, err := strconv.Atoi(limit)
+		if err != nil || n < 1 || n > max {
+			return p, invalid("limit", fmt.Sprintf("must be from 1 to %d", max))
+		}
+		p.Limit = n
+	}
+	return p, nil
+}

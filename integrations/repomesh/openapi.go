@@ -1,0 +1,208 @@
+package repomesh
+
+import (
+	"encoding/json"
+	"net/http"
+	"reflect"
+	"strings"
+	"time"
+
+	"github.com/ampflow/ampflow/amp/task"
+	"github.com/ampflow/ampflow/integrations/httpapi"
+)
+
+// spec is what the mesh adds to the OpenAPI document: its schemas, made
+// from the Go types the handlers read and write, and its error codes.
+func spec() httpapi.Spec {
+	schemas := map[string]any{}
+	for name, v := range schemaTypes() {
+		schemas[name] = schemaOf(reflect.TypeOf(v))
+	}
+	env := schemas["MeshEnvelope"].(map[string]any)
+	env["properties"].(map[string]any)["type"].(map[string]any)["enum"] = Types()
+	env["properties"].(map[string]any)["severity"].(map[string]any)["enum"] = severities
+	return httpapi.Spec{Schemas: schemas, Codes: map[task.Code]int{
+		CodeLockConflict:      http.StatusConflict,
+		CodeInvalidPayload:    http.StatusBadRequest,
+		CodePermissionDenied:  http.StatusForbidden,
+		CodeTaskClaimConflict: http.StatusConflict,
+	}}
+}
+
+// schemaTypes ties each schema name to its Go type.
+func schemaTypes() map[string]any {
+	return map[string]any{
+		"LeaseAcquireRequest":    AcquireRequest{},
+		"LeaseHeartbeatRequest":  HeartbeatRequest{},
+		"Lease":                  Lease{},
+		"LeaseList":              LeaseList{},
+		"LockConflict":           ConflictBody{},
+		"MeshEnvelope":           Envelope{},
+		"MeshEvent":              Event{},
+		"MeshEventList":          EventList{},
+		"MeshReadRequest":        ReadRequest{},
+		"AgentHeartbeatRequest":  AgentHeartbeatRequest{},
+		"AgentHeartbeatResponse": AgentHeartbeatResponse{},
+	}
+}
+
+var (
+	timeType = reflect.TypeOf(time.Time{})
+	rawType  = reflect.TypeOf(json.RawMessage{})
+)
+
+// schemaOf is the JSON Schema of a Go type as encoding/json writes it.
+func schemaOf(t reflect.Type) map[string]any {
+	switch {
+	case t == timeType:
+		return map[string]any{"type": "string", "format": "date-time"}
+	case t == rawType:
+		return map[string]any{"type": "object"}
+	}
+	switch t.Kind() {
+	case reflect.String:
+		return map[string]any{"type": "string"}
+	case reflect.Bool:
+		return map[string]any{"type": "boolean"}
+	case reflect.Int, reflect.Int64:
+		return map[string]any{"type": "integer"}
+	case reflect.Slice:
+		return map[string]any{"type": "array", "items": schemaOf(t.Elem())}
+	case reflect.Struct:
+		props := map[string]any{}
+		var required []string
+		for i := range t.NumField() {
+			f := t.Field(i)
+			name, opts, _ := strings.Cut(f.Tag.Get("json"), ",")
+			if name == "" || name == "-" {
+				continue
+			}
+			props[name] = schemaOf(f.Type)
+			if !strings.Contains(opts, "omitempty") && !strings.Contains(opts, "omitzero") {
+				required = append(required, name)
+			}
+		}
+		s := map[string]any{"type": "object", "properties": props, "additionalProperties": false}
+		if len(required) > 0 {
+			s["required"] = required
+		}
+		return s
+	}
+	return map[string]any{}
+}
+
+type operation struct {
+	pattern string
+	op      map[string]any
+}
+
+func ref(name string) map[string]any {
+	return map[string]any{"$ref": "#/components/schemas/" + name}
+}
+
+func jsonBody(schema string) map[string]any {
+	return map[string]any{"required": true, "content": map[string]any{"application/json": map[string]any{"schema": ref(schema)}}}
+}
+
+func resp(desc, schema string) map[string]any {
+	return map[string]any{"description": desc, "content": map[string]any{"application/json": map[string]any{"schema": ref(schema)}}}
+}
+
+func errResp(desc string) map[string]any { return resp(desc, "Error") }
+
+func param(in, name, desc string, required bool) map[string]any {
+	return map[string]any{"in": in, "name": name, "description": desc, "required": required, "schema": map[string]any{"type": "string"}}
+}
+
+func pathID(desc string) map[string]any { return param("path", "id", desc, true) }
+
+func query(name, desc string) map[string]any { return param("query", name, desc, false) }
+
+var commonErrors = map[string]any{
+	"401": errResp("No valid bearer token (code unauthenticated)."),
+	"403": errResp("The caller may act only as itself (code PERMISSION_DENIED), or a cross-site Origin (code forbidden)."),
+}
+
+func op(id, summary, desc string, params []any, body string, responses map[string]any) map[string]any {
+	o := map[string]any{"operationId": id, "summary": summary, "tags": []string{"mesh"},
+		"description": desc + "\n\nAny token role; an agent acts only as itself (its token's name) unless admin.",
+		"responses":   responses}
+	for code, r := range commonErrors {
+		if _, ok := responses[code]; !ok {
+			responses[code] = r
+		}
+	}
+	if len(params) > 0 {
+		o["parameters"] = params
+	}
+	if body != "" {
+		o["requestBody"] = jsonBody(body)
+	}
+	return o
+}
+
+func optionalBody(o map[string]any) map[string]any {
+	o["requestBody"].(map[string]any)["required"] = false
+	return o
+}
+
+// operations are the mesh's routes with their OpenAPI operations.
+func operations() []operation {
+	limit := query("limit", "Page size, 1 to 500 (leases: 1 to 1000); default 50 (leases: 100).")
+	cursor := query("cursor", "next_cursor of the previous page.")
+	return []operation{
+		{"POST /v1/leases", op("postLeases", "Acquire a lease",
+			"Takes resource_key for agent_id (empty: the caller) for ttl_seconds (1 to 86400). 201 with a new lease; 200 when the agent held it already (a renewal); 409 LOCK_CONFLICT naming the holder and retry_after_ms (until the holder's lease expires unless renewed). The lease is auto-released at last_heartbeat + ttl.",
+			nil, "LeaseAcquireRequest", map[string]any{
+				"201": resp("The lease taken.", "Lease"), "200": resp("The holder asked again: renewed.", "Lease"),
+				"400": errResp("Invalid input (code invalid)."),
+				"409": resp("Held by another agent (code LOCK_CONFLICT).", "LockConflict"),
+				"503": errResp("Temporal did not answer (code unavailable)."),
+			})},
+		{"GET /v1/leases", op("getLeases", "List leases",
+			"Leases from the SSOT, newest first, filtered by agent_id and state (active, expired, released).",
+			[]any{query("agent_id", "The holder."), query("state", "active, expired or released."), limit, cursor}, "",
+			map[string]any{"200": resp("A page of leases.", "LeaseList"), "400": errResp("Invalid filter (code invalid).")})},
+		{"POST /v1/leases/{id}/heartbeat", op("postLeasesIdHeartbeat", "Renew a lease",
+			"The holder's heartbeat: last_heartbeat becomes now and the lease expires ttl seconds later (ttl 0 or absent keeps the lease's).",
+			[]any{pathID("The lease id.")}, "LeaseHeartbeatRequest", map[string]any{
+				"200": resp("The lease renewed.", "Lease"), "400": errResp("Invalid ttl (code invalid)."),
+				"404": errResp("The lease is not held: released or expired (code not_found)."),
+			})},
+		{"DELETE /v1/leases/{id}", op("deleteLeasesId", "Release a lease",
+			"Releases the lease at once; by its holder or an admin.",
+			[]any{pathID("The lease id.")}, "", map[string]any{
+				"200": resp("The lease as released.", "Lease"),
+				"404": errResp("The lease is not held: released or expired (code not_found)."),
+			})},
+		{"POST /v1/events", op("postEvents", "Post a mesh event",
+			"The RepoMesh envelope. agent.chat needs payload from, from_id, to, subject, content and timestamp; agent.message and chat.message are stored as agent.chat; the registry's task, review, test and lock events have their payload fields checked (lock events: admins only). @name in content is stored in payload.mentions and puts the message in that agent's inbox. Bounds: subject 500 bytes, content 32 KiB, payload 128 KiB, 20 mentions. A refused event gets 400 INVALID_PAYLOAD naming the fields, and an agent.error event to the sender. A test.result with failures gets a test.retry event to its sender with retry_after_ms 1000, 2000 and 4000 after a test's first, second and third failure in the task's results; the third also starts a bug task (\"Fix flaky test: …\", on the task's repository and branch, its plan waiting for an admin), named in the retry's bug_tasks.",
+			nil, "MeshEnvelope", map[string]any{
+				"201": resp("The event stored (a retry with the same id: the stored one).", "MeshEvent"),
+				"400": errResp("Invalid envelope or payload (code INVALID_PAYLOAD); fields names each."),
+			})},
+		{"GET /v1/events/inbox", op("getEventsInbox", "Read an inbox",
+			"Events to recipient_id (empty: the caller) by name, or mentioning it, plus broadcasts (to: all) with include_broadcast=true; since (RFC 3339) keeps newer ones; direction asc or desc (default).",
+			[]any{query("recipient_id", "The agent."), query("include_broadcast", "true or false."), query("since", "RFC 3339 time."),
+				query("direction", "asc or desc."), query("channel", "Only this channel."), limit, cursor}, "",
+			map[string]any{"200": resp("A page of events.", "MeshEventList"), "400": errResp("Invalid parameter (code invalid).")})},
+		{"GET /v1/events/search", op("getEventsSearch", "Search events",
+			"Events newest first by sender (from), recipient (to), type, task_id, time (since inclusive, until exclusive) and q: keywords (letters and digits), all of which must be in the subject or content.",
+			[]any{query("from", "Sender."), query("to", "Recipient."), query("type", "Event type."), query("task_id", "Task."),
+				query("since", "RFC 3339 time."), query("until", "RFC 3339 time."), query("q", "Keywords."), limit, cursor}, "",
+			map[string]any{"200": resp("A page of events.", "MeshEventList"), "400": errResp("Invalid parameter (code invalid).")})},
+		{"GET /v1/events/{id}", op("getEventsId", "Read an event", "One event with its read receipts.",
+			[]any{pathID("The event id.")}, "", map[string]any{"200": resp("The event.", "MeshEvent"), "404": errResp("No such event (code not_found).")})},
+		{"GET /v1/events/{id}/thread", op("getEventsIdThread", "Read a thread",
+			"The thread the event is in (by parent_message_id), root first, at most 1000 events.",
+			[]any{pathID("Any event of the thread.")}, "", map[string]any{"200": resp("The thread.", "MeshEventList"), "404": errResp("No such event (code not_found).")})},
+		{"POST /v1/events/{id}/read", optionalBody(op("postEventsIdRead", "Mark an event read",
+			"Adds a read receipt for agent_id (empty: the caller); the first read time is kept. The body may be {}.",
+			[]any{pathID("The event id.")}, "MeshReadRequest", map[string]any{"200": resp("The event with read_by.", "MeshEvent"), "404": errResp("No such event (code not_found).")}))},
+		{"POST /v1/agents/{id}/heartbeat", op("postAgentsIdHeartbeat", "Report an agent's status",
+			"status active, inactive or recovered. inactive and recovered release every lease the agent holds (lock.auto_released events, and an agent.chat to the agent for each) and tell every task waiting for the agent's role (role, default the caller's token role: executor for tasks dispatched or in_progress, reviewer for tasks in_review) to send its message again at once; recovered also posts the agent.chat \"recovered from crash, resuming work\" to all.",
+			[]any{pathID("The agent (its token's name).")}, "AgentHeartbeatRequest", map[string]any{
+				"200": resp("What the heartbeat released.", "AgentHeartbeatResponse"), "400": errResp("Invalid status (code invalid)."),
+			})},
+	}
+}

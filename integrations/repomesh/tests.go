@@ -1,0 +1,142 @@
+package repomesh
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/ampflow/ampflow/activities/ssot"
+	"github.com/ampflow/ampflow/amp"
+	"github.com/ampflow/ampflow/amp/task"
+	"github.com/ampflow/ampflow/workflows"
+)
+
+// TypeTestRetry is the event ampflow sends an agent whose test.result
+// reported failures: run the failed tests again after retry_after_ms.
+const TypeTestRetry = "test.retry"
+
+// RetrySchedule is the document's back-off before each retry of a failed
+// test: after its first, second and third failure.
+var RetrySchedule = []time.Duration{time.Second, 2 * time.Second, 4 * time.Second}
+
+// BugAfter is the failure of one test that files a bug task.
+const BugAfter = 3
+
+// maxResults bounds the test.result events of a task read to count a
+// test's failures.
+const maxResults = MaxEventLimit
+
+type testResult struct {
+	SuiteName string `json:"suite_name"`
+	Failures  []struct {
+		Test    string `json:"test"`
+		Error   string `json:"error"`
+		Message string `json:"message"`
+	} `json:"failures"`
+}
+
+// onTestResult answers a stored test.result with failures: each failing
+// test's failures are counted over the task's results so far; a test.retry
+// event goes to the reporter with the schedule's back-off, and the
+// BugAfter-th failure of a test files a bug task, a plan that waits for an
+// admin's approval, linked to the original task. Ids and the start's
+// request key derive from the event, so a retried post does neither twice.
+func (a *API) onTestResult(r *http.Request, e ssot.MeshEvent) {
+	var res testResult
+	if json.Unmarshal(e.Payload, &res) != nil || len(res.Failures) == 0 || e.TaskID == "" {
+		return
+	}
+	prior, _, err := a.store.SearchEvents(r.Context(), ssot.SearchQuery{Type: "test.result", TaskID: e.TaskID}, ssot.Page{Limit: maxResults})
+	if err != nil {
+		a.log.Error("counting test failures", "task_id", e.TaskID, "error", err)
+		return
+	}
+	counts := map[string]int{}
+	for _, p := range prior {
+		if p.Seq > e.Seq {
+			continue
+		}
+		var pr testResult
+		if json.Unmarshal(p.Payload, &pr) != nil || pr.SuiteName != res.SuiteName {
+			continue
+		}
+		seen := map[string]bool{}
+		for _, f := range pr.Failures {
+			if !seen[f.Test] {
+				seen[f.Test] = true
+				counts[f.Test]++
+			}
+		}
+	}
+	var tests []string
+	attempt := 0
+	bugs := map[string]string{}
+	for _, f := range res.Failures {
+		if slices.Contains(tests, f.Test) {
+			continue
+		}
+		tests = append(tests, f.Test)
+		n := counts[f.Test]
+		attempt = max(attempt, n)
+		if n == BugAfter {
+			id, err := a.fileBug(r, e, res.SuiteName, f.Test, f.Message)
+			if err != nil {
+				a.log.Error("filing a bug task", "task_id", e.TaskID, "test", f.Test, "error", err)
+				continue
+			}
+			bugs[f.Test] = id
+		}
+	}
+	if attempt < 1 || attempt > len(RetrySchedule) {
+		return
+	}
+	wait := RetrySchedule[attempt-1]
+	payload := map[string]any{"from": Sender, "from_id": Sender, "to": e.From, "task_id": e.TaskID,
+		"suite_name": res.SuiteName, "tests": tests, "attempt": attempt + 1, "retry_after_ms": wait.Milliseconds(),
+		"not_before": e.CreatedAt.Add(wait).UTC(), "parent_message_id": e.ID}
+	if len(bugs) > 0 {
+		payload["bug_tasks"] = bugs
+	}
+	body, _ := json.Marshal(payload)
+	retry := ssot.MeshEvent{ID: "retry-" + e.ID, Type: TypeTestRetry, Severity: "warning", AgentID: Sender, From: Sender,
+		FromID: Sender, To: e.From, Subject: fmt.Sprintf("Retry %s (attempt %d)", res.SuiteName, attempt+1),
+		Content: strings.Join(tests, "\n"), ParentID: e.ID, TaskID: e.TaskID, CreatedAt: a.now(), Payload: body}
+	if _, err := a.store.AppendEvent(r.Context(), retry); err != nil {
+		a.log.Error("storing a test.retry event", "task_id", e.TaskID, "error", err)
+	}
+}
+
+// fileBug starts the document's bug task for a test that failed
+// BugAfter times: on the original task's repository and branch, waiting
+// for an admin to approve its plan.
+func (a *API) fileBug(r *http.Request, e ssot.MeshEvent, suite, test, message string) (string, error) {
+	if a.tasks == nil {
+		return "", fmt.Errorf("no way to the task workflows")
+	}
+	orig, err := a.store.Task(r.Context(), e.TaskID)
+	if err != nil {
+		return "", err
+	}
+	var st struct {
+		Repo   string `json:"repo"`
+		Branch string `json:"branch"`
+	}
+	if err := json.Unmarshal(orig.State, &st); err != nil {
+		return "", fmt.Errorf("reading task %s: %w", e.TaskID, err)
+	}
+	goal := "Fix flaky test: " + test
+	desc := fmt.Sprintf("Test failed %d times with: %s", BugAfter, truncate(message, 500))
+	plan := amp.TaskDispatch{
+		Description: goal + ". " + desc, Repo: st.Repo, Branch: st.Branch, RiskLevel: amp.RiskLow,
+		Subtasks:           []amp.Subtask{{SubtaskID: "S1", Description: goal + " (" + suite + ")", EstimatedLines: 20}},
+		AcceptanceCriteria: []string{fmt.Sprintf("%s in %s passes %d runs in a row", test, suite, BugAfter)},
+		TechConstraints: map[string]any{"original_task_id": e.TaskID, "failure_count": BugAfter, "test_suite": suite,
+			"priority": 2, "test_result": e.ID},
+	}
+	in := task.Input{Plan: plan, Handling: task.HandlingAdmin, Coordinator: Sender,
+		RequestKey: workflows.RequestKey(Sender, "bug:"+e.TaskID+":"+suite+":"+test)}
+	return a.tasks.StartNext(r.Context(), in, a.now().Year())
+}

@@ -1,0 +1,73 @@
+package repomesh
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/ampflow/ampflow/activities/ssot"
+	"github.com/ampflow/ampflow/amp/task"
+)
+
+func TestTestResultRetriesThenBugTask(t *testing.T) {
+	h := newHarness(t)
+	ctx := context.Background()
+	if _, err := h.store.Save(ctx, "T-2026-001", nil, &ssot.TaskState{TaskID: "T-2026-001", Rev: 1, Status: "in_progress",
+		State: json.RawMessage(`{"repo":"/src/app","branch":"feature/login"}`), StartedAt: time.Now(), UpdatedAt: time.Now()}); err != nil {
+		t.Fatal(err)
+	}
+	result := func(i int, failing ...string) string {
+		var fs []string
+		for _, f := range failing {
+			fs = append(fs, fmt.Sprintf(`{"test":%q,"error":"timeout","message":"Expected 401, got timeout after 30s"}`, f))
+		}
+		return fmt.Sprintf(`{"id":"R%d","type":"test.result","severity":"info","payload":{"task_id":"T-2026-001","suite_name":"e2e/auth",
+			"passed":15,"failed":%d,"skipped":0,"duration_ms":4521,"failures":[%s]}}`, i, len(failing), strings.Join(fs, ","))
+	}
+	var waits []int64
+	for i := 1; i <= 4; i++ {
+		failing := []string{"login_with_invalid_credentials"}
+		if i == 2 {
+			failing = append(failing, "password_reset_flow")
+		}
+		h.do(t, "POST", "/v1/events", bobToken, result(i, failing...)).want(t, 201, nil)
+		// a retried post changes nothing
+		h.do(t, "POST", "/v1/events", bobToken, result(i, failing...)).want(t, 201, nil)
+		e, err := h.store.Event(ctx, fmt.Sprintf("retry-R%d", i))
+		if i == 4 {
+			if err == nil {
+				t.Fatalf("a retry after the schedule's last: %s", e.Payload)
+			}
+			continue
+		}
+		if err != nil || e.Type != TypeTestRetry || e.To != "bob" {
+			t.Fatalf("retry %d: %+v %v", i, e, err)
+		}
+		var p struct {
+			RetryAfterMS int64             `json:"retry_after_ms"`
+			Attempt      int               `json:"attempt"`
+			Tests        []string          `json:"tests"`
+			Bugs         map[string]string `json:"bug_tasks"`
+		}
+		json.Unmarshal(e.Payload, &p)
+		waits = append(waits, p.RetryAfterMS)
+		if p.Attempt != i+1 || (i == 3) != (p.Bugs["login_with_invalid_credentials"] != "") {
+			t.Errorf("retry %d: %s", i, e.Payload)
+		}
+	}
+	if fmt.Sprint(waits) != "[1000 2000 4000]" {
+		t.Fatalf("back-offs %v, want the document's 1s, 2s, 4s", waits)
+	}
+	if len(h.tasks.started) != 1 {
+		t.Fatalf("bug tasks started %d, want 1 (the third failure of one test)", len(h.tasks.started))
+	}
+	in := h.tasks.started[0]
+	if in.Handling != task.HandlingAdmin || in.Plan.Repo != "/src/app" || in.Plan.Branch != "feature/login" ||
+		!strings.HasPrefix(in.Plan.Description, "Fix flaky test: login_with_invalid_credentials") ||
+		in.Plan.TechConstraints["original_task_id"] != "T-2026-001" || in.Plan.TechConstraints["failure_count"] != BugAfter || in.RequestKey == "" {
+		t.Fatalf("bug task %+v", in)
+	}
+}

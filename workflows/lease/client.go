@@ -1,0 +1,137 @@
+package lease
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	enumspb "go.temporal.io/api/enums/v1"
+	"go.temporal.io/api/serviceerror"
+	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/temporal"
+)
+
+// Client is the way in to lease workflows for the API and the CLI.
+type Client struct {
+	Temporal  client.Client
+	TaskQueue string
+	// Wait bounds each call; zero is 15s.
+	Wait time.Duration
+}
+
+// RefusedError is a request the lease workflow refused: Type is ErrNotHeld,
+// ErrNotHolder or ErrInvalid.
+type RefusedError struct {
+	Type    string
+	Message string
+}
+
+func (e *RefusedError) Error() string { return e.Message }
+
+func (c *Client) wait() time.Duration {
+	if c.Wait > 0 {
+		return c.Wait
+	}
+	return 15 * time.Second
+}
+
+// acquireAttempts bounds the tries of an acquire that meets a workflow
+// ending as it arrives (the key's previous run lingering out).
+const acquireAttempts = 3
+
+// Acquire takes key for req.AgentID, starting the key's workflow when
+// none runs: update-with-start makes the start and the acquire one step,
+// so of two callers racing for a free key exactly one gets it. The other
+// gets a Conflict.
+func (c *Client) Acquire(ctx context.Context, key string, req AcquireRequest) (AcquireResult, error) {
+	if err := CheckKey(key); err != nil {
+		return AcquireResult{}, &RefusedError{ErrInvalid, err.Error()}
+	}
+	ctx, cancel := context.WithTimeout(ctx, c.wait())
+	defer cancel()
+	var err error
+	for range acquireAttempts {
+		var out AcquireResult
+		start := c.Temporal.NewWithStartWorkflowOperation(client.StartWorkflowOptions{
+			ID:                       WorkflowID(key),
+			TaskQueue:                c.TaskQueue,
+			WorkflowIDConflictPolicy: enumspb.WORKFLOW_ID_CONFLICT_POLICY_USE_EXISTING,
+			WorkflowIDReusePolicy:    enumspb.WORKFLOW_ID_REUSE_POLICY_ALLOW_DUPLICATE,
+		}, WorkflowType, Input{ResourceKey: key})
+		var h client.WorkflowUpdateHandle
+		h, err = c.Temporal.UpdateWithStartWorkflow(ctx, client.UpdateWithStartWorkflowOptions{
+			StartWorkflowOperation: start,
+			UpdateOptions: client.UpdateWorkflowOptions{
+				UpdateName:   UpdateAcquire,
+				Args:         []any{req},
+				WaitForStage: client.WorkflowUpdateStageCompleted,
+			},
+		})
+		if err == nil {
+			err = h.Get(ctx, &out)
+		}
+		if err == nil {
+			return out, nil
+		}
+		if refused := refusedOf(err); refused != nil {
+			return AcquireResult{}, refused
+		}
+		if ctx.Err() != nil {
+			break
+		}
+	}
+	return AcquireResult{}, fmt.Errorf("acquiring %s for %s: %w", key, req.AgentID, err)
+}
+
+// Renew is the holder's heartbeat.
+func (c *Client) Renew(ctx context.Context, req RenewRequest) (Lease, error) {
+	var out Lease
+	return out, c.update(ctx, req.LeaseID, UpdateRenew, req, &out)
+}
+
+// Release ends a lease.
+func (c *Client) Release(ctx context.Context, req ReleaseRequest) (Lease, error) {
+	var out Lease
+	return out, c.update(ctx, req.LeaseID, UpdateRelease, req, &out)
+}
+
+func (c *Client) update(ctx context.Context, leaseID, name string, arg, out any) error {
+	key, err := KeyOf(leaseID)
+	if err != nil {
+		return &RefusedError{ErrNotHeld, err.Error()}
+	}
+	ctx, cancel := context.WithTimeout(ctx, c.wait())
+	defer cancel()
+	h, err := c.Temporal.UpdateWorkflow(ctx, client.UpdateWorkflowOptions{
+		WorkflowID:   WorkflowID(key),
+		UpdateName:   name,
+		Args:         []any{arg},
+		WaitForStage: client.WorkflowUpdateStageCompleted,
+	})
+	if err == nil {
+		err = h.Get(ctx, out)
+	}
+	if err == nil {
+		return nil
+	}
+	if refused := refusedOf(err); refused != nil {
+		return refused
+	}
+	var nf *serviceerror.NotFound
+	if errors.As(err, &nf) {
+		return &RefusedError{ErrNotHeld, fmt.Sprintf("lease %s is not held", leaseID)}
+	}
+	return fmt.Errorf("%s of lease %s: %w", name, leaseID, err)
+}
+
+func refusedOf(err error) *RefusedError {
+	var app *temporal.ApplicationError
+	if errors.As(err, &app) {
+		switch app.Type() {
+		case ErrNotHeld, ErrNotHolder, ErrInvalid:
+			return &RefusedError{app.Type(), app.Message()}
+		}
+	}
+	return nil
+}

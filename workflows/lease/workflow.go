@@ -1,0 +1,258 @@
+package lease
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"time"
+
+	"go.temporal.io/sdk/temporal"
+	"go.temporal.io/sdk/workflow"
+)
+
+type leaseWF struct {
+	key     string
+	cur     *Lease
+	version int64
+	last    *Lease
+}
+
+// Workflow holds one resource key for one agent until its lease is
+// released or expires, and then ends.
+func Workflow(ctx workflow.Context, in Input) (Result, error) {
+	if err := CheckKey(in.ResourceKey); err != nil {
+		return Result{}, temporal.NewNonRetryableApplicationError(err.Error(), ErrInvalid, nil)
+	}
+	l := &leaseWF{key: in.ResourceKey}
+	if in.Carried != nil {
+		l.cur, l.version = in.Carried.Current, in.Carried.Version
+	}
+	if err := l.setup(ctx); err != nil {
+		return Result{}, err
+	}
+	return l.run(ctx)
+}
+
+func (l *leaseWF) setup(ctx workflow.Context) error {
+	if err := workflow.SetQueryHandler(ctx, QueryState, func() (Lease, error) {
+		if l.cur != nil {
+			return *l.cur, nil
+		}
+		if l.last != nil {
+			return *l.last, nil
+		}
+		return Lease{ResourceKey: l.key, State: StateReleased}, nil
+	}); err != nil {
+		return fmt.Errorf("registering %s: %w", QueryState, err)
+	}
+	if err := workflow.SetUpdateHandlerWithOptions(ctx, UpdateAcquire, l.acquire,
+		workflow.UpdateHandlerOptions{Validator: l.validateAcquire}); err != nil {
+		return fmt.Errorf("registering %s: %w", UpdateAcquire, err)
+	}
+	if err := workflow.SetUpdateHandlerWithOptions(ctx, UpdateRenew, l.renew,
+		workflow.UpdateHandlerOptions{Validator: l.validateRenew}); err != nil {
+		return fmt.Errorf("registering %s: %w", UpdateRenew, err)
+	}
+	if err := workflow.SetUpdateHandlerWithOptions(ctx, UpdateRelease, l.release,
+		workflow.UpdateHandlerOptions{Validator: l.validateRelease}); err != nil {
+		return fmt.Errorf("registering %s: %w", UpdateRelease, err)
+	}
+	return nil
+}
+
+func (l *leaseWF) run(ctx workflow.Context) (Result, error) {
+	for {
+		if l.cur == nil {
+			// Free: the run ends once its handlers are done, and the next
+			// acquire starts a new run (an acquire meeting the run as it
+			// ends is retried by Client.Acquire). A free key costs the
+			// server nothing.
+			if err := workflow.Await(ctx, func() bool { return workflow.AllHandlersFinished(ctx) }); err != nil {
+				return Result{}, err
+			}
+			if l.cur == nil {
+				return Result{Last: l.last}, nil
+			}
+			continue
+		}
+		if workflow.GetInfo(ctx).GetContinueAsNewSuggested() {
+			if err := workflow.Await(ctx, func() bool { return workflow.AllHandlersFinished(ctx) }); err != nil {
+				return Result{}, err
+			}
+			return Result{}, workflow.NewContinueAsNewError(ctx, WorkflowType,
+				Input{ResourceKey: l.key, Carried: &Carried{Current: l.cur, Version: l.version}})
+		}
+		// A durable timer to the expiry; any change (a renewal, a release)
+		// wakes the loop to set it again.
+		v := l.version
+		wait := l.cur.ExpiresAt.Sub(workflow.Now(ctx))
+		if wait > 0 {
+			changed, err := waitUntil(ctx, wait, func() bool { return l.version != v })
+			if err != nil {
+				return Result{}, err
+			}
+			if changed {
+				continue
+			}
+		}
+		if l.cur != nil && !workflow.Now(ctx).Before(l.cur.ExpiresAt) {
+			// The key is free whether or not the record is written; the
+			// failure is logged and the workflow carries on.
+			if err := l.end(ctx, ReasonExpired, StateExpired, EventAutoReleased); err != nil {
+				workflow.GetLogger(ctx).Error("recording an auto-release", "resource_key", l.key, "error", err)
+			}
+		}
+	}
+}
+
+// waitUntil waits for cond or for d, and cancels its timer when cond
+// comes first (workflow.AwaitWithTimeout leaves it to fire): a renewal
+// replaces the lease's timer rather than adding one, so the server holds
+// one timer per lease. Measured on the dev server, a stale timer firing
+// just before the one that counts delayed that one by a second.
+func waitUntil(ctx workflow.Context, d time.Duration, cond func() bool) (bool, error) {
+	tctx, cancel := workflow.WithCancel(ctx)
+	defer cancel()
+	timer := workflow.NewTimer(tctx, d)
+	if err := workflow.Await(ctx, func() bool { return cond() || timer.IsReady() }); err != nil {
+		return false, err
+	}
+	return cond(), nil
+}
+
+func (l *leaseWF) validateAcquire(req AcquireRequest) error {
+	if err := CheckAgent(req.AgentID); err != nil {
+		return temporal.NewNonRetryableApplicationError(err.Error(), ErrInvalid, nil)
+	}
+	if err := CheckTTL("ttl_seconds", req.TTLSeconds); err != nil {
+		return temporal.NewNonRetryableApplicationError(err.Error(), ErrInvalid, nil)
+	}
+	return nil
+}
+
+func (l *leaseWF) acquire(ctx workflow.Context, req AcquireRequest) (AcquireResult, error) {
+	now := workflow.Now(ctx)
+	if l.cur != nil && l.cur.AgentID != req.AgentID {
+		return AcquireResult{Conflict: &Conflict{
+			Holder: l.cur.AgentID, LeaseID: l.cur.LeaseID,
+			RetryAfterMS: max(0, l.cur.ExpiresAt.Sub(now).Milliseconds()),
+		}}, nil
+	}
+	ttl := time.Duration(req.TTLSeconds) * time.Second
+	event := EventRenewed
+	if l.cur == nil {
+		var nonce string
+		if err := workflow.SideEffect(ctx, func(workflow.Context) any {
+			b := make([]byte, 8)
+			_, _ = rand.Read(b)
+			return hex.EncodeToString(b)
+		}).Get(&nonce); err != nil {
+			return AcquireResult{}, err
+		}
+		l.cur = &Lease{LeaseID: NewLeaseID(l.key, nonce), ResourceKey: l.key, AgentID: req.AgentID,
+			State: StateActive, AcquiredAt: now, AutoRelease: true}
+		event = EventAcquired
+	}
+	l.cur.TTLSeconds = req.TTLSeconds
+	l.cur.LastHeartbeat = now
+	l.cur.ExpiresAt = now.Add(ttl)
+	out := l.bump()
+	if err := l.record(ctx, out, event, false); err != nil {
+		return AcquireResult{}, err
+	}
+	return AcquireResult{Lease: &out}, nil
+}
+
+func (l *leaseWF) validateRenew(req RenewRequest) error {
+	if err := CheckTTL("ttl", req.TTLSeconds); err != nil {
+		return temporal.NewNonRetryableApplicationError(err.Error(), ErrInvalid, nil)
+	}
+	return l.held(req.LeaseID, req.AgentID, false)
+}
+
+func (l *leaseWF) renew(ctx workflow.Context, req RenewRequest) (Lease, error) {
+	if err := l.held(req.LeaseID, req.AgentID, false); err != nil {
+		return Lease{}, err
+	}
+	now := workflow.Now(ctx)
+	l.cur.TTLSeconds = req.TTLSeconds
+	l.cur.LastHeartbeat = now
+	l.cur.ExpiresAt = now.Add(time.Duration(req.TTLSeconds) * time.Second)
+	out := l.bump()
+	return out, l.record(ctx, out, EventRenewed, false)
+}
+
+func (l *leaseWF) validateRelease(req ReleaseRequest) error {
+	switch req.Reason {
+	case "", ReasonReleased, ReasonAdmin, ReasonAgentInactive, ReasonAgentRecovered, ReasonTaskEnded:
+	default:
+		return temporal.NewNonRetryableApplicationError("reason: unknown "+req.Reason, ErrInvalid, nil)
+	}
+	return l.held(req.LeaseID, req.AgentID, req.Admin)
+}
+
+func (l *leaseWF) release(ctx workflow.Context, req ReleaseRequest) (Lease, error) {
+	if err := l.held(req.LeaseID, req.AgentID, req.Admin); err != nil {
+		return Lease{}, err
+	}
+	reason, event := req.Reason, EventAutoReleased
+	switch {
+	case reason == "" && req.Admin && req.AgentID != l.cur.AgentID:
+		reason, event = ReasonAdmin, EventReleased
+	case reason == "" || reason == ReasonReleased:
+		reason, event = ReasonReleased, EventReleased
+	case reason == ReasonAdmin:
+		event = EventReleased
+	}
+	if err := l.end(ctx, reason, StateReleased, event); err != nil {
+		return Lease{}, err
+	}
+	return *l.last, nil
+}
+
+// held refuses a request for a lease that is not the current one or, unless
+// admin, not agent's.
+func (l *leaseWF) held(leaseID, agent string, admin bool) error {
+	if l.cur == nil || l.cur.LeaseID != leaseID {
+		return temporal.NewNonRetryableApplicationError(fmt.Sprintf("lease %s is not held", leaseID), ErrNotHeld, nil)
+	}
+	if !admin && l.cur.AgentID != agent {
+		return temporal.NewNonRetryableApplicationError(
+			fmt.Sprintf("lease %s is held by %s, not %s", leaseID, l.cur.AgentID, agent), ErrNotHolder, nil)
+	}
+	return nil
+}
+
+// end frees the key: the lease is kept as last with its reason, and the
+// holder is told unless it released the lease itself.
+func (l *leaseWF) end(ctx workflow.Context, reason, state, event string) error {
+	l.cur.State = state
+	l.cur.Reason = reason
+	l.cur.ReleasedAt = workflow.Now(ctx)
+	out := l.bump()
+	l.last, l.cur = &out, nil
+	return l.record(ctx, out, event, reason != ReasonReleased)
+}
+
+func (l *leaseWF) bump() Lease {
+	l.version++
+	l.cur.Version = l.version
+	return *l.cur
+}
+
+// record writes a change as a local activity: in the same workflow task,
+// with no round trip through the server, so an acquire is answered after
+// one workflow task and the server's work per lease stays small with
+// thousands held.
+func (l *leaseWF) record(ctx workflow.Context, ls Lease, event string, notify bool) error {
+	lctx := workflow.WithLocalActivityOptions(ctx, workflow.LocalActivityOptions{
+		StartToCloseTimeout:    10 * time.Second,
+		ScheduleToCloseTimeout: 2 * time.Minute,
+		RetryPolicy:            &temporal.RetryPolicy{InitialInterval: 200 * time.Millisecond, MaximumInterval: 5 * time.Second},
+	})
+	ch := Change{Lease: ls, Event: event, Notify: notify, EventID: fmt.Sprintf("%s-v%d", ls.LeaseID, ls.Version)}
+	if err := workflow.ExecuteLocalActivity(lctx, ActivityChanged, ch).Get(ctx, nil); err != nil {
+		return fmt.Errorf("recording %s of lease %s: %w", event, ls.LeaseID, err)
+	}
+	return nil
+}
