@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/ampflow/ampflow/activities"
 	"github.com/ampflow/ampflow/activities/ssot"
 )
 
@@ -173,7 +174,7 @@ func (p agentsPanel) Table(ctx context.Context) (Table, error) {
 		return Table{}, fmt.Errorf("reading the mesh: %w", err)
 	}
 	for _, e := range evs {
-		if e.From == "" {
+		if e.From == "" || e.From == activities.MeshSender { // the system's notices
 			continue
 		}
 		if a := of(e.From); e.CreatedAt.After(a.said) {

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ampflow/ampflow/activities"
 	"github.com/ampflow/ampflow/activities/ssot"
 )
 
@@ -144,6 +145,7 @@ func TestAgentsPanel(t *testing.T) {
 	seedLease(t, f.db, "Labc.cmVwby9hcHA", "repo/app", "codex", leaseActive, t0.Add(30*time.Minute))
 	seedLease(t, f.db, "Lold.b2xk", "old", "codex", "released", t0)
 	seedChat(t, f.db, "E1", "", "claude", "codex", "Schema", "who owns it?", t0)
+	seedChat(t, f.db, "E2", "", activities.MeshSender, "codex", "Lease released: old", "Your lease was released", t0)
 	for i, cost := range []float64{0.25, 0.5} {
 		g := ssot.GateRow{GateID: "g-" + string(rune('1'+i)), Kind: "llm_call", AgentID: "codex", Status: "approved", CostUSD: cost,
 			ReceivedAt: t0.Add(time.Duration(i) * time.Minute), Callback: "none", Body: []byte(`{}`)}
@@ -157,10 +159,13 @@ func TestAgentsPanel(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, page := c.do("GET", "/agents", nil, nil)
-	for _, want := range []string{">claude<", ">codex<", "1 lease(s): repo/app", "0.7500 (2 signal(s))", "no lease held",
+	for _, want := range []string{`data-label="Agent">claude<`, `data-label="Agent">codex<`, "1 lease(s): repo/app", "0.7500 (2 signal(s))", "no lease held",
 		`datetime="` + t0.Add(30*time.Minute).UTC().Format(time.RFC3339) + `"`} {
 		if !strings.Contains(page, want) {
 			t.Errorf("the agents page lacks %q", want)
 		}
+	}
+	if strings.Contains(page, `data-label="Agent">`+activities.MeshSender+"<") {
+		t.Errorf("the agents page lists the system's notices' sender %s as an agent", activities.MeshSender)
 	}
 }

@@ -18,6 +18,7 @@ import (
 	"github.com/ampflow/ampflow/amp"
 	"github.com/ampflow/ampflow/amp/decision"
 	"github.com/ampflow/ampflow/amp/task"
+	"github.com/ampflow/ampflow/integrations/repomesh"
 )
 
 // TestDashboardBrowser drives the dashboard of a real `ampflow dev` in
@@ -25,7 +26,9 @@ import (
 // pending plan approvals, approve one and watch the task's status change
 // on another tab without a reload, see a decision taken on the CLI leave
 // with who took it, find every record of the task on its timeline, and
-// open a record's body, git's diff of a result and a record's own page.
+// open a record's body, git's diff of a result and a record's own page,
+// see the leases, agents and mesh conversation of two agents and release
+// a lease.
 // A non-admin token sees no buttons; a form posted from another site, and
 // one posted from the dashboard's own origin without the session's CSRF
 // token, are refused. Each page is photographed at desktop and phone
@@ -190,11 +193,75 @@ func TestDashboardBrowser(t *testing.T) {
 		`document.querySelector(".record-body pre").textContent.includes(`+jsString(result.Result().CommitHash)+`)`)
 	ana.checkLabels("record")
 	ana.shoot(shots, "record")
-	for _, page := range []string{"gates", "leases", "agents", "mesh"} {
-		ana.open(base + "/" + page)
-		ana.until("the "+page+" page's empty state", 10*time.Second, `document.querySelector("main .empty")`)
-		ana.shoot(shots, page)
+	ana.open(base + "/gates")
+	ana.until("the gates page's empty state", 10*time.Second, `document.querySelector("main .empty")`)
+	ana.shoot(shots, "gates")
+
+	// Leases, Agents and Mesh: codex and the planner each hold a lease
+	// and talk in a thread.
+	codexAPI := api{t: t, base: base, token: "tok-exec"}
+	planner := api{t: t, base: base, token: "tok-plan"}
+	var held, docs repomesh.Lease
+	if code := codexAPI.do("POST", "/v1/leases", map[string]any{"resource_key": "repo:app:main", "ttl_seconds": 600}, &held); code != 201 {
+		t.Fatalf("codex's lease: %d", code)
 	}
+	if code := planner.do("POST", "/v1/leases", map[string]any{"resource_key": "repo:docs:main", "ttl_seconds": 600}, &docs); code != 201 {
+		t.Fatalf("the planner's lease: %d", code)
+	}
+	chat := func(c api, from, to, subject, content, parent string) repomesh.Event {
+		payload := map[string]any{"from": from, "from_id": from, "to": to, "subject": subject, "content": content,
+			"timestamp": time.Now().UTC().Format(time.RFC3339)}
+		if parent != "" {
+			payload["parent_message_id"] = parent
+		}
+		var e repomesh.Event
+		if code := c.do("POST", "/v1/events", map[string]any{"type": "agent.chat", "severity": "info", "payload": payload}, &e); code != 201 {
+			t.Fatalf("%s's message: %d", from, code)
+		}
+		return e
+	}
+	root := chat(codexAPI, "codex", "planner", "Schema", "Who owns the users table?", "")
+	chat(planner, "planner", "codex", "Re: Schema", "You do; ask before migrating.", root.ID)
+
+	rowOf := func(key string) string {
+		return `Array.from(document.querySelectorAll("table.panel tbody tr")).find(r => r.cells[0].textContent === ` + jsString(key) + `)`
+	}
+	ana.open(base + "/leases")
+	ana.until("both leases on the leases page", 10*time.Second, rowOf("repo:app:main")+` && `+rowOf("repo:docs:main"))
+	if text := evalIn[string](ana, rowOf("repo:app:main")+".innerText"); !strings.Contains(text, "codex") || !strings.Contains(text, "in 10 minutes") ||
+		!strings.Contains(text, held.LeaseID) {
+		t.Errorf("codex's lease row reads %q; want its holder, its lease id and that it expires in 10 minutes", text)
+	}
+	ana.checkLabels("leases")
+	ana.shoot(shots, "leases")
+	ana.do("releasing the planner's lease", chromedp.Click(`button[aria-label="Release repo:docs:main held by planner"]`))
+	ana.until("the release's flash, the lease gone", 15*time.Second, `location.pathname === "/leases" && document.getElementById("flash") && `+
+		`document.getElementById("flash").textContent.includes("Released `+docs.LeaseID+`") && !`+rowOf("repo:docs:main"))
+	var after repomesh.LeaseList
+	if code := planner.do("GET", "/v1/leases?agent_id=planner&limit=1", nil, &after); code != 200 || len(after.Leases) != 1 ||
+		after.Leases[0].LeaseID != docs.LeaseID || after.Leases[0].State != "released" || after.Leases[0].Reason != "admin" {
+		t.Errorf("the lease released on the dashboard: %d %+v; want it released by an admin", code, after.Leases)
+	}
+
+	ana.open(base + "/agents")
+	ana.until("codex and the planner on the agents page", 10*time.Second, rowOf("codex")+` && `+rowOf("planner"))
+	if text := evalIn[string](ana, rowOf("codex")+".innerText"); !strings.Contains(text, "1 lease(s): repo:app:main") || !strings.Contains(text, "ago") {
+		t.Errorf("codex's row on the agents page reads %q; want its lease and when it last beat", text)
+	}
+	if text := evalIn[string](ana, rowOf("planner")+".innerText"); !strings.Contains(text, "no lease held") {
+		t.Errorf("the planner's row on the agents page reads %q; want no lease after the release", text)
+	}
+	if evalIn[bool](ana, "!!"+rowOf("ampflow")) {
+		t.Error("the agents page lists ampflow, the sender of the system's notices, as an agent")
+	}
+	ana.checkLabels("agents")
+	ana.shoot(shots, "agents")
+
+	ana.open(base + "/mesh")
+	ana.until("the thread on the mesh page", 10*time.Second, `(() => { const t = document.querySelector("table.panel tbody").innerText; `+
+		`const q = t.indexOf("Who owns the users table?"), a = t.indexOf("You do; ask before migrating."); return q >= 0 && a > q && t.includes("↳ `+root.ID+`"); })()`)
+	ana.checkLabels("mesh")
+	ana.shoot(shots, "mesh")
 
 	// A token of another role reads, without a single button to decide.
 	codex := b.session()
@@ -208,6 +275,11 @@ func TestDashboardBrowser(t *testing.T) {
 	codex.until("the open task as codex", 10*time.Second, card(d3))
 	if n := evalIn[int](codex, `document.querySelectorAll("main button, main form[method=post]").length`); n != 0 {
 		t.Errorf("codex (executor) sees %d buttons or forms on the task page", n)
+	}
+	codex.open(base + "/leases")
+	codex.until("the leases page as codex", 10*time.Second, rowOf("repo:app:main"))
+	if n := evalIn[int](codex, `document.querySelectorAll("main button, main form[method=post]").length`); n != 0 {
+		t.Errorf("codex (executor) sees %d buttons or forms on the leases page", n)
 	}
 
 	// A script on the dashboard's own origin posts a decision with ana's
