@@ -128,11 +128,14 @@ func (r *run) play(ctx context.Context) (Summary, error) {
 		return Summary{}, err
 	}
 	sum := Summary{TaskID: r.taskID, Repo: r.repo.dir}
-	dispatch, err := r.executorTakes(ctx, "the task_dispatch in the executor's inbox")
+	dispatch, err := r.awaitMessage(ctx, "the task_dispatch in the executor's inbox", amp.RoleExecutor, amp.TypeTaskDispatch)
 	if err != nil {
 		return sum, err
 	}
 	r.planApproved(ctx)
+	if err := r.ack(ctx, amp.RoleExecutor, dispatch); err != nil {
+		return sum, err
+	}
 	if err := r.executorDelivers(ctx, dispatch, firstScript, "Add hello.sh", 1); err != nil {
 		return sum, err
 	}

@@ -338,8 +338,9 @@ func TestRunWaitsForPlanApproval(t *testing.T) {
 				t.Errorf("the demo calls an admin's approval automatic:\n%s", text)
 			}
 			started, waits, approved := strings.Index(text, "started T-2026-007"), strings.Index(text, waiting), strings.Index(text, "plan approved (by ana on dashboard)")
-			if started < 0 || waits < started || approved < waits {
-				t.Errorf("want started, waiting, approved by ana in that order:\n%s", text)
+			ack := strings.Index(text, "executor    ACK")
+			if started < 0 || waits < started || approved < waits || ack < approved {
+				t.Errorf("want started, waiting, approved by ana, the executor's ACK in that order:\n%s", text)
 			}
 		})
 	}
