@@ -169,3 +169,37 @@ func TestAgentsPanel(t *testing.T) {
 		t.Errorf("the agents page lists the system's notices' sender %s as an agent", activities.MeshSender)
 	}
 }
+
+// TestWatchPublishesMesh tells open pages of a new mesh message and of a
+// lease change, so the Leases, Agents and Mesh pages refresh.
+func TestWatchPublishesMesh(t *testing.T) {
+	f := newFixture(t, testTokens)
+	watching(t, f.srv)
+	sub, _, _ := f.srv.hub.subscribe("")
+	defer f.srv.hub.unsubscribe(sub)
+	next := func(what string) string {
+		t.Helper()
+		deadline := time.After(time.Second)
+		for {
+			select {
+			case e := <-sub.ch:
+				if e.Type == EventMesh {
+					return string(e.Data)
+				}
+			case <-deadline:
+				t.Fatalf("no %s event within 1s of %s", EventMesh, what)
+			}
+		}
+	}
+	seedChat(t, f.db, "E1", "", "codex", "claude", "Schema", "who owns it?", t0)
+	first := next("a message")
+	seedLease(t, f.db, "Labc.cmVwby9hcHA", "repo/app", "codex", leaseActive, t0)
+	if err := f.db.RecordLease(context.Background(), ssot.MeshLease{LeaseID: "Labc.cmVwby9hcHA", ResourceKey: "repo/app", AgentID: "codex",
+		State: leaseActive, TTLSeconds: 300, AcquiredAt: t0, ExpiresAt: t0.Add(10 * time.Minute), LastHeartbeat: t0, Version: 2},
+		[]ssot.MeshEvent{{ID: "Labc-v2", Type: "lock.renewed", To: "codex", CreatedAt: t0}}); err != nil {
+		t.Fatal(err)
+	}
+	if second := next("a renewal"); second == first {
+		t.Errorf("the renewal's event %s is the message's", second)
+	}
+}

@@ -234,6 +234,14 @@ func TestDashboardBrowser(t *testing.T) {
 	}
 	ana.checkLabels("leases")
 	ana.shoot(shots, "leases")
+	// A lease taken while the page is open shows up without a reload.
+	ana.until("the live stream on the leases page", 10*time.Second, `document.getElementById("live").dataset.state === "live"`)
+	evalIn[bool](ana, "window.__sameDocument = true")
+	if code := codexAPI.do("POST", "/v1/leases", map[string]any{"resource_key": "repo:web:main", "ttl_seconds": 600}, &repomesh.Lease{}); code != 201 {
+		t.Fatalf("codex's second lease: %d", code)
+	}
+	took = ana.until("the new lease on the open leases page", 10*time.Second, rowOf("repo:web:main")+` && window.__sameDocument === true`)
+	t.Logf("the leases page showed a new lease %v after it was taken", took)
 	ana.do("releasing the planner's lease", chromedp.Click(`button[aria-label="Release repo:docs:main held by planner"]`))
 	ana.until("the release's flash, the lease gone", 15*time.Second, `location.pathname === "/leases" && document.getElementById("flash") && `+
 		`document.getElementById("flash").textContent.includes("Released `+docs.LeaseID+`") && !`+rowOf("repo:docs:main"))
@@ -245,7 +253,7 @@ func TestDashboardBrowser(t *testing.T) {
 
 	ana.open(base + "/agents")
 	ana.until("codex and the planner on the agents page", 10*time.Second, rowOf("codex")+` && `+rowOf("planner"))
-	if text := evalIn[string](ana, rowOf("codex")+".innerText"); !strings.Contains(text, "1 lease(s): repo:app:main") || !strings.Contains(text, "ago") {
+	if text := evalIn[string](ana, rowOf("codex")+".innerText"); !strings.Contains(text, "2 lease(s): repo:app:main, repo:web:main") || !strings.Contains(text, "ago") {
 		t.Errorf("codex's row on the agents page reads %q; want its lease and when it last beat", text)
 	}
 	if text := evalIn[string](ana, rowOf("planner")+".innerText"); !strings.Contains(text, "no lease held") {
@@ -262,6 +270,13 @@ func TestDashboardBrowser(t *testing.T) {
 		`const q = t.indexOf("Who owns the users table?"), a = t.indexOf("You do; ask before migrating."); return q >= 0 && a > q && t.includes("↳ `+root.ID+`"); })()`)
 	ana.checkLabels("mesh")
 	ana.shoot(shots, "mesh")
+	// A reply sent while the page is open joins its thread without a reload.
+	ana.until("the live stream on the mesh page", 10*time.Second, `document.getElementById("live").dataset.state === "live"`)
+	evalIn[bool](ana, "window.__sameDocument = true")
+	chat(codexAPI, "codex", "planner", "Re: Schema", "Thanks, I will ask first.", root.ID)
+	took = ana.until("the new reply on the open mesh page", 10*time.Second, `(() => { const t = document.querySelector("table.panel tbody").innerText; `+
+		`const a = t.indexOf("You do; ask before migrating."), b = t.indexOf("Thanks, I will ask first."); return a >= 0 && b > a && window.__sameDocument === true; })()`)
+	t.Logf("the mesh page showed a new reply %v after it was sent", took)
 
 	// A token of another role reads, without a single button to decide.
 	codex := b.session()
