@@ -171,6 +171,8 @@ func (a *AOF) moveTaskDir(taskID, status string) error {
 // appendEvent adds an event to the day's events/<YYYY-MM-DD>.jsonl
 // unless its id is there already.
 func (a *AOF) appendEvent(e ssot.AOFEvent) error {
+	aofEventsMu.Lock()
+	defer aofEventsMu.Unlock()
 	line, err := jsonLine(e)
 	if err != nil {
 		return err

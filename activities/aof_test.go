@@ -107,3 +107,29 @@ func TestSaveAOFMirror(t *testing.T) {
 		t.Error("an artifact outside the task's directory was written")
 	}
 }
+
+// TestAOFEventLogMirrors: events the API logs itself reach the store and
+// the mirror's day log, each once.
+func TestAOFEventLogMirrors(t *testing.T) {
+	dir := t.TempDir()
+	store := &fakeAOFStore{decisions: map[string]int64{}}
+	l := &AOFEventLog{Store: store, DataDir: dir}
+	at := time.Date(2026, 2, 9, 21, 0, 0, 0, time.UTC)
+	ev := ssot.AOFEvent{ID: "ev-1", TaskID: "TASK-2026-02-09-066", Type: "protocol.message.rejected", Actor: "swe-qa", At: at,
+		Payload: json.RawMessage(`{"reason":"task_not_found"}`)}
+	for range 2 {
+		if err := l.SaveAOF(context.Background(), ssot.AOFSave{Events: []ssot.AOFEvent{ev}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if len(store.saves) != 2 {
+		t.Errorf("%d saves in the store", len(store.saves))
+	}
+	b, err := os.ReadFile(filepath.Join(dir, "events", "2026-02-09.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := strings.Count(string(b), `"type":"protocol.message.rejected"`); n != 1 || !strings.Contains(string(b), `"reason":"task_not_found"`) {
+		t.Errorf("the mirror's log holds %d of the event: %s", n, b)
+	}
+}

@@ -113,11 +113,16 @@ type Auth struct {
 
 // AuthToken is one bearer token, the role it may act as and the name it acts
 // under: the by of its decisions, cancels and replans, unique and required.
-// From the environment a list of them reads "token:role:name,token:role:name".
+// ID, optional, is the agent's id in the mesh besides its name (a UUID,
+// as the RepoMesh protocol's from_id): messages to either reach its
+// inbox, and it may speak as either. Unique among the tokens' ids and
+// names. From the environment a list of them reads
+// "token:role:name,token:role:name#id".
 type AuthToken struct {
 	Token string   `mapstructure:"token"` // secret
 	Role  amp.Role `mapstructure:"role"`  // coordinator, executor, reviewer or admin
 	Name  string   `mapstructure:"name"`
+	ID    string   `mapstructure:"id"`
 }
 
 // Protocol holds the AMP/1.0 timing and loop limits.

@@ -160,6 +160,11 @@ func (c Config) validateGate(ps *problems) {
 			ps.add(fmt.Sprintf("gate.webhook_allow[%d]", i), "must be a host name or IP, or *.domain, not %q", h)
 		}
 	}
+	// A callback nobody can verify lets anyone who learns a webhook_url
+	// forge a resolution: no webhook without the secret that signs it.
+	if len(g.WebhookAllow) > 0 && strings.TrimSpace(g.WebhookSecret) == "" {
+		ps.add("gate.webhook_secret", "required when gate.webhook_allow is set (it signs each resolution callback): set AMPFLOW_GATE_WEBHOOK_SECRET")
+	}
 	ps.positive("gate.callback_for", g.CallbackFor)
 	for i, p := range g.Pricing {
 		k := fmt.Sprintf("gate.pricing[%d]", i)
@@ -170,8 +175,13 @@ func (c Config) validateGate(ps *problems) {
 			ps.add(k, "prices must not be negative")
 		}
 	}
+	budgets := map[[3]string]int{}
 	for i, b := range g.Budgets {
 		k := fmt.Sprintf("gate.budgets[%d]", i)
+		if j, dup := budgets[[3]string{b.Agent, b.Project, b.Period}]; dup {
+			ps.add(k, "has the agent, project and period of gate.budgets[%d]", j)
+		}
+		budgets[[3]string{b.Agent, b.Project, b.Period}] = i
 		if b.Agent == "" && b.Project == "" {
 			ps.add(k, "names an agent, a project or both")
 		}

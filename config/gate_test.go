@@ -20,6 +20,10 @@ func TestValidateGate(t *testing.T) {
 		{"RuleAction", func(g *Gate) { g.Rules = []GateRule{{Gate: GateAlways, Action: "("}} }, "gate.rules[0].action: is not a regular expression"},
 		{"Allow", func(g *Gate) { g.WebhookAllow = []string{"http://x"} }, "gate.webhook_allow[0]: must be a host name"},
 		{"Budget", func(g *Gate) { g.Budgets = []GateBudget{{Agent: "a", Period: "week", USD: 1}} }, "gate.budgets[0].period: must be day or month"},
+		{"AllowWithoutSecret", func(g *Gate) { g.WebhookAllow = []string{"hooks.example.com"}; g.WebhookSecret = "" }, "gate.webhook_secret: required when gate.webhook_allow is set"},
+		{"BudgetTwice", func(g *Gate) {
+			g.Budgets = []GateBudget{{Agent: "a", Period: "day", USD: 1}, {Agent: "a", Period: "day", USD: 2}}
+		}, "gate.budgets[1]: has the agent, project and period of gate.budgets[0]"},
 		{"BudgetOwner", func(g *Gate) { g.Budgets = []GateBudget{{Period: "day", USD: 1}} }, "gate.budgets[0]: names an agent"},
 	}
 	for _, tt := range tests {
@@ -73,7 +77,9 @@ func TestGateFromFile(t *testing.T) {
 	if err := os.WriteFile(f, []byte(yaml), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	c, err := LoadEnv(New(), f, nil)
+	c, err := LoadEnv(New(), f, func(k string) (string, bool) {
+		return "s3cret-value", k == "AMPFLOW_GATE_WEBHOOK_SECRET"
+	})
 	if err != nil {
 		t.Fatal(err)
 	}

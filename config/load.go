@@ -308,7 +308,8 @@ func stringToAuthTokens(f, t reflect.Type, data any) (any, error) {
 }
 
 // ParseAuthTokens parses the environment form of auth.tokens:
-// "token:role:name,token:role:name". A missing name is left for Validate
+// "token:role:name,token:role:name", a name followed by #id for a token
+// with an id ("token:role:name#id"). A missing name is left for Validate
 // to refuse, naming the token.
 func ParseAuthTokens(s string) ([]AuthToken, error) {
 	tokens := []AuthToken{}
@@ -324,6 +325,9 @@ func ParseAuthTokens(s string) ([]AuthToken, error) {
 		tok := AuthToken{Token: parts[0], Role: amp.Role(parts[1])}
 		if len(parts) == 3 {
 			tok.Name = parts[2]
+			if name, id, ok := strings.Cut(tok.Name, "#"); ok {
+				tok.Name, tok.ID = name, id
+			}
 		}
 		tokens = append(tokens, tok)
 	}

@@ -121,7 +121,7 @@ telegram:
 	if !slices.Equal(c.CI.Command.Run, []string{"go", "test", "./..."}) {
 		t.Errorf("ci.command.run = %q", c.CI.Command.Run)
 	}
-	if want := []AuthToken{{"t1", amp.RoleExecutor, "codex"}}; !reflect.DeepEqual(c.Auth.Tokens, want) {
+	if want := []AuthToken{{"t1", amp.RoleExecutor, "codex", ""}}; !reflect.DeepEqual(c.Auth.Tokens, want) {
 		t.Errorf("auth.tokens = %+v", c.Auth.Tokens)
 	}
 	if !slices.Equal(c.Telegram.Admins, []string{"42", "43"}) {
@@ -181,8 +181,8 @@ func TestEnvLists(t *testing.T) {
 }
 
 func TestEnvAuthTokens(t *testing.T) {
-	c := load(t, "", map[string]string{"AMPFLOW_AUTH_TOKENS": "abc:executor:codex, def:reviewer:claude,ghi:admin:ops:eu"})
-	want := []AuthToken{{"abc", "executor", "codex"}, {"def", "reviewer", "claude"}, {"ghi", "admin", "ops:eu"}}
+	c := load(t, "", map[string]string{"AMPFLOW_AUTH_TOKENS": "abc:executor:codex, def:reviewer:claude#28a5d3df-6104,ghi:admin:ops:eu"})
+	want := []AuthToken{{"abc", "executor", "codex", ""}, {"def", "reviewer", "claude", "28a5d3df-6104"}, {"ghi", "admin", "ops:eu", ""}}
 	if !reflect.DeepEqual(c.Auth.Tokens, want) {
 		t.Errorf("auth.tokens = %+v, want %+v", c.Auth.Tokens, want)
 	}

@@ -183,6 +183,25 @@ func (c Config) validateAuth(ps *problems) {
 			names[name] = i
 		}
 	}
+	// An id is another name of the token's agent: unique among the ids
+	// and the names.
+	ids := map[string]int{}
+	for i, t := range c.Auth.Tokens {
+		id := strings.TrimSpace(t.ID)
+		if id == "" {
+			continue
+		}
+		key := fmt.Sprintf("auth.tokens[%d].id", i)
+		if j, ok := ids[id]; ok {
+			ps.add(key, "%q is the id of auth.tokens[%d] too; ids must be unique", id, j)
+			continue
+		}
+		if j, ok := names[id]; ok && j != i {
+			ps.add(key, "%q is the name of auth.tokens[%d]; an id must not be another token's name", id, j)
+			continue
+		}
+		ids[id] = i
+	}
 	for i, a := range c.Admins {
 		if strings.TrimSpace(a) == "" {
 			ps.add(fmt.Sprintf("admins[%d]", i), "must not be empty")

@@ -55,6 +55,15 @@ func TestValidate(t *testing.T) {
 		{"TokenNameRepeated", func(c *Config) {
 			c.Auth.Tokens = []AuthToken{{Token: "t1", Role: "executor", Name: "ops"}, {Token: "t2", Role: "admin", Name: "ops"}}
 		}, []string{`auth.tokens[1].name: "ops" is the name of auth.tokens[0] too`}},
+		{"TokenIDRepeated", func(c *Config) {
+			c.Auth.Tokens = []AuthToken{{Token: "t1", Role: "executor", Name: "codex", ID: "u-1"}, {Token: "t2", Role: "reviewer", Name: "claude", ID: "u-1"}}
+		}, []string{`auth.tokens[1].id: "u-1" is the id of auth.tokens[0] too`}},
+		{"TokenIDAnothersName", func(c *Config) {
+			c.Auth.Tokens = []AuthToken{{Token: "t1", Role: "executor", Name: "codex"}, {Token: "t2", Role: "reviewer", Name: "claude", ID: "codex"}}
+		}, []string{`auth.tokens[1].id: "codex" is the name of auth.tokens[0]`}},
+		{"TokenIDs", func(c *Config) {
+			c.Auth.Tokens = []AuthToken{{Token: "t1", Role: "executor", Name: "codex", ID: "codex"}, {Token: "t2", Role: "reviewer", Name: "claude", ID: "u-2"}}
+		}, nil},
 		{"TokenNameWildcard", func(c *Config) { c.Auth.Tokens = []AuthToken{{Token: "t1", Role: "admin", Name: "*"}} }, []string{`auth.tokens[0].name: must not be "*"`}},
 		{"TokensNamed", func(c *Config) {
 			c.Auth.Tokens = []AuthToken{{Token: "t1", Role: "admin", Name: "ops"}, {Token: "t2", Role: "executor", Name: "codex"}}

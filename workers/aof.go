@@ -9,12 +9,18 @@ import (
 	aofapi "github.com/ampflow/ampflow/integrations/aof"
 	"github.com/ampflow/ampflow/integrations/httpapi"
 	"github.com/ampflow/ampflow/workflows/aof"
+	"github.com/ampflow/ampflow/workflows/lease"
 )
 
 // registerAOF registers the AOF task workflow and its activities.
 func registerAOF(w worker.Worker, o Options, parts *Parts) {
 	w.RegisterWorkflowWithOptions(aof.TaskWorkflow, aof.RegisterOptions())
 	w.RegisterActivity(&activities.AOF{Store: parts.Store, DataDir: o.Config.AOF.DataDir})
+	leases := &activities.AOFLeases{}
+	if parts.Tasks != nil && parts.Tasks.Temporal != nil {
+		leases.Leases = aofLeases{&lease.Client{Temporal: parts.Tasks.Temporal, TaskQueue: o.Config.Temporal.TaskQueue}}
+	}
+	w.RegisterActivity(leases)
 }
 
 // addAOF serves AOF/1 on the API.
@@ -23,5 +29,6 @@ func addAOF(api *httpapi.Server, o Options, parts *Parts, log *slog.Logger) {
 		return
 	}
 	tasks := &aof.Client{Temporal: parts.Tasks.Temporal, TaskQueue: o.Config.Temporal.TaskQueue}
-	aofapi.Register(api, tasks, parts.Store, log)
+	events := &activities.AOFEventLog{Store: parts.Store, DataDir: o.Config.AOF.DataDir}
+	aofapi.Register(api, tasks, parts.Store, aofapi.Options{Events: events, DataDir: o.Config.AOF.DataDir, Log: log})
 }

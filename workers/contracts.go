@@ -16,6 +16,7 @@ import (
 	"go.temporal.io/sdk/client"
 
 	"github.com/ampflow/ampflow/activities/ssot"
+	"github.com/ampflow/ampflow/config"
 	"github.com/ampflow/ampflow/integrations/amcp"
 	"github.com/ampflow/ampflow/integrations/runshift"
 	"github.com/ampflow/ampflow/workflows/contract"
@@ -37,12 +38,7 @@ func contractHandlers(o Options, parts *Parts, log *slog.Logger) (*amcp.Handlers
 	if err != nil {
 		return nil, fmt.Errorf("gate.primitives: %w", err)
 	}
-	secret := cfg.ContractSecret(os.LookupEnv)
-	if secret == "" && o.ContractSecretFile != "" {
-		if secret, err = keptSecret(o.ContractSecretFile); err != nil {
-			return nil, fmt.Errorf("gate.contract_secret_env: %w", err)
-		}
-	}
+	secret := parts.contractSecret
 	if secret == "" {
 		log.Warn("risk contracts are not served: the signing secret's variable is unset", "variable", cfg.Gate.ContractSecretEnv)
 	}
@@ -65,6 +61,21 @@ func contractHandlers(o Options, parts *Parts, log *slog.Logger) (*amcp.Handlers
 		}
 	}
 	return amcp.New(opts), nil
+}
+
+// resolveContractSecret returns the contract signing secret: the value of
+// the variable gate.contract_secret_env names, else, when file is set, the
+// secret kept there (made on first use); empty when neither.
+func resolveContractSecret(cfg config.Config, file string) (string, error) {
+	secret := cfg.ContractSecret(os.LookupEnv)
+	if secret != "" || file == "" {
+		return secret, nil
+	}
+	secret, err := keptSecret(file)
+	if err != nil {
+		return "", fmt.Errorf("gate.contract_secret_env: %w", err)
+	}
+	return secret, nil
 }
 
 // keptSecret reads the secret kept in file, making it (32 random bytes,
@@ -130,6 +141,8 @@ func (g contractGates) Open(ctx context.Context, c contract.Contract, digest str
 			Level: c.Risk.Level, MinimumHandling: string(c.Risk.MinimumHandling),
 		},
 		ReceivedAt: c.IssuedAt,
+		// An approval after the contract expired could not be redeemed.
+		ExpiresAt: c.ExpiresAt,
 	}
 	if _, err := gate.Start(ctx, g.temporal, g.queue, in); err != nil {
 		return "", err

@@ -3,7 +3,11 @@ package workers
 import (
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
+
+	"github.com/ampflow/ampflow/activities"
+	"github.com/ampflow/ampflow/config"
 )
 
 // The dev server's contract secret is made once and kept: a restart signs
@@ -21,5 +25,38 @@ func TestKeptContractSecret(t *testing.T) {
 	st, err := os.Stat(file)
 	if err != nil || st.Mode().Perm() != 0o600 {
 		t.Fatalf("secret file mode %v (%v); want 0600", st.Mode().Perm(), err)
+	}
+}
+
+// The contract secret `ampflow dev` makes and keeps in data_dir is
+// scrubbed from outputs like the configured secrets, and it is the one
+// contracts are signed with.
+func TestDevContractSecretScrubbed(t *testing.T) {
+	cfg := config.Default()
+	cfg.DataDir = t.TempDir()
+	cfg.SSOT.URL = filepath.Join(cfg.DataDir, "ampflow.db")
+	cfg.Gate.ContractSecretEnv = "AMPFLOW_TEST_CONTRACT_KEY_UNSET"
+	t.Setenv(cfg.Gate.ContractSecretEnv, "")
+	os.Unsetenv(cfg.Gate.ContractSecretEnv)
+	file := filepath.Join(cfg.DataDir, ContractSecretFile)
+	parts, err := Build(Options{Config: cfg, ContractSecretFile: file})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer parts.Close()
+	b, err := os.ReadFile(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	secret := strings.TrimSpace(string(b))
+	if secret == "" || parts.contractSecret != secret {
+		t.Fatalf("kept secret %q, signing secret %q", secret, parts.contractSecret)
+	}
+	d, ok := parts.Activities.Delivery.(*activities.Delivery)
+	if !ok {
+		t.Fatalf("delivery is a %T", parts.Activities.Delivery)
+	}
+	if got := d.Secrets.Scrub("key=" + secret); got != "key="+activities.ScrubMask {
+		t.Errorf("agent output %q shows the contract secret", got)
 	}
 }

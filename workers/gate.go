@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 
@@ -25,9 +26,17 @@ func gateActivities(cfg config.Config, store *ssot.DB, log *slog.Logger, m *http
 	return g
 }
 
+// LeaseGateRecover is the lease of the sweep that finishes signals a
+// crash left half done (runshift.Intake.Recover).
+const LeaseGateRecover = "gate.recover"
+
 // addGate adds the action gate's routes to the API: signals from the
-// agents of gate.agents, gates opened on this worker's task queue.
-func addGate(api *httpapi.Server, o Options, parts *Parts, log *slog.Logger) error {
+// agents of gate.agents, gates opened on this worker's task queue; and,
+// on one worker at a time, the sweep that finishes half-done signals.
+func addGate(api *httpapi.Server, rt *runtime, o Options, parts *Parts, log *slog.Logger) error {
+	// Gates' decisions show in GET /v1/decisions whichever worker opened
+	// them.
+	api.Add(httpapi.Spec{DecisionKinds: gate.DecisionKinds()})
 	if parts.Store == nil || parts.Tasks == nil || parts.Tasks.Temporal == nil {
 		return nil
 	}
@@ -44,5 +53,8 @@ func addGate(api *httpapi.Server, o Options, parts *Parts, log *slog.Logger) err
 	in.Log = log
 	in.TaskBudgets = &runshift.TaskBudgets{Tasks: parts.Tasks, Store: parts.Store}
 	runshift.Register(api, in)
+	every := min(o.Config.SSOT.SweepInterval, time.Minute)
+	rt.loops = append(rt.loops, leased(parts.Lease, LeaseGateRecover, NewHolder(), log,
+		func(ctx context.Context) error { return in.RecoverLoop(ctx, every) }))
 	return nil
 }

@@ -60,6 +60,10 @@ type Parts struct {
 	// Gate are the action gate's activities.
 	Gate *activities.Gate
 
+	// contractSecret signs contracts: gate.contract_secret_env's value,
+	// else the one kept in Options.ContractSecretFile; empty serves none.
+	contractSecret string
+
 	export *exportQueue
 }
 
@@ -86,6 +90,11 @@ func Build(o Options) (*Parts, error) {
 	if err != nil {
 		return nil, fmt.Errorf("opening the SSOT (ssot.url): %w", err)
 	}
+	contractSecret, err := resolveContractSecret(cfg, o.ContractSecretFile)
+	if err != nil {
+		store.Close()
+		return nil, err
+	}
 	record := &activities.SSOT{Store: store, APIURL: diffBaseURL(cfg), Mesh: store}
 	var export *exportQueue
 	if cfg.SSOT.Git.Commit || cfg.SSOT.Git.Push {
@@ -98,8 +107,9 @@ func Build(o Options) (*Parts, error) {
 		record.Written = export.mark
 	}
 	git := &activities.Git{Diffs: record}
-	// Output of code ampflow runs never shows a configured secret.
-	secrets := activities.NewScrubber(cfg.Secrets())
+	// Output of code ampflow runs never shows a configured secret, nor
+	// the contract secret `ampflow dev` made.
+	secrets := activities.NewScrubber(append(cfg.Secrets(), contractSecret))
 	ci, err := activities.NewCIProvider(cfg.CI.Provider, activities.CIOptions{
 		GitHubToken:    cfg.CI.GitHub.Token,
 		GitHubBaseURL:  githubBase(cfg.CI.GitHub.APIURL),
@@ -137,7 +147,7 @@ func Build(o Options) (*Parts, error) {
 	// The store is shared by every worker that names it: the bots keep
 	// their state in it and take turns under its lease.
 	return &Parts{Store: store, Tasks: tasks, Activities: acts, Lease: store, ChatState: store, export: export,
-		Gate: gateActivities(cfg, store, log, o.Metrics)}, nil
+		Gate: gateActivities(cfg, store, log, o.Metrics), contractSecret: contractSecret}, nil
 }
 
 // diffBaseURL is where reviewers reach the diffs this worker's API serves:

@@ -83,7 +83,7 @@ func buildAPI(o Options, parts *Parts, mounts map[string]http.Handler, rt *runti
 		OpenName: o.LocalName,
 	})
 	addAOF(api, o, parts, log)
-	if err := addGate(api, o, parts, log); err != nil {
+	if err := addGate(api, rt, o, parts, log); err != nil {
 		return nil, false, err
 	}
 	addMesh(api, parts, log)

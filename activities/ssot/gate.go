@@ -39,6 +39,11 @@ type GateRow struct {
 	Callback string `json:"callback"`
 	// Body is the gate's input as JSON.
 	Body json.RawMessage `json:"body,omitempty"`
+	// SignalHash is the hex SHA-256 of the signal as posted: a run posted
+	// again with another body is told apart from a duplicate.
+	SignalHash string `json:"signal_hash,omitempty"`
+	// TaskCharge says the signal's cost is still to be charged to TaskID.
+	TaskCharge bool `json:"task_charge,omitempty"`
 }
 
 // GateAttempt is one attempt to deliver a gate's resolution.
@@ -57,22 +62,23 @@ type GateFilter struct {
 
 const gateColumns = `gate_id, kind, COALESCE(run_id, ''), agent_id, project_id, task_id, gated, status, model,
 	input_tokens, output_tokens, reported_usd, cost_usd, mismatch, received_at, resolved_at, resolved_by,
-	reasons, callback, body`
+	reasons, callback, body, signal_hash, task_charge`
 
 func scanGate(sc interface{ Scan(...any) error }) (GateRow, error) {
 	var (
 		g               GateRow
 		gated, mismatch int
+		charge          int
 		recv, resolved  int64
 		reasons, body   string
 	)
 	err := sc.Scan(&g.GateID, &g.Kind, &g.RunID, &g.AgentID, &g.ProjectID, &g.TaskID, &gated, &g.Status, &g.Model,
 		&g.InputTokens, &g.OutputTokens, &g.ReportedUSD, &g.CostUSD, &mismatch, &recv, &resolved, &g.ResolvedBy,
-		&reasons, &g.Callback, &body)
+		&reasons, &g.Callback, &body, &g.SignalHash, &charge)
 	if err != nil {
 		return GateRow{}, err
 	}
-	g.Gated, g.Mismatch = gated != 0, mismatch != 0
+	g.Gated, g.Mismatch, g.TaskCharge = gated != 0, mismatch != 0, charge != 0
 	g.ReceivedAt = fromMicros(recv)
 	if resolved != 0 {
 		g.ResolvedAt = fromMicros(resolved)
@@ -95,14 +101,19 @@ func boolInt(b bool) int {
 // already; it returns the stored row and whether this call wrote it. A
 // signal posted twice is thus recorded once.
 func (s *DB) InsertGate(ctx context.Context, g GateRow) (GateRow, bool, error) {
-	return s.RecordGate(ctx, g, "", nil)
+	return s.RecordGate(ctx, g, "", nil, nil)
 }
 
 // RecordGate is InsertGate that, when it writes the row, appends entries
 // to the chain of subject in the same transaction: a signal's audit
 // record and its gate row are written together or not at all. On SQLite
 // it joins the group commit of every other save.
-func (s *DB) RecordGate(ctx context.Context, g GateRow, subject string, entries []Entry) (GateRow, bool, error) {
+//
+// Limits are the budgets the row counts against, checked in the same
+// transaction as the insert, so concurrent signals cannot overshoot a
+// budget together: a *BudgetError says a limit refused the row (it is
+// not written).
+func (s *DB) RecordGate(ctx context.Context, g GateRow, subject string, entries []Entry, limits []BudgetLimit) (GateRow, bool, error) {
 	if err := checkID("gate_id", g.GateID); err != nil {
 		return GateRow{}, false, err
 	}
@@ -139,14 +150,19 @@ func (s *DB) RecordGate(ctx context.Context, g GateRow, subject string, entries 
 	}
 	at := g.ReceivedAt
 	wrote := false
+	limits = sortedLimits(limits)
 	work := func(ctx context.Context, tx *sql.Tx) (AppendResult, bool, error) {
+		if err := s.checkBudgets(ctx, tx, g, limits); err != nil {
+			return AppendResult{}, false, err
+		}
 		res, err := tx.ExecContext(ctx, s.rebind(`INSERT INTO gates (gate_id, kind, run_id, agent_id, project_id, task_id,
 			gated, status, model, input_tokens, output_tokens, reported_usd, cost_usd, mismatch, day, month,
-			received_at, reasons, callback, body)
-			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING`),
+			received_at, reasons, callback, body, signal_hash, task_charge)
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING`),
 			g.GateID, g.Kind, run, g.AgentID, g.ProjectID, g.TaskID, boolInt(g.Gated), g.Status, g.Model,
 			g.InputTokens, g.OutputTokens, g.ReportedUSD, g.CostUSD, boolInt(g.Mismatch),
-			at.Format(time.DateOnly), at.Format("2006-01"), micros(at), string(reasons), g.Callback, string(g.Body))
+			at.Format(time.DateOnly), at.Format("2006-01"), micros(at), string(reasons), g.Callback, string(g.Body),
+			g.SignalHash, boolInt(g.TaskCharge))
 		if err != nil {
 			return AppendResult{}, false, err
 		}
@@ -166,6 +182,17 @@ func (s *DB) RecordGate(ctx context.Context, g GateRow, subject string, entries 
 	} else {
 		err = s.inTx(ctx, subject, work)
 	}
+	var be *BudgetError
+	if errors.As(err, &be) {
+		// A row stored already answers as it stands, whatever the
+		// budgets say now.
+		if g.RunID != "" {
+			if stored, ok, rerr := s.GateByRun(ctx, g.AgentID, g.RunID); rerr == nil && ok {
+				return stored, false, nil
+			}
+		}
+		return GateRow{}, false, be
+	}
 	if err != nil {
 		return GateRow{}, false, fmt.Errorf("storing gate %s: %w", g.GateID, err)
 	}
@@ -173,7 +200,7 @@ func (s *DB) RecordGate(ctx context.Context, g GateRow, subject string, entries 
 		return g, true, nil
 	}
 	if g.RunID != "" {
-		stored, ok, err := s.GateByRun(ctx, g.RunID)
+		stored, ok, err := s.GateByRun(ctx, g.AgentID, g.RunID)
 		if err != nil {
 			return GateRow{}, false, err
 		}
@@ -218,9 +245,10 @@ func (s *DB) Gate(ctx context.Context, gateID string) (GateRow, error) {
 	return g, nil
 }
 
-// GateByRun reads the gate of a run id.
-func (s *DB) GateByRun(ctx context.Context, runID string) (GateRow, bool, error) {
-	row := s.db.QueryRowContext(ctx, s.rebind(`SELECT `+gateColumns+` FROM gates WHERE run_id = ?`), runID)
+// GateByRun reads the gate of an agent's run id; another agent's run of
+// the same id is not found.
+func (s *DB) GateByRun(ctx context.Context, agentID, runID string) (GateRow, bool, error) {
+	row := s.db.QueryRowContext(ctx, s.rebind(`SELECT `+gateColumns+` FROM gates WHERE agent_id = ? AND run_id = ?`), agentID, runID)
 	g, err := scanGate(row)
 	if errors.Is(err, sql.ErrNoRows) {
 		return GateRow{}, false, nil
@@ -348,6 +376,10 @@ type Spend struct {
 
 // Spend sums what the signals of q cost.
 func (s *DB) Spend(ctx context.Context, q SpendQuery) (Spend, error) {
+	return spendIn(ctx, s.db, s, q)
+}
+
+func spendIn(ctx context.Context, db rowQuerier, s *DB, q SpendQuery) (Spend, error) {
 	at := q.At.UTC()
 	var where []string
 	var args []any
@@ -366,7 +398,7 @@ func (s *DB) Spend(ctx context.Context, q SpendQuery) (Spend, error) {
 		where, args = append(where, "project_id = ?"), append(args, q.Project)
 	}
 	var sp Spend
-	err := s.db.QueryRowContext(ctx, s.rebind(`SELECT COALESCE(SUM(cost_usd), 0), COALESCE(SUM(input_tokens), 0),
+	err := db.QueryRowContext(ctx, s.rebind(`SELECT COALESCE(SUM(cost_usd), 0), COALESCE(SUM(input_tokens), 0),
 		COALESCE(SUM(output_tokens), 0), COUNT(*) FROM gates WHERE kind = 'signal' AND `+strings.Join(where, " AND ")), args...).
 		Scan(&sp.USD, &sp.InputTokens, &sp.OutputTokens, &sp.Signals)
 	if err != nil {

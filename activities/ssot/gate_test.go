@@ -49,7 +49,7 @@ func TestGateInsertOncePerRun(t *testing.T) {
 		if wrote != 1 {
 			t.Fatalf("%d inserts wrote, want 1", wrote)
 		}
-		got, ok, err := s.GateByRun(ctx, "run-1")
+		got, ok, err := s.GateByRun(ctx, "bot", "run-1")
 		if err != nil || !ok || !got.Gated || got.Reasons[0] != "declared" || !got.ReceivedAt.Equal(at) {
 			t.Fatalf("%+v %v %v", got, ok, err)
 		}

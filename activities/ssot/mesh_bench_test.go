@@ -100,6 +100,14 @@ func BenchmarkMesh(b *testing.B) {
 					evs, _, err := s.SearchEvents(ctx, SearchQuery{From: agent(), Q: word() + " " + word()}, Page{Limit: 50})
 					return len(evs), err
 				}},
+				{"search-keyword-as-agent", func() (int, error) {
+					evs, _, err := s.SearchEvents(ctx, SearchQuery{Q: word(), Viewers: []string{agent()}}, Page{Limit: 50})
+					return len(evs), err
+				}},
+				{"search-as-agent", func() (int, error) {
+					evs, _, err := s.SearchEvents(ctx, SearchQuery{Viewers: []string{agent()}}, Page{Limit: 50})
+					return len(evs), err
+				}},
 				{"search-from-to", func() (int, error) {
 					evs, _, err := s.SearchEvents(ctx, SearchQuery{From: agent(), To: agent()}, Page{Limit: 50})
 					return len(evs), err

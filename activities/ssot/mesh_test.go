@@ -157,6 +157,11 @@ func TestMeshEvents(t *testing.T) {
 			{SearchQuery{Type: "lock.acquired"}, "[m5]"},
 			{SearchQuery{Since: root.CreatedAt.Add(time.Second), Until: root.CreatedAt.Add(3 * time.Second)}, "[m3 m2]"},
 			{SearchQuery{Q: `" OR "x`}, "[]"},
+			// what an agent may read: its own, to it, mentioning it, to all
+			{SearchQuery{Viewers: []string{"carol"}}, "[m4 m2]"},
+			{SearchQuery{Viewers: []string{"dave"}}, "[m5 m4]"},
+			{SearchQuery{Viewers: []string{"erin", "bob"}, Q: "review"}, "[m2 m1]"},
+			{SearchQuery{Viewers: []string{"erin"}}, "[m4]"},
 		} {
 			if got := search(c.q); got != c.want {
 				t.Errorf("search %+v: %s, want %s", c.q, got, c.want)

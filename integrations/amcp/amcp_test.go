@@ -429,3 +429,102 @@ func TestOpenAPIDocumentsRoutes(t *testing.T) {
 		}
 	}
 }
+
+// TestEveryAnswerDocumented sends each contract route the requests that
+// make it refuse, from the API's guard to AMCP's own codes, and checks
+// that the operation in the served document lists each status answered.
+func TestEveryAnswerDocumented(t *testing.T) {
+	h := newHarness(t, 0)
+	var doc struct {
+		Paths map[string]map[string]struct {
+			Responses map[string]any `json:"responses"`
+		} `json:"paths"`
+	}
+	h.do(t, "GET", "/v1/openapi.json", "", "").decode(t, &doc)
+	issued := h.decide(t, keyA, pushIntent)
+	gated := h.decide(t, keyA, `{"intent":"deploy to production","context":{"parameters":{"service":"web","version":"1"}}}`)
+	type probe struct {
+		name, method, path, key, ctype, origin, body string
+		want                                         int
+	}
+	probes := []probe{
+		{"NoKey", "POST", "/v1/decide", "", "application/json", "", pushIntent, http.StatusUnauthorized},
+		{"CrossSite", "POST", "/v1/decide", keyA, "application/json", "https://evil.example", pushIntent, http.StatusForbidden},
+		{"NotJSON", "POST", "/v1/decide", keyA, "text/plain", "", "deploy", http.StatusUnsupportedMediaType},
+		{"TooLarge", "POST", "/v1/decide", keyA, "application/json", "", `{"intent":"` + strings.Repeat("x", httpapi.DefaultMaxBody) + `"}`, http.StatusRequestEntityTooLarge},
+		{"UnknownField", "POST", "/v1/decide", keyA, "application/json", "", `{"intnet":"x"}`, http.StatusBadRequest},
+		{"IntentTooLong", "POST", "/v1/decide", keyA, "application/json", "", `{"intent":"` + strings.Repeat("x", 513) + `"}`, http.StatusBadRequest},
+
+		{"NoKey", "GET", "/v1/contracts/" + issued.ContractID, "", "", "", "", http.StatusUnauthorized},
+		{"CrossSite", "GET", "/v1/contracts/" + issued.ContractID, keyA, "", "https://evil.example", "", http.StatusForbidden},
+		{"BodyNotJSON", "GET", "/v1/contracts/" + issued.ContractID, keyA, "text/plain", "", "x", http.StatusUnsupportedMediaType},
+		{"AnotherKeys", "GET", "/v1/contracts/" + issued.ContractID, keyB, "", "", "", http.StatusNotFound},
+
+		{"NoKey", "POST", "/v1/execute", "", "application/json", "", execBody(issued.ContractID, ""), http.StatusUnauthorized},
+		{"CrossSite", "POST", "/v1/execute", keyA, "application/json", "https://evil.example", execBody(issued.ContractID, ""), http.StatusForbidden},
+		{"NotJSON", "POST", "/v1/execute", keyA, "text/plain", "", "x", http.StatusUnsupportedMediaType},
+		{"TooLarge", "POST", "/v1/execute", keyA, "application/json", "", `{"contractId":"` + strings.Repeat("x", maxExecuteBody) + `"}`, http.StatusRequestEntityTooLarge},
+		{"UnknownField", "POST", "/v1/execute", keyA, "application/json", "", `{"contractId":"x","extra":1}`, http.StatusBadRequest},
+		{"Unapproved", "POST", "/v1/execute", keyA, "application/json", "", execBody(gated.ContractID, ""), http.StatusForbidden},
+		{"Unknown", "POST", "/v1/execute", keyA, "application/json", "", execBody("cnt_00000000-0000-4000-8000-000000000000", ""), http.StatusNotFound},
+	}
+	send := func(t *testing.T, h *harness, p probe) reply {
+		t.Helper()
+		req, _ := http.NewRequest(p.method, h.ts.URL+p.path, strings.NewReader(p.body))
+		for k, v := range map[string]string{"Content-Type": p.ctype, "Origin": p.origin} {
+			if v != "" {
+				req.Header.Set(k, v)
+			}
+		}
+		if p.key != "" {
+			req.Header.Set("Authorization", "Bearer "+p.key)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return reply{resp.StatusCode, resp.Header, b}
+	}
+	listed := func(t *testing.T, p probe, status int) {
+		t.Helper()
+		tmpl := p.path
+		if strings.HasPrefix(tmpl, "/v1/contracts/") {
+			tmpl = "/v1/contracts/{contractId}"
+		}
+		if doc.Paths[tmpl][strings.ToLower(p.method)].Responses[fmt.Sprint(status)] == nil {
+			t.Errorf("%s %s answered %d, which its operation does not list", p.method, tmpl, status)
+		}
+	}
+	for _, p := range probes {
+		t.Run(p.method+p.path[:min(len(p.path), 16)]+"/"+p.name, func(t *testing.T) {
+			r := send(t, h, p)
+			if r.status != p.want {
+				t.Fatalf("got %d %s; want %d", r.status, r.body, p.want)
+			}
+			listed(t, p, r.status)
+		})
+	}
+	// A second request within the minute of a key allowed one.
+	t.Run("RateLimited", func(t *testing.T) {
+		limited := newHarness(t, 1)
+		for _, p := range []probe{
+			{method: "POST", path: "/v1/decide", body: pushIntent},
+			{method: "GET", path: "/v1/contracts/cnt_00000000-0000-4000-8000-000000000000"},
+			{method: "POST", path: "/v1/execute", body: execBody("cnt_00000000-0000-4000-8000-000000000000", "")},
+		} {
+			p.ctype, p.key = "application/json", keyB
+			if p.body == "" {
+				p.ctype = ""
+			}
+			limited.advance(time.Minute)
+			send(t, limited, p)
+			r := send(t, limited, p)
+			if r.status != http.StatusTooManyRequests {
+				t.Fatalf("%s %s: %d %s; want 429", p.method, p.path, r.status, r.body)
+			}
+			listed(t, p, r.status)
+		}
+	})
+}

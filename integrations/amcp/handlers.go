@@ -22,6 +22,13 @@ import (
 // contract is kept.
 const MaxParameters = 16 << 10
 
+// maxExecuteBody bounds a POST /v1/execute body, read whole before it is
+// decoded so that an expired contract is named first.
+const maxExecuteBody = 64 << 10
+
+// codeTooLarge is the API's code of a body over its bound (HTTP 413).
+const codeTooLarge task.Code = "too_large"
+
 func (h *Handlers) decide(w http.ResponseWriter, r *http.Request) {
 	owner := h.admit(w, r)
 	if owner == "" {
@@ -161,9 +168,14 @@ func (h *Handlers) execute(w http.ResponseWriter, r *http.Request) {
 	if owner == "" {
 		return
 	}
-	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, 64<<10))
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxExecuteBody))
+	var tooLarge *http.MaxBytesError
+	if errors.As(err, &tooLarge) {
+		h.api.Error(w, r, task.Errorf(codeTooLarge, "request body exceeds %d bytes", tooLarge.Limit))
+		return
+	}
 	if err != nil {
-		h.api.Error(w, r, invalid("(root)", "unreadable or too large body"))
+		h.api.Error(w, r, invalid("(root)", "unreadable body"))
 		return
 	}
 	// An expired contract answers CONTRACT_EXPIRED whatever else is wrong

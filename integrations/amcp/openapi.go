@@ -36,6 +36,23 @@ func common() obj {
 	}
 }
 
+// guarded are the refusals of the API's guard and body decoding, which
+// every route passes: a cross-site Origin, a body that is not JSON, a
+// Host that is not loopback on an open API; and on routes with a body,
+// one that is too large or not the request's JSON.
+func guarded(body bool) obj {
+	o := obj{
+		"403": refusal("A cross-site Origin (code forbidden)."),
+		"415": refusal("A body that is not application/json (code unsupported_media_type)."),
+		"421": refusal("With no API tokens configured, a Host that is not loopback (code misdirected_request)."),
+	}
+	if body {
+		o["400"] = refusal("Invalid input (code invalid): a body that is not one JSON object of the request's fields; fields names each field at fault.")
+		o["413"] = refusal("The body is too large (code too_large).")
+	}
+	return o
+}
+
 func with(base obj, more obj) obj {
 	for k, v := range more {
 		base[k] = v
@@ -50,7 +67,7 @@ func decideOperation() obj {
 		"description": "Agent key (gate.agents) as a bearer token. Resolution is deterministic keyword scoring over the primitive catalog (gate.primitives): EXECUTE issues a contract (cnt_ and a UUID) bound by an HMAC-SHA256 signature to the primitive, its parameters, its risk and its expiry (gate.contract_ttl); CLARIFY asks one question between two close matches; INSUFFICIENT names the missing parameters; NO_MATCH says why. A contract whose minimumHandling is strict_confirm or human_required opens a gate (state awaiting_approval, gateId) that the admins decide like any decision.",
 		"security":    agentKey,
 		"requestBody": jsonBody(ref("AmcpDecideRequest")),
-		"responses": with(common(), obj{
+		"responses": with(with(common(), guarded(true)), obj{
 			"200": answer("The resolution; contractId, primitiveRiskScore, risk and expiresAt are set on EXECUTE.", ref("AmcpDecideResponse")),
 			"400": refusal("Invalid input (code invalid), or an intent over 512 characters (code INTENT_TOO_LONG)."),
 		}),
@@ -65,7 +82,7 @@ func contractOperation() obj {
 		"security":    agentKey,
 		"parameters": []any{obj{"name": "contractId", "in": "path", "required": true,
 			"description": "The contract's id as POST /v1/decide returned it.", "schema": obj{"type": "string", "maxLength": 200}}},
-		"responses": with(common(), obj{
+		"responses": with(with(common(), guarded(false)), obj{
 			"200": answer("The contract.", ref("AmcpContract")),
 			"404": refusal("No such contract under this key (code CONTRACT_NOT_FOUND)."),
 			"422": refusal("The stored contract does not verify against its signature (code CONTRACT_INVALID)."),
@@ -80,10 +97,10 @@ func executeOperation() obj {
 		"description": "Agent key as a bearer token. Checks, in order: expiry (CONTRACT_EXPIRED whatever else is wrong), signature (CONTRACT_INVALID), redemption (CONTRACT_ALREADY_REDEEMED), approval (APPROVAL_REQUIRED when strict_confirm or human_required and the gate has not approved or the approvalToken is missing or wrong). Redeeming is one atomic update, so of concurrent calls one wins. ampflow does not run the blueprint; the agent does.",
 		"security":    agentKey,
 		"requestBody": jsonBody(ref("AmcpExecuteRequest")),
-		"responses": with(common(), obj{
+		"responses": with(with(common(), guarded(true)), obj{
 			"200": answer("The blueprint; the contract is redeemed.", ref("AmcpBlueprint")),
 			"400": refusal("Invalid input (code invalid)."),
-			"403": refusal("An approval is required and missing or invalid (code APPROVAL_REQUIRED)."),
+			"403": refusal("An approval is required and missing or invalid (code APPROVAL_REQUIRED), or a cross-site Origin (code forbidden)."),
 			"404": refusal("No such contract under this key (code CONTRACT_NOT_FOUND)."),
 			"409": refusal("The contract changed while it was redeemed (code conflict); try again."),
 			"410": refusal("The contract expired (code CONTRACT_EXPIRED) or was redeemed already (code CONTRACT_ALREADY_REDEEMED)."),

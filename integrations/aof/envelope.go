@@ -148,6 +148,13 @@ func Parse(obj map[string]json.RawMessage) (wf.Message, *Rejection) {
 	payload, perr := object(obj, "payload")
 	if perr != nil {
 		fs = append(fs, field("payload", "%s", perr))
+	} else if n := len(obj["payload"]); n > MaxPayload {
+		fs = append(fs, field("payload", "%d bytes of JSON: at most %d", n, MaxPayload))
+	}
+	for _, f := range []struct{ k, v string }{{"fromAgent", m.FromAgent}, {"toAgent", m.ToAgent}} {
+		if len(f.v) > MaxName {
+			fs = append(fs, field(f.k, "%d bytes: at most %d", len(f.v), MaxName))
+		}
 	}
 	if len(fs) > 0 {
 		r := reject(wf.ReasonInvalidEnvelope, fs...)

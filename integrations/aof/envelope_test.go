@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -110,6 +111,8 @@ func TestDetectRejects(t *testing.T) {
 		return string(b)
 	}
 	payload := func(m map[string]any) map[string]any { return m["payload"].(map[string]any) }
+	big := strings.Repeat("x", MaxText+1)
+	many := slices.Repeat([]string{"x"}, MaxItems+1)
 	cases := []struct {
 		name, body   string
 		event        string
@@ -147,6 +150,19 @@ func TestDetectRejects(t *testing.T) {
 		{"HandoffBadParent", edit(ex5, func(m map[string]any) { payload(m)["parentTaskId"] = "T-1" }), wf.EventRejected, wf.ReasonInvalidEnvelope, "payload.parentTaskId"},
 		{"HandoffOutputsNotList", edit(ex5, func(m map[string]any) { payload(m)["expectedOutputs"] = "all" }), wf.EventRejected, wf.ReasonInvalidEnvelope, "payload.expectedOutputs"},
 		{"ReplyNoAccepted", edit(example(t, 6), func(m map[string]any) { delete(payload(m), "accepted") }), wf.EventRejected, wf.ReasonInvalidEnvelope, "payload.accepted"},
+		{"NotesTooLong", edit(ex1, func(m map[string]any) { payload(m)["notes"] = big }), wf.EventRejected, wf.ReasonInvalidEnvelope, "payload.notes"},
+		{"BlockerTooLong", edit(ex1, func(m map[string]any) { payload(m)["blockers"] = []string{"a", big} }), wf.EventRejected, wf.ReasonInvalidEnvelope, "payload.blockers[1]"},
+		{"TooManyDeliverables", edit(ex1, func(m map[string]any) { payload(m)["deliverables"] = many }), wf.EventRejected, wf.ReasonInvalidEnvelope, "payload.deliverables"},
+		{"ProgressTooLong", edit(ex3, func(m map[string]any) { payload(m)["progress"] = big }), wf.EventRejected, wf.ReasonInvalidEnvelope, "payload.progress"},
+		{"StatusNotesTooLong", edit(ex3, func(m map[string]any) { payload(m)["notes"] = big }), wf.EventRejected, wf.ReasonInvalidEnvelope, "payload.notes"},
+		{"StatusTooManyBlockers", edit(ex3, func(m map[string]any) { payload(m)["blockers"] = many }), wf.EventRejected, wf.ReasonInvalidEnvelope, "payload.blockers"},
+		{"StatusBlockerTooLong", edit(ex3, func(m map[string]any) { payload(m)["blockers"] = []string{big} }), wf.EventRejected, wf.ReasonInvalidEnvelope, "payload.blockers[0]"},
+		{"HandoffTooManyConstraints", edit(ex5, func(m map[string]any) { payload(m)["constraints"] = many }), wf.EventRejected, wf.ReasonInvalidEnvelope, "payload.constraints"},
+		{"ReplyReasonTooLong", edit(example(t, 7), func(m map[string]any) { payload(m)["reason"] = big }), wf.EventRejected, wf.ReasonInvalidEnvelope, "payload.reason"},
+		{"FromAgentTooLong", edit(ex1, func(m map[string]any) { m["fromAgent"] = strings.Repeat("a", MaxName+1) }), wf.EventRejected, wf.ReasonInvalidEnvelope, "fromAgent"},
+		{"PayloadTooLarge", edit(ex3, func(m map[string]any) {
+			payload(m)["blockers"] = slices.Repeat([]string{strings.Repeat("b", MaxText)}, MaxPayload/MaxText)
+		}), wf.EventRejected, wf.ReasonInvalidEnvelope, "payload"},
 		{"ReplyMismatch", edit(example(t, 7), func(m map[string]any) { payload(m)["taskId"] = "TASK-2026-02-09-061" }), wf.EventRejected, wf.ReasonTaskIDMismatch, "payload.taskId"},
 	}
 	for _, c := range cases {

@@ -36,21 +36,44 @@ type Tasks interface {
 	SessionEnd(ctx context.Context, taskID string, in wf.SessionEndInput) (wf.Result, error)
 }
 
+// EventLog takes the events the routes log themselves.
+type EventLog interface {
+	SaveAOF(ctx context.Context, in ssot.AOFSave) error
+}
+
+// Options are the AOF routes' optional parts.
+type Options struct {
+	// Events takes the events the routes log themselves (the wiring
+	// gives the writer that also mirrors them under aof.data_dir); nil
+	// logs them to the store only.
+	Events EventLog
+	// DataDir is aof.data_dir: when set, a completion report whose
+	// summaryRef or handoffRef names no file there is taken with a
+	// warning.
+	DataDir string
+	Log     *slog.Logger
+}
+
 // API serves AOF/1 on ampflow's HTTP API.
 type API struct {
-	srv   *httpapi.Server
-	tasks Tasks
-	store Store
-	log   *slog.Logger
-	now   func() time.Time
+	srv     *httpapi.Server
+	tasks   Tasks
+	store   Store
+	events  EventLog
+	dataDir string
+	log     *slog.Logger
+	now     func() time.Time
 }
 
 // Register adds the AOF routes to srv.
-func Register(srv *httpapi.Server, tasks Tasks, store Store, log *slog.Logger) *API {
-	if log == nil {
-		log = slog.Default()
+func Register(srv *httpapi.Server, tasks Tasks, store Store, o Options) *API {
+	if o.Log == nil {
+		o.Log = slog.Default()
 	}
-	a := &API{srv: srv, tasks: tasks, store: store, log: log, now: time.Now}
+	if o.Events == nil {
+		o.Events = store
+	}
+	a := &API{srv: srv, tasks: tasks, store: store, events: o.Events, dataDir: o.DataDir, log: o.Log, now: time.Now}
 	srv.Add(Spec(), a.Routes()...)
 	return a
 }
@@ -64,8 +87,10 @@ var Codes = map[task.Code]int{
 	wf.CodeTaskNotFound:      http.StatusNotFound,
 	wf.CodeParentNotFound:    http.StatusNotFound,
 	wf.CodeNestedDelegation:  http.StatusConflict,
+	wf.CodeParentConflict:    http.StatusConflict,
 	wf.CodeInvalidTransition: http.StatusConflict,
 	wf.CodeNotRunning:        http.StatusConflict,
+	wf.CodeLeaseHeld:         http.StatusConflict,
 }
 
 var (
@@ -96,7 +121,7 @@ func (a *API) logEvents(ctx context.Context, evs ...ssot.AOFEvent) {
 			evs[i].Payload = json.RawMessage(`{}`)
 		}
 	}
-	if err := a.store.SaveAOF(context.WithoutCancel(ctx), ssot.AOFSave{Events: evs}); err != nil {
+	if err := a.events.SaveAOF(context.WithoutCancel(ctx), ssot.AOFSave{Events: evs}); err != nil {
 		a.log.Error("logging AOF events", "error", err)
 	}
 }
@@ -139,11 +164,17 @@ func (a *API) postMessage(w http.ResponseWriter, r *http.Request) {
 		a.refuse(w, r, code, rej.Fields, "%s", rej.Error())
 		return
 	}
+	if !a.speaksAs(w, r, claims(m)...) {
+		return
+	}
+	if m.Completion != nil && a.dataDir != "" {
+		m.Warnings = append(m.Warnings, missingRefs(a.dataDir, m.TaskID, m.Completion)...)
+	}
 	ctx := r.Context()
 	received := map[string]any{"type": m.Type, "toAgent": m.ToAgent, "sentAt": wf.Stamp(m.SentAt), "payload": payloadOf(m)}
 	if len(m.Warnings) > 0 {
 		received["warnings"] = m.Warnings
-		a.log.Warn("AOF message taken with schema errors", "task", m.TaskID, "type", m.Type, "warnings", m.Warnings)
+		a.log.Warn("AOF message taken with warnings", "task", m.TaskID, "type", m.Type, "warnings", m.Warnings)
 	}
 	a.logEvents(ctx, event(wf.EventReceived, m.TaskID, m.FromAgent, received))
 	handoff := m.Type == wf.TypeHandoffRequest || m.Type == wf.TypeHandoffAccepted || m.Type == wf.TypeHandoffRejected
@@ -181,10 +212,13 @@ func (a *API) postMessage(w http.ResponseWriter, r *http.Request) {
 		var te *task.Error
 		if errors.As(err, &te) {
 			switch te.Code {
-			case wf.CodeNestedDelegation:
-				a.logEvents(ctx, event(wf.EventDelegationRejected, m.TaskID, m.FromAgent, map[string]any{"reason": wf.ReasonNestedDelegation}))
+			case wf.CodeNestedDelegation, wf.CodeParentConflict:
+				a.logEvents(ctx, event(wf.EventDelegationRejected, m.TaskID, m.FromAgent, map[string]any{"reason": string(te.Code),
+					"parentTaskId": m.Handoff.ParentTaskID}))
 			case wf.CodeTaskIDMismatch:
 				a.logEvents(ctx, event(wf.EventRejected, m.TaskID, m.FromAgent, map[string]any{"reason": wf.ReasonTaskIDMismatch}))
+			case wf.CodeNotRunning:
+				a.logEvents(ctx, event(wf.EventRejected, m.TaskID, m.FromAgent, map[string]any{"reason": string(wf.CodeNotRunning), "type": m.Type}))
 			case wf.CodeTaskNotFound:
 				// The workflow has ended: a done task takes every message
 				// as a no-op.

@@ -3,10 +3,12 @@ package aof
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -56,7 +58,23 @@ func (f *fakeTasks) SessionEnd(context.Context, string, wf.SessionEndInput) (wf.
 	return wf.Result{}, f.err
 }
 
+// recLog stands for the mirroring event log: it counts what it is given
+// and saves it.
+type recLog struct {
+	store *ssot.DB
+	types []string
+}
+
+func (l *recLog) SaveAOF(ctx context.Context, in ssot.AOFSave) error {
+	for _, e := range in.Events {
+		l.types = append(l.types, e.Type)
+	}
+	return l.store.SaveAOF(ctx, in)
+}
+
 type rig struct {
+	api   *API
+	evlog *recLog
 	t     *testing.T
 	ts    *httptest.Server
 	store *ssot.DB
@@ -72,11 +90,12 @@ func newRig(t *testing.T, tokens ...config.AuthToken) *rig {
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
 	srv := httpapi.New(httpapi.Options{Store: store, Logger: log, Tokens: tokens})
 	tasks := &fakeTasks{store: store}
-	a := Register(srv, tasks, store, log)
+	evlog := &recLog{store: store}
+	a := Register(srv, tasks, store, Options{Events: evlog, Log: log})
 	a.now = func() time.Time { return time.Date(2026, 2, 9, 21, 0, 0, 0, time.UTC) }
 	ts := httptest.NewServer(srv.Handler())
 	t.Cleanup(ts.Close)
-	return &rig{t: t, ts: ts, store: store, tasks: tasks}
+	return &rig{t: t, ts: ts, store: store, tasks: tasks, evlog: evlog, api: a}
 }
 
 func (r *rig) do(method, path, body string) (int, map[string]any) {
@@ -158,6 +177,9 @@ func TestMessageRejections(t *testing.T) {
 			if got := r.events(); strings.Join(got, ",") != strings.Join(c.events, ",") {
 				t.Errorf("events %v, want %v", got, c.events)
 			}
+			if len(r.evlog.types) != len(c.events) {
+				t.Errorf("%d events went through the (mirroring) event log %v, want all %d", len(r.evlog.types), r.evlog.types, len(c.events))
+			}
 			if len(r.tasks.msgs) != 0 {
 				t.Error("a rejected message reached a task")
 			}
@@ -191,6 +213,38 @@ func TestMessageHandoff(t *testing.T) {
 	if got := r.events(); got[len(got)-1] != "delegation.rejected:nested_delegation" {
 		t.Errorf("events %v", got)
 	}
+	r.tasks.err = task.Errorf(wf.CodeParentConflict, "linked")
+	if st, out := r.do("POST", "/v1/aof/messages", example(t, 5)); st != 409 || errCode(out) != "parent_conflict" {
+		t.Errorf("re-parenting: %d %v", st, out)
+	}
+	if got := r.events(); got[len(got)-1] != "delegation.rejected:parent_conflict" {
+		t.Errorf("events %v", got)
+	}
+	r.tasks.err = nil
+	n := len(r.tasks.msgs)
+	self := strings.Replace(example(t, 5), `"parentTaskId": "TASK-2026-02-09-057"`, `"parentTaskId": "TASK-2026-02-09-061"`, 1)
+	if st, out := r.do("POST", "/v1/aof/messages", self); st != 400 || errCode(out) != "invalid_envelope" || !strings.Contains(fmt.Sprint(out), "payload.parentTaskId") {
+		t.Errorf("self-parent: %d %v", st, out)
+	}
+	if got := r.events(); got[len(got)-1] != "protocol.message.rejected:invalid_envelope" || len(r.tasks.msgs) != n {
+		t.Errorf("self-parent: events %v, %d messages handed", got, len(r.tasks.msgs)-n)
+	}
+}
+
+// TestCreateNestedLogged: a task created under a delegated parent is
+// refused and logged as delegation.rejected (nested_delegation).
+func TestCreateNestedLogged(t *testing.T) {
+	r := newRig(t)
+	r.do("POST", "/v1/aof/tasks", `{"taskId":"TASK-2026-02-09-001","title":"top"}`)
+	r.do("POST", "/v1/aof/tasks", `{"taskId":"TASK-2026-02-09-002","title":"child","parentTaskId":"TASK-2026-02-09-001"}`)
+	st, out := r.do("POST", "/v1/aof/tasks", `{"taskId":"TASK-2026-02-09-003","title":"grandchild","parentTaskId":"TASK-2026-02-09-002"}`)
+	if st != 409 || errCode(out) != "nested_delegation" {
+		t.Fatalf("%d %v", st, out)
+	}
+	evs, _, err := r.store.AOFEvents(context.Background(), "TASK-2026-02-09-003", ssot.Page{})
+	if err != nil || len(evs) != 1 || evs[0].Type != wf.EventDelegationRejected || !strings.Contains(string(evs[0].Payload), `"reason":"nested_delegation"`) {
+		t.Errorf("events %+v %v", evs, err)
+	}
 }
 
 func TestCreateTask(t *testing.T) {
@@ -207,11 +261,13 @@ func TestCreateTask(t *testing.T) {
 	}
 	for body, code := range map[string]string{
 		`{"title":"t","taskId":"TASK-2026-02-09-001"}`: "conflict",
-		`{"title":""}`:                                       "invalid",
-		`{"title":"t","status":"done"}`:                      "invalid",
-		`{"title":"t","taskId":"T-1"}`:                       "invalid",
-		`{"title":"t","parentTaskId":"TASK-2026-02-09-777"}`: "parent_not_found",
-		`{"title":"t","nope":1}`:                             "invalid",
+		`{"title":""}`:                                                  "invalid",
+		`{"title":"t","status":"done"}`:                                 "invalid",
+		`{"title":"t","taskId":"T-1"}`:                                  "invalid",
+		`{"title":"t","parentTaskId":"TASK-2026-02-09-777"}`:            "parent_not_found",
+		`{"title":"t","nope":1}`:                                        "invalid",
+		`{"title":"` + strings.Repeat("t", MaxText+1) + `"}`:            "invalid",
+		`{"title":"t","body":"` + strings.Repeat("b", MaxBody+1) + `"}`: "invalid",
 	} {
 		if st, out := r.do("POST", "/v1/aof/tasks", body); errCode(out) != code || st < 400 {
 			t.Errorf("%s: %d %v, want %s", body, st, out, code)
@@ -261,28 +317,112 @@ func TestDocumented(t *testing.T) {
 	}
 }
 
-// TestRoles: coordinators and admins create and dispatch; agents send
-// messages, heartbeats and session ends; any token reads.
+// TestRoles: coordinators and admins create and dispatch, and may act
+// for any agent; an executor's or reviewer's token sends messages,
+// heartbeats and session ends only as itself; any token reads.
 func TestRoles(t *testing.T) {
 	r := newRig(t,
 		config.AuthToken{Token: "coord", Role: amp.RoleCoordinator, Name: "planner"},
-		config.AuthToken{Token: "exec", Role: amp.RoleExecutor, Name: "codex"})
+		config.AuthToken{Token: "exec", Role: amp.RoleExecutor, Name: "swe-backend"},
+		config.AuthToken{Token: "qa", Role: amp.RoleReviewer, Name: "swe-qa"})
+	const id = "TASK-2026-02-09-057"
 	if st, out := r.as("exec", "POST", "/v1/aof/tasks", `{"title":"t"}`); st != http.StatusForbidden {
 		t.Errorf("an executor created a task: %d %v", st, out)
 	}
-	if st, out := r.as("coord", "POST", "/v1/aof/tasks", `{"title":"t","taskId":"TASK-2026-02-09-057"}`); st != http.StatusCreated {
+	if st, out := r.as("coord", "POST", "/v1/aof/tasks", `{"title":"t","taskId":"`+id+`"}`); st != http.StatusCreated {
 		t.Fatalf("a coordinator could not create a task: %d %v", st, out)
 	}
-	if st, _ := r.as("exec", "POST", "/v1/aof/tasks/TASK-2026-02-09-057/dispatch", `{"agentId":"a"}`); st != http.StatusForbidden {
+	if st, out := r.as("coord", "POST", "/v1/aof/tasks", `{"title":"qa","taskId":"TASK-2026-02-09-059"}`); st != http.StatusCreated {
+		t.Fatalf("a coordinator could not create a task: %d %v", st, out)
+	}
+	if st, _ := r.as("exec", "POST", "/v1/aof/tasks/"+id+"/dispatch", `{"agentId":"a"}`); st != http.StatusForbidden {
 		t.Errorf("an executor dispatched: %d", st)
 	}
 	if st, out := r.as("exec", "POST", "/v1/aof/messages", example(t, 1)); st != http.StatusOK {
-		t.Errorf("an executor could not report: %d %v", st, out)
+		t.Errorf("an executor could not report as itself: %d %v", st, out)
 	}
-	if st, _ := r.as("exec", "GET", "/v1/aof/tasks/TASK-2026-02-09-057", ""); st != http.StatusOK {
+	if st, _ := r.as("exec", "GET", "/v1/aof/tasks/"+id, ""); st != http.StatusOK {
 		t.Errorf("an executor could not read: %d", st)
 	}
 	if st, _ := r.as("", "POST", "/v1/aof/messages", example(t, 1)); st != http.StatusUnauthorized {
 		t.Errorf("a message without a token: %d", st)
+	}
+	// Each names another agent than the token's: refused 403, naming the
+	// field, and nothing reaches the task.
+	before := len(r.tasks.msgs)
+	statusAs := strings.Replace(example(t, 3), `"agentId": "swe-qa"`, `"agentId": "swe-backend"`, 1)
+	for _, c := range []struct {
+		name, token, path, body, field string
+	}{
+		{"ReportAsAnother", "qa", "/v1/aof/messages", example(t, 1), "fromAgent"},
+		{"ContentAsAnother", "qa", "/v1/aof/messages", content("AOF/1 " + example(t, 1)), "fromAgent"},
+		{"StatusAgentIDAsAnother", "qa", "/v1/aof/messages", statusAs, "payload.agentId"},
+		{"HeartbeatAsAnother", "qa", "/v1/aof/tasks/" + id + "/heartbeat", `{"agentId":"swe-backend"}`, "agentId"},
+		{"SessionEndAsAnother", "qa", "/v1/aof/session-end", `{"agentId":"swe-backend"}`, "agentId"},
+		{"SessionEndOfAll", "exec", "/v1/aof/session-end", `{}`, "agentId"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			if c.field == "payload.agentId" && !strings.Contains(c.body, `"agentId": "swe-backend"`) {
+				t.Fatal("example 3 no longer names agentId as the edit expects")
+			}
+			st, out := r.as(c.token, "POST", c.path, c.body)
+			e, _ := out["error"].(map[string]any)
+			if st != http.StatusForbidden || !strings.HasPrefix(e["message"].(string), c.field+":") {
+				t.Errorf("%d %v", st, out)
+			}
+		})
+	}
+	if n := len(r.tasks.msgs); n != before {
+		t.Errorf("%d refused messages reached the task", n-before)
+	}
+	t.Run("CoordinatorForAnother", func(t *testing.T) {
+		if st, out := r.as("coord", "POST", "/v1/aof/messages", example(t, 3)); st != http.StatusOK {
+			t.Errorf("a coordinator could not speak for swe-qa: %d %v", st, out)
+		}
+		if st, out := r.as("coord", "POST", "/v1/aof/session-end", `{}`); st != http.StatusOK {
+			t.Errorf("a coordinator could not end every session: %d %v", st, out)
+		}
+	})
+	t.Run("ReviewerAsItself", func(t *testing.T) {
+		if st, out := r.as("qa", "POST", "/v1/aof/messages", example(t, 3)); st != http.StatusOK {
+			t.Errorf("%d %v", st, out)
+		}
+	})
+}
+
+// TestCompletionMissingFiles: with aof.data_dir set, a completion whose
+// summaryRef or handoffRef names no file is taken with a warning for
+// each, logged with its receipt and handed to the task.
+func TestCompletionMissingFiles(t *testing.T) {
+	r := newRig(t)
+	dir := t.TempDir()
+	r.api.dataDir = dir
+	const id = "TASK-2026-02-09-057"
+	r.do("POST", "/v1/aof/tasks", `{"taskId":"`+id+`","title":"API"}`)
+	withHandoff := strings.Replace(example(t, 1), `"summaryRef": "outputs/summary.md"`, `"summaryRef": "outputs/summary.md", "handoffRef": "../../etc/passwd"`, 1)
+	if !strings.Contains(withHandoff, "handoffRef") {
+		t.Fatal("example 1 no longer has the summaryRef the edit expects")
+	}
+	if st, out := r.do("POST", "/v1/aof/messages", withHandoff); st != 200 {
+		t.Fatalf("%d %v", st, out)
+	}
+	w := r.tasks.msgs[0].Message.Warnings
+	if len(w) != 2 || !strings.HasPrefix(w[0], "payload.summaryRef: ") || !strings.HasPrefix(w[1], "payload.handoffRef: ") {
+		t.Errorf("warnings %q", w)
+	}
+	evs, _, _ := r.store.AOFEvents(context.Background(), id, ssot.Page{})
+	if last := evs[len(evs)-1]; last.Type != wf.EventReceived || !strings.Contains(string(last.Payload), `"warnings":["payload.summaryRef`) {
+		t.Errorf("receipt %s %s", last.Type, last.Payload)
+	}
+	p := filepath.Join(dir, "tasks", "in-progress", id, "outputs", "summary.md")
+	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(p, []byte("# Summary\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	r.do("POST", "/v1/aof/messages", example(t, 1))
+	if w := r.tasks.msgs[1].Message.Warnings; len(w) != 0 {
+		t.Errorf("warnings with the summary present: %q", w)
 	}
 }

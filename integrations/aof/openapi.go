@@ -19,8 +19,12 @@ func errResp(desc string) map[string]any {
 func op(id, summary, description, req, okStatus, okSchema string, errs map[string]string) map[string]any {
 	resp := map[string]any{okStatus: map[string]any{"description": "OK", "content": jsonBody(ref(okSchema))}}
 	errs["401"] = "No valid bearer token (code unauthenticated)."
-	errs["403"] = "The token's role may not do this (code forbidden)."
-	errs["503"] = "Temporal or the worker did not answer (code unavailable); retry."
+	if _, ok := errs["403"]; !ok {
+		errs["403"] = "The token's role may not do this (code forbidden)."
+	}
+	if _, ok := errs["503"]; !ok {
+		errs["503"] = "Temporal or the worker did not answer (code unavailable); retry."
+	}
 	for st, d := range errs {
 		resp[st] = errResp(d)
 	}
@@ -46,11 +50,12 @@ var (
 	opMessages = op("postAOFMessage", "Send an AOF/1 protocol message",
 		"Takes the envelope object itself (protocol \"aof\"), or a received message {\"content\": text} whose text is the envelope as JSON or \"AOF/1 \" followed by it, checked in that order. "+
 			"Valid messages are logged as protocol.message.received and handed to the task; rejections change nothing and are logged as protocol.message.rejected (reason invalid_json, invalid_envelope, task_not_found, taskId_mismatch), "+
-			"protocol.message.unknown, or delegation.rejected (parent_not_found, nested_delegation). A completion.report writes run_result.json; its transitions apply at the session's end or on a stale heartbeat.",
+			"protocol.message.unknown, or delegation.rejected (parent_not_found, nested_delegation, parent_conflict). A completion.report writes run_result.json; its transitions apply at the session's end or on a stale heartbeat.",
 		"AOFMessageRequest", "200", "AOFResult", map[string]string{
 			"400": "Rejected: invalid_json, invalid_envelope, taskId_mismatch or unknown_type.",
 			"404": "Rejected: task_not_found, or parent_not_found for a handoff.request.",
-			"409": "Rejected: nested_delegation (the parent is a delegated task itself).",
+			"403": "The token's role may not do this, or an executor's or reviewer's token names another agent than itself in fromAgent, payload.agentId or payload.fromAgent (code forbidden, the message names the field).",
+			"409": "Rejected: nested_delegation (the parent is a delegated task itself), parent_conflict (a handoff.request for a task linked to another parent already), or not_running (a completion.report for a task that is not in_progress, or from another agent than the one running it).",
 		})
 	opCreate = op("createAOFTask", "Create an AOF task",
 		"Starts the task's workflow. taskId is allocated as TASK-<today>-NNN when absent.",
@@ -63,17 +68,19 @@ var (
 		"Its status, metadata.delegationDepth, work log, run artifacts (run.json, run_heartbeat.json, run_result.json) and handoff inputs.",
 		"", "200", "AOFTaskView", map[string]string{"404": "No such task (code task_not_found)."}), pathID)
 	opDispatch = withParams(op("dispatchAOFTask", "Dispatch a ready AOF task to an agent",
-		"ready → in_progress: writes run.json and the first run_heartbeat.json; the task expects a heartbeat before expiresAt (ttlMs, default 300000). A repeat by the running agent changes nothing.",
+		"ready → in_progress: takes the lease of aof/<taskId> for agentId (its TTL the run's), writes run.json (metadata.leaseId) and the first run_heartbeat.json; the task expects a heartbeat before expiresAt (ttlMs, default 300000, at most a day). Each heartbeat renews the lease; the task leaving in_progress (session end, a stale reclaim, a status update) releases it. A repeat by the running agent changes nothing.",
 		"AOFDispatchRequest", "200", "AOFResult", map[string]string{
 			"400": "Invalid input (code invalid).",
 			"404": "No such task (code task_not_found).",
-			"409": "The task is not ready (code invalid_transition).",
+			"409": "The task is not ready (code invalid_transition), or another agent holds its lease (code lease_held).",
+			"503": "Temporal or the worker did not answer, or the lease could not be taken (code unavailable); retry.",
 		}), pathID)
 	opHeartbeat = withParams(op("heartbeatAOFTask", "Renew the running agent's heartbeat",
 		"Updates run_heartbeat.json: beatCount + 1, expiresAt = now + ttlMs. Once expiresAt passes, the task applies its run result (reason stale_heartbeat_<outcome>) or, without one, goes back to ready (stale_heartbeat_reclaim).",
 		"AOFHeartbeatRequest", "200", "AOFResult", map[string]string{
 			"400": "Invalid input (code invalid).",
 			"404": "No such task (code task_not_found).",
+			"403": "The token's role may not do this, or an executor's or reviewer's token names another agentId than itself (code forbidden).",
 			"409": "No run of this agent is in progress (code not_running).",
 		}), pathID)
 	opEvents = withParams(op("listAOFEvents", "List the logged AOF events",
@@ -84,7 +91,8 @@ var (
 		param("query", "cursor", "The next of the previous page.", false))
 	opSessionEnd = op("endAOFSession", "End an agent session",
 		"Applies the pending run result of every task in progress (of agentId's runs only, when given), as AOF's session_end hook.",
-		"AOFSessionEndRequest", "200", "AOFSessionEndResponse", map[string]string{"400": "Invalid input (code invalid)."})
+		"AOFSessionEndRequest", "200", "AOFSessionEndResponse", map[string]string{"400": "Invalid input (code invalid).",
+			"403": "The token's role may not do this, or an executor's or reviewer's token names another agentId than itself, or none (code forbidden): an agent ends only its own session."})
 )
 
 func obj(required []string, props map[string]any) map[string]any {
@@ -132,19 +140,21 @@ func Spec() httpapi.Spec {
 			"reviewRequired": map[string]any{"type": "boolean", "default": true},
 			"parentTaskId":   taskIDSchema,
 		}),
-		"AOFDispatchRequest":   obj([]string{"agentId"}, map[string]any{"agentId": strSchema("The agent that runs the task."), "ttlMs": map[string]any{"type": "integer", "minimum": 0, "maximum": 604800000, "default": 300000}}),
+		"AOFDispatchRequest":   obj([]string{"agentId"}, map[string]any{"agentId": strSchema("The agent that runs the task."), "ttlMs": map[string]any{"type": "integer", "minimum": 0, "maximum": 86400000, "default": 300000}}),
 		"AOFHeartbeatRequest":  obj([]string{"agentId"}, map[string]any{"agentId": strSchema("The agent that runs the task.")}),
 		"AOFSessionEndRequest": obj(nil, map[string]any{"agentId": strSchema("Only this agent's runs; every run when absent.")}),
 		"AOFTask": obj([]string{"taskId", "title", "status", "metadata", "workLog", "createdAt", "updatedAt", "rev"}, map[string]any{
 			"taskId": taskIDSchema, "title": strSchema(""), "body": strSchema("With the ## Work Log section."), "assignee": strSchema(""), "status": statusEnum,
-			"parentTaskId": taskIDSchema,
-			"metadata":     obj(nil, map[string]any{"delegationDepth": map[string]any{"type": "integer"}, "reviewRequired": map[string]any{"type": "boolean"}}),
-			"workLog":      strs("- <timestamp> Progress: … | Notes: … | Blockers: …"),
-			"run":          map[string]any{"type": "object", "description": "run.json"}, "heartbeat": map[string]any{"type": "object", "description": "run_heartbeat.json"},
+			"parentTaskId":   taskIDSchema,
+			"metadata":       obj(nil, map[string]any{"delegationDepth": map[string]any{"type": "integer"}, "reviewRequired": map[string]any{"type": "boolean"}}),
+			"workLog":        strs("- <timestamp> Progress: … | Notes: … | Blockers: …; the newest 100 lines, at most 64 KiB, each cut at 8 KiB."),
+			"workLogDropped": map[string]any{"type": "integer", "description": "How many of the oldest work-log lines were dropped to keep it within its bounds; the events keep the messages."},
+			"run":            map[string]any{"type": "object", "description": "run.json"}, "heartbeat": map[string]any{"type": "object", "description": "run_heartbeat.json"},
 			"result": map[string]any{"type": "object", "description": "run_result.json"}, "handoff": map[string]any{"type": "object", "description": "inputs/handoff.json"},
 			"delegation": map[string]any{"type": "string", "enum": []string{"requested", "accepted", "rejected"}},
 			"review":     ref("Decision"), "rev": map[string]any{"type": "integer", "description": "Counts the task's changes."},
 			"ttlMs":     map[string]any{"type": "integer", "description": "The run's heartbeat life in milliseconds."},
+			"leaseId":   strSchema("The lease of aof/<taskId> the running agent holds; released when the task leaves in_progress."),
 			"createdAt": map[string]any{"type": "string", "format": "date-time"}, "updatedAt": map[string]any{"type": "string", "format": "date-time"},
 		}),
 		"AOFTaskView": map[string]any{"allOf": []any{ref("AOFTask"), obj([]string{"artifacts"}, map[string]any{

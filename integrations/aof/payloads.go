@@ -81,6 +81,9 @@ func parsePayload(m *wf.Message, p map[string]json.RawMessage) *Rejection {
 		add("taskId", err)
 		payloadTask = h.TaskID
 		h.ParentTaskID, err = taskID(p, "parentTaskId")
+		if err == nil && h.ParentTaskID == m.TaskID {
+			err = problem("a task cannot be its own parent")
+		}
 		add("parentTaskId", err)
 		h.FromAgent, err = nonEmpty(p, "fromAgent")
 		add("fromAgent", err)
@@ -117,6 +120,7 @@ func parsePayload(m *wf.Message, p map[string]json.RawMessage) *Rejection {
 		add("reason", err)
 		m.Reply = r
 	}
+	fs = append(fs, bounds(m)...)
 	if len(fs) > 0 {
 		slices.SortFunc(fs, func(a, b amp.FieldError) int { return strings.Compare(a.Path, b.Path) })
 		return reject(wf.ReasonInvalidEnvelope, fs...)
@@ -149,4 +153,62 @@ func tests(p map[string]json.RawMessage) (wf.TestReport, error) {
 		return t, problem(strings.Join(bad, ", ") + ": required, a whole number at least 0")
 	}
 	return t, nil
+}
+
+// Limits of a message's text, so that no task's state, and no activity
+// input that carries it, nears Temporal's payload limit (2 MB): each
+// text at most MaxText bytes, each list at most MaxItems items, an agent
+// name at most MaxName bytes, and the payload as a whole at most
+// MaxPayload bytes of JSON.
+const (
+	MaxText    = 8 << 10
+	MaxItems   = 100
+	MaxName    = 256
+	MaxPayload = 64 << 10
+	// MaxBody bounds a created task's body.
+	MaxBody = 64 << 10
+)
+
+// bounds names each field of m's payload past its limit.
+func bounds(m *wf.Message) []amp.FieldError {
+	var fs []amp.FieldError
+	text := func(path, s string, limit int) {
+		if len(s) > limit {
+			fs = append(fs, field(path, "%d bytes: at most %d", len(s), limit))
+		}
+	}
+	list := func(path string, l []string) {
+		if len(l) > MaxItems {
+			fs = append(fs, field(path, "%d items: at most %d", len(l), MaxItems))
+		}
+		for i, s := range l {
+			text(fmt.Sprintf("%s[%d]", path, i), s, MaxText)
+		}
+	}
+	switch {
+	case m.Completion != nil:
+		c := m.Completion
+		text("payload.summaryRef", c.SummaryRef, MaxText)
+		text("payload.handoffRef", c.HandoffRef, MaxText)
+		text("payload.notes", c.Notes, MaxText)
+		list("payload.deliverables", c.Deliverables)
+		list("payload.blockers", c.Blockers)
+	case m.Status != nil:
+		u := m.Status
+		text("payload.agentId", u.AgentID, MaxName)
+		text("payload.progress", u.Progress, MaxText)
+		text("payload.notes", u.Notes, MaxText)
+		list("payload.blockers", u.Blockers)
+	case m.Handoff != nil:
+		h := m.Handoff
+		text("payload.fromAgent", h.FromAgent, MaxName)
+		text("payload.toAgent", h.ToAgent, MaxName)
+		list("payload.acceptanceCriteria", h.AcceptanceCriteria)
+		list("payload.expectedOutputs", h.ExpectedOutputs)
+		list("payload.contextRefs", h.ContextRefs)
+		list("payload.constraints", h.Constraints)
+	case m.Reply != nil:
+		text("payload.reason", m.Reply.Reason, MaxText)
+	}
+	return fs
 }

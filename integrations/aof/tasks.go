@@ -40,6 +40,14 @@ func (a *API) postTask(w http.ResponseWriter, r *http.Request) {
 	if strings.TrimSpace(in.Title) == "" {
 		fs = append(fs, amp.FieldError{Path: "title", Problem: "required"})
 	}
+	for _, f := range []struct {
+		path, v string
+		limit   int
+	}{{"title", in.Title, MaxText}, {"body", in.Body, MaxBody}, {"assignee", in.Assignee, MaxName}} {
+		if len(f.v) > f.limit {
+			fs = append(fs, amp.FieldError{Path: f.path, Problem: fmt.Sprintf("%d bytes: at most %d", len(f.v), f.limit)})
+		}
+	}
 	if in.TaskID != "" && !wf.ValidTaskID(in.TaskID) {
 		fs = append(fs, amp.FieldError{Path: "taskId", Problem: fmt.Sprintf("%q does not match TASK-YYYY-MM-DD-NNN", in.TaskID)})
 	}
@@ -71,6 +79,8 @@ func (a *API) postTask(w http.ResponseWriter, r *http.Request) {
 		}
 		t.Metadata.DelegationDepth = depthOf(parent) + 1
 		if t.Metadata.DelegationDepth > 1 {
+			a.logEvents(ctx, event(wf.EventDelegationRejected, in.TaskID, httpapi.CallerOf(r).Name,
+				map[string]any{"reason": wf.ReasonNestedDelegation, "parentTaskId": in.ParentTaskID}))
 			a.refuse(w, r, wf.CodeNestedDelegation, []amp.FieldError{{Path: "parentTaskId", Problem: "is a delegated task itself"}},
 				"parent task %s has delegation depth %d: a delegated task cannot delegate again", in.ParentTaskID, depthOf(parent))
 			return
@@ -178,6 +188,9 @@ func (a *API) postHeartbeat(w http.ResponseWriter, r *http.Request) {
 		a.srv.Error(w, r, err)
 		return
 	}
+	if !a.speaksAs(w, r, claim{"agentId", in.AgentID}) {
+		return
+	}
 	row, ok := a.pathTask(w, r)
 	if !ok {
 		return
@@ -237,6 +250,11 @@ func (a *API) postSessionEnd(w http.ResponseWriter, r *http.Request) {
 	var in wf.SessionEndInput
 	if err := a.srv.Decode(w, r, &in); err != nil {
 		a.srv.Error(w, r, err)
+		return
+	}
+	// An empty agentId ends every agent's session: an agent's token
+	// names its own.
+	if !a.speaksAs(w, r, claim{"agentId", in.AgentID}) {
 		return
 	}
 	ctx := r.Context()

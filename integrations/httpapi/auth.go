@@ -23,6 +23,7 @@ type token struct {
 	sum  [sha256.Size]byte
 	role amp.Role
 	name string
+	id   string
 }
 
 func hashTokens(in []config.AuthToken) []token {
@@ -31,7 +32,7 @@ func hashTokens(in []config.AuthToken) []token {
 		if t.Token == "" {
 			continue
 		}
-		out = append(out, token{sum: sha256.Sum256([]byte(t.Token)), role: t.Role, name: t.Name})
+		out = append(out, token{sum: sha256.Sum256([]byte(t.Token)), role: t.Role, name: t.Name, id: strings.TrimSpace(t.ID)})
 	}
 	return out
 }
@@ -39,6 +40,8 @@ func hashTokens(in []config.AuthToken) []token {
 // caller is who sent a request.
 type caller struct {
 	name string
+	// id is the token's optional id: the agent's other name in the mesh.
+	id   string
 	role amp.Role
 	// open is true when no tokens are configured: the caller may act as
 	// any role.
@@ -95,7 +98,7 @@ func (s *Server) match(header string) (caller, bool) {
 		return caller{}, false
 	}
 	t := s.tokens[found]
-	return caller{name: t.name, role: t.role}, true
+	return caller{name: t.name, id: t.id, role: t.role}, true
 }
 
 // orRoles reads "coordinator or admin".

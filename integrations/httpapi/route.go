@@ -6,10 +6,12 @@ import (
 	"maps"
 	"net/http"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 
 	"github.com/ampflow/ampflow/amp"
+	"github.com/ampflow/ampflow/amp/decision"
 	"github.com/ampflow/ampflow/amp/task"
 )
 
@@ -37,6 +39,10 @@ type Route struct {
 type Spec struct {
 	Schemas map[string]any
 	Codes   map[task.Code]int
+	// DecisionKinds are the kinds of the decisions the system's
+	// workflows raise: GET /v1/decisions lists them, so the document's
+	// DecisionKind enum gains them. Two systems may add the same kind.
+	DecisionKinds []decision.Kind
 }
 
 // Add registers a system's routes and its spec. Call it before serving.
@@ -55,6 +61,11 @@ func (s *Server) Add(spec Spec, routes ...Route) {
 		}
 		s.added.schemas[name] = schema
 	}
+	for _, k := range spec.DecisionKinds {
+		if !slices.Contains(s.added.kinds, k) {
+			s.added.kinds = append(s.added.kinds, k)
+		}
+	}
 	for _, rt := range routes {
 		if rt.Operation == nil {
 			panic("httpapi: route " + rt.Pattern + " has no OpenAPI operation")
@@ -65,6 +76,7 @@ func (s *Server) Add(spec Spec, routes ...Route) {
 			s.handle(rt.Pattern, rt.Roles, rt.Handler)
 		}
 		s.added.ops[rt.Pattern] = rt.Operation
+		s.added.routes[rt.Pattern] = rt
 	}
 	s.added.doc = sync.OnceValues(s.composeDoc)
 }
@@ -72,7 +84,9 @@ func (s *Server) Add(spec Spec, routes ...Route) {
 // added is what systems added to the API.
 type added struct {
 	ops     map[string]map[string]any
+	routes  map[string]Route
 	schemas map[string]any
+	kinds   []decision.Kind
 	// doc is the OpenAPI document with the additions, built once.
 	doc func() ([]byte, error)
 }
@@ -95,11 +109,20 @@ func (s *Server) composeDoc() ([]byte, error) {
 			item = map[string]any{}
 			paths[path] = item
 		}
-		item[method] = op
+		item[method] = withGuardAnswers(op, s.added.routes[pattern])
 	}
 	comps, _ := doc["components"].(map[string]any)
 	schemas, _ := comps["schemas"].(map[string]any)
 	maps.Copy(schemas, s.added.schemas)
+	if dk, ok := schemas["DecisionKind"].(map[string]any); ok && len(s.added.kinds) > 0 {
+		enum, _ := dk["enum"].([]any)
+		for _, k := range s.added.kinds {
+			if !slices.Contains(enum, any(string(k))) {
+				enum = append(enum, string(k))
+			}
+		}
+		dk["enum"] = enum
+	}
 	if ec, ok := schemas["ErrorCode"].(map[string]any); ok {
 		codes := slices.Sorted(maps.Keys(s.statusOf))
 		enum := make([]any, len(codes))
@@ -112,6 +135,46 @@ func (s *Server) composeDoc() ([]byte, error) {
 		ec["description"] = "The error's code; each code has one HTTP status:\n" + strings.Join(lines, "\n")
 	}
 	return marshalIndent(doc)
+}
+
+// guardAnswers are the statuses the API answers for any added route
+// before or around its handler, with what they mean there.
+var guardAnswers = map[int]string{
+	http.StatusForbidden:            "A cross-site Origin (code forbidden).",
+	http.StatusUnsupportedMediaType: "A body that is not application/json (code unsupported_media_type).",
+	http.StatusMisdirectedRequest:   "With no tokens configured, a Host that is not loopback (code misdirected_request).",
+	http.StatusInternalServerError:  "A fault of the server (code internal).",
+}
+
+// withGuardAnswers returns a copy of an added route's operation that
+// lists every status the API itself may answer for it, besides those the
+// system listed: the guard's 403, 415 and 421, a 500; 401 and 403 of the
+// token check unless the route is Open; for a method with a body, 400 and
+// 413 of Decode. A status the operation lists keeps its description.
+func withGuardAnswers(op map[string]any, rt Route) map[string]any {
+	out := maps.Clone(op)
+	resp := map[string]any{}
+	if have, ok := op["responses"].(map[string]any); ok {
+		resp = maps.Clone(have)
+	}
+	more := maps.Clone(guardAnswers)
+	if !rt.Open {
+		more[http.StatusUnauthorized] = "No valid bearer token (code unauthenticated)."
+		more[http.StatusForbidden] = "The token's role may not do this, or a cross-site Origin (code forbidden)."
+	}
+	if method, _, _ := cutPattern(rt.Pattern); method == "post" || method == "put" || method == "patch" {
+		more[http.StatusBadRequest] = "Invalid input (code invalid); fields names each field at fault."
+		more[http.StatusRequestEntityTooLarge] = "The body is too large (code too_large)."
+	}
+	for st, desc := range more {
+		key := strconv.Itoa(st)
+		if _, ok := resp[key]; !ok {
+			resp[key] = map[string]any{"description": desc,
+				"content": map[string]any{"application/json": map[string]any{"schema": map[string]any{"$ref": "#/components/schemas/Error"}}}}
+		}
+	}
+	out["responses"] = resp
+	return out
 }
 
 func cutPattern(p string) (method, path string, ok bool) {
@@ -131,6 +194,8 @@ func marshalIndent(v any) ([]byte, error) {
 type Caller struct {
 	// Name is the token's name; the local user's in open mode.
 	Name string
+	// ID is the token's id (config.AuthToken.ID), empty unless set.
+	ID   string
 	Role amp.Role
 	// Open is true when the API has no tokens: the caller may act as any
 	// role.
@@ -140,7 +205,7 @@ type Caller struct {
 // CallerOf returns who sent r, for a handler behind a token (not Open).
 func CallerOf(r *http.Request) Caller {
 	c := callerOf(r)
-	return Caller{Name: c.name, Role: c.role, Open: c.open}
+	return Caller{Name: c.name, ID: c.id, Role: c.role, Open: c.open}
 }
 
 // Decode reads r's body, bounded by the server's limit, into v: exactly

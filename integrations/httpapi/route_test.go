@@ -2,11 +2,15 @@ package httpapi
 
 import (
 	"encoding/json"
+	"maps"
 	"net/http"
+	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
 	"github.com/ampflow/ampflow/amp"
+	"github.com/ampflow/ampflow/amp/decision"
 	"github.com/ampflow/ampflow/amp/task"
 )
 
@@ -32,7 +36,10 @@ func addThing(h *harness) {
 				}
 				WriteJSON(w, http.StatusCreated, map[string]string{"name": in.Name, "by": CallerOf(r).Name})
 			},
-			Operation: map[string]any{"summary": "Make a thing"}},
+			Operation: map[string]any{"summary": "Make a thing", "responses": map[string]any{
+				"201": map[string]any{"description": "Made."},
+				"402": map[string]any{"description": "No budget left (code thing_spent)."},
+			}}},
 		Route{Pattern: "GET /v1/things/open", Open: true,
 			Handler: func(w http.ResponseWriter, r *http.Request) {
 				WriteJSON(w, http.StatusOK, map[string]string{"caller": CallerOf(r).Name})
@@ -123,4 +130,81 @@ func TestAddRefusesTakenNames(t *testing.T) {
 		}
 	}()
 	h.srv.Add(Spec{Codes: map[task.Code]int{task.CodeInvalid: http.StatusTeapot}})
+}
+
+// TestAddDocumentsEveryAnswer sends an added route each request the API
+// refuses before or around its handler and checks that the served
+// document lists the status it answered on that route's operation.
+func TestAddDocumentsEveryAnswer(t *testing.T) {
+	h := newHarness(t, false)
+	addThing(h)
+	var doc struct {
+		Paths map[string]map[string]struct {
+			Responses map[string]any `json:"responses"`
+		} `json:"paths"`
+	}
+	h.do(t, "GET", "/v1/openapi.json", "", "").decode(t, &doc)
+	req := func(method, path, token, ctype, origin, body string) *http.Request {
+		r, _ := http.NewRequest(method, h.ts.URL+path, strings.NewReader(body))
+		if token != "" {
+			r.Header.Set("Authorization", "Bearer "+token)
+		}
+		if ctype != "" {
+			r.Header.Set("Content-Type", ctype)
+		}
+		if origin != "" {
+			r.Header.Set("Origin", origin)
+		}
+		return r
+	}
+	big := `{"name":"` + strings.Repeat("x", DefaultMaxBody) + `"}`
+	for _, c := range []struct {
+		name string
+		req  *http.Request
+		want int
+	}{
+		{"NoToken", req("POST", "/v1/things", "", "application/json", "", `{"name":"x"}`), http.StatusUnauthorized},
+		{"WrongRole", req("POST", "/v1/things", executorToken, "application/json", "", `{"name":"x"}`), http.StatusForbidden},
+		{"NotJSON", req("POST", "/v1/things", adminToken, "text/plain", "", `name=x`), http.StatusUnsupportedMediaType},
+		{"TooLarge", req("POST", "/v1/things", adminToken, "application/json", "", big), http.StatusRequestEntityTooLarge},
+		{"UnknownField", req("POST", "/v1/things", adminToken, "application/json", "", `{"nmae":"x"}`), http.StatusBadRequest},
+		{"OwnCode", req("POST", "/v1/things", adminToken, "application/json", "", `{"name":"spent"}`), http.StatusPaymentRequired},
+		{"OpenCrossSite", req("GET", "/v1/things/open", "", "", "https://evil.example", ""), http.StatusForbidden},
+		{"OpenBodyNotJSON", req("GET", "/v1/things/open", "", "text/plain", "", "x"), http.StatusUnsupportedMediaType},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			r := h.send(t, c.req)
+			wantStatus(t, r, c.want)
+			op := doc.Paths[c.req.URL.Path][strings.ToLower(c.req.Method)]
+			if op.Responses[strconv.Itoa(r.status)] == nil {
+				t.Errorf("%s %s answered %d, which its operation does not list (it lists %v)",
+					c.req.Method, c.req.URL.Path, r.status, slices.Sorted(maps.Keys(op.Responses)))
+			}
+		})
+	}
+}
+
+// TestAddDecisionKinds: the kinds a system's decisions have join the
+// document's DecisionKind enum once, after the API's own.
+func TestAddDecisionKinds(t *testing.T) {
+	h := newHarness(t, false)
+	h.srv.Add(Spec{DecisionKinds: []decision.Kind{"thing_approval"}})
+	h.srv.Add(Spec{DecisionKinds: []decision.Kind{"thing_approval", "thing_refund"}})
+	var doc struct {
+		Components struct {
+			Schemas struct {
+				DecisionKind struct {
+					Enum []string `json:"enum"`
+				} `json:"DecisionKind"`
+			} `json:"schemas"`
+		} `json:"components"`
+	}
+	h.do(t, "GET", "/v1/openapi.json", "", "").decode(t, &doc)
+	enum := doc.Components.Schemas.DecisionKind.Enum
+	if !slices.Contains(enum, string(task.KindPlanApproval)) || !slices.Contains(enum, "thing_refund") {
+		t.Fatalf("DecisionKind enum %v lacks the API's own or an added kind", enum)
+	}
+	if n := len(slices.DeleteFunc(slices.Clone(enum), func(k string) bool { return k != "thing_approval" })); n != 1 {
+		t.Errorf("thing_approval listed %d times in %v", n, enum)
+	}
 }

@@ -134,7 +134,7 @@ func New(o Options) *Server {
 		mux:      http.NewServeMux(),
 		mounted:  map[string]bool{},
 		statusOf: maps.Clone(statusOf),
-		added:    added{ops: map[string]map[string]any{}, schemas: map[string]any{}},
+		added:    added{ops: map[string]map[string]any{}, routes: map[string]Route{}, schemas: map[string]any{}},
 	}
 	if s.decisions = o.Decisions; s.decisions == nil {
 		s.decisions = storedDecisions{store: o.Store}

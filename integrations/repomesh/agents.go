@@ -3,7 +3,9 @@ package repomesh
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
 	"net/http"
+	"slices"
 
 	"github.com/ampflow/ampflow/activities/ssot"
 	"github.com/ampflow/ampflow/amp"
@@ -46,6 +48,10 @@ type AgentHeartbeatResponse struct {
 	EventID string `json:"event_id,omitempty"`
 }
 
+// heartbeatRoles are the roles a heartbeat's body may name; empty is the
+// token's.
+var heartbeatRoles = []amp.Role{"", amp.RoleExecutor, amp.RoleReviewer, amp.RoleCoordinator, amp.RoleAdmin}
+
 // maxRedispatched bounds the tasks one heartbeat redispatches.
 const maxRedispatched = ssot.MaxLimit
 
@@ -72,12 +78,20 @@ func (a *API) agentHeartbeat(w http.ResponseWriter, r *http.Request) {
 	}
 	out := AgentHeartbeatResponse{AgentID: agent, Status: in.Status, Released: []string{}, Redispatched: []string{}}
 	c := httpapi.CallerOf(r)
+	if !slices.Contains(heartbeatRoles, in.Role) {
+		a.srv.Error(w, r, invalid("role", "must be executor, reviewer, coordinator or admin (or empty: the token's role)"))
+		return
+	}
+	if in.Role != "" && in.Role != c.Role && !isAdmin(c) {
+		// The role picks the tasks redispatched: an agent speaks only for
+		// its token's.
+		msg := fmt.Sprintf("%s's token is %s's: it may not speak as %s", c.Name, c.Role, in.Role)
+		a.tellError(r, "agent.heartbeat", CodePermissionDenied, msg, 0, nil)
+		a.srv.Error(w, r, &task.Error{Code: CodePermissionDenied, Message: msg})
+		return
+	}
 	if in.Role == "" && c.Name == agent && !c.Open {
 		in.Role = c.Role
-	}
-	if in.Role != "" && in.Role != amp.RoleExecutor && in.Role != amp.RoleReviewer && in.Role != amp.RoleAdmin && in.Role != amp.RoleCoordinator {
-		a.srv.Error(w, r, invalid("role", "must be executor or reviewer"))
-		return
 	}
 	var reason string
 	switch in.Status {

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"log/slog"
 	"net/http"
+	"slices"
 	"time"
 
 	"github.com/ampflow/ampflow/activities/ssot"
@@ -112,10 +113,19 @@ func (a *API) routes() []httpapi.Route {
 	return out
 }
 
-// mayActAs reports whether the caller may speak as agent: its own name,
-// or any name for an admin or an open API.
+// mayActAs reports whether the caller may speak as agent: its own name
+// or its token's id, or any name for an admin or an open API.
 func mayActAs(c httpapi.Caller, agent string) bool {
-	return c.Open || c.Role == amp.RoleAdmin || c.Name == agent
+	return c.Open || c.Role == amp.RoleAdmin || slices.Contains(selfNames(c), agent)
+}
+
+// selfNames are the names the caller goes by in the mesh: its token's
+// name, and its id when the token has one.
+func selfNames(c httpapi.Caller) []string {
+	if c.ID != "" && c.ID != c.Name {
+		return []string{c.Name, c.ID}
+	}
+	return []string{c.Name}
 }
 
 func isAdmin(c httpapi.Caller) bool { return c.Open || c.Role == amp.RoleAdmin }

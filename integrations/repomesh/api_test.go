@@ -1,10 +1,12 @@
 package repomesh
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
 	"io"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"path/filepath"
@@ -83,6 +85,25 @@ type harness struct {
 	store  *ssot.DB
 	leases *fakeLeases
 	tasks  *fakeTasks
+	logs   *syncBuffer
+}
+
+// syncBuffer is a log's output, written by the handlers and read by tests.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
 }
 
 // fakeTasks keeps the heartbeats sent to tasks and the tasks started.
@@ -90,11 +111,15 @@ type fakeTasks struct {
 	mu      sync.Mutex
 	beats   []string
 	started []task.Input
+	err     error
 }
 
 func (f *fakeTasks) StartNext(_ context.Context, in task.Input, year int) (string, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	if f.err != nil {
+		return "", f.err
+	}
 	// As workflows.Client: a start under a request key used before
 	// answers the task it started.
 	for i, s := range f.started {
@@ -117,6 +142,8 @@ const (
 	aliceToken = "alice-token-0123456789"
 	bobToken   = "bob-token-0123456789ab"
 	adminToken = "admin-token-0123456789"
+	carolToken = "carol-token-0123456789"
+	carolID    = "28a5d3df-6104-4009-8f3a-897671ea28d7"
 )
 
 func newHarness(t *testing.T) *harness {
@@ -132,10 +159,13 @@ func newHarness(t *testing.T) *harness {
 		{Token: aliceToken, Role: amp.RoleExecutor, Name: "alice"},
 		{Token: bobToken, Role: amp.RoleReviewer, Name: "bob"},
 		{Token: adminToken, Role: amp.RoleAdmin, Name: "root"},
+		{Token: carolToken, Role: amp.RoleExecutor, Name: "carol", ID: carolID},
 	}})
 	var tick sync.Mutex
 	ft := &fakeTasks{}
-	AddTo(srv, Options{Leases: fl, Store: store, Tasks: ft, Now: func() time.Time {
+	logs := &syncBuffer{}
+	log := slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	AddTo(srv, Options{Leases: fl, Store: store, Tasks: ft, Log: log, Now: func() time.Time {
 		tick.Lock()
 		defer tick.Unlock()
 		now = now.Add(time.Second)
@@ -144,7 +174,7 @@ func newHarness(t *testing.T) *harness {
 	ts := httptest.NewServer(srv.Handler())
 	t.Cleanup(ts.Close)
 	// Leases the fake grants are recorded as the workflow's activity would.
-	return &harness{ts: ts, store: store, leases: fl, tasks: ft}
+	return &harness{ts: ts, store: store, leases: fl, tasks: ft, logs: logs}
 }
 
 type answer struct {
@@ -203,6 +233,9 @@ func TestLeaseRoutes(t *testing.T) {
 		if err != nil || len(evs) != 1 || evs[0].Type != TypeError || !strings.Contains(string(evs[0].Payload), `"retry_after_ms":12000`) {
 			t.Fatalf("bob's inbox after the conflict: %+v %v", evs, err)
 		}
+		if logs := h.logs.String(); !strings.Contains(logs, "code=LOCK_CONFLICT") || !strings.Contains(logs, "path=/v1/leases") {
+			t.Fatalf("the conflict is not logged as a refusal: %s", logs)
+		}
 	})
 	t.Run("SpeaksOnlyAsItself", func(t *testing.T) {
 		var e struct{ Error struct{ Code string } }
@@ -225,10 +258,21 @@ func TestLeaseRoutes(t *testing.T) {
 			t.Fatalf("renewed %+v", r)
 		}
 		h.do(t, "POST", "/v1/leases/"+l.LeaseID+"/heartbeat", bobToken, `{"ttl":120}`).want(t, 403, nil)
+		// bob is told in the mesh, as of every refusal
+		evs, _, err := h.store.SearchEvents(context.Background(), ssot.SearchQuery{To: "bob", Type: TypeError}, ssot.Page{})
+		if err != nil || len(evs) == 0 || !strings.Contains(string(evs[0].Payload), `"original_action":"lease.heartbeat"`) {
+			t.Fatalf("bob's agent.error after renewing alice's lease: %+v %v", evs, err)
+		}
 		h.do(t, "POST", "/v1/leases/Lnope.eA/heartbeat", aliceToken, `{"ttl":120}`).want(t, 404, nil)
+		// without ttl, the lease's own is read from the SSOT, which knows none
+		h.do(t, "POST", "/v1/leases/Lnope.eA/heartbeat", aliceToken, `{}`).want(t, 404, nil)
 	})
 	t.Run("Release", func(t *testing.T) {
 		h.do(t, "DELETE", "/v1/leases/"+l.LeaseID, bobToken, "").want(t, 403, nil)
+		evs, _, err := h.store.SearchEvents(context.Background(), ssot.SearchQuery{To: "bob", Type: TypeError}, ssot.Page{})
+		if err != nil || len(evs) == 0 || !strings.Contains(string(evs[0].Payload), `"original_action":"lease.release"`) {
+			t.Fatalf("bob's agent.error after releasing alice's lease: %+v %v", evs, err)
+		}
 		h.do(t, "DELETE", "/v1/leases/"+l.LeaseID, aliceToken, "").want(t, 200, nil)
 		h.do(t, "DELETE", "/v1/leases/"+l.LeaseID, aliceToken, "").want(t, 404, nil)
 	})
@@ -286,4 +330,34 @@ func TestAgentHeartbeatReleasesLeases(t *testing.T) {
 		t.Fatalf("echo %+v %v", e, err)
 	}
 	h.do(t, "POST", "/v1/agents/alice/heartbeat", aliceToken, `{"status":"active"}`).want(t, 200, &out)
+}
+
+func TestAgentHeartbeatRoleIsTheTokens(t *testing.T) {
+	h := newHarness(t)
+	ctx := context.Background()
+	if _, err := h.store.Save(ctx, "T-2026-001", nil, &ssot.TaskState{TaskID: "T-2026-001", Rev: 1, Status: "in_review",
+		State: json.RawMessage(`{}`), StartedAt: time.Now(), UpdatedAt: time.Now()}); err != nil {
+		t.Fatal(err)
+	}
+	var e struct {
+		Error struct{ Code, Message string }
+	}
+	// alice's token is an executor's: she may not redispatch a reviewer's task.
+	h.do(t, "POST", "/v1/agents/alice/heartbeat", aliceToken, `{"status":"recovered","role":"reviewer"}`).want(t, 403, &e)
+	if e.Error.Code != string(CodePermissionDenied) || len(h.tasks.beats) != 0 {
+		t.Fatalf("refusal %+v, heartbeats sent %v", e.Error, h.tasks.beats)
+	}
+	h.do(t, "POST", "/v1/agents/alice/heartbeat", aliceToken, `{"status":"recovered","role":"chief"}`).want(t, 400, &e)
+	if !strings.Contains(e.Error.Message, "executor, reviewer, coordinator or admin") {
+		t.Fatalf("invalid role: %s", e.Error.Message)
+	}
+	h.do(t, "POST", "/v1/agents/alice/heartbeat", aliceToken, `{"status":"recovered","role":"executor"}`).want(t, 200, nil)
+	if len(h.tasks.beats) != 0 {
+		t.Fatalf("an executor's heartbeat redispatched %v", h.tasks.beats)
+	}
+	var out AgentHeartbeatResponse
+	h.do(t, "POST", "/v1/agents/bob/heartbeat", adminToken, `{"status":"recovered","role":"reviewer"}`).want(t, 200, &out)
+	if fmt.Sprint(out.Redispatched) != "[T-2026-001]" {
+		t.Fatalf("an admin's heartbeat for a reviewer redispatched %v", out.Redispatched)
+	}
 }

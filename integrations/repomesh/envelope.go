@@ -19,6 +19,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/ampflow/ampflow/amp"
+	"github.com/ampflow/ampflow/workflows/lease"
 )
 
 // Limits of an event.
@@ -232,9 +233,22 @@ func check(env Envelope, now time.Time) (checked, []amp.FieldError) {
 			bad("payload."+f.name, "%s", msg)
 		}
 	}
-	for _, k := range []string{"from", "from_id", "to", "task_id", "parent_message_id", "agent_id"} {
-		if s, ok := p[k].(string); ok && len(s) > MaxName {
+	if len(errs) == 0 {
+		errs = append(errs, checkValues(c.typ, p)...)
+	}
+	for _, k := range nameFields {
+		s, ok := p[k].(string)
+		switch {
+		case !ok || s == "":
+		case len(s) > MaxName:
 			bad("payload."+k, "is longer than %d bytes", MaxName)
+		case lease.CheckAgent(s) != nil:
+			bad("payload."+k, "%s", trimField(lease.CheckAgent(s)))
+		}
+	}
+	if env.AgentID != "" {
+		if err := lease.CheckAgent(env.AgentID); err != nil {
+			bad("agent_id", "%s", trimField(err))
 		}
 	}
 	if s, ok := p["subject"].(string); ok && len(s) > MaxSubject {
@@ -283,6 +297,10 @@ func check(env Envelope, now time.Time) (checked, []amp.FieldError) {
 	return c, nil
 }
 
+// nameFields are the payload's names and ids: bounded, and without
+// control characters, as a lease's agent.
+var nameFields = []string{"from", "from_id", "to", "agent_id", "reviewer_id", "assignee", "task_id", "parent_message_id", "lock_id"}
+
 // textFields are the payload fields searched as content.
 var textFields = []string{"content", "message", "summary", "result_summary", "blocked_reason", "suggestion", "goal"}
 
@@ -312,6 +330,65 @@ func legacyFill(p map[string]any, typ string, now time.Time) {
 	}
 	meta["legacy_type"] = typ
 	p["metadata"] = meta
+}
+
+// nonNegative are the registry's counts.
+var nonNegative = []string{"passed", "failed", "skipped", "total", "duration_ms", "test_count", "file_count",
+	"findings_count", "warnings", "errors", "lease_ttl", "priority"}
+
+// checkValues checks what the registry says of a payload's values beyond
+// their kinds, once the kinds are right: counts are not negative, a
+// finding's severity is one of the envelope's and its line_number at
+// least 1, progress_percent is from 0 to 100, and each of a test.result's
+// failures is an object naming its test.
+func checkValues(typ string, p map[string]any) []amp.FieldError {
+	var errs []amp.FieldError
+	bad := func(field, format string, args ...any) {
+		errs = append(errs, amp.FieldError{Path: "payload." + field, Problem: fmt.Sprintf(format, args...)})
+	}
+	for _, k := range nonNegative {
+		if f, ok := p[k].(float64); ok && f < 0 {
+			bad(k, "must not be negative")
+		}
+	}
+	switch typ {
+	case "review.finding":
+		if s, _ := p["severity"].(string); !slices.Contains(severities, s) {
+			bad("severity", "must be info, warning or error")
+		}
+		if f, _ := p["line_number"].(float64); f < 1 {
+			bad("line_number", "must be at least 1")
+		}
+	case "task.progress":
+		if f, _ := p["progress_percent"].(float64); f < 0 || f > 100 {
+			bad("progress_percent", "must be from 0 to 100")
+		}
+	case "test.result":
+		fs, _ := p["failures"].([]any)
+		for i, f := range fs {
+			path := fmt.Sprintf("failures[%d]", i)
+			m, ok := f.(map[string]any)
+			if !ok {
+				bad(path, "must be an object with test, error and message")
+				continue
+			}
+			if s, ok := m["test"].(string); !ok || s == "" {
+				bad(path+".test", "is required (string)")
+			} else if len(s) > MaxName {
+				bad(path+".test", "is longer than %d bytes", MaxName)
+			}
+			for _, k := range []string{"error", "message"} {
+				if v, ok := m[k]; ok && v != nil {
+					if s, ok := v.(string); !ok {
+						bad(path+"."+k, "must be a string")
+					} else if len(s) > MaxContent {
+						bad(path+"."+k, "is longer than %d bytes", MaxContent)
+					}
+				}
+			}
+		}
+	}
+	return errs
 }
 
 func kindProblem(kind string, v any) string {

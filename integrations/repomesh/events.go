@@ -13,6 +13,7 @@ import (
 	"github.com/ampflow/ampflow/amp"
 	"github.com/ampflow/ampflow/amp/task"
 	"github.com/ampflow/ampflow/integrations/httpapi"
+	"github.com/ampflow/ampflow/workflows/lease"
 )
 
 // Listing bounds of the inbox and search.
@@ -57,10 +58,14 @@ func eventsOf(evs []ssot.MeshEvent, next string) EventList {
 // error response, kept in the mesh so an agent that missed the HTTP
 // answer finds it in its inbox. retryAfter is omitted when zero.
 func (a *API) tellError(r *http.Request, action string, code task.Code, msg string, retryAfter int64, extra map[string]any) {
+	a.tellErrorTo(r, httpapi.CallerOf(r).Name, action, code, msg, retryAfter, extra)
+}
+
+// tellErrorTo stores an agent.error event to the agent to.
+func (a *API) tellErrorTo(r *http.Request, to, action string, code task.Code, msg string, retryAfter int64, extra map[string]any) {
 	if a.store == nil {
 		return
 	}
-	to := httpapi.CallerOf(r).Name
 	payload := map[string]any{"from": Sender, "from_id": Sender, "to": to, "original_action": action,
 		"error_code": string(code), "message": msg, "timestamp": a.now().UTC()}
 	if retryAfter > 0 {
@@ -102,10 +107,13 @@ func (a *API) postEvent(w http.ResponseWriter, r *http.Request) {
 			Message: "invalid " + env.Type + " event: " + strings.Join(paths, ", "), Fields: errs})
 		return
 	}
+	for _, k := range []string{"from", "from_id", "agent_id", "reviewer_id"} {
+		if name, _ := ev.payload[k].(string); name != "" && !mayActAs(c, name) {
+			a.denied(w, r, "event.log", name+" (payload."+k+")")
+			return
+		}
+	}
 	switch {
-	case ev.from != "" && !mayActAs(c, ev.from):
-		a.denied(w, r, "event.log", ev.from)
-		return
 	case adminOnly(ev.typ) && !isAdmin(c):
 		a.denied(w, r, "event.log", Sender+" ("+ev.typ+" events are the system's)")
 		return
@@ -190,7 +198,11 @@ func (a *API) inbox(w http.ResponseWriter, r *http.Request) {
 		a.denied(w, r, "event.inbox", who)
 		return
 	}
-	iq := ssot.InboxQuery{Recipients: []string{who}, Channel: q.Get("channel")}
+	recipients := []string{who}
+	if slices.Contains(selfNames(c), who) {
+		recipients = selfNames(c) // by name or id
+	}
+	iq := ssot.InboxQuery{Recipients: recipients, Channel: q.Get("channel")}
 	switch b := q.Get("include_broadcast"); b {
 	case "", "false", "0":
 	case "true", "1":
@@ -230,14 +242,23 @@ func (a *API) search(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	q := r.URL.Query()
-	sq := ssot.SearchQuery{From: q.Get("from"), To: q.Get("to"), Type: q.Get("type"), TaskID: q.Get("task_id"), Q: q.Get("q")}
+	sq := ssot.SearchQuery{From: q.Get("from"), To: q.Get("to"), Type: q.Get("type"), TaskID: q.Get("task_id"), Q: q.Get("q"),
+		Viewers: viewerNames(httpapi.CallerOf(r))}
 	if len(sq.Q) > MaxSubject {
 		a.srv.Error(w, r, invalid("q", fmt.Sprintf("is longer than %d bytes", MaxSubject)))
+		return
+	}
+	if sq.Q != "" && len(ssot.Keywords(sq.Q)) == 0 {
+		a.srv.Error(w, r, invalid("q", "has no keywords (letters or digits)"))
 		return
 	}
 	var err error
 	if sq.Since, err = timeParam(q, "since"); err == nil {
 		sq.Until, err = timeParam(q, "until")
+	}
+	if err == nil && !sq.Since.IsZero() && !sq.Until.IsZero() && sq.Since.After(sq.Until) {
+		err = &task.Error{Code: task.CodeInvalid, Message: "since: is after until",
+			Fields: []amp.FieldError{{Path: "since", Problem: "is after until"}, {Path: "until", Problem: "is before since"}}}
 	}
 	if err != nil {
 		a.srv.Error(w, r, err)
@@ -260,16 +281,61 @@ func (a *API) getEvent(w http.ResponseWriter, r *http.Request) {
 	if a.unavailable(w, r) {
 		return
 	}
-	e, err := a.store.Event(r.Context(), r.PathValue("id"))
+	e, err := a.visibleEvent(r, r.PathValue("id"))
 	if err != nil {
-		a.srv.Error(w, r, storeError(err, "event "+r.PathValue("id")))
+		a.srv.Error(w, r, err)
 		return
 	}
 	httpapi.WriteJSON(w, http.StatusOK, eventOf(e))
 }
 
+// viewerNames are the names whose events the caller may read; nil for an
+// admin (or an open API), who reads all.
+func viewerNames(c httpapi.Caller) []string {
+	if isAdmin(c) {
+		return nil
+	}
+	return selfNames(c)
+}
+
+// mayRead reports whether one of names sent or posted e, was sent it or
+// is mentioned in it, or e went to all or to nobody (a task's own
+// events); nil names read everything.
+func mayRead(names []string, e ssot.MeshEvent) bool {
+	if names == nil || e.To == ssot.Broadcast || e.To == "" {
+		return true
+	}
+	for _, n := range []string{e.From, e.FromID, e.AgentID, e.To} {
+		if n != "" && slices.Contains(names, n) {
+			return true
+		}
+	}
+	var p struct {
+		Mentions []string `json:"mentions"`
+	}
+	_ = json.Unmarshal(e.Payload, &p)
+	return slices.ContainsFunc(p.Mentions, func(m string) bool { return slices.Contains(names, m) })
+}
+
+// visibleEvent reads the event id, not found unless the caller may read
+// it: another agent's private message does not exist for it.
+func (a *API) visibleEvent(r *http.Request, id string) (ssot.MeshEvent, error) {
+	e, err := a.store.Event(r.Context(), id)
+	if err == nil && !mayRead(viewerNames(httpapi.CallerOf(r)), e) {
+		err = ssot.ErrNotFound
+	}
+	if err != nil {
+		return ssot.MeshEvent{}, storeError(err, "event "+id)
+	}
+	return e, nil
+}
+
 func (a *API) thread(w http.ResponseWriter, r *http.Request) {
 	if a.unavailable(w, r) {
+		return
+	}
+	if _, err := a.visibleEvent(r, r.PathValue("id")); err != nil {
+		a.srv.Error(w, r, err)
 		return
 	}
 	evs, err := a.store.Thread(r.Context(), r.PathValue("id"))
@@ -277,6 +343,8 @@ func (a *API) thread(w http.ResponseWriter, r *http.Request) {
 		a.srv.Error(w, r, storeError(err, "event "+r.PathValue("id")))
 		return
 	}
+	names := viewerNames(httpapi.CallerOf(r))
+	evs = slices.DeleteFunc(evs, func(e ssot.MeshEvent) bool { return !mayRead(names, e) })
 	httpapi.WriteJSON(w, http.StatusOK, eventsOf(evs, ""))
 }
 
@@ -295,8 +363,16 @@ func (a *API) markRead(w http.ResponseWriter, r *http.Request) {
 	if in.AgentID == "" {
 		in.AgentID = c.Name
 	}
+	if err := lease.CheckAgent(in.AgentID); err != nil {
+		a.srv.Error(w, r, invalid("agent_id", trimField(err)))
+		return
+	}
 	if !mayActAs(c, in.AgentID) {
 		a.denied(w, r, "event.read", in.AgentID)
+		return
+	}
+	if _, err := a.visibleEvent(r, r.PathValue("id")); err != nil {
+		a.srv.Error(w, r, err)
 		return
 	}
 	e, err := a.store.MarkRead(r.Context(), r.PathValue("id"), in.AgentID, a.now())

@@ -100,6 +100,17 @@ func TestEventRoutes(t *testing.T) {
 			t.Fatalf("search from alice %v", ids(l))
 		}
 		h.do(t, "GET", "/v1/events/search?since=yesterday", bobToken, "").want(t, 400, nil)
+		var e struct {
+			Error struct{ Fields []struct{ Path string } }
+		}
+		h.do(t, "GET", "/v1/events/search?since=2026-11-23T11:00:00Z&until=2026-11-23T10:00:00Z", bobToken, "").want(t, 400, &e)
+		if fmt.Sprint(e.Error.Fields) != "[{since} {until}]" {
+			t.Errorf("since after until: fields %v", e.Error.Fields)
+		}
+		h.do(t, "GET", "/v1/events/search?q="+url.QueryEscape("!!! --"), bobToken, "").want(t, 400, &e)
+		if fmt.Sprint(e.Error.Fields) != "[{q}]" {
+			t.Errorf("q without keywords: fields %v", e.Error.Fields)
+		}
 	})
 	t.Run("Read", func(t *testing.T) {
 		var e Event
@@ -146,7 +157,7 @@ func TestEventRoutes(t *testing.T) {
 		var e Event
 		h.do(t, "POST", "/v1/events", bobToken, `{"type":"review.finding","severity":"warning","payload":{"reviewer_id":"bob","task_id":"T-1","file_path":"src/auth.py","line_number":42,"severity":"warning","message":"SQL injection vulnerability detected","suggestion":"Use parameterized queries"}}`).want(t, 201, &e)
 		var l EventList
-		h.do(t, "GET", "/v1/events/search?task_id=T-1&q=injection", aliceToken, "").want(t, 200, &l)
+		h.do(t, "GET", "/v1/events/search?task_id=T-1&q=injection", bobToken, "").want(t, 200, &l)
 		if fmt.Sprint(ids(l)) != "["+e.ID+"]" {
 			t.Fatalf("finding by search %v", ids(l))
 		}
@@ -158,6 +169,77 @@ func TestEventRoutes(t *testing.T) {
 		if a.Seq != b.Seq {
 			t.Fatalf("a retry stored twice: %d, %d", a.Seq, b.Seq)
 		}
+	})
+}
+
+func TestEventsPrivate(t *testing.T) {
+	h := newHarness(t)
+	var private, reply, open Event
+	h.do(t, "POST", "/v1/events", aliceToken, chat("alice", "bob", "Secret", "the staging password rotates", "")).want(t, 201, &private)
+	h.do(t, "POST", "/v1/events", bobToken, chat("bob", "alice", "Re: Secret", "@carol can rotate it", private.ID)).want(t, 201, &reply)
+	h.do(t, "POST", "/v1/events", bobToken, chat("bob", "all", "Hello", "staging is back", "")).want(t, 201, &open)
+	search := func(token string) string {
+		var l EventList
+		h.do(t, "GET", "/v1/events/search?q=staging", token, "").want(t, 200, &l)
+		return fmt.Sprint(ids(l))
+	}
+	if got := search(carolToken); got != "["+open.ID+"]" {
+		t.Errorf("carol's search %s, want only the broadcast", got)
+	}
+	if got := search(bobToken); got != fmt.Sprint([]string{open.ID, private.ID}) {
+		t.Errorf("bob's search %s", got)
+	}
+	if got := search(adminToken); got != fmt.Sprint([]string{open.ID, private.ID}) {
+		t.Errorf("the admin's search %s", got)
+	}
+	h.do(t, "GET", "/v1/events/"+private.ID, carolToken, "").want(t, 404, nil)
+	h.do(t, "POST", "/v1/events/"+private.ID+"/read", carolToken, `{}`).want(t, 404, nil)
+	h.do(t, "GET", "/v1/events/"+private.ID+"/thread", carolToken, "").want(t, 404, nil)
+	h.do(t, "GET", "/v1/events/"+private.ID, bobToken, "").want(t, 200, nil)
+	h.do(t, "GET", "/v1/events/"+private.ID, adminToken, "").want(t, 200, nil)
+	// carol is mentioned in the reply: she reads it, not its parent.
+	var l EventList
+	h.do(t, "GET", "/v1/events/"+reply.ID+"/thread", carolToken, "").want(t, 200, &l)
+	if fmt.Sprint(ids(l)) != "["+reply.ID+"]" {
+		t.Errorf("carol's thread %v, want the reply alone", ids(l))
+	}
+	h.do(t, "POST", "/v1/events/"+reply.ID+"/read", carolToken, `{}`).want(t, 200, nil)
+}
+
+func TestEventNamesAreTheCallers(t *testing.T) {
+	h := newHarness(t)
+	for name, body := range map[string]string{
+		"FromID":     `{"type":"agent.chat","severity":"info","payload":{"from":"bob","from_id":"alice","to":"carol","subject":"s","content":"c","timestamp":"2026-11-23T10:00:00Z"}}`,
+		"AgentID":    `{"type":"task.claimed","severity":"info","payload":{"task_id":"T-1","agent_id":"alice","lease_ttl":60}}`,
+		"ReviewerID": `{"type":"review.started","severity":"info","payload":{"task_id":"T-1","reviewer_id":"alice","file_count":3}}`,
+	} {
+		t.Run(name, func(t *testing.T) {
+			var e struct{ Error struct{ Code string } }
+			h.do(t, "POST", "/v1/events", bobToken, body).want(t, 403, &e)
+			if e.Error.Code != string(CodePermissionDenied) {
+				t.Fatalf("code %s", e.Error.Code)
+			}
+			h.do(t, "POST", "/v1/events", adminToken, body).want(t, 201, nil)
+		})
+	}
+	t.Run("ControlCharacters", func(t *testing.T) {
+		for _, body := range []string{
+			chat("bob", "alice\x00", "s", "c", ""),
+			chat("bob", "al\nice", "s", "c", ""),
+			`{"type":"task.created","severity":"info","payload":{"task_id":"T\u0007","goal":"g","priority":2,"assignee":"bob"}}`,
+			`{"type":"agent.chat","severity":"info","agent_id":"bob\u001b","payload":{"from":"bob","from_id":"bob","to":"alice","subject":"s","content":"c","timestamp":"2026-11-23T10:00:00Z"}}`,
+		} {
+			var e struct {
+				Error struct {
+					Fields []struct{ Path, Problem string }
+				}
+			}
+			h.do(t, "POST", "/v1/events", bobToken, body).want(t, 400, &e)
+			if len(e.Error.Fields) != 1 || !strings.Contains(e.Error.Fields[0].Problem, "control character") {
+				t.Errorf("refusal of %q: %+v", body, e.Error.Fields)
+			}
+		}
+		h.do(t, "POST", "/v1/events/nope/read", adminToken, `{"agent_id":"bo\u0000b"}`).want(t, 400, nil)
 	})
 }
 
@@ -186,8 +268,14 @@ func TestOpenAPI(t *testing.T) {
 	for _, o := range operations() {
 		method, path, _ := strings.Cut(o.pattern, " ")
 		item, _ := paths[path].(map[string]any)
-		if item[strings.ToLower(method)] == nil {
+		op, _ := item[strings.ToLower(method)].(map[string]any)
+		if op == nil {
 			t.Errorf("%s is not in openapi.json", o.pattern)
+			continue
+		}
+		// every handler answers 503 without the SSOT or the lease client
+		if resps, _ := op["responses"].(map[string]any); resps["503"] == nil {
+			t.Errorf("%s lists no 503", o.pattern)
 		}
 		re := regexp.QuoteMeta(o.pattern)
 		re = regexp.MustCompile(`\\\{[a-z_]+\\\}`).ReplaceAllString(re, `[^/ ?]+`)
@@ -230,4 +318,50 @@ func operationsJSON(t *testing.T) string {
 		t.Fatal(err)
 	}
 	return string(b)
+}
+
+func TestRegistryValues(t *testing.T) {
+	h := newHarness(t)
+	for _, c := range []struct{ body, path string }{
+		{`{"type":"test.result","severity":"info","payload":{"task_id":"T-1","passed":1,"failed":1,"skipped":0,"duration_ms":5,"failures":["login"]}}`, "payload.failures[0]"},
+		{`{"type":"test.result","severity":"info","payload":{"task_id":"T-1","passed":1,"failed":1,"skipped":0,"duration_ms":5,"failures":[{"test":7}]}}`, "payload.failures[0].test"},
+		{`{"type":"test.result","severity":"info","payload":{"task_id":"T-1","passed":-1,"failed":0,"skipped":0,"duration_ms":5,"failures":[]}}`, "payload.passed"},
+		{`{"type":"review.finding","severity":"warning","payload":{"task_id":"T-1","file_path":"a.py","line_number":4,"severity":"fatal","message":"m"}}`, "payload.severity"},
+		{`{"type":"review.finding","severity":"warning","payload":{"task_id":"T-1","file_path":"a.py","line_number":0,"severity":"error","message":"m"}}`, "payload.line_number"},
+		{`{"type":"task.progress","severity":"info","payload":{"task_id":"T-1","agent_id":"bob","progress_percent":101,"summary":"s"}}`, "payload.progress_percent"},
+		{`{"type":"task.progress","severity":"info","payload":{"task_id":"T-1","agent_id":"bob","progress_percent":-1,"summary":"s"}}`, "payload.progress_percent"},
+	} {
+		var e struct {
+			Error struct{ Fields []struct{ Path string } }
+		}
+		h.do(t, "POST", "/v1/events", bobToken, c.body).want(t, 400, &e)
+		if len(e.Error.Fields) != 1 || e.Error.Fields[0].Path != c.path {
+			t.Errorf("%s: fields %+v, want %s", c.body, e.Error.Fields, c.path)
+		}
+	}
+	h.do(t, "POST", "/v1/events", bobToken, `{"type":"task.progress","severity":"info","payload":{"task_id":"T-1","agent_id":"bob","progress_percent":100,"summary":"s"}}`).want(t, 201, nil)
+	h.do(t, "POST", "/v1/events", bobToken, `{"type":"review.finding","severity":"warning","payload":{"task_id":"T-1","file_path":"a.py","line_number":1,"severity":"info","message":"m"}}`).want(t, 201, nil)
+}
+
+func TestInboxByNameOrID(t *testing.T) {
+	h := newHarness(t)
+	var byName, byID Event
+	h.do(t, "POST", "/v1/events", aliceToken, chat("alice", "carol", "By name", "hello", "")).want(t, 201, &byName)
+	h.do(t, "POST", "/v1/events", aliceToken, chat("alice", carolID, "By id", "hello", "")).want(t, 201, &byID)
+	var l EventList
+	h.do(t, "GET", "/v1/events/inbox", carolToken, "").want(t, 200, &l)
+	if fmt.Sprint(ids(l)) != fmt.Sprint([]string{byID.ID, byName.ID}) {
+		t.Fatalf("carol's inbox %v, want both messages", ids(l))
+	}
+	h.do(t, "GET", "/v1/events/inbox?recipient_id="+carolID, carolToken, "").want(t, 200, &l)
+	if len(l.Events) != 2 {
+		t.Fatalf("carol's inbox by her id %v", ids(l))
+	}
+	h.do(t, "GET", "/v1/events/"+byID.ID, carolToken, "").want(t, 200, nil)
+	h.do(t, "GET", "/v1/events/"+byID.ID, bobToken, "").want(t, 404, nil)
+	// she speaks as her name with her id as from_id, as the protocol's agents do
+	body := `{"type":"agent.chat","severity":"info","payload":{"from":"carol","from_id":"` + carolID +
+		`","to":"alice","subject":"s","content":"c","timestamp":"2026-11-23T10:00:00Z"}}`
+	h.do(t, "POST", "/v1/events", carolToken, body).want(t, 201, nil)
+	h.do(t, "POST", "/v1/events", bobToken, strings.ReplaceAll(body, `"from":"carol"`, `"from":"bob"`)).want(t, 403, nil)
 }

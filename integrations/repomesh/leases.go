@@ -131,6 +131,9 @@ func (a *API) acquire(w http.ResponseWriter, r *http.Request) {
 	if cf := res.Conflict; cf != nil {
 		msg := fmt.Sprintf("%s is held by %s", in.ResourceKey, cf.Holder)
 		a.tellError(r, "lease.acquire", CodeLockConflict, msg, cf.RetryAfterMS, map[string]any{"holder": cf.Holder, "resource_key": in.ResourceKey})
+		// As the server logs every refusal; the body carries more than
+		// its error body can.
+		a.log.Debug("HTTP API request refused", "method", r.Method, "path", r.URL.Path, "code", CodeLockConflict, "err", msg)
 		w.Header().Set("Retry-After", strconv.FormatInt((cf.RetryAfterMS+999)/1000, 10))
 		httpapi.WriteJSON(w, http.StatusConflict, ConflictBody{ConflictDetail{Code: CodeLockConflict, Message: msg,
 			Holder: cf.Holder, RetryAfterMS: cf.RetryAfterMS}})
@@ -168,6 +171,17 @@ func leaseError(err error) error {
 	return &task.Error{Code: task.CodeUnavailable, Message: "the lease workflow did not answer: " + err.Error(), Err: err}
 }
 
+// leaseRefused answers the lease workflow's refusal; a caller not the
+// holder is told in the mesh too, as every PERMISSION_DENIED is.
+func (a *API) leaseRefused(w http.ResponseWriter, r *http.Request, action string, err error) {
+	err = leaseError(err)
+	var te *task.Error
+	if errors.As(err, &te) && te.Code == CodePermissionDenied {
+		a.tellError(r, action, CodePermissionDenied, te.Message, 0, nil)
+	}
+	a.srv.Error(w, r, err)
+}
+
 func (a *API) renew(w http.ResponseWriter, r *http.Request) {
 	if a.noLeases(w, r) {
 		return
@@ -187,7 +201,14 @@ func (a *API) renew(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if in.TTL == 0 && a.store != nil {
-		if l, err := a.store.Lease(r.Context(), id); err == nil {
+		// The lease's own TTL, from the SSOT; a lease it does not know
+		// as active is not held.
+		l, err := a.store.Lease(r.Context(), id)
+		switch {
+		case errors.Is(err, ssot.ErrNotFound) || (err == nil && l.State != lease.StateActive):
+			a.srv.Error(w, r, &task.Error{Code: task.CodeNotFound, Message: "lease " + id + " is not held (released or expired)"})
+			return
+		case err == nil:
 			in.TTL = l.TTLSeconds
 		}
 	}
@@ -197,7 +218,7 @@ func (a *API) renew(w http.ResponseWriter, r *http.Request) {
 	}
 	l, err := a.leases.Renew(r.Context(), lease.RenewRequest{LeaseID: id, AgentID: in.AgentID, TTLSeconds: in.TTL})
 	if err != nil {
-		a.srv.Error(w, r, leaseError(err))
+		a.leaseRefused(w, r, "lease.heartbeat", err)
 		return
 	}
 	httpapi.WriteJSON(w, http.StatusOK, leaseOf(l))
@@ -210,7 +231,7 @@ func (a *API) release(w http.ResponseWriter, r *http.Request) {
 	c := httpapi.CallerOf(r)
 	l, err := a.leases.Release(r.Context(), lease.ReleaseRequest{LeaseID: r.PathValue("id"), AgentID: c.Name, Admin: isAdmin(c)})
 	if err != nil {
-		a.srv.Error(w, r, leaseError(err))
+		a.leaseRefused(w, r, "lease.release", err)
 		return
 	}
 	httpapi.WriteJSON(w, http.StatusOK, leaseOf(l))

@@ -1,7 +1,10 @@
 package repomesh
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"slices"
@@ -109,34 +112,75 @@ func (a *API) onTestResult(r *http.Request, e ssot.MeshEvent) {
 	}
 }
 
-// fileBug starts the document's bug task for a test that failed
-// BugAfter times: on the original task's repository and branch, waiting
-// for an admin to approve its plan.
+// BugPriority is the document's priority of a bug task, and BugRisk the
+// risk level a task of that priority gets.
+const (
+	BugPriority = 2
+	BugRisk     = amp.RiskMedium
+)
+
+// fileBug files the document's bug task for a test that failed BugAfter
+// times: a task on the original task's repository and branch, waiting
+// for an admin to approve its plan; a task known only in the mesh (no
+// repository and branch in the SSOT) gets a task.created event in the
+// mesh, assigned to the reporter. On failure the reporter gets an
+// agent.error.
 func (a *API) fileBug(r *http.Request, e ssot.MeshEvent, suite, test, message string) (string, error) {
-	if a.tasks == nil {
-		return "", fmt.Errorf("no way to the task workflows")
-	}
-	orig, err := a.store.Task(r.Context(), e.TaskID)
+	id, err := a.startBug(r, e, suite, test, message)
 	if err != nil {
-		return "", err
+		a.tellErrorTo(r, e.From, "test.result", task.CodeUnavailable,
+			fmt.Sprintf("filing the bug task for %s failed: %v", test, err), 0, map[string]any{"task_id": e.TaskID, "test": test})
 	}
+	return id, err
+}
+
+func (a *API) startBug(r *http.Request, e ssot.MeshEvent, suite, test, message string) (string, error) {
+	goal := "Fix flaky test: " + test
+	desc := fmt.Sprintf("Test failed %d times with: %s", BugAfter, truncate(message, 500))
+	meta := map[string]any{"original_task_id": e.TaskID, "failure_count": BugAfter, "test_suite": suite,
+		"priority": BugPriority, "test_result": e.ID}
 	var st struct {
 		Repo   string `json:"repo"`
 		Branch string `json:"branch"`
 	}
-	if err := json.Unmarshal(orig.State, &st); err != nil {
-		return "", fmt.Errorf("reading task %s: %w", e.TaskID, err)
+	orig, err := a.store.Task(r.Context(), e.TaskID)
+	switch {
+	case errors.Is(err, ssot.ErrNotFound):
+	case err != nil:
+		return "", err
+	default:
+		if err := json.Unmarshal(orig.State, &st); err != nil {
+			return "", fmt.Errorf("reading task %s: %w", e.TaskID, err)
+		}
 	}
-	goal := "Fix flaky test: " + test
-	desc := fmt.Sprintf("Test failed %d times with: %s", BugAfter, truncate(message, 500))
+	if st.Repo == "" || st.Branch == "" || a.tasks == nil {
+		return a.meshBug(r, e, goal, desc, suite, test, meta)
+	}
 	plan := amp.TaskDispatch{
-		Description: goal + ". " + desc, Repo: st.Repo, Branch: st.Branch, RiskLevel: amp.RiskLow,
+		Description: goal + ". " + desc, Repo: st.Repo, Branch: st.Branch, RiskLevel: BugRisk,
 		Subtasks:           []amp.Subtask{{SubtaskID: "S1", Description: goal + " (" + suite + ")", EstimatedLines: 20}},
 		AcceptanceCriteria: []string{fmt.Sprintf("%s in %s passes %d runs in a row", test, suite, BugAfter)},
-		TechConstraints: map[string]any{"original_task_id": e.TaskID, "failure_count": BugAfter, "test_suite": suite,
-			"priority": 2, "test_result": e.ID},
+		TechConstraints:    meta,
 	}
 	in := task.Input{Plan: plan, Handling: task.HandlingAdmin, Coordinator: Sender,
 		RequestKey: workflows.RequestKey(Sender, "bug:"+e.TaskID+":"+suite+":"+test)}
 	return a.tasks.StartNext(r.Context(), in, a.now().Year())
+}
+
+// meshBug files a bug task as the mesh's task.created event, the
+// document's bug report, assigned to the test's reporter. Its ids derive
+// from the task, suite and test: a retried result files it once.
+func (a *API) meshBug(r *http.Request, e ssot.MeshEvent, goal, desc, suite, test string, meta map[string]any) (string, error) {
+	sum := sha256.Sum256([]byte(e.TaskID + "\x00" + suite + "\x00" + test))
+	id := "BUG-" + hex.EncodeToString(sum[:8])
+	payload, _ := json.Marshal(map[string]any{"from": Sender, "from_id": Sender, "to": e.From, "task_id": id,
+		"goal": goal, "description": desc, "priority": BugPriority, "risk_level": BugRisk, "assignee": e.From,
+		"metadata": meta, "parent_message_id": e.ID})
+	_, err := a.store.AppendEvent(r.Context(), ssot.MeshEvent{ID: "created-" + id, Type: "task.created", Severity: "warning",
+		AgentID: Sender, From: Sender, FromID: Sender, To: e.From, Subject: goal, Content: desc, ParentID: e.ID,
+		TaskID: id, CreatedAt: a.now(), Payload: payload})
+	if err != nil {
+		return "", fmt.Errorf("storing the bug task %s: %w", id, err)
+	}
+	return id, nil
 }

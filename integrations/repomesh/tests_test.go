@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/ampflow/ampflow/activities/ssot"
+	"github.com/ampflow/ampflow/amp"
 	"github.com/ampflow/ampflow/amp/task"
 )
 
@@ -67,7 +68,62 @@ func TestTestResultRetriesThenBugTask(t *testing.T) {
 	in := h.tasks.started[0]
 	if in.Handling != task.HandlingAdmin || in.Plan.Repo != "/src/app" || in.Plan.Branch != "feature/login" ||
 		!strings.HasPrefix(in.Plan.Description, "Fix flaky test: login_with_invalid_credentials") ||
-		in.Plan.TechConstraints["original_task_id"] != "T-2026-001" || in.Plan.TechConstraints["failure_count"] != BugAfter || in.RequestKey == "" {
+		in.Plan.TechConstraints["original_task_id"] != "T-2026-001" || in.Plan.TechConstraints["failure_count"] != BugAfter || in.RequestKey == "" ||
+		in.Plan.RiskLevel != amp.RiskMedium || in.Plan.TechConstraints["priority"] != 2 {
 		t.Fatalf("bug task %+v", in)
+	}
+}
+
+func failingResult(id, taskID, test string) string {
+	return fmt.Sprintf(`{"id":%q,"type":"test.result","severity":"info","payload":{"task_id":%q,"suite_name":"e2e/auth",
+		"passed":15,"failed":1,"skipped":0,"duration_ms":4521,"failures":[{"test":%q,"error":"timeout","message":"timeout after 30s"}]}}`, id, taskID, test)
+}
+
+func TestTestResultBugTaskOfAMeshTask(t *testing.T) {
+	h := newHarness(t)
+	ctx := context.Background()
+	for i := 1; i <= BugAfter; i++ {
+		h.do(t, "POST", "/v1/events", bobToken, failingResult(fmt.Sprintf("R%d", i), "mesh-task-7", "login")).want(t, 201, nil)
+	}
+	if len(h.tasks.started) != 0 {
+		t.Fatalf("a task workflow started for a task without a repository: %+v", h.tasks.started)
+	}
+	evs, _, err := h.store.SearchEvents(ctx, ssot.SearchQuery{Type: "task.created", To: "bob"}, ssot.Page{})
+	if err != nil || len(evs) != 1 {
+		t.Fatalf("bug tasks in bob's mesh: %d %v", len(evs), err)
+	}
+	var bug struct {
+		TaskID   string         `json:"task_id"`
+		Goal     string         `json:"goal"`
+		Priority int            `json:"priority"`
+		Risk     string         `json:"risk_level"`
+		Assignee string         `json:"assignee"`
+		Meta     map[string]any `json:"metadata"`
+	}
+	json.Unmarshal(evs[0].Payload, &bug)
+	if bug.Goal != "Fix flaky test: login" || bug.Priority != 2 || bug.Risk != "medium" || bug.Assignee != "bob" ||
+		bug.Meta["original_task_id"] != "mesh-task-7" || bug.Meta["test_suite"] != "e2e/auth" {
+		t.Fatalf("bug task %s", evs[0].Payload)
+	}
+	retry, err := h.store.Event(ctx, fmt.Sprintf("retry-R%d", BugAfter))
+	if err != nil || !strings.Contains(string(retry.Payload), `"login":"`+bug.TaskID+`"`) {
+		t.Fatalf("the retry names no bug task: %s %v", retry.Payload, err)
+	}
+}
+
+func TestTestResultBugTaskFailureTellsTheSender(t *testing.T) {
+	h := newHarness(t)
+	ctx := context.Background()
+	if _, err := h.store.Save(ctx, "T-2026-001", nil, &ssot.TaskState{TaskID: "T-2026-001", Rev: 1, Status: "in_progress",
+		State: json.RawMessage(`{"repo":"/src/app","branch":"feature/login"}`), StartedAt: time.Now(), UpdatedAt: time.Now()}); err != nil {
+		t.Fatal(err)
+	}
+	h.tasks.err = fmt.Errorf("temporal is down")
+	for i := 1; i <= BugAfter; i++ {
+		h.do(t, "POST", "/v1/events", bobToken, failingResult(fmt.Sprintf("R%d", i), "T-2026-001", "login")).want(t, 201, nil)
+	}
+	evs, _, err := h.store.SearchEvents(ctx, ssot.SearchQuery{Type: TypeError, To: "bob"}, ssot.Page{})
+	if err != nil || len(evs) != 1 || !strings.Contains(evs[0].Content, "temporal is down") {
+		t.Fatalf("bob's agent.error: %+v %v", evs, err)
 	}
 }

@@ -50,6 +50,8 @@ func (a *API) Routes() []httpapi.Route {
 		{Pattern: "GET /v1/signals/{run_id}", Open: true, Handler: a.signalStatus, Operation: signalStatusOp()},
 		{Pattern: "GET /v1/gates/{gate_id}", Handler: a.show, Operation: showOp()},
 		{Pattern: "GET /v1/gates", Handler: a.list, Operation: listOp()},
+		{Pattern: "GET /v1/budgets", Handler: a.budgets, Operation: budgetsOp()},
+		{Pattern: "POST /v1/budgets/{key}/raise", Roles: []amp.Role{amp.RoleAdmin}, Handler: a.raise, Operation: raiseOp()},
 	}
 }
 
@@ -138,13 +140,13 @@ func (a *API) signalStatus(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	run := r.PathValue("run_id")
-	g, found, err := a.Intake.Store.GateByRun(r.Context(), run)
+	g, found, err := a.Intake.Store.GateByRun(r.Context(), agent.ID, run)
 	if err != nil {
 		a.Server.Error(w, r, err)
 		return
 	}
 	// Another agent's run is not found: a key learns nothing of others.
-	if !found || g.AgentID != agent.ID {
+	if !found {
 		a.Server.Error(w, r, task.Errorf(task.CodeNotFound, "run_id: no signal of agent %s has run_id %q", agent.ID, run))
 		return
 	}
@@ -173,6 +175,53 @@ type View struct {
 	ResolvedBy     string             `json:"resolved_by,omitempty"`
 	Callback       string             `json:"callback"`
 	Attempts       []ssot.GateAttempt `json:"callback_attempts,omitempty"`
+	// Artifacts are the signal's artifacts (at most MaxArtifacts, each
+	// at most MaxArtifactBytes); GET /v1/gates/{gate_id} only.
+	Artifacts []json.RawMessage `json:"artifacts,omitempty"`
+	// History is the agent's MaxHistory latest other signals; GET
+	// /v1/gates/{gate_id} only.
+	History []HistoryItem `json:"agent_history,omitempty"`
+}
+
+// MaxHistory bounds the agent's history shown with a gate.
+const MaxHistory = 10
+
+// HistoryItem is one of an agent's signals, as the history of a gate
+// shows it.
+type HistoryItem struct {
+	GateID         string      `json:"gate_id"`
+	RunID          string      `json:"run_id,omitempty"`
+	Status         gate.Status `json:"status"`
+	Gated          bool        `json:"gated"`
+	CostUSD        float64     `json:"cost_usd"`
+	ReceivedAt     time.Time   `json:"received_at"`
+	ProposedAction string      `json:"proposed_action,omitempty"`
+}
+
+// agentHistory is the agent's latest signals but g.
+func (a *API) agentHistory(ctx context.Context, g ssot.GateRow) ([]HistoryItem, error) {
+	rows, _, err := a.Intake.Store.GateList(ctx, ssot.GateFilter{Agent: g.AgentID}, ssot.Page{Limit: MaxHistory + 1})
+	if err != nil {
+		return nil, err
+	}
+	out := []HistoryItem{}
+	for _, r := range rows {
+		if r.GateID == g.GateID || len(out) == MaxHistory {
+			continue
+		}
+		v := ViewOf(r)
+		out = append(out, HistoryItem{GateID: r.GateID, RunID: r.RunID, Status: v.Status, Gated: r.Gated, CostUSD: r.CostUSD,
+			ReceivedAt: r.ReceivedAt, ProposedAction: clipRunes(v.ProposedAction, 200)})
+	}
+	return out, nil
+}
+
+func clipRunes(s string, n int) string {
+	r := []rune(s)
+	if len(r) <= n {
+		return s
+	}
+	return string(r[:n-1]) + "…"
 }
 
 // ViewOf builds the view of a stored gate.
@@ -208,6 +257,16 @@ func (a *API) show(w http.ResponseWriter, r *http.Request) {
 	}
 	v := ViewOf(g)
 	if v.Attempts, err = a.Intake.Store.GateAttempts(r.Context(), id); err != nil {
+		a.Server.Error(w, r, err)
+		return
+	}
+	var body struct {
+		Gate gate.Input `json:"gate"`
+	}
+	if json.Unmarshal(g.Body, &body) == nil {
+		v.Artifacts = body.Gate.Artifacts
+	}
+	if v.History, err = a.agentHistory(r.Context(), g); err != nil {
 		a.Server.Error(w, r, err)
 		return
 	}

@@ -29,6 +29,7 @@ const (
 	tailorKey  = "rs-amp-tailor-0123456789abcdef"
 	deployKey  = "rs-amp-deploy-0123456789abcdef"
 	adminToken = "admin-token-0123456789"
+	coordToken = "coord-token-0123456789"
 )
 
 var testNow = time.Date(2026, 11, 23, 12, 0, 0, 0, time.UTC)
@@ -73,7 +74,8 @@ func newTestGate(t *testing.T, change func(*config.Gate)) *testGate {
 	in.Now = func() time.Time { return testNow }
 	in.Log = slog.New(slog.DiscardHandler)
 	g.intake = in
-	s := httpapi.New(httpapi.Options{Store: db, Tokens: []config.AuthToken{{Token: adminToken, Role: amp.RoleAdmin, Name: "ops"}}})
+	s := httpapi.New(httpapi.Options{Store: db, Tokens: []config.AuthToken{{Token: adminToken, Role: amp.RoleAdmin, Name: "ops"},
+		{Token: coordToken, Role: amp.RoleCoordinator, Name: "coord"}}})
 	Register(s, in)
 	g.srv = httptest.NewServer(s.Handler())
 	t.Cleanup(g.srv.Close)
@@ -164,7 +166,7 @@ func TestSignalNoGate(t *testing.T) {
 	g := newTestGate(t, nil)
 	for i, path := range []string{"/v1/signals", "/amp/signal"} {
 		rep := g.do("POST", path, tailorKey, payload(fmt.Sprintf("run-%d", i), false)).want(t, 200).reply(t)
-		if rep.Status != gate.StatusApproved || rep.GateID != GateID(fmt.Sprintf("run-%d", i)) {
+		if rep.Status != gate.StatusApproved || rep.GateID != GateID("resume-tailor", fmt.Sprintf("run-%d", i)) {
 			t.Fatalf("%s: %+v", path, rep)
 		}
 		row, err := g.store.Gate(context.Background(), rep.GateID)
@@ -190,10 +192,33 @@ func TestSignalGatedOnce(t *testing.T) {
 	if first.Status != gate.StatusPending || first.Message != "Awaiting operator approval" {
 		t.Fatalf("%+v", first)
 	}
-	p["summary"] = "something else"
-	again := g.do("POST", "/v1/signals", tailorKey, p).want(t, 202).reply(t)
+	// The same signal, its keys in another order (a struct's, not a
+	// map's sorted ones), sent again later by a run of the agent that
+	// listens elsewhere, is a duplicate.
+	raw, _ := json.Marshal(p)
+	var sig Signal
+	if err := json.Unmarshal(raw, &sig); err != nil {
+		t.Fatal(err)
+	}
+	sig.StartedAt, sig.CompletedAt = "2026-03-07T08:00:00Z", "2026-03-07T08:00:09Z"
+	hook := "http://127.0.0.1:2/hook"
+	sig.WebhookURL = &hook
+	reordered, _ := json.Marshal(sig)
+	if bytes.Equal(reordered, raw) {
+		t.Fatal("same order")
+	}
+	again := g.do("POST", "/v1/signals", tailorKey, reordered).want(t, 202).reply(t)
 	if again.GateID != first.GateID || !again.Duplicate {
 		t.Fatalf("again %+v", again)
+	}
+	// The run with another body is a conflict naming the run, not the
+	// old gate's answer.
+	other := payload("run-1", true)
+	other["webhook_url"] = "http://127.0.0.1:1/hook"
+	other["proposed_action"] = "Delete the applicant's files"
+	r := g.do("POST", "/v1/signals", tailorKey, other).want(t, 409)
+	if f := r.fields(t); len(f) != 1 || f[0] != "run_id" || !strings.Contains(string(r.body), `\"run-1\"`) {
+		t.Fatalf("conflict %s", r.body)
 	}
 	rows, _, _ := g.store.GateList(context.Background(), ssot.GateFilter{RunID: "run-1"}, ssot.Page{})
 	if len(rows) != 1 || rows[0].Callback != gate.CallbackWaiting {
@@ -210,10 +235,13 @@ func TestSignalGatedOnce(t *testing.T) {
 	}
 	g.do("GET", "/v1/signals/run-1", deployKey, nil).want(t, 404)
 	g.do("GET", "/v1/signals/run-1", "", nil).want(t, 401)
-	// Another agent's post of the run is refused.
+	// Another agent's run of the same id is its own gate: the first
+	// agent's run id is neither taken nor shown.
 	d := payload("run-1", true)
 	d["agent_id"], d["project_id"] = "deployer", ""
-	g.do("POST", "/v1/signals", deployKey, d).want(t, 409)
+	if r := g.do("POST", "/v1/signals", deployKey, d).want(t, 202).reply(t); r.GateID == first.GateID || r.Duplicate {
+		t.Fatalf("another agent's run %+v", r)
+	}
 
 	// Resolved, the duplicate answers the resolution.
 	if err := g.store.ResolveGate(context.Background(), first.GateID, "rejected", "ops", testNow); err != nil {
@@ -329,35 +357,10 @@ func TestSignalRules(t *testing.T) {
 	if r := g.do("POST", "/v1/signals", tailorKey, p).want(t, 200).reply(t); r.Status != gate.StatusApproved {
 		t.Fatalf("%+v", r)
 	}
-	row, _, _ := g.store.GateByRun(context.Background(), "a")
+	row, _, _ := g.store.GateByRun(context.Background(), "resume-tailor", "a")
 	if len(row.Reasons) != 1 || row.Reasons[0] != "gate.rules[0]: always" {
 		t.Fatalf("reasons %v", row.Reasons)
 	}
-}
-
-// TestSignalBudget: from 80 % of a budget every signal is gated; once it
-// is spent, signals are refused with 402 and not recorded.
-func TestSignalBudget(t *testing.T) {
-	g := newTestGate(t, func(c *config.Gate) {
-		c.Budgets = []config.GateBudget{{Agent: "resume-tailor", Period: config.PeriodDay, USD: 0.05}}
-	})
-	// Each signal costs $0.014736 by the pricing table: 1, 2 under 80 %,
-	// the third reaches it, the fourth passes the budget, the fifth is refused.
-	want := []int{200, 200, 202, 202, 402}
-	for i, st := range want {
-		r := g.do("POST", "/v1/signals", tailorKey, payload(fmt.Sprintf("b%d", i), false)).want(t, st)
-		if st == 402 && !strings.Contains(string(r.body), "budget_exceeded") {
-			t.Fatalf("%s", r.body)
-		}
-	}
-	sp, _ := g.store.Spend(context.Background(), ssot.SpendQuery{Agent: "resume-tailor", Period: "day", At: testNow})
-	if sp.Signals != 4 {
-		t.Fatalf("spend %+v", sp)
-	}
-	// Another agent is not held by this budget.
-	d := payload("d1", false)
-	d["agent_id"] = "deployer"
-	g.do("POST", "/v1/signals", deployKey, d).want(t, 200)
 }
 
 // TestCostMismatch: a reported cost 10 % off the pricing table is flagged
@@ -367,7 +370,7 @@ func TestCostMismatch(t *testing.T) {
 	p := payload("m", false)
 	p["cost_usd"] = 0.007532
 	g.do("POST", "/v1/signals", tailorKey, p).want(t, 200)
-	row, _, _ := g.store.GateByRun(context.Background(), "m")
+	row, _, _ := g.store.GateByRun(context.Background(), "resume-tailor", "m")
 	if !row.Mismatch || row.CostUSD < 0.0147 || len(row.Reasons) != 1 {
 		t.Fatalf("%+v", row)
 	}
@@ -402,12 +405,24 @@ func TestGatesListAndShow(t *testing.T) {
 		t.Fatalf("pending runs %v", ids)
 	}
 	var v View
-	r := g.do("GET", "/v1/gates/"+GateID("l2"), adminToken, nil).want(t, 200)
+	r := g.do("GET", "/v1/gates/"+GateID("resume-tailor", "l2"), adminToken, nil).want(t, 200)
 	if err := json.Unmarshal(r.body, &v); err != nil {
 		t.Fatal(err)
 	}
 	if v.Status != gate.StatusPending || v.ProposedAction != "Send to applicant" || v.Cost.ComputedUSD == 0 || !v.Gated {
 		t.Fatalf("view %+v", v)
+	}
+	// The operator sees the artifacts and the agent's other signals,
+	// newest first.
+	if len(v.Artifacts) != 1 || !strings.Contains(string(v.Artifacts[0]), `"type":"text"`) {
+		t.Fatalf("artifacts %s", v.Artifacts)
+	}
+	var hist []string
+	for _, h := range v.History {
+		hist = append(hist, h.RunID+":"+string(h.Status))
+	}
+	if fmt.Sprint(hist) != "[l4:pending l3:approved l1:approved l0:pending]" || v.History[0].CostUSD == 0 {
+		t.Fatalf("history %v", hist)
 	}
 	g.do("GET", "/v1/gates/gate_nope", adminToken, nil).want(t, 404)
 }

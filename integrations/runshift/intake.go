@@ -1,6 +1,7 @@
 package runshift
 
 import (
+	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -30,12 +31,16 @@ const BudgetWarn = 0.8
 
 // Store is what the intake needs of the SSOT (*ssot.DB).
 type Store interface {
-	RecordGate(ctx context.Context, g ssot.GateRow, subject string, entries []ssot.Entry) (ssot.GateRow, bool, error)
-	GateByRun(ctx context.Context, runID string) (ssot.GateRow, bool, error)
+	RecordGate(ctx context.Context, g ssot.GateRow, subject string, entries []ssot.Entry, limits []ssot.BudgetLimit) (ssot.GateRow, bool, error)
+	GateByRun(ctx context.Context, agentID, runID string) (ssot.GateRow, bool, error)
 	Gate(ctx context.Context, gateID string) (ssot.GateRow, error)
 	GateList(ctx context.Context, f ssot.GateFilter, p ssot.Page) ([]ssot.GateRow, string, error)
 	GateAttempts(ctx context.Context, gateID string) ([]ssot.GateAttempt, error)
 	Spend(ctx context.Context, q ssot.SpendQuery) (ssot.Spend, error)
+	RaiseBudget(ctx context.Context, r ssot.BudgetRaise) (ssot.BudgetRaise, error)
+	BudgetRaised(ctx context.Context, key, periodOf string) (float64, error)
+	StaleGates(ctx context.Context, before time.Time, after ssot.GateRow, limit int) ([]ssot.GateRow, error)
+	TaskCharged(ctx context.Context, gateID string) error
 }
 
 var _ Store = (*ssot.DB)(nil)
@@ -81,11 +86,37 @@ func (r Reply) HTTPStatus() int {
 	return http.StatusOK
 }
 
-// GateID is the gate id of a run: the same run always names the same
-// gate, so a retried start cannot open a second one.
-func GateID(runID string) string {
-	sum := sha256.Sum256([]byte("run:" + runID))
+// GateID is the gate id of an agent's run: the same run always names
+// the same gate, so a retried start cannot open a second one, and one
+// agent's run id never names another agent's gate.
+func GateID(agentID, runID string) string {
+	sum := sha256.Sum256([]byte("run:" + agentID + "\x00" + runID))
 	return "gate_" + hex.EncodeToString(sum[:13])
+}
+
+// SignalHash is the hex SHA-256 of a signal's canonical JSON (keys
+// sorted, no spaces) without started_at, completed_at and webhook_url:
+// two posts of a run are the same signal when they report the same work
+// and propose the same action, whenever and wherever the agent wants to
+// hear back (an agent that runs again sends new times and may listen
+// elsewhere).
+func SignalHash(s Signal) (string, error) {
+	s.StartedAt, s.CompletedAt, s.WebhookURL = "", "", nil
+	raw, err := json.Marshal(s)
+	if err != nil {
+		return "", err
+	}
+	var v any
+	d := json.NewDecoder(bytes.NewReader(raw))
+	d.UseNumber()
+	if err := d.Decode(&v); err != nil {
+		return "", err
+	}
+	if raw, err = json.Marshal(v); err != nil {
+		return "", err
+	}
+	sum := sha256.Sum256(raw)
+	return hex.EncodeToString(sum[:]), nil
 }
 
 func messageOf(s gate.Status, gated bool) string {
@@ -108,19 +139,19 @@ func (in *Intake) Accept(ctx context.Context, agent Agent, s Signal) (Reply, err
 	if !agent.MayPost(s.ProjectID) {
 		return Reply{}, fieldError(task.CodeForbidden, "project_id", "agent %s may not post for project %q", agent.ID, s.ProjectID)
 	}
+	hash, err := SignalHash(s)
+	if err != nil {
+		return Reply{}, fmt.Errorf("hashing signal %s: %w", s.RunID, err)
+	}
 	// A run posted before answers as it stands, whatever the budgets say
-	// now. Without budgets the insert below finds it (one query less).
-	if len(in.Budgets) > 0 {
-		if prev, ok, err := in.Store.GateByRun(ctx, s.RunID); err != nil {
-			return Reply{}, err
-		} else if ok {
-			return in.duplicate(ctx, agent, prev)
-		}
+	// now.
+	if prev, ok, err := in.Store.GateByRun(ctx, agent.ID, s.RunID); err != nil {
+		return Reply{}, err
+	} else if ok {
+		return in.duplicate(ctx, agent, prev, hash)
 	}
 	if s.TaskID != "" && in.TaskBudgets != nil {
-		if _, _, err := in.TaskBudgets.Budget(ctx, s.TaskID); errors.Is(err, ssot.ErrNotFound) {
-			return Reply{}, fieldError(task.CodeInvalid, "task_id", "no task %s", s.TaskID)
-		} else if err != nil {
+		if err := in.TaskBudgets.Bound(ctx, s.TaskID, agent.ID); err != nil {
 			return Reply{}, err
 		}
 	}
@@ -133,14 +164,6 @@ func (in *Intake) Accept(ctx context.Context, agent Agent, s Signal) (Reply, err
 		cost.Mismatch = Mismatch(cost.ReportedUSD, computed)
 	}
 	var reasons []string
-	over, warn, err := in.budgets(ctx, s, counted, now)
-	if err != nil {
-		return Reply{}, err
-	}
-	if over != "" {
-		in.Metrics.signal(agent.ID, "budget_exceeded")
-		return Reply{}, task.Errorf(CodeBudgetExceeded, "%s", over)
-	}
 	declared := *s.GateRequired
 	if declared {
 		reasons = append(reasons, "the agent declared gate_required")
@@ -150,59 +173,77 @@ func (in *Intake) Accept(ctx context.Context, agent Agent, s Signal) (Reply, err
 	if idx >= 0 {
 		reasons = append(reasons, fmt.Sprintf("gate.rules[%d]: %s", idx, rule))
 	}
-	if warn != "" {
-		gated = true
-		reasons = append(reasons, warn)
-	}
 	if cost.Mismatch {
 		reasons = append(reasons, fmt.Sprintf("reported cost $%.6f differs from the computed $%.6f by more than %d%%", cost.ReportedUSD, computed, int(MismatchRatio*100)))
 	}
-	id := GateID(s.RunID)
-	gin := gate.Input{
-		GateID: id, Kind: gate.KindSignal, RunID: s.RunID, AgentID: s.AgentID, ProjectID: s.ProjectID,
-		Summary: s.Summary, ProposedAction: s.Action(), Artifacts: s.Artifacts, Cost: cost, Reasons: reasons,
-		ReceivedAt: now, CallbackFor: in.CallbackFor,
-	}
-	if gated {
-		gin.WebhookURL = s.Webhook()
-		gin.History = in.history(ctx, s.AgentID)
-	}
-	body, err := json.Marshal(struct {
-		Signal Signal     `json:"signal"`
-		Gate   gate.Input `json:"gate"`
-	}{s, gin})
-	if err != nil {
-		return Reply{}, fmt.Errorf("encoding signal %s: %w", s.RunID, err)
-	}
-	row := ssot.GateRow{
-		GateID: id, Kind: string(gate.KindSignal), RunID: s.RunID, AgentID: s.AgentID, ProjectID: s.ProjectID, TaskID: s.TaskID,
-		Gated: gated, Status: string(gate.StatusApproved), Model: s.Model, InputTokens: cost.InputTokens, OutputTokens: cost.OutputTokens,
-		ReportedUSD: cost.ReportedUSD, CostUSD: counted, Mismatch: cost.Mismatch, ReceivedAt: now, Reasons: reasons, Body: body,
-	}
-	if gated {
-		row.Status = string(gate.StatusPending)
-		if gin.WebhookURL != "" {
-			row.Callback = gate.CallbackWaiting
+	id := GateID(agent.ID, s.RunID)
+	limits := in.limits(s)
+	var (
+		gin    gate.Input
+		row    ssot.GateRow
+		stored ssot.GateRow
+		wrote  bool
+	)
+	// The budgets are checked where the signal is recorded, in one
+	// transaction: a signal that reaches BudgetWarn of a budget is gated
+	// and recorded again, one that finds a budget spent is refused.
+	for try := 0; ; try++ {
+		gin = gate.Input{
+			GateID: id, Kind: gate.KindSignal, RunID: s.RunID, AgentID: s.AgentID, ProjectID: s.ProjectID,
+			Summary: s.Summary, ProposedAction: s.Action(), Artifacts: s.Artifacts, Cost: cost, Reasons: reasons,
+			ReceivedAt: now, CallbackFor: in.CallbackFor,
 		}
+		if gated {
+			gin.WebhookURL = s.Webhook()
+			gin.History = in.history(ctx, s.AgentID)
+		}
+		body, err := json.Marshal(struct {
+			Signal Signal     `json:"signal"`
+			Gate   gate.Input `json:"gate"`
+		}{s, gin})
+		if err != nil {
+			return Reply{}, fmt.Errorf("encoding signal %s: %w", s.RunID, err)
+		}
+		row = ssot.GateRow{
+			GateID: id, Kind: string(gate.KindSignal), RunID: s.RunID, AgentID: s.AgentID, ProjectID: s.ProjectID, TaskID: s.TaskID,
+			Gated: gated, Status: string(gate.StatusApproved), Model: s.Model, InputTokens: cost.InputTokens, OutputTokens: cost.OutputTokens,
+			ReportedUSD: cost.ReportedUSD, CostUSD: counted, Mismatch: cost.Mismatch, ReceivedAt: now, Reasons: reasons, Body: body,
+			SignalHash: hash, TaskCharge: s.TaskID != "" && in.TaskBudgets != nil,
+		}
+		if gated {
+			row.Status = string(gate.StatusPending)
+			if gin.WebhookURL != "" {
+				row.Callback = gate.CallbackWaiting
+			}
+		}
+		// The audit first: the signal is in the SSOT, its row and its
+		// record in the gate's chain in one transaction, before any gate
+		// fires.
+		stored, wrote, err = in.Store.RecordGate(ctx, row, gate.WorkflowID(id),
+			[]ssot.Entry{{ID: id + "-signal", Kind: "signal", RecordedAt: now, Body: body}}, limits)
+		var be *ssot.BudgetError
+		switch {
+		case errors.As(err, &be) && be.Over:
+			in.Metrics.signal(agent.ID, "budget_exceeded")
+			name := in.budgetName(be.Key)
+			return Reply{}, task.Errorf(CodeBudgetExceeded, "%s: $%.4f of $%.2f spent this %s; an admin raises it (POST /v1/budgets/%s/raise, ampflow gates budgets raise), or wait for the next %s",
+				name, be.SpentUSD, be.LimitUSD, be.Period, be.Key, be.Period)
+		case errors.As(err, &be) && !gated && try == 0:
+			gated = true
+			reasons = append(reasons, fmt.Sprintf("%s: $%.4f of $%.2f this %s (%.0f%%)", in.budgetName(be.Key),
+				be.SpentUSD+be.CostUSD, be.LimitUSD, be.Period, 100*(be.SpentUSD+be.CostUSD)/be.LimitUSD))
+			continue
+		case err != nil:
+			return Reply{}, err
+		}
+		break
 	}
-	// The audit first: the signal is in the SSOT, its row and its record
-	// in the gate's chain in one transaction, before any gate fires.
-	stored, wrote, err := in.Store.RecordGate(ctx, row, gate.WorkflowID(id),
-		[]ssot.Entry{{ID: id + "-signal", Kind: "signal", RecordedAt: now, Body: body}})
-	if err != nil {
-		return Reply{}, err
-	}
-	if !wrote { // posted before, or a concurrent post of the same run won
-		return in.duplicate(ctx, agent, stored)
+	if !wrote { // a concurrent post of the same run won
+		return in.duplicate(ctx, agent, stored, hash)
 	}
 	in.Metrics.signal(agent.ID, row.Status)
 	in.Metrics.spend(agent.ID, s.ProjectID, cost, counted)
-	if s.TaskID != "" && in.TaskBudgets != nil {
-		// The signal is recorded: a failure here is the task's, logged.
-		if err := in.TaskBudgets.Charge(ctx, s.TaskID, counted); err != nil {
-			in.log().Error("charging a task's budget", "task", s.TaskID, "run", s.RunID, "err", err)
-		}
-	}
+	in.charge(ctx, row)
 	if gated {
 		if _, err := in.Start(ctx, gin); err != nil {
 			return Reply{}, &task.Error{Code: task.CodeUnavailable, Message: "opening gate " + id + ": the workflow service did not answer; post the signal again", Err: err}
@@ -214,49 +255,88 @@ func (in *Intake) Accept(ctx context.Context, agent Agent, s Signal) (Reply, err
 	return Reply{Status: st, GateID: id, Message: messageOf(st, gated)}, nil
 }
 
-// duplicate answers a run posted before with its gate as it stands. A
-// gate that was recorded but not started (the workflow service was away)
-// is started now; a start of a started gate changes nothing.
-func (in *Intake) duplicate(ctx context.Context, agent Agent, prev ssot.GateRow) (Reply, error) {
-	if prev.AgentID != agent.ID {
-		return Reply{}, fieldError(task.CodeConflict, "run_id", "%q was posted by another agent", prev.RunID)
+// charge charges a recorded signal's cost to its task, and records that
+// it did; a failure is the task's, logged, and the recovery sweep tries
+// again (Recover). It reports whether the charge is done.
+func (in *Intake) charge(ctx context.Context, row ssot.GateRow) bool {
+	if !row.TaskCharge || in.TaskBudgets == nil {
+		return false
+	}
+	if err := in.TaskBudgets.Charge(ctx, row); err != nil {
+		in.log().Error("charging a task's budget", "task", row.TaskID, "run", row.RunID, "err", err)
+		return false
+	}
+	if err := in.Store.TaskCharged(ctx, row.GateID); err != nil {
+		in.log().Error("recording a task's charge", "task", row.TaskID, "gate", row.GateID, "err", err)
+		return false
+	}
+	return true
+}
+
+// duplicate answers a run posted before with its gate as it stands; the
+// same run with another body is a conflict. A gate that was recorded but
+// not started (the workflow service was away) is started now; a start of
+// a started gate changes nothing.
+func (in *Intake) duplicate(ctx context.Context, agent Agent, prev ssot.GateRow, hash string) (Reply, error) {
+	if prev.SignalHash != "" && prev.SignalHash != hash {
+		return Reply{}, fieldError(task.CodeConflict, "run_id", "%q was posted before with another body (gate %s, %s); a new action needs a new run_id",
+			prev.RunID, prev.GateID, prev.Status)
 	}
 	in.Metrics.signal(agent.ID, "duplicate")
 	st := gate.Status(prev.Status)
 	if prev.Gated && st == gate.StatusPending {
-		var body struct {
-			Gate gate.Input `json:"gate"`
-		}
-		if err := json.Unmarshal(prev.Body, &body); err == nil && body.Gate.GateID != "" {
-			if _, err := in.Start(ctx, body.Gate); err != nil {
-				return Reply{}, &task.Error{Code: task.CodeUnavailable, Message: "opening gate " + prev.GateID + ": the workflow service did not answer; post the signal again", Err: err}
-			}
+		if err := in.restart(ctx, prev); err != nil {
+			return Reply{}, err
 		}
 	}
 	return Reply{Status: st, GateID: prev.GateID, Message: messageOf(st, prev.Gated), Duplicate: true}, nil
 }
 
-// budgets checks the budgets s counts against, with cost added: over
-// names one that is spent (the signal is refused), warn one at
-// BudgetWarn or more (the signal is gated).
-func (in *Intake) budgets(ctx context.Context, s Signal, cost float64, now time.Time) (over, warn string, err error) {
-	for i, b := range in.Budgets {
+// restart starts a pending gate's workflow, if it is not started.
+func (in *Intake) restart(ctx context.Context, prev ssot.GateRow) error {
+	var body struct {
+		Gate gate.Input `json:"gate"`
+	}
+	if err := json.Unmarshal(prev.Body, &body); err != nil || body.Gate.GateID == "" {
+		return nil
+	}
+	if _, err := in.Start(ctx, body.Gate); err != nil {
+		return &task.Error{Code: task.CodeUnavailable, Message: "opening gate " + prev.GateID + ": the workflow service did not answer; post the signal again", Err: err}
+	}
+	return nil
+}
+
+// limits are the budgets s counts against, as the store checks them.
+func (in *Intake) limits(s Signal) []ssot.BudgetLimit {
+	var out []ssot.BudgetLimit
+	for _, b := range in.Budgets {
 		if (b.Agent != "" && b.Agent != s.AgentID) || (b.Project != "" && b.Project != s.ProjectID) {
 			continue
 		}
-		sp, err := in.Store.Spend(ctx, ssot.SpendQuery{Agent: b.Agent, Project: b.Project, Period: b.Period, At: now})
-		if err != nil {
-			return "", "", err
+		out = append(out, ssot.BudgetLimit{Key: BudgetKeyOf(b), Agent: b.Agent, Project: b.Project, Period: b.Period, USD: b.USD, Warn: BudgetWarn})
+	}
+	return out
+}
+
+// BudgetKeyOf names a budget in the API: agent:project:period, "*" for
+// an agent or project it does not narrow ("deployer:*:day").
+func BudgetKeyOf(b config.GateBudget) string {
+	star := func(s string) string {
+		if s == "" {
+			return "*"
 		}
-		name := budgetName(i, b)
-		switch {
-		case sp.USD >= b.USD:
-			return fmt.Sprintf("%s: $%.4f of $%.2f spent this %s; raise the budget or wait for the next %s", name, sp.USD, b.USD, b.Period, b.Period), "", nil
-		case warn == "" && sp.USD+cost >= BudgetWarn*b.USD:
-			warn = fmt.Sprintf("%s: $%.4f of $%.2f this %s (%.0f%%)", name, sp.USD+cost, b.USD, b.Period, 100*(sp.USD+cost)/b.USD)
+		return s
+	}
+	return star(b.Agent) + ":" + star(b.Project) + ":" + b.Period
+}
+
+func (in *Intake) budgetName(key string) string {
+	for i, b := range in.Budgets {
+		if BudgetKeyOf(b) == key {
+			return budgetName(i, b)
 		}
 	}
-	return "", warn, nil
+	return "budget " + key
 }
 
 func budgetName(i int, b config.GateBudget) string {
@@ -304,88 +384,6 @@ func fieldError(code task.Code, path, format string, args ...any) *task.Error {
 	e := task.Errorf(code, "%s: %s", path, fmt.Sprintf(format, args...))
 	e.Fields = append(e.Fields, fieldErr(path, fmt.Sprintf(format, args...)))
 	return e
-}
-
-// Metrics are the gate's Prometheus counters.
-type Metrics struct {
-	signals  *prometheus.CounterVec
-	gates    prometheus.Counter
-	costUSD  *prometheus.CounterVec
-	tokens   *prometheus.CounterVec
-	mismatch *prometheus.CounterVec
-	resolved *prometheus.CounterVec
-}
-
-// NewMetrics registers the gate's counters on reg.
-func NewMetrics(reg prometheus.Registerer) *Metrics {
-	m := &Metrics{
-		signals: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "ampflow_gate_signals_total",
-			Help: "Signals by agent and outcome: approved (no gate), pending (gated), duplicate, budget_exceeded."}, []string{"agent", "outcome"}),
-		gates: prometheus.NewCounter(prometheus.CounterOpts{Name: "ampflow_gate_gates_opened_total", Help: "Gates opened for signals."}),
-		costUSD: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "ampflow_gate_cost_usd_total",
-			Help: "Cost of signals in USD by agent and project, as counted against budgets."}, []string{"agent", "project"}),
-		tokens: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "ampflow_gate_tokens_total",
-			Help: "Tokens of signals by agent and direction (input, output)."}, []string{"agent", "direction"}),
-		mismatch: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "ampflow_gate_cost_mismatch_total",
-			Help: "Signals whose reported cost differs from the computed one by more than 10%."}, []string{"agent"}),
-		resolved: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "ampflow_gate_gates_resolved_total",
-			Help: "Gates resolved, by status: approved or rejected (expired gates are rejected)."}, []string{"status"}),
-	}
-	if reg != nil {
-		m.signals = register(reg, m.signals)
-		m.gates = register(reg, m.gates)
-		m.costUSD = register(reg, m.costUSD)
-		m.tokens = register(reg, m.tokens)
-		m.mismatch = register(reg, m.mismatch)
-		m.resolved = register(reg, m.resolved)
-	}
-	return m
-}
-
-// register registers c, or returns the collector registered before under
-// its name (a second runtime on one registry).
-func register[C prometheus.Collector](reg prometheus.Registerer, c C) C {
-	if err := reg.Register(c); err != nil {
-		var are prometheus.AlreadyRegisteredError
-		if errors.As(err, &are) {
-			if prev, ok := are.ExistingCollector.(C); ok {
-				return prev
-			}
-		}
-		panic(err)
-	}
-	return c
-}
-
-func (m *Metrics) signal(agent, outcome string) {
-	if m != nil {
-		m.signals.WithLabelValues(agent, outcome).Inc()
-	}
-}
-
-// Resolved counts a gate resolved with status.
-func (m *Metrics) Resolved(status string) {
-	if m != nil {
-		m.resolved.WithLabelValues(status).Inc()
-	}
-}
-
-func (m *Metrics) gate() {
-	if m != nil {
-		m.gates.Inc()
-	}
-}
-
-func (m *Metrics) spend(agent, project string, c gate.Cost, counted float64) {
-	if m == nil {
-		return
-	}
-	m.costUSD.WithLabelValues(agent, project).Add(counted)
-	m.tokens.WithLabelValues(agent, "input").Add(float64(c.InputTokens))
-	m.tokens.WithLabelValues(agent, "output").Add(float64(c.OutputTokens))
-	if c.Mismatch {
-		m.mismatch.WithLabelValues(agent).Inc()
-	}
 }
 
 // NewIntake builds the intake of cfg: keys read through lookup, rules

@@ -10,8 +10,13 @@ import (
 func spec() httpapi.Spec {
 	return httpapi.Spec{
 		Codes:   map[task.Code]int{CodeBudgetExceeded: http.StatusPaymentRequired},
-		Schemas: schemas(),
+		Schemas: withBudgets(schemas()),
 	}
+}
+
+func withBudgets(s map[string]any) map[string]any {
+	budgetSchemas(s)
+	return s
 }
 
 func ref(name string) map[string]any { return map[string]any{"$ref": "#/components/schemas/" + name} }
@@ -32,7 +37,7 @@ func signalOp(id, summary string) map[string]any {
 			"(gate.agents: key_env), not an API token. The signal is recorded before any gate fires. No gate: 200 approved. " +
 			"A gate (the agent set gate_required and gate.rules confirm, a rule says always, or a budget is at 80 %): 202 pending " +
 			"until an admin decides; the resolution is then POSTed, signed, to webhook_url. A run_id posted before answers with " +
-			"its gate as it stands and changes nothing.",
+			"its gate as it stands and changes nothing; the same run_id with another body is a conflict (409). Run ids are per agent.",
 		"security":    []any{map[string]any{"bearer": []any{}}},
 		"requestBody": map[string]any{"required": true, "content": map[string]any{"application/json": map[string]any{"schema": ref("Signal")}}},
 		"responses": map[string]any{
@@ -40,9 +45,9 @@ func signalOp(id, summary string) map[string]any {
 			"202": jsonBody(ref("SignalReply"), "Gated: pending until an admin decides."),
 			"400": errResp("Invalid signal (code invalid); fields names each field at fault."),
 			"401": errResp("No registered agent's key (code unauthenticated)."),
-			"402": errResp("A budget the signal counts against is spent (code budget_exceeded)."),
-			"403": errResp("agent_id is not the key's agent, or the project is not the agent's (code forbidden)."),
-			"409": errResp("run_id was posted by another agent (code conflict)."),
+			"402": errResp("A budget the signal counts against is spent (code budget_exceeded); it stays so until the period ends or an admin raises it (POST /v1/budgets/{key}/raise)."),
+			"403": errResp("agent_id is not the key's agent, the project is not the agent's, or task_id names a task whose plan does not list the agent in tech_constraints.gate_agents (code forbidden)."),
+			"409": errResp("run_id was posted before by this agent with another body (code conflict)."),
 			"413": errResp("The body is larger than 256 KiB (code too_large)."),
 			"415": errResp("The body is not application/json (code unsupported_media_type)."),
 			"500": errResp("A fault of the server (code internal)."),
@@ -75,7 +80,7 @@ func showOp() map[string]any {
 		"parameters": []any{map[string]any{"name": "gate_id", "in": "path", "required": true, "schema": map[string]any{"type": "string"},
 			"description": "The gate_id a signal's reply named."}},
 		"responses": map[string]any{
-			"200": jsonBody(ref("Gate"), "The gate, with every callback attempt."),
+			"200": jsonBody(ref("Gate"), "The gate, with every callback attempt, the signal's artifacts and the agent's latest signals."),
 			"401": errResp("No valid bearer token (code unauthenticated)."),
 			"404": errResp("No such gate (code not_found)."),
 			"500": errResp("A fault of the server (code internal)."),
@@ -130,9 +135,9 @@ func schemas() map[string]any {
 			"properties": map[string]any{
 				"amp_version": map[string]any{"type": "string", "enum": []any{"1.0"}},
 				"agent_id":    map[string]any{"type": "string", "maxLength": MaxIDLen, "description": "The key's agent."},
-				"run_id":      map[string]any{"type": "string", "maxLength": MaxIDLen, "description": "Unique per run: a run_id posted again changes nothing."},
+				"run_id":      map[string]any{"type": "string", "maxLength": MaxIDLen, "description": "Unique per run of this agent: the same signal posted again changes nothing; the run_id with another body is 409."},
 				"project_id":  map[string]any{"type": "string", "maxLength": MaxIDLen},
-				"task_id":     map[string]any{"type": "string", "maxLength": MaxIDLen, "description": "An AMP task the cost counts against (ampflow's extension): the signal that passes the budget_usd of its plan's tech_constraints suspends it. Unknown: 400."},
+				"task_id":     map[string]any{"type": "string", "maxLength": MaxIDLen, "description": "An AMP task the cost counts against (ampflow's extension): the signal that passes the budget_usd of its plan's tech_constraints suspends it. The plan's tech_constraints.gate_agents must list the agent (or \"*\"), else 403; unknown: 400."},
 				"status":      map[string]any{"type": "string", "enum": []any{"completed", "failed", "interrupted"}, "description": "failed: put metadata.error_code and metadata.error_message when known."},
 				"summary":     map[string]any{"type": "string", "maxLength": MaxSummary, "description": "What the agent did."},
 				"proposed_action": map[string]any{"type": []any{"string", "null"}, "maxLength": MaxProposedAction,
@@ -175,6 +180,13 @@ func schemas() map[string]any {
 				"callback_attempts": map[string]any{"type": "array", "items": map[string]any{"type": "object", "properties": map[string]any{
 					"gate_id": str(""), "attempt": integer(""), "at": when, "status_code": integer(""), "error": str(""),
 				}}},
+				"artifacts": map[string]any{"type": "array", "maxItems": MaxArtifacts, "items": map[string]any{},
+					"description": "The signal's artifacts as posted (GET /v1/gates/{gate_id} only)."},
+				"agent_history": map[string]any{"type": "array", "maxItems": MaxHistory, "description": "The agent's latest other signals, newest first (GET /v1/gates/{gate_id} only).",
+					"items": map[string]any{"type": "object", "properties": map[string]any{
+						"gate_id": str(""), "run_id": str(""), "status": map[string]any{"type": "string", "enum": []any{"pending", "approved", "rejected"}},
+						"gated": map[string]any{"type": "boolean"}, "cost_usd": num(""), "received_at": when, "proposed_action": str("Clipped to 200 characters."),
+					}}},
 			},
 		},
 		"GateList": map[string]any{

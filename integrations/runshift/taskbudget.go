@@ -17,6 +17,12 @@ import (
 // tech_constraints.budget_usd of its task_dispatch.
 const BudgetKey = "budget_usd"
 
+// AgentsKey is where a task's plan names the agents (gate.agents ids, or
+// "*" for any) whose signals may name its task_id:
+// tech_constraints.gate_agents of its task_dispatch. A task that names
+// none takes no agent's signals.
+const AgentsKey = "gate_agents"
+
 // Tasks is what task budgets need of the task workflows
 // (*workflows.Client): an escalation submitted to a task suspends it.
 type Tasks interface {
@@ -26,7 +32,7 @@ type Tasks interface {
 // TaskStore reads a task's plan and spend (*ssot.DB).
 type TaskStore interface {
 	History(ctx context.Context, taskID string, p ssot.Page) ([]ssot.Record, string, error)
-	TaskSpend(ctx context.Context, taskID string) (float64, error)
+	TaskSpendThrough(ctx context.Context, g ssot.GateRow) (float64, error)
 }
 
 // TaskBudgets charges signals that name a task_id to that task: once the
@@ -36,30 +42,60 @@ type TaskBudgets struct {
 	Tasks Tasks
 	Store TaskStore
 	Now   func() time.Time
-	// budgets caches each task's budget (nil: none); a plan does not
-	// change its tech_constraints.
-	budgets sync.Map
+	// plans caches each task's plan; a plan does not change its
+	// tech_constraints.
+	plans sync.Map
+}
+
+// taskPlan is what a task's plan says of signals: its budget (nil: none)
+// and the agents it takes signals of.
+type taskPlan struct {
+	budget *float64
+	agents []string
+}
+
+// Bound refuses a task_id the agent may not name: a task the store does
+// not know is invalid, one whose plan does not list the agent in
+// tech_constraints.gate_agents is forbidden.
+func (tb *TaskBudgets) Bound(ctx context.Context, taskID, agent string) error {
+	p, err := tb.plan(ctx, taskID)
+	if errors.Is(err, ssot.ErrNotFound) {
+		return fieldError(task.CodeInvalid, "task_id", "no task %s", taskID)
+	}
+	if err != nil {
+		return err
+	}
+	for _, a := range p.agents {
+		if a == agent || a == "*" {
+			return nil
+		}
+	}
+	return fieldError(task.CodeForbidden, "task_id", "task %s does not take agent %s's signals: its plan's tech_constraints.%s does not list it",
+		taskID, agent, AgentsKey)
 }
 
 // Budget reads a task's budget_usd; ok is false when it has none. A task
 // the store does not know is ErrNotFound.
 func (tb *TaskBudgets) Budget(ctx context.Context, taskID string) (usd float64, ok bool, err error) {
-	if v, hit := tb.budgets.Load(taskID); hit {
-		b := v.(*float64)
-		if b == nil {
-			return 0, false, nil
-		}
-		return *b, true, nil
+	p, err := tb.plan(ctx, taskID)
+	if err != nil || p.budget == nil {
+		return 0, false, err
+	}
+	return *p.budget, true, nil
+}
+
+func (tb *TaskBudgets) plan(ctx context.Context, taskID string) (taskPlan, error) {
+	if v, hit := tb.plans.Load(taskID); hit {
+		return v.(taskPlan), nil
 	}
 	recs, _, err := tb.Store.History(ctx, taskID, ssot.Page{Limit: 20})
 	if err != nil {
-		return 0, false, err
+		return taskPlan{}, err
 	}
 	if len(recs) == 0 {
-		return 0, false, fmt.Errorf("task %s: %w", taskID, ssot.ErrNotFound)
+		return taskPlan{}, fmt.Errorf("task %s: %w", taskID, ssot.ErrNotFound)
 	}
-	var b *float64
-	found := false
+	var p taskPlan
 	for _, r := range recs {
 		var m struct {
 			Type    amp.Type `json:"type"`
@@ -71,28 +107,34 @@ func (tb *TaskBudgets) Budget(ctx context.Context, taskID string) (usd float64, 
 			continue
 		}
 		if v, ok := m.Payload.TechConstraints[BudgetKey].(float64); ok && v > 0 {
-			b = &v
+			p.budget = &v
 		}
-		found = true
+		if as, ok := m.Payload.TechConstraints[AgentsKey].([]any); ok {
+			for _, a := range as {
+				if s, ok := a.(string); ok {
+					p.agents = append(p.agents, s)
+				}
+			}
+		}
+		// Before its first dispatch a task's plan is not in the SSOT yet:
+		// only a plan found is kept.
+		tb.plans.Store(taskID, p)
 		break
 	}
-	if found { // before its first dispatch a task's plan is not in the SSOT yet
-		tb.budgets.Store(taskID, b)
-	}
-	if b == nil {
-		return 0, false, nil
-	}
-	return *b, true, nil
+	return p, nil
 }
 
-// Charge is told that a signal costing cost was recorded for taskID; when
-// it took the task's spend past its budget, the task is suspended.
-func (tb *TaskBudgets) Charge(ctx context.Context, taskID string, cost float64) error {
+// Charge is told that the signal g was recorded for its task; when g
+// took the task's spend past its budget, the task is suspended. Which
+// signal crosses the budget is fixed by the order of the records, so a
+// charge made late (by Recover) decides as it would have at once.
+func (tb *TaskBudgets) Charge(ctx context.Context, g ssot.GateRow) error {
+	taskID, cost := g.TaskID, g.CostUSD
 	budget, ok, err := tb.Budget(ctx, taskID)
 	if err != nil || !ok {
 		return err
 	}
-	spent, err := tb.Store.TaskSpend(ctx, taskID)
+	spent, err := tb.Store.TaskSpendThrough(ctx, g)
 	if err != nil {
 		return err
 	}

@@ -42,4 +42,27 @@ func TestAOFChatReview(t *testing.T) {
 	tg.await(t, "the Telegram message of "+id+" edited", "editMessageText", func(cc chatCall) bool {
 		return strings.Contains(cc.Form["text"], id) && strings.Contains(cc.Form["text"], "telegram:42")
 	})
+
+	// "Notification sent": examples 2, 4 and 7 move a task to blocked,
+	// and the admins hear of it.
+	const t2, t4, t7 = "TASK-2026-02-09-081", "TASK-2026-02-09-082", "TASK-2026-02-09-083"
+	c.create(t2, nil)
+	c.dispatch(t2, 600000)
+	c.must(aofExample(t, "2", map[string]any{"taskId": t2}))
+	c.sessionEnd()
+	c.create(t4, nil)
+	c.dispatch(t4, 600000)
+	c.must(aofExample(t, "4", map[string]any{"taskId": t4, "payload.taskId": t4}))
+	c.create(t7, nil)
+	c.must(aofExample(t, "7", map[string]any{"taskId": t7, "payload.taskId": t7}))
+	for id, reason := range map[string]string{t2: "session_end_blocked", t4: "Test environment unreachable", t7: "Insufficient context: no test plan provided"} {
+		c.waitStatus(id, "blocked", 30*time.Second)
+		tg.await(t, "the notice of "+id+" blocked on Telegram", "sendMessage", func(cc chatCall) bool {
+			text := cc.Form["text"]
+			return strings.Contains(text, id) && strings.Contains(text, "<b>blocked</b>") && strings.Contains(text, reason)
+		})
+		sl.await(t, "the notice of "+id+" blocked on Slack", "chat.postMessage", func(cc chatCall) bool {
+			return strings.Contains(cc.Form["text"], id) && strings.Contains(cc.Form["text"], "blocked")
+		})
+	}
 }

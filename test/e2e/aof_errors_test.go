@@ -33,6 +33,11 @@ func aofErrors(t *testing.T, c aofClient) {
 		{"HandoffTaskNotFound", aofExample(t, "6", map[string]any{"taskId": t66, "payload.taskId": t66}), 404, "task_not_found", t66, "delegation.rejected", "task_not_found"},
 		{"TaskIDMismatch", aofExample(t, "5", map[string]any{"payload.taskId": t66}), 400, "taskId_mismatch", t61, "protocol.message.rejected", "taskId_mismatch"},
 		{"ParentNotFound", aofExample(t, "5", map[string]any{"taskId": t65, "payload.taskId": t65, "payload.parentTaskId": t66}), 404, "parent_not_found", t65, "delegation.rejected", "parent_not_found"},
+		{"StatusUpdateTaskNotFound", aofExample(t, "3", map[string]any{"taskId": t66, "payload.taskId": t66}), 404, "task_not_found", t66, "protocol.message.rejected", "task_not_found"},
+		{"HandoffRequestTaskNotFound", aofExample(t, "5", map[string]any{"taskId": t66, "payload.taskId": t66}), 404, "task_not_found", t66, "protocol.message.rejected", "task_not_found"},
+		{"HandoffRequestTaskNotFoundDelegation", aofExample(t, "5", map[string]any{"taskId": t66, "payload.taskId": t66}), 404, "task_not_found", t66, "delegation.rejected", "task_not_found"},
+		{"CompletionNotRunning", aofExample(t, "1", map[string]any{"taskId": t65}), 409, "not_running", t65, "protocol.message.rejected", "not_running"},
+		{"SelfParent", aofExample(t, "5", map[string]any{"taskId": t65, "payload.taskId": t65, "payload.parentTaskId": t65}), 400, "invalid_envelope", t65, "protocol.message.rejected", "invalid_envelope"},
 		{"NestedDelegation", aofExample(t, "5", map[string]any{"taskId": t65, "payload.taskId": t65, "payload.parentTaskId": t61}), 409, "nested_delegation", t65, "delegation.rejected", "nested_delegation"},
 	}
 	for _, tc := range cases {
@@ -61,6 +66,88 @@ func aofErrors(t *testing.T, c aofClient) {
 			}
 		})
 	}
+	t.Run("ErrorReparent", func(t *testing.T) {
+		c := c.on(t)
+		// t61 is t57's child (example 5): handed off from t65 it is
+		// refused, and stays t57's.
+		code, out := c.send(aofExample(t, "5", map[string]any{"payload.parentTaskId": t65}))
+		if e, _ := out["error"].(map[string]any); code != 409 || e["code"] != "parent_conflict" {
+			t.Errorf("%d %v", code, out)
+		}
+		wantReason(t, c.lastEvent(t61, "delegation.rejected"), "parent_conflict")
+		if v := c.task(t61); v.ParentTaskID != t57 {
+			t.Errorf("parent %s", v.ParentTaskID)
+		}
+	})
+	t.Run("ErrorNestedAtCreate", func(t *testing.T) {
+		c := c.on(t)
+		const t68 = "TASK-2026-02-09-068"
+		code, resp := c.call("POST", "/v1/aof/tasks", map[string]any{"taskId": t68, "title": "grandchild", "parentTaskId": t61}, nil)
+		if code != 409 || !strings.Contains(string(resp), "nested_delegation") {
+			t.Errorf("%d %s", code, resp)
+		}
+		wantReason(t, c.lastEvent(t68, "delegation.rejected"), "nested_delegation")
+	})
+	// The Resume Protocol's error table.
+	t.Run("ResumeMissingRunArtifacts", func(t *testing.T) {
+		// t59 runs with no run_result.json: the session's end passes it
+		// by, and it stays resumable.
+		c := c.on(t)
+		c.sessionEnd()
+		if v := c.task(t59); v.Status != "in_progress" {
+			t.Errorf("status %s", v.Status)
+		}
+		if _, ok := c.task(t59).Artifacts["run_result.json"]; ok {
+			t.Error("a run_result.json appeared")
+		}
+	})
+	t.Run("ResumeHeartbeatMissing", func(t *testing.T) {
+		// This row cannot happen here: a task is in_progress only by a
+		// dispatch, which writes run_heartbeat.json; an agent's status
+		// update to in_progress appends the work log instead.
+		c := c.on(t)
+		before := c.task(t65)
+		code, out := c.send(aofExample(t, "3", map[string]any{"taskId": t65, "payload.taskId": t65, "payload.status": "in_progress"}))
+		if code != 200 || !strings.Contains(out["note"].(string), "dispatch") {
+			t.Errorf("%d %v", code, out)
+		}
+		after := c.task(t65)
+		if _, ok := after.Artifacts["run_heartbeat.json"]; after.Status != "ready" || ok || len(after.WorkLog) != len(before.WorkLog)+1 {
+			t.Errorf("status %s work log %q", after.Status, after.WorkLog)
+		}
+	})
+	t.Run("ResumeInvalidRunResult", func(t *testing.T) {
+		// run_result.json is written only from a valid report: an invalid
+		// one is rejected (protocol.message.rejected) and the session's
+		// end moves nothing.
+		c := c.on(t)
+		code, _ := c.send(aofExample(t, "1", map[string]any{"taskId": t59, "payload.outcome": "finished"}))
+		if code != 400 {
+			t.Errorf("answered %d", code)
+		}
+		wantReason(t, c.lastEvent(t59, "protocol.message.rejected"), "invalid_envelope")
+		c.sessionEnd()
+		if v := c.task(t59); v.Status != "in_progress" {
+			t.Errorf("status %s", v.Status)
+		} else if _, ok := v.Artifacts["run_result.json"]; ok {
+			t.Error("an invalid report wrote run_result.json")
+		}
+	})
+	t.Run("ResumeAlreadyTransitioned", func(t *testing.T) {
+		// t58 moved to blocked at its session's end: another end, and the
+		// same report again, change nothing.
+		c := c.on(t)
+		const t58 = "TASK-2026-02-09-058"
+		n := c.countEvents(t58, "task.transitioned")
+		c.sessionEnd()
+		code, out := c.send(wrapContent(t, string(aofExample(t, "2", nil))))
+		if code != 200 || out["changed"] != false {
+			t.Errorf("%d %v", code, out)
+		}
+		if v := c.task(t58); v.Status != "blocked" || c.countEvents(t58, "task.transitioned") != n {
+			t.Errorf("status %s, %d transitions (had %d)", v.Status, c.countEvents(t58, "task.transitioned"), n)
+		}
+	})
 	t.Run("ErrorInvalidTransitionAppendsWorkLog", func(t *testing.T) {
 		c := c.on(t)
 		code, out := c.send(aofExample(t, "3", map[string]any{"payload.status": "backlog"}))

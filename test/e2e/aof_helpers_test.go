@@ -194,3 +194,52 @@ func wantReason(t *testing.T, e aofEvent, reason string) {
 		t.Errorf("%s of %s has reason %v, want %q", e.Type, e.TaskID, e.Payload["reason"], reason)
 	}
 }
+
+// leaseState returns the state of the lease of key held by agent, "" when
+// none is listed.
+func (c aofClient) leaseState(key, agent string) string {
+	c.t.Helper()
+	var page struct {
+		Leases []struct {
+			ResourceKey string `json:"resource_key"`
+			State       string `json:"state"`
+		} `json:"leases"`
+	}
+	if code, resp := c.call("GET", "/v1/leases?limit=1000&agent_id="+agent, nil, &page); code != http.StatusOK {
+		c.t.Fatalf("leases of %s: %d %s", agent, code, resp)
+	}
+	state := ""
+	for _, l := range page.Leases {
+		if l.ResourceKey == key {
+			state = l.State
+		}
+	}
+	return state
+}
+
+// waitLease waits for the lease of key to reach state.
+func (c aofClient) waitLease(key, agent, state string) {
+	c.t.Helper()
+	eventually(c.t, 30*time.Second, "lease "+key+" "+state, func() (bool, error) {
+		return c.leaseState(key, agent) == state, nil
+	})
+}
+
+// runResult reads a task's run_result.json.
+func (c aofClient) runResult(id string) aofRunResult {
+	c.t.Helper()
+	var rr aofRunResult
+	c.artifact(id, "run_result.json", &rr)
+	return rr
+}
+
+type aofRunResult struct {
+	TaskID   string   `json:"taskId"`
+	AgentID  string   `json:"agentId"`
+	Outcome  string   `json:"outcome"`
+	Blockers []string `json:"blockers"`
+	Notes    string   `json:"notes"`
+	Tests    struct {
+		Total, Passed, Failed int
+	} `json:"tests"`
+}

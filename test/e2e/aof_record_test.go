@@ -29,10 +29,13 @@ func TestRecordAOFHistories(t *testing.T) {
 		return aofExample(t, "1", map[string]any{"taskId": id, "payload.outcome": outcome})
 	}
 	approve := func(id, option, note string) {
-		v := c.waitStatus(id, "review", 30*time.Second)
-		if v.Review == nil {
-			t.Fatalf("%s: no review", id)
-		}
+		// A stale run saves its move to review before it raises the
+		// review: wait for both.
+		var v aofTaskView
+		eventually(t, 30*time.Second, id+" in review with its review raised", func() (bool, error) {
+			v = c.task(id)
+			return v.Status == "review" && v.Review != nil, nil
+		})
 		d := v.Review
 		if _, err := tasks.Decide(t.Context(), d.Subject, decision.Answer{DecisionID: d.ID, Digest: d.Digest, Option: option, Note: note,
 			By: "recorder", Channel: "cli"}); err != nil {

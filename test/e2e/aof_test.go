@@ -27,6 +27,7 @@ func TestAOFExamples(t *testing.T) {
 		c := c.on(t)
 		c.create(t57, nil)
 		c.dispatch(t57, 600000)
+		c.waitLease("aof/"+t57, "swe-backend", "active")
 		out := c.must(aofExample(t, "1", nil))
 		if out["changed"] != true {
 			t.Errorf("report: %v", out)
@@ -46,10 +47,15 @@ func TestAOFExamples(t *testing.T) {
 		if rec := c.lastEvent(t57, "protocol.message.received"); rec.Payload["type"] != "completion.report" || rec.Payload["payload"].(map[string]any)["outcome"] != "done" {
 			t.Errorf("received %v", rec.Payload)
 		}
-		c.lastEvent(t57, "task.completed")
+		// The mirror holds no outputs/summary.md: the report is taken,
+		// with a warning.
+		if w, _ := c.lastEvent(t57, "task.completed").Payload["warnings"].([]any); len(w) != 1 || !strings.HasPrefix(w[0].(string), "payload.summaryRef: ") {
+			t.Errorf("task.completed warnings %v", w)
+		}
 		c.sessionEnd()
 		v := c.waitStatus(t57, "review", 30*time.Second)
 		wantReason(t, c.lastEvent(t57, "task.transitioned"), "session_end_done")
+		c.waitLease("aof/"+t57, "swe-backend", "released")
 		if v.Review == nil {
 			t.Fatal("no review decision")
 		}
@@ -76,7 +82,8 @@ func TestAOFExamples(t *testing.T) {
 			b, _ := os.ReadFile(l)
 			all = append(all, b...)
 		}
-		if !strings.Contains(string(all), `"type":"task.completed"`) || strings.Count(string(all), `"type":"task.created","timestamp"`) < 1 {
+		if !strings.Contains(string(all), `"type":"task.completed"`) || strings.Count(string(all), `"type":"task.created","timestamp"`) < 1 ||
+			!strings.Contains(string(all), `"type":"protocol.message.received"`) {
 			t.Errorf("the mirror's events/ do not hold the task's events: %s", all)
 		}
 	})
@@ -85,11 +92,26 @@ func TestAOFExamples(t *testing.T) {
 		c := c.on(t)
 		c.create(t58, nil)
 		c.dispatch(t58, 600000)
+		summary := filepath.Join(mirror, "tasks", "in-progress", t58, "outputs", "summary.md")
+		if err := os.MkdirAll(filepath.Dir(summary), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(summary, []byte("# Summary\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
 		c.must(wrapContent(t, string(aofExample(t, "2", nil))))
-		c.lastEvent(t58, "task.completed")
+		if w, ok := c.lastEvent(t58, "task.completed").Payload["warnings"]; ok {
+			t.Errorf("warnings with the summary in place: %v", w)
+		}
+		if rr := c.runResult(t58); rr.Outcome != "blocked" || rr.AgentID != "swe-backend" || len(rr.Blockers) != 2 || rr.Tests.Total != 50 {
+			t.Errorf("run_result.json %+v", rr)
+		}
 		c.sessionEnd()
 		c.waitStatus(t58, "blocked", 30*time.Second)
 		wantReason(t, c.lastEvent(t58, "task.transitioned"), "session_end_blocked")
+		if rr := c.runResult(t58); rr.Outcome != "blocked" || len(rr.Blockers) != 2 {
+			t.Errorf("run_result.json after the session's end %+v", rr)
+		}
 	})
 
 	t.Run("Example3StatusProgress", func(t *testing.T) {
@@ -104,6 +126,11 @@ func TestAOFExamples(t *testing.T) {
 		}
 		if n := c.countEvents(t59, "task.transitioned"); n != 1 {
 			t.Errorf("%d transitions, want the dispatch's only", n)
+		}
+		rec := c.lastEvent(t59, "protocol.message.received")
+		p, _ := rec.Payload["payload"].(map[string]any)
+		if rec.Actor != "swe-qa" || rec.Payload["type"] != "status.update" || p["progress"] != "Executed 50/100 test cases" {
+			t.Errorf("received %s %v", rec.Actor, rec.Payload)
 		}
 	})
 
@@ -172,6 +199,9 @@ func TestAOFExamples(t *testing.T) {
 		c.create(t63, nil)
 		c.dispatch(t63, 2000)
 		c.must(aofExample(t, "1", map[string]any{"taskId": t63, "payload.outcome": "partial"}))
+		if rr := c.runResult(t63); rr.Outcome != "partial" || rr.TaskID != t63 || rr.AgentID != "swe-backend" {
+			t.Errorf("run_result.json %+v", rr)
+		}
 		c.waitStatus(t63, "review", 30*time.Second)
 		wantReason(t, c.lastEvent(t63, "task.transitioned"), "stale_heartbeat_partial")
 	})
@@ -189,6 +219,12 @@ func TestAOFExamples(t *testing.T) {
 		if run.Status != "expired" {
 			t.Errorf("run.json status %q, want expired", run.Status)
 		}
+		// The lease has the run's TTL: its own timer may free it just
+		// before the reclaim releases it.
+		eventually(t, 30*time.Second, "the lease of "+t64+" ended", func() (bool, error) {
+			st := c.leaseState("aof/"+t64, "swe-backend")
+			return st == "released" || st == "expired", nil
+		})
 	})
 
 	t.Run("CLI", func(t *testing.T) {
@@ -199,6 +235,14 @@ func TestAOFExamples(t *testing.T) {
 		out, _, code = cli(t, p, nil, "aof", "task", "artifacts", t61, "inputs/handoff.md")
 		if code != 0 || !strings.HasPrefix(out, "# Handoff Request\n") {
 			t.Errorf("aof task artifacts: %d %q", code, out)
+		}
+		out, stderr, code = cli(t, p, nil, "aof", "task", "events", t61)
+		if code != 0 || !strings.Contains(out, "task.created") || !strings.Contains(out, "delegation.requested") || !strings.Contains(out, "delegation.accepted") {
+			t.Errorf("aof task events: %d %s %s", code, out, stderr)
+		}
+		out, _, code = cli(t, p, nil, "aof", "task", "events", t61, "-o", "json")
+		if code != 0 || !strings.Contains(out, `"type": "delegation.requested"`) && !strings.Contains(out, `"type":"delegation.requested"`) {
+			t.Errorf("aof task events -o json: %d %s", code, out)
 		}
 	})
 

@@ -7,6 +7,7 @@ import (
 	"io"
 	"net/http"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -140,6 +141,18 @@ func TestRiskContracts(t *testing.T) {
 		if raw, _ := json.Marshal(pending); !strings.Contains(string(raw), d.ContractID) || !strings.Contains(string(raw), "deploy.production") {
 			t.Errorf("the decision does not name the contract and its primitive: %s", raw)
 		}
+		// Its kind is one the served document allows.
+		var doc struct {
+			Components struct {
+				Schemas struct {
+					DecisionKind struct{ Enum []string } `json:"DecisionKind"`
+				} `json:"schemas"`
+			} `json:"components"`
+		}
+		api.call("GET", "/v1/openapi.json", anaToken, nil, &doc)
+		if !slices.Contains(doc.Components.Schemas.DecisionKind.Enum, string(pending.Kind)) {
+			t.Errorf("GET /v1/decisions lists kind %s, which DecisionKind %v does not allow", pending.Kind, doc.Components.Schemas.DecisionKind.Enum)
+		}
 		code, b = api.call("POST", "/v1/decisions/"+pending.ID, anaToken, httpapi.DecideRequest{Option: decision.OptApprove, Digest: pending.Digest}, nil)
 		if code != http.StatusOK {
 			t.Fatalf("approving: %d %s", code, b)
@@ -187,6 +200,13 @@ func TestRiskContracts(t *testing.T) {
 		gated := api.decide(deployerKey, amcp.DecideRequest{Intent: "rm -rf the cache", Context: &amcp.DecideContext{Parameters: map[string]any{"path": "/var/cache/x"}}})
 		eventually(t, 90*time.Second, "the contracts expired", func() (bool, error) {
 			return api.contract(deployerKey, plain.ContractID).State == "expired", nil
+		})
+		// The gate of the unapproved contract expired with it, rejected,
+		// not after the policy's expire_after (24h).
+		eventually(t, 30*time.Second, "the expired contract's gate rejected", func() (bool, error) {
+			var g struct{ Status string }
+			code, _ := api.call("GET", "/v1/gates/"+gated.GateID, anaToken, nil, &g)
+			return code == http.StatusOK && g.Status == "rejected", nil
 		})
 		for name, id := range map[string]string{"plain": plain.ContractID, "redeemed": redeemed.ContractID,
 			"tampered": tampered.ContractID, "unapproved": gated.ContractID} {

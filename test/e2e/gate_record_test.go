@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/ampflow/ampflow/amp/decision"
+	"github.com/ampflow/ampflow/integrations/amcp"
 	"github.com/ampflow/ampflow/workflows/gate"
 )
 
@@ -26,7 +27,8 @@ func TestRecordGateHistories(t *testing.T) {
 	}
 	hook := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(http.StatusNoContent) }))
 	defer hook.Close()
-	p := startDev(t, t.TempDir(), append(gateEnv(), "AMPFLOW_ADMINS=recorder")...)
+	// Contracts live 5s: the contract gate expires with its contract.
+	p := startDev(t, t.TempDir(), append(gateEnv(), "AMPFLOW_ADMINS=recorder", "AMPFLOW_GATE_CONTRACT_TTL=5s")...)
 	tasks := dial(t, p)
 	out := filepath.Join("..", "replay", "testdata", "gate")
 	if err := os.MkdirAll(out, 0o755); err != nil {
@@ -79,4 +81,19 @@ func TestRecordGateHistories(t *testing.T) {
 		})
 		writeHistory(t, tasks, wf, filepath.Join(out, sc.name+".json"))
 	}
+
+	// A contract gate nobody answers: rejected when its contract expires
+	// (versionExpiresAt), long before the policy's expire_after.
+	api := contractsAPI{t: t, base: "http://" + p.api}
+	d := api.decide(gateTailorKey, amcp.DecideRequest{Intent: "deploy to production",
+		Context: &amcp.DecideContext{Parameters: map[string]any{"service": "web", "version": "1.2.3"}}})
+	if d.GateID == "" {
+		t.Fatalf("decide opened no gate: %+v", d)
+	}
+	wf := gate.WorkflowID(d.GateID)
+	eventually(t, 60*time.Second, wf+" closed", func() (bool, error) {
+		d, err := tasks.Temporal.DescribeWorkflowExecution(ctx, wf, "")
+		return err == nil && d.GetWorkflowExecutionInfo().GetCloseTime() != nil, err
+	})
+	writeHistory(t, tasks, wf, filepath.Join(out, "contract_expired.json"))
 }

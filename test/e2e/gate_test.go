@@ -230,7 +230,7 @@ func TestGateBudgetStopsSignals(t *testing.T) {
 	}
 	id := ""
 	for _, d := range open {
-		if strings.HasPrefix(d.Subject, "gate-") && strings.Contains(gateOf(t, c, d.Subject), "spend-1") {
+		if strings.HasPrefix(d.Subject, "gate-") && gateRunOf(t, c, d.Subject) == "spend-1" {
 			id = d.ID
 		}
 	}
@@ -263,17 +263,30 @@ func TestGateBudgetStopsSignals(t *testing.T) {
 			t.Errorf("/metrics lacks %s", want)
 		}
 	}
+
+	// An admin raises the spent budget for the day from the command line,
+	// without a restart: the refused signal is taken.
+	if out, errOut, code := cli(t, p, nil, "gates", "budgets"); code != 0 || !strings.Contains(out, "spender:*:day") || !strings.Contains(out, "exhausted") {
+		t.Fatalf("ampflow gates budgets: exit %d\n%s%s", code, out, errOut)
+	}
+	if out, errOut, code := cli(t, p, nil, "gates", "budgets", "raise", "spender:*:day", "1", "--note", "newsletter day"); code != 0 || !strings.Contains(out, "(ok)") {
+		t.Fatalf("ampflow gates budgets raise: exit %d\n%s%s", code, out, errOut)
+	}
+	if code, out := signal("spend-3"); code != http.StatusOK {
+		t.Fatalf("after the raise the signal answered %d %v", code, out)
+	}
 }
 
-// gateOf reads the gate of a gate workflow's id, as JSON.
-func gateOf(t *testing.T, c api, subject string) string {
+// gateRunOf reads the run id of a gate workflow's gate.
+func gateRunOf(t *testing.T, c api, subject string) string {
 	t.Helper()
-	var g map[string]any
+	var g struct {
+		RunID string `json:"run_id"`
+	}
 	if code := c.do("GET", "/v1/gates/"+strings.TrimPrefix(subject, "gate-"), nil, &g); code != http.StatusOK {
 		t.Fatalf("GET /v1/gates of %s: %d", subject, code)
 	}
-	b, _ := json.Marshal(g)
-	return string(b)
+	return g.RunID
 }
 
 // TestGateTaskBudgetSuspends: signals that name a task count against the
@@ -284,7 +297,7 @@ func TestGateTaskBudgetSuspends(t *testing.T) {
 	c := api{t: t, base: "http://" + p.api}
 	tasks := dial(t, p)
 	plan := lowRiskPlan(gitRepo(t))
-	plan.TechConstraints = map[string]any{"budget_usd": 0.02}
+	plan.TechConstraints = map[string]any{"budget_usd": 0.02, "gate_agents": []string{"resume-tailor"}}
 	var started struct {
 		TaskID string `json:"task_id"`
 	}

@@ -41,6 +41,12 @@ const (
 	// CodeInvalidTransition refuses a move the task's status does not
 	// allow (dispatching a task that is not ready).
 	CodeInvalidTransition task.Code = "invalid_transition"
+	// CodeParentConflict refuses a handoff.request that would re-parent
+	// a task already linked to another parent.
+	CodeParentConflict task.Code = ReasonParentConflict
+	// CodeLeaseHeld refuses a dispatch while another agent holds the
+	// task's lease.
+	CodeLeaseHeld task.Code = "lease_held"
 	// CodeNotRunning refuses a heartbeat of a task no agent runs, or of
 	// another agent than the one that runs it.
 	CodeNotRunning task.Code = "not_running"

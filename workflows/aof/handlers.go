@@ -8,6 +8,7 @@ import (
 
 	"go.temporal.io/sdk/workflow"
 
+	"github.com/ampflow/ampflow/activities"
 	"github.com/ampflow/ampflow/amp/task"
 	"github.com/ampflow/ampflow/workflows/refusal"
 )
@@ -29,6 +30,7 @@ func (r *aofRun) validateMessage(in MessageInput) error {
 		if m.Completion == nil {
 			return refusal.Field("payload", "a completion report is required")
 		}
+		return r.validateCompletion(m)
 	case TypeStatusUpdate:
 		if m.Status == nil {
 			return refusal.Field("payload", "a status update is required")
@@ -40,6 +42,10 @@ func (r *aofRun) validateMessage(in MessageInput) error {
 		}
 		if h.ParentTaskID == r.Task.TaskID {
 			return refusal.Field("payload.parentTaskId", "a task cannot be its own parent")
+		}
+		if p := r.Task.ParentTaskID; p != "" && p != h.ParentTaskID {
+			return refusal.New(CodeParentConflict, "payload.parentTaskId: task %s is the child of %s already: it cannot be handed off from %s",
+				r.Task.TaskID, p, h.ParentTaskID)
 		}
 		if in.ParentDepth+1 > 1 {
 			return refusal.New(CodeNestedDelegation, "parent %s has delegation depth %d: a delegated task cannot delegate again",
@@ -82,6 +88,42 @@ func (r *aofRun) message(ctx workflow.Context, in MessageInput) (Result, error) 
 	return res, nil
 }
 
+// resultOf is the run result a completion report writes.
+func (r *aofRun) resultOf(m Message) RunResult {
+	c := m.Completion
+	return RunResult{TaskID: r.Task.TaskID, AgentID: m.FromAgent, CompletedAt: At(m.SentAt), Outcome: c.Outcome,
+		SummaryRef: c.SummaryRef, HandoffRef: c.HandoffRef, Deliverables: c.Deliverables, Tests: c.Tests,
+		Blockers: c.Blockers, Notes: c.Notes}
+}
+
+// repeated reports whether m is the completion the task holds already.
+func (r *aofRun) repeated(m Message) bool {
+	old := r.Task.Result
+	return old != nil && reflect.DeepEqual(*old, r.resultOf(m))
+}
+
+// validateCompletion takes a completion report only from the agent that
+// runs the task, while it runs; a repeat, or any report to a done task,
+// is a no-op.
+func (r *aofRun) validateCompletion(m Message) error {
+	if r.Task.Status == StatusDone || r.repeated(m) {
+		return nil
+	}
+	if r.Task.Status != StatusInProgress {
+		return refusal.New(CodeNotRunning, "task %s is %s, not in_progress: a completion report is taken only while a run of it goes on",
+			r.Task.TaskID, r.Task.Status)
+	}
+	if !r.running(m.FromAgent) {
+		who := "no agent"
+		if run := r.Task.Run; run != nil && run.Status == RunRunning {
+			who = run.AgentID
+		}
+		return refusal.New(CodeNotRunning, "fromAgent: task %s runs for %s: a completion report of %s is refused",
+			r.Task.TaskID, who, m.FromAgent)
+	}
+	return nil
+}
+
 // completion writes run_result.json and logs task.completed; the
 // transitions wait for the session's end or a stale heartbeat.
 func (r *aofRun) completion(ctx workflow.Context, m Message) Result {
@@ -89,22 +131,21 @@ func (r *aofRun) completion(ctx workflow.Context, m Message) Result {
 	if r.Task.Status == StatusDone {
 		return Result{Note: "the task is done already"}
 	}
-	res := RunResult{TaskID: r.Task.TaskID, AgentID: m.FromAgent, CompletedAt: At(m.SentAt), Outcome: c.Outcome,
-		SummaryRef: c.SummaryRef, HandoffRef: c.HandoffRef, Deliverables: c.Deliverables, Tests: c.Tests,
-		Blockers: c.Blockers, Notes: c.Notes}
-	if old := r.Task.Result; old != nil && reflect.DeepEqual(*old, res) {
+	if r.repeated(m) {
 		return Result{Note: "the same completion was reported already"}
 	}
+	res := r.resultOf(m)
 	r.touch(ctx)
 	r.Task.Result = &res
 	r.artifact(ArtifactResult, res)
-	r.event(ctx, EventTaskCompleted, m.FromAgent, map[string]any{"outcome": c.Outcome, "summaryRef": c.SummaryRef,
-		"tests": c.Tests, "blockers": c.Blockers, "notes": c.Notes})
-	note := ""
-	if r.Task.Status != StatusInProgress {
-		note = fmt.Sprintf("the task is %s, not in_progress: the result is kept, and applies once a run of it ends", r.Task.Status)
+	payload := map[string]any{"outcome": c.Outcome, "summaryRef": c.SummaryRef,
+		"tests": c.Tests, "blockers": c.Blockers, "notes": c.Notes}
+	if len(m.Warnings) > 0 {
+		// A missing summary or handoff file does not stop the report.
+		payload["warnings"] = m.Warnings
 	}
-	return Result{Changed: true, Note: note}
+	r.event(ctx, EventTaskCompleted, m.FromAgent, payload)
+	return Result{Changed: true}
 }
 
 // statusUpdate transitions when a valid status is given; otherwise, or
@@ -114,6 +155,14 @@ func (r *aofRun) statusUpdate(ctx workflow.Context, m Message) Result {
 	note := ""
 	if u.Status != "" && u.Status != r.Task.Status {
 		switch {
+		case r.Task.Status == StatusReview:
+			// Only the review decision takes a task out of review.
+			note = "the task is in review: only the review decision moves it, so the work log is appended instead"
+		case u.Status == StatusInProgress:
+			// A run starts with dispatch, which writes run.json and
+			// starts the heartbeat; without them the task would never
+			// time out.
+			note = "in_progress is dispatch's to give: the work log is appended instead"
 		case u.Status == StatusDone:
 			// Done comes from the admins' review (or a completion that
 			// needs none), never from the agent's word alone.
@@ -131,14 +180,28 @@ func (r *aofRun) statusUpdate(ctx workflow.Context, m Message) Result {
 		if note == "" {
 			return Result{Note: "the task is " + string(r.Task.Status) + " already"}
 		}
-		line = WorkLogLine(m.SentAt, "", fmt.Sprintf("status %s refused: not a valid transition from %s", u.Status, r.Task.Status), nil)
+		line = WorkLogLine(m.SentAt, "", fmt.Sprintf("status %s refused: %s", u.Status, note), nil)
 	}
 	r.touch(ctx)
 	r.appendWorkLog(line)
 	return Result{Changed: true, Note: note}
 }
 
+// Bounds of the work log kept in the task's state (and in its body): its
+// newest MaxWorkLogLines lines, at most MaxWorkLogBytes in all, each cut
+// at MaxWorkLogLine bytes. The events keep every message whole
+// (protocol.message.received), so the state that each save and each
+// continue-as-new carries stays far below Temporal's payload limit.
+const (
+	MaxWorkLogLines = 100
+	MaxWorkLogBytes = 64 << 10
+	MaxWorkLogLine  = 8 << 10
+)
+
 func (r *aofRun) appendWorkLog(line string) {
+	if len(line) > MaxWorkLogLine {
+		line = strings.ToValidUTF8(line[:MaxWorkLogLine], "") + " …"
+	}
 	if !strings.Contains(r.Task.Body, WorkLogHeading) {
 		if r.Task.Body != "" {
 			r.Task.Body = strings.TrimRight(r.Task.Body, "\n") + "\n\n"
@@ -147,6 +210,17 @@ func (r *aofRun) appendWorkLog(line string) {
 	}
 	r.Task.Body += line + "\n"
 	r.Task.WorkLog = append(r.Task.WorkLog, line)
+	size := 0
+	for _, l := range r.Task.WorkLog {
+		size += len(l)
+	}
+	for len(r.Task.WorkLog) > MaxWorkLogLines || size > MaxWorkLogBytes {
+		old := r.Task.WorkLog[0]
+		r.Task.WorkLog = r.Task.WorkLog[1:]
+		size -= len(old)
+		r.Task.Body = strings.Replace(r.Task.Body, old+"\n", "", 1)
+		r.Task.WorkLogDropped++
+	}
 }
 
 // handoff links the task as the child of the request's parent and writes
@@ -231,12 +305,32 @@ func (r *aofRun) dispatch(ctx workflow.Context, in DispatchInput) (Result, error
 	if ttl == 0 {
 		ttl = DefaultTTL.Milliseconds()
 	}
+	leaseID, err := r.acquireLease(ctx, in.AgentID, time.Duration(ttl)*time.Millisecond)
+	if err != nil {
+		return Result{}, err
+	}
+	// Other updates ran while the lease was taken: the task may have
+	// moved on, or the same agent's repeat may have started the run.
+	if r.running(in.AgentID) {
+		return Result{Task: r.view(), Note: "the task runs for " + in.AgentID + " already"}, nil
+	}
+	if err := r.validateDispatch(in); err != nil {
+		if leaseID != "" {
+			releaseLeases(ctx, r.Task.TaskID, []activities.AOFLeaseInput{{LeaseID: leaseID, AgentID: in.AgentID}})
+		}
+		return Result{}, err
+	}
 	now := workflow.Now(ctx).UTC()
 	r.touch(ctx)
 	r.transition(ctx, StatusInProgress, in.AgentID, "dispatched to "+in.AgentID)
 	r.Task.TTLMs = ttl
+	r.Task.LeaseID = leaseID
+	meta := map[string]any{}
+	if leaseID != "" {
+		meta["leaseId"] = leaseID
+	}
 	run := RunInfo{TaskID: r.Task.TaskID, AgentID: in.AgentID, StartedAt: At(now), Status: RunRunning,
-		ArtifactPaths: map[string]string{"inputs": "inputs/", "work": "work/", "output": "output/"}, Metadata: map[string]any{}}
+		ArtifactPaths: map[string]string{"inputs": "inputs/", "work": "work/", "output": "output/"}, Metadata: meta}
 	r.Task.Run = &run
 	r.artifact(ArtifactRun, run)
 	if r.Task.Result != nil {
@@ -280,6 +374,7 @@ func (r *aofRun) heartbeat(ctx workflow.Context, in HeartbeatInput) (Result, err
 	}
 	r.touch(ctx)
 	r.beat(workflow.Now(ctx).UTC(), in.AgentID, r.Task.Heartbeat.BeatCount+1)
+	r.renewLease(ctx, in.AgentID)
 	if err := r.awaitSaved(ctx); err != nil {
 		return Result{}, err
 	}

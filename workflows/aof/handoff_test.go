@@ -128,3 +128,28 @@ func TestHandoffRejectedWhileRunning(t *testing.T) {
 	})
 	h.run()
 }
+
+// TestHandoffReparentRefused: a child linked to a parent is not handed
+// off again from another; the same parent's handoff still links it.
+func TestHandoffReparentRefused(t *testing.T) {
+	h := newHarness(t, func(tk *Task) { tk.ParentTaskID = testParent; tk.Metadata.DelegationDepth = 1 })
+	var other, same *reply
+	h.at(time.Second, func() {
+		m := handoffMsg()
+		m.Handoff.ParentTaskID = "TASK-2026-02-09-040"
+		other = h.send(m, 0)
+	})
+	h.at(time.Minute, func() {
+		other.refused(t, CodeParentConflict)
+		if tk := h.task(); tk.ParentTaskID != testParent || tk.Handoff != nil || tk.Rev != 1 {
+			t.Errorf("a refused re-parenting changed the task: %+v", tk)
+		}
+		same = h.send(handoffMsg(), 0)
+	})
+	h.at(2*time.Minute, func() {
+		if tk := same.result(t).Task; tk.Handoff == nil || tk.Delegation != DelegationRequested {
+			t.Errorf("the parent's own handoff: %+v", tk)
+		}
+	})
+	h.run()
+}

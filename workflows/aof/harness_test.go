@@ -42,6 +42,10 @@ type harness struct {
 	notices   []activities.NotifyInput
 	// policy is the worker's, which the task reads first.
 	policy task.Policy
+	// leases are the lease steps, "acquire|renew|release <key or id>
+	// <agent>"; holder, when set, holds every lease asked for.
+	leases []string
+	holder string
 }
 
 func newHarness(t *testing.T, mutate ...func(*Task)) *harness {
@@ -59,6 +63,22 @@ func newHarness(t *testing.T, mutate ...func(*Task)) *harness {
 	env.RegisterWorkflowWithOptions(TaskWorkflow, RegisterOptions())
 	env.RegisterActivity(&activities.Activities{})
 	env.RegisterActivity(&activities.AOF{})
+	env.RegisterActivity(&activities.AOFLeases{})
+	var leases *activities.AOFLeases
+	lease := func(op string) func(context.Context, activities.AOFLeaseInput) (activities.AOFLeaseResult, error) {
+		return func(_ context.Context, in activities.AOFLeaseInput) (activities.AOFLeaseResult, error) {
+			h.mu.Lock()
+			defer h.mu.Unlock()
+			h.leases = append(h.leases, op+" "+in.Key+in.LeaseID+" "+in.AgentID+" "+in.TTL.String())
+			if op == "acquire" && h.holder != "" {
+				return activities.AOFLeaseResult{Holder: h.holder}, nil
+			}
+			return activities.AOFLeaseResult{LeaseID: "L1." + in.Key}, nil
+		}
+	}
+	env.OnActivity(leases.AcquireAOFLease, mock.Anything, mock.Anything).Return(lease("acquire"))
+	env.OnActivity(leases.RenewAOFLease, mock.Anything, mock.Anything).Return(lease("renew"))
+	env.OnActivity(leases.ReleaseAOFLease, mock.Anything, mock.Anything).Return(lease("release"))
 	var acts *activities.Activities
 	var aof *activities.AOF
 	env.OnActivity(acts.TaskPolicy, mock.Anything, mock.Anything).Return(

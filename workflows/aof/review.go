@@ -92,15 +92,14 @@ func (r *aofRun) reviewContext() decision.Context {
 		c.Extra["parent_task_id"] = r.Task.ParentTaskID
 	}
 	if res := r.Task.Result; res != nil {
+		// The blockers once, as the context's own (not again in Extra):
+		// the decision is carried in every save while it is open.
 		c.Blockers = res.Blockers
 		c.Extra["outcome"] = fmt.Sprintf("%s by %s", res.Outcome, res.AgentID)
 		c.Extra["tests"] = fmt.Sprintf("%d/%d passed, %d failed", res.Tests.Passed, res.Tests.Total, res.Tests.Failed)
 		c.Extra["summary_ref"] = res.SummaryRef
 		if len(res.Deliverables) > 0 {
 			c.Extra["deliverables"] = res.Deliverables
-		}
-		if len(res.Blockers) > 0 {
-			c.Extra["blockers"] = res.Blockers
 		}
 		if res.Notes != "" {
 			c.Extra["notes"] = res.Notes

@@ -64,8 +64,9 @@ func TestReview(t *testing.T) {
 	}
 }
 
-// TestReviewWithdrawn: a task leaving review otherwise withdraws the
-// admins' question.
+// TestReviewWithdrawn: a task leaving review otherwise (its agent
+// rejects the handoff) withdraws the admins' question; the agent's status
+// update alone does not take it out of review.
 func TestReviewWithdrawn(t *testing.T) {
 	h := newHarness(t)
 	h.at(time.Second, func() { h.dispatch(0) })
@@ -83,6 +84,14 @@ func TestReviewWithdrawn(t *testing.T) {
 		h.send(m, 0)
 	})
 	h.at(3*time.Minute, func() {
+		if tk := h.task(); tk.Status != StatusReview || tk.Review == nil {
+			t.Fatalf("a status update took the task out of review: status %s review %v", tk.Status, tk.Review)
+		}
+		m := msg(TypeHandoffRejected, t0)
+		m.Reply = &HandoffReply{TaskID: testTask, Reason: "found a bug"}
+		h.send(m, 0)
+	})
+	h.at(4*time.Minute, func() {
 		if tk := h.task(); tk.Status != StatusBlocked || tk.Review != nil {
 			t.Errorf("status %s review %+v", tk.Status, tk.Review)
 		}

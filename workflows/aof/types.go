@@ -161,6 +161,9 @@ const (
 	ReasonTaskIDMismatch   = "taskId_mismatch"
 	ReasonParentNotFound   = "parent_not_found"
 	ReasonNestedDelegation = "nested_delegation"
+	// ReasonParentConflict refuses re-parenting a task already linked to
+	// another parent.
+	ReasonParentConflict = "parent_conflict"
 	// ReasonStaleReclaim is the reason of a reclaim after a stale
 	// heartbeat with no run result; with one, the reason is
 	// "stale_heartbeat_<outcome>".
@@ -241,8 +244,10 @@ type Message struct {
 	Handoff    *HandoffRequest   `json:"handoff,omitempty"`
 	Reply      *HandoffReply     `json:"reply,omitempty"`
 
-	// Warnings are schema errors that do not stop the message (invalid
-	// acceptance criteria of a handoff); they are logged with it.
+	// Warnings are problems that do not stop the message (invalid
+	// acceptance criteria of a handoff, a completion's summary or handoff
+	// file missing under aof.data_dir); they are logged with it, and a
+	// completion's on its task.completed.
 	Warnings []string `json:"warnings,omitempty"`
 }
 
@@ -296,11 +301,16 @@ const (
 )
 
 // DefaultTTL is a heartbeat's life when dispatch names none; MaxTTL
-// bounds the one it names.
+// bounds the one it names: the run's lease lives as long, and a lease
+// lives at most a day.
 const (
 	DefaultTTL = 5 * time.Minute
-	MaxTTL     = 7 * 24 * time.Hour
+	MaxTTL     = 24 * time.Hour
 )
+
+// LeaseKey is the resource key of a task's lease, held by the agent that
+// runs it.
+func LeaseKey(taskID string) string { return "aof/" + taskID }
 
 // Metadata is the task's frontmatter metadata.
 type Metadata struct {
@@ -319,9 +329,13 @@ type Task struct {
 	Metadata     Metadata `json:"metadata"`
 	// WorkLog holds the work log lines, "- <timestamp> Progress: … |
 	// Notes: … | Blockers: …".
-	WorkLog   []string  `json:"workLog"`
-	CreatedAt time.Time `json:"createdAt"`
-	UpdatedAt time.Time `json:"updatedAt"`
+	WorkLog []string `json:"workLog"`
+	// WorkLogDropped counts the oldest lines dropped from the work log
+	// to keep it within MaxWorkLogLines and MaxWorkLogBytes; the events
+	// keep the messages they came from.
+	WorkLogDropped int       `json:"workLogDropped,omitempty"`
+	CreatedAt      time.Time `json:"createdAt"`
+	UpdatedAt      time.Time `json:"updatedAt"`
 	// Run, Heartbeat and Result are the run artifacts, when written.
 	Run       *RunInfo        `json:"run,omitempty"`
 	Heartbeat *Heartbeat      `json:"heartbeat,omitempty"`
@@ -332,6 +346,9 @@ type Task struct {
 	Delegation string `json:"delegation,omitempty"`
 	// TTLMs is the run's heartbeat life in milliseconds.
 	TTLMs int64 `json:"ttlMs,omitempty"`
+	// LeaseID is the lease of LeaseKey the running agent holds; it is
+	// released when the task leaves in_progress.
+	LeaseID string `json:"leaseId,omitempty"`
 	// Review is the open review decision, if any.
 	Review *decision.Decision `json:"review,omitempty"`
 	// Rev counts the task's changes.

@@ -44,7 +44,9 @@ type aofRun struct {
 	artifacts map[string]ssot.AOFArtifact
 	notices   []activities.NotifyInput
 	records   []activities.RecordEntry
-	dirty     bool
+	// releases are the leases to give up after the next save.
+	releases []activities.AOFLeaseInput
+	dirty    bool
 	// saved is the Rev of the last save.
 	saved int64
 }
@@ -230,9 +232,9 @@ func (r *aofRun) save(ctx workflow.Context) error {
 		in.Decisions = []ssot.PendingDecision{{ID: d.ID, Subject: r.subject, Kind: string(d.Kind), RaisedAt: d.RaisedAt, ExpiresAt: d.ExpiresAt, Body: db}}
 	}
 	in.Records = r.records
-	notices := r.notices
+	notices, releases := r.notices, r.releases
 	rev := r.Task.Rev
-	r.events, r.artifacts, r.notices, r.records, r.dirty = nil, map[string]ssot.AOFArtifact{}, nil, nil, false
+	r.events, r.artifacts, r.notices, r.records, r.releases, r.dirty = nil, map[string]ssot.AOFArtifact{}, nil, nil, nil, false
 	actx := workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
 		StartToCloseTimeout: 30 * time.Second,
 		RetryPolicy:         &temporal.RetryPolicy{InitialInterval: time.Second, MaximumInterval: time.Minute},
@@ -242,6 +244,7 @@ func (r *aofRun) save(ctx workflow.Context) error {
 		return fmt.Errorf("saving AOF task %s: %w", r.Task.TaskID, err)
 	}
 	r.saved = max(r.saved, rev)
+	releaseLeases(ctx, r.Task.TaskID, releases)
 	nctx := workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
 		StartToCloseTimeout: 30 * time.Second,
 		RetryPolicy:         &temporal.RetryPolicy{MaximumAttempts: 5},
@@ -284,6 +287,9 @@ func (r *aofRun) transition(ctx workflow.Context, to Status, actor, reason strin
 		return false
 	}
 	r.Task.Status = to
+	if from == StatusInProgress {
+		r.dropLease()
+	}
 	r.event(ctx, EventTaskTransitioned, actor, map[string]any{"from": from, "to": to, "reason": reason})
 	switch to {
 	case StatusReview, StatusBlocked, StatusDone:

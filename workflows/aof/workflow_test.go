@@ -1,10 +1,13 @@
 package aof
 
 import (
+	"encoding/json"
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/ampflow/ampflow/amp/task"
 )
@@ -299,8 +302,9 @@ func TestDispatchRefusals(t *testing.T) {
 	h.run()
 }
 
-// TestStatusUpdateMoves covers the other moves an agent's status update
-// makes, and the one it may not: done is the review's.
+// TestStatusUpdateMoves covers the moves an agent's status update makes
+// and the ones it may not: in_progress is dispatch's, done and every move
+// out of review are the review's.
 func TestStatusUpdateMoves(t *testing.T) {
 	upd := func(st Status) Message {
 		m := msg(TypeStatusUpdate, t0)
@@ -309,21 +313,30 @@ func TestStatusUpdateMoves(t *testing.T) {
 	}
 	h := newHarness(t, func(tk *Task) { tk.Status = StatusBacklog })
 	steps := []struct {
-		to      Status
-		want    Status
-		changed bool
+		to       Status
+		dispatch bool
+		want     Status
 	}{
-		{StatusReady, StatusReady, true},
-		{StatusBlocked, StatusBlocked, true},
-		{StatusReady, StatusReady, true},
-		{StatusInProgress, StatusInProgress, true},
-		{StatusReview, StatusReview, true},
-		{StatusDone, StatusReview, true}, // work log, no move
-		{StatusBacklog, StatusReview, true},
+		{to: StatusReady, want: StatusReady},
+		{to: StatusBlocked, want: StatusBlocked},
+		{to: StatusReady, want: StatusReady},
+		{to: StatusInProgress, want: StatusReady}, // work log, no move: dispatch's
+		{dispatch: true, want: StatusInProgress},
+		{to: StatusReview, want: StatusReview},
+		{to: StatusDone, want: StatusReview},    // work log: the review's
+		{to: StatusReady, want: StatusReview},   // work log: the review's
+		{to: StatusBlocked, want: StatusReview}, // work log: the review's
+		{to: StatusBacklog, want: StatusReview},
 	}
 	for i, s := range steps {
 		var r *reply
-		h.at(time.Duration(2*i+1)*time.Minute, func() { r = h.send(upd(s.to), 0) })
+		h.at(time.Duration(2*i+1)*time.Minute, func() {
+			if s.dispatch {
+				r = h.dispatch(time.Hour)
+			} else {
+				r = h.send(upd(s.to), 0)
+			}
+		})
 		h.at(time.Duration(2*i+2)*time.Minute, func() {
 			res := r.result(t)
 			if res.Task.Status != s.want {
@@ -331,10 +344,18 @@ func TestStatusUpdateMoves(t *testing.T) {
 			}
 		})
 	}
-	h.at(time.Hour, func() {
+	h.at(time.Hour-time.Minute, func() {
 		tk := h.task()
-		if len(tk.WorkLog) != 2 || tk.Review == nil {
+		if len(tk.WorkLog) != 5 || tk.Review == nil {
 			t.Errorf("work log %q review %v", tk.WorkLog, tk.Review)
+		}
+		if tk.Run == nil || tk.Heartbeat == nil {
+			t.Errorf("the run was not started by dispatch: run %v heartbeat %v", tk.Run, tk.Heartbeat)
+		}
+		for _, e := range h.eventsOf(EventTaskTransitioned) {
+			if p := payloadOf(t, e); p["from"] == string(StatusReview) {
+				t.Errorf("a status update moved the task out of review: %v", p)
+			}
 		}
 	})
 	h.run()
@@ -354,18 +375,198 @@ func TestSessionEndOtherAgent(t *testing.T) {
 	h.run()
 }
 
-// TestNoHeartbeatNoStale: a task put in progress by a status update, with
-// no run and no heartbeat, is not judged stale.
-func TestNoHeartbeatNoStale(t *testing.T) {
+// TestStatusUpdateInProgress: a status update to in_progress starts no
+// run (it would have no heartbeat and never time out): the task stays
+// ready, the work log says why, and a dispatch still starts it.
+func TestStatusUpdateInProgress(t *testing.T) {
 	h := newHarness(t)
+	var r, d *reply
 	h.at(time.Second, func() {
 		m := msg(TypeStatusUpdate, t0)
 		m.Status = &StatusUpdate{TaskID: testTask, AgentID: agent, Status: StatusInProgress, Progress: "started by hand"}
+		r = h.send(m, 0)
+	})
+	h.at(time.Minute, func() {
+		res := r.result(t)
+		if tk := res.Task; tk.Status != StatusReady || tk.Run != nil || len(tk.WorkLog) != 1 || !strings.Contains(res.Note, "dispatch") {
+			t.Errorf("result %+v", res)
+		}
+		d = h.dispatch(time.Hour)
+	})
+	h.at(2*time.Minute, func() {
+		if tk := d.result(t).Task; tk.Status != StatusInProgress || tk.Heartbeat == nil {
+			t.Errorf("dispatch after the update: %s heartbeat %v", tk.Status, tk.Heartbeat)
+		}
+	})
+	h.run()
+}
+
+// TestCompletionRefused: a completion report is taken only from the
+// agent that runs the task, while it runs; any other is refused and
+// changes nothing, a repeat of the taken one is a no-op.
+func TestCompletionRefused(t *testing.T) {
+	h := newHarness(t)
+	var ready, stranger, taken, repeat, late *reply
+	other := completion(OutcomeDone, t0)
+	other.FromAgent = "swe-qa"
+	h.at(time.Second, func() { ready = h.send(completion(OutcomeDone, t0), 0) })
+	h.at(time.Minute, func() {
+		ready.refused(t, CodeNotRunning)
+		if tk := h.task(); tk.Result != nil || tk.Rev != 1 || len(h.eventsOf(EventTaskCompleted)) != 0 {
+			t.Errorf("a refused report changed the task: rev %d result %v", tk.Rev, tk.Result)
+		}
+		h.dispatch(time.Hour)
+	})
+	h.at(2*time.Minute, func() { stranger = h.send(other, 0) })
+	h.at(3*time.Minute, func() {
+		stranger.refused(t, CodeNotRunning)
+		taken = h.send(completion(OutcomeDone, t0), 0)
+	})
+	h.at(4*time.Minute, func() {
+		if res := taken.result(t); !res.Changed || res.Task.Result == nil || res.Task.Result.AgentID != agent {
+			t.Errorf("the running agent's report: %+v", res)
+		}
+		h.update(UpdateSessionEnd, SessionEndInput{})
+	})
+	h.at(5*time.Minute, func() {
+		repeat = h.send(completion(OutcomeDone, t0), 0)
+		late = h.send(completion(OutcomePartial, t0), 0)
+	})
+	h.at(6*time.Minute, func() {
+		if res := repeat.result(t); res.Changed {
+			t.Errorf("a repeat changed the task: %+v", res)
+		}
+		late.refused(t, CodeNotRunning)
+		if tk := h.task(); tk.Status != StatusReview || tk.Result.Outcome != OutcomeDone {
+			t.Errorf("status %s result %+v", tk.Status, tk.Result)
+		}
+		if n := len(h.eventsOf(EventTaskCompleted)); n != 1 {
+			t.Errorf("%d task.completed, want 1", n)
+		}
+	})
+	h.run()
+}
+
+// TestWorkLogBounded: the work log kept in the task (and its body) holds
+// the newest lines within its bounds, each line cut, so the state every
+// save carries stays small however many updates come.
+func TestWorkLogBounded(t *testing.T) {
+	h := newHarness(t, func(tk *Task) { tk.Body = "Build it." })
+	n := MaxWorkLogLines + 30
+	long := strings.Repeat("é", MaxWorkLogLine)
+	for i := range n {
+		h.at(time.Duration(i+1)*time.Second, func() {
+			m := msg(TypeStatusUpdate, t0.Add(time.Duration(i)*time.Second))
+			m.Status = &StatusUpdate{TaskID: testTask, AgentID: agent, Progress: fmt.Sprintf("step %d", i)}
+			if i == n-1 {
+				m.Status.Notes = long
+			}
+			h.send(m, 0)
+		})
+	}
+	h.at(time.Hour, func() {
+		tk := h.task()
+		size := 0
+		for _, l := range tk.WorkLog {
+			size += len(l)
+		}
+		if len(tk.WorkLog) > MaxWorkLogLines || size > MaxWorkLogBytes || tk.WorkLogDropped != n-len(tk.WorkLog) {
+			t.Errorf("%d lines, %d bytes, %d dropped", len(tk.WorkLog), size, tk.WorkLogDropped)
+		}
+		last := tk.WorkLog[len(tk.WorkLog)-1]
+		if len(last) > MaxWorkLogLine+len(" …") || !utf8.ValidString(last) || !strings.HasPrefix(last, "- 2026-02-09T20:57:09.000Z Progress: step 129 | Notes: éé") {
+			t.Errorf("the last line is %d bytes: %.80q", len(last), last)
+		}
+		if strings.Contains(tk.Body, "Progress: step 0 ") || !strings.HasPrefix(tk.Body, "Build it.\n\n## Work Log\n\n") ||
+			strings.Count(tk.Body, "\n- ") != len(tk.WorkLog) {
+			t.Errorf("body %.200q… has %d lines", tk.Body, strings.Count(tk.Body, "\n- "))
+		}
+		h.mu.Lock()
+		defer h.mu.Unlock()
+		for _, s := range h.saves {
+			if n := len(s.Save.Task.Body); n > 2*MaxWorkLogBytes+64<<10 {
+				t.Errorf("a save carries a task of %d bytes", n)
+			}
+		}
+	})
+	h.run()
+}
+
+// TestCompletionWarnings: a report taken with warnings (a missing
+// summary file) proceeds, and its task.completed carries them.
+func TestCompletionWarnings(t *testing.T) {
+	h := newHarness(t)
+	h.at(time.Second, func() { h.dispatch(time.Hour) })
+	h.at(time.Minute, func() {
+		m := completion(OutcomeDone, t0)
+		m.Warnings = []string{"payload.summaryRef: no file outputs/summary.md under aof.data_dir"}
 		h.send(m, 0)
 	})
-	h.at(24*time.Hour, func() {
-		if tk := h.task(); tk.Status != StatusInProgress || tk.Heartbeat != nil {
-			t.Errorf("status %s heartbeat %+v", tk.Status, tk.Heartbeat)
+	h.at(2*time.Minute, func() { h.update(UpdateSessionEnd, SessionEndInput{}) })
+	h.at(3*time.Minute, func() {
+		evs := h.eventsOf(EventTaskCompleted)
+		if len(evs) != 1 {
+			t.Fatalf("%d task.completed", len(evs))
+		}
+		if w, _ := payloadOf(t, evs[0])["warnings"].([]any); len(w) != 1 {
+			t.Errorf("task.completed %s", evs[0].Payload)
+		}
+		if st := h.task().Status; st != StatusReview {
+			t.Errorf("status %s: the transition did not proceed", st)
+		}
+	})
+	h.run()
+}
+
+// TestSaveInputBounded fills a task to the API's bounds (a 64 KiB body,
+// a 64 KiB handoff and completion, 150 status updates of 8 KiB each) and
+// measures the largest SaveAOF input: it stays under 768 KiB, far below Temporal's 2 MB
+// payload limit.
+func TestSaveInputBounded(t *testing.T) {
+	const kib = 1 << 10
+	text := strings.Repeat("x", 8*kib-64)
+	items := slices.Repeat([]string{text}, 7)
+	h := newHarness(t, func(tk *Task) { tk.Body = strings.Repeat("b", 64*kib) })
+	h.at(time.Second, func() {
+		m := handoffMsg()
+		m.Handoff.AcceptanceCriteria, m.Handoff.Constraints = items, nil
+		h.send(m, 0)
+	})
+	h.at(2*time.Second, func() { h.dispatch(time.Hour) })
+	for i := range 150 {
+		h.at(time.Duration(3+i)*time.Second, func() {
+			m := msg(TypeStatusUpdate, t0)
+			m.Status = &StatusUpdate{TaskID: testTask, AgentID: agent, Progress: text, Notes: fmt.Sprint(i)}
+			h.send(m, 0)
+		})
+	}
+	h.at(5*time.Minute, func() {
+		m := completion(OutcomePartial, t0)
+		m.Completion.Notes, m.Completion.Blockers = text, items
+		h.send(m, 0)
+	})
+	h.at(6*time.Minute, func() { h.update(UpdateSessionEnd, SessionEndInput{}) })
+	h.at(7*time.Minute, func() {
+		if st := h.task().Status; st != StatusReview {
+			t.Fatalf("status %s", st)
+		}
+		h.mu.Lock()
+		defer h.mu.Unlock()
+		largest := 0
+		for _, s := range h.saves {
+			b, _ := json.Marshal(s)
+			if len(b) > largest {
+				largest = len(b)
+				ev, _ := json.Marshal(s.Save.Events)
+				ar, _ := json.Marshal(s.Save.Artifacts)
+				de, _ := json.Marshal(s.Decisions)
+				re, _ := json.Marshal(s.Records)
+				t.Logf("%d bytes: task %d, events %d, artifacts %d, decisions %d, records %d", len(b), len(s.Save.Task.Body), len(ev), len(ar), len(de), len(re))
+			}
+		}
+		t.Logf("largest SaveAOF input: %d bytes over %d saves", largest, len(h.saves))
+		if largest > 768<<10 {
+			t.Errorf("a SaveAOF input of %d bytes", largest)
 		}
 	})
 	h.run()

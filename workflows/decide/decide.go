@@ -106,6 +106,10 @@ type Request struct {
 	// OnExpiry is the option taken when the decision expires. It must
 	// not be decision.OptApprove: nobody answering never approves.
 	OnExpiry string
+	// ExpiresAt, when set, is a deadline of the host's own (what is
+	// approved stops being valid then): the decision expires at the
+	// earlier of it and the policy's expire_after.
+	ExpiresAt time.Time
 }
 
 // Raise opens a decision: it becomes the open one, goes to the SSOT and
@@ -138,6 +142,9 @@ func (e *Engine) Raise(ctx workflow.Context, r Request) (decision.Decision, erro
 	}
 	if p := e.policy; p != nil && p.ExpireAfter > 0 {
 		d.ExpiresAt = now.Add(p.ExpireAfter)
+	}
+	if at := r.ExpiresAt; !at.IsZero() && (d.ExpiresAt.IsZero() || at.Before(d.ExpiresAt)) {
+		d.ExpiresAt = at
 	}
 	e.s.Open = &d
 	e.host.Record(ctx, d.ID, d)

@@ -3,6 +3,7 @@ package gate
 import (
 	"encoding/json"
 	"fmt"
+	"strings"
 	"time"
 
 	"go.temporal.io/sdk/log"
@@ -33,6 +34,10 @@ const (
 	callbackFirstRetry = 2 * time.Second
 	callbackMaxRetry   = 30 * time.Minute
 )
+
+// versionExpiresAt is the change that made Input.ExpiresAt bound the
+// gate's decision (workflow.GetVersion).
+const versionExpiresAt = "gate-expires-at"
 
 // Record kinds of a gate's chain besides decisions.
 const (
@@ -72,6 +77,9 @@ type gateRun struct {
 	id        string
 	// ready says the policy is read and the decision raised.
 	ready bool
+	// deadline is Input.ExpiresAt under versionExpiresAt: the decision
+	// expires then at the latest.
+	deadline time.Time
 	// queue holds the side effects in order; rev numbers the saves of
 	// the open decisions.
 	queue []effect
@@ -113,6 +121,16 @@ func (g *gateRun) run(ctx workflow.Context) (State, error) {
 		return g.State, err
 	}
 	g.queue = append(g.queue, effect{record: &activities.RecordEntry{ID: in.GateID + "-gate", Kind: kindGate, Body: b, RecordedAt: workflow.Now(ctx)}})
+	// Gates started before versionExpiresAt ignore ExpiresAt; they had
+	// none, so the version is asked only when it is set.
+	if !in.ExpiresAt.IsZero() && workflow.GetVersion(ctx, versionExpiresAt, workflow.DefaultVersion, 1) >= 1 {
+		g.deadline = in.ExpiresAt
+		if now := workflow.Now(ctx); !now.Before(g.deadline) {
+			o := decision.Outcome{Subject: g.id, Option: decision.OptReject, By: decision.By, Channel: decision.ChannelExpiry,
+				At: now, Note: "expired at " + g.deadline.UTC().Format(time.RFC3339) + ", before the gate asked"}
+			return g.finish(ctx, o)
+		}
+	}
 	if err := g.takePolicy(ctx); err != nil {
 		// Nobody may decide under no policy: the gate fails closed.
 		g.log.Error("reading the policy; rejecting the gate", "err", err)
@@ -263,18 +281,42 @@ func (g *gateRun) takePolicy(ctx workflow.Context) error {
 	return nil
 }
 
-// Risk is a gate's risk for the quorum: a contract's level, a signal's
-// medium.
+// risk is a gate's risk for the quorum: a signal's is medium; a
+// contract's is the higher of what its level and its minimum handling
+// say (riskOf).
 func (g *gateRun) risk() amp.Risk {
 	if c := g.Input.Contract; c != nil {
-		switch c.Level {
-		case "low", "minimal":
-			return amp.RiskLow
-		case "high", "critical":
-			return amp.RiskHigh
-		}
+		return riskOf(c.Level, c.MinimumHandling)
 	}
 	return amp.RiskMedium
+}
+
+// riskOf maps a contract's risk level and minimum handling to a quorum's
+// risk, the higher of the two: human_required is high and strict_confirm
+// at least medium whatever the level's name, since a catalog names its
+// own levels; of the names, the default catalog's and AMCP's map to low
+// (none, minimal, low), medium (moderate, medium) or high (high, critical,
+// severe), and an unknown name to medium.
+func riskOf(level, handling string) amp.Risk {
+	rank := map[amp.Risk]int{amp.RiskLow: 0, amp.RiskMedium: 1, amp.RiskHigh: 2}
+	byLevel := amp.RiskMedium
+	switch strings.ToLower(level) {
+	case "none", "minimal", "low":
+		byLevel = amp.RiskLow
+	case "high", "critical", "severe":
+		byLevel = amp.RiskHigh
+	}
+	byHandling := amp.RiskLow
+	switch handling {
+	case "human_required":
+		byHandling = amp.RiskHigh
+	case "strict_confirm":
+		byHandling = amp.RiskMedium
+	}
+	if rank[byHandling] > rank[byLevel] {
+		return byHandling
+	}
+	return byLevel
 }
 
 // request is the gate's question. Its digest binds exactly what is
@@ -298,7 +340,7 @@ func (g *gateRun) request() decide.Request {
 		extra["cost"] = s
 	}
 	if len(in.Artifacts) > 0 {
-		extra["artifacts"] = len(in.Artifacts)
+		extra["artifacts"] = ArtifactFacts(in.Artifacts)
 	}
 	if len(in.Reasons) > 0 {
 		extra["reasons"] = in.Reasons
@@ -330,10 +372,11 @@ func (g *gateRun) request() decide.Request {
 			{ID: decision.OptApprove, Label: "Approve"},
 			{ID: decision.OptReject, Label: "Reject"},
 		},
-		Context:  decision.Context{Description: in.Summary, Risk: g.risk(), Extra: extra},
-		Approves: approves,
-		Required: g.policy.Decisions.Quorum.For(g.risk()),
-		OnExpiry: decision.OptReject,
+		Context:   decision.Context{Description: in.Summary, Risk: g.risk(), Extra: extra},
+		Approves:  approves,
+		Required:  g.policy.Decisions.Quorum.For(g.risk()),
+		OnExpiry:  decision.OptReject,
+		ExpiresAt: g.deadline,
 	}
 }
 

@@ -3,8 +3,11 @@ package gate
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"log/slog"
+	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -14,6 +17,7 @@ import (
 	"go.temporal.io/sdk/testsuite"
 
 	"github.com/ampflow/ampflow/activities"
+	"github.com/ampflow/ampflow/amp"
 	"github.com/ampflow/ampflow/amp/decision"
 	"github.com/ampflow/ampflow/amp/task"
 )
@@ -133,6 +137,8 @@ func TestGateApproved(t *testing.T) {
 		st := h.state()
 		if st.Status != StatusPending || st.Decision == nil || st.Decision.Kind != DecisionSignal {
 			t.Errorf("pending state %+v", st)
+		} else if a := fmt.Sprint(st.Decision.Context.Extra["artifacts"]); a != "[text: x]" {
+			t.Errorf("artifacts shown %s", a)
 		}
 		h.answer(decision.OptApprove, "alice", "beef", &stale)
 		h.answer(decision.OptApprove, "alice", "", &ok)
@@ -219,15 +225,16 @@ func TestGateCallbackGivesUp(t *testing.T) {
 	}
 }
 
-// TestGateContractQuorum: a contract gate of high risk needs the quorum;
-// its decision names the contract, primitive and parameters.
+// TestGateContractQuorum: a contract gate of the catalog's severe level
+// needs the high quorum; its decision names the contract, primitive and
+// parameters.
 func TestGateContractQuorum(t *testing.T) {
 	pol := testPolicy()
 	pol.Decisions.Quorum.High = 2
 	h := newGateHarness(t, pol)
 	in := Input{GateID: "gate_c", Kind: KindContract, AgentID: "deployer", Contract: &ContractRef{
 		ID: "cnt_1", Primitive: "deploy.production", Parameters: map[string]any{"service": "web"}, Digest: "abc",
-		Level: "high", MinimumHandling: "human_required"}}
+		Level: "severe", MinimumHandling: "human_required"}}
 	var first, second error
 	h.env.RegisterDelayedCallback(func() {
 		st := h.state()
@@ -251,4 +258,123 @@ func TestGateContractQuorum(t *testing.T) {
 	if first != nil || second != nil || st.Status != StatusApproved || len(st.Outcome.Approvers) != 2 || len(h.attempts) != 0 {
 		t.Fatalf("%v %v %+v", first, second, st)
 	}
+}
+
+func TestArtifactFacts(t *testing.T) {
+	long := strings.Repeat("é", MaxFactArtifact+10)
+	many := make([]json.RawMessage, MaxFactArtifacts+2)
+	for i := range many {
+		many[i] = json.RawMessage(`"a"`)
+	}
+	tests := []struct {
+		name string
+		in   []json.RawMessage
+		want []string
+	}{
+		{"Text", []json.RawMessage{json.RawMessage(`{"type":"text","content":"hello"}`)}, []string{"text: hello"}},
+		{"Named", []json.RawMessage{json.RawMessage(`{"type":"file","name":"a.diff","content":{"lines":3}}`)}, []string{`file a.diff: {"lines":3}`}},
+		{"Other", []json.RawMessage{json.RawMessage(`[1,2]`)}, []string{"[1,2]"}},
+		{"Clipped", []json.RawMessage{json.RawMessage(`{"content":"` + long + `"}`)}, []string{strings.Repeat("é", MaxFactArtifact-1) + "…"}},
+		{"Many", many, append(slices.Repeat([]string{`"a"`}, MaxFactArtifacts), "(2 more)")},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := ArtifactFacts(tt.in); !slices.Equal(got, tt.want) {
+				t.Fatalf("got %q, want %q", got, tt.want)
+			}
+		})
+	}
+}
+
+// TestRiskOf: a contract gate's quorum risk is the higher of its level's
+// and its handling's, so the catalog's severe level and any
+// human_required contract need the high quorum.
+
+// TestRiskOf: a contract gate's quorum risk is the higher of its level's
+// and its handling's, so the catalog's severe level and any
+// human_required contract need the high quorum.
+func TestRiskOf(t *testing.T) {
+	for _, c := range []struct {
+		level, handling string
+		want            amp.Risk
+	}{
+		{"severe", "human_required", amp.RiskHigh},
+		{"severe", "", amp.RiskHigh},
+		{"critical", "human_required", amp.RiskHigh},
+		{"high", "strict_confirm", amp.RiskHigh},
+		{"moderate", "strict_confirm", amp.RiskMedium},
+		{"low", "strict_confirm", amp.RiskMedium},
+		{"none", "human_required", amp.RiskHigh},
+		{"minimal", "log", amp.RiskLow},
+		{"low", "allow", amp.RiskLow},
+		{"Severe", "strict_confirm", amp.RiskHigh},
+		{"catastrophic", "strict_confirm", amp.RiskMedium},
+		{"catastrophic", "human_required", amp.RiskHigh},
+	} {
+		if got := riskOf(c.level, c.handling); got != c.want {
+			t.Errorf("riskOf(%q, %q) = %s, want %s", c.level, c.handling, got, c.want)
+		}
+	}
+}
+
+func contractInput() Input {
+	return Input{GateID: "gate_c", Kind: KindContract, AgentID: "deployer", Contract: &ContractRef{
+		ID: "cnt_1", Primitive: "deploy.production", Parameters: map[string]any{"service": "web"}, Digest: "abc",
+		Level: "critical", MinimumHandling: "human_required"}}
+}
+
+// TestGateExpiresWithContract: a contract gate's decision expires, and the
+// gate is rejected, when the contract does, before the policy's
+// expire_after; one that expired before the gate asked is rejected at
+// once, with no decision raised.
+func TestGateExpiresWithContract(t *testing.T) {
+	t.Run("BeforePolicy", func(t *testing.T) {
+		h := newGateHarness(t, testPolicy()) // expire_after 1h
+		start := h.env.Now()
+		in := contractInput()
+		in.ExpiresAt = start.Add(15 * time.Minute)
+		h.env.RegisterDelayedCallback(func() {
+			if st := h.state(); st.Decision == nil || !st.Decision.ExpiresAt.Equal(in.ExpiresAt) {
+				t.Errorf("open decision %+v, want it to expire at %s", st.Decision, in.ExpiresAt)
+			}
+		}, time.Minute)
+		h.env.ExecuteWorkflow(Gate, in)
+		var st State
+		if err := h.env.GetWorkflowResult(&st); err != nil {
+			t.Fatal(err)
+		}
+		if st.Status != StatusRejected || st.Outcome.Channel != decision.ChannelExpiry || st.ResolvedAt.Sub(start) != 15*time.Minute {
+			t.Fatalf("state %+v, resolved after %s; want rejected at the contract's expiry, 15m", st, st.ResolvedAt.Sub(start))
+		}
+	})
+	t.Run("PolicyFirst", func(t *testing.T) {
+		h := newGateHarness(t, testPolicy())
+		start := h.env.Now()
+		in := contractInput()
+		in.ExpiresAt = start.Add(3 * time.Hour)
+		h.env.ExecuteWorkflow(Gate, in)
+		var st State
+		if err := h.env.GetWorkflowResult(&st); err != nil {
+			t.Fatal(err)
+		}
+		if st.Status != StatusRejected || st.ResolvedAt.Sub(start) != time.Hour {
+			t.Fatalf("state %+v, resolved after %s; want the policy's hour", st, st.ResolvedAt.Sub(start))
+		}
+	})
+	t.Run("AlreadyExpired", func(t *testing.T) {
+		h := newGateHarness(t, testPolicy())
+		in := contractInput()
+		in.ExpiresAt = h.env.Now().Add(-time.Second)
+		h.env.ExecuteWorkflow(Gate, in)
+		var st State
+		if err := h.env.GetWorkflowResult(&st); err != nil {
+			t.Fatal(err)
+		}
+		if st.Status != StatusRejected || st.Outcome.Channel != decision.ChannelExpiry || len(h.notices) != 0 {
+			t.Fatalf("state %+v, notices %v; want rejected with no decision raised", st, h.notices)
+		}
+		if len(h.resolved) != 1 || h.resolved[0].Status != "rejected" {
+			t.Fatalf("resolved %+v", h.resolved)
+		}
+	})
 }

@@ -56,6 +56,10 @@ const (
 	DecisionContract decision.Kind = "gate_contract"
 )
 
+// DecisionKinds returns the kinds of the decisions gates raise, for the
+// API's document: GET /v1/decisions lists them.
+func DecisionKinds() []decision.Kind { return []decision.Kind{DecisionSignal, DecisionContract} }
+
 // Input starts a gate. One struct, so fields can be added later.
 type Input struct {
 	// GateID is the gate's id ("gate_…"); WorkflowID(GateID) is its
@@ -86,6 +90,10 @@ type Input struct {
 	Contract *ContractRef `json:"contract,omitempty"`
 	// ReceivedAt is when the signal or contract was accepted.
 	ReceivedAt time.Time `json:"received_at"`
+	// ExpiresAt, when set, is when what the gate holds stops being valid
+	// (a contract's expiresAt): the gate's decision expires, rejected, at
+	// the earlier of it and the policy's expire_after.
+	ExpiresAt time.Time `json:"expires_at,omitzero"`
 }
 
 // Cost is what a signal spent, as reported and as recomputed.

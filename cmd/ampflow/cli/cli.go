@@ -257,6 +257,7 @@ func (a *App) rootCommand() *cobra.Command {
 	root.AddCommand(a.agentCommands()...)
 	root.AddCommand(a.pendingCommand(), a.decideCommand())
 	root.AddCommand(a.gatesCommand())
+	root.AddCommand(a.contractsCommand())
 	root.AddCommand(a.auditCommand(), a.ssotCommand())
 	root.AddCommand(a.aofCommand())
 	root.AddCommand(a.leaseCommand(), a.chatCommand())

@@ -11,6 +11,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/ampflow/ampflow/integrations/runshift"
+	"github.com/ampflow/ampflow/workflows/gate"
 )
 
 // gatesCommand is `ampflow gates`: the action gate's gates, read through
@@ -24,7 +25,7 @@ func (a *App) gatesCommand() *cobra.Command {
 			"no gate fired, else pending until an admin decides (ampflow pending, ampflow\n" +
 			"decide, Slack, Telegram). Decide a gate like any decision.",
 	}
-	cmd.AddCommand(a.gatesListCommand(), a.gatesShowCommand())
+	cmd.AddCommand(a.gatesListCommand(), a.gatesShowCommand(), a.gatesBudgetsCommand())
 	return cmd
 }
 
@@ -104,7 +105,7 @@ func (a *App) gatesListCommand() *cobra.Command {
 func (a *App) gatesShowCommand() *cobra.Command {
 	return &cobra.Command{
 		Use:     "show GATE_ID",
-		Short:   "Show a gate, with its callback attempts",
+		Short:   "Show a gate, with its artifacts, the agent's latest signals and its callback attempts",
 		Example: "  ampflow gates show gate_0123456789abcdef0123456789\n  ampflow gates show gate_0123456789abcdef0123456789 -o json",
 		Args:    exactArgs(1, "GATE_ID"),
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -154,6 +155,13 @@ func (a *App) gatesShowCommand() *cobra.Command {
 			line("received", g.ReceivedAt.UTC().Format("2006-01-02 15:04:05 UTC"))
 			if g.ResolvedAt != nil {
 				line("resolved", g.ResolvedAt.UTC().Format("2006-01-02 15:04:05 UTC")+" by "+g.ResolvedBy)
+			}
+			for _, f := range gate.ArtifactFacts(g.Artifacts) {
+				line("artifact", f)
+			}
+			for _, h := range g.History {
+				line("agent history", fmt.Sprintf("%s %s %s $%.4f %s", h.ReceivedAt.UTC().Format("2006-01-02 15:04:05"),
+					dash(h.RunID), h.Status, h.CostUSD, clip(h.ProposedAction, 50)))
 			}
 			line("callback", g.Callback)
 			for _, at := range g.Attempts {

@@ -87,7 +87,7 @@ func (a *App) leaseCommand() *cobra.Command {
 		},
 	}
 
-	var state string
+	var state, cursor string
 	var limit int
 	list := &cobra.Command{
 		Use:     "list",
@@ -102,6 +102,7 @@ func (a *App) leaseCommand() *cobra.Command {
 			q := url.Values{}
 			setIf(q, "agent_id", agent)
 			setIf(q, "state", state)
+			setIf(q, "cursor", cursor)
 			if limit > 0 {
 				q.Set("limit", fmt.Sprint(limit))
 			}
@@ -112,12 +113,16 @@ func (a *App) leaseCommand() *cobra.Command {
 			if a.JSON() {
 				return a.PrintJSON(out)
 			}
-			return a.printLeases(out.Leases...)
+			if err := a.printLeases(out.Leases...); err != nil {
+				return err
+			}
+			return a.printMore(cmd, args, out.NextCursor)
 		},
 	}
 	list.Flags().StringVar(&agent, "agent", "", "only leases of `AGENT_ID`")
 	list.Flags().StringVar(&state, "state", "", "only leases in `STATE`: active, expired or released")
 	list.Flags().IntVar(&limit, "limit", 0, "at most `N` leases (1 to 1000; default 100)")
+	list.Flags().StringVar(&cursor, "cursor", "", "go on from the `CURSOR` a previous page printed (its more: line)")
 	lease.AddCommand(acquire, renew, release, list)
 	return lease
 }

@@ -74,7 +74,7 @@ func (a *App) chatCommand() *cobra.Command {
 	send.Flags().StringVar(&channel, "channel", "", "`CHANNEL` (e.g. work)")
 	send.Flags().StringVar(&severity, "severity", "info", "info, warning or error")
 
-	var recipient, since, direction string
+	var recipient, since, direction, cursor string
 	var broadcast bool
 	var limit int
 	inbox := &cobra.Command{
@@ -91,10 +91,11 @@ func (a *App) chatCommand() *cobra.Command {
 			setIf(q, "since", since)
 			setIf(q, "direction", direction)
 			setIf(q, "channel", channel)
+			setIf(q, "cursor", cursor)
 			if limit > 0 {
 				q.Set("limit", fmt.Sprint(limit))
 			}
-			return a.getEvents(cmd, "/v1/events/inbox?"+q.Encode())
+			return a.getEvents(cmd, args, "/v1/events/inbox?"+q.Encode())
 		},
 	}
 	inbox.Flags().StringVar(&recipient, "agent", "", "whose inbox (default: the token's name; others' need admin)")
@@ -103,6 +104,7 @@ func (a *App) chatCommand() *cobra.Command {
 	inbox.Flags().StringVar(&direction, "direction", "desc", "asc or desc")
 	inbox.Flags().StringVar(&channel, "channel", "", "only `CHANNEL`")
 	inbox.Flags().IntVar(&limit, "limit", 0, "at most `N` (1 to 500; default 50)")
+	inbox.Flags().StringVar(&cursor, "cursor", "", "go on from the `CURSOR` a previous page printed (its more: line)")
 
 	thread := &cobra.Command{
 		Use:     "thread EVENT_ID",
@@ -110,7 +112,7 @@ func (a *App) chatCommand() *cobra.Command {
 		Example: "  ampflow chat thread E1a2b",
 		Args:    exactArgs(1, "EVENT_ID"),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return a.getEvents(cmd, "/v1/events/"+url.PathEscape(args[0])+"/thread")
+			return a.getEvents(cmd, args, "/v1/events/"+url.PathEscape(args[0])+"/thread")
 		},
 	}
 
@@ -131,10 +133,11 @@ func (a *App) chatCommand() *cobra.Command {
 			setIf(q, "task_id", sTask)
 			setIf(q, "since", sSince)
 			setIf(q, "until", sUntil)
+			setIf(q, "cursor", cursor)
 			if limit > 0 {
 				q.Set("limit", fmt.Sprint(limit))
 			}
-			return a.getEvents(cmd, "/v1/events/search?"+q.Encode())
+			return a.getEvents(cmd, args, "/v1/events/search?"+q.Encode())
 		},
 	}
 	search.Flags().StringVar(&sFrom, "from", "", "sender")
@@ -144,6 +147,7 @@ func (a *App) chatCommand() *cobra.Command {
 	search.Flags().StringVar(&sSince, "since", "", "from `TIME` (RFC 3339)")
 	search.Flags().StringVar(&sUntil, "until", "", "before `TIME` (RFC 3339)")
 	search.Flags().IntVar(&limit, "limit", 0, "at most `N` (1 to 500; default 50)")
+	search.Flags().StringVar(&cursor, "cursor", "", "go on from the `CURSOR` a previous page printed (its more: line)")
 	chat.AddCommand(send, inbox, thread, search)
 	return chat
 }
@@ -154,7 +158,10 @@ func setAny(m map[string]any, k, v string) {
 	}
 }
 
-func (a *App) getEvents(cmd *cobra.Command, path string) error {
+// getEvents prints a page of events; in text, a more: line on stderr
+// says how to read the next page (with -o json, next_cursor is in the
+// answer).
+func (a *App) getEvents(cmd *cobra.Command, args []string, path string) error {
 	c, err := a.api()
 	if err != nil {
 		return err
@@ -175,8 +182,5 @@ func (a *App) getEvents(cmd *cobra.Command, path string) error {
 	if err := t.flush(); err != nil {
 		return err
 	}
-	if out.NextCursor != "" {
-		fmt.Fprintf(a.Stdout, "more: --cursor is %s\n", out.NextCursor)
-	}
-	return nil
+	return a.printMore(cmd, args, out.NextCursor)
 }

@@ -1,0 +1,65 @@
+package cli
+
+import (
+	"context"
+	"fmt"
+	"net/http/httptest"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/ampflow/ampflow/activities/ssot"
+	"github.com/ampflow/ampflow/integrations/httpapi"
+	"github.com/ampflow/ampflow/integrations/repomesh"
+)
+
+// The mesh's listings page as the others do: a more: line with --cursor,
+// which reads the page after.
+func TestMeshListingsPage(t *testing.T) {
+	ctx := context.Background()
+	db := testSSOT(t, nil, nil)
+	for i := 1; i <= 3; i++ {
+		at := testNow.Add(time.Duration(i) * time.Second)
+		if _, err := db.AppendEvent(ctx, ssot.MeshEvent{ID: fmt.Sprintf("E%d", i), Type: repomesh.TypeChat, Severity: "info",
+			From: "bob", FromID: "bob", To: "ana", Subject: fmt.Sprintf("flaky login %d", i), Content: "c", CreatedAt: at}); err != nil {
+			t.Fatal(err)
+		}
+		if err := db.RecordLease(ctx, ssot.MeshLease{LeaseID: fmt.Sprintf("L%d.x", i), ResourceKey: "k", AgentID: "ana",
+			State: "active", TTLSeconds: 60, AcquiredAt: at, ExpiresAt: at.Add(time.Minute), LastHeartbeat: at, Version: 1}, nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	srv := httpapi.New(httpapi.Options{Store: db, OpenName: "ana", Now: func() time.Time { return testNow }})
+	repomesh.AddTo(srv, repomesh.Options{Store: db})
+	ts := httptest.NewServer(srv.Handler())
+	t.Cleanup(ts.Close)
+	more := regexp.MustCompile(`more: .* --cursor (\S+)\n`)
+	for _, c := range []struct {
+		name  string
+		args  []string
+		first []string
+		rest  string
+	}{
+		{"ChatInbox", []string{"chat", "inbox", "--limit", "2"}, []string{"E3", "E2"}, "E1"},
+		{"ChatSearch", []string{"chat", "search", "flaky", "--limit", "2"}, []string{"E3", "E2"}, "E1"},
+		{"LeaseList", []string{"lease", "list", "--limit", "2"}, []string{"L3.x", "L2.x"}, "L1.x"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			r := runAPI(t, ts.URL, c.args...)
+			m := more.FindStringSubmatch(r.stderr)
+			if r.code != 0 || m == nil {
+				t.Fatalf("exit %d, no more: line\nstdout %s\nstderr %s", r.code, r.stdout, r.stderr)
+			}
+			for _, id := range c.first {
+				if !strings.Contains(r.stdout, id) {
+					t.Errorf("the first page lacks %s:\n%s", id, r.stdout)
+				}
+			}
+			r = runAPI(t, ts.URL, append(c.args, "--cursor", m[1])...)
+			if r.code != 0 || strings.Contains(r.stderr, "more:") || strings.Contains(r.stdout, c.first[0]) || !strings.Contains(r.stdout, c.rest) {
+				t.Fatalf("the page after: exit %d\nstdout %s\nstderr %s", r.code, r.stdout, r.stderr)
+			}
+		})
+	}
+}

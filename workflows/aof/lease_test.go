@@ -1,0 +1,70 @@
+package aof
+
+import (
+	"slices"
+	"testing"
+	"time"
+)
+
+// TestLease: a dispatch takes the task's lease for its agent with the
+// run's TTL, each heartbeat renews it, and the task leaving in_progress
+// releases it, whether by the session's end or by a stale reclaim.
+func TestLease(t *testing.T) {
+	const key = "aof/" + testTask
+	t.Run("SessionEnd", func(t *testing.T) {
+		h := newHarness(t)
+		var d *reply
+		h.at(time.Second, func() { d = h.dispatch(time.Hour) })
+		h.at(time.Minute, func() {
+			tk := d.result(t).Task
+			if tk.LeaseID != "L1."+key || tk.Run.Metadata["leaseId"] != tk.LeaseID {
+				t.Errorf("lease %q run %+v", tk.LeaseID, tk.Run)
+			}
+			h.update(UpdateHeartbeat, HeartbeatInput{AgentID: agent})
+		})
+		h.at(2*time.Minute, func() { h.send(completion(OutcomePartial, t0), 0) })
+		h.at(3*time.Minute, func() { h.update(UpdateSessionEnd, SessionEndInput{}) })
+		h.at(4*time.Minute, func() {
+			want := []string{"acquire " + key + " " + agent + " 1h0m0s", "renew L1." + key + " " + agent + " 1h0m0s", "release L1." + key + " " + agent + " 0s"}
+			h.mu.Lock()
+			got := slices.Clone(h.leases)
+			h.mu.Unlock()
+			if !slices.Equal(got, want) {
+				t.Errorf("lease steps %q, want %q", got, want)
+			}
+			if tk := h.task(); tk.Status != StatusReview || tk.LeaseID != "" {
+				t.Errorf("status %s lease %q", tk.Status, tk.LeaseID)
+			}
+		})
+		h.run()
+	})
+	t.Run("StaleReclaim", func(t *testing.T) {
+		h := newHarness(t)
+		h.at(time.Second, func() { h.dispatch(5 * time.Minute) })
+		h.at(10*time.Minute, func() {
+			h.mu.Lock()
+			got := slices.Clone(h.leases)
+			h.mu.Unlock()
+			if len(got) != 2 || got[1] != "release L1."+key+" "+agent+" 0s" {
+				t.Errorf("lease steps %q", got)
+			}
+			if tk := h.task(); tk.Status != StatusReady || tk.LeaseID != "" {
+				t.Errorf("status %s lease %q", tk.Status, tk.LeaseID)
+			}
+		})
+		h.run()
+	})
+	t.Run("HeldByAnother", func(t *testing.T) {
+		h := newHarness(t)
+		h.holder = "swe-qa"
+		var d *reply
+		h.at(time.Second, func() { d = h.dispatch(time.Hour) })
+		h.at(time.Minute, func() {
+			d.refused(t, CodeLeaseHeld)
+			if tk := h.task(); tk.Status != StatusReady || tk.Run != nil || tk.Rev != 1 {
+				t.Errorf("a refused dispatch changed the task: %s rev %d run %v", tk.Status, tk.Rev, tk.Run)
+			}
+		})
+		h.run()
+	})
+}
