@@ -81,8 +81,21 @@ func (s *Server) releaseLease(w http.ResponseWriter, r *http.Request, v viewer) 
 	s.flashBack(w, r, "/leases", "Released "+id+".")
 }
 
-// MeshPanel fills the Mesh page: the newest agent.chat messages by
-// thread, the thread with the newest message first, each root above its
+// readers are the names the page's viewer reads the mesh as (see
+// viewer.meshNames); nil, every event, for an admin. A Table read with
+// no viewer in its context reads as nobody: broadcasts and events
+// addressed to nobody only.
+func readers(ctx context.Context) []string {
+	v, ok := viewerFrom(ctx)
+	if !ok {
+		return []string{"\n"} // no agent's name holds a control character
+	}
+	return v.meshNames()
+}
+
+// MeshPanel fills the Mesh page: the newest agent.chat messages the
+// viewer may read (an admin all; another token those it sent, was sent
+// or is mentioned in, and broadcasts) by thread, the thread with the newest message first, each root above its
 // replies.
 func MeshPanel(e EventSearcher) Panel { return meshPanel{e} }
 
@@ -92,7 +105,7 @@ type meshPanel struct{ e EventSearcher }
 const chatType = "agent.chat"
 
 func (p meshPanel) Table(ctx context.Context) (Table, error) {
-	evs, _, err := p.e.SearchEvents(ctx, ssot.SearchQuery{Type: chatType}, ssot.Page{Limit: chatsShown})
+	evs, _, err := p.e.SearchEvents(ctx, ssot.SearchQuery{Type: chatType, Viewers: readers(ctx)}, ssot.Page{Limit: chatsShown})
 	if err != nil {
 		return Table{}, fmt.Errorf("reading the mesh: %w", err)
 	}
@@ -169,7 +182,7 @@ func (p agentsPanel) Table(ctx context.Context) (Table, error) {
 			a.held = append(a.held, l.ResourceKey)
 		}
 	}
-	evs, _, err := p.e.SearchEvents(ctx, ssot.SearchQuery{Type: chatType}, ssot.Page{Limit: ssot.MaxLimit})
+	evs, _, err := p.e.SearchEvents(ctx, ssot.SearchQuery{Type: chatType, Viewers: readers(ctx)}, ssot.Page{Limit: ssot.MaxLimit})
 	if err != nil {
 		return Table{}, fmt.Errorf("reading the mesh: %w", err)
 	}

@@ -123,7 +123,20 @@ func TestMeshPanel(t *testing.T) {
 	seedChat(t, f.db, "E1", "", "codex", "claude", "Schema", "who owns the users table?", t0)
 	seedChat(t, f.db, "E2", "", "gemini", "all", "Build", "CI is red on main", t0.Add(time.Second))
 	seedChat(t, f.db, "E3", "E1", "claude", "codex", "Re: Schema", "I do; ask before migrating", t0.Add(2*time.Second))
+	seedChat(t, f.db, "E4", "", "claude", "gemini", "Private", "between claude and gemini", t0.Add(3*time.Second))
 	_, page := c.do("GET", "/mesh", nil, nil)
+	// codex (an executor) reads what its token may read in the mesh.
+	if strings.Contains(page, "between claude and gemini") {
+		t.Error("codex sees a message between two other agents")
+	}
+	admin := f.client(t)
+	admin.signIn("tok-ana")
+	if _, all := admin.do("GET", "/mesh", nil, nil); !strings.Contains(all, "between claude and gemini") {
+		t.Error("an admin does not see every message")
+	}
+	if tb, err := MeshPanel(f.db).Table(context.Background()); err != nil || len(tb.Rows) != 1 || tb.Rows[0][4].Text != "CI is red on main" {
+		t.Errorf("read with no viewer: %+v, %v; want the broadcast only", tb.Rows, err)
+	}
 	// The thread with the newest message first, its root above its reply.
 	order := []string{"who owns the users table?", "↳ E1", "I do; ask before migrating", "CI is red on main"}
 	at := 0
