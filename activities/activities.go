@@ -44,6 +44,8 @@ type Activities struct {
 	// Policy is what new tasks run by, from the worker's configuration;
 	// TaskPolicy hands it to each task as it starts.
 	Policy *task.Policy
+	// Leases holds the tasks' branch leases.
+	Leases BranchLeaser
 }
 
 // GitChecker verifies what agents say against the repository.

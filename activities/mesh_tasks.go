@@ -103,3 +103,17 @@ func severityOf(s amp.Severity) string {
 	}
 	return "info"
 }
+
+// ProgressEvent is the task.progress mesh event of an agent's heartbeat
+// with a note: the note is the document's summary. progress_percent is
+// left out: a heartbeat carries no measure of how far the work is, and
+// reading the task's state for one would make every heartbeat cost a
+// query. The id holds the time, so two notes a nanosecond apart differ.
+func ProgressEvent(taskID string, in task.HeartbeatInput, at time.Time) ssot.MeshEvent {
+	agent := string(in.From)
+	payload := map[string]any{"task_id": taskID, "agent_id": agent, "summary": in.Note}
+	body, _ := json.Marshal(payload)
+	return ssot.MeshEvent{ID: fmt.Sprintf("task-progress-%s-%d", taskID, at.UnixNano()), Type: "task.progress", Severity: "info",
+		AgentID: agent, From: MeshSender, FromID: MeshSender, Subject: "task.progress " + taskID, Content: in.Note,
+		TaskID: taskID, CreatedAt: at, Payload: body}
+}

@@ -153,6 +153,10 @@ type Policy struct {
 	// approval, per risk level.
 	Quorum    Quorum    `mapstructure:"quorum"`
 	Decisions Decisions `mapstructure:"decisions"`
+	// LeaseWait bounds how long an approved task waits in awaiting_lease
+	// for its branch, held by another task, before the admins are asked
+	// whether it should keep waiting or end.
+	LeaseWait time.Duration `mapstructure:"lease_wait"`
 }
 
 // Quorum is a number of approvals per risk level.

@@ -81,6 +81,7 @@ var defaults = map[string]any{
 	"policy.decisions.remind_after":   time.Hour,
 	"policy.decisions.escalate_after": 4 * time.Hour,
 	"policy.decisions.expire_after":   24 * time.Hour,
+	"policy.lease_wait":               time.Hour,
 
 	"ci.provider":        ProviderNone,
 	"ci.poll_interval":   30 * time.Second,

@@ -113,6 +113,7 @@ func (c Config) Validate() error {
 		ps.oneOf(a.key+".high", string(a.val.High), string(task.HandlingAuto), string(task.HandlingAdmin))
 	}
 	c.validateDecisions(&ps)
+	ps.positive("policy.lease_wait", c.Policy.LeaseWait)
 	c.validateCI(&ps)
 	ps.positive("ssot.sweep_interval", c.SSOT.SweepInterval)
 	validateSSOTURL(&ps, c.SSOT.URL)

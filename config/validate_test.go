@@ -96,6 +96,7 @@ func TestValidate(t *testing.T) {
 			c.Policy.Decisions.EscalateAfter, c.Policy.Decisions.ExpireAfter = 5*time.Hour, 2*time.Hour
 		}, []string{"policy.decisions.escalate_after: must not be after policy.decisions.expire_after"}},
 		{"NeverExpire", func(c *Config) { c.Policy.Decisions.ExpireAfter = 0 }, nil},
+		{"LeaseWaitZero", func(c *Config) { c.Policy.LeaseWait = 0 }, []string{"policy.lease_wait: must be"}},
 		{"Policy", func(c *Config) { c.Policy.PlanApproval.High = "maybe" }, []string{"policy.plan_approval.high: must be auto or admin"}},
 		{"CIProvider", func(c *Config) { c.CI.Provider = "jenkins" }, []string{"ci.provider: must be none, github or command"}},
 		{"GitHubToken", func(c *Config) { c.CI.Provider = ProviderGitHub }, []string{"ci.github.token: required when ci.provider is github"}},

@@ -4,15 +4,19 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"time"
 
 	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/worker"
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/ampflow/ampflow/activities"
+	"github.com/ampflow/ampflow/activities/ssot"
+	"github.com/ampflow/ampflow/amp/task"
 	"github.com/ampflow/ampflow/integrations/dashboard"
 	"github.com/ampflow/ampflow/integrations/httpapi"
 	"github.com/ampflow/ampflow/integrations/repomesh"
+	"github.com/ampflow/ampflow/workflows"
 	"github.com/ampflow/ampflow/workflows/lease"
 )
 
@@ -65,4 +69,36 @@ func meshPanels(parts *Parts, panels map[string]dashboard.Panel) dashboard.Lease
 	panels[dashboard.PanelAgents] = dashboard.AgentsPanel(parts.Store, parts.Store, parts.Store, nil)
 	panels[dashboard.PanelMesh] = dashboard.MeshPanel(parts.Store)
 	return dashboardLeases{&lease.Client{Temporal: parts.Tasks.Temporal, TaskQueue: parts.Tasks.TaskQueue}}
+}
+
+// progressTasks is the API's way to the tasks, with each heartbeat that
+// carries a note also said in the mesh as a task.progress event: one
+// insert, after the heartbeat reached its task. A failed insert is
+// logged; the heartbeat stands.
+type progressTasks struct {
+	workflows.Tasks
+	mesh activities.MeshEvents
+	log  *slog.Logger
+}
+
+// withProgress wraps tasks when there is a store to write the events to.
+func withProgress(tasks *workflows.Client, store *ssot.DB, log *slog.Logger) workflows.Tasks {
+	if tasks == nil || store == nil {
+		return tasks
+	}
+	return progressTasks{Tasks: tasks, mesh: store, log: log}
+}
+
+func (p progressTasks) Heartbeat(ctx context.Context, taskID string, in task.HeartbeatInput) error {
+	if err := p.Tasks.Heartbeat(ctx, taskID, in); err != nil {
+		return err
+	}
+	if in.Note == "" {
+		return nil
+	}
+	ev := activities.ProgressEvent(taskID, in, time.Now())
+	if err := p.mesh.AppendEvents(context.WithoutCancel(ctx), []ssot.MeshEvent{ev}); err != nil {
+		p.log.Warn("writing a task.progress event", "task_id", taskID, "error", err)
+	}
+	return nil
 }

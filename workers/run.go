@@ -20,6 +20,7 @@ import (
 	"github.com/ampflow/ampflow/integrations/httpapi"
 	"github.com/ampflow/ampflow/workflows"
 	"github.com/ampflow/ampflow/workflows/gate"
+	"github.com/ampflow/ampflow/workflows/lease"
 )
 
 // Options for Run.
@@ -143,7 +144,8 @@ func Build(o Options) (*Parts, error) {
 		},
 	}
 	policy := workflows.NewPolicy(cfg)
-	acts := &activities.Activities{Git: git, CI: ci, Store: record, Delivery: delivery, Log: log, Policy: &policy}
+	acts := &activities.Activities{Git: git, CI: ci, Store: record, Delivery: delivery, Log: log, Policy: &policy,
+		Leases: &lease.Client{Temporal: o.Temporal, TaskQueue: cfg.Temporal.TaskQueue}}
 	// The store is shared by every worker that names it: the bots keep
 	// their state in it and take turns under its lease.
 	return &Parts{Store: store, Tasks: tasks, Activities: acts, Lease: store, ChatState: store, export: export,

@@ -79,7 +79,7 @@ func newRuntime(o Options, parts *Parts, log *slog.Logger) (*runtime, error) {
 // the dashboard, which it reports.
 func buildAPI(o Options, parts *Parts, mounts map[string]http.Handler, rt *runtime, log *slog.Logger) (*httpapi.Server, bool, error) {
 	api := httpapi.New(httpapi.Options{
-		Tasks: parts.Tasks, Store: parts.Store, Tokens: o.Config.Auth.Tokens, Logger: log, Metrics: o.Metrics,
+		Tasks: withProgress(parts.Tasks, parts.Store, log), Store: parts.Store, Tokens: o.Config.Auth.Tokens, Logger: log, Metrics: o.Metrics,
 		OpenName: o.LocalName,
 	})
 	addAOF(api, o, parts, log)

@@ -28,6 +28,7 @@ var expiryOptions = map[decision.Kind]string{
 	task.KindLowConfidence:     task.OptTerminate,
 	task.KindHallucinationLock: task.OptTerminate,
 	task.KindAgentEscalation:   task.OptTerminate,
+	task.KindLeaseWait:         task.OptTerminate,
 }
 
 // expiryOption returns the option a decision of kind expires into.

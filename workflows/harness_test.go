@@ -52,6 +52,10 @@ type harness struct {
 	ci func(n int) activities.CIStatusResult
 	// checkBranch answers the git check before dispatch.
 	checkBranch func(in activities.CheckBranchInput) (activities.CheckBranchResult, error)
+	// acquireLease answers the branch lease's acquire (granted when nil);
+	// leaseCalls lists the lease activities called, in order.
+	acquireLease func(in activities.BranchLeaseInput) (activities.BranchLeaseResult, error)
+	leaseCalls   []string
 	// checkResult answers the git check of a result.
 	checkResult func(in activities.CheckResultInput) (activities.CheckResultOutput, error)
 	// workerPolicy is the worker's policy; by default the input's.
@@ -155,6 +159,30 @@ func newHarness(t *testing.T, plan amp.TaskDispatch, mutate ...func(*task.Input)
 				}
 			}
 			return activities.DeliverResult{Mode: "pull"}, nil
+		})
+	env.OnActivity(acts.AcquireBranchLease, mock.Anything, mock.Anything).Return(
+		func(_ context.Context, in activities.BranchLeaseInput) (activities.BranchLeaseResult, error) {
+			h.mu.Lock()
+			defer h.mu.Unlock()
+			h.leaseCalls = append(h.leaseCalls, "acquire")
+			if h.acquireLease != nil {
+				return h.acquireLease(in)
+			}
+			return activities.BranchLeaseResult{Lease: &task.BranchLease{LeaseID: "L1.x", ResourceKey: activities.BranchKey(in.Repo, in.Branch)}}, nil
+		})
+	env.OnActivity(acts.RenewBranchLease, mock.Anything, mock.Anything).Return(
+		func(_ context.Context, in activities.BranchLeaseInput) (activities.BranchLeaseResult, error) {
+			h.mu.Lock()
+			defer h.mu.Unlock()
+			h.leaseCalls = append(h.leaseCalls, "renew")
+			return activities.BranchLeaseResult{Lease: &task.BranchLease{LeaseID: in.LeaseID}}, nil
+		})
+	env.OnActivity(acts.ReleaseBranchLease, mock.Anything, mock.Anything).Return(
+		func(_ context.Context, in activities.BranchLeaseInput) (activities.BranchLeaseResult, error) {
+			h.mu.Lock()
+			defer h.mu.Unlock()
+			h.leaseCalls = append(h.leaseCalls, "release")
+			return activities.BranchLeaseResult{}, nil
 		})
 	env.OnActivity(acts.Notify, mock.Anything, mock.Anything).Return(
 		func(_ context.Context, in activities.NotifyInput) (activities.NotifyResult, error) {

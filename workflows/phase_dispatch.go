@@ -26,6 +26,10 @@ func (t *taskRun) dispatchPayload() *amp.TaskDispatch {
 
 // dispatch sends the current subtask to the executor.
 func (t *taskRun) dispatch(ctx workflow.Context) (phase, error) {
+	if t.BranchLeases && t.Lease == nil {
+		// No dispatch without the branch: a lease lost since is taken again.
+		return phaseLease, nil
+	}
 	m := amp.NewMessage(amp.RoleCoordinator, amp.RoleExecutor, t.In.TaskID, t.newTime(ctx, amp.TypeTaskDispatch), t.dispatchPayload())
 	sec := int(t.In.Policy.AckTimeout(amp.TypeTaskDispatch) / time.Second)
 	m.AckTimeoutSec = &sec

@@ -56,6 +56,7 @@ func (t *taskRun) finish(ctx workflow.Context) (task.Result, error) {
 	} else {
 		t.setStatus(ctx, task.StatusTerminated, t.Reason)
 	}
+	t.releaseLease(ctx)
 	t.withdrawDecision(ctx, "the task is "+string(t.Status))
 	t.decisions.Drop()
 	t.Outbox = nil

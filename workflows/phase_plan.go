@@ -50,7 +50,7 @@ func (t *taskRun) approval(ctx workflow.Context) (phase, error) {
 	h := t.In.Policy.PlanApproval.For(t.In.Plan.RiskLevel).Stricter(t.In.Handling)
 	if h == task.HandlingAuto {
 		t.addTimeline(ctx, task.TimelineEntry{Kind: "decision", Note: "plan approved automatically (risk " + string(t.In.Plan.RiskLevel) + ")"})
-		return phaseDispatch, nil
+		return t.afterApproval(ctx), nil
 	}
 	prompt := fmt.Sprintf("Approve the plan of %s (%s risk, %d subtasks) on %s@%s?",
 		t.In.TaskID, t.In.Plan.RiskLevel, len(t.Plan), t.In.Plan.Repo, t.In.Plan.Branch)
@@ -60,7 +60,7 @@ func (t *taskRun) approval(ctx workflow.Context) (phase, error) {
 	}
 	switch o.Option {
 	case decision.OptApprove:
-		return phaseDispatch, nil
+		return t.afterApproval(ctx), nil
 	case task.OptReplan:
 		// The plan changed under the question: ask again about the new one.
 		return phaseApproval, nil

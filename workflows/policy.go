@@ -36,6 +36,7 @@ func NewPolicy(cfg config.Config) task.Policy {
 		CIPollInterval:   cfg.CI.PollInterval,
 		CITimeout:        cfg.CI.Timeout,
 		StatusUpdates:    cfg.Notify.StatusUpdates,
+		LeaseWait:        cfg.Policy.LeaseWait,
 	}
 	p.Admins = append(p.Admins, cfg.Admins...)
 	for _, id := range cfg.Slack.Admins {

@@ -71,6 +71,21 @@ type taskState struct {
 	// CIDeadline is when pending CI becomes a problem for the admins.
 	CIDeadline time.Time `json:"ci_deadline"`
 
+	// BranchLeases is set once the task runs under its branch's lease
+	// (from versionBranchLease on): every dispatch needs Lease.
+	BranchLeases bool `json:"branch_leases,omitempty"`
+	// Lease is the branch lease the task holds; nil before it is granted,
+	// once lost, and after the task ends.
+	Lease *task.BranchLease `json:"lease,omitempty"`
+	// LeaseWaiting is set while the task is in its branch's queue;
+	// LeaseHolder is then the holder, and LeaseAskAt when the admins are
+	// asked whether to go on waiting.
+	LeaseWaiting bool      `json:"lease_waiting,omitempty"`
+	LeaseHolder  string    `json:"lease_holder,omitempty"`
+	LeaseAskAt   time.Time `json:"lease_ask_at,omitzero"`
+	// Granted is a grant the lease workflow signalled, not yet taken.
+	Granted *task.BranchLease `json:"granted,omitempty"`
+
 	// Decisions is the decision engine's state: the open decision, the
 	// answer the run loop has yet to act on, and every closed one.
 	Decisions decide.State `json:"decisions"`
@@ -256,6 +271,8 @@ func (s *taskState) view() task.State {
 		Decided:        s.Decisions.Decided,
 		Outbox:         s.Outbox,
 		Timeline:       s.Timeline,
+		Lease:          s.Lease,
+		LeaseHolder:    s.LeaseHolder,
 		LastError:      s.LastError,
 		Reason:         s.Reason,
 		StartedAt:      s.StartedAt,

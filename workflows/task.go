@@ -22,6 +22,7 @@ type phase string
 const (
 	phaseCheck       phase = "check"
 	phaseApproval    phase = "approval"
+	phaseLease       phase = "lease"
 	phaseDispatch    phase = "dispatch"
 	phaseAwaitAck    phase = "await_ack"
 	phaseAwaitResult phase = "await_result"
@@ -45,6 +46,7 @@ const (
 var steps = map[phase]func(*taskRun, workflow.Context) (phase, error){
 	phaseCheck:       (*taskRun).check,         // plan: refuse a plan or branch that cannot be dispatched
 	phaseApproval:    (*taskRun).approval,      // plan: the admins approve it when its risk_level asks for that
+	phaseLease:       (*taskRun).takeLease,     // the branch's lease, held until the task ends: one task per branch
 	phaseDispatch:    (*taskRun).dispatch,      // 01 task_dispatch: the subtask goes to the executor
 	phaseAwaitAck:    (*taskRun).awaitAck,      // ACK of task_dispatch within its ack_timeout_sec (ACK on start)
 	phaseAwaitResult: (*taskRun).awaitResult,   // execution: silence past the heartbeat timeout goes to the admins
@@ -111,6 +113,8 @@ type taskRun struct {
 	// task keeps two coroutines rather than four.
 	effects             workflow.Context
 	recording, noticing bool
+	// renewing is set while the branch lease's renewer runs.
+	renewing bool
 }
 
 func newTaskRun(ctx workflow.Context, in task.Input) (*taskRun, error) {
@@ -177,6 +181,14 @@ func (t *taskRun) setup(ctx workflow.Context) error {
 			t.heartbeat(ctx, in)
 		}
 	})
+	granted := workflow.GetSignalChannel(ctx, task.SignalLeaseGranted)
+	workflow.Go(ctx, func(ctx workflow.Context) {
+		for {
+			var g task.LeaseGrant
+			granted.Receive(ctx, &g)
+			t.leaseGranted(g)
+		}
+	})
 	t.effects = ctx
 	t.wake()
 	t.decisions.Start(ctx)
@@ -192,6 +204,7 @@ func (t *taskRun) run(ctx workflow.Context) (task.Result, error) {
 			t.upsertAttributes(ctx)
 		}
 	}
+	t.startRenewer(ctx)
 	for {
 		if t.Cancel != nil && !t.Status.Terminal() {
 			t.Reason = fmt.Sprintf("cancelled by %s: %s", t.Cancel.By, t.Cancel.Reason)

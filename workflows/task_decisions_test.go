@@ -204,7 +204,7 @@ func TestDecisionExpiry(t *testing.T) {
 func TestEveryKindExpiresClosed(t *testing.T) {
 	kinds := []decision.Kind{task.KindPlanApproval, task.KindAckTimeout, task.KindHeartbeatTimeout, task.KindPartialResult,
 		task.KindCIExhausted, task.KindLowConfidence, task.KindHallucinationLock, task.KindBranchViolation,
-		task.KindFinalApproval, task.KindResultProblem, task.KindAgentEscalation, task.KindDeliveryFailed}
+		task.KindFinalApproval, task.KindResultProblem, task.KindAgentEscalation, task.KindDeliveryFailed, task.KindLeaseWait}
 	for _, k := range kinds {
 		o, ok := expiryOptions[k]
 		if !ok || o == decision.OptApprove || o == task.OptWait || o == task.OptAccept {

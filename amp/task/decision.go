@@ -18,6 +18,9 @@ const (
 	// KindDeliveryFailed: a message could not be delivered to its agent
 	// (a command-mode agent failed, a webhook refused it).
 	KindDeliveryFailed decision.Kind = "delivery_failed"
+	// KindLeaseWait: the task waited policy.lease_wait for its branch's
+	// lease, which another task still holds.
+	KindLeaseWait decision.Kind = "lease_wait"
 )
 
 // Option ids of task decisions besides decision.OptApprove (approve the

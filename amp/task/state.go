@@ -32,12 +32,16 @@ type State struct {
 	Decided        []decision.Outcome `json:"decided,omitempty"`
 	// Outbox holds the messages sent to agents that still await their
 	// ACK or reply: what an agent's inbox shows.
-	Outbox    []amp.Message   `json:"outbox,omitempty"`
-	Timeline  []TimelineEntry `json:"timeline"`
-	LastError string          `json:"last_error,omitempty"`
-	Reason    string          `json:"reason,omitempty"`
-	StartedAt time.Time       `json:"started_at"`
-	UpdatedAt time.Time       `json:"updated_at"`
+	Outbox []amp.Message `json:"outbox,omitempty"`
+	// Lease is the branch lease the task holds; LeaseHolder, while it
+	// waits for the lease, is the task that holds it.
+	Lease       *BranchLease    `json:"lease,omitempty"`
+	LeaseHolder string          `json:"lease_holder,omitempty"`
+	Timeline    []TimelineEntry `json:"timeline"`
+	LastError   string          `json:"last_error,omitempty"`
+	Reason      string          `json:"reason,omitempty"`
+	StartedAt   time.Time       `json:"started_at"`
+	UpdatedAt   time.Time       `json:"updated_at"`
 }
 
 // TimelineEntry is one event of a task: a message, an ACK, a heartbeat, a

@@ -33,20 +33,23 @@ type Status string
 // Task statuses.
 const (
 	StatusAwaitingApproval Status = "awaiting_approval"
-	StatusDispatched       Status = "dispatched"
-	StatusInProgress       Status = "in_progress"
-	StatusCICheck          Status = "ci_check"
-	StatusInReview         Status = "in_review"
-	StatusAwaitingAdmin    Status = "awaiting_admin"
-	StatusLocked           Status = "locked"
-	StatusSuspended        Status = "suspended"
-	StatusDone             Status = "done"
-	StatusTerminated       Status = "terminated"
+	// StatusAwaitingLease: approved, waiting for its branch's lease, which
+	// another task holds.
+	StatusAwaitingLease Status = "awaiting_lease"
+	StatusDispatched    Status = "dispatched"
+	StatusInProgress    Status = "in_progress"
+	StatusCICheck       Status = "ci_check"
+	StatusInReview      Status = "in_review"
+	StatusAwaitingAdmin Status = "awaiting_admin"
+	StatusLocked        Status = "locked"
+	StatusSuspended     Status = "suspended"
+	StatusDone          Status = "done"
+	StatusTerminated    Status = "terminated"
 )
 
 // Statuses lists every status in lifecycle order.
 func Statuses() []Status {
-	return []Status{StatusAwaitingApproval, StatusDispatched, StatusInProgress, StatusCICheck,
+	return []Status{StatusAwaitingApproval, StatusAwaitingLease, StatusDispatched, StatusInProgress, StatusCICheck,
 		StatusInReview, StatusAwaitingAdmin, StatusLocked, StatusSuspended, StatusDone, StatusTerminated}
 }
 
@@ -140,6 +143,9 @@ type Policy struct {
 	Decisions decision.Policy `json:"decisions"`
 	// StatusUpdates also posts every status change.
 	StatusUpdates bool `json:"status_updates"`
+	// LeaseWait bounds how long a task waits for its branch's lease
+	// before the admins are asked whether it should go on waiting.
+	LeaseWait time.Duration `json:"lease_wait,omitempty"`
 }
 
 // AckTimeout returns the default ACK deadline of a message type.
@@ -227,7 +233,26 @@ const (
 	SignalHeartbeat = "heartbeat"
 	// QueryState returns the State.
 	QueryState = "state"
+	// SignalLeaseGranted tells a task waiting for its branch's lease that
+	// the lease is now its own: LeaseGrant.
+	SignalLeaseGranted = "lease_granted"
 )
+
+// BranchLease is the lease a task holds on its branch, the resource key
+// BranchLeaseKey(repo, branch), held under the task's id.
+type BranchLease struct {
+	LeaseID     string    `json:"lease_id"`
+	ResourceKey string    `json:"resource_key"`
+	ExpiresAt   time.Time `json:"expires_at"`
+}
+
+// LeaseGrant is the payload of SignalLeaseGranted.
+type LeaseGrant struct {
+	Lease BranchLease `json:"lease"`
+}
+
+// BranchLeaseKey is the resource key of a branch: repo:<repo>:<branch>.
+func BranchLeaseKey(repo, branch string) string { return "repo:" + repo + ":" + branch }
 
 // SubmitInput carries one AMP message or ACK record exactly as received.
 type SubmitInput struct {

@@ -18,8 +18,8 @@ const tasksPerPage = 100
 
 // Statuses a task can have, for the status filter.
 var statuses = []task.Status{
-	task.StatusAwaitingApproval, task.StatusDispatched, task.StatusInProgress, task.StatusCICheck,
-	task.StatusInReview, task.StatusAwaitingAdmin, task.StatusLocked, task.StatusSuspended,
+	task.StatusAwaitingApproval, task.StatusAwaitingLease, task.StatusDispatched, task.StatusInProgress,
+	task.StatusCICheck, task.StatusInReview, task.StatusAwaitingAdmin, task.StatusLocked, task.StatusSuspended,
 	task.StatusDone, task.StatusTerminated,
 }
 

@@ -222,7 +222,7 @@ func apiSchemas() (map[string]obj, map[string]any) {
 	add("DecisionKind", nil, strEnum("What a decision is about.", task.KindPlanApproval, task.KindAckTimeout,
 		task.KindHeartbeatTimeout, task.KindPartialResult, task.KindCIExhausted, task.KindLowConfidence,
 		task.KindHallucinationLock, task.KindBranchViolation, task.KindFinalApproval, task.KindResultProblem,
-		task.KindAgentEscalation, task.KindDeliveryFailed))
+		task.KindAgentEscalation, task.KindDeliveryFailed, task.KindLeaseWait))
 	add("Option", decision.Option{}, object(decision.Option{}, "One choice of a decision.", obj{
 		"id":            str("What POST /v1/decisions/{id} takes as option."),
 		"label":         str("A human label."),
@@ -308,7 +308,7 @@ func apiSchemas() (map[string]obj, map[string]any) {
 	}))
 	add("TimelineEntry", task.TimelineEntry{}, object(task.TimelineEntry{}, "One event of a task.", obj{
 		"at":     dateTime("When."),
-		"kind":   strEnum("What happened.", "message", "ack", "heartbeat", "decision", "status"),
+		"kind":   strEnum("What happened.", "message", "ack", "heartbeat", "decision", "status", "lease", "check", "subtask"),
 		"msg_id": str("The message or ACK, if any."),
 		"type":   str("The message type, if any."),
 		"from":   str("The sender, if any."),
@@ -335,10 +335,16 @@ func apiSchemas() (map[string]obj, map[string]any) {
 		"decided":         array(ref("Outcome"), "Decisions taken."),
 		"outbox":          array(ref("Message"), "Messages sent to agents that still await their ACK or reply."),
 		"timeline":        array(ref("TimelineEntry"), "Events, oldest first."),
-		"last_error":      str("The last refused input or failure."),
-		"reason":          str("Why the task ended or is suspended."),
-		"started_at":      dateTime("When the task started."),
-		"updated_at":      dateTime("When it last changed."),
+		"lease": object(task.BranchLease{}, "The lease the task holds on its branch (resource key repo:<repo>:<branch>), from before its first dispatch until it ends.", obj{
+			"lease_id":     str("The lease (GET /v1/leases)."),
+			"resource_key": str("repo:<repo>:<branch>."),
+			"expires_at":   dateTime("When it runs out unless the task renews it."),
+		}),
+		"lease_holder": str("While the task is awaiting_lease: the task holding its branch."),
+		"last_error":   str("The last refused input or failure."),
+		"reason":       str("Why the task ended or is suspended."),
+		"started_at":   dateTime("When the task started."),
+		"updated_at":   dateTime("When it last changed."),
 	}))
 	msgs := []any{}
 	for _, t := range amp.Types() {

@@ -121,6 +121,9 @@ func (a *API) postEvent(w http.ResponseWriter, r *http.Request) {
 		a.denied(w, r, "event.log", env.AgentID)
 		return
 	}
+	if ev.typ == "task.claimed" && !a.claim(w, r, ev) {
+		return
+	}
 	if ev.from == "" {
 		ev.from = c.Name
 	}

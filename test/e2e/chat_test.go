@@ -79,7 +79,11 @@ func TestChatApprovals(t *testing.T) {
 	repo := gitRepo(t)
 	start := func(id string) {
 		t.Helper()
-		in := task.Input{TaskID: id, Plan: mediumRiskPlan(repo), Coordinator: "e2e", Policy: pol}
+		// Each task on its own branch: approved, it holds its branch's
+		// lease until it ends, and the next would wait for it.
+		plan := mediumRiskPlan(repo)
+		plan.Branch = newBranch(t, repo, "feature/"+id)
+		in := task.Input{TaskID: id, Plan: plan, Coordinator: "e2e", Policy: pol}
 		if err := tasks.Start(context.Background(), in); err != nil {
 			t.Fatalf("starting %s: %v", id, err)
 		}

@@ -220,6 +220,8 @@ func TestMesh(t *testing.T) {
 		}
 	})
 
+	t.Run("TwoTasksOneBranch", func(t *testing.T) { twoTasksOneBranch(t, p, alice, bob) })
+
 	t.Run("TasksRedispatchedAndBugTask", func(t *testing.T) {
 		coord := api{t: t, base: alice.base, token: "coord-secret"}
 		var started struct {

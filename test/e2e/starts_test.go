@@ -272,6 +272,13 @@ func TestStarts(t *testing.T) {
 
 	t.Run("TaskEnded", func(t *testing.T) {
 		exec := api{t: t, base: base, token: "exec-secret"}
+		// On a branch of its own: the tasks above still running hold theirs.
+		own := lowRiskPlan(repo)
+		own.Branch = newBranch(t, repo, "feature/T-2025-004")
+		plan, err := json.Marshal(own)
+		if err != nil {
+			t.Fatal(err)
+		}
 		if code, _, e := alice.start("", httpapi.StartRequest{TaskID: "T-2025-004", Plan: plan}); code != http.StatusCreated {
 			t.Fatalf("start: %d %+v", code, e)
 		}

@@ -65,11 +65,12 @@ type agent struct {
 // answer each.
 var criteria = []string{"bench.txt lists three lines"}
 
-func plan(r repo) amp.TaskDispatch {
+// plan is the plan of a benchmark task on branch (repo.branch).
+func plan(r repo, branch string) amp.TaskDispatch {
 	return amp.TaskDispatch{
 		Description: "Add bench.txt",
 		Repo:        r.dir,
-		Branch:      featureBranch,
+		Branch:      branch,
 		Subtasks: []amp.Subtask{{
 			SubtaskID: "S1", Description: "Write bench.txt with three lines", EstimatedLines: 3,
 		}},
@@ -183,7 +184,11 @@ func (a *agent) play(ctx context.Context, r repo) error {
 func (b *bench) lifecycle(ctx context.Context, taskID string, lat *latencies) error {
 	a := &agent{tasks: b.tasks, taskID: taskID, inbox: b.inboxes.open(taskID), lat: lat}
 	defer b.inboxes.close(taskID)
-	if err := b.tasks.Start(ctx, task.Input{TaskID: taskID, Plan: plan(b.repo), Coordinator: "ampflow bench", Policy: workflows.NewPolicy(config.Default())}); err != nil {
+	branch, err := b.repo.branch(taskID)
+	if err != nil {
+		return err
+	}
+	if err := b.tasks.Start(ctx, task.Input{TaskID: taskID, Plan: plan(b.repo, branch), Coordinator: "ampflow bench", Policy: workflows.NewPolicy(config.Default())}); err != nil {
 		return err
 	}
 	if err := a.play(ctx, b.repo); err != nil {

@@ -40,7 +40,11 @@ type Reads struct {
 // plan approval (an open decision), an odd i has its dispatch waiting in
 // the executor's inbox, never ACKed.
 func (b *bench) openAwaiting(ctx context.Context, i int, taskID string) error {
-	p := plan(b.repo)
+	branch, err := b.repo.branch(taskID)
+	if err != nil {
+		return err
+	}
+	p := plan(b.repo, branch)
 	want := task.StatusDispatched
 	if i%2 == 0 {
 		p.RiskLevel = amp.RiskHigh // plan approval is the admins' by the default policy

@@ -90,3 +90,19 @@ func git(ctx context.Context, dir string, args ...string) (string, error) {
 	}
 	return stdout.String(), nil
 }
+
+// branch gives taskID a branch of its own at the feature commit: a task
+// holds its branch's lease while it runs, so tasks sharing one branch
+// would run one at a time. The ref is written as a file, with no git
+// process per task.
+func (r repo) branch(taskID string) (string, error) {
+	name := "bench/" + taskID
+	path := filepath.Join(r.dir, ".git", "refs", "heads", filepath.FromSlash(name))
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return "", fmt.Errorf("creating branch %s in %s: %w", name, r.dir, err)
+	}
+	if err := os.WriteFile(path, []byte(r.commit+"\n"), 0o644); err != nil {
+		return "", fmt.Errorf("creating branch %s in %s: %w", name, r.dir, err)
+	}
+	return name, nil
+}

@@ -45,6 +45,43 @@ const acquireAttempts = 3
 // so of two callers racing for a free key exactly one gets it. The other
 // gets a Conflict.
 func (c *Client) Acquire(ctx context.Context, key string, req AcquireRequest) (AcquireResult, error) {
+	out, err := c.withStart(ctx, key, UpdateAcquire, req)
+	if err != nil {
+		return AcquireResult{}, fmt.Errorf("acquiring %s for %s: %w", key, req.AgentID, err)
+	}
+	return out, nil
+}
+
+// AcquireOrQueue takes key for req.AgentID as Acquire does, or queues it: the key's
+// workflow signals req.WorkflowID with req.Signal and a Grant when the key
+// passes to it.
+func (c *Client) AcquireOrQueue(ctx context.Context, key string, req WaitRequest) (AcquireResult, error) {
+	out, err := c.withStart(ctx, key, UpdateWait, req)
+	if err != nil {
+		return AcquireResult{}, fmt.Errorf("waiting for %s for %s: %w", key, req.AgentID, err)
+	}
+	return out, nil
+}
+
+// Leave gives up req.AgentID's place in key's queue and its lease on key.
+// No workflow for the key means nothing to give up.
+func (c *Client) Leave(ctx context.Context, key string, req LeaveRequest) (LeaveResult, error) {
+	var out LeaveResult
+	err := c.updateKey(ctx, key, UpdateLeave, req, &out)
+	var nf *serviceerror.NotFound
+	if errors.As(err, &nf) {
+		return LeaveResult{}, nil
+	}
+	if err != nil {
+		if refused := refusedOf(err); refused != nil {
+			return out, refused
+		}
+		return out, fmt.Errorf("leaving %s for %s: %w", key, req.AgentID, err)
+	}
+	return out, nil
+}
+
+func (c *Client) withStart(ctx context.Context, key, name string, req any) (AcquireResult, error) {
 	if err := CheckKey(key); err != nil {
 		return AcquireResult{}, &RefusedError{ErrInvalid, err.Error()}
 	}
@@ -63,7 +100,7 @@ func (c *Client) Acquire(ctx context.Context, key string, req AcquireRequest) (A
 		h, err = c.Temporal.UpdateWithStartWorkflow(ctx, client.UpdateWithStartWorkflowOptions{
 			StartWorkflowOperation: start,
 			UpdateOptions: client.UpdateWorkflowOptions{
-				UpdateName:   UpdateAcquire,
+				UpdateName:   name,
 				Args:         []any{req},
 				WaitForStage: client.WorkflowUpdateStageCompleted,
 			},
@@ -81,7 +118,7 @@ func (c *Client) Acquire(ctx context.Context, key string, req AcquireRequest) (A
 			break
 		}
 	}
-	return AcquireResult{}, fmt.Errorf("acquiring %s for %s: %w", key, req.AgentID, err)
+	return AcquireResult{}, err
 }
 
 // Renew is the holder's heartbeat.
@@ -101,17 +138,7 @@ func (c *Client) update(ctx context.Context, leaseID, name string, arg, out any)
 	if err != nil {
 		return &RefusedError{ErrNotHeld, err.Error()}
 	}
-	ctx, cancel := context.WithTimeout(ctx, c.wait())
-	defer cancel()
-	h, err := c.Temporal.UpdateWorkflow(ctx, client.UpdateWorkflowOptions{
-		WorkflowID:   WorkflowID(key),
-		UpdateName:   name,
-		Args:         []any{arg},
-		WaitForStage: client.WorkflowUpdateStageCompleted,
-	})
-	if err == nil {
-		err = h.Get(ctx, out)
-	}
+	err = c.updateKey(ctx, key, name, arg, out)
 	if err == nil {
 		return nil
 	}
@@ -123,6 +150,21 @@ func (c *Client) update(ctx context.Context, leaseID, name string, arg, out any)
 		return &RefusedError{ErrNotHeld, fmt.Sprintf("lease %s is not held", leaseID)}
 	}
 	return fmt.Errorf("%s of lease %s: %w", name, leaseID, err)
+}
+
+func (c *Client) updateKey(ctx context.Context, key, name string, arg, out any) error {
+	ctx, cancel := context.WithTimeout(ctx, c.wait())
+	defer cancel()
+	h, err := c.Temporal.UpdateWorkflow(ctx, client.UpdateWorkflowOptions{
+		WorkflowID:   WorkflowID(key),
+		UpdateName:   name,
+		Args:         []any{arg},
+		WaitForStage: client.WorkflowUpdateStageCompleted,
+	})
+	if err == nil {
+		err = h.Get(ctx, out)
+	}
+	return err
 }
 
 func refusedOf(err error) *RefusedError {

@@ -28,7 +28,19 @@ const (
 	UpdateRelease = "lease.release"
 	// QueryState answers the current Lease (State "released" when free).
 	QueryState = "lease.state"
+	// UpdateWait takes the key for a workflow or puts it in the key's
+	// queue: WaitRequest in, AcquireResult out (Queued set when queued).
+	// When the key is next free it passes to the first waiter inside the
+	// lease workflow, which then signals the waiter's workflow with
+	// WaitRequest.Signal and a Grant: no other holder can come between.
+	UpdateWait = "lease.wait"
+	// UpdateLeave gives up an agent's place in the queue and its lease,
+	// whichever it has: LeaveRequest in, LeaveResult out.
+	UpdateLeave = "lease.leave"
 )
+
+// MaxQueue bounds the waiters of one key.
+const MaxQueue = 1000
 
 // ActivityChanged is the activity a lease workflow calls on every change
 // (Change in, nothing out): it writes the lease row and its mesh events.
@@ -72,8 +84,9 @@ type Input struct {
 
 // Carried is what a lease workflow hands its next run.
 type Carried struct {
-	Current *Lease `json:"current,omitempty"`
-	Version int64  `json:"version"`
+	Current *Lease   `json:"current,omitempty"`
+	Version int64    `json:"version"`
+	Queue   []Waiter `json:"queue,omitempty"`
 }
 
 // Result is how a lease workflow ended.
@@ -112,10 +125,44 @@ type Conflict struct {
 	RetryAfterMS int64  `json:"retry_after_ms"`
 }
 
-// AcquireResult is the lease taken, or the conflict.
+// AcquireResult is the lease taken, or the conflict. Queued is the
+// waiter's place in the queue (1 is next) when a wait was queued.
 type AcquireResult struct {
 	Lease    *Lease    `json:"lease,omitempty"`
 	Conflict *Conflict `json:"conflict,omitempty"`
+	Queued   int       `json:"queued,omitempty"`
+}
+
+// WaitRequest asks for a key for a workflow that can wait for it.
+type WaitRequest struct {
+	AgentID    string `json:"agent_id"`
+	TTLSeconds int    `json:"ttl_seconds"`
+	// WorkflowID and Signal are where the grant goes: the lease workflow
+	// signals WorkflowID with Signal and a Grant once the key is the
+	// waiter's.
+	WorkflowID string `json:"workflow_id"`
+	Signal     string `json:"signal"`
+}
+
+// Waiter is one entry of a key's queue.
+type Waiter = WaitRequest
+
+// Grant is the signal a waiter gets with the key.
+type Grant struct {
+	Lease Lease `json:"lease"`
+}
+
+// LeaveRequest gives up AgentID's place in the queue and its lease.
+type LeaveRequest struct {
+	AgentID string `json:"agent_id"`
+	// Reason is the lease's end when it held one; empty is ReasonReleased.
+	Reason string `json:"reason,omitempty"`
+}
+
+// LeaveResult says what the agent gave up.
+type LeaveResult struct {
+	Left     bool   `json:"left,omitempty"`     // it was queued
+	Released *Lease `json:"released,omitempty"` // the lease it held, ended
 }
 
 // RenewRequest is a holder's heartbeat with its new TTL.

@@ -15,6 +15,8 @@ type leaseWF struct {
 	cur     *Lease
 	version int64
 	last    *Lease
+	// queue holds the workflows waiting for the key, first come first.
+	queue []Waiter
 }
 
 // Workflow holds one resource key for one agent until its lease is
@@ -25,7 +27,7 @@ func Workflow(ctx workflow.Context, in Input) (Result, error) {
 	}
 	l := &leaseWF{key: in.ResourceKey}
 	if in.Carried != nil {
-		l.cur, l.version = in.Carried.Current, in.Carried.Version
+		l.cur, l.version, l.queue = in.Carried.Current, in.Carried.Version, in.Carried.Queue
 	}
 	if err := l.setup(ctx); err != nil {
 		return Result{}, err
@@ -57,6 +59,14 @@ func (l *leaseWF) setup(ctx workflow.Context) error {
 		workflow.UpdateHandlerOptions{Validator: l.validateRelease}); err != nil {
 		return fmt.Errorf("registering %s: %w", UpdateRelease, err)
 	}
+	if err := workflow.SetUpdateHandlerWithOptions(ctx, UpdateWait, l.wait,
+		workflow.UpdateHandlerOptions{Validator: l.validateWait}); err != nil {
+		return fmt.Errorf("registering %s: %w", UpdateWait, err)
+	}
+	if err := workflow.SetUpdateHandlerWithOptions(ctx, UpdateLeave, l.leave,
+		workflow.UpdateHandlerOptions{Validator: l.validateLeave}); err != nil {
+		return fmt.Errorf("registering %s: %w", UpdateLeave, err)
+	}
 	return nil
 }
 
@@ -80,7 +90,7 @@ func (l *leaseWF) run(ctx workflow.Context) (Result, error) {
 				return Result{}, err
 			}
 			return Result{}, workflow.NewContinueAsNewError(ctx, WorkflowType,
-				Input{ResourceKey: l.key, Carried: &Carried{Current: l.cur, Version: l.version}})
+				Input{ResourceKey: l.key, Carried: &Carried{Current: l.cur, Version: l.version, Queue: l.queue}})
 		}
 		// A durable timer to the expiry; any change (a renewal, a release)
 		// wakes the loop to set it again.
@@ -100,6 +110,9 @@ func (l *leaseWF) run(ctx workflow.Context) (Result, error) {
 			// failure is logged and the workflow carries on.
 			if err := l.end(ctx, ReasonExpired, StateExpired, EventAutoReleased); err != nil {
 				workflow.GetLogger(ctx).Error("recording an auto-release", "resource_key", l.key, "error", err)
+			}
+			if err := l.handOff(ctx); err != nil {
+				workflow.GetLogger(ctx).Error("handing the key to its next waiter", "resource_key", l.key, "error", err)
 			}
 		}
 	}
@@ -138,7 +151,17 @@ func (l *leaseWF) acquire(ctx workflow.Context, req AcquireRequest) (AcquireResu
 			RetryAfterMS: max(0, l.cur.ExpiresAt.Sub(now).Milliseconds()),
 		}}, nil
 	}
-	ttl := time.Duration(req.TTLSeconds) * time.Second
+	out, err := l.take(ctx, req.AgentID, req.TTLSeconds)
+	if err != nil {
+		return AcquireResult{}, err
+	}
+	return AcquireResult{Lease: &out}, nil
+}
+
+// take gives the key to agent, or renews agent's lease on it, and
+// records the change.
+func (l *leaseWF) take(ctx workflow.Context, agent string, ttlSeconds int) (Lease, error) {
+	now := workflow.Now(ctx)
 	event := EventRenewed
 	if l.cur == nil {
 		var nonce string
@@ -147,20 +170,17 @@ func (l *leaseWF) acquire(ctx workflow.Context, req AcquireRequest) (AcquireResu
 			_, _ = rand.Read(b)
 			return hex.EncodeToString(b)
 		}).Get(&nonce); err != nil {
-			return AcquireResult{}, err
+			return Lease{}, err
 		}
-		l.cur = &Lease{LeaseID: NewLeaseID(l.key, nonce), ResourceKey: l.key, AgentID: req.AgentID,
+		l.cur = &Lease{LeaseID: NewLeaseID(l.key, nonce), ResourceKey: l.key, AgentID: agent,
 			State: StateActive, AcquiredAt: now, AutoRelease: true}
 		event = EventAcquired
 	}
-	l.cur.TTLSeconds = req.TTLSeconds
+	l.cur.TTLSeconds = ttlSeconds
 	l.cur.LastHeartbeat = now
-	l.cur.ExpiresAt = now.Add(ttl)
+	l.cur.ExpiresAt = now.Add(time.Duration(ttlSeconds) * time.Second)
 	out := l.bump()
-	if err := l.record(ctx, out, event, false); err != nil {
-		return AcquireResult{}, err
-	}
-	return AcquireResult{Lease: &out}, nil
+	return out, l.record(ctx, out, event, false)
 }
 
 func (l *leaseWF) validateRenew(req RenewRequest) error {
@@ -183,12 +203,18 @@ func (l *leaseWF) renew(ctx workflow.Context, req RenewRequest) (Lease, error) {
 }
 
 func (l *leaseWF) validateRelease(req ReleaseRequest) error {
-	switch req.Reason {
-	case "", ReasonReleased, ReasonAdmin, ReasonAgentInactive, ReasonAgentRecovered, ReasonTaskEnded:
-	default:
-		return temporal.NewNonRetryableApplicationError("reason: unknown "+req.Reason, ErrInvalid, nil)
+	if err := l.validateReason(req.Reason); err != nil {
+		return err
 	}
 	return l.held(req.LeaseID, req.AgentID, req.Admin)
+}
+
+func (l *leaseWF) validateReason(reason string) error {
+	switch reason {
+	case "", ReasonReleased, ReasonAdmin, ReasonAgentInactive, ReasonAgentRecovered, ReasonTaskEnded:
+		return nil
+	}
+	return temporal.NewNonRetryableApplicationError("reason: unknown "+reason, ErrInvalid, nil)
 }
 
 func (l *leaseWF) release(ctx workflow.Context, req ReleaseRequest) (Lease, error) {
@@ -207,7 +233,8 @@ func (l *leaseWF) release(ctx workflow.Context, req ReleaseRequest) (Lease, erro
 	if err := l.end(ctx, reason, StateReleased, event); err != nil {
 		return Lease{}, err
 	}
-	return *l.last, nil
+	out := *l.last
+	return out, l.handOff(ctx)
 }
 
 // held refuses a request for a lease that is not the current one or, unless
@@ -224,14 +251,14 @@ func (l *leaseWF) held(leaseID, agent string, admin bool) error {
 }
 
 // end frees the key: the lease is kept as last with its reason, and the
-// holder is told unless it released the lease itself.
+// holder is told unless it released the lease itself or its task ended.
 func (l *leaseWF) end(ctx workflow.Context, reason, state, event string) error {
 	l.cur.State = state
 	l.cur.Reason = reason
 	l.cur.ReleasedAt = workflow.Now(ctx)
 	out := l.bump()
 	l.last, l.cur = &out, nil
-	return l.record(ctx, out, event, reason != ReasonReleased)
+	return l.record(ctx, out, event, reason != ReasonReleased && reason != ReasonTaskEnded)
 }
 
 func (l *leaseWF) bump() Lease {

@@ -147,6 +147,12 @@ func printState(w io.Writer, st task.State) error {
 	kv.row("Status", string(st.Status))
 	kv.row("Risk", orDash(string(st.Risk)))
 	kv.row("Repo", st.Repo+" @ "+st.Branch)
+	switch {
+	case st.Lease != nil:
+		kv.row("Lease", st.Lease.LeaseID+" on "+st.Lease.ResourceKey+", until "+stamp(st.Lease.ExpiresAt))
+	case st.LeaseHolder != "":
+		kv.row("Lease", "waiting: "+st.LeaseHolder+" holds the branch")
+	}
 	kv.row("Description", clip(st.Description, 100))
 	sub := subtaskProgress(st)
 	if st.Subtask != nil {

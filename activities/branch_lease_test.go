@@ -1,0 +1,81 @@
+package activities
+
+import (
+	"context"
+	"strings"
+	"testing"
+
+	"github.com/ampflow/ampflow/amp/task"
+	"github.com/ampflow/ampflow/workflows/lease"
+)
+
+// fakeBranches answers as one lease workflow per key would.
+type fakeBranches struct {
+	holder map[string]string
+	waits  []lease.WaitRequest
+	left   []string
+}
+
+func (f *fakeBranches) AcquireOrQueue(_ context.Context, key string, req lease.WaitRequest) (lease.AcquireResult, error) {
+	f.waits = append(f.waits, req)
+	if h := f.holder[key]; h != "" && h != req.AgentID {
+		return lease.AcquireResult{Queued: 1, Conflict: &lease.Conflict{Holder: h}}, nil
+	}
+	f.holder[key] = req.AgentID
+	return lease.AcquireResult{Lease: &lease.Lease{LeaseID: "L1." + key, ResourceKey: key, AgentID: req.AgentID}}, nil
+}
+
+func (f *fakeBranches) Renew(_ context.Context, req lease.RenewRequest) (lease.Lease, error) {
+	if req.LeaseID == "gone" {
+		return lease.Lease{}, &lease.RefusedError{Type: lease.ErrNotHeld, Message: "lease gone is not held"}
+	}
+	return lease.Lease{LeaseID: req.LeaseID}, nil
+}
+
+func (f *fakeBranches) Leave(_ context.Context, key string, req lease.LeaveRequest) (lease.LeaveResult, error) {
+	f.left = append(f.left, key+" "+req.AgentID+" "+req.Reason)
+	return lease.LeaveResult{}, nil
+}
+
+func TestBranchLeaseActivities(t *testing.T) {
+	f := &fakeBranches{holder: map[string]string{}}
+	a := &Activities{Leases: f}
+	ctx := context.Background()
+	in := BranchLeaseInput{TaskID: "T-2026-001", Repo: "/src/app", Branch: "feature/x", TTL: 0}
+	got, err := a.AcquireBranchLease(ctx, in)
+	if err != nil || got.Lease == nil || got.Lease.ResourceKey != "repo:/src/app:feature/x" {
+		t.Fatalf("first acquire: %+v %v", got, err)
+	}
+	w := f.waits[0]
+	if w.WorkflowID != task.WorkflowID("T-2026-001") || w.Signal != task.SignalLeaseGranted || w.TTLSeconds != 1 {
+		t.Errorf("wait request %+v: want the task's workflow, lease_granted, the TTL bounded to 1s", w)
+	}
+	in2 := in
+	in2.TaskID = "T-2026-002"
+	if got, err := a.AcquireBranchLease(ctx, in2); err != nil || got.Lease != nil || got.Holder != "T-2026-001" || got.Queued != 1 {
+		t.Fatalf("second acquire: %+v %v, want queued behind T-2026-001", got, err)
+	}
+	if got, err := a.RenewBranchLease(ctx, BranchLeaseInput{TaskID: "T-2026-001", LeaseID: "gone"}); err != nil || !strings.Contains(got.Lost, "not held") {
+		t.Fatalf("renewing a lost lease: %+v %v, want Lost", got, err)
+	}
+	if _, err := a.ReleaseBranchLease(ctx, in2); err != nil || len(f.left) != 1 || f.left[0] != "repo:/src/app:feature/x T-2026-002 task_ended" {
+		t.Fatalf("release: %v %v", f.left, err)
+	}
+	if _, err := (&Activities{}).AcquireBranchLease(ctx, in); err == nil {
+		t.Error("a worker without a lease client took a lease")
+	}
+}
+
+func TestBranchKey(t *testing.T) {
+	if k := BranchKey("/src/app", "main"); k != "repo:/src/app:main" {
+		t.Errorf("short key %q", k)
+	}
+	long := "/" + strings.Repeat("very-long-directory/", 12)
+	k := BranchKey(long, "feature/x")
+	if len(k) > lease.MaxKeyLen || !strings.HasPrefix(k, "repo:sha256-") || !strings.HasSuffix(k, ":feature/x") || lease.CheckKey(k) != nil {
+		t.Errorf("long key %q (%d bytes)", k, len(k))
+	}
+	if BranchKey(long, "feature/x") != k || BranchKey(long+"2", "feature/x") == k {
+		t.Error("long keys are not stable and distinct")
+	}
+}

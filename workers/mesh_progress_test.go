@@ -1,0 +1,69 @@
+package workers
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"log/slog"
+	"testing"
+
+	"github.com/ampflow/ampflow/activities/ssot"
+	"github.com/ampflow/ampflow/amp"
+	"github.com/ampflow/ampflow/amp/task"
+	"github.com/ampflow/ampflow/workflows"
+)
+
+type heartbeats struct {
+	workflows.Tasks
+	err error
+	got []string
+}
+
+func (h *heartbeats) Heartbeat(_ context.Context, id string, in task.HeartbeatInput) error {
+	h.got = append(h.got, id+" "+in.Note)
+	return h.err
+}
+
+type meshLog struct{ evs []ssot.MeshEvent }
+
+func (m *meshLog) AppendEvents(_ context.Context, evs []ssot.MeshEvent) error {
+	m.evs = append(m.evs, evs...)
+	return nil
+}
+
+func TestHeartbeatProgress(t *testing.T) {
+	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	t.Run("NoteIsProgress", func(t *testing.T) {
+		hb, mesh := &heartbeats{}, &meshLog{}
+		p := progressTasks{Tasks: hb, mesh: mesh, log: log}
+		if err := p.Heartbeat(context.Background(), "T-2026-001", task.HeartbeatInput{From: amp.RoleExecutor, Note: "tests pass, writing docs"}); err != nil {
+			t.Fatal(err)
+		}
+		if err := p.Heartbeat(context.Background(), "T-2026-001", task.HeartbeatInput{From: amp.RoleExecutor}); err != nil {
+			t.Fatal(err)
+		}
+		if len(hb.got) != 2 || len(mesh.evs) != 1 {
+			t.Fatalf("heartbeats %v, events %+v; want both heartbeats and one event (the one with a note)", hb.got, mesh.evs)
+		}
+		e := mesh.evs[0]
+		var payload map[string]any
+		if err := json.Unmarshal(e.Payload, &payload); err != nil {
+			t.Fatal(err)
+		}
+		if e.Type != "task.progress" || e.TaskID != "T-2026-001" || payload["summary"] != "tests pass, writing docs" ||
+			payload["agent_id"] != "executor" || payload["task_id"] != "T-2026-001" {
+			t.Fatalf("event %+v payload %v", e, payload)
+		}
+	})
+	t.Run("RefusedHeartbeatSaysNothing", func(t *testing.T) {
+		hb, mesh := &heartbeats{err: errors.New("no such task")}, &meshLog{}
+		p := progressTasks{Tasks: hb, mesh: mesh, log: log}
+		if err := p.Heartbeat(context.Background(), "T-2026-404", task.HeartbeatInput{From: amp.RoleExecutor, Note: "x"}); err == nil {
+			t.Fatal("a refused heartbeat was not refused")
+		}
+		if len(mesh.evs) != 0 {
+			t.Fatalf("events %+v for a refused heartbeat", mesh.evs)
+		}
+	})
+}

@@ -1,0 +1,105 @@
+package lease
+
+import (
+	"fmt"
+	"slices"
+
+	"go.temporal.io/sdk/temporal"
+	"go.temporal.io/sdk/workflow"
+)
+
+func (l *leaseWF) validateWait(req WaitRequest) error {
+	if err := l.validateAcquire(AcquireRequest{AgentID: req.AgentID, TTLSeconds: req.TTLSeconds}); err != nil {
+		return err
+	}
+	if req.WorkflowID == "" || req.Signal == "" {
+		return temporal.NewNonRetryableApplicationError("workflow_id and signal: are required", ErrInvalid, nil)
+	}
+	if l.position(req.AgentID) < 0 && len(l.queue) >= MaxQueue {
+		return temporal.NewNonRetryableApplicationError(
+			fmt.Sprintf("%s: %d waiters already", l.key, MaxQueue), ErrInvalid, nil)
+	}
+	return nil
+}
+
+// wait takes the key when it is free or the waiter's already, and
+// otherwise queues the waiter (once: asking again keeps its place).
+func (l *leaseWF) wait(ctx workflow.Context, req WaitRequest) (AcquireResult, error) {
+	if l.cur == nil || l.cur.AgentID == req.AgentID {
+		out, err := l.take(ctx, req.AgentID, req.TTLSeconds)
+		if err != nil {
+			return AcquireResult{}, err
+		}
+		return AcquireResult{Lease: &out}, nil
+	}
+	i := l.position(req.AgentID)
+	if i < 0 {
+		l.queue = append(l.queue, req)
+		i = len(l.queue) - 1
+	}
+	return AcquireResult{Queued: i + 1, Conflict: &Conflict{
+		Holder: l.cur.AgentID, LeaseID: l.cur.LeaseID,
+		RetryAfterMS: max(0, l.cur.ExpiresAt.Sub(workflow.Now(ctx)).Milliseconds()),
+	}}, nil
+}
+
+func (l *leaseWF) validateLeave(req LeaveRequest) error {
+	if err := CheckAgent(req.AgentID); err != nil {
+		return temporal.NewNonRetryableApplicationError(err.Error(), ErrInvalid, nil)
+	}
+	return l.validateReason(req.Reason)
+}
+
+// leave takes the agent out of the queue and ends its lease, whichever it
+// has; having neither is no error, so a retried leave answers the same.
+func (l *leaseWF) leave(ctx workflow.Context, req LeaveRequest) (LeaveResult, error) {
+	var out LeaveResult
+	if i := l.position(req.AgentID); i >= 0 {
+		l.queue = slices.Delete(l.queue, i, i+1)
+		out.Left = true
+	}
+	if l.cur == nil || l.cur.AgentID != req.AgentID {
+		return out, nil
+	}
+	reason, event := req.Reason, EventReleased
+	switch reason {
+	case "":
+		reason = ReasonReleased
+	case ReasonReleased, ReasonAdmin, ReasonTaskEnded:
+	default:
+		event = EventAutoReleased
+	}
+	if err := l.end(ctx, reason, StateReleased, event); err != nil {
+		return out, err
+	}
+	released := *l.last
+	out.Released = &released
+	return out, l.handOff(ctx)
+}
+
+func (l *leaseWF) position(agent string) int {
+	return slices.IndexFunc(l.queue, func(w Waiter) bool { return w.AgentID == agent })
+}
+
+// handOff gives a free key to the first waiter and signals its workflow.
+// A waiter whose workflow cannot be signalled (it ended) has its lease
+// ended at once, and the key goes on to the next.
+func (l *leaseWF) handOff(ctx workflow.Context) error {
+	for l.cur == nil && len(l.queue) > 0 {
+		w := l.queue[0]
+		l.queue = l.queue[1:]
+		granted, err := l.take(ctx, w.AgentID, w.TTLSeconds)
+		if err != nil {
+			return err
+		}
+		err = workflow.SignalExternalWorkflow(ctx, w.WorkflowID, "", w.Signal, Grant{Lease: granted}).Get(ctx, nil)
+		if err == nil {
+			continue
+		}
+		workflow.GetLogger(ctx).Warn("a waiter of the key is gone", "resource_key", l.key, "waiter", w.WorkflowID, "error", err)
+		if err := l.end(ctx, ReasonTaskEnded, StateReleased, EventAutoReleased); err != nil {
+			return err
+		}
+	}
+	return nil
+}

@@ -1,0 +1,198 @@
+package workflows
+
+import (
+	"fmt"
+	"time"
+
+	"go.temporal.io/sdk/temporal"
+	"go.temporal.io/sdk/workflow"
+
+	"github.com/ampflow/ampflow/activities"
+	"github.com/ampflow/ampflow/amp/decision"
+	"github.com/ampflow/ampflow/amp/task"
+)
+
+// versionBranchLease: an approved task takes its branch's lease before
+// its first dispatch and holds it until it ends. Tasks approved before
+// go straight to dispatch.
+const versionBranchLease = "branch-lease"
+
+// Branch lease timing: the task renews its lease every branchLeaseRenew,
+// so a worker may be away for branchLeaseTTL - branchLeaseRenew before
+// the lease runs out; a task ended from outside (terminated in Temporal)
+// frees its branch within branchLeaseTTL.
+const (
+	branchLeaseTTL   = 10 * time.Minute
+	branchLeaseRenew = 5 * time.Minute
+	// defaultLeaseWait is policy.lease_wait when a policy has none.
+	defaultLeaseWait = time.Hour
+)
+
+// afterApproval is where an approved plan goes: to its branch's lease,
+// or, for a task approved before branch leases, to its dispatch.
+func (t *taskRun) afterApproval(ctx workflow.Context) phase {
+	if workflow.GetVersion(ctx, versionBranchLease, workflow.DefaultVersion, 1) == workflow.DefaultVersion {
+		return phaseDispatch
+	}
+	t.BranchLeases = true
+	return phaseLease
+}
+
+func leaseOptions() workflow.ActivityOptions {
+	return workflow.ActivityOptions{
+		StartToCloseTimeout:    30 * time.Second,
+		ScheduleToCloseTimeout: 10 * time.Minute,
+		RetryPolicy: &temporal.RetryPolicy{
+			InitialInterval: time.Second,
+			MaximumInterval: 30 * time.Second,
+		},
+	}
+}
+
+func (t *taskRun) leaseInput(leaseID string) activities.BranchLeaseInput {
+	return activities.BranchLeaseInput{TaskID: t.In.TaskID, Repo: t.In.Plan.Repo, Branch: t.In.Plan.Branch,
+		TTL: branchLeaseTTL, LeaseID: leaseID}
+}
+
+func (t *taskRun) leaseWait() time.Duration {
+	if t.In.Policy.LeaseWait > 0 {
+		return t.In.Policy.LeaseWait
+	}
+	return defaultLeaseWait
+}
+
+// takeLease holds the task until its branch is its own: at once when the
+// branch is free, else in awaiting_lease until the lease workflow hands
+// it the branch (task.SignalLeaseGranted) as the task before it ends.
+// After policy.lease_wait the admins are asked whether to go on waiting.
+func (t *taskRun) takeLease(ctx workflow.Context) (phase, error) {
+	if t.Lease != nil {
+		return phaseDispatch, nil
+	}
+	key := activities.BranchKey(t.In.Plan.Repo, t.In.Plan.Branch)
+	if t.Granted == nil && !t.LeaseWaiting {
+		var out activities.BranchLeaseResult
+		err := workflow.ExecuteActivity(workflow.WithActivityOptions(ctx, leaseOptions()), acts.AcquireBranchLease, t.leaseInput("")).Get(ctx, &out)
+		if err != nil {
+			t.Reason = "refused: the branch lease cannot be taken: " + errMessage(err)
+			t.LastError = t.Reason
+			return phaseTerminate, nil
+		}
+		if out.Lease != nil {
+			t.Granted = out.Lease
+		} else {
+			t.LeaseWaiting, t.LeaseHolder = true, out.Holder
+			t.LeaseAskAt = workflow.Now(ctx).Add(t.leaseWait())
+			t.setStatus(ctx, task.StatusAwaitingLease, fmt.Sprintf("%s is held by %s", key, out.Holder))
+			// The store's copy lists the task by its status (GET /v1/tasks?status=).
+			t.snapshot()
+		}
+	}
+	for t.Granted == nil {
+		if t.interrupted() || workflow.GetInfo(ctx).GetContinueAsNewSuggested() {
+			return phaseLease, nil
+		}
+		if o := t.decisions.Take(task.KindLeaseWait); o != nil {
+			if o.Option != task.OptWait {
+				return t.terminatedBy(o), nil
+			}
+			t.LeaseAskAt = workflow.Now(ctx).Add(t.leaseWait())
+			continue
+		}
+		_, asked := t.decisions.Asking(task.KindLeaseWait)
+		if !asked && !workflow.Now(ctx).Before(t.LeaseAskAt) {
+			prompt := fmt.Sprintf("%s has waited %s for %s, which %s holds. Keep waiting or terminate?",
+				t.In.TaskID, t.leaseWait(), key, t.LeaseHolder)
+			if err := t.raiseOnce(ctx, question{kind: task.KindLeaseWait, prompt: prompt,
+				options: []decision.Option{optWait, optTerminate}, withdraw: "superseded"}); err != nil {
+				return phaseLease, err
+			}
+			continue
+		}
+		done := func() bool {
+			return t.Granted != nil || t.interrupted() || t.decisions.Answered(task.KindLeaseWait) ||
+				workflow.GetInfo(ctx).GetContinueAsNewSuggested()
+		}
+		var err error
+		if asked {
+			err = workflow.Await(ctx, done)
+		} else {
+			_, err = workflow.AwaitWithTimeout(ctx, t.LeaseAskAt.Sub(workflow.Now(ctx)), done)
+		}
+		if err != nil {
+			return phaseLease, fmt.Errorf("waiting for the branch lease of task %s: %w", t.In.TaskID, err)
+		}
+	}
+	t.Lease, t.Granted = t.Granted, nil
+	t.LeaseWaiting, t.LeaseHolder, t.LeaseAskAt = false, "", time.Time{}
+	t.supersede(ctx, "the branch lease was granted", task.KindLeaseWait)
+	t.addTimeline(ctx, task.TimelineEntry{Kind: "lease", Note: "holds " + key + " (" + t.Lease.LeaseID + ")"})
+	t.startRenewer(ctx)
+	return phaseDispatch, nil
+}
+
+// leaseGranted takes the lease workflow's grant; a task that has ended
+// ignores it (its release at the end left the queue first).
+func (t *taskRun) leaseGranted(g task.LeaseGrant) {
+	if t.Status.Terminal() || t.Lease != nil || g.Lease.LeaseID == "" {
+		return
+	}
+	l := g.Lease
+	t.Granted = &l
+}
+
+// startRenewer renews the held lease every branchLeaseRenew on a durable
+// timer, until the task ends or the lease is lost. A lost lease (expired
+// while no worker ran the task, or released by an admin) is noted; the
+// next dispatch waits for the branch again.
+func (t *taskRun) startRenewer(ctx workflow.Context) {
+	if t.Lease == nil || t.renewing {
+		return
+	}
+	t.renewing = true
+	workflow.Go(ctx, func(ctx workflow.Context) {
+		defer func() { t.renewing = false }()
+		actx := workflow.WithActivityOptions(ctx, leaseOptions())
+		for {
+			held := t.Lease
+			stop, err := workflow.AwaitWithTimeout(ctx, branchLeaseRenew, func() bool { return t.ending || t.Lease != held })
+			if err != nil || stop {
+				return
+			}
+			var out activities.BranchLeaseResult
+			err = workflow.ExecuteActivity(actx, acts.RenewBranchLease, t.leaseInput(held.LeaseID)).Get(ctx, &out)
+			if t.ending || t.Lease != held {
+				return
+			}
+			switch {
+			case err != nil:
+				t.log.Warn("renewing the branch lease", "lease_id", held.LeaseID, "error", err)
+			case out.Lost != "":
+				t.Lease = nil
+				t.addTimeline(ctx, task.TimelineEntry{Kind: "lease",
+					Note: "lost " + held.ResourceKey + ": " + out.Lost + "; the next dispatch waits for it again"})
+				return
+			case out.Lease != nil:
+				held.ExpiresAt = out.Lease.ExpiresAt
+			}
+		}
+	})
+}
+
+// releaseLease gives up the branch lease, or the task's place in the
+// branch's queue, as the task ends. A failure leaves the lease to its TTL.
+func (t *taskRun) releaseLease(ctx workflow.Context) {
+	if !t.BranchLeases || (t.Lease == nil && t.Granted == nil && !t.LeaseWaiting) {
+		return
+	}
+	key := activities.BranchKey(t.In.Plan.Repo, t.In.Plan.Branch)
+	t.Lease, t.Granted, t.LeaseWaiting, t.LeaseHolder = nil, nil, false, ""
+	dctx, cancel := workflow.NewDisconnectedContext(ctx)
+	defer cancel()
+	err := workflow.ExecuteActivity(workflow.WithActivityOptions(dctx, leaseOptions()), acts.ReleaseBranchLease, t.leaseInput("")).Get(dctx, nil)
+	if err != nil {
+		t.addTimeline(ctx, task.TimelineEntry{Kind: "lease", Note: "releasing " + key + ": " + errMessage(err) + "; it ends with its TTL"})
+		return
+	}
+	t.addTimeline(ctx, task.TimelineEntry{Kind: "lease", Note: "released " + key})
+}
