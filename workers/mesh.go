@@ -66,7 +66,7 @@ func (d dashboardLeases) ReleaseLease(ctx context.Context, leaseID, by string) e
 // store, and let admins release a lease.
 func meshPanels(parts *Parts, panels map[string]dashboard.Panel) dashboard.LeaseReleaser {
 	panels[dashboard.PanelLeases] = dashboard.LeasesPanel(parts.Store)
-	panels[dashboard.PanelAgents] = dashboard.AgentsPanel(parts.Store, parts.Store, parts.Store, nil)
+	panels[dashboard.PanelAgents] = dashboard.AgentsPanel(parts.Store, parts.Store, parts.Store, parts.Store, nil)
 	panels[dashboard.PanelMesh] = dashboard.MeshPanel(parts.Store)
 	return dashboardLeases{&lease.Client{Temporal: parts.Tasks.Temporal, TaskQueue: parts.Tasks.TaskQueue}}
 }

@@ -2,6 +2,7 @@ package dashboard
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"net/url"
@@ -136,21 +137,29 @@ func (p meshPanel) Table(ctx context.Context) (Table, error) {
 	return t, nil
 }
 
+// TaskReader tells tasks apart from agents: a task holds its branch's
+// lease under its own id (*ssot.DB).
+type TaskReader interface {
+	TaskStates(ctx context.Context, ids []string) (map[string]json.RawMessage, error)
+}
+
 // AgentsPanel fills the Agents page from what the store knows of each
 // agent: the leases it holds and their newest heartbeat, its newest
 // message in the mesh, and what its gate signals cost since midnight UTC.
-// gates may be nil.
-func AgentsPanel(l LeaseLister, e EventSearcher, gates GateLister, now func() time.Time) Panel {
+// A lease holder that is a task is not an agent (its branch lease is on
+// the Leases page). gates may be nil.
+func AgentsPanel(l LeaseLister, e EventSearcher, gates GateLister, tasks TaskReader, now func() time.Time) Panel {
 	if now == nil {
 		now = time.Now
 	}
-	return agentsPanel{l, e, gates, now}
+	return agentsPanel{l, e, gates, tasks, now}
 }
 
 type agentsPanel struct {
 	l     LeaseLister
 	e     EventSearcher
 	gates GateLister
+	tasks TaskReader
 	now   func() time.Time
 }
 
@@ -173,7 +182,14 @@ func (p agentsPanel) Table(ctx context.Context) (Table, error) {
 	if err != nil {
 		return Table{}, fmt.Errorf("listing leases: %w", err)
 	}
+	isTask, err := p.taskHolders(ctx, leases)
+	if err != nil {
+		return Table{}, err
+	}
 	for _, l := range leases {
+		if isTask[l.AgentID] {
+			continue
+		}
 		a := of(l.AgentID)
 		if l.LastHeartbeat.After(a.heartbeat) {
 			a.heartbeat = l.LastHeartbeat
@@ -231,4 +247,29 @@ func (p agentsPanel) Table(ctx context.Context) (Table, error) {
 		t.Rows = append(t.Rows, []Cell{{Text: id}, {Time: a.heartbeat}, {Time: a.said}, {Text: work}, {Text: cost}})
 	}
 	return t, nil
+}
+
+// taskHolders are the lease holders that are tasks.
+func (p agentsPanel) taskHolders(ctx context.Context, leases []ssot.MeshLease) (map[string]bool, error) {
+	if p.tasks == nil {
+		return nil, nil
+	}
+	var ids []string
+	for _, l := range leases {
+		if !slices.Contains(ids, l.AgentID) {
+			ids = append(ids, l.AgentID)
+		}
+	}
+	if len(ids) == 0 {
+		return nil, nil
+	}
+	states, err := p.tasks.TaskStates(ctx, ids)
+	if err != nil {
+		return nil, fmt.Errorf("telling tasks from agents: %w", err)
+	}
+	out := make(map[string]bool, len(states))
+	for id := range states {
+		out[id] = true
+	}
+	return out, nil
 }

@@ -152,11 +152,13 @@ func TestMeshPanel(t *testing.T) {
 func TestAgentsPanel(t *testing.T) {
 	f := newFixture(t, testTokens)
 	now := t0.Add(time.Hour)
-	f.srv.panels = map[string]Panel{PanelAgents: AgentsPanel(f.db, f.db, f.db, func() time.Time { return now })}
+	f.srv.panels = map[string]Panel{PanelAgents: AgentsPanel(f.db, f.db, f.db, f.db, func() time.Time { return now })}
 	c := f.client(t)
 	c.signIn("tok-exec")
 	seedLease(t, f.db, "Labc.cmVwby9hcHA", "repo/app", "codex", leaseActive, t0.Add(30*time.Minute))
 	seedLease(t, f.db, "Lold.b2xk", "old", "codex", "released", t0)
+	seedTask(t, f.db, "T-2026-070", 0)
+	seedLease(t, f.db, "Lbr.YnI", "repo:/src/app:feature/health", "T-2026-070", leaseActive, t0) // a task's branch lease
 	seedChat(t, f.db, "E1", "", "claude", "codex", "Schema", "who owns it?", t0)
 	seedChat(t, f.db, "E2", "", activities.MeshSender, "codex", "Lease released: old", "Your lease was released", t0)
 	for i, cost := range []float64{0.25, 0.5} {
@@ -177,6 +179,9 @@ func TestAgentsPanel(t *testing.T) {
 		if !strings.Contains(page, want) {
 			t.Errorf("the agents page lacks %q", want)
 		}
+	}
+	if strings.Contains(page, `data-label="Agent">T-2026-070<`) {
+		t.Error("the agents page lists a task holding its branch's lease as an agent")
 	}
 	if strings.Contains(page, `data-label="Agent">`+activities.MeshSender+"<") {
 		t.Errorf("the agents page lists the system's notices' sender %s as an agent", activities.MeshSender)
