@@ -259,6 +259,9 @@ func TestDashboardBrowser(t *testing.T) {
 	if text := evalIn[string](ana, rowOf("planner")+".innerText"); !strings.Contains(text, "no lease held") {
 		t.Errorf("the planner's row on the agents page reads %q; want no lease after the release", text)
 	}
+	if evalIn[bool](ana, "!!"+rowOf(approved)) {
+		t.Errorf("the agents page lists %s, a task holding its branch's lease, as an agent", approved)
+	}
 	if evalIn[bool](ana, "!!"+rowOf("ampflow")) {
 		t.Error("the agents page lists ampflow, the sender of the system's notices, as an agent")
 	}
