@@ -2,6 +2,7 @@ package workers
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
 	"time"
 
@@ -12,6 +13,7 @@ import (
 	"github.com/ampflow/ampflow/activities"
 	"github.com/ampflow/ampflow/activities/ssot"
 	"github.com/ampflow/ampflow/amp/task"
+	"github.com/ampflow/ampflow/integrations/dashboard"
 	"github.com/ampflow/ampflow/integrations/httpapi"
 	"github.com/ampflow/ampflow/integrations/repomesh"
 	"github.com/ampflow/ampflow/workflows"
@@ -47,6 +49,26 @@ func addMesh(api *httpapi.Server, parts *Parts, log *slog.Logger) {
 		tasks = parts.Tasks
 	}
 	repomesh.AddTo(api, repomesh.Options{Leases: leases, Store: store, Tasks: tasks, Log: log})
+}
+
+// dashboardLeases releases a lease from the dashboard's Leases page, as
+// an admin, through the lease's workflow.
+type dashboardLeases struct{ c *lease.Client }
+
+func (d dashboardLeases) ReleaseLease(ctx context.Context, leaseID, by string) error {
+	if _, err := d.c.Release(ctx, lease.ReleaseRequest{LeaseID: leaseID, AgentID: by, Admin: true, Reason: lease.ReasonAdmin}); err != nil {
+		return fmt.Errorf("releasing lease %s: %w", leaseID, err)
+	}
+	return nil
+}
+
+// meshPanels fill the dashboard's Leases, Agents and Mesh pages from the
+// store, and let admins release a lease.
+func meshPanels(parts *Parts, panels map[string]dashboard.Panel) dashboard.LeaseReleaser {
+	panels[dashboard.PanelLeases] = dashboard.LeasesPanel(parts.Store)
+	panels[dashboard.PanelAgents] = dashboard.AgentsPanel(parts.Store, parts.Store, parts.Store, parts.Store, nil)
+	panels[dashboard.PanelMesh] = dashboard.MeshPanel(parts.Store)
+	return dashboardLeases{&lease.Client{Temporal: parts.Tasks.Temporal, TaskQueue: parts.Tasks.TaskQueue}}
 }
 
 // progressTasks is the API's way to the tasks, with each heartbeat that

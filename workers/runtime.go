@@ -244,10 +244,11 @@ func mountDashboard(o Options, parts *Parts, api *httpapi.Server, rt *runtime, l
 	if !cfg.Enabled || parts.Store == nil || parts.Tasks == nil {
 		return false
 	}
+	panels := map[string]dashboard.Panel{dashboard.PanelGates: dashboard.GatesPanel(parts.Store)}
 	d := dashboard.New(dashboard.Options{
 		Store: parts.Store, Actions: parts.Tasks, Tokens: o.Config.Auth.Tokens, OpenName: o.LocalName,
 		MaxRejects: o.Config.Protocol.MaxRejects, Logger: log, Poll: cfg.PollInterval, SessionTTL: cfg.SessionTTL,
-		Panels: map[string]dashboard.Panel{dashboard.PanelGates: dashboard.GatesPanel(parts.Store)},
+		Panels: panels, Leases: meshPanels(parts, panels),
 	})
 	for _, r := range d.Routes() {
 		api.Mount(r.Pattern, r.Handler)

@@ -23,6 +23,9 @@ type Marks struct {
 	Subjects map[string]int64
 	// Refusals is the seq of the newest refused input kept.
 	Refusals int64
+	// Mesh is the seq of the newest mesh event; every change of a lease
+	// writes one, so it marks the leases too.
+	Mesh int64
 }
 
 // TaskMark is a task's state revision and status.
@@ -32,8 +35,8 @@ type TaskMark struct {
 }
 
 // Marks reads the marks of every task, open decision and other subject,
-// and the newest refusal: four narrow-column scans and a key lookup, no
-// bodies.
+// the newest refusal and the newest mesh event: four narrow-column scans
+// and two key lookups, no bodies.
 func (s *DB) Marks(ctx context.Context) (Marks, error) {
 	m := Marks{Heads: map[string]int64{}, Tasks: map[string]TaskMark{}, Pending: map[string]string{}, Subjects: map[string]int64{}}
 	rows, err := s.db.QueryContext(ctx, `SELECT task_id, seq FROM chains`)
@@ -102,6 +105,9 @@ func (s *DB) Marks(ctx context.Context) (Marks, error) {
 	}
 	if err := s.db.QueryRowContext(ctx, `SELECT COALESCE(MAX(seq), 0) FROM errors`).Scan(&m.Refusals); err != nil {
 		return Marks{}, fmt.Errorf("reading the newest refusal: %w", err)
+	}
+	if err := s.db.QueryRowContext(ctx, `SELECT COALESCE(MAX(seq), 0) FROM mesh_events`).Scan(&m.Mesh); err != nil {
+		return Marks{}, fmt.Errorf("reading the newest mesh event: %w", err)
 	}
 	return m, nil
 }

@@ -5,6 +5,7 @@ import (
 	"maps"
 	"slices"
 	"testing"
+	"time"
 )
 
 func TestMarksAndTaskStates(t *testing.T) {
@@ -54,6 +55,17 @@ func TestMarksAndTaskStates(t *testing.T) {
 		}
 		if m, err = s.Marks(ctx); err != nil || m.Refusals != 3 {
 			t.Fatalf("marks after 3 refusals: %d, %v", m.Refusals, err)
+		}
+		if _, err := s.AppendEvent(ctx, MeshEvent{ID: "E1", Type: "agent.chat", From: "codex", To: "claude", CreatedAt: t0}); err != nil {
+			t.Fatal(err)
+		}
+		if err := s.RecordLease(ctx, MeshLease{LeaseID: "L1.eA", ResourceKey: "x", AgentID: "codex", State: "active", TTLSeconds: 60,
+			AcquiredAt: t0, ExpiresAt: t0.Add(time.Minute), LastHeartbeat: t0, Version: 1},
+			[]MeshEvent{{ID: "L1.eA-v1", Type: "lock.acquired", To: "codex", CreatedAt: t0}}); err != nil {
+			t.Fatal(err)
+		}
+		if m2, err := s.Marks(ctx); err != nil || m2.Mesh <= m.Mesh || m2.Mesh == 0 {
+			t.Fatalf("the mesh mark after a message and a lease: %d (before: %d), %v", m2.Mesh, m.Mesh, err)
 		}
 		if ids, err := s.RefusalsAfter(ctx, 1); err != nil || !slices.Equal(slices.Sorted(slices.Values(ids)), []string{"T-2026-002"}) {
 			t.Fatalf("refusals after #1: %v, %v", ids, err)

@@ -29,7 +29,9 @@ reviewer that rejects the first round with one critical issue and approves
 the fix. Each step is narrated; -o json prints the steps as a JSON array.
 
 The demo needs the default configuration: ci.provider none and pull-mode
-agents, with automatic plan and final approval of low-risk tasks.`,
+agents. Where plan or final approval of low-risk tasks is not automatic
+(AMPFLOW_POLICY_PLAN_APPROVAL_LOW=admin), the demo says so and waits for
+the approval, on the dashboard or with 'ampflow decide'.`,
 		Example: `  ampflow dev &
   ampflow demo
   ampflow demo -o json --timeout 1m`,
@@ -58,11 +60,15 @@ agents, with automatic plan and final approval of low-risk tasks.`,
 			if err != nil {
 				return err
 			}
-			if cfg.Dashboard.Enabled && !a.JSON() {
-				fmt.Fprintf(a.Stdout, "watch it on the dashboard: %s/tasks\n", strings.TrimSuffix(cfg.API.URL, "/"))
+			dashboard := ""
+			if cfg.Dashboard.Enabled {
+				dashboard = strings.TrimSuffix(cfg.API.URL, "/")
+			}
+			if dashboard != "" && !a.JSON() {
+				fmt.Fprintf(a.Stdout, "watch it on the dashboard: %s/tasks\n", dashboard)
 			}
 			began := time.Now()
-			sum, err := demo.Run(ctx, demo.Options{Tasks: tasks, Out: a.Stdout, JSON: a.JSON(), Poll: 200 * time.Millisecond})
+			sum, err := demo.Run(ctx, demo.Options{Tasks: tasks, Out: a.Stdout, JSON: a.JSON(), Poll: 200 * time.Millisecond, Dashboard: dashboard})
 			var te *demo.TimeoutError
 			if errors.As(err, &te) {
 				return cli.Exit(cli.ExitFailed, fmt.Errorf("the demo did not finish within %s: %w", task.FormatDuration(timeout), err))
@@ -76,8 +82,8 @@ agents, with automatic plan and final approval of low-risk tasks.`,
 			fmt.Fprintf(a.Stdout, "\nfinished in %s. Look further:\n", time.Since(began).Round(100*time.Millisecond))
 			fmt.Fprintf(a.Stdout, "  ampflow task show %s\n", sum.TaskID)
 			fmt.Fprintf(a.Stdout, "  ampflow task history %s\n", sum.TaskID)
-			if cfg.Dashboard.Enabled {
-				fmt.Fprintf(a.Stdout, "  %s/tasks/%s\n", strings.TrimSuffix(cfg.API.URL, "/"), sum.TaskID)
+			if dashboard != "" {
+				fmt.Fprintf(a.Stdout, "  %s/tasks/%s\n", dashboard, sum.TaskID)
 			}
 			if cfg.Dev.UIPort > 0 {
 				fmt.Fprintf(a.Stdout, "  http://127.0.0.1:%d/namespaces/%s/workflows/%s\n", cfg.Dev.UIPort, cfg.Temporal.Namespace, sum.TaskID)

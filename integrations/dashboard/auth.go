@@ -1,6 +1,7 @@
 package dashboard
 
 import (
+	"context"
 	"crypto/hmac"
 	"crypto/rand"
 	"crypto/sha256"
@@ -28,6 +29,8 @@ const (
 // viewer is who is looking: the name and role of the token signed in with.
 type viewer struct {
 	Name string
+	// ID is the token's id, when it has one besides its name.
+	ID   string
 	Role amp.Role
 	// Open is true in `ampflow dev` mode: no tokens, the local admin.
 	Open bool
@@ -38,6 +41,28 @@ type viewer struct {
 // Admin reports whether the viewer may decide, cancel and replan.
 func (v viewer) Admin() bool { return v.Open || v.Role == amp.RoleAdmin }
 
+// meshNames are the names the viewer reads the mesh as: nil for an
+// admin, who reads every event; else its token's name and id, as the
+// mesh's own search has them.
+func (v viewer) meshNames() []string {
+	switch {
+	case v.Admin():
+		return nil
+	case v.ID != "" && v.ID != v.Name:
+		return []string{v.Name, v.ID}
+	}
+	return []string{v.Name}
+}
+
+type viewerKey struct{}
+
+// viewerFrom is the viewer a page is rendered for, which panelPage puts
+// in the context its Panel reads with.
+func viewerFrom(ctx context.Context) (viewer, bool) {
+	v, ok := ctx.Value(viewerKey{}).(viewer)
+	return v, ok
+}
+
 // token is a configured token known by a fingerprint of its hash, which
 // is what a session cookie names: removing the token from the config ends
 // its sessions, and the cookie never holds the token.
@@ -46,6 +71,7 @@ type token struct {
 	fp   string
 	role amp.Role
 	name string
+	id   string
 }
 
 type auth struct {
@@ -72,7 +98,7 @@ func newAuth(in []config.AuthToken, openName string, ttl time.Duration, now func
 		}
 		sum := sha256.Sum256([]byte(t.Token))
 		fpSum := sha256.Sum256(append([]byte("fingerprint:"), sum[:]...))
-		a.tokens = append(a.tokens, token{sum: sum, fp: hex.EncodeToString(fpSum[:8]), role: t.Role, name: t.Name})
+		a.tokens = append(a.tokens, token{sum: sum, fp: hex.EncodeToString(fpSum[:8]), role: t.Role, name: t.Name, id: t.ID})
 		secrets = append(secrets, t.Token)
 	}
 	if len(secrets) == 0 {
@@ -151,7 +177,7 @@ func (a *auth) session(value string) (viewer, bool) {
 	}
 	for _, t := range a.tokens {
 		if t.fp == parts[0] {
-			return viewer{Name: t.name, Role: t.role, session: value}, true
+			return viewer{Name: t.name, ID: t.id, Role: t.role, session: value}, true
 		}
 	}
 	return viewer{}, false

@@ -64,11 +64,21 @@ type Table struct {
 }
 
 // Cell is one value of a Table; a non-zero Time is shown in the viewer's
-// zone and relative to now, Href makes it a link.
+// zone and relative to now, Href makes it a link, and an Action is a
+// button that admins see.
 type Cell struct {
-	Text string
-	Time time.Time
-	Href string
+	Text   string
+	Time   time.Time
+	Href   string
+	Action *Action
+}
+
+// Action is a button posting a form (with the session's CSRF token) to
+// Path, one of the dashboard's admin routes.
+type Action struct {
+	Path, Label string
+	// Name is the button's accessible name, saying what it acts on.
+	Name string
 }
 
 // Panel names.
@@ -91,6 +101,8 @@ type Options struct {
 	MaxRejects int
 	// Panels fill the gates, leases, agents and mesh pages by name.
 	Panels map[string]Panel
+	// Leases releases a lease from the Leases page; nil refuses.
+	Leases LeaseReleaser
 	Logger *slog.Logger
 	// Now is the clock; nil is time.Now.
 	Now func() time.Time
@@ -116,6 +128,7 @@ type Server struct {
 	auth       *auth
 	maxRejects int
 	panels     map[string]Panel
+	leases     LeaseReleaser
 	log        *slog.Logger
 	now        func() time.Time
 	poll       time.Duration
@@ -133,7 +146,7 @@ type Server struct {
 func New(o Options) *Server {
 	s := &Server{
 		store: o.Store, actions: o.Actions, maxRejects: o.MaxRejects, panels: o.Panels,
-		log: o.Logger, now: o.Now, poll: o.Poll,
+		leases: o.Leases, log: o.Logger, now: o.Now, poll: o.Poll,
 	}
 	if s.log == nil {
 		s.log = slog.New(slog.DiscardHandler)
@@ -184,6 +197,7 @@ func (s *Server) Routes() []Route {
 		{"POST /decisions/{id}", form(true, s.decide)},
 		{"POST /tasks/{id}/cancel", form(true, s.cancel)},
 		{"POST /tasks/{id}/replan", form(true, s.replan)},
+		{"POST /leases/{id}/release", form(true, s.releaseLease)},
 		{"POST /signout", form(false, s.signOut)},
 		{"GET /signin", s.guarded(http.HandlerFunc(s.signInPage))},
 		{"POST /signin", s.guarded(http.HandlerFunc(s.signIn))},

@@ -71,6 +71,19 @@ func TestSignIn(t *testing.T) {
 			t.Fatalf("after sign-out GET / answers %d, want a redirect to sign-in", resp.StatusCode)
 		}
 	})
+	t.Run("NextStaysOnSite", func(t *testing.T) {
+		for _, next := range []string{"/\t/evil.example/x", "/.//evil.example", "/tasks\\x"} {
+			c4 := f.client(t)
+			_, page := c4.do("GET", "/signin?next="+url.QueryEscape(next), nil, nil)
+			if got := formValue(page, "next"); got != "/" {
+				t.Errorf("sign-in page for next=%q carries next=%q, want /", next, got)
+			}
+			resp, _ := c4.do("POST", "/signin", url.Values{"token": {"tok-ana"}, "csrf": {formValue(page, "csrf")}, "next": {next}}, browserHeaders(f))
+			if loc := resp.Header.Get("Location"); resp.StatusCode != http.StatusSeeOther || loc != "/" {
+				t.Errorf("sign-in with next=%q: %d to %q, want 303 to /", next, resp.StatusCode, loc)
+			}
+		}
+	})
 	t.Run("ForgedSignIn", func(t *testing.T) {
 		c3 := f.client(t)
 		resp, _ := c3.do("POST", "/signin", url.Values{"token": {"tok-ana"}, "csrf": {"guess"}}, browserHeaders(f))

@@ -117,6 +117,16 @@ func TestLocalPath(t *testing.T) {
 	for _, tc := range []struct{ in, want string }{
 		{"/tasks/T-1", "/tasks/T-1"}, {"/", "/"}, {"", "/"}, {"//evil.example/x", "/"},
 		{"/\\evil.example", "/"}, {"https://evil.example", "/"}, {"/a\r\nSet-Cookie: x", "/"},
+		// Browsers drop tabs and newlines from a URL before resolving it.
+		{"/\t/evil.example/x", "/"}, {"/\n/evil.example", "/"}, {"/\r/evil.example", "/"},
+		{"\t//evil.example", "/"}, {"/x\x00y", "/"}, {"/x\x7fy", "/"}, {"/x\x1b", "/"},
+		// A backslash anywhere is a slash to a browser.
+		{"/tasks\\x", "/"}, {"/.\\/evil.example", "/"},
+		// Escapes a later hop may decode, and dot segments.
+		{"/%09/evil.example/x", "/"}, {"/%2F/evil.example", "/"}, {"/%5Cevil.example", "/"},
+		{"/./\t/evil.example", "/"}, {"/.//evil.example", "/"}, {"/..//evil.example", "/"},
+		{"/a/..//evil.example", "/"}, {"/%2e//evil.example", "/"}, {"/a/%2E%2E//evil.example", "/"}, {"/%zz", "/"},
+		{"/tasks/T-1?status=open&q=a%20b", "/tasks/T-1?status=open&q=a%20b"}, {"/tasks/T%2D1", "/tasks/T%2D1"},
 	} {
 		if got := localPath(tc.in, "/"); got != tc.want {
 			t.Errorf("localPath(%q) = %q, want %q", tc.in, got, tc.want)

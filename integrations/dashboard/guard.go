@@ -176,12 +176,63 @@ func (s *Server) takeFlash(w http.ResponseWriter, r *http.Request) string {
 	return s.auth.readFlash(c.Value)
 }
 
-// localPath keeps a redirect on this site: a path, never //host.
+// localPath keeps a redirect on this site: a path, never //host. A
+// browser drops tabs and newlines from a URL and reads a backslash as a
+// slash, so /<tab>/host and /\host lead elsewhere: any control byte or
+// backslash is refused, in the path as sent and as a later hop may decode
+// it, and so is a path that starts with // once its dot segments are
+// resolved (/.//host).
 func localPath(p, fallback string) string {
-	if !strings.HasPrefix(p, "/") || strings.HasPrefix(p, "//") || strings.HasPrefix(p, "/\\") || strings.ContainsAny(p, "\r\n") {
+	if !strings.HasPrefix(p, "/") || unsafeURLBytes(p) {
 		return fallback
 	}
+	raw, _, _ := strings.Cut(p, "?")
+	raw, _, _ = strings.Cut(raw, "#")
+	dec, err := url.PathUnescape(raw)
+	if err != nil || unsafeURLBytes(dec) {
+		return fallback
+	}
+	for _, q := range []string{raw, dec} {
+		if strings.HasPrefix(removeDotSegments(q), "//") {
+			return fallback
+		}
+	}
 	return p
+}
+
+// unsafeURLBytes reports a control byte (below 0x20, or 0x7f) or a
+// backslash anywhere in s.
+func unsafeURLBytes(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c < 0x20 || c == 0x7f || c == '\\' {
+			return true
+		}
+	}
+	return false
+}
+
+// removeDotSegments resolves . and .. in an absolute path the way a
+// browser does (RFC 3986 5.2.4), keeping empty segments: /a/..//b is //b.
+func removeDotSegments(p string) string {
+	segs := strings.Split(strings.TrimPrefix(p, "/"), "/")
+	out := make([]string, 0, len(segs))
+	for i, seg := range segs {
+		last := i == len(segs)-1
+		switch seg {
+		case ".":
+		case "..":
+			if len(out) > 0 {
+				out = out[:len(out)-1]
+			}
+		default:
+			out = append(out, seg)
+			continue
+		}
+		if last {
+			out = append(out, "")
+		}
+	}
+	return "/" + strings.Join(out, "/")
 }
 
 // loopbackHost reports whether host (a Host header) names loopback.

@@ -22,6 +22,7 @@ const (
 	EventRecord         = "record"          // records were added to a chain: {task_id, seq}
 	EventSubject        = "subject"         // another workflow saved its open decisions: {subject, rev}
 	EventRefusal        = "refusal"         // input naming a task was refused: {task_id}
+	EventMesh           = "mesh"            // a mesh event or a lease change was written: {seq}
 	EventDecisionOpened = "decision-opened" // {id, subject}
 	EventDecisionClosed = "decision-closed" // {id, subject, option, by, channel, at}
 	// EventReset tells a page its last event id is unknown here (another

@@ -1,6 +1,9 @@
 package dashboard
 
-import "net/http"
+import (
+	"context"
+	"net/http"
+)
 
 // panelInfo is what a system page says before its system fills it.
 var panelInfo = map[string]struct{ Heading, Empty string }{
@@ -22,7 +25,7 @@ func (s *Server) panelPage(name string) func(http.ResponseWriter, *http.Request,
 	return func(w http.ResponseWriter, r *http.Request, v viewer) {
 		data := panelData{Name: name, Heading: info.Heading, Empty: info.Empty}
 		if p := s.panels[name]; p != nil {
-			t, err := p.Table(r.Context())
+			t, err := p.Table(context.WithValue(r.Context(), viewerKey{}, v))
 			if err != nil {
 				data.Error = err.Error()
 			} else if len(t.Rows) > 0 {

@@ -63,6 +63,10 @@ type subjectEvent struct {
 	Rev     int64  `json:"rev"`
 }
 
+type meshEvent struct {
+	Seq int64 `json:"seq"`
+}
+
 type recordEvent struct {
 	TaskID string `json:"task_id"`
 	Seq    int64  `json:"seq"`
@@ -106,6 +110,9 @@ func (s *Server) publishChanges(ctx context.Context, prev, cur ssot.Marks) {
 		for _, id := range ids {
 			s.hub.publish(EventRefusal, taskEvent{TaskID: id})
 		}
+	}
+	if cur.Mesh != prev.Mesh {
+		s.hub.publish(EventMesh, meshEvent{Seq: cur.Mesh})
 	}
 	for _, id := range sortedKeys(prev.Pending) {
 		if _, open := cur.Pending[id]; !open {

@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"html"
@@ -14,8 +15,10 @@ import (
 	"github.com/chromedp/chromedp"
 	"github.com/chromedp/chromedp/kb"
 
+	"github.com/ampflow/ampflow/amp"
 	"github.com/ampflow/ampflow/amp/decision"
 	"github.com/ampflow/ampflow/amp/task"
+	"github.com/ampflow/ampflow/integrations/repomesh"
 )
 
 // TestDashboardBrowser drives the dashboard of a real `ampflow dev` in
@@ -23,9 +26,13 @@ import (
 // pending plan approvals, approve one and watch the task's status change
 // on another tab without a reload, see a decision taken on the CLI leave
 // with who took it, find every record of the task on its timeline, and
-// open a record's body. A non-admin token sees no buttons, and a form
-// posted from another site is refused. Each page is photographed at
-// desktop and phone widths.
+// open a record's body, git's diff of a result and a record's own page,
+// see the leases, agents and mesh conversation of two agents and release
+// a lease.
+// A non-admin token sees no buttons; a form posted from another site, and
+// one posted from the dashboard's own origin without the session's CSRF
+// token, are refused. Each page is photographed at desktop and phone
+// widths.
 func TestDashboardBrowser(t *testing.T) {
 	chromiumPath(t)
 	p := startDev(t, t.TempDir(),
@@ -125,6 +132,15 @@ func TestDashboardBrowser(t *testing.T) {
 	watcher.checkLabels("tasks")
 	watcher.shoot(shots, "tasks")
 
+	// The executor delivers, so the task has a result, a kept diff and a
+	// review request to show.
+	executor := &agent{t: t, tasks: tasks, repo: repo}
+	dispatch := executor.next(amp.RoleExecutor, approved, amp.TypeTaskDispatch)
+	executor.ack(dispatch)
+	result := executor.work(dispatch, "hello.txt", "hello\n")
+	executor.send(result)
+	executor.next(amp.RoleReviewer, approved, amp.TypeReviewRequest)
+
 	// A decision taken on the CLI leaves the decisions page, saying who.
 	ana.open(base + "/")
 	ana.until("the other decisions", 10*time.Second, card(d2)+" && "+card(d3)+` && document.getElementById("live").dataset.state === "live"`)
@@ -162,11 +178,108 @@ func TestDashboardBrowser(t *testing.T) {
 	}
 	ana.checkLabels("task")
 	ana.shoot(shots, "task")
-	for _, page := range []string{"gates", "leases", "agents", "mesh"} {
-		ana.open(base + "/" + page)
-		ana.until("the "+page+" page's empty state", 10*time.Second, `document.querySelector("main .empty")`)
-		ana.shoot(shots, page)
+
+	// git's diff of the result, from the task page's link, and the
+	// result's record on a page of its own.
+	ana.until("the result's diff summary", 10*time.Second, `document.querySelector('a[href="/tasks/`+approved+`/diffs/`+result.MsgID+`"]')`)
+	ana.do("opening git's diff", chromedp.Click(`a[href="/tasks/`+approved+`/diffs/`+result.MsgID+`"]`))
+	ana.until("the diff page", 10*time.Second, `location.pathname === "/tasks/`+approved+`/diffs/`+result.MsgID+`" && `+
+		`Array.from(document.querySelectorAll("pre.diff .add")).some(l => l.textContent === "+hello") && `+
+		`Array.from(document.querySelectorAll("pre.diff .file")).some(l => l.textContent.includes("hello.txt"))`)
+	ana.checkLabels("diff")
+	ana.shoot(shots, "diff")
+	ana.open(base + "/records/" + result.MsgID)
+	ana.until("the result's record page", 10*time.Second, `document.querySelector('[data-record-id="`+result.MsgID+`"]') && `+
+		`document.querySelector(".record-body pre").textContent.includes(`+jsString(result.Result().CommitHash)+`)`)
+	ana.checkLabels("record")
+	ana.shoot(shots, "record")
+	ana.open(base + "/gates")
+	ana.until("the gates page's empty state", 10*time.Second, `document.querySelector("main .empty")`)
+	ana.shoot(shots, "gates")
+
+	// Leases, Agents and Mesh: codex and the planner each hold a lease
+	// and talk in a thread.
+	codexAPI := api{t: t, base: base, token: "tok-exec"}
+	planner := api{t: t, base: base, token: "tok-plan"}
+	var held, docs repomesh.Lease
+	if code := codexAPI.do("POST", "/v1/leases", map[string]any{"resource_key": "repo:app:main", "ttl_seconds": 600}, &held); code != 201 {
+		t.Fatalf("codex's lease: %d", code)
 	}
+	if code := planner.do("POST", "/v1/leases", map[string]any{"resource_key": "repo:docs:main", "ttl_seconds": 600}, &docs); code != 201 {
+		t.Fatalf("the planner's lease: %d", code)
+	}
+	chat := func(c api, from, to, subject, content, parent string) repomesh.Event {
+		payload := map[string]any{"from": from, "from_id": from, "to": to, "subject": subject, "content": content,
+			"timestamp": time.Now().UTC().Format(time.RFC3339)}
+		if parent != "" {
+			payload["parent_message_id"] = parent
+		}
+		var e repomesh.Event
+		if code := c.do("POST", "/v1/events", map[string]any{"type": "agent.chat", "severity": "info", "payload": payload}, &e); code != 201 {
+			t.Fatalf("%s's message: %d", from, code)
+		}
+		return e
+	}
+	root := chat(codexAPI, "codex", "planner", "Schema", "Who owns the users table?", "")
+	chat(planner, "planner", "codex", "Re: Schema", "You do; ask before migrating.", root.ID)
+
+	rowOf := func(key string) string {
+		return `Array.from(document.querySelectorAll("table.panel tbody tr")).find(r => r.cells[0].textContent === ` + jsString(key) + `)`
+	}
+	ana.open(base + "/leases")
+	ana.until("both leases on the leases page", 10*time.Second, rowOf("repo:app:main")+` && `+rowOf("repo:docs:main"))
+	if text := evalIn[string](ana, rowOf("repo:app:main")+".innerText"); !strings.Contains(text, "codex") || !strings.Contains(text, "in 10 minutes") ||
+		!strings.Contains(text, held.LeaseID) {
+		t.Errorf("codex's lease row reads %q; want its holder, its lease id and that it expires in 10 minutes", text)
+	}
+	ana.checkLabels("leases")
+	ana.shoot(shots, "leases")
+	// A lease taken while the page is open shows up without a reload.
+	ana.until("the live stream on the leases page", 10*time.Second, `document.getElementById("live").dataset.state === "live"`)
+	evalIn[bool](ana, "window.__sameDocument = true")
+	if code := codexAPI.do("POST", "/v1/leases", map[string]any{"resource_key": "repo:web:main", "ttl_seconds": 600}, &repomesh.Lease{}); code != 201 {
+		t.Fatalf("codex's second lease: %d", code)
+	}
+	took = ana.until("the new lease on the open leases page", 10*time.Second, rowOf("repo:web:main")+` && window.__sameDocument === true`)
+	t.Logf("the leases page showed a new lease %v after it was taken", took)
+	ana.do("releasing the planner's lease", chromedp.Click(`button[aria-label="Release repo:docs:main held by planner"]`))
+	ana.until("the release's flash, the lease gone", 15*time.Second, `location.pathname === "/leases" && document.getElementById("flash") && `+
+		`document.getElementById("flash").textContent.includes("Released `+docs.LeaseID+`") && !`+rowOf("repo:docs:main"))
+	var after repomesh.LeaseList
+	if code := planner.do("GET", "/v1/leases?agent_id=planner&limit=1", nil, &after); code != 200 || len(after.Leases) != 1 ||
+		after.Leases[0].LeaseID != docs.LeaseID || after.Leases[0].State != "released" || after.Leases[0].Reason != "admin" {
+		t.Errorf("the lease released on the dashboard: %d %+v; want it released by an admin", code, after.Leases)
+	}
+
+	ana.open(base + "/agents")
+	ana.until("codex and the planner on the agents page", 10*time.Second, rowOf("codex")+` && `+rowOf("planner"))
+	if text := evalIn[string](ana, rowOf("codex")+".innerText"); !strings.Contains(text, "2 lease(s): repo:app:main, repo:web:main") || !strings.Contains(text, "ago") {
+		t.Errorf("codex's row on the agents page reads %q; want its lease and when it last beat", text)
+	}
+	if text := evalIn[string](ana, rowOf("planner")+".innerText"); !strings.Contains(text, "no lease held") {
+		t.Errorf("the planner's row on the agents page reads %q; want no lease after the release", text)
+	}
+	if evalIn[bool](ana, "!!"+rowOf(approved)) {
+		t.Errorf("the agents page lists %s, a task holding its branch's lease, as an agent", approved)
+	}
+	if evalIn[bool](ana, "!!"+rowOf("ampflow")) {
+		t.Error("the agents page lists ampflow, the sender of the system's notices, as an agent")
+	}
+	ana.checkLabels("agents")
+	ana.shoot(shots, "agents")
+
+	ana.open(base + "/mesh")
+	ana.until("the thread on the mesh page", 10*time.Second, `(() => { const t = document.querySelector("table.panel tbody").innerText; `+
+		`const q = t.indexOf("Who owns the users table?"), a = t.indexOf("You do; ask before migrating."); return q >= 0 && a > q && t.includes("↳ `+root.ID+`"); })()`)
+	ana.checkLabels("mesh")
+	ana.shoot(shots, "mesh")
+	// A reply sent while the page is open joins its thread without a reload.
+	ana.until("the live stream on the mesh page", 10*time.Second, `document.getElementById("live").dataset.state === "live"`)
+	evalIn[bool](ana, "window.__sameDocument = true")
+	chat(codexAPI, "codex", "planner", "Re: Schema", "Thanks, I will ask first.", root.ID)
+	took = ana.until("the new reply on the open mesh page", 10*time.Second, `(() => { const t = document.querySelector("table.panel tbody").innerText; `+
+		`const a = t.indexOf("You do; ask before migrating."), b = t.indexOf("Thanks, I will ask first."); return a >= 0 && b > a && window.__sameDocument === true; })()`)
+	t.Logf("the mesh page showed a new reply %v after it was sent", took)
 
 	// A token of another role reads, without a single button to decide.
 	codex := b.session()
@@ -180,6 +293,28 @@ func TestDashboardBrowser(t *testing.T) {
 	codex.until("the open task as codex", 10*time.Second, card(d3))
 	if n := evalIn[int](codex, `document.querySelectorAll("main button, main form[method=post]").length`); n != 0 {
 		t.Errorf("codex (executor) sees %d buttons or forms on the task page", n)
+	}
+	codex.open(base + "/leases")
+	codex.until("the leases page as codex", 10*time.Second, rowOf("repo:app:main"))
+	if n := evalIn[int](codex, `document.querySelectorAll("main button, main form[method=post]").length`); n != 0 {
+		t.Errorf("codex (executor) sees %d buttons or forms on the leases page", n)
+	}
+
+	// A script on the dashboard's own origin posts a decision with ana's
+	// cookie but without her session's CSRF token: a missing one, a wrong
+	// one, and codex's (another session's).
+	codexCSRF := evalIn[string](codex, `document.querySelector('form[action="/signout"] input[name=csrf]').value`)
+	ana.open(base + "/")
+	ana.until("the decisions page", 10*time.Second, card(d3))
+	for _, tc := range []struct{ name, csrf string }{{"NoCSRF", ""}, {"WrongCSRF", "guessed"}, {"AnotherSessionsCSRF", codexCSRF}} {
+		form := map[string]string{"option": "approve", "digest": d3.Digest, "back": "/"}
+		if tc.csrf != "" {
+			form["csrf"] = tc.csrf
+		}
+		got := postFrom(ana, "/decisions/"+d3.ID, form)
+		if !strings.HasPrefix(got, "403 ") || !strings.Contains(got, "CSRF token is missing or not this session's") {
+			t.Errorf("%s: a same-origin post without ana's CSRF token answered %q, want 403 for the CSRF token", tc.name, got)
+		}
 	}
 
 	// A page on another site posts a decision form in ana's browser.
@@ -205,8 +340,27 @@ func TestDashboardBrowser(t *testing.T) {
 
 	time.Sleep(time.Second)
 	if st, err := tasks.State(t.Context(), open); err != nil || st.Pending == nil || st.Pending.ID != d3.ID {
-		t.Fatalf("after the forged post %s: %v, pending %+v; want %s still open", open, err, st.Pending, d3.ID)
+		t.Fatalf("after the forged posts %s: %v, pending %+v; want %s still open", open, err, st.Pending, d3.ID)
 	}
+	ana.open(base + "/")
+	ana.until("the decision the forged posts left open", 10*time.Second, card(d3)+` && `+card(d3)+`.innerText.includes("0 of 1 approvals")`)
+}
+
+// postFrom sends a form from the tab's page with fetch, as a script of
+// that page's origin would, with the browser's cookies; it answers the
+// status and the body ("403 ...": a redirect reads "0 ").
+func postFrom(tb *tab, path string, form map[string]string) string {
+	tb.t.Helper()
+	body, _ := json.Marshal(form)
+	ctx, cancel := context.WithTimeout(tb.ctx, 10*time.Second)
+	defer cancel()
+	got, err := chromedp.Run(ctx, chromedp.Evaluate[string](`fetch(`+jsString(path)+`, {method: "POST", redirect: "manual", `+
+		`headers: {"Content-Type": "application/x-www-form-urlencoded"}, body: new URLSearchParams(`+string(body)+`).toString()})`+
+		`.then(async r => r.status + " " + (await r.text()))`, chromedp.EvalAwaitPromise))
+	if err != nil {
+		tb.t.Fatalf("posting to %s from the page: %v", path, err)
+	}
+	return got
 }
 
 // TestDashboardOpenMode opens the dashboard of `ampflow dev` with no

@@ -37,6 +37,10 @@ type Options struct {
 	// RepoDir is where the throwaway repository is created; it must be
 	// missing or empty. Empty means a new temporary directory.
 	RepoDir string
+	// Dashboard is the dashboard's URL (the API's, without a trailing
+	// slash), named when the task waits for an admin; empty when the
+	// dashboard is off.
+	Dashboard string
 }
 
 // Step is one thing an actor of the demo did.
@@ -71,6 +75,8 @@ type run struct {
 	taken  map[string]bool
 	steps  []Step
 	last   time.Time
+	// asked holds the ids of the decisions the demo said it waits for.
+	asked map[string]bool
 }
 
 // Run creates a throwaway repository, starts a low-risk task on it and
@@ -91,7 +97,8 @@ func Run(ctx context.Context, o Options) (Summary, error) {
 	if o.Now == nil {
 		o.Now = time.Now
 	}
-	r := &run{o: o, taken: map[string]bool{}}
+	o.Dashboard = strings.TrimSuffix(o.Dashboard, "/")
+	r := &run{o: o, taken: map[string]bool{}, asked: map[string]bool{}}
 	sum, err := r.play(ctx)
 	sum.Steps = r.steps
 	if o.JSON {
@@ -121,8 +128,12 @@ func (r *run) play(ctx context.Context) (Summary, error) {
 		return Summary{}, err
 	}
 	sum := Summary{TaskID: r.taskID, Repo: r.repo.dir}
-	dispatch, err := r.executorTakes(ctx, "the task_dispatch in the executor's inbox")
+	dispatch, err := r.awaitMessage(ctx, "the task_dispatch in the executor's inbox", amp.RoleExecutor, amp.TypeTaskDispatch)
 	if err != nil {
+		return sum, err
+	}
+	r.planApproved(ctx)
+	if err := r.ack(ctx, amp.RoleExecutor, dispatch); err != nil {
 		return sum, err
 	}
 	if err := r.executorDelivers(ctx, dispatch, firstScript, "Add hello.sh", 1); err != nil {
@@ -171,7 +182,7 @@ func (r *run) start(ctx context.Context) error {
 		return fmt.Errorf("starting the demo task: %w", err)
 	}
 	r.taskID, r.status = id, task.StatusAwaitingApproval
-	r.step(amp.RoleCoordinator, "started "+id, "", "low risk, 1 subtask: plan approval is automatic")
+	r.step(amp.RoleCoordinator, "started "+id, "", "low risk, 1 subtask")
 	return nil
 }
 

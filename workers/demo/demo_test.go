@@ -112,6 +112,7 @@ func TestRunPlaysTheWholeLoop(t *testing.T) {
 	text := out.String()
 	for _, s := range []string{
 		"coordinator started T-2026-007",
+		"coordinator plan approved (automatically, as the policy has it for low risk)",
 		"executor    ACK " + f.dispatches[0].MsgID,
 		"executor    ACK " + f.dispatches[1].MsgID,
 		"| - [critical] hello.sh:2 " + reviewIssue.Description,
@@ -122,6 +123,9 @@ func TestRunPlaysTheWholeLoop(t *testing.T) {
 		if !strings.Contains(text, s) {
 			t.Errorf("output lacks %q:\n%s", s, text)
 		}
+	}
+	if strings.Contains(text, "waiting for") {
+		t.Errorf("the demo says it waits for an approval the policy gave:\n%s", text)
 	}
 	if strings.Contains(text, f.foreign[0].MsgID) {
 		t.Errorf("the demo touched another task's message %s:\n%s", f.foreign[0].MsgID, text)
@@ -273,21 +277,90 @@ func TestHint(t *testing.T) {
 		st   task.State
 		step string
 		want string
+		// dashboard is the dashboard's URL, empty when it is off.
+		dashboard string
 	}{
-		{"CI", task.State{Status: task.StatusCICheck}, "the review_request in the reviewer's inbox", "ci.provider none"},
-		{"PlanApproval", task.State{Status: task.StatusAwaitingApproval, Pending: &decision.Decision{Kind: task.KindPlanApproval}}, "x", "plan approval"},
-		{"FinalApproval", task.State{Status: task.StatusAwaitingAdmin, Pending: &decision.Decision{Kind: task.KindFinalApproval}}, "x", "final approval"},
-		{"OtherDecision", task.State{Status: task.StatusAwaitingAdmin, Pending: &decision.Decision{Kind: task.KindResultProblem}}, "x", "ampflow pending"},
-		{"NoState", task.State{}, "x", "worker running"},
-		{"TakenByAnother", task.State{Status: task.StatusInProgress}, "the redispatch in the executor's inbox", "mode pull"},
-		{"NothingToSay", task.State{Status: task.StatusInProgress}, "the task to be done", ""},
+		{"CI", task.State{Status: task.StatusCICheck}, "the review_request in the reviewer's inbox", "ci.provider none", ""},
+		{"PlanApproval", task.State{TaskID: "T-1", Status: task.StatusAwaitingApproval, Pending: &decision.Decision{Kind: task.KindPlanApproval}}, "x",
+			"plan approval of low-risk tasks is not automatic in this configuration: approve it with `ampflow decide T-1 --option approve`", ""},
+		{"PlanApprovalOnTheDashboard", task.State{TaskID: "T-1", Status: task.StatusAwaitingApproval, Pending: &decision.Decision{Kind: task.KindPlanApproval}}, "x",
+			"approve it on the dashboard (http://127.0.0.1:7480/) or with `ampflow decide T-1 --option approve`", "http://127.0.0.1:7480"},
+		{"FinalApproval", task.State{TaskID: "T-1", Status: task.StatusAwaitingAdmin, Pending: &decision.Decision{Kind: task.KindFinalApproval}}, "x",
+			"final approval of low-risk tasks is not automatic in this configuration: approve it on the dashboard (http://127.0.0.1:7480/)", "http://127.0.0.1:7480"},
+		{"OtherDecision", task.State{Status: task.StatusAwaitingAdmin, Pending: &decision.Decision{Kind: task.KindResultProblem}}, "x", "ampflow pending", ""},
+		{"OtherDecisionOnTheDashboard", task.State{Status: task.StatusAwaitingAdmin, Pending: &decision.Decision{Kind: task.KindResultProblem}}, "x",
+			"see the dashboard (http://127.0.0.1:7480/) or `ampflow pending`", "http://127.0.0.1:7480"},
+		{"NoState", task.State{}, "x", "worker running", ""},
+		{"TakenByAnother", task.State{Status: task.StatusInProgress}, "the redispatch in the executor's inbox", "mode pull", ""},
+		{"NothingToSay", task.State{Status: task.StatusInProgress}, "the task to be done", "", ""},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got := hint(tt.st, tt.step)
+			got := hint(tt.st, tt.step, tt.dashboard)
 			if tt.want == "" && got != "" || !strings.Contains(got, tt.want) {
 				t.Errorf("hint = %q, want it to contain %q", got, tt.want)
 			}
 		})
 	}
+}
+
+// TestRunWaitsForPlanApproval plays the README's approve-from-the-dashboard
+// recipe: plan approval of low risk is the admins', and the demo says
+// where to give it instead of calling it automatic.
+func TestRunWaitsForPlanApproval(t *testing.T) {
+	const waiting = "coordinator waiting for your approval"
+	for _, tc := range []struct {
+		name, dashboard, want string
+	}{
+		{"OnTheDashboard", "http://127.0.0.1:7480/", waiting + " on the dashboard: http://127.0.0.1:7480/ (or ampflow decide T-2026-007 --option approve)"},
+		{"NoDashboard", "", waiting + ": ampflow decide T-2026-007 --option approve"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newFake(t)
+			f.approveAfter = 5
+			var out bytes.Buffer
+			o := options(t, f, &out)
+			o.Dashboard = tc.dashboard
+			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			defer cancel()
+			sum, err := Run(ctx, o)
+			if err != nil {
+				t.Fatalf("Run: %v\n%s", err, out.String())
+			}
+			text := out.String()
+			if sum.Status != task.StatusDone || strings.Count(text, tc.want) != 1 {
+				t.Errorf("output lacks %q once:\n%s", tc.want, text)
+			}
+			if tc.dashboard == "" && strings.Contains(text, "dashboard:") {
+				t.Errorf("the demo names a dashboard that is off:\n%s", text)
+			}
+			if strings.Contains(text, "automatic") {
+				t.Errorf("the demo calls an admin's approval automatic:\n%s", text)
+			}
+			started, waits, approved := strings.Index(text, "started T-2026-007"), strings.Index(text, waiting), strings.Index(text, "plan approved (by ana on dashboard)")
+			ack := strings.Index(text, "executor    ACK")
+			if started < 0 || waits < started || approved < waits || ack < approved {
+				t.Errorf("want started, waiting, approved by ana, the executor's ACK in that order:\n%s", text)
+			}
+		})
+	}
+	t.Run("TimedOut", func(t *testing.T) {
+		f := newFake(t)
+		f.neverApprove = true
+		var out bytes.Buffer
+		o := options(t, f, &out)
+		o.Dashboard = "http://127.0.0.1:7480"
+		ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+		defer cancel()
+		_, err := Run(ctx, o)
+		var te *TimeoutError
+		if !errors.As(err, &te) || te.Status != task.StatusAwaitingApproval {
+			t.Fatalf("err = %v, want a timeout awaiting approval", err)
+		}
+		for _, s := range []string{"waiting for an admin: Approve the plan of T-2026-007?", "on the dashboard (http://127.0.0.1:7480/)", "`ampflow decide T-2026-007 --option approve`"} {
+			if !strings.Contains(err.Error(), s) {
+				t.Errorf("error %q lacks %q", err, s)
+			}
+		}
+	})
 }

@@ -42,6 +42,14 @@ type fakeTasks struct {
 	// early refuses this many first verdicts as unexpected, as a task
 	// whose run loop has not caught up does.
 	early int
+	// approveAfter, when positive, holds the plan for an admin, who
+	// approves it on the dashboard at that read of the state; with
+	// neverApprove no admin comes.
+	approveAfter int
+	neverApprove bool
+	pending      *decision.Decision
+	decided      []decision.Outcome
+	reads        int
 
 	calls      []string
 	results    []*amp.TaskResult
@@ -107,8 +115,28 @@ func (f *fakeTasks) StartNext(ctx context.Context, in task.Input, year int) (str
 		f.status, f.reason = task.StatusTerminated, f.refuse
 		return f.id, nil
 	}
+	if f.approveAfter > 0 || f.neverApprove {
+		f.status = task.StatusAwaitingApproval
+		f.pending = &decision.Decision{ID: f.id + "-d1", Subject: f.id, Kind: task.KindPlanApproval, Prompt: "Approve the plan of " + f.id + "?"}
+		return f.id, nil
+	}
+	f.timeline = append(f.timeline, task.TimelineEntry{Kind: "decision", Note: "plan approved automatically (risk low)"})
 	f.dispatch("")
 	return f.id, nil
+}
+
+// admin approves a pending plan when its time has come.
+func (f *fakeTasks) admin() {
+	if f.pending == nil || f.neverApprove {
+		return
+	}
+	if f.reads++; f.reads < f.approveAfter {
+		return
+	}
+	f.decided = append(f.decided, decision.Outcome{DecisionID: f.pending.ID, Subject: f.id, Kind: f.pending.Kind,
+		Option: decision.OptApprove, By: "ana", Channel: "dashboard"})
+	f.pending = nil
+	f.dispatch("")
 }
 
 func (f *fakeTasks) Inbox(_ context.Context, role amp.Role) ([]amp.Message, error) {
@@ -252,9 +280,10 @@ func (f *fakeTasks) State(_ context.Context, taskID string) (task.State, error) 
 	if taskID != f.id {
 		return task.State{}, task.Errorf(task.CodeNotFound, "no task %s", taskID)
 	}
+	f.admin()
 	return task.State{
 		TaskID: f.id, Status: f.status, Reason: f.reason, Rounds: f.rounds, RejectCount: f.rejects,
-		Outbox: f.outbox, Timeline: f.timeline,
+		Outbox: f.outbox, Timeline: f.timeline, Pending: f.pending, Decided: f.decided,
 	}, nil
 }
 

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/ampflow/ampflow/amp"
+	"github.com/ampflow/ampflow/amp/decision"
 	"github.com/ampflow/ampflow/amp/task"
 )
 
@@ -59,16 +60,22 @@ func (e *TimeoutError) Error() string {
 func (e *TimeoutError) Unwrap() error { return e.Err }
 
 // hint guesses, from where a task stands, which part of the setup keeps
-// the demo from going on.
-func hint(st task.State, step string) string {
+// the demo from going on; dashboard is the dashboard's URL, if any.
+func hint(st task.State, step, dashboard string) string {
 	switch {
 	case st.Status == task.StatusCICheck:
 		return "the task waits for CI: the demo needs ci.provider none (the default) for `ampflow dev` and `ampflow demo`"
-	case st.Pending != nil && st.Pending.Kind == task.KindPlanApproval:
-		return "plan approval of low-risk tasks is not automatic in this configuration; the demo needs the default policy (or approve with `ampflow decide`)"
-	case st.Pending != nil && st.Pending.Kind == task.KindFinalApproval:
-		return "final approval of low-risk tasks is not automatic in this configuration; the demo needs the default policy (or approve with `ampflow decide`)"
+	case st.Pending != nil && (st.Pending.Kind == task.KindPlanApproval || st.Pending.Kind == task.KindFinalApproval):
+		what := "plan"
+		if st.Pending.Kind == task.KindFinalApproval {
+			what = "final"
+		}
+		return fmt.Sprintf("%s approval of low-risk tasks is not automatic in this configuration: approve it %s, or run the demo with the default policy",
+			what, whereToDecide(st.TaskID, dashboard))
 	case st.Pending != nil:
+		if dashboard != "" {
+			return "the task waits for an admin decision; see the dashboard (" + dashboard + "/) or `ampflow pending`"
+		}
 		return "the task waits for an admin decision; see `ampflow pending`"
 	case st.Status == "":
 		return "is an ampflow worker running (`ampflow dev`)?"
@@ -76,6 +83,62 @@ func hint(st task.State, step string) string {
 		return "another agent took the message: the demo needs agents.executor.mode and agents.reviewer.mode pull (the default)"
 	}
 	return ""
+}
+
+// whereToDecide names where an admin approves the task's pending
+// decision: the dashboard when there is one, and the CLI.
+func whereToDecide(taskID, dashboard string) string {
+	cli := "`ampflow decide " + taskID + " --option " + decision.OptApprove + "`"
+	if taskID == "" {
+		cli = "`ampflow decide`"
+	}
+	if dashboard == "" {
+		return "with " + cli
+	}
+	return "on the dashboard (" + dashboard + "/) or with " + cli
+}
+
+// noticePending says, once per decision, that the task waits for an
+// admin, and where to answer.
+func (r *run) noticePending(st task.State) {
+	d := st.Pending
+	if d == nil || r.asked[d.ID] {
+		return
+	}
+	r.asked[d.ID] = true
+	what, cli := "your decision", "ampflow pending"
+	switch d.Kind {
+	case task.KindPlanApproval:
+		what, cli = "your approval", "ampflow decide "+st.TaskID+" --option "+decision.OptApprove
+	case task.KindFinalApproval:
+		what, cli = "your final approval", "ampflow decide "+st.TaskID+" --option "+decision.OptApprove
+	}
+	if r.o.Dashboard != "" {
+		r.say("  %-11s waiting for %s on the dashboard: %s/ (or %s)", amp.RoleCoordinator, what, r.o.Dashboard, cli)
+		return
+	}
+	r.say("  %-11s waiting for %s: %s", amp.RoleCoordinator, what, cli)
+}
+
+// planApproved narrates how the plan of the task was approved, once its
+// first dispatch arrived: by whom and where, or automatically.
+func (r *run) planApproved(ctx context.Context) {
+	st, err := r.o.Tasks.State(ctx, r.taskID)
+	if err != nil {
+		return
+	}
+	for _, o := range st.Decided {
+		if o.Kind == task.KindPlanApproval && o.Option == decision.OptApprove {
+			r.step(amp.RoleCoordinator, "plan approved", "", "by "+o.By+" on "+o.Channel)
+			return
+		}
+	}
+	for _, e := range st.Timeline {
+		if e.Kind == "decision" && strings.HasPrefix(e.Note, "plan approved automatically") {
+			r.step(amp.RoleCoordinator, "plan approved", "", "automatically, as the policy has it for low risk")
+			return
+		}
+	}
 }
 
 // errEnded is a task that ended before the demo did.
@@ -130,14 +193,14 @@ func (r *run) timeout(step string, last error) error {
 		if e.Err == nil {
 			e.Err = err
 		}
-		e.Hint = hint(task.State{}, step)
+		e.Hint = hint(task.State{}, step, r.o.Dashboard)
 		return e
 	}
 	e.Status, e.LastError = st.Status, st.LastError
 	if st.Pending != nil {
 		e.Pending = st.Pending.Prompt
 	}
-	e.Hint = hint(st, step)
+	e.Hint = hint(st, step, r.o.Dashboard)
 	return e
 }
 
@@ -161,6 +224,7 @@ func (r *run) awaitMessage(ctx context.Context, step string, role amp.Role, typ 
 		if err != nil {
 			return false, err
 		}
+		r.noticePending(st)
 		return false, ended(st)
 	})
 	return got, err
@@ -186,6 +250,7 @@ func (r *run) awaitStatus(ctx context.Context, step string, status task.Status) 
 		if st.Status == status {
 			return true, nil
 		}
+		r.noticePending(st)
 		return false, ended(st)
 	})
 	return got, err

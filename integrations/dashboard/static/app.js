@@ -143,6 +143,13 @@
       case "gates":
         if (type === "subject" || type === "decision-opened" || type === "decision-closed") return refresh();
         return;
+      case "leases":
+      case "mesh":
+        if (type === "mesh") return refresh();
+        return;
+      case "agents":
+        if (type === "mesh" || type === "subject") return refresh();
+        return;
       default:
         if (!taskID) return;
         if ((type === "task" || type === "record" || type === "refusal") && e.task_id === taskID) return refresh();
@@ -158,7 +165,7 @@
     es.addEventListener("open", function () { state("live", "live"); });
     es.addEventListener("error", function () { state("down", "reconnecting…"); });
     es.addEventListener("reset", function () { state("live", "live"); refresh(); });
-    ["task", "record", "refusal", "subject", "decision-opened", "decision-closed"].forEach(function (t) {
+    ["task", "record", "refusal", "subject", "mesh", "decision-opened", "decision-closed"].forEach(function (t) {
       es.addEventListener(t, function (m) {
         var e;
         try { e = JSON.parse(m.data); } catch (x) { return; }
