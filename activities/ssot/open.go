@@ -53,9 +53,16 @@ func Open(ctx context.Context, url string) (*DB, error) {
 	if err != nil {
 		return nil, fmt.Errorf("opening the SSOT (%s): %w", engine, err)
 	}
+	// Connections are kept, not reopened for each burst of reads beyond
+	// database/sql's default of two idle ones: opening one costs a
+	// SQLite connection its pragmas and schema parse, a PostgreSQL one a
+	// round of authentication.
 	if engine == EngineSQLite {
 		// One writer at a time in SQLite; readers run beside it in WAL mode.
-		db.SetMaxOpenConns(8)
+		db.SetMaxOpenConns(sqliteConns)
+		db.SetMaxIdleConns(sqliteConns)
+	} else {
+		db.SetMaxIdleConns(postgresIdleConns)
 	}
 	s := &DB{db: db, engine: engine}
 	if err := s.migrate(ctx); err != nil {
@@ -67,6 +74,13 @@ func Open(ctx context.Context, url string) (*DB, error) {
 	}
 	return s, nil
 }
+
+// Connection pool sizes: SQLite's open connections (all kept idle), and
+// the PostgreSQL connections kept idle between bursts.
+const (
+	sqliteConns       = 8
+	postgresIdleConns = 16
+)
 
 // Engine is EngineSQLite or EnginePostgres.
 func (s *DB) Engine() string { return s.engine }
