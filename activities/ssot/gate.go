@@ -316,28 +316,12 @@ func (s *DB) GateList(ctx context.Context, f GateFilter, p Page) ([]GateRow, str
 	if err != nil {
 		return nil, "", err
 	}
-	var where []string
-	var args []any
-	for _, c := range []struct{ col, val string }{{"agent_id", f.Agent}, {"project_id", f.Project}, {"status", f.Status}, {"run_id", f.RunID}} {
-		if c.val != "" {
-			where = append(where, c.col+" = ?")
-			args = append(args, c.val)
-		}
+	q, args, err := newestFirst{columns: gateColumns, table: "gates", timeCol: "received_at", idCol: "gate_id",
+		filters: [][2]string{{"agent_id", f.Agent}, {"project_id", f.Project}, {"status", f.Status}, {"run_id", f.RunID}}}.query(p.Cursor, limit)
+	if err != nil {
+		return nil, "", err
 	}
-	if p.Cursor != "" {
-		at, id, err := decodeKeyCursor(p.Cursor)
-		if err != nil {
-			return nil, "", err
-		}
-		where = append(where, "(received_at < ? OR (received_at = ? AND gate_id < ?))")
-		args = append(args, at, at, id)
-	}
-	q := `SELECT ` + gateColumns + ` FROM gates`
-	if len(where) > 0 {
-		q += " WHERE " + strings.Join(where, " AND ")
-	}
-	q += " ORDER BY received_at DESC, gate_id DESC LIMIT ?"
-	rows, err := s.db.QueryContext(ctx, s.rebind(q), append(args, limit+1)...)
+	rows, err := s.db.QueryContext(ctx, s.rebind(q), args...)
 	if err != nil {
 		return nil, "", fmt.Errorf("listing gates: %w", err)
 	}

@@ -174,28 +174,12 @@ func (s *DB) TaskList(ctx context.Context, f TaskFilter, p Page) ([]TaskState, s
 	if err != nil {
 		return nil, "", err
 	}
-	var where []string
-	var args []any
-	for _, c := range []struct{ col, val string }{{"status", f.Status}, {"risk", f.Risk}, {"repo", f.Repo}} {
-		if c.val != "" {
-			where = append(where, c.col+" = ?")
-			args = append(args, c.val)
-		}
+	q, args, err := newestFirst{columns: taskColumns, table: "tasks", timeCol: "started_at", idCol: "task_id",
+		filters: [][2]string{{"status", f.Status}, {"risk", f.Risk}, {"repo", f.Repo}}}.query(p.Cursor, limit)
+	if err != nil {
+		return nil, "", err
 	}
-	if p.Cursor != "" {
-		at, id, err := decodeKeyCursor(p.Cursor)
-		if err != nil {
-			return nil, "", err
-		}
-		where = append(where, "(started_at < ? OR (started_at = ? AND task_id < ?))")
-		args = append(args, at, at, id)
-	}
-	q := `SELECT ` + taskColumns + ` FROM tasks`
-	if len(where) > 0 {
-		q += " WHERE " + strings.Join(where, " AND ")
-	}
-	q += " ORDER BY started_at DESC, task_id DESC LIMIT ?"
-	rows, err := s.db.QueryContext(ctx, s.rebind(q), append(args, limit+1)...)
+	rows, err := s.db.QueryContext(ctx, s.rebind(q), args...)
 	if err != nil {
 		return nil, "", fmt.Errorf("listing tasks: %w", err)
 	}
@@ -329,6 +313,41 @@ func decodeKeyCursor(c string) (int64, string, error) {
 		return 0, "", &InvalidError{"cursor", "is not a cursor this store returned"}
 	}
 	return n, id, nil
+}
+
+// newestFirst is the query of a page of a listing newest first: the rows
+// of table whose columns equal the filters that are set, after cursor on
+// (timeCol, idCol), limit+1 of them so the caller knows whether more
+// follow.
+type newestFirst struct {
+	columns, table, timeCol, idCol string
+	// filters are column = value conditions; an empty value is no filter.
+	filters [][2]string
+}
+
+func (l newestFirst) query(cursor string, limit int) (string, []any, error) {
+	var where []string
+	var args []any
+	for _, f := range l.filters {
+		if f[1] != "" {
+			where = append(where, f[0]+" = ?")
+			args = append(args, f[1])
+		}
+	}
+	if cursor != "" {
+		at, id, err := decodeKeyCursor(cursor)
+		if err != nil {
+			return "", nil, err
+		}
+		where = append(where, fmt.Sprintf("(%[1]s < ? OR (%[1]s = ? AND %[2]s < ?))", l.timeCol, l.idCol))
+		args = append(args, at, at, id)
+	}
+	q := `SELECT ` + l.columns + ` FROM ` + l.table
+	if len(where) > 0 {
+		q += " WHERE " + strings.Join(where, " AND ")
+	}
+	q += fmt.Sprintf(" ORDER BY %s DESC, %s DESC LIMIT ?", l.timeCol, l.idCol)
+	return q, append(args, limit+1), nil
 }
 
 // OpenSubjects lists the subjects with open decisions or messages in an
