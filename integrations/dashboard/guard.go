@@ -7,6 +7,8 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
+
+	"github.com/ampflow/ampflow/integrations/httpapi"
 )
 
 // maxForm bounds a form body.
@@ -29,7 +31,7 @@ func securityHeaders(w http.ResponseWriter) {
 func (s *Server) guarded(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		securityHeaders(w)
-		if s.auth.open() && !loopbackHost(r.Host) {
+		if s.auth.open() && !httpapi.LoopbackHost(r.Host) {
 			http.Error(w, "with no auth.tokens configured the dashboard answers only to localhost, 127.0.0.1 or [::1]", http.StatusMisdirectedRequest)
 			return
 		}
@@ -233,19 +235,6 @@ func removeDotSegments(p string) string {
 		}
 	}
 	return "/" + strings.Join(out, "/")
-}
-
-// loopbackHost reports whether host (a Host header) names loopback.
-func loopbackHost(host string) bool {
-	if h, _, err := net.SplitHostPort(host); err == nil {
-		host = h
-	}
-	host = strings.TrimSuffix(strings.TrimPrefix(host, "["), "]")
-	if strings.EqualFold(host, "localhost") {
-		return true
-	}
-	ip := net.ParseIP(host)
-	return ip != nil && ip.IsLoopback()
 }
 
 // sameOrigin reports whether origin names the host r was sent to.

@@ -23,7 +23,7 @@ const (
 // chat platforms' callbacks, have their own formats and signature checks
 // and are not guarded here.
 func (s *Server) guard(r *http.Request) error {
-	if len(s.tokens) == 0 && !loopbackHost(r.Host) {
+	if len(s.tokens) == 0 && !LoopbackHost(r.Host) {
 		return task.Errorf(codeMisdirected, "Host %q is not a loopback name or address; with no auth.tokens configured the API answers only to localhost, 127.0.0.1 or [::1]", r.Host)
 	}
 	if origin := r.Header.Get("Origin"); origin != "" && !sameOrigin(origin, r) {
@@ -47,9 +47,9 @@ func hasBody(r *http.Request) bool {
 	return r.ContentLength != 0
 }
 
-// loopbackHost reports whether host (a Host header, with or without a
+// LoopbackHost reports whether host (a Host header, with or without a
 // port) names the loopback interface.
-func loopbackHost(host string) bool {
+func LoopbackHost(host string) bool {
 	if h, _, err := net.SplitHostPort(host); err == nil {
 		host = h
 	}
