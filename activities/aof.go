@@ -20,6 +20,7 @@ import (
 type AOFStore interface {
 	SaveAOF(ctx context.Context, in ssot.AOFSave) error
 	SaveDecisions(ctx context.Context, subject string, rev int64, ds []ssot.PendingDecision) error
+	SaveOutbox(ctx context.Context, subject string, rev int64, msgs []ssot.OutboxMessage) error
 	Append(ctx context.Context, taskID string, entries []ssot.Entry) (ssot.AppendResult, error)
 }
 
@@ -295,4 +296,35 @@ func (a *AOF) writeTaskFile(t ssot.AOFTask) error {
 		}
 	}
 	return writeFileAtomic(filepath.Join(a.DataDir, "tasks", status, t.TaskID+".md"), []byte(b.String()))
+}
+
+// AgentReviewSaveInput is a step of an AOF task's review by the AMP
+// reviewer agent: the AMP records of the review's task id, then the
+// messages waiting in the reviewer's inbox.
+type AgentReviewSaveInput struct {
+	// Subject is the review's AMP task id (its workflow id).
+	Subject string        `json:"subject"`
+	Rev     int64         `json:"rev"`
+	Records []RecordEntry `json:"records,omitempty"`
+	// Outbox replaces the subject's inbox messages; empty clears them.
+	Outbox []ssot.OutboxMessage `json:"outbox"`
+}
+
+// SaveAgentReview writes a step of an agent review. A retried step writes
+// nothing twice: records are kept once by id, and an older Rev never
+// replaces the inbox of a newer one.
+func (a *AOF) SaveAgentReview(ctx context.Context, in AgentReviewSaveInput) (AOFSaveResult, error) {
+	if len(in.Records) > 0 {
+		entries := make([]ssot.Entry, len(in.Records))
+		for i, e := range in.Records {
+			entries[i] = ssot.Entry{ID: e.ID, Kind: string(e.Kind), RecordedAt: e.RecordedAt, Body: e.Body}
+		}
+		if _, err := a.Store.Append(ctx, in.Subject, entries); err != nil {
+			return AOFSaveResult{}, storeError(err)
+		}
+	}
+	if err := a.Store.SaveOutbox(ctx, in.Subject, in.Rev, in.Outbox); err != nil {
+		return AOFSaveResult{}, storeError(err)
+	}
+	return AOFSaveResult{}, nil
 }

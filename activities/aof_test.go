@@ -16,6 +16,7 @@ type fakeAOFStore struct {
 	saves     []ssot.AOFSave
 	decisions map[string]int64
 	appended  []ssot.Entry
+	outbox    []ssot.OutboxMessage
 }
 
 func (f *fakeAOFStore) SaveAOF(_ context.Context, in ssot.AOFSave) error {
@@ -25,6 +26,12 @@ func (f *fakeAOFStore) SaveAOF(_ context.Context, in ssot.AOFSave) error {
 
 func (f *fakeAOFStore) SaveDecisions(_ context.Context, subject string, rev int64, _ []ssot.PendingDecision) error {
 	f.decisions[subject] = rev
+	return nil
+}
+
+func (f *fakeAOFStore) SaveOutbox(_ context.Context, subject string, rev int64, msgs []ssot.OutboxMessage) error {
+	f.decisions[subject] = rev
+	f.outbox = msgs
 	return nil
 }
 

@@ -27,9 +27,12 @@ var payloadRules = map[Type]payloadRule{
 	TypeEscalation:    checkEscalation,
 }
 
+// ProtectedBranch reports whether a dispatch may never name branch.
+func ProtectedBranch(branch string) bool { return slices.Contains(protectedBranches, branch) }
+
 func branch(c *checker, path string, v any) {
 	text(c, path, v)
-	if s, _ := v.(string); slices.Contains(protectedBranches, s) {
+	if s, _ := v.(string); ProtectedBranch(s) {
 		c.addf(path, "must not be %s (protected branch)", s)
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"go.temporal.io/sdk/worker"
 
 	"github.com/ampflow/ampflow/activities"
+	"github.com/ampflow/ampflow/config"
 	aofapi "github.com/ampflow/ampflow/integrations/aof"
 	"github.com/ampflow/ampflow/integrations/httpapi"
 	"github.com/ampflow/ampflow/workflows/aof"
@@ -15,6 +16,7 @@ import (
 // registerAOF registers the AOF task workflow and its activities.
 func registerAOF(w worker.Worker, o Options, parts *Parts) {
 	w.RegisterWorkflowWithOptions(aof.TaskWorkflow, aof.RegisterOptions())
+	w.RegisterWorkflowWithOptions(aof.AgentReviewWorkflow, aof.RegisterAgentReviewOptions())
 	w.RegisterActivity(&activities.AOF{Store: parts.Store, DataDir: o.Config.AOF.DataDir})
 	leases := &activities.AOFLeases{}
 	if parts.Tasks != nil && parts.Tasks.Temporal != nil {
@@ -29,6 +31,9 @@ func addAOF(api *httpapi.Server, o Options, parts *Parts, log *slog.Logger) {
 		return
 	}
 	tasks := &aof.Client{Temporal: parts.Tasks.Temporal, TaskQueue: o.Config.Temporal.TaskQueue}
+	if o.Config.AOF.Review == config.AOFReviewAgent {
+		tasks.Reviewer = &aof.AgentReviewer{Repo: o.Config.AOF.Repo, Branch: o.Config.AOF.Branch}
+	}
 	events := &activities.AOFEventLog{Store: parts.Store, DataDir: o.Config.AOF.DataDir}
 	aofapi.Register(api, tasks, parts.Store, aofapi.Options{Events: events, DataDir: o.Config.AOF.DataDir, Log: log})
 }

@@ -62,6 +62,24 @@ type Input struct {
 	// Policy is who may decide and the decisions' timers; read from the
 	// worker once.
 	Policy *task.Policy `json:"policy,omitempty"`
+	// Reviewer, set when the task is created with aof.review: agent, has
+	// the AMP reviewer agent review the task; nil: the admins do.
+	Reviewer *AgentReviewer `json:"reviewer,omitempty"`
+	// AgentReview is where the task's agent review stands.
+	AgentReview AgentReviewState `json:"agentReview,omitzero"`
+}
+
+// AgentReviewState is where an AOF task's review by the reviewer agent
+// stands: Round counts the reviews started; Running is true while one
+// waits for the reviewer; Fallback, once it ended without a usable
+// verdict, says why the admins review instead.
+type AgentReviewState struct {
+	// AMPTaskID is the current or last review's AMP task id, the task_id
+	// of the reviewer's messages.
+	AMPTaskID string `json:"ampTaskId"`
+	Round     int    `json:"round"`
+	Running  bool   `json:"running,omitempty"`
+	Fallback string `json:"fallback,omitempty"`
 }
 
 // MessageInput is a valid message for the task.

@@ -22,6 +22,9 @@ type Client struct {
 	TaskQueue string
 	// Wait bounds each call; zero is 30 seconds.
 	Wait time.Duration
+	// Reviewer, when set (aof.review: agent), has the tasks it creates
+	// reviewed by the AMP reviewer agent.
+	Reviewer *AgentReviewer
 }
 
 func (c *Client) wait() time.Duration {
@@ -42,7 +45,7 @@ func (c *Client) Create(ctx context.Context, t Task) (Task, error) {
 		WorkflowIDReusePolicy:                    enumspb.WORKFLOW_ID_REUSE_POLICY_REJECT_DUPLICATE,
 		WorkflowIDConflictPolicy:                 enumspb.WORKFLOW_ID_CONFLICT_POLICY_FAIL,
 		WorkflowExecutionErrorWhenAlreadyStarted: true,
-	}, WorkflowType, Input{Task: t})
+	}, WorkflowType, Input{Task: t, Reviewer: c.Reviewer})
 	var started *serviceerror.WorkflowExecutionAlreadyStarted
 	if errors.As(err, &started) {
 		return Task{}, &task.Error{Code: task.CodeConflict, Message: "AOF task " + t.TaskID + " exists already", Err: err}

@@ -36,9 +36,21 @@ func (r *aofRun) review(ctx workflow.Context) {
 		r.applyReview(ctx, *o)
 		return
 	}
+	if v := r.agentDone; v != nil {
+		r.agentDone = nil
+		if r.AgentReview.Running && v.ID == r.AgentReview.AMPTaskID {
+			r.touch(ctx)
+			r.applyAgentVerdict(ctx, *v)
+			return
+		}
+	}
 	open := r.decisions.PendingOf(KindReview)
+	agent := r.Reviewer != nil && r.AgentReview.Fallback == ""
 	switch {
-	case r.Task.Status == StatusReview && open == nil:
+	case r.Task.Status == StatusReview && agent && !r.AgentReview.Running && open == nil:
+		r.touch(ctx)
+		r.startAgentReview(ctx)
+	case r.Task.Status == StatusReview && open == nil && !r.AgentReview.Running:
 		r.touch(ctx)
 		_, err := r.decisions.Raise(ctx, decide.Request{
 			Kind:     KindReview,
@@ -54,6 +66,15 @@ func (r *aofRun) review(ctx workflow.Context) {
 	case r.Task.Status != StatusReview && open != nil:
 		r.touch(ctx)
 		r.decisions.Withdraw(ctx, "the task left review: it is "+string(r.Task.Status))
+	}
+	if r.Task.Status != StatusReview && (r.AgentReview.Running || r.AgentReview.Fallback != "") {
+		// The next review is a new round.
+		r.touch(ctx)
+		if r.stopAgent != nil {
+			r.stopAgent()
+			r.stopAgent = nil
+		}
+		r.AgentReview.Running, r.AgentReview.Fallback = false, ""
 	}
 }
 
@@ -107,6 +128,9 @@ func (r *aofRun) reviewContext() decision.Context {
 	}
 	if n := len(r.Task.WorkLog); n > 0 {
 		c.Extra["work_log"] = r.Task.WorkLog[n-1]
+	}
+	if f := r.AgentReview.Fallback; f != "" {
+		c.Extra["reviewer_agent"] = f
 	}
 	return c
 }

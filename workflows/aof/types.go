@@ -351,6 +351,9 @@ type Task struct {
 	LeaseID string `json:"leaseId,omitempty"`
 	// Review is the open review decision, if any.
 	Review *decision.Decision `json:"review,omitempty"`
+	// AgentReview is where the reviewer agent's review stands, once one
+	// was asked for (aof.review: agent).
+	AgentReview *AgentReviewState `json:"agentReview,omitempty"`
 	// Rev counts the task's changes.
 	Rev int64 `json:"rev"`
 }

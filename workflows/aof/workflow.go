@@ -49,6 +49,10 @@ type aofRun struct {
 	dirty    bool
 	// saved is the Rev of the last save.
 	saved int64
+	// agentDone is how the running agent review ended; stopAgent
+	// cancels it.
+	agentDone *AgentVerdict
+	stopAgent workflow.CancelFunc
 }
 
 func newRun(in Input) *aofRun {
@@ -120,7 +124,7 @@ func (r *aofRun) run(ctx workflow.Context) (Task, error) {
 			}
 			return r.view(), nil
 		}
-		if workflow.GetInfo(ctx).GetContinueAsNewSuggested() {
+		if r.mayContinueAsNew(ctx) {
 			if err := workflow.Await(ctx, func() bool { return r.dirty || workflow.AllHandlersFinished(ctx) }); err != nil {
 				return r.view(), err
 			}
@@ -139,7 +143,7 @@ func (r *aofRun) run(ctx workflow.Context) (Task, error) {
 // agent's heartbeat expires: a durable timer at expiresAt.
 func (r *aofRun) wait(ctx workflow.Context) error {
 	woken := func() bool {
-		return r.dirty || r.decisions.Answered(KindReview) || workflow.GetInfo(ctx).GetContinueAsNewSuggested()
+		return r.dirty || r.decisions.Answered(KindReview) || r.agentDone != nil || r.mayContinueAsNew(ctx)
 	}
 	hb := r.Task.Heartbeat
 	if r.Task.Status != StatusInProgress || hb == nil || r.Task.Run == nil || r.Task.Run.Status != RunRunning {
@@ -160,6 +164,13 @@ func (r *aofRun) wait(ctx workflow.Context) error {
 	}
 	r.stale(ctx)
 	return nil
+}
+
+// mayContinueAsNew reports whether the history is long enough to start
+// afresh, and nothing holds it: a running agent review is a child of
+// this run.
+func (r *aofRun) mayContinueAsNew(ctx workflow.Context) bool {
+	return workflow.GetInfo(ctx).GetContinueAsNewSuggested() && !r.AgentReview.Running
 }
 
 func (r *aofRun) loadPolicy(ctx workflow.Context) {
@@ -276,6 +287,10 @@ func (r *aofRun) view() Task {
 	t := r.Task
 	t.WorkLog = append([]string{}, r.Task.WorkLog...)
 	t.Review = r.decisions.PendingOf(KindReview)
+	if r.AgentReview.Round > 0 {
+		a := r.AgentReview
+		t.AgentReview = &a
+	}
 	return t
 }
 
