@@ -153,6 +153,12 @@ func Spec() httpapi.Spec {
 			"result": map[string]any{"type": "object", "description": "run_result.json"}, "handoff": map[string]any{"type": "object", "description": "inputs/handoff.json"},
 			"delegation": map[string]any{"type": "string", "enum": []string{"requested", "accepted", "rejected"}},
 			"review":     ref("Decision"), "rev": map[string]any{"type": "integer", "description": "Counts the task's changes."},
+			"agentReview": obj([]string{"ampTaskId", "round"}, map[string]any{
+				"ampTaskId": strSchema("With aof.review: agent, the AMP task id (T-YYYY-NNN…) of the reviewer agent's current or last review: the task_id of its review_request, ACK, heartbeats and review_verdict."),
+				"round":     map[string]any{"type": "integer", "description": "Reviews asked of the reviewer agent so far."},
+				"running":   map[string]any{"type": "boolean", "description": "True while the review waits for the reviewer agent."},
+				"fallback":  strSchema("Why the admins review instead (no verdict in time, a delivery that failed, confidence below policy.min_confidence)."),
+			}),
 			"ttlMs":     map[string]any{"type": "integer", "description": "The run's heartbeat life in milliseconds."},
 			"leaseId":   strSchema("The lease of aof/<taskId> the running agent holds; released when the task leaves in_progress."),
 			"createdAt": map[string]any{"type": "string", "format": "date-time"}, "updatedAt": map[string]any{"type": "string", "format": "date-time"},
@@ -164,7 +170,7 @@ func Spec() httpapi.Spec {
 			"changed": map[string]any{"type": "boolean", "description": "False when the input changed nothing (a repeat, or a no-op in the task's state)."},
 			"note":    strSchema("Why nothing, or something else, changed.")}),
 		"AOFEvent": obj([]string{"seq", "id", "type", "actor", "timestamp", "payload"}, map[string]any{
-			"seq": map[string]any{"type": "integer"}, "id": strSchema(""), "type": strSchema("protocol.message.received, protocol.message.rejected, protocol.message.unknown, task.created, task.completed, task.transitioned, delegation.requested, delegation.accepted, delegation.rejected, review.requested, review.decided"),
+			"seq": map[string]any{"type": "integer"}, "id": strSchema(""), "type": strSchema("protocol.message.received, protocol.message.rejected, protocol.message.unknown, task.created, task.completed, task.transitioned, delegation.requested, delegation.accepted, delegation.rejected, review.requested, review.decided, review.verdict, review.no_verdict"),
 			"taskId": strSchema(""), "actor": strSchema(""), "timestamp": map[string]any{"type": "string", "format": "date-time"},
 			"payload": map[string]any{"type": "object", "description": "reason for rejections and transitions; type for protocol.message.unknown"},
 		}),

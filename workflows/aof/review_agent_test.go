@@ -1,0 +1,149 @@
+package aof
+
+import (
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/mock"
+	"go.temporal.io/sdk/workflow"
+
+	"github.com/ampflow/ampflow/amp"
+	"github.com/ampflow/ampflow/amp/decision"
+	"github.com/ampflow/ampflow/amp/task"
+)
+
+// withAgentReviews has the harness's task reviewed by the reviewer agent,
+// whose reviews answer with the verdicts given, in order (nil: no answer).
+func (h *harness) withAgentReviews(verdicts ...*amp.ReviewVerdict) *[]AgentReviewInput {
+	h.in.Reviewer = &AgentReviewer{Repo: "/src/app", Branch: "aof/users"}
+	h.policy.MinConfidence = 0.7
+	var mu sync.Mutex
+	var started []AgentReviewInput
+	h.env.RegisterWorkflowWithOptions(AgentReviewWorkflow, RegisterAgentReviewOptions())
+	h.env.OnWorkflow(AgentReviewType, mock.Anything, mock.Anything).Return(
+		func(_ workflow.Context, in AgentReviewInput) (AgentVerdict, error) {
+			mu.Lock()
+			defer mu.Unlock()
+			started = append(started, in)
+			v := AgentVerdict{ID: in.ID}
+			if n := len(started) - 1; n < len(verdicts) && verdicts[n] != nil {
+				v.MsgID, v.Verdict = "review_verdict-"+in.ID, verdicts[n]
+			} else {
+				v.NoAnswer = "the reviewer agent did not ACK review_request-x within 30m"
+			}
+			return v, nil
+		})
+	return &started
+}
+
+func verdict(d amp.Decision, confidence float64, issues ...amp.Issue) *amp.ReviewVerdict {
+	return &amp.ReviewVerdict{Decision: d, Confidence: confidence, Issues: issues}
+}
+
+// reviewRound completes the harness's task at start and ends the session.
+func (h *harness) reviewRound(start time.Duration) {
+	h.at(start, func() { h.dispatch(0) })
+	h.at(start+time.Minute, func() { h.send(completion(OutcomeDone, t0), 0) })
+	h.at(start+2*time.Minute, func() { h.update(UpdateSessionEnd, SessionEndInput{}) })
+}
+
+// TestAgentReview: with aof.review: agent, a task in review goes to the
+// reviewer agent, a round at a time: a rejection sends it back to ready
+// with the issues in its work log, an approval makes it done; no admin
+// decision is raised.
+func TestAgentReview(t *testing.T) {
+	h := newHarness(t)
+	started := h.withAgentReviews(
+		verdict(amp.DecisionRejected, 0.9, amp.Issue{Severity: amp.SeverityMajor, File: "src/api/users.ts", Line: 12, Description: "no auth check", SuggestedFix: "call requireAuth"}),
+		verdict(amp.DecisionApproved, 0.95))
+	h.reviewRound(time.Second)
+	h.at(10*time.Minute, func() {
+		tk := h.task()
+		if tk.Status != StatusReady || tk.Review != nil {
+			t.Fatalf("after the rejection: status %s review %v", tk.Status, tk.Review)
+		}
+		if n := len(tk.WorkLog); n == 0 || !strings.Contains(tk.WorkLog[n-1], "sent back by the reviewer agent (T-2026-0209057001): [major] src/api/users.ts:12 no auth check (suggested: call requireAuth)") {
+			t.Errorf("work log %q", tk.WorkLog)
+		}
+		if a := tk.AgentReview; a == nil || a.AMPTaskID != "T-2026-0209057001" || a.Round != 1 || a.Running {
+			t.Errorf("agent review %+v", a)
+		}
+	})
+	h.reviewRound(20 * time.Minute)
+	h.run()
+	if !h.env.IsWorkflowCompleted() {
+		t.Fatal("the approved task's workflow did not end")
+	}
+	if len(*started) != 2 || (*started)[0].ID != "T-2026-0209057001" || (*started)[1].ID != "T-2026-0209057002" {
+		t.Fatalf("reviews started %+v", *started)
+	}
+	in := (*started)[0]
+	if in.Task.Result == nil || in.Task.Result.Outcome != OutcomeDone || in.Reviewer.Branch != "aof/users" || in.AckTimeout <= 0 || in.ReplyTimeout <= 0 {
+		t.Errorf("the review was given %+v", in)
+	}
+	want := []string{
+		"ready>in_progress:dispatched to swe-backend", "in_progress>review:session_end_done",
+		"review>ready:rejected by the reviewer agent (T-2026-0209057001)",
+		"ready>in_progress:dispatched to swe-backend", "in_progress>review:session_end_done",
+		"review>done:approved by the reviewer agent (T-2026-0209057002)",
+	}
+	if got := h.transitions(t); strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Errorf("transitions\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+	if n := len(h.eventsOf(EventReviewVerdict)); n != 2 {
+		t.Errorf("%d review.verdict events, want 2", n)
+	}
+	for _, s := range h.saves {
+		if len(s.Decisions) != 0 {
+			t.Fatalf("an admin decision was raised: %+v", s.Decisions)
+		}
+	}
+	for _, e := range h.eventsOf(EventTaskTransitioned) {
+		if p := payloadOf(t, e); strings.Contains(p["reason"].(string), "reviewer agent") && e.Actor != "reviewer" {
+			t.Errorf("the reviewer's transition has actor %q", e.Actor)
+		}
+	}
+}
+
+// TestAgentReviewFallback: a verdict less sure than min_confidence, or
+// none, leaves the review to the admins, whose decision says why; their
+// answer decides.
+func TestAgentReviewFallback(t *testing.T) {
+	for name, v := range map[string]*amp.ReviewVerdict{
+		"LowConfidence": verdict(amp.DecisionApproved, 0.4),
+		"NoAnswer":      nil,
+	} {
+		t.Run(name, func(t *testing.T) {
+			h := newHarness(t)
+			h.withAgentReviews(v)
+			h.reviewRound(time.Second)
+			var dec *reply
+			h.at(10*time.Minute, func() {
+				tk := h.task()
+				d := tk.Review
+				if tk.Status != StatusReview || d == nil {
+					t.Fatalf("status %s, review %v: no admin decision", tk.Status, d)
+				}
+				why, _ := d.Context.Extra["reviewer_agent"].(string)
+				if (v == nil && !strings.Contains(why, "did not ACK")) || (v != nil && !strings.Contains(why, "below min_confidence 0.70")) {
+					t.Errorf("the decision says %q of the reviewer agent", why)
+				}
+				if len(h.eventsOf(EventReviewNoVerdict)) != 1 {
+					t.Errorf("no review.no_verdict event")
+				}
+				dec = h.update(task.UpdateDecide, decision.Answer{DecisionID: d.ID, Option: OptBlock, Note: "needs a human", By: "alice", Digest: d.Digest})
+			})
+			h.at(11*time.Minute, func() {
+				if !dec.done || dec.err != nil {
+					t.Fatalf("decide: %v", dec.err)
+				}
+				if tk := h.task(); tk.Status != StatusBlocked || tk.AgentReview.Fallback != "" {
+					t.Errorf("status %s, agent review %+v after the admins blocked it", tk.Status, tk.AgentReview)
+				}
+			})
+			h.run()
+		})
+	}
+}
