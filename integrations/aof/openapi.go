@@ -157,7 +157,7 @@ func Spec() httpapi.Spec {
 				"ampTaskId": strSchema("With aof.review: agent, the AMP task id (T-YYYY-NNN…) of the reviewer agent's current or last review: the task_id of its review_request, ACK, heartbeats and review_verdict."),
 				"round":     map[string]any{"type": "integer", "description": "Reviews asked of the reviewer agent so far."},
 				"running":   map[string]any{"type": "boolean", "description": "True while the review waits for the reviewer agent."},
-				"fallback":  strSchema("Why the admins review instead (no verdict in time, a delivery that failed, confidence below policy.min_confidence)."),
+				"fallback":  strSchema("Why the admins review instead (no verdict in time, a delivery that failed, confidence below protocol.min_confidence)."),
 			}),
 			"ttlMs":     map[string]any{"type": "integer", "description": "The run's heartbeat life in milliseconds."},
 			"leaseId":   strSchema("The lease of aof/<taskId> the running agent holds; released when the task leaves in_progress."),

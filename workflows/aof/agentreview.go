@@ -104,6 +104,22 @@ func AgentReviewWorkflow(ctx workflow.Context, in AgentReviewInput) (AgentVerdic
 			return AgentVerdict{}, err
 		}
 	}
+	// The state an AMP task answers with, which the API's ACK by msg_id
+	// (POST /v1/acks) reads the review_request from.
+	started := workflow.Now(ctx).UTC()
+	if err := workflow.SetQueryHandler(ctx, task.QueryState, func() (task.State, error) {
+		st := task.State{TaskID: in.ID, Status: task.StatusInReview, Risk: amp.RiskMedium, Repo: in.Reviewer.Repo,
+			Branch: in.Reviewer.Branch, Description: "the reviewer agent's review of AOF task " + in.Task.TaskID, StartedAt: started}
+		switch {
+		case r.ended || r.verdict != nil:
+			st.Status = task.StatusDone
+		case r.request.MsgID != "":
+			st.Outbox = []amp.Message{r.request}
+		}
+		return st, nil
+	}); err != nil {
+		return AgentVerdict{}, err
+	}
 	beats := workflow.GetSignalChannel(ctx, task.SignalHeartbeat)
 	workflow.Go(ctx, func(ctx workflow.Context) {
 		for {

@@ -80,7 +80,7 @@ func (r *aofRun) applyAgentVerdict(ctx workflow.Context, v AgentVerdict) {
 	r.event(ctx, EventReviewVerdict, actorReviewer, map[string]any{"ampTaskId": v.ID, "msgId": v.MsgID,
 		"decision": vd.Decision, "confidence": vd.Confidence, "issues": len(vd.Issues)})
 	if min := r.Policy.MinConfidence; vd.Confidence < min {
-		r.agentFallback(ctx, v.ID, fmt.Sprintf("the reviewer agent's verdict (%s) has confidence %.2f, below min_confidence %.2f", vd.Decision, vd.Confidence, min))
+		r.agentFallback(ctx, v.ID, fmt.Sprintf("the reviewer agent's verdict (%s) has confidence %.2f, below protocol.min_confidence %.2f", vd.Decision, vd.Confidence, min))
 		return
 	}
 	reason := fmt.Sprintf("%s by the reviewer agent (%s)", vd.Decision, v.ID)

@@ -127,7 +127,7 @@ func TestAgentReviewFallback(t *testing.T) {
 					t.Fatalf("status %s, review %v: no admin decision", tk.Status, d)
 				}
 				why, _ := d.Context.Extra["reviewer_agent"].(string)
-				if (v == nil && !strings.Contains(why, "did not ACK")) || (v != nil && !strings.Contains(why, "below min_confidence 0.70")) {
+				if (v == nil && !strings.Contains(why, "did not ACK")) || (v != nil && !strings.Contains(why, "below protocol.min_confidence 0.70")) {
 					t.Errorf("the decision says %q of the reviewer agent", why)
 				}
 				if len(h.eventsOf(EventReviewNoVerdict)) != 1 {

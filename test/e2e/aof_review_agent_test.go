@@ -1,0 +1,165 @@
+package e2e
+
+import (
+	"encoding/json"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/ampflow/ampflow/amp"
+	"github.com/ampflow/ampflow/amp/decision"
+)
+
+// reviewerInbox waits for the review_request of taskID in the reviewer's
+// inbox, read as a pull agent reads it.
+func (c aofClient) reviewerInbox(taskID string) amp.Message {
+	c.t.Helper()
+	var got amp.Message
+	eventually(c.t, 30*time.Second, "a review_request of "+taskID+" in the reviewer's inbox", func() (bool, error) {
+		var page struct {
+			Messages []amp.Message `json:"messages"`
+		}
+		if code, resp := c.call("GET", "/v1/inbox?role=reviewer", nil, &page); code != http.StatusOK {
+			c.t.Fatalf("inbox: %d %s", code, resp)
+		}
+		for _, m := range page.Messages {
+			if m.TaskID == taskID && m.Type == amp.TypeReviewRequest {
+				got = m
+				return true, nil
+			}
+		}
+		return false, nil
+	})
+	return got
+}
+
+// verdict sends a review_verdict in the API's short form.
+func (c aofClient) verdict(taskID string, d amp.Decision, issues ...map[string]any) {
+	c.t.Helper()
+	payload := map[string]any{"decision": d, "confidence": 0.9,
+		"criteria_results": []map[string]any{{"criterion": "users endpoints", "passed": d != amp.DecisionRejected, "evidence": "read src/api/users.ts"}}}
+	if len(issues) > 0 {
+		payload["issues"] = issues
+	}
+	c.submit("/v1/messages", mustJSON(c.t, map[string]any{"type": "review_verdict", "task_id": taskID, "payload": payload}))
+}
+
+// TestAOFAgentReview runs aof.review: agent against `ampflow dev` with a
+// pull-mode reviewer that speaks only the HTTP API: the review_request
+// comes under the review's own AMP task id with records that resolve;
+// a rejection sends the task back with the issues in its work log; the
+// review survives a kill -9 and an approval makes the task done; a
+// reviewer that does not ACK leaves the review to the admins.
+func TestAOFAgentReview(t *testing.T) {
+	p := startDev(t, t.TempDir(), "AMPFLOW_AOF_REVIEW=agent", "AMPFLOW_AOF_REPO="+t.TempDir(), "AMPFLOW_AOF_BRANCH=aof/users",
+		"AMPFLOW_PROTOCOL_ACK_TIMEOUT_REVIEW_REQUEST=10s")
+	c := aofClient{newFaultAPI(t, p)}
+	const id = "TASK-2026-02-09-090"
+	round := func() {
+		c.dispatch(id, 600000)
+		c.must(aofExample(t, "1", map[string]any{"taskId": id}))
+		c.sessionEnd()
+		c.waitStatus(id, "review", 30*time.Second)
+	}
+
+	c.create(id, nil)
+	round()
+	var v struct {
+		AgentReview struct {
+			AMPTaskID string `json:"ampTaskId"`
+			Round     int    `json:"round"`
+			Running   bool   `json:"running"`
+		} `json:"agentReview"`
+		Review *decision.Decision `json:"review"`
+	}
+	c.call("GET", "/v1/aof/tasks/"+id, nil, &v)
+	const first = "T-2026-0209090001"
+	if v.AgentReview.AMPTaskID != first || !v.AgentReview.Running || v.Review != nil {
+		t.Fatalf("the task in review shows %+v, review %v", v.AgentReview, v.Review)
+	}
+	req := c.reviewerInbox(first)
+	rp := req.Payload.(*amp.ReviewRequest)
+	for _, ref := range []string{rp.OriginalDispatchRef, rp.TaskResultRef} {
+		var rec struct {
+			Body json.RawMessage `json:"body"`
+		}
+		if code, resp := c.call("GET", "/v1/records/"+ref, nil, &rec); code != http.StatusOK {
+			t.Errorf("the review_request's reference %s: %d %s", ref, code, resp)
+		}
+	}
+	if !strings.Contains(rp.CoordinatorNotes, id) || !strings.Contains(rp.DiffURL, "aof/users") {
+		t.Errorf("the review_request does not say what it reviews: %+v", rp)
+	}
+	// What the review does not expect is refused, naming why, and
+	// changes nothing.
+	code, resp := c.call("POST", "/v1/messages", map[string]any{"type": "review_verdict", "task_id": first, "payload": map[string]any{"decision": "maybe"}}, nil)
+	if code != http.StatusBadRequest || !strings.Contains(string(resp), "payload.decision") {
+		t.Errorf("an invalid verdict answered %d %s", code, resp)
+	}
+	c.submit("/v1/acks", mustJSON(t, map[string]any{"msg_id": req.MsgID, "as": "reviewer"}))
+	if code, resp := c.call("POST", "/v1/heartbeats", map[string]any{"task_id": first, "from": "reviewer", "note": "reading users.ts"}, nil); code >= 300 {
+		t.Errorf("the reviewer's heartbeat answered %d %s", code, resp)
+	}
+	c.verdict(first, amp.DecisionRejected, map[string]any{"severity": "major", "file": "src/api/users.ts", "line": 12, "description": "no auth check", "suggested_fix": "call requireAuth"})
+	tv := c.waitStatus(id, "ready", 30*time.Second)
+	if n := len(tv.WorkLog); n == 0 || !strings.Contains(tv.WorkLog[n-1], "sent back by the reviewer agent ("+first+"): [major] src/api/users.ts:12 no auth check") {
+		t.Errorf("work log %q", tv.WorkLog)
+	}
+	last := c.lastEvent(id, "task.transitioned")
+	if last.Actor != "reviewer" || last.Payload["reason"] != "rejected by the reviewer agent ("+first+")" {
+		t.Errorf("last transition by %s: %v", last.Actor, last.Payload)
+	}
+	if code, _ := c.call("POST", "/v1/acks", map[string]any{"msg_id": req.MsgID, "as": "reviewer"}, nil); code < 400 {
+		t.Errorf("an ACK of a finished review answered %d", code)
+	}
+
+	// Round two: ampflow is killed while the review waits for the
+	// verdict; after the restart the approval applies once.
+	round()
+	const second = "T-2026-0209090002"
+	req = c.reviewerInbox(second)
+	c.submit("/v1/acks", mustJSON(t, map[string]any{"msg_id": req.MsgID, "as": "reviewer"}))
+	p.kill()
+	p.restart()
+	c.reset()
+	if again := c.reviewerInbox(second); again.MsgID != req.MsgID {
+		t.Errorf("after the restart the inbox holds %s, want %s", again.MsgID, req.MsgID)
+	}
+	c.verdict(second, amp.DecisionApproved)
+	c.waitStatus(id, "done", 30*time.Second)
+	if n := c.countEvents(id, "review.verdict"); n != 2 {
+		t.Errorf("%d review.verdict events, want 2", n)
+	}
+	last = c.lastEvent(id, "task.transitioned")
+	if last.Payload["reason"] != "approved by the reviewer agent ("+second+")" {
+		t.Errorf("last transition %v", last.Payload)
+	}
+
+	// A reviewer that never ACKs: after protocol.ack_timeout.review_request
+	// the admins get the review, saying why.
+	const quiet = "TASK-2026-02-09-091"
+	c.create(quiet, nil)
+	c.dispatch(quiet, 600000)
+	c.must(aofExample(t, "1", map[string]any{"taskId": quiet}))
+	c.sessionEnd()
+	eventually(t, 60*time.Second, "the admins get the review of "+quiet, func() (bool, error) {
+		tv = c.task(quiet)
+		return tv.Review != nil, nil
+	})
+	if why, _ := tv.Review.Context.Extra["reviewer_agent"].(string); !strings.Contains(why, "did not ACK") {
+		t.Errorf("the admins' review says %q of the reviewer agent", why)
+	}
+	c.lastEvent(quiet, "review.no_verdict")
+	c.decide(*tv.Review, decision.OptApprove)
+	c.waitStatus(quiet, "done", 30*time.Second)
+	var page struct {
+		Messages []amp.Message `json:"messages"`
+	}
+	c.call("GET", "/v1/inbox?role=reviewer", nil, &page)
+	for _, m := range page.Messages {
+		if strings.HasPrefix(m.TaskID, "T-2026-020909") {
+			t.Errorf("the inbox still holds %s of %s", m.MsgID, m.TaskID)
+		}
+	}
+}
