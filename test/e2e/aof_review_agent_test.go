@@ -1,8 +1,13 @@
 package e2e
 
 import (
+	"bytes"
+	"context"
 	"encoding/json"
 	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -153,6 +158,44 @@ func TestAOFAgentReview(t *testing.T) {
 	c.lastEvent(quiet, "review.no_verdict")
 	c.decide(*tv.Review, decision.OptApprove)
 	c.waitStatus(quiet, "done", 30*time.Second)
+
+	// The example AMP reviewer (examples/agent.py reviewer) reviews an
+	// AOF task as it is: it follows original_dispatch_ref for the
+	// acceptance criteria and approves.
+	const example = "TASK-2026-02-09-092"
+	c.create(example, nil)
+	c.dispatch(example, 600000)
+	c.must(aofExample(t, "1", map[string]any{"taskId": example}))
+	c.sessionEnd()
+	python, err := exec.LookPath("python3")
+	if err != nil {
+		t.Fatal("python3 is needed to run examples/agent.py (.ci/run installs it)")
+	}
+	root, err := moduleRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, python, filepath.Join(root, "examples", "agent.py"), "reviewer")
+	cmd.Env = append(os.Environ(), "AMPFLOW_API_URL=http://"+p.api, "AMPFLOW_API_TOKEN=")
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		cancel()
+		_ = cmd.Wait()
+		if t.Failed() {
+			t.Logf("examples/agent.py output:\n%s", out.String())
+		}
+	}()
+	c.waitStatus(example, "done", 60*time.Second)
+	if last := c.lastEvent(example, "task.transitioned"); last.Actor != "reviewer" {
+		t.Errorf("the example's task was made done by %s, want the reviewer", last.Actor)
+	}
+
 	var page struct {
 		Messages []amp.Message `json:"messages"`
 	}
