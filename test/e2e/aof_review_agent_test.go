@@ -118,6 +118,11 @@ func TestAOFAgentReview(t *testing.T) {
 	if code, _ := c.call("POST", "/v1/acks", map[string]any{"msg_id": req.MsgID, "as": "reviewer"}, nil); code < 400 {
 		t.Errorf("an ACK of a finished review answered %d", code)
 	}
+	late := map[string]any{"type": "review_verdict", "task_id": first, "payload": map[string]any{"decision": "approved", "confidence": 0.9,
+		"criteria_results": []map[string]any{{"criterion": "users endpoints", "passed": true, "evidence": "changed my mind"}}}}
+	if code, resp := c.call("POST", "/v1/messages", late, nil); code != http.StatusConflict {
+		t.Errorf("a verdict on a finished review answered %d %s, want 409", code, resp)
+	}
 
 	// Round two: ampflow is killed while the review waits for the
 	// verdict; after the restart the approval applies once.

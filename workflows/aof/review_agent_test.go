@@ -1,6 +1,7 @@
 package aof
 
 import (
+	"context"
 	"strings"
 	"sync"
 	"testing"
@@ -9,6 +10,7 @@ import (
 	"github.com/stretchr/testify/mock"
 	"go.temporal.io/sdk/workflow"
 
+	"github.com/ampflow/ampflow/activities"
 	"github.com/ampflow/ampflow/amp"
 	"github.com/ampflow/ampflow/amp/decision"
 	"github.com/ampflow/ampflow/amp/task"
@@ -145,5 +147,50 @@ func TestAgentReviewFallback(t *testing.T) {
 			})
 			h.run()
 		})
+	}
+}
+
+// TestAgentReviewEnded: a task that leaves review while the reviewer
+// agent's review waits (its handoff is rejected) ends that review, which
+// clears the reviewer's inbox; the next review is a new round.
+func TestAgentReviewEnded(t *testing.T) {
+	h := newHarness(t)
+	h.in.Reviewer = &AgentReviewer{Repo: "/src/app", Branch: "aof/users"}
+	h.env.RegisterWorkflowWithOptions(AgentReviewWorkflow, RegisterAgentReviewOptions())
+	var mu sync.Mutex
+	var saves []activities.AgentReviewSaveInput
+	var acts *activities.Activities
+	var aofActs *activities.AOF
+	h.env.OnActivity(aofActs.SaveAgentReview, mock.Anything, mock.Anything).Return(
+		func(_ context.Context, in activities.AgentReviewSaveInput) (activities.AOFSaveResult, error) {
+			mu.Lock()
+			defer mu.Unlock()
+			saves = append(saves, in)
+			return activities.AOFSaveResult{}, nil
+		})
+	h.env.OnActivity(acts.Deliver, mock.Anything, mock.Anything).Return(activities.DeliverResult{Mode: "pull"}, nil)
+	h.reviewRound(time.Second)
+	h.at(10*time.Minute, func() {
+		if a := h.task().AgentReview; a == nil || !a.Running {
+			t.Fatalf("no agent review running: %+v", a)
+		}
+		m := msg(TypeHandoffRejected, t0)
+		m.Reply = &HandoffReply{TaskID: testTask, Reason: "found a bug"}
+		h.send(m, 0)
+	})
+	h.at(11*time.Minute, func() {
+		tk := h.task()
+		if tk.Status != StatusBlocked || tk.AgentReview == nil || tk.AgentReview.Running || tk.AgentReview.Fallback != "" {
+			t.Fatalf("status %s agent review %+v", tk.Status, tk.AgentReview)
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		if len(saves) < 2 || len(saves[0].Outbox) != 1 || len(saves[len(saves)-1].Outbox) != 0 || saves[len(saves)-1].Subject != reviewID {
+			t.Errorf("the review's saves %+v: want its request listed, then cleared", saves)
+		}
+	})
+	h.run()
+	if n := len(h.eventsOf(EventReviewNoVerdict)) + len(h.eventsOf(EventReviewVerdict)); n != 0 {
+		t.Errorf("an ended review was taken as an answer (%d events)", n)
 	}
 }
