@@ -78,8 +78,8 @@ type AgentReviewState struct {
 	// of the reviewer's messages.
 	AMPTaskID string `json:"ampTaskId"`
 	Round     int    `json:"round"`
-	Running  bool   `json:"running,omitempty"`
-	Fallback string `json:"fallback,omitempty"`
+	Running   bool   `json:"running,omitempty"`
+	Fallback  string `json:"fallback,omitempty"`
 }
 
 // MessageInput is a valid message for the task.
