@@ -211,3 +211,43 @@ func TestAOFAgentReview(t *testing.T) {
 		}
 	}
 }
+
+// commandReviewer is a command-mode reviewer: the review_request on
+// stdin, its ACK and an approving review_verdict printed as AMP records.
+const commandReviewer = `import json, os, sys, time
+m = json.load(sys.stdin)
+assert os.environ["AMP_TASK_ID"] == m["task_id"], "AMP_TASK_ID"
+now = time.time()
+stamp = time.strftime("%Y-%m-%dT%H:%M:%S+00:00", time.gmtime(now))
+ms = int(now * 1000)
+print(json.dumps({"msg_id": "ack-%s-%d" % (m["task_id"], ms), "protocol_version": "AMP/1.0", "ack_of": m["msg_id"],
+    "task_id": m["task_id"], "from": "reviewer", "timestamp": stamp}), flush=True)
+print(json.dumps({"msg_id": "review_verdict-%s-%d" % (m["task_id"], ms + 1), "protocol_version": "AMP/1.0", "type": "review_verdict",
+    "from": "reviewer", "to": "coordinator", "task_id": m["task_id"], "timestamp": stamp, "requires_ack": True, "ack_timeout_sec": 60,
+    "context_ref": [m["msg_id"]], "payload": {"decision": "approved", "confidence": 0.9,
+    "criteria_results": [{"criterion": "the task", "passed": True, "evidence": "read " + m["payload"]["diff_url"]}]}}))
+`
+
+// TestAOFAgentReviewCommand: a command-mode reviewer (agents.reviewer.mode
+// command) is run on the review_request, and what it prints decides.
+func TestAOFAgentReviewCommand(t *testing.T) {
+	python, err := exec.LookPath("python3")
+	if err != nil {
+		t.Fatal("python3 is needed for the command-mode reviewer (.ci/run installs it)")
+	}
+	script := filepath.Join(t.TempDir(), "reviewer.py")
+	writeFile(t, script, commandReviewer)
+	p := startDev(t, t.TempDir(), "AMPFLOW_AOF_REVIEW=agent", "AMPFLOW_AOF_REPO="+t.TempDir(), "AMPFLOW_AOF_BRANCH=aof/users",
+		"AMPFLOW_AGENTS_REVIEWER_MODE=command", "AMPFLOW_AGENTS_REVIEWER_COMMAND="+python+","+script)
+	c := aofClient{newFaultAPI(t, p)}
+	const id = "TASK-2026-02-09-093"
+	c.create(id, nil)
+	c.dispatch(id, 600000)
+	c.must(aofExample(t, "1", map[string]any{"taskId": id}))
+	c.sessionEnd()
+	c.waitStatus(id, "done", 60*time.Second)
+	last := c.lastEvent(id, "task.transitioned")
+	if last.Actor != "reviewer" || last.Payload["reason"] != "approved by the reviewer agent (T-2026-0209093001)" {
+		t.Errorf("last transition by %s: %v\n%s", last.Actor, last.Payload, p.output())
+	}
+}
