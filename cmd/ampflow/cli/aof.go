@@ -137,6 +137,9 @@ func (a *App) aofShowCommand() *cobra.Command {
 			if r := v.Result; r != nil {
 				fmt.Fprintf(w, "result:           %s (tests %d/%d passed)\n", r.Outcome, r.Tests.Passed, r.Tests.Total)
 			}
+			if a := v.AgentReview; a != nil {
+				fmt.Fprintf(w, "agent review:     %s\n", agentReviewLine(*a))
+			}
 			if d := v.Review; d != nil {
 				fmt.Fprintf(w, "review:           %s open (ampflow decide --decision %s --option approve|send_back|block)\n", d.ID, d.ID)
 			}
@@ -250,4 +253,15 @@ func (a *App) aofArtifactsCommand() *cobra.Command {
 			return nil
 		},
 	}
+}
+
+// agentReviewLine says where the reviewer agent's review stands.
+func agentReviewLine(a wf.AgentReviewState) string {
+	switch {
+	case a.Running:
+		return fmt.Sprintf("%s (round %d) waits for the reviewer agent", a.AMPTaskID, a.Round)
+	case a.Fallback != "":
+		return fmt.Sprintf("%s (round %d) left to the admins: %s", a.AMPTaskID, a.Round, a.Fallback)
+	}
+	return fmt.Sprintf("%s (round %d) answered", a.AMPTaskID, a.Round)
 }
