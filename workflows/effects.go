@@ -81,7 +81,9 @@ func notifyOptions() workflow.ActivityOptions {
 	}
 }
 
-func deliverOptions() workflow.ActivityOptions {
+// DeliverOptions are the options of the Deliver activity: command-mode
+// agents run inside it, for up to two hours, and heartbeat.
+func DeliverOptions() workflow.ActivityOptions {
 	return workflow.ActivityOptions{
 		// Command-mode agents run inside the activity; they heartbeat.
 		StartToCloseTimeout: 2 * time.Hour,
@@ -97,7 +99,7 @@ func deliverOptions() workflow.ActivityOptions {
 
 // localDeliverOptions bound a pull-mode or in-process hand-over.
 func localDeliverOptions() workflow.LocalActivityOptions {
-	o := deliverOptions()
+	o := DeliverOptions()
 	return workflow.LocalActivityOptions{
 		StartToCloseTimeout: time.Minute,
 		RetryPolicy:         o.RetryPolicy,
@@ -298,7 +300,7 @@ func (t *taskRun) send(ctx workflow.Context, m amp.Message) error {
 	t.deliveries[m.To] = stop
 	in := activities.DeliverInput{Message: m, Repo: t.In.Plan.Repo}
 	remote := func() workflow.Future {
-		return workflow.ExecuteActivity(workflow.WithActivityOptions(dctx, deliverOptions()), acts.Deliver, in)
+		return workflow.ExecuteActivity(workflow.WithActivityOptions(dctx, DeliverOptions()), acts.Deliver, in)
 	}
 	// A pull-mode delivery only marks the message as ready: a local
 	// activity spares it a round trip through the server. Only the worker

@@ -15,6 +15,7 @@ import (
 	"github.com/ampflow/ampflow/activities/ssot"
 	"github.com/ampflow/ampflow/amp"
 	"github.com/ampflow/ampflow/amp/task"
+	"github.com/ampflow/ampflow/workflows"
 	"github.com/ampflow/ampflow/workflows/refusal"
 )
 
@@ -254,17 +255,7 @@ func (r *agentReview) save(ctx workflow.Context) error {
 // agents.reviewer says (a pull agent reads its inbox); a delivery that
 // fails for good ends the review without a verdict.
 func (r *agentReview) deliver(ctx workflow.Context) {
-	actx := workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
-		// Command-mode agents run inside the activity; they heartbeat.
-		StartToCloseTimeout: 2 * time.Hour,
-		HeartbeatTimeout:    time.Minute,
-		RetryPolicy: &temporal.RetryPolicy{
-			InitialInterval:        time.Second,
-			MaximumInterval:        time.Minute,
-			MaximumAttempts:        5,
-			NonRetryableErrorTypes: []string{activities.ErrDelivery},
-		},
-	})
+	actx := workflow.WithActivityOptions(ctx, workflows.DeliverOptions())
 	var acts *activities.Activities
 	f := workflow.ExecuteActivity(actx, acts.Deliver, activities.DeliverInput{Message: r.request, Repo: r.in.Reviewer.Repo})
 	workflow.Go(ctx, func(ctx workflow.Context) {
