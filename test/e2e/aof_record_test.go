@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ampflow/ampflow/amp"
 	"github.com/ampflow/ampflow/amp/decision"
 	wf "github.com/ampflow/ampflow/workflows/aof"
 )
@@ -86,5 +87,53 @@ func TestRecordAOFHistories(t *testing.T) {
 			return err == nil && d.GetWorkflowExecutionInfo().GetCloseTime() != nil, err
 		})
 		writeHistory(t, tasks, wf.WorkflowID(s.id), filepath.Join(out, s.name+".json"))
+	}
+}
+
+// TestRecordAOFAgentReviewHistories records the histories of an AOF task
+// reviewed by the reviewer agent (aof.review: agent), rejected and then
+// approved, and of its two reviews, which test/replay replays:
+//
+//	AMPFLOW_RECORD_HISTORIES=1 go test ./test/e2e/ -run TestRecordAOFAgentReviewHistories -count=1
+func TestRecordAOFAgentReviewHistories(t *testing.T) {
+	if os.Getenv("AMPFLOW_RECORD_HISTORIES") != "1" {
+		t.Skip("set AMPFLOW_RECORD_HISTORIES=1 to record the replay histories")
+	}
+	p := startDev(t, t.TempDir(), "AMPFLOW_AOF_REVIEW=agent", "AMPFLOW_AOF_REPO="+t.TempDir(), "AMPFLOW_AOF_BRANCH=aof/users")
+	c := aofClient{newFaultAPI(t, p)}
+	tasks := dial(t, p)
+	const id = "TASK-2026-02-09-904"
+	c.create(id, nil)
+	for i, d := range []amp.Decision{amp.DecisionRejected, amp.DecisionApproved} {
+		c.dispatch(id, 600000)
+		c.must(aofExample(t, "1", map[string]any{"taskId": id}))
+		c.sessionEnd()
+		review := wf.AgentReviewID(id, i+1)
+		req := c.reviewerInbox(review)
+		c.submit("/v1/acks", mustJSON(t, map[string]any{"msg_id": req.MsgID, "as": "reviewer"}))
+		if code, resp := c.call("POST", "/v1/heartbeats", map[string]any{"task_id": review, "from": "reviewer"}, nil); code >= 300 {
+			t.Fatalf("heartbeat: %d %s", code, resp)
+		}
+		var issues []map[string]any
+		if d == amp.DecisionRejected {
+			issues = append(issues, map[string]any{"severity": "major", "file": "src/api/users.ts", "line": 12, "description": "no auth check", "suggested_fix": ""})
+		}
+		c.verdict(review, d, issues...)
+		c.waitStatus(id, map[amp.Decision]string{amp.DecisionRejected: "ready", amp.DecisionApproved: "done"}[d], 30*time.Second)
+	}
+	for id, name := range map[string]string{
+		wf.WorkflowID(id):       filepath.Join("aof", "agent_reviewed.json"),
+		wf.AgentReviewID(id, 1): filepath.Join("aof_review", "rejected.json"),
+		wf.AgentReviewID(id, 2): filepath.Join("aof_review", "approved.json"),
+	} {
+		eventually(t, 30*time.Second, id+" closed", func() (bool, error) {
+			d, err := tasks.Temporal.DescribeWorkflowExecution(t.Context(), id, "")
+			return err == nil && d.GetWorkflowExecutionInfo().GetCloseTime() != nil, err
+		})
+		path := filepath.Join("..", "replay", "testdata", name)
+		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		writeHistory(t, tasks, id, path)
 	}
 }
