@@ -85,7 +85,8 @@ func (a *AOF) SaveAOF(ctx context.Context, in AOFSaveInput) (AOFSaveResult, erro
 // storeError makes the store's refusals of its input non-retryable.
 func storeError(err error) error {
 	var inv *ssot.InvalidError
-	if errors.As(err, &inv) {
+	var conflict *ssot.ConflictError
+	if errors.As(err, &inv) || errors.As(err, &conflict) {
 		return nonRetryable(err)
 	}
 	return err
@@ -310,21 +311,24 @@ type AgentReviewSaveInput struct {
 	Outbox []ssot.OutboxMessage `json:"outbox"`
 }
 
+// AgentReviewSaveResult is empty; it exists so fields can be added.
+type AgentReviewSaveResult struct{}
+
 // SaveAgentReview writes a step of an agent review. A retried step writes
 // nothing twice: records are kept once by id, and an older Rev never
 // replaces the inbox of a newer one.
-func (a *AOF) SaveAgentReview(ctx context.Context, in AgentReviewSaveInput) (AOFSaveResult, error) {
+func (a *AOF) SaveAgentReview(ctx context.Context, in AgentReviewSaveInput) (AgentReviewSaveResult, error) {
 	if len(in.Records) > 0 {
 		entries := make([]ssot.Entry, len(in.Records))
 		for i, e := range in.Records {
 			entries[i] = ssot.Entry{ID: e.ID, Kind: string(e.Kind), RecordedAt: e.RecordedAt, Body: e.Body}
 		}
 		if _, err := a.Store.Append(ctx, in.Subject, entries); err != nil {
-			return AOFSaveResult{}, storeError(err)
+			return AgentReviewSaveResult{}, storeError(err)
 		}
 	}
 	if err := a.Store.SaveOutbox(ctx, in.Subject, in.Rev, in.Outbox); err != nil {
-		return AOFSaveResult{}, storeError(err)
+		return AgentReviewSaveResult{}, storeError(err)
 	}
-	return AOFSaveResult{}, nil
+	return AgentReviewSaveResult{}, nil
 }

@@ -16,7 +16,6 @@ type fakeAOFStore struct {
 	saves     []ssot.AOFSave
 	decisions map[string]int64
 	appended  []ssot.Entry
-	outbox    []ssot.OutboxMessage
 }
 
 func (f *fakeAOFStore) SaveAOF(_ context.Context, in ssot.AOFSave) error {
@@ -29,9 +28,7 @@ func (f *fakeAOFStore) SaveDecisions(_ context.Context, subject string, rev int6
 	return nil
 }
 
-func (f *fakeAOFStore) SaveOutbox(_ context.Context, subject string, rev int64, msgs []ssot.OutboxMessage) error {
-	f.decisions[subject] = rev
-	f.outbox = msgs
+func (f *fakeAOFStore) SaveOutbox(context.Context, string, int64, []ssot.OutboxMessage) error {
 	return nil
 }
 

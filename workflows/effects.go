@@ -328,18 +328,24 @@ func (t *taskRun) send(ctx workflow.Context, m amp.Message) error {
 // summary and the agent's stderr, or the error itself.
 func failure(m amp.Message, err error) *deliveryFailed {
 	f := &deliveryFailed{MsgID: m.MsgID, To: m.To}
+	f.Summary, f.Stderr = DeliveryError(err)
+	return f
+}
+
+// DeliveryError reads a failed Deliver activity's error: its one-line
+// summary and the agent's stderr, or the error's own message.
+func DeliveryError(err error) (summary, stderr string) {
 	var app *temporal.ApplicationError
 	if errors.As(err, &app) && app.HasDetails() {
 		var d activities.DeliveryFailure
 		if app.Details(&d) == nil {
-			f.Summary, f.Stderr = d.Summary, d.Stderr
+			summary, stderr = d.Summary, d.Stderr
 		}
 	}
-	if f.Summary == "" {
-		f.Summary = errMessage(err)
+	if summary == "" {
+		summary = errMessage(err)
 	}
-	f.Summary = strings.Join(strings.Fields(f.Summary), " ") // Last error is one line
-	return f
+	return strings.Join(strings.Fields(summary), " "), stderr // one line
 }
 
 // errMessage is an activity error's own message, without the SDK's wrapping.

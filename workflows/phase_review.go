@@ -156,15 +156,22 @@ func rejectionNote(v *amp.ReviewVerdict, admin string) string {
 	var b strings.Builder
 	b.WriteString("The reviewer rejected the previous round. Fix these issues:")
 	for _, is := range v.Issues {
-		fmt.Fprintf(&b, "\n- [%s] %s:%d %s", is.Severity, is.File, is.Line, is.Description)
-		if is.SuggestedFix != "" {
-			fmt.Fprintf(&b, " (suggested: %s)", is.SuggestedFix)
-		}
+		b.WriteString("\n- " + IssueLine(is))
 	}
 	if admin != "" {
 		b.WriteString("\n" + admin)
 	}
 	return b.String()
+}
+
+// IssueLine is a reviewer's issue on one line: "[major] file:12 what
+// (suggested: fix)".
+func IssueLine(is amp.Issue) string {
+	s := fmt.Sprintf("[%s] %s:%d %s", is.Severity, is.File, is.Line, is.Description)
+	if is.SuggestedFix != "" {
+		s += " (suggested: " + is.SuggestedFix + ")"
+	}
+	return s
 }
 
 // lock is the hallucination lock: too many rejections, and only an

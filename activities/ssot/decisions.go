@@ -92,14 +92,8 @@ func (s *DB) SaveOutbox(ctx context.Context, subject string, rev int64, msgs []O
 		}
 		return nil
 	}
-	if _, err := tx.ExecContext(ctx, s.rebind(`DELETE FROM outbox WHERE task_id = ?`), subject); err != nil {
+	if err := s.replaceOutbox(ctx, tx, subject, msgs); err != nil {
 		return fmt.Errorf("saving the inbox messages of %s: %w", subject, err)
-	}
-	for _, m := range msgs {
-		if _, err := tx.ExecContext(ctx, s.rebind(`INSERT INTO outbox (msg_id, task_id, role, type, sent_at, body) VALUES (?, ?, ?, ?, ?, ?)`),
-			m.MsgID, subject, m.Role, m.Type, micros(m.SentAt), string(m.Body)); err != nil {
-			return fmt.Errorf("saving message %s of %s: %w", m.MsgID, subject, err)
-		}
 	}
 	return tx.Commit()
 }

@@ -102,14 +102,8 @@ func (s *DB) saveState(ctx context.Context, tx *sql.Tx, st *TaskState) error {
 	if n, err := res.RowsAffected(); err != nil || n == 0 {
 		return err // a newer state is kept: its rows stay
 	}
-	if _, err := tx.ExecContext(ctx, s.rebind(`DELETE FROM outbox WHERE task_id = ?`), st.TaskID); err != nil {
+	if err := s.replaceOutbox(ctx, tx, st.TaskID, st.Outbox); err != nil {
 		return err
-	}
-	for _, m := range st.Outbox {
-		if _, err := tx.ExecContext(ctx, s.rebind(`INSERT INTO outbox (msg_id, task_id, role, type, sent_at, body) VALUES (?, ?, ?, ?, ?, ?)`),
-			m.MsgID, st.TaskID, m.Role, m.Type, micros(m.SentAt), string(m.Body)); err != nil {
-			return err
-		}
 	}
 	if _, err := tx.ExecContext(ctx, s.rebind(`DELETE FROM pending WHERE subject = ?`), st.TaskID); err != nil {
 		return err
@@ -122,6 +116,20 @@ func (s *DB) saveState(ctx context.Context, tx *sql.Tx, st *TaskState) error {
 		if _, err := tx.ExecContext(ctx, s.rebind(`INSERT INTO pending (decision_id, subject, kind, raised_at, expires_at, body) VALUES (?, ?, ?, ?, ?, ?)`),
 			d.ID, st.TaskID, d.Kind, micros(d.RaisedAt), exp, string(d.Body)); err != nil {
 			return err
+		}
+	}
+	return nil
+}
+
+// replaceOutbox replaces the inbox messages of subject with msgs.
+func (s *DB) replaceOutbox(ctx context.Context, tx *sql.Tx, subject string, msgs []OutboxMessage) error {
+	if _, err := tx.ExecContext(ctx, s.rebind(`DELETE FROM outbox WHERE task_id = ?`), subject); err != nil {
+		return err
+	}
+	for _, m := range msgs {
+		if _, err := tx.ExecContext(ctx, s.rebind(`INSERT INTO outbox (msg_id, task_id, role, type, sent_at, body) VALUES (?, ?, ?, ?, ?, ?)`),
+			m.MsgID, subject, m.Role, m.Type, micros(m.SentAt), string(m.Body)); err != nil {
+			return fmt.Errorf("message %s: %w", m.MsgID, err)
 		}
 	}
 	return nil

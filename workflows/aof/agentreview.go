@@ -1,8 +1,6 @@
 package aof
 
 import (
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"strings"
@@ -14,6 +12,7 @@ import (
 	"github.com/ampflow/ampflow/activities"
 	"github.com/ampflow/ampflow/activities/ssot"
 	"github.com/ampflow/ampflow/amp"
+	"github.com/ampflow/ampflow/amp/decision"
 	"github.com/ampflow/ampflow/amp/task"
 	"github.com/ampflow/ampflow/workflows"
 	"github.com/ampflow/ampflow/workflows/refusal"
@@ -54,6 +53,12 @@ type AgentReviewInput struct {
 	Round    int           `json:"round"`
 	Task     Task          `json:"task"`
 	Reviewer AgentReviewer `json:"reviewer"`
+	// RejectCount is how many times the reviewer rejected the task's work
+	// before; MaxRejects is the policy's bound on it.
+	RejectCount int `json:"rejectCount"`
+	MaxRejects  int `json:"maxRejects"`
+	// LastVerdict is the msg_id of the previous round's verdict, if any.
+	LastVerdict string `json:"lastVerdict,omitempty"`
 	// AckTimeout and ReplyTimeout are the reviewer's deadlines: for its
 	// ACK, then for its verdict, which each heartbeat puts off.
 	AckTimeout   time.Duration `json:"ackTimeout"`
@@ -66,8 +71,10 @@ type AgentVerdict struct {
 	ID      string             `json:"id"`
 	MsgID   string             `json:"msgId,omitempty"`
 	Verdict *amp.ReviewVerdict `json:"verdict,omitempty"`
-	// NoAnswer says why the reviewer gave no verdict.
+	// NoAnswer says why the reviewer gave no verdict; Stderr is a
+	// command-mode reviewer's, when it failed.
 	NoAnswer string `json:"noAnswer,omitempty"`
+	Stderr   string `json:"stderr,omitempty"`
 }
 
 // agentReview is the review's state: the AMP messages it sent and
@@ -75,87 +82,122 @@ type AgentVerdict struct {
 type agentReview struct {
 	in      AgentReviewInput
 	request amp.Message
-	seen    map[string]string // msg_id → digest of each record taken
-	acked   bool
-	beat    bool
+	started time.Time
+	// seen maps each record taken to its submission id (msg_id and
+	// digest), as the AMP task keeps them.
+	seen  map[string]string
+	ackID string
+	// active is when the reviewer last showed life after its ACK: the
+	// ACK, then each heartbeat.
+	active  time.Time
 	verdict *amp.Message
-	failed  string
-	ended   bool
+	// stopped says why the review ends without a verdict: the reviewer
+	// escalated, its delivery failed, or it was cancelled.
+	stopped, stderr string
+	ended           bool
+	// changes counts what the wait wakes for.
+	changes int
 
 	records []activities.RecordEntry
-	rev     int64
-	saved   int64
+	// queued and saved count the records queued and saved so far: an
+	// update answers once its records are saved.
+	queued, saved int
+	rev           int64
 }
 
 // AgentReviewWorkflow puts an AOF task in review before the AMP reviewer
 // agent as an AMP task of its own (the review's ID): it records the AOF
 // task as a task_dispatch and its completion report as a task_result,
-// sends the review_request, takes the reviewer's ACK, heartbeats and
-// review_verdict as a task does, and returns the verdict, or why there
-// is none, to the AOF task.
+// sends the review_request, takes the reviewer's ACK, heartbeats,
+// review_verdict or escalation as a task does, and returns the verdict,
+// or why there is none, to the AOF task. However it ends, the request
+// leaves the reviewer's inbox.
 func AgentReviewWorkflow(ctx workflow.Context, in AgentReviewInput) (AgentVerdict, error) {
-	r := &agentReview{in: in, seen: map[string]string{}}
-	if err := workflow.SetUpdateHandlerWithOptions(ctx, task.UpdateSubmit, r.submit,
-		workflow.UpdateHandlerOptions{Validator: r.validateSubmit}); err != nil {
+	r := &agentReview{in: in, seen: map[string]string{}, started: workflow.Now(ctx).UTC()}
+	if err := r.setup(ctx); err != nil {
 		return AgentVerdict{}, err
 	}
-	for _, name := range []string{task.UpdateDecide, task.UpdateCancel, task.UpdateReplan} {
-		if err := workflow.SetUpdateHandlerWithOptions(ctx, name, func(workflow.Context, json.RawMessage) error { return nil },
-			workflow.UpdateHandlerOptions{Validator: func(json.RawMessage) error { return r.refuseAdmin(name) }}); err != nil {
-			return AgentVerdict{}, err
-		}
-	}
-	// The state an AMP task answers with, which the API's ACK by msg_id
-	// (POST /v1/acks) reads the review_request from.
-	started := workflow.Now(ctx).UTC()
-	if err := workflow.SetQueryHandler(ctx, task.QueryState, func() (task.State, error) {
-		st := task.State{TaskID: in.ID, Status: task.StatusInReview, Risk: amp.RiskMedium, Repo: in.Reviewer.Repo,
-			Branch: in.Reviewer.Branch, Description: "the reviewer agent's review of AOF task " + in.Task.TaskID, StartedAt: started}
-		switch {
-		case r.ended || r.verdict != nil:
-			st.Status = task.StatusDone
-		case r.request.MsgID != "":
-			st.Outbox = []amp.Message{r.request}
-		}
-		return st, nil
-	}); err != nil {
-		return AgentVerdict{}, err
-	}
-	beats := workflow.GetSignalChannel(ctx, task.SignalHeartbeat)
-	workflow.Go(ctx, func(ctx workflow.Context) {
-		for {
-			var hb task.HeartbeatInput
-			beats.Receive(ctx, &hb)
-			if hb.From == amp.RoleReviewer {
-				r.beat = true
-			}
-		}
-	})
-
 	r.compose(ctx)
-	if err := r.save(ctx); err != nil {
-		return AgentVerdict{}, err
-	}
-	r.deliver(ctx)
-	out, err := r.wait(ctx)
-	// The inbox is cleared however the review ends, cancelled included.
+	out, err := r.review(ctx)
 	r.ended = true
+	r.changes++
 	dctx, _ := workflow.NewDisconnectedContext(ctx)
+	if uerr := workflow.UpsertTypedSearchAttributes(dctx, task.AttrStatus.ValueSet(string(task.StatusDone))); uerr != nil {
+		workflow.GetLogger(ctx).Warn("marking the review done", "review", in.ID, "error", uerr)
+	}
 	if serr := r.save(dctx); serr != nil {
 		return out, serr
 	}
-	// A verdict's update answers once its save is done.
+	// Each update answers once its records are saved.
 	if werr := workflow.Await(dctx, func() bool { return workflow.AllHandlersFinished(dctx) }); werr != nil {
 		return out, werr
 	}
 	return out, err
 }
 
+func (r *agentReview) setup(ctx workflow.Context) error {
+	if err := workflow.SetUpdateHandlerWithOptions(ctx, task.UpdateSubmit, r.submit,
+		workflow.UpdateHandlerOptions{Validator: r.validateSubmit}); err != nil {
+		return err
+	}
+	if err := workflow.SetUpdateHandlerWithOptions(ctx, task.UpdateCancel, r.cancel,
+		workflow.UpdateHandlerOptions{Validator: r.validateCancel}); err != nil {
+		return err
+	}
+	refuse := func(name string) error {
+		return refusal.New(task.CodeUnexpected, "%s is the reviewer agent's review of AOF task %s: it takes no %s; act on the AOF task (/v1/aof/tasks/%s)",
+			r.in.ID, r.in.Task.TaskID, name, r.in.Task.TaskID)
+	}
+	if err := workflow.SetUpdateHandlerWithOptions(ctx, task.UpdateDecide, func(workflow.Context, decision.Answer) (task.DecideResult, error) {
+		return task.DecideResult{}, refuse(task.UpdateDecide)
+	}, workflow.UpdateHandlerOptions{Validator: func(decision.Answer) error { return refuse(task.UpdateDecide) }}); err != nil {
+		return err
+	}
+	if err := workflow.SetUpdateHandlerWithOptions(ctx, task.UpdateReplan, func(workflow.Context, task.ReplanInput) (task.ChangeResult, error) {
+		return task.ChangeResult{}, refuse(task.UpdateReplan)
+	}, workflow.UpdateHandlerOptions{Validator: func(task.ReplanInput) error { return refuse(task.UpdateReplan) }}); err != nil {
+		return err
+	}
+	// The state an AMP task answers with, which the API's ACK by msg_id
+	// (POST /v1/acks) reads the review_request from.
+	if err := workflow.SetQueryHandler(ctx, task.QueryState, func() (task.State, error) {
+		st := task.State{TaskID: r.in.ID, Status: task.StatusInReview, Risk: amp.RiskMedium, Repo: r.in.Reviewer.Repo,
+			Branch: r.in.Reviewer.Branch, Description: "the reviewer agent's review of AOF task " + r.in.Task.TaskID, StartedAt: r.started}
+		if r.finished() {
+			st.Status = task.StatusDone
+		} else if r.ackID == "" && r.request.MsgID != "" {
+			st.Outbox = []amp.Message{r.request}
+		}
+		return st, nil
+	}); err != nil {
+		return err
+	}
+	beats := workflow.GetSignalChannel(ctx, task.SignalHeartbeat)
+	workflow.Go(ctx, func(ctx workflow.Context) {
+		for {
+			var hb task.HeartbeatInput
+			beats.Receive(ctx, &hb)
+			// Before its ACK the reviewer has until the ACK timeout.
+			if hb.From == amp.RoleReviewer && r.ackID != "" {
+				r.active = workflow.Now(ctx).UTC()
+				r.changes++
+			}
+		}
+	})
+	return nil
+}
+
+// finished reports whether the review takes no more messages.
+func (r *agentReview) finished() bool { return r.ended || r.verdict != nil || r.stopped != "" }
+
 // compose records the AOF task as AMP messages of the review's task id
 // and queues the review_request for the reviewer.
 func (r *agentReview) compose(ctx workflow.Context) {
-	t, id, now := r.in.Task, r.in.ID, workflow.Now(ctx).UTC()
+	t, id, now := r.in.Task, r.in.ID, r.started
 	res := t.Result
+	if res == nil {
+		res = &RunResult{} // the task only asks with a report; this keeps a bug from failing the workflow
+	}
 	criteria := []string{"The task is done as its title and body describe: " + t.Title}
 	if t.Handoff != nil && len(t.Handoff.AcceptanceCriteria) > 0 {
 		criteria = t.Handoff.AcceptanceCriteria
@@ -172,15 +214,6 @@ func (r *agentReview) compose(ctx workflow.Context) {
 		AcceptanceCriteria: criteria,
 		RiskLevel:          amp.RiskMedium,
 	})
-	status := amp.StatusComplete
-	blockers := res.Blockers
-	if res.Outcome == OutcomePartial {
-		status = amp.StatusPartial
-		if len(blockers) == 0 {
-			blockers = []string{"partial: " + strings.TrimSpace("the agent reported partial completion. "+res.Notes)}
-		}
-	}
-	unknown := make([]*bool, len(criteria))
 	notes := []string{fmt.Sprintf("AOF completion.report of %s at %s: outcome %s, tests %d/%d passed (%d failed), summary %s",
 		res.AgentID, res.CompletedAt, res.Outcome, res.Tests.Passed, res.Tests.Total, res.Tests.Failed, res.SummaryRef)}
 	if res.Notes != "" {
@@ -188,56 +221,61 @@ func (r *agentReview) compose(ctx workflow.Context) {
 	}
 	result := amp.NewMessage(amp.RoleExecutor, amp.RoleCoordinator, id, now, &amp.TaskResult{
 		SubtaskID:        t.TaskID,
-		CompletionStatus: status,
+		CompletionStatus: amp.StatusComplete,
 		DiffSummary:      amp.DiffSummary{FilesChanged: append([]string{}, res.Deliverables...)},
-		SelfAssessment:   amp.SelfAssessment{CriteriaMet: unknown, Notes: notes},
+		SelfAssessment:   amp.SelfAssessment{CriteriaMet: make([]*bool, len(criteria)), Notes: notes},
 		WorkLog:          []amp.WorkLogEntry{},
-		Blockers:         blockers,
 	})
 	diff := fmt.Sprintf("the branch %s in %s", r.in.Reviewer.Branch, r.in.Reviewer.Repo)
 	if len(res.Deliverables) > 0 {
 		diff += " (deliverables: " + strings.Join(res.Deliverables, ", ") + ")"
+	}
+	cn := fmt.Sprintf("This is the review of AOF task %s (GET /v1/aof/tasks/%s), round %d. Its task_dispatch and task_result "+
+		"records are ampflow's AMP rendering of the AOF task and of its agent's completion.report, not messages an agent sent.",
+		t.TaskID, t.TaskID, r.in.Round)
+	if r.in.RejectCount >= 2 && r.in.MaxRejects > 0 {
+		cn += fmt.Sprintf("\nLock is approaching: reject_count is %d; the admins take the review after %d rejections.", r.in.RejectCount, r.in.MaxRejects)
 	}
 	req := amp.NewMessage(amp.RoleCoordinator, amp.RoleReviewer, id, now, &amp.ReviewRequest{
 		OriginalDispatchRef: dispatch.MsgID,
 		TaskResultRef:       result.MsgID,
 		ReviewScope:         amp.ScopeFull,
 		DiffURL:             diff,
-		CoordinatorNotes: fmt.Sprintf("This is the review of AOF task %s (GET /v1/aof/tasks/%s), round %d. Its task_dispatch and task_result "+
-			"records are ampflow's AMP rendering of the AOF task and of its agent's completion.report, not messages an agent sent.",
-			t.TaskID, t.TaskID, r.in.Round),
+		RejectCount:         r.in.RejectCount,
+		CoordinatorNotes:    cn,
 	})
 	sec := int(r.in.AckTimeout / time.Second)
 	req.AckTimeoutSec = &sec
 	req.ContextRef = []string{dispatch.MsgID, result.MsgID}
+	if r.in.LastVerdict != "" {
+		req.ContextRef = append(req.ContextRef, r.in.LastVerdict)
+	}
 	r.request = req
 	for _, m := range []amp.Message{dispatch, result, req} {
-		r.record(ctx, m.MsgID, activities.KindMessage, m)
+		b, _ := json.Marshal(m)
+		r.record(ctx, m.MsgID, activities.KindMessage, b)
+		r.seen[m.MsgID] = ""
 	}
 }
 
-func (r *agentReview) record(ctx workflow.Context, id string, kind activities.RecordKind, v any) {
-	var b []byte
-	switch raw := v.(type) {
-	case json.RawMessage:
-		b = raw
-	default:
-		b, _ = json.Marshal(v)
-	}
-	r.records = append(r.records, activities.RecordEntry{ID: id, Kind: kind, Body: b, RecordedAt: workflow.Now(ctx).UTC()})
-	r.rev++
+// record queues a record for the next save.
+func (r *agentReview) record(ctx workflow.Context, id string, kind activities.RecordKind, body []byte) {
+	r.records = append(r.records, activities.RecordEntry{ID: id, Kind: kind, Body: body, RecordedAt: workflow.Now(ctx).UTC()})
+	r.queued++
+	r.changes++
 }
 
-// save writes the queued records and the inbox: the review_request until
-// the review ends.
+// save writes the queued records and the reviewer's inbox: the
+// review_request until the reviewer ACKs it or the review ends.
 func (r *agentReview) save(ctx workflow.Context) error {
 	r.rev++
 	in := activities.AgentReviewSaveInput{Subject: r.in.ID, Rev: r.rev, Records: r.records, Outbox: []ssot.OutboxMessage{}}
-	if !r.ended && r.verdict == nil {
+	if !r.finished() && r.ackID == "" {
 		body, _ := json.Marshal(r.request)
 		in.Outbox = append(in.Outbox, ssot.OutboxMessage{MsgID: r.request.MsgID, TaskID: r.in.ID, Role: string(amp.RoleReviewer),
-			Type: string(r.request.Type), SentAt: workflow.Now(ctx).UTC(), Body: body})
+			Type: string(r.request.Type), SentAt: r.started, Body: body})
 	}
+	queued := r.queued
 	r.records = nil
 	actx := workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
 		StartToCloseTimeout: 30 * time.Second,
@@ -247,30 +285,45 @@ func (r *agentReview) save(ctx workflow.Context) error {
 	if err := workflow.ExecuteActivity(actx, acts.SaveAgentReview, in).Get(ctx, nil); err != nil {
 		return fmt.Errorf("saving the agent review %s: %w", r.in.ID, err)
 	}
-	r.saved = in.Rev
+	r.saved = max(r.saved, queued)
 	return nil
+}
+
+// review saves the request, hands it to the reviewer and waits for how
+// the review ends.
+func (r *agentReview) review(ctx workflow.Context) (AgentVerdict, error) {
+	if err := r.save(ctx); err != nil {
+		return AgentVerdict{ID: r.in.ID}, err
+	}
+	r.deliver(ctx)
+	return r.wait(ctx)
 }
 
 // deliver hands the review_request to the reviewer as the worker's
 // agents.reviewer says (a pull agent reads its inbox); a delivery that
 // fails for good ends the review without a verdict.
 func (r *agentReview) deliver(ctx workflow.Context) {
-	actx := workflow.WithActivityOptions(ctx, workflows.DeliverOptions())
 	var acts *activities.Activities
-	f := workflow.ExecuteActivity(actx, acts.Deliver, activities.DeliverInput{Message: r.request, Repo: r.in.Reviewer.Repo})
+	f := workflow.ExecuteActivity(workflow.WithActivityOptions(ctx, workflows.DeliverOptions()), acts.Deliver,
+		activities.DeliverInput{Message: r.request, Repo: r.in.Reviewer.Repo})
 	workflow.Go(ctx, func(ctx workflow.Context) {
-		if err := f.Get(ctx, nil); err != nil && r.verdict == nil && ctx.Err() == nil {
-			r.failed = "delivering the review_request failed: " + err.Error()
+		err := f.Get(ctx, nil)
+		if err == nil || temporal.IsCanceledError(err) || r.finished() {
+			return
 		}
+		summary, stderr := workflows.DeliveryError(err)
+		r.stopped, r.stderr = "delivering the review_request failed: "+summary, stderr
+		r.changes++
 	})
 }
 
-// wait waits for the verdict, with the reviewer's deadlines: its ACK
-// within AckTimeout, then its verdict within ReplyTimeout of the ACK or
-// of its last heartbeat. Records taken meanwhile are saved as they come.
+// wait waits for how the review ends: the reviewer's verdict, its
+// escalation, a failed delivery, a cancel, or a deadline: the ACK within
+// AckTimeout of the request, then the verdict within ReplyTimeout of the
+// ACK or the reviewer's last heartbeat. Records taken meanwhile are
+// saved as they come.
 func (r *agentReview) wait(ctx workflow.Context) (AgentVerdict, error) {
 	out := AgentVerdict{ID: r.in.ID}
-	deadline := workflow.Now(ctx).Add(r.in.AckTimeout)
 	for {
 		if len(r.records) > 0 {
 			if err := r.save(ctx); err != nil {
@@ -278,58 +331,51 @@ func (r *agentReview) wait(ctx workflow.Context) (AgentVerdict, error) {
 			}
 			continue
 		}
-		if r.verdict != nil {
+		switch {
+		case r.verdict != nil:
 			out.MsgID, out.Verdict = r.verdict.MsgID, r.verdict.Verdict()
 			return out, nil
-		}
-		if r.failed != "" {
-			out.NoAnswer = r.failed
+		case r.stopped != "":
+			out.NoAnswer, out.Stderr = r.stopped, r.stderr
 			return out, nil
 		}
-		acked := r.acked
+		deadline, why := r.deadline()
 		left := deadline.Sub(workflow.Now(ctx))
-		woke, err := workflow.AwaitWithTimeout(ctx, max(left, 0), func() bool {
-			return len(r.records) > 0 || r.verdict != nil || r.failed != "" || r.beat || r.acked != acked
-		})
-		if err != nil {
-			return out, err
+		if left <= 0 {
+			out.NoAnswer = why
+			return out, nil
 		}
-		switch {
-		case r.beat || r.acked != acked:
-			r.beat = false
-			deadline = workflow.Now(ctx).Add(r.in.ReplyTimeout)
-		case !woke && !r.acked:
-			out.NoAnswer = fmt.Sprintf("the reviewer agent did not ACK %s within %s", r.request.MsgID, task.FormatDuration(r.in.AckTimeout))
-			return out, nil
-		case !woke:
-			out.NoAnswer = fmt.Sprintf("the reviewer agent sent no review_verdict within %s of its ACK or last heartbeat", task.FormatDuration(r.in.ReplyTimeout))
-			return out, nil
+		mark := r.changes
+		if _, err := workflow.AwaitWithTimeout(ctx, left, func() bool { return r.changes != mark }); err != nil {
+			return out, err
 		}
 	}
 }
 
-// digestOf tells a resend of a record from another record under its msg_id.
-func digestOf(raw []byte) string {
-	sum := sha256.Sum256(raw)
-	return hex.EncodeToString(sum[:8])
+// deadline is when the review gives up on the reviewer, and why.
+func (r *agentReview) deadline() (time.Time, string) {
+	if r.ackID == "" {
+		return r.started.Add(r.in.AckTimeout), fmt.Sprintf("the reviewer agent did not ACK %s within %s (protocol.ack_timeout.review_request)",
+			r.request.MsgID, task.FormatDuration(r.in.AckTimeout))
+	}
+	return r.active.Add(r.in.ReplyTimeout), fmt.Sprintf("the reviewer agent sent no review_verdict within %s of its ACK or last heartbeat (protocol.heartbeat_timeout)",
+		task.FormatDuration(r.in.ReplyTimeout))
 }
 
-func (r *agentReview) refuseAdmin(name string) error {
-	return refusal.New(task.CodeUnexpected, "%s is the reviewer agent's review of AOF task %s: it takes no %s; act on the AOF task (/v1/aof/tasks/%s)",
-		r.in.ID, r.in.Task.TaskID, name, r.in.Task.TaskID)
-}
-
-// validateSubmit takes the reviewer's ACK of the review_request and its
-// review_verdict; it refuses anything else before it enters history.
+// validateSubmit takes the reviewer's ACK of the review_request, its
+// review_verdict and its escalation; it refuses anything else before it
+// enters history.
 func (r *agentReview) validateSubmit(in task.SubmitInput) error {
-	_, err := r.classify(in)
+	_, _, err := r.classify(in)
 	return err
 }
 
-func (r *agentReview) classify(in task.SubmitInput) (rec amp.Record, err error) {
+// classify decides whether rec is acceptable now and whether it repeats
+// one taken (dup); it reads the state and never changes it.
+func (r *agentReview) classify(in task.SubmitInput) (rec amp.Record, dup bool, err error) {
 	rec, err = amp.ParseRecord(in.Raw)
 	if err != nil {
-		return rec, refusal.Record(err)
+		return rec, false, refusal.Record(err)
 	}
 	taskID, from := "", amp.Role("")
 	if rec.Ack != nil {
@@ -338,56 +384,110 @@ func (r *agentReview) classify(in task.SubmitInput) (rec amp.Record, err error) 
 		taskID, from = rec.Message.TaskID, rec.Message.From
 	}
 	if taskID != r.in.ID {
-		return rec, refusal.Field("task_id", "%s is not this review (%s)", taskID, r.in.ID)
+		return rec, false, refusal.Field("task_id", "%s is not this review (%s)", taskID, r.in.ID)
 	}
 	if prev, ok := r.seen[rec.ID()]; ok {
-		if prev != digestOf(in.Raw) {
-			return rec, refusal.New(task.CodeConflict, "msg_id: %s was already used by a different message", rec.ID())
+		if prev != workflows.SubmitUpdateID(rec) {
+			return rec, false, refusal.New(task.CodeConflict, "msg_id: %s was already used by a different message", rec.ID())
 		}
-		return rec, nil
+		return rec, true, nil
 	}
-	if r.verdict != nil || r.ended {
-		return rec, refusal.New(task.CodeFinished, "the review %s has its verdict: it takes no more messages", r.in.ID)
+	if r.finished() {
+		return rec, false, refusal.New(task.CodeFinished, "the review %s has ended: it takes no more messages", r.in.ID)
 	}
 	if from != amp.RoleReviewer {
-		return rec, refusal.Field("from", "is %s: the review of an AOF task takes messages from the reviewer only", from)
+		return rec, false, refusal.Field("from", "is %s: the review of an AOF task takes messages from the reviewer only", from)
 	}
 	switch {
 	case rec.Ack != nil && rec.Ack.AckOf != r.request.MsgID:
-		return rec, refusal.Field("ack_of", "%s is not this review's review_request (%s)", rec.Ack.AckOf, r.request.MsgID)
-	case rec.Ack == nil && rec.Message.Type != amp.TypeReviewVerdict:
-		return rec, refusal.New(task.CodeUnexpected, "unexpected %s: the review %s expects an ACK of %s and a review_verdict",
+		return rec, false, refusal.Field("ack_of", "%s is not this review's review_request (%s)", rec.Ack.AckOf, r.request.MsgID)
+	case rec.Ack != nil:
+		// Another ACK of the request (a retried POST /v1/acks makes a new
+		// msg_id each time) is the first one again.
+		return rec, r.ackID != "", nil
+	case rec.Message.Type != amp.TypeReviewVerdict && rec.Message.Type != amp.TypeEscalation:
+		return rec, false, refusal.New(task.CodeUnexpected, "unexpected %s: the review %s takes an ACK of %s, then a review_verdict or an escalation",
 			rec.Message.Type, r.in.ID, r.request.MsgID)
 	}
-	return rec, nil
+	return rec, false, nil
 }
 
 // submit keeps a record the validator let through and answers once it is
 // saved.
 func (r *agentReview) submit(ctx workflow.Context, in task.SubmitInput) (task.SubmitResult, error) {
-	rec, err := r.classify(in)
+	rec, dup, err := r.classify(in)
 	if err != nil {
 		return task.SubmitResult{}, err
 	}
 	out := task.SubmitResult{MsgID: rec.ID(), Status: task.StatusInReview}
-	if _, ok := r.seen[rec.ID()]; ok {
+	if dup {
+		if rec.Ack != nil {
+			out.MsgID = r.ackID
+		}
 		out.Duplicate = true
 		return out, nil
 	}
-	r.seen[rec.ID()] = digestOf(in.Raw)
-	if rec.Ack != nil {
-		r.record(ctx, rec.ID(), activities.KindAck, json.RawMessage(in.Raw))
-		r.acked = true
-	} else {
+	r.seen[rec.ID()] = workflows.SubmitUpdateID(rec)
+	now := workflow.Now(ctx).UTC()
+	switch {
+	case rec.Ack != nil:
+		r.record(ctx, rec.ID(), activities.KindAck, in.Raw)
+		r.ackID, r.active = rec.ID(), now
+	case rec.Message.Type == amp.TypeReviewVerdict:
 		m := *rec.Message
-		r.record(ctx, m.MsgID, activities.KindMessage, json.RawMessage(in.Raw))
-		ack := amp.NewAck(amp.RoleCoordinator, m, workflow.Now(ctx).UTC())
-		r.record(ctx, ack.MsgID, activities.KindAck, ack)
+		r.record(ctx, m.MsgID, activities.KindMessage, in.Raw)
+		r.ackVerdict(ctx, m)
 		r.verdict = &m
+	default:
+		m := *rec.Message
+		r.record(ctx, m.MsgID, activities.KindMessage, in.Raw)
+		e := m.Escalation()
+		r.stopped = fmt.Sprintf("the reviewer agent escalated (%s, %s): %s", e.EscalationType, e.Severity, e.Description)
 	}
-	rev := r.rev
-	if err := workflow.Await(ctx, func() bool { return r.saved >= rev }); err != nil {
+	out.Status = task.StatusInReview
+	if r.finished() {
+		out.Status = task.StatusDone
+	}
+	queued := r.queued
+	if err := workflow.Await(ctx, func() bool { return r.saved >= queued }); err != nil {
 		return task.SubmitResult{}, err
 	}
 	return out, nil
+}
+
+// ackVerdict records the coordinator's ACK of the verdict, under a msg_id
+// no record of the review has.
+func (r *agentReview) ackVerdict(ctx workflow.Context, m amp.Message) {
+	at := workflow.Now(ctx).UTC()
+	ack := amp.NewAck(amp.RoleCoordinator, m, at)
+	for _, taken := r.seen[ack.MsgID]; taken; _, taken = r.seen[ack.MsgID] {
+		at = at.Add(time.Millisecond)
+		ack = amp.NewAck(amp.RoleCoordinator, m, at)
+	}
+	r.seen[ack.MsgID] = ""
+	b, _ := json.Marshal(ack)
+	r.record(ctx, ack.MsgID, activities.KindAck, b)
+}
+
+func (r *agentReview) validateCancel(in task.CancelInput) error {
+	if r.finished() {
+		return refusal.New(task.CodeFinished, "the review %s has ended", r.in.ID)
+	}
+	if strings.TrimSpace(in.By) == "" {
+		return refusal.Field("by", "is required: who cancels the review")
+	}
+	return nil
+}
+
+// cancel ends the review without a verdict: the admins review instead.
+func (r *agentReview) cancel(ctx workflow.Context, in task.CancelInput) (task.ChangeResult, error) {
+	if err := r.validateCancel(in); err != nil {
+		return task.ChangeResult{}, err
+	}
+	r.stopped = "the review was cancelled by " + in.By
+	if in.Reason != "" {
+		r.stopped += ": " + in.Reason
+	}
+	r.changes++
+	return task.ChangeResult{Status: task.StatusDone}, nil
 }

@@ -49,7 +49,9 @@ type reviewHarness struct {
 	delivered  []amp.Message
 }
 
-func newReviewHarness(t *testing.T) *reviewHarness {
+// newReviewHarness makes the harness; each save takes saveTime of the
+// workflow's clock, if given.
+func newReviewHarness(t *testing.T, saveTime ...time.Duration) *reviewHarness {
 	var s testsuite.WorkflowTestSuite
 	s.SetLogger(log.NewStructuredLogger(slog.New(slog.NewTextHandler(io.Discard, nil))))
 	h := &reviewHarness{t: t, env: s.NewTestWorkflowEnvironment(), records: map[string]activities.RecordEntry{}}
@@ -65,16 +67,19 @@ func newReviewHarness(t *testing.T) *reviewHarness {
 	env.RegisterActivity(&activities.AOF{})
 	var acts *activities.Activities
 	var aof *activities.AOF
-	env.OnActivity(aof.SaveAgentReview, mock.Anything, mock.Anything).Return(
-		func(_ context.Context, in activities.AgentReviewSaveInput) (activities.AOFSaveResult, error) {
+	save := env.OnActivity(aof.SaveAgentReview, mock.Anything, mock.Anything).Return(
+		func(_ context.Context, in activities.AgentReviewSaveInput) (activities.AgentReviewSaveResult, error) {
 			h.mu.Lock()
 			defer h.mu.Unlock()
 			h.saves = append(h.saves, in)
 			for _, r := range in.Records {
 				h.records[r.ID] = r
 			}
-			return activities.AOFSaveResult{}, nil
+			return activities.AgentReviewSaveResult{}, nil
 		})
+	if len(saveTime) > 0 {
+		save.After(saveTime[0])
+	}
 	env.OnActivity(acts.Deliver, mock.Anything, mock.Anything).Return(
 		func(_ context.Context, in activities.DeliverInput) (activities.DeliverResult, error) {
 			h.mu.Lock()
@@ -92,13 +97,7 @@ func (h *reviewHarness) submit(v any) *reply {
 	if err != nil {
 		h.t.Fatal(err)
 	}
-	r := &reply{}
-	h.env.UpdateWorkflow(task.UpdateSubmit, "", &testsuite.TestUpdateCallback{
-		OnAccept:   func() {},
-		OnReject:   func(err error) { r.err, r.done = err, true },
-		OnComplete: func(out any, err error) { r.out, r.err, r.done = out, err, true },
-	}, task.SubmitInput{Raw: raw})
-	return r
+	return h.update(task.UpdateSubmit, task.SubmitInput{Raw: raw})
 }
 
 // request is the review_request the harness delivered.
@@ -253,4 +252,100 @@ func TestAgentReviewNoAnswer(t *testing.T) {
 			t.Errorf("the inbox still holds %+v", last.Outbox)
 		}
 	})
+}
+
+// TestAgentReviewAnswers: an ACK taken while the request is being saved
+// still starts the verdict's deadline; a second ACK (a retried POST
+// /v1/acks has a new msg_id) is the first one again and recorded once;
+// an escalation or a cancel ends the review without a verdict.
+func TestAgentReviewAnswers(t *testing.T) {
+	t.Run("AckDuringSave", func(t *testing.T) {
+		h := newReviewHarness(t, 20*time.Second)
+		var first, second *reply
+		h.at(5*time.Second, func() {
+			// Not delivered yet: the reviewer read the saved inbox.
+			req := amp.Message{MsgID: amp.MsgID(amp.TypeReviewRequest, reviewID, t0), TaskID: reviewID}
+			first = h.submit(amp.NewAck(amp.RoleReviewer, req, t0.Add(5*time.Second)))
+			second = h.submit(amp.NewAck(amp.RoleReviewer, req, t0.Add(6*time.Second)))
+		})
+		v := h.run()
+		if !strings.Contains(v.NoAnswer, "no review_verdict within 30m") {
+			t.Errorf("returned %+v", v)
+		}
+		if d := h.env.Now().Sub(t0); d < 30*time.Minute {
+			t.Errorf("gave up after %s, want 30m after the ACK", d)
+		}
+		if first.err != nil || second.err != nil {
+			t.Fatalf("ACKs refused: %v, %v", first.err, second.err)
+		}
+		var a, b task.SubmitResult
+		mustDecode(t, first.out, &a)
+		mustDecode(t, second.out, &b)
+		if a.Duplicate || !b.Duplicate || b.MsgID != a.MsgID {
+			t.Errorf("first ACK %+v, second %+v: want the second a duplicate of the first", a, b)
+		}
+		h.mu.Lock()
+		defer h.mu.Unlock()
+		n := 0
+		for _, r := range h.records {
+			if r.Kind == activities.KindAck {
+				n++
+			}
+		}
+		if n != 1 {
+			t.Errorf("%d ACK records, want 1", n)
+		}
+	})
+	t.Run("Escalation", func(t *testing.T) {
+		h := newReviewHarness(t)
+		var esc *reply
+		h.at(time.Minute, func() {
+			req := h.request()
+			h.submit(amp.NewAck(amp.RoleReviewer, req, t0))
+			e := amp.NewMessage(amp.RoleReviewer, amp.RoleAdmin, reviewID, t0.Add(time.Minute), &amp.Escalation{
+				EscalationType: amp.EscUnknown, Severity: amp.SeverityWarning, TriggeredBy: amp.RoleReviewer,
+				Description: "users.ts is not on aof/users", AffectedMsgs: []string{req.MsgID}, SystemStateSnapshot: map[string]any{}})
+			esc = h.submit(e)
+		})
+		v := h.run()
+		if esc.err != nil {
+			t.Fatalf("escalation refused: %v", esc.err)
+		}
+		if v.Verdict != nil || !strings.Contains(v.NoAnswer, "escalated") || !strings.Contains(v.NoAnswer, "users.ts is not on aof/users") {
+			t.Errorf("returned %+v", v)
+		}
+	})
+	t.Run("Cancel", func(t *testing.T) {
+		h := newReviewHarness(t)
+		var anon, c *reply
+		h.at(time.Minute, func() {
+			anon = h.update(task.UpdateCancel, task.CancelInput{Reason: "taking it over"})
+			c = h.update(task.UpdateCancel, task.CancelInput{Reason: "taking it over", By: "alice"})
+		})
+		v := h.run()
+		if anon.err == nil || c.err != nil {
+			t.Errorf("cancel without by: %v; by alice: %v", anon.err, c.err)
+		}
+		if v.Verdict != nil || v.NoAnswer != "the review was cancelled by alice: taking it over" {
+			t.Errorf("returned %+v", v)
+		}
+	})
+}
+
+func (h *reviewHarness) update(name string, arg any) *reply {
+	r := &reply{}
+	h.env.UpdateWorkflow(name, "", &testsuite.TestUpdateCallback{
+		OnAccept:   func() {},
+		OnReject:   func(err error) { r.err, r.done = err, true },
+		OnComplete: func(out any, err error) { r.out, r.err, r.done = out, err, true },
+	}, arg)
+	return r
+}
+
+func mustDecode(t *testing.T, v, out any) {
+	t.Helper()
+	b, _ := json.Marshal(v)
+	if err := json.Unmarshal(b, out); err != nil {
+		t.Fatal(err)
+	}
 }

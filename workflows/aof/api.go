@@ -70,16 +70,26 @@ type Input struct {
 }
 
 // AgentReviewState is where an AOF task's review by the reviewer agent
-// stands: Round counts the reviews started; Running is true while one
-// waits for the reviewer; Fallback, once it ended without a usable
-// verdict, says why the admins review instead.
+// stands.
 type AgentReviewState struct {
 	// AMPTaskID is the current or last review's AMP task id, the task_id
-	// of the reviewer's messages.
+	// of the reviewer's messages; Round counts the reviews started.
 	AMPTaskID string `json:"ampTaskId"`
 	Round     int    `json:"round"`
-	Running   bool   `json:"running,omitempty"`
-	Fallback  string `json:"fallback,omitempty"`
+	// Running is true while a review waits for the reviewer.
+	Running bool `json:"running,omitempty"`
+	// Outcome is how the last review ended: the verdict's decision
+	// (approved, approved_with_fix, rejected), no_verdict, or ended (the
+	// task left review first).
+	Outcome string `json:"outcome,omitempty"`
+	// Fallback, while the admins review instead, says why; Stderr is a
+	// command-mode reviewer's that failed.
+	Fallback string `json:"fallback,omitempty"`
+	Stderr   string `json:"stderr,omitempty"`
+	// Rejections counts the reviewer's rejections of the task's work;
+	// LastVerdict is the msg_id of its last verdict.
+	Rejections  int    `json:"rejections,omitempty"`
+	LastVerdict string `json:"lastVerdict,omitempty"`
 }
 
 // MessageInput is a valid message for the task.

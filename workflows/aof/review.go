@@ -38,15 +38,15 @@ func (r *aofRun) review(ctx workflow.Context) {
 	}
 	if v := r.agentDone; v != nil {
 		r.agentDone = nil
-		if r.AgentReview.Running && v.ID == r.AgentReview.AMPTaskID {
-			r.touch(ctx)
-			r.applyAgentVerdict(ctx, *v)
-			return
-		}
+		r.touch(ctx)
+		r.applyAgentVerdict(ctx, *v)
+		return
 	}
 	open := r.decisions.PendingOf(KindReview)
 	agent := r.Reviewer != nil && r.AgentReview.Fallback == ""
 	switch {
+	case r.Task.Status == StatusReview && agent && r.Policy == nil:
+		// The reviewer's deadlines are the worker's policy: wait for it.
 	case r.Task.Status == StatusReview && agent && !r.AgentReview.Running && open == nil:
 		r.touch(ctx)
 		r.startAgentReview(ctx)
@@ -68,13 +68,8 @@ func (r *aofRun) review(ctx workflow.Context) {
 		r.decisions.Withdraw(ctx, "the task left review: it is "+string(r.Task.Status))
 	}
 	if r.Task.Status != StatusReview && (r.AgentReview.Running || r.AgentReview.Fallback != "") {
-		// The next review is a new round.
 		r.touch(ctx)
-		if r.stopAgent != nil {
-			r.stopAgent()
-			r.stopAgent = nil
-		}
-		r.AgentReview.Running, r.AgentReview.Fallback = false, ""
+		r.endAgentReview()
 	}
 }
 
@@ -131,6 +126,7 @@ func (r *aofRun) reviewContext() decision.Context {
 	}
 	if f := r.AgentReview.Fallback; f != "" {
 		c.Extra["reviewer_agent"] = f
+		c.AgentStderr = r.AgentReview.Stderr
 	}
 	return c
 }

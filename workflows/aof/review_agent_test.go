@@ -109,43 +109,69 @@ func TestAgentReview(t *testing.T) {
 	}
 }
 
-// TestAgentReviewFallback: a verdict less sure than min_confidence, or
-// none, leaves the review to the admins, whose decision says why; their
-// answer decides.
+// TestAgentReviewFallback: the admins review instead, with the reason
+// in their decision, when the reviewer gives no verdict, one less sure
+// than min_confidence, or a rejection past max_rejects, and when the
+// agent reported needs_review (a human review); their answer decides.
 func TestAgentReviewFallback(t *testing.T) {
-	for name, v := range map[string]*amp.ReviewVerdict{
-		"LowConfidence": verdict(amp.DecisionApproved, 0.4),
-		"NoAnswer":      nil,
+	for _, c := range []struct {
+		name     string
+		verdicts []*amp.ReviewVerdict
+		outcome  Outcome
+		rounds   int
+		why      string
+	}{
+		{"NoAnswer", []*amp.ReviewVerdict{nil}, OutcomeDone, 1, "did not ACK"},
+		{"LowConfidence", []*amp.ReviewVerdict{verdict(amp.DecisionApproved, 0.4, amp.Issue{Severity: amp.SeverityMinor, File: "a.go", Line: 1, Description: "typo"})},
+			OutcomeDone, 1, "below protocol.min_confidence 0.70; [minor] a.go:1 typo"},
+		{"MaxRejects", []*amp.ReviewVerdict{
+			verdict(amp.DecisionRejected, 0.9, amp.Issue{Severity: amp.SeverityMajor, File: "a.go", Line: 1, Description: "no tests"}),
+			verdict(amp.DecisionRejected, 0.9, amp.Issue{Severity: amp.SeverityMajor, File: "a.go", Line: 2, Description: "still no tests"})},
+			OutcomeDone, 2, "rejected the work 2 times, more than protocol.max_rejects (1); [major] a.go:2 still no tests"},
+		{"NeedsReview", nil, OutcomeNeedsReview, 1, "the agent reported needs_review"},
 	} {
-		t.Run(name, func(t *testing.T) {
+		t.Run(c.name, func(t *testing.T) {
 			h := newHarness(t)
-			h.withAgentReviews(v)
-			h.reviewRound(time.Second)
+			started := h.withAgentReviews(c.verdicts...)
+			h.policy.MaxRejects = 1
+			for i := range c.rounds {
+				start := time.Duration(i) * 20 * time.Minute
+				h.at(start+time.Second, func() { h.dispatch(0) })
+				h.at(start+time.Minute, func() { h.send(completion(c.outcome, t0), 0) })
+				h.at(start+2*time.Minute, func() { h.update(UpdateSessionEnd, SessionEndInput{}) })
+			}
 			var dec *reply
-			h.at(10*time.Minute, func() {
+			at := time.Duration(c.rounds-1)*20*time.Minute + 10*time.Minute
+			h.at(at, func() {
 				tk := h.task()
 				d := tk.Review
 				if tk.Status != StatusReview || d == nil {
 					t.Fatalf("status %s, review %v: no admin decision", tk.Status, d)
 				}
 				why, _ := d.Context.Extra["reviewer_agent"].(string)
-				if (v == nil && !strings.Contains(why, "did not ACK")) || (v != nil && !strings.Contains(why, "below protocol.min_confidence 0.70")) {
-					t.Errorf("the decision says %q of the reviewer agent", why)
+				if !strings.Contains(why, c.why) {
+					t.Errorf("the decision says %q of the reviewer agent, want %q", why, c.why)
+				}
+				if a := tk.AgentReview; a == nil || a.Outcome != OutcomeNoVerdict || a.Fallback != why {
+					t.Errorf("agent review %+v", a)
 				}
 				if len(h.eventsOf(EventReviewNoVerdict)) != 1 {
 					t.Errorf("no review.no_verdict event")
 				}
 				dec = h.update(task.UpdateDecide, decision.Answer{DecisionID: d.ID, Option: OptBlock, Note: "needs a human", By: "alice", Digest: d.Digest})
 			})
-			h.at(11*time.Minute, func() {
+			h.at(at+time.Minute, func() {
 				if !dec.done || dec.err != nil {
 					t.Fatalf("decide: %v", dec.err)
 				}
-				if tk := h.task(); tk.Status != StatusBlocked || tk.AgentReview.Fallback != "" {
+				if tk := h.task(); tk.Status != StatusBlocked || (tk.AgentReview != nil && tk.AgentReview.Fallback != "") {
 					t.Errorf("status %s, agent review %+v after the admins blocked it", tk.Status, tk.AgentReview)
 				}
 			})
 			h.run()
+			if n := len(*started); n != len(c.verdicts) {
+				t.Errorf("%d reviews started, want %d", n, len(c.verdicts))
+			}
 		})
 	}
 }
@@ -162,11 +188,11 @@ func TestAgentReviewEnded(t *testing.T) {
 	var acts *activities.Activities
 	var aofActs *activities.AOF
 	h.env.OnActivity(aofActs.SaveAgentReview, mock.Anything, mock.Anything).Return(
-		func(_ context.Context, in activities.AgentReviewSaveInput) (activities.AOFSaveResult, error) {
+		func(_ context.Context, in activities.AgentReviewSaveInput) (activities.AgentReviewSaveResult, error) {
 			mu.Lock()
 			defer mu.Unlock()
 			saves = append(saves, in)
-			return activities.AOFSaveResult{}, nil
+			return activities.AgentReviewSaveResult{}, nil
 		})
 	h.env.OnActivity(acts.Deliver, mock.Anything, mock.Anything).Return(activities.DeliverResult{Mode: "pull"}, nil)
 	h.reviewRound(time.Second)

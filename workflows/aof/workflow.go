@@ -50,9 +50,11 @@ type aofRun struct {
 	// saved is the Rev of the last save.
 	saved int64
 	// agentDone is how the running agent review ended; stopAgent
-	// cancels it.
-	agentDone *AgentVerdict
-	stopAgent workflow.CancelFunc
+	// cancels it; agentsOpen counts the reviews not closed yet, the
+	// cancelled ones included, which the run outlives.
+	agentDone  *AgentVerdict
+	stopAgent  workflow.CancelFunc
+	agentsOpen int
 }
 
 func newRun(in Input) *aofRun {
@@ -116,7 +118,7 @@ func (r *aofRun) run(ctx workflow.Context) (Task, error) {
 			continue
 		}
 		if r.Task.Status == StatusDone {
-			if err := workflow.Await(ctx, func() bool { return r.dirty || workflow.AllHandlersFinished(ctx) }); err != nil {
+			if err := workflow.Await(ctx, func() bool { return r.dirty || workflow.AllHandlersFinished(ctx) && r.agentsOpen == 0 }); err != nil {
 				return r.view(), err
 			}
 			if r.dirty {
@@ -170,7 +172,7 @@ func (r *aofRun) wait(ctx workflow.Context) error {
 // afresh, and nothing holds it: a running agent review is a child of
 // this run.
 func (r *aofRun) mayContinueAsNew(ctx workflow.Context) bool {
-	return workflow.GetInfo(ctx).GetContinueAsNewSuggested() && !r.AgentReview.Running
+	return workflow.GetInfo(ctx).GetContinueAsNewSuggested() && r.agentsOpen == 0
 }
 
 func (r *aofRun) loadPolicy(ctx workflow.Context) {
@@ -287,7 +289,7 @@ func (r *aofRun) view() Task {
 	t := r.Task
 	t.WorkLog = append([]string{}, r.Task.WorkLog...)
 	t.Review = r.decisions.PendingOf(KindReview)
-	if r.AgentReview.Round > 0 {
+	if r.AgentReview.Round > 0 || r.AgentReview.Fallback != "" {
 		a := r.AgentReview
 		t.AgentReview = &a
 	}

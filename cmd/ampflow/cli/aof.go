@@ -258,10 +258,14 @@ func (a *App) aofArtifactsCommand() *cobra.Command {
 // agentReviewLine says where the reviewer agent's review stands.
 func agentReviewLine(a wf.AgentReviewState) string {
 	switch {
+	case a.AMPTaskID == "":
+		return "none: left to the admins: " + a.Fallback
 	case a.Running:
 		return fmt.Sprintf("%s (round %d) waits for the reviewer agent", a.AMPTaskID, a.Round)
 	case a.Fallback != "":
 		return fmt.Sprintf("%s (round %d) left to the admins: %s", a.AMPTaskID, a.Round, a.Fallback)
+	case a.Outcome == wf.OutcomeEnded:
+		return fmt.Sprintf("%s (round %d) ended: the task left review", a.AMPTaskID, a.Round)
 	}
-	return fmt.Sprintf("%s (round %d) answered", a.AMPTaskID, a.Round)
+	return fmt.Sprintf("%s (round %d) %s by the reviewer agent", a.AMPTaskID, a.Round, a.Outcome)
 }
