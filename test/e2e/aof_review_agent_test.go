@@ -102,7 +102,17 @@ func TestAOFAgentReview(t *testing.T) {
 	if code != http.StatusBadRequest || !strings.Contains(string(resp), "payload.decision") {
 		t.Errorf("an invalid verdict answered %d %s", code, resp)
 	}
+	var st struct {
+		Status string `json:"status"`
+	}
+	if code, resp := c.call("GET", "/v1/tasks/"+first, nil, &st); code != http.StatusOK || st.Status != "in_review" {
+		t.Errorf("GET /v1/tasks/%s: %d %s", first, code, resp)
+	}
 	c.submit("/v1/acks", mustJSON(t, map[string]any{"msg_id": req.MsgID, "as": "reviewer"}))
+	// A second ACK record (another msg_id) is the first one again.
+	if dup := c.submit("/v1/acks", mustJSON(t, amp.NewAck(amp.RoleReviewer, req, time.Now().Add(time.Second)))); !dup {
+		t.Error("a second ACK of the request was not answered as a duplicate")
+	}
 	if code, resp := c.call("POST", "/v1/heartbeats", map[string]any{"task_id": first, "from": "reviewer", "note": "reading users.ts"}, nil); code >= 300 {
 		t.Errorf("the reviewer's heartbeat answered %d %s", code, resp)
 	}
@@ -120,8 +130,11 @@ func TestAOFAgentReview(t *testing.T) {
 	}
 	late := map[string]any{"type": "review_verdict", "task_id": first, "payload": map[string]any{"decision": "approved", "confidence": 0.9,
 		"criteria_results": []map[string]any{{"criterion": "users endpoints", "passed": true, "evidence": "changed my mind"}}}}
-	if code, resp := c.call("POST", "/v1/messages", late, nil); code != http.StatusConflict {
-		t.Errorf("a verdict on a finished review answered %d %s, want 409", code, resp)
+	if code, resp := c.call("POST", "/v1/messages", late, nil); code != http.StatusConflict || !strings.Contains(string(resp), "task_ended") {
+		t.Errorf("a verdict on a finished review answered %d %s, want 409 task_ended", code, resp)
+	}
+	if code, resp := c.call("GET", "/v1/tasks/"+first, nil, &st); code != http.StatusOK || st.Status != "done" {
+		t.Errorf("GET /v1/tasks/%s after the verdict: %d %s", first, code, resp)
 	}
 
 	// Round two: ampflow is killed while the review waits for the
@@ -133,9 +146,10 @@ func TestAOFAgentReview(t *testing.T) {
 	p.kill()
 	p.restart()
 	c.reset()
-	if again := c.reviewerInbox(second); again.MsgID != req.MsgID {
-		t.Errorf("after the restart the inbox holds %s, want %s", again.MsgID, req.MsgID)
-	}
+	eventually(t, 60*time.Second, second+" answers after the restart", func() (bool, error) {
+		code, body, err := c.raw("GET", "/v1/tasks/"+second, nil)
+		return code == http.StatusOK && strings.Contains(string(body), `"status":"in_review"`), err
+	})
 	c.verdict(second, amp.DecisionApproved)
 	c.waitStatus(id, "done", 30*time.Second)
 	if n := c.countEvents(id, "review.verdict"); n != 2 {
@@ -163,6 +177,24 @@ func TestAOFAgentReview(t *testing.T) {
 	c.lastEvent(quiet, "review.no_verdict")
 	c.decide(*tv.Review, decision.OptApprove)
 	c.waitStatus(quiet, "done", 30*time.Second)
+
+	// A coordinator or an admin cancels a review: the admins take it.
+	const taken = "TASK-2026-02-09-094"
+	c.create(taken, nil)
+	c.dispatch(taken, 600000)
+	c.must(aofExample(t, "1", map[string]any{"taskId": taken}))
+	c.sessionEnd()
+	c.reviewerInbox("T-2026-0209094001")
+	if code, resp := c.call("POST", "/v1/tasks/T-2026-0209094001/cancel", map[string]any{"reason": "I will review it"}, nil); code != http.StatusOK {
+		t.Errorf("cancelling the review: %d %s", code, resp)
+	}
+	eventually(t, 30*time.Second, "the admins get the review of "+taken, func() (bool, error) {
+		tv = c.task(taken)
+		return tv.Review != nil, nil
+	})
+	if why, _ := tv.Review.Context.Extra["reviewer_agent"].(string); !strings.HasPrefix(why, "the review was cancelled by ") || !strings.HasSuffix(why, ": I will review it") {
+		t.Errorf("the admins' review says %q of the reviewer agent", why)
+	}
 
 	// The example AMP reviewer (examples/agent.py reviewer) reviews an
 	// AOF task as it is: it follows original_dispatch_ref for the
