@@ -85,8 +85,7 @@ func (a *AOF) SaveAOF(ctx context.Context, in AOFSaveInput) (AOFSaveResult, erro
 // storeError makes the store's refusals of its input non-retryable.
 func storeError(err error) error {
 	var inv *ssot.InvalidError
-	var conflict *ssot.ConflictError
-	if errors.As(err, &inv) || errors.As(err, &conflict) {
+	if errors.As(err, &inv) {
 		return nonRetryable(err)
 	}
 	return err
@@ -324,6 +323,12 @@ func (a *AOF) SaveAgentReview(ctx context.Context, in AgentReviewSaveInput) (Age
 			entries[i] = ssot.Entry{ID: e.ID, Kind: string(e.Kind), RecordedAt: e.RecordedAt, Body: e.Body}
 		}
 		if _, err := a.Store.Append(ctx, in.Subject, entries); err != nil {
+			// A record under a used id with other content is not retried:
+			// the review ends, and the admins review instead.
+			var conflict *ssot.ConflictError
+			if errors.As(err, &conflict) {
+				return AgentReviewSaveResult{}, nonRetryable(err)
+			}
 			return AgentReviewSaveResult{}, storeError(err)
 		}
 	}
