@@ -154,7 +154,7 @@ func Spec() httpapi.Spec {
 			"delegation": map[string]any{"type": "string", "enum": []string{"requested", "accepted", "rejected"}},
 			"review":     ref("Decision"), "rev": map[string]any{"type": "integer", "description": "Counts the task's changes."},
 			"agentReview": obj([]string{"ampTaskId", "round"}, map[string]any{
-				"ampTaskId":   strSchema("With aof.review: agent, the AMP task id (T-YYYY-NNN…) of the reviewer agent's current or last review: the task_id of its review_request, ACK, heartbeats and review_verdict."),
+				"ampTaskId":   strSchema("With aof.review: agent, the AMP task id (T-YYYY-NNN…) of the reviewer agent's current or last review: the task_id of its review_request, ACK, heartbeats and review_verdict; empty when the admins took a review without asking the agent."),
 				"round":       map[string]any{"type": "integer", "description": "Reviews asked of the reviewer agent so far."},
 				"running":     map[string]any{"type": "boolean", "description": "True while the review waits for the reviewer agent."},
 				"outcome":     map[string]any{"type": "string", "enum": []string{"approved", "approved_with_fix", "rejected", "no_verdict", "ended"}, "description": "How the last review ended: the verdict's decision, no_verdict (the admins review instead), or ended (the task left review first)."},

@@ -100,9 +100,15 @@ type agentReview struct {
 
 	records []activities.RecordEntry
 	// queued and saved count the records queued and saved so far: an
-	// update answers once its records are saved.
+	// update answers once its records are saved, and is refused if a save
+	// failed (saveErr) first.
 	queued, saved int
+	saveErr       error
 	rev           int64
+	// closed is set once the final save is done; events numbers the
+	// review's event records.
+	closed bool
+	events int
 }
 
 // AgentReviewWorkflow puts an AOF task in review before the AMP reviewer
@@ -125,7 +131,9 @@ func AgentReviewWorkflow(ctx workflow.Context, in AgentReviewInput) (AgentVerdic
 	if uerr := workflow.UpsertTypedSearchAttributes(dctx, task.AttrStatus.ValueSet(string(task.StatusDone))); uerr != nil {
 		workflow.GetLogger(ctx).Warn("marking the review done", "review", in.ID, "error", uerr)
 	}
-	if serr := r.save(dctx); serr != nil {
+	serr := r.save(dctx)
+	r.closed = true
+	if serr != nil {
 		return out, serr
 	}
 	// Each update answers once its records are saved.
@@ -177,10 +185,11 @@ func (r *agentReview) setup(ctx workflow.Context) error {
 		for {
 			var hb task.HeartbeatInput
 			beats.Receive(ctx, &hb)
-			// Before its ACK the reviewer has until the ACK timeout.
+			// Before its ACK the reviewer has until the ACK timeout. A
+			// heartbeat only puts the deadline off: the wait works it
+			// out again when its timer fires.
 			if hb.From == amp.RoleReviewer && r.ackID != "" {
 				r.active = workflow.Now(ctx).UTC()
-				r.changes++
 			}
 		}
 	})
@@ -283,9 +292,27 @@ func (r *agentReview) save(ctx workflow.Context) error {
 	})
 	var acts *activities.AOF
 	if err := workflow.ExecuteActivity(actx, acts.SaveAgentReview, in).Get(ctx, nil); err != nil {
-		return fmt.Errorf("saving the agent review %s: %w", r.in.ID, err)
+		if r.saveErr == nil {
+			r.saveErr = fmt.Errorf("saving the agent review %s: %w", r.in.ID, err)
+		}
+		return r.saveErr
 	}
-	r.saved = max(r.saved, queued)
+	if r.saveErr == nil {
+		r.saved = max(r.saved, queued)
+	}
+	return nil
+}
+
+// awaitSaved returns once the records queued so far are saved, or
+// refuses when a save failed first: nothing was kept.
+func (r *agentReview) awaitSaved(ctx workflow.Context) error {
+	queued := r.queued
+	if err := workflow.Await(ctx, func() bool { return r.saved >= queued || r.saveErr != nil }); err != nil {
+		return err
+	}
+	if r.saved < queued {
+		return refusal.New(task.CodeUnavailable, "the review %s could not keep it: %v", r.in.ID, r.saveErr)
+	}
 	return nil
 }
 
@@ -295,7 +322,10 @@ func (r *agentReview) review(ctx workflow.Context) (AgentVerdict, error) {
 	if err := r.save(ctx); err != nil {
 		return AgentVerdict{ID: r.in.ID}, err
 	}
-	r.deliver(ctx)
+	// A pull reviewer may have ACKed from its inbox during the save.
+	if r.ackID == "" && !r.finished() {
+		r.deliver(ctx)
+	}
 	return r.wait(ctx)
 }
 
@@ -420,6 +450,9 @@ func (r *agentReview) submit(ctx workflow.Context, in task.SubmitInput) (task.Su
 		return task.SubmitResult{}, err
 	}
 	out := task.SubmitResult{MsgID: rec.ID(), Status: task.StatusInReview}
+	if r.finished() {
+		out.Status = task.StatusDone
+	}
 	if dup {
 		if rec.Ack != nil {
 			out.MsgID = r.ackID
@@ -444,12 +477,10 @@ func (r *agentReview) submit(ctx workflow.Context, in task.SubmitInput) (task.Su
 		e := m.Escalation()
 		r.stopped = fmt.Sprintf("the reviewer agent escalated (%s, %s): %s", e.EscalationType, e.Severity, e.Description)
 	}
-	out.Status = task.StatusInReview
 	if r.finished() {
 		out.Status = task.StatusDone
 	}
-	queued := r.queued
-	if err := workflow.Await(ctx, func() bool { return r.saved >= queued }); err != nil {
+	if err := r.awaitSaved(ctx); err != nil {
 		return task.SubmitResult{}, err
 	}
 	return out, nil
@@ -488,6 +519,15 @@ func (r *agentReview) cancel(ctx workflow.Context, in task.CancelInput) (task.Ch
 	if in.Reason != "" {
 		r.stopped += ": " + in.Reason
 	}
-	r.changes++
+	r.events++
+	b, _ := json.Marshal(map[string]any{"event": "cancel", "by": in.By, "reason": in.Reason})
+	r.record(ctx, fmt.Sprintf("event-%s-%d", r.in.ID, r.events), activities.KindEvent, b)
+	// It answers once the review has ended and left the inbox.
+	if err := workflow.Await(ctx, func() bool { return r.closed }); err != nil {
+		return task.ChangeResult{}, err
+	}
+	if err := r.awaitSaved(ctx); err != nil {
+		return task.ChangeResult{}, err
+	}
 	return task.ChangeResult{Status: task.StatusDone}, nil
 }

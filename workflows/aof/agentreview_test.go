@@ -41,9 +41,11 @@ type reviewHarness struct {
 	env *testsuite.TestWorkflowEnvironment
 	in  AgentReviewInput
 
-	mu      sync.Mutex
-	saves   []activities.AgentReviewSaveInput
-	records map[string]activities.RecordEntry
+	mu sync.Mutex
+	// failSave, when set, fails every save from then on for good.
+	failSave bool
+	saves    []activities.AgentReviewSaveInput
+	records  map[string]activities.RecordEntry
 	// deliverErr, when set, is the delivery's answer.
 	deliverErr error
 	delivered  []amp.Message
@@ -71,6 +73,9 @@ func newReviewHarness(t *testing.T, saveTime ...time.Duration) *reviewHarness {
 		func(_ context.Context, in activities.AgentReviewSaveInput) (activities.AgentReviewSaveResult, error) {
 			h.mu.Lock()
 			defer h.mu.Unlock()
+			if h.failSave {
+				return activities.AgentReviewSaveResult{}, temporal.NewNonRetryableApplicationError("conflict", "ConflictError", nil)
+			}
 			h.saves = append(h.saves, in)
 			for _, r := range in.Records {
 				h.records[r.ID] = r
@@ -348,4 +353,61 @@ func mustDecode(t *testing.T, v, out any) {
 	if err := json.Unmarshal(b, out); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// TestAgentReviewRefusals: what the review does not expect is refused
+// with the code an agent reads, a heartbeat of another role does not put
+// the deadline off, and a record whose save failed is refused, not
+// answered as taken.
+func TestAgentReviewRefusals(t *testing.T) {
+	t.Run("Codes", func(t *testing.T) {
+		h := newReviewHarness(t)
+		var result, reused *reply
+		h.at(time.Minute, func() {
+			req := h.request()
+			ack := amp.NewAck(amp.RoleReviewer, req, t0)
+			h.submit(ack)
+			res := amp.NewMessage(amp.RoleExecutor, amp.RoleCoordinator, reviewID, t0.Add(time.Second), &amp.TaskResult{SubtaskID: "x", CompletionStatus: amp.StatusComplete,
+				SelfAssessment: amp.SelfAssessment{CriteriaMet: []*bool{nil}, Notes: []string{}}, WorkLog: []amp.WorkLogEntry{}, DiffSummary: amp.DiffSummary{FilesChanged: []string{}}})
+			result = h.submit(res)
+			// A verdict, then another under its msg_id.
+			v := verdictOf(t, req, amp.DecisionApproved, 0.9)
+			h.submit(v)
+			v.Verdict().Confidence = 0.95
+			reused = h.submit(v)
+		})
+		h.run()
+		result.refused(t, task.CodeInvalid) // from: the executor
+		reused.refused(t, task.CodeConflict)
+	})
+	t.Run("OtherHeartbeats", func(t *testing.T) {
+		h := newReviewHarness(t)
+		h.at(time.Minute, func() { h.submit(amp.NewAck(amp.RoleReviewer, h.request(), t0)) })
+		h.at(20*time.Minute, func() {
+			h.env.SignalWorkflow(task.SignalHeartbeat, task.HeartbeatInput{From: amp.RoleExecutor, Note: "not the reviewer"})
+		})
+		h.run()
+		if d := h.env.Now().Sub(t0); d < 31*time.Minute || d > 32*time.Minute {
+			t.Errorf("gave up after %s, want 30m after the ACK at 1m", d)
+		}
+	})
+	t.Run("SaveFails", func(t *testing.T) {
+		h := newReviewHarness(t)
+		var v *reply
+		h.at(time.Minute, func() {
+			req := h.request()
+			h.submit(amp.NewAck(amp.RoleReviewer, req, t0))
+		})
+		h.at(2*time.Minute, func() {
+			h.mu.Lock()
+			h.failSave = true
+			h.mu.Unlock()
+			v = h.submit(verdictOf(t, h.request(), amp.DecisionApproved, 0.9))
+		})
+		h.env.ExecuteWorkflow(AgentReviewWorkflow, h.in)
+		if err := h.env.GetWorkflowError(); err == nil || !strings.Contains(err.Error(), "conflict") {
+			t.Errorf("the review ended with %v, want the failed save", err)
+		}
+		v.refused(t, task.CodeUnavailable)
+	})
 }

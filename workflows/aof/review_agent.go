@@ -44,15 +44,19 @@ const maxFallbackText = 4 << 10
 // anything but done (needs_review and partial ask for a human), or the
 // task had MaxAgentReviews rounds.
 func (r *aofRun) startAgentReview(ctx workflow.Context) {
+	why := ""
 	switch res := r.Task.Result; {
 	case res == nil:
-		r.agentFallback(ctx, "", "the task has no completion report for the reviewer agent to review", "")
-		return
+		why = "the task has no completion report for the reviewer agent to review"
 	case res.Outcome != OutcomeDone:
-		r.agentFallback(ctx, "", fmt.Sprintf("the agent reported %s, which asks for a human review; only a done outcome goes to the reviewer agent", res.Outcome), "")
-		return
+		why = fmt.Sprintf("the agent reported %s, which asks for a human review; only a done outcome goes to the reviewer agent", res.Outcome)
 	case r.AgentReview.Round >= MaxAgentReviews:
-		r.agentFallback(ctx, "", fmt.Sprintf("the task had %d reviews by the reviewer agent, the most there may be", MaxAgentReviews), "")
+		why = fmt.Sprintf("the task had %d reviews by the reviewer agent, the most there may be", MaxAgentReviews)
+	}
+	if why != "" {
+		// No review of this round: none is named.
+		r.AgentReview.AMPTaskID = ""
+		r.agentFallback(ctx, "", why, "")
 		return
 	}
 	a := &r.AgentReview
@@ -107,12 +111,12 @@ func (r *aofRun) applyAgentVerdict(ctx workflow.Context, v AgentVerdict) {
 		return
 	}
 	a.Outcome, a.LastVerdict = string(vd.Decision), v.MsgID
+	issues := issueText(vd)
 	r.event(ctx, EventReviewVerdict, actorReviewer, map[string]any{"ampTaskId": v.ID, "msgId": v.MsgID,
-		"decision": vd.Decision, "confidence": vd.Confidence, "issues": len(vd.Issues)})
+		"decision": vd.Decision, "confidence": vd.Confidence, "issues": strings.TrimPrefix(issues, "; ")})
 	if vd.Decision == amp.DecisionRejected {
 		a.Rejections++
 	}
-	issues := issueText(vd.Issues)
 	switch max := r.Policy.MaxRejects; {
 	case vd.Confidence < r.Policy.MinConfidence:
 		r.agentFallback(ctx, v.ID, fmt.Sprintf("the reviewer agent's verdict (%s) has confidence %.2f, below protocol.min_confidence %.2f%s",
@@ -125,6 +129,10 @@ func (r *aofRun) applyAgentVerdict(ctx workflow.Context, v AgentVerdict) {
 	}
 	reason := fmt.Sprintf("%s by the reviewer agent (%s)", vd.Decision, v.ID)
 	if vd.Decision != amp.DecisionRejected {
+		if issues != "" {
+			// An approval's minor issues and direct fixes stay with the task.
+			r.appendWorkLog(WorkLogLine(workflow.Now(ctx), "", string(vd.Decision)+" by the reviewer agent ("+v.ID+"):"+strings.TrimPrefix(issues, ";"), nil))
+		}
 		r.transition(ctx, StatusDone, actorReviewer, reason)
 		return
 	}
@@ -156,11 +164,14 @@ func (r *aofRun) endAgentReview() {
 	a.Running, a.Fallback, a.Stderr = false, "", ""
 }
 
-// issueText is a verdict's issues, each on one line after "; ".
-func issueText(issues []amp.Issue) string {
+// issueText is a verdict's issues and direct fixes, each after "; ".
+func issueText(v *amp.ReviewVerdict) string {
 	var b strings.Builder
-	for _, is := range issues {
+	for _, is := range v.Issues {
 		b.WriteString("; " + workflows.IssueLine(is))
+	}
+	for _, f := range v.DirectFixes {
+		fmt.Fprintf(&b, "; fixed by the reviewer: %s (%s, %d lines)", f.File, f.ChangeType, f.DiffLines)
 	}
 	return b.String()
 }

@@ -59,7 +59,7 @@ func TestAgentReview(t *testing.T) {
 	h := newHarness(t)
 	started := h.withAgentReviews(
 		verdict(amp.DecisionRejected, 0.9, amp.Issue{Severity: amp.SeverityMajor, File: "src/api/users.ts", Line: 12, Description: "no auth check", SuggestedFix: "call requireAuth"}),
-		verdict(amp.DecisionApproved, 0.95))
+		verdict(amp.DecisionApproved, 0.95, amp.Issue{Severity: amp.SeverityMinor, File: "src/api/users.ts", Line: 3, Description: "unused import"}))
 	h.reviewRound(time.Second)
 	h.at(10*time.Minute, func() {
 		tk := h.task()
@@ -78,8 +78,21 @@ func TestAgentReview(t *testing.T) {
 	if !h.env.IsWorkflowCompleted() {
 		t.Fatal("the approved task's workflow did not end")
 	}
+	var done Task
+	if err := h.env.GetWorkflowResult(&done); err != nil {
+		t.Fatal(err)
+	}
+	if n := len(done.WorkLog); n == 0 || !strings.Contains(done.WorkLog[n-1], "approved by the reviewer agent (T-2026-0209057002): [minor] src/api/users.ts:3 unused import") {
+		t.Errorf("work log %q: the approval's issue is not kept", done.WorkLog)
+	}
+	if a := done.AgentReview; a == nil || a.Outcome != "approved" || a.Rejections != 1 || a.LastVerdict == "" {
+		t.Errorf("agent review %+v", a)
+	}
 	if len(*started) != 2 || (*started)[0].ID != "T-2026-0209057001" || (*started)[1].ID != "T-2026-0209057002" {
 		t.Fatalf("reviews started %+v", *started)
+	}
+	if second := (*started)[1]; second.RejectCount != 1 || second.LastVerdict != "review_verdict-T-2026-0209057001" || second.MaxRejects != h.policy.MaxRejects {
+		t.Errorf("the second review was given reject count %d, last verdict %q", second.RejectCount, second.LastVerdict)
 	}
 	in := (*started)[0]
 	if in.Task.Result == nil || in.Task.Result.Outcome != OutcomeDone || in.Reviewer.Branch != "aof/users" || in.AckTimeout <= 0 || in.ReplyTimeout <= 0 {
@@ -129,6 +142,8 @@ func TestAgentReviewFallback(t *testing.T) {
 			verdict(amp.DecisionRejected, 0.9, amp.Issue{Severity: amp.SeverityMajor, File: "a.go", Line: 2, Description: "still no tests"})},
 			OutcomeDone, 2, "rejected the work 2 times, more than protocol.max_rejects (1); [major] a.go:2 still no tests"},
 		{"NeedsReview", nil, OutcomeNeedsReview, 1, "the agent reported needs_review"},
+		{"Partial", nil, OutcomePartial, 1, "the agent reported partial"},
+		{"NoReport", nil, "", 1, "the task has no completion report"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			h := newHarness(t)
@@ -137,7 +152,15 @@ func TestAgentReviewFallback(t *testing.T) {
 			for i := range c.rounds {
 				start := time.Duration(i) * 20 * time.Minute
 				h.at(start+time.Second, func() { h.dispatch(0) })
-				h.at(start+time.Minute, func() { h.send(completion(c.outcome, t0), 0) })
+				h.at(start+time.Minute, func() {
+					if c.outcome != "" {
+						h.send(completion(c.outcome, t0), 0)
+						return
+					}
+					m := msg(TypeStatusUpdate, t0)
+					m.Status = &StatusUpdate{TaskID: testTask, AgentID: agent, Status: StatusReview, Notes: "please look"}
+					h.send(m, 0)
+				})
 				h.at(start+2*time.Minute, func() { h.update(UpdateSessionEnd, SessionEndInput{}) })
 			}
 			var dec *reply
@@ -152,7 +175,7 @@ func TestAgentReviewFallback(t *testing.T) {
 				if !strings.Contains(why, c.why) {
 					t.Errorf("the decision says %q of the reviewer agent, want %q", why, c.why)
 				}
-				if a := tk.AgentReview; a == nil || a.Outcome != OutcomeNoVerdict || a.Fallback != why {
+				if a := tk.AgentReview; a == nil || a.Outcome != OutcomeNoVerdict || a.Fallback != why || (a.AMPTaskID == "") != (len(c.verdicts) == 0) {
 					t.Errorf("agent review %+v", a)
 				}
 				if len(h.eventsOf(EventReviewNoVerdict)) != 1 {

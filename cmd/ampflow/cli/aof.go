@@ -266,6 +266,8 @@ func agentReviewLine(a wf.AgentReviewState) string {
 		return fmt.Sprintf("%s (round %d) left to the admins: %s", a.AMPTaskID, a.Round, a.Fallback)
 	case a.Outcome == wf.OutcomeEnded:
 		return fmt.Sprintf("%s (round %d) ended: the task left review", a.AMPTaskID, a.Round)
+	case a.Outcome == wf.OutcomeNoVerdict:
+		return fmt.Sprintf("%s (round %d) ended without a verdict: the admins reviewed", a.AMPTaskID, a.Round)
 	}
 	return fmt.Sprintf("%s (round %d) %s by the reviewer agent", a.AMPTaskID, a.Round, a.Outcome)
 }

@@ -9,6 +9,8 @@ import (
 	"net/http/httptest"
 	"strings"
 	"testing"
+
+	wf "github.com/ampflow/ampflow/workflows/aof"
 )
 
 // TestAOFTaskCommands drives the aof commands against a fake API.
@@ -73,5 +75,23 @@ func TestAOFTaskCommands(t *testing.T) {
 	}
 	if code, out, _ := run("aof", "task", "artifacts", "TASK-2026-02-09-001"); code != 0 || !strings.Contains(out, "== run.json\n{\"status\":\"running\"}") {
 		t.Errorf("artifacts: %d %q", code, out)
+	}
+}
+
+func TestAgentReviewLine(t *testing.T) {
+	for _, c := range []struct {
+		a    wf.AgentReviewState
+		want string
+	}{
+		{wf.AgentReviewState{AMPTaskID: "T-2026-0209001001", Round: 1, Running: true}, "T-2026-0209001001 (round 1) waits for the reviewer agent"},
+		{wf.AgentReviewState{AMPTaskID: "T-2026-0209001002", Round: 2, Outcome: "rejected"}, "T-2026-0209001002 (round 2) rejected by the reviewer agent"},
+		{wf.AgentReviewState{AMPTaskID: "T-2026-0209001002", Round: 2, Outcome: wf.OutcomeNoVerdict, Fallback: "no ACK"}, "T-2026-0209001002 (round 2) left to the admins: no ACK"},
+		{wf.AgentReviewState{AMPTaskID: "T-2026-0209001002", Round: 2, Outcome: wf.OutcomeNoVerdict}, "T-2026-0209001002 (round 2) ended without a verdict: the admins reviewed"},
+		{wf.AgentReviewState{Round: 2, Outcome: wf.OutcomeNoVerdict, Fallback: "the agent reported partial"}, "none: left to the admins: the agent reported partial"},
+		{wf.AgentReviewState{AMPTaskID: "T-2026-0209001001", Round: 1, Outcome: wf.OutcomeEnded}, "T-2026-0209001001 (round 1) ended: the task left review"},
+	} {
+		if got := agentReviewLine(c.a); got != c.want {
+			t.Errorf("agentReviewLine(%+v) = %q, want %q", c.a, got, c.want)
+		}
 	}
 }
