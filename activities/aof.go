@@ -32,6 +32,10 @@ type AOF struct {
 	Store AOFStore
 	// DataDir is aof.data_dir; empty mirrors nothing.
 	DataDir string
+	// Written, when set, is told each agent review whose AMP chain a save
+	// added to: the git export (ssot.git) follows from it, as it does
+	// for tasks. It must not block.
+	Written func(taskID string)
 }
 
 // AOFSaveInput is one step of an AOF task.
@@ -322,7 +326,8 @@ func (a *AOF) SaveAgentReview(ctx context.Context, in AgentReviewSaveInput) (Age
 		for i, e := range in.Records {
 			entries[i] = ssot.Entry{ID: e.ID, Kind: string(e.Kind), RecordedAt: e.RecordedAt, Body: e.Body}
 		}
-		if _, err := a.Store.Append(ctx, in.Subject, entries); err != nil {
+		res, err := a.Store.Append(ctx, in.Subject, entries)
+		if err != nil {
 			// A record under a used id with other content is not retried:
 			// the review ends, and the admins review instead.
 			var conflict *ssot.ConflictError
@@ -330,6 +335,9 @@ func (a *AOF) SaveAgentReview(ctx context.Context, in AgentReviewSaveInput) (Age
 				return AgentReviewSaveResult{}, nonRetryable(err)
 			}
 			return AgentReviewSaveResult{}, storeError(err)
+		}
+		if res.Written > 0 && a.Written != nil {
+			a.Written(in.Subject)
 		}
 	}
 	if err := a.Store.SaveOutbox(ctx, in.Subject, in.Rev, in.Outbox); err != nil {

@@ -137,3 +137,23 @@ func TestAOFEventLogMirrors(t *testing.T) {
 		t.Errorf("the mirror's log holds %d of the event: %s", n, b)
 	}
 }
+
+// TestSaveAgentReviewWritten: a save that adds to the review's chain
+// tells the git export, naming the review's AMP task id; one that adds
+// nothing does not.
+func TestSaveAgentReviewWritten(t *testing.T) {
+	var marked []string
+	a := &AOF{Store: &fakeAOFStore{decisions: map[string]int64{}}, Written: func(id string) { marked = append(marked, id) }}
+	in := AgentReviewSaveInput{Subject: "T-2026-0209057001", Rev: 1,
+		Records: []RecordEntry{{ID: "review_request-T-2026-0209057001-1", Kind: KindMessage, Body: json.RawMessage(`{}`)}}}
+	if _, err := a.SaveAgentReview(context.Background(), in); err != nil {
+		t.Fatal(err)
+	}
+	in.Records, in.Rev = nil, 2
+	if _, err := a.SaveAgentReview(context.Background(), in); err != nil {
+		t.Fatal(err)
+	}
+	if len(marked) != 1 || marked[0] != "T-2026-0209057001" {
+		t.Errorf("marked %v, want the review once", marked)
+	}
+}

@@ -17,7 +17,11 @@ import (
 func registerAOF(w worker.Worker, o Options, parts *Parts) {
 	w.RegisterWorkflowWithOptions(aof.TaskWorkflow, aof.RegisterOptions())
 	w.RegisterWorkflowWithOptions(aof.AgentReviewWorkflow, aof.RegisterAgentReviewOptions())
-	w.RegisterActivity(&activities.AOF{Store: parts.Store, DataDir: o.Config.AOF.DataDir})
+	acts := &activities.AOF{Store: parts.Store, DataDir: o.Config.AOF.DataDir}
+	if parts.export != nil {
+		acts.Written = parts.export.mark
+	}
+	w.RegisterActivity(acts)
 	leases := &activities.AOFLeases{}
 	if parts.Tasks != nil && parts.Tasks.Temporal != nil {
 		leases.Leases = aofLeases{&lease.Client{Temporal: parts.Tasks.Temporal, TaskQueue: o.Config.Temporal.TaskQueue}}
