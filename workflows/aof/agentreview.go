@@ -324,7 +324,11 @@ func (r *agentReview) review(ctx workflow.Context) (AgentVerdict, error) {
 	}
 	// A pull reviewer may have ACKed from its inbox during the save.
 	if r.ackID == "" && !r.finished() {
-		r.deliver(ctx)
+		// A command-mode reviewer still running when the review ends is
+		// stopped.
+		dctx, stop := workflow.WithCancel(ctx)
+		defer stop()
+		r.deliver(dctx)
 	}
 	return r.wait(ctx)
 }
