@@ -365,7 +365,12 @@ func (c *Client) wrapEnded(ctx context.Context, taskID string, err error, op str
 }
 
 // wrap turns Temporal's errors into task.Errors a user can read.
-func (c *Client) wrap(err error, op string) error {
+func (c *Client) wrap(err error, op string) error { return WrapError(err, op, c.wait(), c.TaskQueue) }
+
+// WrapError turns Temporal's errors into task.Errors a user can read: op
+// names the call; wait and queue say, when no answer came, how long the
+// call waited and which task queue's workers it waited for.
+func WrapError(err error, op string, wait time.Duration, queue string) error {
 	if err == nil {
 		return nil
 	}
@@ -387,7 +392,7 @@ func (c *Client) wrap(err error, op string) error {
 	}
 	if errors.Is(err, context.DeadlineExceeded) || isDeadline(err) {
 		return &task.Error{Code: task.CodeUnavailable, Err: err, Message: fmt.Sprintf(
-			"%s: no answer within %s: is an ampflow worker running on task queue %q?", op, task.FormatDuration(c.wait()), c.TaskQueue)}
+			"%s: no answer within %s: is an ampflow worker running on task queue %q?", op, task.FormatDuration(wait), queue)}
 	}
 	var un *serviceerror.Unavailable
 	if errors.As(err, &un) {

@@ -9,10 +9,9 @@ import (
 	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/api/serviceerror"
 	"go.temporal.io/sdk/client"
-	"go.temporal.io/sdk/temporal"
 
 	"github.com/ampflow/ampflow/amp/task"
-	"github.com/ampflow/ampflow/workflows/refusal"
+	"github.com/ampflow/ampflow/workflows"
 )
 
 // Client starts AOF task workflows and hands them messages; the HTTP API
@@ -107,36 +106,12 @@ func (c *Client) update(ctx context.Context, taskID, name string, arg, out any) 
 // done).
 var ErrEnded = errors.New("the AOF task's workflow has ended")
 
-// wrap turns Temporal's errors into task.Errors a user can read.
+// wrap turns Temporal's errors into task.Errors a user can read, as the
+// task client does, except that a workflow not found is a task not found.
 func (c *Client) wrap(err error, op string) error {
-	if err == nil {
-		return nil
-	}
-	var te *task.Error
-	if errors.As(err, &te) {
-		return err
-	}
-	var app *temporal.ApplicationError
-	if errors.As(err, &app) {
-		if e, ok := refusal.Of(app); ok {
-			e.Err = err
-			return e
-		}
-		return &task.Error{Code: task.CodeInternal, Message: op + ": " + app.Message(), Err: err}
-	}
 	var nf *serviceerror.NotFound
 	if errors.As(err, &nf) {
 		return &task.Error{Code: CodeTaskNotFound, Message: op + ": no such running task", Err: errors.Join(ErrEnded, err)}
 	}
-	var de *serviceerror.DeadlineExceeded
-	var ce *serviceerror.Canceled
-	if errors.Is(err, context.DeadlineExceeded) || errors.As(err, &de) || errors.As(err, &ce) {
-		return &task.Error{Code: task.CodeUnavailable, Err: err, Message: fmt.Sprintf(
-			"%s: no answer within %s: is an ampflow worker running on task queue %q?", op, c.wait(), c.TaskQueue)}
-	}
-	var un *serviceerror.Unavailable
-	if errors.As(err, &un) {
-		return &task.Error{Code: task.CodeUnavailable, Message: op + ": Temporal is unavailable: " + un.Error(), Err: err}
-	}
-	return &task.Error{Code: task.CodeInternal, Message: op + ": " + err.Error(), Err: err}
+	return workflows.WrapError(err, op, c.wait(), c.TaskQueue)
 }
