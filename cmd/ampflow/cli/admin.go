@@ -54,14 +54,7 @@ func (a *App) pendingCommand() *cobra.Command {
 			if err != nil {
 				return refused(err)
 			}
-			if a.JSON() {
-				if err := a.PrintJSON(ds); err != nil {
-					return err
-				}
-				return a.printMore(cmd, args, next)
-			}
-			if len(ds) == 0 {
-				_, err := fmt.Fprintln(a.Stdout, "no pending decisions")
+			if done, err := a.printPage(cmd, args, ds, len(ds), next, "no pending decisions"); done {
 				return err
 			}
 			now := a.Now()

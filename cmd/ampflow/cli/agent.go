@@ -100,14 +100,7 @@ func (a *App) inboxCommand() *cobra.Command {
 			if err != nil {
 				return refused(err)
 			}
-			if a.JSON() {
-				if err := a.PrintJSON(msgs); err != nil {
-					return err
-				}
-				return a.printMore(cmd, args, next)
-			}
-			if len(msgs) == 0 {
-				_, err := fmt.Fprintf(a.Stdout, "no messages for %s\n", role)
+			if done, err := a.printPage(cmd, args, msgs, len(msgs), next, "no messages for "+string(role)); done {
 				return err
 			}
 			t := newTable(a.Stdout, "MSG_ID", "TYPE", "TASK", "FROM", "SENT")

@@ -69,14 +69,7 @@ func (a *App) gatesListCommand() *cobra.Command {
 			if err != nil {
 				return refused(err)
 			}
-			if a.JSON() {
-				if err := a.PrintJSON(list); err != nil {
-					return err
-				}
-				return a.printMore(cmd, args, next)
-			}
-			if len(list) == 0 {
-				_, err := fmt.Fprintln(a.Stdout, "no gates")
+			if done, err := a.printPage(cmd, args, list, len(list), next, "no gates"); done {
 				return err
 			}
 			t := newTable(a.Stdout, "GATE", "STATUS", "AGENT", "PROJECT", "RUN", "COST", "RECEIVED", "ACTION")

@@ -97,6 +97,23 @@ func readPages[T any](ctx context.Context, p pageFlags, fetch func(context.Conte
 // printMore tells, on stderr, how to read the page after this one: in
 // text, the same command line with --cursor; with -o json, one line
 // {"next_cursor": …}, so stdout stays a JSON array.
+// printPage prints a page of n items under -o json (then its next
+// cursor), or none when the page is empty and none is set; done says it
+// printed, and the caller prints its table otherwise.
+func (a *App) printPage(cmd *cobra.Command, args []string, list any, n int, next, none string) (done bool, err error) {
+	if a.JSON() {
+		if err := a.PrintJSON(list); err != nil {
+			return true, err
+		}
+		return true, a.printMore(cmd, args, next)
+	}
+	if n == 0 && none != "" {
+		_, err := fmt.Fprintln(a.Stdout, none)
+		return true, err
+	}
+	return false, nil
+}
+
 func (a *App) printMore(cmd *cobra.Command, args []string, next string) error {
 	if next == "" {
 		return nil

@@ -67,14 +67,7 @@ func (a *App) taskListCommand() *cobra.Command {
 			if err != nil {
 				return refused(err)
 			}
-			if a.JSON() {
-				if err := a.PrintJSON(list); err != nil {
-					return err
-				}
-				return a.printMore(cmd, args, next)
-			}
-			if len(list) == 0 {
-				_, err := fmt.Fprintln(a.Stdout, "no tasks")
+			if done, err := a.printPage(cmd, args, list, len(list), next, "no tasks"); done {
 				return err
 			}
 			t := newTable(a.Stdout, "TASK", "STATUS", "RISK", "REJECTS", "STARTED", "REPO")
@@ -147,11 +140,8 @@ func (a *App) taskHistoryCommand() *cobra.Command {
 			if err != nil {
 				return refused(err)
 			}
-			if a.JSON() {
-				if err := a.PrintJSON(recs); err != nil {
-					return err
-				}
-				return a.printMore(cmd, args, next)
+			if done, err := a.printPage(cmd, args, recs, len(recs), next, ""); done {
+				return err
 			}
 			t := newTable(a.Stdout, "RECORDED", "KIND", "ID", "WHAT")
 			for _, r := range recs {
