@@ -10,8 +10,8 @@ import (
 
 	"go.temporal.io/sdk/temporal"
 
-	"github.com/ampflow/ampflow/amp/task"
 	"github.com/ampflow/ampflow/workflows/lease"
+	"github.com/ampflow/ampflow/workflows/task"
 )
 
 // BranchLeaser is the way to the lease workflows a task's branch lease

@@ -5,8 +5,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/ampflow/ampflow/amp/task"
 	"github.com/ampflow/ampflow/workflows/lease"
+	"github.com/ampflow/ampflow/workflows/task"
 )
 
 // fakeBranches answers as one lease workflow per key would.

@@ -12,12 +12,12 @@ import (
 
 	"github.com/ampflow/ampflow/activities"
 	"github.com/ampflow/ampflow/activities/ssot"
-	"github.com/ampflow/ampflow/amp/task"
 	"github.com/ampflow/ampflow/integrations/dashboard"
 	"github.com/ampflow/ampflow/integrations/httpapi"
 	"github.com/ampflow/ampflow/integrations/repomesh"
 	"github.com/ampflow/ampflow/workflows"
 	"github.com/ampflow/ampflow/workflows/lease"
+	"github.com/ampflow/ampflow/workflows/task"
 )
 
 // registerLeases registers the lease workflow and, when the worker has

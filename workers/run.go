@@ -15,12 +15,12 @@ import (
 
 	"github.com/ampflow/ampflow/activities"
 	"github.com/ampflow/ampflow/activities/ssot"
-	"github.com/ampflow/ampflow/amp/task"
 	"github.com/ampflow/ampflow/config"
 	"github.com/ampflow/ampflow/integrations/httpapi"
 	"github.com/ampflow/ampflow/workflows"
 	"github.com/ampflow/ampflow/workflows/gate"
 	"github.com/ampflow/ampflow/workflows/lease"
+	"github.com/ampflow/ampflow/workflows/task"
 )
 
 // Options for Run.

@@ -19,9 +19,9 @@ import (
 	"go.temporal.io/sdk/temporal"
 
 	"github.com/ampflow/ampflow/amp"
-	"github.com/ampflow/ampflow/amp/decision"
-	"github.com/ampflow/ampflow/amp/task"
+	"github.com/ampflow/ampflow/workflows/decision"
 	"github.com/ampflow/ampflow/workflows/refusal"
+	"github.com/ampflow/ampflow/workflows/task"
 )
 
 // Client is the typed way in to task workflows, shared by the CLI, the

@@ -8,8 +8,8 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/ampflow/ampflow/activities"
-	"github.com/ampflow/ampflow/amp/decision"
-	"github.com/ampflow/ampflow/amp/task"
+	"github.com/ampflow/ampflow/workflows/decision"
+	"github.com/ampflow/ampflow/workflows/task"
 )
 
 // versionBranchLease: an approved task takes its branch's lease before

@@ -14,9 +14,9 @@ import (
 	"time"
 
 	"github.com/ampflow/ampflow/activities/ssot"
-	"github.com/ampflow/ampflow/amp/task"
 	"github.com/ampflow/ampflow/integrations/httpapi"
 	"github.com/ampflow/ampflow/workflows/contract"
+	"github.com/ampflow/ampflow/workflows/task"
 )
 
 // AMCP's error codes.

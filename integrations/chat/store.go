@@ -18,7 +18,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/ampflow/ampflow/amp/decision"
+	"github.com/ampflow/ampflow/workflows/decision"
 )
 
 // How long closed decisions and notice keys are kept; a late click on an

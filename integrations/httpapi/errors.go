@@ -10,7 +10,7 @@ import (
 	"strings"
 
 	"github.com/ampflow/ampflow/amp"
-	"github.com/ampflow/ampflow/amp/task"
+	"github.com/ampflow/ampflow/workflows/task"
 )
 
 // Codes of errors only the HTTP layer produces.

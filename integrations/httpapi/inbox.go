@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/ampflow/ampflow/amp"
-	"github.com/ampflow/ampflow/amp/task"
+	"github.com/ampflow/ampflow/workflows/task"
 )
 
 // MaxWait bounds the wait of a long-polling inbox request unless

@@ -11,8 +11,8 @@ import (
 	"sync"
 
 	"github.com/ampflow/ampflow/amp"
-	"github.com/ampflow/ampflow/amp/decision"
-	"github.com/ampflow/ampflow/amp/task"
+	"github.com/ampflow/ampflow/workflows/decision"
+	"github.com/ampflow/ampflow/workflows/task"
 )
 
 // Route is an API route of one of ampflow's systems beside the task

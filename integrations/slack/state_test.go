@@ -5,9 +5,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/ampflow/ampflow/amp/decision"
 	"github.com/ampflow/ampflow/integrations/chat"
 	"github.com/ampflow/ampflow/integrations/chat/chattest"
+	"github.com/ampflow/ampflow/workflows/decision"
 )
 
 func TestStatePrunesAndPersists(t *testing.T) {

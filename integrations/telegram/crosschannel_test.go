@@ -21,10 +21,10 @@ import (
 	"time"
 
 	"github.com/ampflow/ampflow/activities"
-	"github.com/ampflow/ampflow/amp/decision"
 	"github.com/ampflow/ampflow/config"
 	"github.com/ampflow/ampflow/integrations/chat/chattest"
 	"github.com/ampflow/ampflow/integrations/slack"
+	"github.com/ampflow/ampflow/workflows/decision"
 )
 
 // slackCalls is a minimal Slack Web API: enough for a bot to post, edit

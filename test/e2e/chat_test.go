@@ -7,10 +7,10 @@ import (
 	"testing"
 
 	"github.com/ampflow/ampflow/amp"
-	"github.com/ampflow/ampflow/amp/decision"
-	"github.com/ampflow/ampflow/amp/task"
 	"github.com/ampflow/ampflow/config"
 	"github.com/ampflow/ampflow/workflows"
+	"github.com/ampflow/ampflow/workflows/decision"
+	"github.com/ampflow/ampflow/workflows/task"
 )
 
 const (

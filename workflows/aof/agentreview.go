@@ -12,10 +12,10 @@ import (
 	"github.com/ampflow/ampflow/activities"
 	"github.com/ampflow/ampflow/activities/ssot"
 	"github.com/ampflow/ampflow/amp"
-	"github.com/ampflow/ampflow/amp/decision"
-	"github.com/ampflow/ampflow/amp/task"
 	"github.com/ampflow/ampflow/workflows"
+	"github.com/ampflow/ampflow/workflows/decision"
 	"github.com/ampflow/ampflow/workflows/refusal"
+	"github.com/ampflow/ampflow/workflows/task"
 )
 
 // AgentReviewType is the workflow type of an AOF task's review by the AMP

@@ -17,7 +17,7 @@ import (
 
 	"github.com/ampflow/ampflow/activities"
 	"github.com/ampflow/ampflow/amp"
-	"github.com/ampflow/ampflow/amp/task"
+	"github.com/ampflow/ampflow/workflows/task"
 )
 
 const reviewID = "T-2026-0209057001"

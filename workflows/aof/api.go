@@ -1,8 +1,8 @@
 package aof
 
 import (
-	"github.com/ampflow/ampflow/amp/task"
 	"github.com/ampflow/ampflow/workflows/decide"
+	"github.com/ampflow/ampflow/workflows/task"
 )
 
 // Handler names of the AOF task workflow. The decision engine's update is

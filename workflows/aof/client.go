@@ -10,8 +10,8 @@ import (
 	"go.temporal.io/api/serviceerror"
 	"go.temporal.io/sdk/client"
 
-	"github.com/ampflow/ampflow/amp/task"
 	"github.com/ampflow/ampflow/workflows"
+	"github.com/ampflow/ampflow/workflows/task"
 )
 
 // Client starts AOF task workflows and hands them messages; the HTTP API

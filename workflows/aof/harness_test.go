@@ -17,8 +17,8 @@ import (
 
 	"github.com/ampflow/ampflow/activities"
 	"github.com/ampflow/ampflow/activities/ssot"
-	"github.com/ampflow/ampflow/amp/task"
 	"github.com/ampflow/ampflow/workflows/refusal"
+	"github.com/ampflow/ampflow/workflows/task"
 )
 
 const (

@@ -7,8 +7,8 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/ampflow/ampflow/activities"
-	"github.com/ampflow/ampflow/amp/task"
 	"github.com/ampflow/ampflow/workflows/refusal"
+	"github.com/ampflow/ampflow/workflows/task"
 )
 
 // versionLease marks the histories whose dispatches take a lease.

@@ -6,8 +6,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/ampflow/ampflow/amp/decision"
-	"github.com/ampflow/ampflow/amp/task"
+	"github.com/ampflow/ampflow/workflows/decision"
+	"github.com/ampflow/ampflow/workflows/task"
 )
 
 // TestReview answers the admins' review each way.

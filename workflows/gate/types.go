@@ -15,7 +15,7 @@ import (
 	"go.temporal.io/api/serviceerror"
 	"go.temporal.io/sdk/client"
 
-	"github.com/ampflow/ampflow/amp/decision"
+	"github.com/ampflow/ampflow/workflows/decision"
 )
 
 // WorkflowType is the registered name of the gate workflow.

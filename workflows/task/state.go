@@ -4,7 +4,7 @@ import (
 	"time"
 
 	"github.com/ampflow/ampflow/amp"
-	"github.com/ampflow/ampflow/amp/decision"
+	"github.com/ampflow/ampflow/workflows/decision"
 )
 
 // State is what the state query returns.

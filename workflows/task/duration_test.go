@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/ampflow/ampflow/amp"
-	"github.com/ampflow/ampflow/amp/decision"
+	"github.com/ampflow/ampflow/workflows/decision"
 )
 
 func TestFormatDuration(t *testing.T) {
