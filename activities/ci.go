@@ -9,8 +9,8 @@ import (
 
 	"go.temporal.io/sdk/temporal"
 
+	"github.com/ampflow/ampflow/activities/github"
 	"github.com/ampflow/ampflow/config"
-	"github.com/ampflow/ampflow/integrations/github"
 )
 
 // CIOptions configure NewCIProvider, from the configuration file's ci

@@ -10,7 +10,7 @@ import (
 
 	"go.temporal.io/sdk/temporal"
 
-	"github.com/ampflow/ampflow/integrations/github"
+	"github.com/ampflow/ampflow/activities/github"
 )
 
 // ErrCIRateLimited is the type of the retryable error a rate-limited CI

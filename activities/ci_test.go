@@ -15,8 +15,8 @@ import (
 
 	"go.temporal.io/sdk/testsuite"
 
+	"github.com/ampflow/ampflow/activities/github"
 	"github.com/ampflow/ampflow/config"
-	"github.com/ampflow/ampflow/integrations/github"
 )
 
 func TestRollUp(t *testing.T) {

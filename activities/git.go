@@ -12,7 +12,7 @@ import (
 
 	"go.temporal.io/sdk/temporal"
 
-	"github.com/ampflow/ampflow/integrations/github"
+	"github.com/ampflow/ampflow/activities/github"
 )
 
 // DiffWriter keeps a diff where a reviewer can read it and returns its path.

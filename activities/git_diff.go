@@ -17,8 +17,8 @@ import (
 
 	"go.temporal.io/sdk/temporal"
 
+	"github.com/ampflow/ampflow/activities/github"
 	"github.com/ampflow/ampflow/amp"
-	"github.com/ampflow/ampflow/integrations/github"
 )
 
 // commitHashRE is what an executor may give as commit_hash: a full or

@@ -15,11 +15,11 @@ import (
 
 	"go.temporal.io/sdk/client"
 
+	"github.com/ampflow/ampflow/activities/contract"
 	"github.com/ampflow/ampflow/activities/ssot"
 	"github.com/ampflow/ampflow/config"
 	"github.com/ampflow/ampflow/integrations/amcp"
 	"github.com/ampflow/ampflow/integrations/runshift"
-	"github.com/ampflow/ampflow/workflows/contract"
 	"github.com/ampflow/ampflow/workflows/gate"
 )
 

@@ -13,9 +13,9 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/ampflow/ampflow/activities/contract"
 	"github.com/ampflow/ampflow/activities/ssot"
 	"github.com/ampflow/ampflow/integrations/httpapi"
-	"github.com/ampflow/ampflow/workflows/contract"
 	"github.com/ampflow/ampflow/workflows/task"
 )
 

@@ -14,9 +14,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ampflow/ampflow/activities/contract"
 	"github.com/ampflow/ampflow/activities/ssot"
 	"github.com/ampflow/ampflow/integrations/httpapi"
-	"github.com/ampflow/ampflow/workflows/contract"
 	_ "modernc.org/sqlite" // the tests' own connection to the store's file
 )
 

@@ -11,10 +11,10 @@ import (
 	"strings"
 	"time"
 
+	"github.com/ampflow/ampflow/activities/contract"
 	"github.com/ampflow/ampflow/activities/ssot"
 	"github.com/ampflow/ampflow/amp"
 	"github.com/ampflow/ampflow/integrations/httpapi"
-	"github.com/ampflow/ampflow/workflows/contract"
 	"github.com/ampflow/ampflow/workflows/task"
 )
 

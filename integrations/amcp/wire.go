@@ -3,7 +3,7 @@ package amcp
 import (
 	"time"
 
-	"github.com/ampflow/ampflow/workflows/contract"
+	"github.com/ampflow/ampflow/activities/contract"
 )
 
 // DecideRequest is the body of POST /v1/decide.
