@@ -45,7 +45,7 @@ type Activities struct {
 	// TaskPolicy hands it to each task as it starts.
 	Policy *task.Policy
 	// Leases holds the tasks' branch leases.
-	Leases BranchLeaser
+	Leases BranchLeases
 }
 
 // GitChecker verifies what agents say against the repository.

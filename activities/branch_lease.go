@@ -4,22 +4,21 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
-	"errors"
-	"fmt"
 	"time"
 
 	"go.temporal.io/sdk/temporal"
 
-	"github.com/ampflow/ampflow/workflows/lease"
 	"github.com/ampflow/ampflow/workflows/task"
 )
 
-// BranchLeaser is the way to the lease workflows a task's branch lease
-// lives in (*lease.Client).
-type BranchLeaser interface {
-	AcquireOrQueue(ctx context.Context, key string, req lease.WaitRequest) (lease.AcquireResult, error)
-	Renew(ctx context.Context, req lease.RenewRequest) (lease.Lease, error)
-	Leave(ctx context.Context, key string, req lease.LeaveRequest) (lease.LeaveResult, error)
+// BranchLeases takes, renews and gives up tasks' branch leases. The lease
+// system provides it (activities/lease.Branches over the lease workflows);
+// a worker without the lease system leaves it nil and a task asking for a
+// branch lease is refused with ErrNoLeases.
+type BranchLeases interface {
+	Acquire(ctx context.Context, in BranchLeaseInput) (BranchLeaseResult, error)
+	Renew(ctx context.Context, in BranchLeaseInput) (BranchLeaseResult, error)
+	Release(ctx context.Context, in BranchLeaseInput) (BranchLeaseResult, error)
 }
 
 // ErrNoLeases refuses a branch lease on a worker without a lease client.
@@ -45,23 +44,20 @@ type BranchLeaseResult struct {
 	Lost   string            `json:"lost,omitempty"`
 }
 
+// maxBranchKeyLen is the lease system's bound on a resource key
+// (lease.MaxKeyLen; activities/lease checks that the two agree).
+const maxBranchKeyLen = 200
+
 // BranchKey is the resource key of a branch: task.BranchLeaseKey, with the
-// repository path digested when the key would pass lease.MaxKeyLen.
+// repository path digested when the key would pass the lease system's
+// bound on a key.
 func BranchKey(repo, branch string) string {
 	key := task.BranchLeaseKey(repo, branch)
-	if len(key) <= lease.MaxKeyLen {
+	if len(key) <= maxBranchKeyLen {
 		return key
 	}
 	sum := sha256.Sum256([]byte(repo))
 	return task.BranchLeaseKey("sha256-"+hex.EncodeToString(sum[:12]), branch)
-}
-
-func branchLease(l lease.Lease) *task.BranchLease {
-	return &task.BranchLease{LeaseID: l.LeaseID, ResourceKey: l.ResourceKey, ExpiresAt: l.ExpiresAt}
-}
-
-func ttlSeconds(d time.Duration) int {
-	return max(int(lease.MinTTL/time.Second), min(int(d/time.Second), int(lease.MaxTTL/time.Second)))
 }
 
 // AcquireBranchLease takes the task's branch lease, or queues the task for
@@ -69,59 +65,29 @@ func ttlSeconds(d time.Duration) int {
 // the branch passes to it. Asking again keeps the task's place.
 func (a *Activities) AcquireBranchLease(ctx context.Context, in BranchLeaseInput) (BranchLeaseResult, error) {
 	if a.Leases == nil {
-		return BranchLeaseResult{}, temporal.NewNonRetryableApplicationError("this worker has no lease client", ErrNoLeases, nil)
+		return BranchLeaseResult{}, errNoLeases()
 	}
-	key := BranchKey(in.Repo, in.Branch)
-	out, err := a.Leases.AcquireOrQueue(ctx, key, lease.WaitRequest{AgentID: in.TaskID, TTLSeconds: ttlSeconds(in.TTL),
-		WorkflowID: task.WorkflowID(in.TaskID), Signal: task.SignalLeaseGranted})
-	if err != nil {
-		return BranchLeaseResult{}, leaseErr(err)
-	}
-	if out.Lease != nil {
-		return BranchLeaseResult{Lease: branchLease(*out.Lease)}, nil
-	}
-	res := BranchLeaseResult{Queued: out.Queued}
-	if out.Conflict != nil {
-		res.Holder = out.Conflict.Holder
-	}
-	return res, nil
+	return a.Leases.Acquire(ctx, in)
 }
 
 // RenewBranchLease renews the task's branch lease; a lease that is no
 // longer the task's comes back as Lost, with why.
 func (a *Activities) RenewBranchLease(ctx context.Context, in BranchLeaseInput) (BranchLeaseResult, error) {
 	if a.Leases == nil {
-		return BranchLeaseResult{}, temporal.NewNonRetryableApplicationError("this worker has no lease client", ErrNoLeases, nil)
+		return BranchLeaseResult{}, errNoLeases()
 	}
-	l, err := a.Leases.Renew(ctx, lease.RenewRequest{LeaseID: in.LeaseID, AgentID: in.TaskID, TTLSeconds: ttlSeconds(in.TTL)})
-	var ref *lease.RefusedError
-	if errors.As(err, &ref) && (ref.Type == lease.ErrNotHeld || ref.Type == lease.ErrNotHolder) {
-		return BranchLeaseResult{Lost: ref.Message}, nil
-	}
-	if err != nil {
-		return BranchLeaseResult{}, leaseErr(err)
-	}
-	return BranchLeaseResult{Lease: branchLease(l)}, nil
+	return a.Leases.Renew(ctx, in)
 }
 
 // ReleaseBranchLease gives the task's branch lease up, or its place in the
 // queue, as the task ends; the next task waiting gets the branch.
 func (a *Activities) ReleaseBranchLease(ctx context.Context, in BranchLeaseInput) (BranchLeaseResult, error) {
 	if a.Leases == nil {
-		return BranchLeaseResult{}, temporal.NewNonRetryableApplicationError("this worker has no lease client", ErrNoLeases, nil)
+		return BranchLeaseResult{}, errNoLeases()
 	}
-	_, err := a.Leases.Leave(ctx, BranchKey(in.Repo, in.Branch), lease.LeaveRequest{AgentID: in.TaskID, Reason: lease.ReasonTaskEnded})
-	if err != nil {
-		return BranchLeaseResult{}, leaseErr(err)
-	}
-	return BranchLeaseResult{}, nil
+	return a.Leases.Release(ctx, in)
 }
 
-// leaseErr makes a refusal non-retryable; anything else is retried.
-func leaseErr(err error) error {
-	var ref *lease.RefusedError
-	if errors.As(err, &ref) {
-		return temporal.NewNonRetryableApplicationError(ref.Message, ref.Type, nil)
-	}
-	return fmt.Errorf("branch lease: %w", err)
+func errNoLeases() error {
+	return temporal.NewNonRetryableApplicationError("this worker has no lease client", ErrNoLeases, nil)
 }

@@ -12,6 +12,9 @@ import (
 	"github.com/ampflow/ampflow/workflows/task"
 )
 
+// MeshSender is the name the system's own mesh events come from.
+const MeshSender = "ampflow"
+
 // MeshEvents keeps the events ampflow's own tasks emit in the mesh
 // (*ssot.DB).
 type MeshEvents interface {

@@ -50,7 +50,7 @@ func (s *SSOT) Record(ctx context.Context, in RecordInput) (RecordResult, error)
 	for i, e := range in.Entries {
 		entries[i] = ssot.Entry{ID: e.ID, Kind: string(e.Kind), RecordedAt: e.RecordedAt, Body: e.Body}
 		if e.Kind == KindDecision {
-			entries[i].Digest = bodyDigest(e.Body)
+			entries[i].Digest = BodyDigest(e.Body)
 		}
 	}
 	var st *ssot.TaskState
@@ -83,10 +83,10 @@ func (s *SSOT) Record(ctx context.Context, in RecordInput) (RecordResult, error)
 	return RecordResult{Written: res.Written}, nil
 }
 
-// bodyDigest is the "digest" a decision record names (what it approved),
+// BodyDigest is the "digest" a decision record names (what it approved),
 // read from the body so that any decision type carrying one is covered;
 // empty when the body has none.
-func bodyDigest(body json.RawMessage) string {
+func BodyDigest(body json.RawMessage) string {
 	var b struct {
 		Digest string `json:"digest"`
 	}

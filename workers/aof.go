@@ -5,7 +5,7 @@ import (
 
 	"go.temporal.io/sdk/worker"
 
-	"github.com/ampflow/ampflow/activities"
+	aofacts "github.com/ampflow/ampflow/activities/aof"
 	"github.com/ampflow/ampflow/config"
 	aofapi "github.com/ampflow/ampflow/integrations/aof"
 	"github.com/ampflow/ampflow/integrations/httpapi"
@@ -17,12 +17,12 @@ import (
 func registerAOF(w worker.Worker, o Options, parts *Parts) {
 	w.RegisterWorkflowWithOptions(aof.TaskWorkflow, aof.RegisterOptions())
 	w.RegisterWorkflowWithOptions(aof.AgentReviewWorkflow, aof.RegisterAgentReviewOptions())
-	acts := &activities.AOF{Store: parts.Store, DataDir: o.Config.AOF.DataDir}
+	acts := &aofacts.AOF{Store: parts.Store, DataDir: o.Config.AOF.DataDir}
 	if parts.export != nil {
 		acts.Written = parts.export.mark
 	}
 	w.RegisterActivity(acts)
-	leases := &activities.AOFLeases{}
+	leases := &aofacts.AOFLeases{}
 	if parts.Tasks != nil && parts.Tasks.Temporal != nil {
 		leases.Leases = aofLeases{&lease.Client{Temporal: parts.Tasks.Temporal, TaskQueue: o.Config.Temporal.TaskQueue}}
 	}
@@ -38,6 +38,6 @@ func addAOF(api *httpapi.Server, o Options, parts *Parts, log *slog.Logger) {
 	if o.Config.AOF.Review == config.AOFReviewAgent {
 		tasks.Reviewer = &aof.AgentReviewer{Repo: o.Config.AOF.Repo, Branch: o.Config.AOF.Branch}
 	}
-	events := &activities.AOFEventLog{Store: parts.Store, DataDir: o.Config.AOF.DataDir}
+	events := &aofacts.AOFEventLog{Store: parts.Store, DataDir: o.Config.AOF.DataDir}
 	aofapi.Register(api, tasks, parts.Store, aofapi.Options{Events: events, DataDir: o.Config.AOF.DataDir, Log: log})
 }

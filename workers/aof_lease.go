@@ -5,7 +5,7 @@ import (
 	"errors"
 	"time"
 
-	"github.com/ampflow/ampflow/activities"
+	aofacts "github.com/ampflow/ampflow/activities/aof"
 	"github.com/ampflow/ampflow/workflows/lease"
 )
 
@@ -51,7 +51,7 @@ func (l aofLeases) ReleaseLease(ctx context.Context, leaseID, agent string) erro
 func refusedLease(err error) error {
 	var r *lease.RefusedError
 	if errors.As(err, &r) {
-		return &activities.LeaseRefused{Err: err}
+		return &aofacts.LeaseRefused{Err: err}
 	}
 	return err
 }

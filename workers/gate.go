@@ -9,7 +9,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/ampflow/ampflow/activities"
+	gateacts "github.com/ampflow/ampflow/activities/gate"
 	"github.com/ampflow/ampflow/activities/ssot"
 	"github.com/ampflow/ampflow/config"
 	"github.com/ampflow/ampflow/integrations/httpapi"
@@ -18,8 +18,8 @@ import (
 )
 
 // gateActivities are the action gate's side effects on this worker.
-func gateActivities(cfg config.Config, store *ssot.DB, log *slog.Logger, m *httpapi.Metrics) *activities.Gate {
-	g := &activities.Gate{Store: store, Secret: cfg.Gate.WebhookSecret, Allowed: runshift.Allow(cfg.Gate.WebhookAllow), Log: log}
+func gateActivities(cfg config.Config, store *ssot.DB, log *slog.Logger, m *httpapi.Metrics) *gateacts.Gate {
+	g := &gateacts.Gate{Store: store, Secret: cfg.Gate.WebhookSecret, Allowed: runshift.Allow(cfg.Gate.WebhookAllow), Log: log}
 	if m != nil {
 		g.Resolved = runshift.NewMetrics(m.Registry()).Resolved
 	}

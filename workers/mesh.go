@@ -11,6 +11,7 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/ampflow/ampflow/activities"
+	leaseacts "github.com/ampflow/ampflow/activities/lease"
 	"github.com/ampflow/ampflow/activities/ssot"
 	"github.com/ampflow/ampflow/integrations/dashboard"
 	"github.com/ampflow/ampflow/integrations/httpapi"
@@ -28,8 +29,8 @@ func registerLeases(w worker.Worker, acts *activities.Activities) {
 	if rec == nil {
 		return
 	}
-	if store, ok := rec.Store.(activities.LeaseStore); ok {
-		w.RegisterActivityWithOptions((&activities.Leases{Store: store}).LeaseChanged,
+	if store, ok := rec.Store.(leaseacts.LeaseStore); ok {
+		w.RegisterActivityWithOptions((&leaseacts.Leases{Store: store}).LeaseChanged,
 			activity.RegisterOptions{Name: lease.ActivityChanged})
 	}
 }

@@ -14,6 +14,8 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/ampflow/ampflow/activities"
+	gateacts "github.com/ampflow/ampflow/activities/gate"
+	leaseacts "github.com/ampflow/ampflow/activities/lease"
 	"github.com/ampflow/ampflow/activities/ssot"
 	"github.com/ampflow/ampflow/config"
 	"github.com/ampflow/ampflow/integrations/httpapi"
@@ -59,7 +61,7 @@ type Parts struct {
 	// data_dir/chat.
 	ChatState *ssot.DB
 	// Gate are the action gate's activities.
-	Gate *activities.Gate
+	Gate *gateacts.Gate
 
 	// contractSecret signs contracts: gate.contract_secret_env's value,
 	// else the one kept in Options.ContractSecretFile; empty serves none.
@@ -145,7 +147,7 @@ func Build(o Options) (*Parts, error) {
 	}
 	policy := workflows.NewPolicy(cfg)
 	acts := &activities.Activities{Git: git, CI: ci, Store: record, Delivery: delivery, Log: log, Policy: &policy,
-		Leases: &lease.Client{Temporal: o.Temporal, TaskQueue: cfg.Temporal.TaskQueue}}
+		Leases: leaseacts.Branches{Client: &lease.Client{Temporal: o.Temporal, TaskQueue: cfg.Temporal.TaskQueue}}}
 	// The store is shared by every worker that names it: the bots keep
 	// their state in it and take turns under its lease.
 	return &Parts{Store: store, Tasks: tasks, Activities: acts, Lease: store, ChatState: store, export: export,
@@ -180,7 +182,7 @@ func agentDelivery(a config.Agent) activities.AgentDelivery {
 
 // NewWorker registers the task workflow and the activities on a worker
 // of the configured task queue.
-func NewWorker(c client.Client, queue string, acts *activities.Activities, gateActs *activities.Gate) worker.Worker {
+func NewWorker(c client.Client, queue string, acts *activities.Activities, gateActs *gateacts.Gate) worker.Worker {
 	w := worker.New(c, queue, worker.Options{})
 	w.RegisterWorkflowWithOptions(workflows.Task, workflow.RegisterOptions{Name: task.WorkflowType})
 	w.RegisterActivity(acts)

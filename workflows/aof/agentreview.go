@@ -10,6 +10,7 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/ampflow/ampflow/activities"
+	aofacts "github.com/ampflow/ampflow/activities/aof"
 	"github.com/ampflow/ampflow/activities/ssot"
 	"github.com/ampflow/ampflow/amp"
 	"github.com/ampflow/ampflow/workflows"
@@ -278,7 +279,7 @@ func (r *agentReview) record(ctx workflow.Context, id string, kind activities.Re
 // review_request until the reviewer ACKs it or the review ends.
 func (r *agentReview) save(ctx workflow.Context) error {
 	r.rev++
-	in := activities.AgentReviewSaveInput{Subject: r.in.ID, Rev: r.rev, Records: r.records, Outbox: []ssot.OutboxMessage{}}
+	in := aofacts.AgentReviewSaveInput{Subject: r.in.ID, Rev: r.rev, Records: r.records, Outbox: []ssot.OutboxMessage{}}
 	if !r.finished() && r.ackID == "" {
 		body, _ := json.Marshal(r.request)
 		in.Outbox = append(in.Outbox, ssot.OutboxMessage{MsgID: r.request.MsgID, TaskID: r.in.ID, Role: string(amp.RoleReviewer),
@@ -290,7 +291,7 @@ func (r *agentReview) save(ctx workflow.Context) error {
 		StartToCloseTimeout: 30 * time.Second,
 		RetryPolicy:         &temporal.RetryPolicy{InitialInterval: time.Second, MaximumInterval: time.Minute},
 	})
-	var acts *activities.AOF
+	var acts *aofacts.AOF
 	if err := workflow.ExecuteActivity(actx, acts.SaveAgentReview, in).Get(ctx, nil); err != nil {
 		if r.saveErr == nil {
 			r.saveErr = fmt.Errorf("saving the agent review %s: %w", r.in.ID, err)

@@ -16,6 +16,7 @@ import (
 	"go.temporal.io/sdk/testsuite"
 
 	"github.com/ampflow/ampflow/activities"
+	aofacts "github.com/ampflow/ampflow/activities/aof"
 	"github.com/ampflow/ampflow/amp"
 	"github.com/ampflow/ampflow/workflows/task"
 )
@@ -44,7 +45,7 @@ type reviewHarness struct {
 	mu sync.Mutex
 	// failSave, when set, fails every save from then on for good.
 	failSave bool
-	saves    []activities.AgentReviewSaveInput
+	saves    []aofacts.AgentReviewSaveInput
 	records  map[string]activities.RecordEntry
 	// deliverErr, when set, is the delivery's answer.
 	deliverErr error
@@ -66,21 +67,21 @@ func newReviewHarness(t *testing.T, saveTime ...time.Duration) *reviewHarness {
 	env.SetStartTime(t0)
 	env.RegisterWorkflowWithOptions(AgentReviewWorkflow, RegisterAgentReviewOptions())
 	env.RegisterActivity(&activities.Activities{})
-	env.RegisterActivity(&activities.AOF{})
+	env.RegisterActivity(&aofacts.AOF{})
 	var acts *activities.Activities
-	var aof *activities.AOF
+	var aof *aofacts.AOF
 	save := env.OnActivity(aof.SaveAgentReview, mock.Anything, mock.Anything).Return(
-		func(_ context.Context, in activities.AgentReviewSaveInput) (activities.AgentReviewSaveResult, error) {
+		func(_ context.Context, in aofacts.AgentReviewSaveInput) (aofacts.AgentReviewSaveResult, error) {
 			h.mu.Lock()
 			defer h.mu.Unlock()
 			if h.failSave {
-				return activities.AgentReviewSaveResult{}, temporal.NewNonRetryableApplicationError("conflict", "ConflictError", nil)
+				return aofacts.AgentReviewSaveResult{}, temporal.NewNonRetryableApplicationError("conflict", "ConflictError", nil)
 			}
 			h.saves = append(h.saves, in)
 			for _, r := range in.Records {
 				h.records[r.ID] = r
 			}
-			return activities.AgentReviewSaveResult{}, nil
+			return aofacts.AgentReviewSaveResult{}, nil
 		})
 	if len(saveTime) > 0 {
 		save.After(saveTime[0])

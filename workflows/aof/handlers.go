@@ -8,7 +8,7 @@ import (
 
 	"go.temporal.io/sdk/workflow"
 
-	"github.com/ampflow/ampflow/activities"
+	aofacts "github.com/ampflow/ampflow/activities/aof"
 	"github.com/ampflow/ampflow/workflows/refusal"
 	"github.com/ampflow/ampflow/workflows/task"
 )
@@ -316,7 +316,7 @@ func (r *aofRun) dispatch(ctx workflow.Context, in DispatchInput) (Result, error
 	}
 	if err := r.validateDispatch(in); err != nil {
 		if leaseID != "" {
-			releaseLeases(ctx, r.Task.TaskID, []activities.AOFLeaseInput{{LeaseID: leaseID, AgentID: in.AgentID}})
+			releaseLeases(ctx, r.Task.TaskID, []aofacts.AOFLeaseInput{{LeaseID: leaseID, AgentID: in.AgentID}})
 		}
 		return Result{}, err
 	}

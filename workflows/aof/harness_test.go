@@ -16,6 +16,7 @@ import (
 	"go.temporal.io/sdk/testsuite"
 
 	"github.com/ampflow/ampflow/activities"
+	aofacts "github.com/ampflow/ampflow/activities/aof"
 	"github.com/ampflow/ampflow/activities/ssot"
 	"github.com/ampflow/ampflow/workflows/refusal"
 	"github.com/ampflow/ampflow/workflows/task"
@@ -36,7 +37,7 @@ type harness struct {
 	in  Input
 
 	mu        sync.Mutex
-	saves     []activities.AOFSaveInput
+	saves     []aofacts.AOFSaveInput
 	events    []ssot.AOFEvent
 	artifacts map[string]ssot.AOFArtifact
 	notices   []activities.NotifyInput
@@ -62,25 +63,25 @@ func newHarness(t *testing.T, mutate ...func(*Task)) *harness {
 	env.SetStartTime(t0)
 	env.RegisterWorkflowWithOptions(TaskWorkflow, RegisterOptions())
 	env.RegisterActivity(&activities.Activities{})
-	env.RegisterActivity(&activities.AOF{})
-	env.RegisterActivity(&activities.AOFLeases{})
-	var leases *activities.AOFLeases
-	lease := func(op string) func(context.Context, activities.AOFLeaseInput) (activities.AOFLeaseResult, error) {
-		return func(_ context.Context, in activities.AOFLeaseInput) (activities.AOFLeaseResult, error) {
+	env.RegisterActivity(&aofacts.AOF{})
+	env.RegisterActivity(&aofacts.AOFLeases{})
+	var leases *aofacts.AOFLeases
+	lease := func(op string) func(context.Context, aofacts.AOFLeaseInput) (aofacts.AOFLeaseResult, error) {
+		return func(_ context.Context, in aofacts.AOFLeaseInput) (aofacts.AOFLeaseResult, error) {
 			h.mu.Lock()
 			defer h.mu.Unlock()
 			h.leases = append(h.leases, op+" "+in.Key+in.LeaseID+" "+in.AgentID+" "+in.TTL.String())
 			if op == "acquire" && h.holder != "" {
-				return activities.AOFLeaseResult{Holder: h.holder}, nil
+				return aofacts.AOFLeaseResult{Holder: h.holder}, nil
 			}
-			return activities.AOFLeaseResult{LeaseID: "L1." + in.Key}, nil
+			return aofacts.AOFLeaseResult{LeaseID: "L1." + in.Key}, nil
 		}
 	}
 	env.OnActivity(leases.AcquireAOFLease, mock.Anything, mock.Anything).Return(lease("acquire"))
 	env.OnActivity(leases.RenewAOFLease, mock.Anything, mock.Anything).Return(lease("renew"))
 	env.OnActivity(leases.ReleaseAOFLease, mock.Anything, mock.Anything).Return(lease("release"))
 	var acts *activities.Activities
-	var aof *activities.AOF
+	var aof *aofacts.AOF
 	env.OnActivity(acts.TaskPolicy, mock.Anything, mock.Anything).Return(
 		func(context.Context, activities.PolicyInput) (activities.PolicyResult, error) {
 			return activities.PolicyResult{Policy: h.policy}, nil
@@ -93,7 +94,7 @@ func newHarness(t *testing.T, mutate ...func(*Task)) *harness {
 			return activities.NotifyResult{}, nil
 		})
 	env.OnActivity(aof.SaveAOF, mock.Anything, mock.Anything).Return(
-		func(_ context.Context, in activities.AOFSaveInput) (activities.AOFSaveResult, error) {
+		func(_ context.Context, in aofacts.AOFSaveInput) (aofacts.AOFSaveResult, error) {
 			h.mu.Lock()
 			defer h.mu.Unlock()
 			h.saves = append(h.saves, in)
@@ -105,7 +106,7 @@ func newHarness(t *testing.T, mutate ...func(*Task)) *harness {
 					h.artifacts[a.Name] = a
 				}
 			}
-			return activities.AOFSaveResult{}, nil
+			return aofacts.AOFSaveResult{}, nil
 		})
 	return h
 }

@@ -6,7 +6,7 @@ import (
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
 
-	"github.com/ampflow/ampflow/activities"
+	aofacts "github.com/ampflow/ampflow/activities/aof"
 	"github.com/ampflow/ampflow/workflows/refusal"
 	"github.com/ampflow/ampflow/workflows/task"
 )
@@ -28,9 +28,9 @@ func (r *aofRun) acquireLease(ctx workflow.Context, agent string, ttl time.Durat
 	if workflow.GetVersion(ctx, versionLease, workflow.DefaultVersion, 1) == workflow.DefaultVersion {
 		return "", nil
 	}
-	var acts *activities.AOFLeases
-	var out activities.AOFLeaseResult
-	in := activities.AOFLeaseInput{Key: LeaseKey(r.Task.TaskID), AgentID: agent, TTL: ttl}
+	var acts *aofacts.AOFLeases
+	var out aofacts.AOFLeaseResult
+	in := aofacts.AOFLeaseInput{Key: LeaseKey(r.Task.TaskID), AgentID: agent, TTL: ttl}
 	if err := workflow.ExecuteActivity(leaseCtx(ctx, 3), acts.AcquireAOFLease, in).Get(ctx, &out); err != nil {
 		return "", refusal.New(task.CodeUnavailable, "taking the lease %s for %s: %v", in.Key, agent, err)
 	}
@@ -46,8 +46,8 @@ func (r *aofRun) renewLease(ctx workflow.Context, agent string) {
 	if r.Task.LeaseID == "" {
 		return
 	}
-	var acts *activities.AOFLeases
-	in := activities.AOFLeaseInput{LeaseID: r.Task.LeaseID, AgentID: agent, TTL: time.Duration(r.Task.TTLMs) * time.Millisecond}
+	var acts *aofacts.AOFLeases
+	in := aofacts.AOFLeaseInput{LeaseID: r.Task.LeaseID, AgentID: agent, TTL: time.Duration(r.Task.TTLMs) * time.Millisecond}
 	if err := workflow.ExecuteActivity(leaseCtx(ctx, 3), acts.RenewAOFLease, in).Get(ctx, nil); err != nil {
 		workflow.GetLogger(ctx).Warn("renewing the lease of an AOF run", "task", r.Task.TaskID, "lease", in.LeaseID, "error", err)
 	}
@@ -62,15 +62,15 @@ func (r *aofRun) dropLease() {
 	if r.Task.Run != nil {
 		agent = r.Task.Run.AgentID
 	}
-	r.releases = append(r.releases, activities.AOFLeaseInput{LeaseID: r.Task.LeaseID, AgentID: agent})
+	r.releases = append(r.releases, aofacts.AOFLeaseInput{LeaseID: r.Task.LeaseID, AgentID: agent})
 	r.Task.LeaseID = ""
 	r.dirty = true
 }
 
 // releaseLeases gives up the queued leases; a failure is logged, and the
 // lease's own timer frees it at last.
-func releaseLeases(ctx workflow.Context, taskID string, ls []activities.AOFLeaseInput) {
-	var acts *activities.AOFLeases
+func releaseLeases(ctx workflow.Context, taskID string, ls []aofacts.AOFLeaseInput) {
+	var acts *aofacts.AOFLeases
 	for _, in := range ls {
 		if err := workflow.ExecuteActivity(leaseCtx(ctx, 5), acts.ReleaseAOFLease, in).Get(ctx, nil); err != nil {
 			workflow.GetLogger(ctx).Warn("releasing the lease of an AOF run", "task", taskID, "lease", in.LeaseID, "error", err)

@@ -11,6 +11,7 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/ampflow/ampflow/activities"
+	aofacts "github.com/ampflow/ampflow/activities/aof"
 	"github.com/ampflow/ampflow/amp"
 	"github.com/ampflow/ampflow/workflows/decision"
 	"github.com/ampflow/ampflow/workflows/task"
@@ -207,15 +208,15 @@ func TestAgentReviewEnded(t *testing.T) {
 	h.in.Reviewer = &AgentReviewer{Repo: "/src/app", Branch: "aof/users"}
 	h.env.RegisterWorkflowWithOptions(AgentReviewWorkflow, RegisterAgentReviewOptions())
 	var mu sync.Mutex
-	var saves []activities.AgentReviewSaveInput
+	var saves []aofacts.AgentReviewSaveInput
 	var acts *activities.Activities
-	var aofActs *activities.AOF
+	var aofActs *aofacts.AOF
 	h.env.OnActivity(aofActs.SaveAgentReview, mock.Anything, mock.Anything).Return(
-		func(_ context.Context, in activities.AgentReviewSaveInput) (activities.AgentReviewSaveResult, error) {
+		func(_ context.Context, in aofacts.AgentReviewSaveInput) (aofacts.AgentReviewSaveResult, error) {
 			mu.Lock()
 			defer mu.Unlock()
 			saves = append(saves, in)
-			return activities.AgentReviewSaveResult{}, nil
+			return aofacts.AgentReviewSaveResult{}, nil
 		})
 	h.env.OnActivity(acts.Deliver, mock.Anything, mock.Anything).Return(activities.DeliverResult{Mode: "pull"}, nil)
 	h.reviewRound(time.Second)

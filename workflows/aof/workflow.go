@@ -9,6 +9,7 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/ampflow/ampflow/activities"
+	aofacts "github.com/ampflow/ampflow/activities/aof"
 	"github.com/ampflow/ampflow/activities/ssot"
 	"github.com/ampflow/ampflow/workflows/decide"
 	"github.com/ampflow/ampflow/workflows/decision"
@@ -45,7 +46,7 @@ type aofRun struct {
 	notices   []activities.NotifyInput
 	records   []activities.RecordEntry
 	// releases are the leases to give up after the next save.
-	releases []activities.AOFLeaseInput
+	releases []aofacts.AOFLeaseInput
 	dirty    bool
 	// saved is the Rev of the last save.
 	saved int64
@@ -232,7 +233,7 @@ func (r *aofRun) save(ctx workflow.Context) error {
 	if err != nil {
 		return fmt.Errorf("AOF task %s: %w", r.Task.TaskID, err)
 	}
-	in := activities.AOFSaveInput{Subject: r.subject, Save: ssot.AOFSave{
+	in := aofacts.AOFSaveInput{Subject: r.subject, Save: ssot.AOFSave{
 		Task: &ssot.AOFTask{TaskID: r.Task.TaskID, Status: string(r.Task.Status), ParentTaskID: r.Task.ParentTaskID,
 			Rev: r.Task.Rev, CreatedAt: r.Task.CreatedAt, UpdatedAt: r.Task.UpdatedAt, Body: body},
 		Events: r.events,
@@ -252,7 +253,7 @@ func (r *aofRun) save(ctx workflow.Context) error {
 		StartToCloseTimeout: 30 * time.Second,
 		RetryPolicy:         &temporal.RetryPolicy{InitialInterval: time.Second, MaximumInterval: time.Minute},
 	})
-	var acts *activities.AOF
+	var acts *aofacts.AOF
 	if err := workflow.ExecuteActivity(actx, acts.SaveAOF, in).Get(ctx, nil); err != nil {
 		return fmt.Errorf("saving AOF task %s: %w", r.Task.TaskID, err)
 	}

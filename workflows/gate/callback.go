@@ -8,6 +8,7 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/ampflow/ampflow/activities"
+	gateacts "github.com/ampflow/ampflow/activities/gate"
 )
 
 // Callback is the body posted to the agent's webhook.
@@ -44,8 +45,8 @@ func (g *gateRun) callBack(ctx workflow.Context) {
 	wait := callbackFirstRetry
 	for {
 		g.Callback.Attempts++
-		var res activities.GateCallbackResult
-		err := workflow.ExecuteActivity(actx, gacts.GateCallback, activities.GateCallbackInput{
+		var res gateacts.GateCallbackResult
+		err := workflow.ExecuteActivity(actx, gacts.GateCallback, gateacts.GateCallbackInput{
 			GateID: g.Input.GateID, Attempt: g.Callback.Attempts, URL: g.Input.WebhookURL, Body: body,
 		}).Get(ctx, &res)
 		if err != nil {
@@ -68,7 +69,7 @@ func (g *gateRun) callBack(ctx workflow.Context) {
 		wait = min(wait*2, callbackMaxRetry)
 	}
 	sctx := workflow.WithLocalActivityOptions(ctx, storeOptions())
-	if err := workflow.ExecuteLocalActivity(sctx, gacts.GateCallbackState, activities.GateCallbackStateInput{
+	if err := workflow.ExecuteLocalActivity(sctx, gacts.GateCallbackState, gateacts.GateCallbackStateInput{
 		GateID: g.Input.GateID, Callback: g.Callback.Status,
 	}).Get(ctx, nil); err != nil {
 		g.log.Error("recording the callback state", "err", err)

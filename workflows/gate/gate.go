@@ -11,6 +11,7 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/ampflow/ampflow/activities"
+	gateacts "github.com/ampflow/ampflow/activities/gate"
 	"github.com/ampflow/ampflow/activities/ssot"
 	"github.com/ampflow/ampflow/amp"
 	"github.com/ampflow/ampflow/workflows/decide"
@@ -22,7 +23,7 @@ import (
 // Activities are called through typed nil pointers, so tests can mock them.
 var (
 	acts  *activities.Activities
-	gacts *activities.Gate
+	gacts *gateacts.Gate
 )
 
 // DefaultCallbackFor is how long a resolution is retried to the webhook
@@ -162,7 +163,7 @@ func (g *gateRun) open(ctx workflow.Context, input []byte) error {
 		row.ReceivedAt = workflow.Now(ctx)
 	}
 	actx := workflow.WithLocalActivityOptions(ctx, storeOptions())
-	return workflow.ExecuteLocalActivity(actx, gacts.GateOpen, activities.GateOpenInput{Row: row}).Get(ctx, nil)
+	return workflow.ExecuteLocalActivity(actx, gacts.GateOpen, gateacts.GateOpenInput{Row: row}).Get(ctx, nil)
 }
 
 func (g *gateRun) kind() decision.Kind {
@@ -182,7 +183,7 @@ func (g *gateRun) finish(ctx workflow.Context, o decision.Outcome) (State, error
 	g.Outcome = &o
 	g.ResolvedAt, g.ResolvedBy = o.At, o.By
 	actx := workflow.WithLocalActivityOptions(ctx, storeOptions())
-	if err := workflow.ExecuteLocalActivity(actx, gacts.GateResolve, activities.GateResolveInput{
+	if err := workflow.ExecuteLocalActivity(actx, gacts.GateResolve, gateacts.GateResolveInput{
 		GateID: g.Input.GateID, Status: string(g.Status), By: o.By, At: o.At,
 	}).Get(ctx, nil); err != nil {
 		g.log.Error("recording the resolution", "err", err)
@@ -348,14 +349,14 @@ func (g *gateRun) drain(ctx workflow.Context) {
 		switch {
 		case e.record != nil:
 			lctx := workflow.WithLocalActivityOptions(ctx, storeOptions())
-			if err := workflow.ExecuteLocalActivity(lctx, gacts.GateRecord, activities.GateRecordInput{
+			if err := workflow.ExecuteLocalActivity(lctx, gacts.GateRecord, gateacts.GateRecordInput{
 				Subject: g.id, Entries: []activities.RecordEntry{*e.record},
 			}).Get(ctx, nil); err != nil {
 				g.log.Error("recording", "id", e.record.ID, "err", err)
 			}
 		case e.pending:
 			g.rev++
-			in := activities.GateDecisionsInput{Subject: g.id, Rev: g.rev, Decisions: []ssot.PendingDecision{}}
+			in := gateacts.GateDecisionsInput{Subject: g.id, Rev: g.rev, Decisions: []ssot.PendingDecision{}}
 			if d := g.engine.Pending(); d != nil {
 				b, _ := json.Marshal(d)
 				in.Decisions = append(in.Decisions, ssot.PendingDecision{ID: d.ID, Subject: g.id, Kind: string(d.Kind),

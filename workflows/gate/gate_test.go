@@ -17,6 +17,7 @@ import (
 	"go.temporal.io/sdk/testsuite"
 
 	"github.com/ampflow/ampflow/activities"
+	gateacts "github.com/ampflow/ampflow/activities/gate"
 	"github.com/ampflow/ampflow/amp"
 	"github.com/ampflow/ampflow/workflows/decision"
 	"github.com/ampflow/ampflow/workflows/task"
@@ -27,11 +28,11 @@ type gateHarness struct {
 	mu        sync.Mutex
 	records   []string
 	notices   []activities.NotifyEvent
-	saves     []activities.GateDecisionsInput
-	resolved  []activities.GateResolveInput
-	attempts  []activities.GateCallbackInput
+	saves     []gateacts.GateDecisionsInput
+	resolved  []gateacts.GateResolveInput
+	attempts  []gateacts.GateCallbackInput
 	callbacks []string
-	deliver   func(n int) activities.GateCallbackResult
+	deliver   func(n int) gateacts.GateCallbackResult
 }
 
 func newGateHarness(t *testing.T, pol task.Policy) *gateHarness {
@@ -39,13 +40,13 @@ func newGateHarness(t *testing.T, pol task.Policy) *gateHarness {
 	var s testsuite.WorkflowTestSuite
 	s.SetLogger(log.NewStructuredLogger(slog.New(slog.NewTextHandler(io.Discard, nil))))
 	h := &gateHarness{env: s.NewTestWorkflowEnvironment()}
-	h.deliver = func(int) activities.GateCallbackResult {
-		return activities.GateCallbackResult{Delivered: true, StatusCode: 200}
+	h.deliver = func(int) gateacts.GateCallbackResult {
+		return gateacts.GateCallbackResult{Delivered: true, StatusCode: 200}
 	}
 	env := h.env
 	env.RegisterWorkflow(Gate)
 	env.RegisterActivity(&activities.Activities{})
-	env.RegisterActivity(&activities.Gate{})
+	env.RegisterActivity(&gateacts.Gate{})
 	env.OnActivity(acts.TaskPolicy, mock.Anything, mock.Anything).Return(activities.PolicyResult{Policy: pol}, nil)
 	env.OnActivity(acts.Notify, mock.Anything, mock.Anything).Return(func(_ context.Context, in activities.NotifyInput) (activities.NotifyResult, error) {
 		h.mu.Lock()
@@ -54,7 +55,7 @@ func newGateHarness(t *testing.T, pol task.Policy) *gateHarness {
 		return activities.NotifyResult{}, nil
 	})
 	env.OnActivity(gacts.GateOpen, mock.Anything, mock.Anything).Return(nil)
-	env.OnActivity(gacts.GateRecord, mock.Anything, mock.Anything).Return(func(_ context.Context, in activities.GateRecordInput) error {
+	env.OnActivity(gacts.GateRecord, mock.Anything, mock.Anything).Return(func(_ context.Context, in gateacts.GateRecordInput) error {
 		h.mu.Lock()
 		defer h.mu.Unlock()
 		for _, e := range in.Entries {
@@ -62,25 +63,25 @@ func newGateHarness(t *testing.T, pol task.Policy) *gateHarness {
 		}
 		return nil
 	})
-	env.OnActivity(gacts.GateDecisions, mock.Anything, mock.Anything).Return(func(_ context.Context, in activities.GateDecisionsInput) error {
+	env.OnActivity(gacts.GateDecisions, mock.Anything, mock.Anything).Return(func(_ context.Context, in gateacts.GateDecisionsInput) error {
 		h.mu.Lock()
 		defer h.mu.Unlock()
 		h.saves = append(h.saves, in)
 		return nil
 	})
-	env.OnActivity(gacts.GateResolve, mock.Anything, mock.Anything).Return(func(_ context.Context, in activities.GateResolveInput) error {
+	env.OnActivity(gacts.GateResolve, mock.Anything, mock.Anything).Return(func(_ context.Context, in gateacts.GateResolveInput) error {
 		h.mu.Lock()
 		defer h.mu.Unlock()
 		h.resolved = append(h.resolved, in)
 		return nil
 	})
-	env.OnActivity(gacts.GateCallback, mock.Anything, mock.Anything).Return(func(_ context.Context, in activities.GateCallbackInput) (activities.GateCallbackResult, error) {
+	env.OnActivity(gacts.GateCallback, mock.Anything, mock.Anything).Return(func(_ context.Context, in gateacts.GateCallbackInput) (gateacts.GateCallbackResult, error) {
 		h.mu.Lock()
 		defer h.mu.Unlock()
 		h.attempts = append(h.attempts, in)
 		return h.deliver(len(h.attempts)), nil
 	})
-	env.OnActivity(gacts.GateCallbackState, mock.Anything, mock.Anything).Return(func(_ context.Context, in activities.GateCallbackStateInput) error {
+	env.OnActivity(gacts.GateCallbackState, mock.Anything, mock.Anything).Return(func(_ context.Context, in gateacts.GateCallbackStateInput) error {
 		h.mu.Lock()
 		defer h.mu.Unlock()
 		h.callbacks = append(h.callbacks, in.Callback)
@@ -126,11 +127,11 @@ func (h *gateHarness) answer(option, by, digest string, out *error) {
 // retried until the webhook takes it, each attempt numbered.
 func TestGateApproved(t *testing.T) {
 	h := newGateHarness(t, testPolicy())
-	h.deliver = func(n int) activities.GateCallbackResult {
+	h.deliver = func(n int) gateacts.GateCallbackResult {
 		if n < 3 {
-			return activities.GateCallbackResult{StatusCode: 503, Error: "503 Service Unavailable"}
+			return gateacts.GateCallbackResult{StatusCode: 503, Error: "503 Service Unavailable"}
 		}
-		return activities.GateCallbackResult{Delivered: true, StatusCode: 200}
+		return gateacts.GateCallbackResult{Delivered: true, StatusCode: 200}
 	}
 	var stale, ok, late error
 	h.env.RegisterDelayedCallback(func() {
@@ -185,8 +186,8 @@ func TestGateApproved(t *testing.T) {
 // expiry, and a callback refused for good is not retried.
 func TestGateExpiresRejected(t *testing.T) {
 	h := newGateHarness(t, testPolicy())
-	h.deliver = func(int) activities.GateCallbackResult {
-		return activities.GateCallbackResult{Final: true, StatusCode: 404, Error: "404 Not Found (not retried)"}
+	h.deliver = func(int) gateacts.GateCallbackResult {
+		return gateacts.GateCallbackResult{Final: true, StatusCode: 404, Error: "404 Not Found (not retried)"}
 	}
 	start := h.env.Now()
 	h.env.ExecuteWorkflow(Gate, signalInput())
@@ -206,8 +207,8 @@ func TestGateExpiresRejected(t *testing.T) {
 // backoff until callback_for has passed, then the gate ends.
 func TestGateCallbackGivesUp(t *testing.T) {
 	h := newGateHarness(t, testPolicy())
-	h.deliver = func(int) activities.GateCallbackResult {
-		return activities.GateCallbackResult{Error: "connection refused"}
+	h.deliver = func(int) gateacts.GateCallbackResult {
+		return gateacts.GateCallbackResult{Error: "connection refused"}
 	}
 	in := signalInput()
 	in.CallbackFor = 2 * time.Hour

@@ -1,4 +1,4 @@
-package activities
+package gate
 
 import (
 	"bytes"
@@ -16,6 +16,7 @@ import (
 	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/temporal"
 
+	"github.com/ampflow/ampflow/activities"
 	"github.com/ampflow/ampflow/activities/ssot"
 )
 
@@ -73,8 +74,8 @@ func final(err error) error {
 // GateRecordInput is SSOT records of one gate.
 type GateRecordInput struct {
 	// Subject is the gate's workflow id: its chain in the SSOT.
-	Subject string        `json:"subject"`
-	Entries []RecordEntry `json:"entries"`
+	Subject string                   `json:"subject"`
+	Entries []activities.RecordEntry `json:"entries"`
 }
 
 // GateRecord appends records to a gate's chain; a retry keeps what was
@@ -83,8 +84,8 @@ func (g *Gate) GateRecord(ctx context.Context, in GateRecordInput) error {
 	entries := make([]ssot.Entry, len(in.Entries))
 	for i, e := range in.Entries {
 		entries[i] = ssot.Entry{ID: e.ID, Kind: string(e.Kind), RecordedAt: e.RecordedAt, Body: e.Body}
-		if e.Kind == KindDecision {
-			entries[i].Digest = bodyDigest(e.Body)
+		if e.Kind == activities.KindDecision {
+			entries[i].Digest = activities.BodyDigest(e.Body)
 		}
 	}
 	_, err := g.Store.Append(ctx, in.Subject, entries)
@@ -180,8 +181,8 @@ func (g *Gate) post(ctx context.Context, in GateCallbackInput) GateCallbackResul
 	req.Header.Set("X-AMP-Gate-Id", in.GateID)
 	if g.Secret != "" {
 		ts := strconv.FormatInt(g.now().Unix(), 10)
-		req.Header.Set(HeaderTimestamp, ts)
-		req.Header.Set(HeaderSignature, Signature(g.Secret, ts, in.Body))
+		req.Header.Set(activities.HeaderTimestamp, ts)
+		req.Header.Set(activities.HeaderSignature, activities.Signature(g.Secret, ts, in.Body))
 	}
 	hc := g.HTTP
 	if hc == nil {

@@ -1,4 +1,4 @@
-package activities
+package lease
 
 import (
 	"context"
@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ampflow/ampflow/activities"
 	"github.com/ampflow/ampflow/activities/ssot"
 	"github.com/ampflow/ampflow/workflows/lease"
 )
@@ -52,7 +53,7 @@ func TestLeaseChanged(t *testing.T) {
 			var types []string
 			for _, e := range rec.events {
 				types = append(types, e.Type)
-				if e.To != "alice" || e.From != MeshSender || !json.Valid(e.Payload) {
+				if e.To != "alice" || e.From != activities.MeshSender || !json.Valid(e.Payload) {
 					t.Errorf("event %+v", e)
 				}
 			}

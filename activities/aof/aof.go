@@ -1,4 +1,4 @@
-package activities
+package aof
 
 import (
 	"bytes"
@@ -12,6 +12,7 @@ import (
 
 	"go.temporal.io/sdk/temporal"
 
+	"github.com/ampflow/ampflow/activities"
 	"github.com/ampflow/ampflow/activities/ssot"
 )
 
@@ -48,7 +49,7 @@ type AOFSaveInput struct {
 	// Records are the decision engine's records (decisions, approvals,
 	// outcomes), appended to the subject's chain in the SSOT, where an
 	// admin's answer finds the decision it is for.
-	Records []RecordEntry `json:"records,omitempty"`
+	Records []activities.RecordEntry `json:"records,omitempty"`
 }
 
 // AOFSaveResult is empty; it exists so fields can be added.
@@ -65,8 +66,8 @@ func (a *AOF) SaveAOF(ctx context.Context, in AOFSaveInput) (AOFSaveResult, erro
 		entries := make([]ssot.Entry, len(in.Records))
 		for i, e := range in.Records {
 			entries[i] = ssot.Entry{ID: e.ID, Kind: string(e.Kind), RecordedAt: e.RecordedAt, Body: e.Body}
-			if e.Kind == KindDecision {
-				entries[i].Digest = bodyDigest(e.Body)
+			if e.Kind == activities.KindDecision {
+				entries[i].Digest = activities.BodyDigest(e.Body)
 			}
 		}
 		if _, err := a.Store.Append(ctx, in.Subject, entries); err != nil {
@@ -307,9 +308,9 @@ func (a *AOF) writeTaskFile(t ssot.AOFTask) error {
 // messages waiting in the reviewer's inbox.
 type AgentReviewSaveInput struct {
 	// Subject is the review's AMP task id (its workflow id).
-	Subject string        `json:"subject"`
-	Rev     int64         `json:"rev"`
-	Records []RecordEntry `json:"records,omitempty"`
+	Subject string                   `json:"subject"`
+	Rev     int64                    `json:"rev"`
+	Records []activities.RecordEntry `json:"records,omitempty"`
 	// Outbox replaces the subject's inbox messages; empty clears them.
 	Outbox []ssot.OutboxMessage `json:"outbox"`
 }

@@ -1,4 +1,4 @@
-package activities
+package lease
 
 import (
 	"context"
@@ -8,12 +8,10 @@ import (
 
 	"go.temporal.io/sdk/temporal"
 
+	"github.com/ampflow/ampflow/activities"
 	"github.com/ampflow/ampflow/activities/ssot"
 	"github.com/ampflow/ampflow/workflows/lease"
 )
-
-// MeshSender is the name the system's own mesh events come from.
-const MeshSender = "ampflow"
 
 // LeaseStore keeps leases and their mesh events (*ssot.DB).
 type LeaseStore interface {
@@ -75,7 +73,7 @@ func (a *Leases) LeaseChanged(ctx context.Context, ch lease.Change) error {
 // meshEvent is a system event to one agent; payload gets the envelope's
 // from, to, subject, content and timestamp.
 func meshEvent(id, typ, severity, to, subject, content string, at time.Time, payload map[string]any) ssot.MeshEvent {
-	payload["from"], payload["from_id"], payload["to"] = MeshSender, MeshSender, to
+	payload["from"], payload["from_id"], payload["to"] = activities.MeshSender, activities.MeshSender, to
 	payload["timestamp"] = at.UTC()
 	if subject != "" {
 		payload["subject"] = subject
@@ -84,6 +82,6 @@ func meshEvent(id, typ, severity, to, subject, content string, at time.Time, pay
 		payload["content"] = content
 	}
 	body, _ := json.Marshal(payload)
-	return ssot.MeshEvent{ID: id, Type: typ, Severity: severity, From: MeshSender, FromID: MeshSender, To: to,
+	return ssot.MeshEvent{ID: id, Type: typ, Severity: severity, From: activities.MeshSender, FromID: activities.MeshSender, To: to,
 		Subject: subject, Content: content, CreatedAt: at, Payload: body}
 }

@@ -1,4 +1,4 @@
-package activities
+package gate
 
 import (
 	"context"
@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ampflow/ampflow/activities"
 	"github.com/ampflow/ampflow/activities/ssot"
 )
 
@@ -52,7 +53,7 @@ func TestGateCallbackSigned(t *testing.T) {
 	if err != nil || !res.Delivered || res.StatusCode != 204 {
 		t.Fatalf("%+v %v", res, err)
 	}
-	if got.Get(HeaderTimestamp) != "1700000000" || got.Get(HeaderSignature) != Signature("s3cret", "1700000000", body) || string(gotBody) != string(body) {
+	if got.Get(activities.HeaderTimestamp) != "1700000000" || got.Get(activities.HeaderSignature) != activities.Signature("s3cret", "1700000000", body) || string(gotBody) != string(body) {
 		t.Fatalf("headers %v body %s", got, gotBody)
 	}
 	status = http.StatusBadGateway
