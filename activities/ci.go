@@ -37,7 +37,7 @@ type CIOptions struct {
 	Secrets *Scrubber
 
 	// Store keeps the command provider's logs and cached results.
-	Store *SSOT
+	Store *TaskRecord
 	// Git runs git; nil means the git binary on PATH.
 	Git *Git
 }

@@ -17,7 +17,7 @@ func ciName(commit string) string    { return "ci/" + commit + ".json" }
 func ciLogName(commit string) string { return "ci/" + commit + ".log" }
 
 // cachedCI returns the kept run of commit, if there is one.
-func (s *SSOT) cachedCI(ctx context.Context, taskID, commit string) (ciRun, bool, error) {
+func (s *TaskRecord) cachedCI(ctx context.Context, taskID, commit string) (ciRun, bool, error) {
 	data, err := s.Store.File(ctx, taskID, ciName(commit))
 	if errors.Is(err, ssot.ErrNotFound) {
 		return ciRun{}, false, nil
@@ -34,7 +34,7 @@ func (s *SSOT) cachedCI(ctx context.Context, taskID, commit string) (ciRun, bool
 
 // saveCI keeps a finished run and its log, the log first: a result is
 // only ever read with its log beside it.
-func (s *SSOT) saveCI(ctx context.Context, taskID string, run ciRun, logPath string) error {
+func (s *TaskRecord) saveCI(ctx context.Context, taskID string, run ciRun, logPath string) error {
 	log, err := readTail(logPath, ssot.MaxFileSize)
 	if err != nil {
 		return fmt.Errorf("reading the CI log of %s in task %s: %w", short(run.Commit), taskID, err)
@@ -50,7 +50,7 @@ func (s *SSOT) saveCI(ctx context.Context, taskID string, run ciRun, logPath str
 }
 
 // CILog is the output of the command CI run of commit in a task.
-func (s *SSOT) CILog(ctx context.Context, taskID, commit string) ([]byte, error) {
+func (s *TaskRecord) CILog(ctx context.Context, taskID, commit string) ([]byte, error) {
 	return s.Store.File(ctx, taskID, ciLogName(commit))
 }
 

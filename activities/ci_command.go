@@ -39,7 +39,7 @@ type CommandCI struct {
 	Env []string
 	// Secrets are masked in the output before it is kept or shown.
 	Secrets *Scrubber
-	Store   *SSOT
+	Store   *TaskRecord
 	Git     *Git
 	// HeartbeatEvery is the heartbeat period inside an activity; zero
 	// means DefaultHeartbeatEvery.

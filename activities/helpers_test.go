@@ -95,14 +95,14 @@ func newStore(t testing.TB, opts StoreOptions) *Store {
 }
 
 // newSSOT opens a fresh SQL SSOT on SQLite in a temporary directory.
-func newSSOT(t testing.TB) *SSOT {
+func newSSOT(t testing.TB) *TaskRecord {
 	t.Helper()
 	db, err := ssot.Open(context.Background(), filepath.Join(t.TempDir(), "ampflow.db"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { db.Close() })
-	return &SSOT{Store: db}
+	return &TaskRecord{Store: db}
 }
 
 // openStore opens the SSOT at root, as a new process would.

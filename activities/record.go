@@ -14,10 +14,10 @@ import (
 	"github.com/ampflow/ampflow/workflows/task"
 )
 
-// SSOT is the task workflow's record in the SQL store (package ssot),
+// TaskRecord is the task workflow's record in the SQL store (package ssot),
 // which every worker shares: it is the Recorder, keeps result diffs for
 // reviewers (DiffWriter) and caches command CI runs.
-type SSOT struct {
+type TaskRecord struct {
 	Store ssot.Store
 	// APIURL is the HTTP API's base URL (api.url), which DiffURLs start
 	// with; empty leaves them as paths.
@@ -32,8 +32,8 @@ type SSOT struct {
 }
 
 var (
-	_ Recorder   = (*SSOT)(nil)
-	_ DiffWriter = (*SSOT)(nil)
+	_ Recorder   = (*TaskRecord)(nil)
+	_ DiffWriter = (*TaskRecord)(nil)
 )
 
 // Record appends in's entries to the task's chain and, when in.Task is
@@ -42,7 +42,7 @@ var (
 // already with the same content is kept, and a state of a Rev the store
 // has seen is not written again. An entry id stored with other content is
 // an ErrRecordConflict.
-func (s *SSOT) Record(ctx context.Context, in RecordInput) (RecordResult, error) {
+func (s *TaskRecord) Record(ctx context.Context, in RecordInput) (RecordResult, error) {
 	if len(in.Entries) == 0 && len(in.Task) == 0 {
 		return RecordResult{}, nil
 	}
@@ -172,7 +172,7 @@ func DiffPath(taskID, msgID string) string { return "/v1/tasks/" + taskID + "/di
 // WriteDiff implements DiffWriter: it keeps the diff in the store and
 // returns the API path that serves it, so a reviewer reaches it through
 // any worker. Writing the same diff again changes nothing.
-func (s *SSOT) WriteDiff(taskID, msgID string, diff []byte) (string, error) {
+func (s *TaskRecord) WriteDiff(taskID, msgID string, diff []byte) (string, error) {
 	if !validName(taskID) || !validName(msgID) {
 		return "", invalid("diff of %q in task %q: the ids cannot name a diff", msgID, taskID)
 	}

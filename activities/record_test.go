@@ -19,7 +19,7 @@ import (
 
 // ssotEngines opens a fresh SQL SSOT per engine: SQLite always,
 // PostgreSQL when AMPFLOW_TEST_POSTGRES names a server.
-func ssotEngines(t *testing.T, f func(t *testing.T, s *SSOT)) {
+func ssotEngines(t *testing.T, f func(t *testing.T, s *TaskRecord)) {
 	for _, name := range []string{ssot.EngineSQLite, ssot.EnginePostgres} {
 		t.Run(name, func(t *testing.T) {
 			u := filepath.Join(t.TempDir(), "ampflow.db")
@@ -31,7 +31,7 @@ func ssotEngines(t *testing.T, f func(t *testing.T, s *SSOT)) {
 				t.Fatal(err)
 			}
 			t.Cleanup(func() { db.Close() })
-			f(t, &SSOT{Store: db})
+			f(t, &TaskRecord{Store: db})
 		})
 	}
 }
@@ -78,7 +78,7 @@ const recView = `{"task_id":"T-2026-001","status":"dispatched","risk_level":"med
  "pending":{"id":"T-2026-001-d1","task_id":"T-2026-001","kind":"plan_approval","raised_at":"2026-11-23T10:02:00Z","expires_at":"2026-11-24T10:02:00Z","prompt":"Approve?"}}`
 
 func TestRecordInTheSQLStore(t *testing.T) {
-	ssotEngines(t, func(t *testing.T, s *SSOT) {
+	ssotEngines(t, func(t *testing.T, s *TaskRecord) {
 		ctx := context.Background()
 		env := (&testsuite.WorkflowTestSuite{}).NewTestActivityEnvironment()
 		a := &Activities{Store: s}

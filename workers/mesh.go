@@ -25,7 +25,7 @@ import (
 // the SSOT, its activity, which writes leases and their mesh events there.
 func registerLeases(w worker.Worker, acts *activities.Activities) {
 	w.RegisterWorkflowWithOptions(lease.Workflow, workflow.RegisterOptions{Name: lease.WorkflowType})
-	rec, _ := acts.Store.(*activities.SSOT)
+	rec, _ := acts.Store.(*activities.TaskRecord)
 	if rec == nil {
 		return
 	}

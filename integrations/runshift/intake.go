@@ -29,8 +29,9 @@ const (
 // BudgetWarn is the share of a budget from which every signal is gated.
 const BudgetWarn = 0.8
 
-// Store is what the intake needs of the SSOT (*ssot.DB).
-type Store interface {
+// GateLedger is what the intake needs of the SSOT (*ssot.DB): the gates,
+// their attempts and the budgets they spend.
+type GateLedger interface {
 	RecordGate(ctx context.Context, g ssot.GateRow, subject string, entries []ssot.Entry, limits []ssot.BudgetLimit) (ssot.GateRow, bool, error)
 	GateByRun(ctx context.Context, agentID, runID string) (ssot.GateRow, bool, error)
 	Gate(ctx context.Context, gateID string) (ssot.GateRow, error)
@@ -43,7 +44,7 @@ type Store interface {
 	TaskCharged(ctx context.Context, gateID string) error
 }
 
-var _ Store = (*ssot.DB)(nil)
+var _ GateLedger = (*ssot.DB)(nil)
 
 // Starter starts a gate workflow idempotently (gate.Start on a client).
 type Starter func(ctx context.Context, in gate.Input) (gate.Started, error)
@@ -51,7 +52,7 @@ type Starter func(ctx context.Context, in gate.Input) (gate.Started, error)
 // Intake takes signals: it checks them, records them, applies the rules
 // and budgets and opens the gates.
 type Intake struct {
-	Store   Store
+	Store   GateLedger
 	Start   Starter
 	Keys    Keys
 	Rules   Rules
@@ -388,7 +389,7 @@ func fieldError(code task.Code, path, format string, args ...any) *task.Error {
 
 // NewIntake builds the intake of cfg: keys read through lookup, rules
 // compiled, pricing merged, counters registered on reg (nil: none).
-func NewIntake(cfg config.Gate, store Store, start Starter, lookup func(string) (string, bool), reg prometheus.Registerer) (*Intake, error) {
+func NewIntake(cfg config.Gate, store GateLedger, start Starter, lookup func(string) (string, bool), reg prometheus.Registerer) (*Intake, error) {
 	keys, err := NewKeys(cfg.Agents, lookup)
 	if err != nil {
 		return nil, err

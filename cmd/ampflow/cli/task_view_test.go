@@ -133,7 +133,7 @@ func serveSSOT(t *testing.T) string {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { db.Close() })
-	s := &activities.SSOT{Store: db}
+	s := &activities.TaskRecord{Store: db}
 	entries := []activities.RecordEntry{
 		{ID: "task_dispatch-T-2026-005-1", Kind: activities.KindMessage,
 			Body: json.RawMessage(`{"type":"task_dispatch","from":"coordinator","to":"executor","payload":{}}`)},
