@@ -1,7 +1,10 @@
 package workers
 
 import (
+	"context"
+	"errors"
 	"log/slog"
+	"time"
 
 	"go.temporal.io/sdk/worker"
 
@@ -40,4 +43,51 @@ func addAOF(api *httpapi.Server, o Options, parts *Parts, log *slog.Logger) {
 	}
 	events := &aofacts.AOFEventLog{Store: parts.Store, DataDir: o.Config.AOF.DataDir}
 	aofapi.Register(api, tasks, parts.Store, aofapi.Options{Events: events, DataDir: o.Config.AOF.DataDir, Log: log})
+}
+
+// aofLeases gives the AOF tasks' runs the lease room's leases: a
+// dispatched run holds the lease of aof/<taskId>.
+type aofLeases struct{ c *lease.Client }
+
+// leaseSeconds is a run's heartbeat life as a lease TTL, within the
+// lease room's bounds.
+func leaseSeconds(ttl time.Duration) int {
+	s := int((ttl + time.Second - 1) / time.Second)
+	return min(max(s, int(lease.MinTTL/time.Second)), int(lease.MaxTTL/time.Second))
+}
+
+func (l aofLeases) AcquireLease(ctx context.Context, key, agent string, ttl time.Duration) (string, string, error) {
+	res, err := l.c.Acquire(ctx, key, lease.AcquireRequest{AgentID: agent, TTLSeconds: leaseSeconds(ttl)})
+	if err != nil {
+		return "", "", refusedLease(err)
+	}
+	if res.Conflict != nil {
+		return "", res.Conflict.Holder, nil
+	}
+	if res.Lease == nil {
+		return "", "", errors.New("the lease workflow answered neither a lease nor a conflict")
+	}
+	return res.Lease.LeaseID, "", nil
+}
+
+func (l aofLeases) RenewLease(ctx context.Context, leaseID, agent string, ttl time.Duration) error {
+	_, err := l.c.Renew(ctx, lease.RenewRequest{LeaseID: leaseID, AgentID: agent, TTLSeconds: leaseSeconds(ttl)})
+	return refusedLease(err)
+}
+
+func (l aofLeases) ReleaseLease(ctx context.Context, leaseID, agent string) error {
+	_, err := l.c.Release(ctx, lease.ReleaseRequest{LeaseID: leaseID, AgentID: agent, Reason: lease.ReasonTaskEnded})
+	var r *lease.RefusedError
+	if errors.As(err, &r) && r.Type == lease.ErrNotHeld {
+		return nil
+	}
+	return refusedLease(err)
+}
+
+func refusedLease(err error) error {
+	var r *lease.RefusedError
+	if errors.As(err, &r) {
+		return &aofacts.LeaseRefused{Err: err}
+	}
+	return err
 }
