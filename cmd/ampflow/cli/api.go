@@ -303,7 +303,7 @@ func (c *apiClient) History(ctx context.Context, taskID string) ([]ssot.Record, 
 func (c *apiClient) HistoryPage(ctx context.Context, taskID string, p pageQuery) ([]ssot.Record, string, error) {
 	var out struct {
 		Records    []ssot.Record `json:"records"`
-		NextCursor string                    `json:"next_cursor"`
+		NextCursor string        `json:"next_cursor"`
 	}
 	err := c.do(ctx, http.MethodGet, "/v1/tasks/"+url.PathEscape(taskID)+"/history?"+p.values().Encode(), nil, nil, &out)
 	return out.Records, out.NextCursor, err
