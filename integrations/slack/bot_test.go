@@ -3,7 +3,6 @@ package slack
 import (
 	"context"
 	"encoding/json"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -11,17 +10,34 @@ import (
 	"github.com/ampflow/ampflow/activities"
 	"github.com/ampflow/ampflow/amp/decision"
 	"github.com/ampflow/ampflow/amp/task"
+	"github.com/ampflow/ampflow/integrations/chat"
 	"github.com/ampflow/ampflow/integrations/chat/chattest"
 )
 
 // tokensOf returns the button tokens of a posted decision in option order.
-func tokensOf(b *Bot, d decision.Decision) (out []string) {
-	b.store.View(func(s *stateData) { out = chattest.Tokens(s.Base(), d) })
-	return out
+func tokensOf(t *testing.T, b *Bot, d decision.Decision) []string {
+	t.Helper()
+	buttons, err := b.core.State.Buttons(context.Background(), d.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return chattest.Tokens(buttons, d)
+}
+
+// postedOf returns what b's state holds of the decision id; ok is false
+// when it holds nothing.
+func postedOf(t *testing.T, st chat.StateStore[msgRef], id string) (posted, bool) {
+	t.Helper()
+	p, ok, err := st.Posted(context.Background(), id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p, ok
 }
 
 func TestNotifyPostsDecision(t *testing.T) {
-	b, f := newTestBot(t, &chattest.Decider{})
+	db := chattest.SSOT(t)
+	b, f := newTestBotOn(t, &chattest.Decider{}, db)
 	d := chattest.PlanDecision()
 	if err := b.Notify(context.Background(), chattest.Opened(d)); err != nil {
 		t.Fatal(err)
@@ -33,7 +49,7 @@ func TestNotifyPostsDecision(t *testing.T) {
 	if got := posts[0].Form.Get("channel"); got != "#ampflow" {
 		t.Errorf("posted to %q, want the configured channel", got)
 	}
-	tokens := tokensOf(b, d)
+	tokens := tokensOf(t, b, d)
 	for i, tok := range tokens {
 		if tok == "" {
 			t.Fatalf("option %s has no token in the state", d.Options[i].ID)
@@ -51,15 +67,10 @@ func TestNotifyPostsDecision(t *testing.T) {
 		t.Errorf("fallback text %q does not name the task", posts[0].Form.Get("text"))
 	}
 
-	// The state survives a restart: a new bot on the same dir knows the post.
-	again, err := openStore(filepath.Dir(b.store.Path()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var p *posted
-	again.View(func(s *stateData) { p = s.Decisions[d.ID] })
-	if p == nil || len(p.Messages) != 1 || p.Messages[0].TS == "" {
-		t.Errorf("state file lacks the posted message: %+v", p)
+	// The state survives a restart: a new bot on the same SSOT knows the post.
+	again := chat.NewSQLState[msgRef](db, Channel, nil)
+	if p, ok := postedOf(t, again, d.ID); !ok || len(p.Messages) != 1 || p.Messages[0].TS == "" {
+		t.Errorf("the state lacks the posted message: %+v", p)
 	}
 }
 
@@ -142,7 +153,7 @@ func TestRateLimitRetriedAfterRetryAfter(t *testing.T) {
 	if gap := posts[1].At.Sub(posts[0].At); gap < time.Second {
 		t.Errorf("retried after %v, want at least the 1s Retry-After", gap)
 	}
-	if len(tokensOf(b, chattest.PlanDecision())) != 2 {
+	if len(tokensOf(t, b, chattest.PlanDecision())) != 2 {
 		t.Error("decision not recorded after the retry")
 	}
 }
@@ -163,9 +174,7 @@ func TestRateLimitBounded(t *testing.T) {
 	if len(waited) != 2 || waited[0] != time.Second {
 		t.Errorf("waited %v, want two waits of 1s", waited)
 	}
-	var p *posted
-	b.store.View(func(s *stateData) { p = s.Decisions[chattest.PlanDecision().ID] })
-	if p != nil {
+	if _, ok := postedOf(t, b.core.State, chattest.PlanDecision().ID); ok {
 		t.Error("a failed post was recorded as posted")
 	}
 }

@@ -13,7 +13,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ampflow/ampflow/activities/ssot"
 	"github.com/ampflow/ampflow/config"
+	"github.com/ampflow/ampflow/integrations/chat/chattest"
 )
 
 // apiCall is one Web API request the fake received.
@@ -102,11 +104,17 @@ const testSecret = "8f742231b10e8888abcd99yyyzzz85a5"
 // newTestBot returns a bot in HTTP mode against a fresh fake, with admin U1.
 func newTestBot(t *testing.T, dec Decider) (*Bot, *fakeSlack) {
 	t.Helper()
+	return newTestBotOn(t, dec, chattest.SSOT(t))
+}
+
+// newTestBotOn is newTestBot keeping its state in db.
+func newTestBotOn(t *testing.T, dec Decider, db *ssot.DB) (*Bot, *fakeSlack) {
+	t.Helper()
 	f := newFakeSlack(t)
 	cfg := config.Slack{Enabled: true, Mode: config.SlackModeHTTP, BotToken: "xoxb-test", SigningSecret: testSecret,
 		Channel: "#ampflow", Admins: []string{"U1", "U2"}, APIURL: f.srv.URL + "/api"}
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
-	b, err := New(cfg, dec, log, t.TempDir())
+	b, err := New(cfg, dec, log, db)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -63,7 +63,7 @@ func postedBot(t *testing.T, dec Decider, d decision.Decision) (*Bot, *fakeSlack
 	if err := b.Notify(context.Background(), chattest.Opened(d)); err != nil {
 		t.Fatal(err)
 	}
-	return b, f, tokensOf(b, d)
+	return b, f, tokensOf(t, b, d)
 }
 
 func TestClickByAdminDecides(t *testing.T) {

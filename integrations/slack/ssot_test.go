@@ -29,7 +29,7 @@ func ssotBot(t *testing.T, f *fakeSlack, dec Decider, url string) *Bot {
 	t.Cleanup(func() { db.Close() })
 	cfg := config.Slack{Enabled: true, Mode: config.SlackModeHTTP, BotToken: "xoxb-test", SigningSecret: testSecret,
 		Channel: "#ampflow", Admins: []string{"U1", "U2"}, APIURL: f.srv.URL + "/api"}
-	b, err := New(cfg, dec, slog.New(slog.NewTextHandler(io.Discard, nil)), t.TempDir(), WithSSOT(db))
+	b, err := New(cfg, dec, slog.New(slog.NewTextHandler(io.Discard, nil)), db)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -18,20 +18,26 @@ import (
 )
 
 // tokensOf returns the callback data of a posted decision in option order.
-func tokensOf(b *Bot, d decision.Decision) (out []string) {
-	b.store.View(func(s *stateData) { out = chattest.Tokens(s.Base(), d) })
-	return out
+func tokensOf(t *testing.T, b *Bot, d decision.Decision) []string {
+	t.Helper()
+	buttons, err := b.core.State.Buttons(context.Background(), d.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return chattest.Tokens(buttons, d)
 }
 
 // messageOf returns the message id a decision was posted as.
-func messageOf(b *Bot, id string) int {
-	var m int
-	b.store.View(func(s *stateData) {
-		if p := s.Decisions[id]; p != nil && len(p.Messages) > 0 {
-			m = p.Messages[0].MessageID
-		}
-	})
-	return m
+func messageOf(t *testing.T, b *Bot, id string) int {
+	t.Helper()
+	p, ok, err := b.core.State.Posted(context.Background(), id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !ok || len(p.Messages) == 0 {
+		return 0
+	}
+	return p.Messages[0].MessageID
 }
 
 func keyboard(t *testing.T, c apiCall) models.InlineKeyboardMarkup {
@@ -53,7 +59,7 @@ func TestNotifyPostsDecision(t *testing.T) {
 	if len(sent) != 1 {
 		t.Fatalf("got %d messages, want 1", len(sent))
 	}
-	tokens := tokensOf(b, d)
+	tokens := tokensOf(t, b, d)
 	want := RenderDecision(d, tokens)
 	c := sent[0]
 	if c.Form["chat_id"] != fmt.Sprint(testChat) || c.Form["parse_mode"] != "HTML" || c.Form["text"] != want.Text {
@@ -68,7 +74,7 @@ func TestNotifyPostsDecision(t *testing.T) {
 			t.Errorf("token %q is not short and opaque", tok)
 		}
 	}
-	if messageOf(b, d.ID) == 0 {
+	if messageOf(t, b, d.ID) == 0 {
 		t.Error("the posted message is not in the state")
 	}
 }
@@ -114,7 +120,7 @@ func TestNotifyClosedEditsOnce(t *testing.T) {
 		t.Fatalf("got %d edits, want 1", len(edits))
 	}
 	e := edits[0]
-	if e.Form["message_id"] != fmt.Sprint(messageOf(b, d.ID)) || e.Form["text"] != RenderClosed(d, o).Text {
+	if e.Form["message_id"] != fmt.Sprint(messageOf(t, b, d.ID)) || e.Form["text"] != RenderClosed(d, o).Text {
 		t.Errorf("edit of message %s:\n%s", e.Form["message_id"], e.Form["text"])
 	}
 	if kb := keyboard(t, e); len(kb.InlineKeyboard) != 0 {
@@ -135,7 +141,7 @@ func TestRateLimitRetriedAfterRetryAfter(t *testing.T) {
 	if gap := sent[1].At.Sub(sent[0].At); gap < time.Second {
 		t.Errorf("retried after %v, want at least retry_after 1s", gap)
 	}
-	if messageOf(b, chattest.PlanDecision().ID) == 0 {
+	if messageOf(t, b, chattest.PlanDecision().ID) == 0 {
 		t.Error("decision not recorded after the retry")
 	}
 }
@@ -162,7 +168,7 @@ func TestRunRepostsPendingAndPolls(t *testing.T) {
 	}
 	run(t, b)
 	lock := chattest.LockDecision()
-	chattest.WaitFor(t, "the re-post", func() bool { return messageOf(b, lock.ID) != 0 })
+	chattest.WaitFor(t, "the re-post", func() bool { return messageOf(t, b, lock.ID) != 0 })
 	if n := len(f.calls("getMe")); n != 1 {
 		t.Errorf("getMe called %d times, want 1", n)
 	}
@@ -171,7 +177,7 @@ func TestRunRepostsPendingAndPolls(t *testing.T) {
 		t.Fatalf("got %d messages, the last %q; want the lock decision re-posted once", len(sent), sent[len(sent)-1].Form["text"])
 	}
 	// The polling loop is live: a click on the re-posted message arrives.
-	f.push(t, callbackUpdate(42, "Ana", tokensOf(b, lock)[0], messageOf(b, lock.ID)))
+	f.push(t, callbackUpdate(42, "Ana", tokensOf(t, b, lock)[0], messageOf(t, b, lock.ID)))
 	chattest.WaitFor(t, "the answer", func() bool { return len(f.calls("answerCallbackQuery")) == 1 })
 	if in := dec.Inputs(); len(in) != 1 || in[0].Option != task.OptRedispatch {
 		t.Errorf("Decide got %+v", in)

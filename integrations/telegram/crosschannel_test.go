@@ -5,15 +5,12 @@ import (
 	"crypto/hmac"
 	"crypto/sha256"
 	"encoding/hex"
-	"encoding/json"
 	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
-	"os"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
@@ -21,6 +18,7 @@ import (
 	"time"
 
 	"github.com/ampflow/ampflow/activities"
+	"github.com/ampflow/ampflow/activities/ssot"
 	"github.com/ampflow/ampflow/amp/decision"
 	"github.com/ampflow/ampflow/config"
 	"github.com/ampflow/ampflow/integrations/chat/chattest"
@@ -64,9 +62,9 @@ func TestFirstDecisionWinsAcrossChannels(t *testing.T) {
 	sc := &slackCalls{}
 	ss := httptest.NewServer(sc)
 	t.Cleanup(ss.Close)
-	slackDir := t.TempDir()
+	slackDB := chattest.SSOT(t)
 	sb, err := slack.New(config.Slack{Mode: config.SlackModeHTTP, BotToken: "xoxb-x", SigningSecret: "sign", Channel: "C1",
-		Admins: []string{"U1"}, APIURL: ss.URL + "/api/"}, dec, slog.New(slog.NewTextHandler(io.Discard, nil)), slackDir)
+		Admins: []string{"U1"}, APIURL: ss.URL + "/api/"}, dec, slog.New(slog.NewTextHandler(io.Discard, nil)), slackDB)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -80,12 +78,12 @@ func TestFirstDecisionWinsAcrossChannels(t *testing.T) {
 	go func() { slackDone <- sb.Run(ctx) }()
 	t.Cleanup(func() { cancel(); <-slackDone })
 
-	slackToken := slackTokenFor(t, slackDir, d.ID, decision.OptApprove)
+	slackToken := slackTokenFor(t, slackDB, d.ID, decision.OptApprove)
 	var wg sync.WaitGroup
 	wg.Add(2)
 	go func() {
 		defer wg.Done()
-		deliver(tg, withUpdateID(callbackUpdate(42, "Ana", tokensOf(tg, d)[0], messageOf(tg, d.ID))), testSecret)
+		deliver(tg, withUpdateID(callbackUpdate(42, "Ana", tokensOf(t, tg, d)[0], messageOf(t, tg, d.ID))), testSecret)
 	}()
 	go func() {
 		defer wg.Done()
@@ -130,25 +128,16 @@ func TestFirstDecisionWinsAcrossChannels(t *testing.T) {
 	}
 }
 
-// slackTokenFor reads a button token from the Slack bot's state file.
-func slackTokenFor(t *testing.T, dir, decisionID, option string) string {
+// slackTokenFor reads a button token from the Slack bot's state.
+func slackTokenFor(t *testing.T, db *ssot.DB, decisionID, option string) string {
 	t.Helper()
-	raw, err := os.ReadFile(filepath.Join(dir, slack.StateFile))
+	buttons, err := db.ChatButtons(context.Background(), slack.Channel, decisionID)
 	if err != nil {
 		t.Fatal(err)
 	}
-	var st struct {
-		Buttons map[string]struct {
-			DecisionID string `json:"decision_id"`
-			Option     string `json:"option"`
-		} `json:"buttons"`
-	}
-	if err := json.Unmarshal(raw, &st); err != nil {
-		t.Fatal(err)
-	}
-	for tok, b := range st.Buttons {
-		if b.DecisionID == decisionID && b.Option == option {
-			return tok
+	for _, b := range buttons {
+		if b.Option == option {
+			return b.Token
 		}
 	}
 	t.Fatalf("no Slack token for %s/%s", decisionID, option)

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/ampflow/ampflow/config"
+	"github.com/ampflow/ampflow/integrations/chat/chattest"
 )
 
 const (
@@ -26,6 +27,8 @@ type apiCall struct {
 	Method string
 	Form   map[string]string
 	At     time.Time
+	// MessageID is the id of the message a sendMessage posted.
+	MessageID int
 }
 
 // fakeTelegram is an httptest fake of the Bot API methods the bot calls.
@@ -64,15 +67,19 @@ func (f *fakeTelegram) serve(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	f.mu.Lock()
-	f.got = append(f.got, c)
 	if f.limited[method] > 0 {
 		f.limited[method]--
+		f.got = append(f.got, c)
 		f.mu.Unlock()
 		fmt.Fprint(w, `{"ok":false,"error_code":429,"description":"Too Many Requests: retry after 1","parameters":{"retry_after":1}}`)
 		return
 	}
 	f.seq++
 	id := 100 + f.seq
+	if method == "sendMessage" {
+		c.MessageID = id
+	}
+	f.got = append(f.got, c)
 	f.mu.Unlock()
 	switch method {
 	case "getMe":
@@ -162,7 +169,7 @@ func newTestBot(t *testing.T, dec Decider, mode string) (*Bot, *fakeTelegram) {
 		Admins: []string{"42", "43"}, ServerURL: f.srv.URL, WebhookSecret: testSecret}
 	logs := &logBuffer{}
 	log := slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
-	b, err := New(cfg, dec, log, t.TempDir(), WithHTTPClient(&http.Client{Timeout: 10 * time.Second}, 2*time.Second))
+	b, err := New(cfg, dec, log, chattest.SSOT(t), WithHTTPClient(&http.Client{Timeout: 10 * time.Second}, 2*time.Second))
 	if err != nil {
 		t.Fatal(err)
 	}

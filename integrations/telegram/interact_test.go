@@ -36,7 +36,7 @@ func webhookBot(t *testing.T, dec *chattest.Decider, d decision.Decision) (*Bot,
 		t.Fatal(err)
 	}
 	run(t, b)
-	return b, f, tokensOf(b, d), messageOf(b, d.ID)
+	return b, f, tokensOf(t, b, d), messageOf(t, b, d.ID)
 }
 
 func answers(f *fakeTelegram) []apiCall { return f.calls("answerCallbackQuery") }
@@ -139,14 +139,8 @@ func TestNoteByForceReply(t *testing.T) {
 	if len(dec.Inputs()) != 0 {
 		t.Fatal("decided before the note")
 	}
-	var promptID int
-	b.store.View(func(s *stateData) {
-		for k := range s.Notes {
-			_, id, _ := strings.Cut(k, ":")
-			promptID = atoi(id)
-		}
-	})
-	if promptID == 0 {
+	promptID := prompt.MessageID
+	if _, ok, err := b.core.Note(context.Background(), noteKey(testChat, promptID)); err != nil || !ok {
 		t.Fatal("no note request recorded")
 	}
 
@@ -196,10 +190,3 @@ func TestWebhookSecretChecked(t *testing.T) {
 	}
 }
 
-func atoi(s string) int {
-	n := 0
-	for _, c := range s {
-		n = n*10 + int(c-'0')
-	}
-	return n
-}
