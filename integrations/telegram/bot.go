@@ -43,12 +43,12 @@ type botAPI interface {
 // Bot is the Telegram integration: a Notifier for the task workflows, and
 // the receiver of admins' button presses and note replies.
 type Bot struct {
-	cfg   config.Telegram
-	log   *slog.Logger
-	tg    *tgbot.Bot
-	api   botAPI
-	chat  any
-	core  *chat.Core[msgRef]
+	cfg  config.Telegram
+	log  *slog.Logger
+	tg   *tgbot.Bot
+	api  botAPI
+	chat any
+	core *chat.Core[msgRef]
 
 	now        func() time.Time
 	sleep      func(context.Context, time.Duration) error

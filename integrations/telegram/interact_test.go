@@ -189,4 +189,3 @@ func TestWebhookSecretChecked(t *testing.T) {
 		t.Error("the webhook secret was logged")
 	}
 }
-
