@@ -55,7 +55,7 @@ func TestNotifyPostsDecision(t *testing.T) {
 	if err := b.Notify(context.Background(), chattest.Opened(d)); err != nil {
 		t.Fatal(err)
 	}
-	sent := f.calls("sendMessage")
+	sent := f.Calls("sendMessage")
 	if len(sent) != 1 {
 		t.Fatalf("got %d messages, want 1", len(sent))
 	}
@@ -90,7 +90,7 @@ func TestNotifyIdempotent(t *testing.T) {
 			}
 		}
 	}
-	sent := f.calls("sendMessage")
+	sent := f.Calls("sendMessage")
 	if len(sent) != 3 {
 		t.Fatalf("got %d messages for 3 notices each sent 3 times, want 3", len(sent))
 	}
@@ -115,7 +115,7 @@ func TestNotifyClosedEditsOnce(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	edits := f.calls("editMessageText")
+	edits := f.Calls("editMessageText")
 	if len(edits) != 1 {
 		t.Fatalf("got %d edits, want 1", len(edits))
 	}
@@ -130,11 +130,11 @@ func TestNotifyClosedEditsOnce(t *testing.T) {
 
 func TestRateLimitRetriedAfterRetryAfter(t *testing.T) {
 	b, f := newTestBot(t, &chattest.Decider{}, config.TelegramModePolling)
-	f.limit("sendMessage", 1)
+	f.Limit("sendMessage", 1)
 	if err := b.Notify(context.Background(), chattest.Opened(chattest.PlanDecision())); err != nil {
 		t.Fatal(err)
 	}
-	sent := f.calls("sendMessage")
+	sent := f.Calls("sendMessage")
 	if len(sent) != 2 {
 		t.Fatalf("got %d attempts, want 2", len(sent))
 	}
@@ -151,11 +151,11 @@ func TestRateLimitBounded(t *testing.T) {
 	b.maxRetries = 1
 	var waited []time.Duration
 	b.sleep = func(_ context.Context, d time.Duration) error { waited = append(waited, d); return nil }
-	f.limit("sendMessage", 5)
+	f.Limit("sendMessage", 5)
 	if err := b.Notify(context.Background(), chattest.Opened(chattest.PlanDecision())); err == nil {
 		t.Fatal("Notify succeeded through a lasting rate limit")
 	}
-	if n := len(f.calls("sendMessage")); n != 2 || len(waited) != 1 || waited[0] != time.Second {
+	if n := len(f.Calls("sendMessage")); n != 2 || len(waited) != 1 || waited[0] != time.Second {
 		t.Errorf("%d attempts, waits %v; want 2 attempts and one 1s wait", n, waited)
 	}
 }
@@ -169,16 +169,16 @@ func TestRunRepostsPendingAndPolls(t *testing.T) {
 	run(t, b)
 	lock := chattest.LockDecision()
 	chattest.WaitFor(t, "the re-post", func() bool { return messageOf(t, b, lock.ID) != 0 })
-	if n := len(f.calls("getMe")); n != 1 {
+	if n := len(f.Calls("getMe")); n != 1 {
 		t.Errorf("getMe called %d times, want 1", n)
 	}
-	sent := f.calls("sendMessage")
+	sent := f.Calls("sendMessage")
 	if len(sent) != 2 || !strings.Contains(sent[1].Form["text"], "T-2026-002") {
 		t.Fatalf("got %d messages, the last %q; want the lock decision re-posted once", len(sent), sent[len(sent)-1].Form["text"])
 	}
 	// The polling loop is live: a click on the re-posted message arrives.
-	f.push(t, callbackUpdate(42, "Ana", tokensOf(t, b, lock)[0], messageOf(t, b, lock.ID)))
-	chattest.WaitFor(t, "the answer", func() bool { return len(f.calls("answerCallbackQuery")) == 1 })
+	f.Push(callbackUpdate(42, "Ana", tokensOf(t, b, lock)[0], messageOf(t, b, lock.ID)))
+	chattest.WaitFor(t, "the answer", func() bool { return len(f.Calls("answerCallbackQuery")) == 1 })
 	if in := dec.Inputs(); len(in) != 1 || in[0].Option != task.OptRedispatch {
 		t.Errorf("Decide got %+v", in)
 	}

@@ -41,6 +41,18 @@ func Golden(t *testing.T, name string, got []byte) {
 	}
 }
 
+// Call is one request a fake chat API (slacktest, telegramtest)
+// received: its method, its form fields (the first value of each), its
+// JSON body when it sent one, when it came and, for a new message, the id
+// the fake gave it (Telegram's message_id, Slack's ts).
+type Call struct {
+	Method string
+	Form   map[string]string
+	JSON   map[string]any
+	At     time.Time
+	NewID  string
+}
+
 // SSOT opens a fresh SSOT on SQLite in a temporary directory, closed when
 // the test ends: where a test bot keeps its state.
 func SSOT(t testing.TB) *ssot.DB {
