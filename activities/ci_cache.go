@@ -11,6 +11,16 @@ import (
 	"github.com/ampflow/ampflow/activities/ssot"
 )
 
+// ciRun is a command CI result kept in the store.
+type ciRun struct {
+	Commit     string         `json:"commit"`
+	Argv       []string       `json:"argv"`
+	ExitCode   int            `json:"exit_code"`
+	Duration   string         `json:"duration"`
+	FinishedAt string         `json:"finished_at"`
+	Result     CIStatusResult `json:"result"`
+}
+
 // ciName and ciLogName are the store's names of a command CI run's
 // result and log.
 func ciName(commit string) string    { return "ci/" + commit + ".json" }

@@ -2,6 +2,7 @@ package activities
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"os"
 	"os/exec"
@@ -85,15 +86,6 @@ func appErr(t testing.TB, err error, typ string, nonRetryable bool) *temporal.Ap
 	return ae
 }
 
-func newStore(t testing.TB, opts StoreOptions) *Store {
-	t.Helper()
-	s, err := NewStore(filepath.Join(t.TempDir(), "ssot"), opts)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return s
-}
-
 // newSSOT opens a fresh SQL SSOT on SQLite in a temporary directory.
 func newSSOT(t testing.TB) *TaskRecord {
 	t.Helper()
@@ -105,14 +97,8 @@ func newSSOT(t testing.TB) *TaskRecord {
 	return &TaskRecord{Store: db}
 }
 
-// openStore opens the SSOT at root, as a new process would.
-func openStore(t testing.TB, root string) *Store {
-	t.Helper()
-	s, err := NewStore(root, StoreOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return s
-}
-
 func lines(n int, s string) string { return strings.Repeat(s+"\n", n) }
+
+func entry(id string, kind RecordKind, body string) RecordEntry {
+	return RecordEntry{ID: id, Kind: kind, Body: json.RawMessage(body)}
+}

@@ -7,12 +7,29 @@ import (
 	"fmt"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"go.temporal.io/sdk/temporal"
 
 	"github.com/ampflow/ampflow/activities/ssot"
 	"github.com/ampflow/ampflow/workflows/task"
 )
+
+// ErrInvalidRecord is the type of the non-retryable error for a record
+// the SSOT cannot keep: an unsafe id, no kind, a body that is not JSON.
+const ErrInvalidRecord = "InvalidRecord"
+
+// validName reports whether s can name a task or a record in a file: the
+// git export and the diffs use them in paths. It must be valid UTF-8 too,
+// as JSON would otherwise change the id.
+func validName(s string) bool {
+	return s != "" && len(s) <= 200 && !strings.HasPrefix(s, ".") &&
+		!strings.ContainsAny(s, "/\\\x00\n\r") && utf8.ValidString(s)
+}
+
+func invalid(format string, args ...any) error {
+	return temporal.NewNonRetryableApplicationError(fmt.Sprintf(format, args...), ErrInvalidRecord, nil)
+}
 
 // TaskRecord is the task workflow's record in the SQL store (package ssot),
 // which every worker shares: it is the Recorder, keeps result diffs for
@@ -108,8 +125,7 @@ var inboxStatuses = map[string]bool{
 // (task.State as JSON). The open decision is read field by field, so a
 // decision type that adds fields (subject, expires_at) is kept whole.
 // TaskStateOf is the store's read-side state of a task from its state
-// view (task.State as JSON) at revision rev: what Record saves, and what
-// `ampflow ssot import` saves of an older SSOT's task.json.
+// view (task.State as JSON) at revision rev: what Record saves.
 func TaskStateOf(taskID string, rev int64, raw json.RawMessage) (ssot.TaskState, error) {
 	var v struct {
 		Status    string            `json:"status"`

@@ -220,9 +220,6 @@ type CICommand struct {
 // SSOT configures the single source of truth: the database that records
 // every message, ACK, decision and task.
 type SSOT struct {
-	// Dir is where a file SSOT of earlier versions lives, which `ampflow
-	// ssot import` reads; Load makes an empty Dir DataDir/ssot.
-	Dir string `mapstructure:"dir"`
 	// URL is the SQL store: a SQLite file path or a postgres:// URL; Load
 	// makes an empty URL DataDir/ampflow.db.
 	URL string `mapstructure:"url"`

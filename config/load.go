@@ -94,7 +94,6 @@ var defaults = map[string]any{
 	"ci.command.env":     []string{},
 
 	"ssot.url":            "",
-	"ssot.dir":            "",
 	"ssot.sweep_interval": 5 * time.Minute,
 	"ssot.git.commit":     false,
 	"ssot.git.push":       false,
@@ -211,9 +210,6 @@ func decode(v *viper.Viper) (Config, error) {
 	var c Config
 	if err := v.Unmarshal(&c, viper.DecodeHook(decodeHook())); err != nil {
 		return Config{}, fmt.Errorf("decoding configuration: %s", flattenDecodeError(err))
-	}
-	if c.SSOT.Dir == "" {
-		c.SSOT.Dir = filepath.Join(c.DataDir, "ssot")
 	}
 	if c.SSOT.URL == "" {
 		c.SSOT.URL = filepath.Join(c.DataDir, DefaultSSOTFile)

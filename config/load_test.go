@@ -54,7 +54,6 @@ func TestDefaults(t *testing.T) {
 		got, want any
 	}{
 		{"data_dir", c.DataDir, "./.ampflow"},
-		{"ssot.dir", c.SSOT.Dir, filepath.Join(".ampflow", "ssot")},
 		{"ssot.url", c.SSOT.URL, filepath.Join(".ampflow", "ampflow.db")},
 		{"ssot.git.dir", c.SSOT.Git.Dir, filepath.Join(".ampflow", "ssot-git")},
 		{"temporal.address", c.Temporal.Address, "127.0.0.1:7233"},
@@ -109,8 +108,8 @@ telegram:
   admins: [42, 43]
 `)
 	c := load(t, file, nil)
-	if c.DataDir != "/var/lib/ampflow" || c.SSOT.Dir != "/var/lib/ampflow/ssot" {
-		t.Errorf("data_dir, ssot.dir = %q, %q", c.DataDir, c.SSOT.Dir)
+	if c.DataDir != "/var/lib/ampflow" {
+		t.Errorf("data_dir = %q", c.DataDir)
 	}
 	if c.Protocol.MaxRejects != 5 || c.Protocol.AckTimeout.TaskResult != 90*time.Second {
 		t.Errorf("protocol = %+v", c.Protocol)

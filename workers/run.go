@@ -57,8 +57,7 @@ type Parts struct {
 	// ChatState is the SSOT the workers share, where the bots keep their
 	// state (decisions and buttons posted, note prompts, notices claimed
 	// once), so any worker answers any click and nothing is posted twice.
-	// Build sets it; without it (tests) each bot keeps a state file under
-	// data_dir/chat.
+	// Build sets it; the bots need it.
 	ChatState *ssot.DB
 	// Gate are the action gate's activities.
 	Gate *gateacts.Gate

@@ -8,7 +8,6 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
-	"path/filepath"
 
 	"github.com/ampflow/ampflow/activities"
 	"github.com/ampflow/ampflow/activities/ssot"
@@ -134,16 +133,14 @@ func (rt *runtime) stop() {
 // the handlers returned (path → handler) are mounted on the HTTP API.
 func startChat(o Options, parts *Parts, rt *runtime, log *slog.Logger) (map[string]http.Handler, error) {
 	cfg := o.Config
-	state := filepath.Join(cfg.DataDir, "chat")
+	if (cfg.Slack.Enabled || cfg.Telegram.Enabled) && parts.ChatState == nil {
+		return nil, errors.New("the chat bots keep their state in the SSOT: Parts.ChatState is required")
+	}
 	mounts := map[string]http.Handler{}
 	var notifiers activities.Notifiers
 	holder := NewHolder()
 	if cfg.Slack.Enabled {
-		var opts []slack.Option
-		if parts.ChatState != nil {
-			opts = append(opts, slack.WithSSOT(parts.ChatState))
-		}
-		b, err := slack.New(cfg.Slack, decider(parts), log, state, opts...)
+		b, err := slack.New(cfg.Slack, decider(parts), log, parts.ChatState)
 		if err != nil {
 			return nil, fmt.Errorf("slack: %w", err)
 		}
@@ -157,11 +154,7 @@ func startChat(o Options, parts *Parts, rt *runtime, log *slog.Logger) (map[stri
 		o.endpoint("slack", cfg.Slack.Mode+" mode, channel "+cfg.Slack.Channel)
 	}
 	if cfg.Telegram.Enabled {
-		var opts []telegram.Option
-		if parts.ChatState != nil {
-			opts = append(opts, telegram.WithSSOT(parts.ChatState))
-		}
-		b, err := telegram.New(cfg.Telegram, decider(parts), log, state, opts...)
+		b, err := telegram.New(cfg.Telegram, decider(parts), log, parts.ChatState)
 		if err != nil {
 			return nil, fmt.Errorf("telegram: %w", err)
 		}

@@ -26,7 +26,7 @@ func (t *taskRun) dispatchPayload() *amp.TaskDispatch {
 
 // dispatch sends the current subtask to the executor.
 func (t *taskRun) dispatch(ctx workflow.Context) (phase, error) {
-	if t.BranchLeases && t.Lease == nil {
+	if t.Lease == nil {
 		// No dispatch without the branch: a lease lost since is taken again.
 		return phaseLease, nil
 	}

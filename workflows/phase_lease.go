@@ -12,11 +12,6 @@ import (
 	"github.com/ampflow/ampflow/workflows/task"
 )
 
-// versionBranchLease: an approved task takes its branch's lease before
-// its first dispatch and holds it until it ends. Tasks approved before
-// go straight to dispatch.
-const versionBranchLease = "branch-lease"
-
 // Branch lease timing: the task renews its lease every branchLeaseRenew,
 // so a worker may be away for branchLeaseTTL - branchLeaseRenew before
 // the lease runs out; a task ended from outside (terminated in Temporal)
@@ -27,16 +22,6 @@ const (
 	// defaultLeaseWait is policy.lease_wait when a policy has none.
 	defaultLeaseWait = time.Hour
 )
-
-// afterApproval is where an approved plan goes: to its branch's lease,
-// or, for a task approved before branch leases, to its dispatch.
-func (t *taskRun) afterApproval(ctx workflow.Context) phase {
-	if workflow.GetVersion(ctx, versionBranchLease, workflow.DefaultVersion, 1) == workflow.DefaultVersion {
-		return phaseDispatch
-	}
-	t.BranchLeases = true
-	return phaseLease
-}
 
 func leaseOptions() workflow.ActivityOptions {
 	return workflow.ActivityOptions{
@@ -182,7 +167,7 @@ func (t *taskRun) startRenewer(ctx workflow.Context) {
 // releaseLease gives up the branch lease, or the task's place in the
 // branch's queue, as the task ends. A failure leaves the lease to its TTL.
 func (t *taskRun) releaseLease(ctx workflow.Context) {
-	if !t.BranchLeases || (t.Lease == nil && t.Granted == nil && !t.LeaseWaiting) {
+	if t.Lease == nil && t.Granted == nil && !t.LeaseWaiting {
 		return
 	}
 	key := activities.BranchKey(t.In.Plan.Repo, t.In.Plan.Branch)

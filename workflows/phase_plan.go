@@ -45,12 +45,13 @@ func (t *taskRun) check(ctx workflow.Context) (phase, error) {
 }
 
 // approval holds the plan until an admin approves it, when the risk level
-// (or the coordinator) asks for that.
+// (or the coordinator) asks for that. An approved task takes its branch's
+// lease before its first dispatch and holds it until it ends.
 func (t *taskRun) approval(ctx workflow.Context) (phase, error) {
 	h := t.In.Policy.PlanApproval.For(t.In.Plan.RiskLevel).Stricter(t.In.Handling)
 	if h == task.HandlingAuto {
 		t.addTimeline(ctx, task.TimelineEntry{Kind: "decision", Note: "plan approved automatically (risk " + string(t.In.Plan.RiskLevel) + ")"})
-		return t.afterApproval(ctx), nil
+		return phaseLease, nil
 	}
 	prompt := fmt.Sprintf("Approve the plan of %s (%s risk, %d subtasks) on %s@%s?",
 		t.In.TaskID, t.In.Plan.RiskLevel, len(t.Plan), t.In.Plan.Repo, t.In.Plan.Branch)
@@ -60,7 +61,7 @@ func (t *taskRun) approval(ctx workflow.Context) (phase, error) {
 	}
 	switch o.Option {
 	case decision.OptApprove:
-		return t.afterApproval(ctx), nil
+		return phaseLease, nil
 	case task.OptReplan:
 		// The plan changed under the question: ask again about the new one.
 		return phaseApproval, nil

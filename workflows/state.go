@@ -71,9 +71,6 @@ type taskState struct {
 	// CIDeadline is when pending CI becomes a problem for the admins.
 	CIDeadline time.Time `json:"ci_deadline"`
 
-	// BranchLeases is set once the task runs under its branch's lease
-	// (from versionBranchLease on): every dispatch needs Lease.
-	BranchLeases bool `json:"branch_leases,omitempty"`
 	// Lease is the branch lease the task holds; nil before it is granted,
 	// once lost, and after the task ends.
 	Lease *task.BranchLease `json:"lease,omitempty"`

@@ -64,27 +64,11 @@ var steps = map[phase]func(*taskRun, workflow.Context) (phase, error){
 // the coordinator's protocol duties; agents and admins feed it messages
 // through its updates.
 //
-// Versioning: every task runs the shape written here; nothing was
-// released, so no older shape is kept. From the first release on, a change
-// to the commands a task writes (an activity, local activity, timer or
-// upsert added, removed or moved) goes behind workflow.GetVersion, the one
-// versioning mechanism:
-//
-//  1. name the change with a constant, const versionX = "x";
-//  2. where the shape changes, branch on
-//     workflow.GetVersion(ctx, versionX, workflow.DefaultVersion, 1),
-//     keeping the old branch for tasks started before;
-//  3. record the new shape's histories beside the old ones
-//     (TestRecordHistories in test/e2e) and run go test ./test/replay/.
-//
-// When no running task predates the change, delete the old branch, its
-// histories and the GetVersion call: the replayer skips a version marker
-// with no call, and a later change to the same code takes a new id. That
-// keeps new tasks free of the marker and TemporalChangeVersion upsert each
-// live change costs. Changes to state, validators or payload contents need
-// no version. A revision the client stamped on the input was tried and
-// dropped: it kept the shape outside the history and made workers upgrade
-// before clients.
+// Versioning: nothing has been released, so every task runs the shape
+// written here and no version branch is kept. From the first release on,
+// every change to the commands a task writes goes behind
+// workflow.GetVersion and gets a replay history in test/replay; see
+// "Versioning and replay" in docs/architecture.md.
 func Task(ctx workflow.Context, in task.Input) (task.Result, error) {
 	t, err := newTaskRun(ctx, in)
 	if err != nil {

@@ -56,43 +56,7 @@ is set.`,
   ampflow bench --leases 1000 --lease-ttl 60s`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if err := o.Validate(); err != nil {
-				return cli.UsageError(err)
-			}
-			cfg, err := a.Config()
-			if err != nil {
-				return err
-			}
-			tuneGC()
-			o.Logger = a.Logger(cfg)
-			if !a.JSON() {
-				o.Progress = a.Stderr
-			}
-			for _, p := range []struct {
-				path string
-				w    *io.Writer
-			}{{cpuProfile, &o.CPUProfile}, {heapProfile, &o.HeapProfile}} {
-				if p.path == "" {
-					continue
-				}
-				f, err := os.Create(p.path)
-				if err != nil {
-					return cli.Exit(cli.ExitFailed, fmt.Errorf("creating the profile: %w", err))
-				}
-				defer f.Close()
-				*p.w = f
-			}
-			if lo.Leases > 0 {
-				return runLeaseBench(cmd, a, cfg, lo)
-			}
-			r, err := bench.Run(cmd.Context(), o)
-			if err != nil {
-				return cli.Exit(cli.ExitFailed, fmt.Errorf("bench: %w", err))
-			}
-			if a.JSON() {
-				return a.PrintJSON(r)
-			}
-			return r.WriteText(a.Stdout)
+			return runBench(cmd, a, o, lo, cpuProfile, heapProfile)
 		},
 	}
 	f := cmd.Flags()
@@ -108,6 +72,48 @@ is set.`,
 	_ = f.MarkHidden("cpuprofile")
 	_ = f.MarkHidden("memprofile")
 	return cmd
+}
+
+// runBench is ampflow bench; cpuProfile and heapProfile are the files of
+// the hidden profile flags.
+func runBench(cmd *cobra.Command, a *cli.App, o bench.Options, lo bench.LeaseOptions, cpuProfile, heapProfile string) error {
+	if err := o.Validate(); err != nil {
+		return cli.UsageError(err)
+	}
+	cfg, err := a.Config()
+	if err != nil {
+		return err
+	}
+	tuneGC()
+	o.Logger = a.Logger(cfg)
+	if !a.JSON() {
+		o.Progress = a.Stderr
+	}
+	for _, p := range []struct {
+		path string
+		w    *io.Writer
+	}{{cpuProfile, &o.CPUProfile}, {heapProfile, &o.HeapProfile}} {
+		if p.path == "" {
+			continue
+		}
+		f, err := os.Create(p.path)
+		if err != nil {
+			return cli.Exit(cli.ExitFailed, fmt.Errorf("creating the profile: %w", err))
+		}
+		defer f.Close()
+		*p.w = f
+	}
+	if lo.Leases > 0 {
+		return runLeaseBench(cmd, a, cfg, lo)
+	}
+	r, err := bench.Run(cmd.Context(), o)
+	if err != nil {
+		return cli.Exit(cli.ExitFailed, fmt.Errorf("bench: %w", err))
+	}
+	if a.JSON() {
+		return a.PrintJSON(r)
+	}
+	return r.WriteText(a.Stdout)
 }
 
 // runLeaseBench is bench --leases.

@@ -34,59 +34,7 @@ temporal --help); the SSOT stays where ssot settings say.`,
 		Example: `  ampflow dev
   ampflow dev --data-dir /tmp/amp --ui-port 0 --http-addr 127.0.0.1:8080`,
 		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			cfg, err := a.Config()
-			if err != nil {
-				return err
-			}
-			tuneGC()
-			log := a.Logger(cfg)
-			began := time.Now()
-			srv, err := startEmbedded(cmd, cfg, log)
-			if err != nil {
-				return cli.Exit(cli.ExitFailed, err)
-			}
-			defer func() {
-				if err := srv.Stop(); err != nil {
-					log.Warn("stopping the dev server", "error", err)
-				}
-			}()
-			cfg.Temporal.Address = srv.FrontendAddr()
-			fmt.Fprintf(a.Stdout, "%-10s %s (%s)\n", "temporal", srv.FrontendAddr(), stateNote(cfg))
-			local := workers.OSUser()
-			switch {
-			case workers.HasAdmins(cfg):
-			case local != "":
-				cfg.Admins = []string{local}
-				fmt.Fprintf(a.Stdout, "%-10s %s (the operating-system user; no admins configured)\n", "admin", local)
-			default:
-				fmt.Fprintf(a.Stdout, "%-10s none: nobody may decide; set admins\n", "admin")
-			}
-			if ui := srv.UIAddr(); ui != "" {
-				fmt.Fprintf(a.Stdout, "%-10s http://%s\n", "web ui", ui)
-			}
-			for _, m := range workers.AgentModes(cfg.Agents) {
-				fmt.Fprintf(a.Stdout, "%-10s %s\n", m[0], m[1])
-			}
-			metrics := httpapi.NewMetrics()
-			c, err := workers.Dial(cmd.Context(), cfg.Temporal, log, metrics.TemporalHandler(), 10*time.Second)
-			if err != nil {
-				return cli.Exit(cli.ExitFailed, err)
-			}
-			defer c.Close()
-			err = workers.Run(cmd.Context(), workers.Options{Config: cfg, Temporal: c, Logger: log, Metrics: metrics, LocalName: local,
-				ContractSecretFile: filepath.Join(cfg.DataDir, workers.ContractSecretFile),
-				Endpoint: func(name, addr string) {
-					fmt.Fprintf(a.Stdout, "%-10s %s\n", name, addr)
-					if name == "worker" {
-						fmt.Fprintf(a.Stdout, "ready in %s; Ctrl-C to stop\n", time.Since(began).Round(10*time.Millisecond))
-					}
-				}})
-			if err != nil {
-				return cli.Exit(cli.ExitFailed, err)
-			}
-			return nil
-		},
+		RunE: func(cmd *cobra.Command, _ []string) error { return runDev(cmd, a) },
 	}
 	f := cmd.Flags()
 	f.String("data-dir", "", "keep Temporal's database and the SSOT in `DIR` (default ./.ampflow)")
@@ -97,6 +45,54 @@ temporal --help); the SSOT stays where ssot settings say.`,
 	cmd.PreRun = bind(a, map[string]string{"data-dir": "data_dir", "http-addr": "http.addr", "temporal-port": "dev.temporal_port",
 		"ui-port": "dev.ui_port", "temporal-db": "dev.temporal_db"})
 	return cmd
+}
+
+// runDev is ampflow dev.
+func runDev(cmd *cobra.Command, a *cli.App) error {
+	cfg, err := a.Config()
+	if err != nil {
+		return err
+	}
+	log := a.Logger(cfg)
+	began := time.Now()
+	srv, stop, err := startEmbedded(cmd, cfg, log)
+	if err != nil {
+		return err
+	}
+	defer stop()
+	cfg.Temporal.Address = srv.FrontendAddr()
+	fmt.Fprintf(a.Stdout, "%-10s %s (%s)\n", "temporal", srv.FrontendAddr(), stateNote(cfg))
+	local := workers.OSUser()
+	switch {
+	case workers.HasAdmins(cfg):
+	case local != "":
+		cfg.Admins = []string{local}
+		fmt.Fprintf(a.Stdout, "%-10s %s (the operating-system user; no admins configured)\n", "admin", local)
+	default:
+		fmt.Fprintf(a.Stdout, "%-10s none: nobody may decide; set admins\n", "admin")
+	}
+	printUI(a, srv)
+	for _, m := range workers.AgentModes(cfg.Agents) {
+		fmt.Fprintf(a.Stdout, "%-10s %s\n", m[0], m[1])
+	}
+	metrics := httpapi.NewMetrics()
+	c, err := workers.Dial(cmd.Context(), cfg.Temporal, log, metrics.TemporalHandler(), 10*time.Second)
+	if err != nil {
+		return cli.Exit(cli.ExitFailed, err)
+	}
+	defer c.Close()
+	err = workers.Run(cmd.Context(), workers.Options{Config: cfg, Temporal: c, Logger: log, Metrics: metrics, LocalName: local,
+		ContractSecretFile: filepath.Join(cfg.DataDir, workers.ContractSecretFile),
+		Endpoint: func(name, addr string) {
+			fmt.Fprintf(a.Stdout, "%-10s %s\n", name, addr)
+			if name == "worker" {
+				fmt.Fprintf(a.Stdout, "ready in %s; Ctrl-C to stop\n", time.Since(began).Round(10*time.Millisecond))
+			}
+		}})
+	if err != nil {
+		return cli.Exit(cli.ExitFailed, err)
+	}
+	return nil
 }
 
 // workerCommand runs the worker against a Temporal cluster.

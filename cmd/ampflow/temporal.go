@@ -2,15 +2,11 @@ package main
 
 import (
 	"fmt"
-	"log/slog"
 	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/ampflow/ampflow/cmd/ampflow/cli"
-	"github.com/ampflow/ampflow/config"
-	"github.com/ampflow/ampflow/workers"
-	"github.com/ampflow/ampflow/workers/devserver"
 )
 
 // temporalCommand runs the embedded Temporal server alone, for workers
@@ -40,22 +36,14 @@ beyond the loopback only on a trusted network. Stop with Ctrl-C.`,
 			if err != nil {
 				return err
 			}
-			tuneGC()
-			log := a.Logger(cfg)
 			began := time.Now()
-			srv, err := startEmbedded(cmd, cfg, log)
+			srv, stop, err := startEmbedded(cmd, cfg, a.Logger(cfg))
 			if err != nil {
-				return cli.Exit(cli.ExitFailed, err)
+				return err
 			}
-			defer func() {
-				if err := srv.Stop(); err != nil {
-					log.Warn("stopping the Temporal server", "error", err)
-				}
-			}()
+			defer stop()
 			fmt.Fprintf(a.Stdout, "%-10s %s (namespace %s, %s)\n", "temporal", srv.FrontendAddr(), cfg.Temporal.Namespace, stateNote(cfg))
-			if ui := srv.UIAddr(); ui != "" {
-				fmt.Fprintf(a.Stdout, "%-10s http://%s\n", "web ui", ui)
-			}
+			printUI(a, srv)
 			fmt.Fprintf(a.Stdout, "ready in %s; Ctrl-C to stop\n", time.Since(began).Round(10*time.Millisecond))
 			<-cmd.Context().Done()
 			return nil
@@ -70,31 +58,4 @@ beyond the loopback only on a trusted network. Stop with Ctrl-C.`,
 	cmd.PreRun = bind(a, map[string]string{"data-dir": "data_dir", "temporal-db": "dev.temporal_db",
 		"temporal-ip": "dev.temporal_ip", "temporal-port": "dev.temporal_port", "ui-port": "dev.ui_port"})
 	return cmd
-}
-
-// startEmbedded starts the embedded server as cfg's dev keys say.
-func startEmbedded(cmd *cobra.Command, cfg config.Config, log *slog.Logger) (*devserver.Server, error) {
-	o := devserver.Options{
-		IP:               cfg.Dev.TemporalIP,
-		Port:             cfg.Dev.TemporalPort,
-		UIPort:           cfg.Dev.UIPort,
-		Namespace:        cfg.Temporal.Namespace,
-		SearchAttributes: workers.SearchAttributes(),
-		Logger:           log,
-	}
-	if cfg.Dev.TemporalDB != "" {
-		o.Postgres = cfg.Dev.TemporalDB
-	} else {
-		o.DataDir = cfg.DataDir
-	}
-	return devserver.Start(cmd.Context(), o)
-}
-
-// stateNote says where the embedded server keeps its state, without a
-// password.
-func stateNote(cfg config.Config) string {
-	if cfg.Dev.TemporalDB != "" {
-		return "state in " + cfg.Redacted().Dev.TemporalDB
-	}
-	return "data in " + cfg.DataDir
 }

@@ -58,7 +58,7 @@ type Poster[R any] interface {
 // Core is the logic a bot shares with the other platforms: it posts and
 // closes decisions once each, whatever is retried, and turns an admin's
 // choice into a decision. Its fields are set once, before use.
-type Core[R Ref[R], D Data[R]] struct {
+type Core[R Ref[R]] struct {
 	// Channel is the channel recorded with decisions ("slack"); it is also
 	// the config section that lists the admins.
 	Channel string
@@ -71,16 +71,15 @@ type Core[R Ref[R], D Data[R]] struct {
 	// (admins_escalation): called when a decision escalates, and allowed
 	// to decide it from then on.
 	Escalation []string
-	Store      *Store[R, D]
 	Poster     Poster[R]
 	Decider    Decider
 	Log        *slog.Logger
 	Now        func() time.Time
 	// DecideTimeout bounds one Decide call.
 	DecideTimeout time.Duration
-	// State, when set, replaces Store, the bot's state file: it is the
-	// SSOT every worker shares (NewSQLState), so any worker answers any
-	// click and nothing is posted twice.
+	// State is where the bot keeps what it posted: the SSOT every worker
+	// shares (NewSQLState), so any worker answers any click and nothing is
+	// posted twice.
 	State StateStore[R]
 
 	// mu serialises posting and editing, so a retried Notify and the
@@ -99,12 +98,12 @@ func AdminSet(ids []string) map[string]bool {
 
 // IsAdmin reports whether a user may decide. Only the user id the platform
 // vouches for counts, never what a button carries.
-func (c *Core[R, D]) IsAdmin(user string) bool { return user != "" && c.Admins[user] }
+func (c *Core[R]) IsAdmin(user string) bool { return user != "" && c.Admins[user] }
 
 // MayDecide reports whether user may press the button token: an admin
 // always; a member of the escalation group once the button's decision
 // has escalated. Only the user id the platform vouches for counts.
-func (c *Core[R, D]) MayDecide(user, token string) bool {
+func (c *Core[R]) MayDecide(user, token string) bool {
 	if c.IsAdmin(user) {
 		return true
 	}
@@ -116,13 +115,13 @@ func (c *Core[R, D]) MayDecide(user, token string) bool {
 }
 
 // NotAdminText tells user how to become an admin.
-func (c *Core[R, D]) NotAdminText(user string) string {
+func (c *Core[R]) NotAdminText(user string) string {
 	return NotAdminText(c.Platform, c.Channel, user)
 }
 
 // Notify implements activities.Notifier. It is safe to retry: what was
 // posted already is not posted again, and a closed decision is edited once.
-func (c *Core[R, D]) Notify(ctx context.Context, in activities.NotifyInput) error {
+func (c *Core[R]) Notify(ctx context.Context, in activities.NotifyInput) error {
 	switch in.Event {
 	case activities.NoticeDecisionOpened:
 		if in.Decision == nil {
@@ -176,7 +175,7 @@ func NoticeKey(ctx context.Context, in activities.NotifyInput) string {
 
 // postOnce runs post, a message without buttons, unless key was posted
 // before, here or at another worker.
-func (c *Core[R, D]) postOnce(ctx context.Context, key string, post func() error) error {
+func (c *Core[R]) postOnce(ctx context.Context, key string, post func() error) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if done, err := c.claim(ctx, key); done || err != nil {
@@ -185,12 +184,12 @@ func (c *Core[R, D]) postOnce(ctx context.Context, key string, post func() error
 	if err := post(); err != nil {
 		return c.unclaim(ctx, key, fmt.Errorf("posting notice %s: %w", key, err))
 	}
-	return c.state().PostedNotice(ctx, key, c.Now())
+	return c.State.PostedNotice(ctx, key, c.Now())
 }
 
 // claim claims key for posting; done is true when it was posted before.
-func (c *Core[R, D]) claim(ctx context.Context, key string) (done bool, err error) {
-	cl, err := c.state().ClaimNotice(ctx, key, c.Now())
+func (c *Core[R]) claim(ctx context.Context, key string) (done bool, err error) {
+	cl, err := c.State.ClaimNotice(ctx, key, c.Now())
 	switch {
 	case err != nil:
 		return false, fmt.Errorf("claiming notice %s: %w", key, err)
@@ -203,10 +202,10 @@ func (c *Core[R, D]) claim(ctx context.Context, key string) (done bool, err erro
 }
 
 // unclaim gives key back after its post failed with err, so a retry posts.
-func (c *Core[R, D]) unclaim(ctx context.Context, key string, err error) error {
+func (c *Core[R]) unclaim(ctx context.Context, key string, err error) error {
 	uctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), stateTimeout)
 	defer cancel()
-	if uerr := c.state().UnclaimNotice(uctx, key); uerr != nil {
+	if uerr := c.State.UnclaimNotice(uctx, key); uerr != nil {
 		return errors.Join(err, fmt.Errorf("unclaiming notice %s: %w", key, uerr))
 	}
 	return err
@@ -214,15 +213,15 @@ func (c *Core[R, D]) unclaim(ctx context.Context, key string, err error) error {
 
 // PostDecision posts d with its buttons unless it was posted before, here
 // or at another worker.
-func (c *Core[R, D]) PostDecision(ctx context.Context, d decision.Decision) error {
+func (c *Core[R]) PostDecision(ctx context.Context, d decision.Decision) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return c.postFirst(ctx, d)
 }
 
 // postFirst posts d unless a copy of it was posted. The caller holds c.mu.
-func (c *Core[R, D]) postFirst(ctx context.Context, d decision.Decision) error {
-	p, ok, err := c.state().Posted(ctx, d.ID)
+func (c *Core[R]) postFirst(ctx context.Context, d decision.Decision) error {
+	p, ok, err := c.State.Posted(ctx, d.ID)
 	if err != nil {
 		return fmt.Errorf("reading decision %s: %w", d.ID, err)
 	}
@@ -236,10 +235,10 @@ func (c *Core[R, D]) postFirst(ctx context.Context, d decision.Decision) error {
 // under key: a reminder or an escalation. A decision closed here already
 // is not posted again, nor is one whose key was posted, here or at
 // another worker.
-func (c *Core[R, D]) PostAgain(ctx context.Context, d decision.Decision, how Post, key string) error {
+func (c *Core[R]) PostAgain(ctx context.Context, d decision.Decision, how Post, key string) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	p, ok, err := c.state().Posted(ctx, d.ID)
+	p, ok, err := c.State.Posted(ctx, d.ID)
 	if err != nil {
 		return fmt.Errorf("reading decision %s: %w", d.ID, err)
 	}
@@ -251,11 +250,11 @@ func (c *Core[R, D]) PostAgain(ctx context.Context, d decision.Decision, how Pos
 
 // post claims key, posts d as a new message and records it with its
 // buttons, then key as posted. The caller holds c.mu.
-func (c *Core[R, D]) post(ctx context.Context, d decision.Decision, how Post, key string) error {
+func (c *Core[R]) post(ctx context.Context, d decision.Decision, how Post, key string) error {
 	if done, err := c.claim(ctx, key); done || err != nil {
 		return err
 	}
-	st := c.state()
+	st := c.State
 	buttons, err := st.Buttons(ctx, d.ID)
 	if err != nil {
 		return c.unclaim(ctx, key, fmt.Errorf("reading the buttons of decision %s: %w", d.ID, err))
@@ -290,10 +289,10 @@ func (c *Core[R, D]) post(ctx context.Context, d decision.Decision, how Post, ke
 // ShowProgress edits every open copy of d to d as it stands, its
 // approvals so far, keeping the buttons; a decision not posted here yet
 // is posted.
-func (c *Core[R, D]) ShowProgress(ctx context.Context, d decision.Decision) error {
+func (c *Core[R]) ShowProgress(ctx context.Context, d decision.Decision) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	st := c.state()
+	st := c.State
 	buttons, err := st.Buttons(ctx, d.ID)
 	if err != nil {
 		return fmt.Errorf("reading the buttons of decision %s: %w", d.ID, err)
@@ -338,10 +337,10 @@ func (c *Core[R, D]) ShowProgress(ctx context.Context, d decision.Decision) erro
 
 // CloseDecision edits every posted copy of a decision to its outcome and
 // removes the buttons. Copies edited before are left alone.
-func (c *Core[R, D]) CloseDecision(ctx context.Context, d decision.Decision, o decision.Outcome) error {
+func (c *Core[R]) CloseDecision(ctx context.Context, d decision.Decision, o decision.Outcome) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	st := c.state()
+	st := c.State
 	p, ok, err := st.Posted(ctx, d.ID)
 	if err != nil {
 		return fmt.Errorf("reading decision %s: %w", d.ID, err)
@@ -372,7 +371,7 @@ func (c *Core[R, D]) CloseDecision(ctx context.Context, d decision.Decision, o d
 
 // Repost posts the pending decisions that have no message here: a notice
 // lost in a crash, or decisions raised while the bot was away.
-func (c *Core[R, D]) Repost(ctx context.Context) error {
+func (c *Core[R]) Repost(ctx context.Context) error {
 	pending, err := c.Decider.Pending(ctx)
 	if err != nil {
 		return fmt.Errorf("listing pending decisions: %w", err)

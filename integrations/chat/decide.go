@@ -12,7 +12,7 @@ import (
 // Pick resolves a pressed button's token to its decision, as the button
 // showed it, and option. When nothing can be decided, refusal says why,
 // for the clicker alone.
-func (c *Core[R, D]) Pick(token string) (p Posted[R], opt decision.Option, refusal string) {
+func (c *Core[R]) Pick(token string) (p Posted[R], opt decision.Option, refusal string) {
 	b, p, ok, err := c.lookup(token)
 	if err != nil {
 		return p, opt, StateErrorText
@@ -31,7 +31,7 @@ func (c *Core[R, D]) Pick(token string) (p Posted[R], opt decision.Option, refus
 
 // PickNote is Pick for a note that arrives for the option of token; p is
 // the zero value when the token is unknown.
-func (c *Core[R, D]) PickNote(token string) (p Posted[R], option, refusal string) {
+func (c *Core[R]) PickNote(token string) (p Posted[R], option, refusal string) {
 	b, p, ok, err := c.lookup(token)
 	if err != nil {
 		return p, "", StateErrorText
@@ -47,10 +47,10 @@ func (c *Core[R, D]) PickNote(token string) (p Posted[R], option, refusal string
 
 // lookup finds a token's button and decision, within stateTimeout: the
 // platforms' callbacks give Pick no context.
-func (c *Core[R, D]) lookup(token string) (Button, Posted[R], bool, error) {
+func (c *Core[R]) lookup(token string) (Button, Posted[R], bool, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), stateTimeout)
 	defer cancel()
-	b, p, ok, err := c.state().Button(ctx, token)
+	b, p, ok, err := c.State.Button(ctx, token)
 	if err != nil {
 		c.Log.Error("looking up a button", "err", err)
 	}
@@ -62,7 +62,7 @@ func (c *Core[R, D]) lookup(token string) (Button, Posted[R], bool, error) {
 // closed it, to the quorum's progress when it was an approval that left
 // it open. The workflow's notices then find them edited. It returns what
 // to tell the admin, and whether it is a refusal.
-func (c *Core[R, D]) Decide(ctx context.Context, user string, d decision.Decision, option, note string) (string, bool) {
+func (c *Core[R]) Decide(ctx context.Context, user string, d decision.Decision, option, note string) (string, bool) {
 	in := decision.Answer{DecisionID: d.ID, Option: option, Note: note, Digest: d.Digest, By: c.By(user), Channel: c.Channel}
 	dctx, cancel := context.WithTimeout(ctx, c.DecideTimeout)
 	res, err := c.Decider.Decide(dctx, d.Subject, in)
@@ -96,7 +96,7 @@ func (c *Core[R, D]) Decide(ctx context.Context, user string, d decision.Decisio
 // changed answers a click on a decision whose digest or id is no longer
 // current: nothing was recorded; the open decision of the same subject,
 // if there is one, is posted as it stands now, with new buttons.
-func (c *Core[R, D]) changed(ctx context.Context, d decision.Decision) string {
+func (c *Core[R]) changed(ctx context.Context, d decision.Decision) string {
 	pending, err := c.Decider.Pending(ctx)
 	if err != nil {
 		c.Log.Error("listing pending decisions after a stale click", "subject", d.Subject, "err", err)

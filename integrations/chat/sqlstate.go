@@ -151,7 +151,8 @@ func (s *SQLState[R]) Button(ctx context.Context, token string) (Button, Posted[
 		return Button{}, Posted[R]{}, false, err
 	}
 	b := Button{DecisionID: cb.DecisionID, Subject: cb.Subject, Digest: cb.Digest, Option: cb.Option}
-	// The decision as this button showed it, as State.Lookup has it.
+	// The decision as this button showed it; a button that carries no
+	// subject or digest answers the decision as last posted.
 	if b.Subject != "" {
 		p.Decision.Subject = b.Subject
 	}

@@ -119,7 +119,7 @@ func (c *clock) add(d time.Duration) {
 	c.now = c.now.Add(d)
 }
 
-type core = chat.Core[ref, *chat.State[ref]]
+type core = chat.Core[ref]
 
 func newCore(worker string, p *platform, clk *clock, dec chat.Decider) *core {
 	return &core{
@@ -131,25 +131,14 @@ func newCore(worker string, p *platform, clk *clock, dec chat.Decider) *core {
 
 // backend makes the state of a test's workers.
 type backend struct {
-	name string
-	// shared: every worker sees one state (the SSOT); else each worker has
-	// its own file.
-	shared bool
-	state  func(t *testing.T) func(c *core)
+	name  string
+	state func(t *testing.T) func(c *core)
 }
 
 func backends() []backend {
-	bs := []backend{{name: "file", state: func(t *testing.T) func(c *core) {
-		return func(c *core) {
-			st, err := chat.OpenStore[ref](t.TempDir(), "fake.json", &chat.State[ref]{})
-			if err != nil {
-				t.Fatal(err)
-			}
-			c.Store = st
-		}
-	}}}
+	var bs []backend
 	for _, e := range ssottest.Engines() {
-		bs = append(bs, backend{name: e.Name, shared: true, state: func(t *testing.T) func(c *core) {
+		bs = append(bs, backend{name: e.Name, state: func(t *testing.T) func(c *core) {
 			u := e.URL(t)
 			return func(c *core) {
 				// Each worker opens the database itself.
@@ -252,9 +241,6 @@ func TestCoreStatePostsOnceAndRecovers(t *testing.T) {
 
 func TestCoreStateSharedByWorkers(t *testing.T) {
 	for _, b := range backends() {
-		if !b.shared {
-			continue
-		}
 		t.Run(b.name, func(t *testing.T) {
 			ctx := context.Background()
 			p, clk := newPlatform(), &clock{now: chattest.RaisedAt}
@@ -338,9 +324,6 @@ func TestCoreStateSharedByWorkers(t *testing.T) {
 
 func TestCoreStateStaleClaimIsTakenOver(t *testing.T) {
 	for _, b := range backends() {
-		if !b.shared {
-			continue
-		}
 		t.Run(b.name, func(t *testing.T) {
 			ctx := context.Background()
 			p, clk := newPlatform(), &clock{now: chattest.RaisedAt}

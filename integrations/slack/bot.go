@@ -47,8 +47,7 @@ type Bot struct {
 	log    *slog.Logger
 	client *slackapi.Client
 	api    webAPI
-	store  *store
-	core   *chat.Core[msgRef, *stateData]
+	core   *chat.Core[msgRef]
 
 	now   func() time.Time
 	sleep func(context.Context, time.Duration) error
@@ -91,16 +90,11 @@ func apiURL(u string) string {
 	return u
 }
 
-// WithSSOT keeps the bot's state (posted decisions, button tokens,
-// notices posted) in the SSOT every worker shares, instead of its state
-// file: any worker then answers any click and nothing is posted twice.
-func WithSSOT(db *ssot.DB) Option {
-	return func(b *Bot) { b.core.State = chat.NewSQLState[msgRef](db, Channel, b.log) }
-}
-
 // New returns a Bot for the configured channel and admins, keeping its
-// state in stateDir. It makes no network calls.
-func New(cfg config.Slack, dec Decider, log *slog.Logger, stateDir string, opts ...Option) (*Bot, error) {
+// state (posted decisions, button tokens, notices posted) in the SSOT
+// every worker shares: any worker then answers any click and nothing is
+// posted twice. It makes no network calls.
+func New(cfg config.Slack, dec Decider, log *slog.Logger, db *ssot.DB, opts ...Option) (*Bot, error) {
 	if cfg.BotToken == "" {
 		return nil, errors.New("slack: bot_token is required")
 	}
@@ -113,24 +107,23 @@ func New(cfg config.Slack, dec Decider, log *slog.Logger, stateDir string, opts 
 	if log == nil {
 		log = slog.Default()
 	}
-	st, err := openStore(stateDir)
-	if err != nil {
-		return nil, fmt.Errorf("slack: %w", err)
+	if db == nil {
+		return nil, errors.New("slack: the SSOT is required for the bot's state")
 	}
 	b := &Bot{
 		cfg:        cfg,
 		log:        log.With("integration", Channel),
-		store:      st,
 		now:        time.Now,
 		sleep:      chat.Sleep,
 		maxRetries: 3,
 		maxWait:    time.Minute,
 	}
-	b.core = &chat.Core[msgRef, *stateData]{
+	b.core = &chat.Core[msgRef]{
 		Channel: Channel, Platform: "Slack", By: config.SlackAdmin,
-		Admins: chat.AdminSet(cfg.Admins), Escalation: cfg.AdminsEscalation, Store: st, Poster: poster{b}, Decider: dec,
+		Admins: chat.AdminSet(cfg.Admins), Escalation: cfg.AdminsEscalation, Poster: poster{b}, Decider: dec,
 		Log: b.log, Now: b.now,
 		DecideTimeout: 20 * time.Second, // a click's Decide call
+		State:         chat.NewSQLState[msgRef](db, Channel, b.log),
 	}
 	b.client = newClient(cfg, nil)
 	for _, o := range opts {

@@ -3,37 +3,53 @@ package slack
 import (
 	"context"
 	"encoding/json"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/ampflow/ampflow/activities"
+	"github.com/ampflow/ampflow/integrations/chat"
 	"github.com/ampflow/ampflow/integrations/chat/chattest"
 	"github.com/ampflow/ampflow/workflows/decision"
 	"github.com/ampflow/ampflow/workflows/task"
 )
 
 // tokensOf returns the button tokens of a posted decision in option order.
-func tokensOf(b *Bot, d decision.Decision) (out []string) {
-	b.store.View(func(s *stateData) { out = chattest.Tokens(s.Base(), d) })
-	return out
+func tokensOf(t *testing.T, b *Bot, d decision.Decision) []string {
+	t.Helper()
+	buttons, err := b.core.State.Buttons(context.Background(), d.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return chattest.Tokens(buttons, d)
+}
+
+// postedOf returns what b's state holds of the decision id; ok is false
+// when it holds nothing.
+func postedOf(t *testing.T, st chat.StateStore[msgRef], id string) (posted, bool) {
+	t.Helper()
+	p, ok, err := st.Posted(context.Background(), id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p, ok
 }
 
 func TestNotifyPostsDecision(t *testing.T) {
-	b, f := newTestBot(t, &chattest.Decider{})
+	db := chattest.SSOT(t)
+	b, f := newTestBotOn(t, &chattest.Decider{}, db)
 	d := chattest.PlanDecision()
 	if err := b.Notify(context.Background(), chattest.Opened(d)); err != nil {
 		t.Fatal(err)
 	}
-	posts := f.calls("chat.postMessage")
+	posts := f.Calls("chat.postMessage")
 	if len(posts) != 1 {
 		t.Fatalf("got %d posts, want 1", len(posts))
 	}
-	if got := posts[0].Form.Get("channel"); got != "#ampflow" {
+	if got := posts[0].Form["channel"]; got != "#ampflow" {
 		t.Errorf("posted to %q, want the configured channel", got)
 	}
-	tokens := tokensOf(b, d)
+	tokens := tokensOf(t, b, d)
 	for i, tok := range tokens {
 		if tok == "" {
 			t.Fatalf("option %s has no token in the state", d.Options[i].ID)
@@ -44,22 +60,17 @@ func TestNotifyPostsDecision(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := strings.TrimSpace(string(jsonText(t, rendered, "")))
-	if got := posts[0].blocks(t); got != want {
+	if got := blocksOf(t, posts[0]); got != want {
 		t.Errorf("posted blocks differ from the rendering:\n got %s\nwant %s", got, want)
 	}
-	if !strings.Contains(posts[0].Form.Get("text"), "T-2026-001") {
-		t.Errorf("fallback text %q does not name the task", posts[0].Form.Get("text"))
+	if !strings.Contains(posts[0].Form["text"], "T-2026-001") {
+		t.Errorf("fallback text %q does not name the task", posts[0].Form["text"])
 	}
 
-	// The state survives a restart: a new bot on the same dir knows the post.
-	again, err := openStore(filepath.Dir(b.store.Path()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var p *posted
-	again.View(func(s *stateData) { p = s.Decisions[d.ID] })
-	if p == nil || len(p.Messages) != 1 || p.Messages[0].TS == "" {
-		t.Errorf("state file lacks the posted message: %+v", p)
+	// The state survives a restart: a new bot on the same SSOT knows the post.
+	again := chat.NewSQLState[msgRef](db, Channel, nil)
+	if p, ok := postedOf(t, again, d.ID); !ok || len(p.Messages) != 1 || p.Messages[0].TS == "" {
+		t.Errorf("the state lacks the posted message: %+v", p)
 	}
 }
 
@@ -75,14 +86,14 @@ func TestNotifyIdempotent(t *testing.T) {
 			}
 		}
 	}
-	posts := f.calls("chat.postMessage")
+	posts := f.Calls("chat.postMessage")
 	if len(posts) != 3 {
 		t.Fatalf("got %d posts for 3 notices each sent 3 times, want 3", len(posts))
 	}
-	if blocks := posts[1].blocks(t); strings.Contains(blocks, `"actions"`) || !strings.Contains(blocks, "hallucination_lock") {
+	if blocks := blocksOf(t, posts[1]); strings.Contains(blocks, `"actions"`) || !strings.Contains(blocks, "hallucination_lock") {
 		t.Errorf("escalation post has buttons or lacks its type: %s", blocks)
 	}
-	if text := posts[2].Form.Get("text"); !strings.Contains(text, "in review") {
+	if text := posts[2].Form["text"]; !strings.Contains(text, "in review") {
 		t.Errorf("status post = %q", text)
 	}
 }
@@ -100,14 +111,14 @@ func TestNotifyClosedEditsOnce(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	ups := f.calls("chat.update")
+	ups := f.Calls("chat.update")
 	if len(ups) != 1 {
 		t.Fatalf("got %d edits, want 1", len(ups))
 	}
-	if ups[0].Form.Get("ts") == "" || ups[0].Form.Get("channel") != "C0DEC" {
-		t.Errorf("edit targets %s/%s, want the posted message in C0DEC", ups[0].Form.Get("channel"), ups[0].Form.Get("ts"))
+	if ups[0].Form["ts"] == "" || ups[0].Form["channel"] != "C0DEC" {
+		t.Errorf("edit targets %s/%s, want the posted message in C0DEC", ups[0].Form["channel"], ups[0].Form["ts"])
 	}
-	blocks := ups[0].blocks(t)
+	blocks := blocksOf(t, ups[0])
 	if strings.Contains(blocks, `"type":"actions"`) {
 		t.Error("edited message still has buttons")
 	}
@@ -124,25 +135,25 @@ func TestNotifyClosedNotPostedHere(t *testing.T) {
 	if err := b.Notify(context.Background(), chattest.Closed(d, chattest.Outcome(d, decision.OptApprove, "cli", "cli", ""))); err != nil {
 		t.Fatal(err)
 	}
-	if n := len(f.got); n != 0 {
+	if n := len(f.All()); n != 0 {
 		t.Errorf("closing an unposted decision made %d calls", n)
 	}
 }
 
 func TestRateLimitRetriedAfterRetryAfter(t *testing.T) {
 	b, f := newTestBot(t, &chattest.Decider{})
-	f.limit("chat.postMessage", 1)
+	f.Limit("chat.postMessage", 1)
 	if err := b.Notify(context.Background(), chattest.Opened(chattest.PlanDecision())); err != nil {
 		t.Fatal(err)
 	}
-	posts := f.calls("chat.postMessage")
+	posts := f.Calls("chat.postMessage")
 	if len(posts) != 2 {
 		t.Fatalf("got %d attempts, want 2", len(posts))
 	}
 	if gap := posts[1].At.Sub(posts[0].At); gap < time.Second {
 		t.Errorf("retried after %v, want at least the 1s Retry-After", gap)
 	}
-	if len(tokensOf(b, chattest.PlanDecision())) != 2 {
+	if len(tokensOf(t, b, chattest.PlanDecision())) != 2 {
 		t.Error("decision not recorded after the retry")
 	}
 }
@@ -152,20 +163,18 @@ func TestRateLimitBounded(t *testing.T) {
 	b.maxRetries = 2
 	var waited []time.Duration
 	b.sleep = func(_ context.Context, d time.Duration) error { waited = append(waited, d); return nil }
-	f.limit("chat.postMessage", 10)
+	f.Limit("chat.postMessage", 10)
 	err := b.Notify(context.Background(), chattest.Opened(chattest.PlanDecision()))
 	if err == nil {
 		t.Fatal("Notify succeeded through a lasting rate limit")
 	}
-	if n := len(f.calls("chat.postMessage")); n != 3 {
+	if n := len(f.Calls("chat.postMessage")); n != 3 {
 		t.Errorf("got %d attempts, want 3 (1 + 2 retries)", n)
 	}
 	if len(waited) != 2 || waited[0] != time.Second {
 		t.Errorf("waited %v, want two waits of 1s", waited)
 	}
-	var p *posted
-	b.store.View(func(s *stateData) { p = s.Decisions[chattest.PlanDecision().ID] })
-	if p != nil {
+	if _, ok := postedOf(t, b.core.State, chattest.PlanDecision().ID); ok {
 		t.Error("a failed post was recorded as posted")
 	}
 }
@@ -179,20 +188,20 @@ func TestRunRepostsPending(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- b.Run(ctx) }()
-	chattest.WaitFor(t, "the re-post", func() bool { return len(f.calls("chat.postMessage")) >= 2 })
+	chattest.WaitFor(t, "the re-post", func() bool { return len(f.Calls("chat.postMessage")) >= 2 })
 	cancel()
 	if err := <-done; err != nil {
 		t.Fatalf("Run: %v", err)
 	}
-	posts := f.calls("chat.postMessage")
+	posts := f.Calls("chat.postMessage")
 	if len(posts) != 2 {
 		t.Fatalf("got %d posts, want 2 (the plan once, the lock re-posted)", len(posts))
 	}
-	if !strings.Contains(posts[1].Form.Get("text"), "T-2026-002") {
-		t.Errorf("re-posted %q, want the lock decision", posts[1].Form.Get("text"))
+	if !strings.Contains(posts[1].Form["text"], "T-2026-002") {
+		t.Errorf("re-posted %q, want the lock decision", posts[1].Form["text"])
 	}
 	var blocks []map[string]any
-	if err := json.Unmarshal([]byte(posts[1].blocks(t)), &blocks); err != nil || len(blocks) == 0 {
+	if err := json.Unmarshal([]byte(blocksOf(t, posts[1])), &blocks); err != nil || len(blocks) == 0 {
 		t.Errorf("re-post blocks unreadable: %v", err)
 	}
 }

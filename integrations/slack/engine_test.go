@@ -31,7 +31,7 @@ func buttonValues(t *testing.T, c apiCall) []string {
 			Value string `json:"value"`
 		} `json:"elements"`
 	}
-	if err := json.Unmarshal([]byte(c.Form.Get("blocks")), &blocks); err != nil {
+	if err := json.Unmarshal([]byte(c.Form["blocks"]), &blocks); err != nil {
 		t.Fatalf("%s sent unreadable blocks: %v", c.Method, err)
 	}
 	var out []string
@@ -66,7 +66,7 @@ func TestClickAnswersWithDigestAndSubject(t *testing.T) {
 	if in := dec.Inputs(); len(in) != 1 || in[0] != want {
 		t.Fatalf("Decide got %+v, want [%+v]", in, want)
 	}
-	if n := len(f.calls("chat.update")); n != 1 {
+	if n := len(f.Calls("chat.update")); n != 1 {
 		t.Errorf("%d edits, want the message closed once", n)
 	}
 }
@@ -77,17 +77,17 @@ func TestClickAnswersWithDigestAndSubject(t *testing.T) {
 func TestQuorumClickShowsProgress(t *testing.T) {
 	b, f, dec, d, tokens := quorumBot(t)
 	press(t, b, "U1", tokens[0], "1.1")
-	edits := f.calls("chat.update")
+	edits := f.Calls("chat.update")
 	if len(edits) != 1 {
 		t.Fatalf("%d edits after the first approval, want 1", len(edits))
 	}
-	if blocks := edits[0].blocks(t); !strings.Contains(blocks, "1 of 2 approvals: slack:U1") {
+	if blocks := blocksOf(t, edits[0]); !strings.Contains(blocks, "1 of 2 approvals: slack:U1") {
 		t.Errorf("the edit does not show the progress: %s", blocks)
 	}
 	if got := buttonValues(t, edits[0]); strings.Join(got, ",") != strings.Join(tokens, ",") {
 		t.Errorf("the edit carries buttons %v, want the posted ones %v", got, tokens)
 	}
-	if len(dec.Decisions()) != 0 || len(f.calls("chat.postEphemeral")) != 0 {
+	if len(dec.Decisions()) != 0 || len(f.Calls("chat.postEphemeral")) != 0 {
 		t.Fatalf("one approval of two decided %v or was refused", dec.Decisions())
 	}
 
@@ -102,9 +102,9 @@ func TestQuorumClickShowsProgress(t *testing.T) {
 	if !ok || len(o.Approvers) != 2 {
 		t.Fatalf("outcome %+v, want a decision with two approvers", o)
 	}
-	edits = f.calls("chat.update")
+	edits = f.Calls("chat.update")
 	last := edits[len(edits)-1]
-	if blocks := last.blocks(t); len(buttonValues(t, last)) != 0 || !strings.Contains(blocks, "<@U2>") {
+	if blocks := blocksOf(t, last); len(buttonValues(t, last)) != 0 || !strings.Contains(blocks, "<@U2>") {
 		t.Errorf("the closing edit keeps buttons or does not name the decider: %s", blocks)
 	}
 }
@@ -117,8 +117,8 @@ func TestProgressNoticeEditsMessage(t *testing.T) {
 	if err := b.Notify(context.Background(), chattest.Notice(activities.NoticeDecisionProgress, d)); err != nil {
 		t.Fatal(err)
 	}
-	edits := f.calls("chat.update")
-	if len(edits) != 1 || !strings.Contains(edits[0].blocks(t), "1 of 2 approvals: telegram:42") {
+	edits := f.Calls("chat.update")
+	if len(edits) != 1 || !strings.Contains(blocksOf(t, edits[0]), "1 of 2 approvals: telegram:42") {
 		t.Fatalf("edits %v, want one showing 1 of 2 approvals: telegram:42", edits)
 	}
 	if got := buttonValues(t, edits[0]); strings.Join(got, ",") != strings.Join(tokens, ",") {
@@ -138,18 +138,18 @@ func TestProgressKeepsReminderMark(t *testing.T) {
 	if err := b.Notify(context.Background(), chattest.Notice(activities.NoticeDecisionProgress, d)); err != nil {
 		t.Fatal(err)
 	}
-	edits := f.calls("chat.update")
+	edits := f.Calls("chat.update")
 	if len(edits) != 2 {
 		t.Fatalf("%d edits, want both copies", len(edits))
 	}
 	for _, e := range edits {
 		// The fake numbers its answers: the reminder was the second.
-		reminder := e.Form.Get("ts") == "1772366400.000002"
-		if got := strings.Contains(e.blocks(t), "Reminder"); got != reminder {
-			t.Errorf("edit of %s reads as a reminder: %v, want %v", e.Form.Get("ts"), got, reminder)
+		reminder := e.Form["ts"] == "1772366400.000002"
+		if got := strings.Contains(blocksOf(t, e), "Reminder"); got != reminder {
+			t.Errorf("edit of %s reads as a reminder: %v, want %v", e.Form["ts"], got, reminder)
 		}
-		if !strings.Contains(e.blocks(t), "1 of 2 approvals: slack:U1") {
-			t.Errorf("edit of %s lacks the progress", e.Form.Get("ts"))
+		if !strings.Contains(blocksOf(t, e), "1 of 2 approvals: slack:U1") {
+			t.Errorf("edit of %s lacks the progress", e.Form["ts"])
 		}
 	}
 }
@@ -166,11 +166,11 @@ func TestReminderPostsAgain(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	posts := f.calls("chat.postMessage")
+	posts := f.Calls("chat.postMessage")
 	if len(posts) != 2 {
 		t.Fatalf("%d posts, want the decision and one reminder", len(posts))
 	}
-	if blocks := posts[1].blocks(t); !strings.Contains(blocks, "Reminder") || !strings.HasPrefix(posts[1].Form.Get("text"), "Reminder:") {
+	if blocks := blocksOf(t, posts[1]); !strings.Contains(blocks, "Reminder") || !strings.HasPrefix(posts[1].Form["text"], "Reminder:") {
 		t.Errorf("the reminder is not marked: %s", blocks)
 	}
 	tokens := buttonValues(t, posts[1])
@@ -182,7 +182,7 @@ func TestReminderPostsAgain(t *testing.T) {
 		t.Fatalf("decisions %v, want one by slack:U2 from the reminder", dec.Decisions())
 	}
 	// Both copies close.
-	if n := len(f.calls("chat.update")); n != 2 {
+	if n := len(f.Calls("chat.update")); n != 2 {
 		t.Errorf("%d edits, want both copies closed", n)
 	}
 }
@@ -193,7 +193,7 @@ func TestEscalationCallsGroup(t *testing.T) {
 	b, f, dec, d, tokens := quorumBot(t)
 	b.core.Escalation = []string{"U9"}
 	press(t, b, "U9", tokens[1], "3.1")
-	if len(dec.Inputs()) != 0 || len(f.calls("chat.postEphemeral")) != 1 {
+	if len(dec.Inputs()) != 0 || len(f.Calls("chat.postEphemeral")) != 1 {
 		t.Fatalf("a member of the escalation group decided before the escalation: %+v", dec.Inputs())
 	}
 	d.EscalatedAt = chattest.RaisedAt.Add(4 * time.Hour)
@@ -202,12 +202,12 @@ func TestEscalationCallsGroup(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	posts := f.calls("chat.postMessage")
+	posts := f.Calls("chat.postMessage")
 	if len(posts) != 2 {
 		t.Fatalf("%d posts, want the decision and one escalation", len(posts))
 	}
-	if blocks := posts[1].blocks(t); !strings.Contains(blocks, "Escalated") || !strings.Contains(blocks, "<@U9>") ||
-		!strings.Contains(posts[1].Form.Get("text"), "<@U9>") {
+	if blocks := blocksOf(t, posts[1]); !strings.Contains(blocks, "Escalated") || !strings.Contains(blocks, "<@U9>") ||
+		!strings.Contains(posts[1].Form["text"], "<@U9>") {
 		t.Errorf("the escalation does not call U9: %s", blocks)
 	}
 	esc := buttonValues(t, posts[1])
@@ -229,12 +229,12 @@ func TestStaleClickPostsCurrent(t *testing.T) {
 	if in := dec.Inputs(); len(in) != 1 || in[0].Digest != chattest.Digest || len(dec.Decisions()) != 0 {
 		t.Fatalf("Decide got %+v, decided %v; want one refused answer with the old digest", in, dec.Decisions())
 	}
-	told := f.calls("chat.postEphemeral")
-	if len(told) != 1 || !strings.Contains(told[0].Form.Get("text"), "changed") || !strings.Contains(told[0].Form.Get("text"), d.ID) {
+	told := f.Calls("chat.postEphemeral")
+	if len(told) != 1 || !strings.Contains(told[0].Form["text"], "changed") || !strings.Contains(told[0].Form["text"], d.ID) {
 		t.Fatalf("told %v, want that the decision changed and where the current one is", told)
 	}
-	posts := f.calls("chat.postMessage")
-	if len(posts) != 2 || !strings.Contains(posts[1].blocks(t), "3 subtasks") {
+	posts := f.Calls("chat.postMessage")
+	if len(posts) != 2 || !strings.Contains(blocksOf(t, posts[1]), "3 subtasks") {
 		t.Fatalf("%d posts, want the current decision posted", len(posts))
 	}
 	press(t, b, "U1", buttonValues(t, posts[1])[0], "4.2")
@@ -251,8 +251,8 @@ func TestExpiryClosesMessage(t *testing.T) {
 	if err := b.Notify(context.Background(), chattest.Closed(d, o)); err != nil {
 		t.Fatal(err)
 	}
-	edits := f.calls("chat.update")
-	if len(edits) != 1 || len(buttonValues(t, edits[0])) != 0 || !strings.Contains(edits[0].blocks(t), "Expired") {
+	edits := f.Calls("chat.update")
+	if len(edits) != 1 || len(buttonValues(t, edits[0])) != 0 || !strings.Contains(blocksOf(t, edits[0]), "Expired") {
 		t.Fatalf("edits %v, want the message closed as expired", edits)
 	}
 }

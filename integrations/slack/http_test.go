@@ -63,7 +63,7 @@ func postedBot(t *testing.T, dec Decider, d decision.Decision) (*Bot, *fakeSlack
 	if err := b.Notify(context.Background(), chattest.Opened(d)); err != nil {
 		t.Fatal(err)
 	}
-	return b, f, tokensOf(b, d)
+	return b, f, tokensOf(t, b, d)
 }
 
 func TestClickByAdminDecides(t *testing.T) {
@@ -73,20 +73,20 @@ func TestClickByAdminDecides(t *testing.T) {
 	if w := serve(b, signedRequest(clickPayload("U1", tokens[0], "1.1"), testSecret, time.Now())); w.Code != http.StatusOK {
 		t.Fatalf("status %d, want 200", w.Code)
 	}
-	chattest.WaitFor(t, "the edit", func() bool { return len(f.calls("chat.update")) == 1 })
+	chattest.WaitFor(t, "the edit", func() bool { return len(f.Calls("chat.update")) == 1 })
 	in := dec.Inputs()
 	want := decision.Answer{DecisionID: d.ID, Option: decision.OptApprove, By: "slack:U1", Channel: "slack"}
 	if len(in) != 1 || in[0] != want {
 		t.Fatalf("Decide got %+v, want [%+v]", in, want)
 	}
-	if blocks := f.calls("chat.update")[0].blocks(t); strings.Contains(blocks, `"actions"`) || !strings.Contains(blocks, "<@U1>") {
+	if blocks := blocksOf(t, f.Calls("chat.update")[0]); strings.Contains(blocks, `"actions"`) || !strings.Contains(blocks, "<@U1>") {
 		t.Errorf("edit keeps buttons or does not say who decided: %s", blocks)
 	}
 	// The workflow's closing notice then finds nothing left to edit.
 	if err := b.Notify(context.Background(), chattest.Closed(d, chattest.Outcome(d, decision.OptApprove, "slack:U1", "slack", ""))); err != nil {
 		t.Fatal(err)
 	}
-	if n := len(f.calls("chat.update")); n != 1 {
+	if n := len(f.Calls("chat.update")); n != 1 {
 		t.Errorf("got %d edits after the closing notice, want 1", n)
 	}
 }
@@ -97,16 +97,16 @@ func TestClickByNonAdminRefused(t *testing.T) {
 	if w := serve(b, signedRequest(clickPayload("U666", tokens[0], "1.1"), testSecret, time.Now())); w.Code != http.StatusOK {
 		t.Fatalf("status %d, want 200 (acknowledged, then refused)", w.Code)
 	}
-	chattest.WaitFor(t, "the refusal", func() bool { return len(f.calls("chat.postEphemeral")) == 1 })
+	chattest.WaitFor(t, "the refusal", func() bool { return len(f.Calls("chat.postEphemeral")) == 1 })
 	b.work.Wait()
-	e := f.calls("chat.postEphemeral")[0]
-	if e.Form.Get("user") != "U666" || !strings.Contains(e.Form.Get("text"), "Only ampflow admins") {
-		t.Errorf("refusal went to %q saying %q", e.Form.Get("user"), e.Form.Get("text"))
+	e := f.Calls("chat.postEphemeral")[0]
+	if e.Form["user"] != "U666" || !strings.Contains(e.Form["text"], "Only ampflow admins") {
+		t.Errorf("refusal went to %q saying %q", e.Form["user"], e.Form["text"])
 	}
 	if in := dec.Inputs(); len(in) != 0 {
 		t.Errorf("a non-admin's click reached the workflow: %+v", in)
 	}
-	if n := len(f.calls("chat.update")); n != 0 {
+	if n := len(f.Calls("chat.update")); n != 0 {
 		t.Errorf("a refused click edited the message %d times", n)
 	}
 }
@@ -124,7 +124,7 @@ func TestSimultaneousClicksMakeOneDecision(t *testing.T) {
 		}()
 	}
 	wg.Wait()
-	chattest.WaitFor(t, "the loser told", func() bool { return len(f.calls("chat.postEphemeral")) == 1 })
+	chattest.WaitFor(t, "the loser told", func() bool { return len(f.Calls("chat.postEphemeral")) == 1 })
 	b.work.Wait()
 	decided := dec.Decisions()
 	n := len(decided)
@@ -132,14 +132,14 @@ func TestSimultaneousClicksMakeOneDecision(t *testing.T) {
 	if n != 1 {
 		t.Fatalf("%d decisions taken, want 1", n)
 	}
-	e := f.calls("chat.postEphemeral")[0]
-	if "slack:"+e.Form.Get("user") == winner {
+	e := f.Calls("chat.postEphemeral")[0]
+	if "slack:"+e.Form["user"] == winner {
 		t.Errorf("the winner %s was told off", winner)
 	}
-	if text := e.Form.Get("text"); !strings.Contains(strings.ToLower(text), "already decided") || !strings.Contains(text, winner) {
+	if text := e.Form["text"]; !strings.Contains(strings.ToLower(text), "already decided") || !strings.Contains(text, winner) {
 		t.Errorf("loser told %q, want already decided by %s", text, winner)
 	}
-	if n := len(f.calls("chat.update")); n != 1 {
+	if n := len(f.Calls("chat.update")); n != 1 {
 		t.Errorf("got %d edits, want 1", n)
 	}
 }
@@ -155,12 +155,12 @@ func TestRedeliveryDeduplicated(t *testing.T) {
 	if w := serve(b, retry); w.Code != http.StatusOK {
 		t.Fatalf("redelivery status %d, want 200", w.Code)
 	}
-	chattest.WaitFor(t, "the edit", func() bool { return len(f.calls("chat.update")) == 1 })
+	chattest.WaitFor(t, "the edit", func() bool { return len(f.Calls("chat.update")) == 1 })
 	b.work.Wait()
 	if in := dec.Inputs(); len(in) != 1 {
 		t.Errorf("Decide called %d times for one click delivered twice", len(in))
 	}
-	if n := len(f.calls("chat.postEphemeral")); n != 0 {
+	if n := len(f.Calls("chat.postEphemeral")); n != 0 {
 		t.Errorf("the redelivery produced %d messages", n)
 	}
 }
@@ -194,7 +194,7 @@ func TestSignatureRefused(t *testing.T) {
 	if in := dec.Inputs(); len(in) != 0 {
 		t.Errorf("refused requests reached the workflow: %+v", in)
 	}
-	if n := len(f.calls("chat.postEphemeral")) + len(f.calls("chat.update")); n != 0 {
+	if n := len(f.Calls("chat.postEphemeral")) + len(f.Calls("chat.update")); n != 0 {
 		t.Errorf("refused requests made %d Slack calls", n)
 	}
 	if w := serve(b, signedRequest(payload, testSecret, time.Now().Add(-4*time.Minute))); w.Code != http.StatusOK {
@@ -207,8 +207,8 @@ func TestNoteOptionOpensModal(t *testing.T) {
 	d := chattest.PlanDecision()
 	b, f, tokens := postedBot(t, dec, d)
 	serve(b, signedRequest(clickPayload("U1", tokens[1], "5.1"), testSecret, time.Now()))
-	chattest.WaitFor(t, "views.open", func() bool { return len(f.calls("views.open")) == 1 })
-	v := f.calls("views.open")[0].JSON
+	chattest.WaitFor(t, "views.open", func() bool { return len(f.Calls("views.open")) == 1 })
+	v := f.Calls("views.open")[0].JSON
 	view, _ := v["view"].(map[string]any)
 	if v["trigger_id"] != "trig-5.1" || view["private_metadata"] != tokens[1] || view["callback_id"] != noteCallbackID {
 		t.Fatalf("views.open got %v", v)
@@ -229,8 +229,8 @@ func TestNoteOptionOpensModal(t *testing.T) {
 	if got := dec.Inputs()[0]; got != want {
 		t.Errorf("Decide got %+v, want %+v", got, want)
 	}
-	chattest.WaitFor(t, "the edit", func() bool { return len(f.calls("chat.update")) == 1 })
-	if !strings.Contains(f.calls("chat.update")[0].blocks(t), "Scope too wide") {
+	chattest.WaitFor(t, "the edit", func() bool { return len(f.Calls("chat.update")) == 1 })
+	if !strings.Contains(blocksOf(t, f.Calls("chat.update")[0]), "Scope too wide") {
 		t.Error("the edit does not show the note")
 	}
 }
@@ -239,7 +239,7 @@ func TestNoteFromNonAdminRefused(t *testing.T) {
 	dec := &chattest.Decider{}
 	b, f, tokens := postedBot(t, dec, chattest.PlanDecision())
 	serve(b, signedRequest(notePayload("U666", tokens[1], "let me", "V2"), testSecret, time.Now()))
-	chattest.WaitFor(t, "the refusal", func() bool { return len(f.calls("chat.postEphemeral")) == 1 })
+	chattest.WaitFor(t, "the refusal", func() bool { return len(f.Calls("chat.postEphemeral")) == 1 })
 	b.work.Wait()
 	if in := dec.Inputs(); len(in) != 0 {
 		t.Errorf("a non-admin's note reached the workflow: %+v", in)
@@ -268,7 +268,7 @@ func TestSocketModeAcksThenDecides(t *testing.T) {
 	if len(a.acks) != 1 || a.acks[0].EnvelopeID != "env-1" {
 		t.Fatalf("acks %+v, want env-1 acknowledged before any work", a.acks)
 	}
-	chattest.WaitFor(t, "the edit", func() bool { return len(f.calls("chat.update")) == 1 })
+	chattest.WaitFor(t, "the edit", func() bool { return len(f.Calls("chat.update")) == 1 })
 	if in := dec.Inputs(); len(in) != 1 || in[0].By != "slack:U1" || in[0].Channel != "slack" {
 		t.Errorf("Decide got %+v", in)
 	}

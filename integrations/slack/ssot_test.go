@@ -27,9 +27,9 @@ func ssotBot(t *testing.T, f *fakeSlack, dec Decider, url string) *Bot {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { db.Close() })
-	cfg := config.Slack{Enabled: true, Mode: config.SlackModeHTTP, BotToken: "xoxb-test", SigningSecret: testSecret,
-		Channel: "#ampflow", Admins: []string{"U1", "U2"}, APIURL: f.srv.URL + "/api"}
-	b, err := New(cfg, dec, slog.New(slog.NewTextHandler(io.Discard, nil)), t.TempDir(), WithSSOT(db))
+	cfg := config.Slack{Enabled: true, Mode: config.SlackModeHTTP, BotToken: testToken, SigningSecret: testSecret,
+		Channel: "#ampflow", Admins: []string{"U1", "U2"}, APIURL: f.URL() + "/api"}
+	b, err := New(cfg, dec, slog.New(slog.NewTextHandler(io.Discard, nil)), db)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -61,11 +61,11 @@ func TestSSOTReminderAndProgress(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
-			posts := f.calls("chat.postMessage")
+			posts := f.Calls("chat.postMessage")
 			if len(posts) != 2 {
 				t.Fatalf("%d posts, want the decision and one reminder across both workers", len(posts))
 			}
-			if blocks := posts[1].blocks(t); !strings.Contains(blocks, "Reminder") || strings.Contains(posts[0].blocks(t), "Reminder") {
+			if blocks := blocksOf(t, posts[1]); !strings.Contains(blocks, "Reminder") || strings.Contains(blocksOf(t, posts[0]), "Reminder") {
 				t.Fatalf("the second post is not the only reminder: %s", blocks)
 			}
 			tokens := buttonValues(t, posts[1])
@@ -78,19 +78,19 @@ func TestSSOTReminderAndProgress(t *testing.T) {
 			if len(dec.Decisions()) != 0 {
 				t.Fatalf("one approval of two decided %v", dec.Decisions())
 			}
-			edits := f.calls("chat.update")
+			edits := f.Calls("chat.update")
 			if len(edits) != 2 {
 				t.Fatalf("%d edits, want both copies showing the progress", len(edits))
 			}
 			for _, ed := range edits {
-				blocks := ed.blocks(t)
+				blocks := blocksOf(t, ed)
 				// The fake numbers its answers: the reminder was the second.
-				reminder := ed.Form.Get("ts") == "1772366400.000002"
+				reminder := ed.Form["ts"] == "1772366400.000002"
 				if !strings.Contains(blocks, "1 of 2 approvals: slack:U1") || strings.Contains(blocks, "Reminder") != reminder {
-					t.Errorf("edit of %s (reminder %v) reads: %s", ed.Form.Get("ts"), reminder, blocks)
+					t.Errorf("edit of %s (reminder %v) reads: %s", ed.Form["ts"], reminder, blocks)
 				}
 				if got := buttonValues(t, ed); strings.Join(got, ",") != strings.Join(tokens, ",") {
-					t.Errorf("edit of %s carries buttons %v, want %v", ed.Form.Get("ts"), got, tokens)
+					t.Errorf("edit of %s carries buttons %v, want %v", ed.Form["ts"], got, tokens)
 				}
 			}
 
@@ -100,20 +100,20 @@ func TestSSOTReminderAndProgress(t *testing.T) {
 			if !ok || len(o.Approvers) != 2 {
 				t.Fatalf("outcome %+v, want a decision with two approvers", o)
 			}
-			edits = f.calls("chat.update")
+			edits = f.Calls("chat.update")
 			if len(edits) != 4 {
 				t.Fatalf("%d edits, want both copies closed after their progress", len(edits))
 			}
 			for _, ed := range edits[2:] {
-				if len(buttonValues(t, ed)) != 0 || !strings.Contains(ed.blocks(t), "<@U2>") {
-					t.Errorf("closing edit of %s keeps buttons or does not name the decider: %s", ed.Form.Get("ts"), ed.blocks(t))
+				if len(buttonValues(t, ed)) != 0 || !strings.Contains(blocksOf(t, ed), "<@U2>") {
+					t.Errorf("closing edit of %s keeps buttons or does not name the decider: %s", ed.Form["ts"], blocksOf(t, ed))
 				}
 			}
 			// The workflow's closing notice, at w1, finds both closed.
 			if err := w1.Notify(ctx, chattest.Closed(d, o)); err != nil {
 				t.Fatal(err)
 			}
-			if n := len(f.calls("chat.update")); n != 4 {
+			if n := len(f.Calls("chat.update")); n != 4 {
 				t.Errorf("%d edits after the closing notice, want still 4", n)
 			}
 		})

@@ -4,9 +4,6 @@ import (
 	"github.com/ampflow/ampflow/integrations/chat"
 )
 
-// StateFile is the name of the bot's state file in its state dir.
-const StateFile = "slack.json"
-
 // msgRef is one posted copy of a decision.
 type msgRef struct {
 	Channel string `json:"channel"`
@@ -20,12 +17,6 @@ func (r msgRef) AsClosed() msgRef { r.Closed = true; return r }
 func (r msgRef) String() string   { return r.TS }
 
 type (
-	stateData = chat.State[msgRef]
-	posted    = chat.Posted[msgRef]
-	button    = chat.Button
-	store     = chat.Store[msgRef, *stateData]
+	posted = chat.Posted[msgRef]
+	button = chat.Button
 )
-
-func openStore(dir string) (*store, error) {
-	return chat.OpenStore[msgRef](dir, StateFile, &stateData{})
-}

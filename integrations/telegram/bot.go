@@ -43,13 +43,12 @@ type botAPI interface {
 // Bot is the Telegram integration: a Notifier for the task workflows, and
 // the receiver of admins' button presses and note replies.
 type Bot struct {
-	cfg   config.Telegram
-	log   *slog.Logger
-	tg    *tgbot.Bot
-	api   botAPI
-	chat  any
-	store *store
-	core  *chat.Core[msgRef, *stateData]
+	cfg  config.Telegram
+	log  *slog.Logger
+	tg   *tgbot.Bot
+	api  botAPI
+	chat any
+	core *chat.Core[msgRef]
 
 	now        func() time.Time
 	sleep      func(context.Context, time.Duration) error
@@ -62,14 +61,6 @@ type Bot struct {
 type options struct {
 	client      *http.Client
 	pollTimeout time.Duration
-	db          *ssot.DB
-}
-
-// WithSSOT keeps the bot's state (posted decisions, button tokens, note
-// prompts, notices posted) in the SSOT every worker shares, instead of its
-// state file: any worker then answers any click and nothing is posted twice.
-func WithSSOT(db *ssot.DB) Option {
-	return func(o *options) { o.db = db }
 }
 
 // Option configures a Bot.
@@ -82,8 +73,10 @@ func WithHTTPClient(c *http.Client, pollTimeout time.Duration) Option {
 }
 
 // New returns a Bot for the configured chat and admins, keeping its state
-// in stateDir. It makes no network calls; Run checks the token.
-func New(cfg config.Telegram, dec Decider, log *slog.Logger, stateDir string, opts ...Option) (*Bot, error) {
+// (posted decisions, button tokens, note prompts, notices posted) in the
+// SSOT every worker shares: any worker then answers any click and nothing
+// is posted twice. It makes no network calls; Run checks the token.
+func New(cfg config.Telegram, dec Decider, log *slog.Logger, db *ssot.DB, opts ...Option) (*Bot, error) {
 	if cfg.Token == "" {
 		return nil, errors.New("telegram: token is required")
 	}
@@ -96,34 +89,30 @@ func New(cfg config.Telegram, dec Decider, log *slog.Logger, stateDir string, op
 	if log == nil {
 		log = slog.Default()
 	}
-	st, err := openStore(stateDir)
-	if err != nil {
-		return nil, fmt.Errorf("telegram: %w", err)
+	if db == nil {
+		return nil, errors.New("telegram: the SSOT is required for the bot's state")
 	}
 	b := &Bot{
 		cfg:        cfg,
 		log:        log.With("integration", Channel),
 		chat:       chatID(cfg.ChatID),
-		store:      st,
 		now:        time.Now,
 		sleep:      chat.Sleep,
 		maxRetries: 3,
 		maxWait:    time.Minute,
 	}
-	b.core = &chat.Core[msgRef, *stateData]{
+	b.core = &chat.Core[msgRef]{
 		Channel: Channel, Platform: "Telegram", By: config.TelegramAdmin,
-		Admins: chat.AdminSet(cfg.Admins), Escalation: cfg.AdminsEscalation, Store: st, Poster: poster{b}, Decider: dec,
+		Admins: chat.AdminSet(cfg.Admins), Escalation: cfg.AdminsEscalation, Poster: poster{b}, Decider: dec,
 		Log: b.log, Now: b.now,
 		// Decide runs while a callback query waits for its answer, which
 		// must come in time.
 		DecideTimeout: 8 * time.Second,
+		State:         chat.NewSQLState[msgRef](db, Channel, b.log),
 	}
 	var o options
 	for _, opt := range opts {
 		opt(&o)
-	}
-	if o.db != nil {
-		b.core.State = chat.NewSQLState[msgRef](o.db, Channel, b.log)
 	}
 	tgOpts := []tgbot.Option{
 		tgbot.WithSkipGetMe(),
@@ -138,11 +127,11 @@ func New(cfg config.Telegram, dec Decider, log *slog.Logger, stateDir string, op
 	if o.client != nil {
 		tgOpts = append(tgOpts, tgbot.WithHTTPClient(o.pollTimeout, o.client))
 	}
-	b.tg, err = tgbot.New(cfg.Token, tgOpts...)
+	tg, err := tgbot.New(cfg.Token, tgOpts...)
 	if err != nil {
 		return nil, fmt.Errorf("telegram: %w", err)
 	}
-	b.api = b.tg
+	b.tg, b.api = tg, tg
 	return b, nil
 }
 

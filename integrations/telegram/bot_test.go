@@ -18,20 +18,26 @@ import (
 )
 
 // tokensOf returns the callback data of a posted decision in option order.
-func tokensOf(b *Bot, d decision.Decision) (out []string) {
-	b.store.View(func(s *stateData) { out = chattest.Tokens(s.Base(), d) })
-	return out
+func tokensOf(t *testing.T, b *Bot, d decision.Decision) []string {
+	t.Helper()
+	buttons, err := b.core.State.Buttons(context.Background(), d.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return chattest.Tokens(buttons, d)
 }
 
 // messageOf returns the message id a decision was posted as.
-func messageOf(b *Bot, id string) int {
-	var m int
-	b.store.View(func(s *stateData) {
-		if p := s.Decisions[id]; p != nil && len(p.Messages) > 0 {
-			m = p.Messages[0].MessageID
-		}
-	})
-	return m
+func messageOf(t *testing.T, b *Bot, id string) int {
+	t.Helper()
+	p, ok, err := b.core.State.Posted(context.Background(), id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !ok || len(p.Messages) == 0 {
+		return 0
+	}
+	return p.Messages[0].MessageID
 }
 
 func keyboard(t *testing.T, c apiCall) models.InlineKeyboardMarkup {
@@ -49,11 +55,11 @@ func TestNotifyPostsDecision(t *testing.T) {
 	if err := b.Notify(context.Background(), chattest.Opened(d)); err != nil {
 		t.Fatal(err)
 	}
-	sent := f.calls("sendMessage")
+	sent := f.Calls("sendMessage")
 	if len(sent) != 1 {
 		t.Fatalf("got %d messages, want 1", len(sent))
 	}
-	tokens := tokensOf(b, d)
+	tokens := tokensOf(t, b, d)
 	want := RenderDecision(d, tokens)
 	c := sent[0]
 	if c.Form["chat_id"] != fmt.Sprint(testChat) || c.Form["parse_mode"] != "HTML" || c.Form["text"] != want.Text {
@@ -68,7 +74,7 @@ func TestNotifyPostsDecision(t *testing.T) {
 			t.Errorf("token %q is not short and opaque", tok)
 		}
 	}
-	if messageOf(b, d.ID) == 0 {
+	if messageOf(t, b, d.ID) == 0 {
 		t.Error("the posted message is not in the state")
 	}
 }
@@ -84,7 +90,7 @@ func TestNotifyIdempotent(t *testing.T) {
 			}
 		}
 	}
-	sent := f.calls("sendMessage")
+	sent := f.Calls("sendMessage")
 	if len(sent) != 3 {
 		t.Fatalf("got %d messages for 3 notices each sent 3 times, want 3", len(sent))
 	}
@@ -109,12 +115,12 @@ func TestNotifyClosedEditsOnce(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	edits := f.calls("editMessageText")
+	edits := f.Calls("editMessageText")
 	if len(edits) != 1 {
 		t.Fatalf("got %d edits, want 1", len(edits))
 	}
 	e := edits[0]
-	if e.Form["message_id"] != fmt.Sprint(messageOf(b, d.ID)) || e.Form["text"] != RenderClosed(d, o).Text {
+	if e.Form["message_id"] != fmt.Sprint(messageOf(t, b, d.ID)) || e.Form["text"] != RenderClosed(d, o).Text {
 		t.Errorf("edit of message %s:\n%s", e.Form["message_id"], e.Form["text"])
 	}
 	if kb := keyboard(t, e); len(kb.InlineKeyboard) != 0 {
@@ -124,18 +130,18 @@ func TestNotifyClosedEditsOnce(t *testing.T) {
 
 func TestRateLimitRetriedAfterRetryAfter(t *testing.T) {
 	b, f := newTestBot(t, &chattest.Decider{}, config.TelegramModePolling)
-	f.limit("sendMessage", 1)
+	f.Limit("sendMessage", 1)
 	if err := b.Notify(context.Background(), chattest.Opened(chattest.PlanDecision())); err != nil {
 		t.Fatal(err)
 	}
-	sent := f.calls("sendMessage")
+	sent := f.Calls("sendMessage")
 	if len(sent) != 2 {
 		t.Fatalf("got %d attempts, want 2", len(sent))
 	}
 	if gap := sent[1].At.Sub(sent[0].At); gap < time.Second {
 		t.Errorf("retried after %v, want at least retry_after 1s", gap)
 	}
-	if messageOf(b, chattest.PlanDecision().ID) == 0 {
+	if messageOf(t, b, chattest.PlanDecision().ID) == 0 {
 		t.Error("decision not recorded after the retry")
 	}
 }
@@ -145,11 +151,11 @@ func TestRateLimitBounded(t *testing.T) {
 	b.maxRetries = 1
 	var waited []time.Duration
 	b.sleep = func(_ context.Context, d time.Duration) error { waited = append(waited, d); return nil }
-	f.limit("sendMessage", 5)
+	f.Limit("sendMessage", 5)
 	if err := b.Notify(context.Background(), chattest.Opened(chattest.PlanDecision())); err == nil {
 		t.Fatal("Notify succeeded through a lasting rate limit")
 	}
-	if n := len(f.calls("sendMessage")); n != 2 || len(waited) != 1 || waited[0] != time.Second {
+	if n := len(f.Calls("sendMessage")); n != 2 || len(waited) != 1 || waited[0] != time.Second {
 		t.Errorf("%d attempts, waits %v; want 2 attempts and one 1s wait", n, waited)
 	}
 }
@@ -162,17 +168,17 @@ func TestRunRepostsPendingAndPolls(t *testing.T) {
 	}
 	run(t, b)
 	lock := chattest.LockDecision()
-	chattest.WaitFor(t, "the re-post", func() bool { return messageOf(b, lock.ID) != 0 })
-	if n := len(f.calls("getMe")); n != 1 {
+	chattest.WaitFor(t, "the re-post", func() bool { return messageOf(t, b, lock.ID) != 0 })
+	if n := len(f.Calls("getMe")); n != 1 {
 		t.Errorf("getMe called %d times, want 1", n)
 	}
-	sent := f.calls("sendMessage")
+	sent := f.Calls("sendMessage")
 	if len(sent) != 2 || !strings.Contains(sent[1].Form["text"], "T-2026-002") {
 		t.Fatalf("got %d messages, the last %q; want the lock decision re-posted once", len(sent), sent[len(sent)-1].Form["text"])
 	}
 	// The polling loop is live: a click on the re-posted message arrives.
-	f.push(t, callbackUpdate(42, "Ana", tokensOf(b, lock)[0], messageOf(b, lock.ID)))
-	chattest.WaitFor(t, "the answer", func() bool { return len(f.calls("answerCallbackQuery")) == 1 })
+	f.Push(callbackUpdate(42, "Ana", tokensOf(t, b, lock)[0], messageOf(t, b, lock.ID)))
+	chattest.WaitFor(t, "the answer", func() bool { return len(f.Calls("answerCallbackQuery")) == 1 })
 	if in := dec.Inputs(); len(in) != 1 || in[0].Option != task.OptRedispatch {
 		t.Errorf("Decide got %+v", in)
 	}

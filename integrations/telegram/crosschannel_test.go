@@ -5,15 +5,12 @@ import (
 	"crypto/hmac"
 	"crypto/sha256"
 	"encoding/hex"
-	"encoding/json"
 	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
-	"os"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
@@ -21,39 +18,22 @@ import (
 	"time"
 
 	"github.com/ampflow/ampflow/activities"
+	"github.com/ampflow/ampflow/activities/ssot"
 	"github.com/ampflow/ampflow/config"
 	"github.com/ampflow/ampflow/integrations/chat/chattest"
 	"github.com/ampflow/ampflow/integrations/slack"
+	"github.com/ampflow/ampflow/integrations/slack/slacktest"
 	"github.com/ampflow/ampflow/workflows/decision"
 )
 
-// slackCalls is a minimal Slack Web API: enough for a bot to post, edit
-// and answer one user.
-type slackCalls struct {
-	mu  sync.Mutex
-	got []url.Values
-}
-
-func (s *slackCalls) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	body, _ := io.ReadAll(r.Body)
-	form, _ := url.ParseQuery(string(body))
-	form.Set("method", strings.TrimPrefix(r.URL.Path, "/api/"))
-	s.mu.Lock()
-	s.got = append(s.got, form)
-	s.mu.Unlock()
-	w.Header().Set("Content-Type", "application/json")
-	fmt.Fprint(w, `{"ok":true,"channel":"C1","ts":"1772366400.000100","message_ts":"1772366400.000200"}`)
-}
-
-func (s *slackCalls) count(method string) (n int, last url.Values) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	for _, f := range s.got {
-		if f.Get("method") == method {
-			n, last = n+1, f
-		}
+// slackCount counts the calls of method the Slack fake took and returns
+// the last one.
+func slackCount(f *slacktest.Server, method string) (n int, last apiCall) {
+	calls := f.Calls(method)
+	if len(calls) > 0 {
+		last = calls[len(calls)-1]
 	}
-	return n, last
+	return len(calls), last
 }
 
 func TestFirstDecisionWinsAcrossChannels(t *testing.T) {
@@ -61,12 +41,11 @@ func TestFirstDecisionWinsAcrossChannels(t *testing.T) {
 	d := chattest.PlanDecision()
 	tg, tf := newTestBot(t, dec, config.TelegramModeWebhook)
 
-	sc := &slackCalls{}
-	ss := httptest.NewServer(sc)
-	t.Cleanup(ss.Close)
-	slackDir := t.TempDir()
+	sc := slacktest.New(t, "xoxb-x")
+	sc.Channel = "C1"
+	slackDB := chattest.SSOT(t)
 	sb, err := slack.New(config.Slack{Mode: config.SlackModeHTTP, BotToken: "xoxb-x", SigningSecret: "sign", Channel: "C1",
-		Admins: []string{"U1"}, APIURL: ss.URL + "/api/"}, dec, slog.New(slog.NewTextHandler(io.Discard, nil)), slackDir)
+		Admins: []string{"U1"}, APIURL: sc.APIURL()}, dec, slog.New(slog.NewTextHandler(io.Discard, nil)), slackDB)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -80,12 +59,12 @@ func TestFirstDecisionWinsAcrossChannels(t *testing.T) {
 	go func() { slackDone <- sb.Run(ctx) }()
 	t.Cleanup(func() { cancel(); <-slackDone })
 
-	slackToken := slackTokenFor(t, slackDir, d.ID, decision.OptApprove)
+	slackToken := slackTokenFor(t, slackDB, d.ID, decision.OptApprove)
 	var wg sync.WaitGroup
 	wg.Add(2)
 	go func() {
 		defer wg.Done()
-		deliver(tg, withUpdateID(callbackUpdate(42, "Ana", tokensOf(tg, d)[0], messageOf(tg, d.ID))), testSecret)
+		deliver(tg, withUpdateID(callbackUpdate(42, "Ana", tokensOf(t, tg, d)[0], messageOf(t, tg, d.ID))), testSecret)
 	}()
 	go func() {
 		defer wg.Done()
@@ -96,8 +75,8 @@ func TestFirstDecisionWinsAcrossChannels(t *testing.T) {
 
 	// Exactly one wins; the other learns who did.
 	chattest.WaitFor(t, "both clicks handled", func() bool {
-		eph, _ := sc.count("chat.postEphemeral")
-		slackEdited, _ := sc.count("chat.update")
+		eph, _ := slackCount(sc, "chat.postEphemeral")
+		slackEdited, _ := slackCount(sc, "chat.update")
 		return len(answers(tf)) == 1 && eph+slackEdited >= 1
 	})
 	decided := dec.Decisions()
@@ -111,10 +90,10 @@ func TestFirstDecisionWinsAcrossChannels(t *testing.T) {
 			t.Errorf("Telegram loser answered %v", a.Form)
 		}
 	} else {
-		chattest.WaitFor(t, "the Slack loser told", func() bool { n, _ := sc.count("chat.postEphemeral"); return n == 1 })
-		_, e := sc.count("chat.postEphemeral")
-		if !strings.Contains(strings.ToLower(e.Get("text")), "already decided by telegram:42") {
-			t.Errorf("Slack loser told %q", e.Get("text"))
+		chattest.WaitFor(t, "the Slack loser told", func() bool { n, _ := slackCount(sc, "chat.postEphemeral"); return n == 1 })
+		_, e := slackCount(sc, "chat.postEphemeral")
+		if !strings.Contains(strings.ToLower(e.Form["text"]), "already decided by telegram:42") {
+			t.Errorf("Slack loser told %q", e.Form["text"])
 		}
 	}
 
@@ -122,33 +101,24 @@ func TestFirstDecisionWinsAcrossChannels(t *testing.T) {
 	if err := both.Notify(context.Background(), chattest.Closed(d, winner)); err != nil {
 		t.Fatal(err)
 	}
-	if n, _ := sc.count("chat.update"); n != 1 {
+	if n, _ := slackCount(sc, "chat.update"); n != 1 {
 		t.Errorf("Slack copy edited %d times, want 1", n)
 	}
-	if n := len(tf.calls("editMessageText")); n != 1 {
+	if n := len(tf.Calls("editMessageText")); n != 1 {
 		t.Errorf("Telegram copy edited %d times, want 1", n)
 	}
 }
 
-// slackTokenFor reads a button token from the Slack bot's state file.
-func slackTokenFor(t *testing.T, dir, decisionID, option string) string {
+// slackTokenFor reads a button token from the Slack bot's state.
+func slackTokenFor(t *testing.T, db *ssot.DB, decisionID, option string) string {
 	t.Helper()
-	raw, err := os.ReadFile(filepath.Join(dir, slack.StateFile))
+	buttons, err := db.ChatButtons(context.Background(), slack.Channel, decisionID)
 	if err != nil {
 		t.Fatal(err)
 	}
-	var st struct {
-		Buttons map[string]struct {
-			DecisionID string `json:"decision_id"`
-			Option     string `json:"option"`
-		} `json:"buttons"`
-	}
-	if err := json.Unmarshal(raw, &st); err != nil {
-		t.Fatal(err)
-	}
-	for tok, b := range st.Buttons {
-		if b.DecisionID == decisionID && b.Option == option {
-			return tok
+	for _, b := range buttons {
+		if b.Option == option {
+			return b.Token
 		}
 	}
 	t.Fatalf("no Slack token for %s/%s", decisionID, option)

@@ -49,7 +49,7 @@ func TestQuorumCallbackShowsProgress(t *testing.T) {
 	if in := dec.Inputs(); len(in) != 1 || in[0].Digest != chattest.Digest || in[0].DecisionID != d.ID {
 		t.Errorf("Decide got %+v, want the posted digest", in)
 	}
-	edits := f.calls("editMessageText")
+	edits := f.Calls("editMessageText")
 	if len(edits) != 1 || !strings.Contains(edits[0].Form["text"], "1 of 2 approvals: telegram:42") {
 		t.Fatalf("edits %v, want one showing the progress", edits)
 	}
@@ -78,7 +78,7 @@ func TestRemindersAndEscalationPostAgain(t *testing.T) {
 	if err := b.Notify(context.Background(), chattest.Notice(activities.NoticeDecisionEscalated, d)); err != nil {
 		t.Fatal(err)
 	}
-	sent := f.calls("sendMessage")
+	sent := f.Calls("sendMessage")
 	if len(sent) != 3 {
 		t.Fatalf("%d messages, want the decision, a reminder and an escalation", len(sent))
 	}
@@ -93,7 +93,7 @@ func TestRemindersAndEscalationPostAgain(t *testing.T) {
 	if o, ok := dec.Decisions()[d.ID]; !ok || o.By != "telegram:44" {
 		t.Fatalf("decisions %v (answer %v), want one by telegram:44", dec.Decisions(), a.Form)
 	}
-	if n := len(f.calls("editMessageText")); n != 3 {
+	if n := len(f.Calls("editMessageText")); n != 3 {
 		t.Errorf("%d edits, want all three copies closed", n)
 	}
 }
@@ -111,7 +111,7 @@ func TestStaleCallbackPostsCurrent(t *testing.T) {
 	if a.Form["show_alert"] != "true" || !strings.Contains(a.Form["text"], "changed") {
 		t.Errorf("answer %v, want an alert that the decision changed", a.Form)
 	}
-	sent := f.calls("sendMessage")
+	sent := f.Calls("sendMessage")
 	if len(sent) != 2 || !strings.Contains(sent[1].Form["text"], "3 subtasks") {
 		t.Fatalf("%d messages, want the current decision posted", len(sent))
 	}

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"net/http"
 	"net/http/httptest"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -36,10 +37,10 @@ func webhookBot(t *testing.T, dec *chattest.Decider, d decision.Decision) (*Bot,
 		t.Fatal(err)
 	}
 	run(t, b)
-	return b, f, tokensOf(b, d), messageOf(b, d.ID)
+	return b, f, tokensOf(t, b, d), messageOf(t, b, d.ID)
 }
 
-func answers(f *fakeTelegram) []apiCall { return f.calls("answerCallbackQuery") }
+func answers(f *fakeTelegram) []apiCall { return f.Calls("answerCallbackQuery") }
 
 func TestCallbackByAdminDecides(t *testing.T) {
 	dec := &chattest.Decider{}
@@ -57,7 +58,7 @@ func TestCallbackByAdminDecides(t *testing.T) {
 	if a.Form["callback_query_id"] != "cq-42-"+tokens[0] || !strings.Contains(a.Form["text"], "Recorded: Approve") || a.Form["show_alert"] == "true" {
 		t.Errorf("answer %v", a.Form)
 	}
-	edits := f.calls("editMessageText")
+	edits := f.Calls("editMessageText")
 	if len(edits) != 1 || !strings.Contains(edits[0].Form["text"], "telegram:42") {
 		t.Fatalf("edits %v, want one naming the admin", edits)
 	}
@@ -78,7 +79,7 @@ func TestCallbackByNonAdminRefused(t *testing.T) {
 	if in := dec.Inputs(); len(in) != 0 {
 		t.Errorf("a non-admin's click reached the workflow: %+v", in)
 	}
-	if n := len(f.calls("editMessageText")); n != 0 {
+	if n := len(f.Calls("editMessageText")); n != 0 {
 		t.Errorf("a refused click edited the message %d times", n)
 	}
 }
@@ -113,7 +114,7 @@ func TestDoubleClickMakesOneDecision(t *testing.T) {
 	if told != 1 {
 		t.Errorf("%d clickers told already decided by %s, want 1: %v", told, winner, answers(f))
 	}
-	if n := len(f.calls("editMessageText")); n != 1 {
+	if n := len(f.Calls("editMessageText")); n != 1 {
 		t.Errorf("got %d edits, want 1", n)
 	}
 }
@@ -127,7 +128,7 @@ func TestNoteByForceReply(t *testing.T) {
 	if !strings.Contains(answers(f)[0].Form["text"], "Reply") {
 		t.Errorf("answer %q does not ask for a reply", answers(f)[0].Form["text"])
 	}
-	sent := f.calls("sendMessage")
+	sent := f.Calls("sendMessage")
 	prompt := sent[len(sent)-1]
 	var force models.ForceReply
 	if err := json.Unmarshal([]byte(prompt.Form["reply_markup"]), &force); err != nil || !force.ForceReply || !force.Selective {
@@ -139,33 +140,27 @@ func TestNoteByForceReply(t *testing.T) {
 	if len(dec.Inputs()) != 0 {
 		t.Fatal("decided before the note")
 	}
-	var promptID int
-	b.store.View(func(s *stateData) {
-		for k := range s.Notes {
-			_, id, _ := strings.Cut(k, ":")
-			promptID = atoi(id)
-		}
-	})
-	if promptID == 0 {
+	promptID, _ := strconv.Atoi(prompt.NewID)
+	if _, ok, err := b.core.Note(context.Background(), noteKey(testChat, promptID)); err != nil || !ok {
 		t.Fatal("no note request recorded")
 	}
 
 	// Another admin's reply does not count, nor does an empty one.
 	deliver(b, withUpdateID(replyUpdate(43, "me too", promptID)), testSecret)
 	deliver(b, withUpdateID(replyUpdate(42, "   ", promptID)), testSecret)
-	chattest.WaitFor(t, "the empty note refused", func() bool { return len(f.calls("sendMessage")) == len(sent)+1 })
+	chattest.WaitFor(t, "the empty note refused", func() bool { return len(f.Calls("sendMessage")) == len(sent)+1 })
 	deliver(b, withUpdateID(replyUpdate(42, "Scope too wide", promptID)), testSecret)
 	chattest.WaitFor(t, "the decision", func() bool { return len(dec.Inputs()) == 1 })
 	want := decision.Answer{DecisionID: d.ID, Option: decision.OptReject, Note: "Scope too wide", By: "telegram:42", Channel: "telegram"}
 	if got := dec.Inputs()[0]; got != want {
 		t.Errorf("Decide got %+v, want %+v", got, want)
 	}
-	chattest.WaitFor(t, "the edit", func() bool { return len(f.calls("editMessageText")) == 1 })
-	if !strings.Contains(f.calls("editMessageText")[0].Form["text"], "Scope too wide") {
+	chattest.WaitFor(t, "the edit", func() bool { return len(f.Calls("editMessageText")) == 1 })
+	if !strings.Contains(f.Calls("editMessageText")[0].Form["text"], "Scope too wide") {
 		t.Error("the edit does not show the note")
 	}
-	chattest.WaitFor(t, "the confirmation", func() bool { return len(f.calls("sendMessage")) == len(sent)+2 })
-	last := f.calls("sendMessage")[len(sent)+1]
+	chattest.WaitFor(t, "the confirmation", func() bool { return len(f.Calls("sendMessage")) == len(sent)+2 })
+	last := f.Calls("sendMessage")[len(sent)+1]
 	if !strings.Contains(last.Form["text"], "Recorded: Reject") {
 		t.Errorf("confirmation %q", last.Form["text"])
 	}
@@ -194,12 +189,4 @@ func TestWebhookSecretChecked(t *testing.T) {
 	if logged(b, testSecret) {
 		t.Error("the webhook secret was logged")
 	}
-}
-
-func atoi(s string) int {
-	n := 0
-	for _, c := range s {
-		n = n*10 + int(c-'0')
-	}
-	return n
 }

@@ -8,6 +8,8 @@ import (
 
 	"github.com/ampflow/ampflow/amp"
 	"github.com/ampflow/ampflow/config"
+	"github.com/ampflow/ampflow/integrations/slack/slacktest"
+	"github.com/ampflow/ampflow/integrations/telegram/telegramtest"
 	"github.com/ampflow/ampflow/workflows"
 	"github.com/ampflow/ampflow/workflows/decision"
 	"github.com/ampflow/ampflow/workflows/task"
@@ -30,14 +32,14 @@ func chatEnv(tg *fakeTelegram, sl *fakeSlack) []string {
 		"AMPFLOW_TELEGRAM_TOKEN=" + tgToken,
 		"AMPFLOW_TELEGRAM_CHAT_ID=" + tgChat,
 		"AMPFLOW_TELEGRAM_ADMINS=42",
-		"AMPFLOW_TELEGRAM_SERVER_URL=" + tg.srv.URL,
+		"AMPFLOW_TELEGRAM_SERVER_URL=" + tg.URL(),
 		"AMPFLOW_SLACK_ENABLED=true",
 		"AMPFLOW_SLACK_MODE=http",
 		"AMPFLOW_SLACK_BOT_TOKEN=" + slackToken,
 		"AMPFLOW_SLACK_SIGNING_SECRET=" + slackSecret,
 		"AMPFLOW_SLACK_CHANNEL=" + slackChannel,
 		"AMPFLOW_SLACK_ADMINS=U1",
-		"AMPFLOW_SLACK_API_URL=" + sl.apiURL(),
+		"AMPFLOW_SLACK_API_URL=" + sl.APIURL(),
 		"AMPFLOW_POLICY_PLAN_APPROVAL_MEDIUM=admin",
 	}
 }
@@ -70,8 +72,8 @@ func mediumRiskPlan(repo string) amp.TaskDispatch {
 // press counts, it is recorded with who and where, and the message is
 // edited to say so.
 func TestChatApprovals(t *testing.T) {
-	tg := newFakeTelegram(t, tgToken)
-	sl := newFakeSlack(t, slackToken)
+	tg := telegramtest.New(t, tgToken)
+	sl := slacktest.New(t, slackToken)
 	env := chatEnv(tg, sl)
 	p := startDev(t, t.TempDir(), env...)
 	tasks := dial(t, p)
@@ -93,7 +95,7 @@ func TestChatApprovals(t *testing.T) {
 	t.Run("TelegramAdminApproves", func(t *testing.T) {
 		const id = "T-2026-701"
 		start(id)
-		post := tg.await(t, "the plan approval of "+id+" posted to Telegram", "sendMessage", func(c chatCall) bool {
+		post := await(t, tg, "the plan approval of "+id+" posted to Telegram", "sendMessage", func(c chatCall) bool {
 			rows, ok := tgKeyboard(t, c)
 			return ok && len(rows) > 0 && strings.Contains(c.Form["text"], id)
 		})
@@ -102,8 +104,8 @@ func TestChatApprovals(t *testing.T) {
 		}
 		approve := tgOption(t, post, "Approve", "Reject")
 
-		tg.push(pressed("cq-stranger", 7, approve))
-		ans := tg.await(t, "the answer to user 7", "answerCallbackQuery", func(c chatCall) bool {
+		tg.Push(pressed("cq-stranger", 7, approve))
+		ans := await(t, tg, "the answer to user 7", "answerCallbackQuery", func(c chatCall) bool {
 			return c.Form["callback_query_id"] == "cq-stranger"
 		})
 		if ans.Form["show_alert"] != "true" || !strings.Contains(ans.Form["text"], "Only ampflow admins") || !strings.Contains(ans.Form["text"], "(7)") {
@@ -119,8 +121,8 @@ func TestChatApprovals(t *testing.T) {
 			t.Fatalf("after a non-admin's press: status %s, decided %+v; want awaiting_approval, nothing decided", st.Status, st.Decided)
 		}
 
-		tg.push(pressed("cq-admin", 42, approve))
-		ans = tg.await(t, "the answer to admin 42", "answerCallbackQuery", func(c chatCall) bool {
+		tg.Push(pressed("cq-admin", 42, approve))
+		ans = await(t, tg, "the answer to admin 42", "answerCallbackQuery", func(c chatCall) bool {
 			return c.Form["callback_query_id"] == "cq-admin"
 		})
 		if ans.Form["show_alert"] == "true" || !strings.Contains(ans.Form["text"], "Recorded") {
@@ -129,7 +131,7 @@ func TestChatApprovals(t *testing.T) {
 		st = waitStatus(t, tasks, id, task.StatusDispatched)
 		checkDecided(t, st, "telegram:42", "telegram")
 
-		edit := tg.await(t, "the Telegram message of "+id+" edited", "editMessageText", func(c chatCall) bool {
+		edit := await(t, tg, "the Telegram message of "+id+" edited", "editMessageText", func(c chatCall) bool {
 			return strings.Contains(c.Form["text"], id)
 		})
 		if edit.Form["chat_id"] != tgChat || edit.Form["message_id"] != post.NewID {
@@ -141,13 +143,13 @@ func TestChatApprovals(t *testing.T) {
 		if rows, ok := tgKeyboard(t, edit); !ok || len(rows) != 0 {
 			t.Errorf("edit keeps buttons %v (reply_markup sent: %v), want them removed", rows, ok)
 		}
-		if n := len(tg.find("sendMessage", func(c chatCall) bool { return strings.Contains(c.Form["text"], id) })); n != 1 {
+		if n := len(tg.Find("sendMessage", func(c chatCall) bool { return strings.Contains(c.Form["text"], id) })); n != 1 {
 			t.Errorf("%d Telegram messages about %s, want 1", n, id)
 		}
 
 		// The Slack copy of the same decision is closed by the workflow's
 		// notice: the first click wins across channels.
-		upd := sl.await(t, "the Slack copy of "+id+" closed", "chat.update", func(c chatCall) bool {
+		upd := await(t, sl, "the Slack copy of "+id+" closed", "chat.update", func(c chatCall) bool {
 			return strings.Contains(c.Form["text"], id)
 		})
 		if !strings.Contains(upd.Form["text"], "telegram:42") || len(slackButtons(t, upd)) != 0 {
@@ -158,7 +160,7 @@ func TestChatApprovals(t *testing.T) {
 	t.Run("SlackSignedAdminApproves", func(t *testing.T) {
 		const id = "T-2026-702"
 		start(id)
-		post := sl.await(t, "the plan approval of "+id+" posted to Slack", "chat.postMessage", func(c chatCall) bool {
+		post := await(t, sl, "the plan approval of "+id+" posted to Slack", "chat.postMessage", func(c chatCall) bool {
 			return strings.Contains(c.Form["text"], id) && c.Form["blocks"] != ""
 		})
 		if post.Form["channel"] != slackChannel {
@@ -206,23 +208,23 @@ func TestChatApprovals(t *testing.T) {
 		}
 		st = waitStatus(t, tasks, id, task.StatusDispatched)
 		checkDecided(t, st, "slack:U1", "slack")
-		upd := sl.await(t, "the Slack message of "+id+" edited", "chat.update", func(c chatCall) bool {
+		upd := await(t, sl, "the Slack message of "+id+" edited", "chat.update", func(c chatCall) bool {
 			return c.Form["ts"] == msgTS
 		})
 		if !strings.Contains(upd.Form["text"], "slack:U1") || len(slackButtons(t, upd)) != 0 {
 			t.Errorf("Slack message closed as %q with buttons %v, want it to name slack:U1 without buttons", upd.Form["text"], slackButtons(t, upd))
 		}
-		if eph := sl.find("chat.postEphemeral", nil); len(eph) != 0 {
+		if eph := sl.Find("chat.postEphemeral", nil); len(eph) != 0 {
 			t.Errorf("ephemeral messages %+v, want none: the forged click must have no effect", eph)
 		}
 
 		// Telegram's copy of the same decision now refuses a press.
-		tgPost := tg.await(t, "the plan approval of "+id+" posted to Telegram", "sendMessage", func(c chatCall) bool {
+		tgPost := await(t, tg, "the plan approval of "+id+" posted to Telegram", "sendMessage", func(c chatCall) bool {
 			rows, ok := tgKeyboard(t, c)
 			return ok && len(rows) > 0 && strings.Contains(c.Form["text"], id)
 		})
-		tg.push(pressed("cq-late", 42, tgOption(t, tgPost, "Approve", "Reject")))
-		ans := tg.await(t, "the answer to a late press", "answerCallbackQuery", func(c chatCall) bool {
+		tg.Push(pressed("cq-late", 42, tgOption(t, tgPost, "Approve", "Reject")))
+		ans := await(t, tg, "the answer to a late press", "answerCallbackQuery", func(c chatCall) bool {
 			return c.Form["callback_query_id"] == "cq-late"
 		})
 		if !strings.Contains(strings.ToLower(ans.Form["text"]), "already decided") || !strings.Contains(ans.Form["text"], "slack:U1") {

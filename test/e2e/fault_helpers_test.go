@@ -194,15 +194,6 @@ func (c *faultAPI) outboxMsg(id string, typ amp.Type) amp.Message {
 	return got
 }
 
-func mustJSON(t *testing.T, v any) []byte {
-	t.Helper()
-	b, err := json.Marshal(v)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return b
-}
-
 // ghRepo is gitRepo with an origin on GitHub, so the GitHub CI provider
 // and the compare URL logic take it.
 func ghRepo(t *testing.T) string {

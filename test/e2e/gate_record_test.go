@@ -83,7 +83,7 @@ func TestRecordGateHistories(t *testing.T) {
 	}
 
 	// A contract gate nobody answers: rejected when its contract expires
-	// (versionExpiresAt), long before the policy's expire_after.
+	// (Input.ExpiresAt), long before the policy's expire_after.
 	api := contractsAPI{t: t, base: "http://" + p.api}
 	d := api.decide(gateTailorKey, amcp.DecideRequest{Intent: "deploy to production",
 		Context: &amcp.DecideContext{Parameters: map[string]any{"service": "web", "version": "1.2.3"}}})

@@ -12,6 +12,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/ampflow/ampflow/integrations/telegram/telegramtest"
 )
 
 const (
@@ -47,13 +49,13 @@ func TestGateAgentApprovedInTelegram(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	tg := newFakeTelegram(t, tgToken)
+	tg := telegramtest.New(t, tgToken)
 	env := append(gateEnv(),
 		"AMPFLOW_TELEGRAM_ENABLED=true",
 		"AMPFLOW_TELEGRAM_TOKEN="+tgToken,
 		"AMPFLOW_TELEGRAM_CHAT_ID="+tgChat,
 		"AMPFLOW_TELEGRAM_ADMINS=42",
-		"AMPFLOW_TELEGRAM_SERVER_URL="+tg.srv.URL,
+		"AMPFLOW_TELEGRAM_SERVER_URL="+tg.URL(),
 	)
 	p := startDev(t, t.TempDir(), env...)
 	c := api{t: t, base: "http://" + p.api}
@@ -81,7 +83,7 @@ func TestGateAgentApprovedInTelegram(t *testing.T) {
 		out, agentErr = runAgent(run)
 	}()
 
-	post := tg.await(t, "the gate posted to Telegram", "sendMessage", func(c chatCall) bool {
+	post := await(t, tg, "the gate posted to Telegram", "sendMessage", func(c chatCall) bool {
 		rows, ok := tgKeyboard(t, c)
 		return ok && len(rows) > 0 && strings.Contains(c.Form["text"], "Send tailored resume to applicant")
 	})
@@ -111,8 +113,8 @@ func TestGateAgentApprovedInTelegram(t *testing.T) {
 	}
 
 	approve := tgOption(t, post, "Approve", "Reject")
-	tg.push(pressed("cq-gate-admin", 42, approve))
-	ans := tg.await(t, "the answer to admin 42", "answerCallbackQuery", func(c chatCall) bool {
+	tg.Push(pressed("cq-gate-admin", 42, approve))
+	ans := await(t, tg, "the answer to admin 42", "answerCallbackQuery", func(c chatCall) bool {
 		return c.Form["callback_query_id"] == "cq-gate-admin"
 	})
 	if !strings.Contains(ans.Form["text"], "Recorded") {
@@ -148,12 +150,12 @@ func TestGateAgentApprovedInTelegram(t *testing.T) {
 
 	// The same run again: the agent is told approved at once; no second
 	// record, Telegram post or callback.
-	posts := len(tg.find("sendMessage", nil))
+	posts := len(tg.Find("sendMessage", nil))
 	out, err = runAgent(run)
 	if err != nil || !strings.Contains(out, `"duplicate": true`) || strings.Contains(out, "callback {") {
 		t.Fatalf("agent again: %v\n%s", err, out)
 	}
-	if n := len(tg.find("sendMessage", nil)); n != posts {
+	if n := len(tg.Find("sendMessage", nil)); n != posts {
 		t.Errorf("%d Telegram posts after the duplicate, want %d", n, posts)
 	}
 	if code := c.do("GET", "/v1/gates?run_id="+run, nil, &gates); code != http.StatusOK || len(gates.Gates) != 1 {

@@ -15,6 +15,7 @@ import (
 
 	"github.com/ampflow/ampflow/activities/ssot"
 	"github.com/ampflow/ampflow/integrations/httpapi"
+	"github.com/ampflow/ampflow/integrations/slack/slacktest"
 	"github.com/ampflow/ampflow/workflows/task"
 )
 
@@ -116,7 +117,7 @@ func (c *scaleCluster) checkAuditVerify(t *testing.T, tampered string) {
 // fake Slack, then stops it: the admin's click, sent to worker 1, which
 // never saw the message, is applied.
 func (c *scaleCluster) checkChatClickElsewhere(t *testing.T) {
-	sl := newFakeSlack(t, slackToken)
+	sl := slacktest.New(t, slackToken)
 	chat := []string{
 		"AMPFLOW_SLACK_ENABLED=true",
 		"AMPFLOW_SLACK_MODE=http",
@@ -124,7 +125,7 @@ func (c *scaleCluster) checkChatClickElsewhere(t *testing.T) {
 		"AMPFLOW_SLACK_SIGNING_SECRET=" + slackSecret,
 		"AMPFLOW_SLACK_CHANNEL=" + slackChannel,
 		"AMPFLOW_SLACK_ADMINS=U1",
-		"AMPFLOW_SLACK_API_URL=" + sl.apiURL(),
+		"AMPFLOW_SLACK_API_URL=" + sl.APIURL(),
 		"AMPFLOW_POLICY_PLAN_APPROVAL_MEDIUM=admin",
 	}
 	poster, clicker := c.workers[0], c.workers[1]
@@ -138,7 +139,7 @@ func (c *scaleCluster) checkChatClickElsewhere(t *testing.T) {
 
 	const id = "T-2026-999"
 	c.apis[0].startTask(id, mediumRiskPlan(gitRepo(t)))
-	post := sl.await(t, "the plan approval of "+id+" posted to Slack", "chat.postMessage", func(m chatCall) bool {
+	post := await(t, sl, "the plan approval of "+id+" posted to Slack", "chat.postMessage", func(m chatCall) bool {
 		return strings.Contains(m.Form["text"], id) && m.Form["blocks"] != ""
 	})
 	var approve slackButton
@@ -171,7 +172,7 @@ func (c *scaleCluster) checkChatClickElsewhere(t *testing.T) {
 	}
 	st := c.apis[1].waitFor(id, "dispatched", scaleStepWait, func(st task.State) bool { return st.Status == task.StatusDispatched })
 	checkDecided(t, st, "slack:U1", "slack")
-	sl.await(t, "the Slack message of "+id+" edited by worker 1", "chat.update", func(m chatCall) bool {
+	await(t, sl, "the Slack message of "+id+" edited by worker 1", "chat.update", func(m chatCall) bool {
 		return m.Form["ts"] == post.NewID
 	})
 }

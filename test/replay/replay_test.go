@@ -22,10 +22,10 @@ import (
 // TestReplay replays every history in testdata: tasks started by older
 // ampflow versions must go on under this one. The files hold the
 // workflow's one shape so far. After a change behind workflow.GetVersion
-// (workflows.Task says how to make one), keep the files running tasks may
-// still have by renaming them (git mv approved.json before_x_approved.json),
-// then record the new shape with the generator in test/e2e, which starts
-// an embedded `ampflow dev`:
+// ("Versioning and replay" in docs/architecture.md says how to make one),
+// keep the files running tasks may still have by renaming them (git mv
+// approved.json before_x_approved.json), then record the new shape with
+// the generator in test/e2e, which starts an embedded `ampflow dev`:
 //
 //	AMPFLOW_RECORD_HISTORIES=1 go test ./test/e2e/ -run TestRecordHistories -count=1
 func TestReplay(t *testing.T) {

@@ -130,7 +130,6 @@ func Run(ctx context.Context, o Options) (Result, error) {
 		return Result{}, err
 	}
 	cfg := config.Config{DataDir: tmp}
-	cfg.SSOT.Dir = filepath.Join(tmp, "ssot")
 	cfg.SSOT.URL = o.SSOTURL
 	cfg.CI.Provider = config.ProviderNone
 	cfg.Temporal.TaskQueue = ampflowQueue

@@ -102,7 +102,6 @@ func RunLeases(ctx context.Context, o LeaseOptions) (LeaseResult, error) {
 	}
 	defer c.Close()
 	cfg := config.Config{DataDir: tmp}
-	cfg.SSOT.Dir = filepath.Join(tmp, "ssot")
 	cfg.SSOT.URL = o.SSOTURL
 	cfg.CI.Provider = config.ProviderNone
 	cfg.Temporal.TaskQueue = ampflowQueue

@@ -11,9 +11,6 @@ import (
 	"github.com/ampflow/ampflow/workflows/task"
 )
 
-// versionLease marks the histories whose dispatches take a lease.
-const versionLease = "aof-lease"
-
 func leaseCtx(ctx workflow.Context, attempts int32) workflow.Context {
 	return workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
 		StartToCloseTimeout: 30 * time.Second,
@@ -22,12 +19,8 @@ func leaseCtx(ctx workflow.Context, attempts int32) workflow.Context {
 }
 
 // acquireLease takes the task's lease for the agent a dispatch names;
-// another agent's holding refuses the dispatch. It returns "" for a
-// history from before leases.
+// another agent's holding refuses the dispatch.
 func (r *aofRun) acquireLease(ctx workflow.Context, agent string, ttl time.Duration) (string, error) {
-	if workflow.GetVersion(ctx, versionLease, workflow.DefaultVersion, 1) == workflow.DefaultVersion {
-		return "", nil
-	}
 	var acts *aofacts.AOFLeases
 	var out aofacts.AOFLeaseResult
 	in := aofacts.AOFLeaseInput{Key: LeaseKey(r.Task.TaskID), AgentID: agent, TTL: ttl}

@@ -19,9 +19,10 @@ import (
 // Actor of the steps the workflow takes by itself, as AOF's scheduler.
 const actorScheduler = "scheduler"
 
-// TaskWorkflow runs one AOF task until it is done. A change to the shape
-// of its history goes behind workflow.GetVersion, and test/replay replays
-// the recorded histories (TestReplayAOF says how to record new ones).
+// TaskWorkflow runs one AOF task until it is done. From the first release
+// on, a change to the shape of its history goes behind
+// workflow.GetVersion (docs/architecture.md), and test/replay replays the
+// recorded histories (TestReplayAOF says how to record new ones).
 func TaskWorkflow(ctx workflow.Context, in Input) (Task, error) {
 	r := newRun(in)
 	if err := r.setup(ctx); err != nil {

@@ -36,10 +36,6 @@ const (
 	callbackMaxRetry   = 30 * time.Minute
 )
 
-// versionExpiresAt is the change that made Input.ExpiresAt bound the
-// gate's decision (workflow.GetVersion).
-const versionExpiresAt = "gate-expires-at"
-
 // Record kinds of a gate's chain besides decisions.
 const (
 	kindGate     activities.RecordKind = "gate"
@@ -50,8 +46,8 @@ const (
 // decision engine, records the resolution, and posts it to the agent's
 // webhook, retried with backoff for up to CallbackFor.
 //
-// A change to the shape of its history goes behind workflow.GetVersion;
-// test/replay replays the recorded gate histories (testdata/gate), which
+// From the first release on, a change to the shape of its history goes
+// behind workflow.GetVersion (docs/architecture.md); test/replay replays the recorded gate histories (testdata/gate), which
 // TestRecordGateHistories in test/e2e records.
 func Gate(ctx workflow.Context, in Input) (State, error) {
 	g := &gateRun{
@@ -78,8 +74,8 @@ type gateRun struct {
 	id        string
 	// ready says the policy is read and the decision raised.
 	ready bool
-	// deadline is Input.ExpiresAt under versionExpiresAt: the decision
-	// expires then at the latest.
+	// deadline is Input.ExpiresAt: the decision expires then at the
+	// latest.
 	deadline time.Time
 	// queue holds the side effects in order; rev numbers the saves of
 	// the open decisions.
@@ -122,9 +118,7 @@ func (g *gateRun) run(ctx workflow.Context) (State, error) {
 		return g.State, err
 	}
 	g.queue = append(g.queue, effect{record: &activities.RecordEntry{ID: in.GateID + "-gate", Kind: kindGate, Body: b, RecordedAt: workflow.Now(ctx)}})
-	// Gates started before versionExpiresAt ignore ExpiresAt; they had
-	// none, so the version is asked only when it is set.
-	if !in.ExpiresAt.IsZero() && workflow.GetVersion(ctx, versionExpiresAt, workflow.DefaultVersion, 1) >= 1 {
+	if !in.ExpiresAt.IsZero() {
 		g.deadline = in.ExpiresAt
 		if now := workflow.Now(ctx); !now.Before(g.deadline) {
 			o := decision.Outcome{Subject: g.id, Option: decision.OptReject, By: decision.By, Channel: decision.ChannelExpiry,

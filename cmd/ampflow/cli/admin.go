@@ -106,8 +106,13 @@ func expiresIn(at, now time.Time) string {
 	return fmt.Sprintf("in %dm", m)
 }
 
+// decideFlags are the flags of ampflow decide.
+type decideFlags struct {
+	option, note, decisionID, digest string
+}
+
 func (a *App) decideCommand() *cobra.Command {
-	var option, note, decisionID, digest string
+	var fl decideFlags
 	cmd := &cobra.Command{
 		Use:     "decide [TASK_ID] --option OPTION",
 		Short:   "Answer a pending decision",
@@ -136,77 +141,80 @@ func (a *App) decideCommand() *cobra.Command {
 			}
 			return taskIDArg(cmd, args)
 		},
-		RunE: func(cmd *cobra.Command, args []string) error {
-			if option == "" {
-				return UsageError(errors.New("decide needs --option"))
-			}
-			if len(args) == 0 && decisionID == "" {
-				return UsageError(errors.New("decide needs TASK_ID or --decision ID"))
-			}
-			if digest != "" && (len(digest) != 64 || strings.Trim(strings.ToLower(digest), "0123456789abcdef") != "") {
-				return UsageError(fmt.Errorf("--digest: %q is not a digest: 64 hex characters, as ampflow pending -o json prints it", digest))
-			}
-			tasks, err := a.tasks()
-			if err != nil {
-				return err
-			}
-			var d *decision.Decision
-			if len(args) == 1 {
-				d, err = a.taskDecision(cmd.Context(), args[0], decisionID)
-			} else {
-				d, err = a.openDecision(cmd.Context(), decisionID)
-				if task.ErrorCode(err) == task.CodeNotFound && digest != "" {
-					// Pinned to a decision no longer open: the server says
-					// whether it was answered, by whom and when.
-					d = &decision.Decision{ID: decisionID, Digest: strings.ToLower(digest), Options: []decision.Option{{ID: option}}}
-					err = nil
-				}
-			}
-			if err != nil {
-				return err
-			}
-			if digest != "" && !strings.EqualFold(digest, d.Digest) {
-				return Exit(ExitFailed, &task.Error{Code: task.CodeStaleDecision, Message: fmt.Sprintf(
-					"digest: decision %s (%s of %s) has changed since it was read: its digest is now %s, not %s; nothing was decided. Read it again with 'ampflow pending' and answer what it asks now",
-					d.ID, d.Kind, d.Subject, clip(d.Digest, shortDigest), clip(digest, shortDigest)),
-					Fields: []amp.FieldError{{Path: "digest", Problem: "is not the decision's digest"}}})
-			}
-			opt, ok := d.Option(option)
-			if !ok {
-				return Exit(ExitFailed, fmt.Errorf("option: %q is not an option of decision %s; choose %s", option, d.ID, strings.ReplaceAll(optionChoices(*d), "|", ", ")))
-			}
-			if opt.NoteRequired && strings.TrimSpace(note) == "" {
-				return Exit(ExitFailed, fmt.Errorf("note: option %s of decision %s needs --note", option, d.ID))
-			}
-			res, err := tasks.Decide(cmd.Context(), d.Subject, decision.Answer{
-				DecisionID: d.ID, Option: option, Note: note, Digest: d.Digest, Channel: decisionChannel,
-			})
-			if err != nil {
-				return refused(err)
-			}
-			if a.JSON() {
-				return a.PrintJSON(res)
-			}
-			if res.Open() {
-				p := res.Decision.Progress()
-				if res.Progress != nil {
-					p = *res.Progress
-				}
-				_, err = fmt.Fprintf(a.Stdout, "approval counted on %s (%s) of %s: %s; still open; status %s\n",
-					d.ID, d.Kind, d.Subject, p, res.Status)
-				return err
-			}
-			_, err = fmt.Fprintf(a.Stdout, "decided %s (%s) on %s: %s by %s; status %s\n",
-				d.ID, d.Kind, d.Subject, res.Outcome.Option, res.Outcome.By, res.Status)
-			return err
-		},
+		RunE: func(cmd *cobra.Command, args []string) error { return a.decide(cmd, args, fl) },
 	}
 	f := cmd.Flags()
-	f.StringVar(&option, "option", "", "the chosen `OPTION` id (see ampflow pending)")
-	f.StringVar(&note, "note", "", "a note; some options require one")
-	f.StringVar(&decisionID, "decision", "", "answer decision `ID` only, refused unless it is still open")
-	f.StringVar(&digest, "digest", "", "answer only if the decision's digest is still `HEX` (64 hex characters)")
+	f.StringVar(&fl.option, "option", "", "the chosen `OPTION` id (see ampflow pending)")
+	f.StringVar(&fl.note, "note", "", "a note; some options require one")
+	f.StringVar(&fl.decisionID, "decision", "", "answer decision `ID` only, refused unless it is still open")
+	f.StringVar(&fl.digest, "digest", "", "answer only if the decision's digest is still `HEX` (64 hex characters)")
 	return cmd
+}
+
+// decide answers the decision ampflow decide names.
+func (a *App) decide(cmd *cobra.Command, args []string, fl decideFlags) error {
+	if fl.option == "" {
+		return UsageError(errors.New("decide needs --option"))
+	}
+	if len(args) == 0 && fl.decisionID == "" {
+		return UsageError(errors.New("decide needs TASK_ID or --decision ID"))
+	}
+	if fl.digest != "" && (len(fl.digest) != 64 || strings.Trim(strings.ToLower(fl.digest), "0123456789abcdef") != "") {
+		return UsageError(fmt.Errorf("--digest: %q is not a digest: 64 hex characters, as ampflow pending -o json prints it", fl.digest))
+	}
+	tasks, err := a.tasks()
+	if err != nil {
+		return err
+	}
+	var d *decision.Decision
+	if len(args) == 1 {
+		d, err = a.taskDecision(cmd.Context(), args[0], fl.decisionID)
+	} else {
+		d, err = a.openDecision(cmd.Context(), fl.decisionID)
+		if task.ErrorCode(err) == task.CodeNotFound && fl.digest != "" {
+			// Pinned to a decision no longer open: the server says
+			// whether it was answered, by whom and when.
+			d = &decision.Decision{ID: fl.decisionID, Digest: strings.ToLower(fl.digest), Options: []decision.Option{{ID: fl.option}}}
+			err = nil
+		}
+	}
+	if err != nil {
+		return err
+	}
+	if fl.digest != "" && !strings.EqualFold(fl.digest, d.Digest) {
+		return Exit(ExitFailed, &task.Error{Code: task.CodeStaleDecision, Message: fmt.Sprintf(
+			"digest: decision %s (%s of %s) has changed since it was read: its digest is now %s, not %s; nothing was decided. Read it again with 'ampflow pending' and answer what it asks now",
+			d.ID, d.Kind, d.Subject, clip(d.Digest, shortDigest), clip(fl.digest, shortDigest)),
+			Fields: []amp.FieldError{{Path: "digest", Problem: "is not the decision's digest"}}})
+	}
+	opt, ok := d.Option(fl.option)
+	if !ok {
+		return Exit(ExitFailed, fmt.Errorf("option: %q is not an option of decision %s; choose %s", fl.option, d.ID, strings.ReplaceAll(optionChoices(*d), "|", ", ")))
+	}
+	if opt.NoteRequired && strings.TrimSpace(fl.note) == "" {
+		return Exit(ExitFailed, fmt.Errorf("note: option %s of decision %s needs --note", fl.option, d.ID))
+	}
+	res, err := tasks.Decide(cmd.Context(), d.Subject, decision.Answer{
+		DecisionID: d.ID, Option: fl.option, Note: fl.note, Digest: d.Digest, Channel: decisionChannel,
+	})
+	if err != nil {
+		return refused(err)
+	}
+	if a.JSON() {
+		return a.PrintJSON(res)
+	}
+	if res.Open() {
+		p := res.Decision.Progress()
+		if res.Progress != nil {
+			p = *res.Progress
+		}
+		_, err = fmt.Fprintf(a.Stdout, "approval counted on %s (%s) of %s: %s; still open; status %s\n",
+			d.ID, d.Kind, d.Subject, p, res.Status)
+		return err
+	}
+	_, err = fmt.Fprintf(a.Stdout, "decided %s (%s) on %s: %s by %s; status %s\n",
+		d.ID, d.Kind, d.Subject, res.Outcome.Option, res.Outcome.By, res.Status)
+	return err
 }
 
 // taskDecision reads the pending decision of a task; a decisionID that

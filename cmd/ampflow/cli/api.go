@@ -14,7 +14,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/ampflow/ampflow/activities"
+	"github.com/ampflow/ampflow/activities/ssot"
 	"github.com/ampflow/ampflow/amp"
 	"github.com/ampflow/ampflow/workflows"
 	"github.com/ampflow/ampflow/workflows/decision"
@@ -292,26 +292,26 @@ func (c *apiClient) DecisionsPage(ctx context.Context, p pageQuery) ([]decision.
 
 // History reads all of a task's SSOT records in the order they were
 // written.
-func (c *apiClient) History(ctx context.Context, taskID string) ([]activities.StoredRecord, error) {
-	recs, _, err := readPages(ctx, everything, func(ctx context.Context, p pageQuery) ([]activities.StoredRecord, string, error) {
+func (c *apiClient) History(ctx context.Context, taskID string) ([]ssot.Record, error) {
+	recs, _, err := readPages(ctx, everything, func(ctx context.Context, p pageQuery) ([]ssot.Record, string, error) {
 		return c.HistoryPage(ctx, taskID, p)
 	})
 	return recs, err
 }
 
 // HistoryPage reads one page of a task's SSOT records.
-func (c *apiClient) HistoryPage(ctx context.Context, taskID string, p pageQuery) ([]activities.StoredRecord, string, error) {
+func (c *apiClient) HistoryPage(ctx context.Context, taskID string, p pageQuery) ([]ssot.Record, string, error) {
 	var out struct {
-		Records    []activities.StoredRecord `json:"records"`
-		NextCursor string                    `json:"next_cursor"`
+		Records    []ssot.Record `json:"records"`
+		NextCursor string        `json:"next_cursor"`
 	}
 	err := c.do(ctx, http.MethodGet, "/v1/tasks/"+url.PathEscape(taskID)+"/history?"+p.values().Encode(), nil, nil, &out)
 	return out.Records, out.NextCursor, err
 }
 
 // Record reads one SSOT record by its id.
-func (c *apiClient) Record(ctx context.Context, id string) (activities.StoredRecord, error) {
-	var out activities.StoredRecord
+func (c *apiClient) Record(ctx context.Context, id string) (ssot.Record, error) {
+	var out ssot.Record
 	err := c.do(ctx, http.MethodGet, "/v1/records/"+url.PathEscape(id), nil, nil, &out)
 	return out, err
 }

@@ -113,64 +113,69 @@ func (a *App) gatesShowCommand() *cobra.Command {
 			if a.JSON() {
 				return a.PrintJSON(g)
 			}
-			var b strings.Builder
-			line := func(k, v string) {
-				if v != "" {
-					fmt.Fprintf(&b, "%-16s %s\n", k, v)
-				}
-			}
-			line("gate", g.GateID)
-			line("kind", string(g.Kind))
-			st := string(g.Status)
-			if !g.Gated {
-				st += " (no gate fired)"
-			}
-			line("status", st)
-			line("agent", g.AgentID)
-			line("project", g.ProjectID)
-			line("run", g.RunID)
-			line("task", g.TaskID)
-			line("summary", g.Summary)
-			line("proposed action", g.ProposedAction)
-			if g.Contract != nil {
-				line("contract", g.Contract.ID+" "+g.Contract.Primitive+" ("+g.Contract.Level+", "+g.Contract.MinimumHandling+")")
-			}
-			cost := fmt.Sprintf("$%.6f counted; reported $%.6f, computed $%.6f; %d in / %d out tokens",
-				g.CostUSD, g.Cost.ReportedUSD, g.Cost.ComputedUSD, g.Cost.InputTokens, g.Cost.OutputTokens)
-			if g.Cost.Mismatch {
-				cost += " (reported differs by more than 10%)"
-			}
-			line("cost", cost)
-			line("model", g.Cost.Model)
-			for _, r := range g.Reasons {
-				line("reason", r)
-			}
-			line("received", g.ReceivedAt.UTC().Format("2006-01-02 15:04:05 UTC"))
-			if g.ResolvedAt != nil {
-				line("resolved", g.ResolvedAt.UTC().Format("2006-01-02 15:04:05 UTC")+" by "+g.ResolvedBy)
-			}
-			for _, f := range gate.ArtifactFacts(g.Artifacts) {
-				line("artifact", f)
-			}
-			for _, h := range g.History {
-				line("agent history", fmt.Sprintf("%s %s %s $%.4f %s", h.ReceivedAt.UTC().Format("2006-01-02 15:04:05"),
-					dash(h.RunID), h.Status, h.CostUSD, clip(h.ProposedAction, 50)))
-			}
-			line("callback", g.Callback)
-			for _, at := range g.Attempts {
-				s := fmt.Sprintf("#%d %s", at.Attempt, at.At.UTC().Format("2006-01-02 15:04:05"))
-				if at.StatusCode != 0 {
-					s += fmt.Sprintf(" HTTP %d", at.StatusCode)
-				}
-				if at.Error != "" {
-					s += " " + at.Error
-				}
-				line("attempt", s)
-			}
-			_, err = fmt.Fprint(a.Stdout, b.String())
+			_, err = fmt.Fprint(a.Stdout, gateText(g))
 			return err
 		},
 	}
+}
+
+// gateText is the text ampflow gates show prints of a gate.
+func gateText(g runshift.View) string {
+	var b strings.Builder
+	line := func(k, v string) {
+		if v != "" {
+			fmt.Fprintf(&b, "%-16s %s\n", k, v)
+		}
+	}
+	line("gate", g.GateID)
+	line("kind", string(g.Kind))
+	st := string(g.Status)
+	if !g.Gated {
+		st += " (no gate fired)"
+	}
+	line("status", st)
+	line("agent", g.AgentID)
+	line("project", g.ProjectID)
+	line("run", g.RunID)
+	line("task", g.TaskID)
+	line("summary", g.Summary)
+	line("proposed action", g.ProposedAction)
+	if g.Contract != nil {
+		line("contract", g.Contract.ID+" "+g.Contract.Primitive+" ("+g.Contract.Level+", "+g.Contract.MinimumHandling+")")
+	}
+	cost := fmt.Sprintf("$%.6f counted; reported $%.6f, computed $%.6f; %d in / %d out tokens",
+		g.CostUSD, g.Cost.ReportedUSD, g.Cost.ComputedUSD, g.Cost.InputTokens, g.Cost.OutputTokens)
+	if g.Cost.Mismatch {
+		cost += " (reported differs by more than 10%)"
+	}
+	line("cost", cost)
+	line("model", g.Cost.Model)
+	for _, r := range g.Reasons {
+		line("reason", r)
+	}
+	line("received", g.ReceivedAt.UTC().Format("2006-01-02 15:04:05 UTC"))
+	if g.ResolvedAt != nil {
+		line("resolved", g.ResolvedAt.UTC().Format("2006-01-02 15:04:05 UTC")+" by "+g.ResolvedBy)
+	}
+	for _, f := range gate.ArtifactFacts(g.Artifacts) {
+		line("artifact", f)
+	}
+	for _, h := range g.History {
+		line("agent history", fmt.Sprintf("%s %s %s $%.4f %s", h.ReceivedAt.UTC().Format("2006-01-02 15:04:05"),
+			dash(h.RunID), h.Status, h.CostUSD, clip(h.ProposedAction, 50)))
+	}
+	line("callback", g.Callback)
+	for _, at := range g.Attempts {
+		s := fmt.Sprintf("#%d %s", at.Attempt, at.At.UTC().Format("2006-01-02 15:04:05"))
+		if at.StatusCode != 0 {
+			s += fmt.Sprintf(" HTTP %d", at.StatusCode)
+		}
+		if at.Error != "" {
+			s += " " + at.Error
+		}
+		line("attempt", s)
+	}
+	return b.String()
 }
 
 func dash(s string) string {

@@ -23,6 +23,11 @@ func (a *App) leaseCommand() *cobra.Command {
 		Args:    subcommandArgs,
 		RunE:    func(*cobra.Command, []string) error { return nil },
 	}
+	lease.AddCommand(a.leaseAcquireCommand(), a.leaseRenewCommand(), a.leaseReleaseCommand(), a.leaseListCommand())
+	return lease
+}
+
+func (a *App) leaseAcquireCommand() *cobra.Command {
 	var agent string
 	var ttl int
 	acquire := &cobra.Command{
@@ -46,7 +51,11 @@ func (a *App) leaseCommand() *cobra.Command {
 	}
 	acquire.Flags().StringVar(&agent, "agent", "", "the `AGENT_ID` to hold it (default: the token's name)")
 	acquire.Flags().IntVar(&ttl, "ttl", 300, "time to live in `SECONDS` (1 to 86400)")
+	return acquire
+}
 
+func (a *App) leaseRenewCommand() *cobra.Command {
+	var agent string
 	var renewTTL int
 	renew := &cobra.Command{
 		Use:     "renew LEASE_ID",
@@ -68,8 +77,11 @@ func (a *App) leaseCommand() *cobra.Command {
 	}
 	renew.Flags().StringVar(&agent, "agent", "", "the holder's `AGENT_ID` (default: the token's name)")
 	renew.Flags().IntVar(&renewTTL, "ttl", 0, "new time to live in `SECONDS` (default: the lease's)")
+	return renew
+}
 
-	release := &cobra.Command{
+func (a *App) leaseReleaseCommand() *cobra.Command {
+	return &cobra.Command{
 		Use:     "release LEASE_ID",
 		Short:   "Release a lease (its holder, or an admin)",
 		Example: "  ampflow lease release Lc0ffee.cmVwbzphcHA6bWFpbg",
@@ -86,8 +98,10 @@ func (a *App) leaseCommand() *cobra.Command {
 			return a.printLeases(l)
 		},
 	}
+}
 
-	var state, cursor string
+func (a *App) leaseListCommand() *cobra.Command {
+	var agent, state, cursor string
 	var limit int
 	list := &cobra.Command{
 		Use:     "list",
@@ -123,8 +137,7 @@ func (a *App) leaseCommand() *cobra.Command {
 	list.Flags().StringVar(&state, "state", "", "only leases in `STATE`: active, expired or released")
 	list.Flags().IntVar(&limit, "limit", 0, "at most `N` leases (1 to 1000; default 100)")
 	list.Flags().StringVar(&cursor, "cursor", "", "go on from the `CURSOR` a previous page printed (its more: line)")
-	lease.AddCommand(acquire, renew, release, list)
-	return lease
+	return list
 }
 
 func setIf(q url.Values, k, v string) {

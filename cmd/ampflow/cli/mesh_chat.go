@@ -24,6 +24,11 @@ func (a *App) chatCommand() *cobra.Command {
 		Args:    subcommandArgs,
 		RunE:    func(*cobra.Command, []string) error { return nil },
 	}
+	chat.AddCommand(a.chatSendCommand(), a.chatInboxCommand(), a.chatThreadCommand(), a.chatSearchCommand())
+	return chat
+}
+
+func (a *App) chatSendCommand() *cobra.Command {
 	var from, subject, parent, taskID, channel, severity string
 	send := &cobra.Command{
 		Use:   "send TO CONTENT",
@@ -73,8 +78,11 @@ func (a *App) chatCommand() *cobra.Command {
 	send.Flags().StringVar(&taskID, "task", "", "the `TASK_ID` it is about")
 	send.Flags().StringVar(&channel, "channel", "", "`CHANNEL` (e.g. work)")
 	send.Flags().StringVar(&severity, "severity", "info", "info, warning or error")
+	return send
+}
 
-	var recipient, since, direction, cursor string
+func (a *App) chatInboxCommand() *cobra.Command {
+	var recipient, since, direction, channel, cursor string
 	var broadcast bool
 	var limit int
 	inbox := &cobra.Command{
@@ -105,8 +113,11 @@ func (a *App) chatCommand() *cobra.Command {
 	inbox.Flags().StringVar(&channel, "channel", "", "only `CHANNEL`")
 	inbox.Flags().IntVar(&limit, "limit", 0, "at most `N` (1 to 500; default 50)")
 	inbox.Flags().StringVar(&cursor, "cursor", "", "go on from the `CURSOR` a previous page printed (its more: line)")
+	return inbox
+}
 
-	thread := &cobra.Command{
+func (a *App) chatThreadCommand() *cobra.Command {
+	return &cobra.Command{
 		Use:     "thread EVENT_ID",
 		Short:   "Show the thread a message is in, root first",
 		Example: "  ampflow chat thread E1a2b",
@@ -115,8 +126,11 @@ func (a *App) chatCommand() *cobra.Command {
 			return a.getEvents(cmd, args, "/v1/events/"+url.PathEscape(args[0])+"/thread")
 		},
 	}
+}
 
-	var sFrom, sTo, sType, sTask, sSince, sUntil string
+func (a *App) chatSearchCommand() *cobra.Command {
+	var sFrom, sTo, sType, sTask, sSince, sUntil, cursor string
+	var limit int
 	search := &cobra.Command{
 		Use:     "search [KEYWORDS]",
 		Short:   "Search messages and events by keywords, sender, recipient, type, task, time",
@@ -148,8 +162,7 @@ func (a *App) chatCommand() *cobra.Command {
 	search.Flags().StringVar(&sUntil, "until", "", "before `TIME` (RFC 3339)")
 	search.Flags().IntVar(&limit, "limit", 0, "at most `N` (1 to 500; default 50)")
 	search.Flags().StringVar(&cursor, "cursor", "", "go on from the `CURSOR` a previous page printed (its more: line)")
-	chat.AddCommand(send, inbox, thread, search)
-	return chat
+	return search
 }
 
 func setAny(m map[string]any, k, v string) {

@@ -16,6 +16,19 @@ type exportReport struct {
 	Remote string `json:"remote,omitempty"`
 }
 
+func (a *App) ssotCommand() *cobra.Command {
+	cmd := &cobra.Command{
+		Use:     "ssot",
+		Short:   "Export the store to git",
+		GroupID: groupOperator,
+		Example: "  ampflow ssot export --push",
+		Args:    subcommandArgs,
+		RunE:    func(*cobra.Command, []string) error { return nil },
+	}
+	cmd.AddCommand(a.ssotExportCommand())
+	return cmd
+}
+
 func (a *App) ssotExportCommand() *cobra.Command {
 	var sf storeFlags
 	var push bool

@@ -10,6 +10,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/ampflow/ampflow/activities"
+	"github.com/ampflow/ampflow/activities/ssot"
 	"github.com/ampflow/ampflow/workflows"
 	"github.com/ampflow/ampflow/workflows/task"
 )
@@ -134,7 +135,7 @@ func (a *App) taskHistoryCommand() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			recs, next, err := readPages(cmd.Context(), page, func(ctx context.Context, q pageQuery) ([]activities.StoredRecord, string, error) {
+			recs, next, err := readPages(cmd.Context(), page, func(ctx context.Context, q pageQuery) ([]ssot.Record, string, error) {
 				return c.HistoryPage(ctx, args[0], q)
 			})
 			if err != nil {
@@ -145,7 +146,7 @@ func (a *App) taskHistoryCommand() *cobra.Command {
 			}
 			t := newTable(a.Stdout, "RECORDED", "KIND", "ID", "WHAT")
 			for _, r := range recs {
-				t.row(stamp(r.RecordedAt), string(r.Kind), r.ID, clip(recordSummary(r), 100))
+				t.row(stamp(r.RecordedAt), r.Kind, r.ID, clip(recordSummary(r), 100))
 			}
 			if err := t.flush(); err != nil {
 				return err
@@ -158,13 +159,13 @@ func (a *App) taskHistoryCommand() *cobra.Command {
 }
 
 // recordSummary says in a few words what a stored record is.
-func recordSummary(r activities.StoredRecord) string {
+func recordSummary(r ssot.Record) string {
 	var b map[string]any
 	if json.Unmarshal(r.Body, &b) != nil {
 		return ""
 	}
 	str := func(k string) string { s, _ := b[k].(string); return s }
-	switch r.Kind {
+	switch activities.RecordKind(r.Kind) {
 	case activities.KindMessage:
 		s := fmt.Sprintf("%s %s → %s", str("type"), str("from"), str("to"))
 		if p, ok := b["payload"].(map[string]any); ok {
@@ -225,7 +226,7 @@ func (a *App) msgCommand() *cobra.Command {
 			}
 			t := newTable(a.Stdout)
 			t.row("ID", r.ID)
-			t.row("Kind", string(r.Kind))
+			t.row("Kind", r.Kind)
 			t.row("Task", r.TaskID)
 			t.row("Recorded", stamp(r.RecordedAt))
 			if err := t.flush(); err != nil {

@@ -179,8 +179,8 @@ func TestTaskHistory(t *testing.T) {
 	t.Run("JSON", func(t *testing.T) {
 		r := runFake(t, &fakeTasks{}, "", env, "-o", "json", "task", "history", "T-2026-005")
 		wantExit(t, r, ExitOK)
-		var recs []activities.StoredRecord
-		if err := json.Unmarshal([]byte(r.stdout), &recs); err != nil || len(recs) != 5 || recs[1].Kind != activities.KindAck {
+		var recs []ssot.Record
+		if err := json.Unmarshal([]byte(r.stdout), &recs); err != nil || len(recs) != 5 || recs[1].Kind != string(activities.KindAck) {
 			t.Errorf("stdout %q: %v", r.stdout, err)
 		}
 	})
@@ -215,8 +215,8 @@ func TestMsgShow(t *testing.T) {
 	t.Run("JSON", func(t *testing.T) {
 		r := runFake(t, &fakeTasks{}, "", env, "msg", "show", "d-1", "-o", "json")
 		wantExit(t, r, ExitOK)
-		var rec activities.StoredRecord
-		if err := json.Unmarshal([]byte(r.stdout), &rec); err != nil || rec.TaskID != "T-2026-005" || rec.Kind != activities.KindDecision {
+		var rec ssot.Record
+		if err := json.Unmarshal([]byte(r.stdout), &rec); err != nil || rec.TaskID != "T-2026-005" || rec.Kind != string(activities.KindDecision) {
 			t.Errorf("stdout %q: %v", r.stdout, err)
 		}
 	})

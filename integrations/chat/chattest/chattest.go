@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/ampflow/ampflow/activities"
+	"github.com/ampflow/ampflow/activities/ssot"
 	"github.com/ampflow/ampflow/integrations/chat"
 	"github.com/ampflow/ampflow/workflows/decision"
 	"github.com/ampflow/ampflow/workflows/task"
@@ -38,6 +39,32 @@ func Golden(t *testing.T, name string, got []byte) {
 	if !bytes.Equal(got, want) {
 		t.Errorf("%s differs from the rendering; run with -update if intended.\ngot:\n%s", path, got)
 	}
+}
+
+// Call is one request a fake chat API (slacktest, telegramtest)
+// received: its method, its form fields (the first value of each), its
+// JSON body when it sent one, when it came and, for a new message, the id
+// the fake gave it (Telegram's message_id, Slack's ts).
+type Call struct {
+	Method string
+	Form   map[string]string
+	JSON   map[string]any
+	At     time.Time
+	NewID  string
+}
+
+// SSOT opens a fresh SSOT on SQLite in a temporary directory, closed when
+// the test ends: where a test bot keeps its state.
+func SSOT(t testing.TB) *ssot.DB {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	db, err := ssot.Open(ctx, filepath.Join(t.TempDir(), "ampflow.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	return db
 }
 
 // WaitFor polls cond until it holds or the deadline passes.
@@ -163,10 +190,11 @@ func (f *Decider) Decisions() map[string]decision.Outcome {
 	return out
 }
 
-// Tokens returns the button tokens of a posted decision in option order.
-func Tokens[R any](s *chat.State[R], d decision.Decision) []string {
+// Tokens returns the button tokens of a posted decision in option order,
+// from the buttons its bot keeps (chat.StateStore.Buttons).
+func Tokens(buttons map[string]chat.Button, d decision.Decision) []string {
 	out := make([]string, len(d.Options))
-	for tok, btn := range s.Buttons {
+	for tok, btn := range buttons {
 		for i, o := range d.Options {
 			if btn.DecisionID == d.ID && btn.Option == o.ID {
 				out[i] = tok

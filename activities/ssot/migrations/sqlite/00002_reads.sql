@@ -2,12 +2,15 @@
 -- The read side: each task's latest state, the messages waiting in agents'
 -- inboxes and the open decisions, replaced in the transaction that appends
 -- the records they follow from, so a listing is one indexed query.
+-- reject_count lets task listings show each task's rejected reviews
+-- without reading its whole state.
 CREATE TABLE tasks (
     task_id    TEXT    NOT NULL PRIMARY KEY,
     rev        INTEGER NOT NULL, -- the writer's state counter: older states never replace newer
     status     TEXT    NOT NULL,
     risk       TEXT    NOT NULL DEFAULT '',
     repo       TEXT    NOT NULL DEFAULT '',
+    reject_count INTEGER NOT NULL DEFAULT 0,
     started_at INTEGER NOT NULL,
     updated_at INTEGER NOT NULL,
     state      TEXT    NOT NULL

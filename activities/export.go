@@ -73,13 +73,12 @@ type ExportResult struct {
 // logged, never a failed record: the next Export of the task, or a whole
 // `ampflow ssot export`, catches up). Calls are serialised.
 //
-// git runs with the worker's environment, as the file SSOT's repository
-// did (see gitEnv): the push needs the worker's credentials, and the
+// git runs with the worker's environment (see gitEnv): the push needs the worker's credentials, and the
 // repository is ampflow's own, not a task's.
 type Exporter struct {
 	src  ExportSource
 	dir  string
-	git  *ssotGit
+	git  *exportGit
 	push bool
 
 	mu sync.Mutex
@@ -100,8 +99,7 @@ func NewExporter(src ExportSource, opts ExportOptions) (*Exporter, error) {
 	if err := os.MkdirAll(filepath.Join(dir, exportTasksDir), 0o755); err != nil {
 		return nil, fmt.Errorf("exporting the SSOT to %s (ssot.git.dir): %w", dir, err)
 	}
-	g, err := openSSOTGit(dir, StoreOptions{Remote: opts.Remote, Push: opts.Push, GitBin: opts.GitBin,
-		AuthorName: opts.AuthorName, AuthorEmail: opts.AuthorEmail})
+	g, err := openExportGit(dir, opts)
 	if err != nil {
 		return nil, err
 	}
@@ -207,9 +205,7 @@ func (e *Exporter) exportTask(ctx context.Context, taskID string) (bool, error) 
 	if old, err := os.ReadFile(path); err == nil && bytes.Equal(old, data) {
 		return false, nil
 	}
-	// Not synced: the store is the record, and the next export rewrites
-	// a file a crash left short.
-	if err := writeFile(path, data, false); err != nil {
+	if err := writeFile(path, data); err != nil {
 		return false, fmt.Errorf("exporting task %s to %s: %w", taskID, path, err)
 	}
 	return true, nil

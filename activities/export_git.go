@@ -11,15 +11,15 @@ import (
 	"time"
 )
 
-// pushAttempts and pushBackoff bound how long one write waits for a push.
+// pushAttempts and pushBackoff bound how long one export waits for a push.
 const (
 	pushAttempts = 4
 	pushBackoff  = 200 * time.Millisecond
 )
 
-// ssotGit commits (and pushes) the SSOT directory. Commits of all tasks go
+// exportGit commits (and pushes) the export's work tree. Commits go
 // through one mutex: git has one index.
-type ssotGit struct {
+type exportGit struct {
 	root   string
 	bin    string
 	remote string
@@ -31,8 +31,8 @@ type ssotGit struct {
 	pushPending bool // guarded by mu
 }
 
-func openSSOTGit(root string, opts StoreOptions) (*ssotGit, error) {
-	g := &ssotGit{root: root, bin: opts.GitBin, remote: opts.Remote, push: opts.Push}
+func openExportGit(root string, opts ExportOptions) (*exportGit, error) {
+	g := &exportGit{root: root, bin: opts.GitBin, remote: opts.Remote, push: opts.Push}
 	if g.bin == "" {
 		g.bin = "git"
 	}
@@ -54,21 +54,19 @@ func openSSOTGit(root string, opts StoreOptions) (*ssotGit, error) {
 	} else if err != nil {
 		return nil, fmt.Errorf("opening SSOT repository %s: %w", root, err)
 	}
-	if err := g.excludeSpares(context.Background()); err != nil {
+	if err := g.excludeTemps(context.Background()); err != nil {
 		return nil, fmt.Errorf("opening SSOT repository %s: %w", root, err)
 	}
 	return g, nil
 }
 
-// gitExcludes are the SSOT files the git mirror leaves out: the spares of
-// task.json (scratch space for its next write), the error log (kept
-// bounded by rotation, which a history of its copies would undo) and the
+// gitExcludes are the files the export leaves out of its commits: the
 // temporary files an export leaves when it is killed mid-write.
-var gitExcludes = []string{"/tasks/*/" + spareFile, "/errors.jsonl*", "/tasks/.tmp-*"}
+var gitExcludes = []string{"/tasks/.tmp-*"}
 
-// excludeSpares adds gitExcludes to the repository's info/exclude, so
+// excludeTemps adds gitExcludes to the repository's info/exclude, so
 // those files are neither committed nor shown in git status.
-func (g *ssotGit) excludeSpares(ctx context.Context) error {
+func (g *exportGit) excludeTemps(ctx context.Context) error {
 	out, err := g.run(ctx, "rev-parse", "--git-path", "info/exclude")
 	if err != nil {
 		return err
@@ -111,21 +109,16 @@ func (g *ssotGit) excludeSpares(ctx context.Context) error {
 	return err
 }
 
-func (g *ssotGit) run(ctx context.Context, args ...string) ([]byte, error) {
+func (g *exportGit) run(ctx context.Context, args ...string) ([]byte, error) {
 	return runGit(ctx, g.bin, g.root, true, append(append([]string{}, g.ident...), args...)...)
 }
 
-// commit commits paths (absolute, inside the root) when they differ from
-// HEAD. It runs even when nothing was written now, so a commit that failed
-// after its files were written is made on the retry. It is not cancelled
-// with ctx: a killed git leaves index.lock behind.
-func (g *ssotGit) commit(ctx context.Context, msg string, paths ...string) error {
-	_, err := g.commitChanged(ctx, msg, paths...)
-	return err
-}
-
-// commitChanged is commit, and reports whether it made a commit.
-func (g *ssotGit) commitChanged(ctx context.Context, msg string, paths ...string) (bool, error) {
+// commitChanged commits paths (absolute, inside the root) when they
+// differ from HEAD, and reports whether it made a commit. It runs even
+// when nothing was written now, so a commit that failed after its files
+// were written is made on the retry. It is not cancelled with ctx: a
+// killed git leaves index.lock behind.
+func (g *exportGit) commitChanged(ctx context.Context, msg string, paths ...string) (bool, error) {
 	ctx = context.WithoutCancel(ctx)
 	rel := make([]string, len(paths))
 	for i, p := range paths {
@@ -163,14 +156,14 @@ func (g *ssotGit) commitChanged(ctx context.Context, msg string, paths ...string
 }
 
 // pushHead pushes the current branch, retrying with backoff.
-func (g *ssotGit) pushHead(ctx context.Context) error {
+func (g *exportGit) pushHead(ctx context.Context) error {
 	g.pushMu.Lock()
 	defer g.pushMu.Unlock()
 	g.mu.Lock()
 	pending := g.pushPending
 	g.mu.Unlock()
 	if !pending {
-		return nil // pushed by a concurrent writer meanwhile
+		return nil // pushed by a concurrent export meanwhile
 	}
 	out, err := g.run(ctx, "symbolic-ref", "--short", "HEAD")
 	if err != nil {
@@ -196,4 +189,28 @@ func (g *ssotGit) pushHead(ctx context.Context) error {
 	g.pushPending = true
 	g.mu.Unlock()
 	return fmt.Errorf("pushing SSOT to %s after %d attempts: %w", g.remote, pushAttempts, err)
+}
+
+// writeFile replaces path with data through a temporary file and a
+// rename, so a reader never sees half a file. It does not sync: the
+// store is the record, and the next export rewrites a file a crash left
+// short.
+func writeFile(path string, data []byte) error {
+	f, err := os.CreateTemp(filepath.Dir(path), ".tmp-*")
+	if err != nil {
+		return err
+	}
+	tmp := f.Name()
+	_, err = f.Write(data)
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Rename(tmp, path)
+	}
+	if err != nil {
+		os.Remove(tmp)
+		return err
+	}
+	return nil
 }

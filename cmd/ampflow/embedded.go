@@ -1,0 +1,59 @@
+package main
+
+import (
+	"fmt"
+	"log/slog"
+
+	"github.com/spf13/cobra"
+
+	"github.com/ampflow/ampflow/cmd/ampflow/cli"
+	"github.com/ampflow/ampflow/config"
+	"github.com/ampflow/ampflow/workers"
+	"github.com/ampflow/ampflow/workers/devserver"
+)
+
+// startEmbedded starts the embedded Temporal server of ampflow dev and
+// ampflow temporal as cfg's dev keys say, with Go's collector tuned for
+// it; stop stops it, logging a failure. A failure to start is an
+// ExitFailed.
+func startEmbedded(cmd *cobra.Command, cfg config.Config, log *slog.Logger) (srv *devserver.Server, stop func(), err error) {
+	tuneGC()
+	o := devserver.Options{
+		IP:               cfg.Dev.TemporalIP,
+		Port:             cfg.Dev.TemporalPort,
+		UIPort:           cfg.Dev.UIPort,
+		Namespace:        cfg.Temporal.Namespace,
+		SearchAttributes: workers.SearchAttributes(),
+		Logger:           log,
+	}
+	if cfg.Dev.TemporalDB != "" {
+		o.Postgres = cfg.Dev.TemporalDB
+	} else {
+		o.DataDir = cfg.DataDir
+	}
+	srv, err = devserver.Start(cmd.Context(), o)
+	if err != nil {
+		return nil, nil, cli.Exit(cli.ExitFailed, err)
+	}
+	return srv, func() {
+		if err := srv.Stop(); err != nil {
+			log.Warn("stopping the embedded Temporal server", "error", err)
+		}
+	}, nil
+}
+
+// printUI prints the address of the server's Web UI, when it serves one.
+func printUI(a *cli.App, srv *devserver.Server) {
+	if ui := srv.UIAddr(); ui != "" {
+		fmt.Fprintf(a.Stdout, "%-10s http://%s\n", "web ui", ui)
+	}
+}
+
+// stateNote says where the embedded server keeps its state, without a
+// password.
+func stateNote(cfg config.Config) string {
+	if cfg.Dev.TemporalDB != "" {
+		return "state in " + cfg.Redacted().Dev.TemporalDB
+	}
+	return "data in " + cfg.DataDir
+}
