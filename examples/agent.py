@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-# ampflow agent, stdlib only (README "For agent authors"): python3 agent.py [executor] [reviewer], env AMPFLOW_API_URL, AMPFLOW_API_TOKEN.
+# ampflow agent, stdlib only (docs/agents.md, "For agent authors"): python3 agent.py [executor] [reviewer], env AMPFLOW_API_URL, AMPFLOW_API_TOKEN.
 import json, os, subprocess, sys, urllib.request
 API, TOKEN, ROLES = os.environ.get("AMPFLOW_API_URL", "http://127.0.0.1:7480"), os.environ.get("AMPFLOW_API_TOKEN"), sys.argv[1:] or ["executor", "reviewer"]
 

@@ -10,18 +10,17 @@ import (
 	"testing"
 )
 
-// The README's "Risk contracts" section shows only routes the served
-// OpenAPI document has, with request bodies the routes take.
+// The page "Risk contracts" (docs/contracts.md) shows only routes the
+// served OpenAPI document has, with request bodies the routes take.
 func TestReadmeRiskContracts(t *testing.T) {
-	readme, err := os.ReadFile(filepath.Join("..", "..", "README.md"))
+	readme, err := os.ReadFile(filepath.Join("..", "..", "docs", "contracts.md"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, section, ok := strings.Cut(string(readme), "\n## Risk contracts\n")
+	section, ok := strings.CutPrefix(string(readme), "# Risk contracts\n")
 	if !ok {
-		t.Fatal(`README.md has no "Risk contracts" section`)
+		t.Fatal(`docs/contracts.md does not start with "# Risk contracts"`)
 	}
-	section, _, _ = strings.Cut(section, "\n## ")
 
 	h := newHarness(t, 0)
 	var doc struct {
@@ -47,12 +46,12 @@ func TestReadmeRiskContracts(t *testing.T) {
 			method = "GET"
 		}
 		if !documented(method, c[2]) {
-			t.Errorf("README shows %s %s, which openapi.json does not document", method, c[2])
+			t.Errorf("the page shows %s %s, which openapi.json does not document", method, c[2])
 		}
 	}
 	for _, u := range regexp.MustCompile("`(GET|POST) (/v1/[^`\\s]+)`").FindAllStringSubmatch(section, -1) {
 		if !documented(u[1], u[2]) {
-			t.Errorf("README names %s %s, which openapi.json does not document", u[1], u[2])
+			t.Errorf("the page names %s %s, which openapi.json does not document", u[1], u[2])
 		}
 	}
 	bodies := regexp.MustCompile(`-d '([^']+)'`).FindAllStringSubmatch(section, -1)
@@ -64,10 +63,10 @@ func TestReadmeRiskContracts(t *testing.T) {
 		dec := json.NewDecoder(bytes.NewReader([]byte(b[1])))
 		dec.DisallowUnknownFields()
 		if err := dec.Decode(targets[i]); err != nil {
-			t.Errorf("README body %s: %v", b[1], err)
+			t.Errorf("the page's body %s: %v", b[1], err)
 		}
 	}
-	// The decide example answers what the README shows, ids and times apart.
+	// The decide example answers what the the page shows, ids and times apart.
 	var shown, got DecideResponse
 	blocks := regexp.MustCompile("(?s)```json\n(.*?)\n```").FindAllStringSubmatch(section, -1)
 	if len(blocks) == 0 {

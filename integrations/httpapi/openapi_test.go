@@ -164,17 +164,17 @@ func TestOpenAPIErrorCodes(t *testing.T) {
 	}
 }
 
-// TestReadmeRoutesDocumented checks that every route README's "For agent
-// authors" shows is in the OpenAPI document, which that section is written
-// from.
+// TestReadmeRoutesDocumented checks that every route the section "For
+// agent authors" of docs/agents.md shows is in the OpenAPI document, which
+// that section is written from.
 func TestReadmeRoutesDocumented(t *testing.T) {
-	readme, err := os.ReadFile(filepath.Join("..", "..", "README.md"))
+	readme, err := os.ReadFile(filepath.Join("..", "..", "docs", "agents.md"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	_, section, ok := strings.Cut(string(readme), "\n## For agent authors\n")
 	if !ok {
-		t.Fatal(`README.md has no "For agent authors" section`)
+		t.Fatal(`docs/agents.md has no "For agent authors" section`)
 	}
 	section, _, _ = strings.Cut(section, "\n## ")
 	var templates []*regexp.Regexp

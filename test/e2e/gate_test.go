@@ -36,7 +36,7 @@ func gateEnv() []string {
 }
 
 // TestGateAgentApprovedInTelegram runs examples/gate_agent.py, written
-// from the README alone, against `ampflow dev` with Telegram on the fake
+// from docs/gate.md alone, against `ampflow dev` with Telegram on the fake
 // Bot API: the agent's signal answers pending, the gate is posted to
 // Telegram, an admin approves it there, and the agent's webhook receives
 // the signed callback. The same run_id posted again changes nothing.

@@ -304,7 +304,7 @@ func TestHint(t *testing.T) {
 	}
 }
 
-// TestRunWaitsForPlanApproval plays the README's approve-from-the-dashboard
+// TestRunWaitsForPlanApproval plays docs/dashboard.md's approve-from-the-dashboard
 // recipe: plan approval of low risk is the admins', and the demo says
 // where to give it instead of calling it automatic.
 func TestRunWaitsForPlanApproval(t *testing.T) {
