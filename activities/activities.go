@@ -46,6 +46,11 @@ type Activities struct {
 	Policy *task.Policy
 	// Leases holds the tasks' branch leases.
 	Leases BranchLeases
+	// DecisionKey checks the signatures of admins' answers
+	// (VerifyAnswer). Secret: it never leaves the worker.
+	DecisionKey []byte
+	// Refusals keeps the answers VerifyAnswer refuses; nil keeps none.
+	Refusals ErrorLog
 }
 
 // GitChecker verifies what agents say against the repository.

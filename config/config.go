@@ -106,9 +106,18 @@ type API struct {
 	Token string `mapstructure:"token"`
 }
 
-// Auth lists the bearer tokens the HTTP API accepts.
+// Auth lists the bearer tokens the HTTP API accepts, and the key that
+// binds admins' answers to the channels that took them.
 type Auth struct {
 	Tokens []AuthToken `mapstructure:"tokens"`
+	// DecisionKey signs every answer to a decision where ampflow takes it
+	// (API, chat, dashboard) and lets the workflows check it: hex or
+	// base64 of at least 32 random bytes, the same in every worker.
+	// Secret: set it from AMPFLOW_AUTH_DECISION_KEY or keep it in
+	// DecisionKeyFile.
+	DecisionKey string `mapstructure:"decision_key"`
+	// DecisionKeyFile holds the decision key when DecisionKey is empty.
+	DecisionKeyFile string `mapstructure:"decision_key_file"`
 }
 
 // AuthToken is one bearer token, the role it may act as and the name it acts

@@ -54,8 +54,10 @@ var defaults = map[string]any{
 	"api.url":   "http://127.0.0.1:7480",
 	"api.token": "",
 
-	"auth.tokens": []AuthToken{},
-	"admins":      []string{},
+	"auth.tokens":            []AuthToken{},
+	"auth.decision_key":      "",
+	"auth.decision_key_file": "",
+	"admins":                 []string{},
 
 	"admins_escalation": []string{},
 

@@ -33,6 +33,7 @@ func (c Config) Redacted() Config {
 		tokens[i] = t
 	}
 	c.Auth.Tokens = tokens
+	c.Auth.DecisionKey = mask(c.Auth.DecisionKey)
 	c.CI.GitHub.Token = mask(c.CI.GitHub.Token)
 	c.Slack.AppToken = mask(c.Slack.AppToken)
 	c.Slack.BotToken = mask(c.Slack.BotToken)
@@ -75,7 +76,7 @@ func (c Config) Secrets() []string {
 		c.Slack.AppToken, c.Slack.BotToken, c.Slack.SigningSecret,
 		c.Telegram.Token, c.Telegram.WebhookSecret,
 		c.Agents.Executor.WebhookSecret, c.Agents.Reviewer.WebhookSecret,
-		c.Gate.WebhookSecret,
+		c.Gate.WebhookSecret, c.Auth.DecisionKey,
 		urlPassword(c.SSOT.URL),
 		urlPassword(c.Dev.TemporalDB),
 	}

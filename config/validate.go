@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/ampflow/ampflow/amp"
+	"github.com/ampflow/ampflow/workflows/decision"
 	"github.com/ampflow/ampflow/workflows/task"
 )
 
@@ -157,6 +158,11 @@ func (c Config) validateTemporal(ps *problems) {
 }
 
 func (c Config) validateAuth(ps *problems) {
+	if c.Auth.DecisionKey != "" {
+		if _, err := decision.ParseKey(c.Auth.DecisionKey); err != nil {
+			ps.add("auth.decision_key", "%v", err)
+		}
+	}
 	seen := map[string]bool{}
 	names := map[string]int{}
 	for i, t := range c.Auth.Tokens {

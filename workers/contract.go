@@ -71,16 +71,17 @@ func resolveContractSecret(cfg config.Config, file string) (string, error) {
 	if secret != "" || file == "" {
 		return secret, nil
 	}
-	secret, err := keptSecret(file)
+	secret, err := keptSecret(file, "contract secret")
 	if err != nil {
 		return "", fmt.Errorf("gate.contract_secret_env: %w", err)
 	}
 	return secret, nil
 }
 
-// keptSecret reads the secret kept in file, making it (32 random bytes,
-// hex, mode 0600) when the file does not exist.
-func keptSecret(file string) (string, error) {
+// keptSecret reads the secret (what names it in errors) kept in file,
+// making it (32 random bytes, hex, mode 0600) when the file does not
+// exist.
+func keptSecret(file, what string) (string, error) {
 	b, err := os.ReadFile(file)
 	if err == nil {
 		if s := strings.TrimSpace(string(b)); s != "" {
@@ -93,23 +94,23 @@ func keptSecret(file string) (string, error) {
 	}
 	raw := make([]byte, 32)
 	if _, err := rand.Read(raw); err != nil {
-		return "", fmt.Errorf("making a contract secret: %w", err)
+		return "", fmt.Errorf("making a %s: %w", what, err)
 	}
 	s := hex.EncodeToString(raw)
 	if err := os.MkdirAll(filepath.Dir(file), 0o700); err != nil {
-		return "", fmt.Errorf("keeping the contract secret: %w", err)
+		return "", fmt.Errorf("keeping the %s: %w", what, err)
 	}
 	f, err := os.OpenFile(file, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
 	if errors.Is(err, fs.ErrExist) {
 		// Another process made it first: use theirs.
-		return keptSecret(file)
+		return keptSecret(file, what)
 	}
 	if err != nil {
-		return "", fmt.Errorf("keeping the contract secret: %w", err)
+		return "", fmt.Errorf("keeping the %s: %w", what, err)
 	}
 	if _, err := f.WriteString(s + "\n"); err != nil {
 		f.Close()
-		return "", fmt.Errorf("keeping the contract secret in %s: %w", file, err)
+		return "", fmt.Errorf("keeping the %s in %s: %w", what, file, err)
 	}
 	return s, f.Close()
 }

@@ -14,11 +14,11 @@ import (
 // with the same secret, so contracts issued before it still verify.
 func TestKeptContractSecret(t *testing.T) {
 	file := filepath.Join(t.TempDir(), "data", ContractSecretFile)
-	first, err := keptSecret(file)
+	first, err := keptSecret(file, "contract secret")
 	if err != nil {
 		t.Fatal(err)
 	}
-	again, err := keptSecret(file)
+	again, err := keptSecret(file, "contract secret")
 	if err != nil || again != first || len(first) != 64 {
 		t.Fatalf("secret %q then %q (%v)", first, again, err)
 	}

@@ -2,6 +2,7 @@ package workers
 
 import (
 	"context"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -42,6 +43,10 @@ type Options struct {
 	// when gate.contract_secret_env names an unset variable; empty makes
 	// none (contracts are then not served). `ampflow dev` sets it.
 	ContractSecretFile string
+	// DecisionKeyFile keeps a decision key made on first use when neither
+	// auth.decision_key nor auth.decision_key_file is set; empty makes
+	// none, and Build fails without a key. `ampflow dev` sets it.
+	DecisionKeyFile string
 }
 
 // Parts are the pieces Run builds, exposed for tests and the demo.
@@ -97,6 +102,11 @@ func Build(o Options) (*Parts, error) {
 		store.Close()
 		return nil, err
 	}
+	decisionKey, err := resolveDecisionKey(cfg, o.DecisionKeyFile)
+	if err != nil {
+		store.Close()
+		return nil, err
+	}
 	record := &activities.TaskRecord{Store: store, APIURL: diffBaseURL(cfg), Mesh: store}
 	var export *exportQueue
 	if cfg.SSOT.Git.Commit || cfg.SSOT.Git.Push {
@@ -110,8 +120,8 @@ func Build(o Options) (*Parts, error) {
 	}
 	git := &activities.Git{Diffs: record}
 	// Output of code ampflow runs never shows a configured secret, nor
-	// the contract secret `ampflow dev` made.
-	secrets := activities.NewScrubber(append(cfg.Secrets(), contractSecret))
+	// the contract secret or decision key `ampflow dev` made.
+	secrets := activities.NewScrubber(append(cfg.Secrets(), contractSecret, hex.EncodeToString(decisionKey)))
 	ci, err := activities.NewCIProvider(cfg.CI.Provider, activities.CIOptions{
 		GitHubToken:    cfg.CI.GitHub.Token,
 		GitHubBaseURL:  githubBase(cfg.CI.GitHub.APIURL),
@@ -130,7 +140,7 @@ func Build(o Options) (*Parts, error) {
 		store.Close()
 		return nil, fmt.Errorf("ci.provider: %w", err)
 	}
-	tasks := &workflows.Client{Temporal: o.Temporal, TaskQueue: cfg.Temporal.TaskQueue}
+	tasks := &workflows.Client{Temporal: o.Temporal, TaskQueue: cfg.Temporal.TaskQueue, DecisionKey: decisionKey}
 	delivery := &activities.Delivery{
 		Executor: agentDelivery(cfg.Agents.Executor),
 		Reviewer: agentDelivery(cfg.Agents.Reviewer),
@@ -146,6 +156,7 @@ func Build(o Options) (*Parts, error) {
 	}
 	policy := workflows.NewPolicy(cfg)
 	acts := &activities.Activities{Git: git, CI: ci, Store: record, Delivery: delivery, Log: log, Policy: &policy,
+		DecisionKey: decisionKey, Refusals: store,
 		Leases: leaseacts.Branches{Client: &lease.Client{Temporal: o.Temporal, TaskQueue: cfg.Temporal.TaskQueue}}}
 	// The store is shared by every worker that names it: the bots keep
 	// their state in it and take turns under its lease.

@@ -31,6 +31,9 @@ type Client struct {
 	TaskQueue string
 	// Wait bounds how long an update waits for a worker; zero means 15s.
 	Wait time.Duration
+	// DecisionKey signs every answer Decide sends (decision.SignAnswer);
+	// the workers take no answer without it. Secret.
+	DecisionKey []byte
 }
 
 // TaskSummary is one line of a task listing.
@@ -220,8 +223,17 @@ func SubmitUpdateID(rec amp.Record) string {
 // Decide applies an admin's choice to a decision of subject: a task, or
 // any other workflow that embeds the decision engine (a gate, a lease),
 // whose workflow id is the subject.
+//
+// It signs the answer with the decision key, as of now: every channel
+// (the API and through it the CLI, the chat bots, the dashboard) answers
+// through here.
 func (c *Client) Decide(ctx context.Context, subject string, in decision.Answer) (task.DecideResult, error) {
 	var out task.DecideResult
+	if len(c.DecisionKey) == 0 {
+		return out, &task.Error{Code: task.CodeInternal, Message: "answering " + in.DecisionID + ": this process has no decision key (auth.decision_key)"}
+	}
+	in.At = time.Now().UTC()
+	in.Signature = decision.SignAnswer(c.DecisionKey, subject, in)
 	if task.ValidID(subject) {
 		err := c.update(ctx, subject, task.UpdateDecide, "", in, &out)
 		return out, err

@@ -83,6 +83,7 @@ func runDev(cmd *cobra.Command, a *cli.App) error {
 	defer c.Close()
 	err = workers.Run(cmd.Context(), workers.Options{Config: cfg, Temporal: c, Logger: log, Metrics: metrics, LocalName: local,
 		ContractSecretFile: filepath.Join(cfg.DataDir, workers.ContractSecretFile),
+		DecisionKeyFile:    filepath.Join(cfg.DataDir, workers.DecisionKeyFile),
 		Endpoint: func(name, addr string) {
 			fmt.Fprintf(a.Stdout, "%-10s %s\n", name, addr)
 			if name == "worker" {
@@ -105,7 +106,9 @@ func workerCommand(a *cli.App) *cobra.Command {
 The namespace must have ampflow's search attributes: AmpStatus and AmpRisk
 and AmpRepo (Keyword), AmpRejectCount (Int).
 
-The worker refuses to start with no admin configured (admins,
+The worker refuses to start without a decision key (auth.decision_key,
+AMPFLOW_AUTH_DECISION_KEY, or auth.decision_key_file), which signs and
+checks every answer to a decision, and with no admin configured (admins,
 slack.admins, telegram.admins or an auth token of role admin): nobody could
 decide on a task. admins: ["*"] lets anyone named decide.`,
 		Example: `  AMPFLOW_TEMPORAL_ADDRESS=temporal:7233 ampflow worker`,
@@ -116,6 +119,10 @@ decide on a task. admins: ["*"] lets anyone named decide.`,
 				return err
 			}
 			if err := workers.CheckAdmins(cfg); err != nil {
+				return cli.Exit(cli.ExitFailed, err)
+			}
+			// Without the key no answer could be signed nor taken.
+			if _, err := cfg.DecisionKey(); err != nil {
 				return cli.Exit(cli.ExitFailed, err)
 			}
 			log := a.Logger(cfg)

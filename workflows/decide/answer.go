@@ -74,7 +74,13 @@ type Reply struct {
 // Answer takes an admin's answer. An approval of a decision that needs a
 // quorum is counted (once per admin) until the quorum is reached; any
 // other option, or the last approval needed, closes the decision.
+//
+// An answer is taken only when a channel holding the decision key signed
+// it (see Verify); what the validator passed is checked again after.
 func (e *Engine) Answer(ctx workflow.Context, a decision.Answer) (Reply, error) {
+	if err := e.Verify(ctx, a); err != nil {
+		return Reply{}, err
+	}
 	opt, err := e.Check(a)
 	if err != nil {
 		return Reply{}, err

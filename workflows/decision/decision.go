@@ -161,6 +161,12 @@ type Answer struct {
 	// Channel is where the admin answered: cli, api, slack, telegram or
 	// dashboard.
 	Channel string `json:"channel"`
+	// At is when the channel took the answer; the signature covers it.
+	At time.Time `json:"at,omitzero"`
+	// Signature is the channel's HMAC-SHA256 of the answer with the
+	// decision key (SignAnswer), hex. The engine takes no answer without
+	// a valid one.
+	Signature string `json:"signature,omitempty"`
 }
 
 // Outcome records how a decision was closed.

@@ -1,0 +1,37 @@
+package decide
+
+import (
+	"time"
+
+	"go.temporal.io/sdk/temporal"
+	"go.temporal.io/sdk/workflow"
+
+	"github.com/ampflow/ampflow/activities"
+	"github.com/ampflow/ampflow/workflows/decision"
+	"github.com/ampflow/ampflow/workflows/refusal"
+	"github.com/ampflow/ampflow/workflows/task"
+)
+
+var acts *activities.Activities
+
+// Verify refuses, with forbidden, an answer no channel holding the
+// decision key signed: an unsigned one (a raw Temporal update naming an
+// admin), a forged or altered one, or a stale one. The check runs in a
+// local activity on the worker, which holds the key, so the key never
+// enters the history; an update validator cannot run it.
+func (e *Engine) Verify(ctx workflow.Context, a decision.Answer) error {
+	lctx := workflow.WithLocalActivityOptions(ctx, workflow.LocalActivityOptions{
+		StartToCloseTimeout: 10 * time.Second,
+		RetryPolicy:         &temporal.RetryPolicy{InitialInterval: 200 * time.Millisecond, MaximumAttempts: 3},
+	})
+	var out activities.VerifyAnswerResult
+	err := workflow.ExecuteLocalActivity(lctx, acts.VerifyAnswer, activities.VerifyAnswerInput{Subject: e.subject, Answer: a}).Get(ctx, &out)
+	if err != nil {
+		return refusal.New(task.CodeInternal, "verifying the answer to %s: %v", a.DecisionID, err)
+	}
+	if !out.OK {
+		return refusal.New(task.CodeForbidden, "answer to %s: %s: decisions are taken only through ampflow's API, CLI, chat or dashboard",
+			a.DecisionID, out.Reason)
+	}
+	return nil
+}
