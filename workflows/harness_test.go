@@ -6,6 +6,7 @@ import (
 	"errors"
 	"io"
 	"log/slog"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -105,7 +106,7 @@ func newHarness(t *testing.T, plan amp.TaskDispatch, mutate ...func(*task.Input)
 	}
 	env := h.env
 	env.RegisterWorkflow(Task)
-	env.RegisterActivity(&activities.Activities{})
+	env.RegisterActivity(&activities.Activities{DecisionKey: testDecisionKey})
 	h.checkBranch = func(activities.CheckBranchInput) (activities.CheckBranchResult, error) {
 		return activities.CheckBranchResult{DefaultBranch: "main", Head: "abc"}, nil
 	}
@@ -229,6 +230,20 @@ func (h *harness) state() task.State {
 
 // update sends an update; the reply is filled in once it is answered.
 func (h *harness) update(name, id string, arg any) *reply {
+	if a, ok := arg.(decision.Answer); ok && a.Signature == "" {
+		// As workflows.Client.Decide signs every answer.
+		a.At = time.Now()
+		a.Signature = decision.SignAnswer(testDecisionKey, h.in.TaskID, a)
+		arg = a
+	}
+	return h.send(name, id, arg)
+}
+
+// testDecisionKey is the decision key of the tests' worker.
+var testDecisionKey = []byte(strings.Repeat("k", decision.MinKeySize))
+
+// send sends an update as it is: an answer unsigned.
+func (h *harness) send(name, id string, arg any) *reply {
 	r := &reply{name: name, id: id}
 	h.replies = append(h.replies, r)
 	h.env.UpdateWorkflow(name, id, &testsuite.TestUpdateCallback{

@@ -17,6 +17,7 @@ import (
 	"go.temporal.io/sdk/testsuite"
 	"go.temporal.io/sdk/workflow"
 
+	"github.com/ampflow/ampflow/activities"
 	"github.com/ampflow/ampflow/workflows/decision"
 	"github.com/ampflow/ampflow/workflows/refusal"
 	"github.com/ampflow/ampflow/workflows/task"
@@ -133,7 +134,23 @@ func newRun(t testing.TB) *run {
 	s.SetLogger(log.NewStructuredLogger(slog.New(slog.NewTextHandler(io.Discard, nil))))
 	env := s.NewTestWorkflowEnvironment()
 	env.RegisterWorkflow(probe)
+	env.RegisterActivity(&activities.Activities{DecisionKey: testKey})
 	return &run{t: t, env: env}
+}
+
+// testKey is the decision key the tests' worker holds.
+var testKey = []byte(strings.Repeat("k", decision.MinKeySize))
+
+// signed is a signed the way workflows.Client.Decide signs it, now, for
+// the subject its decision id names.
+func signed(a decision.Answer) decision.Answer {
+	a.At = time.Now()
+	subject := a.DecisionID
+	if i := strings.LastIndex(subject, "-d"); i >= 0 {
+		subject = subject[:i]
+	}
+	a.Signature = decision.SignAnswer(testKey, subject, a)
+	return a
 }
 
 func (r *run) at(d time.Duration, fn func()) { r.env.RegisterDelayedCallback(fn, d) }
@@ -168,6 +185,11 @@ func (r *run) answer(by, option string, mutate ...func(*decision.Answer)) *answe
 	for _, m := range mutate {
 		m(&a)
 	}
+	return r.send(signed(a))
+}
+
+// send sends a as it is, signed or not.
+func (r *run) send(a decision.Answer) *answered {
 	out := &answered{}
 	r.env.UpdateWorkflow(updateAnswer, "", &testsuite.TestUpdateCallback{
 		OnAccept: func() {},
@@ -326,7 +348,7 @@ func TestDecidedByQuorumNamesEveryApprover(t *testing.T) {
 		r.answer("alice", decision.OptApprove)
 	})
 	r.at(2*time.Minute, func() {
-		r.env.UpdateWorkflow(updateAnswer, "", &testsuite.TestUpdateCallback{OnAccept: func() {}, OnReject: func(error) {}, OnComplete: func(any, error) {}}, decision.Answer{DecisionID: id, Digest: dg, Option: decision.OptApprove, By: "bob", Channel: "slack"})
+		r.env.UpdateWorkflow(updateAnswer, "", &testsuite.TestUpdateCallback{OnAccept: func() {}, OnReject: func(error) {}, OnComplete: func(any, error) {}}, signed(decision.Answer{DecisionID: id, Digest: dg, Option: decision.OptApprove, By: "bob", Channel: "slack"}))
 	})
 	r.at(3*time.Minute, func() {
 		late = r.answer("carol", decision.OptReject, func(a *decision.Answer) { a.DecisionID, a.Digest = id, dg })
@@ -474,7 +496,7 @@ func BenchmarkDecisions(b *testing.B) {
 				d := s.Engine.Open
 				r.env.UpdateWorkflow(updateAnswer, "", &testsuite.TestUpdateCallback{
 					OnAccept: func() {}, OnReject: func(err error) { b.Fatal(err) }, OnComplete: func(any, error) {},
-				}, decision.Answer{DecisionID: d.ID, Digest: d.Digest, Option: decision.OptApprove, By: "alice", Channel: "cli"})
+				}, signed(decision.Answer{DecisionID: d.ID, Digest: d.Digest, Option: decision.OptApprove, By: "alice", Channel: "cli"}))
 			})
 		}
 		r.env.ExecuteWorkflow(probe, probeInput{Subject: "T-1", Rounds: perRun})
