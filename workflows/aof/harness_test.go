@@ -6,6 +6,7 @@ import (
 	"errors"
 	"io"
 	"log/slog"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -18,6 +19,7 @@ import (
 	"github.com/ampflow/ampflow/activities"
 	aofacts "github.com/ampflow/ampflow/activities/aof"
 	"github.com/ampflow/ampflow/activities/ssot"
+	"github.com/ampflow/ampflow/workflows/decision"
 	"github.com/ampflow/ampflow/workflows/refusal"
 	"github.com/ampflow/ampflow/workflows/task"
 )
@@ -62,7 +64,7 @@ func newHarness(t *testing.T, mutate ...func(*Task)) *harness {
 	env := h.env
 	env.SetStartTime(t0)
 	env.RegisterWorkflowWithOptions(TaskWorkflow, RegisterOptions())
-	env.RegisterActivity(&activities.Activities{})
+	env.RegisterActivity(&activities.Activities{DecisionKey: testDecisionKey})
 	env.RegisterActivity(&aofacts.AOF{})
 	env.RegisterActivity(&aofacts.AOFLeases{})
 	var leases *aofacts.AOFLeases
@@ -142,6 +144,9 @@ func (h *harness) task() Task {
 	return tk
 }
 
+// testDecisionKey is the decision key of the tests' worker.
+var testDecisionKey = []byte(strings.Repeat("k", decision.MinKeySize))
+
 type reply struct {
 	done bool
 	err  error
@@ -149,6 +154,16 @@ type reply struct {
 }
 
 func (h *harness) update(name string, arg any) *reply {
+	if a, ok := arg.(decision.Answer); ok {
+		// As workflows.Client.Decide signs every answer.
+		a.At = time.Now()
+		subject := a.DecisionID
+		if i := strings.LastIndex(subject, "-d"); i >= 0 {
+			subject = subject[:i]
+		}
+		a.Signature = decision.SignAnswer(testDecisionKey, subject, a)
+		arg = a
+	}
 	r := &reply{}
 	h.env.UpdateWorkflow(name, "", &testsuite.TestUpdateCallback{
 		OnAccept:   func() {},

@@ -45,7 +45,7 @@ func newGateHarness(t *testing.T, pol task.Policy) *gateHarness {
 	}
 	env := h.env
 	env.RegisterWorkflow(Gate)
-	env.RegisterActivity(&activities.Activities{})
+	env.RegisterActivity(&activities.Activities{DecisionKey: testDecisionKey})
 	env.RegisterActivity(&gateacts.Gate{})
 	env.OnActivity(acts.TaskPolicy, mock.Anything, mock.Anything).Return(activities.PolicyResult{Policy: pol}, nil)
 	env.OnActivity(acts.Notify, mock.Anything, mock.Anything).Return(func(_ context.Context, in activities.NotifyInput) (activities.NotifyResult, error) {
@@ -112,6 +112,16 @@ func (h *gateHarness) state() State {
 	return s
 }
 
+// testDecisionKey is the decision key of the tests' worker.
+var testDecisionKey = []byte(strings.Repeat("k", decision.MinKeySize))
+
+// signed is a signed as workflows.Client.Decide signs every answer.
+func signed(a decision.Answer, subject string) decision.Answer {
+	a.At = time.Now()
+	a.Signature = decision.SignAnswer(testDecisionKey, subject, a)
+	return a
+}
+
 func (h *gateHarness) answer(option, by, digest string, out *error) {
 	st := h.state()
 	if digest == "" {
@@ -119,7 +129,7 @@ func (h *gateHarness) answer(option, by, digest string, out *error) {
 	}
 	h.env.UpdateWorkflow(task.UpdateDecide, "", &testsuite.TestUpdateCallback{
 		OnAccept: func() {}, OnReject: func(err error) { *out = err }, OnComplete: func(_ any, err error) { *out = err },
-	}, decision.Answer{DecisionID: st.Decision.ID, Option: option, Digest: digest, By: by, Channel: "telegram"})
+	}, signed(decision.Answer{DecisionID: st.Decision.ID, Option: option, Digest: digest, By: by, Channel: "telegram"}, st.Decision.Subject))
 }
 
 // TestGateApproved: an admin approves; the gate is resolved in the store,
