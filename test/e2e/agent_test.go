@@ -4,7 +4,9 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"os"
 	"os/exec"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
@@ -14,6 +16,7 @@ import (
 	"github.com/ampflow/ampflow/config"
 	"github.com/ampflow/ampflow/workers"
 	"github.com/ampflow/ampflow/workflows"
+	"github.com/ampflow/ampflow/workflows/decision"
 	"github.com/ampflow/ampflow/workflows/task"
 )
 
@@ -25,7 +28,21 @@ func dial(t *testing.T, p *devProc) *workflows.Client {
 		t.Fatal(err)
 	}
 	t.Cleanup(c.Close)
-	return &workflows.Client{Temporal: c, TaskQueue: "ampflow", Wait: 20 * time.Second}
+	return &workflows.Client{Temporal: c, TaskQueue: "ampflow", Wait: 20 * time.Second, DecisionKey: decisionKey(t, p)}
+}
+
+// decisionKey is the decision key `ampflow dev` keeps in p's data_dir.
+func decisionKey(t *testing.T, p *devProc) []byte {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(p.dataDir, workers.DecisionKeyFile))
+	if err != nil {
+		t.Fatalf("reading the decision key ampflow dev made: %v", err)
+	}
+	k, err := decision.ParseKey(string(b))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return k
 }
 
 func lowRiskPlan(repo string) amp.TaskDispatch {

@@ -95,7 +95,8 @@ func firstRecord(t *testing.T, p *devProc, id string) task.Input {
 
 // TestWorkerRefusesNoAdmins runs `ampflow worker` with no admin
 // configured: it exits 1 naming the admins setting, before it dials
-// Temporal. With admins: ["*"] it gets past that check.
+// Temporal. With admins: ["*"] but no decision key it exits 1 naming the
+// key; with both it gets past those checks.
 func TestWorkerRefusesNoAdmins(t *testing.T) {
 	run := func(env ...string) (string, int) {
 		t.Helper()
@@ -128,6 +129,10 @@ func TestWorkerRefusesNoAdmins(t *testing.T) {
 		t.Errorf("worker with no admins dialed Temporal first: %q", stderr)
 	}
 	stderr, code = run("AMPFLOW_ADMINS=*")
+	if code != 1 || !strings.Contains(stderr, "AMPFLOW_AUTH_DECISION_KEY") || !strings.Contains(stderr, "auth.decision_key_file") || strings.Contains(stderr, "Temporal") {
+		t.Errorf("worker with admins but no decision key: exit %d, stderr %q; want 1 naming the key, before Temporal", code, stderr)
+	}
+	stderr, code = run("AMPFLOW_ADMINS=*", "AMPFLOW_AUTH_DECISION_KEY="+strings.Repeat("ab", 32))
 	if code == 0 || strings.Contains(stderr, "admins:") || !strings.Contains(stderr, "Temporal") {
 		t.Errorf(`worker with admins: ["*"]: exit %d, stderr %q; want it past the admins check, failing to reach Temporal`, code, stderr)
 	}
