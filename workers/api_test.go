@@ -27,7 +27,7 @@ func TestAPIDocumented(t *testing.T) {
 	cfg.SSOT.URL = filepath.Join(cfg.DataDir, "ampflow.db")
 	cfg.Admins = []string{"ana"}
 	o := Options{Config: cfg, Temporal: c, Logger: slog.New(slog.DiscardHandler),
-		ContractSecretFile: filepath.Join(cfg.DataDir, "contract.secret")}
+		ContractSecretFile: filepath.Join(cfg.DataDir, "contract.secret"), DecisionKeyFile: filepath.Join(cfg.DataDir, DecisionKeyFile)}
 	parts, err := Build(o)
 	if err != nil {
 		t.Fatal(err)

@@ -39,7 +39,7 @@ func TestDevContractSecretScrubbed(t *testing.T) {
 	t.Setenv(cfg.Gate.ContractSecretEnv, "")
 	os.Unsetenv(cfg.Gate.ContractSecretEnv)
 	file := filepath.Join(cfg.DataDir, ContractSecretFile)
-	parts, err := Build(Options{Config: cfg, ContractSecretFile: file})
+	parts, err := Build(Options{Config: cfg, ContractSecretFile: file, DecisionKeyFile: filepath.Join(cfg.DataDir, DecisionKeyFile)})
 	if err != nil {
 		t.Fatal(err)
 	}

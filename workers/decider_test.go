@@ -19,7 +19,7 @@ func TestBotsReadOpenDecisionsFromTheStore(t *testing.T) {
 	cfg := config.Default()
 	cfg.DataDir = t.TempDir()
 	cfg.SSOT.URL = filepath.Join(cfg.DataDir, "ampflow.db")
-	parts, err := Build(Options{Config: cfg})
+	parts, err := Build(Options{Config: cfg, DecisionKeyFile: filepath.Join(cfg.DataDir, DecisionKeyFile)})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -25,7 +25,7 @@ func TestBuildExportsToGit(t *testing.T) {
 	cfg.SSOT.URL = filepath.Join(cfg.DataDir, "ampflow.db")
 	cfg.SSOT.Git.Commit = true
 	cfg.SSOT.Git.Dir = filepath.Join(cfg.DataDir, "ssot-git")
-	parts, err := Build(Options{Config: cfg})
+	parts, err := Build(Options{Config: cfg, DecisionKeyFile: filepath.Join(cfg.DataDir, DecisionKeyFile)})
 	if err != nil {
 		t.Fatal(err)
 	}

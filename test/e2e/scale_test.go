@@ -1,6 +1,8 @@
 package e2e
 
 import (
+	"crypto/rand"
+	"encoding/hex"
 	"fmt"
 	"net"
 	"net/http"
@@ -112,6 +114,11 @@ func startScaleCluster(t *testing.T, dbs scaleDatabases) *scaleCluster {
 		args: []string{"temporal", "--temporal-db", dbs.temporal, "--temporal-port", port, "--ui-port", "0"}}
 	t.Cleanup(c.temporal.stop)
 	c.temporal.start()
+	raw := make([]byte, 32)
+	if _, err := rand.Read(raw); err != nil {
+		t.Fatal(err)
+	}
+	key := hex.EncodeToString(raw)
 	for i := range scaleWorkers {
 		w := &clusterProc{t: t, name: fmt.Sprintf("worker %d", i), ready: "worker ",
 			api:  fmt.Sprintf("127.0.0.1:%d", freePort(t)),
@@ -127,6 +134,8 @@ func startScaleCluster(t *testing.T, dbs scaleDatabases) *scaleCluster {
 			// The open API acts as httpapi.OpenName: make it the admin.
 			"AMPFLOW_ADMINS=" + httpapi.OpenName,
 			"AMPFLOW_LOG_LEVEL=warn",
+			// One decision key for all: any worker checks any API's answers.
+			"AMPFLOW_AUTH_DECISION_KEY=" + key,
 		}
 		t.Cleanup(w.stop)
 		w.start()

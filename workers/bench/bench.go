@@ -133,7 +133,8 @@ func Run(ctx context.Context, o Options) (Result, error) {
 	cfg.SSOT.URL = o.SSOTURL
 	cfg.CI.Provider = config.ProviderNone
 	cfg.Temporal.TaskQueue = ampflowQueue
-	parts, err := workers.Build(workers.Options{Config: cfg, Temporal: c, Logger: o.Logger})
+	parts, err := workers.Build(workers.Options{Config: cfg, Temporal: c, Logger: o.Logger,
+		DecisionKeyFile: filepath.Join(tmp, workers.DecisionKeyFile)})
 	if err != nil {
 		return Result{}, err
 	}

@@ -105,7 +105,8 @@ func RunLeases(ctx context.Context, o LeaseOptions) (LeaseResult, error) {
 	cfg.SSOT.URL = o.SSOTURL
 	cfg.CI.Provider = config.ProviderNone
 	cfg.Temporal.TaskQueue = ampflowQueue
-	parts, err := workers.Build(workers.Options{Config: cfg, Temporal: c, Logger: o.Logger})
+	parts, err := workers.Build(workers.Options{Config: cfg, Temporal: c, Logger: o.Logger,
+		DecisionKeyFile: filepath.Join(tmp, workers.DecisionKeyFile)})
 	if err != nil {
 		return LeaseResult{}, err
 	}
