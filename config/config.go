@@ -90,6 +90,9 @@ type Dev struct {
 	// SQLite in DataDir: postgres://USER:PASSWORD@HOST:PORT/DB, visibility
 	// in DB_visibility. Its password is a secret.
 	TemporalDB string `mapstructure:"temporal_db"`
+	// UIWrites lets the web UI signal, cancel, terminate, reset and start
+	// workflows; by default it only reads.
+	UIWrites bool `mapstructure:"ui_writes"`
 }
 
 // HTTP configures ampflow's HTTP API.

@@ -48,6 +48,7 @@ var defaults = map[string]any{
 	"dev.ui_port":       8233,
 	"dev.temporal_ip":   "127.0.0.1",
 	"dev.temporal_db":   "",
+	"dev.ui_writes":     false,
 
 	"http.addr": "127.0.0.1:7480",
 

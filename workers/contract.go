@@ -93,11 +93,11 @@ func keptSecret(file string) (string, error) {
 	}
 	raw := make([]byte, 32)
 	if _, err := rand.Read(raw); err != nil {
-		return "", fmt.Errorf("making a contract secret: %w", err)
+		return "", fmt.Errorf("making a secret for %s: %w", file, err)
 	}
 	s := hex.EncodeToString(raw)
 	if err := os.MkdirAll(filepath.Dir(file), 0o700); err != nil {
-		return "", fmt.Errorf("keeping the contract secret: %w", err)
+		return "", fmt.Errorf("keeping a secret in %s: %w", file, err)
 	}
 	f, err := os.OpenFile(file, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
 	if errors.Is(err, fs.ErrExist) {
@@ -105,11 +105,11 @@ func keptSecret(file string) (string, error) {
 		return keptSecret(file)
 	}
 	if err != nil {
-		return "", fmt.Errorf("keeping the contract secret: %w", err)
+		return "", fmt.Errorf("keeping a secret in %s: %w", file, err)
 	}
 	if _, err := f.WriteString(s + "\n"); err != nil {
 		f.Close()
-		return "", fmt.Errorf("keeping the contract secret in %s: %w", file, err)
+		return "", fmt.Errorf("keeping a secret in %s: %w", file, err)
 	}
 	return s, f.Close()
 }
