@@ -68,6 +68,9 @@ type Temporal struct {
 	TaskQueue string      `mapstructure:"task_queue"`
 	TLS       TemporalTLS `mapstructure:"tls"`
 	APIKey    string      `mapstructure:"api_key"` // secret
+	// Plaintext sends APIKey without TLS to an address that is not
+	// loopback: an `ampflow temporal` on a trusted network.
+	Plaintext bool `mapstructure:"plaintext"`
 }
 
 // TemporalTLS configures TLS to the Temporal service.

@@ -43,6 +43,7 @@ var defaults = map[string]any{
 	"temporal.tls.ca_file":     "",
 	"temporal.tls.server_name": "",
 	"temporal.api_key":         "",
+	"temporal.plaintext":       false,
 
 	"dev.temporal_port": 7233,
 	"dev.ui_port":       8233,

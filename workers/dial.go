@@ -36,7 +36,7 @@ func SearchAttributes() map[string]enumspb.IndexedValueType {
 // Dial connects to Temporal as configured (address, namespace, TLS, API
 // key), failing within timeout with a readable error. An API key without
 // temporal.tls goes in plain text to a loopback address (the embedded
-// server) and over TLS to any other.
+// server) or with temporal.plaintext, and over TLS to any other.
 func Dial(ctx context.Context, cfg config.Temporal, logger *slog.Logger, metrics client.MetricsHandler, timeout time.Duration) (client.Client, error) {
 	opts := client.Options{
 		HostPort:       cfg.Address,
@@ -55,9 +55,9 @@ func Dial(ctx context.Context, cfg config.Temporal, logger *slog.Logger, metrics
 		opts.Credentials = client.NewAPIKeyStaticCredentials(cfg.APIKey)
 		switch {
 		case opts.ConnectionOptions.TLS != nil:
-		case httpapi.LoopbackHost(cfg.Address):
-			// The embedded server's frontend: plain text, and the key
-			// never leaves the machine.
+		case httpapi.LoopbackHost(cfg.Address) || cfg.Plaintext:
+			// The embedded server's frontend speaks plain text; on
+			// loopback the key never leaves the machine.
 			opts.ConnectionOptions.TLSDisabled = true
 		default:
 			// A key goes over the network only inside TLS.

@@ -30,10 +30,11 @@ one server per database. Stop with Ctrl-C.
 
 The frontend requires an API key of every client (temporal.api_key, else
 the key kept in DATA_DIR/temporal.key, made when missing): give workers
-the same AMPFLOW_TEMPORAL_API_KEY. It speaks plain text, so the key
-crosses the network readable: --temporal-ip beyond the loopback only on a
-trusted network. The Web UI answers only to a loopback Host and is
-read-only unless --ui-writes.`,
+the same AMPFLOW_TEMPORAL_API_KEY. It speaks plain text, so workers on
+other hosts also set AMPFLOW_TEMPORAL_PLAINTEXT=true and the key crosses
+the network readable: --temporal-ip beyond the loopback only on a trusted
+network. The Web UI answers only to a loopback Host and is read-only
+unless --ui-writes.`,
 		Example: `  ampflow temporal --temporal-db 'postgres://temporal:temporal@127.0.0.1:5432/temporal?sslmode=disable'
   ampflow temporal --data-dir /var/lib/ampflow --temporal-ip 0.0.0.0 --ui-port 0`,
 		Args: cobra.NoArgs,
