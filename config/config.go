@@ -68,6 +68,9 @@ type Temporal struct {
 	TaskQueue string      `mapstructure:"task_queue"`
 	TLS       TemporalTLS `mapstructure:"tls"`
 	APIKey    string      `mapstructure:"api_key"` // secret
+	// Plaintext sends APIKey without TLS to an address that is not
+	// loopback: an `ampflow temporal` on a trusted network.
+	Plaintext bool `mapstructure:"plaintext"`
 }
 
 // TemporalTLS configures TLS to the Temporal service.
@@ -90,6 +93,9 @@ type Dev struct {
 	// SQLite in DataDir: postgres://USER:PASSWORD@HOST:PORT/DB, visibility
 	// in DB_visibility. Its password is a secret.
 	TemporalDB string `mapstructure:"temporal_db"`
+	// UIWrites lets the web UI signal, cancel, terminate, reset and start
+	// workflows; by default it only reads.
+	UIWrites bool `mapstructure:"ui_writes"`
 }
 
 // HTTP configures ampflow's HTTP API.

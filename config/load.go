@@ -43,11 +43,13 @@ var defaults = map[string]any{
 	"temporal.tls.ca_file":     "",
 	"temporal.tls.server_name": "",
 	"temporal.api_key":         "",
+	"temporal.plaintext":       false,
 
 	"dev.temporal_port": 7233,
 	"dev.ui_port":       8233,
 	"dev.temporal_ip":   "127.0.0.1",
 	"dev.temporal_db":   "",
+	"dev.ui_writes":     false,
 
 	"http.addr": "127.0.0.1:7480",
 

@@ -149,6 +149,9 @@ func (c Config) validateTemporal(ps *problems) {
 	if t.TaskQueue == "" {
 		ps.add("temporal.task_queue", "must not be empty")
 	}
+	if t.Plaintext && t.TLS.Enabled {
+		ps.add("temporal.plaintext", "contradicts temporal.tls.enabled")
+	}
 	if t.TLS.CertFile != "" && t.TLS.KeyFile == "" {
 		ps.add("temporal.tls.key_file", "required when temporal.tls.cert_file is set")
 	}

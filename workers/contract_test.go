@@ -60,3 +60,26 @@ func TestDevContractSecretScrubbed(t *testing.T) {
 		t.Errorf("agent output %q shows the contract secret", got)
 	}
 }
+
+// The embedded server's API key is temporal.api_key when set, else one
+// made once in data_dir (0600) and kept across restarts.
+func TestTemporalAPIKey(t *testing.T) {
+	cfg := config.Default()
+	cfg.DataDir = filepath.Join(t.TempDir(), "data")
+	first, err := TemporalAPIKey(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	again, err := TemporalAPIKey(cfg)
+	if err != nil || again != first || len(first) != 64 {
+		t.Fatalf("key %q then %q (%v)", first, again, err)
+	}
+	st, err := os.Stat(filepath.Join(cfg.DataDir, TemporalKeyFile))
+	if err != nil || st.Mode().Perm() != 0o600 {
+		t.Fatalf("key file mode %v (%v); want 0600", st.Mode().Perm(), err)
+	}
+	cfg.Temporal.APIKey = "configured"
+	if got, err := TemporalAPIKey(cfg); err != nil || got != "configured" {
+		t.Fatalf("with temporal.api_key set: %q, %v", got, err)
+	}
+}

@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"path/filepath"
 	"time"
 
 	enumspb "go.temporal.io/api/enums/v1"
@@ -17,6 +18,7 @@ import (
 	"go.temporal.io/sdk/log"
 
 	"github.com/ampflow/ampflow/config"
+	"github.com/ampflow/ampflow/integrations/httpapi"
 	"github.com/ampflow/ampflow/workflows/task"
 )
 
@@ -32,7 +34,9 @@ func SearchAttributes() map[string]enumspb.IndexedValueType {
 }
 
 // Dial connects to Temporal as configured (address, namespace, TLS, API
-// key), failing within timeout with a readable error.
+// key), failing within timeout with a readable error. An API key without
+// temporal.tls goes in plain text to a loopback address (the embedded
+// server) or with temporal.plaintext, and over TLS to any other.
 func Dial(ctx context.Context, cfg config.Temporal, logger *slog.Logger, metrics client.MetricsHandler, timeout time.Duration) (client.Client, error) {
 	opts := client.Options{
 		HostPort:       cfg.Address,
@@ -49,7 +53,14 @@ func Dial(ctx context.Context, cfg config.Temporal, logger *slog.Logger, metrics
 	}
 	if cfg.APIKey != "" {
 		opts.Credentials = client.NewAPIKeyStaticCredentials(cfg.APIKey)
-		if opts.ConnectionOptions.TLS == nil {
+		switch {
+		case opts.ConnectionOptions.TLS != nil:
+		case httpapi.LoopbackHost(cfg.Address) || cfg.Plaintext:
+			// The embedded server's frontend speaks plain text; on
+			// loopback the key never leaves the machine.
+			opts.ConnectionOptions.TLSDisabled = true
+		default:
+			// A key goes over the network only inside TLS.
 			opts.ConnectionOptions.TLS = &tls.Config{MinVersion: tls.VersionTLS12}
 		}
 	}
@@ -63,6 +74,24 @@ func Dial(ctx context.Context, cfg config.Temporal, logger *slog.Logger, metrics
 		return nil, fmt.Errorf("cannot reach Temporal at %s (namespace %s): %w", cfg.Address, cfg.Namespace, err)
 	}
 	return c, nil
+}
+
+// TemporalKeyFile is the file in data_dir where `ampflow dev` and `ampflow
+// temporal` keep the API key their embedded server requires, when
+// temporal.api_key is unset.
+const TemporalKeyFile = "temporal.key"
+
+// TemporalAPIKey is the embedded server's API key: temporal.api_key, else
+// the key kept in data_dir's TemporalKeyFile, made (mode 0600) on first use.
+func TemporalAPIKey(cfg config.Config) (string, error) {
+	if cfg.Temporal.APIKey != "" {
+		return cfg.Temporal.APIKey, nil
+	}
+	key, err := keptSecret(filepath.Join(cfg.DataDir, TemporalKeyFile), "Temporal API key")
+	if err != nil {
+		return "", fmt.Errorf("temporal.api_key: %w", err)
+	}
+	return key, nil
 }
 
 // quiet passes the SDK's own logs on at warn and above only.

@@ -41,9 +41,10 @@ temporal --help); the SSOT stays where ssot settings say.`,
 	f.String("http-addr", "", "serve the HTTP API on `ADDR` (default 127.0.0.1:7480)")
 	f.Int("temporal-port", 0, "Temporal frontend `PORT` on 127.0.0.1 (default 7233; 0 in config picks a free port)")
 	f.Int("ui-port", 0, "Temporal Web UI `PORT` (default 8233; 0 turns it off)")
+	f.Bool("ui-writes", false, "let the Web UI signal, cancel, terminate, reset and start workflows (default read-only)")
 	f.String("temporal-db", "", "keep Temporal's state on PostgreSQL: `URL` postgres://USER:PASSWORD@HOST:PORT/DB (default SQLite in DIR)")
 	cmd.PreRun = bind(a, map[string]string{"data-dir": "data_dir", "http-addr": "http.addr", "temporal-port": "dev.temporal_port",
-		"ui-port": "dev.ui_port", "temporal-db": "dev.temporal_db"})
+		"ui-port": "dev.ui_port", "ui-writes": "dev.ui_writes", "temporal-db": "dev.temporal_db"})
 	return cmd
 }
 
@@ -61,7 +62,8 @@ func runDev(cmd *cobra.Command, a *cli.App) error {
 	}
 	defer stop()
 	cfg.Temporal.Address = srv.FrontendAddr()
-	fmt.Fprintf(a.Stdout, "%-10s %s (%s)\n", "temporal", srv.FrontendAddr(), stateNote(cfg))
+	fmt.Fprintf(a.Stdout, "%-10s %s (%s; %s)\n", "temporal", srv.FrontendAddr(), stateNote(cfg), keyNote(cfg))
+	cfg.Temporal.APIKey = srv.APIKey()
 	local := workers.OSUser()
 	switch {
 	case workers.HasAdmins(cfg):
@@ -71,7 +73,7 @@ func runDev(cmd *cobra.Command, a *cli.App) error {
 	default:
 		fmt.Fprintf(a.Stdout, "%-10s none: nobody may decide; set admins\n", "admin")
 	}
-	printUI(a, srv)
+	printUI(a, cfg, srv)
 	for _, m := range workers.AgentModes(cfg.Agents) {
 		fmt.Fprintf(a.Stdout, "%-10s %s\n", m[0], m[1])
 	}

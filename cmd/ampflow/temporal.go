@@ -26,8 +26,15 @@ keeps the state in DB and visibility in DB_visibility, the layout of
 docker-compose.yml. Missing databases are created (connecting to the
 "postgres" database to do so) and their schemas set up, or brought up to
 date, from the schema files of the embedded Temporal server version. Run
-one server per database. Temporal has no authentication: --temporal-ip
-beyond the loopback only on a trusted network. Stop with Ctrl-C.`,
+one server per database. Stop with Ctrl-C.
+
+The frontend requires an API key of every client (temporal.api_key, else
+the key kept in DATA_DIR/temporal.key, made when missing): give workers
+the same AMPFLOW_TEMPORAL_API_KEY. It speaks plain text, so workers on
+other hosts also set AMPFLOW_TEMPORAL_PLAINTEXT=true and the key crosses
+the network readable: --temporal-ip beyond the loopback only on a trusted
+network. The Web UI answers only to a loopback Host and is read-only
+unless --ui-writes.`,
 		Example: `  ampflow temporal --temporal-db 'postgres://temporal:temporal@127.0.0.1:5432/temporal?sslmode=disable'
   ampflow temporal --data-dir /var/lib/ampflow --temporal-ip 0.0.0.0 --ui-port 0`,
 		Args: cobra.NoArgs,
@@ -42,8 +49,8 @@ beyond the loopback only on a trusted network. Stop with Ctrl-C.`,
 				return err
 			}
 			defer stop()
-			fmt.Fprintf(a.Stdout, "%-10s %s (namespace %s, %s)\n", "temporal", srv.FrontendAddr(), cfg.Temporal.Namespace, stateNote(cfg))
-			printUI(a, srv)
+			fmt.Fprintf(a.Stdout, "%-10s %s (namespace %s, %s; %s)\n", "temporal", srv.FrontendAddr(), cfg.Temporal.Namespace, stateNote(cfg), keyNote(cfg))
+			printUI(a, cfg, srv)
 			fmt.Fprintf(a.Stdout, "ready in %s; Ctrl-C to stop\n", time.Since(began).Round(10*time.Millisecond))
 			<-cmd.Context().Done()
 			return nil
@@ -55,7 +62,8 @@ beyond the loopback only on a trusted network. Stop with Ctrl-C.`,
 	f.String("temporal-ip", "", "bind the frontend and web UI on `IP` (default 127.0.0.1)")
 	f.Int("temporal-port", 0, "frontend `PORT` (default 7233; 0 in config picks a free port)")
 	f.Int("ui-port", 0, "Temporal Web UI `PORT` (default 8233; 0 turns it off)")
+	f.Bool("ui-writes", false, "let the Web UI signal, cancel, terminate, reset and start workflows (default read-only)")
 	cmd.PreRun = bind(a, map[string]string{"data-dir": "data_dir", "temporal-db": "dev.temporal_db",
-		"temporal-ip": "dev.temporal_ip", "temporal-port": "dev.temporal_port", "ui-port": "dev.ui_port"})
+		"temporal-ip": "dev.temporal_ip", "temporal-port": "dev.temporal_port", "ui-port": "dev.ui_port", "ui-writes": "dev.ui_writes"})
 	return cmd
 }

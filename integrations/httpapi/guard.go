@@ -23,11 +23,8 @@ const (
 // chat platforms' callbacks, have their own formats and signature checks
 // and are not guarded here.
 func (s *Server) guard(r *http.Request) error {
-	if len(s.tokens) == 0 && !LoopbackHost(r.Host) {
-		return task.Errorf(codeMisdirected, "Host %q is not a loopback name or address; with no auth.tokens configured the API answers only to localhost, 127.0.0.1 or [::1]", r.Host)
-	}
-	if origin := r.Header.Get("Origin"); origin != "" && !sameOrigin(origin, r) {
-		return task.Errorf(task.CodeForbidden, "Origin %q is not this API's origin; the API takes no cross-site requests", origin)
+	if err := checkSite(r, len(s.tokens) == 0, "with no auth.tokens configured the API"); err != nil {
+		return err
 	}
 	if hasBody(r) {
 		mt, _, err := mime.ParseMediaType(r.Header.Get("Content-Type"))
@@ -36,6 +33,35 @@ func (s *Server) guard(r *http.Request) error {
 		}
 	}
 	return nil
+}
+
+// checkSite refuses a request whose Origin is not the server's own and,
+// when loopbackOnly, one whose Host is not loopback; who names the server
+// in the refusal ("the Web UI").
+func checkSite(r *http.Request, loopbackOnly bool, who string) error {
+	if loopbackOnly && !LoopbackHost(r.Host) {
+		return task.Errorf(codeMisdirected, "Host %q is not a loopback name or address; %s answers only to localhost, 127.0.0.1 or [::1]", r.Host, who)
+	}
+	if origin := r.Header.Get("Origin"); origin != "" && !sameOrigin(origin, r) {
+		return task.Errorf(task.CodeForbidden, "Origin %q is not this server's origin; %s takes no cross-site requests", origin, who)
+	}
+	return nil
+}
+
+// Guard serves next behind the API's open-mode checks of Host and Origin,
+// for a local web server with no sign-in of its own (the embedded Temporal
+// Web UI): a request whose Host is not loopback (DNS rebinding) gets 421,
+// one from another site's page 403, both in the API's error form. name
+// names the server in the refusal.
+func Guard(name string, next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if err := checkSite(r, true, name); err != nil {
+			te := asTaskError(err)
+			writeJSON(w, statusOf[te.Code], errorBody{Error: errorDetail{Code: te.Code, Message: te.Message}})
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
 }
 
 // hasBody reports whether r carries a body or uses a method that sends one.

@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -174,5 +175,56 @@ func TestInboxLongPollOutlastsTimeouts(t *testing.T) {
 	r.decode(t, &out)
 	if out.Role != "executor" || out.Messages == nil {
 		t.Errorf("inbox %+v", out)
+	}
+}
+
+// Guard puts a server with no sign-in of its own behind the open API's
+// Host and Origin checks.
+func TestGuard(t *testing.T) {
+	var reached atomic.Int32
+	ts := httptest.NewServer(Guard("the test server", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { reached.Add(1) })))
+	defer ts.Close()
+	port := ts.URL[strings.LastIndex(ts.URL, ":"):]
+	tests := []struct {
+		name   string
+		header map[string]string
+		want   int
+	}{
+		{"Loopback", nil, http.StatusOK},
+		{"LocalhostHost", map[string]string{"Host": "localhost" + port}, http.StatusOK},
+		{"SameOrigin", map[string]string{"Origin": ts.URL}, http.StatusOK},
+		{"ForeignHost", map[string]string{"Host": "rebind.example" + port}, http.StatusMisdirectedRequest},
+		{"ForeignOrigin", map[string]string{"Origin": "http://rebind.example" + port}, http.StatusForbidden},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			before := reached.Load()
+			req, err := http.NewRequest(http.MethodGet, ts.URL+"/api/v1/namespaces/default/workflows", nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for k, v := range tt.header {
+				if k == "Host" {
+					req.Host = v
+					continue
+				}
+				req.Header.Set(k, v)
+			}
+			resp, err := http.DefaultClient.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			body, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			if resp.StatusCode != tt.want {
+				t.Fatalf("%v: %s %s, want %d", tt.header, resp.Status, body, tt.want)
+			}
+			if got := reached.Load() > before; got != (tt.want == http.StatusOK) {
+				t.Errorf("%v: reached the server %v", tt.header, got)
+			}
+			if tt.want != http.StatusOK && !strings.Contains(string(body), "the test server") {
+				t.Errorf("refusal %s does not name the server", body)
+			}
+		})
 	}
 }

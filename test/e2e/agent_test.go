@@ -20,10 +20,15 @@ import (
 	"github.com/ampflow/ampflow/workflows/task"
 )
 
-// dial connects a task client to a dev process.
+// dial connects a task client to a dev process, with the API key it keeps
+// in its data directory.
 func dial(t *testing.T, p *devProc) *workflows.Client {
 	t.Helper()
-	c, err := workers.Dial(context.Background(), config.Temporal{Address: p.temporal, Namespace: "default"}, nil, nil, 20*time.Second)
+	key, err := os.ReadFile(filepath.Join(p.dataDir, workers.TemporalKeyFile))
+	if err != nil {
+		t.Fatalf("reading the dev server's API key: %v", err)
+	}
+	c, err := workers.Dial(context.Background(), config.Temporal{Address: p.temporal, Namespace: "default", APIKey: strings.TrimSpace(string(key))}, nil, nil, 20*time.Second)
 	if err != nil {
 		t.Fatal(err)
 	}

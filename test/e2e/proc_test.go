@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -104,7 +105,12 @@ func (p *devProc) start() {
 	t := p.t
 	t.Helper()
 	_, port, _ := net.SplitHostPort(p.temporal)
-	p.cmd = exec.Command(binary, "dev", "--data-dir", p.dataDir, "--temporal-port", port, "--ui-port", "0", "--http-addr", p.api)
+	args := []string{"dev", "--data-dir", p.dataDir, "--temporal-port", port, "--http-addr", p.api}
+	// The Web UI is off unless the test asks for it by its variable.
+	if !slices.ContainsFunc(p.env, func(e string) bool { return strings.HasPrefix(e, "AMPFLOW_DEV_UI_PORT=") }) {
+		args = append(args, "--ui-port", "0")
+	}
+	p.cmd = exec.Command(binary, args...)
 	p.cmd.Env = append(os.Environ(), p.env...)
 	p.cmd.Dir = p.dataDir
 	stdout, err := p.cmd.StdoutPipe()

@@ -110,8 +110,11 @@ func startScaleCluster(t *testing.T, dbs scaleDatabases) *scaleCluster {
 	c := &scaleCluster{t: t, dbs: dbs, began: time.Now()}
 	frontend := fmt.Sprintf("127.0.0.1:%d", freePort(t))
 	_, port, _ := net.SplitHostPort(frontend)
+	// The frontend requires the key of every worker.
+	key := "AMPFLOW_TEMPORAL_API_KEY=scale-test-key"
 	c.temporal = &clusterProc{t: t, name: "ampflow temporal", ready: "ready in",
-		args: []string{"temporal", "--temporal-db", dbs.temporal, "--temporal-port", port, "--ui-port", "0"}}
+		args: []string{"temporal", "--temporal-db", dbs.temporal, "--temporal-port", port, "--ui-port", "0"},
+		env:  []string{key}}
 	t.Cleanup(c.temporal.stop)
 	c.temporal.start()
 	raw := make([]byte, 32)
@@ -124,6 +127,7 @@ func startScaleCluster(t *testing.T, dbs scaleDatabases) *scaleCluster {
 			api:  fmt.Sprintf("127.0.0.1:%d", freePort(t)),
 			args: []string{"worker"}}
 		w.env = []string{
+			key,
 			"AMPFLOW_TEMPORAL_ADDRESS=" + frontend,
 			"AMPFLOW_TEMPORAL_NAMESPACE=default",
 			"AMPFLOW_TEMPORAL_TASK_QUEUE=ampflow-scale",

@@ -120,7 +120,7 @@ func Run(ctx context.Context, o Options) (Result, error) {
 			o.Logger.Warn("stopping the dev server", "error", err)
 		}
 	}()
-	c, err := workers.Dial(ctx, config.Temporal{Address: srv.FrontendAddr(), Namespace: devserver.DefaultNamespace}, o.Logger, nil, 10*time.Second)
+	c, err := workers.Dial(ctx, config.Temporal{Address: srv.FrontendAddr(), Namespace: devserver.DefaultNamespace, APIKey: srv.APIKey()}, o.Logger, nil, 10*time.Second)
 	if err != nil {
 		return Result{}, err
 	}

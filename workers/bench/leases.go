@@ -96,7 +96,7 @@ func RunLeases(ctx context.Context, o LeaseOptions) (LeaseResult, error) {
 		return LeaseResult{}, err
 	}
 	defer srv.Stop()
-	c, err := workers.Dial(ctx, config.Temporal{Address: srv.FrontendAddr(), Namespace: devserver.DefaultNamespace}, o.Logger, nil, 10*time.Second)
+	c, err := workers.Dial(ctx, config.Temporal{Address: srv.FrontendAddr(), Namespace: devserver.DefaultNamespace, APIKey: srv.APIKey()}, o.Logger, nil, 10*time.Second)
 	if err != nil {
 		return LeaseResult{}, err
 	}

@@ -1,8 +1,8 @@
 package devserver
 
 import (
-	"fmt"
 	"net"
+	"slices"
 	"strconv"
 	"time"
 
@@ -23,7 +23,7 @@ const (
 
 // ports are the TCP ports one server instance listens on.
 type ports struct {
-	frontend, frontendHTTP, history, matching, worker int
+	frontend, frontendHTTP, internalFrontend, history, matching, worker int
 }
 
 // pickPorts returns the frontend port asked for and a fresh port for every
@@ -39,7 +39,7 @@ func pickPorts(frontendIP string, frontend int) (ports, error) {
 	if p.frontendHTTP, err = freePort(frontendIP); err != nil {
 		return p, err
 	}
-	for _, port := range []*int{&p.history, &p.matching, &p.worker} {
+	for _, port := range []*int{&p.internalFrontend, &p.history, &p.matching, &p.worker} {
 		if *port, err = freePort(loopback); err != nil {
 			return p, err
 		}
@@ -113,15 +113,17 @@ func serverConfig(o Options, p ports, store config.Persistence) *config.Config {
 	c.DCRedirectionPolicy.Policy = "noop"
 	c.Services = map[string]config.Service{
 		string(primitives.FrontendService): {RPC: config.RPC{GRPCPort: p.frontend, HTTPPort: p.frontendHTTP, BindOnIP: o.IP}},
-		string(primitives.HistoryService):  {RPC: config.RPC{GRPCPort: p.history, BindOnIP: loopback}},
-		string(primitives.MatchingService): {RPC: config.RPC{GRPCPort: p.matching, BindOnIP: loopback}},
-		string(primitives.WorkerService):   {RPC: config.RPC{GRPCPort: p.worker, BindOnIP: loopback}},
+		// The worker service's way in: with it configured, and
+		// PublicClient.HostPort empty, the server's own client goes here.
+		string(primitives.InternalFrontendService): {RPC: config.RPC{GRPCPort: p.internalFrontend, BindOnIP: loopback}},
+		string(primitives.HistoryService):          {RPC: config.RPC{GRPCPort: p.history, BindOnIP: loopback}},
+		string(primitives.MatchingService):         {RPC: config.RPC{GRPCPort: p.matching, BindOnIP: loopback}},
+		string(primitives.WorkerService):           {RPC: config.RPC{GRPCPort: p.worker, BindOnIP: loopback}},
 	}
 	c.Archival.History.State = "disabled"
 	c.Archival.Visibility.State = "disabled"
 	c.NamespaceDefaults.Archival.History.State = "disabled"
 	c.NamespaceDefaults.Archival.Visibility.State = "disabled"
-	c.PublicClient.HostPort = frontendAddr
 	return &c
 }
 
@@ -130,21 +132,19 @@ func serverConfig(o Options, p ports, store config.Persistence) *config.Config {
 const schedulerWorkers = 16
 
 // serverOptions wires the configuration, static membership (no gossip
-// ports), the logger and dynamic config into temporal.NewServer options.
+// ports), the logger, dynamic config, the API key (see keyClaims) and
+// internode TLS (see internodeTLS) into temporal.NewServer options.
 func serverOptions(c *config.Config, p ports, o Options, logger serverLogger) ([]temporal.ServerOption, error) {
-	authorizer, err := authorization.GetAuthorizerFromConfig(&c.Global.Authorization)
+	internode, err := newInternodeTLS()
 	if err != nil {
-		return nil, fmt.Errorf("creating authorizer: %w", err)
-	}
-	claimMapper, err := authorization.GetClaimMapperFromConfig(&c.Global.Authorization, logger)
-	if err != nil {
-		return nil, fmt.Errorf("creating claim mapper: %w", err)
+		return nil, err
 	}
 	hosts := map[primitives.ServiceName]static.Hosts{
-		primitives.FrontendService: static.SingleLocalHost(hostPort(dialHost(o.IP), p.frontend)),
-		primitives.HistoryService:  static.SingleLocalHost(hostPort(loopback, p.history)),
-		primitives.MatchingService: static.SingleLocalHost(hostPort(loopback, p.matching)),
-		primitives.WorkerService:   static.SingleLocalHost(hostPort(loopback, p.worker)),
+		primitives.FrontendService:         static.SingleLocalHost(hostPort(dialHost(o.IP), p.frontend)),
+		primitives.InternalFrontendService: static.SingleLocalHost(hostPort(loopback, p.internalFrontend)),
+		primitives.HistoryService:          static.SingleLocalHost(hostPort(loopback, p.history)),
+		primitives.MatchingService:         static.SingleLocalHost(hostPort(loopback, p.matching)),
+		primitives.WorkerService:           static.SingleLocalHost(hostPort(loopback, p.worker)),
 	}
 	dynamic := dynamicconfig.StaticClient{
 		// The Web UI polls visibility several times a second; the default
@@ -172,11 +172,12 @@ func serverOptions(c *config.Config, p ports, o Options, logger serverLogger) ([
 	}
 	return []temporal.ServerOption{
 		temporal.WithConfig(c),
-		temporal.ForServices(temporal.DefaultServices),
+		temporal.ForServices(append(slices.Clone(temporal.DefaultServices), string(primitives.InternalFrontendService))),
+		temporal.WithTLSConfigFactory(internode),
 		temporal.WithStaticHosts(hosts),
 		temporal.WithLogger(logger),
-		temporal.WithAuthorizer(authorizer),
-		temporal.WithClaimMapper(func(*config.Config) authorization.ClaimMapper { return claimMapper }),
+		temporal.WithAuthorizer(authorization.NewDefaultAuthorizer()),
+		temporal.WithClaimMapper(func(*config.Config) authorization.ClaimMapper { return keyClaims{key: []byte(o.APIKey)} }),
 		temporal.WithDynamicConfigClient(dynamic),
 	}, nil
 }

@@ -52,8 +52,19 @@ type Options struct {
 	IP string
 	// Port is the frontend gRPC port; zero picks a free one.
 	Port int
+	// APIKey is the credential the frontend requires of every caller, as
+	// gRPC metadata `authorization: Bearer <APIKey>` (the SDK's
+	// client.NewAPIKeyStaticCredentials); a caller without it may call
+	// only the health checks. Empty makes a random key for this run, which
+	// Server.APIKey returns.
+	APIKey string
 	// UIPort is the Temporal Web UI port on IP; zero leaves the UI off.
+	// The UI answers only to a loopback Host and Origin, and presents
+	// APIKey to the frontend itself.
 	UIPort int
+	// UIWrites lets the Web UI change workflows (signal, cancel,
+	// terminate, reset, start, batch actions); by default it only reads.
+	UIWrites bool
 	// Namespace is created if absent; the default is DefaultNamespace.
 	Namespace string
 	// Retention applies when the namespace is created; the default is
@@ -94,6 +105,13 @@ func (o Options) withDefaults() (Options, error) {
 	if o.LogLevel == nil {
 		o.LogLevel = slog.LevelWarn
 	}
+	if o.APIKey == "" {
+		key, err := newAPIKey()
+		if err != nil {
+			return o, fmt.Errorf("starting dev server: %w", err)
+		}
+		o.APIKey = key
+	}
 	return o, nil
 }
 
@@ -104,6 +122,7 @@ type Server struct {
 	ui           *uiServer
 	frontendAddr string
 	httpAddr     string
+	apiKey       string
 	stopping     *atomic.Bool
 	unlock       func() error
 
@@ -132,6 +151,7 @@ func Start(ctx context.Context, o Options) (_ *Server, err error) {
 	s := &Server{
 		frontendAddr: hostPort(dialHost(o.IP), p.frontend),
 		httpAddr:     hostPort(dialHost(o.IP), p.frontendHTTP),
+		apiKey:       o.APIKey,
 		stopping:     new(atomic.Bool),
 	}
 	defer func() {
@@ -168,7 +188,7 @@ func Start(ctx context.Context, o Options) (_ *Server, err error) {
 	if err := startTemporal(ctx, s.temporal); err != nil {
 		return nil, fmt.Errorf("starting dev server on %s: %w", s.frontendAddr, err)
 	}
-	if s.conn, err = dialFrontend(s.frontendAddr); err != nil {
+	if s.conn, err = dialFrontend(s.frontendAddr, o.APIKey); err != nil {
 		return nil, fmt.Errorf("starting dev server: %w", err)
 	}
 	if o.Postgres != "" {
@@ -185,7 +205,7 @@ func Start(ctx context.Context, o Options) (_ *Server, err error) {
 		return nil, fmt.Errorf("starting dev server: %w", err)
 	}
 	if o.UIPort != 0 {
-		if s.ui, err = startUI(o.IP, o.UIPort, s.frontendAddr, o.Namespace); err != nil {
+		if s.ui, err = startUI(o, s.frontendAddr); err != nil {
 			return nil, fmt.Errorf("starting dev server: %w", err)
 		}
 	}
@@ -234,6 +254,10 @@ func (s *Server) FrontendAddr() string { return s.frontendAddr }
 
 // FrontendHTTPAddr is the host:port of the frontend HTTP API.
 func (s *Server) FrontendHTTPAddr() string { return s.httpAddr }
+
+// APIKey is the key the frontend requires: Options.APIKey, or the one made
+// for this run.
+func (s *Server) APIKey() string { return s.apiKey }
 
 // UIAddr is the host:port of the Web UI, or "" when it is off.
 func (s *Server) UIAddr() string {

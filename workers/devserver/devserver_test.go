@@ -69,15 +69,28 @@ func mustStartServer(t *testing.T, o Options) *Server {
 	return s
 }
 
+// dial connects to s with its API key.
 func dial(t *testing.T, s *Server, namespace string) client.Client {
 	t.Helper()
-	c, err := client.Dial(client.Options{
-		HostPort:  s.FrontendAddr(),
-		Namespace: namespace,
-		Logger:    quietSDKLogger(),
-	})
+	return dialKey(t, s.FrontendAddr(), namespace, s.APIKey())
+}
+
+// dialKey connects to addr presenting key, or no credential when key is
+// empty.
+func dialKey(t *testing.T, addr, namespace, key string) client.Client {
+	t.Helper()
+	o := client.Options{
+		HostPort:          addr,
+		Namespace:         namespace,
+		Logger:            quietSDKLogger(),
+		ConnectionOptions: client.ConnectionOptions{TLSDisabled: true},
+	}
+	if key != "" {
+		o.Credentials = client.NewAPIKeyStaticCredentials(key)
+	}
+	c, err := client.Dial(o)
 	if err != nil {
-		t.Fatalf("dialing %s: %v", s.FrontendAddr(), err)
+		t.Fatalf("dialing %s: %v", addr, err)
 	}
 	t.Cleanup(c.Close)
 	return c
@@ -228,6 +241,9 @@ func TestServer(t *testing.T) {
 			t.Fatalf("UI API namespace %q, error %v", ns.NamespaceInfo.Name, err)
 		}
 	})
+
+	t.Run("KeyRequired", func(t *testing.T) { checkKeyRequired(ctx, t, s, workflowID) })
+	t.Run("UIGuarded", func(t *testing.T) { checkUIGuarded(ctx, t, s, workflowID) })
 
 	t.Run("DataDirLocked", func(t *testing.T) {
 		s2, err := Start(ctx, Options{DataDir: dir, Logger: testLogger()})

@@ -25,6 +25,9 @@ const childDirEnv = "AMPFLOW_DEVSERVER_CHILD_DIR"
 
 const childAddrPrefix = "devserver-frontend "
 
+// childKey is the API key of the child's server.
+const childKey = "child-key"
+
 // TestChildServer is the child half of TestSurvivesKill: it prints the
 // frontend address and serves until its stdin closes or it is killed.
 func TestChildServer(t *testing.T) {
@@ -32,7 +35,7 @@ func TestChildServer(t *testing.T) {
 	if dir == "" {
 		t.Skip("runs only as the child process of TestSurvivesKill")
 	}
-	s := mustStartServer(t, Options{DataDir: dir})
+	s := mustStartServer(t, Options{DataDir: dir, APIKey: childKey})
 	fmt.Printf("%s%s\n", childAddrPrefix, s.FrontendAddr())
 	_, _ = io.Copy(io.Discard, os.Stdin)
 }
@@ -89,10 +92,7 @@ func TestSurvivesKill(t *testing.T) {
 		t.Fatal("child process did not print its frontend address in time")
 	}
 
-	c, err := client.Dial(client.Options{HostPort: addr, Logger: quietSDKLogger()})
-	if err != nil {
-		t.Fatalf("dialing child server %s: %v", addr, err)
-	}
+	c := dialKey(t, addr, DefaultNamespace, childKey)
 	const workflowID = "greet-survivor"
 	if _, err := c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: workflowID, TaskQueue: "devserver-kill"}, greet, greetInput{Name: "survivor"}); err != nil {
 		t.Fatal(err)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"strings"
 	"sync/atomic"
 
 	"go.temporal.io/server/common/log"
@@ -62,7 +63,14 @@ func newServerLogger(l *slog.Logger, min slog.Leveler, stopping *atomic.Bool) se
 
 func (s serverLogger) Debug(msg string, tags ...tag.Tag) { s.log(s.l, slog.LevelDebug, msg, tags) }
 func (s serverLogger) Info(msg string, tags ...tag.Tag)  { s.log(s.l, slog.LevelInfo, msg, tags) }
-func (s serverLogger) Warn(msg string, tags ...tag.Tag)  { s.log(s.l, slog.LevelWarn, msg, tags) }
+func (s serverLogger) Warn(msg string, tags ...tag.Tag) {
+	// The internal frontend, which only the worker service calls, has no
+	// HTTP port and says so at every start; the public frontend has one.
+	if strings.HasPrefix(msg, "HTTP API port has not been set") {
+		return
+	}
+	s.log(s.l, slog.LevelWarn, msg, tags)
+}
 func (s serverLogger) Error(msg string, tags ...tag.Tag) { s.log(s.l, slog.LevelError, msg, tags) }
 
 // DPanic only panics in the server's development builds.

@@ -12,18 +12,9 @@ import (
 	"go.temporal.io/api/workflowservice/v1"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/types/known/durationpb"
 )
-
-func dialFrontend(addr string) (*grpc.ClientConn, error) {
-	conn, err := grpc.NewClient(addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
-	if err != nil {
-		return nil, fmt.Errorf("connecting to frontend %s: %w", addr, err)
-	}
-	return conn, nil
-}
 
 // poll calls try until it reports done, ctx ends, or it fails for good.
 // The pause between tries grows from a few milliseconds, because the

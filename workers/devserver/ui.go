@@ -19,10 +19,16 @@ import (
 	"github.com/temporalio/ui-server/v2/server/headers"
 	"github.com/temporalio/ui-server/v2/server/route"
 	"github.com/temporalio/ui-server/v2/ui"
+	"go.temporal.io/api/workflowservice/v1"
+	"google.golang.org/grpc"
+
+	"github.com/ampflow/ampflow/integrations/httpapi"
 )
 
 // uiServer serves the Temporal Web UI, whose compiled assets ui-server
-// embeds, so it works offline.
+// embeds, so it works offline. It answers only to a loopback Host and
+// Origin (httpapi.Guard): it has no sign-in, and reaches the frontend with
+// the server's key.
 //
 // It is assembled from ui-server's routes and middleware rather than run
 // through its server.Server, whose Start exits the whole process when the
@@ -30,17 +36,19 @@ import (
 // error from Start.
 type uiServer struct {
 	addr string
+	conn *grpc.ClientConn
 	http *http.Server
 	done chan struct{}
 }
 
-func startUI(ip string, port int, frontendAddr, namespace string) (*uiServer, error) {
+func startUI(o Options, frontendAddr string) (*uiServer, error) {
 	cfg := &uiconfig.Config{
 		TemporalGRPCAddress: frontendAddr,
-		Host:                ip,
-		Port:                port,
+		Host:                o.IP,
+		Port:                o.UIPort,
 		EnableUI:            true,
-		DefaultNamespace:    namespace,
+		DefaultNamespace:    o.Namespace,
+		DisableWriteActions: !o.UIWrites,
 		// Both reach out to the internet.
 		DisableNewsFetch:   true,
 		NotifyOnNewVersion: false,
@@ -48,18 +56,27 @@ func startUI(ip string, port int, frontendAddr, namespace string) (*uiServer, er
 		CORS:     uiconfig.CORS{CookieInsecure: true},
 		HideLogs: true,
 	}
-	ln, err := net.Listen("tcp", hostPort(ip, port))
+	ln, err := net.Listen("tcp", hostPort(o.IP, o.UIPort))
 	if err != nil {
 		return nil, fmt.Errorf("listening for web UI: %w", err)
 	}
-	handler, err := uiHandler(cfg)
+	// ui-server has no setting for an API key, so its gRPC connection is
+	// ours: one that presents the key on every call.
+	conn, err := dialFrontend(frontendAddr, o.APIKey, grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(64<<20)))
 	if err != nil {
 		ln.Close()
 		return nil, fmt.Errorf("building web UI: %w", err)
 	}
+	handler, err := uiHandler(cfg, conn)
+	if err != nil {
+		ln.Close()
+		conn.Close()
+		return nil, fmt.Errorf("building web UI: %w", err)
+	}
 	s := &uiServer{
-		addr: hostPort(dialHost(ip), port),
-		http: &http.Server{Handler: handler, ReadHeaderTimeout: 10 * time.Second},
+		addr: hostPort(dialHost(o.IP), o.UIPort),
+		conn: conn,
+		http: &http.Server{Handler: httpapi.Guard("the Web UI", handler), ReadHeaderTimeout: 10 * time.Second},
 		done: make(chan struct{}),
 	}
 	go func() {
@@ -69,7 +86,9 @@ func startUI(ip string, port int, frontendAddr, namespace string) (*uiServer, er
 	return s, nil
 }
 
-func uiHandler(cfg *uiconfig.Config) (http.Handler, error) {
+// uiHandler is ui-server's own set of routes and middleware, its API
+// routes served over conn.
+func uiHandler(cfg *uiconfig.Config, conn *grpc.ClientConn) (http.Handler, error) {
 	provider, err := uiconfig.NewConfigProviderWithRefresh(staticUIConfig{cfg})
 	if err != nil {
 		return nil, err
@@ -103,15 +122,26 @@ func uiHandler(cfg *uiconfig.Config) (http.Handler, error) {
 	e.Use(middleware.CSRFWithConfig(csrf.MiddlewareConfig(provider, secureCookie)))
 	e.Pre(route.PublicPath(cfg.PublicPath))
 	route.SetHealthRoute(e)
-	if err := route.SetAPIRoutes(e, provider, apiMiddleware); err != nil {
-		return nil, err
-	}
+	apiRoutes(e, provider, apiMiddleware, conn)
 	route.SetAuthRoutes(e, provider)
 	if err := route.SetUIRoutes(e, cfg.PublicPath, assets, provider); err != nil {
 		return nil, err
 	}
 	route.SetRenderRoute(e, "/")
 	return e, nil
+}
+
+// apiRoutes mounts the routes of ui-server's route.SetAPIRoutes, which
+// dials a connection of its own, over conn; writes go through its
+// DisableWriteMiddleware.
+func apiRoutes(e *echo.Echo, provider *uiconfig.ConfigProviderWithRefresh, mw []api.Middleware, conn *grpc.ClientConn) {
+	writes := route.DisableWriteMiddleware(provider)
+	g := e.Group("/api/v1")
+	g.GET("/settings", api.GetSettings(provider))
+	g.GET("/releases", api.GetLatestReleases(provider, api.NewReleaseChecker()))
+	g.GET("/ui-extensions", api.GetUIExtensions(provider, api.TemporalAccessCheck(conn, mw)))
+	g.GET(api.WorkflowRawHistoryUrl, api.WorkflowRawHistoryHandler(workflowservice.NewWorkflowServiceClient(conn)), writes)
+	g.Match([]string{"GET", "POST", "PUT", "PATCH", "DELETE"}, "/*", api.TemporalAPIHandler(provider, mw, conn), writes)
 }
 
 func (s *uiServer) stop() error {
@@ -122,7 +152,7 @@ func (s *uiServer) stop() error {
 		err = s.http.Close()
 	}
 	<-s.done
-	return err
+	return errors.Join(err, s.conn.Close())
 }
 
 type staticUIConfig struct{ cfg *uiconfig.Config }
