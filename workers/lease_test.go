@@ -6,11 +6,15 @@ import (
 	"errors"
 	"io"
 	"log/slog"
+	"strings"
 	"testing"
 
+	"github.com/ampflow/ampflow/activities"
 	"github.com/ampflow/ampflow/activities/ssot"
 	"github.com/ampflow/ampflow/amp"
+	"github.com/ampflow/ampflow/integrations/repomesh"
 	"github.com/ampflow/ampflow/workflows"
+	"github.com/ampflow/ampflow/workflows/aof"
 	"github.com/ampflow/ampflow/workflows/task"
 )
 
@@ -66,4 +70,15 @@ func TestHeartbeatProgress(t *testing.T) {
 			t.Fatalf("events %+v for a refused heartbeat", mesh.evs)
 		}
 	})
+}
+
+// TestSystemLeaseKeysReserved holds every lease key the system takes
+// itself out of agents' reach: POST /v1/leases refuses them.
+func TestSystemLeaseKeysReserved(t *testing.T) {
+	for _, key := range []string{activities.BranchKey("/src/app", "main"), activities.BranchKey(strings.Repeat("r", 300), "main"),
+		repomesh.ClaimKey("T-2026-001"), aof.LeaseKey("AOF-1")} {
+		if repomesh.ReservedPrefix(key) == "" {
+			t.Errorf("the system's lease key %s is not reserved", key)
+		}
+	}
 }

@@ -219,13 +219,13 @@ func (a answer) want(t *testing.T, status int, v any) {
 func TestLeaseRoutes(t *testing.T) {
 	h := newHarness(t)
 	var l Lease
-	h.do(t, "POST", "/v1/leases", aliceToken, `{"resource_key":"repo:app:main","agent_id":"alice","ttl_seconds":300}`).want(t, 201, &l)
+	h.do(t, "POST", "/v1/leases", aliceToken, `{"resource_key":"file:app/README.md","agent_id":"alice","ttl_seconds":300}`).want(t, 201, &l)
 	if l.State != "active" || !l.AutoRelease || l.TTLSeconds != 300 || l.AgentID != "alice" || l.LeaseID == "" {
 		t.Fatalf("lease %+v", l)
 	}
 	t.Run("Conflict", func(t *testing.T) {
 		var c ConflictBody
-		h.do(t, "POST", "/v1/leases", bobToken, `{"resource_key":"repo:app:main","ttl_seconds":60}`).want(t, 409, &c)
+		h.do(t, "POST", "/v1/leases", bobToken, `{"resource_key":"file:app/README.md","ttl_seconds":60}`).want(t, 409, &c)
 		if c.Error.Code != CodeLockConflict || c.Error.Holder != "alice" || c.Error.RetryAfterMS != 12000 {
 			t.Fatalf("conflict %+v", c)
 		}
@@ -359,5 +359,35 @@ func TestAgentHeartbeatRoleIsTheTokens(t *testing.T) {
 	h.do(t, "POST", "/v1/agents/bob/heartbeat", adminToken, `{"status":"recovered","role":"reviewer"}`).want(t, 200, &out)
 	if fmt.Sprint(out.Redispatched) != "[T-2026-001]" {
 		t.Fatalf("an admin's heartbeat for a reviewer redispatched %v", out.Redispatched)
+	}
+}
+
+func TestReservedLeaseKeys(t *testing.T) {
+	h := newHarness(t)
+	for _, key := range []string{task.BranchLeaseKey("app", "main"), ClaimKey("T-2026-001"), "aof/T-7"} {
+		t.Run(key, func(t *testing.T) {
+			for _, token := range []string{aliceToken, adminToken} {
+				var e struct {
+					Error struct {
+						Code, Message string
+						Fields        []amp.FieldError
+					}
+				}
+				h.do(t, "POST", "/v1/leases", token, `{"resource_key":"`+key+`","ttl_seconds":60}`).want(t, 403, &e)
+				prefix := key[:strings.IndexAny(key, ":/")+1]
+				if e.Error.Code != string(CodePermissionDenied) || len(e.Error.Fields) != 1 || e.Error.Fields[0].Path != "resource_key" ||
+					!strings.Contains(e.Error.Message, `"`+prefix+`"`) {
+					t.Fatalf("refusal %+v", e.Error)
+				}
+			}
+			if _, held := h.leases.byKey[key]; held {
+				t.Fatalf("%s was taken", key)
+			}
+		})
+	}
+	// The system's own claim on a task still takes task:<id>.
+	h.do(t, "POST", "/v1/events", aliceToken, `{"type":"task.claimed","severity":"info","payload":{"task_id":"T-2026-001","agent_id":"alice","lease_ttl":60}}`).want(t, 201, nil)
+	if l := h.leases.byKey[ClaimKey("T-2026-001")]; l == nil || l.AgentID != "alice" {
+		t.Fatalf("claim lease %+v", l)
 	}
 }

@@ -153,10 +153,11 @@ func operations() []operation {
 	cursor := query("cursor", "next_cursor of the previous page.")
 	return []operation{
 		{"POST /v1/leases", op("postLeases", "Acquire a lease",
-			"Takes resource_key for agent_id (empty: the caller) for ttl_seconds (1 to 86400). 201 with a new lease; 200 when the agent held it already (a renewal); 409 LOCK_CONFLICT naming the holder and retry_after_ms (until the holder's lease expires unless renewed). The lease is auto-released at last_heartbeat + ttl.",
+			"Takes resource_key for agent_id (empty: the caller) for ttl_seconds (1 to 86400); keys starting repo:, task: or aof/ are the system's (403). 201 with a new lease; 200 when the agent held it already (a renewal); 409 LOCK_CONFLICT naming the holder and retry_after_ms (until the holder's lease expires unless renewed). The lease is auto-released at last_heartbeat + ttl.",
 			nil, "LeaseAcquireRequest", map[string]any{
 				"201": resp("The lease taken.", "Lease"), "200": resp("The holder asked again: renewed.", "Lease"),
 				"400": errResp("Invalid input (code invalid)."),
+				"403": errResp("agent_id is not the caller (code PERMISSION_DENIED), or resource_key starts with a prefix the system reserves for its own leases, repo:, task: or aof/ (code PERMISSION_DENIED, fields naming resource_key; admins too); an agent.error tells the caller too."),
 				"409": resp("Held by another agent (code LOCK_CONFLICT).", "LockConflict"),
 			})},
 		{"GET /v1/leases", op("getLeases", "List leases",

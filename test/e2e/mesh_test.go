@@ -32,11 +32,11 @@ func TestMesh(t *testing.T) {
 
 	t.Run("LeaseAutoReleasedOnTime", func(t *testing.T) {
 		var l repomesh.Lease
-		if code := alice.do("POST", "/v1/leases", map[string]any{"resource_key": "repo:app:main", "agent_id": "alice", "ttl_seconds": 3}, &l); code != 201 {
+		if code := alice.do("POST", "/v1/leases", map[string]any{"resource_key": "file:app:main", "agent_id": "alice", "ttl_seconds": 3}, &l); code != 201 {
 			t.Fatalf("acquire: %d", code)
 		}
 		var conflict repomesh.ConflictBody
-		code, body := rawDo(t, bob, "POST", "/v1/leases", `{"resource_key":"repo:app:main","ttl_seconds":30}`)
+		code, body := rawDo(t, bob, "POST", "/v1/leases", `{"resource_key":"file:app:main","ttl_seconds":30}`)
 		if err := json.Unmarshal(body, &conflict); code != 409 || err != nil || conflict.Error.Holder != "alice" ||
 			conflict.Error.Code != repomesh.CodeLockConflict || conflict.Error.RetryAfterMS <= 0 || conflict.Error.RetryAfterMS > 3000 {
 			t.Fatalf("bob's acquire while alice holds: %d %s", code, body)
@@ -79,7 +79,7 @@ func TestMesh(t *testing.T) {
 				t.Errorf("lock.auto_released without last_heartbeat: %s", e.Payload)
 			}
 		}
-		if code := bob.do("POST", "/v1/leases", map[string]any{"resource_key": "repo:app:main", "ttl_seconds": 30}, &l); code != 201 || l.AgentID != "bob" {
+		if code := bob.do("POST", "/v1/leases", map[string]any{"resource_key": "file:app:main", "ttl_seconds": 30}, &l); code != 201 || l.AgentID != "bob" {
 			t.Fatalf("bob's acquire after the release: %d %+v", code, l)
 		}
 		if code := alice.do("DELETE", "/v1/leases/"+l.LeaseID, nil, nil); code != 403 {
@@ -190,7 +190,7 @@ func TestMesh(t *testing.T) {
 	})
 
 	t.Run("AgentRecovered", func(t *testing.T) {
-		for _, key := range []string{"task:T-2026-900", "repo:app:feature"} {
+		for _, key := range []string{"claim:T-2026-900", "file:app:feature"} {
 			if code := alice.do("POST", "/v1/leases", map[string]any{"resource_key": key, "ttl_seconds": 600}, nil); code != 201 {
 				t.Fatalf("acquire %s: %d", key, code)
 			}
@@ -215,7 +215,7 @@ func TestMesh(t *testing.T) {
 			t.Fatalf("recovery echo: %+v", echo.Events)
 		}
 		// Another agent may take them now.
-		if code := bob.do("POST", "/v1/leases", map[string]any{"resource_key": "task:T-2026-900", "ttl_seconds": 5}, nil); code != 201 {
+		if code := bob.do("POST", "/v1/leases", map[string]any{"resource_key": "claim:T-2026-900", "ttl_seconds": 5}, nil); code != 201 {
 			t.Fatalf("bob's acquire after alice recovered: %d", code)
 		}
 	})
