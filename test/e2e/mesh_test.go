@@ -116,10 +116,10 @@ func TestMesh(t *testing.T) {
 	t.Run("LeaseCLI", func(t *testing.T) {
 		env := cliEnv(p, "bob-secret", "bob")
 		var l repomesh.Lease
-		if err := json.Unmarshal([]byte(mustRun(t, env, "-o", "json", "lease", "acquire", "repo:cli:main", "--ttl", "120")), &l); err != nil || l.AgentID != "bob" || l.State != "active" {
+		if err := json.Unmarshal([]byte(mustRun(t, env, "-o", "json", "lease", "acquire", "file:cli:main", "--ttl", "120")), &l); err != nil || l.AgentID != "bob" || l.State != "active" {
 			t.Fatalf("lease acquire: %+v %v", l, err)
 		}
-		_, errOut, code := runAmpflow(t, cliEnv(p, "alice-secret", "alice"), nil, "lease", "acquire", "repo:cli:main")
+		_, errOut, code := runAmpflow(t, cliEnv(p, "alice-secret", "alice"), nil, "lease", "acquire", "file:cli:main")
 		if code == 0 || !strings.Contains(errOut, "held by bob") {
 			t.Fatalf("alice's lease acquire of bob's key: exit %d %s", code, errOut)
 		}
