@@ -36,7 +36,7 @@ func TaskEvents(taskID string, entries []RecordEntry) []ssot.MeshEvent {
 	add := func(id, typ, severity, subject, content string, at time.Time, payload map[string]any) {
 		payload["task_id"] = taskID
 		body, _ := json.Marshal(payload)
-		out = append(out, ssot.MeshEvent{ID: "task-" + id, Type: typ, Severity: severity, AgentID: MeshSender,
+		out = append(out, ssot.MeshEvent{ID: ssot.SystemEventPrefix + "task-" + id, Type: typ, Severity: severity, AgentID: MeshSender,
 			From: MeshSender, FromID: MeshSender, Subject: subject, Content: content, TaskID: taskID, CreatedAt: at, Payload: body})
 	}
 	for _, e := range entries {
@@ -116,7 +116,7 @@ func ProgressEvent(taskID string, in task.HeartbeatInput, at time.Time) ssot.Mes
 	agent := string(in.From)
 	payload := map[string]any{"task_id": taskID, "agent_id": agent, "summary": in.Note}
 	body, _ := json.Marshal(payload)
-	return ssot.MeshEvent{ID: fmt.Sprintf("task-progress-%s-%d", taskID, at.UnixNano()), Type: "task.progress", Severity: "info",
+	return ssot.MeshEvent{ID: fmt.Sprintf("%stask-progress-%s-%d", ssot.SystemEventPrefix, taskID, at.UnixNano()), Type: "task.progress", Severity: "info",
 		AgentID: agent, From: MeshSender, FromID: MeshSender, Subject: "task.progress " + taskID, Content: in.Note,
 		TaskID: taskID, CreatedAt: at, Payload: body}
 }

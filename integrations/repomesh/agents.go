@@ -123,7 +123,7 @@ func (a *API) agentHeartbeat(w http.ResponseWriter, r *http.Request) {
 		payload, _ := json.Marshal(map[string]any{"from": agent, "from_id": agent, "to": "all",
 			"subject": "Recovered", "content": RecoveredMessage, "timestamp": now.UTC(),
 			"metadata": map[string]any{"released_leases": out.Released, "redispatched_tasks": out.Redispatched}})
-		e, err := a.store.AppendEvent(r.Context(), ssot.MeshEvent{ID: newID("E"), Type: TypeChat, Severity: "info",
+		e, err := a.store.AppendEvent(r.Context(), ssot.MeshEvent{ID: newID(ssot.SystemEventPrefix + "E"), Type: TypeChat, Severity: "info",
 			AgentID: agent, From: agent, FromID: agent, To: "all", Subject: "Recovered", Content: RecoveredMessage,
 			CreatedAt: now, Payload: payload})
 		if err != nil {

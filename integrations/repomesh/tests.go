@@ -104,12 +104,19 @@ func (a *API) onTestResult(r *http.Request, e ssot.MeshEvent) {
 		payload["bug_tasks"] = bugs
 	}
 	body, _ := json.Marshal(payload)
-	retry := ssot.MeshEvent{ID: "retry-" + e.ID, Type: TypeTestRetry, Severity: "warning", AgentID: Sender, From: Sender,
+	retry := ssot.MeshEvent{ID: retryID(e), Type: TypeTestRetry, Severity: "warning", AgentID: Sender, From: Sender,
 		FromID: Sender, To: e.From, Subject: fmt.Sprintf("Retry %s (attempt %d)", res.SuiteName, attempt+1),
 		Content: strings.Join(tests, "\n"), ParentID: e.ID, TaskID: e.TaskID, CreatedAt: a.now(), Payload: body}
 	if _, err := a.store.AppendEvent(r.Context(), retry); err != nil {
 		a.log.Error("storing a test.retry event", "task_id", e.TaskID, "error", err)
 	}
+}
+
+// retryID is the id of the test.retry answering the stored result e: a
+// system event's, derived from e's place in the log, so a retried post
+// answers it once.
+func retryID(e ssot.MeshEvent) string {
+	return fmt.Sprintf("%sretry-%d", ssot.SystemEventPrefix, e.Seq)
 }
 
 // BugPriority is the document's priority of a bug task, and BugRisk the
@@ -176,7 +183,7 @@ func (a *API) meshBug(r *http.Request, e ssot.MeshEvent, goal, desc, suite, test
 	payload, _ := json.Marshal(map[string]any{"from": Sender, "from_id": Sender, "to": e.From, "task_id": id,
 		"goal": goal, "description": desc, "priority": BugPriority, "risk_level": BugRisk, "assignee": e.From,
 		"metadata": meta, "parent_message_id": e.ID})
-	_, err := a.store.AppendEvent(r.Context(), ssot.MeshEvent{ID: "created-" + id, Type: "task.created", Severity: "warning",
+	_, err := a.store.AppendEvent(r.Context(), ssot.MeshEvent{ID: ssot.SystemEventPrefix + "created-" + id, Type: "task.created", Severity: "warning",
 		AgentID: Sender, From: Sender, FromID: Sender, To: e.From, Subject: goal, Content: desc, ParentID: e.ID,
 		TaskID: id, CreatedAt: a.now(), Payload: payload})
 	if err != nil {

@@ -37,7 +37,11 @@ func TestTestResultRetriesThenBugTask(t *testing.T) {
 		h.do(t, "POST", "/v1/events", bobToken, result(i, failing...)).want(t, 201, nil)
 		// a retried post changes nothing
 		h.do(t, "POST", "/v1/events", bobToken, result(i, failing...)).want(t, 201, nil)
-		e, err := h.store.Event(ctx, fmt.Sprintf("retry-R%d", i))
+		res, err := h.store.Event(ctx, fmt.Sprintf("R%d", i))
+		if err != nil {
+			t.Fatal(err)
+		}
+		e, err := h.store.Event(ctx, retryID(res))
 		if i == 4 {
 			if err == nil {
 				t.Fatalf("a retry after the schedule's last: %s", e.Payload)
@@ -105,7 +109,11 @@ func TestTestResultBugTaskOfAMeshTask(t *testing.T) {
 		bug.Meta["original_task_id"] != "mesh-task-7" || bug.Meta["test_suite"] != "e2e/auth" {
 		t.Fatalf("bug task %s", evs[0].Payload)
 	}
-	retry, err := h.store.Event(ctx, fmt.Sprintf("retry-R%d", BugAfter))
+	res, err := h.store.Event(ctx, fmt.Sprintf("R%d", BugAfter))
+	if err != nil {
+		t.Fatal(err)
+	}
+	retry, err := h.store.Event(ctx, retryID(res))
 	if err != nil || !strings.Contains(string(retry.Payload), `"login":"`+bug.TaskID+`"`) {
 		t.Fatalf("the retry names no bug task: %s %v", retry.Payload, err)
 	}
