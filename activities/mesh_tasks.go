@@ -2,6 +2,8 @@ package activities
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"strings"
@@ -119,4 +121,37 @@ func ProgressEvent(taskID string, in task.HeartbeatInput, at time.Time) ssot.Mes
 	return ssot.MeshEvent{ID: fmt.Sprintf("%stask-progress-%s-%d", ssot.SystemEventPrefix, taskID, at.UnixNano()), Type: "task.progress", Severity: "info",
 		AgentID: agent, From: MeshSender, FromID: MeshSender, Subject: "task.progress " + taskID, Content: in.Note,
 		TaskID: taskID, CreatedAt: at, Payload: body}
+}
+
+// TypeTaskClaimed is the registry's event of an agent taking a task.
+const TypeTaskClaimed = "task.claimed"
+
+// DeliveredEvent records that agent, acting as role, acknowledged msgID,
+// its task's dispatch or review request: a task.claimed that ampflow
+// (agent_id "ampflow") stores from the agent, to nobody's inbox. Only
+// these say which agent a task of ampflow's went to: a recovered agent's
+// tasks are sent again, and its test results may file bug tasks. The id
+// derives from the message and the agent, so an ACK sent again records
+// it once.
+func DeliveredEvent(taskID, msgID, agent string, role amp.Role, at time.Time) ssot.MeshEvent {
+	sum := sha256.Sum256([]byte(msgID + "\x00" + agent))
+	payload, _ := json.Marshal(map[string]any{"task_id": taskID, "agent_id": agent, "from": agent, "role": string(role),
+		"ack_of": msgID})
+	return ssot.MeshEvent{ID: ssot.SystemEventPrefix + "delivered-" + hex.EncodeToString(sum[:12]), Type: TypeTaskClaimed,
+		Severity: "info", AgentID: MeshSender, From: agent, FromID: agent, Subject: TypeTaskClaimed + " " + taskID,
+		Content: string(role) + " " + agent + " acknowledged " + msgID, TaskID: taskID, CreatedAt: at, Payload: payload}
+}
+
+// DeliveryOf reads a delivery record DeliveredEvent made: the agent and its
+// role; false for any other event (an agent's own claim, ampflow's
+// task.claimed of an ACK).
+func DeliveryOf(e ssot.MeshEvent) (agent string, role amp.Role, ok bool) {
+	if e.Type != TypeTaskClaimed || e.AgentID != MeshSender || e.From == MeshSender || !strings.HasPrefix(e.ID, ssot.SystemEventPrefix+"delivered-") {
+		return "", "", false
+	}
+	var p struct {
+		Role amp.Role `json:"role"`
+	}
+	_ = json.Unmarshal(e.Payload, &p)
+	return e.From, p.Role, true
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/ampflow/ampflow/activities"
 	"github.com/ampflow/ampflow/activities/ssot"
 	"github.com/ampflow/ampflow/amp"
+	"github.com/ampflow/ampflow/integrations/httpapi"
 	"github.com/ampflow/ampflow/integrations/repomesh"
 	"github.com/ampflow/ampflow/workflows"
 	"github.com/ampflow/ampflow/workflows/aof"
@@ -80,5 +81,39 @@ func TestSystemLeaseKeysReserved(t *testing.T) {
 		if repomesh.ReservedPrefix(key) == "" {
 			t.Errorf("the system's lease key %s is not reserved", key)
 		}
+	}
+}
+
+type acks struct{ workflows.Tasks }
+
+func (acks) Ack(context.Context, string, amp.Role) (task.SubmitResult, error) {
+	return task.SubmitResult{}, nil
+}
+
+func TestAckRecordsDelivery(t *testing.T) {
+	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	mesh := &meshLog{}
+	p := progressTasks{Tasks: acks{}, mesh: mesh, log: log}
+	as := httpapi.WithCaller(context.Background(), httpapi.Caller{Name: "alice", Role: amp.RoleExecutor})
+	const dispatch = "task_dispatch-T-2026-001-1700000000000"
+	for _, c := range []struct {
+		ctx   context.Context
+		msgID string
+	}{
+		{as, dispatch},
+		{context.Background(), "task_dispatch-T-2026-002-1700000000000"},                                     // no token
+		{httpapi.WithCaller(context.Background(), httpapi.Caller{Open: true}), "task_dispatch-T-2026-003-1"}, // open API
+		{as, "plan_approval-T-2026-004-1700000000000"},                                                       // not a delivery
+	} {
+		if _, err := p.Ack(c.ctx, c.msgID, amp.RoleExecutor); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if len(mesh.evs) != 1 {
+		t.Fatalf("events %+v, want alice's delivery of T-2026-001 alone", mesh.evs)
+	}
+	agent, role, ok := activities.DeliveryOf(mesh.evs[0])
+	if !ok || agent != "alice" || role != amp.RoleExecutor || mesh.evs[0].TaskID != "T-2026-001" {
+		t.Fatalf("delivery %+v", mesh.evs[0])
 	}
 }

@@ -205,10 +205,11 @@ func operations() []operation {
 			"Adds a read receipt for agent_id (empty: the caller); the first read time is kept. The body may be {}. 404 unless the caller may read the event.",
 			[]any{pathID("The event id.")}, "MeshReadRequest", map[string]any{"200": resp("The event with read_by.", "MeshEvent"), "404": errResp("No such event (code not_found).")}))},
 		{"POST /v1/agents/{id}/heartbeat", op("postAgentsIdHeartbeat", "Report an agent's status",
-			"status active, inactive or recovered. inactive and recovered release every lease the agent holds (lock.auto_released events, and an agent.chat to the agent for each) and tell every task waiting for the agent's role (role, default the caller's token role: executor for tasks dispatched or in_progress, reviewer for tasks in_review) to send its message again at once (an agent's role must be its token's; only an admin names another); recovered also posts the agent.chat \"recovered from crash, resuming work\" to all.",
+			"status active, inactive or recovered. inactive and recovered release every lease the agent holds (lock.auto_released events, and an agent.chat to the agent for each) and tell each of the agent's own tasks (those whose dispatch or review request it acknowledged with its token) still waiting for its role (role, default the caller's token role: executor for tasks dispatched or in_progress, reviewer for tasks in_review) to send its message again at once, at most 50 (an agent's role must be its token's; only an admin names another); recovered also posts the agent.chat \"recovered from crash, resuming work\" to all. One inactive or recovered report per agent a minute: another is 429.",
 			[]any{pathID("The agent (its token's name).")}, "AgentHeartbeatRequest", map[string]any{
 				"200": resp("What the heartbeat released.", "AgentHeartbeatResponse"), "400": errResp("Invalid status or role (code invalid)."),
 				"403": errResp("Another agent, or a role not the token's (code PERMISSION_DENIED); a cross-site Origin (code forbidden)."),
+				"429": errResp("The agent reported inactive or recovered less than a minute ago (code rate_limited; Retry-After says when it may again). Nothing was done."),
 			})},
 	}
 }
