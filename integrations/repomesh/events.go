@@ -130,6 +130,9 @@ func (a *API) postEvent(w http.ResponseWriter, r *http.Request) {
 	if ev.typ == "task.claimed" && !a.claim(w, r, ev) {
 		return
 	}
+	if ev.typ == "test.result" && !a.mayReportTests(w, r, ev) {
+		return
+	}
 	if ev.from == "" {
 		ev.from = c.Name
 	}

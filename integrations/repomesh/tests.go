@@ -13,6 +13,7 @@ import (
 
 	"github.com/ampflow/ampflow/activities/ssot"
 	"github.com/ampflow/ampflow/amp"
+	"github.com/ampflow/ampflow/integrations/httpapi"
 	"github.com/ampflow/ampflow/workflows"
 	"github.com/ampflow/ampflow/workflows/task"
 )
@@ -27,6 +28,60 @@ var RetrySchedule = []time.Duration{time.Second, 2 * time.Second, 4 * time.Secon
 
 // BugAfter is the failure of one test that files a bug task.
 const BugAfter = 3
+
+// Bounds of the bug tasks test results file: one test.result files at
+// most MaxBugsPerResult, and a task's results MaxBugsPerTask in all (as
+// its test.retry events name them). A test past either bound is named in
+// the retry's bugs_not_filed.
+const (
+	MaxBugsPerResult = 3
+	MaxBugsPerTask   = 10
+)
+
+// mayReportTests reports whether the caller may post a test.result with
+// failures for its task: a coordinator, an admin, or one of the task's
+// own agents (see isTaskAgent); false means the answer was written, 403
+// PERMISSION_DENIED naming payload.task_id.
+func (a *API) mayReportTests(w http.ResponseWriter, r *http.Request, ev checked) bool {
+	c := httpapi.CallerOf(r)
+	failures, _ := ev.payload["failures"].([]any)
+	if ev.taskID == "" || len(failures) == 0 || isAdmin(c) || c.Role == amp.RoleCoordinator {
+		return true
+	}
+	ok, err := a.isTaskAgent(r.Context(), selfNames(c), ev.taskID)
+	if err != nil {
+		a.srv.Error(w, r, err)
+		return false
+	}
+	if !ok {
+		problem := fmt.Sprintf("%s is not an agent of task %s: only its agents, coordinators and admins report its failing tests", c.Name, ev.taskID)
+		a.tellError(r, "event.log", CodePermissionDenied, "payload.task_id: "+problem, 0, map[string]any{"task_id": ev.taskID})
+		a.srv.Error(w, r, &task.Error{Code: CodePermissionDenied, Message: "payload.task_id: " + problem,
+			Fields: []amp.FieldError{{Path: "payload.task_id", Problem: problem}}})
+	}
+	return ok
+}
+
+// bugsFiled counts the bug tasks the task's earlier results filed, as
+// their test.retry events name them; the retry of e itself (a retried
+// post) is not counted.
+func (a *API) bugsFiled(r *http.Request, e ssot.MeshEvent) (int, error) {
+	retries, _, err := a.store.SearchEvents(r.Context(), ssot.SearchQuery{Type: TypeTestRetry, From: Sender, TaskID: e.TaskID},
+		ssot.Page{Limit: maxResults})
+	if err != nil {
+		return 0, err
+	}
+	n := 0
+	for _, rt := range retries {
+		var p struct {
+			Bugs map[string]string `json:"bug_tasks"`
+		}
+		if rt.ID != retryID(e) && json.Unmarshal(rt.Payload, &p) == nil {
+			n += len(p.Bugs)
+		}
+	}
+	return n, nil
+}
 
 // maxResults bounds the test.result events of a task read to count a
 // test's failures.
@@ -74,7 +129,12 @@ func (a *API) onTestResult(r *http.Request, e ssot.MeshEvent) {
 			}
 		}
 	}
-	var tests []string
+	filed, err := a.bugsFiled(r, e)
+	if err != nil {
+		a.log.Error("counting a task's bug tasks", "task_id", e.TaskID, "error", err)
+		return
+	}
+	var tests, notFiled []string
 	attempt := 0
 	bugs := map[string]string{}
 	for _, f := range res.Failures {
@@ -84,6 +144,10 @@ func (a *API) onTestResult(r *http.Request, e ssot.MeshEvent) {
 		tests = append(tests, f.Test)
 		n := counts[f.Test]
 		attempt = max(attempt, n)
+		if n == BugAfter && (len(bugs) >= MaxBugsPerResult || filed+len(bugs) >= MaxBugsPerTask) {
+			notFiled = append(notFiled, f.Test)
+			continue
+		}
 		if n == BugAfter {
 			id, err := a.fileBug(r, e, res.SuiteName, f.Test, f.Message)
 			if err != nil {
@@ -102,6 +166,11 @@ func (a *API) onTestResult(r *http.Request, e ssot.MeshEvent) {
 		"not_before": e.CreatedAt.Add(wait).UTC(), "parent_message_id": e.ID}
 	if len(bugs) > 0 {
 		payload["bug_tasks"] = bugs
+	}
+	if len(notFiled) > 0 {
+		a.log.Warn("bug tasks not filed: the bounds are reached", "task_id", e.TaskID, "tests", notFiled,
+			"per_result", MaxBugsPerResult, "per_task", MaxBugsPerTask)
+		payload["bugs_not_filed"] = notFiled
 	}
 	body, _ := json.Marshal(payload)
 	retry := ssot.MeshEvent{ID: retryID(e), Type: TypeTestRetry, Severity: "warning", AgentID: Sender, From: Sender,
