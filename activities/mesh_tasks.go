@@ -123,12 +123,17 @@ func ProgressEvent(taskID string, in task.HeartbeatInput, at time.Time) ssot.Mes
 		TaskID: taskID, CreatedAt: at, Payload: body}
 }
 
-// TypeTaskClaimed is the registry's event of an agent taking a task.
-const TypeTaskClaimed = "task.claimed"
+// Task events of the mesh: the registry's task.claimed, an agent taking
+// a task; and task.delivered, ampflow's record of an agent's ACK, which
+// is not in the registry, so no agent posts one.
+const (
+	TypeTaskClaimed   = "task.claimed"
+	TypeTaskDelivered = "task.delivered"
+)
 
 // DeliveredEvent records that agent, acting as role, acknowledged msgID,
-// its task's dispatch or review request: a task.claimed that ampflow
-// (agent_id "ampflow") stores from the agent, to nobody's inbox. Only
+// its task's dispatch or review request: a task.delivered event that
+// ampflow (agent_id "ampflow") stores from the agent, to nobody's inbox. Only
 // these say which agent a task of ampflow's went to: a recovered agent's
 // tasks are sent again, and its test results may file bug tasks. The id
 // derives from the message and the agent, so an ACK sent again records
@@ -137,16 +142,15 @@ func DeliveredEvent(taskID, msgID, agent string, role amp.Role, at time.Time) ss
 	sum := sha256.Sum256([]byte(msgID + "\x00" + agent))
 	payload, _ := json.Marshal(map[string]any{"task_id": taskID, "agent_id": agent, "from": agent, "role": string(role),
 		"ack_of": msgID})
-	return ssot.MeshEvent{ID: ssot.SystemEventPrefix + "delivered-" + hex.EncodeToString(sum[:12]), Type: TypeTaskClaimed,
-		Severity: "info", AgentID: MeshSender, From: agent, FromID: agent, Subject: TypeTaskClaimed + " " + taskID,
+	return ssot.MeshEvent{ID: ssot.SystemEventPrefix + "delivered-" + hex.EncodeToString(sum[:12]), Type: TypeTaskDelivered,
+		Severity: "info", AgentID: MeshSender, From: agent, FromID: agent, Subject: TypeTaskDelivered + " " + taskID,
 		Content: string(role) + " " + agent + " acknowledged " + msgID, TaskID: taskID, CreatedAt: at, Payload: payload}
 }
 
 // DeliveryOf reads a delivery record DeliveredEvent made: the agent and its
-// role; false for any other event (an agent's own claim, ampflow's
-// task.claimed of an ACK).
+// role; false for any other event.
 func DeliveryOf(e ssot.MeshEvent) (agent string, role amp.Role, ok bool) {
-	if e.Type != TypeTaskClaimed || e.AgentID != MeshSender || e.From == MeshSender || !strings.HasPrefix(e.ID, ssot.SystemEventPrefix+"delivered-") {
+	if e.Type != TypeTaskDelivered || e.AgentID != MeshSender || e.From == MeshSender || !strings.HasPrefix(e.ID, ssot.SystemEventPrefix+"delivered-") {
 		return "", "", false
 	}
 	var p struct {

@@ -424,6 +424,8 @@ func TestAgentRecoveredRedispatchesItsOwnTasks(t *testing.T) {
 		}
 	}
 	h.deliver(t, "T-2026-002", "carol", amp.RoleExecutor)
+	// A delivery is ampflow's record: no agent posts one.
+	h.do(t, "POST", "/v1/events", aliceToken, `{"type":"task.delivered","severity":"info","payload":{"task_id":"T-2026-001","agent_id":"alice","role":"executor"}}`).want(t, 400, nil)
 	var out AgentHeartbeatResponse
 	t.Run("OnlyDelivered", func(t *testing.T) {
 		// carol reports by her id; alice was delivered nothing.

@@ -11,7 +11,7 @@ import (
 )
 
 // An agent's tasks: the tasks of ampflow's whose dispatch or review
-// request it acknowledged through the API (the delivery records,
+// request it acknowledged through the API (the task.delivered records,
 // activities.DeliveredEvent), and a task known only in the mesh that it
 // claimed itself (a task.claimed event of its own). A recovered agent's
 // heartbeat sends again only the former; a test.result with failures
@@ -25,7 +25,7 @@ const maxDeliveries = MaxEventLimit
 func (a *API) deliveredTasks(ctx context.Context, names []string, role amp.Role) ([]string, error) {
 	var ids []string
 	for _, name := range names {
-		evs, _, err := a.store.SearchEvents(ctx, ssot.SearchQuery{Type: activities.TypeTaskClaimed, From: name}, ssot.Page{Limit: maxDeliveries})
+		evs, _, err := a.store.SearchEvents(ctx, ssot.SearchQuery{Type: activities.TypeTaskDelivered, From: name}, ssot.Page{Limit: maxDeliveries})
 		if err != nil {
 			return nil, storeError(err, "deliveries")
 		}
@@ -47,17 +47,21 @@ func (a *API) isTaskAgent(ctx context.Context, names []string, taskID string) (b
 	if err != nil && !errors.Is(err, ssot.ErrNotFound) {
 		return false, storeError(err, "task "+taskID)
 	}
-	evs, _, err := a.store.SearchEvents(ctx, ssot.SearchQuery{Type: activities.TypeTaskClaimed, TaskID: taskID}, ssot.Page{Limit: maxDeliveries})
+	delivered, _, err := a.store.SearchEvents(ctx, ssot.SearchQuery{Type: activities.TypeTaskDelivered, TaskID: taskID}, ssot.Page{Limit: maxDeliveries})
 	if err != nil {
 		return false, storeError(err, "deliveries")
 	}
-	for _, e := range evs {
+	for _, e := range delivered {
 		if agent, _, ok := activities.DeliveryOf(e); ok && slices.Contains(names, agent) {
 			return true, nil
 		}
-		if !known && e.AgentID != Sender && slices.Contains(names, e.From) {
-			return true, nil
-		}
 	}
-	return false, nil
+	if known {
+		return false, nil
+	}
+	claims, _, err := a.store.SearchEvents(ctx, ssot.SearchQuery{Type: activities.TypeTaskClaimed, TaskID: taskID}, ssot.Page{Limit: maxDeliveries})
+	if err != nil {
+		return false, storeError(err, "claims")
+	}
+	return slices.ContainsFunc(claims, func(e ssot.MeshEvent) bool { return e.AgentID != Sender && slices.Contains(names, e.From) }), nil
 }

@@ -26,7 +26,7 @@ import (
 // retried after 1 s and 2 s and then files a bug task awaiting approval.
 func TestMesh(t *testing.T) {
 	p := startDev(t, t.TempDir(),
-		"AMPFLOW_AUTH_TOKENS=alice-secret:executor:alice,bob-secret:reviewer:bob,root-secret:admin:root,coord-secret:coordinator:planner")
+		"AMPFLOW_AUTH_TOKENS=alice-secret:executor:alice,bob-secret:reviewer:bob,root-secret:admin:root,coord-secret:coordinator:planner,erin-secret:executor:erin")
 	alice := api{t: t, base: "http://" + p.api, token: "alice-secret"}
 	bob := api{t: t, base: "http://" + p.api, token: "bob-secret"}
 
@@ -190,33 +190,36 @@ func TestMesh(t *testing.T) {
 	})
 
 	t.Run("AgentRecovered", func(t *testing.T) {
+		// erin, not alice: an agent reports a restart once a minute, and
+		// alice reports hers below.
+		erin := api{t: t, base: alice.base, token: "erin-secret"}
 		for _, key := range []string{"claim:T-2026-900", "file:app:feature"} {
-			if code := alice.do("POST", "/v1/leases", map[string]any{"resource_key": key, "ttl_seconds": 600}, nil); code != 201 {
+			if code := erin.do("POST", "/v1/leases", map[string]any{"resource_key": key, "ttl_seconds": 600}, nil); code != 201 {
 				t.Fatalf("acquire %s: %d", key, code)
 			}
 		}
-		eventually(t, 5*time.Second, "alice's two leases recorded", func() (bool, error) {
+		eventually(t, 5*time.Second, "erin's two leases recorded", func() (bool, error) {
 			var list repomesh.LeaseList
-			alice.do("GET", "/v1/leases?agent_id=alice&state=active", nil, &list)
+			erin.do("GET", "/v1/leases?agent_id=erin&state=active", nil, &list)
 			return len(list.Leases) == 2, fmt.Errorf("%+v", list.Leases)
 		})
 		var hb repomesh.AgentHeartbeatResponse
-		if code := alice.do("POST", "/v1/agents/alice/heartbeat", map[string]any{"status": "recovered"}, &hb); code != 200 || len(hb.Released) != 2 {
+		if code := erin.do("POST", "/v1/agents/erin/heartbeat", map[string]any{"status": "recovered"}, &hb); code != 200 || len(hb.Released) != 2 {
 			t.Fatalf("recovered: %d %+v", code, hb)
 		}
 		var list repomesh.LeaseList
-		alice.do("GET", "/v1/leases?agent_id=alice&state=active", nil, &list)
+		erin.do("GET", "/v1/leases?agent_id=erin&state=active", nil, &list)
 		if len(list.Leases) != 0 {
 			t.Fatalf("active leases after recovery: %+v", list.Leases)
 		}
 		var echo repomesh.EventList
-		bob.do("GET", "/v1/events/search?from=alice&q=recovered", nil, &echo)
+		bob.do("GET", "/v1/events/search?from=erin&q=recovered", nil, &echo)
 		if len(echo.Events) != 1 || echo.Events[0].ID != hb.EventID {
 			t.Fatalf("recovery echo: %+v", echo.Events)
 		}
 		// Another agent may take them now.
 		if code := bob.do("POST", "/v1/leases", map[string]any{"resource_key": "claim:T-2026-900", "ttl_seconds": 5}, nil); code != 201 {
-			t.Fatalf("bob's acquire after alice recovered: %d", code)
+			t.Fatalf("bob's acquire after erin recovered: %d", code)
 		}
 	})
 
