@@ -2,6 +2,8 @@ package activities
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"strings"
@@ -36,7 +38,7 @@ func TaskEvents(taskID string, entries []RecordEntry) []ssot.MeshEvent {
 	add := func(id, typ, severity, subject, content string, at time.Time, payload map[string]any) {
 		payload["task_id"] = taskID
 		body, _ := json.Marshal(payload)
-		out = append(out, ssot.MeshEvent{ID: "task-" + id, Type: typ, Severity: severity, AgentID: MeshSender,
+		out = append(out, ssot.MeshEvent{ID: ssot.SystemEventPrefix + "task-" + id, Type: typ, Severity: severity, AgentID: MeshSender,
 			From: MeshSender, FromID: MeshSender, Subject: subject, Content: content, TaskID: taskID, CreatedAt: at, Payload: body})
 	}
 	for _, e := range entries {
@@ -116,7 +118,44 @@ func ProgressEvent(taskID string, in task.HeartbeatInput, at time.Time) ssot.Mes
 	agent := string(in.From)
 	payload := map[string]any{"task_id": taskID, "agent_id": agent, "summary": in.Note}
 	body, _ := json.Marshal(payload)
-	return ssot.MeshEvent{ID: fmt.Sprintf("task-progress-%s-%d", taskID, at.UnixNano()), Type: "task.progress", Severity: "info",
+	return ssot.MeshEvent{ID: fmt.Sprintf("%stask-progress-%s-%d", ssot.SystemEventPrefix, taskID, at.UnixNano()), Type: "task.progress", Severity: "info",
 		AgentID: agent, From: MeshSender, FromID: MeshSender, Subject: "task.progress " + taskID, Content: in.Note,
 		TaskID: taskID, CreatedAt: at, Payload: body}
+}
+
+// Task events of the mesh: the registry's task.claimed, an agent taking
+// a task; and task.delivered, ampflow's record of an agent's ACK, which
+// is not in the registry, so no agent posts one.
+const (
+	TypeTaskClaimed   = "task.claimed"
+	TypeTaskDelivered = "task.delivered"
+)
+
+// DeliveredEvent records that agent, acting as role, acknowledged msgID,
+// its task's dispatch or review request: a task.delivered event that
+// ampflow (agent_id "ampflow") stores from the agent, to nobody's inbox. Only
+// these say which agent a task of ampflow's went to: a recovered agent's
+// tasks are sent again, and its test results may file bug tasks. The id
+// derives from the message and the agent, so an ACK sent again records
+// it once.
+func DeliveredEvent(taskID, msgID, agent string, role amp.Role, at time.Time) ssot.MeshEvent {
+	sum := sha256.Sum256([]byte(msgID + "\x00" + agent))
+	payload, _ := json.Marshal(map[string]any{"task_id": taskID, "agent_id": agent, "from": agent, "role": string(role),
+		"ack_of": msgID})
+	return ssot.MeshEvent{ID: ssot.SystemEventPrefix + "delivered-" + hex.EncodeToString(sum[:12]), Type: TypeTaskDelivered,
+		Severity: "info", AgentID: MeshSender, From: agent, FromID: agent, Subject: TypeTaskDelivered + " " + taskID,
+		Content: string(role) + " " + agent + " acknowledged " + msgID, TaskID: taskID, CreatedAt: at, Payload: payload}
+}
+
+// DeliveryOf reads a delivery record DeliveredEvent made: the agent and its
+// role; false for any other event.
+func DeliveryOf(e ssot.MeshEvent) (agent string, role amp.Role, ok bool) {
+	if e.Type != TypeTaskDelivered || e.AgentID != MeshSender || e.From == MeshSender || !strings.HasPrefix(e.ID, ssot.SystemEventPrefix+"delivered-") {
+		return "", "", false
+	}
+	var p struct {
+		Role amp.Role `json:"role"`
+	}
+	_ = json.Unmarshal(e.Payload, &p)
+	return e.From, p.Role, true
 }

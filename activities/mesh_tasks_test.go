@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ampflow/ampflow/activities/ssot"
 	"github.com/ampflow/ampflow/amp"
 	"github.com/ampflow/ampflow/workflows/task"
 )
@@ -47,7 +48,7 @@ func TestTaskEvents(t *testing.T) {
 	var got []string
 	for _, e := range evs {
 		got = append(got, e.Type+"/"+e.Severity)
-		if e.TaskID != id || e.From != MeshSender || !strings.HasPrefix(e.ID, "task-") {
+		if e.TaskID != id || e.From != MeshSender || !strings.HasPrefix(e.ID, ssot.SystemEventPrefix+"task-") {
 			t.Errorf("event %+v", e)
 		}
 	}

@@ -13,6 +13,7 @@ import (
 	"github.com/ampflow/ampflow/activities"
 	leaseacts "github.com/ampflow/ampflow/activities/lease"
 	"github.com/ampflow/ampflow/activities/ssot"
+	"github.com/ampflow/ampflow/amp"
 	"github.com/ampflow/ampflow/integrations/dashboard"
 	"github.com/ampflow/ampflow/integrations/httpapi"
 	"github.com/ampflow/ampflow/integrations/repomesh"
@@ -74,8 +75,10 @@ func meshPanels(parts *Parts, panels map[string]dashboard.Panel) dashboard.Lease
 
 // progressTasks is the API's way to the tasks, with each heartbeat that
 // carries a note also said in the mesh as a task.progress event: one
-// insert, after the heartbeat reached its task. A failed insert is
-// logged; the heartbeat stands.
+// insert, after the heartbeat reached its task; and each ACK of a
+// dispatch or review request by a named token recorded as the task's
+// delivery to that agent (activities.DeliveredEvent). A failed insert is
+// logged; the heartbeat or ACK stands.
 type progressTasks struct {
 	workflows.Tasks
 	mesh activities.MeshEvents
@@ -102,4 +105,39 @@ func (p progressTasks) Heartbeat(ctx context.Context, taskID string, in task.Hea
 		p.log.Warn("writing a task.progress event", "task_id", taskID, "error", err)
 	}
 	return nil
+}
+
+func (p progressTasks) Ack(ctx context.Context, msgID string, as amp.Role) (task.SubmitResult, error) {
+	res, err := p.Tasks.Ack(ctx, msgID, as)
+	if err == nil {
+		p.delivered(ctx, msgID, as)
+	}
+	return res, err
+}
+
+func (p progressTasks) Submit(ctx context.Context, raw []byte) (task.SubmitResult, error) {
+	res, err := p.Tasks.Submit(ctx, raw)
+	if err == nil {
+		if rec, perr := amp.ParseRecord(raw); perr == nil && rec.Ack != nil {
+			p.delivered(ctx, rec.Ack.AckOf, rec.Ack.From)
+		}
+	}
+	return res, err
+}
+
+// delivered records that the API's caller, acting as role, took the
+// message msgID when it is a task's dispatch or review request.
+func (p progressTasks) delivered(ctx context.Context, msgID string, role amp.Role) {
+	c, ok := httpapi.CallerFrom(ctx)
+	if !ok || c.Open || c.Name == "" {
+		return // no token: no agent to record
+	}
+	typ, taskID, ok := amp.ParseMsgID(msgID)
+	if !ok || (typ != amp.TypeTaskDispatch && typ != amp.TypeReviewRequest) {
+		return
+	}
+	ev := activities.DeliveredEvent(taskID, msgID, c.Name, role, time.Now())
+	if err := p.mesh.AppendEvents(context.WithoutCancel(ctx), []ssot.MeshEvent{ev}); err != nil {
+		p.log.Warn("recording a task's delivery", "task_id", taskID, "agent", c.Name, "error", err)
+	}
 }

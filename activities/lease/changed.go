@@ -82,6 +82,6 @@ func meshEvent(id, typ, severity, to, subject, content string, at time.Time, pay
 		payload["content"] = content
 	}
 	body, _ := json.Marshal(payload)
-	return ssot.MeshEvent{ID: id, Type: typ, Severity: severity, From: activities.MeshSender, FromID: activities.MeshSender, To: to,
+	return ssot.MeshEvent{ID: ssot.SystemEventPrefix + id, Type: typ, Severity: severity, From: activities.MeshSender, FromID: activities.MeshSender, To: to,
 		Subject: subject, Content: content, CreatedAt: at, Payload: body}
 }

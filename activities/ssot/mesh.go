@@ -49,6 +49,16 @@ type ReadReceipt struct {
 // Broadcast is the recipient of a message to every agent.
 const Broadcast = "all"
 
+// SystemEventPrefix begins the id of every event the system stores
+// itself (lease changes, tasks' events, replies to agents): the API
+// refuses it in a post, so no agent takes a system event's id first.
+const SystemEventPrefix = "ampflow-"
+
+// ErrEventIDTaken is returned (wrapped) when an event's id is stored
+// already under another sender: an id is its sender's, and the stored
+// event is not answered to anyone else.
+var ErrEventIDTaken = errors.New("event id taken by another sender")
+
 // MaxThread bounds the events a thread read returns.
 const MaxThread = MaxLimit
 
@@ -76,8 +86,9 @@ type SearchQuery struct {
 	Viewers []string
 }
 
-// AppendEvent stores an event. An event whose id is stored already is
-// answered as stored (a retry). A ParentID must name a stored event; the
+// AppendEvent stores an event. An event whose id is stored already by
+// the same sender (From and AgentID) is answered as stored (a retry); by
+// another, it is ErrEventIDTaken and nothing of the stored one. A ParentID must name a stored event; the
 // new event joins its thread.
 func (s *DB) AppendEvent(ctx context.Context, e MeshEvent) (MeshEvent, error) {
 	var out MeshEvent
@@ -93,7 +104,8 @@ func (s *DB) AppendEvent(ctx context.Context, e MeshEvent) (MeshEvent, error) {
 }
 
 // AppendEvents stores events in one transaction, each as AppendEvent
-// does (one stored already is kept).
+// does (one stored already by its sender is kept; by another, the
+// transaction fails with ErrEventIDTaken).
 func (s *DB) AppendEvents(ctx context.Context, evs []MeshEvent) error {
 	if len(evs) == 0 {
 		return nil
@@ -182,6 +194,9 @@ func (s *DB) appendEvent(ctx context.Context, tx *sql.Tx, e MeshEvent) (MeshEven
 		stored, err := s.events(ctx, tx, `WHERE e.id = ?`, e.ID)
 		if err != nil || len(stored) == 0 {
 			return MeshEvent{}, fmt.Errorf("reading stored event %s: %v", e.ID, err)
+		}
+		if stored[0].From != e.From || stored[0].AgentID != e.AgentID {
+			return MeshEvent{}, ErrEventIDTaken
 		}
 		return stored[0], nil
 	}

@@ -88,8 +88,8 @@ func TestMeshEvents(t *testing.T) {
 		add(MeshEvent{ID: "m3", From: "alice", To: "bob", Subject: "Re: Re", Content: "Thanks, merged", ParentID: "m2"})
 		add(MeshEvent{ID: "m4", From: "carol", To: "all", Subject: "System update", Content: "New protocol deployed", Channel: "work"})
 		add(MeshEvent{ID: "m5", Type: "lock.acquired", Severity: "info", From: "ampflow", To: "dave", Subject: "lock", Content: "auth module"})
-		// A retry answers what is stored.
-		again := add(MeshEvent{ID: "m1", From: "x", To: "y", CreatedAt: at.Add(time.Hour)})
+		// A retry by its sender answers what is stored.
+		again := add(MeshEvent{ID: "m1", From: "alice", To: "y", CreatedAt: at.Add(time.Hour)})
 		if again.Seq != root.Seq || again.From != "alice" {
 			t.Fatalf("a retried event %+v, want the stored one", again)
 		}
@@ -196,4 +196,38 @@ func eventIDs(evs []MeshEvent) []string {
 		out = append(out, e.ID)
 	}
 	return out
+}
+
+func TestEventIDIsItsSenders(t *testing.T) {
+	eachEngine(t, func(t *testing.T, s *DB, _ string) {
+		ctx := context.Background()
+		at := time.Date(2026, 11, 23, 10, 0, 0, 0, time.UTC)
+		secret := MeshEvent{ID: "E1", Type: "agent.chat", AgentID: "alice", From: "alice", To: "carol",
+			Subject: "private", Content: "the secret", CreatedAt: at}
+		if _, err := s.AppendEvent(ctx, secret); err != nil {
+			t.Fatal(err)
+		}
+		// A retry by its sender answers the stored event.
+		again, err := s.AppendEvent(ctx, secret)
+		if err != nil || again.Content != "the secret" {
+			t.Fatalf("retry: %+v %v", again, err)
+		}
+		// Another sender posting the id gets nothing of alice's.
+		for _, other := range []MeshEvent{
+			{ID: "E1", Type: "agent.chat", AgentID: "bob", From: "bob", To: "alice", CreatedAt: at},
+			{ID: "E1", Type: "agent.chat", AgentID: "bob", From: "alice", To: "alice", CreatedAt: at},
+		} {
+			got, err := s.AppendEvent(ctx, other)
+			if !errors.Is(err, ErrEventIDTaken) || got.Content != "" || got.Seq != 0 {
+				t.Fatalf("%s posting alice's id: %+v %v", other.AgentID, got, err)
+			}
+		}
+		if err := s.AppendEvents(ctx, []MeshEvent{{ID: "E1", Type: "agent.chat", From: "ampflow", AgentID: "ampflow", CreatedAt: at}}); !errors.Is(err, ErrEventIDTaken) {
+			t.Fatalf("a batch reusing alice's id: %v", err)
+		}
+		e, err := s.Event(ctx, "E1")
+		if err != nil || e.From != "alice" || e.Content != "the secret" {
+			t.Fatalf("alice's event after the attempts: %+v %v", e, err)
+		}
+	})
 }

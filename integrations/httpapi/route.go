@@ -1,6 +1,7 @@
 package httpapi
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"maps"
@@ -206,6 +207,20 @@ type Caller struct {
 func CallerOf(r *http.Request) Caller {
 	c := callerOf(r)
 	return Caller{Name: c.name, ID: c.id, Role: c.role, Open: c.open}
+}
+
+// CallerFrom returns who sent the request ctx is the context of, as
+// CallerOf does; false outside an authenticated request. The tasks the
+// API calls read it to know which agent acted.
+func CallerFrom(ctx context.Context) (Caller, bool) {
+	c, ok := ctx.Value(callerKey{}).(caller)
+	return Caller{Name: c.name, ID: c.id, Role: c.role, Open: c.open}, ok
+}
+
+// WithCaller is ctx as CallerFrom reads it for c: the tasks' tests, and
+// callers in the worker's own process, act as a token's holder.
+func WithCaller(ctx context.Context, c Caller) context.Context {
+	return context.WithValue(ctx, callerKey{}, caller{name: c.Name, id: c.ID, role: c.Role, open: c.Open})
 }
 
 // Decode reads r's body, bounded by the server's limit, into v: exactly

@@ -6,6 +6,9 @@ import (
 	"fmt"
 	"net/http"
 	"slices"
+	"strconv"
+	"sync"
+	"time"
 
 	"github.com/ampflow/ampflow/activities/ssot"
 	"github.com/ampflow/ampflow/amp"
@@ -52,8 +55,40 @@ type AgentHeartbeatResponse struct {
 // token's.
 var heartbeatRoles = []amp.Role{"", amp.RoleExecutor, amp.RoleReviewer, amp.RoleCoordinator, amp.RoleAdmin}
 
-// maxRedispatched bounds the tasks one heartbeat redispatches.
-const maxRedispatched = ssot.MaxLimit
+// Bounds of a recovered or inactive heartbeat: it sends again at most
+// MaxRedispatched of the agent's tasks, and an agent's next one within
+// RecoverEvery (per worker) is refused with 429 rate_limited and
+// Retry-After, having done nothing.
+const (
+	MaxRedispatched = 50
+	RecoverEvery    = time.Minute
+)
+
+// recoveries keeps when each agent last reported a restart.
+type recoveries struct {
+	mu   sync.Mutex
+	last map[string]time.Time
+}
+
+// admit records agent's report at now, or says how long until it may
+// report again.
+func (rc *recoveries) admit(agent string, now time.Time) time.Duration {
+	rc.mu.Lock()
+	defer rc.mu.Unlock()
+	if wait := rc.last[agent].Add(RecoverEvery).Sub(now); wait > 0 {
+		return wait
+	}
+	for a, at := range rc.last {
+		if !now.Before(at.Add(RecoverEvery)) {
+			delete(rc.last, a)
+		}
+	}
+	if rc.last == nil {
+		rc.last = map[string]time.Time{}
+	}
+	rc.last[agent] = now
+	return 0
+}
 
 // maxReleased bounds the leases one heartbeat releases.
 const maxReleased = 10 * ssot.MaxLimit
@@ -90,7 +125,8 @@ func (a *API) agentHeartbeat(w http.ResponseWriter, r *http.Request) {
 		a.srv.Error(w, r, &task.Error{Code: CodePermissionDenied, Message: msg})
 		return
 	}
-	if in.Role == "" && c.Name == agent && !c.Open {
+	self := !c.Open && slices.Contains(selfNames(c), agent) // by name or id
+	if in.Role == "" && self {
 		in.Role = c.Role
 	}
 	var reason string
@@ -106,13 +142,24 @@ func (a *API) agentHeartbeat(w http.ResponseWriter, r *http.Request) {
 		a.srv.Error(w, r, invalid("status", "must be active, inactive or recovered"))
 		return
 	}
+	key, names := agent, []string{agent}
+	if self {
+		key, names = c.Name, selfNames(c)
+	}
+	if wait := a.recovered.admit(key, a.now()); wait > 0 {
+		secs := int64((wait + time.Second - 1) / time.Second)
+		w.Header().Set("Retry-After", strconv.FormatInt(secs, 10))
+		a.srv.Error(w, r, task.Errorf(task.CodeRateLimited, "%s reported %s less than %s ago: try again in %d s",
+			agent, in.Status, RecoverEvery, secs))
+		return
+	}
 	released, err := a.releaseAll(r, agent, reason)
 	out.Released = append(out.Released, released...)
 	if err != nil {
 		a.srv.Error(w, r, err)
 		return
 	}
-	redispatched, err := a.redispatch(r, in.Role)
+	redispatched, err := a.redispatch(r, names, in.Role)
 	out.Redispatched = append(out.Redispatched, redispatched...)
 	if err != nil {
 		a.srv.Error(w, r, err)
@@ -123,7 +170,7 @@ func (a *API) agentHeartbeat(w http.ResponseWriter, r *http.Request) {
 		payload, _ := json.Marshal(map[string]any{"from": agent, "from_id": agent, "to": "all",
 			"subject": "Recovered", "content": RecoveredMessage, "timestamp": now.UTC(),
 			"metadata": map[string]any{"released_leases": out.Released, "redispatched_tasks": out.Redispatched}})
-		e, err := a.store.AppendEvent(r.Context(), ssot.MeshEvent{ID: newID("E"), Type: TypeChat, Severity: "info",
+		e, err := a.store.AppendEvent(r.Context(), ssot.MeshEvent{ID: newID(ssot.SystemEventPrefix + "E"), Type: TypeChat, Severity: "info",
 			AgentID: agent, From: agent, FromID: agent, To: "all", Subject: "Recovered", Content: RecoveredMessage,
 			CreatedAt: now, Payload: payload})
 		if err != nil {
@@ -165,10 +212,11 @@ func (a *API) releaseAll(r *http.Request, agent, reason string) ([]string, error
 	return ids, nil
 }
 
-// redispatch tells every task waiting for role that its agent restarted:
-// the task sends its message again at once (see task.HeartbeatInput).
-// Tasks that ended meanwhile are skipped.
-func (a *API) redispatch(r *http.Request, role amp.Role) ([]string, error) {
+// redispatch tells each task delivered to one of names as role, and
+// still waiting for role, that its agent restarted: the task sends its
+// message again at once (see task.HeartbeatInput). Another agent's tasks
+// are not touched; tasks that ended meanwhile are skipped.
+func (a *API) redispatch(r *http.Request, names []string, role amp.Role) ([]string, error) {
 	var statuses []task.Status
 	switch role {
 	case amp.RoleExecutor:
@@ -176,32 +224,35 @@ func (a *API) redispatch(r *http.Request, role amp.Role) ([]string, error) {
 	case amp.RoleReviewer:
 		statuses = []task.Status{task.StatusInReview}
 	}
-	if a.tasks == nil || len(statuses) == 0 {
-		return []string{}, nil
-	}
 	ids := []string{}
-	for _, st := range statuses {
-		cursor := ""
-		for len(ids) < maxRedispatched {
-			rows, next, err := a.store.TaskList(r.Context(), ssot.TaskFilter{Status: string(st)}, ssot.Page{Limit: ssot.MaxLimit, Cursor: cursor})
-			if err != nil {
-				return ids, storeError(err, "tasks")
-			}
-			for _, t := range rows {
-				err := a.tasks.Heartbeat(r.Context(), t.TaskID, task.HeartbeatInput{From: role, Note: RecoveredMessage, Recovered: true})
-				var te *task.Error
-				switch {
-				case err == nil:
-					ids = append(ids, t.TaskID)
-				case errors.As(err, &te) && (te.Code == task.CodeFinished || te.Code == task.CodeNotFound):
-				default:
-					return ids, err
-				}
-			}
-			if next == "" {
-				break
-			}
-			cursor = next
+	if a.tasks == nil || len(statuses) == 0 {
+		return ids, nil
+	}
+	delivered, err := a.deliveredTasks(r.Context(), names, role)
+	if err != nil {
+		return ids, err
+	}
+	for _, id := range delivered {
+		if len(ids) >= MaxRedispatched {
+			break
+		}
+		st, err := a.store.Task(r.Context(), id)
+		switch {
+		case errors.Is(err, ssot.ErrNotFound):
+			continue
+		case err != nil:
+			return ids, storeError(err, "task "+id)
+		case !slices.Contains(statuses, task.Status(st.Status)):
+			continue
+		}
+		err = a.tasks.Heartbeat(r.Context(), id, task.HeartbeatInput{From: role, Note: RecoveredMessage, Recovered: true})
+		var te *task.Error
+		switch {
+		case err == nil:
+			ids = append(ids, id)
+		case errors.As(err, &te) && (te.Code == task.CodeFinished || te.Code == task.CodeNotFound):
+		default:
+			return ids, err
 		}
 	}
 	return ids, nil

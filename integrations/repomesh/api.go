@@ -65,6 +65,8 @@ type API struct {
 	tasks  Tasks
 	now    func() time.Time
 	log    *slog.Logger
+	// recovered rate-limits agents' restarts.
+	recovered recoveries
 }
 
 // Options for New.

@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ampflow/ampflow/activities"
 	"github.com/ampflow/ampflow/activities/ssot"
 	"github.com/ampflow/ampflow/amp"
 	"github.com/ampflow/ampflow/config"
@@ -219,13 +220,13 @@ func (a answer) want(t *testing.T, status int, v any) {
 func TestLeaseRoutes(t *testing.T) {
 	h := newHarness(t)
 	var l Lease
-	h.do(t, "POST", "/v1/leases", aliceToken, `{"resource_key":"repo:app:main","agent_id":"alice","ttl_seconds":300}`).want(t, 201, &l)
+	h.do(t, "POST", "/v1/leases", aliceToken, `{"resource_key":"file:app/README.md","agent_id":"alice","ttl_seconds":300}`).want(t, 201, &l)
 	if l.State != "active" || !l.AutoRelease || l.TTLSeconds != 300 || l.AgentID != "alice" || l.LeaseID == "" {
 		t.Fatalf("lease %+v", l)
 	}
 	t.Run("Conflict", func(t *testing.T) {
 		var c ConflictBody
-		h.do(t, "POST", "/v1/leases", bobToken, `{"resource_key":"repo:app:main","ttl_seconds":60}`).want(t, 409, &c)
+		h.do(t, "POST", "/v1/leases", bobToken, `{"resource_key":"file:app/README.md","ttl_seconds":60}`).want(t, 409, &c)
 		if c.Error.Code != CodeLockConflict || c.Error.Holder != "alice" || c.Error.RetryAfterMS != 12000 {
 			t.Fatalf("conflict %+v", c)
 		}
@@ -306,13 +307,19 @@ func TestAgentHeartbeatReleasesLeases(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	for i, st := range []string{"in_progress", "in_review", "dispatched", "done"} {
+	for i, st := range []string{"in_progress", "in_review", "dispatched", "done", "in_progress"} {
 		id := fmt.Sprintf("T-2026-00%d", i+1)
 		if _, err := h.store.Save(ctx, id, nil, &ssot.TaskState{TaskID: id, Rev: 1, Status: st, State: json.RawMessage(`{}`),
 			StartedAt: time.Now(), UpdatedAt: time.Now()}); err != nil {
 			t.Fatal(err)
 		}
 	}
+	// alice took T-2026-001's and T-2026-003's dispatches (and the done
+	// T-2026-004's), carol T-2026-005's.
+	h.deliver(t, "T-2026-001", "alice", amp.RoleExecutor)
+	h.deliver(t, "T-2026-003", "alice", amp.RoleExecutor)
+	h.deliver(t, "T-2026-004", "alice", amp.RoleExecutor)
+	h.deliver(t, "T-2026-005", "carol", amp.RoleExecutor)
 	h.do(t, "POST", "/v1/agents/alice/heartbeat", bobToken, `{"status":"recovered"}`).want(t, 403, nil)
 	h.do(t, "POST", "/v1/agents/alice/heartbeat", aliceToken, `{"status":"sleeping"}`).want(t, 400, nil)
 	var out AgentHeartbeatResponse
@@ -320,8 +327,8 @@ func TestAgentHeartbeatReleasesLeases(t *testing.T) {
 	if len(out.Released) != 2 || len(h.leases.released) != 2 || !strings.HasSuffix(h.leases.released[0], lease.ReasonAgentRecovered) {
 		t.Fatalf("released %v (workflow saw %v)", out.Released, h.leases.released)
 	}
-	// alice's token is an executor's: the tasks waiting for the executor
-	// send their dispatch again.
+	// alice's token is an executor's: her tasks waiting for the executor
+	// send their dispatch again; carol's does not.
 	if got := fmt.Sprint(h.tasks.beats); got != "[T-2026-003 executor true T-2026-001 executor true]" || fmt.Sprint(out.Redispatched) != "[T-2026-003 T-2026-001]" {
 		t.Fatalf("heartbeats to tasks %s, redispatched %v", got, out.Redispatched)
 	}
@@ -355,9 +362,90 @@ func TestAgentHeartbeatRoleIsTheTokens(t *testing.T) {
 	if len(h.tasks.beats) != 0 {
 		t.Fatalf("an executor's heartbeat redispatched %v", h.tasks.beats)
 	}
+	h.deliver(t, "T-2026-001", "bob", amp.RoleReviewer)
 	var out AgentHeartbeatResponse
 	h.do(t, "POST", "/v1/agents/bob/heartbeat", adminToken, `{"status":"recovered","role":"reviewer"}`).want(t, 200, &out)
 	if fmt.Sprint(out.Redispatched) != "[T-2026-001]" {
 		t.Fatalf("an admin's heartbeat for a reviewer redispatched %v", out.Redispatched)
 	}
+}
+
+func TestReservedLeaseKeys(t *testing.T) {
+	h := newHarness(t)
+	for _, key := range []string{task.BranchLeaseKey("app", "main"), ClaimKey("T-2026-001"), "aof/T-7"} {
+		t.Run(key, func(t *testing.T) {
+			for _, token := range []string{aliceToken, adminToken} {
+				var e struct {
+					Error struct {
+						Code, Message string
+						Fields        []amp.FieldError
+					}
+				}
+				h.do(t, "POST", "/v1/leases", token, `{"resource_key":"`+key+`","ttl_seconds":60}`).want(t, 403, &e)
+				prefix := key[:strings.IndexAny(key, ":/")+1]
+				if e.Error.Code != string(CodePermissionDenied) || len(e.Error.Fields) != 1 || e.Error.Fields[0].Path != "resource_key" ||
+					!strings.Contains(e.Error.Message, `"`+prefix+`"`) {
+					t.Fatalf("refusal %+v", e.Error)
+				}
+			}
+			if _, held := h.leases.byKey[key]; held {
+				t.Fatalf("%s was taken", key)
+			}
+		})
+	}
+	// The system's own claim on a task still takes task:<id>.
+	h.do(t, "POST", "/v1/events", aliceToken, `{"type":"task.claimed","severity":"info","payload":{"task_id":"T-2026-001","agent_id":"alice","lease_ttl":60}}`).want(t, 201, nil)
+	if l := h.leases.byKey[ClaimKey("T-2026-001")]; l == nil || l.AgentID != "alice" {
+		t.Fatalf("claim lease %+v", l)
+	}
+}
+
+// deliver records that agent, as role, acknowledged a message of taskID,
+// as the API's tasks do.
+func (h *harness) deliver(t *testing.T, taskID, agent string, role amp.Role) {
+	t.Helper()
+	typ := amp.TypeTaskDispatch
+	if role == amp.RoleReviewer {
+		typ = amp.TypeReviewRequest
+	}
+	msgID := fmt.Sprintf("%s-%s-1700000000000", typ, taskID)
+	if _, err := h.store.AppendEvent(context.Background(), activities.DeliveredEvent(taskID, msgID, agent, role, time.Now())); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestAgentRecoveredRedispatchesItsOwnTasks(t *testing.T) {
+	h := newHarness(t)
+	ctx := context.Background()
+	for _, id := range []string{"T-2026-001", "T-2026-002"} {
+		if _, err := h.store.Save(ctx, id, nil, &ssot.TaskState{TaskID: id, Rev: 1, Status: "in_progress",
+			State: json.RawMessage(`{}`), StartedAt: time.Now(), UpdatedAt: time.Now()}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	h.deliver(t, "T-2026-002", "carol", amp.RoleExecutor)
+	// A delivery is ampflow's record: no agent posts one.
+	h.do(t, "POST", "/v1/events", aliceToken, `{"type":"task.delivered","severity":"info","payload":{"task_id":"T-2026-001","agent_id":"alice","role":"executor"}}`).want(t, 400, nil)
+	var out AgentHeartbeatResponse
+	t.Run("OnlyDelivered", func(t *testing.T) {
+		// carol reports by her id; alice was delivered nothing.
+		h.do(t, "POST", "/v1/agents/alice/heartbeat", aliceToken, `{"status":"recovered"}`).want(t, 200, &out)
+		if len(out.Redispatched) != 0 || len(h.tasks.beats) != 0 {
+			t.Fatalf("alice's recovery redispatched %v", h.tasks.beats)
+		}
+		h.do(t, "POST", "/v1/agents/"+carolID+"/heartbeat", carolToken, `{"status":"recovered"}`).want(t, 200, &out)
+		if fmt.Sprint(out.Redispatched) != "[T-2026-002]" || fmt.Sprint(h.tasks.beats) != "[T-2026-002 executor true]" {
+			t.Fatalf("carol's recovery redispatched %v (%v)", out.Redispatched, h.tasks.beats)
+		}
+	})
+	t.Run("RateLimited", func(t *testing.T) {
+		a := h.do(t, "POST", "/v1/agents/"+carolID+"/heartbeat", carolToken, `{"status":"inactive"}`)
+		var e struct{ Error struct{ Code string } }
+		a.want(t, 429, &e)
+		if e.Error.Code != string(task.CodeRateLimited) || len(h.tasks.beats) != 1 {
+			t.Fatalf("a second report within %s: %s, heartbeats %v", RecoverEvery, a.body, h.tasks.beats)
+		}
+		// active is not a restart: never limited.
+		h.do(t, "POST", "/v1/agents/"+carolID+"/heartbeat", carolToken, `{"status":"active"}`).want(t, 200, nil)
+	})
 }

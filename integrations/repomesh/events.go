@@ -75,7 +75,7 @@ func (a *API) tellErrorTo(r *http.Request, to, action string, code task.Code, ms
 		payload[k] = v
 	}
 	body, _ := json.Marshal(payload)
-	e := ssot.MeshEvent{ID: newID("E"), Type: TypeError, Severity: "error", From: Sender, FromID: Sender, To: to,
+	e := ssot.MeshEvent{ID: newID(ssot.SystemEventPrefix + "E"), Type: TypeError, Severity: "error", From: Sender, FromID: Sender, To: to,
 		Subject: string(code) + ": " + action, Content: msg, CreatedAt: a.now(), Payload: body}
 	if _, err := a.store.AppendEvent(r.Context(), e); err != nil {
 		a.log.Error("storing an agent.error event", "to", to, "code", code, "error", err)
@@ -95,6 +95,12 @@ func (a *API) postEvent(w http.ResponseWriter, r *http.Request) {
 	if len(env.ID) > MaxName {
 		a.refuse(w, r, &task.Error{Code: CodeInvalidPayload, Message: "id: too long",
 			Fields: []amp.FieldError{{Path: "id", Problem: fmt.Sprintf("is longer than %d bytes", MaxName)}}})
+		return
+	}
+	if strings.HasPrefix(env.ID, ssot.SystemEventPrefix) {
+		problem := fmt.Sprintf("starts with %q, the prefix of the system's own events", ssot.SystemEventPrefix)
+		a.refuse(w, r, &task.Error{Code: CodeInvalidPayload, Message: "id: " + problem,
+			Fields: []amp.FieldError{{Path: "id", Problem: problem}}})
 		return
 	}
 	ev, errs := check(env, a.now())
@@ -124,6 +130,9 @@ func (a *API) postEvent(w http.ResponseWriter, r *http.Request) {
 	if ev.typ == "task.claimed" && !a.claim(w, r, ev) {
 		return
 	}
+	if ev.typ == "test.result" && !a.mayReportTests(w, r, ev) {
+		return
+	}
 	if ev.from == "" {
 		ev.from = c.Name
 	}
@@ -140,6 +149,14 @@ func (a *API) postEvent(w http.ResponseWriter, r *http.Request) {
 		AgentID: agentID, From: ev.from, FromID: ev.fromID, To: ev.to, Subject: ev.subject, Content: ev.content,
 		ParentID: ev.parent, TaskID: ev.taskID, Channel: ev.channel, CreatedAt: a.now(), Payload: body,
 		Deliver: slices.DeleteFunc(slices.Clone(ev.mentions), func(m string) bool { return m == ev.to })})
+	if errors.Is(err, ssot.ErrEventIDTaken) {
+		// The id is another sender's: nothing of its event is answered.
+		const problem = "is taken by another sender's event"
+		a.tellError(r, "event.log", task.CodeConflict, "id: "+problem, 0, map[string]any{"id": id})
+		a.srv.Error(w, r, &task.Error{Code: task.CodeConflict, Message: "id " + id + " " + problem,
+			Fields: []amp.FieldError{{Path: "id", Problem: problem}}})
+		return
+	}
 	if err != nil {
 		var inv *ssot.InvalidError
 		if errors.As(err, &inv) {

@@ -364,3 +364,50 @@ func TestInboxByNameOrID(t *testing.T) {
 	h.do(t, "POST", "/v1/events", carolToken, body).want(t, 201, nil)
 	h.do(t, "POST", "/v1/events", bobToken, strings.ReplaceAll(body, `"from":"carol"`, `"from":"bob"`)).want(t, 403, nil)
 }
+
+// withID is an envelope with the id set.
+func withID(id, env string) string {
+	var m map[string]any
+	json.Unmarshal([]byte(env), &m)
+	m["id"] = id
+	b, _ := json.Marshal(m)
+	return string(b)
+}
+
+func TestEventIDsAreTheSenders(t *testing.T) {
+	h := newHarness(t)
+	var mine Event
+	secret := withID("E-shared", chat("alice", "carol", "Secret", "the staging password rotates", ""))
+	h.do(t, "POST", "/v1/events", aliceToken, secret).want(t, 201, &mine)
+	t.Run("RetryBySender", func(t *testing.T) {
+		var again Event
+		h.do(t, "POST", "/v1/events", aliceToken, secret).want(t, 201, &again)
+		if again.Seq != mine.Seq {
+			t.Fatalf("a retry stored %+v, want %+v", again, mine)
+		}
+	})
+	t.Run("OtherSenderConflicts", func(t *testing.T) {
+		a := h.do(t, "POST", "/v1/events", bobToken, withID("E-shared", chat("bob", "alice", "Hi", "hello", "")))
+		var e struct {
+			Error struct {
+				Code   string
+				Fields []struct{ Path string }
+			}
+		}
+		a.want(t, 409, &e)
+		if e.Error.Code != "conflict" || len(e.Error.Fields) != 1 || e.Error.Fields[0].Path != "id" {
+			t.Fatalf("refusal %s", a.body)
+		}
+		if strings.Contains(string(a.body), "staging") || strings.Contains(string(a.body), "Secret") {
+			t.Fatalf("bob read alice's message: %s", a.body)
+		}
+	})
+	t.Run("SystemPrefixRefused", func(t *testing.T) {
+		for _, token := range []string{aliceToken, adminToken} {
+			a := h.do(t, "POST", "/v1/events", token, withID(ssot.SystemEventPrefix+"retry-1", chat("alice", "bob", "s", "c", "")))
+			if a.status != 400 || !strings.Contains(string(a.body), `"path":"id"`) || !strings.Contains(string(a.body), ssot.SystemEventPrefix) {
+				t.Fatalf("a post with a system id: %d %s", a.status, a.body)
+			}
+		}
+	})
+}

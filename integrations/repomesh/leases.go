@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/ampflow/ampflow/activities/ssot"
@@ -98,6 +99,23 @@ func (a *API) denied(w http.ResponseWriter, r *http.Request, action, agent strin
 	a.srv.Error(w, r, &task.Error{Code: CodePermissionDenied, Message: msg})
 }
 
+// ReservedKeyPrefixes are the prefixes of the resource keys the system
+// takes itself: a task's branch (task.BranchLeaseKey), a claim (ClaimKey,
+// taken through a task.claimed event) and an AOF task's run (the AOF's
+// LeaseKey). No caller of POST /v1/leases, admin or agent, takes one:
+// whoever held repo:app:main would stop every task on that branch.
+var ReservedKeyPrefixes = []string{"repo:", "task:", "aof/"}
+
+// ReservedPrefix is the reserved prefix key starts with, or "".
+func ReservedPrefix(key string) string {
+	for _, p := range ReservedKeyPrefixes {
+		if strings.HasPrefix(key, p) {
+			return p
+		}
+	}
+	return ""
+}
+
 func (a *API) acquire(w http.ResponseWriter, r *http.Request) {
 	if a.noLeases(w, r) {
 		return
@@ -121,6 +139,14 @@ func (a *API) acquire(w http.ResponseWriter, r *http.Request) {
 	}
 	if !mayActAs(c, in.AgentID) {
 		a.denied(w, r, "lease.acquire", in.AgentID)
+		return
+	}
+	if p := ReservedPrefix(in.ResourceKey); p != "" {
+		problem := fmt.Sprintf("is reserved: keys starting %q are the system's own", p)
+		msg := "resource_key: " + problem
+		a.tellError(r, "lease.acquire", CodePermissionDenied, msg, 0, map[string]any{"resource_key": in.ResourceKey})
+		a.srv.Error(w, r, &task.Error{Code: CodePermissionDenied, Message: msg,
+			Fields: []amp.FieldError{{Path: "resource_key", Problem: problem}}})
 		return
 	}
 	res, err := a.leases.Acquire(r.Context(), in.ResourceKey, lease.AcquireRequest{AgentID: in.AgentID, TTLSeconds: in.TTLSeconds})

@@ -13,6 +13,7 @@ import (
 
 	"github.com/ampflow/ampflow/activities/ssot"
 	"github.com/ampflow/ampflow/amp"
+	"github.com/ampflow/ampflow/integrations/httpapi"
 	"github.com/ampflow/ampflow/workflows"
 	"github.com/ampflow/ampflow/workflows/task"
 )
@@ -27,6 +28,60 @@ var RetrySchedule = []time.Duration{time.Second, 2 * time.Second, 4 * time.Secon
 
 // BugAfter is the failure of one test that files a bug task.
 const BugAfter = 3
+
+// Bounds of the bug tasks test results file: one test.result files at
+// most MaxBugsPerResult, and a task's results MaxBugsPerTask in all (as
+// its test.retry events name them). A test past either bound is named in
+// the retry's bugs_not_filed.
+const (
+	MaxBugsPerResult = 3
+	MaxBugsPerTask   = 10
+)
+
+// mayReportTests reports whether the caller may post a test.result with
+// failures for its task: a coordinator, an admin, or one of the task's
+// own agents (see isTaskAgent); false means the answer was written, 403
+// PERMISSION_DENIED naming payload.task_id.
+func (a *API) mayReportTests(w http.ResponseWriter, r *http.Request, ev checked) bool {
+	c := httpapi.CallerOf(r)
+	failures, _ := ev.payload["failures"].([]any)
+	if ev.taskID == "" || len(failures) == 0 || isAdmin(c) || c.Role == amp.RoleCoordinator {
+		return true
+	}
+	ok, err := a.isTaskAgent(r.Context(), selfNames(c), ev.taskID)
+	if err != nil {
+		a.srv.Error(w, r, err)
+		return false
+	}
+	if !ok {
+		problem := fmt.Sprintf("%s is not an agent of task %s: only its agents, coordinators and admins report its failing tests", c.Name, ev.taskID)
+		a.tellError(r, "event.log", CodePermissionDenied, "payload.task_id: "+problem, 0, map[string]any{"task_id": ev.taskID})
+		a.srv.Error(w, r, &task.Error{Code: CodePermissionDenied, Message: "payload.task_id: " + problem,
+			Fields: []amp.FieldError{{Path: "payload.task_id", Problem: problem}}})
+	}
+	return ok
+}
+
+// bugsFiled counts the bug tasks the task's earlier results filed, as
+// their test.retry events name them; the retry of e itself (a retried
+// post) is not counted.
+func (a *API) bugsFiled(r *http.Request, e ssot.MeshEvent) (int, error) {
+	retries, _, err := a.store.SearchEvents(r.Context(), ssot.SearchQuery{Type: TypeTestRetry, From: Sender, TaskID: e.TaskID},
+		ssot.Page{Limit: maxResults})
+	if err != nil {
+		return 0, err
+	}
+	n := 0
+	for _, rt := range retries {
+		var p struct {
+			Bugs map[string]string `json:"bug_tasks"`
+		}
+		if rt.ID != retryID(e) && json.Unmarshal(rt.Payload, &p) == nil {
+			n += len(p.Bugs)
+		}
+	}
+	return n, nil
+}
 
 // maxResults bounds the test.result events of a task read to count a
 // test's failures.
@@ -74,7 +129,12 @@ func (a *API) onTestResult(r *http.Request, e ssot.MeshEvent) {
 			}
 		}
 	}
-	var tests []string
+	filed, err := a.bugsFiled(r, e)
+	if err != nil {
+		a.log.Error("counting a task's bug tasks", "task_id", e.TaskID, "error", err)
+		return
+	}
+	var tests, notFiled []string
 	attempt := 0
 	bugs := map[string]string{}
 	for _, f := range res.Failures {
@@ -84,6 +144,10 @@ func (a *API) onTestResult(r *http.Request, e ssot.MeshEvent) {
 		tests = append(tests, f.Test)
 		n := counts[f.Test]
 		attempt = max(attempt, n)
+		if n == BugAfter && (len(bugs) >= MaxBugsPerResult || filed+len(bugs) >= MaxBugsPerTask) {
+			notFiled = append(notFiled, f.Test)
+			continue
+		}
 		if n == BugAfter {
 			id, err := a.fileBug(r, e, res.SuiteName, f.Test, f.Message)
 			if err != nil {
@@ -103,13 +167,25 @@ func (a *API) onTestResult(r *http.Request, e ssot.MeshEvent) {
 	if len(bugs) > 0 {
 		payload["bug_tasks"] = bugs
 	}
+	if len(notFiled) > 0 {
+		a.log.Warn("bug tasks not filed: the bounds are reached", "task_id", e.TaskID, "tests", notFiled,
+			"per_result", MaxBugsPerResult, "per_task", MaxBugsPerTask)
+		payload["bugs_not_filed"] = notFiled
+	}
 	body, _ := json.Marshal(payload)
-	retry := ssot.MeshEvent{ID: "retry-" + e.ID, Type: TypeTestRetry, Severity: "warning", AgentID: Sender, From: Sender,
+	retry := ssot.MeshEvent{ID: retryID(e), Type: TypeTestRetry, Severity: "warning", AgentID: Sender, From: Sender,
 		FromID: Sender, To: e.From, Subject: fmt.Sprintf("Retry %s (attempt %d)", res.SuiteName, attempt+1),
 		Content: strings.Join(tests, "\n"), ParentID: e.ID, TaskID: e.TaskID, CreatedAt: a.now(), Payload: body}
 	if _, err := a.store.AppendEvent(r.Context(), retry); err != nil {
 		a.log.Error("storing a test.retry event", "task_id", e.TaskID, "error", err)
 	}
+}
+
+// retryID is the id of the test.retry answering the stored result e: a
+// system event's, derived from e's place in the log, so a retried post
+// answers it once.
+func retryID(e ssot.MeshEvent) string {
+	return fmt.Sprintf("%sretry-%d", ssot.SystemEventPrefix, e.Seq)
 }
 
 // BugPriority is the document's priority of a bug task, and BugRisk the
@@ -176,7 +252,7 @@ func (a *API) meshBug(r *http.Request, e ssot.MeshEvent, goal, desc, suite, test
 	payload, _ := json.Marshal(map[string]any{"from": Sender, "from_id": Sender, "to": e.From, "task_id": id,
 		"goal": goal, "description": desc, "priority": BugPriority, "risk_level": BugRisk, "assignee": e.From,
 		"metadata": meta, "parent_message_id": e.ID})
-	_, err := a.store.AppendEvent(r.Context(), ssot.MeshEvent{ID: "created-" + id, Type: "task.created", Severity: "warning",
+	_, err := a.store.AppendEvent(r.Context(), ssot.MeshEvent{ID: ssot.SystemEventPrefix + "created-" + id, Type: "task.created", Severity: "warning",
 		AgentID: Sender, From: Sender, FromID: Sender, To: e.From, Subject: goal, Content: desc, ParentID: e.ID,
 		TaskID: id, CreatedAt: a.now(), Payload: payload})
 	if err != nil {

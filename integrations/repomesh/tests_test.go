@@ -20,6 +20,7 @@ func TestTestResultRetriesThenBugTask(t *testing.T) {
 		State: json.RawMessage(`{"repo":"/src/app","branch":"feature/login"}`), StartedAt: time.Now(), UpdatedAt: time.Now()}); err != nil {
 		t.Fatal(err)
 	}
+	h.deliver(t, "T-2026-001", "bob", amp.RoleReviewer)
 	result := func(i int, failing ...string) string {
 		var fs []string
 		for _, f := range failing {
@@ -37,7 +38,11 @@ func TestTestResultRetriesThenBugTask(t *testing.T) {
 		h.do(t, "POST", "/v1/events", bobToken, result(i, failing...)).want(t, 201, nil)
 		// a retried post changes nothing
 		h.do(t, "POST", "/v1/events", bobToken, result(i, failing...)).want(t, 201, nil)
-		e, err := h.store.Event(ctx, fmt.Sprintf("retry-R%d", i))
+		res, err := h.store.Event(ctx, fmt.Sprintf("R%d", i))
+		if err != nil {
+			t.Fatal(err)
+		}
+		e, err := h.store.Event(ctx, retryID(res))
 		if i == 4 {
 			if err == nil {
 				t.Fatalf("a retry after the schedule's last: %s", e.Payload)
@@ -82,6 +87,8 @@ func failingResult(id, taskID, test string) string {
 func TestTestResultBugTaskOfAMeshTask(t *testing.T) {
 	h := newHarness(t)
 	ctx := context.Background()
+	// A task only the mesh knows: bob claimed it.
+	h.do(t, "POST", "/v1/events", bobToken, `{"type":"task.claimed","severity":"info","payload":{"task_id":"mesh-task-7","agent_id":"bob","lease_ttl":60}}`).want(t, 201, nil)
 	for i := 1; i <= BugAfter; i++ {
 		h.do(t, "POST", "/v1/events", bobToken, failingResult(fmt.Sprintf("R%d", i), "mesh-task-7", "login")).want(t, 201, nil)
 	}
@@ -105,7 +112,11 @@ func TestTestResultBugTaskOfAMeshTask(t *testing.T) {
 		bug.Meta["original_task_id"] != "mesh-task-7" || bug.Meta["test_suite"] != "e2e/auth" {
 		t.Fatalf("bug task %s", evs[0].Payload)
 	}
-	retry, err := h.store.Event(ctx, fmt.Sprintf("retry-R%d", BugAfter))
+	res, err := h.store.Event(ctx, fmt.Sprintf("R%d", BugAfter))
+	if err != nil {
+		t.Fatal(err)
+	}
+	retry, err := h.store.Event(ctx, retryID(res))
 	if err != nil || !strings.Contains(string(retry.Payload), `"login":"`+bug.TaskID+`"`) {
 		t.Fatalf("the retry names no bug task: %s %v", retry.Payload, err)
 	}
@@ -118,6 +129,7 @@ func TestTestResultBugTaskFailureTellsTheSender(t *testing.T) {
 		State: json.RawMessage(`{"repo":"/src/app","branch":"feature/login"}`), StartedAt: time.Now(), UpdatedAt: time.Now()}); err != nil {
 		t.Fatal(err)
 	}
+	h.deliver(t, "T-2026-001", "bob", amp.RoleReviewer)
 	h.tasks.err = fmt.Errorf("temporal is down")
 	for i := 1; i <= BugAfter; i++ {
 		h.do(t, "POST", "/v1/events", bobToken, failingResult(fmt.Sprintf("R%d", i), "T-2026-001", "login")).want(t, 201, nil)
@@ -126,4 +138,63 @@ func TestTestResultBugTaskFailureTellsTheSender(t *testing.T) {
 	if err != nil || len(evs) != 1 || !strings.Contains(evs[0].Content, "temporal is down") {
 		t.Fatalf("bob's agent.error: %+v %v", evs, err)
 	}
+}
+
+func TestTestResultBugTasksOnlyFromTheTasksAgents(t *testing.T) {
+	h := newHarness(t)
+	ctx := context.Background()
+	if _, err := h.store.Save(ctx, "T-2026-001", nil, &ssot.TaskState{TaskID: "T-2026-001", Rev: 1, Status: "in_progress",
+		State: json.RawMessage(`{"repo":"/src/app","branch":"feature/login"}`), StartedAt: time.Now(), UpdatedAt: time.Now()}); err != nil {
+		t.Fatal(err)
+	}
+	h.deliver(t, "T-2026-001", "bob", amp.RoleReviewer)
+	t.Run("NotTheTasksAgent", func(t *testing.T) {
+		// alice was delivered nothing of T-2026-001, and claiming it in
+		// the mesh does not make her its agent: ampflow knows the task.
+		h.do(t, "POST", "/v1/events", aliceToken, `{"type":"task.claimed","severity":"info","payload":{"task_id":"T-2026-001","agent_id":"alice","lease_ttl":60}}`).want(t, 201, nil)
+		for i := 1; i <= BugAfter; i++ {
+			var e struct {
+				Error struct {
+					Code   string
+					Fields []amp.FieldError
+				}
+			}
+			h.do(t, "POST", "/v1/events", aliceToken, failingResult(fmt.Sprintf("A%d", i), "T-2026-001", "login")).want(t, 403, &e)
+			if e.Error.Code != string(CodePermissionDenied) || len(e.Error.Fields) != 1 || e.Error.Fields[0].Path != "payload.task_id" {
+				t.Fatalf("refusal %+v", e.Error)
+			}
+		}
+		if len(h.tasks.started) != 0 {
+			t.Fatalf("alice's results started %d tasks", len(h.tasks.started))
+		}
+		// A passing result reports nothing to act on: it is kept.
+		h.do(t, "POST", "/v1/events", aliceToken, `{"type":"test.result","severity":"info","payload":{"task_id":"T-2026-001","suite_name":"e2e/auth","passed":16,"failed":0,"skipped":0,"duration_ms":1,"failures":[]}}`).want(t, 201, nil)
+		// An admin reports for any task.
+		h.do(t, "POST", "/v1/events", adminToken, failingResult("ADM1", "T-2026-001", "admin_test")).want(t, 201, nil)
+	})
+	t.Run("Bounded", func(t *testing.T) {
+		// Five new tests failing three times a batch: each result files
+		// at most MaxBugsPerResult, the task's results MaxBugsPerTask.
+		for b, want := range []int{3, 6, 9, 10, 10} {
+			var fs []string
+			for k := range 5 {
+				fs = append(fs, fmt.Sprintf(`{"test":"t%d_%d","error":"e","message":"m"}`, b, k))
+			}
+			for i := 1; i <= BugAfter; i++ {
+				h.do(t, "POST", "/v1/events", bobToken, fmt.Sprintf(`{"id":"B%d-%d","type":"test.result","severity":"info","payload":{"task_id":"T-2026-001",
+					"suite_name":"unit","passed":0,"failed":5,"skipped":0,"duration_ms":1,"failures":[%s]}}`, b, i, strings.Join(fs, ","))).want(t, 201, nil)
+			}
+			if len(h.tasks.started) != want {
+				t.Fatalf("batch %d: %d bug tasks started, want %d", b, len(h.tasks.started), want)
+			}
+		}
+		res, err := h.store.Event(ctx, "B4-3")
+		if err != nil {
+			t.Fatal(err)
+		}
+		retry, err := h.store.Event(ctx, retryID(res))
+		if err != nil || !strings.Contains(string(retry.Payload), `"bugs_not_filed":["t4_0"`) {
+			t.Fatalf("the last retry names no tests left unfiled: %s %v", retry.Payload, err)
+		}
+	})
 }

@@ -202,10 +202,10 @@ func TestDashboardBrowser(t *testing.T) {
 	codexAPI := api{t: t, base: base, token: "tok-exec"}
 	planner := api{t: t, base: base, token: "tok-plan"}
 	var held, docs repomesh.Lease
-	if code := codexAPI.do("POST", "/v1/leases", map[string]any{"resource_key": "repo:app:main", "ttl_seconds": 600}, &held); code != 201 {
+	if code := codexAPI.do("POST", "/v1/leases", map[string]any{"resource_key": "file:app:main", "ttl_seconds": 600}, &held); code != 201 {
 		t.Fatalf("codex's lease: %d", code)
 	}
-	if code := planner.do("POST", "/v1/leases", map[string]any{"resource_key": "repo:docs:main", "ttl_seconds": 600}, &docs); code != 201 {
+	if code := planner.do("POST", "/v1/leases", map[string]any{"resource_key": "file:docs:main", "ttl_seconds": 600}, &docs); code != 201 {
 		t.Fatalf("the planner's lease: %d", code)
 	}
 	chat := func(c api, from, to, subject, content, parent string) repomesh.Event {
@@ -227,8 +227,8 @@ func TestDashboardBrowser(t *testing.T) {
 		return `Array.from(document.querySelectorAll("table.panel tbody tr")).find(r => r.cells[0].textContent === ` + jsString(key) + `)`
 	}
 	ana.open(base + "/leases")
-	ana.until("both leases on the leases page", 10*time.Second, rowOf("repo:app:main")+` && `+rowOf("repo:docs:main"))
-	if text := evalIn[string](ana, rowOf("repo:app:main")+".innerText"); !strings.Contains(text, "codex") || !strings.Contains(text, "in 10 minutes") ||
+	ana.until("both leases on the leases page", 10*time.Second, rowOf("file:app:main")+` && `+rowOf("file:docs:main"))
+	if text := evalIn[string](ana, rowOf("file:app:main")+".innerText"); !strings.Contains(text, "codex") || !strings.Contains(text, "in 10 minutes") ||
 		!strings.Contains(text, held.LeaseID) {
 		t.Errorf("codex's lease row reads %q; want its holder, its lease id and that it expires in 10 minutes", text)
 	}
@@ -237,14 +237,14 @@ func TestDashboardBrowser(t *testing.T) {
 	// A lease taken while the page is open shows up without a reload.
 	ana.until("the live stream on the leases page", 10*time.Second, `document.getElementById("live").dataset.state === "live"`)
 	evalIn[bool](ana, "window.__sameDocument = true")
-	if code := codexAPI.do("POST", "/v1/leases", map[string]any{"resource_key": "repo:web:main", "ttl_seconds": 600}, &repomesh.Lease{}); code != 201 {
+	if code := codexAPI.do("POST", "/v1/leases", map[string]any{"resource_key": "file:web:main", "ttl_seconds": 600}, &repomesh.Lease{}); code != 201 {
 		t.Fatalf("codex's second lease: %d", code)
 	}
-	took = ana.until("the new lease on the open leases page", 10*time.Second, rowOf("repo:web:main")+` && window.__sameDocument === true`)
+	took = ana.until("the new lease on the open leases page", 10*time.Second, rowOf("file:web:main")+` && window.__sameDocument === true`)
 	t.Logf("the leases page showed a new lease %v after it was taken", took)
-	ana.do("releasing the planner's lease", chromedp.Click(`button[aria-label="Release repo:docs:main held by planner"]`))
+	ana.do("releasing the planner's lease", chromedp.Click(`button[aria-label="Release file:docs:main held by planner"]`))
 	ana.until("the release's flash, the lease gone", 15*time.Second, `location.pathname === "/leases" && document.getElementById("flash") && `+
-		`document.getElementById("flash").textContent.includes("Released `+docs.LeaseID+`") && !`+rowOf("repo:docs:main"))
+		`document.getElementById("flash").textContent.includes("Released `+docs.LeaseID+`") && !`+rowOf("file:docs:main"))
 	var after repomesh.LeaseList
 	if code := planner.do("GET", "/v1/leases?agent_id=planner&limit=1", nil, &after); code != 200 || len(after.Leases) != 1 ||
 		after.Leases[0].LeaseID != docs.LeaseID || after.Leases[0].State != "released" || after.Leases[0].Reason != "admin" {
@@ -253,7 +253,7 @@ func TestDashboardBrowser(t *testing.T) {
 
 	ana.open(base + "/agents")
 	ana.until("codex and the planner on the agents page", 10*time.Second, rowOf("codex")+` && `+rowOf("planner"))
-	if text := evalIn[string](ana, rowOf("codex")+".innerText"); !strings.Contains(text, "2 lease(s): repo:app:main, repo:web:main") || !strings.Contains(text, "ago") {
+	if text := evalIn[string](ana, rowOf("codex")+".innerText"); !strings.Contains(text, "2 lease(s): file:app:main, file:web:main") || !strings.Contains(text, "ago") {
 		t.Errorf("codex's row on the agents page reads %q; want its lease and when it last beat", text)
 	}
 	if text := evalIn[string](ana, rowOf("planner")+".innerText"); !strings.Contains(text, "no lease held") {
@@ -295,7 +295,7 @@ func TestDashboardBrowser(t *testing.T) {
 		t.Errorf("codex (executor) sees %d buttons or forms on the task page", n)
 	}
 	codex.open(base + "/leases")
-	codex.until("the leases page as codex", 10*time.Second, rowOf("repo:app:main"))
+	codex.until("the leases page as codex", 10*time.Second, rowOf("file:app:main"))
 	if n := evalIn[int](codex, `document.querySelectorAll("main button, main form[method=post]").length`); n != 0 {
 		t.Errorf("codex (executor) sees %d buttons or forms on the leases page", n)
 	}

@@ -26,17 +26,17 @@ import (
 // retried after 1 s and 2 s and then files a bug task awaiting approval.
 func TestMesh(t *testing.T) {
 	p := startDev(t, t.TempDir(),
-		"AMPFLOW_AUTH_TOKENS=alice-secret:executor:alice,bob-secret:reviewer:bob,root-secret:admin:root,coord-secret:coordinator:planner")
+		"AMPFLOW_AUTH_TOKENS=alice-secret:executor:alice,bob-secret:reviewer:bob,root-secret:admin:root,coord-secret:coordinator:planner,erin-secret:executor:erin")
 	alice := api{t: t, base: "http://" + p.api, token: "alice-secret"}
 	bob := api{t: t, base: "http://" + p.api, token: "bob-secret"}
 
 	t.Run("LeaseAutoReleasedOnTime", func(t *testing.T) {
 		var l repomesh.Lease
-		if code := alice.do("POST", "/v1/leases", map[string]any{"resource_key": "repo:app:main", "agent_id": "alice", "ttl_seconds": 3}, &l); code != 201 {
+		if code := alice.do("POST", "/v1/leases", map[string]any{"resource_key": "file:app:main", "agent_id": "alice", "ttl_seconds": 3}, &l); code != 201 {
 			t.Fatalf("acquire: %d", code)
 		}
 		var conflict repomesh.ConflictBody
-		code, body := rawDo(t, bob, "POST", "/v1/leases", `{"resource_key":"repo:app:main","ttl_seconds":30}`)
+		code, body := rawDo(t, bob, "POST", "/v1/leases", `{"resource_key":"file:app:main","ttl_seconds":30}`)
 		if err := json.Unmarshal(body, &conflict); code != 409 || err != nil || conflict.Error.Holder != "alice" ||
 			conflict.Error.Code != repomesh.CodeLockConflict || conflict.Error.RetryAfterMS <= 0 || conflict.Error.RetryAfterMS > 3000 {
 			t.Fatalf("bob's acquire while alice holds: %d %s", code, body)
@@ -79,7 +79,7 @@ func TestMesh(t *testing.T) {
 				t.Errorf("lock.auto_released without last_heartbeat: %s", e.Payload)
 			}
 		}
-		if code := bob.do("POST", "/v1/leases", map[string]any{"resource_key": "repo:app:main", "ttl_seconds": 30}, &l); code != 201 || l.AgentID != "bob" {
+		if code := bob.do("POST", "/v1/leases", map[string]any{"resource_key": "file:app:main", "ttl_seconds": 30}, &l); code != 201 || l.AgentID != "bob" {
 			t.Fatalf("bob's acquire after the release: %d %+v", code, l)
 		}
 		if code := alice.do("DELETE", "/v1/leases/"+l.LeaseID, nil, nil); code != 403 {
@@ -116,10 +116,10 @@ func TestMesh(t *testing.T) {
 	t.Run("LeaseCLI", func(t *testing.T) {
 		env := cliEnv(p, "bob-secret", "bob")
 		var l repomesh.Lease
-		if err := json.Unmarshal([]byte(mustRun(t, env, "-o", "json", "lease", "acquire", "repo:cli:main", "--ttl", "120")), &l); err != nil || l.AgentID != "bob" || l.State != "active" {
+		if err := json.Unmarshal([]byte(mustRun(t, env, "-o", "json", "lease", "acquire", "file:cli:main", "--ttl", "120")), &l); err != nil || l.AgentID != "bob" || l.State != "active" {
 			t.Fatalf("lease acquire: %+v %v", l, err)
 		}
-		_, errOut, code := runAmpflow(t, cliEnv(p, "alice-secret", "alice"), nil, "lease", "acquire", "repo:cli:main")
+		_, errOut, code := runAmpflow(t, cliEnv(p, "alice-secret", "alice"), nil, "lease", "acquire", "file:cli:main")
 		if code == 0 || !strings.Contains(errOut, "held by bob") {
 			t.Fatalf("alice's lease acquire of bob's key: exit %d %s", code, errOut)
 		}
@@ -190,33 +190,36 @@ func TestMesh(t *testing.T) {
 	})
 
 	t.Run("AgentRecovered", func(t *testing.T) {
-		for _, key := range []string{"task:T-2026-900", "repo:app:feature"} {
-			if code := alice.do("POST", "/v1/leases", map[string]any{"resource_key": key, "ttl_seconds": 600}, nil); code != 201 {
+		// erin, not alice: an agent reports a restart once a minute, and
+		// alice reports hers below.
+		erin := api{t: t, base: alice.base, token: "erin-secret"}
+		for _, key := range []string{"claim:T-2026-900", "file:app:feature"} {
+			if code := erin.do("POST", "/v1/leases", map[string]any{"resource_key": key, "ttl_seconds": 600}, nil); code != 201 {
 				t.Fatalf("acquire %s: %d", key, code)
 			}
 		}
-		eventually(t, 5*time.Second, "alice's two leases recorded", func() (bool, error) {
+		eventually(t, 5*time.Second, "erin's two leases recorded", func() (bool, error) {
 			var list repomesh.LeaseList
-			alice.do("GET", "/v1/leases?agent_id=alice&state=active", nil, &list)
+			erin.do("GET", "/v1/leases?agent_id=erin&state=active", nil, &list)
 			return len(list.Leases) == 2, fmt.Errorf("%+v", list.Leases)
 		})
 		var hb repomesh.AgentHeartbeatResponse
-		if code := alice.do("POST", "/v1/agents/alice/heartbeat", map[string]any{"status": "recovered"}, &hb); code != 200 || len(hb.Released) != 2 {
+		if code := erin.do("POST", "/v1/agents/erin/heartbeat", map[string]any{"status": "recovered"}, &hb); code != 200 || len(hb.Released) != 2 {
 			t.Fatalf("recovered: %d %+v", code, hb)
 		}
 		var list repomesh.LeaseList
-		alice.do("GET", "/v1/leases?agent_id=alice&state=active", nil, &list)
+		erin.do("GET", "/v1/leases?agent_id=erin&state=active", nil, &list)
 		if len(list.Leases) != 0 {
 			t.Fatalf("active leases after recovery: %+v", list.Leases)
 		}
 		var echo repomesh.EventList
-		bob.do("GET", "/v1/events/search?from=alice&q=recovered", nil, &echo)
+		bob.do("GET", "/v1/events/search?from=erin&q=recovered", nil, &echo)
 		if len(echo.Events) != 1 || echo.Events[0].ID != hb.EventID {
 			t.Fatalf("recovery echo: %+v", echo.Events)
 		}
 		// Another agent may take them now.
-		if code := bob.do("POST", "/v1/leases", map[string]any{"resource_key": "task:T-2026-900", "ttl_seconds": 5}, nil); code != 201 {
-			t.Fatalf("bob's acquire after alice recovered: %d", code)
+		if code := bob.do("POST", "/v1/leases", map[string]any{"resource_key": "claim:T-2026-900", "ttl_seconds": 5}, nil); code != 201 {
+			t.Fatalf("bob's acquire after erin recovered: %d", code)
 		}
 	})
 
