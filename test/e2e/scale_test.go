@@ -121,7 +121,7 @@ func startScaleCluster(t *testing.T, dbs scaleDatabases) *scaleCluster {
 	if _, err := rand.Read(raw); err != nil {
 		t.Fatal(err)
 	}
-	key := hex.EncodeToString(raw)
+	decisionKey := hex.EncodeToString(raw)
 	for i := range scaleWorkers {
 		w := &clusterProc{t: t, name: fmt.Sprintf("worker %d", i), ready: "worker ",
 			api:  fmt.Sprintf("127.0.0.1:%d", freePort(t)),
@@ -139,7 +139,7 @@ func startScaleCluster(t *testing.T, dbs scaleDatabases) *scaleCluster {
 			"AMPFLOW_ADMINS=" + httpapi.OpenName,
 			"AMPFLOW_LOG_LEVEL=warn",
 			// One decision key for all: any worker checks any API's answers.
-			"AMPFLOW_AUTH_DECISION_KEY=" + key,
+			"AMPFLOW_AUTH_DECISION_KEY=" + decisionKey,
 		}
 		t.Cleanup(w.stop)
 		w.start()
