@@ -28,9 +28,53 @@ func signalGroup(pgid int, sig syscall.Signal) {
 	_ = syscall.Kill(-pgid, sig)
 }
 
-// groupAlive reports whether any process is left in the group.
+// groupAlive reports whether any live process is left in the group.
+// Zombies do not count: they hold no resources and, where the init process
+// does not reap orphans (as in some containers), never go away.
 func groupAlive(pgid int) bool {
-	return syscall.Kill(-pgid, 0) == nil
+	if syscall.Kill(-pgid, 0) != nil {
+		return false
+	}
+	procs, err := os.ReadDir("/proc")
+	if err != nil {
+		return true
+	}
+	for _, p := range procs {
+		pid, err := strconv.Atoi(p.Name())
+		if err != nil {
+			continue
+		}
+		state, pg, ok := procStat(pid)
+		if ok && pg == pgid && state != "Z" && state != "X" {
+			return true
+		}
+	}
+	return false
+}
+
+// procStat reads a process's state and process group from /proc.
+func procStat(pid int) (state string, pgrp int, ok bool) {
+	f := statFields(pid)
+	if len(f) < 3 {
+		return "", 0, false
+	}
+	pgrp, err := strconv.Atoi(f[2])
+	return f[0], pgrp, err == nil
+}
+
+// statFields are the fields of /proc/PID/stat after the command name, so
+// f[0] is the state (field 3), or nil where there is no /proc.
+func statFields(pid int) []string {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return nil
+	}
+	// The command name in field 2 may hold spaces; fields restart after ')'.
+	i := bytes.LastIndexByte(b, ')')
+	if i < 0 {
+		return nil
+	}
+	return strings.Fields(string(b[i+1:]))
 }
 
 // pidFile is what Run writes to Spec.PIDDir while a CLI runs.
@@ -99,7 +143,7 @@ func ours(pf pidFile) bool {
 	if !groupAlive(pf.PID) {
 		return false
 	}
-	if syscall.Kill(pf.PID, 0) != nil {
+	if state, _, ok := procStat(pf.PID); syscall.Kill(pf.PID, 0) != nil || ok && state == "Z" {
 		// The leader is gone but members of its group live on; a pid that
 		// is still some group's id is never handed out again, so they are
 		// the run's.
@@ -132,16 +176,7 @@ func killGroup(pgid int, grace time.Duration) {
 // startTime is the process's start time in clock ticks since boot (field 22
 // of /proc/PID/stat), or 0 where there is no /proc.
 func startTime(pid int) uint64 {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return 0
-	}
-	// The command name in field 2 may hold spaces; fields restart after ')'.
-	i := bytes.LastIndexByte(b, ')')
-	if i < 0 {
-		return 0
-	}
-	f := strings.Fields(string(b[i+1:]))
+	f := statFields(pid)
 	if len(f) < 20 {
 		return 0
 	}

@@ -199,6 +199,11 @@ func Run(ctx context.Context, s Spec, on func(Event)) (Outcome, error) {
 		}
 	}
 	outR.Close()
+	// SIGKILL is not instant: wait (bounded) until the group is gone.
+	for deadline := time.Now().Add(killGrace); groupAlive(pgid) && time.Now().Before(deadline); {
+		signalGroup(pgid, syscall.SIGKILL)
+		time.Sleep(20 * time.Millisecond)
+	}
 	select {
 	case <-stderrDone:
 	case <-time.After(drainGrace):

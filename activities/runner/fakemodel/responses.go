@@ -11,7 +11,25 @@ import (
 // and output_item.done, then response.completed carrying usage.
 type responses struct{}
 
-func (responses) agent(body []byte) bool { return hasTools(body) }
+// agent: tools in "tools", or, as Codex sends them for some models, in an
+// "additional_tools" input item.
+func (responses) agent(body []byte) bool {
+	if hasTools(body) {
+		return true
+	}
+	var v struct {
+		Input []struct {
+			Type string `json:"type"`
+		} `json:"input"`
+	}
+	_ = json.Unmarshal(body, &v)
+	for _, it := range v.Input {
+		if it.Type == "additional_tools" {
+			return true
+		}
+	}
+	return false
+}
 
 func (responses) stream(_ *http.Request, body []byte) bool {
 	var v struct {
