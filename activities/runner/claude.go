@@ -87,6 +87,11 @@ func (d *claudeDecoder) decode(line []byte) []Event {
 	}
 	var cost struct {
 		TotalCostUSD *float64 `json:"total_cost_usd"`
+		// On a resumed session total_cost_usd counts the earlier runs too;
+		// this is the run's own, by model.
+		SinceLast map[string]struct {
+			CostUSD float64 `json:"costUSD"`
+		} `json:"model_usage_since_last_result"`
 	}
 	r := raw(line)
 	var out []Event
@@ -143,7 +148,13 @@ func (d *claudeDecoder) decode(line []byte) []Event {
 				CachedTokens: l.Usage.CacheReadInputTokens,
 			}
 		}
-		if cost.TotalCostUSD != nil {
+		switch {
+		case cost.SinceLast != nil:
+			for _, m := range cost.SinceLast {
+				ev.Usage.CostUSD += m.CostUSD
+			}
+			ev.Usage.CostReported = true
+		case cost.TotalCostUSD != nil:
 			ev.Usage.CostUSD, ev.Usage.CostReported = *cost.TotalCostUSD, true
 		}
 		out = append(out, ev)

@@ -14,9 +14,11 @@ import (
 	"time"
 )
 
+// killGrace is how long a group gets between SIGTERM and SIGKILL (a
+// variable so tests can shorten it).
+var killGrace = 5 * time.Second
+
 const (
-	// killGrace is how long a group gets between SIGTERM and SIGKILL.
-	killGrace = 5 * time.Second
 	// drainGrace bounds reading the CLI's output after it exited, in case
 	// a process that left its group still holds the pipe.
 	drainGrace = 5 * time.Second
