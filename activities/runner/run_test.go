@@ -343,4 +343,3 @@ func TestTail(t *testing.T) {
 		t.Errorf("tail %q", tl.String())
 	}
 }
-
