@@ -135,7 +135,7 @@ type agentCase struct {
 func (c agentCase) commitScript() []fakemodel.Turn {
 	return []fakemodel.Turn{
 		{Text: "Writing and committing the file.", Tool: c.shell(
-			"printf 'hello\\n' > hello.txt && git add hello.txt && git commit -q -m 'add hello' && echo COMMITTED-$((40+2))")},
+			"printf 'hello\\n' > hello.txt && git add hello.txt && git commit -q -m 'add hello' && printf 'COMMITTED-%d\\n' 42")},
 		{Text: "Done: hello.txt is committed.", InputTokens: 120, OutputTokens: 15},
 		{Text: "Resumed and still done."},
 	}
