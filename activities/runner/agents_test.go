@@ -236,12 +236,14 @@ func testCommitAndResume(t *testing.T, c agentCase, recordAs string) {
 	}
 }
 
-// testIdleKill has the fake hold its stream open and sends nothing; the idle
-// watchdog must kill the CLI's whole group.
+// testIdleKill has the model make one tool call, then hold its next stream
+// open sending nothing; the idle watchdog must kill the CLI's whole group.
+// (The tool call first, because OpenCode prints nothing before the model's
+// first reply.)
 func testIdleKill(t *testing.T, c agentCase) {
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	fake := fakemodel.New(fakemodel.Turn{Hang: true})
+	fake := fakemodel.New(fakemodel.Turn{Tool: c.shell("echo working")}, fakemodel.Turn{Hang: true})
 	defer fake.Close()
 	dir := newRepo(t)
 	spec := c.spec(t, fake)
@@ -258,8 +260,8 @@ func testIdleKill(t *testing.T, c agentCase) {
 	if o.Reason != ReasonIdle {
 		t.Fatalf("reason %q, want %q; outcome %+v", o.Reason, ReasonIdle, o)
 	}
-	if fake.Served() != 1 {
-		t.Errorf("the hanging turn was served %d times", fake.Served())
+	if fake.Served() != 2 {
+		t.Errorf("%d turns served, want 2 (the tool call, the hang)", fake.Served())
 	}
 	if groupAlive(o.PID) {
 		t.Error("processes left in the run's group")

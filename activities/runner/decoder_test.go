@@ -93,6 +93,19 @@ func TestDecodeRecorded(t *testing.T) {
 			"text:Resumed and still done.",
 			"result:Resumed and still done.:in=100,out=10",
 		}},
+		{OpenCode, "opencode_commit.jsonl", []string{
+			"session",
+			"text:Writing and committing the file.",
+			"tool_call:bash",
+			"tool_result:bash:COMMITTED-42",
+			"usage:in=100,out=10,usd=0.0004",
+			"text:Done: hello.txt is committed.",
+			"usage:in=120,out=15,usd=0.0006",
+			"result:Done: hello.txt is committed.:in=0,out=0",
+			"text:Resumed and still done.",
+			"usage:in=100,out=10,usd=0.0004",
+			"result:Resumed and still done.:in=0,out=0",
+		}},
 	}
 	for _, c := range cases {
 		t.Run(c.runner, func(t *testing.T) {
@@ -200,6 +213,7 @@ func BenchmarkDecode(b *testing.B) {
 		{Claude, "claude_commit.jsonl"},
 		{Codex, "codex_commit.jsonl"},
 		{Gemini, "gemini_commit.jsonl"},
+		{OpenCode, "opencode_commit.jsonl"},
 	} {
 		b.Run(c.runner, func(b *testing.B) {
 			stream, err := os.ReadFile(filepath.Join("testdata", c.file))
