@@ -272,8 +272,10 @@ func (d *Delivery) submitResult(ctx context.Context, in DeliverInput, dir string
 	if len(p.Subtasks) > 0 {
 		res.SubtaskID = p.Subtasks[0].SubtaskID
 	}
+	reply := amp.NewMessage(amp.RoleExecutor, amp.RoleCoordinator, m.TaskID, time.Now(), res)
+	reply.ContextRef = []string{m.MsgID}
 	if d.Git != nil {
-		chk, err := d.Git.CheckResult(ctx, CheckResultInput{TaskID: m.TaskID, Repo: in.Repo, Branch: p.Branch, Commit: commit})
+		chk, err := d.Git.CheckResult(ctx, CheckResultInput{TaskID: m.TaskID, MsgID: reply.MsgID, Repo: in.Repo, Branch: p.Branch, Commit: commit})
 		if err != nil {
 			return fmt.Errorf("reading the executor's diff: %w", err)
 		}
@@ -283,8 +285,6 @@ func (d *Delivery) submitResult(ctx context.Context, in DeliverInput, dir string
 		res.DiffSummary.FilesChanged = []string{}
 	}
 	res.SelfAssessment = selfAssessment(out.Text, len(p.AcceptanceCriteria))
-	reply := amp.NewMessage(amp.RoleExecutor, amp.RoleCoordinator, m.TaskID, time.Now(), res)
-	reply.ContextRef = []string{m.MsgID}
 	return d.submitReply(ctx, m, reply)
 }
 
