@@ -198,6 +198,13 @@ type DeliverInput struct {
 	// Repo is the task's repository, a command-mode agent's working
 	// directory; empty in histories from before it.
 	Repo string `json:"repo,omitempty"`
+	// Branch is the task's branch, where a runner executor works.
+	Branch string `json:"branch,omitempty"`
+	// Commit is the result a review request is about, Description and
+	// Criteria the plan's: what a runner reviewer is told.
+	Commit      string   `json:"commit,omitempty"`
+	Description string   `json:"description,omitempty"`
+	Criteria    []string `json:"criteria,omitempty"`
 }
 
 // DeliveryFailure is the detail of an ErrDelivery error: what went wrong

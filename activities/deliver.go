@@ -37,6 +37,14 @@ type AgentDelivery struct {
 	Env []string
 	// WebhookSecret signs each webhook delivery; empty sends it unsigned.
 	WebhookSecret string
+	// Runner, Model, IdleTimeout and MaxCostUSD configure a
+	// config.AgentModeRunner agent (docs/runners.md); it works under
+	// WorkDir (data_dir): worktrees/, sessions/, pids/.
+	Runner      string
+	Model       string
+	IdleTimeout time.Duration
+	MaxCostUSD  float64
+	WorkDir     string
 }
 
 // Submitter takes an agent's reply as if the agent had sent it itself.
@@ -48,8 +56,13 @@ type Submitter interface {
 type Delivery struct {
 	Executor AgentDelivery
 	Reviewer AgentDelivery
-	// Submit takes what a command-mode agent prints.
+	// Submit takes what a command-mode agent prints, and the replies ampflow
+	// writes for a runner.
 	Submit Submitter
+	// Heartbeats passes a runner's signs of life to its task.
+	Heartbeats Heartbeater
+	// Git reads a runner's result from the repository.
+	Git *Git
 	// Refused, when set, keeps a reply the task refused (the error log).
 	Refused func(raw []byte, reason string)
 	// Secrets are masked in an agent's stderr before it is logged or shown.
@@ -74,7 +87,7 @@ func (d *Delivery) Deliver(ctx context.Context, in DeliverInput) (DeliverResult,
 	default:
 		return DeliverResult{Mode: config.AgentModePull}, nil
 	}
-	if a.Mode == config.AgentModeCommand || a.Mode == config.AgentModeWebhook {
+	if a.Mode == config.AgentModeCommand || a.Mode == config.AgentModeWebhook || a.Mode == config.AgentModeRunner {
 		if activity.IsActivity(ctx) && activity.GetInfo(ctx).IsLocalActivity {
 			// A webhook agent may ACK from inside its handler: that
 			// update waits for the workflow task a local activity holds.
@@ -87,6 +100,8 @@ func (d *Delivery) Deliver(ctx context.Context, in DeliverInput) (DeliverResult,
 		return DeliverResult{Mode: config.AgentModeCommand}, d.runCommand(ctx, a, in)
 	case config.AgentModeWebhook:
 		return DeliverResult{Mode: config.AgentModeWebhook}, d.post(ctx, a, in.Message)
+	case config.AgentModeRunner:
+		return DeliverResult{Mode: config.AgentModeRunner}, d.runAgent(ctx, a, in)
 	}
 	return DeliverResult{Mode: config.AgentModePull}, nil
 }

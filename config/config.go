@@ -265,7 +265,11 @@ const (
 	AgentModePull    = "pull"    // the agent reads its inbox (CLI or HTTP API)
 	AgentModeCommand = "command" // the worker runs the agent with the message on stdin
 	AgentModeWebhook = "webhook" // the worker POSTs the message to the agent
+	AgentModeRunner  = "runner"  // the worker runs a coding-agent CLI in a worktree of the task
 )
+
+// Runners are the coding-agent CLIs agents.*.runner names (docs/runners.md).
+var Runners = []string{"claude", "codex", "gemini", "opencode"}
 
 // Slack modes (slack.mode).
 const (
@@ -291,6 +295,17 @@ type Agent struct {
 	Env []string `mapstructure:"env"`
 	// WebhookSecret signs each webhook delivery (X-AMP-Signature).
 	WebhookSecret string `mapstructure:"webhook_secret"` // secret
+	// Runner names the CLI a runner-mode agent is (one of Runners); its
+	// Command, when set, is the binary and fixed arguments, else the
+	// runner's name on PATH.
+	Runner string `mapstructure:"runner"`
+	// Model is passed to a runner's CLI when set.
+	Model string `mapstructure:"model"`
+	// IdleTimeout: a runner that prints no event for this long is hung
+	// and is stopped.
+	IdleTimeout time.Duration `mapstructure:"idle_timeout"`
+	// MaxCostUSD stops a runner's run past this many dollars; 0: no cap.
+	MaxCostUSD float64 `mapstructure:"max_cost_usd"`
 }
 
 // Slack configures the Slack integration.

@@ -110,12 +110,20 @@ var defaults = map[string]any{
 	"agents.executor.timeout":        DefaultAgentTimeout,
 	"agents.executor.env":            []string{},
 	"agents.executor.webhook_secret": "",
+	"agents.executor.runner":         "",
+	"agents.executor.model":          "",
+	"agents.executor.idle_timeout":   DefaultAgentIdleTimeout,
+	"agents.executor.max_cost_usd":   0.0,
 	"agents.reviewer.mode":           AgentModePull,
 	"agents.reviewer.command":        []string{},
 	"agents.reviewer.webhook_url":    "",
 	"agents.reviewer.timeout":        DefaultAgentTimeout,
 	"agents.reviewer.env":            []string{},
 	"agents.reviewer.webhook_secret": "",
+	"agents.reviewer.runner":         "",
+	"agents.reviewer.model":          "",
+	"agents.reviewer.idle_timeout":   DefaultAgentIdleTimeout,
+	"agents.reviewer.max_cost_usd":   0.0,
 
 	"slack.enabled":           false,
 	"slack.mode":              SlackModeSocket,
@@ -358,6 +366,9 @@ const (
 	DefaultCICommandTimeout = 20 * time.Minute
 	// DefaultAgentTimeout is agents.*.timeout's default.
 	DefaultAgentTimeout = 30 * time.Minute
+	// DefaultAgentIdleTimeout is agents.*.idle_timeout's default: a runner
+	// silent this long is hung.
+	DefaultAgentIdleTimeout = 10 * time.Minute
 )
 
 // ackDefault is AMP/1.0's ACK deadline of a message type.

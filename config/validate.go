@@ -327,7 +327,7 @@ func (c Config) validateCI(ps *problems) {
 }
 
 func validateAgent(ps *problems, prefix string, a Agent) {
-	ps.oneOf(prefix+".mode", a.Mode, AgentModePull, AgentModeCommand, AgentModeWebhook)
+	ps.oneOf(prefix+".mode", a.Mode, AgentModePull, AgentModeCommand, AgentModeWebhook, AgentModeRunner)
 	ps.positive(prefix+".timeout", a.Timeout)
 	ps.envList(prefix+".env", a.Env)
 	switch a.Mode {
@@ -344,6 +344,15 @@ func validateAgent(ps *problems, prefix string, a Agent) {
 			ps.url(prefix+".webhook_url", a.WebhookURL)
 		}
 		ps.required(prefix+".webhook_secret", a.WebhookSecret, prefix+".mode is webhook (it signs each delivery)")
+	case AgentModeRunner:
+		ps.oneOf(prefix+".runner", a.Runner, Runners...)
+		if len(a.Command) > 0 {
+			ps.argv(prefix+".command", a.Command)
+		}
+		ps.positive(prefix+".idle_timeout", a.IdleTimeout)
+		if a.MaxCostUSD < 0 {
+			ps.add(prefix+".max_cost_usd", "must not be negative (0: no cap), not %v", a.MaxCostUSD)
+		}
 	}
 }
 

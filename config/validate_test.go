@@ -108,7 +108,7 @@ func TestValidate(t *testing.T) {
 			"ssot.git.commit: must be true when ssot.git.push is true",
 			"ssot.git.remote: required when ssot.git.push is true",
 		}},
-		{"AgentMode", func(c *Config) { c.Agents.Executor.Mode = "carrier-pigeon" }, []string{"agents.executor.mode: must be pull, command or webhook"}},
+		{"AgentMode", func(c *Config) { c.Agents.Executor.Mode = "carrier-pigeon" }, []string{"agents.executor.mode: must be pull, command, webhook or runner"}},
 		{"AgentCommand", func(c *Config) { c.Agents.Executor.Mode = AgentModeCommand }, []string{"agents.executor.command: required when agents.executor.mode is command"}},
 		{"AgentWebhook", func(c *Config) { c.Agents.Reviewer.Mode = AgentModeWebhook }, []string{
 			"agents.reviewer.webhook_url: required when agents.reviewer.mode is webhook",

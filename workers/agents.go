@@ -1,17 +1,36 @@
 package workers
 
 import (
+	"context"
 	"fmt"
 	"strings"
+	"time"
 
+	"github.com/ampflow/ampflow/activities"
 	"github.com/ampflow/ampflow/config"
 	"github.com/ampflow/ampflow/workflows/task"
 )
 
 // AgentModes says, one line per agent role, how the worker delivers to
-// it: what `ampflow dev` and `ampflow worker` print at start.
-func AgentModes(a config.Agents) [][2]string {
-	return [][2]string{{"executor", agentMode(a.Executor)}, {"reviewer", agentMode(a.Reviewer)}}
+// it: what `ampflow dev` and `ampflow worker` print at start. A runner
+// whose CLI does not start is an error naming the key to change.
+func AgentModes(ctx context.Context, a config.Agents) ([][2]string, error) {
+	out := [][2]string{{"executor", agentMode(a.Executor)}, {"reviewer", agentMode(a.Reviewer)}}
+	for i, ag := range []config.Agent{a.Executor, a.Reviewer} {
+		if ag.Mode != config.AgentModeRunner {
+			continue
+		}
+		ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+		version, err := activities.CheckRunner(ctx, ag)
+		cancel()
+		if err != nil {
+			return nil, fmt.Errorf("agents.%s.command: the %s runner's CLI does not start (%v); install it or name its binary in agents.%s.command",
+				out[i][0], ag.Runner, err, out[i][0])
+		}
+		out[i][1] = fmt.Sprintf("runner %s %s (timeout %s, idle %s)", ag.Runner, version,
+			task.FormatDuration(ag.Timeout), task.FormatDuration(ag.IdleTimeout))
+	}
+	return out, nil
 }
 
 func agentMode(a config.Agent) string {

@@ -4,11 +4,12 @@ import (
 	"testing"
 	"time"
 
+	"context"
 	"github.com/ampflow/ampflow/config"
 )
 
 func TestAgentModes(t *testing.T) {
-	got := AgentModes(config.Agents{
+	got, _ := AgentModes(context.Background(), config.Agents{
 		Executor: config.Agent{Mode: config.AgentModeCommand, Command: []string{"python3", "my agent.py"}, Timeout: 30 * time.Minute},
 		Reviewer: config.Agent{Mode: config.AgentModePull},
 	})
@@ -19,7 +20,7 @@ func TestAgentModes(t *testing.T) {
 	if len(got) != len(want) || got[0] != want[0] || got[1] != want[1] {
 		t.Errorf("AgentModes = %q, want %q", got, want)
 	}
-	hook := AgentModes(config.Agents{Executor: config.Agent{Mode: config.AgentModeWebhook, WebhookURL: "https://a.example/amp", WebhookSecret: "s"}})
+	hook, _ := AgentModes(context.Background(), config.Agents{Executor: config.Agent{Mode: config.AgentModeWebhook, WebhookURL: "https://a.example/amp", WebhookSecret: "s"}})
 	if hook[0][1] != "webhook https://a.example/amp (signed)" {
 		t.Errorf("webhook line %q", hook[0][1])
 	}

@@ -142,11 +142,13 @@ func Build(o Options) (*Parts, error) {
 	}
 	tasks := &workflows.Client{Temporal: o.Temporal, TaskQueue: cfg.Temporal.TaskQueue, DecisionKey: decisionKey}
 	delivery := &activities.Delivery{
-		Executor: agentDelivery(cfg.Agents.Executor),
-		Reviewer: agentDelivery(cfg.Agents.Reviewer),
-		Submit:   tasks,
-		Secrets:  secrets,
-		Log:      log,
+		Executor:   agentDelivery(cfg.Agents.Executor, cfg.DataDir),
+		Reviewer:   agentDelivery(cfg.Agents.Reviewer, cfg.DataDir),
+		Submit:     tasks,
+		Heartbeats: tasks,
+		Git:        git,
+		Secrets:    secrets,
+		Log:        log,
 		Refused: func(raw []byte, reason string) {
 			entry := ssot.ErrorEntry{Source: "agent-command", Reason: secrets.Scrub(reason), Raw: secrets.Scrub(string(raw))}
 			if err := store.AppendError(context.Background(), entry); err != nil {
@@ -185,9 +187,13 @@ func githubBase(u string) string {
 	return u
 }
 
-func agentDelivery(a config.Agent) activities.AgentDelivery {
+func agentDelivery(a config.Agent, dataDir string) activities.AgentDelivery {
+	if abs, err := filepath.Abs(dataDir); err == nil {
+		dataDir = abs
+	}
 	return activities.AgentDelivery{Mode: a.Mode, Command: a.Command, WebhookURL: a.WebhookURL, Timeout: a.Timeout,
-		Env: a.Env, WebhookSecret: a.WebhookSecret}
+		Env: a.Env, WebhookSecret: a.WebhookSecret,
+		Runner: a.Runner, Model: a.Model, IdleTimeout: a.IdleTimeout, MaxCostUSD: a.MaxCostUSD, WorkDir: dataDir}
 }
 
 // NewWorker registers the task workflow and the activities on a worker

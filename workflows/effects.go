@@ -298,7 +298,10 @@ func (t *taskRun) send(ctx workflow.Context, m amp.Message) error {
 	}
 	dctx, stop := workflow.WithCancel(ctx)
 	t.deliveries[m.To] = stop
-	in := activities.DeliverInput{Message: m, Repo: t.In.Plan.Repo}
+	in := activities.DeliverInput{Message: m, Repo: t.In.Plan.Repo, Branch: t.In.Plan.Branch}
+	if m.Type == amp.TypeReviewRequest {
+		in.Commit, in.Description, in.Criteria = t.ResultCommit, t.In.Plan.Description, t.In.Plan.AcceptanceCriteria
+	}
 	remote := func() workflow.Future {
 		return workflow.ExecuteActivity(workflow.WithActivityOptions(dctx, DeliverOptions()), acts.Deliver, in)
 	}

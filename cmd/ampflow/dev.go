@@ -74,7 +74,11 @@ func runDev(cmd *cobra.Command, a *cli.App) error {
 		fmt.Fprintf(a.Stdout, "%-10s none: nobody may decide; set admins\n", "admin")
 	}
 	printUI(a, cfg, srv)
-	for _, m := range workers.AgentModes(cfg.Agents) {
+	modes, err := workers.AgentModes(cmd.Context(), cfg.Agents)
+	if err != nil {
+		return cli.Exit(cli.ExitUsage, err)
+	}
+	for _, m := range modes {
 		fmt.Fprintf(a.Stdout, "%-10s %s\n", m[0], m[1])
 	}
 	metrics := httpapi.NewMetrics()
@@ -135,7 +139,11 @@ decide on a task. admins: ["*"] lets anyone named decide.`,
 			}
 			defer c.Close()
 			fmt.Fprintf(a.Stdout, "%-10s %s (namespace %s)\n", "temporal", cfg.Temporal.Address, cfg.Temporal.Namespace)
-			for _, m := range workers.AgentModes(cfg.Agents) {
+			modes, err := workers.AgentModes(cmd.Context(), cfg.Agents)
+			if err != nil {
+				return cli.Exit(cli.ExitUsage, err)
+			}
+			for _, m := range modes {
 				fmt.Fprintf(a.Stdout, "%-10s %s\n", m[0], m[1])
 			}
 			err = workers.Run(cmd.Context(), workers.Options{Config: cfg, Temporal: c, Logger: log, Metrics: metrics,

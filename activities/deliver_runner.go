@@ -1,0 +1,461 @@
+package activities
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"go.temporal.io/sdk/activity"
+	"go.temporal.io/sdk/temporal"
+
+	"github.com/ampflow/ampflow/activities/runner"
+	"github.com/ampflow/ampflow/amp"
+	"github.com/ampflow/ampflow/config"
+	"github.com/ampflow/ampflow/workflows/task"
+)
+
+// Heartbeater passes a runner's sign of life to its task.
+type Heartbeater interface {
+	Heartbeat(ctx context.Context, taskID string, in task.HeartbeatInput) error
+}
+
+// heartbeatEvery throttles the heartbeats a runner's events send the task.
+const heartbeatEvery = 15 * time.Second
+
+// Bounds on what a runner's task_result carries.
+const (
+	maxWorkLog    = 200
+	maxWorkDetail = 300
+)
+
+// runState is what one runner delivery keeps between its events.
+type runState struct {
+	d        *Delivery
+	a        AgentDelivery
+	ctx      context.Context
+	m        amp.Message
+	acked    bool
+	lastBeat time.Time
+	session  string
+	workLog  []amp.WorkLogEntry
+}
+
+// runAgent runs a runner-mode agent on a message: in the task's worktree
+// for the executor, in a detached worktree at the result's commit for the
+// reviewer. The CLI's first event ACKs the message, later ones are
+// heartbeats; when it is done, ampflow writes the reply from git and the
+// CLI's final report, and submits it as the agent.
+func (d *Delivery) runAgent(ctx context.Context, a AgentDelivery, in DeliverInput) error {
+	m := in.Message
+	if a.WorkDir == "" {
+		return failed("the worker has no data_dir for runner worktrees", "", nil)
+	}
+	if in.Repo == "" {
+		return failed(fmt.Sprintf("%s names no repository for the %s runner", m.MsgID, m.To), "", nil)
+	}
+	dir, err := d.prepareWorktree(ctx, a, in)
+	if err != nil {
+		return failed(fmt.Sprintf("preparing the %s's worktree for %s: %v", m.To, m.TaskID, err), "", err)
+	}
+	prompt, system, err := runnerPrompt(in)
+	if err != nil {
+		return failed(err.Error(), "", err)
+	}
+	st := &runState{d: d, a: a, ctx: ctx, m: m, session: d.loadSession(a, m)}
+	spec := runner.Spec{
+		Runner: a.Runner, Command: a.Command, Model: a.Model, Dir: dir,
+		Prompt: prompt, SystemPrompt: system, SessionID: st.session,
+		Env:         childEnv(nil, a.Env, EnvMsgID+"="+m.MsgID, EnvTaskID+"="+m.TaskID, EnvRole+"="+string(m.To)),
+		Timeout:     a.Timeout,
+		IdleTimeout: a.IdleTimeout, MaxCostUSD: a.MaxCostUSD,
+		PIDDir: filepath.Join(a.WorkDir, "pids"),
+	}
+	out, err := st.run(spec)
+	if out.SessionID != "" {
+		st.session = out.SessionID
+		d.saveSession(a, m, out.SessionID)
+	}
+	if err != nil {
+		return fmt.Errorf("running the %s runner on %s: %w", a.Runner, m.MsgID, err)
+	}
+	if m.To == amp.RoleReviewer {
+		defer func() { _ = runner.RemoveWorktree(context.WithoutCancel(ctx), in.Repo, dir) }()
+	}
+	if !out.Succeeded() {
+		return d.runFailed(ctx, a, in, dir, out)
+	}
+	switch m.Type {
+	case amp.TypeTaskDispatch:
+		return d.submitResult(ctx, in, dir, st, out)
+	case amp.TypeReviewRequest:
+		return d.submitVerdict(ctx, a, in, dir, st, out, spec)
+	}
+	return nil
+}
+
+// WorktreeDir is where a role's runner works on a task: the executor in a
+// worktree on the task's branch, the reviewer in a detached one.
+func WorktreeDir(workDir, taskID string, role amp.Role) string {
+	if role == amp.RoleReviewer {
+		return filepath.Join(workDir, "worktrees", taskID+"-review")
+	}
+	return filepath.Join(workDir, "worktrees", taskID)
+}
+
+func (d *Delivery) prepareWorktree(ctx context.Context, a AgentDelivery, in DeliverInput) (string, error) {
+	m := in.Message
+	dir := WorktreeDir(a.WorkDir, m.TaskID, m.To)
+	if m.To == amp.RoleReviewer {
+		if in.Commit == "" {
+			return "", errors.New("the review request names no result commit")
+		}
+		if err := runner.RemoveWorktree(ctx, in.Repo, dir); err != nil {
+			return "", err
+		}
+		return dir, runner.AddDetachedWorktree(ctx, in.Repo, dir, in.Commit)
+	}
+	if in.Branch == "" {
+		return "", errors.New("the dispatch names no branch")
+	}
+	return dir, runner.AddTaskWorktree(ctx, in.Repo, dir, in.Branch)
+}
+
+// run runs the CLI, heartbeating the activity while it works, since a
+// tool call (a build, a test run) may keep it silent for minutes.
+func (st *runState) run(spec runner.Spec) (runner.Outcome, error) {
+	done := make(chan struct{})
+	defer close(done)
+	if activity.IsActivity(st.ctx) {
+		go func() {
+			tick := time.NewTicker(10 * time.Second)
+			defer tick.Stop()
+			for {
+				select {
+				case <-done:
+					return
+				case <-tick.C:
+					activity.RecordHeartbeat(st.ctx, st.m.MsgID)
+				}
+			}
+		}()
+	}
+	return runner.Run(st.ctx, spec, st.on)
+}
+
+// on takes one event of the CLI: the first ACKs the message; the others
+// heartbeat the task (throttled) and the activity; tool calls go to the
+// work log.
+func (st *runState) on(ev runner.Event) {
+	now := time.Now()
+	if !st.acked {
+		st.acked = true
+		ack := amp.NewAck(st.m.To, st.m, now)
+		ack.Metadata = map[string]any{"runner": "received, execution started"}
+		raw, err := json.Marshal(ack)
+		if err == nil {
+			_, err = st.d.Submit.Submit(st.ctx, raw)
+		}
+		if err != nil {
+			// A retried run ACKs again, which the task may answer as
+			// already taken; the reply still counts.
+			st.d.log().Info("runner ACK not taken", "task_id", st.m.TaskID, "msg_id", st.m.MsgID, "error", err)
+		}
+	}
+	if ev.Kind == runner.EventSession && ev.SessionID != "" && ev.SessionID != st.session {
+		// Kept at once: a worker that dies mid-run resumes the session.
+		st.session = ev.SessionID
+		st.d.saveSession(st.a, st.m, ev.SessionID)
+	}
+	if ev.Kind == runner.EventToolCall && len(st.workLog) < maxWorkLog {
+		st.workLog = append(st.workLog, amp.WorkLogEntry{Timestamp: now.UTC().Format(time.RFC3339), Action: ev.Tool,
+			File: ev.File, Detail: clip(string(ev.Input), maxWorkDetail)})
+	}
+	if st.d.Heartbeats != nil && now.Sub(st.lastBeat) >= heartbeatEvery {
+		st.lastBeat = now
+		note := string(ev.Kind)
+		if ev.Tool != "" {
+			note = ev.Tool + " " + clip(string(ev.Input), 120)
+		}
+		if err := st.d.Heartbeats.Heartbeat(st.ctx, st.m.TaskID, task.HeartbeatInput{From: st.m.To, Note: note}); err != nil {
+			st.d.log().Debug("runner heartbeat", "task_id", st.m.TaskID, "error", err)
+		}
+	}
+}
+
+func clip(s string, n int) string {
+	s = oneLine(s)
+	if len(s) <= n {
+		return s
+	}
+	return s[:n] + "…"
+}
+
+// runFailed keeps what a failed run left (committed to a salvage branch)
+// and fails the delivery with the reason, so the admins decide; a rate
+// limit is retried by the activity's policy instead.
+func (d *Delivery) runFailed(ctx context.Context, a AgentDelivery, in DeliverInput, dir string, out runner.Outcome) error {
+	m := in.Message
+	salvaged := ""
+	if m.To == amp.RoleExecutor {
+		if ref, err := runner.NextSalvageRef(ctx, dir, m.TaskID); err == nil {
+			if c, err := runner.Salvage(ctx, dir, ref, "ampflow: salvage of a failed "+a.Runner+" run on "+m.MsgID); err == nil && c != "" {
+				salvaged = fmt.Sprintf("; its uncommitted work is on branch %s (%s)", ref, short(c))
+			}
+		}
+	}
+	why := runnerReason(out)
+	stderr := d.stderrTail(out.Stderr)
+	if out.Failure != nil && out.Failure.Class == runner.FailureRateLimit {
+		return temporal.NewApplicationError(fmt.Sprintf("the %s runner hit a rate limit on %s: %s%s", a.Runner, m.MsgID, why, salvaged), "RunnerRateLimit")
+	}
+	return failed(fmt.Sprintf("the %s runner (%s) %s on %s%s", m.To, a.Runner, why, m.MsgID, salvaged), stderr, nil)
+}
+
+// runnerReason says in words why a run did not succeed.
+func runnerReason(out runner.Outcome) string {
+	switch out.Reason {
+	case runner.ReasonFirstEvent:
+		return "printed no event within its first-event limit and was stopped"
+	case runner.ReasonIdle:
+		return "printed no event for agents.*.idle_timeout and was stopped as hung"
+	case runner.ReasonExitAfterResult:
+		return "did not exit after its final result and was stopped"
+	case runner.ReasonTimeout:
+		return "ran past agents.*.timeout and was stopped"
+	case runner.ReasonMaxCost:
+		return fmt.Sprintf("passed agents.*.max_cost_usd ($%.2f spent) and was stopped", out.Usage.CostUSD)
+	case runner.ReasonCanceled:
+		return "was canceled"
+	}
+	if out.Failure != nil {
+		return fmt.Sprintf("failed (%s): %s", out.Failure.Class, clip(out.Failure.Message, 300))
+	}
+	if out.ResultError {
+		return "reported an error: " + clip(out.Text, 300)
+	}
+	if !out.Result {
+		return fmt.Sprintf("exited with status %d without a final result", out.ExitCode)
+	}
+	return fmt.Sprintf("exited with status %d", out.ExitCode)
+}
+
+// executorReport is the final report the executor's prompt asks for.
+type executorReport struct {
+	CriteriaMet []*bool  `json:"criteria_met"`
+	Notes       []string `json:"notes"`
+	Summary     string   `json:"summary"`
+}
+
+// submitResult commits what the run left, reads the result from git, and
+// submits the task_result as the executor.
+func (d *Delivery) submitResult(ctx context.Context, in DeliverInput, dir string, st *runState, out runner.Outcome) error {
+	m := in.Message
+	p := m.Dispatch()
+	if _, err := runner.Salvage(ctx, dir, "", "ampflow: commit what the executor left uncommitted on "+m.MsgID); err != nil {
+		return fmt.Errorf("committing the executor's work: %w", err)
+	}
+	head, err := runGit(ctx, "git", dir, true, "rev-parse", "HEAD")
+	if err != nil {
+		return fmt.Errorf("reading the executor's commit: %w", err)
+	}
+	commit := strings.TrimSpace(string(head))
+	res := &amp.TaskResult{CompletionStatus: amp.StatusComplete, CommitHash: commit, WorkLog: st.workLog}
+	if res.WorkLog == nil {
+		res.WorkLog = []amp.WorkLogEntry{}
+	}
+	if len(p.Subtasks) > 0 {
+		res.SubtaskID = p.Subtasks[0].SubtaskID
+	}
+	reply := amp.NewMessage(amp.RoleExecutor, amp.RoleCoordinator, m.TaskID, time.Now(), res)
+	reply.ContextRef = []string{m.MsgID}
+	if d.Git != nil {
+		chk, err := d.Git.CheckResult(ctx, CheckResultInput{TaskID: m.TaskID, MsgID: reply.MsgID, Repo: in.Repo, Branch: p.Branch, Commit: commit})
+		if err != nil {
+			return fmt.Errorf("reading the executor's diff: %w", err)
+		}
+		res.DiffSummary = chk.Actual
+	}
+	if res.DiffSummary.FilesChanged == nil {
+		res.DiffSummary.FilesChanged = []string{}
+	}
+	res.SelfAssessment = selfAssessment(out.Text, len(p.AcceptanceCriteria))
+	return d.submitReply(ctx, m, reply)
+}
+
+// selfAssessment reads the executor's report from its final text: one
+// true, false or null per criterion; without a readable report, every
+// criterion is null with a note.
+func selfAssessment(text string, criteria int) amp.SelfAssessment {
+	var r executorReport
+	if err := lastJSON(text, &r); err == nil && len(r.CriteriaMet) == criteria {
+		notes := r.Notes
+		if notes == nil {
+			notes = []string{}
+		}
+		if r.Summary != "" {
+			notes = append(notes, r.Summary)
+		}
+		return amp.SelfAssessment{CriteriaMet: r.CriteriaMet, Notes: notes}
+	}
+	return amp.SelfAssessment{CriteriaMet: make([]*bool, criteria),
+		Notes: []string{"the executor gave no readable final report; ampflow read the result from git"}}
+}
+
+// submitVerdict submits the reviewer's final report as its review_verdict;
+// a report the task refuses gets one resumed turn to fix it.
+func (d *Delivery) submitVerdict(ctx context.Context, a AgentDelivery, in DeliverInput, dir string, st *runState, out runner.Outcome, spec runner.Spec) error {
+	m := in.Message
+	for turn := 0; ; turn++ {
+		var v amp.ReviewVerdict
+		err := lastJSON(out.Text, &v)
+		if err == nil {
+			reply := amp.NewMessage(amp.RoleReviewer, amp.RoleCoordinator, m.TaskID, time.Now(), &v)
+			reply.ContextRef = []string{m.MsgID}
+			err = d.submitReply(ctx, m, reply)
+			var refused *refusedReply
+			if err == nil || !errors.As(err, &refused) {
+				return err
+			}
+		}
+		if turn > 0 || st.session == "" {
+			return failed(fmt.Sprintf("the reviewer runner (%s) gave no valid review_verdict for %s: %s", a.Runner, m.MsgID, oneLine(err.Error())), "", nil)
+		}
+		spec.SessionID = st.session
+		spec.Prompt = "Your final report was not a valid review_verdict: " + oneLine(err.Error()) +
+			". Answer again with only the JSON object, as asked."
+		if out, err = st.run(spec); err != nil {
+			return fmt.Errorf("resuming the %s runner on %s: %w", a.Runner, m.MsgID, err)
+		}
+		if !out.Succeeded() {
+			return d.runFailed(ctx, a, in, dir, out)
+		}
+	}
+}
+
+// submitReply submits a reply as the agent; the task's refusal is kept in
+// the error log and fails the delivery.
+func (d *Delivery) submitReply(ctx context.Context, m amp.Message, reply amp.Message) error {
+	raw, err := json.Marshal(reply)
+	if err != nil {
+		return fmt.Errorf("encoding the %s's reply to %s: %w", m.To, m.MsgID, err)
+	}
+	if _, err := d.Submit.Submit(ctx, raw); err != nil {
+		if task.ErrorCode(err) == task.CodeUnavailable {
+			return fmt.Errorf("handing the %s's reply to task %s: %w", m.To, m.TaskID, err)
+		}
+		return d.refuse(raw, fmt.Sprintf("the task refused the %s runner's reply to %s: %s", m.To, m.MsgID, oneLine(err.Error())))
+	}
+	return nil
+}
+
+// lastJSON decodes the last JSON object in text (a report that ends the
+// agent's final message, bare or in a fenced block).
+func lastJSON(text string, v any) error {
+	for end := strings.LastIndex(text, "}"); end >= 0; end = strings.LastIndex(text[:end], "}") {
+		for start := strings.LastIndex(text[:end], "{"); start >= 0; start = strings.LastIndex(text[:start], "{") {
+			if json.Valid([]byte(text[start : end+1])) {
+				return json.Unmarshal([]byte(text[start:end+1]), v)
+			}
+		}
+	}
+	return errors.New("no JSON object in the final message")
+}
+
+// sessionPath keeps a role's session of a task, so a redispatch resumes it.
+func sessionPath(a AgentDelivery, m amp.Message) string {
+	return filepath.Join(a.WorkDir, "sessions", m.TaskID+"."+string(m.To)+"."+a.Runner)
+}
+
+func (d *Delivery) loadSession(a AgentDelivery, m amp.Message) string {
+	b, err := os.ReadFile(sessionPath(a, m))
+	if err != nil {
+		return ""
+	}
+	return strings.TrimSpace(string(b))
+}
+
+func (d *Delivery) saveSession(a AgentDelivery, m amp.Message, id string) {
+	p := sessionPath(a, m)
+	if err := os.MkdirAll(filepath.Dir(p), 0o700); err == nil {
+		err = os.WriteFile(p, []byte(id+"\n"), 0o600)
+		if err != nil {
+			d.log().Warn("keeping a runner session", "task_id", m.TaskID, "error", err)
+		}
+	}
+}
+
+// runnerPrompt builds the user prompt and the system prompt of a run from
+// the message: everything the agent needs, and the report ampflow reads.
+func runnerPrompt(in DeliverInput) (prompt, system string, err error) {
+	m := in.Message
+	var b strings.Builder
+	switch p := m.Payload.(type) {
+	case *amp.TaskDispatch:
+		fmt.Fprintf(&b, "Task %s: %s\n", m.TaskID, p.Description)
+		for _, s := range p.Subtasks {
+			fmt.Fprintf(&b, "\nSubtask %s: %s\n", s.SubtaskID, s.Description)
+		}
+		writeList(&b, "Acceptance criteria", p.AcceptanceCriteria)
+		writeList(&b, "Forbidden actions", p.ForbiddenActions)
+		if len(p.TechConstraints) > 0 {
+			c, _ := json.Marshal(p.TechConstraints)
+			fmt.Fprintf(&b, "\nTechnical constraints: %s\n", c)
+		}
+		system = fmt.Sprintf("You are the executor of task %s, run by ampflow. Work only in the current directory, a git worktree on branch %s. "+
+			"Commit your work to this branch with git; do not push and do not switch branches. "+
+			"End your final message with a JSON object, and nothing after it: "+
+			`{"criteria_met": [one of true, false or null per acceptance criterion, in order], "notes": ["..."], "summary": "..."}.`,
+			m.TaskID, p.Branch)
+	case *amp.ReviewRequest:
+		fmt.Fprintf(&b, "Review the result of task %s: the commit checked out in the current directory (%s).\n", m.TaskID, in.Commit)
+		if in.Description != "" {
+			fmt.Fprintf(&b, "\nThe task: %s\n", in.Description)
+		}
+		writeList(&b, "Acceptance criteria", in.Criteria)
+		if p.CoordinatorNotes != "" {
+			fmt.Fprintf(&b, "\nNotes: %s\n", p.CoordinatorNotes)
+		}
+		fmt.Fprintf(&b, "\nRejections so far: %d. Diff: %s\n", p.RejectCount, p.DiffURL)
+		system = fmt.Sprintf("You are the reviewer of task %s, run by ampflow. Read the code; change nothing. "+
+			"End your final message with a JSON review_verdict, and nothing after it: "+
+			`{"decision": "approved" | "approved_with_fix" | "rejected", "confidence": 0.0-1.0, `+
+			`"criteria_results": [{"criterion": "...", "passed": true | false | null, "evidence": "..."} one per acceptance criterion], `+
+			`"issues": [{"severity": "critical" | "major" | "minor", "file": "...", "line": 1, "description": "...", "suggested_fix": "..."}]}.`,
+			m.TaskID)
+	default:
+		return "", "", fmt.Errorf("a runner takes task_dispatch and review_request, not %s (%s)", m.Type, m.MsgID)
+	}
+	return b.String(), system, nil
+}
+
+func writeList(b *strings.Builder, title string, items []string) {
+	if len(items) == 0 {
+		return
+	}
+	fmt.Fprintf(b, "\n%s:\n", title)
+	for i, it := range items {
+		fmt.Fprintf(b, "%d. %s\n", i+1, it)
+	}
+}
+
+// CheckRunner says whether a runner-mode agent's CLI can start, with its
+// version line: "codex 0.171.0".
+func CheckRunner(ctx context.Context, a config.Agent) (string, error) {
+	bin := a.Runner
+	if len(a.Command) > 0 {
+		bin = a.Command[0]
+	}
+	cmd := exec.CommandContext(ctx, bin, append(append([]string(nil), a.Command[min(1, len(a.Command)):]...), "--version")...)
+	cmd.Env = childEnv(nil, a.Env)
+	out, err := cmd.Output()
+	if err != nil {
+		return "", fmt.Errorf("agents: %s --version: %w", bin, err)
+	}
+	return strings.TrimSpace(strings.SplitN(string(out), "\n", 2)[0]), nil
+}

@@ -1,0 +1,163 @@
+package runner
+
+import (
+	"encoding/json"
+	"fmt"
+	"strconv"
+	"strings"
+)
+
+// claudeFormat is Claude Code's print mode:
+//
+//	claude -p --output-format stream-json --verbose
+//	  [--model M] [--resume ID] [--append-system-prompt S] [--max-budget-usd N]
+//	  --dangerously-skip-permissions -- PROMPT
+//
+// Its stream is one JSON object a line: system/init (session id, tools),
+// system/api_retry while it retries a failed request, assistant messages with
+// text and tool_use blocks, user messages with tool_result blocks, and a last
+// result object with the run's usage and total_cost_usd. Running as root it
+// refuses --dangerously-skip-permissions unless IS_SANDBOX=1 is in its
+// environment.
+type claudeFormat struct{}
+
+func (claudeFormat) args(s Spec) []string {
+	a := []string{"-p", "--output-format", "stream-json", "--verbose"}
+	if s.Model != "" {
+		a = append(a, "--model", s.Model)
+	}
+	if s.SessionID != "" {
+		a = append(a, "--resume", s.SessionID)
+	}
+	if s.SystemPrompt != "" {
+		a = append(a, "--append-system-prompt", s.SystemPrompt)
+	}
+	if s.MaxCostUSD > 0 {
+		a = append(a, "--max-budget-usd", strconv.FormatFloat(s.MaxCostUSD, 'f', -1, 64))
+	}
+	return append(a, "--dangerously-skip-permissions", "--", s.Prompt)
+}
+
+func (claudeFormat) newDecoder() decoder { return &claudeDecoder{tools: map[string]string{}} }
+
+type claudeDecoder struct {
+	session string
+	tools   map[string]string // tool name by tool_use id
+}
+
+type claudeLine struct {
+	Type      string `json:"type"`
+	Subtype   string `json:"subtype"`
+	SessionID string `json:"session_id"`
+	Message   struct {
+		Content json.RawMessage `json:"content"`
+	} `json:"message"`
+	// system/api_retry
+	Attempt     int    `json:"attempt"`
+	MaxRetries  int    `json:"max_retries"`
+	ErrorStatus int    `json:"error_status"`
+	Error       any    `json:"error"`
+	Result      string `json:"result"`
+	IsError     bool   `json:"is_error"`
+	Errors      []any  `json:"errors"`
+	Usage       *struct {
+		InputTokens              int64 `json:"input_tokens"`
+		OutputTokens             int64 `json:"output_tokens"`
+		CacheReadInputTokens     int64 `json:"cache_read_input_tokens"`
+		CacheCreationInputTokens int64 `json:"cache_creation_input_tokens"`
+	} `json:"usage"`
+	APIErrorStatus any `json:"api_error_status"`
+}
+
+type claudeBlock struct {
+	Type      string          `json:"type"`
+	Text      string          `json:"text"`
+	ID        string          `json:"id"`
+	Name      string          `json:"name"`
+	Input     json.RawMessage `json:"input"`
+	ToolUseID string          `json:"tool_use_id"`
+	Content   json.RawMessage `json:"content"`
+	IsError   bool            `json:"is_error"`
+}
+
+func (d *claudeDecoder) decode(line []byte) []Event {
+	var l claudeLine
+	if json.Unmarshal(line, &l) != nil {
+		return nil
+	}
+	var cost struct {
+		TotalCostUSD *float64 `json:"total_cost_usd"`
+		// On a resumed session total_cost_usd counts the earlier runs too;
+		// this is the run's own, by model.
+		SinceLast map[string]struct {
+			CostUSD float64 `json:"costUSD"`
+		} `json:"model_usage_since_last_result"`
+	}
+	r := raw(line)
+	var out []Event
+	if l.SessionID != "" && l.SessionID != d.session {
+		d.session = l.SessionID
+		out = append(out, Event{Kind: EventSession, SessionID: l.SessionID, Raw: r})
+	}
+	switch l.Type {
+	case "system":
+		if l.Subtype == "api_retry" {
+			out = append(out, Event{Kind: EventError, Raw: r, Text: fmt.Sprintf(
+				"api_retry: %v (HTTP %d), attempt %d of %d", l.Error, l.ErrorStatus, l.Attempt, l.MaxRetries)})
+		}
+	case "assistant", "user":
+		var blocks []claudeBlock
+		if json.Unmarshal(l.Message.Content, &blocks) != nil {
+			var s string
+			if json.Unmarshal(l.Message.Content, &s) == nil && l.Type == "assistant" && s != "" {
+				out = append(out, Event{Kind: EventText, Text: s, Raw: r})
+			}
+			return out
+		}
+		for _, b := range blocks {
+			switch b.Type {
+			case "text":
+				if l.Type == "assistant" && b.Text != "" {
+					out = append(out, Event{Kind: EventText, Text: b.Text, Raw: r})
+				}
+			case "tool_use":
+				d.tools[b.ID] = b.Name
+				out = append(out, Event{Kind: EventToolCall, Tool: b.Name, ToolID: b.ID, Input: b.Input, File: fileOf(b.Input), Raw: r})
+			case "tool_result":
+				out = append(out, Event{Kind: EventToolResult, Tool: d.tools[b.ToolUseID], ToolID: b.ToolUseID,
+					Text: textOf(b.Content), IsError: b.IsError, Raw: r})
+			}
+		}
+	case "result":
+		_ = json.Unmarshal(line, &cost)
+		ev := Event{Kind: EventResult, SessionID: l.SessionID, Text: l.Result, IsError: l.IsError || l.Subtype != "success", Raw: r}
+		if ev.IsError && ev.Text == "" {
+			parts := []string{l.Subtype}
+			for _, e := range l.Errors {
+				parts = append(parts, fmt.Sprint(e))
+			}
+			ev.Text = strings.Join(parts, ": ")
+		}
+		if ev.IsError && l.APIErrorStatus != nil {
+			ev.Text += fmt.Sprintf(" (HTTP %v)", l.APIErrorStatus)
+		}
+		if l.Usage != nil {
+			ev.Usage = Usage{
+				InputTokens:  l.Usage.InputTokens + l.Usage.CacheReadInputTokens + l.Usage.CacheCreationInputTokens,
+				OutputTokens: l.Usage.OutputTokens,
+				CachedTokens: l.Usage.CacheReadInputTokens,
+			}
+		}
+		switch {
+		case cost.SinceLast != nil:
+			for _, m := range cost.SinceLast {
+				ev.Usage.CostUSD += m.CostUSD
+			}
+			ev.Usage.CostReported = true
+		case cost.TotalCostUSD != nil:
+			ev.Usage.CostUSD, ev.Usage.CostReported = *cost.TotalCostUSD, true
+		}
+		out = append(out, ev)
+	}
+	return out
+}

@@ -1,0 +1,123 @@
+package runner
+
+import (
+	"fmt"
+	"regexp"
+	"strconv"
+	"strings"
+	"time"
+)
+
+var (
+	authRE = regexp.MustCompile(`(?i)\b401\b|unauthori[sz]ed|authentication[_ ](error|failed)|invalid[ _-]?(x-)?api[ _-]?key|` +
+		`incorrect api key|api key not valid|please run /login|not logged in|missing (an )?api key|no api key|` +
+		`api_key_invalid|permission[_ ]denied.*key`)
+	rateRE = regexp.MustCompile(`(?i)rate[ _-]?limit|usage limit|limit reached|\b429\b|too many requests|` +
+		`resource[ _]exhausted|quota|overloaded|\b529\b`)
+
+	epochRE     = regexp.MustCompile(`(?i)(?:reset|retry|again)[^0-9]{0,24}(\d{10})\b|limit reached\|(\d{10})\b`)
+	rfc3339RE   = regexp.MustCompile(`\d{4}-\d{2}-\d{2}T\d{2}:\d{2}(?::\d{2})?(?:\.\d+)?(?:Z|[+-]\d{2}:?\d{2})`)
+	inRE        = regexp.MustCompile(`(?i)(?:try again|retry|resets?|available again)\s+(?:in|after)\s+((?:\d+\s*(?:days?|d|hours?|hrs?|h|minutes?|mins?|m|seconds?|secs?|s)\b[\s,]*(?:and\s+)?)+)`)
+	durPartRE   = regexp.MustCompile(`(?i)(\d+)\s*(days?|d|hours?|hrs?|h|minutes?|mins?|m|seconds?|secs?|s)\b`)
+	clockRE     = regexp.MustCompile(`(?i)(?:try again|resets?|available again)\s+at\s+(\d{1,2}):(\d{2})\s*([ap]\.?m\.?)?`)
+	stderrNoise = regexp.MustCompile(`(?i)^\s*(warning|warn)\b`)
+)
+
+// classify tells why a run that did not succeed failed, from the errors its
+// stream reported (latest last), its stderr and how it ended. It returns nil
+// for a run a watchdog stopped with nothing more specific to say.
+func classify(o Outcome, errs []string) *Failure {
+	lines := append([]string(nil), errs...)
+	for _, l := range strings.Split(o.Stderr, "\n") {
+		if l = strings.TrimSpace(l); l != "" && !stderrNoise.MatchString(l) {
+			lines = append(lines, l)
+		}
+	}
+	for i := len(lines) - 1; i >= 0; i-- {
+		l := lines[i]
+		switch {
+		case authRE.MatchString(l):
+			return &Failure{Class: FailureAuth, Message: clip(l)}
+		case rateRE.MatchString(l):
+			return &Failure{Class: FailureRateLimit, Message: clip(l), ResetAt: resetAt(l, o.Ended)}
+		}
+	}
+	if o.Reason != ReasonExited {
+		return nil
+	}
+	msg := fmt.Sprintf("exit status %d", o.ExitCode)
+	switch {
+	case len(errs) > 0:
+		msg = errs[len(errs)-1]
+	case len(lines) > 0:
+		msg = lines[len(lines)-1]
+	case !o.Result:
+		msg += " without a final result"
+	}
+	return &Failure{Class: FailureCrash, Message: clip(msg)}
+}
+
+func clip(s string) string {
+	const n = 500
+	if len(s) > n {
+		return s[:n] + "…"
+	}
+	return s
+}
+
+// resetAt reads when a rate limit lifts from a CLI's message: a Unix time,
+// an RFC 3339 time, "try again in 2 hours 5 minutes", or "try again at 3:04
+// PM" (the next such time after now, in now's zone). Zero when it says none.
+func resetAt(msg string, now time.Time) time.Time {
+	if now.IsZero() {
+		now = time.Now()
+	}
+	if m := epochRE.FindStringSubmatch(msg); m != nil {
+		s := m[1] + m[2]
+		if n, err := strconv.ParseInt(s, 10, 64); err == nil {
+			return time.Unix(n, 0)
+		}
+	}
+	if m := rfc3339RE.FindString(msg); m != "" {
+		for _, layout := range []string{time.RFC3339Nano, "2006-01-02T15:04Z07:00", "2006-01-02T15:04:05Z0700"} {
+			if t, err := time.Parse(layout, m); err == nil {
+				return t
+			}
+		}
+	}
+	if m := inRE.FindStringSubmatch(msg); m != nil {
+		var d time.Duration
+		for _, p := range durPartRE.FindAllStringSubmatch(m[1], -1) {
+			n, _ := strconv.Atoi(p[1])
+			switch u := strings.ToLower(p[2]); {
+			case strings.HasPrefix(u, "d"):
+				d += time.Duration(n) * 24 * time.Hour
+			case strings.HasPrefix(u, "h"):
+				d += time.Duration(n) * time.Hour
+			case strings.HasPrefix(u, "m"):
+				d += time.Duration(n) * time.Minute
+			default:
+				d += time.Duration(n) * time.Second
+			}
+		}
+		if d > 0 {
+			return now.Add(d)
+		}
+	}
+	if m := clockRE.FindStringSubmatch(msg); m != nil {
+		h, _ := strconv.Atoi(m[1])
+		mi, _ := strconv.Atoi(m[2])
+		switch ampm := strings.ToLower(strings.ReplaceAll(m[3], ".", "")); {
+		case ampm == "pm" && h < 12:
+			h += 12
+		case ampm == "am" && h == 12:
+			h = 0
+		}
+		t := time.Date(now.Year(), now.Month(), now.Day(), h, mi, 0, 0, now.Location())
+		if !t.After(now) {
+			t = t.Add(24 * time.Hour)
+		}
+		return t
+	}
+	return time.Time{}
+}

@@ -1,0 +1,329 @@
+// Package fakemodel serves loopback fakes of the model APIs that the agent
+// CLIs call, so tests can drive the real CLIs offline. One Server speaks four
+// dialects, chosen by the request's path:
+//
+//   - Anthropic Messages, POST /v1/messages (Claude Code)
+//   - OpenAI Responses, POST /v1/responses (Codex)
+//   - Gemini, POST /v1beta/models/{model}:streamGenerateContent?alt=sse and
+//     :generateContent (Gemini CLI)
+//   - OpenAI Chat Completions, POST /v1/chat/completions (OpenCode with an
+//     OpenAI-compatible provider)
+//
+// The server plays a script: every agent request (one that offers the model
+// tools) gets the next Turn. Side requests the CLIs make on their own, such as
+// title generation or a quota probe, offer no tools; they get a short text
+// reply and do not use up a turn. Every request is recorded, so a test can
+// assert what reached the model, for example a tool's output.
+package fakemodel
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+)
+
+// Turn is one scripted reply of the model.
+type Turn struct {
+	// Text is the assistant text. A turn with text and no tool call ends the
+	// agent's loop.
+	Text string
+	// Tool, when set, is a tool call the model makes after its text.
+	Tool *ToolCall
+	// Hang holds the response open after its headers and sends nothing
+	// until the client goes away or the server closes.
+	Hang bool
+	// Status, when not 0 or 200, answers with this HTTP status and Body
+	// instead of a stream (for example 429 or 401). Header is added to it.
+	Status int
+	Body   string
+	Header http.Header
+	// InputTokens and OutputTokens are reported as usage; 0 means a default.
+	InputTokens, OutputTokens int64
+}
+
+// ToolCall is a call of one of the CLI's tools, by the CLI's own name for it.
+type ToolCall struct {
+	Name  string
+	Input any // marshalled to JSON as the call's arguments
+}
+
+// Request is one request the server received.
+type Request struct {
+	Method string
+	Path   string // including the query
+	Header http.Header
+	Body   []byte
+	// Turn is the index of the script turn it got, or -1 for a side request
+	// or one after the script ran out.
+	Turn int
+}
+
+// Text reports whether s occurs in the request body, either as is or as it
+// reads inside a JSON string.
+func (r Request) Text(s string) bool {
+	if bytes.Contains(r.Body, []byte(s)) {
+		return true
+	}
+	q, _ := json.Marshal(s)
+	return bytes.Contains(r.Body, q[1:len(q)-1])
+}
+
+// Exhausted is the text the server answers once the script has no turn left.
+const Exhausted = "fakemodel: the script has no more turns"
+
+// SideReply is the text of replies to side requests.
+const SideReply = "ok"
+
+// Server is a running fake. Its methods are safe for concurrent use.
+type Server struct {
+	srv    *httptest.Server
+	closed chan struct{}
+	once   sync.Once
+
+	mu       sync.Mutex
+	turns    []Turn
+	next     int
+	requests []Request
+	ids      int
+	changed  chan struct{}
+}
+
+// New starts a server on 127.0.0.1 that plays turns in order.
+func New(turns ...Turn) *Server {
+	s := &Server{turns: turns, closed: make(chan struct{}), changed: make(chan struct{})}
+	s.srv = httptest.NewServer(http.HandlerFunc(s.serve))
+	return s
+}
+
+// URL is the server's base URL, http://127.0.0.1:PORT, without a path.
+func (s *Server) URL() string { return s.srv.URL }
+
+// Close releases hanging responses and stops the server.
+func (s *Server) Close() {
+	s.once.Do(func() { close(s.closed) })
+	s.srv.CloseClientConnections()
+	s.srv.Close()
+}
+
+// Requests returns a copy of every request received so far, in order.
+func (s *Server) Requests() []Request {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]Request(nil), s.requests...)
+}
+
+// AgentRequests returns the requests that got a script turn, in order.
+func (s *Server) AgentRequests() []Request {
+	var out []Request
+	for _, r := range s.Requests() {
+		if r.Turn >= 0 {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+// Served is the number of script turns handed out so far.
+func (s *Server) Served() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.next
+}
+
+// Changed returns a channel that is closed at the next request, so a test
+// can wait for one without polling.
+func (s *Server) Changed() <-chan struct{} {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.changed
+}
+
+// dialect writes one reply in an API's format.
+type dialect interface {
+	// agent reports whether the request body offers tools.
+	agent(body []byte) bool
+	// stream reports whether the client asked for a streamed reply.
+	stream(r *http.Request, body []byte) bool
+	writeStream(w *sseWriter, t Turn, c call)
+	writeJSON(w http.ResponseWriter, t Turn, c call)
+}
+
+// call is what a dialect needs to know about the request it answers.
+type call struct {
+	model string
+	id    string // unique per reply
+	seq   int
+}
+
+func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
+	body, _ := io.ReadAll(r.Body)
+	var d dialect
+	var model string
+	switch {
+	case r.Method == http.MethodPost && strings.HasSuffix(r.URL.Path, "/messages"):
+		d, model = anthropic{}, jsonModel(body)
+	case r.Method == http.MethodPost && strings.HasSuffix(r.URL.Path, "/responses"):
+		d, model = responses{}, jsonModel(body)
+	case r.Method == http.MethodPost && strings.HasSuffix(r.URL.Path, "/chat/completions"):
+		d, model = chat{}, jsonModel(body)
+	case r.Method == http.MethodPost && strings.Contains(r.URL.Path, "/models/") && strings.Contains(r.URL.Path, ":"):
+		name := r.URL.Path[strings.LastIndex(r.URL.Path, "/models/")+len("/models/"):]
+		m, method, _ := strings.Cut(name, ":")
+		model = m
+		switch method {
+		case "streamGenerateContent", "generateContent":
+			d = gemini{}
+		case "countTokens":
+			s.record(r, body, -1)
+			w.Header().Set("Content-Type", "application/json")
+			fmt.Fprintf(w, `{"totalTokens":%d}`, len(body)/4)
+			return
+		}
+	}
+	if d == nil {
+		s.record(r, body, -1)
+		http.Error(w, `{"error":{"message":"fakemodel: no such route"}}`, http.StatusNotFound)
+		return
+	}
+
+	turn, idx := Turn{Text: SideReply}, -1
+	if d.agent(body) {
+		s.mu.Lock()
+		if s.next < len(s.turns) {
+			turn, idx = s.turns[s.next], s.next
+			s.next++
+		} else {
+			turn = Turn{Text: Exhausted}
+		}
+		s.mu.Unlock()
+	}
+	c := call{model: model, id: s.record(r, body, idx)}
+	if c.model == "" {
+		c.model = "fake-model"
+	}
+
+	if turn.Status != 0 && turn.Status != http.StatusOK {
+		for k, vs := range turn.Header {
+			for _, v := range vs {
+				w.Header().Add(k, v)
+			}
+		}
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(turn.Status)
+		io.WriteString(w, turn.Body)
+		return
+	}
+	if !d.stream(r, body) {
+		if turn.Hang {
+			s.hang(r)
+			return
+		}
+		w.Header().Set("Content-Type", "application/json")
+		d.writeJSON(w, turn, c)
+		return
+	}
+	sw := newSSE(w)
+	if turn.Hang {
+		sw.flush()
+		s.hang(r)
+		return
+	}
+	d.writeStream(sw, turn, c)
+}
+
+func (s *Server) hang(r *http.Request) {
+	select {
+	case <-r.Context().Done():
+	case <-s.closed:
+	}
+}
+
+func (s *Server) record(r *http.Request, body []byte, turn int) string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.requests = append(s.requests, Request{
+		Method: r.Method, Path: r.URL.RequestURI(), Header: r.Header.Clone(), Body: body, Turn: turn,
+	})
+	s.ids++
+	close(s.changed)
+	s.changed = make(chan struct{})
+	return fmt.Sprintf("%d", s.ids)
+}
+
+func jsonModel(body []byte) string {
+	var v struct {
+		Model string `json:"model"`
+	}
+	_ = json.Unmarshal(body, &v)
+	return v.Model
+}
+
+// hasTools reports whether the JSON object body has a non-empty "tools" array.
+func hasTools(body []byte) bool {
+	var v struct {
+		Tools []json.RawMessage `json:"tools"`
+	}
+	_ = json.Unmarshal(body, &v)
+	return len(v.Tools) > 0
+}
+
+func toolArgs(t *ToolCall) string {
+	b, err := json.Marshal(t.Input)
+	if err != nil || t.Input == nil {
+		return "{}"
+	}
+	return string(b)
+}
+
+func usage(t Turn) (in, out int64) {
+	in, out = t.InputTokens, t.OutputTokens
+	if in == 0 {
+		in = 100
+	}
+	if out == 0 {
+		out = 10
+	}
+	return in, out
+}
+
+// sseWriter writes server-sent events and flushes after each.
+type sseWriter struct {
+	w http.ResponseWriter
+	f http.Flusher
+}
+
+func newSSE(w http.ResponseWriter) *sseWriter {
+	w.Header().Set("Content-Type", "text/event-stream")
+	w.Header().Set("Cache-Control", "no-cache")
+	w.WriteHeader(http.StatusOK)
+	f, _ := w.(http.Flusher)
+	return &sseWriter{w: w, f: f}
+}
+
+// event writes one event; name may be empty, data is marshalled to JSON
+// unless it is a string already.
+func (s *sseWriter) event(name string, data any) {
+	var b []byte
+	switch v := data.(type) {
+	case string:
+		b = []byte(v)
+	default:
+		b, _ = json.Marshal(v)
+	}
+	if name != "" {
+		fmt.Fprintf(s.w, "event: %s\n", name)
+	}
+	fmt.Fprintf(s.w, "data: %s\n\n", b)
+	s.flush()
+}
+
+func (s *sseWriter) flush() {
+	if s.f != nil {
+		s.f.Flush()
+	}
+}

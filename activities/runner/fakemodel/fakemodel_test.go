@@ -1,0 +1,197 @@
+package fakemodel
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"io"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+)
+
+func post(t *testing.T, ctx context.Context, url, body string) *http.Response {
+	t.Helper()
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return resp
+}
+
+// sse reads a stream's data payloads, with their event names when given.
+func sse(t *testing.T, r io.Reader) (names []string, data []map[string]any) {
+	t.Helper()
+	sc := bufio.NewScanner(r)
+	name := ""
+	for sc.Scan() {
+		line := sc.Text()
+		switch {
+		case strings.HasPrefix(line, "event: "):
+			name = strings.TrimPrefix(line, "event: ")
+		case strings.HasPrefix(line, "data: "):
+			payload := strings.TrimPrefix(line, "data: ")
+			names = append(names, name)
+			name = ""
+			if payload == "[DONE]" {
+				data = append(data, map[string]any{"done": true})
+				continue
+			}
+			var v map[string]any
+			if err := json.Unmarshal([]byte(payload), &v); err != nil {
+				t.Fatalf("data %q: %v", payload, err)
+			}
+			data = append(data, v)
+		}
+	}
+	return names, data
+}
+
+const tools = `"tools":[{"name":"Bash"}]`
+
+var toolTurn = Turn{Text: "hi", Tool: &ToolCall{Name: "shell", Input: map[string]string{"command": "ls"}}}
+
+func TestAnthropic(t *testing.T) {
+	s := New(toolTurn)
+	defer s.Close()
+	resp := post(t, context.Background(), s.URL()+"/v1/messages?beta=true", `{"model":"claude-x","stream":true,`+tools+`}`)
+	defer resp.Body.Close()
+	names, data := sse(t, resp.Body)
+	want := "message_start ping content_block_start content_block_delta content_block_stop content_block_start content_block_delta content_block_stop message_delta message_stop"
+	if got := strings.Join(names, " "); got != want {
+		t.Errorf("events %s\nwant   %s", got, want)
+	}
+	if d := data[6]["delta"].(map[string]any); d["partial_json"] != `{"command":"ls"}` {
+		t.Errorf("tool input delta %v", d)
+	}
+	if d := data[8]["delta"].(map[string]any); d["stop_reason"] != "tool_use" {
+		t.Errorf("stop reason %v", d)
+	}
+	// A side request (no tools) gets the side reply and leaves the script.
+	resp = post(t, context.Background(), s.URL()+"/v1/messages", `{"model":"claude-x"}`)
+	var msg struct {
+		Content []struct{ Text string }
+	}
+	_ = json.NewDecoder(resp.Body).Decode(&msg)
+	resp.Body.Close()
+	if len(msg.Content) != 1 || msg.Content[0].Text != SideReply {
+		t.Errorf("side reply %+v", msg)
+	}
+	if s.Served() != 1 || len(s.Requests()) != 2 || len(s.AgentRequests()) != 1 {
+		t.Errorf("served %d, requests %d", s.Served(), len(s.Requests()))
+	}
+}
+
+func TestResponses(t *testing.T) {
+	s := New(toolTurn)
+	defer s.Close()
+	resp := post(t, context.Background(), s.URL()+"/v1/responses", `{"model":"gpt-x","stream":true,"input":[{"type":"additional_tools","tools":[]}]}`)
+	defer resp.Body.Close()
+	names, data := sse(t, resp.Body)
+	if names[0] != "response.created" || names[len(names)-1] != "response.completed" {
+		t.Errorf("events %v", names)
+	}
+	if !strings.Contains(strings.Join(names, " "), "response.function_call_arguments.done") {
+		t.Errorf("no function call in %v", names)
+	}
+	usage := data[len(data)-1]["response"].(map[string]any)["usage"].(map[string]any)
+	if usage["input_tokens"].(float64) != 100 {
+		t.Errorf("usage %v", usage)
+	}
+	for i, d := range data {
+		if d["sequence_number"].(float64) != float64(i) {
+			t.Errorf("event %d has sequence_number %v", i, d["sequence_number"])
+		}
+	}
+}
+
+func TestGemini(t *testing.T) {
+	s := New(toolTurn)
+	defer s.Close()
+	resp := post(t, context.Background(), s.URL()+"/v1beta/models/gemini-x:streamGenerateContent?alt=sse",
+		`{"contents":[],"tools":[{"functionDeclarations":[{"name":"shell"}]}]}`)
+	defer resp.Body.Close()
+	_, data := sse(t, resp.Body)
+	if len(data) != 2 {
+		t.Fatalf("%d chunks", len(data))
+	}
+	last := data[1]["candidates"].([]any)[0].(map[string]any)
+	part := last["content"].(map[string]any)["parts"].([]any)[0].(map[string]any)
+	if part["functionCall"].(map[string]any)["name"] != "shell" || last["finishReason"] != "STOP" {
+		t.Errorf("last chunk %v", last)
+	}
+	if data[1]["usageMetadata"] == nil || data[1]["modelVersion"] != "gemini-x" {
+		t.Errorf("last chunk %v", data[1])
+	}
+}
+
+func TestChat(t *testing.T) {
+	s := New(toolTurn)
+	defer s.Close()
+	resp := post(t, context.Background(), s.URL()+"/v1/chat/completions", `{"model":"m","stream":true,"tools":[{"type":"function"}]}`)
+	defer resp.Body.Close()
+	_, data := sse(t, resp.Body)
+	if data[len(data)-1]["done"] != true {
+		t.Error("no [DONE]")
+	}
+	fin := data[len(data)-3]["choices"].([]any)[0].(map[string]any)
+	if fin["finish_reason"] != "tool_calls" {
+		t.Errorf("finish %v", fin)
+	}
+	if data[len(data)-2]["usage"] == nil {
+		t.Error("no usage chunk")
+	}
+}
+
+func TestExhaustedStatusAndText(t *testing.T) {
+	s := New(Turn{Status: 429, Body: `{"error":"slow down"}`, Header: http.Header{"Retry-After": {"7"}}})
+	defer s.Close()
+	resp := post(t, context.Background(), s.URL()+"/v1/messages", `{"model":"m",`+tools+`}`)
+	resp.Body.Close()
+	if resp.StatusCode != 429 || resp.Header.Get("Retry-After") != "7" {
+		t.Errorf("status %d, header %v", resp.StatusCode, resp.Header)
+	}
+	resp = post(t, context.Background(), s.URL()+"/v1/messages", `{"model":"m",`+tools+`,"messages":[{"content":"tool said \"COMMITTED\""}]}`)
+	b, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if !strings.Contains(string(b), Exhausted) {
+		t.Errorf("after the script: %s", b)
+	}
+	reqs := s.Requests()
+	if !reqs[1].Text(`tool said "COMMITTED"`) || reqs[1].Turn != -1 {
+		t.Errorf("request %+v", reqs[1])
+	}
+}
+
+// A hanging turn sends headers and nothing else, until Close releases it.
+func TestHang(t *testing.T) {
+	s := New(Turn{Hang: true})
+	changed := s.Changed()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	resp := post(t, ctx, s.URL()+"/v1/messages", `{"model":"m","stream":true,`+tools+`}`)
+	if resp.StatusCode != 200 {
+		t.Fatalf("status %d", resp.StatusCode)
+	}
+	select {
+	case <-changed:
+	case <-ctx.Done():
+		t.Fatal("the request was not recorded")
+	}
+	read := make(chan error, 1)
+	go func() {
+		_, err := io.ReadAll(resp.Body)
+		read <- err
+	}()
+	s.Close()
+	select {
+	case <-read:
+	case <-ctx.Done():
+		t.Fatal("Close did not release the hanging response")
+	}
+}

@@ -1,0 +1,298 @@
+package runner
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+)
+
+// ErrBranchCheckedOut is returned (wrapped, with the fix) by AddTaskWorktree
+// when the branch is checked out in another worktree.
+var ErrBranchCheckedOut = errors.New("branch is checked out in another worktree")
+
+// repoLocks serialises git worktree commands per repository.
+var repoLocks sync.Map // absolute repo path -> *sync.Mutex
+
+func lockRepo(repo string) func() {
+	key, err := filepath.Abs(repo)
+	if err == nil {
+		if r, err := filepath.EvalSymlinks(key); err == nil {
+			key = r
+		}
+	}
+	m, _ := repoLocks.LoadOrStore(key, &sync.Mutex{})
+	mu := m.(*sync.Mutex)
+	mu.Lock()
+	return mu.Unlock
+}
+
+// git runs git in dir and returns its trimmed standard output.
+func git(ctx context.Context, dir string, args ...string) (string, error) {
+	return gitEnv(ctx, dir, nil, args...)
+}
+
+func gitEnv(ctx context.Context, dir string, env []string, args ...string) (string, error) {
+	cmd := exec.CommandContext(ctx, "git", args...)
+	cmd.Dir = dir
+	if env != nil {
+		cmd.Env = append(os.Environ(), env...)
+	}
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	if err := cmd.Run(); err != nil {
+		return "", fmt.Errorf("git %s in %s: %w: %s", strings.Join(args, " "), dir, err, strings.TrimSpace(errb.String()))
+	}
+	return strings.TrimSpace(out.String()), nil
+}
+
+// DefaultBranch returns the repository's default branch and its head
+// commit: origin's HEAD when the repository has one, else the branch checked
+// out in its main worktree.
+func DefaultBranch(ctx context.Context, repo string) (branch, commit string, err error) {
+	if ref, err := git(ctx, repo, "symbolic-ref", "--quiet", "refs/remotes/origin/HEAD"); err == nil && ref != "" {
+		commit, err := git(ctx, repo, "rev-parse", "--verify", ref+"^{commit}")
+		if err == nil {
+			return strings.TrimPrefix(ref, "refs/remotes/origin/"), commit, nil
+		}
+	}
+	wts, err := worktrees(ctx, repo)
+	if err != nil {
+		return "", "", err
+	}
+	if len(wts) == 0 || wts[0].branch == "" {
+		return "", "", fmt.Errorf("finding the default branch of %s: its main worktree has no branch checked out", repo)
+	}
+	ref := wts[0].branch
+	commit, err = git(ctx, repo, "rev-parse", "--verify", ref+"^{commit}")
+	if err != nil {
+		return "", "", fmt.Errorf("finding the default branch of %s: %w", repo, err)
+	}
+	return strings.TrimPrefix(ref, "refs/heads/"), commit, nil
+}
+
+type worktree struct {
+	path, head, branch string // branch as refs/heads/NAME, "" when detached
+}
+
+func worktrees(ctx context.Context, repo string) ([]worktree, error) {
+	out, err := git(ctx, repo, "worktree", "list", "--porcelain")
+	if err != nil {
+		return nil, err
+	}
+	var list []worktree
+	for _, block := range strings.Split(out, "\n\n") {
+		var w worktree
+		for _, l := range strings.Split(block, "\n") {
+			k, v, _ := strings.Cut(l, " ")
+			switch k {
+			case "worktree":
+				w.path = v
+			case "HEAD":
+				w.head = v
+			case "branch":
+				w.branch = v
+			}
+		}
+		if w.path != "" {
+			list = append(list, w)
+		}
+	}
+	return list, nil
+}
+
+func samePath(a, b string) bool {
+	ra, err1 := filepath.EvalSymlinks(a)
+	rb, err2 := filepath.EvalSymlinks(b)
+	if err1 != nil || err2 != nil {
+		return filepath.Clean(a) == filepath.Clean(b)
+	}
+	return ra == rb
+}
+
+// AddTaskWorktree adds a worktree of repo at dir with branch checked out,
+// creating the branch from the default branch's head (see DefaultBranch)
+// when it does not exist. A dir that is already that branch's worktree is
+// kept, so a retried call succeeds. A branch checked out in another
+// worktree is refused with ErrBranchCheckedOut and the commands that free it.
+func AddTaskWorktree(ctx context.Context, repo, dir, branch string) error {
+	defer lockRepo(repo)()
+	if _, err := git(ctx, repo, "check-ref-format", "--branch", branch); err != nil {
+		return fmt.Errorf("adding worktree for branch %q: not a valid branch name", branch)
+	}
+	ref := "refs/heads/" + branch
+	wts, err := worktrees(ctx, repo)
+	if err != nil {
+		return fmt.Errorf("adding worktree for branch %s: %w", branch, err)
+	}
+	for _, w := range wts {
+		if w.branch != ref {
+			continue
+		}
+		if samePath(w.path, dir) {
+			return nil
+		}
+		return fmt.Errorf("adding worktree for branch %s of %s: %w: %s; free it with `git -C %s switch --detach` "+
+			"(or switch that worktree to another branch), or remove it with `git -C %s worktree remove %s`",
+			branch, repo, ErrBranchCheckedOut, w.path, w.path, repo, w.path)
+	}
+	if err := os.MkdirAll(filepath.Dir(dir), 0o755); err != nil {
+		return fmt.Errorf("adding worktree at %s: %w", dir, err)
+	}
+	if _, err := git(ctx, repo, "rev-parse", "--verify", "--quiet", ref); err == nil {
+		_, err = git(ctx, repo, "worktree", "add", dir, branch)
+		return err
+	}
+	_, base, err := DefaultBranch(ctx, repo)
+	if err != nil {
+		return fmt.Errorf("adding worktree for new branch %s: %w", branch, err)
+	}
+	_, err = git(ctx, repo, "worktree", "add", "-b", branch, dir, base)
+	return err
+}
+
+// AddDetachedWorktree adds a worktree of repo at dir with commit checked
+// out and no branch, for a reviewer. A dir that is already a worktree at
+// that commit is kept.
+func AddDetachedWorktree(ctx context.Context, repo, dir, commit string) error {
+	defer lockRepo(repo)()
+	want, err := git(ctx, repo, "rev-parse", "--verify", commit+"^{commit}")
+	if err != nil {
+		return fmt.Errorf("adding detached worktree at %s: %w", commit, err)
+	}
+	wts, err := worktrees(ctx, repo)
+	if err != nil {
+		return err
+	}
+	for _, w := range wts {
+		if samePath(w.path, dir) {
+			if w.head == want && w.branch == "" {
+				return nil
+			}
+			return fmt.Errorf("adding detached worktree at %s: %s is already a worktree at %s", commit, dir, w.head)
+		}
+	}
+	if err := os.MkdirAll(filepath.Dir(dir), 0o755); err != nil {
+		return fmt.Errorf("adding worktree at %s: %w", dir, err)
+	}
+	_, err = git(ctx, repo, "worktree", "add", "--detach", dir, want)
+	return err
+}
+
+// RemoveWorktree removes the worktree at dir from repo, with whatever it
+// holds (call Salvage first), and prunes stale worktree records. A dir that
+// is no worktree of repo is not an error.
+func RemoveWorktree(ctx context.Context, repo, dir string) error {
+	defer lockRepo(repo)()
+	wts, err := worktrees(ctx, repo)
+	if err != nil {
+		return err
+	}
+	for _, w := range wts {
+		if samePath(w.path, dir) {
+			if _, err := git(ctx, repo, "worktree", "remove", "--force", "--force", w.path); err != nil {
+				return err
+			}
+		}
+	}
+	_, err = git(ctx, repo, "worktree", "prune")
+	return err
+}
+
+// SalvageRef names the n-th salvage branch of a task:
+// ampflow/salvage/<task>/<n>.
+func SalvageRef(task string, n int) string {
+	return fmt.Sprintf("ampflow/salvage/%s/%d", task, n)
+}
+
+// NextSalvageRef returns the first SalvageRef of task, counting from 1, that
+// no branch of the repository at dir uses yet.
+func NextSalvageRef(ctx context.Context, dir, task string) (string, error) {
+	for n := 1; ; n++ {
+		ref := SalvageRef(task, n)
+		if _, err := git(ctx, dir, "rev-parse", "--verify", "--quiet", "refs/heads/"+ref); err != nil {
+			return ref, nil
+		}
+		if n > 10000 {
+			return "", fmt.Errorf("finding a free salvage branch for task %s: too many", task)
+		}
+	}
+}
+
+// Salvage commits whatever is uncommitted in the worktree at dir (changed,
+// new and deleted files; ignored ones stay out) and returns the commit, or
+// "" when there was nothing to commit. With branch empty it commits to the
+// branch checked out there; otherwise it commits on top of HEAD to that
+// branch (such as a NextSalvageRef), leaving the worktree's own branch,
+// index and files as they were.
+func Salvage(ctx context.Context, dir, branch, message string) (string, error) {
+	if message == "" {
+		message = "ampflow: salvage uncommitted work"
+	}
+	status, err := git(ctx, dir, "status", "--porcelain", "--untracked-files=all")
+	if err != nil {
+		return "", fmt.Errorf("salvaging %s: %w", dir, err)
+	}
+	if status == "" {
+		return "", nil
+	}
+	ident := identity(ctx, dir)
+	if branch == "" {
+		if _, err := git(ctx, dir, "add", "-A"); err != nil {
+			return "", fmt.Errorf("salvaging %s: %w", dir, err)
+		}
+		if _, err := git(ctx, dir, append(ident, "commit", "--no-verify", "-q", "-m", message)...); err != nil {
+			return "", fmt.Errorf("salvaging %s: %w", dir, err)
+		}
+		return git(ctx, dir, "rev-parse", "HEAD")
+	}
+
+	// A private index, so the worktree's own index is left alone.
+	idx, err := os.CreateTemp("", "ampflow-salvage-index-*")
+	if err != nil {
+		return "", fmt.Errorf("salvaging %s: %w", dir, err)
+	}
+	idx.Close()
+	defer os.Remove(idx.Name())
+	env := []string{"GIT_INDEX_FILE=" + idx.Name()}
+	head, headErr := git(ctx, dir, "rev-parse", "--verify", "--quiet", "HEAD^{commit}")
+	if headErr == nil {
+		if _, err := gitEnv(ctx, dir, env, "read-tree", head); err != nil {
+			return "", fmt.Errorf("salvaging %s: %w", dir, err)
+		}
+	}
+	if _, err := gitEnv(ctx, dir, env, "add", "-A"); err != nil {
+		return "", fmt.Errorf("salvaging %s: %w", dir, err)
+	}
+	tree, err := gitEnv(ctx, dir, env, "write-tree")
+	if err != nil {
+		return "", fmt.Errorf("salvaging %s: %w", dir, err)
+	}
+	args := append(ident, "commit-tree", tree, "-m", message)
+	if headErr == nil {
+		args = append(args, "-p", head)
+	}
+	commit, err := git(ctx, dir, args...)
+	if err != nil {
+		return "", fmt.Errorf("salvaging %s: %w", dir, err)
+	}
+	if _, err := git(ctx, dir, "update-ref", "-m", "ampflow salvage", "refs/heads/"+branch, commit); err != nil {
+		return "", fmt.Errorf("salvaging %s to %s: %w", dir, branch, err)
+	}
+	return commit, nil
+}
+
+// identity supplies a committer when the repository has none configured.
+func identity(ctx context.Context, dir string) []string {
+	if _, err := git(ctx, dir, "var", "GIT_COMMITTER_IDENT"); err == nil {
+		if _, err := git(ctx, dir, "var", "GIT_AUTHOR_IDENT"); err == nil {
+			return nil
+		}
+	}
+	return []string{"-c", "user.name=ampflow", "-c", "user.email=ampflow@localhost"}
+}

@@ -1,0 +1,232 @@
+package runner
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+)
+
+func needGit(t *testing.T) {
+	t.Helper()
+	if _, err := exec.LookPath("git"); err != nil {
+		t.Skip("git not installed")
+	}
+}
+
+func TestAddTaskWorktree(t *testing.T) {
+	needGit(t)
+	ctx := context.Background()
+	repo := newRepo(t)
+	main := gitOut(t, repo, "rev-parse", "HEAD")
+	base := t.TempDir()
+	wt := filepath.Join(base, "task-1")
+
+	t.Run("NewBranch", func(t *testing.T) {
+		if err := AddTaskWorktree(ctx, repo, wt, "feature/one"); err != nil {
+			t.Fatal(err)
+		}
+		if b := gitOut(t, wt, "branch", "--show-current"); b != "feature/one" {
+			t.Errorf("branch %q", b)
+		}
+		if h := gitOut(t, wt, "rev-parse", "HEAD"); h != main {
+			t.Errorf("new branch at %s, want the default branch's head %s", h, main)
+		}
+	})
+	t.Run("Retry", func(t *testing.T) {
+		if err := AddTaskWorktree(ctx, repo, wt, "feature/one"); err != nil {
+			t.Fatalf("a retried add failed: %v", err)
+		}
+	})
+	t.Run("CheckedOutElsewhere", func(t *testing.T) {
+		err := AddTaskWorktree(ctx, repo, filepath.Join(base, "task-2"), "feature/one")
+		if !errors.Is(err, ErrBranchCheckedOut) {
+			t.Fatalf("err = %v, want ErrBranchCheckedOut", err)
+		}
+		if !strings.Contains(err.Error(), "switch --detach") || !strings.Contains(err.Error(), "worktree remove") {
+			t.Errorf("the error does not say how to fix it: %v", err)
+		}
+		err = AddTaskWorktree(ctx, repo, filepath.Join(base, "task-3"), "main")
+		if !errors.Is(err, ErrBranchCheckedOut) || !strings.Contains(err.Error(), repo) {
+			t.Errorf("the user's own checkout: %v", err)
+		}
+	})
+	t.Run("ExistingBranch", func(t *testing.T) {
+		gitOut(t, repo, "branch", "existing", "HEAD")
+		dir := filepath.Join(base, "task-4")
+		if err := AddTaskWorktree(ctx, repo, dir, "existing"); err != nil {
+			t.Fatal(err)
+		}
+		if b := gitOut(t, dir, "branch", "--show-current"); b != "existing" {
+			t.Errorf("branch %q", b)
+		}
+	})
+	t.Run("BadName", func(t *testing.T) {
+		if err := AddTaskWorktree(ctx, repo, filepath.Join(base, "task-5"), "bad..name"); err == nil {
+			t.Error("a bad branch name was accepted")
+		}
+	})
+	t.Run("Remove", func(t *testing.T) {
+		if err := RemoveWorktree(ctx, repo, wt); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := os.Stat(wt); !os.IsNotExist(err) {
+			t.Errorf("worktree dir still there: %v", err)
+		}
+		if err := RemoveWorktree(ctx, repo, wt); err != nil {
+			t.Errorf("removing twice: %v", err)
+		}
+		// The branch is free again.
+		if err := AddTaskWorktree(ctx, repo, filepath.Join(base, "task-6"), "feature/one"); err != nil {
+			t.Error(err)
+		}
+	})
+}
+
+func TestDefaultBranchFromOrigin(t *testing.T) {
+	needGit(t)
+	ctx := context.Background()
+	upstream := newRepo(t)
+	gitOut(t, upstream, "switch", "-q", "-c", "trunk")
+	gitOut(t, upstream, "commit", "-q", "--allow-empty", "-m", "on trunk")
+	clone := filepath.Join(t.TempDir(), "clone")
+	if out, err := exec.Command("git", "clone", "-q", upstream, clone).CombinedOutput(); err != nil {
+		t.Fatalf("%v %s", err, out)
+	}
+	gitOut(t, clone, "switch", "-q", "-c", "local-work")
+	gitOut(t, clone, "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-q", "--allow-empty", "-m", "local")
+	branch, commit, err := DefaultBranch(ctx, clone)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := gitOut(t, upstream, "rev-parse", "trunk"); branch != "trunk" || commit != want {
+		t.Errorf("default branch %s at %s, want trunk at %s", branch, commit, want)
+	}
+}
+
+// Concurrent adds on one repository are serialised, so none of them trips
+// over git's own lock.
+func TestAddTaskWorktreeConcurrent(t *testing.T) {
+	needGit(t)
+	ctx := context.Background()
+	repo := newRepo(t)
+	base := t.TempDir()
+	var wg sync.WaitGroup
+	errs := make([]error, 8)
+	for i := range errs {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			errs[i] = AddTaskWorktree(ctx, repo, filepath.Join(base, fmt.Sprint(i)), fmt.Sprintf("task-%d", i))
+		}()
+	}
+	wg.Wait()
+	for i, err := range errs {
+		if err != nil {
+			t.Errorf("add %d: %v", i, err)
+		}
+	}
+}
+
+func TestAddDetachedWorktree(t *testing.T) {
+	needGit(t)
+	ctx := context.Background()
+	repo := newRepo(t)
+	commit := gitOut(t, repo, "rev-parse", "HEAD")
+	dir := filepath.Join(t.TempDir(), "review")
+	if err := AddDetachedWorktree(ctx, repo, dir, commit); err != nil {
+		t.Fatal(err)
+	}
+	if b := gitOut(t, dir, "branch", "--show-current"); b != "" {
+		t.Errorf("on branch %q, want detached", b)
+	}
+	if err := AddDetachedWorktree(ctx, repo, dir, commit); err != nil {
+		t.Errorf("a retried add failed: %v", err)
+	}
+	if err := AddDetachedWorktree(ctx, repo, filepath.Join(t.TempDir(), "x"), "no-such-commit"); err == nil {
+		t.Error("a missing commit was accepted")
+	}
+}
+
+func TestSalvage(t *testing.T) {
+	needGit(t)
+	ctx := context.Background()
+	repo := newRepo(t)
+	wt := filepath.Join(t.TempDir(), "wt")
+	if err := AddTaskWorktree(ctx, repo, wt, "task-7"); err != nil {
+		t.Fatal(err)
+	}
+	write := func(name, text string) {
+		if err := os.WriteFile(filepath.Join(wt, name), []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	t.Run("Nothing", func(t *testing.T) {
+		c, err := Salvage(ctx, wt, "", "")
+		if err != nil || c != "" {
+			t.Errorf("commit %q, err %v", c, err)
+		}
+	})
+	t.Run("ToSalvageBranch", func(t *testing.T) {
+		write("new.txt", "new\n")
+		write("README", "changed\n")
+		write(".gitignore", "*.log\n")
+		write("debug.log", "ignored\n")
+		head := gitOut(t, wt, "rev-parse", "HEAD")
+		status := gitOut(t, wt, "status", "--porcelain")
+		ref, err := NextSalvageRef(ctx, wt, "task-7")
+		if err != nil || ref != "ampflow/salvage/task-7/1" {
+			t.Fatalf("ref %q, err %v", ref, err)
+		}
+		c, err := Salvage(ctx, wt, ref, "salvage after a failed run")
+		if err != nil || c == "" {
+			t.Fatalf("commit %q, err %v", c, err)
+		}
+		if got := gitOut(t, wt, "rev-parse", ref); got != c {
+			t.Errorf("%s at %s, want %s", ref, got, c)
+		}
+		if files := gitOut(t, wt, "show", "--name-only", "--format=", c); files != ".gitignore\nREADME\nnew.txt" {
+			t.Errorf("salvage commit holds %q", files)
+		}
+		if p := gitOut(t, wt, "rev-parse", c+"^"); p != head {
+			t.Errorf("salvage parent %s, want %s", p, head)
+		}
+		// The worktree, its branch and its index are as they were.
+		if h := gitOut(t, wt, "rev-parse", "HEAD"); h != head {
+			t.Error("the branch moved")
+		}
+		if s := gitOut(t, wt, "status", "--porcelain"); s != status {
+			t.Errorf("status changed:\n%s\nwant\n%s", s, status)
+		}
+		if next, _ := NextSalvageRef(ctx, wt, "task-7"); next != "ampflow/salvage/task-7/2" {
+			t.Errorf("next salvage ref %q", next)
+		}
+	})
+	t.Run("ToBranch", func(t *testing.T) {
+		if err := os.Remove(filepath.Join(wt, "README")); err != nil {
+			t.Fatal(err)
+		}
+		c, err := Salvage(ctx, wt, "", "")
+		if err != nil || c == "" {
+			t.Fatalf("commit %q, err %v", c, err)
+		}
+		if h := gitOut(t, wt, "rev-parse", "task-7"); h != c {
+			t.Errorf("branch at %s, want %s", h, c)
+		}
+		if s := gitOut(t, wt, "status", "--porcelain"); s != "" {
+			t.Errorf("left uncommitted: %q", s)
+		}
+		if _, err := os.Stat(filepath.Join(wt, "debug.log")); err != nil {
+			t.Error("the ignored file went")
+		}
+		if files := gitOut(t, wt, "ls-tree", "--name-only", "HEAD"); strings.Contains(files, "README") || strings.Contains(files, "debug.log") {
+			t.Errorf("tree %q", files)
+		}
+	})
+}

@@ -1,0 +1,127 @@
+package e2e
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/ampflow/ampflow/activities/runner/fakemodel"
+	"github.com/ampflow/ampflow/workflows/task"
+)
+
+// agentBin is an agent CLI installed by .ci/agents.sh (or under
+// AMPFLOW_AGENTS_BIN); the test skips without it unless
+// AMPFLOW_TEST_AGENTS=1.
+func agentBin(t *testing.T, name string) string {
+	t.Helper()
+	dir := os.Getenv("AMPFLOW_AGENTS_BIN")
+	if dir == "" {
+		_, file, _, _ := runtime.Caller(0)
+		dir = filepath.Join(filepath.Dir(file), "..", "..", ".cache", "agents", "node_modules", ".bin")
+	}
+	bin, err := filepath.Abs(filepath.Join(dir, name))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(bin); err != nil {
+		if os.Getenv("AMPFLOW_TEST_AGENTS") == "1" {
+			t.Fatalf("%s is not installed in %s (run .ci/agents.sh)", name, dir)
+		}
+		t.Skipf("%s is not installed in %s (run .ci/agents.sh, or set AMPFLOW_AGENTS_BIN)", name, dir)
+	}
+	return bin
+}
+
+// TestRunnerTask runs a task from start to done with the real Codex CLI as
+// executor and the real Claude Code CLI as reviewer, each against a
+// loopback fake of its model API: Codex commits a file in the task's
+// worktree, ampflow reads the result from git, Claude Code approves it,
+// and the user's own checkout is left as it was.
+func TestRunnerTask(t *testing.T) {
+	codexBin, claudeBin := agentBin(t, "codex"), agentBin(t, "claude")
+	codex := fakemodel.New(
+		fakemodel.Turn{Text: "Writing the file.", Tool: &fakemodel.ToolCall{Name: "exec_command", Input: map[string]any{
+			"cmd": "printf 'hello\\n' > hello.txt && git add hello.txt && git -c user.name=codex -c user.email=codex@example.com commit -qm 'add hello.txt'"}}},
+		fakemodel.Turn{Text: `Done. {"criteria_met": [true], "notes": ["hello.txt added"], "summary": "wrote hello.txt"}`},
+	)
+	t.Cleanup(codex.Close)
+	claude := fakemodel.New(
+		fakemodel.Turn{Text: `Looks right. {"decision": "approved", "confidence": 0.9, "criteria_results": [{"criterion": "hello.txt says hello", "passed": true, "evidence": "hello.txt reads hello"}]}`},
+	)
+	t.Cleanup(claude.Close)
+
+	home := t.TempDir()
+	codexHome := filepath.Join(home, "codex")
+	if err := os.MkdirAll(codexHome, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	writeFile(t, filepath.Join(codexHome, "config.toml"), fmt.Sprintf(`model_provider = "fake"
+
+[model_providers.fake]
+name = "fake"
+base_url = "%s/v1"
+env_key = "FAKE_OPENAI_KEY"
+wire_api = "responses"
+`, codex.URL()))
+	const key = "sk-runner-e2e-secret"
+	data := t.TempDir()
+	p := startDev(t, data,
+		"AMPFLOW_AGENTS_EXECUTOR_MODE=runner", "AMPFLOW_AGENTS_EXECUTOR_RUNNER=codex",
+		"AMPFLOW_AGENTS_EXECUTOR_COMMAND="+codexBin, "AMPFLOW_AGENTS_EXECUTOR_MODEL=gpt-5.5",
+		"AMPFLOW_AGENTS_EXECUTOR_ENV=HOME="+home+",CODEX_HOME="+codexHome+",FAKE_OPENAI_KEY",
+		"AMPFLOW_AGENTS_REVIEWER_MODE=runner", "AMPFLOW_AGENTS_REVIEWER_RUNNER=claude",
+		"AMPFLOW_AGENTS_REVIEWER_COMMAND="+claudeBin,
+		"AMPFLOW_AGENTS_REVIEWER_ENV=HOME="+home+",ANTHROPIC_BASE_URL="+claude.URL()+",ANTHROPIC_API_KEY,IS_SANDBOX=1",
+		"FAKE_OPENAI_KEY="+key, "ANTHROPIC_API_KEY="+key)
+	out := p.output()
+	if !strings.Contains(out, "executor   runner codex") || !strings.Contains(out, "reviewer   runner claude") {
+		t.Errorf("dev did not say which runners it checked:\n%s", out)
+	}
+	repo := gitRepo(t)
+	git(t, repo, "checkout", "-q", "main") // the user's checkout stays on main
+	api := newFaultAPI(t, p)
+	const id = "T-2026-881"
+	api.startTask(id, lowRiskPlan(repo))
+	st := api.waitFor(id, "done", 5*time.Minute, func(st task.State) bool {
+		return st.Status == task.StatusDone || st.Status == task.StatusAwaitingAdmin || st.Status == task.StatusTerminated
+	})
+	if st.Status != task.StatusDone {
+		t.Fatalf("task %s: status %s (%s), want done\n%s", id, st.Status, st.LastError, p.output())
+	}
+
+	commit := git(t, repo, "rev-parse", "feature/e2e")
+	if got := git(t, repo, "show", "feature/e2e:hello.txt"); got != "hello" {
+		t.Errorf("hello.txt on the branch = %q", got)
+	}
+	if head := git(t, repo, "rev-parse", "--abbrev-ref", "HEAD"); head != "main" {
+		t.Errorf("the user's checkout moved to %s", head)
+	}
+	if status := git(t, repo, "status", "--porcelain"); status != "" {
+		t.Errorf("the user's checkout changed:\n%s", status)
+	}
+	if _, err := os.Stat(filepath.Join(repo, "hello.txt")); err == nil {
+		t.Error("the executor wrote into the user's checkout")
+	}
+	if _, err := os.Stat(filepath.Join(data, "worktrees", id, "hello.txt")); err != nil {
+		t.Errorf("the executor's worktree: %v", err)
+	}
+	// The tool's output reached the model, and the reviewer was told the
+	// commit it reviewed.
+	if reqs := codex.AgentRequests(); len(reqs) < 2 {
+		t.Errorf("codex made %d model requests, want the tool result sent back", len(reqs))
+	}
+	reviewed := false
+	for _, r := range claude.AgentRequests() {
+		reviewed = reviewed || r.Text(commit)
+	}
+	if !reviewed {
+		t.Error("the reviewer's prompt did not name the result commit")
+	}
+	if strings.Contains(p.output(), key) {
+		t.Error("the model API key reached dev's log")
+	}
+}
