@@ -183,7 +183,9 @@ func TestRunTimeout(t *testing.T) {
 	f := newFake(t)
 	f.stall = true
 	var out bytes.Buffer
-	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+	// Long enough for the git steps before the stall on a loaded machine;
+	// the stall itself waits for the deadline.
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	_, err := Run(ctx, options(t, f, &out))
 	var te *TimeoutError
