@@ -140,7 +140,12 @@ func Build(o Options) (*Parts, error) {
 		store.Close()
 		return nil, fmt.Errorf("ci.provider: %w", err)
 	}
-	tasks := &workflows.Client{Temporal: o.Temporal, TaskQueue: cfg.Temporal.TaskQueue, DecisionKey: decisionKey}
+	policy := workflows.NewPolicy(cfg)
+	// A started task is written in the store before its start answers,
+	// with the policy its workflow will record: read-your-writes for
+	// every reader of the store.
+	tasks := &workflows.Client{Temporal: o.Temporal, TaskQueue: cfg.Temporal.TaskQueue, DecisionKey: decisionKey,
+		Recorder: record, Policy: &policy}
 	delivery := &activities.Delivery{
 		Executor:   agentDelivery(cfg.Agents.Executor, cfg.DataDir),
 		Reviewer:   agentDelivery(cfg.Agents.Reviewer, cfg.DataDir),
@@ -156,7 +161,6 @@ func Build(o Options) (*Parts, error) {
 			}
 		},
 	}
-	policy := workflows.NewPolicy(cfg)
 	acts := &activities.Activities{Git: git, CI: ci, Store: record, Delivery: delivery, Log: log, Policy: &policy,
 		DecisionKey: decisionKey, Refusals: store,
 		Leases: leaseacts.Branches{Client: &lease.Client{Temporal: o.Temporal, TaskQueue: cfg.Temporal.TaskQueue}}}

@@ -18,6 +18,7 @@ import (
 	"go.temporal.io/sdk/converter"
 	"go.temporal.io/sdk/temporal"
 
+	"github.com/ampflow/ampflow/activities"
 	"github.com/ampflow/ampflow/amp"
 	"github.com/ampflow/ampflow/workflows/decision"
 	"github.com/ampflow/ampflow/workflows/refusal"
@@ -34,6 +35,12 @@ type Client struct {
 	// DecisionKey signs every answer Decide sends (decision.SignAnswer);
 	// the workers take no answer without it. Secret.
 	DecisionKey []byte
+	// Recorder, with Policy (the workers' policy), gets a started task's
+	// first write (FirstRecord) before Start answers: the task is in the
+	// SSOT's reads as soon as its start is. Nil leaves the first write to
+	// the workflow.
+	Recorder activities.Recorder
+	Policy   *task.Policy
 }
 
 // TaskSummary is one line of a task listing.
@@ -90,12 +97,16 @@ func (c *Client) start(ctx context.Context, in task.Input, req startRequest) err
 	_, err := c.Temporal.ExecuteWorkflow(ctx, opts, task.WorkflowType, in)
 	if err != nil {
 		var started *serviceerror.WorkflowExecutionAlreadyStarted
-		if errors.As(err, &started) {
-			return c.taken(ctx, in.TaskID, req, err)
+		if !errors.As(err, &started) {
+			return c.wrap(err, "starting task "+in.TaskID)
 		}
-		return c.wrap(err, "starting task "+in.TaskID)
+		if err := c.taken(ctx, in.TaskID, req, err); err != nil {
+			return err
+		}
+		// The same request started it: write its first record again, in
+		// case the first answer failed at that.
 	}
-	return nil
+	return c.recordStart(ctx, in)
 }
 
 // StartNext starts a task under the next free id of the year, retrying
@@ -112,7 +123,11 @@ func (c *Client) StartNext(ctx context.Context, in task.Input, year int) (string
 		return "", err
 	}
 	if prior != nil {
-		return prior.id, req.answers(prior.req, prior.id)
+		if err := req.answers(prior.req, prior.id); err != nil {
+			return prior.id, err
+		}
+		in.TaskID = prior.id
+		return prior.id, c.recordStart(ctx, in)
 	}
 	for range 1000 {
 		n++

@@ -16,7 +16,9 @@ import (
 func (t *taskRun) check(ctx workflow.Context) (phase, error) {
 	refused := t.takePolicy(ctx)
 	// The first record: the plan and the policy in effect.
-	t.record(ctx, "plan-"+t.In.TaskID, activities.KindEvent, t.In)
+	// The client writes the same record when the start is taken
+	// (FirstRecord): built alike, the store keeps one.
+	t.record(ctx, PlanRecordID(t.In.TaskID), activities.KindEvent, t.In)
 	if refused != nil {
 		t.Reason = "refused: " + errMessage(refused)
 		t.LastError = t.Reason

@@ -51,7 +51,7 @@ type errorBody struct {
 type errorDetail struct {
 	Code    task.Code        `json:"code"`
 	Message string           `json:"message"`
-	Fields  []amp.FieldError `json:"fields,omitempty"`
+	Fields  []amp.FieldError `json:"fields"`
 }
 
 // asTaskError classifies err; an unclassified error is internal.

@@ -1,6 +1,7 @@
 package httpapi
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -237,10 +238,40 @@ func (s *Server) getTask(w http.ResponseWriter, r *http.Request) {
 	}
 	st, err := s.tasks.State(r.Context(), id)
 	if err != nil {
+		if stored, ok := s.storedState(r, id, err); ok {
+			st, err = stored, nil
+		}
+	}
+	if err != nil {
 		s.writeError(w, r, err)
 		return
 	}
 	writeJSON(w, http.StatusOK, st)
+}
+
+// taskStates reads one task's state row (*ssot.DB does).
+type taskStates interface {
+	Task(ctx context.Context, taskID string) (ssot.TaskState, error)
+}
+
+// storedState answers GET /v1/tasks/{id} from the store when the task's
+// workflow gave no answer in time (a worker busy with a burst of starts):
+// the store has the task from the moment its start answered.
+func (s *Server) storedState(r *http.Request, id string, err error) (task.State, bool) {
+	rows, ok := s.store.(taskStates)
+	if !ok || asTaskError(err).Code != task.CodeUnavailable {
+		return task.State{}, false
+	}
+	row, rerr := rows.Task(r.Context(), id)
+	if rerr != nil {
+		return task.State{}, false
+	}
+	var st task.State
+	if json.Unmarshal(row.State, &st) != nil || st.TaskID != id {
+		return task.State{}, false
+	}
+	s.log.Warn("task read from the SSOT: its workflow did not answer", "task_id", id, "error", err)
+	return st, true
 }
 
 func (s *Server) taskHistory(w http.ResponseWriter, r *http.Request) {

@@ -104,6 +104,7 @@ func Run(ctx context.Context, o Options) (Result, error) {
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
 	}
+	m := newMachine(ctx)
 	tmp, err := os.MkdirTemp("", "ampflow-bench-")
 	if err != nil {
 		return Result{}, fmt.Errorf("creating the benchmark directory: %w", err)
@@ -143,7 +144,9 @@ func Run(ctx context.Context, o Options) (Result, error) {
 	// The benchmark's tasks run by the default policy; nothing is decided.
 	policy := workflows.NewPolicy(config.Default())
 	policy.Admins = []string{benchAdmin} // who approves the gates of --signals
-	parts.Activities.Policy = &policy
+	// The one policy the worker and the client share: the client writes
+	// a started task's plan record with it before the workflow does.
+	*parts.Activities.Policy = policy
 	b.tasks, b.store = parts.Tasks, parts.Store
 	// A loaded two-core machine can take longer than the default 15s to
 	// answer; a slow answer is a figure, not a failure.
@@ -157,10 +160,15 @@ func Run(ctx context.Context, o Options) (Result, error) {
 	}
 	defer w.Stop()
 	defer bw.Stop()
+	var r Result
 	if o.Signals > 0 {
-		return b.measureSignals(ctx, parts)
+		r, err = b.measureSignals(ctx, parts)
+	} else {
+		r, err = b.measure(ctx)
 	}
-	return b.measure(ctx)
+	m.done()
+	r.Machine = m
+	return r, err
 }
 
 func (b *bench) nextTaskID() string {

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"os"
+	"os/exec"
 	"slices"
 	"strings"
 	"testing"
@@ -70,7 +71,7 @@ func TestResultJSONKeys(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := []string{"accept_p50_ms", "accept_p95_ms", "accept_p99_ms", "ampflow", "baseline", "concurrency",
-		"peak_rss_mb", "ratio", "reads", "rss_1000_open_mb", "ssot", "tasks"}
+		"machine", "peak_rss_mb", "ratio", "reads", "rss_1000_open_mb", "ssot", "tasks"}
 	var got []string
 	for k := range top {
 		got = append(got, k)
@@ -138,11 +139,13 @@ func TestOptionsValidate(t *testing.T) {
 func TestWriteText(t *testing.T) {
 	rss := 300.0
 	var buf bytes.Buffer
-	r := Result{Ratio: 0.5, AcceptP99MS: 42.25, RSSOpenMB: &rss, Open: 1000, Tasks: 10, Concurrency: 2}
+	r := Result{Ratio: 0.5, AcceptP99MS: 42.25, RSSOpenMB: &rss, Open: 1000, Tasks: 10, Concurrency: 2,
+		Machine: Machine{Commit: "abc123", CPUs: 2, LoadBefore: []float64{1.5, 2, 2.25}}}
 	if err := r.WriteText(&buf); err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{"ratio", "0.500", "acceptance p99", "42.2 ms", "RSS, 1000 open", "300 MiB"} {
+	for _, want := range []string{"ratio", "0.500", "acceptance p99", "42.2 ms", "RSS, 1000 open", "300 MiB",
+		"commit abc123", "2 CPUs", "load 1.50 2.00 2.25 before, unknown after"} {
 		if !strings.Contains(buf.String(), want) {
 			t.Errorf("text output lacks %q:\n%s", want, buf.String())
 		}
@@ -210,5 +213,43 @@ func TestRunSignals(t *testing.T) {
 	}
 	if err := (Options{Tasks: 1, Concurrency: 1, Signals: -1}).Validate(); err == nil || !strings.Contains(err.Error(), "--signals -1") {
 		t.Fatalf("negative signals: %v", err)
+	}
+}
+
+func TestMachine(t *testing.T) {
+	for _, tt := range []struct {
+		in   string
+		want []float64
+	}{
+		{"0.52 1.10 2.00 3/412 12345\n", []float64{0.52, 1.1, 2}},
+		{"7.5 6 5.25", []float64{7.5, 6, 5.25}},
+		{"", nil},
+		{"1.0 x 2.0 1/1 1", nil},
+	} {
+		if got := parseLoadAvg(tt.in); !slices.Equal(got, tt.want) {
+			t.Errorf("parseLoadAvg(%q) = %v, want %v", tt.in, got, tt.want)
+		}
+	}
+	// go test stamps no vcs.revision: the commit is the checkout's HEAD.
+	m := newMachine(t.Context())
+	head, err := exec.Command("git", "rev-parse", "HEAD").Output()
+	if err != nil {
+		t.Skipf("not in a git checkout: %v", err)
+	}
+	if m.Commit != strings.TrimSpace(string(head)) {
+		t.Errorf("commit %q, want HEAD %s", m.Commit, head)
+	}
+	if _, err := os.Stat("/proc/loadavg"); err == nil && len(m.LoadBefore) != 3 {
+		t.Errorf("load before %v, want /proc/loadavg's three averages", m.LoadBefore)
+	}
+	m.done()
+	b, err := json.Marshal(LeaseResult{Machine: m})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, key := range []string{`"machine":{"commit":"`, `"load_before":[`, `"load_after":[`, `"cpus":`} {
+		if !strings.Contains(string(b), key) {
+			t.Errorf("lease result JSON lacks %s: %s", key, b)
+		}
 	}
 }

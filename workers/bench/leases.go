@@ -55,16 +55,19 @@ type LeaseResult struct {
 	LatenessMax time.Duration `json:"lateness_max_ns"`
 	// Late counts auto-releases more than a second after expiry.
 	Late int `json:"late_over_1s"`
+	// Machine is the commit measured and the machine's load.
+	Machine Machine `json:"machine"`
 }
 
 // WriteText prints r for people.
 func (r LeaseResult) WriteText(w io.Writer) error {
 	_, err := fmt.Fprintf(w, "leases: %d held at once (ttl %ds, %d acquires in flight, SSOT %s)\n"+
 		"acquire: %s for all; p50 %s, p99 %s\n"+
-		"auto-release after expiry: p50 %s, p99 %s, max %s; %d more than 1s late\n",
+		"auto-release after expiry: p50 %s, p99 %s, max %s; %d more than 1s late\n"+
+		"measured: %s\n",
 		r.Leases, r.TTLSeconds, r.Concurrency, r.SSOT, r.AcquireElapsed.Round(time.Millisecond),
 		r.AcquireP50.Round(time.Microsecond), r.AcquireP99.Round(time.Microsecond),
-		r.LatenessP50.Round(time.Microsecond), r.LatenessP99.Round(time.Microsecond), r.LatenessMax.Round(time.Microsecond), r.Late)
+		r.LatenessP50.Round(time.Microsecond), r.LatenessP99.Round(time.Microsecond), r.LatenessMax.Round(time.Microsecond), r.Late, r.Machine)
 	return err
 }
 
@@ -84,6 +87,7 @@ func RunLeases(ctx context.Context, o LeaseOptions) (LeaseResult, error) {
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
 	}
+	m := newMachine(ctx)
 	tmp, err := os.MkdirTemp("", "ampflow-bench-leases-")
 	if err != nil {
 		return LeaseResult{}, fmt.Errorf("creating the benchmark directory: %w", err)
@@ -117,7 +121,7 @@ func RunLeases(ctx context.Context, o LeaseOptions) (LeaseResult, error) {
 	}
 	defer w.Stop()
 	lc := &lease.Client{Temporal: c, TaskQueue: ampflowQueue, Wait: 2 * time.Minute}
-	r := LeaseResult{Leases: o.Leases, Concurrency: o.Concurrency, TTLSeconds: int(o.TTL.Seconds()), SSOT: parts.Store.Engine()}
+	r := LeaseResult{Leases: o.Leases, Concurrency: o.Concurrency, TTLSeconds: int(o.TTL.Seconds()), SSOT: parts.Store.Engine(), Machine: m}
 
 	keys := make([]string, o.Leases)
 	for i := range keys {
@@ -182,6 +186,7 @@ func RunLeases(ctx context.Context, o LeaseOptions) (LeaseResult, error) {
 			r.Late++
 		}
 	}
+	r.Machine.done()
 	return r, nil
 }
 

@@ -38,6 +38,8 @@ type Result struct {
 	// Signals are the action gate's figures, with --signals (then the
 	// lifecycle figures are not measured).
 	Signals *SignalFigures `json:"signals,omitempty"`
+	// Machine is the commit measured and the machine's load.
+	Machine Machine `json:"machine"`
 
 	// What the text table shows besides the figures above.
 	Open             int           `json:"-"`
@@ -68,6 +70,7 @@ func (r Result) WriteText(w io.Writer) error {
 			{"gated signals", fmt.Sprintf("%d, accept p50 %.2f ms, p99 %.2f ms (record + gate workflow started)", s.Gates, s.GatedAcceptP50MS, s.GatedAcceptP99MS)},
 			{"gates resolved", fmt.Sprintf("%.1f/s (%d approved in %s, %d at once)", s.GatesResolvedPerS, s.Gates, s.ResolveElapsed.Round(time.Millisecond), r.Concurrency)},
 			{"peak RSS", fmt.Sprintf("%.0f MiB", r.PeakRSSMB)},
+			{"measured", r.Machine.String()},
 		} {
 			fmt.Fprintf(tw, "%s\t%s\n", row[0], row[1])
 		}
@@ -98,6 +101,7 @@ func (r Result) WriteText(w io.Writer) error {
 				x.l.P50MS, x.l.P95MS, x.l.P99MS, rd.Samples, r.Open, r.SSOT)})
 		}
 	}
+	rows = append(rows, [2]string{"measured", r.Machine.String()})
 	for _, row := range rows {
 		fmt.Fprintf(tw, "%s\t%s\n", row[0], row[1])
 	}

@@ -80,7 +80,7 @@ type Decision struct {
 	// Required is how many distinct admins must approve; Approvals are
 	// those given so far.
 	Required  int        `json:"required"`
-	Approvals []Approval `json:"approvals,omitempty"`
+	Approvals []Approval `json:"approvals"`
 	// RemindedAt and EscalatedAt are when the reminder went out and when
 	// the escalation group was added; zero until then.
 	RemindedAt  time.Time `json:"reminded_at,omitzero"`
@@ -118,7 +118,7 @@ type Approval struct {
 type Progress struct {
 	Given    int      `json:"given"`
 	Required int      `json:"required"`
-	By       []string `json:"by,omitempty"`
+	By       []string `json:"by"`
 }
 
 // String reads "1 of 2 approvals: ops".
@@ -140,10 +140,10 @@ type Context struct {
 	Subtask     string      `json:"subtask,omitempty"`
 	RejectCount int         `json:"reject_count"`
 	CIState     string      `json:"ci_state,omitempty"`
-	Issues      []amp.Issue `json:"issues,omitempty"`
-	Blockers    []string    `json:"blockers,omitempty"`
+	Issues      []amp.Issue `json:"issues"`
+	Blockers    []string    `json:"blockers"`
 	Confidence  *float64    `json:"confidence,omitempty"`
-	Suggested   []string    `json:"suggested_actions,omitempty"`
+	Suggested   []string    `json:"suggested_actions"`
 	// AgentStderr is the end of a failed command-mode agent's stderr,
 	// secrets masked.
 	AgentStderr string         `json:"agent_stderr,omitempty"`
@@ -182,7 +182,7 @@ type Outcome struct {
 	// Digest is what was approved or refused.
 	Digest string `json:"digest,omitempty"`
 	// Approvers are every admin whose approval made the quorum.
-	Approvers []Approval `json:"approvers,omitempty"`
+	Approvers []Approval `json:"approvers"`
 }
 
 // Refusal says why a second answer is refused: who decided, on which

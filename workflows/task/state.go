@@ -1,6 +1,7 @@
 package task
 
 import (
+	"encoding/json"
 	"time"
 
 	"github.com/ampflow/ampflow/amp"
@@ -25,14 +26,14 @@ type State struct {
 	RejectCount int          `json:"reject_count"`
 	// DiffMismatches lists where the executor's diff_summary of the
 	// current result differs from what git shows.
-	DiffMismatches []string           `json:"diff_mismatches,omitempty"`
+	DiffMismatches []string           `json:"diff_mismatches"`
 	CIRounds       int                `json:"ci_rounds"`
 	Rounds         int                `json:"rounds"`
 	Pending        *decision.Decision `json:"pending,omitempty"`
-	Decided        []decision.Outcome `json:"decided,omitempty"`
+	Decided        []decision.Outcome `json:"decided"`
 	// Outbox holds the messages sent to agents that still await their
 	// ACK or reply: what an agent's inbox shows.
-	Outbox []amp.Message `json:"outbox,omitempty"`
+	Outbox []amp.Message `json:"outbox"`
 	// Lease is the branch lease the task holds; LeaseHolder, while it
 	// waits for the lease, is the task that holds it.
 	Lease       *BranchLease    `json:"lease,omitempty"`
@@ -55,4 +56,22 @@ type TimelineEntry struct {
 	To     string    `json:"to,omitempty"`
 	Status Status    `json:"status,omitempty"`
 	Note   string    `json:"note,omitempty"`
+}
+
+// MarshalJSON writes every list of the state as [] when it is empty,
+// never null.
+func (s State) MarshalJSON() ([]byte, error) {
+	type plain State
+	p := plain(s)
+	p.Subtasks, p.DiffMismatches, p.Decided = orEmpty(p.Subtasks), orEmpty(p.DiffMismatches), orEmpty(p.Decided)
+	p.Outbox, p.Timeline = orEmpty(p.Outbox), orEmpty(p.Timeline)
+	return json.Marshal(p)
+}
+
+// orEmpty is s, or an empty slice for nil.
+func orEmpty[T any](s []T) []T {
+	if s == nil {
+		return []T{}
+	}
+	return s
 }
