@@ -5,9 +5,9 @@ import (
 	"encoding/json"
 	"fmt"
 	"log/slog"
-	"os"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -107,7 +107,9 @@ func (f *fakeTasks) Submit(_ context.Context, raw []byte) (task.SubmitResult, er
 
 func (f *fakeTasks) Heartbeat(context.Context, string, task.HeartbeatInput) error { return nil }
 
-func (f *fakeTasks) StartNext(context.Context, task.Input, int) (string, error) { return "T-2026-001", nil }
+func (f *fakeTasks) StartNext(context.Context, task.Input, int) (string, error) {
+	return "T-2026-001", nil
+}
 
 type harness struct {
 	url   string
