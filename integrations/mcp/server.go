@@ -14,7 +14,6 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/url"
-	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -287,13 +286,4 @@ func errorResult(status int, err error) *sdk.CallToolResult {
 	}
 	body, _ := json.Marshal(map[string]any{"error": map[string]any{"code": te.Code, "message": te.Message}})
 	return result(status, body)
-}
-
-// toolNames lists the tools' names, for the docs' tests.
-func toolNames() []string {
-	var out []string
-	for _, t := range tools() {
-		out = append(out, t.name)
-	}
-	return slices.Clip(out)
 }
