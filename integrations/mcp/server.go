@@ -111,8 +111,12 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 	if err := rc.SetWriteDeadline(now.Add(httpapi.MaxWait + httpapi.DefaultTimeout)); err != nil {
 		s.o.Logger.Debug("extending the write deadline of an MCP request", "err", err)
 	}
-	s.h.ServeHTTP(w, r)
+	s.h.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), remoteKey{}, r.RemoteAddr)))
 }
+
+// remoteKey holds the MCP request's RemoteAddr in the tools' context: the
+// API's calls keep the agent's address (its logs, any limit by address).
+type remoteKey struct{}
 
 // build makes the MCP server with its tools, their schemas read from the
 // API's OpenAPI document.
@@ -245,6 +249,9 @@ func (s *Server) dispatch(ctx context.Context, method, path string, query url.Va
 	}
 	r := httptest.NewRequestWithContext(ctx, method, target, rd)
 	r.RemoteAddr = "127.0.0.1:0"
+	if addr, ok := ctx.Value(remoteKey{}).(string); ok && addr != "" {
+		r.RemoteAddr = addr
+	}
 	if body != nil {
 		r.Header.Set("Content-Type", "application/json")
 	} else {
