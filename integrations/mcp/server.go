@@ -103,14 +103,7 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 	}
 	// A tool call may long-poll the inbox: give it the wait on top of
 	// the server's timeouts, as GET /v1/inbox does for itself.
-	rc := http.NewResponseController(w)
-	now := time.Now()
-	if err := rc.SetReadDeadline(now.Add(httpapi.MaxWait + httpapi.DefaultTimeout)); err != nil {
-		s.o.Logger.Debug("extending the read deadline of an MCP request", "err", err)
-	}
-	if err := rc.SetWriteDeadline(now.Add(httpapi.MaxWait + httpapi.DefaultTimeout)); err != nil {
-		s.o.Logger.Debug("extending the write deadline of an MCP request", "err", err)
-	}
+	s.api.ExtendDeadlines(w, r, httpapi.MaxWait)
 	s.h.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), remoteKey{}, r.RemoteAddr)))
 }
 
