@@ -53,6 +53,10 @@ func addGate(api *httpapi.Server, rt *runtime, o Options, parts *Parts, log *slo
 	in.Log = log
 	in.TaskBudgets = &runshift.TaskBudgets{Tasks: parts.Tasks, Store: parts.Store}
 	runshift.Register(api, in)
+	rt.gateAgent = func(h string) (string, bool) {
+		a, ok := in.Keys.Check(h)
+		return a.ID, ok
+	}
 	every := min(o.Config.SSOT.SweepInterval, time.Minute)
 	rt.loops = append(rt.loops, leased(parts.Lease, LeaseGateRecover, NewHolder(), log,
 		func(ctx context.Context) error { return in.RecoverLoop(ctx, every) }))

@@ -15,6 +15,7 @@ import (
 	"github.com/ampflow/ampflow/integrations/chat"
 	"github.com/ampflow/ampflow/integrations/dashboard"
 	"github.com/ampflow/ampflow/integrations/httpapi"
+	"github.com/ampflow/ampflow/integrations/mcp"
 	"github.com/ampflow/ampflow/integrations/slack"
 	"github.com/ampflow/ampflow/integrations/telegram"
 	"github.com/ampflow/ampflow/workflows"
@@ -29,6 +30,9 @@ type runtime struct {
 	http  *http.Server
 	ln    net.Listener
 	loops []func(context.Context) error
+	// gateAgent names the gate agent of a bearer key, once the gate is
+	// added (the MCP server's request_approval fills agent_id with it).
+	gateAgent func(authorization string) (string, bool)
 }
 
 func newRuntime(o Options, parts *Parts, log *slog.Logger) (*runtime, error) {
@@ -91,6 +95,8 @@ func buildAPI(o Options, parts *Parts, mounts map[string]http.Handler, rt *runti
 		return nil, false, err
 	}
 	contracts.Register(api)
+	// Last: its tools are built from every system's routes.
+	mcp.Register(api, mcp.Options{GateAgent: rt.gateAgent, Logger: log})
 	for path, h := range mounts {
 		api.Mount("POST "+path, h)
 	}

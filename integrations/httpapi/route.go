@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/ampflow/ampflow/amp"
 	"github.com/ampflow/ampflow/workflows/decision"
@@ -236,3 +237,20 @@ func (s *Server) Error(w http.ResponseWriter, r *http.Request, err error) { s.wr
 
 // WriteJSON answers with v as JSON.
 func WriteJSON(w http.ResponseWriter, status int, v any) { writeJSON(w, status, v) }
+
+// CallerFor returns who an Authorization header's bearer token belongs
+// to, as the API's own routes see it; false when no token matches. With
+// no tokens configured every header is the open caller. A handler that
+// acts for its caller later, outside the request (the MCP server's
+// tools), reads the caller again from the same header.
+func (s *Server) CallerFor(authorization string) (Caller, bool) {
+	c, ok := s.match(authorization)
+	return Caller{Name: c.name, ID: c.id, Role: c.role, Open: c.open}, ok
+}
+
+// ExtendDeadlines gives a request that may wait (a long poll inside it)
+// wait on top of the server's read and write timeouts, as the inbox does
+// for itself.
+func (s *Server) ExtendDeadlines(w http.ResponseWriter, r *http.Request, wait time.Duration) {
+	s.extendDeadlines(w, r, wait)
+}
