@@ -89,6 +89,9 @@ type CheckBranchInput struct {
 type CheckBranchResult struct {
 	DefaultBranch string `json:"default_branch"`
 	Head          string `json:"head"` // the branch's current commit
+	// DefaultHead is the default branch's current commit (local first,
+	// then origin's); empty when the branch has none.
+	DefaultHead string `json:"default_head,omitempty"`
 	// GitHubRepo is HOST/OWNER/NAME of the repository whose checks count:
 	// ci.github.repo when set, else origin's when it is on GitHub, else
 	// empty. The task keeps it, so a remote changed later changes nothing.
@@ -109,6 +112,11 @@ type CheckResultInput struct {
 	// GitHubRepo is CheckBranchResult.GitHubRepo of the task: the compare
 	// URL's repository. Empty means none, so the diff goes to the SSOT.
 	GitHubRepo string `json:"github_repo,omitempty"`
+	// Base is the default branch's head recorded when the plan was
+	// approved. When set, the diff is Base..commit, and a commit that
+	// does not descend from it is a Violation: moving the default branch
+	// later hides nothing from the review.
+	Base string `json:"base,omitempty"`
 }
 
 // CheckResultOutput is what git shows.

@@ -7,16 +7,20 @@ import (
 	"slices"
 	"sort"
 	"strings"
+
+	"github.com/ampflow/ampflow/config"
 )
 
 // baseEnv names the worker's variables every child process gets.
 var baseEnv = []string{"PATH", "HOME", "LANG", "TMPDIR"}
 
 // childEnv is the environment of a process ampflow runs for code it does
-// not control (CI commands, command-mode agents): none of the worker's
-// variables but the base set and those allow names; an allow entry
-// NAME=value sets NAME outright. set (KEY=value, ampflow's own
-// variables) comes last and wins.
+// not control (CI commands, command-mode agents, runners): none of the
+// worker's variables but the base set and those allow names; an allow
+// entry NAME=value sets NAME outright. set (KEY=value, ampflow's own
+// variables) comes last and wins. The worker's own settings (AMPFLOW_*:
+// its API tokens, decision key, Temporal key) never pass, even when allow
+// names them: code ampflow runs must not reach ampflow as ampflow.
 func childEnv(lookup func(string) (string, bool), allow []string, set ...string) []string {
 	if lookup == nil {
 		lookup = os.LookupEnv
@@ -25,6 +29,9 @@ func childEnv(lookup func(string) (string, bool), allow []string, set ...string)
 	for _, name := range append(append([]string(nil), baseEnv...), allow...) {
 		if strings.Contains(name, "=") {
 			env = append(env, name)
+			continue
+		}
+		if strings.HasPrefix(name, config.EnvPrefix) {
 			continue
 		}
 		if v, ok := lookup(name); ok {

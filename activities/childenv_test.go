@@ -10,9 +10,11 @@ func TestChildEnv(t *testing.T) {
 	parent := map[string]string{
 		"PATH": "/bin", "HOME": "/home/a", "LANG": "C.UTF-8",
 		"AMPFLOW_TEMPORAL_API_KEY": "k", "OPENAI_API_KEY": "sk", "GITHUB_TOKEN": "ghp",
+		"AMPFLOW_AUTH_DECISION_KEY": "dk", "AMPFLOW_API_TOKEN": "at",
 	}
 	lookup := func(k string) (string, bool) { v, ok := parent[k]; return v, ok }
-	got := childEnv(lookup, []string{"OPENAI_API_KEY", "MODE=fast", "UNSET"}, "AMP_ROLE=executor")
+	// The worker's own settings never pass, even when allowed by name.
+	got := childEnv(lookup, []string{"OPENAI_API_KEY", "MODE=fast", "UNSET", "AMPFLOW_TEMPORAL_API_KEY", "AMPFLOW_AUTH_DECISION_KEY", "AMPFLOW_API_TOKEN"}, "AMP_ROLE=executor")
 	want := []string{"PATH=/bin", "HOME=/home/a", "LANG=C.UTF-8", "OPENAI_API_KEY=sk", "MODE=fast", "AMP_ROLE=executor"}
 	if !slices.Equal(got, want) {
 		t.Errorf("childEnv = %q, want %q", got, want)

@@ -325,10 +325,13 @@ func TestCommandCI(t *testing.T) {
 		// The worker's environment holds its secrets; config names them.
 		t.Setenv("AMPFLOW_AUTH_TOKENS", "tok-parent-s3cr3t:admin:ops")
 		t.Setenv("AMPFLOW_CI_GITHUB_TOKEN", "ghp-parent-s3cr3t")
+		t.Setenv("AMPFLOW_AUTH_DECISION_KEY", "dkey-parent")
+		t.Setenv("AMPFLOW_TEMPORAL_API_KEY", "tkey-parent")
 		t.Setenv("ALLOWED_VAR", "let-through")
+		// Named in the allow list, ampflow's own settings stay behind.
 		ci, err := NewCIProvider(config.ProviderCommand, CIOptions{
 			Command:    []string{"sh", "-c", `env; echo "leak: ghp-parent-s3cr3t"; exit 1`},
-			CommandEnv: []string{"ALLOWED_VAR", "SET_VAR=set"}, Store: store,
+			CommandEnv: []string{"ALLOWED_VAR", "SET_VAR=set", "AMPFLOW_AUTH_DECISION_KEY", "AMPFLOW_TEMPORAL_API_KEY", "AMPFLOW_AUTH_TOKENS"}, Store: store,
 			Secrets: NewScrubber([]string{"tok-parent-s3cr3t", "ghp-parent-s3cr3t"}),
 		})
 		if err != nil {
@@ -343,7 +346,7 @@ func TestCommandCI(t *testing.T) {
 			t.Fatal(err)
 		}
 		for name, out := range map[string]string{"detail": res.Detail, "log": string(log)} {
-			for _, bad := range []string{"s3cr3t", "AMPFLOW_AUTH_TOKENS", "AMPFLOW_CI_GITHUB_TOKEN"} {
+			for _, bad := range []string{"s3cr3t", "AMPFLOW_AUTH_TOKENS", "AMPFLOW_CI_GITHUB_TOKEN", "dkey-parent", "tkey-parent"} {
 				if strings.Contains(out, bad) {
 					t.Errorf("%s shows %q:\n%s", name, bad, out)
 				}

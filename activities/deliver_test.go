@@ -165,18 +165,22 @@ func TestDeliverCommand(t *testing.T) {
 	t.Run("SeesNoSecrets", func(t *testing.T) {
 		t.Setenv("AMPFLOW_AUTH_TOKENS", "tok-parent-s3cr3t:admin:ops")
 		t.Setenv("AMPFLOW_TEMPORAL_API_KEY", "key-parent-s3cr3t")
+		t.Setenv("AMPFLOW_AUTH_DECISION_KEY", "dkey-parent-s3cr3t")
+		t.Setenv("AMPFLOW_API_TOKEN", "api-parent-s3cr3t")
 		t.Setenv("LEAKY", "tok-parent-s3cr3t")
 		repo := t.TempDir()
 		out := filepath.Join(t.TempDir(), "env")
+		// Even named in the allow list, ampflow's own settings stay behind.
 		d := &Delivery{Submit: &fakeSubmitter{}, Secrets: NewScrubber([]string{"tok-parent-s3cr3t", "key-parent-s3cr3t"}),
-			Executor: AgentDelivery{Mode: config.AgentModeCommand, Env: []string{"LEAKY", "OUT=" + out},
+			Executor: AgentDelivery{Mode: config.AgentModeCommand, Env: []string{"LEAKY", "OUT=" + out,
+				"AMPFLOW_AUTH_TOKENS", "AMPFLOW_TEMPORAL_API_KEY", "AMPFLOW_AUTH_DECISION_KEY", "AMPFLOW_API_TOKEN"},
 				Command: []string{"sh", "-c", `env > "$OUT"; echo "cwd=$(pwd)" >> "$OUT"; echo "token is $LEAKY" >&2; exit 1`}}}
 		f := deliveryFailure(t, d, DeliverInput{Message: m, Repo: repo})
 		env, err := os.ReadFile(out)
 		if err != nil {
 			t.Fatal(err)
 		}
-		for _, bad := range []string{"AMPFLOW_AUTH_TOKENS", "AMPFLOW_TEMPORAL_API_KEY", "key-parent-s3cr3t"} {
+		for _, bad := range []string{"AMPFLOW_", "key-parent-s3cr3t", "dkey-parent-s3cr3t", "api-parent-s3cr3t"} {
 			if strings.Contains(string(env), bad) {
 				t.Errorf("the agent saw %s:\n%s", bad, env)
 			}

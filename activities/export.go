@@ -57,10 +57,20 @@ type ExportResult struct {
 	// Skipped lists tasks whose id cannot name a file; they are not
 	// exported.
 	Skipped []string `json:"skipped,omitempty"`
+	// Refused lists tasks whose file was left as it was: their chain in
+	// the store fails verification, or does not extend the head exported
+	// before (the store's chain was rewritten or cut under the anchor).
+	Refused []ExportRefusal `json:"refused,omitempty"`
 	// Committed is set when the export made a commit; Pushed when the
 	// branch was pushed (Push set and the remote took it).
 	Committed bool `json:"committed"`
 	Pushed    bool `json:"pushed"`
+}
+
+// ExportRefusal is a task an export would not write, and why.
+type ExportRefusal struct {
+	TaskID  string `json:"task_id"`
+	Problem string `json:"problem"`
 }
 
 // Exporter mirrors the SQL store into a git repository, one JSON file per
@@ -131,9 +141,13 @@ func (e *Exporter) Export(ctx context.Context, taskIDs ...string) (ExportResult,
 			res.Skipped = append(res.Skipped, id)
 			continue
 		}
-		changed, err := e.exportTask(ctx, id)
+		changed, refused, err := e.exportTask(ctx, id)
 		if err != nil {
 			return res, err
+		}
+		if refused != "" {
+			res.Refused = append(res.Refused, ExportRefusal{TaskID: id, Problem: refused})
+			continue
 		}
 		res.Tasks++
 		if changed {
@@ -141,11 +155,12 @@ func (e *Exporter) Export(ctx context.Context, taskIDs ...string) (ExportResult,
 		}
 	}
 	if whole {
-		n, err := e.removeOthers(taskIDs)
+		n, refused, err := e.removeOthers(taskIDs)
 		if err != nil {
 			return res, err
 		}
 		res.Removed = n
+		res.Refused = append(res.Refused, refused...)
 	}
 	committed, err := e.git.commitChanged(ctx, exportMessage(taskIDs, whole), filepath.Join(e.dir, exportTasksDir))
 	res.Committed = committed
@@ -173,17 +188,20 @@ func (e *Exporter) allTasks(ctx context.Context) ([]string, error) {
 }
 
 // exportTask writes a task's file when its content differs from what the
-// file holds, and reports whether it did.
-func (e *Exporter) exportTask(ctx context.Context, taskID string) (bool, error) {
+// file holds, and reports whether it did. It verifies the chain first,
+// and leaves the file as it is, saying why (refused), when the chain
+// fails or does not extend the head the file holds: the export is an
+// anchor of what the store held, never rewritten to hide a change.
+func (e *Exporter) exportTask(ctx context.Context, taskID string) (changed bool, refused string, _ error) {
 	doc := TaskExport{TaskID: taskID, Records: []ssot.Record{}}
 	p := ssot.Page{Limit: ssot.MaxLimit}
 	for {
 		recs, next, err := e.src.History(ctx, taskID, p)
 		if errors.Is(err, ssot.ErrNotFound) {
-			return false, nil // no records yet: nothing to mirror
+			return false, "", nil // no records yet: nothing to mirror
 		}
 		if err != nil {
-			return false, fmt.Errorf("exporting task %s: %w", taskID, err)
+			return false, "", fmt.Errorf("exporting task %s: %w", taskID, err)
 		}
 		doc.Records = append(doc.Records, recs...)
 		if next == "" {
@@ -193,31 +211,61 @@ func (e *Exporter) exportTask(ctx context.Context, taskID string) (bool, error) 
 	}
 	// The head is the last row read, so the file agrees with itself even
 	// when a write lands while the chain is read.
-	if n := len(doc.Records); n > 0 {
-		doc.Head = ssot.Head{Seq: doc.Records[n-1].Seq, Hash: doc.Records[n-1].Hash}
+	head, err := ssot.VerifyRecords(taskID, doc.Records)
+	if err != nil {
+		return false, "the store's chain fails verification: " + err.Error(), nil
 	}
+	doc.Head = head
 	data, err := json.MarshalIndent(doc, "", "  ")
 	if err != nil {
-		return false, fmt.Errorf("exporting task %s: %w", taskID, err)
+		return false, "", fmt.Errorf("exporting task %s: %w", taskID, err)
 	}
 	data = append(data, '\n')
 	path := filepath.Join(e.dir, exportTasksDir, taskID+".json")
-	if old, err := os.ReadFile(path); err == nil && bytes.Equal(old, data) {
-		return false, nil
+	old, err := os.ReadFile(path)
+	if err == nil && bytes.Equal(old, data) {
+		return false, "", nil
+	}
+	if err == nil {
+		if problem := extends(old, doc.Records); problem != "" {
+			return false, problem, nil
+		}
 	}
 	if err := writeFile(path, data); err != nil {
-		return false, fmt.Errorf("exporting task %s to %s: %w", taskID, path, err)
+		return false, "", fmt.Errorf("exporting task %s to %s: %w", taskID, path, err)
 	}
-	return true, nil
+	return true, "", nil
 }
 
-// removeOthers removes the task files of tasks not in keep.
-func (e *Exporter) removeOthers(keep []string) (int, error) {
+// extends says why recs, the store's chain, is not the chain exported
+// in old extended: "" when the head old names is recs' record of that
+// sequence number.
+func extends(old []byte, recs []ssot.Record) string {
+	var prev TaskExport
+	if err := json.Unmarshal(old, &prev); err != nil {
+		return "the exported file cannot be read: " + err.Error()
+	}
+	h := prev.Head
+	switch {
+	case h.Seq == 0:
+		return ""
+	case h.Seq > int64(len(recs)):
+		return fmt.Sprintf("the exported head #%d is past the store's chain, which ends at #%d: records were removed from the store", h.Seq, len(recs))
+	case recs[h.Seq-1].Hash != h.Hash:
+		return fmt.Sprintf("the exported head #%d (%.12s) is not the store's record #%d (%.12s): the store's chain was rewritten", h.Seq, h.Hash, h.Seq, recs[h.Seq-1].Hash)
+	}
+	return ""
+}
+
+// removeOthers removes the task files of tasks not in keep; a file that
+// holds a chain is kept and refused instead: the store lost that chain.
+func (e *Exporter) removeOthers(keep []string) (int, []ExportRefusal, error) {
 	dir := filepath.Join(e.dir, exportTasksDir)
 	ents, err := os.ReadDir(dir)
 	if err != nil {
-		return 0, fmt.Errorf("exporting the SSOT: %w", err)
+		return 0, nil, fmt.Errorf("exporting the SSOT: %w", err)
 	}
+	var refused []ExportRefusal
 	sorted := slices.Clone(keep)
 	slices.Sort(sorted)
 	n := 0
@@ -229,12 +277,19 @@ func (e *Exporter) removeOthers(keep []string) (int, error) {
 		if _, found := slices.BinarySearch(sorted, id); found {
 			continue
 		}
-		if err := os.Remove(filepath.Join(dir, ent.Name())); err != nil {
-			return n, fmt.Errorf("exporting the SSOT: %w", err)
+		path := filepath.Join(dir, ent.Name())
+		if old, err := os.ReadFile(path); err == nil {
+			if problem := extends(old, nil); problem != "" {
+				refused = append(refused, ExportRefusal{TaskID: id, Problem: problem})
+				continue
+			}
+		}
+		if err := os.Remove(path); err != nil {
+			return n, refused, fmt.Errorf("exporting the SSOT: %w", err)
 		}
 		n++
 	}
-	return n, nil
+	return n, refused, nil
 }
 
 // exportMessage names what an export covered, e.g.

@@ -327,6 +327,9 @@ func (g *Git) CheckBranch(ctx context.Context, in CheckBranchInput) (CheckBranch
 		gh, _ = github.ParseRemote(cfg.originURL, g.GitHubHosts...)
 	}
 	res := CheckBranchResult{DefaultBranch: def, Head: head}
+	if r := refs.existing(def); def != "" && len(r) > 0 {
+		res.DefaultHead = refs.commits[r[0]]
+	}
 	if gh.Name != "" {
 		res.GitHubRepo = gh.FullName()
 	}

@@ -93,7 +93,7 @@ func (g *Git) CheckResult(ctx context.Context, in CheckResultInput) (CheckResult
 		out.Violation = fmt.Sprintf("commit %s is not on branch %s of %s", short(commit), branch, in.Repo)
 	}
 
-	base, err := g.mergeBase(ctx, in.Repo, commit, baseRefs)
+	base, err := g.diffBase(ctx, in, commit, baseRefs, &out)
 	if err != nil {
 		return out, err
 	}
@@ -198,6 +198,29 @@ func (g *Git) refsContaining(ctx context.Context, repo, commit string) (map[stri
 		on[strings.TrimSpace(ref)] = true
 	}
 	return on, nil
+}
+
+// diffBase is where the result's diff starts: the base pinned when the
+// plan was approved, or else the merge base with the default branch. A
+// commit that does not descend from the pinned base sets Violation.
+func (g *Git) diffBase(ctx context.Context, in CheckResultInput, commit string, baseRefs []string, out *CheckResultOutput) (string, error) {
+	if in.Base == "" {
+		return g.mergeBase(ctx, in.Repo, commit, baseRefs)
+	}
+	if !commitHashRE.MatchString(in.Base) {
+		return "", temporal.NewNonRetryableApplicationError(
+			fmt.Sprintf("the pinned base %q is not a commit hash (repository %s)", in.Base, in.Repo), ErrCommitMissing, nil)
+	}
+	_, err := g.run(ctx, in.Repo, "merge-base", "--is-ancestor", in.Base, commit)
+	if err != nil && out.Violation == "" {
+		why := "does not descend from"
+		if !exitCode1(err) {
+			why = "cannot be checked against"
+		}
+		out.Violation = fmt.Sprintf("commit %s %s %s, the head of the default branch when the plan was approved: the branch was rebased or reset past it (%s)",
+			short(commit), why, short(in.Base), in.Repo)
+	}
+	return in.Base, nil
 }
 
 // mergeBase is the best common ancestor of commit and any of refs; with no
@@ -326,7 +349,7 @@ func (g *Git) diffURL(ctx context.Context, in CheckResultInput, refs refSet, on 
 	// origin as it is now: an executor can point that anywhere.
 	if repo, ok := github.ParseFullName(in.GitHubRepo); pushed && ok {
 		from := base
-		if _, ok := refs.commits["refs/remotes/origin/"+def]; def != "" && ok {
+		if _, ok := refs.commits["refs/remotes/origin/"+def]; in.Base == "" && def != "" && ok {
 			from = def
 		}
 		return repo.CompareURL(from, commit), nil

@@ -127,6 +127,7 @@ func (c Config) Validate() error {
 	c.Dashboard.validate(&ps)
 	validateAgent(&ps, "agents.executor", c.Agents.Executor)
 	validateAgent(&ps, "agents.reviewer", c.Agents.Reviewer)
+	c.childEnvs(&ps)
 	c.validateSlack(&ps)
 	c.validateTelegram(&ps)
 	c.validateGate(&ps)

@@ -139,6 +139,17 @@ func TestValidate(t *testing.T) {
 			"agents.reviewer.env[2]: must be a variable name",
 		}},
 		{"CIEnv", func(c *Config) { c.CI.Command.Env = []string{"=x"} }, []string{"ci.command.env[0]: must be a variable name"}},
+		// Code ampflow runs gets none of ampflow's credentials.
+		{"ChildEnvNoAmpflowSecrets", func(c *Config) {
+			c.Gate.Agents = []GateAgent{{ID: "deployer", KeyEnv: "DEPLOYER_KEY"}}
+			c.Agents.Executor.Env = []string{"AMPFLOW_AUTH_TOKENS", "AMPFLOW_API_URL=http://127.0.0.1:7480"}
+			c.Agents.Reviewer.Env = []string{"DEPLOYER_KEY"}
+			c.CI.Command.Env = []string{"AMPFLOW_AUTH_DECISION_KEY"}
+		}, []string{
+			`agents.executor.env[0]: must not pass the worker's own AMPFLOW_* settings to code ampflow runs, not "AMPFLOW_AUTH_TOKENS"`,
+			`agents.reviewer.env[0]: must not pass "DEPLOYER_KEY", which holds gate agent deployer's key`,
+			`ci.command.env[0]: must not pass the worker's own AMPFLOW_* settings`,
+		}},
 		{"SlackSocket", func(c *Config) { c.Slack.Enabled = true }, []string{
 			"slack.bot_token: required when slack.enabled is true",
 			"slack.channel: required when slack.enabled is true",

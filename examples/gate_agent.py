@@ -13,8 +13,11 @@ Environment:
   AMPFLOW_AGENT_ID       this agent's id (default resume-tailor)
   AMPFLOW_PROJECT        the project (default job-search)
   AMPFLOW_RUN_ID         the run id (default: a new uuid4); posting a run again changes nothing
-  AMPFLOW_WEBHOOK_SECRET gate.webhook_secret, to check the callback's signature
+  AMPFLOW_WEBHOOK_SECRET this agent's callback secret, to check the callback's signature:
+                         the hex HMAC-SHA256 of the agent id keyed with gate.webhook_secret
+                         (never gate.webhook_secret itself)
   AMPFLOW_WEBHOOK_PORT   where to listen for the callback (default 8765, on 127.0.0.1)
+  AMPFLOW_WEBHOOK_URL    the webhook_url to post (default http://127.0.0.1:<port>/amp/callback)
   AMPFLOW_WAIT           seconds to wait for the callback (default 600)
 """
 import datetime
@@ -39,6 +42,7 @@ RUN_ID = os.environ.get("AMPFLOW_RUN_ID") or "run_" + uuid.uuid4().hex
 SECRET = os.environ.get("AMPFLOW_WEBHOOK_SECRET", "")
 PORT = int(os.environ.get("AMPFLOW_WEBHOOK_PORT", "8765"))
 WAIT = float(os.environ.get("AMPFLOW_WAIT", "600"))
+CALLBACK_URL = os.environ.get("AMPFLOW_WEBHOOK_URL") or "http://127.0.0.1:%d/amp/callback" % PORT
 
 # USD per million tokens (input, output), as in ampflow's default pricing.
 PRICES = {"claude-sonnet-4-6": (3.00, 15.00), "gpt-4o": (2.50, 10.00)}
@@ -55,18 +59,27 @@ def cost(model, tokens_in, tokens_out):
     return tokens_in / 1e6 * p_in + tokens_out / 1e6 * p_out
 
 
+def verified(ts, signature, body):
+    """Whether a callback is ampflow's, for this agent, this run and this URL, and recent.
+
+    X-AMP-Signature is v2= and the hex HMAC-SHA256, keyed with this agent's
+    secret, of the timestamp, agent id, run id and webhook URL (each followed
+    by a newline) and the body: a callback signed for another agent, run or
+    URL fails here, and no agent holds another's secret.
+    """
+    if not SECRET or not ts.isdigit() or abs(time.time() - int(ts)) > 300:  # refuse replays of old callbacks
+        return False
+    signed = "".join(s + "\n" for s in (ts, AGENT, RUN_ID, CALLBACK_URL)).encode() + body
+    want = "v2=" + hmac.new(SECRET.encode(), signed, hashlib.sha256).hexdigest()
+    return hmac.compare_digest(want, signature)
+
+
 class Callback(http.server.BaseHTTPRequestHandler):
     """Takes ampflow's resolution: checks X-AMP-Signature, then queues it."""
 
     def do_POST(self):
         body = self.rfile.read(int(self.headers.get("Content-Length", "0")))
-        ts = self.headers.get("X-AMP-Timestamp", "")
-        want = "v1=" + hmac.new(SECRET.encode(), ts.encode() + b"." + body, hashlib.sha256).hexdigest()
-        if not SECRET or not hmac.compare_digest(want, self.headers.get("X-AMP-Signature", "")):
-            self.send_response(401)
-            self.end_headers()
-            return
-        if abs(time.time() - int(ts)) > 300:  # refuse replays of old callbacks
+        if not verified(self.headers.get("X-AMP-Timestamp", ""), self.headers.get("X-AMP-Signature", ""), body):
             self.send_response(401)
             self.end_headers()
             return
@@ -112,7 +125,7 @@ def main():
         "started_at": iso(started),
         "completed_at": iso(time.time()),
         "metadata": {"source": "examples/gate_agent.py"},
-        "webhook_url": "http://127.0.0.1:%d/amp/callback" % PORT,
+        "webhook_url": CALLBACK_URL,
     })
     print("signal", status, json.dumps(reply), flush=True)
     if status not in (200, 202):

@@ -68,8 +68,14 @@ func (q *exportQueue) run(ctx context.Context) {
 		} else if len(ids) == 0 {
 			continue
 		}
-		if _, err := q.exp.Export(ctx, ids...); err != nil && ctx.Err() == nil {
+		res, err := q.exp.Export(ctx, ids...)
+		if err != nil && ctx.Err() == nil {
 			q.log.Error("exporting the SSOT to git (ssot.git)", "tasks", len(ids), "error", err)
+		}
+		// A chain the export refuses is left as last exported: the store
+		// holds something other than what was anchored, for an admin to see.
+		for _, r := range res.Refused {
+			q.log.Error("the SSOT export refused a task's chain (ssot.git); its exported file is left as it was", "task", r.TaskID, "problem", r.Problem)
 		}
 	}
 }

@@ -99,7 +99,7 @@ func (t *taskRun) takeResult(ctx workflow.Context) (phase, error) {
 	var out activities.CheckResultOutput
 	in := activities.CheckResultInput{
 		TaskID: t.In.TaskID, MsgID: res.MsgID, Repo: t.In.Plan.Repo, Branch: t.In.Plan.Branch,
-		Commit: r.CommitHash, Claimed: r.DiffSummary, DefaultBranch: t.Default, GitHubRepo: t.GitHubRepo,
+		Commit: r.CommitHash, Claimed: r.DiffSummary, DefaultBranch: t.Default, GitHubRepo: t.GitHubRepo, Base: t.Base,
 	}
 	gaveWay, err := t.runUntilGiveWay(ctx, func(ctx workflow.Context) workflow.Future {
 		return t.gitCheck(ctx, acts.CheckResult, in)

@@ -53,7 +53,7 @@ func (t *taskRun) approval(ctx workflow.Context) (phase, error) {
 	h := t.In.Policy.PlanApproval.For(t.In.Plan.RiskLevel).Stricter(t.In.Handling)
 	if h == task.HandlingAuto {
 		t.addTimeline(ctx, task.TimelineEntry{Kind: "decision", Note: "plan approved automatically (risk " + string(t.In.Plan.RiskLevel) + ")"})
-		return phaseLease, nil
+		return t.pinBase(ctx)
 	}
 	prompt := fmt.Sprintf("Approve the plan of %s (%s risk, %d subtasks) on %s@%s?",
 		t.In.TaskID, t.In.Plan.RiskLevel, len(t.Plan), t.In.Plan.Repo, t.In.Plan.Branch)
@@ -63,11 +63,32 @@ func (t *taskRun) approval(ctx workflow.Context) (phase, error) {
 	}
 	switch o.Option {
 	case decision.OptApprove:
-		return phaseLease, nil
+		return t.pinBase(ctx)
 	case task.OptReplan:
 		// The plan changed under the question: ask again about the new one.
 		return phaseApproval, nil
 	}
 	t.Reason = fmt.Sprintf("plan rejected by %s via %s%s", o.By, o.Channel, noteSuffix(o.Note))
 	return phaseTerminate, nil
+}
+
+// pinBase records the default branch's head once the plan is approved:
+// every result is diffed against it, and a branch that no longer descends
+// from it is refused, so moving the default branch later hides nothing.
+// A task approved again (a replan) keeps the base it has.
+func (t *taskRun) pinBase(ctx workflow.Context) (phase, error) {
+	if t.Base != "" {
+		return phaseLease, nil
+	}
+	var out activities.CheckBranchResult
+	err := t.gitCheck(ctx, acts.CheckBranch, activities.CheckBranchInput{
+		Repo: t.In.Plan.Repo, Branch: t.In.Plan.Branch,
+	}).Get(ctx, &out)
+	if err != nil {
+		t.Reason = "refused: " + errMessage(err)
+		t.LastError = t.Reason
+		return phaseTerminate, nil
+	}
+	t.Base = out.DefaultHead
+	return phaseLease, nil
 }

@@ -50,6 +50,9 @@ type taskState struct {
 	Mismatches []string   `json:"mismatches,omitempty"`
 	CI         *ciReading `json:"ci,omitempty"`
 	Default    string     `json:"default_branch,omitempty"`
+	// Base is the default branch's head when the plan was approved: the
+	// results are diffed against it (activities.CheckResultInput.Base).
+	Base string `json:"diff_base,omitempty"`
 	// GitHubRepo is where the task's checks are read (HOST/OWNER/NAME),
 	// fixed when the task started; empty when it has none.
 	GitHubRepo string `json:"github_repo,omitempty"`

@@ -33,7 +33,8 @@ type GateStore interface {
 // Gate carries the dependencies of the action gate's activities.
 type Gate struct {
 	Store GateStore
-	// Secret signs callbacks (gate.webhook_secret); empty sends them
+	// Secret is gate.webhook_secret, the master secret each agent's
+	// callbacks are signed from (CallbackSecret); empty sends them
 	// unsigned.
 	Secret string
 	// Allowed says whether a callback may go to host (gate.webhook_allow),
@@ -141,6 +142,10 @@ type GateCallbackInput struct {
 	Attempt int             `json:"attempt"`
 	URL     string          `json:"url"`
 	Body    json.RawMessage `json:"body"`
+	// AgentID and RunID are the recipient, whose secret signs the
+	// callback and whom its signature names (CallbackSignature).
+	AgentID string `json:"agent_id"`
+	RunID   string `json:"run_id"`
 }
 
 // GateCallbackResult says how an attempt went. Final says a retry is
@@ -182,7 +187,8 @@ func (g *Gate) post(ctx context.Context, in GateCallbackInput) GateCallbackResul
 	if g.Secret != "" {
 		ts := strconv.FormatInt(g.now().Unix(), 10)
 		req.Header.Set(activities.HeaderTimestamp, ts)
-		req.Header.Set(activities.HeaderSignature, activities.Signature(g.Secret, ts, in.Body))
+		req.Header.Set(activities.HeaderSignature,
+			CallbackSignature(CallbackSecret(g.Secret, in.AgentID), ts, in.AgentID, in.RunID, in.URL, in.Body))
 	}
 	hc := g.HTTP
 	if hc == nil {

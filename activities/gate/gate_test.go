@@ -27,7 +27,8 @@ func (f *gateStoreFake) AddGateAttempt(_ context.Context, a ssot.GateAttempt) er
 	return nil
 }
 
-// TestGateCallbackSigned: a callback carries the agent-webhook signature,
+// TestGateCallbackSigned: a callback is signed for its recipient with its
+// agent's secret,
 // each attempt is recorded, server errors are retried, other client
 // errors, hosts outside gate.webhook_allow and redirects are final.
 func TestGateCallbackSigned(t *testing.T) {
@@ -47,13 +48,13 @@ func TestGateCallbackSigned(t *testing.T) {
 	store := &gateStoreFake{}
 	g := &Gate{Store: store, Secret: "s3cret", Allowed: func(h string) bool { return h == "127.0.0.1" }, Now: func() time.Time { return now }}
 	body := json.RawMessage(`{"gate_id":"gate_1","status":"approved"}`)
-	in := GateCallbackInput{GateID: "gate_1", Attempt: 1, URL: srv.URL + "/hook", Body: body}
+	in := GateCallbackInput{GateID: "gate_1", Attempt: 1, URL: srv.URL + "/hook", Body: body, AgentID: "resume-tailor", RunID: "run_1"}
 
 	res, err := g.GateCallback(context.Background(), in)
 	if err != nil || !res.Delivered || res.StatusCode != 204 {
 		t.Fatalf("%+v %v", res, err)
 	}
-	if got.Get(activities.HeaderTimestamp) != "1700000000" || got.Get(activities.HeaderSignature) != activities.Signature("s3cret", "1700000000", body) || string(gotBody) != string(body) {
+	if got.Get(activities.HeaderTimestamp) != "1700000000" || got.Get(activities.HeaderSignature) != CallbackSignature(CallbackSecret("s3cret", "resume-tailor"), "1700000000", "resume-tailor", "run_1", srv.URL+"/hook", body) || string(gotBody) != string(body) {
 		t.Fatalf("headers %v body %s", got, gotBody)
 	}
 	status = http.StatusBadGateway

@@ -90,3 +90,20 @@ func cutPage[T any](items []T, limit int, cursor func(T) string) ([]T, string) {
 	items = items[:limit]
 	return items, cursor(items[limit-1])
 }
+
+// VerifyRecords checks that recs are a whole chain from its first
+// record, as Verify checks the stored one: each follows the one before
+// and holds what its hashes say. It returns the chain's head.
+func VerifyRecords(taskID string, recs []Record) (Head, error) {
+	prev := Head{}
+	for _, r := range recs {
+		if r.Seq != prev.Seq+1 {
+			return Head{}, &ChainError{TaskID: taskID, Seq: prev.Seq + 1, Problem: "is missing (deleted)"}
+		}
+		if problem := r.check(prev.Hash); problem != "" {
+			return Head{}, &ChainError{TaskID: taskID, Seq: r.Seq, ID: r.ID, Problem: problem}
+		}
+		prev = Head{Seq: r.Seq, Hash: r.Hash}
+	}
+	return prev, nil
+}

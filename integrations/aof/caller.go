@@ -43,3 +43,14 @@ func claims(m wf.Message) []claim {
 	}
 	return out
 }
+
+// agentOf is the agent an executor's or reviewer's token is, which the
+// task workflow holds to what is its own (wf.Authorize); "" for an
+// admin, a coordinator or an open API, who may act for any agent.
+func agentOf(r *http.Request) string {
+	c := httpapi.CallerOf(r)
+	if c.Open || c.Role == amp.RoleAdmin || c.Role == amp.RoleCoordinator {
+		return ""
+	}
+	return c.Name
+}

@@ -192,7 +192,7 @@ func (a *API) postMessage(w http.ResponseWriter, r *http.Request) {
 		a.srv.Error(w, r, err)
 		return
 	}
-	in := wf.MessageInput{Message: m}
+	in := wf.MessageInput{Message: m, Agent: agentOf(r)}
 	if m.Type == wf.TypeHandoffRequest {
 		parent, err := a.store.AOFTask(ctx, m.Handoff.ParentTaskID)
 		if errors.Is(err, ssot.ErrNotFound) {
@@ -206,6 +206,7 @@ func (a *API) postMessage(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		in.ParentDepth = depthOf(parent)
+		in.ParentOwners = ownersOf(parent)
 	}
 	res, err := a.tasks.Message(ctx, in)
 	if err != nil {
@@ -217,6 +218,8 @@ func (a *API) postMessage(w http.ResponseWriter, r *http.Request) {
 					"parentTaskId": m.Handoff.ParentTaskID}))
 			case wf.CodeTaskIDMismatch:
 				a.logEvents(ctx, event(wf.EventRejected, m.TaskID, m.FromAgent, map[string]any{"reason": wf.ReasonTaskIDMismatch}))
+			case task.CodeForbidden:
+				a.logEvents(ctx, event(wf.EventRejected, m.TaskID, m.FromAgent, map[string]any{"reason": string(task.CodeForbidden), "type": m.Type}))
 			case wf.CodeNotRunning:
 				a.logEvents(ctx, event(wf.EventRejected, m.TaskID, m.FromAgent, map[string]any{"reason": string(wf.CodeNotRunning), "type": m.Type}))
 			case wf.CodeTaskNotFound:
@@ -245,6 +248,15 @@ func (a *API) ended(ctx context.Context, taskID string) (wf.Result, bool) {
 		return wf.Result{}, false
 	}
 	return wf.Result{Task: t, Note: "the task is done"}, true
+}
+
+// ownersOf is a stored task's owners (wf.Owners).
+func ownersOf(row ssot.AOFTask) []string {
+	var t wf.Task
+	if json.Unmarshal(row.Body, &t) != nil {
+		return nil
+	}
+	return wf.Owners(t)
 }
 
 func depthOf(row ssot.AOFTask) int {

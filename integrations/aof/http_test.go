@@ -199,12 +199,21 @@ func TestMessageHandoff(t *testing.T) {
 	if got := r.events(); got[len(got)-1] != "delegation.rejected:parent_not_found" {
 		t.Errorf("events %v", got)
 	}
-	r.do("POST", "/v1/aof/tasks", `{"taskId":"TASK-2026-02-09-057","title":"API"}`)
+	r.do("POST", "/v1/aof/tasks", `{"taskId":"TASK-2026-02-09-057","title":"API","assignee":"swe-backend"}`)
 	if st, out := r.do("POST", "/v1/aof/messages", example(t, 5)); st != 200 {
 		t.Fatalf("handoff: %d %v", st, out)
 	}
-	if len(r.tasks.msgs) != 1 || r.tasks.msgs[0].ParentDepth != 0 || r.tasks.msgs[0].Message.Handoff == nil {
+	// The task is told who hands it off: the parent's owners.
+	if len(r.tasks.msgs) != 1 || r.tasks.msgs[0].ParentDepth != 0 || r.tasks.msgs[0].Message.Handoff == nil ||
+		fmt.Sprint(r.tasks.msgs[0].ParentOwners) != "[swe-backend]" {
 		t.Errorf("handed %+v", r.tasks.msgs)
+	}
+	r.tasks.err = task.Errorf(task.CodeForbidden, "not yours")
+	if st, out := r.do("POST", "/v1/aof/messages", example(t, 5)); st != 403 || errCode(out) != "forbidden" {
+		t.Errorf("not the owner: %d %v", st, out)
+	}
+	if got := r.events(); got[len(got)-1] != "protocol.message.rejected:forbidden" {
+		t.Errorf("events %v", got)
 	}
 	r.tasks.err = task.Errorf(wf.CodeNestedDelegation, "nested")
 	if st, out := r.do("POST", "/v1/aof/messages", example(t, 5)); st != 409 || errCode(out) != "nested_delegation" {
@@ -341,6 +350,10 @@ func TestRoles(t *testing.T) {
 	if st, out := r.as("exec", "POST", "/v1/aof/messages", example(t, 1)); st != http.StatusOK {
 		t.Errorf("an executor could not report as itself: %d %v", st, out)
 	}
+	// The task holds the agent to what is its own (wf.Authorize).
+	if n := len(r.tasks.msgs); n == 0 || r.tasks.msgs[n-1].Agent != "swe-backend" {
+		t.Errorf("the task was not told the agent: %+v", r.tasks.msgs)
+	}
 	if st, _ := r.as("exec", "GET", "/v1/aof/tasks/"+id, ""); st != http.StatusOK {
 		t.Errorf("an executor could not read: %d", st)
 	}
@@ -378,6 +391,9 @@ func TestRoles(t *testing.T) {
 	t.Run("CoordinatorForAnother", func(t *testing.T) {
 		if st, out := r.as("coord", "POST", "/v1/aof/messages", example(t, 3)); st != http.StatusOK {
 			t.Errorf("a coordinator could not speak for swe-qa: %d %v", st, out)
+		}
+		if n := len(r.tasks.msgs); r.tasks.msgs[n-1].Agent != "" {
+			t.Errorf("a coordinator's message was held to an agent's: %+v", r.tasks.msgs[n-1])
 		}
 		if st, out := r.as("coord", "POST", "/v1/aof/session-end", `{}`); st != http.StatusOK {
 			t.Errorf("a coordinator could not end every session: %d %v", st, out)

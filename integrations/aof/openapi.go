@@ -54,7 +54,7 @@ var (
 		"AOFMessageRequest", "200", "AOFResult", map[string]string{
 			"400": "Rejected: invalid_json, invalid_envelope, taskId_mismatch or unknown_type.",
 			"404": "Rejected: task_not_found, or parent_not_found for a handoff.request.",
-			"403": "The token's role may not do this, or an executor's or reviewer's token names another agent than itself in fromAgent, payload.agentId or payload.fromAgent (code forbidden, the message names the field).",
+			"403": "The token's role may not do this, or an executor's or reviewer's token names another agent than itself in fromAgent, payload.agentId or payload.fromAgent, or acts on a task that is not its own: a status update of a task it neither is assigned nor runs, a handoff.request not from the parent's assignee or running agent (or from the agent the task is handed to), a handoff reply of a task not handed to it (code forbidden, the message names the field).",
 			"409": "Rejected: nested_delegation (the parent is a delegated task itself), parent_conflict (a handoff.request for a task linked to another parent already), or not_running (a completion.report for a task that is not in_progress, or from another agent than the one running it).",
 		})
 	opCreate = op("createAOFTask", "Create an AOF task",

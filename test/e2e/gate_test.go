@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	gateacts "github.com/ampflow/ampflow/activities/gate"
 	"github.com/ampflow/ampflow/integrations/telegram/telegramtest"
 )
 
@@ -60,14 +61,16 @@ func TestGateAgentApprovedInTelegram(t *testing.T) {
 	p := startDev(t, t.TempDir(), env...)
 	c := api{t: t, base: "http://" + p.api}
 
+	port := freePort(t)
+	hookURL := fmt.Sprintf("http://127.0.0.1:%d/amp/callback", port)
 	runAgent := func(runID string) (string, error) {
-		t.Helper()
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 		defer cancel()
 		cmd := exec.CommandContext(ctx, python, filepath.Join(root, "examples", "gate_agent.py"))
+		// The agent holds its own callback secret, never the master.
 		cmd.Env = append(os.Environ(), "AMPFLOW_API_URL=http://"+p.api, "AMPFLOW_AGENT_KEY="+gateTailorKey,
-			"AMPFLOW_RUN_ID="+runID, "AMPFLOW_WEBHOOK_SECRET="+gateSecret,
-			fmt.Sprintf("AMPFLOW_WEBHOOK_PORT=%d", freePort(t)), "AMPFLOW_WAIT=90")
+			"AMPFLOW_RUN_ID="+runID, "AMPFLOW_WEBHOOK_SECRET="+gateacts.CallbackSecret(gateSecret, "resume-tailor"),
+			fmt.Sprintf("AMPFLOW_WEBHOOK_PORT=%d", port), "AMPFLOW_WAIT=90")
 		var out bytes.Buffer
 		cmd.Stdout, cmd.Stderr = &out, &out
 		err := cmd.Run()
@@ -110,6 +113,21 @@ func TestGateAgentApprovedInTelegram(t *testing.T) {
 	}
 	if code := c.do("GET", "/v1/decisions", nil, &pending); code != http.StatusOK || len(pending.Decisions) != 1 || pending.Decisions[0].Subject != "gate-"+gateID {
 		t.Errorf("GET /v1/decisions: %d %+v, want the gate's decision", code, pending)
+	}
+
+	// Agent spender, knowing only its own callback secret, forges the
+	// approval for resume-tailor's run: the agent refuses it, as docs/gate.md
+	// says, and keeps waiting.
+	forged := []byte(fmt.Sprintf(`{"gate_id":%q,"status":"approved","run_id":%q,"agent_id":"resume-tailor","resolved_at":"2026-03-06T22:11:14Z","resolved_by":"telegram:42"}`, gateID, run))
+	ts := fmt.Sprint(time.Now().Unix())
+	req, _ := http.NewRequest("POST", hookURL, bytes.NewReader(forged))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("X-AMP-Timestamp", ts)
+	req.Header.Set("X-AMP-Signature", gateacts.CallbackSignature(gateacts.CallbackSecret(gateSecret, "spender"), ts, "resume-tailor", run, hookURL, forged))
+	if resp, err := http.DefaultClient.Do(req); err != nil || resp.StatusCode != http.StatusUnauthorized {
+		t.Fatalf("the forged callback: %v %v, want 401", resp, err)
+	} else {
+		resp.Body.Close()
 	}
 
 	approve := tgOption(t, post, "Approve", "Reject")

@@ -97,6 +97,14 @@ type MessageInput struct {
 	Message Message `json:"message"`
 	// ParentDepth is the parent's delegationDepth, for a handoff.request.
 	ParentDepth int `json:"parentDepth"`
+	// Agent is the executor or reviewer whose token sent the message;
+	// empty for an admin, a coordinator or an API without tokens, who
+	// may act for any agent. An agent acts only on what is its own
+	// (Authorize).
+	Agent string `json:"agent,omitempty"`
+	// ParentOwners are the parent task's owners (Owners), for a
+	// handoff.request: the side that hands the task off.
+	ParentOwners []string `json:"parentOwners,omitempty"`
 }
 
 // DispatchInput starts a run of the task.

@@ -58,7 +58,7 @@ func (r *aofRun) validateMessage(in MessageInput) error {
 	default:
 		return refusal.New(CodeUnknownType, "type: unknown message type %q", m.Type)
 	}
-	return nil
+	return Authorize(r.Task, in)
 }
 
 // message applies a valid message by its type. Each is idempotent by the

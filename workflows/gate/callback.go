@@ -48,6 +48,7 @@ func (g *gateRun) callBack(ctx workflow.Context) {
 		var res gateacts.GateCallbackResult
 		err := workflow.ExecuteActivity(actx, gacts.GateCallback, gateacts.GateCallbackInput{
 			GateID: g.Input.GateID, Attempt: g.Callback.Attempts, URL: g.Input.WebhookURL, Body: body,
+			AgentID: g.Input.AgentID, RunID: g.Input.RunID,
 		}).Get(ctx, &res)
 		if err != nil {
 			res.Error = err.Error()

@@ -180,6 +180,10 @@ func TestGateApproved(t *testing.T) {
 		if err := json.Unmarshal(a.Body, &cb); err != nil || cb.GateID != "gate_1" || cb.Status != StatusApproved || cb.RunID != "run-1" || cb.ResolvedBy != "alice" {
 			t.Fatalf("callback %s %v", a.Body, err)
 		}
+		// Signed for its recipient: the activity is told whom.
+		if a.AgentID != "resume-tailor" || a.RunID != "run-1" {
+			t.Fatalf("callback for %q %q, want resume-tailor run-1", a.AgentID, a.RunID)
+		}
 	}
 	if len(h.saves) < 2 || len(h.saves[0].Decisions) != 1 || len(h.saves[len(h.saves)-1].Decisions) != 0 {
 		t.Fatalf("saves %+v", h.saves)

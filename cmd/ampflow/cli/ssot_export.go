@@ -77,6 +77,13 @@ func (a *App) ssotExportCommand() *cobra.Command {
 			if err := a.printExport(rep); err != nil {
 				return err
 			}
+			for _, r := range res.Refused {
+				fmt.Fprintf(a.Stderr, "refused %s: %s; its exported file is left as it was\n", r.TaskID, r.Problem)
+			}
+			if len(res.Refused) > 0 {
+				return Exit(ExitFailed, fmt.Errorf("export: %d tasks refused: their chain in the store fails verification or does not extend the exported one (ampflow audit verify)",
+					len(res.Refused)))
+			}
 			if len(res.Skipped) > 0 {
 				return Exit(ExitFailed, fmt.Errorf("export: %d task ids cannot name a file and were not exported: %s",
 					len(res.Skipped), strings.Join(res.Skipped, ", ")))
