@@ -109,10 +109,15 @@ func (s *runnerSetup) checkClean(t *testing.T, id string) {
 	if _, err := os.Stat(filepath.Join(s.repo, "hello.txt")); err == nil {
 		t.Error("the executor wrote into the user's checkout")
 	}
-	// The worktrees go as the task ends.
+	// The worktrees go as the task ends, just after its status says so.
 	for _, dir := range []string{filepath.Join(s.data, "worktrees", id), filepath.Join(s.data, "worktrees", id+"-review")} {
-		if _, err := os.Stat(dir); !os.IsNotExist(err) {
-			t.Errorf("worktree %s is still there after the task ended (%v)", dir, err)
+		deadline := time.Now().Add(60 * time.Second)
+		for _, err := os.Stat(dir); !os.IsNotExist(err); _, err = os.Stat(dir) {
+			if time.Now().After(deadline) {
+				t.Errorf("worktree %s is still there a minute after the task ended (%v); timeline: %+v", dir, err, s.api.state(id).Timeline)
+				break
+			}
+			time.Sleep(100 * time.Millisecond)
 		}
 	}
 	if wts := git(t, s.repo, "worktree", "list", "--porcelain"); strings.Count(wts, "worktree ") != 1 {
