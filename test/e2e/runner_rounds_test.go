@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -137,6 +138,11 @@ func TestRunnerKill9Resumes(t *testing.T) {
 		t.Fatalf("pid files %v while codex runs, want one", pids)
 	}
 	orphan := pids[0]
+	t.Cleanup(func() {
+		if groupLives(orphan) { // the reaping failed: do not leave it running
+			_ = syscall.Kill(-orphan, syscall.SIGKILL)
+		}
+	})
 
 	s.p.kill()
 	if !groupLives(orphan) {
