@@ -24,6 +24,10 @@ const (
 	ErrCIConfig        = "CIConfig"        // CI provider misconfigured: no token, unknown repository
 	ErrRecordConflict  = "RecordConflict"  // an SSOT id reused with other content
 	ErrDelivery        = "Delivery"        // an agent cannot be reached as configured
+	// ErrBranchCheckedOut refuses a task for a runner-mode executor whose
+	// branch is checked out outside ampflow's worktrees: the runner's
+	// worktree could not check it out.
+	ErrBranchCheckedOut = "BranchCheckedOut"
 	// ErrNeedsActivity refuses a delivery tried as a local activity that
 	// must run as a regular one: a command-mode agent runs for minutes,
 	// heartbeating, and must be retried on another worker if this one

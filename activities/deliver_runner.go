@@ -74,7 +74,7 @@ func (d *Delivery) runAgent(ctx context.Context, a AgentDelivery, in DeliverInpu
 		Env:         childEnv(nil, a.Env, EnvMsgID+"="+m.MsgID, EnvTaskID+"="+m.TaskID, EnvRole+"="+string(m.To)),
 		Timeout:     a.Timeout,
 		IdleTimeout: a.IdleTimeout, MaxCostUSD: a.MaxCostUSD,
-		PIDDir: filepath.Join(a.WorkDir, "pids"),
+		PIDDir: PIDDir(a.WorkDir),
 	}
 	out, err := st.run(spec)
 	if out.SessionID != "" {
@@ -203,10 +203,8 @@ func (d *Delivery) runFailed(ctx context.Context, a AgentDelivery, in DeliverInp
 	m := in.Message
 	salvaged := ""
 	if m.To == amp.RoleExecutor {
-		if ref, err := runner.NextSalvageRef(ctx, dir, m.TaskID); err == nil {
-			if c, err := runner.Salvage(ctx, dir, ref, "ampflow: salvage of a failed "+a.Runner+" run on "+m.MsgID); err == nil && c != "" {
-				salvaged = fmt.Sprintf("; its uncommitted work is on branch %s (%s)", ref, short(c))
-			}
+		if ref, c, err := runner.SalvageTask(ctx, dir, m.TaskID, "ampflow: salvage of a failed "+a.Runner+" run on "+m.MsgID); err == nil && c != "" {
+			salvaged = fmt.Sprintf("; its uncommitted work is on branch %s (%s)", ref, short(c))
 		}
 	}
 	why := runnerReason(out)

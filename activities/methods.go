@@ -17,7 +17,11 @@ func (a *Activities) CheckBranch(ctx context.Context, in CheckBranchInput) (Chec
 	if a.Git == nil {
 		return CheckBranchResult{}, temporal.NewNonRetryableApplicationError("git checks: "+errNotConfigured.Error(), ErrNotWorkTree, nil)
 	}
-	return a.Git.CheckBranch(ctx, in)
+	res, err := a.Git.CheckBranch(ctx, in)
+	if err != nil {
+		return res, err
+	}
+	return res, a.checkRunnerBranch(ctx, in)
 }
 
 // CheckResult compares an executor's result with what git shows.

@@ -3,10 +3,12 @@ package workers
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"strings"
 	"time"
 
 	"github.com/ampflow/ampflow/activities"
+	"github.com/ampflow/ampflow/activities/runner"
 	"github.com/ampflow/ampflow/config"
 	"github.com/ampflow/ampflow/workflows/task"
 )
@@ -31,6 +33,24 @@ func AgentModes(ctx context.Context, a config.Agents) ([][2]string, error) {
 			task.FormatDuration(ag.Timeout), task.FormatDuration(ag.IdleTimeout))
 	}
 	return out, nil
+}
+
+// ReapRunners kills the agent CLIs a crashed worker on the same data_dir
+// left running, from their pid files, and logs each. It does nothing
+// when no agent runs in runner mode.
+func ReapRunners(cfg config.Config, log *slog.Logger) []int {
+	if cfg.Agents.Executor.Mode != config.AgentModeRunner && cfg.Agents.Reviewer.Mode != config.AgentModeRunner {
+		return nil
+	}
+	dir := activities.PIDDir(agentDelivery(cfg.Agents.Executor, cfg.DataDir).WorkDir)
+	killed, err := runner.Reap(dir)
+	for _, pid := range killed {
+		log.Warn("killed an agent CLI a stopped worker left running", "pid", pid, "pid_dir", dir)
+	}
+	if err != nil {
+		log.Error("reaping the agent CLIs a stopped worker left", "pid_dir", dir, "error", err)
+	}
+	return killed
 }
 
 func agentMode(a config.Agent) string {

@@ -233,6 +233,9 @@ func Run(ctx context.Context, o Options) error {
 		parts.Close()
 		return err
 	}
+	// Before this worker runs agents: what a crashed one left would work
+	// in the same worktrees.
+	ReapRunners(o.Config, log)
 	w := NewWorker(o.Temporal, o.Config.Temporal.TaskQueue, parts.Activities, parts.Gate)
 	registerAOF(w, o, parts)
 	if err := w.Start(); err != nil {

@@ -57,12 +57,20 @@ type harness struct {
 	// leaseCalls lists the lease activities called, in order.
 	acquireLease func(in activities.BranchLeaseInput) (activities.BranchLeaseResult, error)
 	leaseCalls   []string
+	// cleanups are the worktree cleanups asked for, each with the number
+	// of lease calls made before it.
+	cleanups []cleanupCall
 	// checkResult answers the git check of a result.
 	checkResult func(in activities.CheckResultInput) (activities.CheckResultOutput, error)
 	// workerPolicy is the worker's policy; by default the input's.
 	workerPolicy func() (task.Policy, error)
 	// recordErr, when set, fails a Record call before it stores anything.
 	recordErr func(in activities.RecordInput) error
+}
+
+type cleanupCall struct {
+	in               activities.CleanupWorktreesInput
+	leaseCallsBefore int
 }
 
 // reply is how the workflow answered one update.
@@ -184,6 +192,13 @@ func newHarness(t *testing.T, plan amp.TaskDispatch, mutate ...func(*task.Input)
 			defer h.mu.Unlock()
 			h.leaseCalls = append(h.leaseCalls, "release")
 			return activities.BranchLeaseResult{}, nil
+		})
+	env.OnActivity(acts.CleanupWorktrees, mock.Anything, mock.Anything).Return(
+		func(_ context.Context, in activities.CleanupWorktreesInput) (activities.CleanupWorktreesResult, error) {
+			h.mu.Lock()
+			defer h.mu.Unlock()
+			h.cleanups = append(h.cleanups, cleanupCall{in: in, leaseCallsBefore: len(h.leaseCalls)})
+			return activities.CleanupWorktreesResult{Salvaged: "ampflow/salvage/" + in.TaskID + "/1"}, nil
 		})
 	env.OnActivity(acts.Notify, mock.Anything, mock.Anything).Return(
 		func(_ context.Context, in activities.NotifyInput) (activities.NotifyResult, error) {

@@ -4,8 +4,10 @@ import (
 	"fmt"
 	"time"
 
+	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
 
+	"github.com/ampflow/ampflow/activities"
 	"github.com/ampflow/ampflow/workflows/decision"
 	"github.com/ampflow/ampflow/workflows/task"
 )
@@ -56,6 +58,10 @@ func (t *taskRun) finish(ctx workflow.Context) (task.Result, error) {
 	} else {
 		t.setStatus(ctx, task.StatusTerminated, t.Reason)
 	}
+	if t.In.Policy.Runners {
+		// Before the lease goes: the next task on the branch checks it out.
+		t.cleanupWorktrees(ctx)
+	}
 	t.releaseLease(ctx)
 	t.withdrawDecision(ctx, "the task is "+string(t.Status))
 	t.decisions.Drop()
@@ -70,6 +76,34 @@ func (t *taskRun) finish(ctx workflow.Context) (task.Result, error) {
 		return task.Result{}, fmt.Errorf("waiting for handlers of task %s: %w", t.In.TaskID, err)
 	}
 	return t.result(), nil
+}
+
+// cleanupWorktrees removes a runner's worktrees as the task ends, after
+// committing what the executor left in its own to a salvage branch. A
+// failure leaves them on disk, said in the timeline.
+func (t *taskRun) cleanupWorktrees(ctx workflow.Context) {
+	dctx, cancel := workflow.NewDisconnectedContext(ctx)
+	defer cancel()
+	var out activities.CleanupWorktreesResult
+	in := activities.CleanupWorktreesInput{TaskID: t.In.TaskID, Repo: t.In.Plan.Repo}
+	err := workflow.ExecuteActivity(workflow.WithActivityOptions(dctx, cleanupOptions()), acts.CleanupWorktrees, in).Get(dctx, &out)
+	switch {
+	case err != nil:
+		t.addTimeline(ctx, task.TimelineEntry{Kind: "worktree", Note: "removing the runner worktrees: " + errMessage(err) + "; they are left on disk"})
+	case out.Salvaged != "":
+		t.addTimeline(ctx, task.TimelineEntry{Kind: "worktree", Note: "the executor's uncommitted work is kept on branch " + out.Salvaged})
+	}
+}
+
+func cleanupOptions() workflow.ActivityOptions {
+	return workflow.ActivityOptions{
+		StartToCloseTimeout:    2 * time.Minute,
+		ScheduleToCloseTimeout: 10 * time.Minute,
+		RetryPolicy: &temporal.RetryPolicy{
+			InitialInterval: time.Second,
+			MaximumInterval: 30 * time.Second,
+		},
+	}
 }
 
 // terminatedBy ends the task on an admin's word.

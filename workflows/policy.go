@@ -37,6 +37,7 @@ func NewPolicy(cfg config.Config) task.Policy {
 		CITimeout:        cfg.CI.Timeout,
 		StatusUpdates:    cfg.Notify.StatusUpdates,
 		LeaseWait:        cfg.Policy.LeaseWait,
+		Runners:          cfg.Agents.Executor.Mode == config.AgentModeRunner || cfg.Agents.Reviewer.Mode == config.AgentModeRunner,
 	}
 	p.Admins = append(p.Admins, cfg.Admins...)
 	for _, id := range cfg.Slack.Admins {

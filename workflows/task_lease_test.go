@@ -2,6 +2,7 @@ package workflows
 
 import (
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -23,7 +24,7 @@ func (h *harness) grant(leaseID string) {
 
 func TestBranchLease(t *testing.T) {
 	t.Run("HeldAndReleased", func(t *testing.T) {
-		h := newHarness(t, testPlan(amp.RiskLow, "S1"))
+		h := newHarness(t, testPlan(amp.RiskLow, "S1"), withRunners)
 		var mid task.State
 		h.at(500*time.Millisecond, func() { mid = h.state() })
 		// A long round: the lease is renewed on its timer meanwhile.
@@ -45,6 +46,7 @@ func TestBranchLease(t *testing.T) {
 		if st := h.state(); st.Lease != nil {
 			t.Errorf("the ended task still shows lease %+v", st.Lease)
 		}
+		checkCleanup(t, h)
 	})
 
 	t.Run("WaitsThenProceeds", func(t *testing.T) {
@@ -75,10 +77,13 @@ func TestBranchLease(t *testing.T) {
 		if got := h.leaseCalls[len(h.leaseCalls)-1]; got != "release" {
 			t.Errorf("last lease call %s, want release", got)
 		}
+		if len(h.cleanups) != 0 {
+			t.Errorf("worktree cleanups %+v with no runner", h.cleanups)
+		}
 	})
 
 	t.Run("WaitDecision", func(t *testing.T) {
-		h := newHarness(t, testPlan(amp.RiskLow, "S1"), func(in *task.Input) { in.Policy.LeaseWait = 10 * time.Minute })
+		h := newHarness(t, testPlan(amp.RiskLow, "S1"), withRunners, func(in *task.Input) { in.Policy.LeaseWait = 10 * time.Minute })
 		queued(h, "T-2026-900")
 		var asked task.State
 		h.at(11*time.Minute, func() {
@@ -107,6 +112,7 @@ func TestBranchLease(t *testing.T) {
 		if got := h.leaseCalls[len(h.leaseCalls)-1]; got != "release" {
 			t.Errorf("last lease call %s, want release (leaving the queue)", got)
 		}
+		checkCleanup(t, h)
 	})
 
 	t.Run("GrantWithdrawsDecision", func(t *testing.T) {
@@ -137,4 +143,26 @@ func TestBranchLease(t *testing.T) {
 			t.Errorf("lease calls %v, want %v", h.leaseCalls, want)
 		}
 	})
+}
+
+// withRunners runs the task as with a runner-mode agent.
+func withRunners(in *task.Input) { in.Policy.Runners = true }
+
+// checkCleanup asserts that the ended task had its worktrees cleaned up
+// once, before its lease was released, and said where the salvage went.
+func checkCleanup(t *testing.T, h *harness) {
+	t.Helper()
+	if len(h.cleanups) != 1 || h.cleanups[0].in.TaskID != h.in.TaskID || h.cleanups[0].in.Repo != h.in.Plan.Repo {
+		t.Fatalf("cleanups %+v, want one for %s", h.cleanups, h.in.TaskID)
+	}
+	if n := h.cleanups[0].leaseCallsBefore; n != len(h.leaseCalls)-1 {
+		t.Errorf("the cleanup came after %d of the lease calls %v, want before the release", n, h.leaseCalls)
+	}
+	salvaged := false
+	for _, e := range h.state().Timeline {
+		salvaged = salvaged || e.Kind == "worktree" && strings.Contains(e.Note, "ampflow/salvage/"+h.in.TaskID+"/1")
+	}
+	if !salvaged {
+		t.Error("the timeline does not say where the uncommitted work went")
+	}
 }

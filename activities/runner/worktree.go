@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 )
@@ -252,10 +253,20 @@ func Salvage(ctx context.Context, dir, branch, message string) (string, error) {
 		return git(ctx, dir, "rev-parse", "HEAD")
 	}
 
-	// A private index, so the worktree's own index is left alone.
+	head, tree, err := snapshot(ctx, dir)
+	if err != nil {
+		return "", err
+	}
+	return commitTo(ctx, dir, branch, head, tree, append(ident, "commit-tree", tree, "-m", message))
+}
+
+// snapshot writes the worktree at dir as it is, uncommitted files
+// included, to a tree, through a private index so the worktree's own is
+// left alone. head is "" in a repository with no commit yet.
+func snapshot(ctx context.Context, dir string) (head, tree string, err error) {
 	idx, err := os.CreateTemp("", "ampflow-salvage-index-*")
 	if err != nil {
-		return "", fmt.Errorf("salvaging %s: %w", dir, err)
+		return "", "", fmt.Errorf("salvaging %s: %w", dir, err)
 	}
 	idx.Close()
 	defer os.Remove(idx.Name())
@@ -263,18 +274,25 @@ func Salvage(ctx context.Context, dir, branch, message string) (string, error) {
 	head, headErr := git(ctx, dir, "rev-parse", "--verify", "--quiet", "HEAD^{commit}")
 	if headErr == nil {
 		if _, err := gitEnv(ctx, dir, env, "read-tree", head); err != nil {
-			return "", fmt.Errorf("salvaging %s: %w", dir, err)
+			return "", "", fmt.Errorf("salvaging %s: %w", dir, err)
 		}
+	} else {
+		head = ""
 	}
 	if _, err := gitEnv(ctx, dir, env, "add", "-A"); err != nil {
-		return "", fmt.Errorf("salvaging %s: %w", dir, err)
+		return "", "", fmt.Errorf("salvaging %s: %w", dir, err)
 	}
-	tree, err := gitEnv(ctx, dir, env, "write-tree")
+	tree, err = gitEnv(ctx, dir, env, "write-tree")
 	if err != nil {
-		return "", fmt.Errorf("salvaging %s: %w", dir, err)
+		return "", "", fmt.Errorf("salvaging %s: %w", dir, err)
 	}
-	args := append(ident, "commit-tree", tree, "-m", message)
-	if headErr == nil {
+	return head, tree, nil
+}
+
+// commitTo commits tree (on head, when there is one) with the commit-tree
+// arguments args and points branch at the commit.
+func commitTo(ctx context.Context, dir, branch, head, tree string, args []string) (string, error) {
+	if head != "" {
 		args = append(args, "-p", head)
 	}
 	commit, err := git(ctx, dir, args...)
@@ -285,6 +303,66 @@ func Salvage(ctx context.Context, dir, branch, message string) (string, error) {
 		return "", fmt.Errorf("salvaging %s to %s: %w", dir, branch, err)
 	}
 	return commit, nil
+}
+
+// SalvageTask commits whatever is uncommitted in the task's worktree at
+// dir to the task's next salvage branch (NextSalvageRef) and returns the
+// branch and commit, or "" when there was nothing to commit. Work the
+// last salvage branch holds already, on the same HEAD, is not committed
+// again: a retried or repeated salvage makes no second branch.
+func SalvageTask(ctx context.Context, dir, task, message string) (ref, commit string, err error) {
+	if message == "" {
+		message = "ampflow: salvage uncommitted work of " + task
+	}
+	status, err := git(ctx, dir, "status", "--porcelain", "--untracked-files=all")
+	if err != nil {
+		return "", "", fmt.Errorf("salvaging %s: %w", dir, err)
+	}
+	if status == "" {
+		return "", "", nil
+	}
+	head, tree, err := snapshot(ctx, dir)
+	if err != nil {
+		return "", "", err
+	}
+	next, err := NextSalvageRef(ctx, dir, task)
+	if err != nil {
+		return "", "", err
+	}
+	if n := salvageNumber(next); n > 1 {
+		last := "refs/heads/" + SalvageRef(task, n-1)
+		lastTree, _ := git(ctx, dir, "rev-parse", "--verify", "--quiet", last+"^{tree}")
+		lastParent, _ := git(ctx, dir, "rev-parse", "--verify", "--quiet", last+"^1")
+		if lastTree == tree && lastParent == head {
+			c, err := git(ctx, dir, "rev-parse", last)
+			return SalvageRef(task, n-1), c, err
+		}
+	}
+	c, err := commitTo(ctx, dir, next, head, tree, append(identity(ctx, dir), "commit-tree", tree, "-m", message))
+	if err != nil {
+		return "", "", err
+	}
+	return next, c, nil
+}
+
+func salvageNumber(ref string) int {
+	n, _ := strconv.Atoi(ref[strings.LastIndex(ref, "/")+1:])
+	return n
+}
+
+// BranchWorktree returns the path of the worktree of repo that has branch
+// checked out (the main checkout included), or "" when none has.
+func BranchWorktree(ctx context.Context, repo, branch string) (string, error) {
+	wts, err := worktrees(ctx, repo)
+	if err != nil {
+		return "", fmt.Errorf("listing the worktrees of %s: %w", repo, err)
+	}
+	for _, w := range wts {
+		if w.branch == "refs/heads/"+branch {
+			return w.path, nil
+		}
+	}
+	return "", nil
 }
 
 // identity supplies a committer when the repository has none configured.

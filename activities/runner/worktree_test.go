@@ -230,3 +230,52 @@ func TestSalvage(t *testing.T) {
 		}
 	})
 }
+
+func TestSalvageTask(t *testing.T) {
+	needGit(t)
+	ctx := context.Background()
+	repo := newRepo(t)
+	wt := filepath.Join(t.TempDir(), "T-1")
+	if err := AddTaskWorktree(ctx, repo, wt, "feature/s"); err != nil {
+		t.Fatal(err)
+	}
+	if ref, c, err := SalvageTask(ctx, wt, "T-1", ""); err != nil || ref != "" || c != "" {
+		t.Fatalf("a clean worktree: %q %q %v, want nothing salvaged", ref, c, err)
+	}
+	if err := os.WriteFile(filepath.Join(wt, "left.txt"), []byte("draft\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	ref, c, err := SalvageTask(ctx, wt, "T-1", "")
+	if err != nil || ref != SalvageRef("T-1", 1) || c == "" {
+		t.Fatalf("SalvageTask = %q %q %v, want %s", ref, c, err, SalvageRef("T-1", 1))
+	}
+	if got := gitOut(t, repo, "show", ref+":left.txt"); got != "draft" {
+		t.Errorf("left.txt on %s = %q", ref, got)
+	}
+	// The same work again, as from a retry: no second branch.
+	ref2, c2, err := SalvageTask(ctx, wt, "T-1", "")
+	if err != nil || ref2 != ref || c2 != c {
+		t.Errorf("salvaging the same work again = %q %q %v, want %s %s", ref2, c2, err, ref, c)
+	}
+	if err := os.WriteFile(filepath.Join(wt, "left.txt"), []byte("more\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if ref3, _, err := SalvageTask(ctx, wt, "T-1", ""); err != nil || ref3 != SalvageRef("T-1", 2) {
+		t.Errorf("new work = %q %v, want %s", ref3, err, SalvageRef("T-1", 2))
+	}
+	if b := gitOut(t, wt, "branch", "--show-current"); b != "feature/s" {
+		t.Errorf("the worktree moved to %q", b)
+	}
+}
+
+func TestBranchWorktree(t *testing.T) {
+	needGit(t)
+	ctx := context.Background()
+	repo := newRepo(t)
+	if p, err := BranchWorktree(ctx, repo, "main"); err != nil || !samePath(p, repo) {
+		t.Errorf("main: %q %v, want the main checkout %s", p, err, repo)
+	}
+	if p, err := BranchWorktree(ctx, repo, "nowhere"); err != nil || p != "" {
+		t.Errorf("a branch checked out nowhere: %q %v", p, err)
+	}
+}

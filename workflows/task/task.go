@@ -146,6 +146,9 @@ type Policy struct {
 	// LeaseWait bounds how long a task waits for its branch's lease
 	// before the admins are asked whether it should go on waiting.
 	LeaseWait time.Duration `json:"lease_wait,omitempty"`
+	// Runners is set when the executor or the reviewer runs in runner
+	// mode: the task's worktrees are cleaned up as it ends.
+	Runners bool `json:"runners,omitempty"`
 }
 
 // AckTimeout returns the default ACK deadline of a message type.

@@ -1,0 +1,149 @@
+package activities
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/ampflow/ampflow/activities/runner"
+	"github.com/ampflow/ampflow/amp"
+	"github.com/ampflow/ampflow/config"
+)
+
+func runnerActivities(t *testing.T, mode string) (*Activities, string) {
+	t.Helper()
+	data := t.TempDir()
+	d := &Delivery{Executor: AgentDelivery{Mode: mode, Runner: "codex", WorkDir: data},
+		Reviewer: AgentDelivery{Mode: mode, Runner: "claude", WorkDir: data}}
+	return &Activities{Git: &Git{}, Delivery: d}, data
+}
+
+func TestCleanupWorktrees(t *testing.T) {
+	ctx := context.Background()
+	repo := newRepo(t, "main")
+	acts, data := runnerActivities(t, config.AgentModeRunner)
+	const id = "T-2026-001"
+	wt := WorktreeDir(data, id, amp.RoleExecutor)
+	review := WorktreeDir(data, id, amp.RoleReviewer)
+	if err := runner.AddTaskWorktree(ctx, repo, wt, "feature/x"); err != nil {
+		t.Fatal(err)
+	}
+	if err := runner.AddDetachedWorktree(ctx, repo, review, "main"); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(wt, "draft.txt"), []byte("unfinished\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	session := filepath.Join(data, "sessions", id+".executor.codex")
+	if err := os.MkdirAll(filepath.Dir(session), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(session, []byte("thread-1\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+
+	res, err := acts.CleanupWorktrees(ctx, CleanupWorktreesInput{TaskID: id, Repo: repo})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Salvaged != runner.SalvageRef(id, 1) {
+		t.Errorf("salvaged to %q, want %s", res.Salvaged, runner.SalvageRef(id, 1))
+	}
+	if got := gitT(t, repo, "show", res.Salvaged+":draft.txt"); got != "unfinished" {
+		t.Errorf("draft.txt on the salvage branch = %q", got)
+	}
+	for _, dir := range []string{wt, review} {
+		if _, err := os.Stat(dir); !os.IsNotExist(err) {
+			t.Errorf("%s is still there (%v)", dir, err)
+		}
+	}
+	if wts := gitT(t, repo, "worktree", "list"); strings.Count(wts, "\n") != 0 {
+		t.Errorf("git still lists worktrees:\n%s", wts)
+	}
+	if _, err := os.Stat(session); !os.IsNotExist(err) {
+		t.Errorf("the session file is still there (%v)", err)
+	}
+	if b := gitT(t, repo, "rev-parse", "--abbrev-ref", "HEAD"); b != "main" {
+		t.Errorf("the user's checkout is on %s", b)
+	}
+
+	t.Run("Again", func(t *testing.T) {
+		res, err := acts.CleanupWorktrees(ctx, CleanupWorktreesInput{TaskID: id, Repo: repo})
+		if err != nil || res.Salvaged != "" || len(res.Removed) != 0 {
+			t.Errorf("a second run = %+v, %v; want nothing done", res, err)
+		}
+		if out := gitT(t, repo, "branch", "--list", "ampflow/salvage/*"); strings.Count(out, "\n") != 0 {
+			t.Errorf("salvage branches:\n%s", out)
+		}
+	})
+	t.Run("NotAWorktree", func(t *testing.T) {
+		// A leftover directory inside the user's repository is not taken
+		// for the task's worktree.
+		acts, _ := runnerActivities(t, config.AgentModeRunner)
+		acts.Delivery.(*Delivery).Executor.WorkDir = filepath.Join(repo, ".ampflow")
+		dir := WorktreeDir(filepath.Join(repo, ".ampflow"), id, amp.RoleExecutor)
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(repo, "README.md"), []byte("edited by the user\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		res, err := acts.CleanupWorktrees(ctx, CleanupWorktreesInput{TaskID: id, Repo: repo})
+		if err != nil || res.Salvaged != "" || len(res.Removed) != 0 {
+			t.Errorf("= %+v, %v; want nothing done", res, err)
+		}
+	})
+	t.Run("NotRunner", func(t *testing.T) {
+		acts, data := runnerActivities(t, config.AgentModeCommand)
+		wt := WorktreeDir(data, id, amp.RoleExecutor)
+		if err := runner.AddTaskWorktree(ctx, repo, wt, "feature/y"); err != nil {
+			t.Fatal(err)
+		}
+		if res, err := acts.CleanupWorktrees(ctx, CleanupWorktreesInput{TaskID: id, Repo: repo}); err != nil || len(res.Removed) != 0 {
+			t.Errorf("= %+v, %v; want nothing done without a runner", res, err)
+		}
+	})
+}
+
+func TestCheckBranchRunner(t *testing.T) {
+	ctx := context.Background()
+	repo := newRepo(t, "main")
+	gitT(t, repo, "checkout", "-q", "-b", "feature/x")
+
+	t.Run("CheckedOutByTheUser", func(t *testing.T) {
+		acts, _ := runnerActivities(t, config.AgentModeRunner)
+		_, err := acts.CheckBranch(ctx, CheckBranchInput{Repo: repo, Branch: "feature/x"})
+		ae := appErr(t, err, ErrBranchCheckedOut, true)
+		for _, want := range []string{repo, "switch --detach", "worktree remove"} {
+			if !strings.Contains(ae.Error(), want) {
+				t.Errorf("the refusal does not name %q: %v", want, ae)
+			}
+		}
+	})
+	t.Run("CommandMode", func(t *testing.T) {
+		acts, _ := runnerActivities(t, config.AgentModeCommand)
+		if _, err := acts.CheckBranch(ctx, CheckBranchInput{Repo: repo, Branch: "feature/x"}); err != nil {
+			t.Errorf("a command-mode executor works in the user's checkout: %v", err)
+		}
+	})
+	gitT(t, repo, "checkout", "-q", "main")
+	t.Run("Free", func(t *testing.T) {
+		acts, _ := runnerActivities(t, config.AgentModeRunner)
+		if _, err := acts.CheckBranch(ctx, CheckBranchInput{Repo: repo, Branch: "feature/x"}); err != nil {
+			t.Error(err)
+		}
+	})
+	t.Run("AnotherTasksWorktree", func(t *testing.T) {
+		acts, data := runnerActivities(t, config.AgentModeRunner)
+		wt := WorktreeDir(data, "T-2026-002", amp.RoleExecutor)
+		if err := runner.AddTaskWorktree(ctx, repo, wt, "feature/x"); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = runner.RemoveWorktree(ctx, repo, wt) })
+		if _, err := acts.CheckBranch(ctx, CheckBranchInput{Repo: repo, Branch: "feature/x"}); err != nil {
+			t.Errorf("a task queued behind another on its branch is refused: %v", err)
+		}
+	})
+}
