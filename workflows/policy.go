@@ -38,6 +38,14 @@ func NewPolicy(cfg config.Config) task.Policy {
 		StatusUpdates:    cfg.Notify.StatusUpdates,
 		LeaseWait:        cfg.Policy.LeaseWait,
 	}
+	for role, a := range map[amp.Role]config.Agent{amp.RoleExecutor: cfg.Agents.Executor, amp.RoleReviewer: cfg.Agents.Reviewer} {
+		if a.Mode == config.AgentModeRunner && a.MaxCostUSD > 0 {
+			if p.MaxCostUSD == nil {
+				p.MaxCostUSD = map[amp.Role]float64{}
+			}
+			p.MaxCostUSD[role] = a.MaxCostUSD
+		}
+	}
 	p.Admins = append(p.Admins, cfg.Admins...)
 	for _, id := range cfg.Slack.Admins {
 		p.Admins = append(p.Admins, config.SlackAdmin(id))

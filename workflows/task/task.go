@@ -146,6 +146,9 @@ type Policy struct {
 	// LeaseWait bounds how long a task waits for its branch's lease
 	// before the admins are asked whether it should go on waiting.
 	LeaseWait time.Duration `json:"lease_wait,omitempty"`
+	// MaxCostUSD caps what each runner-mode role may spend on the task
+	// (agents.<role>.max_cost_usd); a role without an entry has no cap.
+	MaxCostUSD map[amp.Role]float64 `json:"max_cost_usd,omitempty"`
 }
 
 // AckTimeout returns the default ACK deadline of a message type.
