@@ -331,7 +331,7 @@ func (t *taskRun) send(ctx workflow.Context, m amp.Message) error {
 			t.addTimeline(ctx, task.TimelineEntry{Kind: "rate_limit", MsgID: m.MsgID, To: string(m.To),
 				Note: fmt.Sprintf("delivering again at %s: %s", t.PausedUntil.UTC().Format(time.RFC3339), app.Message())})
 			t.snapshot()
-			if err = workflow.NewTimer(dctx, wait).Get(dctx, nil); err == nil {
+			if err = workflow.NewTimer(dctx, wait).Get(ctx, nil); err == nil {
 				err = remote().Get(ctx, nil)
 			}
 			t.PausedUntil = time.Time{}
