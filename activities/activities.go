@@ -35,6 +35,11 @@ const (
 	ErrNeedsActivity = "NeedsActivity"
 	// ErrNoPolicy refuses a new task on a worker that has no task policy.
 	ErrNoPolicy = "NoPolicy"
+	// ErrRateLimited: a runner hit its vendor's rate or usage limit. Its
+	// DeliveryFailure says when the limit lifts (ResetAt, when the CLI
+	// said); the task waits on a timer and delivers again, resuming the
+	// session.
+	ErrRateLimited = "RunnerRateLimit"
 )
 
 // Activities carries the dependencies of every activity.
@@ -217,6 +222,11 @@ type DeliverInput struct {
 	Commit      string   `json:"commit,omitempty"`
 	Description string   `json:"description,omitempty"`
 	Criteria    []string `json:"criteria,omitempty"`
+	// MaxCostUSD is what is left of a runner's cap on the task; 0 is no
+	// cap. Sessions are the role's sessions' last running totals, so a
+	// resumed Codex session's earlier turns do not count against it.
+	MaxCostUSD float64           `json:"max_cost_usd,omitempty"`
+	Sessions   []task.UsageInput `json:"sessions,omitempty"`
 }
 
 // DeliveryFailure is the detail of an ErrDelivery error: what went wrong
@@ -224,7 +234,16 @@ type DeliverInput struct {
 type DeliveryFailure struct {
 	Summary string `json:"summary"`
 	Stderr  string `json:"stderr,omitempty"`
+	// Class sorts a runner's failure: FailureMaxCost, or the runner's
+	// rate_limit, auth or crash; empty for other deliveries.
+	Class string `json:"class,omitempty"`
+	// ResetAt is when a rate limit lifts, when the CLI said.
+	ResetAt time.Time `json:"reset_at,omitzero"`
 }
+
+// FailureMaxCost is the DeliveryFailure.Class of a run stopped at the
+// task's cost cap.
+const FailureMaxCost = "max_cost"
 
 // DeliverResult says how the message went out.
 type DeliverResult struct {

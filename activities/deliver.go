@@ -21,6 +21,7 @@ import (
 	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/temporal"
 
+	"github.com/ampflow/ampflow/activities/pricing"
 	"github.com/ampflow/ampflow/amp"
 	"github.com/ampflow/ampflow/config"
 	"github.com/ampflow/ampflow/workflows/task"
@@ -37,13 +38,13 @@ type AgentDelivery struct {
 	Env []string
 	// WebhookSecret signs each webhook delivery; empty sends it unsigned.
 	WebhookSecret string
-	// Runner, Model, IdleTimeout and MaxCostUSD configure a
-	// config.AgentModeRunner agent (docs/runners.md); it works under
-	// WorkDir (data_dir): worktrees/, sessions/, pids/.
+	// Runner, Model and IdleTimeout configure a config.AgentModeRunner
+	// agent (docs/runners.md); it works under WorkDir (data_dir):
+	// worktrees/, sessions/, pids/. Its cost cap comes with each delivery
+	// (DeliverInput.MaxCostUSD), from the task's policy.
 	Runner      string
 	Model       string
 	IdleTimeout time.Duration
-	MaxCostUSD  float64
 	WorkDir     string
 }
 
@@ -59,8 +60,14 @@ type Delivery struct {
 	// Submit takes what a command-mode agent prints, and the replies ampflow
 	// writes for a runner.
 	Submit Submitter
-	// Heartbeats passes a runner's signs of life to its task.
+	// Heartbeats passes a runner's signs of life to its task, and Usage
+	// what each run cost.
 	Heartbeats Heartbeater
+	Usage      UsageRecorder
+	// Pricing prices the tokens of runners whose CLI reports no dollars.
+	Pricing pricing.Table
+	// Metrics, when set, counts runners' tokens and dollars.
+	Metrics UsageCounter
 	// Git reads a runner's result from the repository.
 	Git *Git
 	// Refused, when set, keeps a reply the task refused (the error log).

@@ -12,7 +12,6 @@ import (
 	"time"
 
 	"go.temporal.io/sdk/activity"
-	"go.temporal.io/sdk/temporal"
 
 	"github.com/ampflow/ampflow/activities/runner"
 	"github.com/ampflow/ampflow/amp"
@@ -44,6 +43,11 @@ type runState struct {
 	lastBeat time.Time
 	session  string
 	workLog  []amp.WorkLogEntry
+	// runs counts the CLI runs of this delivery; totals are the last
+	// running totals of sessions that report them (Codex).
+	runs   int
+	in     DeliverInput
+	totals map[string]task.UsageInput
 }
 
 // runAgent runs a runner-mode agent on a message: in the task's worktree
@@ -67,14 +71,15 @@ func (d *Delivery) runAgent(ctx context.Context, a AgentDelivery, in DeliverInpu
 	if err != nil {
 		return failed(err.Error(), "", err)
 	}
-	st := &runState{d: d, a: a, ctx: ctx, m: m, session: d.loadSession(a, m)}
+	st := &runState{d: d, a: a, ctx: ctx, m: m, in: in, session: d.loadSession(a, m), totals: sessionTotals(in.Sessions)}
 	spec := runner.Spec{
 		Runner: a.Runner, Command: a.Command, Model: a.Model, Dir: dir,
 		Prompt: prompt, SystemPrompt: system, SessionID: st.session,
 		Env:         childEnv(nil, a.Env, EnvMsgID+"="+m.MsgID, EnvTaskID+"="+m.TaskID, EnvRole+"="+string(m.To)),
 		Timeout:     a.Timeout,
-		IdleTimeout: a.IdleTimeout, MaxCostUSD: a.MaxCostUSD,
-		PIDDir: PIDDir(a.WorkDir),
+		IdleTimeout: a.IdleTimeout,
+		PriceUSD:    func(u runner.Usage) float64 { return d.Pricing.Price(a.Model, u.InputTokens, u.OutputTokens) },
+		PIDDir:      PIDDir(a.WorkDir),
 	}
 	out, err := st.run(spec)
 	if out.SessionID != "" {
@@ -127,10 +132,17 @@ func (d *Delivery) prepareWorktree(ctx context.Context, a AgentDelivery, in Deli
 }
 
 // run runs the CLI, heartbeating the activity while it works, since a
-// tool call (a build, a test run) may keep it silent for minutes.
-func (st *runState) run(spec runner.Spec) (runner.Outcome, error) {
+// tool call (a build, a test run) may keep it silent for minutes, and
+// sends the task what it cost.
+func (st *runState) run(spec runner.Spec) (out runner.Outcome, err error) {
+	spec.MaxCostUSD = runCap(st.in.MaxCostUSD, st.totals[spec.SessionID])
 	done := make(chan struct{})
 	defer close(done)
+	defer func() {
+		if err == nil {
+			st.report(out)
+		}
+	}()
 	if activity.IsActivity(st.ctx) {
 		go func() {
 			tick := time.NewTicker(10 * time.Second)
@@ -194,53 +206,6 @@ func clip(s string, n int) string {
 		return s
 	}
 	return s[:n] + "…"
-}
-
-// runFailed keeps what a failed run left (committed to a salvage branch)
-// and fails the delivery with the reason, so the admins decide; a rate
-// limit is retried by the activity's policy instead.
-func (d *Delivery) runFailed(ctx context.Context, a AgentDelivery, in DeliverInput, dir string, out runner.Outcome) error {
-	m := in.Message
-	salvaged := ""
-	if m.To == amp.RoleExecutor {
-		if ref, c, err := runner.SalvageTask(ctx, dir, m.TaskID, "ampflow: salvage of a failed "+a.Runner+" run on "+m.MsgID); err == nil && c != "" {
-			salvaged = fmt.Sprintf("; its uncommitted work is on branch %s (%s)", ref, short(c))
-		}
-	}
-	why := runnerReason(out)
-	stderr := d.stderrTail(out.Stderr)
-	if out.Failure != nil && out.Failure.Class == runner.FailureRateLimit {
-		return temporal.NewApplicationError(fmt.Sprintf("the %s runner hit a rate limit on %s: %s%s", a.Runner, m.MsgID, why, salvaged), "RunnerRateLimit")
-	}
-	return failed(fmt.Sprintf("the %s runner (%s) %s on %s%s", m.To, a.Runner, why, m.MsgID, salvaged), stderr, nil)
-}
-
-// runnerReason says in words why a run did not succeed.
-func runnerReason(out runner.Outcome) string {
-	switch out.Reason {
-	case runner.ReasonFirstEvent:
-		return "printed no event within its first-event limit and was stopped"
-	case runner.ReasonIdle:
-		return "printed no event for agents.*.idle_timeout and was stopped as hung"
-	case runner.ReasonExitAfterResult:
-		return "did not exit after its final result and was stopped"
-	case runner.ReasonTimeout:
-		return "ran past agents.*.timeout and was stopped"
-	case runner.ReasonMaxCost:
-		return fmt.Sprintf("passed agents.*.max_cost_usd ($%.2f spent) and was stopped", out.Usage.CostUSD)
-	case runner.ReasonCanceled:
-		return "was canceled"
-	}
-	if out.Failure != nil {
-		return fmt.Sprintf("failed (%s): %s", out.Failure.Class, clip(out.Failure.Message, 300))
-	}
-	if out.ResultError {
-		return "reported an error: " + clip(out.Text, 300)
-	}
-	if !out.Result {
-		return fmt.Sprintf("exited with status %d without a final result", out.ExitCode)
-	}
-	return fmt.Sprintf("exited with status %d", out.ExitCode)
 }
 
 // executorReport is the final report the executor's prompt asks for.

@@ -304,7 +304,8 @@ type Agent struct {
 	// IdleTimeout: a runner that prints no event for this long is hung
 	// and is stopped.
 	IdleTimeout time.Duration `mapstructure:"idle_timeout"`
-	// MaxCostUSD stops a runner's run past this many dollars; 0: no cap.
+	// MaxCostUSD caps what a runner may spend on one task, in dollars; a
+	// run that reaches it is stopped and the admins decide. 0: no cap.
 	MaxCostUSD float64 `mapstructure:"max_cost_usd"`
 }
 

@@ -29,6 +29,9 @@ type Gate struct {
 	// Pricing is USD per million tokens by model; it overrides and adds to
 	// the built-in table (DefaultPricing).
 	Pricing []GatePrice `mapstructure:"pricing" json:"pricing"`
+	// DefaultPrice prices a runner's tokens of a model the table does not
+	// name: an unknown model is never free.
+	DefaultPrice Price `mapstructure:"default_price" json:"default_price"`
 	// Budgets cap the spend of an agent or a project per day or month.
 	Budgets []GateBudget `mapstructure:"budgets" json:"budgets"`
 	// Contracts are the risk contracts' keys (config/contracts.go).
@@ -74,6 +77,12 @@ type GatePrice struct {
 	Output float64 `mapstructure:"output" json:"output"`
 }
 
+// Price is USD per million tokens, input and output.
+type Price struct {
+	Input  float64 `mapstructure:"input" json:"input"`
+	Output float64 `mapstructure:"output" json:"output"`
+}
+
 // Budget periods.
 const (
 	PeriodDay   = "day"
@@ -97,7 +106,10 @@ var gateDefaults = map[string]any{
 	"gate.webhook_allow":  []string{},
 	"gate.callback_for":   24 * time.Hour,
 	"gate.pricing":        []GatePrice{},
-	"gate.budgets":        []GateBudget{},
+	// A frontier model's price (activities/pricing.DefaultUnknown).
+	"gate.default_price.input":  5.00,
+	"gate.default_price.output": 25.00,
+	"gate.budgets":              []GateBudget{},
 }
 
 var gateListTypes = map[reflect.Type]bool{
@@ -174,6 +186,9 @@ func (c Config) validateGate(ps *problems) {
 		if p.Input < 0 || p.Output < 0 {
 			ps.add(k, "prices must not be negative")
 		}
+	}
+	if dp := g.DefaultPrice; dp.Input < 0 || dp.Output < 0 || dp.Input+dp.Output == 0 {
+		ps.add("gate.default_price", "prices a model gate.pricing does not name; it must not be negative nor free, not input %v, output %v", dp.Input, dp.Output)
 	}
 	budgets := map[[3]string]int{}
 	for i, b := range g.Budgets {

@@ -17,6 +17,7 @@ import (
 	"github.com/ampflow/ampflow/activities"
 	gateacts "github.com/ampflow/ampflow/activities/gate"
 	leaseacts "github.com/ampflow/ampflow/activities/lease"
+	"github.com/ampflow/ampflow/activities/pricing"
 	"github.com/ampflow/ampflow/activities/ssot"
 	"github.com/ampflow/ampflow/config"
 	"github.com/ampflow/ampflow/integrations/httpapi"
@@ -151,6 +152,8 @@ func Build(o Options) (*Parts, error) {
 		Reviewer:   agentDelivery(cfg.Agents.Reviewer, cfg.DataDir),
 		Submit:     tasks,
 		Heartbeats: tasks,
+		Usage:      tasks,
+		Pricing:    pricing.New(cfg.Gate.Pricing, cfg.Gate.DefaultPrice),
 		Git:        git,
 		Secrets:    secrets,
 		Log:        log,
@@ -160,6 +163,9 @@ func Build(o Options) (*Parts, error) {
 				log.Error("writing the error log", "error", err)
 			}
 		},
+	}
+	if o.Metrics != nil {
+		delivery.Metrics = o.Metrics
 	}
 	acts := &activities.Activities{Git: git, CI: ci, Store: record, Delivery: delivery, Log: log, Policy: &policy,
 		DecisionKey: decisionKey, Refusals: store,
@@ -197,7 +203,7 @@ func agentDelivery(a config.Agent, dataDir string) activities.AgentDelivery {
 	}
 	return activities.AgentDelivery{Mode: a.Mode, Command: a.Command, WebhookURL: a.WebhookURL, Timeout: a.Timeout,
 		Env: a.Env, WebhookSecret: a.WebhookSecret,
-		Runner: a.Runner, Model: a.Model, IdleTimeout: a.IdleTimeout, MaxCostUSD: a.MaxCostUSD, WorkDir: dataDir}
+		Runner: a.Runner, Model: a.Model, IdleTimeout: a.IdleTimeout, WorkDir: dataDir}
 }
 
 // NewWorker registers the task workflow and the activities on a worker

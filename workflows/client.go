@@ -302,6 +302,15 @@ func (c *Client) Heartbeat(ctx context.Context, taskID string, in task.Heartbeat
 	return c.wrapEnded(ctx, taskID, err, "sending a heartbeat to "+taskID)
 }
 
+// RecordUsage passes what a runner's run cost to its task.
+func (c *Client) RecordUsage(ctx context.Context, taskID string, in task.UsageInput) error {
+	if err := checkTaskID(taskID); err != nil {
+		return err
+	}
+	err := c.Temporal.SignalWorkflow(ctx, task.WorkflowID(taskID), "", task.SignalUsage, in)
+	return c.wrapEnded(ctx, taskID, err, "sending a run's usage to "+taskID)
+}
+
 // State asks a task for its state; finished tasks answer too.
 func (c *Client) State(ctx context.Context, taskID string) (task.State, error) {
 	var st task.State

@@ -296,12 +296,16 @@ func (t *taskRun) send(ctx workflow.Context, m amp.Message) error {
 	if t.Failed != nil && t.Failed.To == m.To {
 		t.clearFailed()
 	}
-	dctx, stop := workflow.WithCancel(ctx)
-	t.deliveries[m.To] = stop
 	in := activities.DeliverInput{Message: m, Repo: t.In.Plan.Repo, Branch: t.In.Plan.Branch}
 	if m.Type == amp.TypeReviewRequest {
 		in.Commit, in.Description, in.Criteria = t.ResultCommit, t.In.Plan.Description, t.In.Plan.AcceptanceCriteria
 	}
+	if !t.budget(m, &in) {
+		t.log.Warn("delivering message", "msg_id", m.MsgID, "to", m.To, "error", t.Failed.Summary)
+		return nil
+	}
+	dctx, stop := workflow.WithCancel(ctx)
+	t.deliveries[m.To] = stop
 	remote := func() workflow.Future {
 		return workflow.ExecuteActivity(workflow.WithActivityOptions(dctx, DeliverOptions()), acts.Deliver, in)
 	}
@@ -315,6 +319,22 @@ func (t *taskRun) send(ctx workflow.Context, m amp.Message) error {
 		var app *temporal.ApplicationError
 		if errors.As(err, &app) && app.Type() == activities.ErrNeedsActivity {
 			err = remote().Get(ctx, nil)
+		}
+		// A runner that hit its vendor's limit waits for the reset on a
+		// durable timer, then runs again, resuming its session.
+		for n := 0; errors.As(err, &app) && app.Type() == activities.ErrRateLimited; n++ {
+			var d activities.DeliveryFailure
+			_ = app.Details(&d)
+			now := workflow.Now(ctx)
+			wait := rateLimitWait(now, d.ResetAt, n)
+			t.PausedUntil = now.Add(wait)
+			t.addTimeline(ctx, task.TimelineEntry{Kind: "rate_limit", MsgID: m.MsgID, To: string(m.To),
+				Note: fmt.Sprintf("delivering again at %s: %s", t.PausedUntil.UTC().Format(time.RFC3339), app.Message())})
+			t.snapshot()
+			if err = workflow.NewTimer(dctx, wait).Get(ctx, nil); err == nil {
+				err = remote().Get(ctx, nil)
+			}
+			t.PausedUntil = time.Time{}
 		}
 		if err == nil || temporal.IsCanceledError(err) {
 			return
@@ -332,6 +352,11 @@ func (t *taskRun) send(ctx workflow.Context, m amp.Message) error {
 func failure(m amp.Message, err error) *deliveryFailed {
 	f := &deliveryFailed{MsgID: m.MsgID, To: m.To}
 	f.Summary, f.Stderr = DeliveryError(err)
+	var app *temporal.ApplicationError
+	var d activities.DeliveryFailure
+	if errors.As(err, &app) && app.HasDetails() && app.Details(&d) == nil {
+		f.Budget = d.Class == activities.FailureMaxCost
+	}
 	return f
 }
 

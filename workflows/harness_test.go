@@ -36,7 +36,11 @@ type harness struct {
 
 	mu        sync.Mutex
 	delivered []amp.Message
-	records   []activities.RecordEntry
+	// deliverIns and deliverAt are every Deliver call's input and
+	// virtual time.
+	deliverIns []activities.DeliverInput
+	deliverAt  []time.Time
+	records    []activities.RecordEntry
 	// revs are the RecordInput.Rev of each Record call, in order.
 	revs     []int64
 	notices  []activities.NotifyInput
@@ -162,6 +166,8 @@ func newHarness(t *testing.T, plan amp.TaskDispatch, mutate ...func(*task.Input)
 			h.mu.Lock()
 			defer h.mu.Unlock()
 			h.delivered = append(h.delivered, in.Message)
+			h.deliverIns = append(h.deliverIns, in)
+			h.deliverAt = append(h.deliverAt, h.env.Now())
 			if h.deliverErr != nil {
 				if err := h.deliverErr(in.Message); err != nil {
 					return activities.DeliverResult{}, err

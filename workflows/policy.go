@@ -39,6 +39,14 @@ func NewPolicy(cfg config.Config) task.Policy {
 		LeaseWait:        cfg.Policy.LeaseWait,
 		Runners:          cfg.Agents.Executor.Mode == config.AgentModeRunner || cfg.Agents.Reviewer.Mode == config.AgentModeRunner,
 	}
+	for role, a := range map[amp.Role]config.Agent{amp.RoleExecutor: cfg.Agents.Executor, amp.RoleReviewer: cfg.Agents.Reviewer} {
+		if a.Mode == config.AgentModeRunner && a.MaxCostUSD > 0 {
+			if p.MaxCostUSD == nil {
+				p.MaxCostUSD = map[amp.Role]float64{}
+			}
+			p.MaxCostUSD[role] = a.MaxCostUSD
+		}
+	}
 	p.Admins = append(p.Admins, cfg.Admins...)
 	for _, id := range cfg.Slack.Admins {
 		p.Admins = append(p.Admins, config.SlackAdmin(id))

@@ -92,6 +92,14 @@ type taskState struct {
 	// Failed is the last delivery that failed; the wait for its reply
 	// raises it to the admins.
 	Failed *deliveryFailed `json:"delivery_failed,omitempty"`
+	// Spend is what runner-mode roles have spent on the task, with their
+	// caps; UsageKeys the runs counted; Sessions the last running total
+	// of each session that reports one (role/runner/session).
+	Spend     []task.Spend               `json:"spend,omitempty"`
+	UsageKeys map[string]bool            `json:"usage_keys,omitempty"`
+	Sessions  map[string]task.UsageInput `json:"sessions,omitempty"`
+	// PausedUntil is when a delivery waiting out a rate limit goes again.
+	PausedUntil time.Time `json:"paused_until,omitzero"`
 	// Interrupt is an agent's critical escalation that the run loop has
 	// yet to suspend the task for.
 	Interrupt *amp.Message `json:"interrupt,omitempty"`
@@ -129,6 +137,9 @@ type deliveryFailed struct {
 	To      amp.Role `json:"to"`
 	Summary string   `json:"summary"`
 	Stderr  string   `json:"stderr,omitempty"`
+	// Budget is set when the role's cost cap stopped the delivery: the
+	// admins may raise the cap.
+	Budget bool `json:"budget,omitempty"`
 	// Raised is set once the admins have been asked.
 	Raised bool `json:"raised,omitempty"`
 }
@@ -271,6 +282,8 @@ func (s *taskState) view() task.State {
 		Decided:        s.Decisions.Decided,
 		Outbox:         s.Outbox,
 		Timeline:       s.Timeline,
+		Spend:          s.Spend,
+		PausedUntil:    s.PausedUntil,
 		Lease:          s.Lease,
 		LeaseHolder:    s.LeaseHolder,
 		LastError:      s.LastError,
@@ -280,6 +293,11 @@ func (s *taskState) view() task.State {
 	}
 	if st.Timeline == nil {
 		st.Timeline = []task.TimelineEntry{}
+	}
+	for _, sp := range s.Spend {
+		st.CostUSD += sp.CostUSD
+		st.Tokens.Input += sp.Tokens.Input
+		st.Tokens.Output += sp.Tokens.Output
 	}
 	return st
 }

@@ -165,6 +165,7 @@ func (t *taskRun) setup(ctx workflow.Context) error {
 			t.heartbeat(ctx, in)
 		}
 	})
+	t.receiveUsage(ctx)
 	granted := workflow.GetSignalChannel(ctx, task.SignalLeaseGranted)
 	workflow.Go(ctx, func(ctx workflow.Context) {
 		for {

@@ -97,7 +97,10 @@ func (t *taskRun) awaitAckOf(ctx workflow.Context, w ackWait, here phase) (phase
 			case task.OptWait:
 				t.Deadline = workflow.Now(ctx).Add(t.In.Policy.AckTimeout(w.typ))
 				continue
-			case task.OptRedispatch, task.OptReviewAgain:
+			case task.OptRedispatch, task.OptReviewAgain, task.OptRaiseCap:
+				if o.Option == task.OptRaiseCap {
+					t.raiseCap(ctx, w.role)
+				}
 				t.Deadline = time.Time{}
 				if w.role == amp.RoleExecutor {
 					return phaseDispatch, nil
@@ -118,6 +121,11 @@ func (t *taskRun) awaitAckOf(ctx workflow.Context, w ackWait, here phase) (phase
 		})
 		if err != nil {
 			return here, err
+		}
+		// A delivery waiting out a rate limit has not failed to ACK.
+		if timedOut && t.PausedUntil.After(workflow.Now(ctx)) {
+			t.Deadline = t.PausedUntil.Add(t.In.Policy.AckTimeout(w.typ))
+			continue
 		}
 		if timedOut {
 			t.Deadline = time.Time{}
@@ -177,6 +185,12 @@ func (t *taskRun) awaitReply(ctx workflow.Context, role amp.Role, again decision
 				return phaseDispatch, nil
 			case task.OptReviewAgain:
 				return phaseReview, nil
+			case task.OptRaiseCap:
+				t.raiseCap(ctx, role)
+				if role == amp.RoleReviewer {
+					return phaseReview, nil
+				}
+				return phaseDispatch, nil
 			}
 			return t.terminatedBy(o), nil
 		}
@@ -189,16 +203,25 @@ func (t *taskRun) awaitReply(ctx workflow.Context, role amp.Role, again decision
 		k, asked := t.decisions.Asking(kinds...)
 		var deadline time.Time
 		if !asked {
-			deadline = t.LastActive.Add(t.In.Policy.HeartbeatTimeout)
+			// A delivery waiting out a rate limit is not silence.
+			from := t.LastActive
+			if t.PausedUntil.After(from) {
+				from = t.PausedUntil
+			}
+			deadline = from.Add(t.In.Policy.HeartbeatTimeout)
 		}
-		last := t.LastActive
+		last, paused := t.LastActive, t.PausedUntil
 		timedOut, err := t.waitFor(ctx, deadline, func() bool {
-			return replied() || t.decisions.Answered(kinds...) || t.LastActive != last || t.failedToRaise(ref) != nil || t.Recovered == role
+			return replied() || t.decisions.Answered(kinds...) || t.LastActive != last || !t.PausedUntil.Equal(paused) ||
+				t.failedToRaise(ref) != nil || t.Recovered == role
 		})
 		if err != nil {
 			return here, err
 		}
 		if t.failedToRaise(ref) != nil {
+			continue
+		}
+		if !t.PausedUntil.Equal(paused) {
 			continue
 		}
 		// A heartbeat answers the silence, not the failed delivery.
@@ -240,6 +263,18 @@ func (t *taskRun) raiseFailed(ctx workflow.Context, f *deliveryFailed, again dec
 	t.Deadline = time.Time{}
 	t.LastError = f.line()
 	desc := fmt.Sprintf("The delivery of %s to the %s failed: %s.", f.MsgID, f.To, f.Summary)
+	if f.Budget {
+		s := t.spend(f.To)
+		by := t.In.Policy.MaxCostUSD[f.To]
+		return t.raise(ctx, question{kind: task.KindDeliveryFailed,
+			prompt:  desc + fmt.Sprintf(" It has spent $%.2f of its $%.2f cap. Raise the cap to $%.2f and send it again, or terminate?", s.CostUSD, s.CapUSD, max(s.CapUSD, s.CostUSD)+by),
+			options: []decision.Option{optRaiseCap, optTerminate},
+			escalation: func() *amp.Message {
+				return t.escalate(ctx, amp.EscUnknown, amp.SeverityWarning, amp.RoleSystem, desc, []string{f.MsgID},
+					"Raise the cap and send it again", "Terminate the task")
+			},
+			withdraw: "superseded by a failed delivery"})
+	}
 	// f.Raised is the guard: each failed delivery is raised once.
 	return t.raise(ctx, question{kind: task.KindDeliveryFailed, prompt: desc + " Send it again, keep waiting or terminate?",
 		options: []decision.Option{again, optWait, optTerminate},

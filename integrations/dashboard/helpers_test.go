@@ -80,6 +80,8 @@ func taskState(t testing.TB, taskID string, rev int64, status task.Status, pendi
 		Subtasks:  []amp.Subtask{{SubtaskID: "s1", Description: "Write the handler", EstimatedLines: 40}, {SubtaskID: "s2", Description: "Test it"}},
 		Pending:   pending,
 		StartedAt: t0, UpdatedAt: t0.Add(time.Duration(rev) * time.Minute),
+		CostUSD: 0.0123, Tokens: task.Tokens{Input: 1200, Output: 300},
+		Spend: []task.Spend{{Role: amp.RoleExecutor, CostUSD: 0.0123, Tokens: task.Tokens{Input: 1200, Output: 300}, Runs: 1, CapUSD: 5}},
 	}
 	st := ssot.TaskState{TaskID: taskID, Rev: rev, Status: string(status), Risk: "low", Repo: "/src/app", StartedAt: t0, UpdatedAt: view.UpdatedAt, State: mustJSON(t, view)}
 	if pending != nil {

@@ -46,6 +46,27 @@ type stateView struct {
 	Reason         string               `json:"reason"`
 	StartedAt      time.Time            `json:"started_at"`
 	UpdatedAt      time.Time            `json:"updated_at"`
+	CostUSD        float64              `json:"cost_usd"`
+	Tokens         task.Tokens          `json:"tokens"`
+	Spend          []task.Spend         `json:"spend"`
+	PausedUntil    time.Time            `json:"paused_until"`
+}
+
+// Cost reads "$0.0123 · 1,200 in / 300 out tokens · executor $0.0100 of
+// $5.00", or "" when no runner has spent anything on the task.
+func (st stateView) Cost() string {
+	if st.CostUSD == 0 && st.Tokens == (task.Tokens{}) {
+		return ""
+	}
+	parts := []string{fmt.Sprintf("$%.4f", st.CostUSD), fmt.Sprintf("%d in / %d out tokens", st.Tokens.Input, st.Tokens.Output)}
+	for _, s := range st.Spend {
+		p := fmt.Sprintf("%s $%.4f", s.Role, s.CostUSD)
+		if s.CapUSD > 0 {
+			p += fmt.Sprintf(" of $%.2f", s.CapUSD)
+		}
+		parts = append(parts, p)
+	}
+	return strings.Join(parts, " · ")
 }
 
 type subtaskView struct {

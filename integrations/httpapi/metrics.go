@@ -9,6 +9,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"go.temporal.io/sdk/client"
+
+	"github.com/ampflow/ampflow/amp"
 )
 
 // Metrics is a Prometheus registry holding the API's request metrics,
@@ -19,6 +21,9 @@ type Metrics struct {
 	requests *prometheus.CounterVec
 	latency  *prometheus.HistogramVec
 	sdk      *sdkCollector
+	// Runners' spend, by runner and role (both from closed lists).
+	runnerCost   *prometheus.CounterVec
+	runnerTokens *prometheus.CounterVec
 }
 
 // NewMetrics returns a fresh registry with every collector registered.
@@ -35,9 +40,17 @@ func NewMetrics() *Metrics {
 			Buckets: durationBuckets,
 		}, []string{"route", "code"}),
 		sdk: newSDKCollector(),
+		runnerCost: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "ampflow_runner_cost_usd_total",
+			Help: "Dollars spent by runner-mode agents, by runner and role.",
+		}, []string{"runner", "role"}),
+		runnerTokens: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "ampflow_runner_tokens_total",
+			Help: "Tokens used by runner-mode agents, by runner, role and direction (input, output).",
+		}, []string{"runner", "role", "direction"}),
 	}
 	m.registry.MustRegister(
-		m.requests, m.latency, m.sdk,
+		m.requests, m.latency, m.sdk, m.runnerCost, m.runnerTokens,
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 	)
@@ -61,6 +74,15 @@ func (m *Metrics) observe(route string, code int, d time.Duration) {
 	c := strconv.Itoa(code)
 	m.requests.WithLabelValues(route, c).Inc()
 	m.latency.WithLabelValues(route, c).Observe(d.Seconds())
+}
+
+// CountRunnerUsage counts one run's spend; runner and role come from
+// closed lists (the configuration's runners, executor and reviewer).
+func (m *Metrics) CountRunnerUsage(runner string, role amp.Role, inputTokens, outputTokens int64, usd float64) {
+	r := string(role)
+	m.runnerCost.WithLabelValues(runner, r).Add(max(0, usd))
+	m.runnerTokens.WithLabelValues(runner, r, "input").Add(float64(max(0, inputTokens)))
+	m.runnerTokens.WithLabelValues(runner, r, "output").Add(float64(max(0, outputTokens)))
 }
 
 func (m *Metrics) handler() http.Handler {

@@ -5,6 +5,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/ampflow/ampflow/amp"
 )
 
 func scrape(t *testing.T, h *harness) string {
@@ -30,6 +32,7 @@ func TestMetricsEndpoint(t *testing.T) {
 	h.do(t, "GET", "/v1/tasks", executorToken, "")
 	h.do(t, "GET", "/v1/tasks", "", "")
 	h.do(t, "GET", "/nowhere", "", "")
+	h.srv.metrics.CountRunnerUsage("claude", amp.RoleReviewer, 1200, 300, 0.25)
 	h.srv.metrics.TemporalHandler().WithTags(map[string]string{"namespace": "default"}).Counter("temporal_request").Inc(3)
 
 	text := scrape(t, h)
@@ -38,6 +41,9 @@ func TestMetricsEndpoint(t *testing.T) {
 	wantLine(t, text, `ampflow_http_requests_total{code="404",route="unmatched"} 1`)
 	wantLine(t, text, `ampflow_http_request_duration_seconds_count{code="200",route="GET /v1/tasks"} 2`)
 	wantLine(t, text, `temporal_request{namespace="default"} 3`)
+	wantLine(t, text, `ampflow_runner_cost_usd_total{role="reviewer",runner="claude"} 0.25`)
+	wantLine(t, text, `ampflow_runner_tokens_total{direction="input",role="reviewer",runner="claude"} 1200`)
+	wantLine(t, text, `ampflow_runner_tokens_total{direction="output",role="reviewer",runner="claude"} 300`)
 	if !strings.Contains(text, "go_goroutines ") {
 		t.Errorf("/metrics lacks the Go runtime metrics")
 	}

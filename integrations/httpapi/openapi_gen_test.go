@@ -308,13 +308,24 @@ func apiSchemas() (map[string]obj, map[string]any) {
 	}))
 	add("TimelineEntry", task.TimelineEntry{}, object(task.TimelineEntry{}, "One event of a task.", obj{
 		"at":     dateTime("When."),
-		"kind":   strEnum("What happened.", "message", "ack", "heartbeat", "decision", "status", "lease", "check", "subtask"),
+		"kind":   strEnum("What happened.", "message", "ack", "heartbeat", "decision", "status", "lease", "check", "subtask", "cost", "rate_limit"),
 		"msg_id": str("The message or ACK, if any."),
 		"type":   str("The message type, if any."),
 		"from":   str("The sender, if any."),
 		"to":     str("The recipient, if any."),
 		"status": ref("Status"),
 		"note":   str("Anything else."),
+	}))
+	add("Tokens", task.Tokens{}, object(task.Tokens{}, "Tokens the task's runner-mode agents have used.", obj{
+		"input":  integer("Input tokens, cached ones included."),
+		"output": integer("Output tokens."),
+	}))
+	add("Spend", task.Spend{}, object(task.Spend{}, "What one role's runs have cost the task.", obj{
+		"role":     str("executor or reviewer."),
+		"cost_usd": obj{"type": "number", "description": "USD spent."},
+		"tokens":   ref("Tokens"),
+		"runs":     integer("Runs counted."),
+		"cap_usd":  obj{"type": "number", "description": "The role's cap on the task (agents.<role>.max_cost_usd and each raise); absent when none."},
 	}))
 	add("State", task.State{}, object(task.State{}, "A task as its workflow sees it now.", obj{
 		"task_id":         taskIDSchema("The task."),
@@ -335,6 +346,10 @@ func apiSchemas() (map[string]obj, map[string]any) {
 		"decided":         array(ref("Outcome"), "Decisions taken."),
 		"outbox":          array(ref("Message"), "Messages sent to agents that still await their ACK or reply."),
 		"timeline":        array(ref("TimelineEntry"), "Events, oldest first."),
+		"cost_usd":        obj{"type": "number", "description": "What the task's runner-mode agents have spent on it, in USD: the CLI's own figure where it reports one (Claude Code, OpenCode), else its tokens priced from gate.pricing."},
+		"tokens":          ref("Tokens"),
+		"spend":           array(ref("Spend"), "The same per role, with each role's cap; absent before a runner's first run."),
+		"paused_until":    dateTime("While a delivery waits out an agent's rate limit: when it is sent again."),
 		"lease": object(task.BranchLease{}, "The lease the task holds on its branch (resource key repo:<repo>:<branch>), from before its first dispatch until it ends.", obj{
 			"lease_id":     str("The lease (GET /v1/leases)."),
 			"resource_key": str("repo:<repo>:<branch>."),

@@ -39,17 +39,26 @@ type State struct {
 	Lease       *BranchLease    `json:"lease,omitempty"`
 	LeaseHolder string          `json:"lease_holder,omitempty"`
 	Timeline    []TimelineEntry `json:"timeline"`
-	LastError   string          `json:"last_error,omitempty"`
-	Reason      string          `json:"reason,omitempty"`
-	StartedAt   time.Time       `json:"started_at"`
-	UpdatedAt   time.Time       `json:"updated_at"`
+	// CostUSD and Tokens are what the task's runner-mode agents have
+	// spent on it, all runs together; Spend is the same per role, with
+	// each role's cap.
+	CostUSD float64 `json:"cost_usd"`
+	Tokens  Tokens  `json:"tokens"`
+	Spend   []Spend `json:"spend,omitempty"`
+	// PausedUntil is when a delivery waiting out an agent's rate limit
+	// is sent again.
+	PausedUntil time.Time `json:"paused_until,omitzero"`
+	LastError   string    `json:"last_error,omitempty"`
+	Reason      string    `json:"reason,omitempty"`
+	StartedAt   time.Time `json:"started_at"`
+	UpdatedAt   time.Time `json:"updated_at"`
 }
 
 // TimelineEntry is one event of a task: a message, an ACK, a heartbeat, a
 // decision or a status change.
 type TimelineEntry struct {
 	At     time.Time `json:"at"`
-	Kind   string    `json:"kind"` // message, ack, heartbeat, decision, status
+	Kind   string    `json:"kind"` // message, ack, heartbeat, decision, status, cost, rate_limit
 	MsgID  string    `json:"msg_id,omitempty"`
 	Type   string    `json:"type,omitempty"`
 	From   string    `json:"from,omitempty"`

@@ -149,6 +149,9 @@ type Policy struct {
 	// Runners is set when the executor or the reviewer runs in runner
 	// mode: the task's worktrees are cleaned up as it ends.
 	Runners bool `json:"runners,omitempty"`
+	// MaxCostUSD caps what each runner-mode role may spend on the task
+	// (agents.<role>.max_cost_usd); a role without an entry has no cap.
+	MaxCostUSD map[amp.Role]float64 `json:"max_cost_usd,omitempty"`
 }
 
 // AckTimeout returns the default ACK deadline of a message type.

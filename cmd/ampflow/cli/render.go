@@ -140,6 +140,24 @@ func timelineLine(e task.TimelineEntry) string {
 	return strings.Join(parts, " ")
 }
 
+// costLine is a task's spend: "$0.0123 (1200 input, 300 output tokens;
+// executor $0.0100 of a $5.00 cap, reviewer $0.0023)".
+func costLine(st task.State) string {
+	line := fmt.Sprintf("$%.4f (%d input, %d output tokens", st.CostUSD, st.Tokens.Input, st.Tokens.Output)
+	var roles []string
+	for _, s := range st.Spend {
+		r := fmt.Sprintf("%s $%.4f", s.Role, s.CostUSD)
+		if s.CapUSD > 0 {
+			r += fmt.Sprintf(" of a $%.2f cap", s.CapUSD)
+		}
+		roles = append(roles, r)
+	}
+	if len(roles) > 0 {
+		line += "; " + strings.Join(roles, ", ")
+	}
+	return line + ")"
+}
+
 // printState writes what task show prints.
 func printState(w io.Writer, st task.State) error {
 	kv := newTable(w)
@@ -162,6 +180,12 @@ func printState(w io.Writer, st task.State) error {
 	kv.row("Rejects", fmt.Sprint(st.RejectCount))
 	kv.row("CI rounds", fmt.Sprint(st.CIRounds))
 	kv.row("Rounds", fmt.Sprint(st.Rounds))
+	if st.CostUSD > 0 || st.Tokens != (task.Tokens{}) {
+		kv.row("Cost", costLine(st))
+	}
+	if !st.PausedUntil.IsZero() {
+		kv.row("Paused", "rate-limited; delivering again at "+stamp(st.PausedUntil))
+	}
 	kv.row("Started", stamp(st.StartedAt))
 	kv.row("Updated", stamp(st.UpdatedAt))
 	if st.LastError != "" {

@@ -93,6 +93,25 @@ func TestTaskShow(t *testing.T) {
 			}
 		}
 	})
+	t.Run("Cost", func(t *testing.T) {
+		st := shownState()
+		st.CostUSD, st.Tokens = 0.0123, task.Tokens{Input: 1200, Output: 300}
+		st.Spend = []task.Spend{{Role: amp.RoleExecutor, CostUSD: 0.01, CapUSD: 5}, {Role: amp.RoleReviewer, CostUSD: 0.0023}}
+		st.PausedUntil = testNow.Add(time.Hour)
+		r := runFake(t, &fakeTasks{states: []task.State{st}}, "", nil, "task", "show", "T-2026-003")
+		wantExit(t, r, ExitOK)
+		for _, want := range []string{
+			"Cost         $0.0123 (1200 input, 300 output tokens; executor $0.0100 of a $5.00 cap, reviewer $0.0023)\n",
+			"Paused       rate-limited; delivering again at 2026-02-26 15:32:07Z\n",
+		} {
+			if !strings.Contains(r.stdout, want) {
+				t.Errorf("stdout lacks %q:\n%s", want, r.stdout)
+			}
+		}
+		if r := runFake(t, &fakeTasks{states: []task.State{shownState()}}, "", nil, "task", "show", "T-2026-003"); strings.Contains(r.stdout, "Cost ") {
+			t.Errorf("a task with no runner spend shows a cost:\n%s", r.stdout)
+		}
+	})
 	t.Run("AgentStderr", func(t *testing.T) {
 		st := shownState()
 		st.Pending.Kind = task.KindDeliveryFailed

@@ -1,0 +1,112 @@
+// Package pricing prices model tokens in USD: the built-in table of
+// current models, the configured prices over it (gate.pricing), and a
+// default price for a model neither names (gate.default_price), so that
+// nothing a runner spends counts as free. The gate and the runners share
+// it.
+package pricing
+
+import (
+	"strings"
+
+	"github.com/ampflow/ampflow/config"
+)
+
+// Default is USD per million tokens, input and output, of current models
+// at their vendors' list prices (standard tier, prompts up to 200K
+// tokens); gate.pricing overrides and adds to it.
+var Default = []config.GatePrice{
+	// Anthropic.
+	{Model: "claude-opus-4-6", Input: 5.00, Output: 25.00},
+	{Model: "claude-opus-4-5", Input: 5.00, Output: 25.00},
+	{Model: "claude-opus-4-1", Input: 15.00, Output: 75.00},
+	{Model: "claude-sonnet-4-6", Input: 3.00, Output: 15.00},
+	{Model: "claude-sonnet-4-5", Input: 3.00, Output: 15.00},
+	{Model: "claude-haiku-4-5", Input: 1.00, Output: 5.00},
+	// OpenAI.
+	{Model: "gpt-5.5", Input: 5.00, Output: 30.00},
+	{Model: "gpt-5.4", Input: 2.50, Output: 15.00},
+	{Model: "gpt-5.4-mini", Input: 0.75, Output: 4.50},
+	{Model: "gpt-5.3-codex", Input: 1.75, Output: 14.00},
+	{Model: "gpt-5.2", Input: 1.75, Output: 14.00},
+	{Model: "gpt-5.2-codex", Input: 1.75, Output: 14.00},
+	{Model: "gpt-5.1", Input: 1.25, Output: 10.00},
+	{Model: "gpt-5.1-codex", Input: 1.25, Output: 10.00},
+	{Model: "gpt-5.1-codex-mini", Input: 0.25, Output: 2.00},
+	{Model: "gpt-5", Input: 1.25, Output: 10.00},
+	{Model: "gpt-5-codex", Input: 1.25, Output: 10.00},
+	{Model: "gpt-5-mini", Input: 0.25, Output: 2.00},
+	{Model: "gpt-5-nano", Input: 0.05, Output: 0.40},
+	{Model: "gpt-4o", Input: 2.50, Output: 10.00},
+	{Model: "gpt-4o-mini", Input: 0.15, Output: 0.60},
+	{Model: "o3", Input: 2.00, Output: 8.00},
+	// Google.
+	{Model: "gemini-3.1-pro-preview", Input: 2.00, Output: 12.00},
+	{Model: "gemini-3-flash-preview", Input: 0.50, Output: 3.00},
+	{Model: "gemini-3.1-flash-lite-preview", Input: 0.25, Output: 1.50},
+	{Model: "gemini-2.5-pro", Input: 1.25, Output: 10.00},
+	{Model: "gemini-2.5-flash", Input: 0.30, Output: 2.50},
+	{Model: "gemini-2.5-flash-lite", Input: 0.10, Output: 0.40},
+}
+
+// DefaultUnknown is gate.default_price's default: what a model the table
+// does not name costs, a frontier model's price rather than nothing.
+var DefaultUnknown = config.Price{Input: 5.00, Output: 25.00}
+
+// Table prices models.
+type Table struct {
+	models map[string]config.GatePrice
+	// Unknown prices a model the table does not name, in Price.
+	Unknown config.Price
+}
+
+// New is Default with the configured prices over it; unknown prices the
+// models neither names.
+func New(configured []config.GatePrice, unknown config.Price) Table {
+	t := Table{models: map[string]config.GatePrice{}, Unknown: unknown}
+	for _, list := range [][]config.GatePrice{Default, configured} {
+		for _, m := range list {
+			t.models[m.Model] = m
+		}
+	}
+	return t
+}
+
+// Lookup finds a model's price: its own entry, else the longest entry it
+// extends by a dash ("claude-haiku-4-5-20251001" is "claude-haiku-4-5").
+func (t Table) Lookup(model string) (config.GatePrice, bool) {
+	for m := model; m != ""; {
+		if p, ok := t.models[m]; ok {
+			return p, true
+		}
+		i := strings.LastIndexByte(m, '-')
+		if i < 0 {
+			break
+		}
+		m = m[:i]
+	}
+	return config.GatePrice{}, false
+}
+
+// Cost computes what tokens of model cost; ok is false for a model the
+// table does not price.
+func (t Table) Cost(model string, in, out int64) (usd float64, ok bool) {
+	p, ok := t.Lookup(model)
+	if !ok {
+		return 0, false
+	}
+	return USD(p, in, out), true
+}
+
+// Price is what tokens of model cost, at the Unknown price for a model
+// the table does not name (an empty model included).
+func (t Table) Price(model string, in, out int64) float64 {
+	if usd, ok := t.Cost(model, in, out); ok {
+		return usd
+	}
+	return USD(config.GatePrice{Input: t.Unknown.Input, Output: t.Unknown.Output}, in, out)
+}
+
+// USD is what in and out tokens cost at p.
+func USD(p config.GatePrice, in, out int64) float64 {
+	return float64(in)/1e6*p.Input + float64(out)/1e6*p.Output
+}
