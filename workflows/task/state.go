@@ -25,14 +25,19 @@ type State struct {
 	RejectCount int          `json:"reject_count"`
 	// DiffMismatches lists where the executor's diff_summary of the
 	// current result differs from what git shows.
-	DiffMismatches []string           `json:"diff_mismatches,omitempty"`
-	CIRounds       int                `json:"ci_rounds"`
-	Rounds         int                `json:"rounds"`
-	Pending        *decision.Decision `json:"pending,omitempty"`
-	Decided        []decision.Outcome `json:"decided,omitempty"`
+	DiffMismatches []string `json:"diff_mismatches,omitempty"`
+	// ResultChecked is the result whose check against git
+	// DiffMismatches reports.
+	ResultChecked string             `json:"result_checked,omitempty"`
+	CIRounds      int                `json:"ci_rounds"`
+	Rounds        int                `json:"rounds"`
+	Pending       *decision.Decision `json:"pending,omitempty"`
+	Decided       []decision.Outcome `json:"decided,omitempty"`
 	// Outbox holds the messages sent to agents that still await their
 	// ACK or reply: what an agent's inbox shows.
 	Outbox []amp.Message `json:"outbox,omitempty"`
+	// Holders names, per role, the agent that holds the task's work.
+	Holders []Holder `json:"holders,omitempty"`
 	// Lease is the branch lease the task holds; LeaseHolder, while it
 	// waits for the lease, is the task that holds it.
 	Lease       *BranchLease    `json:"lease,omitempty"`
@@ -55,4 +60,42 @@ type TimelineEntry struct {
 	To     string    `json:"to,omitempty"`
 	Status Status    `json:"status,omitempty"`
 	Note   string    `json:"note,omitempty"`
+}
+
+// Holder is the agent that holds a role's work on a task: the API token
+// that first ACKed (or answered) the role's current message. Another
+// agent's ACK, reply or heartbeat is refused (CodeClaimed) until a new
+// message to the role (a redispatch, the next subtask, a review asked
+// again, also after a recovered heartbeat or an admin's choice to send
+// again) hands the work on.
+type Holder struct {
+	Role  amp.Role `json:"role"`
+	Agent string   `json:"agent"`
+	// MsgID is the message it took, Since when.
+	MsgID string    `json:"msg_id"`
+	Since time.Time `json:"since"`
+	// Unanswered is that message while it awaits the holder's reply: what
+	// the holder's inbox shows with include=acked.
+	Unanswered *amp.Message `json:"unanswered,omitempty"`
+}
+
+// HolderOf returns the holder of role's work, nil when nobody holds it.
+func HolderOf(hs []Holder, role amp.Role) *Holder {
+	for i := range hs {
+		if hs[i].Role == role {
+			return &hs[i]
+		}
+	}
+	return nil
+}
+
+// Claimed is the refusal of agent's input for role's work on taskID
+// when h holds it; nil when nobody holds it, agent is h's own, or the
+// sender has no name or is an admin.
+func Claimed(taskID string, h *Holder, agent string, admin bool) *Error {
+	if h == nil || agent == "" || admin || h.Agent == agent {
+		return nil
+	}
+	return Errorf(CodeClaimed, "claimed: %s holds the %s's work on task %s (it took %s at %s); %s's input is refused until a redispatch, a recovered heartbeat or an admin hands it on",
+		h.Agent, h.Role, taskID, h.MsgID, h.Since.UTC().Format(time.RFC3339), agent)
 }
