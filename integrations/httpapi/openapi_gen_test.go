@@ -176,8 +176,8 @@ func apiSchemas() (map[string]obj, map[string]any) {
 		"note":    str("A short progress note."),
 	}))
 	add("InboxResponse", InboxResponse{}, object(InboxResponse{}, "A page of the messages addressed to role that still await its ACK or reply.", obj{
-		"role":        strEnum("Whose inbox this is.", amp.RoleExecutor, amp.RoleReviewer),
-		"messages":    array(ref("Message"), "Whole AMP envelopes, oldest first (by timestamp, then msg_id), at most limit; empty when none is waiting."),
+		"role":     strEnum("Whose inbox this is.", amp.RoleExecutor, amp.RoleReviewer),
+		"messages": array(ref("Message"), "Whole AMP envelopes, oldest first (by timestamp, then msg_id), at most limit; empty when none is waiting."),
 		"acked": array(object(AckedMessage{}, "A message of the page that the caller ACKed and has not answered: its own work.", obj{
 			"msg_id":   str("The message (one of messages)."),
 			"task_id":  taskIDSchema("Its task."),
@@ -349,7 +349,7 @@ func apiSchemas() (map[string]obj, map[string]any) {
 			"since":      dateTime("When it took it."),
 			"unanswered": ref("Message"),
 		}), "Who holds each role's work; absent while nobody does."),
-		"timeline":        array(ref("TimelineEntry"), "Events, oldest first."),
+		"timeline": array(ref("TimelineEntry"), "Events, oldest first."),
 		"lease": object(task.BranchLease{}, "The lease the task holds on its branch (resource key repo:<repo>:<branch>), from before its first dispatch until it ends.", obj{
 			"lease_id":     str("The lease (GET /v1/leases)."),
 			"resource_key": str("repo:<repo>:<branch>."),
