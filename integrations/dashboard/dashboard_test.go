@@ -245,7 +245,7 @@ func TestTaskPage(t *testing.T) {
 	c.signIn("tok-ana")
 	_, page := c.do("GET", "/tasks/T-2026-006", nil, nil)
 	for _, want := range []string{"GET /healthz answers 200", "Write the handler", `data-record-id="T-2026-006-m1"`,
-		`data-record-id="` + d.ID + `"`, `data-record-id="T-2026-006-h2"`, "Verified", "/tasks/T-2026-006/cancel", "1/2"} {
+		`data-record-id="` + d.ID + `"`, `data-record-id="T-2026-006-h2"`, "Verified", "/tasks/T-2026-006/cancel", "1/2", "codex (executor, working) since"} {
 		if !strings.Contains(page, want) {
 			t.Errorf("task page lacks %q", want)
 		}

@@ -41,6 +41,7 @@ type stateView struct {
 	Pending        *decision.Decision   `json:"pending"`
 	Decided        []decision.Outcome   `json:"decided"`
 	Outbox         []messageView        `json:"outbox"`
+	Holders        []task.Holder        `json:"holders"`
 	Timeline       []task.TimelineEntry `json:"timeline"`
 	LastError      string               `json:"last_error"`
 	Reason         string               `json:"reason"`
