@@ -136,6 +136,11 @@ func TaskStateOf(taskID string, rev int64, raw json.RawMessage) (ssot.TaskState,
 		UpdatedAt time.Time         `json:"updated_at"`
 		Outbox    []json.RawMessage `json:"outbox"`
 		Pending   json.RawMessage   `json:"pending"`
+		Holders   []struct {
+			Agent      string          `json:"agent"`
+			Since      time.Time       `json:"since"`
+			Unanswered json.RawMessage `json:"unanswered"`
+		} `json:"holders"`
 	}
 	if err := json.Unmarshal(raw, &v); err != nil {
 		return ssot.TaskState{}, err
@@ -143,7 +148,7 @@ func TaskStateOf(taskID string, rev int64, raw json.RawMessage) (ssot.TaskState,
 	st := ssot.TaskState{TaskID: taskID, Rev: rev, Status: v.Status, Risk: v.Risk, Repo: v.Repo, RejectCount: v.Rejects,
 		StartedAt: v.StartedAt, UpdatedAt: v.UpdatedAt, State: raw}
 	if inboxStatuses[v.Status] {
-		for i, b := range v.Outbox {
+		add := func(where string, b json.RawMessage, holder string, acked time.Time) error {
 			var m struct {
 				MsgID     string `json:"msg_id"`
 				To        string `json:"to"`
@@ -151,13 +156,30 @@ func TaskStateOf(taskID string, rev int64, raw json.RawMessage) (ssot.TaskState,
 				Timestamp string `json:"timestamp"`
 			}
 			if err := json.Unmarshal(b, &m); err != nil {
-				return ssot.TaskState{}, fmt.Errorf("outbox[%d]: %w", i, err)
+				return fmt.Errorf("%s: %w", where, err)
 			}
 			at, err := time.Parse(time.RFC3339, m.Timestamp)
 			if err != nil {
 				at = v.UpdatedAt
 			}
-			st.Outbox = append(st.Outbox, ssot.OutboxMessage{MsgID: m.MsgID, TaskID: taskID, Role: m.To, Type: m.Type, SentAt: at, Body: b})
+			st.Outbox = append(st.Outbox, ssot.OutboxMessage{MsgID: m.MsgID, TaskID: taskID, Role: m.To, Type: m.Type, SentAt: at, Body: b,
+				Holder: holder, AckedAt: acked})
+			return nil
+		}
+		for i, b := range v.Outbox {
+			if err := add(fmt.Sprintf("outbox[%d]", i), b, "", time.Time{}); err != nil {
+				return ssot.TaskState{}, err
+			}
+		}
+		// What an agent ACKed and has not answered stays in its inbox,
+		// marked as its own (ssot.InboxFilter.Holder).
+		for i, h := range v.Holders {
+			if len(h.Unanswered) == 0 || string(h.Unanswered) == "null" {
+				continue
+			}
+			if err := add(fmt.Sprintf("holders[%d].unanswered", i), h.Unanswered, h.Agent, h.Since); err != nil {
+				return ssot.TaskState{}, err
+			}
 		}
 	}
 	if len(v.Pending) > 0 && string(v.Pending) != "null" {

@@ -154,3 +154,44 @@ func TestRecordInTheSQLStore(t *testing.T) {
 		appErr(t, err, ErrInvalidRecord, true)
 	})
 }
+
+// TestHeldInbox: a message an agent ACKed and has not answered leaves
+// the role's inbox but stays in its holder's, with include=acked or
+// alone; another agent does not see it.
+func TestHeldInbox(t *testing.T) {
+	ssotEngines(t, func(t *testing.T, s *TaskRecord) {
+		ctx := context.Background()
+		view := `{"task_id":"T-2026-002","status":"in_progress","started_at":"2026-11-23T10:00:00Z","updated_at":"2026-11-23T10:05:00Z",
+ "holders":[{"role":"executor","agent":"exec-a","msg_id":"task_dispatch-T-2026-002-1","since":"2026-11-23T10:02:00Z",
+  "unanswered":{"msg_id":"task_dispatch-T-2026-002-1","to":"executor","type":"task_dispatch","timestamp":"2026-11-23T10:01:00+00:00"}}]}`
+		st, err := TaskStateOf("T-2026-002", 1, json.RawMessage(view))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := s.Store.Save(ctx, "T-2026-002", nil, &st); err != nil {
+			t.Fatal(err)
+		}
+		db := s.Store.(*ssot.DB)
+		for _, c := range []struct {
+			name string
+			f    ssot.InboxFilter
+			want int
+		}{
+			{"Unheld", ssot.InboxFilter{Role: "executor"}, 0},
+			{"WithAcked", ssot.InboxFilter{Role: "executor", Holder: "exec-a"}, 1},
+			{"HeldOnly", ssot.InboxFilter{Role: "executor", Holder: "exec-a", HeldOnly: true}, 1},
+			{"Another", ssot.InboxFilter{Role: "executor", Holder: "exec-b"}, 0},
+		} {
+			rows, _, err := db.InboxOf(ctx, c.f, ssot.Page{})
+			if err != nil || len(rows) != c.want {
+				t.Fatalf("%s: %+v, %v; want %d", c.name, rows, err, c.want)
+			}
+			if c.want == 1 && (rows[0].Holder != "exec-a" || !rows[0].AckedAt.Equal(time.Date(2026, 11, 23, 10, 2, 0, 0, time.UTC))) {
+				t.Errorf("%s: %+v, want held by exec-a since 10:02", c.name, rows[0])
+			}
+		}
+		if got, err := s.Store.Task(ctx, "T-2026-002"); err != nil || len(got.Outbox) != 0 {
+			t.Errorf("task outbox %+v, %v; want the held message left out", got.Outbox, err)
+		}
+	})
+}

@@ -222,8 +222,42 @@ func (c *Client) Submit(ctx context.Context, raw []byte) (task.SubmitResult, err
 		taskID = rec.Message.TaskID
 	}
 	var out task.SubmitResult
-	err = c.update(ctx, taskID, task.UpdateSubmit, SubmitUpdateID(rec), task.SubmitInput{Raw: json.RawMessage(raw)}, &out)
+	a := AgentFrom(ctx)
+	in := task.SubmitInput{Raw: json.RawMessage(raw), By: a.Name, Admin: a.Admin}
+	err = c.update(ctx, taskID, task.UpdateSubmit, SubmitUpdateID(rec), in, &out)
+	if err == nil && !out.Duplicate && rec.Message != nil && rec.Message.Type == amp.TypeTaskResult {
+		out.Warnings = c.resultWarnings(ctx, taskID, out.MsgID)
+	}
 	return out, err
+}
+
+// resultWarnings waits, at most Wait, for the task to check the result
+// msgID against git, and returns where its diff_summary differs: what
+// the reviewer will be told. It reads the state (queries add nothing to
+// the task's history); nil when the check did not come in time, or the
+// result went to the admins instead.
+func (c *Client) resultWarnings(ctx context.Context, taskID, msgID string) []string {
+	deadline := time.Now().Add(c.wait())
+	for delay := 50 * time.Millisecond; ; delay = min(2*delay, time.Second) {
+		st, err := c.State(ctx, taskID)
+		if err != nil {
+			return nil
+		}
+		if st.ResultChecked == msgID {
+			return st.DiffMismatches
+		}
+		if st.Status != task.StatusDispatched && st.Status != task.StatusInProgress {
+			return nil // not checked: a decision or the task's end came first
+		}
+		if time.Until(deadline) < delay {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-time.After(delay):
+		}
+	}
 }
 
 // SubmitUpdateID is the update ID of a submission: the msg_id and a digest
@@ -297,6 +331,20 @@ func (c *Client) Heartbeat(ctx context.Context, taskID string, in task.Heartbeat
 	}
 	if err := in.Validate(); err != nil {
 		return err
+	}
+	a := AgentFrom(ctx)
+	in.By, in.Admin = a.Name, a.Admin
+	// A signal has no answer: the holder is read first, so that another
+	// agent hears that the work is not its own. A recovered heartbeat
+	// hands the work on and is never refused.
+	if in.By != "" && !in.Admin && !in.Recovered {
+		st, err := c.State(ctx, taskID)
+		if err != nil {
+			return err
+		}
+		if e := task.Claimed(taskID, task.HolderOf(st.Holders, in.From), in.By, in.Admin); e != nil {
+			return e
+		}
 	}
 	err := c.Temporal.SignalWorkflow(ctx, task.WorkflowID(taskID), "", task.SignalHeartbeat, in)
 	return c.wrapEnded(ctx, taskID, err, "sending a heartbeat to "+taskID)

@@ -115,16 +115,51 @@ func (c *Client) Ack(ctx context.Context, msgID string, as amp.Role) (task.Submi
 	if st.Status.Terminal() {
 		return task.SubmitResult{}, endedError(taskID, st.Status)
 	}
-	for _, m := range st.Outbox {
-		if m.MsgID != msgID {
-			continue
-		}
-		a := amp.NewAck(as, m, time.Now())
-		raw, err := json.Marshal(a)
+	ack := func(m amp.Message) (task.SubmitResult, error) {
+		raw, err := json.Marshal(amp.NewAck(as, m, time.Now()))
 		if err != nil {
 			return task.SubmitResult{}, fmt.Errorf("encoding ACK of %s: %w", msgID, err)
 		}
 		return c.Submit(ctx, raw)
 	}
+	for _, m := range st.Outbox {
+		if m.MsgID == msgID {
+			return ack(m)
+		}
+	}
+	// ACKed already: the task says whether it is the holder's (nothing
+	// changes) or another agent's (refused as claimed).
+	if h := task.HolderOf(st.Holders, as); h != nil && h.MsgID == msgID {
+		a := AgentFrom(ctx)
+		if e := task.Claimed(taskID, h, a.Name, a.Admin); e != nil {
+			return task.SubmitResult{}, e
+		}
+		if h.Unanswered != nil {
+			return ack(*h.Unanswered)
+		}
+	}
 	return task.SubmitResult{}, task.Errorf(task.CodeUnexpected, "no message %s awaits an ACK in task %s", msgID, taskID)
+}
+
+// Agent is who sends records and heartbeats through a Client: the name
+// of the API token they came with, and whether it is an admin's. The API
+// sets it from the token (WithAgent); the task takes the first agent to
+// ACK a message as the holder of its work (task.Holder).
+type Agent struct {
+	Name  string
+	Admin bool
+}
+
+type agentKey struct{}
+
+// WithAgent is ctx carrying the agent that sends through it.
+func WithAgent(ctx context.Context, a Agent) context.Context {
+	return context.WithValue(ctx, agentKey{}, a)
+}
+
+// AgentFrom is the agent WithAgent set; the zero Agent (no token) when
+// none was.
+func AgentFrom(ctx context.Context) Agent {
+	a, _ := ctx.Value(agentKey{}).(Agent)
+	return a
 }

@@ -21,7 +21,7 @@ func (t *taskRun) validateSubmit(ctx workflow.Context, in task.SubmitInput) erro
 	if err != nil {
 		return refusal.Record(err)
 	}
-	kind, err := t.classify(rec, in.Raw)
+	kind, err := t.classify(rec, in)
 	if err == nil && kind == subEscalation {
 		err = t.checkEscalation(ctx, *rec.Message)
 	}
@@ -41,7 +41,7 @@ const (
 
 // classify decides whether rec is acceptable now and what it is. It reads
 // the state and never changes it.
-func (t *taskRun) classify(rec amp.Record, raw []byte) (submission, error) {
+func (t *taskRun) classify(rec amp.Record, in task.SubmitInput) (submission, error) {
 	id, taskID := rec.ID(), ""
 	if rec.Ack != nil {
 		taskID = rec.Ack.TaskID
@@ -61,7 +61,7 @@ func (t *taskRun) classify(rec amp.Record, raw []byte) (submission, error) {
 		return 0, refusal.New(task.CodeFinished, "task %s is %s: it takes no more messages", t.In.TaskID, t.Status)
 	}
 	if rec.Ack != nil {
-		return t.classifyAck(*rec.Ack)
+		return t.classifyAck(*rec.Ack, in)
 	}
 	m := *rec.Message
 	if m.Type == amp.TypeEscalation {
@@ -72,8 +72,14 @@ func (t *taskRun) classify(rec amp.Record, raw []byte) (submission, error) {
 	}
 	switch m.Type {
 	case amp.TypeTaskResult:
+		if err := t.claimed(amp.RoleExecutor, in.By, in.Admin); err != nil {
+			return 0, err
+		}
 		return t.classifyResult(m)
 	case amp.TypeReviewVerdict:
+		if err := t.claimed(amp.RoleReviewer, in.By, in.Admin); err != nil {
+			return 0, err
+		}
 		if !t.awaitingVerdict() {
 			return 0, refusal.New(task.CodeUnexpected, "unexpected review_verdict: task %s is %s and expects %s", t.In.TaskID, t.Status, t.expecting())
 		}
@@ -99,8 +105,15 @@ func (t *taskRun) classifyResult(m amp.Message) (submission, error) {
 	return subResult, nil
 }
 
-func (t *taskRun) classifyAck(a amp.Ack) (submission, error) {
+func (t *taskRun) classifyAck(a amp.Ack, in task.SubmitInput) (submission, error) {
 	if _, done := t.Acked[a.AckOf]; done {
+		// The holder's ACK again (after a restart, say) changes nothing;
+		// another agent's is refused while the message is held.
+		if h := task.HolderOf(t.Holders, a.From); h != nil && h.MsgID == a.AckOf {
+			if err := t.claimed(a.From, in.By, in.Admin); err != nil {
+				return 0, err
+			}
+		}
 		return subDuplicate, nil
 	}
 	m, ok := t.inOutbox(a.AckOf)
@@ -110,10 +123,21 @@ func (t *taskRun) classifyAck(a amp.Ack) (submission, error) {
 	if a.From != m.To {
 		return 0, refusal.Field("from", "%s cannot ACK a message addressed to %s", a.From, m.To)
 	}
+	if err := t.claimed(m.To, in.By, in.Admin); err != nil {
+		return 0, err
+	}
 	if t.suspended() || t.Interrupt != nil {
 		return 0, refusal.New(task.CodeSuspended, "task suspended: %s %s waits for an admin decision; ACK refused", t.In.TaskID, t.Status)
 	}
 	return subAck, nil
+}
+
+// claimed refuses by's input for role's work when another agent holds it.
+func (t *taskRun) claimed(role amp.Role, by string, admin bool) error {
+	if e := task.Claimed(t.In.TaskID, task.HolderOf(t.Holders, role), by, admin); e != nil {
+		return refusal.New(e.Code, "%s", e.Message)
+	}
+	return nil
 }
 
 // staleRef returns an earlier message of type typ that refs names when it
@@ -189,7 +213,7 @@ func (t *taskRun) submit(ctx workflow.Context, in task.SubmitInput) (task.Submit
 	if err != nil {
 		return task.SubmitResult{}, refusal.Record(err)
 	}
-	kind, err := t.classify(rec, in.Raw)
+	kind, err := t.classify(rec, in)
 	if err == nil && kind == subEscalation {
 		err = t.checkEscalation(ctx, *rec.Message)
 	}
@@ -203,7 +227,7 @@ func (t *taskRun) submit(ctx workflow.Context, in task.SubmitInput) (task.Submit
 	}
 	now := workflow.Now(ctx)
 	if rec.Ack != nil {
-		t.takeAck(ctx, *rec.Ack)
+		t.takeAck(ctx, *rec.Ack, in.By)
 		res.Status = t.Status
 		return res, nil
 	}
@@ -212,10 +236,14 @@ func (t *taskRun) submit(ctx workflow.Context, in task.SubmitInput) (task.Submit
 	switch kind {
 	case subResult:
 		t.acceptImplicitAck(m.From)
+		t.claim(amp.RoleExecutor, in.By, t.DispatchID, now, nil)
+		t.answered(amp.RoleExecutor)
 		t.Result = &m
 		t.LastActive = now
 	case subVerdict:
 		t.acceptImplicitAck(m.From)
+		t.claim(amp.RoleReviewer, in.By, t.RequestID, now, nil)
+		t.answered(amp.RoleReviewer)
 		t.Verdict = &m
 		t.LastActive = now
 	case subEscalation:
@@ -227,9 +255,12 @@ func (t *taskRun) submit(ctx workflow.Context, in task.SubmitInput) (task.Submit
 	return res, nil
 }
 
-func (t *taskRun) takeAck(ctx workflow.Context, a amp.Ack) {
+func (t *taskRun) takeAck(ctx workflow.Context, a amp.Ack, by string) {
 	t.Seen[a.MsgID] = recordDigest(amp.Record{Ack: &a})
 	t.Acked[a.AckOf] = a.MsgID
+	if m, ok := t.inOutbox(a.AckOf); ok {
+		t.claim(m.To, by, a.AckOf, workflow.Now(ctx), &m)
+	}
 	t.dropOutbox(a.AckOf)
 	t.LastActive = workflow.Now(ctx)
 	t.record(ctx, a.MsgID, activities.KindAck, a)
@@ -273,6 +304,9 @@ func (t *taskRun) heartbeat(ctx workflow.Context, in task.HeartbeatInput) {
 		return
 	}
 	in.Note = boundNote(in.Note)
+	if !in.Recovered && in.From != "" && task.Claimed(t.In.TaskID, task.HolderOf(t.Holders, in.From), in.By, in.Admin) != nil {
+		return // another agent's work: the client refused it already
+	}
 	if !t.suspended() && (in.From == "" || in.From == t.awaited()) {
 		t.LastActive = workflow.Now(ctx)
 		// Only a wait for the agent's ACK or reply sends again; a

@@ -35,6 +35,7 @@ func (t *taskRun) dispatch(ctx workflow.Context) (phase, error) {
 	m.AckTimeoutSec = &sec
 	m.ContextRef = t.FixRefs
 	t.dropOutboxTo(amp.RoleExecutor)
+	t.handOn(amp.RoleExecutor)
 	t.DispatchID = m.MsgID
 	t.Result, t.Verdict = nil, nil
 	t.FixNote, t.FixRefs = "", nil
@@ -121,7 +122,7 @@ func (t *taskRun) takeResult(ctx workflow.Context) (phase, error) {
 		t.setStatus(ctx, task.StatusSuspended, "branch violation")
 		return t.branchViolation(ctx, fmt.Sprintf("Branch violation on %s: %s", res.MsgID, out.Violation))
 	}
-	t.DiffURL, t.Mismatches = out.DiffURL, out.Mismatches
+	t.DiffURL, t.Mismatches, t.CheckedResult = out.DiffURL, out.Mismatches, res.MsgID
 	if out.Commit != "" {
 		t.ResultCommit = out.Commit
 	}

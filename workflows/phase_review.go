@@ -59,6 +59,7 @@ func (t *taskRun) requestReview(ctx workflow.Context) (phase, error) {
 		m.ContextRef = append(m.ContextRef, t.LastVerdictID)
 	}
 	t.dropOutboxTo(amp.RoleReviewer)
+	t.handOn(amp.RoleReviewer)
 	t.RequestID = m.MsgID
 	t.Verdict = nil
 	t.setStatus(ctx, task.StatusInReview, "")

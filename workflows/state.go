@@ -46,10 +46,13 @@ type taskState struct {
 	FixRefs []string `json:"fix_refs,omitempty"`
 
 	// Review inputs from git and CI.
-	DiffURL    string     `json:"diff_url,omitempty"`
-	Mismatches []string   `json:"mismatches,omitempty"`
-	CI         *ciReading `json:"ci,omitempty"`
-	Default    string     `json:"default_branch,omitempty"`
+	DiffURL    string   `json:"diff_url,omitempty"`
+	Mismatches []string `json:"mismatches,omitempty"`
+	// CheckedResult is the last result checked against git: Mismatches
+	// are its differences.
+	CheckedResult string     `json:"checked_result,omitempty"`
+	CI            *ciReading `json:"ci,omitempty"`
+	Default       string     `json:"default_branch,omitempty"`
 	// Base is the default branch's head when the plan was approved: the
 	// results are diffed against it (activities.CheckResultInput.Base).
 	Base string `json:"diff_base,omitempty"`
@@ -59,6 +62,8 @@ type taskState struct {
 
 	// Outbox holds messages sent to agents and not yet ACKed.
 	Outbox []amp.Message `json:"outbox,omitempty"`
+	// Holders are the agents that hold each role's work (task.Holder).
+	Holders []task.Holder `json:"holders,omitempty"`
 	// Acked maps an ACKed msg_id to the ACK record's msg_id.
 	Acked map[string]string `json:"acked,omitempty"`
 	// Seen maps every accepted msg_id to a digest of its bytes.
@@ -251,6 +256,35 @@ func (s *taskState) dropOutboxTo(r amp.Role) {
 	s.Outbox = out
 }
 
+// claim makes agent the holder of role's work, taken with msgID at at;
+// m is the message while it awaits the holder's reply. A role already
+// held, or an agent without a name, changes nothing.
+func (s *taskState) claim(role amp.Role, agent, msgID string, at time.Time, m *amp.Message) {
+	if agent == "" || task.HolderOf(s.Holders, role) != nil {
+		return
+	}
+	s.Holders = append(s.Holders, task.Holder{Role: role, Agent: agent, MsgID: msgID, Since: at, Unanswered: m})
+}
+
+// answered marks role's holder as having replied to what it took.
+func (s *taskState) answered(role amp.Role) {
+	if h := task.HolderOf(s.Holders, role); h != nil {
+		h.Unanswered = nil
+	}
+}
+
+// handOn hands role's work on: a new message to the role is anyone's
+// to take.
+func (s *taskState) handOn(role amp.Role) {
+	out := s.Holders[:0]
+	for _, h := range s.Holders {
+		if h.Role != role {
+			out = append(out, h)
+		}
+	}
+	s.Holders = out
+}
+
 // interrupted reports whether a wait must end early: the task was
 // cancelled or an agent escalated critically.
 func (s *taskState) interrupted() bool {
@@ -276,11 +310,13 @@ func (s *taskState) view() task.State {
 		Subtask:        s.subtask(),
 		RejectCount:    s.RejectCount,
 		DiffMismatches: s.Mismatches,
+		ResultChecked:  s.CheckedResult,
 		CIRounds:       s.CIRounds,
 		Rounds:         s.Rounds,
 		Pending:        s.Decisions.Open,
 		Decided:        s.Decisions.Decided,
 		Outbox:         s.Outbox,
+		Holders:        s.Holders,
 		Timeline:       s.Timeline,
 		Spend:          s.Spend,
 		PausedUntil:    s.PausedUntil,

@@ -40,6 +40,18 @@ type OutboxMessage struct {
 	Type   string          `json:"type"`
 	SentAt time.Time       `json:"sent_at"`
 	Body   json.RawMessage `json:"body"`
+	// Holder is the agent that ACKed the message and has not answered
+	// it yet, AckedAt when; empty while the message awaits an ACK.
+	Holder  string    `json:"holder,omitempty"`
+	AckedAt time.Time `json:"acked_at,omitzero"`
+}
+
+// InboxFilter asks for a role's inbox: the messages that await an ACK
+// and, with Holder, those Holder ACKed and has not answered yet; with
+// HeldOnly, only the latter.
+type InboxFilter struct {
+	Role, Holder string
+	HeldOnly     bool
 }
 
 // PendingDecision is an open decision of any subject (a task, a gate, a
@@ -127,8 +139,12 @@ func (s *DB) replaceOutbox(ctx context.Context, tx *sql.Tx, subject string, msgs
 		return err
 	}
 	for _, m := range msgs {
-		if _, err := tx.ExecContext(ctx, s.rebind(`INSERT INTO outbox (msg_id, task_id, role, type, sent_at, body) VALUES (?, ?, ?, ?, ?, ?)`),
-			m.MsgID, subject, m.Role, m.Type, micros(m.SentAt), string(m.Body)); err != nil {
+		acked := int64(0)
+		if !m.AckedAt.IsZero() {
+			acked = micros(m.AckedAt)
+		}
+		if _, err := tx.ExecContext(ctx, s.rebind(`INSERT INTO outbox (msg_id, task_id, role, type, sent_at, body, holder, acked_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)`),
+			m.MsgID, subject, m.Role, m.Type, micros(m.SentAt), string(m.Body), m.Holder, acked); err != nil {
 			return fmt.Errorf("message %s: %w", m.MsgID, err)
 		}
 	}
@@ -167,7 +183,7 @@ func (s *DB) Task(ctx context.Context, taskID string) (TaskState, error) {
 	if err != nil {
 		return TaskState{}, fmt.Errorf("reading task %s: %w", taskID, err)
 	}
-	if t.Outbox, _, err = s.outbox(ctx, `task_id = ?`, []any{taskID}, "", MaxLimit); err != nil {
+	if t.Outbox, _, err = s.outbox(ctx, `task_id = ? AND holder = ''`, []any{taskID}, "", MaxLimit); err != nil {
 		return TaskState{}, fmt.Errorf("reading the outbox of task %s: %w", taskID, err)
 	}
 	if t.Pending, _, err = s.pending(ctx, `subject = ?`, []any{taskID}, "", MaxLimit); err != nil {
@@ -209,16 +225,31 @@ func (s *DB) TaskList(ctx context.Context, f TaskFilter, p Page) ([]TaskState, s
 
 // Inbox implements Store.
 func (s *DB) Inbox(ctx context.Context, role string, p Page) ([]OutboxMessage, string, error) {
-	if role == "" {
+	return s.InboxOf(ctx, InboxFilter{Role: role}, p)
+}
+
+// InboxOf lists a role's inbox as f asks, oldest first.
+func (s *DB) InboxOf(ctx context.Context, f InboxFilter, p Page) ([]OutboxMessage, string, error) {
+	if f.Role == "" {
 		return nil, "", &InvalidError{"role", "is required"}
+	}
+	if f.HeldOnly && f.Holder == "" {
+		return nil, "", &InvalidError{"holder", "is required for the held messages alone"}
 	}
 	limit, err := limitOf(p)
 	if err != nil {
 		return nil, "", err
 	}
-	msgs, next, err := s.outbox(ctx, `role = ?`, []any{role}, p.Cursor, limit)
+	cond, args := `role = ? AND holder = ''`, []any{f.Role}
+	switch {
+	case f.HeldOnly:
+		cond, args = `role = ? AND holder = ?`, []any{f.Role, f.Holder}
+	case f.Holder != "":
+		cond, args = `role = ? AND holder IN ('', ?)`, []any{f.Role, f.Holder}
+	}
+	msgs, next, err := s.outbox(ctx, cond, args, p.Cursor, limit)
 	if err != nil {
-		return nil, "", fmt.Errorf("reading the %s inbox: %w", role, err)
+		return nil, "", fmt.Errorf("reading the %s inbox: %w", f.Role, err)
 	}
 	return msgs, next, nil
 }
@@ -232,7 +263,7 @@ func (s *DB) outbox(ctx context.Context, cond string, args []any, cursor string,
 		cond += " AND (sent_at > ? OR (sent_at = ? AND msg_id > ?))"
 		args = append(args, at, at, id)
 	}
-	rows, err := s.db.QueryContext(ctx, s.rebind(`SELECT msg_id, task_id, role, type, sent_at, body FROM outbox
+	rows, err := s.db.QueryContext(ctx, s.rebind(`SELECT msg_id, task_id, role, type, sent_at, body, holder, acked_at FROM outbox
 		WHERE `+cond+` ORDER BY sent_at, msg_id LIMIT ?`), append(args, limit+1)...)
 	if err != nil {
 		return nil, "", err
@@ -241,12 +272,15 @@ func (s *DB) outbox(ctx context.Context, cond string, args []any, cursor string,
 	var out []OutboxMessage
 	for rows.Next() {
 		var m OutboxMessage
-		var at int64
+		var at, acked int64
 		var body string
-		if err := rows.Scan(&m.MsgID, &m.TaskID, &m.Role, &m.Type, &at, &body); err != nil {
+		if err := rows.Scan(&m.MsgID, &m.TaskID, &m.Role, &m.Type, &at, &body, &m.Holder, &acked); err != nil {
 			return nil, "", err
 		}
 		m.SentAt, m.Body = fromMicros(at), json.RawMessage(body)
+		if acked != 0 {
+			m.AckedAt = fromMicros(acked)
+		}
 		out = append(out, m)
 	}
 	if err := rows.Err(); err != nil {

@@ -246,6 +246,7 @@ func TestTaskPage(t *testing.T) {
 	_, page := c.do("GET", "/tasks/T-2026-006", nil, nil)
 	for _, want := range []string{"GET /healthz answers 200", "Write the handler", `data-record-id="T-2026-006-m1"`,
 		`data-record-id="` + d.ID + `"`, `data-record-id="T-2026-006-h2"`, "Verified", "/tasks/T-2026-006/cancel", "1/2",
+		"codex (executor, working) since",
 		`<dd id="task-cost">$0.0123 · 1200 in / 300 out tokens · executor $0.0123 of $5.00</dd>`} {
 		if !strings.Contains(page, want) {
 			t.Errorf("task page lacks %q", want)

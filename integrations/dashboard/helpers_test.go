@@ -77,8 +77,10 @@ func seedTask(t testing.TB, db *ssot.DB, taskID string, extra int) decision.Deci
 func taskState(t testing.TB, taskID string, rev int64, status task.Status, pending *decision.Decision) ssot.TaskState {
 	view := task.State{
 		TaskID: taskID, Status: status, Risk: amp.RiskLow, Description: "Add a health check", Repo: "/src/app", Branch: "feature/health",
-		Subtasks:  []amp.Subtask{{SubtaskID: "s1", Description: "Write the handler", EstimatedLines: 40}, {SubtaskID: "s2", Description: "Test it"}},
-		Pending:   pending,
+		Subtasks: []amp.Subtask{{SubtaskID: "s1", Description: "Write the handler", EstimatedLines: 40}, {SubtaskID: "s2", Description: "Test it"}},
+		Pending:  pending,
+		Holders: []task.Holder{{Role: amp.RoleExecutor, Agent: "codex", MsgID: "task_dispatch-" + taskID + "-1", Since: t0,
+			Unanswered: &amp.Message{MsgID: "task_dispatch-" + taskID + "-1"}}},
 		StartedAt: t0, UpdatedAt: t0.Add(time.Duration(rev) * time.Minute),
 		CostUSD: 0.0123, Tokens: task.Tokens{Input: 1200, Output: 300},
 		Spend: []task.Spend{{Role: amp.RoleExecutor, CostUSD: 0.0123, Tokens: task.Tokens{Input: 1200, Output: 300}, Runs: 1, CapUSD: 5}},

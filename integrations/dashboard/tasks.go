@@ -41,6 +41,7 @@ type stateView struct {
 	Pending        *decision.Decision   `json:"pending"`
 	Decided        []decision.Outcome   `json:"decided"`
 	Outbox         []messageView        `json:"outbox"`
+	Holders        []holderView         `json:"holders"`
 	Timeline       []task.TimelineEntry `json:"timeline"`
 	LastError      string               `json:"last_error"`
 	Reason         string               `json:"reason"`
@@ -76,6 +77,16 @@ type subtaskView struct {
 }
 
 // messageView is an AMP message's envelope and its payload as JSON.
+// holderView is a task.Holder as the pages read it: its message is read
+// as a messageView, so one the pages cannot parse as AMP shows all the same.
+type holderView struct {
+	Role       string       `json:"role"`
+	Agent      string       `json:"agent"`
+	MsgID      string       `json:"msg_id"`
+	Since      time.Time    `json:"since"`
+	Unanswered *messageView `json:"unanswered"`
+}
+
 type messageView struct {
 	MsgID     string          `json:"msg_id"`
 	Type      string          `json:"type"`

@@ -31,6 +31,7 @@ var statusOf = map[task.Code]int{
 	task.CodeFinished:      http.StatusConflict,
 	task.CodeStaleDecision: http.StatusConflict,
 	task.CodeDecided:       http.StatusConflict,
+	task.CodeClaimed:       http.StatusConflict,
 	task.CodeUnavailable:   http.StatusServiceUnavailable,
 	task.CodeRateLimited:   http.StatusTooManyRequests,
 	task.CodeInternal:      http.StatusInternalServerError,

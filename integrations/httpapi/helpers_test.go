@@ -111,6 +111,10 @@ type fakeTasks struct {
 	listArgs  []string
 	summaries []workflows.TaskSummary
 	state     task.State
+	// agents are the agents (workflows.AgentFrom) of Submit, Ack and
+	// Heartbeat, in order; warnings are what Submit answers with.
+	agents   []string
+	warnings []string
 	// decideErr and decideRes, when set, are what Decide answers.
 	decideErr error
 	decideRes *task.DecideResult
@@ -146,7 +150,14 @@ func (f *fakeTasks) StartNext(_ context.Context, in task.Input, year int) (strin
 	return in.TaskID, nil
 }
 
-func (f *fakeTasks) Submit(_ context.Context, raw []byte) (task.SubmitResult, error) {
+func (f *fakeTasks) agent(ctx context.Context) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.agents = append(f.agents, workflows.AgentFrom(ctx).Name)
+}
+
+func (f *fakeTasks) Submit(ctx context.Context, raw []byte) (task.SubmitResult, error) {
+	f.agent(ctx)
 	if err := f.call("Submit"); err != nil {
 		return task.SubmitResult{}, err
 	}
@@ -157,10 +168,11 @@ func (f *fakeTasks) Submit(_ context.Context, raw []byte) (task.SubmitResult, er
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.submitted = append(f.submitted, raw)
-	return task.SubmitResult{MsgID: rec.ID(), Status: task.StatusInReview, Duplicate: len(f.submitted) > 1}, nil
+	return task.SubmitResult{MsgID: rec.ID(), Status: task.StatusInReview, Duplicate: len(f.submitted) > 1, Warnings: f.warnings}, nil
 }
 
-func (f *fakeTasks) Ack(_ context.Context, msgID string, as amp.Role) (task.SubmitResult, error) {
+func (f *fakeTasks) Ack(ctx context.Context, msgID string, as amp.Role) (task.SubmitResult, error) {
+	f.agent(ctx)
 	if err := f.call("Ack"); err != nil {
 		return task.SubmitResult{}, err
 	}
@@ -206,7 +218,8 @@ func (f *fakeTasks) Replan(_ context.Context, taskID string, in task.ReplanInput
 	return task.ChangeResult{Status: task.StatusDispatched}, nil
 }
 
-func (f *fakeTasks) Heartbeat(_ context.Context, taskID string, in task.HeartbeatInput) error {
+func (f *fakeTasks) Heartbeat(ctx context.Context, taskID string, in task.HeartbeatInput) error {
+	f.agent(ctx)
 	if err := f.call("Heartbeat " + taskID); err != nil {
 		return err
 	}
@@ -273,7 +286,7 @@ func newTestStore(t testing.TB) *testStore {
 	return &testStore{DB: db, t: t}
 }
 
-func (s *testStore) Inbox(ctx context.Context, role string, p ssot.Page) ([]ssot.OutboxMessage, string, error) {
+func (s *testStore) InboxOf(ctx context.Context, f ssot.InboxFilter, p ssot.Page) ([]ssot.OutboxMessage, string, error) {
 	s.mu.Lock()
 	s.inboxN++
 	n, hook := s.inboxN, s.inboxHook
@@ -281,7 +294,7 @@ func (s *testStore) Inbox(ctx context.Context, role string, p ssot.Page) ([]ssot
 	if hook != nil {
 		hook(n)
 	}
-	return s.DB.Inbox(ctx, role, p)
+	return s.DB.InboxOf(ctx, f, p)
 }
 
 func (s *testStore) inboxReads() int {

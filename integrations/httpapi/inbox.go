@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/ampflow/ampflow/activities/ssot"
 	"github.com/ampflow/ampflow/amp"
 	"github.com/ampflow/ampflow/workflows/task"
 )
@@ -19,8 +20,20 @@ const MaxWait = 60 * time.Second
 type InboxResponse struct {
 	Role     amp.Role      `json:"role"`
 	Messages []amp.Message `json:"messages"`
+	// Acked lists, with include=acked, the messages of the page that the
+	// caller ACKed and has not answered yet: its own work, which no other
+	// agent sees.
+	Acked []AckedMessage `json:"acked"`
 	// NextCursor asks for the next page; empty on the last.
 	NextCursor string `json:"next_cursor,omitempty"`
+}
+
+// AckedMessage is a message of an inbox page that its holder ACKed.
+type AckedMessage struct {
+	MsgID  string    `json:"msg_id"`
+	TaskID string    `json:"task_id"`
+	By     string    `json:"by"`
+	At     time.Time `json:"acked_at"`
 }
 
 // inbox answers a page of the messages awaiting role, oldest first. With
@@ -34,6 +47,11 @@ func (s *Server) inbox(w http.ResponseWriter, r *http.Request) {
 	}
 	if role != amp.RoleExecutor && role != amp.RoleReviewer {
 		s.writeError(w, r, invalidField("role", "must be executor or reviewer"))
+		return
+	}
+	f, err := inboxFilter(r, role)
+	if err != nil {
+		s.writeError(w, r, err)
 		return
 	}
 	wait, err := parseWait(q.Get("wait"), s.maxWait)
@@ -57,7 +75,7 @@ func (s *Server) inbox(w http.ResponseWriter, r *http.Request) {
 		s.extendDeadlines(w, r, wait)
 	}
 	for {
-		rows, next, err := s.store.Inbox(ctx, string(role), p.storePage())
+		rows, next, err := s.store.InboxOf(ctx, f, p.storePage())
 		if ctx.Err() != nil {
 			return // the client went away; nobody reads an answer
 		}
@@ -68,7 +86,11 @@ func (s *Server) inbox(w http.ResponseWriter, r *http.Request) {
 		left := time.Until(deadline)
 		if len(rows) > 0 || left <= 0 {
 			msgs := make([]amp.Message, 0, len(rows))
+			var acked []AckedMessage
 			for _, row := range rows {
+				if row.Holder != "" {
+					acked = append(acked, AckedMessage{MsgID: row.MsgID, TaskID: row.TaskID, By: row.Holder, At: row.AckedAt})
+				}
 				var m amp.Message
 				if err := json.Unmarshal(row.Body, &m); err != nil {
 					s.writeError(w, r, storeError(fmt.Errorf("message %s: %w", row.MsgID, err), "the "+string(role)+" inbox"))
@@ -76,7 +98,7 @@ func (s *Server) inbox(w http.ResponseWriter, r *http.Request) {
 				}
 				msgs = append(msgs, m)
 			}
-			writeJSON(w, http.StatusOK, InboxResponse{Role: role, Messages: msgs, NextCursor: p.storeNext(next)})
+			writeJSON(w, http.StatusOK, InboxResponse{Role: role, Messages: msgs, Acked: acked, NextCursor: p.storeNext(next)})
 			return
 		}
 		t := time.NewTimer(min(s.poll, left))
@@ -87,6 +109,41 @@ func (s *Server) inbox(w http.ResponseWriter, r *http.Request) {
 		case <-t.C:
 		}
 	}
+}
+
+// inboxFilter reads include=acked (the caller's own ACKed, unanswered
+// messages too) and mine=true (those alone). They need a token's name:
+// an open API records no holders.
+func inboxFilter(r *http.Request, role amp.Role) (ssot.InboxFilter, error) {
+	q := r.URL.Query()
+	f := ssot.InboxFilter{Role: string(role)}
+	switch v := q.Get("include"); v {
+	case "":
+	case "acked":
+		f.Holder = "*"
+	default:
+		return f, invalidField("include", fmt.Sprintf("%q: must be acked", v))
+	}
+	switch v := q.Get("mine"); v {
+	case "", "false":
+	case "true":
+		f.Holder, f.HeldOnly = "*", true
+	default:
+		return f, invalidField("mine", fmt.Sprintf("%q: must be true or false", v))
+	}
+	if f.Holder == "" {
+		return f, nil
+	}
+	c := callerOf(r)
+	if c.open || c.name == "" {
+		if f.HeldOnly {
+			return f, invalidField("mine", "needs a token: an open API records nobody as holding work")
+		}
+		f.Holder = "" // nobody holds anything
+		return f, nil
+	}
+	f.Holder = c.name
+	return f, nil
 }
 
 // extendDeadlines gives a long poll its wait on top of the server's read

@@ -65,7 +65,7 @@ func TestInboxLongPoll(t *testing.T) {
 		start := time.Now()
 		r := h.do(t, "GET", "/v1/inbox?role=executor&wait=150ms", executorToken, "")
 		wantStatus(t, r, http.StatusOK)
-		if string(r.body) != "{\"role\":\"executor\",\"messages\":[]}\n" {
+		if string(r.body) != "{\"role\":\"executor\",\"messages\":[],\"acked\":[]}\n" {
 			t.Errorf("body %s, want an empty inbox", r.body)
 		}
 		if d := time.Since(start); d < 150*time.Millisecond {

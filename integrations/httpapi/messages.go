@@ -19,6 +19,10 @@ type SubmitResponse struct {
 	MsgID     string      `json:"msg_id"`
 	Status    task.Status `json:"status"`
 	Duplicate bool        `json:"duplicate"`
+	// Warnings name each way a task_result's diff_summary differs from
+	// what git shows for its commit, as the reviewer will be told; the
+	// result is taken all the same.
+	Warnings []string `json:"warnings"`
 }
 
 // AckRequest is the short form of POST /v1/acks: acknowledge a message
@@ -140,7 +144,7 @@ func (s *Server) submitRecord(w http.ResponseWriter, r *http.Request, body []byt
 			"from: token %q has role %s and may not send as %s", c.name, c.role, from))
 		return
 	}
-	res, err := s.tasks.Submit(r.Context(), body)
+	res, err := s.tasks.Submit(agentContext(r), body)
 	if err != nil {
 		s.refuse(w, r, body, err)
 		return
@@ -149,7 +153,19 @@ func (s *Server) submitRecord(w http.ResponseWriter, r *http.Request, body []byt
 }
 
 func (s *Server) accepted(w http.ResponseWriter, res task.SubmitResult) {
-	writeJSON(w, http.StatusAccepted, SubmitResponse{MsgID: res.MsgID, Status: res.Status, Duplicate: res.Duplicate})
+	writeJSON(w, http.StatusAccepted, SubmitResponse{MsgID: res.MsgID, Status: res.Status, Duplicate: res.Duplicate, Warnings: res.Warnings})
+}
+
+// agentContext is r's context carrying the agent that sends: the
+// token's name, which the task records as the holder of the work the
+// agent takes (task.Holder) and checks every later ACK, reply and
+// heartbeat against. An open API names nobody.
+func agentContext(r *http.Request) context.Context {
+	c := callerOf(r)
+	if c.open || c.name == "" {
+		return r.Context()
+	}
+	return workflows.WithAgent(r.Context(), workflows.Agent{Name: c.name, Admin: c.role == amp.RoleAdmin})
 }
 
 func (s *Server) postAck(w http.ResponseWriter, r *http.Request) {
@@ -187,7 +203,7 @@ func (s *Server) postAck(w http.ResponseWriter, r *http.Request) {
 		s.refuse(w, r, body, task.Errorf(task.CodeForbidden, "as: token %q has role %s and may not acknowledge as %s", c.name, c.role, as))
 		return
 	}
-	res, err := s.tasks.Ack(r.Context(), req.MsgID, as)
+	res, err := s.tasks.Ack(agentContext(r), req.MsgID, as)
 	if err != nil {
 		s.refuse(w, r, body, err)
 		return
@@ -261,7 +277,7 @@ func (s *Server) postHeartbeat(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
-	if err := s.tasks.Heartbeat(r.Context(), req.TaskID, in); err != nil {
+	if err := s.tasks.Heartbeat(agentContext(r), req.TaskID, in); err != nil {
 		s.writeError(w, r, err)
 		return
 	}

@@ -157,6 +157,7 @@ func apiSchemas() (map[string]obj, map[string]any) {
 		"msg_id":    str("The msg_id of the accepted message or ACK record."),
 		"status":    ref("Status"),
 		"duplicate": boolean("True when the task had taken this same record before; it had no further effect."),
+		"warnings":  array(obj{"type": "string"}, "For a task_result whose diff_summary git does not confirm: each difference, as the reviewer's review_request will say it (coordinator_notes). The result is taken all the same; empty when git agrees or its check did not come in time."),
 	}))
 	add("AckRequest", AckRequest{}, object(AckRequest{}, "Acknowledges a message waiting in an inbox; the server writes the ACK record.", obj{
 		"msg_id": str("The msg_id of the message to acknowledge, as GET /v1/inbox lists it."),
@@ -175,8 +176,14 @@ func apiSchemas() (map[string]obj, map[string]any) {
 		"note":    str("A short progress note."),
 	}))
 	add("InboxResponse", InboxResponse{}, object(InboxResponse{}, "A page of the messages addressed to role that still await its ACK or reply.", obj{
-		"role":        strEnum("Whose inbox this is.", amp.RoleExecutor, amp.RoleReviewer),
-		"messages":    array(ref("Message"), "Whole AMP envelopes, oldest first (by timestamp, then msg_id), at most limit; empty when none is waiting."),
+		"role":     strEnum("Whose inbox this is.", amp.RoleExecutor, amp.RoleReviewer),
+		"messages": array(ref("Message"), "Whole AMP envelopes, oldest first (by timestamp, then msg_id), at most limit; empty when none is waiting."),
+		"acked": array(object(AckedMessage{}, "A message of the page that the caller ACKed and has not answered: its own work.", obj{
+			"msg_id":   str("The message (one of messages)."),
+			"task_id":  taskIDSchema("Its task."),
+			"by":       str("The token name that holds it: the caller's."),
+			"acked_at": dateTime("When it was ACKed."),
+		}), "With include=acked or mine=true: which messages of the page the caller holds; empty when none."),
 		"next_cursor": str("Pass as cursor to read the next page; absent on the last page."),
 	}))
 	add("DecisionsResponse", DecisionsResponse{}, object(DecisionsResponse{}, "The decisions waiting for an admin.", obj{
@@ -340,6 +347,7 @@ func apiSchemas() (map[string]obj, map[string]any) {
 		"subtask":         ampRef("task_dispatch", "/$defs/payload/properties/subtasks/items"),
 		"reject_count":    integer("Reviews rejected so far."),
 		"diff_mismatches": array(obj{"type": "string"}, "Where the executor's diff_summary differs from what git shows."),
+		"result_checked":  str("The task_result whose git check diff_mismatches reports."),
 		"ci_rounds":       integer("CI rounds of the current subtask."),
 		"rounds":          integer("Executor rounds so far."),
 		"pending":         ref("Decision"),
@@ -348,8 +356,15 @@ func apiSchemas() (map[string]obj, map[string]any) {
 		"timeline":        array(ref("TimelineEntry"), "Events, oldest first."),
 		"cost_usd":        obj{"type": "number", "description": "What the task's runner-mode agents have spent on it, in USD: the CLI's own figure where it reports one (Claude Code, OpenCode), else its tokens priced from gate.pricing."},
 		"tokens":          ref("Tokens"),
-		"spend":           array(ref("Spend"), "The same per role, with each role's cap; absent before a runner's first run."),
+		"spend":           array(ref("Spend"), "The same per role, with each role's cap; empty before a runner's first run."),
 		"paused_until":    dateTime("While a delivery waits out an agent's rate limit: when it is sent again."),
+		"holders": array(object(task.Holder{}, "The agent holding a role's work: the token that first ACKed (or answered) the role's current message. Another token's ACK, reply or heartbeat is refused with 409 claimed until a new message to the role (a redispatch, the next subtask, a review asked again, after a recovered heartbeat or an admin's choice to send again) hands the work on.", obj{
+			"role":       strEnum("The role.", amp.RoleExecutor, amp.RoleReviewer),
+			"agent":      str("The holding token's name."),
+			"msg_id":     str("The message it took."),
+			"since":      dateTime("When it took it."),
+			"unanswered": ref("Message"),
+		}), "Who holds each role's work; empty while nobody does."),
 		"lease": object(task.BranchLease{}, "The lease the task holds on its branch (resource key repo:<repo>:<branch>), from before its first dispatch until it ends.", obj{
 			"lease_id":     str("The lease (GET /v1/leases)."),
 			"resource_key": str("repo:<repo>:<branch>."),
@@ -446,10 +461,12 @@ func ops() []op {
 		{pattern: "POST /v1/acks", summary: "Acknowledge a message", description: "The short form {msg_id, as} has the server write the ACK record; a whole ACK record (with ack_of) is taken as POST /v1/messages takes it.",
 			body: obj{"oneOf": []any{ref("AckRequest"), ampRef("ack", "")}}, status: 202, answer: ref("SubmitResponse"), errs: []int{400, 403, 404, 409, 413, 415, 423, 429}},
 		{pattern: "POST /v1/heartbeats", summary: "Send a heartbeat", body: ref("HeartbeatRequest"), status: 202, answer: ref("OK"), errs: []int{400, 403, 404, 409, 413, 415}},
-		{pattern: "GET /v1/inbox", summary: "An agent's inbox", description: "A page of the messages awaiting the role's ACK or reply. With wait, a long poll: the answer comes as soon as the page has a message, or empty when the wait is over.",
+		{pattern: "GET /v1/inbox", summary: "An agent's inbox", description: "A page of the messages awaiting the role's ACK; the first token to ACK a message holds it, and from then on it is in that token's inbox alone, with include=acked, until answered. With wait, a long poll: the answer comes as soon as the page has a message, or empty when the wait is over.",
 			params: []obj{
 				{"name": "role", "in": "query", "schema": strEnum("", amp.RoleExecutor, amp.RoleReviewer), "description": "Whose inbox; defaults to the token's role when it is executor or reviewer."},
 				{"name": "wait", "in": "query", "schema": obj{"type": "string", "examples": []any{"30s", "30"}}, "description": fmt.Sprintf("How long to wait for a message: a Go duration (\"30s\") or whole seconds; at most %s (the server's bound). Absent answers at once.", MaxWait)},
+				{"name": "include", "in": "query", "schema": strEnum("", "acked"), "description": "acked: also the messages the caller's token ACKed and has not answered yet (its own work, which leaves everyone else's inbox at the ACK), listed in acked: what an agent that restarts reads to find what it was doing."},
+				{"name": "mine", "in": "query", "schema": obj{"type": "boolean"}, "description": "true: only the messages the caller's token ACKed and has not answered. Needs a token."},
 				limitParam, cursorParam,
 			}, status: 200, answer: ref("InboxResponse"), errs: []int{400}},
 		{pattern: "GET /v1/decisions", summary: "Decisions waiting for an admin", params: []obj{limitParam, cursorParam}, status: 200, answer: ref("DecisionsResponse"), errs: []int{400}},
@@ -481,7 +498,7 @@ var statusText = map[int]string{
 	401: "No valid bearer token (code unauthenticated).",
 	403: "The token's role may not do this, or a cross-site Origin (code forbidden).",
 	404: "No such task, record or decision (code not_found).",
-	409: "Refused by the task's state: conflict (msg_id reused, task id taken), stale_decision and decided (see POST /v1/decisions/{id}), unexpected (not what the task expects now; the message says what it does) or task_ended (the task is done or terminated; the message names which).",
+	409: "Refused by the task's state: conflict (msg_id reused, task id taken), stale_decision and decided (see POST /v1/decisions/{id}), claimed (another agent's token holds this work: the first to ACK the message; the message names it), unexpected (not what the task expects now; the message says what it does) or task_ended (the task is done or terminated; the message names which).",
 	413: "The body is too large (code too_large).",
 	415: "A body that is not application/json (code unsupported_media_type).",
 	421: "With no tokens configured, a Host that is not loopback (code misdirected_request).",

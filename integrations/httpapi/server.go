@@ -35,7 +35,7 @@ type Store interface {
 	History(ctx context.Context, taskID string, p ssot.Page) ([]ssot.Record, string, error)
 	Head(ctx context.Context, taskID string) (ssot.Head, error)
 	Get(ctx context.Context, id string) (ssot.Record, error)
-	Inbox(ctx context.Context, role string, p ssot.Page) ([]ssot.OutboxMessage, string, error)
+	InboxOf(ctx context.Context, f ssot.InboxFilter, p ssot.Page) ([]ssot.OutboxMessage, string, error)
 	Pending(ctx context.Context, p ssot.Page) ([]ssot.PendingDecision, string, error)
 	TaskList(ctx context.Context, f ssot.TaskFilter, p ssot.Page) ([]ssot.TaskState, string, error)
 	File(ctx context.Context, taskID, name string) ([]byte, error)

@@ -34,7 +34,15 @@ func (h HistoryResponse) MarshalJSON() ([]byte, error) {
 func (i InboxResponse) MarshalJSON() ([]byte, error) {
 	type plain InboxResponse
 	p := plain(i)
-	p.Messages = orEmpty(p.Messages)
+	p.Messages, p.Acked = orEmpty(p.Messages), orEmpty(p.Acked)
+	return json.Marshal(p)
+}
+
+// MarshalJSON writes warnings as [] when git agrees.
+func (r SubmitResponse) MarshalJSON() ([]byte, error) {
+	type plain SubmitResponse
+	p := plain(r)
+	p.Warnings = orEmpty(p.Warnings)
 	return json.Marshal(p)
 }
 

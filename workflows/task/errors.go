@@ -33,6 +33,11 @@ const (
 	CodeDecided       Code = "decided"
 )
 
+// CodeClaimed refuses an agent's ACK, reply or heartbeat for work that
+// another agent holds (the first to ACK the message); the message names
+// the holder.
+const CodeClaimed Code = "claimed"
+
 // CodeRateLimited refuses input beyond a bound per time window, such as
 // an agent's escalations per task per hour.
 const CodeRateLimited Code = "rate_limited"

@@ -26,14 +26,19 @@ type State struct {
 	RejectCount int          `json:"reject_count"`
 	// DiffMismatches lists where the executor's diff_summary of the
 	// current result differs from what git shows.
-	DiffMismatches []string           `json:"diff_mismatches"`
-	CIRounds       int                `json:"ci_rounds"`
-	Rounds         int                `json:"rounds"`
-	Pending        *decision.Decision `json:"pending,omitempty"`
-	Decided        []decision.Outcome `json:"decided"`
+	DiffMismatches []string `json:"diff_mismatches"`
+	// ResultChecked is the result whose check against git
+	// DiffMismatches reports.
+	ResultChecked string             `json:"result_checked,omitempty"`
+	CIRounds      int                `json:"ci_rounds"`
+	Rounds        int                `json:"rounds"`
+	Pending       *decision.Decision `json:"pending,omitempty"`
+	Decided       []decision.Outcome `json:"decided"`
 	// Outbox holds the messages sent to agents that still await their
 	// ACK or reply: what an agent's inbox shows.
 	Outbox []amp.Message `json:"outbox"`
+	// Holders names, per role, the agent that holds the task's work.
+	Holders []Holder `json:"holders"`
 	// Lease is the branch lease the task holds; LeaseHolder, while it
 	// waits for the lease, is the task that holds it.
 	Lease       *BranchLease    `json:"lease,omitempty"`
@@ -44,7 +49,7 @@ type State struct {
 	// each role's cap.
 	CostUSD float64 `json:"cost_usd"`
 	Tokens  Tokens  `json:"tokens"`
-	Spend   []Spend `json:"spend,omitempty"`
+	Spend   []Spend `json:"spend"`
 	// PausedUntil is when a delivery waiting out an agent's rate limit
 	// is sent again.
 	PausedUntil time.Time `json:"paused_until,omitzero"`
@@ -73,7 +78,7 @@ func (s State) MarshalJSON() ([]byte, error) {
 	type plain State
 	p := plain(s)
 	p.Subtasks, p.DiffMismatches, p.Decided = orEmpty(p.Subtasks), orEmpty(p.DiffMismatches), orEmpty(p.Decided)
-	p.Outbox, p.Timeline = orEmpty(p.Outbox), orEmpty(p.Timeline)
+	p.Outbox, p.Timeline, p.Holders, p.Spend = orEmpty(p.Outbox), orEmpty(p.Timeline), orEmpty(p.Holders), orEmpty(p.Spend)
 	return json.Marshal(p)
 }
 
@@ -83,4 +88,42 @@ func orEmpty[T any](s []T) []T {
 		return []T{}
 	}
 	return s
+}
+
+// Holder is the agent that holds a role's work on a task: the API token
+// that first ACKed (or answered) the role's current message. Another
+// agent's ACK, reply or heartbeat is refused (CodeClaimed) until a new
+// message to the role (a redispatch, the next subtask, a review asked
+// again, also after a recovered heartbeat or an admin's choice to send
+// again) hands the work on.
+type Holder struct {
+	Role  amp.Role `json:"role"`
+	Agent string   `json:"agent"`
+	// MsgID is the message it took, Since when.
+	MsgID string    `json:"msg_id"`
+	Since time.Time `json:"since"`
+	// Unanswered is that message while it awaits the holder's reply: what
+	// the holder's inbox shows with include=acked.
+	Unanswered *amp.Message `json:"unanswered,omitempty"`
+}
+
+// HolderOf returns the holder of role's work, nil when nobody holds it.
+func HolderOf(hs []Holder, role amp.Role) *Holder {
+	for i := range hs {
+		if hs[i].Role == role {
+			return &hs[i]
+		}
+	}
+	return nil
+}
+
+// Claimed is the refusal of agent's input for role's work on taskID
+// when h holds it; nil when nobody holds it, agent is h's own, or the
+// sender has no name or is an admin.
+func Claimed(taskID string, h *Holder, agent string, admin bool) *Error {
+	if h == nil || agent == "" || admin || h.Agent == agent {
+		return nil
+	}
+	return Errorf(CodeClaimed, "claimed: %s holds the %s's work on task %s (it took %s at %s); %s's input is refused until a redispatch, a recovered heartbeat or an admin hands it on",
+		h.Agent, h.Role, taskID, h.MsgID, h.Since.UTC().Format(time.RFC3339), agent)
 }

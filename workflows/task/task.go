@@ -263,6 +263,14 @@ func BranchLeaseKey(repo, branch string) string { return "repo:" + repo + ":" + 
 // SubmitInput carries one AMP message or ACK record exactly as received.
 type SubmitInput struct {
 	Raw json.RawMessage `json:"raw"`
+	// By is the agent that sent it: the name of the API token it came
+	// with, set by the API from the token and never from the body. Empty
+	// when there is no token (a worker's own delivery, an open API): such
+	// a record neither claims the work nor is refused as claimed.
+	By string `json:"by,omitempty"`
+	// Admin is true for an admin's token, which is never refused as
+	// claimed.
+	Admin bool `json:"admin,omitempty"`
 }
 
 // SubmitResult says how the task took a submission.
@@ -273,6 +281,10 @@ type SubmitResult struct {
 	// effect. A plain resend is answered with the first send's result.
 	Duplicate bool   `json:"duplicate,omitempty"`
 	Status    Status `json:"status"`
+	// Warnings name each way a task_result's diff_summary differs from
+	// what git shows for its commit: what the reviewer will be told. The
+	// result is taken all the same.
+	Warnings []string `json:"warnings,omitempty"`
 }
 
 // HeartbeatInput is an agent's progress note.
@@ -283,6 +295,11 @@ type HeartbeatInput struct {
 	// a task waiting for its reply sends the message again at once, as
 	// for a stale heartbeat whose admin chose to send again.
 	Recovered bool `json:"recovered,omitempty"`
+	// By and Admin are who sent it, as for SubmitInput: a heartbeat from
+	// another agent than the role's holder is refused (CodeClaimed), a
+	// recovered one excepted, which hands the work on.
+	By    string `json:"by,omitempty"`
+	Admin bool   `json:"admin,omitempty"`
 }
 
 // CancelInput ends a task; the reason is required.

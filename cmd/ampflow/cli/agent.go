@@ -45,11 +45,18 @@ type submitOutput struct {
 	TaskID    string      `json:"task_id"`
 	Duplicate bool        `json:"duplicate"`
 	Status    task.Status `json:"status"`
+	// Warnings name where a task_result's diff_summary differs from git.
+	Warnings []string `json:"warnings,omitempty"`
 }
 
 func (a *App) printSubmit(taskID string, res task.SubmitResult, verb string) error {
 	if a.JSON() {
-		return a.PrintJSON(submitOutput{MsgID: res.MsgID, TaskID: taskID, Duplicate: res.Duplicate, Status: res.Status})
+		return a.PrintJSON(submitOutput{MsgID: res.MsgID, TaskID: taskID, Duplicate: res.Duplicate, Status: res.Status, Warnings: res.Warnings})
+	}
+	for _, w := range res.Warnings {
+		if _, err := fmt.Fprintf(a.Stdout, "warning: diff_summary does not match git: %s\n", w); err != nil {
+			return err
+		}
 	}
 	if res.Duplicate {
 		_, err := fmt.Fprintf(a.Stdout, "duplicate: %s was %s before, no further effect; task %s is %s\n", res.MsgID, verb, taskID, res.Status)
@@ -62,6 +69,7 @@ func (a *App) printSubmit(taskID string, res task.SubmitResult, verb string) err
 func (a *App) inboxCommand() *cobra.Command {
 	var as string
 	var wait time.Duration
+	var mine bool
 	var page pageFlags
 	cmd := &cobra.Command{
 		Use:   "inbox --as ROLE",
@@ -69,8 +77,11 @@ func (a *App) inboxCommand() *cobra.Command {
 		Long: "Inbox lists the messages addressed to the executor or the reviewer that still\n" +
 			"await its ACK or reply, oldest first. -o json prints a JSON array of AMP\n" +
 			"envelopes, [] when there are none. --wait D waits until a message arrives or\n" +
-			"D has passed (GET /v1/inbox?wait=); with --cursor, until one arrives after it.\n" + pageHelp,
-		Example: "  ampflow inbox --as executor\n  ampflow inbox --as reviewer --wait 5m -o json | jq '.[0]'",
+			"D has passed (GET /v1/inbox?wait=); with --cursor, until one arrives after it.\n" +
+			"The first token to ACK a message holds it: it leaves every other inbox. --mine\n" +
+			"lists the messages your token ACKed and has not answered yet (GET\n" +
+			"/v1/inbox?mine=true), what an agent restarted after a crash was working on.\n" + pageHelp,
+		Example: "  ampflow inbox --as executor\n  ampflow inbox --as executor --mine\n  ampflow inbox --as reviewer --wait 5m -o json | jq '.[0]'",
 		Args:    exactArgs(0, "none"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			role, err := roleFlag("--as", as, amp.RoleExecutor, amp.RoleReviewer)
@@ -87,10 +98,14 @@ func (a *App) inboxCommand() *cobra.Command {
 			if err != nil {
 				return err
 			}
+			if _, ok := tasks.(pager); mine && !ok {
+				return UsageError(errors.New("--mine needs the HTTP API: its token names whose work it is"))
+			}
 			// Only the first page waits; the pages after it are there.
 			w := wait
 			msgs, next, err := readPages(cmd.Context(), page, func(ctx context.Context, q pageQuery) ([]amp.Message, string, error) {
 				defer func() { w = 0 }()
+				q.Mine = mine
 				if p, ok := tasks.(pager); ok {
 					return p.InboxPage(ctx, role, w, q)
 				}
@@ -115,6 +130,7 @@ func (a *App) inboxCommand() *cobra.Command {
 	}
 	cmd.Flags().StringVar(&as, "as", "", "the agent's `ROLE`: executor or reviewer")
 	cmd.Flags().DurationVar(&wait, "wait", 0, "poll until a message arrives or `D` passes")
+	cmd.Flags().BoolVar(&mine, "mine", false, "only the messages your token ACKed and has not answered")
 	page.add(cmd, "messages")
 	return cmd
 }

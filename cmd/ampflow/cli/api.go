@@ -255,6 +255,9 @@ func (c *apiClient) InboxPage(ctx context.Context, role amp.Role, wait time.Dura
 		step := min(max(time.Until(deadline), 0), maxInboxWait).Truncate(time.Millisecond)
 		q := p.values()
 		q.Set("role", string(role))
+		if p.Mine {
+			q.Set("mine", "true")
+		}
 		if step > 0 {
 			q.Set("wait", step.String())
 		}

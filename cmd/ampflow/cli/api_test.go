@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
@@ -81,16 +82,16 @@ func TestAPIClientMethods(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		f := &fakeTasks{submitRes: task.SubmitResult{MsgID: "m-1", Duplicate: true, Status: task.StatusInReview}}
+		f := &fakeTasks{submitRes: task.SubmitResult{MsgID: "m-1", Duplicate: true, Status: task.StatusInReview, Warnings: []string{}}}
 		res, err := serveAPI(t, f, nil, "").Submit(ctx, raw)
-		if err != nil || res != f.submitRes || len(f.submitted) != 1 {
+		if err != nil || !reflect.DeepEqual(res, f.submitRes) || len(f.submitted) != 1 {
 			t.Errorf("Submit = %+v, %v; submitted %d", res, err, len(f.submitted))
 		}
 	})
 	t.Run("Ack", func(t *testing.T) {
-		f := &fakeTasks{ackRes: task.SubmitResult{MsgID: "ack-T-2026-003-1", Status: task.StatusInProgress}}
+		f := &fakeTasks{ackRes: task.SubmitResult{MsgID: "ack-T-2026-003-1", Status: task.StatusInProgress, Warnings: []string{}}}
 		res, err := serveAPI(t, f, nil, "").Ack(ctx, "task_dispatch-T-2026-003-1", amp.RoleExecutor)
-		if err != nil || res != f.ackRes || strings.Join(f.Calls(), ",") != "Ack task_dispatch-T-2026-003-1 executor" {
+		if err != nil || !reflect.DeepEqual(res, f.ackRes) || strings.Join(f.Calls(), ",") != "Ack task_dispatch-T-2026-003-1 executor" {
 			t.Errorf("Ack = %+v, %v; calls %q", res, err, f.Calls())
 		}
 	})

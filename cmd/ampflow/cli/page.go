@@ -25,6 +25,9 @@ const defaultPageLimit = 100
 type pageQuery struct {
 	Limit  int
 	Cursor string
+	// Mine asks the inbox for the messages the caller's token ACKed and
+	// has not answered, alone (GET /v1/inbox?mine=true).
+	Mine bool
 }
 
 // pager is a way in that reads listings a page at a time, as the HTTP API

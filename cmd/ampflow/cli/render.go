@@ -171,6 +171,13 @@ func printState(w io.Writer, st task.State) error {
 	case st.LeaseHolder != "":
 		kv.row("Lease", "waiting: "+st.LeaseHolder+" holds the branch")
 	}
+	for _, h := range st.Holders {
+		state := "answered"
+		if h.Unanswered != nil {
+			state = "working"
+		}
+		kv.row("Held by", fmt.Sprintf("%s (%s, %s), took %s at %s", h.Agent, h.Role, state, h.MsgID, stamp(h.Since)))
+	}
 	kv.row("Description", clip(st.Description, 100))
 	sub := subtaskProgress(st)
 	if st.Subtask != nil {

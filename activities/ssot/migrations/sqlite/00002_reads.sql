@@ -24,9 +24,13 @@ CREATE TABLE outbox (
     role    TEXT    NOT NULL,
     type    TEXT    NOT NULL,
     sent_at INTEGER NOT NULL,
-    body    TEXT    NOT NULL
+    body    TEXT    NOT NULL,
+    -- holder is the agent (token name) that ACKed the message and has not
+    -- answered it yet; '' while it awaits an ACK.
+    holder   TEXT   NOT NULL DEFAULT '',
+    acked_at INTEGER NOT NULL DEFAULT 0
 );
-CREATE INDEX outbox_by_role ON outbox (role, sent_at, msg_id);
+CREATE INDEX outbox_by_role ON outbox (role, holder, sent_at, msg_id);
 CREATE INDEX outbox_by_task ON outbox (task_id);
 
 CREATE TABLE pending (
