@@ -40,6 +40,7 @@ type Config struct {
 	Gate             Gate      `mapstructure:"gate"`
 	Dashboard        Dashboard `mapstructure:"dashboard"`
 	AOF              AOF       `mapstructure:"aof"`
+	Tools            Tools     `mapstructure:"tools"`
 }
 
 // Log configures ampflow's own logs.
@@ -306,6 +307,10 @@ type Agent struct {
 	IdleTimeout time.Duration `mapstructure:"idle_timeout"`
 	// MaxCostUSD stops a runner's run past this many dollars; 0: no cap.
 	MaxCostUSD float64 `mapstructure:"max_cost_usd"`
+	// TokenName names the auth.tokens entry (of the agent's role) a
+	// runner's tool hook presents to the API; empty with tokens
+	// configured gives the runner no hook.
+	TokenName string `mapstructure:"token_name"`
 }
 
 // Slack configures the Slack integration.
