@@ -21,7 +21,9 @@ func TestDefaultRules(t *testing.T) {
 		t.Fatal(err)
 	}
 	const wt = "/data/worktrees/T-2026-001"
-	bash := func(cmd string) json.RawMessage { return input(t, map[string]string{"command": cmd, "description": "run"}) }
+	bash := func(cmd string) json.RawMessage {
+		return input(t, map[string]string{"command": cmd, "description": "run"})
+	}
 	for _, c := range []struct {
 		name       string
 		cli, tool  string
