@@ -76,6 +76,7 @@ func (d *Delivery) runAgent(ctx context.Context, a AgentDelivery, in DeliverInpu
 		IdleTimeout: a.IdleTimeout, MaxCostUSD: a.MaxCostUSD,
 		PIDDir: filepath.Join(a.WorkDir, "pids"),
 	}
+	d.Tools.apply(&spec, m.To, m.TaskID)
 	out, err := st.run(spec)
 	if out.SessionID != "" {
 		st.session = out.SessionID

@@ -156,6 +156,7 @@ func Build(o Options) (*Parts, error) {
 			}
 		},
 	}
+	delivery.Tools = toolHook(cfg, log)
 	policy := workflows.NewPolicy(cfg)
 	acts := &activities.Activities{Git: git, CI: ci, Store: record, Delivery: delivery, Log: log, Policy: &policy,
 		DecisionKey: decisionKey, Refusals: store,
