@@ -139,7 +139,7 @@ func TestToolPolicyClaude(t *testing.T) {
 	}
 	calls := ops.toolCalls(id)
 	if len(calls) < 2 || calls[0].Decision != task.ToolDeny || calls[0].Rule != "no-force-push" || calls[0].By != task.ByPolicy ||
-		calls[0].Agent != "exec" || calls[1].Decision != task.ToolPending || calls[1].DecisionID != d.ID {
+		calls[0].Agent != "exec" || calls[1].Decision != task.ToolPending || calls[1].Rule != "ask-network" {
 		t.Fatalf("the tool calls before the answer: %+v", calls)
 	}
 	body := httpapi.DecideRequest{Option: task.OptAllowOnce, Digest: d.Digest}
