@@ -57,6 +57,8 @@ func readHookInput(t *testing.T, name string) string {
 	return string(b)
 }
 
+// TestHookClaude feeds the hook a PreToolUse payload recorded from Claude
+// Code 2.1.332 (testdata/hook/claude_pretooluse.json).
 func TestHookClaude(t *testing.T) {
 	payload := readHookInput(t, "claude_pretooluse.json")
 	t.Run("Denied", func(t *testing.T) {
@@ -83,7 +85,7 @@ func TestHookClaude(t *testing.T) {
 			t.Fatalf("%d requests", len(f.got))
 		}
 		g := f.got[0]
-		if g.TaskID != "T-2026-001" || g.CLI != "claude" || g.Tool != "Bash" || g.CWD != "/work/wt" || g.Worktree != "/work/wt" ||
+		if g.TaskID != "T-2026-001" || g.CLI != "claude" || g.Tool != "Bash" || g.CWD != "/tmp/TestRecord1680197066/001" || g.Worktree != "/work/wt" ||
 			!strings.Contains(string(g.Input), "git push --force origin main") {
 			t.Errorf("request %+v", g)
 		}
