@@ -78,6 +78,8 @@ type Delivery struct {
 	Log     *slog.Logger
 	// Now is the clock of webhook signatures; nil means time.Now.
 	Now func() time.Time
+	// Tools, when set, gives runners the tool policy's hook.
+	Tools *ToolHook
 }
 
 // maxReply bounds what a command-mode agent may print; more is ignored.

@@ -81,6 +81,7 @@ func (d *Delivery) runAgent(ctx context.Context, a AgentDelivery, in DeliverInpu
 		PriceUSD:    func(u runner.Usage) float64 { return d.Pricing.Price(a.Model, u.InputTokens, u.OutputTokens) },
 		PIDDir:      PIDDir(a.WorkDir),
 	}
+	d.Tools.apply(&spec, m.To, m.TaskID)
 	out, err := st.run(spec)
 	if out.SessionID != "" {
 		st.session = out.SessionID

@@ -40,6 +40,7 @@ type Config struct {
 	Gate             Gate      `mapstructure:"gate"`
 	Dashboard        Dashboard `mapstructure:"dashboard"`
 	AOF              AOF       `mapstructure:"aof"`
+	Tools            Tools     `mapstructure:"tools"`
 }
 
 // Log configures ampflow's own logs.
@@ -307,6 +308,10 @@ type Agent struct {
 	// MaxCostUSD caps what a runner may spend on one task, in dollars; a
 	// run that reaches it is stopped and the admins decide. 0: no cap.
 	MaxCostUSD float64 `mapstructure:"max_cost_usd"`
+	// TokenName names the auth.tokens entry (of the agent's role) a
+	// runner's tool hook presents to the API; empty with tokens
+	// configured gives the runner no hook.
+	TokenName string `mapstructure:"token_name"`
 }
 
 // Slack configures the Slack integration.

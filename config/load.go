@@ -284,6 +284,7 @@ func decodeHook() mapstructure.DecodeHookFunc {
 		mapstructure.StringToTimeDurationHookFunc(),
 		stringToAuthTokens,
 		jsonGateList,
+		jsonToolRules,
 		mapstructure.StringToSliceHookFunc(","),
 	)
 }

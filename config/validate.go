@@ -132,6 +132,7 @@ func (c Config) Validate() error {
 	c.validateTelegram(&ps)
 	c.validateGate(&ps)
 	c.validateContracts(&ps)
+	c.validateTools(&ps)
 
 	if len(ps) == 0 {
 		return nil

@@ -167,6 +167,7 @@ func Build(o Options) (*Parts, error) {
 	if o.Metrics != nil {
 		delivery.Metrics = o.Metrics
 	}
+	delivery.Tools = toolHook(cfg, log)
 	acts := &activities.Activities{Git: git, CI: ci, Store: record, Delivery: delivery, Log: log, Policy: &policy,
 		DecisionKey: decisionKey, Refusals: store,
 		Leases: leaseacts.Branches{Client: &lease.Client{Temporal: o.Temporal, TaskQueue: cfg.Temporal.TaskQueue}}}

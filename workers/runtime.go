@@ -90,6 +90,9 @@ func buildAPI(o Options, parts *Parts, mounts map[string]http.Handler, rt *runti
 		return nil, false, err
 	}
 	addMesh(api, parts, log)
+	if err := addToolCalls(api, o, parts); err != nil {
+		return nil, false, err
+	}
 	contracts, err := contractHandlers(o, parts, log)
 	if err != nil {
 		return nil, false, err

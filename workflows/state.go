@@ -94,6 +94,8 @@ type taskState struct {
 	// Decisions is the decision engine's state: the open decision, the
 	// answer the run loop has yet to act on, and every closed one.
 	Decisions decide.State `json:"decisions"`
+	// Tools is what the task keeps of its agents' tool calls.
+	Tools toolState `json:"tools,omitzero"`
 	// Failed is the last delivery that failed; the wait for its reply
 	// raises it to the admins.
 	Failed *deliveryFailed `json:"delivery_failed,omitempty"`

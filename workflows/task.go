@@ -174,6 +174,9 @@ func (t *taskRun) setup(ctx workflow.Context) error {
 			t.leaseGranted(g)
 		}
 	})
+	if err := t.setupTools(ctx); err != nil {
+		return err
+	}
 	t.effects = ctx
 	t.wake()
 	t.decisions.Start(ctx)

@@ -11,7 +11,7 @@ import (
 //
 //	claude -p --output-format stream-json --verbose
 //	  [--model M] [--resume ID] [--append-system-prompt S] [--max-budget-usd N]
-//	  --dangerously-skip-permissions -- PROMPT
+//	  [--settings JSON] --dangerously-skip-permissions -- PROMPT
 //
 // Its stream is one JSON object a line: system/init (session id, tools),
 // system/api_retry while it retries a failed request, assistant messages with
@@ -34,6 +34,9 @@ func (claudeFormat) args(s Spec) []string {
 	}
 	if s.MaxCostUSD > 0 {
 		a = append(a, "--max-budget-usd", strconv.FormatFloat(s.MaxCostUSD, 'f', -1, 64))
+	}
+	if s.Settings != "" {
+		a = append(a, "--settings", s.Settings)
 	}
 	return append(a, "--dangerously-skip-permissions", "--", s.Prompt)
 }

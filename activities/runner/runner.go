@@ -78,6 +78,9 @@ type Spec struct {
 	// PIDDir, when set, holds a pid file for the run while it lives, so Reap
 	// can kill it after a crash of the caller.
 	PIDDir string
+	// Settings is Claude Code's --settings, as JSON (the tool policy's
+	// hook); the other runners ignore it.
+	Settings string
 }
 
 // EventKind names what an Event reports.

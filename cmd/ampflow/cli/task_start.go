@@ -25,7 +25,7 @@ func (a *App) taskCommand() *cobra.Command {
 		RunE:    func(*cobra.Command, []string) error { return nil },
 	}
 	cmd.AddCommand(a.taskStartCommand(), a.taskListCommand(), a.taskShowCommand(),
-		a.taskHistoryCommand(), a.taskCancelCommand(), a.taskReplanCommand())
+		a.taskHistoryCommand(), a.taskCancelCommand(), a.taskReplanCommand(), a.taskToolsCommand())
 	return cmd
 }
 

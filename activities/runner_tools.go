@@ -1,0 +1,76 @@
+package activities
+
+import (
+	"encoding/json"
+	"strings"
+	"time"
+
+	"github.com/ampflow/ampflow/activities/runner"
+	"github.com/ampflow/ampflow/amp"
+)
+
+// ToolHook puts every tool call of a runner's CLI through the tool policy
+// (tools.rules): the CLI runs `ampflow hook <cli>` before each tool, which
+// asks the worker's API as the role's own token. Only Claude Code takes
+// it for now, through --settings on its command line, so nothing is
+// written into the repository.
+type ToolHook struct {
+	// Binary is the ampflow executable the hook runs.
+	Binary string
+	// APIURL is where the hook reaches the API.
+	APIURL string
+	// Tokens are the API tokens of the executor and the reviewer
+	// (agents.<role>.token_name); a role without one gets no hook when
+	// Open is false.
+	Tokens map[amp.Role]string
+	// Open says the API takes requests without a token.
+	Open bool
+	// AskTimeout is tools.ask_timeout: the hook's own timeout leaves room
+	// for the admins to answer.
+	AskTimeout time.Duration
+}
+
+// Hook env names the hook reads.
+const (
+	EnvAPIURL   = "AMPFLOW_API_URL"
+	EnvAPIToken = "AMPFLOW_API_TOKEN"
+	EnvToolTask = "AMPFLOW_TASK_ID"
+	EnvWorktree = "AMPFLOW_WORKTREE"
+)
+
+// apply gives spec the hook for a run of role on taskID; it reports
+// whether it did.
+func (h *ToolHook) apply(spec *runner.Spec, role amp.Role, taskID string) bool {
+	if h == nil || h.Binary == "" || spec.Runner != runner.Claude {
+		return false
+	}
+	token := h.Tokens[role]
+	if token == "" && !h.Open {
+		return false
+	}
+	spec.Settings = ClaudeHookSettings(h.Binary, h.AskTimeout)
+	spec.Env = append(spec.Env, EnvAPIURL+"="+h.APIURL, EnvToolTask+"="+taskID, EnvWorktree+"="+spec.Dir)
+	if token != "" {
+		spec.Env = append(spec.Env, EnvAPIToken+"="+token)
+	}
+	return true
+}
+
+// ClaudeHookSettings is the Claude Code settings JSON (for --settings)
+// whose PreToolUse hook runs `ampflow hook claude` before every tool. Its
+// timeout is the ask timeout and a minute more, so an ask is answered (or
+// expires into deny) before Claude Code gives up on the hook.
+func ClaudeHookSettings(binary string, askTimeout time.Duration) string {
+	timeout := int((askTimeout + time.Minute).Seconds())
+	s := map[string]any{"hooks": map[string]any{"PreToolUse": []any{map[string]any{
+		"matcher": "*",
+		"hooks": []any{map[string]any{
+			"type": "command", "command": shellQuote(binary) + " hook claude", "timeout": timeout,
+		}},
+	}}}}
+	b, _ := json.Marshal(s)
+	return string(b)
+}
+
+// shellQuote quotes s for sh.
+func shellQuote(s string) string { return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'" }

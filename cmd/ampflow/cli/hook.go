@@ -1,0 +1,153 @@
+package cli
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/ampflow/ampflow/workflows/task"
+)
+
+// hookInput is what Claude Code (PreToolUse), Codex (PreToolUse) and
+// Gemini CLI (BeforeTool) write on a command hook's standard input; each
+// sends more, which is ignored.
+type hookInput struct {
+	SessionID     string          `json:"session_id"`
+	HookEventName string          `json:"hook_event_name"`
+	ToolName      string          `json:"tool_name"`
+	ToolInput     json.RawMessage `json:"tool_input"`
+	CWD           string          `json:"cwd"`
+}
+
+// hookCLIs are the CLIs `ampflow hook` speaks for.
+var hookCLIs = []string{"claude", "codex", "gemini"}
+
+func (a *App) hookCommand() *cobra.Command {
+	var maxWait time.Duration
+	cmd := &cobra.Command{
+		Use:   "hook claude|codex|gemini",
+		Short: "Decide an agent CLI's tool call by ampflow's tool policy (a PreToolUse/BeforeTool hook)",
+		Long: "Hook reads the JSON a CLI's pre-tool hook gets on standard input (Claude Code\n" +
+			"and Codex PreToolUse, Gemini CLI BeforeTool), asks the HTTP API\n" +
+			"(POST /v1/tool-calls, as AMPFLOW_API_TOKEN) whether the call may run for the task\n" +
+			"AMPFLOW_TASK_ID, waits while the admins answer an ask, and prints the answer in\n" +
+			"the CLI's hook format. A call the API cannot decide (no task, the API\n" +
+			"unreachable) is denied, with the reason. AMPFLOW_WORKTREE, when set, is the\n" +
+			"directory the agent may write in (else the hook's cwd). See docs/tools.md.",
+		Example: "  # Claude Code settings.json:\n" +
+			`  {"hooks":{"PreToolUse":[{"matcher":"*","hooks":[{"type":"command","command":"ampflow hook claude","timeout":900}]}]}}`,
+		Args:      cobra.ExactArgs(1),
+		ValidArgs: hookCLIs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			cli := args[0]
+			if !contains(hookCLIs, cli) {
+				return UsageError(fmt.Errorf("hook: %q is not one of %s", cli, strings.Join(hookCLIs, ", ")))
+			}
+			allow, reason := a.hookDecide(cmd.Context(), cli, maxWait)
+			return a.PrintJSON(hookOutput(cli, allow, reason))
+		},
+	}
+	cmd.Flags().DurationVar(&maxWait, "max-wait", 30*time.Minute, "deny an ask not answered within `DURATION` (the server's tools.ask_timeout denies it first)")
+	return cmd
+}
+
+func contains(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
+
+// hookDecide asks the API about the call on stdin. allow is nil when the
+// policy allowed the call by tools.default: the CLI's own permission
+// settings then apply.
+func (a *App) hookDecide(ctx context.Context, cli string, maxWait time.Duration) (allow *bool, reason string) {
+	deny := func(format string, args ...any) (*bool, string) {
+		msg := "ampflow: " + fmt.Sprintf(format, args...)
+		fmt.Fprintln(a.Stderr, msg)
+		no := false
+		return &no, msg
+	}
+	raw, err := io.ReadAll(io.LimitReader(a.Stdin, 1<<20))
+	if err != nil {
+		return deny("reading the hook's input: %v", err)
+	}
+	var in hookInput
+	if err := json.Unmarshal(raw, &in); err != nil {
+		return deny("the hook's input is not JSON: %v", err)
+	}
+	if in.ToolName == "" {
+		return deny("the hook's input names no tool_name")
+	}
+	taskID, _ := a.LookupEnv("AMPFLOW_TASK_ID")
+	if taskID == "" {
+		return deny("AMPFLOW_TASK_ID is not set: no task to ask about %s", in.ToolName)
+	}
+	worktree, _ := a.LookupEnv("AMPFLOW_WORKTREE")
+	c, err := a.api()
+	if err != nil {
+		return deny("%v", err)
+	}
+	ctx, cancel := context.WithTimeout(ctx, maxWait)
+	defer cancel()
+	tc, err := c.ToolCall(ctx, task.ToolCallRequest{TaskID: taskID, CLI: cli, Tool: in.ToolName, Input: in.ToolInput,
+		CWD: in.CWD, Worktree: worktree}, maxInboxWait)
+	for err == nil && tc.Decision == task.ToolPending {
+		tc, err = c.ToolCallGet(ctx, tc.ID, maxInboxWait)
+	}
+	switch {
+	case err != nil && ctx.Err() != nil:
+		return deny("no answer to %s within %s", in.ToolName, maxWait)
+	case err != nil:
+		return deny("asking about %s: %v", in.ToolName, err)
+	case tc.Decision == task.ToolDeny:
+		return deny("%s denied (%s): %s", in.ToolName, tc.ID, tc.Reason)
+	case tc.Decision != task.ToolAllow:
+		return deny("%s: unexpected answer %q", tc.ID, tc.Decision)
+	}
+	yes := true
+	if tc.By == task.ByPolicy && tc.Rule == "" {
+		return nil, ""
+	}
+	why := "allowed by ampflow (" + tc.ID + ")"
+	if tc.By != task.ByPolicy {
+		why = fmt.Sprintf("allowed by %s via %s (%s)", tc.By, tc.Channel, tc.ID)
+	}
+	return &yes, why
+}
+
+// hookOutput is the answer in the CLI's hook format.
+func hookOutput(cli string, allow *bool, reason string) any {
+	switch cli {
+	case "gemini":
+		if allow == nil {
+			return map[string]any{}
+		}
+		if *allow {
+			return map[string]any{"decision": "allow", "reason": reason}
+		}
+		return map[string]any{"decision": "deny", "reason": reason}
+	case "codex":
+		// Codex takes an allow as "no objection": {} lets its own
+		// approval settings apply.
+		if allow == nil || *allow {
+			return map[string]any{}
+		}
+	}
+	if allow == nil {
+		return map[string]any{}
+	}
+	decision := "deny"
+	if *allow {
+		decision = "allow"
+	}
+	return map[string]any{"hookSpecificOutput": map[string]any{
+		"hookEventName": "PreToolUse", "permissionDecision": decision, "permissionDecisionReason": reason}}
+}

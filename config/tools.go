@@ -1,0 +1,105 @@
+package config
+
+import (
+	"encoding/json"
+	"fmt"
+	"reflect"
+	"strings"
+	"time"
+
+	"github.com/ampflow/ampflow/activities/toolpolicy"
+	"github.com/ampflow/ampflow/amp"
+)
+
+// Tools is the policy every tool call of an agent CLI is decided by,
+// before it runs: the runners' own (Claude Code gets a PreToolUse hook)
+// and those of CLIs run by hand with `ampflow hook` (docs/tools.md).
+type Tools struct {
+	// Enabled gives the runners that support it (claude) the hook.
+	Enabled bool `mapstructure:"enabled"`
+	// Rules are matched in order; the first match decides. Set, they
+	// replace the default rules (toolpolicy.DefaultRules) whole.
+	Rules []toolpolicy.Rule `mapstructure:"rules"`
+	// Default applies when no rule matches: allow, deny or ask.
+	Default toolpolicy.Action `mapstructure:"default"`
+	// AskTimeout is how long an ask waits for the admins before the call
+	// is denied (its decision expires into deny).
+	AskTimeout time.Duration `mapstructure:"ask_timeout"`
+}
+
+// DefaultAskTimeout is tools.ask_timeout's default.
+const DefaultAskTimeout = 10 * time.Minute
+
+var toolDefaults = map[string]any{
+	"tools.enabled":     true,
+	"tools.rules":       toolpolicy.DefaultRules(),
+	"tools.default":     toolpolicy.Allow,
+	"tools.ask_timeout": DefaultAskTimeout,
+
+	"agents.executor.token_name": "",
+	"agents.reviewer.token_name": "",
+}
+
+func init() {
+	for k, v := range toolDefaults {
+		defaults[k] = v
+	}
+}
+
+var toolRulesType = reflect.TypeOf([]toolpolicy.Rule{})
+
+// jsonToolRules reads tools.rules set in the environment, as a JSON
+// array: AMPFLOW_TOOLS_RULES='[{"tool":"Bash","match":"rm -rf","action":"deny"}]'.
+func jsonToolRules(f, t reflect.Type, data any) (any, error) {
+	if f.Kind() != reflect.String || t != toolRulesType {
+		return data, nil
+	}
+	var rules []toolpolicy.Rule
+	s := strings.TrimSpace(data.(string))
+	if s == "" {
+		return []toolpolicy.Rule{}, nil
+	}
+	if err := json.Unmarshal([]byte(s), &rules); err != nil {
+		return nil, fmt.Errorf("a JSON array is expected: %w", err)
+	}
+	return rules, nil
+}
+
+// ToolPolicy compiles tools.rules and tools.default.
+func (c Config) ToolPolicy() (*toolpolicy.Policy, error) {
+	return toolpolicy.New(c.Tools.Rules, c.Tools.Default)
+}
+
+func (c Config) validateTools(ps *problems) {
+	for _, p := range toolpolicy.Check(c.Tools.Rules, c.Tools.Default) {
+		ps.add("tools."+p.Field, "%s", p.Message)
+	}
+	ps.positive("tools.ask_timeout", c.Tools.AskTimeout)
+	for _, a := range []struct {
+		key  string
+		role amp.Role
+		name string
+	}{{"agents.executor.token_name", amp.RoleExecutor, c.Agents.Executor.TokenName}, {"agents.reviewer.token_name", amp.RoleReviewer, c.Agents.Reviewer.TokenName}} {
+		if a.name == "" {
+			continue
+		}
+		if _, err := c.AgentToken(a.role, a.name); err != nil {
+			ps.add(a.key, "%v", err)
+		}
+	}
+}
+
+// AgentToken returns the secret of the auth.tokens entry named name, which
+// must be of role: what a runner's tool hook presents to the API.
+func (c Config) AgentToken(role amp.Role, name string) (string, error) {
+	for _, t := range c.Auth.Tokens {
+		if t.Name != name {
+			continue
+		}
+		if t.Role != role {
+			return "", fmt.Errorf("auth.tokens names %q with role %s; the %s's hook needs a token of role %s", name, t.Role, role, role)
+		}
+		return t.Token, nil
+	}
+	return "", fmt.Errorf("no auth.tokens entry is named %q", name)
+}

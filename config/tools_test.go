@@ -1,0 +1,48 @@
+package config
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/ampflow/ampflow/activities/toolpolicy"
+	"github.com/ampflow/ampflow/amp"
+)
+
+func TestToolsConfig(t *testing.T) {
+	env := map[string]string{
+		"AMPFLOW_TOOLS_RULES":       `[{"tool":"Bash","match":"rm -rf","action":"deny","reason":"no"}]`,
+		"AMPFLOW_TOOLS_DEFAULT":     "ask",
+		"AMPFLOW_TOOLS_ASK_TIMEOUT": "2m",
+	}
+	c, err := LoadEnv(New(), "", func(k string) (string, bool) { v, ok := env[k]; return v, ok })
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(c.Tools.Rules) != 1 || c.Tools.Rules[0].Action != toolpolicy.Deny || c.Tools.Default != toolpolicy.Ask || c.Tools.AskTimeout.Minutes() != 2 {
+		t.Errorf("tools = %+v", c.Tools)
+	}
+	if err := c.Validate(); err != nil {
+		t.Errorf("Validate: %v", err)
+	}
+	if len(Default().Tools.Rules) != len(toolpolicy.DefaultRules()) {
+		t.Error("the default rules are not tools.rules' default")
+	}
+}
+
+func TestToolsValidate(t *testing.T) {
+	c := Default()
+	c.Tools.Rules = []toolpolicy.Rule{{Tool: "(", Action: "maybe"}}
+	c.Tools.AskTimeout = 0
+	c.Auth.Tokens = []AuthToken{{Token: "t1", Role: amp.RoleAdmin, Name: "ops"}}
+	c.Agents.Executor.TokenName = "ops"
+	c.Agents.Reviewer.TokenName = "nobody"
+	err := c.Validate()
+	if err == nil {
+		t.Fatal("Validate took bad tools")
+	}
+	for _, want := range []string{"tools.rules[0].tool", "tools.rules[0].action", "tools.ask_timeout", "agents.executor.token_name", "agents.reviewer.token_name"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("%s is not named in %v", want, err)
+		}
+	}
+}

@@ -1,0 +1,322 @@
+// Package toolcalls is the HTTP face of the tool policy: POST
+// /v1/tool-calls decides an agent CLI's tool call before it runs (allow
+// and deny at once, ask through the task's tool_call decision, waited for
+// or polled at GET /v1/tool-calls/{id}), and GET /v1/tasks/{id}/tool-calls
+// lists a task's tool calls from its chain.
+package toolcalls
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/ampflow/ampflow/activities/ssot"
+	"github.com/ampflow/ampflow/activities/toolpolicy"
+	"github.com/ampflow/ampflow/amp"
+	"github.com/ampflow/ampflow/integrations/httpapi"
+	"github.com/ampflow/ampflow/workflows/decision"
+	"github.com/ampflow/ampflow/workflows/task"
+)
+
+// Tasks records a tool call in its task (workflows.Client).
+type Tasks interface {
+	ToolCall(ctx context.Context, taskID string, in task.ToolCall) (task.ToolCall, error)
+}
+
+// Store reads the task's chain, where every tool call is recorded.
+type Store interface {
+	Get(ctx context.Context, id string) (ssot.Record, error)
+	History(ctx context.Context, taskID string, p ssot.Page) ([]ssot.Record, string, error)
+}
+
+// MaxWait bounds a long poll's wait.
+const MaxWait = 60 * time.Second
+
+// Handlers serve the tool-call routes. Register them on the API.
+type Handlers struct {
+	API    *httpapi.Server
+	Tasks  Tasks
+	Store  Store
+	Policy *toolpolicy.Policy
+	// AskTimeout is how long an ask waits for the admins before it is
+	// denied (tools.ask_timeout).
+	AskTimeout time.Duration
+	// Poll is how often a long poll looks again; zero is 300ms.
+	Poll time.Duration
+}
+
+// Register adds the routes, their schemas and the tool_call decision kind
+// to the API.
+func (h *Handlers) Register(api *httpapi.Server) {
+	h.API = api
+	if h.Poll <= 0 {
+		h.Poll = 300 * time.Millisecond
+	}
+	api.Add(httpapi.Spec{Schemas: schemas(), DecisionKinds: []decision.Kind{task.KindToolCall}},
+		httpapi.Route{Pattern: "POST /v1/tool-calls", Handler: h.post, Operation: postOp()},
+		httpapi.Route{Pattern: "GET /v1/tool-calls/{id}", Handler: h.get, Operation: getOp()},
+		httpapi.Route{Pattern: "GET /v1/tasks/{id}/tool-calls", Handler: h.list, Operation: listOp()},
+	)
+}
+
+func invalid(field, format string, args ...any) error {
+	e := task.Errorf(task.CodeInvalid, "%s: %s", field, fmt.Sprintf(format, args...))
+	e.Fields = []amp.FieldError{{Path: field, Problem: fmt.Sprintf(format, args...)}}
+	return e
+}
+
+func parseWait(v string) (time.Duration, error) {
+	if v == "" {
+		return 0, nil
+	}
+	d, err := time.ParseDuration(v)
+	if err != nil {
+		n, nerr := strconv.Atoi(v)
+		if nerr != nil {
+			return 0, invalid("wait", `must be a duration such as "30s"`)
+		}
+		d = time.Duration(n) * time.Second
+	}
+	if d < 0 || d > MaxWait {
+		return 0, invalid("wait", "must be between 0 and %s", MaxWait)
+	}
+	return d, nil
+}
+
+// extend gives a long poll its wait on top of the server's timeouts.
+func extend(w http.ResponseWriter, wait time.Duration) {
+	if wait <= 0 {
+		return
+	}
+	rc := http.NewResponseController(w)
+	now := time.Now()
+	_ = rc.SetReadDeadline(now.Add(wait + httpapi.DefaultTimeout))
+	_ = rc.SetWriteDeadline(now.Add(wait + httpapi.DefaultTimeout))
+}
+
+// post decides a tool call: the policy first, then the task, which
+// records it and raises an ask.
+func (h *Handlers) post(w http.ResponseWriter, r *http.Request) {
+	wait, err := parseWait(r.URL.Query().Get("wait"))
+	if err != nil {
+		h.API.Error(w, r, err)
+		return
+	}
+	var in task.ToolCallRequest
+	if err := h.API.Decode(w, r, &in); err != nil {
+		h.API.Error(w, r, err)
+		return
+	}
+	switch {
+	case !task.ValidID(in.TaskID):
+		h.API.Error(w, r, invalid("task_id", "must be a task id T-YYYY-NNN, not %q", in.TaskID))
+		return
+	case strings.TrimSpace(in.Tool) == "":
+		h.API.Error(w, r, invalid("tool", "required"))
+		return
+	case len(in.Input) > 0 && !json.Valid(in.Input):
+		h.API.Error(w, r, invalid("input", "must be JSON"))
+		return
+	}
+	v := h.Policy.Decide(toolpolicy.Call{CLI: in.CLI, Tool: in.Tool, Input: in.Input, CWD: in.CWD, Worktree: in.Worktree})
+	canon := toolpolicy.Canonical(in.Input)
+	sum := sha256.Sum256(canon)
+	c := task.ToolCall{
+		Agent: httpapi.CallerOf(r).Name, CLI: in.CLI, Tool: in.Tool, Kind: string(v.Kind),
+		Input: bounded(string(canon)), InputTruncated: len(canon) > task.MaxToolInput, InputBytes: len(canon),
+		InputDigest: hex.EncodeToString(sum[:]), CWD: in.CWD, Worktree: in.Worktree,
+		Rule: v.Rule, Action: string(v.Action), Reason: v.Reason, Risk: v.Risk, AskTimeout: h.AskTimeout,
+	}
+	out, err := h.Tasks.ToolCall(r.Context(), in.TaskID, c)
+	if err != nil {
+		h.API.Error(w, r, err)
+		return
+	}
+	if out.Decision == task.ToolPending && wait > 0 {
+		extend(w, wait)
+		out = h.await(r.Context(), out, wait)
+	}
+	h.answer(w, out)
+}
+
+// bounded cuts s to task.MaxToolInput bytes on a rune boundary.
+func bounded(s string) string {
+	if len(s) <= task.MaxToolInput {
+		return s
+	}
+	n := task.MaxToolInput
+	for n > 0 && !validStart(s[n]) {
+		n--
+	}
+	return s[:n]
+}
+
+func validStart(b byte) bool { return b&0xC0 != 0x80 }
+
+func (h *Handlers) answer(w http.ResponseWriter, c task.ToolCall) {
+	st := http.StatusOK
+	if c.Decision == task.ToolPending {
+		st = http.StatusAccepted
+	}
+	httpapi.WriteJSON(w, st, c)
+}
+
+// await looks for the ask's outcome record until it is there or the wait
+// is over.
+func (h *Handlers) await(ctx context.Context, c task.ToolCall, wait time.Duration) task.ToolCall {
+	deadline := time.NewTimer(wait)
+	defer deadline.Stop()
+	tick := time.NewTicker(h.Poll)
+	defer tick.Stop()
+	for {
+		if got, ok, _ := h.read(ctx, c.ID+task.ToolCallOutcome); ok {
+			return got
+		}
+		select {
+		case <-ctx.Done():
+			return c
+		case <-deadline.C:
+			return c
+		case <-tick.C:
+		}
+	}
+}
+
+func (h *Handlers) read(ctx context.Context, id string) (task.ToolCall, bool, error) {
+	if h.Store == nil {
+		return task.ToolCall{}, false, task.Errorf(task.CodeUnavailable, "the SSOT is not available")
+	}
+	rec, err := h.Store.Get(ctx, id)
+	if errors.Is(err, ssot.ErrNotFound) {
+		return task.ToolCall{}, false, nil
+	}
+	if err != nil {
+		return task.ToolCall{}, false, err
+	}
+	var c task.ToolCall
+	if err := json.Unmarshal(rec.Body, &c); err != nil {
+		return task.ToolCall{}, false, fmt.Errorf("reading tool call %s: %w", id, err)
+	}
+	return c, true, nil
+}
+
+// get answers a tool call as recorded, waiting for an ask's answer.
+func (h *Handlers) get(w http.ResponseWriter, r *http.Request) {
+	id := r.PathValue("id")
+	wait, err := parseWait(r.URL.Query().Get("wait"))
+	if err != nil {
+		h.API.Error(w, r, err)
+		return
+	}
+	if taskID, _, ok := cutID(id); !ok || !task.ValidID(taskID) {
+		h.API.Error(w, r, invalid("id", "must be a tool call id <task_id>-tc<n>, not %q", id))
+		return
+	}
+	if c, ok, err := h.read(r.Context(), id+task.ToolCallOutcome); err != nil || ok {
+		h.done(w, r, c, err)
+		return
+	}
+	c, ok, err := h.read(r.Context(), id)
+	if err != nil {
+		h.API.Error(w, r, err)
+		return
+	}
+	if !ok {
+		// Just asked: the record may not be written yet.
+		c = task.ToolCall{ID: id, Decision: task.ToolPending}
+	}
+	if c.Decided() {
+		h.answer(w, c)
+		return
+	}
+	extend(w, wait)
+	c = h.await(r.Context(), c, wait)
+	if c.TaskID == "" {
+		h.API.Error(w, r, task.Errorf(task.CodeNotFound, "no tool call %s", id))
+		return
+	}
+	h.answer(w, c)
+}
+
+func (h *Handlers) done(w http.ResponseWriter, r *http.Request, c task.ToolCall, err error) {
+	if err != nil {
+		h.API.Error(w, r, err)
+		return
+	}
+	h.answer(w, c)
+}
+
+// cutID splits "<task_id>-tc<n>".
+func cutID(id string) (taskID string, n int, ok bool) {
+	i := strings.LastIndex(id, "-tc")
+	if i < 0 {
+		return "", 0, false
+	}
+	n, err := strconv.Atoi(id[i+3:])
+	return id[:i], n, err == nil && n > 0
+}
+
+// list reads the task's tool calls from its chain, the outcome of an ask
+// in place of its first record, filtered by tool, kind, decision and
+// agent.
+func (h *Handlers) list(w http.ResponseWriter, r *http.Request) {
+	taskID := r.PathValue("id")
+	if !task.ValidID(taskID) {
+		h.API.Error(w, r, invalid("id", "must be a task id T-YYYY-NNN, not %q", taskID))
+		return
+	}
+	if h.Store == nil {
+		h.API.Error(w, r, task.Errorf(task.CodeUnavailable, "the SSOT is not available"))
+		return
+	}
+	q := r.URL.Query()
+	var calls []task.ToolCall
+	at := map[string]int{}
+	cursor := ""
+	for {
+		recs, next, err := h.Store.History(r.Context(), taskID, ssot.Page{Limit: 1000, Cursor: cursor})
+		if errors.Is(err, ssot.ErrNotFound) {
+			h.API.Error(w, r, task.Errorf(task.CodeNotFound, "no task %s in the SSOT", taskID))
+			return
+		}
+		if err != nil {
+			h.API.Error(w, r, err)
+			return
+		}
+		for _, rec := range recs {
+			if rec.Kind != task.RecordToolCall {
+				continue
+			}
+			var c task.ToolCall
+			if json.Unmarshal(rec.Body, &c) != nil {
+				continue
+			}
+			if i, ok := at[c.ID]; ok {
+				calls[i] = c
+				continue
+			}
+			at[c.ID] = len(calls)
+			calls = append(calls, c)
+		}
+		if next == "" {
+			break
+		}
+		cursor = next
+	}
+	out := task.ToolCallList{ToolCalls: []task.ToolCall{}}
+	for _, c := range calls {
+		if keep(q.Get("tool"), c.Tool) && keep(q.Get("kind"), c.Kind) && keep(q.Get("decision"), c.Decision) && keep(q.Get("agent"), c.Agent) {
+			out.ToolCalls = append(out.ToolCalls, c)
+		}
+	}
+	httpapi.WriteJSON(w, http.StatusOK, out)
+}
+
+func keep(want, have string) bool { return want == "" || want == have }

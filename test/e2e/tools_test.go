@@ -1,0 +1,190 @@
+package e2e
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/ampflow/ampflow/activities/runner/fakemodel"
+	"github.com/ampflow/ampflow/integrations/httpapi"
+	"github.com/ampflow/ampflow/workflows/decision"
+	"github.com/ampflow/ampflow/workflows/task"
+)
+
+// tokenAPI speaks to the HTTP API of a dev process with tokens, as one
+// token's holder.
+type tokenAPI struct {
+	t     *testing.T
+	base  string
+	token string
+}
+
+func (c tokenAPI) call(method, path string, v, out any) (int, []byte) {
+	c.t.Helper()
+	var body io.Reader
+	if v != nil {
+		b, err := json.Marshal(v)
+		if err != nil {
+			c.t.Fatal(err)
+		}
+		body = bytes.NewReader(b)
+	}
+	req, err := http.NewRequest(method, c.base+path, body)
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	if v != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	req.Header.Set("Authorization", "Bearer "+c.token)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		c.t.Fatalf("%s %s: %v", method, path, err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	if out != nil && resp.StatusCode < 300 {
+		if err := json.Unmarshal(b, out); err != nil {
+			c.t.Fatalf("%s %s: decoding %s: %v", method, path, b, err)
+		}
+	}
+	return resp.StatusCode, b
+}
+
+func (c tokenAPI) toolCalls(id string) []task.ToolCall {
+	c.t.Helper()
+	var l task.ToolCallList
+	if code, b := c.call("GET", "/v1/tasks/"+id+"/tool-calls", nil, &l); code != http.StatusOK {
+		c.t.Fatalf("listing the tool calls of %s: %d %s", id, code, b)
+	}
+	return l.ToolCalls
+}
+
+// TestToolPolicyClaude runs the real Claude Code as executor against a
+// fake model that force-pushes, then uses the network, then commits: the
+// PreToolUse hook ampflow gives it denies the force push without asking
+// (the reason reaches the model), asks the admins about curl (approved
+// over the API, the command runs), and every call is in the task's chain,
+// made with the executor's own token.
+func TestToolPolicyClaude(t *testing.T) {
+	claudeBin := agentBin(t, "claude")
+	var hits atomic.Int32
+	target := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		hits.Add(1)
+		fmt.Fprintln(w, "pong")
+	}))
+	t.Cleanup(target.Close)
+	bash := func(cmd string) *fakemodel.ToolCall {
+		return &fakemodel.ToolCall{Name: "Bash", Input: map[string]any{"command": cmd, "description": "run it"}}
+	}
+	model := fakemodel.New(
+		fakemodel.Turn{Text: "Pushing.", Tool: bash("git push --force origin main")},
+		fakemodel.Turn{Text: "Checking the service.", Tool: bash("curl -s " + target.URL + "/")},
+		fakemodel.Turn{Text: "Writing the file.", Tool: bash("printf 'hello\\n' > hello.txt && git add hello.txt && git -c user.name=claude -c user.email=claude@example.com commit -qm 'add hello.txt'")},
+		fakemodel.Turn{Text: `Done. {"criteria_met": [true], "notes": ["hello.txt added"], "summary": "wrote hello.txt"}`},
+	)
+	t.Cleanup(model.Close)
+
+	home := t.TempDir()
+	const key = "sk-tools-e2e-secret"
+	const admin, coord, execTok = "admintok-e2e-0123456789", "coordtok-e2e-0123456789", "exectok-e2e-0123456789"
+	data := t.TempDir()
+	p := startDev(t, data,
+		"AMPFLOW_AUTH_TOKENS="+admin+":admin:ops,"+coord+":coordinator:planner,"+execTok+":executor:exec",
+		"AMPFLOW_AGENTS_EXECUTOR_MODE=runner", "AMPFLOW_AGENTS_EXECUTOR_RUNNER=claude",
+		"AMPFLOW_AGENTS_EXECUTOR_COMMAND="+claudeBin, "AMPFLOW_AGENTS_EXECUTOR_TOKEN_NAME=exec",
+		"AMPFLOW_AGENTS_EXECUTOR_ENV=HOME="+home+",ANTHROPIC_BASE_URL="+model.URL()+",ANTHROPIC_API_KEY,IS_SANDBOX=1",
+		"ANTHROPIC_API_KEY="+key)
+	repo := gitRepo(t)
+	git(t, repo, "checkout", "-q", "main")
+	base := "http://" + p.api
+	ops, planner := tokenAPI{t, base, admin}, tokenAPI{t, base, coord}
+	const id = "T-2026-882"
+	plan, err := json.Marshal(lowRiskPlan(repo))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if code, b := planner.call("POST", "/v1/tasks", httpapi.StartRequest{TaskID: id, Plan: plan}, nil); code != http.StatusCreated {
+		t.Fatalf("starting %s: %d %s", id, code, b)
+	}
+
+	// The curl is asked: a tool_call decision, the force push already
+	// denied by then.
+	var d decision.Decision
+	eventually(t, 3*time.Minute, "a tool_call decision", func() (bool, error) {
+		var st task.State
+		if code, b := ops.call("GET", "/v1/tasks/"+id, nil, &st); code != http.StatusOK {
+			return false, fmt.Errorf("%d %s", code, b)
+		}
+		if st.Pending != nil && st.Pending.Kind == task.KindToolCall {
+			d = *st.Pending
+			return true, nil
+		}
+		return false, fmt.Errorf("status %s, last error %q", st.Status, st.LastError)
+	})
+	if !strings.Contains(d.Prompt, "curl") || len(d.Options) != 3 || d.Options[2].ID != task.OptDeny || !d.Options[2].NoteRequired {
+		t.Errorf("the decision: %+v", d)
+	}
+	if hits.Load() != 0 {
+		t.Error("curl ran before the admins answered")
+	}
+	calls := ops.toolCalls(id)
+	if len(calls) < 2 || calls[0].Decision != task.ToolDeny || calls[0].Rule != "no-force-push" || calls[0].By != task.ByPolicy ||
+		calls[0].Agent != "exec" || calls[1].Decision != task.ToolPending || calls[1].Rule != "ask-network" {
+		t.Fatalf("the tool calls before the answer: %+v", calls)
+	}
+	body := httpapi.DecideRequest{Option: task.OptAllowOnce, Digest: d.Digest}
+	if code, b := ops.call("POST", "/v1/decisions/"+d.ID, body, nil); code != http.StatusOK {
+		t.Fatalf("deciding %s: %d %s", d.ID, code, b)
+	}
+	st := task.State{}
+	eventually(t, 3*time.Minute, "the executor's result", func() (bool, error) {
+		if code, b := ops.call("GET", "/v1/tasks/"+id, nil, &st); code != http.StatusOK {
+			return false, fmt.Errorf("%d %s", code, b)
+		}
+		return st.Status != task.StatusDispatched && st.Status != task.StatusInProgress, fmt.Errorf("status %s", st.Status)
+	})
+	if hits.Load() != 1 {
+		t.Errorf("curl reached the target %d times after the approval, want 1", hits.Load())
+	}
+	if got := git(t, repo, "show", "feature/e2e:hello.txt"); got != "hello" {
+		t.Errorf("hello.txt on the branch = %q (status %s, %s)", got, st.Status, st.LastError)
+	}
+	// The deny's reason reached the model in its next request.
+	reqs := model.AgentRequests()
+	if len(reqs) < 2 || !reqs[1].Text("force pushes are not allowed") {
+		t.Errorf("the model was not told why the force push was denied (%d requests)", len(reqs))
+	}
+
+	calls = ops.toolCalls(id)
+	if len(calls) != 3 {
+		t.Fatalf("%d tool calls, want 3: %+v", len(calls), calls)
+	}
+	if c := calls[1]; c.Decision != task.ToolAllow || c.By != "ops" || c.Option != task.OptAllowOnce || c.Rule != "ask-network" || c.Kind != "shell" {
+		t.Errorf("the asked call: %+v", c)
+	}
+	if c := calls[2]; c.Decision != task.ToolAllow || c.By != task.ByPolicy || c.Rule != "" || !strings.Contains(c.Input, "hello.txt") {
+		t.Errorf("the commit: %+v", c)
+	}
+	// The CLI lists them too, filtered.
+	cmd := exec.Command(binary, "task", "tools", id, "--decision", "deny", "-o", "json")
+	cmd.Env = append(os.Environ(), "AMPFLOW_API_URL="+base, "AMPFLOW_API_TOKEN="+admin)
+	cmd.Dir = t.TempDir()
+	out, err := cmd.CombinedOutput()
+	var denied []task.ToolCall
+	if err != nil || json.Unmarshal(out, &denied) != nil || len(denied) != 1 || denied[0].Rule != "no-force-push" {
+		t.Errorf("ampflow task tools --decision deny: %v\n%s", err, out)
+	}
+	if strings.Contains(p.output(), key) || strings.Contains(p.output(), execTok) {
+		t.Error("a secret reached dev's log")
+	}
+}

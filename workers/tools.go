@@ -1,0 +1,23 @@
+package workers
+
+import (
+	"fmt"
+
+	"github.com/ampflow/ampflow/integrations/httpapi"
+	"github.com/ampflow/ampflow/integrations/toolcalls"
+)
+
+// addToolCalls serves the tool policy: POST /v1/tool-calls and the
+// listing of a task's tool calls.
+func addToolCalls(api *httpapi.Server, o Options, parts *Parts) error {
+	pol, err := o.Config.ToolPolicy()
+	if err != nil {
+		return fmt.Errorf("tools.rules: %w", err)
+	}
+	h := &toolcalls.Handlers{Tasks: parts.Tasks, Policy: pol, AskTimeout: o.Config.Tools.AskTimeout}
+	if parts.Store != nil {
+		h.Store = parts.Store
+	}
+	h.Register(api)
+	return nil
+}
