@@ -101,6 +101,9 @@ func (c Config) Validate() error {
 	if _, _, err := net.SplitHostPort(c.HTTP.Addr); err != nil {
 		ps.add("http.addr", "must be host:port, not %q", c.HTTP.Addr)
 	}
+	if c.HTTP.Rate <= 0 {
+		ps.add("http.rate", "must be more than 0 writing requests a minute, not %d", c.HTTP.Rate)
+	}
 	c.validateAPI(&ps)
 	c.validateAuth(&ps)
 	c.validateProtocol(&ps)

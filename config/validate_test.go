@@ -41,6 +41,7 @@ func TestValidate(t *testing.T) {
 		{"TemporalDB", func(c *Config) { c.Dev.TemporalDB = "mysql://u@h/db" }, []string{"dev.temporal_db: must be a postgres:// URL"}},
 		{"TemporalDBPostgres", func(c *Config) { c.Dev.TemporalDB = "postgres://u:p@h:5432/temporal?sslmode=disable" }, nil},
 		{"HTTPAddr", func(c *Config) { c.HTTP.Addr = "" }, []string{"http.addr: must be host:port"}},
+		{"HTTPRate", func(c *Config) { c.HTTP.Rate = 0 }, []string{"http.rate: must be more than 0"}},
 		{"APIURL", func(c *Config) { c.API.URL = "127.0.0.1:7480" }, []string{"api.url: must"}},
 		{"APIURLScheme", func(c *Config) { c.API.URL = "ftp://127.0.0.1:7480" }, []string{"api.url: must start with http:// or https://"}},
 		{"APIToken", func(c *Config) { c.API.Token = "two words" }, []string{"api.token: must not contain spaces"}},

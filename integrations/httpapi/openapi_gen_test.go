@@ -471,7 +471,7 @@ var statusText = map[int]string{
 	415: "A body that is not application/json (code unsupported_media_type).",
 	421: "With no tokens configured, a Host that is not loopback (code misdirected_request).",
 	423: "The task is suspended and waits for an admin (code suspended).",
-	429: "Too much input in a time window (code rate_limited).",
+	429: "Too much input in a time window (code rate_limited): more writing requests a minute from this token than http.rate allows, or, for messages, more escalations of a task than its bound. Retry-After says when the token may write again.",
 	500: "A fault of the server (code internal).",
 	503: "Temporal, the worker or the SSOT did not answer (code unavailable); retry.",
 }
@@ -524,10 +524,16 @@ func openAPIDocument() (obj, error) {
 			errs = append(errs, 401)
 		}
 		errs = append(errs, 421, 500, 503)
+		if writing(o.pattern) && !slices.Contains(errs, 429) {
+			errs = append(errs, 429)
+		}
 		for _, st := range errs {
 			resp[fmt.Sprint(st)] = errorResponse(st)
 			if text, ok := o.errText[st]; ok {
 				resp[fmt.Sprint(st)].(obj)["description"] = text
+			}
+			if st == 429 && writing(o.pattern) {
+				resp["429"].(obj)["headers"] = rateLimitAnswer()["headers"]
 			}
 		}
 		operation := obj{
