@@ -21,6 +21,9 @@ func (t *taskRun) validateSubmit(ctx workflow.Context, in task.SubmitInput) erro
 	if err != nil {
 		return refusal.Record(err)
 	}
+	if err := t.checkBudget(); err != nil {
+		return err
+	}
 	kind, err := t.classify(rec, in.Raw)
 	if err == nil && kind == subEscalation {
 		err = t.checkEscalation(ctx, *rec.Message)
@@ -196,6 +199,7 @@ func (t *taskRun) submit(ctx workflow.Context, in task.SubmitInput) (task.Submit
 	if err != nil {
 		return task.SubmitResult{}, err
 	}
+	t.Submissions++
 	res := task.SubmitResult{MsgID: rec.ID(), Status: t.Status}
 	if kind == subDuplicate {
 		res.Duplicate = true
@@ -269,9 +273,10 @@ func (t *taskRun) waitsFor(role amp.Role) bool {
 // heartbeat is an agent's sign of life; it restarts the heartbeat timer
 // unless the task is suspended, when timers stand still.
 func (t *taskRun) heartbeat(ctx workflow.Context, in task.HeartbeatInput) {
-	if t.Status.Terminal() {
+	if t.Status.Terminal() || t.Heartbeats >= maxTaskHeartbeats {
 		return
 	}
+	t.Heartbeats++
 	in.Note = boundNote(in.Note)
 	if !t.suspended() && (in.From == "" || in.From == t.awaited()) {
 		t.LastActive = workflow.Now(ctx)

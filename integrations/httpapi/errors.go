@@ -33,6 +33,7 @@ var statusOf = map[task.Code]int{
 	task.CodeDecided:       http.StatusConflict,
 	task.CodeUnavailable:   http.StatusServiceUnavailable,
 	task.CodeRateLimited:   http.StatusTooManyRequests,
+	task.CodeInputBudget:   http.StatusConflict,
 	task.CodeInternal:      http.StatusInternalServerError,
 
 	codeUnauthenticated:  http.StatusUnauthorized,

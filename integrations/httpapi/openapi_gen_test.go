@@ -466,7 +466,7 @@ var statusText = map[int]string{
 	401: "No valid bearer token (code unauthenticated).",
 	403: "The token's role may not do this, or a cross-site Origin (code forbidden).",
 	404: "No such task, record or decision (code not_found).",
-	409: "Refused by the task's state: conflict (msg_id reused, task id taken), stale_decision and decided (see POST /v1/decisions/{id}), unexpected (not what the task expects now; the message says what it does) or task_ended (the task is done or terminated; the message names which).",
+	409: "Refused by the task's state: conflict (msg_id reused, task id taken), stale_decision and decided (see POST /v1/decisions/{id}), unexpected (not what the task expects now; the message says what it does), task_ended (the task is done or terminated; the message names which) or input_budget_spent (the task has taken all the messages one task takes).",
 	413: "The body is too large (code too_large).",
 	415: "A body that is not application/json (code unsupported_media_type).",
 	421: "With no tokens configured, a Host that is not loopback (code misdirected_request).",
