@@ -159,7 +159,7 @@ func (in *Intake) Accept(ctx context.Context, agent Agent, s Signal) (Reply, err
 	now := in.now()
 	computed, priced := in.Pricing.Cost(s.Model, *s.InputTokens, *s.OutputTokens)
 	cost := gate.Cost{Model: s.Model, InputTokens: *s.InputTokens, OutputTokens: *s.OutputTokens, ReportedUSD: *s.CostUSD, ComputedUSD: computed}
-	counted := cost.ReportedUSD
+	counted := max(cost.ReportedUSD, computed) // a model not priced costs the default price at least
 	if priced {
 		counted = computed
 		cost.Mismatch = Mismatch(cost.ReportedUSD, computed)

@@ -2,6 +2,8 @@ package runshift
 
 import (
 	"math"
+	"regexp"
+	"strings"
 
 	"github.com/ampflow/ampflow/config"
 )
@@ -23,29 +25,65 @@ var DefaultPricing = []config.GatePrice{
 // one before it is flagged.
 const MismatchRatio = 0.10
 
-// Pricing prices models.
+// AnyModel is the model name of the price of every model the table does
+// not name (gate.pricing: [{model: "*", …}]).
+const AnyModel = "*"
+
+// Pricing prices models, by normalised name.
 type Pricing map[string]config.GatePrice
 
-// NewPricing is DefaultPricing with the configured prices over it.
+// NewPricing is DefaultPricing with the configured prices over it. A
+// model the table does not name costs the AnyModel price when one is
+// configured, else the dearest of the table's input and output prices:
+// a name the table does not know never makes a signal cheaper.
 func NewPricing(configured []config.GatePrice) Pricing {
 	p := Pricing{}
 	for _, list := range [][]config.GatePrice{DefaultPricing, configured} {
 		for _, m := range list {
-			p[m.Model] = m
+			p[NormalizeModel(m.Model)] = m
 		}
+	}
+	if _, ok := p[AnyModel]; !ok {
+		dearest := config.GatePrice{Model: AnyModel}
+		for _, m := range p {
+			dearest.Input, dearest.Output = max(dearest.Input, m.Input), max(dearest.Output, m.Output)
+		}
+		p[AnyModel] = dearest
 	}
 	return p
 }
 
-// Cost computes what tokens of model cost; ok is false for a model not
-// priced.
+// Cost computes what tokens of model cost. A model the table does not
+// name, after NormalizeModel, costs the AnyModel price and ok is false.
 func (p Pricing) Cost(model string, in, out int64) (usd float64, ok bool) {
-	m, ok := p[model]
+	m, ok := p[NormalizeModel(model)]
 	if !ok {
-		return 0, false
+		m = p[AnyModel]
 	}
-	return float64(in)/1e6*m.Input + float64(out)/1e6*m.Output, true
+	return float64(in)/1e6*m.Input + float64(out)/1e6*m.Output, ok
 }
+
+// NormalizeModel is the name a model is priced under: lower case, without
+// surrounding space, a provider's prefix ("anthropic/", "openai/",
+// "models/"), a version after "@" or ":", a date ("-20250514",
+// "-2024-07-18") or "-latest" at its end.
+func NormalizeModel(model string) string {
+	m := strings.ToLower(strings.TrimSpace(model))
+	if m == AnyModel {
+		return m
+	}
+	if i := strings.LastIndexByte(m, '/'); i >= 0 {
+		m = m[i+1:]
+	}
+	if i := strings.IndexAny(m, "@:"); i >= 0 {
+		m = m[:i]
+	}
+	m = strings.TrimSuffix(m, "-latest")
+	m = dateSuffix.ReplaceAllString(m, "")
+	return m
+}
+
+var dateSuffix = regexp.MustCompile(`-(\d{8}|\d{4}-\d{2}-\d{2})$`)
 
 // Mismatch says whether reported differs from computed by more than
 // MismatchRatio of computed (any reported cost when computed is zero).
