@@ -163,6 +163,10 @@ func (c Config) validateTemporal(ps *problems) {
 	}
 }
 
+// MinTokenLength is the fewest characters an API token (auth.tokens)
+// may have.
+const MinTokenLength = 16
+
 func (c Config) validateAuth(ps *problems) {
 	if c.Auth.DecisionKey != "" {
 		if _, err := decision.ParseKey(c.Auth.DecisionKey); err != nil {
@@ -176,6 +180,8 @@ func (c Config) validateAuth(ps *problems) {
 		switch {
 		case t.Token == "":
 			ps.add(key+".token", "must not be empty")
+		case len(t.Token) < MinTokenLength:
+			ps.add(key+".token", "is %d characters, at least %d are needed (openssl rand -hex 24)", len(t.Token), MinTokenLength)
 		case seen[t.Token]:
 			ps.add(key+".token", "repeats an earlier token")
 		}
