@@ -401,6 +401,25 @@ func NewIntake(cfg config.Gate, store GateLedger, start Starter, lookup func(str
 	return &Intake{
 		Store: store, Start: start, Keys: keys, Rules: rules, Pricing: NewPricing(cfg.Pricing),
 		Budgets: cfg.Budgets, Allowed: Allow(cfg.WebhookAllow), CallbackFor: cfg.CallbackFor,
-		Metrics: NewMetrics(reg),
+		Metrics: NewMetrics(reg).ForProjects(ConfiguredProjects(cfg)),
 	}, nil
+}
+
+// ConfiguredProjects are the projects cfg names: in an agent's projects
+// (but "*") or a budget.
+func ConfiguredProjects(cfg config.Gate) []string {
+	var out []string
+	for _, a := range cfg.Agents {
+		for _, p := range a.Projects {
+			if p != "*" && p != "" {
+				out = append(out, p)
+			}
+		}
+	}
+	for _, b := range cfg.Budgets {
+		if b.Project != "" {
+			out = append(out, b.Project)
+		}
+	}
+	return out
 }
