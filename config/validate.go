@@ -351,6 +351,9 @@ func validateAgent(ps *problems, prefix string, a Agent) {
 			ps.add(prefix+".webhook_url", "required when %s.mode is webhook", prefix)
 		} else {
 			ps.url(prefix+".webhook_url", a.WebhookURL)
+			if what := SecretInURL(a.WebhookURL); what != "" {
+				ps.add(prefix+".webhook_url", "must not carry a secret (%s): the URL is shown and logged; %s.webhook_secret signs each delivery", what, prefix)
+			}
 		}
 		ps.required(prefix+".webhook_secret", a.WebhookSecret, prefix+".mode is webhook (it signs each delivery)")
 	case AgentModeRunner:

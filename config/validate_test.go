@@ -121,6 +121,11 @@ func TestValidate(t *testing.T) {
 			c.Agents.Reviewer.WebhookURL = "ftp://x"
 			c.Agents.Reviewer.WebhookSecret = "s"
 		}, []string{"agents.reviewer.webhook_url: must be an http or https URL"}},
+		{"AgentWebhookURLSecret", func(c *Config) {
+			c.Agents.Reviewer.Mode = AgentModeWebhook
+			c.Agents.Reviewer.WebhookURL = "https://hooks.example/amp?api_key=abc"
+			c.Agents.Reviewer.WebhookSecret = "s"
+		}, []string{"agents.reviewer.webhook_url: must not carry a secret (the query parameter api_key)"}},
 		{"AgentCommandShellLine", func(c *Config) {
 			c.Agents.Executor.Mode = AgentModeCommand
 			c.Agents.Executor.Command = []string{"python3 agent.py"}

@@ -1,6 +1,7 @@
 package runshift
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/ampflow/ampflow/config"
@@ -29,5 +30,17 @@ func TestPricingUnknownModels(t *testing.T) {
 	p = NewPricing([]config.GatePrice{{Model: "*", Input: 1, Output: 2}})
 	if c, ok := p.Cost("my-free-model", 1e6, 1e6); ok || c != 3 {
 		t.Errorf("with a configured default price, an unknown model costs %g, %v; want 3", c, ok)
+	}
+}
+
+// TestWebhookWithSecretRefused: a signal's webhook_url with a secret in
+// its query is refused; the gate would store and show it.
+func TestWebhookWithSecretRefused(t *testing.T) {
+	allow := Allow([]string{"hooks.example"})
+	if p := checkWebhook("https://hooks.example/cb?run=1", allow); p != "" {
+		t.Errorf("a plain webhook refused: %s", p)
+	}
+	if p := checkWebhook("https://hooks.example/cb?token=abc", allow); !strings.Contains(p, "must not carry a secret") {
+		t.Errorf("a webhook with ?token= gave %q, want it refused", p)
 	}
 }
