@@ -337,7 +337,11 @@ func (d *Delivery) post(ctx context.Context, a AgentDelivery, m amp.Message) err
 	if hc == nil {
 		hc = &http.Client{Timeout: 30 * time.Second}
 	}
-	resp, err := hc.Do(req)
+	// A redirect could take the message, signed, anywhere: it is an
+	// answer like any other 3xx, which fails the delivery.
+	noRedirect := *hc
+	noRedirect.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
+	resp, err := noRedirect.Do(req)
 	if err != nil {
 		return fmt.Errorf("posting %s to %s: %w", m.MsgID, a.WebhookURL, err)
 	}

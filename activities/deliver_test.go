@@ -355,3 +355,24 @@ func TestDeliverLocal(t *testing.T) {
 		t.Fatalf("pull mode in a local activity: %v", err)
 	}
 }
+
+// TestDeliverWebhookNoRedirect: an agent's webhook that redirects fails
+// the delivery; the message is never sent where the redirect points.
+func TestDeliverWebhookNoRedirect(t *testing.T) {
+	m := testDispatch(t)
+	elsewhere := 0
+	other := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		elsewhere++
+		w.WriteHeader(http.StatusAccepted)
+	}))
+	defer other.Close()
+	srv := httptest.NewServer(http.RedirectHandler(other.URL+"/collect", http.StatusTemporaryRedirect))
+	defer srv.Close()
+	d := &Delivery{Executor: AgentDelivery{Mode: config.AgentModeWebhook, WebhookURL: srv.URL}}
+	if _, err := d.Deliver(context.Background(), DeliverInput{Message: m}); !isNonRetryable(err) {
+		t.Errorf("a redirect gave %v, want a non-retryable error", err)
+	}
+	if elsewhere != 0 {
+		t.Errorf("the message followed the redirect %d times", elsewhere)
+	}
+}

@@ -102,6 +102,9 @@ type Dev struct {
 // HTTP configures ampflow's HTTP API.
 type HTTP struct {
 	Addr string `mapstructure:"addr"`
+	// Rate is the writing requests (POST, PUT, PATCH, DELETE) one token
+	// may make a minute on every route; beyond it 429 with Retry-After.
+	Rate int `mapstructure:"rate"`
 }
 
 // API is how the CLI reaches ampflow's HTTP API, its only way in.

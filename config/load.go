@@ -52,6 +52,7 @@ var defaults = map[string]any{
 	"dev.ui_writes":     false,
 
 	"http.addr": "127.0.0.1:7480",
+	"http.rate": 600,
 
 	"api.url":   "http://127.0.0.1:7480",
 	"api.token": "",

@@ -58,6 +58,7 @@ func TestDefaults(t *testing.T) {
 		{"ssot.git.dir", c.SSOT.Git.Dir, filepath.Join(".ampflow", "ssot-git")},
 		{"temporal.address", c.Temporal.Address, "127.0.0.1:7233"},
 		{"http.addr", c.HTTP.Addr, "127.0.0.1:7480"},
+		{"http.rate", c.HTTP.Rate, 600},
 		{"protocol.ack_timeout.task_dispatch", c.Protocol.AckTimeout.TaskDispatch, 300 * time.Second},
 		{"protocol.ack_timeout.review_verdict", c.Protocol.AckTimeout.ReviewVerdict, time.Minute},
 		{"protocol.heartbeat_timeout", c.Protocol.HeartbeatTimeout, 30 * time.Minute},

@@ -101,6 +101,9 @@ func (c Config) Validate() error {
 	if _, _, err := net.SplitHostPort(c.HTTP.Addr); err != nil {
 		ps.add("http.addr", "must be host:port, not %q", c.HTTP.Addr)
 	}
+	if c.HTTP.Rate <= 0 {
+		ps.add("http.rate", "must be more than 0 writing requests a minute, not %d", c.HTTP.Rate)
+	}
 	c.validateAPI(&ps)
 	c.validateAuth(&ps)
 	c.validateProtocol(&ps)
@@ -162,6 +165,10 @@ func (c Config) validateTemporal(ps *problems) {
 	}
 }
 
+// MinTokenLength is the fewest characters an API token (auth.tokens)
+// may have.
+const MinTokenLength = 16
+
 func (c Config) validateAuth(ps *problems) {
 	if c.Auth.DecisionKey != "" {
 		if _, err := decision.ParseKey(c.Auth.DecisionKey); err != nil {
@@ -175,6 +182,8 @@ func (c Config) validateAuth(ps *problems) {
 		switch {
 		case t.Token == "":
 			ps.add(key+".token", "must not be empty")
+		case len(t.Token) < MinTokenLength:
+			ps.add(key+".token", "is %d characters, at least %d are needed (openssl rand -hex 24)", len(t.Token), MinTokenLength)
 		case seen[t.Token]:
 			ps.add(key+".token", "repeats an earlier token")
 		}
@@ -344,6 +353,9 @@ func validateAgent(ps *problems, prefix string, a Agent) {
 			ps.add(prefix+".webhook_url", "required when %s.mode is webhook", prefix)
 		} else {
 			ps.url(prefix+".webhook_url", a.WebhookURL)
+			if what := SecretInURL(a.WebhookURL); what != "" {
+				ps.add(prefix+".webhook_url", "must not carry a secret (%s): the URL is shown and logged; %s.webhook_secret signs each delivery", what, prefix)
+			}
 		}
 		ps.required(prefix+".webhook_secret", a.WebhookSecret, prefix+".mode is webhook (it signs each delivery)")
 	case AgentModeRunner:

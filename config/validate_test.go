@@ -41,32 +41,34 @@ func TestValidate(t *testing.T) {
 		{"TemporalDB", func(c *Config) { c.Dev.TemporalDB = "mysql://u@h/db" }, []string{"dev.temporal_db: must be a postgres:// URL"}},
 		{"TemporalDBPostgres", func(c *Config) { c.Dev.TemporalDB = "postgres://u:p@h:5432/temporal?sslmode=disable" }, nil},
 		{"HTTPAddr", func(c *Config) { c.HTTP.Addr = "" }, []string{"http.addr: must be host:port"}},
+		{"HTTPRate", func(c *Config) { c.HTTP.Rate = 0 }, []string{"http.rate: must be more than 0"}},
 		{"APIURL", func(c *Config) { c.API.URL = "127.0.0.1:7480" }, []string{"api.url: must"}},
 		{"APIURLScheme", func(c *Config) { c.API.URL = "ftp://127.0.0.1:7480" }, []string{"api.url: must start with http:// or https://"}},
 		{"APIToken", func(c *Config) { c.API.Token = "two words" }, []string{"api.token: must not contain spaces"}},
-		{"TokenRole", func(c *Config) { c.Auth.Tokens = []AuthToken{{Token: "t", Role: "root", Name: "ops"}} }, []string{"auth.tokens[0].role: must be coordinator, executor, reviewer or admin"}},
+		{"TokenRole", func(c *Config) { c.Auth.Tokens = []AuthToken{{Token: "t-0123456789abcdef", Role: "root", Name: "ops"}} }, []string{"auth.tokens[0].role: must be coordinator, executor, reviewer or admin"}},
 		{"TokenRepeated", func(c *Config) {
-			c.Auth.Tokens = []AuthToken{{Token: "t", Role: "admin", Name: "ops"}, {Token: "t", Role: "executor", Name: "codex"}}
+			c.Auth.Tokens = []AuthToken{{Token: "t-0123456789abcdef", Role: "admin", Name: "ops"}, {Token: "t-0123456789abcdef", Role: "executor", Name: "codex"}}
 		}, []string{"auth.tokens[1].token: repeats"}},
 		{"TokenEmpty", func(c *Config) { c.Auth.Tokens = []AuthToken{{Role: "admin", Name: "ops"}} }, []string{"auth.tokens[0].token: must not be empty"}},
+		{"TokenShort", func(c *Config) { c.Auth.Tokens = []AuthToken{{Token: "0123456789abcde", Role: "admin", Name: "ops"}} }, []string{"auth.tokens[0].token: is 15 characters, at least 16"}},
 		{"TokenNameMissing", func(c *Config) {
-			c.Auth.Tokens = []AuthToken{{Token: "t1", Role: "admin", Name: "ops"}, {Token: "t2", Role: "admin", Name: " "}}
+			c.Auth.Tokens = []AuthToken{{Token: "t1-0123456789abcdef", Role: "admin", Name: "ops"}, {Token: "t2-0123456789abcdef", Role: "admin", Name: " "}}
 		}, []string{"auth.tokens[1].name: required"}},
 		{"TokenNameRepeated", func(c *Config) {
-			c.Auth.Tokens = []AuthToken{{Token: "t1", Role: "executor", Name: "ops"}, {Token: "t2", Role: "admin", Name: "ops"}}
+			c.Auth.Tokens = []AuthToken{{Token: "t1-0123456789abcdef", Role: "executor", Name: "ops"}, {Token: "t2-0123456789abcdef", Role: "admin", Name: "ops"}}
 		}, []string{`auth.tokens[1].name: "ops" is the name of auth.tokens[0] too`}},
 		{"TokenIDRepeated", func(c *Config) {
-			c.Auth.Tokens = []AuthToken{{Token: "t1", Role: "executor", Name: "codex", ID: "u-1"}, {Token: "t2", Role: "reviewer", Name: "claude", ID: "u-1"}}
+			c.Auth.Tokens = []AuthToken{{Token: "t1-0123456789abcdef", Role: "executor", Name: "codex", ID: "u-1"}, {Token: "t2-0123456789abcdef", Role: "reviewer", Name: "claude", ID: "u-1"}}
 		}, []string{`auth.tokens[1].id: "u-1" is the id of auth.tokens[0] too`}},
 		{"TokenIDAnothersName", func(c *Config) {
-			c.Auth.Tokens = []AuthToken{{Token: "t1", Role: "executor", Name: "codex"}, {Token: "t2", Role: "reviewer", Name: "claude", ID: "codex"}}
+			c.Auth.Tokens = []AuthToken{{Token: "t1-0123456789abcdef", Role: "executor", Name: "codex"}, {Token: "t2-0123456789abcdef", Role: "reviewer", Name: "claude", ID: "codex"}}
 		}, []string{`auth.tokens[1].id: "codex" is the name of auth.tokens[0]`}},
 		{"TokenIDs", func(c *Config) {
-			c.Auth.Tokens = []AuthToken{{Token: "t1", Role: "executor", Name: "codex", ID: "codex"}, {Token: "t2", Role: "reviewer", Name: "claude", ID: "u-2"}}
+			c.Auth.Tokens = []AuthToken{{Token: "t1-0123456789abcdef", Role: "executor", Name: "codex", ID: "codex"}, {Token: "t2-0123456789abcdef", Role: "reviewer", Name: "claude", ID: "u-2"}}
 		}, nil},
-		{"TokenNameWildcard", func(c *Config) { c.Auth.Tokens = []AuthToken{{Token: "t1", Role: "admin", Name: "*"}} }, []string{`auth.tokens[0].name: must not be "*"`}},
+		{"TokenNameWildcard", func(c *Config) { c.Auth.Tokens = []AuthToken{{Token: "t1-0123456789abcdef", Role: "admin", Name: "*"}} }, []string{`auth.tokens[0].name: must not be "*"`}},
 		{"TokensNamed", func(c *Config) {
-			c.Auth.Tokens = []AuthToken{{Token: "t1", Role: "admin", Name: "ops"}, {Token: "t2", Role: "executor", Name: "codex"}}
+			c.Auth.Tokens = []AuthToken{{Token: "t1-0123456789abcdef", Role: "admin", Name: "ops"}, {Token: "t2-0123456789abcdef", Role: "executor", Name: "codex"}}
 			c.Admins = []string{task.AnyAdmin}
 		}, nil},
 		{"SSOTURLPostgres", func(c *Config) { c.SSOT.URL = "postgres://u:pw@db:5432/ampflow" }, nil},
@@ -87,7 +89,7 @@ func TestValidate(t *testing.T) {
 		}, []string{"policy.quorum.high: 3 approvals can never be given: only 2 admins"}},
 		{"QuorumReachable", func(c *Config) {
 			c.Admins = []string{"ana"}
-			c.Auth.Tokens = []AuthToken{{Token: "t1", Role: "admin", Name: "ops"}}
+			c.Auth.Tokens = []AuthToken{{Token: "t1-0123456789abcdef", Role: "admin", Name: "ops"}}
 			c.Policy.Quorum.High = 2
 		}, nil},
 		{"QuorumAnyAdmin", func(c *Config) { c.Admins = []string{task.AnyAdmin}; c.Policy.Quorum.Medium = 5 }, nil},
@@ -119,6 +121,11 @@ func TestValidate(t *testing.T) {
 			c.Agents.Reviewer.WebhookURL = "ftp://x"
 			c.Agents.Reviewer.WebhookSecret = "s"
 		}, []string{"agents.reviewer.webhook_url: must be an http or https URL"}},
+		{"AgentWebhookURLSecret", func(c *Config) {
+			c.Agents.Reviewer.Mode = AgentModeWebhook
+			c.Agents.Reviewer.WebhookURL = "https://hooks.example/amp?api_key=abc"
+			c.Agents.Reviewer.WebhookSecret = "s"
+		}, []string{"agents.reviewer.webhook_url: must not carry a secret (the query parameter api_key)"}},
 		{"AgentCommandShellLine", func(c *Config) {
 			c.Agents.Executor.Mode = AgentModeCommand
 			c.Agents.Executor.Command = []string{"python3 agent.py"}

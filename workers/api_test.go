@@ -57,6 +57,20 @@ func TestAPIDocumented(t *testing.T) {
 			}
 		}
 	}
+	for path, item := range doc["paths"].(map[string]any) {
+		for method, op := range item.(map[string]any) {
+			switch method {
+			case "post", "put", "patch", "delete":
+			default:
+				continue
+			}
+			r, _ := op.(map[string]any)["responses"].(map[string]any)
+			tooMany, _ := r["429"].(map[string]any)
+			if h, _ := tooMany["headers"].(map[string]any); h["Retry-After"] == nil {
+				t.Errorf("%s %s, a writing route, lists no 429 with Retry-After (http.rate)", strings.ToUpper(method), path)
+			}
+		}
+	}
 	routes := api.Patterns()
 	for _, want := range []string{"POST /v1/signals", "POST /v1/decide", "POST /v1/leases", "POST /v1/events", "POST /v1/aof/messages"} {
 		if !slices.Contains(routes, want) {

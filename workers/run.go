@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"os"
 	"path/filepath"
 	"time"
 
@@ -89,6 +90,9 @@ func Build(o Options) (*Parts, error) {
 	log := o.Logger
 	if log == nil {
 		log = slog.Default()
+	}
+	if err := PrivateDataDir(cfg.DataDir); err != nil {
+		return nil, err
 	}
 	url := cfg.SSOT.URL
 	if url == "" {
@@ -275,3 +279,18 @@ func (o Options) endpoint(name, addr string) {
 
 // stopGrace bounds a clean stop.
 const stopGrace = 5 * time.Second
+
+// PrivateDataDir makes data_dir, created when missing, readable by its
+// owner only (0700): it holds the keys, the SSOT and Temporal's state.
+func PrivateDataDir(dir string) error {
+	if dir == "" {
+		return nil
+	}
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return fmt.Errorf("making data_dir %s: %w", dir, err)
+	}
+	if err := os.Chmod(dir, 0o700); err != nil {
+		return fmt.Errorf("making data_dir %s private: %w", dir, err)
+	}
+	return nil
+}

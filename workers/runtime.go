@@ -83,7 +83,7 @@ func newRuntime(o Options, parts *Parts, log *slog.Logger) (*runtime, error) {
 func buildAPI(o Options, parts *Parts, mounts map[string]http.Handler, rt *runtime, log *slog.Logger) (*httpapi.Server, bool, error) {
 	api := httpapi.New(httpapi.Options{
 		Tasks: withProgress(parts.Tasks, parts.Store, log), Store: parts.Store, Tokens: o.Config.Auth.Tokens, Logger: log, Metrics: o.Metrics,
-		OpenName: o.LocalName,
+		OpenName: o.LocalName, Rate: o.Config.HTTP.Rate,
 	})
 	addAOF(api, o, parts, log)
 	if err := addGate(api, rt, o, parts, log); err != nil {

@@ -27,6 +27,35 @@ const (
 	EscalationWindow = time.Hour
 )
 
+// Bounds on the input one task takes over its life, whatever its runs:
+// each submission and heartbeat is kept in the workflow's history, which
+// Temporal caps (50 MB), so no agent may grow it without end.
+const (
+	// MaxTaskSubmissions is how many messages and ACKs a task takes;
+	// more are refused with task.CodeInputBudget, before they reach the
+	// history.
+	MaxTaskSubmissions = 2000
+	// MaxTaskHeartbeats is how many heartbeats a task takes; more are
+	// ignored (a signal cannot be refused), so a task that needs more
+	// times out on heartbeats and asks an admin.
+	MaxTaskHeartbeats = 20000
+)
+
+// The budgets the workflow applies: the constants, lowered by tests.
+var (
+	maxTaskSubmissions = MaxTaskSubmissions
+	maxTaskHeartbeats  = MaxTaskHeartbeats
+)
+
+// checkBudget refuses a submission beyond MaxTaskSubmissions.
+func (t *taskRun) checkBudget() error {
+	if t.Submissions < maxTaskSubmissions {
+		return nil
+	}
+	return refusal.New(task.CodeInputBudget, "task %s has taken its %d agent messages and ACKs, the most one task takes; an admin may cancel it or start another",
+		t.In.TaskID, maxTaskSubmissions)
+}
+
 // checkEscalation refuses an agent's escalation with a text field over
 // MaxEscalationText, or one beyond MaxAgentEscalations in the window
 // ending now. It reads the state and never changes it.

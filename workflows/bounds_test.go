@@ -2,6 +2,7 @@ package workflows
 
 import (
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -127,5 +128,48 @@ func TestClientHeartbeatNoteBound(t *testing.T) {
 	var te *task.Error
 	if !errors.As(err, &te) || te.Code != task.CodeInvalid || !strings.HasPrefix(te.Message, "note: ") {
 		t.Errorf("Heartbeat with a long note: %v", err)
+	}
+}
+
+// TestTaskInputBudget: a task takes MaxTaskSubmissions messages and ACKs
+// over its life (a resent one counts: it is in the history too); the next
+// is refused with input_budget_spent and leaves nothing. Heartbeats past
+// MaxTaskHeartbeats are ignored.
+func TestTaskInputBudget(t *testing.T) {
+	defer func(s, b int) { maxTaskSubmissions, maxTaskHeartbeats = s, b }(maxTaskSubmissions, maxTaskHeartbeats)
+	maxTaskSubmissions, maxTaskHeartbeats = 5, 3
+	h := newHarness(t, testPlan(amp.RiskLow, "S1"))
+	var ack amp.Ack
+	var first, last, over *reply
+	h.at(time.Second, func() {
+		m := h.outboxTo(amp.RoleExecutor)
+		ack = amp.NewAck(amp.RoleExecutor, m, h.env.Now())
+		first = h.submit(ack, ack.MsgID)
+	})
+	h.at(2*time.Second, func() {
+		for i := 1; i < maxTaskSubmissions; i++ {
+			last = h.submit(ack, fmt.Sprintf("%s-%d", ack.MsgID, i))
+		}
+	})
+	h.at(3*time.Second, func() { over = h.submit(ack, ack.MsgID+"-over") })
+	h.at(4*time.Second, func() {
+		for i := range maxTaskHeartbeats + 2 {
+			h.env.SignalWorkflow(task.SignalHeartbeat, task.HeartbeatInput{From: amp.RoleExecutor, Note: fmt.Sprint("beat ", i)})
+		}
+	})
+	var st task.State
+	h.at(5*time.Second, func() { st = h.state(); h.cancelTask("planner") })
+	h.run()
+
+	accepted(t, first)
+	accepted(t, last)
+	refused(t, over, task.CodeInputBudget)
+	if st.Status.Terminal() {
+		t.Errorf("the task ended early: %s", st.Status)
+	}
+	for _, e := range st.Timeline {
+		if e.Kind == "heartbeat" && e.Note != fmt.Sprint("beat ", maxTaskHeartbeats-1) {
+			t.Errorf("the last heartbeat taken says %q, want the last within the budget", e.Note)
+		}
 	}
 }

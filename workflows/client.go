@@ -41,6 +41,10 @@ type Client struct {
 	// the workflow.
 	Recorder activities.Recorder
 	Policy   *task.Policy
+	// Now is the clock of the heartbeat throttle; nil is time.Now.
+	Now func() time.Time
+
+	beats beatThrottle
 }
 
 // TaskSummary is one line of a task listing.
@@ -324,7 +328,9 @@ func (c *Client) Replan(ctx context.Context, taskID string, in task.ReplanInput)
 	return out, err
 }
 
-// Heartbeat passes an agent's sign of life to its task.
+// Heartbeat passes an agent's sign of life to its task, at most one a
+// HeartbeatEvery per task and role and one note a NoteEvery per task
+// (the others are taken and not sent).
 func (c *Client) Heartbeat(ctx context.Context, taskID string, in task.HeartbeatInput) error {
 	if err := checkTaskID(taskID); err != nil {
 		return err
@@ -345,6 +351,14 @@ func (c *Client) Heartbeat(ctx context.Context, taskID string, in task.Heartbeat
 		if e := task.Claimed(taskID, task.HolderOf(st.Holders, in.From), in.By, in.Admin); e != nil {
 			return e
 		}
+	}
+	now := time.Now
+	if c.Now != nil {
+		now = c.Now
+	}
+	in, send := c.beats.admit(taskID, in, now())
+	if !send {
+		return nil
 	}
 	err := c.Temporal.SignalWorkflow(ctx, task.WorkflowID(taskID), "", task.SignalHeartbeat, in)
 	return c.wrapEnded(ctx, taskID, err, "sending a heartbeat to "+taskID)

@@ -21,6 +21,9 @@ func (t *taskRun) validateSubmit(ctx workflow.Context, in task.SubmitInput) erro
 	if err != nil {
 		return refusal.Record(err)
 	}
+	if err := t.checkBudget(); err != nil {
+		return err
+	}
 	kind, err := t.classify(rec, in)
 	if err == nil && kind == subEscalation {
 		err = t.checkEscalation(ctx, *rec.Message)
@@ -220,6 +223,7 @@ func (t *taskRun) submit(ctx workflow.Context, in task.SubmitInput) (task.Submit
 	if err != nil {
 		return task.SubmitResult{}, err
 	}
+	t.Submissions++
 	res := task.SubmitResult{MsgID: rec.ID(), Status: t.Status}
 	if kind == subDuplicate {
 		res.Duplicate = true
@@ -300,9 +304,10 @@ func (t *taskRun) waitsFor(role amp.Role) bool {
 // heartbeat is an agent's sign of life; it restarts the heartbeat timer
 // unless the task is suspended, when timers stand still.
 func (t *taskRun) heartbeat(ctx workflow.Context, in task.HeartbeatInput) {
-	if t.Status.Terminal() {
+	if t.Status.Terminal() || t.Heartbeats >= maxTaskHeartbeats {
 		return
 	}
+	t.Heartbeats++
 	in.Note = boundNote(in.Note)
 	if !in.Recovered && in.From != "" && task.Claimed(t.In.TaskID, task.HolderOf(t.Holders, in.From), in.By, in.Admin) != nil {
 		return // another agent's work: the client refused it already

@@ -113,6 +113,11 @@ type taskState struct {
 	// AgentEscalations are the times of the agents' escalations accepted
 	// within the last EscalationWindow, oldest first.
 	AgentEscalations []time.Time `json:"agent_escalations,omitempty"`
+	// Submissions and Heartbeats count the agents' input the task has
+	// taken over its life, against MaxTaskSubmissions and
+	// MaxTaskHeartbeats.
+	Submissions int `json:"submissions,omitempty"`
+	Heartbeats  int `json:"heartbeats,omitempty"`
 	// Where a suspended task goes back to when an admin resumes it.
 	ResumeStatus task.Status `json:"resume_status,omitempty"`
 	ResumePhase  phase       `json:"resume_phase,omitempty"`

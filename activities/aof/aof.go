@@ -1,7 +1,6 @@
 package aof
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -187,21 +186,25 @@ func (a *AOF) appendEvent(e ssot.AOFEvent) error {
 	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
 		return err
 	}
-	have, err := os.ReadFile(p)
-	if err != nil && !errors.Is(err, os.ErrNotExist) {
-		return err
-	}
-	if bytes.Contains(have, []byte(`"id":`+quote(e.ID)+`,`)) {
-		return nil
-	}
-	f, err := os.OpenFile(p, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o644)
+	f, err := os.OpenFile(p, os.O_APPEND|os.O_CREATE|os.O_RDWR, 0o644)
 	if err != nil {
 		return err
 	}
-	if _, err := f.Write(line); err != nil {
-		f.Close()
+	defer f.Close()
+	ix, err := dayIndexOf(p, f)
+	if err != nil {
+		return fmt.Errorf("reading the ids of %s: %w", p, err)
+	}
+	if ix.ids[e.ID] {
+		return nil
+	}
+	n, err := f.Write(line)
+	ix.size += int64(n)
+	if err != nil {
+		delete(dayIndexes, p) // read the file again next time
 		return err
 	}
+	ix.ids[e.ID] = true
 	return f.Close()
 }
 

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -156,5 +157,51 @@ func TestSaveAgentReviewWritten(t *testing.T) {
 	}
 	if len(marked) != 1 || marked[0] != "T-2026-0209057001" {
 		t.Errorf("marked %v, want the review once", marked)
+	}
+}
+
+// TestAOFEventLogAppendsWithoutRereading: the mirror's day log is read
+// once to learn its ids, not again for every event; an event already in
+// it, retried or written by AOF's own tools, is not written twice.
+func TestAOFEventLogAppendsWithoutRereading(t *testing.T) {
+	dir := t.TempDir()
+	l := &AOFEventLog{Store: &fakeAOFStore{decisions: map[string]int64{}}, DataDir: dir}
+	at := time.Date(2026, 2, 10, 9, 0, 0, 0, time.UTC)
+	p := filepath.Join(dir, "events", "2026-02-10.jsonl")
+	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(p, []byte(`{"id":"ev-aof","type":"task.created","timestamp":"2026-02-10T08:00:00.000Z","actor":"aof","payload":{}}`+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	aofEventsMu.Lock()
+	clear(dayIndexes)
+	before := eventBytesScanned
+	aofEventsMu.Unlock()
+	save := func(id string) {
+		t.Helper()
+		ev := ssot.AOFEvent{ID: id, Type: "protocol.message.received", Actor: "swe", At: at, Payload: json.RawMessage(`{"n":1}`)}
+		if err := l.SaveAOF(context.Background(), ssot.AOFSave{Events: []ssot.AOFEvent{ev}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	const n = 300
+	for i := range n {
+		save("ev-" + strconv.Itoa(i))
+	}
+	save("ev-7")
+	save("ev-aof")
+	b, err := os.ReadFile(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if lines := strings.Count(string(b), "\n"); lines != n+1 {
+		t.Errorf("the day's log has %d lines, want %d: no event twice", lines, n+1)
+	}
+	aofEventsMu.Lock()
+	scanned := eventBytesScanned - before
+	aofEventsMu.Unlock()
+	if scanned > int64(len(b)) {
+		t.Errorf("%d bytes read to append to a %d-byte log: it was read again per event", scanned, len(b))
 	}
 }

@@ -59,22 +59,59 @@ type Table struct {
 	Unknown config.Price
 }
 
-// New is Default with the configured prices over it; unknown prices the
-// models neither names.
+// AnyModel is the model name of a configured price for every model the
+// table does not name (gate.pricing: [{model: "*", …}]); it overrides the
+// unknown price New is given.
+const AnyModel = "*"
+
+// New is Default with the configured prices over it, by normalised name;
+// unknown prices the models neither names, unless a configured AnyModel
+// entry does.
 func New(configured []config.GatePrice, unknown config.Price) Table {
 	t := Table{models: map[string]config.GatePrice{}, Unknown: unknown}
 	for _, list := range [][]config.GatePrice{Default, configured} {
 		for _, m := range list {
-			t.models[m.Model] = m
+			if Normalize(m.Model) == AnyModel {
+				t.Unknown = config.Price{Input: m.Input, Output: m.Output}
+				continue
+			}
+			t.models[Normalize(m.Model)] = m
 		}
 	}
 	return t
 }
 
+// Dearest is the highest input and the highest output price of the table.
+func (t Table) Dearest() config.Price {
+	var d config.Price
+	for _, m := range t.models {
+		d.Input, d.Output = max(d.Input, m.Input), max(d.Output, m.Output)
+	}
+	return d
+}
+
+// Normalize is the name a model is priced under: lower case, without a
+// provider prefix ("anthropic/"), a version tag ("@20250514", ":latest")
+// or a "-latest" suffix. Dated names ("-20251001") are priced as the
+// entry they extend, by Lookup.
+func Normalize(model string) string {
+	m := strings.ToLower(strings.TrimSpace(model))
+	if m == AnyModel {
+		return m
+	}
+	if i := strings.LastIndexByte(m, '/'); i >= 0 {
+		m = m[i+1:]
+	}
+	if i := strings.IndexAny(m, "@:"); i >= 0 {
+		m = m[:i]
+	}
+	return strings.TrimSuffix(m, "-latest")
+}
+
 // Lookup finds a model's price: its own entry, else the longest entry it
 // extends by a dash ("claude-haiku-4-5-20251001" is "claude-haiku-4-5").
 func (t Table) Lookup(model string) (config.GatePrice, bool) {
-	for m := model; m != ""; {
+	for m := Normalize(model); m != ""; {
 		if p, ok := t.models[m]; ok {
 			return p, true
 		}
@@ -87,12 +124,13 @@ func (t Table) Lookup(model string) (config.GatePrice, bool) {
 	return config.GatePrice{}, false
 }
 
-// Cost computes what tokens of model cost; ok is false for a model the
-// table does not price.
+// Cost computes what tokens of model cost; for a model the table does not
+// price, ok is false and the cost is at the Unknown price: a name the
+// table does not know never makes tokens free.
 func (t Table) Cost(model string, in, out int64) (usd float64, ok bool) {
 	p, ok := t.Lookup(model)
 	if !ok {
-		return 0, false
+		return USD(config.GatePrice{Input: t.Unknown.Input, Output: t.Unknown.Output}, in, out), false
 	}
 	return USD(p, in, out), true
 }
@@ -100,10 +138,8 @@ func (t Table) Cost(model string, in, out int64) (usd float64, ok bool) {
 // Price is what tokens of model cost, at the Unknown price for a model
 // the table does not name (an empty model included).
 func (t Table) Price(model string, in, out int64) float64 {
-	if usd, ok := t.Cost(model, in, out); ok {
-		return usd
-	}
-	return USD(config.GatePrice{Input: t.Unknown.Input, Output: t.Unknown.Output}, in, out)
+	usd, _ := t.Cost(model, in, out)
+	return usd
 }
 
 // USD is what in and out tokens cost at p.

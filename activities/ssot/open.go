@@ -48,6 +48,9 @@ func Open(ctx context.Context, url string) (*DB, error) {
 	driver := "pgx"
 	if engine == EngineSQLite {
 		driver = "sqlite"
+		if err := PrivateDatabase(sqlitePath(dsn)); err != nil {
+			return nil, fmt.Errorf("opening the SSOT (%s): %w", engine, err)
+		}
 	}
 	db, err := sql.Open(driver, dsn)
 	if err != nil {
@@ -91,6 +94,12 @@ func (s *DB) Close() error {
 		s.group.close()
 	}
 	return s.db.Close()
+}
+
+// sqlitePath is the file of a SQLite DSN parseURL made.
+func sqlitePath(dsn string) string {
+	p, _, _ := strings.Cut(strings.TrimPrefix(dsn, "file:"), "?")
+	return p
 }
 
 func parseURL(raw string) (engine, dsn string, err error) {

@@ -442,3 +442,47 @@ func TestCompletionMissingFiles(t *testing.T) {
 		t.Errorf("warnings with the summary present: %q", w)
 	}
 }
+
+// countingTasks counts the session-end updates the route sends.
+type countingTasks struct {
+	*fakeTasks
+	ended []string
+}
+
+func (c *countingTasks) SessionEnd(_ context.Context, id string, _ wf.SessionEndInput) (wf.Result, error) {
+	c.ended = append(c.ended, id)
+	return wf.Result{Changed: true}, nil
+}
+
+// TestSessionEndBounded: a session end updates only the tasks with a run
+// result of that agent to apply, at most MaxSessionEnd a call.
+func TestSessionEndBounded(t *testing.T) {
+	r := newRig(t)
+	ct := &countingTasks{fakeTasks: r.tasks}
+	r.api.tasks = ct
+	for i := range 2*MaxSessionEnd + 20 {
+		tk := wf.Task{TaskID: fmt.Sprintf("TASK-2026-02-09-%03d", i+1), Status: wf.StatusInProgress}
+		if i%2 == 0 {
+			tk.Result = &wf.RunResult{TaskID: tk.TaskID, AgentID: "a"}
+		}
+		r.tasks.save(tk)
+	}
+	r.tasks.save(wf.Task{TaskID: "TASK-2026-02-09-900", Status: wf.StatusInProgress, Result: &wf.RunResult{AgentID: "b"}})
+
+	st, out := r.do("POST", "/v1/aof/session-end", `{"agentId":"b"}`)
+	if st != 200 || len(ct.ended) != 1 || ct.ended[0] != "TASK-2026-02-09-900" {
+		t.Fatalf("session end of b: %d %v updated %v, want only b's task", st, out, ct.ended)
+	}
+	ct.ended = nil
+	st, out = r.do("POST", "/v1/aof/session-end", `{}`)
+	if st != 200 || len(ct.ended) != MaxSessionEnd || out["more"] != true {
+		t.Fatalf("session end of all: %d more=%v updated %d tasks, want %d and more", st, out["more"], len(ct.ended), MaxSessionEnd)
+	}
+	for _, id := range ct.ended {
+		var n int
+		fmt.Sscanf(id, "TASK-2026-02-09-%d", &n)
+		if n != 900 && n%2 == 0 {
+			t.Errorf("%s, with no run result, was sent an update", id)
+		}
+	}
+}

@@ -1,6 +1,10 @@
 package aof
 
-import "github.com/ampflow/ampflow/integrations/httpapi"
+import (
+	"fmt"
+
+	"github.com/ampflow/ampflow/integrations/httpapi"
+)
 
 // The AOF routes' OpenAPI operations and schemas.
 
@@ -90,7 +94,7 @@ var (
 		param("query", "limit", "At most this many (default 100, at most 1000).", false),
 		param("query", "cursor", "The next of the previous page.", false))
 	opSessionEnd = op("endAOFSession", "End an agent session",
-		"Applies the pending run result of every task in progress (of agentId's runs only, when given), as AOF's session_end hook.",
+		"Applies the pending run result of every task in progress (of agentId's runs only, when given), as AOF's session_end hook; tasks with no such result are not touched, and at most 100 are applied a call (more: call again).",
 		"AOFSessionEndRequest", "200", "AOFSessionEndResponse", map[string]string{"400": "Invalid input (code invalid).",
 			"403": "The token's role may not do this, or an executor's or reviewer's token names another agentId than itself, or none (code forbidden): an agent ends only its own session."})
 )
@@ -178,7 +182,8 @@ func Spec() httpapi.Spec {
 			"taskId": strSchema(""), "actor": strSchema(""), "timestamp": map[string]any{"type": "string", "format": "date-time"},
 			"payload": map[string]any{"type": "object", "description": "reason for rejections and transitions; type for protocol.message.unknown"},
 		}),
-		"AOFEventsResponse":     obj([]string{"events"}, map[string]any{"events": map[string]any{"type": "array", "items": ref("AOFEvent")}, "next": strSchema("The cursor of the next page.")}),
-		"AOFSessionEndResponse": obj([]string{"applied"}, map[string]any{"applied": map[string]any{"type": "array", "items": ref("AOFTask")}}),
+		"AOFEventsResponse": obj([]string{"events"}, map[string]any{"events": map[string]any{"type": "array", "items": ref("AOFEvent")}, "next": strSchema("The cursor of the next page.")}),
+		"AOFSessionEndResponse": obj([]string{"applied"}, map[string]any{"applied": map[string]any{"type": "array", "items": ref("AOFTask")},
+			"more": map[string]any{"type": "boolean", "description": fmt.Sprintf("Tasks with a run result to apply were left for another call: one call applies at most %d.", MaxSessionEnd)}}),
 	}}
 }

@@ -244,6 +244,9 @@ func (a *API) getEvents(w http.ResponseWriter, r *http.Request) {
 // SessionEndResponse lists the tasks whose run result was applied.
 type SessionEndResponse struct {
 	Applied []wf.Task `json:"applied"`
+	// More says tasks with a result to apply were left for another call:
+	// one call updates at most MaxSessionEnd.
+	More bool `json:"more,omitempty"`
 }
 
 func (a *API) postSessionEnd(w http.ResponseWriter, r *http.Request) {
@@ -259,14 +262,22 @@ func (a *API) postSessionEnd(w http.ResponseWriter, r *http.Request) {
 	}
 	ctx := r.Context()
 	out := SessionEndResponse{Applied: []wf.Task{}}
-	cursor := ""
-	for {
+	cursor, sent := "", 0
+	for !out.More {
 		rows, next, err := a.store.AOFTasks(ctx, string(wf.StatusInProgress), ssot.Page{Limit: ssot.MaxLimit, Cursor: cursor})
 		if err != nil {
 			a.srv.Error(w, r, err)
 			return
 		}
 		for _, row := range rows {
+			if !endsWithSession(row, in.AgentID) {
+				continue
+			}
+			if sent == MaxSessionEnd {
+				out.More = true
+				break
+			}
+			sent++
 			res, err := a.tasks.SessionEnd(ctx, row.TaskID, in)
 			if err != nil {
 				a.log.Warn("session end of an AOF task", "task", row.TaskID, "error", err)
@@ -282,4 +293,20 @@ func (a *API) postSessionEnd(w http.ResponseWriter, r *http.Request) {
 		cursor = next
 	}
 	httpapi.WriteJSON(w, http.StatusOK, out)
+}
+
+// MaxSessionEnd bounds the task workflows one session end updates; the
+// rest wait for the next call (SessionEndResponse.More).
+const MaxSessionEnd = 100
+
+// endsWithSession reports whether a session end of agentID (every agent's
+// when empty) has anything to apply to the task row: a pending run result,
+// of that agent. The others are not sent an update, which would only grow
+// their histories.
+func endsWithSession(row ssot.AOFTask, agentID string) bool {
+	var t wf.Task
+	if json.Unmarshal(row.Body, &t) != nil {
+		return true // let the workflow say
+	}
+	return t.Result != nil && (agentID == "" || t.Result.AgentID == agentID)
 }

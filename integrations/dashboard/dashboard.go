@@ -140,6 +140,8 @@ type Server struct {
 	// after it are published.
 	looked     chan struct{}
 	lookedOnce sync.Once
+	// signIns counts failed sign-ins per client address.
+	signIns *failedSignIns
 }
 
 // New builds a Server.
@@ -154,6 +156,7 @@ func New(o Options) *Server {
 	if s.now == nil {
 		s.now = time.Now
 	}
+	s.signIns = &failedSignIns{now: func() time.Time { return s.now() }}
 	if s.poll <= 0 {
 		s.poll = DefaultPoll
 	}

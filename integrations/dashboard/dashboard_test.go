@@ -349,3 +349,20 @@ func drain(ch chan Event) chan Event {
 		}
 	}
 }
+
+// TestSignInThrottled: after MaxFailedSignIns wrong tokens from one
+// address, even the right one is refused for the window, with
+// Retry-After.
+func TestSignInThrottled(t *testing.T) {
+	f := newFixture(t, testTokens)
+	c := f.client(t)
+	for i := range MaxFailedSignIns {
+		if resp := c.signIn("guess-" + string(rune('a'+i))); resp.StatusCode != http.StatusUnauthorized {
+			t.Fatalf("wrong token %d: %d", i+1, resp.StatusCode)
+		}
+	}
+	resp := c.signIn("tok-ana")
+	if resp.StatusCode != http.StatusTooManyRequests || resp.Header.Get("Retry-After") == "" {
+		t.Fatalf("sign-in after %d failures: %d, Retry-After %q; want 429 with Retry-After", MaxFailedSignIns, resp.StatusCode, resp.Header.Get("Retry-After"))
+	}
+}

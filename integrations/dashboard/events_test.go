@@ -8,7 +8,9 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/url"
+	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -471,5 +473,43 @@ func TestCrossSite(t *testing.T) {
 				t.Errorf("crossSite = %v, want %v", got, tc.want)
 			}
 		})
+	}
+}
+
+// TestEventsRecheckSession: a stream whose session expires while it is
+// open hears signed_out and ends, before the next event.
+func TestEventsRecheckSession(t *testing.T) {
+	f := newFixture(t, testTokens)
+	c := f.client(t)
+	if resp := c.signIn("tok-ana"); resp.StatusCode != http.StatusSeeOther {
+		t.Fatalf("sign-in: %d", resp.StatusCode)
+	}
+	var mu sync.Mutex
+	now := time.Now()
+	f.srv.auth.now = func() time.Time { mu.Lock(); defer mu.Unlock(); return now }
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	req, _ := http.NewRequestWithContext(ctx, "GET", f.http.URL+"/events", nil)
+	resp, err := c.hc.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	sc := bufio.NewScanner(resp.Body)
+	if !sc.Scan() || !strings.HasPrefix(sc.Text(), "id: ") && !strings.HasPrefix(sc.Text(), "event: hello") {
+		t.Fatalf("GET /events: %d, first line %q", resp.StatusCode, sc.Text())
+	}
+	mu.Lock()
+	now = now.Add(f.srv.auth.ttl + time.Minute)
+	mu.Unlock()
+	f.srv.hub.publish(EventTask, taskEvent{TaskID: "T-1", Status: "dispatched"})
+	var events []string
+	for sc.Scan() {
+		if e, ok := strings.CutPrefix(sc.Text(), "event: "); ok {
+			events = append(events, e)
+		}
+	}
+	if len(events) == 0 || events[len(events)-1] != EventSignedOut || slices.Contains(events, EventTask) {
+		t.Fatalf("after the session expired the stream sent %v, want it to end with %s and nothing of the task", events, EventSignedOut)
 	}
 }

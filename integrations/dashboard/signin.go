@@ -2,7 +2,9 @@ package dashboard
 
 import (
 	"crypto/hmac"
+	"fmt"
 	"net/http"
+	"strconv"
 )
 
 type signInData struct {
@@ -46,8 +48,16 @@ func (s *Server) signIn(w http.ResponseWriter, r *http.Request) {
 		s.renderSignIn(w, r, http.StatusForbidden, next, "The sign-in form expired or came from elsewhere; try again.")
 		return
 	}
+	if wait := s.signIns.blocked(r); wait > 0 {
+		s.log.Warn("dashboard sign-in throttled", "remote", r.RemoteAddr)
+		w.Header().Set("Retry-After", strconv.Itoa(int(wait.Seconds())+1))
+		s.renderSignIn(w, r, http.StatusTooManyRequests, next,
+			fmt.Sprintf("Too many failed sign-ins from this address; try again in %d minutes.", int(wait.Minutes())+1))
+		return
+	}
 	t, ok := s.auth.match(r.PostForm.Get("token"))
 	if !ok {
+		s.signIns.failed(r)
 		s.log.Info("dashboard sign-in refused", "remote", r.RemoteAddr)
 		s.renderSignIn(w, r, http.StatusUnauthorized, next, "That token is not one of this server's auth.tokens.")
 		return

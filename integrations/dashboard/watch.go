@@ -163,6 +163,17 @@ func sortedKeys[V any](m map[string]V) []string {
 // keep it open.
 const keepAlive = 15 * time.Second
 
+// EventSignedOut ends a stream whose session has expired: the page
+// signs in again before it hears more.
+const EventSignedOut = "signed_out"
+
+// signedIn reports whether v's session still holds: a stream outlives
+// the request that checked it.
+func (s *Server) signedIn(v viewer) bool {
+	_, ok := s.auth.session(v.session)
+	return v.Open || ok
+}
+
 // events is the server-sent event stream every page opens.
 func (s *Server) events(w http.ResponseWriter, r *http.Request, v viewer) {
 	rc := http.NewResponseController(w)
@@ -201,10 +212,18 @@ func (s *Server) events(w http.ResponseWriter, r *http.Request, v viewer) {
 			if !ok {
 				return // dropped for falling behind; the browser reconnects
 			}
+			if !s.signedIn(v) {
+				write(Event{Type: EventSignedOut, Data: json.RawMessage(`{}`)})
+				return
+			}
 			if !write(e) {
 				return
 			}
 		case <-tick.C:
+			if !s.signedIn(v) {
+				write(Event{Type: EventSignedOut, Data: json.RawMessage(`{}`)})
+				return
+			}
 			_ = rc.SetWriteDeadline(time.Now().Add(keepAlive + 10*time.Second))
 			if _, err := w.Write([]byte(": keep-alive\n\n")); err != nil || rc.Flush() != nil {
 				return

@@ -34,6 +34,7 @@ var statusOf = map[task.Code]int{
 	task.CodeClaimed:       http.StatusConflict,
 	task.CodeUnavailable:   http.StatusServiceUnavailable,
 	task.CodeRateLimited:   http.StatusTooManyRequests,
+	task.CodeInputBudget:   http.StatusConflict,
 	task.CodeInternal:      http.StatusInternalServerError,
 
 	codeUnauthenticated:  http.StatusUnauthorized,

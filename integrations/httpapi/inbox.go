@@ -42,11 +42,17 @@ type AckedMessage struct {
 func (s *Server) inbox(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
 	role := amp.Role(q.Get("role"))
-	if c := callerOf(r); role == "" && (c.role == amp.RoleExecutor || c.role == amp.RoleReviewer) {
+	c := callerOf(r)
+	if role == "" && (c.role == amp.RoleExecutor || c.role == amp.RoleReviewer) {
 		role = c.role
 	}
 	if role != amp.RoleExecutor && role != amp.RoleReviewer {
 		s.writeError(w, r, invalidField("role", "must be executor or reviewer"))
+		return
+	}
+	// An inbox holds what is sent to its agents: only they and admins read it.
+	if !c.open && c.role != role && c.role != amp.RoleAdmin {
+		s.writeError(w, r, task.Errorf(task.CodeForbidden, "the %s inbox is read by a token of role %s or admin; %q is %s", role, role, c.name, c.role))
 		return
 	}
 	f, err := inboxFilter(r, role)

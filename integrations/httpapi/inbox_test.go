@@ -16,7 +16,7 @@ func dispatchMessage() amp.Message {
 func TestInbox(t *testing.T) {
 	h := newHarness(t, false)
 	h.store.setInbox([]amp.Message{dispatchMessage()})
-	r := h.do(t, "GET", "/v1/inbox?role=executor", coordToken, "")
+	r := h.do(t, "GET", "/v1/inbox?role=executor", adminToken, "")
 	wantStatus(t, r, http.StatusOK)
 	var out InboxResponse
 	r.decode(t, &out)
@@ -30,6 +30,13 @@ func TestInbox(t *testing.T) {
 	if out.Role != amp.RoleReviewer || len(out.Messages) != 0 {
 		t.Errorf("a reviewer token without role read %+v, want the reviewer's empty inbox", out)
 	}
+
+	// An inbox is its role's and the admins' only.
+	for _, c := range []struct{ token, q string }{{coordToken, "role=executor"}, {reviewerToken, "role=executor"}, {executorToken, "role=reviewer"}} {
+		r = h.do(t, "GET", "/v1/inbox?"+c.q, c.token, "")
+		wantStatus(t, r, http.StatusForbidden)
+	}
+	wantStatus(t, h.do(t, "GET", "/v1/inbox?role=executor", executorToken, ""), http.StatusOK)
 
 	for _, q := range []string{"role=coordinator", "role=executor&wait=61s", "role=executor&wait=soon"} {
 		r = h.do(t, "GET", "/v1/inbox?"+q, adminToken, "")

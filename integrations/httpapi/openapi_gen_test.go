@@ -461,14 +461,14 @@ func ops() []op {
 		{pattern: "POST /v1/acks", summary: "Acknowledge a message", description: "The short form {msg_id, as} has the server write the ACK record; a whole ACK record (with ack_of) is taken as POST /v1/messages takes it.",
 			body: obj{"oneOf": []any{ref("AckRequest"), ampRef("ack", "")}}, status: 202, answer: ref("SubmitResponse"), errs: []int{400, 403, 404, 409, 413, 415, 423, 429}},
 		{pattern: "POST /v1/heartbeats", summary: "Send a heartbeat", body: ref("HeartbeatRequest"), status: 202, answer: ref("OK"), errs: []int{400, 403, 404, 409, 413, 415}},
-		{pattern: "GET /v1/inbox", summary: "An agent's inbox", description: "A page of the messages awaiting the role's ACK; the first token to ACK a message holds it, and from then on it is in that token's inbox alone, with include=acked, until answered. With wait, a long poll: the answer comes as soon as the page has a message, or empty when the wait is over.",
+		{pattern: "GET /v1/inbox", summary: "An agent's inbox", description: "A page of the messages awaiting the role's ACK, read by a token of that role or an admin (any other: 403 forbidden); the first token to ACK a message holds it, and from then on it is in that token's inbox alone, with include=acked, until answered. With wait, a long poll: the answer comes as soon as the page has a message, or empty when the wait is over.",
 			params: []obj{
 				{"name": "role", "in": "query", "schema": strEnum("", amp.RoleExecutor, amp.RoleReviewer), "description": "Whose inbox; defaults to the token's role when it is executor or reviewer."},
 				{"name": "wait", "in": "query", "schema": obj{"type": "string", "examples": []any{"30s", "30"}}, "description": fmt.Sprintf("How long to wait for a message: a Go duration (\"30s\") or whole seconds; at most %s (the server's bound). Absent answers at once.", MaxWait)},
 				{"name": "include", "in": "query", "schema": strEnum("", "acked"), "description": "acked: also the messages the caller's token ACKed and has not answered yet (its own work, which leaves everyone else's inbox at the ACK), listed in acked: what an agent that restarts reads to find what it was doing."},
 				{"name": "mine", "in": "query", "schema": obj{"type": "boolean"}, "description": "true: only the messages the caller's token ACKed and has not answered. Needs a token."},
 				limitParam, cursorParam,
-			}, status: 200, answer: ref("InboxResponse"), errs: []int{400}},
+			}, status: 200, answer: ref("InboxResponse"), errs: []int{400, 403}},
 		{pattern: "GET /v1/decisions", summary: "Decisions waiting for an admin", params: []obj{limitParam, cursorParam}, status: 200, answer: ref("DecisionsResponse"), errs: []int{400}},
 		{pattern: "POST /v1/decisions/{id}", summary: "Decide", description: decideDescription,
 			params: []obj{{"name": "id", "in": "path", "required": true, "schema": obj{"type": "string", "maxLength": maxDecisionID}, "description": "The decision's id as GET /v1/decisions lists it (its subject's id, -d and a number)."}},
@@ -498,12 +498,12 @@ var statusText = map[int]string{
 	401: "No valid bearer token (code unauthenticated).",
 	403: "The token's role may not do this, or a cross-site Origin (code forbidden).",
 	404: "No such task, record or decision (code not_found).",
-	409: "Refused by the task's state: conflict (msg_id reused, task id taken), stale_decision and decided (see POST /v1/decisions/{id}), claimed (another agent's token holds this work: the first to ACK the message; the message names it), unexpected (not what the task expects now; the message says what it does) or task_ended (the task is done or terminated; the message names which).",
+	409: "Refused by the task's state: conflict (msg_id reused, task id taken), stale_decision and decided (see POST /v1/decisions/{id}), claimed (another agent's token holds this work: the first to ACK the message; the message names it), unexpected (not what the task expects now; the message says what it does) task_ended (the task is done or terminated; the message names which) or input_budget_spent (the task has taken all the messages one task takes).",
 	413: "The body is too large (code too_large).",
 	415: "A body that is not application/json (code unsupported_media_type).",
 	421: "With no tokens configured, a Host that is not loopback (code misdirected_request).",
 	423: "The task is suspended and waits for an admin (code suspended).",
-	429: "Too much input in a time window (code rate_limited).",
+	429: "Too much input in a time window (code rate_limited): more writing requests a minute from this token than http.rate allows, or, for messages, more escalations of a task than its bound. Retry-After says when the token may write again.",
 	500: "A fault of the server (code internal).",
 	503: "Temporal, the worker or the SSOT did not answer (code unavailable); retry.",
 }
@@ -556,10 +556,16 @@ func openAPIDocument() (obj, error) {
 			errs = append(errs, 401)
 		}
 		errs = append(errs, 421, 500, 503)
+		if writing(o.pattern) && !slices.Contains(errs, 429) {
+			errs = append(errs, 429)
+		}
 		for _, st := range errs {
 			resp[fmt.Sprint(st)] = errorResponse(st)
 			if text, ok := o.errText[st]; ok {
 				resp[fmt.Sprint(st)].(obj)["description"] = text
+			}
+			if st == 429 && writing(o.pattern) {
+				resp["429"].(obj)["headers"] = rateLimitAnswer()["headers"]
 			}
 		}
 		operation := obj{

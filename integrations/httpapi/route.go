@@ -164,9 +164,23 @@ func withGuardAnswers(op map[string]any, rt Route) map[string]any {
 		more[http.StatusUnauthorized] = "No valid bearer token (code unauthenticated)."
 		more[http.StatusForbidden] = "The token's role may not do this, or a cross-site Origin (code forbidden)."
 	}
-	if method, _, _ := cutPattern(rt.Pattern); method == "post" || method == "put" || method == "patch" {
+	method, _, _ := cutPattern(rt.Pattern)
+	if method == "post" || method == "put" || method == "patch" {
 		more[http.StatusBadRequest] = "Invalid input (code invalid); fields names each field at fault."
 		more[http.StatusRequestEntityTooLarge] = "The body is too large (code too_large)."
+	}
+	if writing(strings.ToUpper(method) + " ") {
+		if have, ok := resp["429"].(map[string]any); ok {
+			have = maps.Clone(have)
+			if _, ok := have["headers"]; !ok {
+				have["headers"] = rateLimitAnswer()["headers"]
+				desc, _ := have["description"].(string)
+				have["description"] = strings.TrimSpace(desc + " Also: more writing requests a minute from this token than http.rate allows (Retry-After says when to try again).")
+			}
+			resp["429"] = have
+		} else {
+			resp["429"] = rateLimitAnswer()
+		}
 	}
 	for st, desc := range more {
 		key := strconv.Itoa(st)

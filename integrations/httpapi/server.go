@@ -77,6 +77,11 @@ type Options struct {
 	// ReadTimeout and WriteTimeout bound reading a request and writing its
 	// answer (a long poll gets its wait on top); zero is DefaultTimeout.
 	ReadTimeout, WriteTimeout time.Duration
+	// Rate is the writing requests (POST, PUT, PATCH, DELETE) one token
+	// may make a minute, on every route Add's systems included; beyond it
+	// 429 rate_limited with Retry-After. Zero is DefaultRate; negative is
+	// no limit (the benchmarks).
+	Rate int
 }
 
 // DefaultTimeout is the server's read and write timeout when Options
@@ -115,6 +120,8 @@ type Server struct {
 	// codes of Add's systems.
 	statusOf map[task.Code]int
 	added    added
+	// limit bounds each token's writing requests; nil is no limit.
+	limit *limiter
 }
 
 // New builds a Server and registers its routes.
@@ -166,6 +173,12 @@ func New(o Options) *Server {
 	if s.writeTO <= 0 {
 		s.writeTO = DefaultTimeout
 	}
+	switch {
+	case o.Rate == 0:
+		s.limit = newLimiter(DefaultRate, time.Minute)
+	case o.Rate > 0:
+		s.limit = newLimiter(o.Rate, time.Minute)
+	}
 	s.routes()
 	return s
 }
@@ -203,13 +216,21 @@ func (s *Server) routes() {
 // handle registers an API route behind authentication; roles, when not
 // empty, are the only token roles allowed.
 func (s *Server) handle(pattern string, roles []amp.Role, h func(http.ResponseWriter, *http.Request)) {
-	s.mux.Handle(pattern, s.authenticate(roles, http.HandlerFunc(h)))
+	var next http.Handler = http.HandlerFunc(h)
+	if writing(pattern) {
+		next = s.limited(tokenKey, next)
+	}
+	s.mux.Handle(pattern, s.authenticate(roles, next))
 	s.patterns = append(s.patterns, pattern)
 }
 
 // open registers an API route that needs no token.
 func (s *Server) open(pattern string, h func(http.ResponseWriter, *http.Request)) {
-	s.mux.HandleFunc(pattern, h)
+	var next http.Handler = http.HandlerFunc(h)
+	if writing(pattern) {
+		next = s.limited(credentialKey, next)
+	}
+	s.mux.Handle(pattern, next)
 	s.patterns = append(s.patterns, pattern)
 }
 

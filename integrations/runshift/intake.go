@@ -159,7 +159,7 @@ func (in *Intake) Accept(ctx context.Context, agent Agent, s Signal) (Reply, err
 	now := in.now()
 	computed, priced := in.Pricing.Cost(s.Model, *s.InputTokens, *s.OutputTokens)
 	cost := gate.Cost{Model: s.Model, InputTokens: *s.InputTokens, OutputTokens: *s.OutputTokens, ReportedUSD: *s.CostUSD, ComputedUSD: computed}
-	counted := cost.ReportedUSD
+	counted := max(cost.ReportedUSD, computed) // a model not priced costs the default price at least
 	if priced {
 		counted = computed
 		cost.Mismatch = Mismatch(cost.ReportedUSD, computed)
@@ -401,6 +401,25 @@ func NewIntake(cfg config.Gate, store GateLedger, start Starter, lookup func(str
 	return &Intake{
 		Store: store, Start: start, Keys: keys, Rules: rules, Pricing: NewPricing(cfg.Pricing),
 		Budgets: cfg.Budgets, Allowed: Allow(cfg.WebhookAllow), CallbackFor: cfg.CallbackFor,
-		Metrics: NewMetrics(reg),
+		Metrics: NewMetrics(reg).ForProjects(ConfiguredProjects(cfg)),
 	}, nil
+}
+
+// ConfiguredProjects are the projects cfg names: in an agent's projects
+// (but "*") or a budget.
+func ConfiguredProjects(cfg config.Gate) []string {
+	var out []string
+	for _, a := range cfg.Agents {
+		for _, p := range a.Projects {
+			if p != "*" && p != "" {
+				out = append(out, p)
+			}
+		}
+	}
+	for _, b := range cfg.Budgets {
+		if b.Project != "" {
+			out = append(out, b.Project)
+		}
+	}
+	return out
 }

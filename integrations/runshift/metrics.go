@@ -16,6 +16,25 @@ type Metrics struct {
 	tokens   *prometheus.CounterVec
 	mismatch *prometheus.CounterVec
 	resolved *prometheus.CounterVec
+	// projects are the configured projects, the only project labels;
+	// any other is OtherProject, so an agent posting made-up project ids
+	// cannot grow the metrics without end.
+	projects map[string]bool
+}
+
+// OtherProject is the project label of a project not configured.
+const OtherProject = "other"
+
+// ForProjects limits the project label to projects, and returns m.
+func (m *Metrics) ForProjects(projects []string) *Metrics {
+	if m == nil {
+		return nil
+	}
+	m.projects = map[string]bool{}
+	for _, p := range projects {
+		m.projects[p] = true
+	}
+	return m
 }
 
 // NewMetrics registers the gate's counters on reg.
@@ -81,6 +100,9 @@ func (m *Metrics) gate() {
 func (m *Metrics) spend(agent, project string, c gate.Cost, counted float64) {
 	if m == nil {
 		return
+	}
+	if !m.projects[project] {
+		project = OtherProject
 	}
 	m.costUSD.WithLabelValues(agent, project).Add(counted)
 	m.tokens.WithLabelValues(agent, "input").Add(float64(c.InputTokens))

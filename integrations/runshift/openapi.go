@@ -123,7 +123,7 @@ func schemas() map[string]any {
 	when := map[string]any{"type": "string", "format": "date-time"}
 	cost := map[string]any{"type": "object", "properties": map[string]any{
 		"model": str("The model."), "input_tokens": integer("Input tokens."), "output_tokens": integer("Output tokens."),
-		"reported_usd": num("The agent's cost_usd."), "computed_usd": num("The cost from the pricing table; 0 when the model is not priced."),
+		"reported_usd": num("The agent's cost_usd."), "computed_usd": num("The cost from the pricing table (model names normalised: case, provider prefix, date suffix); a model it does not name costs the default price (gate.pricing's \"*\" entry, else the table's dearest)."),
 		"mismatch": map[string]any{"type": "boolean", "description": "The reported cost differs from the computed one by more than 10 %."},
 	}}
 	return map[string]any{
@@ -172,7 +172,7 @@ func schemas() map[string]any {
 				"gated":  map[string]any{"type": "boolean", "description": "A gate fired; false: approved with no gate."},
 				"run_id": str(""), "agent_id": str(""), "project_id": str(""), "task_id": str(""),
 				"summary": str(""), "proposed_action": str(""), "cost": cost,
-				"cost_usd":    num("What counts against budgets: the computed cost when the model is priced, else the reported one."),
+				"cost_usd":    num("What counts against budgets: the computed cost when the model is priced, else the reported one or the default price's cost, whichever is more."),
 				"reasons":     map[string]any{"type": "array", "items": map[string]any{"type": "string"}, "description": "Why the gate fired."},
 				"contract":    map[string]any{"type": "object", "description": "The contract of a contract gate: id, primitive, parameters, digest, level, minimum_handling."},
 				"received_at": when, "resolved_at": when, "resolved_by": str("Who decided; ampflow when it expired."),

@@ -15,13 +15,28 @@ var DefaultPricing = pricing.Default
 // one before it is flagged.
 const MismatchRatio = 0.10
 
-// Pricing prices models; Cost is false for a model it does not name.
+// AnyModel is the model name of the price of every model the table does
+// not name (gate.pricing: [{model: "*", …}]).
+const AnyModel = pricing.AnyModel
+
+// Pricing prices models, by normalised name; Cost is false for a model
+// it does not name, and costs it the unknown price.
 type Pricing = pricing.Table
 
-// NewPricing is DefaultPricing with the configured prices over it.
+// NewPricing is DefaultPricing with the configured prices over it. A
+// model the table does not name costs the AnyModel price when one is
+// configured, else the dearest of the table's input and output prices:
+// a name the table does not know never makes a signal cheaper.
 func NewPricing(configured []config.GatePrice) Pricing {
-	return pricing.New(configured, config.Price{})
+	p := pricing.New(configured, config.Price{})
+	if p.Unknown == (config.Price{}) {
+		p.Unknown = p.Dearest()
+	}
+	return p
 }
+
+// NormalizeModel is the name a model is priced under (pricing.Normalize).
+func NormalizeModel(model string) string { return pricing.Normalize(model) }
 
 // Mismatch says whether reported differs from computed by more than
 // MismatchRatio of computed (any reported cost when computed is zero).

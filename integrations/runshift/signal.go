@@ -14,6 +14,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/ampflow/ampflow/amp"
+	"github.com/ampflow/ampflow/config"
 )
 
 // Limits of a signal. Every one is explicit; a signal over any is refused
@@ -205,6 +206,9 @@ func checkWebhook(raw string, allowed func(string) bool) string {
 	}
 	if u.User != nil {
 		return "must not carry credentials"
+	}
+	if what := config.SecretInURL(raw); what != "" {
+		return "must not carry a secret (" + what + "): it is stored and shown with the gate; the callback is signed instead"
 	}
 	if allowed == nil || !allowed(u.Hostname()) {
 		return fmt.Sprintf("host %q is not in gate.webhook_allow", u.Hostname())

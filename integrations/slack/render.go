@@ -124,7 +124,7 @@ func RenderClosed(d decision.Decision, o decision.Outcome) []slackapi.Block {
 // DecisionText is the notification text of a decision message, shown
 // where blocks are not (push notifications).
 func DecisionText(d decision.Decision) string {
-	return fmt.Sprintf("%s on %s: %s", chat.KindTitle(d.Kind), d.Subject, chat.Clip(d.Prompt, 120))
+	return esc(fmt.Sprintf("%s on %s: %s", chat.KindTitle(d.Kind), d.Subject, chat.Clip(d.Prompt, 120)))
 }
 
 // PostText is DecisionText for a decision posted again; an escalation
@@ -145,7 +145,7 @@ func PostText(d decision.Decision, how chat.Post) string {
 
 // ClosedText is the notification text of a decided decision.
 func ClosedText(d decision.Decision, o decision.Outcome) string {
-	return fmt.Sprintf("%s on %s: %s by %s", chat.KindTitle(d.Kind), d.Subject, chat.OptionLabel(d, o.Option), o.By)
+	return esc(fmt.Sprintf("%s on %s: %s by %s", chat.KindTitle(d.Kind), d.Subject, chat.OptionLabel(d, o.Option), o.By))
 }
 
 func decisionBody(d decision.Decision, state string) []slackapi.Block {
@@ -247,9 +247,9 @@ func RenderEscalation(m amp.Message) []slackapi.Block {
 // EscalationText is the notification text of an escalation.
 func EscalationText(m amp.Message) string {
 	if e := m.Escalation(); e != nil {
-		return fmt.Sprintf("Escalation on %s: %s", m.TaskID, chat.Clip(e.Description, 120))
+		return esc(fmt.Sprintf("Escalation on %s: %s", m.TaskID, chat.Clip(e.Description, 120)))
 	}
-	return "Escalation on " + m.TaskID
+	return "Escalation on " + esc(m.TaskID)
 }
 
 // RenderStatus renders a status notice as one plain mrkdwn line.

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/ampflow/ampflow/activities"
+	"github.com/ampflow/ampflow/integrations/chat"
 	"github.com/ampflow/ampflow/integrations/chat/chattest"
 	"github.com/ampflow/ampflow/workflows/decision"
 	"github.com/ampflow/ampflow/workflows/task"
@@ -98,5 +99,36 @@ func BenchmarkRenderDecision(b *testing.B) {
 	b.ReportAllocs()
 	for b.Loop() {
 		_ = RenderDecision(d, tokens)
+	}
+}
+
+// TestRenderEscapesText: what agents write reaches Slack as text, never
+// as a mention of everyone or a link with a text of their choosing, in
+// the blocks and in the notification texts alike.
+func TestRenderEscapesText(t *testing.T) {
+	const evil = "<!channel> see <https://evil.example|the diff> & <@U999>"
+	d := chattest.PlanDecision()
+	d.Prompt = evil
+	d.Context.Description = evil
+	lock := chattest.LockDecision()
+	m := *lock.Escalation
+	e := *m.Escalation()
+	e.Description = evil
+	m.Payload = &e
+	outs := map[string]string{
+		"RenderDecision":   string(jsonText(t, RenderDecision(d, []string{"tokA"}), "")),
+		"DecisionText":     DecisionText(d),
+		"PostText":         PostText(d, chat.Post{Escalated: true, Mention: []string{"U1"}}),
+		"ClosedText":       ClosedText(d, chattest.Outcome(d, decision.OptApprove, "<!here>", "api", "")),
+		"RenderEscalation": string(jsonText(t, RenderEscalation(m), "")),
+		"EscalationText":   EscalationText(m),
+		"RenderStatus":     RenderStatus(activities.NotifyInput{TaskID: "T-2026-001", Status: task.StatusDone, Text: evil}),
+	}
+	for name, out := range outs {
+		for _, bad := range []string{"<!channel>", "<!here>", "<https://evil.example|", "<@U999>"} {
+			if strings.Contains(out, bad) {
+				t.Errorf("%s passes %q through: %s", name, bad, out)
+			}
+		}
 	}
 }

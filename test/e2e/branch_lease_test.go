@@ -17,7 +17,7 @@ import (
 // awaiting_lease (listed by status, shown by task show) and gets its
 // dispatch only once the first is done.
 func twoTasksOneBranch(t *testing.T, p *devProc, exec, rev api) {
-	coord := api{t: t, base: exec.base, token: "coord-secret"}
+	coord := api{t: t, base: exec.base, token: "coord-secret-0123456789ab"}
 	a := &agent{t: t, repo: gitRepo(t)}
 	start := func() string {
 		var started struct {
@@ -51,11 +51,11 @@ func twoTasksOneBranch(t *testing.T, p *devProc, exec, rev api) {
 		coord.do("GET", "/v1/tasks?status=awaiting_lease", nil, &list)
 		return slices.ContainsFunc(list.Tasks, func(s workflows.TaskSummary) bool { return s.TaskID == second }), fmt.Errorf("%+v", list.Tasks)
 	})
-	show := mustRun(t, cliEnv(p, "coord-secret", "planner"), "task", "show", second)
+	show := mustRun(t, cliEnv(p, "coord-secret-0123456789ab", "planner"), "task", "show", second)
 	if !strings.Contains(show, "awaiting_lease") || !strings.Contains(show, first+" holds the branch") {
 		t.Fatalf("task show %s:\n%s", second, show)
 	}
-	list := mustRun(t, cliEnv(p, "coord-secret", "planner"), "task", "list", "--status", "awaiting_lease")
+	list := mustRun(t, cliEnv(p, "coord-secret-0123456789ab", "planner"), "task", "list", "--status", "awaiting_lease")
 	if !strings.Contains(list, second) || strings.Contains(list, first) {
 		t.Fatalf("task list --status awaiting_lease:\n%s", list)
 	}

@@ -129,10 +129,10 @@ func TestCLIOverAPI(t *testing.T) {
 // what it may do, and its name is who decides.
 func TestCLIOverAPITokens(t *testing.T) {
 	p := startDev(t, t.TempDir(), "AMPFLOW_POLICY_PLAN_APPROVAL_LOW=admin",
-		"AMPFLOW_AUTH_TOKENS=tok1:admin:ana,tok2:executor:exec1")
-	id := startByCLI(t, p, "tok1")
+		"AMPFLOW_AUTH_TOKENS=tok1-0123456789ab:admin:ana,tok2-0123456789ab:executor:exec1")
+	id := startByCLI(t, p, "tok1-0123456789ab")
 
-	_, errOut, code := bareCLI(t, p, "tok2", "-o", "json", "decide", id, "--option", "approve")
+	_, errOut, code := bareCLI(t, p, "tok2-0123456789ab", "-o", "json", "decide", id, "--option", "approve")
 	var e struct {
 		Error struct {
 			Code    string `json:"code"`
@@ -146,10 +146,10 @@ func TestCLIOverAPITokens(t *testing.T) {
 		t.Errorf("pending without a token: exit %d, stderr %q; want 1 naming api.token", code, errOut)
 	}
 
-	if out := mustCLI(t, p, "tok1", "decide", id, "--option", "approve"); !strings.Contains(out, "approve by ana;") {
+	if out := mustCLI(t, p, "tok1-0123456789ab", "decide", id, "--option", "approve"); !strings.Contains(out, "approve by ana;") {
 		t.Errorf("decide with the admin token: %q; want a decision by ana", out)
 	}
-	if out := mustCLI(t, p, "tok2", "task", "history", id); !strings.Contains(out, "plan_approval decided approve by ana via api") {
+	if out := mustCLI(t, p, "tok2-0123456789ab", "task", "history", id); !strings.Contains(out, "plan_approval decided approve by ana via api") {
 		t.Errorf("task history lacks the decision by ana:\n%s", out)
 	}
 }

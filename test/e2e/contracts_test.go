@@ -91,7 +91,7 @@ func wantCode(t *testing.T, what string, code int, body []byte, status int, want
 const (
 	deployerKey = "k-deployer-e2e-0123456789"
 	linterKey   = "k-linter-e2e-0123456789"
-	anaToken    = "tok-ana-e2e"
+	anaToken    = "tok-ana-0123456789ab-e2e"
 )
 
 // TestRiskContracts runs AMCP's decide → execute against `ampflow dev`:

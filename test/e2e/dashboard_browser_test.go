@@ -36,7 +36,7 @@ import (
 func TestDashboardBrowser(t *testing.T) {
 	chromiumPath(t)
 	p := startDev(t, t.TempDir(),
-		"AMPFLOW_AUTH_TOKENS=tok-ana:admin:ana,tok-bob:admin:bob,tok-exec:executor:codex,tok-plan:coordinator:planner",
+		"AMPFLOW_AUTH_TOKENS=tok-ana-0123456789ab:admin:ana,tok-bob-0123456789ab:admin:bob,tok-exec-0123456789ab:executor:codex,tok-plan-0123456789ab:coordinator:planner",
 		"AMPFLOW_POLICY_PLAN_APPROVAL_LOW=admin")
 	if !strings.Contains(p.output(), "dashboard") || !strings.Contains(p.output(), "http://"+p.api+"/") {
 		t.Errorf("ampflow dev does not print the dashboard's URL:\n%s", p.output())
@@ -48,7 +48,7 @@ func TestDashboardBrowser(t *testing.T) {
 	planFile := filepath.Join(t.TempDir(), "plan.json")
 	writeFile(t, planFile, string(plan))
 	start := func() (string, decision.Decision) {
-		stdout, stderr, code := cliAs(t, p, "tok-plan", nil, "task", "start", "-f", planFile)
+		stdout, stderr, code := cliAs(t, p, "tok-plan-0123456789ab", nil, "task", "start", "-f", planFile)
 		if code != 0 {
 			t.Fatalf("task start: exit %d\n%s%s", code, stdout, stderr)
 		}
@@ -74,7 +74,7 @@ func TestDashboardBrowser(t *testing.T) {
 	ana.until("the sign-in page", 10*time.Second, `location.pathname === "/signin" && document.querySelector("#token")`)
 	ana.checkLabels("sign-in")
 	ana.shoot(shots, "signin")
-	ana.do("signing in", chromedp.SendKeys("#token", "tok-ana"), chromedp.Click(`form[action="/signin"] button[type=submit]`))
+	ana.do("signing in", chromedp.SendKeys("#token", "tok-ana-0123456789ab"), chromedp.Click(`form[action="/signin"] button[type=submit]`))
 	ana.until("the tasks page after sign-in", 10*time.Second, `location.pathname === "/tasks" && document.querySelector(".who .user")`)
 	cookie := evalIn[string](ana, "document.cookie")
 	if strings.Contains(cookie, "ampflow_session") {
@@ -145,7 +145,7 @@ func TestDashboardBrowser(t *testing.T) {
 	ana.open(base + "/")
 	ana.until("the other decisions", 10*time.Second, card(d2)+" && "+card(d3)+` && document.getElementById("live").dataset.state === "live"`)
 	evalIn[bool](ana, "window.__sameDocument = true")
-	if _, stderr, code := cliAs(t, p, "tok-bob", nil, "decide", elsewhere, "--option", "approve"); code != 0 {
+	if _, stderr, code := cliAs(t, p, "tok-bob-0123456789ab", nil, "decide", elsewhere, "--option", "approve"); code != 0 {
 		t.Fatalf("bob's approval on the CLI: exit %d %s", code, stderr)
 	}
 	gone := ana.until("the decision taken on the CLI (through the API) leaving with who took it", 10*time.Second,
@@ -199,8 +199,8 @@ func TestDashboardBrowser(t *testing.T) {
 
 	// Leases, Agents and Mesh: codex and the planner each hold a lease
 	// and talk in a thread.
-	codexAPI := api{t: t, base: base, token: "tok-exec"}
-	planner := api{t: t, base: base, token: "tok-plan"}
+	codexAPI := api{t: t, base: base, token: "tok-exec-0123456789ab"}
+	planner := api{t: t, base: base, token: "tok-plan-0123456789ab"}
 	var held, docs repomesh.Lease
 	if code := codexAPI.do("POST", "/v1/leases", map[string]any{"resource_key": "file:app:main", "ttl_seconds": 600}, &held); code != 201 {
 		t.Fatalf("codex's lease: %d", code)
@@ -284,7 +284,7 @@ func TestDashboardBrowser(t *testing.T) {
 	// A token of another role reads, without a single button to decide.
 	codex := b.session()
 	codex.open(base + "/signin")
-	codex.do("signing in as codex", chromedp.SendKeys("#token", "tok-exec"), chromedp.Click(`form[action="/signin"] button[type=submit]`))
+	codex.do("signing in as codex", chromedp.SendKeys("#token", "tok-exec-0123456789ab"), chromedp.Click(`form[action="/signin"] button[type=submit]`))
 	codex.until("the decisions page as codex", 10*time.Second, `location.pathname === "/" && `+card(d3))
 	if n := evalIn[int](codex, `document.querySelectorAll("main button, main form[method=post]").length`); n != 0 {
 		t.Errorf("codex (executor) sees %d buttons or forms on the decisions page", n)

@@ -19,7 +19,7 @@ import (
 // when the reminder fell due, each step once.
 func TestDecisionsAcrossRestart(t *testing.T) {
 	p := startDev(t, t.TempDir(),
-		"AMPFLOW_AUTH_TOKENS=tok-ana:admin:ana,tok-bob:admin:bob,tok-plan:coordinator:planner",
+		"AMPFLOW_AUTH_TOKENS=tok-ana-0123456789ab:admin:ana,tok-bob-0123456789ab:admin:bob,tok-plan-0123456789ab:coordinator:planner",
 		"AMPFLOW_POLICY_PLAN_APPROVAL_LOW=admin",
 		"AMPFLOW_POLICY_QUORUM_LOW=2",
 		"AMPFLOW_POLICY_DECISIONS_REMIND_AFTER=4s",
@@ -32,7 +32,7 @@ func TestDecisionsAcrossRestart(t *testing.T) {
 	planFile := filepath.Join(t.TempDir(), "plan.json")
 	writeFile(t, planFile, string(plan))
 	start := func() string {
-		stdout, stderr, code := cliAs(t, p, "tok-plan", nil, "task", "start", "-f", planFile)
+		stdout, stderr, code := cliAs(t, p, "tok-plan-0123456789ab", nil, "task", "start", "-f", planFile)
 		if code != 0 {
 			t.Fatalf("task start: exit %d\n%s%s", code, stdout, stderr)
 		}
@@ -55,7 +55,7 @@ func TestDecisionsAcrossRestart(t *testing.T) {
 		t.Fatalf("plan approval %+v; want 2 approvals required, a digest and an expiry", d)
 	}
 	late := pending(unanswered)
-	stdout, stderr, code := cliAs(t, p, "tok-ana", nil, "decide", quorum, "--option", "approve")
+	stdout, stderr, code := cliAs(t, p, "tok-ana-0123456789ab", nil, "decide", quorum, "--option", "approve")
 	if code != 0 || !strings.Contains(stdout, "1 of 2 approvals: ana") {
 		t.Fatalf("ana's approval: exit %d, want 1 of 2 approvals\n%s%s", code, stdout, stderr)
 	}
@@ -75,11 +75,11 @@ func TestDecisionsAcrossRestart(t *testing.T) {
 	})
 
 	// ana's approval was kept: hers again counts once, bob's decides.
-	stdout, stderr, code = cliAs(t, p, "tok-ana", nil, "decide", quorum, "--option", "approve")
+	stdout, stderr, code = cliAs(t, p, "tok-ana-0123456789ab", nil, "decide", quorum, "--option", "approve")
 	if code != 0 || !strings.Contains(stdout, "1 of 2 approvals: ana") {
 		t.Fatalf("ana again after the restart: exit %d, want still 1 of 2\n%s%s", code, stdout, stderr)
 	}
-	stdout, stderr, code = cliAs(t, p, "tok-bob", nil, "decide", quorum, "--option", "approve")
+	stdout, stderr, code = cliAs(t, p, "tok-bob-0123456789ab", nil, "decide", quorum, "--option", "approve")
 	if code != 0 {
 		t.Fatalf("bob's approval: exit %d\n%s%s", code, stdout, stderr)
 	}
@@ -87,7 +87,7 @@ func TestDecisionsAcrossRestart(t *testing.T) {
 	if n := len(st.Decided); n == 0 || !approvedBy(st.Decided[n-1], "ana", "bob") {
 		t.Errorf("decided %+v; want the plan approved by ana and bob", st.Decided)
 	}
-	_, stderr, code = cliAs(t, p, "tok-bob", nil, "-o", "json", "decide", "--decision", d.ID, "--digest", d.Digest, "--option", "approve")
+	_, stderr, code = cliAs(t, p, "tok-bob-0123456789ab", nil, "-o", "json", "decide", "--decision", d.ID, "--digest", d.Digest, "--option", "approve")
 	if code != 1 || !strings.Contains(stderr, `"code":"decided"`) || !strings.Contains(stderr, "ana") {
 		t.Errorf("a third answer: exit %d, %s; want 1 and decided, naming the approvers", code, stderr)
 	}
@@ -99,7 +99,7 @@ func TestDecisionsAcrossRestart(t *testing.T) {
 		t.Fatalf("decided %+v; want the plan rejected by expiry", st.Decided)
 	}
 	// The task has ended; a late answer still hears who closed it.
-	_, stderr, code = cliAs(t, p, "tok-bob", nil, "-o", "json", "decide", "--decision", late.ID, "--digest", late.Digest, "--option", "approve")
+	_, stderr, code = cliAs(t, p, "tok-bob-0123456789ab", nil, "-o", "json", "decide", "--decision", late.ID, "--digest", late.Digest, "--option", "approve")
 	if code != 1 || !strings.Contains(stderr, `"code":"decided"`) || !strings.Contains(stderr, "ampflow via expiry") {
 		t.Errorf("an answer after expiry: exit %d, %s; want 1 and decided by ampflow via expiry", code, stderr)
 	}
@@ -123,7 +123,7 @@ func approvedBy(o decision.Outcome, names ...string) bool {
 // historyIDs reads the ids of a task's SSOT records through the CLI.
 func historyIDs(t *testing.T, p *devProc, id string) []string {
 	t.Helper()
-	stdout, stderr, code := cliAs(t, p, "tok-ana", nil, "-o", "json", "task", "history", id, "--all")
+	stdout, stderr, code := cliAs(t, p, "tok-ana-0123456789ab", nil, "-o", "json", "task", "history", id, "--all")
 	if code != 0 {
 		t.Fatalf("task history: exit %d\n%s", code, stderr)
 	}

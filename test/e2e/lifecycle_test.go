@@ -139,16 +139,16 @@ func runAmpflow(t *testing.T, env []string, stdin []byte, args ...string) (strin
 // reviewer through the HTTP API with role tokens, and reaches done.
 func TestLifecycleCLIAndAPI(t *testing.T) {
 	p := startDev(t, t.TempDir(),
-		"AMPFLOW_AUTH_TOKENS=exec-secret:executor:codex,rev-secret:reviewer:claude,coord-secret:coordinator:planner")
+		"AMPFLOW_AUTH_TOKENS=exec-secret-0123456789ab:executor:codex,rev-secret-0123456789ab:reviewer:claude,coord-secret-0123456789ab:coordinator:planner")
 	repo := gitRepo(t)
-	exec := api{t: t, base: "http://" + p.api, token: "exec-secret"}
-	rev := api{t: t, base: "http://" + p.api, token: "rev-secret"}
+	exec := api{t: t, base: "http://" + p.api, token: "exec-secret-0123456789ab"}
+	rev := api{t: t, base: "http://" + p.api, token: "rev-secret-0123456789ab"}
 	a := &agent{t: t, repo: repo}
 
 	plan, _ := json.Marshal(lowRiskPlan(repo))
 	planFile := filepath.Join(t.TempDir(), "plan.json")
 	writeFile(t, planFile, string(plan))
-	stdout, stderr, code := cliAs(t, p, "coord-secret", nil, "task", "start", "-f", planFile)
+	stdout, stderr, code := cliAs(t, p, "coord-secret-0123456789ab", nil, "task", "start", "-f", planFile)
 	if code != 0 {
 		t.Fatalf("task start: exit %d\n%s%s", code, stdout, stderr)
 	}
@@ -201,7 +201,7 @@ func TestLifecycleCLIAndAPI(t *testing.T) {
 		code := exec.do("GET", "/v1/tasks/"+id, nil, &st)
 		return code == http.StatusOK && st.Status == task.StatusDone, fmt.Errorf("status %s", st.Status)
 	})
-	out, stderr, code := cliAs(t, p, "rev-secret", nil, "task", "history", id, "-o", "json")
+	out, stderr, code := cliAs(t, p, "rev-secret-0123456789ab", nil, "task", "history", id, "-o", "json")
 	if code != 0 {
 		t.Fatalf("task history: exit %d: %s", code, stderr)
 	}

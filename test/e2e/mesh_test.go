@@ -26,9 +26,9 @@ import (
 // retried after 1 s and 2 s and then files a bug task awaiting approval.
 func TestMesh(t *testing.T) {
 	p := startDev(t, t.TempDir(),
-		"AMPFLOW_AUTH_TOKENS=alice-secret:executor:alice,bob-secret:reviewer:bob,root-secret:admin:root,coord-secret:coordinator:planner,erin-secret:executor:erin")
-	alice := api{t: t, base: "http://" + p.api, token: "alice-secret"}
-	bob := api{t: t, base: "http://" + p.api, token: "bob-secret"}
+		"AMPFLOW_AUTH_TOKENS=alice-secret-0123456789ab:executor:alice,bob-secret-0123456789ab:reviewer:bob,root-secret-0123456789ab:admin:root,coord-secret-0123456789ab:coordinator:planner,erin-secret-0123456789ab:executor:erin")
+	alice := api{t: t, base: "http://" + p.api, token: "alice-secret-0123456789ab"}
+	bob := api{t: t, base: "http://" + p.api, token: "bob-secret-0123456789ab"}
 
 	t.Run("LeaseAutoReleasedOnTime", func(t *testing.T) {
 		var l repomesh.Lease
@@ -114,12 +114,12 @@ func TestMesh(t *testing.T) {
 	})
 
 	t.Run("LeaseCLI", func(t *testing.T) {
-		env := cliEnv(p, "bob-secret", "bob")
+		env := cliEnv(p, "bob-secret-0123456789ab", "bob")
 		var l repomesh.Lease
 		if err := json.Unmarshal([]byte(mustRun(t, env, "-o", "json", "lease", "acquire", "file:cli:main", "--ttl", "120")), &l); err != nil || l.AgentID != "bob" || l.State != "active" {
 			t.Fatalf("lease acquire: %+v %v", l, err)
 		}
-		_, errOut, code := runAmpflow(t, cliEnv(p, "alice-secret", "alice"), nil, "lease", "acquire", "file:cli:main")
+		_, errOut, code := runAmpflow(t, cliEnv(p, "alice-secret-0123456789ab", "alice"), nil, "lease", "acquire", "file:cli:main")
 		if code == 0 || !strings.Contains(errOut, "held by bob") {
 			t.Fatalf("alice's lease acquire of bob's key: exit %d %s", code, errOut)
 		}
@@ -135,7 +135,7 @@ func TestMesh(t *testing.T) {
 	})
 
 	t.Run("ThreadedConversation", func(t *testing.T) {
-		env := cliEnv(p, "alice-secret", "alice")
+		env := cliEnv(p, "alice-secret-0123456789ab", "alice")
 		rootID := lastLine(mustRun(t, env, "chat", "send", "bob", "Can you review src/auth.py before the release?", "--subject", "Code review request"))
 		var root repomesh.Event
 		if code := bob.do("GET", "/v1/events/inbox?limit=5", nil, &repomesh.EventList{}); code != 200 {
@@ -153,7 +153,7 @@ func TestMesh(t *testing.T) {
 			t.Fatalf("bob's reply: %d %+v", code, r)
 		}
 		var carol repomesh.EventList
-		root2 := api{t: t, base: alice.base, token: "root-secret"}
+		root2 := api{t: t, base: alice.base, token: "root-secret-0123456789ab"}
 		root2.do("GET", "/v1/events/inbox?recipient_id=carol", nil, &carol)
 		if len(carol.Events) != 1 || carol.Events[0].ID != r.ID {
 			t.Fatalf("carol's inbox (mentioned): %+v", carol.Events)
@@ -192,7 +192,7 @@ func TestMesh(t *testing.T) {
 	t.Run("AgentRecovered", func(t *testing.T) {
 		// erin, not alice: an agent reports a restart once a minute, and
 		// alice reports hers below.
-		erin := api{t: t, base: alice.base, token: "erin-secret"}
+		erin := api{t: t, base: alice.base, token: "erin-secret-0123456789ab"}
 		for _, key := range []string{"claim:T-2026-900", "file:app:feature"} {
 			if code := erin.do("POST", "/v1/leases", map[string]any{"resource_key": key, "ttl_seconds": 600}, nil); code != 201 {
 				t.Fatalf("acquire %s: %d", key, code)
@@ -226,7 +226,7 @@ func TestMesh(t *testing.T) {
 	t.Run("TwoTasksOneBranch", func(t *testing.T) { twoTasksOneBranch(t, p, alice, bob) })
 
 	t.Run("TasksRedispatchedAndBugTask", func(t *testing.T) {
-		coord := api{t: t, base: alice.base, token: "coord-secret"}
+		coord := api{t: t, base: alice.base, token: "coord-secret-0123456789ab"}
 		var started struct {
 			TaskID string `json:"task_id"`
 		}
@@ -298,7 +298,7 @@ func TestMesh(t *testing.T) {
 
 		// The task speaks in the mesh: created, and claimed by the ACK.
 		// They go to no inbox, and every agent finds them by search.
-		admin := api{t: t, base: alice.base, token: "root-secret"}
+		admin := api{t: t, base: alice.base, token: "root-secret-0123456789ab"}
 		for _, typ := range []string{"task.created", "task.claimed"} {
 			for _, who := range []api{admin, bob} {
 				var found repomesh.EventList

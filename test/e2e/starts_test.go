@@ -102,11 +102,11 @@ func taskIDs(t *testing.T, tasks workflows.Tasks) []string {
 func TestStarts(t *testing.T) {
 	dir := t.TempDir()
 	p := startDev(t, dir,
-		"AMPFLOW_AUTH_TOKENS=alice-secret:coordinator:alice,bob-secret:coordinator:bob,exec-secret:executor:codex")
+		"AMPFLOW_AUTH_TOKENS=alice-secret-0123456789ab:coordinator:alice,bob-secret-0123456789ab:coordinator:bob,exec-secret-0123456789ab:executor:codex")
 	tasks := dial(t, p)
 	base := "http://" + p.api
-	alice := startsAPI{t: t, base: base, token: "alice-secret"}
-	bob := startsAPI{t: t, base: base, token: "bob-secret"}
+	alice := startsAPI{t: t, base: base, token: "alice-secret-0123456789ab"}
+	bob := startsAPI{t: t, base: base, token: "bob-secret-0123456789ab"}
 	repo := gitRepo(t)
 	plan, err := json.Marshal(lowRiskPlan(repo))
 	if err != nil {
@@ -124,11 +124,11 @@ func TestStarts(t *testing.T) {
 		if code != http.StatusConflict || e.Code != task.CodeConflict || !strings.Contains(e.Message, "T-2025-001") {
 			t.Errorf("second start over HTTP: %d %+v; want 409 conflict naming the id", code, e)
 		}
-		stdout, stderr, exit := cliAs(t, p, "alice-secret", nil, "task", "start", "-f", planFile, "--task-id", "T-2025-001")
+		stdout, stderr, exit := cliAs(t, p, "alice-secret-0123456789ab", nil, "task", "start", "-f", planFile, "--task-id", "T-2025-001")
 		if exit != 1 || !strings.Contains(stderr, "T-2025-001") || strings.Contains(stdout, "started") {
 			t.Errorf("CLI start under a taken id: exit %d, stdout %q, stderr %q; want exit 1 naming the id", exit, stdout, stderr)
 		}
-		_, stderr, exit = cliAs(t, p, "alice-secret", nil, "-o", "json", "task", "start", "-f", planFile, "--task-id", "T-2025-001")
+		_, stderr, exit = cliAs(t, p, "alice-secret-0123456789ab", nil, "-o", "json", "task", "start", "-f", planFile, "--task-id", "T-2025-001")
 		var je struct {
 			Error apiError `json:"error"`
 		}
@@ -220,7 +220,7 @@ func TestStarts(t *testing.T) {
 			t.Errorf("a key with a space: %d %+v; want 400 naming Idempotency-Key", code, e)
 		}
 		// The CLI: the same --idempotency-key twice, one task.
-		out1, stderr, exit := cliAs(t, p, "alice-secret", nil, "task", "start", "-f", planFile, "--idempotency-key", "cli-1")
+		out1, stderr, exit := cliAs(t, p, "alice-secret-0123456789ab", nil, "task", "start", "-f", planFile, "--idempotency-key", "cli-1")
 		if exit != 0 {
 			t.Fatalf("CLI start: exit %d, %s", exit, stderr)
 		}
@@ -229,7 +229,7 @@ func TestStarts(t *testing.T) {
 			return slices.Contains(taskIDs(t, tasks), cliID), nil
 		})
 		before := len(taskIDs(t, tasks))
-		out2, stderr, exit := cliAs(t, p, "alice-secret", nil, "task", "start", "-f", planFile, "--idempotency-key", "cli-1")
+		out2, stderr, exit := cliAs(t, p, "alice-secret-0123456789ab", nil, "task", "start", "-f", planFile, "--idempotency-key", "cli-1")
 		if exit != 0 || lastLine(out2) != cliID {
 			t.Errorf("CLI retry: exit %d, stdout %q, stderr %q; want %s again", exit, out2, stderr, cliID)
 		}
@@ -263,7 +263,7 @@ func TestStarts(t *testing.T) {
 		if list[0].TaskID != "T-2025-003" {
 			t.Errorf("newest task listed first is %s, want T-2025-003", list[0].TaskID)
 		}
-		stdout, stderr, exit := cliAs(t, p, "alice-secret", nil, "-o", "json", "task", "list", "--limit", "1")
+		stdout, stderr, exit := cliAs(t, p, "alice-secret-0123456789ab", nil, "-o", "json", "task", "list", "--limit", "1")
 		var cliList []workflows.TaskSummary
 		if exit != 0 || json.Unmarshal([]byte(stdout), &cliList) != nil || len(cliList) != 1 || cliList[0].TaskID != "T-2025-003" {
 			t.Errorf("task list --limit 1: exit %d, %q %q; want T-2025-003", exit, stdout, stderr)
@@ -271,7 +271,7 @@ func TestStarts(t *testing.T) {
 	})
 
 	t.Run("TaskEnded", func(t *testing.T) {
-		exec := api{t: t, base: base, token: "exec-secret"}
+		exec := api{t: t, base: base, token: "exec-secret-0123456789ab"}
 		// On a branch of its own: the tasks above still running hold theirs.
 		own := lowRiskPlan(repo)
 		own.Branch = newBranch(t, repo, "feature/T-2025-004")
@@ -296,7 +296,7 @@ func TestStarts(t *testing.T) {
 			return false, err
 		})
 		ack := amp.NewAck(amp.RoleExecutor, d, time.Now())
-		execAPI := startsAPI{t: t, base: base, token: "exec-secret"}
+		execAPI := startsAPI{t: t, base: base, token: "exec-secret-0123456789ab"}
 		for _, c := range []struct {
 			path string
 			body any
@@ -319,14 +319,14 @@ func TestStarts(t *testing.T) {
 		if err := os.WriteFile(ackFile, raw, 0o644); err != nil {
 			t.Fatal(err)
 		}
-		_, stderr, exit := cliAs(t, p, "exec-secret", nil, "-o", "json", "send", "-f", ackFile)
+		_, stderr, exit := cliAs(t, p, "exec-secret-0123456789ab", nil, "-o", "json", "send", "-f", ackFile)
 		var je struct {
 			Error apiError `json:"error"`
 		}
 		if exit != 1 || json.Unmarshal([]byte(stderr), &je) != nil || je.Error.Code != "task_ended" {
 			t.Errorf("CLI send for an ended task: exit %d, stderr %q; want exit 1 with task_ended", exit, stderr)
 		}
-		_, stderr, exit = cliAs(t, p, "exec-secret", nil, "ack", d.MsgID, "--as", "executor")
+		_, stderr, exit = cliAs(t, p, "exec-secret-0123456789ab", nil, "ack", d.MsgID, "--as", "executor")
 		if exit != 1 || !strings.Contains(stderr, "terminated") {
 			t.Errorf("CLI ack for an ended task: exit %d, stderr %q; want exit 1 naming terminated", exit, stderr)
 		}

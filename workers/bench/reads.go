@@ -69,7 +69,7 @@ func (b *bench) openAwaiting(ctx context.Context, i int, taskID string) error {
 // measureReads serves the HTTP API on loopback over the SSOT and times
 // ReadSamples requests of each read, one at a time.
 func (b *bench) measureReads(ctx context.Context, ids []string) (Reads, error) {
-	srv := httpapi.New(httpapi.Options{Tasks: b.tasks, Store: b.store})
+	srv := httpapi.New(httpapi.Options{Tasks: b.tasks, Store: b.store, Rate: -1})
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return Reads{}, fmt.Errorf("serving the HTTP API for the reads: %w", err)

@@ -59,7 +59,7 @@ func (b *bench) measureSignals(ctx context.Context, parts *workers.Parts) (Resul
 		return r, err
 	}
 	in.Log = slog.New(slog.DiscardHandler)
-	api := httpapi.New(httpapi.Options{Tasks: parts.Tasks, Store: parts.Store, Logger: o.Logger})
+	api := httpapi.New(httpapi.Options{Tasks: parts.Tasks, Store: parts.Store, Logger: o.Logger, Rate: -1})
 	runshift.Register(api, in)
 	srv := httptest.NewServer(api.Handler())
 	defer srv.Close()

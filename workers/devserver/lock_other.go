@@ -17,7 +17,7 @@ const LockFile = "temporal.lock"
 var ErrDataDirInUse = errors.New("data directory in use by another dev server")
 
 func lockDataDir(dir string) (unlock func() error, err error) {
-	if err := os.MkdirAll(dir, 0o755); err != nil {
+	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, fmt.Errorf("creating data directory %s: %w", dir, err)
 	}
 	return func() error { return nil }, nil

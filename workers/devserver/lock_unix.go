@@ -21,11 +21,11 @@ var ErrDataDirInUse = errors.New("data directory in use by another dev server")
 // lockDataDir takes an exclusive lock that the kernel drops when the process
 // dies, so a killed server never leaves a stale lock behind.
 func lockDataDir(dir string) (unlock func() error, err error) {
-	if err := os.MkdirAll(dir, 0o755); err != nil {
+	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, fmt.Errorf("creating data directory %s: %w", dir, err)
 	}
 	path := filepath.Join(dir, LockFile)
-	f, err := os.OpenFile(path, os.O_CREATE|os.O_RDWR, 0o644)
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_RDWR, 0o600)
 	if err != nil {
 		return nil, fmt.Errorf("opening %s: %w", path, err)
 	}

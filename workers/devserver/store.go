@@ -72,6 +72,9 @@ func prepareStore(dir, cluster, namespace string, retention time.Duration, attrs
 		return nil, fmt.Errorf("checking database %s: %w", dbPath, err)
 	}
 
+	if err := privateDatabase(dbPath); err != nil {
+		return nil, err
+	}
 	ns, err := sqliteschema.NewNamespaceConfig(cluster, namespace, false, attrs)
 	if err != nil {
 		return nil, fmt.Errorf("configuring namespace %s: %w", namespace, err)
@@ -127,6 +130,17 @@ func createDatabase(dbPath, versionPath string) error {
 	return nil
 }
 
+// privateDatabase makes the database at path and its journals readable
+// by their owner only: whoever reads them reads every workflow.
+func privateDatabase(path string) error {
+	for _, suffix := range []string{"", "-journal", "-wal", "-shm"} {
+		if err := os.Chmod(path+suffix, 0o600); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return fmt.Errorf("making %s private: %w", path+suffix, err)
+		}
+	}
+	return nil
+}
+
 func removeDatabase(path string) {
 	for _, suffix := range []string{"", "-journal", "-wal", "-shm"} {
 		_ = os.Remove(path + suffix)
@@ -135,7 +149,7 @@ func removeDatabase(path string) {
 
 func writeFileAtomic(path string, data []byte) error {
 	tmp := path + ".tmp"
-	if err := os.WriteFile(tmp, data, 0o644); err != nil {
+	if err := os.WriteFile(tmp, data, 0o600); err != nil {
 		return fmt.Errorf("writing %s: %w", tmp, err)
 	}
 	if err := os.Rename(tmp, path); err != nil {

@@ -42,6 +42,10 @@ const CodeClaimed Code = "claimed"
 // an agent's escalations per task per hour.
 const CodeRateLimited Code = "rate_limited"
 
+// CodeInputBudget refuses an agent's input to a task that has taken as
+// much as one task takes over its life (its history is bounded).
+const CodeInputBudget Code = "input_budget_spent"
+
 // Error is an error with a code and a plain message. Fields lists the
 // failing field paths of invalid input. A workflow's refusal carries it,
 // as JSON, in the details of its ApplicationError, so a client reads the

@@ -165,6 +165,11 @@
     es.addEventListener("open", function () { state("live", "live"); });
     es.addEventListener("error", function () { state("down", "reconnecting…"); });
     es.addEventListener("reset", function () { state("live", "live"); refresh(); });
+    es.addEventListener("signed_out", function () {
+      es.close();
+      state("down", "signed out");
+      window.location.assign("/signin?next=" + encodeURIComponent(window.location.pathname + window.location.search));
+    });
     ["task", "record", "refusal", "subject", "mesh", "decision-opened", "decision-closed"].forEach(function (t) {
       es.addEventListener(t, function (m) {
         var e;

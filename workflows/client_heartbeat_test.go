@@ -1,0 +1,60 @@
+package workflows
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"go.temporal.io/sdk/client"
+
+	"github.com/ampflow/ampflow/amp"
+	"github.com/ampflow/ampflow/workflows/task"
+)
+
+// signals is a Temporal client that keeps the signals it is sent.
+type signals struct {
+	client.Client
+	sent []task.HeartbeatInput
+}
+
+func (s *signals) SignalWorkflow(_ context.Context, _, _, _ string, arg any) error {
+	s.sent = append(s.sent, arg.(task.HeartbeatInput))
+	return nil
+}
+
+// TestHeartbeatThrottled: a flood of heartbeats on one task reaches its
+// workflow as one signal a HeartbeatEvery per role, with one note a
+// NoteEvery; a recovered heartbeat and another task's pass.
+func TestHeartbeatThrottled(t *testing.T) {
+	now := time.Date(2026, 2, 26, 14, 0, 0, 0, time.UTC)
+	tc := &signals{}
+	c := &Client{Temporal: tc, Now: func() time.Time { return now }}
+	beat := func(taskID string, in task.HeartbeatInput) {
+		t.Helper()
+		if err := c.Heartbeat(t.Context(), taskID, in); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for range 100 {
+		beat(testTaskID, task.HeartbeatInput{From: amp.RoleExecutor, Note: "working"})
+	}
+	if len(tc.sent) != 1 || tc.sent[0].Note != "working" {
+		t.Fatalf("100 heartbeats at once sent %+v, want one with its note", tc.sent)
+	}
+	beat(testTaskID, task.HeartbeatInput{From: amp.RoleReviewer})
+	beat(testTaskID, task.HeartbeatInput{From: amp.RoleExecutor, Recovered: true})
+	beat("T-2026-999", task.HeartbeatInput{From: amp.RoleExecutor, Note: "other"})
+	if len(tc.sent) != 4 {
+		t.Fatalf("sent %d, want the reviewer's, the recovered one and the other task's too", len(tc.sent))
+	}
+	now = now.Add(HeartbeatEvery)
+	beat(testTaskID, task.HeartbeatInput{From: amp.RoleExecutor, Note: "still working"})
+	if got := tc.sent[len(tc.sent)-1]; len(tc.sent) != 5 || got.Note != "" {
+		t.Errorf("a heartbeat due within the note window sent %+v, want it without its note", got)
+	}
+	now = now.Add(NoteEvery)
+	beat(testTaskID, task.HeartbeatInput{From: amp.RoleExecutor, Note: "done soon"})
+	if got := tc.sent[len(tc.sent)-1]; len(tc.sent) != 6 || got.Note != "done soon" {
+		t.Errorf("a heartbeat past both windows sent %+v, want it with its note", got)
+	}
+}
