@@ -306,8 +306,19 @@ func TestCreateTask(t *testing.T) {
 	if st, out := r.do("GET", "/v1/aof/events?taskId=TASK-2026-02-09-001", ""); st != 200 || out["events"] == nil {
 		t.Errorf("events %d %v", st, out)
 	}
-	if st, out := r.do("POST", "/v1/aof/session-end", `{}`); st != 200 || out["applied"] == nil {
+	if st, out := r.do("POST", "/v1/aof/session-end", `{"agentId":"swe-backend"}`); st != 200 || out["applied"] == nil {
 		t.Errorf("session end %d %v", st, out)
+	}
+}
+
+// TestSessionEndOpenNeedsAgent: with no tokens every caller is the same
+// admin, so a session end must name its agent rather than end every
+// agent's runs.
+func TestSessionEndOpenNeedsAgent(t *testing.T) {
+	r := newRig(t)
+	st, out := r.do("POST", "/v1/aof/session-end", `{}`)
+	if st != http.StatusBadRequest || errCode(out) != "invalid" || !strings.Contains(fmt.Sprint(out), "agentId") {
+		t.Errorf("session end without agentId: %d %v", st, out)
 	}
 }
 

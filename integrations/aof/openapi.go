@@ -90,8 +90,8 @@ var (
 		param("query", "limit", "At most this many (default 100, at most 1000).", false),
 		param("query", "cursor", "The next of the previous page.", false))
 	opSessionEnd = op("endAOFSession", "End an agent session",
-		"Applies the pending run result of every task in progress (of agentId's runs only, when given), as AOF's session_end hook.",
-		"AOFSessionEndRequest", "200", "AOFSessionEndResponse", map[string]string{"400": "Invalid input (code invalid).",
+		"Applies the pending run result of every task in progress (of agentId's runs only, when given), as AOF's session_end hook. Only an admin's or a coordinator's token may leave agentId out, to end every agent's runs; with no tokens configured it is required.",
+		"AOFSessionEndRequest", "200", "AOFSessionEndResponse", map[string]string{"400": "Invalid input (code invalid), such as no agentId when the API has no tokens.",
 			"403": "The token's role may not do this, or an executor's or reviewer's token names another agentId than itself, or none (code forbidden): an agent ends only its own session."})
 )
 
@@ -142,7 +142,7 @@ func Spec() httpapi.Spec {
 		}),
 		"AOFDispatchRequest":   obj([]string{"agentId"}, map[string]any{"agentId": strSchema("The agent that runs the task."), "ttlMs": map[string]any{"type": "integer", "minimum": 0, "maximum": 86400000, "default": 300000}}),
 		"AOFHeartbeatRequest":  obj([]string{"agentId"}, map[string]any{"agentId": strSchema("The agent that runs the task.")}),
-		"AOFSessionEndRequest": obj(nil, map[string]any{"agentId": strSchema("Only this agent's runs; every run when absent.")}),
+		"AOFSessionEndRequest": obj(nil, map[string]any{"agentId": strSchema("Only this agent's runs. Absent, every agent's runs: only for an admin's or a coordinator's token (an agent's token must name itself, and with no tokens configured it is required).")}),
 		"AOFTask": obj([]string{"taskId", "title", "status", "metadata", "workLog", "createdAt", "updatedAt", "rev"}, map[string]any{
 			"taskId": taskIDSchema, "title": strSchema(""), "body": strSchema("With the ## Work Log section."), "assignee": strSchema(""), "status": statusEnum,
 			"parentTaskId":   taskIDSchema,

@@ -171,7 +171,7 @@ func apiSchemas() (map[string]obj, map[string]any) {
 	}))
 	add("HeartbeatRequest", HeartbeatRequest{}, object(HeartbeatRequest{}, "An agent's sign of life; restarts the task's heartbeat timer.", obj{
 		"task_id": taskIDSchema("The task worked on."),
-		"from":    strEnum("The sending role; the token must have it.", amp.RoleExecutor, amp.RoleReviewer, amp.RoleCoordinator),
+		"from":    strEnum("The sending role; the token must have it. Defaults to the token's role, as an ACK's as does (required when the API is open).", amp.RoleExecutor, amp.RoleReviewer, amp.RoleCoordinator),
 		"note":    str("A short progress note."),
 	}))
 	add("InboxResponse", InboxResponse{}, object(InboxResponse{}, "A page of the messages addressed to role that still await its ACK or reply.", obj{
@@ -503,6 +503,9 @@ func openAPIDocument() (obj, error) {
 		delete(s, "$schema")
 		schemas["amp_"+name] = rebase(s, "#/components/schemas/amp_"+name).(obj)
 	}
+	// Each operation's security is the identity its route registered
+	// with.
+	identities := New(Options{}).Identities()
 	paths := obj{}
 	for _, o := range ops() {
 		method, path, _ := strings.Cut(o.pattern, " ")
@@ -538,9 +541,11 @@ func openAPIDocument() (obj, error) {
 		if o.description != "" {
 			operation["description"] = o.description
 		}
-		if o.noAuth {
-			operation["security"] = []any{}
+		sec, registered := identities[o.pattern]
+		if !registered {
+			return nil, fmt.Errorf("route %s is not registered", o.pattern)
 		}
+		operation["security"] = sec
 		if len(o.params) > 0 {
 			operation["parameters"] = o.params
 		}
@@ -562,12 +567,11 @@ func openAPIDocument() (obj, error) {
 				"Not listed here: the Slack and Telegram callbacks mounted on the same server, which check their platforms' signatures and formats themselves.",
 		},
 		"servers":  []any{obj{"url": "http://127.0.0.1:7480"}},
-		"security": []any{obj{"bearer": []any{}}},
+		"security": Security(IdentityToken, nil),
 		"paths":    paths,
 		"components": obj{
-			"securitySchemes": obj{"bearer": obj{"type": "http", "scheme": "bearer",
-				"description": "A token of auth.tokens; its role (executor, reviewer, coordinator, admin) decides what it may do."}},
-			"schemas": schemas,
+			"securitySchemes": SecuritySchemes(),
+			"schemas":         schemas,
 		},
 	}, nil
 }

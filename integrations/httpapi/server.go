@@ -115,6 +115,10 @@ type Server struct {
 	// codes of Add's systems.
 	statusOf map[task.Code]int
 	added    added
+	// auth is each route's identity, by pattern.
+	auth map[string]routeAuth
+	// agentKeys tell the keys of the agent-key routes.
+	agentKeys []func(authorization string) bool
 }
 
 // New builds a Server and registers its routes.
@@ -133,6 +137,7 @@ func New(o Options) *Server {
 		writeTO:  o.WriteTimeout,
 		mux:      http.NewServeMux(),
 		mounted:  map[string]bool{},
+		auth:     map[string]routeAuth{},
 		statusOf: maps.Clone(statusOf),
 		added:    added{ops: map[string]map[string]any{}, routes: map[string]Route{}, schemas: map[string]any{}},
 	}
@@ -205,12 +210,14 @@ func (s *Server) routes() {
 func (s *Server) handle(pattern string, roles []amp.Role, h func(http.ResponseWriter, *http.Request)) {
 	s.mux.Handle(pattern, s.authenticate(roles, http.HandlerFunc(h)))
 	s.patterns = append(s.patterns, pattern)
+	s.auth[pattern] = routeAuth{identity: IdentityToken, roles: roles}
 }
 
 // open registers an API route that needs no token.
 func (s *Server) open(pattern string, h func(http.ResponseWriter, *http.Request)) {
 	s.mux.HandleFunc(pattern, h)
 	s.patterns = append(s.patterns, pattern)
+	s.auth[pattern] = routeAuth{identity: IdentityNone}
 }
 
 // Patterns returns the API's routes as "METHOD /path" patterns, without

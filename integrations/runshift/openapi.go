@@ -38,7 +38,6 @@ func signalOp(id, summary string) map[string]any {
 			"A gate (the agent set gate_required and gate.rules confirm, a rule says always, or a budget is at 80 %): 202 pending " +
 			"until an admin decides; the resolution is then POSTed, signed, to webhook_url. A run_id posted before answers with " +
 			"its gate as it stands and changes nothing; the same run_id with another body is a conflict (409). Run ids are per agent.",
-		"security":    []any{map[string]any{"bearer": []any{}}},
 		"requestBody": map[string]any{"required": true, "content": map[string]any{"application/json": map[string]any{"schema": ref("Signal")}}},
 		"responses": map[string]any{
 			"200": jsonBody(ref("SignalReply"), "No gate (approved), or a duplicate run_id whose gate is resolved."),
@@ -61,7 +60,6 @@ func signalStatusOp() map[string]any {
 		"operationId": "getSignal",
 		"summary":     "Where an agent's run stands, by its key",
 		"description": "The bearer token is the agent's key. Answers as posting the run's signal again would, without posting it: the gate's status. Another agent's run answers 404.",
-		"security":    []any{map[string]any{"bearer": []any{}}},
 		"parameters": []any{map[string]any{"name": "run_id", "in": "path", "required": true, "schema": map[string]any{"type": "string"},
 			"description": "The run_id of the signal."}},
 		"responses": map[string]any{
