@@ -42,7 +42,7 @@ type routeAuth struct {
 
 // Security is the OpenAPI security requirement of a route taking
 // identity with roles: the API token scheme with the role names allowed
-// (every role when roles is empty), the agent key scheme, or none.
+// (every role when roles is empty), in the order executor, reviewer, coordinator, admin, the agent key scheme, or none.
 func Security(identity Identity, roles []amp.Role) []any {
 	switch identity {
 	case IdentityNone:
@@ -50,12 +50,11 @@ func Security(identity Identity, roles []amp.Role) []any {
 	case IdentityAgentKey:
 		return []any{map[string]any{SchemeAgentKey: []any{}}}
 	}
-	if len(roles) == 0 {
-		roles = tokenRoles
-	}
-	names := make([]any, len(roles))
-	for i, r := range roles {
-		names[i] = string(r)
+	names := []any{}
+	for _, r := range tokenRoles {
+		if len(roles) == 0 || slices.Contains(roles, r) {
+			names = append(names, string(r))
+		}
 	}
 	return []any{map[string]any{SchemeToken: names}}
 }
