@@ -113,6 +113,19 @@ func strs(desc string) obj {
 var handlingEnum = []any{"allow", "log", "confirm", "strict_confirm", "human_required"}
 
 func schemas() obj {
+	return withParameters(catalogSchemas())
+}
+
+// withParameters adds AmcpParameters: a primitive's parameter values by
+// name, as the caller gave them.
+func withParameters(s obj) obj {
+	s["AmcpParameters"] = obj{"type": "object",
+		"description":          "The primitive's parameter values by name (the catalog names each and where it goes: path, query, body or arg); at most 16 KiB of JSON. A value is any JSON the primitive takes: a string, number, boolean, array or object.",
+		"additionalProperties": obj{"type": []any{"string", "number", "boolean", "array", "object"}}}
+	return s
+}
+
+func catalogSchemas() obj {
 	stateEnum := []any{"issued", "awaiting_approval", "approved", "rejected", "redeemed", "expired"}
 	spec := obj{"type": "object", "additionalProperties": obj{"type": "object", "properties": obj{
 		"type": obj{"type": "string"}, "required": obj{"type": "boolean"}, "description": obj{"type": "string"}}}}
@@ -123,7 +136,7 @@ func schemas() obj {
 				"intent": obj{"type": "string", "maxLength": 512, "description": "What the agent wants done, in words."},
 				"context": obj{"type": "object", "additionalProperties": false, "properties": obj{
 					"provider":        str("Keep the resolution to one provider's primitives (git, github, npm, deploy, db, fs, slack, http)."),
-					"parameters":      obj{"type": "object", "description": "The primitive's parameters."},
+					"parameters":      ref("AmcpParameters"),
 					"minimumHandling": obj{"type": "string", "enum": handlingEnum, "description": "Stricter handling than the primitive's; a lower one changes nothing (escalation only)."},
 				}},
 				"sessionId": obj{"type": "string", "maxLength": 200, "description": "The caller's session, kept with the contract."},
@@ -162,7 +175,7 @@ func schemas() obj {
 				"contractId":         obj{"type": "string"},
 				"state":              obj{"type": "string", "enum": stateEnum},
 				"primitive":          obj{"type": "string"},
-				"parameters":         obj{"type": "object"},
+				"parameters":         ref("AmcpParameters"),
 				"primitiveRiskScore": obj{"type": "integer", "minimum": 0, "maximum": 240},
 				"risk":               ref("AmcpRisk"),
 				"sessionId":          obj{"type": "string"},
@@ -191,7 +204,7 @@ func schemas() obj {
 				"method":     obj{"type": "string", "enum": []any{"GET", "POST", "PUT", "PATCH", "DELETE"}},
 				"command":    strs("The command to run, parameters in place (command primitives)."),
 				"parameters": obj{"type": "object", "properties": obj{"path": spec, "query": spec, "body": spec, "args": spec}},
-				"values":     obj{"type": "object", "description": "The contract's parameter values."},
+				"values":     ref("AmcpParameters"),
 				"auth": obj{"type": "object", "properties": obj{
 					"type": obj{"type": "string", "enum": []any{"Bearer", "ApiKey", "OAuth2", "None"}}, "header": obj{"type": "string"}, "scopes": strs("")}},
 				"contentType": obj{"type": "string"},

@@ -258,7 +258,8 @@ func apiSchemas() (map[string]obj, map[string]any) {
 		"confidence":        obj{"type": "number", "description": "The reviewer's confidence."},
 		"suggested_actions": array(obj{"type": "string"}, "What the escalating agent suggests."),
 		"agent_stderr":      str("The end of a failed command-mode agent's stderr, secrets masked."),
-		"extra":             obj{"type": "object", "description": "Anything else of note."},
+		"extra": obj{"type": "object", "description": "Anything else of note, by key (the system that raised the decision names them: aof_task_id, reviewer_agent, contract_id, …).",
+			"additionalProperties": obj{"type": []any{"string", "number", "boolean", "array", "object"}}},
 	}))
 	add("ListResponse", ListResponse{}, object(ListResponse{}, "Tasks, newest first.", obj{
 		"tasks":       array(ref("TaskSummary"), "At most limit tasks, newest first (by started_at, then task_id)."),
@@ -294,7 +295,10 @@ func apiSchemas() (map[string]obj, map[string]any) {
 		"prev_hash":   str("The hash of the record before it in the chain; empty for the first."),
 		"hash":        str("SHA-256 (hex) over the record's fields, its body_hash and prev_hash."),
 		"body": obj{"description": "The record itself: the whole AMP envelope of a message (kind message), the ACK record (kind ack), or the decision or event as JSON.",
-			"anyOf": []any{ref("Message"), ampRef("ack", ""), obj{"type": "object"}}},
+			"anyOf": []any{ref("Message"), ampRef("ack", ""), ref("Decision"), ref("Outcome"), obj{"type": "object",
+				"description": "An event: the task's plan ({task_id, plan}), a heartbeat ({from, note}), a cancel ({reason, by}) or a replan ({plan, by}).",
+				"properties": obj{"task_id": taskIDSchema(""), "plan": ampRef("task_dispatch", "/$defs/payload"), "from": ref("Role"), "note": str(""),
+					"reason": str(""), "by": str("Who acted.")}}}},
 	}))
 	add("CancelRequest", CancelRequest{}, object(CancelRequest{}, "Ends a task.", obj{
 		"reason": str("Why; required."),
@@ -401,7 +405,13 @@ var (
 func ops() []op {
 	return []op{
 		{pattern: "GET /healthz", summary: "Liveness", noAuth: true, status: 200, answer: ref("OK")},
-		{pattern: "GET /v1/openapi.json", summary: "This document", noAuth: true, status: 200, answer: obj{"type": "object"}},
+		{pattern: "GET /v1/openapi.json", summary: "This document", noAuth: true, status: 200, answer: obj{"type": "object",
+			"description": "An OpenAPI 3.1 document (its schema: https://spec.openapis.org/oas/3.1/schema/2022-10-07).", "required": []any{"openapi", "info", "paths"},
+			"properties": obj{"openapi": str("3.1.0"), "info": obj{"type": "object", "properties": obj{"title": str(""), "version": str(""), "description": str("")}},
+				"servers": array(obj{"type": "object", "properties": obj{"url": str("")}}, ""), "security": array(obj{"type": "object", "additionalProperties": array(str(""), "")}, ""),
+				"paths": obj{"type": "object", "additionalProperties": obj{"type": "object", "description": "A path item: an operation per method.", "additionalProperties": obj{"type": "object", "description": "An OpenAPI operation object.", "properties": obj{"operationId": str(""), "summary": str(""), "security": array(obj{"type": "object", "additionalProperties": array(str(""), "")}, "")}}}},
+				"components": obj{"type": "object", "properties": obj{"schemas": obj{"type": "object", "additionalProperties": obj{"type": []any{"object", "boolean"}, "description": "A JSON Schema.", "properties": obj{"type": obj{"type": []any{"string", "array"}}}}},
+					"securitySchemes": obj{"type": "object", "additionalProperties": obj{"type": "object", "properties": obj{"type": str(""), "scheme": str(""), "description": str("")}}}}}}}},
 		{pattern: "GET /metrics", summary: "Prometheus metrics", description: "Text exposition format; with tokens configured, any token reads it.",
 			status: 200, answer: nil},
 		{pattern: "POST /v1/tasks", summary: "Start a task", description: "Token role: coordinator or admin. The plan is a task_dispatch payload, validated as AMP/1.0; errors name plan.… paths. The same Idempotency-Key from the same token answers as the first start did.",
