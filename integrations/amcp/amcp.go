@@ -128,10 +128,19 @@ func New(o Options) *Handlers {
 func (h *Handlers) Register(s *httpapi.Server) {
 	h.api = s
 	s.Add(httpapi.Spec{Schemas: schemas(), Codes: Codes},
-		httpapi.Route{Pattern: "POST /v1/decide", Open: true, Handler: h.decide, Operation: decideOperation()},
-		httpapi.Route{Pattern: "GET /v1/contracts/{contractId}", Open: true, Handler: h.getContract, Operation: contractOperation()},
-		httpapi.Route{Pattern: "POST /v1/execute", Open: true, Handler: h.execute, Operation: executeOperation()},
+		httpapi.Route{Pattern: "POST /v1/decide", Open: true, AgentKey: h.isKey, Handler: h.decide, Operation: decideOperation()},
+		httpapi.Route{Pattern: "GET /v1/contracts/{contractId}", Open: true, AgentKey: h.isKey, Handler: h.getContract, Operation: contractOperation()},
+		httpapi.Route{Pattern: "POST /v1/execute", Open: true, AgentKey: h.isKey, Handler: h.execute, Operation: executeOperation()},
 	)
+}
+
+// isKey reports whether an Authorization header holds an agent's key.
+func (h *Handlers) isKey(authorization string) bool {
+	if h.o.Authenticate == nil {
+		return false
+	}
+	_, ok := h.o.Authenticate(authorization)
+	return ok
 }
 
 // owner authenticates r by its agent key and returns whose it is

@@ -17,7 +17,6 @@ func answer(desc string, schema obj) obj {
 func refusal(desc string) obj { return answer(desc, ref("Error")) }
 
 // agentKey: the routes take a bearer token, an agent key of gate.agents.
-var agentKey = []any{obj{"bearer": []any{}}}
 
 func common() obj {
 	return obj{
@@ -65,7 +64,6 @@ func decideOperation() obj {
 		"operationId": "postDecide",
 		"summary":     "Resolve an intent to a primitive and issue a risk contract (AMCP)",
 		"description": "Agent key (gate.agents) as a bearer token. Resolution is deterministic keyword scoring over the primitive catalog (gate.primitives): EXECUTE issues a contract (cnt_ and a UUID) bound by an HMAC-SHA256 signature to the primitive, its parameters, its risk and its expiry (gate.contract_ttl); CLARIFY asks one question between two close matches; INSUFFICIENT names the missing parameters; NO_MATCH says why. A contract whose minimumHandling is strict_confirm or human_required opens a gate (state awaiting_approval, gateId) that the admins decide like any decision.",
-		"security":    agentKey,
 		"requestBody": jsonBody(ref("AmcpDecideRequest")),
 		"responses": with(with(common(), guarded(true)), obj{
 			"200": answer("The resolution; contractId, primitiveRiskScore, risk and expiresAt are set on EXECUTE.", ref("AmcpDecideResponse")),
@@ -79,7 +77,6 @@ func contractOperation() obj {
 		"operationId": "getContract",
 		"summary":     "Show a contract's state and, once approved, its approvalToken",
 		"description": "Agent key as a bearer token; only the key that decided may read the contract. state is issued, awaiting_approval, approved, rejected, redeemed or expired.",
-		"security":    agentKey,
 		"parameters": []any{obj{"name": "contractId", "in": "path", "required": true,
 			"description": "The contract's id as POST /v1/decide returned it.", "schema": obj{"type": "string", "maxLength": 200}}},
 		"responses": with(with(common(), guarded(false)), obj{
@@ -95,7 +92,6 @@ func executeOperation() obj {
 		"operationId": "postExecute",
 		"summary":     "Redeem a contract for its execution blueprint (once)",
 		"description": "Agent key as a bearer token. Checks, in order: expiry (CONTRACT_EXPIRED whatever else is wrong), signature (CONTRACT_INVALID), redemption (CONTRACT_ALREADY_REDEEMED), approval (APPROVAL_REQUIRED when strict_confirm or human_required and the gate has not approved or the approvalToken is missing or wrong). Redeeming is one atomic update, so of concurrent calls one wins. ampflow does not run the blueprint; the agent does.",
-		"security":    agentKey,
 		"requestBody": jsonBody(ref("AmcpExecuteRequest")),
 		"responses": with(with(common(), guarded(true)), obj{
 			"200": answer("The blueprint; the contract is redeemed.", ref("AmcpBlueprint")),
@@ -117,6 +113,19 @@ func strs(desc string) obj {
 var handlingEnum = []any{"allow", "log", "confirm", "strict_confirm", "human_required"}
 
 func schemas() obj {
+	return withParameters(catalogSchemas())
+}
+
+// withParameters adds AmcpParameters: a primitive's parameter values by
+// name, as the caller gave them.
+func withParameters(s obj) obj {
+	s["AmcpParameters"] = obj{"type": "object",
+		"description":          "The primitive's parameter values by name (the catalog names each and where it goes: path, query, body or arg); at most 16 KiB of JSON. A value is any JSON the primitive takes: a string, number, boolean, array or object.",
+		"additionalProperties": obj{"type": []any{"string", "number", "boolean", "array", "object"}}}
+	return s
+}
+
+func catalogSchemas() obj {
 	stateEnum := []any{"issued", "awaiting_approval", "approved", "rejected", "redeemed", "expired"}
 	spec := obj{"type": "object", "additionalProperties": obj{"type": "object", "properties": obj{
 		"type": obj{"type": "string"}, "required": obj{"type": "boolean"}, "description": obj{"type": "string"}}}}
@@ -127,7 +136,7 @@ func schemas() obj {
 				"intent": obj{"type": "string", "maxLength": 512, "description": "What the agent wants done, in words."},
 				"context": obj{"type": "object", "additionalProperties": false, "properties": obj{
 					"provider":        str("Keep the resolution to one provider's primitives (git, github, npm, deploy, db, fs, slack, http)."),
-					"parameters":      obj{"type": "object", "description": "The primitive's parameters."},
+					"parameters":      ref("AmcpParameters"),
 					"minimumHandling": obj{"type": "string", "enum": handlingEnum, "description": "Stricter handling than the primitive's; a lower one changes nothing (escalation only)."},
 				}},
 				"sessionId": obj{"type": "string", "maxLength": 200, "description": "The caller's session, kept with the contract."},
@@ -166,7 +175,7 @@ func schemas() obj {
 				"contractId":         obj{"type": "string"},
 				"state":              obj{"type": "string", "enum": stateEnum},
 				"primitive":          obj{"type": "string"},
-				"parameters":         obj{"type": "object"},
+				"parameters":         ref("AmcpParameters"),
 				"primitiveRiskScore": obj{"type": "integer", "minimum": 0, "maximum": 240},
 				"risk":               ref("AmcpRisk"),
 				"sessionId":          obj{"type": "string"},
@@ -195,7 +204,7 @@ func schemas() obj {
 				"method":     obj{"type": "string", "enum": []any{"GET", "POST", "PUT", "PATCH", "DELETE"}},
 				"command":    strs("The command to run, parameters in place (command primitives)."),
 				"parameters": obj{"type": "object", "properties": obj{"path": spec, "query": spec, "body": spec, "args": spec}},
-				"values":     obj{"type": "object", "description": "The contract's parameter values."},
+				"values":     ref("AmcpParameters"),
 				"auth": obj{"type": "object", "properties": obj{
 					"type": obj{"type": "string", "enum": []any{"Bearer", "ApiKey", "OAuth2", "None"}}, "header": obj{"type": "string"}, "scopes": strs("")}},
 				"contentType": obj{"type": "string"},

@@ -306,8 +306,19 @@ func TestCreateTask(t *testing.T) {
 	if st, out := r.do("GET", "/v1/aof/events?taskId=TASK-2026-02-09-001", ""); st != 200 || out["events"] == nil {
 		t.Errorf("events %d %v", st, out)
 	}
-	if st, out := r.do("POST", "/v1/aof/session-end", `{}`); st != 200 || out["applied"] == nil {
+	if st, out := r.do("POST", "/v1/aof/session-end", `{"agentId":"swe-backend"}`); st != 200 || out["applied"] == nil {
 		t.Errorf("session end %d %v", st, out)
+	}
+}
+
+// TestSessionEndOpenNeedsAgent: with no tokens every caller is the same
+// admin, so a session end must name its agent rather than end every
+// agent's runs.
+func TestSessionEndOpenNeedsAgent(t *testing.T) {
+	r := newRig(t)
+	st, out := r.do("POST", "/v1/aof/session-end", `{}`)
+	if st != http.StatusBadRequest || errCode(out) != "invalid" || !strings.Contains(fmt.Sprint(out), "agentId") {
+		t.Errorf("session end without agentId: %d %v", st, out)
 	}
 }
 
@@ -457,7 +468,9 @@ func (c *countingTasks) SessionEnd(_ context.Context, id string, _ wf.SessionEnd
 // TestSessionEndBounded: a session end updates only the tasks with a run
 // result of that agent to apply, at most MaxSessionEnd a call.
 func TestSessionEndBounded(t *testing.T) {
-	r := newRig(t)
+	// Ending every agent's runs takes a coordinator's (or admin's) token.
+	const coord = "coordinator-token-0001"
+	r := newRig(t, config.AuthToken{Token: coord, Role: amp.RoleCoordinator, Name: "planner"})
 	ct := &countingTasks{fakeTasks: r.tasks}
 	r.api.tasks = ct
 	for i := range 2*MaxSessionEnd + 20 {
@@ -469,12 +482,12 @@ func TestSessionEndBounded(t *testing.T) {
 	}
 	r.tasks.save(wf.Task{TaskID: "TASK-2026-02-09-900", Status: wf.StatusInProgress, Result: &wf.RunResult{AgentID: "b"}})
 
-	st, out := r.do("POST", "/v1/aof/session-end", `{"agentId":"b"}`)
+	st, out := r.as(coord, "POST", "/v1/aof/session-end", `{"agentId":"b"}`)
 	if st != 200 || len(ct.ended) != 1 || ct.ended[0] != "TASK-2026-02-09-900" {
 		t.Fatalf("session end of b: %d %v updated %v, want only b's task", st, out, ct.ended)
 	}
 	ct.ended = nil
-	st, out = r.do("POST", "/v1/aof/session-end", `{}`)
+	st, out = r.as(coord, "POST", "/v1/aof/session-end", `{}`)
 	if st != 200 || len(ct.ended) != MaxSessionEnd || out["more"] != true {
 		t.Fatalf("session end of all: %d more=%v updated %d tasks, want %d and more", st, out["more"], len(ct.ended), MaxSessionEnd)
 	}

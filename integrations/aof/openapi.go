@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	"github.com/ampflow/ampflow/integrations/httpapi"
+	wf "github.com/ampflow/ampflow/workflows/aof"
 )
 
 // The AOF routes' OpenAPI operations and schemas.
@@ -94,8 +95,8 @@ var (
 		param("query", "limit", "At most this many (default 100, at most 1000).", false),
 		param("query", "cursor", "The next of the previous page.", false))
 	opSessionEnd = op("endAOFSession", "End an agent session",
-		"Applies the pending run result of every task in progress (of agentId's runs only, when given), as AOF's session_end hook; tasks with no such result are not touched, and at most 100 are applied a call (more: call again).",
-		"AOFSessionEndRequest", "200", "AOFSessionEndResponse", map[string]string{"400": "Invalid input (code invalid).",
+		"Applies the pending run result of every task in progress (of agentId's runs only, when given), as AOF's session_end hook; tasks with no such result are not touched, and at most 100 are applied a call (more: call again). Only an admin's or a coordinator's token may leave agentId out, to end every agent's runs; with no tokens configured it is required.",
+		"AOFSessionEndRequest", "200", "AOFSessionEndResponse", map[string]string{"400": "Invalid input (code invalid), such as no agentId when the API has no tokens.",
 			"403": "The token's role may not do this, or an executor's or reviewer's token names another agentId than itself, or none (code forbidden): an agent ends only its own session."})
 )
 
@@ -121,23 +122,41 @@ var statusEnum = map[string]any{"type": "string", "enum": []string{"backlog", "r
 
 // Spec is what the AOF routes add to the OpenAPI document.
 func Spec() httpapi.Spec {
-	return httpapi.Spec{Codes: Codes, Schemas: map[string]any{
+	schemas := map[string]any{
 		"AOFMessageRequest": map[string]any{
 			"description": "An AOF/1 envelope, or {\"content\": \"<envelope JSON>\"} or {\"content\": \"AOF/1 <envelope JSON>\"}.",
 			"oneOf":       []any{ref("AOFEnvelope"), obj([]string{"content"}, map[string]any{"content": strSchema("The received message's text.")})},
 		},
-		"AOFEnvelope": obj([]string{"protocol", "version", "type", "taskId", "fromAgent", "toAgent", "sentAt", "payload"}, map[string]any{
-			"protocol":  map[string]any{"type": "string", "enum": []string{"aof"}},
-			"version":   map[string]any{"type": "integer", "enum": []int{1}},
-			"type":      map[string]any{"type": "string", "enum": []string{"completion.report", "status.update", "handoff.request", "handoff.accepted", "handoff.rejected"}},
-			"taskId":    taskIDSchema,
-			"fromAgent": strSchema("The sending agent."),
-			"toAgent":   strSchema("The receiving agent, typically dispatcher."),
-			"sentAt":    map[string]any{"type": "string", "format": "date-time"},
-			"payload": map[string]any{"type": "object", "description": "completion.report: outcome (done, blocked, needs_review, partial), summaryRef, tests {total, passed, failed}, notes, deliverables, blockers (required for blocked). " +
-				"status.update: taskId, agentId and at least one of status, progress, blockers, notes. handoff.request: taskId (the envelope's), parentTaskId, fromAgent, toAgent, dueBy, acceptanceCriteria, expectedOutputs, contextRefs, constraints. " +
-				"handoff.accepted and handoff.rejected: taskId, accepted, reason."},
+		"AOFEnvelope":         envelopeSchema(),
+		"AOFCompletionReport": completionSchema(),
+		"AOFStatusUpdate": payloadObj([]string{"taskId", "agentId"}, "At least one of status, progress, blockers or notes.", map[string]any{
+			"taskId": taskIDSchema, "agentId": strSchema("The agent reporting; must be the task's assignee or running agent."),
+			"status":   statusEnum,
+			"progress": strSchema("At most 8 KiB."), "notes": strSchema("At most 8 KiB."), "blockers": strs("At most 100, each at most 8 KiB."),
 		}),
+		"AOFHandoffRequest": payloadObj([]string{"taskId", "parentTaskId", "fromAgent", "toAgent", "dueBy"}, "Links taskId (the envelope's) to its parent and writes inputs/handoff.json and inputs/handoff.md.", map[string]any{
+			"taskId": taskIDSchema, "parentTaskId": taskIDSchema,
+			"fromAgent":          strSchema("The parent task's assignee or running agent."),
+			"toAgent":            strSchema("The agent the task is handed to."),
+			"dueBy":              map[string]any{"type": "string", "format": "date-time"},
+			"acceptanceCriteria": strs("What the task is reviewed against; an invalid list is logged as a warning and taken as empty."),
+			"expectedOutputs":    strs(""), "contextRefs": strs(""), "constraints": strs(""),
+		}),
+		"AOFHandoffReply": payloadObj([]string{"taskId", "accepted"}, "handoff.accepted or handoff.rejected.", map[string]any{
+			"taskId": taskIDSchema, "accepted": map[string]any{"type": "boolean"}, "reason": strSchema("Why; a rejection moves the task to blocked with it."),
+		}),
+		"AOFRun": payloadObj([]string{"taskId", "agentId", "startedAt", "status", "artifactPaths", "metadata"}, "run.json.", map[string]any{
+			"taskId": taskIDSchema, "agentId": strSchema(""), "startedAt": dateTime,
+			"status":        map[string]any{"type": "string", "enum": []string{"running", "expired"}},
+			"artifactPaths": map[string]any{"type": "object", "description": "Each artifact's path by its name.", "additionalProperties": map[string]any{"type": "string"}},
+			"metadata": map[string]any{"type": "object", "description": "leaseId while running; expiredAt and expiredReason once expired.",
+				"properties": map[string]any{"leaseId": strSchema(""), "expiredAt": dateTime, "expiredReason": strSchema("")}},
+		}),
+		"AOFHeartbeat": payloadObj([]string{"taskId", "agentId", "lastHeartbeat", "beatCount", "expiresAt"}, "run_heartbeat.json.", map[string]any{
+			"taskId": taskIDSchema, "agentId": strSchema(""), "lastHeartbeat": dateTime, "beatCount": map[string]any{"type": "integer", "minimum": 0}, "expiresAt": dateTime,
+		}),
+		"AOFRunResult": map[string]any{"description": "run_result.json: the completion report with its run.", "allOf": []any{ref("AOFCompletionReport"),
+			payloadObj([]string{"taskId", "agentId", "completedAt"}, "", map[string]any{"taskId": taskIDSchema, "agentId": strSchema(""), "completedAt": dateTime})}},
 		"AOFCreateRequest": obj([]string{"title"}, map[string]any{
 			"taskId": taskIDSchema, "title": strSchema("The task's title."), "body": strSchema("The task's body (markdown)."), "assignee": strSchema("The agent it is for."),
 			"status":         map[string]any{"type": "string", "enum": []string{"backlog", "ready"}, "default": "ready"},
@@ -146,15 +165,15 @@ func Spec() httpapi.Spec {
 		}),
 		"AOFDispatchRequest":   obj([]string{"agentId"}, map[string]any{"agentId": strSchema("The agent that runs the task."), "ttlMs": map[string]any{"type": "integer", "minimum": 0, "maximum": 86400000, "default": 300000}}),
 		"AOFHeartbeatRequest":  obj([]string{"agentId"}, map[string]any{"agentId": strSchema("The agent that runs the task.")}),
-		"AOFSessionEndRequest": obj(nil, map[string]any{"agentId": strSchema("Only this agent's runs; every run when absent.")}),
+		"AOFSessionEndRequest": obj(nil, map[string]any{"agentId": strSchema("Only this agent's runs. Absent, every agent's runs: only for an admin's or a coordinator's token (an agent's token must name itself, and with no tokens configured it is required).")}),
 		"AOFTask": obj([]string{"taskId", "title", "status", "metadata", "workLog", "createdAt", "updatedAt", "rev"}, map[string]any{
 			"taskId": taskIDSchema, "title": strSchema(""), "body": strSchema("With the ## Work Log section."), "assignee": strSchema(""), "status": statusEnum,
 			"parentTaskId":   taskIDSchema,
 			"metadata":       obj(nil, map[string]any{"delegationDepth": map[string]any{"type": "integer"}, "reviewRequired": map[string]any{"type": "boolean"}}),
 			"workLog":        strs("- <timestamp> Progress: … | Notes: … | Blockers: …; the newest 100 lines, at most 64 KiB, each cut at 8 KiB."),
 			"workLogDropped": map[string]any{"type": "integer", "description": "How many of the oldest work-log lines were dropped to keep it within its bounds; the events keep the messages."},
-			"run":            map[string]any{"type": "object", "description": "run.json"}, "heartbeat": map[string]any{"type": "object", "description": "run_heartbeat.json"},
-			"result": map[string]any{"type": "object", "description": "run_result.json"}, "handoff": map[string]any{"type": "object", "description": "inputs/handoff.json"},
+			"run":            ref("AOFRun"), "heartbeat": ref("AOFHeartbeat"),
+			"result": ref("AOFRunResult"), "handoff": ref("AOFHandoffRequest"),
 			"delegation": map[string]any{"type": "string", "enum": []string{"requested", "accepted", "rejected"}},
 			"review":     ref("Decision"), "rev": map[string]any{"type": "integer", "description": "Counts the task's changes."},
 			"agentReview": obj([]string{"ampTaskId", "round"}, map[string]any{
@@ -172,7 +191,8 @@ func Spec() httpapi.Spec {
 			"createdAt": map[string]any{"type": "string", "format": "date-time"}, "updatedAt": map[string]any{"type": "string", "format": "date-time"},
 		}),
 		"AOFTaskView": map[string]any{"allOf": []any{ref("AOFTask"), obj([]string{"artifacts"}, map[string]any{
-			"artifacts": map[string]any{"type": "object", "description": "The task's files by name (run.json, run_heartbeat.json, run_result.json, inputs/handoff.json, inputs/handoff.md)."},
+			"artifacts": map[string]any{"type": "object", "description": "The task's files by name (run.json, run_heartbeat.json, run_result.json, inputs/handoff.json, inputs/handoff.md), each its text.",
+				"additionalProperties": map[string]any{"type": "string"}},
 		})}},
 		"AOFResult": obj([]string{"task", "changed"}, map[string]any{"task": ref("AOFTask"),
 			"changed": map[string]any{"type": "boolean", "description": "False when the input changed nothing (a repeat, or a no-op in the task's state)."},
@@ -180,10 +200,105 @@ func Spec() httpapi.Spec {
 		"AOFEvent": obj([]string{"seq", "id", "type", "actor", "timestamp", "payload"}, map[string]any{
 			"seq": map[string]any{"type": "integer"}, "id": strSchema(""), "type": strSchema("protocol.message.received, protocol.message.rejected, protocol.message.unknown, task.created, task.completed, task.transitioned, delegation.requested, delegation.accepted, delegation.rejected, review.requested, review.decided, review.verdict, review.no_verdict"),
 			"taskId": strSchema(""), "actor": strSchema(""), "timestamp": map[string]any{"type": "string", "format": "date-time"},
-			"payload": map[string]any{"type": "object", "description": "reason for rejections and transitions; type for protocol.message.unknown"},
+			"payload": eventPayloadSchema(),
 		}),
 		"AOFEventsResponse": obj([]string{"events"}, map[string]any{"events": map[string]any{"type": "array", "items": ref("AOFEvent")}, "next": strSchema("The cursor of the next page.")}),
 		"AOFSessionEndResponse": obj([]string{"applied"}, map[string]any{"applied": map[string]any{"type": "array", "items": ref("AOFTask")},
 			"more": map[string]any{"type": "boolean", "description": fmt.Sprintf("Tasks with a run result to apply were left for another call: one call applies at most %d.", MaxSessionEnd)}}),
-	}}
+	}
+	envelopeSchemas(schemas)
+	return httpapi.Spec{Codes: Codes, Schemas: schemas}
+}
+
+var dateTime = map[string]any{"type": "string", "format": "date-time"}
+
+// payloadObj is an object schema with a description.
+func payloadObj(required []string, desc string, props map[string]any) map[string]any {
+	o := obj(required, props)
+	if desc != "" {
+		o["description"] = desc
+	}
+	return o
+}
+
+// payloadTypes are the AOF/1 message types with the schema of each
+// one's payload.
+var payloadTypes = []struct{ typ, schema string }{
+	{wf.TypeCompletionReport, "AOFCompletionReport"},
+	{wf.TypeStatusUpdate, "AOFStatusUpdate"},
+	{wf.TypeHandoffRequest, "AOFHandoffRequest"},
+	{wf.TypeHandoffAccepted, "AOFHandoffReply"},
+	{wf.TypeHandoffRejected, "AOFHandoffReply"},
+}
+
+// envelopeSchema is the AOF/1 envelope: one of an envelope per type,
+// its payload that type's, chosen by type.
+func envelopeSchema() map[string]any {
+	var one []any
+	mapping := map[string]any{}
+	for _, pt := range payloadTypes {
+		name := "AOFEnvelope_" + pt.typ
+		one = append(one, ref(name))
+		mapping[pt.typ] = "#/components/schemas/" + name
+	}
+	return map[string]any{
+		"description":   "An AOF/1 envelope; type selects its payload's schema.",
+		"oneOf":         one,
+		"discriminator": map[string]any{"propertyName": "type", "mapping": mapping},
+	}
+}
+
+// envelopeSchemas are the envelopes of each type, added beside
+// AOFEnvelope.
+func envelopeSchemas(s map[string]any) {
+	for _, pt := range payloadTypes {
+		s["AOFEnvelope_"+pt.typ] = payloadObj([]string{"protocol", "version", "type", "taskId", "fromAgent", "toAgent", "sentAt", "payload"},
+			"An AOF/1 "+pt.typ+" envelope.", map[string]any{
+				"protocol":  map[string]any{"type": "string", "enum": []string{"aof"}},
+				"version":   map[string]any{"type": "integer", "enum": []int{1}},
+				"type":      map[string]any{"type": "string", "enum": []string{pt.typ}},
+				"taskId":    taskIDSchema,
+				"fromAgent": strSchema("The sending agent."),
+				"toAgent":   strSchema("The receiving agent, typically dispatcher."),
+				"sentAt":    dateTime,
+				"payload":   ref(pt.schema),
+			})
+	}
+}
+
+func completionSchema() map[string]any {
+	return payloadObj([]string{"outcome", "summaryRef", "tests", "notes"}, "blockers is required (not empty) for outcome blocked.", map[string]any{
+		"outcome":      map[string]any{"type": "string", "enum": []string{"done", "blocked", "needs_review", "partial"}},
+		"summaryRef":   strSchema("Not empty; a path under the task's directory or the data directory."),
+		"handoffRef":   strSchema(""),
+		"deliverables": strs("At most 100, each at most 8 KiB."),
+		"tests":        testsSchema(),
+		"blockers":     strs("At most 100, each at most 8 KiB."),
+		"notes":        strSchema("At most 8 KiB."),
+	})
+}
+
+func testsSchema() map[string]any {
+	count := map[string]any{"type": "integer", "minimum": 0}
+	return obj([]string{"total", "passed", "failed"}, map[string]any{"total": count, "passed": count, "failed": count})
+}
+
+// eventPayloadSchema is a logged event's payload: which fields it has
+// depends on the event's type.
+func eventPayloadSchema() map[string]any {
+	return map[string]any{"type": "object",
+		"description": "By type: protocol.message.rejected, delegation.rejected: reason (and type, parentTaskId); protocol.message.unknown: type; protocol.message.received: type, toAgent, sentAt, payload; " +
+			"task.created: status, title, parentTaskId, reviewRequired; task.completed: outcome, summaryRef, tests, blockers, notes, warnings; task.transitioned: from, to, reason; " +
+			"delegation.requested: parentTaskId, toAgent; delegation.accepted: parentTaskId; review.requested, review.decided: the decision record and decisionId (reviewer, ampTaskId, round for the reviewer agent); " +
+			"review.verdict: ampTaskId, msgId, decision, confidence, issues; review.no_verdict: ampTaskId, reason.",
+		"properties": map[string]any{
+			"reason": strSchema(""), "type": strSchema("The message's type."), "toAgent": strSchema(""), "sentAt": dateTime,
+			"payload": map[string]any{"description": "The message's payload as received.", "anyOf": []any{ref("AOFCompletionReport"), ref("AOFStatusUpdate"), ref("AOFHandoffRequest"), ref("AOFHandoffReply")}},
+			"status":  statusEnum, "title": strSchema(""), "parentTaskId": taskIDSchema, "reviewRequired": map[string]any{"type": "boolean"},
+			"outcome": map[string]any{"type": "string"}, "summaryRef": strSchema(""), "blockers": strs(""), "notes": strSchema(""), "warnings": strs(""),
+			"from": statusEnum, "to": statusEnum, "decisionId": strSchema(""), "reviewer": strSchema(""), "ampTaskId": strSchema(""),
+			"round": map[string]any{"type": "integer"}, "msgId": strSchema(""), "decision": strSchema(""), "confidence": map[string]any{"type": "number"},
+			"issues": strSchema(""),
+			"tests":  testsSchema(),
+		}}
 }

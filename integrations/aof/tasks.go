@@ -256,7 +256,13 @@ func (a *API) postSessionEnd(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	// An empty agentId ends every agent's session: an agent's token
-	// names its own.
+	// names its own, and an open API, where every caller is the same
+	// admin, must name the agent rather than end every agent's runs.
+	if in.AgentID == "" && httpapi.CallerOf(r).Open {
+		a.refuse(w, r, task.CodeInvalid, []amp.FieldError{{Path: "agentId", Problem: "is required when the API has no tokens"}},
+			"agentId: is required when the API has no tokens: name the agent whose session ended")
+		return
+	}
 	if !a.speaksAs(w, r, claim{"agentId", in.AgentID}) {
 		return
 	}

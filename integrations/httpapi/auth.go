@@ -65,6 +65,11 @@ func (s *Server) authenticate(roles []amp.Role, next http.Handler) http.Handler 
 		c, ok := s.match(r.Header.Get("Authorization"))
 		if !ok {
 			w.Header().Set("WWW-Authenticate", `Bearer realm="ampflow"`)
+			if s.isAgentKey(r.Header.Get("Authorization")) {
+				s.writeError(w, r, task.Errorf(codeUnauthenticated, "this route (%s %s) takes an API token; the bearer is a gate agent's key, and agent keys are for %s",
+					r.Method, r.URL.Path, s.agentKeyRoutes()))
+				return
+			}
 			s.writeError(w, r, task.Errorf(codeUnauthenticated, "a valid Authorization: Bearer <token> header is required"))
 			return
 		}

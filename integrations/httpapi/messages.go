@@ -35,9 +35,11 @@ type AckRequest struct {
 
 // HeartbeatRequest is the body of POST /v1/heartbeats.
 type HeartbeatRequest struct {
-	TaskID string   `json:"task_id"`
-	From   amp.Role `json:"from"`
-	Note   string   `json:"note,omitempty"`
+	TaskID string `json:"task_id"`
+	// From is the role the heartbeat is for; it defaults to the token's
+	// role, as an ACK's as does (required when the API is open).
+	From amp.Role `json:"from,omitempty"`
+	Note string   `json:"note,omitempty"`
 }
 
 // MessageRequest is the short form of POST /v1/messages: a payload of
@@ -255,12 +257,18 @@ func (s *Server) postHeartbeat(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
+	c := callerOf(r)
+	if req.From == "" && !c.open {
+		req.From = c.role
+	}
 	var fields []amp.FieldError
 	if !task.ValidID(req.TaskID) {
 		fields = append(fields, amp.FieldError{Path: "task_id", Problem: "must be T-YYYY-NNN"})
 	}
 	switch req.From {
 	case amp.RoleExecutor, amp.RoleReviewer, amp.RoleCoordinator:
+	case "":
+		fields = append(fields, amp.FieldError{Path: "from", Problem: "is required when the API has no tokens (executor, reviewer or coordinator)"})
 	default:
 		fields = append(fields, amp.FieldError{Path: "from", Problem: "must be executor, reviewer or coordinator"})
 	}
@@ -268,7 +276,7 @@ func (s *Server) postHeartbeat(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, invalidFields(fields))
 		return
 	}
-	if c := callerOf(r); !c.mayAct(req.From) {
+	if !c.mayAct(req.From) {
 		s.writeError(w, r, task.Errorf(task.CodeForbidden, "from: token %q has role %s and may not send as %s", c.name, c.role, req.From))
 		return
 	}

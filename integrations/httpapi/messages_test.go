@@ -210,3 +210,31 @@ func TestHeartbeat(t *testing.T) {
 	r = h.do(t, "POST", "/v1/heartbeats", executorToken, `{"task_id":"T-2026-999","from":"executor"}`)
 	wantStatus(t, r, http.StatusNotFound)
 }
+
+// TestHeartbeatFromDefault: from defaults to the token's role, as an
+// ACK's as does; an open API, with no token to read it from, needs it.
+func TestHeartbeatFromDefault(t *testing.T) {
+	t.Run("TokensRole", func(t *testing.T) {
+		h := newHarness(t, false)
+		wantStatus(t, h.do(t, "POST", "/v1/heartbeats", reviewerToken, `{"task_id":"T-2026-044"}`), http.StatusAccepted)
+		if len(h.tasks.beats) != 1 || h.tasks.beats[0].From != amp.RoleReviewer {
+			t.Errorf("beats %+v, want one from reviewer", h.tasks.beats)
+		}
+	})
+	t.Run("AdminTokenRefused", func(t *testing.T) {
+		h := newHarness(t, false)
+		r := h.do(t, "POST", "/v1/heartbeats", adminToken, `{"task_id":"T-2026-044"}`)
+		wantStatus(t, r, http.StatusBadRequest)
+		if e := r.errorBody(t); !hasField(e.Fields, "from") {
+			t.Errorf("fields %+v, want from", e.Fields)
+		}
+	})
+	t.Run("OpenNeedsFrom", func(t *testing.T) {
+		h := newHarness(t, true)
+		r := h.do(t, "POST", "/v1/heartbeats", "", `{"task_id":"T-2026-044"}`)
+		wantStatus(t, r, http.StatusBadRequest)
+		if e := r.errorBody(t); !hasField(e.Fields, "from") || !strings.Contains(e.Message, "no tokens") {
+			t.Errorf("error %+v", e)
+		}
+	})
+}

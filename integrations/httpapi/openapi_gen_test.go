@@ -172,7 +172,7 @@ func apiSchemas() (map[string]obj, map[string]any) {
 	}))
 	add("HeartbeatRequest", HeartbeatRequest{}, object(HeartbeatRequest{}, "An agent's sign of life; restarts the task's heartbeat timer.", obj{
 		"task_id": taskIDSchema("The task worked on."),
-		"from":    strEnum("The sending role; the token must have it.", amp.RoleExecutor, amp.RoleReviewer, amp.RoleCoordinator),
+		"from":    strEnum("The sending role; the token must have it. Defaults to the token's role, as an ACK's as does (required when the API is open).", amp.RoleExecutor, amp.RoleReviewer, amp.RoleCoordinator),
 		"note":    str("A short progress note."),
 	}))
 	add("InboxResponse", InboxResponse{}, object(InboxResponse{}, "A page of the messages addressed to role that still await its ACK or reply.", obj{
@@ -265,7 +265,8 @@ func apiSchemas() (map[string]obj, map[string]any) {
 		"confidence":        obj{"type": "number", "description": "The reviewer's confidence."},
 		"suggested_actions": array(obj{"type": "string"}, "What the escalating agent suggests."),
 		"agent_stderr":      str("The end of a failed command-mode agent's stderr, secrets masked."),
-		"extra":             obj{"type": "object", "description": "Anything else of note."},
+		"extra": obj{"type": "object", "description": "Anything else of note, by key (the system that raised the decision names them: aof_task_id, reviewer_agent, contract_id, …).",
+			"additionalProperties": obj{"type": []any{"string", "number", "boolean", "array", "object"}}},
 	}))
 	add("ListResponse", ListResponse{}, object(ListResponse{}, "Tasks, newest first.", obj{
 		"tasks":       array(ref("TaskSummary"), "At most limit tasks, newest first (by started_at, then task_id)."),
@@ -301,7 +302,10 @@ func apiSchemas() (map[string]obj, map[string]any) {
 		"prev_hash":   str("The hash of the record before it in the chain; empty for the first."),
 		"hash":        str("SHA-256 (hex) over the record's fields, its body_hash and prev_hash."),
 		"body": obj{"description": "The record itself: the whole AMP envelope of a message (kind message), the ACK record (kind ack), or the decision or event as JSON.",
-			"anyOf": []any{ref("Message"), ampRef("ack", ""), obj{"type": "object"}}},
+			"anyOf": []any{ref("Message"), ampRef("ack", ""), ref("Decision"), ref("Outcome"), obj{"type": "object",
+				"description": "An event: the task's plan ({task_id, plan}), a heartbeat ({from, note}), a cancel ({reason, by}) or a replan ({plan, by}).",
+				"properties": obj{"task_id": taskIDSchema(""), "plan": ampRef("task_dispatch", "/$defs/payload"), "from": ref("Role"), "note": str(""),
+					"reason": str(""), "by": str("Who acted.")}}}},
 	}))
 	add("CancelRequest", CancelRequest{}, object(CancelRequest{}, "Ends a task.", obj{
 		"reason": str("Why; required."),
@@ -431,7 +435,13 @@ var (
 func ops() []op {
 	return []op{
 		{pattern: "GET /healthz", summary: "Liveness", noAuth: true, status: 200, answer: ref("OK")},
-		{pattern: "GET /v1/openapi.json", summary: "This document", noAuth: true, status: 200, answer: obj{"type": "object"}},
+		{pattern: "GET /v1/openapi.json", summary: "This document", noAuth: true, status: 200, answer: obj{"type": "object",
+			"description": "An OpenAPI 3.1 document (its schema: https://spec.openapis.org/oas/3.1/schema/2022-10-07).", "required": []any{"openapi", "info", "paths"},
+			"properties": obj{"openapi": str("3.1.0"), "info": obj{"type": "object", "properties": obj{"title": str(""), "version": str(""), "description": str("")}},
+				"servers": array(obj{"type": "object", "properties": obj{"url": str("")}}, ""), "security": array(obj{"type": "object", "additionalProperties": array(str(""), "")}, ""),
+				"paths": obj{"type": "object", "additionalProperties": obj{"type": "object", "description": "A path item: an operation per method.", "additionalProperties": obj{"type": "object", "description": "An OpenAPI operation object.", "properties": obj{"operationId": str(""), "summary": str(""), "security": array(obj{"type": "object", "additionalProperties": array(str(""), "")}, "")}}}},
+				"components": obj{"type": "object", "properties": obj{"schemas": obj{"type": "object", "additionalProperties": obj{"type": []any{"object", "boolean"}, "description": "A JSON Schema.", "properties": obj{"type": obj{"type": []any{"string", "array"}}}}},
+					"securitySchemes": obj{"type": "object", "additionalProperties": obj{"type": "object", "properties": obj{"type": str(""), "scheme": str(""), "description": str("")}}}}}}}},
 		{pattern: "GET /metrics", summary: "Prometheus metrics", description: "Text exposition format; with tokens configured, any token reads it.",
 			status: 200, answer: nil},
 		{pattern: "POST /v1/tasks", summary: "Start a task", description: "Token role: coordinator or admin. The plan is a task_dispatch payload, validated as AMP/1.0; errors name plan.… paths. The same Idempotency-Key from the same token answers as the first start did.",
@@ -535,6 +545,9 @@ func openAPIDocument() (obj, error) {
 		delete(s, "$schema")
 		schemas["amp_"+name] = rebase(s, "#/components/schemas/amp_"+name).(obj)
 	}
+	// Each operation's security is the identity its route registered
+	// with.
+	identities := New(Options{}).Identities()
 	paths := obj{}
 	for _, o := range ops() {
 		method, path, _ := strings.Cut(o.pattern, " ")
@@ -576,9 +589,11 @@ func openAPIDocument() (obj, error) {
 		if o.description != "" {
 			operation["description"] = o.description
 		}
-		if o.noAuth {
-			operation["security"] = []any{}
+		sec, registered := identities[o.pattern]
+		if !registered {
+			return nil, fmt.Errorf("route %s is not registered", o.pattern)
 		}
+		operation["security"] = sec
 		if len(o.params) > 0 {
 			operation["parameters"] = o.params
 		}
@@ -600,12 +615,11 @@ func openAPIDocument() (obj, error) {
 				"Not listed here: the Slack and Telegram callbacks mounted on the same server, which check their platforms' signatures and formats themselves.",
 		},
 		"servers":  []any{obj{"url": "http://127.0.0.1:7480"}},
-		"security": []any{obj{"bearer": []any{}}},
+		"security": Security(IdentityToken, nil),
 		"paths":    paths,
 		"components": obj{
-			"securitySchemes": obj{"bearer": obj{"type": "http", "scheme": "bearer",
-				"description": "A token of auth.tokens; its role (executor, reviewer, coordinator, admin) decides what it may do."}},
-			"schemas": schemas,
+			"securitySchemes": SecuritySchemes(),
+			"schemas":         schemas,
 		},
 	}, nil
 }

@@ -29,8 +29,13 @@ type Route struct {
 	Roles []amp.Role
 	// Open routes take no API token: the handler checks its own
 	// credentials (an agent key, a signature).
-	Open    bool
-	Handler http.HandlerFunc
+	Open bool
+	// AgentKey, on an Open route, tells whether an Authorization header
+	// holds a gate agent's key: the route takes agent keys (its OpenAPI
+	// security is the agent key scheme), and an agent key sent to a
+	// route that takes an API token is told where agent keys go.
+	AgentKey func(authorization string) bool
+	Handler  http.HandlerFunc
 	// Operation is the route's OpenAPI operation object.
 	Operation map[string]any
 }
@@ -74,6 +79,10 @@ func (s *Server) Add(spec Spec, routes ...Route) {
 		}
 		if rt.Open {
 			s.open(rt.Pattern, rt.Handler)
+			if rt.AgentKey != nil {
+				s.auth[rt.Pattern] = routeAuth{identity: IdentityAgentKey}
+				s.agentKeys = append(s.agentKeys, rt.AgentKey)
+			}
 		} else {
 			s.handle(rt.Pattern, rt.Roles, rt.Handler)
 		}
@@ -113,7 +122,14 @@ func (s *Server) composeDoc() ([]byte, error) {
 		}
 		item[method] = withGuardAnswers(op, s.added.routes[pattern])
 	}
+	for pattern, a := range s.auth {
+		method, path, _ := cutPattern(pattern)
+		if op, ok := paths[path].(map[string]any)[method].(map[string]any); ok {
+			op["security"] = Security(a.identity, a.roles)
+		}
+	}
 	comps, _ := doc["components"].(map[string]any)
+	comps["securitySchemes"] = SecuritySchemes()
 	schemas, _ := comps["schemas"].(map[string]any)
 	maps.Copy(schemas, s.added.schemas)
 	if dk, ok := schemas["DecisionKind"].(map[string]any); ok && len(s.added.kinds) > 0 {

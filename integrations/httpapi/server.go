@@ -122,6 +122,10 @@ type Server struct {
 	added    added
 	// limit bounds each token's writing requests; nil is no limit.
 	limit *limiter
+	// auth is each route's identity, by pattern.
+	auth map[string]routeAuth
+	// agentKeys tell the keys of the agent-key routes.
+	agentKeys []func(authorization string) bool
 }
 
 // New builds a Server and registers its routes.
@@ -140,6 +144,7 @@ func New(o Options) *Server {
 		writeTO:  o.WriteTimeout,
 		mux:      http.NewServeMux(),
 		mounted:  map[string]bool{},
+		auth:     map[string]routeAuth{},
 		statusOf: maps.Clone(statusOf),
 		added:    added{ops: map[string]map[string]any{}, routes: map[string]Route{}, schemas: map[string]any{}},
 	}
@@ -222,6 +227,7 @@ func (s *Server) handle(pattern string, roles []amp.Role, h func(http.ResponseWr
 	}
 	s.mux.Handle(pattern, s.authenticate(roles, next))
 	s.patterns = append(s.patterns, pattern)
+	s.auth[pattern] = routeAuth{identity: IdentityToken, roles: roles}
 }
 
 // open registers an API route that needs no token.
@@ -232,6 +238,7 @@ func (s *Server) open(pattern string, h func(http.ResponseWriter, *http.Request)
 	}
 	s.mux.Handle(pattern, next)
 	s.patterns = append(s.patterns, pattern)
+	s.auth[pattern] = routeAuth{identity: IdentityNone}
 }
 
 // Patterns returns the API's routes as "METHOD /path" patterns, without

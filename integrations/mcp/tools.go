@@ -157,9 +157,12 @@ func (t tool) description(d *doc) string {
 }
 
 // chatSchema is the agent.chat payload a sender writes: from, from_id and
-// timestamp are the tool's. The envelope's own schema (MeshEnvelope)
-// takes any payload object.
+// timestamp are the tool's. The envelope's own schema (MeshEnvelope) is
+// one of every event type's.
 func chatSchema(schema map[string]any) {
+	delete(schema, "oneOf")
+	delete(schema, "discriminator")
+	schema["type"] = "object"
 	str := func(desc string) map[string]any { return map[string]any{"type": "string", "description": desc} }
 	schema["properties"] = map[string]any{
 		"to":                str("An agent's name or id, or all."),

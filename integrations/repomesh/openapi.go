@@ -2,8 +2,10 @@ package repomesh
 
 import (
 	"encoding/json"
+	"maps"
 	"net/http"
 	"reflect"
+	"slices"
 	"strings"
 	"time"
 
@@ -19,8 +21,11 @@ func spec() httpapi.Spec {
 		schemas[name] = schemaOf(reflect.TypeOf(v))
 	}
 	env := schemas["MeshEnvelope"].(map[string]any)
-	env["properties"].(map[string]any)["type"].(map[string]any)["enum"] = Types()
 	env["properties"].(map[string]any)["severity"].(map[string]any)["enum"] = severities
+	ev := schemas["MeshEvent"].(map[string]any)
+	ev["properties"].(map[string]any)["severity"].(map[string]any)["enum"] = severities
+	schemas["MeshEventList"].(map[string]any)["properties"].(map[string]any)["events"].(map[string]any)["items"] = ref("MeshEvent")
+	typedEvents(schemas)
 	return httpapi.Spec{Schemas: schemas, Codes: map[task.Code]int{
 		CodeLockConflict:      http.StatusConflict,
 		CodeInvalidPayload:    http.StatusBadRequest,
@@ -57,6 +62,7 @@ func schemaOf(t reflect.Type) map[string]any {
 	case t == timeType:
 		return map[string]any{"type": "string", "format": "date-time"}
 	case t == rawType:
+		// Replaced by each type's payload (typedEvents).
 		return map[string]any{"type": "object"}
 	}
 	switch t.Kind() {
@@ -213,4 +219,132 @@ func operations() []operation {
 				"429": errResp("The agent reported inactive or recovered less than a minute ago (code rate_limited; Retry-After says when it may again). Nothing was done."),
 			})},
 	}
+}
+
+// systemTypes are the event types only ampflow sends, with their
+// payload fields: they are read, never posted.
+var systemTypes = map[string][]fieldSpec{
+	TypeError: {req("from", kString), req("from_id", kString), req("to", kString), req("original_action", kString),
+		req("error_code", kString), req("message", kString), req("timestamp", kTime), opt("retry_after_ms", kInt),
+		opt("task_id", kString), opt("id", kString), opt("test", kString), opt("holder", kString)},
+	"test.retry": {req("from", kString), req("from_id", kString), req("to", kString), req("task_id", kString),
+		opt("suite_name", kString), req("tests", kArray), req("attempt", kInt), req("retry_after_ms", kInt),
+		req("not_before", kTime), req("parent_message_id", kString), opt("bug_tasks", kObject), opt("bugs_not_filed", kArray)},
+}
+
+// The payload fields whose shape the kind alone does not say.
+var fieldSchemas = map[string]map[string]any{
+	"failures": {"type": "array", "items": map[string]any{"type": "object", "required": []any{"test"}, "properties": map[string]any{
+		"test": map[string]any{"type": "string", "maxLength": MaxName}, "error": map[string]any{"type": "string"}, "message": map[string]any{"type": "string"}}}},
+	"capabilities":   {"type": "array", "items": map[string]any{"type": "string"}},
+	"mentions":       {"type": "array", "items": map[string]any{"type": "string"}, "maxItems": MaxMentions, "description": "Set by ampflow from @name in content."},
+	"tests":          {"type": "array", "items": map[string]any{"type": "string"}},
+	"bugs_not_filed": {"type": "array", "items": map[string]any{"type": "string"}},
+	"bug_tasks":      {"type": "object", "description": "The bug task filed for each test, by test.", "additionalProperties": map[string]any{"type": "string"}},
+	"artifacts":      {"type": "array", "items": map[string]any{"type": "string"}, "description": "Paths or URLs of the run's artifacts."},
+	"severity":       {"type": "string", "enum": severities},
+}
+
+// taskCreatedExtra are the fields of the task.created events ampflow
+// sends for a bug task, beside the registry's.
+var taskCreatedExtra = map[string]any{
+	"description": map[string]any{"type": "string"}, "risk_level": map[string]any{"type": "string", "enum": []any{"low", "medium", "high"}},
+	"from": map[string]any{"type": "string"}, "from_id": map[string]any{"type": "string"}, "to": map[string]any{"type": "string"},
+	"parent_message_id": map[string]any{"type": "string"},
+	"metadata": map[string]any{"type": "object", "description": "Of a bug task for a flaky test.", "properties": map[string]any{
+		"original_task_id": map[string]any{"type": "string"}, "failure_count": map[string]any{"type": "integer"}, "test_suite": map[string]any{"type": "string"},
+		"test": map[string]any{"type": "string"}}},
+}
+
+// payloadSchema is the JSON Schema of a type's payload: its registry
+// fields, typed by kind; other fields are kept as sent.
+func payloadSchema(typ string, spec []fieldSpec) map[string]any {
+	props := map[string]any{}
+	var required []any
+	for _, f := range spec {
+		var p map[string]any
+		switch f.kind {
+		case kString:
+			p = map[string]any{"type": "string"}
+		case kInt:
+			p = map[string]any{"type": "integer"}
+			if slices.Contains(nonNegative, f.name) {
+				p["minimum"] = 0
+			}
+		case kNumber:
+			p = map[string]any{"type": "number"}
+		case kTime:
+			p = map[string]any{"type": "string", "format": "date-time"}
+		case kArray:
+			p = map[string]any{"type": "array"}
+		case kObject:
+			p = map[string]any{"type": "object", "additionalProperties": map[string]any{"description": "Any JSON value: the protocol leaves metadata to the sender."}}
+		}
+		if fs, ok := fieldSchemas[f.name]; ok {
+			p = maps.Clone(fs)
+		}
+		switch {
+		case typ == "review.finding" && f.name == "line_number":
+			p["minimum"] = 1
+		case typ == "task.progress" && f.name == "progress_percent":
+			p["minimum"], p["maximum"] = 0, 100
+		}
+		props[f.name] = p
+		if f.required {
+			required = append(required, f.name)
+		}
+	}
+	if typ == "task.created" {
+		maps.Copy(props, taskCreatedExtra)
+	}
+	o := map[string]any{"type": "object", "description": "The payload of " + typ + ".", "properties": props}
+	if len(required) > 0 {
+		o["required"] = required
+	}
+	return o
+}
+
+// typedEvents makes MeshEnvelope and MeshEvent one of a schema per event
+// type, chosen by type, each with its type's payload.
+func typedEvents(schemas map[string]any) {
+	payloads := map[string]string{}
+	for typ, spec := range registry {
+		payloads[typ] = "MeshPayload_" + typ
+		schemas[payloads[typ]] = payloadSchema(typ, spec)
+	}
+	for typ, spec := range systemTypes {
+		payloads[typ] = "MeshPayload_" + typ
+		schemas[payloads[typ]] = payloadSchema(typ, spec)
+	}
+	schemas["MeshPayload_legacy"] = map[string]any{"type": "object", "required": []any{"from"},
+		"description": "agent.message and chat.message, stored as agent.chat: to defaults to all, from_id to from, subject to content's first line, timestamp to now.",
+		"properties": map[string]any{"from": map[string]any{"type": "string"}, "content": map[string]any{"type": "string"}, "message": map[string]any{"type": "string"},
+			"to": map[string]any{"type": "string"}, "from_id": map[string]any{"type": "string"}, "subject": map[string]any{"type": "string"},
+			"timestamp": map[string]any{"type": "string", "format": "date-time"}}}
+	for _, legacy := range legacyTypes {
+		payloads[legacy] = "MeshPayload_legacy"
+	}
+	variants := func(base string, types []string) {
+		one := []any{}
+		mapping := map[string]any{}
+		b := schemas[base].(map[string]any)
+		for _, typ := range types {
+			v := maps.Clone(b)
+			props := maps.Clone(b["properties"].(map[string]any))
+			props["type"] = map[string]any{"type": "string", "enum": []any{typ}}
+			props["payload"] = ref(payloads[typ])
+			v["properties"] = props
+			v["description"] = "A " + typ + " event."
+			name := base + "_" + typ
+			schemas[name] = v
+			one = append(one, ref(name))
+			mapping[typ] = "#/components/schemas/" + name
+		}
+		schemas[base] = map[string]any{"oneOf": one, "discriminator": map[string]any{"propertyName": "type", "mapping": mapping},
+			"description": "One schema per event type; type selects the payload's."}
+	}
+	variants("MeshEnvelope", Types())
+	stored := slices.Sorted(maps.Keys(registry))
+	stored = append(stored, slices.Sorted(maps.Keys(systemTypes))...)
+	variants("MeshEvent", stored)
 }

@@ -45,14 +45,20 @@ func Register(s *httpapi.Server, in *Intake) {
 // Routes are the gate's routes with their OpenAPI operations.
 func (a *API) Routes() []httpapi.Route {
 	return []httpapi.Route{
-		{Pattern: "POST /v1/signals", Open: true, Handler: a.signal, Operation: signalOp("postSignal", "Post an agent's signal (runshift AMP payload)")},
-		{Pattern: "POST /amp/signal", Open: true, Handler: a.signal, Operation: signalOp("postAmpSignal", "Post an agent's signal at runshift's path")},
-		{Pattern: "GET /v1/signals/{run_id}", Open: true, Handler: a.signalStatus, Operation: signalStatusOp()},
+		{Pattern: "POST /v1/signals", Open: true, AgentKey: a.isKey, Handler: a.signal, Operation: signalOp("postSignal", "Post an agent's signal (runshift AMP payload)")},
+		{Pattern: "POST /amp/signal", Open: true, AgentKey: a.isKey, Handler: a.signal, Operation: signalOp("postAmpSignal", "Post an agent's signal at runshift's path")},
+		{Pattern: "GET /v1/signals/{run_id}", Open: true, AgentKey: a.isKey, Handler: a.signalStatus, Operation: signalStatusOp()},
 		{Pattern: "GET /v1/gates/{gate_id}", Handler: a.show, Operation: showOp()},
 		{Pattern: "GET /v1/gates", Handler: a.list, Operation: listOp()},
 		{Pattern: "GET /v1/budgets", Handler: a.budgets, Operation: budgetsOp()},
 		{Pattern: "POST /v1/budgets/{key}/raise", Roles: []amp.Role{amp.RoleAdmin}, Handler: a.raise, Operation: raiseOp()},
 	}
+}
+
+// isKey reports whether an Authorization header holds an agent's key.
+func (a *API) isKey(authorization string) bool {
+	_, ok := a.Intake.Keys.Check(authorization)
+	return ok
 }
 
 func (a *API) signal(w http.ResponseWriter, r *http.Request) {

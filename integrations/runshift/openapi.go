@@ -38,7 +38,6 @@ func signalOp(id, summary string) map[string]any {
 			"A gate (the agent set gate_required and gate.rules confirm, a rule says always, or a budget is at 80 %): 202 pending " +
 			"until an admin decides; the resolution is then POSTed, signed, to webhook_url. A run_id posted before answers with " +
 			"its gate as it stands and changes nothing; the same run_id with another body is a conflict (409). Run ids are per agent.",
-		"security":    []any{map[string]any{"bearer": []any{}}},
 		"requestBody": map[string]any{"required": true, "content": map[string]any{"application/json": map[string]any{"schema": ref("Signal")}}},
 		"responses": map[string]any{
 			"200": jsonBody(ref("SignalReply"), "No gate (approved), or a duplicate run_id whose gate is resolved."),
@@ -61,7 +60,6 @@ func signalStatusOp() map[string]any {
 		"operationId": "getSignal",
 		"summary":     "Where an agent's run stands, by its key",
 		"description": "The bearer token is the agent's key. Answers as posting the run's signal again would, without posting it: the gate's status. Another agent's run answers 404.",
-		"security":    []any{map[string]any{"bearer": []any{}}},
 		"parameters": []any{map[string]any{"name": "run_id", "in": "path", "required": true, "schema": map[string]any{"type": "string"},
 			"description": "The run_id of the signal."}},
 		"responses": map[string]any{
@@ -142,7 +140,7 @@ func schemas() map[string]any {
 				"summary":     map[string]any{"type": "string", "maxLength": MaxSummary, "description": "What the agent did."},
 				"proposed_action": map[string]any{"type": []any{"string", "null"}, "maxLength": MaxProposedAction,
 					"description": "What happens if the operator approves; required when gate_required is true."},
-				"artifacts":     map[string]any{"type": "array", "maxItems": MaxArtifacts, "items": map[string]any{}, "description": "Each at most 64 KiB of JSON."},
+				"artifacts":     map[string]any{"type": "array", "maxItems": MaxArtifacts, "items": ref("SignalArtifact"), "description": "Each at most 64 KiB of JSON."},
 				"model":         map[string]any{"type": "string", "maxLength": MaxIDLen},
 				"input_tokens":  integer("Tokens consumed as input."),
 				"output_tokens": integer("Tokens generated."),
@@ -152,6 +150,15 @@ func schemas() map[string]any {
 				"completed_at":  map[string]any{"type": "string", "format": "date-time", "description": "Not before started_at."},
 				"metadata":      map[string]any{"type": []any{"object", "null"}, "description": "At most 16 KiB of JSON."},
 				"webhook_url":   map[string]any{"type": []any{"string", "null"}, "maxLength": MaxURLLen, "description": "Receives the signed resolution; its host must be in gate.webhook_allow."},
+			},
+		},
+		"SignalArtifact": map[string]any{
+			"type":        "object",
+			"description": "runshift's artifact: what the run produced, kinded by type; ampflow keeps it as posted.",
+			"properties": map[string]any{
+				"type":    str("What the content is: text, url, file, json, …"),
+				"content": map[string]any{"type": []any{"string", "object", "array", "number", "boolean"}, "description": "The artifact itself: text, or JSON for type json."},
+				"name":    str("A label."),
 			},
 		},
 		"SignalReply": map[string]any{
@@ -172,15 +179,20 @@ func schemas() map[string]any {
 				"gated":  map[string]any{"type": "boolean", "description": "A gate fired; false: approved with no gate."},
 				"run_id": str(""), "agent_id": str(""), "project_id": str(""), "task_id": str(""),
 				"summary": str(""), "proposed_action": str(""), "cost": cost,
-				"cost_usd":    num("What counts against budgets: the computed cost when the model is priced, else the reported one or the default price's cost, whichever is more."),
-				"reasons":     map[string]any{"type": "array", "items": map[string]any{"type": "string"}, "description": "Why the gate fired."},
-				"contract":    map[string]any{"type": "object", "description": "The contract of a contract gate: id, primitive, parameters, digest, level, minimum_handling."},
+				"cost_usd": num("What counts against budgets: the computed cost when the model is priced, else the reported one or the default price's cost, whichever is more."),
+				"reasons":  map[string]any{"type": "array", "items": map[string]any{"type": "string"}, "description": "Why the gate fired."},
+				"contract": map[string]any{"type": "object", "description": "The contract of a contract gate.",
+					"required": []any{"id", "primitive", "parameters", "digest", "level", "minimum_handling"},
+					"properties": map[string]any{"id": str("The contract's id (cnt_…)."), "primitive": str("The catalog's primitive."),
+						"parameters": map[string]any{"type": "object", "description": "The contract's parameter values by name.",
+							"additionalProperties": map[string]any{"type": []any{"string", "number", "boolean", "array", "object"}}}, "digest": str("What an approval approves: the contract's digest."),
+						"level": str("The risk level."), "minimum_handling": str("human_required or strict_confirm.")}},
 				"received_at": when, "resolved_at": when, "resolved_by": str("Who decided; ampflow when it expired."),
 				"callback": map[string]any{"type": "string", "enum": []any{"none", "waiting", "delivered", "failed"}},
 				"callback_attempts": map[string]any{"type": "array", "items": map[string]any{"type": "object", "properties": map[string]any{
 					"gate_id": str(""), "attempt": integer(""), "at": when, "status_code": integer(""), "error": str(""),
 				}}},
-				"artifacts": map[string]any{"type": "array", "maxItems": MaxArtifacts, "items": map[string]any{},
+				"artifacts": map[string]any{"type": "array", "maxItems": MaxArtifacts, "items": ref("SignalArtifact"),
 					"description": "The signal's artifacts as posted (GET /v1/gates/{gate_id} only)."},
 				"agent_history": map[string]any{"type": "array", "maxItems": MaxHistory, "description": "The agent's latest other signals, newest first (GET /v1/gates/{gate_id} only).",
 					"items": map[string]any{"type": "object", "properties": map[string]any{

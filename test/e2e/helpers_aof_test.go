@@ -170,9 +170,11 @@ func (c aofClient) waitStatus(id, status string, within time.Duration) aofTaskVi
 	return v
 }
 
+// sessionEnd ends the session of swe-backend, the agent every dispatch
+// here runs.
 func (c aofClient) sessionEnd() {
 	c.t.Helper()
-	if code, resp := c.call("POST", "/v1/aof/session-end", map[string]any{}, nil); code != http.StatusOK {
+	if code, resp := c.call("POST", "/v1/aof/session-end", map[string]any{"agentId": "swe-backend"}, nil); code != http.StatusOK {
 		c.t.Fatalf("session end: %d %s", code, resp)
 	}
 }

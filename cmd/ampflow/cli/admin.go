@@ -114,7 +114,7 @@ type decideFlags struct {
 func (a *App) decideCommand() *cobra.Command {
 	var fl decideFlags
 	cmd := &cobra.Command{
-		Use:     "decide [TASK_ID] --option OPTION",
+		Use:     "decide [TASK_ID] [--decision ID] --option OPTION",
 		Short:   "Answer a pending decision",
 		GroupID: groupAdmin,
 		Long: "Decide answers a pending decision, as the chat buttons do. It reads the\n" +
@@ -124,7 +124,8 @@ func (a *App) decideCommand() *cobra.Command {
 			"since. --decision pins the decision and --digest pins the digest, so an answer\n" +
 			"made from an older listing (ampflow pending -o json) cannot land on a newer\n" +
 			"question. Without TASK_ID, --decision is required and names any open\n" +
-			"decision of any workflow.\n\n" +
+			"decision of any workflow: a gate's, an AOF task's, a contract's (given such a\n" +
+			"subject as the argument, decide names the --decision that answers it).\n\n" +
 			"A decision is answered once; a second answer, here or in chat, is refused\n" +
 			"(decided) with who answered, where and when. Where a quorum of admins must\n" +
 			"approve, an approval short of it leaves the decision open and prints the\n" +
@@ -139,9 +140,14 @@ func (a *App) decideCommand() *cobra.Command {
 			if len(args) == 0 {
 				return nil
 			}
-			return taskIDArg(cmd, args)
+			return exactArgs(1, "TASK_ID")(cmd, args)
 		},
-		RunE: func(cmd *cobra.Command, args []string) error { return a.decide(cmd, args, fl) },
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if len(args) == 1 && !task.ValidID(args[0]) {
+				return a.notATask(cmd.Context(), args[0], fl)
+			}
+			return a.decide(cmd, args, fl)
+		},
 	}
 	f := cmd.Flags()
 	f.StringVar(&fl.option, "option", "", "the chosen `OPTION` id (see ampflow pending)")
@@ -215,6 +221,38 @@ func (a *App) decide(cmd *cobra.Command, args []string, fl decideFlags) error {
 	_, err = fmt.Fprintf(a.Stdout, "decided %s (%s) on %s: %s by %s; status %s\n",
 		d.ID, d.Kind, d.Subject, res.Outcome.Option, res.Outcome.By, res.Status)
 	return err
+}
+
+// notATask answers ampflow decide SUBJECT for a subject that is not an
+// AMP task (a gate, an AOF task, a contract's gate): such decisions are
+// named with --decision, and the open ones of that subject are suggested.
+func (a *App) notATask(ctx context.Context, subject string, fl decideFlags) error {
+	option := fl.option
+	if option == "" {
+		option = "OPTION"
+	}
+	var ids []string
+	if tasks, err := a.tasks(); err == nil {
+		if ds, err := tasks.Pending(ctx); err == nil {
+			for _, d := range ds {
+				if d.Subject == subject || d.ID == subject {
+					if fl.option == "" {
+						option = optionChoices(d)
+					}
+					ids = append(ids, d.ID)
+				}
+			}
+		}
+	}
+	if len(ids) == 0 {
+		return UsageError(fmt.Errorf("%q is not a task id T-YYYY-NNN; to answer a decision of a gate, an AOF task or a contract, name the decision: ampflow decide --decision ID --option %s ('ampflow pending' lists the open decisions and their ids)", subject, option))
+	}
+	cmds := make([]string, len(ids))
+	for i, id := range ids {
+		cmds[i] = fmt.Sprintf("ampflow decide --decision %s --option %s", id, option)
+	}
+	return UsageError(fmt.Errorf("%q is not a task id T-YYYY-NNN; it is the subject of %s: answer with %s", subject,
+		plural(int64(len(ids)), "open decision"), strings.Join(cmds, ", or ")))
 }
 
 // taskDecision reads the pending decision of a task; a decisionID that

@@ -144,6 +144,23 @@ func TestDecide(t *testing.T) {
 		r = runFake(t, f, "", nil, "decide", "--option", "approve")
 		wantExit(t, r, ExitUsage)
 	})
+	// A gate's (or any non-task) subject as the argument is told to
+	// use --decision, with the id of its open decision.
+	t.Run("GateSubjectSuggestsDecision", func(t *testing.T) {
+		d := *approvalPending().Pending
+		d.ID, d.Subject = "gate_3f2a-d1", "gate_3f2a"
+		f := &fakeTasks{pending: []decision.Decision{d}}
+		r := runFake(t, f, "", nil, "decide", "gate_3f2a", "--option", "approve")
+		wantExit(t, r, ExitUsage)
+		if !strings.Contains(r.stderr, "ampflow decide --decision gate_3f2a-d1 --option approve") || len(f.decided) != 0 {
+			t.Errorf("stderr %q, decided %+v", r.stderr, f.decided)
+		}
+		r = runFake(t, f, "", nil, "decide", "gate_ffff", "--option", "approve")
+		wantExit(t, r, ExitUsage)
+		if !strings.Contains(r.stderr, "--decision ID") || !strings.Contains(r.stderr, "ampflow pending") {
+			t.Errorf("stderr %q", r.stderr)
+		}
+	})
 	// The workflow's refusals read as they came, with exit 1.
 	for _, code := range []task.Code{task.CodeStaleDecision, task.CodeDecided} {
 		t.Run("Refused_"+string(code), func(t *testing.T) {

@@ -2,6 +2,7 @@ package cli
 
 import (
 	"encoding/json"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -32,5 +33,36 @@ func TestSchema(t *testing.T) {
 				t.Errorf("%q: %q does not list %s", args, firstLine, name)
 			}
 		}
+	}
+}
+
+// TestSchemaOfSystems: AOF/1, the signal and the mesh's events have
+// standalone schemas whose references all resolve inside them.
+func TestSchemaOfSystems(t *testing.T) {
+	for _, name := range []string{"aof.envelope", "aof.status.update", "aof.completion.report", "signal", "mesh.envelope", "mesh.task.claimed", "mesh.agent.chat"} {
+		t.Run(name, func(t *testing.T) {
+			r := run(t, "", nil, nil, "schema", name)
+			var s map[string]any
+			if r.code != ExitOK || json.Unmarshal([]byte(r.stdout), &s) != nil {
+				t.Fatalf("exit %d, stdout %.80q", r.code, r.stdout)
+			}
+			if strings.Contains(r.stdout, "#/components/") {
+				t.Error("the schema points outside itself (#/components/…)")
+			}
+			defs, _ := s["$defs"].(map[string]any)
+			for _, m := range regexp.MustCompile(`"#/\$defs/([^"]+)"`).FindAllStringSubmatch(r.stdout, -1) {
+				if defs[m[1]] == nil {
+					t.Errorf("reference to $defs/%s, which the schema does not define", m[1])
+				}
+			}
+		})
+	}
+	r := run(t, "", nil, nil, "schema", "aof.status.update")
+	if !strings.Contains(r.stdout, `"AOFStatusUpdate"`) || !strings.Contains(r.stdout, `"status.update"`) {
+		t.Errorf("aof.status.update does not type its payload: %.200s", r.stdout)
+	}
+	r = run(t, "", nil, nil, "schema", "aof.nope")
+	if r.code != ExitUsage || !strings.Contains(r.stderr, "aof.status.update") || !strings.Contains(r.stderr, "mesh.task.claimed") || !strings.Contains(r.stderr, "signal") {
+		t.Errorf("unknown name: exit %d, stderr %q", r.code, r.stderr)
 	}
 }

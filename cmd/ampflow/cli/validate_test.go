@@ -152,3 +152,45 @@ func TestValidateJSON(t *testing.T) {
 		}
 	})
 }
+
+// TestValidateKinds: --kind checks AOF/1 messages, signals and mesh
+// events by the server's rules, naming each field at fault.
+func TestValidateKinds(t *testing.T) {
+	aofOK := `{"protocol":"aof","version":1,"type":"status.update","taskId":"TASK-2026-02-09-057","fromAgent":"swe-backend","toAgent":"dispatcher",` +
+		`"sentAt":"2026-02-09T21:20:00.000Z","payload":{"taskId":"TASK-2026-02-09-057","agentId":"swe-backend","progress":"half"}}`
+	signalOK := `{"amp_version":"1.0","agent_id":"resume-tailor","run_id":"run_01","status":"completed","summary":"did it","model":"gpt-4o",` +
+		`"input_tokens":10,"output_tokens":5,"cost_usd":0.001,"gate_required":false,"started_at":"2026-03-06T22:10:38Z","completed_at":"2026-03-06T22:10:46Z"}`
+	meshOK := `{"type":"task.claimed","severity":"info","payload":{"task_id":"T-2026-001","agent_id":"bob","lease_ttl":300}}`
+	for _, tc := range []struct {
+		name, kind, in string
+		code           int
+		want           string
+	}{
+		{"AOFValid", "aof", aofOK, ExitOK, "valid aof status.update TASK-2026-02-09-057\n"},
+		{"AOFReceived", "aof", `{"content":` + strconv.Quote("AOF/1 "+aofOK) + `}`, ExitOK, "valid aof status.update TASK-2026-02-09-057\n"},
+		{"AOFBadPayload", "aof", strings.Replace(aofOK, `"progress":"half"`, `"status":"later"`, 1), ExitFailed, `payload.status: "later" is not a task status`},
+		{"AOFUnknownType", "aof", strings.Replace(aofOK, `"status.update"`, `"status.upgrade"`, 1), ExitFailed, "type: \"status.upgrade\" is not an AOF/1 message type"},
+		{"SignalValid", "signal", signalOK, ExitOK, "valid signal completed run_01\n"},
+		{"SignalUnknownField", "signal", strings.Replace(signalOK, `"model"`, `"modle":"x","model"`, 1), ExitFailed, "modle: is not a field of the signal"},
+		{"SignalBadStatus", "signal", strings.Replace(signalOK, `"completed"`, `"done"`, 1), ExitFailed, "status:"},
+		{"MeshValid", "mesh", meshOK, ExitOK, "valid mesh task.claimed\n"},
+		{"MeshMissingField", "mesh", strings.Replace(meshOK, `,"lease_ttl":300`, "", 1), ExitFailed, "payload.lease_ttl: is required (integer)"},
+		{"Malformed", "mesh", `{"type":`, ExitFailed, "malformed JSON at byte offset"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := run(t, tc.in, nil, nil, "validate", "--kind", tc.kind, "-")
+			if r.code != tc.code || !strings.Contains(r.stdout, tc.want) {
+				t.Errorf("exit %d, stdout %q; want %d and %q", r.code, r.stdout, tc.code, tc.want)
+			}
+		})
+	}
+	r := run(t, "{}", nil, nil, "validate", "--kind", "rfc", "-")
+	if r.code != ExitUsage || !strings.Contains(r.stderr, "amp, aof, signal, mesh") {
+		t.Errorf("--kind rfc: exit %d, stderr %q", r.code, r.stderr)
+	}
+	r = run(t, aofOK, nil, nil, "-o", "json", "validate", "--kind", "aof", "-")
+	var res validateResult
+	if err := json.Unmarshal([]byte(r.stdout), &res); err != nil || !res.Valid || res.Kind != "aof" || res.Type != "status.update" {
+		t.Errorf("-o json: %q (%v)", r.stdout, err)
+	}
+}
