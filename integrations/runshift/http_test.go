@@ -244,9 +244,7 @@ func TestSignalGatedOnce(t *testing.T) {
 	}
 
 	// Resolved, the duplicate answers the resolution.
-	if err := g.store.ResolveGate(context.Background(), first.GateID, "rejected", "ops", testNow); err != nil {
-		t.Fatal(err)
-	}
+	g.resolve(first.GateID, "reject", "ops")
 	last := g.do("POST", "/v1/signals", tailorKey, p).want(t, 200).reply(t)
 	if last.Status != gate.StatusRejected || g.starts[first.GateID] != 2 {
 		t.Fatalf("%+v, starts %v", last, g.starts)
@@ -425,4 +423,23 @@ func TestGatesListAndShow(t *testing.T) {
 		t.Fatalf("history %v", hist)
 	}
 	g.do("GET", "/v1/gates/gate_nope", adminToken, nil).want(t, 404)
+}
+
+// resolve resolves a gate as its workflow does: its row, and the outcome
+// in its chain that the row is read against.
+func (g *testGate) resolve(gateID, option, by string) {
+	g.t.Helper()
+	status := "rejected"
+	if option == "approve" {
+		status = "approved"
+	}
+	ctx := context.Background()
+	if err := g.store.ResolveGate(ctx, gateID, status, by, testNow); err != nil {
+		g.t.Fatal(err)
+	}
+	body := fmt.Sprintf(`{"option":%q,"by":%q,"at":%q}`, option, by, testNow.Format(time.RFC3339))
+	if _, err := g.store.Append(ctx, gate.WorkflowID(gateID),
+		[]ssot.Entry{{ID: gateID + "-d1-outcome", Kind: "decision", RecordedAt: testNow, Body: []byte(body)}}); err != nil {
+		g.t.Fatal(err)
+	}
 }
