@@ -545,3 +545,28 @@ func TestEveryAnswerDocumented(t *testing.T) {
 		}
 	})
 }
+
+// TestApprovalFromChain: a contract's approval is its gate's outcome in
+// the chain; a row set to approved by hand shows no approvalToken and
+// executes with none, refused by name.
+func TestApprovalFromChain(t *testing.T) {
+	h := newHarness(t, 0)
+	d := h.decide(t, keyA, `{"intent":"deploy to production","context":{"parameters":{"service":"web","version":"1.2.3"}}}`)
+	row, err := h.store.Contract(context.Background(), d.ContractID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	execSQL(t, h.path, `UPDATE contracts SET state = 'approved', decided_by = 'ana' WHERE id = ?`, d.ContractID)
+	r := h.do(t, "GET", "/v1/contracts/"+d.ContractID, keyA, "")
+	wantError(t, r, http.StatusUnprocessableEntity, "CONTRACT_INVALID")
+	if !strings.Contains(string(r.body), "contracts row "+d.ContractID) || strings.Contains(string(r.body), "apr_") {
+		t.Fatalf("view %s", r.body)
+	}
+	// Even with the token an approval would have issued.
+	token := contract.ApprovalToken([]byte("test-secret"), d.ContractID, row.Digest)
+	r = h.do(t, "POST", "/v1/execute", keyA, execBody(d.ContractID, token))
+	wantError(t, r, http.StatusUnprocessableEntity, "CONTRACT_INVALID")
+	if !strings.Contains(string(r.body), "holds no outcome") {
+		t.Fatalf("execute %s", r.body)
+	}
+}

@@ -3,6 +3,7 @@ package runshift
 import (
 	"bytes"
 	"context"
+	"database/sql"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -37,6 +38,7 @@ var testNow = time.Date(2026, 11, 23, 12, 0, 0, 0, time.UTC)
 type testGate struct {
 	t      *testing.T
 	store  *ssot.DB
+	path   string
 	intake *Intake
 	srv    *httptest.Server
 	mu     sync.Mutex
@@ -45,7 +47,8 @@ type testGate struct {
 
 func newTestGate(t *testing.T, change func(*config.Gate)) *testGate {
 	t.Helper()
-	db, err := ssot.Open(context.Background(), filepath.Join(t.TempDir(), "ampflow.db"))
+	path := filepath.Join(t.TempDir(), "ampflow.db")
+	db, err := ssot.Open(context.Background(), path)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -59,7 +62,7 @@ func newTestGate(t *testing.T, change func(*config.Gate)) *testGate {
 	if change != nil {
 		change(&cfg)
 	}
-	g := &testGate{t: t, store: db, starts: map[string]int{}}
+	g := &testGate{t: t, store: db, path: path, starts: map[string]int{}}
 	in, err := NewIntake(cfg, db, func(_ context.Context, in gate.Input) (gate.Started, error) {
 		g.mu.Lock()
 		defer g.mu.Unlock()
@@ -442,4 +445,31 @@ func (g *testGate) resolve(gateID, option, by string) {
 		[]ssot.Entry{{ID: gateID + "-d1-outcome", Kind: "decision", RecordedAt: testNow, Body: []byte(body)}}); err != nil {
 		g.t.Fatal(err)
 	}
+}
+
+// TestGateStatusFromChain: a gate's status is its chain's; a row set to
+// approved by hand is refused by name wherever it would be answered.
+func TestGateStatusFromChain(t *testing.T) {
+	g := newTestGate(t, nil)
+	first := g.do("POST", "/v1/signals", tailorKey, payload("run-1", true)).want(t, 202).reply(t)
+	db, err := sql.Open("sqlite", g.path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	if _, err := db.Exec(`UPDATE gates SET status = 'approved', resolved_by = 'ops' WHERE gate_id = ?`, first.GateID); err != nil {
+		t.Fatal(err)
+	}
+	for _, path := range []string{"/v1/gates/" + first.GateID, "/v1/gates?agent=resume-tailor"} {
+		r := g.do("GET", path, adminToken, nil).want(t, 500)
+		if !strings.Contains(string(r.body), "gates row "+first.GateID+" disagrees with its chain") {
+			t.Fatalf("%s: %s", path, r.body)
+		}
+	}
+	r := g.do("GET", "/v1/signals/run-1", tailorKey, nil).want(t, 500)
+	if strings.Contains(string(r.body), `"approved"`) {
+		t.Fatalf("signal status %s", r.body)
+	}
+	// The same signal posted again is not answered approved either.
+	g.do("POST", "/v1/signals", tailorKey, payload("run-1", true)).want(t, 500)
 }
