@@ -232,7 +232,8 @@ func (s *DB) inTx(ctx context.Context, subject string, work func(context.Context
 	return tx.Commit()
 }
 
-// Gate reads one gate.
+// Gate reads one gate, its status as its chain says it (GateChain): a
+// row that disagrees with its chain is a *RowError.
 func (s *DB) Gate(ctx context.Context, gateID string) (GateRow, error) {
 	row := s.db.QueryRowContext(ctx, s.rebind(`SELECT `+gateColumns+` FROM gates WHERE gate_id = ?`), gateID)
 	g, err := scanGate(row)
@@ -242,11 +243,15 @@ func (s *DB) Gate(ctx context.Context, gateID string) (GateRow, error) {
 	if err != nil {
 		return GateRow{}, fmt.Errorf("reading gate %s: %w", gateID, err)
 	}
-	return g, nil
+	gs, err := s.fromChains(ctx, []GateRow{g})
+	if err != nil {
+		return GateRow{}, err
+	}
+	return gs[0], nil
 }
 
-// GateByRun reads the gate of an agent's run id; another agent's run of
-// the same id is not found.
+// GateByRun reads the gate of an agent's run id, as Gate does; another
+// agent's run of the same id is not found.
 func (s *DB) GateByRun(ctx context.Context, agentID, runID string) (GateRow, bool, error) {
 	row := s.db.QueryRowContext(ctx, s.rebind(`SELECT `+gateColumns+` FROM gates WHERE agent_id = ? AND run_id = ?`), agentID, runID)
 	g, err := scanGate(row)
@@ -256,7 +261,11 @@ func (s *DB) GateByRun(ctx context.Context, agentID, runID string) (GateRow, boo
 	if err != nil {
 		return GateRow{}, false, fmt.Errorf("reading the gate of run %s: %w", runID, err)
 	}
-	return g, true, nil
+	gs, err := s.fromChains(ctx, []GateRow{g})
+	if err != nil {
+		return GateRow{}, false, err
+	}
+	return gs[0], true, nil
 }
 
 // ResolveGate sets a pending gate's status to status (approved or
@@ -310,7 +319,7 @@ func (s *DB) GateAttempts(ctx context.Context, gateID string) ([]GateAttempt, er
 	return out, rows.Err()
 }
 
-// GateList lists gates newest first.
+// GateList lists gates newest first, each as Gate reads it.
 func (s *DB) GateList(ctx context.Context, f GateFilter, p Page) ([]GateRow, string, error) {
 	limit, err := limitOf(p)
 	if err != nil {
@@ -338,6 +347,9 @@ func (s *DB) GateList(ctx context.Context, f GateFilter, p Page) ([]GateRow, str
 		return nil, "", fmt.Errorf("listing gates: %w", err)
 	}
 	out, next := cutPage(out, limit, func(g GateRow) string { return keyCursor(micros(g.ReceivedAt), g.GateID) })
+	if out, err = s.fromChains(ctx, out); err != nil {
+		return nil, "", err
+	}
 	return out, next, nil
 }
 

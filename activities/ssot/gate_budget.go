@@ -97,14 +97,86 @@ type rowQuerier interface {
 	QueryRowContext(ctx context.Context, q string, args ...any) *sql.Row
 }
 
-func (s *DB) raisedIn(ctx context.Context, q rowQuerier, key, periodOf string) (float64, error) {
-	var usd float64
-	err := q.QueryRowContext(ctx, s.rebind(`SELECT COALESCE(SUM(amount_usd), 0) FROM gate_budget_raises
-		WHERE budget_key = ? AND period_of = ?`), key, periodOf).Scan(&usd)
+// raisedIn sums the raises of a budget for one period as their records
+// in BudgetsSubject's chain say them: each row of gate_budget_raises
+// must have its record there, unchanged and saying what the row says,
+// or the sum is refused with a *RowError naming the row.
+func (s *DB) raisedIn(ctx context.Context, q querier, key, periodOf string) (float64, error) {
+	rows, err := q.QueryContext(ctx, s.rebind(`SELECT g.raise_id, g.budget_key, g.period_of, g.amount_usd, g.raised_by,
+		`+nullRecordColumns+` FROM gate_budget_raises g LEFT JOIN records r ON r.id = g.raise_id AND r.task_id = ?
+		WHERE g.budget_key = ? AND g.period_of = ?`), BudgetsSubject, key, periodOf)
 	if err != nil {
 		return 0, fmt.Errorf("summing the raises of budget %s: %w", key, err)
 	}
+	defer rows.Close()
+	var usd float64
+	for rows.Next() {
+		row, rec, err := scanRaise(rows)
+		if err != nil {
+			return 0, fmt.Errorf("summing the raises of budget %s: %w", key, err)
+		}
+		chained, err := checkRaise(row, rec)
+		if err != nil {
+			return 0, err
+		}
+		usd += chained.AmountUSD
+	}
+	if err := rows.Err(); err != nil {
+		return 0, fmt.Errorf("summing the raises of budget %s: %w", key, err)
+	}
 	return usd, nil
+}
+
+// nullRecordColumns are recordColumns of records r, which a LEFT JOIN may
+// leave NULL.
+const nullRecordColumns = `COALESCE(r.task_id, ''), COALESCE(r.seq, 0), COALESCE(r.id, ''), COALESCE(r.kind, ''),
+	COALESCE(r.recorded_at, 0), COALESCE(r.digest, ''), COALESCE(r.body, ''), COALESCE(r.body_hash, ''),
+	COALESCE(r.prev_hash, ''), COALESCE(r.hash, '')`
+
+// scanRaise reads a raise's row and its record (ID empty when it has
+// none).
+func scanRaise(sc scanner) (BudgetRaise, Record, error) {
+	var (
+		b    BudgetRaise
+		r    Record
+		us   int64
+		body string
+	)
+	err := sc.Scan(&b.RaiseID, &b.BudgetKey, &b.PeriodOf, &b.AmountUSD, &b.RaisedBy,
+		&r.TaskID, &r.Seq, &r.ID, &r.Kind, &us, &r.Digest, &body, &r.BodyHash, &r.PrevHash, &r.Hash)
+	r.RecordedAt, r.Body = fromMicros(us), []byte(body)
+	return b, r, err
+}
+
+// checkRaise checks a raise's row against its record in BudgetsSubject's
+// chain and returns the raise as the record says it.
+func checkRaise(row BudgetRaise, rec Record) (BudgetRaise, error) {
+	bad := func(format string, args ...any) (BudgetRaise, error) {
+		return BudgetRaise{}, &RowError{Table: "gate_budget_raises", Key: row.RaiseID, Problem: fmt.Sprintf(format, args...)}
+	}
+	if rec.ID == "" {
+		return bad("chain %s holds no record of it", BudgetsSubject)
+	}
+	if problem := rec.check(rec.PrevHash); problem != "" {
+		return bad("its record in chain %s does not verify: %s", BudgetsSubject, problem)
+	}
+	var chained BudgetRaise
+	if err := json.Unmarshal(rec.Body, &chained); err != nil {
+		return bad("its record in chain %s does not decode: %v", BudgetsSubject, err)
+	}
+	switch {
+	case chained.RaiseID != row.RaiseID:
+		return bad("its record in chain %s is of raise %s", BudgetsSubject, chained.RaiseID)
+	case chained.BudgetKey != row.BudgetKey:
+		return bad("budget_key is %s, but its record in chain %s says %s", row.BudgetKey, BudgetsSubject, chained.BudgetKey)
+	case chained.PeriodOf != row.PeriodOf:
+		return bad("period_of is %s, but its record in chain %s says %s", row.PeriodOf, BudgetsSubject, chained.PeriodOf)
+	case chained.AmountUSD != row.AmountUSD:
+		return bad("amount_usd is %g, but its record in chain %s says %g", row.AmountUSD, BudgetsSubject, chained.AmountUSD)
+	case chained.RaisedBy != row.RaisedBy:
+		return bad("raised_by is %q, but its record in chain %s says %q", row.RaisedBy, BudgetsSubject, chained.RaisedBy)
+	}
+	return chained, nil
 }
 
 // BudgetRaise is what an admin added to a budget for one period.
@@ -168,7 +240,8 @@ func (s *DB) RaiseBudget(ctx context.Context, r BudgetRaise) (BudgetRaise, error
 	return r, nil
 }
 
-// BudgetRaised sums the raises of a budget for one period.
+// BudgetRaised sums the raises of a budget for one period, as their
+// records in BudgetsSubject's chain say them (raisedIn).
 func (s *DB) BudgetRaised(ctx context.Context, key, periodOf string) (float64, error) {
 	return s.raisedIn(ctx, s.db, key, periodOf)
 }

@@ -62,33 +62,33 @@ func TestGateBudgetAtomic(t *testing.T) {
 			t.Fatalf("raise records %+v %v", recs, err)
 		}
 		g := GateRow{GateID: "gate_x", Kind: "signal", RunID: "rx", AgentID: "bot", Status: "approved", CostUSD: 0.01, ReceivedAt: at}
-		if _, ok, err := s.RecordGate(ctx, g, "", nil, limits); err != nil || !ok {
+		if _, ok, err := s.RecordGate(ctx, g, GateSubject(g.GateID), signalEntry(g), limits); err != nil || !ok {
 			t.Fatalf("after a raise: %v %v", ok, err)
 		}
 		// The raise holds for its day only.
 		g = GateRow{GateID: "gate_y", Kind: "signal", RunID: "ry", AgentID: "bot", Status: "approved", CostUSD: 0.03, ReceivedAt: at.Add(24 * time.Hour)}
-		if _, _, err := s.RecordGate(ctx, g, "", nil, limits); err != nil {
+		if _, _, err := s.RecordGate(ctx, g, GateSubject(g.GateID), signalEntry(g), limits); err != nil {
 			t.Fatalf("next day: %v", err)
 		}
 		g.GateID, g.RunID = "gate_z", "rz"
 		var be *BudgetError
-		if _, _, err := s.RecordGate(ctx, g, "", nil, limits); !errors.As(err, &be) || !be.Over || be.LimitUSD != 0.02 {
+		if _, _, err := s.RecordGate(ctx, g, GateSubject(g.GateID), signalEntry(g), limits); !errors.As(err, &be) || !be.Over || be.LimitUSD != 0.02 {
 			t.Fatalf("next day, spent: %v", err)
 		}
 		// An ungated row that reaches the warning share is refused with a
 		// warning; gated, it is written.
 		warn := []BudgetLimit{{Key: "month.*.p", Project: "p", Period: "month", USD: 1, Warn: 0.8}}
 		g = GateRow{GateID: "gate_w", Kind: "signal", RunID: "rw", AgentID: "bot", ProjectID: "p", Status: "approved", CostUSD: 0.9, ReceivedAt: at}
-		if _, _, err := s.RecordGate(ctx, g, "", nil, warn); !errors.As(err, &be) || be.Over {
+		if _, _, err := s.RecordGate(ctx, g, GateSubject(g.GateID), signalEntry(g), warn); !errors.As(err, &be) || be.Over {
 			t.Fatalf("warning: %v", err)
 		}
 		g.Gated, g.Status = true, "pending"
-		if _, ok, err := s.RecordGate(ctx, g, "", nil, warn); err != nil || !ok {
+		if _, ok, err := s.RecordGate(ctx, g, GateSubject(g.GateID), signalEntry(g), warn); err != nil || !ok {
 			t.Fatalf("gated: %v %v", ok, err)
 		}
 		// A duplicate answers as stored though the budget is now spent.
 		g.GateID = "gate_w2"
-		if got, ok, err := s.RecordGate(ctx, g, "", nil, limits); err != nil || ok || got.GateID != "gate_w" {
+		if got, ok, err := s.RecordGate(ctx, g, GateSubject(g.GateID), signalEntry(g), limits); err != nil || ok || got.GateID != "gate_w" {
 			t.Fatalf("duplicate over budget: %+v %v %v", got, ok, err)
 		}
 	})
@@ -101,7 +101,7 @@ func TestGateRunIDsPerAgent(t *testing.T) {
 		for _, a := range []string{"a", "b"} {
 			g := GateRow{GateID: "gate_" + a, Kind: "signal", RunID: "same", AgentID: a, Status: "approved", ReceivedAt: at,
 				SignalHash: "h" + a, TaskID: "t", TaskCharge: true}
-			if _, ok, err := s.RecordGate(ctx, g, "", nil, nil); err != nil || !ok {
+			if _, ok, err := s.RecordGate(ctx, g, GateSubject(g.GateID), signalEntry(g), nil); err != nil || !ok {
 				t.Fatalf("agent %s: %v %v", a, ok, err)
 			}
 		}

@@ -56,6 +56,7 @@ func TestGateInsertOncePerRun(t *testing.T) {
 		if err := s.ResolveGate(ctx, got.GateID, "approved", "ops", at.Add(time.Minute)); err != nil {
 			t.Fatal(err)
 		}
+		appendOutcome(t, s, got.GateID, "approve", "ops", at.Add(time.Minute))
 		if err := s.ResolveGate(ctx, got.GateID, "rejected", "late", at.Add(2*time.Minute)); err != nil {
 			t.Fatal(err)
 		}
@@ -89,8 +90,9 @@ func TestGateListAndSpend(t *testing.T) {
 			if i == 6 {
 				at = day.AddDate(0, 0, -1) // yesterday: same month
 			}
-			_, _, err := s.InsertGate(ctx, GateRow{GateID: fmt.Sprintf("gate_%d", i), Kind: "signal", RunID: fmt.Sprintf("r%d", i),
-				AgentID: agent, ProjectID: "p", Status: "approved", CostUSD: 1, InputTokens: 100, ReceivedAt: at})
+			g := GateRow{GateID: fmt.Sprintf("gate_%d", i), Kind: "signal", RunID: fmt.Sprintf("r%d", i),
+				AgentID: agent, ProjectID: "p", Status: "approved", CostUSD: 1, InputTokens: 100, ReceivedAt: at}
+			_, _, err := s.RecordGate(ctx, g, GateSubject(g.GateID), signalEntry(g), nil)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -128,4 +130,22 @@ func TestGateListAndSpend(t *testing.T) {
 			}
 		}
 	})
+}
+
+// signalEntry is the record of g's signal in its gate's chain, as the
+// intake writes it beside the row.
+func signalEntry(g GateRow) []Entry {
+	body := fmt.Sprintf(`{"signal":{"run_id":%q},"gated":%t}`, g.RunID, g.Gated)
+	return []Entry{{ID: g.GateID + "-signal", Kind: "signal", RecordedAt: g.ReceivedAt, Body: []byte(body)}}
+}
+
+// appendOutcome records the outcome of gate gateID's decision in its
+// chain, as the gate workflow does.
+func appendOutcome(t testing.TB, s *DB, gateID, option, by string, at time.Time) {
+	t.Helper()
+	body := fmt.Sprintf(`{"decision_id":%q,"option":%q,"by":%q,"at":%q}`, gateID+"-d1", option, by, at.UTC().Format(time.RFC3339Nano))
+	if _, err := s.Append(context.Background(), GateSubject(gateID),
+		[]Entry{{ID: gateID + "-d1-outcome", Kind: "decision", RecordedAt: at, Body: []byte(body)}}); err != nil {
+		t.Fatal(err)
+	}
 }

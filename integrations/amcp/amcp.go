@@ -52,6 +52,9 @@ type Store interface {
 	SetContractGate(ctx context.Context, id, gateID string, now time.Time) error
 	DecideContract(ctx context.Context, id, state, by string, now time.Time) error
 	RedeemContract(ctx context.Context, id, from string, now time.Time) error
+	// GateChain is what the chain of a contract's gate says: a decided
+	// contract's row is checked against it before it is trusted.
+	GateChain(ctx context.Context, gateID string) (ssot.GateChain, error)
 }
 
 var _ Store = (*ssot.DB)(nil)

@@ -25,19 +25,26 @@ const (
 	keyB = "key-linter"
 )
 
-// fakeGates opens gates in memory; tests resolve them.
+// fakeGates opens gates in memory; tests resolve them. Like the gate
+// workflow, it records each gate's input and outcome in its chain, which
+// a decided contract is checked against.
 type fakeGates struct {
 	mu     sync.Mutex
+	store  *ssot.DB
 	opened map[string]string // gate id → digest
 	status map[string]string
 }
 
-func (g *fakeGates) Open(_ context.Context, c contract.Contract, digest string) (string, error) {
+func (g *fakeGates) Open(ctx context.Context, c contract.Contract, digest string) (string, error) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	id := "gate_" + strings.TrimPrefix(c.ID, contract.IDPrefix)
 	g.opened[id] = digest
 	g.status[id] = GatePending
+	body := fmt.Sprintf(`{"gate_id":%q,"contract":{"id":%q,"digest":%q}}`, id, c.ID, digest)
+	if _, err := g.store.Append(ctx, ssot.GateSubject(id), []ssot.Entry{{ID: id + "-gate", Kind: "gate", Body: []byte(body)}}); err != nil {
+		return "", err
+	}
 	return id, nil
 }
 
@@ -47,10 +54,20 @@ func (g *fakeGates) Status(_ context.Context, id string) (string, string, error)
 	return g.status[id], "ana", nil
 }
 
-func (g *fakeGates) resolve(id, st string) {
+func (g *fakeGates) resolve(t testing.TB, id, st string) {
+	t.Helper()
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	g.status[id] = st
+	option := "reject"
+	if st == GateApproved {
+		option = "approve"
+	}
+	body := fmt.Sprintf(`{"option":%q,"by":"ana","at":"2026-11-23T21:01:00Z"}`, option)
+	if _, err := g.store.Append(context.Background(), ssot.GateSubject(id),
+		[]ssot.Entry{{ID: id + "-d1-outcome", Kind: "decision", Body: []byte(body)}}); err != nil {
+		t.Fatal(err)
+	}
 }
 
 type harness struct {
@@ -82,7 +99,7 @@ func newHarness(t testing.TB, rate int) *harness {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { store.Close() })
-	h := &harness{store: store, path: path, gates: &fakeGates{opened: map[string]string{}, status: map[string]string{}},
+	h := &harness{store: store, path: path, gates: &fakeGates{store: store, opened: map[string]string{}, status: map[string]string{}},
 		now: time.Date(2026, 11, 23, 21, 0, 0, 0, time.UTC)}
 	api := httpapi.New(httpapi.Options{Store: store})
 	New(Options{
@@ -270,7 +287,7 @@ func TestApprovalFlow(t *testing.T) {
 	}
 	wantError(t, h.do(t, "POST", "/v1/execute", keyA, execBody(d.ContractID, "")), http.StatusForbidden, "APPROVAL_REQUIRED")
 
-	h.gates.resolve(d.GateID, GateApproved)
+	h.gates.resolve(t, d.GateID, GateApproved)
 	h.do(t, "GET", "/v1/contracts/"+d.ContractID, keyA, "").decode(t, &v)
 	if v.State != "approved" || v.DecidedBy != "ana" || !strings.HasPrefix(v.ApprovalToken, "apr_") {
 		t.Fatalf("after approval %+v", v)
@@ -288,7 +305,7 @@ func TestApprovalFlow(t *testing.T) {
 	wantError(t, h.do(t, "POST", "/v1/execute", keyA, execBody(d.ContractID, v.ApprovalToken)), http.StatusGone, "CONTRACT_ALREADY_REDEEMED")
 
 	rejected := h.decide(t, keyA, `{"intent":"rm -rf /srv","context":{"parameters":{"path":"/srv"}}}`)
-	h.gates.resolve(rejected.GateID, GateRejected)
+	h.gates.resolve(t, rejected.GateID, GateRejected)
 	wantError(t, h.do(t, "POST", "/v1/execute", keyA, execBody(rejected.ContractID, "")), http.StatusForbidden, "APPROVAL_REQUIRED")
 	var rv ContractView
 	h.do(t, "GET", "/v1/contracts/"+rejected.ContractID, keyA, "").decode(t, &rv)
@@ -527,4 +544,29 @@ func TestEveryAnswerDocumented(t *testing.T) {
 			listed(t, p, r.status)
 		}
 	})
+}
+
+// TestApprovalFromChain: a contract's approval is its gate's outcome in
+// the chain; a row set to approved by hand shows no approvalToken and
+// executes with none, refused by name.
+func TestApprovalFromChain(t *testing.T) {
+	h := newHarness(t, 0)
+	d := h.decide(t, keyA, `{"intent":"deploy to production","context":{"parameters":{"service":"web","version":"1.2.3"}}}`)
+	row, err := h.store.Contract(context.Background(), d.ContractID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	execSQL(t, h.path, `UPDATE contracts SET state = 'approved', decided_by = 'ana' WHERE id = ?`, d.ContractID)
+	r := h.do(t, "GET", "/v1/contracts/"+d.ContractID, keyA, "")
+	wantError(t, r, http.StatusUnprocessableEntity, "CONTRACT_INVALID")
+	if !strings.Contains(string(r.body), "contracts row "+d.ContractID) || strings.Contains(string(r.body), "apr_") {
+		t.Fatalf("view %s", r.body)
+	}
+	// Even with the token an approval would have issued.
+	token := contract.ApprovalToken([]byte("test-secret"), d.ContractID, row.Digest)
+	r = h.do(t, "POST", "/v1/execute", keyA, execBody(d.ContractID, token))
+	wantError(t, r, http.StatusUnprocessableEntity, "CONTRACT_INVALID")
+	if !strings.Contains(string(r.body), "holds no outcome") {
+		t.Fatalf("execute %s", r.body)
+	}
 }

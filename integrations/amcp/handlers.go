@@ -147,6 +147,9 @@ func (h *Handlers) view(ctx context.Context, owner, id string) (ContractView, er
 	if err != nil {
 		return ContractView{}, err
 	}
+	if err := h.chained(ctx, row); err != nil {
+		return ContractView{}, err
+	}
 	v := ContractView{
 		ContractID: c.ID, State: row.State, Primitive: c.Primitive, Parameters: c.Parameters,
 		PrimitiveRiskScore: c.PrimitiveRiskScore, Risk: c.Risk, SessionID: c.SessionID,
@@ -226,6 +229,9 @@ func (h *Handlers) redeem(ctx context.Context, owner string, in ExecuteRequest, 
 	}
 	if c.Risk.MinimumHandling.NeedsApproval() {
 		if row, err = h.sync(ctx, row, now); err != nil {
+			return ExecuteResponse{}, err
+		}
+		if err := h.chained(ctx, row); err != nil {
 			return ExecuteResponse{}, err
 		}
 		switch {
@@ -319,6 +325,30 @@ func (h *Handlers) sync(ctx context.Context, row ssot.ContractRow, now time.Time
 		return row, err
 	}
 	return h.o.Store.Contract(ctx, row.ID)
+}
+
+// chained checks a decided contract's row against the chain of its gate,
+// whose outcome alone approves or rejects it (an approvalToken is
+// issued, and taken, only when that outcome approved exactly this
+// contract): a row changed by hand is CONTRACT_INVALID, naming it.
+func (h *Handlers) chained(ctx context.Context, row ssot.ContractRow) error {
+	switch row.State {
+	case ssot.ContractApproved, ssot.ContractRejected:
+	default:
+		return nil
+	}
+	var ch ssot.GateChain
+	if row.GateID != "" {
+		var err error
+		if ch, err = h.o.Store.GateChain(ctx, row.GateID); err != nil {
+			return fmt.Errorf("reading the chain of gate %s of contract %s: %w", row.GateID, row.ID, err)
+		}
+	}
+	if err := ch.CheckContract(row); err != nil {
+		h.log.Error("a contract's row disagrees with its gate's chain", "contract", row.ID, "gate", row.GateID, "err", err)
+		return task.Errorf(CodeInvalid, "contract %s does not verify: %v", row.ID, err)
+	}
+	return nil
 }
 
 // expired reports whether the contract is past its expiry, as its row or

@@ -82,7 +82,7 @@ func contractOperation() obj {
 		"responses": with(with(common(), guarded(false)), obj{
 			"200": answer("The contract.", ref("AmcpContract")),
 			"404": refusal("No such contract under this key (code CONTRACT_NOT_FOUND)."),
-			"422": refusal("The stored contract does not verify against its signature (code CONTRACT_INVALID)."),
+			"422": refusal("The stored contract does not verify against its signature, or its approval against its gate's chain (code CONTRACT_INVALID)."),
 		}),
 	}
 }
@@ -100,7 +100,7 @@ func executeOperation() obj {
 			"404": refusal("No such contract under this key (code CONTRACT_NOT_FOUND)."),
 			"409": refusal("The contract changed while it was redeemed (code conflict); try again."),
 			"410": refusal("The contract expired (code CONTRACT_EXPIRED) or was redeemed already (code CONTRACT_ALREADY_REDEEMED)."),
-			"422": refusal("The stored contract does not verify against its signature (code CONTRACT_INVALID)."),
+			"422": refusal("The stored contract does not verify against its signature, or its approval against its gate's chain (code CONTRACT_INVALID)."),
 		}),
 	}
 }

@@ -3,6 +3,7 @@ package dashboard
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net/http"
 	"net/url"
 	"strings"
@@ -164,15 +165,11 @@ func TestAgentsPanel(t *testing.T) {
 	for i, cost := range []float64{0.25, 0.5} {
 		g := ssot.GateRow{GateID: "g-" + string(rune('1'+i)), Kind: "llm_call", AgentID: "codex", Status: "approved", CostUSD: cost,
 			ReceivedAt: t0.Add(time.Duration(i) * time.Minute), Callback: "none", Body: []byte(`{}`)}
-		if _, _, err := f.db.InsertGate(context.Background(), g); err != nil {
-			t.Fatal(err)
-		}
+		recordSignal(t, f.db, g)
 	}
 	yesterday := ssot.GateRow{GateID: "g-0", Kind: "llm_call", AgentID: "codex", Status: "approved", CostUSD: 9,
 		ReceivedAt: t0.Add(-24 * time.Hour), Callback: "none", Body: []byte(`{}`)}
-	if _, _, err := f.db.InsertGate(context.Background(), yesterday); err != nil {
-		t.Fatal(err)
-	}
+	recordSignal(t, f.db, yesterday)
 	_, page := c.do("GET", "/agents", nil, nil)
 	for _, want := range []string{`data-label="Agent">claude<`, `data-label="Agent">codex<`, "1 lease(s): repo/app", "0.7500 (2 signal(s))", "no lease held",
 		`datetime="` + t0.Add(30*time.Minute).UTC().Format(time.RFC3339) + `"`} {
@@ -219,5 +216,16 @@ func TestWatchPublishesMesh(t *testing.T) {
 	}
 	if second := next("a renewal"); second == first {
 		t.Errorf("the renewal's event %s is the message's", second)
+	}
+}
+
+// recordSignal records a signal's row with its record in its gate's
+// chain, as the intake does: the row's status is read against it.
+func recordSignal(t *testing.T, db *ssot.DB, g ssot.GateRow) {
+	t.Helper()
+	body := fmt.Sprintf(`{"gated":%t}`, g.Gated)
+	if _, _, err := db.RecordGate(context.Background(), g, ssot.GateSubject(g.GateID),
+		[]ssot.Entry{{ID: g.GateID + "-signal", Kind: "signal", RecordedAt: g.ReceivedAt, Body: []byte(body)}}, nil); err != nil {
+		t.Fatal(err)
 	}
 }

@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"strings"
 
+	"github.com/ampflow/ampflow/activities/ssot"
 	"github.com/ampflow/ampflow/amp"
 	"github.com/ampflow/ampflow/workflows/task"
 )
@@ -61,6 +62,11 @@ func asTaskError(err error) *task.Error {
 	var te *task.Error
 	if errors.As(err, &te) {
 		return te
+	}
+	// A row changed behind the store's back is refused by name.
+	var re *ssot.RowError
+	if errors.As(err, &re) {
+		return &task.Error{Code: task.CodeInternal, Message: re.Error(), Err: err}
 	}
 	return &task.Error{Code: task.CodeInternal, Message: "internal error", Err: err}
 }

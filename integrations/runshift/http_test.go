@@ -3,6 +3,7 @@ package runshift
 import (
 	"bytes"
 	"context"
+	"database/sql"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -37,6 +38,7 @@ var testNow = time.Date(2026, 11, 23, 12, 0, 0, 0, time.UTC)
 type testGate struct {
 	t      *testing.T
 	store  *ssot.DB
+	path   string
 	intake *Intake
 	srv    *httptest.Server
 	mu     sync.Mutex
@@ -45,7 +47,8 @@ type testGate struct {
 
 func newTestGate(t *testing.T, change func(*config.Gate)) *testGate {
 	t.Helper()
-	db, err := ssot.Open(context.Background(), filepath.Join(t.TempDir(), "ampflow.db"))
+	path := filepath.Join(t.TempDir(), "ampflow.db")
+	db, err := ssot.Open(context.Background(), path)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -59,7 +62,7 @@ func newTestGate(t *testing.T, change func(*config.Gate)) *testGate {
 	if change != nil {
 		change(&cfg)
 	}
-	g := &testGate{t: t, store: db, starts: map[string]int{}}
+	g := &testGate{t: t, store: db, path: path, starts: map[string]int{}}
 	in, err := NewIntake(cfg, db, func(_ context.Context, in gate.Input) (gate.Started, error) {
 		g.mu.Lock()
 		defer g.mu.Unlock()
@@ -244,9 +247,7 @@ func TestSignalGatedOnce(t *testing.T) {
 	}
 
 	// Resolved, the duplicate answers the resolution.
-	if err := g.store.ResolveGate(context.Background(), first.GateID, "rejected", "ops", testNow); err != nil {
-		t.Fatal(err)
-	}
+	g.resolve(first.GateID, "reject", "ops")
 	last := g.do("POST", "/v1/signals", tailorKey, p).want(t, 200).reply(t)
 	if last.Status != gate.StatusRejected || g.starts[first.GateID] != 2 {
 		t.Fatalf("%+v, starts %v", last, g.starts)
@@ -425,4 +426,50 @@ func TestGatesListAndShow(t *testing.T) {
 		t.Fatalf("history %v", hist)
 	}
 	g.do("GET", "/v1/gates/gate_nope", adminToken, nil).want(t, 404)
+}
+
+// resolve resolves a gate as its workflow does: its row, and the outcome
+// in its chain that the row is read against.
+func (g *testGate) resolve(gateID, option, by string) {
+	g.t.Helper()
+	status := "rejected"
+	if option == "approve" {
+		status = "approved"
+	}
+	ctx := context.Background()
+	if err := g.store.ResolveGate(ctx, gateID, status, by, testNow); err != nil {
+		g.t.Fatal(err)
+	}
+	body := fmt.Sprintf(`{"option":%q,"by":%q,"at":%q}`, option, by, testNow.Format(time.RFC3339))
+	if _, err := g.store.Append(ctx, gate.WorkflowID(gateID),
+		[]ssot.Entry{{ID: gateID + "-d1-outcome", Kind: "decision", RecordedAt: testNow, Body: []byte(body)}}); err != nil {
+		g.t.Fatal(err)
+	}
+}
+
+// TestGateStatusFromChain: a gate's status is its chain's; a row set to
+// approved by hand is refused by name wherever it would be answered.
+func TestGateStatusFromChain(t *testing.T) {
+	g := newTestGate(t, nil)
+	first := g.do("POST", "/v1/signals", tailorKey, payload("run-1", true)).want(t, 202).reply(t)
+	db, err := sql.Open("sqlite", g.path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	if _, err := db.Exec(`UPDATE gates SET status = 'approved', resolved_by = 'ops' WHERE gate_id = ?`, first.GateID); err != nil {
+		t.Fatal(err)
+	}
+	for _, path := range []string{"/v1/gates/" + first.GateID, "/v1/gates?agent=resume-tailor"} {
+		r := g.do("GET", path, adminToken, nil).want(t, 500)
+		if !strings.Contains(string(r.body), "gates row "+first.GateID+" disagrees with its chain") {
+			t.Fatalf("%s: %s", path, r.body)
+		}
+	}
+	r := g.do("GET", "/v1/signals/run-1", tailorKey, nil).want(t, 500)
+	if strings.Contains(string(r.body), `"approved"`) {
+		t.Fatalf("signal status %s", r.body)
+	}
+	// The same signal posted again is not answered approved either.
+	g.do("POST", "/v1/signals", tailorKey, payload("run-1", true)).want(t, 500)
 }

@@ -198,10 +198,13 @@ func (in *Intake) Accept(ctx context.Context, agent Agent, s Signal) (Reply, err
 			gin.WebhookURL = s.Webhook()
 			gin.History = in.history(ctx, s.AgentID)
 		}
+		// Gated is in the chain: an ungated signal's approval is read
+		// from there (ssot.GateChain).
 		body, err := json.Marshal(struct {
 			Signal Signal     `json:"signal"`
 			Gate   gate.Input `json:"gate"`
-		}{s, gin})
+			Gated  bool       `json:"gated"`
+		}{s, gin, gated})
 		if err != nil {
 			return Reply{}, fmt.Errorf("encoding signal %s: %w", s.RunID, err)
 		}

@@ -111,9 +111,7 @@ func TestRecover(t *testing.T) {
 	if err != nil || rec != (Recovered{Started: 1}) || len(tasks.submitted) != 1 {
 		t.Fatalf("again %+v %v, escalations %d", rec, err, len(tasks.submitted))
 	}
-	if err := g.store.ResolveGate(context.Background(), row.GateID, "approved", "ops", testNow); err != nil {
-		t.Fatal(err)
-	}
+	g.resolve(row.GateID, "approve", "ops")
 	if rec, err := g.intake.Recover(context.Background()); err != nil || rec != (Recovered{}) {
 		t.Fatalf("resolved %+v %v", rec, err)
 	}

@@ -176,6 +176,12 @@ func (g *gateRun) finish(ctx workflow.Context, o decision.Outcome) (State, error
 	}
 	g.Outcome = &o
 	g.ResolvedAt, g.ResolvedBy = o.At, o.By
+	if o.DecisionID == "" {
+		// Closed before a decision was raised (expired, no policy): the
+		// chain still holds the outcome its status is read from.
+		b, _ := json.Marshal(o)
+		g.queue = append(g.queue, effect{record: &activities.RecordEntry{ID: g.Input.GateID + "-outcome", Kind: activities.KindDecision, Body: b, RecordedAt: o.At}})
+	}
 	actx := workflow.WithLocalActivityOptions(ctx, storeOptions())
 	if err := workflow.ExecuteLocalActivity(actx, gacts.GateResolve, gateacts.GateResolveInput{
 		GateID: g.Input.GateID, Status: string(g.Status), By: o.By, At: o.At,

@@ -391,5 +391,9 @@ func TestGateExpiresWithContract(t *testing.T) {
 		if len(h.resolved) != 1 || h.resolved[0].Status != "rejected" {
 			t.Fatalf("resolved %+v", h.resolved)
 		}
+		// The chain holds the outcome its status is read from.
+		if want := []string{in.GateID + "-gate", in.GateID + "-outcome"}; !slices.Equal(h.records, want) {
+			t.Fatalf("records %v, want %v", h.records, want)
+		}
 	})
 }

@@ -15,6 +15,7 @@ import (
 	"go.temporal.io/api/serviceerror"
 	"go.temporal.io/sdk/client"
 
+	"github.com/ampflow/ampflow/activities/ssot"
 	"github.com/ampflow/ampflow/workflows/decision"
 )
 
@@ -22,8 +23,8 @@ import (
 const WorkflowType = "Gate"
 
 // WorkflowID is the workflow id of gate gateID; it is also the subject of
-// the gate's decisions.
-func WorkflowID(gateID string) string { return "gate-" + gateID }
+// the gate's decisions and the chain its records are kept in.
+func WorkflowID(gateID string) string { return ssot.GateSubject(gateID) }
 
 // Kind says what a gate holds.
 type Kind string
@@ -37,7 +38,8 @@ const (
 )
 
 // Status is where a gate stands. The store keeps it too, readable by
-// gate id without Temporal: (*ssot.DB).Gate(ctx, gateID).Status.
+// gate id without Temporal: (*ssot.DB).Gate(ctx, gateID).Status, which the
+// gate's chain decides (ssot.GateChain).
 type Status string
 
 // Gate statuses. A gate that expires unanswered is rejected.

@@ -34,6 +34,20 @@ type verifyReport struct {
 	Failures []verifyFailure `json:"failures"`
 	// MoreFailures counts broken chains beyond those listed.
 	MoreFailures int `json:"more_failures,omitempty"`
+	// RowsChecked counts the table rows compared with their chains (a
+	// whole-store verify only); Rows lists those that disagree, and
+	// MoreRows counts the rest.
+	RowsChecked *ssot.CrossCheckCounts `json:"rows_checked,omitempty"`
+	Rows        []rowFailure           `json:"rows"`
+	MoreRows    int                    `json:"more_rows,omitempty"`
+}
+
+// rowFailure is a table row that disagrees with its chain: changed by
+// hand.
+type rowFailure struct {
+	Table   string `json:"table"`
+	Key     string `json:"key"`
+	Problem string `json:"problem"`
 }
 
 // verifyFailure is the first record of a task's chain that does not verify.
@@ -57,16 +71,22 @@ func (a *App) auditCommand() *cobra.Command {
 	var sf storeFlags
 	verify := &cobra.Command{
 		Use:   "verify [TASK_ID]",
-		Short: "Verify the hash chains of every task, or of one",
+		Short: "Verify the hash chains of every task, or of one, and the tables derived from them",
 		Long: "Verify walks each task's chain of records in the SSOT store (or TASK_ID's) and\n" +
 			"recomputes every link: the hash of each record's body, and of its fields and\n" +
 			"the record before it, up to the chain head the store keeps. A row edited,\n" +
-			"deleted or inserted in the database behind ampflow's back breaks the chain there.\n\n" +
+			"deleted or inserted in the database behind ampflow's back breaks the chain there.\n" +
+			"Without TASK_ID it also compares the rows derived from chains with them: each\n" +
+			"gate's status (gates) with its chain's signal and outcome, each decided contract\n" +
+			"(contracts) with its gate's outcome, each budget raise (gate_budget_raises) with\n" +
+			"its record in the budget-raises chain, and names, by table and key, a row that\n" +
+			"disagrees: one changed by hand. A gate resolving while it runs is no finding.\n\n" +
 			"Exit 0: every chain verifies; a summary is printed (tasks, records verified).\n" +
-			"Exit 1: a chain does not verify, the store cannot be read, or TASK_ID has no\n" +
-			"records; the first record that does not verify is named for each broken task\n" +
-			"(up to 100), and the error names the first of them. Progress goes to stderr\n" +
-			"every 1,000 tasks. -o json prints {ok, tasks, records, head, failures}.\n" + storeHelp,
+			"Exit 1: a chain does not verify, a row disagrees with its chain, the store cannot\n" +
+			"be read, or TASK_ID has no records; the first record that does not verify is\n" +
+			"named for each broken task (up to 100), each row that disagrees (up to 100),\n" +
+			"and the error names the first of them. Progress goes to stderr every 1,000\n" +
+			"tasks. -o json prints {ok, tasks, records, head, failures, rows_checked, rows}.\n" + storeHelp,
 		Example: "  ampflow audit verify\n" +
 			"  ampflow audit verify T-2026-001\n" +
 			"  ampflow audit verify --ssot-url postgres://ampflow@db:5432/ampflow -o json | jq .failures",
@@ -91,17 +111,12 @@ func (a *App) auditCommand() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			rep.OK = len(rep.Failures) == 0
+			rep.OK = len(rep.Failures) == 0 && len(rep.Rows) == 0
 			if err := a.printVerify(rep); err != nil {
 				return err
 			}
 			if !rep.OK {
-				f := rep.Failures[0]
-				msg := fmt.Sprintf("audit failed: %s", chainProblem(f))
-				if n := len(rep.Failures) + rep.MoreFailures; n > 1 {
-					msg += fmt.Sprintf(" (%d tasks do not verify)", n)
-				}
-				return Exit(ExitFailed, errors.New(msg))
+				return Exit(ExitFailed, errors.New(rep.failed()))
 			}
 			return nil
 		},
@@ -121,7 +136,59 @@ func (a *App) verifyOne(ctx context.Context, db ssot.Store, taskID string, rep *
 	return nil
 }
 
+// failed says why a report fails: its first broken chain, else its first
+// row that disagrees.
+func (rep *verifyReport) failed() string {
+	if len(rep.Failures) > 0 {
+		msg := fmt.Sprintf("audit failed: %s", chainProblem(rep.Failures[0]))
+		if n := len(rep.Failures) + rep.MoreFailures; n > 1 {
+			msg += fmt.Sprintf(" (%d tasks do not verify)", n)
+		}
+		if n := len(rep.Rows) + rep.MoreRows; n > 0 {
+			msg += fmt.Sprintf("; %s disagree with their chains", plural(int64(n), "row"))
+		}
+		return msg
+	}
+	r := rep.Rows[0]
+	msg := fmt.Sprintf("audit failed: %s", (&ssot.RowError{Table: r.Table, Key: r.Key, Problem: r.Problem}).Error())
+	if n := len(rep.Rows) + rep.MoreRows; n > 1 {
+		msg += fmt.Sprintf(" (%d rows disagree with their chains)", n)
+	}
+	return msg
+}
+
+// crossChecker compares the tables derived from chains with them
+// (*ssot.DB).
+type crossChecker interface {
+	CrossCheck(ctx context.Context, found func(*ssot.RowError) error) (ssot.CrossCheckCounts, error)
+}
+
+// verifyAll verifies every chain, then, when db can, every row derived
+// from one.
 func (a *App) verifyAll(ctx context.Context, db ssot.Store, rep *verifyReport) error {
+	if err := a.verifyChains(ctx, db, rep); err != nil {
+		return err
+	}
+	cc, ok := db.(crossChecker)
+	if !ok {
+		return nil
+	}
+	n, err := cc.CrossCheck(ctx, func(e *ssot.RowError) error {
+		if len(rep.Rows) == maxVerifyFailures {
+			rep.MoreRows++
+			return nil
+		}
+		rep.Rows = append(rep.Rows, rowFailure{Table: e.Table, Key: e.Key, Problem: e.Problem})
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("comparing the tables with their chains: %w", err)
+	}
+	rep.RowsChecked = &n
+	return nil
+}
+
+func (a *App) verifyChains(ctx context.Context, db ssot.Store, rep *verifyReport) error {
 	p := ssot.Page{Limit: verifyPage}
 	for {
 		ids, next, err := db.Tasks(ctx, p)
@@ -177,6 +244,9 @@ func (a *App) printVerify(rep verifyReport) error {
 		if rep.Failures == nil {
 			rep.Failures = []verifyFailure{}
 		}
+		if rep.Rows == nil {
+			rep.Rows = []rowFailure{}
+		}
 		return a.PrintJSON(rep)
 	}
 	if rep.OK {
@@ -185,10 +255,46 @@ func (a *App) printVerify(rep verifyReport) error {
 				rep.TaskID, plural(rep.Records, "record"), rep.Head.Seq, rep.Head.Hash)
 			return err
 		}
-		_, err := fmt.Fprintf(a.Stdout, "verified %s, %s: every chain holds\n",
-			plural(int64(rep.Tasks), "task"), plural(rep.Records, "record"))
+		_, err := fmt.Fprintf(a.Stdout, "verified %s, %s: every chain holds%s\n",
+			plural(int64(rep.Tasks), "task"), plural(rep.Records, "record"), rowsAgree(rep.RowsChecked))
 		return err
 	}
+	if len(rep.Failures) > 0 {
+		if err := a.printChainFailures(rep); err != nil {
+			return err
+		}
+	}
+	if len(rep.Rows) == 0 {
+		return nil
+	}
+	t := newTable(a.Stdout, "TABLE", "KEY", "PROBLEM")
+	for _, r := range rep.Rows {
+		t.row(r.Table, r.Key, r.Problem)
+	}
+	if err := t.flush(); err != nil {
+		return err
+	}
+	if rep.MoreRows > 0 {
+		fmt.Fprintf(a.Stdout, "and %d more rows that disagree\n", rep.MoreRows)
+	}
+	c := rep.RowsChecked
+	_, err := fmt.Fprintf(a.Stdout, "compared %s, %s and %s with their chains: %d disagree\n",
+		plural(int64(c.Gates), "gate"), plural(int64(c.Contracts), "contract"), plural(int64(c.Raises), "budget raise"),
+		len(rep.Rows)+rep.MoreRows)
+	return err
+}
+
+// rowsAgree says how many rows were compared with their chains, when any
+// were.
+func rowsAgree(c *ssot.CrossCheckCounts) string {
+	if c == nil || *c == (ssot.CrossCheckCounts{}) {
+		return ""
+	}
+	return fmt.Sprintf("; %s, %s and %s agree with them",
+		plural(int64(c.Gates), "gate"), plural(int64(c.Contracts), "contract"), plural(int64(c.Raises), "budget raise"))
+}
+
+func (a *App) printChainFailures(rep verifyReport) error {
 	t := newTable(a.Stdout, "TASK", "RECORD", "ID", "PROBLEM")
 	for _, f := range rep.Failures {
 		t.row(f.TaskID, fmt.Sprintf("#%d", f.Seq), f.ID, f.Problem)

@@ -1,11 +1,17 @@
 package cli
 
 import (
+	"context"
 	"encoding/json"
+	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/ampflow/ampflow/activities/ssot"
 )
 
 // auditStore is a store with three tasks: T-2026-001 (m1, m2, m3),
@@ -168,4 +174,81 @@ func TestAuditVerifyRefusals(t *testing.T) {
 	if _, err := os.Stat(missing); !os.IsNotExist(err) {
 		t.Fatalf("%s after verify: %v", missing, err)
 	}
+}
+
+// gateStore is auditStore with a signal no gate held (gate_free), a
+// gated one pending (gate_held) and a budget raise.
+func gateStore(t *testing.T, e storeEngine) string {
+	t.Helper()
+	u := auditStore(t, e)
+	db := openTestStore(t, u)
+	ctx := context.Background()
+	at := time.Date(2026, 11, 23, 9, 0, 0, 0, time.UTC)
+	for _, g := range []ssot.GateRow{
+		{GateID: "gate_free", Kind: "signal", RunID: "r1", AgentID: "bot", Status: "approved", ReceivedAt: at},
+		{GateID: "gate_held", Kind: "signal", RunID: "r2", AgentID: "bot", Gated: true, Status: "pending", ReceivedAt: at},
+	} {
+		body := fmt.Sprintf(`{"signal":{"run_id":%q},"gated":%t}`, g.RunID, g.Gated)
+		if _, _, err := db.RecordGate(ctx, g, ssot.GateSubject(g.GateID),
+			[]ssot.Entry{{ID: g.GateID + "-signal", Kind: "signal", RecordedAt: at, Body: []byte(body)}}, nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := db.RaiseBudget(ctx, ssot.BudgetRaise{RaiseID: "raise_1", BudgetKey: "bot:*:day", PeriodOf: "2026-11-23", AmountUSD: 2, RaisedBy: "ops"}); err != nil {
+		t.Fatal(err)
+	}
+	return u
+}
+
+// TestAuditVerifyRows: audit verify compares the gates, contracts and
+// budget raises with their chains and names a row changed by hand.
+func TestAuditVerifyRows(t *testing.T) {
+	eachStoreEngine(t, func(t *testing.T, e storeEngine) {
+		t.Run("Untampered", func(t *testing.T) {
+			u := gateStore(t, e)
+			r := run(t, "", storeEnv(t, u), nil, "audit", "verify")
+			want := "verified 6 tasks, 9 records: every chain holds; 2 gates, 0 contracts and 1 budget raise agree with them\n"
+			if r.code != ExitOK || r.stdout != want || r.stderr != "" {
+				t.Fatalf("exit %d, stdout %q, stderr %q", r.code, r.stdout, r.stderr)
+			}
+		})
+		t.Run("GateApprovedByHand", func(t *testing.T) {
+			u := gateStore(t, e)
+			rawExec(t, e, u, `UPDATE gates SET status = 'approved' WHERE gate_id = ?`, "gate_held")
+			r := run(t, "", storeEnv(t, u), nil, "audit", "verify")
+			wantErr := "ampflow: audit failed: gates row gate_held disagrees with its chain: status is approved, but chain gate-gate_held holds no outcome of its decision\n"
+			if r.code != ExitFailed || r.stderr != wantErr {
+				t.Fatalf("exit %d, stderr %q; want 1, %q", r.code, r.stderr, wantErr)
+			}
+			lines := strings.Split(strings.TrimSpace(r.stdout), "\n")
+			if len(lines) != 3 || strings.Join(strings.Fields(lines[1])[:2], " ") != "gates gate_held" ||
+				lines[2] != "compared 2 gates, 0 contracts and 1 budget raise with their chains: 1 disagree" {
+				t.Fatalf("stdout:\n%s", r.stdout)
+			}
+			// The decisive read refuses the row too.
+			db := openTestStore(t, u)
+			var re *ssot.RowError
+			if _, err := db.Gate(context.Background(), "gate_held"); !errors.As(err, &re) || re.Key != "gate_held" {
+				t.Fatalf("reading the gate: %v", err)
+			}
+		})
+		t.Run("RaiseChangedByHand", func(t *testing.T) {
+			u := gateStore(t, e)
+			rawExec(t, e, u, `UPDATE gate_budget_raises SET amount_usd = 500 WHERE raise_id = ?`, "raise_1")
+			r := run(t, "", storeEnv(t, u), nil, "audit", "verify", "-o", "json")
+			var rep verifyReport
+			if err := json.Unmarshal([]byte(r.stdout), &rep); err != nil || r.code != ExitFailed {
+				t.Fatalf("exit %d, stdout %q: %v", r.code, r.stdout, err)
+			}
+			if rep.OK || len(rep.Failures) != 0 || len(rep.Rows) != 1 || rep.Rows[0].Table != "gate_budget_raises" || rep.Rows[0].Key != "raise_1" ||
+				!strings.Contains(rep.Rows[0].Problem, "amount_usd is 500") {
+				t.Fatalf("report %+v", rep)
+			}
+			db := openTestStore(t, u)
+			var re *ssot.RowError
+			if _, err := db.BudgetRaised(context.Background(), "bot:*:day", "2026-11-23"); !errors.As(err, &re) || re.Key != "raise_1" {
+				t.Fatalf("reading the raise: %v", err)
+			}
+		})
+	})
 }
