@@ -17,6 +17,10 @@ type leaseWF struct {
 	last    *Lease
 	// queue holds the workflows waiting for the key, first come first.
 	queue []Waiter
+	// recording is set while a change is being written: changes are
+	// written one at a time, in order, so a take never finds in the store
+	// a lease this workflow has ended but not yet written as ended.
+	recording bool
 }
 
 // Workflow holds one resource key for one agent until its lease is
@@ -295,6 +299,11 @@ func (l *leaseWF) record(ctx workflow.Context, ls Lease, event string, notify bo
 // writes only when it holds no active lease of the key, answering the
 // lease it holds otherwise.
 func (l *leaseWF) recordChange(ctx workflow.Context, ls Lease, event string, notify, take bool) (*Lease, error) {
+	if err := workflow.Await(ctx, func() bool { return !l.recording }); err != nil {
+		return nil, err
+	}
+	l.recording = true
+	defer func() { l.recording = false }()
 	lctx := workflow.WithLocalActivityOptions(ctx, workflow.LocalActivityOptions{
 		StartToCloseTimeout:    10 * time.Second,
 		ScheduleToCloseTimeout: 2 * time.Minute,
