@@ -25,13 +25,19 @@ type BranchLeases interface {
 const ErrNoLeases = "NoLeases"
 
 // BranchLeaseInput names a task's branch lease. TTL is the lease's time to
-// live; LeaseID, for a renewal, the lease held.
+// live; LeaseID, for a renewal or a release, the lease held, with, for a
+// lease held directly in the store (task.BranchLease.Direct), the version
+// the task last wrote and the lease's times.
 type BranchLeaseInput struct {
-	TaskID  string        `json:"task_id"`
-	Repo    string        `json:"repo"`
-	Branch  string        `json:"branch"`
-	TTL     time.Duration `json:"ttl,omitempty"`
-	LeaseID string        `json:"lease_id,omitempty"`
+	TaskID     string        `json:"task_id"`
+	Repo       string        `json:"repo"`
+	Branch     string        `json:"branch"`
+	TTL        time.Duration `json:"ttl,omitempty"`
+	LeaseID    string        `json:"lease_id,omitempty"`
+	Version    int64         `json:"version,omitempty"`
+	Direct     bool          `json:"direct,omitempty"`
+	AcquiredAt time.Time     `json:"acquired_at,omitzero"`
+	ExpiresAt  time.Time     `json:"expires_at,omitzero"`
 }
 
 // BranchLeaseResult is the lease held, or the holder the task waits for

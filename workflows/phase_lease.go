@@ -34,9 +34,28 @@ func leaseOptions() workflow.ActivityOptions {
 	}
 }
 
-func (t *taskRun) leaseInput(leaseID string) activities.BranchLeaseInput {
-	return activities.BranchLeaseInput{TaskID: t.In.TaskID, Repo: t.In.Plan.Repo, Branch: t.In.Plan.Branch,
-		TTL: branchLeaseTTL, LeaseID: leaseID}
+// leaseLocalOptions run the take and the release of a branch lease as
+// local activities: a free branch is one store transaction (see
+// activities/lease.Branches), and a regular activity would add three
+// history events, a trip through matching and a workflow task each.
+func leaseLocalOptions() workflow.LocalActivityOptions {
+	return workflow.LocalActivityOptions{
+		StartToCloseTimeout:    30 * time.Second,
+		ScheduleToCloseTimeout: 10 * time.Minute,
+		RetryPolicy: &temporal.RetryPolicy{
+			InitialInterval: time.Second,
+			MaximumInterval: 30 * time.Second,
+		},
+	}
+}
+
+func (t *taskRun) leaseInput(l *task.BranchLease) activities.BranchLeaseInput {
+	in := activities.BranchLeaseInput{TaskID: t.In.TaskID, Repo: t.In.Plan.Repo, Branch: t.In.Plan.Branch,
+		TTL: branchLeaseTTL}
+	if l != nil {
+		in.LeaseID, in.Version, in.Direct, in.AcquiredAt, in.ExpiresAt = l.LeaseID, l.Version, l.Direct, l.AcquiredAt, l.ExpiresAt
+	}
+	return in
 }
 
 func (t *taskRun) leaseWait() time.Duration {
@@ -57,7 +76,7 @@ func (t *taskRun) takeLease(ctx workflow.Context) (phase, error) {
 	key := activities.BranchKey(t.In.Plan.Repo, t.In.Plan.Branch)
 	if t.Granted == nil && !t.LeaseWaiting {
 		var out activities.BranchLeaseResult
-		err := workflow.ExecuteActivity(workflow.WithActivityOptions(ctx, leaseOptions()), acts.AcquireBranchLease, t.leaseInput("")).Get(ctx, &out)
+		err := workflow.ExecuteLocalActivity(workflow.WithLocalActivityOptions(ctx, leaseLocalOptions()), acts.AcquireBranchLease, t.leaseInput(nil)).Get(ctx, &out)
 		if err != nil {
 			t.Reason = "refused: the branch lease cannot be taken: " + errMessage(err)
 			t.LastError = t.Reason
@@ -145,7 +164,7 @@ func (t *taskRun) startRenewer(ctx workflow.Context) {
 				return
 			}
 			var out activities.BranchLeaseResult
-			err = workflow.ExecuteActivity(actx, acts.RenewBranchLease, t.leaseInput(held.LeaseID)).Get(ctx, &out)
+			err = workflow.ExecuteActivity(actx, acts.RenewBranchLease, t.leaseInput(held)).Get(ctx, &out)
 			if t.ending || t.Lease != held {
 				return
 			}
@@ -158,7 +177,7 @@ func (t *taskRun) startRenewer(ctx workflow.Context) {
 					Note: "lost " + held.ResourceKey + ": " + out.Lost + "; the next dispatch waits for it again"})
 				return
 			case out.Lease != nil:
-				held.ExpiresAt = out.Lease.ExpiresAt
+				held.ExpiresAt, held.Version, held.Direct = out.Lease.ExpiresAt, out.Lease.Version, out.Lease.Direct
 			}
 		}
 	})
@@ -171,10 +190,11 @@ func (t *taskRun) releaseLease(ctx workflow.Context) {
 		return
 	}
 	key := activities.BranchKey(t.In.Plan.Repo, t.In.Plan.Branch)
+	in := t.leaseInput(t.Lease)
 	t.Lease, t.Granted, t.LeaseWaiting, t.LeaseHolder = nil, nil, false, ""
 	dctx, cancel := workflow.NewDisconnectedContext(ctx)
 	defer cancel()
-	err := workflow.ExecuteActivity(workflow.WithActivityOptions(dctx, leaseOptions()), acts.ReleaseBranchLease, t.leaseInput("")).Get(dctx, nil)
+	err := workflow.ExecuteLocalActivity(workflow.WithLocalActivityOptions(dctx, leaseLocalOptions()), acts.ReleaseBranchLease, in).Get(dctx, nil)
 	if err != nil {
 		t.addTimeline(ctx, task.TimelineEntry{Kind: "lease", Note: "releasing " + key + ": " + errMessage(err) + "; it ends with its TTL"})
 		return

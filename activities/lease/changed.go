@@ -16,6 +16,8 @@ import (
 // LeaseStore keeps leases and their mesh events (*ssot.DB).
 type LeaseStore interface {
 	RecordLease(ctx context.Context, l ssot.MeshLease, events []ssot.MeshEvent) error
+	TakeLease(ctx context.Context, l ssot.MeshLease, events []ssot.MeshEvent, adopt bool) (ssot.MeshLease, bool, error)
+	CompareLease(ctx context.Context, l ssot.MeshLease, from int64, events []ssot.MeshEvent) (bool, error)
 }
 
 // Leases holds the lease workflow's side effects.
@@ -27,7 +29,41 @@ type Leases struct {
 // when the change ended a lease its holder did not release, an agent.chat
 // message telling the holder. Event ids come from the change, so a retry
 // writes nothing twice. Registered as lease.ActivityChanged.
-func (a *Leases) LeaseChanged(ctx context.Context, ch lease.Change) error {
+//
+// A new lease (ch.Take) is written only when no lease of its key is
+// active in the store; a key held there directly (Branches) is adopted
+// instead and answered as ChangeResult.Held, for the workflow to hold.
+func (a *Leases) LeaseChanged(ctx context.Context, ch lease.Change) (lease.ChangeResult, error) {
+	row, events, err := changeRow(ch)
+	if err != nil {
+		return lease.ChangeResult{}, err
+	}
+	if ch.Take {
+		held, taken, err := a.Store.TakeLease(ctx, row, events, true)
+		if err != nil {
+			return lease.ChangeResult{}, fmt.Errorf("recording %s of lease %s: %w", ch.Event, ch.Lease.LeaseID, err)
+		}
+		if taken {
+			return lease.ChangeResult{}, nil
+		}
+		l := leaseOf(held)
+		return lease.ChangeResult{Held: &l}, nil
+	}
+	if err := a.Store.RecordLease(ctx, row, events); err != nil {
+		return lease.ChangeResult{}, fmt.Errorf("recording %s of lease %s: %w", ch.Event, ch.Lease.LeaseID, err)
+	}
+	return lease.ChangeResult{}, nil
+}
+
+func leaseOf(m ssot.MeshLease) lease.Lease {
+	return lease.Lease{LeaseID: m.LeaseID, ResourceKey: m.ResourceKey, AgentID: m.AgentID, State: m.State,
+		TTLSeconds: m.TTLSeconds, AcquiredAt: m.AcquiredAt, ExpiresAt: m.ExpiresAt, LastHeartbeat: m.LastHeartbeat,
+		AutoRelease: true, ReleasedAt: m.ReleasedAt, Reason: m.Reason, Version: m.Version}
+}
+
+// changeRow is a lease change as the store keeps it: the lease row and
+// its mesh events.
+func changeRow(ch lease.Change) (ssot.MeshLease, []ssot.MeshEvent, error) {
 	l := ch.Lease
 	row := ssot.MeshLease{LeaseID: l.LeaseID, ResourceKey: l.ResourceKey, AgentID: l.AgentID, State: l.State,
 		TTLSeconds: l.TTLSeconds, AcquiredAt: l.AcquiredAt, ExpiresAt: l.ExpiresAt, LastHeartbeat: l.LastHeartbeat,
@@ -52,7 +88,7 @@ func (a *Leases) LeaseChanged(ctx context.Context, ch lease.Change) error {
 		payload["last_heartbeat"] = l.LastHeartbeat
 		severity = "warning"
 	default:
-		return temporal.NewNonRetryableApplicationError("unknown lease event "+ch.Event, lease.ErrInvalid, nil)
+		return ssot.MeshLease{}, nil, temporal.NewNonRetryableApplicationError("unknown lease event "+ch.Event, lease.ErrInvalid, nil)
 	}
 	subject := fmt.Sprintf("%s %s", ch.Event, l.ResourceKey)
 	events := []ssot.MeshEvent{meshEvent(ch.EventID, ch.Event, severity, l.AgentID, subject, "", at, payload)}
@@ -64,10 +100,7 @@ func (a *Leases) LeaseChanged(ctx context.Context, ch lease.Change) error {
 				"metadata": map[string]any{"lock_id": l.LeaseID, "reason": l.Reason, "event_id": ch.EventID},
 			}))
 	}
-	if err := a.Store.RecordLease(ctx, row, events); err != nil {
-		return fmt.Errorf("recording %s of lease %s: %w", ch.Event, l.LeaseID, err)
-	}
-	return nil
+	return row, events, nil
 }
 
 // meshEvent is a system event to one agent; payload gets the envelope's

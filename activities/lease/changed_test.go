@@ -23,6 +23,14 @@ func (r *leaseRecorder) RecordLease(_ context.Context, l ssot.MeshLease, evs []s
 	return nil
 }
 
+func (r *leaseRecorder) TakeLease(ctx context.Context, l ssot.MeshLease, evs []ssot.MeshEvent, _ bool) (ssot.MeshLease, bool, error) {
+	return l, true, r.RecordLease(ctx, l, evs)
+}
+
+func (r *leaseRecorder) CompareLease(ctx context.Context, l ssot.MeshLease, _ int64, evs []ssot.MeshEvent) (bool, error) {
+	return true, r.RecordLease(ctx, l, evs)
+}
+
 func TestLeaseChanged(t *testing.T) {
 	at := time.Date(2026, 11, 23, 10, 0, 0, 0, time.UTC)
 	l := lease.Lease{LeaseID: "L1.eA", ResourceKey: "repo:app:main", AgentID: "alice", State: lease.StateActive,
@@ -44,7 +52,7 @@ func TestLeaseChanged(t *testing.T) {
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			rec := &leaseRecorder{}
-			if err := (&Leases{Store: rec}).LeaseChanged(context.Background(), c.change); err != nil {
+			if _, err := (&Leases{Store: rec}).LeaseChanged(context.Background(), c.change); err != nil {
 				t.Fatal(err)
 			}
 			if len(rec.rows) != 1 || rec.rows[0].Version != c.change.Lease.Version || rec.rows[0].State != c.change.Lease.State {
@@ -70,7 +78,7 @@ func TestLeaseChanged(t *testing.T) {
 			}
 		})
 	}
-	if err := (&Leases{Store: &leaseRecorder{}}).LeaseChanged(context.Background(), lease.Change{Lease: l, Event: "lock.stolen"}); err == nil {
+	if _, err := (&Leases{Store: &leaseRecorder{}}).LeaseChanged(context.Background(), lease.Change{Lease: l, Event: "lock.stolen"}); err == nil {
 		t.Fatal("an unknown event was recorded")
 	}
 }

@@ -9,9 +9,10 @@ import (
 	"time"
 )
 
-// MeshLease is a lease as its lease workflow last wrote it (see
-// workflows/lease): the store answers listings; the workflow alone
-// decides who holds a key.
+// MeshLease is a lease as its holder last wrote it: a lease workflow
+// (see workflows/lease), or a task that took its free branch directly
+// (TakeLease). The store answers listings, and the active row of a key
+// decides who may take it without its workflow.
 type MeshLease struct {
 	LeaseID       string
 	ResourceKey   string

@@ -26,9 +26,12 @@ func (l *leaseWF) validateWait(req WaitRequest) error {
 // otherwise queues the waiter (once: asking again keeps its place).
 func (l *leaseWF) wait(ctx workflow.Context, req WaitRequest) (AcquireResult, error) {
 	if l.cur == nil || l.cur.AgentID == req.AgentID {
-		out, err := l.take(ctx, req.AgentID, req.TTLSeconds)
+		out, adopted, err := l.take(ctx, req.AgentID, req.TTLSeconds)
 		if err != nil {
 			return AcquireResult{}, err
+		}
+		if adopted {
+			return l.wait(ctx, req)
 		}
 		return AcquireResult{Lease: &out}, nil
 	}
@@ -88,9 +91,14 @@ func (l *leaseWF) handOff(ctx workflow.Context) error {
 	for l.cur == nil && len(l.queue) > 0 {
 		w := l.queue[0]
 		l.queue = l.queue[1:]
-		granted, err := l.take(ctx, w.AgentID, w.TTLSeconds)
+		granted, adopted, err := l.take(ctx, w.AgentID, w.TTLSeconds)
 		if err != nil {
 			return err
+		}
+		if adopted {
+			// Taken directly in the store meanwhile: w waits on.
+			l.queue = append([]Waiter{w}, l.queue...)
+			return nil
 		}
 		err = workflow.SignalExternalWorkflow(ctx, w.WorkflowID, "", w.Signal, Grant{Lease: granted}).Get(ctx, nil)
 		if err == nil {

@@ -199,6 +199,16 @@ type Change struct {
 	// EventID is unique per change (lease id and version), so a retried
 	// activity writes it once.
 	EventID string `json:"event_id"`
+	// Take marks a new lease on a key the workflow had free: it is written
+	// only if the store holds no active lease of the key.
+	Take bool `json:"take,omitempty"`
+}
+
+// ChangeResult is what ActivityChanged answers: Held, when a Take found
+// the key held directly in the store, is that lease, adopted by the
+// workflow (its version raised, so the holder's next change comes here).
+type ChangeResult struct {
+	Held *Lease `json:"held,omitempty"`
 }
 
 // Error types of refused updates (temporal.ApplicationError types).

@@ -17,6 +17,10 @@ type leaseWF struct {
 	last    *Lease
 	// queue holds the workflows waiting for the key, first come first.
 	queue []Waiter
+	// recording is set while a change is being written: changes are
+	// written one at a time, in order, so a take never finds in the store
+	// a lease this workflow has ended but not yet written as ended.
+	recording bool
 }
 
 // Workflow holds one resource key for one agent until its lease is
@@ -151,26 +155,32 @@ func (l *leaseWF) acquire(ctx workflow.Context, req AcquireRequest) (AcquireResu
 			RetryAfterMS: max(0, l.cur.ExpiresAt.Sub(now).Milliseconds()),
 		}}, nil
 	}
-	out, err := l.take(ctx, req.AgentID, req.TTLSeconds)
+	out, adopted, err := l.take(ctx, req.AgentID, req.TTLSeconds)
 	if err != nil {
 		return AcquireResult{}, err
+	}
+	if adopted {
+		return l.acquire(ctx, req)
 	}
 	return AcquireResult{Lease: &out}, nil
 }
 
 // take gives the key to agent, or renews agent's lease on it, and
-// records the change.
-func (l *leaseWF) take(ctx workflow.Context, agent string, ttlSeconds int) (Lease, error) {
+// records the change. A key found held directly in the store is adopted
+// instead (l.cur becomes that lease) and answered with adopted true; the
+// caller then treats the key as held.
+func (l *leaseWF) take(ctx workflow.Context, agent string, ttlSeconds int) (Lease, bool, error) {
 	now := workflow.Now(ctx)
 	event := EventRenewed
-	if l.cur == nil {
+	fresh := l.cur == nil
+	if fresh {
 		var nonce string
 		if err := workflow.SideEffect(ctx, func(workflow.Context) any {
 			b := make([]byte, 8)
 			_, _ = rand.Read(b)
 			return hex.EncodeToString(b)
 		}).Get(&nonce); err != nil {
-			return Lease{}, err
+			return Lease{}, false, err
 		}
 		l.cur = &Lease{LeaseID: NewLeaseID(l.key, nonce), ResourceKey: l.key, AgentID: agent,
 			State: StateActive, AcquiredAt: now, AutoRelease: true}
@@ -180,7 +190,16 @@ func (l *leaseWF) take(ctx workflow.Context, agent string, ttlSeconds int) (Leas
 	l.cur.LastHeartbeat = now
 	l.cur.ExpiresAt = now.Add(time.Duration(ttlSeconds) * time.Second)
 	out := l.bump()
-	return out, l.record(ctx, out, event, false)
+	held, err := l.recordChange(ctx, out, event, false, fresh)
+	if err != nil {
+		return Lease{}, false, err
+	}
+	if held != nil {
+		l.cur = held
+		l.version = max(l.version, held.Version)
+		return *held, true, nil
+	}
+	return out, false, nil
 }
 
 func (l *leaseWF) validateRenew(req RenewRequest) error {
@@ -272,14 +291,28 @@ func (l *leaseWF) bump() Lease {
 // one workflow task and the server's work per lease stays small with
 // thousands held.
 func (l *leaseWF) record(ctx workflow.Context, ls Lease, event string, notify bool) error {
+	_, err := l.recordChange(ctx, ls, event, notify, false)
+	return err
+}
+
+// recordChange is record; with take, of a new lease, which the store
+// writes only when it holds no active lease of the key, answering the
+// lease it holds otherwise.
+func (l *leaseWF) recordChange(ctx workflow.Context, ls Lease, event string, notify, take bool) (*Lease, error) {
+	if err := workflow.Await(ctx, func() bool { return !l.recording }); err != nil {
+		return nil, err
+	}
+	l.recording = true
+	defer func() { l.recording = false }()
 	lctx := workflow.WithLocalActivityOptions(ctx, workflow.LocalActivityOptions{
 		StartToCloseTimeout:    10 * time.Second,
 		ScheduleToCloseTimeout: 2 * time.Minute,
 		RetryPolicy:            &temporal.RetryPolicy{InitialInterval: 200 * time.Millisecond, MaximumInterval: 5 * time.Second},
 	})
-	ch := Change{Lease: ls, Event: event, Notify: notify, EventID: fmt.Sprintf("%s-v%d", ls.LeaseID, ls.Version)}
-	if err := workflow.ExecuteLocalActivity(lctx, ActivityChanged, ch).Get(ctx, nil); err != nil {
-		return fmt.Errorf("recording %s of lease %s: %w", event, ls.LeaseID, err)
+	ch := Change{Lease: ls, Event: event, Notify: notify, EventID: fmt.Sprintf("%s-v%d", ls.LeaseID, ls.Version), Take: take}
+	var out ChangeResult
+	if err := workflow.ExecuteLocalActivity(lctx, ActivityChanged, ch).Get(ctx, &out); err != nil {
+		return nil, fmt.Errorf("recording %s of lease %s: %w", event, ls.LeaseID, err)
 	}
-	return nil
+	return out.Held, nil
 }

@@ -250,6 +250,11 @@ type BranchLease struct {
 	LeaseID     string    `json:"lease_id"`
 	ResourceKey string    `json:"resource_key"`
 	ExpiresAt   time.Time `json:"expires_at"`
+	// Direct marks a lease taken directly in the store (no lease workflow
+	// held the key); Version is the version the task last wrote there.
+	Direct     bool      `json:"direct,omitempty"`
+	Version    int64     `json:"version,omitempty"`
+	AcquiredAt time.Time `json:"acquired_at,omitzero"`
 }
 
 // LeaseGrant is the payload of SignalLeaseGranted.
