@@ -35,6 +35,7 @@ type Leases interface {
 // Store is what the handlers read and write of the SSOT (*ssot.DB).
 type Store interface {
 	Lease(ctx context.Context, leaseID string) (ssot.MeshLease, error)
+	CompareLease(ctx context.Context, l ssot.MeshLease, from int64, events []ssot.MeshEvent) (bool, error)
 	Leases(ctx context.Context, f ssot.LeaseFilter, p ssot.Page) ([]ssot.MeshLease, string, error)
 	AppendEvent(ctx context.Context, e ssot.MeshEvent) (ssot.MeshEvent, error)
 	Event(ctx context.Context, id string) (ssot.MeshEvent, error)

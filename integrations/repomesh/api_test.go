@@ -449,3 +449,37 @@ func TestAgentRecoveredRedispatchesItsOwnTasks(t *testing.T) {
 		h.do(t, "POST", "/v1/agents/"+carolID+"/heartbeat", carolToken, `{"status":"active"}`).want(t, 200, nil)
 	})
 }
+
+// TestReleaseDirectLease: a task's branch lease taken directly in the
+// store has no lease workflow; an admin's release ends it in the store, at
+// a raised version so the task's next renewal finds it lost, and nobody
+// else's does.
+func TestReleaseDirectLease(t *testing.T) {
+	h := newHarness(t)
+	at := time.Date(2026, 11, 23, 10, 0, 0, 0, time.UTC)
+	l := ssot.MeshLease{LeaseID: "L-direct.1", ResourceKey: "repo:/src/app:feature/x", AgentID: "T-2026-001", State: lease.StateActive,
+		TTLSeconds: 600, AcquiredAt: at, ExpiresAt: at.Add(10 * time.Minute), LastHeartbeat: at, Version: 1}
+	if _, taken, err := h.store.TakeLease(context.Background(), l, nil, false); err != nil || !taken {
+		t.Fatalf("taking the lease directly: %v %v", taken, err)
+	}
+	if a := h.do(t, "DELETE", "/v1/leases/L-direct.1", aliceToken, ""); a.status == http.StatusOK {
+		t.Fatalf("an agent released a task's lease: %d %s", a.status, a.body)
+	}
+	if got, _ := h.store.Lease(context.Background(), "L-direct.1"); got.State != lease.StateActive {
+		t.Fatalf("after an agent's refused release: %+v", got)
+	}
+	a := h.do(t, "DELETE", "/v1/leases/L-direct.1", adminToken, "")
+	if a.status != http.StatusOK || !strings.Contains(string(a.body), `"state":"released"`) {
+		t.Fatalf("admin release: %d %s", a.status, a.body)
+	}
+	got, err := h.store.Lease(context.Background(), "L-direct.1")
+	if err != nil || got.State != lease.StateReleased || got.Reason != lease.ReasonAdmin || got.Version != 2 {
+		t.Fatalf("stored lease %+v %v, want released by an admin at version 2", got, err)
+	}
+	// The holder's renewal at the version it knew changes nothing.
+	renew := l
+	renew.LastHeartbeat, renew.Version = at.Add(time.Minute), 2
+	if ok, err := h.store.CompareLease(context.Background(), renew, 1, nil); ok || err != nil {
+		t.Errorf("the task renewed a released lease: %v %v", ok, err)
+	}
+}
