@@ -298,6 +298,12 @@ class Client:
              "since": since, "limit": limit, "wait": None if wait is None else "%ds" % wait}
         return self.call("GET", "/v1/events/inbox", query=q)["events"]
 
+    def read(self, event_id, agent_id=None):
+        """Marks an event read by `agent_id` (default: the token's name); its
+        read_by then names the agent, so a restarted agent skips it."""
+        body = {"agent_id": agent_id} if agent_id else {}
+        return self.call("POST", "/v1/events/%s/read" % urllib.parse.quote(event_id, safe=""), body)
+
     def thread(self, event_id):
         return self.call("GET", "/v1/events/%s/thread" % urllib.parse.quote(event_id, safe=""))
 
