@@ -23,9 +23,4 @@ def review_verdict(m):  # a reviewer reads the plan's acceptance criteria in the
     return "review_verdict", {"decision": "approved", "confidence": 0.95, "criteria_results": [{"criterion": c, "passed": True, "evidence": "read the diff"} for c in criteria]}
 
 REPLY = {"task_dispatch": task_result, "review_request": review_verdict}
-while True:  # the loop: inbox long poll, ACK, work, message
-    for role in roles:
-        for m in api.inbox(role, wait=60 if len(roles) == 1 else 2):
-            api.ack(m, as_role=role)
-            typ, payload = REPLY[m["type"]](m)
-            api.send(typ, m["task_id"], payload)
+api.serve(roles, lambda m: REPLY[m["type"]](m), wait=60)  # inbox long poll (work ACKed before a restart first), ACK, work, message

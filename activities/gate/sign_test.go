@@ -1,7 +1,6 @@
 package gate
 
 import (
-	"os"
 	"os/exec"
 	"path/filepath"
 	"strconv"
@@ -24,14 +23,14 @@ func TestCallbackSecretDocumented(t *testing.T) {
 	}
 }
 
-// TestCallbackForgery runs docs/gate.md's verifier (examples/gate_agent.py)
-// as agent B: B takes the callback ampflow signs for it, and refuses one
+// TestCallbackForgery runs docs/gate.md's verifier (verify_signature of
+// clients/python, which examples/gate_agent.py uses) as agent B: B takes the callback ampflow signs for it, and refuses one
 // agent A signs with its own secret, one signed for another run or URL,
 // one signed with the master secret, and an old one.
 func TestCallbackForgery(t *testing.T) {
 	python, err := exec.LookPath("python3")
 	if err != nil {
-		t.Skip("python3 is needed to run examples/gate_agent.py")
+		t.Skip("python3 is needed to run clients/python")
 	}
 	const master, a, b, run, url = "master-s3cret", "agent-a", "agent-b", "run_b_1", "http://127.0.0.1:8799/amp/callback"
 	body := []byte(`{"gate_id":"gate_1","status":"approved","run_id":"run_b_1","agent_id":"agent-b"}`)
@@ -51,17 +50,16 @@ func TestCallbackForgery(t *testing.T) {
 		{"Old", old, CallbackSignature(bSecret, old, b, run, url, body), false},
 	}
 	var script strings.Builder
-	script.WriteString("import sys\nsys.path.insert(0, sys.argv[1])\nimport gate_agent\n")
+	script.WriteString("import sys\nsys.path.insert(0, sys.argv[1])\nfrom ampflow_client import verify_signature\n")
 	for _, c := range cases {
-		script.WriteString("print(gate_agent.verified(" + strconv.Quote(c.ts) + ", " + strconv.Quote(c.sig) + ", " + strconv.Quote(string(body)) + ".encode()))\n")
+		script.WriteString("print(verify_signature(" + strconv.Quote(bSecret) + ", " + strconv.Quote(c.ts) + ", " + strconv.Quote(c.sig) + ", " +
+			strconv.Quote(string(body)) + ".encode(), " + strconv.Quote(b) + ", " + strconv.Quote(run) + ", " + strconv.Quote(url) + "))\n")
 	}
-	root, err := filepath.Abs(filepath.Join("..", "..", "examples"))
+	root, err := filepath.Abs(filepath.Join("..", "..", "clients", "python"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	cmd := exec.Command(python, "-c", script.String(), root)
-	cmd.Env = append(os.Environ(), "AMPFLOW_AGENT_KEY=k", "AMPFLOW_AGENT_ID="+b, "AMPFLOW_RUN_ID="+run,
-		"AMPFLOW_WEBHOOK_SECRET="+bSecret, "AMPFLOW_WEBHOOK_URL="+url)
 	out, err := cmd.CombinedOutput()
 	if err != nil {
 		t.Fatalf("python: %v\n%s", err, out)

@@ -6,9 +6,12 @@ import hmac
 import http.server
 import json
 import threading
+import time
 import unittest
+import urllib.error
+import urllib.request
 
-from ampflow_client import APIError, Client, verify_signature
+from ampflow_client import APIError, Callbacks, Client, callback_secret, verify_signature
 
 
 class Stub(http.server.BaseHTTPRequestHandler):
@@ -84,15 +87,85 @@ class ClientTest(unittest.TestCase):
         self.assertEqual(Stub.seen[2][:2], ("DELETE", "/v1/leases/L1"))
 
 
+    def test_serve_does_not_ack_held_work_twice(self):
+        held = {"msg_id": "task_dispatch-T-2026-001-1", "type": "task_dispatch", "task_id": "T-2026-001"}
+        fresh = {"msg_id": "task_dispatch-T-2026-002-1", "type": "task_dispatch", "task_id": "T-2026-002"}
+        Stub.script = [(200, {}, {"role": "executor", "messages": [held, fresh],
+                                  "acked": [{"msg_id": held["msg_id"], "task_id": "T-2026-001", "by": "exec-1"}]}),
+                       (202, {}, {}), (202, {}, {}), (202, {}, {})]
+        done = []
+        self.client.serve("executor", lambda m: done.append(m["task_id"]) or ("task_result", {"n": len(done)}),
+                          stop=lambda: len(done) >= 2)
+        self.assertEqual(done, ["T-2026-001", "T-2026-002"])
+        self.assertEqual([(m, p) for m, p, _, _ in Stub.seen],
+                         [("GET", "/v1/inbox?role=executor&wait=30s&include=acked"), ("POST", "/v1/messages"),
+                          ("POST", "/v1/acks"), ("POST", "/v1/messages")])
+        self.assertEqual(json.loads(Stub.seen[2][3])["msg_id"], fresh["msg_id"])
+        self.assertEqual(json.loads(Stub.seen[1][3]), {"type": "task_result", "task_id": "T-2026-001", "payload": {"n": 1}, "from": "executor"})
+
+    def test_aof_envelope(self):
+        Stub.script = [(200, {}, {"task": {}, "changed": True}), (200, {}, {"applied": []})]
+        self.client.aof_report("TASK-2026-02-09-057", "swe-backend", "done", "All met.", deliverables=["a.go"])
+        self.client.aof_session_end("swe-backend")
+        env = json.loads(Stub.seen[0][3])
+        self.assertRegex(env.pop("sentAt"), r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$")
+        self.assertEqual(env, {"protocol": "aof", "version": 1, "type": "completion.report", "taskId": "TASK-2026-02-09-057",
+                               "fromAgent": "swe-backend", "toAgent": "dispatcher",
+                               "payload": {"outcome": "done", "summaryRef": "outputs/summary.md", "deliverables": ["a.go"],
+                                           "tests": {"total": 0, "passed": 0, "failed": 0}, "blockers": [], "notes": "All met."}})
+        self.assertEqual((Stub.seen[1][1], json.loads(Stub.seen[1][3])), ("/v1/aof/session-end", {"agentId": "swe-backend"}))
+
+
+def sign(secret, ts, agent, run, url, body):
+    signed = ("%s\n%s\n%s\n%s\n" % (ts, agent, run, url)).encode() + body
+    return "v2=" + hmac.new(secret.encode(), signed, hashlib.sha256).hexdigest()
+
+
 class SignatureTest(unittest.TestCase):
+    URL = "http://127.0.0.1:8765/amp/callback"
+
+    def test_callback_secret(self):
+        # As docs/gate.md's openssl line: printf resume-tailor | openssl dgst -sha256 -hmac master
+        self.assertEqual(callback_secret("master", "resume-tailor"),
+                         hmac.new(b"master", b"resume-tailor", hashlib.sha256).hexdigest())
+
     def test_verify(self):
         body = b'{"status":"approved"}'
-        sig = "v1=" + hmac.new(b"s3cret", b"1700000000." + body, hashlib.sha256).hexdigest()
-        self.assertTrue(verify_signature("s3cret", "1700000000", sig, body, now=1700000010))
-        self.assertFalse(verify_signature("other", "1700000000", sig, body, now=1700000010))
-        self.assertFalse(verify_signature("s3cret", "1700000000", sig, body + b" ", now=1700000010))
-        self.assertFalse(verify_signature("s3cret", "1700000000", sig, body, now=1700001000))
-        self.assertFalse(verify_signature("s3cret", "soon", sig, body, now=1700000010))
+        secret = callback_secret("master", "resume-tailor")
+        sig = sign(secret, "1700000000", "resume-tailor", "run_1", self.URL, body)
+        ok = lambda *a, **kw: verify_signature(*a, now=1700000010, **kw)
+        self.assertTrue(ok(secret, "1700000000", sig, body, "resume-tailor", "run_1", self.URL))
+        self.assertFalse(ok(callback_secret("master", "spender"), "1700000000", sig, body, "resume-tailor", "run_1", self.URL))
+        self.assertFalse(ok("master", "1700000000", sig, body, "resume-tailor", "run_1", self.URL))
+        self.assertFalse(ok(secret, "1700000000", sig, body, "resume-tailor", "run_2", self.URL))
+        self.assertFalse(ok(secret, "1700000000", sig, body, "spender", "run_1", self.URL))
+        self.assertFalse(ok(secret, "1700000000", sig, body, "resume-tailor", "run_1", self.URL + "x"))
+        self.assertFalse(ok(secret, "1700000000", sig, body + b" ", "resume-tailor", "run_1", self.URL))
+        self.assertFalse(ok(secret, "1700000000", "v1=" + sig[3:], body, "resume-tailor", "run_1", self.URL))
+        self.assertFalse(ok("", "1700000000", sig, body, "resume-tailor", "run_1", self.URL))
+        self.assertFalse(ok(secret, "soon", sig, body, "resume-tailor", "run_1", self.URL))
+        self.assertFalse(verify_signature(secret, "1700000000", sig, body, "resume-tailor", "run_1", self.URL, now=1700001000))
+
+    def test_callbacks_keep_only_signed(self):
+        secret = callback_secret("master", "resume-tailor")
+        cb = Callbacks(secret, "resume-tailor", "run_1", port=0)
+        url = cb.url
+        self.addCleanup(cb.close)
+
+        def post(sig_secret):
+            body = b'{"gate_id":"gate_1","status":"approved"}'
+            ts = str(int(time.time()))
+            req = urllib.request.Request(url, body, {"X-AMP-Timestamp": ts,
+                                                     "X-AMP-Signature": sign(sig_secret, ts, "resume-tailor", "run_1", url, body)})
+            try:
+                return urllib.request.urlopen(req, timeout=5).status
+            except urllib.error.HTTPError as e:
+                return e.code
+
+        self.assertEqual(post(callback_secret("master", "spender")), 401)
+        self.assertIsNone(cb.wait(0.1))
+        self.assertEqual(post(secret), 204)
+        self.assertEqual(cb.wait(5), {"gate_id": "gate_1", "status": "approved"})
 
 
 if __name__ == "__main__":
