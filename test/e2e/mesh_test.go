@@ -309,6 +309,26 @@ func TestMesh(t *testing.T) {
 			}
 		}
 	})
+
+	// A mesh event id is its sender's: another agent posting the same id
+	// is refused and reads nothing of the first one's message.
+	t.Run("EventIDIsTheSenders", func(t *testing.T) {
+		erin := api{t: t, base: "http://" + p.api, token: "erin-secret-0123456789ab"}
+		chat := func(from, content string) string {
+			return fmt.Sprintf(`{"id":"private-note-1","type":"agent.chat","severity":"info","payload":{"from":%q,"from_id":%q,"to":"bob",`+
+				`"subject":"private","content":%q,"timestamp":"2026-11-23T21:20:00Z"}}`, from, from, content)
+		}
+		if code, body := rawDo(t, alice, "POST", "/v1/events", chat("alice", "the deploy key is in vault/alice")); code != 201 {
+			t.Fatalf("alice's post: %d %s", code, body)
+		}
+		code, body := rawDo(t, erin, "POST", "/v1/events", chat("erin", "hello"))
+		if code != 409 || strings.Contains(string(body), "vault/alice") {
+			t.Fatalf("erin posting alice's id: %d %s; want 409 and nothing of alice's", code, body)
+		}
+		if code, body := rawDo(t, alice, "POST", "/v1/events", chat("alice", "the deploy key is in vault/alice")); code != 200 && code != 201 {
+			t.Errorf("alice's retry: %d %s; want her stored event", code, body)
+		}
+	})
 }
 
 func cliEnv(p *devProc, token, name string) []string {
