@@ -29,11 +29,13 @@ type PullRequest struct {
 	State   string `json:"state"`
 	Merged  bool   `json:"merged,omitempty"`
 	HeadSHA string `json:"head_sha,omitempty"`
+	// MergeCommit is the merge commit of a merged pull request.
+	MergeCommit string `json:"merge_commit,omitempty"`
 }
 
 func pullOf(p *gh.PullRequest) PullRequest {
 	return PullRequest{Number: p.GetNumber(), URL: p.GetHTMLURL(), NodeID: p.GetNodeID(), Draft: p.GetDraft(),
-		State: p.GetState(), Merged: p.GetMerged(), HeadSHA: p.GetHead().GetSHA()}
+		State: p.GetState(), Merged: p.GetMerged(), HeadSHA: p.GetHead().GetSHA(), MergeCommit: p.GetMergeCommitSHA()}
 }
 
 // NewPull is a pull request to open.
