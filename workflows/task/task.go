@@ -149,6 +149,8 @@ type Policy struct {
 	// Runners is set when the executor or the reviewer runs in runner
 	// mode: the task's worktrees are cleaned up as it ends.
 	Runners bool `json:"runners,omitempty"`
+	// Delivery is what the task does on GitHub; zero does nothing.
+	Delivery Delivery `json:"delivery,omitzero"`
 }
 
 // AckTimeout returns the default ACK deadline of a message type.
