@@ -153,6 +153,13 @@ func printState(w io.Writer, st task.State) error {
 	case st.LeaseHolder != "":
 		kv.row("Lease", "waiting: "+st.LeaseHolder+" holds the branch")
 	}
+	if st.PullRequest != "" {
+		pr := st.PullRequest
+		if st.MergeCommit != "" {
+			pr += " (merged as " + st.MergeCommit + ")"
+		}
+		kv.row("Pull request", pr)
+	}
 	kv.row("Description", clip(st.Description, 100))
 	sub := subtaskProgress(st)
 	if st.Subtask != nil {
