@@ -67,9 +67,11 @@ func (t *taskRun) listenGitHub(ctx workflow.Context) {
 	})
 }
 
+// githubOptions bound the API calls; a worker that dies in one has it
+// retried after a minute.
 func githubOptions() workflow.ActivityOptions {
 	return workflow.ActivityOptions{
-		StartToCloseTimeout: 2 * time.Minute,
+		StartToCloseTimeout: time.Minute,
 		// GitHub down for long is the admins' problem, not a silent wait.
 		ScheduleToCloseTimeout: 30 * time.Minute,
 		RetryPolicy: &temporal.RetryPolicy{
@@ -124,8 +126,12 @@ func (t *taskRun) afterFinal() phase {
 }
 
 func (t *taskRun) githubActivity(ctx workflow.Context, fn, in, out any) (gaveWay bool, err error) {
+	opts := githubOptions()
+	if _, push := in.(activities.PushInput); push {
+		opts.StartToCloseTimeout = 10 * time.Minute // a large first push
+	}
 	return t.runUntilGiveWay(ctx, func(ctx workflow.Context) workflow.Future {
-		return workflow.ExecuteActivity(workflow.WithActivityOptions(ctx, githubOptions()), fn, in)
+		return workflow.ExecuteActivity(workflow.WithActivityOptions(ctx, opts), fn, in)
 	}, out)
 }
 

@@ -10,6 +10,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -43,6 +44,35 @@ func gitOverHTTP(t *testing.T, root, token string) string {
 	return srv.URL
 }
 
+// prSetup is a task repository whose origin is a bare repository served
+// over HTTP behind a token, a fake GitHub on loopback that reads the same
+// bare repository, and an ampflow dev delivering to both.
+type prSetup struct {
+	bare, repo, dataDir string
+	gh                  *githubtest.Server
+	p                   *devProc
+	api                 *faultAPI
+	a                   *agent
+}
+
+func newPRSetup(t *testing.T, token string, env ...string) *prSetup {
+	t.Helper()
+	s := &prSetup{dataDir: t.TempDir()}
+	s.bare, s.repo = githubtest.Origin(t)
+	gitURL := gitOverHTTP(t, filepath.Dir(s.bare), token)
+	git(t, s.repo, "remote", "set-url", "origin", gitURL+"/"+filepath.Base(s.bare))
+	git(t, s.repo, "checkout", "-q", "-b", "feature/e2e")
+	s.gh = githubtest.New(t, githubtest.Options{Token: token, Origin: s.bare})
+	s.p = startDev(t, s.dataDir, append([]string{
+		"AMPFLOW_CI_GITHUB_API_URL=" + s.gh.URL, "AMPFLOW_CI_GITHUB_REPO=acme/widget",
+		"AMPFLOW_DELIVERY_PUSH=true", "AMPFLOW_DELIVERY_PULL_REQUEST=draft",
+		"AMPFLOW_DELIVERY_GITHUB_TOKEN_ENV=E2E_GITHUB_TOKEN", "E2E_GITHUB_TOKEN=" + token,
+		"AMPFLOW_DELIVERY_GITHUB_POLL=1s", "AMPFLOW_DASHBOARD_ENABLED=true"}, env...)...)
+	s.api = newFaultAPI(t, s.p)
+	s.a = &agent{t: t, tasks: dial(t, s.p), repo: s.repo}
+	return s
+}
+
 // TestPullRequestDelivery runs a task from start to merged against a fake
 // GitHub on loopback: the branch pushed over HTTP with the token, a draft
 // pull request, the reviewer agent's approval making it ready, a GitHub
@@ -51,23 +81,11 @@ func gitOverHTTP(t *testing.T, root, token string) string {
 func TestPullRequestDelivery(t *testing.T) {
 	const token = "ghs_e2eDeliveryToken0123456789"
 	const id = "T-2026-931"
-	bare, repo := githubtest.Origin(t)
-	gitURL := gitOverHTTP(t, filepath.Dir(bare), token)
-	git(t, repo, "remote", "set-url", "origin", gitURL+"/"+filepath.Base(bare))
-	git(t, repo, "checkout", "-q", "-b", "feature/e2e")
-	gh := githubtest.New(t, githubtest.Options{Token: token, Origin: bare})
+	s := newPRSetup(t, token,
+		"AMPFLOW_CI_PROVIDER=github", "AMPFLOW_CI_GITHUB_TOKEN="+token, "AMPFLOW_CI_POLL_INTERVAL=1s",
+		"AMPFLOW_DELIVERY_MERGE=squash", "AMPFLOW_DELIVERY_GITHUB_APPROVALS=1")
+	bare, repo, gh, dataDir, p, api, a := s.bare, s.repo, s.gh, s.dataDir, s.p, s.api, s.a
 	gh.SetPermission("octo-reviewer", "write")
-
-	dataDir := t.TempDir()
-	p := startDev(t, dataDir,
-		"AMPFLOW_CI_PROVIDER=github", "AMPFLOW_CI_GITHUB_TOKEN="+token, "AMPFLOW_CI_GITHUB_API_URL="+gh.URL,
-		"AMPFLOW_CI_GITHUB_REPO=acme/widget", "AMPFLOW_CI_POLL_INTERVAL=1s",
-		"AMPFLOW_DELIVERY_PUSH=true", "AMPFLOW_DELIVERY_PULL_REQUEST=draft", "AMPFLOW_DELIVERY_MERGE=squash",
-		"AMPFLOW_DELIVERY_GITHUB_TOKEN_ENV=E2E_GITHUB_TOKEN", "E2E_GITHUB_TOKEN="+token,
-		"AMPFLOW_DELIVERY_GITHUB_APPROVALS=1", "AMPFLOW_DELIVERY_GITHUB_POLL=1s",
-		"AMPFLOW_DASHBOARD_ENABLED=true")
-	api := newFaultAPI(t, p)
-	a := &agent{t: t, tasks: dial(t, p), repo: repo}
 
 	api.startTask(id, lowRiskPlan(repo))
 	d := a.next(amp.RoleExecutor, id, amp.TypeTaskDispatch)
@@ -153,5 +171,59 @@ func TestPullRequestDelivery(t *testing.T) {
 			}
 			return nil
 		})
+	}
+}
+
+// TestPullRequestKilledBeforeOpening kills ampflow dev with SIGKILL after
+// the push, while GitHub is creating the pull request: after the restart
+// the task finds that pull request rather than opening a second.
+func TestPullRequestKilledBeforeOpening(t *testing.T) {
+	const token = "ghs_e2eKillToken0123456789"
+	const id = "T-2026-932"
+	s := newPRSetup(t, token)
+	arrived, release := make(chan struct{}), make(chan struct{})
+	var once sync.Once
+	s.gh.SetHook(func(method, path string) {
+		if method == http.MethodPost && path == "/api/v3/repos/acme/widget/pulls" {
+			once.Do(func() {
+				close(arrived)
+				<-release
+			})
+		}
+	})
+	s.api.startTask(id, lowRiskPlan(s.repo))
+	d := s.a.next(amp.RoleExecutor, id, amp.TypeTaskDispatch)
+	s.a.ack(d)
+	res := s.a.work(d, "hello.txt", "hello\n")
+	s.a.send(res)
+	select {
+	case <-arrived:
+	case <-time.After(90 * time.Second):
+		t.Fatal("the pull request was not asked for")
+	}
+	if got := githubtest.Git(t, s.bare, "rev-parse", "refs/heads/feature/e2e"); got != res.Result().CommitHash {
+		t.Fatalf("origin's branch at %s before the pull request, want the pushed result", got)
+	}
+	s.p.kill()
+	close(release) // GitHub goes on creating it
+	eventually(t, 10*time.Second, "the pull request created", func() (bool, error) { return len(s.gh.Pulls()) == 1, nil })
+	s.p.restart()
+	s.a.tasks = dial(t, s.p)
+
+	st := s.api.waitFor(id, "pull request recorded", 3*time.Minute, func(st task.State) bool { return st.PullRequest != "" })
+	if pulls := s.gh.Pulls(); len(pulls) != 1 || pulls[0].HTMLURL != st.PullRequest {
+		t.Fatalf("pull requests %+v, task has %q; want exactly one", pulls, st.PullRequest)
+	}
+	found := 0
+	for _, r := range ssotHistory(t, s.dataDir, id) {
+		if strings.Contains(string(r.Body), `"pull_request_found"`) {
+			found++
+		}
+		if strings.Contains(string(r.Body), `"pull_request_opened"`) {
+			t.Errorf("record %s says the task opened a pull request the retry found", r.ID)
+		}
+	}
+	if found != 1 {
+		t.Errorf("%d pull_request_found records, want 1", found)
 	}
 }

@@ -43,8 +43,11 @@ func (s *Server) authed(next http.Handler) http.Handler {
 		r.Body = io.NopCloser(strings.NewReader(string(body)))
 		s.mu.Lock()
 		s.requests = append(s.requests, Request{Method: r.Method, Path: r.URL.RequestURI(), Header: r.Header.Clone(), Body: string(body)})
-		token := s.token
+		token, hook := s.token, s.hook
 		s.mu.Unlock()
+		if hook != nil {
+			hook(r.Method, r.URL.Path)
+		}
 		if token != "" {
 			got := r.Header.Get("Authorization")
 			if got != "Bearer "+token && got != "token "+token {

@@ -50,6 +50,7 @@ type Server struct {
 	permissions map[string]string
 	conflicts   map[int]bool
 	requests    []Request
+	hook        func(method, path string)
 }
 
 // Request is one request the server saw, for tests that check what was
@@ -88,6 +89,15 @@ func New(t interface{ Cleanup(func()) }, opts Options) *Server {
 	s.URL = s.srv.URL
 	t.Cleanup(s.srv.Close)
 	return s
+}
+
+// SetHook calls fn with each API request's method and path before it is
+// served, outside the server's lock: a test can hold a request there
+// (to kill the client while GitHub is creating a pull request).
+func (s *Server) SetHook(fn func(method, path string)) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.hook = fn
 }
 
 // Close stops the server.
