@@ -89,6 +89,9 @@ func (t *taskRun) pushTarget(ctx workflow.Context) error {
 	if !t.In.Policy.Delivery.Push {
 		return nil
 	}
+	if t.In.Policy.Delivery.PullRequests() && t.GitHubRepo == "" {
+		return fmt.Errorf("delivery.pull_request: the origin of %s is not on GitHub and ci.github.repo is not set: no repository for the pull request", t.In.Plan.Repo)
+	}
 	var out activities.PushTargetResult
 	err := workflow.ExecuteActivity(workflow.WithActivityOptions(ctx, githubOptions()), acts.PushTarget,
 		activities.PushTargetInput{TaskID: t.In.TaskID, Repo: t.In.Plan.Repo}).Get(ctx, &out)

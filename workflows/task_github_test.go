@@ -36,6 +36,9 @@ func withDelivery(d task.Delivery) func(*task.Input) {
 }
 
 func (f *fakeGitHub) install(h *harness) {
+	h.checkBranch = func(activities.CheckBranchInput) (activities.CheckBranchResult, error) {
+		return activities.CheckBranchResult{DefaultBranch: "main", Head: "abc", GitHubRepo: "github.com/acme/rhylm"}, nil
+	}
 	env := h.env
 	env.OnActivity(acts.PushTarget, mock.Anything, mock.Anything).Return(
 		func(context.Context, activities.PushTargetInput) (activities.PushTargetResult, error) {
@@ -237,6 +240,19 @@ func TestGitHubDelivery(t *testing.T) {
 		}
 		if res.RejectCount != 0 {
 			t.Errorf("a conflict counted as a rejection")
+		}
+	})
+
+	t.Run("NoRepository", func(t *testing.T) {
+		h := newHarness(t, testPlan(amp.RiskLow, "S1"), withDelivery(fullDelivery))
+		f := &fakeGitHub{}
+		f.install(h)
+		h.checkBranch = func(activities.CheckBranchInput) (activities.CheckBranchResult, error) {
+			return activities.CheckBranchResult{DefaultBranch: "main", Head: "abc"}, nil
+		}
+		res := h.run()
+		if res.Status != task.StatusTerminated || !strings.Contains(res.Reason, "no repository for the pull request") {
+			t.Errorf("status %s (%s), want refused", res.Status, res.Reason)
 		}
 	})
 
