@@ -75,9 +75,10 @@ func newPRSetup(t *testing.T, token string, env ...string) *prSetup {
 
 // TestPullRequestDelivery runs a task from start to merged against a fake
 // GitHub on loopback: the branch pushed over HTTP with the token, a draft
-// pull request, the reviewer agent's approval making it ready, a GitHub
-// approval, green checks, the squash merge into the origin's main, and the
-// token in no record, log or file.
+// pull request, the reviewer agent's approval making it ready, "changes
+// requested" on GitHub sent to the executor, a merge conflict resolved by
+// a rebase round, a GitHub approval, green checks, the squash merge into
+// the origin's main, and the token in no record, log or file.
 func TestPullRequestDelivery(t *testing.T) {
 	const token = "ghs_e2eDeliveryToken0123456789"
 	const id = "T-2026-931"
@@ -115,7 +116,61 @@ func TestPullRequestDelivery(t *testing.T) {
 	eventually(t, 60*time.Second, "the pull request ready for review", func() (bool, error) {
 		return !gh.Pulls()[0].Draft, nil
 	})
-	gh.AddReview("acme", "widget", 1, "octo-reviewer", "APPROVED", "LGTM")
+
+	// "Changes requested" on GitHub is a review round for the executor.
+	gh.AddReview("acme", "widget", 1, "octo-reviewer", "CHANGES_REQUESTED", "Not quite.",
+		githubtest.ReviewComment{Path: "hello.txt", Line: 1, Body: "capitalize Hello"})
+	d = a.next(amp.RoleExecutor, id, amp.TypeTaskDispatch)
+	if desc := d.Dispatch().Description; !strings.Contains(desc, "hello.txt:1 capitalize Hello (octo-reviewer)") || !strings.Contains(desc, "Not quite.") {
+		t.Errorf("the fix dispatch lacks the review:\n%s", desc)
+	}
+	a.ack(d)
+	res = a.work(d, "hello.txt", "Hello\n")
+	commit = res.Result().CommitHash
+	gh.AddCheckRun("acme", "widget", commit, "test", "success", githubtest.CheckOutput{Title: "ok"}, nil, nil, "")
+	a.send(res)
+	req = a.next(amp.RoleReviewer, id, amp.TypeReviewRequest)
+	a.ack(req)
+	a.send(a.verdict(req, amp.DecisionApproved))
+
+	// Meanwhile main moves on with a conflicting hello.txt.
+	other := t.TempDir()
+	githubtest.Git(t, other, "clone", "-q", bare, "c")
+	other = filepath.Join(other, "c")
+	writeFile(t, filepath.Join(other, "hello.txt"), "Bonjour\n")
+	githubtest.Git(t, other, "add", ".")
+	githubtest.Git(t, other, "commit", "-q", "-m", "main says bonjour")
+	githubtest.Git(t, other, "push", "-q", "origin", "HEAD:main")
+
+	approveHead := func(commit string) {
+		t.Helper()
+		eventually(t, 60*time.Second, "the branch pushed at "+commit, func() (bool, error) {
+			return githubtest.Git(t, bare, "rev-parse", "refs/heads/feature/e2e") == commit, nil
+		})
+		gh.AddReview("acme", "widget", 1, "octo-reviewer", "APPROVED", "LGTM")
+	}
+	approveHead(commit)
+
+	// The merge conflicts: the executor rebases, in a round of its own.
+	d = a.next(amp.RoleExecutor, id, amp.TypeTaskDispatch)
+	if desc := d.Dispatch().Description; !strings.Contains(desc, "rebase feature/e2e onto origin/main") {
+		t.Errorf("the conflict dispatch does not ask for a rebase:\n%s", desc)
+	}
+	a.ack(d)
+	git(t, repo, "fetch", "-q", bare, "main:refs/remotes/origin/main")
+	// The branch's side wins each conflicting hunk.
+	git(t, repo, "rebase", "-q", "-X", "theirs", "origin/main")
+	if got := git(t, repo, "show", "HEAD:hello.txt"); got != "Hello" {
+		t.Fatalf("hello.txt after the rebase: %q", got)
+	}
+	res = report(a, d)
+	commit = res.Result().CommitHash
+	gh.AddCheckRun("acme", "widget", commit, "test", "success", githubtest.CheckOutput{Title: "ok"}, nil, nil, "")
+	a.send(res)
+	req = a.next(amp.RoleReviewer, id, amp.TypeReviewRequest)
+	a.ack(req)
+	a.send(a.verdict(req, amp.DecisionApproved))
+	approveHead(commit)
 
 	st = api.done(id, 90*time.Second)
 	main := githubtest.Git(t, bare, "rev-parse", "refs/heads/main")
@@ -143,9 +198,11 @@ func TestPullRequestDelivery(t *testing.T) {
 			t.Errorf("record %s holds the token", r.ID)
 		}
 	}
-	for _, ev := range []string{"push", "pull_request_opened", "pull_request_ready", "github_review", "merge"} {
-		if kinds[ev] != 1 {
-			t.Errorf("%d %s records, want 1 (all: %v)", kinds[ev], ev, kinds)
+	want := map[string]int{"push": 3, "pull_request_opened": 1, "pull_request_ready": 1, "pull_request_updated": 2,
+		"github_review": 3, "merge_conflict": 1, "merge": 1}
+	for ev, n := range want {
+		if kinds[ev] != n {
+			t.Errorf("%d %s records, want %d (all: %v)", kinds[ev], ev, n, kinds)
 		}
 	}
 
@@ -226,4 +283,21 @@ func TestPullRequestKilledBeforeOpening(t *testing.T) {
 	if found != 1 {
 		t.Errorf("%d pull_request_found records, want 1", found)
 	}
+}
+
+// report tells of the executor's HEAD as its result, for work done with
+// git directly (a rebase).
+func report(a *agent, d amp.Message) amp.Message {
+	a.t.Helper()
+	files, added, removed := numstat(a.t, a.repo)
+	yes := true
+	p := &amp.TaskResult{
+		SubtaskID:        d.Dispatch().Subtasks[0].SubtaskID,
+		CompletionStatus: amp.StatusComplete,
+		DiffSummary:      amp.DiffSummary{FilesChanged: files, LinesAdded: added, LinesRemoved: removed},
+		SelfAssessment:   amp.SelfAssessment{CriteriaMet: []*bool{&yes}, Notes: []string{"rebased"}},
+		WorkLog:          []amp.WorkLogEntry{{Timestamp: time.Now().UTC().Format(time.RFC3339), Action: "rebase", File: "hello.txt", Detail: "onto origin/main"}},
+		CommitHash:       git(a.t, a.repo, "rev-parse", "HEAD"),
+	}
+	return amp.NewMessage(amp.RoleExecutor, amp.RoleCoordinator, d.TaskID, time.Now(), p)
 }
