@@ -7,6 +7,7 @@ import (
 	"net/url"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 
 	"go.temporal.io/sdk/temporal"
@@ -131,7 +132,7 @@ func (p *Pusher) git(ctx context.Context, repo, remote string, args ...string) (
 		"-c", "credential.interactive=false", "-c", "core.askPass=", "-c", "color.ui=false"}
 	cmd := exec.CommandContext(ctx, p.Git.bin(), append(full, args...)...)
 	cmd.Dir = repo
-	env := gitEnv(false, "GIT_CEILING_DIRECTORIES="+parentDir(repo), "GIT_ASKPASS=", "SSH_ASKPASS=")
+	env := gitEnv(false, "GIT_CEILING_DIRECTORIES="+filepath.Dir(repo), "GIT_ASKPASS=", "SSH_ASKPASS=")
 	if s, ok := os.LookupEnv("SSH_AUTH_SOCK"); ok {
 		env = append(env, "SSH_AUTH_SOCK="+s)
 	}
@@ -176,11 +177,4 @@ func redactURL(s string) string {
 	}
 	u.User = url.User(u.User.Username())
 	return u.String()
-}
-
-func parentDir(dir string) string {
-	if i := strings.LastIndex(strings.TrimRight(dir, "/"), "/"); i > 0 {
-		return dir[:i]
-	}
-	return "/"
 }

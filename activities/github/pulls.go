@@ -122,11 +122,9 @@ func (c *Client) MarkReady(ctx context.Context, nodeID string) error {
 			Message string `json:"message"`
 		} `json:"errors"`
 	}
-	resp, err := c.gh.Do(ctx, req, &out)
-	if err != nil {
+	if _, err := c.gh.Do(ctx, req, &out); err != nil {
 		return c.classify(fmt.Sprintf("marking pull request %s ready", nodeID), err)
 	}
-	_ = resp
 	if len(out.Errors) > 0 {
 		return fmt.Errorf("marking pull request %s ready: %s", nodeID, out.Errors[0].Message)
 	}

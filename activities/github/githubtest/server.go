@@ -360,7 +360,8 @@ func writeJSON(w http.ResponseWriter, r *http.Request, status int, v any) {
 		sum := sha256.Sum256(b)
 		etag := `W/"` + hex.EncodeToString(sum[:16]) + `"`
 		w.Header().Set("ETag", etag)
-		if match := r.Header.Get("If-None-Match"); match != "" && (match == etag || strings.Trim(match, "W/") == strings.Trim(etag, "W/")) {
+		weak := func(t string) string { return strings.TrimPrefix(strings.TrimSpace(t), "W/") }
+		if match := r.Header.Get("If-None-Match"); match != "" && weak(match) == weak(etag) {
 			w.WriteHeader(http.StatusNotModified)
 			return
 		}
