@@ -300,3 +300,27 @@ func TestGitHubPushRefused(t *testing.T) {
 		t.Errorf("%d pushes, want the refused one and the retry", len(f.pushes))
 	}
 }
+
+// TestCIFailureDetailReachesExecutor checks that what the CI provider
+// says of a failure (GitHub's check output and log tail) is in the fix
+// dispatch.
+func TestCIFailureDetailReachesExecutor(t *testing.T) {
+	h := newHarness(t, testPlan(amp.RiskLow, "S1"))
+	const detail = "## test: failure\n- [failure] parse_test.go:12 token mismatch\nFailing step: go test ./...\nLog tail:\n--- FAIL: TestParse"
+	h.ci = func(n int) activities.CIStatusResult {
+		if n == 1 {
+			return activities.CIStatusResult{State: activities.CIFailed, Failing: []string{"test"}, Detail: detail}
+		}
+		return activities.CIStatusResult{State: activities.CIPassed}
+	}
+	h.at(1*time.Second, func() { h.ack(amp.RoleExecutor) })
+	h.at(2*time.Second, func() { h.result(amp.StatusComplete) })
+	h.round(20 * time.Second)
+	if res := h.run(); res.Status != task.StatusDone {
+		t.Fatalf("status %s", res.Status)
+	}
+	ds := h.deliveredOf(amp.TypeTaskDispatch)
+	if len(ds) != 2 || !strings.Contains(ds[1].Dispatch().Description, detail) {
+		t.Fatalf("the fix dispatch lacks the CI output: %d dispatches", len(ds))
+	}
+}
