@@ -60,6 +60,11 @@ type Activities struct {
 	DecisionKey []byte
 	// Refusals keeps the answers VerifyAnswer refuses; nil keeps none.
 	Refusals ErrorLog
+	// Pusher pushes task branches (delivery.push); nil when off.
+	Pusher *Pusher
+	// Pulls keeps the tasks' pull requests (delivery.pull_request); nil
+	// when off.
+	Pulls *PullRequests
 }
 
 // GitChecker verifies what agents say against the repository.

@@ -57,7 +57,7 @@ func NewCIProvider(kind string, opts CIOptions) (CIProvider, error) {
 		if err != nil {
 			return nil, fmt.Errorf("configuring the github CI provider: %w", err)
 		}
-		ci := &GitHubCI{Client: c, Git: g, NoChecks: opts.NoChecks}
+		ci := &GitHubCI{Client: c, Git: g, NoChecks: opts.NoChecks, Secrets: opts.Secrets}
 		if opts.GitHubRepo != "" {
 			if ci.Repo, err = github.ConfiguredRepo(opts.GitHubRepo, opts.GitHubBaseURL); err != nil {
 				return nil, fmt.Errorf("configuring the github CI provider: ci.github.repo: %w", err)

@@ -22,6 +22,12 @@ type CheckLister interface {
 	CommitChecks(ctx context.Context, owner, repo, ref string) ([]github.Check, error)
 }
 
+// FailureReader reads what GitHub says of failed checks; the GitHub
+// client implements it.
+type FailureReader interface {
+	FailedChecks(ctx context.Context, owner, repo, ref string, logBytes int) ([]github.FailedCheck, error)
+}
+
 // GitHubCI reads a commit's check runs and commit statuses on GitHub. The
 // repository is the one the task recorded when it started
 // (CIStatusInput.GitHubRepo); the task's remotes are not read again.
@@ -36,6 +42,9 @@ type GitHubCI struct {
 	// (one started before tasks recorded it); the zero Repo means none.
 	Repo     github.Repo
 	NoChecks CIState
+	// Secrets masks what failed checks print before it reaches the
+	// executor; nil masks nothing.
+	Secrets *Scrubber
 	// Now is the clock for rate-limit delays; nil is time.Now.
 	Now func() time.Time
 }
@@ -58,7 +67,17 @@ func (c *GitHubCI) Status(ctx context.Context, in CIStatusInput) (CIStatusResult
 	if err != nil {
 		return CIStatusResult{}, c.ciError(repo, commit, err)
 	}
-	return rollUp(checks, c.NoChecks), nil
+	res := rollUp(checks, c.NoChecks)
+	if res.State == CIFailed {
+		if fr, ok := c.Client.(FailureReader); ok {
+			// The details are a help to the executor, not the verdict:
+			// when they cannot be read, the failure still stands.
+			if fails, err := fr.FailedChecks(ctx, repo.Owner, repo.Name, commit, ciLogTail); err == nil && len(fails) > 0 {
+				res.Detail = c.Secrets.Scrub(failureDetail(fails, ciDetailMax))
+			}
+		}
+	}
+	return res, nil
 }
 
 // ciError maps the GitHub client's errors onto Temporal's: configuration

@@ -32,6 +32,7 @@ type Config struct {
 	Protocol         Protocol  `mapstructure:"protocol"`
 	Policy           Policy    `mapstructure:"policy"`
 	CI               CI        `mapstructure:"ci"`
+	Delivery         Delivery  `mapstructure:"delivery"`
 	SSOT             SSOT      `mapstructure:"ssot"`
 	Agents           Agents    `mapstructure:"agents"`
 	Slack            Slack     `mapstructure:"slack"`

@@ -43,6 +43,7 @@ func (c Config) Redacted() Config {
 	c.Agents.Executor.WebhookSecret = mask(c.Agents.Executor.WebhookSecret)
 	c.Agents.Reviewer.WebhookSecret = mask(c.Agents.Reviewer.WebhookSecret)
 	c.Gate.WebhookSecret = mask(c.Gate.WebhookSecret)
+	c.Delivery.GitHub.WebhookSecret = mask(c.Delivery.GitHub.WebhookSecret)
 	c.SSOT.URL = maskURLPassword(c.SSOT.URL)
 	c.Dev.TemporalDB = maskURLPassword(c.Dev.TemporalDB)
 	return c
@@ -77,6 +78,7 @@ func (c Config) Secrets() []string {
 		c.Telegram.Token, c.Telegram.WebhookSecret,
 		c.Agents.Executor.WebhookSecret, c.Agents.Reviewer.WebhookSecret,
 		c.Gate.WebhookSecret, c.Auth.DecisionKey,
+		c.Delivery.GitHub.WebhookSecret, c.Delivery.GitHub.Token(),
 		urlPassword(c.SSOT.URL),
 		urlPassword(c.Dev.TemporalDB),
 	}

@@ -98,6 +98,17 @@ func TestValidate(t *testing.T) {
 			c.Policy.Decisions.EscalateAfter, c.Policy.Decisions.ExpireAfter = 5*time.Hour, 2*time.Hour
 		}, []string{"policy.decisions.escalate_after: must not be after policy.decisions.expire_after"}},
 		{"NeverExpire", func(c *Config) { c.Policy.Decisions.ExpireAfter = 0 }, nil},
+		{"DeliveryPullRequest", func(c *Config) { c.Delivery.PullRequest = "yes" }, []string{"delivery.pull_request: must be off, draft or ready"}},
+		{"DeliveryMerge", func(c *Config) { c.Delivery.Merge = "ff" }, []string{"delivery.merge: must be off, squash, merge or rebase"}},
+		{"DeliveryPRNeedsPush", func(c *Config) { c.Delivery.PullRequest, c.Delivery.GitHub.TokenEnv = PullDraft, "GITHUB_TOKEN" }, []string{"delivery.pull_request: needs delivery.push"}},
+		{"DeliveryPRNeedsToken", func(c *Config) { c.Delivery.Push, c.Delivery.PullRequest = true, PullReady }, []string{"delivery.github.token_env: required"}},
+		{"DeliveryMergeNeedsPR", func(c *Config) { c.Delivery.Push, c.Delivery.Merge = true, MergeSquash }, []string{"delivery.merge: needs delivery.pull_request"}},
+		{"DeliveryTokenEnvName", func(c *Config) { c.Delivery.GitHub.TokenEnv = "ghp_abc-def" }, []string{"delivery.github.token_env: must be the name"}},
+		{"DeliveryPollZero", func(c *Config) { c.Delivery.GitHub.Poll = 0 }, []string{"delivery.github.poll: must be"}},
+		{"DeliveryAll", func(c *Config) {
+			c.Delivery = Delivery{Push: true, PullRequest: PullDraft, Merge: MergeSquash,
+				GitHub: DeliveryGitHub{TokenEnv: "GITHUB_TOKEN", Reviewers: []string{"alice"}, Approvals: 1, Poll: time.Minute}}
+		}, nil},
 		{"LeaseWaitZero", func(c *Config) { c.Policy.LeaseWait = 0 }, []string{"policy.lease_wait: must be"}},
 		{"Policy", func(c *Config) { c.Policy.PlanApproval.High = "maybe" }, []string{"policy.plan_approval.high: must be auto or admin"}},
 		{"CIProvider", func(c *Config) { c.CI.Provider = "jenkins" }, []string{"ci.provider: must be none, github or command"}},
@@ -224,6 +235,7 @@ func TestSecretsRedacted(t *testing.T) {
 		"telegram.webhook_secret":        &c.Telegram.WebhookSecret,
 		"agents.executor.webhook_secret": &c.Agents.Executor.WebhookSecret,
 		"agents.reviewer.webhook_secret": &c.Agents.Reviewer.WebhookSecret,
+		"delivery.github.webhook_secret": &c.Delivery.GitHub.WebhookSecret,
 	}
 	for key, p := range secrets {
 		*p = "SECRET-" + key

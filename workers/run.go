@@ -145,6 +145,14 @@ func Build(o Options) (*Parts, error) {
 		store.Close()
 		return nil, fmt.Errorf("ci.provider: %w", err)
 	}
+	pusher, pulls, err := deliveryParts(cfg, git, secrets)
+	if err != nil {
+		if export != nil {
+			export.close()
+		}
+		store.Close()
+		return nil, err
+	}
 	policy := workflows.NewPolicy(cfg)
 	// A started task is written in the store before its start answers,
 	// with the policy its workflow will record: read-your-writes for
@@ -173,7 +181,7 @@ func Build(o Options) (*Parts, error) {
 	}
 	delivery.Tools = toolHook(cfg, log)
 	acts := &activities.Activities{Git: git, CI: ci, Store: record, Delivery: delivery, Log: log, Policy: &policy,
-		DecisionKey: decisionKey, Refusals: store,
+		DecisionKey: decisionKey, Refusals: store, Pusher: pusher, Pulls: pulls,
 		Leases: leaseacts.Branches{Client: &lease.Client{Temporal: o.Temporal, TaskQueue: cfg.Temporal.TaskQueue}, Store: store}}
 	// The store is shared by every worker that names it: the bots keep
 	// their state in it and take turns under its lease.

@@ -103,6 +103,7 @@ func buildAPI(o Options, parts *Parts, mounts map[string]http.Handler, rt *runti
 	for path, h := range mounts {
 		api.Mount("POST "+path, h)
 	}
+	mountGitHubWebhook(o, parts, api, log)
 	return api, mountDashboard(o, parts, api, rt, log), nil
 }
 

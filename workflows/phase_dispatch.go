@@ -132,7 +132,7 @@ func (t *taskRun) takeResult(ctx workflow.Context) (phase, error) {
 	if t.sameCommitAsRejected() {
 		t.addTimeline(ctx, task.TimelineEntry{Kind: "check", MsgID: res.MsgID, Note: noNewCommitNote + " (" + shortHash(t.ResultCommit) + ")"})
 	}
-	return phaseCI, nil
+	return t.afterResult(), nil
 }
 
 // branchViolation suspends the task on a commit outside its branch.

@@ -21,7 +21,7 @@ func (t *taskRun) nextSubtask(ctx workflow.Context) (phase, error) {
 	t.Result, t.Verdict, t.Mismatches, t.DiffURL = nil, nil, nil, ""
 	t.snapshot()
 	if t.Index >= len(t.Plan) {
-		return phaseFinal, nil
+		return t.afterReviews(), nil
 	}
 	return phaseDispatch, nil
 }
@@ -29,7 +29,7 @@ func (t *taskRun) nextSubtask(ctx workflow.Context) (phase, error) {
 // finalApproval is the last gate before done.
 func (t *taskRun) finalApproval(ctx workflow.Context) (phase, error) {
 	if t.In.Policy.FinalApproval.For(t.In.Plan.RiskLevel) == task.HandlingAuto {
-		return phaseDone, nil
+		return t.afterFinal(), nil
 	}
 	t.setStatus(ctx, task.StatusAwaitingAdmin, "final approval")
 	prompt := fmt.Sprintf("All %d subtasks of %s are approved by review. Approve the task as done?", len(t.Plan), t.In.TaskID)
@@ -40,7 +40,7 @@ func (t *taskRun) finalApproval(ctx workflow.Context) (phase, error) {
 	}
 	switch o.Option {
 	case decision.OptApprove:
-		return phaseDone, nil
+		return t.afterFinal(), nil
 	case task.OptRedispatch:
 		t.Index = len(t.Plan) - 1
 		t.FixNote = "Admin note: " + o.Note

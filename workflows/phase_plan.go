@@ -43,6 +43,11 @@ func (t *taskRun) check(ctx workflow.Context) (phase, error) {
 		return phaseTerminate, nil
 	}
 	t.Default, t.GitHubRepo = out.DefaultBranch, out.GitHubRepo
+	if err := t.pushTarget(ctx); err != nil {
+		t.Reason = "refused: " + errMessage(err)
+		t.LastError = t.Reason
+		return phaseTerminate, nil
+	}
 	return phaseApproval, nil
 }
 

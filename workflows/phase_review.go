@@ -179,11 +179,14 @@ func IssueLine(is amp.Issue) string {
 // admin can let the task go on.
 func (t *taskRun) lock(ctx workflow.Context) (phase, error) {
 	t.setStatus(ctx, task.StatusLocked, "hallucination lock")
-	vm := t.Verdict
+	refs := []string{t.DispatchID}
+	if vm := t.Verdict; vm != nil { // nil after a GitHub review's rejection
+		refs = append(refs, vm.MsgID)
+	}
 	desc := fmt.Sprintf("%s hallucination lock: the reviewer rejected the work %d times (more than %d). The task is suspended until an admin decides.",
 		t.In.TaskID, t.RejectCount, t.In.Policy.MaxRejects)
 	esc := func() *amp.Message {
-		return t.escalate(ctx, amp.EscHallucinationLock, amp.SeverityCritical, amp.RoleCoordinator, desc, []string{t.DispatchID, vm.MsgID},
+		return t.escalate(ctx, amp.EscHallucinationLock, amp.SeverityCritical, amp.RoleCoordinator, desc, refs,
 			"Review the diff yourself and redispatch with specific guidance",
 			"Split the task into smaller subtasks (replan)",
 			"Approve the work as it is",

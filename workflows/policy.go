@@ -47,6 +47,10 @@ func NewPolicy(cfg config.Config) task.Policy {
 			p.MaxCostUSD[role] = a.MaxCostUSD
 		}
 	}
+	if d := cfg.Delivery; d.On() {
+		p.Delivery = task.Delivery{Push: d.Push, PullRequest: d.PullRequest, Merge: d.Merge, Approvals: d.GitHub.Approvals,
+			CountRejections: d.GitHub.CountRejections, Poll: d.GitHub.Poll}
+	}
 	p.Admins = append(p.Admins, cfg.Admins...)
 	for _, id := range cfg.Slack.Admins {
 		p.Admins = append(p.Admins, config.SlackAdmin(id))

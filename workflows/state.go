@@ -59,6 +59,9 @@ type taskState struct {
 	// GitHubRepo is where the task's checks are read (HOST/OWNER/NAME),
 	// fixed when the task started; empty when it has none.
 	GitHubRepo string `json:"github_repo,omitempty"`
+	// GitHub is the task's push and pull request (delivery.*); nil
+	// without delivery.
+	GitHub *githubState `json:"github,omitempty"`
 
 	// Outbox holds messages sent to agents and not yet ACKed.
 	Outbox []amp.Message `json:"outbox,omitempty"`
@@ -333,6 +336,9 @@ func (s *taskState) view() task.State {
 		Reason:         s.Reason,
 		StartedAt:      s.StartedAt,
 		UpdatedAt:      s.UpdatedAt,
+	}
+	if gs := s.GitHub; gs != nil {
+		st.PullRequest, st.MergeCommit = gs.URL, gs.MergeCommit
 	}
 	if st.Timeline == nil {
 		st.Timeline = []task.TimelineEntry{}

@@ -58,6 +58,9 @@ var steps = map[phase]func(*taskRun, workflow.Context) (phase, error){
 	phaseLock:        (*taskRun).lock,          // 05 escalation hallucination_lock: reject_count past the limit
 	phaseNextSubtask: (*taskRun).nextSubtask,   // the next subtask, or the final approval after the last
 	phaseFinal:       (*taskRun).finalApproval, // the admins approve the task as done
+	phaseDeliver:     (*taskRun).deliver,       // delivery.push: push the result; open or update the pull request
+	phasePRReview:    (*taskRun).prReview,      // delivery.pull_request: ready; GitHub reviews are a review round
+	phaseMerge:       (*taskRun).merge,         // delivery.merge: merge with checks green; a conflict is a rebase round
 }
 
 // Task runs one AMP task from plan approval to done. The workflow carries
@@ -177,6 +180,7 @@ func (t *taskRun) setup(ctx workflow.Context) error {
 	if err := t.setupTools(ctx); err != nil {
 		return err
 	}
+	t.listenGitHub(ctx)
 	t.effects = ctx
 	t.wake()
 	t.decisions.Start(ctx)

@@ -48,11 +48,14 @@ type Options struct {
 	Now func() time.Time
 }
 
-// Client reads check runs and statuses.
+// Client reads check runs and statuses, and opens, reads and merges
+// pull requests.
 type Client struct {
 	gh    *gh.Client
 	token string
 	now   func() time.Time
+	// plain fetches pre-signed URLs (job logs): never with the token.
+	plain *http.Client
 }
 
 // New builds a client. A missing token is not an error here: the first
@@ -77,7 +80,11 @@ func New(opts Options) (*Client, error) {
 	if now == nil {
 		now = time.Now
 	}
-	return &Client{gh: c, token: opts.Token, now: now}, nil
+	plain := opts.HTTPClient
+	if plain == nil {
+		plain = http.DefaultClient
+	}
+	return &Client{gh: c, token: opts.Token, now: now, plain: plain}, nil
 }
 
 // Outcome is a check normalised to what ampflow decides on.

@@ -230,7 +230,9 @@ class Client:
                         self.ack(m, as_role=role)
                     reply = handle(m)
                     if reply:
-                        self.send(reply[0], m["task_id"], reply[1], from_role=role)
+                        # from is only an escalation's: a result or a verdict
+                        # is its type's sender's (the API refuses it there).
+                        self.send(reply[0], m["task_id"], reply[1], from_role=role if reply[0] == "escalation" else None)
 
     # -- decisions -----------------------------------------------------------
 

@@ -101,7 +101,7 @@ class ClientTest(unittest.TestCase):
                          [("GET", "/v1/inbox?role=executor&wait=30s&include=acked"), ("POST", "/v1/messages"),
                           ("POST", "/v1/acks"), ("POST", "/v1/messages")])
         self.assertEqual(json.loads(Stub.seen[2][3])["msg_id"], fresh["msg_id"])
-        self.assertEqual(json.loads(Stub.seen[1][3]), {"type": "task_result", "task_id": "T-2026-001", "payload": {"n": 1}, "from": "executor"})
+        self.assertEqual(json.loads(Stub.seen[1][3]), {"type": "task_result", "task_id": "T-2026-001", "payload": {"n": 1}})  # no from: the API takes it only on an escalation
 
     def test_aof_envelope(self):
         Stub.script = [(200, {}, {"task": {}, "changed": True}), (200, {}, {"applied": []})]

@@ -31,6 +31,8 @@ type stateView struct {
 	Repo           string               `json:"repo"`
 	Branch         string               `json:"branch"`
 	CIRepo         string               `json:"ci_repo"`
+	PullRequest    string               `json:"pull_request"`
+	MergeCommit    string               `json:"merge_commit"`
 	Subtasks       []subtaskView        `json:"subtasks"`
 	SubtaskIndex   int                  `json:"subtask_index"`
 	Subtask        *subtaskView         `json:"subtask"`

@@ -346,6 +346,8 @@ func apiSchemas() (map[string]obj, map[string]any) {
 		"repo":            str("The plan's repository."),
 		"branch":          str("The plan's branch."),
 		"ci_repo":         str("The GitHub repository (HOST/OWNER/NAME) whose checks count; absent when none."),
+		"pull_request":    str("The URL of the task's pull request (delivery.pull_request); absent when none."),
+		"merge_commit":    str("The commit that merged the task's pull request (delivery.merge); absent until merged."),
 		"subtasks":        array(ampRef("task_dispatch", "/$defs/payload/properties/subtasks/items"), "The plan's subtasks, as replanned."),
 		"subtask_index":   integer("The index of the current subtask."),
 		"subtask":         ampRef("task_dispatch", "/$defs/payload/properties/subtasks/items"),

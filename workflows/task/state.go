@@ -18,7 +18,11 @@ type State struct {
 	Branch      string   `json:"branch"`
 	// CIRepo is the GitHub repository (HOST/OWNER/NAME) whose checks
 	// count, fixed when the task started; empty when it has none.
-	CIRepo       string        `json:"ci_repo,omitempty"`
+	CIRepo string `json:"ci_repo,omitempty"`
+	// PullRequest is the URL of the task's pull request; MergeCommit the
+	// commit that merged it. Empty without delivery.pull_request.
+	PullRequest  string        `json:"pull_request,omitempty"`
+	MergeCommit  string        `json:"merge_commit,omitempty"`
 	Subtasks     []amp.Subtask `json:"subtasks"`
 	SubtaskIndex int           `json:"subtask_index"`
 	// Subtask is the current subtask, nil before dispatch and after the last.

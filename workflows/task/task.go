@@ -152,6 +152,8 @@ type Policy struct {
 	// MaxCostUSD caps what each runner-mode role may spend on the task
 	// (agents.<role>.max_cost_usd); a role without an entry has no cap.
 	MaxCostUSD map[amp.Role]float64 `json:"max_cost_usd,omitempty"`
+	// Delivery is what the task does on GitHub; zero does nothing.
+	Delivery Delivery `json:"delivery,omitzero"`
 }
 
 // AckTimeout returns the default ACK deadline of a message type.

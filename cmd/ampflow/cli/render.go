@@ -178,6 +178,13 @@ func printState(w io.Writer, st task.State) error {
 		}
 		kv.row("Held by", fmt.Sprintf("%s (%s, %s), took %s at %s", h.Agent, h.Role, state, h.MsgID, stamp(h.Since)))
 	}
+	if st.PullRequest != "" {
+		pr := st.PullRequest
+		if st.MergeCommit != "" {
+			pr += " (merged as " + st.MergeCommit + ")"
+		}
+		kv.row("Pull request", pr)
+	}
 	kv.row("Description", clip(st.Description, 100))
 	sub := subtaskProgress(st)
 	if st.Subtask != nil {

@@ -1,0 +1,51 @@
+package activities
+
+import (
+	"context"
+
+	"go.temporal.io/sdk/temporal"
+)
+
+func deliveryOff(what string) error {
+	return temporal.NewNonRetryableApplicationError(what+": "+errNotConfigured.Error(), ErrDeliveryConfig, nil)
+}
+
+// PushTarget reads where a task's branch will be pushed.
+func (a *Activities) PushTarget(ctx context.Context, in PushTargetInput) (PushTargetResult, error) {
+	if a.Pusher == nil {
+		return PushTargetResult{}, deliveryOff("delivery.push")
+	}
+	return a.Pusher.Target(ctx, in)
+}
+
+// PushBranch pushes a task's branch to its remote.
+func (a *Activities) PushBranch(ctx context.Context, in PushInput) (PushResult, error) {
+	if a.Pusher == nil {
+		return PushResult{}, deliveryOff("delivery.push")
+	}
+	return a.Pusher.Push(ctx, in)
+}
+
+// SyncPullRequest opens or updates a task's pull request.
+func (a *Activities) SyncPullRequest(ctx context.Context, in PullRequestInput) (PullRequestResult, error) {
+	if a.Pulls == nil {
+		return PullRequestResult{}, deliveryOff("delivery.pull_request")
+	}
+	return a.Pulls.Sync(ctx, in)
+}
+
+// PullReviews reads the GitHub reviews of a task's pull request.
+func (a *Activities) PullReviews(ctx context.Context, in ReviewsInput) (ReviewsResult, error) {
+	if a.Pulls == nil {
+		return ReviewsResult{}, deliveryOff("delivery.pull_request")
+	}
+	return a.Pulls.Reviews(ctx, in)
+}
+
+// MergePullRequest merges a task's pull request.
+func (a *Activities) MergePullRequest(ctx context.Context, in MergeInput) (MergeResult, error) {
+	if a.Pulls == nil {
+		return MergeResult{}, deliveryOff("delivery.merge")
+	}
+	return a.Pulls.Merge(ctx, in)
+}

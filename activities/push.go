@@ -1,0 +1,180 @@
+package activities
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/url"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+
+	"go.temporal.io/sdk/temporal"
+)
+
+// ErrPush is the type of a push the remote refused for a reason a retry
+// cannot change: the branch moved on there (someone else pushed), or
+// the remote does not accept the credentials.
+const ErrPush = "Push"
+
+// ErrDeliveryConfig is the type of a delivery that cannot work as
+// configured: no token, an unknown repository, no remote.
+const ErrDeliveryConfig = "DeliveryConfig"
+
+// Environment variables the credential helper reads; the push's git
+// process is given them and nothing else of the token.
+const (
+	tokenVar = "AMPFLOW_GIT_TOKEN"
+	hostVar  = "AMPFLOW_GIT_HOST"
+)
+
+// credentialHelper answers git's "get" with the token from the
+// environment, only for the host the push was meant for: a remote the
+// repository's configuration rewrites (url.*.insteadOf) to another host
+// gets nothing. The token is in neither argv nor a file.
+const credentialHelper = `!f() { test "$1" = get || exit 0; h=; while IFS= read -r l; do case "$l" in host=*) h="${l#host=}";; esac; done; ` +
+	`test -n "$h" && test "$h" = "$` + hostVar + `" || exit 0; echo username=x-access-token; echo "password=$` + tokenVar + `"; }; f`
+
+// Pusher pushes a task's branch to the remote fixed when the task
+// started, with the delivery token through a credential helper.
+type Pusher struct {
+	Git *Git
+	// Token is the delivery token; it reaches only the push's git
+	// process, in its environment.
+	Token   string
+	Secrets *Scrubber
+}
+
+// PushTargetInput asks where a task's branch is pushed.
+type PushTargetInput struct {
+	TaskID string `json:"task_id"`
+	Repo   string `json:"repo"`
+}
+
+// PushTargetResult is the remote's URL, origin's as it is now.
+type PushTargetResult struct {
+	URL string `json:"url"`
+}
+
+// Target reads the URL of the repository's origin, which the task keeps
+// as its push remote: an executor editing .git/config later changes
+// nothing.
+func (p *Pusher) Target(ctx context.Context, in PushTargetInput) (PushTargetResult, error) {
+	if _, err := p.Git.openRepo(ctx, in.Repo, ""); err != nil {
+		return PushTargetResult{}, err
+	}
+	out, err := p.Git.run(ctx, in.Repo, "config", "--get", "remote.origin.url")
+	u := strings.TrimSpace(string(out))
+	if err != nil || u == "" {
+		return PushTargetResult{}, temporal.NewNonRetryableApplicationError(
+			fmt.Sprintf("delivery.push: %s has no origin remote to push task %s to", in.Repo, in.TaskID), ErrDeliveryConfig, nil)
+	}
+	return PushTargetResult{URL: u}, nil
+}
+
+// PushInput pushes Commit to Branch of Remote.
+type PushInput struct {
+	TaskID string `json:"task_id"`
+	Repo   string `json:"repo"`
+	Branch string `json:"branch"`
+	// Remote is the URL the task fixed when it started (PushTarget).
+	Remote string `json:"remote"`
+	Commit string `json:"commit"`
+	// Lease is the commit the task pushed last: the remote branch may be
+	// replaced (after a rebase) only while it is still there. Empty for
+	// the first push, which never replaces anything.
+	Lease string `json:"lease,omitempty"`
+}
+
+// PushResult says what the push did.
+type PushResult struct {
+	Commit string `json:"commit"`
+	// Already is set when the remote had the commit: a retried push.
+	Already bool `json:"already,omitempty"`
+}
+
+// Push pushes in.Commit to in.Branch. A retry after a push that went
+// through finds the branch at the commit and does nothing.
+func (p *Pusher) Push(ctx context.Context, in PushInput) (PushResult, error) {
+	commit, err := p.Git.openRepo(ctx, in.Repo, in.Commit)
+	if err != nil {
+		return PushResult{}, err
+	}
+	if commit == "" {
+		return PushResult{}, temporal.NewNonRetryableApplicationError(
+			fmt.Sprintf("pushing task %s: commit %s not in %s", in.TaskID, in.Commit, in.Repo), ErrCommitMissing, nil)
+	}
+	ref := "refs/heads/" + normalizeBranch(in.Branch)
+	out, err := p.git(ctx, in.Repo, in.Remote, "ls-remote", "--", in.Remote, ref)
+	if err != nil {
+		return PushResult{}, p.pushError(in, err)
+	}
+	if remoteHead, _, _ := strings.Cut(strings.TrimSpace(string(out)), "\t"); remoteHead == commit {
+		return PushResult{Commit: commit, Already: true}, nil
+	}
+	args := []string{"push", "--porcelain"}
+	if in.Lease != "" {
+		args = append(args, "--force-with-lease="+ref+":"+in.Lease)
+	}
+	args = append(args, "--", in.Remote, commit+":"+ref)
+	if _, err := p.git(ctx, in.Repo, in.Remote, args...); err != nil {
+		return PushResult{}, p.pushError(in, err)
+	}
+	return PushResult{Commit: commit}, nil
+}
+
+// git runs git for the remote: no hooks of the task's repository (an
+// executor could have written one to read the token), no credential
+// helper but ours, the token in the environment only.
+func (p *Pusher) git(ctx context.Context, repo, remote string, args ...string) ([]byte, error) {
+	full := []string{"-c", "core.hooksPath=" + os.DevNull, "-c", "credential.helper=", "-c", "credential.helper=" + credentialHelper,
+		"-c", "credential.interactive=false", "-c", "core.askPass=", "-c", "color.ui=false"}
+	cmd := exec.CommandContext(ctx, p.Git.bin(), append(full, args...)...)
+	cmd.Dir = repo
+	env := gitEnv(false, "GIT_CEILING_DIRECTORIES="+filepath.Dir(repo), "GIT_ASKPASS=", "SSH_ASKPASS=")
+	if s, ok := os.LookupEnv("SSH_AUTH_SOCK"); ok {
+		env = append(env, "SSH_AUTH_SOCK="+s)
+	}
+	if p.Token != "" {
+		if u, err := url.Parse(remote); err == nil && (u.Scheme == "https" || u.Scheme == "http") {
+			env = append(env, tokenVar+"="+p.Token, hostVar+"="+u.Host)
+		}
+	}
+	cmd.Env = env
+	var stdout, stderr strings.Builder
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := cmd.Run(); err != nil {
+		if ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
+		return nil, &gitError{args: args[:1], stderr: p.Secrets.Scrub(stderr.String() + stdout.String()), err: err}
+	}
+	return []byte(stdout.String()), nil
+}
+
+// pushError makes a refusal final and leaves a network failure to retry.
+func (p *Pusher) pushError(in PushInput, err error) error {
+	msg := p.Secrets.Scrub(fmt.Sprintf("pushing %s of task %s to %s: %v", in.Branch, in.TaskID, redactURL(in.Remote), err))
+	var ge *gitError
+	if errors.As(err, &ge) {
+		s := ge.stderr
+		for _, final := range []string{"[rejected]", "stale info", "non-fast-forward", "Authentication failed", "could not read Username",
+			"Permission denied", "denied", "protected branch", "[remote rejected]", "does not appear to be a git repository", "not found"} {
+			if strings.Contains(s, final) {
+				return temporal.NewNonRetryableApplicationError(msg, ErrPush, nil)
+			}
+		}
+	}
+	return errors.New(msg)
+}
+
+// redactURL drops a password a remote URL may carry.
+func redactURL(s string) string {
+	u, err := url.Parse(s)
+	if err != nil || u.User == nil {
+		return s
+	}
+	u.User = url.User(u.User.Username())
+	return u.String()
+}

@@ -1,0 +1,129 @@
+package activities
+
+import (
+	"context"
+	"io/fs"
+	"net/http"
+	"net/http/cgi"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/ampflow/ampflow/activities/github/githubtest"
+)
+
+// smartHTTP serves the bare repositories under root over git's smart
+// HTTP protocol, asking for Basic credentials x-access-token:token.
+func smartHTTP(t *testing.T, root, token string) *httptest.Server {
+	t.Helper()
+	out, err := exec.Command("git", "--exec-path").Output()
+	if err != nil {
+		t.Skip("git --exec-path:", err)
+	}
+	backend := filepath.Join(strings.TrimSpace(string(out)), "git-http-backend")
+	if _, err := os.Stat(backend); err != nil {
+		t.Skip("no git-http-backend:", err)
+	}
+	h := &cgi.Handler{Path: backend, Env: []string{"GIT_PROJECT_ROOT=" + root, "GIT_HTTP_EXPORT_ALL=1", "REMOTE_USER=pusher"}}
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if u, p, ok := r.BasicAuth(); !ok || u != "x-access-token" || p != token {
+			w.Header().Set("WWW-Authenticate", `Basic realm="git"`)
+			http.Error(w, "auth", http.StatusUnauthorized)
+			return
+		}
+		h.ServeHTTP(w, r)
+	}))
+	t.Cleanup(srv.Close)
+	return srv
+}
+
+func TestPushOverHTTPWithToken(t *testing.T) {
+	const token = "ghs_SECRETtoken123"
+	bare, clone := githubtest.Origin(t)
+	srv := smartHTTP(t, filepath.Dir(bare), token)
+	remote := srv.URL + "/" + filepath.Base(bare)
+	gitT(t, clone, "checkout", "-q", "-b", "feature/x")
+	head := commitFiles(t, clone, "work", map[string]string{"a.go": "package a\n"})
+	// A hook the executor left must not run (it could read the token).
+	hook := filepath.Join(clone, ".git", "hooks", "pre-push")
+	if err := os.WriteFile(hook, []byte("#!/bin/sh\nenv > "+filepath.Join(t.TempDir(), "leak")+"\nexit 1\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	p := &Pusher{Git: &Git{}, Token: token, Secrets: NewScrubber([]string{token})}
+
+	target, err := p.Target(ctx, PushTargetInput{TaskID: "T-2026-001", Repo: clone})
+	if err != nil || target.URL != bare {
+		t.Fatalf("Target = %+v, %v; want %s", target, err, bare)
+	}
+	res, err := p.Push(ctx, PushInput{TaskID: "T-2026-001", Repo: clone, Branch: "feature/x", Remote: remote, Commit: head[:10]})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Commit != head || res.Already {
+		t.Errorf("push = %+v", res)
+	}
+	if got := githubtest.Git(t, bare, "rev-parse", "refs/heads/feature/x"); got != head {
+		t.Errorf("remote branch at %s, want %s", got, head)
+	}
+	// A retry after the push went through does nothing.
+	if res, err := p.Push(ctx, PushInput{TaskID: "T-2026-001", Repo: clone, Branch: "feature/x", Remote: remote, Commit: head}); err != nil || !res.Already {
+		t.Errorf("second push = %+v, %v; want already there", res, err)
+	}
+
+	t.Run("RebaseWithLease", func(t *testing.T) {
+		gitT(t, clone, "commit", "-q", "--amend", "-m", "reworded")
+		amended := gitT(t, clone, "rev-parse", "HEAD")
+		if _, err := p.Push(ctx, PushInput{TaskID: "T-2026-001", Repo: clone, Branch: "feature/x", Remote: remote, Commit: amended}); err == nil {
+			t.Fatal("a non-fast-forward push without a lease went through")
+		}
+		if _, err := p.Push(ctx, PushInput{TaskID: "T-2026-001", Repo: clone, Branch: "feature/x", Remote: remote, Commit: amended, Lease: head}); err != nil {
+			t.Fatal(err)
+		}
+		// A stale lease (someone else pushed) is refused for good.
+		_, err := p.Push(ctx, PushInput{TaskID: "T-2026-001", Repo: clone, Branch: "feature/x", Remote: remote, Commit: head, Lease: head})
+		appErr(t, err, ErrPush, true)
+	})
+
+	t.Run("WrongToken", func(t *testing.T) {
+		bad := &Pusher{Git: &Git{}, Token: "wrong", Secrets: NewScrubber([]string{"wrong"})}
+		_, err := bad.Push(ctx, PushInput{TaskID: "T-2026-001", Repo: clone, Branch: "feature/y", Remote: remote, Commit: head})
+		if err == nil {
+			t.Fatal("a push with a wrong token went through")
+		}
+	})
+
+	t.Run("OtherHostGetsNoToken", func(t *testing.T) {
+		// The repository rewrites the remote's URL to another host: the
+		// helper must not answer for it.
+		other := smartHTTP(t, filepath.Dir(bare), token)
+		gitT(t, clone, "config", "url."+other.URL+"/.insteadOf", srv.URL+"/")
+		defer gitT(t, clone, "config", "--unset", "url."+other.URL+"/.insteadOf")
+		_, err := p.Push(ctx, PushInput{TaskID: "T-2026-001", Repo: clone, Branch: "feature/z", Remote: remote, Commit: head})
+		if err == nil {
+			t.Fatal("the token was given to a host the task's remote does not name")
+		}
+	})
+
+	// The token is on no file of the repository or the remote.
+	for _, dir := range []string{clone, bare} {
+		_ = filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
+			if err != nil || d.IsDir() {
+				return err
+			}
+			if b, _ := os.ReadFile(path); strings.Contains(string(b), token) {
+				t.Errorf("%s holds the token", path)
+			}
+			return nil
+		})
+	}
+}
+
+func TestCredentialHelperHasNoToken(t *testing.T) {
+	if strings.Contains(credentialHelper, "ghs_") || !strings.Contains(credentialHelper, "$"+tokenVar) {
+		t.Errorf("helper %q", credentialHelper)
+	}
+}

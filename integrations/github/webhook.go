@@ -1,0 +1,111 @@
+// Package github takes GitHub's webhook deliveries for the tasks' pull
+// requests. A delivery only wakes the task the pull request belongs to;
+// the task then reads the reviews from GitHub itself, so nothing in a
+// delivery is trusted beyond "look now".
+package github
+
+import (
+	"context"
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"io"
+	"log/slog"
+	"net/http"
+	"regexp"
+	"strings"
+)
+
+// Path is where the webhook is served.
+const Path = "/v1/github/webhook"
+
+// maxBody bounds a delivery; GitHub caps payloads at 25 MB, review
+// events are far smaller.
+const maxBody = 5 << 20
+
+// Waker wakes a task waiting for its pull request's reviews.
+type Waker interface {
+	WakeForGitHubReview(ctx context.Context, taskID, delivery string) error
+}
+
+// Webhook serves GitHub's signed deliveries (X-Hub-Signature-256).
+type Webhook struct {
+	Secret []byte
+	Tasks  Waker
+	Log    *slog.Logger
+}
+
+// markerRE finds the task a pull request's body names (as
+// activities.TaskMarker writes it).
+var markerRE = regexp.MustCompile(`<!-- ampflow-task: (T-[0-9]{4}-[0-9]{3,}) -->`)
+
+// ServeHTTP checks the signature, then wakes the task of a review event.
+func (h *Webhook) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	body, err := io.ReadAll(io.LimitReader(r.Body, maxBody+1))
+	if err != nil || len(body) > maxBody {
+		http.Error(w, "body too large or unreadable", http.StatusRequestEntityTooLarge)
+		return
+	}
+	if !Verify(h.Secret, body, r.Header.Get("X-Hub-Signature-256")) {
+		http.Error(w, "bad signature", http.StatusUnauthorized)
+		return
+	}
+	switch r.Header.Get("X-GitHub-Event") {
+	case "pull_request_review", "pull_request_review_comment", "pull_request_review_thread":
+	default: // ping and the rest: nothing to do
+		w.WriteHeader(http.StatusNoContent)
+		return
+	}
+	var ev struct {
+		PullRequest struct {
+			Body string `json:"body"`
+		} `json:"pull_request"`
+	}
+	if err := json.Unmarshal(body, &ev); err != nil {
+		http.Error(w, "not JSON", http.StatusBadRequest)
+		return
+	}
+	m := markerRE.FindStringSubmatch(ev.PullRequest.Body)
+	if m == nil {
+		w.WriteHeader(http.StatusNoContent) // not a task's pull request
+		return
+	}
+	delivery := r.Header.Get("X-GitHub-Delivery")
+	if err := h.Tasks.WakeForGitHubReview(r.Context(), m[1], delivery); err != nil {
+		// The poll reads the reviews anyway: a task that ended or is not
+		// waiting loses nothing.
+		h.log().Info("github webhook: waking the task", "task_id", m[1], "delivery", delivery, "error", err)
+	}
+	w.WriteHeader(http.StatusAccepted)
+}
+
+// Verify checks GitHub's X-Hub-Signature-256: "sha256=" and the hex
+// HMAC-SHA256 of the body under secret. An empty secret verifies nothing.
+func Verify(secret, body []byte, header string) bool {
+	sig, ok := strings.CutPrefix(header, "sha256=")
+	if !ok || len(secret) == 0 {
+		return false
+	}
+	got, err := hex.DecodeString(sig)
+	if err != nil {
+		return false
+	}
+	mac := hmac.New(sha256.New, secret)
+	mac.Write(body)
+	return hmac.Equal(got, mac.Sum(nil))
+}
+
+// Sign is the X-Hub-Signature-256 of body under secret, as GitHub sends it.
+func Sign(secret, body []byte) string {
+	mac := hmac.New(sha256.New, secret)
+	mac.Write(body)
+	return "sha256=" + hex.EncodeToString(mac.Sum(nil))
+}
+
+func (h *Webhook) log() *slog.Logger {
+	if h.Log == nil {
+		return slog.Default()
+	}
+	return h.Log
+}

@@ -1,0 +1,72 @@
+package workers
+
+import (
+	"fmt"
+	"log/slog"
+	"net/url"
+	"strings"
+
+	"github.com/ampflow/ampflow/activities"
+	"github.com/ampflow/ampflow/activities/github"
+	"github.com/ampflow/ampflow/config"
+	ghhook "github.com/ampflow/ampflow/integrations/github"
+	"github.com/ampflow/ampflow/integrations/httpapi"
+)
+
+// deliveryParts builds the pusher and the pull requests' keeper of
+// delivery.*; nil when it is off. The token is read from the variable
+// delivery.github.token_env names, once, and kept in memory only.
+func deliveryParts(cfg config.Config, git *activities.Git, secrets *activities.Scrubber) (*activities.Pusher, *activities.PullRequests, error) {
+	d := cfg.Delivery
+	if !d.On() {
+		return nil, nil, nil
+	}
+	token := d.GitHub.Token()
+	if d.GitHub.TokenEnv != "" && token == "" {
+		return nil, nil, fmt.Errorf("delivery.github.token_env names %s, which is not set", d.GitHub.TokenEnv)
+	}
+	base := githubBase(cfg.CI.GitHub.APIURL)
+	if u, err := url.Parse(base); err == nil && u.Hostname() != "" && !slicesContainsFold(git.GitHubHosts, u.Hostname()) {
+		// An Enterprise server's remotes name its host.
+		git.GitHubHosts = append(git.GitHubHosts, u.Hostname())
+	}
+	if git.GitHubRepo.Name == "" && cfg.CI.GitHub.Repo != "" {
+		repo, err := github.ConfiguredRepo(cfg.CI.GitHub.Repo, base)
+		if err != nil {
+			return nil, nil, fmt.Errorf("ci.github.repo: %w", err)
+		}
+		git.GitHubRepo = repo
+	}
+	pusher := &activities.Pusher{Git: git, Token: token, Secrets: secrets}
+	if d.PullRequest != config.PullDraft && d.PullRequest != config.PullReady {
+		return pusher, nil, nil
+	}
+	c, err := github.New(github.Options{Token: token, BaseURL: base})
+	if err != nil {
+		return nil, nil, fmt.Errorf("delivery: %w", err)
+	}
+	pulls := &activities.PullRequests{API: c, Reviewers: d.GitHub.Reviewers}
+	if cfg.Dashboard.Enabled {
+		pulls.DashboardURL = cfg.API.URL
+	}
+	return pusher, pulls, nil
+}
+
+func slicesContainsFold(list []string, s string) bool {
+	for _, x := range list {
+		if strings.EqualFold(x, s) {
+			return true
+		}
+	}
+	return false
+}
+
+// mountGitHubWebhook serves the signed GitHub webhook when
+// delivery.github.webhook_secret is set.
+func mountGitHubWebhook(o Options, parts *Parts, api *httpapi.Server, log *slog.Logger) {
+	secret := o.Config.Delivery.GitHub.WebhookSecret
+	if secret == "" || parts.Tasks == nil {
+		return
+	}
+	api.Mount("POST "+ghhook.Path, &ghhook.Webhook{Secret: []byte(secret), Tasks: parts.Tasks, Log: log})
+}
