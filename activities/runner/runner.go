@@ -81,6 +81,9 @@ type Spec struct {
 	// Settings is Claude Code's --settings, as JSON (the tool policy's
 	// hook); the other runners ignore it.
 	Settings string
+	// Args go after Command and before the runner's own arguments: options
+	// of the CLI itself, such as the MCP server's (MCPConfig.Args).
+	Args []string
 }
 
 // EventKind names what an Event reports.
