@@ -80,6 +80,8 @@ type Delivery struct {
 	Now func() time.Time
 	// Tools, when set, gives runners the tool policy's hook.
 	Tools *ToolHook
+	// MCP, when set, gives runners ampflow's MCP server.
+	MCP *RunnerMCP
 }
 
 // maxReply bounds what a command-mode agent may print; more is ignored.

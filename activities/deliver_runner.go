@@ -82,6 +82,9 @@ func (d *Delivery) runAgent(ctx context.Context, a AgentDelivery, in DeliverInpu
 		PIDDir:      PIDDir(a.WorkDir),
 	}
 	d.Tools.apply(&spec, m.To, m.TaskID)
+	if _, err := d.MCP.apply(&spec, m.To, a.WorkDir); err != nil {
+		return failed(fmt.Sprintf("giving the %s runner ampflow's MCP server: %v", a.Runner, err), "", err)
+	}
 	out, err := st.run(spec)
 	if out.SessionID != "" {
 		st.session = out.SessionID

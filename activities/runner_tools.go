@@ -2,6 +2,7 @@ package activities
 
 import (
 	"encoding/json"
+	"fmt"
 	"strings"
 	"time"
 
@@ -11,9 +12,10 @@ import (
 
 // ToolHook puts every tool call of a runner's CLI through the tool policy
 // (tools.rules): the CLI runs `ampflow hook <cli>` before each tool, which
-// asks the worker's API as the role's own token. Only Claude Code takes
-// it for now, through --settings on its command line, so nothing is
-// written into the repository.
+// asks the worker's API as the role's own token. Claude Code takes it
+// through --settings and Codex through -c hooks=… on their command
+// lines, so nothing is written into the repository; Gemini CLI and
+// OpenCode get none yet.
 type ToolHook struct {
 	// Binary is the ampflow executable the hook runs.
 	Binary string
@@ -41,14 +43,18 @@ const (
 // apply gives spec the hook for a run of role on taskID; it reports
 // whether it did.
 func (h *ToolHook) apply(spec *runner.Spec, role amp.Role, taskID string) bool {
-	if h == nil || h.Binary == "" || spec.Runner != runner.Claude {
+	if h == nil || h.Binary == "" || (spec.Runner != runner.Claude && spec.Runner != runner.Codex) {
 		return false
 	}
 	token := h.Tokens[role]
 	if token == "" && !h.Open {
 		return false
 	}
-	spec.Settings = ClaudeHookSettings(h.Binary, h.AskTimeout)
+	if spec.Runner == runner.Codex {
+		spec.CodexHooks = CodexHooks(h.Binary, h.AskTimeout)
+	} else {
+		spec.Settings = ClaudeHookSettings(h.Binary, h.AskTimeout)
+	}
 	spec.Env = append(spec.Env, EnvAPIURL+"="+h.APIURL, EnvToolTask+"="+taskID, EnvWorktree+"="+spec.Dir)
 	if token != "" {
 		spec.Env = append(spec.Env, EnvAPIToken+"="+token)
@@ -70,6 +76,16 @@ func ClaudeHookSettings(binary string, askTimeout time.Duration) string {
 	}}}}
 	b, _ := json.Marshal(s)
 	return string(b)
+}
+
+// CodexHooks is Codex's hooks table, as a TOML inline value for
+// `-c hooks=…`, whose PreToolUse hook runs `ampflow hook codex` before
+// every tool, with the same timeout as Claude Code's.
+func CodexHooks(binary string, askTimeout time.Duration) string {
+	timeout := int((askTimeout + time.Minute).Seconds())
+	// JSON strings are TOML basic strings.
+	cmd, _ := json.Marshal(shellQuote(binary) + " hook codex")
+	return fmt.Sprintf(`{PreToolUse=[{matcher="*",hooks=[{type="command",command=%s,timeout=%d}]}]}`, cmd, timeout)
 }
 
 // shellQuote quotes s for sh.

@@ -54,10 +54,27 @@ func TestToolHook(t *testing.T) {
 			t.Errorf("open API: %v", spec.Env)
 		}
 	})
+	t.Run("Codex", func(t *testing.T) {
+		spec := runner.Spec{Runner: runner.Codex, Dir: "/data/worktrees/T-2026-001", Prompt: "go"}
+		if !h.apply(&spec, amp.RoleExecutor, "T-2026-001") || spec.Settings != "" {
+			t.Fatal("no codex hook")
+		}
+		argv, err := runner.Command(spec)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := `hooks={PreToolUse=[{matcher="*",hooks=[{type="command",command="'/opt/amp flow/ampflow' hook codex",timeout=660}]}]}`
+		if i := slices.Index(argv, want); i < 2 || argv[i-1] != "-c" || argv[i-2] != "--dangerously-bypass-hook-trust" {
+			t.Errorf("argv %q", argv)
+		}
+		if !slices.Contains(spec.Env, "AMPFLOW_API_TOKEN=exec-token") {
+			t.Errorf("env %v", spec.Env)
+		}
+	})
 	t.Run("OtherRunners", func(t *testing.T) {
-		spec := runner.Spec{Runner: runner.Codex}
+		spec := runner.Spec{Runner: runner.Gemini}
 		if h.apply(&spec, amp.RoleExecutor, "T-2026-001") {
-			t.Error("codex got a Claude hook")
+			t.Error("gemini got a hook")
 		}
 		var none *ToolHook
 		if none.apply(&spec, amp.RoleExecutor, "T-2026-001") {

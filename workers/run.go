@@ -180,6 +180,7 @@ func Build(o Options) (*Parts, error) {
 		delivery.Metrics = o.Metrics
 	}
 	delivery.Tools = toolHook(cfg, log)
+	delivery.MCP = runnerMCP(cfg)
 	acts := &activities.Activities{Git: git, CI: ci, Store: record, Delivery: delivery, Log: log, Policy: &policy,
 		DecisionKey: decisionKey, Refusals: store, Pusher: pusher, Pulls: pulls,
 		Leases: leaseacts.Branches{Client: &lease.Client{Temporal: o.Temporal, TaskQueue: cfg.Temporal.TaskQueue}, Store: store}}

@@ -3,6 +3,7 @@ package workers
 import (
 	"log/slog"
 	"os"
+	"strings"
 
 	"github.com/ampflow/ampflow/activities"
 	"github.com/ampflow/ampflow/amp"
@@ -21,15 +22,31 @@ func toolHook(cfg config.Config, log *slog.Logger) *activities.ToolHook {
 		log.Warn("runners get no tool hook: the ampflow executable is unknown", "error", err)
 		return nil
 	}
-	h := &activities.ToolHook{Binary: bin, APIURL: diffBaseURL(cfg), Open: len(cfg.Auth.Tokens) == 0,
-		Tokens: map[amp.Role]string{}, AskTimeout: cfg.Tools.AskTimeout}
+	return &activities.ToolHook{Binary: bin, APIURL: diffBaseURL(cfg), Open: len(cfg.Auth.Tokens) == 0,
+		Tokens: runnerTokens(cfg), AskTimeout: cfg.Tools.AskTimeout}
+}
+
+// runnerMCP is ampflow's MCP server as runners get it: the API this
+// worker serves, reached with the executor's and reviewer's own tokens.
+func runnerMCP(cfg config.Config) *activities.RunnerMCP {
+	base := strings.TrimRight(diffBaseURL(cfg), "/")
+	if base == "" {
+		return nil
+	}
+	return &activities.RunnerMCP{URL: base + "/mcp", Tokens: runnerTokens(cfg), Open: len(cfg.Auth.Tokens) == 0}
+}
+
+// runnerTokens are the API tokens of the executor and the reviewer
+// (agents.<role>.token_name), never an admin's.
+func runnerTokens(cfg config.Config) map[amp.Role]string {
+	tokens := map[amp.Role]string{}
 	for role, a := range map[amp.Role]config.Agent{amp.RoleExecutor: cfg.Agents.Executor, amp.RoleReviewer: cfg.Agents.Reviewer} {
 		if a.TokenName == "" {
 			continue
 		}
 		if tok, err := cfg.AgentToken(role, a.TokenName); err == nil {
-			h.Tokens[role] = tok
+			tokens[role] = tok
 		}
 	}
-	return h
+	return tokens
 }

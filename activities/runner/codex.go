@@ -7,7 +7,8 @@ import (
 // codexFormat is Codex's exec mode:
 //
 //	codex exec --json --dangerously-bypass-approvals-and-sandbox --skip-git-repo-check
-//	  [-m M] [-c developer_instructions="S"] [resume ID] PROMPT
+//	  [-m M] [-c developer_instructions="S"]
+//	  [--dangerously-bypass-hook-trust -c hooks=H] [resume ID] PROMPT
 //
 // Its stream is one JSON object a line: thread.started (the thread id, which
 // is the session id), turn.started, item.started and item.completed for
@@ -26,6 +27,9 @@ func (codexFormat) args(s Spec) []string {
 		// A TOML basic string: JSON's escapes are valid in it.
 		q, _ := json.Marshal(s.SystemPrompt)
 		a = append(a, "-c", "developer_instructions="+string(q))
+	}
+	if s.CodexHooks != "" {
+		a = append(a, "--dangerously-bypass-hook-trust", "-c", "hooks="+s.CodexHooks)
 	}
 	if s.SessionID != "" {
 		a = append(a, "resume", s.SessionID)

@@ -51,7 +51,7 @@ func Command(s Spec) ([]string, error) {
 	if len(argv) == 0 {
 		argv = []string{s.Runner}
 	}
-	return append(argv, f.args(s)...), nil
+	return append(append(argv, s.Args...), f.args(s)...), nil
 }
 
 // Decode decodes a recorded stream of runner's format, one JSON object a

@@ -25,7 +25,10 @@ const agentKeyHeader = "X-Ampflow-Agent-Key"
 // MCP is ampflow's MCP server for one run: its URL (the API's /mcp) and
 // the credentials of the run's role.
 type MCP struct {
-	URL   string
+	URL string
+	// Token is the role's API token; empty for an API that takes requests
+	// without one (ampflow dev with no tokens), which gets no
+	// Authorization header.
 	Token string
 	// AgentKey, when set, is the role's gate key: the gate's and the
 	// contracts' tools present it.
@@ -52,18 +55,27 @@ type MCPConfig struct {
 //	opencode: OPENCODE_CONFIG_CONTENT={"mcp":{"ampflow":{"type":"remote","url":…,"headers":{…"{env:AMPFLOW_API_TOKEN}"},"oauth":false}}}
 //
 // each with the token in AMPFLOW_API_TOKEN, and the agent key, when set,
-// in AMPFLOW_AGENT_KEY sent as the X-Ampflow-Agent-Key header.
+// in AMPFLOW_AGENT_KEY sent as the X-Ampflow-Agent-Key header. Each of
+// the four expands those references itself (checked against the real
+// binaries: Claude Code 2.1, Codex 0.171, Gemini CLI 0.61, OpenCode 1.18).
+// Without a token there is no Authorization header.
 func (m MCP) Config(runner string) (MCPConfig, error) {
-	if m.URL == "" || m.Token == "" {
-		return MCPConfig{}, fmt.Errorf("the MCP server's URL and token are required")
+	if m.URL == "" {
+		return MCPConfig{}, fmt.Errorf("the MCP server's URL is required")
 	}
-	env := []string{MCPTokenEnv + "=" + m.Token}
+	var env []string
+	if m.Token != "" {
+		env = append(env, MCPTokenEnv+"="+m.Token)
+	}
 	if m.AgentKey != "" {
 		env = append(env, MCPAgentKeyEnv+"="+m.AgentKey)
 	}
 	// headers in the ${VAR} form Claude Code and Gemini CLI expand.
 	headers := func(ref func(string) string) map[string]string {
-		h := map[string]string{"Authorization": "Bearer " + ref(MCPTokenEnv)}
+		h := map[string]string{}
+		if m.Token != "" {
+			h["Authorization"] = "Bearer " + ref(MCPTokenEnv)
+		}
 		if m.AgentKey != "" {
 			h[agentKeyHeader] = ref(MCPAgentKeyEnv)
 		}
@@ -81,7 +93,10 @@ func (m MCP) Config(runner string) (MCPConfig, error) {
 			return MCPConfig{}, err
 		}
 		prefix := "mcp_servers." + MCPServerName + "."
-		args := []string{"-c", prefix + "url=" + string(url), "-c", prefix + `bearer_token_env_var="` + MCPTokenEnv + `"`}
+		args := []string{"-c", prefix + "url=" + string(url)}
+		if m.Token != "" {
+			args = append(args, "-c", prefix+`bearer_token_env_var="`+MCPTokenEnv+`"`)
+		}
 		if m.AgentKey != "" {
 			args = append(args, "-c", prefix+`env_http_headers={"`+agentKeyHeader+`"="`+MCPAgentKeyEnv+`"}`)
 		}

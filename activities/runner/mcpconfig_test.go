@@ -63,8 +63,20 @@ func TestMCPConfig(t *testing.T) {
 		if _, err := (MCP{URL: "http://h/mcp", Token: "tok"}).Config("aider"); err == nil {
 			t.Error("an unknown runner is accepted")
 		}
-		if _, err := (MCP{URL: "http://h/mcp"}).Config(Claude); err == nil {
-			t.Error("no token is accepted")
+		if _, err := (MCP{Token: "tok"}).Config(Claude); err == nil {
+			t.Error("no URL is accepted")
+		}
+	})
+	t.Run("WithoutToken", func(t *testing.T) {
+		for _, r := range Runners {
+			got, err := MCP{URL: "http://h/mcp"}.Config(r)
+			if err != nil {
+				t.Fatal(err)
+			}
+			all := strings.Join(append(append(slices.Clone(got.Args), got.Env...), string(got.Settings)), " ")
+			if len(got.Env) > 1 || strings.Contains(all, "Authorization") || strings.Contains(all, "bearer_token") {
+				t.Errorf("%s without a token: %s", r, all)
+			}
 		}
 	})
 }

@@ -81,6 +81,15 @@ type Spec struct {
 	// Settings is Claude Code's --settings, as JSON (the tool policy's
 	// hook); the other runners ignore it.
 	Settings string
+	// CodexHooks is Codex's hooks table as a TOML inline value (the tool
+	// policy's hook), given as -c hooks=… with --dangerously-bypass-hook-trust:
+	// ampflow wrote the hook, and codex exec has no way to trust it
+	// otherwise (an untrusted hook is skipped without a word). The other
+	// runners ignore it.
+	CodexHooks string
+	// Args go after Command and before the runner's own arguments: options
+	// of the CLI itself, such as the MCP server's (MCPConfig.Args).
+	Args []string
 }
 
 // EventKind names what an Event reports.

@@ -1,0 +1,68 @@
+package activities
+
+import (
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/ampflow/ampflow/activities/runner"
+	"github.com/ampflow/ampflow/amp"
+)
+
+func TestRunnerMCP(t *testing.T) {
+	m := &RunnerMCP{URL: "http://127.0.0.1:7480/mcp", Tokens: map[amp.Role]string{amp.RoleExecutor: "exec-secret"}}
+	t.Run("Claude", func(t *testing.T) {
+		spec := runner.Spec{Runner: runner.Claude, Env: []string{"HOME=/h", "AMPFLOW_API_TOKEN=old"}}
+		if ok, err := m.apply(&spec, amp.RoleExecutor, t.TempDir()); !ok || err != nil {
+			t.Fatal(ok, err)
+		}
+		argv, err := runner.Command(spec)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if argv[1] != "--mcp-config" || !strings.Contains(argv[2], "${AMPFLOW_API_TOKEN}") || strings.Contains(strings.Join(argv, " "), "exec-secret") {
+			t.Errorf("argv %q", argv)
+		}
+		if !slices.Equal(spec.Env, []string{"HOME=/h", "AMPFLOW_API_TOKEN=exec-secret"}) {
+			t.Errorf("env %q", spec.Env)
+		}
+	})
+	t.Run("Gemini", func(t *testing.T) {
+		dir := t.TempDir()
+		spec := runner.Spec{Runner: runner.Gemini}
+		if ok, err := m.apply(&spec, amp.RoleExecutor, dir); !ok || err != nil {
+			t.Fatal(ok, err)
+		}
+		path := filepath.Join(dir, "mcp", "executor.gemini.json")
+		if !slices.Contains(spec.Env, envGeminiDefaults+"="+path) {
+			t.Errorf("env %q", spec.Env)
+		}
+		fi, err := os.Stat(path)
+		b, _ := os.ReadFile(path)
+		if err != nil || fi.Mode().Perm() != 0o600 || !strings.Contains(string(b), `"httpUrl":"http://127.0.0.1:7480/mcp"`) || strings.Contains(string(b), "exec-secret") {
+			t.Errorf("settings file %v %v: %s", fi.Mode(), err, b)
+		}
+	})
+	t.Run("OpenCodeMerged", func(t *testing.T) {
+		spec := runner.Spec{Runner: runner.OpenCode, Env: []string{`OPENCODE_CONFIG_CONTENT={"model":"fake/m","mcp":{"other":{"type":"local"}}}`}}
+		if ok, err := m.apply(&spec, amp.RoleExecutor, t.TempDir()); !ok || err != nil {
+			t.Fatal(ok, err)
+		}
+		v, _ := lookupEnv(spec.Env, envOpenCodeContent)
+		if !strings.Contains(v, `"model":"fake/m"`) || !strings.Contains(v, `"other"`) || !strings.Contains(v, `"ampflow"`) || strings.Count(strings.Join(spec.Env, "\n"), envOpenCodeContent) != 1 {
+			t.Errorf("env %q", spec.Env)
+		}
+	})
+	t.Run("NoToken", func(t *testing.T) {
+		spec := runner.Spec{Runner: runner.Codex}
+		if ok, _ := m.apply(&spec, amp.RoleReviewer, t.TempDir()); ok || spec.Args != nil {
+			t.Errorf("a role without a token got the server: %q", spec.Args)
+		}
+		open := &RunnerMCP{URL: m.URL, Open: true}
+		if ok, err := open.apply(&spec, amp.RoleReviewer, t.TempDir()); !ok || err != nil || len(spec.Args) != 2 || spec.Env != nil {
+			t.Errorf("the open API: %v %v %q %q", ok, err, spec.Args, spec.Env)
+		}
+	})
+}

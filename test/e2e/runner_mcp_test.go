@@ -1,0 +1,85 @@
+package e2e
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/ampflow/ampflow/activities/runner/fakemodel"
+	"github.com/ampflow/ampflow/integrations/httpapi"
+)
+
+// TestRunnerMCPClaude runs the real Claude Code as executor against a fake
+// model that calls ampflow's MCP tool chat_send: the runner handed the CLI
+// the server with the executor's own token (by reference, the token only
+// in its environment), so the message is in the mesh sent as the
+// executor's token name.
+func TestRunnerMCPClaude(t *testing.T) {
+	claudeBin := agentBin(t, "claude")
+	const subject = "mcp-from-a-runner"
+	model := fakemodel.New(
+		fakemodel.Turn{Text: "Telling the planner.", Tool: &fakemodel.ToolCall{Name: "mcp__ampflow__chat_send",
+			Input: map[string]any{"to": "planner", "subject": subject, "content": "starting on the task"}}},
+		fakemodel.Turn{Text: `Done. {"criteria_met": [null], "notes": [], "summary": "told the planner"}`},
+	)
+	t.Cleanup(model.Close)
+
+	home := t.TempDir()
+	const key = "sk-mcp-e2e-secret"
+	const admin, coord, execTok = "admintok-mcp-0123456789", "coordtok-mcp-0123456789", "exectok-mcp-0123456789"
+	p := startDev(t, t.TempDir(),
+		"AMPFLOW_AUTH_TOKENS="+admin+":admin:ops,"+coord+":coordinator:planner,"+execTok+":executor:exec",
+		"AMPFLOW_AGENTS_EXECUTOR_MODE=runner", "AMPFLOW_AGENTS_EXECUTOR_RUNNER=claude",
+		"AMPFLOW_AGENTS_EXECUTOR_COMMAND="+claudeBin, "AMPFLOW_AGENTS_EXECUTOR_TOKEN_NAME=exec",
+		"AMPFLOW_AGENTS_EXECUTOR_ENV=HOME="+home+",ANTHROPIC_BASE_URL="+model.URL()+",ANTHROPIC_API_KEY,IS_SANDBOX=1",
+		"ANTHROPIC_API_KEY="+key)
+	repo := gitRepo(t)
+	git(t, repo, "checkout", "-q", "main")
+	base := "http://" + p.api
+	ops, planner := tokenAPI{t, base, admin}, tokenAPI{t, base, coord}
+	const id = "T-2026-883"
+	plan, err := json.Marshal(lowRiskPlan(repo))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if code, b := planner.call("POST", "/v1/tasks", httpapi.StartRequest{TaskID: id, Plan: plan}, nil); code != http.StatusCreated {
+		t.Fatalf("starting %s: %d %s", id, code, b)
+	}
+
+	var found map[string]any
+	eventually(t, 3*time.Minute, "the executor's chat message in the planner's inbox", func() (bool, error) {
+		var inbox struct {
+			Events []map[string]any `json:"events"`
+		}
+		code, b := planner.call("GET", "/v1/events/inbox?direction=asc", nil, &inbox)
+		if code != http.StatusOK {
+			return false, fmt.Errorf("%d %s", code, b)
+		}
+		for _, e := range inbox.Events {
+			if strings.Contains(fmt.Sprint(e), subject) {
+				found = e
+				return true, nil
+			}
+		}
+		return false, fmt.Errorf("%d events; model requests %d", len(inbox.Events), len(model.AgentRequests()))
+	})
+	if pl, _ := found["payload"].(map[string]any); pl["from"] != "exec" {
+		t.Errorf("sent as %v, want exec: %v", pl["from"], found)
+	}
+	// The tool's answer reached the model: the message's id in its next request.
+	eventually(t, time.Minute, "the model's second request", func() (bool, error) {
+		reqs := model.AgentRequests()
+		return len(reqs) >= 2 && reqs[1].Text(fmt.Sprint(found["id"])), fmt.Errorf("%d requests", len(reqs))
+	})
+	// The call went through the tool hook as well, as an MCP tool.
+	calls := ops.toolCalls(id)
+	if len(calls) != 1 || calls[0].Tool != "mcp__ampflow__chat_send" || calls[0].Kind != "mcp" || calls[0].Agent != "exec" {
+		t.Errorf("the tool calls: %+v", calls)
+	}
+	if strings.Contains(p.output(), key) || strings.Contains(p.output(), execTok) {
+		t.Error("a secret reached dev's log")
+	}
+}

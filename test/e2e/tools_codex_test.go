@@ -1,0 +1,121 @@
+package e2e
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/ampflow/ampflow/activities/runner/fakemodel"
+	"github.com/ampflow/ampflow/integrations/httpapi"
+	"github.com/ampflow/ampflow/workflows/decision"
+	"github.com/ampflow/ampflow/workflows/task"
+)
+
+// TestToolPolicyCodex runs the real Codex CLI as executor against a fake
+// model that uses the network: the PreToolUse hook ampflow gives it on
+// its command line asks the admins, the admin approves over the API, and
+// the command runs once.
+func TestToolPolicyCodex(t *testing.T) {
+	codexBin := agentBin(t, "codex")
+	var hits atomic.Int32
+	target := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		hits.Add(1)
+		fmt.Fprintln(w, "pong")
+	}))
+	t.Cleanup(target.Close)
+	model := fakemodel.New(
+		fakemodel.Turn{Text: "Checking the service.", Tool: &fakemodel.ToolCall{Name: "exec_command", Input: map[string]any{"cmd": "curl -s " + target.URL + "/"}}},
+		codexCommit("hello", "add hello.txt"),
+		fakemodel.Turn{Text: `Done. {"criteria_met": [true], "notes": [], "summary": "wrote hello.txt"}`},
+	)
+	t.Cleanup(model.Close)
+
+	home := t.TempDir()
+	codexHome := filepath.Join(home, "codex")
+	if err := os.MkdirAll(codexHome, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	writeFile(t, filepath.Join(codexHome, "config.toml"), fmt.Sprintf(`model_provider = "fake"
+
+[model_providers.fake]
+name = "fake"
+base_url = "%s/v1"
+env_key = "FAKE_OPENAI_KEY"
+wire_api = "responses"
+`, model.URL()))
+	const admin, coord, execTok = "admintok-cdx-0123456789", "coordtok-cdx-0123456789", "exectok-cdx-0123456789"
+	p := startDev(t, t.TempDir(),
+		"AMPFLOW_AUTH_TOKENS="+admin+":admin:ops,"+coord+":coordinator:planner,"+execTok+":executor:exec",
+		"AMPFLOW_AGENTS_EXECUTOR_MODE=runner", "AMPFLOW_AGENTS_EXECUTOR_RUNNER=codex",
+		"AMPFLOW_AGENTS_EXECUTOR_COMMAND="+codexBin, "AMPFLOW_AGENTS_EXECUTOR_MODEL=gpt-5.5",
+		"AMPFLOW_AGENTS_EXECUTOR_TOKEN_NAME=exec",
+		"AMPFLOW_AGENTS_EXECUTOR_ENV=HOME="+home+",CODEX_HOME="+codexHome+",FAKE_OPENAI_KEY",
+		"FAKE_OPENAI_KEY="+runnerKey)
+	repo := gitRepo(t)
+	git(t, repo, "checkout", "-q", "main")
+	base := "http://" + p.api
+	ops, planner := tokenAPI{t, base, admin}, tokenAPI{t, base, coord}
+	const id = "T-2026-884"
+	plan, err := json.Marshal(lowRiskPlan(repo))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if code, b := planner.call("POST", "/v1/tasks", httpapi.StartRequest{TaskID: id, Plan: plan}, nil); code != http.StatusCreated {
+		t.Fatalf("starting %s: %d %s", id, code, b)
+	}
+
+	var d decision.Decision
+	eventually(t, 3*time.Minute, "a tool_call decision", func() (bool, error) {
+		var st task.State
+		if code, b := ops.call("GET", "/v1/tasks/"+id, nil, &st); code != http.StatusOK {
+			return false, fmt.Errorf("%d %s", code, b)
+		}
+		if st.Pending != nil && st.Pending.Kind == task.KindToolCall {
+			d = *st.Pending
+			return true, nil
+		}
+		return false, fmt.Errorf("status %s, last error %q", st.Status, st.LastError)
+	})
+	if !strings.Contains(d.Prompt, "curl") {
+		t.Errorf("the decision: %+v", d)
+	}
+	if hits.Load() != 0 {
+		t.Error("curl ran before the admins answered")
+	}
+	calls := ops.toolCalls(id)
+	if len(calls) != 1 || calls[0].Decision != task.ToolPending || calls[0].Rule != "ask-network" || calls[0].Tool != "Bash" || calls[0].Agent != "exec" {
+		t.Fatalf("the tool calls before the answer: %+v", calls)
+	}
+	body := httpapi.DecideRequest{Option: task.OptAllowOnce, Digest: d.Digest}
+	if code, b := ops.call("POST", "/v1/decisions/"+d.ID, body, nil); code != http.StatusOK {
+		t.Fatalf("deciding %s: %d %s", d.ID, code, b)
+	}
+	st := task.State{}
+	eventually(t, 3*time.Minute, "the executor's result", func() (bool, error) {
+		if code, b := ops.call("GET", "/v1/tasks/"+id, nil, &st); code != http.StatusOK {
+			return false, fmt.Errorf("%d %s", code, b)
+		}
+		return st.Status != task.StatusDispatched && st.Status != task.StatusInProgress, fmt.Errorf("status %s", st.Status)
+	})
+	if hits.Load() != 1 {
+		t.Errorf("curl reached the target %d times after the approval, want 1", hits.Load())
+	}
+	if got := git(t, repo, "show", "feature/e2e:hello.txt"); got != "hello" {
+		t.Errorf("hello.txt on the branch = %q (status %s, %s)", got, st.Status, st.LastError)
+	}
+	calls = ops.toolCalls(id)
+	if len(calls) != 2 || calls[0].Decision != task.ToolAllow || calls[0].By != "ops" || calls[0].Kind != "shell" ||
+		calls[1].Decision != task.ToolAllow || calls[1].By != task.ByPolicy {
+		t.Errorf("the tool calls: %+v", calls)
+	}
+	if strings.Contains(p.output(), runnerKey) || strings.Contains(p.output(), execTok) {
+		t.Error("a secret reached dev's log")
+	}
+}
