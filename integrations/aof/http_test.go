@@ -28,6 +28,8 @@ type fakeTasks struct {
 	store *ssot.DB
 	msgs  []wf.MessageInput
 	err   error
+
+	dispatches []wf.DispatchInput
 }
 
 func (f *fakeTasks) save(t wf.Task) {
@@ -46,7 +48,8 @@ func (f *fakeTasks) Message(_ context.Context, in wf.MessageInput) (wf.Result, e
 	return wf.Result{Changed: true}, f.err
 }
 
-func (f *fakeTasks) Dispatch(context.Context, string, wf.DispatchInput) (wf.Result, error) {
+func (f *fakeTasks) Dispatch(_ context.Context, _ string, in wf.DispatchInput) (wf.Result, error) {
+	f.dispatches = append(f.dispatches, in)
 	return wf.Result{}, f.err
 }
 
@@ -88,7 +91,7 @@ func newRig(t *testing.T, tokens ...config.AuthToken) *rig {
 	}
 	t.Cleanup(func() { store.Close() })
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
-	srv := httpapi.New(httpapi.Options{Store: store, Logger: log, Tokens: tokens})
+	srv := httpapi.New(httpapi.Options{Store: store, Logger: log, Tokens: tokens, PollInterval: 10 * time.Millisecond})
 	tasks := &fakeTasks{store: store}
 	evlog := &recLog{store: store}
 	a := Register(srv, tasks, store, Options{Events: evlog, Log: log})

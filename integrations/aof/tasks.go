@@ -65,7 +65,7 @@ func (a *API) postTask(w http.ResponseWriter, r *http.Request) {
 		a.refuse(w, r, task.CodeInvalid, fs, "invalid AOF task: %s", fieldLines(fs))
 		return
 	}
-	t := wf.Task{TaskID: in.TaskID, Title: in.Title, Body: in.Body, Assignee: in.Assignee, Status: status,
+	t := wf.Task{TaskID: in.TaskID, Title: in.Title, Body: in.Body, Assignee: in.Assignee, CreatedBy: httpapi.CallerOf(r).Name, Status: status,
 		ParentTaskID: in.ParentTaskID, Metadata: wf.Metadata{ReviewRequired: in.ReviewRequired == nil || *in.ReviewRequired}}
 	if in.ParentTaskID != "" {
 		parent, err := a.store.AOFTask(ctx, in.ParentTaskID)
@@ -178,6 +178,7 @@ func (a *API) postDispatch(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
+	in.By = httpapi.CallerOf(r).Name
 	res, err := a.tasks.Dispatch(r.Context(), row.TaskID, in)
 	a.answer(w, r, row, res, err)
 }
