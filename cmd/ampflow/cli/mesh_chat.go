@@ -41,12 +41,11 @@ func (a *App) chatSendCommand() *cobra.Command {
 			if err != nil {
 				return err
 			}
+			// The API takes the sender from the token and refuses
+			// another name unless the token is an admin's.
 			sender := from
 			if sender == "" {
 				sender, _ = a.LookupEnv("AMPFLOW_AGENT_NAME")
-			}
-			if sender == "" {
-				return UsageError(fmt.Errorf("chat send needs --from or AMPFLOW_AGENT_NAME: your token's name"))
 			}
 			subj := subject
 			if subj == "" {
@@ -55,8 +54,9 @@ func (a *App) chatSendCommand() *cobra.Command {
 					subj = subj[:80]
 				}
 			}
-			p := map[string]any{"from": sender, "from_id": sender, "to": args[0], "subject": subj,
-				"content": args[1], "timestamp": time.Now().UTC().Format(time.RFC3339Nano)}
+			p := map[string]any{"to": args[0], "subject": subj, "content": args[1], "timestamp": time.Now().UTC().Format(time.RFC3339Nano)}
+			setAny(p, "from", sender)
+			setAny(p, "from_id", sender)
 			setAny(p, "parent_message_id", parent)
 			setAny(p, "task_id", taskID)
 			payload, _ := json.Marshal(p)
@@ -72,7 +72,7 @@ func (a *App) chatSendCommand() *cobra.Command {
 			return err
 		},
 	}
-	send.Flags().StringVar(&from, "from", "", "sender `NAME`: the token's name unless admin (default: $AMPFLOW_AGENT_NAME)")
+	send.Flags().StringVar(&from, "from", "", "speak as `NAME`: only an admin may name another than the token's (default: $AMPFLOW_AGENT_NAME, else the token's name)")
 	send.Flags().StringVar(&subject, "subject", "", "`SUBJECT` (default: the content's first line)")
 	send.Flags().StringVar(&parent, "reply-to", "", "the `EVENT_ID` this replies to")
 	send.Flags().StringVar(&taskID, "task", "", "the `TASK_ID` it is about")
@@ -87,7 +87,7 @@ func (a *App) chatInboxCommand() *cobra.Command {
 	var limit int
 	inbox := &cobra.Command{
 		Use:     "inbox",
-		Short:   "Read your inbox: messages to you or mentioning you, and broadcasts with --all",
+		Short:   "Read your inbox, oldest first: messages to you or mentioning you, and broadcasts with --all",
 		Example: "  ampflow chat inbox --all\n  ampflow chat inbox --since 2026-11-23T10:00:00Z --direction asc -o json",
 		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -109,7 +109,7 @@ func (a *App) chatInboxCommand() *cobra.Command {
 	inbox.Flags().StringVar(&recipient, "agent", "", "whose inbox (default: the token's name; others' need admin)")
 	inbox.Flags().BoolVar(&broadcast, "all", false, "include broadcasts (to: all)")
 	inbox.Flags().StringVar(&since, "since", "", "only messages after `TIME` (RFC 3339)")
-	inbox.Flags().StringVar(&direction, "direction", "desc", "asc or desc")
+	inbox.Flags().StringVar(&direction, "direction", "", "asc or desc (default: asc for your own inbox, desc for another's)")
 	inbox.Flags().StringVar(&channel, "channel", "", "only `CHANNEL`")
 	inbox.Flags().IntVar(&limit, "limit", 0, "at most `N` (1 to 500; default 50)")
 	inbox.Flags().StringVar(&cursor, "cursor", "", "go on from the `CURSOR` a previous page printed (its more: line)")

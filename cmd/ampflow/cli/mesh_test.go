@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/ampflow/ampflow/activities/ssot"
+	"github.com/ampflow/ampflow/amp"
+	"github.com/ampflow/ampflow/config"
 	"github.com/ampflow/ampflow/integrations/httpapi"
 	"github.com/ampflow/ampflow/integrations/repomesh"
 )
@@ -41,7 +43,7 @@ func TestMeshListingsPage(t *testing.T) {
 		first []string
 		rest  string
 	}{
-		{"ChatInbox", []string{"chat", "inbox", "--limit", "2"}, []string{"E3", "E2"}, "E1"},
+		{"ChatInbox", []string{"chat", "inbox", "--limit", "2"}, []string{"E1", "E2"}, "E3"}, // one's own inbox, oldest first
 		{"ChatSearch", []string{"chat", "search", "flaky", "--limit", "2"}, []string{"E3", "E2"}, "E1"},
 		{"LeaseList", []string{"lease", "list", "--limit", "2"}, []string{"L3.x", "L2.x"}, "L1.x"},
 	} {
@@ -61,5 +63,31 @@ func TestMeshListingsPage(t *testing.T) {
 				t.Fatalf("the page after: exit %d\nstdout %s\nstderr %s", r.code, r.stdout, r.stderr)
 			}
 		})
+	}
+}
+
+// chat send speaks as the token's name without --from; the API refuses
+// a --from that is not the token's unless the token is an admin's.
+func TestChatSendFromToken(t *testing.T) {
+	db := testSSOT(t, nil, nil)
+	srv := httpapi.New(httpapi.Options{Store: db, Now: func() time.Time { return testNow }, Tokens: []config.AuthToken{
+		{Token: "ana-token-0123456789", Role: amp.RoleExecutor, Name: "ana"},
+		{Token: "root-token-012345678", Role: amp.RoleAdmin, Name: "root"},
+	}})
+	repomesh.AddTo(srv, repomesh.Options{Store: db})
+	ts := httptest.NewServer(srv.Handler())
+	t.Cleanup(ts.Close)
+	as := func(token string, args ...string) result { return runAPIAs(t, ts.URL, token, args...) }
+	r := as("ana-token-0123456789", "chat", "send", "bob", "hello", "-o", "json")
+	if r.code != 0 || !strings.Contains(r.stdout, `"from":"ana"`) {
+		t.Fatalf("send without --from: exit %d\nstdout %s\nstderr %s", r.code, r.stdout, r.stderr)
+	}
+	r = as("ana-token-0123456789", "chat", "send", "bob", "hello", "--from", "carol")
+	if r.code != 1 || !strings.Contains(r.stderr, "carol") {
+		t.Fatalf("send as another: exit %d\nstderr %s", r.code, r.stderr)
+	}
+	r = as("root-token-012345678", "chat", "send", "bob", "hello", "--from", "carol", "-o", "json")
+	if r.code != 0 || !strings.Contains(r.stdout, `"from":"carol"`) {
+		t.Fatalf("an admin as another: exit %d\nstdout %s\nstderr %s", r.code, r.stdout, r.stderr)
 	}
 }
