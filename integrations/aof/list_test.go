@@ -137,3 +137,16 @@ func hasField(out map[string]any, path string) bool {
 	}
 	return false
 }
+
+// TestAgentDefaults: an agent's token that names no agentId heartbeats and
+// ends its session as itself.
+func TestAgentDefaults(t *testing.T) {
+	r := newRig(t, config.AuthToken{Token: "exec-token-01234567", Role: amp.RoleExecutor, Name: "swe-backend"})
+	r.tasks.save(wf.Task{TaskID: "TASK-2026-02-09-001", Title: "a", Status: wf.StatusInProgress})
+	if st, out := r.as("exec-token-01234567", "POST", "/v1/aof/tasks/TASK-2026-02-09-001/heartbeat", `{}`); st != 200 || len(r.tasks.beats) != 1 || r.tasks.beats[0].AgentID != "swe-backend" {
+		t.Fatalf("heartbeat %d %v %+v", st, out, r.tasks.beats)
+	}
+	if st, out := r.as("exec-token-01234567", "POST", "/v1/aof/session-end", `{}`); st != 200 {
+		t.Fatalf("session end %d %v", st, out)
+	}
+}

@@ -105,9 +105,9 @@ var (
 		param("query", "limit", "At most this many (default 100, at most 1000).", false),
 		param("query", "cursor", "The next of the previous page.", false))
 	opSessionEnd = op("endAOFSession", "End an agent session",
-		"Applies the pending run result of every task in progress (of agentId's runs only, when given), as AOF's session_end hook; tasks with no such result are not touched, and at most 100 are applied a call (more: call again). Only an admin's or a coordinator's token may leave agentId out, to end every agent's runs; with no tokens configured it is required.",
+		"Applies the pending run result of every task in progress (of agentId's runs only, when given), as AOF's session_end hook; tasks with no such result are not touched, and at most 100 are applied a call (more: call again). An executor's or reviewer's token that leaves agentId out ends its own session; an admin's or a coordinator's ends every agent's runs; with no tokens configured agentId is required.",
 		"AOFSessionEndRequest", "200", "AOFSessionEndResponse", map[string]string{"400": "Invalid input (code invalid), such as no agentId when the API has no tokens.",
-			"403": "The token's role may not do this, or an executor's or reviewer's token names another agentId than itself, or none (code forbidden): an agent ends only its own session."})
+			"403": "The token's role may not do this, or an executor's or reviewer's token names another agentId than itself (code forbidden): an agent ends only its own session."})
 )
 
 func obj(required []string, props map[string]any) map[string]any {
@@ -174,8 +174,8 @@ func Spec() httpapi.Spec {
 			"parentTaskId":   taskIDSchema,
 		}),
 		"AOFDispatchRequest":   obj([]string{"agentId"}, map[string]any{"agentId": strSchema("The agent that runs the task."), "by": map[string]any{"type": "string", "readOnly": true, "description": "Who dispatched: set by the API to the token's name (a value sent is replaced), the actor of the task.transitioned event."}, "ttlMs": map[string]any{"type": "integer", "minimum": 0, "maximum": 86400000, "default": 300000}}),
-		"AOFHeartbeatRequest":  obj([]string{"agentId"}, map[string]any{"agentId": strSchema("The agent that runs the task.")}),
-		"AOFSessionEndRequest": obj(nil, map[string]any{"agentId": strSchema("Only this agent's runs. Absent, every agent's runs: only for an admin's or a coordinator's token (an agent's token must name itself, and with no tokens configured it is required).")}),
+		"AOFHeartbeatRequest":  obj(nil, map[string]any{"agentId": strSchema("The agent that runs the task; absent, an executor's or reviewer's token's own name.")}),
+		"AOFSessionEndRequest": obj(nil, map[string]any{"agentId": strSchema("Only this agent's runs. Absent: an executor's or reviewer's token's own; every agent's for an admin's or a coordinator's token; required with no tokens configured.")}),
 		"AOFTask": obj([]string{"taskId", "title", "status", "metadata", "workLog", "createdAt", "updatedAt", "rev"}, map[string]any{
 			"taskId": taskIDSchema, "title": strSchema(""), "body": strSchema("With the ## Work Log section."), "assignee": strSchema(""), "status": statusEnum,
 			"createdBy":      strSchema("Who created the task: the token's name; the task.created event's actor."),

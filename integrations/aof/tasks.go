@@ -189,6 +189,9 @@ func (a *API) postHeartbeat(w http.ResponseWriter, r *http.Request) {
 		a.srv.Error(w, r, err)
 		return
 	}
+	if in.AgentID == "" {
+		in.AgentID = agentOf(r) // an agent's token beats as itself
+	}
 	if !a.speaksAs(w, r, claim{"agentId", in.AgentID}) {
 		return
 	}
@@ -263,6 +266,11 @@ func (a *API) postSessionEnd(w http.ResponseWriter, r *http.Request) {
 		a.refuse(w, r, task.CodeInvalid, []amp.FieldError{{Path: "agentId", Problem: "is required when the API has no tokens"}},
 			"agentId: is required when the API has no tokens: name the agent whose session ended")
 		return
+	}
+	if in.AgentID == "" {
+		// An agent's token ends its own session; only an admin's or a
+		// coordinator's ends every agent's.
+		in.AgentID = agentOf(r)
 	}
 	if !a.speaksAs(w, r, claim{"agentId", in.AgentID}) {
 		return
