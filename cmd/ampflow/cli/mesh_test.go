@@ -3,6 +3,8 @@ package cli
 import (
 	"context"
 	"fmt"
+	"io"
+	"net/http"
 	"net/http/httptest"
 	"regexp"
 	"strings"
@@ -89,5 +91,23 @@ func TestChatSendFromToken(t *testing.T) {
 	r = as("root-token-012345678", "chat", "send", "bob", "hello", "--from", "carol", "-o", "json")
 	if r.code != 0 || !strings.Contains(r.stdout, `"from":"carol"`) {
 		t.Fatalf("an admin as another: exit %d\nstdout %s\nstderr %s", r.code, r.stdout, r.stderr)
+	}
+}
+
+// lease acquire -o json prints a conflict as the API answered it, with
+// the holder and retry_after_ms.
+func TestLeaseAcquireConflictJSON(t *testing.T) {
+	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.WriteHeader(http.StatusConflict)
+		io.WriteString(w, `{"error":{"code":"LOCK_CONFLICT","message":"file:a is held by bob","holder":"bob","retry_after_ms":241000}}`)
+	}))
+	t.Cleanup(ts.Close)
+	r := runAPI(t, ts.URL, "lease", "acquire", "file:a", "-o", "json")
+	if r.code != ExitFailed || strings.TrimSpace(r.stderr) != `{"error":{"code":"LOCK_CONFLICT","holder":"bob","message":"file:a is held by bob","retry_after_ms":241000}}` {
+		t.Fatalf("exit %d\nstderr %s", r.code, r.stderr)
+	}
+	r = runAPI(t, ts.URL, "lease", "acquire", "file:a")
+	if r.code != ExitFailed || !strings.Contains(r.stderr, "held by bob") {
+		t.Fatalf("text: exit %d\nstderr %s", r.code, r.stderr)
 	}
 }
