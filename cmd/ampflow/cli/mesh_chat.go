@@ -171,23 +171,30 @@ func setAny(m map[string]any, k, v string) {
 	}
 }
 
-// getEvents prints a page of events; in text, a more: line on stderr
-// says how to read the next page (with -o json, next_cursor is in the
-// answer).
+// getEvents prints a page of events; a more: line on stderr says how to
+// read the next page. With -o json, stdout is the API's events as it
+// answered them, a JSON array, and the next page's cursor is on stderr.
 func (a *App) getEvents(cmd *cobra.Command, args []string, path string) error {
 	c, err := a.api()
 	if err != nil {
 		return err
 	}
-	var out repomesh.EventList
+	var out struct {
+		Events     []json.RawMessage `json:"events"`
+		NextCursor string            `json:"next_cursor"`
+	}
 	if err := c.do(cmd.Context(), http.MethodGet, path, nil, nil, &out); err != nil {
 		return err
 	}
 	if a.JSON() {
-		return a.PrintJSON(out)
+		return a.printRawPage(cmd, args, out.Events, out.NextCursor)
 	}
 	t := newTable(a.Stdout, "ID", "TIME", "TYPE", "FROM", "TO", "SUBJECT", "THREAD")
-	for _, e := range out.Events {
+	for _, raw := range out.Events {
+		var e repomesh.Event
+		if err := json.Unmarshal(raw, &e); err != nil {
+			return fmt.Errorf("reading an event of %s: %w", path, err)
+		}
 		var p struct{ From, To, Subject string }
 		_ = json.Unmarshal(e.Payload, &p)
 		t.row(e.ID, e.CreatedAt.Format(time.RFC3339), e.Type, p.From, p.To, p.Subject, e.ThreadID)
@@ -196,4 +203,16 @@ func (a *App) getEvents(cmd *cobra.Command, args []string, path string) error {
 		return err
 	}
 	return a.printMore(cmd, args, out.NextCursor)
+}
+
+// printRawPage prints a listing's items as the API answered them, one
+// JSON array ([] when empty), and the next page's cursor on stderr.
+func (a *App) printRawPage(cmd *cobra.Command, args []string, items []json.RawMessage, next string) error {
+	if items == nil {
+		items = []json.RawMessage{}
+	}
+	if err := a.PrintJSON(items); err != nil {
+		return err
+	}
+	return a.printMore(cmd, args, next)
 }

@@ -60,6 +60,12 @@ func TestMeshListingsPage(t *testing.T) {
 					t.Errorf("the first page lacks %s:\n%s", id, r.stdout)
 				}
 			}
+			// -o json: the API's items, one array; the cursor on stderr.
+			j := runAPI(t, ts.URL, append(c.args, "-o", "json")...)
+			if j.code != 0 || !strings.HasPrefix(j.stdout, "[{") || !strings.Contains(j.stdout, `"`+c.first[0]+`"`) ||
+				j.stderr != `{"next_cursor":"`+m[1]+`"}`+"\n" {
+				t.Fatalf("-o json: exit %d\nstdout %s\nstderr %s", j.code, j.stdout, j.stderr)
+			}
 			r = runAPI(t, ts.URL, append(c.args, "--cursor", m[1])...)
 			if r.code != 0 || strings.Contains(r.stderr, "more:") || strings.Contains(r.stdout, c.first[0]) || !strings.Contains(r.stdout, c.rest) {
 				t.Fatalf("the page after: exit %d\nstdout %s\nstderr %s", r.code, r.stdout, r.stderr)
