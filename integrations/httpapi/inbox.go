@@ -201,6 +201,3 @@ func (s *Server) LongPoll(w http.ResponseWriter, r *http.Request) (wait, poll ti
 	}
 	return wait, s.poll, nil
 }
-
-// MaxWaitOf is the longest wait the server takes.
-func (s *Server) MaxWaitOf() time.Duration { return s.maxWait }
