@@ -348,6 +348,9 @@ func (s *taskState) view() task.State {
 		st.Tokens.Input += sp.Tokens.Input
 		st.Tokens.Output += sp.Tokens.Output
 	}
+	if s.In.Policy.PlanApproval.Low != "" {
+		st.PlanApproval = s.In.Policy.PlanApproval.For(s.In.Plan.RiskLevel).Stricter(s.In.Handling)
+	}
 	return st
 }
 

@@ -164,3 +164,29 @@ func TestAdmins(t *testing.T) {
 		})
 	}
 }
+
+// TestPlanApprovalInState: the state says how the plan is approved, from
+// the worker's policy for the risk level and the start's handling.
+func TestPlanApprovalInState(t *testing.T) {
+	for _, c := range []struct {
+		name     string
+		risk     amp.Risk
+		handling task.Handling
+		want     task.Handling
+	}{
+		{"LowAuto", amp.RiskLow, "", task.HandlingAuto},
+		{"HighAdmin", amp.RiskHigh, "", task.HandlingAdmin},
+		{"LowAskedAdmin", amp.RiskLow, task.HandlingAdmin, task.HandlingAdmin},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			h := newHarness(t, testPlan(c.risk, "S1"), func(in *task.Input) { in.Handling = c.handling })
+			var got task.Handling
+			h.at(time.Minute, func() { got = h.state().PlanApproval })
+			h.at(2*time.Minute, func() { h.env.CancelWorkflow() })
+			h.env.ExecuteWorkflow(Task, h.in) // cancelled: only the state matters
+			if got != c.want {
+				t.Errorf("plan_approval %q, want %q", got, c.want)
+			}
+		})
+	}
+}

@@ -103,6 +103,7 @@ func (a *API) Routes() []httpapi.Route {
 	return []httpapi.Route{
 		{Pattern: "POST /v1/aof/messages", Roles: agents, Handler: a.postMessage, Operation: opMessages},
 		{Pattern: "POST /v1/aof/tasks", Roles: writers, Handler: a.postTask, Operation: opCreate},
+		{Pattern: "GET /v1/aof/tasks", Handler: a.getTasks, Operation: opListTasks},
 		{Pattern: "GET /v1/aof/tasks/{id}", Handler: a.getTask, Operation: opGetTask},
 		{Pattern: "POST /v1/aof/tasks/{id}/dispatch", Roles: writers, Handler: a.postDispatch, Operation: opDispatch},
 		{Pattern: "POST /v1/aof/tasks/{id}/heartbeat", Roles: agents, Handler: a.postHeartbeat, Operation: opHeartbeat},

@@ -69,6 +69,16 @@ var (
 			"404": "parentTaskId names no task (code parent_not_found).",
 			"409": "The task id is taken (code conflict), or the parent is a delegated task itself (code nested_delegation).",
 		})
+	opListTasks = withParams(op("listAOFTasks", "List AOF tasks: an agent's work",
+		"By task id, those in status, assigned or dispatched to assignee (the task's assignee or its run's agentId; me is the token's own name). "+
+			"With wait it long-polls as GET /v1/inbox does: it answers once the page has a task, or an empty page when the wait is over. "+
+			"A page reads at most 10000 stored tasks: it may hold fewer than limit while next is set.",
+		"", "200", "AOFTasksResponse", map[string]string{"400": "Invalid status, assignee, limit, cursor or wait (code invalid, naming the field); assignee=me without tokens."}),
+		param("query", "assignee", "The agent whose work to list: a name, or me for the token's name.", false),
+		param("query", "status", "Only tasks in this status: backlog, ready, in_progress, review, blocked or done.", false),
+		param("query", "wait", "Long-poll up to this long (\"30s\" or whole seconds, at most the API's max wait, 60s by default) for a non-empty page.", false),
+		param("query", "limit", "At most this many (default 100, at most 1000).", false),
+		param("query", "cursor", "The next of the previous page.", false))
 	opGetTask = withParams(op("getAOFTask", "Read an AOF task",
 		"Its status, metadata.delegationDepth, work log, run artifacts (run.json, run_heartbeat.json, run_result.json) and handoff inputs.",
 		"", "200", "AOFTaskView", map[string]string{"404": "No such task (code task_not_found)."}), pathID)
@@ -95,9 +105,9 @@ var (
 		param("query", "limit", "At most this many (default 100, at most 1000).", false),
 		param("query", "cursor", "The next of the previous page.", false))
 	opSessionEnd = op("endAOFSession", "End an agent session",
-		"Applies the pending run result of every task in progress (of agentId's runs only, when given), as AOF's session_end hook; tasks with no such result are not touched, and at most 100 are applied a call (more: call again). Only an admin's or a coordinator's token may leave agentId out, to end every agent's runs; with no tokens configured it is required.",
+		"Applies the pending run result of every task in progress (of agentId's runs only, when given), as AOF's session_end hook; tasks with no such result are not touched, and at most 100 are applied a call (more: call again). An executor's or reviewer's token that leaves agentId out ends its own session; an admin's or a coordinator's ends every agent's runs; with no tokens configured agentId is required.",
 		"AOFSessionEndRequest", "200", "AOFSessionEndResponse", map[string]string{"400": "Invalid input (code invalid), such as no agentId when the API has no tokens.",
-			"403": "The token's role may not do this, or an executor's or reviewer's token names another agentId than itself, or none (code forbidden): an agent ends only its own session."})
+			"403": "The token's role may not do this, or an executor's or reviewer's token names another agentId than itself (code forbidden): an agent ends only its own session."})
 )
 
 func obj(required []string, props map[string]any) map[string]any {
@@ -163,11 +173,12 @@ func Spec() httpapi.Spec {
 			"reviewRequired": map[string]any{"type": "boolean", "default": true},
 			"parentTaskId":   taskIDSchema,
 		}),
-		"AOFDispatchRequest":   obj([]string{"agentId"}, map[string]any{"agentId": strSchema("The agent that runs the task."), "ttlMs": map[string]any{"type": "integer", "minimum": 0, "maximum": 86400000, "default": 300000}}),
-		"AOFHeartbeatRequest":  obj([]string{"agentId"}, map[string]any{"agentId": strSchema("The agent that runs the task.")}),
-		"AOFSessionEndRequest": obj(nil, map[string]any{"agentId": strSchema("Only this agent's runs. Absent, every agent's runs: only for an admin's or a coordinator's token (an agent's token must name itself, and with no tokens configured it is required).")}),
+		"AOFDispatchRequest":   obj([]string{"agentId"}, map[string]any{"agentId": strSchema("The agent that runs the task."), "by": map[string]any{"type": "string", "readOnly": true, "description": "Who dispatched: set by the API to the token's name (a value sent is replaced), the actor of the task.transitioned event."}, "ttlMs": map[string]any{"type": "integer", "minimum": 0, "maximum": 86400000, "default": 300000}}),
+		"AOFHeartbeatRequest":  obj(nil, map[string]any{"agentId": strSchema("The agent that runs the task; absent, an executor's or reviewer's token's own name.")}),
+		"AOFSessionEndRequest": obj(nil, map[string]any{"agentId": strSchema("Only this agent's runs. Absent: an executor's or reviewer's token's own; every agent's for an admin's or a coordinator's token; required with no tokens configured.")}),
 		"AOFTask": obj([]string{"taskId", "title", "status", "metadata", "workLog", "createdAt", "updatedAt", "rev"}, map[string]any{
 			"taskId": taskIDSchema, "title": strSchema(""), "body": strSchema("With the ## Work Log section."), "assignee": strSchema(""), "status": statusEnum,
+			"createdBy":      strSchema("Who created the task: the token's name; the task.created event's actor."),
 			"parentTaskId":   taskIDSchema,
 			"metadata":       obj(nil, map[string]any{"delegationDepth": map[string]any{"type": "integer"}, "reviewRequired": map[string]any{"type": "boolean"}}),
 			"workLog":        strs("- <timestamp> Progress: … | Notes: … | Blockers: …; the newest 100 lines, at most 64 KiB, each cut at 8 KiB."),
@@ -202,6 +213,7 @@ func Spec() httpapi.Spec {
 			"taskId": strSchema(""), "actor": strSchema(""), "timestamp": map[string]any{"type": "string", "format": "date-time"},
 			"payload": eventPayloadSchema(),
 		}),
+		"AOFTasksResponse":  obj([]string{"tasks"}, map[string]any{"tasks": map[string]any{"type": "array", "items": ref("AOFTask")}, "next": strSchema("The cursor of the next page; absent on the last.")}),
 		"AOFEventsResponse": obj([]string{"events"}, map[string]any{"events": map[string]any{"type": "array", "items": ref("AOFEvent")}, "next": strSchema("The cursor of the next page.")}),
 		"AOFSessionEndResponse": obj([]string{"applied"}, map[string]any{"applied": map[string]any{"type": "array", "items": ref("AOFTask")},
 			"more": map[string]any{"type": "boolean", "description": fmt.Sprintf("Tasks with a run result to apply were left for another call: one call applies at most %d.", MaxSessionEnd)}}),

@@ -65,7 +65,7 @@ func (a *API) postTask(w http.ResponseWriter, r *http.Request) {
 		a.refuse(w, r, task.CodeInvalid, fs, "invalid AOF task: %s", fieldLines(fs))
 		return
 	}
-	t := wf.Task{TaskID: in.TaskID, Title: in.Title, Body: in.Body, Assignee: in.Assignee, Status: status,
+	t := wf.Task{TaskID: in.TaskID, Title: in.Title, Body: in.Body, Assignee: in.Assignee, CreatedBy: httpapi.CallerOf(r).Name, Status: status,
 		ParentTaskID: in.ParentTaskID, Metadata: wf.Metadata{ReviewRequired: in.ReviewRequired == nil || *in.ReviewRequired}}
 	if in.ParentTaskID != "" {
 		parent, err := a.store.AOFTask(ctx, in.ParentTaskID)
@@ -178,6 +178,7 @@ func (a *API) postDispatch(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
+	in.By = httpapi.CallerOf(r).Name
 	res, err := a.tasks.Dispatch(r.Context(), row.TaskID, in)
 	a.answer(w, r, row, res, err)
 }
@@ -187,6 +188,9 @@ func (a *API) postHeartbeat(w http.ResponseWriter, r *http.Request) {
 	if err := a.srv.Decode(w, r, &in); err != nil {
 		a.srv.Error(w, r, err)
 		return
+	}
+	if in.AgentID == "" {
+		in.AgentID = agentOf(r) // an agent's token beats as itself
 	}
 	if !a.speaksAs(w, r, claim{"agentId", in.AgentID}) {
 		return
@@ -262,6 +266,11 @@ func (a *API) postSessionEnd(w http.ResponseWriter, r *http.Request) {
 		a.refuse(w, r, task.CodeInvalid, []amp.FieldError{{Path: "agentId", Problem: "is required when the API has no tokens"}},
 			"agentId: is required when the API has no tokens: name the agent whose session ended")
 		return
+	}
+	if in.AgentID == "" {
+		// An agent's token ends its own session; only an admin's or a
+		// coordinator's ends every agent's.
+		in.AgentID = agentOf(r)
 	}
 	if !a.speaksAs(w, r, claim{"agentId", in.AgentID}) {
 		return

@@ -185,3 +185,19 @@ func parseWait(v string, maxWait time.Duration) (time.Duration, error) {
 	}
 	return d, nil
 }
+
+// LongPoll reads a request's wait query parameter as GET /v1/inbox does
+// (a Go duration or whole seconds, at most the server's MaxWait; an
+// invalid one is an error naming wait) and, for a wait above zero,
+// extends the connection's deadlines by it. The rooms' long polls share
+// it. Poll is how long to sleep between looks.
+func (s *Server) LongPoll(w http.ResponseWriter, r *http.Request) (wait, poll time.Duration, err error) {
+	wait, err = parseWait(r.URL.Query().Get("wait"), s.maxWait)
+	if err != nil {
+		return 0, 0, err
+	}
+	if wait > 0 {
+		s.extendDeadlines(w, r, wait)
+	}
+	return wait, s.poll, nil
+}

@@ -342,6 +342,7 @@ func apiSchemas() (map[string]obj, map[string]any) {
 		"task_id":         taskIDSchema("The task."),
 		"status":          ref("Status"),
 		"risk_level":      ampRef("task_dispatch", "/$defs/payload/properties/risk_level"),
+		"plan_approval":   strEnum("How the plan is approved: auto (at once) or admin (an admin's plan_approval decision), from the policy for the plan's risk level (policy.plan_approval) made stricter by the start's handling; absent until the task has read its policy.", task.HandlingAuto, task.HandlingAdmin),
 		"description":     str("The plan's description."),
 		"repo":            str("The plan's repository."),
 		"branch":          str("The plan's branch."),

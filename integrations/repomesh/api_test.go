@@ -161,7 +161,7 @@ func newHarness(t *testing.T) *harness {
 		{Token: bobToken, Role: amp.RoleReviewer, Name: "bob"},
 		{Token: adminToken, Role: amp.RoleAdmin, Name: "root"},
 		{Token: carolToken, Role: amp.RoleExecutor, Name: "carol", ID: carolID},
-	}})
+	}, PollInterval: 10 * time.Millisecond})
 	var tick sync.Mutex
 	ft := &fakeTasks{}
 	logs := &syncBuffer{}

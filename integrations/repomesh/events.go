@@ -1,6 +1,7 @@
 package repomesh
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -103,6 +104,7 @@ func (a *API) postEvent(w http.ResponseWriter, r *http.Request) {
 			Fields: []amp.FieldError{{Path: "id", Problem: problem}}})
 		return
 	}
+	env.Payload = withSender(env, c)
 	ev, errs := check(env, a.now())
 	if len(errs) > 0 {
 		paths := make([]string, len(errs))
@@ -231,8 +233,13 @@ func (a *API) inbox(w http.ResponseWriter, r *http.Request) {
 		a.srv.Error(w, r, invalid("include_broadcast", "must be true or false"))
 		return
 	}
+	// The caller's own inbox reads oldest first, as a consumer works
+	// through it; another's (an admin's look) newest first.
+	own := slices.Contains(selfNames(c), who)
 	switch d := q.Get("direction"); d {
-	case "", "desc":
+	case "":
+		iq.Desc = !own
+	case "desc":
 		iq.Desc = true
 	case "asc":
 	default:
@@ -249,12 +256,35 @@ func (a *API) inbox(w http.ResponseWriter, r *http.Request) {
 		a.srv.Error(w, r, err)
 		return
 	}
-	evs, next, err := a.store.MeshInbox(r.Context(), iq, p)
+	wait, poll, err := a.srv.LongPoll(w, r)
 	if err != nil {
-		a.srv.Error(w, r, storeError(err, "inbox"))
+		a.srv.Error(w, r, err)
 		return
 	}
-	httpapi.WriteJSON(w, http.StatusOK, eventsOf(evs, next))
+	ctx := r.Context()
+	deadline := time.Now().Add(wait)
+	for {
+		evs, next, err := a.store.MeshInbox(ctx, iq, p)
+		if ctx.Err() != nil {
+			return
+		}
+		if err != nil {
+			a.srv.Error(w, r, storeError(err, "inbox"))
+			return
+		}
+		left := time.Until(deadline)
+		if len(evs) > 0 || left <= 0 {
+			httpapi.WriteJSON(w, http.StatusOK, eventsOf(evs, next))
+			return
+		}
+		t := time.NewTimer(min(poll, left))
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return
+		case <-t.C:
+		}
+	}
 }
 
 func (a *API) search(w http.ResponseWriter, r *http.Request) {
@@ -401,4 +431,35 @@ func (a *API) markRead(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	httpapi.WriteJSON(w, http.StatusOK, eventOf(e))
+}
+
+// withSender fills a chat's absent payload from and from_id with the
+// caller's token name (and its id, when the token has one), so an agent
+// sends without naming itself. A name given is checked as before.
+func withSender(env Envelope, c httpapi.Caller) json.RawMessage {
+	if env.Type != TypeChat && !slices.Contains(legacyTypes, env.Type) || c.Name == "" {
+		return env.Payload
+	}
+	var p map[string]any
+	d := json.NewDecoder(bytes.NewReader(env.Payload))
+	d.UseNumber() // keep numbers as sent
+	if d.Decode(&p) != nil || p == nil {
+		return env.Payload
+	}
+	from, _ := p["from"].(string)
+	if from == "" {
+		from = c.Name
+		p["from"] = from
+	}
+	if id, _ := p["from_id"].(string); id == "" && env.Type == TypeChat {
+		p["from_id"] = from
+		if from == c.Name && c.ID != "" {
+			p["from_id"] = c.ID
+		}
+	}
+	b, err := json.Marshal(p)
+	if err != nil {
+		return env.Payload
+	}
+	return b
 }

@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/ampflow/ampflow/activities/ssot"
 )
@@ -75,11 +76,48 @@ func TestEventRoutes(t *testing.T) {
 		}
 		var l EventList
 		h.do(t, "GET", "/v1/events/inbox?include_broadcast=true", bobToken, "").want(t, 200, &l)
-		// newest first: the broadcast, bob's agent.error (his refused inbox
-		// read above), alice's request
-		if got := ids(l); len(got) != 3 || got[0] != b.ID || l.Events[1].Type != TypeError || got[2] != root.ID {
+		// his own inbox, oldest first: alice's request, bob's agent.error
+		// (his refused inbox read above), the broadcast
+		if got := ids(l); len(got) != 3 || got[2] != b.ID || l.Events[1].Type != TypeError || got[0] != root.ID {
 			t.Fatalf("bob's inbox with broadcasts %v", ids(l))
 		}
+	})
+	t.Run("Direction", func(t *testing.T) {
+		var own, other EventList
+		h.do(t, "GET", "/v1/events/inbox", bobToken, "").want(t, 200, &own)
+		h.do(t, "GET", "/v1/events/inbox?recipient_id=bob", adminToken, "").want(t, 200, &other)
+		if len(own.Events) < 2 || own.Events[0].Seq > own.Events[len(own.Events)-1].Seq {
+			t.Errorf("bob's own inbox is not oldest first: %v", ids(own))
+		}
+		if len(other.Events) != len(own.Events) || other.Events[0].ID != own.Events[len(own.Events)-1].ID {
+			t.Errorf("an admin's look at bob's inbox is not newest first: %v", ids(other))
+		}
+	})
+	t.Run("LongPoll", func(t *testing.T) {
+		var l EventList
+		h.do(t, "GET", "/v1/events/inbox", carolToken, "").want(t, 200, &l)
+		cursor := "0"
+		if n := len(l.Events); n > 0 {
+			cursor = fmt.Sprint(l.Events[n-1].Seq)
+		}
+		done := make(chan EventList, 1)
+		go func() {
+			var got EventList
+			h.do(t, "GET", "/v1/events/inbox?wait=10s&cursor="+cursor, carolToken, "").want(t, 200, &got)
+			done <- got
+		}()
+		time.Sleep(100 * time.Millisecond)
+		var sent Event
+		h.do(t, "POST", "/v1/events", aliceToken, chat("alice", "carol", "Ping", "Are you there?", "")).want(t, 201, &sent)
+		select {
+		case got := <-done:
+			if fmt.Sprint(ids(got)) != "["+sent.ID+"]" {
+				t.Fatalf("long poll answered %v, want [%s]", ids(got), sent.ID)
+			}
+		case <-time.After(5 * time.Second):
+			t.Fatal("the long poll did not answer when the event came")
+		}
+		h.do(t, "GET", "/v1/events/inbox?wait=1h", carolToken, "").want(t, 400, nil)
 	})
 	t.Run("Thread", func(t *testing.T) {
 		var l EventList
@@ -134,7 +172,7 @@ func TestEventRoutes(t *testing.T) {
 			paths = append(paths, f.Path)
 		}
 		slices.Sort(paths)
-		if e.Error.Code != string(CodeInvalidPayload) || fmt.Sprint(paths) != "[payload.from_id payload.subject payload.timestamp severity]" {
+		if e.Error.Code != string(CodeInvalidPayload) || fmt.Sprint(paths) != "[payload.subject payload.timestamp severity]" {
 			t.Fatalf("refusal %+v", e.Error)
 		}
 		evs, _, err := h.store.MeshInbox(context.Background(), ssot.InboxQuery{Recipients: []string{"alice"}, Desc: true}, ssot.Page{})
@@ -349,8 +387,8 @@ func TestInboxByNameOrID(t *testing.T) {
 	h.do(t, "POST", "/v1/events", aliceToken, chat("alice", carolID, "By id", "hello", "")).want(t, 201, &byID)
 	var l EventList
 	h.do(t, "GET", "/v1/events/inbox", carolToken, "").want(t, 200, &l)
-	if fmt.Sprint(ids(l)) != fmt.Sprint([]string{byID.ID, byName.ID}) {
-		t.Fatalf("carol's inbox %v, want both messages", ids(l))
+	if fmt.Sprint(ids(l)) != fmt.Sprint([]string{byName.ID, byID.ID}) {
+		t.Fatalf("carol's inbox %v, want both messages, oldest first", ids(l))
 	}
 	h.do(t, "GET", "/v1/events/inbox?recipient_id="+carolID, carolToken, "").want(t, 200, &l)
 	if len(l.Events) != 2 {
@@ -410,4 +448,17 @@ func TestEventIDsAreTheSenders(t *testing.T) {
 			}
 		}
 	})
+}
+
+// TestChatSenderFromToken: a chat without from or from_id is the token's;
+// naming another agent is still refused.
+func TestChatSenderFromToken(t *testing.T) {
+	h := newHarness(t)
+	var e Event
+	h.do(t, "POST", "/v1/events", carolToken, `{"type":"agent.chat","severity":"info","payload":{"to":"bob","subject":"Hi","content":"hello","timestamp":"2026-11-23T10:00:00Z"}}`).want(t, 201, &e)
+	p := payloadOf(t, e)
+	if p["from"] != "carol" || p["from_id"] != carolID || e.AgentID != "carol" {
+		t.Fatalf("sender %v %v agent %s", p["from"], p["from_id"], e.AgentID)
+	}
+	h.do(t, "POST", "/v1/events", carolToken, `{"type":"agent.chat","severity":"info","payload":{"from":"alice","to":"bob","subject":"Hi","content":"hello","timestamp":"2026-11-23T10:00:00Z"}}`).want(t, 403, nil)
 }

@@ -27,7 +27,7 @@ func (b bearerTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 // bob a chat message (as herself, whatever she claims), and bob finds it
 // in his mesh inbox.
 func TestMCP(t *testing.T) {
-	p := startDev(t, t.TempDir(), "AMPFLOW_AUTH_TOKENS=alice-secret:executor:alice,bob-secret:reviewer:bob")
+	p := startDev(t, t.TempDir(), "AMPFLOW_AUTH_TOKENS=alice-secret-0123456789ab:executor:alice,bob-secret-0123456789ab:reviewer:bob")
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	connect := func(token string) *sdk.ClientSession {
@@ -40,7 +40,7 @@ func TestMCP(t *testing.T) {
 		t.Cleanup(func() { cs.Close() })
 		return cs
 	}
-	alice, bob := connect("alice-secret"), connect("bob-secret")
+	alice, bob := connect("alice-secret-0123456789ab"), connect("bob-secret-0123456789ab")
 
 	tools, err := alice.ListTools(ctx, nil)
 	if err != nil {

@@ -128,8 +128,8 @@ func TestMesh(t *testing.T) {
 			t.Fatalf("lease list:\n%s", out)
 		}
 		mustRun(t, env, "lease", "release", l.LeaseID)
-		var list repomesh.LeaseList
-		if err := json.Unmarshal([]byte(mustRun(t, env, "-o", "json", "lease", "list", "--agent", "bob", "--state", "released")), &list); err != nil || len(list.Leases) == 0 || list.Leases[0].LeaseID != l.LeaseID {
+		var list []repomesh.Lease // -o json: the API's leases, one array
+		if err := json.Unmarshal([]byte(mustRun(t, env, "-o", "json", "lease", "list", "--agent", "bob", "--state", "released")), &list); err != nil || len(list) == 0 || list[0].LeaseID != l.LeaseID {
 			t.Fatalf("released leases: %+v %v", list, err)
 		}
 	})

@@ -110,6 +110,9 @@ type MessageInput struct {
 // DispatchInput starts a run of the task.
 type DispatchInput struct {
 	AgentID string `json:"agentId"`
+	// By is who dispatched: the token's name, set by the API, which
+	// the event log names as the actor.
+	By string `json:"by,omitempty"`
 	// TTLMs is the heartbeat's life in milliseconds; zero is DefaultTTL.
 	TTLMs int64 `json:"ttlMs"`
 }

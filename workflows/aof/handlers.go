@@ -1,6 +1,7 @@
 package aof
 
 import (
+	"cmp"
 	"fmt"
 	"reflect"
 	"strings"
@@ -322,7 +323,7 @@ func (r *aofRun) dispatch(ctx workflow.Context, in DispatchInput) (Result, error
 	}
 	now := workflow.Now(ctx).UTC()
 	r.touch(ctx)
-	r.transition(ctx, StatusInProgress, in.AgentID, "dispatched to "+in.AgentID)
+	r.transition(ctx, StatusInProgress, cmp.Or(in.By, in.AgentID), "dispatched to "+in.AgentID)
 	r.Task.TTLMs = ttl
 	r.Task.LeaseID = leaseID
 	meta := map[string]any{}

@@ -320,10 +320,12 @@ type Metadata struct {
 
 // Task is what the API shows of an AOF task.
 type Task struct {
-	TaskID       string   `json:"taskId"`
-	Title        string   `json:"title"`
-	Body         string   `json:"body,omitempty"`
-	Assignee     string   `json:"assignee,omitempty"`
+	TaskID   string `json:"taskId"`
+	Title    string `json:"title"`
+	Body     string `json:"body,omitempty"`
+	Assignee string `json:"assignee,omitempty"`
+	// CreatedBy is who created the task: the token's name.
+	CreatedBy    string   `json:"createdBy,omitempty"`
 	Status       Status   `json:"status"`
 	ParentTaskID string   `json:"parentTaskId,omitempty"`
 	Metadata     Metadata `json:"metadata"`

@@ -1,6 +1,7 @@
 package aof
 
 import (
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"time"
@@ -100,7 +101,7 @@ func (r *aofRun) run(ctx workflow.Context) (Task, error) {
 		r.touch(ctx)
 		r.Task.CreatedAt = r.Task.UpdatedAt
 		r.Task.Metadata.DelegationDepth = max(r.Task.Metadata.DelegationDepth, 0)
-		r.event(ctx, EventTaskCreated, r.Task.Assignee, map[string]any{"status": r.Task.Status, "title": r.Task.Title,
+		r.event(ctx, EventTaskCreated, cmp.Or(r.Task.CreatedBy, actorScheduler), map[string]any{"status": r.Task.Status, "title": r.Task.Title,
 			"parentTaskId": r.Task.ParentTaskID, "reviewRequired": r.Task.Metadata.ReviewRequired})
 	} else {
 		r.saved = r.Task.Rev

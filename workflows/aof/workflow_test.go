@@ -28,6 +28,24 @@ func TestCreated(t *testing.T) {
 	h.run()
 }
 
+// TestActors: the event log names who acted, the coordinator who created
+// and dispatched, not the assignee.
+func TestActors(t *testing.T) {
+	h := newHarness(t, func(tk *Task) { tk.CreatedBy = "planner" })
+	h.at(time.Second, func() { h.update(UpdateDispatch, DispatchInput{AgentID: agent, By: "lead"}) })
+	h.at(time.Minute, func() {
+		created := h.eventsOf(EventTaskCreated)
+		moved := h.eventsOf(EventTaskTransitioned)
+		if len(created) != 1 || created[0].Actor != "planner" {
+			t.Errorf("created by %+v, want planner", created)
+		}
+		if len(moved) != 1 || moved[0].Actor != "lead" {
+			t.Errorf("dispatched by %+v, want lead", moved)
+		}
+	})
+	h.run()
+}
+
 // TestCompletionDone is example 1: a done report waits for the session's
 // end, which moves the task to review and asks the admins.
 func TestCompletionDone(t *testing.T) {

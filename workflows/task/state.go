@@ -10,12 +10,16 @@ import (
 
 // State is what the state query returns.
 type State struct {
-	TaskID      string   `json:"task_id"`
-	Status      Status   `json:"status"`
-	Risk        amp.Risk `json:"risk_level"`
-	Description string   `json:"description"`
-	Repo        string   `json:"repo"`
-	Branch      string   `json:"branch"`
+	TaskID string   `json:"task_id"`
+	Status Status   `json:"status"`
+	Risk   amp.Risk `json:"risk_level"`
+	// PlanApproval is how the plan is approved, auto or admin: the task's
+	// policy for its risk level, made stricter by the coordinator's
+	// handling. Empty until the task has read its policy.
+	PlanApproval Handling `json:"plan_approval,omitempty"`
+	Description  string   `json:"description"`
+	Repo         string   `json:"repo"`
+	Branch       string   `json:"branch"`
 	// CIRepo is the GitHub repository (HOST/OWNER/NAME) whose checks
 	// count, fixed when the task started; empty when it has none.
 	CIRepo string `json:"ci_repo,omitempty"`

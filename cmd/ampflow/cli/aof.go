@@ -17,7 +17,7 @@ import (
 func (a *App) aofCommand() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:     "aof",
-		Short:   "AOF/1 tasks: create, show, events, artifacts",
+		Short:   "AOF/1 tasks: create, list, show, events, artifacts; dispatch, heartbeat, report, session-end",
 		GroupID: groupCoordinator,
 		Args:    subcommandArgs,
 		RunE:    func(*cobra.Command, []string) error { return nil },
@@ -25,12 +25,12 @@ func (a *App) aofCommand() *cobra.Command {
 	task := &cobra.Command{
 		Use:     "task",
 		Short:   "Create and inspect AOF tasks (TASK-YYYY-MM-DD-NNN)",
-		Example: "  ampflow aof task create --title 'Users API' --assignee swe-backend\n  ampflow aof task show TASK-2026-02-09-057\n  ampflow aof task events TASK-2026-02-09-057 -o json",
+		Example: "  ampflow aof task create --title 'Users API' --assignee swe-backend\n  ampflow aof task list --assignee me --wait 30s\n  ampflow aof task show TASK-2026-02-09-057\n  ampflow aof task events TASK-2026-02-09-057 -o json",
 		Args:    subcommandArgs,
 		RunE:    func(*cobra.Command, []string) error { return nil },
 	}
-	task.AddCommand(a.aofCreateCommand(), a.aofShowCommand(), a.aofEventsCommand(), a.aofArtifactsCommand())
-	cmd.AddCommand(task)
+	task.AddCommand(a.aofCreateCommand(), a.aofListCommand(), a.aofShowCommand(), a.aofEventsCommand(), a.aofArtifactsCommand())
+	cmd.AddCommand(task, a.aofDispatchCommand(), a.aofHeartbeatCommand(), a.aofReportCommand(), a.aofSessionEndCommand())
 	return cmd
 }
 

@@ -396,8 +396,20 @@ func (c *apiClient) answerError(status int, b []byte) error {
 		} `json:"error"`
 	}
 	te := &task.Error{}
+	var extra map[string]json.RawMessage
 	if json.Unmarshal(b, &eb) == nil && eb.Error.Code != "" {
 		te.Code, te.Message, te.Fields = eb.Error.Code, eb.Error.Message, eb.Error.Fields
+		var all struct {
+			Error map[string]json.RawMessage `json:"error"`
+		}
+		if json.Unmarshal(b, &all) == nil {
+			for _, k := range []string{"code", "message", "fields"} {
+				delete(all.Error, k)
+			}
+			if len(all.Error) > 0 {
+				extra = all.Error
+			}
+		}
 	} else {
 		te.Code = codeOfStatus(status)
 		te.Message = fmt.Sprintf("the ampflow API at %s answered %d %s: is %s the ampflow API?",
@@ -416,8 +428,22 @@ func (c *apiClient) answerError(status int, b []byte) error {
 		}
 		te.Message += fmt.Sprintf(" (the role of the token in %s may not do that)", tokenSetting)
 	}
+	if extra != nil {
+		return &answerError{te: te, extra: extra}
+	}
 	return te
 }
+
+// answerError is an API error whose body carries more than code, message
+// and fields (a LOCK_CONFLICT's holder and retry_after_ms): -o json
+// prints them too, as the API answered.
+type answerError struct {
+	te    *task.Error
+	extra map[string]json.RawMessage
+}
+
+func (e *answerError) Error() string { return e.te.Error() }
+func (e *answerError) Unwrap() error { return e.te }
 
 // codeOfStatus is the code of an error answer without an error body.
 func codeOfStatus(status int) task.Code {

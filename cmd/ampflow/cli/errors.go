@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -29,6 +30,39 @@ type errorJSONDetail struct {
 	Code    task.Code        `json:"code"`
 	Message string           `json:"message"`
 	Fields  []amp.FieldError `json:"fields,omitempty"`
+	// extra are the API error's other fields, printed beside these.
+	extra map[string]json.RawMessage
+}
+
+// MarshalJSON prints the detail with its extra fields.
+func (d errorJSONDetail) MarshalJSON() ([]byte, error) {
+	type plain errorJSONDetail
+	b, err := marshalRaw(plain(d))
+	if err != nil || len(d.extra) == 0 {
+		return b, err
+	}
+	m := map[string]json.RawMessage{}
+	if err := json.Unmarshal(b, &m); err != nil {
+		return nil, err
+	}
+	for k, v := range d.extra {
+		if _, ok := m[k]; !ok {
+			m[k] = v
+		}
+	}
+	return marshalRaw(m)
+}
+
+// marshalRaw is json.Marshal without escaping <, > and &, as the error
+// line prints them.
+func marshalRaw(v any) ([]byte, error) {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		return nil, err
+	}
+	return bytes.TrimRight(buf.Bytes(), "\n"), nil
 }
 
 // errorBody classifies err, which ends Main with exit code exit.
@@ -36,6 +70,10 @@ func errorBody(exit int, err error) errorJSON {
 	d := errorJSONDetail{Code: codeFailed, Message: strings.ReplaceAll(err.Error(), "\n", "; ")}
 	if exit == ExitUsage {
 		d.Code = codeUsage
+	}
+	var ae *answerError
+	if errors.As(err, &ae) {
+		d.extra = ae.extra
 	}
 	var te *task.Error
 	var ie *inputError

@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"net/url"
@@ -120,14 +121,23 @@ func (a *App) leaseListCommand() *cobra.Command {
 			if limit > 0 {
 				q.Set("limit", fmt.Sprint(limit))
 			}
-			var out repomesh.LeaseList
+			var out struct {
+				Leases     []json.RawMessage `json:"leases"`
+				NextCursor string            `json:"next_cursor"`
+			}
 			if err := c.do(cmd.Context(), http.MethodGet, "/v1/leases?"+q.Encode(), nil, nil, &out); err != nil {
 				return err
 			}
 			if a.JSON() {
-				return a.PrintJSON(out)
+				return a.printRawPage(cmd, args, out.Leases, out.NextCursor)
 			}
-			if err := a.printLeases(out.Leases...); err != nil {
+			ls := make([]repomesh.Lease, len(out.Leases))
+			for i, raw := range out.Leases {
+				if err := json.Unmarshal(raw, &ls[i]); err != nil {
+					return fmt.Errorf("reading a lease: %w", err)
+				}
+			}
+			if err := a.printLeasesTable(ls); err != nil {
 				return err
 			}
 			return a.printMore(cmd, args, out.NextCursor)
@@ -146,10 +156,15 @@ func setIf(q url.Values, k, v string) {
 	}
 }
 
+// printLeases prints one lease an acquire or renew answered.
 func (a *App) printLeases(ls ...repomesh.Lease) error {
 	if a.JSON() && len(ls) == 1 {
 		return a.PrintJSON(ls[0])
 	}
+	return a.printLeasesTable(ls)
+}
+
+func (a *App) printLeasesTable(ls []repomesh.Lease) error {
 	t := newTable(a.Stdout, "LEASE", "RESOURCE", "AGENT", "STATE", "TTL", "EXPIRES", "LAST HEARTBEAT")
 	for _, l := range ls {
 		state := l.State

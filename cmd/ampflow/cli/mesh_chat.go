@@ -41,12 +41,11 @@ func (a *App) chatSendCommand() *cobra.Command {
 			if err != nil {
 				return err
 			}
+			// The API takes the sender from the token and refuses
+			// another name unless the token is an admin's.
 			sender := from
 			if sender == "" {
 				sender, _ = a.LookupEnv("AMPFLOW_AGENT_NAME")
-			}
-			if sender == "" {
-				return UsageError(fmt.Errorf("chat send needs --from or AMPFLOW_AGENT_NAME: your token's name"))
 			}
 			subj := subject
 			if subj == "" {
@@ -55,8 +54,9 @@ func (a *App) chatSendCommand() *cobra.Command {
 					subj = subj[:80]
 				}
 			}
-			p := map[string]any{"from": sender, "from_id": sender, "to": args[0], "subject": subj,
-				"content": args[1], "timestamp": time.Now().UTC().Format(time.RFC3339Nano)}
+			p := map[string]any{"to": args[0], "subject": subj, "content": args[1], "timestamp": time.Now().UTC().Format(time.RFC3339Nano)}
+			setAny(p, "from", sender)
+			setAny(p, "from_id", sender)
 			setAny(p, "parent_message_id", parent)
 			setAny(p, "task_id", taskID)
 			payload, _ := json.Marshal(p)
@@ -72,7 +72,7 @@ func (a *App) chatSendCommand() *cobra.Command {
 			return err
 		},
 	}
-	send.Flags().StringVar(&from, "from", "", "sender `NAME`: the token's name unless admin (default: $AMPFLOW_AGENT_NAME)")
+	send.Flags().StringVar(&from, "from", "", "speak as `NAME`: only an admin may name another than the token's (default: $AMPFLOW_AGENT_NAME, else the token's name)")
 	send.Flags().StringVar(&subject, "subject", "", "`SUBJECT` (default: the content's first line)")
 	send.Flags().StringVar(&parent, "reply-to", "", "the `EVENT_ID` this replies to")
 	send.Flags().StringVar(&taskID, "task", "", "the `TASK_ID` it is about")
@@ -87,7 +87,7 @@ func (a *App) chatInboxCommand() *cobra.Command {
 	var limit int
 	inbox := &cobra.Command{
 		Use:     "inbox",
-		Short:   "Read your inbox: messages to you or mentioning you, and broadcasts with --all",
+		Short:   "Read your inbox, oldest first: messages to you or mentioning you, and broadcasts with --all",
 		Example: "  ampflow chat inbox --all\n  ampflow chat inbox --since 2026-11-23T10:00:00Z --direction asc -o json",
 		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -109,7 +109,7 @@ func (a *App) chatInboxCommand() *cobra.Command {
 	inbox.Flags().StringVar(&recipient, "agent", "", "whose inbox (default: the token's name; others' need admin)")
 	inbox.Flags().BoolVar(&broadcast, "all", false, "include broadcasts (to: all)")
 	inbox.Flags().StringVar(&since, "since", "", "only messages after `TIME` (RFC 3339)")
-	inbox.Flags().StringVar(&direction, "direction", "desc", "asc or desc")
+	inbox.Flags().StringVar(&direction, "direction", "", "asc or desc (default: asc for your own inbox, desc for another's)")
 	inbox.Flags().StringVar(&channel, "channel", "", "only `CHANNEL`")
 	inbox.Flags().IntVar(&limit, "limit", 0, "at most `N` (1 to 500; default 50)")
 	inbox.Flags().StringVar(&cursor, "cursor", "", "go on from the `CURSOR` a previous page printed (its more: line)")
@@ -171,23 +171,30 @@ func setAny(m map[string]any, k, v string) {
 	}
 }
 
-// getEvents prints a page of events; in text, a more: line on stderr
-// says how to read the next page (with -o json, next_cursor is in the
-// answer).
+// getEvents prints a page of events; a more: line on stderr says how to
+// read the next page. With -o json, stdout is the API's events as it
+// answered them, a JSON array, and the next page's cursor is on stderr.
 func (a *App) getEvents(cmd *cobra.Command, args []string, path string) error {
 	c, err := a.api()
 	if err != nil {
 		return err
 	}
-	var out repomesh.EventList
+	var out struct {
+		Events     []json.RawMessage `json:"events"`
+		NextCursor string            `json:"next_cursor"`
+	}
 	if err := c.do(cmd.Context(), http.MethodGet, path, nil, nil, &out); err != nil {
 		return err
 	}
 	if a.JSON() {
-		return a.PrintJSON(out)
+		return a.printRawPage(cmd, args, out.Events, out.NextCursor)
 	}
 	t := newTable(a.Stdout, "ID", "TIME", "TYPE", "FROM", "TO", "SUBJECT", "THREAD")
-	for _, e := range out.Events {
+	for _, raw := range out.Events {
+		var e repomesh.Event
+		if err := json.Unmarshal(raw, &e); err != nil {
+			return fmt.Errorf("reading an event of %s: %w", path, err)
+		}
 		var p struct{ From, To, Subject string }
 		_ = json.Unmarshal(e.Payload, &p)
 		t.row(e.ID, e.CreatedAt.Format(time.RFC3339), e.Type, p.From, p.To, p.Subject, e.ThreadID)
@@ -196,4 +203,16 @@ func (a *App) getEvents(cmd *cobra.Command, args []string, path string) error {
 		return err
 	}
 	return a.printMore(cmd, args, out.NextCursor)
+}
+
+// printRawPage prints a listing's items as the API answered them, one
+// JSON array ([] when empty), and the next page's cursor on stderr.
+func (a *App) printRawPage(cmd *cobra.Command, args []string, items []json.RawMessage, next string) error {
+	if items == nil {
+		items = []json.RawMessage{}
+	}
+	if err := a.PrintJSON(items); err != nil {
+		return err
+	}
+	return a.printMore(cmd, args, next)
 }

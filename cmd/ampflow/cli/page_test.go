@@ -22,7 +22,16 @@ import (
 // would: the CLI's own client, no fake in between.
 func runAPI(t *testing.T, url string, args ...string) result {
 	t.Helper()
+	return runAPIAs(t, url, "", args...)
+}
+
+// runAPIAs is runAPI with AMPFLOW_API_TOKEN set to token, when not empty.
+func runAPIAs(t *testing.T, url, token string, args ...string) result {
+	t.Helper()
 	env := map[string]string{"AMPFLOW_DATA_DIR": filepath.Join(t.TempDir(), "data"), "USER": "ana", "AMPFLOW_API_URL": url}
+	if token != "" {
+		env["AMPFLOW_API_TOKEN"] = token
+	}
 	var stdout, stderr bytes.Buffer
 	code := Main(context.Background(), Options{
 		Args: args, Stdin: strings.NewReader(""), Stdout: &stdout, Stderr: &stderr,

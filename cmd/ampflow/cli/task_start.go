@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"time"
@@ -47,7 +48,10 @@ type startOutput struct {
 	TaskID  string             `json:"task_id"`
 	Status  task.Status        `json:"status"`
 	Pending *decision.Decision `json:"pending,omitempty"`
-	Reason  string             `json:"reason,omitempty"`
+	// PlanApproval is how the plan is approved (auto or admin), from
+	// the task's policy; absent when the task has not said.
+	PlanApproval task.Handling `json:"plan_approval,omitempty"`
+	Reason       string        `json:"reason,omitempty"`
 	// Checked is false when the branch check had not finished in time.
 	Checked bool `json:"checked"`
 }
@@ -190,7 +194,7 @@ func (a *App) readPlan(raw []byte, taskID string, now time.Time) (amp.TaskDispat
 // last line; JSON prints one object.
 func (a *App) printStarted(taskID string, st task.State, checked bool) error {
 	if a.JSON() {
-		return a.PrintJSON(startOutput{TaskID: taskID, Status: st.Status, Pending: st.Pending, Reason: st.Reason, Checked: checked})
+		return a.PrintJSON(startOutput{TaskID: taskID, Status: st.Status, Pending: st.Pending, PlanApproval: st.PlanApproval, Reason: st.Reason, Checked: checked})
 	}
 	a.printStartedNote(st, checked)
 	_, err := fmt.Fprintln(a.Stdout, taskID)
@@ -202,13 +206,28 @@ func (a *App) printStartedNote(st task.State, checked bool) {
 	case st.Status == task.StatusTerminated:
 		fmt.Fprintf(a.Stdout, "task %s refused\n", st.TaskID)
 	case st.Pending != nil:
-		fmt.Fprintf(a.Stdout, "task %s started; waiting for an admin: %s\n  ampflow decide %s --decision %s --option %s\n",
-			st.TaskID, oneLine(st.Pending.Prompt), st.TaskID, st.Pending.ID, optionChoices(*st.Pending))
+		fmt.Fprintf(a.Stdout, "task %s started; %s: %s\n  ampflow decide %s --decision %s --option %s\n",
+			st.TaskID, cmp.Or(planHandling(st), "waiting for an admin"), oneLine(st.Pending.Prompt), st.TaskID, st.Pending.ID, optionChoices(*st.Pending))
+	case checked && planHandling(st) != "":
+		fmt.Fprintf(a.Stdout, "task %s started; %s\n", st.TaskID, planHandling(st))
 	case checked:
 		fmt.Fprintf(a.Stdout, "task %s started: %s\n", st.TaskID, st.Status)
 	default:
 		fmt.Fprintf(a.Stdout, "task %s started\n", st.TaskID)
 	}
+}
+
+// planHandling says what the plan's approval does, from the task's
+// policy: "plan approved automatically: low risk", "plan waits for an
+// admin: high risk"; "" when the task has not said.
+func planHandling(st task.State) string {
+	switch st.PlanApproval {
+	case task.HandlingAuto:
+		return fmt.Sprintf("plan approved automatically: %s risk", st.Risk)
+	case task.HandlingAdmin:
+		return fmt.Sprintf("plan waits for an admin: %s risk", st.Risk)
+	}
+	return ""
 }
 
 // printID ends text output with the task id; JSON output is left alone.

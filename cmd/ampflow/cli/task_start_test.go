@@ -54,6 +54,34 @@ func TestTaskStart(t *testing.T) {
 			t.Errorf("calls %q, input %+v", f.Calls(), f.started[0])
 		}
 	})
+	t.Run("SaysThePlansHandling", func(t *testing.T) {
+		for _, c := range []struct {
+			name string
+			st   task.State
+			want string
+		}{
+			{"Auto", task.State{TaskID: "T-2026-046", Status: task.StatusDispatched, Risk: amp.RiskLow, PlanApproval: task.HandlingAuto,
+				Timeline: []task.TimelineEntry{{Kind: "decision"}}}, "task T-2026-046 started; plan approved automatically: low risk\n"},
+			{"Admin", func() task.State {
+				st := approvalPending()
+				st.TaskID, st.Risk, st.PlanApproval = "T-2026-046", amp.RiskHigh, task.HandlingAdmin
+				return st
+			}(), "task T-2026-046 started; plan waits for an admin: high risk: Approve the plan?\n"},
+		} {
+			t.Run(c.name, func(t *testing.T) {
+				f := &fakeTasks{states: []task.State{c.st}}
+				r := runFake(t, f, "", nil, "task", "start", "-f", "testdata/plan.json", "--task-id", "T-2026-046")
+				wantExit(t, r, ExitOK)
+				if !strings.HasPrefix(r.stdout, c.want) {
+					t.Errorf("stdout = %q, want it to start %q", r.stdout, c.want)
+				}
+				r = runFake(t, f, "", nil, "task", "start", "-f", "testdata/plan.json", "--task-id", "T-2026-046", "-o", "json")
+				if !strings.Contains(r.stdout, `"plan_approval":"`+string(c.st.PlanApproval)+`"`) {
+					t.Errorf("json = %q", r.stdout)
+				}
+			})
+		}
+	})
 	t.Run("FromStdinJSONOutput", func(t *testing.T) {
 		plan, err := os.ReadFile("testdata/plan.json")
 		if err != nil {
