@@ -235,6 +235,9 @@ func TestPullRequestDelivery(t *testing.T) {
 // the push, while GitHub is creating the pull request: after the restart
 // the task finds that pull request rather than opening a second.
 func TestPullRequestKilledBeforeOpening(t *testing.T) {
+	// Most of its time is the wait for the killed worker's activity to time
+	// out; it runs beside the other tests that wait so.
+	t.Parallel()
 	const token = "ghs_e2eKillToken0123456789"
 	const id = "T-2026-932"
 	s := newPRSetup(t, token)

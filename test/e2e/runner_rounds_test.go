@@ -119,6 +119,9 @@ func TestRunnerHungRun(t *testing.T) {
 // left, the retried delivery resumes Codex's session, and the task is
 // done with its result recorded once.
 func TestRunnerKill9Resumes(t *testing.T) {
+	// Most of its time is the wait for the killed worker's activity to time
+	// out; it runs beside the other tests that wait so.
+	t.Parallel()
 	s := startRunners(t,
 		[]fakemodel.Turn{
 			codexCommit("hello", "add hello.txt"),
