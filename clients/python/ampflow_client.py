@@ -347,7 +347,7 @@ class Client:
         return self.call("POST", "/v1/aof/session-end", {"agentId": agent_id})
 
     def aof_events(self, task_id=None):
-        return self.call("GET", "/v1/aof/events", query={"taskId": task_id})["events"]
+        return self.call("GET", "/v1/aof/events", query={"task_id": task_id})["events"]
 
 
 def _retry_after(header, attempt):

@@ -308,7 +308,7 @@ func TestCreateTask(t *testing.T) {
 	if st, out := r.do("POST", "/v1/aof/tasks/TASK-2026-02-09-001/heartbeat", `{"agentId":"a"}`); st != 409 || errCode(out) != "not_running" {
 		t.Errorf("heartbeat %d %v", st, out)
 	}
-	if st, out := r.do("GET", "/v1/aof/events?taskId=TASK-2026-02-09-001", ""); st != 200 || out["events"] == nil {
+	if st, out := r.do("GET", "/v1/aof/events?task_id=TASK-2026-02-09-001", ""); st != 200 || out["events"] == nil {
 		t.Errorf("events %d %v", st, out)
 	}
 	if st, out := r.do("POST", "/v1/aof/session-end", `{"agentId":"swe-backend"}`); st != 200 || out["applied"] == nil {

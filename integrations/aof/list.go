@@ -18,7 +18,7 @@ import (
 type TasksResponse struct {
 	Tasks []wf.Task `json:"tasks"`
 	// Next reads the page after; empty on the last.
-	Next string `json:"next,omitempty"`
+	NextCursor string `json:"next_cursor,omitempty"`
 }
 
 // AssigneeMe in GET /v1/aof/tasks?assignee= is the token's own name.
@@ -136,7 +136,7 @@ func (a *API) listTasks(r *http.Request, tq taskQuery) (TasksResponse, error) {
 		}
 		if len(out.Tasks) == tq.limit {
 			if next != "" || cursor != rows[len(rows)-1].TaskID {
-				out.Next = cursor
+				out.NextCursor = cursor
 			}
 			return out, nil
 		}
@@ -144,7 +144,7 @@ func (a *API) listTasks(r *http.Request, tq taskQuery) (TasksResponse, error) {
 			return out, nil
 		}
 		if scanned >= maxScan {
-			out.Next = cursor
+			out.NextCursor = cursor
 			return out, nil
 		}
 		cursor = next

@@ -54,11 +54,11 @@ func TestListTasks(t *testing.T) {
 
 	t.Run("Paged", func(t *testing.T) {
 		st, out := r.as("exec-token-01234567", "GET", "/v1/aof/tasks?assignee=me&limit=2", "")
-		if st != 200 || !equal(taskIDs(out), []string{"TASK-2026-02-09-001", "TASK-2026-02-09-003"}) || out["next"] != "TASK-2026-02-09-003" {
+		if st != 200 || !equal(taskIDs(out), []string{"TASK-2026-02-09-001", "TASK-2026-02-09-003"}) || out["next_cursor"] != "TASK-2026-02-09-003" {
 			t.Fatalf("first page %d: %v", st, out)
 		}
 		st, out = r.as("exec-token-01234567", "GET", "/v1/aof/tasks?assignee=me&limit=2&cursor=TASK-2026-02-09-003", "")
-		if st != 200 || !equal(taskIDs(out), []string{"TASK-2026-02-09-004"}) || out["next"] != nil {
+		if st != 200 || !equal(taskIDs(out), []string{"TASK-2026-02-09-004"}) || out["next_cursor"] != nil {
 			t.Fatalf("second page %d: %v", st, out)
 		}
 	})

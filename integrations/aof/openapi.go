@@ -101,7 +101,7 @@ var (
 	opEvents = withParams(op("listAOFEvents", "List the logged AOF events",
 		"Oldest first, of one task or of all; each with its type, taskId, actor, timestamp and payload (with its reason).",
 		"", "200", "AOFEventsResponse", map[string]string{"400": "Invalid limit or cursor (code invalid)."}),
-		param("query", "taskId", "Only this task's events.", false),
+		param("query", "task_id", "Only this task's events.", false),
 		param("query", "limit", "At most this many (default 100, at most 1000).", false),
 		param("query", "cursor", "The next of the previous page.", false))
 	opSessionEnd = op("endAOFSession", "End an agent session",
@@ -213,8 +213,8 @@ func Spec() httpapi.Spec {
 			"taskId": strSchema(""), "actor": strSchema(""), "timestamp": map[string]any{"type": "string", "format": "date-time"},
 			"payload": eventPayloadSchema(),
 		}),
-		"AOFTasksResponse":  obj([]string{"tasks"}, map[string]any{"tasks": map[string]any{"type": "array", "items": ref("AOFTask")}, "next": strSchema("The cursor of the next page; absent on the last.")}),
-		"AOFEventsResponse": obj([]string{"events"}, map[string]any{"events": map[string]any{"type": "array", "items": ref("AOFEvent")}, "next": strSchema("The cursor of the next page.")}),
+		"AOFTasksResponse":  obj([]string{"tasks"}, map[string]any{"tasks": map[string]any{"type": "array", "items": ref("AOFTask")}, "next_cursor": strSchema("Pass as cursor for the next page; absent on the last.")}),
+		"AOFEventsResponse": obj([]string{"events"}, map[string]any{"events": map[string]any{"type": "array", "items": ref("AOFEvent")}, "next_cursor": strSchema("Pass as cursor for the next page; absent on the last.")}),
 		"AOFSessionEndResponse": obj([]string{"applied"}, map[string]any{"applied": map[string]any{"type": "array", "items": ref("AOFTask")},
 			"more": map[string]any{"type": "boolean", "description": fmt.Sprintf("Tasks with a run result to apply were left for another call: one call applies at most %d.", MaxSessionEnd)}}),
 	}

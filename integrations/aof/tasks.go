@@ -219,8 +219,8 @@ func (a *API) answer(w http.ResponseWriter, r *http.Request, row ssot.AOFTask, r
 
 // EventsResponse is a page of logged events.
 type EventsResponse struct {
-	Events []ssot.AOFEvent `json:"events"`
-	Next   string          `json:"next,omitempty"`
+	Events     []ssot.AOFEvent `json:"events"`
+	NextCursor string          `json:"next_cursor,omitempty"`
 }
 
 func (a *API) getEvents(w http.ResponseWriter, r *http.Request) {
@@ -232,7 +232,7 @@ func (a *API) getEvents(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
-	evs, next, err := a.store.AOFEvents(r.Context(), q.Get("taskId"), p)
+	evs, next, err := a.store.AOFEvents(r.Context(), q.Get("task_id"), p)
 	if err != nil {
 		var inv *ssot.InvalidError
 		if errors.As(err, &inv) {
@@ -242,7 +242,7 @@ func (a *API) getEvents(w http.ResponseWriter, r *http.Request) {
 		a.srv.Error(w, r, err)
 		return
 	}
-	httpapi.WriteJSON(w, http.StatusOK, EventsResponse{Events: evs, Next: next})
+	httpapi.WriteJSON(w, http.StatusOK, EventsResponse{Events: evs, NextCursor: next})
 }
 
 // SessionEndResponse lists the tasks whose run result was applied.

@@ -82,7 +82,7 @@ func TestAOFFindWork(t *testing.T) {
 	if out := mustCLI(t, p, agent, "aof", "heartbeat", id); !strings.Contains(out, id+" heartbeat: in_progress; heartbeat 2") {
 		t.Errorf("aof heartbeat: %q", out)
 	}
-	code, b := call(coord, "GET", "/v1/aof/events?taskId="+id, nil)
+	code, b := call(coord, "GET", "/v1/aof/events?task_id="+id, nil)
 	var evs struct {
 		Events []aofEvent `json:"events"`
 	}

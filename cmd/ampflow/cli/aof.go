@@ -180,17 +180,17 @@ func (a *App) aofEventsCommand() *cobra.Command {
 					q.Set("cursor", cursor)
 				}
 				var page struct {
-					Events []ssot.AOFEvent `json:"events"`
-					Next   string          `json:"next"`
+					Events     []ssot.AOFEvent `json:"events"`
+					NextCursor string          `json:"next_cursor"`
 				}
 				if err := api.do(cmd.Context(), "GET", "/v1/aof/events?"+q.Encode(), nil, nil, &page); err != nil {
 					return refused(err)
 				}
 				all = append(all, page.Events...)
-				if page.Next == "" {
+				if page.NextCursor == "" {
 					break
 				}
-				cursor = page.Next
+				cursor = page.NextCursor
 			}
 			if a.JSON() {
 				return a.PrintJSON(all)

@@ -262,8 +262,8 @@ func (a *App) aofListCommand() *cobra.Command {
 				if err := a.PrintJSON(page.Tasks); err != nil {
 					return err
 				}
-				if page.Next != "" {
-					fmt.Fprintf(a.Stderr, "{\"next_cursor\":%q}\n", page.Next)
+				if page.NextCursor != "" {
+					fmt.Fprintf(a.Stderr, "{\"next_cursor\":%q}\n", page.NextCursor)
 				}
 				return nil
 			}
@@ -274,8 +274,8 @@ func (a *App) aofListCommand() *cobra.Command {
 				}
 				fmt.Fprintf(a.Stdout, "%s  %-11s  %-14s %s\n", t.TaskID, t.Status, agent, t.Title)
 			}
-			if page.Next != "" {
-				fmt.Fprintf(a.Stderr, "more: ampflow aof task list --cursor %s\n", page.Next)
+			if page.NextCursor != "" {
+				fmt.Fprintf(a.Stderr, "more: ampflow aof task list --cursor %s\n", page.NextCursor)
 			}
 			return nil
 		},

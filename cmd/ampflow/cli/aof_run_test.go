@@ -50,7 +50,7 @@ func TestAOFRunCommands(t *testing.T) {
 		mu.Lock()
 		sent["list"] = map[string]any{"query": r.URL.RawQuery}
 		mu.Unlock()
-		io.WriteString(w, `{"tasks":[{"taskId":"TASK-2026-02-09-001","title":"Users API","assignee":"swe-backend","status":"ready","metadata":{},"workLog":[],"rev":1}],"next":"TASK-2026-02-09-001"}`)
+		io.WriteString(w, `{"tasks":[{"taskId":"TASK-2026-02-09-001","title":"Users API","assignee":"swe-backend","status":"ready","metadata":{},"workLog":[],"rev":1}],"next_cursor":"TASK-2026-02-09-001"}`)
 	})
 	ts := httptest.NewServer(mux)
 	defer ts.Close()
