@@ -65,6 +65,7 @@ func Open(ctx context.Context, url string) (*DB, error) {
 		db.SetMaxOpenConns(sqliteConns)
 		db.SetMaxIdleConns(sqliteConns)
 	} else {
+		db.SetMaxOpenConns(postgresConns)
 		db.SetMaxIdleConns(postgresIdleConns)
 	}
 	s := &DB{db: db, engine: engine}
@@ -78,10 +79,13 @@ func Open(ctx context.Context, url string) (*DB, error) {
 	return s, nil
 }
 
-// Connection pool sizes: SQLite's open connections (all kept idle), and
-// the PostgreSQL connections kept idle between bursts.
+// Connection pool sizes: SQLite's open connections (all kept idle); the
+// PostgreSQL connections one process opens at most (a burst waits for
+// one rather than passing the server's max_connections, 100 by default,
+// with a few workers sharing it) and keeps idle between bursts.
 const (
 	sqliteConns       = 8
+	postgresConns     = 32
 	postgresIdleConns = 16
 )
 
