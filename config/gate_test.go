@@ -19,6 +19,7 @@ func TestValidateGate(t *testing.T) {
 		{"RuleGate", func(g *Gate) { g.Rules = []GateRule{{}, {}, {Gate: "maybe"}} }, "gate.rules[0].gate: must be declared, always or never"},
 		{"RuleAction", func(g *Gate) { g.Rules = []GateRule{{Gate: GateAlways, Action: "("}} }, "gate.rules[0].action: is not a regular expression"},
 		{"Allow", func(g *Gate) { g.WebhookAllow = []string{"http://x"} }, "gate.webhook_allow[0]: must be a host name"},
+		{"AllowPort", func(g *Gate) { g.WebhookAllow = []string{"127.0.0.1:0"} }, "gate.webhook_allow[0]: must be a host name"},
 		{"Budget", func(g *Gate) { g.Budgets = []GateBudget{{Agent: "a", Period: "week", USD: 1}} }, "gate.budgets[0].period: must be day or month"},
 		{"AllowWithoutSecret", func(g *Gate) { g.WebhookAllow = []string{"hooks.example.com"}; g.WebhookSecret = "" }, "gate.webhook_secret: required when gate.webhook_allow is set"},
 		{"BudgetTwice", func(g *Gate) {
@@ -68,7 +69,7 @@ func TestGateFromFile(t *testing.T) {
   rules:
     - {action: "(?i)deploy", gate: always}
     - {agent: linter, cost_over_usd: 0.5, gate: never}
-  webhook_allow: [hooks.example.com, "*.example.org"]
+  webhook_allow: [hooks.example.com, "*.example.org", "127.0.0.1:9000"]
   pricing:
     - {model: my-model, input: 1.5, output: 2}
   budgets:
