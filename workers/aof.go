@@ -27,7 +27,7 @@ func registerAOF(w worker.Worker, o Options, parts *Parts) {
 	w.RegisterActivity(acts)
 	leases := &aofacts.AOFLeases{}
 	if parts.Tasks != nil && parts.Tasks.Temporal != nil {
-		leases.Leases = aofLeases{&lease.Client{Temporal: parts.Tasks.Temporal, TaskQueue: o.Config.Temporal.TaskQueue}}
+		leases.Leases = aofLeases{&lease.Client{Temporal: parts.Tasks.Temporal, TaskQueue: o.Config.Temporal.TaskQueue, DecisionKey: parts.Tasks.DecisionKey}}
 	}
 	w.RegisterActivity(leases)
 }
