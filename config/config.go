@@ -5,6 +5,7 @@ package config
 
 import (
 	"log/slog"
+	"slices"
 	"time"
 
 	"github.com/ampflow/ampflow/amp"
@@ -24,8 +25,10 @@ type Config struct {
 	Auth     Auth     `mapstructure:"auth"`
 	// Admins names the people who may decide from the CLI or the HTTP API.
 	// AnyAdmin among them lets anyone named decide; none at all (here, in
-	// the chat admins or as admin tokens) lets nobody.
-	Admins []string `mapstructure:"admins"`
+	// the chat admins or as admin tokens) lets nobody. An entry is a name
+	// or {name, slack, telegram}: the person's channel identities too,
+	// which then decide as that person and count once in a quorum.
+	Admins []Admin `mapstructure:"admins"`
 	// AdminsEscalation names the people who may also decide a decision
 	// once it has escalated (policy.decisions.escalate_after passed).
 	AdminsEscalation []string  `mapstructure:"admins_escalation"`
@@ -354,6 +357,73 @@ type Notify struct {
 
 // SlackAdmin names a Slack user as an admin identity.
 func SlackAdmin(userID string) string { return "slack:" + userID }
+
+// Admin is one person who may decide: a name, and the Slack and Telegram
+// user ids that are the same person.
+type Admin struct {
+	Name     string `mapstructure:"name" json:"name"`
+	Slack    string `mapstructure:"slack" json:"slack,omitempty"`
+	Telegram string `mapstructure:"telegram" json:"telegram,omitempty"`
+}
+
+// AdminsNamed is admins of names alone.
+func AdminsNamed(names ...string) []Admin {
+	out := make([]Admin, len(names))
+	for i, n := range names {
+		out[i] = Admin{Name: n}
+	}
+	return out
+}
+
+// AdminNames is the names of c.Admins.
+func (c Config) AdminNames() []string {
+	out := make([]string, len(c.Admins))
+	for i, a := range c.Admins {
+		out[i] = a.Name
+	}
+	return out
+}
+
+// SlackAdmins is slack.admins and the Slack ids of admins.
+func (c Config) SlackAdmins() []string {
+	out := slices.Clone(c.Slack.Admins)
+	for _, a := range c.Admins {
+		if a.Slack != "" && !slices.Contains(out, a.Slack) {
+			out = append(out, a.Slack)
+		}
+	}
+	return out
+}
+
+// TelegramAdmins is telegram.admins and the Telegram ids of admins.
+func (c Config) TelegramAdmins() []string {
+	out := slices.Clone(c.Telegram.Admins)
+	for _, a := range c.Admins {
+		if a.Telegram != "" && !slices.Contains(out, a.Telegram) {
+			out = append(out, a.Telegram)
+		}
+	}
+	return out
+}
+
+// Persons maps each channel identity of an admin (SlackAdmin,
+// TelegramAdmin) to the admin's name: one person, counted once in a
+// quorum however many channels they answer from.
+func (c Config) Persons() map[string]string {
+	m := map[string]string{}
+	for _, a := range c.Admins {
+		if a.Slack != "" {
+			m[SlackAdmin(a.Slack)] = a.Name
+		}
+		if a.Telegram != "" {
+			m[TelegramAdmin(a.Telegram)] = a.Name
+		}
+	}
+	if len(m) == 0 {
+		return nil
+	}
+	return m
+}
 
 // TelegramAdmin names a Telegram user as an admin identity.
 func TelegramAdmin(userID string) string { return "telegram:" + userID }

@@ -3,8 +3,11 @@ package config
 import (
 	"encoding/json"
 	"fmt"
+	"net"
+	"net/netip"
 	"reflect"
 	"regexp"
+	"strconv"
 	"strings"
 	"time"
 )
@@ -20,8 +23,9 @@ type Gate struct {
 	Rules []GateRule `mapstructure:"rules" json:"rules"`
 	// WebhookSecret signs the resolution callbacks. Secret.
 	WebhookSecret string `mapstructure:"webhook_secret" json:"-"`
-	// WebhookAllow lists the hosts a signal's webhook_url may name:
-	// "hooks.example.com", "*.example.com", "127.0.0.1". None refuses
+	// WebhookAllow lists the hosts a signal's webhook_url may name, each
+	// with an optional port; a private or loopback address only with one:
+	// "hooks.example.com", "*.example.com", "127.0.0.1:9000". None refuses
 	// every webhook_url.
 	WebhookAllow []string `mapstructure:"webhook_allow" json:"webhook_allow"`
 	// CallbackFor is how long a resolution is retried to the webhook.
@@ -168,8 +172,8 @@ func (c Config) validateGate(ps *problems) {
 		}
 	}
 	for i, h := range g.WebhookAllow {
-		if h == "" || strings.ContainsAny(h, "/: ") || strings.Count(h, "*") > 1 || (strings.Contains(h, "*") && !strings.HasPrefix(h, "*.")) {
-			ps.add(fmt.Sprintf("gate.webhook_allow[%d]", i), "must be a host name or IP, or *.domain, not %q", h)
+		if !webhookAllowEntry(h) {
+			ps.add(fmt.Sprintf("gate.webhook_allow[%d]", i), "must be a host name or IP, or *.domain, each with an optional :port (a private or loopback address needs one), not %q", h)
 		}
 	}
 	// A callback nobody can verify lets anyone who learns a webhook_url
@@ -211,4 +215,22 @@ func init() {
 	for k, v := range gateDefaults {
 		defaults[k] = v
 	}
+}
+
+// webhookAllowEntry says whether h is a gate.webhook_allow entry: a host,
+// an IP or *.domain, with an optional port ("127.0.0.1:9000",
+// "[::1]:9000").
+func webhookAllowEntry(h string) bool {
+	if host, port, err := net.SplitHostPort(h); err == nil {
+		n, err := strconv.Atoi(port)
+		if err != nil || n < 1 || n > 65535 {
+			return false
+		}
+		h = host
+		if strings.Contains(h, ":") {
+			_, err := netip.ParseAddr(h)
+			return err == nil
+		}
+	}
+	return h != "" && !strings.ContainsAny(h, "/:[] ") && strings.Count(h, "*") <= 1 && (!strings.Contains(h, "*") || strings.HasPrefix(h, "*."))
 }

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -19,6 +20,7 @@ func TestValidateGate(t *testing.T) {
 		{"RuleGate", func(g *Gate) { g.Rules = []GateRule{{}, {}, {Gate: "maybe"}} }, "gate.rules[0].gate: must be declared, always or never"},
 		{"RuleAction", func(g *Gate) { g.Rules = []GateRule{{Gate: GateAlways, Action: "("}} }, "gate.rules[0].action: is not a regular expression"},
 		{"Allow", func(g *Gate) { g.WebhookAllow = []string{"http://x"} }, "gate.webhook_allow[0]: must be a host name"},
+		{"AllowPort", func(g *Gate) { g.WebhookAllow = []string{"127.0.0.1:0"} }, "gate.webhook_allow[0]: must be a host name"},
 		{"Budget", func(g *Gate) { g.Budgets = []GateBudget{{Agent: "a", Period: "week", USD: 1}} }, "gate.budgets[0].period: must be day or month"},
 		{"AllowWithoutSecret", func(g *Gate) { g.WebhookAllow = []string{"hooks.example.com"}; g.WebhookSecret = "" }, "gate.webhook_secret: required when gate.webhook_allow is set"},
 		{"BudgetTwice", func(g *Gate) {
@@ -68,7 +70,7 @@ func TestGateFromFile(t *testing.T) {
   rules:
     - {action: "(?i)deploy", gate: always}
     - {agent: linter, cost_over_usd: 0.5, gate: never}
-  webhook_allow: [hooks.example.com, "*.example.org"]
+  webhook_allow: [hooks.example.com, "*.example.org", "127.0.0.1:9000"]
   pricing:
     - {model: my-model, input: 1.5, output: 2}
   budgets:
@@ -90,5 +92,43 @@ func TestGateFromFile(t *testing.T) {
 	if len(g.Agents) != 1 || g.Agents[0].KeyEnv != "RESUME_TAILOR_KEY" || g.Rules[1].CostOverUSD != 0.5 || g.Pricing[0].Input != 1.5 ||
 		g.Budgets[0].USD != 5 || g.WebhookAllow[1] != "*.example.org" {
 		t.Fatalf("gate %+v", g)
+	}
+}
+
+// TestAdminsWithIdentities: an admins entry is a name or a person with
+// their Slack and Telegram ids; the ids decide as the person, and a
+// person counts once toward what a quorum can reach.
+func TestAdminsWithIdentities(t *testing.T) {
+	f := filepath.Join(t.TempDir(), "ampflow.yaml")
+	yaml := `admins: [ops, {name: ana, slack: U123, telegram: "456"}]
+slack: {admins: [U123]}
+policy: {quorum: {high: 3}}
+`
+	if err := os.WriteFile(f, []byte(yaml), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	c, err := LoadEnv(New(), f, func(string) (string, bool) { return "", false })
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := []Admin{{Name: "ops"}, {Name: "ana", Slack: "U123", Telegram: "456"}}; !slices.Equal(c.Admins, want) {
+		t.Fatalf("admins %+v, want %+v", c.Admins, want)
+	}
+	if p := c.Persons(); p["slack:U123"] != "ana" || p["telegram:456"] != "ana" {
+		t.Errorf("persons %v", p)
+	}
+	if !slices.Equal(c.SlackAdmins(), []string{"U123"}) || !slices.Equal(c.TelegramAdmins(), []string{"456"}) {
+		t.Errorf("chat admins %q %q", c.SlackAdmins(), c.TelegramAdmins())
+	}
+	// ops and ana are two people, however many identities ana holds.
+	if err := c.Validate(); err == nil || !strings.Contains(err.Error(), "only 2 admins") {
+		t.Errorf("a quorum of 3 over two people: %v", err)
+	}
+	env, err := LoadEnv(New(), "", func(k string) (string, bool) { return "ops,ana", k == "AMPFLOW_ADMINS" })
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(env.AdminNames(), []string{"ops", "ana"}) {
+		t.Errorf("AMPFLOW_ADMINS=ops,ana gave %+v", env.Admins)
 	}
 }

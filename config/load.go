@@ -287,7 +287,31 @@ func decodeHook() mapstructure.DecodeHookFunc {
 		jsonGateList,
 		jsonToolRules,
 		mapstructure.StringToSliceHookFunc(","),
+		stringToAdmin,
 	)
+}
+
+var (
+	adminType  = reflect.TypeOf(Admin{})
+	adminsType = reflect.TypeOf([]Admin{})
+)
+
+// stringToAdmin reads admins given as names: one entry, or a list of
+// them separated by commas (AMPFLOW_ADMINS=ops,ana).
+func stringToAdmin(f, t reflect.Type, data any) (any, error) {
+	if f.Kind() != reflect.String {
+		return data, nil
+	}
+	switch t {
+	case adminType:
+		return Admin{Name: data.(string)}, nil
+	case adminsType:
+		if data.(string) == "" {
+			return []Admin{}, nil
+		}
+		return AdminsNamed(strings.Split(data.(string), ",")...), nil
+	}
+	return data, nil
 }
 
 var (

@@ -224,9 +224,23 @@ func (c Config) validateAuth(ps *problems) {
 		}
 		ids[id] = i
 	}
+	adminIDs := map[string]int{}
 	for i, a := range c.Admins {
-		if strings.TrimSpace(a) == "" {
-			ps.add(fmt.Sprintf("admins[%d]", i), "must not be empty")
+		key := fmt.Sprintf("admins[%d]", i)
+		if strings.TrimSpace(a.Name) == "" {
+			ps.add(key, "must not be empty")
+		}
+		for _, id := range []string{SlackAdmin(a.Slack), TelegramAdmin(a.Telegram)} {
+			if strings.HasSuffix(id, ":") {
+				continue
+			}
+			if j, ok := adminIDs[id]; ok {
+				ps.add(key, "%s is admins[%d]'s already: one identity is one person", id, j)
+			}
+			adminIDs[id] = i
+		}
+		if a.Name == task.AnyAdmin && (a.Slack != "" || a.Telegram != "") {
+			ps.add(key, "%s names no person, so has no channel identities", task.AnyAdmin)
 		}
 	}
 }
@@ -274,17 +288,22 @@ func (c Config) adminCount() (n int, anyone bool) {
 			seen[name] = true
 		}
 	}
+	persons := c.Persons()
 	for _, a := range c.Admins {
-		if a == task.AnyAdmin {
+		if a.Name == task.AnyAdmin {
 			anyone = true
 		}
-		add(a)
+		add(a.Name)
 	}
 	for _, id := range c.Slack.Admins {
-		add(SlackAdmin(id))
+		if persons[SlackAdmin(id)] == "" {
+			add(SlackAdmin(id))
+		}
 	}
 	for _, id := range c.Telegram.Admins {
-		add(TelegramAdmin(id))
+		if persons[TelegramAdmin(id)] == "" {
+			add(TelegramAdmin(id))
+		}
 	}
 	for _, t := range c.Auth.Tokens {
 		if t.Role == amp.RoleAdmin {

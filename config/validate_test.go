@@ -69,7 +69,7 @@ func TestValidate(t *testing.T) {
 		{"TokenNameWildcard", func(c *Config) { c.Auth.Tokens = []AuthToken{{Token: "t1-0123456789abcdef", Role: "admin", Name: "*"}} }, []string{`auth.tokens[0].name: must not be "*"`}},
 		{"TokensNamed", func(c *Config) {
 			c.Auth.Tokens = []AuthToken{{Token: "t1-0123456789abcdef", Role: "admin", Name: "ops"}, {Token: "t2-0123456789abcdef", Role: "executor", Name: "codex"}}
-			c.Admins = []string{task.AnyAdmin}
+			c.Admins = AdminsNamed(task.AnyAdmin)
 		}, nil},
 		{"SSOTURLPostgres", func(c *Config) { c.SSOT.URL = "postgres://u:pw@db:5432/ampflow" }, nil},
 		{"SSOTURLSQLite", func(c *Config) { c.SSOT.URL = "sqlite:///var/lib/ampflow/ampflow.db" }, nil},
@@ -83,16 +83,16 @@ func TestValidate(t *testing.T) {
 		{"MinConfidence", func(c *Config) { c.Protocol.MinConfidence = 1.5 }, []string{"protocol.min_confidence: must be between 0 and 1"}},
 		{"QuorumZero", func(c *Config) { c.Policy.Quorum.Low = 0 }, []string{"policy.quorum.low: must be ≥ 1"}},
 		{"QuorumUnreachable", func(c *Config) {
-			c.Admins = []string{"ana"}
+			c.Admins = AdminsNamed("ana")
 			c.Slack.Admins = []string{"U1"}
 			c.Policy.Quorum.High = 3
 		}, []string{"policy.quorum.high: 3 approvals can never be given: only 2 admins"}},
 		{"QuorumReachable", func(c *Config) {
-			c.Admins = []string{"ana"}
+			c.Admins = AdminsNamed("ana")
 			c.Auth.Tokens = []AuthToken{{Token: "t1-0123456789abcdef", Role: "admin", Name: "ops"}}
 			c.Policy.Quorum.High = 2
 		}, nil},
-		{"QuorumAnyAdmin", func(c *Config) { c.Admins = []string{task.AnyAdmin}; c.Policy.Quorum.Medium = 5 }, nil},
+		{"QuorumAnyAdmin", func(c *Config) { c.Admins = AdminsNamed(task.AnyAdmin); c.Policy.Quorum.Medium = 5 }, nil},
 		{"DecisionsNegative", func(c *Config) { c.Policy.Decisions.RemindAfter = -time.Second }, []string{"policy.decisions.remind_after: must be ≥ 0"}},
 		{"EscalateAfterExpire", func(c *Config) {
 			c.Policy.Decisions.EscalateAfter, c.Policy.Decisions.ExpireAfter = 5*time.Hour, 2*time.Hour

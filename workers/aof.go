@@ -27,7 +27,7 @@ func registerAOF(w worker.Worker, o Options, parts *Parts) {
 	w.RegisterActivity(acts)
 	leases := &aofacts.AOFLeases{}
 	if parts.Tasks != nil && parts.Tasks.Temporal != nil {
-		leases.Leases = aofLeases{&lease.Client{Temporal: parts.Tasks.Temporal, TaskQueue: o.Config.Temporal.TaskQueue}}
+		leases.Leases = aofLeases{&lease.Client{Temporal: parts.Tasks.Temporal, TaskQueue: o.Config.Temporal.TaskQueue, DecisionKey: parts.Tasks.DecisionKey}}
 	}
 	w.RegisterActivity(leases)
 }
@@ -37,7 +37,7 @@ func addAOF(api *httpapi.Server, o Options, parts *Parts, log *slog.Logger) {
 	if parts.Store == nil || parts.Tasks == nil || parts.Tasks.Temporal == nil {
 		return
 	}
-	tasks := &aof.Client{Temporal: parts.Tasks.Temporal, TaskQueue: o.Config.Temporal.TaskQueue}
+	tasks := &aof.Client{Temporal: parts.Tasks.Temporal, TaskQueue: o.Config.Temporal.TaskQueue, DecisionKey: parts.Tasks.DecisionKey}
 	if o.Config.AOF.Review == config.AOFReviewAgent {
 		tasks.Reviewer = &aof.AgentReviewer{Repo: o.Config.AOF.Repo, Branch: o.Config.AOF.Branch}
 	}

@@ -25,7 +25,7 @@ func TestAPIDocumented(t *testing.T) {
 	cfg := config.Default()
 	cfg.DataDir = t.TempDir()
 	cfg.SSOT.URL = filepath.Join(cfg.DataDir, "ampflow.db")
-	cfg.Admins = []string{"ana"}
+	cfg.Admins = config.AdminsNamed("ana")
 	o := Options{Config: cfg, Temporal: c, Logger: slog.New(slog.DiscardHandler),
 		ContractSecretFile: filepath.Join(cfg.DataDir, "contract.secret"), DecisionKeyFile: filepath.Join(cfg.DataDir, DecisionKeyFile)}
 	parts, err := Build(o)

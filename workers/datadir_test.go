@@ -23,7 +23,7 @@ func TestDataDirPrivate(t *testing.T) {
 		cfg := config.Default()
 		cfg.DataDir = filepath.Join(t.TempDir(), "data")
 		cfg.SSOT.URL = ""
-		cfg.Admins = []string{"ana"}
+		cfg.Admins = config.AdminsNamed("ana")
 		if existed {
 			if err := os.Mkdir(cfg.DataDir, 0o755); err != nil {
 				t.Fatal(err)

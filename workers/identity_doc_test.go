@@ -27,7 +27,7 @@ func servedDoc(t *testing.T) map[string]any {
 	cfg := config.Default()
 	cfg.DataDir = t.TempDir()
 	cfg.SSOT.URL = filepath.Join(cfg.DataDir, "ampflow.db")
-	cfg.Admins = []string{"ana"}
+	cfg.Admins = config.AdminsNamed("ana")
 	o := Options{Config: cfg, Temporal: c, Logger: slog.New(slog.DiscardHandler),
 		ContractSecretFile: filepath.Join(cfg.DataDir, "contract.secret"), DecisionKeyFile: filepath.Join(cfg.DataDir, DecisionKeyFile)}
 	parts, err := Build(o)

@@ -47,7 +47,7 @@ func addMesh(api *httpapi.Server, parts *Parts, log *slog.Logger) {
 		tasks  repomesh.Tasks
 	)
 	if parts.Tasks != nil {
-		leases = &lease.Client{Temporal: parts.Tasks.Temporal, TaskQueue: parts.Tasks.TaskQueue}
+		leases = &lease.Client{Temporal: parts.Tasks.Temporal, TaskQueue: parts.Tasks.TaskQueue, DecisionKey: parts.Tasks.DecisionKey}
 		tasks = parts.Tasks
 	}
 	repomesh.AddTo(api, repomesh.Options{Leases: leases, Store: store, Tasks: tasks, Log: log})
@@ -70,7 +70,7 @@ func meshPanels(parts *Parts, panels map[string]dashboard.Panel) dashboard.Lease
 	panels[dashboard.PanelLeases] = dashboard.LeasesPanel(parts.Store)
 	panels[dashboard.PanelAgents] = dashboard.AgentsPanel(parts.Store, parts.Store, parts.Store, parts.Store, nil)
 	panels[dashboard.PanelMesh] = dashboard.MeshPanel(parts.Store)
-	return dashboardLeases{&lease.Client{Temporal: parts.Tasks.Temporal, TaskQueue: parts.Tasks.TaskQueue}}
+	return dashboardLeases{&lease.Client{Temporal: parts.Tasks.Temporal, TaskQueue: parts.Tasks.TaskQueue, DecisionKey: parts.Tasks.DecisionKey}}
 }
 
 // progressTasks is the API's way to the tasks, with each heartbeat that

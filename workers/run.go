@@ -183,7 +183,7 @@ func Build(o Options) (*Parts, error) {
 	delivery.MCP = runnerMCP(cfg)
 	acts := &activities.Activities{Git: git, CI: ci, Store: record, Delivery: delivery, Log: log, Policy: &policy,
 		DecisionKey: decisionKey, Refusals: store, Pusher: pusher, Pulls: pulls,
-		Leases: leaseacts.Branches{Client: &lease.Client{Temporal: o.Temporal, TaskQueue: cfg.Temporal.TaskQueue}, Store: store}}
+		Leases: leaseacts.Branches{Client: &lease.Client{Temporal: o.Temporal, TaskQueue: cfg.Temporal.TaskQueue, DecisionKey: decisionKey}, Store: store}}
 	// The store is shared by every worker that names it: the bots keep
 	// their state in it and take turns under its lease.
 	return &Parts{Store: store, Tasks: tasks, Activities: acts, Lease: store, ChatState: store, export: export,

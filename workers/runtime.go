@@ -150,7 +150,9 @@ func startChat(o Options, parts *Parts, rt *runtime, log *slog.Logger) (map[stri
 	var notifiers activities.Notifiers
 	holder := NewHolder()
 	if cfg.Slack.Enabled {
-		b, err := slack.New(cfg.Slack, decider(parts), log, parts.ChatState)
+		sc := cfg.Slack
+		sc.Admins = cfg.SlackAdmins()
+		b, err := slack.New(sc, decider(parts), log, parts.ChatState)
 		if err != nil {
 			return nil, fmt.Errorf("slack: %w", err)
 		}
@@ -164,7 +166,9 @@ func startChat(o Options, parts *Parts, rt *runtime, log *slog.Logger) (map[stri
 		o.endpoint("slack", cfg.Slack.Mode+" mode, channel "+cfg.Slack.Channel)
 	}
 	if cfg.Telegram.Enabled {
-		b, err := telegram.New(cfg.Telegram, decider(parts), log, parts.ChatState)
+		tc := cfg.Telegram
+		tc.Admins = cfg.TelegramAdmins()
+		b, err := telegram.New(tc, decider(parts), log, parts.ChatState)
 		if err != nil {
 			return nil, fmt.Errorf("telegram: %w", err)
 		}

@@ -81,6 +81,9 @@ func (t *taskRun) cancel(ctx workflow.Context, in task.CancelInput) (task.Change
 	if err := t.validateCancel(in); err != nil {
 		return task.ChangeResult{}, err
 	}
+	if err := t.verifyCommand(ctx, in.SignedAs); err != nil {
+		return task.ChangeResult{}, err
+	}
 	if t.Cancel == nil {
 		t.Cancel = &in
 		t.record(ctx, fmt.Sprintf("cancel-%s-%d", t.In.TaskID, workflow.Now(ctx).UnixMilli()), activities.KindEvent, in)
@@ -135,6 +138,9 @@ func (t *taskRun) replan(ctx workflow.Context, in task.ReplanInput) (task.Change
 	if err := t.validateReplan(in); err != nil {
 		return task.ChangeResult{}, err
 	}
+	if err := t.verifyCommand(ctx, in.SignedAs); err != nil {
+		return task.ChangeResult{}, err
+	}
 	t.record(ctx, fmt.Sprintf("replan-%s-%d", t.In.TaskID, workflow.Now(ctx).UnixMilli()), activities.KindEvent, in)
 	t.addTimeline(ctx, task.TimelineEntry{Kind: "replan", From: in.By, Note: fmt.Sprintf("%d new subtasks", len(in.Subtasks))})
 	if t.Phase == phaseApproval {
@@ -152,6 +158,18 @@ func (t *taskRun) replan(ctx workflow.Context, in task.ReplanInput) (task.Change
 		return task.ChangeResult{}, err
 	}
 	return task.ChangeResult{Status: t.Status}, nil
+}
+
+// verifyCommand refuses, with forbidden, a cancel or replan that no
+// channel holding the decision key signed (a raw Temporal update naming
+// someone): the engine's check of answers, in a local activity that also
+// records the refusal. Nothing changes.
+func (t *taskRun) verifyCommand(ctx workflow.Context, signedAs func() (decision.Answer, error)) error {
+	a, err := signedAs()
+	if err != nil {
+		return refusal.New(task.CodeInvalid, "reading the command: %v", err)
+	}
+	return t.decisions.Verify(ctx, a)
 }
 
 // agentEscalation takes an agent's escalation: admins hear of it, and a

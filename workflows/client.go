@@ -314,18 +314,44 @@ func (c *Client) Decide(ctx context.Context, subject string, in decision.Answer)
 	return out, c.wrap(err, op)
 }
 
-// Cancel ends a task at a coordinator's request.
+// Cancel ends a task at a coordinator's request, signed with the
+// decision key as Decide signs answers: the task takes no other.
 func (c *Client) Cancel(ctx context.Context, taskID string, in task.CancelInput) (task.ChangeResult, error) {
 	var out task.ChangeResult
-	err := c.update(ctx, taskID, task.UpdateCancel, "", in, &out)
+	in.At = time.Now().UTC()
+	sig, err := c.signCommand(taskID, task.UpdateCancel, in.SignedAs)
+	if err != nil {
+		return out, err
+	}
+	in.Signature = sig
+	err = c.update(ctx, taskID, task.UpdateCancel, "", in, &out)
 	return out, err
 }
 
-// Replan replaces a task's remaining subtasks.
+// Replan replaces a task's remaining subtasks, signed as Cancel.
 func (c *Client) Replan(ctx context.Context, taskID string, in task.ReplanInput) (task.ChangeResult, error) {
 	var out task.ChangeResult
-	err := c.update(ctx, taskID, task.UpdateReplan, "", in, &out)
+	in.At = time.Now().UTC()
+	sig, err := c.signCommand(taskID, task.UpdateReplan, in.SignedAs)
+	if err != nil {
+		return out, err
+	}
+	in.Signature = sig
+	err = c.update(ctx, taskID, task.UpdateReplan, "", in, &out)
 	return out, err
+}
+
+// signCommand signs a decisive command to subject (its SignedAs answer)
+// with the decision key.
+func (c *Client) signCommand(subject, command string, signedAs func() (decision.Answer, error)) (string, error) {
+	if len(c.DecisionKey) == 0 {
+		return "", &task.Error{Code: task.CodeInternal, Message: command + " of " + subject + ": this process has no decision key (auth.decision_key)"}
+	}
+	a, err := signedAs()
+	if err != nil {
+		return "", &task.Error{Code: task.CodeInternal, Message: "signing " + command + " of " + subject, Err: err}
+	}
+	return decision.SignAnswer(c.DecisionKey, subject, a), nil
 }
 
 // Heartbeat passes an agent's sign of life to its task, at most one a

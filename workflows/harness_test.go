@@ -251,11 +251,26 @@ func (h *harness) state() task.State {
 
 // update sends an update; the reply is filled in once it is answered.
 func (h *harness) update(name, id string, arg any) *reply {
-	if a, ok := arg.(decision.Answer); ok && a.Signature == "" {
-		// As workflows.Client.Decide signs every answer.
-		a.At = time.Now()
-		a.Signature = decision.SignAnswer(testDecisionKey, h.in.TaskID, a)
-		arg = a
+	// As workflows.Client signs every answer, cancel and replan.
+	switch a := arg.(type) {
+	case decision.Answer:
+		if a.Signature == "" {
+			a.At = time.Now()
+			a.Signature = decision.SignAnswer(testDecisionKey, h.in.TaskID, a)
+			arg = a
+		}
+	case task.CancelInput:
+		if a.Signature == "" {
+			a.At = time.Now()
+			a.Signature = decision.SignAnswer(testDecisionKey, h.in.TaskID, must(a.SignedAs()))
+			arg = a
+		}
+	case task.ReplanInput:
+		if a.Signature == "" {
+			a.At = time.Now()
+			a.Signature = decision.SignAnswer(testDecisionKey, h.in.TaskID, must(a.SignedAs()))
+			arg = a
+		}
 	}
 	return h.send(name, id, arg)
 }
@@ -435,4 +450,11 @@ func (h *harness) recordIDs() map[string]int {
 		n[r.ID]++
 	}
 	return n
+}
+
+func must[T any](v T, err error) T {
+	if err != nil {
+		panic(err)
+	}
+	return v
 }

@@ -51,11 +51,11 @@ func NewPolicy(cfg config.Config) task.Policy {
 		p.Delivery = task.Delivery{Push: d.Push, PullRequest: d.PullRequest, Merge: d.Merge, Approvals: d.GitHub.Approvals,
 			CountRejections: d.GitHub.CountRejections, Poll: d.GitHub.Poll}
 	}
-	p.Admins = append(p.Admins, cfg.Admins...)
-	for _, id := range cfg.Slack.Admins {
+	p.Admins = append(p.Admins, cfg.AdminNames()...)
+	for _, id := range cfg.SlackAdmins() {
 		p.Admins = append(p.Admins, config.SlackAdmin(id))
 	}
-	for _, id := range cfg.Telegram.Admins {
+	for _, id := range cfg.TelegramAdmins() {
 		p.Admins = append(p.Admins, config.TelegramAdmin(id))
 	}
 	for _, tok := range cfg.Auth.Tokens {
@@ -79,6 +79,7 @@ func NewPolicy(cfg config.Config) task.Policy {
 		RemindAfter:   cfg.Policy.Decisions.RemindAfter,
 		EscalateAfter: cfg.Policy.Decisions.EscalateAfter,
 		ExpireAfter:   cfg.Policy.Decisions.ExpireAfter,
+		Persons:       cfg.Persons(),
 	}
 	return p
 }

@@ -1,6 +1,7 @@
 package workflows
 
 import (
+	"strings"
 	"testing"
 	"time"
 
@@ -37,5 +38,45 @@ func TestUnsignedAnswer(t *testing.T) {
 	}
 	if res.Status != task.StatusTerminated {
 		t.Errorf("status %s: the signed reject was not taken", res.Status)
+	}
+}
+
+// TestUnsignedCommands: cancel and replan sent straight to Temporal,
+// unsigned or altered after signing, are refused as forbidden and change
+// nothing; signed as workflows.Client signs them, they are taken.
+func TestUnsignedCommands(t *testing.T) {
+	h := newHarness(t, testPlan(amp.RiskMedium, "S1"))
+	var before, after task.State
+	var rawCancel, forgedCancel, rawReplan, forgedReplan *reply
+	h.at(time.Minute, func() {
+		before = h.state()
+		rawCancel = h.send(task.UpdateCancel, "", task.CancelInput{Reason: "stop", By: "alice"})
+		c := task.CancelInput{Reason: "stop", By: "alice", At: time.Now()}
+		c.Signature = decision.SignAnswer(testDecisionKey, h.in.TaskID, must(c.SignedAs()))
+		c.Reason = "something else"
+		forgedCancel = h.send(task.UpdateCancel, "", c)
+		subtasks := []amp.Subtask{{SubtaskID: "S9", Description: "x"}}
+		rawReplan = h.send(task.UpdateReplan, "", task.ReplanInput{By: "alice", Subtasks: subtasks})
+		r := task.ReplanInput{By: "alice", Subtasks: subtasks, At: time.Now()}
+		r.Signature = decision.SignAnswer(testDecisionKey, h.in.TaskID, must(r.SignedAs()))
+		r.By = "bob"
+		forgedReplan = h.send(task.UpdateReplan, "", r)
+	})
+	var signed *reply
+	h.at(2*time.Minute, func() {
+		after = h.state()
+		signed = h.update(task.UpdateCancel, "", task.CancelInput{Reason: "superseded", By: "alice"})
+	})
+	res := h.run()
+
+	for _, r := range []*reply{rawCancel, forgedCancel, rawReplan, forgedReplan} {
+		refused(t, r, task.CodeForbidden)
+	}
+	if after.Status != before.Status || after.Pending == nil || after.Pending.ID != before.Pending.ID || len(after.Subtasks) != len(before.Subtasks) {
+		t.Errorf("an unsigned command changed the task: %s → %s, pending %+v", before.Status, after.Status, after.Pending)
+	}
+	accepted(t, signed)
+	if res.Status != task.StatusTerminated || !strings.Contains(res.Reason, "superseded") {
+		t.Errorf("result %s %q: the signed cancel was not taken", res.Status, res.Reason)
 	}
 }

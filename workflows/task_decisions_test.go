@@ -2,6 +2,7 @@ package workflows
 
 import (
 	"errors"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
@@ -283,15 +284,19 @@ func TestNewPolicyDecisions(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cfg.Admins = []string{"alice", "bob"}
+	cfg.Admins = []config.Admin{{Name: "alice", Slack: "U1", Telegram: "11"}, {Name: "bob"}}
 	cfg.AdminsEscalation = []string{"carol"}
 	cfg.Slack.AdminsEscalation = []string{"U9"}
 	cfg.Telegram.AdminsEscalation = []string{"77"}
 	cfg.Policy.Quorum.High = 2
 	p := NewPolicy(cfg)
-	want := decision.Policy{Quorum: decision.Quorum{Low: 1, Medium: 1, High: 2}, RemindAfter: time.Hour, EscalateAfter: 4 * time.Hour, ExpireAfter: 24 * time.Hour}
-	if p.Decisions != want {
+	want := decision.Policy{Quorum: decision.Quorum{Low: 1, Medium: 1, High: 2}, RemindAfter: time.Hour, EscalateAfter: 4 * time.Hour, ExpireAfter: 24 * time.Hour,
+		Persons: map[string]string{"slack:U1": "alice", "telegram:11": "alice"}}
+	if !reflect.DeepEqual(p.Decisions, want) {
 		t.Errorf("decisions policy %+v, want %+v", p.Decisions, want)
+	}
+	if !slices.Equal(p.Admins, []string{"alice", "bob", "slack:U1", "telegram:11"}) {
+		t.Errorf("admins %q: alice's channel identities are admins", p.Admins)
 	}
 	if !slices.Equal(p.EscalationAdmins, []string{"carol", "slack:U9", "telegram:77"}) {
 		t.Errorf("escalation admins %q", p.EscalationAdmins)

@@ -107,7 +107,9 @@ type Tuning struct {
 type Escalation struct {
 	// Primitive is a name, or a prefix pattern ending in ".*".
 	Primitive string `yaml:"primitive" json:"primitive"`
-	// Parameters must all equal the contract's (compared as text).
+	// Parameters must all equal the contract's, compared as text,
+	// normalised: NFKC, case folded, without format characters or
+	// surrounding space.
 	Parameters      map[string]string `yaml:"parameters" json:"parameters,omitempty"`
 	MinimumHandling Handling          `yaml:"minimumHandling" json:"minimumHandling"`
 	Reason          string            `yaml:"reason" json:"reason,omitempty"`

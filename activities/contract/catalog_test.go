@@ -80,6 +80,11 @@ func TestEscalationOnly(t *testing.T) {
 	if _, r := c.RiskOf(mig, map[string]any{"environment": "production"}, ""); r.MinimumHandling != HandlingHumanRequired {
 		t.Errorf("production migration: %s; want human_required by the rule", r.MinimumHandling)
 	}
+	for _, env := range []string{"Production", " production\t", "PRODUCTION", "ｐｒｏｄｕｃｔｉｏｎ", "pro\u200bduction"} {
+		if _, r := c.RiskOf(mig, map[string]any{"environment": env}, ""); r.MinimumHandling != HandlingHumanRequired {
+			t.Errorf("migration to %q: %s; want human_required by the rule, compared normalised", env, r.MinimumHandling)
+		}
+	}
 	low := *c
 	low.Escalations = []Escalation{{Primitive: "git.*", MinimumHandling: HandlingAllow}}
 	if _, r := low.RiskOf(push, nil, ""); r.MinimumHandling != HandlingHumanRequired {

@@ -5,6 +5,10 @@ import (
 	"math"
 	"strconv"
 	"strings"
+	"unicode"
+
+	"golang.org/x/text/cases"
+	"golang.org/x/text/unicode/norm"
 )
 
 // OverridePolicy is the one override policy: handling may be raised, never
@@ -109,11 +113,25 @@ func (e Escalation) matches(name string, params map[string]any) bool {
 	}
 	for k, want := range e.Parameters {
 		v, ok := params[k]
-		if !ok || text(v) != want {
+		if !ok || normal(text(v)) != normal(want) {
 			return false
 		}
 	}
 	return true
+}
+
+// normal is a value as escalations compare it: NFKC, case folded, without
+// format characters (zero-width spaces, direction marks) or surrounding
+// space, so "Production", "production " and a full-width "ｐroduction"
+// match a rule's "production" as the system they name would.
+func normal(s string) string {
+	s = strings.Map(func(r rune) rune {
+		if unicode.Is(unicode.Cf, r) {
+			return -1
+		}
+		return r
+	}, norm.NFKC.String(s))
+	return strings.TrimSpace(cases.Fold().String(s))
 }
 
 // text is a parameter's value as text: a string as it is, anything else

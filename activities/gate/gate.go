@@ -8,7 +8,9 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
 	"net/http"
+	"net/netip"
 	"net/url"
 	"strconv"
 	"time"
@@ -37,9 +39,14 @@ type Gate struct {
 	// callbacks are signed from (CallbackSecret); empty sends them
 	// unsigned.
 	Secret string
-	// Allowed says whether a callback may go to host (gate.webhook_allow),
-	// checked again at each attempt; nil allows none.
-	Allowed func(host string) bool
+	// Allowed says whether a callback may go to host and port
+	// (gate.webhook_allow), private saying the host resolves to a
+	// private or loopback address (PrivateAddr); checked again at each
+	// attempt, after resolving, and the connection made to the addresses
+	// checked. Nil allows none.
+	Allowed func(host, port string, private bool) bool
+	// Resolve looks a host up; nil is net.DefaultResolver.
+	Resolve func(ctx context.Context, host string) ([]netip.Addr, error)
 	HTTP    *http.Client
 	Log     *slog.Logger
 	Now     func() time.Time
@@ -175,8 +182,23 @@ func (g *Gate) post(ctx context.Context, in GateCallbackInput) GateCallbackResul
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") {
 		return GateCallbackResult{Final: true, Error: "webhook_url is not an http(s) URL"}
 	}
-	if g.Allowed == nil || !g.Allowed(u.Hostname()) {
-		return GateCallbackResult{Final: true, Error: "host " + u.Hostname() + " is not in gate.webhook_allow"}
+	host, port := u.Hostname(), u.Port()
+	if port == "" {
+		port = map[string]string{"http": "80", "https": "443"}[u.Scheme]
+	}
+	addrs, err := g.resolve(ctx, host)
+	if err != nil {
+		return GateCallbackResult{Error: fmt.Sprintf("resolving %s: %v", host, err)}
+	}
+	private := false
+	for _, a := range addrs {
+		private = private || PrivateAddr(a)
+	}
+	if g.Allowed == nil || !g.Allowed(host, port, private) {
+		if private {
+			return GateCallbackResult{Final: true, Error: "host " + host + " is a private or loopback address and gate.webhook_allow does not name it with port " + port}
+		}
+		return GateCallbackResult{Final: true, Error: "host " + host + " is not in gate.webhook_allow"}
 	}
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, in.URL, bytes.NewReader(in.Body))
 	if err != nil {
@@ -197,6 +219,9 @@ func (g *Gate) post(ctx context.Context, in GateCallbackInput) GateCallbackResul
 	// A redirect could lead anywhere, past gate.webhook_allow.
 	noRedirect := *hc
 	noRedirect.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
+	// Connect to the addresses checked, so a name that resolves
+	// elsewhere a moment later cannot get round the check.
+	noRedirect.Transport = pinned(hc.Transport, addrs, port)
 	resp, err := noRedirect.Do(req)
 	if err != nil {
 		if activity.IsActivity(ctx) && errors.Is(ctx.Err(), context.Canceled) {
@@ -217,6 +242,56 @@ func (g *Gate) post(ctx context.Context, in GateCallbackInput) GateCallbackResul
 	}
 	return out
 }
+
+func (g *Gate) resolve(ctx context.Context, host string) ([]netip.Addr, error) {
+	if a, err := netip.ParseAddr(host); err == nil {
+		return []netip.Addr{a}, nil
+	}
+	if g.Resolve != nil {
+		return g.Resolve(ctx, host)
+	}
+	return net.DefaultResolver.LookupNetIP(ctx, "ip", host)
+}
+
+// pinned is rt (http.DefaultTransport when nil) dialling only addrs.
+func pinned(rt http.RoundTripper, addrs []netip.Addr, port string) http.RoundTripper {
+	if rt == nil {
+		rt = http.DefaultTransport
+	}
+	t, ok := rt.(*http.Transport)
+	if !ok {
+		return rt
+	}
+	t = t.Clone()
+	t.Proxy = nil
+	var d net.Dialer
+	t.DialContext = func(ctx context.Context, network, _ string) (net.Conn, error) {
+		var last error
+		for _, a := range addrs {
+			c, err := d.DialContext(ctx, network, net.JoinHostPort(a.String(), port))
+			if err == nil {
+				return c, nil
+			}
+			last = err
+		}
+		if last == nil {
+			last = errors.New("no address")
+		}
+		return nil, last
+	}
+	return t
+}
+
+// PrivateAddr says whether a is loopback, private (RFC 1918, RFC 4193),
+// link-local, shared (RFC 6598), unspecified or multicast: what a callback
+// reaches only when gate.webhook_allow names it with its port.
+func PrivateAddr(a netip.Addr) bool {
+	a = a.Unmap()
+	return a.IsLoopback() || a.IsPrivate() || a.IsLinkLocalUnicast() || a.IsLinkLocalMulticast() ||
+		a.IsUnspecified() || a.IsMulticast() || a.IsInterfaceLocalMulticast() || shared.Contains(a)
+}
+
+var shared = netip.MustParsePrefix("100.64.0.0/10")
 
 func (g *Gate) now() time.Time {
 	if g.Now != nil {

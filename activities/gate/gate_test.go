@@ -6,6 +6,8 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"net/netip"
+	"net/url"
 	"sync"
 	"testing"
 	"time"
@@ -46,7 +48,8 @@ func TestGateCallbackSigned(t *testing.T) {
 	}))
 	defer srv.Close()
 	store := &gateStoreFake{}
-	g := &Gate{Store: store, Secret: "s3cret", Allowed: func(h string) bool { return h == "127.0.0.1" }, Now: func() time.Time { return now }}
+	port := must(url.Parse(srv.URL)).Port()
+	g := &Gate{Store: store, Secret: "s3cret", Allowed: func(h, p string, _ bool) bool { return h == "127.0.0.1" && p == port }, Now: func() time.Time { return now }}
 	body := json.RawMessage(`{"gate_id":"gate_1","status":"approved"}`)
 	in := GateCallbackInput{GateID: "gate_1", Attempt: 1, URL: srv.URL + "/hook", Body: body, AgentID: "resume-tailor", RunID: "run_1"}
 
@@ -77,6 +80,42 @@ func TestGateCallbackSigned(t *testing.T) {
 	}
 	if len(store.attempts) != 5 || store.attempts[1].StatusCode != 502 || store.attempts[4].Attempt != 5 {
 		t.Fatalf("attempts %+v", store.attempts)
+	}
+}
+
+// TestGateCallbackPrivate: a callback to a loopback or private address,
+// or to a name that resolves to one, is refused unless gate.webhook_allow
+// names it with its port; the check is made when it is sent.
+func TestGateCallbackPrivate(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(http.StatusNoContent) }))
+	defer srv.Close()
+	port := must(url.Parse(srv.URL)).Port()
+	// The allow list names hooks.example.com without a port, and the
+	// server's loopback address with its port.
+	allowed := func(h, p string, private bool) bool {
+		return h == "hooks.example.com" && !private || h == "127.0.0.1" && p == port
+	}
+	resolve := func(context.Context, string) ([]netip.Addr, error) {
+		return []netip.Addr{netip.MustParseAddr("127.0.0.1")}, nil
+	}
+	g := &Gate{Store: &gateStoreFake{}, Allowed: allowed, Resolve: resolve}
+	in := GateCallbackInput{GateID: "gate_1", Attempt: 1, Body: json.RawMessage(`{}`), AgentID: "a", RunID: "r"}
+	for _, c := range []struct {
+		name, url string
+		ok        bool
+	}{
+		{"LoopbackWithPort", srv.URL + "/hook", true},
+		{"NameResolvingToLoopback", "http://hooks.example.com:" + port + "/hook", false},
+		{"OtherLoopbackPort", "http://127.0.0.1:1/hook", false},
+		{"Metadata", "http://169.254.169.254/latest", false},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			in.URL = c.url
+			res, _ := g.GateCallback(context.Background(), in)
+			if res.Delivered != c.ok || !c.ok && (!res.Final || res.StatusCode != 0) {
+				t.Fatalf("%s: %+v", c.url, res)
+			}
+		})
 	}
 }
 

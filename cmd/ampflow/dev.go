@@ -8,6 +8,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/ampflow/ampflow/cmd/ampflow/cli"
+	"github.com/ampflow/ampflow/config"
 	"github.com/ampflow/ampflow/integrations/httpapi"
 	"github.com/ampflow/ampflow/workers"
 )
@@ -68,7 +69,7 @@ func runDev(cmd *cobra.Command, a *cli.App) error {
 	switch {
 	case workers.HasAdmins(cfg):
 	case local != "":
-		cfg.Admins = []string{local}
+		cfg.Admins = config.AdminsNamed(local)
 		fmt.Fprintf(a.Stdout, "%-10s %s (the operating-system user; no admins configured)\n", "admin", local)
 	default:
 		fmt.Fprintf(a.Stdout, "%-10s none: nobody may decide; set admins\n", "admin")

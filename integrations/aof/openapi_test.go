@@ -48,9 +48,9 @@ func TestOpenAPISchemasMatchGoTypes(t *testing.T) {
 		"AOFEventsResponse":     {EventsResponse{}, true},
 		"AOFSessionEndResponse": {SessionEndResponse{}, true},
 		"AOFCreateRequest":      {CreateRequest{}, false},
-		"AOFDispatchRequest":    {wf.DispatchInput{}, false},
+		"AOFDispatchRequest":    {DispatchRequest{}, false},
 		"AOFHeartbeatRequest":   {wf.HeartbeatInput{}, false},
-		"AOFSessionEndRequest":  {wf.SessionEndInput{}, false},
+		"AOFSessionEndRequest":  {SessionEndRequest{}, false},
 	} {
 		s, ok := schemas[name].(map[string]any)
 		if !ok {

@@ -168,12 +168,25 @@ func (a *API) getTask(w http.ResponseWriter, r *http.Request) {
 	httpapi.WriteJSON(w, http.StatusOK, v)
 }
 
+// DispatchRequest is the body of POST /v1/aof/tasks/{id}/dispatch: the
+// workflow's input but for the signature the client adds.
+type DispatchRequest struct {
+	AgentID string `json:"agentId"`
+	TTLMs   int64  `json:"ttlMs"`
+}
+
+// SessionEndRequest is the body of POST /v1/aof/session-end.
+type SessionEndRequest struct {
+	AgentID string `json:"agentId,omitempty"`
+}
+
 func (a *API) postDispatch(w http.ResponseWriter, r *http.Request) {
-	var in wf.DispatchInput
-	if err := a.srv.Decode(w, r, &in); err != nil {
+	var req DispatchRequest
+	if err := a.srv.Decode(w, r, &req); err != nil {
 		a.srv.Error(w, r, err)
 		return
 	}
+	in := wf.DispatchInput{AgentID: req.AgentID, TTLMs: req.TTLMs}
 	row, ok := a.pathTask(w, r)
 	if !ok {
 		return
@@ -254,11 +267,12 @@ type SessionEndResponse struct {
 }
 
 func (a *API) postSessionEnd(w http.ResponseWriter, r *http.Request) {
-	var in wf.SessionEndInput
-	if err := a.srv.Decode(w, r, &in); err != nil {
+	var req SessionEndRequest
+	if err := a.srv.Decode(w, r, &req); err != nil {
 		a.srv.Error(w, r, err)
 		return
 	}
+	in := wf.SessionEndInput{AgentID: req.AgentID}
 	// An empty agentId ends every agent's session: an agent's token
 	// names its own, and an open API, where every caller is the same
 	// admin, must name the agent rather than end every agent's runs.

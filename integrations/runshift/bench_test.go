@@ -26,7 +26,7 @@ func benchSignal(b *testing.B) Signal {
 // BenchmarkValidate checks the runshift example payload.
 func BenchmarkValidate(b *testing.B) {
 	s := benchSignal(b)
-	allow := Allow([]string{"127.0.0.1", "*.example.com"})
+	allow := Allow([]string{"127.0.0.1:1", "*.example.com"})
 	b.ReportAllocs()
 	for b.Loop() {
 		if fs := s.Validate(allow); len(fs) > 0 {

@@ -58,7 +58,7 @@ func newTestGate(t *testing.T, change func(*config.Gate)) *testGate {
 		{ID: "resume-tailor", KeyEnv: "TAILOR_KEY", Projects: []string{"job-search"}},
 		{ID: "deployer", KeyEnv: "DEPLOY_KEY"},
 	}
-	cfg.WebhookAllow = []string{"127.0.0.1", "*.example.com"}
+	cfg.WebhookAllow = []string{"127.0.0.1:1", "127.0.0.1:2", "*.example.com"}
 	if change != nil {
 		change(&cfg)
 	}

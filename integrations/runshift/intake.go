@@ -59,7 +59,7 @@ type Intake struct {
 	Pricing Pricing
 	Budgets []config.GateBudget
 	// Allowed checks webhook hosts (gate.webhook_allow).
-	Allowed     func(host string) bool
+	Allowed     AllowFunc
 	CallbackFor time.Duration
 	// TaskBudgets, when set, charges signals that name a task_id to the
 	// task's budget_usd.

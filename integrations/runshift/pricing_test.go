@@ -44,3 +44,32 @@ func TestWebhookWithSecretRefused(t *testing.T) {
 		t.Errorf("a webhook with ?token= gave %q, want it refused", p)
 	}
 }
+
+// TestWebhookPrivateNeedsPort: a private or loopback webhook host passes
+// only an allow list entry that names it with its port; a public name
+// matches with or without one.
+func TestWebhookPrivateNeedsPort(t *testing.T) {
+	allow := Allow([]string{"127.0.0.1", "10.0.0.5:8443", "[::1]:9000", "localhost", "hooks.example", "*.example.org:8080"})
+	cases := []struct {
+		url string
+		ok  bool
+	}{
+		{"http://127.0.0.1:9999/cb", false},
+		{"http://127.0.0.1/cb", false},
+		{"https://10.0.0.5:8443/cb", true},
+		{"https://10.0.0.5/cb", false},
+		{"http://[::1]:9000/cb", true},
+		{"http://[::1]:9001/cb", false},
+		{"http://localhost:80/cb", false},
+		{"http://169.254.169.254/latest", false},
+		{"https://hooks.example/cb", true},
+		{"https://hooks.example:8443/cb", true},
+		{"http://a.example.org:8080/cb", true},
+		{"http://a.example.org/cb", false},
+	}
+	for _, c := range cases {
+		if p := checkWebhook(c.url, allow); (p == "") != c.ok {
+			t.Errorf("%s: %q, want allowed %v", c.url, p, c.ok)
+		}
+	}
+}

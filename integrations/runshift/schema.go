@@ -37,5 +37,5 @@ func ValidateSignal(body []byte) (Signal, []amp.FieldError) {
 		}
 		return s, []amp.FieldError{{Path: path, Problem: msg}}
 	}
-	return s, s.Validate(func(string) bool { return true })
+	return s, s.Validate(func(string, string, bool) bool { return true })
 }

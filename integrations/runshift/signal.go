@@ -7,12 +7,15 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"net"
+	"net/netip"
 	"net/url"
 	"regexp"
 	"strings"
 	"time"
 	"unicode/utf8"
 
+	gateacts "github.com/ampflow/ampflow/activities/gate"
 	"github.com/ampflow/ampflow/amp"
 	"github.com/ampflow/ampflow/config"
 )
@@ -84,8 +87,8 @@ var idPattern = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._:@/-]*$`)
 
 // Validate checks s against runshift's rules and ampflow's limits and
 // returns every problem, each naming its field. allowed says whether a
-// webhook host is in gate.webhook_allow.
-func (s Signal) Validate(allowed func(host string) bool) []amp.FieldError {
+// webhook host and port are in gate.webhook_allow (Allow).
+func (s Signal) Validate(allowed AllowFunc) []amp.FieldError {
 	var ps []amp.FieldError
 	add := func(path, format string, args ...any) {
 		ps = append(ps, amp.FieldError{Path: path, Problem: fmt.Sprintf(format, args...)})
@@ -196,7 +199,7 @@ func (s Signal) Validate(allowed func(host string) bool) []amp.FieldError {
 }
 
 // checkWebhook says what is wrong with a webhook URL, or "".
-func checkWebhook(raw string, allowed func(string) bool) string {
+func checkWebhook(raw string, allowed AllowFunc) string {
 	if len(raw) > MaxURLLen {
 		return fmt.Sprintf("is %d bytes, at most %d", len(raw), MaxURLLen)
 	}
@@ -210,8 +213,12 @@ func checkWebhook(raw string, allowed func(string) bool) string {
 	if what := config.SecretInURL(raw); what != "" {
 		return "must not carry a secret (" + what + "): it is stored and shown with the gate; the callback is signed instead"
 	}
-	if allowed == nil || !allowed(u.Hostname()) {
-		return fmt.Sprintf("host %q is not in gate.webhook_allow", u.Hostname())
+	host, port := u.Hostname(), URLPort(u)
+	if allowed == nil || !allowed(host, port, PrivateName(host)) {
+		if PrivateName(host) {
+			return fmt.Sprintf("host %q is a private or loopback address: gate.webhook_allow must name it with its port (%s)", host, net.JoinHostPort(host, port))
+		}
+		return fmt.Sprintf("host %q is not in gate.webhook_allow", host)
 	}
 	return ""
 }
@@ -221,28 +228,66 @@ func instant(s string) (time.Time, bool) {
 	return t, err == nil
 }
 
+// AllowFunc says whether a callback may go to host and port; private says
+// the host is, or resolves to, a private, loopback, link-local or
+// unspecified address.
+type AllowFunc func(host, port string, private bool) bool
+
 // Allow returns the check of gate.webhook_allow: a host matches a pattern
 // equal to it (case-insensitive) or, for "*.example.com", any name under
-// example.com.
-func Allow(patterns []string) func(host string) bool {
-	ps := make([]string, len(patterns))
+// example.com; a pattern with a port ("127.0.0.1:9000") matches that port
+// only. A private address, or a name that resolves to one, matches only
+// a pattern with its port: naming a host is not enough to aim ampflow at
+// the services beside it.
+func Allow(patterns []string) AllowFunc {
+	type pattern struct{ host, port string }
+	ps := make([]pattern, len(patterns))
 	for i, p := range patterns {
-		ps[i] = strings.ToLower(strings.TrimSuffix(p, "."))
+		h, port, err := net.SplitHostPort(p)
+		if err != nil {
+			h, port = strings.Trim(p, "[]"), ""
+		}
+		ps[i] = pattern{strings.ToLower(strings.TrimSuffix(h, ".")), port}
 	}
-	return func(host string) bool {
+	return func(host, port string, private bool) bool {
 		h := strings.ToLower(strings.TrimSuffix(host, "."))
 		if h == "" {
 			return false
 		}
 		for _, p := range ps {
-			if suffix, ok := strings.CutPrefix(p, "*"); ok {
+			if p.port != "" && p.port != port || p.port == "" && private {
+				continue
+			}
+			if suffix, ok := strings.CutPrefix(p.host, "*"); ok {
 				if strings.HasSuffix(h, suffix) && len(h) > len(suffix) {
 					return true
 				}
-			} else if h == p {
+			} else if h == p.host {
 				return true
 			}
 		}
 		return false
 	}
+}
+
+// URLPort is u's port, or its scheme's.
+func URLPort(u *url.URL) string {
+	if p := u.Port(); p != "" {
+		return p
+	}
+	if u.Scheme == "https" {
+		return "443"
+	}
+	return "80"
+}
+
+// PrivateName says whether host is, without resolving it, a private
+// address: an IP that PrivateAddr holds private, or localhost.
+func PrivateName(host string) bool {
+	h := strings.ToLower(strings.TrimSuffix(host, "."))
+	if h == "localhost" || strings.HasSuffix(h, ".localhost") {
+		return true
+	}
+	a, err := netip.ParseAddr(strings.Trim(h, "[]"))
+	return err == nil && gateacts.PrivateAddr(a)
 }

@@ -28,7 +28,7 @@ func TestRecordGateHistories(t *testing.T) {
 	hook := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(http.StatusNoContent) }))
 	defer hook.Close()
 	// Contracts live 5s: the contract gate expires with its contract.
-	p := startDev(t, t.TempDir(), append(gateEnv(), "AMPFLOW_ADMINS=recorder", "AMPFLOW_GATE_CONTRACT_TTL=5s")...)
+	p := startDev(t, t.TempDir(), append(gateEnv(hook.Listener.Addr().String()), "AMPFLOW_ADMINS=recorder", "AMPFLOW_GATE_CONTRACT_TTL=5s")...)
 	tasks := dial(t, p)
 	out := filepath.Join("..", "replay", "testdata", "gate")
 	if err := os.MkdirAll(out, 0o755); err != nil {

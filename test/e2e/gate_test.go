@@ -24,14 +24,15 @@ const (
 )
 
 // gateEnv configures the action gate of `ampflow dev`: two agents, the
-// loopback webhooks allowed, a daily budget for the spender.
-func gateEnv() []string {
+// webhooks of allow (a loopback one named with its port) allowed, a daily
+// budget for the spender.
+func gateEnv(allow string) []string {
 	return []string{
 		`AMPFLOW_GATE_AGENTS=[{"id":"resume-tailor","key_env":"E2E_TAILOR_KEY","projects":["job-search"]},{"id":"spender","key_env":"E2E_SPENDER_KEY"}]`,
 		"E2E_TAILOR_KEY=" + gateTailorKey,
 		"E2E_SPENDER_KEY=" + gateSpendKey,
 		"AMPFLOW_GATE_WEBHOOK_SECRET=" + gateSecret,
-		"AMPFLOW_GATE_WEBHOOK_ALLOW=127.0.0.1",
+		"AMPFLOW_GATE_WEBHOOK_ALLOW=" + allow,
 		`AMPFLOW_GATE_BUDGETS=[{"agent":"spender","period":"day","usd":0.035}]`,
 	}
 }
@@ -51,7 +52,8 @@ func TestGateAgentApprovedInTelegram(t *testing.T) {
 		t.Fatal(err)
 	}
 	tg := telegramtest.New(t, tgToken)
-	env := append(gateEnv(),
+	port := freePort(t)
+	env := append(gateEnv(fmt.Sprintf("127.0.0.1:%d", port)),
 		"AMPFLOW_TELEGRAM_ENABLED=true",
 		"AMPFLOW_TELEGRAM_TOKEN="+tgToken,
 		"AMPFLOW_TELEGRAM_CHAT_ID="+tgChat,
@@ -61,7 +63,6 @@ func TestGateAgentApprovedInTelegram(t *testing.T) {
 	p := startDev(t, t.TempDir(), env...)
 	c := api{t: t, base: "http://" + p.api}
 
-	port := freePort(t)
 	hookURL := fmt.Sprintf("http://127.0.0.1:%d/amp/callback", port)
 	runAgent := func(runID string) (string, error) {
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
@@ -188,7 +189,7 @@ func TestGateAgentApprovedInTelegram(t *testing.T) {
 // TestGateBudgetStopsSignals: a budget at 80 % gates every signal, and a
 // spent budget refuses signals with 402; the refused signal is not recorded.
 func TestGateBudgetStopsSignals(t *testing.T) {
-	p := startDev(t, t.TempDir(), gateEnv()...)
+	p := startDev(t, t.TempDir(), gateEnv("hooks.example.com")...)
 	c := api{t: t, base: "http://" + p.api}
 	signal := func(run string) (int, map[string]any) {
 		body := map[string]any{
@@ -313,7 +314,7 @@ func gateRunOf(t *testing.T, c api, subject string) string {
 // budget_usd of its plan (tech_constraints); the one that passes it
 // suspends the task with a critical escalation for an admin.
 func TestGateTaskBudgetSuspends(t *testing.T) {
-	p := startDev(t, t.TempDir(), gateEnv()...)
+	p := startDev(t, t.TempDir(), gateEnv("hooks.example.com")...)
 	c := api{t: t, base: "http://" + p.api}
 	tasks := dial(t, p)
 	plan := lowRiskPlan(gitRepo(t))

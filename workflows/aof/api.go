@@ -1,7 +1,10 @@
 package aof
 
 import (
+	"time"
+
 	"github.com/ampflow/ampflow/workflows/decide"
+	"github.com/ampflow/ampflow/workflows/decision"
 	"github.com/ampflow/ampflow/workflows/task"
 )
 
@@ -107,14 +110,28 @@ type MessageInput struct {
 	ParentOwners []string `json:"parentOwners,omitempty"`
 }
 
-// DispatchInput starts a run of the task.
+// DispatchInput starts a run of the task. It is taken only signed with
+// the decision key (Client signs it; At and Signature as an answer's,
+// SignedAs): an admin may dispatch for any agent, so a raw Temporal
+// update must not.
 type DispatchInput struct {
 	AgentID string `json:"agentId"`
 	// By is who dispatched: the token's name, set by the API, which
 	// the event log names as the actor.
 	By string `json:"by,omitempty"`
 	// TTLMs is the heartbeat's life in milliseconds; zero is DefaultTTL.
-	TTLMs int64 `json:"ttlMs"`
+	TTLMs     int64     `json:"ttlMs"`
+	At        time.Time `json:"at,omitzero"`
+	Signature string    `json:"signature,omitempty"`
+}
+
+// SignedAs is the answer a dispatch's signature covers
+// (decision.CommandAnswer).
+func (in DispatchInput) SignedAs() (decision.Answer, error) {
+	at, sig := in.At, in.Signature
+	in.At, in.Signature = time.Time{}, ""
+	dg, err := decision.Digest(in)
+	return decision.CommandAnswer(UpdateDispatch, dg, in.AgentID, "", at, sig), err
 }
 
 // HeartbeatInput is a running agent's sign of life.
@@ -124,8 +141,20 @@ type HeartbeatInput struct {
 
 // SessionEndInput ends an agent's session; an empty AgentID ends every
 // session.
+// It is taken only signed, as DispatchInput.
 type SessionEndInput struct {
-	AgentID string `json:"agentId,omitempty"`
+	AgentID   string    `json:"agentId,omitempty"`
+	At        time.Time `json:"at,omitzero"`
+	Signature string    `json:"signature,omitempty"`
+}
+
+// SignedAs is the answer a session end's signature covers
+// (decision.CommandAnswer).
+func (in SessionEndInput) SignedAs() (decision.Answer, error) {
+	at, sig := in.At, in.Signature
+	in.At, in.Signature = time.Time{}, ""
+	dg, err := decision.Digest(in)
+	return decision.CommandAnswer(UpdateSessionEnd, dg, in.AgentID, "", at, sig), err
 }
 
 // SyncInput is empty; it exists so fields can be added.

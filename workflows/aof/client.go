@@ -11,6 +11,7 @@ import (
 	"go.temporal.io/sdk/client"
 
 	"github.com/ampflow/ampflow/workflows"
+	"github.com/ampflow/ampflow/workflows/decision"
 	"github.com/ampflow/ampflow/workflows/task"
 )
 
@@ -24,6 +25,9 @@ type Client struct {
 	// Reviewer, when set (aof.review: agent), has the tasks it creates
 	// reviewed by the AMP reviewer agent.
 	Reviewer *AgentReviewer
+	// DecisionKey signs dispatches and session ends (auth.decision_key);
+	// the workflow takes no other.
+	DecisionKey []byte
 }
 
 func (c *Client) wait() time.Duration {
@@ -69,7 +73,13 @@ func (c *Client) Message(ctx context.Context, in MessageInput) (Result, error) {
 // Dispatch starts a run of a ready task.
 func (c *Client) Dispatch(ctx context.Context, taskID string, in DispatchInput) (Result, error) {
 	var out Result
-	err := c.update(ctx, taskID, UpdateDispatch, in, &out)
+	in.At = time.Now().UTC()
+	sig, err := c.sign(taskID, UpdateDispatch, in.SignedAs)
+	if err != nil {
+		return out, err
+	}
+	in.Signature = sig
+	err = c.update(ctx, taskID, UpdateDispatch, in, &out)
 	return out, err
 }
 
@@ -83,8 +93,26 @@ func (c *Client) Heartbeat(ctx context.Context, taskID string, in HeartbeatInput
 // SessionEnd applies a task's pending run result.
 func (c *Client) SessionEnd(ctx context.Context, taskID string, in SessionEndInput) (Result, error) {
 	var out Result
-	err := c.update(ctx, taskID, UpdateSessionEnd, in, &out)
+	in.At = time.Now().UTC()
+	sig, err := c.sign(taskID, UpdateSessionEnd, in.SignedAs)
+	if err != nil {
+		return out, err
+	}
+	in.Signature = sig
+	err = c.update(ctx, taskID, UpdateSessionEnd, in, &out)
 	return out, err
+}
+
+// sign signs a command to the task's workflow with the decision key.
+func (c *Client) sign(taskID, command string, signedAs func() (decision.Answer, error)) (string, error) {
+	if len(c.DecisionKey) == 0 {
+		return "", &task.Error{Code: task.CodeInternal, Message: command + " on AOF task " + taskID + ": this process has no decision key (auth.decision_key)"}
+	}
+	a, err := signedAs()
+	if err != nil {
+		return "", &task.Error{Code: task.CodeInternal, Message: "signing " + command + " on AOF task " + taskID, Err: err}
+	}
+	return decision.SignAnswer(c.DecisionKey, WorkflowID(taskID), a), nil
 }
 
 func (c *Client) update(ctx context.Context, taskID, name string, arg, out any) error {

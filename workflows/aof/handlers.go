@@ -10,6 +10,7 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	aofacts "github.com/ampflow/ampflow/activities/aof"
+	"github.com/ampflow/ampflow/workflows/decision"
 	"github.com/ampflow/ampflow/workflows/refusal"
 	"github.com/ampflow/ampflow/workflows/task"
 )
@@ -302,6 +303,9 @@ func (r *aofRun) dispatch(ctx workflow.Context, in DispatchInput) (Result, error
 	if r.running(in.AgentID) {
 		return Result{Task: r.view(), Note: "the task runs for " + in.AgentID + " already"}, nil
 	}
+	if err := r.verifyCommand(ctx, in.SignedAs); err != nil {
+		return Result{}, err
+	}
 	ttl := in.TTLMs
 	if ttl == 0 {
 		ttl = DefaultTTL.Milliseconds()
@@ -394,12 +398,26 @@ func (r *aofRun) sessionEnd(ctx workflow.Context, in SessionEndInput) (Result, e
 	case in.AgentID != "" && in.AgentID != res.AgentID:
 		return Result{Task: r.view(), Note: "the run result is " + res.AgentID + "'s"}, nil
 	}
+	if err := r.verifyCommand(ctx, in.SignedAs); err != nil {
+		return Result{}, err
+	}
 	r.touch(ctx)
 	r.applyOutcome(ctx, res.AgentID, "session_end_"+string(res.Outcome))
 	if err := r.awaitSaved(ctx); err != nil {
 		return Result{}, err
 	}
 	return Result{Task: r.view(), Changed: true}, nil
+}
+
+// verifyCommand refuses, with forbidden, a dispatch or session end that
+// no channel holding the decision key signed (a raw Temporal update): the
+// engine's check of answers, which records the refusal. Nothing changes.
+func (r *aofRun) verifyCommand(ctx workflow.Context, signedAs func() (decision.Answer, error)) error {
+	a, err := signedAs()
+	if err != nil {
+		return refusal.New(task.CodeInvalid, "reading the command: %v", err)
+	}
+	return r.decisions.Verify(ctx, a)
 }
 
 func (r *aofRun) sync(ctx workflow.Context, _ SyncInput) (Result, error) {

@@ -164,6 +164,21 @@ func (h *harness) update(name string, arg any) *reply {
 		a.Signature = decision.SignAnswer(testDecisionKey, subject, a)
 		arg = a
 	}
+	// As Client signs every dispatch and session end.
+	switch in := arg.(type) {
+	case DispatchInput:
+		if in.Signature == "" {
+			in.At = time.Now()
+			in.Signature = decision.SignAnswer(testDecisionKey, WorkflowID(h.in.Task.TaskID), must(in.SignedAs()))
+			arg = in
+		}
+	case SessionEndInput:
+		if in.Signature == "" {
+			in.At = time.Now()
+			in.Signature = decision.SignAnswer(testDecisionKey, WorkflowID(h.in.Task.TaskID), must(in.SignedAs()))
+			arg = in
+		}
+	}
 	r := &reply{}
 	h.env.UpdateWorkflow(name, "", &testsuite.TestUpdateCallback{
 		OnAccept:   func() {},
@@ -265,4 +280,11 @@ func (h *harness) artifact(t *testing.T, name string, v any) bool {
 		}
 	}
 	return ok
+}
+
+func must[T any](v T, err error) T {
+	if err != nil {
+		panic(err)
+	}
+	return v
 }

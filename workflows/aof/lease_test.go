@@ -4,6 +4,9 @@ import (
 	"slices"
 	"testing"
 	"time"
+
+	"github.com/ampflow/ampflow/workflows/decision"
+	"github.com/ampflow/ampflow/workflows/task"
 )
 
 // TestLease: a dispatch takes the task's lease for its agent with the
@@ -67,4 +70,42 @@ func TestLease(t *testing.T) {
 		})
 		h.run()
 	})
+}
+
+// TestUnsignedDispatchAndSessionEnd: a dispatch or session end sent
+// straight to Temporal, not signed with the decision key as Client signs
+// it (or altered after), is refused as forbidden and changes nothing.
+func TestUnsignedDispatchAndSessionEnd(t *testing.T) {
+	h := newHarness(t)
+	var raw, forged, rawEnd *reply
+	h.at(time.Second, func() {
+		raw = h.update(UpdateDispatch, DispatchInput{AgentID: agent, Signature: "00"})
+		in := DispatchInput{AgentID: agent, At: time.Now()}
+		in.Signature = decision.SignAnswer(testDecisionKey, WorkflowID(h.in.Task.TaskID), must(in.SignedAs()))
+		in.AgentID = "swe-qa"
+		forged = h.update(UpdateDispatch, in)
+	})
+	h.at(time.Minute, func() {
+		raw.refused(t, task.CodeForbidden)
+		forged.refused(t, task.CodeForbidden)
+		if tk := h.task(); tk.Status != StatusReady || tk.Run != nil {
+			t.Errorf("an unsigned dispatch changed the task: %s %+v", tk.Status, tk.Run)
+		}
+		h.dispatch(time.Hour)
+	})
+	h.at(2*time.Minute, func() { h.send(completion(OutcomePartial, t0), 0) })
+	h.at(3*time.Minute, func() { rawEnd = h.update(UpdateSessionEnd, SessionEndInput{Signature: "00"}) })
+	h.at(4*time.Minute, func() {
+		rawEnd.refused(t, task.CodeForbidden)
+		if tk := h.task(); tk.Status != StatusInProgress {
+			t.Errorf("an unsigned session end changed the task: %s", tk.Status)
+		}
+		h.update(UpdateSessionEnd, SessionEndInput{})
+	})
+	h.at(5*time.Minute, func() {
+		if tk := h.task(); tk.Status != StatusReview {
+			t.Errorf("the signed session end was not taken: %s", tk.Status)
+		}
+	})
+	h.run()
 }

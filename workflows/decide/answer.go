@@ -87,9 +87,9 @@ func (e *Engine) Answer(ctx workflow.Context, a decision.Answer) (Reply, error) 
 	}
 	d := e.s.Open
 	if opt.ID == decision.OptApprove && d.Required > 1 {
-		if approvedBy(*d, a.By) {
+		if e.approvedBy(*d, a.By) {
 			pending := cloneDecision(*d)
-			return Reply{Open: &pending, Note: fmt.Sprintf("the approval of %s was counted already (%s)", a.By, d.Progress())}, nil
+			return Reply{Open: &pending, Note: fmt.Sprintf("the approval of %s was counted already (%s)", e.person(a.By), d.Progress())}, nil
 		}
 		ap := decision.Approval{By: a.By, Channel: a.Channel, At: workflow.Now(ctx), Note: a.Note}
 		d.Approvals = append(d.Approvals, ap)

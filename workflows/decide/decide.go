@@ -165,7 +165,7 @@ func (e *Engine) Settle(ctx workflow.Context, option, note, by, channel string) 
 	}
 	if option == decision.OptApprove {
 		o.Approvers = slices.Clone(d.Approvals)
-		if !approvedBy(*d, by) {
+		if !e.approvedBy(*d, by) {
 			o.Approvers = append(o.Approvers, decision.Approval{By: by, Channel: channel, At: now, Note: note})
 		}
 	}
@@ -241,8 +241,18 @@ func (e *Engine) PendingOf(kinds ...decision.Kind) *decision.Decision {
 	return nil
 }
 
-func approvedBy(d decision.Decision, by string) bool {
-	return slices.ContainsFunc(d.Approvals, func(a decision.Approval) bool { return a.By == by })
+// approvedBy says whether the person holding identity by approved d
+// already, from any channel.
+func (e *Engine) approvedBy(d decision.Decision, by string) bool {
+	p := e.person(by)
+	return slices.ContainsFunc(d.Approvals, func(a decision.Approval) bool { return e.person(a.By) == p })
+}
+
+func (e *Engine) person(by string) string {
+	if e.policy == nil {
+		return by
+	}
+	return e.policy.Person(by)
 }
 
 // stamp formats a time for refusals and notes.

@@ -69,7 +69,7 @@ func (h probeHost) Notify(ctx workflow.Context, ev Event, d decision.Decision, o
 }
 
 func (h probeHost) MayDecide(by string, escalated bool) bool {
-	return slices.Contains([]string{"alice", "bob", "carol"}, by) || escalated && by == "dave"
+	return slices.Contains([]string{"alice", "bob", "carol", "slack:U123", "telegram:456"}, by) || escalated && by == "dave"
 }
 
 // plan is what the probe's decisions approve.
@@ -286,6 +286,28 @@ func TestQuorum(t *testing.T) {
 		}
 		if s.Engine.Open != nil || len(s.Engine.Decided) != 1 {
 			t.Errorf("engine %+v: want one decided, none open", s.Engine)
+		}
+	})
+	t.Run("OnePersonTwoChannels", func(t *testing.T) {
+		r := newRun(t)
+		var slack, telegram, bob *answered
+		r.at(time.Minute, func() { slack = r.answer("slack:U123", decision.OptApprove) })
+		r.at(2*time.Minute, func() { telegram = r.answer("telegram:456", decision.OptApprove) })
+		r.at(3*time.Minute, func() { bob = r.answer("bob", decision.OptApprove) })
+		pol := decision.Policy{Persons: map[string]string{"slack:U123": "ana", "telegram:456": "ana"}}
+		s := r.finish(probeInput{Subject: "T-1", Required: 2, Policy: pol})
+		if slack.err != nil || slack.reply.Open == nil {
+			t.Fatalf("ana on Slack: %+v, %v; want the decision still open", slack.reply, slack.err)
+		}
+		if telegram.err != nil || telegram.reply.Outcome != nil || !strings.Contains(telegram.reply.Note, "approval of ana was counted already") {
+			t.Fatalf("ana again on Telegram: %+v, %v; want counted once", telegram.reply, telegram.err)
+		}
+		o := bob.reply.Outcome
+		if bob.err != nil || o == nil || o.Option != decision.OptApprove || len(o.Approvers) != 2 {
+			t.Fatalf("bob's approval: %+v, %v; want the quorum reached by ana and bob", bob.reply, bob.err)
+		}
+		if count(s.Log, "record T-1-d1-approval-") != 1 {
+			t.Errorf("log %q: want one approval record before bob's", s.Log)
 		}
 	})
 	t.Run("RejectByOne", func(t *testing.T) {

@@ -20,12 +20,18 @@ var acts *activities.Activities
 // local activity on the worker, which holds the key, so the key never
 // enters the history; an update validator cannot run it.
 func (e *Engine) Verify(ctx workflow.Context, a decision.Answer) error {
+	return VerifySigned(ctx, e.subject, a)
+}
+
+// VerifySigned is Verify for a workflow without an engine (a lease): a
+// signed to subject, its workflow id.
+func VerifySigned(ctx workflow.Context, subject string, a decision.Answer) error {
 	lctx := workflow.WithLocalActivityOptions(ctx, workflow.LocalActivityOptions{
 		StartToCloseTimeout: 10 * time.Second,
 		RetryPolicy:         &temporal.RetryPolicy{InitialInterval: 200 * time.Millisecond, MaximumAttempts: 3},
 	})
 	var out activities.VerifyAnswerResult
-	err := workflow.ExecuteLocalActivity(lctx, acts.VerifyAnswer, activities.VerifyAnswerInput{Subject: e.subject, Answer: a}).Get(ctx, &out)
+	err := workflow.ExecuteLocalActivity(lctx, acts.VerifyAnswer, activities.VerifyAnswerInput{Subject: subject, Answer: a}).Get(ctx, &out)
 	if err != nil {
 		return refusal.New(task.CodeInternal, "verifying the answer to %s: %v", a.DecisionID, err)
 	}

@@ -210,6 +210,19 @@ type Policy struct {
 	RemindAfter   time.Duration `json:"remind_after"`
 	EscalateAfter time.Duration `json:"escalate_after"`
 	ExpireAfter   time.Duration `json:"expire_after"`
+	// Persons maps a channel identity ("slack:U123") to the person who
+	// holds it ("ana"): a quorum counts persons, so one person approving
+	// from two channels counts once. An identity not here is its own
+	// person.
+	Persons map[string]string `json:"persons,omitempty"`
+}
+
+// Person is who holds identity by.
+func (p Policy) Person(by string) string {
+	if n, ok := p.Persons[by]; ok && n != "" {
+		return n
+	}
+	return by
 }
 
 // Quorum is a number of approvals per risk level.

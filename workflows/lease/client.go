@@ -10,6 +10,8 @@ import (
 	"go.temporal.io/api/serviceerror"
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/temporal"
+
+	"github.com/ampflow/ampflow/workflows/decision"
 )
 
 // Client is the way in to lease workflows for the API and the CLI.
@@ -18,6 +20,9 @@ type Client struct {
 	TaskQueue string
 	// Wait bounds each call; zero is 15s.
 	Wait time.Duration
+	// DecisionKey signs a release as admin (auth.decision_key); without
+	// it such a release is refused.
+	DecisionKey []byte
 }
 
 // RefusedError is a request the lease workflow refused: Type is ErrNotHeld,
@@ -130,6 +135,21 @@ func (c *Client) Renew(ctx context.Context, req RenewRequest) (Lease, error) {
 // Release ends a lease.
 func (c *Client) Release(ctx context.Context, req ReleaseRequest) (Lease, error) {
 	var out Lease
+	if req.Admin {
+		key, err := KeyOf(req.LeaseID)
+		if err != nil {
+			return out, &RefusedError{ErrNotHeld, err.Error()}
+		}
+		if len(c.DecisionKey) == 0 {
+			return out, fmt.Errorf("releasing lease %s as admin: this process has no decision key (auth.decision_key)", req.LeaseID)
+		}
+		req.At = time.Now().UTC()
+		a, err := req.SignedAs()
+		if err != nil {
+			return out, fmt.Errorf("signing the release of lease %s: %w", req.LeaseID, err)
+		}
+		req.Signature = decision.SignAnswer(c.DecisionKey, WorkflowID(key), a)
+	}
 	return out, c.update(ctx, req.LeaseID, UpdateRelease, req, &out)
 }
 

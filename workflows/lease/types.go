@@ -12,6 +12,8 @@ import (
 	"time"
 	"unicode"
 	"unicode/utf8"
+
+	"github.com/ampflow/ampflow/workflows/decision"
 )
 
 // WorkflowType is the registered name of Workflow.
@@ -172,13 +174,26 @@ type RenewRequest struct {
 	TTLSeconds int    `json:"ttl_seconds"`
 }
 
-// ReleaseRequest ends a lease. AgentID must be the holder's unless Admin.
+// ReleaseRequest ends a lease. AgentID must be the holder's unless Admin;
+// a release as Admin is taken only signed with the decision key (Client
+// signs it; At and Signature as an answer's, SignedAs).
 type ReleaseRequest struct {
 	LeaseID string `json:"lease_id"`
 	AgentID string `json:"agent_id"`
 	Admin   bool   `json:"admin,omitempty"`
 	// Reason is one of the Reason constants; empty is ReasonReleased.
-	Reason string `json:"reason,omitempty"`
+	Reason    string    `json:"reason,omitempty"`
+	At        time.Time `json:"at,omitzero"`
+	Signature string    `json:"signature,omitempty"`
+}
+
+// SignedAs is the answer an admin release's signature covers
+// (decision.CommandAnswer).
+func (r ReleaseRequest) SignedAs() (decision.Answer, error) {
+	at, sig := r.At, r.Signature
+	r.At, r.Signature = time.Time{}, ""
+	dg, err := decision.Digest(r)
+	return decision.CommandAnswer(UpdateRelease, dg, r.AgentID, r.Reason, at, sig), err
 }
 
 // Event kinds a Change carries (the mesh's lock events).

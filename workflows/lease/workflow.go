@@ -8,6 +8,8 @@ import (
 
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
+
+	"github.com/ampflow/ampflow/workflows/decide"
 )
 
 type leaseWF struct {
@@ -239,6 +241,18 @@ func (l *leaseWF) validateReason(reason string) error {
 func (l *leaseWF) release(ctx workflow.Context, req ReleaseRequest) (Lease, error) {
 	if err := l.held(req.LeaseID, req.AgentID, req.Admin); err != nil {
 		return Lease{}, err
+	}
+	if req.Admin {
+		// An admin's release overrides the holder: only one signed where
+		// ampflow authenticated the admin (a raw Temporal update is
+		// refused, and the refusal recorded).
+		a, err := req.SignedAs()
+		if err == nil {
+			err = decide.VerifySigned(ctx, workflow.GetInfo(ctx).WorkflowExecution.ID, a)
+		}
+		if err != nil {
+			return Lease{}, temporal.NewNonRetryableApplicationError("release as admin refused: "+err.Error(), ErrNotHolder, nil)
+		}
 	}
 	reason, event := req.Reason, EventAutoReleased
 	switch {

@@ -3,13 +3,18 @@ package lease
 import (
 	"context"
 	"errors"
+	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"go.temporal.io/sdk/activity"
+	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/testsuite"
+
+	"github.com/ampflow/ampflow/activities"
+	"github.com/ampflow/ampflow/workflows/decision"
 )
 
 // recorder keeps the changes the workflow records, with the test clock.
@@ -230,4 +235,58 @@ func equal(a, b []string) bool {
 		}
 	}
 	return true
+}
+
+// TestAdminReleaseSigned: a release as admin overrides the holder only
+// signed with the decision key, as Client signs it; a raw Temporal update
+// naming an admin is refused and the lease stays held.
+func TestAdminReleaseSigned(t *testing.T) {
+	key := []byte(strings.Repeat("k", decision.MinKeySize))
+	env, rec := newEnv(t)
+	env.RegisterActivity(&activities.Activities{DecisionKey: key})
+	const resource = "repo:app:main"
+	var id string
+	update(env, 0, UpdateAcquire, AcquireRequest{AgentID: "alice", TTLSeconds: 600}, func(r AcquireResult, err error) {
+		if err != nil || r.Lease == nil {
+			t.Fatalf("alice acquire: %+v %v", r, err)
+		}
+		id = r.Lease.LeaseID
+	})
+	env.RegisterDelayedCallback(func() {
+		update(env, 0, UpdateRelease, ReleaseRequest{LeaseID: id, AgentID: "ops", Admin: true}, func(r Lease, err error) {
+			if errType(err) != ErrNotHolder {
+				t.Errorf("an unsigned admin release: %+v %v, want %s", r, err, ErrNotHolder)
+			}
+		})
+		forged := ReleaseRequest{LeaseID: id, AgentID: "ops", Admin: true, At: env.Now()}
+		forged.Signature = decision.SignAnswer(key, WorkflowID(resource), must(forged.SignedAs()))
+		forged.AgentID = "mallory"
+		update(env, time.Second, UpdateRelease, forged, func(r Lease, err error) {
+			if errType(err) != ErrNotHolder {
+				t.Errorf("an altered admin release: %+v %v, want %s", r, err, ErrNotHolder)
+			}
+		})
+		signed := ReleaseRequest{LeaseID: id, AgentID: "ops", Admin: true, At: env.Now().Add(2 * time.Second)}
+		signed.Signature = decision.SignAnswer(key, WorkflowID(resource), must(signed.SignedAs()))
+		update(env, 2*time.Second, UpdateRelease, signed, func(r Lease, err error) {
+			if err != nil || r.State != StateReleased || r.Reason != ReasonAdmin {
+				t.Errorf("a signed admin release: %+v %v", r, err)
+			}
+		})
+	}, time.Second)
+	env.SetStartWorkflowOptions(client.StartWorkflowOptions{ID: WorkflowID(resource)})
+	env.ExecuteWorkflow(Workflow, Input{ResourceKey: resource})
+	if err := env.GetWorkflowError(); err != nil {
+		t.Fatal(err)
+	}
+	if got, want := rec.events(), []string{"lock.acquired alice", "lock.released alice"}; !equal(got, want) {
+		t.Fatalf("events %v, want %v", got, want)
+	}
+}
+
+func must[T any](v T, err error) T {
+	if err != nil {
+		panic(err)
+	}
+	return v
 }

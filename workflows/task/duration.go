@@ -76,10 +76,11 @@ type policyJSON struct {
 
 // decisionsJSON is decision.Policy with its durations as text.
 type decisionsJSON struct {
-	Quorum        decision.Quorum `json:"quorum"`
-	RemindAfter   Duration        `json:"remind_after"`
-	EscalateAfter Duration        `json:"escalate_after"`
-	ExpireAfter   Duration        `json:"expire_after"`
+	Quorum        decision.Quorum   `json:"quorum"`
+	RemindAfter   Duration          `json:"remind_after"`
+	EscalateAfter Duration          `json:"escalate_after"`
+	ExpireAfter   Duration          `json:"expire_after"`
+	Persons       map[string]string `json:"persons,omitempty"`
 }
 
 // MarshalJSON writes the policy with durations as text ("300s", "30m"),
@@ -95,6 +96,7 @@ func (p Policy) MarshalJSON() ([]byte, error) {
 			RemindAfter:   Duration(p.Decisions.RemindAfter),
 			EscalateAfter: Duration(p.Decisions.EscalateAfter),
 			ExpireAfter:   Duration(p.Decisions.ExpireAfter),
+			Persons:       p.Decisions.Persons,
 		},
 	}
 	if p.AckTimeouts != nil {
@@ -122,6 +124,7 @@ func (p *Policy) UnmarshalJSON(b []byte) error {
 		RemindAfter:   time.Duration(in.Decisions.RemindAfter),
 		EscalateAfter: time.Duration(in.Decisions.EscalateAfter),
 		ExpireAfter:   time.Duration(in.Decisions.ExpireAfter),
+		Persons:       in.Decisions.Persons,
 	}
 	p.AckTimeouts = nil
 	if in.AckTimeouts != nil {

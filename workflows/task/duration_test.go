@@ -2,6 +2,7 @@ package task
 
 import (
 	"encoding/json"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -35,7 +36,7 @@ func TestFormatDuration(t *testing.T) {
 }
 
 func TestPolicyJSON(t *testing.T) {
-	decisions := decision.Policy{Quorum: decision.Quorum{Low: 1, Medium: 1, High: 2}, RemindAfter: time.Hour, EscalateAfter: 4 * time.Hour, ExpireAfter: 24 * time.Hour}
+	decisions := decision.Policy{Quorum: decision.Quorum{Low: 1, Medium: 1, High: 2}, RemindAfter: time.Hour, EscalateAfter: 4 * time.Hour, ExpireAfter: 24 * time.Hour, Persons: map[string]string{"slack:U123": "ana"}}
 	t.Run("DurationsAsText", func(t *testing.T) {
 		b, err := json.Marshal(Policy{
 			AckTimeouts:      map[amp.Type]time.Duration{amp.TypeTaskDispatch: 5 * time.Minute, amp.TypeReviewRequest: 10 * time.Minute},
@@ -59,7 +60,7 @@ func TestPolicyJSON(t *testing.T) {
 			t.Fatal(err)
 		}
 		if back.AckTimeout(amp.TypeTaskDispatch) != 5*time.Minute || back.CITimeout != 30*time.Minute || back.MaxRejects != 3 ||
-			back.Decisions != decisions {
+			!reflect.DeepEqual(back.Decisions, decisions) {
 			t.Errorf("round trip lost values: %+v", back)
 		}
 	})

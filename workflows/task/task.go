@@ -309,17 +309,40 @@ type HeartbeatInput struct {
 	Admin bool   `json:"admin,omitempty"`
 }
 
-// CancelInput ends a task; the reason is required.
+// CancelInput ends a task; the reason is required. It is taken only
+// signed with the decision key (workflows.Client.Cancel signs it): At and
+// Signature as an answer's (SignedAs).
 type CancelInput struct {
-	Reason string `json:"reason"`
-	By     string `json:"by"`
+	Reason    string    `json:"reason"`
+	By        string    `json:"by"`
+	At        time.Time `json:"at,omitzero"`
+	Signature string    `json:"signature,omitempty"`
 }
 
-// ReplanInput replaces the subtasks from the current one on.
+// SignedAs is the answer cancel's signature covers (decision.CommandAnswer).
+func (in CancelInput) SignedAs() (decision.Answer, error) {
+	at, sig := in.At, in.Signature
+	in.At, in.Signature = time.Time{}, ""
+	dg, err := decision.Digest(in)
+	return decision.CommandAnswer(UpdateCancel, dg, in.By, in.Reason, at, sig), err
+}
+
+// ReplanInput replaces the subtasks from the current one on. It is taken
+// only signed with the decision key, as CancelInput.
 type ReplanInput struct {
-	Subtasks []amp.Subtask `json:"subtasks"`
-	By       string        `json:"by"`
-	Note     string        `json:"note,omitempty"`
+	Subtasks  []amp.Subtask `json:"subtasks"`
+	By        string        `json:"by"`
+	Note      string        `json:"note,omitempty"`
+	At        time.Time     `json:"at,omitzero"`
+	Signature string        `json:"signature,omitempty"`
+}
+
+// SignedAs is the answer replan's signature covers (decision.CommandAnswer).
+func (in ReplanInput) SignedAs() (decision.Answer, error) {
+	at, sig := in.At, in.Signature
+	in.At, in.Signature = time.Time{}, ""
+	dg, err := decision.Digest(in)
+	return decision.CommandAnswer(UpdateReplan, dg, in.By, in.Note, at, sig), err
 }
 
 // ChangeResult is what cancel and replan return.
