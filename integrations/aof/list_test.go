@@ -100,7 +100,11 @@ func TestActorOfCreateAndDispatch(t *testing.T) {
 	if st != 201 || out["createdBy"] != "planner" {
 		t.Fatalf("create %d: %v", st, out)
 	}
-	st, out = r.as("coord-token-0123456", "POST", "/v1/aof/tasks/TASK-2026-02-09-001/dispatch", `{"agentId":"swe-backend","by":"someone"}`)
+	// Who dispatched is the token's; a body naming someone is refused.
+	if st, out = r.as("coord-token-0123456", "POST", "/v1/aof/tasks/TASK-2026-02-09-001/dispatch", `{"agentId":"swe-backend","by":"someone"}`); st != 400 || !hasField(out, "by") {
+		t.Fatalf("dispatch naming by: %d %v, want 400 naming by", st, out)
+	}
+	st, out = r.as("coord-token-0123456", "POST", "/v1/aof/tasks/TASK-2026-02-09-001/dispatch", `{"agentId":"swe-backend"}`)
 	if st != 200 || len(r.tasks.dispatches) != 1 || r.tasks.dispatches[0].By != "planner" {
 		t.Fatalf("dispatch %d %v: %+v", st, out, r.tasks.dispatches)
 	}

@@ -173,7 +173,7 @@ func Spec() httpapi.Spec {
 			"reviewRequired": map[string]any{"type": "boolean", "default": true},
 			"parentTaskId":   taskIDSchema,
 		}),
-		"AOFDispatchRequest":   obj([]string{"agentId"}, map[string]any{"agentId": strSchema("The agent that runs the task."), "by": map[string]any{"type": "string", "readOnly": true, "description": "Who dispatched: set by the API to the token's name (a value sent is replaced), the actor of the task.transitioned event."}, "ttlMs": map[string]any{"type": "integer", "minimum": 0, "maximum": 86400000, "default": 300000}}),
+		"AOFDispatchRequest":   obj([]string{"agentId"}, map[string]any{"agentId": strSchema("The agent that runs the task."), "ttlMs": map[string]any{"type": "integer", "minimum": 0, "maximum": 86400000, "default": 300000}}),
 		"AOFHeartbeatRequest":  obj(nil, map[string]any{"agentId": strSchema("The agent that runs the task; absent, an executor's or reviewer's token's own name.")}),
 		"AOFSessionEndRequest": obj(nil, map[string]any{"agentId": strSchema("Only this agent's runs. Absent: an executor's or reviewer's token's own; every agent's for an admin's or a coordinator's token; required with no tokens configured.")}),
 		"AOFTask": obj([]string{"taskId", "title", "status", "metadata", "workLog", "createdAt", "updatedAt", "rev"}, map[string]any{
