@@ -99,7 +99,7 @@ type Options struct {
 // Handlers serves the contracts.
 type Handlers struct {
 	o     Options
-	limit *limiter
+	limit *httpapi.Limiter
 	api   *httpapi.Server
 	log   *slog.Logger
 }
@@ -118,7 +118,7 @@ func New(o Options) *Handlers {
 	if o.Catalog == nil {
 		o.Catalog = contract.Default()
 	}
-	h := &Handlers{o: o, limit: newLimiter(o.Rate, time.Minute), log: o.Logger}
+	h := &Handlers{o: o, limit: httpapi.NewLimiter(o.Rate, time.Minute), log: o.Logger}
 	if h.log == nil {
 		h.log = slog.New(slog.DiscardHandler)
 	}
@@ -172,12 +172,11 @@ func (h *Handlers) admit(w http.ResponseWriter, r *http.Request) string {
 		h.api.Error(w, r, task.Errorf(CodeUnauthorized, "an agent key (gate.agents) is required as a bearer token"))
 		return ""
 	}
-	if ok, st := h.limit.take(owner, h.o.Now()); !ok {
-		st.headers(w)
-		h.api.Error(w, r, task.Errorf(CodeRateLimitExceeded, "more than %d contract requests a minute from this key; retry after %d s", st.limit, st.retryAfter))
+	ok, st := h.limit.Take(owner, h.o.Now())
+	st.Headers(w)
+	if !ok {
+		h.api.Error(w, r, task.Errorf(CodeRateLimitExceeded, "more than %d contract requests a minute from this key; retry after %d s", st.Limit, st.RetryAfter))
 		return ""
-	} else {
-		st.headers(w)
 	}
 	return owner
 }

@@ -22,9 +22,12 @@ const DefaultRate = 600
 // share one bucket until idle ones are dropped.
 const maxBuckets = 1 << 16
 
-// limiter is a token bucket per key: limit requests per window, refilled
-// continuously. Buckets idle for a window are dropped as they are met.
-type limiter struct {
+// Limiter is a token bucket per key: limit requests per window, refilled
+// continuously. Buckets idle for a window are dropped as they are met; past
+// maxBuckets, keys not yet seen share one bucket. The API limits each
+// token's writing requests with one; a system may keep its own (the
+// contracts' per-key rate).
+type Limiter struct {
 	mu      sync.Mutex
 	limit   int
 	window  time.Duration
@@ -37,13 +40,22 @@ type bucket struct {
 	at     time.Time
 }
 
-func newLimiter(limit int, window time.Duration) *limiter {
-	return &limiter{limit: limit, window: window, buckets: map[string]*bucket{}}
+// LimitState is what a limiter's answer says, as the X-RateLimit headers
+// do: the limit, the requests left, the seconds until a refused request is
+// admitted again (RetryAfter, 0 when admitted) and until the bucket is
+// full (Reset).
+type LimitState struct {
+	Limit, Remaining, RetryAfter, Reset int
 }
 
-// take spends one request of key's bucket; refused, it returns the whole
-// seconds until the bucket holds one again.
-func (l *limiter) take(key string, now time.Time) (ok bool, retryAfter int) {
+// NewLimiter is a Limiter of limit requests a window.
+func NewLimiter(limit int, window time.Duration) *Limiter {
+	return &Limiter{limit: limit, window: window, buckets: map[string]*bucket{}}
+}
+
+// Take spends one request of key's bucket, and says whether it was
+// admitted and where the bucket stands.
+func (l *Limiter) Take(key string, now time.Time) (bool, LimitState) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if now.Sub(l.swept) > l.window {
@@ -70,11 +82,27 @@ func (l *limiter) take(key string, now time.Time) (ok bool, retryAfter int) {
 		b.tokens = math.Min(float64(l.limit), b.tokens+el*rate)
 		b.at = now
 	}
-	if b.tokens >= 1 {
+	ok := b.tokens >= 1
+	if ok {
 		b.tokens--
-		return true, 0
 	}
-	return false, max(1, int(math.Ceil((1-b.tokens)/rate)))
+	st := LimitState{Limit: l.limit, Remaining: int(b.tokens), Reset: int(math.Ceil((float64(l.limit) - b.tokens) / rate))}
+	if !ok {
+		st.RetryAfter = max(1, int(math.Ceil((1-b.tokens)/rate)))
+	}
+	return ok, st
+}
+
+// Headers sets the X-RateLimit headers of st, and Retry-After when the
+// request was refused.
+func (st LimitState) Headers(w http.ResponseWriter) {
+	h := w.Header()
+	h.Set("X-RateLimit-Limit", strconv.Itoa(st.Limit))
+	h.Set("X-RateLimit-Remaining", strconv.Itoa(st.Remaining))
+	h.Set("X-RateLimit-Reset", strconv.Itoa(st.Reset))
+	if st.RetryAfter > 0 {
+		h.Set("Retry-After", strconv.Itoa(st.RetryAfter))
+	}
 }
 
 // writing reports whether a route's pattern ("METHOD /path") changes
@@ -96,10 +124,10 @@ func (s *Server) limited(key func(*http.Request) string, next http.Handler) http
 		return next
 	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if ok, retry := s.limit.take(key(r), s.now()); !ok {
-			w.Header().Set("Retry-After", strconv.Itoa(retry))
+		if ok, st := s.limit.Take(key(r), s.now()); !ok {
+			w.Header().Set("Retry-After", strconv.Itoa(st.RetryAfter))
 			s.writeError(w, r, task.Errorf(task.CodeRateLimited, "more than %d writing requests a minute from this token (http.rate); try again in %d s",
-				s.limit.limit, retry))
+				st.Limit, st.RetryAfter))
 			return
 		}
 		next.ServeHTTP(w, r)

@@ -121,7 +121,7 @@ type Server struct {
 	statusOf map[task.Code]int
 	added    added
 	// limit bounds each token's writing requests; nil is no limit.
-	limit *limiter
+	limit *Limiter
 	// auth is each route's identity, by pattern.
 	auth map[string]routeAuth
 	// agentKeys tell the keys of the agent-key routes.
@@ -180,9 +180,9 @@ func New(o Options) *Server {
 	}
 	switch {
 	case o.Rate == 0:
-		s.limit = newLimiter(DefaultRate, time.Minute)
+		s.limit = NewLimiter(DefaultRate, time.Minute)
 	case o.Rate > 0:
-		s.limit = newLimiter(o.Rate, time.Minute)
+		s.limit = NewLimiter(o.Rate, time.Minute)
 	}
 	s.routes()
 	return s
