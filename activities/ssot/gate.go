@@ -370,7 +370,8 @@ type Spend struct {
 	Signals      int64   `json:"signals"`
 }
 
-// Spend sums what the signals of q cost.
+// Spend sums what the signals of q cost, and the runs of runner-mode
+// agents (KindRunner) it names.
 func (s *DB) Spend(ctx context.Context, q SpendQuery) (Spend, error) {
 	return spendIn(ctx, s.db, s, q)
 }
@@ -395,7 +396,7 @@ func spendIn(ctx context.Context, db rowQuerier, s *DB, q SpendQuery) (Spend, er
 	}
 	var sp Spend
 	err := db.QueryRowContext(ctx, s.rebind(`SELECT COALESCE(SUM(cost_usd), 0), COALESCE(SUM(input_tokens), 0),
-		COALESCE(SUM(output_tokens), 0), COUNT(*) FROM gates WHERE kind = 'signal' AND `+strings.Join(where, " AND ")), args...).
+		COALESCE(SUM(output_tokens), 0), COUNT(*) FROM gates WHERE kind IN ('signal', 'runner') AND `+strings.Join(where, " AND ")), args...).
 		Scan(&sp.USD, &sp.InputTokens, &sp.OutputTokens, &sp.Signals)
 	if err != nil {
 		return Spend{}, fmt.Errorf("summing spend: %w", err)

@@ -72,21 +72,16 @@ func (s *DB) checkBudgets(ctx context.Context, tx *sql.Tx, g GateRow, limits []B
 				return err
 			}
 		}
-		spent, err := spendIn(ctx, tx, s, SpendQuery{Agent: l.Agent, Project: l.Project, Period: l.Period, At: g.ReceivedAt})
+		spent, limit, err := s.budgetIn(ctx, tx, l, g.ReceivedAt)
 		if err != nil {
 			return err
 		}
-		raised, err := s.raisedIn(ctx, tx, l.Key, PeriodOf(l.Period, g.ReceivedAt))
-		if err != nil {
-			return err
-		}
-		limit := l.USD + raised
-		be := &BudgetError{Key: l.Key, Period: l.Period, SpentUSD: spent.USD, LimitUSD: limit, CostUSD: g.CostUSD}
+		be := &BudgetError{Key: l.Key, Period: l.Period, SpentUSD: spent, LimitUSD: limit, CostUSD: g.CostUSD}
 		switch {
-		case spent.USD >= limit:
+		case spent >= limit:
 			be.Over = true
 			return be
-		case !g.Gated && l.Warn > 0 && spent.USD+g.CostUSD >= l.Warn*limit:
+		case !g.Gated && l.Warn > 0 && spent+g.CostUSD >= l.Warn*limit:
 			return be
 		}
 	}

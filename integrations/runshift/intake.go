@@ -325,13 +325,7 @@ func (in *Intake) limits(s Signal) []ssot.BudgetLimit {
 // BudgetKeyOf names a budget in the API: agent:project:period, "*" for
 // an agent or project it does not narrow ("deployer:*:day").
 func BudgetKeyOf(b config.GateBudget) string {
-	star := func(s string) string {
-		if s == "" {
-			return "*"
-		}
-		return s
-	}
-	return star(b.Agent) + ":" + star(b.Project) + ":" + b.Period
+	return ssot.BudgetKey(b.Agent, b.Project, b.Period)
 }
 
 func (in *Intake) budgetName(key string) string {
