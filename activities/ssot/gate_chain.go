@@ -180,6 +180,11 @@ func (c GateChain) apply(g GateRow, now time.Time) (GateRow, error) {
 	if c.Err != nil {
 		return bad("chain %s does not hold: %v", subject, c.Err)
 	}
+	if g.Kind == KindRunner && !c.Signal && !c.Outcome {
+		// A runner's spend is no decision: its chain holds nothing, and
+		// a signal's row made to look like one still has its record.
+		return g, nil
+	}
 	if c.Signal && c.Gated != g.Gated {
 		return bad("gated is %t, but the signal's record in chain %s says %t", g.Gated, subject, c.Gated)
 	}
