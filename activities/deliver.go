@@ -82,6 +82,9 @@ type Delivery struct {
 	Tools *ToolHook
 	// MCP, when set, gives runners ampflow's MCP server.
 	MCP *RunnerMCP
+	// Budgets, when set, charges each runner run's cost to gate.budgets
+	// and refuses a run whose budget is spent.
+	Budgets *RunnerBudgets
 }
 
 // maxReply bounds what a command-mode agent may print; more is ignored.

@@ -91,6 +91,9 @@ func (d *Delivery) runAgent(ctx context.Context, a AgentDelivery, in DeliverInpu
 		d.saveSession(a, m, out.SessionID)
 	}
 	if err != nil {
+		if r := d.budgetRefused(a, m, err); r != nil {
+			return r
+		}
 		return fmt.Errorf("running the %s runner on %s: %w", a.Runner, m.MsgID, err)
 	}
 	if m.To == amp.RoleReviewer {
@@ -139,7 +142,11 @@ func (d *Delivery) prepareWorktree(ctx context.Context, a AgentDelivery, in Deli
 // tool call (a build, a test run) may keep it silent for minutes, and
 // sends the task what it cost.
 func (st *runState) run(spec runner.Spec) (out runner.Outcome, err error) {
-	spec.MaxCostUSD = runCap(st.in.MaxCostUSD, st.totals[spec.SessionID])
+	left, err := st.d.Budgets.left(st.ctx, st.a, st.m.To, st.in.Repo)
+	if err != nil {
+		return out, err
+	}
+	spec.MaxCostUSD = runCap(capOf(st.in.MaxCostUSD, left), st.totals[spec.SessionID])
 	done := make(chan struct{})
 	defer close(done)
 	defer func() {
@@ -297,6 +304,9 @@ func (d *Delivery) submitVerdict(ctx context.Context, a AgentDelivery, in Delive
 		spec.Prompt = "Your final report was not a valid review_verdict: " + oneLine(err.Error()) +
 			". Answer again with only the JSON object, as asked."
 		if out, err = st.run(spec); err != nil {
+			if r := d.budgetRefused(a, m, err); r != nil {
+				return r
+			}
 			return fmt.Errorf("resuming the %s runner on %s: %w", a.Runner, m.MsgID, err)
 		}
 		if !out.Succeeded() {
