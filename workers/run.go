@@ -179,6 +179,7 @@ func Build(o Options) (*Parts, error) {
 	if o.Metrics != nil {
 		delivery.Metrics = o.Metrics
 	}
+	delivery.Budgets = runnerBudgets(cfg, store)
 	delivery.Tools = toolHook(cfg, log)
 	delivery.MCP = runnerMCP(cfg)
 	acts := &activities.Activities{Git: git, CI: ci, Store: record, Delivery: delivery, Log: log, Policy: &policy,
@@ -209,6 +210,19 @@ func githubBase(u string) string {
 		return ""
 	}
 	return u
+}
+
+// runnerBudgets charges runner runs to gate.budgets (nil without any).
+func runnerBudgets(cfg config.Config, store *ssot.DB) *activities.RunnerBudgets {
+	if len(cfg.Gate.Budgets) == 0 {
+		return nil
+	}
+	limits := make([]ssot.BudgetLimit, 0, len(cfg.Gate.Budgets))
+	for _, b := range cfg.Gate.Budgets {
+		limits = append(limits, ssot.BudgetLimit{Key: ssot.BudgetKey(b.Agent, b.Project, b.Period), Agent: b.Agent,
+			Project: b.Project, Period: b.Period, USD: b.USD})
+	}
+	return &activities.RunnerBudgets{Store: store, Limits: limits}
 }
 
 func agentDelivery(a config.Agent, dataDir string) activities.AgentDelivery {
