@@ -30,7 +30,7 @@ func (m *Metrics) ForProjects(projects []string) *Metrics {
 	if m == nil {
 		return nil
 	}
-	m.projects = map[string]bool{}
+	m.projects = map[string]bool{"": true} // no project is a value of its own
 	for _, p := range projects {
 		m.projects[p] = true
 	}

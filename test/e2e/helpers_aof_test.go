@@ -131,7 +131,7 @@ func (c aofClient) events(id string) []aofEvent {
 	var page struct {
 		Events []aofEvent `json:"events"`
 	}
-	if code, resp := c.call("GET", "/v1/aof/events?limit=1000&taskId="+id, nil, &page); code != http.StatusOK {
+	if code, resp := c.call("GET", "/v1/aof/events?limit=1000&task_id="+id, nil, &page); code != http.StatusOK {
 		c.t.Fatalf("events of %s: %d %s", id, code, resp)
 	}
 	return page.Events
