@@ -163,3 +163,48 @@ func AgentFrom(ctx context.Context) Agent {
 	a, _ := ctx.Value(agentKey{}).(Agent)
 	return a
 }
+
+// Heartbeat passes an agent's sign of life to its task, at most one a
+// HeartbeatEvery per task and role and one note a NoteEvery per task
+// (the others are taken and not sent).
+func (c *Client) Heartbeat(ctx context.Context, taskID string, in task.HeartbeatInput) error {
+	if err := checkTaskID(taskID); err != nil {
+		return err
+	}
+	if err := in.Validate(); err != nil {
+		return err
+	}
+	a := AgentFrom(ctx)
+	in.By, in.Admin = a.Name, a.Admin
+	// A signal has no answer: the holder is read first, so that another
+	// agent hears that the work is not its own. A recovered heartbeat
+	// hands the work on and is never refused.
+	if in.By != "" && !in.Admin && !in.Recovered {
+		st, err := c.State(ctx, taskID)
+		if err != nil {
+			return err
+		}
+		if e := task.Claimed(taskID, task.HolderOf(st.Holders, in.From), in.By, in.Admin); e != nil {
+			return e
+		}
+	}
+	now := time.Now
+	if c.Now != nil {
+		now = c.Now
+	}
+	in, send := c.beats.admit(taskID, in, now())
+	if !send {
+		return nil
+	}
+	err := c.Temporal.SignalWorkflow(ctx, task.WorkflowID(taskID), "", task.SignalHeartbeat, in)
+	return c.wrapEnded(ctx, taskID, err, "sending a heartbeat to "+taskID)
+}
+
+// RecordUsage passes what a runner's run cost to its task.
+func (c *Client) RecordUsage(ctx context.Context, taskID string, in task.UsageInput) error {
+	if err := checkTaskID(taskID); err != nil {
+		return err
+	}
+	err := c.Temporal.SignalWorkflow(ctx, task.WorkflowID(taskID), "", task.SignalUsage, in)
+	return c.wrapEnded(ctx, taskID, err, "sending a run's usage to "+taskID)
+}

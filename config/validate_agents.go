@@ -1,0 +1,98 @@
+package config
+
+import (
+	"fmt"
+	"os"
+	"regexp"
+	"strings"
+)
+
+func (c Config) validateCI(ps *problems) {
+	ci := c.CI
+	ps.oneOf("ci.provider", ci.Provider, ProviderNone, ProviderGitHub, ProviderCommand)
+	ps.positive("ci.poll_interval", ci.PollInterval)
+	ps.positive("ci.timeout", ci.Timeout)
+	ps.url("ci.github.api_url", ci.GitHub.APIURL)
+	if r := ci.GitHub.Repo; r != "" && !githubRepoRE.MatchString(r) {
+		ps.add("ci.github.repo", "must be OWNER/NAME, e.g. ampflow/ampflow, not %q", r)
+	}
+	ps.positive("ci.command.timeout", ci.Command.Timeout)
+	ps.envList("ci.command.env", ci.Command.Env)
+	switch ci.Provider {
+	case ProviderGitHub:
+		ps.required("ci.github.token", ci.GitHub.Token, "ci.provider is github")
+	case ProviderCommand:
+		if len(ci.Command.Run) == 0 || ci.Command.Run[0] == "" {
+			ps.add("ci.command.run", "required when ci.provider is command")
+		} else {
+			ps.argv("ci.command.run", ci.Command.Run)
+		}
+	}
+}
+
+func validateAgent(ps *problems, prefix string, a Agent) {
+	ps.oneOf(prefix+".mode", a.Mode, AgentModePull, AgentModeCommand, AgentModeWebhook, AgentModeRunner)
+	ps.positive(prefix+".timeout", a.Timeout)
+	ps.envList(prefix+".env", a.Env)
+	switch a.Mode {
+	case AgentModeCommand:
+		if len(a.Command) == 0 || a.Command[0] == "" {
+			ps.add(prefix+".command", "required when %s.mode is command", prefix)
+		} else {
+			ps.argv(prefix+".command", a.Command)
+		}
+	case AgentModeWebhook:
+		if a.WebhookURL == "" {
+			ps.add(prefix+".webhook_url", "required when %s.mode is webhook", prefix)
+		} else {
+			ps.url(prefix+".webhook_url", a.WebhookURL)
+			if what := SecretInURL(a.WebhookURL); what != "" {
+				ps.add(prefix+".webhook_url", "must not carry a secret (%s): the URL is shown and logged; %s.webhook_secret signs each delivery", what, prefix)
+			}
+		}
+		ps.required(prefix+".webhook_secret", a.WebhookSecret, prefix+".mode is webhook (it signs each delivery)")
+	case AgentModeRunner:
+		ps.oneOf(prefix+".runner", a.Runner, Runners...)
+		if len(a.Command) > 0 {
+			ps.argv(prefix+".command", a.Command)
+		}
+		ps.positive(prefix+".idle_timeout", a.IdleTimeout)
+		if a.MaxCostUSD < 0 {
+			ps.add(prefix+".max_cost_usd", "must not be negative (0: no cap), not %v", a.MaxCostUSD)
+		}
+	}
+}
+
+// argv refuses a command written as one shell line: ampflow runs argv
+// without a shell, so "python3 agent.py" would look for a program of
+// that name. A single word naming an existing file with a space in its
+// path is left alone.
+func (ps *problems) argv(key string, argv []string) {
+	if len(argv) == 0 || !strings.ContainsAny(argv[0], " \t") {
+		return
+	}
+	if _, err := os.Stat(argv[0]); err == nil {
+		return
+	}
+	words := append(strings.Fields(argv[0]), argv[1:]...)
+	what := "is one string"
+	if len(argv) > 1 {
+		key += "[0]"
+		what = "starts with"
+	}
+	ps.add(key, "%s %q, which ampflow would run as a single program name (there is no shell); write a list: [%s] (from the environment: %s)",
+		what, argv[0], strings.Join(words, ", "), strings.Join(words, ","))
+}
+
+// envList checks a list of environment variable names, each optionally
+// with =value.
+func (ps *problems) envList(key string, env []string) {
+	for i, e := range env {
+		name, _, _ := strings.Cut(e, "=")
+		if !envName.MatchString(name) {
+			ps.add(fmt.Sprintf("%s[%d]", key, i), "must be a variable name (A-Z, 0-9, _) or NAME=value, not %q", e)
+		}
+	}
+}
+
+var envName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
