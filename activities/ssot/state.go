@@ -99,12 +99,15 @@ func (st *TaskState) check(taskID string) error {
 	return nil
 }
 
-// saveState replaces a task's read rows, unless a newer state is kept.
+// saveState replaces a task's read rows, unless a newer state is kept. A
+// task's started_at stays the one first written (the client's, when it
+// writes the first record before the workflow does), so a listing paged
+// by it never meets the same task twice.
 func (s *DB) saveState(ctx context.Context, tx *sql.Tx, st *TaskState) error {
 	res, err := tx.ExecContext(ctx, s.rebind(`INSERT INTO tasks (task_id, rev, status, risk, repo, reject_count, started_at, updated_at, state)
 		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
 		ON CONFLICT (task_id) DO UPDATE SET rev = excluded.rev, status = excluded.status, risk = excluded.risk,
-			repo = excluded.repo, reject_count = excluded.reject_count, started_at = excluded.started_at,
+			repo = excluded.repo, reject_count = excluded.reject_count,
 			updated_at = excluded.updated_at, state = excluded.state
 		WHERE tasks.rev < excluded.rev`),
 		st.TaskID, st.Rev, st.Status, st.Risk, st.Repo, st.RejectCount, micros(st.StartedAt), micros(st.UpdatedAt), string(st.State))

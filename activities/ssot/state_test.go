@@ -187,3 +187,25 @@ func TestKeyCursor(t *testing.T) {
 		}
 	}
 }
+
+// A task's started_at is the one first written: a later revision that
+// says otherwise (the workflow's clock after the client's) moves nothing,
+// so a listing paged by it meets no task twice.
+func TestSaveKeepsTheFirstStartedAt(t *testing.T) {
+	eachEngine(t, func(t *testing.T, s *DB, _ string) {
+		ctx := context.Background()
+		first := taskState(1, 0, "awaiting_approval")
+		if _, err := s.Save(ctx, "T-2026-001", []Entry{ent("m1", `{}`)}, first); err != nil {
+			t.Fatal(err)
+		}
+		next := taskState(1, 1, "dispatched")
+		next.StartedAt = first.StartedAt.Add(-time.Second)
+		if _, err := s.Save(ctx, "T-2026-001", nil, next); err != nil {
+			t.Fatal(err)
+		}
+		got, err := s.Task(ctx, "T-2026-001")
+		if err != nil || got.Rev != 1 || !got.StartedAt.Equal(first.StartedAt) {
+			t.Fatalf("task %+v %v, want rev 1 started at %s", got, err, first.StartedAt)
+		}
+	})
+}
