@@ -14,8 +14,9 @@ import (
 // (tools.rules): the CLI runs `ampflow hook <cli>` before each tool, which
 // asks the worker's API as the role's own token. Claude Code takes it
 // through --settings and Codex through -c hooks=… on their command
-// lines, so nothing is written into the repository; Gemini CLI and
-// OpenCode get none yet.
+// lines; Gemini CLI through a system settings file and OpenCode through a
+// plugin, both written under data_dir by Prepare. Nothing is written into
+// the repository.
 type ToolHook struct {
 	// Binary is the ampflow executable the hook runs.
 	Binary string
@@ -30,6 +31,12 @@ type ToolHook struct {
 	// AskTimeout is tools.ask_timeout: the hook's own timeout leaves room
 	// for the admins to answer.
 	AskTimeout time.Duration
+	// GeminiSettings is the Gemini CLI settings file holding the hook
+	// (GeminiHookSettings), and OpenCodePlugin the OpenCode plugin that
+	// runs it (OpenCodeHookPlugin); Prepare writes them. A runner whose
+	// file is not there gets no hook.
+	GeminiSettings string
+	OpenCodePlugin string
 }
 
 // Hook env names the hook reads.
@@ -43,17 +50,34 @@ const (
 // apply gives spec the hook for a run of role on taskID; it reports
 // whether it did.
 func (h *ToolHook) apply(spec *runner.Spec, role amp.Role, taskID string) bool {
-	if h == nil || h.Binary == "" || (spec.Runner != runner.Claude && spec.Runner != runner.Codex) {
+	if h == nil || h.Binary == "" {
 		return false
 	}
 	token := h.Tokens[role]
 	if token == "" && !h.Open {
 		return false
 	}
-	if spec.Runner == runner.Codex {
-		spec.CodexHooks = CodexHooks(h.Binary, h.AskTimeout)
-	} else {
+	switch spec.Runner {
+	case runner.Claude:
 		spec.Settings = ClaudeHookSettings(h.Binary, h.AskTimeout)
+	case runner.Codex:
+		spec.CodexHooks = CodexHooks(h.Binary, h.AskTimeout)
+	case runner.Gemini:
+		if h.GeminiSettings == "" {
+			return false
+		}
+		spec.Env = setEnv(spec.Env, envGeminiSettings+"="+h.GeminiSettings)
+	case runner.OpenCode:
+		if h.OpenCodePlugin == "" {
+			return false
+		}
+		kv, err := addOpenCodePlugin(spec.Env, h.OpenCodePlugin)
+		if err != nil {
+			return false
+		}
+		spec.Env = setEnv(spec.Env, kv)
+	default:
+		return false
 	}
 	spec.Env = append(spec.Env, EnvAPIURL+"="+h.APIURL, EnvToolTask+"="+taskID, EnvWorktree+"="+spec.Dir)
 	if token != "" {

@@ -2,6 +2,8 @@ package activities
 
 import (
 	"encoding/json"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -71,14 +73,94 @@ func TestToolHook(t *testing.T) {
 			t.Errorf("env %v", spec.Env)
 		}
 	})
-	t.Run("OtherRunners", func(t *testing.T) {
-		spec := runner.Spec{Runner: runner.Gemini}
-		if h.apply(&spec, amp.RoleExecutor, "T-2026-001") {
-			t.Error("gemini got a hook")
+	t.Run("GeminiAndOpenCodeNeedTheirFiles", func(t *testing.T) {
+		for _, r := range []string{runner.Gemini, runner.OpenCode} {
+			spec := runner.Spec{Runner: r}
+			if h.apply(&spec, amp.RoleExecutor, "T-2026-001") || len(spec.Env) != 0 {
+				t.Errorf("%s got a hook without its file: %v", r, spec.Env)
+			}
 		}
 		var none *ToolHook
-		if none.apply(&spec, amp.RoleExecutor, "T-2026-001") {
+		if none.apply(&runner.Spec{Runner: runner.Claude}, amp.RoleExecutor, "T-2026-001") {
 			t.Error("a nil hook applied")
 		}
 	})
+	t.Run("Gemini", func(t *testing.T) {
+		g := *h
+		g.GeminiSettings = "/data/tools/gemini-settings.json"
+		spec := runner.Spec{Runner: runner.Gemini, Dir: "/data/worktrees/T-2026-001", Env: []string{"GEMINI_CLI_SYSTEM_SETTINGS_PATH=/etc/theirs.json"}}
+		if !g.apply(&spec, amp.RoleExecutor, "T-2026-001") {
+			t.Fatal("no gemini hook")
+		}
+		for _, want := range []string{"GEMINI_CLI_SYSTEM_SETTINGS_PATH=/data/tools/gemini-settings.json", "AMPFLOW_API_TOKEN=exec-token", "AMPFLOW_TASK_ID=T-2026-001", "AMPFLOW_WORKTREE=/data/worktrees/T-2026-001"} {
+			if !slices.Contains(spec.Env, want) {
+				t.Errorf("env %v has no %s", spec.Env, want)
+			}
+		}
+		if slices.Contains(spec.Env, "GEMINI_CLI_SYSTEM_SETTINGS_PATH=/etc/theirs.json") {
+			t.Errorf("the agent's settings path stayed: %v", spec.Env)
+		}
+	})
+	t.Run("OpenCode", func(t *testing.T) {
+		o := *h
+		o.OpenCodePlugin = "/data/amp flow/tools/opencode-tool-policy.js"
+		spec := runner.Spec{Runner: runner.OpenCode, Env: []string{`OPENCODE_CONFIG_CONTENT={"model":"fake/m","plugin":["theirs"]}`}}
+		if !o.apply(&spec, amp.RoleExecutor, "T-2026-001") {
+			t.Fatal("no opencode hook")
+		}
+		want := `OPENCODE_CONFIG_CONTENT={"model":"fake/m","plugin":["theirs","file:///data/amp%20flow/tools/opencode-tool-policy.js"]}`
+		if !slices.Contains(spec.Env, want) || !slices.Contains(spec.Env, "AMPFLOW_API_TOKEN=exec-token") {
+			t.Errorf("env %v", spec.Env)
+		}
+		bad := runner.Spec{Runner: runner.OpenCode, Env: []string{"OPENCODE_CONFIG_CONTENT={"}}
+		if o.apply(&bad, amp.RoleExecutor, "T-2026-001") {
+			t.Error("a hook over an OPENCODE_CONFIG_CONTENT that is not JSON")
+		}
+	})
+}
+
+func TestToolHookPrepare(t *testing.T) {
+	h := &ToolHook{Binary: "/opt/amp'flow/ampflow", AskTimeout: 10 * time.Minute}
+	dir := t.TempDir()
+	err := h.Prepare(dir)
+	js, rerr := os.ReadFile(h.OpenCodePlugin)
+	if rerr != nil {
+		t.Fatal(rerr)
+	}
+	for _, want := range []string{`const binary = "/opt/amp'flow/ampflow"`, "const timeoutMs = 660000", `spawn(binary, ["hook", "opencode"]`, `"tool.execute.before"`} {
+		if !strings.Contains(string(js), want) {
+			t.Errorf("the plugin has no %s:\n%s", want, js)
+		}
+	}
+	var s struct {
+		HooksConfig struct{ Enabled bool }
+		Hooks       struct {
+			BeforeTool []struct {
+				Matcher string
+				Hooks   []struct {
+					Type, Name, Command string
+					Timeout             int
+				}
+			}
+		}
+	}
+	b, rerr := os.ReadFile(filepath.Join(dir, "gemini-settings.json"))
+	if rerr != nil || json.Unmarshal(b, &s) != nil {
+		t.Fatalf("%v: %s", rerr, b)
+	}
+	bt := s.Hooks.BeforeTool
+	if !s.HooksConfig.Enabled || len(bt) != 1 || bt[0].Matcher != ".*" || len(bt[0].Hooks) != 1 ||
+		bt[0].Hooks[0].Command != `'/opt/amp'\''flow/ampflow' hook gemini` || bt[0].Hooks[0].Timeout != 660000 || bt[0].Hooks[0].Name != GeminiHookName {
+		t.Errorf("gemini settings %s", b)
+	}
+	// Where others may write above the file (t.TempDir under /tmp, say),
+	// Gemini CLI would skip it: Gemini runners get no hook, and Prepare
+	// says why.
+	if rootOnly(dir) != nil {
+		if err == nil || h.GeminiSettings != "" || !strings.Contains(err.Error(), "Gemini CLI would skip") {
+			t.Errorf("Prepare under a shared directory: %v, settings %q", err, h.GeminiSettings)
+		}
+	} else if err != nil || h.GeminiSettings != filepath.Join(dir, "gemini-settings.json") {
+		t.Errorf("Prepare: %v, settings %q", err, h.GeminiSettings)
+	}
 }

@@ -3,6 +3,7 @@ package workers
 import (
 	"log/slog"
 	"os"
+	"path/filepath"
 	"strings"
 
 	"github.com/ampflow/ampflow/activities"
@@ -22,8 +23,15 @@ func toolHook(cfg config.Config, log *slog.Logger) *activities.ToolHook {
 		log.Warn("runners get no tool hook: the ampflow executable is unknown", "error", err)
 		return nil
 	}
-	return &activities.ToolHook{Binary: bin, APIURL: diffBaseURL(cfg), Open: len(cfg.Auth.Tokens) == 0,
+	h := &activities.ToolHook{Binary: bin, APIURL: diffBaseURL(cfg), Open: len(cfg.Auth.Tokens) == 0,
 		Tokens: runnerTokens(cfg), AskTimeout: cfg.Tools.AskTimeout}
+	if cfg.DataDir != "" {
+		// Gemini CLI and OpenCode runners take the hook from files.
+		if err := h.Prepare(filepath.Join(cfg.DataDir, "tools")); err != nil {
+			log.Warn("a runner gets no tool hook", "error", err, "gemini", h.GeminiSettings != "", "opencode", h.OpenCodePlugin != "")
+		}
+	}
+	return h
 }
 
 // runnerMCP is ampflow's MCP server as runners get it: the API this

@@ -14,8 +14,9 @@ import (
 )
 
 // hookInput is what Claude Code (PreToolUse), Codex (PreToolUse) and
-// Gemini CLI (BeforeTool) write on a command hook's standard input; each
-// sends more, which is ignored.
+// Gemini CLI (BeforeTool) write on a command hook's standard input, and
+// what ampflow's OpenCode plugin (tool.execute.before) writes in their
+// form; each sends more, which is ignored.
 type hookInput struct {
 	SessionID     string          `json:"session_id"`
 	HookEventName string          `json:"hook_event_name"`
@@ -25,15 +26,15 @@ type hookInput struct {
 }
 
 // hookCLIs are the CLIs `ampflow hook` speaks for.
-var hookCLIs = []string{"claude", "codex", "gemini"}
+var hookCLIs = []string{"claude", "codex", "gemini", "opencode"}
 
 func (a *App) hookCommand() *cobra.Command {
 	var maxWait time.Duration
 	cmd := &cobra.Command{
-		Use:   "hook claude|codex|gemini",
+		Use:   "hook claude|codex|gemini|opencode",
 		Short: "Decide an agent CLI's tool call by ampflow's tool policy (a PreToolUse/BeforeTool hook)",
 		Long: "Hook reads the JSON a CLI's pre-tool hook gets on standard input (Claude Code\n" +
-			"and Codex PreToolUse, Gemini CLI BeforeTool), asks the HTTP API\n" +
+			"and Codex PreToolUse, Gemini CLI BeforeTool, ampflow's OpenCode plugin), asks the HTTP API\n" +
 			"(POST /v1/tool-calls, as AMPFLOW_API_TOKEN) whether the call may run for the task\n" +
 			"AMPFLOW_TASK_ID, waits while the admins answer an ask, and prints the answer in\n" +
 			"the CLI's hook format. A call the API cannot decide (no task, the API\n" +
@@ -126,7 +127,9 @@ func (a *App) hookDecide(ctx context.Context, cli string, maxWait time.Duration)
 // hookOutput is the answer in the CLI's hook format.
 func hookOutput(cli string, allow *bool, reason string) any {
 	switch cli {
-	case "gemini":
+	case "gemini", "opencode":
+		// Gemini CLI's BeforeTool output; ampflow's OpenCode plugin reads
+		// the same and throws the reason of a deny.
 		if allow == nil {
 			return map[string]any{}
 		}

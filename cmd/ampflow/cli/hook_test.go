@@ -137,6 +137,22 @@ func TestHookFormats(t *testing.T) {
 	if f.got[0].Tool != "run_shell_command" || f.got[0].CLI != "gemini" {
 		t.Errorf("gemini request %+v", f.got[0])
 	}
+	// What ampflow's OpenCode plugin writes (activities.OpenCodeHookPlugin),
+	// as OpenCode 1.18.33 gave it the bash tool's call.
+	r = run(t, readHookInput(t, "opencode_tool_execute_before.json"), env, nil, "hook", "opencode")
+	var o struct{ Decision, Reason string }
+	if err := json.Unmarshal([]byte(r.stdout), &o); err != nil || o.Decision != "deny" || !strings.Contains(o.Reason, "nobody answered") {
+		t.Errorf("opencode: %s (%v)", r.stdout, err)
+	}
+	if g := f.got[1]; g.Tool != "bash" || g.CLI != "opencode" || g.CWD != "/tmp/TestProtoOpenCode624788818/004" || !strings.Contains(string(g.Input), `"command":"git push --force origin main"`) {
+		t.Errorf("opencode request %+v", g)
+	}
+	denied := f.first
+	f.first = task.ToolCall{ID: "T-2026-001-tc2", Decision: task.ToolAllow, By: task.ByPolicy}
+	if r := run(t, readHookInput(t, "opencode_tool_execute_before.json"), env, nil, "hook", "opencode"); strings.TrimSpace(r.stdout) != "{}" {
+		t.Errorf("opencode, allowed by default: %s", r.stdout)
+	}
+	f.first = denied
 	r = run(t, readHookInput(t, "claude_pretooluse.json"), env, nil, "hook", "codex")
 	if !strings.Contains(r.stdout, `"permissionDecision":"deny"`) {
 		t.Errorf("codex: %s", r.stdout)
