@@ -5,11 +5,13 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"os"
 	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
 
+	"github.com/ampflow/ampflow/activities"
 	"github.com/ampflow/ampflow/workflows/task"
 )
 
@@ -30,6 +32,7 @@ var hookCLIs = []string{"claude", "codex", "gemini", "opencode"}
 
 func (a *App) hookCommand() *cobra.Command {
 	var maxWait time.Duration
+	var plugin bool
 	cmd := &cobra.Command{
 		Use:   "hook claude|codex|gemini|opencode",
 		Short: "Decide an agent CLI's tool call by ampflow's tool policy (a PreToolUse/BeforeTool hook)",
@@ -49,12 +52,30 @@ func (a *App) hookCommand() *cobra.Command {
 			if !contains(hookCLIs, cli) {
 				return UsageError(fmt.Errorf("hook: %q is not one of %s", cli, strings.Join(hookCLIs, ", ")))
 			}
+			if plugin {
+				return a.printOpenCodePlugin(cli, maxWait)
+			}
 			allow, reason := a.hookDecide(cmd.Context(), cli, maxWait)
 			return a.PrintJSON(hookOutput(cli, allow, reason))
 		},
 	}
 	cmd.Flags().DurationVar(&maxWait, "max-wait", 30*time.Minute, "deny an ask not answered within `DURATION` (the server's tools.ask_timeout denies it first)")
+	cmd.Flags().BoolVar(&plugin, "plugin", false, "with opencode: print the OpenCode plugin that runs this hook before every tool, instead of deciding a call")
 	return cmd
+}
+
+// printOpenCodePlugin prints the plugin OpenCode runners get, running this
+// executable: OpenCode has no command hooks.
+func (a *App) printOpenCodePlugin(cli string, maxWait time.Duration) error {
+	if cli != "opencode" {
+		return UsageError(fmt.Errorf("hook: --plugin is for opencode, not %s", cli))
+	}
+	bin, err := os.Executable()
+	if err != nil {
+		return fmt.Errorf("finding the ampflow executable: %w", err)
+	}
+	_, err = a.Stdout.Write(activities.OpenCodeHookPlugin(bin, maxWait))
+	return err
 }
 
 func contains(list []string, s string) bool {

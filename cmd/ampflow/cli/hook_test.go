@@ -157,6 +157,13 @@ func TestHookFormats(t *testing.T) {
 	if !strings.Contains(r.stdout, `"permissionDecision":"deny"`) {
 		t.Errorf("codex: %s", r.stdout)
 	}
+	if r := run(t, "", nil, nil, "hook", "opencode", "--plugin", "--max-wait", "5m"); r.code != ExitOK ||
+		!strings.Contains(r.stdout, `spawn(binary, ["hook", "opencode"]`) || !strings.Contains(r.stdout, "const timeoutMs = 360000") {
+		t.Errorf("hook opencode --plugin: exit %d: %s %s", r.code, r.stdout, r.stderr)
+	}
+	if r := run(t, "", nil, nil, "hook", "gemini", "--plugin"); r.code != ExitUsage {
+		t.Errorf("hook gemini --plugin: exit %d", r.code)
+	}
 	if r := run(t, "{}", env, nil, "hook", "cursor"); r.code != ExitUsage {
 		t.Errorf("an unknown CLI: exit %d", r.code)
 	}

@@ -1,0 +1,157 @@
+package e2e
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/ampflow/ampflow/activities/runner/fakemodel"
+	"github.com/ampflow/ampflow/integrations/httpapi"
+	"github.com/ampflow/ampflow/workflows/decision"
+	"github.com/ampflow/ampflow/workflows/task"
+)
+
+// opencodeHome is a HOME for OpenCode: its global config directory
+// already holds the plugin SDK it installs there before loading any
+// plugin, so an offline run does not wait for npm to give up.
+func opencodeHome(t *testing.T) string {
+	t.Helper()
+	home := t.TempDir()
+	cfg := filepath.Join(home, ".config", "opencode")
+	if err := os.MkdirAll(filepath.Join(cfg, "node_modules"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	writeFile(t, filepath.Join(cfg, "package.json"), `{"dependencies":{"@opencode-ai/plugin":"1.18.33"}}`)
+	writeFile(t, filepath.Join(cfg, "package-lock.json"), `{"lockfileVersion":3,"packages":{"":{"dependencies":{"@opencode-ai/plugin":"1.18.33"}}}}`)
+	return home
+}
+
+// TestToolPolicyOpenCode runs the real OpenCode as executor against a fake
+// model that force-pushes, uses the network, then commits: the plugin
+// ampflow hands it (tool.execute.before, running `ampflow hook opencode`)
+// denies the force push without asking (the reason reaches the model as
+// the tool's error, the command does not run), asks the admins about curl
+// (approved over the API, the command runs once), lets the commit run,
+// and every call is in the task's chain, made with the executor's token.
+func TestToolPolicyOpenCode(t *testing.T) {
+	opencodeBin := agentBin(t, "opencode")
+	var hits atomic.Int32
+	target := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		hits.Add(1)
+		fmt.Fprintln(w, "pong")
+	}))
+	t.Cleanup(target.Close)
+	bash := func(cmd string) *fakemodel.ToolCall {
+		return &fakemodel.ToolCall{Name: "bash", Input: map[string]any{"command": cmd, "description": "run it"}}
+	}
+	model := fakemodel.New(
+		fakemodel.Turn{Text: "Pushing.", Tool: bash("git push --force origin main; touch force-ran")},
+		fakemodel.Turn{Text: "Checking the service.", Tool: bash("curl -s " + target.URL + "/")},
+		fakemodel.Turn{Text: "Writing the file.", Tool: bash("printf 'hello\\n' > hello.txt && git add hello.txt && git -c user.name=opencode -c user.email=opencode@example.com commit -qm 'add hello.txt'")},
+		fakemodel.Turn{Text: `Done. {"criteria_met": [true], "notes": ["hello.txt added"], "summary": "wrote hello.txt"}`},
+	)
+	t.Cleanup(model.Close)
+
+	config := filepath.Join(t.TempDir(), "opencode.json")
+	writeFile(t, config, string(mustJSON(t, map[string]any{
+		"$schema": "https://opencode.ai/config.json",
+		"provider": map[string]any{"fake": map[string]any{
+			"npm": "@ai-sdk/openai-compatible", "name": "Fake",
+			"options": map[string]any{"baseURL": model.URL() + "/v1", "apiKey": "{env:FAKE_OPENCODE_KEY}"},
+			"models":  map[string]any{"fake-model": map[string]any{"name": "Fake Model"}},
+		}},
+		"autoupdate": false, "share": "disabled",
+	})))
+	const admin, coord, execTok = "admintok-oc-0123456789", "coordtok-oc-0123456789", "exectok-oc-0123456789"
+	p := startDev(t, t.TempDir(),
+		"AMPFLOW_AUTH_TOKENS="+admin+":admin:ops,"+coord+":coordinator:planner,"+execTok+":executor:exec",
+		"AMPFLOW_AGENTS_EXECUTOR_MODE=runner", "AMPFLOW_AGENTS_EXECUTOR_RUNNER=opencode",
+		"AMPFLOW_AGENTS_EXECUTOR_COMMAND="+opencodeBin, "AMPFLOW_AGENTS_EXECUTOR_MODEL=fake/fake-model",
+		"AMPFLOW_AGENTS_EXECUTOR_TOKEN_NAME=exec",
+		"AMPFLOW_AGENTS_EXECUTOR_ENV=HOME="+opencodeHome(t)+",OPENCODE_CONFIG="+config+
+			",OPENCODE_DISABLE_MODELS_FETCH=1,OPENCODE_DISABLE_AUTOUPDATE=1,FAKE_OPENCODE_KEY",
+		"FAKE_OPENCODE_KEY="+runnerKey)
+	repo := gitRepo(t)
+	git(t, repo, "checkout", "-q", "main")
+	base := "http://" + p.api
+	ops, planner := tokenAPI{t, base, admin}, tokenAPI{t, base, coord}
+	const id = "T-2026-886"
+	plan, err := json.Marshal(lowRiskPlan(repo))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if code, b := planner.call("POST", "/v1/tasks", httpapi.StartRequest{TaskID: id, Plan: plan}, nil); code != http.StatusCreated {
+		t.Fatalf("starting %s: %d %s", id, code, b)
+	}
+
+	var d decision.Decision
+	eventually(t, 4*time.Minute, "a tool_call decision", func() (bool, error) {
+		var st task.State
+		if code, b := ops.call("GET", "/v1/tasks/"+id, nil, &st); code != http.StatusOK {
+			return false, fmt.Errorf("%d %s", code, b)
+		}
+		if st.Pending != nil && st.Pending.Kind == task.KindToolCall {
+			d = *st.Pending
+			return true, nil
+		}
+		return false, fmt.Errorf("status %s, last error %q", st.Status, st.LastError)
+	})
+	if !strings.Contains(d.Prompt, "curl") {
+		t.Errorf("the decision: %+v", d)
+	}
+	if hits.Load() != 0 {
+		t.Error("curl ran before the admins answered")
+	}
+	calls := ops.toolCalls(id)
+	if len(calls) != 2 || calls[0].Decision != task.ToolDeny || calls[0].Rule != "no-force-push" || calls[0].By != task.ByPolicy ||
+		calls[0].Agent != "exec" || calls[0].Tool != "bash" || calls[0].Kind != "shell" ||
+		calls[1].Decision != task.ToolPending || calls[1].Rule != "ask-network" {
+		t.Fatalf("the tool calls before the answer: %+v", calls)
+	}
+	body := httpapi.DecideRequest{Option: task.OptAllowOnce, Digest: d.Digest}
+	if code, b := ops.call("POST", "/v1/decisions/"+d.ID, body, nil); code != http.StatusOK {
+		t.Fatalf("deciding %s: %d %s", d.ID, code, b)
+	}
+	st := task.State{}
+	eventually(t, 4*time.Minute, "the executor's result", func() (bool, error) {
+		if code, b := ops.call("GET", "/v1/tasks/"+id, nil, &st); code != http.StatusOK {
+			return false, fmt.Errorf("%d %s", code, b)
+		}
+		return st.Status != task.StatusDispatched && st.Status != task.StatusInProgress, fmt.Errorf("status %s", st.Status)
+	})
+	if hits.Load() != 1 {
+		t.Errorf("curl reached the target %d times after the approval, want 1", hits.Load())
+	}
+	if got := git(t, repo, "show", "feature/e2e:hello.txt"); got != "hello" {
+		t.Errorf("hello.txt on the branch = %q (status %s, %s)", got, st.Status, st.LastError)
+	}
+	// ampflow commits what a run leaves behind: the denied command's file
+	// would be on the branch had it run.
+	if files := git(t, repo, "ls-tree", "--name-only", "feature/e2e"); strings.Contains(files, "force-ran") {
+		t.Error("the denied force push ran")
+	}
+	reqs := model.AgentRequests()
+	if len(reqs) < 2 || !reqs[1].Text("force pushes are not allowed") {
+		t.Errorf("the model was not told why the force push was denied (%d requests)", len(reqs))
+	}
+	calls = ops.toolCalls(id)
+	if len(calls) != 3 {
+		t.Fatalf("%d tool calls, want 3: %+v", len(calls), calls)
+	}
+	if c := calls[1]; c.Decision != task.ToolAllow || c.By != "ops" || c.Option != task.OptAllowOnce || c.Rule != "ask-network" {
+		t.Errorf("the asked call: %+v", c)
+	}
+	if c := calls[2]; c.Decision != task.ToolAllow || c.By != task.ByPolicy || !strings.Contains(c.Input, "hello.txt") {
+		t.Errorf("the commit: %+v", c)
+	}
+	if strings.Contains(p.output(), runnerKey) || strings.Contains(p.output(), execTok) {
+		t.Error("a secret reached dev's log")
+	}
+}
