@@ -27,7 +27,14 @@ func toolHook(cfg config.Config, log *slog.Logger) *activities.ToolHook {
 		Tokens: runnerTokens(cfg), AskTimeout: cfg.Tools.AskTimeout}
 	if cfg.DataDir != "" {
 		// Gemini CLI and OpenCode runners take the hook from files.
-		if err := h.Prepare(filepath.Join(cfg.DataDir, "tools")); err != nil {
+		err := h.Prepare(filepath.Join(cfg.DataDir, "tools"))
+		gemini := false
+		for _, a := range []config.Agent{cfg.Agents.Executor, cfg.Agents.Reviewer} {
+			gemini = gemini || a.Mode == config.AgentModeRunner && a.Runner == "gemini"
+		}
+		// Gemini's file is written last: a worker with no Gemini runner
+		// need not say it would be skipped.
+		if err != nil && (h.OpenCodePlugin == "" || gemini) {
 			log.Warn("a runner gets no tool hook", "error", err, "gemini", h.GeminiSettings != "", "opencode", h.OpenCodePlugin != "")
 		}
 	}
