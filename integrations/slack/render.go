@@ -149,6 +149,9 @@ func ClosedText(d decision.Decision, o decision.Outcome) string {
 }
 
 func decisionBody(d decision.Decision, state string) []slackapi.Block {
+	if tc, ok := chat.ToolCallOf(d); ok {
+		return toolBody(d, tc, state)
+	}
 	c := d.Context
 	head := fmt.Sprintf("%s %s · %s", chat.RiskMark(c.Risk), state, d.Subject)
 	blocks := []slackapi.Block{
