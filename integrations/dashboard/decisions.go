@@ -36,6 +36,8 @@ type decisionView struct {
 	Suggested       []string
 	AgentStderr     string
 	Escalation      string
+	// Tool is what a tool_call decision asks; nil for other kinds.
+	Tool            *toolView
 	Given, Required int
 	Progress        string
 	// NoteNeeded names the options that need a note; empty when none does.
@@ -112,8 +114,12 @@ func newDecisionView(d decision.Decision, back string) decisionView {
 	if c.Confidence != nil {
 		add("Confidence", strconv.FormatFloat(*c.Confidence, 'f', 2, 64))
 	}
+	v.Tool = newToolView(d)
 	extra := make([]keyValue, 0, len(c.Extra))
 	for k, val := range c.Extra {
+		if v.Tool != nil {
+			break // the tool view shows them
+		}
 		extra = append(extra, keyValue{k, fmt.Sprint(val)})
 	}
 	sort.Slice(extra, func(i, j int) bool { return extra[i].Key < extra[j].Key })
