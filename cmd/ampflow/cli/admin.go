@@ -30,7 +30,9 @@ func (a *App) pendingCommand() *cobra.Command {
 			"other workflow that asks), the decision id, its kind, the approvals given of\n" +
 			"those required (\"1 of 2\"), when it expires (and then takes its on_expiry\n" +
 			"option, never an approval), the start of its digest, the question and the\n" +
-			"options (* marks those that need --note). -o json prints an array of whole\n" +
+			"options (* marks those that need --note). Under the table, each tool_call\n" +
+			"decision shows the tool, its directory, the rule that asked and the command\n" +
+			"or the file and its diff. -o json prints an array of whole\n" +
 			"decisions, with the full digest, expires_at and approvals; [] when none is\n" +
 			"open. Oldest first.\n" + pageHelp,
 		Example: "  ampflow pending\n" +
@@ -70,6 +72,9 @@ func (a *App) pendingCommand() *cobra.Command {
 				if _, err := fmt.Fprintln(a.Stdout, "* needs --note"); err != nil {
 					return err
 				}
+			}
+			if err := printToolCalls(a.Stdout, ds); err != nil {
+				return err
 			}
 			return a.printMore(cmd, args, next)
 		},
