@@ -217,3 +217,12 @@ func MaskSecrets(s string) string {
 	}
 	return s
 }
+
+// Prompt is d's question as a channel shows it: a tool_call decision's
+// carries the agent's input, with what looks like a secret masked.
+func Prompt(d decision.Decision) string {
+	if d.Kind == task.KindToolCall {
+		return MaskSecrets(d.Prompt)
+	}
+	return d.Prompt
+}

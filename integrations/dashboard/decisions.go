@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/ampflow/ampflow/activities/ssot"
+	"github.com/ampflow/ampflow/integrations/chat"
 	"github.com/ampflow/ampflow/workflows/decision"
 	"github.com/ampflow/ampflow/workflows/task"
 )
@@ -68,7 +69,7 @@ func newTimeView(t time.Time) timeView {
 func newDecisionView(d decision.Decision, back string) decisionView {
 	p := d.Progress()
 	v := decisionView{
-		ID: d.ID, Subject: d.Subject, Kind: string(d.Kind), Prompt: d.Prompt, Digest: d.Digest, DigestShort: d.Digest[:min(12, len(d.Digest))],
+		ID: d.ID, Subject: d.Subject, Kind: string(d.Kind), Prompt: chat.Prompt(d), Digest: d.Digest, DigestShort: d.Digest[:min(12, len(d.Digest))],
 		Raised: newTimeView(d.RaisedAt), Expires: newTimeView(d.ExpiresAt), OnExpiry: d.OnExpiry,
 		Blockers: d.Context.Blockers, Suggested: d.Context.Suggested, AgentStderr: d.Context.AgentStderr,
 		Given: p.Given, Required: p.Required, Progress: p.String(), Back: back,

@@ -35,7 +35,7 @@ func toolDecision(taskID, tool, kind, input string) decision.Decision {
 // reason, the quorum and the three answers.
 func TestToolCallCard(t *testing.T) {
 	f := newFixture(t, testTokens)
-	shell := toolDecision("T-2026-061", "Bash", "shell", `{"command":"curl -s http://x/ <script>alert(1)</script>","description":"probe"}`)
+	shell := toolDecision("T-2026-061", "Bash", "shell", `{"command":"curl -s http://x/ <script>alert(1)</script> token=sekret-0123","description":"probe"}`)
 	edit := toolDecision("T-2026-062", "Edit", "edit", `{"file_path":"/wt/T-2026-062/a.html","new_string":"<b>new</b>","old_string":"old"}`)
 	for _, d := range []decision.Decision{shell, edit} {
 		st := taskState(t, d.Subject, 1, task.StatusInProgress, &d)
@@ -46,7 +46,7 @@ func TestToolCallCard(t *testing.T) {
 	c := f.client(t)
 	c.signIn("tok-ana")
 	for path, wants := range map[string][]string{
-		"/tasks/T-2026-061": {`<pre class="tool-command">curl -s http://x/ &lt;script&gt;alert(1)&lt;/script&gt;</pre>`,
+		"/tasks/T-2026-061": {`<pre class="tool-command">curl -s http://x/ &lt;script&gt;alert(1)&lt;/script&gt; token=***</pre>`,
 			"<dt>Directory</dt><dd><code>/wt/T-2026-061</code></dd>", "<code>ask-network</code> — the network needs an admin",
 			"<dt>Quorum</dt><dd>2 admins</dd>", "<strong>exec</strong> wants to run <code>Bash</code> (shell)"},
 		"/tasks/T-2026-062": {"File <code>/wt/T-2026-062/a.html</code>", `<pre class="tool-diff">- old` + "\n" + `&#43; &lt;b&gt;new&lt;/b&gt;</pre>`},
@@ -59,6 +59,9 @@ func TestToolCallCard(t *testing.T) {
 			if !strings.Contains(page, want) {
 				t.Errorf("GET %s lacks %q", path, want)
 			}
+		}
+		if strings.Contains(page, "sekret-0123") {
+			t.Errorf("GET %s shows the token in the command", path)
 		}
 		if strings.Contains(page, "<script>alert") || strings.Contains(page, "<b>new</b>") {
 			t.Errorf("GET %s shows the tool's input unescaped", path)

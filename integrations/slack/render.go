@@ -124,7 +124,7 @@ func RenderClosed(d decision.Decision, o decision.Outcome) []slackapi.Block {
 // DecisionText is the notification text of a decision message, shown
 // where blocks are not (push notifications).
 func DecisionText(d decision.Decision) string {
-	return esc(fmt.Sprintf("%s on %s: %s", chat.KindTitle(d.Kind), d.Subject, chat.Clip(d.Prompt, 120)))
+	return esc(fmt.Sprintf("%s on %s: %s", chat.KindTitle(d.Kind), d.Subject, chat.Clip(chat.Prompt(d), 120)))
 }
 
 // PostText is DecisionText for a decision posted again; an escalation
@@ -279,7 +279,7 @@ func RenderNoteModal(d decision.Decision, o decision.Option, token string) slack
 		Submit:          plain("Decide"),
 		Close:           plain("Cancel"),
 		Blocks: slackapi.Blocks{BlockSet: []slackapi.Block{
-			section(fmt.Sprintf("*%s* on `%s`\n%s", esc(label), esc(d.Subject), esc(chat.Clip(d.Prompt, maxDescription)))),
+			section(fmt.Sprintf("*%s* on `%s`\n%s", esc(label), esc(d.Subject), esc(chat.Clip(chat.Prompt(d), maxDescription)))),
 			slackapi.NewInputBlock(noteBlockID, plain("Note"), nil, input),
 		}},
 	}

@@ -43,7 +43,7 @@ func TestRenderToolCallGolden(t *testing.T) {
 // its reason, the directory, the quorum and the three options.
 func TestNotifyPostsToolCall(t *testing.T) {
 	b, f := newTestBot(t, &chattest.Decider{})
-	d := chattest.ToolCallDecision("Bash", "shell", `{"command":"curl -s http://x/ <script>alert(1)</script> && echo ok","description":"probe"}`)
+	d := chattest.ToolCallDecision("Bash", "shell", `{"command":"curl -s http://x/ <script>alert(1)</script> && echo ok -H 'Authorization: Bearer sekret-0123'","description":"probe"}`)
 	if err := b.Notify(context.Background(), chattest.Opened(d)); err != nil {
 		t.Fatal(err)
 	}
@@ -54,7 +54,7 @@ func TestNotifyPostsToolCall(t *testing.T) {
 	blocks := posts[0].Form["blocks"]
 	all := strings.Join(sectionTexts(t, blocks), "\n")
 	for _, want := range []string{
-		"```\ncurl -s http://x/ &lt;script&gt;alert(1)&lt;/script&gt; &amp;&amp; echo ok\n```",
+		"```\ncurl -s http://x/ &lt;script&gt;alert(1)&lt;/script&gt; &amp;&amp; echo ok -H 'Authorization: Bearer ***'\n```",
 		"*Rule* `ask-network` — network access &lt;needs&gt; an admin &amp; a reason",
 		"*Directory* `/srv/wt/T-2026-045`", "*Quorum* 2 admins", "`exec` wants to run `Bash` (shell)",
 		"Allow once · Allow this tool for the rest of the task · Deny",
@@ -65,6 +65,9 @@ func TestNotifyPostsToolCall(t *testing.T) {
 	}
 	if strings.Contains(all, "<script>") {
 		t.Error("the command reached Slack unescaped")
+	}
+	if strings.Contains(posts[0].Form["text"]+blocks, "sekret-0123") {
+		t.Error("the bearer token in the command reached Slack")
 	}
 	for _, id := range []string{"ampflow_opt_allow_once", "ampflow_opt_allow_tool", "ampflow_opt_deny"} {
 		if !strings.Contains(blocks, id) {

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/ampflow/ampflow/amp"
+	"github.com/ampflow/ampflow/integrations/chat"
 	"github.com/ampflow/ampflow/workflows/decision"
 	"github.com/ampflow/ampflow/workflows/task"
 	"github.com/spf13/cobra"
@@ -63,7 +64,7 @@ func (a *App) pendingCommand() *cobra.Command {
 			t := newTable(a.Stdout, "SUBJECT", "DECISION", "KIND", "APPROVALS", "EXPIRES", "DIGEST", "PROMPT", "OPTIONS")
 			for _, d := range ds {
 				t.row(d.Subject, d.ID, string(d.Kind), approvals(d), expiresIn(d.ExpiresAt, now), clip(d.Digest, shortDigest),
-					clip(d.Prompt, 50), optionList(d))
+					clip(chat.Prompt(d), 50), optionList(d))
 			}
 			if err := t.flush(); err != nil {
 				return err
