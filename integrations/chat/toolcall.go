@@ -206,7 +206,7 @@ func Fit(s string, limit int, render func(string) string) string {
 // secretShapes are secrets a command or a file may carry, by their form.
 var secretShapes = []*regexp.Regexp{
 	regexp.MustCompile(`(?i)(authorization:\s*(?:bearer|basic|token)\s+)[^\s'"]+`),
-	regexp.MustCompile(`(?i)((?:password|passwd|secret|token|api[_-]?key)\s*[=:]\s*['"]?)[^\s'"&]{4,}`),
+	regexp.MustCompile(`(?i)((?:password|passwd|secret|token|api[_-]?key)"?\s*[=:]\s*['"]?)[^\s'"&,}]{4,}`),
 	regexp.MustCompile(`()\b(?:sk-[A-Za-z0-9_-]{16,}|gh[pousr]_[A-Za-z0-9]{20,}|github_pat_[A-Za-z0-9_]{20,}|xox[abprs]-[A-Za-z0-9-]{10,}|AKIA[0-9A-Z]{16})`),
 }
 

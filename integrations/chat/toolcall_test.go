@@ -58,7 +58,8 @@ func TestMaskSecrets(t *testing.T) {
 		"export OPENAI_API_KEY=sk-proj-abcdefghijklmnopqrstu":    "export OPENAI_API_KEY=***",
 		"git clone https://ghp_abcdefghijklmnopqrstuvwxyz0123@x": "git clone https://***@x",
 		"mysql --password=hunter22 db":                           "mysql --password=*** db",
-		"ls -la":                                                 "ls -la",
+		`{"api_key":"abcd1234","url":"https://x"}`:               `{"api_key":"***","url":"https://x"}`,
+		"ls -la": "ls -la",
 	} {
 		if got := chat.MaskSecrets(in); got != want {
 			t.Errorf("chat.MaskSecrets(%q) = %q, want %q", in, got, want)
