@@ -64,9 +64,9 @@ func RenderPost(d decision.Decision, tokens []string, how chat.Post) []slackapi.
 		}
 		btn := slackapi.NewButtonBlockElement("ampflow_opt_"+o.ID, tokens[i], plain(chat.Clip(chat.ButtonLabel(o), 70)))
 		switch o.ID {
-		case decision.OptApprove, task.OptAccept, task.OptResume:
+		case decision.OptApprove, task.OptAccept, task.OptResume, task.OptAllowOnce:
 			btn = btn.WithStyle(slackapi.StylePrimary)
-		case decision.OptReject, task.OptTerminate:
+		case decision.OptReject, task.OptTerminate, task.OptDeny:
 			btn = btn.WithStyle(slackapi.StyleDanger)
 		}
 		buttons = append(buttons, btn)
