@@ -54,7 +54,8 @@ func (c Config) gateAgent(id string) (GateAgent, bool) {
 // RunnerGateKeys are the gate keys the executor's and the reviewer's
 // runners present to ampflow's MCP server: each role's own gate_agent's
 // key, read with lookup from the variable its key_env names. A role
-// without a gate_agent, or whose key is not set, gets none.
+// without a gate_agent, or whose key is not set or is also an admin's
+// API token, gets none.
 func (c Config) RunnerGateKeys(lookup func(string) (string, bool)) map[amp.Role]string {
 	keys := map[amp.Role]string{}
 	for _, a := range c.runnerGateAgents() {
@@ -65,9 +66,18 @@ func (c Config) RunnerGateKeys(lookup func(string) (string, bool)) map[amp.Role]
 		if !ok {
 			continue
 		}
-		if key, ok := lookup(g.KeyEnv); ok && key != "" {
+		if key, ok := lookup(g.KeyEnv); ok && key != "" && !c.adminToken(key) {
 			keys[a.Role] = key
 		}
 	}
 	return keys
+}
+
+func (c Config) adminToken(s string) bool {
+	for _, t := range c.Auth.Tokens {
+		if t.Role == amp.RoleAdmin && t.Token == s {
+			return true
+		}
+	}
+	return false
 }

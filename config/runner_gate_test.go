@@ -28,6 +28,11 @@ func TestRunnerGateAgents(t *testing.T) {
 	if len(got) != 2 || got[amp.RoleExecutor] != keys["EXEC_BOT_KEY"] || got[amp.RoleReviewer] != keys["REV_BOT_KEY"] {
 		t.Errorf("RunnerGateKeys = %v", got)
 	}
+	admin := c
+	admin.Auth.Tokens = []AuthToken{{Token: keys["EXEC_BOT_KEY"], Role: amp.RoleAdmin, Name: "ops"}}
+	if got := admin.RunnerGateKeys(func(k string) (string, bool) { v, ok := keys[k]; return v, ok }); got[amp.RoleExecutor] != "" {
+		t.Errorf("a gate key that is also an admin's token was handed out: %v", got)
+	}
 	delete(keys, "REV_BOT_KEY")
 	if got := c.RunnerGateKeys(func(k string) (string, bool) { v, ok := keys[k]; return v, ok }); len(got) != 1 || got[amp.RoleReviewer] != "" {
 		t.Errorf("a role whose key is not set got %v", got)
