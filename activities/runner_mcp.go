@@ -22,6 +22,11 @@ type RunnerMCP struct {
 	// (agents.<role>.token_name, the tool hook's); a role without one
 	// gets no server unless Open.
 	Tokens map[amp.Role]string
+	// AgentKeys are the gate keys of the executor's and the reviewer's
+	// own gate agents (agents.<role>.gate_agent): a run presents its
+	// role's, never another's, so the signal and contract tools act as
+	// that agent. A role without one gets no key.
+	AgentKeys map[amp.Role]string
 	// Open says the API takes requests without a token (ampflow dev with
 	// no auth.tokens): the server is given without one.
 	Open bool
@@ -45,7 +50,7 @@ func (m *RunnerMCP) apply(spec *runner.Spec, role amp.Role, workDir string) (boo
 	if token == "" && !m.Open {
 		return false, nil
 	}
-	cfg, err := runner.MCP{URL: m.URL, Token: token}.Config(spec.Runner)
+	cfg, err := runner.MCP{URL: m.URL, Token: token, AgentKey: m.AgentKeys[role]}.Config(spec.Runner)
 	if err != nil {
 		return false, err
 	}

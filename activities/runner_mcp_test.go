@@ -66,3 +66,36 @@ func TestRunnerMCP(t *testing.T) {
 		}
 	})
 }
+
+// TestRunnerMCPAgentKey: each role's run presents its own gate agent's
+// key to the MCP server, by reference in the CLI's configuration and by
+// value only in its environment; a role without one gets none.
+func TestRunnerMCPAgentKey(t *testing.T) {
+	m := &RunnerMCP{URL: "http://127.0.0.1:7480/mcp",
+		Tokens:    map[amp.Role]string{amp.RoleExecutor: "exec-secret", amp.RoleReviewer: "rev-secret"},
+		AgentKeys: map[amp.Role]string{amp.RoleExecutor: "rs-amp-exec-gate-0123456789"}}
+	spec := runner.Spec{Runner: runner.Claude}
+	if ok, err := m.apply(&spec, amp.RoleExecutor, t.TempDir()); !ok || err != nil {
+		t.Fatal(ok, err)
+	}
+	argv, err := runner.Command(spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(argv[2], `"X-Ampflow-Agent-Key":"${AMPFLOW_AGENT_KEY}"`) || strings.Contains(strings.Join(argv, " "), "rs-amp-exec-gate") {
+		t.Errorf("argv %q", argv)
+	}
+	if !slices.Contains(spec.Env, runner.MCPAgentKeyEnv+"=rs-amp-exec-gate-0123456789") {
+		t.Errorf("the executor's env %q lacks its gate key", spec.Env)
+	}
+	for _, r := range []string{runner.Claude, runner.Codex, runner.Gemini, runner.OpenCode} {
+		spec := runner.Spec{Runner: r}
+		if ok, err := m.apply(&spec, amp.RoleReviewer, t.TempDir()); !ok || err != nil {
+			t.Fatal(ok, err)
+		}
+		all := strings.Join(append(spec.Args, spec.Env...), "\n")
+		if strings.Contains(all, "rs-amp-exec-gate") || strings.Contains(all, runner.MCPAgentKeyEnv) || strings.Contains(all, "X-Ampflow-Agent-Key") {
+			t.Errorf("%s: the reviewer got the executor's gate key: %q", r, all)
+		}
+	}
+}

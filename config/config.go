@@ -319,6 +319,10 @@ type Agent struct {
 	// runner's tool hook presents to the API; empty with tokens
 	// configured gives the runner no hook.
 	TokenName string `mapstructure:"token_name"`
+	// GateAgent names the gate.agents entry whose key a runner's MCP
+	// server presents (X-Ampflow-Agent-Key), so its signal and contract
+	// tools act as that agent; empty: they are refused.
+	GateAgent string `mapstructure:"gate_agent"`
 }
 
 // Slack configures the Slack integration.

@@ -136,6 +136,7 @@ func (c Config) Validate() error {
 	c.validateGate(&ps)
 	c.validateContracts(&ps)
 	c.validateTools(&ps)
+	c.validateRunnerGate(&ps)
 
 	if len(ps) == 0 {
 		return nil

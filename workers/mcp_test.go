@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -13,6 +14,9 @@ import (
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 	"go.temporal.io/sdk/client"
 
+	"github.com/ampflow/ampflow/activities"
+	"github.com/ampflow/ampflow/activities/runner"
+	"github.com/ampflow/ampflow/amp"
 	"github.com/ampflow/ampflow/config"
 	"github.com/ampflow/ampflow/integrations/mcp"
 )
@@ -47,6 +51,7 @@ func TestMCPTools(t *testing.T) {
 	cfg.DataDir = t.TempDir()
 	cfg.SSOT.URL = filepath.Join(cfg.DataDir, "ampflow.db")
 	cfg.Gate.Agents = []config.GateAgent{{ID: "deployer", KeyEnv: "MCP_TEST_GATE_KEY"}}
+	cfg.Agents.Executor.GateAgent = "deployer"
 	o := Options{Config: cfg, Temporal: c, Logger: slog.New(slog.DiscardHandler),
 		ContractSecretFile: filepath.Join(cfg.DataDir, "contract.secret"), DecisionKeyFile: filepath.Join(cfg.DataDir, DecisionKeyFile)}
 	parts, err := Build(o)
@@ -134,4 +139,43 @@ func TestMCPTools(t *testing.T) {
 	if out := call(keyed, "request_approval", approval); !strings.Contains(out, `"code":"unavailable","message":"opening gate gate_`) {
 		t.Errorf("request_approval with deployer's key: %s", out)
 	}
+
+	// A runner connects with the headers its CLI's configuration names,
+	// as the worker builds it: the executor's carry its gate agent's key
+	// (agents.executor.gate_agent: deployer), so the gate takes its signal
+	// as deployer; the reviewer, with no gate agent, has no key.
+	for role, want := range map[amp.Role]string{amp.RoleExecutor: `"code":"unavailable","message":"opening gate gate_`, amp.RoleReviewer: `"code":"unauthenticated"`} {
+		if out := call(connect(runnerHeaders(t, runnerMCP(cfg), role, ts.URL+mcp.Path)), "request_approval", approval); !strings.Contains(out, want) {
+			t.Errorf("request_approval from the %s's runner: %s", role, out)
+		}
+	}
+}
+
+// runnerHeaders are the headers a Claude Code runner of role sends to
+// ampflow's MCP server at url: those of its --mcp-config, each ${VAR}
+// read from the run's environment.
+func runnerHeaders(t *testing.T, m *activities.RunnerMCP, role amp.Role, url string) http.Header {
+	t.Helper()
+	cfg, err := runner.MCP{URL: url, Token: m.Tokens[role], AgentKey: m.AgentKeys[role]}.Config(runner.Claude)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var c struct {
+		MCPServers map[string]struct {
+			Headers map[string]string `json:"headers"`
+		} `json:"mcpServers"`
+	}
+	if err := json.Unmarshal([]byte(cfg.Args[1]), &c); err != nil {
+		t.Fatal(err)
+	}
+	env := map[string]string{}
+	for _, kv := range cfg.Env {
+		k, v, _ := strings.Cut(kv, "=")
+		env[k] = v
+	}
+	h := http.Header{}
+	for k, v := range c.MCPServers[runner.MCPServerName].Headers {
+		h.Set(k, os.Expand(v, func(name string) string { return env[name] }))
+	}
+	return h
 }

@@ -42,13 +42,16 @@ func toolHook(cfg config.Config, log *slog.Logger) *activities.ToolHook {
 }
 
 // runnerMCP is ampflow's MCP server as runners get it: the API this
-// worker serves, reached with the executor's and reviewer's own tokens.
+// worker serves, reached with the executor's and reviewer's own tokens
+// and, for the gate's and contracts' tools, their own gate agents' keys
+// (agents.<role>.gate_agent).
 func runnerMCP(cfg config.Config) *activities.RunnerMCP {
 	base := strings.TrimRight(diffBaseURL(cfg), "/")
 	if base == "" {
 		return nil
 	}
-	return &activities.RunnerMCP{URL: base + "/mcp", Tokens: runnerTokens(cfg), Open: len(cfg.Auth.Tokens) == 0}
+	return &activities.RunnerMCP{URL: base + "/mcp", Tokens: runnerTokens(cfg), Open: len(cfg.Auth.Tokens) == 0,
+		AgentKeys: cfg.RunnerGateKeys(os.LookupEnv)}
 }
 
 // runnerTokens are the API tokens of the executor and the reviewer

@@ -59,9 +59,9 @@ func SeverityMark(s amp.Severity) string {
 // OutcomeMark is the sign before a chosen option.
 func OutcomeMark(option string) string {
 	switch option {
-	case decision.OptApprove, task.OptAccept, task.OptResume:
+	case decision.OptApprove, task.OptAccept, task.OptResume, task.OptAllowOnce, task.OptAllowTool:
 		return "✅"
-	case decision.OptReject, task.OptTerminate:
+	case decision.OptReject, task.OptTerminate, task.OptDeny:
 		return "⛔"
 	case decision.OptWithdrawn:
 		return "➖"

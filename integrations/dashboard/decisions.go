@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/ampflow/ampflow/activities/ssot"
+	"github.com/ampflow/ampflow/integrations/chat"
 	"github.com/ampflow/ampflow/workflows/decision"
 	"github.com/ampflow/ampflow/workflows/task"
 )
@@ -36,6 +37,8 @@ type decisionView struct {
 	Suggested       []string
 	AgentStderr     string
 	Escalation      string
+	// Tool is what a tool_call decision asks; nil for other kinds.
+	Tool            *toolView
 	Given, Required int
 	Progress        string
 	// NoteNeeded names the options that need a note; empty when none does.
@@ -66,7 +69,7 @@ func newTimeView(t time.Time) timeView {
 func newDecisionView(d decision.Decision, back string) decisionView {
 	p := d.Progress()
 	v := decisionView{
-		ID: d.ID, Subject: d.Subject, Kind: string(d.Kind), Prompt: d.Prompt, Digest: d.Digest, DigestShort: d.Digest[:min(12, len(d.Digest))],
+		ID: d.ID, Subject: d.Subject, Kind: string(d.Kind), Prompt: chat.Prompt(d), Digest: d.Digest, DigestShort: d.Digest[:min(12, len(d.Digest))],
 		Raised: newTimeView(d.RaisedAt), Expires: newTimeView(d.ExpiresAt), OnExpiry: d.OnExpiry,
 		Blockers: d.Context.Blockers, Suggested: d.Context.Suggested, AgentStderr: d.Context.AgentStderr,
 		Given: p.Given, Required: p.Required, Progress: p.String(), Back: back,
@@ -112,8 +115,12 @@ func newDecisionView(d decision.Decision, back string) decisionView {
 	if c.Confidence != nil {
 		add("Confidence", strconv.FormatFloat(*c.Confidence, 'f', 2, 64))
 	}
+	v.Tool = newToolView(d)
 	extra := make([]keyValue, 0, len(c.Extra))
 	for k, val := range c.Extra {
+		if v.Tool != nil {
+			break // the tool view shows them
+		}
 		extra = append(extra, keyValue{k, fmt.Sprint(val)})
 	}
 	sort.Slice(extra, func(i, j int) bool { return extra[i].Key < extra[j].Key })

@@ -12,6 +12,7 @@ import (
 
 	"github.com/ampflow/ampflow/activities/ssot"
 	"github.com/ampflow/ampflow/amp"
+	"github.com/ampflow/ampflow/integrations/chat"
 	"github.com/ampflow/ampflow/workflows/decision"
 	"github.com/ampflow/ampflow/workflows/task"
 )
@@ -62,7 +63,7 @@ func summarize(f recordFields) string {
 		parts = append(parts, f.Kind)
 	}
 	if f.Prompt != "" {
-		parts = append(parts, f.Prompt)
+		parts = append(parts, chat.Prompt(decision.Decision{Kind: decision.Kind(f.Kind), Prompt: f.Prompt}))
 	}
 	if f.Option != "" {
 		s := "outcome: " + f.Option

@@ -64,9 +64,9 @@ func RenderPost(d decision.Decision, tokens []string, how chat.Post) []slackapi.
 		}
 		btn := slackapi.NewButtonBlockElement("ampflow_opt_"+o.ID, tokens[i], plain(chat.Clip(chat.ButtonLabel(o), 70)))
 		switch o.ID {
-		case decision.OptApprove, task.OptAccept, task.OptResume:
+		case decision.OptApprove, task.OptAccept, task.OptResume, task.OptAllowOnce:
 			btn = btn.WithStyle(slackapi.StylePrimary)
-		case decision.OptReject, task.OptTerminate:
+		case decision.OptReject, task.OptTerminate, task.OptDeny:
 			btn = btn.WithStyle(slackapi.StyleDanger)
 		}
 		buttons = append(buttons, btn)
@@ -124,7 +124,7 @@ func RenderClosed(d decision.Decision, o decision.Outcome) []slackapi.Block {
 // DecisionText is the notification text of a decision message, shown
 // where blocks are not (push notifications).
 func DecisionText(d decision.Decision) string {
-	return esc(fmt.Sprintf("%s on %s: %s", chat.KindTitle(d.Kind), d.Subject, chat.Clip(d.Prompt, 120)))
+	return esc(fmt.Sprintf("%s on %s: %s", chat.KindTitle(d.Kind), d.Subject, chat.Clip(chat.Prompt(d), 120)))
 }
 
 // PostText is DecisionText for a decision posted again; an escalation
@@ -149,6 +149,9 @@ func ClosedText(d decision.Decision, o decision.Outcome) string {
 }
 
 func decisionBody(d decision.Decision, state string) []slackapi.Block {
+	if tc, ok := chat.ToolCallOf(d); ok {
+		return toolBody(d, tc, state)
+	}
 	c := d.Context
 	head := fmt.Sprintf("%s %s · %s", chat.RiskMark(c.Risk), state, d.Subject)
 	blocks := []slackapi.Block{
@@ -276,7 +279,7 @@ func RenderNoteModal(d decision.Decision, o decision.Option, token string) slack
 		Submit:          plain("Decide"),
 		Close:           plain("Cancel"),
 		Blocks: slackapi.Blocks{BlockSet: []slackapi.Block{
-			section(fmt.Sprintf("*%s* on `%s`\n%s", esc(label), esc(d.Subject), esc(chat.Clip(d.Prompt, maxDescription)))),
+			section(fmt.Sprintf("*%s* on `%s`\n%s", esc(label), esc(d.Subject), esc(chat.Clip(chat.Prompt(d), maxDescription)))),
 			slackapi.NewInputBlock(noteBlockID, plain("Note"), nil, input),
 		}},
 	}

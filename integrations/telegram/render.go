@@ -120,6 +120,9 @@ func RenderClosed(d decision.Decision, o decision.Outcome) Message {
 }
 
 func decisionBody(d decision.Decision, state string) string {
+	if tc, ok := chat.ToolCallOf(d); ok {
+		return toolBody(d, tc, state)
+	}
 	c := d.Context
 	var b strings.Builder
 	fmt.Fprintf(&b, "%s <b>%s · %s</b>\n", chat.RiskMark(c.Risk), state, esc(d.Subject))

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/ampflow/ampflow/amp"
+	"github.com/ampflow/ampflow/integrations/chat"
 	"github.com/ampflow/ampflow/workflows/decision"
 	"github.com/ampflow/ampflow/workflows/task"
 	"github.com/spf13/cobra"
@@ -30,7 +31,9 @@ func (a *App) pendingCommand() *cobra.Command {
 			"other workflow that asks), the decision id, its kind, the approvals given of\n" +
 			"those required (\"1 of 2\"), when it expires (and then takes its on_expiry\n" +
 			"option, never an approval), the start of its digest, the question and the\n" +
-			"options (* marks those that need --note). -o json prints an array of whole\n" +
+			"options (* marks those that need --note). Under the table, each tool_call\n" +
+			"decision shows the tool, its directory, the rule that asked and the command\n" +
+			"or the file and its diff. -o json prints an array of whole\n" +
 			"decisions, with the full digest, expires_at and approvals; [] when none is\n" +
 			"open. Oldest first.\n" + pageHelp,
 		Example: "  ampflow pending\n" +
@@ -61,7 +64,7 @@ func (a *App) pendingCommand() *cobra.Command {
 			t := newTable(a.Stdout, "SUBJECT", "DECISION", "KIND", "APPROVALS", "EXPIRES", "DIGEST", "PROMPT", "OPTIONS")
 			for _, d := range ds {
 				t.row(d.Subject, d.ID, string(d.Kind), approvals(d), expiresIn(d.ExpiresAt, now), clip(d.Digest, shortDigest),
-					clip(d.Prompt, 50), optionList(d))
+					clip(chat.Prompt(d), 50), optionList(d))
 			}
 			if err := t.flush(); err != nil {
 				return err
@@ -70,6 +73,9 @@ func (a *App) pendingCommand() *cobra.Command {
 				if _, err := fmt.Fprintln(a.Stdout, "* needs --note"); err != nil {
 					return err
 				}
+			}
+			if err := printToolCalls(a.Stdout, ds); err != nil {
+				return err
 			}
 			return a.printMore(cmd, args, next)
 		},

@@ -141,3 +141,33 @@ func GateDecision() decision.Decision {
 		},
 	}
 }
+
+// ToolCallDecision is a tool_call decision as the task raises it: the
+// call's tool, kind and canonical input in Context.Extra. input is the
+// tool's input as canonical JSON.
+func ToolCallDecision(tool, kind, input string) decision.Decision {
+	return decision.Decision{
+		ID:        "T-2026-045-d3",
+		Subject:   "T-2026-045",
+		Kind:      task.KindToolCall,
+		Prompt:    "exec wants to run " + tool + " (" + kind + ") in /srv/wt/T-2026-045: " + input,
+		RaisedAt:  RaisedAt,
+		ExpiresAt: RaisedAt.Add(10 * time.Minute),
+		OnExpiry:  task.OptDeny,
+		Required:  2,
+		Digest:    Digest,
+		Options: []decision.Option{
+			{ID: task.OptAllowOnce, Label: "Allow once"},
+			{ID: task.OptAllowTool, Label: "Allow this tool for the rest of the task"},
+			{ID: task.OptDeny, Label: "Deny", NoteRequired: true},
+		},
+		Context: decision.Context{
+			Description: "Add rate limiting to the public API",
+			Repo:        "acme/api",
+			Branch:      "feature/rate-limit",
+			Risk:        amp.RiskMedium,
+			Extra: map[string]any{"tool_call": "T-2026-045-tc4", "tool": tool, "kind": kind, "input": input,
+				"cwd": "/srv/wt/T-2026-045", "rule": "ask-network", "reason": "network access <needs> an admin & a reason", "agent": "exec"},
+		},
+	}
+}
