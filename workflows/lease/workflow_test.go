@@ -45,8 +45,19 @@ func newEnv(t *testing.T) (*testsuite.TestWorkflowEnvironment, *recorder) {
 	env := s.NewTestWorkflowEnvironment()
 	rec := &recorder{}
 	env.RegisterActivityWithOptions(rec.changed, activity.RegisterOptions{Name: ActivityChanged})
+	env.RegisterActivity(&activities.Activities{DecisionKey: testDecisionKey})
 	env.RegisterWorkflow(Workflow)
 	return env, rec
+}
+
+// testDecisionKey is the decision key of the tests' worker.
+var testDecisionKey = []byte(strings.Repeat("k", decision.MinKeySize))
+
+// signed is req signed for key's workflow as Client signs a leave.
+func signed(key string, req LeaveRequest) LeaveRequest {
+	req.At = time.Now()
+	req.Signature = decision.SignAnswer(testDecisionKey, WorkflowID(key), must(req.SignedAs()))
+	return req
 }
 
 // update sends an update at a virtual time and hands its outcome to check.
@@ -241,9 +252,8 @@ func equal(a, b []string) bool {
 // signed with the decision key, as Client signs it; a raw Temporal update
 // naming an admin is refused and the lease stays held.
 func TestAdminReleaseSigned(t *testing.T) {
-	key := []byte(strings.Repeat("k", decision.MinKeySize))
+	key := testDecisionKey
 	env, rec := newEnv(t)
-	env.RegisterActivity(&activities.Activities{DecisionKey: key})
 	const resource = "repo:app:main"
 	var id string
 	update(env, 0, UpdateAcquire, AcquireRequest{AgentID: "alice", TTLSeconds: 600}, func(r AcquireResult, err error) {
