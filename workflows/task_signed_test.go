@@ -2,6 +2,7 @@ package workflows
 
 import (
 	"encoding/json"
+	"strings"
 	"testing"
 	"time"
 
@@ -81,6 +82,46 @@ func TestUnsignedRecoveredHeartbeat(t *testing.T) {
 	}
 	if signed != 2 {
 		t.Errorf("%d dispatches after a signed recovered heartbeat, want it sent again", signed)
+	}
+	if res.Status != task.StatusDone {
+		t.Errorf("result %s (%s), want done", res.Status, res.Reason)
+	}
+}
+
+// TestForgedLeaseGrant: a lease_granted signal the lease system did not
+// make (a raw Temporal signal) does not give the task its branch: the
+// task asks the lease system again, stays in awaiting_lease and notes the
+// refused grant; the lease system's own grant lets it proceed.
+func TestForgedLeaseGrant(t *testing.T) {
+	h := newHarness(t, testPlan(amp.RiskLow, "S1"))
+	queued(h, "T-2026-900")
+	var forged task.State
+	var dispatched int
+	h.at(5*time.Minute, func() {
+		h.env.SignalWorkflow(task.SignalLeaseGranted, task.LeaseGrant{Lease: task.BranchLease{LeaseID: "L9.forged", ResourceKey: "repo:x:y"}})
+	})
+	h.at(6*time.Minute, func() {
+		forged = h.state()
+		dispatched = len(h.deliveredOf(amp.TypeTaskDispatch))
+	})
+	h.at(10*time.Minute, func() { h.grant("L2.y") })
+	var granted task.State
+	h.at(10*time.Minute+time.Second, func() { granted = h.state() })
+	h.round(10 * time.Minute)
+	res := h.run()
+
+	if forged.Status != task.StatusAwaitingLease || forged.Lease != nil || dispatched != 0 {
+		t.Errorf("after a forged grant: status %s, lease %+v, %d dispatches; want still awaiting_lease", forged.Status, forged.Lease, dispatched)
+	}
+	noted := false
+	for _, e := range forged.Timeline {
+		noted = noted || (e.Kind == "lease" && strings.Contains(e.Note, "refused a grant") && strings.Contains(e.Note, "L9.forged"))
+	}
+	if !noted {
+		t.Errorf("the forged grant is not noted in the timeline: %+v", forged.Timeline)
+	}
+	if granted.Lease == nil || granted.Lease.LeaseID != "L2.y" {
+		t.Errorf("after the lease system's grant: lease %+v, want L2.y", granted.Lease)
 	}
 	if res.Status != task.StatusDone {
 		t.Errorf("result %s (%s), want done", res.Status, res.Reason)
