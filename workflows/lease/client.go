@@ -142,24 +142,22 @@ func (c *Client) Renew(ctx context.Context, req RenewRequest) (Lease, error) {
 	return out, c.update(ctx, req.LeaseID, UpdateRenew, req, &out)
 }
 
-// Release ends a lease.
+// Release ends a lease, signed with the decision key.
 func (c *Client) Release(ctx context.Context, req ReleaseRequest) (Lease, error) {
 	var out Lease
-	if req.Admin {
-		key, err := KeyOf(req.LeaseID)
-		if err != nil {
-			return out, &RefusedError{ErrNotHeld, err.Error()}
-		}
-		if len(c.DecisionKey) == 0 {
-			return out, fmt.Errorf("releasing lease %s as admin: this process has no decision key (auth.decision_key)", req.LeaseID)
-		}
-		req.At = time.Now().UTC()
-		a, err := req.SignedAs()
-		if err != nil {
-			return out, fmt.Errorf("signing the release of lease %s: %w", req.LeaseID, err)
-		}
-		req.Signature = decision.SignAnswer(c.DecisionKey, WorkflowID(key), a)
+	key, err := KeyOf(req.LeaseID)
+	if err != nil {
+		return out, &RefusedError{ErrNotHeld, err.Error()}
 	}
+	if len(c.DecisionKey) == 0 {
+		return out, fmt.Errorf("releasing lease %s: this process has no decision key (auth.decision_key)", req.LeaseID)
+	}
+	req.At = time.Now().UTC()
+	a, err := req.SignedAs()
+	if err != nil {
+		return out, fmt.Errorf("signing the release of lease %s: %w", req.LeaseID, err)
+	}
+	req.Signature = decision.SignAnswer(c.DecisionKey, WorkflowID(key), a)
 	return out, c.update(ctx, req.LeaseID, UpdateRelease, req, &out)
 }
 

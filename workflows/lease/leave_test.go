@@ -50,3 +50,36 @@ func TestUnsignedLeave(t *testing.T) {
 		t.Errorf("grants %v, want %v", g.to, want)
 	}
 }
+
+// TestUnsignedRelease: a release naming the holder, sent straight to
+// Temporal, does not free the key; signed as Client signs it, it does.
+func TestUnsignedRelease(t *testing.T) {
+	const key = "repo:app:dev"
+	env, rec := newEnv(t)
+	var id string
+	update(env, 0, UpdateAcquire, AcquireRequest{AgentID: "alice", TTLSeconds: 600}, func(r AcquireResult, err error) {
+		if err != nil || r.Lease == nil {
+			t.Fatalf("alice acquire: %+v %v", r, err)
+		}
+		id = r.Lease.LeaseID
+	})
+	env.RegisterDelayedCallback(func() {
+		update(env, 0, UpdateRelease, ReleaseRequest{LeaseID: id, AgentID: "alice"}, func(r Lease, err error) {
+			if errType(err) != ErrNotHolder {
+				t.Errorf("an unsigned release by the holder's name: %+v %v, want %s", r, err, ErrNotHolder)
+			}
+		})
+		update(env, time.Second, UpdateRelease, signedRelease(key, ReleaseRequest{LeaseID: id, AgentID: "alice"}), func(r Lease, err error) {
+			if err != nil || r.State != StateReleased {
+				t.Errorf("the signed release: %+v %v", r, err)
+			}
+		})
+	}, time.Second)
+	env.ExecuteWorkflow(Workflow, Input{ResourceKey: key})
+	if err := env.GetWorkflowError(); err != nil {
+		t.Fatal(err)
+	}
+	if got, want := rec.events(), []string{"lock.acquired alice", "lock.released alice"}; !equal(got, want) {
+		t.Errorf("events %v, want %v", got, want)
+	}
+}

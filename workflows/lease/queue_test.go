@@ -66,7 +66,7 @@ func TestQueue(t *testing.T) {
 			}
 		})
 		env.RegisterDelayedCallback(func() {
-			update(env, 0, UpdateRelease, ReleaseRequest{LeaseID: first.LeaseID, AgentID: "T-1"}, func(r Lease, err error) {
+			update(env, 0, UpdateRelease, signedRelease("repo:app:main", ReleaseRequest{LeaseID: first.LeaseID, AgentID: "T-1"}), func(r Lease, err error) {
 				if err != nil {
 					t.Errorf("T-1 release: %v", err)
 				}
@@ -130,7 +130,7 @@ func TestQueue(t *testing.T) {
 			}
 		})
 		env.RegisterDelayedCallback(func() {
-			update(env, 0, UpdateRelease, ReleaseRequest{LeaseID: first.LeaseID, AgentID: "T-1"}, func(Lease, error) {})
+			update(env, 0, UpdateRelease, signedRelease("repo:app:main", ReleaseRequest{LeaseID: first.LeaseID, AgentID: "T-1"}), func(Lease, error) {})
 		}, 5*time.Second)
 		env.ExecuteWorkflow(Workflow, Input{ResourceKey: "repo:app:main"})
 		if err := env.GetWorkflowError(); err != nil {

@@ -188,9 +188,10 @@ type RenewRequest struct {
 	TTLSeconds int    `json:"ttl_seconds"`
 }
 
-// ReleaseRequest ends a lease. AgentID must be the holder's unless Admin;
-// a release as Admin is taken only signed with the decision key (Client
-// signs it; At and Signature as an answer's, SignedAs).
+// ReleaseRequest ends a lease. AgentID must be the holder's unless Admin.
+// A release is taken only signed with the decision key (Client signs it;
+// At and Signature as an answer's, SignedAs): a raw Temporal update can
+// name the holder or an admin, but not free the key.
 type ReleaseRequest struct {
 	LeaseID string `json:"lease_id"`
 	AgentID string `json:"agent_id"`
@@ -201,7 +202,7 @@ type ReleaseRequest struct {
 	Signature string    `json:"signature,omitempty"`
 }
 
-// SignedAs is the answer an admin release's signature covers
+// SignedAs is the answer a release's signature covers
 // (decision.CommandAnswer).
 func (r ReleaseRequest) SignedAs() (decision.Answer, error) {
 	at, sig := r.At, r.Signature

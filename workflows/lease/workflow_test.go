@@ -60,6 +60,14 @@ func signed(key string, req LeaveRequest) LeaveRequest {
 	return req
 }
 
+// signedRelease is req signed for key's workflow as Client signs a
+// release.
+func signedRelease(key string, req ReleaseRequest) ReleaseRequest {
+	req.At = time.Now()
+	req.Signature = decision.SignAnswer(testDecisionKey, WorkflowID(key), must(req.SignedAs()))
+	return req
+}
+
 // update sends an update at a virtual time and hands its outcome to check.
 func update[T any](env *testsuite.TestWorkflowEnvironment, at time.Duration, name string, arg any, check func(T, error)) {
 	env.RegisterDelayedCallback(func() {
@@ -109,7 +117,7 @@ func TestLease(t *testing.T) {
 					t.Errorf("release of an unknown lease: %v", err)
 				}
 			})
-			update(env, time.Second, UpdateRelease, ReleaseRequest{LeaseID: first.LeaseID, AgentID: "alice"}, func(r Lease, err error) {
+			update(env, time.Second, UpdateRelease, signedRelease("repo:app:main", ReleaseRequest{LeaseID: first.LeaseID, AgentID: "alice"}), func(r Lease, err error) {
 				if err != nil || r.State != StateReleased || r.Reason != ReasonReleased {
 					t.Errorf("alice release: %+v %v", r, err)
 				}
@@ -183,7 +191,7 @@ func TestLease(t *testing.T) {
 			id = r.Lease.LeaseID
 		})
 		env.RegisterDelayedCallback(func() {
-			update(env, 0, UpdateRelease, ReleaseRequest{LeaseID: id, AgentID: "alice", Reason: ReasonAgentInactive}, func(r Lease, err error) {
+			update(env, 0, UpdateRelease, signedRelease("task:T-2", ReleaseRequest{LeaseID: id, AgentID: "alice", Reason: ReasonAgentInactive}), func(r Lease, err error) {
 				if err != nil || r.Reason != ReasonAgentInactive {
 					t.Errorf("release on inactive: %+v %v", r, err)
 				}
