@@ -226,7 +226,10 @@ func (c *Client) Submit(ctx context.Context, raw []byte) (task.SubmitResult, err
 	}
 	var out task.SubmitResult
 	a := AgentFrom(ctx)
-	in := task.SubmitInput{Raw: json.RawMessage(raw), By: a.Name, Admin: a.Admin}
+	in := task.SubmitInput{Raw: json.RawMessage(raw), By: a.Name, Admin: a.Admin, At: time.Now().UTC()}
+	if in.Signature, err = c.signCommand(taskID, task.UpdateSubmit, in.SignedAs); err != nil {
+		return task.SubmitResult{}, err
+	}
 	err = c.update(ctx, taskID, task.UpdateSubmit, SubmitUpdateID(rec), in, &out)
 	if err == nil && !out.Duplicate && rec.Message != nil && rec.Message.Type == amp.TypeTaskResult {
 		out.Warnings = c.resultWarnings(ctx, taskID, out.MsgID)

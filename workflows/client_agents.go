@@ -196,7 +196,13 @@ func (c *Client) Heartbeat(ctx context.Context, taskID string, in task.Heartbeat
 	if !send {
 		return nil
 	}
-	err := c.Temporal.SignalWorkflow(ctx, task.WorkflowID(taskID), "", task.SignalHeartbeat, in)
+	in.At = time.Now().UTC()
+	sig, err := c.signCommand(taskID, task.SignalHeartbeat, in.SignedAs)
+	if err != nil {
+		return err
+	}
+	in.Signature = sig
+	err = c.Temporal.SignalWorkflow(ctx, task.WorkflowID(taskID), "", task.SignalHeartbeat, in)
 	return c.wrapEnded(ctx, taskID, err, "sending a heartbeat to "+taskID)
 }
 

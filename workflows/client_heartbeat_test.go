@@ -8,6 +8,7 @@ import (
 	"go.temporal.io/sdk/client"
 
 	"github.com/ampflow/ampflow/amp"
+	"github.com/ampflow/ampflow/workflows/decision"
 	"github.com/ampflow/ampflow/workflows/task"
 )
 
@@ -28,7 +29,7 @@ func (s *signals) SignalWorkflow(_ context.Context, _, _, _ string, arg any) err
 func TestHeartbeatThrottled(t *testing.T) {
 	now := time.Date(2026, 2, 26, 14, 0, 0, 0, time.UTC)
 	tc := &signals{}
-	c := &Client{Temporal: tc, Now: func() time.Time { return now }}
+	c := &Client{Temporal: tc, DecisionKey: testDecisionKey, Now: func() time.Time { return now }}
 	beat := func(taskID string, in task.HeartbeatInput) {
 		t.Helper()
 		if err := c.Heartbeat(t.Context(), taskID, in); err != nil {
@@ -46,6 +47,9 @@ func TestHeartbeatThrottled(t *testing.T) {
 	beat("T-2026-999", task.HeartbeatInput{From: amp.RoleExecutor, Note: "other"})
 	if len(tc.sent) != 4 {
 		t.Fatalf("sent %d, want the reviewer's, the recovered one and the other task's too", len(tc.sent))
+	}
+	if a, err := tc.sent[2].SignedAs(); err != nil || decision.VerifyAnswer(testDecisionKey, testTaskID, a, time.Now()) != nil {
+		t.Errorf("the recovered heartbeat %+v is not signed with the decision key (%v)", tc.sent[2], err)
 	}
 	now = now.Add(HeartbeatEvery)
 	beat(testTaskID, task.HeartbeatInput{From: amp.RoleExecutor, Note: "still working"})

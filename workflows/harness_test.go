@@ -271,8 +271,22 @@ func (h *harness) update(name, id string, arg any) *reply {
 			a.Signature = decision.SignAnswer(testDecisionKey, h.in.TaskID, must(a.SignedAs()))
 			arg = a
 		}
+	case task.SubmitInput:
+		if a.Signature == "" {
+			a.At = time.Now()
+			a.Signature = decision.SignAnswer(testDecisionKey, h.in.TaskID, must(a.SignedAs()))
+			arg = a
+		}
 	}
 	return h.send(name, id, arg)
+}
+
+// heartbeat signals a heartbeat signed as workflows.Client.Heartbeat
+// signs it.
+func (h *harness) heartbeat(in task.HeartbeatInput) {
+	in.At = time.Now()
+	in.Signature = decision.SignAnswer(testDecisionKey, h.in.TaskID, must(in.SignedAs()))
+	h.env.SignalWorkflow(task.SignalHeartbeat, in)
 }
 
 // testDecisionKey is the decision key of the tests' worker.

@@ -216,6 +216,14 @@ func (t *taskRun) submit(ctx workflow.Context, in task.SubmitInput) (task.Submit
 	if err != nil {
 		return task.SubmitResult{}, refusal.Record(err)
 	}
+	if kind, err := t.classify(rec, in); err == nil && kind != subDuplicate {
+		// Who sent it (By, Admin) is taken only as a channel holding the
+		// decision key signed it; the state may move while the check
+		// runs, so the record is judged again after it.
+		if err := t.verifyCommand(ctx, in.SignedAs); err != nil {
+			return task.SubmitResult{}, err
+		}
+	}
 	kind, err := t.classify(rec, in)
 	if err == nil && kind == subEscalation {
 		err = t.checkEscalation(ctx, *rec.Message)

@@ -74,25 +74,39 @@ func (t *taskRun) takeLease(ctx workflow.Context) (phase, error) {
 		return phaseDispatch, nil
 	}
 	key := activities.BranchKey(t.In.Plan.Repo, t.In.Plan.Branch)
-	if t.Granted == nil && !t.LeaseWaiting {
-		var out activities.BranchLeaseResult
-		err := workflow.ExecuteLocalActivity(workflow.WithLocalActivityOptions(ctx, leaseLocalOptions()), acts.AcquireBranchLease, t.leaseInput(nil)).Get(ctx, &out)
-		if err != nil {
-			t.Reason = "refused: the branch lease cannot be taken: " + errMessage(err)
-			t.LastError = t.Reason
-			return phaseTerminate, nil
+	var held *task.BranchLease
+	for held == nil {
+		// A grant signalled (t.Granted) only wakes the task: anything that
+		// reaches Temporal can send one. The lease is the lease system's
+		// answer to asking again: the lease once the key passed to the
+		// task, its place in the queue otherwise.
+		if signalled := t.Granted; signalled != nil || !t.LeaseWaiting {
+			t.Granted = nil
+			var out activities.BranchLeaseResult
+			err := workflow.ExecuteLocalActivity(workflow.WithLocalActivityOptions(ctx, leaseLocalOptions()), acts.AcquireBranchLease, t.leaseInput(nil)).Get(ctx, &out)
+			if err != nil {
+				t.Reason = "refused: the branch lease cannot be taken: " + errMessage(err)
+				t.LastError = t.Reason
+				return phaseTerminate, nil
+			}
+			if out.Lease != nil {
+				held = out.Lease
+				break
+			}
+			if signalled != nil {
+				t.addTimeline(ctx, task.TimelineEntry{Kind: "lease", Note: fmt.Sprintf(
+					"refused a grant of %s (%s) the lease system did not make: %s holds it", key, signalled.LeaseID, out.Holder)})
+			}
+			t.LeaseHolder = out.Holder
+			if !t.LeaseWaiting {
+				t.LeaseWaiting = true
+				t.LeaseAskAt = workflow.Now(ctx).Add(t.leaseWait())
+				t.setStatus(ctx, task.StatusAwaitingLease, fmt.Sprintf("%s is held by %s", key, out.Holder))
+				// The store's copy lists the task by its status (GET /v1/tasks?status=).
+				t.snapshot()
+			}
+			continue
 		}
-		if out.Lease != nil {
-			t.Granted = out.Lease
-		} else {
-			t.LeaseWaiting, t.LeaseHolder = true, out.Holder
-			t.LeaseAskAt = workflow.Now(ctx).Add(t.leaseWait())
-			t.setStatus(ctx, task.StatusAwaitingLease, fmt.Sprintf("%s is held by %s", key, out.Holder))
-			// The store's copy lists the task by its status (GET /v1/tasks?status=).
-			t.snapshot()
-		}
-	}
-	for t.Granted == nil {
 		if t.interrupted() || workflow.GetInfo(ctx).GetContinueAsNewSuggested() {
 			return phaseLease, nil
 		}
@@ -127,7 +141,7 @@ func (t *taskRun) takeLease(ctx workflow.Context) (phase, error) {
 			return phaseLease, fmt.Errorf("waiting for the branch lease of task %s: %w", t.In.TaskID, err)
 		}
 	}
-	t.Lease, t.Granted = t.Granted, nil
+	t.Lease, t.Granted = held, nil
 	t.LeaseWaiting, t.LeaseHolder, t.LeaseAskAt = false, "", time.Time{}
 	t.supersede(ctx, "the branch lease was granted", task.KindLeaseWait)
 	t.addTimeline(ctx, task.TimelineEntry{Kind: "lease", Note: "holds " + key + " (" + t.Lease.LeaseID + ")"})
@@ -135,8 +149,10 @@ func (t *taskRun) takeLease(ctx workflow.Context) (phase, error) {
 	return phaseDispatch, nil
 }
 
-// leaseGranted takes the lease workflow's grant; a task that has ended
-// ignores it (its release at the end left the queue first).
+// leaseGranted takes the lease workflow's grant, which wakes a task
+// waiting for its branch to ask the lease system again (takeLease); a
+// task that has ended ignores it (its release at the end left the queue
+// first).
 func (t *taskRun) leaseGranted(g task.LeaseGrant) {
 	if t.Status.Terminal() || t.Lease != nil || g.Lease.LeaseID == "" {
 		return

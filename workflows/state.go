@@ -91,7 +91,8 @@ type taskState struct {
 	LeaseWaiting bool      `json:"lease_waiting,omitempty"`
 	LeaseHolder  string    `json:"lease_holder,omitempty"`
 	LeaseAskAt   time.Time `json:"lease_ask_at,omitzero"`
-	// Granted is a grant the lease workflow signalled, not yet taken.
+	// Granted is a grant signalled, not yet confirmed by the lease
+	// system (takeLease asks it again).
 	Granted *task.BranchLease `json:"granted,omitempty"`
 
 	// Decisions is the decision engine's state: the open decision, the

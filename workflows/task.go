@@ -165,6 +165,14 @@ func (t *taskRun) setup(ctx workflow.Context) error {
 		for {
 			var in task.HeartbeatInput
 			hb.Receive(ctx, &in)
+			if in.Privileged() && !t.Status.Terminal() {
+				// A redispatch or an admin's pass only signed: a raw
+				// signal is dropped, its refusal kept in the error log.
+				if err := t.verifyCommand(ctx, in.SignedAs); err != nil {
+					t.log.Warn("refused a heartbeat", "from", in.From, "by", in.By, "error", err)
+					continue
+				}
+			}
 			t.heartbeat(ctx, in)
 		}
 	})

@@ -118,7 +118,7 @@ func TestClaims(t *testing.T) {
 		h := newHarness(t, testPlan(amp.RiskLow, "S1"))
 		h.at(time.Second, func() { h.ackBy("exec-a", amp.RoleExecutor, h.outboxTo(amp.RoleExecutor)) })
 		h.at(time.Minute, func() {
-			h.env.SignalWorkflow(task.SignalHeartbeat, task.HeartbeatInput{From: amp.RoleExecutor, Recovered: true, By: "exec-b"})
+			h.heartbeat(task.HeartbeatInput{From: amp.RoleExecutor, Recovered: true, By: "exec-b"})
 		})
 		var taken *reply
 		h.at(time.Minute+time.Second, func() { taken = h.ackBy("exec-b", amp.RoleExecutor, h.outboxTo(amp.RoleExecutor)) })

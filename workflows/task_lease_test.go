@@ -18,7 +18,14 @@ func queued(h *harness, holder string) {
 	}
 }
 
+// grant passes the branch to the task as the lease workflow does: the
+// lease system holds it for the task, then signals the grant.
 func (h *harness) grant(leaseID string) {
+	h.mu.Lock()
+	h.acquireLease = func(in activities.BranchLeaseInput) (activities.BranchLeaseResult, error) {
+		return activities.BranchLeaseResult{Lease: &task.BranchLease{LeaseID: leaseID, ResourceKey: activities.BranchKey(in.Repo, in.Branch)}}, nil
+	}
+	h.mu.Unlock()
 	h.env.SignalWorkflow(task.SignalLeaseGranted, task.LeaseGrant{Lease: task.BranchLease{LeaseID: leaseID, ResourceKey: "repo:x:y"}})
 }
 

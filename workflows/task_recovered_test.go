@@ -19,8 +19,8 @@ func TestAgentRecovered(t *testing.T) {
 	h.at(5*time.Minute, func() {
 		before = h.state()
 		// the reviewer is not awaited: nothing happens
-		h.env.SignalWorkflow(task.SignalHeartbeat, task.HeartbeatInput{From: amp.RoleReviewer, Recovered: true})
-		h.env.SignalWorkflow(task.SignalHeartbeat, task.HeartbeatInput{From: amp.RoleExecutor, Note: "restarted", Recovered: true})
+		h.heartbeat(task.HeartbeatInput{From: amp.RoleReviewer, Recovered: true})
+		h.heartbeat(task.HeartbeatInput{From: amp.RoleExecutor, Note: "restarted", Recovered: true})
 	})
 	h.at(5*time.Minute+time.Second, func() { after = h.state() })
 	h.round(6 * time.Minute)

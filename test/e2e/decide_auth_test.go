@@ -3,6 +3,7 @@ package e2e
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"os"
 	"os/user"
@@ -16,6 +17,8 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/ampflow/ampflow/activities"
+	"github.com/ampflow/ampflow/activities/ssot"
+	"github.com/ampflow/ampflow/amp"
 	"github.com/ampflow/ampflow/workers"
 	"github.com/ampflow/ampflow/workflows"
 	"github.com/ampflow/ampflow/workflows/decision"
@@ -109,6 +112,79 @@ func TestRawDecideRefused(t *testing.T) {
 	if n := bytes.Count(hist, []byte(`"ActivityType":"VerifyAnswer"`)); n != 2 {
 		t.Errorf("%d VerifyAnswer local activities in the task's history, want 2 (the raw answer, the CLI's)", n)
 	}
+}
+
+// TestRawAgentInputRefused: a Temporal client on the host sends a task
+// the executor's result as an admin and a recovered heartbeat, as any
+// SDK client can, unsigned. Both are refused and kept in the error log;
+// the task still waits for its result, with nothing sent again to the
+// executor. The same result through the client, signed, is taken.
+func TestRawAgentInputRefused(t *testing.T) {
+	p := startDev(t, t.TempDir())
+	repo := gitRepo(t)
+	planFile := filepath.Join(t.TempDir(), "plan.json")
+	writeFile(t, planFile, string(mustJSON(t, lowRiskPlan(repo))))
+	stdout, stderr, code := cli(t, p, nil, "task", "start", "-f", planFile)
+	if code != 0 {
+		t.Fatalf("task start: exit %d\n%s%s", code, stdout, stderr)
+	}
+	lines := strings.Split(strings.TrimSpace(stdout), "\n")
+	id := lines[len(lines)-1]
+	tasks := dial(t, p)
+	a := &agent{t: t, tasks: tasks, repo: repo}
+	d := a.next(amp.RoleExecutor, id, amp.TypeTaskDispatch)
+	a.ack(d)
+	waitStatus(t, tasks, id, task.StatusInProgress)
+	m := a.work(d, "hello.txt", "hello\n")
+	raw, err := json.Marshal(m)
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	ctx, cancel := context.WithTimeout(t.Context(), 20*time.Second)
+	defer cancel()
+	h, err := tasks.Temporal.UpdateWorkflow(ctx, client.UpdateWorkflowOptions{
+		WorkflowID: task.WorkflowID(id), UpdateName: task.UpdateSubmit, Args: []any{task.SubmitInput{Raw: raw, By: "ops", Admin: true}},
+		WaitForStage: client.WorkflowUpdateStageCompleted,
+	})
+	if err == nil {
+		err = h.Get(ctx, nil)
+	}
+	var te *task.Error
+	if !errors.As(workflows.WrapError(err, "submit", time.Second, "ampflow"), &te) || te.Code != task.CodeForbidden {
+		t.Fatalf("raw submit as an admin: %v; want a forbidden refusal", err)
+	}
+	if err := tasks.Temporal.SignalWorkflow(ctx, task.WorkflowID(id), "", task.SignalHeartbeat,
+		task.HeartbeatInput{From: amp.RoleExecutor, Recovered: true, By: "ops", Admin: true}); err != nil {
+		t.Fatalf("raw recovered heartbeat: %v", err)
+	}
+	store := openSSOT(t, p.dataDir)
+	var refusals []ssot.ErrorEntry
+	eventually(t, 30*time.Second, "both raw inputs in the error log", func() (bool, error) {
+		refusals, err = store.TaskRefusals(t.Context(), id, 10)
+		return len(refusals) >= 2, err
+	})
+	var reasons []string
+	for _, r := range refusals {
+		reasons = append(reasons, r.Reason)
+	}
+	all := strings.Join(reasons, "\n")
+	if len(refusals) != 2 || !strings.Contains(all, "command:"+task.UpdateSubmit) || !strings.Contains(all, "command:"+task.SignalHeartbeat) {
+		t.Errorf("refusals of %s:\n%s\nwant the raw submit and the raw heartbeat", id, all)
+	}
+	after, err := tasks.State(t.Context(), id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if after.Status != task.StatusInProgress || len(after.Outbox) != 0 || after.ResultChecked != "" {
+		t.Fatalf("after the raw inputs: %s, outbox %+v, result checked %q; want in_progress, nothing sent again", after.Status, after.Outbox, after.ResultChecked)
+	}
+	if msgs, err := tasks.Inbox(t.Context(), amp.RoleExecutor); err != nil || len(msgs) != 0 {
+		t.Fatalf("executor inbox after the raw heartbeat: %+v, %v; want empty", msgs, err)
+	}
+
+	a.send(m)
+	waitStatus(t, tasks, id, task.StatusInReview)
 }
 
 // historyBytes is a workflow's history, every event in its wire form:

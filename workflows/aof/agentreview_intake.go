@@ -11,6 +11,8 @@ import (
 	"github.com/ampflow/ampflow/activities"
 	"github.com/ampflow/ampflow/amp"
 	"github.com/ampflow/ampflow/workflows"
+	"github.com/ampflow/ampflow/workflows/decide"
+	"github.com/ampflow/ampflow/workflows/decision"
 	"github.com/ampflow/ampflow/workflows/refusal"
 	"github.com/ampflow/ampflow/workflows/task"
 )
@@ -71,6 +73,13 @@ func (r *agentReview) classify(in task.SubmitInput) (rec amp.Record, dup bool, e
 // submit keeps a record the validator let through and answers once it is
 // saved.
 func (r *agentReview) submit(ctx workflow.Context, in task.SubmitInput) (task.SubmitResult, error) {
+	if _, dup, err := r.classify(in); err == nil && !dup {
+		// Only as workflows.Client.Submit signs it: the state may move
+		// while the signature is checked, so the record is judged again.
+		if err := r.verify(ctx, in.SignedAs); err != nil {
+			return task.SubmitResult{}, err
+		}
+	}
 	rec, dup, err := r.classify(in)
 	if err != nil {
 		return task.SubmitResult{}, err
@@ -141,6 +150,12 @@ func (r *agentReview) cancel(ctx workflow.Context, in task.CancelInput) (task.Ch
 	if err := r.validateCancel(in); err != nil {
 		return task.ChangeResult{}, err
 	}
+	if err := r.verify(ctx, in.SignedAs); err != nil {
+		return task.ChangeResult{}, err
+	}
+	if err := r.validateCancel(in); err != nil {
+		return task.ChangeResult{}, err
+	}
 	r.stopped = "the review was cancelled by " + in.By
 	if in.Reason != "" {
 		r.stopped += ": " + in.Reason
@@ -156,4 +171,15 @@ func (r *agentReview) cancel(ctx workflow.Context, in task.CancelInput) (task.Ch
 		return task.ChangeResult{}, err
 	}
 	return task.ChangeResult{Status: task.StatusDone}, nil
+}
+
+// verify refuses, with forbidden, a submission or cancel no channel
+// holding the decision key signed (a raw Temporal update): the check and
+// record of decide.VerifySigned. Nothing changes.
+func (r *agentReview) verify(ctx workflow.Context, signedAs func() (decision.Answer, error)) error {
+	a, err := signedAs()
+	if err != nil {
+		return refusal.New(task.CodeInvalid, "reading the command: %v", err)
+	}
+	return decide.VerifySigned(ctx, r.in.ID, a)
 }

@@ -18,6 +18,7 @@ import (
 	"github.com/ampflow/ampflow/activities"
 	aofacts "github.com/ampflow/ampflow/activities/aof"
 	"github.com/ampflow/ampflow/amp"
+	"github.com/ampflow/ampflow/workflows/decision"
 	"github.com/ampflow/ampflow/workflows/task"
 )
 
@@ -66,7 +67,7 @@ func newReviewHarness(t *testing.T, saveTime ...time.Duration) *reviewHarness {
 	env := h.env
 	env.SetStartTime(t0)
 	env.RegisterWorkflowWithOptions(AgentReviewWorkflow, RegisterAgentReviewOptions())
-	env.RegisterActivity(&activities.Activities{})
+	env.RegisterActivity(&activities.Activities{DecisionKey: testDecisionKey})
 	env.RegisterActivity(&aofacts.AOF{})
 	var acts *activities.Activities
 	var aof *aofacts.AOF
@@ -323,22 +324,42 @@ func TestAgentReviewAnswers(t *testing.T) {
 	})
 	t.Run("Cancel", func(t *testing.T) {
 		h := newReviewHarness(t)
-		var anon, c *reply
+		var anon, raw, c *reply
 		h.at(time.Minute, func() {
 			anon = h.update(task.UpdateCancel, task.CancelInput{Reason: "taking it over"})
+			raw = h.send(task.UpdateCancel, task.CancelInput{Reason: "taking it over", By: "alice", At: time.Now(), Signature: "00"})
+		})
+		h.at(2*time.Minute, func() {
 			c = h.update(task.UpdateCancel, task.CancelInput{Reason: "taking it over", By: "alice"})
 		})
 		v := h.run()
 		if anon.err == nil || c.err != nil {
 			t.Errorf("cancel without by: %v; by alice: %v", anon.err, c.err)
 		}
+		raw.refused(t, task.CodeForbidden)
 		if v.Verdict != nil || v.NoAnswer != "the review was cancelled by alice: taking it over" {
 			t.Errorf("returned %+v", v)
 		}
 	})
 }
 
+// update sends an update signed as workflows.Client signs submissions
+// and cancels; send sends it as it is.
 func (h *reviewHarness) update(name string, arg any) *reply {
+	switch in := arg.(type) {
+	case task.SubmitInput:
+		in.At = time.Now()
+		in.Signature = decision.SignAnswer(testDecisionKey, reviewID, must(in.SignedAs()))
+		arg = in
+	case task.CancelInput:
+		in.At = time.Now()
+		in.Signature = decision.SignAnswer(testDecisionKey, reviewID, must(in.SignedAs()))
+		arg = in
+	}
+	return h.send(name, arg)
+}
+
+func (h *reviewHarness) send(name string, arg any) *reply {
 	r := &reply{}
 	h.env.UpdateWorkflow(name, "", &testsuite.TestUpdateCallback{
 		OnAccept:   func() {},
@@ -411,4 +432,29 @@ func TestAgentReviewRefusals(t *testing.T) {
 		}
 		v.refused(t, task.CodeUnavailable)
 	})
+}
+
+// TestAgentReviewUnsignedVerdict: the reviewer's verdict sent straight to
+// Temporal, not signed as workflows.Client.Submit signs it, is refused as
+// forbidden and the review goes on; the same verdict signed ends it.
+func TestAgentReviewUnsignedVerdict(t *testing.T) {
+	h := newReviewHarness(t)
+	var raw, signed *reply
+	h.at(time.Minute, func() { h.submit(amp.NewAck(amp.RoleReviewer, h.request(), t0.Add(time.Minute))) })
+	h.at(2*time.Minute, func() {
+		b, err := json.Marshal(verdictOf(t, h.request(), amp.DecisionApproved, 0.95))
+		if err != nil {
+			t.Fatal(err)
+		}
+		raw = h.send(task.UpdateSubmit, task.SubmitInput{Raw: b})
+	})
+	h.at(3*time.Minute, func() { signed = h.submit(verdictOf(t, h.request(), amp.DecisionApproved, 0.95)) })
+	v := h.run()
+	raw.refused(t, task.CodeForbidden)
+	if !signed.done || signed.err != nil {
+		t.Fatalf("the signed verdict: %v", signed.err)
+	}
+	if v.Verdict == nil || v.Verdict.Decision != amp.DecisionApproved {
+		t.Errorf("returned %+v, want the signed verdict", v)
+	}
 }

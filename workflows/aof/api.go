@@ -108,6 +108,22 @@ type MessageInput struct {
 	// ParentOwners are the parent task's owners (Owners), for a
 	// handoff.request: the side that hands the task off.
 	ParentOwners []string `json:"parentOwners,omitempty"`
+	// At and Signature sign the message with who sent it (Agent, the
+	// parent's depth and owners), as an answer's (SignedAs): Client
+	// signs every message, and the task takes no other, so a raw
+	// Temporal update can neither act for every agent (no Agent) nor
+	// name one.
+	At        time.Time `json:"at,omitzero"`
+	Signature string    `json:"signature,omitempty"`
+}
+
+// SignedAs is the answer a message's signature covers
+// (decision.CommandAnswer).
+func (in MessageInput) SignedAs() (decision.Answer, error) {
+	at, sig := in.At, in.Signature
+	in.At, in.Signature = time.Time{}, ""
+	dg, err := decision.Digest(in)
+	return decision.CommandAnswer(UpdateMessage, dg, in.Agent, "", at, sig), err
 }
 
 // DispatchInput starts a run of the task. It is taken only signed with

@@ -63,10 +63,17 @@ func (c *Client) Create(ctx context.Context, t Task) (Task, error) {
 	return out.Task, nil
 }
 
-// Message hands a valid message to its task.
+// Message hands a valid message to its task, signed with the decision
+// key with who sent it.
 func (c *Client) Message(ctx context.Context, in MessageInput) (Result, error) {
 	var out Result
-	err := c.update(ctx, in.Message.TaskID, UpdateMessage, in, &out)
+	in.At = time.Now().UTC()
+	sig, err := c.sign(in.Message.TaskID, UpdateMessage, in.SignedAs)
+	if err != nil {
+		return out, err
+	}
+	in.Signature = sig
+	err = c.update(ctx, in.Message.TaskID, UpdateMessage, in, &out)
 	return out, err
 }
 

@@ -69,6 +69,13 @@ func (r *aofRun) message(ctx workflow.Context, in MessageInput) (Result, error) 
 	if err := r.validateMessage(in); err != nil {
 		return Result{}, err
 	}
+	if err := r.verifyCommand(ctx, in.SignedAs); err != nil {
+		return Result{}, err
+	}
+	// The state may have moved while the signature was checked.
+	if err := r.validateMessage(in); err != nil {
+		return Result{}, err
+	}
 	m := in.Message
 	var res Result
 	switch m.Type {
@@ -409,8 +416,8 @@ func (r *aofRun) sessionEnd(ctx workflow.Context, in SessionEndInput) (Result, e
 	return Result{Task: r.view(), Changed: true}, nil
 }
 
-// verifyCommand refuses, with forbidden, a dispatch or session end that
-// no channel holding the decision key signed (a raw Temporal update): the
+// verifyCommand refuses, with forbidden, a message, dispatch or session
+// end that no channel holding the decision key signed (a raw Temporal update): the
 // engine's check of answers, which records the refusal. Nothing changes.
 func (r *aofRun) verifyCommand(ctx workflow.Context, signedAs func() (decision.Answer, error)) error {
 	a, err := signedAs()

@@ -164,7 +164,7 @@ func (h *harness) update(name string, arg any) *reply {
 		a.Signature = decision.SignAnswer(testDecisionKey, subject, a)
 		arg = a
 	}
-	// As Client signs every dispatch and session end.
+	// As Client signs every dispatch, session end and message.
 	switch in := arg.(type) {
 	case DispatchInput:
 		if in.Signature == "" {
@@ -173,6 +173,12 @@ func (h *harness) update(name string, arg any) *reply {
 			arg = in
 		}
 	case SessionEndInput:
+		if in.Signature == "" {
+			in.At = time.Now()
+			in.Signature = decision.SignAnswer(testDecisionKey, WorkflowID(h.in.Task.TaskID), must(in.SignedAs()))
+			arg = in
+		}
+	case MessageInput:
 		if in.Signature == "" {
 			in.At = time.Now()
 			in.Signature = decision.SignAnswer(testDecisionKey, WorkflowID(h.in.Task.TaskID), must(in.SignedAs()))

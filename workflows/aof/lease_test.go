@@ -109,3 +109,38 @@ func TestUnsignedDispatchAndSessionEnd(t *testing.T) {
 	})
 	h.run()
 }
+
+// TestUnsignedMessage: a status update sent straight to Temporal with no
+// agent (which acts for every agent) or signed for one agent and renamed
+// to another is refused as forbidden and changes nothing; signed as
+// Client signs it, it is taken.
+func TestUnsignedMessage(t *testing.T) {
+	h := newHarness(t)
+	status := func() Message {
+		m := msg(TypeStatusUpdate, t0)
+		m.Status = &StatusUpdate{TaskID: testTask, AgentID: agent, Status: StatusBlocked, Blockers: []string{"x"}}
+		return m
+	}
+	var raw, renamed, signed *reply
+	h.at(time.Second, func() {
+		raw = h.update(UpdateMessage, MessageInput{Message: status(), Signature: "00", At: time.Now()})
+		in := MessageInput{Message: status(), Agent: "intruder", At: time.Now()}
+		in.Signature = decision.SignAnswer(testDecisionKey, WorkflowID(h.in.Task.TaskID), must(in.SignedAs()))
+		in.Agent = ""
+		renamed = h.update(UpdateMessage, in)
+	})
+	h.at(time.Minute, func() {
+		raw.refused(t, task.CodeForbidden)
+		renamed.refused(t, task.CodeForbidden)
+		if tk := h.task(); tk.Status != StatusReady || len(tk.WorkLog) != 0 {
+			t.Errorf("an unsigned message changed the task: %s, work log %+v", tk.Status, tk.WorkLog)
+		}
+		signed = h.update(UpdateMessage, MessageInput{Message: status()})
+	})
+	h.at(2*time.Minute, func() {
+		if res := signed.result(t); !res.Changed || res.Task.Status != StatusBlocked {
+			t.Errorf("the signed status update was not taken: %+v", res)
+		}
+	})
+	h.run()
+}

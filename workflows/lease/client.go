@@ -68,11 +68,21 @@ func (c *Client) AcquireOrQueue(ctx context.Context, key string, req WaitRequest
 	return out, nil
 }
 
-// Leave gives up req.AgentID's place in key's queue and its lease on key.
+// Leave gives up req.AgentID's place in key's queue and its lease on key,
+// signed with the decision key.
 // No workflow for the key means nothing to give up.
 func (c *Client) Leave(ctx context.Context, key string, req LeaveRequest) (LeaveResult, error) {
 	var out LeaveResult
-	err := c.updateKey(ctx, key, UpdateLeave, req, &out)
+	if len(c.DecisionKey) == 0 {
+		return out, fmt.Errorf("leaving %s for %s: this process has no decision key (auth.decision_key)", key, req.AgentID)
+	}
+	req.At = time.Now().UTC()
+	a, err := req.SignedAs()
+	if err != nil {
+		return out, fmt.Errorf("signing the leave of %s for %s: %w", key, req.AgentID, err)
+	}
+	req.Signature = decision.SignAnswer(c.DecisionKey, WorkflowID(key), a)
+	err = c.updateKey(ctx, key, UpdateLeave, req, &out)
 	var nf *serviceerror.NotFound
 	if errors.As(err, &nf) {
 		return LeaveResult{}, nil
@@ -132,24 +142,22 @@ func (c *Client) Renew(ctx context.Context, req RenewRequest) (Lease, error) {
 	return out, c.update(ctx, req.LeaseID, UpdateRenew, req, &out)
 }
 
-// Release ends a lease.
+// Release ends a lease, signed with the decision key.
 func (c *Client) Release(ctx context.Context, req ReleaseRequest) (Lease, error) {
 	var out Lease
-	if req.Admin {
-		key, err := KeyOf(req.LeaseID)
-		if err != nil {
-			return out, &RefusedError{ErrNotHeld, err.Error()}
-		}
-		if len(c.DecisionKey) == 0 {
-			return out, fmt.Errorf("releasing lease %s as admin: this process has no decision key (auth.decision_key)", req.LeaseID)
-		}
-		req.At = time.Now().UTC()
-		a, err := req.SignedAs()
-		if err != nil {
-			return out, fmt.Errorf("signing the release of lease %s: %w", req.LeaseID, err)
-		}
-		req.Signature = decision.SignAnswer(c.DecisionKey, WorkflowID(key), a)
+	key, err := KeyOf(req.LeaseID)
+	if err != nil {
+		return out, &RefusedError{ErrNotHeld, err.Error()}
 	}
+	if len(c.DecisionKey) == 0 {
+		return out, fmt.Errorf("releasing lease %s: this process has no decision key (auth.decision_key)", req.LeaseID)
+	}
+	req.At = time.Now().UTC()
+	a, err := req.SignedAs()
+	if err != nil {
+		return out, fmt.Errorf("signing the release of lease %s: %w", req.LeaseID, err)
+	}
+	req.Signature = decision.SignAnswer(c.DecisionKey, WorkflowID(key), a)
 	return out, c.update(ctx, req.LeaseID, UpdateRelease, req, &out)
 }
 

@@ -57,6 +57,9 @@ func (l *leaseWF) validateLeave(req LeaveRequest) error {
 // has; having neither is no error, so a retried leave answers the same.
 func (l *leaseWF) leave(ctx workflow.Context, req LeaveRequest) (LeaveResult, error) {
 	var out LeaveResult
+	if err := l.verifyLeave(ctx, req); err != nil {
+		return out, err
+	}
 	if i := l.position(req.AgentID); i >= 0 {
 		l.queue = slices.Delete(l.queue, i, i+1)
 		out.Left = true

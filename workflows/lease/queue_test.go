@@ -66,14 +66,14 @@ func TestQueue(t *testing.T) {
 			}
 		})
 		env.RegisterDelayedCallback(func() {
-			update(env, 0, UpdateRelease, ReleaseRequest{LeaseID: first.LeaseID, AgentID: "T-1"}, func(r Lease, err error) {
+			update(env, 0, UpdateRelease, signedRelease("repo:app:main", ReleaseRequest{LeaseID: first.LeaseID, AgentID: "T-1"}), func(r Lease, err error) {
 				if err != nil {
 					t.Errorf("T-1 release: %v", err)
 				}
 			})
 		}, 10*time.Second)
 		// T-2 leaves as its task ends: the key goes on to T-3 at once.
-		update(env, 20*time.Second, UpdateLeave, LeaveRequest{AgentID: "T-2", Reason: ReasonTaskEnded}, func(r LeaveResult, err error) {
+		update(env, 20*time.Second, UpdateLeave, signed("repo:app:main", LeaveRequest{AgentID: "T-2", Reason: ReasonTaskEnded}), func(r LeaveResult, err error) {
 			if err != nil || r.Released == nil || r.Released.AgentID != "T-2" {
 				t.Errorf("T-2 leave: %+v %v", r, err)
 			}
@@ -101,7 +101,7 @@ func TestQueue(t *testing.T) {
 		update(env, time.Second, UpdateWait, waitReq("T-2"), func(AcquireResult, error) {})
 		update(env, 2*time.Second, UpdateWait, waitReq("T-3"), func(AcquireResult, error) {})
 		env.RegisterDelayedCallback(func() {
-			update(env, 0, UpdateLeave, LeaveRequest{AgentID: "T-1", Reason: ReasonTaskEnded}, func(LeaveResult, error) {})
+			update(env, 0, UpdateLeave, signed("repo:app:main", LeaveRequest{AgentID: "T-1", Reason: ReasonTaskEnded}), func(LeaveResult, error) {})
 		}, 5*time.Second)
 		env.ExecuteWorkflow(Workflow, Input{ResourceKey: "repo:app:main"})
 		if err := env.GetWorkflowError(); err != nil {
@@ -124,13 +124,13 @@ func TestQueue(t *testing.T) {
 		var first Lease
 		update(env, 0, UpdateWait, waitReq("T-1"), func(r AcquireResult, err error) { first = *r.Lease })
 		update(env, time.Second, UpdateWait, waitReq("T-2"), func(AcquireResult, error) {})
-		update(env, 2*time.Second, UpdateLeave, LeaveRequest{AgentID: "T-2"}, func(r LeaveResult, err error) {
+		update(env, 2*time.Second, UpdateLeave, signed("repo:app:main", LeaveRequest{AgentID: "T-2"}), func(r LeaveResult, err error) {
 			if err != nil || !r.Left || r.Released != nil {
 				t.Errorf("T-2 leaving the queue: %+v %v", r, err)
 			}
 		})
 		env.RegisterDelayedCallback(func() {
-			update(env, 0, UpdateRelease, ReleaseRequest{LeaseID: first.LeaseID, AgentID: "T-1"}, func(Lease, error) {})
+			update(env, 0, UpdateRelease, signedRelease("repo:app:main", ReleaseRequest{LeaseID: first.LeaseID, AgentID: "T-1"}), func(Lease, error) {})
 		}, 5*time.Second)
 		env.ExecuteWorkflow(Workflow, Input{ResourceKey: "repo:app:main"})
 		if err := env.GetWorkflowError(); err != nil {

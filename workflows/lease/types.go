@@ -154,11 +154,25 @@ type Grant struct {
 	Lease Lease `json:"lease"`
 }
 
-// LeaveRequest gives up AgentID's place in the queue and its lease.
+// LeaveRequest gives up AgentID's place in the queue and its lease. A
+// leave that gives up anything is taken only signed with the decision
+// key (Client.Leave signs it; At and Signature as an answer's, SignedAs):
+// a raw Temporal update cannot free a key or drop a waiter.
 type LeaveRequest struct {
 	AgentID string `json:"agent_id"`
 	// Reason is the lease's end when it held one; empty is ReasonReleased.
-	Reason string `json:"reason,omitempty"`
+	Reason    string    `json:"reason,omitempty"`
+	At        time.Time `json:"at,omitzero"`
+	Signature string    `json:"signature,omitempty"`
+}
+
+// SignedAs is the answer a leave's signature covers
+// (decision.CommandAnswer).
+func (r LeaveRequest) SignedAs() (decision.Answer, error) {
+	at, sig := r.At, r.Signature
+	r.At, r.Signature = time.Time{}, ""
+	dg, err := decision.Digest(r)
+	return decision.CommandAnswer(UpdateLeave, dg, r.AgentID, r.Reason, at, sig), err
 }
 
 // LeaveResult says what the agent gave up.
@@ -174,9 +188,10 @@ type RenewRequest struct {
 	TTLSeconds int    `json:"ttl_seconds"`
 }
 
-// ReleaseRequest ends a lease. AgentID must be the holder's unless Admin;
-// a release as Admin is taken only signed with the decision key (Client
-// signs it; At and Signature as an answer's, SignedAs).
+// ReleaseRequest ends a lease. AgentID must be the holder's unless Admin.
+// A release is taken only signed with the decision key (Client signs it;
+// At and Signature as an answer's, SignedAs): a raw Temporal update can
+// name the holder or an admin, but not free the key.
 type ReleaseRequest struct {
 	LeaseID string `json:"lease_id"`
 	AgentID string `json:"agent_id"`
@@ -187,7 +202,7 @@ type ReleaseRequest struct {
 	Signature string    `json:"signature,omitempty"`
 }
 
-// SignedAs is the answer an admin release's signature covers
+// SignedAs is the answer a release's signature covers
 // (decision.CommandAnswer).
 func (r ReleaseRequest) SignedAs() (decision.Answer, error) {
 	at, sig := r.At, r.Signature

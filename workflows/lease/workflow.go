@@ -242,17 +242,18 @@ func (l *leaseWF) release(ctx workflow.Context, req ReleaseRequest) (Lease, erro
 	if err := l.held(req.LeaseID, req.AgentID, req.Admin); err != nil {
 		return Lease{}, err
 	}
-	if req.Admin {
-		// An admin's release overrides the holder: only one signed where
-		// ampflow authenticated the admin (a raw Temporal update is
-		// refused, and the refusal recorded).
-		a, err := req.SignedAs()
-		if err == nil {
-			err = decide.VerifySigned(ctx, workflow.GetInfo(ctx).WorkflowExecution.ID, a)
-		}
-		if err != nil {
-			return Lease{}, temporal.NewNonRetryableApplicationError("release as admin refused: "+err.Error(), ErrNotHolder, nil)
-		}
+	// A release frees the key: only one signed where ampflow
+	// authenticated the holder or the admin (a raw Temporal update naming
+	// either is refused, and the refusal recorded).
+	a, err := req.SignedAs()
+	if err == nil {
+		err = decide.VerifySigned(ctx, WorkflowID(l.key), a)
+	}
+	if err != nil {
+		return Lease{}, temporal.NewNonRetryableApplicationError("release refused: "+err.Error(), ErrNotHolder, nil)
+	}
+	if err := l.held(req.LeaseID, req.AgentID, req.Admin); err != nil {
+		return Lease{}, err
 	}
 	reason, event := req.Reason, EventAutoReleased
 	switch {

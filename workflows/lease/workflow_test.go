@@ -45,8 +45,27 @@ func newEnv(t *testing.T) (*testsuite.TestWorkflowEnvironment, *recorder) {
 	env := s.NewTestWorkflowEnvironment()
 	rec := &recorder{}
 	env.RegisterActivityWithOptions(rec.changed, activity.RegisterOptions{Name: ActivityChanged})
+	env.RegisterActivity(&activities.Activities{DecisionKey: testDecisionKey})
 	env.RegisterWorkflow(Workflow)
 	return env, rec
+}
+
+// testDecisionKey is the decision key of the tests' worker.
+var testDecisionKey = []byte(strings.Repeat("k", decision.MinKeySize))
+
+// signed is req signed for key's workflow as Client signs a leave.
+func signed(key string, req LeaveRequest) LeaveRequest {
+	req.At = time.Now()
+	req.Signature = decision.SignAnswer(testDecisionKey, WorkflowID(key), must(req.SignedAs()))
+	return req
+}
+
+// signedRelease is req signed for key's workflow as Client signs a
+// release.
+func signedRelease(key string, req ReleaseRequest) ReleaseRequest {
+	req.At = time.Now()
+	req.Signature = decision.SignAnswer(testDecisionKey, WorkflowID(key), must(req.SignedAs()))
+	return req
 }
 
 // update sends an update at a virtual time and hands its outcome to check.
@@ -98,7 +117,7 @@ func TestLease(t *testing.T) {
 					t.Errorf("release of an unknown lease: %v", err)
 				}
 			})
-			update(env, time.Second, UpdateRelease, ReleaseRequest{LeaseID: first.LeaseID, AgentID: "alice"}, func(r Lease, err error) {
+			update(env, time.Second, UpdateRelease, signedRelease("repo:app:main", ReleaseRequest{LeaseID: first.LeaseID, AgentID: "alice"}), func(r Lease, err error) {
 				if err != nil || r.State != StateReleased || r.Reason != ReasonReleased {
 					t.Errorf("alice release: %+v %v", r, err)
 				}
@@ -172,7 +191,7 @@ func TestLease(t *testing.T) {
 			id = r.Lease.LeaseID
 		})
 		env.RegisterDelayedCallback(func() {
-			update(env, 0, UpdateRelease, ReleaseRequest{LeaseID: id, AgentID: "alice", Reason: ReasonAgentInactive}, func(r Lease, err error) {
+			update(env, 0, UpdateRelease, signedRelease("task:T-2", ReleaseRequest{LeaseID: id, AgentID: "alice", Reason: ReasonAgentInactive}), func(r Lease, err error) {
 				if err != nil || r.Reason != ReasonAgentInactive {
 					t.Errorf("release on inactive: %+v %v", r, err)
 				}
@@ -241,9 +260,8 @@ func equal(a, b []string) bool {
 // signed with the decision key, as Client signs it; a raw Temporal update
 // naming an admin is refused and the lease stays held.
 func TestAdminReleaseSigned(t *testing.T) {
-	key := []byte(strings.Repeat("k", decision.MinKeySize))
+	key := testDecisionKey
 	env, rec := newEnv(t)
-	env.RegisterActivity(&activities.Activities{DecisionKey: key})
 	const resource = "repo:app:main"
 	var id string
 	update(env, 0, UpdateAcquire, AcquireRequest{AgentID: "alice", TTLSeconds: 600}, func(r AcquireResult, err error) {

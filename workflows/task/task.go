@@ -278,6 +278,22 @@ type SubmitInput struct {
 	// Admin is true for an admin's token, which is never refused as
 	// claimed.
 	Admin bool `json:"admin,omitempty"`
+	// At and Signature sign who sent it (By, Admin) with the record, as
+	// an answer's (SignedAs): workflows.Client.Submit signs every
+	// submission, and the task takes no other, so a raw Temporal update
+	// can neither name an agent nor claim an admin's or the worker's
+	// standing.
+	At        time.Time `json:"at,omitzero"`
+	Signature string    `json:"signature,omitempty"`
+}
+
+// SignedAs is the answer a submission's signature covers
+// (decision.CommandAnswer): the record and who sent it.
+func (in SubmitInput) SignedAs() (decision.Answer, error) {
+	at, sig := in.At, in.Signature
+	in.At, in.Signature = time.Time{}, ""
+	dg, err := decision.Digest(in)
+	return decision.CommandAnswer(UpdateSubmit, dg, in.By, "", at, sig), err
 }
 
 // SubmitResult says how the task took a submission.
@@ -307,7 +323,25 @@ type HeartbeatInput struct {
 	// recovered one excepted, which hands the work on.
 	By    string `json:"by,omitempty"`
 	Admin bool   `json:"admin,omitempty"`
+	// At and Signature sign the heartbeat as a submission's: the task
+	// takes a recovered or an admin's heartbeat only signed
+	// (workflows.Client.Heartbeat signs every one).
+	At        time.Time `json:"at,omitzero"`
+	Signature string    `json:"signature,omitempty"`
 }
+
+// SignedAs is the answer a heartbeat's signature covers
+// (decision.CommandAnswer).
+func (in HeartbeatInput) SignedAs() (decision.Answer, error) {
+	at, sig := in.At, in.Signature
+	in.At, in.Signature = time.Time{}, ""
+	dg, err := decision.Digest(in)
+	return decision.CommandAnswer(SignalHeartbeat, dg, in.By, "", at, sig), err
+}
+
+// Privileged reports whether the heartbeat asks for more than a sign of
+// life: a redispatch (Recovered) or an admin's pass over the claim.
+func (in HeartbeatInput) Privileged() bool { return in.Recovered || in.Admin }
 
 // CancelInput ends a task; the reason is required. It is taken only
 // signed with the decision key (workflows.Client.Cancel signs it): At and
