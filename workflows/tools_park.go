@@ -3,6 +3,8 @@ package workflows
 import (
 	"fmt"
 	"slices"
+	"strconv"
+	"strings"
 	"time"
 
 	"go.temporal.io/sdk/temporal"
@@ -50,14 +52,19 @@ func (t *taskRun) queuedCall(id string) *task.ToolCall {
 // runner's run parked on (app, an activities.ErrParked), and returns how
 // to run it again: its session resumed, told the answer. The wait is no
 // silence of the agent; it ends when the call is answered, expires
-// (tools.park_timeout) or is withdrawn, or when ctx is canceled.
+// (tools.park_timeout) or is withdrawn, or when dctx is canceled.
 func (t *taskRun) unpark(ctx, dctx workflow.Context, m amp.Message, app *temporal.ApplicationError) (*activities.Resume, error) {
 	var p activities.Parked
 	_ = app.Details(&p)
 	if !slices.Contains(t.Tools.Parked, p.ToolCallID) {
 		t.Tools.Parked = append(t.Tools.Parked, p.ToolCallID)
 	}
-	if q := t.queuedCall(p.ToolCallID); q != nil {
+	// ctx is the delivery's coroutine's; dctx, the delivery's own, says
+	// when it is called off. The hook records the call before it parks
+	// it; one not yet seen here is waited for.
+	_, n, _ := cutToolCallID(p.ToolCallID)
+	err := workflow.Await(ctx, func() bool { return dctx.Err() != nil || t.Tools.Seq >= n })
+	if q := t.queuedCall(p.ToolCallID); err == nil && q != nil {
 		until := q.At.Add(q.AskTimeout + q.ParkTimeout)
 		if d := t.decisions.Pending(); d != nil && d.ID == t.Tools.Raised && t.Tools.Raised == q.DecisionID && !d.ExpiresAt.IsZero() {
 			until = d.ExpiresAt
@@ -67,10 +74,13 @@ func (t *taskRun) unpark(ctx, dctx workflow.Context, m amp.Message, app *tempora
 			Note: fmt.Sprintf("tool call %s waits for the admins: the run is parked, its session kept, until they answer (denied at %s)",
 				p.ToolCallID, until.UTC().Format(time.RFC3339))})
 		t.snapshot()
+		err = workflow.Await(ctx, func() bool { return dctx.Err() != nil || t.queuedCall(p.ToolCallID) == nil })
 	}
-	err := workflow.Await(dctx, func() bool { return t.queuedCall(p.ToolCallID) == nil })
 	t.PausedUntil = time.Time{}
 	t.LastActive = workflow.Now(ctx)
+	if err == nil {
+		err = dctx.Err()
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -88,4 +98,14 @@ func (t *taskRun) unpark(ctx, dctx workflow.Context, m amp.Message, app *tempora
 	t.addTimeline(ctx, task.TimelineEntry{Kind: "parked", MsgID: m.MsgID, To: string(m.To),
 		Note: fmt.Sprintf("tool call %s: %s by %s; the run resumes its session", p.ToolCallID, r.Decision, r.By)})
 	return r, nil
+}
+
+// cutToolCallID splits "<task_id>-tc<n>".
+func cutToolCallID(id string) (taskID string, n int, ok bool) {
+	i := strings.LastIndex(id, "-tc")
+	if i < 0 {
+		return "", 0, false
+	}
+	n, err := strconv.Atoi(id[i+3:])
+	return id[:i], n, err == nil && n > 0
 }
