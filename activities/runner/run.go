@@ -242,6 +242,11 @@ func Run(ctx context.Context, s Spec, on func(Event)) (Outcome, error) {
 	if s.ParkFile != "" && o.Parked == nil {
 		o.Parked, _ = readPark(s.ParkFile)
 	}
+	if o.Parked != nil {
+		// The CLI is gone: a hook it ran outside its group, holding the
+		// parked call, ends when the file does.
+		_ = os.Remove(s.ParkFile)
+	}
 	if o.Text == "" {
 		o.Text = lastText
 	}

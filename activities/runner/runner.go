@@ -92,7 +92,8 @@ type Spec struct {
 	// AMPFLOW_PARK_FILE). Run removes a stale one before it starts; once
 	// the file is there, a CLI that does not stop by itself (Claude Code
 	// does, on its hook's "defer") has its group stopped, and
-	// Outcome.Parked holds the Park.
+	// Outcome.Parked holds the Park. The file is removed once the run is
+	// over, which ends a hook still holding the call.
 	ParkFile string
 	// Args go after Command and before the runner's own arguments: options
 	// of the CLI itself, such as the MCP server's (MCPConfig.Args).
