@@ -77,3 +77,35 @@ func TestToolPark(t *testing.T) {
 		t.Errorf("%d records of the call, want 2 (the ask and its outcome)", n)
 	}
 }
+
+// TestToolParkDenied: a parked ask the admin denies resumes the run told
+// so, with the note.
+func TestToolParkDenied(t *testing.T) {
+	h := newHarness(t, testPlan(amp.RiskLow, "S1"))
+	parked := 0
+	h.deliverErr = func(m amp.Message) error {
+		if m.Type != amp.TypeTaskDispatch || parked > 0 {
+			return nil
+		}
+		parked++
+		return temporal.NewNonRetryableApplicationError("parked", activities.ErrParked, nil,
+			activities.Parked{ToolCallID: testTaskID + "-tc1", SessionID: "sess-1"})
+	}
+	call := task.ToolCall{Agent: "exec", CLI: "codex", Tool: "Bash", Kind: "shell", Input: `{"command":"curl x"}`, InputDigest: "d-curl",
+		CWD: "/w", Action: "ask", Rule: "ask-network", Risk: "medium", AskTimeout: 2 * time.Second, ParkTimeout: 24 * time.Hour}
+	h.at(time.Second, func() { h.ack(amp.RoleExecutor) })
+	h.at(2*time.Second, func() { h.update(task.UpdateToolCall, "", call) })
+	h.at(time.Hour, func() { h.decide("alice", task.OptDeny, "use the mirror") })
+	h.at(time.Hour+2*time.Second, func() { h.result(amp.StatusComplete) })
+	h.at(time.Hour+3*time.Second, func() { h.ack(amp.RoleReviewer) })
+	h.at(time.Hour+4*time.Second, func() { h.verdict(amp.DecisionApproved, 0.95) })
+	if res := h.run(); res.Status != task.StatusDone {
+		t.Fatalf("task %s: %s", res.Status, res.Reason)
+	}
+	if len(h.deliverIns) < 2 || h.deliverIns[1].Resume == nil {
+		t.Fatalf("no resumed delivery: %+v", h.deliverIns)
+	}
+	if r := h.deliverIns[1].Resume; r.Decision != task.ToolDeny || r.By != "alice" || !strings.Contains(r.Note, "use the mirror") {
+		t.Errorf("resume: %+v", r)
+	}
+}

@@ -55,7 +55,7 @@ func (a *App) hookCommand() *cobra.Command {
 			return a.PrintJSON(hookOutput(cli, allow, reason))
 		},
 	}
-	cmd.Flags().DurationVar(&maxWait, "max-wait", 30*time.Minute, "deny an ask not answered within `DURATION` (the server's tools.ask_timeout denies it first)")
+	cmd.Flags().DurationVar(&maxWait, "max-wait", 30*time.Minute, "deny an ask not answered within `DURATION` (a runner's hook, given AMPFLOW_PARK_FILE, parks the call at tools.ask_timeout instead)")
 	return cmd
 }
 
