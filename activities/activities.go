@@ -232,6 +232,8 @@ type DeliverInput struct {
 	// resumed Codex session's earlier turns do not count against it.
 	MaxCostUSD float64           `json:"max_cost_usd,omitempty"`
 	Sessions   []task.UsageInput `json:"sessions,omitempty"`
+	// Resume, set, runs a parked runner again with its call's answer.
+	Resume *Resume `json:"resume,omitempty"`
 }
 
 // DeliveryFailure is the detail of an ErrDelivery error: what went wrong

@@ -81,7 +81,13 @@ func (d *Delivery) runAgent(ctx context.Context, a AgentDelivery, in DeliverInpu
 		PriceUSD:    func(u runner.Usage) float64 { return d.Pricing.Price(a.Model, u.InputTokens, u.OutputTokens) },
 		PIDDir:      PIDDir(a.WorkDir),
 	}
-	d.Tools.apply(&spec, m.To, m.TaskID)
+	if d.Tools.apply(&spec, m.To, m.TaskID) {
+		parkable(&spec, a, m)
+	}
+	if in.Resume != nil {
+		resumed(&spec, in.Resume)
+		st.session = spec.SessionID
+	}
 	if _, err := d.MCP.apply(&spec, m.To, a.WorkDir); err != nil {
 		return failed(fmt.Sprintf("giving the %s runner ampflow's MCP server: %v", a.Runner, err), "", err)
 	}
@@ -95,6 +101,9 @@ func (d *Delivery) runAgent(ctx context.Context, a AgentDelivery, in DeliverInpu
 			return r
 		}
 		return fmt.Errorf("running the %s runner on %s: %w", a.Runner, m.MsgID, err)
+	}
+	if out.Parked != nil {
+		return parkedError(a, m, out, st.session)
 	}
 	if m.To == amp.RoleReviewer {
 		defer func() { _ = runner.RemoveWorktree(context.WithoutCancel(ctx), in.Repo, dir) }()

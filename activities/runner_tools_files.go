@@ -68,7 +68,7 @@ func GeminiHookSettings(binary string, askTimeout time.Duration) []byte {
 			}},
 		}}},
 		"security": map[string]any{"environmentVariableRedaction": map[string]any{
-			"allowed": []string{EnvAPIURL, EnvAPIToken, EnvToolTask, EnvWorktree}}},
+			"allowed": []string{EnvAPIURL, EnvAPIToken, EnvToolTask, EnvWorktree, EnvParkFile}}},
 	}
 	b, _ := json.MarshalIndent(s, "", "  ")
 	return b

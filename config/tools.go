@@ -22,19 +22,26 @@ type Tools struct {
 	Rules []toolpolicy.Rule `mapstructure:"rules"`
 	// Default applies when no rule matches: allow, deny or ask.
 	Default toolpolicy.Action `mapstructure:"default"`
-	// AskTimeout is how long an ask waits for the admins before the call
-	// is denied (its decision expires into deny).
+	// AskTimeout is how long the CLI waits, running, for the admins to
+	// answer an ask; past it a runner's run is parked (docs/tools.md).
 	AskTimeout time.Duration `mapstructure:"ask_timeout"`
+	// ParkTimeout is how long an ask stays open after AskTimeout, its run
+	// parked, before the call is denied (its decision expires into deny).
+	ParkTimeout time.Duration `mapstructure:"park_timeout"`
 }
 
 // DefaultAskTimeout is tools.ask_timeout's default.
 const DefaultAskTimeout = 10 * time.Minute
 
+// DefaultParkTimeout is tools.park_timeout's default: a night and a day.
+const DefaultParkTimeout = 24 * time.Hour
+
 var toolDefaults = map[string]any{
-	"tools.enabled":     true,
-	"tools.rules":       toolpolicy.DefaultRules(),
-	"tools.default":     toolpolicy.Allow,
-	"tools.ask_timeout": DefaultAskTimeout,
+	"tools.enabled":      true,
+	"tools.rules":        toolpolicy.DefaultRules(),
+	"tools.default":      toolpolicy.Allow,
+	"tools.ask_timeout":  DefaultAskTimeout,
+	"tools.park_timeout": DefaultParkTimeout,
 
 	"agents.executor.token_name": "",
 	"agents.reviewer.token_name": "",
@@ -75,6 +82,7 @@ func (c Config) validateTools(ps *problems) {
 		ps.add("tools."+p.Field, "%s", p.Message)
 	}
 	ps.positive("tools.ask_timeout", c.Tools.AskTimeout)
+	ps.positive("tools.park_timeout", c.Tools.ParkTimeout)
 	for _, a := range []struct {
 		key  string
 		role amp.Role

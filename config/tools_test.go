@@ -3,6 +3,7 @@ package config
 import (
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/ampflow/ampflow/activities/toolpolicy"
 	"github.com/ampflow/ampflow/amp"
@@ -33,6 +34,7 @@ func TestToolsValidate(t *testing.T) {
 	c := Default()
 	c.Tools.Rules = []toolpolicy.Rule{{Tool: "(", Action: "maybe"}}
 	c.Tools.AskTimeout = 0
+	c.Tools.ParkTimeout = -time.Hour
 	c.Auth.Tokens = []AuthToken{{Token: "t1", Role: amp.RoleAdmin, Name: "ops"}}
 	c.Agents.Executor.TokenName = "ops"
 	c.Agents.Reviewer.TokenName = "nobody"
@@ -40,7 +42,7 @@ func TestToolsValidate(t *testing.T) {
 	if err == nil {
 		t.Fatal("Validate took bad tools")
 	}
-	for _, want := range []string{"tools.rules[0].tool", "tools.rules[0].action", "tools.ask_timeout", "agents.executor.token_name", "agents.reviewer.token_name"} {
+	for _, want := range []string{"tools.rules[0].tool", "tools.rules[0].action", "tools.ask_timeout", "tools.park_timeout", "agents.executor.token_name", "agents.reviewer.token_name"} {
 		if !strings.Contains(err.Error(), want) {
 			t.Errorf("%s is not named in %v", want, err)
 		}

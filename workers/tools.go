@@ -14,7 +14,8 @@ func addToolCalls(api *httpapi.Server, o Options, parts *Parts) error {
 	if err != nil {
 		return fmt.Errorf("tools.rules: %w", err)
 	}
-	h := &toolcalls.Handlers{Tasks: parts.Tasks, Policy: pol, AskTimeout: o.Config.Tools.AskTimeout}
+	h := &toolcalls.Handlers{Tasks: parts.Tasks, Policy: pol, AskTimeout: o.Config.Tools.AskTimeout,
+		ParkTimeout: o.Config.Tools.ParkTimeout}
 	if parts.Store != nil {
 		h.Store = parts.Store
 	}

@@ -336,6 +336,13 @@ func (t *taskRun) send(ctx workflow.Context, m amp.Message) error {
 			}
 			t.PausedUntil = time.Time{}
 		}
+		// A runner parked on a tool call waits for its answer with no
+		// process, then resumes its session.
+		for errors.As(err, &app) && app.Type() == activities.ErrParked {
+			if in.Resume, err = t.unpark(ctx, dctx, m, app); err == nil {
+				err = remote().Get(ctx, nil)
+			}
+		}
 		if err == nil || temporal.IsCanceledError(err) {
 			return
 		}

@@ -29,7 +29,15 @@ type toolState struct {
 	// Allowed maps a tool an admin allowed for the rest of the task to
 	// the decision that allowed it.
 	Allowed map[string]string `json:"allowed,omitempty"`
+	// Answered keeps the last asks the admins settled (maxAnswered), and
+	// Parked the ids of those whose runs were parked: the same call made
+	// again by the resumed run is the answered one.
+	Answered []task.ToolCall `json:"answered,omitempty"`
+	Parked   []string        `json:"parked,omitempty"`
 }
+
+// maxAnswered bounds toolState.Answered.
+const maxAnswered = 16
 
 var (
 	optAllowOnce = decision.Option{ID: task.OptAllowOnce, Label: "Allow once"}
@@ -69,6 +77,11 @@ func (t *taskRun) validateToolCall(in task.ToolCall) error {
 func (t *taskRun) toolCall(ctx workflow.Context, in task.ToolCall) (task.ToolCall, error) {
 	if err := t.validateToolCall(in); err != nil {
 		return task.ToolCall{}, err
+	}
+	if in.Action == "ask" {
+		if c, ok := t.sameCall(in); ok {
+			return c, nil
+		}
 	}
 	t.Tools.Seq++
 	c := in
@@ -161,7 +174,9 @@ func (t *taskRun) raiseToolAsk(ctx workflow.Context) error {
 		OnExpiry: task.OptDeny,
 	}
 	if c.AskTimeout > 0 {
-		r.ExpiresAt = workflow.Now(ctx).Add(c.AskTimeout)
+		// Past ask_timeout a runner's run is parked; the ask stays open
+		// park_timeout longer.
+		r.ExpiresAt = workflow.Now(ctx).Add(c.AskTimeout + c.ParkTimeout)
 	}
 	d, err := t.decisions.Raise(ctx, r)
 	if err != nil {
@@ -245,7 +260,7 @@ func (t *taskRun) closeToolCall(ctx workflow.Context, c task.ToolCall, o decisio
 		c.Decision = task.ToolDeny
 		switch o.Channel {
 		case decision.ChannelExpiry:
-			c.Reason = "no admin answered within " + c.AskTimeout.String()
+			c.Reason = "no admin answered within " + (c.AskTimeout + c.ParkTimeout).String()
 		case decision.ChannelSystem:
 			c.Reason = "the question was withdrawn: " + o.Note
 		default:
@@ -253,4 +268,8 @@ func (t *taskRun) closeToolCall(ctx workflow.Context, c task.ToolCall, o decisio
 		}
 	}
 	t.record(ctx, c.ID+task.ToolCallOutcome, activities.RecordKind(task.RecordToolCall), c)
+	if len(t.Tools.Answered) == maxAnswered {
+		t.Tools.Answered = t.Tools.Answered[1:]
+	}
+	t.Tools.Answered = append(t.Tools.Answered, c)
 }

@@ -65,6 +65,11 @@ func Run(ctx context.Context, s Spec, on func(Event)) (Outcome, error) {
 		on = func(Event) {}
 	}
 
+	if s.ParkFile != "" {
+		if err := os.Remove(s.ParkFile); err != nil && !errors.Is(err, os.ErrNotExist) {
+			return Outcome{}, fmt.Errorf("running %s: removing the park file: %w", s.Runner, err)
+		}
+	}
 	cmd := exec.Command(path, argv[1:]...)
 	cmd.Args[0] = argv[0]
 	cmd.Dir = s.Dir
@@ -123,6 +128,13 @@ func Run(ctx context.Context, s Spec, on func(Event)) (Outcome, error) {
 	var lastText string
 	var errs []string // error texts of the stream, for classify
 	var drain <-chan time.Time
+	var parkTick <-chan time.Time
+	if s.ParkFile != "" {
+		t := time.NewTicker(parkPoll)
+		defer t.Stop()
+		parkTick = t.C
+	}
+	_, defers := f.(deferrer)
 	done := ctx.Done()
 	kill := func(r Reason) {
 		if o.Reason == "" {
@@ -191,6 +203,18 @@ func Run(ctx context.Context, s Spec, on func(Event)) (Outcome, error) {
 		case <-drain:
 			outR.Close() // a process outside the group holds the pipe
 			drain = nil
+		case <-parkTick:
+			if o.Parked != nil {
+				continue
+			}
+			// The hook writes the file whole (WritePark), so a file
+			// that does not read is not a park.
+			if p, _ := readPark(s.ParkFile); p != nil {
+				o.Parked = p
+				if !defers {
+					kill(ReasonParked)
+				}
+			}
 		case r := <-w.fired:
 			kill(r)
 		case <-w.hardKill:
@@ -215,13 +239,21 @@ func Run(ctx context.Context, s Spec, on func(Event)) (Outcome, error) {
 	if o.Reason == "" {
 		o.Reason = ReasonExited
 	}
+	if s.ParkFile != "" && o.Parked == nil {
+		o.Parked, _ = readPark(s.ParkFile)
+	}
+	if o.Parked != nil {
+		// The CLI is gone: a hook it ran outside its group, holding the
+		// parked call, ends when the file does.
+		_ = os.Remove(s.ParkFile)
+	}
 	if o.Text == "" {
 		o.Text = lastText
 	}
 	o.Usage = total(sum, resultUsage, s.PriceUSD)
 	o.Stderr = mask(stderr.String(), secretsOf(s.Env))
 	o.Ended = time.Now()
-	if !o.Succeeded() {
+	if !o.Succeeded() && o.Parked == nil {
 		o.Failure = classify(o, errs)
 	}
 	return o, nil

@@ -87,6 +87,14 @@ type Spec struct {
 	// otherwise (an untrusted hook is skipped without a word). The other
 	// runners ignore it.
 	CodexHooks string
+	// ParkFile, when set, is where the tool policy's hook writes a Park
+	// when it parks a tool call (the hook gets the path as
+	// AMPFLOW_PARK_FILE). Run removes a stale one before it starts; once
+	// the file is there, a CLI that does not stop by itself (Claude Code
+	// does, on its hook's "defer") has its group stopped, and
+	// Outcome.Parked holds the Park. The file is removed once the run is
+	// over, which ends a hook still holding the call.
+	ParkFile string
 	// Args go after Command and before the runner's own arguments: options
 	// of the CLI itself, such as the MCP server's (MCPConfig.Args).
 	Args []string
@@ -175,6 +183,9 @@ const (
 	ReasonMaxCost Reason = "max_cost"
 	// ReasonCanceled: the context was canceled.
 	ReasonCanceled Reason = "canceled"
+	// ReasonParked: the hook parked a tool call (Spec.ParkFile) and the
+	// CLI was stopped; Outcome.Parked says which call.
+	ReasonParked Reason = "parked"
 )
 
 // FailureClass sorts failed runs by what should happen next.
@@ -217,7 +228,10 @@ type Outcome struct {
 	Stderr string
 	// Failure is set when the run did not succeed and its class is known.
 	Failure *Failure
-	Events  int
+	// Parked is set when the run stopped with a tool call parked for the
+	// admins: resume its session once the call is answered.
+	Parked *Park
+	Events int
 	// PID is the CLI's process id, also its process group's id.
 	PID     int
 	Started time.Time
@@ -225,9 +239,9 @@ type Outcome struct {
 }
 
 // Succeeded reports whether the CLI exited 0 by itself after a final result
-// that was not an error.
+// that was not an error, with no tool call parked.
 func (o Outcome) Succeeded() bool {
-	return o.Reason == ReasonExited && o.ExitCode == 0 && o.Result && !o.ResultError
+	return o.Reason == ReasonExited && o.ExitCode == 0 && o.Result && !o.ResultError && o.Parked == nil
 }
 
 // StderrTail is how many bytes of standard error an Outcome keeps.

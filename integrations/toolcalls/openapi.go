@@ -19,8 +19,9 @@ func postOp() map[string]any {
 		"summary":     "Decide an agent CLI's tool call before it runs",
 		"description": "Evaluates tools.rules (docs/tools.md) and records the call in the task's chain. " +
 			"allow and deny answer at once (deny with the rule's reason); ask raises a tool_call decision for the task's admins " +
-			"(options allow_once, allow_tool, deny; quorum by the rule's risk; denied when nobody answers within tools.ask_timeout) " +
-			"and answers 202 with decision pending, or the outcome when it comes within wait. Any token.",
+			"(options allow_once, allow_tool, deny; quorum by the rule's risk; denied when nobody answers within tools.ask_timeout plus tools.park_timeout) " +
+			"and answers 202 with decision pending, or the outcome when it comes within wait. The same call asked again while its ask is open, " +
+			"or again once the ask of a parked run was answered, is that call (same id, no new record). Any token.",
 		"parameters":  []any{waitParam},
 		"requestBody": map[string]any{"required": true, "content": map[string]any{"application/json": map[string]any{"schema": ref("ToolCallRequest")}}},
 		"responses": map[string]any{
@@ -100,7 +101,8 @@ func schemas() map[string]any {
 			"action":          map[string]any{"type": "string", "enum": []any{"allow", "deny", "ask"}, "description": "What the policy said."},
 			"reason":          str("Why: the rule's reason, or the admin's note on a deny."),
 			"risk":            str("The rule's risk: low, medium or high."),
-			"ask_timeout":     map[string]any{"type": "integer", "description": "Nanoseconds an ask waits before it is denied."},
+			"ask_timeout":     map[string]any{"type": "integer", "description": "Nanoseconds the CLI waits for an ask's answer before a runner's run is parked."},
+			"park_timeout":    map[string]any{"type": "integer", "description": "Nanoseconds an ask stays open after ask_timeout before it is denied."},
 			"decision":        map[string]any{"type": "string", "enum": []any{"allow", "deny", "pending"}},
 			"by":              str("policy, the admin who answered, or ampflow (expired or withdrawn)."),
 			"channel":         str("Where the admin answered."),

@@ -45,9 +45,11 @@ type Handlers struct {
 	Tasks  Tasks
 	Store  Store
 	Policy *toolpolicy.Policy
-	// AskTimeout is how long an ask waits for the admins before it is
-	// denied (tools.ask_timeout).
-	AskTimeout time.Duration
+	// AskTimeout is how long a CLI waits for the admins to answer an ask
+	// (tools.ask_timeout); ParkTimeout how long the ask stays open after
+	// that before it is denied (tools.park_timeout).
+	AskTimeout  time.Duration
+	ParkTimeout time.Duration
 	// Poll is how often a long poll looks again; zero is 300ms.
 	Poll time.Duration
 }
@@ -133,6 +135,7 @@ func (h *Handlers) post(w http.ResponseWriter, r *http.Request) {
 		Input: bounded(string(canon)), InputTruncated: len(canon) > task.MaxToolInput, InputBytes: len(canon),
 		InputDigest: hex.EncodeToString(sum[:]), CWD: in.CWD, Worktree: in.Worktree,
 		Rule: v.Rule, Action: string(v.Action), Reason: v.Reason, Risk: v.Risk, AskTimeout: h.AskTimeout,
+		ParkTimeout: h.ParkTimeout,
 	}
 	out, err := h.Tasks.ToolCall(r.Context(), in.TaskID, c)
 	if err != nil {

@@ -69,8 +69,11 @@ type ToolCall struct {
 	Action string `json:"action"`
 	Reason string `json:"reason,omitempty"`
 	Risk   string `json:"risk,omitempty"`
-	// AskTimeout bounds an ask: its decision expires into deny.
-	AskTimeout time.Duration `json:"ask_timeout,omitempty"`
+	// AskTimeout is how long the CLI waits for an ask's answer before
+	// its run is parked; ParkTimeout how long the ask stays open after
+	// that before its decision expires into deny.
+	AskTimeout  time.Duration `json:"ask_timeout,omitempty"`
+	ParkTimeout time.Duration `json:"park_timeout,omitempty"`
 	// Decision is allow, deny or pending (an ask the admins have yet to
 	// answer); By is ByPolicy, the admin who answered, or ampflow for an
 	// expired or withdrawn ask.

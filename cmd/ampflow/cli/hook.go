@@ -55,11 +55,14 @@ func (a *App) hookCommand() *cobra.Command {
 			if plugin {
 				return a.printOpenCodePlugin(cli, maxWait)
 			}
-			allow, reason := a.hookDecide(cmd.Context(), cli, maxWait)
+			allow, reason, park := a.hookDecide(cmd.Context(), cli, maxWait)
+			if park != "" {
+				return a.hookPark(cmd.Context(), cli, park, reason)
+			}
 			return a.PrintJSON(hookOutput(cli, allow, reason))
 		},
 	}
-	cmd.Flags().DurationVar(&maxWait, "max-wait", 30*time.Minute, "deny an ask not answered within `DURATION` (the server's tools.ask_timeout denies it first)")
+	cmd.Flags().DurationVar(&maxWait, "max-wait", 30*time.Minute, "deny an ask not answered within `DURATION` (a runner's hook, given AMPFLOW_PARK_FILE, parks the call at tools.ask_timeout instead)")
 	cmd.Flags().BoolVar(&plugin, "plugin", false, "with opencode: print the OpenCode plugin that runs this hook before every tool, instead of deciding a call")
 	return cmd
 }
@@ -89,13 +92,14 @@ func contains(list []string, s string) bool {
 
 // hookDecide asks the API about the call on stdin. allow is nil when the
 // policy allowed the call by tools.default: the CLI's own permission
-// settings then apply.
-func (a *App) hookDecide(ctx context.Context, cli string, maxWait time.Duration) (allow *bool, reason string) {
-	deny := func(format string, args ...any) (*bool, string) {
+// settings then apply. park is the call's id when a runner's ask is still
+// open at tools.ask_timeout: the run is to be parked (AMPFLOW_PARK_FILE).
+func (a *App) hookDecide(ctx context.Context, cli string, maxWait time.Duration) (allow *bool, reason, park string) {
+	deny := func(format string, args ...any) (*bool, string, string) {
 		msg := "ampflow: " + fmt.Sprintf(format, args...)
 		fmt.Fprintln(a.Stderr, msg)
 		no := false
-		return &no, msg
+		return &no, msg, ""
 	}
 	raw, err := io.ReadAll(io.LimitReader(a.Stdin, 1<<20))
 	if err != nil {
@@ -113,16 +117,32 @@ func (a *App) hookDecide(ctx context.Context, cli string, maxWait time.Duration)
 		return deny("AMPFLOW_TASK_ID is not set: no task to ask about %s", in.ToolName)
 	}
 	worktree, _ := a.LookupEnv("AMPFLOW_WORKTREE")
+	parkFile, _ := a.LookupEnv(envParkFile)
 	c, err := a.api()
 	if err != nil {
 		return deny("%v", err)
 	}
 	ctx, cancel := context.WithTimeout(ctx, maxWait)
 	defer cancel()
+	start := time.Now()
+	first := maxInboxWait
+	if parkFile != "" {
+		// The answer says how long to wait before parking.
+		first = 0
+	}
 	tc, err := c.ToolCall(ctx, task.ToolCallRequest{TaskID: taskID, CLI: cli, Tool: in.ToolName, Input: in.ToolInput,
-		CWD: in.CWD, Worktree: worktree}, maxInboxWait)
+		CWD: in.CWD, Worktree: worktree}, first)
 	for err == nil && tc.Decision == task.ToolPending {
-		tc, err = c.ToolCallGet(ctx, tc.ID, maxInboxWait)
+		wait := maxInboxWait
+		if parkFile != "" && tc.AskTimeout > 0 {
+			left := tc.AskTimeout - time.Since(start)
+			if left <= 0 {
+				return nil, fmt.Sprintf("ampflow: %s (%s) waits for the admins past tools.ask_timeout (%s): the run is parked until they answer",
+					in.ToolName, tc.ID, tc.AskTimeout), tc.ID
+			}
+			wait = max(min(wait, left), time.Second)
+		}
+		tc, err = c.ToolCallGet(ctx, tc.ID, wait)
 	}
 	switch {
 	case err != nil && ctx.Err() != nil:
@@ -136,13 +156,13 @@ func (a *App) hookDecide(ctx context.Context, cli string, maxWait time.Duration)
 	}
 	yes := true
 	if tc.By == task.ByPolicy && tc.Rule == "" {
-		return nil, ""
+		return nil, "", ""
 	}
 	why := "allowed by ampflow (" + tc.ID + ")"
 	if tc.By != task.ByPolicy {
 		why = fmt.Sprintf("allowed by %s via %s (%s)", tc.By, tc.Channel, tc.ID)
 	}
-	return &yes, why
+	return &yes, why, ""
 }
 
 // hookOutput is the answer in the CLI's hook format.
