@@ -55,7 +55,9 @@ func (d *Direct) now() time.Time {
 	return time.Now().UTC().Truncate(time.Microsecond)
 }
 
-func invalid(err error) error { return &lease.RefusedError{Type: lease.ErrInvalid, Message: err.Error()} }
+func invalid(err error) error {
+	return &lease.RefusedError{Type: lease.ErrInvalid, Message: err.Error()}
+}
 
 func notHeld(leaseID string) error {
 	return &lease.RefusedError{Type: lease.ErrNotHeld, Message: fmt.Sprintf("lease %s is not held", leaseID)}

@@ -74,8 +74,7 @@ func TestSweeper(t *testing.T) {
 	// early; A is renewed to 100s meanwhile, and B (25s) is taken by A's
 	// process after the sweep at 12s without a signal, its process's
 	// promise (20s) being ahead: the sweeper still wakes at 20s and sees B.
-	e.set("A", at(20*time.Second))
-	env.SignalWorkflow(SignalExpiry, ExpirySignal{At: at(20 * time.Second)})
+	signal(0, "A", 20*time.Second, true)
 	signal(5*time.Second, "C", 12*time.Second, true)
 	signal(8*time.Second, "A", 100*time.Second, false)
 	signal(15*time.Second, "B", 25*time.Second, false)
@@ -95,4 +94,3 @@ func TestSweeper(t *testing.T) {
 		t.Errorf("D (no signal) swept at %s, want within %s of 2m0s", got.Sub(start), IdleSweep)
 	}
 }
-
