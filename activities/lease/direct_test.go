@@ -210,3 +210,33 @@ func TestDirectLeases(t *testing.T) {
 		})
 	}
 }
+
+// TestSweepLingers ends, in one sweep, leases expiring close together,
+// each no earlier than its expiry.
+func TestSweepLingers(t *testing.T) {
+	ctx := context.Background()
+	stores := openStores(t, ssottest.Engines()[0].URL(t), 1)
+	d := &Direct{Store: stores[0]}
+	var leases []lease.Lease
+	for i := range 3 {
+		res, err := d.Acquire(ctx, fmt.Sprintf("k:linger/%d", i), lease.AcquireRequest{AgentID: "alice", TTLSeconds: 1})
+		if err != nil || res.Lease == nil {
+			t.Fatalf("acquire %d: %+v %v", i, res, err)
+		}
+		leases = append(leases, *res.Lease)
+	}
+	first := leases[0].ExpiresAt
+	for time.Now().Before(first) {
+		time.Sleep(time.Until(first))
+	}
+	res, err := (&Sweep{Store: stores[0]}).LeaseSweep(ctx, lease.SweepRequest{Cutoff: time.Now(), Linger: lease.SweepLinger})
+	if err != nil || res.Expired != 3 || !res.Next.IsZero() || res.At.IsZero() {
+		t.Fatalf("sweep: %+v %v, want all three ended", res, err)
+	}
+	for _, l := range leases {
+		got, err := stores[0].Lease(ctx, l.LeaseID)
+		if err != nil || got.State != lease.StateExpired || got.ReleasedAt.Before(got.ExpiresAt) {
+			t.Fatalf("swept %+v %v, want expired no earlier than its expiry", got, err)
+		}
+	}
+}

@@ -30,7 +30,50 @@ type Sweep struct {
 // meanwhile (renewed, released, adopted by a lease workflow) is left as
 // it is; a retried sweep writes nothing twice. Registered as
 // lease.ActivitySweep.
+//
+// With in.Linger, while the next expiry is within lease.SweepGap, the
+// sweep waits for it and sweeps again, up to in.Linger in all, so leases
+// expiring close together end at their expiry rather than one workflow
+// task apart.
 func (s *Sweep) LeaseSweep(ctx context.Context, in lease.SweepRequest) (lease.SweepResult, error) {
+	now := time.Now
+	if s.Now != nil {
+		now = s.Now
+	}
+	until := now().Add(in.Linger)
+	var total lease.SweepResult
+	for {
+		out, err := s.sweepOnce(ctx, in, now)
+		if err != nil {
+			return lease.SweepResult{}, err
+		}
+		total.Expired += out.Expired
+		total.More, total.Next, total.At = out.More, out.Next, now().UTC()
+		if out.More || in.Linger <= 0 || out.Next.IsZero() {
+			return total, nil
+		}
+		wait := out.Next.Sub(total.At)
+		if wait > lease.SweepGap || total.At.Add(wait).After(until) {
+			return total, nil
+		}
+		if wait > 0 {
+			t := time.NewTimer(wait)
+			select {
+			case <-ctx.Done():
+				t.Stop()
+				total.At = now().UTC()
+				return total, nil
+			case <-t.C:
+			}
+		}
+		in.Cutoff = out.Next
+		if c := now(); c.After(in.Cutoff) {
+			in.Cutoff = c
+		}
+	}
+}
+
+func (s *Sweep) sweepOnce(ctx context.Context, in lease.SweepRequest, now func() time.Time) (lease.SweepResult, error) {
 	limit := in.Limit
 	if limit < 1 || limit > lease.SweepBatch {
 		limit = lease.SweepBatch
@@ -38,10 +81,6 @@ func (s *Sweep) LeaseSweep(ctx context.Context, in lease.SweepRequest) (lease.Sw
 	due, err := s.Store.DueLeases(ctx, in.Cutoff, limit)
 	if err != nil {
 		return lease.SweepResult{}, err
-	}
-	now := time.Now
-	if s.Now != nil {
-		now = s.Now
 	}
 	at := now().UTC().Truncate(time.Microsecond)
 	changes := make([]ssot.LeaseChange, 0, len(due))

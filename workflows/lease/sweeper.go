@@ -33,10 +33,14 @@ type ExpirySignal struct {
 const ActivitySweep = "LeaseSweep"
 
 // SweepRequest ends up to Limit direct leases whose expiry is at or before
-// Cutoff.
+// Cutoff. With Linger, the sweep stays up to that long to end the leases
+// expiring within SweepGap of the last one, each at its expiry, without a
+// timer and a workflow task each (1,000 leases taken in a few seconds
+// expire as close together).
 type SweepRequest struct {
-	Cutoff time.Time `json:"cutoff"`
-	Limit  int       `json:"limit"`
+	Cutoff time.Time     `json:"cutoff"`
+	Limit  int           `json:"limit"`
+	Linger time.Duration `json:"linger,omitempty"`
 }
 
 // SweepResult is how many leases a sweep ended, whether more are due, and
@@ -45,6 +49,9 @@ type SweepResult struct {
 	Expired int       `json:"expired"`
 	More    bool      `json:"more,omitempty"`
 	Next    time.Time `json:"next,omitzero"`
+	// At is the sweep's clock as it answered: a lingering sweep ends
+	// after the workflow task's time, and the next timer counts from At.
+	At time.Time `json:"at,omitzero"`
 }
 
 // SweeperInput starts a sweeper; Promised, carried over a continue-as-new,
@@ -57,6 +64,10 @@ type SweeperInput struct {
 const (
 	// SweepBatch bounds the leases one sweep ends in one transaction.
 	SweepBatch = 500
+	// SweepLinger bounds the time one sweep stays for leases about to
+	// expire, and SweepGap is how close the next must be.
+	SweepLinger = 5 * time.Second
+	SweepGap    = 250 * time.Millisecond
 	// IdleSweep bounds a sweeper's sleep, so a lease whose signal was lost
 	// (its taker killed between the store's commit and the signal) is
 	// still ended within IdleSweep of its expiry.
@@ -91,10 +102,13 @@ func Sweeper(ctx workflow.Context, in SweeperInput) error {
 		}
 		s.drain(ctx, ch)
 		now := workflow.Now(ctx)
-		next, err := s.sweep(ctx, now)
+		next, at, err := s.sweep(ctx, now)
 		if err != nil {
 			workflow.GetLogger(ctx).Error("sweeping expired leases", "error", err)
 			next = now.Add(time.Second)
+		}
+		if at.After(now) {
+			now = at
 		}
 		s.promised = slices.DeleteFunc(s.promised, func(p time.Time) bool { return !p.After(now) })
 		if round+1 >= sweepRounds || workflow.GetInfo(ctx).GetContinueAsNewSuggested() {
@@ -108,12 +122,13 @@ func Sweeper(ctx workflow.Context, in SweeperInput) error {
 		if len(s.promised) > 0 && s.promised[0].Before(wake) {
 			wake = s.promised[0]
 		}
-		s.wait(ctx, ch, wake)
+		s.wait(ctx, ch, wake, now)
 	}
 }
 
-// sweep ends every direct lease due by cutoff and answers the next expiry.
-func (s *sweeper) sweep(ctx workflow.Context, cutoff time.Time) (time.Time, error) {
+// sweep ends every direct lease due by cutoff and answers the next expiry
+// and the sweep's clock at its end.
+func (s *sweeper) sweep(ctx workflow.Context, cutoff time.Time) (time.Time, time.Time, error) {
 	lctx := workflow.WithLocalActivityOptions(ctx, workflow.LocalActivityOptions{
 		StartToCloseTimeout:    30 * time.Second,
 		ScheduleToCloseTimeout: 2 * time.Minute,
@@ -121,21 +136,24 @@ func (s *sweeper) sweep(ctx workflow.Context, cutoff time.Time) (time.Time, erro
 	})
 	for {
 		var out SweepResult
-		if err := workflow.ExecuteLocalActivity(lctx, ActivitySweep, SweepRequest{Cutoff: cutoff, Limit: SweepBatch}).Get(ctx, &out); err != nil {
-			return time.Time{}, err
+		if err := workflow.ExecuteLocalActivity(lctx, ActivitySweep, SweepRequest{Cutoff: cutoff, Limit: SweepBatch, Linger: SweepLinger}).Get(ctx, &out); err != nil {
+			return time.Time{}, time.Time{}, err
 		}
 		if !out.More {
-			return out.Next, nil
+			return out.Next, out.At, nil
 		}
 	}
 }
 
-// wait sleeps until wake, or until a signal asks for an earlier sweep:
-// at once for a zero or past expiry, else at that expiry. The timer is
-// cancelled when replaced, so the server holds one.
-func (s *sweeper) wait(ctx workflow.Context, ch workflow.ReceiveChannel, wake time.Time) {
-	for {
-		d := wake.Sub(workflow.Now(ctx))
+// wait sleeps until wake, counted from now, or until a signal asks for an
+// earlier sweep: at once for a zero or past expiry, else at that expiry.
+// The timer is cancelled when replaced, so the server holds one.
+func (s *sweeper) wait(ctx workflow.Context, ch workflow.ReceiveChannel, wake, now time.Time) {
+	for first := true; ; first = false {
+		if !first {
+			now = workflow.Now(ctx)
+		}
+		d := wake.Sub(now)
 		if d <= 0 {
 			return
 		}
