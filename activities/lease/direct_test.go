@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ampflow/ampflow/activities"
 	"github.com/ampflow/ampflow/activities/ssot"
 	"github.com/ampflow/ampflow/activities/ssot/ssottest"
 	"github.com/ampflow/ampflow/workflows/lease"
@@ -238,5 +239,35 @@ func TestSweepLingers(t *testing.T) {
 		if err != nil || got.State != lease.StateExpired || got.ReleasedAt.Before(got.ExpiresAt) {
 			t.Fatalf("swept %+v %v, want expired no earlier than its expiry", got, err)
 		}
+	}
+}
+
+// TestBranchLeaseEndsAtItsTTL: a branch taken directly by a task that
+// then stops renewing (terminated from outside Temporal) is ended by the
+// sweeper at its expiry, and the branch is free for the next task.
+func TestBranchLeaseEndsAtItsTTL(t *testing.T) {
+	ctx := context.Background()
+	stores := openStores(t, ssottest.Engines()[0].URL(t), 1)
+	d := &dues{}
+	b := Branches{Client: &fakeBranches{holder: map[string]string{}}, Store: stores[0], Expiry: d}
+	in := activities.BranchLeaseInput{TaskID: "T-2026-001", Repo: "/src/app", Branch: "main", TTL: 10 * time.Minute}
+	got, err := b.Acquire(ctx, in)
+	if err != nil || got.Lease == nil || !got.Lease.Direct {
+		t.Fatalf("acquire: %+v %v, want a direct lease", got, err)
+	}
+	if len(d.at) != 1 || !d.at[0].Equal(got.Lease.ExpiresAt) {
+		t.Fatalf("sweeper woken for %v, want %s", d.at, got.Lease.ExpiresAt)
+	}
+	res, err := (&Sweep{Store: stores[0]}).LeaseSweep(ctx, lease.SweepRequest{Cutoff: got.Lease.ExpiresAt})
+	if err != nil || res.Expired != 1 {
+		t.Fatalf("sweep at the expiry: %+v %v", res, err)
+	}
+	if row, err := stores[0].Lease(ctx, got.Lease.LeaseID); err != nil || row.State != lease.StateExpired {
+		t.Fatalf("the branch lease %+v %v, want expired", row, err)
+	}
+	in.TaskID = "T-2026-002"
+	next, err := b.Acquire(ctx, in)
+	if err != nil || next.Lease == nil || !next.Lease.Direct {
+		t.Fatalf("the next task's acquire: %+v %v, want the branch", next, err)
 	}
 }
