@@ -22,10 +22,12 @@ import (
 	"github.com/ampflow/ampflow/workflows/task"
 )
 
-// registerLeases registers the lease workflow and, when the worker has
-// the SSOT, its activity, which writes leases and their mesh events there.
+// registerLeases registers the lease workflow and the lease sweeper and,
+// when the worker has the SSOT, their activities, which write leases and
+// their mesh events there.
 func registerLeases(w worker.Worker, acts *activities.Activities) {
 	w.RegisterWorkflowWithOptions(lease.Workflow, workflow.RegisterOptions{Name: lease.WorkflowType})
+	w.RegisterWorkflowWithOptions(lease.Sweeper, workflow.RegisterOptions{Name: lease.SweeperWorkflowType})
 	rec, _ := acts.Store.(*activities.TaskRecord)
 	if rec == nil {
 		return
@@ -34,6 +36,20 @@ func registerLeases(w worker.Worker, acts *activities.Activities) {
 		w.RegisterActivityWithOptions((&leaseacts.Leases{Store: store}).LeaseChanged,
 			activity.RegisterOptions{Name: lease.ActivityChanged})
 	}
+	if store, ok := rec.Store.(leaseacts.SweepStore); ok {
+		w.RegisterActivityWithOptions((&leaseacts.Sweep{Store: store}).LeaseSweep,
+			activity.RegisterOptions{Name: lease.ActivitySweep})
+	}
+}
+
+// agentLeases is the way to agents' leases: held directly in the store
+// when the worker has one, else through the lease workflows.
+func agentLeases(parts *Parts) repomesh.Leases {
+	c := &lease.Client{Temporal: parts.Tasks.Temporal, TaskQueue: parts.Tasks.TaskQueue, DecisionKey: parts.Tasks.DecisionKey}
+	if parts.Store == nil {
+		return c
+	}
+	return &leaseacts.Direct{Workflows: c, Store: parts.Store, Expiry: parts.Expiries}
 }
 
 // addMesh adds the lease and mesh routes to the API.
@@ -47,15 +63,16 @@ func addMesh(api *httpapi.Server, parts *Parts, log *slog.Logger) {
 		tasks  repomesh.Tasks
 	)
 	if parts.Tasks != nil {
-		leases = &lease.Client{Temporal: parts.Tasks.Temporal, TaskQueue: parts.Tasks.TaskQueue, DecisionKey: parts.Tasks.DecisionKey}
+		leases = agentLeases(parts)
 		tasks = parts.Tasks
 	}
 	repomesh.AddTo(api, repomesh.Options{Leases: leases, Store: store, Tasks: tasks, Log: log})
 }
 
 // dashboardLeases releases a lease from the dashboard's Leases page, as
-// an admin, through the lease's workflow.
-type dashboardLeases struct{ c *lease.Client }
+// an admin: in the store, or through the lease's workflow when it holds
+// the lease.
+type dashboardLeases struct{ c repomesh.Leases }
 
 func (d dashboardLeases) ReleaseLease(ctx context.Context, leaseID, by string) error {
 	if _, err := d.c.Release(ctx, lease.ReleaseRequest{LeaseID: leaseID, AgentID: by, Admin: true, Reason: lease.ReasonAdmin}); err != nil {
@@ -70,7 +87,7 @@ func meshPanels(parts *Parts, panels map[string]dashboard.Panel) dashboard.Lease
 	panels[dashboard.PanelLeases] = dashboard.LeasesPanel(parts.Store)
 	panels[dashboard.PanelAgents] = dashboard.AgentsPanel(parts.Store, parts.Store, parts.Store, parts.Store, nil)
 	panels[dashboard.PanelMesh] = dashboard.MeshPanel(parts.Store)
-	return dashboardLeases{&lease.Client{Temporal: parts.Tasks.Temporal, TaskQueue: parts.Tasks.TaskQueue, DecisionKey: parts.Tasks.DecisionKey}}
+	return dashboardLeases{agentLeases(parts)}
 }
 
 // progressTasks is the API's way to the tasks, with each heartbeat that

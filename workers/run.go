@@ -68,6 +68,9 @@ type Parts struct {
 	ChatState *ssot.DB
 	// Gate are the action gate's activities.
 	Gate *gateacts.Gate
+	// Expiries wakes the lease sweeper for the leases taken directly in
+	// the store (branches, agents' keys).
+	Expiries *lease.Expiries
 
 	// contractSecret signs contracts: gate.contract_secret_env's value,
 	// else the one kept in Options.ContractSecretFile; empty serves none.
@@ -182,12 +185,14 @@ func Build(o Options) (*Parts, error) {
 	delivery.Budgets = runnerBudgets(cfg, store)
 	delivery.Tools = toolHook(cfg, log)
 	delivery.MCP = runnerMCP(cfg)
+	expiries := &lease.Expiries{Temporal: o.Temporal, TaskQueue: cfg.Temporal.TaskQueue, Log: log}
 	acts := &activities.Activities{Git: git, CI: ci, Store: record, Delivery: delivery, Log: log, Policy: &policy,
 		DecisionKey: decisionKey, Refusals: store, Pusher: pusher, Pulls: pulls,
-		Leases: leaseacts.Branches{Client: &lease.Client{Temporal: o.Temporal, TaskQueue: cfg.Temporal.TaskQueue, DecisionKey: decisionKey}, Store: store}}
+		Leases: leaseacts.Branches{Client: &lease.Client{Temporal: o.Temporal, TaskQueue: cfg.Temporal.TaskQueue, DecisionKey: decisionKey},
+			Store: store, Expiry: expiries}}
 	// The store is shared by every worker that names it: the bots keep
 	// their state in it and take turns under its lease.
-	return &Parts{Store: store, Tasks: tasks, Activities: acts, Lease: store, ChatState: store, export: export,
+	return &Parts{Store: store, Tasks: tasks, Activities: acts, Lease: store, ChatState: store, export: export, Expiries: expiries,
 		Gate: gateActivities(cfg, store, log, o.Metrics), contractSecret: contractSecret}, nil
 }
 
@@ -278,6 +283,12 @@ func Run(ctx context.Context, o Options) error {
 		return fmt.Errorf("starting the worker on task queue %s: %w", o.Config.Temporal.TaskQueue, err)
 	}
 	o.endpoint("worker", "task queue "+o.Config.Temporal.TaskQueue)
+	if o.Temporal != nil {
+		// Leases taken directly before a crash end at their expiry.
+		if err := parts.Expiries.Ensure(ctx); err != nil {
+			log.Warn("starting the lease sweeper", "error", err)
+		}
+	}
 	errc := rt.serve(ctx)
 	select {
 	case <-ctx.Done():

@@ -34,6 +34,10 @@ type Branches struct {
 	Client Client
 	// Store, when set, takes free branches directly.
 	Store LeaseStore
+	// Expiry, when set, wakes the lease sweeper for a branch taken
+	// directly: it ends the lease at its expiry when the task that held it
+	// cannot (terminated from outside Temporal, or no worker renewing).
+	Expiry Expiry
 }
 
 var _ activities.BranchLeases = Branches{}
@@ -66,6 +70,12 @@ func (b Branches) take(ctx context.Context, key string, in activities.BranchLeas
 	held, taken, err := b.Store.TakeLease(ctx, row, events, false)
 	if err != nil || !taken {
 		return nil, err
+	}
+	if held.InWorkflow {
+		return nil, nil // the task's own, held by its workflow: asked there
+	}
+	if b.Expiry != nil && held.LeaseID == l.LeaseID {
+		b.Expiry.Due(held.ExpiresAt)
 	}
 	return directLease(held), nil
 }

@@ -26,6 +26,10 @@ type MeshLease struct {
 	ReleasedAt time.Time
 	Reason     string
 	Version    int64
+	// InWorkflow is set on a lease its key's lease workflow holds; the
+	// others are held directly in the store (TakeLease) and ended at
+	// their expiry by the lease sweeper (DueLeases).
+	InWorkflow bool
 }
 
 // LeaseFilter narrows a lease listing; empty fields match all.
@@ -34,8 +38,8 @@ type LeaseFilter struct {
 	State   string
 }
 
-// RecordLease writes a lease and the events of its change in one
-// transaction. A lease stored with a version as high or higher is left
+// RecordLease writes a lease its lease workflow holds (InWorkflow is
+// set) and the events of its change in one transaction. A lease stored with a version as high or higher is left
 // as it is (a late or repeated write); events stored already are kept.
 func (s *DB) RecordLease(ctx context.Context, l MeshLease, events []MeshEvent) error {
 	if err := checkID("lease_id", l.LeaseID); err != nil {
@@ -43,11 +47,12 @@ func (s *DB) RecordLease(ctx context.Context, l MeshLease, events []MeshEvent) e
 	}
 	err := s.meshTx(ctx, func(ctx context.Context, tx *sql.Tx) error {
 		if _, err := tx.ExecContext(ctx, s.rebind(`INSERT INTO mesh_leases (lease_id, resource_key, agent_id, state,
-			ttl_seconds, acquired_at, expires_at, last_heartbeat, released_at, reason, version)
-			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+			ttl_seconds, acquired_at, expires_at, last_heartbeat, released_at, reason, version, in_workflow)
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 1)
 			ON CONFLICT (lease_id) DO UPDATE SET state = excluded.state, ttl_seconds = excluded.ttl_seconds,
 				expires_at = excluded.expires_at, last_heartbeat = excluded.last_heartbeat,
-				released_at = excluded.released_at, reason = excluded.reason, version = excluded.version
+				released_at = excluded.released_at, reason = excluded.reason, version = excluded.version,
+				in_workflow = 1
 			WHERE mesh_leases.version < excluded.version`),
 			l.LeaseID, l.ResourceKey, l.AgentID, l.State, l.TTLSeconds, micros(l.AcquiredAt), micros(l.ExpiresAt),
 			micros(l.LastHeartbeat), zeroMicros(l.ReleasedAt), l.Reason, l.Version); err != nil {
@@ -67,17 +72,19 @@ func (s *DB) RecordLease(ctx context.Context, l MeshLease, events []MeshEvent) e
 }
 
 const leaseColumns = `lease_id, resource_key, agent_id, state, ttl_seconds, acquired_at, expires_at,
-	last_heartbeat, released_at, reason, version`
+	last_heartbeat, released_at, reason, version, in_workflow`
 
 func scanLease(rows interface{ Scan(...any) error }) (MeshLease, error) {
 	var (
 		l                                MeshLease
 		acquired, expires, beat, release int64
+		inWorkflow                       int64
 	)
 	if err := rows.Scan(&l.LeaseID, &l.ResourceKey, &l.AgentID, &l.State, &l.TTLSeconds, &acquired, &expires,
-		&beat, &release, &l.Reason, &l.Version); err != nil {
+		&beat, &release, &l.Reason, &l.Version, &inWorkflow); err != nil {
 		return MeshLease{}, err
 	}
+	l.InWorkflow = inWorkflow != 0
 	l.AcquiredAt, l.ExpiresAt, l.LastHeartbeat = fromMicros(acquired), fromMicros(expires), fromMicros(beat)
 	if release != 0 {
 		l.ReleasedAt = fromMicros(release)

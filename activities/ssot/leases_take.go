@@ -16,7 +16,9 @@ import (
 // goes through the workflow.
 
 // TakeLease writes l, a new active lease, with its events, when no lease of
-// l.ResourceKey is active, and answers it with taken true. A key already
+// l.ResourceKey is active, and answers it with taken true: held directly
+// in the store, or with adopt (the key's lease workflow taking it) held by
+// the workflow (InWorkflow). A key already
 // held by l.AgentID answers that lease, taken true, and writes nothing: a
 // retried take finds its own lease. A key held by another answers the
 // holder's lease, taken false; with adopt, that lease's version is raised
@@ -50,17 +52,18 @@ func (s *DB) TakeLease(ctx context.Context, l MeshLease, events []MeshEvent, ado
 			held = cur
 			return nil
 		default:
-			if _, err := tx.ExecContext(ctx, s.rebind(`UPDATE mesh_leases SET version = version + 1 WHERE lease_id = ?`), cur.LeaseID); err != nil {
+			if _, err := tx.ExecContext(ctx, s.rebind(`UPDATE mesh_leases SET version = version + 1, in_workflow = 1 WHERE lease_id = ?`), cur.LeaseID); err != nil {
 				return err
 			}
 			cur.Version++
+			cur.InWorkflow = true
 			held = cur
 			return nil
 		}
 		if _, err := tx.ExecContext(ctx, s.rebind(`INSERT INTO mesh_leases (`+leaseColumns+`)
-			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`),
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`),
 			l.LeaseID, l.ResourceKey, l.AgentID, l.State, l.TTLSeconds, micros(l.AcquiredAt), micros(l.ExpiresAt),
-			micros(l.LastHeartbeat), zeroMicros(l.ReleasedAt), l.Reason, l.Version); err != nil {
+			micros(l.LastHeartbeat), zeroMicros(l.ReleasedAt), l.Reason, l.Version, boolInt(adopt)); err != nil {
 			return err
 		}
 		for _, e := range events {
@@ -68,6 +71,7 @@ func (s *DB) TakeLease(ctx context.Context, l MeshLease, events []MeshEvent, ado
 				return err
 			}
 		}
+		l.InWorkflow = adopt
 		held, taken = l, true
 		return nil
 	})
@@ -86,42 +90,46 @@ func (s *DB) TakeLease(ctx context.Context, l MeshLease, events []MeshEvent, ado
 func (s *DB) CompareLease(ctx context.Context, l MeshLease, from int64, events []MeshEvent) (bool, error) {
 	var ok bool
 	err := s.meshTx(ctx, func(ctx context.Context, tx *sql.Tx) error {
-		ok = false
-		res, err := tx.ExecContext(ctx, s.rebind(`UPDATE mesh_leases SET state = ?, ttl_seconds = ?, expires_at = ?,
-			last_heartbeat = ?, released_at = ?, reason = ?, version = ?
-			WHERE lease_id = ? AND version = ? AND state = ?`),
-			l.State, l.TTLSeconds, micros(l.ExpiresAt), micros(l.LastHeartbeat), zeroMicros(l.ReleasedAt), l.Reason,
-			l.Version, l.LeaseID, from, "active")
-		if err != nil {
-			return err
-		}
-		n, err := res.RowsAffected()
-		if err != nil {
-			return err
-		}
-		if n == 0 {
-			cur, err := scanLease(tx.QueryRowContext(ctx, s.rebind(`SELECT `+leaseColumns+` FROM mesh_leases WHERE lease_id = ?`), l.LeaseID))
-			if errors.Is(err, sql.ErrNoRows) {
-				return nil
-			}
-			if err != nil {
-				return err
-			}
-			// An adoption raises the version too, but keeps the times.
-			ok = cur.State == l.State && cur.Version == l.Version && micros(cur.LastHeartbeat) == micros(l.LastHeartbeat) &&
-				zeroMicros(cur.ReleasedAt) == zeroMicros(l.ReleasedAt)
-			return nil
-		}
-		for _, e := range events {
-			if _, err := s.appendEvent(ctx, tx, e); err != nil {
-				return err
-			}
-		}
-		ok = true
-		return nil
+		var err error
+		ok, err = s.compareTx(ctx, tx, LeaseChange{Lease: l, From: from, Events: events})
+		return err
 	})
 	if err != nil {
 		return false, fmt.Errorf("changing lease %s: %w", l.LeaseID, err)
 	}
 	return ok, nil
+}
+
+func (s *DB) compareTx(ctx context.Context, tx *sql.Tx, c LeaseChange) (bool, error) {
+	l := c.Lease
+	res, err := tx.ExecContext(ctx, s.rebind(`UPDATE mesh_leases SET state = ?, ttl_seconds = ?, expires_at = ?,
+		last_heartbeat = ?, released_at = ?, reason = ?, version = ?
+		WHERE lease_id = ? AND version = ? AND state = ?`),
+		l.State, l.TTLSeconds, micros(l.ExpiresAt), micros(l.LastHeartbeat), zeroMicros(l.ReleasedAt), l.Reason,
+		l.Version, l.LeaseID, c.From, "active")
+	if err != nil {
+		return false, err
+	}
+	n, err := res.RowsAffected()
+	if err != nil {
+		return false, err
+	}
+	if n == 0 {
+		cur, err := scanLease(tx.QueryRowContext(ctx, s.rebind(`SELECT `+leaseColumns+` FROM mesh_leases WHERE lease_id = ?`), l.LeaseID))
+		if errors.Is(err, sql.ErrNoRows) {
+			return false, nil
+		}
+		if err != nil {
+			return false, err
+		}
+		// An adoption raises the version too, but keeps the times.
+		return cur.State == l.State && cur.Version == l.Version && micros(cur.LastHeartbeat) == micros(l.LastHeartbeat) &&
+			zeroMicros(cur.ReleasedAt) == zeroMicros(l.ReleasedAt), nil
+	}
+	for _, e := range c.Events {
+		if _, err := s.appendEvent(ctx, tx, e); err != nil {
+			return false, err
+		}
+	}
+	return true, nil
 }
