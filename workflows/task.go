@@ -102,6 +102,11 @@ type taskRun struct {
 	recording, noticing bool
 	// renewing is set while the branch lease's renewer runs.
 	renewing bool
+	// checkedHead is the default branch's head the plan's check read at
+	// checkedAt, for a plan approved automatically in the same workflow
+	// task (workflow.Now has not moved).
+	checkedHead string
+	checkedAt   time.Time
 }
 
 func newTaskRun(ctx workflow.Context, in task.Input) (*taskRun, error) {
