@@ -2,6 +2,7 @@ package workflows
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -305,5 +306,22 @@ func TestSubmitUpdateID(t *testing.T) {
 	}
 	if again := SubmitUpdateID(amp.Record{Message: &m}); again != a {
 		t.Errorf("the same record got %q then %q", a, again)
+	}
+}
+
+// TestListStatusNotInVisibility: the statuses AmpStatus writes as
+// dispatched are refused by Client.List, naming the field, before any call.
+func TestListStatusNotInVisibility(t *testing.T) {
+	for _, s := range []task.Status{task.StatusInProgress, task.StatusCICheck, task.StatusInReview} {
+		_, err := (&Client{}).List(t.Context(), s, 0)
+		var te *task.Error
+		if !errors.As(err, &te) || te.Code != task.CodeInvalid || len(te.Fields) != 1 || te.Fields[0].Path != "status" {
+			t.Errorf("List(%s) = %v, want an invalid status field", s, err)
+		}
+	}
+	for _, s := range task.Statuses() {
+		if got := task.AttrStatusOf(s); !got.Valid() || (got != s) != (s == task.StatusInProgress || s == task.StatusCICheck || s == task.StatusInReview) {
+			t.Errorf("AttrStatusOf(%s) = %s", s, got)
+		}
 	}
 }
