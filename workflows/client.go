@@ -293,13 +293,19 @@ func (c *Client) State(ctx context.Context, taskID string) (task.State, error) {
 	return st, nil
 }
 
-// List returns tasks, newest first, optionally only those in a status.
+// List returns tasks, newest first, optionally only those in a status,
+// from Temporal's visibility: a task in an agent's turn is listed as
+// dispatched (task.AttrStatusOf).
 func (c *Client) List(ctx context.Context, status task.Status, limit int) ([]TaskSummary, error) {
 	q := fmt.Sprintf("WorkflowType = '%s'", task.WorkflowType)
 	if status != "" {
 		if !status.Valid() {
 			return nil, &task.Error{Code: task.CodeInvalid, Message: fmt.Sprintf("status: unknown status %q", status),
 				Fields: []amp.FieldError{{Path: "status", Problem: "unknown status"}}}
+		}
+		if task.AttrStatusOf(status) != status {
+			return nil, &task.Error{Code: task.CodeInvalid, Message: fmt.Sprintf("status: %s is not in Temporal's visibility, where a task in an agent's turn is %s; the SSOT's list (GET /v1/tasks) has it", status, task.AttrStatusOf(status)),
+				Fields: []amp.FieldError{{Path: "status", Problem: "not kept in visibility"}}}
 		}
 		q += fmt.Sprintf(" AND AmpStatus = '%s'", status)
 	}

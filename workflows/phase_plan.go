@@ -43,6 +43,7 @@ func (t *taskRun) check(ctx workflow.Context) (phase, error) {
 		return phaseTerminate, nil
 	}
 	t.Default, t.GitHubRepo = out.DefaultBranch, out.GitHubRepo
+	t.checkedHead, t.checkedAt = out.DefaultHead, workflow.Now(ctx)
 	if err := t.pushTarget(ctx); err != nil {
 		t.Reason = "refused: " + errMessage(err)
 		t.LastError = t.Reason
@@ -58,6 +59,12 @@ func (t *taskRun) approval(ctx workflow.Context) (phase, error) {
 	h := t.In.Policy.PlanApproval.For(t.In.Plan.RiskLevel).Stricter(t.In.Handling)
 	if h == task.HandlingAuto {
 		t.addTimeline(ctx, task.TimelineEntry{Kind: "decision", Note: "plan approved automatically (risk " + string(t.In.Plan.RiskLevel) + ")"})
+		if t.Base == "" && t.checkedHead != "" && t.checkedAt.Equal(workflow.Now(ctx)) {
+			// Approved in the workflow task that checked the branch: the
+			// head that check read is the head at the approval.
+			t.Base = t.checkedHead
+			return phaseLease, nil
+		}
 		return t.pinBase(ctx)
 	}
 	prompt := fmt.Sprintf("Approve the plan of %s (%s risk, %d subtasks) on %s@%s?",

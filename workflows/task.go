@@ -102,6 +102,11 @@ type taskRun struct {
 	recording, noticing bool
 	// renewing is set while the branch lease's renewer runs.
 	renewing bool
+	// checkedHead is the default branch's head the plan's check read at
+	// checkedAt, for a plan approved automatically in the same workflow
+	// task (workflow.Now has not moved).
+	checkedHead string
+	checkedAt   time.Time
 }
 
 func newTaskRun(ctx workflow.Context, in task.Input) (*taskRun, error) {
@@ -265,10 +270,24 @@ func (t *taskRun) setStatus(ctx workflow.Context, s task.Status, note string) {
 	}
 }
 
+// upsertAttributes writes the search attributes when one of them differs
+// from what the workflow's visibility row holds. Each upsert is a
+// visibility write on the server, so AmpStatus follows the status
+// coarsely (task.AttrStatusOf): a lifecycle's agent turns, which the SSOT
+// records exactly, cost none.
 func (t *taskRun) upsertAttributes(ctx workflow.Context) {
+	status, risk := task.AttrStatusOf(t.Status), string(t.In.Plan.RiskLevel)
+	sa := workflow.GetTypedSearchAttributes(ctx)
+	cur, _ := sa.GetKeyword(task.AttrStatus)
+	curRisk, _ := sa.GetKeyword(task.AttrRisk)
+	rejects, _ := sa.GetInt64(task.AttrRejectCount)
+	repo, _ := sa.GetKeyword(task.AttrRepo)
+	if cur == string(status) && curRisk == risk && rejects == int64(t.RejectCount) && repo == t.In.Plan.Repo {
+		return
+	}
 	err := workflow.UpsertTypedSearchAttributes(ctx,
-		task.AttrStatus.ValueSet(string(t.Status)),
-		task.AttrRisk.ValueSet(string(t.In.Plan.RiskLevel)),
+		task.AttrStatus.ValueSet(string(status)),
+		task.AttrRisk.ValueSet(risk),
 		task.AttrRejectCount.ValueSet(int64(t.RejectCount)),
 		task.AttrRepo.ValueSet(t.In.Plan.Repo),
 	)

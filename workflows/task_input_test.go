@@ -2,6 +2,8 @@ package workflows
 
 import (
 	"encoding/json"
+	"errors"
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
@@ -254,21 +256,40 @@ func TestAgentCriticalEscalation(t *testing.T) {
 	}
 }
 
+// TestSearchAttributesFollowStatus: AmpStatus changes when the task
+// starts or stops waiting for a person, or ends; the agents' turns are
+// dispatched, and cost no upsert unless the reject count moves.
 func TestSearchAttributesFollowStatus(t *testing.T) {
-	h := newHarness(t, testPlan(amp.RiskMedium, "S1"))
-	var seen []string
-	h.env.OnUpsertTypedSearchAttributes(mock.Anything).Run(func(args mock.Arguments) {
-		sa := args.Get(0).(temporal.SearchAttributes)
-		if v, ok := sa.GetKeyword(task.AttrStatus); ok && (len(seen) == 0 || seen[len(seen)-1] != v) {
-			seen = append(seen, v)
-		}
-	}).Return(nil)
-	h.at(time.Second, func() { h.decide("alice", decision.OptApprove, "") })
-	h.round(time.Second)
-	h.run()
-	want := []string{"awaiting_approval", "dispatched", "in_progress", "ci_check", "in_review", "done"}
-	if strings.Join(seen, ",") != strings.Join(want, ",") {
-		t.Errorf("AmpStatus went %v, want %v", seen, want)
+	for _, tt := range []struct {
+		name   string
+		reject bool
+		want   []string // status/reject count of each upsert
+	}{
+		{"Approved", false, []string{"awaiting_approval/0", "dispatched/0", "done/0"}},
+		{"RejectedOnce", true, []string{"awaiting_approval/0", "dispatched/0", "dispatched/1", "done/1"}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			h := newHarness(t, testPlan(amp.RiskMedium, "S1"))
+			var seen []string
+			h.env.OnUpsertTypedSearchAttributes(mock.Anything).Run(func(args mock.Arguments) {
+				sa := args.Get(0).(temporal.SearchAttributes)
+				v, _ := sa.GetKeyword(task.AttrStatus)
+				n, _ := sa.GetInt64(task.AttrRejectCount)
+				seen = append(seen, fmt.Sprintf("%s/%d", v, n))
+			}).Return(nil)
+			h.at(time.Second, func() { h.decide("alice", decision.OptApprove, "") })
+			start := time.Second
+			if tt.reject {
+				start = h.rejectRound(start)
+			}
+			h.round(start)
+			if res := h.run(); res.Status != task.StatusDone {
+				t.Fatalf("status %s", res.Status)
+			}
+			if strings.Join(seen, ",") != strings.Join(tt.want, ",") {
+				t.Errorf("upserts %v, want %v", seen, tt.want)
+			}
+		})
 	}
 }
 
@@ -285,5 +306,22 @@ func TestSubmitUpdateID(t *testing.T) {
 	}
 	if again := SubmitUpdateID(amp.Record{Message: &m}); again != a {
 		t.Errorf("the same record got %q then %q", a, again)
+	}
+}
+
+// TestListStatusNotInVisibility: the statuses AmpStatus writes as
+// dispatched are refused by Client.List, naming the field, before any call.
+func TestListStatusNotInVisibility(t *testing.T) {
+	for _, s := range []task.Status{task.StatusInProgress, task.StatusCICheck, task.StatusInReview} {
+		_, err := (&Client{}).List(t.Context(), s, 0)
+		var te *task.Error
+		if !errors.As(err, &te) || te.Code != task.CodeInvalid || len(te.Fields) != 1 || te.Fields[0].Path != "status" {
+			t.Errorf("List(%s) = %v, want an invalid status field", s, err)
+		}
+	}
+	for _, s := range task.Statuses() {
+		if got := task.AttrStatusOf(s); !got.Valid() || (got != s) != (s == task.StatusInProgress || s == task.StatusCICheck || s == task.StatusInReview) {
+			t.Errorf("AttrStatusOf(%s) = %s", s, got)
+		}
 	}
 }

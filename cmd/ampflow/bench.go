@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -31,10 +32,15 @@ temporary directory (removed afterwards):
     trips (start, 4 updates, completion) and one no-op activity per update;
   - the acceptance latency of every agent submit (p50, p95, p99);
   - the peak RSS, and the RSS with --open tasks left waiting (half for
-    plan approval, half with a dispatch in the executor's inbox);
+    plan approval, half with a dispatch in the executor's inbox); each is
+    read back through the HTTP API as its start answers (by id, its
+    history's plan record, the task list): a read that misses it is
+    counted (read_misses) and fails the run once the figures are printed;
   - with those tasks open, the latency (p50, p95, p99) of 300 requests
     each of GET /v1/inbox, GET /v1/decisions and GET /v1/tasks/{id}/history,
     read from the SSOT through the HTTP API.
+
+It prints the commit measured (the binary's vcs.revision) and the load.
 
 With --signals N it measures the action gate instead: N signals that need
 no gate posted to POST /v1/signals over HTTP, C in flight (accept p50, p95,
@@ -107,13 +113,20 @@ func runBench(cmd *cobra.Command, a *cli.App, o bench.Options, lo bench.LeaseOpt
 		return runLeaseBench(cmd, a, cfg, lo)
 	}
 	r, err := bench.Run(cmd.Context(), o)
+	if err != nil && !errors.Is(err, bench.ErrReadMisses) {
+		return cli.Exit(cli.ExitFailed, fmt.Errorf("bench: %w", err))
+	}
+	// Read misses fail the run once its figures are printed.
+	var perr error
+	if a.JSON() {
+		perr = a.PrintJSON(r)
+	} else {
+		perr = r.WriteText(a.Stdout)
+	}
 	if err != nil {
 		return cli.Exit(cli.ExitFailed, fmt.Errorf("bench: %w", err))
 	}
-	if a.JSON() {
-		return a.PrintJSON(r)
-	}
-	return r.WriteText(a.Stdout)
+	return perr
 }
 
 // runLeaseBench is bench --leases.

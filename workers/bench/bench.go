@@ -93,6 +93,8 @@ type bench struct {
 	inboxes  *inboxes
 	repo     repo
 	ids      int
+	// api, during the open phase, reads each started task back.
+	api *api
 }
 
 // Run starts a dev server in a new temporary directory, measures, stops

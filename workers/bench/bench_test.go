@@ -6,6 +6,8 @@ import (
 	"encoding/json"
 	"os"
 	"os/exec"
+	"path/filepath"
+	"runtime/debug"
 	"slices"
 	"strings"
 	"testing"
@@ -230,12 +232,14 @@ func TestMachine(t *testing.T) {
 			t.Errorf("parseLoadAvg(%q) = %v, want %v", tt.in, got, tt.want)
 		}
 	}
-	// go test stamps no vcs.revision: the commit is the checkout's HEAD.
-	m := newMachine(t.Context())
+	// go test stamps no vcs.revision: the commit is the HEAD of the
+	// source's checkout, wherever the test runs.
 	head, err := exec.Command("git", "rev-parse", "HEAD").Output()
 	if err != nil {
 		t.Skipf("not in a git checkout: %v", err)
 	}
+	t.Chdir(t.TempDir())
+	m := newMachine(t.Context())
 	if m.Commit != strings.TrimSpace(string(head)) {
 		t.Errorf("commit %q, want HEAD %s", m.Commit, head)
 	}
@@ -251,5 +255,54 @@ func TestMachine(t *testing.T) {
 		if !strings.Contains(string(b), key) {
 			t.Errorf("lease result JSON lacks %s: %s", key, b)
 		}
+	}
+}
+
+func TestCommitOf(t *testing.T) {
+	ctx := t.Context()
+	src := t.TempDir()
+	git := func(args ...string) string {
+		t.Helper()
+		out, err := exec.Command("git", append([]string{"-C", src, "-c", "user.name=b", "-c", "user.email=b@example.com"}, args...)...).Output()
+		if err != nil {
+			t.Fatalf("git %v: %v", args, err)
+		}
+		return strings.TrimSpace(string(out))
+	}
+	git("init", "-q")
+	if err := os.WriteFile(filepath.Join(src, "f"), []byte("1"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	git("add", "f")
+	git("commit", "-q", "-m", "one")
+	head := git("rev-parse", "HEAD")
+	stamped := &debug.BuildInfo{Settings: []debug.BuildSetting{{Key: "vcs.revision", Value: "abc123"}, {Key: "vcs.modified", Value: "true"}}}
+	unstamped := &debug.BuildInfo{Settings: []debug.BuildSetting{{Key: "-buildvcs", Value: "false"}}}
+	goRun := "/tmp/go-build1234/b001/exe/ampflow"
+	for _, tt := range []struct {
+		name  string
+		bi    *debug.BuildInfo
+		exe   string
+		want  string
+		dirty bool
+	}{
+		{"StampedBinary", stamped, "/usr/local/bin/ampflow", "abc123", true},
+		{"StampedUnderGoRun", stamped, goRun, "abc123", true},
+		{"UnstampedBinary", unstamped, "/usr/local/bin/ampflow", "unknown", false},
+		{"GoRun", unstamped, goRun, head, false},
+		{"GoTest", nil, "/tmp/go-build99/b123/bench.test", head, false},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			got, dirty := commitOf(ctx, tt.bi, tt.exe, src)
+			if got != tt.want || dirty != tt.dirty {
+				t.Errorf("commitOf = %q, dirty %v; want %q, dirty %v", got, dirty, tt.want, tt.dirty)
+			}
+		})
+	}
+	if err := os.WriteFile(filepath.Join(src, "f"), []byte("2"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if got, dirty := commitOf(ctx, unstamped, goRun, src); got != head || !dirty {
+		t.Errorf("changed source: commitOf = %q, dirty %v; want %q, dirty", got, dirty, head)
 	}
 }

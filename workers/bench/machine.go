@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"runtime"
 	"runtime/debug"
 	"strconv"
@@ -16,9 +17,9 @@ import (
 // binary and the machine's load before and after, so that figures from
 // two runs can be compared, or not.
 type Machine struct {
-	// Commit is the binary's vcs.revision, or `git rev-parse HEAD` of the
-	// working directory when the build has none (go run, go test);
-	// "unknown" when neither says.
+	// Commit is the binary's vcs.revision; under go run or go test, which
+	// stamp none, `git rev-parse HEAD` of the source the binary was built
+	// from; "unknown" when neither says (a build with -buildvcs=false).
 	Commit string `json:"commit"`
 	// Dirty is set when the build had uncommitted changes.
 	Dirty bool `json:"dirty"`
@@ -59,9 +60,22 @@ func loadText(l []float64) string {
 	return strings.Join(s, " ")
 }
 
-// commit is the build's revision, else the checkout's HEAD.
+// commit is the build's revision and whether it had uncommitted changes.
 func commit(ctx context.Context) (string, bool) {
-	if bi, ok := debug.ReadBuildInfo(); ok {
+	exe, _ := os.Executable()
+	_, file, _, _ := runtime.Caller(0)
+	bi, _ := debug.ReadBuildInfo()
+	return commitOf(ctx, bi, exe, filepath.Dir(file))
+}
+
+// commitOf is the binary's vcs.revision (and vcs.modified) when bi has
+// one. A binary that go run or go test built in its temporary directory
+// has none: it is then the HEAD of the source it was built from, src, not
+// of the directory it runs in. Any other binary without a revision (built
+// with -buildvcs=false) is "unknown": the work tree it runs in may hold
+// another commit than the one it was built from.
+func commitOf(ctx context.Context, bi *debug.BuildInfo, exe, src string) (string, bool) {
+	if bi != nil {
 		rev, dirty := "", false
 		for _, s := range bi.Settings {
 			switch s.Key {
@@ -75,14 +89,28 @@ func commit(ctx context.Context) (string, bool) {
 			return rev, dirty
 		}
 	}
+	if !builtByGo(exe) || src == "" || !filepath.IsAbs(src) {
+		return "unknown", false
+	}
 	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
-	out, err := exec.CommandContext(ctx, "git", "rev-parse", "HEAD").Output()
+	out, err := exec.CommandContext(ctx, "git", "-C", src, "rev-parse", "HEAD").Output()
 	if err != nil {
 		return "unknown", false
 	}
-	dirty := exec.CommandContext(ctx, "git", "diff", "--quiet", "HEAD").Run() != nil
+	dirty := exec.CommandContext(ctx, "git", "-C", src, "diff", "--quiet", "HEAD").Run() != nil
 	return strings.TrimSpace(string(out)), dirty
+}
+
+// builtByGo says whether exe is a binary go run or go test built and
+// runs from its work directory (go-build<N>/b001/...).
+func builtByGo(exe string) bool {
+	for _, part := range strings.Split(filepath.ToSlash(exe), "/") {
+		if strings.HasPrefix(part, "go-build") {
+			return true
+		}
+	}
+	return false
 }
 
 // loadAvg reads the three load averages of /proc/loadavg.

@@ -86,15 +86,25 @@ func (b *bench) names(prefix string, n int) []string {
 }
 
 // measureOpen starts Options.Open tasks left waiting (half for plan
-// approval, half with a dispatch in the executor's inbox), reads the
-// process's RSS and times the SSOT's reads, then cancels them all.
+// approval, half with a dispatch in the executor's inbox), each read back
+// through the API as its start answers, reads the process's RSS and times
+// the SSOT's reads, then cancels them all. A task not read back is an
+// ErrReadMisses, returned once the rest is measured.
 func (b *bench) measureOpen(ctx context.Context, r *Result) error {
 	ids := b.taskIDs(b.o.Open)
-	var err error
+	a, err := b.serveAPI()
+	if err != nil {
+		return err
+	}
+	defer a.stop()
+	b.api = a
 	r.OpenStartElapsed, err = b.phase(ctx, "open", "tasks waiting", ids, b.openAwaiting)
+	b.api = nil
 	if err != nil {
 		return fmt.Errorf("opening %d tasks: %w", len(ids), err)
 	}
+	misses, missErr := a.result()
+	r.ReadMisses = &misses
 	rss, err := procStatus("VmRSS")
 	if err != nil {
 		return err
@@ -109,7 +119,7 @@ func (b *bench) measureOpen(ctx context.Context, r *Result) error {
 	var m runtime.MemStats
 	runtime.ReadMemStats(&m)
 	r.OpenHeapMB, r.OpenStackMB, r.OpenGoroutines = round(float64(m.HeapInuse)/(1<<20), 1), round(float64(m.StackInuse)/(1<<20), 1), runtime.NumGoroutine()
-	reads, err := b.measureReads(ctx, ids)
+	reads, err := b.measureReads(ctx, a, ids)
 	if err != nil {
 		return fmt.Errorf("timing the SSOT's reads: %w", err)
 	}
@@ -121,5 +131,5 @@ func (b *bench) measureOpen(ctx context.Context, r *Result) error {
 	if err != nil {
 		return fmt.Errorf("cancelling the open tasks: %w", err)
 	}
-	return nil
+	return missErr
 }

@@ -5,13 +5,11 @@ import (
 	"fmt"
 	"io"
 	"math/rand/v2"
-	"net"
 	"net/http"
 	"time"
 
 	"github.com/ampflow/ampflow/amp"
 	"github.com/ampflow/ampflow/config"
-	"github.com/ampflow/ampflow/integrations/httpapi"
 	"github.com/ampflow/ampflow/workflows"
 	"github.com/ampflow/ampflow/workflows/task"
 )
@@ -38,7 +36,8 @@ type Reads struct {
 
 // openAwaiting starts a task that is left waiting: an even i waits for
 // plan approval (an open decision), an odd i has its dispatch waiting in
-// the executor's inbox, never ACKed.
+// the executor's inbox, never ACKed. Once its start answers, the task is
+// read back through the API (api.readBack).
 func (b *bench) openAwaiting(ctx context.Context, i int, taskID string) error {
 	branch, err := b.repo.branch(taskID)
 	if err != nil {
@@ -53,6 +52,11 @@ func (b *bench) openAwaiting(ctx context.Context, i int, taskID string) error {
 	if err := b.tasks.Start(ctx, task.Input{TaskID: taskID, Plan: p, Coordinator: "ampflow bench", Policy: workflows.NewPolicy(config.Default())}); err != nil {
 		return err
 	}
+	if b.api != nil {
+		if err := b.api.readBack(ctx, taskID); err != nil {
+			return err
+		}
+	}
 	for {
 		st, err := b.store.Task(ctx, taskID)
 		if err == nil && st.Status == string(want) {
@@ -66,26 +70,16 @@ func (b *bench) openAwaiting(ctx context.Context, i int, taskID string) error {
 	}
 }
 
-// measureReads serves the HTTP API on loopback over the SSOT and times
-// ReadSamples requests of each read, one at a time.
-func (b *bench) measureReads(ctx context.Context, ids []string) (Reads, error) {
-	srv := httpapi.New(httpapi.Options{Tasks: b.tasks, Store: b.store, Rate: -1})
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return Reads{}, fmt.Errorf("serving the HTTP API for the reads: %w", err)
-	}
-	hs := srv.HTTPServer()
-	go hs.Serve(ln)
-	defer hs.Close()
-	base := "http://" + ln.Addr().String()
-	client := &http.Client{Timeout: time.Minute}
+// measureReads times ReadSamples requests of each read of the HTTP API
+// over the SSOT, one at a time.
+func (b *bench) measureReads(ctx context.Context, a *api, ids []string) (Reads, error) {
 	get := func(path string) (time.Duration, error) {
-		req, err := http.NewRequestWithContext(ctx, http.MethodGet, base+path, nil)
+		req, err := http.NewRequestWithContext(ctx, http.MethodGet, a.base+path, nil)
 		if err != nil {
 			return 0, err
 		}
 		start := time.Now()
-		resp, err := client.Do(req)
+		resp, err := a.client.Do(req)
 		if err != nil {
 			return 0, err
 		}

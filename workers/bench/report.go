@@ -33,6 +33,11 @@ type Result struct {
 	// Reads are the API's read latencies with Open tasks open; nil when
 	// Open is zero.
 	Reads *Reads `json:"reads,omitempty"`
+	// ReadMisses counts the reads that did not find a task of the open
+	// phase right after its start answered (by id, its history's plan
+	// record, the list); nil when Open is zero. More than zero fails the
+	// run (ErrReadMisses).
+	ReadMisses *int `json:"read_misses,omitempty"`
 	// SSOT is the store's engine, sqlite or postgres.
 	SSOT string `json:"ssot"`
 	// Signals are the action gate's figures, with --signals (then the
@@ -91,6 +96,9 @@ func (r Result) WriteText(w io.Writer) error {
 		rows = append(rows, [2]string{fmt.Sprintf("RSS, %d open", r.Open),
 			fmt.Sprintf("%.0f MiB (%d tasks started and left waiting in %s)", *r.RSSOpenMB, r.Open, r.OpenStartElapsed.Round(time.Millisecond))},
 			[2]string{"", fmt.Sprintf("Go heap in use %.0f MiB, stacks %.0f MiB, %d goroutines", r.OpenHeapMB, r.OpenStackMB, r.OpenGoroutines)})
+	}
+	if r.ReadMisses != nil {
+		rows = append(rows, [2]string{"read back", fmt.Sprintf("%d reads missed (each open task read at once by id, its history's plan record and the list)", *r.ReadMisses)})
 	}
 	if rd := r.Reads; rd != nil {
 		for _, x := range []struct {

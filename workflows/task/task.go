@@ -66,9 +66,9 @@ func (s Status) Valid() bool {
 	return false
 }
 
-// Search attributes upserted by the workflow on every change.
+// Search attributes upserted by the workflow when their value changes.
 var (
-	// AttrStatus is the task's Status.
+	// AttrStatus is the task's Status as AttrStatusOf gives it.
 	AttrStatus = temporal.NewSearchAttributeKeyKeyword("AmpStatus")
 	// AttrRisk is the task's risk_level.
 	AttrRisk = temporal.NewSearchAttributeKeyKeyword("AmpRisk")
@@ -382,4 +382,17 @@ func (in ReplanInput) SignedAs() (decision.Answer, error) {
 // ChangeResult is what cancel and replan return.
 type ChangeResult struct {
 	Status Status `json:"status"`
+}
+
+// AttrStatusOf is the value of AttrStatus for a task in status s: s
+// itself, except that the agents' turns (in_progress, ci_check,
+// in_review) are dispatched. The visibility row then changes when a task
+// starts or stops waiting for a person, or ends, not at every turn; the
+// SSOT (GET /v1/tasks) has the exact status.
+func AttrStatusOf(s Status) Status {
+	switch s {
+	case StatusInProgress, StatusCICheck, StatusInReview:
+		return StatusDispatched
+	}
+	return s
 }
