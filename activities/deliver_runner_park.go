@@ -60,8 +60,8 @@ func resumed(spec *runner.Spec, r *Resume) {
 }
 
 // resumePrompt tells a resumed agent what became of its parked call. Claude
-// Code runs the deferred call again through its hook before it reads it;
-// the others are asked to make the call again.
+// Code runs a deferred call again through its hook before it reads it;
+// the others, and Claude Code's held calls, are asked to make it again.
 func resumePrompt(r Resume) string {
 	by := r.By
 	if by == "" {

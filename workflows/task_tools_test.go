@@ -65,6 +65,9 @@ func TestToolCalls(t *testing.T) {
 	if asked.Pending == nil || asked.Pending.Kind != task.KindToolCall || asked.Pending.Required != 1 || len(asked.Pending.Options) != 3 {
 		t.Fatalf("asked: %+v", asked.Pending)
 	}
+	if x := asked.Pending.Context.Extra; x["risk"] != "medium" || x["rule"] != "r" {
+		t.Errorf("the ask's context does not carry the rule and its risk: %v", x)
+	}
 	if c := again.out.(task.ToolCall); c.Decision != task.ToolAllow || c.DecisionID != asked.Pending.ID {
 		t.Errorf("the tool allowed for the rest of the task was asked again: %+v", c)
 	}

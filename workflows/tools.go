@@ -158,12 +158,12 @@ type toolApproves struct {
 func (t *taskRun) raiseToolAsk(ctx workflow.Context) error {
 	c := &t.Tools.Queue[0]
 	ctxt := t.decisionContext(nil)
-	ctxt.Extra = map[string]any{"tool_call": c.ID, "tool": c.Tool, "kind": c.Kind, "input": c.Input, "cwd": c.CWD,
-		"rule": c.Rule, "reason": c.Reason, "agent": c.Agent}
 	risk := amp.Risk(c.Risk)
 	if risk == "" {
 		risk = amp.RiskLow
 	}
+	ctxt.Extra = map[string]any{"tool_call": c.ID, "tool": c.Tool, "kind": c.Kind, "input": c.Input, "cwd": c.CWD,
+		"rule": c.Rule, "reason": c.Reason, "agent": c.Agent, "risk": string(risk)}
 	r := decide.Request{
 		Kind:     task.KindToolCall,
 		Prompt:   toolPrompt(*c),

@@ -19,6 +19,10 @@ type Park struct {
 	ToolCallID string `json:"tool_call"`
 	// At is when the hook parked it.
 	At time.Time `json:"at"`
+	// Hold is set when the hook holds the call rather than deferring it:
+	// the runner stops the CLI even if it could defer (Claude Code does
+	// not defer a call beside others of its message).
+	Hold bool `json:"hold,omitempty"`
 }
 
 // parkPoll is how often Run looks for the park file.

@@ -11,20 +11,23 @@ import (
 
 // TestRunParked: a hook that parks a call writes the park file; a CLI that
 // does not stop by itself (codex's format) is stopped, one that defers
-// (claude's) exits on its own; either way the Outcome names the call, is
+// (claude's) exits on its own, unless its hook holds the call rather than
+// deferring it (a call beside others of its message); either way the Outcome names the call, is
 // no success, and the file is gone after the run.
 func TestRunParked(t *testing.T) {
 	const park = `{"tool_call":"T-2026-001-tc2","at":"2026-11-26T20:00:00Z"}`
+	const hold = `{"tool_call":"T-2026-001-tc2","at":"2026-11-26T20:00:00Z","hold":true}`
 	for _, tc := range []struct {
-		runner, script string
-		reason         Reason
+		name, runner, script string
+		reason               Reason
 	}{
-		{Codex, `echo '{"type":"thread.started","thread_id":"th-1"}'` + "\n" +
+		{"Codex", Codex, `echo '{"type":"thread.started","thread_id":"th-1"}'` + "\n" +
 			`printf '%s' '` + park + `' > "$AMPFLOW_PARK_FILE"` + "\n" + `sleep 30`, ReasonParked},
-		{Claude, sh(initLine) + `printf '%s' '` + park + `' > "$AMPFLOW_PARK_FILE"` + "\n" +
+		{"ClaudeHeld", Claude, sh(initLine) + `printf '%s' '` + hold + `' > "$AMPFLOW_PARK_FILE"` + "\n" + `sleep 30`, ReasonParked},
+		{"ClaudeDeferred", Claude, sh(initLine) + `printf '%s' '` + park + `' > "$AMPFLOW_PARK_FILE"` + "\n" +
 			`echo '{"type":"result","subtype":"success","is_error":false,"result":"","stop_reason":"tool_deferred","session_id":"sess-1"}'`, ReasonExited},
 	} {
-		t.Run(tc.runner, func(t *testing.T) {
+		t.Run(tc.name, func(t *testing.T) {
 			s := scriptSpec(t, tc.script)
 			s.Runner = tc.runner
 			s.ParkFile = filepath.Join(t.TempDir(), "parks", "p.json")

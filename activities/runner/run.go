@@ -211,7 +211,7 @@ func Run(ctx context.Context, s Spec, on func(Event)) (Outcome, error) {
 			// that does not read is not a park.
 			if p, _ := readPark(s.ParkFile); p != nil {
 				o.Parked = p
-				if !defers {
+				if !defers || p.Hold {
 					kill(ReasonParked)
 				}
 			}

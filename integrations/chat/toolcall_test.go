@@ -43,7 +43,7 @@ func TestToolCallOf(t *testing.T) {
 			if c.Command != tt.command || c.Path != tt.path || c.Excerpt != tt.excerpt || c.Input != tt.raw {
 				t.Errorf("got command %q path %q excerpt %q input %q", c.Command, c.Path, c.Excerpt, c.Input)
 			}
-			if c.Tool != tt.tool || c.Kind != tt.kind || c.CWD != "/srv/wt/T-2026-045" || c.Rule != "ask-network" || c.Agent != "exec" {
+			if c.Tool != tt.tool || c.Kind != tt.kind || c.CWD != "/srv/wt/T-2026-045" || c.Rule != "ask-network" || c.Agent != "exec" || c.Risk != "high" {
 				t.Errorf("got %+v", c)
 			}
 		})

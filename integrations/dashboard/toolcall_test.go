@@ -23,7 +23,7 @@ func toolDecision(taskID, tool, kind, input string) decision.Decision {
 		},
 		Context: decision.Context{Description: "Add a health check", Repo: "/src/app", Extra: map[string]any{
 			"tool_call": taskID + "-tc1", "tool": tool, "kind": kind, "input": input, "cwd": "/wt/" + taskID,
-			"rule": "ask-network", "reason": "the network needs an admin", "agent": "exec"}},
+			"rule": "ask-network", "reason": "the network needs an admin", "agent": "exec", "risk": "high"}},
 		RaisedAt: t0, Required: 2, OnExpiry: task.OptDeny,
 	}
 	d.Digest, _ = decision.Digest(map[string]any{"task": taskID, "tool": tool})
@@ -31,8 +31,8 @@ func toolDecision(taskID, tool, kind, input string) decision.Decision {
 }
 
 // TestToolCallCard: a tool_call decision's card shows the command (or
-// the file and its diff) escaped, the directory, the rule and its
-// reason, the quorum and the three answers.
+// the file and its diff) escaped, the directory, the rule, its reason
+// and its risk, the quorum and the three answers.
 func TestToolCallCard(t *testing.T) {
 	f := newFixture(t, testTokens)
 	shell := toolDecision("T-2026-061", "Bash", "shell", `{"command":"curl -s http://x/ <script>alert(1)</script> token=sekret-0123","description":"probe"}`)
@@ -48,7 +48,7 @@ func TestToolCallCard(t *testing.T) {
 	for path, wants := range map[string][]string{
 		"/tasks/T-2026-061": {`<pre class="tool-command">curl -s http://x/ &lt;script&gt;alert(1)&lt;/script&gt; token=***</pre>`,
 			"<dt>Directory</dt><dd><code>/wt/T-2026-061</code></dd>", "<code>ask-network</code> — the network needs an admin",
-			"<dt>Quorum</dt><dd>2 admins</dd>", "<strong>exec</strong> wants to run <code>Bash</code> (shell)"},
+			"<dt>Rule risk</dt><dd>high</dd>", "<dt>Quorum</dt><dd>2 admins</dd>", "<strong>exec</strong> wants to run <code>Bash</code> (shell)"},
 		"/tasks/T-2026-062": {"File <code>/wt/T-2026-062/a.html</code>", `<pre class="tool-diff">- old` + "\n" + `&#43; &lt;b&gt;new&lt;/b&gt;</pre>`},
 	} {
 		resp, page := c.do("GET", path, nil, nil)

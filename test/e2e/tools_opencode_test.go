@@ -155,3 +155,43 @@ func TestToolPolicyOpenCode(t *testing.T) {
 		t.Error("a secret reached dev's log")
 	}
 }
+
+// TestToolParkOpenCode parks an OpenCode run (the runner stops its process
+// group once the plugin's hook, given AMPFLOW_PARK_FILE in OpenCode's
+// environment, parks the call) and approves: --session resumes it, the
+// agent makes the call again, and the hook finds it allowed.
+func TestToolParkOpenCode(t *testing.T) {
+	opencodeBin := agentBin(t, "opencode")
+	bash := func(cmd string) *fakemodel.ToolCall {
+		return &fakemodel.ToolCall{Name: "bash", Input: map[string]any{"command": cmd, "description": "run it"}}
+	}
+	testParkedApproval(t, parkCase{
+		id: "T-2026-949", resumed: 1,
+		turns: func(curl string) []fakemodel.Turn {
+			return []fakemodel.Turn{
+				{Text: "Checking the service.", Tool: bash(curl)},
+				// The resumed run, told the call is allowed, makes it again.
+				{Text: "Approved; running it again.", Tool: bash(curl)},
+				{Text: "Committing.", Tool: bash("git add pong.txt && git -c user.name=opencode -c user.email=opencode@example.com commit -qm 'add pong.txt'")},
+				{Text: `Done. {"criteria_met": [true], "notes": [], "summary": "fetched pong.txt"}`},
+			}
+		},
+		env: func(t *testing.T, model *fakemodel.Server) []string {
+			config := filepath.Join(t.TempDir(), "opencode.json")
+			writeFile(t, config, string(mustJSON(t, map[string]any{
+				"$schema": "https://opencode.ai/config.json",
+				"provider": map[string]any{"fake": map[string]any{
+					"npm": "@ai-sdk/openai-compatible", "name": "Fake",
+					"options": map[string]any{"baseURL": model.URL() + "/v1", "apiKey": "{env:FAKE_OPENCODE_KEY}"},
+					"models":  map[string]any{"fake-model": map[string]any{"name": "Fake Model"}},
+				}},
+				"autoupdate": false, "share": "disabled",
+			})))
+			return []string{"AMPFLOW_AGENTS_EXECUTOR_RUNNER=opencode", "AMPFLOW_AGENTS_EXECUTOR_COMMAND=" + opencodeBin,
+				"AMPFLOW_AGENTS_EXECUTOR_MODEL=fake/fake-model",
+				"AMPFLOW_AGENTS_EXECUTOR_ENV=HOME=" + opencodeHome(t) + ",OPENCODE_CONFIG=" + config +
+					",OPENCODE_DISABLE_MODELS_FETCH=1,OPENCODE_DISABLE_AUTOUPDATE=1,FAKE_OPENCODE_KEY",
+				"FAKE_OPENCODE_KEY=" + runnerKey}
+		},
+	})
+}

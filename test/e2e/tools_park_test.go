@@ -50,6 +50,10 @@ type parkCase struct {
 	// resumed is the index of the first agent request of the resumed run.
 	resumed int
 	kill    bool
+	// before is how many calls the policy allowed ahead of the parked one.
+	before int
+	// check, when set, checks the task's repository after the result.
+	check func(t *testing.T, repo string)
 }
 
 // testParkedApproval runs a task whose executor asks to curl, with
@@ -164,16 +168,19 @@ func testParkedApproval(t *testing.T, c parkCase) {
 	if got := git(t, repo, "show", "feature/e2e:pong.txt"); got != "pong" {
 		t.Errorf("pong.txt on the branch = %q (status %s, %s)", got, st.Status, st.LastError)
 	}
+	if c.check != nil {
+		c.check(t, repo)
+	}
 	// The resumed run went on with the same conversation.
 	reqs := model.AgentRequests()
 	if len(reqs) <= c.resumed || !reqs[c.resumed].Text("Checking the service.") {
 		t.Errorf("the resumed run's first request does not carry the conversation (%d requests)", len(reqs))
 	}
 	calls := ops.toolCalls(c.id)
-	if len(calls) != 2 {
-		t.Fatalf("%d tool calls, want 2 (the curl once, the commit): %+v", len(calls), calls)
+	if len(calls) != 2+c.before {
+		t.Fatalf("%d tool calls, want %d (%d before, the curl once, the commit): %+v", len(calls), 2+c.before, c.before, calls)
 	}
-	if c := calls[0]; c.Decision != task.ToolAllow || c.By != "ops" || c.Option != task.OptAllowOnce || !strings.Contains(c.Input, "curl") {
+	if c := calls[c.before]; c.Decision != task.ToolAllow || c.By != "ops" || c.Option != task.OptAllowOnce || !strings.Contains(c.Input, "curl") {
 		t.Errorf("the parked call: %+v", c)
 	}
 	if ps := agentProcs(t, data); len(ps) != 0 {
@@ -250,6 +257,40 @@ wire_api = "responses"
 				"AMPFLOW_AGENTS_EXECUTOR_MODEL=gpt-5.5",
 				"AMPFLOW_AGENTS_EXECUTOR_ENV=HOME=" + home + ",CODEX_HOME=" + codexHome + ",FAKE_OPENAI_KEY",
 				"FAKE_OPENAI_KEY=" + runnerKey}
+		},
+	})
+}
+
+// TestToolParkClaudeTwoCalls parks a Claude Code run whose message holds
+// two tool calls, the second asked: Claude Code ignores a defer beside
+// another call, so the hook holds the call and the runner stops the CLI.
+// The first call ran once, the asked one not before the approval; the
+// resumed session makes it again and it runs once.
+func TestToolParkClaudeTwoCalls(t *testing.T) {
+	claudeBin := agentBin(t, "claude")
+	bash := func(cmd string) *fakemodel.ToolCall {
+		return &fakemodel.ToolCall{Name: "Bash", Input: map[string]any{"command": cmd, "description": "run it"}}
+	}
+	testParkedApproval(t, parkCase{
+		id: "T-2026-950", resumed: 1, before: 1,
+		turns: func(curl string) []fakemodel.Turn {
+			return []fakemodel.Turn{
+				{Text: "Checking the service.", Tool: bash("echo ready >> ready.txt"), More: []*fakemodel.ToolCall{bash(curl)}},
+				// The resumed run, told the call is allowed, makes it again.
+				{Text: "Approved; running it again.", Tool: bash(curl)},
+				{Text: "Committing.", Tool: bash("git add pong.txt ready.txt && git -c user.name=claude -c user.email=claude@example.com commit -qm 'add pong.txt'")},
+				{Text: `Done. {"criteria_met": [true], "notes": [], "summary": "fetched pong.txt"}`},
+			}
+		},
+		env: func(t *testing.T, model *fakemodel.Server) []string {
+			return []string{"AMPFLOW_AGENTS_EXECUTOR_RUNNER=claude", "AMPFLOW_AGENTS_EXECUTOR_COMMAND=" + claudeBin,
+				"AMPFLOW_AGENTS_EXECUTOR_ENV=HOME=" + t.TempDir() + ",ANTHROPIC_BASE_URL=" + model.URL() + ",ANTHROPIC_API_KEY,IS_SANDBOX=1",
+				"ANTHROPIC_API_KEY=" + runnerKey}
+		},
+		check: func(t *testing.T, repo string) {
+			if got := git(t, repo, "show", "feature/e2e:ready.txt"); got != "ready" {
+				t.Errorf("ready.txt on the branch = %q: the first call did not run once", got)
+			}
 		},
 	})
 }

@@ -2,6 +2,7 @@ package fakemodel
 
 import (
 	"encoding/json"
+	"fmt"
 	"net/http"
 )
 
@@ -27,12 +28,28 @@ func (anthropic) blocks(t Turn, c call) []obj {
 	if t.Text != "" || t.Tool == nil {
 		out = append(out, obj{"type": "text", "text": t.Text})
 	}
-	if t.Tool != nil {
+	if t.Tool == nil {
+		return out
+	}
+	for i, tc := range append([]*ToolCall{t.Tool}, t.More...) {
 		var input any = obj{}
-		_ = json.Unmarshal([]byte(toolArgs(t.Tool)), &input)
-		out = append(out, obj{"type": "tool_use", "id": "toolu_fake" + c.id, "name": t.Tool.Name, "input": input})
+		_ = json.Unmarshal([]byte(toolArgs(tc)), &input)
+		id := "toolu_fake" + c.id
+		if i > 0 {
+			id += fmt.Sprintf("_%d", i+1)
+		}
+		out = append(out, obj{"type": "tool_use", "id": id, "name": tc.Name, "input": input, "args": toolArgs(tc)})
 	}
 	return out
+}
+
+// withoutArgs drops the blocks' streamed arguments (not a Messages API
+// field) from a whole reply.
+func withoutArgs(bs []obj) []obj {
+	for _, b := range bs {
+		delete(b, "args")
+	}
+	return bs
 }
 
 func stopReason(t Turn) string {
@@ -61,7 +78,7 @@ func (a anthropic) writeStream(w *sseWriter, t Turn, c call) {
 			w.event("content_block_start", obj{"type": "content_block_start", "index": i, "content_block": obj{
 				"type": "tool_use", "id": b["id"], "name": b["name"], "input": obj{}}})
 			w.event("content_block_delta", obj{"type": "content_block_delta", "index": i, "delta": obj{
-				"type": "input_json_delta", "partial_json": toolArgs(t.Tool)}})
+				"type": "input_json_delta", "partial_json": b["args"]}})
 		}
 		w.event("content_block_stop", obj{"type": "content_block_stop", "index": i})
 	}
@@ -75,7 +92,7 @@ func (a anthropic) writeJSON(w http.ResponseWriter, t Turn, c call) {
 	in, out := usage(t)
 	_ = json.NewEncoder(w).Encode(obj{
 		"id": "msg_fake" + c.id, "type": "message", "role": "assistant", "model": c.model,
-		"content": a.blocks(t, c), "stop_reason": stopReason(t), "stop_sequence": nil,
+		"content": withoutArgs(a.blocks(t, c)), "stop_reason": stopReason(t), "stop_sequence": nil,
 		"usage": obj{"input_tokens": in, "output_tokens": out, "cache_creation_input_tokens": 0, "cache_read_input_tokens": 0},
 	})
 }

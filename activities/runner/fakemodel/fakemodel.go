@@ -34,6 +34,9 @@ type Turn struct {
 	Text string
 	// Tool, when set, is a tool call the model makes after its text.
 	Tool *ToolCall
+	// More are further tool calls of the same message, after Tool; only
+	// the Messages API (Claude Code) sends them.
+	More []*ToolCall
 	// Hang holds the response open after its headers and sends nothing
 	// until the client goes away or the server closes.
 	Hang bool

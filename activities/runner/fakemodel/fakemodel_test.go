@@ -87,6 +87,39 @@ func TestAnthropic(t *testing.T) {
 	}
 }
 
+// TestAnthropicTwoTools: a turn with more tool calls streams them as
+// blocks of one message, each with its own id and input.
+func TestAnthropicTwoTools(t *testing.T) {
+	two := Turn{Text: "hi", Tool: &ToolCall{Name: "Bash", Input: map[string]string{"command": "ls"}},
+		More: []*ToolCall{{Name: "Bash", Input: map[string]string{"command": "pwd"}}}}
+	s := New(two, two)
+	defer s.Close()
+	resp := post(t, context.Background(), s.URL()+"/v1/messages", `{"model":"claude-x","stream":true,`+tools+`}`)
+	defer resp.Body.Close()
+	_, data := sse(t, resp.Body)
+	var ids, args []any
+	for _, d := range data {
+		if b, ok := d["content_block"].(map[string]any); ok && b["type"] == "tool_use" {
+			ids = append(ids, b["id"])
+		}
+		if b, ok := d["delta"].(map[string]any); ok && b["type"] == "input_json_delta" {
+			args = append(args, b["partial_json"])
+		}
+	}
+	if len(ids) != 2 || ids[0] == ids[1] || len(args) != 2 || args[0] != `{"command":"ls"}` || args[1] != `{"command":"pwd"}` {
+		t.Errorf("tool blocks %v, inputs %v", ids, args)
+	}
+	resp = post(t, context.Background(), s.URL()+"/v1/messages", `{"model":"claude-x",`+tools+`}`)
+	var msg struct {
+		Content []map[string]any
+	}
+	_ = json.NewDecoder(resp.Body).Decode(&msg)
+	resp.Body.Close()
+	if len(msg.Content) != 3 || msg.Content[2]["input"].(map[string]any)["command"] != "pwd" || msg.Content[2]["args"] != nil {
+		t.Errorf("whole reply %v", msg.Content)
+	}
+}
+
 func TestResponses(t *testing.T) {
 	s := New(toolTurn)
 	defer s.Close()

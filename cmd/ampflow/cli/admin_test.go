@@ -210,18 +210,18 @@ func TestDecide(t *testing.T) {
 }
 
 // TestPendingToolCall: under the table, a tool_call decision shows the
-// command it asks about, its directory, rule and quorum, with the agent's
+// command it asks about, its directory, rule, the rule's risk and quorum, with the agent's
 // control characters escaped.
 func TestPendingToolCall(t *testing.T) {
 	d := decision.Decision{ID: "T-2026-045-d3", Subject: "T-2026-045", Kind: task.KindToolCall, Prompt: "exec wants to run Bash",
 		Options: []decision.Option{{ID: task.OptAllowOnce}, {ID: task.OptAllowTool}, {ID: task.OptDeny, NoteRequired: true}},
 		Digest:  digestA, Required: 2,
 		Context: decision.Context{Extra: map[string]any{"tool": "Bash", "kind": "shell", "agent": "exec", "cwd": "/wt/T-2026-045",
-			"rule": "ask-network", "reason": "ask before network", "input": "{\"command\":\"curl -s http://x/ \\u001b[2J\\necho done\"}"}}}
+			"rule": "ask-network", "reason": "ask before network", "risk": "high", "input": "{\"command\":\"curl -s http://x/ \\u001b[2J\\necho done\"}"}}}
 	r := runFake(t, &fakeTasks{pending: []decision.Decision{d}}, "", nil, "pending")
 	wantExit(t, r, ExitOK)
 	want := "\nT-2026-045-d3 (T-2026-045): exec wants to run Bash (shell) in /wt/T-2026-045\n" +
-		"  rule ask-network: ask before network; quorum 2 admins; --option allow_once, allow_tool or deny (with --note)\n" +
+		"  rule ask-network: ask before network; risk high; quorum 2 admins; --option allow_once, allow_tool or deny (with --note)\n" +
 		"  | $ curl -s http://x/ \\x1b[2J\n" +
 		"  | echo done\n"
 	if !strings.HasSuffix(r.stdout, want) {

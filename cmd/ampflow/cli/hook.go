@@ -25,6 +25,9 @@ type hookInput struct {
 	ToolName      string          `json:"tool_name"`
 	ToolInput     json.RawMessage `json:"tool_input"`
 	CWD           string          `json:"cwd"`
+	// Claude Code's: the session's JSONL transcript and the call's id.
+	TranscriptPath string `json:"transcript_path"`
+	ToolUseID      string `json:"tool_use_id"`
 }
 
 // hookCLIs are the CLIs `ampflow hook` speaks for.
@@ -55,9 +58,9 @@ func (a *App) hookCommand() *cobra.Command {
 			if plugin {
 				return a.printOpenCodePlugin(cli, maxWait)
 			}
-			allow, reason, park := a.hookDecide(cmd.Context(), cli, maxWait)
+			allow, reason, park, in := a.hookDecide(cmd.Context(), cli, maxWait)
 			if park != "" {
-				return a.hookPark(cmd.Context(), cli, park, reason)
+				return a.hookPark(cmd.Context(), cli, park, reason, in)
 			}
 			return a.PrintJSON(hookOutput(cli, allow, reason))
 		},
@@ -94,18 +97,18 @@ func contains(list []string, s string) bool {
 // policy allowed the call by tools.default: the CLI's own permission
 // settings then apply. park is the call's id when a runner's ask is still
 // open at tools.ask_timeout: the run is to be parked (AMPFLOW_PARK_FILE).
-func (a *App) hookDecide(ctx context.Context, cli string, maxWait time.Duration) (allow *bool, reason, park string) {
-	deny := func(format string, args ...any) (*bool, string, string) {
+// in is the hook's input, as far as it was read.
+func (a *App) hookDecide(ctx context.Context, cli string, maxWait time.Duration) (allow *bool, reason, park string, in hookInput) {
+	deny := func(format string, args ...any) (*bool, string, string, hookInput) {
 		msg := "ampflow: " + fmt.Sprintf(format, args...)
 		fmt.Fprintln(a.Stderr, msg)
 		no := false
-		return &no, msg, ""
+		return &no, msg, "", in
 	}
 	raw, err := io.ReadAll(io.LimitReader(a.Stdin, 1<<20))
 	if err != nil {
 		return deny("reading the hook's input: %v", err)
 	}
-	var in hookInput
 	if err := json.Unmarshal(raw, &in); err != nil {
 		return deny("the hook's input is not JSON: %v", err)
 	}
@@ -138,7 +141,7 @@ func (a *App) hookDecide(ctx context.Context, cli string, maxWait time.Duration)
 			left := tc.AskTimeout - time.Since(start)
 			if left <= 0 {
 				return nil, fmt.Sprintf("ampflow: %s (%s) waits for the admins past tools.ask_timeout (%s): the run is parked until they answer",
-					in.ToolName, tc.ID, tc.AskTimeout), tc.ID
+					in.ToolName, tc.ID, tc.AskTimeout), tc.ID, in
 			}
 			wait = max(min(wait, left), time.Second)
 		}
@@ -156,13 +159,13 @@ func (a *App) hookDecide(ctx context.Context, cli string, maxWait time.Duration)
 	}
 	yes := true
 	if tc.By == task.ByPolicy && tc.Rule == "" {
-		return nil, "", ""
+		return nil, "", "", in
 	}
 	why := "allowed by ampflow (" + tc.ID + ")"
 	if tc.By != task.ByPolicy {
 		why = fmt.Sprintf("allowed by %s via %s (%s)", tc.By, tc.Channel, tc.ID)
 	}
-	return &yes, why, ""
+	return &yes, why, "", in
 }
 
 // hookOutput is the answer in the CLI's hook format.

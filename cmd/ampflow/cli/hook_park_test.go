@@ -34,16 +34,75 @@ func TestHookPark(t *testing.T) {
 		}
 		return r, file
 	}
-	t.Run("ClaudeDefers", func(t *testing.T) {
-		r, _ := park(t, "claude", readHookInput(t, "claude_pretooluse.json"))
-		if r.code != ExitOK || !strings.Contains(r.stdout, `"permissionDecision":"defer"`) || !strings.Contains(r.stdout, "parked") {
-			t.Errorf("exit %d: %s %s", r.code, r.stdout, r.stderr)
+	// claude is the hook's input with a transcript of the lines given
+	// (none: no transcript file).
+	claude := func(t *testing.T, lines ...string) string {
+		var in map[string]any
+		if err := json.Unmarshal([]byte(readHookInput(t, "claude_pretooluse.json")), &in); err != nil {
+			t.Fatal(err)
 		}
-	})
-	t.Run("CodexHeldThenDenied", func(t *testing.T) {
+		in["transcript_path"] = filepath.Join(t.TempDir(), "session.jsonl")
+		if len(lines) > 0 {
+			if err := os.WriteFile(in["transcript_path"].(string), []byte(strings.Join(lines, "\n")+"\n"), 0o600); err != nil {
+				t.Fatal(err)
+			}
+		}
+		b, _ := json.Marshal(in)
+		return string(b)
+	}
+	shortHold := func(t *testing.T) {
 		old := parkHold
 		parkHold = 200 * time.Millisecond
 		t.Cleanup(func() { parkHold = old })
+	}
+	const (
+		user = `{"type":"user","message":{"role":"user","content":"push it"}}`
+		// Claude Code writes a message one content block a line.
+		text    = `{"type":"assistant","message":{"id":"msg_1","role":"assistant","content":[{"type":"text","text":"Pushing."}]}}`
+		push    = `{"type":"assistant","message":{"id":"msg_1","role":"assistant","content":[{"type":"tool_use","id":"toolu_fake2","name":"Bash","input":{"command":"git push --force origin main"}}]}}`
+		sibling = `{"type":"assistant","message":{"id":"msg_1","role":"assistant","content":[{"type":"tool_use","id":"toolu_fake3","name":"Bash","input":{"command":"rm -rf build"}}]}}`
+		earlier = `{"type":"assistant","message":{"id":"msg_0","role":"assistant","content":[{"type":"tool_use","id":"toolu_fake1","name":"Read","input":{"file_path":"a"}},{"type":"tool_use","id":"toolu_fake0","name":"Read","input":{"file_path":"b"}}]}}`
+	)
+	deferred := func(t *testing.T, r result, file string) {
+		t.Helper()
+		if r.code != ExitOK || !strings.Contains(r.stdout, `"permissionDecision":"defer"`) || !strings.Contains(r.stdout, "parked") {
+			t.Errorf("exit %d: %s %s", r.code, r.stdout, r.stderr)
+		}
+		if b, _ := os.ReadFile(file); strings.Contains(string(b), `"hold"`) {
+			t.Errorf("a deferred call's park file asks to stop the CLI: %s", b)
+		}
+	}
+	held := func(t *testing.T, r result, file string) {
+		t.Helper()
+		if r.code != ExitOK || !strings.Contains(r.stdout, `"permissionDecision":"deny"`) || !strings.Contains(r.stdout, "parked") {
+			t.Errorf("exit %d: %s %s", r.code, r.stdout, r.stderr)
+		}
+		if b, _ := os.ReadFile(file); !strings.Contains(string(b), `"hold":true`) {
+			t.Errorf("a held call's park file does not ask to stop the CLI: %s", b)
+		}
+	}
+	t.Run("ClaudeDefers", func(t *testing.T) {
+		r, file := park(t, "claude", claude(t, user, earlier, text, push))
+		deferred(t, r, file)
+	})
+	t.Run("ClaudeHeldBesideAnotherCall", func(t *testing.T) {
+		// Claude Code ignores a defer beside another call of its message.
+		shortHold(t)
+		r, file := park(t, "claude", claude(t, user, text, sibling, push))
+		held(t, r, file)
+	})
+	t.Run("ClaudeHeldWithoutTranscript", func(t *testing.T) {
+		shortHold(t)
+		r, file := park(t, "claude", claude(t))
+		held(t, r, file)
+	})
+	t.Run("ClaudeHeldWhenTheCallIsNotInTheTranscript", func(t *testing.T) {
+		shortHold(t)
+		r, file := park(t, "claude", claude(t, user, earlier))
+		held(t, r, file)
+	})
+	t.Run("CodexHeldThenDenied", func(t *testing.T) {
+		shortHold(t)
 		r, _ := park(t, "codex", readHookInput(t, "claude_pretooluse.json"))
 		if r.code != ExitOK || !strings.Contains(r.stdout, `"permissionDecision":"deny"`) || !strings.Contains(r.stdout, "parked") {
 			t.Errorf("exit %d: %s %s", r.code, r.stdout, r.stderr)

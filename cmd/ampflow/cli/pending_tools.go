@@ -16,7 +16,7 @@ const (
 )
 
 // printToolCalls writes, under the table, what each tool_call decision
-// asks: who runs which tool where, the rule and quorum, and the command
+// asks: who runs which tool where, the rule, its risk and the quorum, and the command
 // or the file and its diff, indented. Control characters of the agent's
 // text are shown escaped, so it cannot move the cursor or recolour the
 // terminal.
@@ -42,6 +42,9 @@ func printToolCalls(w io.Writer, ds []decision.Decision) error {
 		fmt.Fprintf(&b, "\n  rule %s", safe(rule))
 		if c.Reason != "" {
 			fmt.Fprintf(&b, ": %s", safe(clip(c.Reason, 200)))
+		}
+		if c.Risk != "" {
+			fmt.Fprintf(&b, "; risk %s", safe(c.Risk))
 		}
 		fmt.Fprintf(&b, "; quorum %s; --option allow_once, allow_tool or deny (with --note)\n", chat.Quorum(d))
 		block := c.Input

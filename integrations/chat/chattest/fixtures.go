@@ -167,7 +167,8 @@ func ToolCallDecision(tool, kind, input string) decision.Decision {
 			Branch:      "feature/rate-limit",
 			Risk:        amp.RiskMedium,
 			Extra: map[string]any{"tool_call": "T-2026-045-tc4", "tool": tool, "kind": kind, "input": input,
-				"cwd": "/srv/wt/T-2026-045", "rule": "ask-network", "reason": "network access <needs> an admin & a reason", "agent": "exec"},
+				"cwd": "/srv/wt/T-2026-045", "rule": "ask-network", "reason": "network access <needs> an admin & a reason", "agent": "exec",
+				"risk": "high"},
 		},
 	}
 }
