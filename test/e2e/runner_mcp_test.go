@@ -1,7 +1,6 @@
 package e2e
 
 import (
-	"encoding/json"
 	"fmt"
 	"net/http"
 	"strings"
@@ -9,7 +8,6 @@ import (
 	"time"
 
 	"github.com/ampflow/ampflow/activities/runner/fakemodel"
-	"github.com/ampflow/ampflow/integrations/httpapi"
 )
 
 // TestRunnerMCPClaude runs the real Claude Code as executor against a fake
@@ -41,13 +39,7 @@ func TestRunnerMCPClaude(t *testing.T) {
 	base := "http://" + p.api
 	ops, planner := tokenAPI{t, base, admin}, tokenAPI{t, base, coord}
 	const id = "T-2026-883"
-	plan, err := json.Marshal(lowRiskPlan(repo))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if code, b := planner.call("POST", "/v1/tasks", httpapi.StartRequest{TaskID: id, Plan: plan}, nil); code != http.StatusCreated {
-		t.Fatalf("starting %s: %d %s", id, code, b)
-	}
+	planner.startLowRisk(id, repo)
 
 	var found map[string]any
 	eventually(t, 3*time.Minute, "the executor's chat message in the planner's inbox", func() (bool, error) {

@@ -11,7 +11,6 @@ import (
 	"time"
 
 	"github.com/ampflow/ampflow/activities/runner/fakemodel"
-	"github.com/ampflow/ampflow/integrations/httpapi"
 	"github.com/ampflow/ampflow/workflows/task"
 )
 
@@ -57,13 +56,7 @@ wire_api = "responses"
 	base := "http://" + p.api
 	ops, planner := tokenAPI{t, base, admin}, tokenAPI{t, base, coord}
 	const id = "T-2026-885"
-	plan, err := json.Marshal(lowRiskPlan(repo))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if code, b := planner.call("POST", "/v1/tasks", httpapi.StartRequest{TaskID: id, Plan: plan}, nil); code != http.StatusCreated {
-		t.Fatalf("starting %s: %d %s", id, code, b)
-	}
+	planner.startLowRisk(id, repo)
 
 	st := task.State{}
 	eventually(t, 3*time.Minute, "the executor's result", func() (bool, error) {

@@ -1,7 +1,6 @@
 package e2e
 
 import (
-	"encoding/json"
 	"fmt"
 	"net/http"
 	"os"
@@ -12,7 +11,6 @@ import (
 	"time"
 
 	"github.com/ampflow/ampflow/activities/runner/fakemodel"
-	"github.com/ampflow/ampflow/integrations/httpapi"
 	"github.com/ampflow/ampflow/workflows/task"
 )
 
@@ -90,13 +88,7 @@ func TestToolPolicyGemini(t *testing.T) {
 	base := "http://" + p.api
 	ops, planner := tokenAPI{t, base, admin}, tokenAPI{t, base, coord}
 	const id = "T-2026-885"
-	plan, err := json.Marshal(lowRiskPlan(repo))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if code, b := planner.call("POST", "/v1/tasks", httpapi.StartRequest{TaskID: id, Plan: plan}, nil); code != http.StatusCreated {
-		t.Fatalf("starting %s: %d %s", id, code, b)
-	}
+	planner.startLowRisk(id, repo)
 
 	st := task.State{}
 	eventually(t, 4*time.Minute, "the executor's result", func() (bool, error) {

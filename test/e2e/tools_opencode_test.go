@@ -1,7 +1,6 @@
 package e2e
 
 import (
-	"encoding/json"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
@@ -14,7 +13,6 @@ import (
 
 	"github.com/ampflow/ampflow/activities/runner/fakemodel"
 	"github.com/ampflow/ampflow/integrations/httpapi"
-	"github.com/ampflow/ampflow/workflows/decision"
 	"github.com/ampflow/ampflow/workflows/task"
 )
 
@@ -83,26 +81,9 @@ func TestToolPolicyOpenCode(t *testing.T) {
 	base := "http://" + p.api
 	ops, planner := tokenAPI{t, base, admin}, tokenAPI{t, base, coord}
 	const id = "T-2026-886"
-	plan, err := json.Marshal(lowRiskPlan(repo))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if code, b := planner.call("POST", "/v1/tasks", httpapi.StartRequest{TaskID: id, Plan: plan}, nil); code != http.StatusCreated {
-		t.Fatalf("starting %s: %d %s", id, code, b)
-	}
+	planner.startLowRisk(id, repo)
 
-	var d decision.Decision
-	eventually(t, 4*time.Minute, "a tool_call decision", func() (bool, error) {
-		var st task.State
-		if code, b := ops.call("GET", "/v1/tasks/"+id, nil, &st); code != http.StatusOK {
-			return false, fmt.Errorf("%d %s", code, b)
-		}
-		if st.Pending != nil && st.Pending.Kind == task.KindToolCall {
-			d = *st.Pending
-			return true, nil
-		}
-		return false, fmt.Errorf("status %s, last error %q", st.Status, st.LastError)
-	})
+	d := ops.awaitToolCall(id, 4*time.Minute)
 	if !strings.Contains(d.Prompt, "curl") {
 		t.Errorf("the decision: %+v", d)
 	}

@@ -1,7 +1,6 @@
 package e2e
 
 import (
-	"encoding/json"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
@@ -89,13 +88,7 @@ func testParkedApproval(t *testing.T, c parkCase) {
 	git(t, repo, "checkout", "-q", "main")
 	base := "http://" + p.api
 	ops, planner := tokenAPI{t, base, admin}, tokenAPI{t, base, coord}
-	plan, err := json.Marshal(lowRiskPlan(repo))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if code, b := planner.call("POST", "/v1/tasks", httpapi.StartRequest{TaskID: c.id, Plan: plan}, nil); code != http.StatusCreated {
-		t.Fatalf("starting %s: %d %s", c.id, code, b)
-	}
+	planner.startLowRisk(c.id, repo)
 	state := func() (task.State, error) {
 		var st task.State
 		if code, b := ops.call("GET", "/v1/tasks/"+c.id, nil, &st); code != http.StatusOK {
@@ -159,6 +152,7 @@ func testParkedApproval(t *testing.T, c parkCase) {
 	}
 	var st task.State
 	eventually(t, 3*time.Minute, "the executor's result", func() (bool, error) {
+		var err error
 		st, err = state()
 		return err == nil && st.Status != task.StatusDispatched && st.Status != task.StatusInProgress, fmt.Errorf("status %s", st.Status)
 	})

@@ -109,28 +109,11 @@ func TestToolPolicyClaude(t *testing.T) {
 	base := "http://" + p.api
 	ops, planner := tokenAPI{t, base, admin}, tokenAPI{t, base, coord}
 	const id = "T-2026-882"
-	plan, err := json.Marshal(lowRiskPlan(repo))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if code, b := planner.call("POST", "/v1/tasks", httpapi.StartRequest{TaskID: id, Plan: plan}, nil); code != http.StatusCreated {
-		t.Fatalf("starting %s: %d %s", id, code, b)
-	}
+	planner.startLowRisk(id, repo)
 
 	// The curl is asked: a tool_call decision, the force push already
 	// denied by then.
-	var d decision.Decision
-	eventually(t, 3*time.Minute, "a tool_call decision", func() (bool, error) {
-		var st task.State
-		if code, b := ops.call("GET", "/v1/tasks/"+id, nil, &st); code != http.StatusOK {
-			return false, fmt.Errorf("%d %s", code, b)
-		}
-		if st.Pending != nil && st.Pending.Kind == task.KindToolCall {
-			d = *st.Pending
-			return true, nil
-		}
-		return false, fmt.Errorf("status %s, last error %q", st.Status, st.LastError)
-	})
+	d := ops.awaitToolCall(id, 3*time.Minute)
 	if !strings.Contains(d.Prompt, "curl") || len(d.Options) != 3 || d.Options[2].ID != task.OptDeny || !d.Options[2].NoteRequired {
 		t.Errorf("the decision: %+v", d)
 	}
@@ -187,4 +170,35 @@ func TestToolPolicyClaude(t *testing.T) {
 	if strings.Contains(p.output(), key) || strings.Contains(p.output(), execTok) {
 		t.Error("a secret reached dev's log")
 	}
+}
+
+// startLowRisk starts task id on repo with lowRiskPlan, as c.
+func (c tokenAPI) startLowRisk(id, repo string) {
+	c.t.Helper()
+	plan, err := json.Marshal(lowRiskPlan(repo))
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	if code, b := c.call("POST", "/v1/tasks", httpapi.StartRequest{TaskID: id, Plan: plan}, nil); code != http.StatusCreated {
+		c.t.Fatalf("starting %s: %d %s", id, code, b)
+	}
+}
+
+// awaitToolCall waits within for task id's open tool_call decision, read
+// as c, and returns it.
+func (c tokenAPI) awaitToolCall(id string, within time.Duration) decision.Decision {
+	c.t.Helper()
+	var d decision.Decision
+	eventually(c.t, within, "a tool_call decision", func() (bool, error) {
+		var st task.State
+		if code, b := c.call("GET", "/v1/tasks/"+id, nil, &st); code != http.StatusOK {
+			return false, fmt.Errorf("%d %s", code, b)
+		}
+		if st.Pending != nil && st.Pending.Kind == task.KindToolCall {
+			d = *st.Pending
+			return true, nil
+		}
+		return false, fmt.Errorf("status %s, last error %q", st.Status, st.LastError)
+	})
+	return d
 }
