@@ -100,8 +100,10 @@ func (d *Direct) Acquire(ctx context.Context, key string, req lease.AcquireReque
 			d.due(l.ExpiresAt)
 			return lease.AcquireResult{Lease: &l}, nil
 		case !taken:
+			// Counted from the answer, not from now: the holder may have
+			// taken the key after this attempt began.
 			return lease.AcquireResult{Conflict: &lease.Conflict{Holder: held.AgentID, LeaseID: held.LeaseID,
-				RetryAfterMS: max(0, held.ExpiresAt.Sub(now).Milliseconds())}}, nil
+				RetryAfterMS: max(0, held.ExpiresAt.Sub(d.now()).Milliseconds())}}, nil
 		}
 		out, ok, err := d.renew(ctx, held, req.TTLSeconds, now)
 		if err != nil {
