@@ -12,7 +12,6 @@ import (
 	"time"
 
 	"github.com/ampflow/ampflow/activities/runner/fakemodel"
-	"github.com/ampflow/ampflow/integrations/httpapi"
 	"github.com/ampflow/ampflow/workflows/task"
 )
 
@@ -74,17 +73,8 @@ wire_api = "responses"
 	if len(calls) != 1 || calls[0].Decision != task.ToolPending || calls[0].Rule != "ask-network" || calls[0].Tool != "Bash" || calls[0].Agent != "exec" {
 		t.Fatalf("the tool calls before the answer: %+v", calls)
 	}
-	body := httpapi.DecideRequest{Option: task.OptAllowOnce, Digest: d.Digest}
-	if code, b := ops.call("POST", "/v1/decisions/"+d.ID, body, nil); code != http.StatusOK {
-		t.Fatalf("deciding %s: %d %s", d.ID, code, b)
-	}
-	st := task.State{}
-	eventually(t, 3*time.Minute, "the executor's result", func() (bool, error) {
-		if code, b := ops.call("GET", "/v1/tasks/"+id, nil, &st); code != http.StatusOK {
-			return false, fmt.Errorf("%d %s", code, b)
-		}
-		return st.Status != task.StatusDispatched && st.Status != task.StatusInProgress, fmt.Errorf("status %s", st.Status)
-	})
+	ops.allowOnce(d)
+	st := ops.awaitResult(id, 3*time.Minute)
 	if hits.Load() != 1 {
 		t.Errorf("curl reached the target %d times after the approval, want 1", hits.Load())
 	}

@@ -1,8 +1,6 @@
 package e2e
 
 import (
-	"fmt"
-	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
@@ -90,13 +88,7 @@ func TestToolPolicyGemini(t *testing.T) {
 	const id = "T-2026-885"
 	planner.startLowRisk(id, repo)
 
-	st := task.State{}
-	eventually(t, 4*time.Minute, "the executor's result", func() (bool, error) {
-		if code, b := ops.call("GET", "/v1/tasks/"+id, nil, &st); code != http.StatusOK {
-			return false, fmt.Errorf("%d %s", code, b)
-		}
-		return st.Status != task.StatusDispatched && st.Status != task.StatusInProgress, fmt.Errorf("status %s", st.Status)
-	})
+	st := ops.awaitResult(id, 4*time.Minute)
 	if got := git(t, repo, "show", "feature/e2e:hello.txt"); got != "hello" {
 		t.Errorf("hello.txt on the branch = %q (status %s, %s)", got, st.Status, st.LastError)
 	}

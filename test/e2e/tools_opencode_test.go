@@ -12,7 +12,6 @@ import (
 	"time"
 
 	"github.com/ampflow/ampflow/activities/runner/fakemodel"
-	"github.com/ampflow/ampflow/integrations/httpapi"
 	"github.com/ampflow/ampflow/workflows/task"
 )
 
@@ -96,17 +95,8 @@ func TestToolPolicyOpenCode(t *testing.T) {
 		calls[1].Decision != task.ToolPending || calls[1].Rule != "ask-network" {
 		t.Fatalf("the tool calls before the answer: %+v", calls)
 	}
-	body := httpapi.DecideRequest{Option: task.OptAllowOnce, Digest: d.Digest}
-	if code, b := ops.call("POST", "/v1/decisions/"+d.ID, body, nil); code != http.StatusOK {
-		t.Fatalf("deciding %s: %d %s", d.ID, code, b)
-	}
-	st := task.State{}
-	eventually(t, 4*time.Minute, "the executor's result", func() (bool, error) {
-		if code, b := ops.call("GET", "/v1/tasks/"+id, nil, &st); code != http.StatusOK {
-			return false, fmt.Errorf("%d %s", code, b)
-		}
-		return st.Status != task.StatusDispatched && st.Status != task.StatusInProgress, fmt.Errorf("status %s", st.Status)
-	})
+	ops.allowOnce(d)
+	st := ops.awaitResult(id, 4*time.Minute)
 	if hits.Load() != 1 {
 		t.Errorf("curl reached the target %d times after the approval, want 1", hits.Load())
 	}

@@ -12,7 +12,6 @@ import (
 	"time"
 
 	"github.com/ampflow/ampflow/activities/runner/fakemodel"
-	"github.com/ampflow/ampflow/integrations/httpapi"
 	"github.com/ampflow/ampflow/workflows/decision"
 	"github.com/ampflow/ampflow/workflows/task"
 )
@@ -146,10 +145,7 @@ func testParkedApproval(t *testing.T, c parkCase) {
 		}
 	}
 
-	body := httpapi.DecideRequest{Option: task.OptAllowOnce, Digest: d.Digest}
-	if code, b := ops.call("POST", "/v1/decisions/"+d.ID, body, nil); code != http.StatusOK {
-		t.Fatalf("deciding %s: %d %s", d.ID, code, b)
-	}
+	ops.allowOnce(d)
 	var st task.State
 	eventually(t, 3*time.Minute, "the executor's result", func() (bool, error) {
 		var err error

@@ -125,17 +125,8 @@ func TestToolPolicyClaude(t *testing.T) {
 		calls[0].Agent != "exec" || calls[1].Decision != task.ToolPending || calls[1].Rule != "ask-network" {
 		t.Fatalf("the tool calls before the answer: %+v", calls)
 	}
-	body := httpapi.DecideRequest{Option: task.OptAllowOnce, Digest: d.Digest}
-	if code, b := ops.call("POST", "/v1/decisions/"+d.ID, body, nil); code != http.StatusOK {
-		t.Fatalf("deciding %s: %d %s", d.ID, code, b)
-	}
-	st := task.State{}
-	eventually(t, 3*time.Minute, "the executor's result", func() (bool, error) {
-		if code, b := ops.call("GET", "/v1/tasks/"+id, nil, &st); code != http.StatusOK {
-			return false, fmt.Errorf("%d %s", code, b)
-		}
-		return st.Status != task.StatusDispatched && st.Status != task.StatusInProgress, fmt.Errorf("status %s", st.Status)
-	})
+	ops.allowOnce(d)
+	st := ops.awaitResult(id, 3*time.Minute)
 	if hits.Load() != 1 {
 		t.Errorf("curl reached the target %d times after the approval, want 1", hits.Load())
 	}
@@ -201,4 +192,27 @@ func (c tokenAPI) awaitToolCall(id string, within time.Duration) decision.Decisi
 		return false, fmt.Errorf("status %s, last error %q", st.Status, st.LastError)
 	})
 	return d
+}
+
+// allowOnce answers decision d with allow once, as c.
+func (c tokenAPI) allowOnce(d decision.Decision) {
+	c.t.Helper()
+	body := httpapi.DecideRequest{Option: task.OptAllowOnce, Digest: d.Digest}
+	if code, b := c.call("POST", "/v1/decisions/"+d.ID, body, nil); code != http.StatusOK {
+		c.t.Fatalf("deciding %s: %d %s", d.ID, code, b)
+	}
+}
+
+// awaitResult waits within for task id to be past the executor's turn,
+// read as c, and returns its state.
+func (c tokenAPI) awaitResult(id string, within time.Duration) task.State {
+	c.t.Helper()
+	st := task.State{}
+	eventually(c.t, within, "the executor's result", func() (bool, error) {
+		if code, b := c.call("GET", "/v1/tasks/"+id, nil, &st); code != http.StatusOK {
+			return false, fmt.Errorf("%d %s", code, b)
+		}
+		return st.Status != task.StatusDispatched && st.Status != task.StatusInProgress, fmt.Errorf("status %s", st.Status)
+	})
+	return st
 }
