@@ -49,15 +49,13 @@ type runnerSetup struct {
 // runnerKey is the model API key the CLIs are given; it must reach no log.
 const runnerKey = "sk-runner-e2e-secret"
 
-func startRunners(t *testing.T, codexTurns, claudeTurns []fakemodel.Turn, env ...string) *runnerSetup {
+// codexHomes makes a HOME and, in it, a CODEX_HOME whose config.toml
+// points Codex at the fake Responses API at modelURL, its key read from
+// FAKE_OPENAI_KEY.
+func codexHomes(t *testing.T, modelURL string) (home, codexHome string) {
 	t.Helper()
-	codexBin, claudeBin := agentBin(t, "codex"), agentBin(t, "claude")
-	s := &runnerSetup{codex: fakemodel.New(codexTurns...), claude: fakemodel.New(claudeTurns...)}
-	t.Cleanup(s.codex.Close)
-	t.Cleanup(s.claude.Close)
-
-	home := t.TempDir()
-	codexHome := filepath.Join(home, "codex")
+	home = t.TempDir()
+	codexHome = filepath.Join(home, "codex")
 	if err := os.MkdirAll(codexHome, 0o755); err != nil {
 		t.Fatal(err)
 	}
@@ -68,7 +66,18 @@ name = "fake"
 base_url = "%s/v1"
 env_key = "FAKE_OPENAI_KEY"
 wire_api = "responses"
-`, s.codex.URL()))
+`, modelURL))
+	return home, codexHome
+}
+
+func startRunners(t *testing.T, codexTurns, claudeTurns []fakemodel.Turn, env ...string) *runnerSetup {
+	t.Helper()
+	codexBin, claudeBin := agentBin(t, "codex"), agentBin(t, "claude")
+	s := &runnerSetup{codex: fakemodel.New(codexTurns...), claude: fakemodel.New(claudeTurns...)}
+	t.Cleanup(s.codex.Close)
+	t.Cleanup(s.claude.Close)
+
+	home, codexHome := codexHomes(t, s.codex.URL())
 	s.data = t.TempDir()
 	s.p = startDev(t, s.data, append([]string{
 		"AMPFLOW_AGENTS_EXECUTOR_MODE=runner", "AMPFLOW_AGENTS_EXECUTOR_RUNNER=codex",

@@ -4,8 +4,6 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
-	"os"
-	"path/filepath"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -34,19 +32,7 @@ func TestToolPolicyCodex(t *testing.T) {
 	)
 	t.Cleanup(model.Close)
 
-	home := t.TempDir()
-	codexHome := filepath.Join(home, "codex")
-	if err := os.MkdirAll(codexHome, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	writeFile(t, filepath.Join(codexHome, "config.toml"), fmt.Sprintf(`model_provider = "fake"
-
-[model_providers.fake]
-name = "fake"
-base_url = "%s/v1"
-env_key = "FAKE_OPENAI_KEY"
-wire_api = "responses"
-`, model.URL()))
+	home, codexHome := codexHomes(t, model.URL())
 	const admin, coord, execTok = "admintok-cdx-0123456789", "coordtok-cdx-0123456789", "exectok-cdx-0123456789"
 	p := startDev(t, t.TempDir(),
 		"AMPFLOW_AUTH_TOKENS="+admin+":admin:ops,"+coord+":coordinator:planner,"+execTok+":executor:exec",

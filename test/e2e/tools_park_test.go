@@ -230,19 +230,7 @@ func TestToolParkCodex(t *testing.T) {
 			}
 		},
 		env: func(t *testing.T, model *fakemodel.Server) []string {
-			home := t.TempDir()
-			codexHome := filepath.Join(home, "codex")
-			if err := os.MkdirAll(codexHome, 0o755); err != nil {
-				t.Fatal(err)
-			}
-			writeFile(t, filepath.Join(codexHome, "config.toml"), fmt.Sprintf(`model_provider = "fake"
-
-[model_providers.fake]
-name = "fake"
-base_url = "%s/v1"
-env_key = "FAKE_OPENAI_KEY"
-wire_api = "responses"
-`, model.URL()))
+			home, codexHome := codexHomes(t, model.URL())
 			return []string{"AMPFLOW_AGENTS_EXECUTOR_RUNNER=codex", "AMPFLOW_AGENTS_EXECUTOR_COMMAND=" + codexBin,
 				"AMPFLOW_AGENTS_EXECUTOR_MODEL=gpt-5.5",
 				"AMPFLOW_AGENTS_EXECUTOR_ENV=HOME=" + home + ",CODEX_HOME=" + codexHome + ",FAKE_OPENAI_KEY",
