@@ -11,7 +11,6 @@ import (
 
 	"github.com/ampflow/ampflow/activities"
 	"github.com/ampflow/ampflow/amp"
-	"github.com/ampflow/ampflow/config"
 	"github.com/ampflow/ampflow/workflows"
 	"github.com/ampflow/ampflow/workflows/task"
 )
@@ -188,7 +187,7 @@ func (b *bench) lifecycle(ctx context.Context, taskID string, lat *latencies) er
 	if err != nil {
 		return err
 	}
-	if err := b.tasks.Start(ctx, task.Input{TaskID: taskID, Plan: plan(b.repo, branch), Coordinator: "ampflow bench", Policy: workflows.NewPolicy(config.Default())}); err != nil {
+	if err := b.tasks.Start(ctx, task.Input{TaskID: taskID, Plan: plan(b.repo, branch), Coordinator: "ampflow bench", Policy: b.policy}); err != nil {
 		return err
 	}
 	if err := a.play(ctx, b.repo); err != nil {

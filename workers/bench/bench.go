@@ -23,6 +23,7 @@ import (
 	"github.com/ampflow/ampflow/workers"
 	"github.com/ampflow/ampflow/workers/devserver"
 	"github.com/ampflow/ampflow/workflows"
+	"github.com/ampflow/ampflow/workflows/task"
 )
 
 // Defaults of the command's flags.
@@ -93,6 +94,9 @@ type bench struct {
 	inboxes  *inboxes
 	repo     repo
 	ids      int
+	// policy is every task's policy, the defaults': built once, so that
+	// decoding the default configuration is not timed with each lifecycle.
+	policy task.Policy
 	// api, during the open phase, reads each started task back.
 	api *api
 }
@@ -128,7 +132,7 @@ func Run(ctx context.Context, o Options) (Result, error) {
 		return Result{}, err
 	}
 	defer c.Close()
-	b := &bench{o: o, temporal: c, inboxes: &inboxes{}}
+	b := &bench{o: o, temporal: c, inboxes: &inboxes{}, policy: workflows.NewPolicy(config.Default())}
 	if b.repo, err = makeRepo(ctx, filepath.Join(tmp, "repo")); err != nil {
 		return Result{}, err
 	}
