@@ -43,9 +43,9 @@ type TaskRecord struct {
 	// after the write: the git export (ssot.git) follows from it. It
 	// must not block.
 	Written func(taskID string)
-	// Mesh, when set, gets the mesh events of the records (TaskEvents)
-	// once they are saved.
-	Mesh MeshEvents
+	// Mesh, when set, stores the mesh events of the records (TaskEvents)
+	// in the transaction that saves them.
+	Mesh bool
 }
 
 var (
@@ -78,7 +78,11 @@ func (s *TaskRecord) Record(ctx context.Context, in RecordInput) (RecordResult, 
 		}
 		st = &v
 	}
-	res, err := s.Store.Save(ctx, in.TaskID, entries, st)
+	var events []ssot.MeshEvent
+	if s.Mesh {
+		events = TaskEvents(in.TaskID, in.Entries)
+	}
+	res, err := s.Store.SaveEvents(ctx, in.TaskID, entries, st, events)
 	var ce *ssot.ConflictError
 	var ie *ssot.InvalidError
 	switch {
@@ -88,11 +92,6 @@ func (s *TaskRecord) Record(ctx context.Context, in RecordInput) (RecordResult, 
 		return RecordResult{}, invalid("recording task %s: %v", in.TaskID, err)
 	case err != nil:
 		return RecordResult{}, err
-	}
-	if s.Mesh != nil {
-		if err := s.Mesh.AppendEvents(ctx, TaskEvents(in.TaskID, in.Entries)); err != nil {
-			return RecordResult{}, fmt.Errorf("the mesh events of task %s: %w", in.TaskID, err)
-		}
 	}
 	if res.Written > 0 && s.Written != nil {
 		s.Written(in.TaskID)

@@ -81,6 +81,7 @@ func TestRecordInTheSQLStore(t *testing.T) {
 	ssotEngines(t, func(t *testing.T, s *TaskRecord) {
 		ctx := context.Background()
 		env := (&testsuite.WorkflowTestSuite{}).NewTestActivityEnvironment()
+		s.Mesh = true
 		a := &Activities{Store: s}
 		env.RegisterActivity(a)
 		record := func(in RecordInput) (RecordResult, error) {
@@ -93,7 +94,7 @@ func TestRecordInTheSQLStore(t *testing.T) {
 		}
 		at := time.Date(2026, 11, 23, 10, 3, 0, 0, time.UTC)
 		in := RecordInput{TaskID: "T-2026-001", Rev: 2, Task: json.RawMessage(recView), Entries: []RecordEntry{
-			{ID: "plan-T-2026-001", Kind: KindEvent, Body: json.RawMessage(`{"plan":1}`), RecordedAt: at},
+			{ID: "plan-T-2026-001", Kind: KindEvent, Body: json.RawMessage(`{"plan":{"description":"add x"}}`), RecordedAt: at},
 			{ID: "T-2026-001-d1-outcome", Kind: KindDecision, Body: json.RawMessage(`{"option":"approve","digest":"abc123"}`), RecordedAt: at},
 		}}
 		// A retried call (the same batch run again) writes nothing twice.
@@ -102,6 +103,11 @@ func TestRecordInTheSQLStore(t *testing.T) {
 			if err != nil || res.Written != want {
 				t.Fatalf("Record = %+v, %v; want %d written", res, err, want)
 			}
+		}
+		// The records' mesh events were stored with them, once.
+		evs, _, err := s.Store.(*ssot.DB).SearchEvents(ctx, ssot.SearchQuery{TaskID: "T-2026-001"}, ssot.Page{})
+		if want := TaskEvents(in.TaskID, in.Entries); err != nil || len(want) == 0 || len(evs) != len(want) || evs[0].ID != want[0].ID {
+			t.Fatalf("mesh events of T-2026-001: %+v, %v; want %+v", evs, err, want)
 		}
 		recs, _, err := s.Store.History(ctx, "T-2026-001", ssot.Page{})
 		if err != nil || len(recs) != 2 {

@@ -115,7 +115,7 @@ func Build(o Options) (*Parts, error) {
 		store.Close()
 		return nil, err
 	}
-	record := &activities.TaskRecord{Store: store, APIURL: diffBaseURL(cfg), Mesh: store}
+	record := &activities.TaskRecord{Store: store, APIURL: diffBaseURL(cfg), Mesh: true}
 	var export *exportQueue
 	if cfg.SSOT.Git.Commit || cfg.SSOT.Git.Push {
 		exp, err := activities.NewExporter(store, activities.ExportOptions{Dir: cfg.SSOT.Git.Dir, Push: cfg.SSOT.Git.Push, Remote: cfg.SSOT.Git.Remote})

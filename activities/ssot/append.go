@@ -20,6 +20,11 @@ func (s *DB) Append(ctx context.Context, taskID string, entries []Entry) (Append
 
 // Save implements Store.
 func (s *DB) Save(ctx context.Context, taskID string, entries []Entry, st *TaskState) (AppendResult, error) {
+	return s.SaveEvents(ctx, taskID, entries, st, nil)
+}
+
+// SaveEvents implements Store.
+func (s *DB) SaveEvents(ctx context.Context, taskID string, entries []Entry, st *TaskState, events []MeshEvent) (AppendResult, error) {
 	rows, err := prepare(taskID, entries)
 	if err != nil {
 		return AppendResult{}, err
@@ -30,7 +35,7 @@ func (s *DB) Save(ctx context.Context, taskID string, entries []Entry, st *TaskS
 		}
 	}
 	if s.group != nil {
-		res, err := s.group.save(ctx, taskID, rows, st)
+		res, err := s.group.save(ctx, taskID, rows, st, events)
 		if err != nil {
 			var ce *ConflictError
 			if !errors.As(err, &ce) {
@@ -40,7 +45,7 @@ func (s *DB) Save(ctx context.Context, taskID string, entries []Entry, st *TaskS
 		return res, err
 	}
 	for try := 1; ; try++ {
-		res, err := s.saveOnce(ctx, taskID, rows, st)
+		res, err := s.saveOnce(ctx, taskID, rows, st, events)
 		if err == nil || !raced(err) || try == appendTries {
 			if err != nil {
 				var ce *ConflictError
@@ -87,7 +92,7 @@ func prepare(taskID string, entries []Entry) ([]Record, error) {
 	return rows, nil
 }
 
-func (s *DB) saveOnce(ctx context.Context, taskID string, rows []Record, st *TaskState) (AppendResult, error) {
+func (s *DB) saveOnce(ctx context.Context, taskID string, rows []Record, st *TaskState, events []MeshEvent) (AppendResult, error) {
 	tx, err := s.db.BeginTx(ctx, nil)
 	if err != nil {
 		return AppendResult{}, err
@@ -100,16 +105,16 @@ func (s *DB) saveOnce(ctx context.Context, taskID string, rows []Record, st *Tas
 			return AppendResult{}, err
 		}
 	}
-	res, changed, err := s.saveIn(ctx, tx, taskID, rows, st)
+	res, changed, err := s.saveIn(ctx, tx, taskID, rows, st, events)
 	if err != nil || !changed {
 		return res, err
 	}
 	return res, tx.Commit()
 }
 
-// saveIn does a Save's work in tx; changed is false when it wrote
+// saveIn does a SaveEvents's work in tx; changed is false when it wrote
 // nothing.
-func (s *DB) saveIn(ctx context.Context, tx *sql.Tx, taskID string, rows []Record, st *TaskState) (res AppendResult, changed bool, err error) {
+func (s *DB) saveIn(ctx context.Context, tx *sql.Tx, taskID string, rows []Record, st *TaskState, events []MeshEvent) (res AppendResult, changed bool, err error) {
 	head, err := s.head(ctx, tx, taskID)
 	if err != nil {
 		return res, false, err
@@ -127,9 +132,9 @@ func (s *DB) saveIn(ctx context.Context, tx *sql.Tx, taskID string, rows []Recor
 		r.Seq = res.Head.Seq + 1
 		r.PrevHash = res.Head.Hash
 		r.Hash = rowHash(r.PrevHash, taskID, r.Seq, r.ID, r.Kind, micros(r.RecordedAt), r.Digest, r.BodyHash)
-		if _, err := tx.ExecContext(ctx, s.rebind(`INSERT INTO records
+		if _, err := s.txExec(ctx, tx, `INSERT INTO records
 			(task_id, seq, id, kind, recorded_at, digest, body, body_hash, prev_hash, hash)
-			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`),
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
 			taskID, r.Seq, r.ID, r.Kind, micros(r.RecordedAt), r.Digest, string(r.Body), r.BodyHash, r.PrevHash, r.Hash); err != nil {
 			return res, false, err
 		}
@@ -141,20 +146,25 @@ func (s *DB) saveIn(ctx context.Context, tx *sql.Tx, taskID string, rows []Recor
 			return res, false, err
 		}
 	}
+	for _, e := range events {
+		if _, err := s.appendEvent(ctx, tx, e); err != nil {
+			return res, false, fmt.Errorf("event %s: %w", e.ID, err)
+		}
+	}
 	if st != nil {
 		if err := s.saveState(ctx, tx, st); err != nil {
 			return res, false, err
 		}
 		return res, true, nil
 	}
-	return res, res.Written > 0, nil
+	return res, res.Written > 0 || len(events) > 0, nil
 }
 
 // kept reports whether r is stored already as it is; stored otherwise is
 // a conflict.
 func (s *DB) kept(ctx context.Context, tx *sql.Tx, r Record) (bool, error) {
 	var taskID, kind, digest, body string
-	err := tx.QueryRowContext(ctx, s.rebind(`SELECT task_id, kind, digest, body FROM records WHERE id = ?`), r.ID).
+	err := s.txQueryRow(ctx, tx, `SELECT task_id, kind, digest, body FROM records WHERE id = ?`, r.ID).
 		Scan(&taskID, &kind, &digest, &body)
 	switch {
 	case errors.Is(err, sql.ErrNoRows):
@@ -183,7 +193,14 @@ func (s *DB) head(ctx context.Context, q interface {
 	QueryRowContext(context.Context, string, ...any) *sql.Row
 }, taskID string) (Head, error) {
 	var h Head
-	err := q.QueryRowContext(ctx, s.rebind(`SELECT seq, hash FROM chains WHERE task_id = ?`), taskID).Scan(&h.Seq, &h.Hash)
+	const query = `SELECT seq, hash FROM chains WHERE task_id = ?`
+	var row *sql.Row
+	if tx, ok := q.(*sql.Tx); ok {
+		row = s.txQueryRow(ctx, tx, query, taskID)
+	} else {
+		row = q.QueryRowContext(ctx, s.rebind(query), taskID)
+	}
+	err := row.Scan(&h.Seq, &h.Hash)
 	if errors.Is(err, sql.ErrNoRows) {
 		return Head{}, nil
 	}
@@ -195,10 +212,10 @@ func (s *DB) head(ctx context.Context, q interface {
 // key for a new chain) and runs again.
 func (s *DB) moveHead(ctx context.Context, tx *sql.Tx, taskID string, old, next Head) error {
 	if old.Seq == 0 {
-		_, err := tx.ExecContext(ctx, s.rebind(`INSERT INTO chains (task_id, seq, hash) VALUES (?, ?, ?)`), taskID, next.Seq, next.Hash)
+		_, err := s.txExec(ctx, tx, `INSERT INTO chains (task_id, seq, hash) VALUES (?, ?, ?)`, taskID, next.Seq, next.Hash)
 		return err
 	}
-	res, err := tx.ExecContext(ctx, s.rebind(`UPDATE chains SET seq = ?, hash = ? WHERE task_id = ? AND seq = ? AND hash = ?`),
+	res, err := s.txExec(ctx, tx, `UPDATE chains SET seq = ?, hash = ? WHERE task_id = ? AND seq = ? AND hash = ?`,
 		next.Seq, next.Hash, taskID, old.Seq, old.Hash)
 	if err != nil {
 		return err

@@ -174,7 +174,7 @@ func (s *DB) RecordGate(ctx context.Context, g GateRow, subject string, entries 
 		if len(rows) == 0 {
 			return AppendResult{}, true, nil
 		}
-		ar, _, err := s.saveIn(ctx, tx, subject, rows, nil)
+		ar, _, err := s.saveIn(ctx, tx, subject, rows, nil, nil)
 		return ar, true, err
 	}
 	if s.group != nil {

@@ -221,7 +221,7 @@ func (s *DB) RaiseBudget(ctx context.Context, r BudgetRaise) (BudgetRaise, error
 		if err != nil {
 			return AppendResult{}, false, err
 		}
-		ar, _, err := s.saveIn(ctx, tx, BudgetsSubject, recs, nil)
+		ar, _, err := s.saveIn(ctx, tx, BudgetsSubject, recs, nil, nil)
 		return ar, true, err
 	}
 	if s.group != nil {

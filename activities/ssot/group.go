@@ -35,6 +35,7 @@ type groupSave struct {
 	taskID string
 	rows   []Record
 	st     *TaskState
+	events []MeshEvent
 	// fn, when set, is the save's work in place of saveIn.
 	fn   func(ctx context.Context, tx *sql.Tx) (AppendResult, bool, error)
 	res  AppendResult
@@ -51,8 +52,8 @@ func newGroupWriter(s *DB) *groupWriter {
 // errClosed answers a save made after Close.
 var errClosed = errors.New("the SSOT store is closed")
 
-func (g *groupWriter) save(ctx context.Context, taskID string, rows []Record, st *TaskState) (AppendResult, error) {
-	return g.do(ctx, &groupSave{ctx: ctx, taskID: taskID, rows: rows, st: st, done: make(chan struct{})})
+func (g *groupWriter) save(ctx context.Context, taskID string, rows []Record, st *TaskState, events []MeshEvent) (AppendResult, error) {
+	return g.do(ctx, &groupSave{ctx: ctx, taskID: taskID, rows: rows, st: st, events: events, done: make(chan struct{})})
 }
 
 func (g *groupWriter) do(ctx context.Context, req *groupSave) (AppendResult, error) {
@@ -134,7 +135,7 @@ func (g *groupWriter) commit(batch []*groupSave) {
 			req.err = err
 			continue
 		}
-		if _, err := tx.ExecContext(ctx, "SAVEPOINT save"); err != nil {
+		if _, err := g.s.txExec(ctx, tx, "SAVEPOINT save"); err != nil {
 			fail(err)
 			return
 		}
@@ -145,11 +146,11 @@ func (g *groupWriter) commit(batch []*groupSave) {
 		if req.fn != nil {
 			res, ch, err = req.fn(ctx, tx)
 		} else {
-			res, ch, err = g.s.saveIn(ctx, tx, req.taskID, req.rows, req.st)
+			res, ch, err = g.s.saveIn(ctx, tx, req.taskID, req.rows, req.st, req.events)
 		}
 		if err != nil {
 			req.err = err
-			if _, err := tx.ExecContext(ctx, "ROLLBACK TO save"); err != nil {
+			if _, err := g.s.txExec(ctx, tx, "ROLLBACK TO save"); err != nil {
 				fail(fmt.Errorf("rolling back a failed save: %w", err))
 				return
 			}
@@ -157,7 +158,7 @@ func (g *groupWriter) commit(batch []*groupSave) {
 			req.res = res
 			changed = changed || ch
 		}
-		if _, err := tx.ExecContext(ctx, "RELEASE save"); err != nil {
+		if _, err := g.s.txExec(ctx, tx, "RELEASE save"); err != nil {
 			fail(err)
 			return
 		}

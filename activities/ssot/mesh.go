@@ -162,7 +162,7 @@ func (s *DB) appendEvent(ctx context.Context, tx *sql.Tx, e MeshEvent) (MeshEven
 	}
 	e.ThreadID = e.ID
 	if e.ParentID != "" {
-		err := tx.QueryRowContext(ctx, s.rebind(`SELECT thread_id FROM mesh_events WHERE id = ?`), e.ParentID).Scan(&e.ThreadID)
+		err := s.txQueryRow(ctx, tx, `SELECT thread_id FROM mesh_events WHERE id = ?`, e.ParentID).Scan(&e.ThreadID)
 		if errors.Is(err, sql.ErrNoRows) {
 			return MeshEvent{}, &InvalidError{"payload.parent_message_id", "names no stored event: " + e.ParentID}
 		}
@@ -170,10 +170,10 @@ func (s *DB) appendEvent(ctx context.Context, tx *sql.Tx, e MeshEvent) (MeshEven
 			return MeshEvent{}, err
 		}
 	}
-	rows, err := tx.QueryContext(ctx, s.rebind(`INSERT INTO mesh_events (id, type, severity, agent_id, sender, sender_id,
+	rows, err := s.txQuery(ctx, tx, `INSERT INTO mesh_events (id, type, severity, agent_id, sender, sender_id,
 		recipient, subject, content, parent_id, thread_id, task_id, channel, created_at, payload)
 		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
-		ON CONFLICT (id) DO NOTHING RETURNING seq`),
+		ON CONFLICT (id) DO NOTHING RETURNING seq`,
 		e.ID, e.Type, e.Severity, e.AgentID, e.From, e.FromID, e.To, e.Subject, e.Content, e.ParentID, e.ThreadID,
 		e.TaskID, e.Channel, micros(e.CreatedAt), string(e.Payload))
 	if err != nil {
@@ -205,8 +205,8 @@ func (s *DB) appendEvent(ctx context.Context, tx *sql.Tx, e MeshEvent) (MeshEven
 		to = append(to, e.To)
 	}
 	for _, r := range append(to, e.Deliver...) {
-		if _, err := tx.ExecContext(ctx, s.rebind(`INSERT INTO mesh_deliveries (recipient, seq, channel, created_at)
-			VALUES (?, ?, ?, ?) ON CONFLICT (recipient, seq) DO NOTHING`), r, e.Seq, e.Channel, micros(e.CreatedAt)); err != nil {
+		if _, err := s.txExec(ctx, tx, `INSERT INTO mesh_deliveries (recipient, seq, channel, created_at)
+			VALUES (?, ?, ?, ?) ON CONFLICT (recipient, seq) DO NOTHING`, r, e.Seq, e.Channel, micros(e.CreatedAt)); err != nil {
 			return MeshEvent{}, err
 		}
 	}

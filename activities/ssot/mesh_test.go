@@ -2,6 +2,7 @@ package ssot
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"testing"
@@ -228,6 +229,39 @@ func TestEventIDIsItsSenders(t *testing.T) {
 		e, err := s.Event(ctx, "E1")
 		if err != nil || e.From != "alice" || e.Content != "the secret" {
 			t.Fatalf("alice's event after the attempts: %+v %v", e, err)
+		}
+	})
+}
+
+// TestSaveEvents: a save's mesh events commit with its records, once
+// however often the save is retried, and an event that cannot be stored
+// leaves nothing of the save behind.
+func TestSaveEvents(t *testing.T) {
+	eachEngine(t, func(t *testing.T, s *DB, _ string) {
+		ctx := context.Background()
+		at := time.Date(2026, 11, 26, 10, 0, 0, 0, time.UTC)
+		ev := func(id, from string) MeshEvent {
+			return MeshEvent{ID: id, Type: "task.created", Severity: "info", From: from, To: "executor", TaskID: "T-1", CreatedAt: at}
+		}
+		entries := []Entry{{ID: "plan-T-1", Kind: "event", Body: json.RawMessage(`{"a":1}`), RecordedAt: at}}
+		for range 2 { // the second is a retry
+			if _, err := s.SaveEvents(ctx, "T-1", entries, nil, []MeshEvent{ev("e1", "ampflow")}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		got, _, err := s.SearchEvents(ctx, SearchQuery{TaskID: "T-1"}, Page{})
+		if err != nil || len(got) != 1 || got[0].ID != "e1" {
+			t.Fatalf("events of T-1: %+v, %v; want e1 once", got, err)
+		}
+		if _, err := s.AppendEvent(ctx, ev("e2", "mallory")); err != nil {
+			t.Fatal(err)
+		}
+		entries = []Entry{{ID: "ack-T-2", Kind: "event", Body: json.RawMessage(`{"b":2}`), RecordedAt: at}}
+		if _, err := s.SaveEvents(ctx, "T-2", entries, nil, []MeshEvent{ev("e2", "ampflow")}); !errors.Is(err, ErrEventIDTaken) {
+			t.Fatalf("saving with another sender's event id: %v, want ErrEventIDTaken", err)
+		}
+		if _, err := s.Get(ctx, "ack-T-2"); !errors.Is(err, ErrNotFound) {
+			t.Fatalf("the record of a failed save: %v, want not found", err)
 		}
 	})
 }

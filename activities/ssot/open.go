@@ -34,6 +34,8 @@ type DB struct {
 	engine string
 	// group commits SQLite's saves together; nil on PostgreSQL.
 	group *groupWriter
+	// stmts are the save path's statements, compiled once (SQLite).
+	stmts stmts
 }
 
 // Open opens the store at url and brings its schema up to date.
@@ -97,6 +99,7 @@ func (s *DB) Close() error {
 	if s.group != nil {
 		s.group.close()
 	}
+	s.closeStmts()
 	return s.db.Close()
 }
 

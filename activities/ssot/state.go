@@ -104,12 +104,12 @@ func (st *TaskState) check(taskID string) error {
 // writes the first record before the workflow does), so a listing paged
 // by it never meets the same task twice.
 func (s *DB) saveState(ctx context.Context, tx *sql.Tx, st *TaskState) error {
-	res, err := tx.ExecContext(ctx, s.rebind(`INSERT INTO tasks (task_id, rev, status, risk, repo, reject_count, started_at, updated_at, state)
+	res, err := s.txExec(ctx, tx, `INSERT INTO tasks (task_id, rev, status, risk, repo, reject_count, started_at, updated_at, state)
 		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
 		ON CONFLICT (task_id) DO UPDATE SET rev = excluded.rev, status = excluded.status, risk = excluded.risk,
 			repo = excluded.repo, reject_count = excluded.reject_count,
 			updated_at = excluded.updated_at, state = excluded.state
-		WHERE tasks.rev < excluded.rev`),
+		WHERE tasks.rev < excluded.rev`,
 		st.TaskID, st.Rev, st.Status, st.Risk, st.Repo, st.RejectCount, micros(st.StartedAt), micros(st.UpdatedAt), string(st.State))
 	if err != nil {
 		return err
@@ -120,7 +120,7 @@ func (s *DB) saveState(ctx context.Context, tx *sql.Tx, st *TaskState) error {
 	if err := s.replaceOutbox(ctx, tx, st.TaskID, st.Outbox); err != nil {
 		return err
 	}
-	if _, err := tx.ExecContext(ctx, s.rebind(`DELETE FROM pending WHERE subject = ?`), st.TaskID); err != nil {
+	if _, err := s.txExec(ctx, tx, `DELETE FROM pending WHERE subject = ?`, st.TaskID); err != nil {
 		return err
 	}
 	for _, d := range st.Pending {
@@ -128,7 +128,7 @@ func (s *DB) saveState(ctx context.Context, tx *sql.Tx, st *TaskState) error {
 		if !d.ExpiresAt.IsZero() {
 			exp = micros(d.ExpiresAt)
 		}
-		if _, err := tx.ExecContext(ctx, s.rebind(`INSERT INTO pending (decision_id, subject, kind, raised_at, expires_at, body) VALUES (?, ?, ?, ?, ?, ?)`),
+		if _, err := s.txExec(ctx, tx, `INSERT INTO pending (decision_id, subject, kind, raised_at, expires_at, body) VALUES (?, ?, ?, ?, ?, ?)`,
 			d.ID, st.TaskID, d.Kind, micros(d.RaisedAt), exp, string(d.Body)); err != nil {
 			return err
 		}
@@ -138,7 +138,7 @@ func (s *DB) saveState(ctx context.Context, tx *sql.Tx, st *TaskState) error {
 
 // replaceOutbox replaces the inbox messages of subject with msgs.
 func (s *DB) replaceOutbox(ctx context.Context, tx *sql.Tx, subject string, msgs []OutboxMessage) error {
-	if _, err := tx.ExecContext(ctx, s.rebind(`DELETE FROM outbox WHERE task_id = ?`), subject); err != nil {
+	if _, err := s.txExec(ctx, tx, `DELETE FROM outbox WHERE task_id = ?`, subject); err != nil {
 		return err
 	}
 	for _, m := range msgs {
@@ -146,7 +146,7 @@ func (s *DB) replaceOutbox(ctx context.Context, tx *sql.Tx, subject string, msgs
 		if !m.AckedAt.IsZero() {
 			acked = micros(m.AckedAt)
 		}
-		if _, err := tx.ExecContext(ctx, s.rebind(`INSERT INTO outbox (msg_id, task_id, role, type, sent_at, body, holder, acked_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)`),
+		if _, err := s.txExec(ctx, tx, `INSERT INTO outbox (msg_id, task_id, role, type, sent_at, body, holder, acked_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)`,
 			m.MsgID, subject, m.Role, m.Type, micros(m.SentAt), string(m.Body), m.Holder, acked); err != nil {
 			return fmt.Errorf("message %s: %w", m.MsgID, err)
 		}

@@ -107,6 +107,9 @@ type Store interface {
 	// task's state, outbox and open decisions with st unless the store
 	// holds a state of a higher Rev already (a late retry).
 	Save(ctx context.Context, taskID string, entries []Entry, st *TaskState) (AppendResult, error)
+	// SaveEvents saves like Save and stores events in the mesh, as
+	// AppendEvents does, in the same transaction.
+	SaveEvents(ctx context.Context, taskID string, entries []Entry, st *TaskState, events []MeshEvent) (AppendResult, error)
 	// Task is a task's latest state.
 	Task(ctx context.Context, taskID string) (TaskState, error)
 	// TaskList lists tasks newest first, without their outbox and decisions.
