@@ -56,7 +56,7 @@ type Activities struct {
 	// Leases holds the tasks' branch leases.
 	Leases BranchLeases
 	// DecisionKey checks the signatures of admins' answers
-	// (VerifyAnswer). Secret: it never leaves the worker.
+	// (VerifyAnswer, AnswerChecker). Secret: it never leaves the worker.
 	DecisionKey []byte
 	// Refusals keeps the answers VerifyAnswer refuses; nil keeps none.
 	Refusals ErrorLog

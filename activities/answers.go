@@ -40,29 +40,53 @@ type VerifyAnswerResult struct {
 // local activity before it takes an answer, so the key never enters the
 // workflow's history. A refused answer is kept in the error log.
 func (a *Activities) VerifyAnswer(ctx context.Context, in VerifyAnswerInput) (VerifyAnswerResult, error) {
-	err := decision.VerifyAnswer(a.DecisionKey, in.Subject, in.Answer, time.Now())
+	c := AnswerChecker{Key: a.DecisionKey, Refusals: a.Refusals, Log: a.Log}
+	if err := c.Check(ctx, in.Subject, in.Answer, time.Now()); err != nil {
+		return VerifyAnswerResult{Reason: err.Error()}, nil
+	}
+	return VerifyAnswerResult{OK: true}, nil
+}
+
+// AnswerChecker is VerifyAnswer's check for a caller that is not an
+// activity: an update's validator, which runs in the worker and never on
+// replay, so the key stays out of the history there too.
+type AnswerChecker struct {
+	// Key is the decision key. Secret: it never leaves the worker.
+	Key []byte
+	// Refusals keeps the answers Check refuses; nil keeps none.
+	Refusals ErrorLog
+	// Log is slog.Default when nil.
+	Log *slog.Logger
+}
+
+// Check returns nil when a channel holding the key signed a, an answer to
+// a decision of subject, within decision.AnswerMaxAge of now. Otherwise
+// it logs the refusal, keeps it in the error log (the task's when subject
+// is a task id) and returns why, an error of decision.VerifyAnswer.
+func (c AnswerChecker) Check(ctx context.Context, subject string, a decision.Answer, now time.Time) error {
+	err := decision.VerifyAnswer(c.Key, subject, a, now)
 	if err == nil {
-		return VerifyAnswerResult{OK: true}, nil
+		return nil
 	}
 	reason := fmt.Sprintf("answer %s to %s of %s as %q via %q refused: %v",
-		in.Answer.Option, in.Answer.DecisionID, in.Subject, in.Answer.By, in.Answer.Channel, err)
-	log := a.Log
+		a.Option, a.DecisionID, subject, a.By, a.Channel, err)
+	log := c.Log
 	if log == nil {
 		log = slog.Default()
 	}
-	log.Warn("refused an unverified answer", "subject", in.Subject, "decision_id", in.Answer.DecisionID,
-		"by", in.Answer.By, "channel", in.Answer.Channel, "reason", err)
-	if a.Refusals != nil {
-		raw, _ := json.Marshal(in.Answer)
+	log.Warn("refused an unverified answer", "subject", subject, "decision_id", a.DecisionID,
+		"by", a.By, "channel", a.Channel, "reason", err)
+	if c.Refusals != nil {
+		raw, _ := json.Marshal(a)
 		e := ssot.ErrorEntry{Source: ErrorSourceDecide, Reason: reason, Raw: string(raw)}
-		if task.ValidID(in.Subject) {
+		if task.ValidID(subject) {
 			// The task's page lists it among the task's refusals.
-			e.TaskID = in.Subject
+			e.TaskID = subject
 		}
 		// A lost entry must not retry the check: it is logged above.
-		if err := a.Refusals.AppendError(ctx, e); err != nil {
-			log.Error("keeping a refused answer in the error log", "subject", in.Subject, "err", err)
+		if err := c.Refusals.AppendError(ctx, e); err != nil {
+			log.Error("keeping a refused answer in the error log", "subject", subject, "err", err)
 		}
 	}
-	return VerifyAnswerResult{Reason: err.Error()}, nil
+	return err
 }

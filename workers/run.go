@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/interceptor"
 	"go.temporal.io/sdk/worker"
 	"go.temporal.io/sdk/workflow"
 
@@ -23,6 +24,7 @@ import (
 	"github.com/ampflow/ampflow/config"
 	"github.com/ampflow/ampflow/integrations/httpapi"
 	"github.com/ampflow/ampflow/workflows"
+	"github.com/ampflow/ampflow/workflows/decide"
 	"github.com/ampflow/ampflow/workflows/gate"
 	"github.com/ampflow/ampflow/workflows/lease"
 	"github.com/ampflow/ampflow/workflows/task"
@@ -240,9 +242,11 @@ func agentDelivery(a config.Agent, dataDir string) activities.AgentDelivery {
 }
 
 // NewWorker registers the task workflow and the activities on a worker
-// of the configured task queue.
+// of the configured task queue. Its update validators check signatures
+// with the activities' decision key (decide.Interceptor).
 func NewWorker(c client.Client, queue string, acts *activities.Activities, gateActs *gateacts.Gate) worker.Worker {
-	w := worker.New(c, queue, worker.Options{})
+	checker := &activities.AnswerChecker{Key: acts.DecisionKey, Refusals: acts.Refusals, Log: acts.Log}
+	w := worker.New(c, queue, worker.Options{Interceptors: []interceptor.WorkerInterceptor{decide.Interceptor(checker)}})
 	w.RegisterWorkflowWithOptions(workflows.Task, workflow.RegisterOptions{Name: task.WorkflowType})
 	w.RegisterActivity(acts)
 	w.RegisterWorkflowWithOptions(gate.Gate, workflow.RegisterOptions{Name: gate.WorkflowType})

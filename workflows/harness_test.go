@@ -6,6 +6,7 @@ import (
 	"errors"
 	"io"
 	"log/slog"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -13,13 +14,17 @@ import (
 
 	"github.com/stretchr/testify/mock"
 	"go.temporal.io/sdk/activity"
+	"go.temporal.io/sdk/interceptor"
 	"go.temporal.io/sdk/log"
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/testsuite"
+	"go.temporal.io/sdk/worker"
 
 	"github.com/ampflow/ampflow/activities"
+	"github.com/ampflow/ampflow/activities/ssot"
 	"github.com/ampflow/ampflow/amp"
 	"github.com/ampflow/ampflow/config"
+	"github.com/ampflow/ampflow/workflows/decide"
 	"github.com/ampflow/ampflow/workflows/decision"
 	"github.com/ampflow/ampflow/workflows/refusal"
 	"github.com/ampflow/ampflow/workflows/task"
@@ -70,6 +75,28 @@ type harness struct {
 	workerPolicy func() (task.Policy, error)
 	// recordErr, when set, fails a Record call before it stores anything.
 	recordErr func(in activities.RecordInput) error
+	// refusals is the error log of the worker's decision-key checks, in
+	// activities and in update validators.
+	refusals *errorLog
+}
+
+// errorLog is an activities.ErrorLog that keeps its entries.
+type errorLog struct {
+	mu      sync.Mutex
+	entries []ssot.ErrorEntry
+}
+
+func (l *errorLog) AppendError(_ context.Context, e ssot.ErrorEntry) error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.entries = append(l.entries, e)
+	return nil
+}
+
+func (l *errorLog) kept() []ssot.ErrorEntry {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return slices.Clone(l.entries)
 }
 
 type cleanupCall struct {
@@ -110,15 +137,21 @@ func newHarness(t *testing.T, plan amp.TaskDispatch, mutate ...func(*task.Input)
 		m(&in)
 	}
 	var s testsuite.WorkflowTestSuite
-	s.SetLogger(log.NewStructuredLogger(slog.New(slog.NewTextHandler(io.Discard, nil))))
-	h := &harness{t: t, env: s.NewTestWorkflowEnvironment(), in: in}
+	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
+	s.SetLogger(log.NewStructuredLogger(quiet))
+	h := &harness{t: t, env: s.NewTestWorkflowEnvironment(), in: in, refusals: &errorLog{}}
 	h.ci = func(int) activities.CIStatusResult { return activities.CIStatusResult{State: activities.CIPassed} }
 	h.checkResult = func(in activities.CheckResultInput) (activities.CheckResultOutput, error) {
 		return activities.CheckResultOutput{Commit: in.Commit, Actual: in.Claimed, DiffURL: "/ssot/diffs/" + in.MsgID + ".diff"}, nil
 	}
 	env := h.env
 	env.RegisterWorkflow(Task)
-	env.RegisterActivity(&activities.Activities{DecisionKey: testDecisionKey})
+	// As workers.NewWorker does: the same key for the engine's local
+	// activity and the update validators.
+	env.RegisterActivity(&activities.Activities{DecisionKey: testDecisionKey, Refusals: h.refusals, Log: quiet})
+	env.SetWorkerOptions(worker.Options{Interceptors: []interceptor.WorkerInterceptor{
+		decide.Interceptor(&activities.AnswerChecker{Key: testDecisionKey, Refusals: h.refusals, Log: quiet}),
+	}})
 	h.checkBranch = func(activities.CheckBranchInput) (activities.CheckBranchResult, error) {
 		return activities.CheckBranchResult{DefaultBranch: "main", Head: "abc"}, nil
 	}

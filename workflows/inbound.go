@@ -10,12 +10,15 @@ import (
 
 	"github.com/ampflow/ampflow/activities"
 	"github.com/ampflow/ampflow/amp"
+	"github.com/ampflow/ampflow/workflows/decide"
 	"github.com/ampflow/ampflow/workflows/refusal"
 	"github.com/ampflow/ampflow/workflows/task"
 )
 
 // validateSubmit refuses, before anything enters history, a record that
-// fails the protocol or that the task does not expect now.
+// fails the protocol or that the task does not expect now, and one whose
+// sender (By, Admin) no channel holding the decision key signed. A repeat
+// of an accepted record is not checked: it changes nothing.
 func (t *taskRun) validateSubmit(ctx workflow.Context, in task.SubmitInput) error {
 	rec, err := amp.ParseRecord(in.Raw)
 	if err != nil {
@@ -28,7 +31,14 @@ func (t *taskRun) validateSubmit(ctx workflow.Context, in task.SubmitInput) erro
 	if err == nil && kind == subEscalation {
 		err = t.checkEscalation(ctx, *rec.Message)
 	}
-	return err
+	if err != nil || kind == subDuplicate {
+		return err
+	}
+	a, err := in.SignedAs()
+	if err != nil {
+		return refusal.New(task.CodeInvalid, "reading the command: %v", err)
+	}
+	return decide.ValidateSigned(ctx, t.In.TaskID, a)
 }
 
 // submission says what an accepted record does.
@@ -216,14 +226,8 @@ func (t *taskRun) submit(ctx workflow.Context, in task.SubmitInput) (task.Submit
 	if err != nil {
 		return task.SubmitResult{}, refusal.Record(err)
 	}
-	if kind, err := t.classify(rec, in); err == nil && kind != subDuplicate {
-		// Who sent it (By, Admin) is taken only as a channel holding the
-		// decision key signed it; the state may move while the check
-		// runs, so the record is judged again after it.
-		if err := t.verifyCommand(ctx, in.SignedAs); err != nil {
-			return task.SubmitResult{}, err
-		}
-	}
+	// Who sent it was checked by validateSubmit, just before, against
+	// this same state; on replay the history says it was taken.
 	kind, err := t.classify(rec, in)
 	if err == nil && kind == subEscalation {
 		err = t.checkEscalation(ctx, *rec.Message)

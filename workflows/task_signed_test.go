@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ampflow/ampflow/activities"
 	"github.com/ampflow/ampflow/amp"
 	"github.com/ampflow/ampflow/workflows/decision"
 	"github.com/ampflow/ampflow/workflows/task"
@@ -43,6 +44,15 @@ func TestUnsignedSubmission(t *testing.T) {
 
 	for _, r := range []*reply{asAdmin, anonymous, renamed} {
 		refused(t, r, task.CodeForbidden)
+	}
+	kept := h.refusals.kept()
+	if len(kept) != 3 {
+		t.Errorf("error log %+v, want the 3 unsigned submissions", kept)
+	}
+	for _, e := range kept {
+		if e.Source != activities.ErrorSourceDecide || e.TaskID != testTaskID || !strings.Contains(e.Reason, "command:"+task.UpdateSubmit) {
+			t.Errorf("error log entry %+v, want a refused submit of %s from source %s", e, testTaskID, activities.ErrorSourceDecide)
+		}
 	}
 	if before.Status != task.StatusInProgress || after.Status != before.Status || len(after.Timeline) != len(before.Timeline) ||
 		len(after.Holders) != len(before.Holders) || after.ResultChecked != "" {

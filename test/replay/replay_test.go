@@ -50,7 +50,7 @@ func TestReplay(t *testing.T) {
 // TestRecordedShape checks that the histories are of a shape the workflow
 // has, not of one it dropped: each task asks the worker for its policy in
 // a local activity first, and runs its git checks and SSOT batches as
-// local activities too.
+// local activities too, but not the signature checks of its submissions.
 func TestRecordedShape(t *testing.T) {
 	files, err := filepath.Glob(filepath.Join("testdata", "*.json"))
 	if err != nil {
@@ -70,13 +70,38 @@ func TestRecordedShape(t *testing.T) {
 					t.Errorf("%s ran as a regular activity; regular: %v", want, regular)
 				}
 			}
+			if n := submitVerifies(t, f); n != 0 {
+				t.Errorf("%d submit updates verified in a local activity; their validator checks them", n)
+			}
 		})
 	}
 }
 
-// activities lists a history's local activities (from their markers) and
-// regular activities, in order.
-func activities(t *testing.T, path string) (local, regular []string) {
+// submitVerifies counts the VerifyAnswer local activities run inside a
+// submit update, between its acceptance and its completion.
+func submitVerifies(t *testing.T, path string) int {
+	t.Helper()
+	h := readHistory(t, path)
+	open, n := map[string]bool{}, 0
+	for _, e := range h.Events {
+		switch e.GetEventType() {
+		case enumspb.EVENT_TYPE_WORKFLOW_EXECUTION_UPDATE_ACCEPTED:
+			req := e.GetWorkflowExecutionUpdateAcceptedEventAttributes().GetAcceptedRequest()
+			if req.GetInput().GetName() == task.UpdateSubmit {
+				open[req.GetMeta().GetUpdateId()] = true
+			}
+		case enumspb.EVENT_TYPE_WORKFLOW_EXECUTION_UPDATE_COMPLETED:
+			delete(open, e.GetWorkflowExecutionUpdateCompletedEventAttributes().GetMeta().GetUpdateId())
+		case enumspb.EVENT_TYPE_MARKER_RECORDED:
+			if len(open) > 0 && slices.Contains(markerActivities(e), "VerifyAnswer") {
+				n++
+			}
+		}
+	}
+	return n
+}
+
+func readHistory(t *testing.T, path string) *historypb.History {
 	t.Helper()
 	b, err := os.ReadFile(path)
 	if err != nil {
@@ -86,19 +111,33 @@ func activities(t *testing.T, path string) (local, regular []string) {
 	if err := (protojson.UnmarshalOptions{DiscardUnknown: true}).Unmarshal(b, &h); err != nil {
 		t.Fatalf("reading %s: %v", path, err)
 	}
-	for _, e := range h.Events {
+	return &h
+}
+
+// markerActivities names the local activities a marker records.
+func markerActivities(e *historypb.HistoryEvent) []string {
+	a := e.GetMarkerRecordedEventAttributes()
+	if a.GetMarkerName() != "LocalActivity" {
+		return nil
+	}
+	var names []string
+	for _, p := range a.GetDetails()["data"].GetPayloads() {
+		var m struct{ ActivityType string }
+		if err := json.Unmarshal(p.GetData(), &m); err == nil && m.ActivityType != "" {
+			names = append(names, m.ActivityType)
+		}
+	}
+	return names
+}
+
+// activities lists a history's local activities (from their markers) and
+// regular activities, in order.
+func activities(t *testing.T, path string) (local, regular []string) {
+	t.Helper()
+	for _, e := range readHistory(t, path).Events {
 		switch e.GetEventType() {
 		case enumspb.EVENT_TYPE_MARKER_RECORDED:
-			a := e.GetMarkerRecordedEventAttributes()
-			if a.GetMarkerName() != "LocalActivity" {
-				continue
-			}
-			for _, p := range a.GetDetails()["data"].GetPayloads() {
-				var m struct{ ActivityType string }
-				if err := json.Unmarshal(p.GetData(), &m); err == nil && m.ActivityType != "" {
-					local = append(local, m.ActivityType)
-				}
-			}
+			local = append(local, markerActivities(e)...)
 		case enumspb.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED:
 			regular = append(regular, e.GetActivityTaskScheduledEventAttributes().GetActivityType().GetName())
 		}

@@ -18,7 +18,8 @@ var acts *activities.Activities
 // decision key signed: an unsigned one (a raw Temporal update naming an
 // admin), a forged or altered one, or a stale one. The check runs in a
 // local activity on the worker, which holds the key, so the key never
-// enters the history; an update validator cannot run it.
+// enters the history. An update's validator checks with ValidateSigned
+// instead, which writes no marker.
 func (e *Engine) Verify(ctx workflow.Context, a decision.Answer) error {
 	return VerifySigned(ctx, e.subject, a)
 }
@@ -36,8 +37,13 @@ func VerifySigned(ctx workflow.Context, subject string, a decision.Answer) error
 		return refusal.New(task.CodeInternal, "verifying the answer to %s: %v", a.DecisionID, err)
 	}
 	if !out.OK {
-		return refusal.New(task.CodeForbidden, "answer to %s: %s: decisions are taken only through ampflow's API, CLI, chat or dashboard",
-			a.DecisionID, out.Reason)
+		return forbidden(a, out.Reason)
 	}
 	return nil
+}
+
+// forbidden is the refusal of an answer the decision key did not sign.
+func forbidden(a decision.Answer, reason string) error {
+	return refusal.New(task.CodeForbidden, "answer to %s: %s: decisions are taken only through ampflow's API, CLI, chat or dashboard",
+		a.DecisionID, reason)
 }
