@@ -175,8 +175,8 @@ func (t *taskRun) startRenewer(ctx workflow.Context) {
 		actx := workflow.WithActivityOptions(ctx, leaseOptions())
 		for {
 			held := t.Lease
-			stop, err := workflow.AwaitWithTimeout(ctx, branchLeaseRenew, func() bool { return t.ending || t.Lease != held })
-			if err != nil || stop {
+			due, err := t.deadlines.await(ctx, workflow.Now(ctx).Add(branchLeaseRenew), func() bool { return t.ending || t.Lease != held })
+			if err != nil || !due {
 				return
 			}
 			var out activities.BranchLeaseResult

@@ -102,6 +102,8 @@ type taskRun struct {
 	recording, noticing bool
 	// renewing is set while the branch lease's renewer runs.
 	renewing bool
+	// deadlines are the timers the run's waits share.
+	deadlines deadlines
 	// checkedHead is the default branch's head the plan's check read at
 	// checkedAt, for a plan approved automatically in the same workflow
 	// task (workflow.Now has not moved).

@@ -12,18 +12,14 @@ import (
 )
 
 // waitFor waits until cond holds, the deadline passes (a zero deadline
-// never does), or the task is interrupted. It reports a timeout.
+// never does), or the task is interrupted. It reports a timeout. The
+// deadline's timer is shared with the run's other waits (deadlines).
 func (t *taskRun) waitFor(ctx workflow.Context, deadline time.Time, cond func() bool) (bool, error) {
 	full := func() bool { return cond() || t.mustGiveWay(ctx) }
 	if deadline.IsZero() {
 		return false, workflow.Await(ctx, full)
 	}
-	d := deadline.Sub(workflow.Now(ctx))
-	if d <= 0 {
-		return !full(), nil
-	}
-	ok, err := workflow.AwaitWithTimeout(ctx, d, full)
-	return !ok, err
+	return t.deadlines.await(ctx, deadline, full)
 }
 
 // mustGiveWay reports whether the run loop must take over: an
