@@ -43,13 +43,15 @@ func (g *Git) CheckResult(ctx context.Context, in CheckResultInput) (CheckResult
 	if commitHashRE.MatchString(c) {
 		rev = c
 	}
-	full, err := g.openRepo(ctx, in.Repo, rev)
+	refs, err := g.openRefs(ctx, in.Repo)
 	if err != nil {
 		return CheckResultOutput{}, err
 	}
-	refs, err := g.readRefs(ctx, in.Repo)
-	if err != nil {
-		return CheckResultOutput{}, err
+	full, ok := refs.tip(rev)
+	if !ok && rev != "" {
+		if full, err = g.openRepo(ctx, in.Repo, rev); err != nil {
+			return CheckResultOutput{}, err
+		}
 	}
 	commit, err := refs.head(in.Repo, branch)
 	if err != nil {
