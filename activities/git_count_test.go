@@ -95,7 +95,7 @@ func TestGitProcessCounts(t *testing.T) {
 		if err != nil || out.Violation != "" || len(out.Mismatches) != 0 || out.DiffURL == "" {
 			t.Fatalf("got %+v, %v", out, err)
 		}
-		check(t, "CheckResult", 5)
+		check(t, "CheckResult", 4)
 	})
 	t.Run("CheckResultNoDefault", func(t *testing.T) {
 		in := in
@@ -104,6 +104,6 @@ func TestGitProcessCounts(t *testing.T) {
 		if err != nil || out.Violation != "" || len(out.Mismatches) != 0 || out.DiffURL == "" {
 			t.Fatalf("got %+v, %v", out, err)
 		}
-		check(t, "CheckResult without the default branch", 6)
+		check(t, "CheckResult without the default branch", 5)
 	})
 }

@@ -99,26 +99,31 @@ func (g *Git) CheckResult(ctx context.Context, in CheckResultInput) (CheckResult
 	if err != nil {
 		return out, err
 	}
-	stat, err := g.runCapped(ctx, in.Repo, append(append([]string{"diff", "--numstat", "-z"}, diffFlags...), base, commit, "--")...)
+	url, onGitHub := compareURL(in, refs, on, def, base, commit)
+	d := g.readDiff(ctx, in.Repo, base, commit, !onGitHub && g.Diffs != nil)
 	switch {
-	case errors.Is(err, errDiffTooLarge):
+	case errors.Is(d.statErr, errDiffTooLarge):
 		out.Mismatches = append(out.Mismatches, g.tooLarge(base, commit, "diff_summary"))
-	case err != nil:
-		return out, fmt.Errorf("diffing %s..%s in %s: %w", short(base), short(commit), in.Repo, err)
+	case d.statErr != nil:
+		return out, fmt.Errorf("diffing %s..%s in %s: %w", short(base), short(commit), in.Repo, d.statErr)
 	default:
-		out.Actual, err = parseNumstat(stat)
+		out.Actual, err = parseNumstat(d.stat)
 		if err != nil {
 			return out, fmt.Errorf("diffing %s..%s in %s: %w", short(base), short(commit), in.Repo, err)
 		}
 		out.Mismatches = compareDiff(in.Claimed, out.Actual)
 	}
-	out.DiffURL, err = g.diffURL(ctx, in, refs, on, def, base, commit)
-	if errors.Is(err, errDiffTooLarge) {
+	switch {
+	case onGitHub || g.Diffs == nil:
+		out.DiffURL = url
+	case errors.Is(d.patchErr, errDiffTooLarge):
 		out.Mismatches = append(out.Mismatches, g.tooLarge(base, commit, "diff"))
-		err = nil
-	}
-	if err != nil {
-		return out, err
+	case d.patchErr != nil:
+		return out, fmt.Errorf("diffing %s..%s in %s: %w", short(base), short(commit), in.Repo, d.patchErr)
+	default:
+		if out.DiffURL, err = g.Diffs.WriteDiff(in.TaskID, in.MsgID, d.patch); err != nil {
+			return out, fmt.Errorf("keeping the diff of %s: %w", in.MsgID, err)
+		}
 	}
 	return out, nil
 }
@@ -336,10 +341,11 @@ func compareDiff(claimed, actual amp.DiffSummary) []string {
 	return out
 }
 
-// diffURL is a GitHub compare URL when the task has a GitHub repository
-// (in.GitHubRepo) and the commit has been pushed to origin (on is where it
-// is); otherwise the diff is written through g.Diffs and its path returned.
-func (g *Git) diffURL(ctx context.Context, in CheckResultInput, refs refSet, on map[string]bool, def, base, commit string) (string, error) {
+// compareURL is the GitHub compare URL of the result when the task has a
+// GitHub repository (in.GitHubRepo) and the commit has been pushed to
+// origin (on is where it is); ok is false when GitHub cannot show it, so
+// the diff is kept through Git.Diffs instead.
+func compareURL(in CheckResultInput, refs refSet, on map[string]bool, def, base, commit string) (url string, ok bool) {
 	pushed := false
 	for ref := range on {
 		if strings.HasPrefix(ref, "refs/remotes/origin/") {
@@ -349,26 +355,50 @@ func (g *Git) diffURL(ctx context.Context, in CheckResultInput, refs refSet, on 
 	}
 	// The repository is the one recorded when the task started, never
 	// origin as it is now: an executor can point that anywhere.
-	if repo, ok := github.ParseFullName(in.GitHubRepo); pushed && ok {
-		from := base
-		if _, ok := refs.commits["refs/remotes/origin/"+def]; in.Base == "" && def != "" && ok {
-			from = def
-		}
-		return repo.CompareURL(from, commit), nil
+	repo, named := github.ParseFullName(in.GitHubRepo)
+	if !pushed || !named {
+		return "", false
 	}
-	if g.Diffs == nil {
-		return "", nil
+	from := base
+	if _, ok := refs.commits["refs/remotes/origin/"+def]; in.Base == "" && def != "" && ok {
+		from = def
 	}
-	patch, err := g.runCapped(ctx, in.Repo, append(append([]string{"diff", "--binary"}, diffFlags...), base, commit, "--")...)
-	if errors.Is(err, errDiffTooLarge) {
-		return "", err
+	return repo.CompareURL(from, commit), true
+}
+
+// diffOutput is what readDiff read; either error may be errDiffTooLarge.
+type diffOutput struct {
+	stat, patch       []byte
+	statErr, patchErr error
+}
+
+// readDiff reads the numstat of base..commit and, when withPatch, the
+// binary patch as well, in one git process: git prints the numstat
+// records, an empty one, then the patch. Past the cap it reads them in a
+// process each, so a numstat is still checked beside a patch too large to
+// keep.
+func (g *Git) readDiff(ctx context.Context, repo, base, commit string, withPatch bool) diffOutput {
+	statArgs := append(append([]string{"diff", "--numstat", "-z"}, diffFlags...), base, commit, "--")
+	patchArgs := append(append([]string{"diff", "--binary"}, diffFlags...), base, commit, "--")
+	if !withPatch {
+		stat, err := g.runCapped(ctx, repo, statArgs...)
+		return diffOutput{stat: stat, statErr: err}
 	}
-	if err != nil {
-		return "", fmt.Errorf("diffing %s..%s in %s: %w", short(base), short(commit), in.Repo, err)
+	both, err := g.runCapped(ctx, repo, append(append([]string{"diff", "--numstat", "-z", "--binary"}, diffFlags...), base, commit, "--")...)
+	if err == nil {
+		// A numstat record never starts with NUL, so the first empty one
+		// is the separator.
+		stat, patch, _ := bytes.Cut(both, []byte{0, 0})
+		return diffOutput{stat: stat, patch: patch}
 	}
-	p, err := g.Diffs.WriteDiff(in.TaskID, in.MsgID, patch)
-	if err != nil {
-		return "", fmt.Errorf("keeping the diff of %s: %w", in.MsgID, err)
+	if !errors.Is(err, errDiffTooLarge) {
+		return diffOutput{statErr: err, patchErr: err}
 	}
-	return p, nil
+	var d diffOutput
+	d.stat, d.statErr = g.runCapped(ctx, repo, statArgs...)
+	if d.statErr != nil && !errors.Is(d.statErr, errDiffTooLarge) {
+		return d
+	}
+	d.patch, d.patchErr = g.runCapped(ctx, repo, patchArgs...)
+	return d
 }
