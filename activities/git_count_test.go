@@ -97,6 +97,16 @@ func TestGitProcessCounts(t *testing.T) {
 		}
 		check(t, "CheckResult", 4)
 	})
+	t.Run("CheckResultPinned", func(t *testing.T) {
+		// The benchmark's shape: the plan's approval pinned main's head.
+		in := in
+		in.Base = gitT(t, repo, "rev-parse", "main")
+		out, err := g.CheckResult(ctx, in)
+		if err != nil || out.Violation != "" || len(out.Mismatches) != 0 || out.DiffURL == "" {
+			t.Fatalf("got %+v, %v", out, err)
+		}
+		check(t, "CheckResult with a pinned base", 3)
+	})
 	t.Run("CheckResultNoDefault", func(t *testing.T) {
 		in := in
 		in.DefaultBranch = ""

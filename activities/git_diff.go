@@ -76,7 +76,8 @@ func (g *Git) CheckResult(ctx context.Context, in CheckResultInput) (CheckResult
 			return out, fmt.Errorf("finding the default branch of %s: %w", in.Repo, err)
 		}
 	}
-	on, err := g.refsContaining(ctx, in.Repo, commit)
+	var pinned ancestry
+	on, err := g.branchesWith(ctx, in, refs, def, branch, commit, &pinned)
 	if err != nil {
 		return out, err
 	}
@@ -95,7 +96,7 @@ func (g *Git) CheckResult(ctx context.Context, in CheckResultInput) (CheckResult
 		out.Violation = fmt.Sprintf("commit %s is not on branch %s of %s", short(commit), branch, in.Repo)
 	}
 
-	base, err := g.diffBase(ctx, in, commit, baseRefs, &out)
+	base, err := g.diffBase(ctx, in, commit, baseRefs, &out, &pinned)
 	if err != nil {
 		return out, err
 	}
@@ -193,6 +194,50 @@ func short(hash string) string {
 	return hash
 }
 
+// branchesWith returns the branches, local and origin's, that commit is
+// on. Usually that needs no for-each-ref --contains: with no origin
+// branches, the task branch at commit and every protected branch still at
+// the pinned base, a commit that strictly descends from that base is on
+// the task branch and on no protected one.
+func (g *Git) branchesWith(ctx context.Context, in CheckResultInput, refs refSet, def, branch, commit string, pinned *ancestry) (map[string]bool, error) {
+	base := strings.ToLower(in.Base)
+	own := refs.existing(branch)
+	usual := commitHashRE.MatchString(base) && base != commit && !refs.hasOrigin() && len(own) > 0
+	for _, ref := range own {
+		usual = usual && refs.commits[ref] == commit
+	}
+	for _, p := range protectedBranches(def) {
+		for _, ref := range refs.existing(p) {
+			usual = usual && refs.commits[ref] == base
+		}
+	}
+	if usual && g.isAncestor(ctx, in.Repo, in.Base, commit, pinned) == nil {
+		on := map[string]bool{}
+		for _, ref := range own {
+			on[ref] = true
+		}
+		return on, nil
+	}
+	return g.refsContaining(ctx, in.Repo, commit)
+}
+
+// ancestry keeps the answer of the one merge-base --is-ancestor a check
+// asks.
+type ancestry struct {
+	asked bool
+	err   error
+}
+
+// isAncestor runs git merge-base --is-ancestor a b, once per memo; nil
+// means a is an ancestor of b.
+func (g *Git) isAncestor(ctx context.Context, repo, a, b string, memo *ancestry) error {
+	if !memo.asked {
+		_, memo.err = g.run(ctx, repo, "merge-base", "--is-ancestor", a, b)
+		memo.asked = true
+	}
+	return memo.err
+}
+
 // refsContaining returns the branches, local and origin's, that commit is
 // on, in one git process however many there are to check.
 func (g *Git) refsContaining(ctx context.Context, repo, commit string) (map[string]bool, error) {
@@ -210,7 +255,7 @@ func (g *Git) refsContaining(ctx context.Context, repo, commit string) (map[stri
 // diffBase is where the result's diff starts: the base pinned when the
 // plan was approved, or else the merge base with the default branch. A
 // commit that does not descend from the pinned base sets Violation.
-func (g *Git) diffBase(ctx context.Context, in CheckResultInput, commit string, baseRefs []string, out *CheckResultOutput) (string, error) {
+func (g *Git) diffBase(ctx context.Context, in CheckResultInput, commit string, baseRefs []string, out *CheckResultOutput, pinned *ancestry) (string, error) {
 	if in.Base == "" {
 		return g.mergeBase(ctx, in.Repo, commit, baseRefs)
 	}
@@ -218,7 +263,7 @@ func (g *Git) diffBase(ctx context.Context, in CheckResultInput, commit string, 
 		return "", temporal.NewNonRetryableApplicationError(
 			fmt.Sprintf("the pinned base %q is not a commit hash (repository %s)", in.Base, in.Repo), ErrCommitMissing, nil)
 	}
-	_, err := g.run(ctx, in.Repo, "merge-base", "--is-ancestor", in.Base, commit)
+	err := g.isAncestor(ctx, in.Repo, in.Base, commit, pinned)
 	if err != nil && out.Violation == "" {
 		why := "does not descend from"
 		if !exitCode1(err) {
