@@ -160,6 +160,27 @@ func (g *Git) openRepo(ctx context.Context, repo, rev string) (hash string, err 
 	return strings.TrimSpace(rest), nil
 }
 
+// openRefs checks that repo is the top of a git work tree and reads its
+// refs. A .git in repo and a for-each-ref that succeeds there stand for
+// openRepo's rev-parse, one git process fewer on every check; failing
+// either, openRepo runs to tell why.
+func (g *Git) openRefs(ctx context.Context, repo string) (refSet, error) {
+	if _, err := os.Stat(filepath.Join(repo, ".git")); err == nil {
+		refs, err := g.readRefs(ctx, repo)
+		if err == nil {
+			return refs, nil
+		}
+		if _, oerr := g.openRepo(ctx, repo, ""); oerr != nil {
+			return refSet{}, oerr
+		}
+		return refSet{}, err
+	}
+	if _, err := g.openRepo(ctx, repo, ""); err != nil {
+		return refSet{}, err
+	}
+	return g.readRefs(ctx, repo)
+}
+
 // refSet is one reading of a repository's branches and origin's: every
 // ref that points to a commit, and the branch origin/HEAD points to.
 type refSet struct {
@@ -188,6 +209,19 @@ func (g *Git) readRefs(ctx context.Context, repo string) (refSet, error) {
 		}
 	}
 	return s, nil
+}
+
+// tip returns rev as the full hash of a ref's commit when rev is one
+// (the usual commit_hash, a branch head), so it needs no git process to
+// resolve.
+func (s refSet) tip(rev string) (string, bool) {
+	rev = strings.ToLower(rev)
+	for _, hash := range s.commits {
+		if hash == rev {
+			return hash, true
+		}
+	}
+	return "", false
 }
 
 // hasOrigin reports whether origin has any branch here.
@@ -287,11 +321,8 @@ func normalizeBranch(b string) string {
 // default branch. It returns the default branch and the branch's head,
 // the local one when the branch exists both locally and on origin.
 func (g *Git) CheckBranch(ctx context.Context, in CheckBranchInput) (CheckBranchResult, error) {
-	if _, err := g.openRepo(ctx, in.Repo, ""); err != nil {
-		return CheckBranchResult{}, err
-	}
 	branch := normalizeBranch(in.Branch)
-	refs, err := g.readRefs(ctx, in.Repo)
+	refs, err := g.openRefs(ctx, in.Repo)
 	if err != nil {
 		return CheckBranchResult{}, err
 	}

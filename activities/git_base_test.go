@@ -62,3 +62,67 @@ func TestCheckResultPinnedBase(t *testing.T) {
 		}
 	})
 }
+
+// TestCheckResultPinnedBranches: with a pinned base the usual result is
+// placed on its branches without for-each-ref --contains; every case that
+// is not the usual one must still be refused as before.
+func TestCheckResultPinnedBranches(t *testing.T) {
+	repo := newRepo(t, "main")
+	base := gitT(t, repo, "rev-parse", "HEAD")
+	gitT(t, repo, "checkout", "-q", "-b", "feature/p")
+	first := commitFiles(t, repo, "first", map[string]string{"p.txt": "p\n"})
+	gitT(t, repo, "checkout", "-q", "-b", "feature/ahead")
+	ahead := commitFiles(t, repo, "ahead", map[string]string{"q.txt": "q\n"})
+	gitT(t, repo, "checkout", "-q", "-b", "feature/merged")
+	merged := commitFiles(t, repo, "merged", map[string]string{"m.txt": "m\n"})
+	gitT(t, repo, "checkout", "-q", "-b", "feature/at-base", base)
+	gitT(t, repo, "checkout", "-q", "-b", "feature/other", base)
+	other := commitFiles(t, repo, "other", map[string]string{"o.txt": "o\n"})
+
+	bin, calls := countingGit(t)
+	cases := []struct {
+		name, branch, commit, want string
+		mainAt                     string
+		contains                   bool // for-each-ref --contains must run
+	}{
+		{"Usual", "feature/p", first, "", base, false},
+		{"CommitIsBase", "feature/at-base", base, "protected branch main", base, true},
+		{"BehindItsBranch", "feature/ahead", first, "", base, true},
+		{"OnAnotherBranch", "feature/p", ahead, "not on branch feature/p", base, true},
+		{"MergedIntoMain", "feature/merged", merged, "protected branch main", merged, true},
+		{"MainMovedOverIt", "feature/p", first, "protected branch main", ahead, true},
+		{"MainMovedElsewhere", "feature/p", first, "", other, true},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			gitT(t, repo, "update-ref", "refs/heads/main", tc.mainAt)
+			calls()
+			out, err := (&Git{Bin: bin}).CheckResult(context.Background(), CheckResultInput{TaskID: "T-2026-011", MsgID: "m",
+				Repo: repo, Branch: tc.branch, Commit: tc.commit, DefaultBranch: "main", Base: base})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if tc.want == "" && out.Violation != "" || !strings.Contains(out.Violation, tc.want) {
+				t.Errorf("violation %q, want %q", out.Violation, tc.want)
+			}
+			ran := strings.Contains(strings.Join(calls(), "\n"), "--contains")
+			if ran != tc.contains {
+				t.Errorf("for-each-ref --contains ran: %v, want %v", ran, tc.contains)
+			}
+		})
+	}
+	t.Run("Pushed", func(t *testing.T) {
+		// Whether origin has the commit decides the diff's URL.
+		gitT(t, repo, "update-ref", "refs/heads/main", base)
+		gitT(t, repo, "update-ref", "refs/remotes/origin/feature/p", first)
+		calls()
+		out, err := (&Git{Bin: bin}).CheckResult(context.Background(), CheckResultInput{TaskID: "T-2026-011", MsgID: "m",
+			Repo: repo, Branch: "feature/p", Commit: first, DefaultBranch: "main", Base: base, GitHubRepo: "github.com/acme/widget"})
+		if want := "https://github.com/acme/widget/compare/" + base + "..." + first; err != nil || out.DiffURL != want {
+			t.Errorf("DiffURL = %q, %v; want %q", out.DiffURL, err, want)
+		}
+		if !strings.Contains(strings.Join(calls(), "\n"), "--contains") {
+			t.Errorf("for-each-ref --contains did not run with origin's branches present")
+		}
+	})
+}

@@ -76,17 +76,17 @@ func TestGitProcessCounts(t *testing.T) {
 		if err != nil || res.Head != commit || res.DefaultBranch != "main" {
 			t.Fatalf("got %+v, %v", res, err)
 		}
-		check(t, "CheckBranch", 3)
+		check(t, "CheckBranch", 2)
 	})
 	t.Run("CheckBranchOriginHead", func(t *testing.T) {
 		res, err := g.CheckBranch(ctx, CheckBranchInput{Repo: clone, Branch: "feature/bench"})
 		if err != nil || res.Head != commit || res.DefaultBranch != "main" {
 			t.Fatalf("got %+v, %v", res, err)
 		}
-		// The third reads origin's URL, which the task keeps as its
+		// The second reads origin's URL, which the task keeps as its
 		// GitHub repository (without origin/HEAD, the same process reads
 		// init.defaultBranch).
-		check(t, "CheckBranch with origin/HEAD", 3)
+		check(t, "CheckBranch with origin/HEAD", 2)
 	})
 	in := CheckResultInput{TaskID: "T-2026-001", MsgID: "task_result-T-2026-001-1", Repo: repo, Branch: "feature/bench",
 		Commit: commit, DefaultBranch: "main", Claimed: diffSum([]string{"bench.txt"}, 3, 0)}
@@ -95,7 +95,17 @@ func TestGitProcessCounts(t *testing.T) {
 		if err != nil || out.Violation != "" || len(out.Mismatches) != 0 || out.DiffURL == "" {
 			t.Fatalf("got %+v, %v", out, err)
 		}
-		check(t, "CheckResult", 6)
+		check(t, "CheckResult", 4)
+	})
+	t.Run("CheckResultPinned", func(t *testing.T) {
+		// The benchmark's shape: the plan's approval pinned main's head.
+		in := in
+		in.Base = gitT(t, repo, "rev-parse", "main")
+		out, err := g.CheckResult(ctx, in)
+		if err != nil || out.Violation != "" || len(out.Mismatches) != 0 || out.DiffURL == "" {
+			t.Fatalf("got %+v, %v", out, err)
+		}
+		check(t, "CheckResult with a pinned base", 3)
 	})
 	t.Run("CheckResultNoDefault", func(t *testing.T) {
 		in := in
@@ -104,6 +114,6 @@ func TestGitProcessCounts(t *testing.T) {
 		if err != nil || out.Violation != "" || len(out.Mismatches) != 0 || out.DiffURL == "" {
 			t.Fatalf("got %+v, %v", out, err)
 		}
-		check(t, "CheckResult without the default branch", 7)
+		check(t, "CheckResult without the default branch", 5)
 	})
 }

@@ -5,10 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
-	"os/exec"
 	"path"
-	"path/filepath"
 	"regexp"
 	"slices"
 	"sort"
@@ -43,13 +40,15 @@ func (g *Git) CheckResult(ctx context.Context, in CheckResultInput) (CheckResult
 	if commitHashRE.MatchString(c) {
 		rev = c
 	}
-	full, err := g.openRepo(ctx, in.Repo, rev)
+	refs, err := g.openRefs(ctx, in.Repo)
 	if err != nil {
 		return CheckResultOutput{}, err
 	}
-	refs, err := g.readRefs(ctx, in.Repo)
-	if err != nil {
-		return CheckResultOutput{}, err
+	full, ok := refs.tip(rev)
+	if !ok && rev != "" {
+		if full, err = g.openRepo(ctx, in.Repo, rev); err != nil {
+			return CheckResultOutput{}, err
+		}
 	}
 	commit, err := refs.head(in.Repo, branch)
 	if err != nil {
@@ -74,7 +73,8 @@ func (g *Git) CheckResult(ctx context.Context, in CheckResultInput) (CheckResult
 			return out, fmt.Errorf("finding the default branch of %s: %w", in.Repo, err)
 		}
 	}
-	on, err := g.refsContaining(ctx, in.Repo, commit)
+	var pinned ancestry
+	on, err := g.branchesWith(ctx, in, refs, def, branch, commit, &pinned)
 	if err != nil {
 		return out, err
 	}
@@ -93,88 +93,35 @@ func (g *Git) CheckResult(ctx context.Context, in CheckResultInput) (CheckResult
 		out.Violation = fmt.Sprintf("commit %s is not on branch %s of %s", short(commit), branch, in.Repo)
 	}
 
-	base, err := g.diffBase(ctx, in, commit, baseRefs, &out)
+	base, err := g.diffBase(ctx, in, commit, baseRefs, &out, &pinned)
 	if err != nil {
 		return out, err
 	}
-	stat, err := g.runCapped(ctx, in.Repo, append(append([]string{"diff", "--numstat", "-z"}, diffFlags...), base, commit, "--")...)
+	url, onGitHub := compareURL(in, refs, on, def, base, commit)
+	d := g.readDiff(ctx, in.Repo, base, commit, !onGitHub && g.Diffs != nil)
 	switch {
-	case errors.Is(err, errDiffTooLarge):
+	case errors.Is(d.statErr, errDiffTooLarge):
 		out.Mismatches = append(out.Mismatches, g.tooLarge(base, commit, "diff_summary"))
-	case err != nil:
-		return out, fmt.Errorf("diffing %s..%s in %s: %w", short(base), short(commit), in.Repo, err)
+	case d.statErr != nil:
+		return out, fmt.Errorf("diffing %s..%s in %s: %w", short(base), short(commit), in.Repo, d.statErr)
 	default:
-		out.Actual, err = parseNumstat(stat)
+		out.Actual, err = parseNumstat(d.stat)
 		if err != nil {
 			return out, fmt.Errorf("diffing %s..%s in %s: %w", short(base), short(commit), in.Repo, err)
 		}
 		out.Mismatches = compareDiff(in.Claimed, out.Actual)
 	}
-	out.DiffURL, err = g.diffURL(ctx, in, refs, on, def, base, commit)
-	if errors.Is(err, errDiffTooLarge) {
-		out.Mismatches = append(out.Mismatches, g.tooLarge(base, commit, "diff"))
-		err = nil
-	}
-	if err != nil {
-		return out, err
-	}
-	return out, nil
-}
-
-// DefaultMaxDiff caps the git diff output read to check a result when
-// Git.MaxDiff is zero.
-const DefaultMaxDiff = 64 << 20
-
-// errDiffTooLarge is a git diff whose output passed the cap.
-var errDiffTooLarge = errors.New("git diff output too large")
-
-func (g *Git) maxDiff() int64 {
-	if g == nil || g.MaxDiff <= 0 {
-		return DefaultMaxDiff
-	}
-	return g.MaxDiff
-}
-
-// tooLarge is the note a reviewer gets for a diff not checked or kept.
-func (g *Git) tooLarge(base, commit, what string) string {
-	return fmt.Sprintf("%s: too large to check: git diff %s..%s is over %d bytes; %s not verified, review the commit in the repository",
-		what, short(base), short(commit), g.maxDiff(), what)
-}
-
-// runCapped runs git like run, reading at most maxDiff bytes of its
-// output: past that git is stopped and errDiffTooLarge returned, so a huge
-// diff costs no more memory than the cap.
-func (g *Git) runCapped(ctx context.Context, dir string, args ...string) ([]byte, error) {
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	full := append([]string{"-c", "core.quotepath=off", "-c", "color.ui=false"}, args...)
-	cmd := exec.CommandContext(ctx, g.bin(), full...)
-	cmd.Dir = dir
-	cmd.Env = gitEnv(false, "GIT_CEILING_DIRECTORIES="+filepath.Dir(dir))
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	pipe, err := cmd.StdoutPipe()
-	if err != nil {
-		return nil, fmt.Errorf("git %s: %w", strings.Join(args, " "), err)
-	}
-	if err := cmd.Start(); err != nil {
-		return nil, fmt.Errorf("git %s: %w", strings.Join(args, " "), err)
-	}
-	limit := g.maxDiff()
-	out, rerr := io.ReadAll(io.LimitReader(pipe, limit+1))
-	if int64(len(out)) > limit {
-		cancel() // stops git; what it would still print is not wanted
-		cmd.Wait()
-		return nil, errDiffTooLarge
-	}
-	werr := cmd.Wait()
 	switch {
-	case ctx.Err() != nil:
-		return nil, fmt.Errorf("git %s: %w", strings.Join(args, " "), ctx.Err())
-	case werr != nil:
-		return out, &gitError{args: args, stderr: stderr.String(), err: werr}
-	case rerr != nil:
-		return nil, fmt.Errorf("git %s: reading its output: %w", strings.Join(args, " "), rerr)
+	case onGitHub || g.Diffs == nil:
+		out.DiffURL = url
+	case errors.Is(d.patchErr, errDiffTooLarge):
+		out.Mismatches = append(out.Mismatches, g.tooLarge(base, commit, "diff"))
+	case d.patchErr != nil:
+		return out, fmt.Errorf("diffing %s..%s in %s: %w", short(base), short(commit), in.Repo, d.patchErr)
+	default:
+		if out.DiffURL, err = g.Diffs.WriteDiff(in.TaskID, in.MsgID, d.patch); err != nil {
+			return out, fmt.Errorf("keeping the diff of %s: %w", in.MsgID, err)
+		}
 	}
 	return out, nil
 }
@@ -184,6 +131,50 @@ func short(hash string) string {
 		return hash[:12]
 	}
 	return hash
+}
+
+// branchesWith returns the branches, local and origin's, that commit is
+// on. Usually that needs no for-each-ref --contains: with no origin
+// branches, the task branch at commit and every protected branch still at
+// the pinned base, a commit that strictly descends from that base is on
+// the task branch and on no protected one.
+func (g *Git) branchesWith(ctx context.Context, in CheckResultInput, refs refSet, def, branch, commit string, pinned *ancestry) (map[string]bool, error) {
+	base := strings.ToLower(in.Base)
+	own := refs.existing(branch)
+	usual := commitHashRE.MatchString(base) && base != commit && !refs.hasOrigin() && len(own) > 0
+	for _, ref := range own {
+		usual = usual && refs.commits[ref] == commit
+	}
+	for _, p := range protectedBranches(def) {
+		for _, ref := range refs.existing(p) {
+			usual = usual && refs.commits[ref] == base
+		}
+	}
+	if usual && g.isAncestor(ctx, in.Repo, in.Base, commit, pinned) == nil {
+		on := map[string]bool{}
+		for _, ref := range own {
+			on[ref] = true
+		}
+		return on, nil
+	}
+	return g.refsContaining(ctx, in.Repo, commit)
+}
+
+// ancestry keeps the answer of the one merge-base --is-ancestor a check
+// asks.
+type ancestry struct {
+	asked bool
+	err   error
+}
+
+// isAncestor runs git merge-base --is-ancestor a b, once per memo; nil
+// means a is an ancestor of b.
+func (g *Git) isAncestor(ctx context.Context, repo, a, b string, memo *ancestry) error {
+	if !memo.asked {
+		_, memo.err = g.run(ctx, repo, "merge-base", "--is-ancestor", a, b)
+		memo.asked = true
+	}
+	return memo.err
 }
 
 // refsContaining returns the branches, local and origin's, that commit is
@@ -203,7 +194,7 @@ func (g *Git) refsContaining(ctx context.Context, repo, commit string) (map[stri
 // diffBase is where the result's diff starts: the base pinned when the
 // plan was approved, or else the merge base with the default branch. A
 // commit that does not descend from the pinned base sets Violation.
-func (g *Git) diffBase(ctx context.Context, in CheckResultInput, commit string, baseRefs []string, out *CheckResultOutput) (string, error) {
+func (g *Git) diffBase(ctx context.Context, in CheckResultInput, commit string, baseRefs []string, out *CheckResultOutput, pinned *ancestry) (string, error) {
 	if in.Base == "" {
 		return g.mergeBase(ctx, in.Repo, commit, baseRefs)
 	}
@@ -211,7 +202,7 @@ func (g *Git) diffBase(ctx context.Context, in CheckResultInput, commit string, 
 		return "", temporal.NewNonRetryableApplicationError(
 			fmt.Sprintf("the pinned base %q is not a commit hash (repository %s)", in.Base, in.Repo), ErrCommitMissing, nil)
 	}
-	_, err := g.run(ctx, in.Repo, "merge-base", "--is-ancestor", in.Base, commit)
+	err := g.isAncestor(ctx, in.Repo, in.Base, commit, pinned)
 	if err != nil && out.Violation == "" {
 		why := "does not descend from"
 		if !exitCode1(err) {
@@ -334,10 +325,11 @@ func compareDiff(claimed, actual amp.DiffSummary) []string {
 	return out
 }
 
-// diffURL is a GitHub compare URL when the task has a GitHub repository
-// (in.GitHubRepo) and the commit has been pushed to origin (on is where it
-// is); otherwise the diff is written through g.Diffs and its path returned.
-func (g *Git) diffURL(ctx context.Context, in CheckResultInput, refs refSet, on map[string]bool, def, base, commit string) (string, error) {
+// compareURL is the GitHub compare URL of the result when the task has a
+// GitHub repository (in.GitHubRepo) and the commit has been pushed to
+// origin (on is where it is); ok is false when GitHub cannot show it, so
+// the diff is kept through Git.Diffs instead.
+func compareURL(in CheckResultInput, refs refSet, on map[string]bool, def, base, commit string) (url string, ok bool) {
 	pushed := false
 	for ref := range on {
 		if strings.HasPrefix(ref, "refs/remotes/origin/") {
@@ -347,26 +339,13 @@ func (g *Git) diffURL(ctx context.Context, in CheckResultInput, refs refSet, on 
 	}
 	// The repository is the one recorded when the task started, never
 	// origin as it is now: an executor can point that anywhere.
-	if repo, ok := github.ParseFullName(in.GitHubRepo); pushed && ok {
-		from := base
-		if _, ok := refs.commits["refs/remotes/origin/"+def]; in.Base == "" && def != "" && ok {
-			from = def
-		}
-		return repo.CompareURL(from, commit), nil
+	repo, named := github.ParseFullName(in.GitHubRepo)
+	if !pushed || !named {
+		return "", false
 	}
-	if g.Diffs == nil {
-		return "", nil
+	from := base
+	if _, ok := refs.commits["refs/remotes/origin/"+def]; in.Base == "" && def != "" && ok {
+		from = def
 	}
-	patch, err := g.runCapped(ctx, in.Repo, append(append([]string{"diff", "--binary"}, diffFlags...), base, commit, "--")...)
-	if errors.Is(err, errDiffTooLarge) {
-		return "", err
-	}
-	if err != nil {
-		return "", fmt.Errorf("diffing %s..%s in %s: %w", short(base), short(commit), in.Repo, err)
-	}
-	p, err := g.Diffs.WriteDiff(in.TaskID, in.MsgID, patch)
-	if err != nil {
-		return "", fmt.Errorf("keeping the diff of %s: %w", in.MsgID, err)
-	}
-	return p, nil
+	return repo.CompareURL(from, commit), true
 }
