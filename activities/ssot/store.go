@@ -107,6 +107,12 @@ type Store interface {
 	// task's state, outbox and open decisions with st unless the store
 	// holds a state of a higher Rev already (a late retry).
 	Save(ctx context.Context, taskID string, entries []Entry, st *TaskState) (AppendResult, error)
+	// SaveReleasing saves like Save and, in the same transaction, ends a
+	// lease held directly in the store with release (a compare-and-set,
+	// as CompareLease). When the lease has changed meanwhile, it writes
+	// nothing and answers released false; a release written already (a
+	// retry) answers true.
+	SaveReleasing(ctx context.Context, taskID string, entries []Entry, st *TaskState, release LeaseChange) (res AppendResult, released bool, err error)
 	// Task is a task's latest state.
 	Task(ctx context.Context, taskID string) (TaskState, error)
 	// TaskList lists tasks newest first, without their outbox and decisions.
