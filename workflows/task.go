@@ -102,6 +102,9 @@ type taskRun struct {
 	recording, noticing bool
 	// renewing is set while the branch lease's renewer runs.
 	renewing bool
+	// release is the end of the task's direct branch lease, which the
+	// next record batch writes in its transaction (releaseLease).
+	release *activities.BranchLeaseInput
 	// checkedHead is the default branch's head the plan's check read at
 	// checkedAt, for a plan approved automatically in the same workflow
 	// task (workflow.Now has not moved).
