@@ -40,7 +40,18 @@ func gitOptions() workflow.LocalActivityOptions {
 // it a round trip through the server, three history events and one more
 // workflow task.
 func (t *taskRun) gitCheck(ctx workflow.Context, fn, in any) workflow.Future {
-	return workflow.ExecuteLocalActivity(workflow.WithLocalActivityOptions(ctx, gitOptions()), fn, in)
+	return t.holdRecords(workflow.ExecuteLocalActivity(workflow.WithLocalActivityOptions(ctx, gitOptions()), fn, in))
+}
+
+// holdRecords keeps the record loop from starting a batch until f, a
+// short local activity whose outcome the task records next, is done:
+// what was queued before it rides in one batch with what follows, one
+// store transaction and one local activity fewer. Nothing waits on the
+// SSOT meanwhile: a message goes out only once the batch holding it is
+// written (send).
+func (t *taskRun) holdRecords(f workflow.Future) workflow.Future {
+	t.holding = f
+	return f
 }
 
 func ciOptions(p task.Policy) workflow.ActivityOptions {
@@ -173,6 +184,20 @@ func (t *taskRun) recordLoop(ctx workflow.Context) {
 	ctx = workflow.WithLocalActivityOptions(ctx, recordOptions())
 	var retry time.Duration
 	for {
+		// The batch is cut a dispatcher pass later: a coroutine woken with
+		// the loop (the run loop, by an agent's reply a handler took)
+		// queues what it records and holds the loop first.
+		passed := false
+		if err := workflow.Await(ctx, func() bool {
+			if !passed {
+				passed = true
+				return false
+			}
+			return t.holding == nil || t.holding.IsReady()
+		}); err != nil {
+			t.recording = false
+			return
+		}
 		if len(t.Records) == 0 && t.release == nil {
 			t.recording = false
 			return

@@ -83,7 +83,8 @@ func (t *taskRun) takeLease(ctx workflow.Context) (phase, error) {
 		if signalled := t.Granted; signalled != nil || !t.LeaseWaiting {
 			t.Granted = nil
 			var out activities.BranchLeaseResult
-			err := workflow.ExecuteLocalActivity(workflow.WithLocalActivityOptions(ctx, leaseLocalOptions()), acts.AcquireBranchLease, t.leaseInput(nil)).Get(ctx, &out)
+			err := t.holdRecords(workflow.ExecuteLocalActivity(workflow.WithLocalActivityOptions(ctx, leaseLocalOptions()),
+				acts.AcquireBranchLease, t.leaseInput(nil))).Get(ctx, &out)
 			if err != nil {
 				t.Reason = "refused: the branch lease cannot be taken: " + errMessage(err)
 				t.LastError = t.Reason

@@ -102,6 +102,9 @@ type taskRun struct {
 	recording, noticing bool
 	// renewing is set while the branch lease's renewer runs.
 	renewing bool
+	// holding is the local activity the record loop waits for before its
+	// next batch (holdRecords).
+	holding workflow.Future
 	// release is the end of the task's direct branch lease, which the
 	// next record batch writes in its transaction (releaseLease).
 	release *activities.BranchLeaseInput
