@@ -207,11 +207,23 @@ type RecordInput struct {
 	// Rev orders the states of a task: one never replaces a state of a
 	// higher Rev. The workflow counts its record batches.
 	Rev int64 `json:"rev,omitempty"`
+	// Release, when set, ends the task's branch lease held directly in
+	// the store (task.BranchLease.Direct) in the batch's transaction: a
+	// task's end writes its last state and gives up its branch at once.
+	// Its ReleasedAt is the workflow's clock, so a run again after a lost
+	// workflow task writes the same row.
+	Release *BranchLeaseInput `json:"release,omitempty"`
 }
 
-// RecordResult says how many entries were new.
+// RecordResult says how many entries were new and, for a batch with a
+// Release, whether the lease ended with it. Not Released, nothing of the
+// batch is written: the lease is no longer held directly in the store (a
+// lease workflow adopted it for the task queued behind), so the release
+// goes through the lease system (ReleaseBranchLease) and the batch is
+// written again without it.
 type RecordResult struct {
-	Written int `json:"written"`
+	Written  int  `json:"written"`
+	Released bool `json:"released,omitempty"`
 }
 
 // DeliverInput hands one message to its recipient.

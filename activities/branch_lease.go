@@ -8,6 +8,7 @@ import (
 
 	"go.temporal.io/sdk/temporal"
 
+	"github.com/ampflow/ampflow/activities/ssot"
 	"github.com/ampflow/ampflow/workflows/task"
 )
 
@@ -38,6 +39,9 @@ type BranchLeaseInput struct {
 	Direct     bool          `json:"direct,omitempty"`
 	AcquiredAt time.Time     `json:"acquired_at,omitzero"`
 	ExpiresAt  time.Time     `json:"expires_at,omitzero"`
+	// ReleasedAt is when a release happened, by the workflow's clock
+	// (RecordInput.Release); zero means now.
+	ReleasedAt time.Time `json:"released_at,omitzero"`
 }
 
 // BranchLeaseResult is the lease held, or the holder the task waits for
@@ -92,6 +96,13 @@ func (a *Activities) ReleaseBranchLease(ctx context.Context, in BranchLeaseInput
 		return BranchLeaseResult{}, errNoLeases()
 	}
 	return a.Leases.Release(ctx, in)
+}
+
+// LeaseChanges makes a task's release of its direct branch lease the
+// store's compare-and-set, for Record to write in a batch's transaction
+// (lease.Branches).
+type LeaseChanges interface {
+	ReleaseChange(in BranchLeaseInput) (ssot.LeaseChange, error)
 }
 
 func errNoLeases() error {

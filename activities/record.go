@@ -46,6 +46,10 @@ type TaskRecord struct {
 	// Mesh, when set, stores the mesh events of the records (TaskEvents)
 	// in the transaction that saves them.
 	Mesh bool
+	// Leases, when set, makes a batch's Release the store's change of
+	// the lease; without it, a batch with a Release is not written and
+	// answers not Released.
+	Leases LeaseChanges
 }
 
 var (
@@ -58,9 +62,10 @@ var (
 // same transaction. A retried call writes nothing twice: an entry stored
 // already with the same content is kept, and a state of a Rev the store
 // has seen is not written again. An entry id stored with other content is
-// an ErrRecordConflict.
+// an ErrRecordConflict. With in.Release, the lease it names ends in the
+// same transaction (RecordResult.Released).
 func (s *TaskRecord) Record(ctx context.Context, in RecordInput) (RecordResult, error) {
-	if len(in.Entries) == 0 && len(in.Task) == 0 {
+	if len(in.Entries) == 0 && len(in.Task) == 0 && in.Release == nil {
 		return RecordResult{}, nil
 	}
 	entries := make([]ssot.Entry, len(in.Entries))
@@ -78,11 +83,30 @@ func (s *TaskRecord) Record(ctx context.Context, in RecordInput) (RecordResult, 
 		}
 		st = &v
 	}
-	var events []ssot.MeshEvent
+	var (
+		res      ssot.AppendResult
+		released bool
+		err      error
+		events   []ssot.MeshEvent
+	)
 	if s.Mesh {
 		events = TaskEvents(in.TaskID, in.Entries)
 	}
-	res, err := s.Store.SaveEvents(ctx, in.TaskID, entries, st, events)
+	if in.Release != nil {
+		if s.Leases == nil {
+			return RecordResult{}, nil
+		}
+		change, cerr := s.Leases.ReleaseChange(*in.Release)
+		if cerr != nil {
+			return RecordResult{}, fmt.Errorf("releasing lease %s of task %s: %w", in.Release.LeaseID, in.TaskID, cerr)
+		}
+		res, released, err = s.Store.SaveReleasing(ctx, in.TaskID, entries, st, events, change)
+		if err == nil && !released {
+			return RecordResult{}, nil
+		}
+	} else {
+		res, err = s.Store.SaveEvents(ctx, in.TaskID, entries, st, events)
+	}
 	var ce *ssot.ConflictError
 	var ie *ssot.InvalidError
 	switch {
@@ -96,7 +120,7 @@ func (s *TaskRecord) Record(ctx context.Context, in RecordInput) (RecordResult, 
 	if res.Written > 0 && s.Written != nil {
 		s.Written(in.TaskID)
 	}
-	return RecordResult{Written: res.Written}, nil
+	return RecordResult{Written: res.Written, Released: released}, nil
 }
 
 // BodyDigest is the "digest" a decision record names (what it approved),

@@ -188,10 +188,12 @@ func Build(o Options) (*Parts, error) {
 	delivery.Tools = toolHook(cfg, log)
 	delivery.MCP = runnerMCP(cfg)
 	expiries := &lease.Expiries{Temporal: o.Temporal, TaskQueue: cfg.Temporal.TaskQueue, Log: log}
+	branches := leaseacts.Branches{Client: &lease.Client{Temporal: o.Temporal, TaskQueue: cfg.Temporal.TaskQueue, DecisionKey: decisionKey},
+		Store: store, Expiry: expiries}
+	// A task's last record batch ends its direct branch lease.
+	record.Leases = branches
 	acts := &activities.Activities{Git: git, CI: ci, Store: record, Delivery: delivery, Log: log, Policy: &policy,
-		DecisionKey: decisionKey, Refusals: store, Pusher: pusher, Pulls: pulls,
-		Leases: leaseacts.Branches{Client: &lease.Client{Temporal: o.Temporal, TaskQueue: cfg.Temporal.TaskQueue, DecisionKey: decisionKey},
-			Store: store, Expiry: expiries}}
+		DecisionKey: decisionKey, Refusals: store, Pusher: pusher, Pulls: pulls, Leases: branches}
 	// The store is shared by every worker that names it: the bots keep
 	// their state in it and take turns under its lease.
 	return &Parts{Store: store, Tasks: tasks, Activities: acts, Lease: store, ChatState: store, export: export, Expiries: expiries,

@@ -40,7 +40,18 @@ func gitOptions() workflow.LocalActivityOptions {
 // it a round trip through the server, three history events and one more
 // workflow task.
 func (t *taskRun) gitCheck(ctx workflow.Context, fn, in any) workflow.Future {
-	return workflow.ExecuteLocalActivity(workflow.WithLocalActivityOptions(ctx, gitOptions()), fn, in)
+	return t.holdRecords(workflow.ExecuteLocalActivity(workflow.WithLocalActivityOptions(ctx, gitOptions()), fn, in))
+}
+
+// holdRecords keeps the record loop from starting a batch until f, a
+// short local activity whose outcome the task records next, is done:
+// what was queued before it rides in one batch with what follows, one
+// store transaction and one local activity fewer. Nothing waits on the
+// SSOT meanwhile: a message goes out only once the batch holding it is
+// written (send).
+func (t *taskRun) holdRecords(f workflow.Future) workflow.Future {
+	t.holding = f
+	return f
 }
 
 func ciOptions(p task.Policy) workflow.ActivityOptions {
@@ -148,7 +159,7 @@ func (t *taskRun) wake() {
 	if t.effects == nil {
 		return
 	}
-	if len(t.Records) > 0 && !t.recording {
+	if (len(t.Records) > 0 || t.release != nil) && !t.recording {
 		t.recording = true
 		workflow.Go(t.effects, t.recordLoop)
 	}
@@ -162,7 +173,8 @@ func (t *taskRun) wake() {
 const snapshotKind = "snapshot"
 
 // recordLoop writes queued SSOT entries in order, batching what has
-// queued up meanwhile, with the task's state alongside. It writes in a
+// queued up meanwhile, with the task's state alongside and the release
+// of a direct branch lease as the task ends. It writes in a
 // local activity: a regular one cost every batch three history events, a
 // round trip through matching and usually one more workflow task, and
 // `ampflow bench` finishes about 45% more lifecycles a second without
@@ -172,12 +184,26 @@ func (t *taskRun) recordLoop(ctx workflow.Context) {
 	ctx = workflow.WithLocalActivityOptions(ctx, recordOptions())
 	var retry time.Duration
 	for {
-		if len(t.Records) == 0 {
+		// The batch is cut a dispatcher pass later: a coroutine woken with
+		// the loop (the run loop, by an agent's reply a handler took)
+		// queues what it records and holds the loop first.
+		passed := false
+		if err := workflow.Await(ctx, func() bool {
+			if !passed {
+				passed = true
+				return false
+			}
+			return t.holding == nil || t.holding.IsReady()
+		}); err != nil {
+			t.recording = false
+			return
+		}
+		if len(t.Records) == 0 && t.release == nil {
 			t.recording = false
 			return
 		}
 		n := len(t.Records)
-		in := activities.RecordInput{TaskID: t.In.TaskID}
+		in := activities.RecordInput{TaskID: t.In.TaskID, Release: t.release}
 		for _, e := range t.Records[:n] {
 			if e.Kind != snapshotKind {
 				in.Entries = append(in.Entries, e.entry())
@@ -189,6 +215,15 @@ func (t *taskRun) recordLoop(ctx workflow.Context) {
 		in.Rev = t.RecordRev
 		var out activities.RecordResult
 		err := workflow.ExecuteLocalActivity(ctx, acts.Record, in).Get(ctx, &out)
+		if err == nil && in.Release != nil {
+			t.release = nil
+			if !out.Released {
+				// Nothing of the batch is written: the lease system ends
+				// the lease, then the batch goes again without it.
+				t.releaseMoved(ctx, *in.Release)
+				continue
+			}
+		}
 		if err == nil {
 			t.Records = t.Records[n:]
 			retry = 0
@@ -257,9 +292,9 @@ func (t *taskRun) noticeLoop(ctx workflow.Context) {
 	}
 }
 
-// drain waits until every queued record and notice is out.
+// drain waits until every queued record, release and notice is out.
 func (t *taskRun) drain(ctx workflow.Context) error {
-	err := workflow.Await(ctx, func() bool { return len(t.Records) == 0 && len(t.Notices) == 0 })
+	err := workflow.Await(ctx, func() bool { return len(t.Records) == 0 && t.release == nil && len(t.Notices) == 0 })
 	if err != nil {
 		return fmt.Errorf("flushing task %s: %w", t.In.TaskID, err)
 	}

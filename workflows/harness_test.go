@@ -78,6 +78,14 @@ type harness struct {
 	// refusals is the error log of the worker's decision-key checks, in
 	// activities and in update validators.
 	refusals *errorLog
+	// recordIns are the Record calls that stored their batch, in order.
+	recordIns []activities.RecordInput
+	// leaseMoved makes a Record call with a Release find the lease no
+	// longer held directly, as the store does once a lease workflow
+	// adopted it: nothing of the batch is written.
+	leaseMoved bool
+	// releaseErr, when set, fails ReleaseBranchLease.
+	releaseErr error
 }
 
 // errorLog is an activities.ErrorLog that keeps its entries.
@@ -187,9 +195,16 @@ func newHarness(t *testing.T, plan amp.TaskDispatch, mutate ...func(*task.Input)
 					return activities.RecordResult{}, err
 				}
 			}
+			if in.Release != nil {
+				h.leaseCalls = append(h.leaseCalls, "release-in-record")
+				if h.leaseMoved {
+					return activities.RecordResult{}, nil
+				}
+			}
 			h.records = append(h.records, in.Entries...)
 			h.revs = append(h.revs, in.Rev)
-			return activities.RecordResult{Written: len(in.Entries)}, nil
+			h.recordIns = append(h.recordIns, in)
+			return activities.RecordResult{Written: len(in.Entries), Released: in.Release != nil}, nil
 		})
 	env.OnActivity(acts.Deliver, mock.Anything, mock.Anything).Return(
 		func(ctx context.Context, in activities.DeliverInput) (activities.DeliverResult, error) {
@@ -230,7 +245,7 @@ func newHarness(t *testing.T, plan amp.TaskDispatch, mutate ...func(*task.Input)
 			h.mu.Lock()
 			defer h.mu.Unlock()
 			h.leaseCalls = append(h.leaseCalls, "release")
-			return activities.BranchLeaseResult{}, nil
+			return activities.BranchLeaseResult{}, h.releaseErr
 		})
 	env.OnActivity(acts.CleanupWorktrees, mock.Anything, mock.Anything).Return(
 		func(_ context.Context, in activities.CleanupWorktreesInput) (activities.CleanupWorktreesResult, error) {

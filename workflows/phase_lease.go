@@ -83,7 +83,8 @@ func (t *taskRun) takeLease(ctx workflow.Context) (phase, error) {
 		if signalled := t.Granted; signalled != nil || !t.LeaseWaiting {
 			t.Granted = nil
 			var out activities.BranchLeaseResult
-			err := workflow.ExecuteLocalActivity(workflow.WithLocalActivityOptions(ctx, leaseLocalOptions()), acts.AcquireBranchLease, t.leaseInput(nil)).Get(ctx, &out)
+			err := t.holdRecords(workflow.ExecuteLocalActivity(workflow.WithLocalActivityOptions(ctx, leaseLocalOptions()),
+				acts.AcquireBranchLease, t.leaseInput(nil))).Get(ctx, &out)
 			if err != nil {
 				t.Reason = "refused: the branch lease cannot be taken: " + errMessage(err)
 				t.LastError = t.Reason
@@ -200,20 +201,69 @@ func (t *taskRun) startRenewer(ctx workflow.Context) {
 }
 
 // releaseLease gives up the branch lease, or the task's place in the
-// branch's queue, as the task ends. A failure leaves the lease to its TTL.
+// branch's queue, as the task ends. A lease held directly in the store
+// ends in the task's last record batch, with its final state
+// (RecordInput.Release); any other goes through the lease system. A
+// failure there leaves the lease to its TTL.
 func (t *taskRun) releaseLease(ctx workflow.Context) {
 	if t.Lease == nil && t.Granted == nil && !t.LeaseWaiting {
 		return
 	}
-	key := activities.BranchKey(t.In.Plan.Repo, t.In.Plan.Branch)
 	in := t.leaseInput(t.Lease)
+	direct := t.Lease != nil && t.Lease.Direct
 	t.Lease, t.Granted, t.LeaseWaiting, t.LeaseHolder = nil, nil, false, ""
-	dctx, cancel := workflow.NewDisconnectedContext(ctx)
-	defer cancel()
-	err := workflow.ExecuteLocalActivity(workflow.WithLocalActivityOptions(dctx, leaseLocalOptions()), acts.ReleaseBranchLease, in).Get(dctx, nil)
-	if err != nil {
-		t.addTimeline(ctx, task.TimelineEntry{Kind: "lease", Note: "releasing " + key + ": " + errMessage(err) + "; it ends with its TTL"})
+	if !direct {
+		t.releaseThroughLeases(ctx, in)
 		return
 	}
-	t.addTimeline(ctx, task.TimelineEntry{Kind: "lease", Note: "released " + key})
+	in.ReleasedAt = workflow.Now(ctx)
+	t.release = &in
+	// Said before the batch that ends it: the batch writes this note
+	// and the release together, or neither (releaseMoved).
+	t.addTimeline(ctx, task.TimelineEntry{Kind: "lease", Note: releasedNote(in)})
+	t.wake()
+}
+
+func releasedNote(in activities.BranchLeaseInput) string {
+	return "released " + activities.BranchKey(in.Repo, in.Branch)
+}
+
+// releaseThroughLeases gives the lease up through the lease system
+// (ReleaseBranchLease) and notes how that went.
+func (t *taskRun) releaseThroughLeases(ctx workflow.Context, in activities.BranchLeaseInput) {
+	if err := releaseLeaseActivity(ctx, in); err != nil {
+		t.addTimeline(ctx, task.TimelineEntry{Kind: "lease", Note: releaseFailedNote(in, err)})
+		return
+	}
+	t.addTimeline(ctx, task.TimelineEntry{Kind: "lease", Note: releasedNote(in)})
+}
+
+func releaseFailedNote(in activities.BranchLeaseInput, err error) string {
+	return "releasing " + activities.BranchKey(in.Repo, in.Branch) + ": " + errMessage(err) + "; it ends with its TTL"
+}
+
+// releaseLeaseActivity runs ReleaseBranchLease; its error goes into a
+// timeline note (releaseFailedNote) that names the lease.
+func releaseLeaseActivity(ctx workflow.Context, in activities.BranchLeaseInput) error {
+	dctx, cancel := workflow.NewDisconnectedContext(ctx)
+	defer cancel()
+	return workflow.ExecuteLocalActivity(workflow.WithLocalActivityOptions(dctx, leaseLocalOptions()), acts.ReleaseBranchLease, in).Get(dctx, nil)
+}
+
+// releaseMoved gives up a direct lease the record batch could not end:
+// a lease workflow adopted it for a task queued behind, so the release
+// goes through the lease system, and a failure replaces the note said
+// before the batch.
+func (t *taskRun) releaseMoved(ctx workflow.Context, in activities.BranchLeaseInput) {
+	err := releaseLeaseActivity(ctx, in)
+	if err == nil {
+		return
+	}
+	note := releasedNote(in)
+	for i := len(t.Timeline) - 1; i >= 0; i-- {
+		if e := &t.Timeline[i]; e.Kind == "lease" && e.Note == note {
+			e.Note = releaseFailedNote(in, err)
+			return
+		}
+	}
 }

@@ -104,6 +104,12 @@ type taskRun struct {
 	renewing bool
 	// deadlines are the timers the run's waits share.
 	deadlines deadlines
+	// holding is the local activity the record loop waits for before its
+	// next batch (holdRecords).
+	holding workflow.Future
+	// release is the end of the task's direct branch lease, which the
+	// next record batch writes in its transaction (releaseLease).
+	release *activities.BranchLeaseInput
 	// checkedHead is the default branch's head the plan's check read at
 	// checkedAt, for a plan approved automatically in the same workflow
 	// task (workflow.Now has not moved).

@@ -40,7 +40,10 @@ type Branches struct {
 	Expiry Expiry
 }
 
-var _ activities.BranchLeases = Branches{}
+var (
+	_ activities.BranchLeases = Branches{}
+	_ activities.LeaseChanges = Branches{}
+)
 
 func branchLease(l lease.Lease) *task.BranchLease {
 	return &task.BranchLease{LeaseID: l.LeaseID, ResourceKey: l.ResourceKey, ExpiresAt: l.ExpiresAt}
@@ -83,20 +86,52 @@ func (b Branches) take(ctx context.Context, key string, in activities.BranchLeas
 // change writes a change of the task's direct lease, at the version the
 // task holds; false when the lease has changed meanwhile.
 func (b Branches) change(ctx context.Context, in activities.BranchLeaseInput, event string, set func(*lease.Lease)) (*task.BranchLease, bool, error) {
-	now := time.Now().UTC().Truncate(time.Microsecond)
+	c, err := changeOf(in, time.Now(), event, set)
+	if err != nil {
+		return nil, false, err
+	}
+	ok, err := b.Store.CompareLease(ctx, c.Lease, c.From, c.Events)
+	if err != nil || !ok {
+		return nil, false, err
+	}
+	return directLease(c.Lease), true, nil
+}
+
+// changeOf is a change at now of the task's direct lease, as the store
+// compares and sets it.
+func changeOf(in activities.BranchLeaseInput, now time.Time, event string, set func(*lease.Lease)) (ssot.LeaseChange, error) {
+	now = now.UTC().Truncate(time.Microsecond)
 	key := activities.BranchKey(in.Repo, in.Branch)
 	l := lease.Lease{LeaseID: in.LeaseID, ResourceKey: key, AgentID: in.TaskID, State: lease.StateActive,
 		TTLSeconds: ttlSeconds(in.TTL), AcquiredAt: in.AcquiredAt, LastHeartbeat: now, AutoRelease: true, Version: in.Version + 1}
 	set(&l)
 	row, events, err := changeRow(lease.Change{Lease: l, Event: event, EventID: fmt.Sprintf("%s-v%d", l.LeaseID, l.Version)})
 	if err != nil {
-		return nil, false, err
+		return ssot.LeaseChange{}, err
 	}
-	ok, err := b.Store.CompareLease(ctx, row, in.Version, events)
-	if err != nil || !ok {
-		return nil, false, err
+	return ssot.LeaseChange{Lease: row, From: in.Version, Events: events}, nil
+}
+
+// released ends the lease as the task ends.
+func released(in activities.BranchLeaseInput) func(*lease.Lease) {
+	return func(l *lease.Lease) {
+		l.State, l.Reason, l.ReleasedAt, l.ExpiresAt = lease.StateReleased, lease.ReasonTaskEnded, l.LastHeartbeat, in.ExpiresAt
 	}
-	return directLease(row), true, nil
+}
+
+// ReleaseChange implements activities.LeaseChanges: the release of the
+// task's direct lease at in.ReleasedAt, for the task's last record batch
+// to write in its transaction.
+func (b Branches) ReleaseChange(in activities.BranchLeaseInput) (ssot.LeaseChange, error) {
+	at := in.ReleasedAt
+	if at.IsZero() {
+		at = time.Now()
+	}
+	c, err := changeOf(in, at, lease.EventReleased, released(in))
+	if err != nil {
+		return ssot.LeaseChange{}, fmt.Errorf("releasing lease %s of %s: %w", in.LeaseID, in.TaskID, err)
+	}
+	return c, nil
 }
 
 func ttlSeconds(d time.Duration) int {
@@ -161,9 +196,7 @@ func (b Branches) Renew(ctx context.Context, in activities.BranchLeaseInput) (ac
 // the task ends; the next task waiting gets the branch.
 func (b Branches) Release(ctx context.Context, in activities.BranchLeaseInput) (activities.BranchLeaseResult, error) {
 	if in.Direct && b.Store != nil {
-		_, ok, err := b.change(ctx, in, lease.EventReleased, func(l *lease.Lease) {
-			l.State, l.Reason, l.ReleasedAt, l.ExpiresAt = lease.StateReleased, lease.ReasonTaskEnded, l.LastHeartbeat, in.ExpiresAt
-		})
+		_, ok, err := b.change(ctx, in, lease.EventReleased, released(in))
 		if err != nil {
 			return activities.BranchLeaseResult{}, fmt.Errorf("branch lease: %w", err)
 		}

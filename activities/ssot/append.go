@@ -20,40 +20,57 @@ func (s *DB) Append(ctx context.Context, taskID string, entries []Entry) (Append
 
 // Save implements Store.
 func (s *DB) Save(ctx context.Context, taskID string, entries []Entry, st *TaskState) (AppendResult, error) {
-	return s.SaveEvents(ctx, taskID, entries, st, nil)
+	res, _, err := s.save(ctx, taskID, entries, st, nil, nil)
+	return res, err
 }
 
 // SaveEvents implements Store.
 func (s *DB) SaveEvents(ctx context.Context, taskID string, entries []Entry, st *TaskState, events []MeshEvent) (AppendResult, error) {
+	res, _, err := s.save(ctx, taskID, entries, st, events, nil)
+	return res, err
+}
+
+// SaveReleasing implements Store.
+func (s *DB) SaveReleasing(ctx context.Context, taskID string, entries []Entry, st *TaskState, events []MeshEvent, release LeaseChange) (AppendResult, bool, error) {
+	return s.save(ctx, taskID, entries, st, events, &release)
+}
+
+// errLeaseMoved rolls back a SaveReleasing whose lease changed under it.
+var errLeaseMoved = errors.New("the lease changed")
+
+func (s *DB) save(ctx context.Context, taskID string, entries []Entry, st *TaskState, events []MeshEvent, release *LeaseChange) (AppendResult, bool, error) {
 	rows, err := prepare(taskID, entries)
 	if err != nil {
-		return AppendResult{}, err
+		return AppendResult{}, false, err
 	}
 	if st != nil {
 		if err := st.check(taskID); err != nil {
-			return AppendResult{}, err
+			return AppendResult{}, false, err
 		}
+	}
+	wrap := func(res AppendResult, err error) (AppendResult, bool, error) {
+		var ce *ConflictError
+		switch {
+		case errors.Is(err, errLeaseMoved):
+			return AppendResult{}, false, nil
+		case err != nil && !errors.As(err, &ce):
+			err = fmt.Errorf("saving %d records of task %s: %w", len(rows), taskID, err)
+		}
+		return res, err == nil, err
 	}
 	if s.group != nil {
-		res, err := s.group.save(ctx, taskID, rows, st, events)
-		if err != nil {
-			var ce *ConflictError
-			if !errors.As(err, &ce) {
-				err = fmt.Errorf("saving %d records of task %s: %w", len(rows), taskID, err)
-			}
+		if release == nil {
+			return wrap(s.group.save(ctx, taskID, rows, st, events))
 		}
-		return res, err
+		return wrap(s.group.do(ctx, &groupSave{ctx: ctx, done: make(chan struct{}),
+			fn: func(ctx context.Context, tx *sql.Tx) (AppendResult, bool, error) {
+				return s.saveReleasingIn(ctx, tx, taskID, rows, st, events, *release)
+			}}))
 	}
 	for try := 1; ; try++ {
-		res, err := s.saveOnce(ctx, taskID, rows, st, events)
+		res, err := s.saveOnce(ctx, taskID, rows, st, events, release)
 		if err == nil || !raced(err) || try == appendTries {
-			if err != nil {
-				var ce *ConflictError
-				if !errors.As(err, &ce) {
-					err = fmt.Errorf("saving %d records of task %s: %w", len(rows), taskID, err)
-				}
-			}
-			return res, err
+			return wrap(res, err)
 		}
 	}
 }
@@ -92,7 +109,7 @@ func prepare(taskID string, entries []Entry) ([]Record, error) {
 	return rows, nil
 }
 
-func (s *DB) saveOnce(ctx context.Context, taskID string, rows []Record, st *TaskState, events []MeshEvent) (AppendResult, error) {
+func (s *DB) saveOnce(ctx context.Context, taskID string, rows []Record, st *TaskState, events []MeshEvent, release *LeaseChange) (AppendResult, error) {
 	tx, err := s.db.BeginTx(ctx, nil)
 	if err != nil {
 		return AppendResult{}, err
@@ -105,7 +122,15 @@ func (s *DB) saveOnce(ctx context.Context, taskID string, rows []Record, st *Tas
 			return AppendResult{}, err
 		}
 	}
-	res, changed, err := s.saveIn(ctx, tx, taskID, rows, st, events)
+	var (
+		res     AppendResult
+		changed bool
+	)
+	if release != nil {
+		res, changed, err = s.saveReleasingIn(ctx, tx, taskID, rows, st, events, *release)
+	} else {
+		res, changed, err = s.saveIn(ctx, tx, taskID, rows, st, events)
+	}
 	if err != nil || !changed {
 		return res, err
 	}
@@ -158,6 +183,22 @@ func (s *DB) saveIn(ctx context.Context, tx *sql.Tx, taskID string, rows []Recor
 		return res, true, nil
 	}
 	return res, res.Written > 0 || len(events) > 0, nil
+}
+
+// saveReleasingIn ends a lease held directly in the store and does a
+// Save's work, in tx; errLeaseMoved when the lease is no longer as
+// release read it, for the caller to roll tx back. A release written
+// already (a retry) goes on to the save.
+func (s *DB) saveReleasingIn(ctx context.Context, tx *sql.Tx, taskID string, rows []Record, st *TaskState, events []MeshEvent, release LeaseChange) (AppendResult, bool, error) {
+	ok, err := s.compareTx(ctx, tx, release)
+	if err != nil {
+		return AppendResult{}, false, fmt.Errorf("releasing lease %s: %w", release.Lease.LeaseID, err)
+	}
+	if !ok {
+		return AppendResult{}, false, errLeaseMoved
+	}
+	res, _, err := s.saveIn(ctx, tx, taskID, rows, st, events)
+	return res, true, err
 }
 
 // kept reports whether r is stored already as it is; stored otherwise is

@@ -110,6 +110,12 @@ type Store interface {
 	// SaveEvents saves like Save and stores events in the mesh, as
 	// AppendEvents does, in the same transaction.
 	SaveEvents(ctx context.Context, taskID string, entries []Entry, st *TaskState, events []MeshEvent) (AppendResult, error)
+	// SaveReleasing saves like SaveEvents and, in the same transaction,
+	// ends a lease held directly in the store with release (a
+	// compare-and-set, as CompareLease). When the lease has changed
+	// meanwhile, it writes nothing and answers released false; a release
+	// written already (a retry) answers true.
+	SaveReleasing(ctx context.Context, taskID string, entries []Entry, st *TaskState, events []MeshEvent, release LeaseChange) (res AppendResult, released bool, err error)
 	// Task is a task's latest state.
 	Task(ctx context.Context, taskID string) (TaskState, error)
 	// TaskList lists tasks newest first, without their outbox and decisions.
