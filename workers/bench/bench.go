@@ -199,7 +199,11 @@ func (b *bench) measure(ctx context.Context) (Result, error) {
 		}
 		return b.lifecycle(ctx, id, nil)
 	}
-	if err := pool(ctx, b.taskIDs(warmup), 1, nil, warm); err != nil {
+	warmIDs := b.taskIDs(warmup)
+	if err := pool(ctx, warmIDs, 1, nil, warm); err != nil {
+		return r, fmt.Errorf("warming up: %w", err)
+	}
+	if err := b.checkSSOT(warmIDs); err != nil {
 		return r, fmt.Errorf("warming up: %w", err)
 	}
 
@@ -217,10 +221,14 @@ func (b *bench) measure(ctx context.Context) (Result, error) {
 			return r, fmt.Errorf("starting the CPU profile: %w", err)
 		}
 	}
-	r.AmpflowElapsed, err = b.phase(ctx, "ampflow", "lifecycles", b.taskIDs(o.Tasks),
+	ids := b.taskIDs(o.Tasks)
+	r.AmpflowElapsed, err = b.phase(ctx, "ampflow", "lifecycles", ids,
 		func(ctx context.Context, _ int, id string) error { return b.lifecycle(ctx, id, lat) })
 	if o.CPUProfile != nil {
 		pprof.StopCPUProfile()
+	}
+	if err == nil {
+		err = b.checkSSOT(ids)
 	}
 	if err != nil {
 		return r, fmt.Errorf("ampflow: %w", err)
