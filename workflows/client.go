@@ -78,6 +78,18 @@ func (c *Client) Start(ctx context.Context, in task.Input) error {
 	return c.start(ctx, in, req)
 }
 
+// startStatus is the AmpStatus a task starts with: dispatched when the
+// shared policy approves its plan without an admin (the task goes straight
+// to its agents, and its visibility row is not written again for it),
+// awaiting_approval otherwise. A worker whose policy disagrees writes the
+// status it is in (approval).
+func (c *Client) startStatus(in task.Input) task.Status {
+	if c.Policy != nil && planApproval(stricter(*c.Policy, in.Handling), in) == task.HandlingAuto {
+		return task.StatusDispatched
+	}
+	return task.StatusAwaitingApproval
+}
+
 func (c *Client) start(ctx context.Context, in task.Input, req startRequest) error {
 	opts := client.StartWorkflowOptions{
 		ID:                       task.WorkflowID(in.TaskID),
@@ -88,7 +100,7 @@ func (c *Client) start(ctx context.Context, in task.Input, req startRequest) err
 		// with that task, and the new plan is lost.
 		WorkflowExecutionErrorWhenAlreadyStarted: true,
 		TypedSearchAttributes: temporal.NewSearchAttributes(
-			task.AttrStatus.ValueSet(string(task.StatusAwaitingApproval)),
+			task.AttrStatus.ValueSet(string(c.startStatus(in))),
 			task.AttrRisk.ValueSet(string(in.Plan.RiskLevel)),
 			task.AttrRejectCount.ValueSet(0),
 			task.AttrRepo.ValueSet(in.Plan.Repo),

@@ -56,8 +56,7 @@ func (t *taskRun) check(ctx workflow.Context) (phase, error) {
 // (or the coordinator) asks for that. An approved task takes its branch's
 // lease before its first dispatch and holds it until it ends.
 func (t *taskRun) approval(ctx workflow.Context) (phase, error) {
-	h := t.In.Policy.PlanApproval.For(t.In.Plan.RiskLevel).Stricter(t.In.Handling)
-	if h == task.HandlingAuto {
+	if planApproval(t.In.Policy, t.In) == task.HandlingAuto {
 		t.addTimeline(ctx, task.TimelineEntry{Kind: "decision", Note: "plan approved automatically (risk " + string(t.In.Plan.RiskLevel) + ")"})
 		if t.Base == "" && t.checkedHead != "" && t.checkedAt.Equal(workflow.Now(ctx)) {
 			// Approved in the workflow task that checked the branch: the
@@ -67,6 +66,9 @@ func (t *taskRun) approval(ctx workflow.Context) (phase, error) {
 		}
 		return t.pinBase(ctx)
 	}
+	// The client may have started the task as dispatched (startStatus),
+	// by a policy that approves the plan; this worker's does not.
+	t.upsertAttributes(ctx)
 	prompt := fmt.Sprintf("Approve the plan of %s (%s risk, %d subtasks) on %s@%s?",
 		t.In.TaskID, t.In.Plan.RiskLevel, len(t.Plan), t.In.Plan.Repo, t.In.Plan.Branch)
 	o, err := t.decideOn(ctx, task.KindPlanApproval, prompt, nil, optApprove, optRejectPlan)
@@ -82,6 +84,11 @@ func (t *taskRun) approval(ctx workflow.Context) (phase, error) {
 	}
 	t.Reason = fmt.Sprintf("plan rejected by %s via %s%s", o.By, o.Channel, noteSuffix(o.Note))
 	return phaseTerminate, nil
+}
+
+// planApproval is how policy p handles the plan of task in.
+func planApproval(p task.Policy, in task.Input) task.Handling {
+	return p.PlanApproval.For(in.Plan.RiskLevel).Stricter(in.Handling)
 }
 
 // pinBase records the default branch's head once the plan is approved:

@@ -14,6 +14,7 @@ import (
 
 	"github.com/ampflow/ampflow/activities"
 	"github.com/ampflow/ampflow/amp"
+	"github.com/ampflow/ampflow/config"
 	"github.com/ampflow/ampflow/workflows/decision"
 	"github.com/ampflow/ampflow/workflows/task"
 )
@@ -281,6 +282,56 @@ func TestSearchAttributesFollowStatus(t *testing.T) {
 			start := time.Second
 			if tt.reject {
 				start = h.rejectRound(start)
+			}
+			h.round(start)
+			if res := h.run(); res.Status != task.StatusDone {
+				t.Fatalf("status %s", res.Status)
+			}
+			if strings.Join(seen, ",") != strings.Join(tt.want, ",") {
+				t.Errorf("upserts %v, want %v", seen, tt.want)
+			}
+		})
+	}
+}
+
+// TestStartStatus: a client whose policy approves the plan starts the
+// task as dispatched, and the approved lifecycle then writes its
+// visibility row only when it ends; a worker whose policy asks an admin
+// after all writes awaiting_approval before it asks.
+func TestStartStatus(t *testing.T) {
+	auto := NewPolicy(config.Default())
+	if c := (&Client{Policy: &auto}); c.startStatus(task.Input{Plan: testPlan(amp.RiskLow, "S1")}) != task.StatusDispatched ||
+		c.startStatus(task.Input{Plan: testPlan(amp.RiskMedium, "S1")}) != task.StatusAwaitingApproval ||
+		c.startStatus(task.Input{Plan: testPlan(amp.RiskLow, "S1"), Handling: task.HandlingAdmin}) != task.StatusAwaitingApproval ||
+		(&Client{}).startStatus(task.Input{Plan: testPlan(amp.RiskLow, "S1")}) != task.StatusAwaitingApproval {
+		t.Fatal("startStatus: want dispatched only for a plan the client's policy approves")
+	}
+	for _, tt := range []struct {
+		name string
+		risk amp.Risk
+		want []string
+	}{
+		{"Approved", amp.RiskLow, []string{"done/0"}},
+		{"WorkerAsks", amp.RiskMedium, []string{"awaiting_approval/0", "dispatched/0", "done/0"}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			h := newHarness(t, testPlan(tt.risk, "S1"))
+			if err := h.env.SetTypedSearchAttributesOnStart(temporal.NewSearchAttributes(
+				task.AttrStatus.ValueSet(string(task.StatusDispatched)), task.AttrRisk.ValueSet(string(tt.risk)),
+				task.AttrRejectCount.ValueSet(0), task.AttrRepo.ValueSet(testPlan(tt.risk).Repo))); err != nil {
+				t.Fatal(err)
+			}
+			var seen []string
+			h.env.OnUpsertTypedSearchAttributes(mock.Anything).Run(func(args mock.Arguments) {
+				sa := args.Get(0).(temporal.SearchAttributes)
+				v, _ := sa.GetKeyword(task.AttrStatus)
+				n, _ := sa.GetInt64(task.AttrRejectCount)
+				seen = append(seen, fmt.Sprintf("%s/%d", v, n))
+			}).Return(nil)
+			start := time.Duration(0)
+			if tt.risk != amp.RiskLow {
+				h.at(time.Second, func() { h.decide("alice", decision.OptApprove, "") })
+				start = time.Second
 			}
 			h.round(start)
 			if res := h.run(); res.Status != task.StatusDone {
