@@ -12,6 +12,7 @@ import (
 	"google.golang.org/protobuf/encoding/protojson"
 
 	"github.com/ampflow/ampflow/amp"
+	"github.com/ampflow/ampflow/config"
 	"github.com/ampflow/ampflow/workflows"
 	"github.com/ampflow/ampflow/workflows/decision"
 	"github.com/ampflow/ampflow/workflows/task"
@@ -27,8 +28,12 @@ func TestRecordHistories(t *testing.T) {
 		t.Skip("set AMPFLOW_RECORD_HISTORIES=1 to record the replay histories")
 	}
 	p := startDev(t, t.TempDir(), "AMPFLOW_PROTOCOL_ACK_TIMEOUT_TASK_DISPATCH=2s", "AMPFLOW_ADMINS=recorder")
-	// The worker's configuration above is the tasks' policy.
+	// The worker's configuration above is the tasks' policy. The client
+	// holds it too, as the API's does, so a low-risk task starts as
+	// dispatched in visibility (Client.startStatus).
 	tasks := dial(t, p)
+	pol := workflows.NewPolicy(config.Default())
+	tasks.Policy = &pol
 	out := filepath.Join("..", "replay", "testdata")
 	ctx := context.Background()
 
