@@ -257,6 +257,19 @@ func TestAgentCriticalEscalation(t *testing.T) {
 	}
 }
 
+// upserts keeps the status and reject count of each search-attribute
+// upsert of h's run, in order.
+func upserts(h *harness) *[]string {
+	var seen []string
+	h.env.OnUpsertTypedSearchAttributes(mock.Anything).Run(func(args mock.Arguments) {
+		sa := args.Get(0).(temporal.SearchAttributes)
+		v, _ := sa.GetKeyword(task.AttrStatus)
+		n, _ := sa.GetInt64(task.AttrRejectCount)
+		seen = append(seen, fmt.Sprintf("%s/%d", v, n))
+	}).Return(nil)
+	return &seen
+}
+
 // TestSearchAttributesFollowStatus: AmpStatus changes when the task
 // starts or stops waiting for a person, or ends; the agents' turns are
 // dispatched, and cost no upsert unless the reject count moves.
@@ -271,13 +284,7 @@ func TestSearchAttributesFollowStatus(t *testing.T) {
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			h := newHarness(t, testPlan(amp.RiskMedium, "S1"))
-			var seen []string
-			h.env.OnUpsertTypedSearchAttributes(mock.Anything).Run(func(args mock.Arguments) {
-				sa := args.Get(0).(temporal.SearchAttributes)
-				v, _ := sa.GetKeyword(task.AttrStatus)
-				n, _ := sa.GetInt64(task.AttrRejectCount)
-				seen = append(seen, fmt.Sprintf("%s/%d", v, n))
-			}).Return(nil)
+			seen := upserts(h)
 			h.at(time.Second, func() { h.decide("alice", decision.OptApprove, "") })
 			start := time.Second
 			if tt.reject {
@@ -287,8 +294,8 @@ func TestSearchAttributesFollowStatus(t *testing.T) {
 			if res := h.run(); res.Status != task.StatusDone {
 				t.Fatalf("status %s", res.Status)
 			}
-			if strings.Join(seen, ",") != strings.Join(tt.want, ",") {
-				t.Errorf("upserts %v, want %v", seen, tt.want)
+			if strings.Join(*seen, ",") != strings.Join(tt.want, ",") {
+				t.Errorf("upserts %v, want %v", *seen, tt.want)
 			}
 		})
 	}
@@ -321,13 +328,7 @@ func TestStartStatus(t *testing.T) {
 				task.AttrRejectCount.ValueSet(0), task.AttrRepo.ValueSet(testPlan(tt.risk).Repo))); err != nil {
 				t.Fatal(err)
 			}
-			var seen []string
-			h.env.OnUpsertTypedSearchAttributes(mock.Anything).Run(func(args mock.Arguments) {
-				sa := args.Get(0).(temporal.SearchAttributes)
-				v, _ := sa.GetKeyword(task.AttrStatus)
-				n, _ := sa.GetInt64(task.AttrRejectCount)
-				seen = append(seen, fmt.Sprintf("%s/%d", v, n))
-			}).Return(nil)
+			seen := upserts(h)
 			start := time.Duration(0)
 			if tt.risk != amp.RiskLow {
 				h.at(time.Second, func() { h.decide("alice", decision.OptApprove, "") })
@@ -337,8 +338,8 @@ func TestStartStatus(t *testing.T) {
 			if res := h.run(); res.Status != task.StatusDone {
 				t.Fatalf("status %s", res.Status)
 			}
-			if strings.Join(seen, ",") != strings.Join(tt.want, ",") {
-				t.Errorf("upserts %v, want %v", seen, tt.want)
+			if strings.Join(*seen, ",") != strings.Join(tt.want, ",") {
+				t.Errorf("upserts %v, want %v", *seen, tt.want)
 			}
 		})
 	}

@@ -1,14 +1,11 @@
 package workflows
 
 import (
-	"errors"
 	"slices"
 	"testing"
 	"time"
 
-	"go.temporal.io/sdk/converter"
 	"go.temporal.io/sdk/temporal"
-	"go.temporal.io/sdk/workflow"
 
 	"github.com/ampflow/ampflow/amp"
 	"github.com/ampflow/ampflow/workflows/decision"
@@ -155,24 +152,7 @@ func TestEarlierDeadlineFires(t *testing.T) {
 func TestDeadlineAfterContinueAsNew(t *testing.T) {
 	h := newHarness(t, testPlan(amp.RiskLow, "S1"), benchShape)
 	h.at(time.Second, func() { h.ack(amp.RoleExecutor) })
-	h.at(2*time.Second, func() {
-		h.env.SetContinueAsNewSuggested(true)
-		h.env.SignalWorkflow(task.SignalHeartbeat, task.HeartbeatInput{From: amp.RoleExecutor, Note: "wake"})
-	})
-	h.env.ExecuteWorkflow(Task, h.in)
-	var can *workflow.ContinueAsNewError
-	if !errors.As(h.env.GetWorkflowError(), &can) {
-		t.Fatalf("workflow ended with %v, want continue-as-new", h.env.GetWorkflowError())
-	}
-	var next task.Input
-	if err := converter.GetDefaultDataConverter().FromPayloads(can.Input, &next); err != nil {
-		t.Fatal(err)
-	}
-	resumeAt := h.env.Now()
-
-	h2 := newHarness(t, testPlan(amp.RiskLow, "S1"), benchShape)
-	h2.in = next
-	h2.env.SetStartTime(resumeAt)
+	h2 := continueAt(t, h, 2*time.Second)
 	timers := h2.timers()
 	var st task.State
 	h2.at(30*time.Minute+time.Second, func() { st = h2.state(); h2.decide("alice", task.OptTerminate, "") })
