@@ -21,11 +21,21 @@ import (
 // reviewer's ACK, verdict or escalation, and a cancel.
 
 // validateSubmit takes the reviewer's ACK of the review_request, its
-// review_verdict and its escalation; it refuses anything else before it
-// enters history.
-func (r *agentReview) validateSubmit(in task.SubmitInput) error {
-	_, _, err := r.classify(in)
-	return err
+// review_verdict and its escalation, signed as workflows.Client.Submit
+// signs them; it refuses anything else before it enters history. The
+// signature is checked here (decide.ValidateSigned), not in a local
+// activity in the handler: a handler that waited for one would let a
+// second submission under the same msg_id overtake the first.
+func (r *agentReview) validateSubmit(ctx workflow.Context, in task.SubmitInput) error {
+	_, dup, err := r.classify(in)
+	if err != nil || dup {
+		return err
+	}
+	a, err := in.SignedAs()
+	if err != nil {
+		return refusal.New(task.CodeInvalid, "reading the command: %v", err)
+	}
+	return decide.ValidateSigned(ctx, r.in.ID, a)
 }
 
 // classify decides whether rec is acceptable now and whether it repeats
@@ -73,13 +83,8 @@ func (r *agentReview) classify(in task.SubmitInput) (rec amp.Record, dup bool, e
 // submit keeps a record the validator let through and answers once it is
 // saved.
 func (r *agentReview) submit(ctx workflow.Context, in task.SubmitInput) (task.SubmitResult, error) {
-	if _, dup, err := r.classify(in); err == nil && !dup {
-		// Only as workflows.Client.Submit signs it: the state may move
-		// while the signature is checked, so the record is judged again.
-		if err := r.verify(ctx, in.SignedAs); err != nil {
-			return task.SubmitResult{}, err
-		}
-	}
+	// Judged again: an earlier update's handler may have moved the state
+	// since this one's validator ran.
 	rec, dup, err := r.classify(in)
 	if err != nil {
 		return task.SubmitResult{}, err

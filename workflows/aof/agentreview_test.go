@@ -11,13 +11,16 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/mock"
+	"go.temporal.io/sdk/interceptor"
 	"go.temporal.io/sdk/log"
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/testsuite"
+	"go.temporal.io/sdk/worker"
 
 	"github.com/ampflow/ampflow/activities"
 	aofacts "github.com/ampflow/ampflow/activities/aof"
 	"github.com/ampflow/ampflow/amp"
+	"github.com/ampflow/ampflow/workflows/decide"
 	"github.com/ampflow/ampflow/workflows/decision"
 	"github.com/ampflow/ampflow/workflows/task"
 )
@@ -69,6 +72,11 @@ func newReviewHarness(t *testing.T, saveTime ...time.Duration) *reviewHarness {
 	env.RegisterWorkflowWithOptions(AgentReviewWorkflow, RegisterAgentReviewOptions())
 	env.RegisterActivity(&activities.Activities{DecisionKey: testDecisionKey})
 	env.RegisterActivity(&aofacts.AOF{})
+	// The reviewer's submissions are checked in their validator, with the
+	// key the worker hands its validators.
+	env.SetWorkerOptions(worker.Options{Interceptors: []interceptor.WorkerInterceptor{
+		decide.Interceptor(&activities.AnswerChecker{Key: testDecisionKey, Log: slog.New(slog.NewTextHandler(io.Discard, nil))}),
+	}})
 	var acts *activities.Activities
 	var aof *aofacts.AOF
 	save := env.OnActivity(aof.SaveAgentReview, mock.Anything, mock.Anything).Return(
