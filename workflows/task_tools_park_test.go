@@ -12,6 +12,20 @@ import (
 	"github.com/ampflow/ampflow/workflows/task"
 )
 
+// parkFirstDispatch makes the first dispatch's delivery end parked on
+// tool call tc1 of session sess-1, as a runner whose ask timed out does.
+func parkFirstDispatch(h *harness) {
+	parked := false
+	h.deliverErr = func(m amp.Message) error {
+		if m.Type != amp.TypeTaskDispatch || parked {
+			return nil
+		}
+		parked = true
+		return temporal.NewNonRetryableApplicationError("parked", activities.ErrParked, nil,
+			activities.Parked{ToolCallID: testTaskID + "-tc1", SessionID: "sess-1"})
+	}
+}
+
 // TestToolPark: a runner parks on its ask (the delivery ends ErrParked);
 // the task waits with no question of its own while the ask stays open
 // past ask_timeout, then, once the admin allows it, delivers again with
@@ -19,15 +33,7 @@ import (
 // one, recorded once.
 func TestToolPark(t *testing.T) {
 	h := newHarness(t, testPlan(amp.RiskLow, "S1"))
-	parked := 0
-	h.deliverErr = func(m amp.Message) error {
-		if m.Type != amp.TypeTaskDispatch || parked > 0 {
-			return nil
-		}
-		parked++
-		return temporal.NewNonRetryableApplicationError("parked", activities.ErrParked, nil,
-			activities.Parked{ToolCallID: testTaskID + "-tc1", SessionID: "sess-1"})
-	}
+	parkFirstDispatch(h)
 	call := task.ToolCall{Agent: "exec", CLI: "claude", Tool: "Bash", Kind: "shell", Input: `{"command":"curl x"}`, InputDigest: "d-curl",
 		CWD: "/w", Action: "ask", Rule: "ask-network", Risk: "medium", AskTimeout: 2 * time.Second, ParkTimeout: 24 * time.Hour}
 	var ask, again *reply
@@ -82,15 +88,7 @@ func TestToolPark(t *testing.T) {
 // so, with the note.
 func TestToolParkDenied(t *testing.T) {
 	h := newHarness(t, testPlan(amp.RiskLow, "S1"))
-	parked := 0
-	h.deliverErr = func(m amp.Message) error {
-		if m.Type != amp.TypeTaskDispatch || parked > 0 {
-			return nil
-		}
-		parked++
-		return temporal.NewNonRetryableApplicationError("parked", activities.ErrParked, nil,
-			activities.Parked{ToolCallID: testTaskID + "-tc1", SessionID: "sess-1"})
-	}
+	parkFirstDispatch(h)
 	call := task.ToolCall{Agent: "exec", CLI: "codex", Tool: "Bash", Kind: "shell", Input: `{"command":"curl x"}`, InputDigest: "d-curl",
 		CWD: "/w", Action: "ask", Rule: "ask-network", Risk: "medium", AskTimeout: 2 * time.Second, ParkTimeout: 24 * time.Hour}
 	h.at(time.Second, func() { h.ack(amp.RoleExecutor) })

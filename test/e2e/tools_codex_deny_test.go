@@ -30,15 +30,8 @@ func TestToolPolicyCodexDeny(t *testing.T) {
 	)
 	t.Cleanup(model.Close)
 
-	home, codexHome := codexHomes(t, model.URL())
 	const admin, coord, execTok = "admintok-cdd-0123456789", "coordtok-cdd-0123456789", "exectok-cdd-0123456789"
-	p := startDev(t, t.TempDir(),
-		"AMPFLOW_AUTH_TOKENS="+admin+":admin:ops,"+coord+":coordinator:planner,"+execTok+":executor:exec",
-		"AMPFLOW_AGENTS_EXECUTOR_MODE=runner", "AMPFLOW_AGENTS_EXECUTOR_RUNNER=codex",
-		"AMPFLOW_AGENTS_EXECUTOR_COMMAND="+codexBin, "AMPFLOW_AGENTS_EXECUTOR_MODEL=gpt-5.5",
-		"AMPFLOW_AGENTS_EXECUTOR_TOKEN_NAME=exec",
-		"AMPFLOW_AGENTS_EXECUTOR_ENV=HOME="+home+",CODEX_HOME="+codexHome+",FAKE_OPENAI_KEY",
-		"FAKE_OPENAI_KEY="+runnerKey)
+	p := startRunnerDev(t, admin, coord, execTok, codexExecutorEnv(t, codexBin, model.URL()))
 	repo := gitRepo(t)
 	git(t, repo, "checkout", "-q", "main")
 	base := "http://" + p.api

@@ -56,25 +56,8 @@ func TestToolPolicyOpenCode(t *testing.T) {
 	)
 	t.Cleanup(model.Close)
 
-	config := filepath.Join(t.TempDir(), "opencode.json")
-	writeFile(t, config, string(mustJSON(t, map[string]any{
-		"$schema": "https://opencode.ai/config.json",
-		"provider": map[string]any{"fake": map[string]any{
-			"npm": "@ai-sdk/openai-compatible", "name": "Fake",
-			"options": map[string]any{"baseURL": model.URL() + "/v1", "apiKey": "{env:FAKE_OPENCODE_KEY}"},
-			"models":  map[string]any{"fake-model": map[string]any{"name": "Fake Model"}},
-		}},
-		"autoupdate": false, "share": "disabled",
-	})))
 	const admin, coord, execTok = "admintok-oc-0123456789", "coordtok-oc-0123456789", "exectok-oc-0123456789"
-	p := startDev(t, t.TempDir(),
-		"AMPFLOW_AUTH_TOKENS="+admin+":admin:ops,"+coord+":coordinator:planner,"+execTok+":executor:exec",
-		"AMPFLOW_AGENTS_EXECUTOR_MODE=runner", "AMPFLOW_AGENTS_EXECUTOR_RUNNER=opencode",
-		"AMPFLOW_AGENTS_EXECUTOR_COMMAND="+opencodeBin, "AMPFLOW_AGENTS_EXECUTOR_MODEL=fake/fake-model",
-		"AMPFLOW_AGENTS_EXECUTOR_TOKEN_NAME=exec",
-		"AMPFLOW_AGENTS_EXECUTOR_ENV=HOME="+opencodeHome(t)+",OPENCODE_CONFIG="+config+
-			",OPENCODE_DISABLE_MODELS_FETCH=1,OPENCODE_DISABLE_AUTOUPDATE=1,FAKE_OPENCODE_KEY",
-		"FAKE_OPENCODE_KEY="+runnerKey)
+	p := startRunnerDev(t, admin, coord, execTok, opencodeExecutorEnv(t, opencodeBin, model.URL()))
 	repo := gitRepo(t)
 	git(t, repo, "checkout", "-q", "main")
 	base := "http://" + p.api
@@ -148,21 +131,7 @@ func TestToolParkOpenCode(t *testing.T) {
 			}
 		},
 		env: func(t *testing.T, model *fakemodel.Server) []string {
-			config := filepath.Join(t.TempDir(), "opencode.json")
-			writeFile(t, config, string(mustJSON(t, map[string]any{
-				"$schema": "https://opencode.ai/config.json",
-				"provider": map[string]any{"fake": map[string]any{
-					"npm": "@ai-sdk/openai-compatible", "name": "Fake",
-					"options": map[string]any{"baseURL": model.URL() + "/v1", "apiKey": "{env:FAKE_OPENCODE_KEY}"},
-					"models":  map[string]any{"fake-model": map[string]any{"name": "Fake Model"}},
-				}},
-				"autoupdate": false, "share": "disabled",
-			})))
-			return []string{"AMPFLOW_AGENTS_EXECUTOR_RUNNER=opencode", "AMPFLOW_AGENTS_EXECUTOR_COMMAND=" + opencodeBin,
-				"AMPFLOW_AGENTS_EXECUTOR_MODEL=fake/fake-model",
-				"AMPFLOW_AGENTS_EXECUTOR_ENV=HOME=" + opencodeHome(t) + ",OPENCODE_CONFIG=" + config +
-					",OPENCODE_DISABLE_MODELS_FETCH=1,OPENCODE_DISABLE_AUTOUPDATE=1,FAKE_OPENCODE_KEY",
-				"FAKE_OPENCODE_KEY=" + runnerKey}
+			return opencodeExecutorEnv(t, opencodeBin, model.URL())
 		},
 	})
 }

@@ -230,11 +230,7 @@ func TestToolParkCodex(t *testing.T) {
 			}
 		},
 		env: func(t *testing.T, model *fakemodel.Server) []string {
-			home, codexHome := codexHomes(t, model.URL())
-			return []string{"AMPFLOW_AGENTS_EXECUTOR_RUNNER=codex", "AMPFLOW_AGENTS_EXECUTOR_COMMAND=" + codexBin,
-				"AMPFLOW_AGENTS_EXECUTOR_MODEL=gpt-5.5",
-				"AMPFLOW_AGENTS_EXECUTOR_ENV=HOME=" + home + ",CODEX_HOME=" + codexHome + ",FAKE_OPENAI_KEY",
-				"FAKE_OPENAI_KEY=" + runnerKey}
+			return codexExecutorEnv(t, codexBin, model.URL())
 		},
 	})
 }

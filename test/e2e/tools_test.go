@@ -9,6 +9,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -215,4 +216,44 @@ func (c tokenAPI) awaitResult(id string, within time.Duration) task.State {
 		return st.Status != task.StatusDispatched && st.Status != task.StatusInProgress, fmt.Errorf("status %s", st.Status)
 	})
 	return st
+}
+
+// codexExecutorEnv is what `ampflow dev` needs to run bin, the installed
+// Codex CLI, as the executor against the fake model at modelURL.
+func codexExecutorEnv(t *testing.T, bin, modelURL string) []string {
+	home, codexHome := codexHomes(t, modelURL)
+	return []string{"AMPFLOW_AGENTS_EXECUTOR_RUNNER=codex", "AMPFLOW_AGENTS_EXECUTOR_COMMAND=" + bin,
+		"AMPFLOW_AGENTS_EXECUTOR_MODEL=gpt-5.5",
+		"AMPFLOW_AGENTS_EXECUTOR_ENV=HOME=" + home + ",CODEX_HOME=" + codexHome + ",FAKE_OPENAI_KEY",
+		"FAKE_OPENAI_KEY=" + runnerKey}
+}
+
+// opencodeExecutorEnv is what `ampflow dev` needs to run bin, the
+// installed OpenCode CLI, as the executor against the fake model at
+// modelURL (an OpenAI-compatible provider in its own configuration).
+func opencodeExecutorEnv(t *testing.T, bin, modelURL string) []string {
+	config := filepath.Join(t.TempDir(), "opencode.json")
+	writeFile(t, config, string(mustJSON(t, map[string]any{
+		"$schema": "https://opencode.ai/config.json",
+		"provider": map[string]any{"fake": map[string]any{
+			"npm": "@ai-sdk/openai-compatible", "name": "Fake",
+			"options": map[string]any{"baseURL": modelURL + "/v1", "apiKey": "{env:FAKE_OPENCODE_KEY}"},
+			"models":  map[string]any{"fake-model": map[string]any{"name": "Fake Model"}},
+		}},
+		"autoupdate": false, "share": "disabled",
+	})))
+	return []string{"AMPFLOW_AGENTS_EXECUTOR_RUNNER=opencode", "AMPFLOW_AGENTS_EXECUTOR_COMMAND=" + bin,
+		"AMPFLOW_AGENTS_EXECUTOR_MODEL=fake/fake-model",
+		"AMPFLOW_AGENTS_EXECUTOR_ENV=HOME=" + opencodeHome(t) + ",OPENCODE_CONFIG=" + config +
+			",OPENCODE_DISABLE_MODELS_FETCH=1,OPENCODE_DISABLE_AUTOUPDATE=1,FAKE_OPENCODE_KEY",
+		"FAKE_OPENCODE_KEY=" + runnerKey}
+}
+
+// startRunnerDev starts `ampflow dev` with an admin, a coordinator and the
+// executor's token (named exec), the executor a runner set up by
+// executor (codexExecutorEnv, opencodeExecutorEnv).
+func startRunnerDev(t *testing.T, admin, coord, execTok string, executor []string) *devProc {
+	return startDev(t, t.TempDir(), append([]string{
+		"AMPFLOW_AUTH_TOKENS=" + admin + ":admin:ops," + coord + ":coordinator:planner," + execTok + ":executor:exec",
+		"AMPFLOW_AGENTS_EXECUTOR_MODE=runner", "AMPFLOW_AGENTS_EXECUTOR_TOKEN_NAME=exec"}, executor...)...)
 }
