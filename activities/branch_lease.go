@@ -9,7 +9,7 @@ import (
 	"go.temporal.io/sdk/temporal"
 
 	"github.com/ampflow/ampflow/activities/ssot"
-	"github.com/ampflow/ampflow/workflows/task"
+	"github.com/ampflow/ampflow/amp/task"
 )
 
 // BranchLeases takes, renews and gives up tasks' branch leases. The lease

@@ -23,8 +23,8 @@ import (
 
 	"github.com/ampflow/ampflow/activities/pricing"
 	"github.com/ampflow/ampflow/amp"
+	"github.com/ampflow/ampflow/amp/task"
 	"github.com/ampflow/ampflow/config"
-	"github.com/ampflow/ampflow/workflows/task"
 )
 
 // AgentDelivery says how one role receives its messages.

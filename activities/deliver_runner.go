@@ -15,8 +15,8 @@ import (
 
 	"github.com/ampflow/ampflow/activities/runner"
 	"github.com/ampflow/ampflow/amp"
+	"github.com/ampflow/ampflow/amp/task"
 	"github.com/ampflow/ampflow/config"
-	"github.com/ampflow/ampflow/workflows/task"
 )
 
 // Heartbeater passes a runner's sign of life to its task.

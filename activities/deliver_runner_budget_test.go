@@ -16,8 +16,8 @@ import (
 	"github.com/ampflow/ampflow/activities/runner"
 	"github.com/ampflow/ampflow/activities/ssot"
 	"github.com/ampflow/ampflow/amp"
+	"github.com/ampflow/ampflow/amp/task"
 	"github.com/ampflow/ampflow/config"
-	"github.com/ampflow/ampflow/workflows/task"
 )
 
 func TestCapOf(t *testing.T) {

@@ -10,7 +10,7 @@ import (
 
 	"github.com/ampflow/ampflow/activities/runner"
 	"github.com/ampflow/ampflow/amp"
-	"github.com/ampflow/ampflow/workflows/task"
+	"github.com/ampflow/ampflow/amp/task"
 )
 
 // UsageRecorder passes what a runner's run cost to its task.

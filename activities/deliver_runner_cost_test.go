@@ -13,8 +13,8 @@ import (
 	"github.com/ampflow/ampflow/activities/pricing"
 	"github.com/ampflow/ampflow/activities/runner"
 	"github.com/ampflow/ampflow/amp"
+	"github.com/ampflow/ampflow/amp/task"
 	"github.com/ampflow/ampflow/config"
-	"github.com/ampflow/ampflow/workflows/task"
 )
 
 func TestRunCap(t *testing.T) {

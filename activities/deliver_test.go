@@ -21,8 +21,8 @@ import (
 	"go.temporal.io/sdk/testsuite"
 
 	"github.com/ampflow/ampflow/amp"
+	"github.com/ampflow/ampflow/amp/task"
 	"github.com/ampflow/ampflow/config"
-	"github.com/ampflow/ampflow/workflows/task"
 )
 
 type fakeSubmitter struct {

@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/ampflow/ampflow/amp"
-	"github.com/ampflow/ampflow/workflows/task"
+	"github.com/ampflow/ampflow/amp/task"
 )
 
 // Config is the whole of ampflow's configuration. The mapstructure tags are

@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"os"
 
-	"github.com/ampflow/ampflow/workflows/decision"
+	"github.com/ampflow/ampflow/amp/decision"
 )
 
 // DecisionKeyEnv is the environment variable that sets auth.decision_key.

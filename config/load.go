@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/ampflow/ampflow/amp"
-	"github.com/ampflow/ampflow/workflows/task"
+	"github.com/ampflow/ampflow/amp/task"
 	"github.com/go-viper/mapstructure/v2"
 	"github.com/spf13/viper"
 )

@@ -7,8 +7,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/ampflow/ampflow/activities/toolpolicy"
 	"github.com/ampflow/ampflow/amp"
+	"github.com/ampflow/ampflow/config/toolpolicy"
 )
 
 // Tools is the policy every tool call of an agent CLI is decided by,

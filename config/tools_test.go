@@ -5,8 +5,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/ampflow/ampflow/activities/toolpolicy"
 	"github.com/ampflow/ampflow/amp"
+	"github.com/ampflow/ampflow/config/toolpolicy"
 )
 
 func TestToolsConfig(t *testing.T) {

@@ -10,7 +10,7 @@ import (
 	"testing"
 
 	"github.com/ampflow/ampflow/amp"
-	"github.com/ampflow/ampflow/workflows/task"
+	"github.com/ampflow/ampflow/amp/task"
 	"time"
 )
 

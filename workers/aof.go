@@ -9,11 +9,12 @@ import (
 	"go.temporal.io/sdk/worker"
 
 	aofacts "github.com/ampflow/ampflow/activities/aof"
+	"github.com/ampflow/ampflow/amp/lease"
 	"github.com/ampflow/ampflow/config"
 	aofapi "github.com/ampflow/ampflow/integrations/aof"
 	"github.com/ampflow/ampflow/integrations/httpapi"
 	"github.com/ampflow/ampflow/workflows/aof"
-	"github.com/ampflow/ampflow/workflows/lease"
+	leasewf "github.com/ampflow/ampflow/workflows/lease"
 )
 
 // registerAOF registers the AOF task workflow and its activities.
@@ -27,7 +28,7 @@ func registerAOF(w worker.Worker, o Options, parts *Parts) {
 	w.RegisterActivity(acts)
 	leases := &aofacts.AOFLeases{}
 	if parts.Tasks != nil && parts.Tasks.Temporal != nil {
-		leases.Leases = aofLeases{&lease.Client{Temporal: parts.Tasks.Temporal, TaskQueue: o.Config.Temporal.TaskQueue, DecisionKey: parts.Tasks.DecisionKey}}
+		leases.Leases = aofLeases{&leasewf.Client{Temporal: parts.Tasks.Temporal, TaskQueue: o.Config.Temporal.TaskQueue, DecisionKey: parts.Tasks.DecisionKey}}
 	}
 	w.RegisterActivity(leases)
 }
@@ -47,7 +48,7 @@ func addAOF(api *httpapi.Server, o Options, parts *Parts, log *slog.Logger) {
 
 // aofLeases gives the AOF tasks' runs the lease room's leases: a
 // dispatched run holds the lease of aof/<taskId>.
-type aofLeases struct{ c *lease.Client }
+type aofLeases struct{ c *leasewf.Client }
 
 // leaseSeconds is a run's heartbeat life as a lease TTL, within the
 // lease room's bounds.

@@ -4,8 +4,8 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/ampflow/ampflow/amp/decision"
 	"github.com/ampflow/ampflow/config"
-	"github.com/ampflow/ampflow/workflows/decision"
 )
 
 // DecisionKeyFile is the file in data_dir where `ampflow dev` keeps the

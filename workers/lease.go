@@ -14,20 +14,21 @@ import (
 	leaseacts "github.com/ampflow/ampflow/activities/lease"
 	"github.com/ampflow/ampflow/activities/ssot"
 	"github.com/ampflow/ampflow/amp"
+	"github.com/ampflow/ampflow/amp/lease"
+	"github.com/ampflow/ampflow/amp/task"
 	"github.com/ampflow/ampflow/integrations/dashboard"
 	"github.com/ampflow/ampflow/integrations/httpapi"
 	"github.com/ampflow/ampflow/integrations/repomesh"
 	"github.com/ampflow/ampflow/workflows"
-	"github.com/ampflow/ampflow/workflows/lease"
-	"github.com/ampflow/ampflow/workflows/task"
+	leasewf "github.com/ampflow/ampflow/workflows/lease"
 )
 
 // registerLeases registers the lease workflow and the lease sweeper and,
 // when the worker has the SSOT, their activities, which write leases and
 // their mesh events there.
 func registerLeases(w worker.Worker, acts *activities.Activities) {
-	w.RegisterWorkflowWithOptions(lease.Workflow, workflow.RegisterOptions{Name: lease.WorkflowType})
-	w.RegisterWorkflowWithOptions(lease.Sweeper, workflow.RegisterOptions{Name: lease.SweeperWorkflowType})
+	w.RegisterWorkflowWithOptions(leasewf.Workflow, workflow.RegisterOptions{Name: lease.WorkflowType})
+	w.RegisterWorkflowWithOptions(leasewf.Sweeper, workflow.RegisterOptions{Name: leasewf.SweeperWorkflowType})
 	rec, _ := acts.Store.(*activities.TaskRecord)
 	if rec == nil {
 		return
@@ -45,7 +46,7 @@ func registerLeases(w worker.Worker, acts *activities.Activities) {
 // agentLeases is the way to agents' leases: held directly in the store
 // when the worker has one, else through the lease workflows.
 func agentLeases(parts *Parts) repomesh.Leases {
-	c := &lease.Client{Temporal: parts.Tasks.Temporal, TaskQueue: parts.Tasks.TaskQueue, DecisionKey: parts.Tasks.DecisionKey}
+	c := &leasewf.Client{Temporal: parts.Tasks.Temporal, TaskQueue: parts.Tasks.TaskQueue, DecisionKey: parts.Tasks.DecisionKey}
 	if parts.Store == nil {
 		return c
 	}

@@ -21,13 +21,13 @@ import (
 	leaseacts "github.com/ampflow/ampflow/activities/lease"
 	"github.com/ampflow/ampflow/activities/pricing"
 	"github.com/ampflow/ampflow/activities/ssot"
+	"github.com/ampflow/ampflow/amp/task"
 	"github.com/ampflow/ampflow/config"
 	"github.com/ampflow/ampflow/integrations/httpapi"
 	"github.com/ampflow/ampflow/workflows"
 	"github.com/ampflow/ampflow/workflows/decide"
 	"github.com/ampflow/ampflow/workflows/gate"
 	"github.com/ampflow/ampflow/workflows/lease"
-	"github.com/ampflow/ampflow/workflows/task"
 )
 
 // Options for Run.

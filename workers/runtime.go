@@ -11,6 +11,8 @@ import (
 
 	"github.com/ampflow/ampflow/activities"
 	"github.com/ampflow/ampflow/activities/ssot"
+	"github.com/ampflow/ampflow/amp/decision"
+	"github.com/ampflow/ampflow/amp/task"
 	"github.com/ampflow/ampflow/config"
 	"github.com/ampflow/ampflow/integrations/chat"
 	"github.com/ampflow/ampflow/integrations/dashboard"
@@ -19,8 +21,6 @@ import (
 	"github.com/ampflow/ampflow/integrations/slack"
 	"github.com/ampflow/ampflow/integrations/telegram"
 	"github.com/ampflow/ampflow/workflows"
-	"github.com/ampflow/ampflow/workflows/decision"
-	"github.com/ampflow/ampflow/workflows/task"
 )
 
 // runtime holds what serves beside the worker: the HTTP API and the chat

@@ -9,8 +9,8 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/ampflow/ampflow/amp"
-	"github.com/ampflow/ampflow/workflows/refusal"
-	"github.com/ampflow/ampflow/workflows/task"
+	"github.com/ampflow/ampflow/amp/refusal"
+	"github.com/ampflow/ampflow/amp/task"
 )
 
 // Bounds on agents' escalations, which reach admins and are kept in the

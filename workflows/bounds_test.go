@@ -10,7 +10,7 @@ import (
 	"go.temporal.io/sdk/temporal"
 
 	"github.com/ampflow/ampflow/amp"
-	"github.com/ampflow/ampflow/workflows/task"
+	"github.com/ampflow/ampflow/amp/task"
 )
 
 // escalationMsg is an executor's warning escalation at the current

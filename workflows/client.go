@@ -19,8 +19,8 @@ import (
 
 	"github.com/ampflow/ampflow/activities"
 	"github.com/ampflow/ampflow/amp"
-	"github.com/ampflow/ampflow/workflows/refusal"
-	"github.com/ampflow/ampflow/workflows/task"
+	"github.com/ampflow/ampflow/amp/refusal"
+	"github.com/ampflow/ampflow/amp/task"
 )
 
 // Client is the typed way in to task workflows, shared by the CLI, the

@@ -10,8 +10,8 @@ import (
 	"go.temporal.io/sdk/client"
 
 	"github.com/ampflow/ampflow/amp"
-	"github.com/ampflow/ampflow/workflows/decision"
-	"github.com/ampflow/ampflow/workflows/task"
+	"github.com/ampflow/ampflow/amp/decision"
+	"github.com/ampflow/ampflow/amp/task"
 )
 
 // Decide applies an admin's choice to a decision of subject: a task, or

@@ -7,8 +7,8 @@ import (
 
 	"go.temporal.io/sdk/client"
 
-	"github.com/ampflow/ampflow/workflows/decision"
-	"github.com/ampflow/ampflow/workflows/task"
+	"github.com/ampflow/ampflow/amp/decision"
+	"github.com/ampflow/ampflow/amp/task"
 )
 
 // updates is a Temporal client that keeps the updates it is sent and

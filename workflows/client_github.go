@@ -3,7 +3,7 @@ package workflows
 import (
 	"context"
 
-	"github.com/ampflow/ampflow/workflows/task"
+	"github.com/ampflow/ampflow/amp/task"
 )
 
 // WakeForGitHubReview tells a task a review of its pull request came in:

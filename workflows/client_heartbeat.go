@@ -4,7 +4,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/ampflow/ampflow/workflows/task"
+	"github.com/ampflow/ampflow/amp/task"
 )
 
 // Heartbeats reach a task as signals, which its workflow cannot refuse

@@ -8,8 +8,8 @@ import (
 	"go.temporal.io/sdk/client"
 
 	"github.com/ampflow/ampflow/amp"
-	"github.com/ampflow/ampflow/workflows/decision"
-	"github.com/ampflow/ampflow/workflows/task"
+	"github.com/ampflow/ampflow/amp/decision"
+	"github.com/ampflow/ampflow/amp/task"
 )
 
 // signals is a Temporal client that keeps the signals it is sent.

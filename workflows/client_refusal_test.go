@@ -8,8 +8,8 @@ import (
 	"go.temporal.io/sdk/temporal"
 
 	"github.com/ampflow/ampflow/amp"
-	"github.com/ampflow/ampflow/workflows/refusal"
-	"github.com/ampflow/ampflow/workflows/task"
+	"github.com/ampflow/ampflow/amp/refusal"
+	"github.com/ampflow/ampflow/amp/task"
 )
 
 // A refusal crosses the wire as a Temporal failure: encoded by the

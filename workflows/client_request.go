@@ -14,7 +14,7 @@ import (
 	"go.temporal.io/sdk/converter"
 
 	"github.com/ampflow/ampflow/amp"
-	"github.com/ampflow/ampflow/workflows/task"
+	"github.com/ampflow/ampflow/amp/task"
 )
 
 // memoRequest is the memo field in which a task keeps the request that

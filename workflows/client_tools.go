@@ -3,7 +3,7 @@ package workflows
 import (
 	"context"
 
-	"github.com/ampflow/ampflow/workflows/task"
+	"github.com/ampflow/ampflow/amp/task"
 )
 
 // ToolCall records an agent CLI's tool call in its task, which raises a

@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/ampflow/ampflow/activities"
-	"github.com/ampflow/ampflow/workflows/task"
+	"github.com/ampflow/ampflow/amp/task"
 )
 
 // PlanRecordID is the id of a task's first SSOT record: its plan and the

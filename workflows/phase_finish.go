@@ -8,8 +8,8 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/ampflow/ampflow/activities"
-	"github.com/ampflow/ampflow/workflows/decision"
-	"github.com/ampflow/ampflow/workflows/task"
+	"github.com/ampflow/ampflow/amp/decision"
+	"github.com/ampflow/ampflow/amp/task"
 )
 
 // nextSubtask moves on once a subtask is approved.

@@ -6,7 +6,7 @@ import (
 
 	"github.com/ampflow/ampflow/activities"
 	"github.com/ampflow/ampflow/amp"
-	"github.com/ampflow/ampflow/workflows/decision"
+	"github.com/ampflow/ampflow/amp/decision"
 )
 
 // TestDiffBasePinnedAtApproval: the default branch's head read when the

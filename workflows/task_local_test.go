@@ -9,7 +9,7 @@ import (
 	"go.temporal.io/sdk/converter"
 
 	"github.com/ampflow/ampflow/amp"
-	"github.com/ampflow/ampflow/workflows/task"
+	"github.com/ampflow/ampflow/amp/task"
 )
 
 // TestLocalActivities checks which work a task keeps in the worker: the

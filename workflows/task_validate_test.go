@@ -10,7 +10,7 @@ import (
 	"go.temporal.io/sdk/worker"
 
 	"github.com/ampflow/ampflow/amp"
-	"github.com/ampflow/ampflow/workflows/task"
+	"github.com/ampflow/ampflow/amp/task"
 )
 
 // TestSubmitCheckedInValidator: the signatures of an approved lifecycle's

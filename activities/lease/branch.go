@@ -12,12 +12,12 @@ import (
 
 	"github.com/ampflow/ampflow/activities"
 	"github.com/ampflow/ampflow/activities/ssot"
-	"github.com/ampflow/ampflow/workflows/lease"
-	"github.com/ampflow/ampflow/workflows/task"
+	"github.com/ampflow/ampflow/amp/lease"
+	"github.com/ampflow/ampflow/amp/task"
 )
 
 // Client is the way to the lease workflows a task's branch lease lives in
-// (*lease.Client).
+// (*workflows/lease.Client).
 type Client interface {
 	AcquireOrQueue(ctx context.Context, key string, req lease.WaitRequest) (lease.AcquireResult, error)
 	Renew(ctx context.Context, req lease.RenewRequest) (lease.Lease, error)

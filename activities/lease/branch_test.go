@@ -6,8 +6,8 @@ import (
 	"testing"
 
 	"github.com/ampflow/ampflow/activities"
-	"github.com/ampflow/ampflow/workflows/lease"
-	"github.com/ampflow/ampflow/workflows/task"
+	"github.com/ampflow/ampflow/amp/lease"
+	"github.com/ampflow/ampflow/amp/task"
 )
 
 // fakeBranches answers as one lease workflow per key would.

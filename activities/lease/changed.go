@@ -10,7 +10,7 @@ import (
 
 	"github.com/ampflow/ampflow/activities"
 	"github.com/ampflow/ampflow/activities/ssot"
-	"github.com/ampflow/ampflow/workflows/lease"
+	"github.com/ampflow/ampflow/amp/lease"
 )
 
 // LeaseStore keeps leases and their mesh events (*ssot.DB).

@@ -9,7 +9,7 @@ import (
 
 	"github.com/ampflow/ampflow/activities"
 	"github.com/ampflow/ampflow/activities/ssot"
-	"github.com/ampflow/ampflow/workflows/lease"
+	"github.com/ampflow/ampflow/amp/lease"
 )
 
 type leaseRecorder struct {

@@ -9,11 +9,11 @@ import (
 	"time"
 
 	"github.com/ampflow/ampflow/activities/ssot"
-	"github.com/ampflow/ampflow/workflows/lease"
+	"github.com/ampflow/ampflow/amp/lease"
 )
 
 // Workflows reaches the lease workflows, for the leases they hold
-// (*lease.Client).
+// (*workflows/lease.Client).
 type Workflows interface {
 	Acquire(ctx context.Context, key string, req lease.AcquireRequest) (lease.AcquireResult, error)
 	Renew(ctx context.Context, req lease.RenewRequest) (lease.Lease, error)
@@ -28,12 +28,12 @@ type DirectStore interface {
 }
 
 // Expiry wakes the lease sweeper for a lease taken directly
-// (*lease.Expiries).
+// (*workflows/lease.Expiries).
 type Expiry interface{ Due(at time.Time) }
 
 // Direct holds agents' leases (the API's POST /v1/leases) in the store:
 // a free key is taken in one transaction and answered at once, and the
-// sweeper (lease.Sweeper) ends it at its expiry; renewals and releases
+// sweeper (workflows/lease.Sweeper) ends it at its expiry; renewals and releases
 // are compare-and-sets on the lease's row, its version the token. A key
 // its lease workflow holds (a queue's, adopted) goes to the workflow, as
 // does every change of such a lease.

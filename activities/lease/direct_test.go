@@ -11,7 +11,7 @@ import (
 	"github.com/ampflow/ampflow/activities"
 	"github.com/ampflow/ampflow/activities/ssot"
 	"github.com/ampflow/ampflow/activities/ssot/ssottest"
-	"github.com/ampflow/ampflow/workflows/lease"
+	"github.com/ampflow/ampflow/amp/lease"
 )
 
 // workflowsSeen answers for the lease workflows and names each call.

@@ -8,7 +8,7 @@ import (
 
 	"github.com/ampflow/ampflow/activities"
 	"github.com/ampflow/ampflow/activities/ssot/ssottest"
-	"github.com/ampflow/ampflow/workflows/lease"
+	"github.com/ampflow/ampflow/amp/lease"
 )
 
 // TestReleaseInRecord: a task's last record batch ends its direct branch

@@ -9,10 +9,10 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/ampflow/ampflow/amp/task"
 	"github.com/ampflow/ampflow/cmd/ampflow/cli"
 	"github.com/ampflow/ampflow/config"
 	"github.com/ampflow/ampflow/workers/demo"
-	"github.com/ampflow/ampflow/workflows/task"
 )
 
 // demoCommand plays a scripted executor and reviewer through one task

@@ -15,8 +15,8 @@ import (
 
 	"github.com/ampflow/ampflow/activities/contract"
 	"github.com/ampflow/ampflow/activities/ssot"
+	"github.com/ampflow/ampflow/amp/task"
 	"github.com/ampflow/ampflow/integrations/httpapi"
-	"github.com/ampflow/ampflow/workflows/task"
 )
 
 // AMCP's error codes.

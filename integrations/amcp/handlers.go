@@ -14,8 +14,8 @@ import (
 	"github.com/ampflow/ampflow/activities/contract"
 	"github.com/ampflow/ampflow/activities/ssot"
 	"github.com/ampflow/ampflow/amp"
+	"github.com/ampflow/ampflow/amp/task"
 	"github.com/ampflow/ampflow/integrations/httpapi"
-	"github.com/ampflow/ampflow/workflows/task"
 )
 
 // MaxParameters bounds a contract's parameters, in bytes of JSON: every

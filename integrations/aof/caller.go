@@ -4,9 +4,9 @@ import (
 	"net/http"
 
 	"github.com/ampflow/ampflow/amp"
+	"github.com/ampflow/ampflow/amp/task"
 	"github.com/ampflow/ampflow/integrations/httpapi"
 	wf "github.com/ampflow/ampflow/workflows/aof"
-	"github.com/ampflow/ampflow/workflows/task"
 )
 
 // claim is an agent name a request speaks as, and the field that says it.

@@ -12,9 +12,9 @@ import (
 
 	"github.com/ampflow/ampflow/activities/ssot"
 	"github.com/ampflow/ampflow/amp"
+	"github.com/ampflow/ampflow/amp/task"
 	"github.com/ampflow/ampflow/integrations/httpapi"
 	wf "github.com/ampflow/ampflow/workflows/aof"
-	"github.com/ampflow/ampflow/workflows/task"
 )
 
 // Store is what the AOF routes read and log to.

@@ -16,10 +16,10 @@ import (
 
 	"github.com/ampflow/ampflow/activities/ssot"
 	"github.com/ampflow/ampflow/amp"
+	"github.com/ampflow/ampflow/amp/task"
 	"github.com/ampflow/ampflow/config"
 	"github.com/ampflow/ampflow/integrations/httpapi"
 	wf "github.com/ampflow/ampflow/workflows/aof"
-	"github.com/ampflow/ampflow/workflows/task"
 )
 
 // fakeTasks stands for the task workflows: it saves what it is given as

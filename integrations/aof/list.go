@@ -9,9 +9,9 @@ import (
 
 	"github.com/ampflow/ampflow/activities/ssot"
 	"github.com/ampflow/ampflow/amp"
+	"github.com/ampflow/ampflow/amp/task"
 	"github.com/ampflow/ampflow/integrations/httpapi"
 	wf "github.com/ampflow/ampflow/workflows/aof"
-	"github.com/ampflow/ampflow/workflows/task"
 )
 
 // TasksResponse is a page of AOF tasks.

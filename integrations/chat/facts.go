@@ -6,7 +6,7 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/ampflow/ampflow/workflows/decision"
+	"github.com/ampflow/ampflow/amp/decision"
 )
 
 // Fact is one line a decision of a subject other than a task shows: a

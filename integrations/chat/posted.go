@@ -10,7 +10,7 @@ import (
 	"encoding/base64"
 	"time"
 
-	"github.com/ampflow/ampflow/workflows/decision"
+	"github.com/ampflow/ampflow/amp/decision"
 )
 
 // How long closed decisions and notice keys are kept; a late click on an

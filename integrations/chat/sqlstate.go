@@ -12,7 +12,7 @@ import (
 	"time"
 
 	"github.com/ampflow/ampflow/activities/ssot"
-	"github.com/ampflow/ampflow/workflows/decision"
+	"github.com/ampflow/ampflow/amp/decision"
 )
 
 // PruneEvery is how often a SQLState drops what is too old to keep

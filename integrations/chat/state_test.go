@@ -13,9 +13,9 @@ import (
 	"github.com/ampflow/ampflow/activities/ssot"
 	"github.com/ampflow/ampflow/activities/ssot/ssottest"
 	"github.com/ampflow/ampflow/amp"
+	"github.com/ampflow/ampflow/amp/decision"
 	"github.com/ampflow/ampflow/integrations/chat"
 	"github.com/ampflow/ampflow/integrations/chat/chattest"
-	"github.com/ampflow/ampflow/workflows/decision"
 )
 
 // ref is a fake platform's reference to a posted copy.

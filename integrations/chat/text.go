@@ -9,8 +9,8 @@ import (
 	"unicode/utf8"
 
 	"github.com/ampflow/ampflow/amp"
-	"github.com/ampflow/ampflow/workflows/decision"
-	"github.com/ampflow/ampflow/workflows/task"
+	"github.com/ampflow/ampflow/amp/decision"
+	"github.com/ampflow/ampflow/amp/task"
 )
 
 // Clip shortens s, trimmed, to n runes, marking the cut.

@@ -7,9 +7,9 @@ import (
 	"strings"
 	"unicode/utf8"
 
-	"github.com/ampflow/ampflow/activities/toolpolicy"
-	"github.com/ampflow/ampflow/workflows/decision"
-	"github.com/ampflow/ampflow/workflows/task"
+	"github.com/ampflow/ampflow/amp/decision"
+	"github.com/ampflow/ampflow/amp/task"
+	"github.com/ampflow/ampflow/config/toolpolicy"
 )
 
 // ToolCall is what a tool_call decision asks, read from its context

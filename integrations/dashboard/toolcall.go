@@ -1,8 +1,8 @@
 package dashboard
 
 import (
+	"github.com/ampflow/ampflow/amp/decision"
 	"github.com/ampflow/ampflow/integrations/chat"
-	"github.com/ampflow/ampflow/workflows/decision"
 )
 
 // Bounds of a tool call's command or diff on a card.

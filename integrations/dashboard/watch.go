@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/ampflow/ampflow/activities/ssot"
-	"github.com/ampflow/ampflow/workflows/decision"
+	"github.com/ampflow/ampflow/amp/decision"
 )
 
 // IdlePoll is how often the store is looked at while no page is open; a

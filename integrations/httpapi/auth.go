@@ -9,8 +9,8 @@ import (
 	"strings"
 
 	"github.com/ampflow/ampflow/amp"
+	"github.com/ampflow/ampflow/amp/task"
 	"github.com/ampflow/ampflow/config"
-	"github.com/ampflow/ampflow/workflows/task"
 )
 
 // OpenName is the caller's name (the by of decisions, cancels and

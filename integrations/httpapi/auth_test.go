@@ -7,8 +7,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/ampflow/ampflow/amp/task"
 	"github.com/ampflow/ampflow/config"
-	"github.com/ampflow/ampflow/workflows/task"
 )
 
 func TestUnauthenticated(t *testing.T) {

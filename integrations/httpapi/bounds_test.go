@@ -5,7 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/ampflow/ampflow/workflows/task"
+	"github.com/ampflow/ampflow/amp/task"
 )
 
 func TestHeartbeatNoteTooLong(t *testing.T) {

@@ -17,10 +17,10 @@ import (
 	"github.com/ampflow/ampflow/activities"
 	"github.com/ampflow/ampflow/activities/ssot"
 	"github.com/ampflow/ampflow/amp"
+	"github.com/ampflow/ampflow/amp/decision"
+	"github.com/ampflow/ampflow/amp/task"
 	"github.com/ampflow/ampflow/config"
 	"github.com/ampflow/ampflow/workflows"
-	"github.com/ampflow/ampflow/workflows/decision"
-	"github.com/ampflow/ampflow/workflows/task"
 )
 
 // Tokens of the test server.

@@ -7,7 +7,7 @@ import (
 	"testing"
 
 	"github.com/ampflow/ampflow/amp"
-	"github.com/ampflow/ampflow/workflows/task"
+	"github.com/ampflow/ampflow/amp/task"
 )
 
 // payloadOf returns the payload of a whole envelope given as JSON.

@@ -11,7 +11,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/ampflow/ampflow/workflows/task"
+	"github.com/ampflow/ampflow/amp/task"
 )
 
 // DefaultRate is the writing requests one token may make a minute when

@@ -7,7 +7,7 @@ import (
 	"testing"
 
 	"github.com/ampflow/ampflow/activities/ssot"
-	"github.com/ampflow/ampflow/workflows/task"
+	"github.com/ampflow/ampflow/amp/task"
 )
 
 // TestGetTaskFromStore checks GET /v1/tasks/{id} when the task's workflow

@@ -19,13 +19,13 @@ import (
 
 	"github.com/ampflow/ampflow/activities/ssot"
 	"github.com/ampflow/ampflow/amp"
+	"github.com/ampflow/ampflow/amp/lease"
+	"github.com/ampflow/ampflow/amp/task"
 	"github.com/ampflow/ampflow/config"
 	"github.com/ampflow/ampflow/integrations/httpapi"
 	"github.com/ampflow/ampflow/integrations/mcp"
 	"github.com/ampflow/ampflow/integrations/repomesh"
 	"github.com/ampflow/ampflow/workflows"
-	"github.com/ampflow/ampflow/workflows/lease"
-	"github.com/ampflow/ampflow/workflows/task"
 )
 
 // The test wires the mesh's routes beside /mcp as the workers do: the

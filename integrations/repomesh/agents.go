@@ -12,9 +12,9 @@ import (
 
 	"github.com/ampflow/ampflow/activities/ssot"
 	"github.com/ampflow/ampflow/amp"
+	"github.com/ampflow/ampflow/amp/lease"
+	"github.com/ampflow/ampflow/amp/task"
 	"github.com/ampflow/ampflow/integrations/httpapi"
-	"github.com/ampflow/ampflow/workflows/lease"
-	"github.com/ampflow/ampflow/workflows/task"
 )
 
 // Agent statuses of an agent heartbeat.

@@ -12,9 +12,9 @@ import (
 
 	"github.com/ampflow/ampflow/activities/ssot"
 	"github.com/ampflow/ampflow/amp"
+	"github.com/ampflow/ampflow/amp/lease"
+	"github.com/ampflow/ampflow/amp/task"
 	"github.com/ampflow/ampflow/integrations/httpapi"
-	"github.com/ampflow/ampflow/workflows/lease"
-	"github.com/ampflow/ampflow/workflows/task"
 )
 
 // The mesh's error codes (the document's), beside the API's own.
@@ -25,7 +25,7 @@ const (
 	CodeTaskClaimConflict task.Code = "TASK_CLAIM_CONFLICT"
 )
 
-// Leases is the way to the lease workflows (*lease.Client).
+// Leases is the way to the lease workflows (*workflows/lease.Client).
 type Leases interface {
 	Acquire(ctx context.Context, key string, req lease.AcquireRequest) (lease.AcquireResult, error)
 	Renew(ctx context.Context, req lease.RenewRequest) (lease.Lease, error)

@@ -6,8 +6,8 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/ampflow/ampflow/amp/lease"
 	"github.com/ampflow/ampflow/integrations/httpapi"
-	"github.com/ampflow/ampflow/workflows/lease"
 )
 
 // Claims: a task.claimed event is a claim on its task, held as the lease

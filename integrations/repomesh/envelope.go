@@ -18,7 +18,7 @@ import (
 	"time"
 
 	"github.com/ampflow/ampflow/amp"
-	"github.com/ampflow/ampflow/workflows/lease"
+	"github.com/ampflow/ampflow/amp/lease"
 )
 
 // Limits of an event.

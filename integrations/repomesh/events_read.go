@@ -6,8 +6,8 @@ import (
 	"slices"
 
 	"github.com/ampflow/ampflow/activities/ssot"
+	"github.com/ampflow/ampflow/amp/lease"
 	"github.com/ampflow/ampflow/integrations/httpapi"
-	"github.com/ampflow/ampflow/workflows/lease"
 )
 
 func (a *API) getEvent(w http.ResponseWriter, r *http.Request) {

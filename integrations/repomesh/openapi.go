@@ -9,8 +9,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/ampflow/ampflow/amp/task"
 	"github.com/ampflow/ampflow/integrations/httpapi"
-	"github.com/ampflow/ampflow/workflows/task"
 )
 
 // spec is what the mesh adds to the OpenAPI document: its schemas, made

@@ -13,9 +13,9 @@ import (
 
 	"github.com/ampflow/ampflow/activities/ssot"
 	"github.com/ampflow/ampflow/amp"
+	"github.com/ampflow/ampflow/amp/task"
 	"github.com/ampflow/ampflow/integrations/httpapi"
 	"github.com/ampflow/ampflow/workflows"
-	"github.com/ampflow/ampflow/workflows/task"
 )
 
 // TypeTestRetry is the event ampflow sends an agent whose test.result

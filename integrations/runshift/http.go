@@ -13,9 +13,9 @@ import (
 
 	"github.com/ampflow/ampflow/activities/ssot"
 	"github.com/ampflow/ampflow/amp"
+	"github.com/ampflow/ampflow/amp/task"
 	"github.com/ampflow/ampflow/integrations/httpapi"
 	"github.com/ampflow/ampflow/workflows/gate"
-	"github.com/ampflow/ampflow/workflows/task"
 )
 
 // Codes of the API's that the gate's handlers return too.

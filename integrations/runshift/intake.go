@@ -15,9 +15,9 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/ampflow/ampflow/activities/ssot"
+	"github.com/ampflow/ampflow/amp/task"
 	"github.com/ampflow/ampflow/config"
 	"github.com/ampflow/ampflow/workflows/gate"
-	"github.com/ampflow/ampflow/workflows/task"
 )
 
 // Error codes of the gate's API.

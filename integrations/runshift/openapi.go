@@ -3,8 +3,8 @@ package runshift
 import (
 	"net/http"
 
+	"github.com/ampflow/ampflow/amp/task"
 	"github.com/ampflow/ampflow/integrations/httpapi"
-	"github.com/ampflow/ampflow/workflows/task"
 )
 
 func spec() httpapi.Spec {

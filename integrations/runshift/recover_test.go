@@ -10,8 +10,8 @@ import (
 
 	"github.com/ampflow/ampflow/activities/ssot"
 	"github.com/ampflow/ampflow/amp"
+	"github.com/ampflow/ampflow/amp/task"
 	"github.com/ampflow/ampflow/workflows/gate"
-	"github.com/ampflow/ampflow/workflows/task"
 )
 
 // fakeTasks is a task store whose tasks have the plans given, and a task

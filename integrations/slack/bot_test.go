@@ -8,10 +8,10 @@ import (
 	"time"
 
 	"github.com/ampflow/ampflow/activities"
+	"github.com/ampflow/ampflow/amp/decision"
+	"github.com/ampflow/ampflow/amp/task"
 	"github.com/ampflow/ampflow/integrations/chat"
 	"github.com/ampflow/ampflow/integrations/chat/chattest"
-	"github.com/ampflow/ampflow/workflows/decision"
-	"github.com/ampflow/ampflow/workflows/task"
 )
 
 // tokensOf returns the button tokens of a posted decision in option order.

@@ -19,8 +19,8 @@ import (
 	slackapi "github.com/slack-go/slack"
 	"github.com/slack-go/slack/socketmode"
 
+	"github.com/ampflow/ampflow/amp/decision"
 	"github.com/ampflow/ampflow/integrations/chat/chattest"
-	"github.com/ampflow/ampflow/workflows/decision"
 )
 
 func clickPayload(user, token, actionTS string) string {

@@ -7,10 +7,10 @@ import (
 	"testing"
 
 	"github.com/ampflow/ampflow/activities"
+	"github.com/ampflow/ampflow/amp/decision"
+	"github.com/ampflow/ampflow/amp/task"
 	"github.com/ampflow/ampflow/integrations/chat"
 	"github.com/ampflow/ampflow/integrations/chat/chattest"
-	"github.com/ampflow/ampflow/workflows/decision"
-	"github.com/ampflow/ampflow/workflows/task"
 )
 
 // jsonText encodes v as Slack receives it, without HTML escaping so the

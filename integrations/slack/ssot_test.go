@@ -11,9 +11,9 @@ import (
 	"github.com/ampflow/ampflow/activities"
 	"github.com/ampflow/ampflow/activities/ssot"
 	"github.com/ampflow/ampflow/activities/ssot/ssottest"
+	"github.com/ampflow/ampflow/amp/decision"
 	"github.com/ampflow/ampflow/config"
 	"github.com/ampflow/ampflow/integrations/chat/chattest"
-	"github.com/ampflow/ampflow/workflows/decision"
 )
 
 // ssotBot is a bot of one worker posting to f, its state in the SSOT at

@@ -5,8 +5,8 @@ import (
 	"strings"
 
 	"github.com/ampflow/ampflow/amp"
+	"github.com/ampflow/ampflow/amp/decision"
 	"github.com/ampflow/ampflow/integrations/chat"
-	"github.com/ampflow/ampflow/workflows/decision"
 )
 
 // Limits keep a message readable on a phone and inside Slack's block

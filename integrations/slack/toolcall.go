@@ -6,8 +6,8 @@ import (
 
 	slackapi "github.com/slack-go/slack"
 
+	"github.com/ampflow/ampflow/amp/decision"
 	"github.com/ampflow/ampflow/integrations/chat"
-	"github.com/ampflow/ampflow/workflows/decision"
 )
 
 // Bounds of a tool call's command or diff: a section holds 3000

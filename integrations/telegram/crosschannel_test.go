@@ -19,11 +19,11 @@ import (
 
 	"github.com/ampflow/ampflow/activities"
 	"github.com/ampflow/ampflow/activities/ssot"
+	"github.com/ampflow/ampflow/amp/decision"
 	"github.com/ampflow/ampflow/config"
 	"github.com/ampflow/ampflow/integrations/chat/chattest"
 	"github.com/ampflow/ampflow/integrations/slack"
 	"github.com/ampflow/ampflow/integrations/slack/slacktest"
-	"github.com/ampflow/ampflow/workflows/decision"
 )
 
 // slackCount counts the calls of method the Slack fake took and returns

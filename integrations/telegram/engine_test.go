@@ -8,8 +8,8 @@ import (
 	"time"
 
 	"github.com/ampflow/ampflow/activities"
+	"github.com/ampflow/ampflow/amp/decision"
 	"github.com/ampflow/ampflow/integrations/chat/chattest"
-	"github.com/ampflow/ampflow/workflows/decision"
 )
 
 // click presses token as userID on message msg and returns the answer

@@ -12,9 +12,9 @@ import (
 
 	"github.com/go-telegram/bot/models"
 
+	"github.com/ampflow/ampflow/amp/decision"
 	"github.com/ampflow/ampflow/config"
 	"github.com/ampflow/ampflow/integrations/chat/chattest"
-	"github.com/ampflow/ampflow/workflows/decision"
 )
 
 // deliver sends an update to the webhook handler as Telegram would.

@@ -7,9 +7,9 @@ import (
 	"testing"
 
 	"github.com/ampflow/ampflow/activities"
+	"github.com/ampflow/ampflow/amp/decision"
+	"github.com/ampflow/ampflow/amp/task"
 	"github.com/ampflow/ampflow/integrations/chat/chattest"
-	"github.com/ampflow/ampflow/workflows/decision"
-	"github.com/ampflow/ampflow/workflows/task"
 )
 
 // layout writes a message the way a reader checks it: the HTML text, then

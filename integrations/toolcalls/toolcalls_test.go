@@ -13,10 +13,10 @@ import (
 	"time"
 
 	"github.com/ampflow/ampflow/activities/ssot"
-	"github.com/ampflow/ampflow/activities/toolpolicy"
+	"github.com/ampflow/ampflow/amp/task"
 	"github.com/ampflow/ampflow/config"
+	"github.com/ampflow/ampflow/config/toolpolicy"
 	"github.com/ampflow/ampflow/integrations/httpapi"
-	"github.com/ampflow/ampflow/workflows/task"
 )
 
 // fakeTask is a task that records tool calls as the workflow does: allow

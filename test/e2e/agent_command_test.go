@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/ampflow/ampflow/workflows/task"
+	"github.com/ampflow/ampflow/amp/task"
 )
 
 // failingAgent is a command-mode executor that crashes: it keeps the

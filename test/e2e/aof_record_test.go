@@ -7,8 +7,8 @@ import (
 	"time"
 
 	"github.com/ampflow/ampflow/amp"
+	"github.com/ampflow/ampflow/amp/decision"
 	wf "github.com/ampflow/ampflow/workflows/aof"
-	"github.com/ampflow/ampflow/workflows/decision"
 )
 
 // TestRecordAOFHistories records the AOF task histories that

@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/ampflow/ampflow/workflows/decision"
+	"github.com/ampflow/ampflow/amp/decision"
 )
 
 // TestAOFExamples runs the AOF/1 document's examples 1–9 against

@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/ampflow/ampflow/amp"
-	"github.com/ampflow/ampflow/workflows/task"
+	"github.com/ampflow/ampflow/amp/task"
 )
 
 // TestClaims: two executors see one dispatch; the first to ACK it holds

@@ -14,9 +14,9 @@ import (
 
 	_ "modernc.org/sqlite" // the test's own connection to the SSOT file
 
+	"github.com/ampflow/ampflow/amp/decision"
 	"github.com/ampflow/ampflow/integrations/amcp"
 	"github.com/ampflow/ampflow/integrations/httpapi"
-	"github.com/ampflow/ampflow/workflows/decision"
 )
 
 // contractsAPI speaks to the contract routes of a dev process as one agent

@@ -16,9 +16,9 @@ import (
 	"github.com/chromedp/chromedp/kb"
 
 	"github.com/ampflow/ampflow/amp"
+	"github.com/ampflow/ampflow/amp/decision"
+	"github.com/ampflow/ampflow/amp/task"
 	"github.com/ampflow/ampflow/integrations/repomesh"
-	"github.com/ampflow/ampflow/workflows/decision"
-	"github.com/ampflow/ampflow/workflows/task"
 )
 
 // TestDashboardBrowser drives the dashboard of a real `ampflow dev` in

@@ -8,8 +8,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/ampflow/ampflow/workflows/decision"
-	"github.com/ampflow/ampflow/workflows/task"
+	"github.com/ampflow/ampflow/amp/decision"
+	"github.com/ampflow/ampflow/amp/task"
 )
 
 // TestDecisionsAcrossRestart runs the decision engine through a kill -9

@@ -12,8 +12,8 @@ import (
 	"time"
 
 	"github.com/ampflow/ampflow/amp"
-	"github.com/ampflow/ampflow/workflows/decision"
-	"github.com/ampflow/ampflow/workflows/task"
+	"github.com/ampflow/ampflow/amp/decision"
+	"github.com/ampflow/ampflow/amp/task"
 )
 
 // TestFaultAPI shares one dev process, with the GitHub CI provider on a

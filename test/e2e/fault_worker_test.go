@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/ampflow/ampflow/amp"
-	"github.com/ampflow/ampflow/workflows/task"
+	"github.com/ampflow/ampflow/amp/task"
 )
 
 // TestFaultSendWithoutWorker sends a task_result while `ampflow dev` is

@@ -11,8 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ampflow/ampflow/amp/decision"
 	"github.com/ampflow/ampflow/integrations/amcp"
-	"github.com/ampflow/ampflow/workflows/decision"
 	"github.com/ampflow/ampflow/workflows/gate"
 )
 

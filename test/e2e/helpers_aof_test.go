@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/ampflow/ampflow/workflows/decision"
+	"github.com/ampflow/ampflow/amp/decision"
 )
 
 // aofClient plays AOF agents and a coordinator against the API.

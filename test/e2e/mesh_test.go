@@ -13,8 +13,8 @@ import (
 	"time"
 
 	"github.com/ampflow/ampflow/amp"
+	"github.com/ampflow/ampflow/amp/task"
 	"github.com/ampflow/ampflow/integrations/repomesh"
-	"github.com/ampflow/ampflow/workflows/task"
 )
 
 // TestMesh runs leases and agent messaging against `ampflow dev` with

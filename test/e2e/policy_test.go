@@ -14,7 +14,7 @@ import (
 	"time"
 
 	"github.com/ampflow/ampflow/activities/ssot"
-	"github.com/ampflow/ampflow/workflows/task"
+	"github.com/ampflow/ampflow/amp/task"
 )
 
 // TestPolicyFromWorker starts a task with the CLI under a client

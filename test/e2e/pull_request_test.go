@@ -16,7 +16,7 @@ import (
 
 	"github.com/ampflow/ampflow/activities/github/githubtest"
 	"github.com/ampflow/ampflow/amp"
-	"github.com/ampflow/ampflow/workflows/task"
+	"github.com/ampflow/ampflow/amp/task"
 )
 
 // gitOverHTTP serves the bare repositories under root over git's smart

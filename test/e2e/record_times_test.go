@@ -14,9 +14,9 @@ import (
 	"github.com/ampflow/ampflow/activities"
 	"github.com/ampflow/ampflow/activities/ssot"
 	"github.com/ampflow/ampflow/amp"
+	"github.com/ampflow/ampflow/amp/decision"
+	"github.com/ampflow/ampflow/amp/task"
 	"github.com/ampflow/ampflow/integrations/httpapi"
-	"github.com/ampflow/ampflow/workflows/decision"
-	"github.com/ampflow/ampflow/workflows/task"
 )
 
 // TestRecordTimes runs tasks on a dev process, with the GitHub CI provider

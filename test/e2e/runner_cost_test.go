@@ -10,7 +10,7 @@ import (
 
 	"github.com/ampflow/ampflow/activities/runner/fakemodel"
 	"github.com/ampflow/ampflow/amp"
-	"github.com/ampflow/ampflow/workflows/task"
+	"github.com/ampflow/ampflow/amp/task"
 )
 
 // TestRunnerCost runs a task with the real Claude Code CLI as executor

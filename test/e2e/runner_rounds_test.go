@@ -13,7 +13,7 @@ import (
 
 	"github.com/ampflow/ampflow/activities/runner/fakemodel"
 	"github.com/ampflow/ampflow/amp"
-	"github.com/ampflow/ampflow/workflows/task"
+	"github.com/ampflow/ampflow/amp/task"
 )
 
 // The reviewer's issue in the rejection round, as the executor must see it.

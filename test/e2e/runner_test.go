@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/ampflow/ampflow/activities/runner/fakemodel"
-	"github.com/ampflow/ampflow/workflows/task"
+	"github.com/ampflow/ampflow/amp/task"
 )
 
 // agentBin is an agent CLI installed by .ci/agents.sh (or under

@@ -14,9 +14,9 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/ampflow/ampflow/activities/ssot"
+	"github.com/ampflow/ampflow/amp/task"
 	"github.com/ampflow/ampflow/integrations/httpapi"
 	"github.com/ampflow/ampflow/integrations/slack/slacktest"
-	"github.com/ampflow/ampflow/workflows/task"
 )
 
 // The checks of the scale-out test on the SSOT every worker keeps in one

@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/ampflow/ampflow/workflows/task"
+	"github.com/ampflow/ampflow/amp/task"
 )
 
 // TestSweepAfterOutsideTermination: a task's workflow terminated by hand

@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"github.com/ampflow/ampflow/activities/runner/fakemodel"
-	"github.com/ampflow/ampflow/workflows/task"
+	"github.com/ampflow/ampflow/amp/task"
 )
 
 // TestToolPolicyCodexDeny runs the real Codex CLI as executor against a

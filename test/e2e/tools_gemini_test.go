@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/ampflow/ampflow/activities/runner/fakemodel"
-	"github.com/ampflow/ampflow/workflows/task"
+	"github.com/ampflow/ampflow/amp/task"
 )
 
 // rootOnlyDataDir is a data_dir Gemini CLI reads a system settings file

@@ -16,9 +16,9 @@ import (
 	"time"
 
 	"github.com/ampflow/ampflow/activities/runner/fakemodel"
+	"github.com/ampflow/ampflow/amp/decision"
+	"github.com/ampflow/ampflow/amp/task"
 	"github.com/ampflow/ampflow/integrations/httpapi"
-	"github.com/ampflow/ampflow/workflows/decision"
-	"github.com/ampflow/ampflow/workflows/task"
 )
 
 // tokenAPI speaks to the HTTP API of a dev process with tokens, as one

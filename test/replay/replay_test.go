@@ -15,8 +15,8 @@ import (
 	"go.temporal.io/sdk/workflow"
 	"google.golang.org/protobuf/encoding/protojson"
 
+	"github.com/ampflow/ampflow/amp/task"
 	"github.com/ampflow/ampflow/workflows"
-	"github.com/ampflow/ampflow/workflows/task"
 )
 
 // TestReplay replays every history in testdata: tasks started by older

@@ -19,11 +19,11 @@ import (
 	"go.temporal.io/sdk/client"
 
 	"github.com/ampflow/ampflow/activities/ssot"
+	"github.com/ampflow/ampflow/amp/task"
 	"github.com/ampflow/ampflow/config"
 	"github.com/ampflow/ampflow/workers"
 	"github.com/ampflow/ampflow/workers/devserver"
 	"github.com/ampflow/ampflow/workflows"
-	"github.com/ampflow/ampflow/workflows/task"
 )
 
 // Defaults of the command's flags.

@@ -12,10 +12,11 @@ import (
 
 	leaseacts "github.com/ampflow/ampflow/activities/lease"
 	"github.com/ampflow/ampflow/activities/ssot"
+	"github.com/ampflow/ampflow/amp/lease"
 	"github.com/ampflow/ampflow/config"
 	"github.com/ampflow/ampflow/workers"
 	"github.com/ampflow/ampflow/workers/devserver"
-	"github.com/ampflow/ampflow/workflows/lease"
+	leasewf "github.com/ampflow/ampflow/workflows/lease"
 )
 
 // Defaults of the lease benchmark.
@@ -123,7 +124,7 @@ func RunLeases(ctx context.Context, o LeaseOptions) (LeaseResult, error) {
 	defer w.Stop()
 	// As the API takes agents' leases: in the store, the sweeper woken
 	// for their expiry.
-	lc := &leaseacts.Direct{Workflows: &lease.Client{Temporal: c, TaskQueue: ampflowQueue, Wait: 2 * time.Minute},
+	lc := &leaseacts.Direct{Workflows: &leasewf.Client{Temporal: c, TaskQueue: ampflowQueue, Wait: 2 * time.Minute},
 		Store: parts.Store, Expiry: parts.Expiries}
 	r := LeaseResult{Leases: o.Leases, Concurrency: o.Concurrency, TTLSeconds: int(o.TTL.Seconds()), SSOT: parts.Store.Engine(), Machine: m}
 

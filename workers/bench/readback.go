@@ -12,9 +12,9 @@ import (
 	"sync"
 	"time"
 
+	"github.com/ampflow/ampflow/amp/task"
 	"github.com/ampflow/ampflow/integrations/httpapi"
 	"github.com/ampflow/ampflow/workflows"
-	"github.com/ampflow/ampflow/workflows/task"
 )
 
 // ErrReadMisses is returned, with the figures, when a task the bench

@@ -9,9 +9,9 @@ import (
 	"testing"
 
 	"github.com/ampflow/ampflow/activities/ssot"
+	"github.com/ampflow/ampflow/amp/task"
 	"github.com/ampflow/ampflow/integrations/httpapi"
 	"github.com/ampflow/ampflow/workflows"
-	"github.com/ampflow/ampflow/workflows/task"
 )
 
 // TestReadBackMisses serves an API that knows T-2026-001 everywhere,

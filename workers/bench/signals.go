@@ -13,13 +13,13 @@ import (
 	"time"
 
 	"github.com/ampflow/ampflow/activities/ssot"
+	"github.com/ampflow/ampflow/amp/decision"
+	"github.com/ampflow/ampflow/amp/task"
 	"github.com/ampflow/ampflow/config"
 	"github.com/ampflow/ampflow/integrations/httpapi"
 	"github.com/ampflow/ampflow/integrations/runshift"
 	"github.com/ampflow/ampflow/workers"
-	"github.com/ampflow/ampflow/workflows/decision"
 	"github.com/ampflow/ampflow/workflows/gate"
-	"github.com/ampflow/ampflow/workflows/task"
 )
 
 // SignalFigures are the action gate's figures: `ampflow bench --signals N`.

@@ -20,9 +20,9 @@ import (
 	"github.com/ampflow/ampflow/activities"
 	aofacts "github.com/ampflow/ampflow/activities/aof"
 	"github.com/ampflow/ampflow/amp"
+	"github.com/ampflow/ampflow/amp/decision"
+	"github.com/ampflow/ampflow/amp/task"
 	"github.com/ampflow/ampflow/workflows/decide"
-	"github.com/ampflow/ampflow/workflows/decision"
-	"github.com/ampflow/ampflow/workflows/task"
 )
 
 const reviewID = "T-2026-0209057001"

@@ -10,9 +10,9 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	aofacts "github.com/ampflow/ampflow/activities/aof"
-	"github.com/ampflow/ampflow/workflows/decision"
-	"github.com/ampflow/ampflow/workflows/refusal"
-	"github.com/ampflow/ampflow/workflows/task"
+	"github.com/ampflow/ampflow/amp/decision"
+	"github.com/ampflow/ampflow/amp/refusal"
+	"github.com/ampflow/ampflow/amp/task"
 )
 
 // Delegation states.

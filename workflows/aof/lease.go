@@ -7,8 +7,8 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	aofacts "github.com/ampflow/ampflow/activities/aof"
-	"github.com/ampflow/ampflow/workflows/refusal"
-	"github.com/ampflow/ampflow/workflows/task"
+	"github.com/ampflow/ampflow/amp/refusal"
+	"github.com/ampflow/ampflow/amp/task"
 )
 
 func leaseCtx(ctx workflow.Context, attempts int32) workflow.Context {

@@ -5,8 +5,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/ampflow/ampflow/workflows/decision"
-	"github.com/ampflow/ampflow/workflows/task"
+	"github.com/ampflow/ampflow/amp/decision"
+	"github.com/ampflow/ampflow/amp/task"
 )
 
 // TestLease: a dispatch takes the task's lease for its agent with the

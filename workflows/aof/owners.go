@@ -3,8 +3,8 @@ package aof
 import (
 	"slices"
 
-	"github.com/ampflow/ampflow/workflows/refusal"
-	"github.com/ampflow/ampflow/workflows/task"
+	"github.com/ampflow/ampflow/amp/refusal"
+	"github.com/ampflow/ampflow/amp/task"
 )
 
 // Owners are the agents a task belongs to: its assignee and the agent

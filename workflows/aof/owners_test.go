@@ -7,8 +7,8 @@ import (
 
 	"go.temporal.io/sdk/temporal"
 
-	"github.com/ampflow/ampflow/workflows/refusal"
-	"github.com/ampflow/ampflow/workflows/task"
+	"github.com/ampflow/ampflow/amp/refusal"
+	"github.com/ampflow/ampflow/amp/task"
 )
 
 // TestAuthorize: an agent updates, hands off and answers handoffs only

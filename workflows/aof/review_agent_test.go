@@ -13,8 +13,8 @@ import (
 	"github.com/ampflow/ampflow/activities"
 	aofacts "github.com/ampflow/ampflow/activities/aof"
 	"github.com/ampflow/ampflow/amp"
-	"github.com/ampflow/ampflow/workflows/decision"
-	"github.com/ampflow/ampflow/workflows/task"
+	"github.com/ampflow/ampflow/amp/decision"
+	"github.com/ampflow/ampflow/amp/task"
 )
 
 // withAgentReviews has the harness's task reviewed by the reviewer agent,

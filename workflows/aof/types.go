@@ -11,7 +11,7 @@ import (
 	"slices"
 	"time"
 
-	"github.com/ampflow/ampflow/workflows/decision"
+	"github.com/ampflow/ampflow/amp/decision"
 )
 
 // WorkflowType is the registered name of the AOF task workflow.

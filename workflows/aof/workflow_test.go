@@ -9,7 +9,7 @@ import (
 	"time"
 	"unicode/utf8"
 
-	"github.com/ampflow/ampflow/workflows/task"
+	"github.com/ampflow/ampflow/amp/task"
 )
 
 func TestCreated(t *testing.T) {

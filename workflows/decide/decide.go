@@ -19,7 +19,7 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/ampflow/ampflow/amp"
-	"github.com/ampflow/ampflow/workflows/decision"
+	"github.com/ampflow/ampflow/amp/decision"
 )
 
 // State is what the engine carries. A workflow has at most one decision

@@ -14,10 +14,10 @@ import (
 	gateacts "github.com/ampflow/ampflow/activities/gate"
 	"github.com/ampflow/ampflow/activities/ssot"
 	"github.com/ampflow/ampflow/amp"
+	"github.com/ampflow/ampflow/amp/decision"
+	"github.com/ampflow/ampflow/amp/refusal"
+	"github.com/ampflow/ampflow/amp/task"
 	"github.com/ampflow/ampflow/workflows/decide"
-	"github.com/ampflow/ampflow/workflows/decision"
-	"github.com/ampflow/ampflow/workflows/refusal"
-	"github.com/ampflow/ampflow/workflows/task"
 )
 
 // Activities are called through typed nil pointers, so tests can mock them.

@@ -19,8 +19,8 @@ import (
 	"github.com/ampflow/ampflow/activities"
 	gateacts "github.com/ampflow/ampflow/activities/gate"
 	"github.com/ampflow/ampflow/amp"
-	"github.com/ampflow/ampflow/workflows/decision"
-	"github.com/ampflow/ampflow/workflows/task"
+	"github.com/ampflow/ampflow/amp/decision"
+	"github.com/ampflow/ampflow/amp/task"
 )
 
 type gateHarness struct {

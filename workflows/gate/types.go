@@ -16,7 +16,7 @@ import (
 	"go.temporal.io/sdk/client"
 
 	"github.com/ampflow/ampflow/activities/ssot"
-	"github.com/ampflow/ampflow/workflows/decision"
+	"github.com/ampflow/ampflow/amp/decision"
 )
 
 // WorkflowType is the registered name of the gate workflow.

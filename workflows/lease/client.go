@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/ampflow/ampflow/amp/lease"
 	"time"
 
 	enumspb "go.temporal.io/api/enums/v1"
@@ -11,7 +12,7 @@ import (
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/temporal"
 
-	"github.com/ampflow/ampflow/workflows/decision"
+	"github.com/ampflow/ampflow/amp/decision"
 )
 
 // Client is the way in to lease workflows for the API and the CLI.
@@ -24,15 +25,6 @@ type Client struct {
 	// it such a release is refused.
 	DecisionKey []byte
 }
-
-// RefusedError is a request the lease workflow refused: Type is ErrNotHeld,
-// ErrNotHolder or ErrInvalid.
-type RefusedError struct {
-	Type    string
-	Message string
-}
-
-func (e *RefusedError) Error() string { return e.Message }
 
 func (c *Client) wait() time.Duration {
 	if c.Wait > 0 {
@@ -48,22 +40,22 @@ const acquireAttempts = 3
 // Acquire takes key for req.AgentID, starting the key's workflow when
 // none runs: update-with-start makes the start and the acquire one step,
 // so of two callers racing for a free key exactly one gets it. The other
-// gets a Conflict.
-func (c *Client) Acquire(ctx context.Context, key string, req AcquireRequest) (AcquireResult, error) {
-	out, err := c.withStart(ctx, key, UpdateAcquire, req)
+// gets a lease.Conflict.
+func (c *Client) Acquire(ctx context.Context, key string, req lease.AcquireRequest) (lease.AcquireResult, error) {
+	out, err := c.withStart(ctx, key, lease.UpdateAcquire, req)
 	if err != nil {
-		return AcquireResult{}, fmt.Errorf("acquiring %s for %s: %w", key, req.AgentID, err)
+		return lease.AcquireResult{}, fmt.Errorf("acquiring %s for %s: %w", key, req.AgentID, err)
 	}
 	return out, nil
 }
 
 // AcquireOrQueue takes key for req.AgentID as Acquire does, or queues it: the key's
-// workflow signals req.WorkflowID with req.Signal and a Grant when the key
+// workflow signals req.WorkflowID with req.Signal and a lease.Grant when the key
 // passes to it.
-func (c *Client) AcquireOrQueue(ctx context.Context, key string, req WaitRequest) (AcquireResult, error) {
-	out, err := c.withStart(ctx, key, UpdateWait, req)
+func (c *Client) AcquireOrQueue(ctx context.Context, key string, req lease.WaitRequest) (lease.AcquireResult, error) {
+	out, err := c.withStart(ctx, key, lease.UpdateWait, req)
 	if err != nil {
-		return AcquireResult{}, fmt.Errorf("waiting for %s for %s: %w", key, req.AgentID, err)
+		return lease.AcquireResult{}, fmt.Errorf("waiting for %s for %s: %w", key, req.AgentID, err)
 	}
 	return out, nil
 }
@@ -71,8 +63,8 @@ func (c *Client) AcquireOrQueue(ctx context.Context, key string, req WaitRequest
 // Leave gives up req.AgentID's place in key's queue and its lease on key,
 // signed with the decision key.
 // No workflow for the key means nothing to give up.
-func (c *Client) Leave(ctx context.Context, key string, req LeaveRequest) (LeaveResult, error) {
-	var out LeaveResult
+func (c *Client) Leave(ctx context.Context, key string, req lease.LeaveRequest) (lease.LeaveResult, error) {
+	var out lease.LeaveResult
 	if len(c.DecisionKey) == 0 {
 		return out, fmt.Errorf("leaving %s for %s: this process has no decision key (auth.decision_key)", key, req.AgentID)
 	}
@@ -81,11 +73,11 @@ func (c *Client) Leave(ctx context.Context, key string, req LeaveRequest) (Leave
 	if err != nil {
 		return out, fmt.Errorf("signing the leave of %s for %s: %w", key, req.AgentID, err)
 	}
-	req.Signature = decision.SignAnswer(c.DecisionKey, WorkflowID(key), a)
-	err = c.updateKey(ctx, key, UpdateLeave, req, &out)
+	req.Signature = decision.SignAnswer(c.DecisionKey, lease.WorkflowID(key), a)
+	err = c.updateKey(ctx, key, lease.UpdateLeave, req, &out)
 	var nf *serviceerror.NotFound
 	if errors.As(err, &nf) {
-		return LeaveResult{}, nil
+		return lease.LeaveResult{}, nil
 	}
 	if err != nil {
 		if refused := refusedOf(err); refused != nil {
@@ -96,21 +88,21 @@ func (c *Client) Leave(ctx context.Context, key string, req LeaveRequest) (Leave
 	return out, nil
 }
 
-func (c *Client) withStart(ctx context.Context, key, name string, req any) (AcquireResult, error) {
-	if err := CheckKey(key); err != nil {
-		return AcquireResult{}, &RefusedError{ErrInvalid, err.Error()}
+func (c *Client) withStart(ctx context.Context, key, name string, req any) (lease.AcquireResult, error) {
+	if err := lease.CheckKey(key); err != nil {
+		return lease.AcquireResult{}, &lease.RefusedError{Type: lease.ErrInvalid, Message: err.Error()}
 	}
 	ctx, cancel := context.WithTimeout(ctx, c.wait())
 	defer cancel()
 	var err error
 	for range acquireAttempts {
-		var out AcquireResult
+		var out lease.AcquireResult
 		start := c.Temporal.NewWithStartWorkflowOperation(client.StartWorkflowOptions{
-			ID:                       WorkflowID(key),
+			ID:                       lease.WorkflowID(key),
 			TaskQueue:                c.TaskQueue,
 			WorkflowIDConflictPolicy: enumspb.WORKFLOW_ID_CONFLICT_POLICY_USE_EXISTING,
 			WorkflowIDReusePolicy:    enumspb.WORKFLOW_ID_REUSE_POLICY_ALLOW_DUPLICATE,
-		}, WorkflowType, Input{ResourceKey: key})
+		}, lease.WorkflowType, lease.Input{ResourceKey: key})
 		var h client.WorkflowUpdateHandle
 		h, err = c.Temporal.UpdateWithStartWorkflow(ctx, client.UpdateWithStartWorkflowOptions{
 			StartWorkflowOperation: start,
@@ -127,27 +119,27 @@ func (c *Client) withStart(ctx context.Context, key, name string, req any) (Acqu
 			return out, nil
 		}
 		if refused := refusedOf(err); refused != nil {
-			return AcquireResult{}, refused
+			return lease.AcquireResult{}, refused
 		}
 		if ctx.Err() != nil {
 			break
 		}
 	}
-	return AcquireResult{}, err
+	return lease.AcquireResult{}, err
 }
 
 // Renew is the holder's heartbeat.
-func (c *Client) Renew(ctx context.Context, req RenewRequest) (Lease, error) {
-	var out Lease
-	return out, c.update(ctx, req.LeaseID, UpdateRenew, req, &out)
+func (c *Client) Renew(ctx context.Context, req lease.RenewRequest) (lease.Lease, error) {
+	var out lease.Lease
+	return out, c.update(ctx, req.LeaseID, lease.UpdateRenew, req, &out)
 }
 
 // Release ends a lease, signed with the decision key.
-func (c *Client) Release(ctx context.Context, req ReleaseRequest) (Lease, error) {
-	var out Lease
-	key, err := KeyOf(req.LeaseID)
+func (c *Client) Release(ctx context.Context, req lease.ReleaseRequest) (lease.Lease, error) {
+	var out lease.Lease
+	key, err := lease.KeyOf(req.LeaseID)
 	if err != nil {
-		return out, &RefusedError{ErrNotHeld, err.Error()}
+		return out, &lease.RefusedError{Type: lease.ErrNotHeld, Message: err.Error()}
 	}
 	if len(c.DecisionKey) == 0 {
 		return out, fmt.Errorf("releasing lease %s: this process has no decision key (auth.decision_key)", req.LeaseID)
@@ -157,14 +149,14 @@ func (c *Client) Release(ctx context.Context, req ReleaseRequest) (Lease, error)
 	if err != nil {
 		return out, fmt.Errorf("signing the release of lease %s: %w", req.LeaseID, err)
 	}
-	req.Signature = decision.SignAnswer(c.DecisionKey, WorkflowID(key), a)
-	return out, c.update(ctx, req.LeaseID, UpdateRelease, req, &out)
+	req.Signature = decision.SignAnswer(c.DecisionKey, lease.WorkflowID(key), a)
+	return out, c.update(ctx, req.LeaseID, lease.UpdateRelease, req, &out)
 }
 
 func (c *Client) update(ctx context.Context, leaseID, name string, arg, out any) error {
-	key, err := KeyOf(leaseID)
+	key, err := lease.KeyOf(leaseID)
 	if err != nil {
-		return &RefusedError{ErrNotHeld, err.Error()}
+		return &lease.RefusedError{Type: lease.ErrNotHeld, Message: err.Error()}
 	}
 	err = c.updateKey(ctx, key, name, arg, out)
 	if err == nil {
@@ -175,7 +167,7 @@ func (c *Client) update(ctx context.Context, leaseID, name string, arg, out any)
 	}
 	var nf *serviceerror.NotFound
 	if errors.As(err, &nf) {
-		return &RefusedError{ErrNotHeld, fmt.Sprintf("lease %s is not held", leaseID)}
+		return &lease.RefusedError{Type: lease.ErrNotHeld, Message: fmt.Sprintf("lease %s is not held", leaseID)}
 	}
 	return fmt.Errorf("%s of lease %s: %w", name, leaseID, err)
 }
@@ -184,7 +176,7 @@ func (c *Client) updateKey(ctx context.Context, key, name string, arg, out any) 
 	ctx, cancel := context.WithTimeout(ctx, c.wait())
 	defer cancel()
 	h, err := c.Temporal.UpdateWorkflow(ctx, client.UpdateWorkflowOptions{
-		WorkflowID:   WorkflowID(key),
+		WorkflowID:   lease.WorkflowID(key),
 		UpdateName:   name,
 		Args:         []any{arg},
 		WaitForStage: client.WorkflowUpdateStageCompleted,
@@ -195,12 +187,12 @@ func (c *Client) updateKey(ctx context.Context, key, name string, arg, out any) 
 	return err
 }
 
-func refusedOf(err error) *RefusedError {
+func refusedOf(err error) *lease.RefusedError {
 	var app *temporal.ApplicationError
 	if errors.As(err, &app) {
 		switch app.Type() {
-		case ErrNotHeld, ErrNotHolder, ErrInvalid:
-			return &RefusedError{app.Type(), app.Message()}
+		case lease.ErrNotHeld, lease.ErrNotHolder, lease.ErrInvalid:
+			return &lease.RefusedError{Type: app.Type(), Message: app.Message()}
 		}
 	}
 	return nil

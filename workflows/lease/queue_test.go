@@ -2,6 +2,7 @@ package lease
 
 import (
 	"errors"
+	"github.com/ampflow/ampflow/amp/lease"
 	"sync"
 	"testing"
 	"time"
@@ -28,14 +29,14 @@ func (g *grants) mock(env *testsuite.TestWorkflowEnvironment) {
 			if g.gone[workflowID] {
 				return errors.New("workflow execution already completed")
 			}
-			gr, _ := arg.(Grant)
+			gr, _ := arg.(lease.Grant)
 			g.to = append(g.to, workflowID+" "+gr.Lease.AgentID)
 			return nil
 		})
 }
 
-func waitReq(agent string) WaitRequest {
-	return WaitRequest{AgentID: agent, TTLSeconds: 60, WorkflowID: "wf-" + agent, Signal: grantSignal}
+func waitReq(agent string) lease.WaitRequest {
+	return lease.WaitRequest{AgentID: agent, TTLSeconds: 60, WorkflowID: "wf-" + agent, Signal: grantSignal}
 }
 
 func TestQueue(t *testing.T) {
@@ -43,43 +44,43 @@ func TestQueue(t *testing.T) {
 		env, rec := newEnv(t)
 		g := &grants{}
 		g.mock(env)
-		var first Lease
-		update(env, 0, UpdateWait, waitReq("T-1"), func(r AcquireResult, err error) {
+		var first lease.Lease
+		update(env, 0, lease.UpdateWait, waitReq("T-1"), func(r lease.AcquireResult, err error) {
 			if err != nil || r.Lease == nil {
 				t.Fatalf("T-1 on a free key: %+v %v", r, err)
 			}
 			first = *r.Lease
 		})
-		update(env, time.Second, UpdateWait, waitReq("T-2"), func(r AcquireResult, err error) {
+		update(env, time.Second, lease.UpdateWait, waitReq("T-2"), func(r lease.AcquireResult, err error) {
 			if err != nil || r.Queued != 1 || r.Conflict == nil || r.Conflict.Holder != "T-1" {
 				t.Errorf("T-2 behind T-1: %+v %v", r, err)
 			}
 		})
-		update(env, 2*time.Second, UpdateWait, waitReq("T-3"), func(r AcquireResult, err error) {
+		update(env, 2*time.Second, lease.UpdateWait, waitReq("T-3"), func(r lease.AcquireResult, err error) {
 			if err != nil || r.Queued != 2 {
 				t.Errorf("T-3 behind T-2: %+v %v", r, err)
 			}
 		})
-		update(env, 3*time.Second, UpdateWait, waitReq("T-2"), func(r AcquireResult, err error) {
+		update(env, 3*time.Second, lease.UpdateWait, waitReq("T-2"), func(r lease.AcquireResult, err error) {
 			if err != nil || r.Queued != 1 {
 				t.Errorf("T-2 asking again keeps its place: %+v %v", r, err)
 			}
 		})
 		env.RegisterDelayedCallback(func() {
-			update(env, 0, UpdateRelease, signedRelease("repo:app:main", ReleaseRequest{LeaseID: first.LeaseID, AgentID: "T-1"}), func(r Lease, err error) {
+			update(env, 0, lease.UpdateRelease, signedRelease("repo:app:main", lease.ReleaseRequest{LeaseID: first.LeaseID, AgentID: "T-1"}), func(r lease.Lease, err error) {
 				if err != nil {
 					t.Errorf("T-1 release: %v", err)
 				}
 			})
 		}, 10*time.Second)
 		// T-2 leaves as its task ends: the key goes on to T-3 at once.
-		update(env, 20*time.Second, UpdateLeave, signed("repo:app:main", LeaveRequest{AgentID: "T-2", Reason: ReasonTaskEnded}), func(r LeaveResult, err error) {
+		update(env, 20*time.Second, lease.UpdateLeave, signed("repo:app:main", lease.LeaveRequest{AgentID: "T-2", Reason: lease.ReasonTaskEnded}), func(r lease.LeaveResult, err error) {
 			if err != nil || r.Released == nil || r.Released.AgentID != "T-2" {
 				t.Errorf("T-2 leave: %+v %v", r, err)
 			}
 		})
 		// T-3's lease is not renewed: it is auto-released and the run ends.
-		env.ExecuteWorkflow(Workflow, Input{ResourceKey: "repo:app:main"})
+		env.ExecuteWorkflow(Workflow, lease.Input{ResourceKey: "repo:app:main"})
 		if err := env.GetWorkflowError(); err != nil {
 			t.Fatal(err)
 		}
@@ -97,13 +98,13 @@ func TestQueue(t *testing.T) {
 		env, rec := newEnv(t)
 		g := &grants{gone: map[string]bool{"wf-T-2": true}}
 		g.mock(env)
-		update(env, 0, UpdateWait, waitReq("T-1"), func(AcquireResult, error) {})
-		update(env, time.Second, UpdateWait, waitReq("T-2"), func(AcquireResult, error) {})
-		update(env, 2*time.Second, UpdateWait, waitReq("T-3"), func(AcquireResult, error) {})
+		update(env, 0, lease.UpdateWait, waitReq("T-1"), func(lease.AcquireResult, error) {})
+		update(env, time.Second, lease.UpdateWait, waitReq("T-2"), func(lease.AcquireResult, error) {})
+		update(env, 2*time.Second, lease.UpdateWait, waitReq("T-3"), func(lease.AcquireResult, error) {})
 		env.RegisterDelayedCallback(func() {
-			update(env, 0, UpdateLeave, signed("repo:app:main", LeaveRequest{AgentID: "T-1", Reason: ReasonTaskEnded}), func(LeaveResult, error) {})
+			update(env, 0, lease.UpdateLeave, signed("repo:app:main", lease.LeaveRequest{AgentID: "T-1", Reason: lease.ReasonTaskEnded}), func(lease.LeaveResult, error) {})
 		}, 5*time.Second)
-		env.ExecuteWorkflow(Workflow, Input{ResourceKey: "repo:app:main"})
+		env.ExecuteWorkflow(Workflow, lease.Input{ResourceKey: "repo:app:main"})
 		if err := env.GetWorkflowError(); err != nil {
 			t.Fatal(err)
 		}
@@ -121,18 +122,18 @@ func TestQueue(t *testing.T) {
 		env, rec := newEnv(t)
 		g := &grants{}
 		g.mock(env)
-		var first Lease
-		update(env, 0, UpdateWait, waitReq("T-1"), func(r AcquireResult, err error) { first = *r.Lease })
-		update(env, time.Second, UpdateWait, waitReq("T-2"), func(AcquireResult, error) {})
-		update(env, 2*time.Second, UpdateLeave, signed("repo:app:main", LeaveRequest{AgentID: "T-2"}), func(r LeaveResult, err error) {
+		var first lease.Lease
+		update(env, 0, lease.UpdateWait, waitReq("T-1"), func(r lease.AcquireResult, err error) { first = *r.Lease })
+		update(env, time.Second, lease.UpdateWait, waitReq("T-2"), func(lease.AcquireResult, error) {})
+		update(env, 2*time.Second, lease.UpdateLeave, signed("repo:app:main", lease.LeaveRequest{AgentID: "T-2"}), func(r lease.LeaveResult, err error) {
 			if err != nil || !r.Left || r.Released != nil {
 				t.Errorf("T-2 leaving the queue: %+v %v", r, err)
 			}
 		})
 		env.RegisterDelayedCallback(func() {
-			update(env, 0, UpdateRelease, signedRelease("repo:app:main", ReleaseRequest{LeaseID: first.LeaseID, AgentID: "T-1"}), func(Lease, error) {})
+			update(env, 0, lease.UpdateRelease, signedRelease("repo:app:main", lease.ReleaseRequest{LeaseID: first.LeaseID, AgentID: "T-1"}), func(lease.Lease, error) {})
 		}, 5*time.Second)
-		env.ExecuteWorkflow(Workflow, Input{ResourceKey: "repo:app:main"})
+		env.ExecuteWorkflow(Workflow, lease.Input{ResourceKey: "repo:app:main"})
 		if err := env.GetWorkflowError(); err != nil {
 			t.Fatal(err)
 		}

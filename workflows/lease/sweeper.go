@@ -1,6 +1,7 @@
 package lease
 
 import (
+	"github.com/ampflow/ampflow/amp/lease"
 	"slices"
 	"time"
 
@@ -28,46 +29,8 @@ type ExpirySignal struct {
 	At time.Time `json:"at,omitzero"`
 }
 
-// ActivitySweep is the local activity that ends the leases due (SweepRequest
-// in, SweepResult out).
-const ActivitySweep = "LeaseSweep"
-
-// SweepRequest ends up to Limit direct leases whose expiry is at or before
-// Cutoff. With Linger, the sweep stays up to that long to end the leases
-// expiring within SweepGap of the last one, each at its expiry, without a
-// timer and a workflow task each (1,000 leases taken in a few seconds
-// expire as close together).
-type SweepRequest struct {
-	Cutoff time.Time     `json:"cutoff"`
-	Limit  int           `json:"limit"`
-	Linger time.Duration `json:"linger,omitempty"`
-}
-
-// SweepResult is how many leases a sweep ended, whether more are due, and
-// the earliest expiry left (zero when no direct lease is active).
-type SweepResult struct {
-	Expired int       `json:"expired"`
-	More    bool      `json:"more,omitempty"`
-	Next    time.Time `json:"next,omitzero"`
-	// At is the sweep's clock as it answered: a lingering sweep ends
-	// after the workflow task's time, and the next timer counts from At.
-	At time.Time `json:"at,omitzero"`
-}
-
-// SweeperInput starts a sweeper; Promised, carried over a continue-as-new,
-// are the expiries signalled and not yet reached.
-type SweeperInput struct {
-	Promised []time.Time `json:"promised,omitempty"`
-}
-
-// Sweeper bounds.
+// Sweeper bounds; the sweep's own are in amp/lease.
 const (
-	// SweepBatch bounds the leases one sweep ends in one transaction.
-	SweepBatch = 500
-	// SweepLinger bounds the time one sweep stays for leases about to
-	// expire, and SweepGap is how close the next must be.
-	SweepLinger = 5 * time.Second
-	SweepGap    = 250 * time.Millisecond
 	// IdleSweep bounds a sweeper's sleep, so a lease whose signal was lost
 	// (its taker killed between the store's commit and the signal) is
 	// still ended within IdleSweep of its expiry.
@@ -77,6 +40,12 @@ const (
 	// maxPromised bounds the expiries a sweeper remembers (the earliest).
 	maxPromised = 1000
 )
+
+// SweeperInput starts a sweeper; Promised, carried over a continue-as-new,
+// are the expiries signalled and not yet reached.
+type SweeperInput struct {
+	Promised []time.Time `json:"promised,omitempty"`
+}
 
 type sweeper struct {
 	// promised holds, sorted, the expiries signalled and not yet reached.
@@ -135,8 +104,8 @@ func (s *sweeper) sweep(ctx workflow.Context, cutoff time.Time) (time.Time, time
 		RetryPolicy:            &temporal.RetryPolicy{InitialInterval: 200 * time.Millisecond, MaximumInterval: 5 * time.Second},
 	})
 	for {
-		var out SweepResult
-		if err := workflow.ExecuteLocalActivity(lctx, ActivitySweep, SweepRequest{Cutoff: cutoff, Limit: SweepBatch, Linger: SweepLinger}).Get(ctx, &out); err != nil {
+		var out lease.SweepResult
+		if err := workflow.ExecuteLocalActivity(lctx, lease.ActivitySweep, lease.SweepRequest{Cutoff: cutoff, Limit: lease.SweepBatch, Linger: lease.SweepLinger}).Get(ctx, &out); err != nil {
 			return time.Time{}, time.Time{}, err
 		}
 		if !out.More {

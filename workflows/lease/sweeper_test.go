@@ -2,6 +2,7 @@ package lease
 
 import (
 	"context"
+	"github.com/ampflow/ampflow/amp/lease"
 	"maps"
 	"slices"
 	"sync"
@@ -28,11 +29,11 @@ func (e *expiries) set(id string, at time.Time) {
 	e.active[id] = at
 }
 
-func (e *expiries) sweep(_ context.Context, in SweepRequest) (SweepResult, error) {
+func (e *expiries) sweep(_ context.Context, in lease.SweepRequest) (lease.SweepResult, error) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	e.cutoff = append(e.cutoff, in.Cutoff)
-	var out SweepResult
+	var out lease.SweepResult
 	for _, id := range slices.Sorted(maps.Keys(e.active)) {
 		at := e.active[id]
 		if !at.After(in.Cutoff) {
@@ -58,7 +59,7 @@ func TestSweeper(t *testing.T) {
 	var s testsuite.WorkflowTestSuite
 	env := s.NewTestWorkflowEnvironment()
 	e := &expiries{active: map[string]time.Time{}, swept: map[string]time.Time{}}
-	env.RegisterActivityWithOptions(e.sweep, activity.RegisterOptions{Name: ActivitySweep})
+	env.RegisterActivityWithOptions(e.sweep, activity.RegisterOptions{Name: lease.ActivitySweep})
 	env.RegisterWorkflow(Sweeper)
 	start := env.Now()
 	at := func(d time.Duration) time.Time { return start.Add(d) }

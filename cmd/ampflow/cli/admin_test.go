@@ -6,8 +6,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/ampflow/ampflow/workflows/decision"
-	"github.com/ampflow/ampflow/workflows/task"
+	"github.com/ampflow/ampflow/amp/decision"
+	"github.com/ampflow/ampflow/amp/task"
 )
 
 // digestA and digestB are two digests of one decision, before and after

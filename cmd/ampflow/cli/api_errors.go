@@ -10,7 +10,7 @@ import (
 	"net/url"
 
 	"github.com/ampflow/ampflow/amp"
-	"github.com/ampflow/ampflow/workflows/task"
+	"github.com/ampflow/ampflow/amp/task"
 )
 
 // transportError explains a request that got no answer.

@@ -9,9 +9,9 @@ import (
 
 	"github.com/ampflow/ampflow/activities/ssot"
 	"github.com/ampflow/ampflow/amp"
+	"github.com/ampflow/ampflow/amp/task"
 	"github.com/ampflow/ampflow/config"
 	"github.com/ampflow/ampflow/integrations/httpapi"
-	"github.com/ampflow/ampflow/workflows/task"
 )
 
 // TestClaimsCLI: inbox --mine lists what the token ACKed and has not

@@ -10,8 +10,8 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/ampflow/ampflow/amp/task"
 	"github.com/ampflow/ampflow/integrations/amcp"
-	"github.com/ampflow/ampflow/workflows/task"
 )
 
 // DefaultAgentKeyEnv is the variable `ampflow contracts` reads the agent

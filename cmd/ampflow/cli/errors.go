@@ -9,8 +9,8 @@ import (
 	"strings"
 
 	"github.com/ampflow/ampflow/amp"
+	"github.com/ampflow/ampflow/amp/task"
 	"github.com/ampflow/ampflow/config"
-	"github.com/ampflow/ampflow/workflows/task"
 )
 
 // Codes of errors only the command line produces; the others are the

@@ -6,8 +6,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ampflow/ampflow/amp/task"
 	"github.com/ampflow/ampflow/config"
-	"github.com/ampflow/ampflow/workflows/task"
 )
 
 // jsonErrorOf reads stderr as exactly one errorJSON line.

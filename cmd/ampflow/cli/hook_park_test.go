@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/ampflow/ampflow/workflows/task"
+	"github.com/ampflow/ampflow/amp/task"
 )
 
 // TestHookPark: a runner's hook (AMPFLOW_PARK_FILE set) whose ask is still

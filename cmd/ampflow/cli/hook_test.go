@@ -9,7 +9,7 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/ampflow/ampflow/workflows/task"
+	"github.com/ampflow/ampflow/amp/task"
 )
 
 // fakeToolAPI answers POST /v1/tool-calls with first, and GET

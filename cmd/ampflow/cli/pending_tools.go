@@ -5,8 +5,8 @@ import (
 	"io"
 	"strings"
 
+	"github.com/ampflow/ampflow/amp/decision"
 	"github.com/ampflow/ampflow/integrations/chat"
-	"github.com/ampflow/ampflow/workflows/decision"
 )
 
 // Bounds of a tool call's command or diff under ampflow pending.

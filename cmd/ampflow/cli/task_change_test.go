@@ -6,7 +6,7 @@ import (
 	"testing"
 
 	"github.com/ampflow/ampflow/amp"
-	"github.com/ampflow/ampflow/workflows/task"
+	"github.com/ampflow/ampflow/amp/task"
 )
 
 func TestTaskCancel(t *testing.T) {

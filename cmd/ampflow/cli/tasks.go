@@ -7,8 +7,8 @@ import (
 	"os"
 	"strings"
 
+	"github.com/ampflow/ampflow/amp/task"
 	"github.com/ampflow/ampflow/workflows"
-	"github.com/ampflow/ampflow/workflows/task"
 )
 
 // Command groups of the root help.

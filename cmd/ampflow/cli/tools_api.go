@@ -6,7 +6,7 @@ import (
 	"net/url"
 	"time"
 
-	"github.com/ampflow/ampflow/workflows/task"
+	"github.com/ampflow/ampflow/amp/task"
 )
 
 // waitQuery is "?wait=…" for a long poll of at most maxInboxWait.

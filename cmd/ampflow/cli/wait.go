@@ -8,8 +8,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/ampflow/ampflow/amp/task"
 	"github.com/ampflow/ampflow/workflows"
-	"github.com/ampflow/ampflow/workflows/task"
 )
 
 // errWaitTimedOut ends a wait that ran out of time.

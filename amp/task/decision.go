@@ -1,6 +1,6 @@
 package task
 
-import "github.com/ampflow/ampflow/workflows/decision"
+import "github.com/ampflow/ampflow/amp/decision"
 
 // The kinds of decision a task raises.
 const (

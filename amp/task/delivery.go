@@ -3,7 +3,7 @@ package task
 import (
 	"time"
 
-	"github.com/ampflow/ampflow/workflows/decision"
+	"github.com/ampflow/ampflow/amp/decision"
 )
 
 // Delivery is what a task does on GitHub (the worker's delivery.*): all

@@ -1,8 +1,7 @@
-// Package lease is the lease room: one Temporal workflow per resource key
-// holds that key for one agent at a time, renewed by the holder's
-// heartbeats and released by the holder, an admin, or a durable timer at
-// last_heartbeat + ttl. Acquisition is an update-with-start on the key's
-// workflow id, so two workers racing for a key are ordered by Temporal.
+// Package lease holds the lease system's model: what a lease, its requests
+// and its changes are, and how keys, agents and TTLs are checked. The
+// lease workflow (workflows/lease), its activities (activities/lease) and
+// RepoMesh's wire format (integrations/repomesh) share it.
 package lease
 
 import (
@@ -13,7 +12,7 @@ import (
 	"unicode"
 	"unicode/utf8"
 
-	"github.com/ampflow/ampflow/workflows/decision"
+	"github.com/ampflow/ampflow/amp/decision"
 )
 
 // WorkflowType is the registered name of Workflow.
@@ -301,3 +300,48 @@ func KeyOf(leaseID string) (string, error) {
 	}
 	return string(b), nil
 }
+
+// RefusedError is a request the lease workflow refused: Type is ErrNotHeld,
+// ErrNotHolder or ErrInvalid.
+type RefusedError struct {
+	Type    string
+	Message string
+}
+
+func (e *RefusedError) Error() string { return e.Message }
+
+// ActivitySweep is the local activity that ends the leases due (SweepRequest
+// in, SweepResult out).
+const ActivitySweep = "LeaseSweep"
+
+// SweepRequest ends up to Limit direct leases whose expiry is at or before
+// Cutoff. With Linger, the sweep stays up to that long to end the leases
+// expiring within SweepGap of the last one, each at its expiry, without a
+// timer and a workflow task each (1,000 leases taken in a few seconds
+// expire as close together).
+type SweepRequest struct {
+	Cutoff time.Time     `json:"cutoff"`
+	Limit  int           `json:"limit"`
+	Linger time.Duration `json:"linger,omitempty"`
+}
+
+// SweepResult is how many leases a sweep ended, whether more are due, and
+// the earliest expiry left (zero when no direct lease is active).
+type SweepResult struct {
+	Expired int       `json:"expired"`
+	More    bool      `json:"more,omitempty"`
+	Next    time.Time `json:"next,omitzero"`
+	// At is the sweep's clock as it answered: a lingering sweep ends
+	// after the workflow task's time, and the next timer counts from At.
+	At time.Time `json:"at,omitzero"`
+}
+
+// Sweeper bounds.
+const (
+	// SweepBatch bounds the leases one sweep ends in one transaction.
+	SweepBatch = 500
+	// SweepLinger bounds the time one sweep stays for leases about to
+	// expire, and SweepGap is how close the next must be.
+	SweepLinger = 5 * time.Second
+	SweepGap    = 250 * time.Millisecond
+)
