@@ -21,30 +21,16 @@ type ErrorLog interface {
 // their signature.
 const ErrorSourceDecide = "decide"
 
-// VerifyAnswerInput is an answer to a decision of Subject, as the engine
-// received it. The key is not in it: only the worker holds it.
-type VerifyAnswerInput struct {
-	Subject string          `json:"subject"`
-	Answer  decision.Answer `json:"answer"`
-}
-
-// VerifyAnswerResult says whether the answer was signed with the
-// decision key, and if not, why.
-type VerifyAnswerResult struct {
-	OK     bool   `json:"ok"`
-	Reason string `json:"reason,omitempty"`
-}
-
 // VerifyAnswer checks an answer's signature with the worker's decision key
 // and its time with the worker's clock. The decision engine runs it as a
 // local activity before it takes an answer, so the key never enters the
 // workflow's history. A refused answer is kept in the error log.
-func (a *Activities) VerifyAnswer(ctx context.Context, in VerifyAnswerInput) (VerifyAnswerResult, error) {
+func (a *Activities) VerifyAnswer(ctx context.Context, in decision.VerifyAnswerInput) (decision.VerifyAnswerResult, error) {
 	c := AnswerChecker{Key: a.DecisionKey, Refusals: a.Refusals, Log: a.Log}
 	if err := c.Check(ctx, in.Subject, in.Answer, time.Now()); err != nil {
-		return VerifyAnswerResult{Reason: err.Error()}, nil
+		return decision.VerifyAnswerResult{Reason: err.Error()}, nil
 	}
-	return VerifyAnswerResult{OK: true}, nil
+	return decision.VerifyAnswerResult{OK: true}, nil
 }
 
 // AnswerChecker is VerifyAnswer's check for a caller that is not an

@@ -12,12 +12,11 @@ import (
 
 	"go.temporal.io/sdk/temporal"
 
-	"github.com/ampflow/ampflow/activities/pricing"
 	"github.com/ampflow/ampflow/activities/runner"
 	"github.com/ampflow/ampflow/activities/ssot"
 	"github.com/ampflow/ampflow/amp"
 	"github.com/ampflow/ampflow/amp/task"
-	"github.com/ampflow/ampflow/config"
+	"github.com/ampflow/ampflow/config/pricing"
 )
 
 func TestCapOf(t *testing.T) {
@@ -56,7 +55,7 @@ func TestRunnerBudgetCharged(t *testing.T) {
 	key := ssot.BudgetKey("", repo, "day")
 	budgets := &RunnerBudgets{Store: db, Now: func() time.Time { return at },
 		Limits: []ssot.BudgetLimit{{Key: key, Project: repo, Period: "day", USD: 1}}}
-	d := &Delivery{Budgets: budgets, Pricing: pricing.New(nil, config.Price{Input: 1, Output: 1})}
+	d := &Delivery{Budgets: budgets, Pricing: pricing.New(nil, pricing.Price{Input: 1, Output: 1})}
 	a := AgentDelivery{Runner: runner.Claude, Model: "claude-sonnet-4-6", Command: []string{"sh", "-c", "touch ran"}}
 	m := amp.Message{MsgID: "m1", TaskID: "T-2026-001", To: amp.RoleExecutor}
 	st := &runState{d: d, ctx: ctx, a: a, m: m, in: DeliverInput{Message: m, Repo: repo}, totals: map[string]task.UsageInput{}}

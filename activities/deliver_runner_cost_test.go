@@ -10,11 +10,10 @@ import (
 
 	"go.temporal.io/sdk/temporal"
 
-	"github.com/ampflow/ampflow/activities/pricing"
 	"github.com/ampflow/ampflow/activities/runner"
 	"github.com/ampflow/ampflow/amp"
 	"github.com/ampflow/ampflow/amp/task"
-	"github.com/ampflow/ampflow/config"
+	"github.com/ampflow/ampflow/config/pricing"
 )
 
 func TestRunCap(t *testing.T) {
@@ -53,7 +52,7 @@ func (c *countLog) CountRunnerUsage(_ string, _ amp.Role, _, _ int64, usd float6
 // key, and the metrics count a session total's difference only.
 func TestReportPricesAndKeys(t *testing.T) {
 	log, count := &usageLog{}, &countLog{}
-	d := &Delivery{Usage: log, Metrics: count, Pricing: pricing.New(nil, config.Price{Input: 10, Output: 20})}
+	d := &Delivery{Usage: log, Metrics: count, Pricing: pricing.New(nil, pricing.Price{Input: 10, Output: 20})}
 	st := &runState{d: d, ctx: t.Context(), a: AgentDelivery{Runner: runner.Codex, Model: "no-such-model"},
 		m: amp.Message{MsgID: "m1", TaskID: "T-2026-001", To: amp.RoleExecutor}, totals: map[string]task.UsageInput{}}
 	st.report(runner.Outcome{SessionID: "s", Usage: runner.Usage{InputTokens: 1e6, OutputTokens: 1e6, SessionTotal: true}})

@@ -3,6 +3,7 @@ package config
 import (
 	"encoding/json"
 	"fmt"
+	"github.com/ampflow/ampflow/config/pricing"
 	"net"
 	"net/netip"
 	"reflect"
@@ -32,10 +33,10 @@ type Gate struct {
 	CallbackFor time.Duration `mapstructure:"callback_for" json:"callback_for"`
 	// Pricing is USD per million tokens by model; it overrides and adds to
 	// the built-in table (DefaultPricing).
-	Pricing []GatePrice `mapstructure:"pricing" json:"pricing"`
+	Pricing []pricing.ModelPrice `mapstructure:"pricing" json:"pricing"`
 	// DefaultPrice prices a runner's tokens of a model the table does not
 	// name: an unknown model is never free.
-	DefaultPrice Price `mapstructure:"default_price" json:"default_price"`
+	DefaultPrice pricing.Price `mapstructure:"default_price" json:"default_price"`
 	// Budgets cap the spend of an agent or a project per day or month.
 	Budgets []GateBudget `mapstructure:"budgets" json:"budgets"`
 	// Contracts are the risk contracts' keys (config/contracts.go).
@@ -74,19 +75,6 @@ type GateRule struct {
 	Gate string `mapstructure:"gate" json:"gate"`
 }
 
-// GatePrice is a model's price in USD per million tokens.
-type GatePrice struct {
-	Model  string  `mapstructure:"model" json:"model"`
-	Input  float64 `mapstructure:"input" json:"input"`
-	Output float64 `mapstructure:"output" json:"output"`
-}
-
-// Price is USD per million tokens, input and output.
-type Price struct {
-	Input  float64 `mapstructure:"input" json:"input"`
-	Output float64 `mapstructure:"output" json:"output"`
-}
-
 // Budget periods.
 const (
 	PeriodDay   = "day"
@@ -109,7 +97,7 @@ var gateDefaults = map[string]any{
 	"gate.webhook_secret": "",
 	"gate.webhook_allow":  []string{},
 	"gate.callback_for":   24 * time.Hour,
-	"gate.pricing":        []GatePrice{},
+	"gate.pricing":        []pricing.ModelPrice{},
 	// A frontier model's price (activities/pricing.DefaultUnknown).
 	"gate.default_price.input":  5.00,
 	"gate.default_price.output": 25.00,
@@ -117,10 +105,10 @@ var gateDefaults = map[string]any{
 }
 
 var gateListTypes = map[reflect.Type]bool{
-	reflect.TypeOf([]GateAgent{}):  true,
-	reflect.TypeOf([]GateRule{}):   true,
-	reflect.TypeOf([]GatePrice{}):  true,
-	reflect.TypeOf([]GateBudget{}): true,
+	reflect.TypeOf([]GateAgent{}):          true,
+	reflect.TypeOf([]GateRule{}):           true,
+	reflect.TypeOf([]pricing.ModelPrice{}): true,
+	reflect.TypeOf([]GateBudget{}):         true,
 }
 
 // jsonGateList reads a gate list set in the environment, as a JSON array:

@@ -104,3 +104,22 @@ func ParseKey(s string) ([]byte, error) {
 	}
 	return nil, errors.New("the decision key is neither hex nor base64")
 }
+
+// ActivityVerifyAnswer is the registered name of the local activity that
+// checks an answer's signature on the worker (activities.VerifyAnswer):
+// VerifyAnswerInput in, VerifyAnswerResult out.
+const ActivityVerifyAnswer = "VerifyAnswer"
+
+// VerifyAnswerInput is an answer to a decision of Subject, as the engine
+// received it. The key is not in it: only the worker holds it.
+type VerifyAnswerInput struct {
+	Subject string `json:"subject"`
+	Answer  Answer `json:"answer"`
+}
+
+// VerifyAnswerResult says whether the answer was signed with the
+// decision key, and if not, why.
+type VerifyAnswerResult struct {
+	OK     bool   `json:"ok"`
+	Reason string `json:"reason,omitempty"`
+}

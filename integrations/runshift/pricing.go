@@ -3,8 +3,7 @@ package runshift
 import (
 	"math"
 
-	"github.com/ampflow/ampflow/activities/pricing"
-	"github.com/ampflow/ampflow/config"
+	"github.com/ampflow/ampflow/config/pricing"
 )
 
 // DefaultPricing is the built-in table of the core's pricing package;
@@ -27,9 +26,9 @@ type Pricing = pricing.Table
 // model the table does not name costs the AnyModel price when one is
 // configured, else the dearest of the table's input and output prices:
 // a name the table does not know never makes a signal cheaper.
-func NewPricing(configured []config.GatePrice) Pricing {
-	p := pricing.New(configured, config.Price{})
-	if p.Unknown == (config.Price{}) {
+func NewPricing(configured []pricing.ModelPrice) Pricing {
+	p := pricing.New(configured, pricing.Price{})
+	if p.Unknown == (pricing.Price{}) {
 		p.Unknown = p.Dearest()
 	}
 	return p

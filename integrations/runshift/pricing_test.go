@@ -1,10 +1,9 @@
 package runshift
 
 import (
+	"github.com/ampflow/ampflow/config/pricing"
 	"strings"
 	"testing"
-
-	"github.com/ampflow/ampflow/config"
 )
 
 // TestPricingUnknownModels: a model's name is priced whatever its case,
@@ -27,7 +26,7 @@ func TestPricingUnknownModels(t *testing.T) {
 			t.Errorf("Cost(%q) = %g, %v; want the dearest price %g, not priced", name, c, ok, opus)
 		}
 	}
-	p = NewPricing([]config.GatePrice{{Model: "*", Input: 1, Output: 2}})
+	p = NewPricing([]pricing.ModelPrice{{Model: "*", Input: 1, Output: 2}})
 	if c, ok := p.Cost("my-free-model", 1e6, 1e6); ok || c != 3 {
 		t.Errorf("with a configured default price, an unknown model costs %g, %v; want 3", c, ok)
 	}

@@ -7,18 +7,24 @@ import (
 	"go.temporal.io/sdk/interceptor"
 	"go.temporal.io/sdk/workflow"
 
-	"github.com/ampflow/ampflow/activities"
 	"github.com/ampflow/ampflow/amp/decision"
 	"github.com/ampflow/ampflow/amp/refusal"
 	"github.com/ampflow/ampflow/amp/task"
 )
+
+// Checker checks an answer's signature with the worker's decision key
+// and its age with the worker's clock (activities.AnswerChecker), keeping
+// what it refuses; it returns why an answer is refused, or nil.
+type Checker interface {
+	Check(ctx context.Context, subject string, a decision.Answer, now time.Time) error
+}
 
 // Interceptor hands c, the worker's answer checker, to the update
 // validators of the workflows it runs, for ValidateSigned. Validators
 // alone get it: they run where an update is taken and never on replay,
 // so a check there needs no marker to replay the same; a handler, which
 // replays, cannot reach it.
-func Interceptor(c *activities.AnswerChecker) interceptor.WorkerInterceptor {
+func Interceptor(c Checker) interceptor.WorkerInterceptor {
 	return &checkerInterceptor{c: c}
 }
 
@@ -26,7 +32,7 @@ type checkerKey struct{}
 
 type checkerInterceptor struct {
 	interceptor.WorkerInterceptorBase
-	c *activities.AnswerChecker
+	c Checker
 }
 
 func (i *checkerInterceptor) InterceptWorkflow(_ workflow.Context, next interceptor.WorkflowInboundInterceptor) interceptor.WorkflowInboundInterceptor {
@@ -37,7 +43,7 @@ func (i *checkerInterceptor) InterceptWorkflow(_ workflow.Context, next intercep
 
 type checkerInbound struct {
 	interceptor.WorkflowInboundInterceptorBase
-	c *activities.AnswerChecker
+	c Checker
 }
 
 func (i *checkerInbound) ValidateUpdate(ctx workflow.Context, in *interceptor.UpdateInput) error {
@@ -55,7 +61,7 @@ const refusalWait = 500 * time.Millisecond
 // all. A validator without a checker (a worker built without Interceptor)
 // refuses every answer: nothing is taken unchecked.
 func ValidateSigned(ctx workflow.Context, subject string, a decision.Answer) error {
-	c, _ := ctx.Value(checkerKey{}).(*activities.AnswerChecker)
+	c, _ := ctx.Value(checkerKey{}).(Checker)
 	if c == nil {
 		return refusal.New(task.CodeInternal, "verifying the answer to %s: the worker has no decision key for update validators", a.DecisionID)
 	}

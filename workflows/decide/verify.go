@@ -6,13 +6,10 @@ import (
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
 
-	"github.com/ampflow/ampflow/activities"
 	"github.com/ampflow/ampflow/amp/decision"
 	"github.com/ampflow/ampflow/amp/refusal"
 	"github.com/ampflow/ampflow/amp/task"
 )
-
-var acts *activities.Activities
 
 // Verify refuses, with forbidden, an answer no channel holding the
 // decision key signed: an unsigned one (a raw Temporal update naming an
@@ -31,8 +28,8 @@ func VerifySigned(ctx workflow.Context, subject string, a decision.Answer) error
 		StartToCloseTimeout: 10 * time.Second,
 		RetryPolicy:         &temporal.RetryPolicy{InitialInterval: 200 * time.Millisecond, MaximumAttempts: 3},
 	})
-	var out activities.VerifyAnswerResult
-	err := workflow.ExecuteLocalActivity(lctx, acts.VerifyAnswer, activities.VerifyAnswerInput{Subject: subject, Answer: a}).Get(ctx, &out)
+	var out decision.VerifyAnswerResult
+	err := workflow.ExecuteLocalActivity(lctx, decision.ActivityVerifyAnswer, decision.VerifyAnswerInput{Subject: subject, Answer: a}).Get(ctx, &out)
 	if err != nil {
 		return refusal.New(task.CodeInternal, "verifying the answer to %s: %v", a.DecisionID, err)
 	}

@@ -5,16 +5,25 @@
 // it.
 package pricing
 
-import (
-	"strings"
+import "strings"
 
-	"github.com/ampflow/ampflow/config"
-)
+// ModelPrice is a model's price in USD per million tokens.
+type ModelPrice struct {
+	Model  string  `mapstructure:"model" json:"model"`
+	Input  float64 `mapstructure:"input" json:"input"`
+	Output float64 `mapstructure:"output" json:"output"`
+}
+
+// Price is USD per million tokens, input and output.
+type Price struct {
+	Input  float64 `mapstructure:"input" json:"input"`
+	Output float64 `mapstructure:"output" json:"output"`
+}
 
 // Default is USD per million tokens, input and output, of current models
 // at their vendors' list prices (standard tier, prompts up to 200K
 // tokens); gate.pricing overrides and adds to it.
-var Default = []config.GatePrice{
+var Default = []ModelPrice{
 	// Anthropic.
 	{Model: "claude-opus-4-6", Input: 5.00, Output: 25.00},
 	{Model: "claude-opus-4-5", Input: 5.00, Output: 25.00},
@@ -50,13 +59,13 @@ var Default = []config.GatePrice{
 
 // DefaultUnknown is gate.default_price's default: what a model the table
 // does not name costs, a frontier model's price rather than nothing.
-var DefaultUnknown = config.Price{Input: 5.00, Output: 25.00}
+var DefaultUnknown = Price{Input: 5.00, Output: 25.00}
 
 // Table prices models.
 type Table struct {
-	models map[string]config.GatePrice
+	models map[string]ModelPrice
 	// Unknown prices a model the table does not name, in Price.
-	Unknown config.Price
+	Unknown Price
 }
 
 // AnyModel is the model name of a configured price for every model the
@@ -67,12 +76,12 @@ const AnyModel = "*"
 // New is Default with the configured prices over it, by normalised name;
 // unknown prices the models neither names, unless a configured AnyModel
 // entry does.
-func New(configured []config.GatePrice, unknown config.Price) Table {
-	t := Table{models: map[string]config.GatePrice{}, Unknown: unknown}
-	for _, list := range [][]config.GatePrice{Default, configured} {
+func New(configured []ModelPrice, unknown Price) Table {
+	t := Table{models: map[string]ModelPrice{}, Unknown: unknown}
+	for _, list := range [][]ModelPrice{Default, configured} {
 		for _, m := range list {
 			if Normalize(m.Model) == AnyModel {
-				t.Unknown = config.Price{Input: m.Input, Output: m.Output}
+				t.Unknown = Price{Input: m.Input, Output: m.Output}
 				continue
 			}
 			t.models[Normalize(m.Model)] = m
@@ -82,8 +91,8 @@ func New(configured []config.GatePrice, unknown config.Price) Table {
 }
 
 // Dearest is the highest input and the highest output price of the table.
-func (t Table) Dearest() config.Price {
-	var d config.Price
+func (t Table) Dearest() Price {
+	var d Price
 	for _, m := range t.models {
 		d.Input, d.Output = max(d.Input, m.Input), max(d.Output, m.Output)
 	}
@@ -110,7 +119,7 @@ func Normalize(model string) string {
 
 // Lookup finds a model's price: its own entry, else the longest entry it
 // extends by a dash ("claude-haiku-4-5-20251001" is "claude-haiku-4-5").
-func (t Table) Lookup(model string) (config.GatePrice, bool) {
+func (t Table) Lookup(model string) (ModelPrice, bool) {
 	for m := Normalize(model); m != ""; {
 		if p, ok := t.models[m]; ok {
 			return p, true
@@ -121,7 +130,7 @@ func (t Table) Lookup(model string) (config.GatePrice, bool) {
 		}
 		m = m[:i]
 	}
-	return config.GatePrice{}, false
+	return ModelPrice{}, false
 }
 
 // Cost computes what tokens of model cost; for a model the table does not
@@ -130,7 +139,7 @@ func (t Table) Lookup(model string) (config.GatePrice, bool) {
 func (t Table) Cost(model string, in, out int64) (usd float64, ok bool) {
 	p, ok := t.Lookup(model)
 	if !ok {
-		return USD(config.GatePrice{Input: t.Unknown.Input, Output: t.Unknown.Output}, in, out), false
+		return USD(ModelPrice{Input: t.Unknown.Input, Output: t.Unknown.Output}, in, out), false
 	}
 	return USD(p, in, out), true
 }
@@ -143,6 +152,6 @@ func (t Table) Price(model string, in, out int64) float64 {
 }
 
 // USD is what in and out tokens cost at p.
-func USD(p config.GatePrice, in, out int64) float64 {
+func USD(p ModelPrice, in, out int64) float64 {
 	return float64(in)/1e6*p.Input + float64(out)/1e6*p.Output
 }

@@ -3,12 +3,10 @@ package pricing
 import (
 	"math"
 	"testing"
-
-	"github.com/ampflow/ampflow/config"
 )
 
 func TestPrice(t *testing.T) {
-	tab := New([]config.GatePrice{{Model: "mine/m", Input: 3, Output: 15}, {Model: "gpt-5", Input: 1, Output: 1}}, config.Price{Input: 10, Output: 20})
+	tab := New([]ModelPrice{{Model: "mine/m", Input: 3, Output: 15}, {Model: "gpt-5", Input: 1, Output: 1}}, Price{Input: 10, Output: 20})
 	for _, c := range []struct {
 		name, model string
 		want        float64
