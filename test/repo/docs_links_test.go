@@ -1,4 +1,4 @@
-package cli
+package repo
 
 import (
 	"bytes"
@@ -23,7 +23,7 @@ var (
 // BENCHMARKS.md and docs/**/*.md names a file or directory of the
 // repository (the anchor aside), and that the README stays short.
 func TestDocsLinks(t *testing.T) {
-	root := filepath.Join("..", "..", "..")
+	root := filepath.Join("..", "..")
 	pages := []string{filepath.Join(root, "README.md"), filepath.Join(root, "BENCHMARKS.md")}
 	err := filepath.WalkDir(filepath.Join(root, "docs"), func(p string, d fs.DirEntry, err error) error {
 		if err != nil {

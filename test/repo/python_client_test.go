@@ -1,9 +1,10 @@
-// Package clients holds the clients for agent authors; this test runs
-// their own test suites.
-package clients
+// Package repo holds the checks that span the repository: the layering of
+// its packages, the links of its docs, and the clients' own test suites.
+package repo
 
 import (
 	"os/exec"
+	"path/filepath"
 	"testing"
 )
 
@@ -15,7 +16,7 @@ func TestPythonClient(t *testing.T) {
 		t.Fatal("python3 is needed to test clients/python (.ci/run installs it)")
 	}
 	cmd := exec.Command(python, "-m", "unittest", "-v", "test_ampflow_client")
-	cmd.Dir = "python"
+	cmd.Dir = filepath.Join("..", "..", "clients", "python")
 	out, err := cmd.CombinedOutput()
 	if err != nil {
 		t.Fatalf("python3 -m unittest: %v\n%s", err, out)
