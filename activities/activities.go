@@ -10,8 +10,9 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/ampflow/ampflow/activities/notify"
+	"github.com/ampflow/ampflow/activities/ssot"
 	"github.com/ampflow/ampflow/amp"
-	"github.com/ampflow/ampflow/amp/decision"
 	"github.com/ampflow/ampflow/amp/task"
 )
 
@@ -48,7 +49,7 @@ type Activities struct {
 	CI       CIProvider
 	Store    Recorder
 	Delivery Deliverer
-	Notifier Notifier
+	Notifier notify.Notifier
 	Log      *slog.Logger
 	// Policy is what new tasks run by, from the worker's configuration;
 	// TaskPolicy hands it to each task as it starts.
@@ -86,11 +87,6 @@ type CIProvider interface {
 // Deliverer hands a message to the agent it is addressed to.
 type Deliverer interface {
 	Deliver(ctx context.Context, in DeliverInput) (DeliverResult, error)
-}
-
-// Notifier tells admins about decisions and status changes.
-type Notifier interface {
-	Notify(ctx context.Context, in NotifyInput) error
 }
 
 // CheckBranchInput asks whether a task may be dispatched to repo@branch.
@@ -177,21 +173,10 @@ type CIStatusResult struct {
 	Detail  string            `json:"detail,omitempty"`  // e.g. the tail of a command's output
 }
 
-// RecordKind is the kind of an SSOT record.
-type RecordKind string
-
-// SSOT record kinds.
-const (
-	KindMessage  RecordKind = "message"  // an AMP message (escalations included)
-	KindAck      RecordKind = "ack"      // an ACK record
-	KindDecision RecordKind = "decision" // an admin decision raised or taken
-	KindEvent    RecordKind = "event"    // a heartbeat, cancel or replan
-)
-
 // RecordEntry is one record to keep in the SSOT.
 type RecordEntry struct {
 	ID   string          `json:"id"` // msg_id, or a decision/event id
-	Kind RecordKind      `json:"kind"`
+	Kind ssot.RecordKind `json:"kind"`
 	Body json.RawMessage `json:"body"`
 	// RecordedAt is when the caller saw the record (workflow time); zero
 	// means the store's clock. Idempotency ignores it.
@@ -268,37 +253,3 @@ const FailureMaxCost = "max_cost"
 type DeliverResult struct {
 	Mode string `json:"mode"` // pull, command, webhook
 }
-
-// NotifyEvent says what a notice is about.
-type NotifyEvent string
-
-// Notice events.
-const (
-	NoticeDecisionOpened NotifyEvent = "decision_opened"
-	NoticeDecisionClosed NotifyEvent = "decision_closed"
-	NoticeStatus         NotifyEvent = "status"
-	NoticeEscalation     NotifyEvent = "escalation" // an escalation that asks nothing
-	// NoticeDecisionProgress: an approval was counted; the quorum is not
-	// reached yet. The decision carries its approvals.
-	NoticeDecisionProgress NotifyEvent = "decision_progress"
-	// NoticeDecisionReminder: nobody has answered within remind_after; the
-	// decision is posted again on every channel.
-	NoticeDecisionReminder NotifyEvent = "decision_reminder"
-	// NoticeDecisionEscalated: nobody has answered within escalate_after;
-	// the admins_escalation group of each channel is added.
-	NoticeDecisionEscalated NotifyEvent = "decision_escalated"
-)
-
-// NotifyInput is one notice to admins.
-type NotifyInput struct {
-	TaskID   string             `json:"task_id"`
-	Event    NotifyEvent        `json:"event"`
-	Status   task.Status        `json:"status"`
-	Decision *decision.Decision `json:"decision,omitempty"`
-	Outcome  *decision.Outcome  `json:"outcome,omitempty"`
-	Message  *amp.Message       `json:"message,omitempty"`
-	Text     string             `json:"text,omitempty"`
-}
-
-// NotifyResult is empty; it exists so fields can be added.
-type NotifyResult struct{}

@@ -5,6 +5,8 @@ import (
 	"testing"
 
 	"go.temporal.io/sdk/testsuite"
+
+	"github.com/ampflow/ampflow/activities/ssot"
 )
 
 func TestActivitiesThroughTemporal(t *testing.T) {
@@ -54,7 +56,7 @@ func TestActivitiesThroughTemporal(t *testing.T) {
 		appErr(t, err, ErrCommitMissing, true)
 	})
 	t.Run("Record", func(t *testing.T) {
-		in := RecordInput{TaskID: "T-2026-001", Entries: []RecordEntry{entry("ack-T-2026-001-7", KindAck, `{"ack_of":"x"}`)}, Task: json.RawMessage(`{"status":"dispatched"}`), Rev: 1}
+		in := RecordInput{TaskID: "T-2026-001", Entries: []RecordEntry{entry("ack-T-2026-001-7", ssot.KindAck, `{"ack_of":"x"}`)}, Task: json.RawMessage(`{"status":"dispatched"}`), Rev: 1}
 		for want := 1; want >= 0; want-- {
 			val, err := env.ExecuteActivity(a.Record, in)
 			var res RecordResult

@@ -4,6 +4,8 @@ import (
 	"context"
 	"strings"
 	"testing"
+
+	"github.com/ampflow/ampflow/activities/ssot"
 )
 
 // A diff past Git.MaxDiff is not read whole: the result is flagged as too
@@ -39,7 +41,7 @@ func TestCheckResultDiffTooLarge(t *testing.T) {
 		if notes(out, "diff") != 1 || out.DiffURL != "" {
 			t.Errorf("mismatches %q, DiffURL %q; want the diff noted as too large and not kept", out.Mismatches, out.DiffURL)
 		}
-		if _, err := store.Store.File(context.Background(), "T-2026-001", DiffName("task_result-T-2026-001-7")); err == nil {
+		if _, err := store.Store.File(context.Background(), "T-2026-001", ssot.DiffName("task_result-T-2026-001-7")); err == nil {
 			t.Errorf("a cut diff was kept")
 		}
 	})

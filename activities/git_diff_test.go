@@ -6,6 +6,8 @@ import (
 	"os"
 	"os/exec"
 	"testing"
+
+	"github.com/ampflow/ampflow/activities/ssot"
 )
 
 // The numstat and the patch are read from one git process; what is kept
@@ -52,7 +54,7 @@ func TestCheckResultKeepsGitsPatch(t *testing.T) {
 			if len(out.Actual.FilesChanged) != len(tc.claimed) || out.Actual.LinesAdded != tc.added || out.Actual.LinesRemoved != min(tc.added, 1) {
 				t.Errorf("actual = %+v, want %d files, %d added", out.Actual, len(tc.claimed), tc.added)
 			}
-			kept, err := store.Store.File(context.Background(), "T-2026-001", DiffName(msgID))
+			kept, err := store.Store.File(context.Background(), "T-2026-001", ssot.DiffName(msgID))
 			if err != nil {
 				t.Fatalf("the diff was not kept: %v", err)
 			}

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/ampflow/ampflow/activities/ssot"
 	"github.com/ampflow/ampflow/amp"
 )
 
@@ -140,7 +141,7 @@ func TestCheckResult(t *testing.T) {
 		if out.DiffURL != want {
 			t.Fatalf("DiffURL = %q, want %q (origin is not GitHub)", out.DiffURL, want)
 		}
-		diff, err := store.Store.File(context.Background(), "T-2026-001", DiffName("task_result-T-2026-001-1"))
+		diff, err := store.Store.File(context.Background(), "T-2026-001", ssot.DiffName("task_result-T-2026-001-1"))
 		if err != nil || !strings.Contains(string(diff), "+++ b/Sources/BreathEngine.swift") || strings.Contains(string(diff), "more") {
 			t.Errorf("diff file: %v\n%s", err, diff)
 		}
@@ -225,7 +226,7 @@ func TestCheckResultGitHubURL(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if out.DiffURL != DiffPath(in.TaskID, in.MsgID) {
+		if out.DiffURL != ssot.DiffPath(in.TaskID, in.MsgID) {
 			t.Errorf("%s, unpushed: DiffURL = %q, want a file in the SSOT", remote, out.DiffURL)
 		}
 		gitT(t, r.dir, "update-ref", "refs/remotes/origin/feature/x", r.feature)

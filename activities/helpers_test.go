@@ -99,6 +99,6 @@ func newSSOT(t testing.TB) *TaskRecord {
 
 func lines(n int, s string) string { return strings.Repeat(s+"\n", n) }
 
-func entry(id string, kind RecordKind, body string) RecordEntry {
+func entry(id string, kind ssot.RecordKind, body string) RecordEntry {
 	return RecordEntry{ID: id, Kind: kind, Body: json.RawMessage(body)}
 }

@@ -14,9 +14,6 @@ import (
 	"github.com/ampflow/ampflow/amp/task"
 )
 
-// MeshSender is the name the system's own mesh events come from.
-const MeshSender = "ampflow"
-
 // MeshEvents keeps the events ampflow's own tasks emit in the mesh
 // (*ssot.DB).
 type MeshEvents interface {
@@ -38,13 +35,13 @@ func TaskEvents(taskID string, entries []RecordEntry) []ssot.MeshEvent {
 	add := func(id, typ, severity, subject, content string, at time.Time, payload map[string]any) {
 		payload["task_id"] = taskID
 		body, _ := json.Marshal(payload)
-		out = append(out, ssot.MeshEvent{ID: ssot.SystemEventPrefix + "task-" + id, Type: typ, Severity: severity, AgentID: MeshSender,
-			From: MeshSender, FromID: MeshSender, Subject: subject, Content: content, TaskID: taskID, CreatedAt: at, Payload: body})
+		out = append(out, ssot.MeshEvent{ID: ssot.SystemEventPrefix + "task-" + id, Type: typ, Severity: severity, AgentID: ssot.MeshSender,
+			From: ssot.MeshSender, FromID: ssot.MeshSender, Subject: subject, Content: content, TaskID: taskID, CreatedAt: at, Payload: body})
 	}
 	for _, e := range entries {
 		at := e.RecordedAt
 		switch e.Kind {
-		case KindEvent:
+		case ssot.KindEvent:
 			var in task.Input
 			if !strings.HasPrefix(e.ID, "plan-") || json.Unmarshal(e.Body, &in) != nil {
 				continue
@@ -52,7 +49,7 @@ func TaskEvents(taskID string, entries []RecordEntry) []ssot.MeshEvent {
 			add(e.ID, "task.created", "info", "task.created "+taskID, in.Plan.Description, at, map[string]any{
 				"goal": in.Plan.Description, "priority": taskPriority[in.Plan.RiskLevel], "assignee": string(amp.RoleExecutor),
 				"repo": in.Plan.Repo, "branch": in.Plan.Branch})
-		case KindAck:
+		case ssot.KindAck:
 			var a amp.Ack
 			err := json.Unmarshal(e.Body, &a)
 			if err != nil || a.From != amp.RoleExecutor {
@@ -65,7 +62,7 @@ func TaskEvents(taskID string, entries []RecordEntry) []ssot.MeshEvent {
 			// here means the policy's.
 			add(e.ID, "task.claimed", "info", "task.claimed "+taskID, "", at, map[string]any{
 				"agent_id": string(a.From), "lease_ttl": 0, "dispatch": a.AckOf})
-		case KindMessage:
+		case ssot.KindMessage:
 			var m amp.Message
 			err := json.Unmarshal(e.Body, &m)
 			if err != nil {
@@ -119,7 +116,7 @@ func ProgressEvent(taskID string, in task.HeartbeatInput, at time.Time) ssot.Mes
 	payload := map[string]any{"task_id": taskID, "agent_id": agent, "summary": in.Note}
 	body, _ := json.Marshal(payload)
 	return ssot.MeshEvent{ID: fmt.Sprintf("%stask-progress-%s-%d", ssot.SystemEventPrefix, taskID, at.UnixNano()), Type: "task.progress", Severity: "info",
-		AgentID: agent, From: MeshSender, FromID: MeshSender, Subject: "task.progress " + taskID, Content: in.Note,
+		AgentID: agent, From: ssot.MeshSender, FromID: ssot.MeshSender, Subject: "task.progress " + taskID, Content: in.Note,
 		TaskID: taskID, CreatedAt: at, Payload: body}
 }
 
@@ -143,14 +140,14 @@ func DeliveredEvent(taskID, msgID, agent string, role amp.Role, at time.Time) ss
 	payload, _ := json.Marshal(map[string]any{"task_id": taskID, "agent_id": agent, "from": agent, "role": string(role),
 		"ack_of": msgID})
 	return ssot.MeshEvent{ID: ssot.SystemEventPrefix + "delivered-" + hex.EncodeToString(sum[:12]), Type: TypeTaskDelivered,
-		Severity: "info", AgentID: MeshSender, From: agent, FromID: agent, Subject: TypeTaskDelivered + " " + taskID,
+		Severity: "info", AgentID: ssot.MeshSender, From: agent, FromID: agent, Subject: TypeTaskDelivered + " " + taskID,
 		Content: string(role) + " " + agent + " acknowledged " + msgID, TaskID: taskID, CreatedAt: at, Payload: payload}
 }
 
 // DeliveryOf reads a delivery record DeliveredEvent made: the agent and its
 // role; false for any other event.
 func DeliveryOf(e ssot.MeshEvent) (agent string, role amp.Role, ok bool) {
-	if e.Type != TypeTaskDelivered || e.AgentID != MeshSender || e.From == MeshSender || !strings.HasPrefix(e.ID, ssot.SystemEventPrefix+"delivered-") {
+	if e.Type != TypeTaskDelivered || e.AgentID != ssot.MeshSender || e.From == ssot.MeshSender || !strings.HasPrefix(e.ID, ssot.SystemEventPrefix+"delivered-") {
 		return "", "", false
 	}
 	var p struct {

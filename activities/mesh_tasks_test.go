@@ -35,20 +35,20 @@ func TestTaskEvents(t *testing.T) {
 	esc := msg(amp.TypeEscalation, amp.RoleExecutor, &amp.Escalation{EscalationType: amp.EscHeartbeatTimeout, Severity: amp.SeverityWarning,
 		TriggeredBy: amp.RoleExecutor, Description: "the test database is down"})
 	entries := []RecordEntry{
-		{ID: "plan-" + id, Kind: KindEvent, Body: body(task.Input{TaskID: id, Plan: amp.TaskDispatch{Description: "add CONTRIBUTING.md", RiskLevel: amp.RiskMedium}}), RecordedAt: at},
-		{ID: dispatch.MsgID, Kind: KindMessage, Body: body(dispatch), RecordedAt: at},
-		{ID: "ack-1", Kind: KindAck, Body: body(amp.NewAck(amp.RoleExecutor, dispatch, at)), RecordedAt: at},
-		{ID: "ack-2", Kind: KindAck, Body: body(amp.NewAck(amp.RoleCoordinator, result, at)), RecordedAt: at},
-		{ID: result.MsgID, Kind: KindMessage, Body: body(result), RecordedAt: at},
-		{ID: verdict.MsgID, Kind: KindMessage, Body: body(verdict), RecordedAt: at},
-		{ID: esc.MsgID, Kind: KindMessage, Body: body(esc), RecordedAt: at},
-		{ID: "cancel-x", Kind: KindEvent, Body: body(map[string]string{"reason": "x"}), RecordedAt: at},
+		{ID: "plan-" + id, Kind: ssot.KindEvent, Body: body(task.Input{TaskID: id, Plan: amp.TaskDispatch{Description: "add CONTRIBUTING.md", RiskLevel: amp.RiskMedium}}), RecordedAt: at},
+		{ID: dispatch.MsgID, Kind: ssot.KindMessage, Body: body(dispatch), RecordedAt: at},
+		{ID: "ack-1", Kind: ssot.KindAck, Body: body(amp.NewAck(amp.RoleExecutor, dispatch, at)), RecordedAt: at},
+		{ID: "ack-2", Kind: ssot.KindAck, Body: body(amp.NewAck(amp.RoleCoordinator, result, at)), RecordedAt: at},
+		{ID: result.MsgID, Kind: ssot.KindMessage, Body: body(result), RecordedAt: at},
+		{ID: verdict.MsgID, Kind: ssot.KindMessage, Body: body(verdict), RecordedAt: at},
+		{ID: esc.MsgID, Kind: ssot.KindMessage, Body: body(esc), RecordedAt: at},
+		{ID: "cancel-x", Kind: ssot.KindEvent, Body: body(map[string]string{"reason": "x"}), RecordedAt: at},
 	}
 	evs := TaskEvents(id, entries)
 	var got []string
 	for _, e := range evs {
 		got = append(got, e.Type+"/"+e.Severity)
-		if e.TaskID != id || e.From != MeshSender || !strings.HasPrefix(e.ID, ssot.SystemEventPrefix+"task-") {
+		if e.TaskID != id || e.From != ssot.MeshSender || !strings.HasPrefix(e.ID, ssot.SystemEventPrefix+"task-") {
 			t.Errorf("event %+v", e)
 		}
 	}

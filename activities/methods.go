@@ -6,6 +6,7 @@ import (
 
 	"go.temporal.io/sdk/temporal"
 
+	"github.com/ampflow/ampflow/activities/notify"
 	"github.com/ampflow/ampflow/amp/task"
 	"github.com/ampflow/ampflow/config"
 )
@@ -58,11 +59,11 @@ func (a *Activities) Deliver(ctx context.Context, in DeliverInput) (DeliverResul
 }
 
 // Notify tells admins about a decision or a status change.
-func (a *Activities) Notify(ctx context.Context, in NotifyInput) (NotifyResult, error) {
+func (a *Activities) Notify(ctx context.Context, in notify.Input) (notify.Result, error) {
 	if a.Notifier == nil {
-		return NotifyResult{}, nil
+		return notify.Result{}, nil
 	}
-	return NotifyResult{}, a.Notifier.Notify(ctx, in)
+	return notify.Result{}, a.Notifier.Notify(ctx, in)
 }
 
 // PolicyInput asks for the policy a new task runs by.

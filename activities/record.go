@@ -71,7 +71,7 @@ func (s *TaskRecord) Record(ctx context.Context, in RecordInput) (RecordResult, 
 	entries := make([]ssot.Entry, len(in.Entries))
 	for i, e := range in.Entries {
 		entries[i] = ssot.Entry{ID: e.ID, Kind: string(e.Kind), RecordedAt: e.RecordedAt, Body: e.Body}
-		if e.Kind == KindDecision {
+		if e.Kind == ssot.KindDecision {
 			entries[i].Digest = BodyDigest(e.Body)
 		}
 	}
@@ -223,13 +223,6 @@ func TaskStateOf(taskID string, rev int64, raw json.RawMessage) (ssot.TaskState,
 	return st, nil
 }
 
-// DiffName is where WriteDiff keeps the diff of the result msgID, for
-// ssot.Store.File.
-func DiffName(msgID string) string { return "diffs/" + msgID + ".diff" }
-
-// DiffPath is the HTTP API path that serves the diff WriteDiff kept.
-func DiffPath(taskID, msgID string) string { return "/v1/tasks/" + taskID + "/diffs/" + msgID }
-
 // WriteDiff implements DiffWriter: it keeps the diff in the store and
 // returns the API path that serves it, so a reviewer reaches it through
 // any worker. Writing the same diff again changes nothing.
@@ -237,8 +230,8 @@ func (s *TaskRecord) WriteDiff(taskID, msgID string, diff []byte) (string, error
 	if !validName(taskID) || !validName(msgID) {
 		return "", invalid("diff of %q in task %q: the ids cannot name a diff", msgID, taskID)
 	}
-	if err := s.Store.PutFile(context.Background(), taskID, DiffName(msgID), diff); err != nil {
+	if err := s.Store.PutFile(context.Background(), taskID, ssot.DiffName(msgID), diff); err != nil {
 		return "", fmt.Errorf("keeping diff %s of task %s: %w", msgID, taskID, err)
 	}
-	return strings.TrimSuffix(s.APIURL, "/") + DiffPath(taskID, msgID), nil
+	return strings.TrimSuffix(s.APIURL, "/") + ssot.DiffPath(taskID, msgID), nil
 }

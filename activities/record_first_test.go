@@ -19,7 +19,7 @@ import (
 func TestFirstWriteIdempotent(t *testing.T) {
 	at := time.Date(2026, 5, 1, 12, 0, 0, 0, time.UTC)
 	plan := func(id string) RecordEntry {
-		return RecordEntry{ID: "plan-" + id, Kind: KindEvent, Body: json.RawMessage(`{"task_id":"` + id + `","plan":{"repo":"/r"},"policy":{"admins":["alice"]}}`)}
+		return RecordEntry{ID: "plan-" + id, Kind: ssot.KindEvent, Body: json.RawMessage(`{"task_id":"` + id + `","plan":{"repo":"/r"},"policy":{"admins":["alice"]}}`)}
 	}
 	state := func(id, status string) json.RawMessage {
 		return json.RawMessage(`{"task_id":"` + id + `","status":"` + status + `","started_at":"2026-05-01T12:00:00Z","updated_at":"2026-05-01T12:00:00Z"}`)

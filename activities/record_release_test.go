@@ -17,7 +17,7 @@ func TestRecordReleaseWithoutLeases(t *testing.T) {
 	ssotEngines(t, func(t *testing.T, s *TaskRecord) {
 		ctx := context.Background()
 		in := RecordInput{TaskID: "T-2026-001", Rev: 3,
-			Entries: []RecordEntry{{ID: "E-1", Kind: KindEvent, Body: json.RawMessage(`{"n":1}`)}},
+			Entries: []RecordEntry{{ID: "E-1", Kind: ssot.KindEvent, Body: json.RawMessage(`{"n":1}`)}},
 			Task:    json.RawMessage(`{"status":"done"}`),
 			Release: &BranchLeaseInput{TaskID: "T-2026-001", Repo: "/src/app", Branch: "main", LeaseID: "L1.x", Version: 1, Direct: true}}
 		out, err := s.Record(ctx, in)

@@ -94,8 +94,8 @@ func TestRecordInTheSQLStore(t *testing.T) {
 		}
 		at := time.Date(2026, 11, 23, 10, 3, 0, 0, time.UTC)
 		in := RecordInput{TaskID: "T-2026-001", Rev: 2, Task: json.RawMessage(recView), Entries: []RecordEntry{
-			{ID: "plan-T-2026-001", Kind: KindEvent, Body: json.RawMessage(`{"plan":{"description":"add x"}}`), RecordedAt: at},
-			{ID: "T-2026-001-d1-outcome", Kind: KindDecision, Body: json.RawMessage(`{"option":"approve","digest":"abc123"}`), RecordedAt: at},
+			{ID: "plan-T-2026-001", Kind: ssot.KindEvent, Body: json.RawMessage(`{"plan":{"description":"add x"}}`), RecordedAt: at},
+			{ID: "T-2026-001-d1-outcome", Kind: ssot.KindDecision, Body: json.RawMessage(`{"option":"approve","digest":"abc123"}`), RecordedAt: at},
 		}}
 		// A retried call (the same batch run again) writes nothing twice.
 		for want := 2; want >= 0; want -= 2 {

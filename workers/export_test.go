@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/ampflow/ampflow/activities"
+	"github.com/ampflow/ampflow/activities/ssot"
 	"github.com/ampflow/ampflow/config"
 )
 
@@ -31,7 +32,7 @@ func TestBuildExportsToGit(t *testing.T) {
 	}
 	defer parts.Close()
 	body, _ := json.Marshal(map[string]string{"note": "hello"})
-	in := activities.RecordInput{TaskID: "T-2026-001", Entries: []activities.RecordEntry{{ID: "event-T-2026-001-1", Kind: activities.KindEvent, Body: body}}}
+	in := activities.RecordInput{TaskID: "T-2026-001", Entries: []activities.RecordEntry{{ID: "event-T-2026-001-1", Kind: ssot.KindEvent, Body: body}}}
 	if _, err := parts.Activities.Store.Record(t.Context(), in); err != nil {
 		t.Fatal(err)
 	}

@@ -9,7 +9,7 @@ import (
 	"net"
 	"net/http"
 
-	"github.com/ampflow/ampflow/activities"
+	"github.com/ampflow/ampflow/activities/notify"
 	"github.com/ampflow/ampflow/activities/ssot"
 	"github.com/ampflow/ampflow/amp/decision"
 	"github.com/ampflow/ampflow/amp/task"
@@ -147,7 +147,7 @@ func startChat(o Options, parts *Parts, rt *runtime, log *slog.Logger) (map[stri
 		return nil, errors.New("the chat bots keep their state in the SSOT: Parts.ChatState is required")
 	}
 	mounts := map[string]http.Handler{}
-	var notifiers activities.Notifiers
+	var notifiers notify.Notifiers
 	holder := NewHolder()
 	if cfg.Slack.Enabled {
 		sc := cfg.Slack

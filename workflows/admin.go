@@ -6,7 +6,8 @@ import (
 
 	"go.temporal.io/sdk/workflow"
 
-	"github.com/ampflow/ampflow/activities"
+	"github.com/ampflow/ampflow/activities/notify"
+	"github.com/ampflow/ampflow/activities/ssot"
 	"github.com/ampflow/ampflow/amp"
 	"github.com/ampflow/ampflow/amp/decision"
 	"github.com/ampflow/ampflow/amp/refusal"
@@ -86,7 +87,7 @@ func (t *taskRun) cancel(ctx workflow.Context, in task.CancelInput) (task.Change
 	}
 	if t.Cancel == nil {
 		t.Cancel = &in
-		t.record(ctx, fmt.Sprintf("cancel-%s-%d", t.In.TaskID, workflow.Now(ctx).UnixMilli()), activities.KindEvent, in)
+		t.record(ctx, fmt.Sprintf("cancel-%s-%d", t.In.TaskID, workflow.Now(ctx).UnixMilli()), ssot.KindEvent, in)
 	}
 	if err := workflow.Await(ctx, func() bool { return t.Status.Terminal() || t.ending }); err != nil {
 		return task.ChangeResult{}, err
@@ -141,7 +142,7 @@ func (t *taskRun) replan(ctx workflow.Context, in task.ReplanInput) (task.Change
 	if err := t.verifyCommand(ctx, in.SignedAs); err != nil {
 		return task.ChangeResult{}, err
 	}
-	t.record(ctx, fmt.Sprintf("replan-%s-%d", t.In.TaskID, workflow.Now(ctx).UnixMilli()), activities.KindEvent, in)
+	t.record(ctx, fmt.Sprintf("replan-%s-%d", t.In.TaskID, workflow.Now(ctx).UnixMilli()), ssot.KindEvent, in)
 	t.addTimeline(ctx, task.TimelineEntry{Kind: "replan", From: in.By, Note: fmt.Sprintf("%d new subtasks", len(in.Subtasks))})
 	if t.Phase == phaseApproval {
 		// The admins are asked again, about the new plan.
@@ -181,7 +182,7 @@ func (t *taskRun) agentEscalation(ctx workflow.Context, m amp.Message) {
 		t.Interrupt = &m
 		return
 	}
-	t.notify(activities.NoticeEscalation, queuedNotice{Status: t.Status, Message: &m})
+	t.notify(notify.Escalation, queuedNotice{Status: t.Status, Message: &m})
 }
 
 // suspendForAgent handles an agent's critical escalation: the task stands

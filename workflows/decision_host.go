@@ -3,7 +3,8 @@ package workflows
 import (
 	"go.temporal.io/sdk/workflow"
 
-	"github.com/ampflow/ampflow/activities"
+	"github.com/ampflow/ampflow/activities/notify"
+	"github.com/ampflow/ampflow/activities/ssot"
 	"github.com/ampflow/ampflow/amp"
 	"github.com/ampflow/ampflow/amp/decision"
 	"github.com/ampflow/ampflow/amp/task"
@@ -119,16 +120,16 @@ func (t *taskRun) workUnderReview() []messageRef {
 // the task's SSOT queue, steps to its timeline and to the admins.
 type decisionHost struct{ t *taskRun }
 
-var noticeOf = map[decide.Event]activities.NotifyEvent{
-	decide.EventOpened:    activities.NoticeDecisionOpened,
-	decide.EventProgress:  activities.NoticeDecisionProgress,
-	decide.EventReminded:  activities.NoticeDecisionReminder,
-	decide.EventEscalated: activities.NoticeDecisionEscalated,
-	decide.EventClosed:    activities.NoticeDecisionClosed,
+var noticeOf = map[decide.Event]notify.Event{
+	decide.EventOpened:    notify.DecisionOpened,
+	decide.EventProgress:  notify.DecisionProgress,
+	decide.EventReminded:  notify.DecisionReminder,
+	decide.EventEscalated: notify.DecisionEscalated,
+	decide.EventClosed:    notify.DecisionClosed,
 }
 
 func (h decisionHost) Record(ctx workflow.Context, id string, body any) {
-	h.t.record(ctx, id, activities.KindDecision, body)
+	h.t.record(ctx, id, ssot.KindDecision, body)
 }
 
 func (h decisionHost) Notify(ctx workflow.Context, ev decide.Event, d decision.Decision, o *decision.Outcome) {

@@ -14,6 +14,8 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/ampflow/ampflow/activities"
+	"github.com/ampflow/ampflow/activities/notify"
+	"github.com/ampflow/ampflow/activities/ssot"
 	"github.com/ampflow/ampflow/amp"
 	"github.com/ampflow/ampflow/amp/task"
 )
@@ -126,7 +128,7 @@ func digest(b []byte) string {
 // The entry is stamped with the time it happened, now: not t.UpdatedAt,
 // which may still be the time of what it answers (the message an ACK
 // acknowledges, the decision an outcome closes).
-func (t *taskRun) record(ctx workflow.Context, id string, kind activities.RecordKind, body any) {
+func (t *taskRun) record(ctx workflow.Context, id string, kind ssot.RecordKind, body any) {
 	b, err := json.Marshal(body)
 	if err != nil {
 		t.log.Error("encoding SSOT record", "id", id, "error", err)
@@ -143,7 +145,7 @@ func (t *taskRun) recordMessage(ctx workflow.Context, m amp.Message) {
 	t.Seen[m.MsgID] = digest(b)
 	t.MsgIDs = append(t.MsgIDs, m.MsgID)
 	t.addTimeline(ctx, task.TimelineEntry{Kind: "message", MsgID: m.MsgID, Type: string(m.Type), From: string(m.From), To: string(m.To)})
-	t.Records = append(t.Records, queuedRecord{ID: m.MsgID, Kind: string(activities.KindMessage), Body: b, RecordedAt: t.UpdatedAt})
+	t.Records = append(t.Records, queuedRecord{ID: m.MsgID, Kind: string(ssot.KindMessage), Body: b, RecordedAt: t.UpdatedAt})
 	t.wake()
 }
 
@@ -270,7 +272,7 @@ func (t *taskRun) dropRecord(id string) bool {
 // notify queues a notice to admins; the notice loop sends them in order.
 // Every notice goes to the worker's notifier, which knows the channels
 // the worker has.
-func (t *taskRun) notify(ev activities.NotifyEvent, n queuedNotice) {
+func (t *taskRun) notify(ev notify.Event, n queuedNotice) {
 	n.Event = string(ev)
 	t.Notices = append(t.Notices, n)
 	t.wake()

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/ampflow/ampflow/activities"
+	"github.com/ampflow/ampflow/activities/ssot"
 	"github.com/ampflow/ampflow/amp/task"
 )
 
@@ -33,7 +34,7 @@ func FirstRecord(in task.Input, p task.Policy, at time.Time) (activities.RecordI
 		return activities.RecordInput{}, fmt.Errorf("encoding the state of task %s: %w", in.TaskID, err)
 	}
 	return activities.RecordInput{TaskID: in.TaskID, Rev: 0, Task: view, Entries: []activities.RecordEntry{
-		{ID: PlanRecordID(in.TaskID), Kind: activities.KindEvent, Body: body, RecordedAt: at},
+		{ID: PlanRecordID(in.TaskID), Kind: ssot.KindEvent, Body: body, RecordedAt: at},
 	}}, nil
 }
 

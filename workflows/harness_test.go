@@ -21,6 +21,7 @@ import (
 	"go.temporal.io/sdk/worker"
 
 	"github.com/ampflow/ampflow/activities"
+	"github.com/ampflow/ampflow/activities/notify"
 	"github.com/ampflow/ampflow/activities/ssot"
 	"github.com/ampflow/ampflow/amp"
 	"github.com/ampflow/ampflow/amp/decision"
@@ -48,7 +49,7 @@ type harness struct {
 	records    []activities.RecordEntry
 	// revs are the RecordInput.Rev of each Record call, in order.
 	revs     []int64
-	notices  []activities.NotifyInput
+	notices  []notify.Input
 	ciCalls  int
 	ciInputs []activities.CIStatusInput
 	replies  []*reply
@@ -255,11 +256,11 @@ func newHarness(t *testing.T, plan amp.TaskDispatch, mutate ...func(*task.Input)
 			return activities.CleanupWorktreesResult{Salvaged: "ampflow/salvage/" + in.TaskID + "/1"}, nil
 		})
 	env.OnActivity(acts.Notify, mock.Anything, mock.Anything).Return(
-		func(_ context.Context, in activities.NotifyInput) (activities.NotifyResult, error) {
+		func(_ context.Context, in notify.Input) (notify.Result, error) {
 			h.mu.Lock()
 			defer h.mu.Unlock()
 			h.notices = append(h.notices, in)
-			return activities.NotifyResult{}, nil
+			return notify.Result{}, nil
 		})
 	return h
 }
@@ -490,7 +491,7 @@ func (h *harness) recordedMessages(typ amp.Type) []amp.Message {
 	defer h.mu.Unlock()
 	var out []amp.Message
 	for _, r := range h.records {
-		if r.Kind != activities.KindMessage {
+		if r.Kind != ssot.KindMessage {
 			continue
 		}
 		var m amp.Message

@@ -8,7 +8,7 @@ import (
 
 	"go.temporal.io/sdk/workflow"
 
-	"github.com/ampflow/ampflow/activities"
+	"github.com/ampflow/ampflow/activities/ssot"
 	"github.com/ampflow/ampflow/amp"
 	"github.com/ampflow/ampflow/amp/refusal"
 	"github.com/ampflow/ampflow/amp/task"
@@ -279,7 +279,7 @@ func (t *taskRun) takeAck(ctx workflow.Context, a amp.Ack, by string) {
 	}
 	t.dropOutbox(a.AckOf)
 	t.LastActive = workflow.Now(ctx)
-	t.record(ctx, a.MsgID, activities.KindAck, a)
+	t.record(ctx, a.MsgID, ssot.KindAck, a)
 	t.addTimeline(ctx, task.TimelineEntry{Kind: "ack", MsgID: a.MsgID, From: string(a.From), Note: "ack of " + a.AckOf})
 	t.snapshot()
 }
@@ -355,7 +355,7 @@ func (t *taskRun) ackFor(ctx workflow.Context, m amp.Message) {
 	a := amp.NewAck(amp.RoleCoordinator, m, t.newTime(ctx, amp.AckPrefix))
 	t.Seen[a.MsgID] = recordDigest(amp.Record{Ack: &a})
 	t.Acked[m.MsgID] = a.MsgID
-	t.record(ctx, a.MsgID, activities.KindAck, a)
+	t.record(ctx, a.MsgID, ssot.KindAck, a)
 	t.addTimeline(ctx, task.TimelineEntry{Kind: "ack", MsgID: a.MsgID, From: string(amp.RoleCoordinator), Note: "ack of " + m.MsgID})
 	t.snapshot()
 }

@@ -10,6 +10,8 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/ampflow/ampflow/activities"
+	"github.com/ampflow/ampflow/activities/notify"
+	"github.com/ampflow/ampflow/activities/ssot"
 	"github.com/ampflow/ampflow/amp"
 	"github.com/ampflow/ampflow/amp/decision"
 	"github.com/ampflow/ampflow/amp/task"
@@ -157,7 +159,7 @@ func (t *taskRun) deliver(ctx workflow.Context) (phase, error) {
 			return t.githubProblem(ctx, phaseDeliver, fmt.Sprintf("Pushing %s of %s failed: %s.", t.In.Plan.Branch, t.In.TaskID, errMessage(err)))
 		}
 		gs.Pushed, gs.Approvals = out.Commit, nil
-		t.record(ctx, fmt.Sprintf("push-%s-%s", t.In.TaskID, shortHash(out.Commit)), activities.KindEvent,
+		t.record(ctx, fmt.Sprintf("push-%s-%s", t.In.TaskID, shortHash(out.Commit)), ssot.KindEvent,
 			map[string]any{"event": "push", "branch": t.In.Plan.Branch, "commit": out.Commit, "replaced": in.Lease})
 		t.addTimeline(ctx, task.TimelineEntry{Kind: "github", Note: "pushed " + shortHash(out.Commit) + " to " + t.In.Plan.Branch})
 	}
@@ -199,12 +201,12 @@ func (t *taskRun) syncPull(ctx workflow.Context, here phase, ready bool) (phase,
 		event = "ready"
 	}
 	gs.Number, gs.URL, gs.NodeID, gs.Draft = out.Number, out.URL, out.NodeID, out.Draft
-	t.record(ctx, fmt.Sprintf("pull-%s-%d-%d-%s", t.In.TaskID, out.Number, t.Rounds, event), activities.KindEvent,
+	t.record(ctx, fmt.Sprintf("pull-%s-%d-%d-%s", t.In.TaskID, out.Number, t.Rounds, event), ssot.KindEvent,
 		map[string]any{"event": "pull_request_" + event, "number": out.Number, "url": out.URL, "commit": gs.Pushed, "draft": out.Draft})
 	if event != "updated" {
 		t.addTimeline(ctx, task.TimelineEntry{Kind: "github", Note: "pull request " + event + ": " + out.URL})
 		if t.In.Policy.StatusUpdates {
-			t.notify(activities.NoticeStatus, queuedNotice{Status: t.Status, Text: "pull request " + event + ": " + out.URL})
+			t.notify(notify.Status, queuedNotice{Status: t.Status, Text: "pull request " + event + ": " + out.URL})
 		}
 	}
 	return here, true, nil
@@ -239,7 +241,7 @@ func (t *taskRun) prReview(ctx workflow.Context) (phase, error) {
 		var changes []activities.TakenReview
 		for _, r := range out.Reviews {
 			gs.Taken = append(gs.Taken, r.ID)
-			t.record(ctx, fmt.Sprintf("github-review-%s-%d", t.In.TaskID, r.ID), activities.KindEvent,
+			t.record(ctx, fmt.Sprintf("github-review-%s-%d", t.In.TaskID, r.ID), ssot.KindEvent,
 				map[string]any{"event": "github_review", "review": r, "pull_request": gs.Number, "commit": gs.Pushed})
 			t.addTimeline(ctx, task.TimelineEntry{Kind: "github", Note: fmt.Sprintf("GitHub review by %s: %s", r.User, strings.ToLower(r.State))})
 			switch r.State {

@@ -8,6 +8,7 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/ampflow/ampflow/activities"
+	"github.com/ampflow/ampflow/activities/ssot"
 	"github.com/ampflow/ampflow/amp/task"
 )
 
@@ -39,7 +40,7 @@ func (t *taskRun) merge(ctx workflow.Context) (phase, error) {
 	}
 	if out.Conflict != "" {
 		gs.MergeRounds++
-		t.record(ctx, fmt.Sprintf("merge-conflict-%s-%s", t.In.TaskID, shortHash(gs.Pushed)), activities.KindEvent,
+		t.record(ctx, fmt.Sprintf("merge-conflict-%s-%s", t.In.TaskID, shortHash(gs.Pushed)), ssot.KindEvent,
 			map[string]any{"event": "merge_conflict", "pull_request": gs.Number, "commit": gs.Pushed, "detail": out.Conflict})
 		if gs.MergeRounds > t.In.Policy.MaxCIRounds {
 			return t.githubProblem(ctx, phaseMerge, fmt.Sprintf("%s still cannot be merged after %d rebase rounds: %s.", gs.URL, gs.MergeRounds-1, out.Conflict))
@@ -54,7 +55,7 @@ func (t *taskRun) merge(ctx workflow.Context) (phase, error) {
 		return phaseDispatch, nil
 	}
 	gs.MergeCommit = out.SHA
-	t.record(ctx, fmt.Sprintf("merge-%s-%d", t.In.TaskID, gs.Number), activities.KindEvent,
+	t.record(ctx, fmt.Sprintf("merge-%s-%d", t.In.TaskID, gs.Number), ssot.KindEvent,
 		map[string]any{"event": "merge", "pull_request": gs.Number, "url": gs.URL, "head": gs.Pushed, "merge_commit": out.SHA, "method": in.Method})
 	t.addTimeline(ctx, task.TimelineEntry{Kind: "github", Note: "merged " + gs.URL + " as " + shortHash(out.SHA)})
 	return phaseDone, nil

@@ -7,6 +7,7 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/ampflow/ampflow/activities"
+	"github.com/ampflow/ampflow/activities/ssot"
 	"github.com/ampflow/ampflow/amp"
 	"github.com/ampflow/ampflow/amp/decision"
 	"github.com/ampflow/ampflow/amp/task"
@@ -18,7 +19,7 @@ func (t *taskRun) check(ctx workflow.Context) (phase, error) {
 	// The first record: the plan and the policy in effect.
 	// The client writes the same record when the start is taken
 	// (FirstRecord): built alike, the store keeps one.
-	t.record(ctx, PlanRecordID(t.In.TaskID), activities.KindEvent, t.In)
+	t.record(ctx, PlanRecordID(t.In.TaskID), ssot.KindEvent, t.In)
 	if refused != nil {
 		t.Reason = "refused: " + errMessage(refused)
 		t.LastError = t.Reason

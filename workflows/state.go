@@ -6,6 +6,8 @@ import (
 	"time"
 
 	"github.com/ampflow/ampflow/activities"
+	"github.com/ampflow/ampflow/activities/notify"
+	"github.com/ampflow/ampflow/activities/ssot"
 	"github.com/ampflow/ampflow/amp"
 	"github.com/ampflow/ampflow/amp/decision"
 	"github.com/ampflow/ampflow/amp/task"
@@ -196,7 +198,7 @@ type queuedRecord struct {
 }
 
 func (r queuedRecord) entry() activities.RecordEntry {
-	return activities.RecordEntry{ID: r.ID, Kind: activities.RecordKind(r.Kind), Body: r.Body, RecordedAt: r.RecordedAt}
+	return activities.RecordEntry{ID: r.ID, Kind: ssot.RecordKind(r.Kind), Body: r.Body, RecordedAt: r.RecordedAt}
 }
 
 // queuedNotice is a notice to the admins the notice loop has yet to send.
@@ -209,9 +211,9 @@ type queuedNotice struct {
 	Text     string             `json:"text,omitempty"`
 }
 
-func (n queuedNotice) input(taskID string) activities.NotifyInput {
-	return activities.NotifyInput{
-		TaskID: taskID, Event: activities.NotifyEvent(n.Event), Status: n.Status,
+func (n queuedNotice) input(taskID string) notify.Input {
+	return notify.Input{
+		TaskID: taskID, Event: notify.Event(n.Event), Status: n.Status,
 		Decision: n.Decision, Outcome: n.Outcome, Message: n.Message, Text: n.Text,
 	}
 }

@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/ampflow/ampflow/activities"
+	"github.com/ampflow/ampflow/activities/notify"
+	"github.com/ampflow/ampflow/activities/ssot"
 	"github.com/ampflow/ampflow/amp"
 	"github.com/ampflow/ampflow/amp/decision"
 	"github.com/ampflow/ampflow/amp/task"
@@ -55,8 +57,8 @@ func TestQueuedEffectsConvert(t *testing.T) {
 		Description: "stuck", AffectedMsgs: []string{}, SystemStateSnapshot: map[string]any{"task_status": "in_progress"},
 	})
 	s := newTaskState(task.Input{TaskID: "T-2026-044"}, at)
-	s.Records = []queuedRecord{{ID: "ack-1", Kind: string(activities.KindAck), Body: json.RawMessage(`{"a":1}`), RecordedAt: at}, {Kind: snapshotKind}}
-	s.Notices = []queuedNotice{{Event: string(activities.NoticeDecisionOpened), Status: task.StatusSuspended, Decision: &d, Message: &m, Text: "why"}}
+	s.Records = []queuedRecord{{ID: "ack-1", Kind: string(ssot.KindAck), Body: json.RawMessage(`{"a":1}`), RecordedAt: at}, {Kind: snapshotKind}}
+	s.Notices = []queuedNotice{{Event: string(notify.DecisionOpened), Status: task.StatusSuspended, Decision: &d, Message: &m, Text: "why"}}
 	s.CI = newCIReading(activities.CIStatusResult{State: activities.CIFailed, Failing: []string{"lint"}, Checks: map[string]string{"lint": "failed"}, Detail: "output"})
 
 	b, err := json.Marshal(s)
@@ -72,11 +74,11 @@ func TestQueuedEffectsConvert(t *testing.T) {
 		t.Fatalf("carried state changed on the way back:\n%s\n%s", b, again)
 	}
 
-	wantEntry := activities.RecordEntry{ID: "ack-1", Kind: activities.KindAck, Body: json.RawMessage(`{"a":1}`), RecordedAt: at}
+	wantEntry := activities.RecordEntry{ID: "ack-1", Kind: ssot.KindAck, Body: json.RawMessage(`{"a":1}`), RecordedAt: at}
 	if got := back.Records[0].entry(); !reflect.DeepEqual(got, wantEntry) {
 		t.Errorf("record entry %+v; want %+v", got, wantEntry)
 	}
-	wantNotice := activities.NotifyInput{TaskID: "T-2026-044", Event: activities.NoticeDecisionOpened, Status: task.StatusSuspended, Decision: &d, Message: &m, Text: "why"}
+	wantNotice := notify.Input{TaskID: "T-2026-044", Event: notify.DecisionOpened, Status: task.StatusSuspended, Decision: &d, Message: &m, Text: "why"}
 	// Compared as JSON: a list the decision does not have comes back as
 	// [] (decision.Decision writes its lists so), not nil.
 	got, _ := json.Marshal(back.Notices[0].input("T-2026-044"))

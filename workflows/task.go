@@ -11,6 +11,7 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/ampflow/ampflow/activities"
+	"github.com/ampflow/ampflow/activities/notify"
 	"github.com/ampflow/ampflow/amp"
 	"github.com/ampflow/ampflow/amp/task"
 	"github.com/ampflow/ampflow/workflows/decide"
@@ -274,7 +275,7 @@ func (t *taskRun) setStatus(ctx workflow.Context, s task.Status, note string) {
 	t.addTimeline(ctx, task.TimelineEntry{Kind: "status", Status: s, Note: note})
 	t.upsertAttributes(ctx)
 	if t.In.Policy.StatusUpdates {
-		t.notify(activities.NoticeStatus, queuedNotice{Status: s, Text: note})
+		t.notify(notify.Status, queuedNotice{Status: s, Text: note})
 	}
 }
 

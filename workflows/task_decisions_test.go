@@ -11,7 +11,7 @@ import (
 	"go.temporal.io/sdk/converter"
 	"go.temporal.io/sdk/workflow"
 
-	"github.com/ampflow/ampflow/activities"
+	"github.com/ampflow/ampflow/activities/notify"
 	"github.com/ampflow/ampflow/amp"
 	"github.com/ampflow/ampflow/amp/decision"
 	"github.com/ampflow/ampflow/amp/task"
@@ -20,10 +20,10 @@ import (
 
 // noticesOf lists the notices of one event, in order; the decision each
 // carries has its own stamps (RemindedAt, EscalatedAt) to say when.
-func (h *harness) noticesOf(ev activities.NotifyEvent) []activities.NotifyInput {
+func (h *harness) noticesOf(ev notify.Event) []notify.Input {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	var out []activities.NotifyInput
+	var out []notify.Input
 	for _, n := range h.notices {
 		if n.Event == ev {
 			out = append(out, n)
@@ -66,7 +66,7 @@ func TestPlanQuorum(t *testing.T) {
 	if out, _ := second.out.(task.DecideResult); len(out.Outcome.Approvers) != 2 || out.Outcome.Option != decision.OptApprove {
 		t.Errorf("the quorum's closing answer returned %+v; want both approvers", out)
 	}
-	if n := len(h.noticesOf(activities.NoticeDecisionProgress)); n != 2 {
+	if n := len(h.noticesOf(notify.DecisionProgress)); n != 2 {
 		t.Errorf("%d progress notices, want 2 (one per quorum)", n)
 	}
 	if res.Status != task.StatusDone {
@@ -165,7 +165,7 @@ func TestDecisionExpiry(t *testing.T) {
 			}
 			res := h.run()
 
-			opened := h.noticesOf(activities.NoticeDecisionOpened)
+			opened := h.noticesOf(notify.DecisionOpened)
 			if len(opened) == 0 || opened[len(opened)-1].Decision.Kind != tc.kind {
 				t.Fatalf("opened %d decisions, the last not %s", len(opened), tc.kind)
 			}
@@ -173,14 +173,14 @@ func TestDecisionExpiry(t *testing.T) {
 			if want := expiryOption(tc.kind); d.OnExpiry != want || want == decision.OptApprove || d.ExpiresAt.Sub(d.RaisedAt) != 24*time.Hour {
 				t.Errorf("decision %s: on_expiry %q expires %s after it was raised", d.ID, d.OnExpiry, d.ExpiresAt.Sub(d.RaisedAt))
 			}
-			rem, esc := h.noticesOf(activities.NoticeDecisionReminder), h.noticesOf(activities.NoticeDecisionEscalated)
+			rem, esc := h.noticesOf(notify.DecisionReminder), h.noticesOf(notify.DecisionEscalated)
 			if len(rem) != 1 || rem[0].Decision.RemindedAt.Sub(d.RaisedAt) != time.Hour {
 				t.Errorf("reminders %+v, want one after 1h", rem)
 			}
 			if len(esc) != 1 || esc[0].Decision.EscalatedAt.Sub(d.RaisedAt) != 4*time.Hour {
 				t.Errorf("escalations %+v, want one after 4h", esc)
 			}
-			closed := h.noticesOf(activities.NoticeDecisionClosed)
+			closed := h.noticesOf(notify.DecisionClosed)
 			o := closed[len(closed)-1].Outcome
 			if o.DecisionID != d.ID || o.Channel != decision.ChannelExpiry || o.By != decision.By || o.At.Sub(d.RaisedAt) != 24*time.Hour {
 				t.Errorf("closed by %+v, want the expiry after 24h", o)
@@ -251,7 +251,7 @@ func TestContinueAsNewWithDecisionOpen(t *testing.T) {
 	if err := converter.GetDefaultDataConverter().FromPayloads(can.Input, &next); err != nil {
 		t.Fatal(err)
 	}
-	if n := len(h.noticesOf(activities.NoticeDecisionReminder)); n != 1 {
+	if n := len(h.noticesOf(notify.DecisionReminder)); n != 1 {
 		t.Fatalf("first run: %d reminders, want 1", n)
 	}
 	start := h.env.Now().Add(-2 * time.Hour)
@@ -264,10 +264,10 @@ func TestContinueAsNewWithDecisionOpen(t *testing.T) {
 	h2.round(3 * time.Hour)
 	res := h2.run()
 
-	if n := len(h2.noticesOf(activities.NoticeDecisionReminder)); n != 0 {
+	if n := len(h2.noticesOf(notify.DecisionReminder)); n != 0 {
 		t.Errorf("the new run reminded %d times, want none", n)
 	}
-	esc := h2.noticesOf(activities.NoticeDecisionEscalated)
+	esc := h2.noticesOf(notify.DecisionEscalated)
 	if len(esc) != 1 || esc[0].Decision.EscalatedAt.Sub(start) != 4*time.Hour {
 		t.Errorf("escalations in the new run %+v, want one 4h after the decision", esc)
 	}

@@ -12,7 +12,7 @@ import (
 	"github.com/stretchr/testify/mock"
 	"go.temporal.io/sdk/temporal"
 
-	"github.com/ampflow/ampflow/activities"
+	"github.com/ampflow/ampflow/activities/notify"
 	"github.com/ampflow/ampflow/amp"
 	"github.com/ampflow/ampflow/amp/decision"
 	"github.com/ampflow/ampflow/amp/task"
@@ -58,9 +58,9 @@ func TestDecisionsRefused(t *testing.T) {
 	for _, n := range h.notices {
 		if n.Decision != nil && n.Decision.ID == decisionID {
 			switch n.Event {
-			case activities.NoticeDecisionOpened:
+			case notify.DecisionOpened:
 				opened++
-			case activities.NoticeDecisionClosed:
+			case notify.DecisionClosed:
 				closed++
 				if n.Outcome == nil || n.Outcome.By != "alice" {
 					t.Errorf("closing notice %+v does not say alice decided", n.Outcome)

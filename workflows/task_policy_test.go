@@ -9,6 +9,7 @@ import (
 	"go.temporal.io/sdk/temporal"
 
 	"github.com/ampflow/ampflow/activities"
+	"github.com/ampflow/ampflow/activities/ssot"
 	"github.com/ampflow/ampflow/amp"
 	"github.com/ampflow/ampflow/amp/decision"
 	"github.com/ampflow/ampflow/amp/task"
@@ -68,7 +69,7 @@ func TestPolicyFromWorker(t *testing.T) {
 		accepted(t, byWorkerAdmin)
 
 		rec, in := h.firstRecord()
-		if rec.ID != "plan-"+testTaskID || rec.Kind != activities.KindEvent {
+		if rec.ID != "plan-"+testTaskID || rec.Kind != ssot.KindEvent {
 			t.Errorf("first record %s (%s), want plan-%s", rec.ID, rec.Kind, testTaskID)
 		}
 		if got := strings.Join(in.Policy.Admins, ","); got != "alice" {

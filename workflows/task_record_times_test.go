@@ -5,7 +5,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/ampflow/ampflow/activities"
+	"github.com/ampflow/ampflow/activities/ssot"
 	"github.com/ampflow/ampflow/amp"
 	"github.com/ampflow/ampflow/amp/decision"
 	"github.com/ampflow/ampflow/amp/task"
@@ -38,13 +38,13 @@ func TestRecordTimes(t *testing.T) {
 	h.mu.Lock()
 	for _, r := range h.records {
 		switch r.Kind {
-		case activities.KindAck:
+		case ssot.KindAck:
 			var a amp.Ack
 			if err := json.Unmarshal(r.Body, &a); err != nil {
 				t.Fatal(err)
 			}
 			at["ack by "+string(a.From)] = r.RecordedAt
-		case activities.KindDecision:
+		case ssot.KindDecision:
 			at[r.ID] = r.RecordedAt
 		}
 	}

@@ -8,6 +8,7 @@ import (
 	"go.temporal.io/sdk/temporal"
 
 	"github.com/ampflow/ampflow/activities"
+	"github.com/ampflow/ampflow/activities/ssot"
 	"github.com/ampflow/ampflow/amp"
 	"github.com/ampflow/ampflow/amp/decision"
 	"github.com/ampflow/ampflow/amp/task"
@@ -66,7 +67,7 @@ func TestHappyPathTwoSubtasks(t *testing.T) {
 	}
 	acks := 0
 	for _, r := range h.records {
-		if r.Kind == activities.KindAck {
+		if r.Kind == ssot.KindAck {
 			acks++
 		}
 	}

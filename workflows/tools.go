@@ -7,8 +7,7 @@ import (
 
 	"go.temporal.io/sdk/workflow"
 
-	"github.com/ampflow/ampflow/activities"
-
+	"github.com/ampflow/ampflow/activities/ssot"
 	"github.com/ampflow/ampflow/amp"
 	"github.com/ampflow/ampflow/amp/decision"
 	"github.com/ampflow/ampflow/amp/refusal"
@@ -102,7 +101,7 @@ func (t *taskRun) toolCall(ctx workflow.Context, in task.ToolCall) (task.ToolCal
 	if c.Decided() {
 		c.DecidedAt = c.At
 	}
-	t.record(ctx, c.ID, activities.RecordKind(task.RecordToolCall), c)
+	t.record(ctx, c.ID, ssot.RecordKind(task.RecordToolCall), c)
 	if c.Decision == task.ToolDeny {
 		t.addTimeline(ctx, task.TimelineEntry{Kind: "tool_call", MsgID: c.ID, Type: c.Tool, From: c.Agent,
 			Note: "denied by " + ruleName(c.Rule) + ": " + c.Reason})
@@ -267,7 +266,7 @@ func (t *taskRun) closeToolCall(ctx workflow.Context, c task.ToolCall, o decisio
 			c.Reason = "denied by " + o.By + noteSuffix(o.Note)
 		}
 	}
-	t.record(ctx, c.ID+task.ToolCallOutcome, activities.RecordKind(task.RecordToolCall), c)
+	t.record(ctx, c.ID+task.ToolCallOutcome, ssot.RecordKind(task.RecordToolCall), c)
 	if len(t.Tools.Answered) == maxAnswered {
 		t.Tools.Answered = t.Tools.Answered[1:]
 	}

@@ -65,7 +65,7 @@ func (a *AOF) SaveAOF(ctx context.Context, in AOFSaveInput) (AOFSaveResult, erro
 		entries := make([]ssot.Entry, len(in.Records))
 		for i, e := range in.Records {
 			entries[i] = ssot.Entry{ID: e.ID, Kind: string(e.Kind), RecordedAt: e.RecordedAt, Body: e.Body}
-			if e.Kind == activities.KindDecision {
+			if e.Kind == ssot.KindDecision {
 				entries[i].Digest = activities.BodyDigest(e.Body)
 			}
 		}

@@ -147,7 +147,7 @@ func TestSaveAgentReviewWritten(t *testing.T) {
 	var marked []string
 	a := &AOF{Store: &fakeAOFStore{decisions: map[string]int64{}}, Written: func(id string) { marked = append(marked, id) }}
 	in := AgentReviewSaveInput{Subject: "T-2026-0209057001", Rev: 1,
-		Records: []activities.RecordEntry{{ID: "review_request-T-2026-0209057001-1", Kind: activities.KindMessage, Body: json.RawMessage(`{}`)}}}
+		Records: []activities.RecordEntry{{ID: "review_request-T-2026-0209057001-1", Kind: ssot.KindMessage, Body: json.RawMessage(`{}`)}}}
 	if _, err := a.SaveAgentReview(context.Background(), in); err != nil {
 		t.Fatal(err)
 	}

@@ -92,7 +92,7 @@ func (g *Gate) GateRecord(ctx context.Context, in GateRecordInput) error {
 	entries := make([]ssot.Entry, len(in.Entries))
 	for i, e := range in.Entries {
 		entries[i] = ssot.Entry{ID: e.ID, Kind: string(e.Kind), RecordedAt: e.RecordedAt, Body: e.Body}
-		if e.Kind == activities.KindDecision {
+		if e.Kind == ssot.KindDecision {
 			entries[i].Digest = activities.BodyDigest(e.Body)
 		}
 	}

@@ -8,7 +8,6 @@ import (
 
 	"go.temporal.io/sdk/temporal"
 
-	"github.com/ampflow/ampflow/activities"
 	"github.com/ampflow/ampflow/activities/ssot"
 	"github.com/ampflow/ampflow/amp/lease"
 )
@@ -106,7 +105,7 @@ func changeRow(ch lease.Change) (ssot.MeshLease, []ssot.MeshEvent, error) {
 // meshEvent is a system event to one agent; payload gets the envelope's
 // from, to, subject, content and timestamp.
 func meshEvent(id, typ, severity, to, subject, content string, at time.Time, payload map[string]any) ssot.MeshEvent {
-	payload["from"], payload["from_id"], payload["to"] = activities.MeshSender, activities.MeshSender, to
+	payload["from"], payload["from_id"], payload["to"] = ssot.MeshSender, ssot.MeshSender, to
 	payload["timestamp"] = at.UTC()
 	if subject != "" {
 		payload["subject"] = subject
@@ -115,6 +114,6 @@ func meshEvent(id, typ, severity, to, subject, content string, at time.Time, pay
 		payload["content"] = content
 	}
 	body, _ := json.Marshal(payload)
-	return ssot.MeshEvent{ID: ssot.SystemEventPrefix + id, Type: typ, Severity: severity, From: activities.MeshSender, FromID: activities.MeshSender, To: to,
+	return ssot.MeshEvent{ID: ssot.SystemEventPrefix + id, Type: typ, Severity: severity, From: ssot.MeshSender, FromID: ssot.MeshSender, To: to,
 		Subject: subject, Content: content, CreatedAt: at, Payload: body}
 }

@@ -7,7 +7,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/ampflow/ampflow/activities"
 	"github.com/ampflow/ampflow/activities/ssot"
 	"github.com/ampflow/ampflow/amp/lease"
 )
@@ -61,7 +60,7 @@ func TestLeaseChanged(t *testing.T) {
 			var types []string
 			for _, e := range rec.events {
 				types = append(types, e.Type)
-				if e.To != "alice" || e.From != activities.MeshSender || !json.Valid(e.Payload) {
+				if e.To != "alice" || e.From != ssot.MeshSender || !json.Valid(e.Payload) {
 					t.Errorf("event %+v", e)
 				}
 			}

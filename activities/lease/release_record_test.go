@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/ampflow/ampflow/activities"
+	"github.com/ampflow/ampflow/activities/ssot"
 	"github.com/ampflow/ampflow/activities/ssot/ssottest"
 	"github.com/ampflow/ampflow/amp/lease"
 )
@@ -31,7 +32,7 @@ func TestReleaseInRecord(t *testing.T) {
 				true, got.Lease.AcquiredAt, got.Lease.ExpiresAt
 			held.ReleasedAt = time.Now().UTC()
 			batch := activities.RecordInput{TaskID: in.TaskID, Rev: 9, Release: &held,
-				Entries: []activities.RecordEntry{{ID: "E-1", Kind: activities.KindEvent, Body: json.RawMessage(`{"n":1}`)}},
+				Entries: []activities.RecordEntry{{ID: "E-1", Kind: ssot.KindEvent, Body: json.RawMessage(`{"n":1}`)}},
 				Task:    json.RawMessage(`{"status":"done","repo":"/src/app"}`)}
 			for try, want := range []int{1, 0} {
 				out, err := rec.Record(ctx, batch)

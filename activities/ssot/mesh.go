@@ -54,6 +54,9 @@ const Broadcast = "all"
 // refuses it in a post, so no agent takes a system event's id first.
 const SystemEventPrefix = "ampflow-"
 
+// MeshSender is the name the system's own mesh events come from.
+const MeshSender = "ampflow"
+
 // ErrEventIDTaken is returned (wrapped) when an event's id is stored
 // already under another sender: an id is its sender's, and the stored
 // event is not answered to anyone else.

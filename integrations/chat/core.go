@@ -13,7 +13,7 @@ import (
 
 	"go.temporal.io/sdk/activity"
 
-	"github.com/ampflow/ampflow/activities"
+	"github.com/ampflow/ampflow/activities/notify"
 	"github.com/ampflow/ampflow/activities/ssot"
 	"github.com/ampflow/ampflow/amp"
 	"github.com/ampflow/ampflow/amp/decision"
@@ -52,7 +52,7 @@ type Poster[R any] interface {
 	// PostEscalation posts an escalation that asks nothing of the admins.
 	PostEscalation(ctx context.Context, m amp.Message) error
 	// PostStatus posts a status notice.
-	PostStatus(ctx context.Context, in activities.NotifyInput) error
+	PostStatus(ctx context.Context, in notify.Input) error
 }
 
 // Core is the logic a bot shares with the other platforms: it posts and
@@ -119,44 +119,44 @@ func (c *Core[R]) NotAdminText(user string) string {
 	return NotAdminText(c.Platform, c.Channel, user)
 }
 
-// Notify implements activities.Notifier. It is safe to retry: what was
+// Notify implements notify.Notifier. It is safe to retry: what was
 // posted already is not posted again, and a closed decision is edited once.
-func (c *Core[R]) Notify(ctx context.Context, in activities.NotifyInput) error {
+func (c *Core[R]) Notify(ctx context.Context, in notify.Input) error {
 	switch in.Event {
-	case activities.NoticeDecisionOpened:
+	case notify.DecisionOpened:
 		if in.Decision == nil {
 			return fmt.Errorf("notice %s of task %s has no decision", in.Event, in.TaskID)
 		}
 		return c.PostDecision(ctx, *in.Decision)
-	case activities.NoticeDecisionClosed:
+	case notify.DecisionClosed:
 		if in.Decision == nil || in.Outcome == nil {
 			return fmt.Errorf("notice %s of task %s has no decision or outcome", in.Event, in.TaskID)
 		}
 		return c.CloseDecision(ctx, *in.Decision, *in.Outcome)
-	case activities.NoticeDecisionProgress:
+	case notify.DecisionProgress:
 		if in.Decision == nil {
 			return fmt.Errorf("notice %s of task %s has no decision", in.Event, in.TaskID)
 		}
 		return c.ShowProgress(ctx, *in.Decision)
-	case activities.NoticeDecisionReminder:
+	case notify.DecisionReminder:
 		if in.Decision == nil {
 			return fmt.Errorf("notice %s of task %s has no decision", in.Event, in.TaskID)
 		}
 		d := *in.Decision
 		return c.PostAgain(ctx, d, Post{Reminder: true}, fmt.Sprintf("reminder:%s:%d", d.ID, d.RemindedAt.UnixMilli()))
-	case activities.NoticeDecisionEscalated:
+	case notify.DecisionEscalated:
 		if in.Decision == nil {
 			return fmt.Errorf("notice %s of task %s has no decision", in.Event, in.TaskID)
 		}
 		d := *in.Decision
 		return c.PostAgain(ctx, d, Post{Escalated: true, Mention: c.Escalation}, "escalated:"+d.ID)
-	case activities.NoticeEscalation:
+	case notify.Escalation:
 		if in.Message == nil {
 			return fmt.Errorf("notice %s of task %s has no message", in.Event, in.TaskID)
 		}
 		m := *in.Message
 		return c.postOnce(ctx, "escalation:"+m.MsgID, func() error { return c.Poster.PostEscalation(ctx, m) })
-	case activities.NoticeStatus:
+	case notify.Status:
 		return c.postOnce(ctx, NoticeKey(ctx, in), func() error { return c.Poster.PostStatus(ctx, in) })
 	}
 	c.Log.Warn("notice ignored: unknown event", "event", in.Event, "task", in.TaskID)
@@ -165,7 +165,7 @@ func (c *Core[R]) Notify(ctx context.Context, in activities.NotifyInput) error {
 
 // NoticeKey names a status notice across retries: the activity that
 // carries it when there is one, else what it says.
-func NoticeKey(ctx context.Context, in activities.NotifyInput) string {
+func NoticeKey(ctx context.Context, in notify.Input) string {
 	if activity.IsActivity(ctx) {
 		i := activity.GetInfo(ctx)
 		return fmt.Sprintf("status:%s:%s:%s", i.WorkflowExecution.ID, i.WorkflowExecution.RunID, i.ActivityID)

@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/ampflow/ampflow/activities"
+	"github.com/ampflow/ampflow/activities/notify"
 	"github.com/ampflow/ampflow/activities/ssot"
 	"github.com/ampflow/ampflow/activities/ssot/ssottest"
 	"github.com/ampflow/ampflow/amp"
@@ -85,7 +85,7 @@ func (w poster) PostEscalation(_ context.Context, m amp.Message) error {
 	return w.notice("escalation " + m.MsgID)
 }
 
-func (w poster) PostStatus(_ context.Context, in activities.NotifyInput) error {
+func (w poster) PostStatus(_ context.Context, in notify.Input) error {
 	return w.notice("status " + in.Text)
 }
 
@@ -156,8 +156,8 @@ func backends() []backend {
 	return bs
 }
 
-func escalation(id string) activities.NotifyInput {
-	return activities.NotifyInput{TaskID: "T-2026-001", Event: activities.NoticeEscalation, Message: &amp.Message{MsgID: id}}
+func escalation(id string) notify.Input {
+	return notify.Input{TaskID: "T-2026-001", Event: notify.Escalation, Message: &amp.Message{MsgID: id}}
 }
 
 func TestCoreStatePostsOnceAndRecovers(t *testing.T) {

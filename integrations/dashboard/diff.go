@@ -5,7 +5,6 @@ import (
 	"net/http"
 	"strings"
 
-	"github.com/ampflow/ampflow/activities"
 	"github.com/ampflow/ampflow/activities/ssot"
 )
 
@@ -22,7 +21,7 @@ type diffData struct {
 // diffPage shows the diff git gave for a result, as kept for its review.
 func (s *Server) diffPage(w http.ResponseWriter, r *http.Request, v viewer) {
 	id, msg := r.PathValue("id"), r.PathValue("msg")
-	b, err := s.store.File(r.Context(), id, activities.DiffName(msg))
+	b, err := s.store.File(r.Context(), id, ssot.DiffName(msg))
 	if errors.Is(err, ssot.ErrNotFound) {
 		s.errorPage(w, r, v, http.StatusNotFound, "No diff is kept for "+msg+" of "+id+".")
 		return

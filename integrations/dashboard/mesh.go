@@ -11,7 +11,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/ampflow/ampflow/activities"
 	"github.com/ampflow/ampflow/activities/ssot"
 )
 
@@ -203,7 +202,7 @@ func (p agentsPanel) Table(ctx context.Context) (Table, error) {
 		return Table{}, fmt.Errorf("reading the mesh: %w", err)
 	}
 	for _, e := range evs {
-		if e.From == "" || e.From == activities.MeshSender { // the system's notices
+		if e.From == "" || e.From == ssot.MeshSender { // the system's notices
 			continue
 		}
 		if a := of(e.From); e.CreatedAt.After(a.said) {

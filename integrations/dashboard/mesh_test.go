@@ -10,7 +10,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/ampflow/ampflow/activities"
 	"github.com/ampflow/ampflow/activities/ssot"
 )
 
@@ -161,7 +160,7 @@ func TestAgentsPanel(t *testing.T) {
 	seedTask(t, f.db, "T-2026-070", 0)
 	seedLease(t, f.db, "Lbr.YnI", "repo:/src/app:feature/health", "T-2026-070", leaseActive, t0) // a task's branch lease
 	seedChat(t, f.db, "E1", "", "claude", "codex", "Schema", "who owns it?", t0)
-	seedChat(t, f.db, "E2", "", activities.MeshSender, "codex", "Lease released: old", "Your lease was released", t0)
+	seedChat(t, f.db, "E2", "", ssot.MeshSender, "codex", "Lease released: old", "Your lease was released", t0)
 	for i, cost := range []float64{0.25, 0.5} {
 		g := ssot.GateRow{GateID: "g-" + string(rune('1'+i)), Kind: "llm_call", AgentID: "codex", Status: "approved", CostUSD: cost,
 			ReceivedAt: t0.Add(time.Duration(i) * time.Minute), Callback: "none", Body: []byte(`{}`)}
@@ -180,8 +179,8 @@ func TestAgentsPanel(t *testing.T) {
 	if strings.Contains(page, `data-label="Agent">T-2026-070<`) {
 		t.Error("the agents page lists a task holding its branch's lease as an agent")
 	}
-	if strings.Contains(page, `data-label="Agent">`+activities.MeshSender+"<") {
-		t.Errorf("the agents page lists the system's notices' sender %s as an agent", activities.MeshSender)
+	if strings.Contains(page, `data-label="Agent">`+ssot.MeshSender+"<") {
+		t.Errorf("the agents page lists the system's notices' sender %s as an agent", ssot.MeshSender)
 	}
 }
 

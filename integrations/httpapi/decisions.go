@@ -9,7 +9,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/ampflow/ampflow/activities"
 	"github.com/ampflow/ampflow/activities/ssot"
 	"github.com/ampflow/ampflow/amp/decision"
 	"github.com/ampflow/ampflow/amp/task"
@@ -60,7 +59,7 @@ func (l storedDecisions) FindDecision(ctx context.Context, id string) (decision.
 	}
 	rec, err := l.store.Get(ctx, id)
 	switch {
-	case err == nil && rec.Kind == string(activities.KindDecision):
+	case err == nil && rec.Kind == string(ssot.KindDecision):
 		var d decision.Decision
 		if json.Unmarshal(rec.Body, &d) == nil && d.ID == id {
 			if d.Subject == "" {

@@ -8,7 +8,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/ampflow/ampflow/activities"
 	"github.com/ampflow/ampflow/activities/ssot"
 	"github.com/ampflow/ampflow/amp/decision"
 	"github.com/ampflow/ampflow/amp/task"
@@ -102,7 +101,7 @@ func TestDecideClosedDecision(t *testing.T) {
 	h := newHarness(t, false)
 	// Recorded when it opened; closed since: no longer among the open ones.
 	body, _ := json.Marshal(openDecision())
-	if _, err := h.store.Append(t.Context(), "T-2026-044", []ssot.Entry{{ID: "T-2026-044-d1", Kind: string(activities.KindDecision), Body: body}}); err != nil {
+	if _, err := h.store.Append(t.Context(), "T-2026-044", []ssot.Entry{{ID: "T-2026-044-d1", Kind: string(ssot.KindDecision), Body: body}}); err != nil {
 		t.Fatal(err)
 	}
 	msg := "decision T-2026-044-d1 already decided by ana via slack at 2026-02-26T14:00:00Z (approve)"
@@ -131,7 +130,7 @@ func TestDecideAfterTheTaskEnded(t *testing.T) {
 	outcome := decision.Outcome{DecisionID: d.ID, Subject: d.Subject, Kind: d.Kind, Option: decision.OptApprove, By: "ops", Channel: "slack", At: at,
 		Approvers: []decision.Approval{{By: "ops", Channel: "slack", At: at}, {By: "ana", Channel: "cli", At: at}}}
 	body, _ := json.Marshal(outcome)
-	h.store.addRecords(d.Subject, ssot.Entry{ID: d.ID + "-outcome", Kind: string(activities.KindDecision), Body: body})
+	h.store.addRecords(d.Subject, ssot.Entry{ID: d.ID + "-outcome", Kind: string(ssot.KindDecision), Body: body})
 	h.tasks.decideErr = task.Errorf(task.CodeFinished, "task %s is done", d.Subject)
 	r := h.do(t, "POST", "/v1/decisions/"+d.ID, adminToken, decideBody("approve", "", testDigest))
 	wantStatus(t, r, http.StatusConflict)
@@ -143,7 +142,7 @@ func TestDecideAfterTheTaskEnded(t *testing.T) {
 	w.ID = "T-2026-044-d2"
 	h.openDecisions(w)
 	body, _ = json.Marshal(decision.Outcome{DecisionID: w.ID, Option: decision.OptWithdrawn, By: decision.By, Channel: decision.ChannelSystem, At: at, Note: "the task is done"})
-	h.store.addRecords(w.Subject, ssot.Entry{ID: w.ID + "-outcome", Kind: string(activities.KindDecision), Body: body})
+	h.store.addRecords(w.Subject, ssot.Entry{ID: w.ID + "-outcome", Kind: string(ssot.KindDecision), Body: body})
 	r = h.do(t, "POST", "/v1/decisions/"+w.ID, adminToken, decideBody("approve", "", testDigest))
 	if e := r.errorBody(t); e.Code != task.CodeStaleDecision || !strings.Contains(e.Message, "withdrawn") {
 		t.Errorf("error %+v, want stale_decision saying it was withdrawn", e)

@@ -14,7 +14,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/ampflow/ampflow/activities"
 	"github.com/ampflow/ampflow/activities/ssot"
 	"github.com/ampflow/ampflow/amp"
 	"github.com/ampflow/ampflow/amp/decision"
@@ -326,7 +325,7 @@ func (s *testStore) save(taskID string, outbox []amp.Message, pending *decision.
 		}
 		st.Pending = []ssot.PendingDecision{{ID: pending.ID, Subject: pending.Subject, Kind: string(pending.Kind), RaisedAt: pending.RaisedAt, Body: b}}
 		// The workflow records a decision as it opens it.
-		entries = append(entries, ssot.Entry{ID: pending.ID, Kind: string(activities.KindDecision), RecordedAt: pending.RaisedAt, Body: b})
+		entries = append(entries, ssot.Entry{ID: pending.ID, Kind: string(ssot.KindDecision), RecordedAt: pending.RaisedAt, Body: b})
 	}
 	if _, err := s.Save(context.Background(), taskID, entries, &st); err != nil {
 		s.t.Fatal(err)

@@ -10,7 +10,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/ampflow/ampflow/activities"
 	"github.com/ampflow/ampflow/activities/ssot"
 	"github.com/ampflow/ampflow/amp"
 	"github.com/ampflow/ampflow/amp/decision"
@@ -92,7 +91,7 @@ func listings() []listing {
 				// One time for all: the chain's order is the order. Records
 				// stored already are kept as they are.
 				for _, id := range ids {
-					h.store.addRecords("T-2026-001", ssot.Entry{ID: "rec-" + id, Kind: string(activities.KindMessage), RecordedAt: base, Body: []byte(`{}`)})
+					h.store.addRecords("T-2026-001", ssot.Entry{ID: "rec-" + id, Kind: string(ssot.KindMessage), RecordedAt: base, Body: []byte(`{}`)})
 				}
 			},
 			ids: func(t *testing.T, r response) ([]string, string) {

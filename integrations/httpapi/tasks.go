@@ -8,7 +8,6 @@ import (
 	"net/http"
 	"strings"
 
-	"github.com/ampflow/ampflow/activities"
 	"github.com/ampflow/ampflow/activities/ssot"
 	"github.com/ampflow/ampflow/amp"
 	"github.com/ampflow/ampflow/amp/task"
@@ -333,7 +332,7 @@ func (s *Server) taskDiff(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, noStore())
 		return
 	}
-	diff, err := s.store.File(r.Context(), id, activities.DiffName(msgID))
+	diff, err := s.store.File(r.Context(), id, ssot.DiffName(msgID))
 	if err != nil {
 		s.writeError(w, r, storeError(err, "diff of "+msgID+" in task "+id))
 		return

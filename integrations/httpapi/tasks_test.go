@@ -8,7 +8,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/ampflow/ampflow/activities"
 	"github.com/ampflow/ampflow/activities/ssot"
 	"github.com/ampflow/ampflow/amp"
 	"github.com/ampflow/ampflow/amp/task"
@@ -163,8 +162,8 @@ func TestGetTask(t *testing.T) {
 func TestHistoryAndRecords(t *testing.T) {
 	h := newHarness(t, false)
 	h.store.addRecords("T-2026-044",
-		ssot.Entry{ID: "task_dispatch-T-2026-044-1740576727001", Kind: string(activities.KindMessage), Body: json.RawMessage(`{"n":1}`)},
-		ssot.Entry{ID: "ack-T-2026-044-1740576730000", Kind: string(activities.KindAck), Body: json.RawMessage(`{"n":2}`)})
+		ssot.Entry{ID: "task_dispatch-T-2026-044-1740576727001", Kind: string(ssot.KindMessage), Body: json.RawMessage(`{"n":1}`)},
+		ssot.Entry{ID: "ack-T-2026-044-1740576730000", Kind: string(ssot.KindAck), Body: json.RawMessage(`{"n":2}`)})
 	r := h.do(t, "GET", "/v1/tasks/T-2026-044/history", executorToken, "")
 	wantStatus(t, r, http.StatusOK)
 	var out HistoryResponse
@@ -194,17 +193,17 @@ func TestHistoryAndRecords(t *testing.T) {
 func TestDiff(t *testing.T) {
 	h := newHarness(t, false)
 	diff := "diff --git a/x b/x\n+hello\n"
-	if err := h.store.PutFile(context.Background(), "T-2026-044", activities.DiffName("task_result-T-2026-044-1"), []byte(diff)); err != nil {
+	if err := h.store.PutFile(context.Background(), "T-2026-044", ssot.DiffName("task_result-T-2026-044-1"), []byte(diff)); err != nil {
 		t.Fatal(err)
 	}
-	r := h.do(t, "GET", activities.DiffPath("T-2026-044", "task_result-T-2026-044-1"), reviewerToken, "")
+	r := h.do(t, "GET", ssot.DiffPath("T-2026-044", "task_result-T-2026-044-1"), reviewerToken, "")
 	wantStatus(t, r, http.StatusOK)
 	if string(r.body) != diff || !strings.HasPrefix(r.header.Get("Content-Type"), "text/plain") {
 		t.Errorf("diff %q (%s), want %q as text", r.body, r.header.Get("Content-Type"), diff)
 	}
-	r = h.do(t, "GET", activities.DiffPath("T-2026-044", "task_result-T-2026-044-2"), reviewerToken, "")
+	r = h.do(t, "GET", ssot.DiffPath("T-2026-044", "task_result-T-2026-044-2"), reviewerToken, "")
 	wantStatus(t, r, http.StatusNotFound)
-	r = h.do(t, "GET", activities.DiffPath("T-2026-044", "task_result-T-2026-044-1"), "", "")
+	r = h.do(t, "GET", ssot.DiffPath("T-2026-044", "task_result-T-2026-044-1"), "", "")
 	wantStatus(t, r, http.StatusUnauthorized)
 }
 

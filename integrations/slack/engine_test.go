@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/ampflow/ampflow/activities"
+	"github.com/ampflow/ampflow/activities/notify"
 	"github.com/ampflow/ampflow/amp/decision"
 	"github.com/ampflow/ampflow/integrations/chat/chattest"
 )
@@ -114,7 +114,7 @@ func TestQuorumClickShowsProgress(t *testing.T) {
 func TestProgressNoticeEditsMessage(t *testing.T) {
 	b, f, _, d, tokens := quorumBot(t)
 	d.Approvals = []decision.Approval{{By: "telegram:42", Channel: "telegram", At: chattest.RaisedAt.Add(time.Minute)}}
-	if err := b.Notify(context.Background(), chattest.Notice(activities.NoticeDecisionProgress, d)); err != nil {
+	if err := b.Notify(context.Background(), chattest.Notice(notify.DecisionProgress, d)); err != nil {
 		t.Fatal(err)
 	}
 	edits := f.Calls("chat.update")
@@ -131,11 +131,11 @@ func TestProgressNoticeEditsMessage(t *testing.T) {
 func TestProgressKeepsReminderMark(t *testing.T) {
 	b, f, _, d, _ := quorumBot(t)
 	d.RemindedAt = chattest.RaisedAt.Add(time.Hour)
-	if err := b.Notify(context.Background(), chattest.Notice(activities.NoticeDecisionReminder, d)); err != nil {
+	if err := b.Notify(context.Background(), chattest.Notice(notify.DecisionReminder, d)); err != nil {
 		t.Fatal(err)
 	}
 	d.Approvals = []decision.Approval{{By: "slack:U1", Channel: "slack", At: d.RemindedAt.Add(time.Minute)}}
-	if err := b.Notify(context.Background(), chattest.Notice(activities.NoticeDecisionProgress, d)); err != nil {
+	if err := b.Notify(context.Background(), chattest.Notice(notify.DecisionProgress, d)); err != nil {
 		t.Fatal(err)
 	}
 	edits := f.Calls("chat.update")
@@ -162,7 +162,7 @@ func TestReminderPostsAgain(t *testing.T) {
 	dec.Change(d)
 	d.RemindedAt = chattest.RaisedAt.Add(time.Hour)
 	for range 2 {
-		if err := b.Notify(context.Background(), chattest.Notice(activities.NoticeDecisionReminder, d)); err != nil {
+		if err := b.Notify(context.Background(), chattest.Notice(notify.DecisionReminder, d)); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -198,7 +198,7 @@ func TestEscalationCallsGroup(t *testing.T) {
 	}
 	d.EscalatedAt = chattest.RaisedAt.Add(4 * time.Hour)
 	for range 2 {
-		if err := b.Notify(context.Background(), chattest.Notice(activities.NoticeDecisionEscalated, d)); err != nil {
+		if err := b.Notify(context.Background(), chattest.Notice(notify.DecisionEscalated, d)); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -6,7 +6,7 @@ import (
 
 	slackapi "github.com/slack-go/slack"
 
-	"github.com/ampflow/ampflow/activities"
+	"github.com/ampflow/ampflow/activities/notify"
 	"github.com/ampflow/ampflow/amp"
 	"github.com/ampflow/ampflow/amp/decision"
 	"github.com/ampflow/ampflow/amp/task"
@@ -256,7 +256,7 @@ func EscalationText(m amp.Message) string {
 }
 
 // RenderStatus renders a status notice as one plain mrkdwn line.
-func RenderStatus(in activities.NotifyInput) string {
+func RenderStatus(in notify.Input) string {
 	s := fmt.Sprintf("`%s` is now *%s*", esc(in.TaskID), esc(strings.ReplaceAll(string(in.Status), "_", " ")))
 	if in.Text != "" {
 		s += ": " + esc(chat.Clip(in.Text, maxDescription))

@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/ampflow/ampflow/activities"
+	"github.com/ampflow/ampflow/activities/notify"
 	"github.com/ampflow/ampflow/amp/decision"
 	"github.com/ampflow/ampflow/amp/task"
 	"github.com/ampflow/ampflow/integrations/chat"
@@ -87,7 +87,7 @@ func TestRenderClosedOnTheDashboard(t *testing.T) {
 }
 
 func TestRenderStatus(t *testing.T) {
-	got := RenderStatus(activities.NotifyInput{TaskID: "T-2026-001", Status: task.StatusInReview, Text: "round 2 <x>"})
+	got := RenderStatus(notify.Input{TaskID: "T-2026-001", Status: task.StatusInReview, Text: "round 2 <x>"})
 	if want := "`T-2026-001` is now *in review*: round 2 &lt;x&gt;"; got != want {
 		t.Errorf("RenderStatus = %q, want %q", got, want)
 	}
@@ -122,7 +122,7 @@ func TestRenderEscapesText(t *testing.T) {
 		"ClosedText":       ClosedText(d, chattest.Outcome(d, decision.OptApprove, "<!here>", "api", "")),
 		"RenderEscalation": string(jsonText(t, RenderEscalation(m), "")),
 		"EscalationText":   EscalationText(m),
-		"RenderStatus":     RenderStatus(activities.NotifyInput{TaskID: "T-2026-001", Status: task.StatusDone, Text: evil}),
+		"RenderStatus":     RenderStatus(notify.Input{TaskID: "T-2026-001", Status: task.StatusDone, Text: evil}),
 	}
 	for name, out := range outs {
 		for _, bad := range []string{"<!channel>", "<!here>", "<https://evil.example|", "<@U999>"} {

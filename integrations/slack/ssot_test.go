@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/ampflow/ampflow/activities"
+	"github.com/ampflow/ampflow/activities/notify"
 	"github.com/ampflow/ampflow/activities/ssot"
 	"github.com/ampflow/ampflow/activities/ssot/ssottest"
 	"github.com/ampflow/ampflow/amp/decision"
@@ -57,7 +57,7 @@ func TestSSOTReminderAndProgress(t *testing.T) {
 			}
 			d.RemindedAt = chattest.RaisedAt.Add(time.Hour)
 			for _, b := range []*Bot{w2, w1} {
-				if err := b.Notify(ctx, chattest.Notice(activities.NoticeDecisionReminder, d)); err != nil {
+				if err := b.Notify(ctx, chattest.Notice(notify.DecisionReminder, d)); err != nil {
 					t.Fatal(err)
 				}
 			}

@@ -10,7 +10,7 @@ import (
 
 	"github.com/go-telegram/bot/models"
 
-	"github.com/ampflow/ampflow/activities"
+	"github.com/ampflow/ampflow/activities/notify"
 	"github.com/ampflow/ampflow/amp/decision"
 	"github.com/ampflow/ampflow/amp/task"
 	"github.com/ampflow/ampflow/config"
@@ -81,10 +81,10 @@ func TestNotifyPostsDecision(t *testing.T) {
 
 func TestNotifyIdempotent(t *testing.T) {
 	b, f := newTestBot(t, &chattest.Decider{}, config.TelegramModePolling)
-	esc := activities.NotifyInput{TaskID: "T-2026-002", Event: activities.NoticeEscalation, Message: chattest.LockDecision().Escalation}
-	status := activities.NotifyInput{TaskID: "T-2026-002", Event: activities.NoticeStatus, Status: task.StatusInReview}
+	esc := notify.Input{TaskID: "T-2026-002", Event: notify.Escalation, Message: chattest.LockDecision().Escalation}
+	status := notify.Input{TaskID: "T-2026-002", Event: notify.Status, Status: task.StatusInReview}
 	for range 3 {
-		for _, in := range []activities.NotifyInput{chattest.Opened(chattest.PlanDecision()), esc, status} {
+		for _, in := range []notify.Input{chattest.Opened(chattest.PlanDecision()), esc, status} {
 			if err := b.Notify(context.Background(), in); err != nil {
 				t.Fatal(err)
 			}

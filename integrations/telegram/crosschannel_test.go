@@ -17,7 +17,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/ampflow/ampflow/activities"
+	"github.com/ampflow/ampflow/activities/notify"
 	"github.com/ampflow/ampflow/activities/ssot"
 	"github.com/ampflow/ampflow/amp/decision"
 	"github.com/ampflow/ampflow/config"
@@ -49,7 +49,7 @@ func TestFirstDecisionWinsAcrossChannels(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	both := activities.Notifiers{sb, tg}
+	both := notify.Notifiers{sb, tg}
 	if err := both.Notify(context.Background(), chattest.Opened(d)); err != nil {
 		t.Fatal(err)
 	}

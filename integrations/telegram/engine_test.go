@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/ampflow/ampflow/activities"
+	"github.com/ampflow/ampflow/activities/notify"
 	"github.com/ampflow/ampflow/amp/decision"
 	"github.com/ampflow/ampflow/integrations/chat/chattest"
 )
@@ -71,11 +71,11 @@ func TestRemindersAndEscalationPostAgain(t *testing.T) {
 	b, f, _, _ := webhookBot(t, dec, d)
 	b.core.Escalation = []string{"44"}
 	d.RemindedAt = chattest.RaisedAt.Add(time.Hour)
-	if err := b.Notify(context.Background(), chattest.Notice(activities.NoticeDecisionReminder, d)); err != nil {
+	if err := b.Notify(context.Background(), chattest.Notice(notify.DecisionReminder, d)); err != nil {
 		t.Fatal(err)
 	}
 	d.EscalatedAt = chattest.RaisedAt.Add(4 * time.Hour)
-	if err := b.Notify(context.Background(), chattest.Notice(activities.NoticeDecisionEscalated, d)); err != nil {
+	if err := b.Notify(context.Background(), chattest.Notice(notify.DecisionEscalated, d)); err != nil {
 		t.Fatal(err)
 	}
 	sent := f.Calls("sendMessage")

@@ -6,15 +6,15 @@ import (
 	tgbot "github.com/go-telegram/bot"
 	"github.com/go-telegram/bot/models"
 
-	"github.com/ampflow/ampflow/activities"
+	"github.com/ampflow/ampflow/activities/notify"
 	"github.com/ampflow/ampflow/amp"
 	"github.com/ampflow/ampflow/amp/decision"
 	"github.com/ampflow/ampflow/integrations/chat"
 )
 
-// Notify implements activities.Notifier. It is safe to retry: what was
+// Notify implements notify.Notifier. It is safe to retry: what was
 // posted already is not posted again, and a closed decision is edited once.
-func (b *Bot) Notify(ctx context.Context, in activities.NotifyInput) error {
+func (b *Bot) Notify(ctx context.Context, in notify.Input) error {
 	return b.core.Notify(ctx, in)
 }
 
@@ -79,7 +79,7 @@ func (p poster) PostEscalation(ctx context.Context, m amp.Message) error {
 	return err
 }
 
-func (p poster) PostStatus(ctx context.Context, in activities.NotifyInput) error {
+func (p poster) PostStatus(ctx context.Context, in notify.Input) error {
 	_, err := p.send(ctx, RenderStatus(in), nil, nil)
 	return err
 }

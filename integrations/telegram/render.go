@@ -7,7 +7,7 @@ import (
 
 	"github.com/go-telegram/bot/models"
 
-	"github.com/ampflow/ampflow/activities"
+	"github.com/ampflow/ampflow/activities/notify"
 	"github.com/ampflow/ampflow/amp"
 	"github.com/ampflow/ampflow/amp/decision"
 	"github.com/ampflow/ampflow/integrations/chat"
@@ -214,7 +214,7 @@ func RenderEscalation(m amp.Message) Message {
 }
 
 // RenderStatus renders a status notice as one line.
-func RenderStatus(in activities.NotifyInput) Message {
+func RenderStatus(in notify.Input) Message {
 	s := fmt.Sprintf("<code>%s</code> is now <b>%s</b>", esc(in.TaskID), esc(strings.ReplaceAll(string(in.Status), "_", " ")))
 	if in.Text != "" {
 		s += ": " + esc(chat.Clip(in.Text, maxDescription))

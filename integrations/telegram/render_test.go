@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/ampflow/ampflow/activities"
+	"github.com/ampflow/ampflow/activities/notify"
 	"github.com/ampflow/ampflow/amp/decision"
 	"github.com/ampflow/ampflow/amp/task"
 	"github.com/ampflow/ampflow/integrations/chat/chattest"
@@ -49,7 +49,7 @@ func TestRenderGolden(t *testing.T) {
 		{"closed_lock_note.txt", RenderClosed(lock, chattest.Outcome(lock, task.OptAccept, "slack:U1", "slack", "Known <flaky> test;\nship it"))},
 		{"closed_withdrawn.txt", RenderClosed(plan, chattest.Outcome(plan, decision.OptWithdrawn, "system", "workflow", ""))},
 		{"escalation.txt", RenderEscalation(*lock.Escalation)},
-		{"status.txt", RenderStatus(activities.NotifyInput{TaskID: "T-2026-001", Status: task.StatusCICheck, Text: "round 2 of 3"})},
+		{"status.txt", RenderStatus(notify.Input{TaskID: "T-2026-001", Status: task.StatusCICheck, Text: "round 2 of 3"})},
 		{"note_prompt.txt", RenderNotePrompt(lock, lock.Options[1], 42, "Ana <ops>")},
 	}
 	for _, tt := range tests {

@@ -4,7 +4,7 @@ import (
 	"context"
 	"testing"
 
-	"github.com/ampflow/ampflow/activities"
+	"github.com/ampflow/ampflow/activities/ssot"
 	"github.com/ampflow/ampflow/amp"
 	"github.com/ampflow/ampflow/amp/task"
 )
@@ -54,7 +54,7 @@ func TestKillAndRestart(t *testing.T) {
 	types := map[string]int{}
 	for _, r := range hist {
 		seen[r.ID]++
-		if r.Kind == string(activities.KindMessage) {
+		if r.Kind == string(ssot.KindMessage) {
 			if typ, _, ok := amp.ParseMsgID(r.ID); ok {
 				types[string(typ)]++
 			}

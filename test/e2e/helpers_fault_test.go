@@ -17,7 +17,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/ampflow/ampflow/activities"
 	"github.com/ampflow/ampflow/activities/ssot"
 	"github.com/ampflow/ampflow/amp"
 	"github.com/ampflow/ampflow/amp/decision"
@@ -354,7 +353,7 @@ func ssotHistory(t *testing.T, dataDir, taskID string) []ssot.Record {
 // recordKey is what checkOnce counts a record as: the message type for
 // messages, the kind for the rest.
 func recordKey(r ssot.Record) string {
-	if r.Kind == string(activities.KindMessage) {
+	if r.Kind == string(ssot.KindMessage) {
 		if typ, _, ok := amp.ParseMsgID(r.ID); ok {
 			return string(typ)
 		}
@@ -401,7 +400,7 @@ func checkOnce(t *testing.T, dataDir string, st task.State, want map[string]int,
 		}
 	}
 	for _, r := range hist {
-		if (r.Kind == string(activities.KindMessage) || r.Kind == string(activities.KindAck)) && inTimeline[r.ID] != 1 {
+		if (r.Kind == string(ssot.KindMessage) || r.Kind == string(ssot.KindAck)) && inTimeline[r.ID] != 1 {
 			t.Errorf("%s: record %s of the SSOT is %d times in the timeline, want once", st.TaskID, r.ID, inTimeline[r.ID])
 		}
 	}

@@ -11,7 +11,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/ampflow/ampflow/activities"
 	"github.com/ampflow/ampflow/activities/ssot"
 	"github.com/ampflow/ampflow/amp"
 	"github.com/ampflow/ampflow/amp/decision"
@@ -51,7 +50,7 @@ func TestRecordTimes(t *testing.T) {
 		eventually(t, 30*time.Second, "the ACK and the decision's outcome in the SSOT", func() (bool, error) {
 			for _, r := range ssotHistory(t, dataDir, id) {
 				recs[r.ID] = r
-				if r.Kind == string(activities.KindAck) && strings.Contains(string(r.Body), `"ack_of":"`+d.MsgID+`"`) {
+				if r.Kind == string(ssot.KindAck) && strings.Contains(string(r.Body), `"ack_of":"`+d.MsgID+`"`) {
 					ack = r
 				}
 			}

@@ -19,7 +19,7 @@ var folders = []string{"amp", "config", "activities", "workflows", "integrations
 // libraries are the plain libraries: they import nothing of ampflow's but
 // amp/, and no Temporal SDK, so any layer may use them.
 var libraries = []string{
-	"activities/ssot", "activities/runner", "activities/github",
+	"activities/ssot", "activities/runner", "activities/github", "activities/notify",
 	"config/toolpolicy", "config/pricing",
 }
 
@@ -150,7 +150,7 @@ func TestLayeringViolations(t *testing.T) {
 		"workflows/lease": nil, "activities/lease": nil, "integrations/repomesh": nil,
 		"workflows/aof": nil, "activities/aof": nil,
 		"integrations/toolcalls": nil, "integrations/mcp": {"integrations/toolcalls"}, "integrations/github": nil,
-		"activities/runner": nil, "activities/github": nil, "config/toolpolicy": nil, "config/pricing": nil,
+		"activities/runner": nil, "activities/github": nil, "activities/notify": nil, "config/toolpolicy": nil, "config/pricing": nil,
 	}
 	got := layeringViolations(graph)
 	want := []string{

@@ -263,13 +263,13 @@ func (r *agentReview) compose(ctx workflow.Context) {
 	r.request = req
 	for _, m := range []amp.Message{dispatch, result, req} {
 		b, _ := json.Marshal(m)
-		r.record(ctx, m.MsgID, activities.KindMessage, b)
+		r.record(ctx, m.MsgID, ssot.KindMessage, b)
 		r.seen[m.MsgID] = ""
 	}
 }
 
 // record queues a record for the next save.
-func (r *agentReview) record(ctx workflow.Context, id string, kind activities.RecordKind, body []byte) {
+func (r *agentReview) record(ctx workflow.Context, id string, kind ssot.RecordKind, body []byte) {
 	r.records = append(r.records, activities.RecordEntry{ID: id, Kind: kind, Body: body, RecordedAt: workflow.Now(ctx).UTC()})
 	r.queued++
 	r.changes++

@@ -8,7 +8,7 @@ import (
 
 	"go.temporal.io/sdk/workflow"
 
-	"github.com/ampflow/ampflow/activities"
+	"github.com/ampflow/ampflow/activities/ssot"
 	"github.com/ampflow/ampflow/amp"
 	"github.com/ampflow/ampflow/amp/decision"
 	"github.com/ampflow/ampflow/amp/refusal"
@@ -104,16 +104,16 @@ func (r *agentReview) submit(ctx workflow.Context, in task.SubmitInput) (task.Su
 	now := workflow.Now(ctx).UTC()
 	switch {
 	case rec.Ack != nil:
-		r.record(ctx, rec.ID(), activities.KindAck, in.Raw)
+		r.record(ctx, rec.ID(), ssot.KindAck, in.Raw)
 		r.ackID, r.active = rec.ID(), now
 	case rec.Message.Type == amp.TypeReviewVerdict:
 		m := *rec.Message
-		r.record(ctx, m.MsgID, activities.KindMessage, in.Raw)
+		r.record(ctx, m.MsgID, ssot.KindMessage, in.Raw)
 		r.ackVerdict(ctx, m)
 		r.verdict = &m
 	default:
 		m := *rec.Message
-		r.record(ctx, m.MsgID, activities.KindMessage, in.Raw)
+		r.record(ctx, m.MsgID, ssot.KindMessage, in.Raw)
 		e := m.Escalation()
 		r.stopped = fmt.Sprintf("the reviewer agent escalated (%s, %s): %s", e.EscalationType, e.Severity, e.Description)
 	}
@@ -137,7 +137,7 @@ func (r *agentReview) ackVerdict(ctx workflow.Context, m amp.Message) {
 	}
 	r.seen[ack.MsgID] = ""
 	b, _ := json.Marshal(ack)
-	r.record(ctx, ack.MsgID, activities.KindAck, b)
+	r.record(ctx, ack.MsgID, ssot.KindAck, b)
 }
 
 func (r *agentReview) validateCancel(in task.CancelInput) error {
@@ -167,7 +167,7 @@ func (r *agentReview) cancel(ctx workflow.Context, in task.CancelInput) (task.Ch
 	}
 	r.events++
 	b, _ := json.Marshal(map[string]any{"event": "cancel", "by": in.By, "reason": in.Reason})
-	r.record(ctx, fmt.Sprintf("event-%s-%d", r.in.ID, r.events), activities.KindEvent, b)
+	r.record(ctx, fmt.Sprintf("event-%s-%d", r.in.ID, r.events), ssot.KindEvent, b)
 	// It answers once the review has ended and left the inbox.
 	if err := workflow.Await(ctx, func() bool { return r.closed }); err != nil {
 		return task.ChangeResult{}, err

@@ -19,6 +19,7 @@ import (
 
 	"github.com/ampflow/ampflow/activities"
 	aofacts "github.com/ampflow/ampflow/activities/aof"
+	"github.com/ampflow/ampflow/activities/ssot"
 	"github.com/ampflow/ampflow/amp"
 	"github.com/ampflow/ampflow/amp/decision"
 	"github.com/ampflow/ampflow/amp/task"
@@ -215,13 +216,13 @@ func TestAgentReviewVerdict(t *testing.T) {
 	if last := h.saves[len(h.saves)-1]; len(last.Outbox) != 0 {
 		t.Errorf("the inbox still holds %+v after the verdict", last.Outbox)
 	}
-	kinds := map[activities.RecordKind]int{}
+	kinds := map[ssot.RecordKind]int{}
 	for _, r := range h.records {
 		kinds[r.Kind]++
 	}
 	// dispatch, result, request, verdict; the reviewer's ACK and the
 	// coordinator's ACK of the verdict.
-	if kinds[activities.KindMessage] != 4 || kinds[activities.KindAck] != 2 {
+	if kinds[ssot.KindMessage] != 4 || kinds[ssot.KindAck] != 2 {
 		t.Errorf("records by kind %v, want 4 messages and 2 ACKs", kinds)
 	}
 }
@@ -303,7 +304,7 @@ func TestAgentReviewAnswers(t *testing.T) {
 		defer h.mu.Unlock()
 		n := 0
 		for _, r := range h.records {
-			if r.Kind == activities.KindAck {
+			if r.Kind == ssot.KindAck {
 				n++
 			}
 		}

@@ -18,6 +18,7 @@ import (
 
 	"github.com/ampflow/ampflow/activities"
 	aofacts "github.com/ampflow/ampflow/activities/aof"
+	"github.com/ampflow/ampflow/activities/notify"
 	"github.com/ampflow/ampflow/activities/ssot"
 	"github.com/ampflow/ampflow/amp/decision"
 	"github.com/ampflow/ampflow/amp/refusal"
@@ -42,7 +43,7 @@ type harness struct {
 	saves     []aofacts.AOFSaveInput
 	events    []ssot.AOFEvent
 	artifacts map[string]ssot.AOFArtifact
-	notices   []activities.NotifyInput
+	notices   []notify.Input
 	// policy is the worker's, which the task reads first.
 	policy task.Policy
 	// leases are the lease steps, "acquire|renew|release <key or id>
@@ -89,11 +90,11 @@ func newHarness(t *testing.T, mutate ...func(*Task)) *harness {
 			return activities.PolicyResult{Policy: h.policy}, nil
 		})
 	env.OnActivity(acts.Notify, mock.Anything, mock.Anything).Return(
-		func(_ context.Context, in activities.NotifyInput) (activities.NotifyResult, error) {
+		func(_ context.Context, in notify.Input) (notify.Result, error) {
 			h.mu.Lock()
 			defer h.mu.Unlock()
 			h.notices = append(h.notices, in)
-			return activities.NotifyResult{}, nil
+			return notify.Result{}, nil
 		})
 	env.OnActivity(aof.SaveAOF, mock.Anything, mock.Anything).Return(
 		func(_ context.Context, in aofacts.AOFSaveInput) (aofacts.AOFSaveResult, error) {

@@ -7,6 +7,8 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/ampflow/ampflow/activities"
+	"github.com/ampflow/ampflow/activities/notify"
+	"github.com/ampflow/ampflow/activities/ssot"
 	"github.com/ampflow/ampflow/amp/decision"
 	"github.com/ampflow/ampflow/amp/task"
 	"github.com/ampflow/ampflow/workflows/decide"
@@ -185,21 +187,21 @@ func (h host) Record(ctx workflow.Context, id string, body any) {
 	var payload map[string]any
 	b, _ := json.Marshal(body)
 	_ = json.Unmarshal(b, &payload)
-	h.r.records = append(h.r.records, activities.RecordEntry{ID: id, Kind: activities.KindDecision, Body: b, RecordedAt: workflow.Now(ctx).UTC()})
+	h.r.records = append(h.r.records, activities.RecordEntry{ID: id, Kind: ssot.KindDecision, Body: b, RecordedAt: workflow.Now(ctx).UTC()})
 	payload["decisionId"] = id
 	h.r.event(ctx, typ, decision.By, payload)
 }
 
-var noticeOf = map[decide.Event]activities.NotifyEvent{
-	decide.EventOpened:    activities.NoticeDecisionOpened,
-	decide.EventProgress:  activities.NoticeDecisionProgress,
-	decide.EventReminded:  activities.NoticeDecisionReminder,
-	decide.EventEscalated: activities.NoticeDecisionEscalated,
-	decide.EventClosed:    activities.NoticeDecisionClosed,
+var noticeOf = map[decide.Event]notify.Event{
+	decide.EventOpened:    notify.DecisionOpened,
+	decide.EventProgress:  notify.DecisionProgress,
+	decide.EventReminded:  notify.DecisionReminder,
+	decide.EventEscalated: notify.DecisionEscalated,
+	decide.EventClosed:    notify.DecisionClosed,
 }
 
 func (h host) Notify(ctx workflow.Context, ev decide.Event, d decision.Decision, o *decision.Outcome) {
-	h.r.notices = append(h.r.notices, activities.NotifyInput{TaskID: h.r.subject, Event: noticeOf[ev],
+	h.r.notices = append(h.r.notices, notify.Input{TaskID: h.r.subject, Event: noticeOf[ev],
 		Status: task.Status(h.r.Task.Status), Decision: &d, Outcome: o})
 	// A new Rev, so the decision as it stands now (reminded, escalated,
 	// closed) replaces the listed one.

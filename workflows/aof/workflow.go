@@ -11,6 +11,7 @@ import (
 
 	"github.com/ampflow/ampflow/activities"
 	aofacts "github.com/ampflow/ampflow/activities/aof"
+	"github.com/ampflow/ampflow/activities/notify"
 	"github.com/ampflow/ampflow/activities/ssot"
 	"github.com/ampflow/ampflow/amp/decision"
 	"github.com/ampflow/ampflow/amp/task"
@@ -45,7 +46,7 @@ type aofRun struct {
 	// changed since the last one.
 	events    []ssot.AOFEvent
 	artifacts map[string]ssot.AOFArtifact
-	notices   []activities.NotifyInput
+	notices   []notify.Input
 	records   []activities.RecordEntry
 	// releases are the leases to give up after the next save.
 	releases []aofacts.AOFLeaseInput
@@ -313,7 +314,7 @@ func (r *aofRun) transition(ctx workflow.Context, to Status, actor, reason strin
 	r.event(ctx, EventTaskTransitioned, actor, map[string]any{"from": from, "to": to, "reason": reason})
 	switch to {
 	case StatusReview, StatusBlocked, StatusDone:
-		r.notices = append(r.notices, activities.NotifyInput{TaskID: r.subject, Event: activities.NoticeStatus,
+		r.notices = append(r.notices, notify.Input{TaskID: r.subject, Event: notify.Status,
 			Status: task.Status(to), Text: fmt.Sprintf("%s (%s → %s, %s)", r.Task.Title, from, to, reason)})
 	}
 	return true

@@ -12,6 +12,7 @@ import (
 
 	"github.com/ampflow/ampflow/activities"
 	gateacts "github.com/ampflow/ampflow/activities/gate"
+	"github.com/ampflow/ampflow/activities/notify"
 	"github.com/ampflow/ampflow/activities/ssot"
 	"github.com/ampflow/ampflow/amp"
 	"github.com/ampflow/ampflow/amp/decision"
@@ -38,8 +39,8 @@ const (
 
 // Record kinds of a gate's chain besides decisions.
 const (
-	kindGate     activities.RecordKind = "gate"
-	kindCallback activities.RecordKind = "callback"
+	kindGate     ssot.RecordKind = "gate"
+	kindCallback ssot.RecordKind = "callback"
 )
 
 // Gate is the workflow of one gate: it asks the admins through the
@@ -86,7 +87,7 @@ type gateRun struct {
 type effect struct {
 	record  *activities.RecordEntry
 	pending bool
-	notice  *activities.NotifyInput
+	notice  *notify.Input
 }
 
 func (g *gateRun) setup(ctx workflow.Context) error {
@@ -180,7 +181,7 @@ func (g *gateRun) finish(ctx workflow.Context, o decision.Outcome) (State, error
 		// Closed before a decision was raised (expired, no policy): the
 		// chain still holds the outcome its status is read from.
 		b, _ := json.Marshal(o)
-		g.queue = append(g.queue, effect{record: &activities.RecordEntry{ID: g.Input.GateID + "-outcome", Kind: activities.KindDecision, Body: b, RecordedAt: o.At}})
+		g.queue = append(g.queue, effect{record: &activities.RecordEntry{ID: g.Input.GateID + "-outcome", Kind: ssot.KindDecision, Body: b, RecordedAt: o.At}})
 	}
 	actx := workflow.WithLocalActivityOptions(ctx, storeOptions())
 	if err := workflow.ExecuteLocalActivity(actx, gacts.GateResolve, gateacts.GateResolveInput{
@@ -394,12 +395,12 @@ func storeOptions() workflow.LocalActivityOptions {
 // gateHost is the gate's side of the decision engine.
 type gateHost struct{ g *gateRun }
 
-var noticeOf = map[decide.Event]activities.NotifyEvent{
-	decide.EventOpened:    activities.NoticeDecisionOpened,
-	decide.EventProgress:  activities.NoticeDecisionProgress,
-	decide.EventReminded:  activities.NoticeDecisionReminder,
-	decide.EventEscalated: activities.NoticeDecisionEscalated,
-	decide.EventClosed:    activities.NoticeDecisionClosed,
+var noticeOf = map[decide.Event]notify.Event{
+	decide.EventOpened:    notify.DecisionOpened,
+	decide.EventProgress:  notify.DecisionProgress,
+	decide.EventReminded:  notify.DecisionReminder,
+	decide.EventEscalated: notify.DecisionEscalated,
+	decide.EventClosed:    notify.DecisionClosed,
 }
 
 func (h gateHost) Record(ctx workflow.Context, id string, body any) {
@@ -408,13 +409,13 @@ func (h gateHost) Record(ctx workflow.Context, id string, body any) {
 		h.g.log.Error("encoding a record", "id", id, "err", err)
 		return
 	}
-	h.g.queue = append(h.g.queue, effect{record: &activities.RecordEntry{ID: id, Kind: activities.KindDecision, Body: b, RecordedAt: workflow.Now(ctx)}})
+	h.g.queue = append(h.g.queue, effect{record: &activities.RecordEntry{ID: id, Kind: ssot.KindDecision, Body: b, RecordedAt: workflow.Now(ctx)}})
 }
 
 func (h gateHost) Notify(ctx workflow.Context, ev decide.Event, d decision.Decision, o *decision.Outcome) {
 	g := h.g
 	g.queue = append(g.queue, effect{pending: true})
-	n := activities.NotifyInput{TaskID: g.id, Event: noticeOf[ev], Status: task.Status(g.Status), Decision: &d, Outcome: o}
+	n := notify.Input{TaskID: g.id, Event: noticeOf[ev], Status: task.Status(g.Status), Decision: &d, Outcome: o}
 	g.queue = append(g.queue, effect{notice: &n})
 }
 

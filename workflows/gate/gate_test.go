@@ -18,6 +18,7 @@ import (
 
 	"github.com/ampflow/ampflow/activities"
 	gateacts "github.com/ampflow/ampflow/activities/gate"
+	"github.com/ampflow/ampflow/activities/notify"
 	"github.com/ampflow/ampflow/amp"
 	"github.com/ampflow/ampflow/amp/decision"
 	"github.com/ampflow/ampflow/amp/task"
@@ -27,7 +28,7 @@ type gateHarness struct {
 	env       *testsuite.TestWorkflowEnvironment
 	mu        sync.Mutex
 	records   []string
-	notices   []activities.NotifyEvent
+	notices   []notify.Event
 	saves     []gateacts.GateDecisionsInput
 	resolved  []gateacts.GateResolveInput
 	attempts  []gateacts.GateCallbackInput
@@ -48,11 +49,11 @@ func newGateHarness(t *testing.T, pol task.Policy) *gateHarness {
 	env.RegisterActivity(&activities.Activities{DecisionKey: testDecisionKey})
 	env.RegisterActivity(&gateacts.Gate{})
 	env.OnActivity(acts.TaskPolicy, mock.Anything, mock.Anything).Return(activities.PolicyResult{Policy: pol}, nil)
-	env.OnActivity(acts.Notify, mock.Anything, mock.Anything).Return(func(_ context.Context, in activities.NotifyInput) (activities.NotifyResult, error) {
+	env.OnActivity(acts.Notify, mock.Anything, mock.Anything).Return(func(_ context.Context, in notify.Input) (notify.Result, error) {
 		h.mu.Lock()
 		defer h.mu.Unlock()
 		h.notices = append(h.notices, in.Event)
-		return activities.NotifyResult{}, nil
+		return notify.Result{}, nil
 	})
 	env.OnActivity(gacts.GateOpen, mock.Anything, mock.Anything).Return(nil)
 	env.OnActivity(gacts.GateRecord, mock.Anything, mock.Anything).Return(func(_ context.Context, in gateacts.GateRecordInput) error {
@@ -188,7 +189,7 @@ func TestGateApproved(t *testing.T) {
 	if len(h.saves) < 2 || len(h.saves[0].Decisions) != 1 || len(h.saves[len(h.saves)-1].Decisions) != 0 {
 		t.Fatalf("saves %+v", h.saves)
 	}
-	if h.notices[0] != activities.NoticeDecisionOpened || h.notices[len(h.notices)-1] != activities.NoticeDecisionClosed {
+	if h.notices[0] != notify.DecisionOpened || h.notices[len(h.notices)-1] != notify.DecisionClosed {
 		t.Fatalf("notices %v", h.notices)
 	}
 	if h.records[0] != "gate_1-gate" || h.records[len(h.records)-1] != "gate_1-callback" {

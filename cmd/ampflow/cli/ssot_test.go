@@ -7,7 +7,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/ampflow/ampflow/activities"
 	"github.com/ampflow/ampflow/activities/ssot"
 	"github.com/ampflow/ampflow/amp"
 	"github.com/ampflow/ampflow/amp/decision"
@@ -40,7 +39,7 @@ func testSSOT(t *testing.T, ds []decision.Decision, msgs []amp.Message) *ssot.DB
 			t.Fatal(err)
 		}
 		// The workflow records a decision as it opens it.
-		entries[d.Subject] = append(entries[d.Subject], ssot.Entry{ID: d.ID, Kind: string(activities.KindDecision), RecordedAt: d.RaisedAt, Body: b})
+		entries[d.Subject] = append(entries[d.Subject], ssot.Entry{ID: d.ID, Kind: string(ssot.KindDecision), RecordedAt: d.RaisedAt, Body: b})
 		st := state(d.Subject)
 		st.Pending = append(st.Pending, ssot.PendingDecision{ID: d.ID, Subject: d.Subject, Kind: string(d.Kind), RaisedAt: d.RaisedAt, Body: b})
 	}

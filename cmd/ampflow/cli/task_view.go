@@ -9,7 +9,6 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/ampflow/ampflow/activities"
 	"github.com/ampflow/ampflow/activities/ssot"
 	"github.com/ampflow/ampflow/amp/task"
 	"github.com/ampflow/ampflow/workflows"
@@ -165,8 +164,8 @@ func recordSummary(r ssot.Record) string {
 		return ""
 	}
 	str := func(k string) string { s, _ := b[k].(string); return s }
-	switch activities.RecordKind(r.Kind) {
-	case activities.KindMessage:
+	switch ssot.RecordKind(r.Kind) {
+	case ssot.KindMessage:
 		s := fmt.Sprintf("%s %s → %s", str("type"), str("from"), str("to"))
 		if p, ok := b["payload"].(map[string]any); ok {
 			for _, k := range []string{"completion_status", "decision", "escalation_type", "severity", "subtask_id"} {
@@ -176,9 +175,9 @@ func recordSummary(r ssot.Record) string {
 			}
 		}
 		return s
-	case activities.KindAck:
+	case ssot.KindAck:
 		return fmt.Sprintf("ack of %s by %s", str("ack_of"), str("from"))
-	case activities.KindDecision:
+	case ssot.KindDecision:
 		if str("option") != "" {
 			return fmt.Sprintf("%s decided %s by %s via %s", str("kind"), str("option"), str("by"), str("channel"))
 		}

@@ -154,14 +154,14 @@ func serveSSOT(t *testing.T) string {
 	t.Cleanup(func() { db.Close() })
 	s := &activities.TaskRecord{Store: db}
 	entries := []activities.RecordEntry{
-		{ID: "task_dispatch-T-2026-005-1", Kind: activities.KindMessage,
+		{ID: "task_dispatch-T-2026-005-1", Kind: ssot.KindMessage,
 			Body: json.RawMessage(`{"type":"task_dispatch","from":"coordinator","to":"executor","payload":{}}`)},
-		{ID: "ack-T-2026-005-2", Kind: activities.KindAck,
+		{ID: "ack-T-2026-005-2", Kind: ssot.KindAck,
 			Body: json.RawMessage(`{"ack_of":"task_dispatch-T-2026-005-1","from":"executor"}`)},
-		{ID: "escalation-T-2026-005-3", Kind: activities.KindMessage,
+		{ID: "escalation-T-2026-005-3", Kind: ssot.KindMessage,
 			Body: json.RawMessage(`{"type":"escalation","from":"executor","to":"admin","payload":{"escalation_type":"scope_unclear","severity":"warning"}}`)},
-		{ID: "d-1", Kind: activities.KindDecision, Body: json.RawMessage(`{"kind":"agent_escalation","prompt":"Go on?"}`)},
-		{ID: "d-1-outcome", Kind: activities.KindDecision,
+		{ID: "d-1", Kind: ssot.KindDecision, Body: json.RawMessage(`{"kind":"agent_escalation","prompt":"Go on?"}`)},
+		{ID: "d-1-outcome", Kind: ssot.KindDecision,
 			Body: json.RawMessage(`{"kind":"agent_escalation","option":"resume","by":"ana","channel":"cli"}`)},
 	}
 	for i := range entries {
@@ -199,7 +199,7 @@ func TestTaskHistory(t *testing.T) {
 		r := runFake(t, &fakeTasks{}, "", env, "-o", "json", "task", "history", "T-2026-005")
 		wantExit(t, r, ExitOK)
 		var recs []ssot.Record
-		if err := json.Unmarshal([]byte(r.stdout), &recs); err != nil || len(recs) != 5 || recs[1].Kind != string(activities.KindAck) {
+		if err := json.Unmarshal([]byte(r.stdout), &recs); err != nil || len(recs) != 5 || recs[1].Kind != string(ssot.KindAck) {
 			t.Errorf("stdout %q: %v", r.stdout, err)
 		}
 	})
@@ -235,7 +235,7 @@ func TestMsgShow(t *testing.T) {
 		r := runFake(t, &fakeTasks{}, "", env, "msg", "show", "d-1", "-o", "json")
 		wantExit(t, r, ExitOK)
 		var rec ssot.Record
-		if err := json.Unmarshal([]byte(r.stdout), &rec); err != nil || rec.TaskID != "T-2026-005" || rec.Kind != string(activities.KindDecision) {
+		if err := json.Unmarshal([]byte(r.stdout), &rec); err != nil || rec.TaskID != "T-2026-005" || rec.Kind != string(ssot.KindDecision) {
 			t.Errorf("stdout %q: %v", r.stdout, err)
 		}
 	})

@@ -12,7 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/ampflow/ampflow/activities"
+	"github.com/ampflow/ampflow/activities/notify"
 	"github.com/ampflow/ampflow/activities/ssot"
 	"github.com/ampflow/ampflow/amp/decision"
 	"github.com/ampflow/ampflow/amp/task"
@@ -80,18 +80,18 @@ func WaitFor(t *testing.T, what string, cond func() bool) {
 }
 
 // Opened is the notice of d being raised.
-func Opened(d decision.Decision) activities.NotifyInput {
-	return activities.NotifyInput{TaskID: d.Subject, Event: activities.NoticeDecisionOpened, Status: task.StatusAwaitingAdmin, Decision: &d}
+func Opened(d decision.Decision) notify.Input {
+	return notify.Input{TaskID: d.Subject, Event: notify.DecisionOpened, Status: task.StatusAwaitingAdmin, Decision: &d}
 }
 
 // Closed is the notice of d being decided as o.
-func Closed(d decision.Decision, o decision.Outcome) activities.NotifyInput {
-	return activities.NotifyInput{TaskID: d.Subject, Event: activities.NoticeDecisionClosed, Status: task.StatusDispatched, Decision: &d, Outcome: &o}
+func Closed(d decision.Decision, o decision.Outcome) notify.Input {
+	return notify.Input{TaskID: d.Subject, Event: notify.DecisionClosed, Status: task.StatusDispatched, Decision: &d, Outcome: &o}
 }
 
 // Notice is the notice ev about d: progress, reminder or escalated.
-func Notice(ev activities.NotifyEvent, d decision.Decision) activities.NotifyInput {
-	return activities.NotifyInput{TaskID: d.Subject, Event: ev, Status: task.StatusAwaitingApproval, Decision: &d}
+func Notice(ev notify.Event, d decision.Decision) notify.Input {
+	return notify.Input{TaskID: d.Subject, Event: ev, Status: task.StatusAwaitingApproval, Decision: &d}
 }
 
 // Decider fakes the workflows: the first decision on an id wins, later
