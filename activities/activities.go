@@ -68,6 +68,27 @@ type Activities struct {
 	Pulls *PullRequests
 }
 
+// AgentDelivery says how one role receives its messages.
+type AgentDelivery struct {
+	Mode       string
+	Command    []string      // argv for config.AgentModeCommand
+	WebhookURL string        // for config.AgentModeWebhook
+	Timeout    time.Duration // how long a command may run; zero means config.DefaultAgentTimeout
+	// Env lets a command see more than the base environment (see
+	// childEnv): NAME passes the worker's NAME, NAME=value sets it.
+	Env []string
+	// WebhookSecret signs each webhook delivery; empty sends it unsigned.
+	WebhookSecret string
+	// Runner, Model and IdleTimeout configure a config.AgentModeRunner
+	// agent (docs/runners.md); it works under WorkDir (data_dir):
+	// worktrees/, sessions/, pids/. Its cost cap comes with each delivery
+	// (DeliverInput.MaxCostUSD), from the task's policy.
+	Runner      string
+	Model       string
+	IdleTimeout time.Duration
+	WorkDir     string
+}
+
 // GitChecker verifies what agents say against the repository.
 type GitChecker interface {
 	CheckBranch(ctx context.Context, in CheckBranchInput) (CheckBranchResult, error)
@@ -243,6 +264,36 @@ type DeliveryFailure struct {
 	Class string `json:"class,omitempty"`
 	// ResetAt is when a rate limit lifts, when the CLI said.
 	ResetAt time.Time `json:"reset_at,omitzero"`
+}
+
+// ErrParked ends a runner's delivery whose tool call still waits for the
+// admins past tools.ask_timeout: the CLI has stopped (Claude Code on its
+// hook's "defer", the others stopped by the runner) and its session is
+// kept. The detail is a Parked; the task waits for the call's decision
+// without any process, then delivers again with DeliverInput.Resume.
+const ErrParked = "RunnerParked"
+
+// EnvParkFile names, in a runner's environment, the file the tool hook
+// writes when it parks a call (runner.Spec.ParkFile).
+const EnvParkFile = "AMPFLOW_PARK_FILE"
+
+// Parked is the detail of an ErrParked error.
+type Parked struct {
+	ToolCallID string `json:"tool_call_id"`
+	SessionID  string `json:"session_id,omitempty"`
+}
+
+// Resume runs a parked runner again once its tool call is answered: the
+// session goes on, told the answer; the hook then finds the call decided.
+type Resume struct {
+	ToolCallID string `json:"tool_call_id"`
+	// SessionID is the parked run's session; empty, the one kept on disk.
+	SessionID string `json:"session_id,omitempty"`
+	// Decision is allow or deny; By who answered, Note their note or why
+	// the call was denied.
+	Decision string `json:"decision"`
+	By       string `json:"by,omitempty"`
+	Note     string `json:"note,omitempty"`
 }
 
 // FailureMaxCost is the DeliveryFailure.Class of a run stopped at the

@@ -9,6 +9,7 @@ import (
 
 	"go.temporal.io/sdk/temporal"
 
+	"github.com/ampflow/ampflow/activities/child"
 	"github.com/ampflow/ampflow/activities/github"
 	"github.com/ampflow/ampflow/config"
 )
@@ -34,7 +35,7 @@ type CIOptions struct {
 	CommandTimeout time.Duration // zero means config.DefaultCICommandTimeout
 	CommandEnv     []string      // variables let through (NAME) or set (NAME=value)
 	// Secrets are masked in CI output.
-	Secrets *Scrubber
+	Secrets *child.Scrubber
 
 	// Store keeps the command provider's logs and cached results.
 	Store *TaskRecord

@@ -47,7 +47,7 @@ func (s *TaskRecord) cachedCI(ctx context.Context, taskID, commit string) (ciRun
 func (s *TaskRecord) saveCI(ctx context.Context, taskID string, run ciRun, logPath string) error {
 	log, err := readTail(logPath, ssot.MaxFileSize)
 	if err != nil {
-		return fmt.Errorf("reading the CI log of %s in task %s: %w", short(run.Commit), taskID, err)
+		return fmt.Errorf("reading the CI log of %s in task %s: %w", ShortHash(run.Commit), taskID, err)
 	}
 	if err := s.Store.PutFile(ctx, taskID, ciLogName(run.Commit), log); err != nil {
 		return err

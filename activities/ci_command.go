@@ -14,6 +14,7 @@ import (
 	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/temporal"
 
+	"github.com/ampflow/ampflow/activities/child"
 	"github.com/ampflow/ampflow/amp/task"
 	"github.com/ampflow/ampflow/config"
 )
@@ -38,7 +39,7 @@ type CommandCI struct {
 	// childEnv): NAME passes the worker's NAME, NAME=value sets it.
 	Env []string
 	// Secrets are masked in the output before it is kept or shown.
-	Secrets *Scrubber
+	Secrets *child.Scrubber
 	Store   *TaskRecord
 	Git     *Git
 	// HeartbeatEvery is the heartbeat period inside an activity; zero
@@ -102,21 +103,21 @@ func (c *CommandCI) run(ctx context.Context, in CIStatusInput, commit string) (_
 	name := strings.Join(c.Argv, " ")
 	wt, err := os.MkdirTemp("", "ampflow-ci-")
 	if err != nil {
-		return ciRun{}, "", fmt.Errorf("running CI of %s: %w", short(commit), err)
+		return ciRun{}, "", fmt.Errorf("running CI of %s: %w", ShortHash(commit), err)
 	}
 	defer c.removeWorktree(ctx, in.Repo, wt)
 	// Hooks of the repository must not run on checkout.
 	if _, err := c.Git.run(ctx, in.Repo, "-c", "core.hooksPath="+os.DevNull, "worktree", "add", "--detach", wt, commit); err != nil {
-		return ciRun{}, "", fmt.Errorf("checking out %s of %s for CI: %w", short(commit), in.Repo, err)
+		return ciRun{}, "", fmt.Errorf("checking out %s of %s for CI: %w", ShortHash(commit), in.Repo, err)
 	}
 
 	logf, err := os.CreateTemp("", "ampflow-ci-*.log")
 	if err != nil {
-		return ciRun{}, "", fmt.Errorf("running CI of %s: %w", short(commit), err)
+		return ciRun{}, "", fmt.Errorf("running CI of %s: %w", ShortHash(commit), err)
 	}
 	logPath = logf.Name()
 	defer logf.Close()
-	tail := &tailWriter{max: commandTailBytes}
+	tail := &child.Tail{Max: commandTailBytes}
 	out := c.Secrets.Writer(&teeWriter{file: logf, tail: tail})
 
 	timeout := c.Timeout
@@ -129,7 +130,7 @@ func (c *CommandCI) run(ctx context.Context, in CIStatusInput, commit string) (_
 	cmd.Dir = wt
 	// The command is the executor's code: it sees none of the worker's
 	// secrets, only what c.Env lets through.
-	cmd.Env = childEnv(nil, c.Env, "GIT_TERMINAL_PROMPT=0", "AMPFLOW_COMMIT="+commit)
+	cmd.Env = child.Env(nil, c.Env, "GIT_TERMINAL_PROMPT=0", "AMPFLOW_COMMIT="+commit)
 	cmd.Stdout, cmd.Stderr = out, out
 	cmd.WaitDelay = commandKillGracePeriod
 	killGroup(cmd)
@@ -144,7 +145,7 @@ func (c *CommandCI) run(ctx context.Context, in CIStatusInput, commit string) (_
 	stop()
 	took := time.Since(start)
 	if ctx.Err() != nil {
-		return ciRun{}, logPath, fmt.Errorf("running CI %q on %s: %w", name, short(commit), ctx.Err())
+		return ciRun{}, logPath, fmt.Errorf("running CI %q on %s: %w", name, ShortHash(commit), ctx.Err())
 	}
 
 	run := ciRun{Commit: commit, Argv: c.Argv, Duration: took.Round(time.Millisecond).String(), FinishedAt: time.Now().UTC().Format(time.RFC3339)}
@@ -157,13 +158,13 @@ func (c *CommandCI) run(ctx context.Context, in CIStatusInput, commit string) (_
 	case errors.As(err, &ee):
 		run.ExitCode = ee.ExitCode()
 	default:
-		return ciRun{}, logPath, fmt.Errorf("running CI %q on %s: %w", name, short(commit), err)
+		return ciRun{}, logPath, fmt.Errorf("running CI %q on %s: %w", name, ShortHash(commit), err)
 	}
 	if err := out.Close(); err != nil {
-		return ciRun{}, logPath, fmt.Errorf("keeping the CI log of %s: %w", short(commit), err)
+		return ciRun{}, logPath, fmt.Errorf("keeping the CI log of %s: %w", ShortHash(commit), err)
 	}
 	if err := logf.Close(); err != nil {
-		return ciRun{}, logPath, fmt.Errorf("keeping the CI log of %s: %w", short(commit), err)
+		return ciRun{}, logPath, fmt.Errorf("keeping the CI log of %s: %w", ShortHash(commit), err)
 	}
 	if run.ExitCode == 0 {
 		run.Result = CIStatusResult{State: CIPassed, Checks: map[string]string{name: string(CIPassed)}}
@@ -218,33 +219,10 @@ func (c *CommandCI) heartbeat(ctx context.Context, commit string) (stop func()) 
 // teeWriter writes a command's output to its log file and its tail.
 type teeWriter struct {
 	file *os.File
-	tail *tailWriter
+	tail *child.Tail
 }
 
 func (w *teeWriter) Write(p []byte) (int, error) {
 	w.tail.Write(p)
 	return w.file.Write(p)
-}
-
-// tailWriter keeps the last max bytes written to it.
-type tailWriter struct {
-	max int
-	buf []byte
-	cut bool
-}
-
-func (t *tailWriter) Write(p []byte) (int, error) {
-	t.buf = append(t.buf, p...)
-	if over := len(t.buf) - t.max; over > 0 {
-		t.buf = append(t.buf[:0], t.buf[over:]...)
-		t.cut = true
-	}
-	return len(p), nil
-}
-
-func (t *tailWriter) String() string {
-	if t.cut {
-		return "…" + string(t.buf)
-	}
-	return string(t.buf)
 }

@@ -10,6 +10,7 @@ import (
 
 	"go.temporal.io/sdk/temporal"
 
+	"github.com/ampflow/ampflow/activities/child"
 	"github.com/ampflow/ampflow/activities/github"
 )
 
@@ -44,7 +45,7 @@ type GitHubCI struct {
 	NoChecks CIState
 	// Secrets masks what failed checks print before it reaches the
 	// executor; nil masks nothing.
-	Secrets *Scrubber
+	Secrets *child.Scrubber
 	// Now is the clock for rate-limit delays; nil is time.Now.
 	Now func() time.Time
 }
@@ -83,7 +84,7 @@ func (c *GitHubCI) Status(ctx context.Context, in CIStatusInput) (CIStatusResult
 // ciError maps the GitHub client's errors onto Temporal's: configuration
 // problems are final, rate limits wait for their reset, the rest retry.
 func (c *GitHubCI) ciError(repo github.Repo, commit string, err error) error {
-	msg := fmt.Sprintf("github CI of %s@%s: %v", repo, short(commit), err)
+	msg := fmt.Sprintf("github CI of %s@%s: %v", repo, ShortHash(commit), err)
 	var rl *github.RateLimitedError
 	switch {
 	case errors.Is(err, github.ErrNoToken):
@@ -91,7 +92,7 @@ func (c *GitHubCI) ciError(repo github.Repo, commit string, err error) error {
 			fmt.Sprintf("github CI of %s: no token configured (set the GitHub token to read check runs)", repo), ErrCIConfig, err)
 	case errors.Is(err, github.ErrNotFound):
 		return temporal.NewNonRetryableApplicationError(
-			fmt.Sprintf("github CI: repository %s or commit %s unknown to GitHub, or the token cannot see it", repo, short(commit)), ErrCIConfig, err)
+			fmt.Sprintf("github CI: repository %s or commit %s unknown to GitHub, or the token cannot see it", repo, ShortHash(commit)), ErrCIConfig, err)
 	case errors.Is(err, github.ErrUnauthorized):
 		return temporal.NewNonRetryableApplicationError(msg, ErrCIConfig, err)
 	case errors.As(err, &rl):

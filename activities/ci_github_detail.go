@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/ampflow/ampflow/activities/child"
 	"github.com/ampflow/ampflow/activities/github"
 )
 
@@ -27,16 +28,16 @@ func failureDetail(fails []github.FailedCheck, max int) string {
 		}
 		c.WriteString("\n")
 		if f.Title != "" {
-			c.WriteString(clipText(f.Title, 200) + "\n")
+			c.WriteString(child.Clip(f.Title, 200) + "\n")
 		}
 		if f.Summary != "" {
-			c.WriteString(clipText(f.Summary, ciTextMax) + "\n")
+			c.WriteString(child.Clip(f.Summary, ciTextMax) + "\n")
 		}
 		if f.Text != "" {
-			c.WriteString(clipText(f.Text, ciTextMax) + "\n")
+			c.WriteString(child.Clip(f.Text, ciTextMax) + "\n")
 		}
 		for _, a := range f.Annotations {
-			fmt.Fprintf(&c, "- [%s] %s:%d %s\n", a.Level, a.Path, a.Line, clipText(oneLine(a.Message), 300))
+			fmt.Fprintf(&c, "- [%s] %s:%d %s\n", a.Level, a.Path, a.Line, child.Clip(child.OneLine(a.Message), 300))
 		}
 		if f.FailedStep != "" {
 			c.WriteString("Failing step: " + f.FailedStep + "\n")
@@ -46,7 +47,7 @@ func failureDetail(fails []github.FailedCheck, max int) string {
 		}
 		if b.Len()+c.Len() > max {
 			if b.Len() == 0 {
-				b.WriteString(clipText(c.String(), max) + "\n")
+				b.WriteString(child.Clip(c.String(), max) + "\n")
 				i++
 			}
 			if rest := len(fails) - i; rest > 0 {
@@ -57,12 +58,4 @@ func failureDetail(fails []github.FailedCheck, max int) string {
 		b.WriteString(c.String())
 	}
 	return strings.TrimRight(b.String(), "\n")
-}
-
-// clipText cuts s to n bytes, keeping its lines.
-func clipText(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	return s[:n] + "…"
 }

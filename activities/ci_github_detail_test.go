@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/ampflow/ampflow/activities/child"
 	"github.com/ampflow/ampflow/activities/github"
 	"github.com/ampflow/ampflow/activities/github/githubtest"
 	"github.com/ampflow/ampflow/config"
@@ -19,7 +20,7 @@ func TestGitHubCIFailureDetail(t *testing.T) {
 		githubtest.CheckOutput{Title: "go test failed", Summary: "1 failing test"},
 		[]githubtest.Annotation{{Path: "parse_test.go", StartLine: 12, EndLine: 12, Level: "failure", Message: "token mismatch"}},
 		[]githubtest.Step{{Name: "checkout", Conclusion: "success", Number: 1}, {Name: "go test ./...", Conclusion: "failure", Number: 2}}, log)
-	ci, err := NewCIProvider(config.ProviderGitHub, CIOptions{GitHubToken: "tok", GitHubBaseURL: srv.URL, Secrets: NewScrubber([]string{"sk-live-SECRET"})})
+	ci, err := NewCIProvider(config.ProviderGitHub, CIOptions{GitHubToken: "tok", GitHubBaseURL: srv.URL, Secrets: child.NewScrubber([]string{"sk-live-SECRET"})})
 	if err != nil {
 		t.Fatal(err)
 	}

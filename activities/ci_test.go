@@ -15,7 +15,9 @@ import (
 
 	"go.temporal.io/sdk/testsuite"
 
+	"github.com/ampflow/ampflow/activities/child"
 	"github.com/ampflow/ampflow/activities/github"
+	"github.com/ampflow/ampflow/activities/gittest"
 	"github.com/ampflow/ampflow/config"
 )
 
@@ -49,11 +51,11 @@ func TestRollUp(t *testing.T) {
 // feature/x pushed there.
 func githubRepo(t *testing.T) (dir, head string) {
 	t.Helper()
-	dir = newRepo(t, "main")
-	gitT(t, dir, "checkout", "-q", "-b", "feature/x")
-	head = commitFiles(t, dir, "work", map[string]string{"a.go": "package a\n"})
-	gitT(t, dir, "remote", "add", "origin", "git@github.com:acme/widget.git")
-	gitT(t, dir, "update-ref", "refs/remotes/origin/feature/x", head) // pushed
+	dir = gittest.NewRepo(t, "main")
+	gittest.Git(t, dir, "checkout", "-q", "-b", "feature/x")
+	head = gittest.CommitFiles(t, dir, "work", map[string]string{"a.go": "package a\n"})
+	gittest.Git(t, dir, "remote", "add", "origin", "git@github.com:acme/widget.git")
+	gittest.Git(t, dir, "update-ref", "refs/remotes/origin/feature/x", head) // pushed
 	return dir, head
 }
 
@@ -144,18 +146,18 @@ func TestGitHubCIActivity(t *testing.T) {
 	// repository recorded then (only acme/widget answers here).
 	t.Run("OriginChangedAfterStart", func(t *testing.T) {
 		for _, remote := range []string{"git@github.com:mallory/widget.git", "/srv/git/widget.git"} {
-			gitT(t, repo, "remote", "set-url", "origin", remote)
+			gittest.Git(t, repo, "remote", "set-url", "origin", remote)
 			res, err := run("tok")
 			if err != nil || res.State != CIFailed {
 				t.Errorf("origin now %s: %+v, %v; want acme/widget's checks", remote, res, err)
 			}
 		}
-		gitT(t, repo, "remote", "set-url", "origin", "git@github.com:acme/widget.git")
+		gittest.Git(t, repo, "remote", "set-url", "origin", "git@github.com:acme/widget.git")
 	})
 	t.Run("OriginNotGitHubAtStart", func(t *testing.T) {
-		gitT(t, repo, "remote", "set-url", "origin", "/srv/git/widget.git")
+		gittest.Git(t, repo, "remote", "set-url", "origin", "/srv/git/widget.git")
 		notGitHub := started(t, &Git{})
-		gitT(t, repo, "remote", "set-url", "origin", "git@github.com:acme/widget.git")
+		gittest.Git(t, repo, "remote", "set-url", "origin", "git@github.com:acme/widget.git")
 		if notGitHub != "" {
 			t.Fatalf("CheckBranch recorded %q for a non-GitHub origin", notGitHub)
 		}
@@ -168,8 +170,8 @@ func TestGitHubCIActivity(t *testing.T) {
 	// ci.github.repo wins over origin, both at the start and for a task
 	// that recorded nothing.
 	t.Run("Configured", func(t *testing.T) {
-		gitT(t, repo, "remote", "set-url", "origin", "git@github.com:mallory/widget.git")
-		defer gitT(t, repo, "remote", "set-url", "origin", "git@github.com:acme/widget.git")
+		gittest.Git(t, repo, "remote", "set-url", "origin", "git@github.com:mallory/widget.git")
+		defer gittest.Git(t, repo, "remote", "set-url", "origin", "git@github.com:acme/widget.git")
 		g := &Git{}
 		opts := CIOptions{Git: g, GitHubRepo: "acme/widget"}
 		if _, err := runWith("tok", opts, ""); err != nil {
@@ -217,7 +219,7 @@ func TestNewCIProvider(t *testing.T) {
 func worktrees(t *testing.T, repo string) []string {
 	t.Helper()
 	var out []string
-	for l := range strings.SplitSeq(gitT(t, repo, "worktree", "list", "--porcelain"), "\n") {
+	for l := range strings.SplitSeq(gittest.Git(t, repo, "worktree", "list", "--porcelain"), "\n") {
 		if p, ok := strings.CutPrefix(l, "worktree "); ok && p != repo {
 			out = append(out, p)
 		}
@@ -226,10 +228,10 @@ func worktrees(t *testing.T, repo string) []string {
 }
 
 func TestCommandCI(t *testing.T) {
-	repo := newRepo(t, "main")
+	repo := gittest.NewRepo(t, "main")
 	repo, _ = filepath.EvalSymlinks(repo)
-	gitT(t, repo, "checkout", "-q", "-b", "feature/x")
-	head := commitFiles(t, repo, "work", map[string]string{"hello.txt": "hi\n"})
+	gittest.Git(t, repo, "checkout", "-q", "-b", "feature/x")
+	head := gittest.CommitFiles(t, repo, "work", map[string]string{"hello.txt": "hi\n"})
 	store := newSSOT(t)
 	counter := filepath.Join(t.TempDir(), "runs")
 	in := CIStatusInput{TaskID: "T-2026-001", Repo: repo, Branch: "feature/x"}
@@ -332,7 +334,7 @@ func TestCommandCI(t *testing.T) {
 		ci, err := NewCIProvider(config.ProviderCommand, CIOptions{
 			Command:    []string{"sh", "-c", `env; echo "leak: ghp-parent-s3cr3t"; exit 1`},
 			CommandEnv: []string{"ALLOWED_VAR", "SET_VAR=set", "AMPFLOW_AUTH_DECISION_KEY", "AMPFLOW_TEMPORAL_API_KEY", "AMPFLOW_AUTH_TOKENS"}, Store: store,
-			Secrets: NewScrubber([]string{"tok-parent-s3cr3t", "ghp-parent-s3cr3t"}),
+			Secrets: child.NewScrubber([]string{"tok-parent-s3cr3t", "ghp-parent-s3cr3t"}),
 		})
 		if err != nil {
 			t.Fatal(err)
@@ -351,7 +353,7 @@ func TestCommandCI(t *testing.T) {
 					t.Errorf("%s shows %q:\n%s", name, bad, out)
 				}
 			}
-			for _, want := range []string{"PATH=", "ALLOWED_VAR=let-through", "SET_VAR=set", "AMPFLOW_COMMIT=" + head, "leak: " + ScrubMask} {
+			for _, want := range []string{"PATH=", "ALLOWED_VAR=let-through", "SET_VAR=set", "AMPFLOW_COMMIT=" + head, "leak: " + child.ScrubMask} {
 				if !strings.Contains(out, want) {
 					t.Errorf("%s lacks %q:\n%s", name, want, out)
 				}

@@ -110,7 +110,7 @@ func (g *exportGit) excludeTemps(ctx context.Context) error {
 }
 
 func (g *exportGit) run(ctx context.Context, args ...string) ([]byte, error) {
-	return runGit(ctx, g.bin, g.root, true, append(append([]string{}, g.ident...), args...)...)
+	return RunGit(ctx, g.bin, g.root, true, append(append([]string{}, g.ident...), args...)...)
 }
 
 // commitChanged commits paths (absolute, inside the root) when they

@@ -38,7 +38,7 @@ func appendRecords(t *testing.T, db ssot.Store, task string, ids ...string) {
 // gitOut runs git in dir (a test's own repositories) and returns its output.
 func gitOut(t *testing.T, dir string, args ...string) string {
 	t.Helper()
-	out, err := runGit(context.Background(), "git", dir, false, args...)
+	out, err := RunGit(context.Background(), "git", dir, false, args...)
 	if err != nil {
 		t.Fatalf("git %s in %s: %v", strings.Join(args, " "), dir, err)
 	}

@@ -12,6 +12,7 @@ import (
 
 	"go.temporal.io/sdk/temporal"
 
+	"github.com/ampflow/ampflow/activities/child"
 	"github.com/ampflow/ampflow/activities/github"
 )
 
@@ -75,7 +76,7 @@ func (e *gitError) Unwrap() error { return e.err }
 // own repository inherits the worker's environment, for its push
 // credentials.
 func gitEnv(inherit bool, extra ...string) []string {
-	env := childEnv(nil, nil)
+	env := child.Env(nil, nil)
 	if inherit {
 		env = os.Environ()
 	}
@@ -85,7 +86,7 @@ func gitEnv(inherit bool, extra ...string) []string {
 
 // run runs git in a task's repository dir and returns its stdout.
 func (g *Git) run(ctx context.Context, dir string, args ...string) ([]byte, error) {
-	return runGit(ctx, g.bin(), dir, false, args...)
+	return RunGit(ctx, g.bin(), dir, false, args...)
 }
 
 func (g *Git) bin() string {
@@ -95,9 +96,9 @@ func (g *Git) bin() string {
 	return g.Bin
 }
 
-// runGit runs git in dir; inherit passes the worker's environment on
+// RunGit runs git in dir; inherit passes the worker's environment on
 // (see gitEnv).
-func runGit(ctx context.Context, bin, dir string, inherit bool, args ...string) ([]byte, error) {
+func RunGit(ctx context.Context, bin, dir string, inherit bool, args ...string) ([]byte, error) {
 	full := append([]string{"-c", "core.quotepath=off", "-c", "color.ui=false"}, args...)
 	cmd := exec.CommandContext(ctx, bin, full...)
 	cmd.Dir = dir

@@ -4,6 +4,8 @@ import (
 	"context"
 	"strings"
 	"testing"
+
+	"github.com/ampflow/ampflow/activities/gittest"
 )
 
 // TestCheckResultPinnedBase: the default branch's head recorded when the
@@ -11,22 +13,22 @@ import (
 // first commit hides nothing, and a branch that no longer descends from
 // the base is refused.
 func TestCheckResultPinnedBase(t *testing.T) {
-	repo := newRepo(t, "main")
-	commitFiles(t, repo, "m1", map[string]string{"m.txt": "m\n"})
-	initial := gitT(t, repo, "rev-parse", "HEAD~1")
-	gitT(t, repo, "checkout", "-q", "-b", "feature/p")
+	repo := gittest.NewRepo(t, "main")
+	gittest.CommitFiles(t, repo, "m1", map[string]string{"m.txt": "m\n"})
+	initial := gittest.Git(t, repo, "rev-parse", "HEAD~1")
+	gittest.Git(t, repo, "checkout", "-q", "-b", "feature/p")
 	br, err := (&Git{}).CheckBranch(context.Background(), CheckBranchInput{Repo: repo, Branch: "feature/p"})
 	if err != nil {
 		t.Fatal(err)
 	}
 	base := br.DefaultHead
-	if base != gitT(t, repo, "rev-parse", "main") {
+	if base != gittest.Git(t, repo, "rev-parse", "main") {
 		t.Fatalf("DefaultHead = %q, want main's head", base)
 	}
-	first := commitFiles(t, repo, "hidden", map[string]string{"a.txt": "a\n"})
-	head := commitFiles(t, repo, "shown", map[string]string{"b.txt": "b\n"})
+	first := gittest.CommitFiles(t, repo, "hidden", map[string]string{"a.txt": "a\n"})
+	head := gittest.CommitFiles(t, repo, "shown", map[string]string{"b.txt": "b\n"})
 	// The executor moves local main over its first commit.
-	gitT(t, repo, "branch", "-f", "main", first)
+	gittest.Git(t, repo, "branch", "-f", "main", first)
 	in := CheckResultInput{TaskID: "T-2026-010", MsgID: "task_result-T-2026-010-1", Repo: repo, Branch: "feature/p",
 		DefaultBranch: "main", Claimed: diffSum([]string{"b.txt"}, 1, 0)}
 
@@ -49,15 +51,15 @@ func TestCheckResultPinnedBase(t *testing.T) {
 		}
 	})
 	t.Run("NotDescending", func(t *testing.T) {
-		gitT(t, repo, "checkout", "-q", "-b", "feature/r", initial)
-		commitFiles(t, repo, "rebased", map[string]string{"r.txt": "r\n"})
+		gittest.Git(t, repo, "checkout", "-q", "-b", "feature/r", initial)
+		gittest.CommitFiles(t, repo, "rebased", map[string]string{"r.txt": "r\n"})
 		in := CheckResultInput{TaskID: "T-2026-010", MsgID: "task_result-T-2026-010-2", Repo: repo, Branch: "feature/r",
 			DefaultBranch: "main", Claimed: diffSum([]string{"r.txt"}, 1, 0), Base: base}
 		out, err := (&Git{}).CheckResult(context.Background(), in)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if !strings.Contains(out.Violation, "does not descend from "+short(base)) {
+		if !strings.Contains(out.Violation, "does not descend from "+ShortHash(base)) {
 			t.Errorf("violation %q, want the branch refused", out.Violation)
 		}
 	})
@@ -67,17 +69,17 @@ func TestCheckResultPinnedBase(t *testing.T) {
 // placed on its branches without for-each-ref --contains; every case that
 // is not the usual one must still be refused as before.
 func TestCheckResultPinnedBranches(t *testing.T) {
-	repo := newRepo(t, "main")
-	base := gitT(t, repo, "rev-parse", "HEAD")
-	gitT(t, repo, "checkout", "-q", "-b", "feature/p")
-	first := commitFiles(t, repo, "first", map[string]string{"p.txt": "p\n"})
-	gitT(t, repo, "checkout", "-q", "-b", "feature/ahead")
-	ahead := commitFiles(t, repo, "ahead", map[string]string{"q.txt": "q\n"})
-	gitT(t, repo, "checkout", "-q", "-b", "feature/merged")
-	merged := commitFiles(t, repo, "merged", map[string]string{"m.txt": "m\n"})
-	gitT(t, repo, "checkout", "-q", "-b", "feature/at-base", base)
-	gitT(t, repo, "checkout", "-q", "-b", "feature/other", base)
-	other := commitFiles(t, repo, "other", map[string]string{"o.txt": "o\n"})
+	repo := gittest.NewRepo(t, "main")
+	base := gittest.Git(t, repo, "rev-parse", "HEAD")
+	gittest.Git(t, repo, "checkout", "-q", "-b", "feature/p")
+	first := gittest.CommitFiles(t, repo, "first", map[string]string{"p.txt": "p\n"})
+	gittest.Git(t, repo, "checkout", "-q", "-b", "feature/ahead")
+	ahead := gittest.CommitFiles(t, repo, "ahead", map[string]string{"q.txt": "q\n"})
+	gittest.Git(t, repo, "checkout", "-q", "-b", "feature/merged")
+	merged := gittest.CommitFiles(t, repo, "merged", map[string]string{"m.txt": "m\n"})
+	gittest.Git(t, repo, "checkout", "-q", "-b", "feature/at-base", base)
+	gittest.Git(t, repo, "checkout", "-q", "-b", "feature/other", base)
+	other := gittest.CommitFiles(t, repo, "other", map[string]string{"o.txt": "o\n"})
 
 	bin, calls := countingGit(t)
 	cases := []struct {
@@ -95,7 +97,7 @@ func TestCheckResultPinnedBranches(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			gitT(t, repo, "update-ref", "refs/heads/main", tc.mainAt)
+			gittest.Git(t, repo, "update-ref", "refs/heads/main", tc.mainAt)
 			calls()
 			out, err := (&Git{Bin: bin}).CheckResult(context.Background(), CheckResultInput{TaskID: "T-2026-011", MsgID: "m",
 				Repo: repo, Branch: tc.branch, Commit: tc.commit, DefaultBranch: "main", Base: base})
@@ -113,8 +115,8 @@ func TestCheckResultPinnedBranches(t *testing.T) {
 	}
 	t.Run("Pushed", func(t *testing.T) {
 		// Whether origin has the commit decides the diff's URL.
-		gitT(t, repo, "update-ref", "refs/heads/main", base)
-		gitT(t, repo, "update-ref", "refs/remotes/origin/feature/p", first)
+		gittest.Git(t, repo, "update-ref", "refs/heads/main", base)
+		gittest.Git(t, repo, "update-ref", "refs/remotes/origin/feature/p", first)
 		calls()
 		out, err := (&Git{Bin: bin}).CheckResult(context.Background(), CheckResultInput{TaskID: "T-2026-011", MsgID: "m",
 			Repo: repo, Branch: "feature/p", Commit: first, DefaultBranch: "main", Base: base, GitHubRepo: "github.com/acme/widget"})

@@ -8,6 +8,8 @@ import (
 	"runtime"
 	"strings"
 	"testing"
+
+	"github.com/ampflow/ampflow/activities/gittest"
 )
 
 // countingGit writes a git wrapper that logs each call's arguments, one
@@ -52,12 +54,12 @@ func countingGit(t *testing.T) (bin string, calls func() []string) {
 // a repository like the benchmark's: main with one commit, a feature
 // branch with one more, no origin.
 func TestGitProcessCounts(t *testing.T) {
-	repo := newRepo(t, "main")
-	gitT(t, repo, "checkout", "-q", "-b", "feature/bench")
-	commit := commitFiles(t, repo, "bench", map[string]string{"bench.txt": "one\ntwo\nthree\n"})
+	repo := gittest.NewRepo(t, "main")
+	gittest.Git(t, repo, "checkout", "-q", "-b", "feature/bench")
+	commit := gittest.CommitFiles(t, repo, "bench", map[string]string{"bench.txt": "one\ntwo\nthree\n"})
 	clone := filepath.Join(t.TempDir(), "clone")
-	gitT(t, filepath.Dir(clone), "clone", "-q", "--branch", "main", repo, clone)
-	gitT(t, clone, "remote", "set-head", "origin", "main")
+	gittest.Git(t, filepath.Dir(clone), "clone", "-q", "--branch", "main", repo, clone)
+	gittest.Git(t, clone, "remote", "set-head", "origin", "main")
 
 	bin, calls := countingGit(t)
 	g := &Git{Bin: bin, Diffs: newSSOT(t)}
@@ -100,7 +102,7 @@ func TestGitProcessCounts(t *testing.T) {
 	t.Run("CheckResultPinned", func(t *testing.T) {
 		// The benchmark's shape: the plan's approval pinned main's head.
 		in := in
-		in.Base = gitT(t, repo, "rev-parse", "main")
+		in.Base = gittest.Git(t, repo, "rev-parse", "main")
 		out, err := g.CheckResult(ctx, in)
 		if err != nil || out.Violation != "" || len(out.Mismatches) != 0 || out.DiffURL == "" {
 			t.Fatalf("got %+v, %v", out, err)

@@ -82,7 +82,7 @@ func (g *Git) CheckResult(ctx context.Context, in CheckResultInput) (CheckResult
 	for _, p := range protectedBranches(def) {
 		for _, ref := range refs.existing(p) {
 			if on[ref] && out.Violation == "" {
-				out.Violation = fmt.Sprintf("commit %s is on protected branch %s (%s) of %s", short(commit), p, ref, in.Repo)
+				out.Violation = fmt.Sprintf("commit %s is on protected branch %s (%s) of %s", ShortHash(commit), p, ref, in.Repo)
 			}
 			if p == def || def == "" {
 				baseRefs = append(baseRefs, ref)
@@ -90,7 +90,7 @@ func (g *Git) CheckResult(ctx context.Context, in CheckResultInput) (CheckResult
 		}
 	}
 	if out.Violation == "" && !slices.ContainsFunc(refs.existing(branch), func(ref string) bool { return on[ref] }) {
-		out.Violation = fmt.Sprintf("commit %s is not on branch %s of %s", short(commit), branch, in.Repo)
+		out.Violation = fmt.Sprintf("commit %s is not on branch %s of %s", ShortHash(commit), branch, in.Repo)
 	}
 
 	base, err := g.diffBase(ctx, in, commit, baseRefs, &out, &pinned)
@@ -103,11 +103,11 @@ func (g *Git) CheckResult(ctx context.Context, in CheckResultInput) (CheckResult
 	case errors.Is(d.statErr, errDiffTooLarge):
 		out.Mismatches = append(out.Mismatches, g.tooLarge(base, commit, "diff_summary"))
 	case d.statErr != nil:
-		return out, fmt.Errorf("diffing %s..%s in %s: %w", short(base), short(commit), in.Repo, d.statErr)
+		return out, fmt.Errorf("diffing %s..%s in %s: %w", ShortHash(base), ShortHash(commit), in.Repo, d.statErr)
 	default:
 		out.Actual, err = parseNumstat(d.stat)
 		if err != nil {
-			return out, fmt.Errorf("diffing %s..%s in %s: %w", short(base), short(commit), in.Repo, err)
+			return out, fmt.Errorf("diffing %s..%s in %s: %w", ShortHash(base), ShortHash(commit), in.Repo, err)
 		}
 		out.Mismatches = compareDiff(in.Claimed, out.Actual)
 	}
@@ -117,7 +117,7 @@ func (g *Git) CheckResult(ctx context.Context, in CheckResultInput) (CheckResult
 	case errors.Is(d.patchErr, errDiffTooLarge):
 		out.Mismatches = append(out.Mismatches, g.tooLarge(base, commit, "diff"))
 	case d.patchErr != nil:
-		return out, fmt.Errorf("diffing %s..%s in %s: %w", short(base), short(commit), in.Repo, d.patchErr)
+		return out, fmt.Errorf("diffing %s..%s in %s: %w", ShortHash(base), ShortHash(commit), in.Repo, d.patchErr)
 	default:
 		if out.DiffURL, err = g.Diffs.WriteDiff(in.TaskID, in.MsgID, d.patch); err != nil {
 			return out, fmt.Errorf("keeping the diff of %s: %w", in.MsgID, err)
@@ -126,7 +126,8 @@ func (g *Git) CheckResult(ctx context.Context, in CheckResultInput) (CheckResult
 	return out, nil
 }
 
-func short(hash string) string {
+// ShortHash is the first 12 digits of a commit hash, for messages.
+func ShortHash(hash string) string {
 	if len(hash) > 12 {
 		return hash[:12]
 	}
@@ -182,7 +183,7 @@ func (g *Git) isAncestor(ctx context.Context, repo, a, b string, memo *ancestry)
 func (g *Git) refsContaining(ctx context.Context, repo, commit string) (map[string]bool, error) {
 	out, err := g.run(ctx, repo, "for-each-ref", "--contains", commit, "--format=%(refname)", "refs/heads/", "refs/remotes/origin/")
 	if err != nil {
-		return nil, fmt.Errorf("finding the branches %s is on in %s: %w", short(commit), repo, err)
+		return nil, fmt.Errorf("finding the branches %s is on in %s: %w", ShortHash(commit), repo, err)
 	}
 	on := map[string]bool{}
 	for ref := range strings.Lines(string(out)) {
@@ -209,7 +210,7 @@ func (g *Git) diffBase(ctx context.Context, in CheckResultInput, commit string, 
 			why = "cannot be checked against"
 		}
 		out.Violation = fmt.Sprintf("commit %s %s %s, the head of the default branch when the plan was approved: the branch was rebased or reset past it (%s)",
-			short(commit), why, short(in.Base), in.Repo)
+			ShortHash(commit), why, ShortHash(in.Base), in.Repo)
 	}
 	return in.Base, nil
 }
@@ -224,7 +225,7 @@ func (g *Git) mergeBase(ctx context.Context, repo, commit string, refs []string)
 			return strings.TrimSpace(string(out)), nil
 		}
 		if !exitCode1(err) {
-			return "", fmt.Errorf("finding the merge base of %s in %s: %w", short(commit), repo, err)
+			return "", fmt.Errorf("finding the merge base of %s in %s: %w", ShortHash(commit), repo, err)
 		}
 	}
 	out, err := g.run(ctx, repo, "hash-object", "-t", "tree", "--stdin")

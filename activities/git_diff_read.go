@@ -28,7 +28,7 @@ func (g *Git) maxDiff() int64 {
 // tooLarge is the note a reviewer gets for a diff not checked or kept.
 func (g *Git) tooLarge(base, commit, what string) string {
 	return fmt.Sprintf("%s: too large to check: git diff %s..%s is over %d bytes; %s not verified, review the commit in the repository",
-		what, short(base), short(commit), g.maxDiff(), what)
+		what, ShortHash(base), ShortHash(commit), g.maxDiff(), what)
 }
 
 // runCapped runs git like run, reading at most maxDiff bytes of its

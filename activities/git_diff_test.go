@@ -7,6 +7,7 @@ import (
 	"os/exec"
 	"testing"
 
+	"github.com/ampflow/ampflow/activities/gittest"
 	"github.com/ampflow/ampflow/activities/ssot"
 )
 
@@ -14,10 +15,10 @@ import (
 // must still be git diff --binary's patch, byte for byte, and the numstat
 // must stop where the patch starts, whatever the paths hold.
 func TestCheckResultKeepsGitsPatch(t *testing.T) {
-	repo := newRepo(t, "main")
-	base := gitT(t, repo, "rev-parse", "HEAD")
-	gitT(t, repo, "checkout", "-q", "-b", "feature/x")
-	commit := commitFiles(t, repo, "odd", map[string]string{
+	repo := gittest.NewRepo(t, "main")
+	base := gittest.Git(t, repo, "rev-parse", "HEAD")
+	gittest.Git(t, repo, "checkout", "-q", "-b", "feature/x")
+	commit := gittest.CommitFiles(t, repo, "odd", map[string]string{
 		"tab\tand\nnewline.txt": "one\ntwo\n",
 		"lib/core.go":           "package lib\n\nfunc B() {}\n",
 		"blob.bin":              "\x00\x01\x00\x02",
@@ -26,7 +27,7 @@ func TestCheckResultKeepsGitsPatch(t *testing.T) {
 		t.Helper()
 		cmd := exec.Command("git", append(append([]string{"diff", "--binary"}, diffFlags...), from, commit, "--")...)
 		cmd.Dir = repo
-		cmd.Env = append(os.Environ(), testGitEnv...)
+		cmd.Env = append(os.Environ(), gittest.Env...)
 		out, err := cmd.Output()
 		if err != nil {
 			t.Fatalf("git diff: %v", err)

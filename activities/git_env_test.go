@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/ampflow/ampflow/activities/gittest"
 	"github.com/ampflow/ampflow/config"
 )
 
@@ -16,13 +17,13 @@ import (
 // other program git starts there, must see none of the worker's secrets.
 func TestGitInTaskRepoSeesNoSecrets(t *testing.T) {
 	t.Setenv("AMPFLOW_CI_GITHUB_TOKEN", "ghp-parent-s3cr3t")
-	repo := newRepo(t, "main")
+	repo := gittest.NewRepo(t, "main")
 	repo, _ = filepath.EvalSymlinks(repo)
-	gitT(t, repo, "checkout", "-q", "-b", "feature/x")
+	gittest.Git(t, repo, "checkout", "-q", "-b", "feature/x")
 	loot := filepath.Join(t.TempDir(), "loot")
-	gitT(t, repo, "config", "filter.x.smudge", "sh -c 'env > "+loot+"; cat'")
-	gitT(t, repo, "config", "filter.x.clean", "cat")
-	head := commitFiles(t, repo, "work", map[string]string{".gitattributes": "*.txt filter=x\n", "a.txt": "a\n"})
+	gittest.Git(t, repo, "config", "filter.x.smudge", "sh -c 'env > "+loot+"; cat'")
+	gittest.Git(t, repo, "config", "filter.x.clean", "cat")
+	head := gittest.CommitFiles(t, repo, "work", map[string]string{".gitattributes": "*.txt filter=x\n", "a.txt": "a\n"})
 
 	ci, err := NewCIProvider(config.ProviderCommand, CIOptions{Command: []string{"true"}, Store: newSSOT(t)})
 	if err != nil {

@@ -2,12 +2,16 @@ package activities
 
 import (
 	"context"
+	"errors"
 
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
+	"go.temporal.io/sdk/temporal"
+
+	"github.com/ampflow/ampflow/activities/gittest"
 	"github.com/ampflow/ampflow/activities/ssot"
 	"github.com/ampflow/ampflow/amp"
 )
@@ -31,46 +35,46 @@ type featureSum struct {
 
 func buildFeatureRepo(t *testing.T) featureRepo {
 	t.Helper()
-	r := featureRepo{dir: newRepo(t, "main")}
-	r.forkPoint = gitT(t, r.dir, "rev-parse", "HEAD")
-	gitT(t, r.dir, "checkout", "-q", "-b", "feature/x")
-	r.firstOnFx = commitFiles(t, r.dir, "engine", map[string]string{"Sources/BreathEngine.swift": lines(10, "let a = 1")})
+	r := featureRepo{dir: gittest.NewRepo(t, "main")}
+	r.forkPoint = gittest.Git(t, r.dir, "rev-parse", "HEAD")
+	gittest.Git(t, r.dir, "checkout", "-q", "-b", "feature/x")
+	r.firstOnFx = gittest.CommitFiles(t, r.dir, "engine", map[string]string{"Sources/BreathEngine.swift": gittest.Lines(10, "let a = 1")})
 	if err := os.WriteFile(filepath.Join(r.dir, "logo.png"), []byte{0x89, 'P', 'N', 'G', 0, 1, 2, 0, 3}, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	gitT(t, r.dir, "add", "logo.png")
-	r.feature = commitFiles(t, r.dir, "core", map[string]string{"lib/core.go": "package lib\n\nfunc B() {}\n"})
+	gittest.Git(t, r.dir, "add", "logo.png")
+	r.feature = gittest.CommitFiles(t, r.dir, "core", map[string]string{"lib/core.go": "package lib\n\nfunc B() {}\n"})
 	r.featureSum = featureSum{files: []string{"Sources/BreathEngine.swift", "lib/core.go", "logo.png"}, added: 11, remov: 1}
-	gitT(t, r.dir, "checkout", "-q", "-b", "feature/other", "main")
-	r.otherHead = commitFiles(t, r.dir, "other", map[string]string{"other.txt": "x\n"})
-	gitT(t, r.dir, "checkout", "-q", "main")
-	r.mainHead = commitFiles(t, r.dir, "main moves on", map[string]string{"README.md": lines(5, "more")})
-	gitT(t, r.dir, "checkout", "-q", "feature/x")
+	gittest.Git(t, r.dir, "checkout", "-q", "-b", "feature/other", "main")
+	r.otherHead = gittest.CommitFiles(t, r.dir, "other", map[string]string{"other.txt": "x\n"})
+	gittest.Git(t, r.dir, "checkout", "-q", "main")
+	r.mainHead = gittest.CommitFiles(t, r.dir, "main moves on", map[string]string{"README.md": gittest.Lines(5, "more")})
+	gittest.Git(t, r.dir, "checkout", "-q", "feature/x")
 	return r
 }
 
 func TestCheckBranch(t *testing.T) {
 	r := buildFeatureRepo(t)
-	gitT(t, r.dir, "branch", "master", "main")
+	gittest.Git(t, r.dir, "branch", "master", "main")
 	plain := t.TempDir()
 	sub := filepath.Join(r.dir, "Sources")
 
 	// A clone: feature/x and feature/other only on origin; origin/HEAD set.
 	clone := filepath.Join(t.TempDir(), "clone")
-	gitT(t, filepath.Dir(clone), "clone", "-q", "--branch", "main", r.dir, clone)
-	gitT(t, clone, "remote", "set-head", "origin", "main")
+	gittest.Git(t, filepath.Dir(clone), "clone", "-q", "--branch", "main", r.dir, clone)
+	gittest.Git(t, clone, "remote", "set-head", "origin", "main")
 
 	// trunk as the default branch, locally and through origin/HEAD.
-	trunk := newRepo(t, "trunk")
-	gitT(t, trunk, "branch", "feature/y")
+	trunk := gittest.NewRepo(t, "trunk")
+	gittest.Git(t, trunk, "branch", "feature/y")
 	trunkClone := filepath.Join(t.TempDir(), "trunkclone")
-	gitT(t, filepath.Dir(trunkClone), "clone", "-q", trunk, trunkClone)
-	gitT(t, trunkClone, "checkout", "-q", "-b", "work")
-	trunkHead := gitT(t, trunk, "rev-parse", "trunk")
+	gittest.Git(t, filepath.Dir(trunkClone), "clone", "-q", trunk, trunkClone)
+	gittest.Git(t, trunkClone, "checkout", "-q", "-b", "work")
+	trunkHead := gittest.Git(t, trunk, "rev-parse", "trunk")
 	// Nothing tells the default of this one but HEAD, which is on the
 	// branch asked about: refused, failing closed.
-	guess := newRepo(t, "trunk")
-	gitT(t, guess, "checkout", "-q", "-b", "feature/z")
+	guess := gittest.NewRepo(t, "trunk")
+	gittest.Git(t, guess, "checkout", "-q", "-b", "feature/z")
 
 	tests := []struct {
 		name     string
@@ -214,7 +218,7 @@ func TestCheckResultGitHubURL(t *testing.T) {
 	in := CheckResultInput{TaskID: "T-2026-002", MsgID: "task_result-T-2026-002-9", Repo: r.dir, Branch: "feature/x", Commit: r.feature}
 
 	for _, remote := range []string{"git@github.com:acme/widget.git", "https://github.com/acme/widget", "ssh://git@github.com/acme/widget.git"} {
-		gitT(t, r.dir, "config", "remote.origin.url", remote)
+		gittest.Git(t, r.dir, "config", "remote.origin.url", remote)
 		// The task starts: CheckBranch records the repository.
 		started, err := g.CheckBranch(context.Background(), CheckBranchInput{Repo: r.dir, Branch: "feature/x"})
 		if err != nil || started.GitHubRepo != "github.com/acme/widget" {
@@ -229,8 +233,8 @@ func TestCheckResultGitHubURL(t *testing.T) {
 		if out.DiffURL != ssot.DiffPath(in.TaskID, in.MsgID) {
 			t.Errorf("%s, unpushed: DiffURL = %q, want a file in the SSOT", remote, out.DiffURL)
 		}
-		gitT(t, r.dir, "update-ref", "refs/remotes/origin/feature/x", r.feature)
-		gitT(t, r.dir, "update-ref", "refs/remotes/origin/main", r.mainHead)
+		gittest.Git(t, r.dir, "update-ref", "refs/remotes/origin/feature/x", r.feature)
+		gittest.Git(t, r.dir, "update-ref", "refs/remotes/origin/main", r.mainHead)
 		out, err = g.CheckResult(context.Background(), in)
 		if err != nil {
 			t.Fatal(err)
@@ -239,13 +243,13 @@ func TestCheckResultGitHubURL(t *testing.T) {
 			t.Errorf("%s: DiffURL = %q, want %q", remote, out.DiffURL, want)
 		}
 		// origin moved after the start: the URL stays on the recorded one.
-		gitT(t, r.dir, "config", "remote.origin.url", "git@github.com:mallory/widget.git")
+		gittest.Git(t, r.dir, "config", "remote.origin.url", "git@github.com:mallory/widget.git")
 		out, err = g.CheckResult(context.Background(), in)
 		if want := "https://github.com/acme/widget/compare/main..." + r.feature; err != nil || out.DiffURL != want {
 			t.Errorf("origin moved to mallory/widget: DiffURL = %q, %v; want %q", out.DiffURL, err, want)
 		}
-		gitT(t, r.dir, "update-ref", "-d", "refs/remotes/origin/feature/x")
-		gitT(t, r.dir, "update-ref", "-d", "refs/remotes/origin/main")
+		gittest.Git(t, r.dir, "update-ref", "-d", "refs/remotes/origin/feature/x")
+		gittest.Git(t, r.dir, "update-ref", "-d", "refs/remotes/origin/main")
 	}
 }
 
@@ -294,9 +298,9 @@ func diffSum(files []string, added, removed int) amp.DiffSummary {
 func claimedOf(f featureSum) amp.DiffSummary { return diffSum(f.files, f.added, f.remov) }
 
 func TestCheckResultTrunkDefault(t *testing.T) {
-	repo := newRepo(t, "trunk")
-	gitT(t, repo, "checkout", "-q", "-b", "feature/z")
-	head := commitFiles(t, repo, "z", map[string]string{"z.txt": "z\n"})
+	repo := gittest.NewRepo(t, "trunk")
+	gittest.Git(t, repo, "checkout", "-q", "-b", "feature/z")
+	head := gittest.CommitFiles(t, repo, "z", map[string]string{"z.txt": "z\n"})
 	in := CheckResultInput{TaskID: "T-2026-009", MsgID: "task_result-T-2026-009-1", Repo: repo, Branch: "feature/z",
 		DefaultBranch: "trunk", Claimed: diffSum([]string{"z.txt"}, 1, 0)}
 	out, err := (&Git{}).CheckResult(context.Background(), in)
@@ -306,7 +310,7 @@ func TestCheckResultTrunkDefault(t *testing.T) {
 	if out.Commit != head || out.Violation != "" || len(out.Mismatches) != 0 {
 		t.Errorf("with the default branch from CheckBranch: %+v", out)
 	}
-	in.Commit = gitT(t, repo, "rev-parse", "trunk")
+	in.Commit = gittest.Git(t, repo, "rev-parse", "trunk")
 	if out, err = (&Git{}).CheckResult(context.Background(), in); err != nil || !strings.Contains(out.Violation, "protected branch trunk") {
 		t.Errorf("a commit on trunk: %+v, %v", out, err)
 	}
@@ -317,8 +321,8 @@ func TestCheckResultTrunkDefault(t *testing.T) {
 func TestCheckResultClone(t *testing.T) {
 	r := buildFeatureRepo(t)
 	clone := filepath.Join(t.TempDir(), "clone")
-	gitT(t, filepath.Dir(clone), "clone", "-q", "--branch", "main", r.dir, clone)
-	gitT(t, clone, "remote", "set-head", "origin", "main")
+	gittest.Git(t, filepath.Dir(clone), "clone", "-q", "--branch", "main", r.dir, clone)
+	gittest.Git(t, clone, "remote", "set-head", "origin", "main")
 	g := &Git{Diffs: newSSOT(t)}
 	in := CheckResultInput{TaskID: "T-2026-003", MsgID: "task_result-T-2026-003-1", Repo: clone, Branch: "feature/x", Claimed: claimedOf(r.featureSum)}
 
@@ -336,7 +340,7 @@ func TestCheckResultClone(t *testing.T) {
 		in := in
 		in.Commit = commit
 		if out, err := g.CheckResult(context.Background(), in); err != nil || !strings.Contains(out.Violation, want) {
-			t.Errorf("commit %s: %+v, %v; want a violation with %q", short(commit), out, err, want)
+			t.Errorf("commit %s: %+v, %v; want a violation with %q", ShortHash(commit), out, err, want)
 		}
 	}
 
@@ -345,7 +349,7 @@ func TestCheckResultClone(t *testing.T) {
 		t.Errorf("DiffURL = %q with no GitHub repository, want a file in the SSOT", out.DiffURL)
 	}
 	// Pushed, on GitHub: a compare URL from origin's default branch.
-	gitT(t, clone, "config", "remote.origin.url", "git@github.com:acme/widget.git")
+	gittest.Git(t, clone, "config", "remote.origin.url", "git@github.com:acme/widget.git")
 	started, err := g.CheckBranch(context.Background(), CheckBranchInput{Repo: clone, Branch: "feature/x"})
 	if err != nil {
 		t.Fatal(err)
@@ -361,21 +365,22 @@ func TestCheckResultClone(t *testing.T) {
 // renamed upstream and pruned here: it still names the default branch, so
 // the local copy of that branch stays protected.
 func TestCheckBranchPrunedOriginHead(t *testing.T) {
-	upstream := newRepo(t, "develop")
-	commitFiles(t, upstream, "first", map[string]string{"a.txt": "a\n"})
+	upstream := gittest.NewRepo(t, "develop")
+	gittest.CommitFiles(t, upstream, "first", map[string]string{"a.txt": "a\n"})
 	clone := filepath.Join(t.TempDir(), "clone")
-	gitT(t, filepath.Dir(clone), "clone", "-q", upstream, clone)
-	gitT(t, clone, "remote", "set-head", "origin", "develop")
-	gitT(t, upstream, "branch", "-m", "develop", "trunk")
-	gitT(t, clone, "fetch", "-q", "--prune", "origin")
+	gittest.Git(t, filepath.Dir(clone), "clone", "-q", upstream, clone)
+	gittest.Git(t, clone, "remote", "set-head", "origin", "develop")
+	gittest.Git(t, upstream, "branch", "-m", "develop", "trunk")
+	gittest.Git(t, clone, "fetch", "-q", "--prune", "origin")
 	// A main branch here too, so that the fallbacks after origin/HEAD
 	// (main, then HEAD's branch) would name main, not develop.
-	gitT(t, clone, "checkout", "-q", "-b", "main")
-	if out := gitT(t, clone, "for-each-ref", "refs/remotes/origin/HEAD"); out != "" {
+	gittest.Git(t, clone, "checkout", "-q", "-b", "main")
+	if out := gittest.Git(t, clone, "for-each-ref", "refs/remotes/origin/HEAD"); out != "" {
 		t.Fatalf("origin/HEAD still resolves (%q); the test needs it dangling", out)
 	}
 	_, err := (&Git{}).CheckBranch(context.Background(), CheckBranchInput{Repo: clone, Branch: "develop"})
-	if !isNonRetryable(err) || !strings.Contains(err.Error(), ErrProtectedBranch) {
+	var app *temporal.ApplicationError
+	if !errors.As(err, &app) || !app.NonRetryable() || !strings.Contains(err.Error(), ErrProtectedBranch) {
 		t.Fatalf("CheckBranch(develop) = %v, want %s: origin/HEAD still names develop", err, ErrProtectedBranch)
 	}
 }

@@ -10,6 +10,7 @@ import (
 
 	"go.temporal.io/sdk/temporal"
 
+	"github.com/ampflow/ampflow/activities/child"
 	"github.com/ampflow/ampflow/activities/github"
 )
 
@@ -135,7 +136,7 @@ func (p *PullRequests) pullBody(in PullRequestInput) string {
 			if i < in.Done {
 				mark = "x"
 			}
-			fmt.Fprintf(&b, "- [%s] %s\n", mark, oneLine(s))
+			fmt.Fprintf(&b, "- [%s] %s\n", mark, child.OneLine(s))
 		}
 	}
 	if len(in.Criteria) > 0 {
@@ -145,7 +146,7 @@ func (p *PullRequests) pullBody(in PullRequestInput) string {
 			mark = "x"
 		}
 		for _, c := range in.Criteria {
-			fmt.Fprintf(&b, "- [%s] %s\n", mark, oneLine(c))
+			fmt.Fprintf(&b, "- [%s] %s\n", mark, child.OneLine(c))
 		}
 	}
 	b.WriteString("\n---\n")
@@ -275,7 +276,7 @@ func (p *PullRequests) Merge(ctx context.Context, in MergeInput) (MergeResult, e
 		return MergeResult{Conflict: err.Error()}, nil
 	case errors.Is(err, github.ErrHeadModified):
 		return MergeResult{}, temporal.NewNonRetryableApplicationError(
-			fmt.Sprintf("merging %s#%d of task %s: the branch moved on from %s on GitHub", repo, in.Number, in.TaskID, short(in.Commit)), ErrPush, err)
+			fmt.Sprintf("merging %s#%d of task %s: the branch moved on from %s on GitHub", repo, in.Number, in.TaskID, ShortHash(in.Commit)), ErrPush, err)
 	case err != nil:
 		return MergeResult{}, p.apiError(repo, err)
 	}

@@ -7,6 +7,7 @@ import (
 
 	"github.com/ampflow/ampflow/activities/github"
 	"github.com/ampflow/ampflow/activities/github/githubtest"
+	"github.com/ampflow/ampflow/activities/gittest"
 )
 
 func newPulls(t *testing.T, srv *githubtest.Server, reviewers ...string) *PullRequests {
@@ -21,9 +22,9 @@ func newPulls(t *testing.T, srv *githubtest.Server, reviewers ...string) *PullRe
 func TestPullRequestsSync(t *testing.T) {
 	ctx := context.Background()
 	bare, clone := githubtest.Origin(t)
-	gitT(t, clone, "checkout", "-q", "-b", "feature/x")
-	head := commitFiles(t, clone, "work", map[string]string{"a.go": "package a\n"})
-	gitT(t, clone, "push", "-q", "origin", "feature/x")
+	gittest.Git(t, clone, "checkout", "-q", "-b", "feature/x")
+	head := gittest.CommitFiles(t, clone, "work", map[string]string{"a.go": "package a\n"})
+	gittest.Git(t, clone, "push", "-q", "origin", "feature/x")
 	srv := githubtest.New(t, githubtest.Options{Token: "tok", Origin: bare})
 	p := newPulls(t, srv)
 	in := PullRequestInput{TaskID: "T-2026-007", GitHubRepo: "github.com/acme/widget", Branch: "feature/x", Base: "main", Draft: true,

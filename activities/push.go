@@ -11,6 +11,8 @@ import (
 	"strings"
 
 	"go.temporal.io/sdk/temporal"
+
+	"github.com/ampflow/ampflow/activities/child"
 )
 
 // ErrPush is the type of a push the remote refused for a reason a retry
@@ -43,7 +45,7 @@ type Pusher struct {
 	// Token is the delivery token; it reaches only the push's git
 	// process, in its environment.
 	Token   string
-	Secrets *Scrubber
+	Secrets *child.Scrubber
 }
 
 // PushTargetInput asks where a task's branch is pushed.

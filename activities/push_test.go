@@ -12,7 +12,9 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/ampflow/ampflow/activities/child"
 	"github.com/ampflow/ampflow/activities/github/githubtest"
+	"github.com/ampflow/ampflow/activities/gittest"
 )
 
 // smartHTTP serves the bare repositories under root over git's smart
@@ -45,15 +47,15 @@ func TestPushOverHTTPWithToken(t *testing.T) {
 	bare, clone := githubtest.Origin(t)
 	srv := smartHTTP(t, filepath.Dir(bare), token)
 	remote := srv.URL + "/" + filepath.Base(bare)
-	gitT(t, clone, "checkout", "-q", "-b", "feature/x")
-	head := commitFiles(t, clone, "work", map[string]string{"a.go": "package a\n"})
+	gittest.Git(t, clone, "checkout", "-q", "-b", "feature/x")
+	head := gittest.CommitFiles(t, clone, "work", map[string]string{"a.go": "package a\n"})
 	// A hook the executor left must not run (it could read the token).
 	hook := filepath.Join(clone, ".git", "hooks", "pre-push")
 	if err := os.WriteFile(hook, []byte("#!/bin/sh\nenv > "+filepath.Join(t.TempDir(), "leak")+"\nexit 1\n"), 0o755); err != nil {
 		t.Fatal(err)
 	}
 	ctx := context.Background()
-	p := &Pusher{Git: &Git{}, Token: token, Secrets: NewScrubber([]string{token})}
+	p := &Pusher{Git: &Git{}, Token: token, Secrets: child.NewScrubber([]string{token})}
 
 	target, err := p.Target(ctx, PushTargetInput{TaskID: "T-2026-001", Repo: clone})
 	if err != nil || target.URL != bare {
@@ -75,8 +77,8 @@ func TestPushOverHTTPWithToken(t *testing.T) {
 	}
 
 	t.Run("RebaseWithLease", func(t *testing.T) {
-		gitT(t, clone, "commit", "-q", "--amend", "-m", "reworded")
-		amended := gitT(t, clone, "rev-parse", "HEAD")
+		gittest.Git(t, clone, "commit", "-q", "--amend", "-m", "reworded")
+		amended := gittest.Git(t, clone, "rev-parse", "HEAD")
 		if _, err := p.Push(ctx, PushInput{TaskID: "T-2026-001", Repo: clone, Branch: "feature/x", Remote: remote, Commit: amended}); err == nil {
 			t.Fatal("a non-fast-forward push without a lease went through")
 		}
@@ -89,7 +91,7 @@ func TestPushOverHTTPWithToken(t *testing.T) {
 	})
 
 	t.Run("WrongToken", func(t *testing.T) {
-		bad := &Pusher{Git: &Git{}, Token: "wrong", Secrets: NewScrubber([]string{"wrong"})}
+		bad := &Pusher{Git: &Git{}, Token: "wrong", Secrets: child.NewScrubber([]string{"wrong"})}
 		_, err := bad.Push(ctx, PushInput{TaskID: "T-2026-001", Repo: clone, Branch: "feature/y", Remote: remote, Commit: head})
 		if err == nil {
 			t.Fatal("a push with a wrong token went through")
@@ -100,8 +102,8 @@ func TestPushOverHTTPWithToken(t *testing.T) {
 		// The repository rewrites the remote's URL to another host: the
 		// helper must not answer for it.
 		other := smartHTTP(t, filepath.Dir(bare), token)
-		gitT(t, clone, "config", "url."+other.URL+"/.insteadOf", srv.URL+"/")
-		defer gitT(t, clone, "config", "--unset", "url."+other.URL+"/.insteadOf")
+		gittest.Git(t, clone, "config", "url."+other.URL+"/.insteadOf", srv.URL+"/")
+		defer gittest.Git(t, clone, "config", "--unset", "url."+other.URL+"/.insteadOf")
 		_, err := p.Push(ctx, PushInput{TaskID: "T-2026-001", Repo: clone, Branch: "feature/z", Remote: remote, Commit: head})
 		if err == nil {
 			t.Fatal("the token was given to a host the task's remote does not name")

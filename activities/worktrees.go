@@ -12,12 +12,20 @@ import (
 
 	"github.com/ampflow/ampflow/activities/runner"
 	"github.com/ampflow/ampflow/amp"
-	"github.com/ampflow/ampflow/config"
 )
 
 // PIDDir is where runs under workDir (data_dir) keep their pid files, for
 // runner.Reap.
 func PIDDir(workDir string) string { return filepath.Join(workDir, "pids") }
+
+// WorktreeDir is where a role's runner works on a task: the executor in a
+// worktree on the task's branch, the reviewer in a detached one.
+func WorktreeDir(workDir, taskID string, role amp.Role) string {
+	if role == amp.RoleReviewer {
+		return filepath.Join(workDir, "worktrees", taskID+"-review")
+	}
+	return filepath.Join(workDir, "worktrees", taskID)
+}
 
 // CleanupWorktreesInput names the task that ended.
 type CleanupWorktreesInput struct {
@@ -81,18 +89,6 @@ type RunnerAgents interface {
 	RunnerAgent(role amp.Role) (AgentDelivery, bool)
 }
 
-// RunnerAgent implements RunnerAgents.
-func (d *Delivery) RunnerAgent(role amp.Role) (AgentDelivery, bool) {
-	if d == nil {
-		return AgentDelivery{}, false
-	}
-	a := d.Executor
-	if role == amp.RoleReviewer {
-		a = d.Reviewer
-	}
-	return a, a.Mode == config.AgentModeRunner && a.WorkDir != ""
-}
-
 func (a *Activities) runnerAgent(role amp.Role) (AgentDelivery, bool) {
 	r, ok := a.Delivery.(RunnerAgents)
 	if !ok {
@@ -108,7 +104,7 @@ func isWorktreeTop(ctx context.Context, dir string) bool {
 	}
 	// runGit stops git at dir: a plain directory is not taken for the
 	// repository above it.
-	out, err := runGit(ctx, "git", dir, false, "rev-parse", "--show-toplevel")
+	out, err := RunGit(ctx, "git", dir, false, "rev-parse", "--show-toplevel")
 	if err != nil {
 		return false
 	}

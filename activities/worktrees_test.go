@@ -7,22 +7,38 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/ampflow/ampflow/activities/gittest"
 	"github.com/ampflow/ampflow/activities/runner"
 	"github.com/ampflow/ampflow/amp"
 	"github.com/ampflow/ampflow/config"
 )
 
+// runnerAgents is the Deliverer of runnerActivities: it delivers nothing
+// and names its roles' agents as delivery.Delivery does.
+type runnerAgents struct {
+	Deliverer
+	Executor, Reviewer AgentDelivery
+}
+
+func (r *runnerAgents) RunnerAgent(role amp.Role) (AgentDelivery, bool) {
+	a := r.Executor
+	if role == amp.RoleReviewer {
+		a = r.Reviewer
+	}
+	return a, a.Mode == config.AgentModeRunner && a.WorkDir != ""
+}
+
 func runnerActivities(t *testing.T, mode string) (*Activities, string) {
 	t.Helper()
 	data := t.TempDir()
-	d := &Delivery{Executor: AgentDelivery{Mode: mode, Runner: "codex", WorkDir: data},
+	d := &runnerAgents{Executor: AgentDelivery{Mode: mode, Runner: "codex", WorkDir: data},
 		Reviewer: AgentDelivery{Mode: mode, Runner: "claude", WorkDir: data}}
 	return &Activities{Git: &Git{}, Delivery: d}, data
 }
 
 func TestCleanupWorktrees(t *testing.T) {
 	ctx := context.Background()
-	repo := newRepo(t, "main")
+	repo := gittest.NewRepo(t, "main")
 	acts, data := runnerActivities(t, config.AgentModeRunner)
 	const id = "T-2026-001"
 	wt := WorktreeDir(data, id, amp.RoleExecutor)
@@ -51,7 +67,7 @@ func TestCleanupWorktrees(t *testing.T) {
 	if res.Salvaged != runner.SalvageRef(id, 1) {
 		t.Errorf("salvaged to %q, want %s", res.Salvaged, runner.SalvageRef(id, 1))
 	}
-	if got := gitT(t, repo, "show", res.Salvaged+":draft.txt"); got != "unfinished" {
+	if got := gittest.Git(t, repo, "show", res.Salvaged+":draft.txt"); got != "unfinished" {
 		t.Errorf("draft.txt on the salvage branch = %q", got)
 	}
 	for _, dir := range []string{wt, review} {
@@ -59,13 +75,13 @@ func TestCleanupWorktrees(t *testing.T) {
 			t.Errorf("%s is still there (%v)", dir, err)
 		}
 	}
-	if wts := gitT(t, repo, "worktree", "list"); strings.Count(wts, "\n") != 0 {
+	if wts := gittest.Git(t, repo, "worktree", "list"); strings.Count(wts, "\n") != 0 {
 		t.Errorf("git still lists worktrees:\n%s", wts)
 	}
 	if _, err := os.Stat(session); !os.IsNotExist(err) {
 		t.Errorf("the session file is still there (%v)", err)
 	}
-	if b := gitT(t, repo, "rev-parse", "--abbrev-ref", "HEAD"); b != "main" {
+	if b := gittest.Git(t, repo, "rev-parse", "--abbrev-ref", "HEAD"); b != "main" {
 		t.Errorf("the user's checkout is on %s", b)
 	}
 
@@ -74,7 +90,7 @@ func TestCleanupWorktrees(t *testing.T) {
 		if err != nil || res.Salvaged != "" || len(res.Removed) != 0 {
 			t.Errorf("a second run = %+v, %v; want nothing done", res, err)
 		}
-		if out := gitT(t, repo, "branch", "--list", "ampflow/salvage/*"); strings.Count(out, "\n") != 0 {
+		if out := gittest.Git(t, repo, "branch", "--list", "ampflow/salvage/*"); strings.Count(out, "\n") != 0 {
 			t.Errorf("salvage branches:\n%s", out)
 		}
 	})
@@ -82,7 +98,7 @@ func TestCleanupWorktrees(t *testing.T) {
 		// A leftover directory inside the user's repository is not taken
 		// for the task's worktree.
 		acts, _ := runnerActivities(t, config.AgentModeRunner)
-		acts.Delivery.(*Delivery).Executor.WorkDir = filepath.Join(repo, ".ampflow")
+		acts.Delivery.(*runnerAgents).Executor.WorkDir = filepath.Join(repo, ".ampflow")
 		dir := WorktreeDir(filepath.Join(repo, ".ampflow"), id, amp.RoleExecutor)
 		if err := os.MkdirAll(dir, 0o755); err != nil {
 			t.Fatal(err)
@@ -109,8 +125,8 @@ func TestCleanupWorktrees(t *testing.T) {
 
 func TestCheckBranchRunner(t *testing.T) {
 	ctx := context.Background()
-	repo := newRepo(t, "main")
-	gitT(t, repo, "checkout", "-q", "-b", "feature/x")
+	repo := gittest.NewRepo(t, "main")
+	gittest.Git(t, repo, "checkout", "-q", "-b", "feature/x")
 
 	t.Run("CheckedOutByTheUser", func(t *testing.T) {
 		acts, _ := runnerActivities(t, config.AgentModeRunner)
@@ -128,7 +144,7 @@ func TestCheckBranchRunner(t *testing.T) {
 			t.Errorf("a command-mode executor works in the user's checkout: %v", err)
 		}
 	})
-	gitT(t, repo, "checkout", "-q", "main")
+	gittest.Git(t, repo, "checkout", "-q", "main")
 	t.Run("Free", func(t *testing.T) {
 		acts, _ := runnerActivities(t, config.AgentModeRunner)
 		if _, err := acts.CheckBranch(ctx, CheckBranchInput{Repo: repo, Branch: "feature/x"}); err != nil {

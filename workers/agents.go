@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/ampflow/ampflow/activities"
+	"github.com/ampflow/ampflow/activities/delivery"
 	"github.com/ampflow/ampflow/activities/runner"
 	"github.com/ampflow/ampflow/amp/task"
 	"github.com/ampflow/ampflow/config"
@@ -23,7 +24,7 @@ func AgentModes(ctx context.Context, a config.Agents) ([][2]string, error) {
 			continue
 		}
 		ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
-		version, err := activities.CheckRunner(ctx, ag)
+		version, err := delivery.CheckRunner(ctx, ag)
 		cancel()
 		if err != nil {
 			return nil, fmt.Errorf("agents.%s.command: the %s runner's CLI does not start (%v); install it or name its binary in agents.%s.command",

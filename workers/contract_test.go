@@ -6,7 +6,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/ampflow/ampflow/activities"
+	"github.com/ampflow/ampflow/activities/child"
+	"github.com/ampflow/ampflow/activities/delivery"
 	"github.com/ampflow/ampflow/config"
 )
 
@@ -52,11 +53,11 @@ func TestDevContractSecretScrubbed(t *testing.T) {
 	if secret == "" || parts.contractSecret != secret {
 		t.Fatalf("kept secret %q, signing secret %q", secret, parts.contractSecret)
 	}
-	d, ok := parts.Activities.Delivery.(*activities.Delivery)
+	d, ok := parts.Activities.Delivery.(*delivery.Delivery)
 	if !ok {
 		t.Fatalf("delivery is a %T", parts.Activities.Delivery)
 	}
-	if got := d.Secrets.Scrub("key=" + secret); got != "key="+activities.ScrubMask {
+	if got := d.Secrets.Scrub("key=" + secret); got != "key="+child.ScrubMask {
 		t.Errorf("agent output %q shows the contract secret", got)
 	}
 }

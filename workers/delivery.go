@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/ampflow/ampflow/activities"
+	"github.com/ampflow/ampflow/activities/child"
 	"github.com/ampflow/ampflow/activities/github"
 	"github.com/ampflow/ampflow/config"
 	ghhook "github.com/ampflow/ampflow/integrations/github"
@@ -16,7 +17,7 @@ import (
 // deliveryParts builds the pusher and the pull requests' keeper of
 // delivery.*; nil when it is off. The token is read from the variable
 // delivery.github.token_env names, once, and kept in memory only.
-func deliveryParts(cfg config.Config, git *activities.Git, secrets *activities.Scrubber) (*activities.Pusher, *activities.PullRequests, error) {
+func deliveryParts(cfg config.Config, git *activities.Git, secrets *child.Scrubber) (*activities.Pusher, *activities.PullRequests, error) {
 	d := cfg.Delivery
 	if !d.On() {
 		return nil, nil, nil

@@ -14,7 +14,7 @@ import (
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 	"go.temporal.io/sdk/client"
 
-	"github.com/ampflow/ampflow/activities"
+	"github.com/ampflow/ampflow/activities/delivery"
 	"github.com/ampflow/ampflow/activities/runner"
 	"github.com/ampflow/ampflow/amp"
 	"github.com/ampflow/ampflow/config"
@@ -154,7 +154,7 @@ func TestMCPTools(t *testing.T) {
 // runnerHeaders are the headers a Claude Code runner of role sends to
 // ampflow's MCP server at url: those of its --mcp-config, each ${VAR}
 // read from the run's environment.
-func runnerHeaders(t *testing.T, m *activities.RunnerMCP, role amp.Role, url string) http.Header {
+func runnerHeaders(t *testing.T, m *delivery.RunnerMCP, role amp.Role, url string) http.Header {
 	t.Helper()
 	cfg, err := runner.MCP{URL: url, Token: m.Tokens[role], AgentKey: m.AgentKeys[role]}.Config(runner.Claude)
 	if err != nil {

@@ -17,6 +17,8 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/ampflow/ampflow/activities"
+	"github.com/ampflow/ampflow/activities/child"
+	"github.com/ampflow/ampflow/activities/delivery"
 	gateacts "github.com/ampflow/ampflow/activities/gate"
 	leaseacts "github.com/ampflow/ampflow/activities/lease"
 	"github.com/ampflow/ampflow/activities/ssot"
@@ -131,7 +133,7 @@ func Build(o Options) (*Parts, error) {
 	git := &activities.Git{Diffs: record}
 	// Output of code ampflow runs never shows a configured secret, nor
 	// the contract secret or decision key `ampflow dev` made.
-	secrets := activities.NewScrubber(append(cfg.Secrets(), contractSecret, hex.EncodeToString(decisionKey)))
+	secrets := child.NewScrubber(append(cfg.Secrets(), contractSecret, hex.EncodeToString(decisionKey)))
 	ci, err := activities.NewCIProvider(cfg.CI.Provider, activities.CIOptions{
 		GitHubToken:    cfg.CI.GitHub.Token,
 		GitHubBaseURL:  githubBase(cfg.CI.GitHub.APIURL),
@@ -164,7 +166,7 @@ func Build(o Options) (*Parts, error) {
 	// every reader of the store.
 	tasks := &workflows.Client{Temporal: o.Temporal, TaskQueue: cfg.Temporal.TaskQueue, DecisionKey: decisionKey,
 		Recorder: record, Policy: &policy}
-	delivery := &activities.Delivery{
+	delivery := &delivery.Delivery{
 		Executor:   agentDelivery(cfg.Agents.Executor, cfg.DataDir),
 		Reviewer:   agentDelivery(cfg.Agents.Reviewer, cfg.DataDir),
 		Submit:     tasks,
@@ -222,7 +224,7 @@ func githubBase(u string) string {
 }
 
 // runnerBudgets charges runner runs to gate.budgets (nil without any).
-func runnerBudgets(cfg config.Config, store *ssot.DB) *activities.RunnerBudgets {
+func runnerBudgets(cfg config.Config, store *ssot.DB) *delivery.RunnerBudgets {
 	if len(cfg.Gate.Budgets) == 0 {
 		return nil
 	}
@@ -231,7 +233,7 @@ func runnerBudgets(cfg config.Config, store *ssot.DB) *activities.RunnerBudgets 
 		limits = append(limits, ssot.BudgetLimit{Key: ssot.BudgetKey(b.Agent, b.Project, b.Period), Agent: b.Agent,
 			Project: b.Project, Period: b.Period, USD: b.USD})
 	}
-	return &activities.RunnerBudgets{Store: store, Limits: limits}
+	return &delivery.RunnerBudgets{Store: store, Limits: limits}
 }
 
 func agentDelivery(a config.Agent, dataDir string) activities.AgentDelivery {

@@ -6,7 +6,7 @@ import (
 	"path/filepath"
 	"strings"
 
-	"github.com/ampflow/ampflow/activities"
+	"github.com/ampflow/ampflow/activities/delivery"
 	"github.com/ampflow/ampflow/amp"
 	"github.com/ampflow/ampflow/config"
 )
@@ -14,7 +14,7 @@ import (
 // toolHook is the hook runners get (tools.enabled): this executable's
 // `ampflow hook`, the API it serves, and the executor's and reviewer's own
 // tokens (agents.<role>.token_name), never an admin's.
-func toolHook(cfg config.Config, log *slog.Logger) *activities.ToolHook {
+func toolHook(cfg config.Config, log *slog.Logger) *delivery.ToolHook {
 	if !cfg.Tools.Enabled {
 		return nil
 	}
@@ -23,7 +23,7 @@ func toolHook(cfg config.Config, log *slog.Logger) *activities.ToolHook {
 		log.Warn("runners get no tool hook: the ampflow executable is unknown", "error", err)
 		return nil
 	}
-	h := &activities.ToolHook{Binary: bin, APIURL: diffBaseURL(cfg), Open: len(cfg.Auth.Tokens) == 0,
+	h := &delivery.ToolHook{Binary: bin, APIURL: diffBaseURL(cfg), Open: len(cfg.Auth.Tokens) == 0,
 		Tokens: runnerTokens(cfg), AskTimeout: cfg.Tools.AskTimeout}
 	if cfg.DataDir != "" {
 		// Gemini CLI and OpenCode runners take the hook from files.
@@ -45,12 +45,12 @@ func toolHook(cfg config.Config, log *slog.Logger) *activities.ToolHook {
 // worker serves, reached with the executor's and reviewer's own tokens
 // and, for the gate's and contracts' tools, their own gate agents' keys
 // (agents.<role>.gate_agent).
-func runnerMCP(cfg config.Config) *activities.RunnerMCP {
+func runnerMCP(cfg config.Config) *delivery.RunnerMCP {
 	base := strings.TrimRight(diffBaseURL(cfg), "/")
 	if base == "" {
 		return nil
 	}
-	return &activities.RunnerMCP{URL: base + "/mcp", Tokens: runnerTokens(cfg), Open: len(cfg.Auth.Tokens) == 0,
+	return &delivery.RunnerMCP{URL: base + "/mcp", Tokens: runnerTokens(cfg), Open: len(cfg.Auth.Tokens) == 0,
 		AgentKeys: cfg.RunnerGateKeys(os.LookupEnv)}
 }
 

@@ -20,6 +20,7 @@ import (
 
 	"github.com/ampflow/ampflow/activities"
 	"github.com/ampflow/ampflow/activities/ssot"
+	"github.com/ampflow/ampflow/amp"
 )
 
 // GateStore is what the gate's activities write in the SSOT (*ssot.DB).
@@ -208,8 +209,8 @@ func (g *Gate) post(ctx context.Context, in GateCallbackInput) GateCallbackResul
 	req.Header.Set("X-AMP-Gate-Id", in.GateID)
 	if g.Secret != "" {
 		ts := strconv.FormatInt(g.now().Unix(), 10)
-		req.Header.Set(activities.HeaderTimestamp, ts)
-		req.Header.Set(activities.HeaderSignature,
+		req.Header.Set(amp.HeaderTimestamp, ts)
+		req.Header.Set(amp.HeaderSignature,
 			CallbackSignature(CallbackSecret(g.Secret, in.AgentID), ts, in.AgentID, in.RunID, in.URL, in.Body))
 	}
 	hc := g.HTTP

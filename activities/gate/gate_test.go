@@ -12,8 +12,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/ampflow/ampflow/activities"
 	"github.com/ampflow/ampflow/activities/ssot"
+	"github.com/ampflow/ampflow/amp"
 )
 
 type gateStoreFake struct {
@@ -57,7 +57,7 @@ func TestGateCallbackSigned(t *testing.T) {
 	if err != nil || !res.Delivered || res.StatusCode != 204 {
 		t.Fatalf("%+v %v", res, err)
 	}
-	if got.Get(activities.HeaderTimestamp) != "1700000000" || got.Get(activities.HeaderSignature) != CallbackSignature(CallbackSecret("s3cret", "resume-tailor"), "1700000000", "resume-tailor", "run_1", srv.URL+"/hook", body) || string(gotBody) != string(body) {
+	if got.Get(amp.HeaderTimestamp) != "1700000000" || got.Get(amp.HeaderSignature) != CallbackSignature(CallbackSecret("s3cret", "resume-tailor"), "1700000000", "resume-tailor", "run_1", srv.URL+"/hook", body) || string(gotBody) != string(body) {
 		t.Fatalf("headers %v body %s", got, gotBody)
 	}
 	status = http.StatusBadGateway

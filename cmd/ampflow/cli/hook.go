@@ -11,7 +11,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/ampflow/ampflow/activities"
+	"github.com/ampflow/ampflow/activities/delivery"
 	"github.com/ampflow/ampflow/amp/task"
 )
 
@@ -80,7 +80,7 @@ func (a *App) printOpenCodePlugin(cli string, maxWait time.Duration) error {
 	if err != nil {
 		return fmt.Errorf("finding the ampflow executable: %w", err)
 	}
-	_, err = a.Stdout.Write(activities.OpenCodeHookPlugin(bin, maxWait))
+	_, err = a.Stdout.Write(delivery.OpenCodeHookPlugin(bin, maxWait))
 	return err
 }
 

@@ -137,7 +137,7 @@ func TestHookFormats(t *testing.T) {
 	if f.got[0].Tool != "run_shell_command" || f.got[0].CLI != "gemini" {
 		t.Errorf("gemini request %+v", f.got[0])
 	}
-	// What ampflow's OpenCode plugin writes (activities.OpenCodeHookPlugin),
+	// What ampflow's OpenCode plugin writes (delivery.OpenCodeHookPlugin),
 	// as OpenCode 1.18.33 gave it the bash tool's call.
 	r = run(t, readHookInput(t, "opencode_tool_execute_before.json"), env, nil, "hook", "opencode")
 	var o struct{ Decision, Reason string }

@@ -1,4 +1,4 @@
-package activities
+package delivery
 
 import (
 	"context"
@@ -12,6 +12,7 @@ import (
 
 	"go.temporal.io/sdk/temporal"
 
+	"github.com/ampflow/ampflow/activities"
 	"github.com/ampflow/ampflow/activities/runner"
 	"github.com/ampflow/ampflow/activities/ssot"
 	"github.com/ampflow/ampflow/amp"
@@ -56,9 +57,9 @@ func TestRunnerBudgetCharged(t *testing.T) {
 	budgets := &RunnerBudgets{Store: db, Now: func() time.Time { return at },
 		Limits: []ssot.BudgetLimit{{Key: key, Project: repo, Period: "day", USD: 1}}}
 	d := &Delivery{Budgets: budgets, Pricing: pricing.New(nil, pricing.Price{Input: 1, Output: 1})}
-	a := AgentDelivery{Runner: runner.Claude, Model: "claude-sonnet-4-6", Command: []string{"sh", "-c", "touch ran"}}
+	a := activities.AgentDelivery{Runner: runner.Claude, Model: "claude-sonnet-4-6", Command: []string{"sh", "-c", "touch ran"}}
 	m := amp.Message{MsgID: "m1", TaskID: "T-2026-001", To: amp.RoleExecutor}
-	st := &runState{d: d, ctx: ctx, a: a, m: m, in: DeliverInput{Message: m, Repo: repo}, totals: map[string]task.UsageInput{}}
+	st := &runState{d: d, ctx: ctx, a: a, m: m, in: activities.DeliverInput{Message: m, Repo: repo}, totals: map[string]task.UsageInput{}}
 
 	st.report(runner.Outcome{Usage: runner.Usage{InputTokens: 1000, OutputTokens: 100, CostUSD: 0.6, CostReported: true}})
 	// The same run reported again (its key) counts once.
@@ -85,15 +86,15 @@ func TestRunnerBudgetCharged(t *testing.T) {
 	}
 	err = d.budgetRefused(a, m, err)
 	var app *temporal.ApplicationError
-	if !errors.As(err, &app) || app.Type() != ErrDelivery || !app.NonRetryable() {
-		t.Fatalf("error %v, want a non-retryable %s", err, ErrDelivery)
+	if !errors.As(err, &app) || app.Type() != activities.ErrDelivery || !app.NonRetryable() {
+		t.Fatalf("error %v, want a non-retryable %s", err, activities.ErrDelivery)
 	}
-	var f DeliveryFailure
+	var f activities.DeliveryFailure
 	if err := app.Details(&f); err != nil {
 		t.Fatal(err)
 	}
-	if f.Class != FailureMaxCost || !strings.Contains(f.Summary, key) {
-		t.Errorf("failure %+v; want %s naming %s", f, FailureMaxCost, key)
+	if f.Class != activities.FailureMaxCost || !strings.Contains(f.Summary, key) {
+		t.Errorf("failure %+v; want %s naming %s", f, activities.FailureMaxCost, key)
 	}
 	// Another repository's runs are not this budget's.
 	if left, err := budgets.left(ctx, a, amp.RoleExecutor, "/repos/other"); err != nil || left.Key != "" {

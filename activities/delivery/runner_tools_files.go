@@ -1,4 +1,4 @@
-package activities
+package delivery
 
 import (
 	"encoding/json"
@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"strings"
 	"time"
+
+	"github.com/ampflow/ampflow/activities"
 )
 
 // Gemini CLI reads hooks from settings files only. ampflow writes the hook
@@ -68,7 +70,7 @@ func GeminiHookSettings(binary string, askTimeout time.Duration) []byte {
 			}},
 		}}},
 		"security": map[string]any{"environmentVariableRedaction": map[string]any{
-			"allowed": []string{EnvAPIURL, EnvAPIToken, EnvToolTask, EnvWorktree, EnvParkFile}}},
+			"allowed": []string{EnvAPIURL, EnvAPIToken, EnvToolTask, EnvWorktree, activities.EnvParkFile}}},
 	}
 	b, _ := json.MarshalIndent(s, "", "  ")
 	return b

@@ -1,6 +1,6 @@
 //go:build unix
 
-package activities
+package delivery
 
 import (
 	"fmt"

@@ -1,4 +1,4 @@
-package activities
+package child
 
 import (
 	"slices"
@@ -14,10 +14,10 @@ func TestChildEnv(t *testing.T) {
 	}
 	lookup := func(k string) (string, bool) { v, ok := parent[k]; return v, ok }
 	// The worker's own settings never pass, even when allowed by name.
-	got := childEnv(lookup, []string{"OPENAI_API_KEY", "MODE=fast", "UNSET", "AMPFLOW_TEMPORAL_API_KEY", "AMPFLOW_AUTH_DECISION_KEY", "AMPFLOW_API_TOKEN"}, "AMP_ROLE=executor")
+	got := Env(lookup, []string{"OPENAI_API_KEY", "MODE=fast", "UNSET", "AMPFLOW_TEMPORAL_API_KEY", "AMPFLOW_AUTH_DECISION_KEY", "AMPFLOW_API_TOKEN"}, "AMP_ROLE=executor")
 	want := []string{"PATH=/bin", "HOME=/home/a", "LANG=C.UTF-8", "OPENAI_API_KEY=sk", "MODE=fast", "AMP_ROLE=executor"}
 	if !slices.Equal(got, want) {
-		t.Errorf("childEnv = %q, want %q", got, want)
+		t.Errorf("Env = %q, want %q", got, want)
 	}
 }
 

@@ -1,4 +1,4 @@
-package activities
+package delivery
 
 import (
 	"context"
@@ -8,6 +8,7 @@ import (
 	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/temporal"
 
+	"github.com/ampflow/ampflow/activities"
 	"github.com/ampflow/ampflow/activities/runner"
 	"github.com/ampflow/ampflow/amp"
 	"github.com/ampflow/ampflow/amp/task"
@@ -104,7 +105,7 @@ var keyEnvs = map[string]string{
 
 // keyEnv names where a runner's refused key comes from: the key-like
 // names in agents.<role>.env, else the runner's default variable.
-func keyEnv(a AgentDelivery) string {
+func keyEnv(a activities.AgentDelivery) string {
 	var names []string
 	for _, e := range a.Env {
 		name, _, _ := strings.Cut(e, "=")
@@ -126,26 +127,26 @@ func keyEnv(a AgentDelivery) string {
 // and deliver again, anything else for the admins at once (a refused key
 // names the variable to fix; a run stopped at the cost cap asks for a
 // raise).
-func (d *Delivery) runFailed(ctx context.Context, a AgentDelivery, in DeliverInput, dir string, out runner.Outcome) error {
+func (d *Delivery) runFailed(ctx context.Context, a activities.AgentDelivery, in activities.DeliverInput, dir string, out runner.Outcome) error {
 	m := in.Message
 	salvaged := ""
 	if m.To == amp.RoleExecutor {
 		if ref, c, err := runner.SalvageTask(ctx, dir, m.TaskID, "ampflow: salvage of a failed "+a.Runner+" run on "+m.MsgID); err == nil && c != "" {
-			salvaged = fmt.Sprintf("; its uncommitted work is on branch %s (%s)", ref, short(c))
+			salvaged = fmt.Sprintf("; its uncommitted work is on branch %s (%s)", ref, activities.ShortHash(c))
 		}
 	}
 	why := runnerReason(out)
 	stderr := d.stderrTail(out.Stderr)
-	f := DeliveryFailure{Stderr: stderr}
+	f := activities.DeliveryFailure{Stderr: stderr}
 	switch {
 	case out.Reason == runner.ReasonMaxCost || (out.ResultError && strings.Contains(out.Text, "max_budget")):
-		f.Class = FailureMaxCost
+		f.Class = activities.FailureMaxCost
 		f.Summary = fmt.Sprintf("the %s runner (%s) reached the task's cost cap ($%.2f spent by this run) on %s and was stopped%s",
 			m.To, a.Runner, out.Usage.CostUSD, m.MsgID, salvaged)
 	case out.Failure != nil && out.Failure.Class == runner.FailureRateLimit:
 		f.Class, f.ResetAt = string(runner.FailureRateLimit), out.Failure.ResetAt
 		f.Summary = fmt.Sprintf("the %s runner (%s) hit a rate limit on %s: %s%s", m.To, a.Runner, m.MsgID, why, salvaged)
-		return temporal.NewNonRetryableApplicationError(f.Summary, ErrRateLimited, nil, f)
+		return temporal.NewNonRetryableApplicationError(f.Summary, activities.ErrRateLimited, nil, f)
 	case out.Failure != nil && out.Failure.Class == runner.FailureAuth:
 		f.Class = string(runner.FailureAuth)
 		f.Summary = fmt.Sprintf("the %s runner (%s) was refused by its API on %s: %s; fix the key in %s (agents.%s.env) and send it again%s",
@@ -156,7 +157,7 @@ func (d *Delivery) runFailed(ctx context.Context, a AgentDelivery, in DeliverInp
 		}
 		f.Summary = fmt.Sprintf("the %s runner (%s) %s on %s%s", m.To, a.Runner, why, m.MsgID, salvaged)
 	}
-	return temporal.NewNonRetryableApplicationError(f.Summary, ErrDelivery, nil, f)
+	return temporal.NewNonRetryableApplicationError(f.Summary, activities.ErrDelivery, nil, f)
 }
 
 // runnerReason says in words why a run did not succeed.

@@ -1,4 +1,7 @@
-package activities
+// Package child is how ampflow starts processes for code it does not
+// control (git, CI commands, agents): the environment they get, the
+// secrets masked in what they print, and the tail of their output kept.
+package child
 
 import (
 	"bytes"
@@ -14,14 +17,14 @@ import (
 // baseEnv names the worker's variables every child process gets.
 var baseEnv = []string{"PATH", "HOME", "LANG", "TMPDIR"}
 
-// childEnv is the environment of a process ampflow runs for code it does
+// Env is the environment of a process ampflow runs for code it does
 // not control (CI commands, command-mode agents, runners): none of the
 // worker's variables but the base set and those allow names; an allow
 // entry NAME=value sets NAME outright. set (KEY=value, ampflow's own
 // variables) comes last and wins. The worker's own settings (AMPFLOW_*:
 // its API tokens, decision key, Temporal key) never pass, even when allow
 // names them: code ampflow runs must not reach ampflow as ampflow.
-func childEnv(lookup func(string) (string, bool), allow []string, set ...string) []string {
+func Env(lookup func(string) (string, bool), allow []string, set ...string) []string {
 	if lookup == nil {
 		lookup = os.LookupEnv
 	}

@@ -1,4 +1,4 @@
-package activities
+package delivery
 
 import (
 	"context"
@@ -9,6 +9,7 @@ import (
 
 	"go.temporal.io/sdk/temporal"
 
+	"github.com/ampflow/ampflow/activities"
 	"github.com/ampflow/ampflow/activities/ssot"
 	"github.com/ampflow/ampflow/amp"
 	"github.com/ampflow/ampflow/amp/task"
@@ -63,7 +64,7 @@ func (e *budgetSpent) Error() string {
 
 // left is what the budgets matching a run leave it: 0 with no budget, a
 // *budgetSpent when one is spent.
-func (b *RunnerBudgets) left(ctx context.Context, a AgentDelivery, role amp.Role, repo string) (ssot.BudgetState, error) {
+func (b *RunnerBudgets) left(ctx context.Context, a activities.AgentDelivery, role amp.Role, repo string) (ssot.BudgetState, error) {
 	if b == nil || b.Store == nil {
 		return ssot.BudgetState{}, nil
 	}
@@ -96,7 +97,7 @@ func capOf(taskLeft float64, budget ssot.BudgetState) float64 {
 
 // charge records what a run cost (usd, the tokens, past a session's
 // running total) against the budgets, once per usage key.
-func (b *RunnerBudgets) charge(ctx context.Context, log *slog.Logger, a AgentDelivery, m amp.Message, repo string, in task.UsageInput, inTok, outTok int64, usd float64) {
+func (b *RunnerBudgets) charge(ctx context.Context, log *slog.Logger, a activities.AgentDelivery, m amp.Message, repo string, in task.UsageInput, inTok, outTok int64, usd float64) {
 	if b == nil || b.Store == nil || (usd == 0 && inTok == 0 && outTok == 0) {
 		return
 	}
@@ -109,14 +110,14 @@ func (b *RunnerBudgets) charge(ctx context.Context, log *slog.Logger, a AgentDel
 
 // budgetRefused fails a delivery whose run a spent budget refused, as a
 // run stopped at its cost cap: the task raises the max-cost decision.
-func (d *Delivery) budgetRefused(a AgentDelivery, m amp.Message, err error) error {
+func (d *Delivery) budgetRefused(a activities.AgentDelivery, m amp.Message, err error) error {
 	var spent *budgetSpent
 	if !errors.As(err, &spent) {
 		return nil
 	}
-	f := DeliveryFailure{Class: FailureMaxCost, Summary: fmt.Sprintf(
+	f := activities.DeliveryFailure{Class: activities.FailureMaxCost, Summary: fmt.Sprintf(
 		"the %s runner (%s) was not started on %s: gate budget %s of %s is spent ($%.4f of $%.2f this %s); raise it (ampflow gates budgets raise %s, or POST /v1/budgets/%s/raise) or end the task",
 		m.To, a.Runner, m.MsgID, spent.State.Key, spent.Agent, spent.State.SpentUSD, spent.State.LimitUSD, spent.State.Period,
 		spent.State.Key, spent.State.Key)}
-	return temporal.NewNonRetryableApplicationError(f.Summary, ErrDelivery, nil, f)
+	return temporal.NewNonRetryableApplicationError(f.Summary, activities.ErrDelivery, nil, f)
 }

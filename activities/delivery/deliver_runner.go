@@ -1,4 +1,4 @@
-package activities
+package delivery
 
 import (
 	"context"
@@ -13,6 +13,8 @@ import (
 
 	"go.temporal.io/sdk/activity"
 
+	"github.com/ampflow/ampflow/activities"
+	"github.com/ampflow/ampflow/activities/child"
 	"github.com/ampflow/ampflow/activities/runner"
 	"github.com/ampflow/ampflow/amp"
 	"github.com/ampflow/ampflow/amp/task"
@@ -36,7 +38,7 @@ const (
 // runState is what one runner delivery keeps between its events.
 type runState struct {
 	d        *Delivery
-	a        AgentDelivery
+	a        activities.AgentDelivery
 	ctx      context.Context
 	m        amp.Message
 	acked    bool
@@ -46,7 +48,7 @@ type runState struct {
 	// runs counts the CLI runs of this delivery; totals are the last
 	// running totals of sessions that report them (Codex).
 	runs   int
-	in     DeliverInput
+	in     activities.DeliverInput
 	totals map[string]task.UsageInput
 }
 
@@ -55,7 +57,7 @@ type runState struct {
 // reviewer. The CLI's first event ACKs the message, later ones are
 // heartbeats; when it is done, ampflow writes the reply from git and the
 // CLI's final report, and submits it as the agent.
-func (d *Delivery) runAgent(ctx context.Context, a AgentDelivery, in DeliverInput) error {
+func (d *Delivery) runAgent(ctx context.Context, a activities.AgentDelivery, in activities.DeliverInput) error {
 	m := in.Message
 	if a.WorkDir == "" {
 		return failed("the worker has no data_dir for runner worktrees", "", nil)
@@ -75,11 +77,11 @@ func (d *Delivery) runAgent(ctx context.Context, a AgentDelivery, in DeliverInpu
 	spec := runner.Spec{
 		Runner: a.Runner, Command: a.Command, Model: a.Model, Dir: dir,
 		Prompt: prompt, SystemPrompt: system, SessionID: st.session,
-		Env:         childEnv(nil, a.Env, EnvMsgID+"="+m.MsgID, EnvTaskID+"="+m.TaskID, EnvRole+"="+string(m.To)),
+		Env:         child.Env(nil, a.Env, EnvMsgID+"="+m.MsgID, EnvTaskID+"="+m.TaskID, EnvRole+"="+string(m.To)),
 		Timeout:     a.Timeout,
 		IdleTimeout: a.IdleTimeout,
 		PriceUSD:    func(u runner.Usage) float64 { return d.Pricing.Price(a.Model, u.InputTokens, u.OutputTokens) },
-		PIDDir:      PIDDir(a.WorkDir),
+		PIDDir:      activities.PIDDir(a.WorkDir),
 	}
 	if d.Tools.apply(&spec, m.To, m.TaskID) {
 		parkable(&spec, a, m)
@@ -120,18 +122,9 @@ func (d *Delivery) runAgent(ctx context.Context, a AgentDelivery, in DeliverInpu
 	return nil
 }
 
-// WorktreeDir is where a role's runner works on a task: the executor in a
-// worktree on the task's branch, the reviewer in a detached one.
-func WorktreeDir(workDir, taskID string, role amp.Role) string {
-	if role == amp.RoleReviewer {
-		return filepath.Join(workDir, "worktrees", taskID+"-review")
-	}
-	return filepath.Join(workDir, "worktrees", taskID)
-}
-
-func (d *Delivery) prepareWorktree(ctx context.Context, a AgentDelivery, in DeliverInput) (string, error) {
+func (d *Delivery) prepareWorktree(ctx context.Context, a activities.AgentDelivery, in activities.DeliverInput) (string, error) {
 	m := in.Message
-	dir := WorktreeDir(a.WorkDir, m.TaskID, m.To)
+	dir := activities.WorktreeDir(a.WorkDir, m.TaskID, m.To)
 	if m.To == amp.RoleReviewer {
 		if in.Commit == "" {
 			return "", errors.New("the review request names no result commit")
@@ -221,7 +214,7 @@ func (st *runState) on(ev runner.Event) {
 }
 
 func clip(s string, n int) string {
-	s = oneLine(s)
+	s = child.OneLine(s)
 	if len(s) <= n {
 		return s
 	}
@@ -237,13 +230,13 @@ type executorReport struct {
 
 // submitResult commits what the run left, reads the result from git, and
 // submits the task_result as the executor.
-func (d *Delivery) submitResult(ctx context.Context, in DeliverInput, dir string, st *runState, out runner.Outcome) error {
+func (d *Delivery) submitResult(ctx context.Context, in activities.DeliverInput, dir string, st *runState, out runner.Outcome) error {
 	m := in.Message
 	p := m.Dispatch()
 	if _, err := runner.Salvage(ctx, dir, "", "ampflow: commit what the executor left uncommitted on "+m.MsgID); err != nil {
 		return fmt.Errorf("committing the executor's work: %w", err)
 	}
-	head, err := runGit(ctx, "git", dir, true, "rev-parse", "HEAD")
+	head, err := activities.RunGit(ctx, "git", dir, true, "rev-parse", "HEAD")
 	if err != nil {
 		return fmt.Errorf("reading the executor's commit: %w", err)
 	}
@@ -258,7 +251,7 @@ func (d *Delivery) submitResult(ctx context.Context, in DeliverInput, dir string
 	reply := amp.NewMessage(amp.RoleExecutor, amp.RoleCoordinator, m.TaskID, time.Now(), res)
 	reply.ContextRef = []string{m.MsgID}
 	if d.Git != nil {
-		chk, err := d.Git.CheckResult(ctx, CheckResultInput{TaskID: m.TaskID, MsgID: reply.MsgID, Repo: in.Repo, Branch: p.Branch, Commit: commit})
+		chk, err := d.Git.CheckResult(ctx, activities.CheckResultInput{TaskID: m.TaskID, MsgID: reply.MsgID, Repo: in.Repo, Branch: p.Branch, Commit: commit})
 		if err != nil {
 			return fmt.Errorf("reading the executor's diff: %w", err)
 		}
@@ -292,7 +285,7 @@ func selfAssessment(text string, criteria int) amp.SelfAssessment {
 
 // submitVerdict submits the reviewer's final report as its review_verdict;
 // a report the task refuses gets one resumed turn to fix it.
-func (d *Delivery) submitVerdict(ctx context.Context, a AgentDelivery, in DeliverInput, dir string, st *runState, out runner.Outcome, spec runner.Spec) error {
+func (d *Delivery) submitVerdict(ctx context.Context, a activities.AgentDelivery, in activities.DeliverInput, dir string, st *runState, out runner.Outcome, spec runner.Spec) error {
 	m := in.Message
 	for turn := 0; ; turn++ {
 		var v amp.ReviewVerdict
@@ -307,10 +300,10 @@ func (d *Delivery) submitVerdict(ctx context.Context, a AgentDelivery, in Delive
 			}
 		}
 		if turn > 0 || st.session == "" {
-			return failed(fmt.Sprintf("the reviewer runner (%s) gave no valid review_verdict for %s: %s", a.Runner, m.MsgID, oneLine(err.Error())), "", nil)
+			return failed(fmt.Sprintf("the reviewer runner (%s) gave no valid review_verdict for %s: %s", a.Runner, m.MsgID, child.OneLine(err.Error())), "", nil)
 		}
 		spec.SessionID = st.session
-		spec.Prompt = "Your final report was not a valid review_verdict: " + oneLine(err.Error()) +
+		spec.Prompt = "Your final report was not a valid review_verdict: " + child.OneLine(err.Error()) +
 			". Answer again with only the JSON object, as asked."
 		if out, err = st.run(spec); err != nil {
 			if r := d.budgetRefused(a, m, err); r != nil {
@@ -335,7 +328,7 @@ func (d *Delivery) submitReply(ctx context.Context, m amp.Message, reply amp.Mes
 		if task.ErrorCode(err) == task.CodeUnavailable {
 			return fmt.Errorf("handing the %s's reply to task %s: %w", m.To, m.TaskID, err)
 		}
-		return d.refuse(raw, fmt.Sprintf("the task refused the %s runner's reply to %s: %s", m.To, m.MsgID, oneLine(err.Error())))
+		return d.refuse(raw, fmt.Sprintf("the task refused the %s runner's reply to %s: %s", m.To, m.MsgID, child.OneLine(err.Error())))
 	}
 	return nil
 }
@@ -354,11 +347,11 @@ func lastJSON(text string, v any) error {
 }
 
 // sessionPath keeps a role's session of a task, so a redispatch resumes it.
-func sessionPath(a AgentDelivery, m amp.Message) string {
+func sessionPath(a activities.AgentDelivery, m amp.Message) string {
 	return filepath.Join(a.WorkDir, "sessions", m.TaskID+"."+string(m.To)+"."+a.Runner)
 }
 
-func (d *Delivery) loadSession(a AgentDelivery, m amp.Message) string {
+func (d *Delivery) loadSession(a activities.AgentDelivery, m amp.Message) string {
 	b, err := os.ReadFile(sessionPath(a, m))
 	if err != nil {
 		return ""
@@ -366,7 +359,7 @@ func (d *Delivery) loadSession(a AgentDelivery, m amp.Message) string {
 	return strings.TrimSpace(string(b))
 }
 
-func (d *Delivery) saveSession(a AgentDelivery, m amp.Message, id string) {
+func (d *Delivery) saveSession(a activities.AgentDelivery, m amp.Message, id string) {
 	p := sessionPath(a, m)
 	if err := os.MkdirAll(filepath.Dir(p), 0o700); err == nil {
 		err = os.WriteFile(p, []byte(id+"\n"), 0o600)
@@ -378,7 +371,7 @@ func (d *Delivery) saveSession(a AgentDelivery, m amp.Message, id string) {
 
 // runnerPrompt builds the user prompt and the system prompt of a run from
 // the message: everything the agent needs, and the report ampflow reads.
-func runnerPrompt(in DeliverInput) (prompt, system string, err error) {
+func runnerPrompt(in activities.DeliverInput) (prompt, system string, err error) {
 	m := in.Message
 	var b strings.Builder
 	switch p := m.Payload.(type) {
@@ -438,7 +431,7 @@ func CheckRunner(ctx context.Context, a config.Agent) (string, error) {
 		bin = a.Command[0]
 	}
 	cmd := exec.CommandContext(ctx, bin, append(append([]string(nil), a.Command[min(1, len(a.Command)):]...), "--version")...)
-	cmd.Env = childEnv(nil, a.Env)
+	cmd.Env = child.Env(nil, a.Env)
 	out, err := cmd.Output()
 	if err != nil {
 		return "", fmt.Errorf("agents: %s --version: %w", bin, err)

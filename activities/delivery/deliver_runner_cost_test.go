@@ -1,4 +1,4 @@
-package activities
+package delivery
 
 import (
 	"context"
@@ -10,6 +10,7 @@ import (
 
 	"go.temporal.io/sdk/temporal"
 
+	"github.com/ampflow/ampflow/activities"
 	"github.com/ampflow/ampflow/activities/runner"
 	"github.com/ampflow/ampflow/amp"
 	"github.com/ampflow/ampflow/amp/task"
@@ -53,7 +54,7 @@ func (c *countLog) CountRunnerUsage(_ string, _ amp.Role, _, _ int64, usd float6
 func TestReportPricesAndKeys(t *testing.T) {
 	log, count := &usageLog{}, &countLog{}
 	d := &Delivery{Usage: log, Metrics: count, Pricing: pricing.New(nil, pricing.Price{Input: 10, Output: 20})}
-	st := &runState{d: d, ctx: t.Context(), a: AgentDelivery{Runner: runner.Codex, Model: "no-such-model"},
+	st := &runState{d: d, ctx: t.Context(), a: activities.AgentDelivery{Runner: runner.Codex, Model: "no-such-model"},
 		m: amp.Message{MsgID: "m1", TaskID: "T-2026-001", To: amp.RoleExecutor}, totals: map[string]task.UsageInput{}}
 	st.report(runner.Outcome{SessionID: "s", Usage: runner.Usage{InputTokens: 1e6, OutputTokens: 1e6, SessionTotal: true}})
 	st.report(runner.Outcome{SessionID: "s", Usage: runner.Usage{InputTokens: 2e6, OutputTokens: 1e6, SessionTotal: true}})
@@ -74,22 +75,22 @@ func TestReportPricesAndKeys(t *testing.T) {
 
 func TestRunFailedClasses(t *testing.T) {
 	d := &Delivery{}
-	a := AgentDelivery{Runner: runner.Claude, Env: []string{"PATH", "ANTHROPIC_API_KEY"}}
-	in := DeliverInput{Message: amp.Message{MsgID: "m1", TaskID: "T-2026-001", To: amp.RoleReviewer}}
+	a := activities.AgentDelivery{Runner: runner.Claude, Env: []string{"PATH", "ANTHROPIC_API_KEY"}}
+	in := activities.DeliverInput{Message: amp.Message{MsgID: "m1", TaskID: "T-2026-001", To: amp.RoleReviewer}}
 	reset := time.Date(2026, 5, 1, 12, 0, 0, 0, time.UTC)
 	for _, c := range []struct {
 		name, typ, class, says string
 		out                    runner.Outcome
 	}{
-		{"RateLimit", ErrRateLimited, "rate_limit", "rate limit",
+		{"RateLimit", activities.ErrRateLimited, "rate_limit", "rate limit",
 			runner.Outcome{Reason: runner.ReasonExited, ExitCode: 1, Failure: &runner.Failure{Class: runner.FailureRateLimit, Message: "429", ResetAt: reset}}},
-		{"Auth", ErrDelivery, "auth", "fix the key in ANTHROPIC_API_KEY (agents.reviewer.env)",
+		{"Auth", activities.ErrDelivery, "auth", "fix the key in ANTHROPIC_API_KEY (agents.reviewer.env)",
 			runner.Outcome{Reason: runner.ReasonExited, ExitCode: 1, Failure: &runner.Failure{Class: runner.FailureAuth, Message: "invalid x-api-key"}}},
-		{"MaxCost", ErrDelivery, FailureMaxCost, "cost cap",
+		{"MaxCost", activities.ErrDelivery, activities.FailureMaxCost, "cost cap",
 			runner.Outcome{Reason: runner.ReasonMaxCost, Usage: runner.Usage{CostUSD: 1.5}}},
-		{"ClaudeBudget", ErrDelivery, FailureMaxCost, "cost cap",
+		{"ClaudeBudget", activities.ErrDelivery, activities.FailureMaxCost, "cost cap",
 			runner.Outcome{Reason: runner.ReasonExited, Result: true, ResultError: true, ExitCode: 1, Text: "error_max_budget_usd"}},
-		{"Crash", ErrDelivery, "crash", "failed (crash)",
+		{"Crash", activities.ErrDelivery, "crash", "failed (crash)",
 			runner.Outcome{Reason: runner.ReasonExited, ExitCode: 2, Failure: &runner.Failure{Class: runner.FailureCrash, Message: "boom"}}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
@@ -98,7 +99,7 @@ func TestRunFailedClasses(t *testing.T) {
 			if !errors.As(err, &app) || app.Type() != c.typ || !app.NonRetryable() {
 				t.Fatalf("error %v, want a non-retryable %s", err, c.typ)
 			}
-			var f DeliveryFailure
+			var f activities.DeliveryFailure
 			if err := app.Details(&f); err != nil {
 				t.Fatal(err)
 			}
@@ -113,10 +114,10 @@ func TestRunFailedClasses(t *testing.T) {
 }
 
 func TestKeyEnv(t *testing.T) {
-	if got := keyEnv(AgentDelivery{Runner: runner.Codex, Env: []string{"PATH", "HOME"}}); got != "OPENAI_API_KEY" {
+	if got := keyEnv(activities.AgentDelivery{Runner: runner.Codex, Env: []string{"PATH", "HOME"}}); got != "OPENAI_API_KEY" {
 		t.Errorf("codex with no key in env: %q", got)
 	}
-	if got := keyEnv(AgentDelivery{Runner: runner.Codex, Env: []string{"MINE_KEY=x", "GH_TOKEN"}}); got != "MINE_KEY or GH_TOKEN" {
+	if got := keyEnv(activities.AgentDelivery{Runner: runner.Codex, Env: []string{"MINE_KEY=x", "GH_TOKEN"}}); got != "MINE_KEY or GH_TOKEN" {
 		t.Errorf("codex with keys in env: %q", got)
 	}
 }

@@ -1,11 +1,8 @@
-package activities
+package delivery
 
 import (
 	"bytes"
 	"context"
-	"crypto/hmac"
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -21,32 +18,13 @@ import (
 	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/temporal"
 
+	"github.com/ampflow/ampflow/activities"
+	"github.com/ampflow/ampflow/activities/child"
 	"github.com/ampflow/ampflow/amp"
 	"github.com/ampflow/ampflow/amp/task"
 	"github.com/ampflow/ampflow/config"
 	"github.com/ampflow/ampflow/config/pricing"
 )
-
-// AgentDelivery says how one role receives its messages.
-type AgentDelivery struct {
-	Mode       string
-	Command    []string      // argv for config.AgentModeCommand
-	WebhookURL string        // for config.AgentModeWebhook
-	Timeout    time.Duration // how long a command may run; zero means config.DefaultAgentTimeout
-	// Env lets a command see more than the base environment (see
-	// childEnv): NAME passes the worker's NAME, NAME=value sets it.
-	Env []string
-	// WebhookSecret signs each webhook delivery; empty sends it unsigned.
-	WebhookSecret string
-	// Runner, Model and IdleTimeout configure a config.AgentModeRunner
-	// agent (docs/runners.md); it works under WorkDir (data_dir):
-	// worktrees/, sessions/, pids/. Its cost cap comes with each delivery
-	// (DeliverInput.MaxCostUSD), from the task's policy.
-	Runner      string
-	Model       string
-	IdleTimeout time.Duration
-	WorkDir     string
-}
 
 // Submitter takes an agent's reply as if the agent had sent it itself.
 type Submitter interface {
@@ -55,8 +33,8 @@ type Submitter interface {
 
 // Delivery hands messages to the executor and the reviewer as configured.
 type Delivery struct {
-	Executor AgentDelivery
-	Reviewer AgentDelivery
+	Executor activities.AgentDelivery
+	Reviewer activities.AgentDelivery
 	// Submit takes what a command-mode agent prints, and the replies ampflow
 	// writes for a runner.
 	Submit Submitter
@@ -69,11 +47,11 @@ type Delivery struct {
 	// Metrics, when set, counts runners' tokens and dollars.
 	Metrics UsageCounter
 	// Git reads a runner's result from the repository.
-	Git *Git
+	Git *activities.Git
 	// Refused, when set, keeps a reply the task refused (the error log).
 	Refused func(raw []byte, reason string)
 	// Secrets are masked in an agent's stderr before it is logged or shown.
-	Secrets *Scrubber
+	Secrets *child.Scrubber
 	HTTP    *http.Client
 	Log     *slog.Logger
 	// Now is the clock of webhook signatures; nil means time.Now.
@@ -91,33 +69,33 @@ type Delivery struct {
 const maxReply = 4 << 20
 
 // Deliver implements Deliverer.
-func (d *Delivery) Deliver(ctx context.Context, in DeliverInput) (DeliverResult, error) {
-	var a AgentDelivery
+func (d *Delivery) Deliver(ctx context.Context, in activities.DeliverInput) (activities.DeliverResult, error) {
+	var a activities.AgentDelivery
 	switch in.Message.To {
 	case amp.RoleExecutor:
 		a = d.Executor
 	case amp.RoleReviewer:
 		a = d.Reviewer
 	default:
-		return DeliverResult{Mode: config.AgentModePull}, nil
+		return activities.DeliverResult{Mode: config.AgentModePull}, nil
 	}
 	if a.Mode == config.AgentModeCommand || a.Mode == config.AgentModeWebhook || a.Mode == config.AgentModeRunner {
 		if activity.IsActivity(ctx) && activity.GetInfo(ctx).IsLocalActivity {
 			// A webhook agent may ACK from inside its handler: that
 			// update waits for the workflow task a local activity holds.
-			return DeliverResult{Mode: a.Mode}, temporal.NewNonRetryableApplicationError(
-				a.Mode+" delivery runs in a regular activity", ErrNeedsActivity, nil)
+			return activities.DeliverResult{Mode: a.Mode}, temporal.NewNonRetryableApplicationError(
+				a.Mode+" delivery runs in a regular activity", activities.ErrNeedsActivity, nil)
 		}
 	}
 	switch a.Mode {
 	case config.AgentModeCommand:
-		return DeliverResult{Mode: config.AgentModeCommand}, d.runCommand(ctx, a, in)
+		return activities.DeliverResult{Mode: config.AgentModeCommand}, d.runCommand(ctx, a, in)
 	case config.AgentModeWebhook:
-		return DeliverResult{Mode: config.AgentModeWebhook}, d.post(ctx, a, in.Message)
+		return activities.DeliverResult{Mode: config.AgentModeWebhook}, d.post(ctx, a, in.Message)
 	case config.AgentModeRunner:
-		return DeliverResult{Mode: config.AgentModeRunner}, d.runAgent(ctx, a, in)
+		return activities.DeliverResult{Mode: config.AgentModeRunner}, d.runAgent(ctx, a, in)
 	}
-	return DeliverResult{Mode: config.AgentModePull}, nil
+	return activities.DeliverResult{Mode: config.AgentModePull}, nil
 }
 
 func (d *Delivery) log() *slog.Logger {
@@ -144,15 +122,15 @@ const (
 // failed is a delivery that went wrong for good: the task raises it to
 // the admins at once instead of waiting for the ACK timeout.
 func failed(summary, stderr string, cause error) error {
-	return temporal.NewNonRetryableApplicationError(summary, ErrDelivery, cause,
-		DeliveryFailure{Summary: summary, Stderr: stderr})
+	return temporal.NewNonRetryableApplicationError(summary, activities.ErrDelivery, cause,
+		activities.DeliveryFailure{Summary: summary, Stderr: stderr})
 }
 
 // runCommand runs a command-mode agent: the message JSON on stdin, reply
 // records (messages or ACKs, one JSON value after another) on stdout. It
 // fails when the agent cannot start, exits non-zero, exits without a
 // reply, or prints a reply the task refuses.
-func (d *Delivery) runCommand(ctx context.Context, a AgentDelivery, in DeliverInput) error {
+func (d *Delivery) runCommand(ctx context.Context, a activities.AgentDelivery, in activities.DeliverInput) error {
 	m := in.Message
 	if len(a.Command) == 0 {
 		return failed("agents."+string(m.To)+".command is empty", "", nil)
@@ -174,7 +152,7 @@ func (d *Delivery) runCommand(ctx context.Context, a AgentDelivery, in DeliverIn
 	cmd.WaitDelay = 5 * time.Second
 	cmd.Dir = in.Repo
 	cmd.Stdin = bytes.NewReader(stdin)
-	errOut := &tailWriter{max: stderrKeepBytes}
+	errOut := &child.Tail{Max: stderrKeepBytes}
 	cmd.Stderr = errOut
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {
@@ -182,7 +160,7 @@ func (d *Delivery) runCommand(ctx context.Context, a AgentDelivery, in DeliverIn
 	}
 	// The agent is code ampflow does not control: it sees none of the
 	// worker's secrets, only what agents.<role>.env lets through.
-	cmd.Env = childEnv(nil, a.Env, EnvMsgID+"="+m.MsgID, EnvTaskID+"="+m.TaskID, EnvRole+"="+string(m.To))
+	cmd.Env = child.Env(nil, a.Env, EnvMsgID+"="+m.MsgID, EnvTaskID+"="+m.TaskID, EnvRole+"="+string(m.To))
 	if err := cmd.Start(); err != nil {
 		return failed(fmt.Sprintf("the %s agent %q could not start: %v", m.To, a.Command[0], err), "", err)
 	}
@@ -298,14 +276,9 @@ func (d *Delivery) takeReplies(ctx context.Context, m amp.Message, r io.Reader) 
 			if task.ErrorCode(err) == task.CodeUnavailable {
 				return n, fmt.Errorf("handing the %s's reply to task %s: %w", m.To, m.TaskID, err)
 			}
-			return n, d.refuse(raw, fmt.Sprintf("the task refused the %s agent's reply to %s: %s", m.To, m.MsgID, oneLine(err.Error())))
+			return n, d.refuse(raw, fmt.Sprintf("the task refused the %s agent's reply to %s: %s", m.To, m.MsgID, child.OneLine(err.Error())))
 		}
 	}
-}
-
-// oneLine joins a multi-line text into one line.
-func oneLine(s string) string {
-	return strings.Join(strings.Fields(s), " ")
 }
 
 func (d *Delivery) refuse(raw []byte, reason string) error {
@@ -318,14 +291,14 @@ func (d *Delivery) refuse(raw []byte, reason string) error {
 
 // post delivers to a webhook; a server error or a network failure is
 // retried by the activity's policy, a client error is final.
-func (d *Delivery) post(ctx context.Context, a AgentDelivery, m amp.Message) error {
+func (d *Delivery) post(ctx context.Context, a activities.AgentDelivery, m amp.Message) error {
 	body, err := json.Marshal(m)
 	if err != nil {
 		return fmt.Errorf("encoding %s: %w", m.MsgID, err)
 	}
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, a.WebhookURL, bytes.NewReader(body))
 	if err != nil {
-		return temporal.NewNonRetryableApplicationError(fmt.Sprintf("agents.%s.webhook_url: %v", m.To, err), ErrDelivery, err)
+		return temporal.NewNonRetryableApplicationError(fmt.Sprintf("agents.%s.webhook_url: %v", m.To, err), activities.ErrDelivery, err)
 	}
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("X-AMP-Msg-Id", m.MsgID)
@@ -335,8 +308,8 @@ func (d *Delivery) post(ctx context.Context, a AgentDelivery, m amp.Message) err
 			now = d.Now
 		}
 		ts := strconv.FormatInt(now().Unix(), 10)
-		req.Header.Set(HeaderTimestamp, ts)
-		req.Header.Set(HeaderSignature, Signature(a.WebhookSecret, ts, body))
+		req.Header.Set(amp.HeaderTimestamp, ts)
+		req.Header.Set(amp.HeaderSignature, amp.WebhookSignature(a.WebhookSecret, ts, body))
 	}
 	hc := d.HTTP
 	if hc == nil {
@@ -358,21 +331,17 @@ func (d *Delivery) post(ctx context.Context, a AgentDelivery, m amp.Message) err
 	case resp.StatusCode == http.StatusTooManyRequests || resp.StatusCode == http.StatusRequestTimeout || resp.StatusCode >= 500:
 		return fmt.Errorf("posting %s to %s: %s", m.MsgID, a.WebhookURL, resp.Status)
 	}
-	return temporal.NewNonRetryableApplicationError(fmt.Sprintf("posting %s to %s: %s", m.MsgID, a.WebhookURL, resp.Status), ErrDelivery, nil)
+	return temporal.NewNonRetryableApplicationError(fmt.Sprintf("posting %s to %s: %s", m.MsgID, a.WebhookURL, resp.Status), activities.ErrDelivery, nil)
 }
 
-// Headers of a signed webhook delivery.
-const (
-	HeaderTimestamp = "X-AMP-Timestamp"
-	HeaderSignature = "X-AMP-Signature"
-)
-
-// Signature is the X-AMP-Signature of a webhook body sent at ts (Unix
-// seconds): "v1=" and the hex HMAC-SHA256, keyed with the secret, of
-// ts + "." + body.
-func Signature(secret, ts string, body []byte) string {
-	mac := hmac.New(sha256.New, []byte(secret))
-	mac.Write([]byte(ts + "."))
-	mac.Write(body)
-	return "v1=" + hex.EncodeToString(mac.Sum(nil))
+// RunnerAgent implements RunnerAgents.
+func (d *Delivery) RunnerAgent(role amp.Role) (activities.AgentDelivery, bool) {
+	if d == nil {
+		return activities.AgentDelivery{}, false
+	}
+	a := d.Executor
+	if role == amp.RoleReviewer {
+		a = d.Reviewer
+	}
+	return a, a.Mode == config.AgentModeRunner && a.WorkDir != ""
 }

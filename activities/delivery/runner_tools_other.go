@@ -1,6 +1,6 @@
 //go:build !unix
 
-package activities
+package delivery
 
 // rootOnly: Gemini CLI checks ACLs on Windows; ampflow leaves that to it.
 func rootOnly(string) error { return nil }

@@ -1,4 +1,4 @@
-package activities
+package delivery
 
 import (
 	"context"
@@ -20,6 +20,8 @@ import (
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/testsuite"
 
+	"github.com/ampflow/ampflow/activities"
+	"github.com/ampflow/ampflow/activities/child"
 	"github.com/ampflow/ampflow/amp"
 	"github.com/ampflow/ampflow/amp/task"
 	"github.com/ampflow/ampflow/config"
@@ -46,14 +48,14 @@ func testDispatch(t *testing.T) amp.Message {
 }
 
 // deliveryFailure delivers and returns the failure it must end with.
-func deliveryFailure(t *testing.T, d *Delivery, in DeliverInput) DeliveryFailure {
+func deliveryFailure(t *testing.T, d *Delivery, in activities.DeliverInput) activities.DeliveryFailure {
 	t.Helper()
 	_, err := d.Deliver(context.Background(), in)
 	var app *temporal.ApplicationError
-	if !errors.As(err, &app) || app.Type() != ErrDelivery || !app.NonRetryable() {
-		t.Fatalf("Deliver: %v, want a non-retryable %s", err, ErrDelivery)
+	if !errors.As(err, &app) || app.Type() != activities.ErrDelivery || !app.NonRetryable() {
+		t.Fatalf("Deliver: %v, want a non-retryable %s", err, activities.ErrDelivery)
 	}
-	var f DeliveryFailure
+	var f activities.DeliveryFailure
 	if err := app.Details(&f); err != nil {
 		t.Fatalf("failure details: %v", err)
 	}
@@ -76,9 +78,9 @@ func TestDeliverCommand(t *testing.T) {
 		t.Setenv("AMP_TEST_REPLY", string(ack)+"\n"+string(ack))
 		sub := &fakeSubmitter{}
 		// The agent must see the message on stdin: it echoes its msg_id check.
-		d := &Delivery{Submit: sub, Executor: AgentDelivery{Mode: config.AgentModeCommand, Env: []string{"AMP_TEST_REPLY"}, Command: []string{"sh", "-c",
+		d := &Delivery{Submit: sub, Executor: activities.AgentDelivery{Mode: config.AgentModeCommand, Env: []string{"AMP_TEST_REPLY"}, Command: []string{"sh", "-c",
 			`grep -q "\"msg_id\":\"$AMP_MSG_ID\"" && printf '%s' "$AMP_TEST_REPLY"`}}}
-		res, err := d.Deliver(context.Background(), DeliverInput{Message: m})
+		res, err := d.Deliver(context.Background(), activities.DeliverInput{Message: m})
 		if err != nil || res.Mode != config.AgentModeCommand {
 			t.Fatalf("Deliver: %v, %v", res, err)
 		}
@@ -91,9 +93,9 @@ func TestDeliverCommand(t *testing.T) {
 		sub := &fakeSubmitter{}
 		var refused []string
 		d := &Delivery{Submit: sub, Refused: func(raw []byte, reason string) { refused = append(refused, reason) },
-			Executor: AgentDelivery{Mode: config.AgentModeCommand, Env: []string{"AMP_TEST_REPLY"},
+			Executor: activities.AgentDelivery{Mode: config.AgentModeCommand, Env: []string{"AMP_TEST_REPLY"},
 				Command: []string{"sh", "-c", `cat >/dev/null; printf '%s' "$AMP_TEST_REPLY"; sleep 30`}}}
-		f := deliveryFailure(t, d, DeliverInput{Message: m})
+		f := deliveryFailure(t, d, activities.DeliverInput{Message: m})
 		if len(sub.got) != 1 || len(refused) != 1 || !strings.Contains(f.Summary, "not JSON") {
 			t.Errorf("submitted %d, refused %q, failure %+v; want the ACK taken, then the rest refused", len(sub.got), refused, f)
 		}
@@ -101,9 +103,9 @@ func TestDeliverCommand(t *testing.T) {
 	t.Run("RefusedByTask", func(t *testing.T) {
 		t.Setenv("AMP_TEST_REPLY", string(ack))
 		sub := &fakeSubmitter{refuse: task.Errorf(task.CodeInvalid, "msg_id: malformed")}
-		d := &Delivery{Submit: sub, Executor: AgentDelivery{Mode: config.AgentModeCommand, Env: []string{"AMP_TEST_REPLY"},
+		d := &Delivery{Submit: sub, Executor: activities.AgentDelivery{Mode: config.AgentModeCommand, Env: []string{"AMP_TEST_REPLY"},
 			Command: []string{"sh", "-c", `cat >/dev/null; printf '%s' "$AMP_TEST_REPLY"`}}}
-		f := deliveryFailure(t, d, DeliverInput{Message: m})
+		f := deliveryFailure(t, d, activities.DeliverInput{Message: m})
 		if !strings.Contains(f.Summary, "msg_id: malformed") {
 			t.Errorf("failure %+v does not say why the task refused the reply", f)
 		}
@@ -121,10 +123,10 @@ func TestDeliverCommand(t *testing.T) {
 				sub := &fakeSubmitter{}
 				var refused [][]byte
 				d := &Delivery{Submit: sub, Refused: func(raw []byte, _ string) { refused = append(refused, raw) },
-					Executor: AgentDelivery{Mode: config.AgentModeCommand, Env: []string{"AMP_TEST_REPLY"},
+					Executor: activities.AgentDelivery{Mode: config.AgentModeCommand, Env: []string{"AMP_TEST_REPLY"},
 						Command: []string{"sh", "-c", `cat >/dev/null; printf '%s' "$AMP_TEST_REPLY"; sleep 30`}}}
 				start := time.Now()
-				f := deliveryFailure(t, d, DeliverInput{Message: m})
+				f := deliveryFailure(t, d, activities.DeliverInput{Message: m})
 				if len(sub.got) != 0 {
 					t.Errorf("the reply reached the task: %s", sub.got)
 				}
@@ -138,9 +140,9 @@ func TestDeliverCommand(t *testing.T) {
 		}
 	})
 	t.Run("FailedWithoutReply", func(t *testing.T) {
-		d := &Delivery{Submit: &fakeSubmitter{}, Executor: AgentDelivery{Mode: config.AgentModeCommand, Command: []string{"sh", "-c",
+		d := &Delivery{Submit: &fakeSubmitter{}, Executor: activities.AgentDelivery{Mode: config.AgentModeCommand, Command: []string{"sh", "-c",
 			"for i in $(seq 1 50); do echo \"noise $i\" >&2; done; echo boom >&2; exit 3"}}}
-		f := deliveryFailure(t, d, DeliverInput{Message: m})
+		f := deliveryFailure(t, d, activities.DeliverInput{Message: m})
 		if !strings.Contains(f.Summary, "exited with status 3") || strings.Contains(f.Summary, "\n") {
 			t.Errorf("summary %q", f.Summary)
 		}
@@ -149,14 +151,14 @@ func TestDeliverCommand(t *testing.T) {
 		}
 	})
 	t.Run("ExitZeroWithoutReply", func(t *testing.T) {
-		d := &Delivery{Submit: &fakeSubmitter{}, Executor: AgentDelivery{Mode: config.AgentModeCommand, Command: []string{"sh", "-c", "cat >/dev/null"}}}
-		if f := deliveryFailure(t, d, DeliverInput{Message: m}); !strings.Contains(f.Summary, "without printing an ACK or a reply") {
+		d := &Delivery{Submit: &fakeSubmitter{}, Executor: activities.AgentDelivery{Mode: config.AgentModeCommand, Command: []string{"sh", "-c", "cat >/dev/null"}}}
+		if f := deliveryFailure(t, d, activities.DeliverInput{Message: m}); !strings.Contains(f.Summary, "without printing an ACK or a reply") {
 			t.Errorf("summary %q", f.Summary)
 		}
 	})
 	t.Run("CannotStart", func(t *testing.T) {
-		d := &Delivery{Submit: &fakeSubmitter{}, Executor: AgentDelivery{Mode: config.AgentModeCommand, Command: []string{"/nonexistent/agent"}}}
-		if f := deliveryFailure(t, d, DeliverInput{Message: m}); !strings.Contains(f.Summary, "could not start") {
+		d := &Delivery{Submit: &fakeSubmitter{}, Executor: activities.AgentDelivery{Mode: config.AgentModeCommand, Command: []string{"/nonexistent/agent"}}}
+		if f := deliveryFailure(t, d, activities.DeliverInput{Message: m}); !strings.Contains(f.Summary, "could not start") {
 			t.Errorf("summary %q", f.Summary)
 		}
 	})
@@ -171,11 +173,11 @@ func TestDeliverCommand(t *testing.T) {
 		repo := t.TempDir()
 		out := filepath.Join(t.TempDir(), "env")
 		// Even named in the allow list, ampflow's own settings stay behind.
-		d := &Delivery{Submit: &fakeSubmitter{}, Secrets: NewScrubber([]string{"tok-parent-s3cr3t", "key-parent-s3cr3t"}),
-			Executor: AgentDelivery{Mode: config.AgentModeCommand, Env: []string{"LEAKY", "OUT=" + out,
+		d := &Delivery{Submit: &fakeSubmitter{}, Secrets: child.NewScrubber([]string{"tok-parent-s3cr3t", "key-parent-s3cr3t"}),
+			Executor: activities.AgentDelivery{Mode: config.AgentModeCommand, Env: []string{"LEAKY", "OUT=" + out,
 				"AMPFLOW_AUTH_TOKENS", "AMPFLOW_TEMPORAL_API_KEY", "AMPFLOW_AUTH_DECISION_KEY", "AMPFLOW_API_TOKEN"},
 				Command: []string{"sh", "-c", `env > "$OUT"; echo "cwd=$(pwd)" >> "$OUT"; echo "token is $LEAKY" >&2; exit 1`}}}
-		f := deliveryFailure(t, d, DeliverInput{Message: m, Repo: repo})
+		f := deliveryFailure(t, d, activities.DeliverInput{Message: m, Repo: repo})
 		env, err := os.ReadFile(out)
 		if err != nil {
 			t.Fatal(err)
@@ -190,15 +192,15 @@ func TestDeliverCommand(t *testing.T) {
 				t.Errorf("the agent's environment lacks %s:\n%s", want, env)
 			}
 		}
-		if f.Stderr != "token is "+ScrubMask {
+		if f.Stderr != "token is "+child.ScrubMask {
 			t.Errorf("stderr %q, want the secret masked", f.Stderr)
 		}
 	})
 	t.Run("TimeoutKillsProcessGroup", func(t *testing.T) {
-		d := &Delivery{Submit: &fakeSubmitter{}, Executor: AgentDelivery{Mode: config.AgentModeCommand, Timeout: 300 * time.Millisecond,
+		d := &Delivery{Submit: &fakeSubmitter{}, Executor: activities.AgentDelivery{Mode: config.AgentModeCommand, Timeout: 300 * time.Millisecond,
 			Command: []string{"sh", "-c", "sleep 30 & wait"}}}
 		start := time.Now()
-		_, err := d.Deliver(context.Background(), DeliverInput{Message: m})
+		_, err := d.Deliver(context.Background(), activities.DeliverInput{Message: m})
 		if err == nil {
 			t.Fatal("a command past its timeout succeeded")
 		}
@@ -224,16 +226,16 @@ func TestDeliverWebhook(t *testing.T) {
 		w.WriteHeader(status)
 	}))
 	defer srv.Close()
-	d := &Delivery{Executor: AgentDelivery{Mode: config.AgentModeWebhook, WebhookURL: srv.URL}}
-	if _, err := d.Deliver(context.Background(), DeliverInput{Message: m}); err != nil || got.MsgID != m.MsgID {
+	d := &Delivery{Executor: activities.AgentDelivery{Mode: config.AgentModeWebhook, WebhookURL: srv.URL}}
+	if _, err := d.Deliver(context.Background(), activities.DeliverInput{Message: m}); err != nil || got.MsgID != m.MsgID {
 		t.Fatalf("Deliver: %v; webhook saw %q", err, got.MsgID)
 	}
 	status = http.StatusBadGateway
-	if _, err := d.Deliver(context.Background(), DeliverInput{Message: m}); err == nil || isNonRetryable(err) {
+	if _, err := d.Deliver(context.Background(), activities.DeliverInput{Message: m}); err == nil || isNonRetryable(err) {
 		t.Errorf("a 502 gave %v, want a retryable error", err)
 	}
 	status = http.StatusNotFound
-	if _, err := d.Deliver(context.Background(), DeliverInput{Message: m}); !isNonRetryable(err) {
+	if _, err := d.Deliver(context.Background(), activities.DeliverInput{Message: m}); !isNonRetryable(err) {
 		t.Errorf("a 404 gave %v, want a non-retryable error", err)
 	}
 }
@@ -252,8 +254,8 @@ func TestDeliverWebhookSigned(t *testing.T) {
 	}))
 	defer srv.Close()
 	d := &Delivery{Now: func() time.Time { return at },
-		Executor: AgentDelivery{Mode: config.AgentModeWebhook, WebhookURL: srv.URL, WebhookSecret: secret}}
-	if _, err := d.Deliver(context.Background(), DeliverInput{Message: m}); err != nil {
+		Executor: activities.AgentDelivery{Mode: config.AgentModeWebhook, WebhookURL: srv.URL, WebhookSecret: secret}}
+	if _, err := d.Deliver(context.Background(), activities.DeliverInput{Message: m}); err != nil {
 		t.Fatal(err)
 	}
 	if ts != "1800000123" {
@@ -276,7 +278,7 @@ func TestDeliverWebhookSigned(t *testing.T) {
 
 func TestDeliverPull(t *testing.T) {
 	d := &Delivery{}
-	res, err := d.Deliver(context.Background(), DeliverInput{Message: testDispatch(t)})
+	res, err := d.Deliver(context.Background(), activities.DeliverInput{Message: testDispatch(t)})
 	if err != nil || res.Mode != config.AgentModePull {
 		t.Errorf("pull mode: %v %v", res, err)
 	}
@@ -291,10 +293,10 @@ func TestDeliverCommandStreamsReplies(t *testing.T) {
 	marker := t.TempDir() + "/go-on"
 	t.Setenv("AMP_TEST_MARKER", marker)
 	sub := &fakeSubmitter{}
-	d := &Delivery{Submit: sub, Executor: AgentDelivery{Mode: config.AgentModeCommand, Env: []string{"AMP_TEST_REPLY", "AMP_TEST_MARKER"}, Command: []string{"sh", "-c",
+	d := &Delivery{Submit: sub, Executor: activities.AgentDelivery{Mode: config.AgentModeCommand, Env: []string{"AMP_TEST_REPLY", "AMP_TEST_MARKER"}, Command: []string{"sh", "-c",
 		`cat >/dev/null; printf '%s\n' "$AMP_TEST_REPLY"; while [ ! -e "$AMP_TEST_MARKER" ]; do sleep 0.05; done`}}}
 	errc := make(chan error, 1)
-	go func() { _, err := d.Deliver(context.Background(), DeliverInput{Message: m}); errc <- err }()
+	go func() { _, err := d.Deliver(context.Background(), activities.DeliverInput{Message: m}); errc <- err }()
 	deadline := time.Now().Add(10 * time.Second)
 	for {
 		sub.mu.Lock()
@@ -329,20 +331,20 @@ func TestDeliverLocal(t *testing.T) {
 	defer srv.Close()
 	var s testsuite.WorkflowTestSuite
 
-	d := &Delivery{Executor: AgentDelivery{Mode: config.AgentModeCommand, Command: []string{"touch", started}}}
-	_, err := s.NewTestActivityEnvironment().ExecuteLocalActivity(d.Deliver, DeliverInput{Message: m})
+	d := &Delivery{Executor: activities.AgentDelivery{Mode: config.AgentModeCommand, Command: []string{"touch", started}}}
+	_, err := s.NewTestActivityEnvironment().ExecuteLocalActivity(d.Deliver, activities.DeliverInput{Message: m})
 	var app *temporal.ApplicationError
-	if !errors.As(err, &app) || app.Type() != ErrNeedsActivity || !app.NonRetryable() {
-		t.Fatalf("command mode in a local activity: %v, want a non-retryable %s", err, ErrNeedsActivity)
+	if !errors.As(err, &app) || app.Type() != activities.ErrNeedsActivity || !app.NonRetryable() {
+		t.Fatalf("command mode in a local activity: %v, want a non-retryable %s", err, activities.ErrNeedsActivity)
 	}
 	if _, err := os.Stat(started); !errors.Is(err, os.ErrNotExist) {
 		t.Errorf("the agent was started in a local activity (stat: %v)", err)
 	}
 
-	d = &Delivery{Executor: AgentDelivery{Mode: config.AgentModeWebhook, WebhookURL: srv.URL}}
-	_, err = s.NewTestActivityEnvironment().ExecuteLocalActivity(d.Deliver, DeliverInput{Message: m})
-	if !errors.As(err, &app) || app.Type() != ErrNeedsActivity {
-		t.Fatalf("webhook in a local activity: %v, want %s", err, ErrNeedsActivity)
+	d = &Delivery{Executor: activities.AgentDelivery{Mode: config.AgentModeWebhook, WebhookURL: srv.URL}}
+	_, err = s.NewTestActivityEnvironment().ExecuteLocalActivity(d.Deliver, activities.DeliverInput{Message: m})
+	if !errors.As(err, &app) || app.Type() != activities.ErrNeedsActivity {
+		t.Fatalf("webhook in a local activity: %v, want %s", err, activities.ErrNeedsActivity)
 	}
 	select {
 	case <-posted:
@@ -351,7 +353,7 @@ func TestDeliverLocal(t *testing.T) {
 	}
 
 	d = &Delivery{}
-	if _, err := s.NewTestActivityEnvironment().ExecuteLocalActivity(d.Deliver, DeliverInput{Message: m}); err != nil {
+	if _, err := s.NewTestActivityEnvironment().ExecuteLocalActivity(d.Deliver, activities.DeliverInput{Message: m}); err != nil {
 		t.Fatalf("pull mode in a local activity: %v", err)
 	}
 }
@@ -368,8 +370,8 @@ func TestDeliverWebhookNoRedirect(t *testing.T) {
 	defer other.Close()
 	srv := httptest.NewServer(http.RedirectHandler(other.URL+"/collect", http.StatusTemporaryRedirect))
 	defer srv.Close()
-	d := &Delivery{Executor: AgentDelivery{Mode: config.AgentModeWebhook, WebhookURL: srv.URL}}
-	if _, err := d.Deliver(context.Background(), DeliverInput{Message: m}); !isNonRetryable(err) {
+	d := &Delivery{Executor: activities.AgentDelivery{Mode: config.AgentModeWebhook, WebhookURL: srv.URL}}
+	if _, err := d.Deliver(context.Background(), activities.DeliverInput{Message: m}); !isNonRetryable(err) {
 		t.Errorf("a redirect gave %v, want a non-retryable error", err)
 	}
 	if elsewhere != 0 {

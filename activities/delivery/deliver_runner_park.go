@@ -1,0 +1,58 @@
+package delivery
+
+import (
+	"fmt"
+	"path/filepath"
+
+	"go.temporal.io/sdk/temporal"
+
+	"github.com/ampflow/ampflow/activities"
+	"github.com/ampflow/ampflow/activities/runner"
+	"github.com/ampflow/ampflow/amp"
+)
+
+// parkPath is where the hook of a role's run on a task writes its park.
+func parkPath(a activities.AgentDelivery, m amp.Message) string {
+	return filepath.Join(a.WorkDir, "parks", m.TaskID+"."+string(m.To)+"."+a.Runner+".json")
+}
+
+// parkable gives a run whose hook is set the park file.
+func parkable(spec *runner.Spec, a activities.AgentDelivery, m amp.Message) {
+	spec.ParkFile = parkPath(a, m)
+	spec.Env = append(spec.Env, activities.EnvParkFile+"="+spec.ParkFile)
+}
+
+// resumed sets spec to resume a parked run with the admins' answer.
+func resumed(spec *runner.Spec, r *activities.Resume) {
+	if r.SessionID != "" {
+		spec.SessionID = r.SessionID
+	}
+	spec.Prompt = resumePrompt(*r)
+}
+
+// resumePrompt tells a resumed agent what became of its parked call. Claude
+// Code runs a deferred call again through its hook before it reads it;
+// the others, and Claude Code's held calls, are asked to make it again.
+func resumePrompt(r activities.Resume) string {
+	by := r.By
+	if by == "" {
+		by = "the admins"
+	}
+	if r.Decision == "allow" {
+		return fmt.Sprintf("ampflow: %s allowed your tool call %s, which was waiting for approval. "+
+			"If it has not run yet, make the same call again now, unchanged; then carry on with the task and end with your report as asked.", by, r.ToolCallID)
+	}
+	note := ""
+	if r.Note != "" {
+		note = ": " + r.Note
+	}
+	return fmt.Sprintf("ampflow: your tool call %s, which was waiting for approval, was denied by %s%s. "+
+		"Do not make it again; carry on with the task without it and end with your report as asked.", r.ToolCallID, by, note)
+}
+
+// parkedError ends the delivery of a run that parked a tool call.
+func parkedError(a activities.AgentDelivery, m amp.Message, out runner.Outcome, session string) error {
+	p := activities.Parked{ToolCallID: out.Parked.ToolCallID, SessionID: session}
+	msg := fmt.Sprintf("the %s runner (%s) parked on %s: tool call %s waits for the admins", m.To, a.Runner, m.MsgID, p.ToolCallID)
+	return temporal.NewNonRetryableApplicationError(msg, activities.ErrParked, nil, p)
+}
