@@ -2,8 +2,13 @@
 -- Leases and the agent mesh. Times are microseconds since the Unix epoch,
 -- UTC.
 
--- mesh_leases: every lease a lease workflow granted, as the workflow last
--- wrote it (the highest version wins a late retry).
+-- mesh_leases: every lease, as its holder last wrote it (the highest
+-- version wins a late retry). A lease is held either directly in the store
+-- (in_workflow 0: taken by TakeLease, changed by CompareLease, ended at its
+-- expiry by the lease sweeper) or by its key's lease workflow (in_workflow
+-- 1: written by RecordLease or adopted by TakeLease). The sweeper reads the
+-- direct active leases in order of expiry; a take reads a key's active
+-- lease.
 CREATE TABLE mesh_leases (
     lease_id       TEXT    NOT NULL PRIMARY KEY,
     resource_key   TEXT    NOT NULL,
@@ -15,10 +20,13 @@ CREATE TABLE mesh_leases (
     last_heartbeat BIGINT  NOT NULL,
     released_at    BIGINT  NOT NULL DEFAULT 0, -- 0: not ended
     reason         TEXT    NOT NULL DEFAULT '',
-    version        BIGINT  NOT NULL
+    version        BIGINT  NOT NULL,
+    in_workflow    INTEGER NOT NULL DEFAULT 0
 );
 CREATE INDEX mesh_leases_by_agent ON mesh_leases (agent_id, state);
 CREATE INDEX mesh_leases_by_state ON mesh_leases (state, acquired_at);
+CREATE INDEX mesh_leases_by_key ON mesh_leases (resource_key, state);
+CREATE INDEX mesh_leases_direct_expiry ON mesh_leases (expires_at) WHERE state = 'active' AND in_workflow = 0;
 
 -- mesh_events: the agents' messages and the system's events, in the
 -- order stored (seq). thread_id is the root of the message's thread (its
