@@ -98,7 +98,7 @@ var gateDefaults = map[string]any{
 	"gate.webhook_allow":  []string{},
 	"gate.callback_for":   24 * time.Hour,
 	"gate.pricing":        []pricing.ModelPrice{},
-	// A frontier model's price (activities/pricing.DefaultUnknown).
+	// A frontier model's price (pricing.DefaultUnknown).
 	"gate.default_price.input":  5.00,
 	"gate.default_price.output": 25.00,
 	"gate.budgets":              []GateBudget{},
