@@ -12,8 +12,8 @@ import (
 
 	"go.temporal.io/sdk/temporal"
 
-	"github.com/ampflow/ampflow/activities/child"
 	"github.com/ampflow/ampflow/activities/github"
+	"github.com/ampflow/ampflow/activities/gitsafe"
 )
 
 // DiffWriter keeps a diff where a reviewer can read it and returns its path.
@@ -68,19 +68,15 @@ func (e *gitError) Error() string {
 
 func (e *gitError) Unwrap() error { return e.err }
 
-// gitEnv keeps git from prompting, translating or paging, whatever the
-// user's environment says. With inherit false it is a child process's
-// environment (childEnv): git in a task's repository runs what the
-// executor may have put in .git/config or .gitattributes (filters, diff
-// drivers, fsmonitor), so it sees none of the worker's secrets. The SSOT's
+// gitEnv is git's environment. With inherit false it is gitsafe's: git in
+// a task's repository must see none of the worker's secrets. The SSOT's
 // own repository inherits the worker's environment, for its push
 // credentials.
 func gitEnv(inherit bool, extra ...string) []string {
-	env := child.Env(nil, nil)
-	if inherit {
-		env = os.Environ()
+	if !inherit {
+		return gitsafe.Env(extra...)
 	}
-	env = append(env, "GIT_TERMINAL_PROMPT=0", "LC_ALL=C", "GIT_PAGER=cat", "GIT_OPTIONAL_LOCKS=0")
+	env := append(os.Environ(), "GIT_TERMINAL_PROMPT=0", "LC_ALL=C", "GIT_PAGER=cat", "GIT_OPTIONAL_LOCKS=0")
 	return append(env, extra...)
 }
 
@@ -96,11 +92,10 @@ func (g *Git) bin() string {
 	return g.Bin
 }
 
-// RunGit runs git in dir; inherit passes the worker's environment on
-// (see gitEnv).
+// RunGit runs git in dir as gitsafe has it: nothing the repository names
+// runs; inherit passes the worker's environment on (see gitEnv).
 func RunGit(ctx context.Context, bin, dir string, inherit bool, args ...string) ([]byte, error) {
-	full := append([]string{"-c", "core.quotepath=off", "-c", "color.ui=false"}, args...)
-	cmd := exec.CommandContext(ctx, bin, full...)
+	cmd := exec.CommandContext(ctx, bin, gitsafe.Args(nil, args...)...)
 	cmd.Dir = dir
 	// The ceiling stops git from finding a repository above dir, so a plain
 	// directory inside some other work tree is not taken for a repository.

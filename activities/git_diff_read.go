@@ -9,6 +9,8 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+
+	"github.com/ampflow/ampflow/activities/gitsafe"
 )
 
 // DefaultMaxDiff caps the git diff output read to check a result when
@@ -37,8 +39,7 @@ func (g *Git) tooLarge(base, commit, what string) string {
 func (g *Git) runCapped(ctx context.Context, dir string, args ...string) ([]byte, error) {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	full := append([]string{"-c", "core.quotepath=off", "-c", "color.ui=false"}, args...)
-	cmd := exec.CommandContext(ctx, g.bin(), full...)
+	cmd := exec.CommandContext(ctx, g.bin(), gitsafe.Args(nil, args...)...)
 	cmd.Dir = dir
 	cmd.Env = gitEnv(false, "GIT_CEILING_DIRECTORIES="+filepath.Dir(dir))
 	var stderr bytes.Buffer

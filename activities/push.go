@@ -13,6 +13,7 @@ import (
 	"go.temporal.io/sdk/temporal"
 
 	"github.com/ampflow/ampflow/activities/child"
+	"github.com/ampflow/ampflow/activities/gitsafe"
 )
 
 // ErrPush is the type of a push the remote refused for a reason a retry
@@ -130,11 +131,10 @@ func (p *Pusher) Push(ctx context.Context, in PushInput) (PushResult, error) {
 // executor could have written one to read the token), no credential
 // helper but ours, the token in the environment only.
 func (p *Pusher) git(ctx context.Context, repo, remote string, args ...string) ([]byte, error) {
-	full := []string{"-c", "core.hooksPath=" + os.DevNull, "-c", "credential.helper=", "-c", "credential.helper=" + credentialHelper,
-		"-c", "credential.interactive=false", "-c", "core.askPass=", "-c", "color.ui=false"}
-	cmd := exec.CommandContext(ctx, p.Git.bin(), append(full, args...)...)
+	full := gitsafe.Args(nil, append([]string{"-c", "credential.helper=" + credentialHelper}, args...)...)
+	cmd := exec.CommandContext(ctx, p.Git.bin(), full...)
 	cmd.Dir = repo
-	env := gitEnv(false, "GIT_CEILING_DIRECTORIES="+filepath.Dir(repo), "GIT_ASKPASS=", "SSH_ASKPASS=")
+	env := gitEnv(false, "GIT_CEILING_DIRECTORIES="+filepath.Dir(repo))
 	if s, ok := os.LookupEnv("SSH_AUTH_SOCK"); ok {
 		env = append(env, "SSH_AUTH_SOCK="+s)
 	}

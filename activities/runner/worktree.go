@@ -11,6 +11,8 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+
+	"github.com/ampflow/ampflow/activities/gitsafe"
 )
 
 // ErrBranchCheckedOut is returned (wrapped, with the fix) by AddTaskWorktree
@@ -38,12 +40,18 @@ func git(ctx context.Context, dir string, args ...string) (string, error) {
 	return gitEnv(ctx, dir, nil, args...)
 }
 
+// gitEnv runs git as gitsafe has it, with env after its environment:
+// nothing the repository names runs, its filters and diff drivers
+// included (a commit refreshes the index, which runs the clean filter),
+// and the worker's environment stays out.
 func gitEnv(ctx context.Context, dir string, env []string, args ...string) (string, error) {
-	cmd := exec.CommandContext(ctx, "git", args...)
-	cmd.Dir = dir
-	if env != nil {
-		cmd.Env = append(os.Environ(), env...)
+	drivers, err := gitsafe.Drivers(ctx, "git", dir)
+	if err != nil {
+		return "", fmt.Errorf("git %s in %s: reading the repository's filters: %w", strings.Join(args, " "), dir, err)
 	}
+	cmd := exec.CommandContext(ctx, "git", gitsafe.Args(drivers, args...)...)
+	cmd.Dir = dir
+	cmd.Env = gitsafe.Env(env...)
 	var out, errb bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errb
 	if err := cmd.Run(); err != nil {
