@@ -47,7 +47,7 @@ func (s *Server) inbox(w http.ResponseWriter, r *http.Request) {
 		role = c.role
 	}
 	if role != amp.RoleExecutor && role != amp.RoleReviewer {
-		s.writeError(w, r, invalidField("role", "must be executor or reviewer"))
+		s.writeError(w, r, InvalidField("role", "must be executor or reviewer"))
 		return
 	}
 	// An inbox holds what is sent to its agents: only they and admins read it.
@@ -128,14 +128,14 @@ func inboxFilter(r *http.Request, role amp.Role) (ssot.InboxFilter, error) {
 	case "acked":
 		f.Holder = "*"
 	default:
-		return f, invalidField("include", fmt.Sprintf("%q: must be acked", v))
+		return f, InvalidField("include", fmt.Sprintf("%q: must be acked", v))
 	}
 	switch v := q.Get("mine"); v {
 	case "", "false":
 	case "true":
 		f.Holder, f.HeldOnly = "*", true
 	default:
-		return f, invalidField("mine", fmt.Sprintf("%q: must be true or false", v))
+		return f, InvalidField("mine", fmt.Sprintf("%q: must be true or false", v))
 	}
 	if f.Holder == "" {
 		return f, nil
@@ -143,7 +143,7 @@ func inboxFilter(r *http.Request, role amp.Role) (ssot.InboxFilter, error) {
 	c := callerOf(r)
 	if c.open || c.name == "" {
 		if f.HeldOnly {
-			return f, invalidField("mine", "needs a token: an open API records nobody as holding work")
+			return f, InvalidField("mine", "needs a token: an open API records nobody as holding work")
 		}
 		f.Holder = "" // nobody holds anything
 		return f, nil
@@ -176,12 +176,12 @@ func parseWait(v string, maxWait time.Duration) (time.Duration, error) {
 	if err != nil {
 		n, nerr := strconv.Atoi(v)
 		if nerr != nil {
-			return 0, invalidField("wait", `must be a duration such as "30s"`)
+			return 0, InvalidField("wait", `must be a duration such as "30s"`)
 		}
 		d = time.Duration(n) * time.Second
 	}
 	if d < 0 || d > maxWait {
-		return 0, invalidField("wait", fmt.Sprintf("must be between 0 and %s", task.FormatDuration(maxWait)))
+		return 0, InvalidField("wait", fmt.Sprintf("must be between 0 and %s", task.FormatDuration(maxWait)))
 	}
 	return d, nil
 }

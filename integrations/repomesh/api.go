@@ -145,8 +145,9 @@ func storeError(err error, what string) error {
 	var inv *ssot.InvalidError
 	switch {
 	case errors.As(err, &inv):
-		return &task.Error{Code: task.CodeInvalid, Message: inv.Error(),
-			Fields: []amp.FieldError{{Path: inv.Field, Problem: inv.Problem}}, Err: err}
+		e := httpapi.InvalidField(inv.Field, inv.Problem)
+		e.Err = err
+		return e
 	case errors.Is(err, ssot.ErrNotFound):
 		return &task.Error{Code: task.CodeNotFound, Message: what + " not found", Err: err}
 	}

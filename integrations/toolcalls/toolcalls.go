@@ -18,7 +18,6 @@ import (
 	"time"
 
 	"github.com/ampflow/ampflow/activities/ssot"
-	"github.com/ampflow/ampflow/amp"
 	"github.com/ampflow/ampflow/amp/decision"
 	"github.com/ampflow/ampflow/amp/task"
 	"github.com/ampflow/ampflow/config/toolpolicy"
@@ -68,12 +67,6 @@ func (h *Handlers) Register(api *httpapi.Server) {
 	)
 }
 
-func invalid(field, format string, args ...any) error {
-	e := task.Errorf(task.CodeInvalid, "%s: %s", field, fmt.Sprintf(format, args...))
-	e.Fields = []amp.FieldError{{Path: field, Problem: fmt.Sprintf(format, args...)}}
-	return e
-}
-
 func parseWait(v string) (time.Duration, error) {
 	if v == "" {
 		return 0, nil
@@ -82,12 +75,12 @@ func parseWait(v string) (time.Duration, error) {
 	if err != nil {
 		n, nerr := strconv.Atoi(v)
 		if nerr != nil {
-			return 0, invalid("wait", `must be a duration such as "30s"`)
+			return 0, httpapi.InvalidField("wait", `must be a duration such as "30s"`)
 		}
 		d = time.Duration(n) * time.Second
 	}
 	if d < 0 || d > MaxWait {
-		return 0, invalid("wait", "must be between 0 and %s", MaxWait)
+		return 0, httpapi.InvalidField("wait", fmt.Sprintf("must be between 0 and %s", MaxWait))
 	}
 	return d, nil
 }
@@ -118,13 +111,13 @@ func (h *Handlers) post(w http.ResponseWriter, r *http.Request) {
 	}
 	switch {
 	case !task.ValidID(in.TaskID):
-		h.API.Error(w, r, invalid("task_id", "must be a task id T-YYYY-NNN, not %q", in.TaskID))
+		h.API.Error(w, r, httpapi.InvalidField("task_id", fmt.Sprintf("must be a task id T-YYYY-NNN, not %q", in.TaskID)))
 		return
 	case strings.TrimSpace(in.Tool) == "":
-		h.API.Error(w, r, invalid("tool", "required"))
+		h.API.Error(w, r, httpapi.InvalidField("tool", "required"))
 		return
 	case len(in.Input) > 0 && !json.Valid(in.Input):
-		h.API.Error(w, r, invalid("input", "must be JSON"))
+		h.API.Error(w, r, httpapi.InvalidField("input", "must be JSON"))
 		return
 	}
 	v := h.Policy.Decide(toolpolicy.Call{CLI: in.CLI, Tool: in.Tool, Input: in.Input, CWD: in.CWD, Worktree: in.Worktree})
@@ -219,7 +212,7 @@ func (h *Handlers) get(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if taskID, _, ok := cutID(id); !ok || !task.ValidID(taskID) {
-		h.API.Error(w, r, invalid("id", "must be a tool call id <task_id>-tc<n>, not %q", id))
+		h.API.Error(w, r, httpapi.InvalidField("id", fmt.Sprintf("must be a tool call id <task_id>-tc<n>, not %q", id)))
 		return
 	}
 	if c, ok, err := h.read(r.Context(), id+task.ToolCallOutcome); err != nil || ok {
@@ -272,7 +265,7 @@ func cutID(id string) (taskID string, n int, ok bool) {
 func (h *Handlers) list(w http.ResponseWriter, r *http.Request) {
 	taskID := r.PathValue("id")
 	if !task.ValidID(taskID) {
-		h.API.Error(w, r, invalid("id", "must be a task id T-YYYY-NNN, not %q", taskID))
+		h.API.Error(w, r, httpapi.InvalidField("id", fmt.Sprintf("must be a task id T-YYYY-NNN, not %q", taskID)))
 		return
 	}
 	if h.Store == nil {
