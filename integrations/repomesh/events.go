@@ -259,29 +259,21 @@ func (a *API) inbox(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	ctx := r.Context()
-	deadline := time.Now().Add(wait)
-	for {
-		evs, next, err := a.store.MeshInbox(ctx, iq, p)
-		if ctx.Err() != nil {
-			return
-		}
-		if err != nil {
-			a.srv.Error(w, r, storeError(err, "inbox"))
-			return
-		}
-		left := time.Until(deadline)
-		if len(evs) > 0 || left <= 0 {
-			httpapi.WriteJSON(w, http.StatusOK, eventsOf(evs, next))
-			return
-		}
-		t := time.NewTimer(min(poll, left))
-		select {
-		case <-ctx.Done():
-			t.Stop()
-			return
-		case <-t.C:
-		}
+	var evs []ssot.MeshEvent
+	var next string
+	err = httpapi.Poll(ctx, wait, poll, func() (bool, error) {
+		var err error
+		evs, next, err = a.store.MeshInbox(ctx, iq, p)
+		return len(evs) > 0, err
+	})
+	if ctx.Err() != nil {
+		return
 	}
+	if err != nil {
+		a.srv.Error(w, r, storeError(err, "inbox"))
+		return
+	}
+	httpapi.WriteJSON(w, http.StatusOK, eventsOf(evs, next))
 }
 
 func (a *API) search(w http.ResponseWriter, r *http.Request) {

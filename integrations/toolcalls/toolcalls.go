@@ -35,9 +35,6 @@ type Store interface {
 	History(ctx context.Context, taskID string, p ssot.Page) ([]ssot.Record, string, error)
 }
 
-// MaxWait bounds a long poll's wait.
-const MaxWait = 60 * time.Second
-
 // Handlers serve the tool-call routes. Register them on the API.
 type Handlers struct {
 	API    *httpapi.Server
@@ -67,39 +64,10 @@ func (h *Handlers) Register(api *httpapi.Server) {
 	)
 }
 
-func parseWait(v string) (time.Duration, error) {
-	if v == "" {
-		return 0, nil
-	}
-	d, err := time.ParseDuration(v)
-	if err != nil {
-		n, nerr := strconv.Atoi(v)
-		if nerr != nil {
-			return 0, httpapi.InvalidField("wait", `must be a duration such as "30s"`)
-		}
-		d = time.Duration(n) * time.Second
-	}
-	if d < 0 || d > MaxWait {
-		return 0, httpapi.InvalidField("wait", fmt.Sprintf("must be between 0 and %s", MaxWait))
-	}
-	return d, nil
-}
-
-// extend gives a long poll its wait on top of the server's timeouts.
-func extend(w http.ResponseWriter, wait time.Duration) {
-	if wait <= 0 {
-		return
-	}
-	rc := http.NewResponseController(w)
-	now := time.Now()
-	_ = rc.SetReadDeadline(now.Add(wait + httpapi.DefaultTimeout))
-	_ = rc.SetWriteDeadline(now.Add(wait + httpapi.DefaultTimeout))
-}
-
 // post decides a tool call: the policy first, then the task, which
 // records it and raises an ask.
 func (h *Handlers) post(w http.ResponseWriter, r *http.Request) {
-	wait, err := parseWait(r.URL.Query().Get("wait"))
+	wait, _, err := h.API.LongPoll(w, r)
 	if err != nil {
 		h.API.Error(w, r, err)
 		return
@@ -136,7 +104,6 @@ func (h *Handlers) post(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if out.Decision == task.ToolPending && wait > 0 {
-		extend(w, wait)
 		out = h.await(r.Context(), out, wait)
 	}
 	h.answer(w, out)
@@ -165,24 +132,16 @@ func (h *Handlers) answer(w http.ResponseWriter, c task.ToolCall) {
 }
 
 // await looks for the ask's outcome record until it is there or the wait
-// is over.
+// is over; a failed look is looked again.
 func (h *Handlers) await(ctx context.Context, c task.ToolCall, wait time.Duration) task.ToolCall {
-	deadline := time.NewTimer(wait)
-	defer deadline.Stop()
-	tick := time.NewTicker(h.Poll)
-	defer tick.Stop()
-	for {
-		if got, ok, _ := h.read(ctx, c.ID+task.ToolCallOutcome); ok {
-			return got
+	_ = httpapi.Poll(ctx, wait, h.Poll, func() (bool, error) {
+		got, ok, _ := h.read(ctx, c.ID+task.ToolCallOutcome)
+		if ok {
+			c = got
 		}
-		select {
-		case <-ctx.Done():
-			return c
-		case <-deadline.C:
-			return c
-		case <-tick.C:
-		}
-	}
+		return ok, nil
+	})
+	return c
 }
 
 func (h *Handlers) read(ctx context.Context, id string) (task.ToolCall, bool, error) {
@@ -206,7 +165,7 @@ func (h *Handlers) read(ctx context.Context, id string) (task.ToolCall, bool, er
 // get answers a tool call as recorded, waiting for an ask's answer.
 func (h *Handlers) get(w http.ResponseWriter, r *http.Request) {
 	id := r.PathValue("id")
-	wait, err := parseWait(r.URL.Query().Get("wait"))
+	wait, _, err := h.API.LongPoll(w, r)
 	if err != nil {
 		h.API.Error(w, r, err)
 		return
@@ -232,7 +191,6 @@ func (h *Handlers) get(w http.ResponseWriter, r *http.Request) {
 		h.answer(w, c)
 		return
 	}
-	extend(w, wait)
 	c = h.await(r.Context(), c, wait)
 	if c.TaskID == "" {
 		h.API.Error(w, r, task.Errorf(task.CodeNotFound, "no tool call %s", id))
