@@ -102,7 +102,7 @@ func newHarness(t testing.TB, rate int) *harness {
 	h := &harness{store: store, path: path, gates: &fakeGates{store: store, opened: map[string]string{}, status: map[string]string{}},
 		now: time.Date(2026, 11, 23, 21, 0, 0, 0, time.UTC)}
 	api := httpapi.New(httpapi.Options{Store: store})
-	New(Options{
+	Register(api, Options{
 		Store: store, Gates: h.gates, Secret: []byte("test-secret"), TTL: 15 * time.Minute,
 		Authenticate: func(header string) (string, bool) {
 			switch header {
@@ -114,7 +114,7 @@ func newHarness(t testing.TB, rate int) *harness {
 			return "", false
 		},
 		Rate: rate, Now: h.clock,
-	}).Register(api)
+	})
 	h.ts = httptest.NewServer(api.Handler())
 	t.Cleanup(h.ts.Close)
 	return h

@@ -96,7 +96,7 @@ func newRig(t *testing.T, tokens ...config.AuthToken) *rig {
 	srv := httpapi.New(httpapi.Options{Store: store, Logger: log, Tokens: tokens, PollInterval: 10 * time.Millisecond})
 	tasks := &fakeTasks{store: store}
 	evlog := &recLog{store: store}
-	a := Register(srv, tasks, store, Options{Events: evlog, Log: log})
+	a := Register(srv, Options{Tasks: tasks, Store: store, Events: evlog, Logger: log})
 	a.now = func() time.Time { return time.Date(2026, 2, 9, 21, 0, 0, 0, time.UTC) }
 	ts := httptest.NewServer(srv.Handler())
 	t.Cleanup(ts.Close)

@@ -128,7 +128,7 @@ func newHarness(t *testing.T) *harness {
 		{Token: aliceToken, Role: amp.RoleExecutor, Name: "alice"},
 		{Token: bobToken, Role: amp.RoleReviewer, Name: "bob"},
 	}, MaxWait: 2 * time.Second, PollInterval: 20 * time.Millisecond})
-	repomesh.AddTo(api, repomesh.Options{Leases: &fakeLeases{byKey: map[string]*lease.Lease{}}, Store: store, Tasks: ft})
+	repomesh.Register(api, repomesh.Options{Leases: &fakeLeases{byKey: map[string]*lease.Lease{}}, Store: store, Tasks: ft})
 	mcp.Register(api, mcp.Options{Logger: slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))})
 	ts := httptest.NewServer(api.Handler())
 	t.Cleanup(ts.Close)

@@ -166,7 +166,7 @@ func newHarness(t *testing.T) *harness {
 	ft := &fakeTasks{}
 	logs := &syncBuffer{}
 	log := slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
-	AddTo(srv, Options{Leases: fl, Store: store, Tasks: ft, Log: log, Now: func() time.Time {
+	Register(srv, Options{Leases: fl, Store: store, Tasks: ft, Logger: log, Now: func() time.Time {
 		tick.Lock()
 		defer tick.Unlock()
 		now = now.Add(time.Second)

@@ -36,10 +36,13 @@ type API struct {
 	Server *httpapi.Server
 }
 
-// Register adds the gate's routes to s.
-func Register(s *httpapi.Server, in *Intake) {
-	a := &API{Intake: in, Server: s}
-	s.Add(spec(), a.Routes()...)
+// Register builds the API of the intake and adds the gate's routes to
+// api. The intake is the routes' options: the gate's keys, rules, budgets
+// and store, its Logger; the worker runs its recovery too.
+func Register(api *httpapi.Server, in *Intake) *API {
+	a := &API{Intake: in, Server: api}
+	api.Add(spec(), a.Routes()...)
+	return a
 }
 
 // Routes are the gate's routes with their OpenAPI operations.

@@ -75,7 +75,7 @@ func newTestGate(t *testing.T, change func(*config.Gate)) *testGate {
 		t.Fatal(err)
 	}
 	in.Now = func() time.Time { return testNow }
-	in.Log = slog.New(slog.DiscardHandler)
+	in.Logger = slog.New(slog.DiscardHandler)
 	g.intake = in
 	s := httpapi.New(httpapi.Options{Store: db, Tokens: []config.AuthToken{{Token: adminToken, Role: amp.RoleAdmin, Name: "ops"},
 		{Token: coordToken, Role: amp.RoleCoordinator, Name: "coord"}}})

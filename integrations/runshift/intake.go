@@ -65,7 +65,7 @@ type Intake struct {
 	// TaskBudgets, when set, charges signals that name a task_id to the
 	// task's budget_usd.
 	TaskBudgets *TaskBudgets
-	Log         *slog.Logger
+	Logger      *slog.Logger
 	Now         func() time.Time
 	Metrics     *Metrics
 }
@@ -373,8 +373,8 @@ func (in *Intake) now() time.Time {
 }
 
 func (in *Intake) log() *slog.Logger {
-	if in.Log != nil {
-		return in.Log
+	if in.Logger != nil {
+		return in.Logger
 	}
 	return slog.Default()
 }

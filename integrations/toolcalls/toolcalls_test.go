@@ -83,7 +83,7 @@ func serve(t *testing.T) (*fakeTask, string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	(&Handlers{Tasks: f, Store: f, Policy: pol, AskTimeout: time.Minute, Poll: 10 * time.Millisecond}).Register(api)
+	Register(api, Options{Tasks: f, Store: f, Policy: pol, AskTimeout: time.Minute, Poll: 10 * time.Millisecond})
 	srv := httptest.NewServer(api.Handler())
 	t.Cleanup(srv.Close)
 	return f, srv.URL
