@@ -43,7 +43,7 @@ func addAOF(api *httpapi.Server, o Options, parts *Parts, log *slog.Logger) {
 		tasks.Reviewer = &aof.AgentReviewer{Repo: o.Config.AOF.Repo, Branch: o.Config.AOF.Branch}
 	}
 	events := &aofacts.AOFEventLog{Store: parts.Store, DataDir: o.Config.AOF.DataDir}
-	aofapi.Register(api, tasks, parts.Store, aofapi.Options{Events: events, DataDir: o.Config.AOF.DataDir, Log: log})
+	aofapi.Register(api, aofapi.Options{Tasks: tasks, Store: parts.Store, Events: events, DataDir: o.Config.AOF.DataDir, Logger: log})
 }
 
 // aofLeases gives the AOF tasks' runs the lease room's leases: a

@@ -19,6 +19,7 @@ import (
 	"github.com/ampflow/ampflow/activities/ssot"
 	"github.com/ampflow/ampflow/config"
 	"github.com/ampflow/ampflow/integrations/amcp"
+	"github.com/ampflow/ampflow/integrations/httpapi"
 	"github.com/ampflow/ampflow/integrations/runshift"
 	"github.com/ampflow/ampflow/workflows/gate"
 )
@@ -28,15 +29,15 @@ import (
 // unset variable.
 const ContractSecretFile = "contract.secret"
 
-// contractHandlers builds the risk contracts' routes: the catalog of
-// gate.primitives (checked now: a bad file stops the start), the signing
-// secret, the agents' keys and the gates that contracts needing approval
-// open.
-func contractHandlers(o Options, parts *Parts, log *slog.Logger) (*amcp.Handlers, error) {
+// addContracts adds the risk contracts' routes to the API: the catalog
+// of gate.primitives (checked now: a bad file stops the start), the
+// signing secret, the agents' keys and the gates that contracts needing
+// approval open.
+func addContracts(api *httpapi.Server, o Options, parts *Parts, log *slog.Logger) error {
 	cfg := o.Config
 	catalog, err := contract.Load(cfg.Gate.Primitives)
 	if err != nil {
-		return nil, fmt.Errorf("gate.primitives: %w", err)
+		return fmt.Errorf("gate.primitives: %w", err)
 	}
 	secret := parts.contractSecret
 	if secret == "" {
@@ -45,7 +46,7 @@ func contractHandlers(o Options, parts *Parts, log *slog.Logger) (*amcp.Handlers
 	// The signals' keys: one agent, one key, for both.
 	keys, err := runshift.NewKeys(cfg.Gate.Agents, os.LookupEnv)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	opts := amcp.Options{
 		Catalog: catalog, Secret: []byte(secret), TTL: cfg.Gate.ContractTTL, Rate: cfg.Gate.ContractRate, Logger: log,
@@ -60,7 +61,8 @@ func contractHandlers(o Options, parts *Parts, log *slog.Logger) (*amcp.Handlers
 			opts.Gates = contractGates{store: parts.Store, temporal: o.Temporal, queue: cfg.Temporal.TaskQueue}
 		}
 	}
-	return amcp.New(opts), nil
+	amcp.Register(api, opts)
+	return nil
 }
 
 // resolveContractSecret returns the contract signing secret: the value of

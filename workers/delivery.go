@@ -69,5 +69,5 @@ func mountGitHubWebhook(o Options, parts *Parts, api *httpapi.Server, log *slog.
 	if secret == "" || parts.Tasks == nil {
 		return
 	}
-	api.Mount("POST "+ghhook.Path, &ghhook.Webhook{Secret: []byte(secret), Tasks: parts.Tasks, Log: log})
+	api.Mount("POST "+ghhook.Path, &ghhook.Webhook{Secret: []byte(secret), Tasks: parts.Tasks, Logger: log})
 }

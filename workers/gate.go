@@ -50,7 +50,7 @@ func addGate(api *httpapi.Server, rt *runtime, o Options, parts *Parts, log *slo
 	if err != nil {
 		return fmt.Errorf("gate: %w", err)
 	}
-	in.Log = log
+	in.Logger = log
 	in.TaskBudgets = &runshift.TaskBudgets{Tasks: parts.Tasks, Store: parts.Store}
 	runshift.Register(api, in)
 	rt.gateAgent = func(h string) (string, bool) {

@@ -67,7 +67,7 @@ func addMesh(api *httpapi.Server, parts *Parts, log *slog.Logger) {
 		leases = agentLeases(parts)
 		tasks = parts.Tasks
 	}
-	repomesh.AddTo(api, repomesh.Options{Leases: leases, Store: store, Tasks: tasks, Log: log})
+	repomesh.Register(api, repomesh.Options{Leases: leases, Store: store, Tasks: tasks, Logger: log})
 }
 
 // dashboardLeases releases a lease from the dashboard's Leases page, as

@@ -93,11 +93,9 @@ func buildAPI(o Options, parts *Parts, mounts map[string]http.Handler, rt *runti
 	if err := addToolCalls(api, o, parts); err != nil {
 		return nil, false, err
 	}
-	contracts, err := contractHandlers(o, parts, log)
-	if err != nil {
+	if err := addContracts(api, o, parts, log); err != nil {
 		return nil, false, err
 	}
-	contracts.Register(api)
 	// Last: its tools are built from every system's routes.
 	mcp.Register(api, mcp.Options{GateAgent: rt.gateAgent, Logger: log})
 	for path, h := range mounts {
@@ -252,14 +250,11 @@ func mountDashboard(o Options, parts *Parts, api *httpapi.Server, rt *runtime, l
 		return false
 	}
 	panels := map[string]dashboard.Panel{dashboard.PanelGates: dashboard.GatesPanel(parts.Store)}
-	d := dashboard.New(dashboard.Options{
+	d := dashboard.Register(api, dashboard.Options{
 		Store: parts.Store, Actions: parts.Tasks, Tokens: o.Config.Auth.Tokens, OpenName: o.LocalName,
 		MaxRejects: o.Config.Protocol.MaxRejects, Logger: log, Poll: cfg.PollInterval, SessionTTL: cfg.SessionTTL,
 		Panels: panels, Leases: meshPanels(parts, panels),
 	})
-	for _, r := range d.Routes() {
-		api.Mount(r.Pattern, r.Handler)
-	}
 	rt.loops = append(rt.loops, d.Watch)
 	return true
 }

@@ -14,11 +14,11 @@ func addToolCalls(api *httpapi.Server, o Options, parts *Parts) error {
 	if err != nil {
 		return fmt.Errorf("tools.rules: %w", err)
 	}
-	h := &toolcalls.Handlers{Tasks: parts.Tasks, Policy: pol, AskTimeout: o.Config.Tools.AskTimeout,
+	opts := toolcalls.Options{Tasks: parts.Tasks, Policy: pol, AskTimeout: o.Config.Tools.AskTimeout,
 		ParkTimeout: o.Config.Tools.ParkTimeout}
 	if parts.Store != nil {
-		h.Store = parts.Store
+		opts.Store = parts.Store
 	}
-	h.Register(api)
+	toolcalls.Register(api, opts)
 	return nil
 }

@@ -96,7 +96,7 @@ type Options struct {
 	Logger *slog.Logger
 }
 
-// Handlers serves the contracts.
+// Handlers serves the contracts. Build them with Register.
 type Handlers struct {
 	o     Options
 	limit *httpapi.Limiter
@@ -104,8 +104,10 @@ type Handlers struct {
 	log   *slog.Logger
 }
 
-// New builds the handlers; Register adds them to an API server.
-func New(o Options) *Handlers {
+// Register builds the handlers and adds the routes, their OpenAPI
+// operations and schemas, and AMCP's error codes to api. The routes are
+// Open: they take agent keys, which the handlers check, not API tokens.
+func Register(api *httpapi.Server, o Options) *Handlers {
 	if o.TTL <= 0 {
 		o.TTL = contract.DefaultTTL
 	}
@@ -118,23 +120,16 @@ func New(o Options) *Handlers {
 	if o.Catalog == nil {
 		o.Catalog = contract.Default()
 	}
-	h := &Handlers{o: o, limit: httpapi.NewLimiter(o.Rate, time.Minute), log: o.Logger}
+	h := &Handlers{o: o, limit: httpapi.NewLimiter(o.Rate, time.Minute), api: api, log: o.Logger}
 	if h.log == nil {
 		h.log = slog.New(slog.DiscardHandler)
 	}
-	return h
-}
-
-// Register adds the routes, their OpenAPI operations and schemas, and
-// AMCP's error codes to s. The routes are Open: they take agent keys,
-// which the handlers check, not API tokens.
-func (h *Handlers) Register(s *httpapi.Server) {
-	h.api = s
-	s.Add(httpapi.Spec{Schemas: schemas(), Codes: Codes},
+	api.Add(httpapi.Spec{Schemas: schemas(), Codes: Codes},
 		httpapi.Route{Pattern: "POST /v1/decide", Open: true, AgentKey: h.isKey, Handler: h.decide, Operation: decideOperation()},
 		httpapi.Route{Pattern: "GET /v1/contracts/{contractId}", Open: true, AgentKey: h.isKey, Handler: h.getContract, Operation: contractOperation()},
 		httpapi.Route{Pattern: "POST /v1/execute", Open: true, AgentKey: h.isKey, Handler: h.execute, Operation: executeOperation()},
 	)
+	return h
 }
 
 // isKey reports whether an Authorization header holds an agent's key.

@@ -7,8 +7,6 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"net/http/httptest"
-	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -17,6 +15,7 @@ import (
 	"github.com/ampflow/ampflow/activities/contract"
 	"github.com/ampflow/ampflow/activities/ssot"
 	"github.com/ampflow/ampflow/integrations/httpapi"
+	"github.com/ampflow/ampflow/integrations/httpapi/httpapitest"
 	_ "modernc.org/sqlite" // the tests' own connection to the store's file
 )
 
@@ -71,7 +70,7 @@ func (g *fakeGates) resolve(t testing.TB, id, st string) {
 }
 
 type harness struct {
-	ts    *httptest.Server
+	url   string
 	store *ssot.DB
 	path  string
 	gates *fakeGates
@@ -93,16 +92,11 @@ func (h *harness) advance(d time.Duration) {
 
 func newHarness(t testing.TB, rate int) *harness {
 	t.Helper()
-	path := filepath.Join(t.TempDir(), "ampflow.db")
-	store, err := ssot.Open(context.Background(), path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { store.Close() })
+	store, path := httpapitest.Store(t)
 	h := &harness{store: store, path: path, gates: &fakeGates{store: store, opened: map[string]string{}, status: map[string]string{}},
 		now: time.Date(2026, 11, 23, 21, 0, 0, 0, time.UTC)}
 	api := httpapi.New(httpapi.Options{Store: store})
-	New(Options{
+	Register(api, Options{
 		Store: store, Gates: h.gates, Secret: []byte("test-secret"), TTL: 15 * time.Minute,
 		Authenticate: func(header string) (string, bool) {
 			switch header {
@@ -114,9 +108,8 @@ func newHarness(t testing.TB, rate int) *harness {
 			return "", false
 		},
 		Rate: rate, Now: h.clock,
-	}).Register(api)
-	h.ts = httptest.NewServer(api.Handler())
-	t.Cleanup(h.ts.Close)
+	})
+	h.url = httpapitest.Serve(t, api)
 	return h
 }
 
@@ -144,20 +137,8 @@ func (r reply) code(t testing.TB) string {
 
 func (h *harness) do(t testing.TB, method, path, key, body string) reply {
 	t.Helper()
-	req, _ := http.NewRequest(method, h.ts.URL+path, strings.NewReader(body))
-	if body != "" {
-		req.Header.Set("Content-Type", "application/json")
-	}
-	if key != "" {
-		req.Header.Set("Authorization", "Bearer "+key)
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(resp.Body)
-	return reply{resp.StatusCode, resp.Header, b}
+	r := httpapitest.Do(t, method, h.url+path, key, body)
+	return reply{r.Status, r.Header, r.Body}
 }
 
 func (h *harness) decide(t testing.TB, key, body string) DecideResponse {
@@ -487,7 +468,7 @@ func TestEveryAnswerDocumented(t *testing.T) {
 	}
 	send := func(t *testing.T, h *harness, p probe) reply {
 		t.Helper()
-		req, _ := http.NewRequest(p.method, h.ts.URL+p.path, strings.NewReader(p.body))
+		req, _ := http.NewRequest(p.method, h.url+p.path, strings.NewReader(p.body))
 		for k, v := range map[string]string{"Content-Type": p.ctype, "Origin": p.origin} {
 			if v != "" {
 				req.Header.Set(k, v)

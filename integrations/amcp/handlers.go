@@ -13,7 +13,6 @@ import (
 
 	"github.com/ampflow/ampflow/activities/contract"
 	"github.com/ampflow/ampflow/activities/ssot"
-	"github.com/ampflow/ampflow/amp"
 	"github.com/ampflow/ampflow/amp/task"
 	"github.com/ampflow/ampflow/integrations/httpapi"
 )
@@ -40,29 +39,28 @@ func (h *Handlers) decide(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if contract.IntentTooLong(in.Intent) {
-		h.api.Error(w, r, &task.Error{Code: CodeIntentTooLong, Message: fmt.Sprintf("intent: longer than %d characters", contract.MaxIntent),
-			Fields: []amp.FieldError{{Path: "intent", Problem: fmt.Sprintf("longer than %d characters", contract.MaxIntent)}}})
+		h.api.Error(w, r, httpapi.FieldError(CodeIntentTooLong, "intent", fmt.Sprintf("longer than %d characters", contract.MaxIntent)))
 		return
 	}
 	if strings.TrimSpace(in.Intent) == "" {
-		h.api.Error(w, r, invalid("intent", "is required"))
+		h.api.Error(w, r, httpapi.InvalidField("intent", "is required"))
 		return
 	}
 	if len(in.SessionID) > ssot.MaxIDLen {
-		h.api.Error(w, r, invalid("sessionId", fmt.Sprintf("longer than %d bytes", ssot.MaxIDLen)))
+		h.api.Error(w, r, httpapi.InvalidField("sessionId", fmt.Sprintf("longer than %d bytes", ssot.MaxIDLen)))
 		return
 	}
 	req := contract.Request{Intent: in.Intent}
 	if c := in.Context; c != nil && c.Parameters != nil {
 		if b, _ := json.Marshal(c.Parameters); len(b) > MaxParameters {
-			h.api.Error(w, r, invalid("context.parameters", fmt.Sprintf("larger than %d bytes of JSON", MaxParameters)))
+			h.api.Error(w, r, httpapi.InvalidField("context.parameters", fmt.Sprintf("larger than %d bytes of JSON", MaxParameters)))
 			return
 		}
 	}
 	if c := in.Context; c != nil {
 		req.Provider, req.Parameters, req.Handling = c.Provider, c.Parameters, c.MinimumHandling
 		if c.MinimumHandling != "" && c.MinimumHandling.Rank() < 0 {
-			h.api.Error(w, r, invalid("context.minimumHandling", "must be allow, log, confirm, strict_confirm or human_required"))
+			h.api.Error(w, r, httpapi.InvalidField("context.minimumHandling", "must be allow, log, confirm, strict_confirm or human_required"))
 			return
 		}
 	}
@@ -178,7 +176,7 @@ func (h *Handlers) execute(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if err != nil {
-		h.api.Error(w, r, invalid("(root)", "unreadable body"))
+		h.api.Error(w, r, httpapi.InvalidField("(root)", "unreadable body"))
 		return
 	}
 	// An expired contract answers CONTRACT_EXPIRED whatever else is wrong
@@ -200,7 +198,7 @@ func (h *Handlers) execute(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if in.ContractID == "" {
-		h.api.Error(w, r, invalid("contractId", "is required"))
+		h.api.Error(w, r, httpapi.InvalidField("contractId", "is required"))
 		return
 	}
 	out, err := h.redeem(r.Context(), owner, in, now)
@@ -360,10 +358,6 @@ func expired(row ssot.ContractRow, c contract.Contract, now time.Time) bool {
 
 func expiredError(row ssot.ContractRow) error {
 	return task.Errorf(CodeExpired, "contract %s expired at %s; decide again", row.ID, stamp(row.ExpiresAt))
-}
-
-func invalid(path, problem string) *task.Error {
-	return &task.Error{Code: task.CodeInvalid, Message: path + ": " + problem, Fields: []amp.FieldError{{Path: path, Problem: problem}}}
 }
 
 func stamp(t time.Time) string { return t.UTC().Format(time.RFC3339) }

@@ -41,8 +41,10 @@ type EventLog interface {
 	SaveAOF(ctx context.Context, in ssot.AOFSave) error
 }
 
-// Options are the AOF routes' optional parts.
+// Options configure the AOF routes: Tasks and Store are required.
 type Options struct {
+	Tasks Tasks
+	Store Store
 	// Events takes the events the routes log themselves (the wiring
 	// gives the writer that also mirrors them under aof.data_dir); nil
 	// logs them to the store only.
@@ -51,7 +53,7 @@ type Options struct {
 	// summaryRef or handoffRef names no file there is taken with a
 	// warning.
 	DataDir string
-	Log     *slog.Logger
+	Logger  *slog.Logger
 }
 
 // API serves AOF/1 on ampflow's HTTP API.
@@ -65,16 +67,16 @@ type API struct {
 	now     func() time.Time
 }
 
-// Register adds the AOF routes to srv.
-func Register(srv *httpapi.Server, tasks Tasks, store Store, o Options) *API {
-	if o.Log == nil {
-		o.Log = slog.Default()
+// Register builds the API and adds the AOF routes to api.
+func Register(api *httpapi.Server, o Options) *API {
+	if o.Logger == nil {
+		o.Logger = slog.Default()
 	}
 	if o.Events == nil {
-		o.Events = store
+		o.Events = o.Store
 	}
-	a := &API{srv: srv, tasks: tasks, store: store, events: o.Events, dataDir: o.DataDir, log: o.Log, now: time.Now}
-	srv.Add(Spec(), a.Routes()...)
+	a := &API{srv: api, tasks: o.Tasks, store: o.Store, events: o.Events, dataDir: o.DataDir, log: o.Logger, now: time.Now}
+	api.Add(Spec(), a.Routes()...)
 	return a
 }
 

@@ -7,7 +7,6 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
-	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
@@ -19,6 +18,7 @@ import (
 	"github.com/ampflow/ampflow/amp/task"
 	"github.com/ampflow/ampflow/config"
 	"github.com/ampflow/ampflow/integrations/httpapi"
+	"github.com/ampflow/ampflow/integrations/httpapi/httpapitest"
 	wf "github.com/ampflow/ampflow/workflows/aof"
 )
 
@@ -81,26 +81,20 @@ type rig struct {
 	api   *API
 	evlog *recLog
 	t     *testing.T
-	ts    *httptest.Server
+	url   string
 	store *ssot.DB
 	tasks *fakeTasks
 }
 
 func newRig(t *testing.T, tokens ...config.AuthToken) *rig {
-	store, err := ssot.Open(context.Background(), filepath.Join(t.TempDir(), "ampflow.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { store.Close() })
+	store, _ := httpapitest.Store(t)
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
 	srv := httpapi.New(httpapi.Options{Store: store, Logger: log, Tokens: tokens, PollInterval: 10 * time.Millisecond})
 	tasks := &fakeTasks{store: store}
 	evlog := &recLog{store: store}
-	a := Register(srv, tasks, store, Options{Events: evlog, Log: log})
+	a := Register(srv, Options{Tasks: tasks, Store: store, Events: evlog, Logger: log})
 	a.now = func() time.Time { return time.Date(2026, 2, 9, 21, 0, 0, 0, time.UTC) }
-	ts := httptest.NewServer(srv.Handler())
-	t.Cleanup(ts.Close)
-	return &rig{t: t, ts: ts, store: store, tasks: tasks, evlog: evlog, api: a}
+	return &rig{t: t, url: httpapitest.Serve(t, srv), store: store, tasks: tasks, evlog: evlog, api: a}
 }
 
 func (r *rig) do(method, path, body string) (int, map[string]any) {
@@ -111,22 +105,10 @@ func (r *rig) do(method, path, body string) (int, map[string]any) {
 // as sends a request with a bearer token, when not empty.
 func (r *rig) as(token, method, path, body string) (int, map[string]any) {
 	r.t.Helper()
-	req, _ := http.NewRequest(method, r.ts.URL+path, strings.NewReader(body))
-	if token != "" {
-		req.Header.Set("Authorization", "Bearer "+token)
-	}
-	if body != "" {
-		req.Header.Set("Content-Type", "application/json")
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		r.t.Fatal(err)
-	}
-	defer resp.Body.Close()
+	resp := httpapitest.Do(r.t, method, r.url+path, token, body)
 	var out map[string]any
-	b, _ := io.ReadAll(resp.Body)
-	_ = json.Unmarshal(b, &out)
-	return resp.StatusCode, out
+	_ = json.Unmarshal(resp.Body, &out)
+	return resp.Status, out
 }
 
 func errCode(out map[string]any) string {

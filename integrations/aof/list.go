@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"net/http"
 	"strconv"
-	"time"
 
 	"github.com/ampflow/ampflow/activities/ssot"
 	"github.com/ampflow/ampflow/amp"
@@ -83,30 +82,20 @@ func (a *API) getTasks(w http.ResponseWriter, r *http.Request) {
 		a.srv.Error(w, r, err)
 		return
 	}
-	ctx := r.Context()
-	deadline := time.Now().Add(wait)
-	for {
-		out, err := a.listTasks(r, tq)
-		if ctx.Err() != nil {
-			return
-		}
-		if err != nil {
-			a.srv.Error(w, r, err)
-			return
-		}
-		left := time.Until(deadline)
-		if len(out.Tasks) > 0 || left <= 0 {
-			httpapi.WriteJSON(w, http.StatusOK, out)
-			return
-		}
-		t := time.NewTimer(min(poll, left))
-		select {
-		case <-ctx.Done():
-			t.Stop()
-			return
-		case <-t.C:
-		}
+	var out TasksResponse
+	err = httpapi.Poll(r.Context(), wait, poll, func() (bool, error) {
+		var err error
+		out, err = a.listTasks(r, tq)
+		return len(out.Tasks) > 0, err
+	})
+	if r.Context().Err() != nil {
+		return
 	}
+	if err != nil {
+		a.srv.Error(w, r, err)
+		return
+	}
+	httpapi.WriteJSON(w, http.StatusOK, out)
 }
 
 // listTasks reads one page: the stored tasks in id order after the

@@ -19,6 +19,7 @@ import (
 	"github.com/ampflow/ampflow/amp/decision"
 	"github.com/ampflow/ampflow/amp/task"
 	"github.com/ampflow/ampflow/config"
+	"github.com/ampflow/ampflow/integrations/httpapi"
 )
 
 // Channel is the decision.Answer.Channel of answers given here.
@@ -144,7 +145,8 @@ type Server struct {
 	signIns *failedSignIns
 }
 
-// New builds a Server.
+// New builds a Server, to serve alone with Handler or on the API with
+// Register.
 func New(o Options) *Server {
 	s := &Server{
 		store: o.Store, actions: o.Actions, maxRejects: o.MaxRejects, panels: o.Panels,
@@ -170,6 +172,16 @@ func New(o Options) *Server {
 	s.cards = newCardCache()
 	s.verified = &verifyCache{m: map[string]verified{}}
 	s.pages = parsePages()
+	return s
+}
+
+// Register builds the dashboard and mounts its Routes on api beside the
+// API's own; the caller runs its Watch.
+func Register(api *httpapi.Server, o Options) *Server {
+	s := New(o)
+	for _, r := range s.Routes() {
+		api.Mount(r.Pattern, r.Handler)
+	}
 	return s
 }
 

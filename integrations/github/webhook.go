@@ -33,7 +33,7 @@ type Waker interface {
 type Webhook struct {
 	Secret []byte
 	Tasks  Waker
-	Log    *slog.Logger
+	Logger *slog.Logger
 }
 
 // markerRE finds the task a pull request's body names (as
@@ -104,8 +104,8 @@ func Sign(secret, body []byte) string {
 }
 
 func (h *Webhook) log() *slog.Logger {
-	if h.Log == nil {
+	if h.Logger == nil {
 		return slog.Default()
 	}
-	return h.Log
+	return h.Logger
 }

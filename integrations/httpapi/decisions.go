@@ -118,7 +118,7 @@ func (s *Server) decide(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if strings.TrimSpace(req.Option) == "" {
-		s.writeError(w, r, invalidField("option", "is required"))
+		s.writeError(w, r, InvalidField("option", "is required"))
 		return
 	}
 	digest, err := checkDigest(req.Digest)
@@ -132,7 +132,7 @@ func (s *Server) decide(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if digest == "" {
-		s.writeError(w, r, invalidField("digest", "is required: the digest of the decision as shown, 64 hex characters (GET /v1/decisions lists it)"))
+		s.writeError(w, r, InvalidField("digest", "is required: the digest of the decision as shown, 64 hex characters (GET /v1/decisions lists it)"))
 		return
 	}
 	subject := d.Subject
@@ -163,11 +163,11 @@ func (s *Server) decide(w http.ResponseWriter, r *http.Request) {
 func checkDecisionID(id string) error {
 	switch {
 	case id == "":
-		return invalidField("id", "is required")
+		return InvalidField("id", "is required")
 	case len(id) > maxDecisionID:
-		return invalidField("id", fmt.Sprintf("%d bytes, at most %d", len(id), maxDecisionID))
+		return InvalidField("id", fmt.Sprintf("%d bytes, at most %d", len(id), maxDecisionID))
 	case strings.ContainsFunc(id, func(r rune) bool { return r <= ' ' || r == 0x7f }):
-		return invalidField("id", "must not contain spaces or control characters")
+		return InvalidField("id", "must not contain spaces or control characters")
 	}
 	return nil
 }
@@ -180,7 +180,7 @@ func checkDigest(v string) (string, error) {
 	}
 	v = strings.ToLower(v)
 	if len(v) != 64 || strings.Trim(v, "0123456789abcdef") != "" {
-		return "", invalidField("digest", "must be 64 hex characters: the digest of the decision as shown (GET /v1/decisions lists it)")
+		return "", InvalidField("digest", "must be 64 hex characters: the digest of the decision as shown (GET /v1/decisions lists it)")
 	}
 	return v, nil
 }

@@ -125,7 +125,7 @@ func decodeStrict(body []byte, v any) error {
 	err := dec.Decode(v)
 	if err == nil {
 		if _, terr := dec.Token(); terr != io.EOF {
-			return invalidField(amp.RootPath, "trailing data after the JSON object")
+			return InvalidField(amp.RootPath, "trailing data after the JSON object")
 		}
 		return nil
 	}
@@ -133,20 +133,20 @@ func decodeStrict(body []byte, v any) error {
 	var typ *json.UnmarshalTypeError
 	switch {
 	case errors.Is(err, io.EOF):
-		return invalidField(amp.RootPath, "empty body; a JSON object is required")
+		return InvalidField(amp.RootPath, "empty body; a JSON object is required")
 	case errors.As(err, &syn):
-		return invalidField(amp.RootPath, fmt.Sprintf("malformed JSON at byte offset %d: %s", syn.Offset, syn.Error()))
+		return InvalidField(amp.RootPath, fmt.Sprintf("malformed JSON at byte offset %d: %s", syn.Offset, syn.Error()))
 	case errors.As(err, &typ):
 		path := typ.Field
 		if path == "" {
 			path = amp.RootPath
 		}
-		return invalidField(path, fmt.Sprintf("must be %s, not %s", jsonKind(typ.Type.Kind().String()), typ.Value))
+		return InvalidField(path, fmt.Sprintf("must be %s, not %s", jsonKind(typ.Type.Kind().String()), typ.Value))
 	case strings.HasPrefix(err.Error(), "json: unknown field "):
 		name := strings.Trim(strings.TrimPrefix(err.Error(), "json: unknown field "), `"`)
-		return invalidField(name, "unknown field")
+		return InvalidField(name, "unknown field")
 	}
-	return invalidField(amp.RootPath, err.Error())
+	return InvalidField(amp.RootPath, err.Error())
 }
 
 func jsonKind(goKind string) string {
@@ -163,8 +163,16 @@ func jsonKind(goKind string) string {
 	return "a number"
 }
 
-// invalidField is a CodeInvalid error naming one field.
-func invalidField(path, problem string) *task.Error {
-	return &task.Error{Code: task.CodeInvalid, Message: path + ": " + problem,
+// InvalidField is the API's error for one field at fault: code invalid
+// (HTTP 400), the message "<path>: <problem>", and fields naming it. The
+// rooms refuse their input with it.
+func InvalidField(path, problem string) *task.Error {
+	return FieldError(task.CodeInvalid, path, problem)
+}
+
+// FieldError is InvalidField with another code, for a field that is
+// well formed but refused: a room's own invalid code, forbidden, conflict.
+func FieldError(code task.Code, path, problem string) *task.Error {
+	return &task.Error{Code: code, Message: path + ": " + problem,
 		Fields: []amp.FieldError{{Path: path, Problem: problem}}}
 }

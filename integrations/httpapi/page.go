@@ -81,14 +81,14 @@ func readPage(q url.Values, list string) (pageRequest, error) {
 	if v := q.Get("limit"); v != "" {
 		n, err := strconv.Atoi(v)
 		if err != nil || n < 1 || n > maxListLimit {
-			return p, invalidField("limit", fmt.Sprintf("must be a whole number from 1 to %d", maxListLimit))
+			return p, InvalidField("limit", fmt.Sprintf("must be a whole number from 1 to %d", maxListLimit))
 		}
 		p.limit = n
 	}
 	if v := q.Get("cursor"); v != "" {
 		k, err := decodeCursor(v)
 		if err != nil || k.List != list {
-			return p, invalidField("cursor", fmt.Sprintf("is not a next_cursor of GET %s; start again without it", listPath(list)))
+			return p, InvalidField("cursor", fmt.Sprintf("is not a next_cursor of GET %s; start again without it", listPath(list)))
 		}
 		p.after = &k
 	}

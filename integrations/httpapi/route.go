@@ -10,7 +10,6 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"time"
 
 	"github.com/ampflow/ampflow/amp"
 	"github.com/ampflow/ampflow/amp/decision"
@@ -276,11 +275,4 @@ func WriteJSON(w http.ResponseWriter, status int, v any) { writeJSON(w, status, 
 func (s *Server) CallerFor(authorization string) (Caller, bool) {
 	c, ok := s.match(authorization)
 	return Caller{Name: c.name, ID: c.id, Role: c.role, Open: c.open}, ok
-}
-
-// ExtendDeadlines gives a request that may wait (a long poll inside it)
-// wait on top of the server's read and write timeouts, as the inbox does
-// for itself.
-func (s *Server) ExtendDeadlines(w http.ResponseWriter, r *http.Request, wait time.Duration) {
-	s.extendDeadlines(w, r, wait)
 }

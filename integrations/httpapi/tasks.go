@@ -101,7 +101,7 @@ func (s *Server) startTask(w http.ResponseWriter, r *http.Request) {
 func idempotencyKey(r *http.Request) (string, error) {
 	key := r.Header.Get("Idempotency-Key")
 	if problem := workflows.CheckIdempotencyKey(key); problem != "" {
-		return "", invalidField("Idempotency-Key", problem)
+		return "", InvalidField("Idempotency-Key", problem)
 	}
 	return key, nil
 }
@@ -187,14 +187,14 @@ func (s *Server) listTasks(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
 	status := task.Status(q.Get("status"))
 	if status != "" && !status.Valid() {
-		s.writeError(w, r, invalidField("status", fmt.Sprintf("unknown status %q", status)))
+		s.writeError(w, r, InvalidField("status", fmt.Sprintf("unknown status %q", status)))
 		return
 	}
 	risk := amp.Risk(q.Get("risk"))
 	switch risk {
 	case "", amp.RiskLow, amp.RiskMedium, amp.RiskHigh:
 	default:
-		s.writeError(w, r, invalidField("risk", fmt.Sprintf("unknown risk %q: low, medium or high", risk)))
+		s.writeError(w, r, InvalidField("risk", fmt.Sprintf("unknown risk %q: low, medium or high", risk)))
 		return
 	}
 	p, err := readPage(q, listTasks)
@@ -224,7 +224,7 @@ func (s *Server) listTasks(w http.ResponseWriter, r *http.Request) {
 func taskID(r *http.Request) (string, error) {
 	id := r.PathValue("id")
 	if !task.ValidID(id) {
-		return "", invalidField("id", fmt.Sprintf("%q is not T-YYYY-NNN", id))
+		return "", InvalidField("id", fmt.Sprintf("%q is not T-YYYY-NNN", id))
 	}
 	return id, nil
 }
@@ -354,7 +354,7 @@ func storeError(err error, what string) *task.Error {
 	case errors.Is(err, ssot.ErrNotFound):
 		return &task.Error{Code: task.CodeNotFound, Message: fmt.Sprintf("no %s in the SSOT", what), Err: err}
 	case errors.As(err, &ie):
-		return invalidField(ie.Field, ie.Problem)
+		return InvalidField(ie.Field, ie.Problem)
 	}
 	return &task.Error{Code: task.CodeInternal, Message: fmt.Sprintf("reading %s from the SSOT failed", what), Err: err}
 }
@@ -371,7 +371,7 @@ func (s *Server) cancelTask(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if strings.TrimSpace(req.Reason) == "" {
-		s.writeError(w, r, invalidField("reason", "is required"))
+		s.writeError(w, r, InvalidField("reason", "is required"))
 		return
 	}
 	res, err := s.tasks.Cancel(r.Context(), id, task.CancelInput{Reason: req.Reason, By: callerOf(r).name})
@@ -414,7 +414,7 @@ func (s *Server) replanRequest(w http.ResponseWriter, r *http.Request) (ReplanRe
 		return ReplanRequest{}, err
 	}
 	if len(raw.Subtasks) == 0 {
-		return ReplanRequest{}, invalidField("subtasks", "must list at least one subtask")
+		return ReplanRequest{}, InvalidField("subtasks", "must list at least one subtask")
 	}
 	req := ReplanRequest{Subtasks: make([]amp.Subtask, len(raw.Subtasks)), Note: raw.Note}
 	var fields []amp.FieldError

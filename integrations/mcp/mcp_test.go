@@ -6,9 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
-	"net/http/httptest"
 	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -17,12 +15,12 @@ import (
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/ampflow/ampflow/activities/ssot"
 	"github.com/ampflow/ampflow/amp"
 	"github.com/ampflow/ampflow/amp/lease"
 	"github.com/ampflow/ampflow/amp/task"
 	"github.com/ampflow/ampflow/config"
 	"github.com/ampflow/ampflow/integrations/httpapi"
+	"github.com/ampflow/ampflow/integrations/httpapi/httpapitest"
 	"github.com/ampflow/ampflow/integrations/mcp"
 	"github.com/ampflow/ampflow/integrations/repomesh"
 	"github.com/ampflow/ampflow/workflows"
@@ -118,21 +116,15 @@ type harness struct {
 
 func newHarness(t *testing.T) *harness {
 	t.Helper()
-	store, err := ssot.Open(context.Background(), filepath.Join(t.TempDir(), "ampflow.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { store.Close() })
+	store, _ := httpapitest.Store(t)
 	ft := &fakeTasks{}
 	api := httpapi.New(httpapi.Options{Tasks: ft, Store: store, Tokens: []config.AuthToken{
 		{Token: aliceToken, Role: amp.RoleExecutor, Name: "alice"},
 		{Token: bobToken, Role: amp.RoleReviewer, Name: "bob"},
 	}, MaxWait: 2 * time.Second, PollInterval: 20 * time.Millisecond})
-	repomesh.AddTo(api, repomesh.Options{Leases: &fakeLeases{byKey: map[string]*lease.Lease{}}, Store: store, Tasks: ft})
+	repomesh.Register(api, repomesh.Options{Leases: &fakeLeases{byKey: map[string]*lease.Lease{}}, Store: store, Tasks: ft})
 	mcp.Register(api, mcp.Options{Logger: slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))})
-	ts := httptest.NewServer(api.Handler())
-	t.Cleanup(ts.Close)
-	return &harness{url: ts.URL + mcp.Path, tasks: ft}
+	return &harness{url: httpapitest.Serve(t, api) + mcp.Path, tasks: ft}
 }
 
 // bearer adds a token to every request of the MCP client.

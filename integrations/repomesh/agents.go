@@ -104,7 +104,7 @@ func (a *API) agentHeartbeat(w http.ResponseWriter, r *http.Request) {
 	}
 	agent := r.PathValue("id")
 	if err := lease.CheckAgent(agent); err != nil {
-		a.srv.Error(w, r, invalid("id", trimField(err)))
+		a.srv.Error(w, r, httpapi.InvalidField("id", trimField(err)))
 		return
 	}
 	if !mayActAs(httpapi.CallerOf(r), agent) {
@@ -114,7 +114,7 @@ func (a *API) agentHeartbeat(w http.ResponseWriter, r *http.Request) {
 	out := AgentHeartbeatResponse{AgentID: agent, Status: in.Status, Released: []string{}, Redispatched: []string{}}
 	c := httpapi.CallerOf(r)
 	if !slices.Contains(heartbeatRoles, in.Role) {
-		a.srv.Error(w, r, invalid("role", "must be executor, reviewer, coordinator or admin (or empty: the token's role)"))
+		a.srv.Error(w, r, httpapi.InvalidField("role", "must be executor, reviewer, coordinator or admin (or empty: the token's role)"))
 		return
 	}
 	if in.Role != "" && in.Role != c.Role && !isAdmin(c) {
@@ -139,7 +139,7 @@ func (a *API) agentHeartbeat(w http.ResponseWriter, r *http.Request) {
 	case AgentRecovered:
 		reason = lease.ReasonAgentRecovered
 	default:
-		a.srv.Error(w, r, invalid("status", "must be active, inactive or recovered"))
+		a.srv.Error(w, r, httpapi.InvalidField("status", "must be active, inactive or recovered"))
 		return
 	}
 	key, names := agent, []string{agent}

@@ -57,8 +57,8 @@ type Tasks interface {
 
 var _ Store = (*ssot.DB)(nil)
 
-// API serves leases and the mesh on the HTTP API. Build it with New and
-// add it with AddTo.
+// API serves leases and the mesh on the HTTP API. Build it with
+// Register.
 type API struct {
 	srv    *httpapi.Server
 	leases Leases
@@ -70,7 +70,7 @@ type API struct {
 	recovered recoveries
 }
 
-// Options for New.
+// Options configure the lease and mesh routes.
 type Options struct {
 	Leases Leases
 	Store  Store
@@ -78,20 +78,20 @@ type Options struct {
 	// waiting for its role.
 	Tasks Tasks
 	// Now is the clock; nil is time.Now.
-	Now func() time.Time
-	Log *slog.Logger
+	Now    func() time.Time
+	Logger *slog.Logger
 }
 
-// AddTo builds the API and adds its routes to srv.
-func AddTo(srv *httpapi.Server, o Options) *API {
-	a := &API{srv: srv, leases: o.Leases, store: o.Store, tasks: o.Tasks, now: o.Now, log: o.Log}
+// Register builds the API and adds its routes to api.
+func Register(api *httpapi.Server, o Options) *API {
+	a := &API{srv: api, leases: o.Leases, store: o.Store, tasks: o.Tasks, now: o.Now, log: o.Logger}
 	if a.now == nil {
 		a.now = time.Now
 	}
 	if a.log == nil {
 		a.log = slog.New(slog.DiscardHandler)
 	}
-	srv.Add(spec(), a.routes()...)
+	api.Add(spec(), a.routes()...)
 	return a
 }
 
@@ -145,8 +145,9 @@ func storeError(err error, what string) error {
 	var inv *ssot.InvalidError
 	switch {
 	case errors.As(err, &inv):
-		return &task.Error{Code: task.CodeInvalid, Message: inv.Error(),
-			Fields: []amp.FieldError{{Path: inv.Field, Problem: inv.Problem}}, Err: err}
+		e := httpapi.InvalidField(inv.Field, inv.Problem)
+		e.Err = err
+		return e
 	case errors.Is(err, ssot.ErrNotFound):
 		return &task.Error{Code: task.CodeNotFound, Message: what + " not found", Err: err}
 	}

@@ -5,11 +5,8 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
 	"log/slog"
 	"net/http"
-	"net/http/httptest"
-	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -22,6 +19,7 @@ import (
 	"github.com/ampflow/ampflow/amp/task"
 	"github.com/ampflow/ampflow/config"
 	"github.com/ampflow/ampflow/integrations/httpapi"
+	"github.com/ampflow/ampflow/integrations/httpapi/httpapitest"
 )
 
 // fakeLeases holds leases in memory as the workflow would, one holder a key.
@@ -82,7 +80,7 @@ func (f *fakeLeases) Release(_ context.Context, req lease.ReleaseRequest) (lease
 }
 
 type harness struct {
-	ts     *httptest.Server
+	url    string
 	store  *ssot.DB
 	leases *fakeLeases
 	tasks  *fakeTasks
@@ -149,11 +147,7 @@ const (
 
 func newHarness(t *testing.T) *harness {
 	t.Helper()
-	store, err := ssot.Open(context.Background(), filepath.Join(t.TempDir(), "ampflow.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { store.Close() })
+	store, _ := httpapitest.Store(t)
 	now := time.Date(2026, 11, 23, 10, 0, 0, 0, time.UTC)
 	fl := &fakeLeases{byKey: map[string]*lease.Lease{}, now: now}
 	srv := httpapi.New(httpapi.Options{Tokens: []config.AuthToken{
@@ -166,16 +160,14 @@ func newHarness(t *testing.T) *harness {
 	ft := &fakeTasks{}
 	logs := &syncBuffer{}
 	log := slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
-	AddTo(srv, Options{Leases: fl, Store: store, Tasks: ft, Log: log, Now: func() time.Time {
+	Register(srv, Options{Leases: fl, Store: store, Tasks: ft, Logger: log, Now: func() time.Time {
 		tick.Lock()
 		defer tick.Unlock()
 		now = now.Add(time.Second)
 		return now
 	}})
-	ts := httptest.NewServer(srv.Handler())
-	t.Cleanup(ts.Close)
 	// Leases the fake grants are recorded as the workflow's activity would.
-	return &harness{ts: ts, store: store, leases: fl, tasks: ft, logs: logs}
+	return &harness{url: httpapitest.Serve(t, srv), store: store, leases: fl, tasks: ft, logs: logs}
 }
 
 type answer struct {
@@ -185,24 +177,8 @@ type answer struct {
 
 func (h *harness) do(t *testing.T, method, path, token, body string) answer {
 	t.Helper()
-	var rd io.Reader
-	if body != "" {
-		rd = strings.NewReader(body)
-	}
-	req, _ := http.NewRequest(method, h.ts.URL+path, rd)
-	if body != "" {
-		req.Header.Set("Content-Type", "application/json")
-	}
-	if token != "" {
-		req.Header.Set("Authorization", "Bearer "+token)
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(resp.Body)
-	return answer{resp.StatusCode, b}
+	r := httpapitest.Do(t, method, h.url+path, token, body)
+	return answer{r.Status, r.Body}
 }
 
 func (a answer) want(t *testing.T, status int, v any) {

@@ -44,7 +44,7 @@ func (a *API) claim(w http.ResponseWriter, r *http.Request, ev checked) bool {
 	ttl = min(max(ttl, lease.MinTTL), lease.MaxTTL)
 	key := ClaimKey(taskID)
 	if err := lease.CheckKey(key); err != nil {
-		a.refuse(w, r, invalid("payload.task_id", trimField(err)))
+		a.refuse(w, r, httpapi.InvalidField("payload.task_id", trimField(err)))
 		return false
 	}
 	res, err := a.leases.Acquire(r.Context(), key, lease.AcquireRequest{AgentID: agent, TTLSeconds: int(ttl / time.Second)})

@@ -99,8 +99,7 @@ func (a *API) postEvent(w http.ResponseWriter, r *http.Request) {
 	}
 	if strings.HasPrefix(env.ID, ssot.SystemEventPrefix) {
 		problem := fmt.Sprintf("starts with %q, the prefix of the system's own events", ssot.SystemEventPrefix)
-		a.refuse(w, r, &task.Error{Code: CodeInvalidPayload, Message: "id: " + problem,
-			Fields: []amp.FieldError{{Path: "id", Problem: problem}}})
+		a.refuse(w, r, httpapi.FieldError(CodeInvalidPayload, "id", problem))
 		return
 	}
 	env.Payload = withSender(env, c)
@@ -161,8 +160,7 @@ func (a *API) postEvent(w http.ResponseWriter, r *http.Request) {
 	if err != nil {
 		var inv *ssot.InvalidError
 		if errors.As(err, &inv) {
-			a.refuse(w, r, &task.Error{Code: CodeInvalidPayload, Message: inv.Error(),
-				Fields: []amp.FieldError{{Path: inv.Field, Problem: inv.Problem}}})
+			a.refuse(w, r, httpapi.FieldError(CodeInvalidPayload, inv.Field, inv.Problem))
 			return
 		}
 		a.srv.Error(w, r, err)
@@ -200,7 +198,7 @@ func timeParam(q map[string][]string, name string) (time.Time, error) {
 	}
 	t, err := time.Parse(time.RFC3339Nano, v)
 	if err != nil {
-		return time.Time{}, invalid(name, "must be an RFC 3339 time such as 2026-02-22T23:20:00Z")
+		return time.Time{}, httpapi.InvalidField(name, "must be an RFC 3339 time such as 2026-02-22T23:20:00Z")
 	}
 	return t, nil
 }
@@ -229,7 +227,7 @@ func (a *API) inbox(w http.ResponseWriter, r *http.Request) {
 	case "true", "1":
 		iq.Broadcast = true
 	default:
-		a.srv.Error(w, r, invalid("include_broadcast", "must be true or false"))
+		a.srv.Error(w, r, httpapi.InvalidField("include_broadcast", "must be true or false"))
 		return
 	}
 	// The caller's own inbox reads oldest first, as a consumer works
@@ -242,7 +240,7 @@ func (a *API) inbox(w http.ResponseWriter, r *http.Request) {
 		iq.Desc = true
 	case "asc":
 	default:
-		a.srv.Error(w, r, invalid("direction", "must be asc or desc"))
+		a.srv.Error(w, r, httpapi.InvalidField("direction", "must be asc or desc"))
 		return
 	}
 	var err error
@@ -261,29 +259,21 @@ func (a *API) inbox(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	ctx := r.Context()
-	deadline := time.Now().Add(wait)
-	for {
-		evs, next, err := a.store.MeshInbox(ctx, iq, p)
-		if ctx.Err() != nil {
-			return
-		}
-		if err != nil {
-			a.srv.Error(w, r, storeError(err, "inbox"))
-			return
-		}
-		left := time.Until(deadline)
-		if len(evs) > 0 || left <= 0 {
-			httpapi.WriteJSON(w, http.StatusOK, eventsOf(evs, next))
-			return
-		}
-		t := time.NewTimer(min(poll, left))
-		select {
-		case <-ctx.Done():
-			t.Stop()
-			return
-		case <-t.C:
-		}
+	var evs []ssot.MeshEvent
+	var next string
+	err = httpapi.Poll(ctx, wait, poll, func() (bool, error) {
+		var err error
+		evs, next, err = a.store.MeshInbox(ctx, iq, p)
+		return len(evs) > 0, err
+	})
+	if ctx.Err() != nil {
+		return
 	}
+	if err != nil {
+		a.srv.Error(w, r, storeError(err, "inbox"))
+		return
+	}
+	httpapi.WriteJSON(w, http.StatusOK, eventsOf(evs, next))
 }
 
 func (a *API) search(w http.ResponseWriter, r *http.Request) {
@@ -294,11 +284,11 @@ func (a *API) search(w http.ResponseWriter, r *http.Request) {
 	sq := ssot.SearchQuery{From: q.Get("from"), To: q.Get("to"), Type: q.Get("type"), TaskID: q.Get("task_id"), Q: q.Get("q"),
 		Viewers: viewerNames(httpapi.CallerOf(r))}
 	if len(sq.Q) > MaxSubject {
-		a.srv.Error(w, r, invalid("q", fmt.Sprintf("is longer than %d bytes", MaxSubject)))
+		a.srv.Error(w, r, httpapi.InvalidField("q", fmt.Sprintf("is longer than %d bytes", MaxSubject)))
 		return
 	}
 	if sq.Q != "" && len(ssot.Keywords(sq.Q)) == 0 {
-		a.srv.Error(w, r, invalid("q", "has no keywords (letters or digits)"))
+		a.srv.Error(w, r, httpapi.InvalidField("q", "has no keywords (letters or digits)"))
 		return
 	}
 	var err error

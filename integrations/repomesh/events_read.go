@@ -97,7 +97,7 @@ func (a *API) markRead(w http.ResponseWriter, r *http.Request) {
 		in.AgentID = c.Name
 	}
 	if err := lease.CheckAgent(in.AgentID); err != nil {
-		a.srv.Error(w, r, invalid("agent_id", trimField(err)))
+		a.srv.Error(w, r, httpapi.InvalidField("agent_id", trimField(err)))
 		return
 	}
 	if !mayActAs(c, in.AgentID) {

@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"github.com/ampflow/ampflow/activities/ssot"
-	"github.com/ampflow/ampflow/amp"
 	"github.com/ampflow/ampflow/amp/lease"
 	"github.com/ampflow/ampflow/amp/task"
 	"github.com/ampflow/ampflow/integrations/httpapi"
@@ -86,11 +85,6 @@ func utc(t time.Time) time.Time {
 	return t.UTC()
 }
 
-func invalid(field, problem string) error {
-	return &task.Error{Code: task.CodeInvalid, Message: field + ": " + problem,
-		Fields: []amp.FieldError{{Path: field, Problem: problem}}}
-}
-
 // denied refuses the caller speaking as agent and tells it in the mesh.
 func (a *API) denied(w http.ResponseWriter, r *http.Request, action, agent string) {
 	c := httpapi.CallerOf(r)
@@ -130,11 +124,11 @@ func (a *API) acquire(w http.ResponseWriter, r *http.Request) {
 		in.AgentID = c.Name
 	}
 	if err := lease.CheckKey(in.ResourceKey); err != nil {
-		a.srv.Error(w, r, invalid("resource_key", trimField(err)))
+		a.srv.Error(w, r, httpapi.InvalidField("resource_key", trimField(err)))
 		return
 	}
 	if err := lease.CheckTTL("ttl_seconds", in.TTLSeconds); err != nil {
-		a.srv.Error(w, r, invalid("ttl_seconds", trimField(err)))
+		a.srv.Error(w, r, httpapi.InvalidField("ttl_seconds", trimField(err)))
 		return
 	}
 	if !mayActAs(c, in.AgentID) {
@@ -145,8 +139,7 @@ func (a *API) acquire(w http.ResponseWriter, r *http.Request) {
 		problem := fmt.Sprintf("is reserved: keys starting %q are the system's own", p)
 		msg := "resource_key: " + problem
 		a.tellError(r, "lease.acquire", CodePermissionDenied, msg, 0, map[string]any{"resource_key": in.ResourceKey})
-		a.srv.Error(w, r, &task.Error{Code: CodePermissionDenied, Message: msg,
-			Fields: []amp.FieldError{{Path: "resource_key", Problem: problem}}})
+		a.srv.Error(w, r, httpapi.FieldError(CodePermissionDenied, "resource_key", problem))
 		return
 	}
 	res, err := a.leases.Acquire(r.Context(), in.ResourceKey, lease.AcquireRequest{AgentID: in.AgentID, TTLSeconds: in.TTLSeconds})
@@ -239,7 +232,7 @@ func (a *API) renew(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	if err := lease.CheckTTL("ttl", in.TTL); err != nil {
-		a.srv.Error(w, r, invalid("ttl", trimField(err)))
+		a.srv.Error(w, r, httpapi.InvalidField("ttl", trimField(err)))
 		return
 	}
 	l, err := a.leases.Renew(r.Context(), lease.RenewRequest{LeaseID: id, AgentID: in.AgentID, TTLSeconds: in.TTL})
@@ -305,7 +298,7 @@ func (a *API) listLeases(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
 	f := ssot.LeaseFilter{AgentID: q.Get("agent_id"), State: q.Get("state")}
 	if f.State != "" && !slices.Contains(leaseStates, f.State) {
-		a.srv.Error(w, r, invalid("state", "must be active, expired or released"))
+		a.srv.Error(w, r, httpapi.InvalidField("state", "must be active, expired or released"))
 		return
 	}
 	p, err := pageOf(q.Get("limit"), q.Get("cursor"), ssot.DefaultLimit, ssot.MaxLimit)
@@ -330,7 +323,7 @@ func pageOf(limit, cursor string, def, max int) (ssot.Page, error) {
 	if limit != "" {
 		n, err := strconv.Atoi(limit)
 		if err != nil || n < 1 || n > max {
-			return p, invalid("limit", fmt.Sprintf("must be from 1 to %d", max))
+			return p, httpapi.InvalidField("limit", fmt.Sprintf("must be from 1 to %d", max))
 		}
 		p.Limit = n
 	}

@@ -56,8 +56,7 @@ func (a *API) mayReportTests(w http.ResponseWriter, r *http.Request, ev checked)
 	if !ok {
 		problem := fmt.Sprintf("%s is not an agent of task %s: only its agents, coordinators and admins report its failing tests", c.Name, ev.taskID)
 		a.tellError(r, "event.log", CodePermissionDenied, "payload.task_id: "+problem, 0, map[string]any{"task_id": ev.taskID})
-		a.srv.Error(w, r, &task.Error{Code: CodePermissionDenied, Message: "payload.task_id: " + problem,
-			Fields: []amp.FieldError{{Path: "payload.task_id", Problem: problem}}})
+		a.srv.Error(w, r, httpapi.FieldError(CodePermissionDenied, "payload.task_id", problem))
 	}
 	return ok
 }

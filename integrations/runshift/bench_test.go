@@ -90,7 +90,7 @@ func BenchmarkAcceptNoGate(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	in.Log = slog.New(slog.DiscardHandler)
+	in.Logger = slog.New(slog.DiscardHandler)
 	s := benchSignal(b)
 	no := false
 	s.GateRequired = &no

@@ -3,6 +3,7 @@ package runshift
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net/http"
 	"time"
 
@@ -107,10 +108,10 @@ func (a *API) raise(w http.ResponseWriter, r *http.Request) {
 	}
 	switch {
 	case req.AmountUSD <= 0 || req.AmountUSD > MaxCostUSD:
-		a.Server.Error(w, r, fieldError(task.CodeInvalid, "amount_usd", "must be more than 0 and at most %g", float64(MaxCostUSD)))
+		a.Server.Error(w, r, httpapi.InvalidField("amount_usd", fmt.Sprintf("must be more than 0 and at most %g", float64(MaxCostUSD))))
 		return
 	case len(req.Note) > MaxRaiseNote:
-		a.Server.Error(w, r, fieldError(task.CodeInvalid, "note", "is longer than %d bytes", MaxRaiseNote))
+		a.Server.Error(w, r, httpapi.InvalidField("note", fmt.Sprintf("is longer than %d bytes", MaxRaiseNote)))
 		return
 	}
 	now := in.now()
@@ -125,7 +126,7 @@ func (a *API) raise(w http.ResponseWriter, r *http.Request) {
 		Note: req.Note, RaisedBy: by, At: now})
 	var inv *ssot.InvalidError
 	if errors.As(err, &inv) {
-		a.Server.Error(w, r, fieldError(task.CodeInvalid, inv.Field, "%s", inv.Problem))
+		a.Server.Error(w, r, httpapi.InvalidField(inv.Field, inv.Problem))
 		return
 	}
 	if err != nil {

@@ -36,10 +36,13 @@ type API struct {
 	Server *httpapi.Server
 }
 
-// Register adds the gate's routes to s.
-func Register(s *httpapi.Server, in *Intake) {
-	a := &API{Intake: in, Server: s}
-	s.Add(spec(), a.Routes()...)
+// Register builds the API of the intake and adds the gate's routes to
+// api. The intake is the routes' options: the gate's keys, rules, budgets
+// and store, its Logger; the worker runs its recovery too.
+func Register(api *httpapi.Server, in *Intake) *API {
+	a := &API{Intake: in, Server: api}
+	api.Add(spec(), a.Routes()...)
+	return a
 }
 
 // Routes are the gate's routes with their OpenAPI operations.
@@ -76,7 +79,7 @@ func (a *API) signal(w http.ResponseWriter, r *http.Request) {
 		a.refuse(w, r, agent.ID, raw, task.Errorf(codeTooLarge, "request body exceeds %d bytes", MaxBody))
 		return
 	case err != nil:
-		a.refuse(w, r, agent.ID, raw, fieldError(task.CodeInvalid, amp.RootPath, "unreadable body: %v", err))
+		a.refuse(w, r, agent.ID, raw, httpapi.InvalidField(amp.RootPath, fmt.Sprintf("unreadable body: %v", err)))
 		return
 	}
 	r.Body = io.NopCloser(bytes.NewReader(raw))
@@ -291,8 +294,7 @@ func (a *API) list(w http.ResponseWriter, r *http.Request) {
 		switch k {
 		case "agent", "project", "status", "run_id", "limit", "cursor":
 		default:
-			a.Server.Error(w, r, &task.Error{Code: task.CodeInvalid, Message: k + ": unknown query parameter",
-				Fields: []amp.FieldError{fieldErr(k, "unknown query parameter")}})
+			a.Server.Error(w, r, httpapi.InvalidField(k, "unknown query parameter"))
 			return
 		}
 	}
@@ -300,14 +302,14 @@ func (a *API) list(w http.ResponseWriter, r *http.Request) {
 	switch f.Status {
 	case "", string(gate.StatusPending), string(gate.StatusApproved), string(gate.StatusRejected):
 	default:
-		a.Server.Error(w, r, fieldError(task.CodeInvalid, "status", "must be pending, approved or rejected, not %q", f.Status))
+		a.Server.Error(w, r, httpapi.InvalidField("status", fmt.Sprintf("must be pending, approved or rejected, not %q", f.Status)))
 		return
 	}
 	limit := DefaultListLimit
 	if s := q.Get("limit"); s != "" {
 		n, err := strconv.Atoi(s)
 		if err != nil || n < 1 || n > MaxListLimit {
-			a.Server.Error(w, r, fieldError(task.CodeInvalid, "limit", "must be 1 to %d, not %q", MaxListLimit, s))
+			a.Server.Error(w, r, httpapi.InvalidField("limit", fmt.Sprintf("must be 1 to %d, not %q", MaxListLimit, s)))
 			return
 		}
 		limit = n
@@ -315,7 +317,7 @@ func (a *API) list(w http.ResponseWriter, r *http.Request) {
 	rows, next, err := a.Intake.Store.GateList(r.Context(), f, ssot.Page{Limit: limit, Cursor: q.Get("cursor")})
 	var inv *ssot.InvalidError
 	if errors.As(err, &inv) {
-		a.Server.Error(w, r, fieldError(task.CodeInvalid, inv.Field, "%s", inv.Problem))
+		a.Server.Error(w, r, httpapi.InvalidField(inv.Field, inv.Problem))
 		return
 	}
 	if err != nil {
@@ -327,8 +329,4 @@ func (a *API) list(w http.ResponseWriter, r *http.Request) {
 		out.Gates = append(out.Gates, ViewOf(g))
 	}
 	httpapi.WriteJSON(w, http.StatusOK, out)
-}
-
-func fieldErr(path, problem string) amp.FieldError {
-	return amp.FieldError{Path: path, Problem: problem}
 }

@@ -6,11 +6,7 @@ import (
 	"database/sql"
 	"encoding/json"
 	"fmt"
-	"io"
 	"log/slog"
-	"net/http"
-	"net/http/httptest"
-	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -23,6 +19,7 @@ import (
 	"github.com/ampflow/ampflow/amp"
 	"github.com/ampflow/ampflow/config"
 	"github.com/ampflow/ampflow/integrations/httpapi"
+	"github.com/ampflow/ampflow/integrations/httpapi/httpapitest"
 	"github.com/ampflow/ampflow/workflows/gate"
 )
 
@@ -40,19 +37,14 @@ type testGate struct {
 	store  *ssot.DB
 	path   string
 	intake *Intake
-	srv    *httptest.Server
+	url    string
 	mu     sync.Mutex
 	starts map[string]int
 }
 
 func newTestGate(t *testing.T, change func(*config.Gate)) *testGate {
 	t.Helper()
-	path := filepath.Join(t.TempDir(), "ampflow.db")
-	db, err := ssot.Open(context.Background(), path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { db.Close() })
+	db, path := httpapitest.Store(t)
 	cfg := config.Default().Gate
 	cfg.Agents = []config.GateAgent{
 		{ID: "resume-tailor", KeyEnv: "TAILOR_KEY", Projects: []string{"job-search"}},
@@ -75,13 +67,12 @@ func newTestGate(t *testing.T, change func(*config.Gate)) *testGate {
 		t.Fatal(err)
 	}
 	in.Now = func() time.Time { return testNow }
-	in.Log = slog.New(slog.DiscardHandler)
+	in.Logger = slog.New(slog.DiscardHandler)
 	g.intake = in
 	s := httpapi.New(httpapi.Options{Store: db, Tokens: []config.AuthToken{{Token: adminToken, Role: amp.RoleAdmin, Name: "ops"},
 		{Token: coordToken, Role: amp.RoleCoordinator, Name: "coord"}}})
 	Register(s, in)
-	g.srv = httptest.NewServer(s.Handler())
-	t.Cleanup(g.srv.Close)
+	g.url = httpapitest.Serve(t, s)
 	return g
 }
 
@@ -92,28 +83,8 @@ type resp struct {
 
 func (g *testGate) do(method, path, token string, body any) resp {
 	g.t.Helper()
-	var rd io.Reader
-	if body != nil {
-		b, ok := body.([]byte)
-		if !ok {
-			b, _ = json.Marshal(body)
-		}
-		rd = bytes.NewReader(b)
-	}
-	req, _ := http.NewRequest(method, g.srv.URL+path, rd)
-	if body != nil {
-		req.Header.Set("Content-Type", "application/json")
-	}
-	if token != "" {
-		req.Header.Set("Authorization", "Bearer "+token)
-	}
-	r, err := http.DefaultClient.Do(req)
-	if err != nil {
-		g.t.Fatal(err)
-	}
-	defer r.Body.Close()
-	b, _ := io.ReadAll(r.Body)
-	return resp{r.StatusCode, b}
+	r := httpapitest.Do(g.t, method, g.url+path, token, body)
+	return resp{r.Status, r.Body}
 }
 
 func (r resp) want(t *testing.T, status int) resp {

@@ -17,6 +17,7 @@ import (
 	"github.com/ampflow/ampflow/activities/ssot"
 	"github.com/ampflow/ampflow/amp/task"
 	"github.com/ampflow/ampflow/config"
+	"github.com/ampflow/ampflow/integrations/httpapi"
 	"github.com/ampflow/ampflow/workflows/gate"
 )
 
@@ -64,7 +65,7 @@ type Intake struct {
 	// TaskBudgets, when set, charges signals that name a task_id to the
 	// task's budget_usd.
 	TaskBudgets *TaskBudgets
-	Log         *slog.Logger
+	Logger      *slog.Logger
 	Now         func() time.Time
 	Metrics     *Metrics
 }
@@ -135,10 +136,10 @@ func messageOf(s gate.Status, gated bool) string {
 // Accept takes a valid signal from agent.
 func (in *Intake) Accept(ctx context.Context, agent Agent, s Signal) (Reply, error) {
 	if s.AgentID != agent.ID {
-		return Reply{}, fieldError(task.CodeForbidden, "agent_id", "%q is not the agent of this key", s.AgentID)
+		return Reply{}, httpapi.FieldError(task.CodeForbidden, "agent_id", fmt.Sprintf("%q is not the agent of this key", s.AgentID))
 	}
 	if !agent.MayPost(s.ProjectID) {
-		return Reply{}, fieldError(task.CodeForbidden, "project_id", "agent %s may not post for project %q", agent.ID, s.ProjectID)
+		return Reply{}, httpapi.FieldError(task.CodeForbidden, "project_id", fmt.Sprintf("agent %s may not post for project %q", agent.ID, s.ProjectID))
 	}
 	hash, err := SignalHash(s)
 	if err != nil {
@@ -283,8 +284,8 @@ func (in *Intake) charge(ctx context.Context, row ssot.GateRow) bool {
 // a started gate changes nothing.
 func (in *Intake) duplicate(ctx context.Context, agent Agent, prev ssot.GateRow, hash string) (Reply, error) {
 	if prev.SignalHash != "" && prev.SignalHash != hash {
-		return Reply{}, fieldError(task.CodeConflict, "run_id", "%q was posted before with another body (gate %s, %s); a new action needs a new run_id",
-			prev.RunID, prev.GateID, prev.Status)
+		return Reply{}, httpapi.FieldError(task.CodeConflict, "run_id", fmt.Sprintf("%q was posted before with another body (gate %s, %s); a new action needs a new run_id",
+			prev.RunID, prev.GateID, prev.Status))
 	}
 	in.Metrics.signal(agent.ID, "duplicate")
 	st := gate.Status(prev.Status)
@@ -372,16 +373,10 @@ func (in *Intake) now() time.Time {
 }
 
 func (in *Intake) log() *slog.Logger {
-	if in.Log != nil {
-		return in.Log
+	if in.Logger != nil {
+		return in.Logger
 	}
 	return slog.Default()
-}
-
-func fieldError(code task.Code, path, format string, args ...any) *task.Error {
-	e := task.Errorf(code, "%s: %s", path, fmt.Sprintf(format, args...))
-	e.Fields = append(e.Fields, fieldErr(path, fmt.Sprintf(format, args...)))
-	return e
 }
 
 // NewIntake builds the intake of cfg: keys read through lookup, rules

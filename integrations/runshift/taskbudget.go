@@ -11,6 +11,7 @@ import (
 	"github.com/ampflow/ampflow/activities/ssot"
 	"github.com/ampflow/ampflow/amp"
 	"github.com/ampflow/ampflow/amp/task"
+	"github.com/ampflow/ampflow/integrations/httpapi"
 )
 
 // BudgetKey is where a task's plan carries its budget in USD:
@@ -60,7 +61,7 @@ type taskPlan struct {
 func (tb *TaskBudgets) Bound(ctx context.Context, taskID, agent string) error {
 	p, err := tb.plan(ctx, taskID)
 	if errors.Is(err, ssot.ErrNotFound) {
-		return fieldError(task.CodeInvalid, "task_id", "no task %s", taskID)
+		return httpapi.InvalidField("task_id", "no task "+taskID)
 	}
 	if err != nil {
 		return err
@@ -70,8 +71,8 @@ func (tb *TaskBudgets) Bound(ctx context.Context, taskID, agent string) error {
 			return nil
 		}
 	}
-	return fieldError(task.CodeForbidden, "task_id", "task %s does not take agent %s's signals: its plan's tech_constraints.%s does not list it",
-		taskID, agent, AgentsKey)
+	return httpapi.FieldError(task.CodeForbidden, "task_id", fmt.Sprintf("task %s does not take agent %s's signals: its plan's tech_constraints.%s does not list it",
+		taskID, agent, AgentsKey))
 }
 
 // Budget reads a task's budget_usd; ok is false when it has none. A task

@@ -18,7 +18,6 @@ import (
 	"time"
 
 	"github.com/ampflow/ampflow/activities/ssot"
-	"github.com/ampflow/ampflow/amp"
 	"github.com/ampflow/ampflow/amp/decision"
 	"github.com/ampflow/ampflow/amp/task"
 	"github.com/ampflow/ampflow/config/toolpolicy"
@@ -36,12 +35,8 @@ type Store interface {
 	History(ctx context.Context, taskID string, p ssot.Page) ([]ssot.Record, string, error)
 }
 
-// MaxWait bounds a long poll's wait.
-const MaxWait = 60 * time.Second
-
-// Handlers serve the tool-call routes. Register them on the API.
-type Handlers struct {
-	API    *httpapi.Server
+// Options configure the tool-call routes.
+type Options struct {
 	Tasks  Tasks
 	Store  Store
 	Policy *toolpolicy.Policy
@@ -54,96 +49,67 @@ type Handlers struct {
 	Poll time.Duration
 }
 
+// Handlers serve the tool-call routes. Build them with Register.
+type Handlers struct {
+	api *httpapi.Server
+	o   Options
+}
+
 // Register adds the routes, their schemas and the tool_call decision kind
 // to the API.
-func (h *Handlers) Register(api *httpapi.Server) {
-	h.API = api
-	if h.Poll <= 0 {
-		h.Poll = 300 * time.Millisecond
+func Register(api *httpapi.Server, o Options) *Handlers {
+	if o.Poll <= 0 {
+		o.Poll = 300 * time.Millisecond
 	}
+	h := &Handlers{api: api, o: o}
 	api.Add(httpapi.Spec{Schemas: schemas(), DecisionKinds: []decision.Kind{task.KindToolCall}},
 		httpapi.Route{Pattern: "POST /v1/tool-calls", Handler: h.post, Operation: postOp()},
 		httpapi.Route{Pattern: "GET /v1/tool-calls/{id}", Handler: h.get, Operation: getOp()},
 		httpapi.Route{Pattern: "GET /v1/tasks/{id}/tool-calls", Handler: h.list, Operation: listOp()},
 	)
-}
-
-func invalid(field, format string, args ...any) error {
-	e := task.Errorf(task.CodeInvalid, "%s: %s", field, fmt.Sprintf(format, args...))
-	e.Fields = []amp.FieldError{{Path: field, Problem: fmt.Sprintf(format, args...)}}
-	return e
-}
-
-func parseWait(v string) (time.Duration, error) {
-	if v == "" {
-		return 0, nil
-	}
-	d, err := time.ParseDuration(v)
-	if err != nil {
-		n, nerr := strconv.Atoi(v)
-		if nerr != nil {
-			return 0, invalid("wait", `must be a duration such as "30s"`)
-		}
-		d = time.Duration(n) * time.Second
-	}
-	if d < 0 || d > MaxWait {
-		return 0, invalid("wait", "must be between 0 and %s", MaxWait)
-	}
-	return d, nil
-}
-
-// extend gives a long poll its wait on top of the server's timeouts.
-func extend(w http.ResponseWriter, wait time.Duration) {
-	if wait <= 0 {
-		return
-	}
-	rc := http.NewResponseController(w)
-	now := time.Now()
-	_ = rc.SetReadDeadline(now.Add(wait + httpapi.DefaultTimeout))
-	_ = rc.SetWriteDeadline(now.Add(wait + httpapi.DefaultTimeout))
+	return h
 }
 
 // post decides a tool call: the policy first, then the task, which
 // records it and raises an ask.
 func (h *Handlers) post(w http.ResponseWriter, r *http.Request) {
-	wait, err := parseWait(r.URL.Query().Get("wait"))
+	wait, _, err := h.api.LongPoll(w, r)
 	if err != nil {
-		h.API.Error(w, r, err)
+		h.api.Error(w, r, err)
 		return
 	}
 	var in task.ToolCallRequest
-	if err := h.API.Decode(w, r, &in); err != nil {
-		h.API.Error(w, r, err)
+	if err := h.api.Decode(w, r, &in); err != nil {
+		h.api.Error(w, r, err)
 		return
 	}
 	switch {
 	case !task.ValidID(in.TaskID):
-		h.API.Error(w, r, invalid("task_id", "must be a task id T-YYYY-NNN, not %q", in.TaskID))
+		h.api.Error(w, r, httpapi.InvalidField("task_id", fmt.Sprintf("must be a task id T-YYYY-NNN, not %q", in.TaskID)))
 		return
 	case strings.TrimSpace(in.Tool) == "":
-		h.API.Error(w, r, invalid("tool", "required"))
+		h.api.Error(w, r, httpapi.InvalidField("tool", "required"))
 		return
 	case len(in.Input) > 0 && !json.Valid(in.Input):
-		h.API.Error(w, r, invalid("input", "must be JSON"))
+		h.api.Error(w, r, httpapi.InvalidField("input", "must be JSON"))
 		return
 	}
-	v := h.Policy.Decide(toolpolicy.Call{CLI: in.CLI, Tool: in.Tool, Input: in.Input, CWD: in.CWD, Worktree: in.Worktree})
+	v := h.o.Policy.Decide(toolpolicy.Call{CLI: in.CLI, Tool: in.Tool, Input: in.Input, CWD: in.CWD, Worktree: in.Worktree})
 	canon := toolpolicy.Canonical(in.Input)
 	sum := sha256.Sum256(canon)
 	c := task.ToolCall{
 		Agent: httpapi.CallerOf(r).Name, CLI: in.CLI, Tool: in.Tool, Kind: string(v.Kind),
 		Input: bounded(string(canon)), InputTruncated: len(canon) > task.MaxToolInput, InputBytes: len(canon),
 		InputDigest: hex.EncodeToString(sum[:]), CWD: in.CWD, Worktree: in.Worktree,
-		Rule: v.Rule, Action: string(v.Action), Reason: v.Reason, Risk: v.Risk, AskTimeout: h.AskTimeout,
-		ParkTimeout: h.ParkTimeout,
+		Rule: v.Rule, Action: string(v.Action), Reason: v.Reason, Risk: v.Risk, AskTimeout: h.o.AskTimeout,
+		ParkTimeout: h.o.ParkTimeout,
 	}
-	out, err := h.Tasks.ToolCall(r.Context(), in.TaskID, c)
+	out, err := h.o.Tasks.ToolCall(r.Context(), in.TaskID, c)
 	if err != nil {
-		h.API.Error(w, r, err)
+		h.api.Error(w, r, err)
 		return
 	}
 	if out.Decision == task.ToolPending && wait > 0 {
-		extend(w, wait)
 		out = h.await(r.Context(), out, wait)
 	}
 	h.answer(w, out)
@@ -172,31 +138,23 @@ func (h *Handlers) answer(w http.ResponseWriter, c task.ToolCall) {
 }
 
 // await looks for the ask's outcome record until it is there or the wait
-// is over.
+// is over; a failed look is looked again.
 func (h *Handlers) await(ctx context.Context, c task.ToolCall, wait time.Duration) task.ToolCall {
-	deadline := time.NewTimer(wait)
-	defer deadline.Stop()
-	tick := time.NewTicker(h.Poll)
-	defer tick.Stop()
-	for {
-		if got, ok, _ := h.read(ctx, c.ID+task.ToolCallOutcome); ok {
-			return got
+	_ = httpapi.Poll(ctx, wait, h.o.Poll, func() (bool, error) {
+		got, ok, _ := h.read(ctx, c.ID+task.ToolCallOutcome)
+		if ok {
+			c = got
 		}
-		select {
-		case <-ctx.Done():
-			return c
-		case <-deadline.C:
-			return c
-		case <-tick.C:
-		}
-	}
+		return ok, nil
+	})
+	return c
 }
 
 func (h *Handlers) read(ctx context.Context, id string) (task.ToolCall, bool, error) {
-	if h.Store == nil {
+	if h.o.Store == nil {
 		return task.ToolCall{}, false, task.Errorf(task.CodeUnavailable, "the SSOT is not available")
 	}
-	rec, err := h.Store.Get(ctx, id)
+	rec, err := h.o.Store.Get(ctx, id)
 	if errors.Is(err, ssot.ErrNotFound) {
 		return task.ToolCall{}, false, nil
 	}
@@ -213,13 +171,13 @@ func (h *Handlers) read(ctx context.Context, id string) (task.ToolCall, bool, er
 // get answers a tool call as recorded, waiting for an ask's answer.
 func (h *Handlers) get(w http.ResponseWriter, r *http.Request) {
 	id := r.PathValue("id")
-	wait, err := parseWait(r.URL.Query().Get("wait"))
+	wait, _, err := h.api.LongPoll(w, r)
 	if err != nil {
-		h.API.Error(w, r, err)
+		h.api.Error(w, r, err)
 		return
 	}
 	if taskID, _, ok := cutID(id); !ok || !task.ValidID(taskID) {
-		h.API.Error(w, r, invalid("id", "must be a tool call id <task_id>-tc<n>, not %q", id))
+		h.api.Error(w, r, httpapi.InvalidField("id", fmt.Sprintf("must be a tool call id <task_id>-tc<n>, not %q", id)))
 		return
 	}
 	if c, ok, err := h.read(r.Context(), id+task.ToolCallOutcome); err != nil || ok {
@@ -228,7 +186,7 @@ func (h *Handlers) get(w http.ResponseWriter, r *http.Request) {
 	}
 	c, ok, err := h.read(r.Context(), id)
 	if err != nil {
-		h.API.Error(w, r, err)
+		h.api.Error(w, r, err)
 		return
 	}
 	if !ok {
@@ -239,10 +197,9 @@ func (h *Handlers) get(w http.ResponseWriter, r *http.Request) {
 		h.answer(w, c)
 		return
 	}
-	extend(w, wait)
 	c = h.await(r.Context(), c, wait)
 	if c.TaskID == "" {
-		h.API.Error(w, r, task.Errorf(task.CodeNotFound, "no tool call %s", id))
+		h.api.Error(w, r, task.Errorf(task.CodeNotFound, "no tool call %s", id))
 		return
 	}
 	h.answer(w, c)
@@ -250,7 +207,7 @@ func (h *Handlers) get(w http.ResponseWriter, r *http.Request) {
 
 func (h *Handlers) done(w http.ResponseWriter, r *http.Request, c task.ToolCall, err error) {
 	if err != nil {
-		h.API.Error(w, r, err)
+		h.api.Error(w, r, err)
 		return
 	}
 	h.answer(w, c)
@@ -272,11 +229,11 @@ func cutID(id string) (taskID string, n int, ok bool) {
 func (h *Handlers) list(w http.ResponseWriter, r *http.Request) {
 	taskID := r.PathValue("id")
 	if !task.ValidID(taskID) {
-		h.API.Error(w, r, invalid("id", "must be a task id T-YYYY-NNN, not %q", taskID))
+		h.api.Error(w, r, httpapi.InvalidField("id", fmt.Sprintf("must be a task id T-YYYY-NNN, not %q", taskID)))
 		return
 	}
-	if h.Store == nil {
-		h.API.Error(w, r, task.Errorf(task.CodeUnavailable, "the SSOT is not available"))
+	if h.o.Store == nil {
+		h.api.Error(w, r, task.Errorf(task.CodeUnavailable, "the SSOT is not available"))
 		return
 	}
 	q := r.URL.Query()
@@ -284,13 +241,13 @@ func (h *Handlers) list(w http.ResponseWriter, r *http.Request) {
 	at := map[string]int{}
 	cursor := ""
 	for {
-		recs, next, err := h.Store.History(r.Context(), taskID, ssot.Page{Limit: 1000, Cursor: cursor})
+		recs, next, err := h.o.Store.History(r.Context(), taskID, ssot.Page{Limit: 1000, Cursor: cursor})
 		if errors.Is(err, ssot.ErrNotFound) {
-			h.API.Error(w, r, task.Errorf(task.CodeNotFound, "no task %s in the SSOT", taskID))
+			h.api.Error(w, r, task.Errorf(task.CodeNotFound, "no task %s in the SSOT", taskID))
 			return
 		}
 		if err != nil {
-			h.API.Error(w, r, err)
+			h.api.Error(w, r, err)
 			return
 		}
 		for _, rec := range recs {

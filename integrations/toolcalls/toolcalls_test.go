@@ -1,12 +1,10 @@
 package toolcalls
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
 	"net/http"
-	"net/http/httptest"
 	"strings"
 	"sync"
 	"testing"
@@ -17,6 +15,7 @@ import (
 	"github.com/ampflow/ampflow/config"
 	"github.com/ampflow/ampflow/config/toolpolicy"
 	"github.com/ampflow/ampflow/integrations/httpapi"
+	"github.com/ampflow/ampflow/integrations/httpapi/httpapitest"
 )
 
 // fakeTask is a task that records tool calls as the workflow does: allow
@@ -83,36 +82,16 @@ func serve(t *testing.T) (*fakeTask, string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	(&Handlers{Tasks: f, Store: f, Policy: pol, AskTimeout: time.Minute, Poll: 10 * time.Millisecond}).Register(api)
-	srv := httptest.NewServer(api.Handler())
-	t.Cleanup(srv.Close)
-	return f, srv.URL
+	Register(api, Options{Tasks: f, Store: f, Policy: pol, AskTimeout: time.Minute, Poll: 10 * time.Millisecond})
+	return f, httpapitest.Serve(t, api)
 }
 
 func call(t *testing.T, method, url string, body any) (int, task.ToolCall, string) {
 	t.Helper()
-	var rd *bytes.Reader
-	if body != nil {
-		b, _ := json.Marshal(body)
-		rd = bytes.NewReader(b)
-	} else {
-		rd = bytes.NewReader(nil)
-	}
-	req, _ := http.NewRequest(method, url, rd)
-	req.Header.Set("Authorization", "Bearer exec-token")
-	if body != nil {
-		req.Header.Set("Content-Type", "application/json")
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	var buf bytes.Buffer
-	_, _ = buf.ReadFrom(resp.Body)
+	r := httpapitest.Do(t, method, url, "exec-token", body)
 	var c task.ToolCall
-	_ = json.Unmarshal(buf.Bytes(), &c)
-	return resp.StatusCode, c, buf.String()
+	_ = json.Unmarshal(r.Body, &c)
+	return r.Status, c, string(r.Body)
 }
 
 func TestToolCallsAPI(t *testing.T) {

@@ -58,7 +58,7 @@ func (b *bench) measureSignals(ctx context.Context, parts *workers.Parts) (Resul
 	if err != nil {
 		return r, err
 	}
-	in.Log = slog.New(slog.DiscardHandler)
+	in.Logger = slog.New(slog.DiscardHandler)
 	api := httpapi.New(httpapi.Options{Tasks: parts.Tasks, Store: parts.Store, Logger: o.Logger, Rate: -1})
 	runshift.Register(api, in)
 	srv := httptest.NewServer(api.Handler())

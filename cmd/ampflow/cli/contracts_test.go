@@ -24,7 +24,7 @@ func TestContractsShow(t *testing.T) {
 	}
 	t.Cleanup(func() { store.Close() })
 	srv := httpapi.New(httpapi.Options{Store: store, OpenName: "ana"})
-	amcp.New(amcp.Options{Store: store, Secret: []byte("s"), Authenticate: func(h string) (string, bool) {
+	amcp.Register(srv, amcp.Options{Store: store, Secret: []byte("s"), Authenticate: func(h string) (string, bool) {
 		switch h {
 		case "Bearer key-deployer":
 			return "deployer", true
@@ -32,7 +32,7 @@ func TestContractsShow(t *testing.T) {
 			return "linter", true
 		}
 		return "", false
-	}}).Register(srv)
+	}})
 	ts := httptest.NewServer(srv.Handler())
 	t.Cleanup(ts.Close)
 

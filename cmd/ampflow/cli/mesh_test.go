@@ -35,7 +35,7 @@ func TestMeshListingsPage(t *testing.T) {
 		}
 	}
 	srv := httpapi.New(httpapi.Options{Store: db, OpenName: "ana", Now: func() time.Time { return testNow }})
-	repomesh.AddTo(srv, repomesh.Options{Store: db})
+	repomesh.Register(srv, repomesh.Options{Store: db})
 	ts := httptest.NewServer(srv.Handler())
 	t.Cleanup(ts.Close)
 	more := regexp.MustCompile(`more: .* --cursor (\S+)\n`)
@@ -82,7 +82,7 @@ func TestChatSendFromToken(t *testing.T) {
 		{Token: "ana-token-0123456789", Role: amp.RoleExecutor, Name: "ana"},
 		{Token: "root-token-012345678", Role: amp.RoleAdmin, Name: "root"},
 	}})
-	repomesh.AddTo(srv, repomesh.Options{Store: db})
+	repomesh.Register(srv, repomesh.Options{Store: db})
 	ts := httptest.NewServer(srv.Handler())
 	t.Cleanup(ts.Close)
 	as := func(token string, args ...string) result { return runAPIAs(t, ts.URL, token, args...) }
