@@ -36,6 +36,9 @@ type ExportOptions struct {
 	AuthorName, AuthorEmail string
 	// GitBin is the git executable; empty means "git" on PATH.
 	GitBin string
+	// ChainKey keys the chains' hashes, as the store's (ssot.ChainKey);
+	// nil for a store given no key.
+	ChainKey []byte
 }
 
 // TaskExport is the file an export writes for a task,
@@ -90,6 +93,7 @@ type Exporter struct {
 	dir  string
 	git  *exportGit
 	push bool
+	key  []byte
 
 	mu sync.Mutex
 }
@@ -116,7 +120,7 @@ func NewExporter(src ExportSource, opts ExportOptions) (*Exporter, error) {
 	// The first export of a process pushes even when it commits nothing:
 	// a push that failed in an earlier process is made then.
 	g.pushPending = opts.Push
-	return &Exporter{src: src, dir: dir, git: g, push: opts.Push}, nil
+	return &Exporter{src: src, dir: dir, git: g, push: opts.Push, key: opts.ChainKey}, nil
 }
 
 // Dir is the export's work tree.
@@ -211,7 +215,7 @@ func (e *Exporter) exportTask(ctx context.Context, taskID string) (changed bool,
 	}
 	// The head is the last row read, so the file agrees with itself even
 	// when a write lands while the chain is read.
-	head, err := ssot.VerifyRecords(taskID, doc.Records)
+	head, err := ssot.VerifyRecords(e.key, taskID, doc.Records)
 	if err != nil {
 		return false, "the store's chain fails verification: " + err.Error(), nil
 	}

@@ -4,9 +4,16 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
+	"strings"
 
 	"github.com/ampflow/ampflow/amp/decision"
 )
+
+// DevDecisionKeyFile is the file in data_dir where `ampflow dev` keeps the
+// decision key it made, when auth.decision_key and auth.decision_key_file
+// are unset.
+const DevDecisionKeyFile = "decision.key"
 
 // DecisionKeyEnv is the environment variable that sets auth.decision_key.
 const DecisionKeyEnv = EnvPrefix + "AUTH_DECISION_KEY"
@@ -36,6 +43,28 @@ func (c Config) DecisionKey() ([]byte, error) {
 	k, err := decision.ParseKey(string(b))
 	if err != nil {
 		return nil, fmt.Errorf("auth.decision_key_file %s: %w", c.Auth.DecisionKeyFile, err)
+	}
+	return k, nil
+}
+
+// StoreDecisionKey is the decision key that keys the SSOT's chain, for a
+// tool that opens the store itself: DecisionKey, else the key `ampflow
+// dev` keeps in data_dir. ErrNoDecisionKey when there is neither.
+func (c Config) StoreDecisionKey() ([]byte, error) {
+	k, err := c.DecisionKey()
+	if !errors.Is(err, ErrNoDecisionKey) {
+		return k, err
+	}
+	b, rerr := os.ReadFile(filepath.Join(c.DataDir, DevDecisionKeyFile))
+	if errors.Is(rerr, os.ErrNotExist) {
+		return nil, err
+	}
+	if rerr != nil {
+		return nil, fmt.Errorf("auth.decision_key: %w", rerr)
+	}
+	k, err = decision.ParseKey(strings.TrimSpace(string(b)))
+	if err != nil {
+		return nil, fmt.Errorf("auth.decision_key: %s: %w", filepath.Join(c.DataDir, DevDecisionKeyFile), err)
 	}
 	return k, nil
 }

@@ -11,7 +11,7 @@ import (
 // DecisionKeyFile is the file in data_dir where `ampflow dev` keeps the
 // decision key it made, when auth.decision_key and auth.decision_key_file
 // are unset.
-const DecisionKeyFile = "decision.key"
+const DecisionKeyFile = config.DevDecisionKeyFile
 
 // resolveDecisionKey returns the decision key that signs and checks the
 // admins' answers: auth.decision_key or auth.decision_key_file, else,

@@ -119,10 +119,14 @@ func Build(o Options) (*Parts, error) {
 		store.Close()
 		return nil, err
 	}
+	// Record hashes are keyed: an agent that reached the database could
+	// rewrite a record, not its hash.
+	store.KeyChain(decisionKey)
 	record := &activities.TaskRecord{Store: store, APIURL: diffBaseURL(cfg), Mesh: true}
 	var export *exportQueue
 	if cfg.SSOT.Git.Commit || cfg.SSOT.Git.Push {
-		exp, err := activities.NewExporter(store, activities.ExportOptions{Dir: cfg.SSOT.Git.Dir, Push: cfg.SSOT.Git.Push, Remote: cfg.SSOT.Git.Remote})
+		exp, err := activities.NewExporter(store, activities.ExportOptions{Dir: cfg.SSOT.Git.Dir, Push: cfg.SSOT.Git.Push, Remote: cfg.SSOT.Git.Remote,
+			ChainKey: ssot.ChainKey(decisionKey)})
 		if err != nil {
 			store.Close()
 			return nil, fmt.Errorf("ssot.git: %w", err)

@@ -156,7 +156,7 @@ func (s *DB) saveIn(ctx context.Context, tx *sql.Tx, taskID string, rows []Recor
 		}
 		r.Seq = res.Head.Seq + 1
 		r.PrevHash = res.Head.Hash
-		r.Hash = rowHash(r.PrevHash, taskID, r.Seq, r.ID, r.Kind, micros(r.RecordedAt), r.Digest, r.BodyHash)
+		r.Hash = rowHash(s.chainKey, r.PrevHash, taskID, r.Seq, r.ID, r.Kind, micros(r.RecordedAt), r.Digest, r.BodyHash)
 		if _, err := s.txExec(ctx, tx, `INSERT INTO records
 			(task_id, seq, id, kind, recorded_at, digest, body, body_hash, prev_hash, hash)
 			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,

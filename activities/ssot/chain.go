@@ -1,11 +1,13 @@
 package ssot
 
 import (
+	"crypto/hmac"
 	"crypto/sha256"
 	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"hash"
 	"strconv"
 	"time"
 
@@ -13,8 +15,22 @@ import (
 )
 
 // chainTag starts every row hash's input, so the scheme can change later
-// under another tag.
-const chainTag = "ampflow-ssot-chain/1"
+// under another tag: /1 is SHA-256, for a store given no key; /2 is
+// HMAC-SHA256 keyed with the store's chain key (KeyChain).
+const (
+	chainTag      = "ampflow-ssot-chain/1"
+	keyedChainTag = "ampflow-ssot-chain/2"
+)
+
+// ChainKey is the key of the records' chain, derived from the decision
+// key, which every worker and API process holds and no agent run sees: a
+// record rewritten in the database, its hashes computed again, fails
+// verification unless whoever rewrote it held the decision key.
+func ChainKey(decisionKey []byte) []byte {
+	m := hmac.New(sha256.New, decisionKey)
+	m.Write([]byte(keyedChainTag))
+	return m.Sum(nil)
+}
 
 // Canonical returns body in the canonical JSON form the chain hashes
 // (amp.Canonical).
@@ -27,21 +43,28 @@ func hashHex(b []byte) string {
 }
 
 // rowHash links a row to the one before it: every stored field but the
-// body enters directly, the body through its hash.
-func rowHash(prev, taskID string, seq int64, id, kind string, micros int64, digest, bodyHash string) string {
-	h := sha256.New()
-	fmt.Fprintf(h, "%s\n%s\n%s\n%d\n%s\n%s\n%d\n%s\n%s\n", chainTag, prev, taskID, seq, id, kind, micros, digest, bodyHash)
+// body enters directly, the body through its hash. With a chain key it is
+// an HMAC, which only a holder of the key can compute.
+func rowHash(key []byte, prev, taskID string, seq int64, id, kind string, micros int64, digest, bodyHash string) string {
+	tag := chainTag
+	var h hash.Hash
+	if key != nil {
+		tag, h = keyedChainTag, hmac.New(sha256.New, key)
+	} else {
+		h = sha256.New()
+	}
+	fmt.Fprintf(h, "%s\n%s\n%s\n%d\n%s\n%s\n%d\n%s\n%s\n", tag, prev, taskID, seq, id, kind, micros, digest, bodyHash)
 	return hex.EncodeToString(h.Sum(nil))
 }
 
-// check recomputes a stored row against the previous hash.
-func (r Record) check(prev string) string {
+// check recomputes a stored row against the previous hash, keyed with key.
+func (r Record) check(key []byte, prev string) string {
 	switch {
 	case r.PrevHash != prev:
 		return "does not follow the previous record (prev_hash differs)"
 	case hashHex(r.Body) != r.BodyHash:
 		return "body was changed (body_hash differs)"
-	case rowHash(prev, r.TaskID, r.Seq, r.ID, r.Kind, r.RecordedAt.UnixMicro(), r.Digest, r.BodyHash) != r.Hash:
+	case rowHash(key, prev, r.TaskID, r.Seq, r.ID, r.Kind, r.RecordedAt.UnixMicro(), r.Digest, r.BodyHash) != r.Hash:
 		return "fields were changed (hash differs)"
 	}
 	return ""
@@ -93,14 +116,15 @@ func cutPage[T any](items []T, limit int, cursor func(T) string) ([]T, string) {
 
 // VerifyRecords checks that recs are a whole chain from its first
 // record, as Verify checks the stored one: each follows the one before
-// and holds what its hashes say. It returns the chain's head.
-func VerifyRecords(taskID string, recs []Record) (Head, error) {
+// and holds what its hashes, keyed with key (ChainKey; nil for a store
+// given none), say. It returns the chain's head.
+func VerifyRecords(key []byte, taskID string, recs []Record) (Head, error) {
 	prev := Head{}
 	for _, r := range recs {
 		if r.Seq != prev.Seq+1 {
 			return Head{}, &ChainError{TaskID: taskID, Seq: prev.Seq + 1, Problem: "is missing (deleted)"}
 		}
-		if problem := r.check(prev.Hash); problem != "" {
+		if problem := r.check(key, prev.Hash); problem != "" {
 			return Head{}, &ChainError{TaskID: taskID, Seq: r.Seq, ID: r.ID, Problem: problem}
 		}
 		prev = Head{Seq: r.Seq, Hash: r.Hash}

@@ -185,7 +185,7 @@ func (s *DB) crossRaises(ctx context.Context, found func(*RowError) error) (int,
 			}
 			continue
 		}
-		if _, err := checkRaise(p.row, p.rec); err != nil {
+		if _, err := checkRaise(s.chainKey, p.row, p.rec); err != nil {
 			if err := report(err, found); err != nil {
 				return n, err
 			}

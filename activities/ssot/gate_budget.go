@@ -110,7 +110,7 @@ func (s *DB) raisedIn(ctx context.Context, q querier, key, periodOf string) (flo
 		if err != nil {
 			return 0, fmt.Errorf("summing the raises of budget %s: %w", key, err)
 		}
-		chained, err := checkRaise(row, rec)
+		chained, err := checkRaise(s.chainKey, row, rec)
 		if err != nil {
 			return 0, err
 		}
@@ -145,14 +145,14 @@ func scanRaise(sc scanner) (BudgetRaise, Record, error) {
 
 // checkRaise checks a raise's row against its record in BudgetsSubject's
 // chain and returns the raise as the record says it.
-func checkRaise(row BudgetRaise, rec Record) (BudgetRaise, error) {
+func checkRaise(key []byte, row BudgetRaise, rec Record) (BudgetRaise, error) {
 	bad := func(format string, args ...any) (BudgetRaise, error) {
 		return BudgetRaise{}, &RowError{Table: "gate_budget_raises", Key: row.RaiseID, Problem: fmt.Sprintf(format, args...)}
 	}
 	if rec.ID == "" {
 		return bad("chain %s holds no record of it", BudgetsSubject)
 	}
-	if problem := rec.check(rec.PrevHash); problem != "" {
+	if problem := rec.check(key, rec.PrevHash); problem != "" {
 		return bad("its record in chain %s does not verify: %s", BudgetsSubject, problem)
 	}
 	var chained BudgetRaise

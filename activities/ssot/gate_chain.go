@@ -116,16 +116,16 @@ func (s *DB) readGateChains(ctx context.Context, q querier, gateIDs []string) (m
 		return nil, fmt.Errorf("reading the chains of %d gates: %w", len(gateIDs), err)
 	}
 	for _, id := range gateIDs {
-		out[id] = gateChainOf(id, recs[GateSubject(id)])
+		out[id] = gateChainOf(s.chainKey, id, recs[GateSubject(id)])
 	}
 	return out, nil
 }
 
 // gateChainOf reads what a gate's records say, once they verify as a
 // chain from its first record.
-func gateChainOf(gateID string, recs []Record) GateChain {
+func gateChainOf(key []byte, gateID string, recs []Record) GateChain {
 	c := GateChain{GateID: gateID, Records: len(recs)}
-	if _, err := VerifyRecords(GateSubject(gateID), recs); err != nil {
+	if _, err := VerifyRecords(key, GateSubject(gateID), recs); err != nil {
 		c.Err = err
 		return c
 	}

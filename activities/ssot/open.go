@@ -36,7 +36,19 @@ type DB struct {
 	group *groupWriter
 	// stmts are the save path's statements, compiled once (SQLite).
 	stmts stmts
+	// chainKey keys the records' hashes (KeyChain); nil hashes them
+	// with SHA-256 alone.
+	chainKey []byte
 }
+
+// KeyChain keys the hashes of the records the store writes and checks
+// with ChainKey(decisionKey). Call it once, before the store is used;
+// every process that writes or verifies the store's records must give it
+// the same decision key.
+func (s *DB) KeyChain(decisionKey []byte) { s.chainKey = ChainKey(decisionKey) }
+
+// Keyed says whether KeyChain gave the store its key.
+func (s *DB) Keyed() bool { return s.chainKey != nil }
 
 // Open opens the store at url and brings its schema up to date.
 // A postgres:// or postgresql:// URL is PostgreSQL; anything else is a

@@ -193,7 +193,7 @@ func (s *DB) walk(ctx context.Context, taskID string, prev *Head) error {
 			if r.Seq != prev.Seq+1 {
 				return &ChainError{TaskID: taskID, Seq: prev.Seq + 1, Problem: "is missing (deleted)"}
 			}
-			if problem := r.check(prev.Hash); problem != "" {
+			if problem := r.check(s.chainKey, prev.Hash); problem != "" {
 				return &ChainError{TaskID: taskID, Seq: r.Seq, ID: r.ID, Problem: problem}
 			}
 			*prev = Head{Seq: r.Seq, Hash: r.Hash}

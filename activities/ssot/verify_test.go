@@ -21,7 +21,7 @@ func TestVerifyFindsRowBeyondHead(t *testing.T) {
 		body := []byte(`{"approved":true}`)
 		r := Record{TaskID: "T-2026-001", Seq: 3, ID: "forged", Kind: "decision", RecordedAt: fromMicros(1), Body: body,
 			BodyHash: hashHex(body), PrevHash: head.Head.Hash}
-		r.Hash = rowHash(r.PrevHash, r.TaskID, r.Seq, r.ID, r.Kind, 1, "", r.BodyHash)
+		r.Hash = rowHash(s.chainKey, r.PrevHash, r.TaskID, r.Seq, r.ID, r.Kind, 1, "", r.BodyHash)
 		if _, err := s.db.Exec(s.rebind(`INSERT INTO records (task_id, seq, id, kind, recorded_at, digest, body, body_hash, prev_hash, hash)
 			VALUES (?, ?, ?, ?, ?, '', ?, ?, ?, ?)`), r.TaskID, r.Seq, r.ID, r.Kind, 1, string(body), r.BodyHash, r.PrevHash, r.Hash); err != nil {
 			t.Fatal(err)

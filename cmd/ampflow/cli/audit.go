@@ -73,9 +73,12 @@ func (a *App) auditCommand() *cobra.Command {
 		Use:   "verify [TASK_ID]",
 		Short: "Verify the hash chains of every task, or of one, and the tables derived from them",
 		Long: "Verify walks each task's chain of records in the SSOT store (or TASK_ID's) and\n" +
-			"recomputes every link: the hash of each record's body, and of its fields and\n" +
-			"the record before it, up to the chain head the store keeps. A row edited,\n" +
-			"deleted or inserted in the database behind ampflow's back breaks the chain there.\n" +
+			"recomputes every link: the hash of each record's body, and the HMAC, keyed with\n" +
+			"the decision key (auth.decision_key, AMPFLOW_AUTH_DECISION_KEY, or the key\n" +
+			"`ampflow dev` keeps in data_dir), of its fields and the record before it, up to\n" +
+			"the chain head the store keeps. A row edited, deleted or inserted in the\n" +
+			"database behind ampflow's back breaks the chain there, even with its hashes\n" +
+			"computed again: only a holder of the decision key can compute them.\n" +
 			"Without TASK_ID it also compares the rows derived from chains with them: each\n" +
 			"gate's status (gates) with its chain's signal and outcome, each decided contract\n" +
 			"(contracts) with its gate's outcome, each budget raise (gate_budget_raises) with\n" +
@@ -102,6 +105,10 @@ func (a *App) auditCommand() *cobra.Command {
 				return err
 			}
 			defer db.Close()
+			if !db.Keyed() {
+				return Exit(ExitFailed, errors.New("verifying the chains needs the decision key that keys them: "+
+					"set auth.decision_key or auth.decision_key_file (AMPFLOW_AUTH_DECISION_KEY), the same as the workers'"))
+			}
 			var rep verifyReport
 			if len(args) == 1 {
 				err = a.verifyOne(cmd.Context(), db, args[0], &rep)

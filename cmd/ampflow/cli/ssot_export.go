@@ -1,12 +1,14 @@
 package cli
 
 import (
+	"errors"
 	"fmt"
 	"strings"
 
 	"github.com/spf13/cobra"
 
 	"github.com/ampflow/ampflow/activities"
+	"github.com/ampflow/ampflow/activities/ssot"
 )
 
 // exportReport is what ssot export prints with -o json.
@@ -62,7 +64,13 @@ func (a *App) ssotExportCommand() *cobra.Command {
 				return err
 			}
 			defer db.Close()
-			ex, err := activities.NewExporter(db, activities.ExportOptions{Dir: dir, Push: push, Remote: c.SSOT.Git.Remote})
+			if !db.Keyed() {
+				return Exit(ExitFailed, errors.New("exporting verifies each chain and needs the decision key that keys them: "+
+					"set auth.decision_key or auth.decision_key_file (AMPFLOW_AUTH_DECISION_KEY), the same as the workers'"))
+			}
+			key, _ := c.StoreDecisionKey()
+			ex, err := activities.NewExporter(db, activities.ExportOptions{Dir: dir, Push: push, Remote: c.SSOT.Git.Remote,
+				ChainKey: ssot.ChainKey(key)})
 			if err != nil {
 				return err
 			}

@@ -11,6 +11,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/ampflow/ampflow/activities/ssot"
+	"github.com/ampflow/ampflow/config"
 )
 
 // groupOperator holds the commands that open the SSOT store itself rather
@@ -32,14 +33,22 @@ func (f *storeFlags) add(cmd *cobra.Command) {
 // openStore opens the store: --ssot-url, else ssot.url. With mustExist a
 // SQLite file that does not exist is an error rather than a new, empty
 // store, which a command reading the store would take for a clean one.
+//
+// The store's chain is keyed with the decision key (config's
+// StoreDecisionKey) when one is found; a store opened without it reads,
+// but cannot verify its records (Keyed is false).
 func (a *App) openStore(ctx context.Context, f storeFlags, mustExist bool) (*ssot.DB, error) {
+	c, err := a.Config()
+	if err != nil {
+		return nil, err
+	}
 	url, setting := f.url, "--ssot-url"
 	if url == "" {
-		c, err := a.Config()
-		if err != nil {
-			return nil, err
-		}
 		url, setting = c.SSOT.URL, "ssot.url"
+	}
+	key, err := c.StoreDecisionKey()
+	if err != nil && !errors.Is(err, config.ErrNoDecisionKey) {
+		return nil, err
 	}
 	if mustExist && !isPostgresURL(url) {
 		path := strings.TrimPrefix(url, "sqlite://")
@@ -50,6 +59,9 @@ func (a *App) openStore(ctx context.Context, f storeFlags, mustExist bool) (*sso
 	db, err := ssot.Open(ctx, url)
 	if err != nil {
 		return nil, fmt.Errorf("opening the SSOT store (%s): %w", setting, err)
+	}
+	if key != nil {
+		db.KeyChain(key)
 	}
 	return db, nil
 }

@@ -85,8 +85,13 @@ func openTestStore(t *testing.T, u string) *ssot.DB {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { db.Close() })
+	db.KeyChain(testStoreKey)
 	return db
 }
+
+// testStoreKey is the decision key the test stores' chains are keyed
+// with, and storeEnv gives the CLI.
+var testStoreKey = []byte("0123456789abcdef0123456789abcdef")
 
 // appendTo appends records with the given ids, bodies naming them.
 func appendTo(t *testing.T, db ssot.Store, task string, ids ...string) {
@@ -128,5 +133,5 @@ func rawExec(t *testing.T, e storeEngine, u, stmt string, args ...any) {
 // with data_dir in a temporary directory so no default touches the
 // working directory.
 func storeEnv(t *testing.T, u string) map[string]string {
-	return map[string]string{"AMPFLOW_SSOT_URL": u, "AMPFLOW_DATA_DIR": t.TempDir()}
+	return map[string]string{"AMPFLOW_SSOT_URL": u, "AMPFLOW_DATA_DIR": t.TempDir(), "AMPFLOW_AUTH_DECISION_KEY": hex.EncodeToString(testStoreKey)}
 }
