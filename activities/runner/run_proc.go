@@ -58,6 +58,14 @@ func start(s Spec) (*run, error) {
 			return nil, fmt.Errorf("running %s: removing the park file: %w", s.Runner, err)
 		}
 	}
+	if s.Sandbox != nil {
+		if argv, err = s.Sandbox.wrap(s.Dir, append([]string{path}, argv[1:]...)); err != nil {
+			return nil, fmt.Errorf("running %s: %w", s.Runner, err)
+		}
+		if path, err = exec.LookPath(argv[0]); err != nil {
+			return nil, fmt.Errorf("running %s in its sandbox: bubblewrap: %w", s.Runner, err)
+		}
+	}
 	cmd := exec.Command(path, argv[1:]...)
 	cmd.Args[0] = argv[0]
 	cmd.Dir = s.Dir

@@ -98,6 +98,9 @@ type Spec struct {
 	// Args go after Command and before the runner's own arguments: options
 	// of the CLI itself, such as the MCP server's (MCPConfig.Args).
 	Args []string
+	// Sandbox, when set, confines the run (bubblewrap); nil runs it as the
+	// worker's user with nothing hidden.
+	Sandbox *Sandbox
 }
 
 // EventKind names what an Event reports.
