@@ -87,6 +87,9 @@ type AgentDelivery struct {
 	Model       string
 	IdleTimeout time.Duration
 	WorkDir     string
+	// Sandbox confines each run of a runner (agents.<role>.sandbox, on
+	// unless off; docs/sandbox.md).
+	Sandbox bool
 }
 
 // GitChecker verifies what agents say against the repository.

@@ -323,7 +323,16 @@ type Agent struct {
 	// server presents (X-Ampflow-Agent-Key), so its signal and contract
 	// tools act as that agent; empty: they are refused.
 	GateAgent string `mapstructure:"gate_agent"`
+	// Sandbox confines each run of a runner: on (the default, also
+	// empty) or off (docs/sandbox.md).
+	Sandbox string `mapstructure:"sandbox"`
 }
+
+// Values of agents.<role>.sandbox.
+const (
+	SandboxOn  = "on"
+	SandboxOff = "off"
+)
 
 // Slack configures the Slack integration.
 type Slack struct {

@@ -115,6 +115,7 @@ var defaults = map[string]any{
 	"agents.executor.model":          "",
 	"agents.executor.idle_timeout":   DefaultAgentIdleTimeout,
 	"agents.executor.max_cost_usd":   0.0,
+	"agents.executor.sandbox":        SandboxOn,
 	"agents.reviewer.mode":           AgentModePull,
 	"agents.reviewer.command":        []string{},
 	"agents.reviewer.webhook_url":    "",
@@ -125,6 +126,7 @@ var defaults = map[string]any{
 	"agents.reviewer.model":          "",
 	"agents.reviewer.idle_timeout":   DefaultAgentIdleTimeout,
 	"agents.reviewer.max_cost_usd":   0.0,
+	"agents.reviewer.sandbox":        SandboxOn,
 
 	"slack.enabled":           false,
 	"slack.mode":              SlackModeSocket,

@@ -57,6 +57,9 @@ func validateAgent(ps *problems, prefix string, a Agent) {
 			ps.argv(prefix+".command", a.Command)
 		}
 		ps.positive(prefix+".idle_timeout", a.IdleTimeout)
+		if a.Sandbox != "" {
+			ps.oneOf(prefix+".sandbox", a.Sandbox, SandboxOn, SandboxOff)
+		}
 		if a.MaxCostUSD < 0 {
 			ps.add(prefix+".max_cost_usd", "must not be negative (0: no cap), not %v", a.MaxCostUSD)
 		}

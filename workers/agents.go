@@ -23,15 +23,22 @@ func AgentModes(ctx context.Context, a config.Agents) ([][2]string, error) {
 		if ag.Mode != config.AgentModeRunner {
 			continue
 		}
-		ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
-		version, err := delivery.CheckRunner(ctx, ag)
+		cctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+		version, err := delivery.CheckRunner(cctx, ag)
 		cancel()
 		if err != nil {
 			return nil, fmt.Errorf("agents.%s.command: the %s runner's CLI does not start (%v); install it or name its binary in agents.%s.command",
 				out[i][0], ag.Runner, err, out[i][0])
 		}
-		out[i][1] = fmt.Sprintf("runner %s %s (timeout %s, idle %s)", ag.Runner, version,
-			task.FormatDuration(ag.Timeout), task.FormatDuration(ag.IdleTimeout))
+		confined := "sandboxed"
+		if ag.Sandbox == config.SandboxOff {
+			confined = "NOT sandboxed: agents." + out[i][0] + ".sandbox is off, so the agent can read the worker's keys and database (docs/sandbox.md)"
+		} else if err := runner.CheckSandbox(ctx, ""); err != nil {
+			return nil, fmt.Errorf("agents.%s.sandbox: the %s runner runs in a sandbox, and %v; install bubblewrap, or set agents.%s.sandbox: off to run it unconfined (docs/sandbox.md)",
+				out[i][0], ag.Runner, err, out[i][0])
+		}
+		out[i][1] = fmt.Sprintf("runner %s %s (timeout %s, idle %s), %s", ag.Runner, version,
+			task.FormatDuration(ag.Timeout), task.FormatDuration(ag.IdleTimeout), confined)
 	}
 	return out, nil
 }

@@ -246,7 +246,7 @@ func agentDelivery(a config.Agent, dataDir string) activities.AgentDelivery {
 	}
 	return activities.AgentDelivery{Mode: a.Mode, Command: a.Command, WebhookURL: a.WebhookURL, Timeout: a.Timeout,
 		Env: a.Env, WebhookSecret: a.WebhookSecret,
-		Runner: a.Runner, Model: a.Model, IdleTimeout: a.IdleTimeout, WorkDir: dataDir}
+		Runner: a.Runner, Model: a.Model, IdleTimeout: a.IdleTimeout, WorkDir: dataDir, Sandbox: a.Sandbox != config.SandboxOff}
 }
 
 // NewWorker registers the task workflow and the activities on a worker

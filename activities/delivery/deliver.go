@@ -63,6 +63,9 @@ type Delivery struct {
 	// Budgets, when set, charges each runner run's cost to gate.budgets
 	// and refuses a run whose budget is spent.
 	Budgets *RunnerBudgets
+	// SandboxBin is the bwrap binary of sandboxed runs; empty: bwrap on
+	// the worker's PATH.
+	SandboxBin string
 }
 
 // maxReply bounds what a command-mode agent may print; more is ignored.

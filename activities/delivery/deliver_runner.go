@@ -93,6 +93,11 @@ func (d *Delivery) runAgent(ctx context.Context, a activities.AgentDelivery, in 
 	if _, err := d.MCP.apply(&spec, m.To, a.WorkDir); err != nil {
 		return failed(fmt.Sprintf("giving the %s runner ampflow's MCP server: %v", a.Runner, err), "", err)
 	}
+	if a.Sandbox {
+		if err := d.sandbox(ctx, a, m.To, dir, &spec); err != nil {
+			return failed(fmt.Sprintf("confining the %s runner (agents.%s.sandbox): %v", a.Runner, m.To, err), "", err)
+		}
+	}
 	out, err := st.run(spec)
 	if out.SessionID != "" {
 		st.session = out.SessionID

@@ -59,8 +59,10 @@ func (b *Sandbox) wrap(dir string, argv []string) ([]string, error) {
 	for _, h := range hide {
 		out = append(out, "--tmpfs", h)
 	}
+	// /tmp is the run's own, empty: what it is given there is hidden too.
+	hidden := append([]string{"/tmp"}, hide...)
 	for _, r := range sortedPaths(b.Read) {
-		if !within(r, hide) {
+		if !within(r, hidden) {
 			continue
 		}
 		if err := holdsNone(r, hide); err != nil {

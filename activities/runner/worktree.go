@@ -382,3 +382,9 @@ func identity(ctx context.Context, dir string) []string {
 	}
 	return []string{"-c", "user.name=ampflow", "-c", "user.email=ampflow@localhost"}
 }
+
+// CommonDir is the git directory the worktree or repository at dir keeps
+// its objects and refs in: a worktree's repository's .git.
+func CommonDir(ctx context.Context, dir string) (string, error) {
+	return git(ctx, dir, "rev-parse", "--path-format=absolute", "--git-common-dir")
+}

@@ -1,0 +1,100 @@
+package delivery
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/ampflow/ampflow/activities"
+	"github.com/ampflow/ampflow/activities/runner"
+	"github.com/ampflow/ampflow/amp"
+)
+
+// sandbox confines spec, a run of role in the worktree dir
+// (docs/sandbox.md). The run does not see data_dir nor the worker's home,
+// but for what it is given: the tool hook's binary and files, its MCP
+// configuration, the CLI's own install. It writes its worktree, the
+// repository's git directory the worktree commits to, its park file's
+// directory, and its CLI's state: the HOME and CODEX_HOME its environment
+// names, or else a home of its role's own in data_dir/homes.
+func (d *Delivery) sandbox(ctx context.Context, a activities.AgentDelivery, role amp.Role, dir string, spec *runner.Spec) error {
+	hide := []string{a.WorkDir}
+	workerHome, _ := os.UserHomeDir()
+	home, ok := lookupEnv(spec.Env, "HOME")
+	if !ok || home == workerHome {
+		home = filepath.Join(a.WorkDir, "homes", string(role))
+		if err := os.MkdirAll(home, 0o700); err != nil {
+			return fmt.Errorf("making the %s's home in its sandbox: %w", role, err)
+		}
+		spec.Env = setEnv(spec.Env, "HOME="+home)
+	}
+	if workerHome != "" {
+		hide = append(hide, workerHome)
+	}
+	write := []string{home}
+	if ch, ok := lookupEnv(spec.Env, "CODEX_HOME"); ok {
+		write = append(write, ch)
+	}
+	common, err := runner.CommonDir(ctx, dir)
+	if err != nil {
+		return fmt.Errorf("finding the git directory of the %s's worktree: %w", role, err)
+	}
+	write = append(write, common)
+	if spec.ParkFile != "" {
+		write = append(write, filepath.Dir(spec.ParkFile))
+		if err := os.MkdirAll(filepath.Dir(spec.ParkFile), 0o700); err != nil {
+			return fmt.Errorf("making the park directory: %w", err)
+		}
+	}
+	read := runner.Paths(append(append(append([]string{}, spec.Env...), spec.Args...), spec.Command...)...)
+	if d.Tools != nil && d.Tools.Binary != "" {
+		read = append(read, d.Tools.Binary, d.Tools.GeminiSettings, d.Tools.OpenCodePlugin)
+	}
+	read = append(read, installRoots(spec)...)
+	spec.Sandbox = &runner.Sandbox{Bin: d.SandboxBin, Hide: hide, Read: read, Write: write}
+	return nil
+}
+
+// installRoots are the directories a run's CLI is installed in: for a
+// binary in an npm package (node_modules/.bin/x links into it), the
+// node_modules that holds the package, so a CLI installed in the worker's
+// home still runs.
+func installRoots(spec *runner.Spec) []string {
+	name := spec.Runner
+	if len(spec.Command) > 0 {
+		name = spec.Command[0]
+	}
+	var out []string
+	for _, p := range runner.Paths(envPath(spec.Env, name)) {
+		real, err := filepath.EvalSymlinks(p)
+		if err != nil {
+			continue
+		}
+		for _, path := range []string{p, real} {
+			if i := strings.LastIndex(path, "/node_modules/"); i >= 0 {
+				out = append(out, path[:i+len("/node_modules")])
+			} else {
+				out = append(out, path)
+			}
+		}
+	}
+	return out
+}
+
+// envPath is where name is found on the PATH of env, or name itself when
+// it is a path.
+func envPath(env []string, name string) string {
+	if strings.Contains(name, "/") {
+		return name
+	}
+	path, _ := lookupEnv(env, "PATH")
+	for _, dir := range filepath.SplitList(path) {
+		p := filepath.Join(dir, name)
+		if st, err := os.Stat(p); err == nil && !st.IsDir() {
+			return p
+		}
+	}
+	return ""
+}
