@@ -15,8 +15,8 @@ import (
 	"github.com/ampflow/ampflow/amp/task"
 )
 
-// BudgetStore keeps runners' spend where gate.budgets count it.
-type BudgetStore interface {
+// Budgets keeps runners' spend where gate.budgets count it.
+type Budgets interface {
 	RecordRunnerSpend(ctx context.Context, r ssot.RunnerSpend) (bool, error)
 	BudgetLeft(ctx context.Context, limits []ssot.BudgetLimit, at time.Time) (ssot.BudgetState, error)
 }
@@ -25,7 +25,7 @@ type BudgetStore interface {
 // agent is its role's runner identity (Agents, else "runner:<role>"), its
 // project the task's repository.
 type RunnerBudgets struct {
-	Store BudgetStore
+	Store Budgets
 	// Limits are gate.budgets.
 	Limits []ssot.BudgetLimit
 	// Agents names a role's runner in the budgets; a role it leaves out
