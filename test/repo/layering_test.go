@@ -26,8 +26,9 @@ var libraries = []string{
 // systems names each system's rooms, one name per layer: its workflow, its
 // activities and its wire protocol or HTTP routes.
 var systems = map[string][]string{
-	"gate":       {"workflows/gate", "activities/gate", "integrations/runshift"},
-	"contract":   {"activities/contract", "integrations/amcp"},
+	// The gate and its risk contracts: contracts take the gate's keys and
+	// configuration, and a contract that needs approval is a gate.
+	"gate":       {"workflows/gate", "activities/gate", "integrations/runshift", "activities/contract", "integrations/amcp"},
 	"lease":      {"workflows/lease", "activities/lease", "integrations/repomesh"},
 	"aof":        {"workflows/aof", "activities/aof", "integrations/aof"},
 	"toolcalls":  {"integrations/toolcalls"},
