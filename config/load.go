@@ -284,7 +284,7 @@ func decodeHook() mapstructure.DecodeHookFunc {
 		rejectBareDuration,
 		mapstructure.StringToTimeDurationHookFunc(),
 		stringToAuthTokens,
-		jsonGateList,
+		jsonList,
 		jsonToolRules,
 		mapstructure.StringToSliceHookFunc(","),
 		stringToAdmin,

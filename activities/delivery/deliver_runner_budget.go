@@ -15,7 +15,7 @@ import (
 	"github.com/ampflow/ampflow/amp/task"
 )
 
-// Budgets keeps runners' spend where gate.budgets count it.
+// Budgets keeps runners' spend where pricing.budgets count it.
 type Budgets interface {
 	RecordRunnerSpend(ctx context.Context, r ssot.RunnerSpend) (bool, error)
 	BudgetLeft(ctx context.Context, limits []ssot.BudgetLimit, at time.Time) (ssot.BudgetState, error)
@@ -26,7 +26,7 @@ type Budgets interface {
 // project the task's repository.
 type RunnerBudgets struct {
 	Store Budgets
-	// Limits are gate.budgets.
+	// Limits are pricing.budgets.
 	Limits []ssot.BudgetLimit
 	// Agents names a role's runner in the budgets; a role it leaves out
 	// is "runner:<role>".
