@@ -15,7 +15,7 @@ import (
 	"github.com/ampflow/ampflow/activities/ssot"
 )
 
-// ExportSource is what an export reads of the SQL store; ssot.Store
+// ExportSource is what an export reads of the SQL store; ssot.Chains
 // implements it.
 type ExportSource interface {
 	Tasks(ctx context.Context, p ssot.Page) ([]string, string, error)

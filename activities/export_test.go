@@ -23,7 +23,7 @@ func sqlStore(t *testing.T) *ssot.DB {
 	return db
 }
 
-func appendRecords(t *testing.T, db ssot.Store, task string, ids ...string) {
+func appendRecords(t *testing.T, db ssot.Chains, task string, ids ...string) {
 	t.Helper()
 	var es []ssot.Entry
 	for _, id := range ids {

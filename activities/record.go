@@ -35,7 +35,7 @@ func invalid(format string, args ...any) error {
 // which every worker shares: it is the Recorder, keeps result diffs for
 // reviewers (DiffWriter) and caches command CI runs.
 type TaskRecord struct {
-	Store ssot.Store
+	Store ssot.Chains
 	// APIURL is the HTTP API's base URL (api.url), which DiffURLs start
 	// with; empty leaves them as paths.
 	APIURL string

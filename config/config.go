@@ -42,6 +42,7 @@ type Config struct {
 	Telegram         Telegram  `mapstructure:"telegram"`
 	Notify           Notify    `mapstructure:"notify"`
 	Gate             Gate      `mapstructure:"gate"`
+	Pricing          Pricing   `mapstructure:"pricing"`
 	Dashboard        Dashboard `mapstructure:"dashboard"`
 	AOF              AOF       `mapstructure:"aof"`
 	Tools            Tools     `mapstructure:"tools"`

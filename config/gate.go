@@ -14,7 +14,8 @@ import (
 )
 
 // Gate configures the action gate: the agents that may send signals, the
-// operator's rules, the webhook callbacks, pricing and budgets.
+// operator's rules and the webhook callbacks; what the signals cost is
+// Pricing's.
 type Gate struct {
 	// Agents may post signals, each with its own bearer key read from the
 	// environment variable KeyEnv, for the projects listed.
@@ -31,14 +32,6 @@ type Gate struct {
 	WebhookAllow []string `mapstructure:"webhook_allow" json:"webhook_allow"`
 	// CallbackFor is how long a resolution is retried to the webhook.
 	CallbackFor time.Duration `mapstructure:"callback_for" json:"callback_for"`
-	// Pricing is USD per million tokens by model; it overrides and adds to
-	// the built-in table (DefaultPricing).
-	Pricing []pricing.ModelPrice `mapstructure:"pricing" json:"pricing"`
-	// DefaultPrice prices a runner's tokens of a model the table does not
-	// name: an unknown model is never free.
-	DefaultPrice pricing.Price `mapstructure:"default_price" json:"default_price"`
-	// Budgets cap the spend of an agent or a project per day or month.
-	Budgets []GateBudget `mapstructure:"budgets" json:"budgets"`
 	// Contracts are the risk contracts' keys (config/contracts.go).
 	Contracts `mapstructure:",squash"`
 }
@@ -75,21 +68,6 @@ type GateRule struct {
 	Gate string `mapstructure:"gate" json:"gate"`
 }
 
-// Budget periods.
-const (
-	PeriodDay   = "day"
-	PeriodMonth = "month"
-)
-
-// GateBudget caps spending: of one agent, one project, or one agent in
-// one project (both set), per day or month (UTC).
-type GateBudget struct {
-	Agent   string  `mapstructure:"agent" json:"agent"`
-	Project string  `mapstructure:"project" json:"project"`
-	Period  string  `mapstructure:"period" json:"period"`
-	USD     float64 `mapstructure:"usd" json:"usd"`
-}
-
 // gateDefaults are the defaults of the gate's keys.
 var gateDefaults = map[string]any{
 	"gate.agents":         []GateAgent{},
@@ -97,24 +75,19 @@ var gateDefaults = map[string]any{
 	"gate.webhook_secret": "",
 	"gate.webhook_allow":  []string{},
 	"gate.callback_for":   24 * time.Hour,
-	"gate.pricing":        []pricing.ModelPrice{},
-	// A frontier model's price (pricing.DefaultUnknown).
-	"gate.default_price.input":  5.00,
-	"gate.default_price.output": 25.00,
-	"gate.budgets":              []GateBudget{},
 }
 
-var gateListTypes = map[reflect.Type]bool{
+var jsonListTypes = map[reflect.Type]bool{
 	reflect.TypeOf([]GateAgent{}):          true,
 	reflect.TypeOf([]GateRule{}):           true,
 	reflect.TypeOf([]pricing.ModelPrice{}): true,
-	reflect.TypeOf([]GateBudget{}):         true,
+	reflect.TypeOf([]pricing.Budget{}):     true,
 }
 
-// jsonGateList reads a gate list set in the environment, as a JSON array:
-// AMPFLOW_GATE_RULES='[{"agent":"deployer","gate":"always"}]'.
-func jsonGateList(f, t reflect.Type, data any) (any, error) {
-	if f.Kind() != reflect.String || !gateListTypes[t] {
+// jsonList reads a list of the gate or of pricing set in the environment,
+// as a JSON array: AMPFLOW_GATE_RULES='[{"agent":"deployer","gate":"always"}]'.
+func jsonList(f, t reflect.Type, data any) (any, error) {
+	if f.Kind() != reflect.String || !jsonListTypes[t] {
 		return data, nil
 	}
 	s := strings.TrimSpace(data.(string))
@@ -170,33 +143,6 @@ func (c Config) validateGate(ps *problems) {
 		ps.add("gate.webhook_secret", "required when gate.webhook_allow is set (it signs each resolution callback): set AMPFLOW_GATE_WEBHOOK_SECRET")
 	}
 	ps.positive("gate.callback_for", g.CallbackFor)
-	for i, p := range g.Pricing {
-		k := fmt.Sprintf("gate.pricing[%d]", i)
-		if p.Model == "" {
-			ps.add(k+".model", "is required")
-		}
-		if p.Input < 0 || p.Output < 0 {
-			ps.add(k, "prices must not be negative")
-		}
-	}
-	if dp := g.DefaultPrice; dp.Input < 0 || dp.Output < 0 || dp.Input+dp.Output == 0 {
-		ps.add("gate.default_price", "prices a model gate.pricing does not name; it must not be negative nor free, not input %v, output %v", dp.Input, dp.Output)
-	}
-	budgets := map[[3]string]int{}
-	for i, b := range g.Budgets {
-		k := fmt.Sprintf("gate.budgets[%d]", i)
-		if j, dup := budgets[[3]string{b.Agent, b.Project, b.Period}]; dup {
-			ps.add(k, "has the agent, project and period of gate.budgets[%d]", j)
-		}
-		budgets[[3]string{b.Agent, b.Project, b.Period}] = i
-		if b.Agent == "" && b.Project == "" {
-			ps.add(k, "names an agent, a project or both")
-		}
-		ps.oneOf(k+".period", b.Period, PeriodDay, PeriodMonth)
-		if b.USD <= 0 {
-			ps.add(k+".usd", "must be more than 0")
-		}
-	}
 }
 
 func init() {

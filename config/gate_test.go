@@ -7,6 +7,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/ampflow/ampflow/config/pricing"
 )
 
 func TestValidateGate(t *testing.T) {
@@ -21,17 +23,37 @@ func TestValidateGate(t *testing.T) {
 		{"RuleAction", func(g *Gate) { g.Rules = []GateRule{{Gate: GateAlways, Action: "("}} }, "gate.rules[0].action: is not a regular expression"},
 		{"Allow", func(g *Gate) { g.WebhookAllow = []string{"http://x"} }, "gate.webhook_allow[0]: must be a host name"},
 		{"AllowPort", func(g *Gate) { g.WebhookAllow = []string{"127.0.0.1:0"} }, "gate.webhook_allow[0]: must be a host name"},
-		{"Budget", func(g *Gate) { g.Budgets = []GateBudget{{Agent: "a", Period: "week", USD: 1}} }, "gate.budgets[0].period: must be day or month"},
 		{"AllowWithoutSecret", func(g *Gate) { g.WebhookAllow = []string{"hooks.example.com"}; g.WebhookSecret = "" }, "gate.webhook_secret: required when gate.webhook_allow is set"},
-		{"BudgetTwice", func(g *Gate) {
-			g.Budgets = []GateBudget{{Agent: "a", Period: "day", USD: 1}, {Agent: "a", Period: "day", USD: 2}}
-		}, "gate.budgets[1]: has the agent, project and period of gate.budgets[0]"},
-		{"BudgetOwner", func(g *Gate) { g.Budgets = []GateBudget{{Period: "day", USD: 1}} }, "gate.budgets[0]: names an agent"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			c := defaultConfig(t)
 			tt.change(&c.Gate)
+			err := c.Validate()
+			var ve *ValidationError
+			if !errors.As(err, &ve) || !strings.Contains(err.Error(), tt.want) {
+				t.Fatalf("got %v, want %q", err, tt.want)
+			}
+		})
+	}
+}
+
+func TestValidatePricing(t *testing.T) {
+	tests := []struct {
+		name   string
+		change func(*Pricing)
+		want   string
+	}{
+		{"Budget", func(p *Pricing) { p.Budgets = []pricing.Budget{{Agent: "a", Period: "week", USD: 1}} }, "pricing.budgets[0].period: must be day or month"},
+		{"BudgetTwice", func(p *Pricing) {
+			p.Budgets = []pricing.Budget{{Agent: "a", Period: "day", USD: 1}, {Agent: "a", Period: "day", USD: 2}}
+		}, "pricing.budgets[1]: has the agent, project and period of pricing.budgets[0]"},
+		{"BudgetOwner", func(p *Pricing) { p.Budgets = []pricing.Budget{{Period: "day", USD: 1}} }, "pricing.budgets[0]: names an agent"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c := defaultConfig(t)
+			tt.change(&c.Pricing)
 			err := c.Validate()
 			var ve *ValidationError
 			if !errors.As(err, &ve) || !strings.Contains(err.Error(), tt.want) {
@@ -71,7 +93,8 @@ func TestGateFromFile(t *testing.T) {
     - {action: "(?i)deploy", gate: always}
     - {agent: linter, cost_over_usd: 0.5, gate: never}
   webhook_allow: [hooks.example.com, "*.example.org", "127.0.0.1:9000"]
-  pricing:
+pricing:
+  models:
     - {model: my-model, input: 1.5, output: 2}
   budgets:
     - {agent: resume-tailor, period: day, usd: 5}
@@ -88,10 +111,10 @@ func TestGateFromFile(t *testing.T) {
 	if err := c.Validate(); err != nil {
 		t.Fatal(err)
 	}
-	g := c.Gate
-	if len(g.Agents) != 1 || g.Agents[0].KeyEnv != "RESUME_TAILOR_KEY" || g.Rules[1].CostOverUSD != 0.5 || g.Pricing[0].Input != 1.5 ||
-		g.Budgets[0].USD != 5 || g.WebhookAllow[1] != "*.example.org" {
-		t.Fatalf("gate %+v", g)
+	g, p := c.Gate, c.Pricing
+	if len(g.Agents) != 1 || g.Agents[0].KeyEnv != "RESUME_TAILOR_KEY" || g.Rules[1].CostOverUSD != 0.5 || p.Models[0].Input != 1.5 ||
+		p.Budgets[0].USD != 5 || g.WebhookAllow[1] != "*.example.org" {
+		t.Fatalf("gate %+v, pricing %+v", g, p)
 	}
 }
 

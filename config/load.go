@@ -286,7 +286,7 @@ func decodeHook() mapstructure.DecodeHookFunc {
 		rejectBareDuration,
 		mapstructure.StringToTimeDurationHookFunc(),
 		stringToAuthTokens,
-		jsonGateList,
+		jsonList,
 		jsonToolRules,
 		mapstructure.StringToSliceHookFunc(","),
 		stringToAdmin,

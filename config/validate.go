@@ -134,6 +134,7 @@ func (c Config) Validate() error {
 	c.validateSlack(&ps)
 	c.validateTelegram(&ps)
 	c.validateGate(&ps)
+	c.validatePricing(&ps)
 	c.validateContracts(&ps)
 	c.validateTools(&ps)
 	c.validateRunnerGate(&ps)

@@ -10,7 +10,7 @@ import (
 	"github.com/ampflow/ampflow/activities/child"
 	"github.com/ampflow/ampflow/activities/github"
 	"github.com/ampflow/ampflow/config"
-	ghhook "github.com/ampflow/ampflow/integrations/github"
+	"github.com/ampflow/ampflow/integrations/githubhook"
 	"github.com/ampflow/ampflow/integrations/httpapi"
 )
 
@@ -69,5 +69,5 @@ func mountGitHubWebhook(o Options, parts *Parts, api *httpapi.Server, log *slog.
 	if secret == "" || parts.Tasks == nil {
 		return
 	}
-	api.Mount("POST "+ghhook.Path, &ghhook.Webhook{Secret: []byte(secret), Tasks: parts.Tasks, Logger: log})
+	api.Mount("POST "+githubhook.Path, &githubhook.Handler{Secret: []byte(secret), Tasks: parts.Tasks, Logger: log})
 }

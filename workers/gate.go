@@ -46,7 +46,7 @@ func addGate(api *httpapi.Server, rt *runtime, o Options, parts *Parts, log *slo
 	if o.Metrics != nil {
 		reg = o.Metrics.Registry()
 	}
-	in, err := runshift.NewIntake(o.Config.Gate, parts.Store, start, os.LookupEnv, reg)
+	in, err := runshift.NewIntake(o.Config.Gate, o.Config.Pricing, parts.Store, start, os.LookupEnv, reg)
 	if err != nil {
 		return fmt.Errorf("gate: %w", err)
 	}

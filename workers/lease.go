@@ -33,11 +33,11 @@ func registerLeases(w worker.Worker, acts *activities.Activities) {
 	if rec == nil {
 		return
 	}
-	if store, ok := rec.Store.(leaseacts.LeaseStore); ok {
+	if store, ok := rec.Store.(leaseacts.MeshLeases); ok {
 		w.RegisterActivityWithOptions((&leaseacts.Leases{Store: store}).LeaseChanged,
 			activity.RegisterOptions{Name: lease.ActivityChanged})
 	}
-	if store, ok := rec.Store.(leaseacts.SweepStore); ok {
+	if store, ok := rec.Store.(leaseacts.Expiries); ok {
 		w.RegisterActivityWithOptions((&leaseacts.Sweep{Store: store}).LeaseSweep,
 			activity.RegisterOptions{Name: lease.ActivitySweep})
 	}
@@ -55,7 +55,7 @@ func agentLeases(parts *Parts) repomesh.Leases {
 
 // addMesh adds the lease and mesh routes to the API.
 func addMesh(api *httpapi.Server, parts *Parts, log *slog.Logger) {
-	var store repomesh.Store
+	var store repomesh.Mesh
 	if parts.Store != nil {
 		store = parts.Store
 	}

@@ -176,7 +176,7 @@ func Build(o Options) (*Parts, error) {
 		Submit:     tasks,
 		Heartbeats: tasks,
 		Usage:      tasks,
-		Pricing:    pricing.New(cfg.Gate.Pricing, cfg.Gate.DefaultPrice),
+		Pricing:    pricing.New(cfg.Pricing.Models, cfg.Pricing.DefaultPrice),
 		Git:        git,
 		Secrets:    secrets,
 		Log:        log,
@@ -227,13 +227,13 @@ func githubBase(u string) string {
 	return u
 }
 
-// runnerBudgets charges runner runs to gate.budgets (nil without any).
+// runnerBudgets charges runner runs to pricing.budgets (nil without any).
 func runnerBudgets(cfg config.Config, store *ssot.DB) *delivery.RunnerBudgets {
-	if len(cfg.Gate.Budgets) == 0 {
+	if len(cfg.Pricing.Budgets) == 0 {
 		return nil
 	}
-	limits := make([]ssot.BudgetLimit, 0, len(cfg.Gate.Budgets))
-	for _, b := range cfg.Gate.Budgets {
+	limits := make([]ssot.BudgetLimit, 0, len(cfg.Pricing.Budgets))
+	for _, b := range cfg.Pricing.Budgets {
 		limits = append(limits, ssot.BudgetLimit{Key: ssot.BudgetKey(b.Agent, b.Project, b.Period), Agent: b.Agent,
 			Project: b.Project, Period: b.Period, USD: b.USD})
 	}

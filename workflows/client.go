@@ -19,6 +19,7 @@ import (
 
 	"github.com/ampflow/ampflow/activities"
 	"github.com/ampflow/ampflow/amp"
+	"github.com/ampflow/ampflow/amp/decision"
 	"github.com/ampflow/ampflow/amp/refusal"
 	"github.com/ampflow/ampflow/amp/task"
 )
@@ -95,7 +96,7 @@ func (c *Client) Submit(ctx context.Context, raw []byte) (task.SubmitResult, err
 	}
 	var out task.SubmitResult
 	a := AgentFrom(ctx)
-	in := task.SubmitInput{Raw: json.RawMessage(raw), By: a.Name, Admin: a.Admin, At: time.Now().UTC()}
+	in := task.SubmitInput{Raw: json.RawMessage(raw), By: a.Name, Admin: a.Admin, Signed: decision.Signed{At: time.Now().UTC()}}
 	if in.Signature, err = c.signCommand(taskID, task.UpdateSubmit, in.SignedAs); err != nil {
 		return task.SubmitResult{}, err
 	}

@@ -51,13 +51,13 @@ func TestUnsignedCommands(t *testing.T) {
 	h.at(time.Minute, func() {
 		before = h.state()
 		rawCancel = h.send(task.UpdateCancel, "", task.CancelInput{Reason: "stop", By: "alice"})
-		c := task.CancelInput{Reason: "stop", By: "alice", At: time.Now()}
+		c := task.CancelInput{Reason: "stop", By: "alice", Signed: decision.Signed{At: time.Now()}}
 		c.Signature = decision.SignAnswer(testDecisionKey, h.in.TaskID, must(c.SignedAs()))
 		c.Reason = "something else"
 		forgedCancel = h.send(task.UpdateCancel, "", c)
 		subtasks := []amp.Subtask{{SubtaskID: "S9", Description: "x"}}
 		rawReplan = h.send(task.UpdateReplan, "", task.ReplanInput{By: "alice", Subtasks: subtasks})
-		r := task.ReplanInput{By: "alice", Subtasks: subtasks, At: time.Now()}
+		r := task.ReplanInput{By: "alice", Subtasks: subtasks, Signed: decision.Signed{At: time.Now()}}
 		r.Signature = decision.SignAnswer(testDecisionKey, h.in.TaskID, must(r.SignedAs()))
 		r.By = "bob"
 		forgedReplan = h.send(task.UpdateReplan, "", r)

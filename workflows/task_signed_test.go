@@ -31,7 +31,7 @@ func TestUnsignedSubmission(t *testing.T) {
 		}
 		asAdmin = h.send(task.UpdateSubmit, m.MsgID+"#a", task.SubmitInput{Raw: raw, By: "alice", Admin: true})
 		anonymous = h.send(task.UpdateSubmit, m.MsgID+"#b", task.SubmitInput{Raw: raw})
-		in := task.SubmitInput{Raw: raw, By: "exec-a", At: time.Now()}
+		in := task.SubmitInput{Raw: raw, By: "exec-a", Signed: decision.Signed{At: time.Now()}}
 		in.Signature = decision.SignAnswer(testDecisionKey, h.in.TaskID, must(in.SignedAs()))
 		in.By = "exec-b"
 		renamed = h.send(task.UpdateSubmit, m.MsgID+"#c", in)
@@ -74,7 +74,7 @@ func TestUnsignedRecoveredHeartbeat(t *testing.T) {
 	h.at(5*time.Minute, func() {
 		h.env.SignalWorkflow(task.SignalHeartbeat, task.HeartbeatInput{From: amp.RoleExecutor, Recovered: true})
 		h.env.SignalWorkflow(task.SignalHeartbeat, task.HeartbeatInput{From: amp.RoleExecutor, Admin: true, By: "alice"})
-		in := task.HeartbeatInput{From: amp.RoleExecutor, Note: "alive", At: time.Now()}
+		in := task.HeartbeatInput{From: amp.RoleExecutor, Note: "alive", Signed: decision.Signed{At: time.Now()}}
 		in.Signature = decision.SignAnswer(testDecisionKey, h.in.TaskID, must(in.SignedAs()))
 		in.Recovered = true
 		h.env.SignalWorkflow(task.SignalHeartbeat, in)

@@ -15,9 +15,9 @@ import (
 	"github.com/ampflow/ampflow/activities/ssot"
 )
 
-// AOFStore keeps AOF tasks, their artifacts and events, and the open
+// Records keeps AOF tasks, their artifacts and events, and the open
 // decisions of any workflow.
-type AOFStore interface {
+type Records interface {
 	SaveAOF(ctx context.Context, in ssot.AOFSave) error
 	SaveDecisions(ctx context.Context, subject string, rev int64, ds []ssot.PendingDecision) error
 	SaveOutbox(ctx context.Context, subject string, rev int64, msgs []ssot.OutboxMessage) error
@@ -29,7 +29,7 @@ type AOFStore interface {
 // (runs/<taskId>/…, tasks/<status>/<taskId>/inputs/…, events/), so AOF's
 // tools read them.
 type AOF struct {
-	Store AOFStore
+	Store Records
 	// DataDir is aof.data_dir; empty mirrors nothing.
 	DataDir string
 	// Written, when set, is told each agent review whose AMP chain a save

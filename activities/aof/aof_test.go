@@ -14,27 +14,27 @@ import (
 	"github.com/ampflow/ampflow/activities/ssot"
 )
 
-type fakeAOFStore struct {
+type fakeRecords struct {
 	saves     []ssot.AOFSave
 	decisions map[string]int64
 	appended  []ssot.Entry
 }
 
-func (f *fakeAOFStore) SaveAOF(_ context.Context, in ssot.AOFSave) error {
+func (f *fakeRecords) SaveAOF(_ context.Context, in ssot.AOFSave) error {
 	f.saves = append(f.saves, in)
 	return nil
 }
 
-func (f *fakeAOFStore) SaveDecisions(_ context.Context, subject string, rev int64, _ []ssot.PendingDecision) error {
+func (f *fakeRecords) SaveDecisions(_ context.Context, subject string, rev int64, _ []ssot.PendingDecision) error {
 	f.decisions[subject] = rev
 	return nil
 }
 
-func (f *fakeAOFStore) SaveOutbox(context.Context, string, int64, []ssot.OutboxMessage) error {
+func (f *fakeRecords) SaveOutbox(context.Context, string, int64, []ssot.OutboxMessage) error {
 	return nil
 }
 
-func (f *fakeAOFStore) Append(_ context.Context, _ string, e []ssot.Entry) (ssot.AppendResult, error) {
+func (f *fakeRecords) Append(_ context.Context, _ string, e []ssot.Entry) (ssot.AppendResult, error) {
 	f.appended = append(f.appended, e...)
 	return ssot.AppendResult{Written: len(e)}, nil
 }
@@ -44,7 +44,7 @@ func (f *fakeAOFStore) Append(_ context.Context, _ string, e []ssot.Entry) (ssot
 // the status), each event once in the day's log whatever the retries.
 func TestSaveAOFMirror(t *testing.T) {
 	dir := t.TempDir()
-	store := &fakeAOFStore{decisions: map[string]int64{}}
+	store := &fakeRecords{decisions: map[string]int64{}}
 	a := &AOF{Store: store, DataDir: dir}
 	at := time.Date(2026, 2, 9, 21, 0, 0, 0, time.UTC)
 	const id = "TASK-2026-02-09-061"
@@ -118,7 +118,7 @@ func TestSaveAOFMirror(t *testing.T) {
 // the mirror's day log, each once.
 func TestAOFEventLogMirrors(t *testing.T) {
 	dir := t.TempDir()
-	store := &fakeAOFStore{decisions: map[string]int64{}}
+	store := &fakeRecords{decisions: map[string]int64{}}
 	l := &AOFEventLog{Store: store, DataDir: dir}
 	at := time.Date(2026, 2, 9, 21, 0, 0, 0, time.UTC)
 	ev := ssot.AOFEvent{ID: "ev-1", TaskID: "TASK-2026-02-09-066", Type: "protocol.message.rejected", Actor: "swe-qa", At: at,
@@ -145,7 +145,7 @@ func TestAOFEventLogMirrors(t *testing.T) {
 // nothing does not.
 func TestSaveAgentReviewWritten(t *testing.T) {
 	var marked []string
-	a := &AOF{Store: &fakeAOFStore{decisions: map[string]int64{}}, Written: func(id string) { marked = append(marked, id) }}
+	a := &AOF{Store: &fakeRecords{decisions: map[string]int64{}}, Written: func(id string) { marked = append(marked, id) }}
 	in := AgentReviewSaveInput{Subject: "T-2026-0209057001", Rev: 1,
 		Records: []activities.RecordEntry{{ID: "review_request-T-2026-0209057001-1", Kind: ssot.KindMessage, Body: json.RawMessage(`{}`)}}}
 	if _, err := a.SaveAgentReview(context.Background(), in); err != nil {
@@ -165,7 +165,7 @@ func TestSaveAgentReviewWritten(t *testing.T) {
 // it, retried or written by AOF's own tools, is not written twice.
 func TestAOFEventLogAppendsWithoutRereading(t *testing.T) {
 	dir := t.TempDir()
-	l := &AOFEventLog{Store: &fakeAOFStore{decisions: map[string]int64{}}, DataDir: dir}
+	l := &AOFEventLog{Store: &fakeRecords{decisions: map[string]int64{}}, DataDir: dir}
 	at := time.Date(2026, 2, 10, 9, 0, 0, 0, time.UTC)
 	p := filepath.Join(dir, "events", "2026-02-10.jsonl")
 	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {

@@ -60,7 +60,7 @@ type Delivery struct {
 	Tools *ToolHook
 	// MCP, when set, gives runners ampflow's MCP server.
 	MCP *RunnerMCP
-	// Budgets, when set, charges each runner run's cost to gate.budgets
+	// Budgets, when set, charges each runner run's cost to pricing.budgets
 	// and refuses a run whose budget is spent.
 	Budgets *RunnerBudgets
 	// SandboxBin is the bwrap binary of sandboxed runs; empty: bwrap on

@@ -15,8 +15,8 @@ import (
 	"github.com/ampflow/ampflow/amp/task"
 )
 
-// BudgetStore keeps runners' spend where gate.budgets count it.
-type BudgetStore interface {
+// Budgets keeps runners' spend where pricing.budgets count it.
+type Budgets interface {
 	RecordRunnerSpend(ctx context.Context, r ssot.RunnerSpend) (bool, error)
 	BudgetLeft(ctx context.Context, limits []ssot.BudgetLimit, at time.Time) (ssot.BudgetState, error)
 }
@@ -25,8 +25,8 @@ type BudgetStore interface {
 // agent is its role's runner identity (Agents, else "runner:<role>"), its
 // project the task's repository.
 type RunnerBudgets struct {
-	Store BudgetStore
-	// Limits are gate.budgets.
+	Store Budgets
+	// Limits are pricing.budgets.
 	Limits []ssot.BudgetLimit
 	// Agents names a role's runner in the budgets; a role it leaves out
 	// is "runner:<role>".

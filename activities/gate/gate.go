@@ -23,8 +23,8 @@ import (
 	"github.com/ampflow/ampflow/amp"
 )
 
-// GateStore is what the gate's activities write in the SSOT (*ssot.DB).
-type GateStore interface {
+// Gates is what the gate's activities write in the SSOT (*ssot.DB).
+type Gates interface {
 	Append(ctx context.Context, subject string, entries []ssot.Entry) (ssot.AppendResult, error)
 	InsertGate(ctx context.Context, g ssot.GateRow) (ssot.GateRow, bool, error)
 	SaveDecisions(ctx context.Context, subject string, rev int64, ds []ssot.PendingDecision) error
@@ -35,7 +35,7 @@ type GateStore interface {
 
 // Gate carries the dependencies of the action gate's activities.
 type Gate struct {
-	Store GateStore
+	Store Gates
 	// Secret is gate.webhook_secret, the master secret each agent's
 	// callbacks are signed from (CallbackSecret); empty sends them
 	// unsigned.

@@ -16,13 +16,13 @@ import (
 	"github.com/ampflow/ampflow/amp"
 )
 
-type gateStoreFake struct {
-	GateStore
+type fakeGates struct {
+	Gates
 	mu       sync.Mutex
 	attempts []ssot.GateAttempt
 }
 
-func (f *gateStoreFake) AddGateAttempt(_ context.Context, a ssot.GateAttempt) error {
+func (f *fakeGates) AddGateAttempt(_ context.Context, a ssot.GateAttempt) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.attempts = append(f.attempts, a)
@@ -47,7 +47,7 @@ func TestGateCallbackSigned(t *testing.T) {
 		w.WriteHeader(status)
 	}))
 	defer srv.Close()
-	store := &gateStoreFake{}
+	store := &fakeGates{}
 	port := must(url.Parse(srv.URL)).Port()
 	g := &Gate{Store: store, Secret: "s3cret", Allowed: func(h, p string, _ bool) bool { return h == "127.0.0.1" && p == port }, Now: func() time.Time { return now }}
 	body := json.RawMessage(`{"gate_id":"gate_1","status":"approved"}`)
@@ -98,7 +98,7 @@ func TestGateCallbackPrivate(t *testing.T) {
 	resolve := func(context.Context, string) ([]netip.Addr, error) {
 		return []netip.Addr{netip.MustParseAddr("127.0.0.1")}, nil
 	}
-	g := &Gate{Store: &gateStoreFake{}, Allowed: allowed, Resolve: resolve}
+	g := &Gate{Store: &fakeGates{}, Allowed: allowed, Resolve: resolve}
 	in := GateCallbackInput{GateID: "gate_1", Attempt: 1, Body: json.RawMessage(`{}`), AgentID: "a", RunID: "r"}
 	for _, c := range []struct {
 		name, url string

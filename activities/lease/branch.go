@@ -33,7 +33,7 @@ type Client interface {
 type Branches struct {
 	Client Client
 	// Store, when set, takes free branches directly.
-	Store LeaseStore
+	Store MeshLeases
 	// Expiry, when set, wakes the lease sweeper for a branch taken
 	// directly: it ends the lease at its expiry when the task that held it
 	// cannot (terminated from outside Temporal, or no worker renewing).

@@ -12,8 +12,8 @@ import (
 	"github.com/ampflow/ampflow/amp/lease"
 )
 
-// LeaseStore keeps leases and their mesh events (*ssot.DB).
-type LeaseStore interface {
+// MeshLeases keeps leases and their mesh events (*ssot.DB).
+type MeshLeases interface {
 	RecordLease(ctx context.Context, l ssot.MeshLease, events []ssot.MeshEvent) error
 	TakeLease(ctx context.Context, l ssot.MeshLease, events []ssot.MeshEvent, adopt bool) (ssot.MeshLease, bool, error)
 	CompareLease(ctx context.Context, l ssot.MeshLease, from int64, events []ssot.MeshEvent) (bool, error)
@@ -21,7 +21,7 @@ type LeaseStore interface {
 
 // Leases holds the lease workflow's side effects.
 type Leases struct {
-	Store LeaseStore
+	Store MeshLeases
 }
 
 // LeaseChanged writes a lease change: the lease row, its lock event and,

@@ -20,8 +20,8 @@ type Workflows interface {
 	Release(ctx context.Context, req lease.ReleaseRequest) (lease.Lease, error)
 }
 
-// DirectStore is what Direct reads and writes (*ssot.DB).
-type DirectStore interface {
+// DirectLeases is what Direct reads and writes (*ssot.DB).
+type DirectLeases interface {
 	Lease(ctx context.Context, leaseID string) (ssot.MeshLease, error)
 	TakeLease(ctx context.Context, l ssot.MeshLease, events []ssot.MeshEvent, adopt bool) (ssot.MeshLease, bool, error)
 	CompareLease(ctx context.Context, l ssot.MeshLease, from int64, events []ssot.MeshEvent) (bool, error)
@@ -39,7 +39,7 @@ type Expiry interface{ Due(at time.Time) }
 // does every change of such a lease.
 type Direct struct {
 	Workflows Workflows
-	Store     DirectStore
+	Store     DirectLeases
 	Expiry    Expiry
 	// Now is the clock; nil is time.Now.
 	Now func() time.Time

@@ -9,8 +9,8 @@ import (
 	"github.com/ampflow/ampflow/amp/lease"
 )
 
-// SweepStore is what the lease sweeper reads and writes (*ssot.DB).
-type SweepStore interface {
+// Expiries is what the lease sweeper reads and writes (*ssot.DB).
+type Expiries interface {
 	DueLeases(ctx context.Context, cutoff time.Time, limit int) ([]ssot.MeshLease, error)
 	CompareLeases(ctx context.Context, changes []ssot.LeaseChange) ([]bool, error)
 	NextLeaseExpiry(ctx context.Context) (time.Time, error)
@@ -18,7 +18,7 @@ type SweepStore interface {
 
 // Sweep holds the lease sweeper's activity.
 type Sweep struct {
-	Store SweepStore
+	Store Expiries
 	// Now is the clock of released_at; nil is time.Now.
 	Now func() time.Time
 }

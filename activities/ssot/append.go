@@ -13,24 +13,24 @@ import (
 // writer of the same task is run again.
 const appendTries = 8
 
-// Append implements Store.
+// Append implements Chains.
 func (s *DB) Append(ctx context.Context, taskID string, entries []Entry) (AppendResult, error) {
 	return s.Save(ctx, taskID, entries, nil)
 }
 
-// Save implements Store.
+// Save implements Chains.
 func (s *DB) Save(ctx context.Context, taskID string, entries []Entry, st *TaskState) (AppendResult, error) {
 	res, _, err := s.save(ctx, taskID, entries, st, nil, nil)
 	return res, err
 }
 
-// SaveEvents implements Store.
+// SaveEvents implements Chains.
 func (s *DB) SaveEvents(ctx context.Context, taskID string, entries []Entry, st *TaskState, events []MeshEvent) (AppendResult, error) {
 	res, _, err := s.save(ctx, taskID, entries, st, events, nil)
 	return res, err
 }
 
-// SaveReleasing implements Store.
+// SaveReleasing implements Chains.
 func (s *DB) SaveReleasing(ctx context.Context, taskID string, entries []Entry, st *TaskState, events []MeshEvent, release LeaseChange) (AppendResult, bool, error) {
 	return s.save(ctx, taskID, entries, st, events, &release)
 }

@@ -11,7 +11,7 @@ import (
 // MaxFileSize bounds a file kept beside a task's records.
 const MaxFileSize = 64 << 20
 
-// PutFile implements Store.
+// PutFile implements Chains.
 func (s *DB) PutFile(ctx context.Context, taskID, name string, data []byte) error {
 	if err := checkID("task_id", taskID); err != nil {
 		return err
@@ -34,7 +34,7 @@ func (s *DB) PutFile(ctx context.Context, taskID, name string, data []byte) erro
 	return nil
 }
 
-// File implements Store.
+// File implements Chains.
 func (s *DB) File(ctx context.Context, taskID, name string) ([]byte, error) {
 	if err := checkID("task_id", taskID); err != nil {
 		return nil, err

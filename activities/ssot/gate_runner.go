@@ -11,10 +11,10 @@ import (
 
 // KindRunner is the kind of a gates row that holds what one run of a
 // runner-mode agent cost: the budgets' Spend counts it beside the
-// signals, so runners and gated agents share gate.budgets.
+// signals, so runners and gated agents share pricing.budgets.
 const KindRunner = "runner"
 
-// BudgetKey names a budget of gate.budgets: agent:project:period, "*" for
+// BudgetKey names a budget of pricing.budgets: agent:project:period, "*" for
 // an agent or project it does not narrow ("deployer:*:day").
 func BudgetKey(agent, project, period string) string {
 	star := func(s string) string {

@@ -12,7 +12,7 @@ const (
 )
 
 // DiffName is where activities.WriteDiff keeps the diff of the result
-// msgID, for Store.File.
+// msgID, for Chains.File.
 func DiffName(msgID string) string { return "diffs/" + msgID + ".diff" }
 
 // DiffPath is the HTTP API path that serves the diff kept at DiffName.

@@ -28,7 +28,7 @@ const (
 	EnginePostgres = "postgres"
 )
 
-// DB is the Store on a SQL database.
+// DB is the store on a SQL database: Chains and every system's tables.
 type DB struct {
 	db     *sql.DB
 	engine string

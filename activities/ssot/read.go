@@ -25,7 +25,7 @@ func scanRecord(sc scanner) (Record, error) {
 	return r, nil
 }
 
-// History implements Store.
+// History implements Chains.
 func (s *DB) History(ctx context.Context, taskID string, p Page) ([]Record, string, error) {
 	if err := checkID("task_id", taskID); err != nil {
 		return nil, "", err
@@ -72,7 +72,7 @@ func (s *DB) records(ctx context.Context, taskID string, after int64, n int) ([]
 	return out, rows.Err()
 }
 
-// Get implements Store.
+// Get implements Chains.
 func (s *DB) Get(ctx context.Context, id string) (Record, error) {
 	if err := checkID("id", id); err != nil {
 		return Record{}, err
@@ -87,7 +87,7 @@ func (s *DB) Get(ctx context.Context, id string) (Record, error) {
 	return r, nil
 }
 
-// Head implements Store.
+// Head implements Chains.
 func (s *DB) Head(ctx context.Context, taskID string) (Head, error) {
 	if err := checkID("task_id", taskID); err != nil {
 		return Head{}, err
@@ -99,7 +99,7 @@ func (s *DB) Head(ctx context.Context, taskID string) (Head, error) {
 	return h, nil
 }
 
-// Tasks implements Store.
+// Tasks implements Chains.
 func (s *DB) Tasks(ctx context.Context, p Page) ([]string, string, error) {
 	limit, err := limitOf(p)
 	if err != nil {
@@ -135,7 +135,7 @@ func (s *DB) Tasks(ctx context.Context, p Page) ([]string, string, error) {
 	return ids, next, nil
 }
 
-// Verify implements Store. It reads the chain a page at a time, so a long
+// Verify implements Chains. It reads the chain a page at a time, so a long
 // chain costs no more memory than a short one. It may run while the task
 // is written: rows past the head it read first are checked against the
 // head read again.
@@ -204,7 +204,7 @@ func (s *DB) walk(ctx context.Context, taskID string, prev *Head) error {
 	}
 }
 
-// AppendError implements Store.
+// AppendError implements Chains.
 // Bounds of the kept refusals: each keeps at most MaxErrorRaw bytes of the
 // refused input, and the newest MaxErrors are kept, the older ones pruned
 // every pruneErrorsEvery refusals.
@@ -242,7 +242,7 @@ func (s *DB) AppendError(ctx context.Context, e ErrorEntry) error {
 	return nil
 }
 
-// Errors implements Store.
+// Errors implements Chains.
 func (s *DB) Errors(ctx context.Context, p Page) ([]ErrorEntry, string, error) {
 	limit, err := limitOf(p)
 	if err != nil {

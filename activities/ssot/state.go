@@ -174,7 +174,7 @@ func scanTask(sc scanner, withState bool) (TaskState, error) {
 	return t, nil
 }
 
-// Task implements Store.
+// Task implements Chains.
 func (s *DB) Task(ctx context.Context, taskID string) (TaskState, error) {
 	if err := checkID("task_id", taskID); err != nil {
 		return TaskState{}, err
@@ -195,7 +195,7 @@ func (s *DB) Task(ctx context.Context, taskID string) (TaskState, error) {
 	return t, nil
 }
 
-// TaskList implements Store.
+// TaskList implements Chains.
 func (s *DB) TaskList(ctx context.Context, f TaskFilter, p Page) ([]TaskState, string, error) {
 	limit, err := limitOf(p)
 	if err != nil {
@@ -226,7 +226,7 @@ func (s *DB) TaskList(ctx context.Context, f TaskFilter, p Page) ([]TaskState, s
 	return out, next, nil
 }
 
-// Inbox implements Store.
+// Inbox implements Chains.
 func (s *DB) Inbox(ctx context.Context, role string, p Page) ([]OutboxMessage, string, error) {
 	return s.InboxOf(ctx, InboxFilter{Role: role}, p)
 }
@@ -293,7 +293,7 @@ func (s *DB) outbox(ctx context.Context, cond string, args []any, cursor string,
 	return out, next, nil
 }
 
-// Pending implements Store.
+// Pending implements Chains.
 func (s *DB) Pending(ctx context.Context, p Page) ([]PendingDecision, string, error) {
 	limit, err := limitOf(p)
 	if err != nil {

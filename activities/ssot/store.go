@@ -96,8 +96,10 @@ type Page struct {
 	Cursor string
 }
 
-// Store is the shared record. *DB implements it on both engines.
-type Store interface {
+// Chains is the shared record: each task's chain of records with its
+// state, outbox and open decisions, the refused input and the kept files.
+// *DB implements it on both engines.
+type Chains interface {
 	// Append adds entries to the end of a task's chain in one transaction.
 	// An entry whose id is stored already with the same task, kind, digest
 	// and body is kept as it is (a retry); with anything else it is a
@@ -148,7 +150,7 @@ type Store interface {
 	Close() error
 }
 
-var _ Store = (*DB)(nil)
+var _ Chains = (*DB)(nil)
 
 // ConflictError is an append that reuses an id for other content.
 type ConflictError struct {

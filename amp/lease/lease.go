@@ -160,18 +160,14 @@ type Grant struct {
 type LeaveRequest struct {
 	AgentID string `json:"agent_id"`
 	// Reason is the lease's end when it held one; empty is ReasonReleased.
-	Reason    string    `json:"reason,omitempty"`
-	At        time.Time `json:"at,omitzero"`
-	Signature string    `json:"signature,omitempty"`
+	Reason string `json:"reason,omitempty"`
+	decision.Signed
 }
 
 // SignedAs is the answer a leave's signature covers
-// (decision.CommandAnswer).
+// (decision.SignedAs).
 func (r LeaveRequest) SignedAs() (decision.Answer, error) {
-	at, sig := r.At, r.Signature
-	r.At, r.Signature = time.Time{}, ""
-	dg, err := decision.Digest(r)
-	return decision.CommandAnswer(UpdateLeave, dg, r.AgentID, r.Reason, at, sig), err
+	return decision.SignedAs(UpdateLeave, r, r.AgentID, r.Reason)
 }
 
 // LeaveResult says what the agent gave up.
@@ -196,18 +192,14 @@ type ReleaseRequest struct {
 	AgentID string `json:"agent_id"`
 	Admin   bool   `json:"admin,omitempty"`
 	// Reason is one of the Reason constants; empty is ReasonReleased.
-	Reason    string    `json:"reason,omitempty"`
-	At        time.Time `json:"at,omitzero"`
-	Signature string    `json:"signature,omitempty"`
+	Reason string `json:"reason,omitempty"`
+	decision.Signed
 }
 
 // SignedAs is the answer a release's signature covers
-// (decision.CommandAnswer).
+// (decision.SignedAs).
 func (r ReleaseRequest) SignedAs() (decision.Answer, error) {
-	at, sig := r.At, r.Signature
-	r.At, r.Signature = time.Time{}, ""
-	dg, err := decision.Digest(r)
-	return decision.CommandAnswer(UpdateRelease, dg, r.AgentID, r.Reason, at, sig), err
+	return decision.SignedAs(UpdateRelease, r, r.AgentID, r.Reason)
 }
 
 // Event kinds a Change carries (the mesh's lock events).

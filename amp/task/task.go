@@ -283,17 +283,13 @@ type SubmitInput struct {
 	// submission, and the task takes no other, so a raw Temporal update
 	// can neither name an agent nor claim an admin's or the worker's
 	// standing.
-	At        time.Time `json:"at,omitzero"`
-	Signature string    `json:"signature,omitempty"`
+	decision.Signed
 }
 
 // SignedAs is the answer a submission's signature covers
-// (decision.CommandAnswer): the record and who sent it.
+// (decision.SignedAs): the record and who sent it.
 func (in SubmitInput) SignedAs() (decision.Answer, error) {
-	at, sig := in.At, in.Signature
-	in.At, in.Signature = time.Time{}, ""
-	dg, err := decision.Digest(in)
-	return decision.CommandAnswer(UpdateSubmit, dg, in.By, "", at, sig), err
+	return decision.SignedAs(UpdateSubmit, in, in.By, "")
 }
 
 // SubmitResult says how the task took a submission.
@@ -326,17 +322,13 @@ type HeartbeatInput struct {
 	// At and Signature sign the heartbeat as a submission's: the task
 	// takes a recovered or an admin's heartbeat only signed
 	// (workflows.Client.Heartbeat signs every one).
-	At        time.Time `json:"at,omitzero"`
-	Signature string    `json:"signature,omitempty"`
+	decision.Signed
 }
 
 // SignedAs is the answer a heartbeat's signature covers
-// (decision.CommandAnswer).
+// (decision.SignedAs).
 func (in HeartbeatInput) SignedAs() (decision.Answer, error) {
-	at, sig := in.At, in.Signature
-	in.At, in.Signature = time.Time{}, ""
-	dg, err := decision.Digest(in)
-	return decision.CommandAnswer(SignalHeartbeat, dg, in.By, "", at, sig), err
+	return decision.SignedAs(SignalHeartbeat, in, in.By, "")
 }
 
 // Privileged reports whether the heartbeat asks for more than a sign of
@@ -347,36 +339,28 @@ func (in HeartbeatInput) Privileged() bool { return in.Recovered || in.Admin }
 // signed with the decision key (workflows.Client.Cancel signs it): At and
 // Signature as an answer's (SignedAs).
 type CancelInput struct {
-	Reason    string    `json:"reason"`
-	By        string    `json:"by"`
-	At        time.Time `json:"at,omitzero"`
-	Signature string    `json:"signature,omitempty"`
+	Reason string `json:"reason"`
+	By     string `json:"by"`
+	decision.Signed
 }
 
-// SignedAs is the answer cancel's signature covers (decision.CommandAnswer).
+// SignedAs is the answer cancel's signature covers (decision.SignedAs).
 func (in CancelInput) SignedAs() (decision.Answer, error) {
-	at, sig := in.At, in.Signature
-	in.At, in.Signature = time.Time{}, ""
-	dg, err := decision.Digest(in)
-	return decision.CommandAnswer(UpdateCancel, dg, in.By, in.Reason, at, sig), err
+	return decision.SignedAs(UpdateCancel, in, in.By, in.Reason)
 }
 
 // ReplanInput replaces the subtasks from the current one on. It is taken
 // only signed with the decision key, as CancelInput.
 type ReplanInput struct {
-	Subtasks  []amp.Subtask `json:"subtasks"`
-	By        string        `json:"by"`
-	Note      string        `json:"note,omitempty"`
-	At        time.Time     `json:"at,omitzero"`
-	Signature string        `json:"signature,omitempty"`
+	Subtasks []amp.Subtask `json:"subtasks"`
+	By       string        `json:"by"`
+	Note     string        `json:"note,omitempty"`
+	decision.Signed
 }
 
-// SignedAs is the answer replan's signature covers (decision.CommandAnswer).
+// SignedAs is the answer replan's signature covers (decision.SignedAs).
 func (in ReplanInput) SignedAs() (decision.Answer, error) {
-	at, sig := in.At, in.Signature
-	in.At, in.Signature = time.Time{}, ""
-	dg, err := decision.Digest(in)
-	return decision.CommandAnswer(UpdateReplan, dg, in.By, in.Note, at, sig), err
+	return decision.SignedAs(UpdateReplan, in, in.By, in.Note)
 }
 
 // ChangeResult is what cancel and replan return.

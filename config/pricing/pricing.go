@@ -1,8 +1,9 @@
-// Package pricing prices model tokens in USD: the built-in table of
-// current models, the configured prices over it (gate.pricing), and a
-// default price for a model neither names (gate.default_price), so that
-// nothing a runner spends counts as free. The gate and the runners share
-// it.
+// Package pricing is what agents' work costs and may cost, for the gate's
+// signals and the runners alike: model tokens priced in USD by the
+// built-in table of current models, the configured prices over it
+// (pricing.models) and a default price for a model neither names
+// (pricing.default_price), so that nothing a runner spends counts as
+// free; and the budgets that cap the spend (pricing.budgets).
 package pricing
 
 import "strings"
@@ -20,9 +21,25 @@ type Price struct {
 	Output float64 `mapstructure:"output" json:"output"`
 }
 
+// Budget periods.
+const (
+	PeriodDay   = "day"
+	PeriodMonth = "month"
+)
+
+// Budget caps spending: of one agent, one project, or one agent in one
+// project (both set), per day or month (UTC). The gate's signals and the
+// runners' runs spend from it alike.
+type Budget struct {
+	Agent   string  `mapstructure:"agent" json:"agent"`
+	Project string  `mapstructure:"project" json:"project"`
+	Period  string  `mapstructure:"period" json:"period"`
+	USD     float64 `mapstructure:"usd" json:"usd"`
+}
+
 // Default is USD per million tokens, input and output, of current models
 // at their vendors' list prices (standard tier, prompts up to 200K
-// tokens); gate.pricing overrides and adds to it.
+// tokens); pricing.models overrides and adds to it.
 var Default = []ModelPrice{
 	// Anthropic.
 	{Model: "claude-opus-4-6", Input: 5.00, Output: 25.00},
@@ -57,7 +74,7 @@ var Default = []ModelPrice{
 	{Model: "gemini-2.5-flash-lite", Input: 0.10, Output: 0.40},
 }
 
-// DefaultUnknown is gate.default_price's default: what a model the table
+// DefaultUnknown is pricing.default_price's default: what a model the table
 // does not name costs, a frontier model's price rather than nothing.
 var DefaultUnknown = Price{Input: 5.00, Output: 25.00}
 
@@ -69,7 +86,7 @@ type Table struct {
 }
 
 // AnyModel is the model name of a configured price for every model the
-// table does not name (gate.pricing: [{model: "*", …}]); it overrides the
+// table does not name (pricing.models: [{model: "*", …}]); it overrides the
 // unknown price New is given.
 const AnyModel = "*"
 

@@ -45,8 +45,8 @@ var Codes = map[task.Code]int{
 	CodeProviderUnavailable: http.StatusServiceUnavailable,
 }
 
-// Store keeps contracts (*ssot.DB).
-type Store interface {
+// Contracts keeps contracts (*ssot.DB).
+type Contracts interface {
 	PutContract(ctx context.Context, c ssot.ContractRow) error
 	Contract(ctx context.Context, id string) (ssot.ContractRow, error)
 	SetContractGate(ctx context.Context, id, gateID string, now time.Time) error
@@ -57,7 +57,7 @@ type Store interface {
 	GateChain(ctx context.Context, gateID string) (ssot.GateChain, error)
 }
 
-var _ Store = (*ssot.DB)(nil)
+var _ Contracts = (*ssot.DB)(nil)
 
 // Gate statuses as Gates reports them.
 const (
@@ -79,7 +79,7 @@ type Gates interface {
 // Options configure the handlers.
 type Options struct {
 	Catalog *contract.Catalog
-	Store   Store
+	Store   Contracts
 	// Gates opens the gates; nil refuses contracts that need one (503).
 	Gates Gates
 	// Secret signs contracts and approval tokens; empty serves every

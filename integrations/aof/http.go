@@ -17,8 +17,8 @@ import (
 	wf "github.com/ampflow/ampflow/workflows/aof"
 )
 
-// Store is what the AOF routes read and log to.
-type Store interface {
+// Records is what the AOF routes read and log to.
+type Records interface {
 	AOFTask(ctx context.Context, taskID string) (ssot.AOFTask, error)
 	AOFTasks(ctx context.Context, status string, p ssot.Page) ([]ssot.AOFTask, string, error)
 	AOFArtifacts(ctx context.Context, taskID string) ([]ssot.AOFArtifact, error)
@@ -44,7 +44,7 @@ type EventLog interface {
 // Options configure the AOF routes: Tasks and Store are required.
 type Options struct {
 	Tasks Tasks
-	Store Store
+	Store Records
 	// Events takes the events the routes log themselves (the wiring
 	// gives the writer that also mirrors them under aof.data_dir); nil
 	// logs them to the store only.
@@ -60,7 +60,7 @@ type Options struct {
 type API struct {
 	srv     *httpapi.Server
 	tasks   Tasks
-	store   Store
+	store   Records
 	events  EventLog
 	dataDir string
 	log     *slog.Logger

@@ -80,7 +80,7 @@ type Core[R Ref[R]] struct {
 	// State is where the bot keeps what it posted: the SSOT every worker
 	// shares (NewSQLState), so any worker answers any click and nothing is
 	// posted twice.
-	State StateStore[R]
+	State Posts[R]
 
 	// mu serialises posting and editing, so a retried Notify and the
 	// re-post on start cannot post one decision twice.

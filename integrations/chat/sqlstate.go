@@ -19,7 +19,7 @@ import (
 // (KeepDecided, KeepNotices, NoteWait), at its next write.
 const PruneEvery = time.Hour
 
-// SQLState is the StateStore of a platform's bot in the SSOT, shared by
+// SQLState keeps the Posts of a platform's bot in the SSOT, shared by
 // every worker. R is the platform's message reference, kept as JSON.
 type SQLState[R any] struct {
 	db       *ssot.DB
@@ -32,7 +32,7 @@ type SQLState[R any] struct {
 	lastPruned time.Time
 }
 
-var _ StateStore[struct{}] = (*SQLState[struct{}])(nil)
+var _ Posts[struct{}] = (*SQLState[struct{}])(nil)
 
 // NewSQLState keeps the state of platform's bot (its Channel, "slack")
 // in db.
@@ -67,7 +67,7 @@ func (s *SQLState[R]) decode(cp ssot.ChatPost) (Posted[R], error) {
 	return p, nil
 }
 
-// Posted implements StateStore.
+// Posted implements Posts.
 func (s *SQLState[R]) Posted(ctx context.Context, id string) (Posted[R], bool, error) {
 	cp, err := s.db.ChatPost(ctx, s.platform, id)
 	if errors.Is(err, ssot.ErrNotFound) {
@@ -80,7 +80,7 @@ func (s *SQLState[R]) Posted(ctx context.Context, id string) (Posted[R], bool, e
 	return p, err == nil, err
 }
 
-// SavePosted implements StateStore.
+// SavePosted implements Posts.
 func (s *SQLState[R]) SavePosted(ctx context.Context, id string, at time.Time, buttons map[string]Button, update func(*Posted[R], bool) bool) error {
 	btns := make([]ssot.ChatButton, 0, len(buttons))
 	for tok, b := range buttons {
@@ -124,7 +124,7 @@ func (s *SQLState[R]) SavePosted(ctx context.Context, id string, at time.Time, b
 	return nil
 }
 
-// SaveClosed implements StateStore.
+// SaveClosed implements Posts.
 func (s *SQLState[R]) SaveClosed(ctx context.Context, id string, refs []R, o decision.Outcome, at time.Time) error {
 	msgs, err := json.Marshal(refs)
 	if err != nil {
@@ -137,7 +137,7 @@ func (s *SQLState[R]) SaveClosed(ctx context.Context, id string, refs []R, o dec
 	return s.db.CloseChatPost(ctx, s.platform, id, msgs, out, at)
 }
 
-// Button implements StateStore.
+// Button implements Posts.
 func (s *SQLState[R]) Button(ctx context.Context, token string) (Button, Posted[R], bool, error) {
 	cb, cp, err := s.db.ChatButton(ctx, s.platform, token)
 	if errors.Is(err, ssot.ErrNotFound) {
@@ -162,7 +162,7 @@ func (s *SQLState[R]) Button(ctx context.Context, token string) (Button, Posted[
 	return b, p, true, nil
 }
 
-// Buttons implements StateStore.
+// Buttons implements Posts.
 func (s *SQLState[R]) Buttons(ctx context.Context, id string) (map[string]Button, error) {
 	cbs, err := s.db.ChatButtons(ctx, s.platform, id)
 	if err != nil {
@@ -175,12 +175,12 @@ func (s *SQLState[R]) Buttons(ctx context.Context, id string) (map[string]Button
 	return out, nil
 }
 
-// ClaimNotice implements StateStore.
+// ClaimNotice implements Posts.
 func (s *SQLState[R]) ClaimNotice(ctx context.Context, key string, at time.Time) (ssot.Claim, error) {
 	return s.db.ClaimChatNotice(ctx, s.platform, key, s.holder, at, ClaimStale)
 }
 
-// PostedNotice implements StateStore.
+// PostedNotice implements Posts.
 func (s *SQLState[R]) PostedNotice(ctx context.Context, key string, at time.Time) error {
 	if err := s.db.PostedChatNotice(ctx, s.platform, key, s.holder, at); err != nil {
 		return err
@@ -189,18 +189,18 @@ func (s *SQLState[R]) PostedNotice(ctx context.Context, key string, at time.Time
 	return nil
 }
 
-// UnclaimNotice implements StateStore.
+// UnclaimNotice implements Posts.
 func (s *SQLState[R]) UnclaimNotice(ctx context.Context, key string) error {
 	return s.db.UnclaimChatNotice(ctx, s.platform, key, s.holder)
 }
 
-// PutNote implements StateStore.
+// PutNote implements Posts.
 func (s *SQLState[R]) PutNote(ctx context.Context, key string, n Note) error {
 	return s.db.PutChatNote(ctx, ssot.ChatNote{Platform: s.platform, Key: key, Token: n.Token, UserID: n.UserID,
 		CreatedAt: n.At, ExpiresAt: n.At.Add(NoteWait)})
 }
 
-// Note implements StateStore.
+// Note implements Posts.
 func (s *SQLState[R]) Note(ctx context.Context, key string, now time.Time) (Note, bool, error) {
 	cn, err := s.db.ChatNote(ctx, s.platform, key, now)
 	if errors.Is(err, ssot.ErrNotFound) {
@@ -212,7 +212,7 @@ func (s *SQLState[R]) Note(ctx context.Context, key string, now time.Time) (Note
 	return Note{Token: cn.Token, UserID: cn.UserID, At: cn.CreatedAt}, true, nil
 }
 
-// DropNote implements StateStore.
+// DropNote implements Posts.
 func (s *SQLState[R]) DropNote(ctx context.Context, key string) (bool, error) {
 	return s.db.DropChatNote(ctx, s.platform, key)
 }

@@ -40,10 +40,10 @@ type Note struct {
 	At     time.Time `json:"at"`
 }
 
-// StateStore is where a bot keeps what it posted: the SSOT that every
+// Posts is where a bot keeps what it posted: the SSOT that every
 // worker shares (NewSQLState). Core serialises its own calls; several
 // workers may call at once.
-type StateStore[R any] interface {
+type Posts[R any] interface {
 	// Posted is the decision posted under id; ok is false when none was.
 	Posted(ctx context.Context, id string) (p Posted[R], ok bool, err error)
 	// SavePosted records the decision posted under id as update makes it
@@ -82,17 +82,17 @@ type StateStore[R any] interface {
 	DropNote(ctx context.Context, key string) (bool, error)
 }
 
-// PutNote records a note prompt; see StateStore.
+// PutNote records a note prompt; see Posts.
 func (c *Core[R]) PutNote(ctx context.Context, key string, n Note) error {
 	return c.State.PutNote(ctx, key, n)
 }
 
-// Note finds a note prompt that still waits; see StateStore.
+// Note finds a note prompt that still waits; see Posts.
 func (c *Core[R]) Note(ctx context.Context, key string) (Note, bool, error) {
 	return c.State.Note(ctx, key, c.Now())
 }
 
-// DropNote removes a note prompt; see StateStore.
+// DropNote removes a note prompt; see Posts.
 func (c *Core[R]) DropNote(ctx context.Context, key string) (bool, error) {
 	return c.State.DropNote(ctx, key)
 }

@@ -25,8 +25,8 @@ import (
 // Channel is the decision.Answer.Channel of answers given here.
 const Channel = "dashboard"
 
-// Store is what the dashboard reads of the SSOT (*ssot.DB).
-type Store interface {
+// Records is what the dashboard reads of the SSOT (*ssot.DB).
+type Records interface {
 	Pending(ctx context.Context, p ssot.Page) ([]ssot.PendingDecision, string, error)
 	TaskList(ctx context.Context, f ssot.TaskFilter, p ssot.Page) ([]ssot.TaskState, string, error)
 	TaskStates(ctx context.Context, ids []string) (map[string]json.RawMessage, error)
@@ -41,7 +41,7 @@ type Store interface {
 	Marks(ctx context.Context) (ssot.Marks, error)
 }
 
-var _ Store = (*ssot.DB)(nil)
+var _ Records = (*ssot.DB)(nil)
 
 // Actions are the workflow calls the dashboard makes (workflows.Tasks has
 // them): answers go to the decision engine of the decision's subject.
@@ -92,7 +92,7 @@ const (
 
 // Options configure a Server. Store and Actions are required.
 type Options struct {
-	Store   Store
+	Store   Records
 	Actions Actions
 	// Tokens are the API tokens that sign in; none signs every request in
 	// as OpenName, an admin (`ampflow dev`).
@@ -124,7 +124,7 @@ const DefaultSessionTTL = 12 * time.Hour
 // Server serves the dashboard. Build it with New, mount its Routes on
 // the HTTP API and run Watch beside it.
 type Server struct {
-	store      Store
+	store      Records
 	actions    Actions
 	auth       *auth
 	maxRejects int

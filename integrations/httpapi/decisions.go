@@ -50,7 +50,7 @@ type DecisionLookup interface {
 // an answer to a closed decision too reaches its workflow and is refused
 // there with who decided.
 type storedDecisions struct {
-	store Store
+	store Records
 }
 
 func (l storedDecisions) FindDecision(ctx context.Context, id string) (decision.Decision, error) {

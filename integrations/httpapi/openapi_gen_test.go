@@ -361,7 +361,7 @@ func apiSchemas() (map[string]obj, map[string]any) {
 		"decided":         array(ref("Outcome"), "Decisions taken."),
 		"outbox":          array(ref("Message"), "Messages sent to agents that still await their ACK or reply."),
 		"timeline":        array(ref("TimelineEntry"), "Events, oldest first."),
-		"cost_usd":        obj{"type": "number", "description": "What the task's runner-mode agents have spent on it, in USD: the CLI's own figure where it reports one (Claude Code, OpenCode), else its tokens priced from gate.pricing."},
+		"cost_usd":        obj{"type": "number", "description": "What the task's runner-mode agents have spent on it, in USD: the CLI's own figure where it reports one (Claude Code, OpenCode), else its tokens priced from pricing.models."},
 		"tokens":          ref("Tokens"),
 		"spend":           array(ref("Spend"), "The same per role, with each role's cap; empty before a runner's first run."),
 		"paused_until":    dateTime("While a delivery waits out an agent's rate limit: when it is sent again."),

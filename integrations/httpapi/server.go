@@ -28,10 +28,10 @@ const DefaultMaxBody = 1 << 20
 // OpenWarning is logged at start when no tokens are configured.
 const OpenWarning = "HTTP API has no tokens configured: every request is accepted as an admin; it must listen on loopback only"
 
-// Store is what the API reads of the SSOT (*ssot.DB), which every worker
+// Records is what the API reads of the SSOT (*ssot.DB), which every worker
 // shares: histories, records, agents' inboxes, open decisions and kept
 // diffs; and where it keeps refused input.
-type Store interface {
+type Records interface {
 	History(ctx context.Context, taskID string, p ssot.Page) ([]ssot.Record, string, error)
 	Head(ctx context.Context, taskID string) (ssot.Head, error)
 	Get(ctx context.Context, id string) (ssot.Record, error)
@@ -42,7 +42,7 @@ type Store interface {
 	AppendError(ctx context.Context, e ssot.ErrorEntry) error
 }
 
-var _ Store = (*ssot.DB)(nil)
+var _ Records = (*ssot.DB)(nil)
 
 // Options configure a Server. Tasks is required; the rest has defaults.
 type Options struct {
@@ -50,7 +50,7 @@ type Options struct {
 	// Store serves histories, records, inboxes, decisions and diffs, and
 	// keeps refused messages. Nil answers those reads with 503 and logs
 	// refusals with slog only.
-	Store Store
+	Store Records
 	// Decisions finds the decision an answer is for, and so the subject it
 	// goes to; nil reads it from Store.
 	Decisions DecisionLookup
@@ -95,7 +95,7 @@ const IdleTimeout = 2 * time.Minute
 // Server serves the HTTP API. Build it with New.
 type Server struct {
 	tasks workflows.Tasks
-	store Store
+	store Records
 	// decisions routes answers to their decisions' subjects.
 	decisions DecisionLookup
 	tokens    []token

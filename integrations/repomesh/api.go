@@ -32,8 +32,8 @@ type Leases interface {
 	Release(ctx context.Context, req lease.ReleaseRequest) (lease.Lease, error)
 }
 
-// Store is what the handlers read and write of the SSOT (*ssot.DB).
-type Store interface {
+// Mesh is what the handlers read and write of the SSOT (*ssot.DB).
+type Mesh interface {
 	Lease(ctx context.Context, leaseID string) (ssot.MeshLease, error)
 	CompareLease(ctx context.Context, l ssot.MeshLease, from int64, events []ssot.MeshEvent) (bool, error)
 	Leases(ctx context.Context, f ssot.LeaseFilter, p ssot.Page) ([]ssot.MeshLease, string, error)
@@ -55,14 +55,14 @@ type Tasks interface {
 	StartNext(ctx context.Context, in task.Input, year int) (string, error)
 }
 
-var _ Store = (*ssot.DB)(nil)
+var _ Mesh = (*ssot.DB)(nil)
 
 // API serves leases and the mesh on the HTTP API. Build it with
 // Register.
 type API struct {
 	srv    *httpapi.Server
 	leases Leases
-	store  Store
+	store  Mesh
 	tasks  Tasks
 	now    func() time.Time
 	log    *slog.Logger
@@ -73,7 +73,7 @@ type API struct {
 // Options configure the lease and mesh routes.
 type Options struct {
 	Leases Leases
-	Store  Store
+	Store  Mesh
 	// Tasks, when set, gets a recovered agent's heartbeat for each task
 	// waiting for its role.
 	Tasks Tasks

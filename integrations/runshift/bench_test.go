@@ -86,7 +86,7 @@ func BenchmarkAcceptNoGate(b *testing.B) {
 		b.Fatal(err)
 	}
 	defer db.Close()
-	in, err := NewIntake(config.Default().Gate, db, nil, func(string) (string, bool) { return "", true }, nil)
+	in, err := NewIntake(config.Default().Gate, config.Default().Pricing, db, nil, func(string) (string, bool) { return "", true }, nil)
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -15,7 +15,7 @@ import (
 // MaxRaiseNote bounds a raise's note, in bytes.
 const MaxRaiseNote = 1000
 
-// BudgetView is a budget of gate.budgets as it stands this period.
+// BudgetView is a budget of pricing.budgets as it stands this period.
 type BudgetView struct {
 	// Key names the budget in POST /v1/budgets/{key}/raise.
 	Key     string `json:"key"`
@@ -36,7 +36,7 @@ type BudgetView struct {
 	State string `json:"state"`
 }
 
-// BudgetViews lists every budget of gate.budgets at now.
+// BudgetViews lists every budget of pricing.budgets at now.
 func (in *Intake) BudgetViews(ctx context.Context, now time.Time) ([]BudgetView, error) {
 	out := make([]BudgetView, 0, len(in.Budgets))
 	for _, b := range in.Budgets {
@@ -98,7 +98,7 @@ func (a *API) raise(w http.ResponseWriter, r *http.Request) {
 		found = found || BudgetKeyOf(b) == key
 	}
 	if !found {
-		a.Server.Error(w, r, task.Errorf(task.CodeNotFound, "budget %s: no such budget in gate.budgets (GET /v1/budgets lists them)", key))
+		a.Server.Error(w, r, task.Errorf(task.CodeNotFound, "budget %s: no such budget in pricing.budgets (GET /v1/budgets lists them)", key))
 		return
 	}
 	var req RaiseRequest
@@ -151,7 +151,7 @@ func (a *API) raise(w http.ResponseWriter, r *http.Request) {
 func budgetsOp() map[string]any {
 	return map[string]any{
 		"operationId": "getBudgets",
-		"summary":     "List gate.budgets with this period's spend and raises",
+		"summary":     "List pricing.budgets with this period's spend and raises",
 		"responses": map[string]any{
 			"200": jsonBody(ref("BudgetList"), "OK"),
 			"401": errResp("No valid bearer token (code unauthenticated)."),
@@ -174,7 +174,7 @@ func raiseOp() map[string]any {
 			"400": errResp("Invalid input (code invalid); fields names each field at fault."),
 			"401": errResp("No valid bearer token (code unauthenticated)."),
 			"403": errResp("The token's role is not admin (code forbidden)."),
-			"404": errResp("No budget of gate.budgets has this key (code not_found)."),
+			"404": errResp("No budget of pricing.budgets has this key (code not_found)."),
 			"500": errResp("A fault of the server (code internal)."),
 		},
 	}

@@ -11,13 +11,14 @@ import (
 
 	"github.com/ampflow/ampflow/activities/ssot"
 	"github.com/ampflow/ampflow/config"
+	"github.com/ampflow/ampflow/config/pricing"
 )
 
 // TestSignalBudget: from 80 % of a budget every signal is gated; once it
 // is spent, signals are refused with 402 and not recorded.
 func TestSignalBudget(t *testing.T) {
-	g := newTestGate(t, func(c *config.Gate) {
-		c.Budgets = []config.GateBudget{{Agent: "resume-tailor", Period: config.PeriodDay, USD: 0.05}}
+	g := newTestGate(t, func(c *config.Config) {
+		c.Pricing.Budgets = []pricing.Budget{{Agent: "resume-tailor", Period: pricing.PeriodDay, USD: 0.05}}
 	})
 	// Each signal costs $0.014736 by the pricing table: 1, 2 under 80 %,
 	// the third reaches it, the fourth passes the budget, the fifth is refused.
@@ -70,9 +71,9 @@ func TestSignalBudget(t *testing.T) {
 // budget together: as one at a time, the two that start under $0.02 are
 // taken and every later one is refused.
 func TestSignalBudgetConcurrent(t *testing.T) {
-	g := newTestGate(t, func(c *config.Gate) {
-		c.Budgets = []config.GateBudget{{Agent: "resume-tailor", Period: config.PeriodDay, USD: 0.02}}
-		c.Rules = []config.GateRule{{Gate: config.GateNever}}
+	g := newTestGate(t, func(c *config.Config) {
+		c.Pricing.Budgets = []pricing.Budget{{Agent: "resume-tailor", Period: pricing.PeriodDay, USD: 0.02}}
+		c.Gate.Rules = []config.GateRule{{Gate: config.GateNever}}
 	})
 	var wg sync.WaitGroup
 	codes := make([]int, 16)

@@ -42,20 +42,20 @@ type testGate struct {
 	starts map[string]int
 }
 
-func newTestGate(t *testing.T, change func(*config.Gate)) *testGate {
+func newTestGate(t *testing.T, change func(*config.Config)) *testGate {
 	t.Helper()
 	db, path := httpapitest.Store(t)
-	cfg := config.Default().Gate
-	cfg.Agents = []config.GateAgent{
+	cfg := config.Default()
+	cfg.Gate.Agents = []config.GateAgent{
 		{ID: "resume-tailor", KeyEnv: "TAILOR_KEY", Projects: []string{"job-search"}},
 		{ID: "deployer", KeyEnv: "DEPLOY_KEY"},
 	}
-	cfg.WebhookAllow = []string{"127.0.0.1:1", "127.0.0.1:2", "*.example.com"}
+	cfg.Gate.WebhookAllow = []string{"127.0.0.1:1", "127.0.0.1:2", "*.example.com"}
 	if change != nil {
 		change(&cfg)
 	}
 	g := &testGate{t: t, store: db, path: path, starts: map[string]int{}}
-	in, err := NewIntake(cfg, db, func(_ context.Context, in gate.Input) (gate.Started, error) {
+	in, err := NewIntake(cfg.Gate, cfg.Pricing, db, func(_ context.Context, in gate.Input) (gate.Started, error) {
 		g.mu.Lock()
 		defer g.mu.Unlock()
 		g.starts[in.GateID]++
@@ -315,8 +315,8 @@ func TestSignalValidation(t *testing.T) {
 
 // TestSignalRules: rules in order; always adds a gate, never waives it.
 func TestSignalRules(t *testing.T) {
-	g := newTestGate(t, func(c *config.Gate) {
-		c.Rules = []config.GateRule{
+	g := newTestGate(t, func(c *config.Config) {
+		c.Gate.Rules = []config.GateRule{
 			{Agent: "resume-tailor", Action: "(?i)^send", Gate: config.GateAlways},
 			{Agent: "resume-tailor", Gate: config.GateNever},
 		}

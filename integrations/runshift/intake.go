@@ -17,6 +17,7 @@ import (
 	"github.com/ampflow/ampflow/activities/ssot"
 	"github.com/ampflow/ampflow/amp/task"
 	"github.com/ampflow/ampflow/config"
+	"github.com/ampflow/ampflow/config/pricing"
 	"github.com/ampflow/ampflow/integrations/httpapi"
 	"github.com/ampflow/ampflow/workflows/gate"
 )
@@ -58,7 +59,7 @@ type Intake struct {
 	Keys    Keys
 	Rules   Rules
 	Pricing Pricing
-	Budgets []config.GateBudget
+	Budgets []pricing.Budget
 	// Allowed checks webhook hosts (gate.webhook_allow).
 	Allowed     AllowFunc
 	CallbackFor time.Duration
@@ -325,7 +326,7 @@ func (in *Intake) limits(s Signal) []ssot.BudgetLimit {
 
 // BudgetKeyOf names a budget in the API: agent:project:period, "*" for
 // an agent or project it does not narrow ("deployer:*:day").
-func BudgetKeyOf(b config.GateBudget) string {
+func BudgetKeyOf(b pricing.Budget) string {
 	return ssot.BudgetKey(b.Agent, b.Project, b.Period)
 }
 
@@ -338,7 +339,7 @@ func (in *Intake) budgetName(key string) string {
 	return "budget " + key
 }
 
-func budgetName(i int, b config.GateBudget) string {
+func budgetName(i int, b pricing.Budget) string {
 	who := ""
 	switch {
 	case b.Agent != "" && b.Project != "":
@@ -348,7 +349,7 @@ func budgetName(i int, b config.GateBudget) string {
 	default:
 		who = "project " + b.Project
 	}
-	return fmt.Sprintf("gate.budgets[%d] (%s, per %s)", i, who, b.Period)
+	return fmt.Sprintf("pricing.budgets[%d] (%s, per %s)", i, who, b.Period)
 }
 
 // history sums up the agent's last signals for the admins.
@@ -379,9 +380,9 @@ func (in *Intake) log() *slog.Logger {
 	return slog.Default()
 }
 
-// NewIntake builds the intake of cfg: keys read through lookup, rules
-// compiled, pricing merged, counters registered on reg (nil: none).
-func NewIntake(cfg config.Gate, store GateLedger, start Starter, lookup func(string) (string, bool), reg prometheus.Registerer) (*Intake, error) {
+// NewIntake builds the intake of cfg and p: keys read through lookup,
+// rules compiled, pricing merged, counters registered on reg (nil: none).
+func NewIntake(cfg config.Gate, p config.Pricing, store GateLedger, start Starter, lookup func(string) (string, bool), reg prometheus.Registerer) (*Intake, error) {
 	keys, err := NewKeys(cfg.Agents, lookup)
 	if err != nil {
 		return nil, err
@@ -391,15 +392,15 @@ func NewIntake(cfg config.Gate, store GateLedger, start Starter, lookup func(str
 		return nil, err
 	}
 	return &Intake{
-		Store: store, Start: start, Keys: keys, Rules: rules, Pricing: NewPricing(cfg.Pricing),
-		Budgets: cfg.Budgets, Allowed: Allow(cfg.WebhookAllow), CallbackFor: cfg.CallbackFor,
-		Metrics: NewMetrics(reg).ForProjects(ConfiguredProjects(cfg)),
+		Store: store, Start: start, Keys: keys, Rules: rules, Pricing: NewPricing(p.Models),
+		Budgets: p.Budgets, Allowed: Allow(cfg.WebhookAllow), CallbackFor: cfg.CallbackFor,
+		Metrics: NewMetrics(reg).ForProjects(ConfiguredProjects(cfg, p)),
 	}, nil
 }
 
-// ConfiguredProjects are the projects cfg names: in an agent's projects
-// (but "*") or a budget.
-func ConfiguredProjects(cfg config.Gate) []string {
+// ConfiguredProjects are the projects cfg and p name: in an agent's
+// projects (but "*") or a budget.
+func ConfiguredProjects(cfg config.Gate, p config.Pricing) []string {
 	var out []string
 	for _, a := range cfg.Agents {
 		for _, p := range a.Projects {
@@ -408,7 +409,7 @@ func ConfiguredProjects(cfg config.Gate) []string {
 			}
 		}
 	}
-	for _, b := range cfg.Budgets {
+	for _, b := range p.Budgets {
 		if b.Project != "" {
 			out = append(out, b.Project)
 		}

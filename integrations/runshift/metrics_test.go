@@ -7,16 +7,17 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/ampflow/ampflow/config"
+	"github.com/ampflow/ampflow/config/pricing"
 	"github.com/ampflow/ampflow/workflows/gate"
 )
 
 // TestMetricsProjectsConfigured: the cost metric names only configured
 // projects; any other project an agent posts counts as "other".
 func TestMetricsProjectsConfigured(t *testing.T) {
-	cfg := config.Gate{Agents: []config.GateAgent{{ID: "a", Projects: []string{"job-search", "*"}}},
-		Budgets: []config.GateBudget{{Project: "payroll", Period: "day", USD: 1}}}
+	cfg := config.Gate{Agents: []config.GateAgent{{ID: "a", Projects: []string{"job-search", "*"}}}}
+	prices := config.Pricing{Budgets: []pricing.Budget{{Project: "payroll", Period: "day", USD: 1}}}
 	reg := prometheus.NewRegistry()
-	m := NewMetrics(reg).ForProjects(ConfiguredProjects(cfg))
+	m := NewMetrics(reg).ForProjects(ConfiguredProjects(cfg, prices))
 	for _, p := range []string{"job-search", "payroll", "made-up-1", "made-up-2", ""} {
 		m.spend("a", p, gate.Cost{}, 1)
 	}

@@ -121,7 +121,7 @@ func schemas() map[string]any {
 	when := map[string]any{"type": "string", "format": "date-time"}
 	cost := map[string]any{"type": "object", "properties": map[string]any{
 		"model": str("The model."), "input_tokens": integer("Input tokens."), "output_tokens": integer("Output tokens."),
-		"reported_usd": num("The agent's cost_usd."), "computed_usd": num("The cost from the pricing table (model names normalised: case, provider prefix, date suffix); a model it does not name costs the default price (gate.pricing's \"*\" entry, else the table's dearest)."),
+		"reported_usd": num("The agent's cost_usd."), "computed_usd": num("The cost from the pricing table (model names normalised: case, provider prefix, date suffix); a model it does not name costs the default price (the \"*\" entry of pricing.models, else the table's dearest)."),
 		"mismatch": map[string]any{"type": "boolean", "description": "The reported cost differs from the computed one by more than 10 %."},
 	}}
 	return map[string]any{
@@ -144,7 +144,7 @@ func schemas() map[string]any {
 				"model":         map[string]any{"type": "string", "maxLength": MaxIDLen},
 				"input_tokens":  integer("Tokens consumed as input."),
 				"output_tokens": integer("Tokens generated."),
-				"cost_usd":      num("The agent's cost; ampflow recomputes it from gate.pricing and flags a difference over 10 %."),
+				"cost_usd":      num("The agent's cost; ampflow recomputes it from pricing.models and flags a difference over 10 %."),
 				"gate_required": map[string]any{"type": "boolean"},
 				"started_at":    when,
 				"completed_at":  map[string]any{"type": "string", "format": "date-time", "description": "Not before started_at."},

@@ -7,7 +7,7 @@ import (
 )
 
 // DefaultPricing is the built-in table of the core's pricing package;
-// gate.pricing overrides and adds to it.
+// pricing.models overrides and adds to it.
 var DefaultPricing = pricing.Default
 
 // MismatchRatio is how far a reported cost may differ from the computed
@@ -15,7 +15,7 @@ var DefaultPricing = pricing.Default
 const MismatchRatio = 0.10
 
 // AnyModel is the model name of the price of every model the table does
-// not name (gate.pricing: [{model: "*", …}]).
+// not name (pricing.models: [{model: "*", …}]).
 const AnyModel = pricing.AnyModel
 
 // Pricing prices models, by normalised name; Cost is false for a model

@@ -30,8 +30,8 @@ type Tasks interface {
 	Submit(ctx context.Context, raw []byte) (task.SubmitResult, error)
 }
 
-// TaskStore reads a task's plan and spend (*ssot.DB).
-type TaskStore interface {
+// TaskSpend reads a task's plan and spend (*ssot.DB).
+type TaskSpend interface {
 	History(ctx context.Context, taskID string, p ssot.Page) ([]ssot.Record, string, error)
 	TaskSpendThrough(ctx context.Context, g ssot.GateRow) (float64, error)
 }
@@ -41,7 +41,7 @@ type TaskStore interface {
 // by a critical escalation that an admin resumes or ends.
 type TaskBudgets struct {
 	Tasks Tasks
-	Store TaskStore
+	Store TaskSpend
 	Now   func() time.Time
 	// plans caches each task's plan; a plan does not change its
 	// tech_constraints.

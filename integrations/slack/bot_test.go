@@ -26,7 +26,7 @@ func tokensOf(t *testing.T, b *Bot, d decision.Decision) []string {
 
 // postedOf returns what b's state holds of the decision id; ok is false
 // when it holds nothing.
-func postedOf(t *testing.T, st chat.StateStore[msgRef], id string) (posted, bool) {
+func postedOf(t *testing.T, st chat.Posts[msgRef], id string) (posted, bool) {
 	t.Helper()
 	p, ok, err := st.Posted(context.Background(), id)
 	if err != nil {

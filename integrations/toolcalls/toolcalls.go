@@ -29,8 +29,8 @@ type Tasks interface {
 	ToolCall(ctx context.Context, taskID string, in task.ToolCall) (task.ToolCall, error)
 }
 
-// Store reads the task's chain, where every tool call is recorded.
-type Store interface {
+// Records reads the task's chain, where every tool call is recorded.
+type Records interface {
 	Get(ctx context.Context, id string) (ssot.Record, error)
 	History(ctx context.Context, taskID string, p ssot.Page) ([]ssot.Record, string, error)
 }
@@ -38,7 +38,7 @@ type Store interface {
 // Options configure the tool-call routes.
 type Options struct {
 	Tasks  Tasks
-	Store  Store
+	Store  Records
 	Policy *toolpolicy.Policy
 	// AskTimeout is how long a CLI waits for the admins to answer an ask
 	// (tools.ask_timeout); ParkTimeout how long the ask stays open after

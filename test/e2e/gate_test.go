@@ -33,7 +33,7 @@ func gateEnv(allow string) []string {
 		"E2E_SPENDER_KEY=" + gateSpendKey,
 		"AMPFLOW_GATE_WEBHOOK_SECRET=" + gateSecret,
 		"AMPFLOW_GATE_WEBHOOK_ALLOW=" + allow,
-		`AMPFLOW_GATE_BUDGETS=[{"agent":"spender","period":"day","usd":0.035}]`,
+		`AMPFLOW_PRICING_BUDGETS=[{"agent":"spender","period":"day","usd":0.035}]`,
 	}
 }
 
@@ -221,7 +221,7 @@ func TestGateBudgetStopsSignals(t *testing.T) {
 		}
 		if code == 402 {
 			e, _ := out["error"].(map[string]any)
-			if e["code"] != "budget_exceeded" || !strings.Contains(fmt.Sprint(e["message"]), "gate.budgets[0]") {
+			if e["code"] != "budget_exceeded" || !strings.Contains(fmt.Sprint(e["message"]), "pricing.budgets[0]") {
 				t.Fatalf("402 body %v", out)
 			}
 		}
@@ -235,7 +235,7 @@ func TestGateBudgetStopsSignals(t *testing.T) {
 	if code := c.do("GET", "/v1/gates?agent=spender", nil, &gates); code != http.StatusOK || len(gates.Gates) != 3 {
 		t.Fatalf("gates of the spender: %+v", gates)
 	}
-	if r := gates.Gates[1].Reasons; gates.Gates[1].RunID != "spend-1" || len(r) != 1 || !strings.Contains(r[0], "gate.budgets[0]") {
+	if r := gates.Gates[1].Reasons; gates.Gates[1].RunID != "spend-1" || len(r) != 1 || !strings.Contains(r[0], "pricing.budgets[0]") {
 		t.Errorf("the gated signal's reasons %v, want the budget", r)
 	}
 

@@ -52,7 +52,7 @@ func (b *bench) measureSignals(ctx context.Context, parts *workers.Parts) (Resul
 	r := Result{Concurrency: o.Concurrency, SSOT: b.store.Engine()}
 	cfg := config.Default().Gate
 	cfg.Agents = []config.GateAgent{{ID: "bench-agent", KeyEnv: "BENCH_AGENT_KEY"}}
-	in, err := runshift.NewIntake(cfg, parts.Store, func(ctx context.Context, gi gate.Input) (gate.Started, error) {
+	in, err := runshift.NewIntake(cfg, config.Default().Pricing, parts.Store, func(ctx context.Context, gi gate.Input) (gate.Started, error) {
 		return gate.Start(ctx, b.temporal, ampflowQueue, gi)
 	}, func(string) (string, bool) { return benchAgentKey, true }, nil)
 	if err != nil {

@@ -336,7 +336,7 @@ func TestAgentReviewAnswers(t *testing.T) {
 		var anon, raw, c *reply
 		h.at(time.Minute, func() {
 			anon = h.update(task.UpdateCancel, task.CancelInput{Reason: "taking it over"})
-			raw = h.send(task.UpdateCancel, task.CancelInput{Reason: "taking it over", By: "alice", At: time.Now(), Signature: "00"})
+			raw = h.send(task.UpdateCancel, task.CancelInput{Reason: "taking it over", By: "alice", Signed: decision.Signed{At: time.Now(), Signature: "00"}})
 		})
 		h.at(2*time.Minute, func() {
 			c = h.update(task.UpdateCancel, task.CancelInput{Reason: "taking it over", By: "alice"})

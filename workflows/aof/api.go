@@ -1,8 +1,6 @@
 package aof
 
 import (
-	"time"
-
 	"github.com/ampflow/ampflow/amp/decision"
 	"github.com/ampflow/ampflow/amp/task"
 	"github.com/ampflow/ampflow/workflows/decide"
@@ -113,17 +111,13 @@ type MessageInput struct {
 	// signs every message, and the task takes no other, so a raw
 	// Temporal update can neither act for every agent (no Agent) nor
 	// name one.
-	At        time.Time `json:"at,omitzero"`
-	Signature string    `json:"signature,omitempty"`
+	decision.Signed
 }
 
 // SignedAs is the answer a message's signature covers
-// (decision.CommandAnswer).
+// (decision.SignedAs).
 func (in MessageInput) SignedAs() (decision.Answer, error) {
-	at, sig := in.At, in.Signature
-	in.At, in.Signature = time.Time{}, ""
-	dg, err := decision.Digest(in)
-	return decision.CommandAnswer(UpdateMessage, dg, in.Agent, "", at, sig), err
+	return decision.SignedAs(UpdateMessage, in, in.Agent, "")
 }
 
 // DispatchInput starts a run of the task. It is taken only signed with
@@ -136,18 +130,14 @@ type DispatchInput struct {
 	// the event log names as the actor.
 	By string `json:"by,omitempty"`
 	// TTLMs is the heartbeat's life in milliseconds; zero is DefaultTTL.
-	TTLMs     int64     `json:"ttlMs"`
-	At        time.Time `json:"at,omitzero"`
-	Signature string    `json:"signature,omitempty"`
+	TTLMs int64 `json:"ttlMs"`
+	decision.Signed
 }
 
 // SignedAs is the answer a dispatch's signature covers
-// (decision.CommandAnswer).
+// (decision.SignedAs).
 func (in DispatchInput) SignedAs() (decision.Answer, error) {
-	at, sig := in.At, in.Signature
-	in.At, in.Signature = time.Time{}, ""
-	dg, err := decision.Digest(in)
-	return decision.CommandAnswer(UpdateDispatch, dg, in.AgentID, "", at, sig), err
+	return decision.SignedAs(UpdateDispatch, in, in.AgentID, "")
 }
 
 // HeartbeatInput is a running agent's sign of life.
@@ -159,18 +149,14 @@ type HeartbeatInput struct {
 // session.
 // It is taken only signed, as DispatchInput.
 type SessionEndInput struct {
-	AgentID   string    `json:"agentId,omitempty"`
-	At        time.Time `json:"at,omitzero"`
-	Signature string    `json:"signature,omitempty"`
+	AgentID string `json:"agentId,omitempty"`
+	decision.Signed
 }
 
 // SignedAs is the answer a session end's signature covers
-// (decision.CommandAnswer).
+// (decision.SignedAs).
 func (in SessionEndInput) SignedAs() (decision.Answer, error) {
-	at, sig := in.At, in.Signature
-	in.At, in.Signature = time.Time{}, ""
-	dg, err := decision.Digest(in)
-	return decision.CommandAnswer(UpdateSessionEnd, dg, in.AgentID, "", at, sig), err
+	return decision.SignedAs(UpdateSessionEnd, in, in.AgentID, "")
 }
 
 // SyncInput is empty; it exists so fields can be added.

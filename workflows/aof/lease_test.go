@@ -79,8 +79,8 @@ func TestUnsignedDispatchAndSessionEnd(t *testing.T) {
 	h := newHarness(t)
 	var raw, forged, rawEnd *reply
 	h.at(time.Second, func() {
-		raw = h.update(UpdateDispatch, DispatchInput{AgentID: agent, Signature: "00"})
-		in := DispatchInput{AgentID: agent, At: time.Now()}
+		raw = h.update(UpdateDispatch, DispatchInput{AgentID: agent, Signed: decision.Signed{Signature: "00"}})
+		in := DispatchInput{AgentID: agent, Signed: decision.Signed{At: time.Now()}}
 		in.Signature = decision.SignAnswer(testDecisionKey, WorkflowID(h.in.Task.TaskID), must(in.SignedAs()))
 		in.AgentID = "swe-qa"
 		forged = h.update(UpdateDispatch, in)
@@ -94,7 +94,7 @@ func TestUnsignedDispatchAndSessionEnd(t *testing.T) {
 		h.dispatch(time.Hour)
 	})
 	h.at(2*time.Minute, func() { h.send(completion(OutcomePartial, t0), 0) })
-	h.at(3*time.Minute, func() { rawEnd = h.update(UpdateSessionEnd, SessionEndInput{Signature: "00"}) })
+	h.at(3*time.Minute, func() { rawEnd = h.update(UpdateSessionEnd, SessionEndInput{Signed: decision.Signed{Signature: "00"}}) })
 	h.at(4*time.Minute, func() {
 		rawEnd.refused(t, task.CodeForbidden)
 		if tk := h.task(); tk.Status != StatusInProgress {
@@ -123,8 +123,8 @@ func TestUnsignedMessage(t *testing.T) {
 	}
 	var raw, renamed, signed *reply
 	h.at(time.Second, func() {
-		raw = h.update(UpdateMessage, MessageInput{Message: status(), Signature: "00", At: time.Now()})
-		in := MessageInput{Message: status(), Agent: "intruder", At: time.Now()}
+		raw = h.update(UpdateMessage, MessageInput{Message: status(), Signed: decision.Signed{Signature: "00", At: time.Now()}})
+		in := MessageInput{Message: status(), Agent: "intruder", Signed: decision.Signed{At: time.Now()}}
 		in.Signature = decision.SignAnswer(testDecisionKey, WorkflowID(h.in.Task.TaskID), must(in.SignedAs()))
 		in.Agent = ""
 		renamed = h.update(UpdateMessage, in)

@@ -277,7 +277,7 @@ func TestAdminReleaseSigned(t *testing.T) {
 				t.Errorf("an unsigned admin release: %+v %v, want %s", r, err, lease.ErrNotHolder)
 			}
 		})
-		forged := lease.ReleaseRequest{LeaseID: id, AgentID: "ops", Admin: true, At: env.Now()}
+		forged := lease.ReleaseRequest{LeaseID: id, AgentID: "ops", Admin: true, Signed: decision.Signed{At: env.Now()}}
 		forged.Signature = decision.SignAnswer(key, lease.WorkflowID(resource), must(forged.SignedAs()))
 		forged.AgentID = "mallory"
 		update(env, time.Second, lease.UpdateRelease, forged, func(r lease.Lease, err error) {
@@ -285,7 +285,7 @@ func TestAdminReleaseSigned(t *testing.T) {
 				t.Errorf("an altered admin release: %+v %v, want %s", r, err, lease.ErrNotHolder)
 			}
 		})
-		signed := lease.ReleaseRequest{LeaseID: id, AgentID: "ops", Admin: true, At: env.Now().Add(2 * time.Second)}
+		signed := lease.ReleaseRequest{LeaseID: id, AgentID: "ops", Admin: true, Signed: decision.Signed{At: env.Now().Add(2 * time.Second)}}
 		signed.Signature = decision.SignAnswer(key, lease.WorkflowID(resource), must(signed.SignedAs()))
 		update(env, 2*time.Second, lease.UpdateRelease, signed, func(r lease.Lease, err error) {
 			if err != nil || r.State != lease.StateReleased || r.Reason != lease.ReasonAdmin {

@@ -41,7 +41,7 @@ func serveAPI(t *testing.T, f *fakeTasks, tokens []config.AuthToken, token strin
 }
 
 // serveAPIStore is serveAPI with an SSOT store behind the API.
-func serveAPIStore(t *testing.T, f *fakeTasks, store httpapi.Store, tokens []config.AuthToken, token string) *apiClient {
+func serveAPIStore(t *testing.T, f *fakeTasks, store httpapi.Records, tokens []config.AuthToken, token string) *apiClient {
 	t.Helper()
 	srv := httptest.NewServer(httpapi.New(httpapi.Options{Tasks: f, Store: store, Tokens: tokens, OpenName: "ana",
 		Now: func() time.Time { return testNow }}).Handler())

@@ -133,7 +133,7 @@ func (a *App) auditCommand() *cobra.Command {
 	return audit
 }
 
-func (a *App) verifyOne(ctx context.Context, db ssot.Store, taskID string, rep *verifyReport) error {
+func (a *App) verifyOne(ctx context.Context, db ssot.Chains, taskID string, rep *verifyReport) error {
 	head, err := db.Verify(ctx, taskID)
 	rep.Tasks, rep.TaskID = 1, taskID
 	if err != nil {
@@ -172,7 +172,7 @@ type crossChecker interface {
 
 // verifyAll verifies every chain, then, when db can, every row derived
 // from one.
-func (a *App) verifyAll(ctx context.Context, db ssot.Store, rep *verifyReport) error {
+func (a *App) verifyAll(ctx context.Context, db ssot.Chains, rep *verifyReport) error {
 	if err := a.verifyChains(ctx, db, rep); err != nil {
 		return err
 	}
@@ -195,7 +195,7 @@ func (a *App) verifyAll(ctx context.Context, db ssot.Store, rep *verifyReport) e
 	return nil
 }
 
-func (a *App) verifyChains(ctx context.Context, db ssot.Store, rep *verifyReport) error {
+func (a *App) verifyChains(ctx context.Context, db ssot.Chains, rep *verifyReport) error {
 	p := ssot.Page{Limit: verifyPage}
 	for {
 		ids, next, err := db.Tasks(ctx, p)

@@ -11,13 +11,13 @@ import (
 	"github.com/ampflow/ampflow/integrations/runshift"
 )
 
-// gatesBudgetsCommand is `ampflow gates budgets`: gate.budgets with this
+// gatesBudgetsCommand is `ampflow gates budgets`: pricing.budgets with this
 // period's spend, and `ampflow gates budgets raise`.
 func (a *App) gatesBudgetsCommand() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "budgets",
-		Short: "List gate.budgets with this period's spend; raise one",
-		Long: "Budgets lists each budget of gate.budgets for the current UTC day or month: its\n" +
+		Short: "List pricing.budgets with this period's spend; raise one",
+		Long: "Budgets lists each budget of pricing.budgets for the current UTC day or month: its\n" +
 			"key, the configured amount, what admins raised it by for the period, the spend\n" +
 			"and its state (ok; warn: every signal is gated; exhausted: signals are refused\n" +
 			"with 402 budget_exceeded). `budgets raise` lifts a spent budget for the period.",
@@ -36,7 +36,7 @@ func (a *App) gatesBudgetsCommand() *cobra.Command {
 				return a.PrintJSON(out.Budgets)
 			}
 			if len(out.Budgets) == 0 {
-				_, err := fmt.Fprintln(a.Stdout, "no budgets (gate.budgets)")
+				_, err := fmt.Fprintln(a.Stdout, "no budgets (pricing.budgets)")
 				return err
 			}
 			t := newTable(a.Stdout, "KEY", "PERIOD", "BUDGET", "RAISED", "SPENT", "SIGNALS", "STATE")

@@ -11,6 +11,7 @@ import (
 
 	"github.com/ampflow/ampflow/activities/ssot"
 	"github.com/ampflow/ampflow/config"
+	"github.com/ampflow/ampflow/config/pricing"
 	"github.com/ampflow/ampflow/integrations/httpapi"
 	"github.com/ampflow/ampflow/integrations/runshift"
 	"github.com/ampflow/ampflow/workflows/gate"
@@ -26,7 +27,7 @@ func TestGatesCommands(t *testing.T) {
 	t.Cleanup(func() { store.Close() })
 	cfg := config.Default().Gate
 	cfg.Agents = []config.GateAgent{{ID: "bot", KeyEnv: "K"}}
-	in, err := runshift.NewIntake(cfg, store, func(_ context.Context, in gate.Input) (gate.Started, error) {
+	in, err := runshift.NewIntake(cfg, config.Default().Pricing, store, func(_ context.Context, in gate.Input) (gate.Started, error) {
 		return gate.Started{GateID: in.GateID}, nil
 	}, func(string) (string, bool) { return "key-0123456789abcdef", true }, nil)
 	if err != nil {
@@ -83,8 +84,8 @@ func TestGatesBudgetsCommands(t *testing.T) {
 	t.Cleanup(func() { store.Close() })
 	cfg := config.Default().Gate
 	cfg.Agents = []config.GateAgent{{ID: "bot", KeyEnv: "K"}}
-	cfg.Budgets = []config.GateBudget{{Agent: "bot", Period: config.PeriodDay, USD: 0.001}}
-	in, err := runshift.NewIntake(cfg, store, func(_ context.Context, in gate.Input) (gate.Started, error) {
+	p := config.Pricing{Budgets: []pricing.Budget{{Agent: "bot", Period: pricing.PeriodDay, USD: 0.001}}}
+	in, err := runshift.NewIntake(cfg, p, store, func(_ context.Context, in gate.Input) (gate.Started, error) {
 		return gate.Started{GateID: in.GateID}, nil
 	}, func(string) (string, bool) { return "key-0123456789abcdef", true }, nil)
 	if err != nil {

@@ -94,7 +94,7 @@ func openTestStore(t *testing.T, u string) *ssot.DB {
 var testStoreKey = []byte("0123456789abcdef0123456789abcdef")
 
 // appendTo appends records with the given ids, bodies naming them.
-func appendTo(t *testing.T, db ssot.Store, task string, ids ...string) {
+func appendTo(t *testing.T, db ssot.Chains, task string, ids ...string) {
 	t.Helper()
 	var es []ssot.Entry
 	for _, id := range ids {

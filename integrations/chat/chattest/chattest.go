@@ -191,7 +191,7 @@ func (f *Decider) Decisions() map[string]decision.Outcome {
 }
 
 // Tokens returns the button tokens of a posted decision in option order,
-// from the buttons its bot keeps (chat.StateStore.Buttons).
+// from the buttons its bot keeps (chat.Posts.Buttons).
 func Tokens(buttons map[string]chat.Button, d decision.Decision) []string {
 	out := make([]string, len(d.Options))
 	for tok, btn := range buttons {

@@ -1,8 +1,8 @@
-// Package github takes GitHub's webhook deliveries for the tasks' pull
+// Package githubhook takes GitHub's webhook deliveries for the tasks' pull
 // requests. A delivery only wakes the task the pull request belongs to;
 // the task then reads the reviews from GitHub itself, so nothing in a
 // delivery is trusted beyond "look now".
-package github
+package githubhook
 
 import (
 	"context"
@@ -29,8 +29,8 @@ type Waker interface {
 	WakeForGitHubReview(ctx context.Context, taskID, delivery string) error
 }
 
-// Webhook serves GitHub's signed deliveries (X-Hub-Signature-256).
-type Webhook struct {
+// Handler serves GitHub's signed deliveries (X-Hub-Signature-256).
+type Handler struct {
 	Secret []byte
 	Tasks  Waker
 	Logger *slog.Logger
@@ -41,7 +41,7 @@ type Webhook struct {
 var markerRE = regexp.MustCompile(`<!-- ampflow-task: (T-[0-9]{4}-[0-9]{3,}) -->`)
 
 // ServeHTTP checks the signature, then wakes the task of a review event.
-func (h *Webhook) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	body, err := io.ReadAll(io.LimitReader(r.Body, maxBody+1))
 	if err != nil || len(body) > maxBody {
 		http.Error(w, "body too large or unreadable", http.StatusRequestEntityTooLarge)
@@ -103,7 +103,7 @@ func Sign(secret, body []byte) string {
 	return "sha256=" + hex.EncodeToString(mac.Sum(nil))
 }
 
-func (h *Webhook) log() *slog.Logger {
+func (h *Handler) log() *slog.Logger {
 	if h.Logger == nil {
 		return slog.Default()
 	}

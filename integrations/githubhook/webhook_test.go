@@ -1,4 +1,4 @@
-package github
+package githubhook
 
 import (
 	"context"
@@ -32,7 +32,7 @@ func TestWebhook(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			var w wakes
-			h := &Webhook{Secret: secret, Tasks: &w}
+			h := &Handler{Secret: secret, Tasks: &w}
 			req := httptest.NewRequest(http.MethodPost, Path, strings.NewReader(tc.body))
 			req.Header.Set("X-GitHub-Event", tc.event)
 			if tc.sig != "" {
