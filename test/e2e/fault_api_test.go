@@ -44,7 +44,7 @@ func TestFaultAPI(t *testing.T) {
 // error log, the task does not move, and the process does not grow.
 func malformedFlood(t *testing.T, p *devProc, dataDir string) {
 	const total, posters = 10000, 4
-	api := newFaultAPI(t, p)
+	api := newAPIClient(t, p.api, "")
 	const id = "T-2026-821"
 	a := &agent{t: t, repo: ghRepo(t)}
 	api.startTask(id, lowRiskPlan(a.repo))
@@ -168,7 +168,7 @@ func sameJSON(a, b []byte) bool {
 // activity retries, and the task goes on to review and done.
 func ciServerErrors(t *testing.T, p *devProc, gh *fakeGitHub) {
 	const failures = 3
-	api := newFaultAPI(t, p)
+	api := newAPIClient(t, p.api, "")
 	const id = "T-2026-822"
 	a := &agent{t: t, repo: ghRepo(t)}
 	api.startTask(id, lowRiskPlan(a.repo))
@@ -198,13 +198,13 @@ func ciServerErrors(t *testing.T, p *devProc, gh *fakeGitHub) {
 // so that it waits for final approval instead of ending under the
 // duplicate verdict.
 func duplicateSends(t *testing.T, p *devProc, dataDir string) {
-	api := newFaultAPI(t, p)
+	api := newAPIClient(t, p.api, "")
 	const id = "T-2026-823"
 	a := &agent{t: t, repo: ghRepo(t)}
 	plan := lowRiskPlan(a.repo)
 	plan.RiskLevel = amp.RiskHigh
 	api.startTask(id, plan)
-	api.decide(api.pending(id, task.KindPlanApproval), decision.OptApprove)
+	api.decide(api.pending(id, task.KindPlanApproval, 60*time.Second), decision.OptApprove)
 	d := api.outboxMsg(id, amp.TypeTaskDispatch)
 
 	type reused struct {
@@ -265,7 +265,7 @@ func duplicateSends(t *testing.T, p *devProc, dataDir string) {
 		}
 	})
 
-	api.decide(api.pending(id, task.KindFinalApproval), decision.OptApprove)
+	api.decide(api.pending(id, task.KindFinalApproval, 60*time.Second), decision.OptApprove)
 	st := api.done(id, 60*time.Second)
 	want := lifecycleRecords()
 	want["escalation"] = 1

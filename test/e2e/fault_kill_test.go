@@ -69,10 +69,10 @@ func TestFaultKill9AtEachPoint(t *testing.T) {
 		// No admins: the open API acts as the local user, whom dev makes the admin.
 		"AMPFLOW_POLICY_PLAN_APPROVAL_LOW=admin")
 	p := startDev(t, dataDir, env...)
-	api := newFaultAPI(t, p)
+	api := newAPIClient(t, p.api, "")
 
 	approve := func(c *killCase) {
-		api.decide(api.pending(c.id, task.KindPlanApproval), decision.OptApprove)
+		api.decide(api.pending(c.id, task.KindPlanApproval, 60*time.Second), decision.OptApprove)
 		c.dispatch = api.outboxMsg(c.id, amp.TypeTaskDispatch)
 	}
 	ack := func(c *killCase, m amp.Message) {
@@ -156,10 +156,10 @@ func TestFaultKill9AtEachPoint(t *testing.T) {
 		name: "DecisionOpen",
 		id:   "T-2026-814",
 		before: func(c *killCase) {
-			c.decision = api.pending(c.id, task.KindPlanApproval).ID
+			c.decision = api.pending(c.id, task.KindPlanApproval, 60*time.Second).ID
 		},
 		after: func(c *killCase) {
-			d := api.pending(c.id, task.KindPlanApproval)
+			d := api.pending(c.id, task.KindPlanApproval, 60*time.Second)
 			if d.ID != c.decision {
 				t.Errorf("%s: open decision %s after the restart, want %s", c.name, d.ID, c.decision)
 			}

@@ -2,11 +2,8 @@ package e2e
 
 import (
 	"bufio"
-	"bytes"
 	"context"
-	"encoding/json"
 	"fmt"
-	"io"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -15,183 +12,12 @@ import (
 	"strings"
 	"sync"
 	"testing"
-	"time"
 
 	"github.com/ampflow/ampflow/activities/ssot"
 	"github.com/ampflow/ampflow/amp"
-	"github.com/ampflow/ampflow/amp/decision"
 	"github.com/ampflow/ampflow/amp/task"
 	"github.com/ampflow/ampflow/config"
-	"github.com/ampflow/ampflow/integrations/httpapi"
 )
-
-// faultAPI speaks to the HTTP API of an open (tokenless, loopback) dev
-// process over keep-alive connections.
-type faultAPI struct {
-	t    *testing.T
-	base string
-	hc   *http.Client
-}
-
-func newFaultAPI(t *testing.T, p *devProc) *faultAPI {
-	tr := &http.Transport{MaxIdleConns: 16, MaxIdleConnsPerHost: 16, IdleConnTimeout: time.Minute}
-	t.Cleanup(tr.CloseIdleConnections)
-	return &faultAPI{t: t, base: "http://" + p.api, hc: &http.Client{Transport: tr, Timeout: 60 * time.Second}}
-}
-
-// reset drops the idle connections to a process that has gone.
-func (c *faultAPI) reset() { c.hc.Transport.(*http.Transport).CloseIdleConnections() }
-
-// raw sends body as is and returns the status and the response body.
-func (c *faultAPI) raw(method, path string, body []byte) (int, []byte, error) {
-	req, err := http.NewRequest(method, c.base+path, bytes.NewReader(body))
-	if err != nil {
-		return 0, nil, err
-	}
-	req.Header.Set("Content-Type", "application/json")
-	resp, err := c.hc.Do(req)
-	if err != nil {
-		return 0, nil, err
-	}
-	defer resp.Body.Close()
-	b, err := io.ReadAll(resp.Body)
-	return resp.StatusCode, b, err
-}
-
-// call sends v as JSON (raw bytes when v is []byte) and decodes a 2xx
-// answer into out.
-func (c *faultAPI) call(method, path string, v, out any) (int, []byte) {
-	c.t.Helper()
-	var body []byte
-	switch b := v.(type) {
-	case nil:
-	case []byte:
-		body = b
-	default:
-		var err error
-		if body, err = json.Marshal(v); err != nil {
-			c.t.Fatal(err)
-		}
-	}
-	code, resp, err := c.raw(method, path, body)
-	if err != nil {
-		c.t.Fatalf("%s %s: %v", method, path, err)
-	}
-	if out != nil && code < 300 {
-		if err := json.Unmarshal(resp, out); err != nil {
-			c.t.Fatalf("%s %s: decoding %q: %v", method, path, resp, err)
-		}
-	}
-	return code, resp
-}
-
-// submit posts an agent record and wants 202; it reports whether the task
-// took it as a duplicate.
-func (c *faultAPI) submit(path string, body []byte) bool {
-	c.t.Helper()
-	var res httpapi.SubmitResponse
-	if code, resp := c.call("POST", path, body, &res); code != http.StatusAccepted {
-		c.t.Fatalf("POST %s answered %d %s, want 202", path, code, resp)
-	}
-	return res.Duplicate
-}
-
-func (c *faultAPI) startTask(id string, plan amp.TaskDispatch) {
-	c.t.Helper()
-	raw, err := json.Marshal(plan)
-	if err != nil {
-		c.t.Fatal(err)
-	}
-	if code, resp := c.call("POST", "/v1/tasks", httpapi.StartRequest{TaskID: id, Plan: raw}, nil); code != http.StatusCreated {
-		c.t.Fatalf("starting %s: %d %s", id, code, resp)
-	}
-}
-
-func (c *faultAPI) state(id string) task.State {
-	c.t.Helper()
-	var st task.State
-	if code, resp := c.call("GET", "/v1/tasks/"+id, nil, &st); code != http.StatusOK {
-		c.t.Fatalf("reading %s: %d %s", id, code, resp)
-	}
-	return st
-}
-
-// waitFor polls the task until cond holds.
-func (c *faultAPI) waitFor(id, what string, within time.Duration, cond func(task.State) bool) task.State {
-	c.t.Helper()
-	var st task.State
-	eventually(c.t, within, id+" "+what, func() (bool, error) {
-		code, resp, err := c.raw("GET", "/v1/tasks/"+id, nil)
-		if err != nil || code != http.StatusOK {
-			return false, fmt.Errorf("%d %s %v", code, resp, err)
-		}
-		st = task.State{}
-		if err := json.Unmarshal(resp, &st); err != nil {
-			return false, err
-		}
-		return cond(st), fmt.Errorf("status %s, pending %v, last error %q", st.Status, st.Pending != nil, st.LastError)
-	})
-	return st
-}
-
-// done waits until the task is done and its workflow has closed: the
-// status says done before the last SSOT records are written, the
-// workflow closes after.
-func (c *faultAPI) done(id string, within time.Duration) task.State {
-	c.t.Helper()
-	c.waitFor(id, "done", within, func(st task.State) bool { return st.Status == task.StatusDone })
-	eventually(c.t, within, id+" closed", func() (bool, error) {
-		var list httpapi.ListResponse
-		code, resp, err := c.raw("GET", "/v1/tasks?status=done&limit=1000", nil)
-		if err != nil || code != http.StatusOK {
-			return false, fmt.Errorf("%d %s %v", code, resp, err)
-		}
-		if err := json.Unmarshal(resp, &list); err != nil {
-			return false, err
-		}
-		for _, s := range list.Tasks {
-			if s.TaskID == id {
-				return !s.Running, nil
-			}
-		}
-		return false, nil
-	})
-	return c.state(id)
-}
-
-// pending waits for an open decision of kind and returns it.
-func (c *faultAPI) pending(id string, kind decision.Kind) decision.Decision {
-	c.t.Helper()
-	st := c.waitFor(id, "decision "+string(kind), 60*time.Second, func(st task.State) bool {
-		return st.Pending != nil && st.Pending.Kind == kind
-	})
-	return *st.Pending
-}
-
-// decide answers d with option and the digest d was read with.
-func (c *faultAPI) decide(d decision.Decision, option string) {
-	c.t.Helper()
-	body := httpapi.DecideRequest{Option: option, Digest: d.Digest}
-	if code, resp := c.call("POST", "/v1/decisions/"+d.ID, body, nil); code != http.StatusOK {
-		c.t.Fatalf("deciding %s: %d %s", d.ID, code, resp)
-	}
-}
-
-// outboxMsg waits until the task's outbox holds a message of typ.
-func (c *faultAPI) outboxMsg(id string, typ amp.Type) amp.Message {
-	c.t.Helper()
-	var got amp.Message
-	c.waitFor(id, string(typ)+" in the outbox", 120*time.Second, func(st task.State) bool {
-		for _, m := range st.Outbox {
-			if m.Type == typ {
-				got = m
-				return true
-			}
-		}
-		return false
-	})
-	return got
-}
 
 // ghRepo is gitRepo with an origin on GitHub, so the GitHub CI provider
 // and the compare URL logic take it.

@@ -51,7 +51,7 @@ type prSetup struct {
 	bare, repo, dataDir string
 	gh                  *githubtest.Server
 	p                   *devProc
-	api                 *faultAPI
+	api                 *apiClient
 	a                   *agent
 }
 
@@ -68,7 +68,7 @@ func newPRSetup(t *testing.T, token string, env ...string) *prSetup {
 		"AMPFLOW_DELIVERY_PUSH=true", "AMPFLOW_DELIVERY_PULL_REQUEST=draft",
 		"AMPFLOW_DELIVERY_GITHUB_TOKEN_ENV=E2E_GITHUB_TOKEN", "E2E_GITHUB_TOKEN=" + token,
 		"AMPFLOW_DELIVERY_GITHUB_POLL=1s", "AMPFLOW_DASHBOARD_ENABLED=true"}, env...)...)
-	s.api = newFaultAPI(t, s.p)
+	s.api = newAPIClient(t, s.p.api, "")
 	s.a = &agent{t: t, tasks: dial(t, s.p), repo: s.repo}
 	return s
 }

@@ -26,7 +26,7 @@ func TestRecordTimes(t *testing.T) {
 	gh, seen := repoRecordingGitHub(t)
 	dataDir := t.TempDir()
 	p := startDev(t, dataDir, append(gh.env(), "AMPFLOW_ADMINS=recorder")...)
-	api := newFaultAPI(t, p)
+	api := newAPIClient(t, p.api, "")
 	tasks := dial(t, p)
 
 	t.Run("AckAndDecisionTimes", func(t *testing.T) {
@@ -35,7 +35,7 @@ func TestRecordTimes(t *testing.T) {
 		plan := lowRiskPlan(a.repo)
 		plan.RiskLevel = amp.RiskHigh // the plan waits for an admin
 		api.startTask(id, plan)
-		dec := api.pending(id, task.KindPlanApproval)
+		dec := api.pending(id, task.KindPlanApproval, 60*time.Second)
 
 		beforeDecide := time.Now()
 		if _, err := tasks.Decide(context.Background(), id, decision.Answer{DecisionID: dec.ID, Digest: dec.Digest, Option: decision.OptApprove, By: "recorder", Channel: "cli"}); err != nil {

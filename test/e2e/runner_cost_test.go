@@ -44,7 +44,7 @@ func TestRunnerCost(t *testing.T) {
 		"AMPFLOW_AGENTS_EXECUTOR_MAX_COST_USD=5", "ANTHROPIC_API_KEY="+key)...)
 	repo := gitRepo(t)
 	git(t, repo, "checkout", "-q", "main")
-	api := newFaultAPI(t, p)
+	api := newAPIClient(t, p.api, "")
 	const id = "T-2026-882"
 	api.startTask(id, lowRiskPlan(repo))
 	st := api.waitFor(id, "done", 5*time.Minute, func(st task.State) bool {

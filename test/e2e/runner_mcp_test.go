@@ -36,10 +36,10 @@ func TestRunnerMCPClaude(t *testing.T) {
 		"ANTHROPIC_API_KEY="+key)
 	repo := gitRepo(t)
 	git(t, repo, "checkout", "-q", "main")
-	base := "http://" + p.api
-	ops, planner := tokenAPI{t, base, admin}, tokenAPI{t, base, coord}
+	planner := newAPIClient(t, p.api, coord)
+	ops := planner.as(admin)
 	const id = "T-2026-883"
-	planner.startLowRisk(id, repo)
+	planner.startTask(id, lowRiskPlan(repo))
 
 	var found map[string]any
 	eventually(t, 3*time.Minute, "the executor's chat message in the planner's inbox", func() (bool, error) {

@@ -80,7 +80,7 @@ func TestRunnerHungRun(t *testing.T) {
 		"AMPFLOW_AGENTS_EXECUTOR_IDLE_TIMEOUT=5s")
 	const id = "T-2026-883"
 	s.api.startTask(id, lowRiskPlan(s.repo))
-	d := s.api.pending(id, task.KindDeliveryFailed)
+	d := s.api.pending(id, task.KindDeliveryFailed, 60*time.Second)
 	if !strings.Contains(d.Prompt, "stopped as hung") {
 		t.Errorf("the delivery_failed decision does not say the run hung: %q", d.Prompt)
 	}

@@ -42,7 +42,7 @@ func agentBin(t *testing.T, name string) string {
 type runnerSetup struct {
 	codex, claude *fakemodel.Server
 	p             *devProc
-	api           *faultAPI
+	api           *apiClient
 	data, repo    string
 }
 
@@ -89,7 +89,7 @@ func startRunners(t *testing.T, codexTurns, claudeTurns []fakemodel.Turn, env ..
 		"FAKE_OPENAI_KEY=" + runnerKey, "ANTHROPIC_API_KEY=" + runnerKey}, env...)...)
 	s.repo = gitRepo(t)
 	git(t, s.repo, "checkout", "-q", "main") // the user's checkout stays on main
-	s.api = newFaultAPI(t, s.p)
+	s.api = newAPIClient(t, s.p.api, "")
 	t.Cleanup(func() {
 		if strings.Contains(s.p.output(), runnerKey) {
 			t.Error("the model API key reached dev's log")

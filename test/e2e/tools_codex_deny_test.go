@@ -34,10 +34,10 @@ func TestToolPolicyCodexDeny(t *testing.T) {
 	p := startRunnerDev(t, admin, coord, execTok, codexExecutorEnv(t, codexBin, model.URL()))
 	repo := gitRepo(t)
 	git(t, repo, "checkout", "-q", "main")
-	base := "http://" + p.api
-	ops, planner := tokenAPI{t, base, admin}, tokenAPI{t, base, coord}
+	planner := newAPIClient(t, p.api, coord)
+	ops := planner.as(admin)
 	const id = "T-2026-885"
-	planner.startLowRisk(id, repo)
+	planner.startTask(id, lowRiskPlan(repo))
 
 	st := task.State{}
 	eventually(t, 3*time.Minute, "the executor's result", func() (bool, error) {

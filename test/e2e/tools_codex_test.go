@@ -36,12 +36,12 @@ func TestToolPolicyCodex(t *testing.T) {
 	p := startRunnerDev(t, admin, coord, execTok, codexExecutorEnv(t, codexBin, model.URL()))
 	repo := gitRepo(t)
 	git(t, repo, "checkout", "-q", "main")
-	base := "http://" + p.api
-	ops, planner := tokenAPI{t, base, admin}, tokenAPI{t, base, coord}
+	planner := newAPIClient(t, p.api, coord)
+	ops := planner.as(admin)
 	const id = "T-2026-884"
-	planner.startLowRisk(id, repo)
+	planner.startTask(id, lowRiskPlan(repo))
 
-	d := ops.awaitToolCall(id, 3*time.Minute)
+	d := ops.pending(id, task.KindToolCall, 3*time.Minute)
 	if !strings.Contains(d.Prompt, "curl") {
 		t.Errorf("the decision: %+v", d)
 	}
@@ -52,7 +52,7 @@ func TestToolPolicyCodex(t *testing.T) {
 	if len(calls) != 1 || calls[0].Decision != task.ToolPending || calls[0].Rule != "ask-network" || calls[0].Tool != "Bash" || calls[0].Agent != "exec" {
 		t.Fatalf("the tool calls before the answer: %+v", calls)
 	}
-	ops.allowOnce(d)
+	ops.decide(d, task.OptAllowOnce)
 	st := ops.awaitResult(id, 3*time.Minute)
 	if hits.Load() != 1 {
 		t.Errorf("curl reached the target %d times after the approval, want 1", hits.Load())

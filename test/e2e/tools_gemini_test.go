@@ -83,10 +83,10 @@ func TestToolPolicyGemini(t *testing.T) {
 		"GEMINI_API_KEY="+runnerKey)
 	repo := gitRepo(t)
 	git(t, repo, "checkout", "-q", "main")
-	base := "http://" + p.api
-	ops, planner := tokenAPI{t, base, admin}, tokenAPI{t, base, coord}
+	planner := newAPIClient(t, p.api, coord)
+	ops := planner.as(admin)
 	const id = "T-2026-885"
-	planner.startLowRisk(id, repo)
+	planner.startTask(id, lowRiskPlan(repo))
 
 	st := ops.awaitResult(id, 4*time.Minute)
 	if got := git(t, repo, "show", "feature/e2e:hello.txt"); got != "hello" {

@@ -60,12 +60,12 @@ func TestToolPolicyOpenCode(t *testing.T) {
 	p := startRunnerDev(t, admin, coord, execTok, opencodeExecutorEnv(t, opencodeBin, model.URL()))
 	repo := gitRepo(t)
 	git(t, repo, "checkout", "-q", "main")
-	base := "http://" + p.api
-	ops, planner := tokenAPI{t, base, admin}, tokenAPI{t, base, coord}
+	planner := newAPIClient(t, p.api, coord)
+	ops := planner.as(admin)
 	const id = "T-2026-886"
-	planner.startLowRisk(id, repo)
+	planner.startTask(id, lowRiskPlan(repo))
 
-	d := ops.awaitToolCall(id, 4*time.Minute)
+	d := ops.pending(id, task.KindToolCall, 4*time.Minute)
 	if !strings.Contains(d.Prompt, "curl") {
 		t.Errorf("the decision: %+v", d)
 	}
@@ -78,7 +78,7 @@ func TestToolPolicyOpenCode(t *testing.T) {
 		calls[1].Decision != task.ToolPending || calls[1].Rule != "ask-network" {
 		t.Fatalf("the tool calls before the answer: %+v", calls)
 	}
-	ops.allowOnce(d)
+	ops.decide(d, task.OptAllowOnce)
 	st := ops.awaitResult(id, 4*time.Minute)
 	if hits.Load() != 1 {
 		t.Errorf("curl reached the target %d times after the approval, want 1", hits.Load())

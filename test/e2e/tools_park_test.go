@@ -85,9 +85,9 @@ func testParkedApproval(t *testing.T, c parkCase) {
 	})
 	repo := gitRepo(t)
 	git(t, repo, "checkout", "-q", "main")
-	base := "http://" + p.api
-	ops, planner := tokenAPI{t, base, admin}, tokenAPI{t, base, coord}
-	planner.startLowRisk(c.id, repo)
+	planner := newAPIClient(t, p.api, coord)
+	ops := planner.as(admin)
+	planner.startTask(c.id, lowRiskPlan(repo))
 	state := func() (task.State, error) {
 		var st task.State
 		if code, b := ops.call("GET", "/v1/tasks/"+c.id, nil, &st); code != http.StatusOK {
@@ -145,7 +145,7 @@ func testParkedApproval(t *testing.T, c parkCase) {
 		}
 	}
 
-	ops.allowOnce(d)
+	ops.decide(d, task.OptAllowOnce)
 	var st task.State
 	eventually(t, 3*time.Minute, "the executor's result", func() (bool, error) {
 		var err error

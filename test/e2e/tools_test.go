@@ -1,10 +1,8 @@
 package e2e
 
 import (
-	"bytes"
 	"encoding/json"
 	"fmt"
-	"io"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -16,59 +14,8 @@ import (
 	"time"
 
 	"github.com/ampflow/ampflow/activities/runner/fakemodel"
-	"github.com/ampflow/ampflow/amp/decision"
 	"github.com/ampflow/ampflow/amp/task"
-	"github.com/ampflow/ampflow/integrations/httpapi"
 )
-
-// tokenAPI speaks to the HTTP API of a dev process with tokens, as one
-// token's holder.
-type tokenAPI struct {
-	t     *testing.T
-	base  string
-	token string
-}
-
-func (c tokenAPI) call(method, path string, v, out any) (int, []byte) {
-	c.t.Helper()
-	var body io.Reader
-	if v != nil {
-		b, err := json.Marshal(v)
-		if err != nil {
-			c.t.Fatal(err)
-		}
-		body = bytes.NewReader(b)
-	}
-	req, err := http.NewRequest(method, c.base+path, body)
-	if err != nil {
-		c.t.Fatal(err)
-	}
-	if v != nil {
-		req.Header.Set("Content-Type", "application/json")
-	}
-	req.Header.Set("Authorization", "Bearer "+c.token)
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		c.t.Fatalf("%s %s: %v", method, path, err)
-	}
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(resp.Body)
-	if out != nil && resp.StatusCode < 300 {
-		if err := json.Unmarshal(b, out); err != nil {
-			c.t.Fatalf("%s %s: decoding %s: %v", method, path, b, err)
-		}
-	}
-	return resp.StatusCode, b
-}
-
-func (c tokenAPI) toolCalls(id string) []task.ToolCall {
-	c.t.Helper()
-	var l task.ToolCallList
-	if code, b := c.call("GET", "/v1/tasks/"+id+"/tool-calls", nil, &l); code != http.StatusOK {
-		c.t.Fatalf("listing the tool calls of %s: %d %s", id, code, b)
-	}
-	return l.ToolCalls
-}
 
 // TestToolPolicyClaude runs the real Claude Code as executor against a
 // fake model that force-pushes, then uses the network, then commits: the
@@ -108,13 +55,14 @@ func TestToolPolicyClaude(t *testing.T) {
 	repo := gitRepo(t)
 	git(t, repo, "checkout", "-q", "main")
 	base := "http://" + p.api
-	ops, planner := tokenAPI{t, base, admin}, tokenAPI{t, base, coord}
+	planner := newAPIClient(t, p.api, coord)
+	ops := planner.as(admin)
 	const id = "T-2026-882"
-	planner.startLowRisk(id, repo)
+	planner.startTask(id, lowRiskPlan(repo))
 
 	// The curl is asked: a tool_call decision, the force push already
 	// denied by then.
-	d := ops.awaitToolCall(id, 3*time.Minute)
+	d := ops.pending(id, task.KindToolCall, 3*time.Minute)
 	if !strings.Contains(d.Prompt, "curl") || len(d.Options) != 3 || d.Options[2].ID != task.OptDeny || !d.Options[2].NoteRequired {
 		t.Errorf("the decision: %+v", d)
 	}
@@ -126,7 +74,7 @@ func TestToolPolicyClaude(t *testing.T) {
 		calls[0].Agent != "exec" || calls[1].Decision != task.ToolPending || calls[1].Rule != "ask-network" {
 		t.Fatalf("the tool calls before the answer: %+v", calls)
 	}
-	ops.allowOnce(d)
+	ops.decide(d, task.OptAllowOnce)
 	st := ops.awaitResult(id, 3*time.Minute)
 	if hits.Load() != 1 {
 		t.Errorf("curl reached the target %d times after the approval, want 1", hits.Load())
@@ -162,60 +110,6 @@ func TestToolPolicyClaude(t *testing.T) {
 	if strings.Contains(p.output(), key) || strings.Contains(p.output(), execTok) {
 		t.Error("a secret reached dev's log")
 	}
-}
-
-// startLowRisk starts task id on repo with lowRiskPlan, as c.
-func (c tokenAPI) startLowRisk(id, repo string) {
-	c.t.Helper()
-	plan, err := json.Marshal(lowRiskPlan(repo))
-	if err != nil {
-		c.t.Fatal(err)
-	}
-	if code, b := c.call("POST", "/v1/tasks", httpapi.StartRequest{TaskID: id, Plan: plan}, nil); code != http.StatusCreated {
-		c.t.Fatalf("starting %s: %d %s", id, code, b)
-	}
-}
-
-// awaitToolCall waits within for task id's open tool_call decision, read
-// as c, and returns it.
-func (c tokenAPI) awaitToolCall(id string, within time.Duration) decision.Decision {
-	c.t.Helper()
-	var d decision.Decision
-	eventually(c.t, within, "a tool_call decision", func() (bool, error) {
-		var st task.State
-		if code, b := c.call("GET", "/v1/tasks/"+id, nil, &st); code != http.StatusOK {
-			return false, fmt.Errorf("%d %s", code, b)
-		}
-		if st.Pending != nil && st.Pending.Kind == task.KindToolCall {
-			d = *st.Pending
-			return true, nil
-		}
-		return false, fmt.Errorf("status %s, last error %q", st.Status, st.LastError)
-	})
-	return d
-}
-
-// allowOnce answers decision d with allow once, as c.
-func (c tokenAPI) allowOnce(d decision.Decision) {
-	c.t.Helper()
-	body := httpapi.DecideRequest{Option: task.OptAllowOnce, Digest: d.Digest}
-	if code, b := c.call("POST", "/v1/decisions/"+d.ID, body, nil); code != http.StatusOK {
-		c.t.Fatalf("deciding %s: %d %s", d.ID, code, b)
-	}
-}
-
-// awaitResult waits within for task id to be past the executor's turn,
-// read as c, and returns its state.
-func (c tokenAPI) awaitResult(id string, within time.Duration) task.State {
-	c.t.Helper()
-	st := task.State{}
-	eventually(c.t, within, "the executor's result", func() (bool, error) {
-		if code, b := c.call("GET", "/v1/tasks/"+id, nil, &st); code != http.StatusOK {
-			return false, fmt.Errorf("%d %s", code, b)
-		}
-		return st.Status != task.StatusDispatched && st.Status != task.StatusInProgress, fmt.Errorf("status %s", st.Status)
-	})
-	return st
 }
 
 // codexExecutorEnv is what `ampflow dev` needs to run bin, the installed
