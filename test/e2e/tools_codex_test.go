@@ -18,28 +18,20 @@ import (
 // its command line asks the admins, the admin approves over the API, and
 // the command runs once.
 func TestToolPolicyCodex(t *testing.T) {
-	codexBin := agentBin(t, "codex")
 	var hits atomic.Int32
 	target := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
 		hits.Add(1)
 		fmt.Fprintln(w, "pong")
 	}))
 	t.Cleanup(target.Close)
-	model := fakemodel.New(
-		fakemodel.Turn{Text: "Checking the service.", Tool: &fakemodel.ToolCall{Name: "exec_command", Input: map[string]any{"cmd": "curl -s " + target.URL + "/"}}},
+	s := startRunnerDev(t, runnerOpts{tokens: true, executor: runner{"codex", []fakemodel.Turn{
+		{Text: "Checking the service.", Tool: &fakemodel.ToolCall{Name: "exec_command", Input: map[string]any{"cmd": "curl -s " + target.URL + "/"}}},
 		codexCommit("hello", "add hello.txt"),
-		fakemodel.Turn{Text: `Done. {"criteria_met": [true], "notes": [], "summary": "wrote hello.txt"}`},
-	)
-	t.Cleanup(model.Close)
-
-	const admin, coord, execTok = "admintok-cdx-0123456789", "coordtok-cdx-0123456789", "exectok-cdx-0123456789"
-	p := startRunnerDev(t, admin, coord, execTok, codexExecutorEnv(t, codexBin, model.URL()))
-	repo := gitRepo(t)
-	git(t, repo, "checkout", "-q", "main")
-	planner := newAPIClient(t, p.api, coord)
-	ops := planner.as(admin)
+		{Text: `Done. {"criteria_met": [true], "notes": [], "summary": "wrote hello.txt"}`},
+	}}})
+	ops, repo := s.api, s.repo
 	const id = "T-2026-884"
-	planner.startTask(id, lowRiskPlan(repo))
+	s.planner.startTask(id, lowRiskPlan(repo))
 
 	d := ops.pending(id, task.KindToolCall, 3*time.Minute)
 	if !strings.Contains(d.Prompt, "curl") {
@@ -64,8 +56,5 @@ func TestToolPolicyCodex(t *testing.T) {
 	if len(calls) != 2 || calls[0].Decision != task.ToolAllow || calls[0].By != "ops" || calls[0].Kind != "shell" ||
 		calls[1].Decision != task.ToolAllow || calls[1].By != task.ByPolicy {
 		t.Errorf("the tool calls: %+v", calls)
-	}
-	if strings.Contains(p.output(), runnerKey) || strings.Contains(p.output(), execTok) {
-		t.Error("a secret reached dev's log")
 	}
 }

@@ -54,39 +54,18 @@ func rootOnlyDataDir(t *testing.T) string {
 // commit run, and both calls are in the task's chain, made with the
 // executor's own token.
 func TestToolPolicyGemini(t *testing.T) {
-	geminiBin := agentBin(t, "gemini")
 	data := rootOnlyDataDir(t)
 	shell := func(cmd string) *fakemodel.ToolCall {
 		return &fakemodel.ToolCall{Name: "run_shell_command", Input: map[string]any{"command": cmd}}
 	}
-	model := fakemodel.New(
-		fakemodel.Turn{Text: "Pushing.", Tool: shell("git push --force origin main; touch force-ran")},
-		fakemodel.Turn{Text: "Writing the file.", Tool: shell("printf 'hello\\n' > hello.txt && git add hello.txt && git -c user.name=gemini -c user.email=gemini@example.com commit -qm 'add hello.txt'")},
-		fakemodel.Turn{Text: `Done. {"criteria_met": [true], "notes": ["hello.txt added"], "summary": "wrote hello.txt"}`},
-	)
-	t.Cleanup(model.Close)
-
-	// Gemini CLI picks the gateway auth with a base URL set, which its
-	// headless mode refuses; the user's settings pick the API key.
-	home := t.TempDir()
-	if err := os.MkdirAll(filepath.Join(home, ".gemini"), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	writeFile(t, filepath.Join(home, ".gemini", "settings.json"), `{"security":{"auth":{"selectedType":"gemini-api-key"}}}`)
-	const admin, coord, execTok = "admintok-gem-0123456789", "coordtok-gem-0123456789", "exectok-gem-0123456789"
-	p := startDev(t, data,
-		"AMPFLOW_AUTH_TOKENS="+admin+":admin:ops,"+coord+":coordinator:planner,"+execTok+":executor:exec",
-		"AMPFLOW_AGENTS_EXECUTOR_MODE=runner", "AMPFLOW_AGENTS_EXECUTOR_RUNNER=gemini",
-		"AMPFLOW_AGENTS_EXECUTOR_COMMAND="+geminiBin, "AMPFLOW_AGENTS_EXECUTOR_MODEL=gemini-2.5-pro",
-		"AMPFLOW_AGENTS_EXECUTOR_TOKEN_NAME=exec",
-		"AMPFLOW_AGENTS_EXECUTOR_ENV=HOME="+home+",GEMINI_API_KEY,GOOGLE_GEMINI_BASE_URL="+model.URL()+",GEMINI_CLI_TRUST_WORKSPACE=true",
-		"GEMINI_API_KEY="+runnerKey)
-	repo := gitRepo(t)
-	git(t, repo, "checkout", "-q", "main")
-	planner := newAPIClient(t, p.api, coord)
-	ops := planner.as(admin)
+	s := startRunnerDev(t, runnerOpts{tokens: true, data: data, executor: runner{"gemini", []fakemodel.Turn{
+		{Text: "Pushing.", Tool: shell("git push --force origin main; touch force-ran")},
+		{Text: "Writing the file.", Tool: shell("printf 'hello\\n' > hello.txt && git add hello.txt && git -c user.name=gemini -c user.email=gemini@example.com commit -qm 'add hello.txt'")},
+		{Text: `Done. {"criteria_met": [true], "notes": ["hello.txt added"], "summary": "wrote hello.txt"}`},
+	}}})
+	model, ops, repo := s.executor, s.api, s.repo
 	const id = "T-2026-885"
-	planner.startTask(id, lowRiskPlan(repo))
+	s.planner.startTask(id, lowRiskPlan(repo))
 
 	st := ops.awaitResult(id, 4*time.Minute)
 	if got := git(t, repo, "show", "feature/e2e:hello.txt"); got != "hello" {
@@ -111,8 +90,5 @@ func TestToolPolicyGemini(t *testing.T) {
 	}
 	if c := calls[1]; c.Decision != task.ToolAllow || c.By != task.ByPolicy || !strings.Contains(c.Input, "hello.txt") {
 		t.Errorf("the commit: %+v", c)
-	}
-	if strings.Contains(p.output(), runnerKey) || strings.Contains(p.output(), execTok) {
-		t.Error("a secret reached dev's log")
 	}
 }
