@@ -238,3 +238,25 @@ func TestToolParkClaudeTwoCalls(t *testing.T) {
 		},
 	})
 }
+
+// TestToolParkOpenCode parks an OpenCode run (the runner stops its process
+// group once the plugin's hook, given AMPFLOW_PARK_FILE in OpenCode's
+// environment, parks the call) and approves: --session resumes it, the
+// agent makes the call again, and the hook finds it allowed.
+func TestToolParkOpenCode(t *testing.T) {
+	bash := func(cmd string) *fakemodel.ToolCall {
+		return &fakemodel.ToolCall{Name: "bash", Input: map[string]any{"command": cmd, "description": "run it"}}
+	}
+	testParkedApproval(t, parkCase{
+		id: "T-2026-949", cli: "opencode", resumed: 1,
+		turns: func(curl string) []fakemodel.Turn {
+			return []fakemodel.Turn{
+				{Text: "Checking the service.", Tool: bash(curl)},
+				// The resumed run, told the call is allowed, makes it again.
+				{Text: "Approved; running it again.", Tool: bash(curl)},
+				{Text: "Committing.", Tool: bash("git add pong.txt && git -c user.name=opencode -c user.email=opencode@example.com commit -qm 'add pong.txt'")},
+				{Text: `Done. {"criteria_met": [true], "notes": [], "summary": "fetched pong.txt"}`},
+			}
+		},
+	})
+}
