@@ -4,15 +4,13 @@ import (
 	"bufio"
 	"context"
 	"fmt"
-	"net/http"
-	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 
+	"github.com/ampflow/ampflow/activities/github/githubtest"
 	"github.com/ampflow/ampflow/activities/ssot"
 	"github.com/ampflow/ampflow/amp"
 	"github.com/ampflow/ampflow/amp/task"
@@ -27,81 +25,39 @@ func ghRepo(t *testing.T) string {
 	return repo
 }
 
-// pushed commits the executor's work and makes it look pushed to origin.
-func pushed(a *agent, d amp.Message, body string) amp.Message {
+// ciGitHub is a fake GitHub that the GitHub CI provider of a dev process
+// started with env polls every second.
+func ciGitHub(t *testing.T) (gh *githubtest.Server, env []string) {
+	gh = githubtest.New(t, githubtest.Options{})
+	return gh, []string{"AMPFLOW_CI_PROVIDER=github", "AMPFLOW_CI_GITHUB_TOKEN=fake-token",
+		"AMPFLOW_CI_GITHUB_API_URL=" + gh.URL, "AMPFLOW_CI_POLL_INTERVAL=1s"}
+}
+
+// setCheck gives sha of acme/demo (ghRepo's origin) a check run of
+// conclusion, "" for one in progress; the last one set is the one read.
+func setCheck(gh *githubtest.Server, sha, conclusion string) {
+	gh.AddCheckRun("acme", "demo", sha, "build", conclusion, githubtest.CheckOutput{}, nil, nil, "")
+}
+
+// checkPolls is how many times gh was asked for the check runs of sha.
+func checkPolls(gh *githubtest.Server, sha string) int {
+	n := 0
+	for _, r := range gh.Requests() {
+		if strings.Contains(r.Path, "/commits/"+sha+"/check-runs") {
+			n++
+		}
+	}
+	return n
+}
+
+// pushed commits the executor's work, makes it look pushed to origin, and
+// gives the commit a passing check on gh.
+func pushed(gh *githubtest.Server, a *agent, d amp.Message, body string) amp.Message {
 	a.t.Helper()
 	m := a.work(d, "hello.txt", body)
 	git(a.t, a.repo, "update-ref", "refs/remotes/origin/feature/e2e", "HEAD")
+	setCheck(gh, m.Result().CommitHash, "success")
 	return m
-}
-
-// fakeGitHub answers the two GitHub REST calls the CI provider makes, per
-// commit: success unless told to fail or to stay pending.
-type fakeGitHub struct {
-	srv *httptest.Server
-
-	mu      sync.Mutex
-	calls   map[string]int
-	fail    map[string]int // answers of 500 still to give
-	pending map[string]bool
-}
-
-func newFakeGitHub(t *testing.T) *fakeGitHub {
-	f := &fakeGitHub{calls: map[string]int{}, fail: map[string]int{}, pending: map[string]bool{}}
-	f.srv = httptest.NewServer(http.HandlerFunc(f.serve))
-	t.Cleanup(f.srv.Close)
-	return f
-}
-
-func (f *fakeGitHub) serve(w http.ResponseWriter, r *http.Request) {
-	// go-github puts an Enterprise API under /api/v3/.
-	parts := strings.Split(strings.Trim(strings.TrimPrefix(r.URL.Path, "/api/v3"), "/"), "/")
-	if len(parts) != 6 || parts[0] != "repos" || parts[3] != "commits" {
-		http.Error(w, `{"message":"Not Found"}`, http.StatusNotFound)
-		return
-	}
-	sha, what := parts[4], parts[5]
-	w.Header().Set("Content-Type", "application/json")
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	switch what {
-	case "check-runs":
-		f.calls[sha]++
-		if f.fail[sha] > 0 {
-			f.fail[sha]--
-			w.WriteHeader(http.StatusInternalServerError)
-			fmt.Fprint(w, `{"message":"Server Error"}`)
-			return
-		}
-		run := `{"name":"build","status":"completed","conclusion":"success"}`
-		if f.pending[sha] {
-			run = `{"name":"build","status":"in_progress"}`
-		}
-		fmt.Fprintf(w, `{"total_count":1,"check_runs":[%s]}`, run)
-	case "status":
-		fmt.Fprint(w, `{"state":"success","total_count":0,"statuses":[]}`)
-	default:
-		http.Error(w, `{"message":"Not Found"}`, http.StatusNotFound)
-	}
-}
-
-// env configures a dev process to use the fake, polling every second.
-func (f *fakeGitHub) env() []string {
-	return []string{"AMPFLOW_CI_PROVIDER=github", "AMPFLOW_CI_GITHUB_TOKEN=fake-token",
-		"AMPFLOW_CI_GITHUB_API_URL=" + f.srv.URL, "AMPFLOW_CI_POLL_INTERVAL=1s"}
-}
-
-func (f *fakeGitHub) set(sha string, pending bool, fail int) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	f.pending[sha], f.fail[sha] = pending, fail
-}
-
-// polls is how many times the check runs of sha were asked for.
-func (f *fakeGitHub) polls(sha string) int {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	return f.calls[sha]
 }
 
 // vmRSS reads the resident set size of a process, in kB.
