@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -17,6 +16,7 @@ import (
 
 	"github.com/ampflow/ampflow/activities/child"
 	"github.com/ampflow/ampflow/activities/github"
+	"github.com/ampflow/ampflow/activities/github/githubtest"
 	"github.com/ampflow/ampflow/activities/gittest"
 	"github.com/ampflow/ampflow/config"
 )
@@ -62,8 +62,11 @@ func githubRepo(t *testing.T) (dir, head string) {
 func TestGitHubCIActivity(t *testing.T) {
 	repo, head := githubRepo(t)
 	reset := time.Now().Add(90 * time.Second)
-	mux := http.NewServeMux()
-	mux.HandleFunc("/api/v3/repos/acme/widget/commits/"+head+"/check-runs", func(w http.ResponseWriter, r *http.Request) {
+	gh := githubtest.New(t, githubtest.Options{})
+	gh.AddCheckRun("acme", "widget", head, "build", "success", githubtest.CheckOutput{}, nil, nil, "")
+	gh.AddCheckRun("acme", "widget", head, "test", "failure", githubtest.CheckOutput{}, nil, nil, "")
+	gh.AddStatus("acme", "widget", head, "ci/jenkins", "success")
+	gh.SetHook(func(w http.ResponseWriter, r *http.Request) bool {
 		switch r.Header.Get("Authorization") {
 		case "Bearer limited":
 			w.Header().Set("X-RateLimit-Remaining", "0")
@@ -72,14 +75,10 @@ func TestGitHubCIActivity(t *testing.T) {
 		case "Bearer gone":
 			http.Error(w, `{"message":"Not Found"}`, http.StatusNotFound)
 		default:
-			fmt.Fprint(w, `{"total_count":2,"check_runs":[{"name":"build","status":"completed","conclusion":"success"},{"name":"test","status":"completed","conclusion":"failure"}]}`)
+			return false
 		}
+		return true
 	})
-	mux.HandleFunc("/api/v3/repos/acme/widget/commits/"+head+"/status", func(w http.ResponseWriter, r *http.Request) {
-		fmt.Fprint(w, `{"state":"success","statuses":[{"context":"ci/jenkins","state":"success"}]}`)
-	})
-	srv := httptest.NewServer(mux)
-	t.Cleanup(srv.Close)
 
 	// started is the repository CheckBranch records when the task starts.
 	started := func(t *testing.T, g *Git) string {
@@ -91,7 +90,7 @@ func TestGitHubCIActivity(t *testing.T) {
 		return out.GitHubRepo
 	}
 	runWith := func(token string, opts CIOptions, ghRepo string) (CIStatusResult, error) {
-		opts.GitHubToken, opts.GitHubBaseURL = token, srv.URL
+		opts.GitHubToken, opts.GitHubBaseURL = token, gh.URL
 		ci, err := NewCIProvider(config.ProviderGitHub, opts)
 		if err != nil {
 			t.Fatal(err)

@@ -3,11 +3,7 @@ package activities
 import (
 	"context"
 	"io/fs"
-	"net/http"
-	"net/http/cgi"
-	"net/http/httptest"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -17,36 +13,11 @@ import (
 	"github.com/ampflow/ampflow/activities/gittest"
 )
 
-// smartHTTP serves the bare repositories under root over git's smart
-// HTTP protocol, asking for Basic credentials x-access-token:token.
-func smartHTTP(t *testing.T, root, token string) *httptest.Server {
-	t.Helper()
-	out, err := exec.Command("git", "--exec-path").Output()
-	if err != nil {
-		t.Skip("git --exec-path:", err)
-	}
-	backend := filepath.Join(strings.TrimSpace(string(out)), "git-http-backend")
-	if _, err := os.Stat(backend); err != nil {
-		t.Skip("no git-http-backend:", err)
-	}
-	h := &cgi.Handler{Path: backend, Env: []string{"GIT_PROJECT_ROOT=" + root, "GIT_HTTP_EXPORT_ALL=1", "REMOTE_USER=pusher"}}
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if u, p, ok := r.BasicAuth(); !ok || u != "x-access-token" || p != token {
-			w.Header().Set("WWW-Authenticate", `Basic realm="git"`)
-			http.Error(w, "auth", http.StatusUnauthorized)
-			return
-		}
-		h.ServeHTTP(w, r)
-	}))
-	t.Cleanup(srv.Close)
-	return srv
-}
-
 func TestPushOverHTTPWithToken(t *testing.T) {
 	const token = "ghs_SECRETtoken123"
 	bare, clone := githubtest.Origin(t)
-	srv := smartHTTP(t, filepath.Dir(bare), token)
-	remote := srv.URL + "/" + filepath.Base(bare)
+	gitURL := githubtest.GitHTTP(t, filepath.Dir(bare), token)
+	remote := gitURL + "/" + filepath.Base(bare)
 	gittest.Git(t, clone, "checkout", "-q", "-b", "feature/x")
 	head := gittest.CommitFiles(t, clone, "work", map[string]string{"a.go": "package a\n"})
 	// A hook the executor left must not run (it could read the token).
@@ -101,9 +72,9 @@ func TestPushOverHTTPWithToken(t *testing.T) {
 	t.Run("OtherHostGetsNoToken", func(t *testing.T) {
 		// The repository rewrites the remote's URL to another host: the
 		// helper must not answer for it.
-		other := smartHTTP(t, filepath.Dir(bare), token)
-		gittest.Git(t, clone, "config", "url."+other.URL+"/.insteadOf", srv.URL+"/")
-		defer gittest.Git(t, clone, "config", "--unset", "url."+other.URL+"/.insteadOf")
+		other := githubtest.GitHTTP(t, filepath.Dir(bare), token)
+		gittest.Git(t, clone, "config", "url."+other+"/.insteadOf", gitURL+"/")
+		defer gittest.Git(t, clone, "config", "--unset", "url."+other+"/.insteadOf")
 		_, err := p.Push(ctx, PushInput{TaskID: "T-2026-001", Repo: clone, Branch: "feature/z", Remote: remote, Commit: head})
 		if err == nil {
 			t.Fatal("the token was given to a host the task's remote does not name")

@@ -3,13 +3,13 @@ package github
 import (
 	"context"
 	"errors"
-	"fmt"
 	"net/http"
-	"net/http/httptest"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/ampflow/ampflow/activities/github/githubtest"
 )
 
 func TestParseRemote(t *testing.T) {
@@ -47,48 +47,21 @@ func TestParseRemote(t *testing.T) {
 	}
 }
 
-// fakeAPI serves check runs and statuses of one commit, two pages each.
-func fakeAPI(t *testing.T, sha string) *httptest.Server {
-	t.Helper()
-	mux := http.NewServeMux()
-	page := func(r *http.Request) int {
-		p, _ := strconv.Atoi(r.URL.Query().Get("page"))
-		return max(p, 1)
+// checksOnPages is a fake GitHub whose abc123 of acme/widget has three
+// check runs and two statuses, answered a page each.
+func checksOnPages(t *testing.T) *githubtest.Server {
+	gh := githubtest.New(t, githubtest.Options{Token: "tok", PageSize: 1})
+	for _, r := range [][2]string{{"build", "success"}, {"lint", "neutral"}, {"test", "timed_out"}} {
+		gh.AddCheckRun("acme", "widget", "abc123", r[0], r[1], githubtest.CheckOutput{}, nil, nil, "")
 	}
-	next := func(w http.ResponseWriter, r *http.Request, n int) {
-		u := *r.URL
-		q := u.Query()
-		q.Set("page", strconv.Itoa(n))
-		u.RawQuery = q.Encode()
-		w.Header().Set("Link", fmt.Sprintf(`<http://%s%s>; rel="next"`, r.Host, u.RequestURI()))
-	}
-	mux.HandleFunc("/api/v3/repos/acme/widget/commits/"+sha+"/check-runs", func(w http.ResponseWriter, r *http.Request) {
-		if r.Header.Get("Authorization") != "Bearer tok" {
-			t.Errorf("Authorization = %q", r.Header.Get("Authorization"))
-		}
-		if page(r) == 1 {
-			next(w, r, 2)
-			fmt.Fprint(w, `{"total_count":3,"check_runs":[{"name":"build","status":"completed","conclusion":"success"},{"name":"lint","status":"completed","conclusion":"neutral"}]}`)
-			return
-		}
-		fmt.Fprint(w, `{"total_count":3,"check_runs":[{"name":"test","status":"completed","conclusion":"timed_out"}]}`)
-	})
-	mux.HandleFunc("/api/v3/repos/acme/widget/commits/"+sha+"/status", func(w http.ResponseWriter, r *http.Request) {
-		if page(r) == 1 {
-			next(w, r, 2)
-			fmt.Fprint(w, `{"state":"pending","statuses":[{"context":"ci/jenkins","state":"success"}]}`)
-			return
-		}
-		fmt.Fprint(w, `{"state":"pending","statuses":[{"context":"deploy/preview","state":"pending"}]}`)
-	})
-	srv := httptest.NewServer(mux)
-	t.Cleanup(srv.Close)
-	return srv
+	gh.AddStatus("acme", "widget", "abc123", "ci/jenkins", "success")
+	gh.AddStatus("acme", "widget", "abc123", "deploy/preview", "pending")
+	return gh
 }
 
 func TestCommitChecksPaginates(t *testing.T) {
-	srv := fakeAPI(t, "abc123")
-	c, err := New(Options{Token: "tok", BaseURL: srv.URL})
+	gh := checksOnPages(t)
+	c, err := New(Options{Token: "tok", BaseURL: gh.URL})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -103,6 +76,9 @@ func TestCommitChecksPaginates(t *testing.T) {
 	want := "check_run:build=passed check_run:lint=passed check_run:test=failed status:ci/jenkins=passed status:deploy/preview=pending"
 	if strings.Join(got, " ") != want {
 		t.Errorf("checks:\n%s\nwant:\n%s", strings.Join(got, " "), want)
+	}
+	if n := len(gh.Requests()); n != 5 {
+		t.Errorf("%d requests, want 5: a page for each check run and each status", n)
 	}
 }
 
@@ -159,9 +135,12 @@ func TestCommitChecksErrors(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			opts := Options{Token: tc.token, Now: func() time.Time { return now }}
 			if tc.handler != nil {
-				srv := httptest.NewServer(tc.handler)
-				t.Cleanup(srv.Close)
-				opts.BaseURL = srv.URL
+				gh := githubtest.New(t, githubtest.Options{})
+				gh.SetHook(func(w http.ResponseWriter, r *http.Request) bool {
+					tc.handler(w, r)
+					return true
+				})
+				opts.BaseURL = gh.URL
 			}
 			c, err := New(opts)
 			if err != nil {

@@ -2,44 +2,20 @@ package lease
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"testing"
 
 	"github.com/ampflow/ampflow/activities"
+	"github.com/ampflow/ampflow/activities/lease/leasetest"
 	"github.com/ampflow/ampflow/amp/lease"
 	"github.com/ampflow/ampflow/amp/task"
 )
 
-// fakeBranches answers as one lease workflow per key would.
-type fakeBranches struct {
-	holder map[string]string
-	waits  []lease.WaitRequest
-	left   []string
-}
-
-func (f *fakeBranches) AcquireOrQueue(_ context.Context, key string, req lease.WaitRequest) (lease.AcquireResult, error) {
-	f.waits = append(f.waits, req)
-	if h := f.holder[key]; h != "" && h != req.AgentID {
-		return lease.AcquireResult{Queued: 1, Conflict: &lease.Conflict{Holder: h}}, nil
-	}
-	f.holder[key] = req.AgentID
-	return lease.AcquireResult{Lease: &lease.Lease{LeaseID: "L1." + key, ResourceKey: key, AgentID: req.AgentID}}, nil
-}
-
-func (f *fakeBranches) Renew(_ context.Context, req lease.RenewRequest) (lease.Lease, error) {
-	if req.LeaseID == "gone" {
-		return lease.Lease{}, &lease.RefusedError{Type: lease.ErrNotHeld, Message: "lease gone is not held"}
-	}
-	return lease.Lease{LeaseID: req.LeaseID}, nil
-}
-
-func (f *fakeBranches) Leave(_ context.Context, key string, req lease.LeaveRequest) (lease.LeaveResult, error) {
-	f.left = append(f.left, key+" "+req.AgentID+" "+req.Reason)
-	return lease.LeaveResult{}, nil
-}
+var _ Client = (*leasetest.Client)(nil)
 
 func TestBranchLeaseActivities(t *testing.T) {
-	f := &fakeBranches{holder: map[string]string{}}
+	f := leasetest.New()
 	a := &activities.Activities{Leases: Branches{Client: f}}
 	ctx := context.Background()
 	in := activities.BranchLeaseInput{TaskID: "T-2026-001", Repo: "/src/app", Branch: "feature/x", TTL: 0}
@@ -47,7 +23,7 @@ func TestBranchLeaseActivities(t *testing.T) {
 	if err != nil || got.Lease == nil || got.Lease.ResourceKey != "repo:/src/app:feature/x" {
 		t.Fatalf("first acquire: %+v %v", got, err)
 	}
-	w := f.waits[0]
+	w := f.Waits()[0]
 	if w.WorkflowID != task.WorkflowID("T-2026-001") || w.Signal != task.SignalLeaseGranted || w.TTLSeconds != 1 {
 		t.Errorf("wait request %+v: want the task's workflow, lease_granted, the TTL bounded to 1s", w)
 	}
@@ -59,8 +35,8 @@ func TestBranchLeaseActivities(t *testing.T) {
 	if got, err := a.RenewBranchLease(ctx, activities.BranchLeaseInput{TaskID: "T-2026-001", LeaseID: "gone"}); err != nil || !strings.Contains(got.Lost, "not held") {
 		t.Fatalf("renewing a lost lease: %+v %v, want Lost", got, err)
 	}
-	if _, err := a.ReleaseBranchLease(ctx, in2); err != nil || len(f.left) != 1 || f.left[0] != "repo:/src/app:feature/x T-2026-002 task_ended" {
-		t.Fatalf("release: %v %v", f.left, err)
+	if _, err := a.ReleaseBranchLease(ctx, in2); err != nil || fmt.Sprint(f.Called("leave")) != "[repo:/src/app:feature/x T-2026-002 task_ended]" {
+		t.Fatalf("release: %v %v", f.Called("leave"), err)
 	}
 	if _, err := (&activities.Activities{}).AcquireBranchLease(ctx, in); err == nil {
 		t.Error("a worker without a lease client took a lease")

@@ -9,37 +9,13 @@ import (
 	"time"
 
 	"github.com/ampflow/ampflow/activities"
+	"github.com/ampflow/ampflow/activities/lease/leasetest"
 	"github.com/ampflow/ampflow/activities/ssot"
 	"github.com/ampflow/ampflow/activities/ssot/ssottest"
 	"github.com/ampflow/ampflow/amp/lease"
 )
 
-// workflowsSeen answers for the lease workflows and names each call.
-type workflowsSeen struct {
-	mu    sync.Mutex
-	calls []string
-}
-
-func (w *workflowsSeen) seen(s string) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	w.calls = append(w.calls, s)
-}
-
-func (w *workflowsSeen) Acquire(_ context.Context, key string, req lease.AcquireRequest) (lease.AcquireResult, error) {
-	w.seen("acquire " + key + " " + req.AgentID)
-	return lease.AcquireResult{Conflict: &lease.Conflict{Holder: "the-workflows"}}, nil
-}
-
-func (w *workflowsSeen) Renew(_ context.Context, req lease.RenewRequest) (lease.Lease, error) {
-	w.seen("renew " + req.LeaseID)
-	return lease.Lease{LeaseID: req.LeaseID}, nil
-}
-
-func (w *workflowsSeen) Release(_ context.Context, req lease.ReleaseRequest) (lease.Lease, error) {
-	w.seen("release " + req.LeaseID)
-	return lease.Lease{LeaseID: req.LeaseID}, nil
-}
+var _ Workflows = (*leasetest.Client)(nil)
 
 type dues struct {
 	mu sync.Mutex
@@ -84,7 +60,7 @@ func TestDirectLeases(t *testing.T) {
 		t.Run(e.Name, func(t *testing.T) {
 			ctx := context.Background()
 			stores := openStores(t, e.URL(t), 2)
-			wf := &workflowsSeen{}
+			wf := leasetest.New()
 			d := &dues{}
 			workers := []*Direct{{Workflows: wf, Store: stores[0], Expiry: d}, {Workflows: wf, Store: stores[1], Expiry: d}}
 
@@ -195,14 +171,19 @@ func TestDirectLeases(t *testing.T) {
 			if _, ok, err := stores[0].TakeLease(ctx, held, nil, true); err != nil || !ok {
 				t.Fatalf("the workflow's take: %v %v", ok, err)
 			}
-			if res, err := workers[1].Acquire(ctx, "k:queued", lease.AcquireRequest{AgentID: "erin", TTLSeconds: 60}); err != nil || res.Conflict == nil || res.Conflict.Holder != "the-workflows" {
+			wf.Hold(lease.Lease{LeaseID: held.LeaseID, ResourceKey: held.ResourceKey, AgentID: held.AgentID, TTLSeconds: 60})
+			// The workflow's conflict, told by its retry, which the store's
+			// (at most the lease's TTL) is not.
+			wf.RetryAfterMS = 120000
+			if res, err := workers[1].Acquire(ctx, "k:queued", lease.AcquireRequest{AgentID: "erin", TTLSeconds: 60}); err != nil || res.Conflict == nil ||
+				res.Conflict.Holder != "dave" || res.Conflict.RetryAfterMS != wf.RetryAfterMS {
 				t.Fatalf("acquire of a workflow's key: %+v %v", res, err)
 			}
 			workers[0].Renew(ctx, lease.RenewRequest{LeaseID: "Lwf.x", AgentID: "dave", TTLSeconds: 60})
 			workers[0].Release(ctx, lease.ReleaseRequest{LeaseID: "Lwf.x", AgentID: "dave"})
-			want := []string{"acquire k:queued erin", "renew Lwf.x", "release Lwf.x"}
-			if fmt.Sprint(wf.calls) != fmt.Sprint(want) {
-				t.Fatalf("workflow calls %v, want %v", wf.calls, want)
+			want := []string{"acquire k:queued erin", "renew Lwf.x dave", "release Lwf.x dave"}
+			if fmt.Sprint(wf.Calls()) != fmt.Sprint(want) {
+				t.Fatalf("workflow calls %v, want %v", wf.Calls(), want)
 			}
 			// Bad input names the field and changes nothing.
 			if _, err := workers[0].Acquire(ctx, "k:bad", lease.AcquireRequest{AgentID: "erin", TTLSeconds: 0}); refusal(err) != lease.ErrInvalid {
@@ -249,7 +230,7 @@ func TestBranchLeaseEndsAtItsTTL(t *testing.T) {
 	ctx := context.Background()
 	stores := openStores(t, ssottest.Engines()[0].URL(t), 1)
 	d := &dues{}
-	b := Branches{Client: &fakeBranches{holder: map[string]string{}}, Store: stores[0], Expiry: d}
+	b := Branches{Client: leasetest.New(), Store: stores[0], Expiry: d}
 	in := activities.BranchLeaseInput{TaskID: "T-2026-001", Repo: "/src/app", Branch: "main", TTL: 10 * time.Minute}
 	got, err := b.Acquire(ctx, in)
 	if err != nil || got.Lease == nil || !got.Lease.Direct {

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/ampflow/ampflow/activities"
+	"github.com/ampflow/ampflow/activities/lease/leasetest"
 	"github.com/ampflow/ampflow/activities/ssot"
 	"github.com/ampflow/ampflow/activities/ssot/ssottest"
 	"github.com/ampflow/ampflow/amp/lease"
@@ -20,7 +21,7 @@ func TestReleaseInRecord(t *testing.T) {
 		t.Run(e.Name, func(t *testing.T) {
 			ctx := context.Background()
 			stores := openStores(t, e.URL(t), 1)
-			b := Branches{Client: &fakeBranches{holder: map[string]string{}}, Store: stores[0]}
+			b := Branches{Client: leasetest.New(), Store: stores[0]}
 			rec := &activities.TaskRecord{Store: stores[0], Leases: b}
 			in := activities.BranchLeaseInput{TaskID: "T-2026-001", Repo: "/src/app", Branch: "main", TTL: 10 * time.Minute}
 			got, err := b.Acquire(ctx, in)

@@ -15,6 +15,7 @@ import (
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/ampflow/ampflow/activities/lease/leasetest"
 	"github.com/ampflow/ampflow/amp"
 	"github.com/ampflow/ampflow/amp/lease"
 	"github.com/ampflow/ampflow/amp/task"
@@ -33,61 +34,6 @@ const (
 	aliceToken = "alice-token-0123456789"
 	bobToken   = "bob-token-0123456789ab"
 )
-
-// fakeLeases holds leases in memory, one holder a key, as the lease
-// workflow does.
-type fakeLeases struct {
-	mu    sync.Mutex
-	byKey map[string]*lease.Lease
-}
-
-func (f *fakeLeases) Acquire(_ context.Context, key string, req lease.AcquireRequest) (lease.AcquireResult, error) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	if l := f.byKey[key]; l != nil && l.AgentID != req.AgentID {
-		return lease.AcquireResult{Conflict: &lease.Conflict{Holder: l.AgentID, LeaseID: l.LeaseID, RetryAfterMS: 1000}}, nil
-	}
-	now := time.Now()
-	l := &lease.Lease{LeaseID: lease.NewLeaseID(key, fmt.Sprint(len(f.byKey))), ResourceKey: key, AgentID: req.AgentID,
-		State: lease.StateActive, TTLSeconds: req.TTLSeconds, AcquiredAt: now, LastHeartbeat: now,
-		ExpiresAt: now.Add(time.Duration(req.TTLSeconds) * time.Second), AutoRelease: true}
-	f.byKey[key] = l
-	return lease.AcquireResult{Lease: l}, nil
-}
-
-func (f *fakeLeases) find(id, agent string, admin bool) (*lease.Lease, error) {
-	for _, l := range f.byKey {
-		if l.LeaseID == id {
-			if !admin && l.AgentID != agent {
-				return nil, &lease.RefusedError{Type: lease.ErrNotHolder, Message: "held by " + l.AgentID}
-			}
-			return l, nil
-		}
-	}
-	return nil, &lease.RefusedError{Type: lease.ErrNotHeld, Message: "lease " + id + " is not held"}
-}
-
-func (f *fakeLeases) Renew(_ context.Context, req lease.RenewRequest) (lease.Lease, error) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	l, err := f.find(req.LeaseID, req.AgentID, false)
-	if err != nil {
-		return lease.Lease{}, err
-	}
-	return *l, nil
-}
-
-func (f *fakeLeases) Release(_ context.Context, req lease.ReleaseRequest) (lease.Lease, error) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	l, err := f.find(req.LeaseID, req.AgentID, req.Admin)
-	if err != nil {
-		return lease.Lease{}, err
-	}
-	delete(f.byKey, l.ResourceKey)
-	l.State = lease.StateReleased
-	return *l, nil
-}
 
 // fakeTasks takes the messages sent to tasks.
 type fakeTasks struct {
@@ -122,7 +68,7 @@ func newHarness(t *testing.T) *harness {
 		{Token: aliceToken, Role: amp.RoleExecutor, Name: "alice"},
 		{Token: bobToken, Role: amp.RoleReviewer, Name: "bob"},
 	}, MaxWait: 2 * time.Second, PollInterval: 20 * time.Millisecond})
-	repomesh.Register(api, repomesh.Options{Leases: &fakeLeases{byKey: map[string]*lease.Lease{}}, Store: store, Tasks: ft})
+	repomesh.Register(api, repomesh.Options{Leases: leasetest.New(), Store: store, Tasks: ft})
 	mcp.Register(api, mcp.Options{Logger: slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))})
 	return &harness{url: httpapitest.Serve(t, api) + mcp.Path, tasks: ft}
 }

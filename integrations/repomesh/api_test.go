@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/ampflow/ampflow/activities"
+	"github.com/ampflow/ampflow/activities/lease/leasetest"
 	"github.com/ampflow/ampflow/activities/ssot"
 	"github.com/ampflow/ampflow/amp"
 	"github.com/ampflow/ampflow/amp/lease"
@@ -22,67 +23,10 @@ import (
 	"github.com/ampflow/ampflow/integrations/httpapi/httpapitest"
 )
 
-// fakeLeases holds leases in memory as the workflow would, one holder a key.
-type fakeLeases struct {
-	mu       sync.Mutex
-	byKey    map[string]*lease.Lease
-	released []string
-	now      time.Time
-}
-
-func (f *fakeLeases) Acquire(_ context.Context, key string, req lease.AcquireRequest) (lease.AcquireResult, error) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	if l := f.byKey[key]; l != nil && l.AgentID != req.AgentID {
-		return lease.AcquireResult{Conflict: &lease.Conflict{Holder: l.AgentID, LeaseID: l.LeaseID, RetryAfterMS: 12000}}, nil
-	}
-	l := &lease.Lease{LeaseID: lease.NewLeaseID(key, fmt.Sprint(len(f.byKey))), ResourceKey: key, AgentID: req.AgentID,
-		State: lease.StateActive, TTLSeconds: req.TTLSeconds, AcquiredAt: f.now, LastHeartbeat: f.now,
-		ExpiresAt: f.now.Add(time.Duration(req.TTLSeconds) * time.Second), AutoRelease: true}
-	f.byKey[key] = l
-	return lease.AcquireResult{Lease: l}, nil
-}
-
-func (f *fakeLeases) find(id, agent string, admin bool) (*lease.Lease, error) {
-	for _, l := range f.byKey {
-		if l.LeaseID == id {
-			if !admin && l.AgentID != agent {
-				return nil, &lease.RefusedError{Type: lease.ErrNotHolder, Message: "held by " + l.AgentID}
-			}
-			return l, nil
-		}
-	}
-	return nil, &lease.RefusedError{Type: lease.ErrNotHeld, Message: "lease " + id + " is not held"}
-}
-
-func (f *fakeLeases) Renew(_ context.Context, req lease.RenewRequest) (lease.Lease, error) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	l, err := f.find(req.LeaseID, req.AgentID, false)
-	if err != nil {
-		return lease.Lease{}, err
-	}
-	l.TTLSeconds = req.TTLSeconds
-	return *l, nil
-}
-
-func (f *fakeLeases) Release(_ context.Context, req lease.ReleaseRequest) (lease.Lease, error) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	l, err := f.find(req.LeaseID, req.AgentID, req.Admin)
-	if err != nil {
-		return lease.Lease{}, err
-	}
-	delete(f.byKey, l.ResourceKey)
-	f.released = append(f.released, l.LeaseID+" "+req.Reason)
-	l.State = lease.StateReleased
-	return *l, nil
-}
-
 type harness struct {
 	url    string
 	store  *ssot.DB
-	leases *fakeLeases
+	leases *leasetest.Client
 	tasks  *fakeTasks
 	logs   *syncBuffer
 }
@@ -149,7 +93,9 @@ func newHarness(t *testing.T) *harness {
 	t.Helper()
 	store, _ := httpapitest.Store(t)
 	now := time.Date(2026, 11, 23, 10, 0, 0, 0, time.UTC)
-	fl := &fakeLeases{byKey: map[string]*lease.Lease{}, now: now}
+	fl := leasetest.New()
+	start := now
+	fl.Now = func() time.Time { return start }
 	srv := httpapi.New(httpapi.Options{Tokens: []config.AuthToken{
 		{Token: aliceToken, Role: amp.RoleExecutor, Name: "alice"},
 		{Token: bobToken, Role: amp.RoleReviewer, Name: "bob"},
@@ -300,8 +246,8 @@ func TestAgentHeartbeatReleasesLeases(t *testing.T) {
 	h.do(t, "POST", "/v1/agents/alice/heartbeat", aliceToken, `{"status":"sleeping"}`).want(t, 400, nil)
 	var out AgentHeartbeatResponse
 	h.do(t, "POST", "/v1/agents/alice/heartbeat", aliceToken, `{"status":"recovered"}`).want(t, 200, &out)
-	if len(out.Released) != 2 || len(h.leases.released) != 2 || !strings.HasSuffix(h.leases.released[0], lease.ReasonAgentRecovered) {
-		t.Fatalf("released %v (workflow saw %v)", out.Released, h.leases.released)
+	if released := h.leases.Called("release"); len(out.Released) != 2 || len(released) != 2 || !strings.HasSuffix(released[0], lease.ReasonAgentRecovered) {
+		t.Fatalf("released %v (workflow saw %v)", out.Released, released)
 	}
 	// alice's token is an executor's: her tasks waiting for the executor
 	// send their dispatch again; carol's does not.
@@ -364,14 +310,14 @@ func TestReservedLeaseKeys(t *testing.T) {
 					t.Fatalf("refusal %+v", e.Error)
 				}
 			}
-			if _, held := h.leases.byKey[key]; held {
+			if h.leases.Held(key) != nil {
 				t.Fatalf("%s was taken", key)
 			}
 		})
 	}
 	// The system's own claim on a task still takes task:<id>.
 	h.do(t, "POST", "/v1/events", aliceToken, `{"type":"task.claimed","severity":"info","payload":{"task_id":"T-2026-001","agent_id":"alice","lease_ttl":60}}`).want(t, 201, nil)
-	if l := h.leases.byKey[ClaimKey("T-2026-001")]; l == nil || l.AgentID != "alice" {
+	if l := h.leases.Held(ClaimKey("T-2026-001")); l == nil || l.AgentID != "alice" {
 		t.Fatalf("claim lease %+v", l)
 	}
 }

@@ -15,7 +15,7 @@ func claimed(agent string, ttl int) string {
 func TestTaskClaims(t *testing.T) {
 	h := newHarness(t)
 	h.do(t, "POST", "/v1/events", aliceToken, claimed("alice", 60)).want(t, 201, nil)
-	if l := h.leases.byKey[ClaimKey("T-2026-777")]; l == nil || l.AgentID != "alice" || l.TTLSeconds != 60 {
+	if l := h.leases.Held(ClaimKey("T-2026-777")); l == nil || l.AgentID != "alice" || l.TTLSeconds != 60 {
 		t.Fatalf("alice's claim holds %+v, want task:T-2026-777 for 60s", l)
 	}
 
@@ -41,7 +41,7 @@ func TestTaskClaims(t *testing.T) {
 
 	t.Run("ClaimerClaimsAgain", func(t *testing.T) {
 		h.do(t, "POST", "/v1/events", aliceToken, claimed("alice", 0)).want(t, 201, nil)
-		if l := h.leases.byKey[ClaimKey("T-2026-777")]; l.AgentID != "alice" || l.TTLSeconds != int(DefaultClaimTTL.Seconds()) {
+		if l := h.leases.Held(ClaimKey("T-2026-777")); l.AgentID != "alice" || l.TTLSeconds != int(DefaultClaimTTL.Seconds()) {
 			t.Fatalf("renewed claim %+v", l)
 		}
 	})

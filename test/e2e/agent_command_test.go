@@ -41,12 +41,12 @@ func TestCommandAgentFailureDecision(t *testing.T) {
 	if out := p.output(); !strings.Contains(out, "executor   command sh "+script) || !strings.Contains(out, "reviewer   pull") {
 		t.Errorf("dev did not say how it reaches the agents:\n%s", out)
 	}
-	api := newFaultAPI(t, p)
+	api := newAPIClient(t, p.api, "")
 	const id = "T-2026-871"
 	repo := gitRepo(t)
 	api.startTask(id, lowRiskPlan(repo))
 	started := time.Now()
-	d := api.pending(id, task.KindDeliveryFailed)
+	d := api.pending(id, task.KindDeliveryFailed, 60*time.Second)
 	if took := time.Since(started); took > 60*time.Second {
 		t.Errorf("the decision came after %s", took)
 	}

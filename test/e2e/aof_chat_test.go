@@ -16,7 +16,7 @@ func TestAOFChatReview(t *testing.T) {
 	tg := telegramtest.New(t, tgToken)
 	sl := slacktest.New(t, slackToken)
 	p := startDev(t, t.TempDir(), chatEnv(tg, sl)...)
-	c := aofClient{newFaultAPI(t, p)}
+	c := newAPIClient(t, p.api, "")
 	const id = "TASK-2026-02-09-080"
 	c.create(id, nil)
 	c.dispatch(id, 600000)

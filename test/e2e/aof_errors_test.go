@@ -8,7 +8,7 @@ import (
 // aofErrors covers the document's error tables: each rejection answers
 // with its reason, is logged as the document's event, and changes
 // nothing.
-func aofErrors(t *testing.T, c aofClient) {
+func aofErrors(t *testing.T, c *apiClient) {
 	const (
 		t57, t59, t61 = "TASK-2026-02-09-057", "TASK-2026-02-09-059", "TASK-2026-02-09-061"
 		t65, t66      = "TASK-2026-02-09-065", "TASK-2026-02-09-066"

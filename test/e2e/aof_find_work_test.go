@@ -1,9 +1,7 @@
 package e2e
 
 import (
-	"bytes"
 	"encoding/json"
-	"io"
 	"net/http"
 	"strings"
 	"testing"
@@ -20,28 +18,9 @@ func TestAOFFindWork(t *testing.T) {
 		id    = "TASK-2026-02-09-101"
 	)
 	p := startDev(t, t.TempDir(), "AMPFLOW_AUTH_TOKENS="+coord+":coordinator:planner,"+agent+":executor:swe-backend")
-	hc := &http.Client{Timeout: 90 * time.Second}
-	call := func(token, method, path string, body any) (int, []byte) {
-		t.Helper()
-		var rd io.Reader
-		if body != nil {
-			b, _ := json.Marshal(body)
-			rd = bytes.NewReader(b)
-		}
-		req, _ := http.NewRequest(method, "http://"+p.api+path, rd)
-		req.Header.Set("Authorization", "Bearer "+token)
-		if body != nil {
-			req.Header.Set("Content-Type", "application/json")
-		}
-		resp, err := hc.Do(req)
-		if err != nil {
-			t.Fatalf("%s %s: %v", method, path, err)
-		}
-		defer resp.Body.Close()
-		b, _ := io.ReadAll(resp.Body)
-		return resp.StatusCode, b
-	}
-	if code, b := call(coord, "POST", "/v1/aof/tasks", map[string]any{"taskId": id, "title": "Users API", "assignee": "swe-backend"}); code != http.StatusCreated {
+	planner := newAPIClient(t, p.api, coord)
+	backend := planner.as(agent)
+	if code, b := planner.call("POST", "/v1/aof/tasks", map[string]any{"taskId": id, "title": "Users API", "assignee": "swe-backend"}, nil); code != http.StatusCreated {
 		t.Fatalf("create: %d %s", code, b)
 	}
 
@@ -54,10 +33,10 @@ func TestAOFFindWork(t *testing.T) {
 	polled := make(chan page, 1)
 	start := time.Now()
 	go func() {
-		code, b := call(agent, "GET", "/v1/aof/tasks?assignee=me&status=in_progress&wait=30s", nil)
+		code, b, err := backend.raw("GET", "/v1/aof/tasks?assignee=me&status=in_progress&wait=30s", nil)
 		var pg page
-		if code != http.StatusOK || json.Unmarshal(b, &pg) != nil {
-			t.Errorf("long poll: %d %s", code, b)
+		if err != nil || code != http.StatusOK || json.Unmarshal(b, &pg) != nil {
+			t.Errorf("long poll: %d %s %v", code, b, err)
 		}
 		polled <- pg
 	}()
@@ -82,11 +61,10 @@ func TestAOFFindWork(t *testing.T) {
 	if out := mustCLI(t, p, agent, "aof", "heartbeat", id); !strings.Contains(out, id+" heartbeat: in_progress; heartbeat 2") {
 		t.Errorf("aof heartbeat: %q", out)
 	}
-	code, b := call(coord, "GET", "/v1/aof/events?task_id="+id, nil)
 	var evs struct {
 		Events []aofEvent `json:"events"`
 	}
-	if code != http.StatusOK || json.Unmarshal(b, &evs) != nil {
+	if code, b := planner.call("GET", "/v1/aof/events?task_id="+id, nil, &evs); code != http.StatusOK {
 		t.Fatalf("events: %d %s", code, b)
 	}
 	actors := map[string]string{}

@@ -14,7 +14,7 @@ import (
 func TestAOFKillBeforeSessionEnd(t *testing.T) {
 	dataDir := t.TempDir()
 	p := startDev(t, dataDir)
-	c := aofClient{newFaultAPI(t, p)}
+	c := newAPIClient(t, p.api, "")
 	const id = "TASK-2026-02-09-070"
 	c.create(id, map[string]any{"reviewRequired": false})
 	c.dispatch(id, 600000)

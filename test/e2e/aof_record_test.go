@@ -20,7 +20,7 @@ func TestRecordAOFHistories(t *testing.T) {
 		t.Skip("set AMPFLOW_RECORD_HISTORIES=1 to record the replay histories")
 	}
 	p := startDev(t, t.TempDir(), "AMPFLOW_ADMINS=recorder")
-	c := aofClient{newFaultAPI(t, p)}
+	c := newAPIClient(t, p.api, "")
 	tasks := dial(t, p)
 	out := filepath.Join("..", "replay", "testdata", "aof")
 	if err := os.MkdirAll(out, 0o755); err != nil {
@@ -100,7 +100,7 @@ func TestRecordAOFAgentReviewHistories(t *testing.T) {
 		t.Skip("set AMPFLOW_RECORD_HISTORIES=1 to record the replay histories")
 	}
 	p := startDev(t, t.TempDir(), "AMPFLOW_AOF_REVIEW=agent", "AMPFLOW_AOF_REPO="+t.TempDir(), "AMPFLOW_AOF_BRANCH=aof/users")
-	c := aofClient{newFaultAPI(t, p)}
+	c := newAPIClient(t, p.api, "")
 	tasks := dial(t, p)
 	const id = "TASK-2026-02-09-904"
 	c.create(id, nil)

@@ -18,7 +18,7 @@ import (
 
 // reviewerInbox waits for the review_request of taskID in the reviewer's
 // inbox, read as a pull agent reads it.
-func (c aofClient) reviewerInbox(taskID string) amp.Message {
+func (c *apiClient) reviewerInbox(taskID string) amp.Message {
 	c.t.Helper()
 	var got amp.Message
 	eventually(c.t, 30*time.Second, "a review_request of "+taskID+" in the reviewer's inbox", func() (bool, error) {
@@ -40,7 +40,7 @@ func (c aofClient) reviewerInbox(taskID string) amp.Message {
 }
 
 // verdict sends a review_verdict in the API's short form.
-func (c aofClient) verdict(taskID string, d amp.Decision, issues ...map[string]any) {
+func (c *apiClient) verdict(taskID string, d amp.Decision, issues ...map[string]any) {
 	c.t.Helper()
 	payload := map[string]any{"decision": d, "confidence": 0.9,
 		"criteria_results": []map[string]any{{"criterion": "users endpoints", "passed": d != amp.DecisionRejected, "evidence": "read src/api/users.ts"}}}
@@ -59,7 +59,7 @@ func (c aofClient) verdict(taskID string, d amp.Decision, issues ...map[string]a
 func TestAOFAgentReview(t *testing.T) {
 	p := startDev(t, t.TempDir(), "AMPFLOW_AOF_REVIEW=agent", "AMPFLOW_AOF_REPO="+t.TempDir(), "AMPFLOW_AOF_BRANCH=aof/users",
 		"AMPFLOW_PROTOCOL_ACK_TIMEOUT_REVIEW_REQUEST=10s")
-	c := aofClient{newFaultAPI(t, p)}
+	c := newAPIClient(t, p.api, "")
 	const id = "TASK-2026-02-09-090"
 	round := func() {
 		c.dispatch(id, 600000)
@@ -271,7 +271,7 @@ func TestAOFAgentReviewCommand(t *testing.T) {
 	writeFile(t, script, commandReviewer)
 	p := startDev(t, t.TempDir(), "AMPFLOW_AOF_REVIEW=agent", "AMPFLOW_AOF_REPO="+t.TempDir(), "AMPFLOW_AOF_BRANCH=aof/users",
 		"AMPFLOW_AGENTS_REVIEWER_MODE=command", "AMPFLOW_AGENTS_REVIEWER_COMMAND="+python+","+script)
-	c := aofClient{newFaultAPI(t, p)}
+	c := newAPIClient(t, p.api, "")
 	const id = "TASK-2026-02-09-093"
 	c.create(id, nil)
 	c.dispatch(id, 600000)

@@ -17,7 +17,7 @@ func TestAOFExamples(t *testing.T) {
 	dataDir := t.TempDir()
 	mirror := filepath.Join(dataDir, "aof")
 	p := startDev(t, dataDir, "AMPFLOW_AOF_DATA_DIR="+mirror)
-	c := aofClient{newFaultAPI(t, p)}
+	c := newAPIClient(t, p.api, "")
 	const (
 		t57, t58, t59, t60 = "TASK-2026-02-09-057", "TASK-2026-02-09-058", "TASK-2026-02-09-059", "TASK-2026-02-09-060"
 		t61, t62, t63, t64 = "TASK-2026-02-09-061", "TASK-2026-02-09-062", "TASK-2026-02-09-063", "TASK-2026-02-09-064"

@@ -16,8 +16,8 @@ import (
 // twoTasksOneBranch starts two tasks on one branch: the second waits in
 // awaiting_lease (listed by status, shown by task show) and gets its
 // dispatch only once the first is done.
-func twoTasksOneBranch(t *testing.T, p *devProc, exec, rev api) {
-	coord := api{t: t, base: exec.base, token: "coord-secret-0123456789ab"}
+func twoTasksOneBranch(t *testing.T, p *devProc, exec, rev *apiClient) {
+	coord := exec.on(t).as("coord-secret-0123456789ab")
 	a := &agent{t: t, repo: gitRepo(t)}
 	start := func() string {
 		var started struct {

@@ -72,13 +72,6 @@ func TestClaims(t *testing.T) {
 	if msgs := inbox("tok-a-0123456789abcdef", "--mine"); len(msgs) != 1 || msgs[0].MsgID != d.MsgID {
 		t.Errorf("inbox --mine of exec-a: %+v, want %s", msgs, d.MsgID)
 	}
-	req, _ := http.NewRequest("GET", "http://"+p.api+"/v1/inbox?include=acked", nil)
-	req.Header.Set("Authorization", "Bearer tok-a-0123456789abcdef")
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
 	var page struct {
 		Messages []amp.Message `json:"messages"`
 		Acked    []struct {
@@ -86,9 +79,9 @@ func TestClaims(t *testing.T) {
 			By    string `json:"by"`
 		} `json:"acked"`
 	}
-	if err := json.NewDecoder(resp.Body).Decode(&page); err != nil || resp.StatusCode != http.StatusOK ||
-		len(page.Messages) != 1 || len(page.Acked) != 1 || page.Acked[0].MsgID != d.MsgID || page.Acked[0].By != "exec-a" {
-		t.Errorf("GET /v1/inbox?include=acked as exec-a: %d %+v (%v), want the dispatch, acked by exec-a", resp.StatusCode, page, err)
+	code, _ := newAPIClient(t, p.api, "tok-a-0123456789abcdef").call("GET", "/v1/inbox?include=acked", nil, &page)
+	if code != http.StatusOK || len(page.Messages) != 1 || len(page.Acked) != 1 || page.Acked[0].MsgID != d.MsgID || page.Acked[0].By != "exec-a" {
+		t.Errorf("GET /v1/inbox?include=acked as exec-a: %d %+v, want the dispatch, acked by exec-a", code, page)
 	}
 	// Its ACK again changes nothing.
 	if out := mustCLI(t, p, "tok-a-0123456789abcdef", "ack", d.MsgID, "--as", "executor"); !strings.HasPrefix(out, "duplicate:") {

@@ -1,10 +1,8 @@
 package e2e
 
 import (
-	"bytes"
 	"database/sql"
 	"encoding/json"
-	"io"
 	"net/http"
 	"path/filepath"
 	"slices"
@@ -19,58 +17,21 @@ import (
 	"github.com/ampflow/ampflow/integrations/httpapi"
 )
 
-// contractsAPI speaks to the contract routes of a dev process as one agent
-// key, and to the decisions as an admin token.
-type contractsAPI struct {
-	t    *testing.T
-	base string
-}
-
-func (c contractsAPI) call(method, path, bearer string, body any, out any) (int, []byte) {
-	c.t.Helper()
-	var rd io.Reader
-	if body != nil {
-		b, err := json.Marshal(body)
-		if err != nil {
-			c.t.Fatal(err)
-		}
-		rd = bytes.NewReader(b)
-	}
-	req, err := http.NewRequest(method, c.base+path, rd)
-	if err != nil {
-		c.t.Fatal(err)
-	}
-	if body != nil {
-		req.Header.Set("Content-Type", "application/json")
-	}
-	req.Header.Set("Authorization", "Bearer "+bearer)
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		c.t.Fatalf("%s %s: %v", method, path, err)
-	}
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(resp.Body)
-	if out != nil && resp.StatusCode < 300 {
-		if err := json.Unmarshal(b, out); err != nil {
-			c.t.Fatalf("%s %s: decoding %s: %v", method, path, b, err)
-		}
-	}
-	return resp.StatusCode, b
-}
-
-func (c contractsAPI) decide(key string, req amcp.DecideRequest) amcp.DecideResponse {
+// amcpDecide asks AMCP's decide as the gate agent whose key c presents.
+func (c *apiClient) amcpDecide(req amcp.DecideRequest) amcp.DecideResponse {
 	c.t.Helper()
 	var out amcp.DecideResponse
-	if code, b := c.call("POST", "/v1/decide", key, req, &out); code != http.StatusOK {
+	if code, b := c.call("POST", "/v1/decide", req, &out); code != http.StatusOK {
 		c.t.Fatalf("decide: %d %s", code, b)
 	}
 	return out
 }
 
-func (c contractsAPI) contract(key, id string) amcp.ContractView {
+// contract reads contract id as the gate agent whose key c presents.
+func (c *apiClient) contract(id string) amcp.ContractView {
 	c.t.Helper()
 	var v amcp.ContractView
-	if code, b := c.call("GET", "/v1/contracts/"+id, key, nil, &v); code != http.StatusOK {
+	if code, b := c.call("GET", "/v1/contracts/"+id, nil, &v); code != http.StatusOK {
 		c.t.Fatalf("GET contract %s: %d %s", id, code, b)
 	}
 	return v
@@ -111,25 +72,31 @@ func TestRiskContracts(t *testing.T) {
 		// The test polls contracts faster than an agent would.
 		"AMPFLOW_GATE_CONTRACT_RATE=100000",
 	)
-	api := contractsAPI{t: t, base: "http://" + p.api}
+	api := newAPIClient(t, p.api, "")
+	// keys are the clients of the two gate agents and of the admin ana,
+	// reporting to t.
+	keys := func(t *testing.T) (deployer, linter, ana *apiClient) {
+		c := api.on(t)
+		return c.as(deployerKey), c.as(linterKey), c.as(anaToken)
+	}
 	push := amcp.DecideRequest{Intent: "git push the fix", Context: &amcp.DecideContext{Parameters: map[string]any{"remote": "origin", "branch": "fix"}}}
 
 	t.Run("ApprovalThenExecuteOnce", func(t *testing.T) {
-		api.t = t
-		d := api.decide(deployerKey, amcp.DecideRequest{Intent: "deploy to production",
+		deployer, linter, ana := keys(t)
+		d := deployer.amcpDecide(amcp.DecideRequest{Intent: "deploy to production",
 			Context: &amcp.DecideContext{Parameters: map[string]any{"service": "web", "version": "1.2.3"}}, SessionID: "e2e"})
 		if d.Decision != "EXECUTE" || d.Primitive != "deploy.production" || d.State != "awaiting_approval" || d.GateID == "" ||
 			d.Risk == nil || d.Risk.MinimumHandling != "human_required" {
 			t.Fatalf("decide %+v", d)
 		}
-		code, b := api.call("POST", "/v1/execute", deployerKey, amcp.ExecuteRequest{ContractID: d.ContractID}, nil)
+		code, b := deployer.call("POST", "/v1/execute", amcp.ExecuteRequest{ContractID: d.ContractID}, nil)
 		wantCode(t, "execute before approval", code, b, http.StatusForbidden, "APPROVAL_REQUIRED")
 
 		// The gate's decision names the contract and is bound to it.
 		var pending decision.Decision
 		eventually(t, 30*time.Second, "the contract's gate decision", func() (bool, error) {
 			var list httpapi.DecisionsResponse
-			api.call("GET", "/v1/decisions", anaToken, nil, &list)
+			ana.call("GET", "/v1/decisions", nil, &list)
 			for _, dec := range list.Decisions {
 				if strings.Contains(dec.Subject, d.GateID) {
 					pending = dec
@@ -149,68 +116,68 @@ func TestRiskContracts(t *testing.T) {
 				} `json:"schemas"`
 			} `json:"components"`
 		}
-		api.call("GET", "/v1/openapi.json", anaToken, nil, &doc)
+		ana.call("GET", "/v1/openapi.json", nil, &doc)
 		if !slices.Contains(doc.Components.Schemas.DecisionKind.Enum, string(pending.Kind)) {
 			t.Errorf("GET /v1/decisions lists kind %s, which DecisionKind %v does not allow", pending.Kind, doc.Components.Schemas.DecisionKind.Enum)
 		}
-		code, b = api.call("POST", "/v1/decisions/"+pending.ID, anaToken, httpapi.DecideRequest{Option: decision.OptApprove, Digest: pending.Digest}, nil)
+		code, b = ana.call("POST", "/v1/decisions/"+pending.ID, httpapi.DecideRequest{Option: decision.OptApprove, Digest: pending.Digest}, nil)
 		if code != http.StatusOK {
 			t.Fatalf("approving: %d %s", code, b)
 		}
 		var v amcp.ContractView
 		eventually(t, 30*time.Second, "the contract approved", func() (bool, error) {
-			v = api.contract(deployerKey, d.ContractID)
+			v = deployer.contract(d.ContractID)
 			return v.State == "approved", nil
 		})
 		if v.DecidedBy != "ana" || !strings.HasPrefix(v.ApprovalToken, "apr_") {
 			t.Fatalf("approved contract %+v", v)
 		}
-		code, b = api.call("GET", "/v1/contracts/"+d.ContractID, linterKey, nil, nil)
+		code, b = linter.call("GET", "/v1/contracts/"+d.ContractID, nil, nil)
 		wantCode(t, "another key's contract", code, b, http.StatusNotFound, "CONTRACT_NOT_FOUND")
 
 		var bp amcp.ExecuteResponse
-		code, b = api.call("POST", "/v1/execute", deployerKey, amcp.ExecuteRequest{ContractID: d.ContractID, ApprovalToken: v.ApprovalToken}, &bp)
+		code, b = deployer.call("POST", "/v1/execute", amcp.ExecuteRequest{ContractID: d.ContractID, ApprovalToken: v.ApprovalToken}, &bp)
 		if code != http.StatusOK || strings.Join(bp.Command, " ") != "ampflow-deploy --env production web 1.2.3" {
 			t.Fatalf("execute: %d %s", code, b)
 		}
-		code, b = api.call("POST", "/v1/execute", deployerKey, amcp.ExecuteRequest{ContractID: d.ContractID, ApprovalToken: v.ApprovalToken}, nil)
+		code, b = deployer.call("POST", "/v1/execute", amcp.ExecuteRequest{ContractID: d.ContractID, ApprovalToken: v.ApprovalToken}, nil)
 		wantCode(t, "second execute", code, b, http.StatusGone, "CONTRACT_ALREADY_REDEEMED")
-		if v := api.contract(deployerKey, d.ContractID); v.State != "redeemed" {
+		if v := deployer.contract(d.ContractID); v.State != "redeemed" {
 			t.Errorf("state %s; want redeemed", v.State)
 		}
 	})
 
 	t.Run("Tampered", func(t *testing.T) {
-		api.t = t
-		d := api.decide(deployerKey, push)
+		deployer, _, _ := keys(t)
+		d := deployer.amcpDecide(push)
 		tamper(t, dir, `UPDATE contracts SET body = REPLACE(body, '"branch":"fix"', '"branch":"main"') WHERE id = ?`, d.ContractID)
-		code, b := api.call("POST", "/v1/execute", deployerKey, amcp.ExecuteRequest{ContractID: d.ContractID}, nil)
+		code, b := deployer.call("POST", "/v1/execute", amcp.ExecuteRequest{ContractID: d.ContractID}, nil)
 		wantCode(t, "tampered execute", code, b, http.StatusUnprocessableEntity, "CONTRACT_INVALID")
 	})
 
 	t.Run("ExpiredWhateverElse", func(t *testing.T) {
-		api.t = t
-		plain := api.decide(deployerKey, push)
-		redeemed := api.decide(deployerKey, push)
-		if code, b := api.call("POST", "/v1/execute", deployerKey, amcp.ExecuteRequest{ContractID: redeemed.ContractID}, nil); code != http.StatusOK {
+		deployer, _, ana := keys(t)
+		plain := deployer.amcpDecide(push)
+		redeemed := deployer.amcpDecide(push)
+		if code, b := deployer.call("POST", "/v1/execute", amcp.ExecuteRequest{ContractID: redeemed.ContractID}, nil); code != http.StatusOK {
 			t.Fatalf("execute: %d %s", code, b)
 		}
-		tampered := api.decide(deployerKey, push)
+		tampered := deployer.amcpDecide(push)
 		tamper(t, dir, `UPDATE contracts SET body = REPLACE(body, '"branch":"fix"', '"branch":"main"') WHERE id = ?`, tampered.ContractID)
-		gated := api.decide(deployerKey, amcp.DecideRequest{Intent: "rm -rf the cache", Context: &amcp.DecideContext{Parameters: map[string]any{"path": "/var/cache/x"}}})
+		gated := deployer.amcpDecide(amcp.DecideRequest{Intent: "rm -rf the cache", Context: &amcp.DecideContext{Parameters: map[string]any{"path": "/var/cache/x"}}})
 		eventually(t, 90*time.Second, "the contracts expired", func() (bool, error) {
-			return api.contract(deployerKey, plain.ContractID).State == "expired", nil
+			return deployer.contract(plain.ContractID).State == "expired", nil
 		})
 		// The gate of the unapproved contract expired with it, rejected,
 		// not after the policy's expire_after (24h).
 		eventually(t, 30*time.Second, "the expired contract's gate rejected", func() (bool, error) {
 			var g struct{ Status string }
-			code, _ := api.call("GET", "/v1/gates/"+gated.GateID, anaToken, nil, &g)
+			code, _ := ana.call("GET", "/v1/gates/"+gated.GateID, nil, &g)
 			return code == http.StatusOK && g.Status == "rejected", nil
 		})
 		for name, id := range map[string]string{"plain": plain.ContractID, "redeemed": redeemed.ContractID,
 			"tampered": tampered.ContractID, "unapproved": gated.ContractID} {
-			code, b := api.call("POST", "/v1/execute", deployerKey, map[string]any{"contractId": id, "approvalToken": "apr_wrong", "extra": 1}, nil)
+			code, b := deployer.call("POST", "/v1/execute", map[string]any{"contractId": id, "approvalToken": "apr_wrong", "extra": 1}, nil)
 			wantCode(t, "expired "+name, code, b, http.StatusGone, "CONTRACT_EXPIRED")
 		}
 	})
@@ -218,12 +185,12 @@ func TestRiskContracts(t *testing.T) {
 	// ampflow dev keeps the signing secret it made in data_dir: a
 	// contract issued before a restart executes after it.
 	t.Run("SurvivesRestart", func(t *testing.T) {
-		api.t = t
-		d := api.decide(deployerKey, push)
+		deployer, _, _ := keys(t)
+		d := deployer.amcpDecide(push)
 		p.stop()
 		p.restart()
 		var bp amcp.ExecuteResponse
-		if code, b := api.call("POST", "/v1/execute", deployerKey, amcp.ExecuteRequest{ContractID: d.ContractID}, &bp); code != http.StatusOK {
+		if code, b := deployer.call("POST", "/v1/execute", amcp.ExecuteRequest{ContractID: d.ContractID}, &bp); code != http.StatusOK {
 			t.Fatalf("execute after the restart: %d %s", code, b)
 		}
 		if strings.Join(bp.Command, " ") != "git push origin fix" {
@@ -232,12 +199,12 @@ func TestRiskContracts(t *testing.T) {
 	})
 
 	t.Run("Refusals", func(t *testing.T) {
-		api.t = t
-		code, b := api.call("POST", "/v1/decide", "not-a-key", push, nil)
+		deployer, _, _ := keys(t)
+		code, b := api.on(t).as("not-a-key").call("POST", "/v1/decide", push, nil)
 		wantCode(t, "bad key", code, b, http.StatusUnauthorized, "UNAUTHORIZED")
-		code, b = api.call("POST", "/v1/decide", deployerKey, amcp.DecideRequest{Intent: strings.Repeat("x", 513)}, nil)
+		code, b = deployer.call("POST", "/v1/decide", amcp.DecideRequest{Intent: strings.Repeat("x", 513)}, nil)
 		wantCode(t, "long intent", code, b, http.StatusBadRequest, "INTENT_TOO_LONG")
-		code, b = api.call("POST", "/v1/execute", deployerKey, amcp.ExecuteRequest{ContractID: "cnt_00000000-0000-4000-8000-000000000000"}, nil)
+		code, b = deployer.call("POST", "/v1/execute", amcp.ExecuteRequest{ContractID: "cnt_00000000-0000-4000-8000-000000000000"}, nil)
 		wantCode(t, "unknown contract", code, b, http.StatusNotFound, "CONTRACT_NOT_FOUND")
 	})
 }

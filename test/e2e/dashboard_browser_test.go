@@ -199,8 +199,8 @@ func TestDashboardBrowser(t *testing.T) {
 
 	// Leases, Agents and Mesh: codex and the planner each hold a lease
 	// and talk in a thread.
-	codexAPI := api{t: t, base: base, token: "tok-exec-0123456789ab"}
-	planner := api{t: t, base: base, token: "tok-plan-0123456789ab"}
+	codexAPI := newAPIClient(t, p.api, "tok-exec-0123456789ab")
+	planner := codexAPI.as("tok-plan-0123456789ab")
 	var held, docs repomesh.Lease
 	if code := codexAPI.do("POST", "/v1/leases", map[string]any{"resource_key": "file:app:main", "ttl_seconds": 600}, &held); code != 201 {
 		t.Fatalf("codex's lease: %d", code)
@@ -208,7 +208,7 @@ func TestDashboardBrowser(t *testing.T) {
 	if code := planner.do("POST", "/v1/leases", map[string]any{"resource_key": "file:docs:main", "ttl_seconds": 600}, &docs); code != 201 {
 		t.Fatalf("the planner's lease: %d", code)
 	}
-	chat := func(c api, from, to, subject, content, parent string) repomesh.Event {
+	chat := func(c *apiClient, from, to, subject, content, parent string) repomesh.Event {
 		payload := map[string]any{"from": from, "from_id": from, "to": to, "subject": subject, "content": content,
 			"timestamp": time.Now().UTC().Format(time.RFC3339)}
 		if parent != "" {

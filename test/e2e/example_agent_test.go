@@ -46,7 +46,7 @@ func TestExampleAgent(t *testing.T) {
 	plan["repo"] = repo
 
 	p := startDev(t, t.TempDir())
-	c := api{t: t, base: "http://" + p.api}
+	c := newAPIClient(t, p.api, "")
 	var started struct {
 		TaskID string `json:"task_id"`
 	}

@@ -40,7 +40,7 @@ func runExample(ctx context.Context, t *testing.T, name string, env []string, ar
 func TestAOFExampleAgent(t *testing.T) {
 	const agentTok, coordTok, id = "swe-backend-secret-0123456789", "coord-secret-0123456789ab", "TASK-2026-02-09-057"
 	p := startDev(t, t.TempDir(), "AMPFLOW_AUTH_TOKENS="+agentTok+":executor:swe-backend,"+coordTok+":coordinator:dispatcher")
-	coord := api{t: t, base: "http://" + p.api, token: coordTok}
+	coord := newAPIClient(t, p.api, coordTok)
 	if code := coord.do("POST", "/v1/aof/tasks", map[string]any{"taskId": id, "title": "Users API", "assignee": "swe-backend"}, nil); code != http.StatusCreated {
 		t.Fatalf("creating %s: %d", id, code)
 	}
@@ -84,7 +84,7 @@ func TestAOFExampleAgent(t *testing.T) {
 func TestMeshExampleAgent(t *testing.T) {
 	const aliceTok, bobTok = "alice-secret-0123456789ab", "bob-secret-0123456789ab"
 	p := startDev(t, t.TempDir(), "AMPFLOW_AUTH_TOKENS="+aliceTok+":executor:alice,"+bobTok+":reviewer:bob")
-	alice := api{t: t, base: "http://" + p.api, token: aliceTok}
+	alice := newAPIClient(t, p.api, aliceTok)
 	ask := func(path string) string {
 		var ev struct {
 			ID string `json:"id"`
@@ -126,7 +126,7 @@ func TestMeshExampleAgent(t *testing.T) {
 			t.Errorf("thread of %s: %d %+v, want bob's answer %q\nagent:\n%s", root, code, th, want, out)
 		}
 	}
-	bob := api{t: t, base: "http://" + p.api, token: bobTok}
+	bob := newAPIClient(t, p.api, bobTok)
 	eventually(t, 15*time.Second, "bob's lease released", func() (bool, error) {
 		var list struct {
 			Leases []struct {

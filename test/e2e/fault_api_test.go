@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ampflow/ampflow/activities/github/githubtest"
 	"github.com/ampflow/ampflow/amp"
 	"github.com/ampflow/ampflow/amp/decision"
 	"github.com/ampflow/ampflow/amp/task"
@@ -20,11 +21,11 @@ import (
 // fake, between faults that do not stop it: a flood of malformed
 // messages, a CI API answering 500, and every agent message sent twice.
 func TestFaultAPI(t *testing.T) {
-	gh := newFakeGitHub(t)
+	gh, ghEnv := ciGitHub(t)
 	dataDir := t.TempDir()
 	// The flood is 10,000 writes in seconds: past http.rate's default, the
 	// limit would answer it instead of the checks it is here to test.
-	p := startDev(t, dataDir, append(gh.env(), "AMPFLOW_HTTP_RATE=1000000")...)
+	p := startDev(t, dataDir, append(ghEnv, "AMPFLOW_HTTP_RATE=1000000")...)
 
 	// The flood runs alone, so that every line it adds to the error log
 	// is its own.
@@ -35,7 +36,7 @@ func TestFaultAPI(t *testing.T) {
 	})
 	t.Run("DuplicateSends", func(t *testing.T) {
 		t.Parallel()
-		duplicateSends(t, p, dataDir)
+		duplicateSends(t, p, gh, dataDir)
 	})
 }
 
@@ -44,7 +45,7 @@ func TestFaultAPI(t *testing.T) {
 // error log, the task does not move, and the process does not grow.
 func malformedFlood(t *testing.T, p *devProc, dataDir string) {
 	const total, posters = 10000, 4
-	api := newFaultAPI(t, p)
+	api := newAPIClient(t, p.api, "")
 	const id = "T-2026-821"
 	a := &agent{t: t, repo: ghRepo(t)}
 	api.startTask(id, lowRiskPlan(a.repo))
@@ -166,21 +167,21 @@ func sameJSON(a, b []byte) bool {
 
 // ciServerErrors has the GitHub API answer 500 a few times: the CI
 // activity retries, and the task goes on to review and done.
-func ciServerErrors(t *testing.T, p *devProc, gh *fakeGitHub) {
+func ciServerErrors(t *testing.T, p *devProc, gh *githubtest.Server) {
 	const failures = 3
-	api := newFaultAPI(t, p)
+	api := newAPIClient(t, p.api, "")
 	const id = "T-2026-822"
 	a := &agent{t: t, repo: ghRepo(t)}
 	api.startTask(id, lowRiskPlan(a.repo))
 	d := api.outboxMsg(id, amp.TypeTaskDispatch)
 	api.submit("/v1/acks", mustJSON(t, amp.NewAck(amp.RoleExecutor, d, time.Now())))
-	res := pushed(a, d, "hello from "+id+"\n")
+	res := pushed(gh, a, d, "hello from "+id+"\n")
 	sha := res.Result().CommitHash
-	gh.set(sha, false, failures)
+	gh.Fail("/commits/"+sha+"/check-runs", failures, http.StatusInternalServerError)
 	api.submit("/v1/messages", mustJSON(t, res))
 
 	req := api.outboxMsg(id, amp.TypeReviewRequest)
-	if n := gh.polls(sha); n <= failures {
+	if n := checkPolls(gh, sha); n <= failures {
 		t.Errorf("the GitHub API was asked %d times for %s, want more than the %d that failed", n, sha, failures)
 	}
 	if ci, _ := req.Request().CIStatus["state"].(string); ci != "passed" {
@@ -189,7 +190,7 @@ func ciServerErrors(t *testing.T, p *devProc, gh *fakeGitHub) {
 	api.submit("/v1/acks", mustJSON(t, amp.NewAck(amp.RoleReviewer, req, time.Now())))
 	api.submit("/v1/messages", mustJSON(t, a.verdict(req, amp.DecisionApproved)))
 	st := api.done(id, 60*time.Second)
-	t.Logf("CI of %s asked %d times (%d answered 500); task %s", sha[:12], gh.polls(sha), failures, st.Status)
+	t.Logf("CI of %s asked %d times (%d answered 500); task %s", sha[:12], checkPolls(gh, sha), failures, st.Status)
 }
 
 // duplicateSends sends every kind of agent record twice, byte for byte,
@@ -197,14 +198,14 @@ func ciServerErrors(t *testing.T, p *devProc, gh *fakeGitHub) {
 // are accepted with one effect, the third is a 409. The task is high risk
 // so that it waits for final approval instead of ending under the
 // duplicate verdict.
-func duplicateSends(t *testing.T, p *devProc, dataDir string) {
-	api := newFaultAPI(t, p)
+func duplicateSends(t *testing.T, p *devProc, gh *githubtest.Server, dataDir string) {
+	api := newAPIClient(t, p.api, "")
 	const id = "T-2026-823"
 	a := &agent{t: t, repo: ghRepo(t)}
 	plan := lowRiskPlan(a.repo)
 	plan.RiskLevel = amp.RiskHigh
 	api.startTask(id, plan)
-	api.decide(api.pending(id, task.KindPlanApproval), decision.OptApprove)
+	api.decide(api.pending(id, task.KindPlanApproval, 60*time.Second), decision.OptApprove)
 	d := api.outboxMsg(id, amp.TypeTaskDispatch)
 
 	type reused struct {
@@ -236,7 +237,7 @@ func duplicateSends(t *testing.T, p *devProc, dataDir string) {
 	}
 	twice("/v1/messages", esc.MsgID, mustJSON(t, esc), mustJSON(t, otherEsc))
 
-	res := pushed(a, d, "hello from "+id+"\n")
+	res := pushed(gh, a, d, "hello from "+id+"\n")
 	otherRes := res
 	r := *res.Result()
 	r.SelfAssessment.Notes = []string{"done, I think"}
@@ -265,7 +266,7 @@ func duplicateSends(t *testing.T, p *devProc, dataDir string) {
 		}
 	})
 
-	api.decide(api.pending(id, task.KindFinalApproval), decision.OptApprove)
+	api.decide(api.pending(id, task.KindFinalApproval, 60*time.Second), decision.OptApprove)
 	st := api.done(id, 60*time.Second)
 	want := lifecycleRecords()
 	want["escalation"] = 1

@@ -58,21 +58,21 @@ type killCase struct {
 // raised before the crash is what the SSOT holds, once, and nothing is
 // dispatched again.
 func TestFaultKill9AtEachPoint(t *testing.T) {
-	gh := newFakeGitHub(t)
+	gh, ghEnv := ciGitHub(t)
 	agentDir := t.TempDir()
 	t.Cleanup(func() { _ = os.WriteFile(filepath.Join(agentDir, "stop"), nil, 0o644) })
 	script := filepath.Join(agentDir, "agent.sh")
 	writeFile(t, script, strings.ReplaceAll(agentScript, "%DIR%", agentDir))
 	dataDir := t.TempDir()
-	env := append(gh.env(),
+	env := append(ghEnv,
 		"AMPFLOW_AGENTS_EXECUTOR_MODE=command", "AMPFLOW_AGENTS_EXECUTOR_COMMAND=sh,"+script,
 		// No admins: the open API acts as the local user, whom dev makes the admin.
 		"AMPFLOW_POLICY_PLAN_APPROVAL_LOW=admin")
 	p := startDev(t, dataDir, env...)
-	api := newFaultAPI(t, p)
+	api := newAPIClient(t, p.api, "")
 
 	approve := func(c *killCase) {
-		api.decide(api.pending(c.id, task.KindPlanApproval), decision.OptApprove)
+		api.decide(api.pending(c.id, task.KindPlanApproval, 60*time.Second), decision.OptApprove)
 		c.dispatch = api.outboxMsg(c.id, amp.TypeTaskDispatch)
 	}
 	ack := func(c *killCase, m amp.Message) {
@@ -83,7 +83,7 @@ func TestFaultKill9AtEachPoint(t *testing.T) {
 		c.ids = append(c.ids, res.MsgID)
 	}
 	result := func(c *killCase) amp.Message {
-		m := pushed(c.a, c.dispatch, "hello from "+c.id+"\n")
+		m := pushed(gh, c.a, c.dispatch, "hello from "+c.id+"\n")
 		c.sha = m.Result().CommitHash
 		return m
 	}
@@ -135,31 +135,31 @@ func TestFaultKill9AtEachPoint(t *testing.T) {
 			approve(c)
 			ack(c, c.dispatch)
 			m := result(c)
-			gh.set(c.sha, true, 0)
+			setCheck(gh, c.sha, "")
 			send(c, m)
 			api.waitFor(c.id, "polling CI", 60*time.Second, func(st task.State) bool {
-				return st.Status == task.StatusCICheck && gh.polls(c.sha) >= 2
+				return st.Status == task.StatusCICheck && checkPolls(gh, c.sha) >= 2
 			})
-			c.polls = gh.polls(c.sha)
+			c.polls = checkPolls(gh, c.sha)
 		},
 		after: func(c *killCase) {
 			eventually(t, 120*time.Second, c.name+": CI polled again after the restart", func() (bool, error) {
-				return gh.polls(c.sha) > c.polls, nil
+				return checkPolls(gh, c.sha) > c.polls, nil
 			})
 			if st := api.state(c.id); st.Status != task.StatusCICheck {
 				t.Errorf("%s: %s while CI is pending, want %s", c.name, st.Status, task.StatusCICheck)
 			}
-			gh.set(c.sha, false, 0)
+			setCheck(gh, c.sha, "success")
 			review(c)
 		},
 	}, {
 		name: "DecisionOpen",
 		id:   "T-2026-814",
 		before: func(c *killCase) {
-			c.decision = api.pending(c.id, task.KindPlanApproval).ID
+			c.decision = api.pending(c.id, task.KindPlanApproval, 60*time.Second).ID
 		},
 		after: func(c *killCase) {
-			d := api.pending(c.id, task.KindPlanApproval)
+			d := api.pending(c.id, task.KindPlanApproval, 60*time.Second)
 			if d.ID != c.decision {
 				t.Errorf("%s: open decision %s after the restart, want %s", c.name, d.ID, c.decision)
 			}

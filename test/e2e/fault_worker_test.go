@@ -21,7 +21,7 @@ import (
 func TestFaultSendWithoutWorker(t *testing.T) {
 	dataDir := t.TempDir()
 	p := startDev(t, dataDir)
-	api := newFaultAPI(t, p)
+	api := newAPIClient(t, p.api, "")
 	const id = "T-2026-831"
 	a := &agent{t: t, repo: gitRepo(t)}
 	api.startTask(id, lowRiskPlan(a.repo))

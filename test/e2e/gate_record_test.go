@@ -1,9 +1,7 @@
 package e2e
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -30,6 +28,7 @@ func TestRecordGateHistories(t *testing.T) {
 	// Contracts live 5s: the contract gate expires with its contract.
 	p := startDev(t, t.TempDir(), append(gateEnv(hook.Listener.Addr().String()), "AMPFLOW_ADMINS=recorder", "AMPFLOW_GATE_CONTRACT_TTL=5s")...)
 	tasks := dial(t, p)
+	tailor := newAPIClient(t, p.api, gateTailorKey)
 	out := filepath.Join("..", "replay", "testdata", "gate")
 	if err := os.MkdirAll(out, 0o755); err != nil {
 		t.Fatal(err)
@@ -50,19 +49,10 @@ func TestRecordGateHistories(t *testing.T) {
 		if sc.webhook != "" {
 			body["webhook_url"] = sc.webhook
 		}
-		b, _ := json.Marshal(body)
-		req, _ := http.NewRequest("POST", "http://"+p.api+"/v1/signals", bytes.NewReader(b))
-		req.Header.Set("Content-Type", "application/json")
-		req.Header.Set("Authorization", "Bearer "+gateTailorKey)
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
 		var rep struct {
 			GateID string `json:"gate_id"`
 		}
-		json.NewDecoder(resp.Body).Decode(&rep)
-		resp.Body.Close()
+		tailor.call("POST", "/v1/signals", body, &rep)
 		wf := gate.WorkflowID(rep.GateID)
 		var st gate.State
 		eventually(t, 30*time.Second, "the gate's decision", func() (bool, error) {
@@ -84,8 +74,7 @@ func TestRecordGateHistories(t *testing.T) {
 
 	// A contract gate nobody answers: rejected when its contract expires
 	// (Input.ExpiresAt), long before the policy's expire_after.
-	api := contractsAPI{t: t, base: "http://" + p.api}
-	d := api.decide(gateTailorKey, amcp.DecideRequest{Intent: "deploy to production",
+	d := tailor.amcpDecide(amcp.DecideRequest{Intent: "deploy to production",
 		Context: &amcp.DecideContext{Parameters: map[string]any{"service": "web", "version": "1.2.3"}}})
 	if d.GateID == "" {
 		t.Fatalf("decide opened no gate: %+v", d)

@@ -61,7 +61,7 @@ func TestGateAgentApprovedInTelegram(t *testing.T) {
 		"AMPFLOW_TELEGRAM_SERVER_URL="+tg.URL(),
 	)
 	p := startDev(t, t.TempDir(), env...)
-	c := api{t: t, base: "http://" + p.api}
+	c := newAPIClient(t, p.api, "")
 
 	hookURL := fmt.Sprintf("http://127.0.0.1:%d/amp/callback", port)
 	runAgent := func(runID string) (string, error) {
@@ -190,7 +190,7 @@ func TestGateAgentApprovedInTelegram(t *testing.T) {
 // spent budget refuses signals with 402; the refused signal is not recorded.
 func TestGateBudgetStopsSignals(t *testing.T) {
 	p := startDev(t, t.TempDir(), gateEnv("hooks.example.com")...)
-	c := api{t: t, base: "http://" + p.api}
+	c := newAPIClient(t, p.api, "")
 	signal := func(run string) (int, map[string]any) {
 		body := map[string]any{
 			"amp_version": "1.0", "agent_id": "spender", "run_id": run, "status": "completed",
@@ -198,18 +198,10 @@ func TestGateBudgetStopsSignals(t *testing.T) {
 			"input_tokens": 1842, "output_tokens": 614, "cost_usd": 0.014736, "gate_required": false,
 			"started_at": "2026-03-06T22:10:38Z", "completed_at": "2026-03-06T22:10:46Z",
 		}
-		b, _ := json.Marshal(body)
-		req, _ := http.NewRequest("POST", "http://"+p.api+"/amp/signal", bytes.NewReader(b))
-		req.Header.Set("Content-Type", "application/json")
-		req.Header.Set("Authorization", "Bearer "+gateSpendKey)
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer resp.Body.Close()
+		code, resp := c.as(gateSpendKey).call("POST", "/amp/signal", body, nil)
 		var out map[string]any
-		json.NewDecoder(resp.Body).Decode(&out)
-		return resp.StatusCode, out
+		_ = json.Unmarshal(resp, &out)
+		return code, out
 	}
 	// $0.014736 each against $0.035 a day: the first is under 80 %, the
 	// second reaches 80 % and is gated though the agent asked for none,
@@ -266,13 +258,7 @@ func TestGateBudgetStopsSignals(t *testing.T) {
 		return code == 0 && strings.Contains(out, "rejected"), fmt.Errorf("%s", out)
 	})
 
-	resp, err := http.Get("http://" + p.api + "/metrics")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	var metrics bytes.Buffer
-	metrics.ReadFrom(resp.Body)
+	metrics := c.text("/metrics")
 	for _, want := range []string{
 		`ampflow_gate_signals_total{agent="spender",outcome="budget_exceeded"} 1`,
 		`ampflow_gate_signals_total{agent="spender",outcome="pending"} 2`,
@@ -280,7 +266,7 @@ func TestGateBudgetStopsSignals(t *testing.T) {
 		`ampflow_gate_gates_resolved_total{status="rejected"} 1`,
 		`ampflow_gate_cost_usd_total{agent="spender",project=""}`,
 	} {
-		if !strings.Contains(metrics.String(), want) {
+		if !strings.Contains(metrics, want) {
 			t.Errorf("/metrics lacks %s", want)
 		}
 	}
@@ -299,7 +285,7 @@ func TestGateBudgetStopsSignals(t *testing.T) {
 }
 
 // gateRunOf reads the run id of a gate workflow's gate.
-func gateRunOf(t *testing.T, c api, subject string) string {
+func gateRunOf(t *testing.T, c *apiClient, subject string) string {
 	t.Helper()
 	var g struct {
 		RunID string `json:"run_id"`
@@ -315,7 +301,7 @@ func gateRunOf(t *testing.T, c api, subject string) string {
 // suspends the task with a critical escalation for an admin.
 func TestGateTaskBudgetSuspends(t *testing.T) {
 	p := startDev(t, t.TempDir(), gateEnv("hooks.example.com")...)
-	c := api{t: t, base: "http://" + p.api}
+	c := newAPIClient(t, p.api, "")
 	tasks := dial(t, p)
 	plan := lowRiskPlan(gitRepo(t))
 	plan.TechConstraints = map[string]any{"budget_usd": 0.02, "gate_agents": []string{"resume-tailor"}}
@@ -333,16 +319,8 @@ func TestGateTaskBudgetSuspends(t *testing.T) {
 			"input_tokens": 1842, "output_tokens": 614, "cost_usd": 0.014736, "gate_required": false,
 			"started_at": "2026-03-06T22:10:38Z", "completed_at": "2026-03-06T22:10:46Z",
 		}
-		b, _ := json.Marshal(body)
-		req, _ := http.NewRequest("POST", "http://"+p.api+"/v1/signals", bytes.NewReader(b))
-		req.Header.Set("Content-Type", "application/json")
-		req.Header.Set("Authorization", "Bearer "+gateTailorKey)
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		resp.Body.Close()
-		return resp.StatusCode
+		code, _ := c.as(gateTailorKey).call("POST", "/v1/signals", body, nil)
+		return code
 	}
 	if code := post("task-spend-0", "T-2026-999"); code != http.StatusBadRequest {
 		t.Fatalf("a signal for an unknown task answered %d, want 400", code)

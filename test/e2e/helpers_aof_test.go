@@ -12,11 +12,6 @@ import (
 	"github.com/ampflow/ampflow/amp/decision"
 )
 
-// aofClient plays AOF agents and a coordinator against the API.
-type aofClient struct {
-	*faultAPI
-}
-
 // aofExample returns example n of the AOF/1 document, edited by edits
 // (JSON paths as "payload.outcome" → value).
 func aofExample(t *testing.T, n string, edits map[string]any) []byte {
@@ -47,11 +42,6 @@ func aofExample(t *testing.T, n string, edits map[string]any) []byte {
 	return mustJSON(t, m)
 }
 
-// on returns the client reporting to t, a subtest's.
-func (c aofClient) on(t *testing.T) aofClient {
-	return aofClient{&faultAPI{t: t, base: c.base, hc: c.hc}}
-}
-
 func wrapContent(t *testing.T, text string) []byte {
 	return mustJSON(t, map[string]string{"content": text})
 }
@@ -77,7 +67,7 @@ type aofEvent struct {
 	Payload map[string]any `json:"payload"`
 }
 
-func (c aofClient) create(id string, fields map[string]any) aofTaskView {
+func (c *apiClient) create(id string, fields map[string]any) aofTaskView {
 	c.t.Helper()
 	body := map[string]any{"taskId": id, "title": "task " + id, "assignee": "swe-backend"}
 	for k, v := range fields {
@@ -90,7 +80,7 @@ func (c aofClient) create(id string, fields map[string]any) aofTaskView {
 	return out
 }
 
-func (c aofClient) dispatch(id string, ttlMs int) {
+func (c *apiClient) dispatch(id string, ttlMs int) {
 	c.t.Helper()
 	body := map[string]any{"agentId": "swe-backend", "ttlMs": ttlMs}
 	if code, resp := c.call("POST", "/v1/aof/tasks/"+id+"/dispatch", body, nil); code != http.StatusOK {
@@ -100,7 +90,7 @@ func (c aofClient) dispatch(id string, ttlMs int) {
 
 // send posts a message and returns the status and the error code or
 // the result.
-func (c aofClient) send(body []byte) (int, map[string]any) {
+func (c *apiClient) send(body []byte) (int, map[string]any) {
 	c.t.Helper()
 	code, resp := c.call("POST", "/v1/aof/messages", body, nil)
 	var out map[string]any
@@ -108,7 +98,7 @@ func (c aofClient) send(body []byte) (int, map[string]any) {
 	return code, out
 }
 
-func (c aofClient) must(body []byte) map[string]any {
+func (c *apiClient) must(body []byte) map[string]any {
 	c.t.Helper()
 	code, out := c.send(body)
 	if code != http.StatusOK {
@@ -117,7 +107,7 @@ func (c aofClient) must(body []byte) map[string]any {
 	return out
 }
 
-func (c aofClient) task(id string) aofTaskView {
+func (c *apiClient) task(id string) aofTaskView {
 	c.t.Helper()
 	var v aofTaskView
 	if code, resp := c.call("GET", "/v1/aof/tasks/"+id, nil, &v); code != http.StatusOK {
@@ -126,7 +116,7 @@ func (c aofClient) task(id string) aofTaskView {
 	return v
 }
 
-func (c aofClient) events(id string) []aofEvent {
+func (c *apiClient) events(id string) []aofEvent {
 	c.t.Helper()
 	var page struct {
 		Events []aofEvent `json:"events"`
@@ -138,7 +128,7 @@ func (c aofClient) events(id string) []aofEvent {
 }
 
 // lastEvent returns the last logged event of typ of a task.
-func (c aofClient) lastEvent(id, typ string) aofEvent {
+func (c *apiClient) lastEvent(id, typ string) aofEvent {
 	c.t.Helper()
 	evs := c.events(id)
 	for i := len(evs) - 1; i >= 0; i-- {
@@ -150,7 +140,7 @@ func (c aofClient) lastEvent(id, typ string) aofEvent {
 	return aofEvent{}
 }
 
-func (c aofClient) countEvents(id, typ string) int {
+func (c *apiClient) countEvents(id, typ string) int {
 	n := 0
 	for _, e := range c.events(id) {
 		if e.Type == typ {
@@ -160,7 +150,7 @@ func (c aofClient) countEvents(id, typ string) int {
 	return n
 }
 
-func (c aofClient) waitStatus(id, status string, within time.Duration) aofTaskView {
+func (c *apiClient) waitStatus(id, status string, within time.Duration) aofTaskView {
 	c.t.Helper()
 	var v aofTaskView
 	eventually(c.t, within, id+" "+status, func() (bool, error) {
@@ -172,14 +162,14 @@ func (c aofClient) waitStatus(id, status string, within time.Duration) aofTaskVi
 
 // sessionEnd ends the session of swe-backend, the agent every dispatch
 // here runs.
-func (c aofClient) sessionEnd() {
+func (c *apiClient) sessionEnd() {
 	c.t.Helper()
 	if code, resp := c.call("POST", "/v1/aof/session-end", map[string]any{"agentId": "swe-backend"}, nil); code != http.StatusOK {
 		c.t.Fatalf("session end: %d %s", code, resp)
 	}
 }
 
-func (c aofClient) artifact(id, name string, v any) {
+func (c *apiClient) artifact(id, name string, v any) {
 	c.t.Helper()
 	raw, ok := c.task(id).Artifacts[name]
 	if !ok {
@@ -199,7 +189,7 @@ func wantReason(t *testing.T, e aofEvent, reason string) {
 
 // leaseState returns the state of the lease of key held by agent, "" when
 // none is listed.
-func (c aofClient) leaseState(key, agent string) string {
+func (c *apiClient) leaseState(key, agent string) string {
 	c.t.Helper()
 	var page struct {
 		Leases []struct {
@@ -220,7 +210,7 @@ func (c aofClient) leaseState(key, agent string) string {
 }
 
 // waitLease waits for the lease of key to reach state.
-func (c aofClient) waitLease(key, agent, state string) {
+func (c *apiClient) waitLease(key, agent, state string) {
 	c.t.Helper()
 	eventually(c.t, 30*time.Second, "lease "+key+" "+state, func() (bool, error) {
 		return c.leaseState(key, agent) == state, nil
@@ -228,7 +218,7 @@ func (c aofClient) waitLease(key, agent, state string) {
 }
 
 // runResult reads a task's run_result.json.
-func (c aofClient) runResult(id string) aofRunResult {
+func (c *apiClient) runResult(id string) aofRunResult {
 	c.t.Helper()
 	var rr aofRunResult
 	c.artifact(id, "run_result.json", &rr)

@@ -2,196 +2,20 @@ package e2e
 
 import (
 	"bufio"
-	"bytes"
 	"context"
-	"encoding/json"
 	"fmt"
-	"io"
-	"net/http"
-	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
-	"time"
 
+	"github.com/ampflow/ampflow/activities/github/githubtest"
 	"github.com/ampflow/ampflow/activities/ssot"
 	"github.com/ampflow/ampflow/amp"
-	"github.com/ampflow/ampflow/amp/decision"
 	"github.com/ampflow/ampflow/amp/task"
 	"github.com/ampflow/ampflow/config"
-	"github.com/ampflow/ampflow/integrations/httpapi"
 )
-
-// faultAPI speaks to the HTTP API of an open (tokenless, loopback) dev
-// process over keep-alive connections.
-type faultAPI struct {
-	t    *testing.T
-	base string
-	hc   *http.Client
-}
-
-func newFaultAPI(t *testing.T, p *devProc) *faultAPI {
-	tr := &http.Transport{MaxIdleConns: 16, MaxIdleConnsPerHost: 16, IdleConnTimeout: time.Minute}
-	t.Cleanup(tr.CloseIdleConnections)
-	return &faultAPI{t: t, base: "http://" + p.api, hc: &http.Client{Transport: tr, Timeout: 60 * time.Second}}
-}
-
-// reset drops the idle connections to a process that has gone.
-func (c *faultAPI) reset() { c.hc.Transport.(*http.Transport).CloseIdleConnections() }
-
-// raw sends body as is and returns the status and the response body.
-func (c *faultAPI) raw(method, path string, body []byte) (int, []byte, error) {
-	req, err := http.NewRequest(method, c.base+path, bytes.NewReader(body))
-	if err != nil {
-		return 0, nil, err
-	}
-	req.Header.Set("Content-Type", "application/json")
-	resp, err := c.hc.Do(req)
-	if err != nil {
-		return 0, nil, err
-	}
-	defer resp.Body.Close()
-	b, err := io.ReadAll(resp.Body)
-	return resp.StatusCode, b, err
-}
-
-// call sends v as JSON (raw bytes when v is []byte) and decodes a 2xx
-// answer into out.
-func (c *faultAPI) call(method, path string, v, out any) (int, []byte) {
-	c.t.Helper()
-	var body []byte
-	switch b := v.(type) {
-	case nil:
-	case []byte:
-		body = b
-	default:
-		var err error
-		if body, err = json.Marshal(v); err != nil {
-			c.t.Fatal(err)
-		}
-	}
-	code, resp, err := c.raw(method, path, body)
-	if err != nil {
-		c.t.Fatalf("%s %s: %v", method, path, err)
-	}
-	if out != nil && code < 300 {
-		if err := json.Unmarshal(resp, out); err != nil {
-			c.t.Fatalf("%s %s: decoding %q: %v", method, path, resp, err)
-		}
-	}
-	return code, resp
-}
-
-// submit posts an agent record and wants 202; it reports whether the task
-// took it as a duplicate.
-func (c *faultAPI) submit(path string, body []byte) bool {
-	c.t.Helper()
-	var res httpapi.SubmitResponse
-	if code, resp := c.call("POST", path, body, &res); code != http.StatusAccepted {
-		c.t.Fatalf("POST %s answered %d %s, want 202", path, code, resp)
-	}
-	return res.Duplicate
-}
-
-func (c *faultAPI) startTask(id string, plan amp.TaskDispatch) {
-	c.t.Helper()
-	raw, err := json.Marshal(plan)
-	if err != nil {
-		c.t.Fatal(err)
-	}
-	if code, resp := c.call("POST", "/v1/tasks", httpapi.StartRequest{TaskID: id, Plan: raw}, nil); code != http.StatusCreated {
-		c.t.Fatalf("starting %s: %d %s", id, code, resp)
-	}
-}
-
-func (c *faultAPI) state(id string) task.State {
-	c.t.Helper()
-	var st task.State
-	if code, resp := c.call("GET", "/v1/tasks/"+id, nil, &st); code != http.StatusOK {
-		c.t.Fatalf("reading %s: %d %s", id, code, resp)
-	}
-	return st
-}
-
-// waitFor polls the task until cond holds.
-func (c *faultAPI) waitFor(id, what string, within time.Duration, cond func(task.State) bool) task.State {
-	c.t.Helper()
-	var st task.State
-	eventually(c.t, within, id+" "+what, func() (bool, error) {
-		code, resp, err := c.raw("GET", "/v1/tasks/"+id, nil)
-		if err != nil || code != http.StatusOK {
-			return false, fmt.Errorf("%d %s %v", code, resp, err)
-		}
-		st = task.State{}
-		if err := json.Unmarshal(resp, &st); err != nil {
-			return false, err
-		}
-		return cond(st), fmt.Errorf("status %s, pending %v, last error %q", st.Status, st.Pending != nil, st.LastError)
-	})
-	return st
-}
-
-// done waits until the task is done and its workflow has closed: the
-// status says done before the last SSOT records are written, the
-// workflow closes after.
-func (c *faultAPI) done(id string, within time.Duration) task.State {
-	c.t.Helper()
-	c.waitFor(id, "done", within, func(st task.State) bool { return st.Status == task.StatusDone })
-	eventually(c.t, within, id+" closed", func() (bool, error) {
-		var list httpapi.ListResponse
-		code, resp, err := c.raw("GET", "/v1/tasks?status=done&limit=1000", nil)
-		if err != nil || code != http.StatusOK {
-			return false, fmt.Errorf("%d %s %v", code, resp, err)
-		}
-		if err := json.Unmarshal(resp, &list); err != nil {
-			return false, err
-		}
-		for _, s := range list.Tasks {
-			if s.TaskID == id {
-				return !s.Running, nil
-			}
-		}
-		return false, nil
-	})
-	return c.state(id)
-}
-
-// pending waits for an open decision of kind and returns it.
-func (c *faultAPI) pending(id string, kind decision.Kind) decision.Decision {
-	c.t.Helper()
-	st := c.waitFor(id, "decision "+string(kind), 60*time.Second, func(st task.State) bool {
-		return st.Pending != nil && st.Pending.Kind == kind
-	})
-	return *st.Pending
-}
-
-// decide answers d with option and the digest d was read with.
-func (c *faultAPI) decide(d decision.Decision, option string) {
-	c.t.Helper()
-	body := httpapi.DecideRequest{Option: option, Digest: d.Digest}
-	if code, resp := c.call("POST", "/v1/decisions/"+d.ID, body, nil); code != http.StatusOK {
-		c.t.Fatalf("deciding %s: %d %s", d.ID, code, resp)
-	}
-}
-
-// outboxMsg waits until the task's outbox holds a message of typ.
-func (c *faultAPI) outboxMsg(id string, typ amp.Type) amp.Message {
-	c.t.Helper()
-	var got amp.Message
-	c.waitFor(id, string(typ)+" in the outbox", 120*time.Second, func(st task.State) bool {
-		for _, m := range st.Outbox {
-			if m.Type == typ {
-				got = m
-				return true
-			}
-		}
-		return false
-	})
-	return got
-}
 
 // ghRepo is gitRepo with an origin on GitHub, so the GitHub CI provider
 // and the compare URL logic take it.
@@ -201,81 +25,39 @@ func ghRepo(t *testing.T) string {
 	return repo
 }
 
-// pushed commits the executor's work and makes it look pushed to origin.
-func pushed(a *agent, d amp.Message, body string) amp.Message {
+// ciGitHub is a fake GitHub that the GitHub CI provider of a dev process
+// started with env polls every second.
+func ciGitHub(t *testing.T) (gh *githubtest.Server, env []string) {
+	gh = githubtest.New(t, githubtest.Options{})
+	return gh, []string{"AMPFLOW_CI_PROVIDER=github", "AMPFLOW_CI_GITHUB_TOKEN=fake-token",
+		"AMPFLOW_CI_GITHUB_API_URL=" + gh.URL, "AMPFLOW_CI_POLL_INTERVAL=1s"}
+}
+
+// setCheck gives sha of acme/demo (ghRepo's origin) a check run of
+// conclusion, "" for one in progress; the last one set is the one read.
+func setCheck(gh *githubtest.Server, sha, conclusion string) {
+	gh.AddCheckRun("acme", "demo", sha, "build", conclusion, githubtest.CheckOutput{}, nil, nil, "")
+}
+
+// checkPolls is how many times gh was asked for the check runs of sha.
+func checkPolls(gh *githubtest.Server, sha string) int {
+	n := 0
+	for _, r := range gh.Requests() {
+		if strings.Contains(r.Path, "/commits/"+sha+"/check-runs") {
+			n++
+		}
+	}
+	return n
+}
+
+// pushed commits the executor's work, makes it look pushed to origin, and
+// gives the commit a passing check on gh.
+func pushed(gh *githubtest.Server, a *agent, d amp.Message, body string) amp.Message {
 	a.t.Helper()
 	m := a.work(d, "hello.txt", body)
 	git(a.t, a.repo, "update-ref", "refs/remotes/origin/feature/e2e", "HEAD")
+	setCheck(gh, m.Result().CommitHash, "success")
 	return m
-}
-
-// fakeGitHub answers the two GitHub REST calls the CI provider makes, per
-// commit: success unless told to fail or to stay pending.
-type fakeGitHub struct {
-	srv *httptest.Server
-
-	mu      sync.Mutex
-	calls   map[string]int
-	fail    map[string]int // answers of 500 still to give
-	pending map[string]bool
-}
-
-func newFakeGitHub(t *testing.T) *fakeGitHub {
-	f := &fakeGitHub{calls: map[string]int{}, fail: map[string]int{}, pending: map[string]bool{}}
-	f.srv = httptest.NewServer(http.HandlerFunc(f.serve))
-	t.Cleanup(f.srv.Close)
-	return f
-}
-
-func (f *fakeGitHub) serve(w http.ResponseWriter, r *http.Request) {
-	// go-github puts an Enterprise API under /api/v3/.
-	parts := strings.Split(strings.Trim(strings.TrimPrefix(r.URL.Path, "/api/v3"), "/"), "/")
-	if len(parts) != 6 || parts[0] != "repos" || parts[3] != "commits" {
-		http.Error(w, `{"message":"Not Found"}`, http.StatusNotFound)
-		return
-	}
-	sha, what := parts[4], parts[5]
-	w.Header().Set("Content-Type", "application/json")
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	switch what {
-	case "check-runs":
-		f.calls[sha]++
-		if f.fail[sha] > 0 {
-			f.fail[sha]--
-			w.WriteHeader(http.StatusInternalServerError)
-			fmt.Fprint(w, `{"message":"Server Error"}`)
-			return
-		}
-		run := `{"name":"build","status":"completed","conclusion":"success"}`
-		if f.pending[sha] {
-			run = `{"name":"build","status":"in_progress"}`
-		}
-		fmt.Fprintf(w, `{"total_count":1,"check_runs":[%s]}`, run)
-	case "status":
-		fmt.Fprint(w, `{"state":"success","total_count":0,"statuses":[]}`)
-	default:
-		http.Error(w, `{"message":"Not Found"}`, http.StatusNotFound)
-	}
-}
-
-// env configures a dev process to use the fake, polling every second.
-func (f *fakeGitHub) env() []string {
-	return []string{"AMPFLOW_CI_PROVIDER=github", "AMPFLOW_CI_GITHUB_TOKEN=fake-token",
-		"AMPFLOW_CI_GITHUB_API_URL=" + f.srv.URL, "AMPFLOW_CI_POLL_INTERVAL=1s"}
-}
-
-func (f *fakeGitHub) set(sha string, pending bool, fail int) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	f.pending[sha], f.fail[sha] = pending, fail
-}
-
-// polls is how many times the check runs of sha were asked for.
-func (f *fakeGitHub) polls(sha string) int {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	return f.calls[sha]
 }
 
 // vmRSS reads the resident set size of a process, in kB.

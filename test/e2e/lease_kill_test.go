@@ -16,14 +16,14 @@ import (
 func TestLeaseKillAndRestart(t *testing.T) {
 	p := startDev(t, t.TempDir(),
 		"AMPFLOW_AUTH_TOKENS=alice-secret-0123456789ab:executor:alice,bob-secret-0123456789ab:executor:bob")
-	alice := api{t: t, base: "http://" + p.api, token: "alice-secret-0123456789ab"}
+	alice := newAPIClient(t, p.api, "alice-secret-0123456789ab")
 	var l repomesh.Lease
 	if code := alice.do("POST", "/v1/leases", map[string]any{"resource_key": "file:kill:main", "ttl_seconds": 10}, &l); code != 201 {
 		t.Fatalf("alice's acquire: %d", code)
 	}
-	bob := api{t: t, base: "http://" + p.api, token: "bob-secret-0123456789ab"}
+	bob := newAPIClient(t, p.api, "bob-secret-0123456789ab")
 	var conflict repomesh.ConflictBody
-	code, body := rawDo(t, bob, "POST", "/v1/leases", `{"resource_key":"file:kill:main","ttl_seconds":30}`)
+	code, body := bob.call("POST", "/v1/leases", []byte(`{"resource_key":"file:kill:main","ttl_seconds":30}`), nil)
 	if err := json.Unmarshal(body, &conflict); code != 409 || err != nil || conflict.Error.Holder != "alice" || conflict.Error.RetryAfterMS <= 0 {
 		t.Fatalf("bob's acquire while alice holds: %d %s", code, body)
 	}

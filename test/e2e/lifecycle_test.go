@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
-	"io"
 	"net/http"
 	"os"
 	"os/exec"
@@ -16,87 +15,6 @@ import (
 	"github.com/ampflow/ampflow/amp"
 	"github.com/ampflow/ampflow/amp/task"
 )
-
-// api is an agent or coordinator speaking to the HTTP API with a token.
-type api struct {
-	t     *testing.T
-	base  string
-	token string
-}
-
-func (c api) do(method, path string, body any, out any) int {
-	c.t.Helper()
-	var r io.Reader
-	if body != nil {
-		b, err := json.Marshal(body)
-		if err != nil {
-			c.t.Fatal(err)
-		}
-		r = bytes.NewReader(b)
-	}
-	req, err := http.NewRequest(method, c.base+path, r)
-	if err != nil {
-		c.t.Fatal(err)
-	}
-	req.Header.Set("Authorization", "Bearer "+c.token)
-	req.Header.Set("Content-Type", "application/json")
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		c.t.Fatalf("%s %s: %v", method, path, err)
-	}
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(resp.Body)
-	if out != nil && resp.StatusCode < 300 {
-		if err := json.Unmarshal(b, out); err != nil {
-			c.t.Fatalf("%s %s: decoding %q: %v", method, path, b, err)
-		}
-	}
-	if resp.StatusCode >= 300 {
-		c.t.Logf("%s %s: %d %s", method, path, resp.StatusCode, b)
-	}
-	return resp.StatusCode
-}
-
-// text GETs path and returns the body of a 200 answer.
-func (c api) text(path string) string {
-	c.t.Helper()
-	req, err := http.NewRequest("GET", c.base+path, nil)
-	if err != nil {
-		c.t.Fatal(err)
-	}
-	req.Header.Set("Authorization", "Bearer "+c.token)
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		c.t.Fatalf("GET %s: %v", path, err)
-	}
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(resp.Body)
-	if resp.StatusCode != http.StatusOK {
-		c.t.Fatalf("GET %s: %d %s", path, resp.StatusCode, b)
-	}
-	return string(b)
-}
-
-// inbox long-polls the API until a message of the task arrives.
-func (c api) inbox(role amp.Role, taskID string, typ amp.Type) amp.Message {
-	c.t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for time.Now().Before(deadline) {
-		var inbox struct {
-			Messages []amp.Message `json:"messages"`
-		}
-		if code := c.do("GET", "/v1/inbox?role="+string(role)+"&wait=5s", nil, &inbox); code != http.StatusOK {
-			c.t.Fatalf("inbox answered %d", code)
-		}
-		for _, m := range inbox.Messages {
-			if m.TaskID == taskID && m.Type == typ {
-				return m
-			}
-		}
-	}
-	c.t.Fatalf("no %s for %s in the %s inbox", typ, taskID, role)
-	return amp.Message{}
-}
 
 // cli runs the ampflow binary against a dev process's HTTP API, without
 // a token, from a directory with no configuration.
@@ -141,8 +59,8 @@ func TestLifecycleCLIAndAPI(t *testing.T) {
 	p := startDev(t, t.TempDir(),
 		"AMPFLOW_AUTH_TOKENS=exec-secret-0123456789ab:executor:codex,rev-secret-0123456789ab:reviewer:claude,coord-secret-0123456789ab:coordinator:planner")
 	repo := gitRepo(t)
-	exec := api{t: t, base: "http://" + p.api, token: "exec-secret-0123456789ab"}
-	rev := api{t: t, base: "http://" + p.api, token: "rev-secret-0123456789ab"}
+	exec := newAPIClient(t, p.api, "exec-secret-0123456789ab")
+	rev := newAPIClient(t, p.api, "rev-secret-0123456789ab")
 	a := &agent{t: t, repo: repo}
 
 	plan, _ := json.Marshal(lowRiskPlan(repo))

@@ -3,8 +3,6 @@ package e2e
 import (
 	"encoding/json"
 	"fmt"
-	"io"
-	"net/http"
 	"net/url"
 	"os"
 	"slices"
@@ -27,8 +25,8 @@ import (
 func TestMesh(t *testing.T) {
 	p := startDev(t, t.TempDir(),
 		"AMPFLOW_AUTH_TOKENS=alice-secret-0123456789ab:executor:alice,bob-secret-0123456789ab:reviewer:bob,root-secret-0123456789ab:admin:root,coord-secret-0123456789ab:coordinator:planner,erin-secret-0123456789ab:executor:erin")
-	alice := api{t: t, base: "http://" + p.api, token: "alice-secret-0123456789ab"}
-	bob := api{t: t, base: "http://" + p.api, token: "bob-secret-0123456789ab"}
+	alice := newAPIClient(t, p.api, "alice-secret-0123456789ab")
+	bob := newAPIClient(t, p.api, "bob-secret-0123456789ab")
 
 	t.Run("LeaseAutoReleasedOnTime", func(t *testing.T) {
 		var l repomesh.Lease
@@ -36,7 +34,7 @@ func TestMesh(t *testing.T) {
 			t.Fatalf("acquire: %d", code)
 		}
 		var conflict repomesh.ConflictBody
-		code, body := rawDo(t, bob, "POST", "/v1/leases", `{"resource_key":"file:app:main","ttl_seconds":30}`)
+		code, body := bob.on(t).call("POST", "/v1/leases", []byte(`{"resource_key":"file:app:main","ttl_seconds":30}`), nil)
 		if err := json.Unmarshal(body, &conflict); code != 409 || err != nil || conflict.Error.Holder != "alice" ||
 			conflict.Error.Code != repomesh.CodeLockConflict || conflict.Error.RetryAfterMS <= 0 || conflict.Error.RetryAfterMS > 3000 {
 			t.Fatalf("bob's acquire while alice holds: %d %s", code, body)
@@ -153,7 +151,7 @@ func TestMesh(t *testing.T) {
 			t.Fatalf("bob's reply: %d %+v", code, r)
 		}
 		var carol repomesh.EventList
-		root2 := api{t: t, base: alice.base, token: "root-secret-0123456789ab"}
+		root2 := alice.on(t).as("root-secret-0123456789ab")
 		root2.do("GET", "/v1/events/inbox?recipient_id=carol", nil, &carol)
 		if len(carol.Events) != 1 || carol.Events[0].ID != r.ID {
 			t.Fatalf("carol's inbox (mentioned): %+v", carol.Events)
@@ -178,7 +176,7 @@ func TestMesh(t *testing.T) {
 			t.Fatalf("read receipt: %d %+v", code, read.ReadBy)
 		}
 		// An invalid message: 400 naming the fields, and an agent.error to the sender.
-		code, body := rawDo(t, bob, "POST", "/v1/events", `{"type":"agent.chat","severity":"info","payload":{"from":"bob","to":"alice"}}`)
+		code, body := bob.on(t).call("POST", "/v1/events", []byte(`{"type":"agent.chat","severity":"info","payload":{"from":"bob","to":"alice"}}`), nil)
 		if code != 400 || !strings.Contains(string(body), "payload.subject") || !strings.Contains(string(body), "INVALID_PAYLOAD") {
 			t.Fatalf("invalid chat: %d %s", code, body)
 		}
@@ -192,7 +190,7 @@ func TestMesh(t *testing.T) {
 	t.Run("AgentRecovered", func(t *testing.T) {
 		// erin, not alice: an agent reports a restart once a minute, and
 		// alice reports hers below.
-		erin := api{t: t, base: alice.base, token: "erin-secret-0123456789ab"}
+		erin := alice.on(t).as("erin-secret-0123456789ab")
 		for _, key := range []string{"claim:T-2026-900", "file:app:feature"} {
 			if code := erin.do("POST", "/v1/leases", map[string]any{"resource_key": key, "ttl_seconds": 600}, nil); code != 201 {
 				t.Fatalf("acquire %s: %d", key, code)
@@ -226,7 +224,7 @@ func TestMesh(t *testing.T) {
 	t.Run("TwoTasksOneBranch", func(t *testing.T) { twoTasksOneBranch(t, p, alice, bob) })
 
 	t.Run("TasksRedispatchedAndBugTask", func(t *testing.T) {
-		coord := api{t: t, base: alice.base, token: "coord-secret-0123456789ab"}
+		coord := alice.on(t).as("coord-secret-0123456789ab")
 		var started struct {
 			TaskID string `json:"task_id"`
 		}
@@ -298,9 +296,9 @@ func TestMesh(t *testing.T) {
 
 		// The task speaks in the mesh: created, and claimed by the ACK.
 		// They go to no inbox, and every agent finds them by search.
-		admin := api{t: t, base: alice.base, token: "root-secret-0123456789ab"}
+		admin := alice.on(t).as("root-secret-0123456789ab")
 		for _, typ := range []string{"task.created", "task.claimed"} {
-			for _, who := range []api{admin, bob} {
+			for _, who := range []*apiClient{admin, bob} {
 				var found repomesh.EventList
 				who.do("GET", "/v1/events/search?type="+typ+"&task_id="+id, nil, &found)
 				if len(found.Events) != 1 {
@@ -313,19 +311,19 @@ func TestMesh(t *testing.T) {
 	// A mesh event id is its sender's: another agent posting the same id
 	// is refused and reads nothing of the first one's message.
 	t.Run("EventIDIsTheSenders", func(t *testing.T) {
-		erin := api{t: t, base: "http://" + p.api, token: "erin-secret-0123456789ab"}
+		erin := newAPIClient(t, p.api, "erin-secret-0123456789ab")
 		chat := func(from, content string) string {
 			return fmt.Sprintf(`{"id":"private-note-1","type":"agent.chat","severity":"info","payload":{"from":%q,"from_id":%q,"to":"bob",`+
 				`"subject":"private","content":%q,"timestamp":"2026-11-23T21:20:00Z"}}`, from, from, content)
 		}
-		if code, body := rawDo(t, alice, "POST", "/v1/events", chat("alice", "the deploy key is in vault/alice")); code != 201 {
+		if code, body := alice.on(t).call("POST", "/v1/events", []byte(chat("alice", "the deploy key is in vault/alice")), nil); code != 201 {
 			t.Fatalf("alice's post: %d %s", code, body)
 		}
-		code, body := rawDo(t, erin, "POST", "/v1/events", chat("erin", "hello"))
+		code, body := erin.call("POST", "/v1/events", []byte(chat("erin", "hello")), nil)
 		if code != 409 || strings.Contains(string(body), "vault/alice") {
 			t.Fatalf("erin posting alice's id: %d %s; want 409 and nothing of alice's", code, body)
 		}
-		if code, body := rawDo(t, alice, "POST", "/v1/events", chat("alice", "the deploy key is in vault/alice")); code != 200 && code != 201 {
+		if code, body := alice.on(t).call("POST", "/v1/events", []byte(chat("alice", "the deploy key is in vault/alice")), nil); code != 200 && code != 201 {
 			t.Errorf("alice's retry: %d %s; want her stored event", code, body)
 		}
 	})
@@ -348,21 +346,4 @@ func mustRun(t *testing.T, env []string, args ...string) string {
 		t.Fatalf("ampflow %s: exit %d\n%s%s", strings.Join(args, " "), code, out, errOut)
 	}
 	return out
-}
-
-func rawDo(t *testing.T, c api, method, path, body string) (int, []byte) {
-	t.Helper()
-	req, err := http.NewRequest(method, c.base+path, strings.NewReader(body))
-	if err != nil {
-		t.Fatal(err)
-	}
-	req.Header.Set("Authorization", "Bearer "+c.token)
-	req.Header.Set("Content-Type", "application/json")
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatalf("%s %s: %v", method, path, err)
-	}
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(resp.Body)
-	return resp.StatusCode, b
 }

@@ -17,7 +17,7 @@ import (
 // end.
 func TestListingPages(t *testing.T) {
 	p := startDev(t, t.TempDir(), "AMPFLOW_POLICY_PLAN_APPROVAL_LOW=admin")
-	api := newFaultAPI(t, p)
+	api := newAPIClient(t, p.api, "")
 	repo := gitRepo(t)
 	var ids []string
 	for i := 1; i <= 5; i++ {

@@ -4,10 +4,7 @@ import (
 	"encoding/json"
 	"io/fs"
 	"net/http"
-	"net/http/cgi"
-	"net/http/httptest"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -19,31 +16,6 @@ import (
 	"github.com/ampflow/ampflow/amp/task"
 )
 
-// gitOverHTTP serves the bare repositories under root over git's smart
-// HTTP protocol to x-access-token:token only, as GitHub does.
-func gitOverHTTP(t *testing.T, root, token string) string {
-	t.Helper()
-	out, err := exec.Command("git", "--exec-path").Output()
-	if err != nil {
-		t.Skip("git --exec-path:", err)
-	}
-	backend := filepath.Join(strings.TrimSpace(string(out)), "git-http-backend")
-	if _, err := os.Stat(backend); err != nil {
-		t.Skip("no git-http-backend:", err)
-	}
-	h := &cgi.Handler{Path: backend, Env: []string{"GIT_PROJECT_ROOT=" + root, "GIT_HTTP_EXPORT_ALL=1", "REMOTE_USER=pusher"}}
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if u, p, ok := r.BasicAuth(); !ok || u != "x-access-token" || p != token {
-			w.Header().Set("WWW-Authenticate", `Basic realm="git"`)
-			http.Error(w, "auth", http.StatusUnauthorized)
-			return
-		}
-		h.ServeHTTP(w, r)
-	}))
-	t.Cleanup(srv.Close)
-	return srv.URL
-}
-
 // prSetup is a task repository whose origin is a bare repository served
 // over HTTP behind a token, a fake GitHub on loopback that reads the same
 // bare repository, and an ampflow dev delivering to both.
@@ -51,7 +23,7 @@ type prSetup struct {
 	bare, repo, dataDir string
 	gh                  *githubtest.Server
 	p                   *devProc
-	api                 *faultAPI
+	api                 *apiClient
 	a                   *agent
 }
 
@@ -59,7 +31,7 @@ func newPRSetup(t *testing.T, token string, env ...string) *prSetup {
 	t.Helper()
 	s := &prSetup{dataDir: t.TempDir()}
 	s.bare, s.repo = githubtest.Origin(t)
-	gitURL := gitOverHTTP(t, filepath.Dir(s.bare), token)
+	gitURL := githubtest.GitHTTP(t, filepath.Dir(s.bare), token)
 	git(t, s.repo, "remote", "set-url", "origin", gitURL+"/"+filepath.Base(s.bare))
 	git(t, s.repo, "checkout", "-q", "-b", "feature/e2e")
 	s.gh = githubtest.New(t, githubtest.Options{Token: token, Origin: s.bare})
@@ -68,7 +40,7 @@ func newPRSetup(t *testing.T, token string, env ...string) *prSetup {
 		"AMPFLOW_DELIVERY_PUSH=true", "AMPFLOW_DELIVERY_PULL_REQUEST=draft",
 		"AMPFLOW_DELIVERY_GITHUB_TOKEN_ENV=E2E_GITHUB_TOKEN", "E2E_GITHUB_TOKEN=" + token,
 		"AMPFLOW_DELIVERY_GITHUB_POLL=1s", "AMPFLOW_DASHBOARD_ENABLED=true"}, env...)...)
-	s.api = newFaultAPI(t, s.p)
+	s.api = newAPIClient(t, s.p.api, "")
 	s.a = &agent{t: t, tasks: dial(t, s.p), repo: s.repo}
 	return s
 }
@@ -243,13 +215,14 @@ func TestPullRequestKilledBeforeOpening(t *testing.T) {
 	s := newPRSetup(t, token)
 	arrived, release := make(chan struct{}), make(chan struct{})
 	var once sync.Once
-	s.gh.SetHook(func(method, path string) {
-		if method == http.MethodPost && path == "/api/v3/repos/acme/widget/pulls" {
+	s.gh.SetHook(func(_ http.ResponseWriter, r *http.Request) bool {
+		if r.Method == http.MethodPost && r.URL.Path == "/api/v3/repos/acme/widget/pulls" {
 			once.Do(func() {
 				close(arrived)
 				<-release
 			})
 		}
+		return false
 	})
 	s.api.startTask(id, lowRiskPlan(s.repo))
 	d := s.a.next(amp.RoleExecutor, id, amp.TypeTaskDispatch)

@@ -2,12 +2,9 @@ package e2e
 
 import (
 	"context"
-	"fmt"
 	"net/http"
-	"net/http/httptest"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -23,10 +20,10 @@ import (
 // each SSOT record shows when it happened, and the GitHub repository is
 // the one the task started with.
 func TestRecordTimes(t *testing.T) {
-	gh, seen := repoRecordingGitHub(t)
+	gh, ghEnv := ciGitHub(t)
 	dataDir := t.TempDir()
-	p := startDev(t, dataDir, append(gh.env(), "AMPFLOW_ADMINS=recorder")...)
-	api := newFaultAPI(t, p)
+	p := startDev(t, dataDir, append(ghEnv, "AMPFLOW_ADMINS=recorder")...)
+	api := newAPIClient(t, p.api, "")
 	tasks := dial(t, p)
 
 	t.Run("AckAndDecisionTimes", func(t *testing.T) {
@@ -35,7 +32,7 @@ func TestRecordTimes(t *testing.T) {
 		plan := lowRiskPlan(a.repo)
 		plan.RiskLevel = amp.RiskHigh // the plan waits for an admin
 		api.startTask(id, plan)
-		dec := api.pending(id, task.KindPlanApproval)
+		dec := api.pending(id, task.KindPlanApproval, 60*time.Second)
 
 		beforeDecide := time.Now()
 		if _, err := tasks.Decide(context.Background(), id, decision.Answer{DecisionID: dec.ID, Digest: dec.Digest, Option: decision.OptApprove, By: "recorder", Channel: "cli"}); err != nil {
@@ -99,12 +96,20 @@ func TestRecordTimes(t *testing.T) {
 		d := a.next(amp.RoleExecutor, id, amp.TypeTaskDispatch)
 		a.ack(d)
 		git(t, a.repo, "config", "remote.origin.url", "https://github.com/mallory/demo.git")
-		m := pushed(a, d, "hello\n")
+		m := pushed(gh, a, d, "hello\n")
 		a.send(m)
 
 		req := a.next(amp.RoleReviewer, id, amp.TypeReviewRequest)
 		sha := m.Result().CommitHash
-		if got := seen(sha); len(got) == 0 || slices.ContainsFunc(got, func(r string) bool { return r != "acme/demo" }) {
+		// The OWNER/NAME of each check-runs request for sha.
+		var got []string
+		for _, r := range gh.Requests() {
+			if parts := strings.Split(strings.TrimPrefix(r.Path, "/api/v3/"), "/"); len(parts) == 6 && parts[3] == "commits" && parts[4] == sha &&
+				strings.HasPrefix(parts[5], "check-runs") {
+				got = append(got, parts[1]+"/"+parts[2])
+			}
+		}
+		if len(got) == 0 || slices.ContainsFunc(got, func(r string) bool { return r != "acme/demo" }) {
 			t.Errorf("CI read the checks of %s on %v; want acme/demo only", sha, got)
 		}
 		if u := req.Request().DiffURL; !strings.HasPrefix(u, "https://github.com/acme/demo/compare/") {
@@ -117,28 +122,4 @@ func TestRecordTimes(t *testing.T) {
 		a.send(a.verdict(req, amp.DecisionApproved))
 		api.done(id, 60*time.Second)
 	})
-}
-
-// repoRecordingGitHub is fakeGitHub behind a server that also notes, per
-// commit, the OWNER/NAME of each check-runs request.
-func repoRecordingGitHub(t *testing.T) (gh *fakeGitHub, seen func(sha string) []string) {
-	t.Helper()
-	gh = &fakeGitHub{calls: map[string]int{}, fail: map[string]int{}, pending: map[string]bool{}}
-	var mu sync.Mutex
-	repos := map[string][]string{}
-	gh.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		parts := strings.Split(strings.Trim(strings.TrimPrefix(r.URL.Path, "/api/v3"), "/"), "/")
-		if len(parts) == 6 && parts[0] == "repos" && parts[5] == "check-runs" {
-			mu.Lock()
-			repos[parts[4]] = append(repos[parts[4]], fmt.Sprintf("%s/%s", parts[1], parts[2]))
-			mu.Unlock()
-		}
-		gh.serve(w, r)
-	}))
-	t.Cleanup(gh.srv.Close)
-	return gh, func(sha string) []string {
-		mu.Lock()
-		defer mu.Unlock()
-		return slices.Clone(repos[sha])
-	}
 }

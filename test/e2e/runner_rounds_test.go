@@ -24,18 +24,19 @@ const helloIssue = "hello.txt says helo, not hello"
 // run resumes the session of the first, with the issue in its prompt; it
 // fixes the file and the reviewer approves.
 func TestRunnerRejectionResumes(t *testing.T) {
-	s := startRunners(t,
-		[]fakemodel.Turn{
+	s := startRunnerDev(t, runnerOpts{
+		executor: runner{"codex", []fakemodel.Turn{
 			codexCommit("helo", "add hello.txt"),
 			{Text: `Done. {"criteria_met": [true], "notes": [], "summary": "first-round report"}`},
 			codexCommit("hello", "fix the greeting"),
 			{Text: `Fixed. {"criteria_met": [true], "notes": [], "summary": "fixed the greeting"}`},
-		},
-		[]fakemodel.Turn{
+		}},
+		reviewer: runner{"claude", []fakemodel.Turn{
 			{Text: `Not yet. {"decision": "rejected", "confidence": 0.9, "criteria_results": [{"criterion": "hello.txt says hello", "passed": false, "evidence": "it says helo"}], ` +
 				`"issues": [{"severity": "major", "file": "hello.txt", "line": 1, "description": "` + helloIssue + `", "suggested_fix": "write hello"}]}`},
 			{Text: `Right now. {"decision": "approved", "confidence": 0.9, "criteria_results": [{"criterion": "hello.txt says hello", "passed": true, "evidence": "it says hello"}]}`},
-		})
+		}},
+	})
 	const id = "T-2026-882"
 	s.api.startTask(id, lowRiskPlan(s.repo))
 	st := s.ended(id)
@@ -48,7 +49,7 @@ func TestRunnerRejectionResumes(t *testing.T) {
 	if got := git(t, s.repo, "show", "feature/e2e:hello.txt"); got != "hello" {
 		t.Errorf("hello.txt on the branch = %q", got)
 	}
-	reqs := s.codex.AgentRequests()
+	reqs := s.executor.AgentRequests()
 	if len(reqs) != 4 {
 		t.Fatalf("codex made %d model requests, want 4 (two per round)", len(reqs))
 	}
@@ -72,26 +73,28 @@ func TestRunnerRejectionResumes(t *testing.T) {
 // process is left, and when the admin terminates the task its worktree
 // goes, with the file the run left uncommitted kept on a salvage branch.
 func TestRunnerHungRun(t *testing.T) {
-	s := startRunners(t,
-		[]fakemodel.Turn{
+	s := startRunnerDev(t, runnerOpts{
+		executor: runner{"codex", []fakemodel.Turn{
 			{Text: "Drafting.", Tool: &fakemodel.ToolCall{Name: "exec_command", Input: map[string]any{"cmd": "printf 'draft\\n' > draft.txt"}}},
 			{Hang: true},
-		}, nil,
-		"AMPFLOW_AGENTS_EXECUTOR_IDLE_TIMEOUT=5s")
+		}},
+		reviewer: runner{cli: "claude"},
+		env:      []string{"AMPFLOW_AGENTS_EXECUTOR_IDLE_TIMEOUT=5s"},
+	})
 	const id = "T-2026-883"
 	s.api.startTask(id, lowRiskPlan(s.repo))
-	d := s.api.pending(id, task.KindDeliveryFailed)
+	d := s.api.pending(id, task.KindDeliveryFailed, 60*time.Second)
 	if !strings.Contains(d.Prompt, "stopped as hung") {
 		t.Errorf("the delivery_failed decision does not say the run hung: %q", d.Prompt)
 	}
-	if s.codex.Served() != 2 {
-		t.Errorf("codex was served %d turns, want 2 (the second hung)", s.codex.Served())
+	if s.executor.Served() != 2 {
+		t.Errorf("codex was served %d turns, want 2 (the second hung)", s.executor.Served())
 	}
-	wt := filepath.Join(s.data, "worktrees", id)
+	wt := filepath.Join(s.p.dataDir, "worktrees", id)
 	if procs := procsIn(wt); len(procs) != 0 {
 		t.Errorf("processes left in the worktree after the kill: %v", procs)
 	}
-	if left := pidFiles(t, s.data); len(left) != 0 {
+	if left := pidFiles(t, s.p.dataDir); len(left) != 0 {
 		t.Errorf("pid files left after the run: %v", left)
 	}
 
@@ -122,21 +125,22 @@ func TestRunnerKill9Resumes(t *testing.T) {
 	// Most of its time is the wait for the killed worker's activity to time
 	// out; it runs beside the other tests that wait so.
 	t.Parallel()
-	s := startRunners(t,
-		[]fakemodel.Turn{
+	s := startRunnerDev(t, runnerOpts{
+		executor: runner{"codex", []fakemodel.Turn{
 			codexCommit("hello", "add hello.txt"),
 			{Hang: true}, // the kill lands while this request is open
 			{Text: `Done. {"criteria_met": [true], "notes": [], "summary": "wrote hello.txt"}`},
-		},
-		[]fakemodel.Turn{
+		}},
+		reviewer: runner{"claude", []fakemodel.Turn{
 			{Text: `Looks right. {"decision": "approved", "confidence": 0.9, "criteria_results": [{"criterion": "hello.txt says hello", "passed": true, "evidence": "hello.txt reads hello"}]}`},
-		})
+		}},
+	})
 	const id = "T-2026-884"
 	s.api.startTask(id, lowRiskPlan(s.repo))
 	eventually(t, 3*time.Minute, "codex waiting on its second model request", func() (bool, error) {
-		return s.codex.Served() >= 2, nil
+		return s.executor.Served() >= 2, nil
 	})
-	pids := pidFiles(t, s.data)
+	pids := pidFiles(t, s.p.dataDir)
 	if len(pids) != 1 {
 		t.Fatalf("pid files %v while codex runs, want one", pids)
 	}
@@ -168,7 +172,7 @@ func TestRunnerKill9Resumes(t *testing.T) {
 	if st.Rounds != 1 {
 		t.Errorf("%d rounds, want 1: a crash must not dispatch again", st.Rounds)
 	}
-	reqs := s.codex.AgentRequests()
+	reqs := s.executor.AgentRequests()
 	if len(reqs) != 3 {
 		t.Fatalf("codex made %d model requests, want 3", len(reqs))
 	}
@@ -176,7 +180,7 @@ func TestRunnerKill9Resumes(t *testing.T) {
 		t.Errorf("the run after the restart did not resume the session: its request lacks the first run's tool call:\n%.3000s", reqs[2].Body)
 	}
 	results := 0
-	for _, r := range ssotHistory(t, s.data, id) {
+	for _, r := range ssotHistory(t, s.p.dataDir, id) {
 		if recordKey(r) == string(amp.TypeTaskResult) {
 			results++
 		}

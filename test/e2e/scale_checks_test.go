@@ -61,7 +61,7 @@ func (c *scaleCluster) checkStoredOnce(t *testing.T, ids []string) {
 }
 
 // historyAt reads the whole history of id through api, page by page.
-func historyAt(t *testing.T, api *faultAPI, id string) []ssot.Record {
+func historyAt(t *testing.T, api *apiClient, id string) []ssot.Record {
 	t.Helper()
 	var all []ssot.Record
 	cursor := ""

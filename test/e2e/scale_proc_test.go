@@ -5,7 +5,6 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"net/http"
 	"net/url"
 	"os"
 	"os/exec"
@@ -183,11 +182,4 @@ func (w *clusterWriter) Write(b []byte) (int, error) {
 	w.p.mu.Lock()
 	defer w.p.mu.Unlock()
 	return w.p.out.Write(b)
-}
-
-// client speaks to the process's HTTP API (open: loopback, no tokens).
-func (p *clusterProc) client() *faultAPI {
-	tr := &http.Transport{MaxIdleConns: 8, MaxIdleConnsPerHost: 8, IdleConnTimeout: time.Minute}
-	p.t.Cleanup(tr.CloseIdleConnections)
-	return &faultAPI{t: p.t, base: "http://" + p.api, hc: &http.Client{Transport: tr, Timeout: 60 * time.Second}}
 }

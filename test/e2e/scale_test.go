@@ -33,7 +33,7 @@ type scaleCluster struct {
 	dbs      scaleDatabases
 	temporal *clusterProc
 	workers  []*clusterProc
-	apis     []*faultAPI
+	apis     []*apiClient
 	began    time.Time
 }
 
@@ -147,7 +147,7 @@ func startScaleCluster(t *testing.T, dbs scaleDatabases) *scaleCluster {
 			t.Fatalf("%s did not say where its HTTP API is:\n%s", w.name, w.output())
 		}
 		c.workers = append(c.workers, w)
-		c.apis = append(c.apis, w.client())
+		c.apis = append(c.apis, newAPIClient(t, w.api, ""))
 	}
 	t.Cleanup(func() {
 		if t.Failed() {
@@ -178,7 +178,7 @@ func (c *scaleCluster) startTasks() ([]string, []*agent) {
 
 // api picks the API for step of task i: another worker at each step,
 // among the workers running.
-func (c *scaleCluster) api(i, step int) *faultAPI {
+func (c *scaleCluster) api(i, step int) *apiClient {
 	var up []int
 	for n, w := range c.workers {
 		if w.running() {
@@ -191,7 +191,7 @@ func (c *scaleCluster) api(i, step int) *faultAPI {
 	return c.apis[up[(i+step)%len(up)]]
 }
 
-func (c *scaleCluster) ack(api *faultAPI, m amp.Message) {
+func (c *scaleCluster) ack(api *apiClient, m amp.Message) {
 	c.t.Helper()
 	var res httpapi.SubmitResponse
 	if code, resp := api.call("POST", "/v1/acks", httpapi.AckRequest{MsgID: m.MsgID, As: m.To}, &res); code != http.StatusAccepted {

@@ -1,7 +1,6 @@
 package e2e
 
 import (
-	"bytes"
 	"encoding/json"
 	"net/http"
 	"os"
@@ -18,49 +17,24 @@ import (
 	"github.com/ampflow/ampflow/workflows"
 )
 
-// startsAPI is a caller of the HTTP API with a token, able to send an
-// Idempotency-Key.
-type startsAPI struct {
-	t     *testing.T
-	base  string
-	token string
-}
-
-var startsClient = &http.Client{Timeout: 2 * time.Minute}
-
-// post sends body as JSON with the Idempotency-Key key, if any, and
-// returns the status and the answer.
-func (c startsAPI) post(path, key string, body any) (int, []byte) {
-	b, err := json.Marshal(body)
+// start posts a start request with the Idempotency-Key key, if any, and
+// returns the status, the task id of a 201 and the error of any other
+// answer; it reports to the test without stopping it, so a goroutine may
+// call it.
+func (c *apiClient) start(key string, req httpapi.StartRequest) (int, string, apiError) {
+	b, err := json.Marshal(req)
 	if err != nil {
 		c.t.Error(err)
-		return 0, nil
+		return 0, "", apiError{}
 	}
-	req, err := http.NewRequest("POST", c.base+path, bytes.NewReader(b))
-	if err != nil {
-		c.t.Error(err)
-		return 0, nil
-	}
-	req.Header.Set("Authorization", "Bearer "+c.token)
-	req.Header.Set("Content-Type", "application/json")
 	if key != "" {
-		req.Header.Set("Idempotency-Key", key)
+		c = c.with("Idempotency-Key", key)
 	}
-	resp, err := startsClient.Do(req)
+	code, body, err := c.raw("POST", "/v1/tasks", b)
 	if err != nil {
-		c.t.Errorf("POST %s: %v", path, err)
-		return 0, nil
+		c.t.Errorf("POST /v1/tasks: %v", err)
+		return 0, "", apiError{}
 	}
-	defer resp.Body.Close()
-	var out bytes.Buffer
-	_, _ = out.ReadFrom(resp.Body)
-	return resp.StatusCode, out.Bytes()
-}
-
-// start posts a start request and returns the status, the task id of a
-// 201 and the error of any other answer.
-func (c startsAPI) start(key string, req httpapi.StartRequest) (int, string, apiError) {
-	code, body := c.post("/v1/tasks", key, req)
 	var ok httpapi.StartResponse
 	var e struct {
 		Error apiError `json:"error"`
@@ -104,9 +78,8 @@ func TestStarts(t *testing.T) {
 	p := startDev(t, dir,
 		"AMPFLOW_AUTH_TOKENS=alice-secret-0123456789ab:coordinator:alice,bob-secret-0123456789ab:coordinator:bob,exec-secret-0123456789ab:executor:codex")
 	tasks := dial(t, p)
-	base := "http://" + p.api
-	alice := startsAPI{t: t, base: base, token: "alice-secret-0123456789ab"}
-	bob := startsAPI{t: t, base: base, token: "bob-secret-0123456789ab"}
+	alice := newAPIClient(t, p.api, "alice-secret-0123456789ab")
+	bob := alice.as("bob-secret-0123456789ab")
 	repo := gitRepo(t)
 	plan, err := json.Marshal(lowRiskPlan(repo))
 	if err != nil {
@@ -243,7 +216,7 @@ func TestStarts(t *testing.T) {
 		if code, _, e := alice.start("", httpapi.StartRequest{TaskID: "T-2025-003", Plan: plan}); code != http.StatusCreated {
 			t.Fatalf("start: %d %+v", code, e)
 		}
-		if code, body := alice.post("/v1/tasks/T-2025-003/cancel", "", httpapi.CancelRequest{Reason: "list order"}); code != http.StatusOK {
+		if code, body := alice.on(t).call("POST", "/v1/tasks/T-2025-003/cancel", httpapi.CancelRequest{Reason: "list order"}, nil); code != http.StatusOK {
 			t.Fatalf("cancel: %d %s", code, body)
 		}
 		var list []workflows.TaskSummary
@@ -271,7 +244,7 @@ func TestStarts(t *testing.T) {
 	})
 
 	t.Run("TaskEnded", func(t *testing.T) {
-		exec := api{t: t, base: base, token: "exec-secret-0123456789ab"}
+		exec := alice.on(t).as("exec-secret-0123456789ab")
 		// On a branch of its own: the tasks above still running hold theirs.
 		own := lowRiskPlan(repo)
 		own.Branch = newBranch(t, repo, "feature/T-2025-004")
@@ -283,7 +256,7 @@ func TestStarts(t *testing.T) {
 			t.Fatalf("start: %d %+v", code, e)
 		}
 		d := exec.inbox(amp.RoleExecutor, "T-2025-004", amp.TypeTaskDispatch)
-		if code, body := alice.post("/v1/tasks/T-2025-004/cancel", "", httpapi.CancelRequest{Reason: "plan withdrawn"}); code != http.StatusOK {
+		if code, body := alice.on(t).call("POST", "/v1/tasks/T-2025-004/cancel", httpapi.CancelRequest{Reason: "plan withdrawn"}, nil); code != http.StatusOK {
 			t.Fatalf("cancel: %d %s", code, body)
 		}
 		eventually(t, 30*time.Second, "T-2025-004 closed", func() (bool, error) {
@@ -296,7 +269,6 @@ func TestStarts(t *testing.T) {
 			return false, err
 		})
 		ack := amp.NewAck(amp.RoleExecutor, d, time.Now())
-		execAPI := startsAPI{t: t, base: base, token: "exec-secret-0123456789ab"}
 		for _, c := range []struct {
 			path string
 			body any
@@ -305,7 +277,7 @@ func TestStarts(t *testing.T) {
 			{"/v1/heartbeats", httpapi.HeartbeatRequest{TaskID: "T-2025-004", From: amp.RoleExecutor, Note: "still here"}},
 			{"/v1/acks", httpapi.AckRequest{MsgID: d.MsgID}},
 		} {
-			code, body := execAPI.post(c.path, "", c.body)
+			code, body := exec.call("POST", c.path, c.body, nil)
 			var e struct {
 				Error apiError `json:"error"`
 			}
@@ -331,7 +303,7 @@ func TestStarts(t *testing.T) {
 			t.Errorf("CLI ack for an ended task: exit %d, stderr %q; want exit 1 naming terminated", exit, stderr)
 		}
 		never := httpapi.HeartbeatRequest{TaskID: "T-2025-999", From: amp.RoleExecutor}
-		if code, body := execAPI.post("/v1/heartbeats", "", never); code != http.StatusNotFound {
+		if code, body := exec.call("POST", "/v1/heartbeats", never, nil); code != http.StatusNotFound {
 			t.Errorf("a heartbeat for a task that never was: %d %s; want 404", code, body)
 		}
 	})

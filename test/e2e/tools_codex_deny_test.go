@@ -20,24 +20,16 @@ import (
 // reason reaches the model as the call's function_call_output, Codex
 // carries on, and the denied call is in the task's chain.
 func TestToolPolicyCodexDeny(t *testing.T) {
-	codexBin := agentBin(t, "codex")
 	marker := filepath.Join(t.TempDir(), "pushed")
-	model := fakemodel.New(
-		fakemodel.Turn{Text: "Pushing.", Tool: &fakemodel.ToolCall{Name: "exec_command", Input: map[string]any{
+	s := startRunnerDev(t, runnerOpts{tokens: true, executor: runner{"codex", []fakemodel.Turn{
+		{Text: "Pushing.", Tool: &fakemodel.ToolCall{Name: "exec_command", Input: map[string]any{
 			"cmd": "git push --force origin main; echo ran > " + marker}}},
 		codexCommit("hello", "add hello.txt"),
-		fakemodel.Turn{Text: `Done. {"criteria_met": [true], "notes": [], "summary": "wrote hello.txt"}`},
-	)
-	t.Cleanup(model.Close)
-
-	const admin, coord, execTok = "admintok-cdd-0123456789", "coordtok-cdd-0123456789", "exectok-cdd-0123456789"
-	p := startRunnerDev(t, admin, coord, execTok, codexExecutorEnv(t, codexBin, model.URL()))
-	repo := gitRepo(t)
-	git(t, repo, "checkout", "-q", "main")
-	base := "http://" + p.api
-	ops, planner := tokenAPI{t, base, admin}, tokenAPI{t, base, coord}
+		{Text: `Done. {"criteria_met": [true], "notes": [], "summary": "wrote hello.txt"}`},
+	}}})
+	model, ops, repo := s.executor, s.api, s.repo
 	const id = "T-2026-885"
-	planner.startLowRisk(id, repo)
+	s.planner.startTask(id, lowRiskPlan(repo))
 
 	st := task.State{}
 	eventually(t, 3*time.Minute, "the executor's result", func() (bool, error) {
@@ -75,9 +67,6 @@ func TestToolPolicyCodexDeny(t *testing.T) {
 	}
 	if c := calls[1]; c.Decision != task.ToolAllow || c.By != task.ByPolicy {
 		t.Errorf("the commit: %+v", c)
-	}
-	if strings.Contains(p.output(), runnerKey) || strings.Contains(p.output(), execTok) {
-		t.Error("a secret reached dev's log")
 	}
 }
 

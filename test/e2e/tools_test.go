@@ -1,259 +1,191 @@
 package e2e
 
 import (
-	"bytes"
 	"encoding/json"
 	"fmt"
-	"io"
 	"net/http"
 	"net/http/httptest"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
 	"github.com/ampflow/ampflow/activities/runner/fakemodel"
-	"github.com/ampflow/ampflow/amp/decision"
 	"github.com/ampflow/ampflow/amp/task"
-	"github.com/ampflow/ampflow/integrations/httpapi"
 )
 
-// tokenAPI speaks to the HTTP API of a dev process with tokens, as one
-// token's holder.
-type tokenAPI struct {
-	t     *testing.T
-	base  string
-	token string
+// TestToolPolicy runs each agent CLI as executor against a fake model
+// that force-pushes (not Codex), uses the network (not Gemini CLI), then
+// commits, with the hook ampflow hands the CLI (Claude Code's and Codex's
+// PreToolUse, Gemini CLI's BeforeTool in a system settings file,
+// OpenCode's plugin): the force push is denied without asking (the
+// reason reaches the model, the command does not run), curl is asked of
+// the admins (approved over the API, it runs once), the commit runs, and
+// every call is in the task's chain, made with the executor's own token,
+// and listed by `ampflow task tools`.
+func TestToolPolicy(t *testing.T) {
+	for _, c := range []struct {
+		name, cli, id string
+		// tool is the CLI's shell tool call running cmd; recorded is the
+		// tool's name in the chain.
+		tool     func(cmd string) *fakemodel.ToolCall
+		recorded string
+		push     bool
+		curl     bool
+		// rootData runs dev on a root-owned data_dir, which Gemini CLI
+		// reads its system settings from.
+		rootData bool
+		within   time.Duration
+	}{{
+		name: "Claude", cli: "claude", id: "T-2026-882", push: true, curl: true, within: 3 * time.Minute, recorded: "Bash",
+		tool: func(cmd string) *fakemodel.ToolCall {
+			return &fakemodel.ToolCall{Name: "Bash", Input: map[string]any{"command": cmd, "description": "run it"}}
+		},
+	}, {
+		name: "Codex", cli: "codex", id: "T-2026-884", curl: true, within: 3 * time.Minute, recorded: "Bash",
+		tool: func(cmd string) *fakemodel.ToolCall {
+			return &fakemodel.ToolCall{Name: "exec_command", Input: map[string]any{"cmd": cmd}}
+		},
+	}, {
+		name: "Gemini", cli: "gemini", id: "T-2026-885", push: true, rootData: true, within: 4 * time.Minute, recorded: "run_shell_command",
+		tool: func(cmd string) *fakemodel.ToolCall {
+			return &fakemodel.ToolCall{Name: "run_shell_command", Input: map[string]any{"command": cmd}}
+		},
+	}, {
+		name: "OpenCode", cli: "opencode", id: "T-2026-886", push: true, curl: true, within: 4 * time.Minute, recorded: "bash",
+		tool: func(cmd string) *fakemodel.ToolCall {
+			return &fakemodel.ToolCall{Name: "bash", Input: map[string]any{"command": cmd, "description": "run it"}}
+		},
+	}} {
+		t.Run(c.name, func(t *testing.T) {
+			var hits atomic.Int32
+			target := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+				hits.Add(1)
+				fmt.Fprintln(w, "pong")
+			}))
+			t.Cleanup(target.Close)
+			var turns []fakemodel.Turn
+			if c.push {
+				turns = append(turns, fakemodel.Turn{Text: "Pushing.", Tool: c.tool("git push --force origin main; touch force-ran")})
+			}
+			if c.curl {
+				turns = append(turns, fakemodel.Turn{Text: "Checking the service.", Tool: c.tool("curl -s " + target.URL + "/")})
+			}
+			turns = append(turns,
+				fakemodel.Turn{Text: "Writing the file.", Tool: c.tool("printf 'hello\\n' > hello.txt && git add hello.txt && git -c user.name=" + c.cli +
+					" -c user.email=" + c.cli + "@example.com commit -qm 'add hello.txt'")},
+				fakemodel.Turn{Text: `Done. {"criteria_met": [true], "notes": ["hello.txt added"], "summary": "wrote hello.txt"}`})
+			o := runnerOpts{tokens: true, executor: runner{c.cli, turns}}
+			if c.rootData {
+				o.data = rootOnlyDataDir(t)
+			}
+			s := startRunnerDev(t, o)
+			ops, repo := s.api, s.repo
+			s.planner.startTask(c.id, lowRiskPlan(repo))
+			denied := func(call task.ToolCall) bool {
+				return call.Decision == task.ToolDeny && call.Rule == "no-force-push" && call.By == task.ByPolicy &&
+					call.Agent == "exec" && call.Tool == c.recorded && call.Kind == "shell"
+			}
+
+			want := 1 // the commit
+			if c.push {
+				want++
+			}
+			if c.curl {
+				// The curl is asked: a tool_call decision, the force push
+				// already denied by then.
+				d := ops.pending(c.id, task.KindToolCall, c.within)
+				if !strings.Contains(d.Prompt, "curl") || len(d.Options) != 3 || d.Options[2].ID != task.OptDeny || !d.Options[2].NoteRequired {
+					t.Errorf("the decision: %+v", d)
+				}
+				if hits.Load() != 0 {
+					t.Error("curl ran before the admins answered")
+				}
+				calls := ops.toolCalls(c.id)
+				if len(calls) != want || (c.push && !denied(calls[0])) {
+					t.Fatalf("the tool calls before the answer: %+v", calls)
+				}
+				if a := calls[want-1]; a.Decision != task.ToolPending || a.Rule != "ask-network" || a.Tool != c.recorded || a.Agent != "exec" {
+					t.Fatalf("the tool calls before the answer: %+v", calls)
+				}
+				ops.decide(d, task.OptAllowOnce)
+				want++
+			}
+			st := ops.awaitResult(c.id, c.within)
+			if c.curl && hits.Load() != 1 {
+				t.Errorf("curl reached the target %d times after the approval, want 1", hits.Load())
+			}
+			if got := git(t, repo, "show", "feature/e2e:hello.txt"); got != "hello" {
+				t.Errorf("hello.txt on the branch = %q (status %s, %s)", got, st.Status, st.LastError)
+			}
+			if c.push {
+				// ampflow commits what a run leaves behind: the denied
+				// command's file would be on the branch had it run.
+				if files := git(t, repo, "ls-tree", "--name-only", "feature/e2e"); strings.Contains(files, "force-ran") {
+					t.Error("the denied force push ran")
+				}
+				if reqs := s.executor.AgentRequests(); len(reqs) < 2 || !reqs[1].Text("force pushes are not allowed") {
+					t.Errorf("the model was not told why the force push was denied (%d requests)", len(reqs))
+				}
+			}
+
+			calls := ops.toolCalls(c.id)
+			if len(calls) != want {
+				t.Fatalf("%d tool calls, want %d: %+v", len(calls), want, calls)
+			}
+			if c.push && !denied(calls[0]) {
+				t.Errorf("the force push: %+v", calls[0])
+			}
+			if a := calls[len(calls)-2]; c.curl && (a.Decision != task.ToolAllow || a.By != "ops" || a.Option != task.OptAllowOnce || a.Rule != "ask-network" || a.Kind != "shell") {
+				t.Errorf("the asked call: %+v", a)
+			}
+			if a := calls[want-1]; a.Decision != task.ToolAllow || a.By != task.ByPolicy || a.Rule != "" || !strings.Contains(a.Input, "hello.txt") {
+				t.Errorf("the commit: %+v", a)
+			}
+			// The CLI lists them too, filtered.
+			out, stderr, code := cliAs(t, s.p, opsToken, nil, "task", "tools", c.id, "--decision", "deny", "-o", "json")
+			var listed []task.ToolCall
+			if code != 0 || json.Unmarshal([]byte(out), &listed) != nil || (len(listed) == 1) != c.push || (c.push && listed[0].Rule != "no-force-push") {
+				t.Errorf("ampflow task tools --decision deny: exit %d\n%s%s", code, out, stderr)
+			}
+		})
+	}
 }
 
-func (c tokenAPI) call(method, path string, v, out any) (int, []byte) {
-	c.t.Helper()
-	var body io.Reader
-	if v != nil {
-		b, err := json.Marshal(v)
+// rootOnlyDataDir is a data_dir Gemini CLI reads a system settings file
+// from: it skips one that is not root's or sits under a directory others
+// can write (t.TempDir under /tmp is such), so the test makes one under
+// the user's cache directory and skips when that cannot be.
+func rootOnlyDataDir(t *testing.T) string {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		t.Skip("Gemini CLI reads ampflow's hook settings only from a root-owned data_dir")
+	}
+	cache, err := os.UserCacheDir()
+	if err != nil {
+		t.Skip(err)
+	}
+	if err := os.MkdirAll(cache, 0o755); err != nil {
+		t.Skip(err)
+	}
+	dir, err := os.MkdirTemp(cache, "ampflow-e2e-")
+	if err != nil {
+		t.Skip(err)
+	}
+	t.Cleanup(func() { _ = os.RemoveAll(dir) })
+	for p := dir; ; p = filepath.Dir(p) {
+		st, err := os.Stat(p)
 		if err != nil {
-			c.t.Fatal(err)
+			t.Skip(err)
 		}
-		body = bytes.NewReader(b)
-	}
-	req, err := http.NewRequest(method, c.base+path, body)
-	if err != nil {
-		c.t.Fatal(err)
-	}
-	if v != nil {
-		req.Header.Set("Content-Type", "application/json")
-	}
-	req.Header.Set("Authorization", "Bearer "+c.token)
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		c.t.Fatalf("%s %s: %v", method, path, err)
-	}
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(resp.Body)
-	if out != nil && resp.StatusCode < 300 {
-		if err := json.Unmarshal(b, out); err != nil {
-			c.t.Fatalf("%s %s: decoding %s: %v", method, path, b, err)
+		if sys, ok := st.Sys().(*syscall.Stat_t); !ok || sys.Uid != 0 || st.Mode().Perm()&0o022 != 0 {
+			t.Skipf("%s is not root's alone: Gemini CLI would skip the hook's settings", p)
+		}
+		if filepath.Dir(p) == p {
+			return dir
 		}
 	}
-	return resp.StatusCode, b
-}
-
-func (c tokenAPI) toolCalls(id string) []task.ToolCall {
-	c.t.Helper()
-	var l task.ToolCallList
-	if code, b := c.call("GET", "/v1/tasks/"+id+"/tool-calls", nil, &l); code != http.StatusOK {
-		c.t.Fatalf("listing the tool calls of %s: %d %s", id, code, b)
-	}
-	return l.ToolCalls
-}
-
-// TestToolPolicyClaude runs the real Claude Code as executor against a
-// fake model that force-pushes, then uses the network, then commits: the
-// PreToolUse hook ampflow gives it denies the force push without asking
-// (the reason reaches the model), asks the admins about curl (approved
-// over the API, the command runs), and every call is in the task's chain,
-// made with the executor's own token.
-func TestToolPolicyClaude(t *testing.T) {
-	claudeBin := agentBin(t, "claude")
-	var hits atomic.Int32
-	target := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
-		hits.Add(1)
-		fmt.Fprintln(w, "pong")
-	}))
-	t.Cleanup(target.Close)
-	bash := func(cmd string) *fakemodel.ToolCall {
-		return &fakemodel.ToolCall{Name: "Bash", Input: map[string]any{"command": cmd, "description": "run it"}}
-	}
-	model := fakemodel.New(
-		fakemodel.Turn{Text: "Pushing.", Tool: bash("git push --force origin main")},
-		fakemodel.Turn{Text: "Checking the service.", Tool: bash("curl -s " + target.URL + "/")},
-		fakemodel.Turn{Text: "Writing the file.", Tool: bash("printf 'hello\\n' > hello.txt && git add hello.txt && git -c user.name=claude -c user.email=claude@example.com commit -qm 'add hello.txt'")},
-		fakemodel.Turn{Text: `Done. {"criteria_met": [true], "notes": ["hello.txt added"], "summary": "wrote hello.txt"}`},
-	)
-	t.Cleanup(model.Close)
-
-	home := t.TempDir()
-	const key = "sk-tools-e2e-secret"
-	const admin, coord, execTok = "admintok-e2e-0123456789", "coordtok-e2e-0123456789", "exectok-e2e-0123456789"
-	data := t.TempDir()
-	p := startDev(t, data,
-		"AMPFLOW_AUTH_TOKENS="+admin+":admin:ops,"+coord+":coordinator:planner,"+execTok+":executor:exec",
-		"AMPFLOW_AGENTS_EXECUTOR_MODE=runner", "AMPFLOW_AGENTS_EXECUTOR_RUNNER=claude",
-		"AMPFLOW_AGENTS_EXECUTOR_COMMAND="+claudeBin, "AMPFLOW_AGENTS_EXECUTOR_TOKEN_NAME=exec",
-		"AMPFLOW_AGENTS_EXECUTOR_ENV=HOME="+home+",ANTHROPIC_BASE_URL="+model.URL()+",ANTHROPIC_API_KEY,IS_SANDBOX=1",
-		"ANTHROPIC_API_KEY="+key)
-	repo := gitRepo(t)
-	git(t, repo, "checkout", "-q", "main")
-	base := "http://" + p.api
-	ops, planner := tokenAPI{t, base, admin}, tokenAPI{t, base, coord}
-	const id = "T-2026-882"
-	planner.startLowRisk(id, repo)
-
-	// The curl is asked: a tool_call decision, the force push already
-	// denied by then.
-	d := ops.awaitToolCall(id, 3*time.Minute)
-	if !strings.Contains(d.Prompt, "curl") || len(d.Options) != 3 || d.Options[2].ID != task.OptDeny || !d.Options[2].NoteRequired {
-		t.Errorf("the decision: %+v", d)
-	}
-	if hits.Load() != 0 {
-		t.Error("curl ran before the admins answered")
-	}
-	calls := ops.toolCalls(id)
-	if len(calls) < 2 || calls[0].Decision != task.ToolDeny || calls[0].Rule != "no-force-push" || calls[0].By != task.ByPolicy ||
-		calls[0].Agent != "exec" || calls[1].Decision != task.ToolPending || calls[1].Rule != "ask-network" {
-		t.Fatalf("the tool calls before the answer: %+v", calls)
-	}
-	ops.allowOnce(d)
-	st := ops.awaitResult(id, 3*time.Minute)
-	if hits.Load() != 1 {
-		t.Errorf("curl reached the target %d times after the approval, want 1", hits.Load())
-	}
-	if got := git(t, repo, "show", "feature/e2e:hello.txt"); got != "hello" {
-		t.Errorf("hello.txt on the branch = %q (status %s, %s)", got, st.Status, st.LastError)
-	}
-	// The deny's reason reached the model in its next request.
-	reqs := model.AgentRequests()
-	if len(reqs) < 2 || !reqs[1].Text("force pushes are not allowed") {
-		t.Errorf("the model was not told why the force push was denied (%d requests)", len(reqs))
-	}
-
-	calls = ops.toolCalls(id)
-	if len(calls) != 3 {
-		t.Fatalf("%d tool calls, want 3: %+v", len(calls), calls)
-	}
-	if c := calls[1]; c.Decision != task.ToolAllow || c.By != "ops" || c.Option != task.OptAllowOnce || c.Rule != "ask-network" || c.Kind != "shell" {
-		t.Errorf("the asked call: %+v", c)
-	}
-	if c := calls[2]; c.Decision != task.ToolAllow || c.By != task.ByPolicy || c.Rule != "" || !strings.Contains(c.Input, "hello.txt") {
-		t.Errorf("the commit: %+v", c)
-	}
-	// The CLI lists them too, filtered.
-	cmd := exec.Command(binary, "task", "tools", id, "--decision", "deny", "-o", "json")
-	cmd.Env = append(os.Environ(), "AMPFLOW_API_URL="+base, "AMPFLOW_API_TOKEN="+admin)
-	cmd.Dir = t.TempDir()
-	out, err := cmd.CombinedOutput()
-	var denied []task.ToolCall
-	if err != nil || json.Unmarshal(out, &denied) != nil || len(denied) != 1 || denied[0].Rule != "no-force-push" {
-		t.Errorf("ampflow task tools --decision deny: %v\n%s", err, out)
-	}
-	if strings.Contains(p.output(), key) || strings.Contains(p.output(), execTok) {
-		t.Error("a secret reached dev's log")
-	}
-}
-
-// startLowRisk starts task id on repo with lowRiskPlan, as c.
-func (c tokenAPI) startLowRisk(id, repo string) {
-	c.t.Helper()
-	plan, err := json.Marshal(lowRiskPlan(repo))
-	if err != nil {
-		c.t.Fatal(err)
-	}
-	if code, b := c.call("POST", "/v1/tasks", httpapi.StartRequest{TaskID: id, Plan: plan}, nil); code != http.StatusCreated {
-		c.t.Fatalf("starting %s: %d %s", id, code, b)
-	}
-}
-
-// awaitToolCall waits within for task id's open tool_call decision, read
-// as c, and returns it.
-func (c tokenAPI) awaitToolCall(id string, within time.Duration) decision.Decision {
-	c.t.Helper()
-	var d decision.Decision
-	eventually(c.t, within, "a tool_call decision", func() (bool, error) {
-		var st task.State
-		if code, b := c.call("GET", "/v1/tasks/"+id, nil, &st); code != http.StatusOK {
-			return false, fmt.Errorf("%d %s", code, b)
-		}
-		if st.Pending != nil && st.Pending.Kind == task.KindToolCall {
-			d = *st.Pending
-			return true, nil
-		}
-		return false, fmt.Errorf("status %s, last error %q", st.Status, st.LastError)
-	})
-	return d
-}
-
-// allowOnce answers decision d with allow once, as c.
-func (c tokenAPI) allowOnce(d decision.Decision) {
-	c.t.Helper()
-	body := httpapi.DecideRequest{Option: task.OptAllowOnce, Digest: d.Digest}
-	if code, b := c.call("POST", "/v1/decisions/"+d.ID, body, nil); code != http.StatusOK {
-		c.t.Fatalf("deciding %s: %d %s", d.ID, code, b)
-	}
-}
-
-// awaitResult waits within for task id to be past the executor's turn,
-// read as c, and returns its state.
-func (c tokenAPI) awaitResult(id string, within time.Duration) task.State {
-	c.t.Helper()
-	st := task.State{}
-	eventually(c.t, within, "the executor's result", func() (bool, error) {
-		if code, b := c.call("GET", "/v1/tasks/"+id, nil, &st); code != http.StatusOK {
-			return false, fmt.Errorf("%d %s", code, b)
-		}
-		return st.Status != task.StatusDispatched && st.Status != task.StatusInProgress, fmt.Errorf("status %s", st.Status)
-	})
-	return st
-}
-
-// codexExecutorEnv is what `ampflow dev` needs to run bin, the installed
-// Codex CLI, as the executor against the fake model at modelURL.
-func codexExecutorEnv(t *testing.T, bin, modelURL string) []string {
-	home, codexHome := codexHomes(t, modelURL)
-	return []string{"AMPFLOW_AGENTS_EXECUTOR_RUNNER=codex", "AMPFLOW_AGENTS_EXECUTOR_COMMAND=" + bin,
-		"AMPFLOW_AGENTS_EXECUTOR_MODEL=gpt-5.5",
-		"AMPFLOW_AGENTS_EXECUTOR_ENV=HOME=" + home + ",CODEX_HOME=" + codexHome + ",FAKE_OPENAI_KEY",
-		"FAKE_OPENAI_KEY=" + runnerKey}
-}
-
-// opencodeExecutorEnv is what `ampflow dev` needs to run bin, the
-// installed OpenCode CLI, as the executor against the fake model at
-// modelURL (an OpenAI-compatible provider in its own configuration).
-func opencodeExecutorEnv(t *testing.T, bin, modelURL string) []string {
-	config := filepath.Join(t.TempDir(), "opencode.json")
-	writeFile(t, config, string(mustJSON(t, map[string]any{
-		"$schema": "https://opencode.ai/config.json",
-		"provider": map[string]any{"fake": map[string]any{
-			"npm": "@ai-sdk/openai-compatible", "name": "Fake",
-			"options": map[string]any{"baseURL": modelURL + "/v1", "apiKey": "{env:FAKE_OPENCODE_KEY}"},
-			"models":  map[string]any{"fake-model": map[string]any{"name": "Fake Model"}},
-		}},
-		"autoupdate": false, "share": "disabled",
-	})))
-	return []string{"AMPFLOW_AGENTS_EXECUTOR_RUNNER=opencode", "AMPFLOW_AGENTS_EXECUTOR_COMMAND=" + bin,
-		"AMPFLOW_AGENTS_EXECUTOR_MODEL=fake/fake-model",
-		"AMPFLOW_AGENTS_EXECUTOR_ENV=HOME=" + opencodeHome(t) + ",OPENCODE_CONFIG=" + config +
-			",OPENCODE_DISABLE_MODELS_FETCH=1,OPENCODE_DISABLE_AUTOUPDATE=1,FAKE_OPENCODE_KEY",
-		"FAKE_OPENCODE_KEY=" + runnerKey}
-}
-
-// startRunnerDev starts `ampflow dev` with an admin, a coordinator and the
-// executor's token (named exec), the executor a runner set up by
-// executor (codexExecutorEnv, opencodeExecutorEnv).
-func startRunnerDev(t *testing.T, admin, coord, execTok string, executor []string) *devProc {
-	return startDev(t, t.TempDir(), append([]string{
-		"AMPFLOW_AUTH_TOKENS=" + admin + ":admin:ops," + coord + ":coordinator:planner," + execTok + ":executor:exec",
-		"AMPFLOW_AGENTS_EXECUTOR_MODE=runner", "AMPFLOW_AGENTS_EXECUTOR_TOKEN_NAME=exec"}, executor...)...)
 }

@@ -44,9 +44,21 @@ func (s *Server) authed(next http.Handler) http.Handler {
 		s.mu.Lock()
 		s.requests = append(s.requests, Request{Method: r.Method, Path: r.URL.RequestURI(), Header: r.Header.Clone(), Body: string(body)})
 		token, hook := s.token, s.hook
+		failWith := 0
+		for _, f := range s.faults {
+			if f.n > 0 && strings.Contains(r.URL.Path, f.part) {
+				f.n--
+				failWith = f.status
+				break
+			}
+		}
 		s.mu.Unlock()
-		if hook != nil {
-			hook(r.Method, r.URL.Path)
+		if hook != nil && hook(w, r) {
+			return
+		}
+		if failWith != 0 {
+			writeError(w, r, failWith, http.StatusText(failWith))
+			return
 		}
 		if token != "" {
 			got := r.Header.Get("Authorization")
@@ -336,14 +348,68 @@ func (s *Server) listCheckRuns(w http.ResponseWriter, r *http.Request) {
 	for _, name := range order {
 		runs = append(runs, latest[name])
 	}
-	writeJSON(w, r, http.StatusOK, map[string]any{"total_count": len(runs), "check_runs": runs})
+	lo, hi := s.page(w, r, len(runs))
+	writeJSON(w, r, http.StatusOK, map[string]any{"total_count": len(runs), "check_runs": runs[lo:hi]})
 }
 
+// combinedStatus answers the latest status of each context and their
+// combined state: failure if any failed, pending if any is pending or
+// there are none, else success.
 func (s *Server) combinedStatus(w http.ResponseWriter, r *http.Request) {
+	owner, repo := r.PathValue("owner"), r.PathValue("repo")
 	s.mu.Lock()
+	defer s.mu.Unlock()
 	sha := s.resolve(r.PathValue("ref"))
-	s.mu.Unlock()
-	writeJSON(w, r, http.StatusOK, map[string]any{"state": "pending", "sha": sha, "total_count": 0, "statuses": []any{}})
+	latest := map[string]*Status{}
+	var order []string
+	for _, st := range s.statuses {
+		if st.owner != owner || st.repo != repo || st.sha != sha {
+			continue
+		}
+		if _, ok := latest[st.Context]; !ok {
+			order = append(order, st.Context)
+		}
+		latest[st.Context] = st
+	}
+	statuses := []*Status{}
+	state := "success"
+	for _, c := range order {
+		st := latest[c]
+		statuses = append(statuses, st)
+		switch {
+		case st.State == "failure" || st.State == "error":
+			state = "failure"
+		case st.State == "pending" && state != "failure":
+			state = "pending"
+		}
+	}
+	if len(statuses) == 0 {
+		state = "pending"
+	}
+	lo, hi := s.page(w, r, len(statuses))
+	writeJSON(w, r, http.StatusOK, map[string]any{"state": state, "sha": sha, "total_count": len(statuses), "statuses": statuses[lo:hi]})
+}
+
+// page is the slice [lo, hi) of a list of n that the request's page and
+// per_page ask for (per_page capped at Options.PageSize), and links the
+// next page, if any, as GitHub does.
+func (s *Server) page(w http.ResponseWriter, r *http.Request, n int) (lo, hi int) {
+	q := r.URL.Query()
+	size, _ := strconv.Atoi(q.Get("per_page"))
+	if size <= 0 {
+		size = 30
+	}
+	if s.pageSize > 0 {
+		size = min(size, s.pageSize)
+	}
+	page, _ := strconv.Atoi(q.Get("page"))
+	page = max(page, 1)
+	lo, hi = min((page-1)*size, n), min(page*size, n)
+	if hi < n {
+		q.Set("page", strconv.Itoa(page+1))
+		w.Header().Set("Link", fmt.Sprintf(`<%s/api/v3%s?%s>; rel="next"`, s.URL, r.URL.Path, q.Encode()))
+	}
+	return lo, hi
 }
 
 func (s *Server) listAnnotations(w http.ResponseWriter, r *http.Request) {

@@ -8,7 +8,10 @@
 // The server answers under /api/v3/ and /api/graphql, the paths of a
 // GitHub Enterprise server, so a client pointed at its URL as an
 // Enterprise base URL reaches it. With Origin set to a bare repository,
-// pull requests read their head and base commits from it.
+// pull requests read their head and base commits from it. Lists of check
+// runs and statuses come in pages linked as GitHub links them. GitHTTP
+// serves bare repositories over git's smart HTTP behind a token, as
+// GitHub's git remote does.
 package githubtest
 
 import (
@@ -38,19 +41,29 @@ type Server struct {
 	token string
 	// origin is a bare repository the pulls' heads are read from.
 	origin string
-	nextID int64
+	// pageSize, when set, caps the page size of the paged lists.
+	pageSize int
+	nextID   int64
 
 	pulls       []*Pull
 	reviews     map[int][]*Review
 	comments    map[int][]*ReviewComment
 	checkRuns   []*CheckRun
+	statuses    []*Status
 	annotations map[int64][]Annotation
 	jobs        map[int64]Job
 	logs        map[int64]string
 	permissions map[string]string
 	conflicts   map[int]bool
 	requests    []Request
-	hook        func(method, path string)
+	hook        func(w http.ResponseWriter, r *http.Request) bool
+	faults      []*fault
+}
+
+// fault is a status the next n API requests whose path holds part get.
+type fault struct {
+	part      string
+	n, status int
 }
 
 // Request is one request the server saw, for tests that check what was
@@ -69,6 +82,10 @@ type Options struct {
 	// Origin is the path of a bare repository; pulls read head.sha and
 	// base.sha from its branches.
 	Origin string
+	// PageSize, when set, caps the page size of the lists of check runs
+	// and statuses below the client's per_page, so that a test sees its
+	// client follow the pages.
+	PageSize int
 }
 
 // New starts a server; it stops when the test ends.
@@ -76,6 +93,7 @@ func New(t interface{ Cleanup(func()) }, opts Options) *Server {
 	s := &Server{
 		token:       opts.Token,
 		origin:      opts.Origin,
+		pageSize:    opts.PageSize,
 		nextID:      1000,
 		reviews:     map[int][]*Review{},
 		comments:    map[int][]*ReviewComment{},
@@ -91,13 +109,22 @@ func New(t interface{ Cleanup(func()) }, opts Options) *Server {
 	return s
 }
 
-// SetHook calls fn with each API request's method and path before it is
-// served, outside the server's lock: a test can hold a request there
-// (to kill the client while GitHub is creating a pull request).
-func (s *Server) SetHook(fn func(method, path string)) {
+// SetHook calls fn with each API request before it is served, outside
+// the server's lock: a test can hold a request there (to kill the client
+// while GitHub is creating a pull request), or answer it itself and
+// return true (a server error, a rate limit).
+func (s *Server) SetHook(fn func(w http.ResponseWriter, r *http.Request) bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.hook = fn
+}
+
+// Fail answers the next n API requests whose path holds part with
+// status, as GitHub does on a bad day.
+func (s *Server) Fail(part string, n, status int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.faults = append(s.faults, &fault{part: part, n: n, status: status})
 }
 
 // Close stops the server.
@@ -192,6 +219,18 @@ type CheckRun struct {
 	} `json:"app"`
 
 	owner, repo string
+}
+
+// Status is a commit status, as a CI service other than GitHub Actions
+// sets it.
+type Status struct {
+	ID        int64     `json:"id"`
+	Context   string    `json:"context"`
+	State     string    `json:"state"` // error, failure, pending, success
+	TargetURL string    `json:"target_url"`
+	CreatedAt time.Time `json:"created_at"`
+
+	owner, repo, sha string
 }
 
 // Annotation is a check run annotation.
@@ -312,6 +351,16 @@ func (s *Server) AddCheckRun(owner, repo, sha, name, conclusion string, out Chec
 		s.logs[cr.ID] = log
 	}
 	return cr.ID
+}
+
+// AddStatus sets the commit status of context on sha to state: error,
+// failure, pending or success. The combined status lists the latest of
+// each context.
+func (s *Server) AddStatus(owner, repo, sha, context, state string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.statuses = append(s.statuses, &Status{ID: s.id(), Context: context, State: state, CreatedAt: time.Now().UTC().Truncate(time.Second),
+		owner: owner, repo: repo, sha: sha})
 }
 
 func (s *Server) pullLocked(owner, repo string, number int) *Pull {
