@@ -20,6 +20,7 @@ import (
 // directory, and its CLI's state: the HOME and CODEX_HOME its environment
 // names, or else a home of its role's own in data_dir/homes.
 func (d *Delivery) sandbox(ctx context.Context, a activities.AgentDelivery, role amp.Role, dir string, spec *runner.Spec) error {
+	spec.Env = lastValues(spec.Env)
 	hide := []string{a.WorkDir}
 	workerHome, _ := os.UserHomeDir()
 	home, ok := lookupEnv(spec.Env, "HOME")
@@ -97,4 +98,22 @@ func envPath(env []string, name string) string {
 		}
 	}
 	return ""
+}
+
+// lastValues is env with one entry per name, the last one given: what the
+// process sees.
+func lastValues(env []string) []string {
+	last := map[string]int{}
+	for i, kv := range env {
+		name, _, _ := strings.Cut(kv, "=")
+		last[name] = i
+	}
+	out := make([]string, 0, len(last))
+	for i, kv := range env {
+		name, _, _ := strings.Cut(kv, "=")
+		if last[name] == i {
+			out = append(out, kv)
+		}
+	}
+	return out
 }
