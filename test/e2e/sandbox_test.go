@@ -1,0 +1,75 @@
+package e2e
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/ampflow/ampflow/activities/runner/fakemodel"
+	"github.com/ampflow/ampflow/amp/task"
+)
+
+// TestRunnerSandboxed: the real Codex CLI, as the executor of `ampflow
+// dev` with its default sandbox, is driven by its model to try what an
+// agent escaping its governance would (read the decision key, the
+// Temporal key and the database in data_dir; find the worker's
+// environment in /proc; write outside its worktree; leave a detached
+// process behind), and commits what each try gave. Every try fails, the
+// run still commits its work, and no process of the run is left.
+func TestRunnerSandboxed(t *testing.T) {
+	data := t.TempDir()
+	outside := t.TempDir()
+	const marker = "E2E_WORKER_ONLY_MARKER"
+	probe := func(name, cmd string) string {
+		return "if " + cmd + " >/dev/null 2>&1; then echo " + name + "=yes; else echo " + name + "=no; fi; "
+	}
+	script := "{ " +
+		probe("decision_key", "cat "+filepath.Join(data, "decision.key")) +
+		probe("temporal_key", "cat "+filepath.Join(data, "temporal.key")) +
+		probe("database", "cat "+filepath.Join(data, "ampflow.db")) +
+		probe("worker_env", "grep -qs "+marker+" /proc/*/environ") +
+		probe("write_outside", "touch "+filepath.Join(outside, "escaped")) +
+		probe("write_worktree", "touch ./inside") +
+		"} > probes.txt; " +
+		"setsid sh -c 'exec sleep 304' </dev/null >/dev/null 2>&1 & " +
+		"git add probes.txt && git -c user.name=codex -c user.email=codex@example.com commit -qm probes"
+	s := startRunnerDev(t, runnerOpts{
+		data: data,
+		env:  []string{marker + "=1"},
+		executor: runner{"codex", []fakemodel.Turn{
+			{Text: "Probing.", Tool: &fakemodel.ToolCall{Name: "exec_command", Input: map[string]any{"cmd": script}}},
+			{Text: `Done. {"criteria_met": [true], "notes": ["probed"], "summary": "probed"}`},
+		}},
+	})
+	if out := s.p.output(); !strings.Contains(out, "executor   runner codex") || !strings.Contains(out, "sandboxed") || strings.Contains(out, "NOT sandboxed") {
+		t.Errorf("dev did not say the executor runs sandboxed:\n%s", out)
+	}
+	const id = "T-2026-891"
+	s.api.startTask(id, lowRiskPlan(s.repo))
+	s.api.waitFor(id, "the executor's result", 3*time.Minute, func(st task.State) bool {
+		return st.Status == task.StatusInReview || st.Status.Terminal() || st.Status == task.StatusAwaitingAdmin
+	})
+	probes := git(t, s.repo, "show", "feature/e2e:probes.txt")
+	want := map[string]string{"decision_key": "no", "temporal_key": "no", "database": "no", "worker_env": "no",
+		"write_outside": "no", "write_worktree": "yes"}
+	got := map[string]string{}
+	for _, line := range strings.Fields(probes) {
+		k, v, _ := strings.Cut(line, "=")
+		got[k] = v
+	}
+	for k, v := range want {
+		if got[k] != v {
+			t.Errorf("%s = %q, want %q (probes %q)", k, got[k], v, probes)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(outside, "escaped")); err == nil {
+		t.Error("the run wrote outside its worktree")
+	}
+	if out, _ := exec.Command("pgrep", "-f", "^sleep 304$").Output(); strings.TrimSpace(string(out)) != "" {
+		_ = exec.Command("pkill", "-f", "^sleep 304$").Run()
+		t.Errorf("a process the run detached is still alive: pid %s", out)
+	}
+}
