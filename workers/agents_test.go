@@ -1,10 +1,12 @@
 package workers
 
 import (
+	"strings"
 	"testing"
 	"time"
 
 	"context"
+
 	"github.com/ampflow/ampflow/config"
 )
 
@@ -23,5 +25,31 @@ func TestAgentModes(t *testing.T) {
 	hook, _ := AgentModes(context.Background(), config.Agents{Executor: config.Agent{Mode: config.AgentModeWebhook, WebhookURL: "https://a.example/amp", WebhookSecret: "s"}})
 	if hook[0][1] != "webhook https://a.example/amp (signed)" {
 		t.Errorf("webhook line %q", hook[0][1])
+	}
+}
+
+// TestAgentModesSandbox: a runner's line says whether it runs sandboxed;
+// off says so plainly; where bubblewrap cannot be found, the worker
+// refuses the runner and names the setting to change.
+func TestAgentModesSandbox(t *testing.T) {
+	ctx := context.Background()
+	echo := config.Agent{Mode: config.AgentModeRunner, Runner: "codex", Command: []string{"/bin/echo"}}
+	got, err := AgentModes(ctx, config.Agents{Executor: echo})
+	if err != nil || !strings.HasSuffix(got[0][1], ", sandboxed") {
+		t.Errorf("sandbox on: %q, %v", got, err)
+	}
+	off := echo
+	off.Sandbox = config.SandboxOff
+	got, err = AgentModes(ctx, config.Agents{Executor: off})
+	if err != nil || !strings.Contains(got[0][1], "NOT sandboxed: agents.executor.sandbox is off") {
+		t.Errorf("sandbox off: %q, %v", got, err)
+	}
+	t.Setenv("PATH", t.TempDir()) // no bwrap
+	if _, err := AgentModes(ctx, config.Agents{Executor: echo}); err == nil ||
+		!strings.Contains(err.Error(), "agents.executor.sandbox") || !strings.Contains(err.Error(), "set agents.executor.sandbox: off") {
+		t.Errorf("no bubblewrap: %v, want a refusal naming agents.executor.sandbox", err)
+	}
+	if _, err := AgentModes(ctx, config.Agents{Executor: off}); err != nil {
+		t.Errorf("no bubblewrap, sandbox off: %v", err)
 	}
 }
