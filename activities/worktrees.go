@@ -65,6 +65,18 @@ func (a *Activities) CleanupWorktrees(ctx context.Context, in CleanupWorktreesIn
 			if err != nil {
 				return res, fmt.Errorf("salvaging the worktree of task %s: %w", in.TaskID, err)
 			}
+			// The checkout's branch and salvage go into the repository
+			// before the checkout does.
+			kept := []string{}
+			if b := runner.CheckedOut(ctx, dir); b != "" {
+				kept = append(kept, b)
+			}
+			if ref != "" {
+				kept = append(kept, ref)
+			}
+			if err := runner.FetchBack(ctx, in.Repo, dir, kept...); err != nil {
+				return res, fmt.Errorf("bringing the executor's branches of task %s into %s: %w", in.TaskID, in.Repo, err)
+			}
 			res.Salvaged = ref
 		}
 		if err := runner.RemoveWorktree(ctx, in.Repo, dir); err != nil {

@@ -241,7 +241,10 @@ func (d *Delivery) submitResult(ctx context.Context, in activities.DeliverInput,
 	if _, err := runner.Salvage(ctx, dir, "", "ampflow: commit what the executor left uncommitted on "+m.MsgID); err != nil {
 		return fmt.Errorf("committing the executor's work: %w", err)
 	}
-	head, err := activities.RunGit(ctx, "git", dir, true, "rev-parse", "HEAD")
+	if err := runner.FetchBack(ctx, in.Repo, dir, p.Branch); err != nil {
+		return fmt.Errorf("bringing the executor's branch into %s: %w", in.Repo, err)
+	}
+	head, err := activities.RunGit(ctx, "git", dir, false, "rev-parse", "HEAD")
 	if err != nil {
 		return fmt.Errorf("reading the executor's commit: %w", err)
 	}

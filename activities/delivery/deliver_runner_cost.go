@@ -131,7 +131,12 @@ func (d *Delivery) runFailed(ctx context.Context, a activities.AgentDelivery, in
 	m := in.Message
 	salvaged := ""
 	if m.To == amp.RoleExecutor {
-		if ref, c, err := runner.SalvageTask(ctx, dir, m.TaskID, "ampflow: salvage of a failed "+a.Runner+" run on "+m.MsgID); err == nil && c != "" {
+		ref, c, err := runner.SalvageTask(ctx, dir, m.TaskID, "ampflow: salvage of a failed "+a.Runner+" run on "+m.MsgID)
+		kept := []string{runner.CheckedOut(ctx, dir)}
+		if err == nil && c != "" {
+			kept = append(kept, ref)
+		}
+		if ferr := runner.FetchBack(ctx, in.Repo, dir, nonEmpty(kept)...); ferr == nil && err == nil && c != "" {
 			salvaged = fmt.Sprintf("; its uncommitted work is on branch %s (%s)", ref, activities.ShortHash(c))
 		}
 	}
@@ -186,4 +191,15 @@ func runnerReason(out runner.Outcome) string {
 		return fmt.Sprintf("exited with status %d without a final result", out.ExitCode)
 	}
 	return fmt.Sprintf("exited with status %d", out.ExitCode)
+}
+
+// nonEmpty is list without its empty strings.
+func nonEmpty(list []string) []string {
+	out := list[:0:0]
+	for _, s := range list {
+		if s != "" {
+			out = append(out, s)
+		}
+	}
+	return out
 }

@@ -15,9 +15,9 @@ import (
 // sandbox confines spec, a run of role in the worktree dir
 // (docs/sandbox.md). The run does not see data_dir nor the worker's home,
 // but for what it is given: the tool hook's binary and files, its MCP
-// configuration, the CLI's own install. It writes its worktree, the
-// repository's git directory the worktree commits to, its park file's
-// directory, and its CLI's state: the HOME and CODEX_HOME its environment
+// configuration, the CLI's own install, the repository's objects its
+// checkout reads. It writes its checkout, its park file's directory, and
+// its CLI's state: the HOME and CODEX_HOME its environment
 // names, or else a home of its role's own in data_dir/homes.
 func (d *Delivery) sandbox(ctx context.Context, a activities.AgentDelivery, role amp.Role, dir string, spec *runner.Spec) error {
 	spec.Env = lastValues(spec.Env)
@@ -38,18 +38,15 @@ func (d *Delivery) sandbox(ctx context.Context, a activities.AgentDelivery, role
 	if ch, ok := lookupEnv(spec.Env, "CODEX_HOME"); ok {
 		write = append(write, ch)
 	}
-	common, err := runner.CommonDir(ctx, dir)
-	if err != nil {
-		return fmt.Errorf("finding the git directory of the %s's worktree: %w", role, err)
-	}
-	write = append(write, common)
+	// The checkout reads the repository's objects, read-only.
+	read := runner.Alternates(dir)
 	if spec.ParkFile != "" {
 		write = append(write, filepath.Dir(spec.ParkFile))
 		if err := os.MkdirAll(filepath.Dir(spec.ParkFile), 0o700); err != nil {
 			return fmt.Errorf("making the park directory: %w", err)
 		}
 	}
-	read := runner.Paths(append(append(append([]string{}, spec.Env...), spec.Args...), spec.Command...)...)
+	read = append(read, runner.Paths(append(append(append([]string{}, spec.Env...), spec.Args...), spec.Command...)...)...)
 	if d.Tools != nil && d.Tools.Binary != "" {
 		read = append(read, d.Tools.Binary, d.Tools.GeminiSettings, d.Tools.OpenCodePlugin)
 	}

@@ -16,8 +16,8 @@ import (
 
 // TestSandboxOfARun: a run's sandbox hides data_dir and the worker's
 // home; a run whose HOME is the worker's gets a home of its role's own in
-// data_dir/homes, writable; the repository's git directory and the park
-// directory are writable; and the worker's HOME, which the base
+// data_dir/homes, writable; the park directory is writable and the
+// repository's objects, which the run's checkout shares, readable; and the worker's HOME, which the base
 // environment names before the role's env, does not make the sandbox
 // refuse to start.
 func TestSandboxOfARun(t *testing.T) {
@@ -44,10 +44,19 @@ func TestSandboxOfARun(t *testing.T) {
 	if !slices.Contains(b.Hide, data) || (workerHome != "" && !slices.Contains(b.Hide, workerHome)) {
 		t.Errorf("Hide = %v, want data_dir and the worker's home", b.Hide)
 	}
-	for _, w := range []string{home, filepath.Join(repo, ".git"), filepath.Join(data, "parks")} {
+	for _, w := range []string{home, filepath.Join(data, "parks")} {
 		if !slices.Contains(b.Write, w) {
 			t.Errorf("Write = %v, want %s", b.Write, w)
 		}
+	}
+	// The checkout is a clone: the repository's objects are read, its git
+	// directory is not written.
+	objects, _ := filepath.EvalSymlinks(filepath.Join(repo, ".git", "objects"))
+	if slices.Contains(b.Write, filepath.Join(repo, ".git")) || !slices.ContainsFunc(b.Read, func(r string) bool {
+		real, _ := filepath.EvalSymlinks(r)
+		return real == objects
+	}) {
+		t.Errorf("Write = %v, Read = %v; want the repository's objects read only", b.Write, b.Read)
 	}
 
 	own := t.TempDir()

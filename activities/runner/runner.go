@@ -9,8 +9,9 @@
 // token and dollar usage, and a failure class (rate limit, auth, crash).
 // Reap kills what a crashed worker left behind.
 //
-// The worktree functions give each run a git worktree of its own and commit
-// whatever a run leaves uncommitted before the worktree goes.
+// The worktree functions give each run a checkout of its own (a clone that
+// reads the repository's objects), bring its branch back, and commit
+// whatever a run leaves uncommitted before the checkout goes.
 package runner
 
 import (

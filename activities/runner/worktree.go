@@ -124,78 +124,161 @@ func samePath(a, b string) bool {
 	return ra == rb
 }
 
-// AddTaskWorktree adds a worktree of repo at dir with branch checked out,
-// creating the branch from the default branch's head (see DefaultBranch)
-// when it does not exist. A dir that is already that branch's worktree is
-// kept, so a retried call succeeds. A branch checked out in another
-// worktree is refused with ErrBranchCheckedOut and the commands that free it.
+// AddTaskWorktree gives a run a checkout of its own of repo at dir with
+// branch checked out, creating the branch in repo from the default
+// branch's head (see DefaultBranch) when it does not exist. The checkout
+// is a clone: it reads repo's objects (git's alternates) and writes only
+// its own, so nothing done in it moves repo's refs, writes repo's hooks or
+// configuration, or touches repo's checkout; FetchBack brings its branch
+// into repo. A dir that is already such a clone is kept, so a retried call
+// succeeds. A branch checked out in a worktree of repo (the user's own
+// checkout, say), or held by another clone beside dir, is refused with
+// ErrBranchCheckedOut and what frees it.
 func AddTaskWorktree(ctx context.Context, repo, dir, branch string) error {
 	defer lockRepo(repo)()
 	if _, err := git(ctx, repo, "check-ref-format", "--branch", branch); err != nil {
-		return fmt.Errorf("adding worktree for branch %q: not a valid branch name", branch)
+		return fmt.Errorf("adding a checkout for branch %q: not a valid branch name", branch)
 	}
 	ref := "refs/heads/" + branch
+	if cur, ok := cloneBranch(ctx, dir); ok && cur == ref {
+		return nil
+	}
 	wts, err := worktrees(ctx, repo)
 	if err != nil {
-		return fmt.Errorf("adding worktree for branch %s: %w", branch, err)
+		return fmt.Errorf("adding a checkout for branch %s: %w", branch, err)
 	}
 	for _, w := range wts {
-		if w.branch != ref {
-			continue
+		if w.branch == ref {
+			return fmt.Errorf("adding a checkout for branch %s of %s: %w: %s; free it with `git -C %s switch --detach` "+
+				"(or switch that worktree to another branch), or remove it with `git -C %s worktree remove %s`",
+				branch, repo, ErrBranchCheckedOut, w.path, w.path, repo, w.path)
 		}
-		if samePath(w.path, dir) {
-			return nil
+	}
+	if other := siblingOn(ctx, dir, ref); other != "" {
+		return fmt.Errorf("adding a checkout for branch %s of %s: %w: ampflow's checkout %s of another task works on it; "+
+			"it goes when that task ends", branch, repo, ErrBranchCheckedOut, other)
+	}
+	if _, err := git(ctx, repo, "rev-parse", "--verify", "--quiet", ref); err != nil {
+		_, base, err := DefaultBranch(ctx, repo)
+		if err != nil {
+			return fmt.Errorf("adding a checkout for new branch %s: %w", branch, err)
 		}
-		return fmt.Errorf("adding worktree for branch %s of %s: %w: %s; free it with `git -C %s switch --detach` "+
-			"(or switch that worktree to another branch), or remove it with `git -C %s worktree remove %s`",
-			branch, repo, ErrBranchCheckedOut, w.path, w.path, repo, w.path)
+		if _, err := git(ctx, repo, "branch", "--no-track", branch, base); err != nil {
+			return err
+		}
 	}
-	if err := os.MkdirAll(filepath.Dir(dir), 0o755); err != nil {
-		return fmt.Errorf("adding worktree at %s: %w", dir, err)
-	}
-	if _, err := git(ctx, repo, "rev-parse", "--verify", "--quiet", ref); err == nil {
-		_, err = git(ctx, repo, "worktree", "add", dir, branch)
+	if err := clone(ctx, repo, dir); err != nil {
 		return err
 	}
-	_, base, err := DefaultBranch(ctx, repo)
-	if err != nil {
-		return fmt.Errorf("adding worktree for new branch %s: %w", branch, err)
-	}
-	_, err = git(ctx, repo, "worktree", "add", "-b", branch, dir, base)
+	_, err = git(ctx, dir, "checkout", "-q", "-B", branch, "refs/remotes/origin/"+branch)
 	return err
 }
 
-// AddDetachedWorktree adds a worktree of repo at dir with commit checked
-// out and no branch, for a reviewer. A dir that is already a worktree at
-// that commit is kept.
+// AddDetachedWorktree gives a reviewer a checkout of its own of repo at
+// dir with commit checked out and no branch: a clone, as AddTaskWorktree
+// makes. A dir that is already such a clone at that commit is kept.
 func AddDetachedWorktree(ctx context.Context, repo, dir, commit string) error {
 	defer lockRepo(repo)()
 	want, err := git(ctx, repo, "rev-parse", "--verify", commit+"^{commit}")
 	if err != nil {
-		return fmt.Errorf("adding detached worktree at %s: %w", commit, err)
+		return fmt.Errorf("adding a detached checkout at %s: %w", commit, err)
 	}
-	wts, err := worktrees(ctx, repo)
-	if err != nil {
+	if _, ok := cloneBranch(ctx, dir); ok {
+		head, _ := git(ctx, dir, "rev-parse", "HEAD")
+		if cur, _ := cloneBranch(ctx, dir); head == want && cur == "" {
+			return nil
+		}
+		return fmt.Errorf("adding a detached checkout at %s: %s is already a checkout at %s", commit, dir, head)
+	}
+	if err := clone(ctx, repo, dir); err != nil {
 		return err
 	}
-	for _, w := range wts {
-		if samePath(w.path, dir) {
-			if w.head == want && w.branch == "" {
-				return nil
-			}
-			return fmt.Errorf("adding detached worktree at %s: %s is already a worktree at %s", commit, dir, w.head)
-		}
-	}
-	if err := os.MkdirAll(filepath.Dir(dir), 0o755); err != nil {
-		return fmt.Errorf("adding worktree at %s: %w", dir, err)
-	}
-	_, err = git(ctx, repo, "worktree", "add", "--detach", dir, want)
+	_, err = git(ctx, dir, "checkout", "-q", "--detach", want)
 	return err
 }
 
-// RemoveWorktree removes the worktree at dir from repo, with whatever it
-// holds (call Salvage first), and prunes stale worktree records. A dir that
-// is no worktree of repo is not an error.
+// clone makes dir a clone of repo that shares repo's objects, without a
+// checkout yet. Cloning runs nothing of repo's: the objects and refs are
+// read, no hook or configuration of repo's is.
+func clone(ctx context.Context, repo, dir string) error {
+	if err := os.MkdirAll(filepath.Dir(dir), 0o755); err != nil {
+		return fmt.Errorf("adding a checkout at %s: %w", dir, err)
+	}
+	if _, err := os.Stat(dir); err == nil {
+		// A clone cut short (a worker killed mid-clone) holds nothing of
+		// a run's yet.
+		if err := os.RemoveAll(dir); err != nil {
+			return fmt.Errorf("adding a checkout at %s: removing a partial one: %w", dir, err)
+		}
+	}
+	top, err := git(ctx, repo, "rev-parse", "--show-toplevel")
+	if err != nil {
+		return fmt.Errorf("adding a checkout of %s: %w", repo, err)
+	}
+	_, err = git(ctx, filepath.Dir(dir), "clone", "-q", "--shared", "--no-checkout", "--", top, dir)
+	return err
+}
+
+// cloneBranch says whether dir is the top of a clone (not a worktree of
+// another repository), and the ref it has checked out ("" when detached).
+func cloneBranch(ctx context.Context, dir string) (string, bool) {
+	if st, err := os.Stat(filepath.Join(dir, ".git")); err != nil || !st.IsDir() {
+		return "", false
+	}
+	ref, err := git(ctx, dir, "symbolic-ref", "-q", "HEAD")
+	if err != nil {
+		return "", true
+	}
+	return ref, true
+}
+
+// siblingOn names another clone beside dir that has ref checked out, or "".
+func siblingOn(ctx context.Context, dir, ref string) string {
+	entries, _ := os.ReadDir(filepath.Dir(dir))
+	for _, e := range entries {
+		other := filepath.Join(filepath.Dir(dir), e.Name())
+		if !e.IsDir() || samePath(other, dir) {
+			continue
+		}
+		if cur, ok := cloneBranch(ctx, other); ok && cur == ref {
+			return other
+		}
+	}
+	return ""
+}
+
+// FetchBack brings branches of the run's checkout at dir into repo, where
+// ampflow checks the run's result and the user finds it: each of repo's
+// branches is set to the checkout's, as a worktree sharing repo's refs
+// would have it. Only those branches move; nothing of the checkout's but
+// its objects enters repo, and fetching runs nothing of the checkout's.
+func FetchBack(ctx context.Context, repo, dir string, branches ...string) error {
+	if len(branches) == 0 {
+		return nil
+	}
+	defer lockRepo(repo)()
+	args := []string{"fetch", "-q", "--no-tags", "--no-write-fetch-head", "--", dir}
+	for _, b := range branches {
+		if _, err := git(ctx, repo, "check-ref-format", "--branch", b); err != nil {
+			return fmt.Errorf("fetching branch %q back: not a valid branch name", b)
+		}
+		args = append(args, "+refs/heads/"+b+":refs/heads/"+b)
+	}
+	_, err := git(ctx, repo, args...)
+	return err
+}
+
+// CheckedOut is the branch the checkout at dir has checked out, "" when
+// it is detached or no checkout.
+func CheckedOut(ctx context.Context, dir string) string {
+	ref, _ := cloneBranch(ctx, dir)
+	return strings.TrimPrefix(ref, "refs/heads/")
+}
+
+// RemoveWorktree removes the run's checkout at dir, with whatever it
+// holds (call Salvage, then FetchBack, first). A worktree of repo there
+// (from before checkouts were clones) is removed as git's worktree. A dir
+// that is not there is not an error.
 func RemoveWorktree(ctx context.Context, repo, dir string) error {
 	defer lockRepo(repo)()
 	wts, err := worktrees(ctx, repo)
@@ -209,8 +292,13 @@ func RemoveWorktree(ctx context.Context, repo, dir string) error {
 			}
 		}
 	}
-	_, err = git(ctx, repo, "worktree", "prune")
-	return err
+	if _, err := git(ctx, repo, "worktree", "prune"); err != nil {
+		return err
+	}
+	if err := os.RemoveAll(dir); err != nil {
+		return fmt.Errorf("removing the checkout %s: %w", dir, err)
+	}
+	return nil
 }
 
 // SalvageRef names the n-th salvage branch of a task:
@@ -224,7 +312,9 @@ func SalvageRef(task string, n int) string {
 func NextSalvageRef(ctx context.Context, dir, task string) (string, error) {
 	for n := 1; ; n++ {
 		ref := SalvageRef(task, n)
-		if _, err := git(ctx, dir, "rev-parse", "--verify", "--quiet", "refs/heads/"+ref); err != nil {
+		_, local := git(ctx, dir, "rev-parse", "--verify", "--quiet", "refs/heads/"+ref)
+		_, fromRepo := git(ctx, dir, "rev-parse", "--verify", "--quiet", "refs/remotes/origin/"+ref)
+		if local != nil && fromRepo != nil {
 			return ref, nil
 		}
 		if n > 10000 {
@@ -383,8 +473,18 @@ func identity(ctx context.Context, dir string) []string {
 	return []string{"-c", "user.name=ampflow", "-c", "user.email=ampflow@localhost"}
 }
 
-// CommonDir is the git directory the worktree or repository at dir keeps
-// its objects and refs in: a worktree's repository's .git.
-func CommonDir(ctx context.Context, dir string) (string, error) {
-	return git(ctx, dir, "rev-parse", "--path-format=absolute", "--git-common-dir")
+// Alternates are the object directories the checkout at dir reads besides
+// its own: the repository's, for a clone AddTaskWorktree made.
+func Alternates(dir string) []string {
+	b, err := os.ReadFile(filepath.Join(dir, ".git", "objects", "info", "alternates"))
+	if err != nil {
+		return nil
+	}
+	var out []string
+	for _, line := range strings.Split(string(b), "\n") {
+		if line = strings.TrimSpace(line); line != "" && !strings.HasPrefix(line, "#") {
+			out = append(out, line)
+		}
+	}
+	return out
 }

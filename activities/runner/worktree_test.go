@@ -48,12 +48,41 @@ func TestAddTaskWorktree(t *testing.T) {
 		if !errors.Is(err, ErrBranchCheckedOut) {
 			t.Fatalf("err = %v, want ErrBranchCheckedOut", err)
 		}
-		if !strings.Contains(err.Error(), "switch --detach") || !strings.Contains(err.Error(), "worktree remove") {
-			t.Errorf("the error does not say how to fix it: %v", err)
+		if !strings.Contains(err.Error(), wt) || !strings.Contains(err.Error(), "it goes when that task ends") {
+			t.Errorf("the error does not name the checkout that holds the branch: %v", err)
 		}
 		err = AddTaskWorktree(ctx, repo, filepath.Join(base, "task-3"), "main")
 		if !errors.Is(err, ErrBranchCheckedOut) || !strings.Contains(err.Error(), repo) {
 			t.Errorf("the user's own checkout: %v", err)
+		}
+	})
+	t.Run("OwnCheckout", func(t *testing.T) {
+		// The checkout is a clone: what is done in it moves none of the
+		// repository's refs and writes none of its hooks, until FetchBack
+		// brings the task's branch over.
+		gitOut(t, wt, "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-q", "--allow-empty", "-m", "work")
+		work := gitOut(t, wt, "rev-parse", "HEAD")
+		gitOut(t, wt, "update-ref", "refs/heads/main", work)
+		if err := os.WriteFile(filepath.Join(wt, ".git", "hooks", "post-checkout"), []byte("#!/bin/sh\ntouch hooked\n"), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if got := gitOut(t, repo, "rev-parse", "main"); got != main {
+			t.Errorf("the checkout moved the repository's main to %s", got)
+		}
+		if got := gitOut(t, repo, "rev-parse", "feature/one"); got != main {
+			t.Errorf("the repository's feature/one moved before FetchBack: %s", got)
+		}
+		if _, err := os.Stat(filepath.Join(repo, ".git", "hooks", "post-checkout")); err == nil {
+			t.Error("a hook written in the checkout is the repository's")
+		}
+		if err := FetchBack(ctx, repo, wt, "feature/one"); err != nil {
+			t.Fatal(err)
+		}
+		if got := gitOut(t, repo, "rev-parse", "feature/one"); got != work {
+			t.Errorf("after FetchBack feature/one is at %s, want the checkout's %s", got, work)
+		}
+		if got := gitOut(t, repo, "rev-parse", "main"); got != main {
+			t.Errorf("FetchBack moved main to %s", got)
 		}
 	})
 	t.Run("ExistingBranch", func(t *testing.T) {
@@ -248,6 +277,9 @@ func TestSalvageTask(t *testing.T) {
 	ref, c, err := SalvageTask(ctx, wt, "T-1", "")
 	if err != nil || ref != SalvageRef("T-1", 1) || c == "" {
 		t.Fatalf("SalvageTask = %q %q %v, want %s", ref, c, err, SalvageRef("T-1", 1))
+	}
+	if err := FetchBack(ctx, repo, wt, ref); err != nil {
+		t.Fatal(err)
 	}
 	if got := gitOut(t, repo, "show", ref+":left.txt"); got != "draft" {
 		t.Errorf("left.txt on %s = %q", ref, got)

@@ -16,8 +16,9 @@ import (
 // dev` with its default sandbox, is driven by its model to try what an
 // agent escaping its governance would (read the decision key, the
 // Temporal key and the database in data_dir; find the worker's
-// environment in /proc; write outside its worktree; leave a detached
-// process behind), and commits what each try gave. Every try fails, the
+// environment in /proc; write outside its checkout; move the user's
+// repository's refs or plant a hook there; leave a detached process
+// behind), and commits what each try gave. Every try fails, the
 // run still commits its work, and no process of the run is left.
 func TestRunnerSandboxed(t *testing.T) {
 	data := t.TempDir()
@@ -33,6 +34,11 @@ func TestRunnerSandboxed(t *testing.T) {
 		probe("worker_env", "grep -qs "+marker+" /proc/*/environ") +
 		probe("write_outside", "touch "+filepath.Join(outside, "escaped")) +
 		probe("write_worktree", "touch ./inside") +
+		// The checkout reads the user's repository's objects; from there
+		// it tries to move the user's refs and plant a hook.
+		`R=$(dirname "$(head -n 1 .git/objects/info/alternates)"); ` +
+		probe("user_ref", `git --git-dir="$R" update-ref refs/heads/hijack HEAD`) +
+		probe("user_hook", `touch "$R/hooks/post-checkout"`) +
 		"} > probes.txt; " +
 		"setsid sh -c 'exec sleep 304' </dev/null >/dev/null 2>&1 & " +
 		"git add probes.txt && git -c user.name=codex -c user.email=codex@example.com commit -qm probes"
@@ -54,7 +60,7 @@ func TestRunnerSandboxed(t *testing.T) {
 	})
 	probes := git(t, s.repo, "show", "feature/e2e:probes.txt")
 	want := map[string]string{"decision_key": "no", "temporal_key": "no", "database": "no", "worker_env": "no",
-		"write_outside": "no", "write_worktree": "yes"}
+		"write_outside": "no", "write_worktree": "yes", "user_ref": "no", "user_hook": "no"}
 	got := map[string]string{}
 	for _, line := range strings.Fields(probes) {
 		k, v, _ := strings.Cut(line, "=")
@@ -64,6 +70,12 @@ func TestRunnerSandboxed(t *testing.T) {
 		if got[k] != v {
 			t.Errorf("%s = %q, want %q (probes %q)", k, got[k], v, probes)
 		}
+	}
+	if _, err := exec.Command("git", "-C", s.repo, "rev-parse", "--verify", "-q", "refs/heads/hijack").Output(); err == nil {
+		t.Error("the run made a branch in the user's repository")
+	}
+	if _, err := os.Stat(filepath.Join(s.repo, ".git", "hooks", "post-checkout")); err == nil {
+		t.Error("the run wrote a hook into the user's repository")
 	}
 	if _, err := os.Stat(filepath.Join(outside, "escaped")); err == nil {
 		t.Error("the run wrote outside its worktree")
