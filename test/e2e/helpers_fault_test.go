@@ -91,6 +91,11 @@ func openSSOT(t *testing.T, dataDir string) *ssot.DB {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { db.Close() })
+	// The chain is keyed with the decision key `ampflow dev` keeps in
+	// data_dir, as the workers key it.
+	if key, err := (config.Config{DataDir: dataDir}).StoreDecisionKey(); err == nil {
+		db.KeyChain(key)
+	}
 	return db
 }
 

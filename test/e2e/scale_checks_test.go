@@ -87,7 +87,8 @@ func historyAt(t *testing.T, api *apiClient, id string) []ssot.Record {
 // passes, then fails naming the task once a row of one task is edited in
 // the database behind ampflow's back.
 func (c *scaleCluster) checkAuditVerify(t *testing.T, tampered string) {
-	env := append(os.Environ(), "AMPFLOW_SSOT_URL="+c.dbs.ssot, "AMPFLOW_API_URL=http://"+c.workers[0].api)
+	env := append(os.Environ(), "AMPFLOW_SSOT_URL="+c.dbs.ssot, "AMPFLOW_API_URL=http://"+c.workers[0].api,
+		"AMPFLOW_AUTH_DECISION_KEY="+c.decisionKey)
 	out, errOut, code := runAmpflow(t, env, nil, "audit", "verify")
 	if code != 0 {
 		t.Fatalf("ampflow audit verify exited %d:\n%s%s", code, out, errOut)

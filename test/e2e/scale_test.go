@@ -35,6 +35,8 @@ type scaleCluster struct {
 	workers  []*clusterProc
 	apis     []*apiClient
 	began    time.Time
+	// decisionKey is the workers' decision key, in hex.
+	decisionKey string
 }
 
 // TestScaleOut runs Temporal's server on PostgreSQL (`ampflow temporal
@@ -122,6 +124,7 @@ func startScaleCluster(t *testing.T, dbs scaleDatabases) *scaleCluster {
 		t.Fatal(err)
 	}
 	decisionKey := hex.EncodeToString(raw)
+	c.decisionKey = decisionKey
 	for i := range scaleWorkers {
 		w := &clusterProc{t: t, name: fmt.Sprintf("worker %d", i), ready: "worker ",
 			api:  fmt.Sprintf("127.0.0.1:%d", freePort(t)),
