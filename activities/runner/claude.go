@@ -11,7 +11,7 @@ import (
 //
 //	claude -p --output-format stream-json --verbose
 //	  [--model M] [--resume ID] [--append-system-prompt S] [--max-budget-usd N]
-//	  [--settings JSON] --dangerously-skip-permissions -- PROMPT
+//	  [--settings JSON] --setting-sources "" --dangerously-skip-permissions -- PROMPT
 //
 // Its stream is one JSON object a line: system/init (session id, tools),
 // system/api_retry while it retries a failed request, assistant messages with
@@ -38,6 +38,12 @@ func (claudeFormat) args(s Spec) []string {
 	if s.Settings != "" {
 		a = append(a, "--settings", s.Settings)
 	}
+	// No settings file is read: not the HOME's, which the agent may write,
+	// nor the checkout's, which the executor commits and the reviewer
+	// checks out. Only --settings (the tool policy's hook) applies, so
+	// nothing the agent writes switches the hook off or adds a hook of its
+	// own, in this run or a later one.
+	a = append(a, "--setting-sources", "")
 	return append(a, "--dangerously-skip-permissions", "--", s.Prompt)
 }
 

@@ -85,3 +85,46 @@ func TestRunnerSandboxed(t *testing.T) {
 		t.Errorf("a process the run detached is still alive: pid %s", out)
 	}
 }
+
+// TestClaudeHookCannotBeSwitchedOff: the branch the task starts from
+// commits Claude Code settings that switch every hook off (project and
+// local), and the agent writes the same into its HOME's settings before it
+// tries a force push. The tool policy's hook still runs: the push is
+// denied and never runs, because a run loads the hook from its command
+// line and no settings file the agent can write.
+func TestClaudeHookCannotBeSwitchedOff(t *testing.T) {
+	off := `{"disableAllHooks": true, "hooks": {}}`
+	s := startRunnerDev(t, runnerOpts{tokens: true, executor: runner{"claude", []fakemodel.Turn{
+		{Text: "Settling in.", Tool: &fakemodel.ToolCall{Name: "Bash", Input: map[string]any{
+			"command": "mkdir -p ~/.claude && printf '%s' '" + off + "' > ~/.claude/settings.json", "description": "settings"}}},
+		{Text: "Pushing.", Tool: &fakemodel.ToolCall{Name: "Bash", Input: map[string]any{
+			"command": "git push --force origin main; touch force-ran", "description": "push"}}},
+		{Text: "Writing the file.", Tool: &fakemodel.ToolCall{Name: "Bash", Input: map[string]any{
+			"command":     "printf 'hello\\n' > hello.txt && git add hello.txt && git -c user.name=c -c user.email=c@example.com commit -qm 'add hello.txt'",
+			"description": "commit"}}},
+		{Text: `Done. {"criteria_met": [true], "notes": [], "summary": "wrote hello.txt"}`},
+	}}})
+	git(t, s.repo, "checkout", "-q", "feature/e2e")
+	if err := os.MkdirAll(filepath.Join(s.repo, ".claude"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	writeFile(t, filepath.Join(s.repo, ".claude", "settings.json"), off)
+	writeFile(t, filepath.Join(s.repo, ".claude", "settings.local.json"), off)
+	git(t, s.repo, "add", "-f", ".claude")
+	git(t, s.repo, "commit", "-q", "-m", "switch the hooks off")
+	git(t, s.repo, "checkout", "-q", "main")
+
+	const id = "T-2026-892"
+	s.planner.startTask(id, lowRiskPlan(s.repo))
+	st := s.api.awaitResult(id, 3*time.Minute)
+	denied := false
+	for _, c := range s.api.toolCalls(id) {
+		denied = denied || c.Decision == task.ToolDeny && c.Rule == "no-force-push"
+	}
+	if !denied {
+		t.Errorf("the force push was not denied by the hook (status %s, %s); tool calls: %+v", st.Status, st.LastError, s.api.toolCalls(id))
+	}
+	if files := git(t, s.repo, "ls-tree", "--name-only", "feature/e2e"); strings.Contains(files, "force-ran") {
+		t.Error("the force push ran: the hook was switched off")
+	}
+}
