@@ -8,7 +8,7 @@ import (
 //
 //	codex exec --json --dangerously-bypass-approvals-and-sandbox --skip-git-repo-check
 //	  [-m M] [-c developer_instructions="S"]
-//	  [--dangerously-bypass-hook-trust -c hooks=H] [resume ID] PROMPT
+//	  [--enable hooks --dangerously-bypass-hook-trust -c hooks=H] [resume ID] PROMPT
 //
 // Its stream is one JSON object a line: thread.started (the thread id, which
 // is the session id), turn.started, item.started and item.completed for
@@ -29,7 +29,9 @@ func (codexFormat) args(s Spec) []string {
 		a = append(a, "-c", "developer_instructions="+string(q))
 	}
 	if s.CodexHooks != "" {
-		a = append(a, "--dangerously-bypass-hook-trust", "-c", "hooks="+s.CodexHooks)
+		// --enable hooks wins over a [features] hooks = false the agent
+		// could write into CODEX_HOME's config.toml.
+		a = append(a, "--enable", "hooks", "--dangerously-bypass-hook-trust", "-c", "hooks="+s.CodexHooks)
 	}
 	if s.SessionID != "" {
 		a = append(a, "resume", s.SessionID)

@@ -128,3 +128,40 @@ func TestClaudeHookCannotBeSwitchedOff(t *testing.T) {
 		t.Error("the force push ran: the hook was switched off")
 	}
 }
+
+// TestCodexHookCannotBeSwitchedOff: a Codex run switches hooks off in its
+// CODEX_HOME's config.toml ([features] hooks = false); the next run of
+// the role, on another task, still has the tool policy's hook: its force
+// push is denied and never runs.
+func TestCodexHookCannotBeSwitchedOff(t *testing.T) {
+	shell := func(cmd string) *fakemodel.ToolCall {
+		return &fakemodel.ToolCall{Name: "exec_command", Input: map[string]any{"cmd": cmd}}
+	}
+	s := startRunnerDev(t, runnerOpts{tokens: true, executor: runner{"codex", []fakemodel.Turn{
+		{Text: "Settling in.", Tool: shell(`printf '\n[features]\nhooks = false\n' >> "$CODEX_HOME/config.toml" && ` +
+			`printf 'one\n' > one.txt && git add one.txt && git -c user.name=c -c user.email=c@example.com commit -qm one`)},
+		{Text: `Done. {"criteria_met": [true], "notes": [], "summary": "one"}`},
+		{Text: "Pushing.", Tool: shell("git push --force origin main; touch force-ran")},
+		{Text: "Writing the file.", Tool: shell("printf 'hello\\n' > hello.txt && git add hello.txt && git -c user.name=c -c user.email=c@example.com commit -qm hello")},
+		{Text: `Done. {"criteria_met": [true], "notes": [], "summary": "hello"}`},
+	}}})
+	git(t, s.repo, "branch", "feature/e2e-2", "main")
+
+	s.planner.startTask("T-2026-893", lowRiskPlan(s.repo))
+	s.api.awaitResult("T-2026-893", 3*time.Minute)
+	plan := lowRiskPlan(s.repo)
+	plan.Branch = "feature/e2e-2"
+	const id = "T-2026-894"
+	s.planner.startTask(id, plan)
+	st := s.api.awaitResult(id, 3*time.Minute)
+	denied := false
+	for _, c := range s.api.toolCalls(id) {
+		denied = denied || c.Decision == task.ToolDeny && c.Rule == "no-force-push"
+	}
+	if !denied {
+		t.Errorf("the second run's force push was not denied by the hook (status %s, %s); tool calls: %+v", st.Status, st.LastError, s.api.toolCalls(id))
+	}
+	if files := git(t, s.repo, "ls-tree", "--name-only", "feature/e2e-2"); strings.Contains(files, "force-ran") {
+		t.Error("the force push ran: the first run switched the hook off")
+	}
+}
