@@ -86,3 +86,19 @@ func quoteArgs(argv []string) []string {
 	}
 	return out
 }
+
+// SandboxWarnings names each runner role whose runs are not confined
+// (agents.<role>.sandbox: off), for the dashboard's every page.
+func SandboxWarnings(a config.Agents) []string {
+	var out []string
+	for _, r := range []struct {
+		role string
+		ag   config.Agent
+	}{{"executor", a.Executor}, {"reviewer", a.Reviewer}} {
+		if r.ag.Mode == config.AgentModeRunner && r.ag.Sandbox == config.SandboxOff {
+			out = append(out, fmt.Sprintf("agents.%s.sandbox is off: the %s's %s runs are not confined, and the agent can read the worker's keys and database (docs/sandbox.md)",
+				r.role, r.role, r.ag.Runner))
+		}
+	}
+	return out
+}

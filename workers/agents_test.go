@@ -52,4 +52,10 @@ func TestAgentModesSandbox(t *testing.T) {
 	if _, err := AgentModes(ctx, config.Agents{Executor: off}); err != nil {
 		t.Errorf("no bubblewrap, sandbox off: %v", err)
 	}
+	if w := SandboxWarnings(config.Agents{Executor: off, Reviewer: echo}); len(w) != 1 || !strings.HasPrefix(w[0], "agents.executor.sandbox is off") {
+		t.Errorf("SandboxWarnings = %q, want the executor's", w)
+	}
+	if w := SandboxWarnings(config.Agents{Executor: echo, Reviewer: echo}); len(w) != 0 {
+		t.Errorf("SandboxWarnings with every runner sandboxed = %q", w)
+	}
 }

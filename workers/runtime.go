@@ -253,7 +253,7 @@ func mountDashboard(o Options, parts *Parts, api *httpapi.Server, rt *runtime, l
 	d := dashboard.Register(api, dashboard.Options{
 		Store: parts.Store, Actions: parts.Tasks, Tokens: o.Config.Auth.Tokens, OpenName: o.LocalName,
 		MaxRejects: o.Config.Protocol.MaxRejects, Logger: log, Poll: cfg.PollInterval, SessionTTL: cfg.SessionTTL,
-		Panels: panels, Leases: meshPanels(parts, panels),
+		Panels: panels, Leases: meshPanels(parts, panels), Warnings: SandboxWarnings(o.Config.Agents),
 	})
 	rt.loops = append(rt.loops, d.Watch)
 	return true

@@ -112,6 +112,10 @@ type Options struct {
 	Poll time.Duration
 	// SessionTTL bounds a sign-in; zero is DefaultSessionTTL.
 	SessionTTL time.Duration
+	// Warnings are shown at the top of every page: what the admins must
+	// know of how the worker runs, such as a runner role without its
+	// sandbox (agents.<role>.sandbox: off).
+	Warnings []string
 }
 
 // DefaultPoll is how often the store is looked at for changes: pages
@@ -143,6 +147,8 @@ type Server struct {
 	lookedOnce sync.Once
 	// signIns counts failed sign-ins per client address.
 	signIns *failedSignIns
+	// warnings are Options.Warnings.
+	warnings []string
 }
 
 // New builds a Server, to serve alone with Handler or on the API with
@@ -150,7 +156,7 @@ type Server struct {
 func New(o Options) *Server {
 	s := &Server{
 		store: o.Store, actions: o.Actions, maxRejects: o.MaxRejects, panels: o.Panels,
-		leases: o.Leases, log: o.Logger, now: o.Now, poll: o.Poll,
+		leases: o.Leases, log: o.Logger, now: o.Now, poll: o.Poll, warnings: o.Warnings,
 	}
 	if s.log == nil {
 		s.log = slog.New(slog.DiscardHandler)

@@ -2,7 +2,10 @@ package dashboard
 
 import (
 	"context"
+	"html"
+	"io"
 	"net/http"
+	"net/http/httptest"
 	"net/url"
 	"strings"
 	"testing"
@@ -364,5 +367,31 @@ func TestSignInThrottled(t *testing.T) {
 	resp := c.signIn("tok-ana")
 	if resp.StatusCode != http.StatusTooManyRequests || resp.Header.Get("Retry-After") == "" {
 		t.Fatalf("sign-in after %d failures: %d, Retry-After %q; want 429 with Retry-After", MaxFailedSignIns, resp.StatusCode, resp.Header.Get("Retry-After"))
+	}
+}
+
+// TestWarnings: the worker's warnings (a runner role without its
+// sandbox) are on every page, as an alert.
+func TestWarnings(t *testing.T) {
+	db := openStore(t)
+	const warn = "agents.executor.sandbox is off: the executor's runs are not confined"
+	srv := New(Options{Store: db, Actions: &fakeEngine{t: t, db: db}, OpenName: "dev", MaxRejects: 3, Warnings: []string{warn}})
+	h := httptest.NewServer(srv.Handler())
+	t.Cleanup(h.Close)
+	seedTask(t, db, "T-2026-006", 0)
+	for _, path := range []string{"/", "/tasks", "/tasks/T-2026-006"} {
+		resp, err := http.Get(h.URL + path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusOK || !strings.Contains(string(b), `<div class="flash warning" role="alert">`+html.EscapeString(warn)+`</div>`) {
+			t.Errorf("%s: %d, the warning is not on the page", path, resp.StatusCode)
+		}
+	}
+	f := newFixture(t, nil)
+	if _, page := f.client(t).do("GET", "/", nil, nil); strings.Contains(page, `role="alert"`) {
+		t.Error("a worker with no warnings shows one")
 	}
 }

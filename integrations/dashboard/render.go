@@ -70,6 +70,8 @@ type pageData struct {
 	Viewer viewer
 	CSRF   string
 	Flash  string
+	// Warnings are Options.Warnings, on every page.
+	Warnings []string
 	// Task is the task a task page shows, for its live events.
 	Task string
 	Data any
@@ -96,7 +98,7 @@ func (s *Server) render(w http.ResponseWriter, r *http.Request, status int, name
 
 // base fills what every page shows of its viewer.
 func (s *Server) base(w http.ResponseWriter, r *http.Request, v viewer, title, nav string) pageData {
-	d := pageData{Title: title, Nav: nav, Viewer: v, CSRF: s.auth.csrf(v)}
+	d := pageData{Title: title, Nav: nav, Viewer: v, CSRF: s.auth.csrf(v), Warnings: s.warnings}
 	if r.Header.Get("X-Dashboard-Fragment") == "" {
 		d.Flash = s.takeFlash(w, r)
 	}
