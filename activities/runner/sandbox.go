@@ -34,11 +34,16 @@ type Sandbox struct {
 }
 
 // bwrapBase are the options of every sandbox: the whole machine
-// read-only, fresh /dev, /proc and /tmp, a pid, IPC, UTS and cgroup
-// namespace of its own, a session of its own (no terminal to inject
-// into), and the whole sandbox killed when the worker dies.
+// read-only, fresh /dev, /proc and /tmp, a user namespace without
+// capabilities, a pid, IPC, UTS and cgroup namespace of its own, a session
+// of its own (no terminal to inject into), and the whole sandbox killed
+// when the worker dies.
 var bwrapBase = []string{
 	"--die-with-parent", "--new-session",
+	// A user namespace of its own with no capability in it, also when
+	// the worker is root: nothing inside can unmount what hides a
+	// directory or remount / writable.
+	"--unshare-user", "--cap-drop", "ALL",
 	"--unshare-pid", "--unshare-ipc", "--unshare-uts", "--unshare-cgroup-try",
 	"--ro-bind", "/", "/",
 	"--dev", "/dev",
@@ -46,9 +51,10 @@ var bwrapBase = []string{
 	"--tmpfs", "/tmp",
 }
 
-// wrap is argv run inside the sandbox, in dir. A path to read or write
-// that holds a hidden one would show it, and is refused; one to read
-// outside every hidden directory is already readable, and is left out.
+// wrap is argv run inside the sandbox, in dir. A path to write that holds
+// a hidden one (or /tmp) would show it, and is refused; one to read that
+// does is left out, as is one outside every hidden directory, which is
+// readable already.
 func (b *Sandbox) wrap(dir string, argv []string) ([]string, error) {
 	bin := b.Bin
 	if bin == "" {
@@ -56,22 +62,20 @@ func (b *Sandbox) wrap(dir string, argv []string) ([]string, error) {
 	}
 	hide := sortedPaths(b.Hide)
 	out := append([]string{bin}, bwrapBase...)
+	out = append(out, hiddenSockets()...)
 	for _, h := range hide {
 		out = append(out, "--tmpfs", h)
 	}
 	// /tmp is the run's own, empty: what it is given there is hidden too.
 	hidden := append([]string{"/tmp"}, hide...)
 	for _, r := range sortedPaths(b.Read) {
-		if !within(r, hidden) {
+		if !within(r, hidden) || holdsNone(r, hidden) != nil {
 			continue
-		}
-		if err := holdsNone(r, hide); err != nil {
-			return nil, err
 		}
 		out = append(out, "--ro-bind-try", r, r)
 	}
 	for _, w := range sortedPaths(append([]string{dir}, b.Write...)) {
-		if err := holdsNone(w, hide); err != nil {
+		if err := holdsNone(w, hidden); err != nil {
 			return nil, err
 		}
 		out = append(out, "--bind-try", w, w)
@@ -91,13 +95,40 @@ func holdsNone(path string, hide []string) error {
 	return nil
 }
 
-// sortedPaths is paths cleaned, without repeats, parents before children,
-// so a mount inside another comes after it.
+// daemonSockets are sockets of the machine's daemons that run what they
+// are asked outside any sandbox: the container engines, the system bus.
+var daemonSockets = []string{
+	"/run/docker.sock", "/run/containerd/containerd.sock", "/run/podman/podman.sock",
+	"/run/dbus/system_bus_socket", "/run/systemd/private",
+}
+
+// hiddenSockets are the options that hide the sockets a run could ask a
+// daemon outside the sandbox through: every user's session directory
+// (the user's bus, systemd, gpg and ssh agents) and daemonSockets.
+func hiddenSockets() []string {
+	var out []string
+	if st, err := os.Stat("/run/user"); err == nil && st.IsDir() {
+		out = append(out, "--tmpfs", "/run/user")
+	}
+	for _, p := range daemonSockets {
+		if st, err := os.Stat(p); err == nil && st.Mode()&os.ModeSocket != 0 {
+			out = append(out, "--ro-bind", os.DevNull, p)
+		}
+	}
+	return out
+}
+
+// sortedPaths is paths cleaned and resolved (a symlink is mounted at
+// what it names, where the sandbox meets it), without repeats, parents
+// before children, so a mount inside another comes after it.
 func sortedPaths(paths []string) []string {
 	var out []string
 	for _, p := range paths {
 		if p == "" || !filepath.IsAbs(p) {
 			continue
+		}
+		if real, err := filepath.EvalSymlinks(p); err == nil {
+			p = real
 		}
 		out = append(out, filepath.Clean(p))
 	}

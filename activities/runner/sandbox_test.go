@@ -2,6 +2,7 @@ package runner
 
 import (
 	"context"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -188,9 +189,14 @@ func TestSandboxRefusesShowingHidden(t *testing.T) {
 	if _, err := b.wrap("/srv/data/worktrees/T-1", []string{"claude"}); err == nil || !strings.Contains(err.Error(), "would show /srv/data") {
 		t.Errorf("wrap with a Write that holds Hide = %v, want a refusal", err)
 	}
-	b = &Sandbox{Hide: []string{"/srv/data"}, Read: []string{"/srv/data"}}
-	if _, err := b.wrap("/work", []string{"claude"}); err == nil {
-		t.Error("wrap with a Read that is Hide: no refusal")
+	// A path to read that is hidden, or holds what is (the worker's
+	// TMPDIR, /tmp), is left out: it would show what the sandbox hides.
+	b = &Sandbox{Hide: []string{"/srv/data"}, Read: []string{"/srv/data", "/srv", "/tmp"}}
+	if argv, err := b.wrap("/work", []string{"claude"}); err != nil || strings.Contains(strings.Join(argv, " "), "--ro-bind-try") {
+		t.Errorf("wrap with Reads that hold hidden directories = %q, %v; want them left out", argv, err)
+	}
+	if _, err := (&Sandbox{Write: []string{"/tmp"}}).wrap("/work", []string{"claude"}); err == nil {
+		t.Error("wrap with /tmp to write: no refusal")
 	}
 	b = &Sandbox{Hide: []string{"/srv/data"}, Read: []string{"/usr/bin/git", "/srv/data/hooks/h.json"}}
 	argv, err := b.wrap("/work", []string{"claude"})
@@ -200,5 +206,68 @@ func TestSandboxRefusesShowingHidden(t *testing.T) {
 	line := strings.Join(argv, " ")
 	if strings.Contains(line, "/usr/bin/git") || !strings.Contains(line, "--ro-bind-try /srv/data/hooks/h.json") || !strings.HasSuffix(line, "--chdir /work -- claude") {
 		t.Errorf("argv %q", line)
+	}
+}
+
+// TestSandboxHasNoCapabilities: nothing inside the sandbox holds a
+// capability, even when the worker is root, so nothing can unmount what
+// hides a directory or make / writable.
+func TestSandboxHasNoCapabilities(t *testing.T) {
+	needSandbox(t)
+	hidden := t.TempDir()
+	if err := os.WriteFile(filepath.Join(hidden, "key"), []byte("secret"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	s := scriptSpec(t, `{ grep CapEff /proc/self/status; umount `+hidden+` 2>&1 && echo umount=yes || echo umount=no; `+
+		`cat `+hidden+`/key 2>/dev/null && echo key=yes || echo key=no; `+
+		`mount -o remount,rw,bind / 2>&1 && echo remount=yes || echo remount=no; } > probes.txt
+`+sh(initLine, resultLine))
+	s.Sandbox = &Sandbox{Hide: []string{hidden}}
+	o := runScript(t, context.Background(), s, nil)
+	if !o.Succeeded() {
+		t.Fatalf("run: %+v", o)
+	}
+	raw, err := os.ReadFile(filepath.Join(s.Dir, "probes.txt"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := string(raw)
+	if !strings.Contains(out, "CapEff:\t0000000000000000") || !strings.Contains(out, "umount=no") ||
+		!strings.Contains(out, "key=no") || !strings.Contains(out, "remount=no") {
+		t.Errorf("inside the sandbox:\n%s", out)
+	}
+}
+
+// TestSandboxHidesSessionSockets: a socket in a user's session directory
+// (/run/user: the user's bus, systemd, gpg and ssh agents), which a run
+// could ask to run commands outside the sandbox, cannot be reached from
+// inside; outside, it can.
+func TestSandboxHidesSessionSockets(t *testing.T) {
+	needSandbox(t)
+	dir := filepath.Join("/run/user", "ampflow-test-"+strconv.Itoa(os.Getpid()))
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		t.Fatalf("making a session directory under /run/user: %v", err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	sock := filepath.Join(dir, "bus")
+	l, err := net.Listen("unix", sock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { l.Close() })
+	probe := `{ test -S ` + sock + ` && echo sock=yes || echo sock=no; } > probes.txt
+` + sh(initLine, resultLine)
+	for _, c := range []struct {
+		sandbox *Sandbox
+		want    string
+	}{{nil, "sock=yes"}, {&Sandbox{}, "sock=no"}} {
+		s := scriptSpec(t, probe)
+		s.Sandbox = c.sandbox
+		if o := runScript(t, context.Background(), s, nil); !o.Succeeded() {
+			t.Fatalf("run: %+v", o)
+		}
+		if raw, _ := os.ReadFile(filepath.Join(s.Dir, "probes.txt")); !strings.Contains(string(raw), c.want) {
+			t.Errorf("sandbox %v: %q, want %s", c.sandbox != nil, raw, c.want)
+		}
 	}
 }
