@@ -104,8 +104,28 @@ func TestGitRunsNothingOfTheRepository(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(wt, "left.txt"), []byte("uncommitted\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if ref, _, err := runner.SalvageTask(ctx, wt, "T-2026-001", "salvage"); err != nil || ref == "" {
+	// The agent writes its checkout's own configuration: a filter whose
+	// name holds a no-break space, and a core.worktree naming a secret
+	// directory for the salvage to take.
+	evil := filepath.Join(t.TempDir(), "evil.sh")
+	if err := os.WriteFile(evil, []byte("#!/bin/sh\ntouch "+filepath.Join(marks, "checkout-filter")+"\ncat\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	gittest.Git(t, wt, "config", "filter.a\u00a0b.clean", evil)
+	if err := os.WriteFile(filepath.Join(wt, ".gitattributes"), []byte("*.txt filter=a\u00a0b\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	secrets := t.TempDir()
+	if err := os.WriteFile(filepath.Join(secrets, "key"), []byte("TOPSECRET"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	gittest.Git(t, wt, "config", "core.worktree", secrets)
+	ref, _, err := runner.SalvageTask(ctx, wt, "T-2026-001", "salvage")
+	if err != nil || ref == "" {
 		t.Fatalf("SalvageTask = %q, %v", ref, err)
+	}
+	if files := gittest.Git(t, wt, "--work-tree="+wt, "ls-tree", "-r", "--name-only", ref); strings.Contains(files, "key") || !strings.Contains(files, "left.txt") {
+		t.Errorf("the salvage holds %q: core.worktree moved it", files)
 	}
 	if err := runner.RemoveWorktree(ctx, repo, wt); err != nil {
 		t.Fatalf("RemoveWorktree: %v", err)

@@ -68,7 +68,7 @@ func (a *Activities) CleanupWorktrees(ctx context.Context, in CleanupWorktreesIn
 			// The checkout's branch and salvage go into the repository
 			// before the checkout does.
 			kept := []string{}
-			if b := runner.CheckedOut(ctx, dir); b != "" {
+			if b := runner.TaskBranch(dir); b != "" {
 				kept = append(kept, b)
 			}
 			if ref != "" {

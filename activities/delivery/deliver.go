@@ -66,6 +66,10 @@ type Delivery struct {
 	// SandboxBin is the bwrap binary of sandboxed runs; empty: bwrap on
 	// the worker's PATH.
 	SandboxBin string
+	// SandboxHide are files and directories of the worker's a sandboxed
+	// run does not see beside data_dir and the worker's home: its
+	// configuration file, key files, a store outside data_dir.
+	SandboxHide []string
 }
 
 // maxReply bounds what a command-mode agent may print; more is ignored.

@@ -94,7 +94,7 @@ func (d *Delivery) runAgent(ctx context.Context, a activities.AgentDelivery, in 
 		return failed(fmt.Sprintf("giving the %s runner ampflow's MCP server: %v", a.Runner, err), "", err)
 	}
 	if a.Sandbox {
-		if err := d.sandbox(ctx, a, m.To, dir, &spec); err != nil {
+		if err := d.sandbox(ctx, a, m.To, in.Repo, dir, &spec); err != nil {
 			return failed(fmt.Sprintf("confining the %s runner (agents.%s.sandbox): %v", a.Runner, m.To, err), "", err)
 		}
 	}
@@ -242,7 +242,10 @@ func (d *Delivery) submitResult(ctx context.Context, in activities.DeliverInput,
 		return fmt.Errorf("committing the executor's work: %w", err)
 	}
 	if err := runner.FetchBack(ctx, in.Repo, dir, p.Branch); err != nil {
-		return fmt.Errorf("bringing the executor's branch into %s: %w", in.Repo, err)
+		// Not retried: a retry would run the CLI again, and a branch
+		// checked out in the user's checkout stays so until someone acts.
+		return failed(fmt.Sprintf("bringing the executor's branch %s into %s: %v; if it is checked out there, "+
+			"switch that checkout to another branch (git -C %s switch --detach), then redispatch", p.Branch, in.Repo, err, in.Repo), "", err)
 	}
 	head, err := activities.RunGit(ctx, "git", dir, false, "rev-parse", "HEAD")
 	if err != nil {

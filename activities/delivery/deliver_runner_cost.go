@@ -132,7 +132,7 @@ func (d *Delivery) runFailed(ctx context.Context, a activities.AgentDelivery, in
 	salvaged := ""
 	if m.To == amp.RoleExecutor {
 		ref, c, err := runner.SalvageTask(ctx, dir, m.TaskID, "ampflow: salvage of a failed "+a.Runner+" run on "+m.MsgID)
-		kept := []string{runner.CheckedOut(ctx, dir)}
+		kept := []string{in.Branch}
 		if err == nil && c != "" {
 			kept = append(kept, ref)
 		}

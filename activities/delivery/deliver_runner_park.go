@@ -13,7 +13,9 @@ import (
 
 // parkPath is where the hook of a role's run on a task writes its park.
 func parkPath(a activities.AgentDelivery, m amp.Message) string {
-	return filepath.Join(a.WorkDir, "parks", m.TaskID+"."+string(m.To)+"."+a.Runner+".json")
+	// One directory per task and role: a sandboxed run writes only its
+	// own, and reads no other task's park.
+	return filepath.Join(a.WorkDir, "parks", m.TaskID+"."+string(m.To), a.Runner+".json")
 }
 
 // parkable gives a run whose hook is set the park file.

@@ -19,9 +19,10 @@ import (
 // checkout reads. It writes its checkout, its park file's directory, and
 // its CLI's state: the HOME and CODEX_HOME its environment
 // names, or else a home of its role's own in data_dir/homes.
-func (d *Delivery) sandbox(ctx context.Context, a activities.AgentDelivery, role amp.Role, dir string, spec *runner.Spec) error {
-	spec.Env = lastValues(spec.Env)
-	hide := []string{a.WorkDir}
+func (d *Delivery) sandbox(ctx context.Context, a activities.AgentDelivery, role amp.Role, repo, dir string, spec *runner.Spec) error {
+	// /tmp is the run's own, whatever the worker's TMPDIR.
+	spec.Env = lastValues(append(spec.Env, "TMPDIR=/tmp"))
+	hide := append([]string{a.WorkDir}, d.SandboxHide...)
 	workerHome, _ := os.UserHomeDir()
 	home, ok := lookupEnv(spec.Env, "HOME")
 	if !ok || home == workerHome {
@@ -38,8 +39,14 @@ func (d *Delivery) sandbox(ctx context.Context, a activities.AgentDelivery, role
 	if ch, ok := lookupEnv(spec.Env, "CODEX_HOME"); ok {
 		write = append(write, ch)
 	}
-	// The checkout reads the repository's objects, read-only.
-	read := runner.Alternates(dir)
+	// The checkout reads the repository's objects, read-only; where they
+	// are is read from the repository, not from the checkout the agent
+	// writes.
+	objects, err := runner.Objects(ctx, repo)
+	if err != nil {
+		return fmt.Errorf("finding the objects of %s: %w", repo, err)
+	}
+	read := []string{objects}
 	if spec.ParkFile != "" {
 		write = append(write, filepath.Dir(spec.ParkFile))
 		if err := os.MkdirAll(filepath.Dir(spec.ParkFile), 0o700); err != nil {

@@ -33,7 +33,7 @@ func TestSandboxOfARun(t *testing.T) {
 	d := &Delivery{}
 
 	spec := runner.Spec{Runner: "claude", Dir: dir, Env: child.Env(nil, nil), ParkFile: filepath.Join(data, "parks", "p.json")}
-	if err := d.sandbox(ctx, a, amp.RoleExecutor, dir, &spec); err != nil {
+	if err := d.sandbox(ctx, a, amp.RoleExecutor, repo, dir, &spec); err != nil {
 		t.Fatal(err)
 	}
 	home := filepath.Join(data, "homes", "executor")
@@ -61,7 +61,7 @@ func TestSandboxOfARun(t *testing.T) {
 
 	own := t.TempDir()
 	spec = runner.Spec{Runner: "claude", Dir: dir, Env: child.Env(nil, []string{"HOME=" + own})}
-	if err := d.sandbox(ctx, a, amp.RoleReviewer, dir, &spec); err != nil {
+	if err := d.sandbox(ctx, a, amp.RoleReviewer, repo, dir, &spec); err != nil {
 		t.Fatalf("a run whose env sets HOME after the worker's: %v", err)
 	}
 	if got, _ := lookupEnv(spec.Env, "HOME"); got != own || !slices.Contains(spec.Sandbox.Write, own) {

@@ -43,6 +43,11 @@ var Config = []string{
 	"gpg.program=gpg",
 	"color.ui=false",
 	"core.quotepath=off",
+	// Submodules are other repositories, with configuration of their
+	// own: nothing recurses into them.
+	"submodule.recurse=false",
+	"diff.ignoreSubmodules=all",
+	"status.submoduleSummary=false",
 }
 
 // Args is args after Config's options and drivers, the options that turn
@@ -94,7 +99,7 @@ var driverKeys = map[string]string{
 // files, the user's and the system's), and returns the -c options that
 // make each do nothing. git is the git binary.
 func Drivers(ctx context.Context, git, dir string) ([]string, error) {
-	cmd := exec.CommandContext(ctx, git, Args(nil, "config", "--includes", "--name-only", "--get-regexp", `^(filter|diff)\..*\.`)...)
+	cmd := exec.CommandContext(ctx, git, Args(nil, "config", "--null", "--includes", "--name-only", "--get-regexp", `^(filter|diff)\..*\.`)...)
 	cmd.Dir = dir
 	cmd.Env = Env()
 	var out bytes.Buffer
@@ -107,7 +112,12 @@ func Drivers(ctx context.Context, git, dir string) ([]string, error) {
 	}
 	seen := map[string]bool{}
 	var opts []string
-	for _, key := range strings.Fields(out.String()) {
+	// NUL-separated: a driver's name may hold any character but a NUL,
+	// spaces of every kind included.
+	for _, key := range strings.Split(out.String(), "\x00") {
+		if key == "" {
+			continue
+		}
 		section, _, _ := strings.Cut(key, ".")
 		i := strings.LastIndexByte(key, '.')
 		off, ok := driverKeys[strings.ToLower(section+"."+key[i+1:])]

@@ -20,8 +20,9 @@ import (
 type Sandbox struct {
 	// Bin is the bwrap binary; empty means "bwrap" on the worker's PATH.
 	Bin string
-	// Hide are directories the run does not see: each is an empty
-	// directory in the sandbox (data_dir, the worker's home).
+	// Hide are directories and files the run does not see: each
+	// directory is empty in the sandbox (data_dir, the worker's home), each
+	// file empty (a key file, the configuration).
 	Hide []string
 	// Read are paths the run may read although they lie in Hide: the
 	// tool hook's binary, its settings and the MCP configuration ampflow
@@ -64,6 +65,10 @@ func (b *Sandbox) wrap(dir string, argv []string) ([]string, error) {
 	out := append([]string{bin}, bwrapBase...)
 	out = append(out, hiddenSockets()...)
 	for _, h := range hide {
+		if st, err := os.Stat(h); err == nil && !st.IsDir() {
+			out = append(out, "--ro-bind", os.DevNull, h) // a secret file reads empty
+			continue
+		}
 		out = append(out, "--tmpfs", h)
 	}
 	// /tmp is the run's own, empty: what it is given there is hidden too.

@@ -49,6 +49,12 @@ func gitEnv(ctx context.Context, dir string, env []string, args ...string) (stri
 	if err != nil {
 		return "", fmt.Errorf("git %s in %s: reading the repository's filters: %w", strings.Join(args, " "), dir, err)
 	}
+	// A repository's own top names its git directory and work tree
+	// outright: a core.worktree in its configuration (which a run's
+	// checkout holds and the agent may write) moves neither.
+	if st, err := os.Stat(filepath.Join(dir, ".git")); err == nil && st.IsDir() {
+		args = append([]string{"--git-dir=" + filepath.Join(dir, ".git"), "--work-tree=" + dir}, args...)
+	}
 	cmd := exec.CommandContext(ctx, "git", gitsafe.Args(drivers, args...)...)
 	cmd.Dir = dir
 	cmd.Env = gitsafe.Env(env...)
@@ -140,7 +146,9 @@ func AddTaskWorktree(ctx context.Context, repo, dir, branch string) error {
 		return fmt.Errorf("adding a checkout for branch %q: not a valid branch name", branch)
 	}
 	ref := "refs/heads/" + branch
-	if cur, ok := cloneBranch(ctx, dir); ok && cur == ref {
+	if TaskBranch(dir) == branch {
+		// Made before, for this task: kept as the agent left it, on
+		// whatever branch, so nothing of its work is lost.
 		return nil
 	}
 	wts, err := worktrees(ctx, repo)
@@ -148,13 +156,16 @@ func AddTaskWorktree(ctx context.Context, repo, dir, branch string) error {
 		return fmt.Errorf("adding a checkout for branch %s: %w", branch, err)
 	}
 	for _, w := range wts {
+		if samePath(w.path, dir) && w.branch == ref {
+			return nil // a worktree of the task from before checkouts were clones
+		}
 		if w.branch == ref {
 			return fmt.Errorf("adding a checkout for branch %s of %s: %w: %s; free it with `git -C %s switch --detach` "+
 				"(or switch that worktree to another branch), or remove it with `git -C %s worktree remove %s`",
 				branch, repo, ErrBranchCheckedOut, w.path, w.path, repo, w.path)
 		}
 	}
-	if other := siblingOn(ctx, dir, ref); other != "" {
+	if other := siblingOn(dir, branch); other != "" {
 		return fmt.Errorf("adding a checkout for branch %s of %s: %w: ampflow's checkout %s of another task works on it; "+
 			"it goes when that task ends", branch, repo, ErrBranchCheckedOut, other)
 	}
@@ -170,8 +181,29 @@ func AddTaskWorktree(ctx context.Context, repo, dir, branch string) error {
 	if err := clone(ctx, repo, dir); err != nil {
 		return err
 	}
-	_, err = git(ctx, dir, "checkout", "-q", "-B", branch, "refs/remotes/origin/"+branch)
-	return err
+	if _, err := git(ctx, dir, "checkout", "-q", "-B", branch, "refs/remotes/origin/"+branch); err != nil {
+		return err
+	}
+	// Last: a checkout without it is one cut short, and is made again.
+	if err := os.WriteFile(branchFile(dir), []byte(branch+"\n"), 0o600); err != nil {
+		return fmt.Errorf("adding a checkout at %s: %w", dir, err)
+	}
+	return nil
+}
+
+// branchFile keeps, beside a task's checkout (where a sandboxed run
+// cannot write), the branch the checkout was made for.
+func branchFile(dir string) string { return filepath.Clean(dir) + ".branch" }
+
+// TaskBranch is the branch AddTaskWorktree made the checkout at dir for,
+// "" when it made none there: the branch ampflow brings back into the
+// repository, whatever the agent has checked out.
+func TaskBranch(dir string) string {
+	b, err := os.ReadFile(branchFile(dir))
+	if err != nil {
+		return ""
+	}
+	return strings.TrimSpace(string(b))
 }
 
 // AddDetachedWorktree gives a reviewer a checkout of its own of repo at
@@ -232,15 +264,12 @@ func cloneBranch(ctx context.Context, dir string) (string, bool) {
 	return ref, true
 }
 
-// siblingOn names another clone beside dir that has ref checked out, or "".
-func siblingOn(ctx context.Context, dir, ref string) string {
+// siblingOn names another task's checkout beside dir made for branch, or "".
+func siblingOn(dir, branch string) string {
 	entries, _ := os.ReadDir(filepath.Dir(dir))
 	for _, e := range entries {
 		other := filepath.Join(filepath.Dir(dir), e.Name())
-		if !e.IsDir() || samePath(other, dir) {
-			continue
-		}
-		if cur, ok := cloneBranch(ctx, other); ok && cur == ref {
+		if e.IsDir() && !samePath(other, dir) && TaskBranch(other) == branch {
 			return other
 		}
 	}
@@ -268,13 +297,6 @@ func FetchBack(ctx context.Context, repo, dir string, branches ...string) error 
 	return err
 }
 
-// CheckedOut is the branch the checkout at dir has checked out, "" when
-// it is detached or no checkout.
-func CheckedOut(ctx context.Context, dir string) string {
-	ref, _ := cloneBranch(ctx, dir)
-	return strings.TrimPrefix(ref, "refs/heads/")
-}
-
 // RemoveWorktree removes the run's checkout at dir, with whatever it
 // holds (call Salvage, then FetchBack, first). A worktree of repo there
 // (from before checkouts were clones) is removed as git's worktree. A dir
@@ -296,6 +318,9 @@ func RemoveWorktree(ctx context.Context, repo, dir string) error {
 		return err
 	}
 	if err := os.RemoveAll(dir); err != nil {
+		return fmt.Errorf("removing the checkout %s: %w", dir, err)
+	}
+	if err := os.Remove(branchFile(dir)); err != nil && !errors.Is(err, os.ErrNotExist) {
 		return fmt.Errorf("removing the checkout %s: %w", dir, err)
 	}
 	return nil
@@ -333,7 +358,7 @@ func Salvage(ctx context.Context, dir, branch, message string) (string, error) {
 	if message == "" {
 		message = "ampflow: salvage uncommitted work"
 	}
-	status, err := git(ctx, dir, "status", "--porcelain", "--untracked-files=all")
+	status, err := git(ctx, dir, "status", "--porcelain", "--untracked-files=all", "--ignore-submodules=all")
 	if err != nil {
 		return "", fmt.Errorf("salvaging %s: %w", dir, err)
 	}
@@ -412,7 +437,7 @@ func SalvageTask(ctx context.Context, dir, task, message string) (ref, commit st
 	if message == "" {
 		message = "ampflow: salvage uncommitted work of " + task
 	}
-	status, err := git(ctx, dir, "status", "--porcelain", "--untracked-files=all")
+	status, err := git(ctx, dir, "status", "--porcelain", "--untracked-files=all", "--ignore-submodules=all")
 	if err != nil {
 		return "", "", fmt.Errorf("salvaging %s: %w", dir, err)
 	}
@@ -473,18 +498,12 @@ func identity(ctx context.Context, dir string) []string {
 	return []string{"-c", "user.name=ampflow", "-c", "user.email=ampflow@localhost"}
 }
 
-// Alternates are the object directories the checkout at dir reads besides
-// its own: the repository's, for a clone AddTaskWorktree made.
-func Alternates(dir string) []string {
-	b, err := os.ReadFile(filepath.Join(dir, ".git", "objects", "info", "alternates"))
+// Objects is the object directory of the repository at repo, which the
+// checkouts AddTaskWorktree makes of it read.
+func Objects(ctx context.Context, repo string) (string, error) {
+	common, err := git(ctx, repo, "rev-parse", "--path-format=absolute", "--git-common-dir")
 	if err != nil {
-		return nil
+		return "", err
 	}
-	var out []string
-	for _, line := range strings.Split(string(b), "\n") {
-		if line = strings.TrimSpace(line); line != "" && !strings.HasPrefix(line, "#") {
-			out = append(out, line)
-		}
-	}
-	return out
+	return filepath.Join(common, "objects"), nil
 }

@@ -84,6 +84,20 @@ func TestAddTaskWorktree(t *testing.T) {
 		if got := gitOut(t, repo, "rev-parse", "main"); got != main {
 			t.Errorf("FetchBack moved main to %s", got)
 		}
+		// The agent switches its checkout to a branch of its own: the
+		// task's checkout is kept as it is on the next dispatch, and the
+		// branch ampflow brings back is still the task's.
+		gitOut(t, wt, "checkout", "-q", "-b", "release")
+		gitOut(t, wt, "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-q", "--allow-empty", "-m", "on release")
+		if err := AddTaskWorktree(ctx, repo, wt, "feature/one"); err != nil {
+			t.Fatal(err)
+		}
+		if b := gitOut(t, wt, "branch", "--show-current"); b != "release" {
+			t.Errorf("the next dispatch made the checkout again (on %q): the agent's work on release is gone", b)
+		}
+		if TaskBranch(wt) != "feature/one" {
+			t.Errorf("TaskBranch = %q, want feature/one", TaskBranch(wt))
+		}
 	})
 	t.Run("ExistingBranch", func(t *testing.T) {
 		gitOut(t, repo, "branch", "existing", "HEAD")
