@@ -2,6 +2,7 @@ package config
 
 import (
 	"fmt"
+	"path/filepath"
 	"strings"
 )
 
@@ -35,4 +36,25 @@ func (c Config) childEnvs(ps *problems) {
 			}
 		}
 	}
+}
+
+// SecretFiles are the worker's files a process ampflow runs for code it
+// does not control must not read, beside data_dir: the configuration
+// file, the key files it names, and a SQLite store kept elsewhere.
+func (c Config) SecretFiles() []string {
+	var out []string
+	for _, f := range []string{c.File, c.Auth.DecisionKeyFile, c.Temporal.TLS.KeyFile, c.Temporal.TLS.CertFile} {
+		if f == "" {
+			continue
+		}
+		if abs, err := filepath.Abs(f); err == nil {
+			out = append(out, abs)
+		}
+	}
+	if u := c.SSOT.URL; u != "" && !strings.HasPrefix(u, "postgres://") && !strings.HasPrefix(u, "postgresql://") {
+		if abs, err := filepath.Abs(strings.TrimPrefix(u, "sqlite://")); err == nil {
+			out = append(out, abs, abs+"-wal", abs+"-shm")
+		}
+	}
+	return out
 }

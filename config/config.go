@@ -15,6 +15,9 @@ import (
 // Config is the whole of ampflow's configuration. The mapstructure tags are
 // the configuration keys; a nested struct is a dotted prefix.
 type Config struct {
+	// File is the configuration file read, "" when none was; set by
+	// LoadEnv, not a key.
+	File string `mapstructure:"-"`
 	// DataDir holds local state: the SSOT by default, the dev server's database.
 	DataDir  string   `mapstructure:"data_dir"`
 	Log      Log      `mapstructure:"log"`

@@ -2,6 +2,7 @@ package config
 
 import (
 	"os"
+	"path/filepath"
 	"reflect"
 	"strings"
 	"testing"
@@ -36,6 +37,10 @@ func TestExampleFileCoversEveryKey(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	if want, _ := filepath.Abs(exampleFile); fromExample.File != want {
+		t.Errorf("File = %q, want %q", fromExample.File, want)
+	}
+	fromExample.File = "" // which file was read, not a key
 	if defaults := defaultConfig(t); !reflect.DeepEqual(fromExample, defaults) {
 		t.Errorf("%s differs from the defaults:\nexample:\n%s\ndefaults:\n%s", exampleFile, fromExample, defaults)
 	}

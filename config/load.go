@@ -207,7 +207,13 @@ func LoadEnv(v *viper.Viper, file string, lookup func(string) (string, bool)) (C
 			return Config{}, fmt.Errorf("reading environment: %w", err)
 		}
 	}
-	return decode(v)
+	c, err := decode(v)
+	if err == nil && file != "" {
+		if abs, aerr := filepath.Abs(file); aerr == nil {
+			c.File = abs
+		}
+	}
+	return c, err
 }
 
 // Default is the configuration with nothing set: every key at its

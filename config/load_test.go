@@ -287,3 +287,22 @@ func TestCommandStringRefused(t *testing.T) {
 		t.Fatalf("from the environment: Validate() = %v, want the comma-separated fix", err)
 	}
 }
+
+// TestSecretFiles: the files a sandboxed run must not read are the
+// configuration file read, the key files it names and a SQLite store,
+// and nothing when there is none of them.
+func TestSecretFiles(t *testing.T) {
+	c := Default()
+	c.SSOT.URL = "postgres://db/ampflow"
+	if got := c.SecretFiles(); len(got) != 0 {
+		t.Errorf("no files: %q", got)
+	}
+	c.File = "/etc/ampflow/ampflow.yaml"
+	c.Auth.DecisionKeyFile = "/run/secrets/decision.key"
+	c.Temporal.TLS.KeyFile = "/etc/ampflow/tls.key"
+	c.SSOT.URL = "sqlite:///srv/ampflow.db"
+	want := []string{"/etc/ampflow/ampflow.yaml", "/run/secrets/decision.key", "/etc/ampflow/tls.key", "/srv/ampflow.db", "/srv/ampflow.db-wal", "/srv/ampflow.db-shm"}
+	if got := c.SecretFiles(); !slices.Equal(got, want) {
+		t.Errorf("SecretFiles = %q, want %q", got, want)
+	}
+}

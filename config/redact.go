@@ -145,6 +145,9 @@ func flatten(prefix string, v reflect.Value, out map[string]any) {
 		f := t.Field(i)
 		tag := f.Tag.Get("mapstructure")
 		fv := v.Field(i)
+		if tag == "-" {
+			continue // not a key (Config.File)
+		}
 		if tag == ",squash" {
 			// An embedded section's keys are its parent's.
 			flatten(prefix, fv, out)

@@ -180,6 +180,9 @@ func Build(o Options) (*Parts, error) {
 		Git:        git,
 		Secrets:    secrets,
 		Log:        log,
+		// A sandboxed run sees none of the worker's configuration and
+		// key files, wherever they are.
+		SandboxHide: cfg.SecretFiles(),
 		Refused: func(raw []byte, reason string) {
 			entry := ssot.ErrorEntry{Source: "agent-command", Reason: secrets.Scrub(reason), Raw: secrets.Scrub(string(raw))}
 			if err := store.AppendError(context.Background(), entry); err != nil {

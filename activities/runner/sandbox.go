@@ -65,11 +65,14 @@ func (b *Sandbox) wrap(dir string, argv []string) ([]string, error) {
 	out := append([]string{bin}, bwrapBase...)
 	out = append(out, hiddenSockets()...)
 	for _, h := range hide {
-		if st, err := os.Stat(h); err == nil && !st.IsDir() {
+		switch st, err := os.Stat(h); {
+		case err != nil:
+			// Nothing there to hide.
+		case st.IsDir():
+			out = append(out, "--tmpfs", h)
+		default:
 			out = append(out, "--ro-bind", os.DevNull, h) // a secret file reads empty
-			continue
 		}
-		out = append(out, "--tmpfs", h)
 	}
 	// /tmp is the run's own, empty: what it is given there is hidden too.
 	hidden := append([]string{"/tmp"}, hide...)

@@ -45,6 +45,10 @@ func TestSandboxConfines(t *testing.T) {
 	if err := os.WriteFile(hookFile, []byte("hook settings"), 0o600); err != nil {
 		t.Fatal(err)
 	}
+	keyFile := filepath.Join(t.TempDir(), "decision.key") // auth.decision_key_file, outside data_dir
+	if err := os.WriteFile(keyFile, []byte("KEYFILE"), 0o600); err != nil {
+		t.Fatal(err)
+	}
 	outside := t.TempDir() // another task's checkout, the user's files
 	if err := os.WriteFile(filepath.Join(outside, "theirs.txt"), []byte("theirs"), 0o644); err != nil {
 		t.Fatal(err)
@@ -54,6 +58,7 @@ func TestSandboxConfines(t *testing.T) {
 probe() { if eval "$2" >/dev/null 2>&1; then echo "$1=yes"; else echo "$1=no"; fi; }
 {
 probe read_secret "cat `+secret+`"
+probe read_key_file "grep -q KEYFILE `+keyFile+`"
 probe read_hook "cat `+hookFile+`"
 probe write_hook "echo x >> `+hookFile+`"
 probe write_dir "echo x > ./mine.txt"
@@ -83,7 +88,7 @@ setsid sh -c 'echo $$ > `+pidFile+`.in; sleep 300' </dev/null >/dev/null 2>&1 &
 		return string(raw)
 	}
 	// Unconfined, the probes reach what the sandbox must keep out.
-	if raw := probes(s); !strings.Contains(raw, "read_secret=yes") || !strings.Contains(raw, "worker_proc=yes") {
+	if raw := probes(s); !strings.Contains(raw, "read_secret=yes") || !strings.Contains(raw, "read_key_file=yes") || !strings.Contains(raw, "worker_proc=yes") {
 		t.Fatalf("unsandboxed probes %q: the probes test nothing", raw)
 	}
 	_ = exec.Command("pkill", "-f", "^sleep 300$").Run()
@@ -91,10 +96,10 @@ setsid sh -c 'echo $$ > `+pidFile+`.in; sleep 300' </dev/null >/dev/null 2>&1 &
 		t.Fatal(err)
 	}
 	s.Dir = t.TempDir()
-	s.Sandbox = &Sandbox{Hide: []string{data}, Read: []string{hookFile}, Write: []string{home, parks, pidFile + ".in"}}
+	s.Sandbox = &Sandbox{Hide: []string{data, keyFile, keyFile + "-missing"}, Read: []string{hookFile}, Write: []string{home, parks, pidFile + ".in"}}
 	raw := probes(s)
 	want := map[string]string{
-		"read_secret": "no", "read_hook": "yes", "write_hook": "no", "write_dir": "yes", "write_home": "yes",
+		"read_secret": "no", "read_key_file": "no", "read_hook": "yes", "write_hook": "no", "write_dir": "yes", "write_home": "yes",
 		"write_park": "yes", "write_outside": "no", "write_etc": "no", "worker_proc": "no", "signal_worker": "no", "worker_env": "no",
 	}
 	got := map[string]string{}
