@@ -15,17 +15,7 @@ import (
 // to the first event; exit_ms, from the final result event to Run's
 // return (the exit, the group's reaping, the pid file removed).
 func BenchmarkRunOverhead(b *testing.B) {
-	stream, err := os.ReadFile(filepath.Join("testdata", "claude_commit.jsonl"))
-	if err != nil {
-		b.Fatal(err)
-	}
-	dir := b.TempDir()
-	file := filepath.Join(dir, "stream.jsonl")
-	if err := os.WriteFile(file, stream, 0o600); err != nil {
-		b.Fatal(err)
-	}
-	s := Spec{Runner: Claude, Command: []string{"/bin/sh", "-c", `exec cat "$0"`, file}, Dir: dir, Prompt: "go",
-		Env: []string{"PATH=/usr/bin:/bin"}, PIDDir: filepath.Join(dir, "pids")}
+	s := standIn(b)
 	var first, exit time.Duration
 	for b.Loop() {
 		start := time.Now()
@@ -59,17 +49,7 @@ func BenchmarkSandboxOverhead(b *testing.B) {
 	if err := CheckSandbox(context.Background(), ""); err != nil {
 		b.Skip(err)
 	}
-	stream, err := os.ReadFile(filepath.Join("testdata", "claude_commit.jsonl"))
-	if err != nil {
-		b.Fatal(err)
-	}
-	dir := b.TempDir()
-	file := filepath.Join(dir, "stream.jsonl")
-	if err := os.WriteFile(file, stream, 0o600); err != nil {
-		b.Fatal(err)
-	}
-	s := Spec{Runner: Claude, Command: []string{"/bin/sh", "-c", `exec cat "$0"`, file}, Dir: dir, Prompt: "go",
-		Env: []string{"PATH=/usr/bin:/bin"}, PIDDir: filepath.Join(dir, "pids")}
+	s := standIn(b)
 	boxed := s
 	boxed.Sandbox = &Sandbox{Hide: []string{b.TempDir()}}
 	var plain, sandboxed []time.Duration
@@ -103,4 +83,20 @@ func percentile(ds []time.Duration, p int) time.Duration {
 	slices.Sort(s)
 	i := (p*len(s)+99)/100 - 1
 	return s[max(0, min(i, len(s)-1))]
+}
+
+// standIn is the Spec of the stand-in CLI: /bin/sh printing a recorded
+// Claude stream at once.
+func standIn(b *testing.B) Spec {
+	stream, err := os.ReadFile(filepath.Join("testdata", "claude_commit.jsonl"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	dir := b.TempDir()
+	file := filepath.Join(dir, "stream.jsonl")
+	if err := os.WriteFile(file, stream, 0o600); err != nil {
+		b.Fatal(err)
+	}
+	return Spec{Runner: Claude, Command: []string{"/bin/sh", "-c", `exec cat "$0"`, file}, Dir: dir, Prompt: "go",
+		Env: []string{"PATH=/usr/bin:/bin"}, PIDDir: filepath.Join(dir, "pids")}
 }
