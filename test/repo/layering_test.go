@@ -36,6 +36,18 @@ var systems = map[string][]string{
 	"githubhook": {"integrations/githubhook"},
 }
 
+// forbidden are imports the folder order allows and docs/architecture.md
+// rules out: the decision engine takes a Checker, not the activities; the
+// channels read notices and record kinds, not the task's activities.
+var forbidden = map[string][]string{
+	"workflows/decide":       {"activities"},
+	"integrations/chat":      {"activities"},
+	"integrations/slack":     {"activities"},
+	"integrations/telegram":  {"activities"},
+	"integrations/httpapi":   {"activities"},
+	"integrations/dashboard": {"activities"},
+}
+
 // wiring are the only folders that may join systems together.
 var wiring = []string{"workers", "cmd", "test"}
 
@@ -125,6 +137,8 @@ func layeringViolations(imports map[string][]string) []string {
 				continue
 			}
 			switch other := systemOf(imp); {
+			case slices.Contains(forbidden[pkg], imp):
+				bad = append(bad, pkg+" imports "+imp+": docs/architecture.md rules it out")
 			case folderOf(imp) > folderOf(pkg):
 				bad = append(bad, fmt.Sprintf("%s imports %s: %s/ comes after %s/ in the folder order", pkg, imp, folders[folderOf(imp)], folders[folderOf(pkg)]))
 			case in(pkg, "amp") && !in(imp, "amp"):
@@ -155,7 +169,7 @@ func TestLayeringViolations(t *testing.T) {
 		"integrations/runshift": nil, "activities/contract": nil, "integrations/amcp": nil,
 		"workflows/lease": nil, "activities/lease": nil, "integrations/repomesh": nil,
 		"workflows/aof": nil, "activities/aof": nil,
-		"integrations/toolcalls": nil, "integrations/mcp": {"integrations/toolcalls"}, "integrations/githubhook": nil,
+		"integrations/toolcalls": nil, "integrations/mcp": {"integrations/toolcalls"}, "integrations/dashboard": {"activities", "activities/notify"}, "integrations/githubhook": nil,
 		"activities/runner": nil, "activities/github": nil, "activities/notify": nil, "activities/gitsafe": nil, "config/toolpolicy": nil, "config/pricing": nil,
 	}
 	got := layeringViolations(graph)
@@ -165,6 +179,7 @@ func TestLayeringViolations(t *testing.T) {
 		"activities/ssot imports config: a library imports nothing of ampflow's but amp/ and libraries",
 		"activities/ssot imports go.temporal.io/sdk/workflow: a library imports no Temporal SDK",
 		"amp imports config: config/ comes after amp/ in the folder order",
+		"integrations/dashboard imports activities: docs/architecture.md rules it out",
 		"integrations/mcp imports integrations/toolcalls: system mcp imports system toolcalls",
 		"no package integrations/aof",
 		"tools/gen: not in a folder of the order amp < config < activities < workflows < integrations < workers < cmd < test",
