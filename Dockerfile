@@ -13,10 +13,11 @@ RUN --mount=type=cache,target=/go/pkg/mod \
     go build -trimpath -ldflags="-s -w" -o /out/ampflow ./cmd/ampflow
 
 # The worker runs git (the SSOT, task branches), so the runtime is a slim
-# Debian with git rather than distroless; curl serves the health check.
+# Debian with git rather than distroless; curl serves the health check;
+# bubblewrap sandboxes runner agents (docs/sandbox.md).
 FROM debian:bookworm-slim
 RUN apt-get update \
-    && apt-get install -y --no-install-recommends ca-certificates curl git \
+    && apt-get install -y --no-install-recommends bubblewrap ca-certificates curl git \
     && rm -rf /var/lib/apt/lists/*
 RUN groupadd --system --gid 10001 ampflow \
     && useradd --system --uid 10001 --gid ampflow --create-home --home-dir /home/ampflow ampflow \
