@@ -319,9 +319,10 @@ type Agent struct {
 	// MaxCostUSD caps what a runner may spend on one task, in dollars; a
 	// run that reaches it is stopped and the admins decide. 0: no cap.
 	MaxCostUSD float64 `mapstructure:"max_cost_usd"`
-	// TokenName names the auth.tokens entry (of the agent's role) a
-	// runner's tool hook presents to the API; empty with tokens
-	// configured gives the runner no hook.
+	// TokenName names the auth.tokens entry (of the agent's role) whose
+	// name a runner's runs act under; empty: the role's name. The token
+	// itself never reaches a run: each run presents a credential of its
+	// own, bound to its task and role.
 	TokenName string `mapstructure:"token_name"`
 	// GateAgent names the gate.agents entry whose key a runner's MCP
 	// server presents (X-Ampflow-Agent-Key), so its signal and contract

@@ -98,14 +98,14 @@ func (c Config) validateTools(ps *problems) {
 }
 
 // AgentToken returns the secret of the auth.tokens entry named name, which
-// must be of role: what a runner's tool hook presents to the API.
+// must be of role (agents.<role>.token_name).
 func (c Config) AgentToken(role amp.Role, name string) (string, error) {
 	for _, t := range c.Auth.Tokens {
 		if t.Name != name {
 			continue
 		}
 		if t.Role != role {
-			return "", fmt.Errorf("auth.tokens names %q with role %s; the %s's hook needs a token of role %s", name, t.Role, role, role)
+			return "", fmt.Errorf("auth.tokens names %q with role %s; the %s's runs act under a token of role %s", name, t.Role, role, role)
 		}
 		return t.Token, nil
 	}

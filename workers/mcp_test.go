@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 	"go.temporal.io/sdk/client"
@@ -145,7 +146,11 @@ func TestMCPTools(t *testing.T) {
 	// (agents.executor.gate_agent: deployer), so the gate takes its signal
 	// as deployer; the reviewer, with no gate agent, has no key.
 	for role, want := range map[amp.Role]string{amp.RoleExecutor: `"code":"unavailable","message":"opening gate gate_`, amp.RoleReviewer: `"code":"unauthenticated"`} {
-		if out := call(connect(runnerHeaders(t, runnerMCP(cfg), role, ts.URL+mcp.Path)), "request_approval", approval); !strings.Contains(out, want) {
+		cred, err := runCredentials(cfg, parts.Tasks.DecisionKey).Mint(role, "T-2026-001", time.Hour)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if out := call(connect(runnerHeaders(t, runnerMCP(cfg), role, cred, ts.URL+mcp.Path)), "request_approval", approval); !strings.Contains(out, want) {
 			t.Errorf("request_approval from the %s's runner: %s", role, out)
 		}
 	}
@@ -154,9 +159,9 @@ func TestMCPTools(t *testing.T) {
 // runnerHeaders are the headers a Claude Code runner of role sends to
 // ampflow's MCP server at url: those of its --mcp-config, each ${VAR}
 // read from the run's environment.
-func runnerHeaders(t *testing.T, m *delivery.RunnerMCP, role amp.Role, url string) http.Header {
+func runnerHeaders(t *testing.T, m *delivery.RunnerMCP, role amp.Role, credential, url string) http.Header {
 	t.Helper()
-	cfg, err := runner.MCP{URL: url, Token: m.Tokens[role], AgentKey: m.AgentKeys[role]}.Config(runner.Claude)
+	cfg, err := runner.MCP{URL: url, Token: credential, AgentKey: m.AgentKeys[role]}.Config(runner.Claude)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -194,6 +194,7 @@ func Build(o Options) (*Parts, error) {
 		delivery.Metrics = o.Metrics
 	}
 	delivery.Budgets = runnerBudgets(cfg, store)
+	delivery.Credentials = runCredentials(cfg, decisionKey)
 	delivery.Tools = toolHook(cfg, log)
 	delivery.MCP = runnerMCP(cfg)
 	expiries := &lease.Expiries{Temporal: o.Temporal, TaskQueue: cfg.Temporal.TaskQueue, Log: log}

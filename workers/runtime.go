@@ -9,6 +9,8 @@ import (
 	"net"
 	"net/http"
 
+	"github.com/ampflow/ampflow/amp/runcred"
+
 	"github.com/ampflow/ampflow/activities/notify"
 	"github.com/ampflow/ampflow/activities/ssot"
 	"github.com/ampflow/ampflow/amp/decision"
@@ -83,7 +85,7 @@ func newRuntime(o Options, parts *Parts, log *slog.Logger) (*runtime, error) {
 func buildAPI(o Options, parts *Parts, mounts map[string]http.Handler, rt *runtime, log *slog.Logger) (*httpapi.Server, bool, error) {
 	api := httpapi.New(httpapi.Options{
 		Tasks: withProgress(parts.Tasks, parts.Store, log), Store: parts.Store, Tokens: o.Config.Auth.Tokens, Logger: log, Metrics: o.Metrics,
-		OpenName: o.LocalName, Rate: o.Config.HTTP.Rate,
+		OpenName: o.LocalName, Rate: o.Config.HTTP.Rate, RunKey: runKey(parts),
 	})
 	addAOF(api, o, parts, log)
 	if err := addGate(api, rt, o, parts, log); err != nil {
@@ -103,6 +105,15 @@ func buildAPI(o Options, parts *Parts, mounts map[string]http.Handler, rt *runti
 	}
 	mountGitHubWebhook(o, parts, api, log)
 	return api, mountDashboard(o, parts, api, rt, log), nil
+}
+
+// runKey checks runner runs' credentials: the key runCredentials mints
+// them with.
+func runKey(parts *Parts) []byte {
+	if parts.Tasks == nil || len(parts.Tasks.DecisionKey) == 0 {
+		return nil
+	}
+	return runcred.Key(parts.Tasks.DecisionKey)
 }
 
 // serve starts the HTTP server and the loops; the first failure is sent.

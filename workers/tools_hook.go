@@ -8,12 +8,13 @@ import (
 
 	"github.com/ampflow/ampflow/activities/delivery"
 	"github.com/ampflow/ampflow/amp"
+	"github.com/ampflow/ampflow/amp/runcred"
 	"github.com/ampflow/ampflow/config"
 )
 
 // toolHook is the hook runners get (tools.enabled): this executable's
-// `ampflow hook`, the API it serves, and the executor's and reviewer's own
-// tokens (agents.<role>.token_name), never an admin's.
+// `ampflow hook`, and the API it serves, asked with each run's own
+// credential (runCredentials).
 func toolHook(cfg config.Config, log *slog.Logger) *delivery.ToolHook {
 	if !cfg.Tools.Enabled {
 		return nil
@@ -23,8 +24,7 @@ func toolHook(cfg config.Config, log *slog.Logger) *delivery.ToolHook {
 		log.Warn("runners get no tool hook: the ampflow executable is unknown", "error", err)
 		return nil
 	}
-	h := &delivery.ToolHook{Binary: bin, APIURL: diffBaseURL(cfg), Open: len(cfg.Auth.Tokens) == 0,
-		Tokens: runnerTokens(cfg), AskTimeout: cfg.Tools.AskTimeout}
+	h := &delivery.ToolHook{Binary: bin, APIURL: diffBaseURL(cfg), AskTimeout: cfg.Tools.AskTimeout}
 	if cfg.DataDir != "" {
 		// Gemini CLI and OpenCode runners take the hook from files.
 		err := h.Prepare(filepath.Join(cfg.DataDir, "tools"))
@@ -42,29 +42,26 @@ func toolHook(cfg config.Config, log *slog.Logger) *delivery.ToolHook {
 }
 
 // runnerMCP is ampflow's MCP server as runners get it: the API this
-// worker serves, reached with the executor's and reviewer's own tokens
-// and, for the gate's and contracts' tools, their own gate agents' keys
+// worker serves, reached with each run's own credential and, for the
+// gate's and contracts' tools, the role's own gate agent's key
 // (agents.<role>.gate_agent).
 func runnerMCP(cfg config.Config) *delivery.RunnerMCP {
 	base := strings.TrimRight(diffBaseURL(cfg), "/")
 	if base == "" {
 		return nil
 	}
-	return &delivery.RunnerMCP{URL: base + "/mcp", Tokens: runnerTokens(cfg), Open: len(cfg.Auth.Tokens) == 0,
-		AgentKeys: cfg.RunnerGateKeys(os.LookupEnv)}
+	return &delivery.RunnerMCP{URL: base + "/mcp", AgentKeys: cfg.RunnerGateKeys(os.LookupEnv)}
 }
 
-// runnerTokens are the API tokens of the executor and the reviewer
-// (agents.<role>.token_name), never an admin's.
-func runnerTokens(cfg config.Config) map[amp.Role]string {
-	tokens := map[amp.Role]string{}
+// runCredentials mint runner runs their credentials, keyed from the
+// decision key, under the names the roles' tokens give them
+// (agents.<role>.token_name), or the roles' own.
+func runCredentials(cfg config.Config, decisionKey []byte) *delivery.RunCredentials {
+	names := map[amp.Role]string{}
 	for role, a := range map[amp.Role]config.Agent{amp.RoleExecutor: cfg.Agents.Executor, amp.RoleReviewer: cfg.Agents.Reviewer} {
-		if a.TokenName == "" {
-			continue
-		}
-		if tok, err := cfg.AgentToken(role, a.TokenName); err == nil {
-			tokens[role] = tok
+		if a.TokenName != "" {
+			names[role] = a.TokenName
 		}
 	}
-	return tokens
+	return &delivery.RunCredentials{Key: runcred.Key(decisionKey), Names: names}
 }

@@ -56,6 +56,9 @@ type Delivery struct {
 	Log     *slog.Logger
 	// Now is the clock of webhook signatures; nil means time.Now.
 	Now func() time.Time
+	// Credentials mint each runner run its credential; without them a
+	// run gets neither the tool hook nor the MCP server.
+	Credentials *RunCredentials
 	// Tools, when set, gives runners the tool policy's hook.
 	Tools *ToolHook
 	// MCP, when set, gives runners ampflow's MCP server.

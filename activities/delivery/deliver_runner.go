@@ -83,14 +83,18 @@ func (d *Delivery) runAgent(ctx context.Context, a activities.AgentDelivery, in 
 		PriceUSD:    func(u runner.Usage) float64 { return d.Pricing.Price(a.Model, u.InputTokens, u.OutputTokens) },
 		PIDDir:      activities.PIDDir(a.WorkDir),
 	}
-	if d.Tools.apply(&spec, m.To, m.TaskID) {
+	credential, err := d.Credentials.Mint(m.To, m.TaskID, a.Timeout)
+	if err != nil {
+		return failed(fmt.Sprintf("making the %s run's credential: %v", m.To, err), "", err)
+	}
+	if d.Tools.apply(&spec, m.TaskID, credential) {
 		parkable(&spec, a, m)
 	}
 	if in.Resume != nil {
 		resumed(&spec, in.Resume)
 		st.session = spec.SessionID
 	}
-	if _, err := d.MCP.apply(&spec, m.To, a.WorkDir); err != nil {
+	if _, err := d.MCP.apply(&spec, m.To, credential, a.WorkDir); err != nil {
 		return failed(fmt.Sprintf("giving the %s runner ampflow's MCP server: %v", a.Runner, err), "", err)
 	}
 	if a.Sandbox {

@@ -12,24 +12,18 @@ import (
 )
 
 // RunnerMCP hands each runner's CLI ampflow's MCP server (the API's /mcp)
-// with the role's own token, so a running agent can message its peers,
-// take a lease or ask for approval as a tool. The token is only in the
-// CLI's environment: its configuration names the variable.
+// with the run's own credential (RunCredentials), so a running agent can
+// message its peers, take a lease or ask for approval as a tool. The
+// credential is only in the CLI's environment: its configuration names
+// the variable.
 type RunnerMCP struct {
 	// URL is the API's /mcp.
 	URL string
-	// Tokens are the API tokens of the executor and the reviewer
-	// (agents.<role>.token_name, the tool hook's); a role without one
-	// gets no server unless Open.
-	Tokens map[amp.Role]string
 	// AgentKeys are the gate keys of the executor's and the reviewer's
 	// own gate agents (agents.<role>.gate_agent): a run presents its
 	// role's, never another's, so the signal and contract tools act as
 	// that agent. A role without one gets no key.
 	AgentKeys map[amp.Role]string
-	// Open says the API takes requests without a token (ampflow dev with
-	// no auth.tokens): the server is given without one.
-	Open bool
 }
 
 // Gemini CLI reads its servers from settings files only. ampflow writes
@@ -40,17 +34,14 @@ const envGeminiDefaults = "GEMINI_CLI_SYSTEM_DEFAULTS_PATH"
 
 const envOpenCodeContent = "OPENCODE_CONFIG_CONTENT"
 
-// apply gives spec the server for a run of role; workDir is data_dir,
-// where Gemini CLI's settings file goes. It reports whether it did.
-func (m *RunnerMCP) apply(spec *runner.Spec, role amp.Role, workDir string) (bool, error) {
-	if m == nil || m.URL == "" {
+// apply gives spec the server for a run of role presenting credential;
+// workDir is data_dir, where Gemini CLI's settings file goes. It reports
+// whether it did: a run without a credential gets no server.
+func (m *RunnerMCP) apply(spec *runner.Spec, role amp.Role, credential, workDir string) (bool, error) {
+	if m == nil || m.URL == "" || credential == "" {
 		return false, nil
 	}
-	token := m.Tokens[role]
-	if token == "" && !m.Open {
-		return false, nil
-	}
-	cfg, err := runner.MCP{URL: m.URL, Token: token, AgentKey: m.AgentKeys[role]}.Config(spec.Runner)
+	cfg, err := runner.MCP{URL: m.URL, Token: credential, AgentKey: m.AgentKeys[role]}.Config(spec.Runner)
 	if err != nil {
 		return false, err
 	}

@@ -12,10 +12,10 @@ import (
 )
 
 func TestRunnerMCP(t *testing.T) {
-	m := &RunnerMCP{URL: "http://127.0.0.1:7480/mcp", Tokens: map[amp.Role]string{amp.RoleExecutor: "exec-secret"}}
+	m := &RunnerMCP{URL: "http://127.0.0.1:7480/mcp"}
 	t.Run("Claude", func(t *testing.T) {
 		spec := runner.Spec{Runner: runner.Claude, Env: []string{"HOME=/h", "AMPFLOW_API_TOKEN=old"}}
-		if ok, err := m.apply(&spec, amp.RoleExecutor, t.TempDir()); !ok || err != nil {
+		if ok, err := m.apply(&spec, amp.RoleExecutor, "exec-secret", t.TempDir()); !ok || err != nil {
 			t.Fatal(ok, err)
 		}
 		argv, err := runner.Command(spec)
@@ -32,7 +32,7 @@ func TestRunnerMCP(t *testing.T) {
 	t.Run("Gemini", func(t *testing.T) {
 		dir := t.TempDir()
 		spec := runner.Spec{Runner: runner.Gemini}
-		if ok, err := m.apply(&spec, amp.RoleExecutor, dir); !ok || err != nil {
+		if ok, err := m.apply(&spec, amp.RoleExecutor, "exec-secret", dir); !ok || err != nil {
 			t.Fatal(ok, err)
 		}
 		path := filepath.Join(dir, "mcp", "executor.gemini.json")
@@ -47,7 +47,7 @@ func TestRunnerMCP(t *testing.T) {
 	})
 	t.Run("OpenCodeMerged", func(t *testing.T) {
 		spec := runner.Spec{Runner: runner.OpenCode, Env: []string{`OPENCODE_CONFIG_CONTENT={"model":"fake/m","mcp":{"other":{"type":"local"}}}`}}
-		if ok, err := m.apply(&spec, amp.RoleExecutor, t.TempDir()); !ok || err != nil {
+		if ok, err := m.apply(&spec, amp.RoleExecutor, "exec-secret", t.TempDir()); !ok || err != nil {
 			t.Fatal(ok, err)
 		}
 		v, _ := lookupEnv(spec.Env, envOpenCodeContent)
@@ -55,14 +55,10 @@ func TestRunnerMCP(t *testing.T) {
 			t.Errorf("env %q", spec.Env)
 		}
 	})
-	t.Run("NoToken", func(t *testing.T) {
+	t.Run("NoCredential", func(t *testing.T) {
 		spec := runner.Spec{Runner: runner.Codex}
-		if ok, _ := m.apply(&spec, amp.RoleReviewer, t.TempDir()); ok || spec.Args != nil {
-			t.Errorf("a role without a token got the server: %q", spec.Args)
-		}
-		open := &RunnerMCP{URL: m.URL, Open: true}
-		if ok, err := open.apply(&spec, amp.RoleReviewer, t.TempDir()); !ok || err != nil || len(spec.Args) != 2 || spec.Env != nil {
-			t.Errorf("the open API: %v %v %q %q", ok, err, spec.Args, spec.Env)
+		if ok, _ := m.apply(&spec, amp.RoleReviewer, "", t.TempDir()); ok || spec.Args != nil || spec.Env != nil {
+			t.Errorf("a run without a credential got the server: %q %q", spec.Args, spec.Env)
 		}
 	})
 }
@@ -72,10 +68,9 @@ func TestRunnerMCP(t *testing.T) {
 // value only in its environment; a role without one gets none.
 func TestRunnerMCPAgentKey(t *testing.T) {
 	m := &RunnerMCP{URL: "http://127.0.0.1:7480/mcp",
-		Tokens:    map[amp.Role]string{amp.RoleExecutor: "exec-secret", amp.RoleReviewer: "rev-secret"},
 		AgentKeys: map[amp.Role]string{amp.RoleExecutor: "rs-amp-exec-gate-0123456789"}}
 	spec := runner.Spec{Runner: runner.Claude}
-	if ok, err := m.apply(&spec, amp.RoleExecutor, t.TempDir()); !ok || err != nil {
+	if ok, err := m.apply(&spec, amp.RoleExecutor, "exec-secret", t.TempDir()); !ok || err != nil {
 		t.Fatal(ok, err)
 	}
 	argv, err := runner.Command(spec)
@@ -90,7 +85,7 @@ func TestRunnerMCPAgentKey(t *testing.T) {
 	}
 	for _, r := range []string{runner.Claude, runner.Codex, runner.Gemini, runner.OpenCode} {
 		spec := runner.Spec{Runner: r}
-		if ok, err := m.apply(&spec, amp.RoleReviewer, t.TempDir()); !ok || err != nil {
+		if ok, err := m.apply(&spec, amp.RoleReviewer, "rev-secret", t.TempDir()); !ok || err != nil {
 			t.Fatal(ok, err)
 		}
 		all := strings.Join(append(spec.Args, spec.Env...), "\n")

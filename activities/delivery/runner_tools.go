@@ -7,12 +7,11 @@ import (
 	"time"
 
 	"github.com/ampflow/ampflow/activities/runner"
-	"github.com/ampflow/ampflow/amp"
 )
 
 // ToolHook puts every tool call of a runner's CLI through the tool policy
 // (tools.rules): the CLI runs `ampflow hook <cli>` before each tool, which
-// asks the worker's API as the role's own token. Claude Code takes it
+// asks the worker's API with the run's own credential (RunCredentials). Claude Code takes it
 // through --settings and Codex through -c hooks=… on their command
 // lines; Gemini CLI through a system settings file and OpenCode through a
 // plugin, both written under data_dir by Prepare. Nothing is written into
@@ -22,12 +21,6 @@ type ToolHook struct {
 	Binary string
 	// APIURL is where the hook reaches the API.
 	APIURL string
-	// Tokens are the API tokens of the executor and the reviewer
-	// (agents.<role>.token_name); a role without one gets no hook when
-	// Open is false.
-	Tokens map[amp.Role]string
-	// Open says the API takes requests without a token.
-	Open bool
 	// AskTimeout is tools.ask_timeout: the hook's own timeout leaves room
 	// for the admins to answer.
 	AskTimeout time.Duration
@@ -47,14 +40,11 @@ const (
 	EnvWorktree = "AMPFLOW_WORKTREE"
 )
 
-// apply gives spec the hook for a run of role on taskID; it reports
-// whether it did.
-func (h *ToolHook) apply(spec *runner.Spec, role amp.Role, taskID string) bool {
-	if h == nil || h.Binary == "" {
-		return false
-	}
-	token := h.Tokens[role]
-	if token == "" && !h.Open {
+// apply gives spec the hook for a run on taskID that presents
+// credential; it reports whether it did. A run without a credential
+// gets no hook.
+func (h *ToolHook) apply(spec *runner.Spec, taskID, credential string) bool {
+	if h == nil || h.Binary == "" || credential == "" {
 		return false
 	}
 	switch spec.Runner {
@@ -79,10 +69,7 @@ func (h *ToolHook) apply(spec *runner.Spec, role amp.Role, taskID string) bool {
 	default:
 		return false
 	}
-	spec.Env = append(spec.Env, EnvAPIURL+"="+h.APIURL, EnvToolTask+"="+taskID, EnvWorktree+"="+spec.Dir)
-	if token != "" {
-		spec.Env = append(spec.Env, EnvAPIToken+"="+token)
-	}
+	spec.Env = append(spec.Env, EnvAPIURL+"="+h.APIURL, EnvToolTask+"="+taskID, EnvWorktree+"="+spec.Dir, EnvAPIToken+"="+credential)
 	return true
 }
 

@@ -10,15 +10,14 @@ import (
 	"time"
 
 	"github.com/ampflow/ampflow/activities/runner"
-	"github.com/ampflow/ampflow/amp"
 )
 
 func TestToolHook(t *testing.T) {
 	h := &ToolHook{Binary: "/opt/amp flow/ampflow", APIURL: "http://127.0.0.1:7480",
-		Tokens: map[amp.Role]string{amp.RoleExecutor: "exec-token"}, AskTimeout: 10 * time.Minute}
+		AskTimeout: 10 * time.Minute}
 	t.Run("Claude", func(t *testing.T) {
 		spec := runner.Spec{Runner: runner.Claude, Dir: "/data/worktrees/T-2026-001"}
-		if !h.apply(&spec, amp.RoleExecutor, "T-2026-001") {
+		if !h.apply(&spec, "T-2026-001", "exec-token") {
 			t.Fatal("no hook")
 		}
 		var s struct {
@@ -45,20 +44,15 @@ func TestToolHook(t *testing.T) {
 			}
 		}
 	})
-	t.Run("NoTokenNoHook", func(t *testing.T) {
+	t.Run("NoCredentialNoHook", func(t *testing.T) {
 		spec := runner.Spec{Runner: runner.Claude}
-		if h.apply(&spec, amp.RoleReviewer, "T-2026-001") || spec.Settings != "" {
-			t.Error("a role without a token got the hook of a tokened API")
-		}
-		open := *h
-		open.Open = true
-		if !open.apply(&spec, amp.RoleReviewer, "T-2026-001") || slices.ContainsFunc(spec.Env, func(e string) bool { return strings.HasPrefix(e, "AMPFLOW_API_TOKEN=") }) {
-			t.Errorf("open API: %v", spec.Env)
+		if h.apply(&spec, "T-2026-001", "") || spec.Settings != "" || len(spec.Env) != 0 {
+			t.Errorf("a run without a credential got the hook: %v", spec.Env)
 		}
 	})
 	t.Run("Codex", func(t *testing.T) {
 		spec := runner.Spec{Runner: runner.Codex, Dir: "/data/worktrees/T-2026-001", Prompt: "go"}
-		if !h.apply(&spec, amp.RoleExecutor, "T-2026-001") || spec.Settings != "" {
+		if !h.apply(&spec, "T-2026-001", "exec-token") || spec.Settings != "" {
 			t.Fatal("no codex hook")
 		}
 		argv, err := runner.Command(spec)
@@ -76,12 +70,12 @@ func TestToolHook(t *testing.T) {
 	t.Run("GeminiAndOpenCodeNeedTheirFiles", func(t *testing.T) {
 		for _, r := range []string{runner.Gemini, runner.OpenCode} {
 			spec := runner.Spec{Runner: r}
-			if h.apply(&spec, amp.RoleExecutor, "T-2026-001") || len(spec.Env) != 0 {
+			if h.apply(&spec, "T-2026-001", "exec-token") || len(spec.Env) != 0 {
 				t.Errorf("%s got a hook without its file: %v", r, spec.Env)
 			}
 		}
 		var none *ToolHook
-		if none.apply(&runner.Spec{Runner: runner.Claude}, amp.RoleExecutor, "T-2026-001") {
+		if none.apply(&runner.Spec{Runner: runner.Claude}, "T-2026-001", "exec-token") {
 			t.Error("a nil hook applied")
 		}
 	})
@@ -89,7 +83,7 @@ func TestToolHook(t *testing.T) {
 		g := *h
 		g.GeminiSettings = "/data/tools/gemini-settings.json"
 		spec := runner.Spec{Runner: runner.Gemini, Dir: "/data/worktrees/T-2026-001", Env: []string{"GEMINI_CLI_SYSTEM_SETTINGS_PATH=/etc/theirs.json"}}
-		if !g.apply(&spec, amp.RoleExecutor, "T-2026-001") {
+		if !g.apply(&spec, "T-2026-001", "exec-token") {
 			t.Fatal("no gemini hook")
 		}
 		for _, want := range []string{"GEMINI_CLI_SYSTEM_SETTINGS_PATH=/data/tools/gemini-settings.json", "AMPFLOW_API_TOKEN=exec-token", "AMPFLOW_TASK_ID=T-2026-001", "AMPFLOW_WORKTREE=/data/worktrees/T-2026-001"} {
@@ -105,7 +99,7 @@ func TestToolHook(t *testing.T) {
 		o := *h
 		o.OpenCodePlugin = "/data/amp flow/tools/opencode-tool-policy.js"
 		spec := runner.Spec{Runner: runner.OpenCode, Env: []string{`OPENCODE_CONFIG_CONTENT={"model":"fake/m","plugin":["theirs"]}`}}
-		if !o.apply(&spec, amp.RoleExecutor, "T-2026-001") {
+		if !o.apply(&spec, "T-2026-001", "exec-token") {
 			t.Fatal("no opencode hook")
 		}
 		want := `OPENCODE_CONFIG_CONTENT={"model":"fake/m","plugin":["theirs","file:///data/amp%20flow/tools/opencode-tool-policy.js"]}`
@@ -113,7 +107,7 @@ func TestToolHook(t *testing.T) {
 			t.Errorf("env %v", spec.Env)
 		}
 		bad := runner.Spec{Runner: runner.OpenCode, Env: []string{"OPENCODE_CONFIG_CONTENT={"}}
-		if o.apply(&bad, amp.RoleExecutor, "T-2026-001") {
+		if o.apply(&bad, "T-2026-001", "exec-token") {
 			t.Error("a hook over an OPENCODE_CONFIG_CONTENT that is not JSON")
 		}
 	})

@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/ampflow/ampflow/amp"
+	"github.com/ampflow/ampflow/amp/runcred"
 	"github.com/ampflow/ampflow/amp/task"
 	"github.com/ampflow/ampflow/config"
 )
@@ -46,6 +47,9 @@ type caller struct {
 	// open is true when no tokens are configured: the caller may act as
 	// any role.
 	open bool
+	// run, for an agent run's credential, is what it binds: the caller
+	// acts only on its task, as its role, on the routes runs need.
+	run *runcred.Claims
 }
 
 // mayAct reports whether the caller may send as role.
@@ -60,9 +64,14 @@ func callerOf(r *http.Request) caller {
 
 // authenticate resolves the bearer token and, when roles is not empty,
 // refuses tokens of any other role.
-func (s *Server) authenticate(roles []amp.Role, next http.Handler) http.Handler {
+func (s *Server) authenticate(pattern string, roles []amp.Role, next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		c, ok := s.match(r.Header.Get("Authorization"))
+		c, ok, err := s.match(r.Header.Get("Authorization"))
+		if err != nil {
+			w.Header().Set("WWW-Authenticate", `Bearer realm="ampflow"`)
+			s.writeError(w, r, task.Errorf(codeUnauthenticated, "%v", err))
+			return
+		}
 		if !ok {
 			w.Header().Set("WWW-Authenticate", `Bearer realm="ampflow"`)
 			if s.isAgentKey(r.Header.Get("Authorization")) {
@@ -78,19 +87,38 @@ func (s *Server) authenticate(roles []amp.Role, next http.Handler) http.Handler 
 				r.Method, r.URL.Path, orRoles(roles), c.name, c.role))
 			return
 		}
+		if c.run != nil {
+			if err := s.runMay(pattern, c.run, r); err != nil {
+				s.writeError(w, r, err)
+				return
+			}
+		}
 		next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), callerKey{}, c)))
 	})
 }
 
-func (s *Server) match(header string) (caller, bool) {
-	if len(s.tokens) == 0 {
-		return caller{name: s.openName, role: amp.RoleAdmin, open: true}, true
-	}
+// match resolves an Authorization header to its caller: a run's
+// credential (checked even when the API is open, so a run never acts as
+// the open API's admin by presenting one), an API token, or, with no
+// tokens configured, the open API's local admin. An error is a run
+// credential that is not taken.
+func (s *Server) match(header string) (caller, bool, error) {
 	scheme, presented, ok := strings.Cut(header, " ")
-	if !ok || !strings.EqualFold(scheme, "Bearer") {
-		return caller{}, false
+	presented = strings.TrimSpace(presented)
+	if ok && strings.EqualFold(scheme, "Bearer") && runcred.Is(presented) {
+		cl, err := runcred.Verify(s.runKey, presented, s.now())
+		if err != nil {
+			return caller{}, false, err
+		}
+		return caller{name: cl.Agent, role: cl.Role, run: &cl}, true, nil
 	}
-	sum := sha256.Sum256([]byte(strings.TrimSpace(presented)))
+	if len(s.tokens) == 0 {
+		return caller{name: s.openName, role: amp.RoleAdmin, open: true}, true, nil
+	}
+	if !ok || !strings.EqualFold(scheme, "Bearer") {
+		return caller{}, false, nil
+	}
+	sum := sha256.Sum256([]byte(presented))
 	found := -1
 	// Every token is compared, so the time taken does not tell which one
 	// (if any) matched.
@@ -100,10 +128,10 @@ func (s *Server) match(header string) (caller, bool) {
 		}
 	}
 	if found < 0 {
-		return caller{}, false
+		return caller{}, false, nil
 	}
 	t := s.tokens[found]
-	return caller{name: t.name, id: t.id, role: t.role}, true
+	return caller{name: t.name, id: t.id, role: t.role}, true, nil
 }
 
 // orRoles reads "coordinator or admin".

@@ -391,7 +391,8 @@ type harness struct {
 func newHarness(t *testing.T, open bool) *harness {
 	t.Helper()
 	h := &harness{tasks: &fakeTasks{}, store: newTestStore(t)}
-	opts := Options{Tasks: h.tasks, Store: h.store, Now: func() time.Time { return testNow }, PollInterval: 10 * time.Millisecond}
+	opts := Options{Tasks: h.tasks, Store: h.store, Now: func() time.Time { return testNow }, PollInterval: 10 * time.Millisecond,
+		RunKey: testRunKey}
 	if !open {
 		opts.Tokens = testTokens
 	}

@@ -13,6 +13,7 @@ import (
 
 	"github.com/ampflow/ampflow/amp"
 	"github.com/ampflow/ampflow/amp/decision"
+	"github.com/ampflow/ampflow/amp/runcred"
 	"github.com/ampflow/ampflow/amp/task"
 )
 
@@ -231,12 +232,23 @@ type Caller struct {
 	// Open is true when the API has no tokens: the caller may act as any
 	// role.
 	Open bool
+	// Task, for an agent run's credential, is the one task it acts on;
+	// empty for an API token.
+	Task string
+}
+
+// exported is c as handlers see it.
+func (c caller) exported() Caller {
+	out := Caller{Name: c.name, ID: c.id, Role: c.role, Open: c.open}
+	if c.run != nil {
+		out.Task = c.run.Task
+	}
+	return out
 }
 
 // CallerOf returns who sent r, for a handler behind a token (not Open).
 func CallerOf(r *http.Request) Caller {
-	c := callerOf(r)
-	return Caller{Name: c.name, ID: c.id, Role: c.role, Open: c.open}
+	return callerOf(r).exported()
 }
 
 // CallerFrom returns who sent the request ctx is the context of, as
@@ -244,13 +256,17 @@ func CallerOf(r *http.Request) Caller {
 // API calls read it to know which agent acted.
 func CallerFrom(ctx context.Context) (Caller, bool) {
 	c, ok := ctx.Value(callerKey{}).(caller)
-	return Caller{Name: c.name, ID: c.id, Role: c.role, Open: c.open}, ok
+	return c.exported(), ok
 }
 
 // WithCaller is ctx as CallerFrom reads it for c: the tasks' tests, and
 // callers in the worker's own process, act as a token's holder.
 func WithCaller(ctx context.Context, c Caller) context.Context {
-	return context.WithValue(ctx, callerKey{}, caller{name: c.Name, id: c.ID, role: c.Role, open: c.Open})
+	in := caller{name: c.Name, id: c.ID, role: c.Role, open: c.Open}
+	if c.Task != "" {
+		in.run = &runcred.Claims{Task: c.Task, Role: c.Role, Agent: c.Name}
+	}
+	return context.WithValue(ctx, callerKey{}, in)
 }
 
 // Decode reads r's body, bounded by the server's limit, into v: exactly
@@ -273,6 +289,6 @@ func WriteJSON(w http.ResponseWriter, status int, v any) { writeJSON(w, status, 
 // acts for its caller later, outside the request (the MCP server's
 // tools), reads the caller again from the same header.
 func (s *Server) CallerFor(authorization string) (Caller, bool) {
-	c, ok := s.match(authorization)
-	return Caller{Name: c.name, ID: c.id, Role: c.role, Open: c.open}, ok
+	c, ok, err := s.match(authorization)
+	return c.exported(), ok && err == nil
 }

@@ -60,7 +60,10 @@ type Options struct {
 	// OpenName is who every request acts as when there are no Tokens;
 	// empty is OpenName.
 	OpenName string
-	Logger   *slog.Logger
+	// RunKey checks agent runs' credentials (runcred.Key of the decision
+	// key); nil takes none.
+	RunKey []byte
+	Logger *slog.Logger
 	// Metrics receives the request metrics and serves /metrics; nil
 	// makes a fresh one.
 	Metrics *Metrics
@@ -99,6 +102,7 @@ type Server struct {
 	// decisions routes answers to their decisions' subjects.
 	decisions DecisionLookup
 	tokens    []token
+	runKey    []byte
 	// openName is who requests act as when there are no tokens.
 	openName string
 	log      *slog.Logger
@@ -134,6 +138,7 @@ func New(o Options) *Server {
 		tasks:    o.Tasks,
 		store:    o.Store,
 		tokens:   hashTokens(o.Tokens),
+		runKey:   o.RunKey,
 		log:      o.Logger,
 		metrics:  o.Metrics,
 		now:      o.Now,
@@ -225,7 +230,7 @@ func (s *Server) handle(pattern string, roles []amp.Role, h func(http.ResponseWr
 	if writing(pattern) {
 		next = s.limited(tokenKey, next)
 	}
-	s.mux.Handle(pattern, s.authenticate(roles, next))
+	s.mux.Handle(pattern, s.authenticate(pattern, roles, next))
 	s.patterns = append(s.patterns, pattern)
 	s.auth[pattern] = routeAuth{identity: IdentityToken, roles: roles}
 }

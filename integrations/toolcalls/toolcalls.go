@@ -176,8 +176,13 @@ func (h *Handlers) get(w http.ResponseWriter, r *http.Request) {
 		h.api.Error(w, r, err)
 		return
 	}
-	if taskID, _, ok := cutID(id); !ok || !task.ValidID(taskID) {
+	taskID, _, ok := cutID(id)
+	if !ok || !task.ValidID(taskID) {
 		h.api.Error(w, r, httpapi.InvalidField("id", fmt.Sprintf("must be a tool call id <task_id>-tc<n>, not %q", id)))
+		return
+	}
+	if err := httpapi.MayTask(r, taskID); err != nil {
+		h.api.Error(w, r, err)
 		return
 	}
 	if c, ok, err := h.read(r.Context(), id+task.ToolCallOutcome); err != nil || ok {
