@@ -49,6 +49,23 @@ type Config struct {
 	Dashboard        Dashboard `mapstructure:"dashboard"`
 	AOF              AOF       `mapstructure:"aof"`
 	Tools            Tools     `mapstructure:"tools"`
+	Sandbox          Sandbox   `mapstructure:"sandbox"`
+}
+
+// Sandbox configures what sandboxed runs reach (docs/sandbox.md).
+type Sandbox struct {
+	Network SandboxNetwork `mapstructure:"network"`
+}
+
+// SandboxNetwork is a sandboxed run's network: it reaches ampflow's API,
+// the loopback endpoints its agents.<role>.env names (a model API served
+// on loopback), and, through the worker's egress proxy, its runner's
+// model API host and the hosts of Allow; nothing else.
+type SandboxNetwork struct {
+	// Allow are the hosts the proxy lets a run reach besides its model
+	// API: "registry.npmjs.org", "*.pypi.org" (any subdomain), each with
+	// an optional ":port" (default any port).
+	Allow []string `mapstructure:"allow"`
 }
 
 // Log configures ampflow's own logs.

@@ -128,6 +128,8 @@ var defaults = map[string]any{
 	"agents.reviewer.max_cost_usd":   0.0,
 	"agents.reviewer.sandbox":        SandboxOn,
 
+	"sandbox.network.allow": []string{},
+
 	"slack.enabled":           false,
 	"slack.mode":              SlackModeSocket,
 	"slack.app_token":         "",

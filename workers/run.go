@@ -195,6 +195,8 @@ func Build(o Options) (*Parts, error) {
 	}
 	delivery.Budgets = runnerBudgets(cfg, store)
 	delivery.Credentials = runCredentials(cfg, decisionKey)
+	delivery.APIURL = diffBaseURL(cfg)
+	delivery.Egress = egress(cfg)
 	delivery.Tools = toolHook(cfg, log)
 	delivery.MCP = runnerMCP(cfg)
 	expiries := &lease.Expiries{Temporal: o.Temporal, TaskQueue: cfg.Temporal.TaskQueue, Log: log}

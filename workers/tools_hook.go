@@ -65,3 +65,17 @@ func runCredentials(cfg config.Config, decisionKey []byte) *delivery.RunCredenti
 	}
 	return &delivery.RunCredentials{Key: runcred.Key(decisionKey), Names: names}
 }
+
+// BridgeCommand is the ampflow argument that runs a sandboxed run's
+// network bridge (runner.BridgeMain) in place of the command line.
+const BridgeCommand = "sandbox-bridge"
+
+// egress gives sandboxed runs a network of their own, bridged by this
+// executable; without it (an unknown executable) they share the worker's.
+func egress(cfg config.Config) *delivery.Egress {
+	bin, err := os.Executable()
+	if err != nil {
+		return nil
+	}
+	return &delivery.Egress{Allow: cfg.Sandbox.Network.Allow, Bridge: []string{bin, BridgeCommand}}
+}

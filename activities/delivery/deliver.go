@@ -59,6 +59,13 @@ type Delivery struct {
 	// Credentials mint each runner run its credential; without them a
 	// run gets neither the tool hook nor the MCP server.
 	Credentials *RunCredentials
+	// APIURL is where runs reach the worker's API (the tool hook's and
+	// the MCP server's).
+	APIURL string
+	// Egress, when set with a Bridge, gives each sandboxed run a network
+	// of its own that reaches the API, its configured loopback endpoints
+	// and, through the egress proxy, what Egress allows.
+	Egress *Egress
 	// Tools, when set, gives runners the tool policy's hook.
 	Tools *ToolHook
 	// MCP, when set, gives runners ampflow's MCP server.

@@ -101,6 +101,11 @@ func (d *Delivery) runAgent(ctx context.Context, a activities.AgentDelivery, in 
 		if err := d.sandbox(ctx, a, m.To, in.Repo, dir, &spec); err != nil {
 			return failed(fmt.Sprintf("confining the %s runner (agents.%s.sandbox): %v", a.Runner, m.To, err), "", err)
 		}
+		netw, err := d.network(taskRun{workDir: a.WorkDir, taskID: m.TaskID, role: m.To}, credential, &spec)
+		if err != nil {
+			return failed(fmt.Sprintf("giving the %s runner its network (agents.%s.sandbox): %v", a.Runner, m.To, err), "", err)
+		}
+		defer netw.Close()
 	}
 	out, err := st.run(spec)
 	if out.SessionID != "" {

@@ -32,6 +32,9 @@ type Sandbox struct {
 	// (HOME, CODEX_HOME), the repository a worktree commits to, the park
 	// file's directory.
 	Write []string
+	// Net, when set, gives the run a network namespace of its own,
+	// reaching out only through its ports; nil shares the worker's.
+	Net *SandboxNet
 }
 
 // bwrapBase are the options of every sandbox: the whole machine
@@ -74,9 +77,18 @@ func (b *Sandbox) wrap(dir string, argv []string) ([]string, error) {
 			out = append(out, "--ro-bind", os.DevNull, h) // a secret file reads empty
 		}
 	}
+	read := b.Read
+	if b.Net != nil {
+		out = append(out, "--unshare-net")
+		read = append(append([]string{}, read...), b.Net.Bridge[0])
+		for _, p := range b.Net.Ports {
+			read = append(read, p.Socket)
+		}
+		argv = b.Net.argv(argv)
+	}
 	// /tmp is the run's own, empty: what it is given there is hidden too.
 	hidden := append([]string{"/tmp"}, hide...)
-	for _, r := range sortedPaths(b.Read) {
+	for _, r := range sortedPaths(read) {
 		if !within(r, hidden) || holdsNone(r, hidden) != nil {
 			continue
 		}

@@ -9,10 +9,17 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/ampflow/ampflow/activities/runner"
 	"github.com/ampflow/ampflow/cmd/ampflow/cli"
+	"github.com/ampflow/ampflow/workers"
 )
 
 func main() {
+	// A sandboxed run's first process (docs/sandbox.md): it bridges the
+	// run's loopback to the worker, then runs the agent's CLI.
+	if len(os.Args) > 1 && os.Args[1] == workers.BridgeCommand {
+		os.Exit(runner.BridgeMain(os.Args[2:]))
+	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	code := cli.Main(ctx, cli.Options{
 		Args:      os.Args[1:],

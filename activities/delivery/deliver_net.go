@@ -1,0 +1,354 @@
+package delivery
+
+import (
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/http/httputil"
+	"net/url"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/ampflow/ampflow/activities/runner"
+	"github.com/ampflow/ampflow/amp"
+)
+
+// Egress is what sandboxed runs reach through the worker's egress proxy
+// (sandbox.network): their runner's model API hosts and Allow.
+type Egress struct {
+	// Allow are sandbox.network.allow's hosts: "host", "*.domain", each
+	// with an optional ":port".
+	Allow []string
+	// Bridge is the command that runs runner.BridgeMain in a sandbox:
+	// the ampflow executable and "sandbox-bridge". Empty: runs share the
+	// worker's network.
+	Bridge []string
+}
+
+// ModelHosts are the hosts each runner's CLI reaches its vendor's model
+// API at, which its runs may reach without sandbox.network.allow naming
+// them.
+var ModelHosts = map[string][]string{
+	runner.Claude:   {"api.anthropic.com"},
+	runner.Codex:    {"api.openai.com", "chatgpt.com"},
+	runner.Gemini:   {"generativelanguage.googleapis.com", "oauth2.googleapis.com"},
+	runner.OpenCode: {"api.anthropic.com", "api.openai.com", "generativelanguage.googleapis.com", "openrouter.ai"},
+}
+
+// proxyPort is where a sandboxed run's proxy listens inside, unless one
+// of its loopback endpoints takes it.
+const proxyPort = 3128
+
+// runNetwork is one sandboxed run's network, outside the sandbox: the
+// unix sockets its bridge passes connections to, and what serves them.
+type runNetwork struct {
+	dir     string
+	servers []*http.Server
+	lns     []net.Listener
+}
+
+// loopbackURL finds the loopback endpoints a run's configuration names:
+// a model API served on this machine (ANTHROPIC_BASE_URL=http://127.0.0.1:…).
+var loopbackURL = regexp.MustCompile(`https?://(127\.0\.0\.1|localhost|\[::1\]):([0-9]{1,5})`)
+
+// network gives spec, a sandboxed run of role on taskID presenting
+// credential, a network of its own (runner.SandboxNet): ampflow's API,
+// which takes only the run's credential; the loopback endpoints its
+// configuration names; and the egress proxy for the rest. Close the
+// network when the run ends.
+func (d *Delivery) network(a taskRun, credential string, spec *runner.Spec) (*runNetwork, error) {
+	if d.Egress == nil || len(d.Egress.Bridge) == 0 {
+		return nil, nil
+	}
+	dir, err := socketDir(a.workDir)
+	if err != nil {
+		return nil, err
+	}
+	n := &runNetwork{dir: dir}
+	sn := &runner.SandboxNet{Bridge: d.Egress.Bridge}
+	add := func(addr string, serve func(net.Listener)) error {
+		sock := filepath.Join(dir, strconv.Itoa(len(sn.Ports)))
+		ln, err := net.Listen("unix", sock)
+		if err != nil {
+			return fmt.Errorf("the run's network: %w", err)
+		}
+		n.lns = append(n.lns, ln)
+		sn.Ports = append(sn.Ports, runner.Port{Addr: addr, Socket: sock})
+		go serve(ln)
+		return nil
+	}
+	taken := map[string]bool{}
+	if api, err := url.Parse(d.APIURL); err == nil && isLoopback(api.Hostname()) && credential != "" {
+		addr := hostPort(api)
+		taken[addr] = true
+		srv := &http.Server{Handler: credentialGate(credential, api), ReadHeaderTimeout: 30 * time.Second}
+		n.servers = append(n.servers, srv)
+		if err := add(addr, func(ln net.Listener) { _ = srv.Serve(ln) }); err != nil {
+			n.Close()
+			return nil, err
+		}
+	}
+	for _, v := range append(append(append([]string{}, spec.Env...), spec.Args...), spec.Settings) {
+		for _, m := range loopbackURL.FindAllStringSubmatch(v, -1) {
+			addrs := []string{net.JoinHostPort(strings.Trim(m[1], "[]"), m[2])}
+			if m[1] == "localhost" {
+				addrs = []string{net.JoinHostPort("127.0.0.1", m[2]), net.JoinHostPort("::1", m[2])}
+			}
+			for _, addr := range addrs {
+				if taken[addr] {
+					continue
+				}
+				taken[addr] = true
+				target := addr
+				if m[1] == "localhost" {
+					target = net.JoinHostPort("localhost", m[2])
+				}
+				if err := add(addr, func(ln net.Listener) { forward(ln, target) }); err != nil {
+					n.Close()
+					return nil, err
+				}
+			}
+		}
+	}
+	port := proxyPort
+	for taken[net.JoinHostPort("127.0.0.1", strconv.Itoa(port))] {
+		port++
+	}
+	p := &egressProxy{allowed: d.Egress.allowed(spec.Runner), log: d.logger().With("task", a.taskID, "role", a.role)}
+	srv := &http.Server{Handler: p, ReadHeaderTimeout: 30 * time.Second}
+	n.servers = append(n.servers, srv)
+	if err := add(net.JoinHostPort("127.0.0.1", strconv.Itoa(port)), func(ln net.Listener) { _ = srv.Serve(ln) }); err != nil {
+		n.Close()
+		return nil, err
+	}
+	proxy := "http://127.0.0.1:" + strconv.Itoa(port)
+	for _, name := range []string{"HTTP_PROXY", "HTTPS_PROXY", "http_proxy", "https_proxy", "ALL_PROXY", "all_proxy"} {
+		spec.Env = setEnv(spec.Env, name+"="+proxy)
+	}
+	for _, name := range []string{"NO_PROXY", "no_proxy"} {
+		spec.Env = setEnv(spec.Env, name+"=localhost,127.0.0.1,::1")
+	}
+	spec.Sandbox.Net = sn
+	return n, nil
+}
+
+// taskRun names a run for its network.
+type taskRun struct {
+	workDir, taskID string
+	role            amp.Role
+}
+
+func (d *Delivery) logger() *slog.Logger {
+	if d.Log == nil {
+		return slog.New(slog.DiscardHandler)
+	}
+	return d.Log
+}
+
+// Close stops the run's network and removes its sockets.
+func (n *runNetwork) Close() {
+	if n == nil {
+		return
+	}
+	for _, s := range n.servers {
+		_ = s.Close()
+	}
+	for _, ln := range n.lns {
+		_ = ln.Close()
+	}
+	_ = os.RemoveAll(n.dir)
+}
+
+// socketDir makes a private directory for a run's sockets: in data_dir
+// when its path leaves room within a unix socket's 108 bytes, else in the
+// temporary directory.
+func socketDir(workDir string) (string, error) {
+	base := filepath.Join(workDir, "net")
+	if len(base) > 80 {
+		base = os.TempDir()
+	}
+	if err := os.MkdirAll(base, 0o700); err != nil {
+		return "", fmt.Errorf("the run's network: %w", err)
+	}
+	dir, err := os.MkdirTemp(base, "n")
+	if err != nil {
+		return "", fmt.Errorf("the run's network: %w", err)
+	}
+	return dir, nil
+}
+
+func isLoopback(host string) bool {
+	if host == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}
+
+func hostPort(u *url.URL) string {
+	port := u.Port()
+	if port == "" {
+		port = map[string]string{"https": "443"}[u.Scheme]
+		if port == "" {
+			port = "80"
+		}
+	}
+	host := u.Hostname()
+	if host == "localhost" {
+		host = "127.0.0.1"
+	}
+	return net.JoinHostPort(host, port)
+}
+
+// credentialGate passes to api only requests that present the run's own
+// credential: a run reaches no open API's admin by sending none.
+func credentialGate(credential string, api *url.URL) http.Handler {
+	proxy := httputil.NewSingleHostReverseProxy(api)
+	proxy.FlushInterval = -1
+	want := "Bearer " + credential
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Header.Get("Authorization") != want && r.URL.Path != "/healthz" {
+			w.Header().Set("Content-Type", "application/json")
+			w.WriteHeader(http.StatusForbidden)
+			_, _ = io.WriteString(w, `{"error":{"code":"forbidden","message":"an agent run reaches ampflow's API only with its own credential (AMPFLOW_API_TOKEN)"}}`+"\n")
+			return
+		}
+		proxy.ServeHTTP(w, r)
+	})
+}
+
+// forward passes each connection of ln to target.
+func forward(ln net.Listener, target string) {
+	for {
+		c, err := ln.Accept()
+		if err != nil {
+			return
+		}
+		go func() {
+			defer c.Close()
+			t, err := net.DialTimeout("tcp", target, 10*time.Second)
+			if err != nil {
+				return
+			}
+			defer t.Close()
+			runner.Splice(c, t)
+		}()
+	}
+}
+
+// allowed says which host:port a run of runnerName may reach.
+func (e *Egress) allowed(runnerName string) func(host, port string) bool {
+	hosts := append(append([]string{}, ModelHosts[runnerName]...), e.Allow...)
+	return func(host, port string) bool {
+		host = strings.ToLower(strings.TrimSuffix(host, "."))
+		for _, h := range hosts {
+			h, p, hasPort := strings.Cut(strings.ToLower(h), ":")
+			if hasPort && p != port {
+				continue
+			}
+			if h == host || strings.HasPrefix(h, "*.") && strings.HasSuffix(host, h[1:]) {
+				return true
+			}
+		}
+		return false
+	}
+}
+
+// egressProxy is a run's HTTP proxy: CONNECT tunnels and plain requests
+// to the hosts it allows; every other destination is refused and logged.
+type egressProxy struct {
+	allowed func(host, port string) bool
+	log     *slog.Logger
+}
+
+func (p *egressProxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	host, port := r.URL.Hostname(), r.URL.Port()
+	if r.Method == http.MethodConnect {
+		var err error
+		if host, port, err = net.SplitHostPort(r.Host); err != nil {
+			http.Error(w, "CONNECT needs host:port", http.StatusBadRequest)
+			return
+		}
+	} else if port == "" {
+		port = "80"
+	}
+	if host == "" {
+		http.Error(w, "this is the run's egress proxy: send it absolute URLs or CONNECT", http.StatusBadRequest)
+		return
+	}
+	if !p.allowed(host, port) {
+		p.log.Warn("sandboxed run refused a destination", "host", host, "port", port)
+		http.Error(w, fmt.Sprintf("ampflow's egress proxy refused %s:%s: not the runner's model API, nor in sandbox.network.allow", host, port), http.StatusForbidden)
+		return
+	}
+	p.log.Debug("sandboxed run reached a destination", "host", host, "port", port)
+	if r.Method == http.MethodConnect {
+		p.tunnel(w, net.JoinHostPort(host, port))
+		return
+	}
+	r.RequestURI = ""
+	removeHopHeaders(r.Header)
+	resp, err := http.DefaultTransport.RoundTrip(r)
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusBadGateway)
+		return
+	}
+	defer resp.Body.Close()
+	removeHopHeaders(resp.Header)
+	for k, v := range resp.Header {
+		w.Header()[k] = v
+	}
+	w.WriteHeader(resp.StatusCode)
+	_, _ = io.Copy(w, resp.Body)
+}
+
+func (p *egressProxy) tunnel(w http.ResponseWriter, target string) {
+	t, err := net.DialTimeout("tcp", target, 10*time.Second)
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusBadGateway)
+		return
+	}
+	defer t.Close()
+	hj, ok := w.(http.Hijacker)
+	if !ok {
+		http.Error(w, "no tunnel", http.StatusInternalServerError)
+		return
+	}
+	c, buf, err := hj.Hijack()
+	if err != nil {
+		return
+	}
+	defer c.Close()
+	if _, err := io.WriteString(c, "HTTP/1.1 200 Connection established\r\n\r\n"); err != nil {
+		return
+	}
+	if n := buf.Reader.Buffered(); n > 0 {
+		b, _ := buf.Reader.Peek(n)
+		if _, err := t.Write(b); err != nil {
+			return
+		}
+	}
+	tc, ok := t.(*net.TCPConn)
+	uc, ok2 := c.(*net.UnixConn)
+	if ok && ok2 {
+		runner.Splice(uc, tc)
+		return
+	}
+	go func() { _, _ = io.Copy(t, c) }()
+	_, _ = io.Copy(c, t)
+}
+
+// hopHeaders are the hop-by-hop headers a proxy does not pass on.
+var hopHeaders = []string{"Connection", "Proxy-Connection", "Keep-Alive", "Proxy-Authenticate", "Proxy-Authorization", "Te", "Trailer", "Transfer-Encoding", "Upgrade"}
+
+func removeHopHeaders(h http.Header) {
+	for _, k := range hopHeaders {
+		h.Del(k)
+	}
+}
