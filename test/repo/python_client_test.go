@@ -9,13 +9,14 @@ import (
 )
 
 // TestPythonClient runs clients/python's unittest suite (standard library
-// only) against its loopback stub of the API.
+// only) against its loopback stub of the API; test/e2e runs the package
+// against ampflow dev.
 func TestPythonClient(t *testing.T) {
 	python, err := exec.LookPath("python3")
 	if err != nil {
 		t.Fatal("python3 is needed to test clients/python (.ci/run installs it)")
 	}
-	cmd := exec.Command(python, "-m", "unittest", "-v", "test_ampflow_client")
+	cmd := exec.Command(python, "-m", "unittest", "discover", "-v", "-s", "tests", "-t", ".")
 	cmd.Dir = filepath.Join("..", "..", "clients", "python")
 	out, err := cmd.CombinedOutput()
 	if err != nil {

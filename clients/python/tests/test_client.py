@@ -1,17 +1,18 @@
-"""Tests of ampflow_client against a loopback stub of the API (stdlib only):
-python3 -m unittest discover -s clients/python."""
+"""Tests of the ampflow package against a loopback stub of the API
+(standard library only): cd clients/python && python3 -m unittest discover -s tests -t ."""
 
 import hashlib
 import hmac
 import http.server
 import json
+import logging
 import threading
 import time
 import unittest
 import urllib.error
 import urllib.request
 
-from ampflow_client import APIError, Callbacks, Client, callback_secret, verify_signature
+from ampflow import APIError, Backoff, Callbacks, Client, callback_secret, errors, verify_signature
 
 
 class Stub(http.server.BaseHTTPRequestHandler):
@@ -24,7 +25,7 @@ class Stub(http.server.BaseHTTPRequestHandler):
         length = int(self.headers.get("Content-Length") or 0)
         body = self.rfile.read(length) if length else b""
         Stub.seen.append((self.command, self.path, dict(self.headers), body))
-        status, headers, answer = Stub.script.pop(0)
+        status, headers, answer = Stub.script.pop(0) if Stub.script else (400, {}, {"error": {"code": "invalid", "message": "no more in the script"}})
         raw = json.dumps(answer).encode()
         self.send_response(status)
         for k, v in headers.items():
@@ -103,9 +104,50 @@ class ClientTest(unittest.TestCase):
         self.assertEqual(json.loads(Stub.seen[2][3])["msg_id"], fresh["msg_id"])
         self.assertEqual(json.loads(Stub.seen[1][3]), {"type": "task_result", "task_id": "T-2026-001", "payload": {"n": 1}})  # no from: the API takes it only on an escalation
 
+    def test_serve_goes_on(self):
+        # A message another executor won is dropped; a handler that raises
+        # is logged and its message tried again after the backoff.
+        won = {"msg_id": "task_dispatch-T-2026-001-1", "type": "task_dispatch", "task_id": "T-2026-001"}
+        mine = {"msg_id": "task_dispatch-T-2026-002-1", "type": "task_dispatch", "task_id": "T-2026-002"}
+        claimed = (409, {}, {"error": {"code": "claimed", "message": "T-2026-001 is held by exec-2", "fields": []}})
+        Stub.script = [(200, {}, {"role": "executor", "messages": [won, mine]}), claimed, (202, {}, {}),
+                       (200, {}, {"role": "executor", "messages": [won, mine], "acked": [{"msg_id": mine["msg_id"]}]}),
+                       (200, {}, {"role": "executor", "messages": [won, mine], "acked": [{"msg_id": mine["msg_id"]}]}),
+                       (202, {}, {"msg_id": "r1", "status": "accepted", "warnings": ["diff_summary: 3 lines added, git says 4"]})]
+        calls, replies = [], []
+
+        def handle(m):
+            calls.append(m.task_id)
+            if len(calls) == 1:
+                raise RuntimeError("the build broke")
+            return "task_result", {"ok": True}
+
+        with self.assertLogs("ampflow", level="INFO") as logs:
+            self.client.serve("executor", handle, stop=lambda: bool(replies), on_reply=lambda m, a: replies.append(a),
+                              backoff=Backoff(base=0.5))
+        self.assertEqual(calls, ["T-2026-002", "T-2026-002"])
+        self.assertEqual(replies[0].warnings, ["diff_summary: 3 lines added, git says 4"])
+        text = "\n".join(logs.output)
+        self.assertIn("RuntimeError: the build broke", text)
+        self.assertIn("held by exec-2", text)
+        self.assertIn("git says 4", text)
+        self.assertEqual([p for _, p, _, _ in Stub.seen],
+                         ["/v1/inbox?role=executor&wait=30s&include=acked", "/v1/acks", "/v1/acks"] +
+                         ["/v1/inbox?role=executor&wait=30s&include=acked"] * 2 + ["/v1/messages"])
+
+    def test_typed_errors_and_pages(self):
+        Stub.script = [(409, {}, {"error": {"code": "LOCK_CONFLICT", "message": "held", "holder": "alice", "retry_after_ms": 900}}),
+                       (200, {}, {"leases": [{"lease_id": "L1"}], "next_cursor": "c2"}),
+                       (200, {}, {"leases": [{"lease_id": "L2"}]})]
+        with self.assertRaises(errors.LockConflict) as e:
+            self.client.acquire("file:a.md", "bob")
+        self.assertEqual((e.exception.detail["holder"], e.exception.detail["retry_after_ms"]), ("alice", 900))
+        self.assertEqual([l.lease_id for l in self.client.leases(agent_id="bob")], ["L1", "L2"])
+        self.assertEqual(Stub.seen[2][1], "/v1/leases?agent_id=bob&cursor=c2")
+
     def test_aof_envelope(self):
         Stub.script = [(200, {}, {"task": {}, "changed": True}), (200, {}, {"applied": []})]
-        self.client.aof_report("TASK-2026-02-09-057", "swe-backend", "done", "All met.", deliverables=["a.go"])
+        self.client.aof_report("TASK-2026-02-09-057", "done", "All met.", deliverables=["a.go"], agent="swe-backend")
         self.client.aof_session_end("swe-backend")
         env = json.loads(Stub.seen[0][3])
         self.assertRegex(env.pop("sentAt"), r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$")
