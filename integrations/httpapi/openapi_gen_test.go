@@ -143,6 +143,12 @@ func apiSchemas() (map[string]obj, map[string]any) {
 	}))
 	add("ErrorCode", nil, errorCodeSchema())
 	add("OK", nil, obj{"type": "object", "required": []string{"ok"}, "properties": obj{"ok": obj{"const": true}}})
+	add("WhoAmI", WhoAmI{}, object(WhoAmI{}, "Who the caller's token says it is.", obj{
+		"name": str("The token's name: who acts."),
+		"id":   str("The token's id (the agent's other name in the mesh), when set."),
+		"role": ref("Role"),
+		"open": obj{"type": "boolean", "description": "True when the API has no tokens: every caller is an admin."},
+	}))
 
 	add("StartRequest", StartRequest{}, object(StartRequest{}, "Starts a task from a plan.", obj{
 		"task_id":     taskIDSchema("The task id; without it the next free id of the year is used."),
@@ -447,6 +453,8 @@ func ops() []op {
 					"securitySchemes": obj{"type": "object", "additionalProperties": obj{"type": "object", "properties": obj{"type": str(""), "scheme": str(""), "description": str("")}}}}}}}},
 		{pattern: "GET /metrics", summary: "Prometheus metrics", description: "Text exposition format; with tokens configured, any token reads it.",
 			status: 200, answer: nil},
+		{pattern: "GET /v1/whoami", summary: "Who the token is", description: "The caller's name (who acts: the holder of what it ACKs, its AOF agent id and mesh id), its token's id when set, and its role; open is true when the API has no tokens, and every caller is then an admin under one local name.",
+			status: 200, answer: ref("WhoAmI")},
 		{pattern: "POST /v1/tasks", summary: "Start a task", description: "Token role: coordinator or admin. The plan is a task_dispatch payload, validated as AMP/1.0; errors name plan.… paths. The same Idempotency-Key from the same token answers as the first start did.",
 			params: []obj{{"name": "Idempotency-Key", "in": "header", "schema": obj{"type": "string"},
 				"description": "Makes a retried start safe: a start under a key already used by this token answers with that start's task instead of starting another."}},

@@ -203,6 +203,7 @@ func (s *Server) routes() {
 	s.open("GET /v1/openapi.json", s.openAPI)
 	// With tokens configured, metrics need one (any role).
 	s.handle("GET /metrics", anyone, s.metrics.handler().ServeHTTP)
+	s.handle("GET /v1/whoami", anyone, s.whoami)
 
 	s.handle("POST /v1/tasks", coordinators, s.startTask)
 	s.handle("GET /v1/tasks", anyone, s.listTasks)
