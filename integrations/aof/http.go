@@ -226,9 +226,15 @@ func (a *API) postMessage(w http.ResponseWriter, r *http.Request) {
 			case wf.CodeNotRunning:
 				a.logEvents(ctx, event(wf.EventRejected, m.TaskID, m.FromAgent, map[string]any{"reason": string(wf.CodeNotRunning), "type": m.Type}))
 			case wf.CodeTaskNotFound:
-				// The workflow has ended: a done task takes every message
-				// as a no-op.
+				// The workflow has ended: a done task takes a repeat of
+				// its report, and any other message, as a no-op; another
+				// report is refused as the workflow refuses one.
 				if done, ok := a.ended(ctx, m.TaskID); ok {
+					if m.Type == wf.TypeCompletionReport && !wf.RepeatsResult(done.Task, m) {
+						a.logEvents(ctx, event(wf.EventRejected, m.TaskID, m.FromAgent, map[string]any{"reason": string(wf.CodeNotRunning), "type": m.Type}))
+						a.refuse(w, r, wf.CodeNotRunning, nil, "task %s is done: a completion report is taken only while a run of it goes on", m.TaskID)
+						return
+					}
 					httpapi.WriteJSON(w, http.StatusOK, done)
 					return
 				}

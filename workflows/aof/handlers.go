@@ -98,24 +98,32 @@ func (r *aofRun) message(ctx workflow.Context, in MessageInput) (Result, error) 
 }
 
 // resultOf is the run result a completion report writes.
-func (r *aofRun) resultOf(m Message) RunResult {
+func (r *aofRun) resultOf(m Message) RunResult { return resultFor(r.Task, m) }
+
+func resultFor(t Task, m Message) RunResult {
 	c := m.Completion
-	return RunResult{TaskID: r.Task.TaskID, AgentID: m.FromAgent, CompletedAt: At(m.SentAt), Outcome: c.Outcome,
+	return RunResult{TaskID: t.TaskID, AgentID: m.FromAgent, CompletedAt: At(m.SentAt), Outcome: c.Outcome,
 		SummaryRef: c.SummaryRef, HandoffRef: c.HandoffRef, Deliverables: c.Deliverables, Tests: c.Tests,
 		Blockers: c.Blockers, Notes: c.Notes}
 }
 
 // repeated reports whether m is the completion the task holds already.
 func (r *aofRun) repeated(m Message) bool {
-	old := r.Task.Result
-	return old != nil && reflect.DeepEqual(*old, r.resultOf(m))
+	return RepeatsResult(r.Task, m)
+}
+
+// RepeatsResult reports whether m is a completion report that t holds
+// already: a retry of the report taken, which changes nothing.
+func RepeatsResult(t Task, m Message) bool {
+	return m.Completion != nil && t.Result != nil && reflect.DeepEqual(*t.Result, resultFor(t, m))
 }
 
 // validateCompletion takes a completion report only from the agent that
-// runs the task, while it runs; a repeat, or any report to a done task,
-// is a no-op.
+// runs the task, while it runs; a repeat of the report taken is a no-op,
+// and any other report once the run is over (the task in review, done,
+// ready or blocked) is refused not_running, as docs/aof.md says.
 func (r *aofRun) validateCompletion(m Message) error {
-	if r.Task.Status == StatusDone || r.repeated(m) {
+	if r.repeated(m) {
 		return nil
 	}
 	if r.Task.Status != StatusInProgress {
