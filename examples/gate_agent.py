@@ -1,5 +1,6 @@
 #!/usr/bin/env python3
-"""An agent that asks ampflow's action gate before it acts, on the client (clients/python; docs/guides/gate.md).
+"""An agent that asks ampflow's action gate before it acts, on the ampflow package (pip install ./clients/python;
+docs/guides/gate.md).
 
 It posts one runshift AMP signal with its agent key: 200 approved -> it acts at once; 202 pending -> it waits
 for ampflow's callback, checks its v2 signature with its own callback secret, and acts only if approved.
@@ -9,8 +10,7 @@ posted again changes nothing), AMPFLOW_WEBHOOK_SECRET (this agent's callback sec
 AMPFLOW_WEBHOOK_PORT (8765), AMPFLOW_WAIT (seconds to wait for the callback, 600).
 """
 import datetime, json, os, sys, time, uuid
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "clients", "python"))
-from ampflow_client import APIError, Callbacks, Client
+from ampflow import APIError, Callbacks, Client
 
 AGENT, RUN = os.environ.get("AMPFLOW_AGENT_ID", "resume-tailor"), os.environ.get("AMPFLOW_RUN_ID") or "run_" + uuid.uuid4().hex
 PRICES = {"claude-sonnet-4-6": (3.00, 15.00)}  # USD per million tokens (input, output), as ampflow prices them
@@ -30,7 +30,7 @@ def main():
             "cost_usd": round((tokens_in * PRICES[model][0] + tokens_out * PRICES[model][1]) / 1e6, 6),
             "gate_required": True, "started_at": iso(started), "completed_at": iso(time.time()),
             "metadata": {"source": "examples/gate_agent.py"}, "webhook_url": hook.url})
-    except APIError as e:  # 400 names each field in e.fields; 402 budget_exceeded; 409 a run_id posted with another body
+    except APIError as e:  # 400 errors.Invalid names each field in e.fields; 402 errors.BudgetExceeded; 409 errors.Conflict
         print("signal refused", e, json.dumps(e.fields), flush=True)
         return 1
     print("signal", json.dumps(reply), flush=True)

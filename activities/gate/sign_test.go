@@ -50,7 +50,7 @@ func TestCallbackForgery(t *testing.T) {
 		{"Old", old, CallbackSignature(bSecret, old, b, run, url, body), false},
 	}
 	var script strings.Builder
-	script.WriteString("import sys\nsys.path.insert(0, sys.argv[1])\nfrom ampflow_client import verify_signature\n")
+	script.WriteString("import sys\nsys.path.insert(0, sys.argv[1])\nfrom ampflow import verify_signature\n")
 	for _, c := range cases {
 		script.WriteString("print(verify_signature(" + strconv.Quote(bSecret) + ", " + strconv.Quote(c.ts) + ", " + strconv.Quote(c.sig) + ", " +
 			strconv.Quote(string(body)) + ".encode(), " + strconv.Quote(b) + ", " + strconv.Quote(run) + ", " + strconv.Quote(url) + "))\n")

@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"net/http"
-	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
@@ -204,18 +203,9 @@ func TestAOFAgentReview(t *testing.T) {
 	c.dispatch(example, 600000)
 	c.must(aofExample(t, "1", map[string]any{"taskId": example}))
 	c.sessionEnd()
-	python, err := exec.LookPath("python3")
-	if err != nil {
-		t.Fatal("python3 is needed to run examples/agent.py (.ci/run installs it)")
-	}
-	root, err := moduleRoot()
-	if err != nil {
-		t.Fatal(err)
-	}
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, python, filepath.Join(root, "examples", "agent.py"), "reviewer")
-	cmd.Env = append(os.Environ(), "AMPFLOW_API_URL=http://"+p.api, "AMPFLOW_API_TOKEN=")
+	cmd := pythonCmd(ctx, t, "agent.py", []string{"AMPFLOW_API_URL=http://" + p.api, "AMPFLOW_API_TOKEN="}, "reviewer")
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out
 	if err := cmd.Start(); err != nil {

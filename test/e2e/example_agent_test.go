@@ -5,7 +5,6 @@ import (
 	"context"
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -20,10 +19,6 @@ import (
 // against ampflow dev with examples/plan.yaml pointed at a fresh
 // repository, and waits for the task to be done.
 func TestExampleAgent(t *testing.T) {
-	python, err := exec.LookPath("python3")
-	if err != nil {
-		t.Fatal("python3 is needed to run examples/agent.py (.ci/run installs it)")
-	}
 	root, err := moduleRoot()
 	if err != nil {
 		t.Fatal(err)
@@ -56,10 +51,9 @@ func TestExampleAgent(t *testing.T) {
 
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, python, filepath.Join(root, "examples", "agent.py"))
-	cmd.Env = append(os.Environ(), "AMPFLOW_API_URL=http://"+p.api, "AMPFLOW_API_TOKEN=",
+	cmd := pythonCmd(ctx, t, "agent.py", []string{"AMPFLOW_API_URL=http://" + p.api, "AMPFLOW_API_TOKEN=",
 		"GIT_AUTHOR_NAME=agent", "GIT_AUTHOR_EMAIL=agent@localhost",
-		"GIT_COMMITTER_NAME=agent", "GIT_COMMITTER_EMAIL=agent@localhost")
+		"GIT_COMMITTER_NAME=agent", "GIT_COMMITTER_EMAIL=agent@localhost"})
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out
 	if err := cmd.Start(); err != nil {

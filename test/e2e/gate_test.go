@@ -6,9 +6,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
-	"os"
-	"os/exec"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -43,14 +40,6 @@ func gateEnv(allow string) []string {
 // Telegram, an admin approves it there, and the agent's webhook receives
 // the signed callback. The same run_id posted again changes nothing.
 func TestGateAgentApprovedInTelegram(t *testing.T) {
-	python, err := exec.LookPath("python3")
-	if err != nil {
-		t.Fatal("python3 is needed to run examples/gate_agent.py (.ci/run installs it)")
-	}
-	root, err := moduleRoot()
-	if err != nil {
-		t.Fatal(err)
-	}
 	tg := telegramtest.New(t, tgToken)
 	port := freePort(t)
 	env := append(gateEnv(fmt.Sprintf("127.0.0.1:%d", port)),
@@ -67,11 +56,10 @@ func TestGateAgentApprovedInTelegram(t *testing.T) {
 	runAgent := func(runID string) (string, error) {
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 		defer cancel()
-		cmd := exec.CommandContext(ctx, python, filepath.Join(root, "examples", "gate_agent.py"))
 		// The agent holds its own callback secret, never the master.
-		cmd.Env = append(os.Environ(), "AMPFLOW_API_URL=http://"+p.api, "AMPFLOW_AGENT_KEY="+gateTailorKey,
-			"AMPFLOW_RUN_ID="+runID, "AMPFLOW_WEBHOOK_SECRET="+gateacts.CallbackSecret(gateSecret, "resume-tailor"),
-			fmt.Sprintf("AMPFLOW_WEBHOOK_PORT=%d", port), "AMPFLOW_WAIT=90")
+		cmd := pythonCmd(ctx, t, "gate_agent.py", []string{"AMPFLOW_API_URL=http://" + p.api, "AMPFLOW_AGENT_KEY=" + gateTailorKey,
+			"AMPFLOW_RUN_ID=" + runID, "AMPFLOW_WEBHOOK_SECRET=" + gateacts.CallbackSecret(gateSecret, "resume-tailor"),
+			fmt.Sprintf("AMPFLOW_WEBHOOK_PORT=%d", port), "AMPFLOW_WAIT=90"})
 		var out bytes.Buffer
 		cmd.Stdout, cmd.Stderr = &out, &out
 		err := cmd.Run()
@@ -170,7 +158,7 @@ func TestGateAgentApprovedInTelegram(t *testing.T) {
 	// The same run again: the agent is told approved at once; no second
 	// record, Telegram post or callback.
 	posts := len(tg.Find("sendMessage", nil))
-	out, err = runAgent(run)
+	out, err := runAgent(run)
 	if err != nil || !strings.Contains(out, `"duplicate": true`) || strings.Contains(out, "callback {") {
 		t.Fatalf("agent again: %v\n%s", err, out)
 	}
