@@ -16,6 +16,7 @@ import (
 	"github.com/ampflow/ampflow/amp"
 	"github.com/ampflow/ampflow/amp/decision"
 	"github.com/ampflow/ampflow/amp/task"
+	"github.com/ampflow/ampflow/config"
 	"github.com/ampflow/ampflow/workflows"
 )
 
@@ -24,6 +25,20 @@ const (
 	urlSetting   = "api.url / AMPFLOW_API_URL"
 	tokenSetting = "api.token / AMPFLOW_API_TOKEN"
 )
+
+// urlSetting names where the client's api.url comes from: the settings,
+// and the configuration file it was read from, if any.
+func (c *apiClient) urlSetting() string { return c.setting(urlSetting) }
+
+// tokenSetting names where the client's api.token comes from.
+func (c *apiClient) tokenSetting() string { return c.setting(tokenSetting) }
+
+func (c *apiClient) setting(s string) string {
+	if c.file == "" {
+		return s
+	}
+	return s + " (read from " + c.file + ")"
+}
 
 // maxInboxWait is the longest wait one GET /v1/inbox may ask for (the
 // server's MaxWait); longer waits ask again.
@@ -40,6 +55,9 @@ type apiClient struct {
 	base  string // without a trailing slash
 	token string
 	http  *http.Client
+	// file is the configuration file base and token were read from, if
+	// any: errors name it.
+	file string
 }
 
 var _ workflows.Tasks = (*apiClient)(nil)
@@ -57,13 +75,22 @@ func (a *App) apiTasks() (workflows.Tasks, error) {
 	return a.api()
 }
 
-// api returns the HTTP API client of the configuration.
+// api returns the HTTP API client of the configuration: only api.url and
+// api.token are read (config.LoadClient), so the server's own file, in
+// the folder the CLI runs in, needs none of its secrets to serve.
 func (a *App) api() (*apiClient, error) {
-	cfg, err := a.Config()
+	cfg, err := a.clientConfig()
 	if err != nil {
 		return nil, err
 	}
-	return newAPIClient(cfg.API.URL, cfg.API.Token), nil
+	c := newAPIClient(cfg.API.URL, cfg.API.Token)
+	c.file = cfg.File
+	return c, nil
+}
+
+// clientConfig reads the keys a client of the API needs.
+func (a *App) clientConfig() (config.Client, error) {
+	return config.LoadClient(a.configFile, a.LookupEnv)
 }
 
 type idempotencyKeyCtx struct{}
@@ -330,7 +357,7 @@ func (c *apiClient) do(ctx context.Context, method, path string, h http.Header, 
 	}
 	req, err := http.NewRequestWithContext(ctx, method, c.base+path, rd)
 	if err != nil {
-		return task.Errorf(task.CodeInvalid, "cannot build a request to the ampflow API at %s: %v; set %s", c.base, err, urlSetting)
+		return task.Errorf(task.CodeInvalid, "cannot build a request to the ampflow API at %s: %v; set %s", c.base, err, c.urlSetting())
 	}
 	for k, v := range h {
 		req.Header[k] = v
@@ -359,7 +386,7 @@ func (c *apiClient) do(ctx context.Context, method, path string, h http.Header, 
 	}
 	if err := json.Unmarshal(b, out); err != nil {
 		return &task.Error{Code: task.CodeInternal, Err: err,
-			Message: fmt.Sprintf("the answer to %s %s from %s is not what ampflow's API answers (%v): is %s the ampflow API?", method, path, c.base, err, urlSetting)}
+			Message: fmt.Sprintf("the answer to %s %s from %s is not what ampflow's API answers (%v): is %s the ampflow API?", method, path, c.base, err, c.urlSetting())}
 	}
 	return nil
 }

@@ -26,10 +26,10 @@ func (c *apiClient) transportError(ctx context.Context, err error) error {
 	var oe *net.OpError
 	if errors.As(err, &oe) && oe.Op == "dial" || errors.As(err, new(*net.DNSError)) {
 		return &task.Error{Code: task.CodeUnavailable, Err: err, Message: fmt.Sprintf(
-			"cannot reach the ampflow API at %s: is `ampflow dev` or `ampflow worker` running? set %s (%s)", c.base, urlSetting, cause)}
+			"cannot reach the ampflow API at %s: is `ampflow dev` or `ampflow worker` running? set %s (%s)", c.base, c.urlSetting(), cause)}
 	}
 	return &task.Error{Code: task.CodeUnavailable, Err: err,
-		Message: fmt.Sprintf("no answer from the ampflow API at %s (%s); check %s", c.base, cause, urlSetting)}
+		Message: fmt.Sprintf("no answer from the ampflow API at %s (%s); check %s", c.base, cause, c.urlSetting())}
 }
 
 // answerError turns an error answer back into the *task.Error the server
@@ -60,20 +60,20 @@ func (c *apiClient) answerError(status int, b []byte) error {
 	} else {
 		te.Code = codeOfStatus(status)
 		te.Message = fmt.Sprintf("the ampflow API at %s answered %d %s: is %s the ampflow API?",
-			c.base, status, http.StatusText(status), urlSetting)
+			c.base, status, http.StatusText(status), c.urlSetting())
 	}
 	switch status {
 	case http.StatusUnauthorized:
 		if c.token == "" {
-			te.Message = fmt.Sprintf("the ampflow API at %s needs a token: set %s to one of its auth.tokens", c.base, tokenSetting)
+			te.Message = fmt.Sprintf("the ampflow API at %s needs a token: set %s to one of its auth.tokens", c.base, c.tokenSetting())
 		} else {
-			te.Message = fmt.Sprintf("the ampflow API at %s does not accept the token in %s: set it to one of its auth.tokens", c.base, tokenSetting)
+			te.Message = fmt.Sprintf("the ampflow API at %s does not accept the token in %s: set it to one of its auth.tokens", c.base, c.tokenSetting())
 		}
 	case http.StatusForbidden:
 		if c.token == "" {
 			break
 		}
-		te.Message += fmt.Sprintf(" (the role of the token in %s may not do that)", tokenSetting)
+		te.Message += fmt.Sprintf(" (the role of the token in %s may not do that)", c.tokenSetting())
 	}
 	if extra != nil {
 		return &answerError{te: te, extra: extra}

@@ -50,11 +50,12 @@ func (a *App) contractsShowCommand() *cobra.Command {
 			if key == "" {
 				return UsageError(fmt.Errorf("--key-env: %s is unset or empty; set it to the agent key that decided the contract", keyEnv))
 			}
-			cfg, err := a.Config()
+			cfg, err := a.clientConfig()
 			if err != nil {
 				return err
 			}
 			c := newAPIClient(cfg.API.URL, key)
+			c.file = cfg.File
 			var v amcp.ContractView
 			if err := c.do(cmd.Context(), http.MethodGet, "/v1/contracts/"+url.PathEscape(args[0]), nil, nil, &v); err != nil {
 				var te *task.Error

@@ -87,11 +87,13 @@ func TestJSONErrors(t *testing.T) {
 		})
 	}
 	t.Run("BadConfig", func(t *testing.T) {
-		r := runFake(t, &fakeTasks{}, "", map[string]string{"AMPFLOW_PROTOCOL_MAX_REJECTS": "-1"}, "task", "start", "-f", "testdata/plan.yaml", "-o", "json")
+		// A client reads only api.url and api.token (a server setting
+		// such as protocol.max_rejects is not its to check).
+		r := runFake(t, &fakeTasks{}, "", map[string]string{"AMPFLOW_API_URL": "ftp://127.0.0.1:7480"}, "task", "start", "-f", "testdata/plan.yaml", "-o", "json")
 		wantExit(t, r, ExitFailed)
 		e := jsonErrorOf(t, r)
-		if e.Code != task.CodeInvalid || len(e.Fields) == 0 || e.Fields[0].Path != "protocol.max_rejects" {
-			t.Errorf("error %+v, want invalid naming protocol.max_rejects", e)
+		if e.Code != task.CodeInvalid || len(e.Fields) == 0 || e.Fields[0].Path != "api.url" {
+			t.Errorf("error %+v, want invalid naming api.url", e)
 		}
 	})
 	t.Run("TextUnchanged", func(t *testing.T) {

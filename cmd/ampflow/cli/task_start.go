@@ -122,7 +122,7 @@ func (a *App) startTask(cmd *cobra.Command, file, taskID string, h task.Handling
 	if err != nil {
 		return Exit(ExitFailed, err)
 	}
-	if _, err := a.Config(); err != nil {
+	if _, err := a.clientConfig(); err != nil {
 		return err
 	}
 	tasks, err := a.tasks()
