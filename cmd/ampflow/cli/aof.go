@@ -129,7 +129,13 @@ func (a *App) aofShowCommand() *cobra.Command {
 			fmt.Fprintf(w, "delegation depth: %d\n", v.Metadata.DelegationDepth)
 			fmt.Fprintf(w, "review required:  %v\n", v.Metadata.ReviewRequired)
 			if r := v.Run; r != nil {
-				fmt.Fprintf(w, "run:              %s by %s since %s\n", r.Status, r.AgentID, wf.Stamp(r.StartedAt.Time))
+				// run.json keeps AOF's running once the task has moved on;
+				// the run is over when the task has left in_progress.
+				status := r.Status
+				if status == wf.RunRunning && v.Status != wf.StatusInProgress {
+					status = "ended (run.json: " + wf.RunRunning + ")"
+				}
+				fmt.Fprintf(w, "run:              %s by %s since %s\n", status, r.AgentID, wf.Stamp(r.StartedAt.Time))
 			}
 			if h := v.Heartbeat; h != nil {
 				fmt.Fprintf(w, "heartbeat:        %d beats, expires %s\n", h.BeatCount, wf.Stamp(h.ExpiresAt.Time))

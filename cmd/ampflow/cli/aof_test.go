@@ -30,7 +30,7 @@ func TestAOFTaskCommands(t *testing.T) {
 			return
 		}
 		io.WriteString(w, `{"taskId":"TASK-2026-02-09-001","title":"Users API","status":"review","metadata":{"delegationDepth":1,"reviewRequired":true},`+
-			`"workLog":["- 2026-02-09T21:20:00.000Z Progress: half"],"rev":4,"agentReview":{"ampTaskId":"T-2026-0209001001","round":1,"running":true},"artifacts":{"run.json":{"status":"running"},"inputs/handoff.md":"# Handoff Request\n"}}`)
+			`"workLog":["- 2026-02-09T21:20:00.000Z Progress: half"],"rev":4,"run":{"taskId":"TASK-2026-02-09-001","agentId":"swe-backend","startedAt":"2026-02-09T21:00:00.000Z","status":"running"},"agentReview":{"ampTaskId":"T-2026-0209001001","round":1,"running":true},"artifacts":{"run.json":{"status":"running"},"inputs/handoff.md":"# Handoff Request\n"}}`)
 	})
 	mux.HandleFunc("GET /v1/aof/events", func(w http.ResponseWriter, r *http.Request) {
 		io.WriteString(w, `{"events":[{"seq":1,"id":"e1","type":"task.created","taskId":"`+r.URL.Query().Get("taskId")+`","actor":"a","timestamp":"2026-02-09T21:00:00Z","payload":{}}]}`)
@@ -58,7 +58,8 @@ func TestAOFTaskCommands(t *testing.T) {
 	}
 	code, out, _ := run("aof", "task", "show", "TASK-2026-02-09-001")
 	if code != 0 || !strings.Contains(out, "status:           review") || !strings.Contains(out, "delegation depth: 1") || !strings.Contains(out, "Progress: half") ||
-		!strings.Contains(out, "agent review:     T-2026-0209001001 (round 1) waits for the reviewer agent") {
+		!strings.Contains(out, "agent review:     T-2026-0209001001 (round 1) waits for the reviewer agent") ||
+		!strings.Contains(out, "run:              ended (run.json: running) by swe-backend since 2026-02-09T21:00:00.000Z") {
 		t.Errorf("show: %d %q", code, out)
 	}
 	if code, out, _ := run("aof", "task", "show", "TASK-2026-02-09-001", "-o", "json"); code != 0 || !strings.Contains(out, `"delegationDepth":1`) {
