@@ -53,7 +53,9 @@ class Mesh:
         no limit) the LockConflict is raised. While the block runs the
         lease is renewed every ttl/3 seconds; it is released when the block
         ends. A renewal refused (the lease expired or was taken) is logged
-        and l.lost is set."""
+        and l.lost is set. Each ask is a writing request: ten a second
+        are a token's whole http.rate (600 a minute) by default, so a
+        long wait beside other writes takes a larger `poll`."""
         deadline = None if wait is None else time.monotonic() + wait
         while True:
             try:
