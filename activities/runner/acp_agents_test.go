@@ -34,8 +34,7 @@ var (
 			s.Env = append(s.Env, `OPENCODE_CONFIG_CONTENT={"permission":{"bash":"ask","edit":"ask"}}`)
 			return s
 		},
-		shell:        opencodeCase.shell,
-		costReported: true,
+		shell: opencodeCase.shell, // its ACP side reports no cost
 	}
 	acpClaudeCase = agentCase{
 		runner: ACP,
@@ -200,30 +199,6 @@ func testACPDeny(t *testing.T, c agentCase) {
 
 func TestACPGeminiCommit(t *testing.T) {
 	testACPCommit(t, acpGeminiCase, "acp_gemini_commit.jsonl", false)
-}
-
-// TestACPGeminiLoadRefused documents Gemini CLI 0.61's session/load: it
-// does not find the session it saved a moment before ("No previous
-// sessions found for this project"), so a resumed ACP run of Gemini CLI
-// fails with that reason rather than starting afresh.
-func TestACPGeminiLoadRefused(t *testing.T) {
-	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
-	defer cancel()
-	fake := fakemodel.New(fakemodel.Turn{Text: "Hello."}, fakemodel.Turn{Text: "Again."})
-	defer fake.Close()
-	spec, _ := acpRun(t, acpGeminiCase, fake, &asks{})
-	o, err := Run(ctx, spec, nil)
-	if err != nil || !o.Succeeded() {
-		t.Fatalf("first run: %+v %v", o, err)
-	}
-	spec.SessionID = o.SessionID
-	o2, err := Run(ctx, spec, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if o2.Succeeded() || o2.Failure == nil || !strings.Contains(o2.Failure.Message, "session/load") {
-		t.Fatalf("resumed run: %+v (if Gemini CLI now loads its sessions, make this a resume test)", o2)
-	}
 }
 
 func TestACPGeminiDeny(t *testing.T)     { testACPDeny(t, acpGeminiCase) }

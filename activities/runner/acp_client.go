@@ -9,6 +9,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	acp "github.com/coder/acp-go-sdk"
 )
@@ -28,6 +29,8 @@ type acpClient struct {
 	// replay is set while session/load replays the session's history,
 	// which is not this run's.
 	replay atomic.Bool
+	// lastUpdate is when the last session/update came (UnixNano).
+	lastUpdate atomic.Int64
 
 	mu      sync.Mutex
 	denials []string // denied calls' lines for the model, since the last turn
@@ -61,6 +64,7 @@ func (c *acpClient) send(m acpMsg) {
 // SessionUpdate passes an update to the loop.
 func (c *acpClient) SessionUpdate(_ context.Context, n acp.SessionNotification) error {
 	u := n.Update
+	c.lastUpdate.Store(time.Now().UnixNano())
 	c.send(acpMsg{update: &u, replay: c.replay.Load()})
 	return nil
 }
@@ -201,6 +205,7 @@ func (c *acpClient) drive(ctx context.Context, conn *acp.ClientSideConnection) {
 			return
 		}
 		opts, models, modes = resp.ConfigOptions, resp.Models, resp.Modes
+		c.settle(ctx)
 	} else {
 		resp, err := conn.NewSession(ctx, acp.NewSessionRequest{Cwd: s.Dir, McpServers: servers})
 		if err != nil {
@@ -237,6 +242,25 @@ func (c *acpClient) drive(ctx context.Context, conn *acp.ClientSideConnection) {
 		prompt = denialPrompt(denied)
 	}
 }
+
+// settle waits, after session/load, until the agent has sent no update
+// for replayQuiet (at most replayWait): Gemini CLI replays the history
+// after its response, and that replay is not this run's.
+func (c *acpClient) settle(ctx context.Context) {
+	deadline := time.Now().Add(replayWait)
+	for time.Now().Before(deadline) && ctx.Err() == nil {
+		quiet := time.Since(time.Unix(0, c.lastUpdate.Load()))
+		if quiet >= replayQuiet {
+			return
+		}
+		time.Sleep(replayQuiet - quiet)
+	}
+}
+
+const (
+	replayQuiet = 500 * time.Millisecond
+	replayWait  = 10 * time.Second
+)
 
 // denialPrompt tells the model why its calls were refused: ACP's
 // rejection carries no text, so the agent told it only that they were.
