@@ -69,7 +69,7 @@ func (h *ToolHook) apply(spec *runner.Spec, taskID, credential string) bool {
 	case runner.ACP:
 		// The hook runs in the worker, on each permission request: the
 		// agent's environment gets none of its variables.
-		spec.Permission = h.acpPermission(token, taskID, spec.Dir, &spec.ParkFile)
+		spec.Permission = h.acpPermission(credential, taskID, spec.Dir, &spec.ParkFile)
 		return true
 	default:
 		return false
