@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Installs the agent CLIs that activities/runner drives, at pinned versions,
+# Installs the agent CLIs that activities/runner drives, and the ACP adapter
+# of Claude Code, at pinned versions,
 # into .cache/agents under the clone. Does nothing when every binary is there.
 # The runner tests find them through AMPFLOW_AGENTS_BIN, which defaults to
 # <repo>/.cache/agents/node_modules/.bin.
@@ -12,9 +13,12 @@ packages=(
 	@openai/codex@0.171.0
 	@google/gemini-cli@0.61.0
 	opencode-ai@1.18.33
+	# The ACP adapter the acp runner drives Claude Code through
+	# (docs/runners.md, "Any agent that speaks ACP").
+	@agentclientprotocol/claude-agent-acp@0.101.0
 )
 missing=0
-for b in claude codex gemini opencode; do
+for b in claude codex gemini opencode claude-agent-acp; do
 	[ -x "$bin/$b" ] || missing=1
 done
 if [ "$missing" = 0 ]; then
@@ -23,7 +27,7 @@ if [ "$missing" = 0 ]; then
 fi
 mkdir -p "$root/.cache/agents"
 npm install --no-audit --no-fund --prefix "$root/.cache/agents" "${packages[@]}"
-for b in claude codex gemini opencode; do
+for b in claude codex gemini opencode claude-agent-acp; do
 	if [ ! -x "$bin/$b" ]; then
 		echo "agents: $b missing from $bin after npm install" >&2
 		exit 1

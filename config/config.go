@@ -297,8 +297,13 @@ const (
 	AgentModeRunner  = "runner"  // the worker runs a coding-agent CLI in a worktree of the task
 )
 
-// Runners are the coding-agent CLIs agents.*.runner names (docs/runners.md).
-var Runners = []string{"claude", "codex", "gemini", "opencode"}
+// Runners are the coding-agent CLIs agents.*.runner names (docs/runners.md):
+// the four native ones and RunnerACP.
+var Runners = []string{"claude", "codex", "gemini", "opencode", RunnerACP}
+
+// RunnerACP is any agent that speaks the Agent Client Protocol; its
+// command (agents.*.command) is required: the agent's ACP command line.
+const RunnerACP = "acp"
 
 // Slack modes (slack.mode).
 const (

@@ -53,7 +53,9 @@ func validateAgent(ps *problems, prefix string, a Agent) {
 		ps.required(prefix+".webhook_secret", a.WebhookSecret, prefix+".mode is webhook (it signs each delivery)")
 	case AgentModeRunner:
 		ps.oneOf(prefix+".runner", a.Runner, Runners...)
-		if len(a.Command) > 0 {
+		if a.Runner == RunnerACP && (len(a.Command) == 0 || a.Command[0] == "") {
+			ps.add(prefix+".command", "required when %s.runner is acp: the agent's ACP command line, e.g. [gemini, --acp]", prefix)
+		} else if len(a.Command) > 0 {
 			ps.argv(prefix+".command", a.Command)
 		}
 		ps.positive(prefix+".idle_timeout", a.IdleTimeout)

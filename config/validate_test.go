@@ -122,6 +122,15 @@ func TestValidate(t *testing.T) {
 			"ssot.git.remote: required when ssot.git.push is true",
 		}},
 		{"AgentMode", func(c *Config) { c.Agents.Executor.Mode = "carrier-pigeon" }, []string{"agents.executor.mode: must be pull, command, webhook or runner"}},
+		{"RunnerACPNoCommand", func(c *Config) {
+			c.Agents.Executor.Mode, c.Agents.Executor.Runner = AgentModeRunner, RunnerACP
+		}, []string{"agents.executor.command: required when agents.executor.runner is acp"}},
+		{"RunnerACPShellLine", func(c *Config) {
+			c.Agents.Executor.Mode, c.Agents.Executor.Runner, c.Agents.Executor.Command = AgentModeRunner, RunnerACP, []string{"gemini --acp"}
+		}, []string{`agents.executor.command: is one string "gemini --acp"`}},
+		{"RunnerACP", func(c *Config) {
+			c.Agents.Executor.Mode, c.Agents.Executor.Runner, c.Agents.Executor.Command = AgentModeRunner, RunnerACP, []string{"opencode", "acp"}
+		}, nil},
 		{"AgentCommand", func(c *Config) { c.Agents.Executor.Mode = AgentModeCommand }, []string{"agents.executor.command: required when agents.executor.mode is command"}},
 		{"AgentWebhook", func(c *Config) { c.Agents.Reviewer.Mode = AgentModeWebhook }, []string{
 			"agents.reviewer.webhook_url: required when agents.reviewer.mode is webhook",

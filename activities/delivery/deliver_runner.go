@@ -390,11 +390,19 @@ func (d *Delivery) saveSession(a activities.AgentDelivery, m amp.Message, id str
 }
 
 // CheckRunner says whether a runner-mode agent's CLI can start, with its
-// version line: "codex 0.171.0".
+// version line: "codex 0.171.0"; for an ACP agent, its command line.
 func CheckRunner(ctx context.Context, a config.Agent) (string, error) {
 	bin := a.Runner
 	if len(a.Command) > 0 {
 		bin = a.Command[0]
+	}
+	if a.Runner == config.RunnerACP {
+		// An ACP agent's command starts a server on its standard input:
+		// only that it is there is checked.
+		if _, err := exec.LookPath(bin); err != nil {
+			return "", fmt.Errorf("agents: %s: %w", bin, err)
+		}
+		return "(ACP) " + strings.Join(a.Command, " "), nil
 	}
 	cmd := exec.CommandContext(ctx, bin, append(append([]string(nil), a.Command[min(1, len(a.Command)):]...), "--version")...)
 	cmd.Env = child.Env(nil, a.Env)

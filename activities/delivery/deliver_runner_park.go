@@ -18,10 +18,13 @@ func parkPath(a activities.AgentDelivery, m amp.Message) string {
 	return filepath.Join(a.WorkDir, "parks", m.TaskID+"."+string(m.To), a.Runner+".json")
 }
 
-// parkable gives a run whose hook is set the park file.
+// parkable gives a run whose hook is set the park file (an ACP agent's
+// hook, run by the worker, gets it in its own environment).
 func parkable(spec *runner.Spec, a activities.AgentDelivery, m amp.Message) {
 	spec.ParkFile = parkPath(a, m)
-	spec.Env = append(spec.Env, activities.EnvParkFile+"="+spec.ParkFile)
+	if spec.Runner != runner.ACP {
+		spec.Env = append(spec.Env, activities.EnvParkFile+"="+spec.ParkFile)
+	}
 }
 
 // resumed sets spec to resume a parked run with the admins' answer.

@@ -46,6 +46,7 @@ func (m *RunnerMCP) apply(spec *runner.Spec, role amp.Role, credential, workDir 
 		return false, err
 	}
 	spec.Args = append(spec.Args, cfg.Args...)
+	spec.MCPServers = append(spec.MCPServers, cfg.Servers...)
 	for _, kv := range cfg.Env {
 		name, value, _ := strings.Cut(kv, "=")
 		if name == envOpenCodeContent {

@@ -66,6 +66,11 @@ func (h *ToolHook) apply(spec *runner.Spec, taskID, credential string) bool {
 			return false
 		}
 		spec.Env = setEnv(spec.Env, kv)
+	case runner.ACP:
+		// The hook runs in the worker, on each permission request: the
+		// agent's environment gets none of its variables.
+		spec.Permission = h.acpPermission(credential, taskID, spec.Dir, &spec.ParkFile)
+		return true
 	default:
 		return false
 	}

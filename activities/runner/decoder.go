@@ -31,6 +31,8 @@ func formatOf(runner string) (format, error) {
 		return geminiFormat{}, nil
 	case OpenCode:
 		return opencodeFormat{}, nil
+	case ACP:
+		return acpFormat{}, nil
 	}
 	return nil, fmt.Errorf("unknown runner %q (want one of %v)", runner, Runners)
 }
@@ -48,6 +50,9 @@ func Command(s Spec) ([]string, error) {
 		return nil, fmt.Errorf("building %s command: prompt or system prompt longer than %d bytes", s.Runner, maxArg)
 	}
 	argv := slices.Clone(s.Command)
+	if len(argv) == 0 && s.Runner == ACP {
+		return nil, fmt.Errorf("building %s command: an ACP agent needs its command line (Spec.Command)", s.Runner)
+	}
 	if len(argv) == 0 {
 		argv = []string{s.Runner}
 	}

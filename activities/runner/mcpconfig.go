@@ -45,6 +45,9 @@ type MCPConfig struct {
 	// (mcpServers), to merge into the settings it reads (the run's
 	// HOME's .gemini/settings.json). Nil for the others.
 	Settings []byte
+	// Servers, for an ACP agent, are the servers its session gets
+	// (Spec.MCPServers). Nil for the others.
+	Servers []MCPServer
 }
 
 // Config returns what gives runner's CLI the server:
@@ -110,6 +113,8 @@ func (m MCP) Config(runner string) (MCPConfig, error) {
 			"type": "remote", "url": m.URL, "enabled": true, "oauth": false,
 			"headers": headers(func(name string) string { return "{env:" + name + "}" })}}})
 		return MCPConfig{Env: append(env, "OPENCODE_CONFIG_CONTENT="+string(cfg))}, err
+	case ACP:
+		return MCPConfig{Servers: []MCPServer{m.acpServer(headers)}}, nil
 	}
 	return MCPConfig{}, fmt.Errorf("runner %q: not one of %v", runner, Runners)
 }

@@ -49,7 +49,11 @@ func Run(ctx context.Context, s Spec, on func(Event)) (Outcome, error) {
 		return Outcome{}, err
 	}
 	defer r.release()
-	r.loop(ctx, on)
+	if _, ok := r.f.(acpFormat); ok {
+		r.loopACP(ctx, on)
+	} else {
+		r.loop(ctx, on)
+	}
 	return r.finish(), nil
 }
 

@@ -21,6 +21,9 @@ type run struct {
 	pgid       int
 	pidFile    string
 	outR, errR *os.File
+	// inW is the agent's standard input, for a runner that speaks on it
+	// (ACP); nil for the others, whose input is empty.
+	inW        *os.File
 	stderr     *tail
 	stderrDone chan struct{}
 	o          Outcome
@@ -83,12 +86,29 @@ func start(s Spec) (*run, error) {
 	}
 	cmd.Stdout, cmd.Stderr = outW, errW
 	r := &run{s: s, f: f, cmd: cmd, outR: outR, errR: errR, o: Outcome{Started: time.Now()}}
+	var inR *os.File
+	if _, ok := f.(acpFormat); ok {
+		if inR, r.inW, err = os.Pipe(); err != nil {
+			outR.Close()
+			outW.Close()
+			errR.Close()
+			errW.Close()
+			return nil, fmt.Errorf("running %s: %w", s.Runner, err)
+		}
+		cmd.Stdin = inR
+	}
 	err = cmd.Start()
 	outW.Close()
 	errW.Close()
+	if inR != nil {
+		inR.Close()
+	}
 	if err != nil {
 		outR.Close()
 		errR.Close()
+		if r.inW != nil {
+			r.inW.Close()
+		}
 		return nil, fmt.Errorf("starting %s: %w", strings.Join(argv[:1], " "), err)
 	}
 	r.pgid = cmd.Process.Pid
@@ -115,6 +135,9 @@ func start(s Spec) (*run, error) {
 
 // release forgets the run's pid file once its group is gone.
 func (r *run) release() {
+	if r.inW != nil {
+		r.inW.Close()
+	}
 	if r.pidFile != "" {
 		os.Remove(r.pidFile)
 	}
@@ -197,39 +220,50 @@ func (r *run) line(dec decoder, line []byte, on func(Event)) {
 		tap(line)
 	}
 	for _, ev := range dec.decode(line) {
-		r.o.Events++
-		switch ev.Kind {
-		case EventSession:
-			r.o.SessionID = ev.SessionID
-		case EventText:
-			r.lastText = ev.Text
-		case EventError:
+		r.take(ev, on)
+	}
+	if r.o.Reason == "" && r.overCap() {
+		r.kill(ReasonMaxCost)
+	}
+}
+
+// take notes one event in the Outcome and passes it to on.
+func (r *run) take(ev Event, on func(Event)) {
+	r.o.Events++
+	switch ev.Kind {
+	case EventSession:
+		r.o.SessionID = ev.SessionID
+	case EventText:
+		r.lastText = ev.Text
+	case EventError:
+		r.errs = appendBounded(r.errs, ev.Text)
+	case EventUsage:
+		r.sum.add(ev.Usage)
+	case EventResult:
+		r.o.Result, r.o.ResultError = true, ev.IsError
+		if ev.IsError {
 			r.errs = appendBounded(r.errs, ev.Text)
-		case EventUsage:
-			r.sum.add(ev.Usage)
-		case EventResult:
-			r.o.Result, r.o.ResultError = true, ev.IsError
-			if ev.IsError {
-				r.errs = appendBounded(r.errs, ev.Text)
-			}
-			r.o.Text = ev.Text
-			if ev.SessionID != "" {
-				r.o.SessionID = ev.SessionID
-			}
-			if ev.Usage != (Usage{}) {
-				u := ev.Usage
-				r.resultUsage = &u
-			}
-			r.w.result()
 		}
-		on(ev)
-	}
-	if r.s.MaxCostUSD > 0 && r.o.Reason == "" {
-		u := total(r.sum, r.resultUsage, r.s.PriceUSD)
-		if u.CostReported && u.CostUSD > r.s.MaxCostUSD {
-			r.kill(ReasonMaxCost)
+		r.o.Text = ev.Text
+		if ev.SessionID != "" {
+			r.o.SessionID = ev.SessionID
 		}
+		if ev.Usage != (Usage{}) {
+			u := ev.Usage
+			r.resultUsage = &u
+		}
+		r.w.result()
 	}
+	on(ev)
+}
+
+// overCap says whether the run's reported cost is past its cap.
+func (r *run) overCap() bool {
+	if r.s.MaxCostUSD <= 0 {
+		return false
+	}
+	u := total(r.sum, r.resultUsage, r.s.PriceUSD)
+	return u.CostReported && u.CostUSD > r.s.MaxCostUSD
 }
 
 // exited takes the CLI's exit and kills whatever it left in its group.

@@ -1,6 +1,7 @@
 // Package runner runs the coding-agent CLIs (Claude Code, Codex, Gemini CLI
-// and OpenCode) headless, one process group per run, and turns each CLI's
-// JSON event stream into the same Events.
+// and OpenCode, and any agent that speaks the Agent Client Protocol)
+// headless, one process group per run, and turns each CLI's JSON event
+// stream into the same Events.
 //
 // Run starts the CLI a Spec describes, calls back for every Event, watches it
 // (no first event, silence, no exit after the final result, wall clock, cost
@@ -15,6 +16,7 @@
 package runner
 
 import (
+	"context"
 	"encoding/json"
 	"time"
 )
@@ -25,10 +27,13 @@ const (
 	Codex    = "codex"
 	Gemini   = "gemini"
 	OpenCode = "opencode"
+	// ACP is any agent that speaks the Agent Client Protocol on its
+	// standard input and output; Spec.Command is its command line.
+	ACP = "acp"
 )
 
 // Runners lists every runner name Run accepts.
-var Runners = []string{Claude, Codex, Gemini, OpenCode}
+var Runners = []string{Claude, Codex, Gemini, OpenCode, ACP}
 
 // Defaults for the Spec fields left zero.
 const (
@@ -102,6 +107,13 @@ type Spec struct {
 	// Sandbox, when set, confines the run (bubblewrap); nil runs it as the
 	// worker's user with nothing hidden.
 	Sandbox *Sandbox
+	// MCPServers are given to an ACP agent in session/new and
+	// session/load (MCP.ACPServer); the other runners ignore them.
+	MCPServers []MCPServer
+	// Permission decides an ACP agent's session/request_permission (the
+	// tool policy); nil allows every call, as the other runners run with
+	// their approvals bypassed. The other runners ignore it.
+	Permission func(ctx context.Context, req PermissionRequest) PermissionAnswer
 }
 
 // EventKind names what an Event reports.
@@ -124,6 +136,9 @@ const (
 	// EventResult is the CLI's final result: Text, IsError, and Usage as the
 	// run's total when the CLI reports one.
 	EventResult EventKind = "result"
+	// EventPlan is the agent's plan (an ACP agent's), its entries one a
+	// line in Text as "[status] content".
+	EventPlan EventKind = "plan"
 	// EventError is an error the CLI reported (Text); the run may go on, as
 	// when the CLI retries a rate-limited request.
 	EventError EventKind = "error"

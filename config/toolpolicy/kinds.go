@@ -53,6 +53,13 @@ var ToolNames = map[string]map[Kind][]string{
 		Read:  {"read_file", "read_many_files", "glob", "grep_search", "search_file_content", "list_directory"},
 		Fetch: {"web_fetch", "google_web_search"},
 	},
+	// An ACP agent's permission request names the tool call's kind.
+	"acp": {
+		Shell: {"execute"},
+		Edit:  {"edit", "delete", "move"},
+		Read:  {"read", "search"},
+		Fetch: {"fetch"},
+	},
 	"opencode": {
 		Shell: {"bash"},
 		Edit:  {"edit", "write", "patch", "multiedit"},

@@ -31,13 +31,13 @@ type hookInput struct {
 }
 
 // hookCLIs are the CLIs `ampflow hook` speaks for.
-var hookCLIs = []string{"claude", "codex", "gemini", "opencode"}
+var hookCLIs = []string{"claude", "codex", "gemini", "opencode", "acp"}
 
 func (a *App) hookCommand() *cobra.Command {
 	var maxWait time.Duration
 	var plugin bool
 	cmd := &cobra.Command{
-		Use:   "hook claude|codex|gemini|opencode",
+		Use:   "hook claude|codex|gemini|opencode|acp",
 		Short: "Decide an agent CLI's tool call by ampflow's tool policy (a PreToolUse/BeforeTool hook)",
 		Long: "Hook reads the JSON a CLI's pre-tool hook gets on standard input (Claude Code\n" +
 			"and Codex PreToolUse, Gemini CLI BeforeTool, ampflow's OpenCode plugin), asks the HTTP API\n" +
@@ -171,9 +171,10 @@ func (a *App) hookDecide(ctx context.Context, cli string, maxWait time.Duration)
 // hookOutput is the answer in the CLI's hook format.
 func hookOutput(cli string, allow *bool, reason string) any {
 	switch cli {
-	case "gemini", "opencode":
+	case "gemini", "opencode", "acp":
 		// Gemini CLI's BeforeTool output; ampflow's OpenCode plugin reads
-		// the same and throws the reason of a deny.
+		// the same and throws the reason of a deny, and the ACP runner
+		// answers the agent's permission request by it.
 		if allow == nil {
 			return map[string]any{}
 		}
