@@ -9,6 +9,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"regexp"
 	"slices"
 	"strings"
@@ -41,7 +42,9 @@ type Rule struct {
 	Tool string `mapstructure:"tool" json:"tool,omitempty"`
 	// Kind is one of the common kinds (shell, edit, read, fetch, mcp).
 	Kind Kind `mapstructure:"kind" json:"kind,omitempty"`
-	// Match is an RE2 pattern searched in the input as canonical JSON.
+	// Match is an RE2 pattern searched in the input as a person reads
+	// it (Texts): each string in it decoded, and each as a shell reads
+	// it; a match in any of them holds.
 	Match string `mapstructure:"match" json:"match,omitempty"`
 	// OutsideWorktree, when true, holds only for a call that touches a
 	// path outside the worktree.
@@ -180,13 +183,13 @@ func (p *Policy) Decide(c Call) Verdict {
 	if p.def != Allow {
 		v.Reason = fmt.Sprintf("no rule matched; tools.default is %s", p.def)
 	}
-	text := CanonicalText(c.Input)
+	texts := Texts(c.Input)
 	for _, r := range p.rules {
 		switch {
 		case r.tool != nil && !r.tool.MatchString(c.Tool),
 			r.Kind != "" && r.Kind != kind,
 			r.OutsideWorktree && !outside,
-			r.match != nil && !r.match.MatchString(text):
+			r.match != nil && !slices.ContainsFunc(texts, r.match.MatchString):
 			continue
 		}
 		v.Action, v.Rule, v.Reason, v.Risk = r.Action, r.label, r.Reason, r.Risk
@@ -220,5 +223,54 @@ func Canonical(input json.RawMessage) []byte {
 	return []byte(strings.TrimSuffix(b.String(), "\n"))
 }
 
-// CanonicalText is Canonical as a string, what Rule.Match is searched in.
+// CanonicalText is Canonical as a string.
 func CanonicalText(input json.RawMessage) string { return string(Canonical(input)) }
+
+// Texts are what Rule.Match is searched in: the input as canonical JSON,
+// then each string in it as decoded (a tab is a tab, not \t; "\nc" is
+// a newline and a c, not the word nc), then each as a shell reads it
+// (ShellText: `g”it pu""sh` is git push).
+func Texts(input json.RawMessage) []string {
+	out := []string{CanonicalText(input)}
+	var v any
+	if json.Unmarshal(input, &v) != nil {
+		return out
+	}
+	var walk func(any)
+	walk = func(v any) {
+		switch v := v.(type) {
+		case string:
+			out = append(out, v)
+			if sh := ShellText(v); sh != v {
+				out = append(out, sh)
+			}
+		case []any:
+			for _, x := range v {
+				walk(x)
+			}
+		case map[string]any:
+			keys := slices.Sorted(maps.Keys(v))
+			for _, k := range keys {
+				walk(v[k])
+			}
+		}
+	}
+	walk(v)
+	return out
+}
+
+var (
+	shellSplice = strings.NewReplacer("\\\n", " ", "${IFS}", " ", "$IFS", " ")
+	shellQuotes = strings.NewReplacer("'", "", "\"", "", "\\", "")
+	shellBlanks = regexp.MustCompile(`[ \t\r\v\f]+`)
+)
+
+// ShellText is a command line with what a shell takes away before it
+// runs a word: quotes and backslashes gone, a backslash-newline and $IFS
+// a space, every run of blanks (tabs too) one space. A rule written for
+// `git push` then matches `g”it<TAB>pu\sh`.
+func ShellText(s string) string {
+	s = shellSplice.Replace(s)
+	s = shellQuotes.Replace(strings.ReplaceAll(s, "$'", "'"))
+	return shellBlanks.ReplaceAllString(s, " ")
+}

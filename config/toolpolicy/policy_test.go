@@ -149,3 +149,34 @@ func TestKindOf(t *testing.T) {
 		}
 	}
 }
+
+// TestMatchAsAPersonReads: the default rules match a command as a person
+// (and the shell) reads it, not its JSON escapes: a tab is a blank,
+// quotes and backslashes inside a word hide nothing, and a JSON "\n"
+// before a word makes no word of its own.
+func TestMatchAsAPersonReads(t *testing.T) {
+	p, err := New(DefaultRules(), Allow)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		command string
+		rule    string
+	}{
+		{"git\tpush --force origin feature/x", "no-force-push"},
+		{"g''it pu\"\"sh -f origin feature/x", "no-force-push"},
+		{"git push\\\n --force origin feature/x", "no-force-push"},
+		{"git${IFS}push${IFS}--force", "no-force-push"},
+		{`git -C . push origin HEAD:"main"`, "no-push-to-default-branch"},
+		{"git\tpush origin feature/x", "ask-network"},
+		{"cat <<EOF\nrun nc later\nEOF", "ask-network"},
+		{"printf 'one\ncat two'", ""},
+		{"ls -la\ncd src", ""},
+	} {
+		input, _ := json.Marshal(map[string]string{"command": c.command})
+		v := p.Decide(Call{CLI: "claude", Tool: "Bash", Input: input, CWD: "/w", Worktree: "/w"})
+		if v.Rule != c.rule {
+			t.Errorf("%q: rule %q (%s), want %q", c.command, v.Rule, v.Action, c.rule)
+		}
+	}
+}
