@@ -77,5 +77,5 @@ func egress(cfg config.Config) *delivery.Egress {
 	if err != nil {
 		return nil
 	}
-	return &delivery.Egress{Allow: cfg.Sandbox.Network.Allow, Bridge: []string{bin, BridgeCommand}}
+	return &delivery.Egress{Allow: cfg.Sandbox.Network.Allow, Bridge: []string{bin, BridgeCommand}, AskTimeout: cfg.Tools.AskTimeout}
 }

@@ -1,6 +1,9 @@
 package delivery
 
 import (
+	"bytes"
+	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"log/slog"
@@ -13,6 +16,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/ampflow/ampflow/activities/runner"
@@ -29,6 +33,73 @@ type Egress struct {
 	// the ampflow executable and "sandbox-bridge". Empty: runs share the
 	// worker's network.
 	Bridge []string
+	// AskTimeout bounds how long a connection waits for the tool
+	// policy's answer (tools.ask_timeout); past it, it is refused.
+	AskTimeout time.Duration
+	// HTTP asks the API; nil is a client of its own.
+	HTTP *http.Client
+}
+
+// asker decides a run's destination as a tool call of its task (CLI
+// egress, tool connect): POST /v1/tool-calls with the run's credential,
+// waiting for an ask's answer up to AskTimeout. Every destination asked
+// is a tool_call record in the task's chain.
+func (e *Egress) asker(apiURL, taskID, credential, dir string) func(ctx context.Context, host, port string) (bool, string) {
+	if apiURL == "" || credential == "" {
+		return nil
+	}
+	client := e.HTTP
+	if client == nil {
+		client = &http.Client{}
+	}
+	timeout := e.AskTimeout
+	if timeout <= 0 {
+		timeout = 10 * time.Minute
+	}
+	base := strings.TrimRight(apiURL, "/")
+	return func(ctx context.Context, host, port string) (bool, string) {
+		ctx, cancel := context.WithTimeout(ctx, timeout)
+		defer cancel()
+		body, _ := json.Marshal(map[string]any{"task_id": taskID, "cli": "egress", "tool": "connect",
+			"input": map[string]string{"host": host, "port": port}, "cwd": dir, "worktree": dir})
+		var tc struct {
+			ID       string `json:"id"`
+			Decision string `json:"decision"`
+			Reason   string `json:"reason"`
+		}
+		call := func(method, url string, body []byte) error {
+			req, err := http.NewRequestWithContext(ctx, method, url, bytes.NewReader(body))
+			if err != nil {
+				return err
+			}
+			req.Header.Set("Authorization", "Bearer "+credential)
+			if body != nil {
+				req.Header.Set("Content-Type", "application/json")
+			}
+			resp, err := client.Do(req)
+			if err != nil {
+				return err
+			}
+			defer resp.Body.Close()
+			if resp.StatusCode/100 != 2 {
+				b, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<10))
+				return fmt.Errorf("%s %s: %s: %s", method, url, resp.Status, strings.TrimSpace(string(b)))
+			}
+			return json.NewDecoder(resp.Body).Decode(&tc)
+		}
+		wait := "?wait=" + strconv.Itoa(int(min(timeout, 60*time.Second)/time.Second)) + "s"
+		err := call(http.MethodPost, base+"/v1/tool-calls"+wait, body)
+		for err == nil && tc.Decision == "pending" {
+			err = call(http.MethodGet, base+"/v1/tool-calls/"+url.PathEscape(tc.ID)+wait, nil)
+		}
+		switch {
+		case err != nil:
+			return false, "the tool policy could not be asked: " + err.Error()
+		case tc.Decision == "allow":
+			return true, ""
+		}
+		return false, "the tool policy answered " + tc.Decision + ": " + tc.Reason
+	}
 }
 
 // ModelHosts are the hosts each runner's CLI reaches its vendor's model
@@ -120,7 +191,8 @@ func (d *Delivery) network(a taskRun, credential string, spec *runner.Spec) (*ru
 	for taken[net.JoinHostPort("127.0.0.1", strconv.Itoa(port))] {
 		port++
 	}
-	p := &egressProxy{allowed: d.Egress.allowed(spec.Runner), log: d.logger().With("task", a.taskID, "role", a.role)}
+	p := &egressProxy{allowed: d.Egress.allowed(spec.Runner), log: d.logger().With("task", a.taskID, "role", a.role),
+		ask: d.Egress.asker(d.APIURL, a.taskID, credential, spec.Dir), approved: map[string]bool{}}
 	srv := &http.Server{Handler: p, ReadHeaderTimeout: 30 * time.Second}
 	n.servers = append(n.servers, srv)
 	if err := add(net.JoinHostPort("127.0.0.1", strconv.Itoa(port)), func(ln net.Listener) { _ = srv.Serve(ln) }); err != nil {
@@ -261,10 +333,41 @@ func (e *Egress) allowed(runnerName string) func(host, port string) bool {
 }
 
 // egressProxy is a run's HTTP proxy: CONNECT tunnels and plain requests
-// to the hosts it allows; every other destination is refused and logged.
+// to the hosts it allows; every other destination is a tool call of kind
+// network, which the tool policy decides (by default the admins are
+// asked): the connection waits for the answer. An approved destination
+// is not asked again in the run.
 type egressProxy struct {
 	allowed func(host, port string) bool
 	log     *slog.Logger
+	// ask decides a destination through the tool policy; nil refuses it.
+	ask      func(ctx context.Context, host, port string) (bool, string)
+	mu       sync.Mutex
+	approved map[string]bool
+}
+
+// decide says whether the run may reach host:port, and why not.
+func (p *egressProxy) decide(ctx context.Context, host, port string) (bool, string) {
+	if p.allowed(host, port) {
+		return true, ""
+	}
+	dest := net.JoinHostPort(host, port)
+	p.mu.Lock()
+	ok := p.approved[dest]
+	p.mu.Unlock()
+	if ok {
+		return true, ""
+	}
+	if p.ask == nil {
+		return false, "not the runner's model API, nor in sandbox.network.allow"
+	}
+	ok, why := p.ask(ctx, host, port)
+	if ok {
+		p.mu.Lock()
+		p.approved[dest] = true
+		p.mu.Unlock()
+	}
+	return ok, why
 }
 
 func (p *egressProxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
@@ -282,9 +385,9 @@ func (p *egressProxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "this is the run's egress proxy: send it absolute URLs or CONNECT", http.StatusBadRequest)
 		return
 	}
-	if !p.allowed(host, port) {
-		p.log.Warn("sandboxed run refused a destination", "host", host, "port", port)
-		http.Error(w, fmt.Sprintf("ampflow's egress proxy refused %s:%s: not the runner's model API, nor in sandbox.network.allow", host, port), http.StatusForbidden)
+	if ok, why := p.decide(r.Context(), host, port); !ok {
+		p.log.Warn("sandboxed run refused a destination", "host", host, "port", port, "reason", why)
+		http.Error(w, fmt.Sprintf("ampflow's egress proxy refused %s:%s: %s", host, port, why), http.StatusForbidden)
 		return
 	}
 	p.log.Debug("sandboxed run reached a destination", "host", host, "port", port)

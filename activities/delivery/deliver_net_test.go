@@ -2,7 +2,9 @@ package delivery
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -108,5 +110,65 @@ echo '{"type":"result","subtype":"success","is_error":false,"result":"done","ses
 		if got[k] != v {
 			t.Errorf("%s = %q, want %q", k, got[k], v)
 		}
+	}
+}
+
+// TestEgressAsks: a destination neither the model API nor
+// sandbox.network.allow names is a tool call of the run's task (CLI
+// egress, tool connect), sent with the run's credential; the connection
+// waits for the answer, an approved destination is not asked again in
+// the run, and a denied one is refused with the policy's reason.
+func TestEgressAsks(t *testing.T) {
+	const credential = "ampr1.the-runs-own"
+	var posts []map[string]any
+	var auth []string
+	decision := "allow"
+	api := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		auth = append(auth, r.Header.Get("Authorization"))
+		switch {
+		case r.Method == http.MethodPost && r.URL.Path == "/v1/tool-calls":
+			var in map[string]any
+			_ = json.NewDecoder(r.Body).Decode(&in)
+			posts = append(posts, in)
+			fmt.Fprint(w, `{"id":"T-2026-001-tc1","decision":"pending"}`)
+		case r.Method == http.MethodGet && r.URL.Path == "/v1/tool-calls/T-2026-001-tc1":
+			fmt.Fprintf(w, `{"id":"T-2026-001-tc1","decision":%q,"reason":"an admin said so"}`, decision)
+		default:
+			http.NotFound(w, r)
+		}
+	}))
+	defer api.Close()
+	e := &Egress{Allow: []string{"*.npmjs.org"}, AskTimeout: 5 * time.Second}
+	p := &egressProxy{allowed: e.allowed(runner.Claude), ask: e.asker(api.URL, "T-2026-001", credential, "/w"), approved: map[string]bool{},
+		log: slog.New(slog.DiscardHandler)}
+	ctx := context.Background()
+	for _, dest := range [][2]string{{"api.anthropic.com", "443"}, {"registry.npmjs.org", "443"}} {
+		if ok, why := p.decide(ctx, dest[0], dest[1]); !ok {
+			t.Errorf("%s refused: %s", dest, why)
+		}
+	}
+	if len(posts) != 0 {
+		t.Fatalf("an allowed destination was asked: %v", posts)
+	}
+	for range 2 {
+		if ok, why := p.decide(ctx, "example.test", "443"); !ok {
+			t.Fatalf("approved destination refused: %s", why)
+		}
+	}
+	if len(posts) != 1 {
+		t.Fatalf("asked %d times, want once: %v", len(posts), posts)
+	}
+	in, _ := posts[0]["input"].(map[string]any)
+	if posts[0]["task_id"] != "T-2026-001" || posts[0]["cli"] != "egress" || posts[0]["tool"] != "connect" || in["host"] != "example.test" || in["port"] != "443" {
+		t.Errorf("asked %v", posts[0])
+	}
+	for _, a := range auth {
+		if a != "Bearer "+credential {
+			t.Errorf("asked with %q, not the run's credential", a)
+		}
+	}
+	decision = "deny"
+	if ok, why := p.decide(ctx, "other.test", "80"); ok || !strings.Contains(why, "an admin said so") {
+		t.Errorf("denied destination: %v %q", ok, why)
 	}
 }

@@ -2,7 +2,8 @@ package toolpolicy
 
 // DefaultRules is the rule set tools.rules starts with: no writes outside
 // the worktree, no force push, no push to the default branch (main or
-// master), and an admin asked before the network is used. Anything else
+// master), and an admin asked before the network is used, by a command
+// or by a connection through the egress proxy. Anything else
 // is allowed (tools.default).
 func DefaultRules() []Rule {
 	return []Rule{
@@ -15,5 +16,7 @@ func DefaultRules() []Rule {
 		{Name: "ask-network", Kind: Shell, Match: `(?i)\b(curl|wget|ssh|scp|rsync|nc|git\s+(push|fetch|pull|clone)|npm\s+publish)\b`, Action: Ask, Risk: "medium",
 			Reason: "the command uses the network"},
 		{Name: "ask-fetch", Kind: Fetch, Action: Ask, Risk: "medium", Reason: "the tool uses the network"},
+		{Name: "ask-egress", Kind: Network, Action: Ask, Risk: "medium",
+			Reason: "the run connects to a host that neither its model API nor sandbox.network.allow names"},
 	}
 }

@@ -17,11 +17,16 @@ const (
 	Read  Kind = "read"  // reads, lists or searches files
 	Fetch Kind = "fetch" // reaches the network (fetch a page, search)
 	MCP   Kind = "mcp"   // a tool of an MCP server
-	Other Kind = "other" // anything else (todo lists, sub-agents, plans)
+	// Network is a connection a sandboxed run opens through ampflow's
+	// egress proxy to a host neither its model API nor
+	// sandbox.network.allow names: CLI "egress", tool "connect", input
+	// {"host": …, "port": …}.
+	Network Kind = "network"
+	Other   Kind = "other" // anything else (todo lists, sub-agents, plans)
 )
 
 // Kinds lists the kinds a rule may name.
-func Kinds() []Kind { return []Kind{Shell, Edit, Read, Fetch, MCP, Other} }
+func Kinds() []Kind { return []Kind{Shell, Edit, Read, Fetch, MCP, Network, Other} }
 
 func kindList() string {
 	var s []string
@@ -52,6 +57,10 @@ var ToolNames = map[string]map[Kind][]string{
 		Edit:  {"replace", "write_file"},
 		Read:  {"read_file", "read_many_files", "glob", "grep_search", "search_file_content", "list_directory"},
 		Fetch: {"web_fetch", "google_web_search"},
+	},
+	// ampflow's egress proxy asks for a sandboxed run's connections.
+	"egress": {
+		Network: {"connect"},
 	},
 	// An ACP agent's permission request names the tool call's kind.
 	"acp": {
