@@ -165,7 +165,7 @@ func (d *Delivery) network(a taskRun, credential string, spec *runner.Spec) (*ru
 			return nil, err
 		}
 	}
-	for _, v := range append(append(append([]string{}, spec.Env...), spec.Args...), spec.Settings) {
+	for _, v := range append(append(append(append([]string{}, spec.Env...), spec.Args...), spec.Settings), givenFiles(spec)...) {
 		for _, m := range loopbackURL.FindAllStringSubmatch(v, -1) {
 			addrs := []string{net.JoinHostPort(strings.Trim(m[1], "[]"), m[2])}
 			if m[1] == "localhost" {
@@ -185,6 +185,18 @@ func (d *Delivery) network(a taskRun, credential string, spec *runner.Spec) (*ru
 					return nil, err
 				}
 			}
+		}
+	}
+	for _, h := range d.Egress.Allow {
+		host, port, err := net.SplitHostPort(h)
+		if err != nil || !isLoopback(host) || taken[h] {
+			continue
+		}
+		addr := net.JoinHostPort(host, port)
+		taken[addr] = true
+		if err := add(addr, func(ln net.Listener) { forward(ln, addr) }); err != nil {
+			n.Close()
+			return nil, err
 		}
 	}
 	port := proxyPort
@@ -208,6 +220,33 @@ func (d *Delivery) network(a taskRun, credential string, spec *runner.Spec) (*ru
 	}
 	spec.Sandbox.Net = sn
 	return n, nil
+}
+
+// givenFiles are the contents of the files a run is given to read and
+// cannot write (an OPENCODE_CONFIG its role's env names, say), where a
+// loopback endpoint may be named; a file the run writes (its CODEX_HOME's
+// config.toml) could name any port, and is not read.
+func givenFiles(spec *runner.Spec) []string {
+	var out []string
+	for _, p := range spec.Sandbox.Read {
+		st, err := os.Stat(p)
+		if err != nil || !st.Mode().IsRegular() || st.Size() > 256<<10 || writable(p, spec) {
+			continue
+		}
+		if b, err := os.ReadFile(p); err == nil {
+			out = append(out, string(b))
+		}
+	}
+	return out
+}
+
+func writable(path string, spec *runner.Spec) bool {
+	for _, w := range append([]string{spec.Dir}, spec.Sandbox.Write...) {
+		if rel, err := filepath.Rel(w, path); err == nil && rel != ".." && !strings.HasPrefix(rel, "../") {
+			return true
+		}
+	}
+	return false
 }
 
 // taskRun names a run for its network.

@@ -129,7 +129,9 @@ func runnerEnv(t *testing.T, role amp.Role, cli string, model *fakemodel.Server)
 			"ANTHROPIC_API_KEY="+runnerKey)
 	case "codex":
 		home, codexHome := codexHomes(t, model.URL())
-		return append(env, v+"MODEL=gpt-5.5", v+"ENV=HOME="+home+",CODEX_HOME="+codexHome+",FAKE_OPENAI_KEY",
+		// The provider's base_url is in CODEX_HOME, which the run writes:
+		// its sandbox forwards the loopback endpoint the role's env names.
+		return append(env, v+"MODEL=gpt-5.5", v+"ENV=HOME="+home+",CODEX_HOME="+codexHome+",FAKE_OPENAI_KEY,OPENAI_BASE_URL="+model.URL()+"/v1",
 			"FAKE_OPENAI_KEY="+runnerKey)
 	case "gemini":
 		return append(env, v+"MODEL=gemini-2.5-pro",
