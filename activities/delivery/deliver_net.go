@@ -155,10 +155,13 @@ func (d *Delivery) network(a taskRun, credential string, spec *runner.Spec) (*ru
 		return nil
 	}
 	taken := map[string]bool{}
+	apiAddr := ""
+	var apiGate http.Handler
 	if api, err := url.Parse(d.APIURL); err == nil && isLoopback(api.Hostname()) && credential != "" {
 		addr := hostPort(api)
-		taken[addr] = true
-		srv := &http.Server{Handler: credentialGate(credential, api), ReadHeaderTimeout: 30 * time.Second}
+		taken[addr], apiAddr = true, addr
+		apiGate = credentialGate(credential, api)
+		srv := &http.Server{Handler: apiGate, ReadHeaderTimeout: 30 * time.Second}
 		n.servers = append(n.servers, srv)
 		if err := add(addr, func(ln net.Listener) { _ = srv.Serve(ln) }); err != nil {
 			n.Close()
@@ -203,7 +206,14 @@ func (d *Delivery) network(a taskRun, credential string, spec *runner.Spec) (*ru
 	for taken[net.JoinHostPort("127.0.0.1", strconv.Itoa(port))] {
 		port++
 	}
-	p := &egressProxy{allowed: d.Egress.allowed(spec.Runner), log: d.logger().With("task", a.taskID, "role", a.role),
+	allowed := d.Egress.allowed(spec.Runner)
+	p := &egressProxy{allowed: func(host, port string) bool {
+		// What the run reaches on its own loopback, it reaches through
+		// the proxy too; the API only at its own port, which checks the
+		// run's credential.
+		addr := hostPort(&url.URL{Host: net.JoinHostPort(host, port)})
+		return addr != apiAddr && taken[addr] || allowed(host, port)
+	}, apiAddr: apiAddr, api: apiGate, log: d.logger().With("task", a.taskID, "role", a.role),
 		ask: d.Egress.asker(d.APIURL, a.taskID, credential, spec.Dir), approved: map[string]bool{}}
 	srv := &http.Server{Handler: p, ReadHeaderTimeout: 30 * time.Second}
 	n.servers = append(n.servers, srv)
@@ -215,8 +225,10 @@ func (d *Delivery) network(a taskRun, credential string, spec *runner.Spec) (*ru
 	for _, name := range []string{"HTTP_PROXY", "HTTPS_PROXY", "http_proxy", "https_proxy", "ALL_PROXY", "all_proxy"} {
 		spec.Env = setEnv(spec.Env, name+"="+proxy)
 	}
+	// Nothing bypasses the proxy, loopback included: a connection to an
+	// unlisted port of the machine's is asked like any other host.
 	for _, name := range []string{"NO_PROXY", "no_proxy"} {
-		spec.Env = setEnv(spec.Env, name+"=localhost,127.0.0.1,::1")
+		spec.Env = setEnv(spec.Env, name+"=")
 	}
 	spec.Sandbox.Net = sn
 	return n, nil
@@ -378,6 +390,11 @@ func (e *Egress) allowed(runnerName string) func(host, port string) bool {
 // is not asked again in the run.
 type egressProxy struct {
 	allowed func(host, port string) bool
+	// apiAddr is ampflow's API: a plain request to it through the proxy
+	// goes to api, which passes on only the run's credential; a tunnel to
+	// it, which the proxy cannot read, is refused.
+	apiAddr string
+	api     http.Handler
 	log     *slog.Logger
 	// ask decides a destination through the tool policy; nil refuses it.
 	ask      func(ctx context.Context, host, port string) (bool, string)
@@ -391,6 +408,9 @@ func (p *egressProxy) decide(ctx context.Context, host, port string) (bool, stri
 		return true, ""
 	}
 	dest := net.JoinHostPort(host, port)
+	if p.apiAddr != "" && hostPort(&url.URL{Host: dest}) == p.apiAddr {
+		return false, "ampflow's API takes a run's requests, with its credential, not a tunnel"
+	}
 	p.mu.Lock()
 	ok := p.approved[dest]
 	p.mu.Unlock()
@@ -422,6 +442,11 @@ func (p *egressProxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	if host == "" {
 		http.Error(w, "this is the run's egress proxy: send it absolute URLs or CONNECT", http.StatusBadRequest)
+		return
+	}
+	if p.api != nil && r.Method != http.MethodConnect && hostPort(&url.URL{Host: net.JoinHostPort(host, port)}) == p.apiAddr {
+		r.RequestURI = ""
+		p.api.ServeHTTP(w, r)
 		return
 	}
 	if ok, why := p.decide(r.Context(), host, port); !ok {

@@ -113,6 +113,22 @@ func TestToolPolicy(t *testing.T) {
 				}
 				ops.decide(d, task.OptAllowOnce)
 				want++
+				// curl reaches the target through the run's egress proxy:
+				// the destination is asked of the admins too, and curl
+				// connects only once it is allowed.
+				st := ops.waitFor(c.id, "the destination's ask", c.within, func(st task.State) bool {
+					return st.Pending != nil && st.Pending.Kind == task.KindToolCall && st.Pending.ID != d.ID
+				})
+				e := *st.Pending
+				port := strings.TrimPrefix(target.URL, "http://127.0.0.1:")
+				if !strings.Contains(e.Prompt, "connect") || !strings.Contains(e.Prompt, port) {
+					t.Errorf("the destination's decision: %+v", e)
+				}
+				if hits.Load() != 0 {
+					t.Error("curl connected before the destination was allowed")
+				}
+				ops.decide(e, task.OptAllowOnce)
+				want++
 			}
 			st := ops.awaitResult(c.id, c.within)
 			if c.curl && hits.Load() != 1 {
@@ -139,8 +155,11 @@ func TestToolPolicy(t *testing.T) {
 			if c.push && !denied(calls[0]) {
 				t.Errorf("the force push: %+v", calls[0])
 			}
-			if a := calls[len(calls)-2]; c.curl && (a.Decision != task.ToolAllow || a.By != "ops" || a.Option != task.OptAllowOnce || a.Rule != "ask-network" || a.Kind != "shell") {
+			if a := calls[len(calls)-3]; c.curl && (a.Decision != task.ToolAllow || a.By != "ops" || a.Option != task.OptAllowOnce || a.Rule != "ask-network" || a.Kind != "shell") {
 				t.Errorf("the asked call: %+v", a)
+			}
+			if a := calls[len(calls)-2]; c.curl && (a.Decision != task.ToolAllow || a.By != "ops" || a.CLI != "egress" || a.Tool != "connect" || a.Rule != "ask-egress" || a.Kind != "network" || a.Agent != "exec") {
+				t.Errorf("the asked destination: %+v", a)
 			}
 			if a := calls[want-1]; a.Decision != task.ToolAllow || a.By != task.ByPolicy || a.Rule != "" || !strings.Contains(a.Input, "hello.txt") {
 				t.Errorf("the commit: %+v", a)
