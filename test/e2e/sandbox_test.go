@@ -17,8 +17,9 @@ import (
 // agent escaping its governance would (read the decision key, the
 // Temporal key and the database in data_dir; find the worker's
 // environment in /proc; write outside its checkout; move the user's
-// repository's refs or plant a hook there; leave a detached process
-// behind), and commits what each try gave. Every try fails, the
+// repository's refs or plant a hook there; read the open API's
+// decisions; leave a detached process behind), and commits what each try
+// gave. Every try fails, the
 // run still commits its work, and no process of the run is left.
 func TestRunnerSandboxed(t *testing.T) {
 	data := t.TempDir()
@@ -34,6 +35,10 @@ func TestRunnerSandboxed(t *testing.T) {
 		probe("worker_env", "grep -qs "+marker+" /proc/*/environ") +
 		probe("write_outside", "touch "+filepath.Join(outside, "escaped")) +
 		probe("write_worktree", "touch ./inside") +
+		// dev's API is open: without its own credential, the run reaches
+		// none of it, through the proxy or at the API's own address.
+		probe("open_api", `curl -sf --max-time 10 "$AMPFLOW_API_URL/v1/decisions"`) +
+		probe("open_api_direct", `curl -sf --max-time 10 --noproxy '*' "$AMPFLOW_API_URL/v1/decisions"`) +
 		// The checkout reads the user's repository's objects; from there
 		// it tries to move the user's refs and plant a hook.
 		`R=$(dirname "$(head -n 1 .git/objects/info/alternates)"); ` +
@@ -60,7 +65,7 @@ func TestRunnerSandboxed(t *testing.T) {
 	})
 	probes := git(t, s.repo, "show", "feature/e2e:probes.txt")
 	want := map[string]string{"decision_key": "no", "temporal_key": "no", "database": "no", "worker_env": "no",
-		"write_outside": "no", "write_worktree": "yes", "user_ref": "no", "user_hook": "no"}
+		"write_outside": "no", "write_worktree": "yes", "user_ref": "no", "user_hook": "no", "open_api": "no", "open_api_direct": "no"}
 	got := map[string]string{}
 	for _, line := range strings.Fields(probes) {
 		k, v, _ := strings.Cut(line, "=")
