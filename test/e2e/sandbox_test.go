@@ -37,6 +37,7 @@ func TestRunnerSandboxed(t *testing.T) {
 		probe("write_worktree", "touch ./inside") +
 		// dev's API is open: without its own credential, the run reaches
 		// none of it, through the proxy or at the API's own address.
+		probe("api_url", `test -n "$AMPFLOW_API_URL"`) +
 		probe("open_api", `curl -sf --max-time 10 "$AMPFLOW_API_URL/v1/decisions"`) +
 		probe("open_api_direct", `curl -sf --max-time 10 --noproxy '*' "$AMPFLOW_API_URL/v1/decisions"`) +
 		// The checkout reads the user's repository's objects; from there
@@ -65,7 +66,7 @@ func TestRunnerSandboxed(t *testing.T) {
 	})
 	probes := git(t, s.repo, "show", "feature/e2e:probes.txt")
 	want := map[string]string{"decision_key": "no", "temporal_key": "no", "database": "no", "worker_env": "no",
-		"write_outside": "no", "write_worktree": "yes", "user_ref": "no", "user_hook": "no", "open_api": "no", "open_api_direct": "no"}
+		"write_outside": "no", "write_worktree": "yes", "user_ref": "no", "user_hook": "no", "api_url": "yes", "open_api": "no", "open_api_direct": "no"}
 	got := map[string]string{}
 	for _, line := range strings.Fields(probes) {
 		k, v, _ := strings.Cut(line, "=")
