@@ -98,7 +98,7 @@ func (d *Delivery) runAgent(ctx context.Context, a activities.AgentDelivery, in 
 		return failed(fmt.Sprintf("giving the %s runner ampflow's MCP server: %v", a.Runner, err), "", err)
 	}
 	if a.Sandbox {
-		if err := d.sandbox(ctx, a, m.To, in.Repo, dir, &spec); err != nil {
+		if err := d.sandbox(ctx, a, m.To, m.TaskID, in.Repo, dir, &spec); err != nil {
 			return failed(fmt.Sprintf("confining the %s runner (agents.%s.sandbox): %v", a.Runner, m.To, err), "", err)
 		}
 		netw, err := d.network(taskRun{workDir: a.WorkDir, taskID: m.TaskID, role: m.To}, credential, &spec)

@@ -12,33 +12,25 @@ import (
 	"github.com/ampflow/ampflow/amp"
 )
 
-// sandbox confines spec, a run of role in the worktree dir
+// sandbox confines spec, a run of role on taskID in the worktree dir
 // (docs/sandbox.md). The run does not see data_dir nor the worker's home,
 // but for what it is given: the tool hook's binary and files, its MCP
 // configuration, the CLI's own install, the repository's objects its
 // checkout reads. It writes its checkout, its park file's directory, and
-// its CLI's state: the HOME and CODEX_HOME its environment
-// names, or else a home of its role's own in data_dir/homes.
-func (d *Delivery) sandbox(ctx context.Context, a activities.AgentDelivery, role amp.Role, repo, dir string, spec *runner.Spec) error {
+// its CLI's state, made fresh for the run (runHome).
+func (d *Delivery) sandbox(ctx context.Context, a activities.AgentDelivery, role amp.Role, taskID, repo, dir string, spec *runner.Spec) error {
 	// /tmp is the run's own, whatever the worker's TMPDIR.
 	spec.Env = lastValues(append(spec.Env, "TMPDIR=/tmp"))
 	hide := append([]string{a.WorkDir}, d.SandboxHide...)
 	workerHome, _ := os.UserHomeDir()
-	home, ok := lookupEnv(spec.Env, "HOME")
-	if !ok || home == workerHome {
-		home = filepath.Join(a.WorkDir, "homes", string(role))
-		if err := os.MkdirAll(home, 0o700); err != nil {
-			return fmt.Errorf("making the %s's home in its sandbox: %w", role, err)
-		}
-		spec.Env = setEnv(spec.Env, "HOME="+home)
-	}
 	if workerHome != "" {
 		hide = append(hide, workerHome)
 	}
-	write := []string{home}
-	if ch, ok := lookupEnv(spec.Env, "CODEX_HOME"); ok {
-		write = append(write, ch)
+	home, err := d.runHome(a, role, taskID, workerHome, spec)
+	if err != nil {
+		return err
 	}
+	write := []string{home}
 	// The checkout reads the repository's objects, read-only; where they
 	// are is read from the repository, not from the checkout the agent
 	// writes.
@@ -60,6 +52,47 @@ func (d *Delivery) sandbox(ctx context.Context, a activities.AgentDelivery, role
 	read = append(read, installRoots(spec)...)
 	spec.Sandbox = &runner.Sandbox{Bin: d.SandboxBin, Hide: hide, Read: read, Write: write}
 	return nil
+}
+
+// runHome makes the run's HOME (and CODEX_HOME) in
+// data_dir/homes/<task>.<role>, fresh for each run: a copy of the HOME
+// the role's env names (its CODEX_HOME too), the CLI's session stores of
+// the task's earlier runs of the role kept for --resume, nothing else. A
+// setting an agent writes into its HOME reaches no later run, of this
+// task or another.
+func (d *Delivery) runHome(a activities.AgentDelivery, role amp.Role, taskID, workerHome string, spec *runner.Spec) (string, error) {
+	template, ok := lookupEnv(spec.Env, "HOME")
+	if !ok || template == workerHome {
+		template = ""
+	}
+	home := filepath.Join(a.WorkDir, "homes", taskID+"."+string(role))
+	keep := append([]string{}, sessionStores[spec.Runner]...)
+	codexHome, hasCodex := lookupEnv(spec.Env, "CODEX_HOME")
+	codexRel := ".codex"
+	if hasCodex && template != "" {
+		if rel, err := filepath.Rel(template, codexHome); err == nil && !strings.HasPrefix(rel, "..") {
+			codexRel = rel
+		}
+	}
+	if hasCodex || spec.Runner == runner.Codex {
+		keep = append(keep, filepath.Join(codexRel, codexSessions))
+	}
+	if err := freshHome(home, template, keep); err != nil {
+		return "", fmt.Errorf("the %s's home: %w", role, err)
+	}
+	spec.Env = setEnv(spec.Env, "HOME="+home)
+	if hasCodex {
+		if codexRel == ".codex" {
+			if err := os.MkdirAll(filepath.Join(home, codexRel), 0o700); err != nil {
+				return "", err
+			}
+			if err := copyTree(codexHome, filepath.Join(home, codexRel), []string{codexSessions}); err != nil {
+				return "", fmt.Errorf("the %s's CODEX_HOME: %w", role, err)
+			}
+		}
+		spec.Env = setEnv(spec.Env, "CODEX_HOME="+filepath.Join(home, codexRel))
+	}
+	return home, nil
 }
 
 // installRoots are the directories a run's CLI is installed in: for a
