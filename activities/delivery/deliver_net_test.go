@@ -4,11 +4,14 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -176,4 +179,45 @@ func TestEgressAsks(t *testing.T) {
 	if ok, why := p.decide(ctx, "other.test", "80"); ok || !strings.Contains(why, "an admin said so") {
 		t.Errorf("denied destination: %v %q", ok, why)
 	}
+}
+
+// BenchmarkEgressProxy measures what a run's request pays for going
+// through its egress proxy: the same GET to a loopback server, direct and
+// through the proxy (a plain request, a new connection each time, as a
+// CLI's first request to its model API is), p50 and p99 of each.
+func BenchmarkEgressProxy(b *testing.B) {
+	target := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { fmt.Fprint(w, "ok") }))
+	defer target.Close()
+	e := &Egress{Allow: []string{strings.TrimPrefix(target.URL, "http://")}}
+	proxy := httptest.NewServer(&egressProxy{allowed: e.allowed(runner.Claude), approved: map[string]bool{}, log: slog.New(slog.DiscardHandler)})
+	defer proxy.Close()
+	proxyURL, _ := url.Parse(proxy.URL)
+	get := func(c *http.Client) time.Duration {
+		start := time.Now()
+		resp, err := c.Get(target.URL)
+		if err != nil {
+			b.Fatal(err)
+		}
+		_, _ = io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusOK {
+			b.Fatalf("status %d", resp.StatusCode)
+		}
+		return time.Since(start)
+	}
+	direct := &http.Client{Transport: &http.Transport{DisableKeepAlives: true}}
+	proxied := &http.Client{Transport: &http.Transport{DisableKeepAlives: true, Proxy: http.ProxyURL(proxyURL)}}
+	var d, p []time.Duration
+	for b.Loop() {
+		d = append(d, get(direct))
+		p = append(p, get(proxied))
+	}
+	pct := func(s []time.Duration, q int) float64 {
+		slices.Sort(s)
+		return float64(s[(len(s)-1)*q/100].Microseconds()) / 1000
+	}
+	b.ReportMetric(pct(d, 50), "direct_p50_ms")
+	b.ReportMetric(pct(d, 99), "direct_p99_ms")
+	b.ReportMetric(pct(p, 50), "proxy_p50_ms")
+	b.ReportMetric(pct(p, 99), "proxy_p99_ms")
 }
