@@ -112,6 +112,17 @@ var ModelHosts = map[string][]string{
 	runner.OpenCode: {"api.anthropic.com", "api.openai.com", "generativelanguage.googleapis.com", "openrouter.ai"},
 }
 
+// quietEnv turns off what the CLIs reach beside their model API:
+// Claude Code's telemetry and update checks, OpenCode's updates. (Codex's
+// update check is off on its command line, Gemini CLI's usage statistics
+// in the settings ampflow gives it.)
+var quietEnv = []string{"CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1", "OPENCODE_DISABLE_AUTOUPDATE=1"}
+
+func hasEnv(env []string, name string) bool {
+	_, ok := lookupEnv(env, name)
+	return ok
+}
+
 // proxyPort is where a sandboxed run's proxy listens inside, unless one
 // of its loopback endpoints takes it.
 const proxyPort = 3128
@@ -224,6 +235,13 @@ func (d *Delivery) network(a taskRun, credential string, spec *runner.Spec) (*ru
 	proxy := "http://127.0.0.1:" + strconv.Itoa(port)
 	for _, name := range []string{"HTTP_PROXY", "HTTPS_PROXY", "http_proxy", "https_proxy", "ALL_PROXY", "all_proxy"} {
 		spec.Env = setEnv(spec.Env, name+"="+proxy)
+	}
+	// The CLIs' traffic beside the model API (telemetry, update checks)
+	// is off, so it asks nobody; the role's env may turn it back on.
+	for _, kv := range quietEnv {
+		if name, _, _ := strings.Cut(kv, "="); !hasEnv(spec.Env, name) {
+			spec.Env = append(spec.Env, kv)
+		}
 	}
 	// Nothing bypasses the proxy, loopback included: a connection to an
 	// unlisted port of the machine's is asked like any other host.

@@ -71,6 +71,8 @@ func GeminiHookSettings(binary string, askTimeout time.Duration) []byte {
 		}}},
 		"security": map[string]any{"environmentVariableRedaction": map[string]any{
 			"allowed": []string{EnvAPIURL, EnvAPIToken, EnvToolTask, EnvWorktree, activities.EnvParkFile}}},
+		// No usage statistics: a run reaches only the hosts it needs.
+		"privacy": map[string]any{"usageStatisticsEnabled": false},
 	}
 	b, _ := json.MarshalIndent(s, "", "  ")
 	return b

@@ -7,7 +7,7 @@ import (
 // codexFormat is Codex's exec mode:
 //
 //	codex exec --json --dangerously-bypass-approvals-and-sandbox --skip-git-repo-check
-//	  [-m M] [-c developer_instructions="S"]
+//	  [-c check_for_update_on_startup=false] [-m M] [-c developer_instructions="S"]
 //	  [--enable hooks --dangerously-bypass-hook-trust -c hooks=H] [resume ID] PROMPT
 //
 // Its stream is one JSON object a line: thread.started (the thread id, which
@@ -19,7 +19,8 @@ import (
 type codexFormat struct{}
 
 func (codexFormat) args(s Spec) []string {
-	a := []string{"exec", "--json", "--dangerously-bypass-approvals-and-sandbox", "--skip-git-repo-check"}
+	// No check for a newer Codex: a run reaches only the hosts it needs.
+	a := []string{"exec", "--json", "--dangerously-bypass-approvals-and-sandbox", "--skip-git-repo-check", "-c", "check_for_update_on_startup=false"}
 	if s.Model != "" {
 		a = append(a, "-m", s.Model)
 	}

@@ -185,9 +185,9 @@ func TestCommand(t *testing.T) {
 			SystemPrompt: "sys", MaxCostUSD: 2.5, Prompt: "-p"},
 			"/bin/claude --debug -p --output-format stream-json --verbose --model m --resume s --append-system-prompt sys --max-budget-usd 2.5 --setting-sources  --dangerously-skip-permissions -- -p"},
 		{"codex", Spec{Runner: Codex, Prompt: "do it"},
-			"codex exec --json --dangerously-bypass-approvals-and-sandbox --skip-git-repo-check -- do it"},
+			"codex exec --json --dangerously-bypass-approvals-and-sandbox --skip-git-repo-check -c check_for_update_on_startup=false -- do it"},
 		{"codex resume", Spec{Runner: Codex, Model: "m", SystemPrompt: "say \"hi\"\n", SessionID: "th", Prompt: "more"},
-			`codex exec --json --dangerously-bypass-approvals-and-sandbox --skip-git-repo-check -m m -c developer_instructions="say \"hi\"\n" resume th -- more`},
+			`codex exec --json --dangerously-bypass-approvals-and-sandbox --skip-git-repo-check -c check_for_update_on_startup=false -m m -c developer_instructions="say \"hi\"\n" resume th -- more`},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
