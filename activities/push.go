@@ -109,7 +109,12 @@ func (p *Pusher) Push(ctx context.Context, in PushInput) (PushResult, error) {
 			fmt.Sprintf("pushing task %s: commit %s not in %s", in.TaskID, in.Commit, in.Repo), ErrCommitMissing, nil)
 	}
 	ref := "refs/heads/" + normalizeBranch(in.Branch)
-	out, err := p.git(ctx, in.Repo, in.Remote, "ls-remote", "--", in.Remote, ref)
+	mirror, err := p.mirror(ctx, in.Repo)
+	if err != nil {
+		return PushResult{}, fmt.Errorf("pushing task %s: %w", in.TaskID, err)
+	}
+	defer os.RemoveAll(mirror)
+	out, err := p.git(ctx, mirror, in.Remote, "ls-remote", "--", in.Remote, ref)
 	if err != nil {
 		return PushResult{}, p.pushError(in, err)
 	}
@@ -121,20 +126,47 @@ func (p *Pusher) Push(ctx context.Context, in PushInput) (PushResult, error) {
 		args = append(args, "--force-with-lease="+ref+":"+in.Lease)
 	}
 	args = append(args, "--", in.Remote, commit+":"+ref)
-	if _, err := p.git(ctx, in.Repo, in.Remote, args...); err != nil {
+	if _, err := p.git(ctx, mirror, in.Remote, args...); err != nil {
 		return PushResult{}, p.pushError(in, err)
 	}
 	return PushResult{Commit: commit}, nil
 }
 
-// git runs git for the remote: no hooks of the task's repository (an
-// executor could have written one to read the token), no credential
-// helper but ours, the token in the environment only.
-func (p *Pusher) git(ctx context.Context, repo, remote string, args ...string) ([]byte, error) {
-	full := gitsafe.Args(nil, append([]string{"-c", "credential.helper=" + credentialHelper}, args...)...)
+// mirror makes the clean repository a push goes from: a bare repository
+// of its own, with git's default configuration, reading the task's
+// repository's objects. Nothing of that repository's configuration
+// (url.*.insteadOf, pushurl, hooks, filters) reaches the push; the caller
+// removes it.
+func (p *Pusher) mirror(ctx context.Context, repo string) (string, error) {
+	out, err := p.Git.run(ctx, repo, "rev-parse", "--path-format=absolute", "--git-common-dir")
+	if err != nil {
+		return "", fmt.Errorf("finding the objects of %s: %w", repo, err)
+	}
+	objects := filepath.Join(strings.TrimSpace(string(out)), "objects")
+	dir, err := os.MkdirTemp("", "ampflow-push-")
+	if err != nil {
+		return "", err
+	}
+	if _, err := p.Git.run(ctx, dir, "init", "-q", "--bare", dir); err != nil {
+		os.RemoveAll(dir)
+		return "", fmt.Errorf("making the push's clean repository: %w", err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "objects", "info", "alternates"), []byte(objects+"\n"), 0o600); err != nil {
+		os.RemoveAll(dir)
+		return "", err
+	}
+	return dir, nil
+}
+
+// git runs git for the remote in the push's clean repository (mirror):
+// no hooks or configuration of the task's repository (an executor could
+// have written one to read the token), no credential helper but ours,
+// the token in the environment only.
+func (p *Pusher) git(ctx context.Context, mirror, remote string, args ...string) ([]byte, error) {
+	full := gitsafe.Args(nil, append([]string{"--git-dir=" + mirror, "-c", "credential.helper=" + credentialHelper}, args...)...)
 	cmd := exec.CommandContext(ctx, p.Git.bin(), full...)
-	cmd.Dir = repo
-	env := gitEnv(false, "GIT_CEILING_DIRECTORIES="+filepath.Dir(repo))
+	cmd.Dir = mirror
+	env := gitEnv(false, "GIT_CEILING_DIRECTORIES="+filepath.Dir(mirror))
 	if s, ok := os.LookupEnv("SSH_AUTH_SOCK"); ok {
 		env = append(env, "SSH_AUTH_SOCK="+s)
 	}

@@ -69,15 +69,23 @@ func TestPushOverHTTPWithToken(t *testing.T) {
 		}
 	})
 
-	t.Run("OtherHostGetsNoToken", func(t *testing.T) {
-		// The repository rewrites the remote's URL to another host: the
-		// helper must not answer for it.
-		other := githubtest.GitHTTP(t, filepath.Dir(bare), token)
-		gittest.Git(t, clone, "config", "url."+other+"/.insteadOf", gitURL+"/")
-		defer gittest.Git(t, clone, "config", "--unset", "url."+other+"/.insteadOf")
-		_, err := p.Push(ctx, PushInput{TaskID: "T-2026-001", Repo: clone, Branch: "feature/z", Remote: remote, Commit: head})
-		if err == nil {
-			t.Fatal("the token was given to a host the task's remote does not name")
+	t.Run("RepositoryConfigChangesNothing", func(t *testing.T) {
+		// The repository rewrites the remote's URL (to a host that is not
+		// there) and sets a push URL: the push goes from a clean
+		// repository of its own, to the task's remote, and lands.
+		t.Setenv("TMPDIR", t.TempDir())
+		gittest.Git(t, clone, "config", "url.http://127.0.0.1:1/.insteadOf", gitURL+"/")
+		gittest.Git(t, clone, "config", "remote.origin.pushurl", "http://127.0.0.1:1/elsewhere.git")
+		defer gittest.Git(t, clone, "config", "--unset", "url.http://127.0.0.1:1/.insteadOf")
+		defer gittest.Git(t, clone, "config", "--unset", "remote.origin.pushurl")
+		if _, err := p.Push(ctx, PushInput{TaskID: "T-2026-001", Repo: clone, Branch: "feature/z", Remote: remote, Commit: head}); err != nil {
+			t.Fatalf("the repository's configuration redirected the push: %v", err)
+		}
+		if got := githubtest.Git(t, bare, "rev-parse", "refs/heads/feature/z"); got != head {
+			t.Errorf("remote feature/z at %s, want %s", got, head)
+		}
+		if left, _ := filepath.Glob(filepath.Join(os.TempDir(), "ampflow-push-*")); len(left) != 0 {
+			t.Errorf("push repositories left behind: %v", left)
 		}
 	})
 
