@@ -14,6 +14,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -123,6 +124,17 @@ func hasEnv(env []string, name string) bool {
 	return ok
 }
 
+// BackgroundHosts are, by runner, hosts its CLI reaches on its own,
+// beside the model API and whatever the agent does (Codex syncs its
+// plugins from github.com at start; Gemini CLI logs usage to
+// play.googleapis.com): refused without asking anyone, so an admin is
+// not asked for what no agent chose. sandbox.network.allow lets a run
+// reach one after all.
+var BackgroundHosts = map[string][]string{
+	runner.Codex:  {"github.com"},
+	runner.Gemini: {"play.googleapis.com"},
+}
+
 // proxyPort is where a sandboxed run's proxy listens inside, unless one
 // of its loopback endpoints takes it.
 const proxyPort = 3128
@@ -218,7 +230,8 @@ func (d *Delivery) network(a taskRun, credential string, spec *runner.Spec) (*ru
 		port++
 	}
 	allowed := d.Egress.allowed(spec.Runner)
-	p := &egressProxy{allowed: func(host, port string) bool {
+	background := BackgroundHosts[spec.Runner]
+	p := &egressProxy{background: func(host string) bool { return slices.Contains(background, strings.ToLower(host)) }, allowed: func(host, port string) bool {
 		// What the run reaches on its own loopback, it reaches through
 		// the proxy too; the API only at its own port, which checks the
 		// run's credential.
@@ -413,7 +426,10 @@ type egressProxy struct {
 	// it, which the proxy cannot read, is refused.
 	apiAddr string
 	api     http.Handler
-	log     *slog.Logger
+	// background says a host is one the CLI reaches on its own
+	// (BackgroundHosts): refused without an ask.
+	background func(host string) bool
+	log        *slog.Logger
 	// ask decides a destination through the tool policy; nil refuses it.
 	ask      func(ctx context.Context, host, port string) (bool, string)
 	mu       sync.Mutex
@@ -437,6 +453,9 @@ func (p *egressProxy) decide(ctx context.Context, host, port string) (bool, stri
 	}
 	if p.ask == nil {
 		return false, "not the runner's model API, nor in sandbox.network.allow"
+	}
+	if p.background != nil && p.background(host) {
+		return false, "the CLI's own background traffic, refused without an ask (sandbox.network.allow lets it through)"
 	}
 	ok, why := p.ask(ctx, host, port)
 	if ok {

@@ -175,6 +175,11 @@ func TestEgressAsks(t *testing.T) {
 			t.Errorf("asked with %q, not the run's credential", a)
 		}
 	}
+	// A host the CLI reaches on its own is refused without an ask.
+	p.background = func(host string) bool { return host == "github.com" }
+	if ok, _ := p.decide(ctx, "github.com", "443"); ok || len(posts) != 1 {
+		t.Errorf("the CLI's background host: allowed %v, asked %d times", ok, len(posts))
+	}
 	decision = "deny"
 	if ok, why := p.decide(ctx, "other.test", "80"); ok || !strings.Contains(why, "an admin said so") {
 		t.Errorf("denied destination: %v %q", ok, why)

@@ -68,8 +68,10 @@ func testParkedApproval(t *testing.T, c parkCase) {
 		fmt.Fprintln(w, "pong")
 	}))
 	t.Cleanup(target.Close)
+	// The target is in sandbox.network.allow: the ask parked here is
+	// the command's, not its destination's.
 	s := startRunnerDev(t, runnerOpts{tokens: true, executor: runner{c.cli, c.turns("curl -s " + target.URL + "/ > pong.txt")},
-		env: []string{"AMPFLOW_TOOLS_ASK_TIMEOUT=2s"}})
+		env: []string{"AMPFLOW_TOOLS_ASK_TIMEOUT=2s", "AMPFLOW_SANDBOX_NETWORK_ALLOW=" + strings.TrimPrefix(target.URL, "http://")}})
 	p, model, ops, repo, data := s.p, s.executor, s.api, s.repo, s.p.dataDir
 	t.Cleanup(func() {
 		if t.Failed() {
