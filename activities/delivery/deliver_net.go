@@ -14,7 +14,6 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
-	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -126,12 +125,12 @@ func hasEnv(env []string, name string) bool {
 
 // BackgroundHosts are, by runner, hosts its CLI reaches on its own,
 // beside the model API and whatever the agent does (Codex syncs its
-// plugins from github.com at start; Gemini CLI logs usage to
+// plugins from github.com and api.github.com at start; Gemini CLI logs usage to
 // play.googleapis.com): refused without asking anyone, so an admin is
 // not asked for what no agent chose. sandbox.network.allow lets a run
 // reach one after all.
 var BackgroundHosts = map[string][]string{
-	runner.Codex:  {"github.com"},
+	runner.Codex:  {"github.com", "*.github.com"},
 	runner.Gemini: {"play.googleapis.com"},
 }
 
@@ -230,8 +229,8 @@ func (d *Delivery) network(a taskRun, credential string, spec *runner.Spec) (*ru
 		port++
 	}
 	allowed := d.Egress.allowed(spec.Runner)
-	background := BackgroundHosts[spec.Runner]
-	p := &egressProxy{background: func(host string) bool { return slices.Contains(background, strings.ToLower(host)) }, allowed: func(host, port string) bool {
+	background := (&Egress{Allow: BackgroundHosts[spec.Runner]}).allowed("")
+	p := &egressProxy{background: func(host string) bool { return background(host, "") }, allowed: func(host, port string) bool {
 		// What the run reaches on its own loopback, it reaches through
 		// the proxy too; the API only at its own port, which checks the
 		// run's credential.
