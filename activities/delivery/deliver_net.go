@@ -205,7 +205,7 @@ func (d *Delivery) network(a taskRun, credential string, spec *runner.Spec) (*ru
 				if m[1] == "localhost" {
 					target = net.JoinHostPort("localhost", m[2])
 				}
-				if err := add(addr, func(ln net.Listener) { forward(ln, target) }); err != nil {
+				if err := add(addr, func(ln net.Listener) { runner.Forward(ln, "tcp", target) }); err != nil {
 					n.Close()
 					return nil, err
 				}
@@ -219,7 +219,7 @@ func (d *Delivery) network(a taskRun, credential string, spec *runner.Spec) (*ru
 		}
 		addr := net.JoinHostPort(host, port)
 		taken[addr] = true
-		if err := add(addr, func(ln net.Listener) { forward(ln, addr) }); err != nil {
+		if err := add(addr, func(ln net.Listener) { runner.Forward(ln, "tcp", addr) }); err != nil {
 			n.Close()
 			return nil, err
 		}
@@ -374,25 +374,6 @@ func credentialGate(credential string, api *url.URL) http.Handler {
 		}
 		proxy.ServeHTTP(w, r)
 	})
-}
-
-// forward passes each connection of ln to target.
-func forward(ln net.Listener, target string) {
-	for {
-		c, err := ln.Accept()
-		if err != nil {
-			return
-		}
-		go func() {
-			defer c.Close()
-			t, err := net.DialTimeout("tcp", target, 10*time.Second)
-			if err != nil {
-				return
-			}
-			defer t.Close()
-			runner.Splice(c, t)
-		}()
-	}
 }
 
 // allowed says which host:port a run of runnerName may reach.

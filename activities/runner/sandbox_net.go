@@ -11,6 +11,7 @@ import (
 	"strings"
 	"sync"
 	"syscall"
+	"time"
 )
 
 // SandboxNet gives a sandboxed run a network of its own with nothing in
@@ -61,7 +62,7 @@ func BridgeMain(args []string) int {
 			fmt.Fprintf(os.Stderr, "ampflow sandbox-bridge: listening on %s: %v\n", p.Addr, err)
 			return 125
 		}
-		go bridgeAccept(ln, p.Socket)
+		go Forward(ln, "unix", p.Socket)
 	}
 	cmd := exec.Command(argv[0], argv[1:]...)
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, os.Stdout, os.Stderr
@@ -117,7 +118,9 @@ func bridgeArgs(args []string) ([]Port, []string, error) {
 	return nil, nil, errors.New("no -- before the command")
 }
 
-func bridgeAccept(ln net.Listener, socket string) {
+// Forward passes each connection ln accepts to a new connection to
+// address on network, until ln is closed.
+func Forward(ln net.Listener, network, address string) {
 	for {
 		c, err := ln.Accept()
 		if err != nil {
@@ -125,12 +128,12 @@ func bridgeAccept(ln net.Listener, socket string) {
 		}
 		go func() {
 			defer c.Close()
-			u, err := net.Dial("unix", socket)
+			t, err := net.DialTimeout(network, address, 10*time.Second)
 			if err != nil {
 				return
 			}
-			defer u.Close()
-			Splice(c, u)
+			defer t.Close()
+			Splice(c, t)
 		}()
 	}
 }
