@@ -50,6 +50,7 @@ type Config struct {
 	AOF              AOF       `mapstructure:"aof"`
 	Tools            Tools     `mapstructure:"tools"`
 	Sandbox          Sandbox   `mapstructure:"sandbox"`
+	Intake           Intake    `mapstructure:"intake"`
 }
 
 // Sandbox configures what sandboxed runs reach (docs/sandbox.md).
