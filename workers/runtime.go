@@ -19,6 +19,7 @@ import (
 	"github.com/ampflow/ampflow/integrations/chat"
 	"github.com/ampflow/ampflow/integrations/dashboard"
 	"github.com/ampflow/ampflow/integrations/httpapi"
+	"github.com/ampflow/ampflow/integrations/intake"
 	"github.com/ampflow/ampflow/integrations/mcp"
 	"github.com/ampflow/ampflow/integrations/slack"
 	"github.com/ampflow/ampflow/integrations/telegram"
@@ -35,6 +36,9 @@ type runtime struct {
 	// gateAgent names the gate agent of a bearer key, once the gate is
 	// added (the MCP server's request_approval fills agent_id with it).
 	gateAgent func(authorization string) (string, bool)
+	// intake is the GitHub issues intake, nil when off; the webhook hands
+	// it the issues' deliveries.
+	intake *intake.GitHub
 }
 
 func newRuntime(o Options, parts *Parts, log *slog.Logger) (*runtime, error) {
@@ -46,6 +50,13 @@ func newRuntime(o Options, parts *Parts, log *slog.Logger) (*runtime, error) {
 	if parts.Store != nil && parts.Tasks != nil && parts.Tasks.Temporal != nil {
 		sw := sweep{store: parts.Store, running: parts.Tasks.Running, interval: o.Config.SSOT.SweepInterval, log: log}
 		rt.loops = append(rt.loops, leased(parts.Lease, LeaseSweep, NewHolder(), log, sw.run))
+	}
+	if rt.intake, err = gitHubIntake(o, parts, log); err != nil {
+		return nil, err
+	}
+	if rt.intake != nil {
+		rt.loops = append(rt.loops, leased(parts.Lease, LeaseIntake, NewHolder(), log, rt.intake.Run))
+		o.endpoint("intake", fmt.Sprintf("github issues of %d repositories, every %s", len(o.Config.Intake.GitHub.Repos), o.Config.Intake.GitHub.PollInterval))
 	}
 	addr := o.Config.HTTP.Addr
 	if addr == "" {
@@ -103,7 +114,7 @@ func buildAPI(o Options, parts *Parts, mounts map[string]http.Handler, rt *runti
 	for path, h := range mounts {
 		api.Mount("POST "+path, h)
 	}
-	mountGitHubWebhook(o, parts, api, log)
+	mountGitHubWebhook(o, parts, rt.intake, api, log)
 	return api, mountDashboard(o, parts, api, rt, log), nil
 }
 

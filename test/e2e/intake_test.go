@@ -1,7 +1,9 @@
 package e2e
 
 import (
+	"bytes"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"path/filepath"
 	"strings"
@@ -9,8 +11,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ampflow/ampflow/activities/github/githubtest"
 	"github.com/ampflow/ampflow/amp"
 	"github.com/ampflow/ampflow/amp/task"
+	"github.com/ampflow/ampflow/integrations/githubhook"
 	"github.com/ampflow/ampflow/integrations/httpapi"
 )
 
@@ -37,20 +41,61 @@ emit({"msg_id": "task_result-%s-%d" % (tid, time.time() * 1000), "protocol_versi
 `
 
 // intakeDev is one ampflow dev for the intake tests: a command-mode
-// executor, and the reviewer played by the test over the API.
+// executor, the reviewer played by the test over the API, delivery to a
+// fake GitHub (push over HTTP, draft pull request, squash merge) whose
+// issues of acme/widget are taken by the intake, every second and from
+// the webhook.
 type intakeDev struct {
-	p   *devProc
-	api *apiClient
-	a   *agent
+	p          *devProc
+	api        *apiClient
+	a          *agent
+	gh         *githubtest.Server
+	bare, repo string
+	hookSecret string
 }
 
-func startIntakeDev(t *testing.T, env ...string) *intakeDev {
+func startIntakeDev(t *testing.T) *intakeDev {
 	t.Helper()
+	const token = "ghs_e2eIntakeToken0123456789"
+	d := &intakeDev{hookSecret: "e2e-intake-hook-secret"}
+	d.bare, d.repo = githubtest.Origin(t)
+	gitURL := githubtest.GitHTTP(t, filepath.Dir(d.bare), token)
+	git(t, d.repo, "remote", "set-url", "origin", gitURL+"/"+filepath.Base(d.bare))
+	d.gh = githubtest.New(t, githubtest.Options{Token: token, Origin: d.bare})
 	script := filepath.Join(t.TempDir(), "executor.py")
 	writeFile(t, script, commandExecutor)
-	p := startDev(t, t.TempDir(), append([]string{
-		"AMPFLOW_AGENTS_EXECUTOR_MODE=command", "AMPFLOW_AGENTS_EXECUTOR_COMMAND=python3," + script}, env...)...)
-	return &intakeDev{p: p, api: newAPIClient(t, p.api, ""), a: &agent{t: t, tasks: dial(t, p)}}
+	repos, _ := json.Marshal([]map[string]string{{"name": "acme/widget", "repo": d.repo}})
+	d.p = startDev(t, t.TempDir(),
+		"AMPFLOW_AGENTS_EXECUTOR_MODE=command", "AMPFLOW_AGENTS_EXECUTOR_COMMAND=python3,"+script,
+		"AMPFLOW_CI_GITHUB_API_URL="+d.gh.URL, "AMPFLOW_CI_GITHUB_REPO=acme/widget",
+		"AMPFLOW_DELIVERY_PUSH=true", "AMPFLOW_DELIVERY_PULL_REQUEST=draft", "AMPFLOW_DELIVERY_MERGE=squash",
+		"AMPFLOW_DELIVERY_GITHUB_TOKEN_ENV=E2E_GITHUB_TOKEN", "E2E_GITHUB_TOKEN="+token,
+		"AMPFLOW_DELIVERY_GITHUB_POLL=1s", "AMPFLOW_DASHBOARD_ENABLED=true",
+		"AMPFLOW_INTAKE_GITHUB_API_URL="+d.gh.URL, "AMPFLOW_INTAKE_GITHUB_TOKEN_ENV=E2E_GITHUB_TOKEN",
+		"AMPFLOW_INTAKE_GITHUB_POLL_INTERVAL=1s", "AMPFLOW_INTAKE_GITHUB_WEBHOOK_SECRET_ENV=E2E_HOOK_SECRET",
+		"E2E_HOOK_SECRET="+d.hookSecret, "AMPFLOW_INTAKE_GITHUB_REPOS="+string(repos))
+	d.api = newAPIClient(t, d.p.api, "")
+	d.a = &agent{t: t, tasks: dial(t, d.p)}
+	return d
+}
+
+// hook delivers an issues event to the webhook signed with secret and
+// returns the status.
+func (d *intakeDev) hook(t *testing.T, secret string, body []byte) int {
+	t.Helper()
+	req, err := http.NewRequest(http.MethodPost, "http://"+d.p.api+githubhook.Path, bytes.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("X-GitHub-Event", "issues")
+	req.Header.Set("X-GitHub-Delivery", "e2e-delivery")
+	req.Header.Set("X-Hub-Signature-256", githubhook.Sign([]byte(secret), body))
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	return resp.StatusCode
 }
 
 // review approves the task's review request.
@@ -67,12 +112,16 @@ func (d *intakeDev) review(t *testing.T, id string) {
 // task each, on one dev server.
 func TestIntake(t *testing.T) {
 	d := startIntakeDev(t)
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("dev output:\n%s", d.p.output())
+		}
+	})
 
 	// `task start "…"` with no file: the plan, its branch made, and the
 	// command agent's work reviewed to done.
 	t.Run("OneLineToDone", func(t *testing.T) {
-		repo := gitRepo(t)
-		git(t, repo, "checkout", "-q", "main")
+		repo := d.repo
 		out, errOut, code := cli(t, d.p, nil, "task", "start", "Add a hello file", "--repo", repo, "--criteria", "hello.txt says hello")
 		if code != 0 {
 			t.Fatalf("task start exited %d: %s%s", code, out, errOut)
@@ -83,15 +132,15 @@ func TestIntake(t *testing.T) {
 			t.Fatalf("task start printed %q", out)
 		}
 		d.review(t, id)
-		st := d.api.on(t).waitFor(id, "done", 90*time.Second, func(st task.State) bool { return st.Status.Terminal() })
+		st := d.api.on(t).waitFor(id, "done", 2*time.Minute, func(st task.State) bool { return st.Status.Terminal() })
 		if st.Status != task.StatusDone {
 			t.Fatalf("task %s ended %s (%s)", id, st.Status, st.Reason)
 		}
 		if st.Branch != "ampflow/add-a-hello-file" || len(st.Subtasks) != 1 || st.Description != "Add a hello file" {
 			t.Errorf("state %+v, want the one-line plan", st)
 		}
-		if got := git(t, repo, "log", "-1", "--format=%s", "ampflow/add-a-hello-file"); got != "Add a hello file" {
-			t.Errorf("the branch's last commit is %q, want the agent's", got)
+		if got := githubtest.Git(t, d.bare, "log", "-1", "--format=%s", "main"); !strings.HasPrefix(got, "Add a hello file") {
+			t.Errorf("origin's main is at %q, want the task's pull request merged", got)
 		}
 	})
 
@@ -141,6 +190,111 @@ func TestIntake(t *testing.T) {
 		}
 		if code, resp := api.call("POST", "/v1/tasks", httpapi.StartRequest{Plan: plan, Source: "Bad Source", ExternalID: "x"}, nil); code != http.StatusBadRequest || !strings.Contains(string(resp), "source") {
 			t.Errorf("a bad source answered %d %s", code, resp)
+		}
+		api.do("POST", "/v1/tasks/"+ids[0]+"/cancel", httpapi.CancelRequest{Reason: "the test is over"}, nil)
+	})
+
+	// A labelled issue is one task, though its label arrives from the poll
+	// and twice from the webhook at once; its progress is commented in
+	// order, and the issue closes when the pull request merges.
+	t.Run("GitHubIssue", func(t *testing.T) {
+		api := d.api.on(t)
+		is := d.gh.AddIssue("acme", "widget", "Add a greeting", "Say hello.\n\n- [ ] hello.txt says hello\n", []string{"risk:medium"}, nil)
+		event := d.gh.LabelIssue("acme", "widget", is.Number, "ampflow")
+		var wg sync.WaitGroup
+		for range 2 {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				if code := d.hook(t, d.hookSecret, event); code != http.StatusAccepted {
+					t.Errorf("the webhook answered %d", code)
+				}
+			}()
+		}
+		wg.Wait()
+		var id string
+		eventually(t, 30*time.Second, "the issue's task", func() (bool, error) {
+			var list httpapi.ListResponse
+			api.do("GET", "/v1/tasks?source=github", nil, &list)
+			if len(list.Tasks) > 1 {
+				t.Fatalf("the issue started %d tasks: %+v", len(list.Tasks), list.Tasks)
+			}
+			if len(list.Tasks) == 1 {
+				id = list.Tasks[0].TaskID
+			}
+			return id != "", nil
+		})
+		st := api.state(id)
+		if st.Origin == nil || st.Origin.ExternalID != "acme/widget#100" || st.Origin.URL != is.HTMLURL ||
+			st.Branch != "ampflow/issue-100-add-a-greeting" || st.Risk != amp.RiskMedium || !strings.Contains(st.Description, "Say hello.") {
+			t.Errorf("the issue's task: %+v", st)
+		}
+		pending := api.pending(id, task.KindPlanApproval, 60*time.Second)
+		eventually(t, 30*time.Second, "the admin's comment", func() (bool, error) {
+			cs := d.gh.IssueComments("acme", "widget", is.Number)
+			return len(cs) == 2 && strings.Contains(cs[1].Body, "waits for an admin"), nil
+		})
+		api.decide(pending, "approve")
+		d.review(t, id)
+		st = api.waitFor(id, "done", 2*time.Minute, func(st task.State) bool { return st.Status.Terminal() })
+		if st.Status != task.StatusDone {
+			t.Fatalf("task %s ended %s (%s)", id, st.Status, st.Reason)
+		}
+		var comments []githubtest.IssueComment
+		eventually(t, 30*time.Second, "the issue closed", func() (bool, error) {
+			is, _ := d.gh.Issue("acme", "widget", is.Number)
+			comments = d.gh.IssueComments("acme", "widget", is.Number)
+			return is.State == "closed" && len(comments) >= 5, nil
+		})
+		var got []string
+		for _, c := range comments {
+			got = append(got, c.Body)
+		}
+		want := []string{"ampflow started task [" + id + "]", "waits for an admin: Approve the plan", "opened a pull request: " + st.PullRequest, "merged as", "is done"}
+		if len(got) != len(want) {
+			t.Fatalf("comments:\n%s\nwant %d", strings.Join(got, "\n---\n"), len(want))
+		}
+		for i, w := range want {
+			if !strings.Contains(got[i], w) {
+				t.Errorf("comment %d is %q, want it to say %q", i, got[i], w)
+			}
+		}
+		if !strings.Contains(got[1], "/tasks/"+id) {
+			t.Errorf("the admin's comment has no dashboard link: %q", got[1])
+		}
+		// Later polls and a late delivery change nothing.
+		if code := d.hook(t, d.hookSecret, event); code != http.StatusAccepted {
+			t.Errorf("the webhook answered %d", code)
+		}
+		var list httpapi.ListResponse
+		api.do("GET", "/v1/tasks?source=github", nil, &list)
+		if len(list.Tasks) != 1 {
+			t.Errorf("tasks from github: %+v", list.Tasks)
+		}
+		out, _, code := cli(t, d.p, nil, "task", "list", "--source", "github")
+		if code != 0 || !strings.Contains(out, id) || !strings.Contains(out, "github acme/widget#100") {
+			t.Errorf("task list --source github exited %d:\n%s", code, out)
+		}
+	})
+
+	t.Run("ForgedWebhook", func(t *testing.T) {
+		is := d.gh.AddIssue("acme", "widget", "Forged", "", []string{"bug"}, nil)
+		body, _ := json.Marshal(map[string]any{"action": "labeled", "issue": map[string]any{"number": is.Number, "labels": []any{map[string]string{"name": "ampflow"}}},
+			"repository": map[string]string{"full_name": "acme/widget"}})
+		if code := d.hook(t, "not-the-secret", body); code != http.StatusUnauthorized {
+			t.Errorf("a forged delivery answered %d, want 401", code)
+		}
+		// Even signed, the delivery is only "look now": GitHub says the
+		// issue has no label, so it starts nothing.
+		if code := d.hook(t, d.hookSecret, body); code != http.StatusAccepted {
+			t.Errorf("a signed delivery answered %d", code)
+		}
+		var list httpapi.ListResponse
+		d.api.on(t).do("GET", "/v1/tasks?source=github", nil, &list)
+		for _, tk := range list.Tasks {
+			if tk.Origin != nil && tk.Origin.ExternalID == fmt.Sprintf("acme/widget#%d", is.Number) {
+				t.Errorf("the forged issue started %s", tk.TaskID)
+			}
 		}
 	})
 }
