@@ -191,7 +191,9 @@ func TestIntake(t *testing.T) {
 		if code, resp := api.call("POST", "/v1/tasks", httpapi.StartRequest{Plan: plan, Source: "Bad Source", ExternalID: "x"}, nil); code != http.StatusBadRequest || !strings.Contains(string(resp), "source") {
 			t.Errorf("a bad source answered %d %s", code, resp)
 		}
-		api.do("POST", "/v1/tasks/"+ids[0]+"/cancel", httpapi.CancelRequest{Reason: "the test is over"}, nil)
+		// Its repository has no origin to deliver to: it was refused, or is
+		// cancelled here so that it runs no agent beside the next subtests.
+		_, _, _ = api.raw("POST", "/v1/tasks/"+ids[0]+"/cancel", mustJSON(t, httpapi.CancelRequest{Reason: "the test is over"}))
 	})
 
 	// A labelled issue is one task, though its label arrives from the poll
@@ -228,6 +230,10 @@ func TestIntake(t *testing.T) {
 		if st.Origin == nil || st.Origin.ExternalID != "acme/widget#100" || st.Origin.URL != is.HTMLURL ||
 			st.Branch != "ampflow/issue-100-add-a-greeting" || st.Risk != amp.RiskMedium || !strings.Contains(st.Description, "Say hello.") {
 			t.Errorf("the issue's task: %+v", st)
+		}
+		// The dashboard's task page links back to the issue.
+		if code, page, err := api.raw("GET", "/tasks/"+id, nil); err != nil || code != http.StatusOK || !strings.Contains(string(page), `href="`+is.HTMLURL+`"`) {
+			t.Errorf("the task's page (%d, %v) does not link to %s", code, err, is.HTMLURL)
 		}
 		pending := api.pending(id, task.KindPlanApproval, 60*time.Second)
 		eventually(t, 30*time.Second, "the admin's comment", func() (bool, error) {
