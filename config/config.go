@@ -391,9 +391,12 @@ type Telegram struct {
 	WebhookSecret    string   `mapstructure:"webhook_secret"` // secret
 }
 
-// Notify configures what is posted to chat beyond decisions.
+// Notify configures what is posted to chat beyond decisions, and the
+// operators' own webhooks that get every notice.
 type Notify struct {
 	StatusUpdates bool `mapstructure:"status_updates"`
+	// Webhooks get each notice as signed JSON (docs/intake.md).
+	Webhooks []NotifyWebhook `mapstructure:"webhooks"`
 }
 
 // SlackAdmin names a Slack user as an admin identity.

@@ -22,6 +22,7 @@ import (
 	"github.com/ampflow/ampflow/integrations/intake"
 	"github.com/ampflow/ampflow/integrations/mcp"
 	"github.com/ampflow/ampflow/integrations/slack"
+	"github.com/ampflow/ampflow/integrations/statushook"
 	"github.com/ampflow/ampflow/integrations/telegram"
 	"github.com/ampflow/ampflow/workflows"
 )
@@ -201,6 +202,14 @@ func startChat(o Options, parts *Parts, rt *runtime, log *slog.Logger) (map[stri
 		}
 		o.endpoint("telegram", cfg.Telegram.Mode+" mode, chat "+cfg.Telegram.ChatID)
 	}
+	if len(cfg.Notify.Webhooks) > 0 {
+		hooks, err := statusHooks(cfg.Notify.Webhooks)
+		if err != nil {
+			return nil, err
+		}
+		notifiers = append(notifiers, hooks)
+		o.endpoint("webhooks", fmt.Sprintf("%d status webhooks", len(hooks.Hooks)))
+	}
 	if len(notifiers) > 0 {
 		parts.Activities.Notifier = notifiers
 	}
@@ -279,4 +288,18 @@ func mountDashboard(o Options, parts *Parts, api *httpapi.Server, rt *runtime, l
 	})
 	rt.loops = append(rt.loops, d.Watch)
 	return true
+}
+
+// statusHooks is the notifier of notify.webhooks, each secret read once
+// from the variable its secret_env names.
+func statusHooks(ws []config.NotifyWebhook) (*statushook.Notifier, error) {
+	n := &statushook.Notifier{}
+	for i, w := range ws {
+		secret := w.Secret()
+		if secret == "" {
+			return nil, fmt.Errorf("notify.webhooks[%d].secret_env names %s, which is not set", i, w.SecretEnv)
+		}
+		n.Hooks = append(n.Hooks, statushook.Hook{URL: w.URL, Secret: []byte(secret)})
+	}
+	return n, nil
 }

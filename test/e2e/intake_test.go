@@ -4,7 +4,9 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
+	"net/http/httptest"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -12,10 +14,12 @@ import (
 	"time"
 
 	"github.com/ampflow/ampflow/activities/github/githubtest"
+	"github.com/ampflow/ampflow/activities/notify"
 	"github.com/ampflow/ampflow/amp"
 	"github.com/ampflow/ampflow/amp/task"
 	"github.com/ampflow/ampflow/integrations/githubhook"
 	"github.com/ampflow/ampflow/integrations/httpapi"
+	"github.com/ampflow/ampflow/integrations/statushook"
 )
 
 // commandExecutor is a command-mode executor: it ACKs its dispatch, writes
@@ -52,6 +56,42 @@ type intakeDev struct {
 	gh         *githubtest.Server
 	bare, repo string
 	hookSecret string
+	// status receives notify.webhooks' deliveries whose signature holds.
+	status *statusReceiver
+}
+
+// statusReceiver is a team's endpoint for ampflow's signed notices.
+type statusReceiver struct {
+	secret string
+	mu     sync.Mutex
+	got    []statushook.Delivery
+	forged int
+}
+
+func (s *statusReceiver) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	body, _ := io.ReadAll(r.Body)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if r.Header.Get(amp.HeaderSignature) != amp.WebhookSignature(s.secret, r.Header.Get(amp.HeaderTimestamp), body) {
+		s.forged++
+		w.WriteHeader(http.StatusUnauthorized)
+		return
+	}
+	var d statushook.Delivery
+	_ = json.Unmarshal(body, &d)
+	s.got = append(s.got, d)
+}
+
+// of returns the deliveries of a task, and how many came unsigned.
+func (s *statusReceiver) of(taskID string) (out []statushook.Delivery, forged int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, d := range s.got {
+		if d.TaskID == taskID {
+			out = append(out, d)
+		}
+	}
+	return out, s.forged
 }
 
 func startIntakeDev(t *testing.T) *intakeDev {
@@ -65,6 +105,10 @@ func startIntakeDev(t *testing.T) *intakeDev {
 	script := filepath.Join(t.TempDir(), "executor.py")
 	writeFile(t, script, commandExecutor)
 	repos, _ := json.Marshal([]map[string]string{{"name": "acme/widget", "repo": d.repo}})
+	d.status = &statusReceiver{secret: "e2e-status-secret"}
+	receiver := httptest.NewServer(d.status)
+	t.Cleanup(receiver.Close)
+	hooks, _ := json.Marshal([]map[string]string{{"url": receiver.URL, "secret_env": "E2E_STATUS_SECRET"}})
 	d.p = startDev(t, t.TempDir(),
 		"AMPFLOW_AGENTS_EXECUTOR_MODE=command", "AMPFLOW_AGENTS_EXECUTOR_COMMAND=python3,"+script,
 		"AMPFLOW_CI_GITHUB_API_URL="+d.gh.URL, "AMPFLOW_CI_GITHUB_REPO=acme/widget",
@@ -73,7 +117,8 @@ func startIntakeDev(t *testing.T) *intakeDev {
 		"AMPFLOW_DELIVERY_GITHUB_POLL=1s", "AMPFLOW_DASHBOARD_ENABLED=true",
 		"AMPFLOW_INTAKE_GITHUB_API_URL="+d.gh.URL, "AMPFLOW_INTAKE_GITHUB_TOKEN_ENV=E2E_GITHUB_TOKEN",
 		"AMPFLOW_INTAKE_GITHUB_POLL_INTERVAL=1s", "AMPFLOW_INTAKE_GITHUB_WEBHOOK_SECRET_ENV=E2E_HOOK_SECRET",
-		"E2E_HOOK_SECRET="+d.hookSecret, "AMPFLOW_INTAKE_GITHUB_REPOS="+string(repos))
+		"E2E_HOOK_SECRET="+d.hookSecret, "AMPFLOW_INTAKE_GITHUB_REPOS="+string(repos),
+		"AMPFLOW_NOTIFY_STATUS_UPDATES=true", "AMPFLOW_NOTIFY_WEBHOOKS="+string(hooks), "E2E_STATUS_SECRET="+d.status.secret)
 	d.api = newAPIClient(t, d.p.api, "")
 	d.a = &agent{t: t, tasks: dial(t, d.p)}
 	return d
@@ -142,6 +187,15 @@ func TestIntake(t *testing.T) {
 		if got := githubtest.Git(t, d.bare, "log", "-1", "--format=%s", "main"); !strings.HasPrefix(got, "Add a hello file") {
 			t.Errorf("origin's main is at %q, want the task's pull request merged", got)
 		}
+		// notify.webhooks: the team's endpoint followed the task to done,
+		// every delivery signed.
+		eventually(t, 30*time.Second, "the status webhook's done", func() (bool, error) {
+			ds, forged := d.status.of(id)
+			if forged > 0 {
+				t.Fatalf("%d status deliveries were not signed with the secret", forged)
+			}
+			return len(ds) > 1 && ds[len(ds)-1].Event == notify.Status && ds[len(ds)-1].Status == task.StatusDone, nil
+		})
 	})
 
 	// The same external_id, started twice at once and once more later,
