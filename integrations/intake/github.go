@@ -87,7 +87,6 @@ func (g *GitHub) Run(ctx context.Context) error {
 func (g *GitHub) Poll(ctx context.Context) {
 	for _, r := range g.Config.Repos {
 		owner, name, _ := strings.Cut(r.Name, "/")
-		var issues []github.Issue
 		for _, q := range g.queries() {
 			key := r.Name + "?" + q.Label + "&" + q.Assignee
 			list, etag, notModified, err := g.API.Issues(ctx, owner, name, q, g.etag(key))
@@ -98,12 +97,15 @@ func (g *GitHub) Poll(ctx context.Context) {
 			if notModified {
 				continue
 			}
-			g.setETag(key, etag)
-			issues = append(issues, list...)
-		}
-		for _, is := range issues {
-			if _, err := g.take(ctx, r, is); err != nil {
-				g.log().Warn("github intake: starting the task of an issue", "issue", externalID(r.Name, is.Number), "error", err)
+			failed := false
+			for _, is := range list {
+				if _, err := g.take(ctx, r, is); err != nil {
+					failed = true
+					g.log().Warn("github intake: starting the task of an issue", "issue", externalID(r.Name, is.Number), "error", err)
+				}
+			}
+			if !failed { // else the list is read whole again next time
+				g.setETag(key, etag)
 			}
 		}
 	}
