@@ -117,6 +117,9 @@ type Deliverer interface {
 type CheckBranchInput struct {
 	Repo   string `json:"repo"`
 	Branch string `json:"branch"`
+	// Create makes a missing branch at the default branch's head
+	// instead of refusing it.
+	Create bool `json:"create,omitempty"`
 }
 
 // CheckBranchResult describes the repository.

@@ -346,6 +346,9 @@ func (g *Git) CheckBranch(ctx context.Context, in CheckBranchInput) (CheckBranch
 		}
 	}
 	head, err := refs.head(in.Repo, branch)
+	if err != nil && in.Create && len(refs.existing(branch)) == 0 && def != "" && len(refs.existing(def)) > 0 {
+		head, err = g.createBranch(ctx, in.Repo, branch, refs.commits[refs.existing(def)[0]])
+	}
 	if err != nil {
 		return CheckBranchResult{}, err
 	}
@@ -361,6 +364,22 @@ func (g *Git) CheckBranch(ctx context.Context, in CheckBranchInput) (CheckBranch
 		res.GitHubRepo = gh.FullName()
 	}
 	return res, nil
+}
+
+// createBranch makes branch at commit in repo, once: a retry finds it
+// made. A name git refuses is an ErrBranchMissing.
+func (g *Git) createBranch(ctx context.Context, repo, branch, commit string) (string, error) {
+	if _, err := g.run(ctx, repo, "check-ref-format", "--branch", branch); err != nil || strings.HasPrefix(branch, "-") {
+		return "", temporal.NewNonRetryableApplicationError(
+			fmt.Sprintf("branch %q is not a valid branch name in %s", branch, repo), ErrBranchMissing, nil)
+	}
+	if _, err := g.run(ctx, repo, "branch", branch, commit); err != nil {
+		if out, rerr := g.run(ctx, repo, "rev-parse", "--verify", "-q", "refs/heads/"+branch); rerr == nil {
+			return strings.TrimSpace(string(out)), nil
+		}
+		return "", fmt.Errorf("creating branch %s in %s: %w", branch, repo, err)
+	}
+	return commit, nil
 }
 
 // repoConfig is what CheckBranch reads of a repository's configuration.

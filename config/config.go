@@ -50,6 +50,7 @@ type Config struct {
 	AOF              AOF       `mapstructure:"aof"`
 	Tools            Tools     `mapstructure:"tools"`
 	Sandbox          Sandbox   `mapstructure:"sandbox"`
+	Intake           Intake    `mapstructure:"intake"`
 }
 
 // Sandbox configures what sandboxed runs reach (docs/sandbox.md).
@@ -390,9 +391,12 @@ type Telegram struct {
 	WebhookSecret    string   `mapstructure:"webhook_secret"` // secret
 }
 
-// Notify configures what is posted to chat beyond decisions.
+// Notify configures what is posted to chat beyond decisions, and the
+// operators' own webhooks that get every notice.
 type Notify struct {
 	StatusUpdates bool `mapstructure:"status_updates"`
+	// Webhooks get each notice as signed JSON (docs/intake.md).
+	Webhooks []NotifyWebhook `mapstructure:"webhooks"`
 }
 
 // SlackAdmin names a Slack user as an admin identity.

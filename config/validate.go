@@ -119,6 +119,8 @@ func (c Config) Validate() error {
 	ps.positive("policy.lease_wait", c.Policy.LeaseWait)
 	c.validateCI(&ps)
 	c.validateDelivery(&ps)
+	c.validateIntake(&ps)
+	c.validateNotifyWebhooks(&ps)
 	ps.positive("ssot.sweep_interval", c.SSOT.SweepInterval)
 	validateSSOTURL(&ps, c.SSOT.URL)
 	if c.SSOT.Git.Push {

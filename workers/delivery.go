@@ -12,6 +12,7 @@ import (
 	"github.com/ampflow/ampflow/config"
 	"github.com/ampflow/ampflow/integrations/githubhook"
 	"github.com/ampflow/ampflow/integrations/httpapi"
+	"github.com/ampflow/ampflow/integrations/intake"
 )
 
 // deliveryParts builds the pusher and the pull requests' keeper of
@@ -63,11 +64,21 @@ func slicesContainsFold(list []string, s string) bool {
 }
 
 // mountGitHubWebhook serves the signed GitHub webhook when
-// delivery.github.webhook_secret is set.
-func mountGitHubWebhook(o Options, parts *Parts, api *httpapi.Server, log *slog.Logger) {
-	secret := o.Config.Delivery.GitHub.WebhookSecret
-	if secret == "" || parts.Tasks == nil {
+// delivery.github.webhook_secret is set (reviews wake their tasks) or the
+// issues intake has a webhook secret (issues become tasks).
+func mountGitHubWebhook(o Options, parts *Parts, in *intake.GitHub, api *httpapi.Server, log *slog.Logger) {
+	if parts.Tasks == nil {
 		return
 	}
-	api.Mount("POST "+githubhook.Path, &githubhook.Handler{Secret: []byte(secret), Tasks: parts.Tasks, Logger: log})
+	h := &githubhook.Handler{Logger: log}
+	if secret := o.Config.Delivery.GitHub.WebhookSecret; secret != "" {
+		h.Secret, h.Tasks = []byte(secret), parts.Tasks
+	}
+	if secret := o.Config.Intake.GitHub.WebhookSecret(); in != nil && secret != "" {
+		h.IssueSecret, h.Issues = []byte(secret), in
+	}
+	if h.Tasks == nil && h.Issues == nil {
+		return
+	}
+	api.Mount("POST "+githubhook.Path, h)
 }

@@ -19,8 +19,10 @@ import (
 	"github.com/ampflow/ampflow/integrations/chat"
 	"github.com/ampflow/ampflow/integrations/dashboard"
 	"github.com/ampflow/ampflow/integrations/httpapi"
+	"github.com/ampflow/ampflow/integrations/intake"
 	"github.com/ampflow/ampflow/integrations/mcp"
 	"github.com/ampflow/ampflow/integrations/slack"
+	"github.com/ampflow/ampflow/integrations/statushook"
 	"github.com/ampflow/ampflow/integrations/telegram"
 	"github.com/ampflow/ampflow/workflows"
 )
@@ -35,6 +37,9 @@ type runtime struct {
 	// gateAgent names the gate agent of a bearer key, once the gate is
 	// added (the MCP server's request_approval fills agent_id with it).
 	gateAgent func(authorization string) (string, bool)
+	// intake is the GitHub issues intake, nil when off; the webhook hands
+	// it the issues' deliveries.
+	intake *intake.GitHub
 }
 
 func newRuntime(o Options, parts *Parts, log *slog.Logger) (*runtime, error) {
@@ -46,6 +51,13 @@ func newRuntime(o Options, parts *Parts, log *slog.Logger) (*runtime, error) {
 	if parts.Store != nil && parts.Tasks != nil && parts.Tasks.Temporal != nil {
 		sw := sweep{store: parts.Store, running: parts.Tasks.Running, interval: o.Config.SSOT.SweepInterval, log: log}
 		rt.loops = append(rt.loops, leased(parts.Lease, LeaseSweep, NewHolder(), log, sw.run))
+	}
+	if rt.intake, err = gitHubIntake(o, parts, log); err != nil {
+		return nil, err
+	}
+	if rt.intake != nil {
+		rt.loops = append(rt.loops, leased(parts.Lease, LeaseIntake, NewHolder(), log, rt.intake.Run))
+		o.endpoint("intake", fmt.Sprintf("github issues of %d repositories, every %s", len(o.Config.Intake.GitHub.Repos), o.Config.Intake.GitHub.PollInterval))
 	}
 	addr := o.Config.HTTP.Addr
 	if addr == "" {
@@ -103,7 +115,7 @@ func buildAPI(o Options, parts *Parts, mounts map[string]http.Handler, rt *runti
 	for path, h := range mounts {
 		api.Mount("POST "+path, h)
 	}
-	mountGitHubWebhook(o, parts, api, log)
+	mountGitHubWebhook(o, parts, rt.intake, api, log)
 	return api, mountDashboard(o, parts, api, rt, log), nil
 }
 
@@ -190,6 +202,14 @@ func startChat(o Options, parts *Parts, rt *runtime, log *slog.Logger) (map[stri
 		}
 		o.endpoint("telegram", cfg.Telegram.Mode+" mode, chat "+cfg.Telegram.ChatID)
 	}
+	if len(cfg.Notify.Webhooks) > 0 {
+		hooks, err := statusHooks(cfg.Notify.Webhooks)
+		if err != nil {
+			return nil, err
+		}
+		notifiers = append(notifiers, hooks)
+		o.endpoint("webhooks", fmt.Sprintf("%d status webhooks", len(hooks.Hooks)))
+	}
 	if len(notifiers) > 0 {
 		parts.Activities.Notifier = notifiers
 	}
@@ -268,4 +288,18 @@ func mountDashboard(o Options, parts *Parts, api *httpapi.Server, rt *runtime, l
 	})
 	rt.loops = append(rt.loops, d.Watch)
 	return true
+}
+
+// statusHooks is the notifier of notify.webhooks, each secret read once
+// from the variable its secret_env names.
+func statusHooks(ws []config.NotifyWebhook) (*statushook.Notifier, error) {
+	n := &statushook.Notifier{}
+	for i, w := range ws {
+		secret := w.Secret()
+		if secret == "" {
+			return nil, fmt.Errorf("notify.webhooks[%d].secret_env names %s, which is not set", i, w.SecretEnv)
+		}
+		n.Hooks = append(n.Hooks, statushook.Hook{URL: w.URL, Secret: []byte(secret)})
+	}
+	return n, nil
 }

@@ -55,6 +55,8 @@ type TaskSummary struct {
 	RejectCount int64       `json:"reject_count"`
 	StartedAt   time.Time   `json:"started_at"`
 	Running     bool        `json:"running"`
+	// Origin is the tracker's item the task came from; absent for none.
+	Origin *task.Origin `json:"origin,omitempty"`
 }
 
 func (c *Client) wait() time.Duration {

@@ -36,7 +36,7 @@ func (t *taskRun) check(ctx workflow.Context) (phase, error) {
 	}
 	var out activities.CheckBranchResult
 	err := t.gitCheck(ctx, acts.CheckBranch, activities.CheckBranchInput{
-		Repo: t.In.Plan.Repo, Branch: t.In.Plan.Branch,
+		Repo: t.In.Plan.Repo, Branch: t.In.Plan.Branch, Create: t.In.CreateBranch,
 	}).Get(ctx, &out)
 	if err != nil {
 		t.Reason = "refused: " + errMessage(err)
@@ -102,7 +102,7 @@ func (t *taskRun) pinBase(ctx workflow.Context) (phase, error) {
 	}
 	var out activities.CheckBranchResult
 	err := t.gitCheck(ctx, acts.CheckBranch, activities.CheckBranchInput{
-		Repo: t.In.Plan.Repo, Branch: t.In.Plan.Branch,
+		Repo: t.In.Plan.Repo, Branch: t.In.Plan.Branch, Create: t.In.CreateBranch,
 	}).Get(ctx, &out)
 	if err != nil {
 		t.Reason = "refused: " + errMessage(err)

@@ -315,6 +315,7 @@ func (s *taskState) view() task.State {
 		Status:         s.Status,
 		Risk:           s.In.Plan.RiskLevel,
 		Description:    s.In.Plan.Description,
+		Origin:         s.In.Origin,
 		Repo:           s.In.Plan.Repo,
 		Branch:         s.In.Plan.Branch,
 		CIRepo:         s.GitHubRepo,

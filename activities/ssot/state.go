@@ -27,6 +27,9 @@ type TaskState struct {
 	UpdatedAt   time.Time `json:"updated_at"`
 	// State is the writer's whole state, kept as given.
 	State json.RawMessage `json:"state"`
+	// Origin is where the task came from; TaskList fills it, nil for a
+	// task started from no tracker.
+	Origin *Origin `json:"origin,omitempty"`
 	// Outbox and Pending replace the task's rows; TaskList leaves them out.
 	Outbox  []OutboxMessage   `json:"outbox,omitempty"`
 	Pending []PendingDecision `json:"pending,omitempty"`
@@ -66,9 +69,10 @@ type PendingDecision struct {
 	Body json.RawMessage `json:"body"`
 }
 
-// TaskFilter narrows TaskList; empty fields match every task.
+// TaskFilter narrows TaskList; empty fields match every task. Source
+// keeps the tasks that came from that tracker (Origin).
 type TaskFilter struct {
-	Status, Risk, Repo string
+	Status, Risk, Repo, Source string
 }
 
 func (st *TaskState) check(taskID string) error {
@@ -202,7 +206,8 @@ func (s *DB) TaskList(ctx context.Context, f TaskFilter, p Page) ([]TaskState, s
 		return nil, "", err
 	}
 	q, args, err := newestFirst{columns: taskColumns, table: "tasks", timeCol: "started_at", idCol: "task_id",
-		filters: [][2]string{{"status", f.Status}, {"risk", f.Risk}, {"repo", f.Repo}}}.query(p.Cursor, limit)
+		filters: [][2]string{{"status", f.Status}, {"risk", f.Risk}, {"repo", f.Repo},
+			{"task_id IN (SELECT task_id FROM task_origins WHERE source = ?)", f.Source}}}.query(p.Cursor, limit)
 	if err != nil {
 		return nil, "", err
 	}
@@ -223,6 +228,19 @@ func (s *DB) TaskList(ctx context.Context, f TaskFilter, p Page) ([]TaskState, s
 		return nil, "", fmt.Errorf("listing tasks: %w", err)
 	}
 	out, next := cutPage(out, limit, func(t TaskState) string { return keyCursor(micros(t.StartedAt), t.TaskID) })
+	ids := make([]string, len(out))
+	for i, t := range out {
+		ids[i] = t.TaskID
+	}
+	origins, err := s.originsOf(ctx, ids)
+	if err != nil {
+		return nil, "", err
+	}
+	for i := range out {
+		if o, ok := origins[out[i].TaskID]; ok {
+			out[i].Origin = &o
+		}
+	}
 	return out, next, nil
 }
 
@@ -366,7 +384,8 @@ func decodeKeyCursor(c string) (int64, string, error) {
 // follow.
 type newestFirst struct {
 	columns, table, timeCol, idCol string
-	// filters are column = value conditions; an empty value is no filter.
+	// filters are column = value conditions, or conditions with one ?
+	// for the value; an empty value is no filter.
 	filters [][2]string
 }
 
@@ -374,7 +393,10 @@ func (l newestFirst) query(cursor string, limit int) (string, []any, error) {
 	var where []string
 	var args []any
 	for _, f := range l.filters {
-		if f[1] != "" {
+		if f[1] != "" && strings.Contains(f[0], "?") {
+			where = append(where, f[0])
+			args = append(args, f[1])
+		} else if f[1] != "" {
 			where = append(where, f[0]+" = ?")
 			args = append(args, f[1])
 		}

@@ -18,8 +18,10 @@ type State struct {
 	// handling. Empty until the task has read its policy.
 	PlanApproval Handling `json:"plan_approval,omitempty"`
 	Description  string   `json:"description"`
-	Repo         string   `json:"repo"`
-	Branch       string   `json:"branch"`
+	// Origin is the tracker's item the task came from; absent for none.
+	Origin *Origin `json:"origin,omitempty"`
+	Repo   string  `json:"repo"`
+	Branch string  `json:"branch"`
 	// CIRepo is the GitHub repository (HOST/OWNER/NAME) whose checks
 	// count, fixed when the task started; empty when it has none.
 	CIRepo string `json:"ci_repo,omitempty"`

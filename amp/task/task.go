@@ -201,6 +201,11 @@ type Input struct {
 	// risk level's minimum; never looser.
 	Handling    Handling `json:"handling,omitempty"`
 	Coordinator string   `json:"coordinator,omitempty"`
+	// Origin is the tracker's item the task came from; nil for none.
+	Origin *Origin `json:"origin,omitempty"`
+	// CreateBranch makes the plan's branch, at the default branch's
+	// head, when the repository lacks it, instead of refusing the task.
+	CreateBranch bool `json:"create_branch,omitempty"`
 	// Policy is what the task runs by. The task sets it when it starts,
 	// from the worker's configuration and Handling: a policy a client puts
 	// here is ignored.

@@ -28,6 +28,7 @@ type stateView struct {
 	Status         string               `json:"status"`
 	Risk           string               `json:"risk_level"`
 	Description    string               `json:"description"`
+	Origin         *task.Origin         `json:"origin"`
 	Repo           string               `json:"repo"`
 	Branch         string               `json:"branch"`
 	CIRepo         string               `json:"ci_repo"`

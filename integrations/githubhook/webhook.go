@@ -15,6 +15,7 @@ import (
 	"net/http"
 	"regexp"
 	"strings"
+	"time"
 )
 
 // Path is where the webhook is served.
@@ -29,12 +30,27 @@ type Waker interface {
 	WakeForGitHubReview(ctx context.Context, taskID, delivery string) error
 }
 
-// Handler serves GitHub's signed deliveries (X-Hub-Signature-256).
+// IssueEvents takes the "issues" deliveries (the issues intake).
+type IssueEvents interface {
+	IssueEvent(ctx context.Context, delivery string, body []byte) error
+}
+
+// Handler serves GitHub's signed deliveries (X-Hub-Signature-256): review
+// events wake the tasks (Tasks, signed with Secret), issue events go to
+// the intake (Issues, signed with IssueSecret, or Secret when unset). A
+// nil receiver takes none of its events.
 type Handler struct {
 	Secret []byte
 	Tasks  Waker
-	Logger *slog.Logger
+	// Issues and IssueSecret take the issues intake's deliveries.
+	Issues      IssueEvents
+	IssueSecret []byte
+	Logger      *slog.Logger
 }
+
+// issueTimeout bounds the intake's work on one delivery, done after the
+// answer.
+const issueTimeout = time.Minute
 
 // markerRE finds the task a pull request's body names (as
 // activities.TaskMarker writes it).
@@ -47,12 +63,20 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "body too large or unreadable", http.StatusRequestEntityTooLarge)
 		return
 	}
-	if !Verify(h.Secret, body, r.Header.Get("X-Hub-Signature-256")) {
+	sig := r.Header.Get("X-Hub-Signature-256")
+	if !Verify(h.Secret, body, sig) && !Verify(h.IssueSecret, body, sig) {
 		http.Error(w, "bad signature", http.StatusUnauthorized)
 		return
 	}
 	switch r.Header.Get("X-GitHub-Event") {
 	case "pull_request_review", "pull_request_review_comment", "pull_request_review_thread":
+		if h.Tasks == nil {
+			w.WriteHeader(http.StatusNoContent)
+			return
+		}
+	case "issues":
+		h.issue(w, r, body)
+		return
 	default: // ping and the rest: nothing to do
 		w.WriteHeader(http.StatusNoContent)
 		return
@@ -78,6 +102,25 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		h.log().Info("github webhook: waking the task", "task_id", m[1], "delivery", delivery, "error", err)
 	}
 	w.WriteHeader(http.StatusAccepted)
+}
+
+// issue answers an issues delivery, then hands it to the intake: GitHub
+// waits at most 10 seconds for an answer.
+func (h *Handler) issue(w http.ResponseWriter, r *http.Request, body []byte) {
+	if h.Issues == nil {
+		w.WriteHeader(http.StatusNoContent)
+		return
+	}
+	delivery := r.Header.Get("X-GitHub-Delivery")
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(r.Context()), issueTimeout)
+	w.WriteHeader(http.StatusAccepted)
+	go func() {
+		defer cancel()
+		if err := h.Issues.IssueEvent(ctx, delivery, body); err != nil {
+			// The poll reads the issues anyway.
+			h.log().Warn("github webhook: an issue delivery", "delivery", delivery, "error", err)
+		}
+	}()
 }
 
 // Verify checks GitHub's X-Hub-Signature-256: "sha256=" and the hex

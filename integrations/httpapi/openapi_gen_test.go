@@ -151,13 +151,23 @@ func apiSchemas() (map[string]obj, map[string]any) {
 	}))
 
 	add("StartRequest", StartRequest{}, object(StartRequest{}, "Starts a task from a plan.", obj{
-		"task_id":     taskIDSchema("The task id; without it the next free id of the year is used."),
-		"plan":        ampRef("task_dispatch", "/$defs/payload"),
-		"handling":    strEnum(`"admin" asks an admin to approve the plan whatever its risk_level; "auto" (or absent) follows the risk level.`, task.HandlingAuto, task.HandlingAdmin),
-		"coordinator": str("Who coordinates the task; defaults to the token's name."),
+		"task_id":       taskIDSchema("The task id; without it the next free id of the year is used."),
+		"plan":          ampRef("task_dispatch", "/$defs/payload"),
+		"handling":      strEnum(`"admin" asks an admin to approve the plan whatever its risk_level; "auto" (or absent) follows the risk level.`, task.HandlingAuto, task.HandlingAdmin),
+		"coordinator":   str("Who coordinates the task; defaults to the token's name."),
+		"external_id":   obj{"type": "string", "maxLength": task.MaxExternalID, "description": "The id of the tracker's item the task is for (owner/repo#42, PROJ-7). The first start of an item starts its task; every later start with the same source and external_id, from any token or worker, answers with that task (existing true) and starts nothing."},
+		"source":        obj{"type": "string", "pattern": "^[a-z0-9][a-z0-9_.-]{0,39}$", "description": `The tracker: github, jira, or any such name; "api" when external_id comes without one. GET /v1/tasks?source= lists its tasks.`},
+		"external_url":  obj{"type": "string", "format": "uri", "description": "A link back to the item (http or https)."},
+		"create_branch": boolean("Make the plan's branch at the default branch's head when the repository lacks it, instead of refusing the task (`ampflow task start \"…\"` sets it)."),
 	}))
 	add("StartResponse", StartResponse{}, object(StartResponse{}, "The started task.", obj{
-		"task_id": taskIDSchema("The task's id."),
+		"task_id":  taskIDSchema("The task's id."),
+		"existing": boolean("True when the start's external_id had started this task before: nothing new was started."),
+	}))
+	add("Origin", task.Origin{}, object(task.Origin{}, "The tracker's item a task came from.", obj{
+		"source":      str("The tracker (github, api, …)."),
+		"external_id": str("The item's id in the tracker."),
+		"url":         str("A link back to the item."),
 	}))
 	add("SubmitResponse", SubmitResponse{}, object(SubmitResponse{}, "How the task took a message or ACK.", obj{
 		"msg_id":    str("The msg_id of the accepted message or ACK record."),
@@ -286,6 +296,7 @@ func apiSchemas() (map[string]obj, map[string]any) {
 		"reject_count": integer("Reviews rejected so far."),
 		"started_at":   dateTime("When the task started."),
 		"running":      boolean("Whether its workflow still runs."),
+		"origin":       ref("Origin"),
 	}))
 	add("HistoryResponse", HistoryResponse{}, object(HistoryResponse{}, "A task's SSOT records in chain order, and the chain's head.", obj{
 		"task_id":     taskIDSchema("The task."),
@@ -350,6 +361,7 @@ func apiSchemas() (map[string]obj, map[string]any) {
 		"risk_level":      ampRef("task_dispatch", "/$defs/payload/properties/risk_level"),
 		"plan_approval":   strEnum("How the plan is approved: auto (at once) or admin (an admin's plan_approval decision), from the policy for the plan's risk level (policy.plan_approval) made stricter by the start's handling; absent until the task has read its policy.", task.HandlingAuto, task.HandlingAdmin),
 		"description":     str("The plan's description."),
+		"origin":          ref("Origin"),
 		"repo":            str("The plan's repository."),
 		"branch":          str("The plan's branch."),
 		"ci_repo":         str("The GitHub repository (HOST/OWNER/NAME) whose checks count; absent when none."),
@@ -455,7 +467,7 @@ func ops() []op {
 			status: 200, answer: nil},
 		{pattern: "GET /v1/whoami", summary: "Who the token is", description: "The caller's name (who acts: the holder of what it ACKs, its AOF agent id and mesh id), its token's id when set, and its role; open is true when the API has no tokens, and every caller is then an admin under one local name.",
 			status: 200, answer: ref("WhoAmI")},
-		{pattern: "POST /v1/tasks", summary: "Start a task", description: "Token role: coordinator or admin. The plan is a task_dispatch payload, validated as AMP/1.0; errors name plan.… paths. The same Idempotency-Key from the same token answers as the first start did.",
+		{pattern: "POST /v1/tasks", summary: "Start a task", description: "Token role: coordinator or admin. The plan is a task_dispatch payload, validated as AMP/1.0; errors name plan.… paths. The same Idempotency-Key from the same token answers as the first start did; the same source and external_id, from any token, answers with the task the item started.",
 			params: []obj{{"name": "Idempotency-Key", "in": "header", "schema": obj{"type": "string"},
 				"description": "Makes a retried start safe: a start under a key already used by this token answers with that start's task instead of starting another."}},
 			body: ref("StartRequest"), status: 201, answer: ref("StartResponse"), errs: []int{400, 403, 409, 413, 415}},
@@ -463,6 +475,7 @@ func ops() []op {
 			{"name": "status", "in": "query", "schema": ref("Status"), "description": "Only tasks with this status."},
 			{"name": "risk", "in": "query", "schema": obj{"type": "string", "enum": []string{"low", "medium", "high"}}, "description": "Only tasks of this risk level."},
 			{"name": "repo", "in": "query", "schema": obj{"type": "string"}, "description": "Only tasks on this repository, as the plan names it."},
+			{"name": "source", "in": "query", "schema": obj{"type": "string"}, "description": "Only tasks started from this tracker's items (a start's source: github, api, …)."},
 			limitParam, cursorParam},
 			status: 200, answer: ref("ListResponse"), errs: []int{400}},
 		{pattern: "GET /v1/tasks/{id}", summary: "A task's state", params: []obj{pathID}, status: 200, answer: ref("State"), errs: []int{400, 404}},

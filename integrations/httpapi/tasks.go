@@ -24,11 +24,28 @@ type StartRequest struct {
 	Handling task.Handling `json:"handling,omitempty"`
 	// Coordinator names the coordinator; it defaults to the token's name.
 	Coordinator string `json:"coordinator,omitempty"`
+	// ExternalID names the tracker's item the task is for: the first
+	// start of an item starts its task, and every later start answers
+	// with that task. Source names the tracker ("api" when absent) and
+	// ExternalURL links back to the item.
+	ExternalID  string `json:"external_id,omitempty"`
+	Source      string `json:"source,omitempty"`
+	ExternalURL string `json:"external_url,omitempty"`
+	// CreateBranch makes the plan's branch, at the default branch's
+	// head, when the repository lacks it, instead of refusing the task.
+	CreateBranch bool `json:"create_branch,omitempty"`
 }
+
+// DefaultSource is the source of a start that names an external_id and
+// no source.
+const DefaultSource = "api"
 
 // StartResponse is the answer to POST /v1/tasks.
 type StartResponse struct {
 	TaskID string `json:"task_id"`
+	// Existing is true when the start's external_id had started the task
+	// before: nothing new was started.
+	Existing bool `json:"existing,omitempty"`
 }
 
 // ListResponse is the answer to GET /v1/tasks.
@@ -83,18 +100,33 @@ func (s *Server) startTask(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	in.RequestKey = workflows.RequestKey(callerOf(r).name, key)
-	if in.TaskID != "" {
+	existing := false
+	switch {
+	case in.Origin != nil:
+		origins, ok := s.store.(workflows.Origins)
+		if !ok {
+			s.writeError(w, r, noStore())
+			return
+		}
+		var started bool
+		in.TaskID, started, err = workflows.StartOnce(r.Context(), s.tasks, origins, in, s.now().Year())
+		existing = !started
+	case in.TaskID != "":
 		err = s.tasks.Start(r.Context(), in)
-	} else {
+	default:
 		in.TaskID, err = s.tasks.StartNext(r.Context(), in, s.now().Year())
 	}
 	if err != nil {
 		s.writeError(w, r, err)
 		return
 	}
-	s.log.Info("task started over HTTP", "task_id", in.TaskID, "by", callerOf(r).name)
+	if existing {
+		s.log.Info("task start answered with the task of its external_id", "task_id", in.TaskID, "by", callerOf(r).name)
+	} else {
+		s.log.Info("task started over HTTP", "task_id", in.TaskID, "by", callerOf(r).name)
+	}
 	w.Header().Set("Location", "/v1/tasks/"+in.TaskID)
-	writeJSON(w, http.StatusCreated, StartResponse{TaskID: in.TaskID})
+	writeJSON(w, http.StatusCreated, StartResponse{TaskID: in.TaskID, Existing: existing})
 }
 
 // idempotencyKey reads the Idempotency-Key header, checked.
@@ -120,6 +152,19 @@ func (s *Server) startInput(req StartRequest, c caller) (task.Input, error) {
 	default:
 		fields = append(fields, amp.FieldError{Path: "handling", Problem: `must be "auto" or "admin"`})
 	}
+	var origin *task.Origin
+	if req.ExternalID != "" || req.Source != "" || req.ExternalURL != "" {
+		origin = &task.Origin{Source: req.Source, ExternalID: req.ExternalID, URL: req.ExternalURL}
+		if origin.Source == "" {
+			origin.Source = DefaultSource
+		}
+		problems := origin.Problems()
+		for _, f := range [][2]string{{"source", "source"}, {"external_id", "external_id"}, {"url", "external_url"}} {
+			if p, ok := problems[f[0]]; ok {
+				fields = append(fields, amp.FieldError{Path: f[1], Problem: p})
+			}
+		}
+	}
 	var plan *amp.TaskDispatch
 	if len(req.Plan) == 0 || string(req.Plan) == "null" {
 		fields = append(fields, amp.FieldError{Path: "plan", Problem: "is required"})
@@ -135,7 +180,7 @@ func (s *Server) startInput(req StartRequest, c caller) (task.Input, error) {
 	if coord == "" {
 		coord = c.name
 	}
-	return task.Input{TaskID: req.TaskID, Plan: *plan, Handling: req.Handling, Coordinator: coord}, nil
+	return task.Input{TaskID: req.TaskID, Plan: *plan, Handling: req.Handling, Coordinator: coord, Origin: origin, CreateBranch: req.CreateBranch}, nil
 }
 
 func (s *Server) validatePlan(taskID string, plan json.RawMessage) (*amp.TaskDispatch, []amp.FieldError) {
@@ -206,7 +251,7 @@ func (s *Server) listTasks(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, noStore())
 		return
 	}
-	rows, next, err := s.store.TaskList(r.Context(), ssot.TaskFilter{Status: string(status), Risk: string(risk), Repo: q.Get("repo")}, p.storePage())
+	rows, next, err := s.store.TaskList(r.Context(), ssot.TaskFilter{Status: string(status), Risk: string(risk), Repo: q.Get("repo"), Source: q.Get("source")}, p.storePage())
 	if err != nil {
 		s.writeError(w, r, storeError(err, "tasks"))
 		return
@@ -216,6 +261,9 @@ func (s *Server) listTasks(w http.ResponseWriter, r *http.Request) {
 		st := task.Status(t.Status)
 		tasks[i] = workflows.TaskSummary{TaskID: t.TaskID, Status: st, Risk: t.Risk, Repo: t.Repo,
 			RejectCount: int64(t.RejectCount), StartedAt: t.StartedAt, Running: !st.Terminal()}
+		if o := t.Origin; o != nil {
+			tasks[i].Origin = &task.Origin{Source: o.Source, ExternalID: o.ExternalID, URL: o.URL}
+		}
 	}
 	writeJSON(w, http.StatusOK, ListResponse{Tasks: tasks, NextCursor: p.storeNext(next)})
 }

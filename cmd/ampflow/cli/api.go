@@ -116,6 +116,13 @@ type startBody struct {
 	TaskID   string           `json:"task_id,omitempty"`
 	Plan     amp.TaskDispatch `json:"plan"`
 	Handling task.Handling    `json:"handling,omitempty"`
+	// ExternalID, Source and ExternalURL name the tracker's item the
+	// task is for (task.Origin).
+	ExternalID  string `json:"external_id,omitempty"`
+	Source      string `json:"source,omitempty"`
+	ExternalURL string `json:"external_url,omitempty"`
+	// CreateBranch makes the plan's branch when the repository lacks it.
+	CreateBranch bool `json:"create_branch,omitempty"`
 }
 
 // Start starts a task under in.TaskID.
@@ -138,7 +145,11 @@ func (c *apiClient) start(ctx context.Context, in task.Input) (string, error) {
 	if k := idempotencyKeyOf(ctx); k != "" {
 		h.Set("Idempotency-Key", k)
 	}
-	err := c.do(ctx, http.MethodPost, "/v1/tasks", h, startBody{TaskID: in.TaskID, Plan: in.Plan, Handling: in.Handling}, &out)
+	body := startBody{TaskID: in.TaskID, Plan: in.Plan, Handling: in.Handling, CreateBranch: in.CreateBranch}
+	if o := in.Origin; o != nil {
+		body.ExternalID, body.Source, body.ExternalURL = o.ExternalID, o.Source, o.URL
+	}
+	err := c.do(ctx, http.MethodPost, "/v1/tasks", h, body, &out)
 	return out.TaskID, err
 }
 
@@ -236,6 +247,9 @@ func (c *apiClient) TasksPage(ctx context.Context, status task.Status, p pageQue
 	q := p.values()
 	if status != "" {
 		q.Set("status", string(status))
+	}
+	if p.Source != "" {
+		q.Set("source", p.Source)
 	}
 	var out struct {
 		Tasks      []workflows.TaskSummary `json:"tasks"`

@@ -323,3 +323,13 @@ func (a *App) Logger(c config.Config) *slog.Logger {
 	}
 	return slog.New(slog.NewTextHandler(a.Stderr, opts))
 }
+
+// maxArgs refuses more than n arguments; what says what they are.
+func maxArgs(n int, what string) cobra.PositionalArgs {
+	return func(cmd *cobra.Command, args []string) error {
+		if len(args) > n {
+			return UsageError(fmt.Errorf("%s takes at most %d argument (%s), got %d", cmd.Name(), n, what, len(args)))
+		}
+		return nil
+	}
+}

@@ -28,6 +28,9 @@ type pageQuery struct {
 	// Mine asks the inbox for the messages the caller's token ACKed and
 	// has not answered, alone (GET /v1/inbox?mine=true).
 	Mine bool
+	// Source asks the task listing for the tasks started from that
+	// tracker's items alone (GET /v1/tasks?source=).
+	Source string
 }
 
 // pager is a way in that reads listings a page at a time, as the HTTP API

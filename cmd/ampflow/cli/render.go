@@ -165,6 +165,9 @@ func printState(w io.Writer, st task.State) error {
 	kv.row("Status", string(st.Status))
 	kv.row("Risk", orDash(string(st.Risk)))
 	kv.row("Repo", st.Repo+" @ "+st.Branch)
+	if o := st.Origin; o != nil {
+		kv.row("From", strings.TrimSpace(o.Source+" "+o.ExternalID+" "+o.URL))
+	}
 	switch {
 	case st.Lease != nil:
 		kv.row("Lease", st.Lease.LeaseID+" on "+st.Lease.ResourceKey+", until "+stamp(st.Lease.ExpiresAt))

@@ -2,6 +2,7 @@ package cli
 
 import (
 	"cmp"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"time"
@@ -61,15 +62,24 @@ func (a *App) taskStartCommand() *cobra.Command {
 		file, taskID, handling, key string
 		wait                        bool
 		waitTimeout                 time.Duration
+		line                        lineFlags
 	)
 	cmd := &cobra.Command{
-		Use:   "start -f FILE",
-		Short: "Start a task from a task_dispatch payload",
-		Long: "Start reads the coordinator's plan, a task_dispatch payload in YAML or JSON,\n" +
-			"from FILE (- for stdin), checks it strictly against AMP/1.0 (failing fields are\n" +
-			"named plan.…) and starts a task under --task-id or the year's next free id;\n" +
-			"a --task-id in use is refused (exit 1). With --idempotency-key, a retry of the\n" +
-			"same start answers with the task the first one started, not a second task.\n" +
+		Use:   `start ("TEXT" --repo PATH | -f FILE)`,
+		Short: "Start a task from one line, or from a task_dispatch payload",
+		Long: "Start starts a task. With TEXT it makes the plan itself: TEXT is the description\n" +
+			"and the one subtask, --repo the repository (a local path), --criteria the\n" +
+			"acceptance criteria (TEXT itself when none), --risk the risk level (low), and\n" +
+			"the branch is named after TEXT (ampflow/add-membercount-to-dial) unless --branch\n" +
+			"names it; the worker makes the branch at the default branch's head when the\n" +
+			"repository lacks it.\n\n" +
+			"With -f it reads the coordinator's plan, a task_dispatch payload in YAML or JSON,\n" +
+			"from FILE (- for stdin). Either way the plan is checked strictly against AMP/1.0\n" +
+			"(failing fields are named plan.…) and the task starts under --task-id or the\n" +
+			"year's next free id; a --task-id in use is refused (exit 1). With\n" +
+			"--idempotency-key, a retry of the same start answers with the task the first one\n" +
+			"started, not a second task; with --external-id, any start for the same item of\n" +
+			"a tracker (--source, api by default) answers with the item's task.\n" +
 			"The task runs by the worker's policy, not this configuration's; --handling\n" +
 			"admin makes its plan wait for an admin whatever the policy says. The task's\n" +
 			"coordinator is the API token's name (api.token). Start then waits (up to 10s)\n" +
@@ -77,14 +87,21 @@ func (a *App) taskStartCommand() *cobra.Command {
 			"In text output the task id is the last line of stdout, alone, so scripts can\n" +
 			"take it with tail -n 1. With --wait, start follows the task until it is done\n" +
 			"(exit 0) or terminated (exit 1), showing its status as it changes.",
-		Example: "  ampflow task start -f plan.yaml\n" +
+		Example: "  ampflow task start \"Add MemberCount to Dial\" --repo . --criteria \"Dial has MemberCount\" --wait\n" +
+			"  ampflow task start -f plan.yaml\n" +
 			"  id=$(ampflow task start -f plan.json | tail -n 1)\n" +
 			"  ampflow task start -f plan.yaml --idempotency-key plan-42\n" +
+			"  ampflow task start \"Fix the login race\" --repo ~/src/app --external-id PROJ-7 --source jira\n" +
 			"  ampflow task start -f plan.yaml --task-id T-2026-045 --handling admin --wait --wait-timeout 2h",
-		Args: exactArgs(0, "none; the plan comes from -f"),
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			if file == "" {
-				return UsageError(errors.New("start needs -f FILE (or -f - for stdin)"))
+		Args: maxArgs(1, `"TEXT", the task in one line, or none with -f`),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			switch {
+			case len(args) == 1 && file != "":
+				return UsageError(errors.New(`start takes "TEXT" or -f FILE, not both`))
+			case len(args) == 0 && file == "":
+				return UsageError(errors.New(`start needs -f FILE (or -f - for stdin), or "TEXT" --repo PATH`))
+			case len(args) == 0 && line.set(cmd):
+				return UsageError(errors.New("--repo, --criteria, --risk and --branch make a plan from TEXT; with -f the plan says them"))
 			}
 			if taskID != "" && !task.ValidID(taskID) {
 				return UsageError(fmt.Errorf("--task-id %q is not T-YYYY-NNN", taskID))
@@ -99,11 +116,39 @@ func (a *App) taskStartCommand() *cobra.Command {
 			if problem := workflows.CheckIdempotencyKey(key); problem != "" {
 				return UsageError(fmt.Errorf("--idempotency-key: %s", problem))
 			}
-			return a.startTask(cmd, file, taskID, h, key, wait, waitTimeout)
+			origin, err := line.origin()
+			if err != nil {
+				return err
+			}
+			in := task.Input{TaskID: taskID, Handling: h, Origin: origin}
+			if len(args) == 1 {
+				brief, err := line.brief(args[0])
+				if err != nil {
+					return err
+				}
+				raw, err := json.Marshal(brief.Plan())
+				if err != nil {
+					return err
+				}
+				if in.Plan, err = checkPlan(raw, taskID, a.Now()); err != nil {
+					return Exit(ExitFailed, err)
+				}
+				in.CreateBranch = true
+				return a.startTask(cmd, in, key, wait, waitTimeout)
+			}
+			raw, err := a.readInput(file)
+			if err != nil {
+				return Exit(ExitUsage, err)
+			}
+			if in.Plan, err = a.readPlan(raw, taskID, a.Now()); err != nil {
+				return Exit(ExitFailed, err)
+			}
+			return a.startTask(cmd, in, key, wait, waitTimeout)
 		},
 	}
 	f := cmd.Flags()
 	f.StringVarP(&file, "file", "f", "", "read the plan (task_dispatch payload, YAML or JSON) from `FILE`, - for stdin")
+	line.add(cmd)
 	f.StringVar(&taskID, "task-id", "", "start under this `ID` (T-YYYY-NNN) instead of the year's next")
 	f.StringVar(&handling, "handling", "", "plan approval: admin asks an admin whatever the risk level (auto or admin)")
 	f.StringVar(&key, "idempotency-key", "", "retry-safe start: a start with a `KEY` you used before answers with the task it started")
@@ -112,16 +157,7 @@ func (a *App) taskStartCommand() *cobra.Command {
 	return cmd
 }
 
-func (a *App) startTask(cmd *cobra.Command, file, taskID string, h task.Handling, key string, wait bool, waitTimeout time.Duration) error {
-	raw, err := a.readInput(file)
-	if err != nil {
-		return Exit(ExitUsage, err)
-	}
-	now := a.Now()
-	plan, err := a.readPlan(raw, taskID, now)
-	if err != nil {
-		return Exit(ExitFailed, err)
-	}
+func (a *App) startTask(cmd *cobra.Command, in task.Input, key string, wait bool, waitTimeout time.Duration) error {
 	if _, err := a.clientConfig(); err != nil {
 		return err
 	}
@@ -131,12 +167,12 @@ func (a *App) startTask(cmd *cobra.Command, file, taskID string, h task.Handling
 	}
 	// The coordinator, and the scope of the key, is the API's caller: the
 	// token's name.
-	in := task.Input{TaskID: taskID, Plan: plan, Handling: h}
+	taskID := in.TaskID
 	ctx := withIdempotencyKey(cmd.Context(), key)
 	if taskID != "" {
 		err = tasks.Start(ctx, in)
 	} else {
-		taskID, err = tasks.StartNext(ctx, in, now.Year())
+		taskID, err = tasks.StartNext(ctx, in, a.Now().Year())
 	}
 	if err != nil {
 		return refused(err)

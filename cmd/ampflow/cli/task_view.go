@@ -4,7 +4,9 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -35,16 +37,17 @@ func statusNames() string {
 
 func (a *App) taskListCommand() *cobra.Command {
 	var (
-		status string
-		page   pageFlags
+		status, source string
+		page           pageFlags
 	)
 	cmd := &cobra.Command{
 		Use:   "list",
 		Short: "List tasks, newest first",
-		Long: "List shows tasks newest first, with their status, risk, reject count and repo.\n" +
+		Long: "List shows tasks newest first, with their status, risk, reject count, repo and\n" +
+			"the tracker's item each came from; --source keeps one tracker's tasks.\n" +
 			"--status keeps one status: " + statusNames() + ".\nWith -o json it prints an array.\n" +
 			pageHelp + "\n(Before listings had pages, --limit defaulted to 50; it is now 100.)",
-		Example: "  ampflow task list\n  ampflow task list --status awaiting_admin --limit 5 -o json\n  ampflow task list --all",
+		Example: "  ampflow task list\n  ampflow task list --status awaiting_admin --limit 5 -o json\n  ampflow task list --source github\n  ampflow task list --all",
 		Args:    exactArgs(0, "none"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if status != "" && !task.Status(status).Valid() {
@@ -58,8 +61,12 @@ func (a *App) taskListCommand() *cobra.Command {
 				return err
 			}
 			list, next, err := readPages(cmd.Context(), page, func(ctx context.Context, q pageQuery) ([]workflows.TaskSummary, string, error) {
+				q.Source = source
 				if p, ok := tasks.(pager); ok {
 					return p.TasksPage(ctx, task.Status(status), q)
+				}
+				if source != "" {
+					return nil, "", errors.New("--source needs the HTTP API")
 				}
 				list, err := tasks.List(ctx, task.Status(status), q.Limit)
 				return list, "", err
@@ -70,13 +77,26 @@ func (a *App) taskListCommand() *cobra.Command {
 			if done, err := a.printPage(cmd, args, list, len(list), next, "no tasks"); done {
 				return err
 			}
-			t := newTable(a.Stdout, "TASK", "STATUS", "RISK", "REJECTS", "STARTED", "REPO")
+			// FROM is shown when a task of the page came from a tracker.
+			cols := []string{"TASK", "STATUS", "RISK", "REJECTS", "STARTED", "REPO"}
+			from := slices.ContainsFunc(list, func(s workflows.TaskSummary) bool { return s.Origin != nil })
+			if from {
+				cols = append(cols, "FROM")
+			}
+			t := newTable(a.Stdout, cols...)
 			for _, s := range list {
 				st := string(s.Status)
 				if !s.Running && !s.Status.Terminal() {
 					st += " (ended)"
 				}
-				t.row(s.TaskID, st, orDash(s.Risk), fmt.Sprint(s.RejectCount), stamp(s.StartedAt), orDash(s.Repo))
+				row := []string{s.TaskID, st, orDash(s.Risk), fmt.Sprint(s.RejectCount), stamp(s.StartedAt), orDash(s.Repo)}
+				if from {
+					row = append(row, "-")
+					if o := s.Origin; o != nil {
+						row[len(row)-1] = o.Source + " " + o.ExternalID
+					}
+				}
+				t.row(row...)
 			}
 			if err := t.flush(); err != nil {
 				return err
@@ -85,6 +105,7 @@ func (a *App) taskListCommand() *cobra.Command {
 		},
 	}
 	cmd.Flags().StringVar(&status, "status", "", "only tasks in `STATUS`")
+	cmd.Flags().StringVar(&source, "source", "", "only tasks started from `TRACKER`'s items (github, api, …)")
 	page.add(cmd, "tasks")
 	return cmd
 }
