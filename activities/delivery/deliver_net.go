@@ -130,7 +130,7 @@ func hasEnv(env []string, name string) bool {
 // not asked for what no agent chose. sandbox.network.allow lets a run
 // reach one after all.
 var BackgroundHosts = map[string][]string{
-	runner.Codex:  {"github.com", "*.github.com"},
+	runner.Codex:  {"github.com", "*.github.com", "ab.chatgpt.com"},
 	runner.Gemini: {"play.googleapis.com"},
 }
 
