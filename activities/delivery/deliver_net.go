@@ -422,9 +422,6 @@ func (p *egressProxy) decide(ctx context.Context, host, port string) (bool, stri
 		return true, ""
 	}
 	dest := net.JoinHostPort(host, port)
-	if p.apiAddr != "" && hostPort(&url.URL{Host: dest}) == p.apiAddr {
-		return false, "ampflow's API takes a run's requests, with its credential, not a tunnel"
-	}
 	p.mu.Lock()
 	ok := p.approved[dest]
 	p.mu.Unlock()
@@ -461,7 +458,14 @@ func (p *egressProxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "this is the run's egress proxy: send it absolute URLs or CONNECT", http.StatusBadRequest)
 		return
 	}
-	if p.api != nil && r.Method != http.MethodConnect && hostPort(&url.URL{Host: net.JoinHostPort(host, port)}) == p.apiAddr {
+	if p.api != nil && hostPort(&url.URL{Host: net.JoinHostPort(host, port)}) == p.apiAddr {
+		if r.Method == http.MethodConnect {
+			// A tunnel to the API (Gemini CLI's MCP client asks for
+			// one): what comes through it is served as HTTP, by the
+			// same gate.
+			p.serveTunnel(w, p.api)
+			return
+		}
 		r.RequestURI = ""
 		p.api.ServeHTTP(w, r)
 		return
@@ -527,6 +531,68 @@ func (p *egressProxy) tunnel(w http.ResponseWriter, target string) {
 	go func() { _, _ = io.Copy(t, c) }()
 	_, _ = io.Copy(c, t)
 }
+
+// serveTunnel answers a CONNECT and serves what comes through the tunnel
+// with h, as HTTP: the proxy reads every request, whatever the tunnel.
+func (p *egressProxy) serveTunnel(w http.ResponseWriter, h http.Handler) {
+	hj, ok := w.(http.Hijacker)
+	if !ok {
+		http.Error(w, "no tunnel", http.StatusInternalServerError)
+		return
+	}
+	c, buf, err := hj.Hijack()
+	if err != nil {
+		return
+	}
+	if _, err := io.WriteString(c, "HTTP/1.1 200 Connection established\r\n\r\n"); err != nil {
+		c.Close()
+		return
+	}
+	ln := &oneConn{conn: &bufferedConn{Conn: c, r: buf.Reader}, done: make(chan struct{})}
+	srv := &http.Server{Handler: h, ReadHeaderTimeout: 30 * time.Second, ConnState: func(_ net.Conn, st http.ConnState) {
+		if st == http.StateClosed || st == http.StateHijacked {
+			ln.Close()
+		}
+	}}
+	_ = srv.Serve(ln)
+}
+
+// oneConn is a listener of one connection: Accept gives it once, then
+// waits until Close.
+type oneConn struct {
+	conn net.Conn
+	once sync.Once
+	done chan struct{}
+	gave bool
+	mu   sync.Mutex
+}
+
+func (l *oneConn) Accept() (net.Conn, error) {
+	l.mu.Lock()
+	if !l.gave {
+		l.gave = true
+		l.mu.Unlock()
+		return l.conn, nil
+	}
+	l.mu.Unlock()
+	<-l.done
+	return nil, net.ErrClosed
+}
+
+func (l *oneConn) Close() error {
+	l.once.Do(func() { close(l.done) })
+	return nil
+}
+
+func (l *oneConn) Addr() net.Addr { return l.conn.LocalAddr() }
+
+// bufferedConn reads what the proxy's reader had buffered first.
+type bufferedConn struct {
+	net.Conn
+	r io.Reader
+}
+
+func (c *bufferedConn) Read(b []byte) (int, error) { return c.r.Read(b) }
 
 // hopHeaders are the hop-by-hop headers a proxy does not pass on.
 var hopHeaders = []string{"Connection", "Proxy-Connection", "Keep-Alive", "Proxy-Authenticate", "Proxy-Authorization", "Te", "Trailer", "Transfer-Encoding", "Upgrade"}

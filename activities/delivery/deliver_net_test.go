@@ -68,6 +68,7 @@ probe other_proxied "$c --noproxy '' -x http://127.0.0.1:3128 ` + other + `/"
 probe allowed_tunnel "$c -p --noproxy '' -x http://127.0.0.1:3128 ` + allowed + `/"
 probe other_tunnel "$c -p --noproxy '' -x http://127.0.0.1:3128 ` + other + `/"
 probe api_tunnel "$c -p -x http://127.0.0.1:3128 ` + api + `/v1/tool-calls"
+probe api_tunnel_credential "$c -p -x http://127.0.0.1:3128 -H 'Authorization: Bearer ` + credential + `' ` + api + `/v1/tool-calls"
 probe api_proxied "$c -x http://127.0.0.1:3128 ` + api + `/v1/tool-calls"
 probe api_proxied_credential "$c -x http://127.0.0.1:3128 -H 'Authorization: Bearer ` + credential + `' ` + api + `/v1/tool-calls"
 probe model_proxied "$c -x http://127.0.0.1:3128 ` + model + `/"
@@ -112,7 +113,7 @@ echo '{"type":"result","subtype":"success","is_error":false,"result":"done","ses
 	}
 	want := map[string]string{"api_credential": "yes", "api_bare": "no", "model": "yes", "other": "no",
 		"allowed_proxied": "yes", "other_proxied": "no", "allowed_tunnel": "yes", "other_tunnel": "no",
-		"api_tunnel": "no", "api_proxied": "no", "api_proxied_credential": "yes", "model_proxied": "yes"}
+		"api_tunnel": "no", "api_tunnel_credential": "yes", "api_proxied": "no", "api_proxied_credential": "yes", "model_proxied": "yes"}
 	got := probes(true)
 	for k, v := range want {
 		if got[k] != v {
