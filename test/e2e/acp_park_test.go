@@ -71,7 +71,7 @@ func TestACPPark(t *testing.T) {
 	if len(reqs) < 2 || !reqs[1].Text("Checking the service.") || !reqs[1].Text("allowed your tool call") {
 		t.Errorf("the resumed run's first request does not carry the conversation and the answer (%d requests)", len(reqs))
 	}
-	calls := ops.toolCalls(id)
+	calls := agentCalls(ops, id)
 	if len(calls) != 2 {
 		t.Fatalf("%d tool calls, want the parked one (its retry finds it allowed) and the commit: %+v", len(calls), calls)
 	}

@@ -50,6 +50,18 @@ func (s *runnerDev) asked(t *testing.T, id string) decision.Decision {
 	return *st.Pending
 }
 
+// agentCalls are the task's tool calls the agent asked about, without
+// the destinations its sandbox's egress proxy recorded.
+func agentCalls(c *apiClient, id string) []task.ToolCall {
+	var out []task.ToolCall
+	for _, tc := range c.toolCalls(id) {
+		if tc.CLI == "acp" {
+			out = append(out, tc)
+		}
+	}
+	return out
+}
+
 // acpRules ask the admins before a shell command that names ASK-ME and
 // allow the rest, whatever the default rules say of the network.
 const acpRules = `AMPFLOW_TOOLS_RULES=[{"name":"ask-marker","kind":"shell","match":"ASK-ME","action":"ask","reason":"the marker asks"}]`
@@ -123,7 +135,7 @@ func TestACP(t *testing.T) {
 			t.Errorf("the agent's network namespace %q, the test's %q (%v): want one of its own", ns, ours, err)
 		}
 		s.checkClean(t, id)
-		calls := ops.toolCalls(id)
+		calls := agentCalls(ops, id)
 		if len(calls) != 1 || calls[0].Tool != "execute" || calls[0].Kind != "shell" || calls[0].CLI != "acp" ||
 			calls[0].Decision != task.ToolAllow || calls[0].Agent != "exec" || !strings.Contains(calls[0].Input, "hello.txt") {
 			t.Errorf("the tool calls: %+v", calls)
@@ -146,7 +158,7 @@ func TestACP(t *testing.T) {
 		if !strings.Contains(d.Prompt, "ASK-ME") || len(d.Options) != 3 || d.Options[2].ID != task.OptDeny {
 			t.Errorf("the decision: %+v", d)
 		}
-		if calls := ops.toolCalls(id); len(calls) != 1 || calls[0].Decision != task.ToolPending || calls[0].Rule != "ask-marker" {
+		if calls := agentCalls(ops, id); len(calls) != 1 || calls[0].Decision != task.ToolPending || calls[0].Rule != "ask-marker" {
 			t.Fatalf("the tool calls before the answer: %+v", calls)
 		}
 		ops.decide(d, task.OptAllowOnce)
@@ -156,7 +168,7 @@ func TestACP(t *testing.T) {
 		if got := git(t, repo, "show", plan.Branch+":asked.txt"); got != "ASK-ME" {
 			t.Errorf("asked.txt on the branch = %q, want the command's one line", got)
 		}
-		calls := ops.toolCalls(id)
+		calls := agentCalls(ops, id)
 		if len(calls) != 2 {
 			t.Fatalf("%d tool calls, want the asked one and the commit: %+v", len(calls), calls)
 		}
@@ -186,7 +198,7 @@ func TestACP(t *testing.T) {
 		if !noted || !after {
 			t.Errorf("the admin's note reached the model: %v, after the agent's turn: %v", noted, after)
 		}
-		calls := ops.toolCalls(id)
+		calls := agentCalls(ops, id)
 		if len(calls) != 1 || calls[0].Decision != task.ToolDeny || calls[0].By != "ops" || !strings.Contains(calls[0].Reason, "NOTE-5521") {
 			t.Errorf("the tool calls: %+v", calls)
 		}
