@@ -20,6 +20,10 @@ var sessionStores = map[string][]string{
 	runner.Claude:   {".claude/projects"},
 	runner.Gemini:   {".gemini/tmp"},
 	runner.OpenCode: {".local/share/opencode"},
+	// An ACP agent may be any of them (session/load reads the same
+	// stores: Gemini CLI's, OpenCode's, Claude Code's behind its
+	// adapter).
+	runner.ACP: {".claude/projects", ".gemini/tmp", ".local/share/opencode"},
 }
 
 const codexSessions = "sessions"

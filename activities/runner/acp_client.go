@@ -199,7 +199,7 @@ func (c *acpClient) drive(ctx context.Context, conn *acp.ClientSideConnection) {
 		// Until the prompt goes, what the agent sends is the session's
 		// history: some agents replay it after their response.
 		c.replay.Store(true)
-		resp, err := conn.LoadSession(ctx, acp.LoadSessionRequest{SessionId: acp.SessionId(session), Cwd: s.Dir, McpServers: servers})
+		resp, err := conn.LoadSession(ctx, acp.LoadSessionRequest{SessionId: acp.SessionId(session), Cwd: s.Dir, McpServers: servers, Meta: sessionMeta()})
 		if err != nil {
 			fail("session/load "+session, err)
 			return
@@ -207,7 +207,7 @@ func (c *acpClient) drive(ctx context.Context, conn *acp.ClientSideConnection) {
 		opts, models, modes = resp.ConfigOptions, resp.Models, resp.Modes
 		c.settle(ctx)
 	} else {
-		resp, err := conn.NewSession(ctx, acp.NewSessionRequest{Cwd: s.Dir, McpServers: servers})
+		resp, err := conn.NewSession(ctx, acp.NewSessionRequest{Cwd: s.Dir, McpServers: servers, Meta: sessionMeta()})
 		if err != nil {
 			fail("session/new", err)
 			return
@@ -241,6 +241,16 @@ func (c *acpClient) drive(ctx context.Context, conn *acp.ClientSideConnection) {
 		}
 		prompt = denialPrompt(denied)
 	}
+}
+
+// sessionMeta is the _meta of session/new and session/load: it turns off
+// claude-agent-acp's prompt suggestions. After each turn the adapter asks
+// the model, with the session's tools, to guess the user's next message;
+// ampflow has no user to show it to, so that request would only cost a
+// model call per turn (and, racing the agent's exit, one more after the
+// last). Other agents ignore a _meta they do not know, as ACP asks.
+func sessionMeta() map[string]any {
+	return map[string]any{"claudeCode": map[string]any{"options": map[string]any{"promptSuggestions": false}}}
 }
 
 // settle waits, after session/load, until the agent has sent no update

@@ -1,0 +1,94 @@
+package e2e
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/ampflow/ampflow/activities/runner/fakemodel"
+	"github.com/ampflow/ampflow/amp"
+	"github.com/ampflow/ampflow/amp/task"
+)
+
+// TestACPPark parks Gemini CLI's run through the acp runner: with
+// tools.ask_timeout at 2s, its permission request for a command the
+// policy asks about is still open when the hook parks it, so the runner
+// cancels the turn (the request answered "cancelled") and stops the
+// agent, its session kept and no process left. The admin then approves
+// over the API: the run loads the session (session/load) with the answer
+// as its prompt, the agent makes the call again, the policy finds it
+// allowed, it runs once, and the task gets its result.
+func TestACPPark(t *testing.T) {
+	const id = "T-2026-963"
+	s := startRunnerDev(t, runnerOpts{tokens: true,
+		executor: runner{"gemini", []fakemodel.Turn{
+			{Text: "Checking the service.", Tool: geminiShell("echo ASK-ME >> parked.txt")},
+			// The resumed run, told the call is allowed, makes it again.
+			{Text: "Approved; running it again.", Tool: geminiShell("echo ASK-ME >> parked.txt")},
+			geminiCommit("add parked.txt", "parked.txt"),
+			{Text: "Done. " + acpReport},
+		}},
+		env: append(acpGemini(t, amp.RoleExecutor), acpRules, "AMPFLOW_TOOLS_ASK_TIMEOUT=2s"),
+	})
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("ampflow dev:\n%s", s.p.output())
+		}
+	})
+	ops := s.api
+	s.planner.startTask(id, lowRiskPlan(s.repo))
+	st := ops.waitFor(id, "the run parked on a tool_call decision", 3*time.Minute, func(st task.State) bool {
+		return st.Pending != nil && st.Pending.Kind == task.KindToolCall && hasEvent(st, "parked") || st.Status.Terminal()
+	})
+	if st.Pending == nil || !hasEvent(st, "parked") {
+		t.Fatalf("task %s: status %s (%s), not parked", id, st.Status, st.LastError)
+	}
+	d := *st.Pending
+	eventually(t, 30*time.Second, "no process of the parked run", func() (bool, error) {
+		ps := agentProcs(t, s.p.dataDir)
+		return len(ps) == 0, fmt.Errorf("still running: %v", ps)
+	})
+	served := s.executor.Served()
+	if served != 1 {
+		t.Errorf("the model served %d turns before the answer, want the one that asked", served)
+	}
+
+	// Gemini CLI names a session's chat file by the minute it began, and
+	// a process that loads the session in that same minute starts its
+	// own recording in that file, which then reads as empty: the admin
+	// answers once the minute has turned, as admins do.
+	turned := time.Now().Truncate(time.Minute).Add(time.Minute)
+	eventually(t, 61*time.Second, "the minute the session began has passed", func() (bool, error) {
+		return time.Now().After(turned), nil
+	})
+	ops.decide(d, task.OptAllowOnce)
+	st = ops.awaitResult(id, 3*time.Minute)
+	if got := git(t, s.repo, "show", "feature/e2e:parked.txt"); got != "ASK-ME" {
+		t.Errorf("parked.txt on the branch = %q (status %s, %s): want the command run once", got, st.Status, st.LastError)
+	}
+	reqs := s.executor.AgentRequests()
+	if len(reqs) < 2 || !reqs[1].Text("Checking the service.") || !reqs[1].Text("allowed your tool call") {
+		t.Errorf("the resumed run's first request does not carry the conversation and the answer (%d requests)", len(reqs))
+	}
+	calls := agentCalls(ops, id)
+	if len(calls) != 2 {
+		t.Fatalf("%d tool calls, want the parked one (its retry finds it allowed) and the commit: %+v", len(calls), calls)
+	}
+	if c := calls[0]; c.Decision != task.ToolAllow || c.By != "ops" || c.Option != task.OptAllowOnce || !strings.Contains(c.Input, "parked.txt") {
+		t.Errorf("the parked call: %+v", c)
+	}
+	if ps := agentProcs(t, s.p.dataDir); len(ps) != 0 {
+		t.Errorf("processes left after the result: %v", ps)
+	}
+}
+
+// hasEvent reports whether the task's timeline has an event of kind.
+func hasEvent(st task.State, kind string) bool {
+	for _, e := range st.Timeline {
+		if string(e.Kind) == kind {
+			return true
+		}
+	}
+	return false
+}
