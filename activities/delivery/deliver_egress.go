@@ -1,0 +1,345 @@
+package delivery
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/ampflow/ampflow/activities/runner"
+)
+
+// Egress is what sandboxed runs reach through the worker's egress proxy
+// (sandbox.network): their runner's model API hosts and Allow.
+type Egress struct {
+	// Allow are sandbox.network.allow's hosts: "host", "*.domain", each
+	// with an optional ":port".
+	Allow []string
+	// Bridge is the command that runs runner.BridgeMain in a sandbox:
+	// the ampflow executable and "sandbox-bridge". Empty: runs share the
+	// worker's network.
+	Bridge []string
+	// AskTimeout bounds how long a connection waits for the tool
+	// policy's answer (tools.ask_timeout); past it, it is refused.
+	AskTimeout time.Duration
+	// HTTP asks the API; nil is a client of its own.
+	HTTP *http.Client
+}
+
+// asker decides a run's destination as a tool call of its task (CLI
+// egress, tool connect): POST /v1/tool-calls with the run's credential,
+// waiting for an ask's answer up to AskTimeout. Every destination asked
+// is a tool_call record in the task's chain.
+func (e *Egress) asker(apiURL, taskID, credential, dir string) func(ctx context.Context, host, port string) (bool, string) {
+	if apiURL == "" || credential == "" {
+		return nil
+	}
+	client := e.HTTP
+	if client == nil {
+		client = &http.Client{}
+	}
+	timeout := e.AskTimeout
+	if timeout <= 0 {
+		timeout = 10 * time.Minute
+	}
+	base := strings.TrimRight(apiURL, "/")
+	return func(ctx context.Context, host, port string) (bool, string) {
+		ctx, cancel := context.WithTimeout(ctx, timeout)
+		defer cancel()
+		body, _ := json.Marshal(map[string]any{"task_id": taskID, "cli": "egress", "tool": "connect",
+			"input": map[string]string{"host": host, "port": port}, "cwd": dir, "worktree": dir})
+		var tc struct {
+			ID       string `json:"id"`
+			Decision string `json:"decision"`
+			Reason   string `json:"reason"`
+		}
+		call := func(method, url string, body []byte) error {
+			req, err := http.NewRequestWithContext(ctx, method, url, bytes.NewReader(body))
+			if err != nil {
+				return err
+			}
+			req.Header.Set("Authorization", "Bearer "+credential)
+			if body != nil {
+				req.Header.Set("Content-Type", "application/json")
+			}
+			resp, err := client.Do(req)
+			if err != nil {
+				return err
+			}
+			defer resp.Body.Close()
+			if resp.StatusCode/100 != 2 {
+				b, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<10))
+				return fmt.Errorf("%s %s: %s: %s", method, url, resp.Status, strings.TrimSpace(string(b)))
+			}
+			return json.NewDecoder(resp.Body).Decode(&tc)
+		}
+		wait := "?wait=" + strconv.Itoa(int(min(timeout, 60*time.Second)/time.Second)) + "s"
+		err := call(http.MethodPost, base+"/v1/tool-calls"+wait, body)
+		for err == nil && tc.Decision == "pending" {
+			err = call(http.MethodGet, base+"/v1/tool-calls/"+url.PathEscape(tc.ID)+wait, nil)
+		}
+		switch {
+		case err != nil:
+			return false, "the tool policy could not be asked: " + err.Error()
+		case tc.Decision == "allow":
+			return true, ""
+		}
+		return false, "the tool policy answered " + tc.Decision + ": " + tc.Reason
+	}
+}
+
+// ModelHosts are the hosts each runner's CLI reaches its vendor's model
+// API at, which its runs may reach without sandbox.network.allow naming
+// them.
+var ModelHosts = map[string][]string{
+	runner.Claude:   {"api.anthropic.com"},
+	runner.Codex:    {"api.openai.com", "chatgpt.com"},
+	runner.Gemini:   {"generativelanguage.googleapis.com", "oauth2.googleapis.com"},
+	runner.OpenCode: {"api.anthropic.com", "api.openai.com", "generativelanguage.googleapis.com", "openrouter.ai"},
+}
+
+// BackgroundHosts are, by runner, hosts its CLI reaches on its own,
+// beside the model API and whatever the agent does (Codex syncs its
+// plugins from github.com and api.github.com at start; Gemini CLI logs usage to
+// play.googleapis.com): refused without asking anyone, so an admin is
+// not asked for what no agent chose. sandbox.network.allow lets a run
+// reach one after all.
+var BackgroundHosts = map[string][]string{
+	runner.Codex:  {"github.com", "*.github.com", "ab.chatgpt.com"},
+	runner.Gemini: {"play.googleapis.com"},
+}
+
+// allowed says which host:port a run of runnerName may reach.
+func (e *Egress) allowed(runnerName string) func(host, port string) bool {
+	hosts := append(append([]string{}, ModelHosts[runnerName]...), e.Allow...)
+	return func(host, port string) bool {
+		host = strings.ToLower(strings.TrimSuffix(host, "."))
+		for _, h := range hosts {
+			h, p, hasPort := strings.Cut(strings.ToLower(h), ":")
+			if hasPort && p != port {
+				continue
+			}
+			if h == host || strings.HasPrefix(h, "*.") && strings.HasSuffix(host, h[1:]) {
+				return true
+			}
+		}
+		return false
+	}
+}
+
+// egressProxy is a run's HTTP proxy: CONNECT tunnels and plain requests
+// to the hosts it allows; every other destination is a tool call of kind
+// network, which the tool policy decides (by default the admins are
+// asked): the connection waits for the answer. An approved destination
+// is not asked again in the run.
+type egressProxy struct {
+	allowed func(host, port string) bool
+	// apiAddr is ampflow's API: a plain request to it through the proxy
+	// goes to api, which passes on only the run's credential; a tunnel to
+	// it, which the proxy cannot read, is refused.
+	apiAddr string
+	api     http.Handler
+	// background says a host is one the CLI reaches on its own
+	// (BackgroundHosts): refused without an ask.
+	background func(host string) bool
+	log        *slog.Logger
+	// ask decides a destination through the tool policy; nil refuses it.
+	ask      func(ctx context.Context, host, port string) (bool, string)
+	mu       sync.Mutex
+	approved map[string]bool
+}
+
+// decide says whether the run may reach host:port, and why not.
+func (p *egressProxy) decide(ctx context.Context, host, port string) (bool, string) {
+	if p.allowed(host, port) {
+		return true, ""
+	}
+	dest := net.JoinHostPort(host, port)
+	p.mu.Lock()
+	ok := p.approved[dest]
+	p.mu.Unlock()
+	if ok {
+		return true, ""
+	}
+	if p.ask == nil {
+		return false, "not the runner's model API, nor in sandbox.network.allow"
+	}
+	if p.background != nil && p.background(host) {
+		return false, "the CLI's own background traffic, refused without an ask (sandbox.network.allow lets it through)"
+	}
+	ok, why := p.ask(ctx, host, port)
+	if ok {
+		p.mu.Lock()
+		p.approved[dest] = true
+		p.mu.Unlock()
+	}
+	return ok, why
+}
+
+func (p *egressProxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	host, port := r.URL.Hostname(), r.URL.Port()
+	if r.Method == http.MethodConnect {
+		var err error
+		if host, port, err = net.SplitHostPort(r.Host); err != nil {
+			http.Error(w, "CONNECT needs host:port", http.StatusBadRequest)
+			return
+		}
+	} else if port == "" {
+		port = "80"
+	}
+	if host == "" {
+		http.Error(w, "this is the run's egress proxy: send it absolute URLs or CONNECT", http.StatusBadRequest)
+		return
+	}
+	if p.api != nil && hostPort(&url.URL{Host: net.JoinHostPort(host, port)}) == p.apiAddr {
+		if r.Method == http.MethodConnect {
+			// A tunnel to the API (Gemini CLI's MCP client asks for
+			// one): what comes through it is served as HTTP, by the
+			// same gate.
+			p.serveTunnel(w, p.api)
+			return
+		}
+		r.RequestURI = ""
+		p.api.ServeHTTP(w, r)
+		return
+	}
+	if ok, why := p.decide(r.Context(), host, port); !ok {
+		p.log.Warn("sandboxed run refused a destination", "host", host, "port", port, "reason", why)
+		http.Error(w, fmt.Sprintf("ampflow's egress proxy refused %s:%s: %s", host, port, why), http.StatusForbidden)
+		return
+	}
+	p.log.Debug("sandboxed run reached a destination", "host", host, "port", port)
+	if r.Method == http.MethodConnect {
+		p.tunnel(w, net.JoinHostPort(host, port))
+		return
+	}
+	r.RequestURI = ""
+	removeHopHeaders(r.Header)
+	resp, err := http.DefaultTransport.RoundTrip(r)
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusBadGateway)
+		return
+	}
+	defer resp.Body.Close()
+	removeHopHeaders(resp.Header)
+	for k, v := range resp.Header {
+		w.Header()[k] = v
+	}
+	w.WriteHeader(resp.StatusCode)
+	_, _ = io.Copy(w, resp.Body)
+}
+
+func (p *egressProxy) tunnel(w http.ResponseWriter, target string) {
+	t, err := net.DialTimeout("tcp", target, 10*time.Second)
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusBadGateway)
+		return
+	}
+	defer t.Close()
+	c, ok := connected(w)
+	if !ok {
+		return
+	}
+	defer c.Close()
+	runner.Splice(c, t)
+}
+
+// serveTunnel answers a CONNECT and serves what comes through the tunnel
+// with h, as HTTP: the proxy reads every request, whatever the tunnel.
+func (p *egressProxy) serveTunnel(w http.ResponseWriter, h http.Handler) {
+	c, ok := connected(w)
+	if !ok {
+		return
+	}
+	ln := &oneConn{conn: c, done: make(chan struct{})}
+	srv := &http.Server{Handler: h, ReadHeaderTimeout: 30 * time.Second, ConnState: func(_ net.Conn, st http.ConnState) {
+		if st == http.StateClosed || st == http.StateHijacked {
+			ln.Close()
+		}
+	}}
+	_ = srv.Serve(ln)
+}
+
+// connected takes a CONNECT's connection from the server and answers it
+// 200: what the client sends next, the bytes already buffered first, is
+// the tunnel's.
+func connected(w http.ResponseWriter) (net.Conn, bool) {
+	hj, ok := w.(http.Hijacker)
+	if !ok {
+		http.Error(w, "no tunnel", http.StatusInternalServerError)
+		return nil, false
+	}
+	c, buf, err := hj.Hijack()
+	if err != nil {
+		return nil, false
+	}
+	if _, err := io.WriteString(c, "HTTP/1.1 200 Connection established\r\n\r\n"); err != nil {
+		c.Close()
+		return nil, false
+	}
+	return &bufferedConn{Conn: c, r: buf.Reader}, true
+}
+
+// oneConn is a listener of one connection: Accept gives it once, then
+// waits until Close.
+type oneConn struct {
+	conn net.Conn
+	once sync.Once
+	done chan struct{}
+	gave bool
+	mu   sync.Mutex
+}
+
+func (l *oneConn) Accept() (net.Conn, error) {
+	l.mu.Lock()
+	if !l.gave {
+		l.gave = true
+		l.mu.Unlock()
+		return l.conn, nil
+	}
+	l.mu.Unlock()
+	<-l.done
+	return nil, net.ErrClosed
+}
+
+func (l *oneConn) Close() error {
+	l.once.Do(func() { close(l.done) })
+	return nil
+}
+
+func (l *oneConn) Addr() net.Addr { return l.conn.LocalAddr() }
+
+// bufferedConn reads what the proxy's reader had buffered first.
+type bufferedConn struct {
+	net.Conn
+	r io.Reader
+}
+
+func (c *bufferedConn) Read(b []byte) (int, error) { return c.r.Read(b) }
+
+// CloseWrite ends the writing half where the connection has one, so a
+// tunnel's answer still reaches a client that is done sending.
+func (c *bufferedConn) CloseWrite() error {
+	if cw, ok := c.Conn.(interface{ CloseWrite() error }); ok {
+		return cw.CloseWrite()
+	}
+	return c.Conn.Close()
+}
+
+// hopHeaders are the hop-by-hop headers a proxy does not pass on.
+var hopHeaders = []string{"Connection", "Proxy-Connection", "Keep-Alive", "Proxy-Authenticate", "Proxy-Authorization", "Te", "Trailer", "Transfer-Encoding", "Upgrade"}
+
+func removeHopHeaders(h http.Header) {
+	for _, k := range hopHeaders {
+		h.Del(k)
+	}
+}
