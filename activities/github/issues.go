@@ -3,7 +3,6 @@ package github
 import (
 	"context"
 	"fmt"
-	"net/http"
 	"net/url"
 
 	gh "github.com/google/go-github/v74/github"
@@ -52,37 +51,19 @@ func (c *Client) Issues(ctx context.Context, owner, repo string, q IssueQuery, i
 	if q.Assignee != "" {
 		v.Set("assignee", q.Assignee)
 	}
-	page := 1
-	for {
+	list, etag, notModified, err := listETag[*gh.Issue](ctx, c, op, ifNoneMatch, func(page int) string {
 		v.Set("page", fmt.Sprint(page))
-		req, err := c.gh.NewRequest(http.MethodGet, fmt.Sprintf("repos/%s/%s/issues?%s", owner, repo, v.Encode()), nil)
-		if err != nil {
-			return nil, "", false, fmt.Errorf("%s: %w", op, err)
-		}
-		if page == 1 && ifNoneMatch != "" {
-			req.Header.Set("If-None-Match", ifNoneMatch)
-		}
-		var list []*gh.Issue
-		resp, err := c.gh.Do(ctx, req, &list)
-		if resp != nil && resp.StatusCode == http.StatusNotModified {
-			return nil, ifNoneMatch, true, nil
-		}
-		if err != nil {
-			return nil, "", false, c.classify(op, err)
-		}
-		if page == 1 {
-			etag = resp.Header.Get("ETag")
-		}
-		for _, i := range list {
-			if !i.IsPullRequest() {
-				issues = append(issues, issueOf(i))
-			}
-		}
-		if resp.NextPage == 0 {
-			return issues, etag, false, nil
-		}
-		page = resp.NextPage
+		return fmt.Sprintf("repos/%s/%s/issues?%s", owner, repo, v.Encode())
+	})
+	if err != nil || notModified {
+		return nil, etag, notModified, err
 	}
+	for _, i := range list {
+		if !i.IsPullRequest() {
+			issues = append(issues, issueOf(i))
+		}
+	}
+	return issues, etag, false, nil
 }
 
 // GetIssue reads one issue.

@@ -168,17 +168,33 @@ func (c *Client) Reviews(ctx context.Context, owner, repo string, number int, if
 		return nil, "", false, ErrNoToken
 	}
 	op := fmt.Sprintf("listing the reviews of %s/%s#%d", owner, repo, number)
+	list, etag, notModified, err := listETag[*gh.PullRequestReview](ctx, c, op, ifNoneMatch, func(page int) string {
+		return fmt.Sprintf("repos/%s/%s/pulls/%d/reviews?per_page=100&page=%d", owner, repo, number, page)
+	})
+	if err != nil || notModified {
+		return nil, etag, notModified, err
+	}
+	for _, r := range list {
+		reviews = append(reviews, Review{ID: r.GetID(), User: r.GetUser().GetLogin(), State: r.GetState(),
+			Body: r.GetBody(), CommitID: r.GetCommitID(), URL: r.GetHTMLURL()})
+	}
+	return reviews, etag, false, nil
+}
+
+// listETag reads every page of a listing, the first asked with
+// If-None-Match: ifNoneMatch. A 304 answers notModified with ifNoneMatch
+// as the etag; otherwise the etag is the first page's.
+func listETag[T any](ctx context.Context, c *Client, op, ifNoneMatch string, url func(page int) string) (all []T, etag string, notModified bool, err error) {
 	page := 1
 	for {
-		u := fmt.Sprintf("repos/%s/%s/pulls/%d/reviews?per_page=100&page=%d", owner, repo, number, page)
-		req, err := c.gh.NewRequest(http.MethodGet, u, nil)
+		req, err := c.gh.NewRequest(http.MethodGet, url(page), nil)
 		if err != nil {
 			return nil, "", false, fmt.Errorf("%s: %w", op, err)
 		}
 		if page == 1 && ifNoneMatch != "" {
 			req.Header.Set("If-None-Match", ifNoneMatch)
 		}
-		var list []*gh.PullRequestReview
+		var list []T
 		resp, err := c.gh.Do(ctx, req, &list)
 		if resp != nil && resp.StatusCode == http.StatusNotModified {
 			return nil, ifNoneMatch, true, nil
@@ -189,12 +205,9 @@ func (c *Client) Reviews(ctx context.Context, owner, repo string, number int, if
 		if page == 1 {
 			etag = resp.Header.Get("ETag")
 		}
-		for _, r := range list {
-			reviews = append(reviews, Review{ID: r.GetID(), User: r.GetUser().GetLogin(), State: r.GetState(),
-				Body: r.GetBody(), CommitID: r.GetCommitID(), URL: r.GetHTMLURL()})
-		}
+		all = append(all, list...)
 		if resp.NextPage == 0 {
-			return reviews, etag, false, nil
+			return all, etag, false, nil
 		}
 		page = resp.NextPage
 	}
