@@ -33,6 +33,9 @@ type Egress struct {
 	AskTimeout time.Duration
 	// HTTP asks the API; nil is a client of its own.
 	HTTP *http.Client
+	// RelayTransport carries the model relays' requests; nil is
+	// http.DefaultTransport.
+	RelayTransport http.RoundTripper
 }
 
 // asker decides a run's destination as a tool call of its task (CLI

@@ -40,6 +40,31 @@ type runNetwork struct {
 	dir     string
 	servers []*http.Server
 	lns     []net.Listener
+	// meter counts what the run's model relays pass; nil: the run has
+	// none.
+	meter *runner.Meter
+}
+
+// loopbackTarget is a loopback endpoint a run's configuration names:
+// addr inside the sandbox, target outside.
+type loopbackTarget struct{ addr, target string }
+
+// loopbackTargets lists the loopback endpoints named in spec's env, its
+// arguments, its settings and the files it is given to read.
+func loopbackTargets(spec *runner.Spec) []loopbackTarget {
+	var out []loopbackTarget
+	for _, v := range append(append(append(append([]string{}, spec.Env...), spec.Args...), spec.Settings), givenFiles(spec)...) {
+		for _, m := range loopbackURL.FindAllStringSubmatch(v, -1) {
+			if m[1] != "localhost" {
+				addr := net.JoinHostPort(strings.Trim(m[1], "[]"), m[2])
+				out = append(out, loopbackTarget{addr, addr})
+				continue
+			}
+			target := net.JoinHostPort("localhost", m[2])
+			out = append(out, loopbackTarget{net.JoinHostPort("127.0.0.1", m[2]), target}, loopbackTarget{net.JoinHostPort("::1", m[2]), target})
+		}
+	}
+	return out
 }
 
 // loopbackURL finds the loopback endpoints a run's configuration names:
@@ -86,26 +111,30 @@ func (d *Delivery) network(a taskRun, credential string, spec *runner.Spec) (*ru
 			return nil, err
 		}
 	}
-	for _, v := range append(append(append(append([]string{}, spec.Env...), spec.Args...), spec.Settings), givenFiles(spec)...) {
-		for _, m := range loopbackURL.FindAllStringSubmatch(v, -1) {
-			addrs := []string{net.JoinHostPort(strings.Trim(m[1], "[]"), m[2])}
-			if m[1] == "localhost" {
-				addrs = []string{net.JoinHostPort("127.0.0.1", m[2]), net.JoinHostPort("::1", m[2])}
-			}
-			for _, addr := range addrs {
-				if taken[addr] {
-					continue
-				}
-				taken[addr] = true
-				target := addr
-				if m[1] == "localhost" {
-					target = net.JoinHostPort("localhost", m[2])
-				}
-				if err := add(addr, func(ln net.Listener) { runner.Forward(ln, "tcp", target) }); err != nil {
-					n.Close()
-					return nil, err
-				}
-			}
+	named := map[string]bool{}
+	for _, l := range loopbackTargets(spec) {
+		named[l.addr] = true
+	}
+	serve := func(addr string, h http.Handler) error {
+		srv := &http.Server{Handler: h, ReadHeaderTimeout: 30 * time.Second}
+		n.servers = append(n.servers, srv)
+		return add(addr, func(ln net.Listener) { _ = srv.Serve(ln) })
+	}
+	meter, err := d.modelRelays(spec, taken, named, serve)
+	if err != nil {
+		n.Close()
+		return nil, err
+	}
+	n.meter = meter
+	for _, l := range loopbackTargets(spec) {
+		if taken[l.addr] {
+			continue
+		}
+		taken[l.addr] = true
+		target := l.target
+		if err := add(l.addr, func(ln net.Listener) { runner.Forward(ln, "tcp", target) }); err != nil {
+			n.Close()
+			return nil, err
 		}
 	}
 	for _, h := range d.Egress.Allow {

@@ -50,6 +50,8 @@ type runState struct {
 	runs   int
 	in     activities.DeliverInput
 	totals map[string]task.UsageInput
+	// meter is the run's model relays' count, nil without relays.
+	meter *runner.Meter
 }
 
 // runAgent runs a runner-mode agent on a message: in the task's worktree
@@ -83,6 +85,7 @@ func (d *Delivery) runAgent(ctx context.Context, a activities.AgentDelivery, in 
 		PriceUSD:    func(u runner.Usage) float64 { return d.Pricing.Price(a.Model, u.InputTokens, u.OutputTokens) },
 		PIDDir:      activities.PIDDir(a.WorkDir),
 	}
+	spec.Secrets = envSecrets(spec.Env)
 	credential, err := d.Credentials.Mint(m.To, m.TaskID, a.Timeout)
 	if err != nil {
 		return failed(fmt.Sprintf("making the %s run's credential: %v", m.To, err), "", err)
@@ -106,6 +109,9 @@ func (d *Delivery) runAgent(ctx context.Context, a activities.AgentDelivery, in 
 			return failed(fmt.Sprintf("giving the %s runner its network (agents.%s.sandbox): %v", a.Runner, m.To, err), "", err)
 		}
 		defer netw.Close()
+		if netw != nil {
+			st.meter = netw.meter
+		}
 	}
 	out, err := st.run(spec)
 	if out.SessionID != "" {
@@ -163,6 +169,10 @@ func (st *runState) run(spec runner.Spec) (out runner.Outcome, err error) {
 		return out, err
 	}
 	spec.MaxCostUSD = runCap(capOf(st.in.MaxCostUSD, left), st.totals[spec.SessionID])
+	if st.meter != nil {
+		// The relays count this run alone, not the session's total.
+		st.meter.SetCap(capOf(st.in.MaxCostUSD, left))
+	}
 	done := make(chan struct{})
 	defer close(done)
 	defer func() {
@@ -184,7 +194,11 @@ func (st *runState) run(spec runner.Spec) (out runner.Outcome, err error) {
 			}
 		}()
 	}
-	return runner.Run(st.ctx, spec, st.on)
+	out, err = runner.Run(st.ctx, spec, st.on)
+	if st.meter != nil {
+		out.Usage = meteredUsage(out.Usage, st.meter.Usage(), out.Reason)
+	}
+	return out, err
 }
 
 // on takes one event of the CLI: the first ACKs the message; the others

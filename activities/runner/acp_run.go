@@ -161,6 +161,8 @@ func (r *run) loopACP(ctx context.Context, on func(Event)) {
 			cancel(reason)
 		case <-r.w.hardKill:
 			signalGroup(r.pgid, syscall.SIGKILL)
+		case reason := <-r.s.Stop:
+			cancel(reason)
 		case <-done:
 			done = nil
 			cancel(ReasonCanceled)

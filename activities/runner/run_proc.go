@@ -195,6 +195,8 @@ func (r *run) loop(ctx context.Context, on func(Event)) {
 			r.kill(reason)
 		case <-r.w.hardKill:
 			signalGroup(r.pgid, syscall.SIGKILL)
+		case reason := <-r.s.Stop:
+			r.kill(reason)
 		case <-done:
 			done = nil
 			r.kill(ReasonCanceled)
@@ -254,6 +256,9 @@ func (r *run) take(ev Event, on func(Event)) {
 		}
 		r.w.result()
 	}
+	if len(r.s.Secrets) > 0 {
+		ev = maskEvent(ev, r.s.Secrets)
+	}
 	on(ev)
 }
 
@@ -310,7 +315,7 @@ func (r *run) finish() Outcome {
 		o.Text = r.lastText
 	}
 	o.Usage = total(r.sum, r.resultUsage, r.s.PriceUSD)
-	o.Stderr = mask(r.stderr.String(), secretsOf(r.s.Env))
+	o.Stderr = mask(r.stderr.String(), append(secretsOf(r.s.Env), r.s.Secrets...))
 	o.Ended = time.Now()
 	if !o.Succeeded() && o.Parked == nil {
 		o.Failure = classify(o, r.errs)

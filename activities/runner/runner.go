@@ -114,6 +114,13 @@ type Spec struct {
 	// tool policy); nil allows every call, as the other runners run with
 	// their approvals bypassed. The other runners ignore it.
 	Permission func(ctx context.Context, req PermissionRequest) PermissionAnswer
+	// Stop, when set, stops the run for the reason it sends (the model
+	// relay's Meter at the cost cap).
+	Stop <-chan Reason
+	// Secrets are values masked in the run's events and Outcome.Stderr
+	// beside its environment's: the keys its model relay holds, which the
+	// run's environment does not.
+	Secrets []string
 }
 
 // EventKind names what an Event reports.

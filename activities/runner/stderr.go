@@ -1,6 +1,7 @@
 package runner
 
 import (
+	"encoding/json"
 	"regexp"
 	"slices"
 	"strings"
@@ -71,3 +72,18 @@ func mask(s string, secrets []string) string {
 	}
 	return s
 }
+
+// maskEvent masks secrets in what an event passes on to be recorded: its
+// text and its tool input. A secret is text without quotes or
+// backslashes, so the masked input is still JSON.
+func maskEvent(ev Event, secrets []string) Event {
+	ev.Text = mask(ev.Text, secrets)
+	if len(ev.Input) > 0 {
+		ev.Input = json.RawMessage(mask(string(ev.Input), secrets))
+	}
+	return ev
+}
+
+// SecretName says whether an environment variable's name looks like it
+// holds a secret (an API key, a token, a password).
+func SecretName(name string) bool { return secretName.MatchString(name) }
