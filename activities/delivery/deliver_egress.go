@@ -146,11 +146,12 @@ func (e *Egress) allowed(runnerName string) func(host, port string) bool {
 // is not asked again in the run.
 type egressProxy struct {
 	allowed func(host, port string) bool
-	// apiAddr is ampflow's API: a plain request to it through the proxy
-	// goes to api, which passes on only the run's credential; a tunnel to
-	// it, which the proxy cannot read, is refused.
-	apiAddr string
-	api     http.Handler
+	// served are the addresses the run reaches on its loopback through
+	// an HTTP handler of the worker's: ampflow's API (a gate that passes
+	// on only the run's credential) and the model relays. A request to
+	// one through the proxy goes to the same handler, a tunnel to one is
+	// served as HTTP by it: nothing reaches the address behind.
+	served map[string]http.Handler
 	// background says a host is one the CLI reaches on its own
 	// (BackgroundHosts): refused without an ask.
 	background func(host string) bool
@@ -203,16 +204,16 @@ func (p *egressProxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "this is the run's egress proxy: send it absolute URLs or CONNECT", http.StatusBadRequest)
 		return
 	}
-	if p.api != nil && hostPort(&url.URL{Host: net.JoinHostPort(host, port)}) == p.apiAddr {
+	if h, ok := p.served[hostPort(&url.URL{Host: net.JoinHostPort(host, port)})]; ok {
 		if r.Method == http.MethodConnect {
 			// A tunnel to the API (Gemini CLI's MCP client asks for
 			// one): what comes through it is served as HTTP, by the
-			// same gate.
-			p.serveTunnel(w, p.api)
+			// same handler.
+			p.serveTunnel(w, h)
 			return
 		}
 		r.RequestURI = ""
-		p.api.ServeHTTP(w, r)
+		h.ServeHTTP(w, r)
 		return
 	}
 	if ok, why := p.decide(r.Context(), host, port); !ok {

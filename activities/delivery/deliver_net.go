@@ -115,7 +115,12 @@ func (d *Delivery) network(a taskRun, credential string, spec *runner.Spec) (*ru
 	for _, l := range loopbackTargets(spec) {
 		named[l.addr] = true
 	}
+	served := map[string]http.Handler{}
+	if apiGate != nil {
+		served[apiAddr] = apiGate
+	}
 	serve := func(addr string, h http.Handler) error {
+		served[addr] = h
 		srv := &http.Server{Handler: h, ReadHeaderTimeout: 30 * time.Second}
 		n.servers = append(n.servers, srv)
 		return add(addr, func(ln net.Listener) { _ = srv.Serve(ln) })
@@ -161,7 +166,7 @@ func (d *Delivery) network(a taskRun, credential string, spec *runner.Spec) (*ru
 		// run's credential.
 		addr := hostPort(&url.URL{Host: net.JoinHostPort(host, port)})
 		return addr != apiAddr && taken[addr] || allowed(host, port)
-	}, apiAddr: apiAddr, api: apiGate, log: d.logger().With("task", a.taskID, "role", a.role),
+	}, served: served, log: d.logger().With("task", a.taskID, "role", a.role),
 		ask: d.Egress.asker(d.APIURL, a.taskID, credential, spec.Dir), approved: map[string]bool{}}
 	srv := &http.Server{Handler: p, ReadHeaderTimeout: 30 * time.Second}
 	n.servers = append(n.servers, srv)
