@@ -35,6 +35,9 @@ func TestRunnerSandboxed(t *testing.T) {
 		probe("worker_env", "grep -qs "+marker+" /proc/*/environ") +
 		probe("write_outside", "touch "+filepath.Join(outside, "escaped")) +
 		probe("write_worktree", "touch ./inside") +
+		// The model API key is the relay's: the run has a placeholder.
+		probe("model_key", "grep -rqs "+runnerKey+" /proc/*/environ \"$HOME\" \"$CODEX_HOME\" /tmp") +
+		probe("placeholder", `cat /proc/*/environ | tr '\0' '\n' | grep -q '^FAKE_OPENAI_KEY=ampflow-relay-'`) +
 		// dev's API is open: without its own credential, the run reaches
 		// none of it, through the proxy or at the API's own address.
 		probe("api_url", `test -n "$AMPFLOW_API_URL"`) +
@@ -73,7 +76,7 @@ func TestRunnerSandboxed(t *testing.T) {
 	})
 	probes := git(t, s.repo, "show", "feature/e2e:probes.txt")
 	want := map[string]string{"decision_key": "no", "temporal_key": "no", "database": "no", "worker_env": "no",
-		"write_outside": "no", "write_worktree": "yes", "user_ref": "no", "user_hook": "no", "api_url": "yes", "open_api": "no", "open_api_direct": "no"}
+		"write_outside": "no", "write_worktree": "yes", "model_key": "no", "placeholder": "yes", "user_ref": "no", "user_hook": "no", "api_url": "yes", "open_api": "no", "open_api_direct": "no"}
 	got := map[string]string{}
 	for _, line := range strings.Fields(probes) {
 		k, v, _ := strings.Cut(line, "=")
@@ -82,6 +85,12 @@ func TestRunnerSandboxed(t *testing.T) {
 	for k, v := range want {
 		if got[k] != v {
 			t.Errorf("%s = %q, want %q (probes %q)", k, got[k], v, probes)
+		}
+	}
+	// The model API got the real key from the relay on every request.
+	for _, r := range s.executor.Requests() {
+		if got := r.Header.Get("Authorization"); got != "Bearer "+runnerKey {
+			t.Errorf("the model API got %q on %s, not the real key", got, r.Path)
 		}
 	}
 	if _, err := exec.Command("git", "-C", s.repo, "rev-parse", "--verify", "-q", "refs/heads/hijack").Output(); err == nil {
