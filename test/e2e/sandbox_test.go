@@ -36,7 +36,9 @@ func TestRunnerSandboxed(t *testing.T) {
 		probe("write_outside", "touch "+filepath.Join(outside, "escaped")) +
 		probe("write_worktree", "touch ./inside") +
 		// The model API key is the relay's: the run has a placeholder.
-		probe("model_key", "grep -rqs "+runnerKey+" /proc/*/environ \"$HOME\" \"$CODEX_HOME\" /tmp") +
+		// (The key is spelt in two halves: the script itself is in the
+		// session's files.)
+		probe("model_key", "grep -rqs \"$(printf %s%s "+runnerKey[:5]+" "+runnerKey[5:]+")\" /proc/*/environ \"$HOME\" \"$CODEX_HOME\" /tmp") +
 		probe("placeholder", `cat /proc/*/environ | tr '\0' '\n' | grep -q '^FAKE_OPENAI_KEY=ampflow-relay-'`) +
 		// dev's API is open: without its own credential, the run reaches
 		// none of it, through the proxy or at the API's own address.
