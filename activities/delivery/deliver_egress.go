@@ -149,9 +149,9 @@ type egressProxy struct {
 	// served are the addresses the run reaches on its loopback through
 	// an HTTP handler of the worker's: ampflow's API (a gate that passes
 	// on only the run's credential) and the model relays. A request to
-	// one through the proxy goes to the same handler, a tunnel to one is
-	// served as HTTP by it: nothing reaches the address behind.
-	served map[string]http.Handler
+	// one through the proxy goes to the same handler, a tunnel to one to
+	// the socket the handler serves: nothing reaches the address behind.
+	served map[string]servedAddr
 	// background says a host is one the CLI reaches on its own
 	// (BackgroundHosts): refused without an ask.
 	background func(host string) bool
@@ -204,16 +204,15 @@ func (p *egressProxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "this is the run's egress proxy: send it absolute URLs or CONNECT", http.StatusBadRequest)
 		return
 	}
-	if h, ok := p.served[hostPort(&url.URL{Host: net.JoinHostPort(host, port)})]; ok {
+	if s, ok := p.served[hostPort(&url.URL{Host: net.JoinHostPort(host, port)})]; ok {
 		if r.Method == http.MethodConnect {
-			// A tunnel to the API (Gemini CLI's MCP client asks for
-			// one): what comes through it is served as HTTP, by the
-			// same handler.
-			p.serveTunnel(w, h)
+			// A tunnel (Gemini CLI asks for one, for its MCP client and
+			// its model API alike) to what serves the address inside.
+			p.tunnel(w, "unix", s.socket)
 			return
 		}
 		r.RequestURI = ""
-		h.ServeHTTP(w, r)
+		s.h.ServeHTTP(w, r)
 		return
 	}
 	if ok, why := p.decide(r.Context(), host, port); !ok {
@@ -223,7 +222,7 @@ func (p *egressProxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	p.log.Debug("sandboxed run reached a destination", "host", host, "port", port)
 	if r.Method == http.MethodConnect {
-		p.tunnel(w, net.JoinHostPort(host, port))
+		p.tunnel(w, "tcp", net.JoinHostPort(host, port))
 		return
 	}
 	r.RequestURI = ""
@@ -242,8 +241,15 @@ func (p *egressProxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	_, _ = io.Copy(w, resp.Body)
 }
 
-func (p *egressProxy) tunnel(w http.ResponseWriter, target string) {
-	t, err := net.DialTimeout("tcp", target, 10*time.Second)
+// servedAddr is an address a run reaches inside: the handler that serves
+// it, and the unix socket that handler listens on.
+type servedAddr struct {
+	h      http.Handler
+	socket string
+}
+
+func (p *egressProxy) tunnel(w http.ResponseWriter, network, target string) {
+	t, err := net.DialTimeout(network, target, 10*time.Second)
 	if err != nil {
 		http.Error(w, err.Error(), http.StatusBadGateway)
 		return
@@ -255,22 +261,6 @@ func (p *egressProxy) tunnel(w http.ResponseWriter, target string) {
 	}
 	defer c.Close()
 	runner.Splice(c, t)
-}
-
-// serveTunnel answers a CONNECT and serves what comes through the tunnel
-// with h, as HTTP: the proxy reads every request, whatever the tunnel.
-func (p *egressProxy) serveTunnel(w http.ResponseWriter, h http.Handler) {
-	c, ok := connected(w)
-	if !ok {
-		return
-	}
-	ln := &oneConn{conn: c, done: make(chan struct{})}
-	srv := &http.Server{Handler: h, ReadHeaderTimeout: 30 * time.Second, ConnState: func(_ net.Conn, st http.ConnState) {
-		if st == http.StateClosed || st == http.StateHijacked {
-			ln.Close()
-		}
-	}}
-	_ = srv.Serve(ln)
 }
 
 // connected takes a CONNECT's connection from the server and answers it
@@ -292,35 +282,6 @@ func connected(w http.ResponseWriter) (net.Conn, bool) {
 	}
 	return &bufferedConn{Conn: c, r: buf.Reader}, true
 }
-
-// oneConn is a listener of one connection: Accept gives it once, then
-// waits until Close.
-type oneConn struct {
-	conn net.Conn
-	once sync.Once
-	done chan struct{}
-	gave bool
-	mu   sync.Mutex
-}
-
-func (l *oneConn) Accept() (net.Conn, error) {
-	l.mu.Lock()
-	if !l.gave {
-		l.gave = true
-		l.mu.Unlock()
-		return l.conn, nil
-	}
-	l.mu.Unlock()
-	<-l.done
-	return nil, net.ErrClosed
-}
-
-func (l *oneConn) Close() error {
-	l.once.Do(func() { close(l.done) })
-	return nil
-}
-
-func (l *oneConn) Addr() net.Addr { return l.conn.LocalAddr() }
 
 // bufferedConn reads what the proxy's reader had buffered first.
 type bufferedConn struct {

@@ -115,15 +115,18 @@ func (d *Delivery) network(a taskRun, credential string, spec *runner.Spec) (*ru
 	for _, l := range loopbackTargets(spec) {
 		named[l.addr] = true
 	}
-	served := map[string]http.Handler{}
+	served := map[string]servedAddr{}
 	if apiGate != nil {
-		served[apiAddr] = apiGate
+		served[apiAddr] = servedAddr{apiGate, sn.Ports[len(sn.Ports)-1].Socket}
 	}
 	serve := func(addr string, h http.Handler) error {
-		served[addr] = h
 		srv := &http.Server{Handler: h, ReadHeaderTimeout: 30 * time.Second}
 		n.servers = append(n.servers, srv)
-		return add(addr, func(ln net.Listener) { _ = srv.Serve(ln) })
+		if err := add(addr, func(ln net.Listener) { _ = srv.Serve(ln) }); err != nil {
+			return err
+		}
+		served[addr] = servedAddr{h, sn.Ports[len(sn.Ports)-1].Socket}
+		return nil
 	}
 	meter, err := d.modelRelays(spec, taken, named, serve)
 	if err != nil {

@@ -31,10 +31,13 @@ func TestRunRelay(t *testing.T) {
 	model := fakemodel.New(fakemodel.Turn{Text: "hello", InputTokens: 4000, OutputTokens: 1000})
 	defer model.Close()
 	var tlsAuth string
+	calls := 0
 	tls := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		tlsAuth = r.Header.Get("Authorization")
+		tlsAuth, calls = r.Header.Get("Authorization"), calls+1
 		w.Header().Set("Content-Type", "application/json")
-		fmt.Fprint(w, `{"object":"response","model":"gpt-5.4","usage":{"input_tokens":2000,"output_tokens":0}}`)
+		// The second call passes the cap: the first's answer is in its
+		// file before the run is stopped.
+		fmt.Fprintf(w, `{"object":"response","model":"gpt-5.4","usage":{"input_tokens":%d,"output_tokens":0}}`, 2000*(calls-1))
 	}))
 	defer tls.Close()
 	bin, err := os.Executable()
@@ -52,6 +55,7 @@ curl -sf --max-time 10 -H "x-api-key: $ANTHROPIC_API_KEY" -H 'content-type: appl
   -d '{"model":"claude-sonnet-4-5","stream":true,"tools":[{"name":"Bash"}],"messages":[{"role":"user","content":"hi"}]}' \
   "$ANTHROPIC_BASE_URL/v1/messages" > ./anthropic.txt
 curl -sf --max-time 10 -H "Authorization: Bearer $OPENAI_API_KEY" -d '{}' "$OPENAI_BASE_URL/responses" > ./openai.txt
+curl -sf --max-time 10 -H "Authorization: Bearer $OPENAI_API_KEY" -d '{}' "$OPENAI_BASE_URL/responses" > /dev/null
 echo '{"type":"system","subtype":"init","session_id":"s"}'
 echo '{"type":"result","subtype":"success","is_error":false,"result":"done","session_id":"s"}'
 exec sleep 30
@@ -71,7 +75,8 @@ exec sleep 30
 		t.Fatal("the run has no model relay")
 	}
 	// Priced by the default table: 4000 in and 1000 out of Sonnet is
-	// $0.027, 2000 in of GPT-5.4 $0.005; the cap stops the run after both.
+	// $0.027, 2000 in of GPT-5.4 $0.005; the cap stops the run after the
+	// third answer.
 	n.meter.SetCap(0.03)
 	o, err := runner.Run(context.Background(), spec, nil)
 	if err != nil {
