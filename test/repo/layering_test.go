@@ -20,7 +20,7 @@ var folders = []string{"amp", "config", "activities", "workflows", "integrations
 // amp/ and other libraries, and no Temporal SDK, so any layer may use them.
 var libraries = []string{
 	"activities/ssot", "activities/runner", "activities/github", "activities/notify", "activities/gitsafe",
-	"config/toolpolicy", "config/pricing",
+	"activities/toolhook", "config/toolpolicy", "config/pricing",
 }
 
 // systems names each system's rooms, one name per layer: its workflow, its
