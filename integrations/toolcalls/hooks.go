@@ -1,6 +1,7 @@
 package toolcalls
 
 import (
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"os"
@@ -52,9 +53,16 @@ func (h *Handlers) hook(w http.ResponseWriter, r *http.Request) {
 		h.api.Error(w, r, err)
 		return
 	}
-	var in toolhook.Input
-	if err := h.api.Decode(w, r, &in); err != nil {
+	// The CLIs send more than the hook reads (Claude Code's
+	// permission_mode, say), and add fields as they go: they are ignored.
+	var raw json.RawMessage
+	if err := h.api.Decode(w, r, &raw); err != nil {
 		h.api.Error(w, r, err)
+		return
+	}
+	var in toolhook.Input
+	if err := json.Unmarshal(raw, &in); err != nil {
+		h.api.Error(w, r, httpapi.InvalidField("body", "must be the CLI's hook input, a JSON object"))
 		return
 	}
 	if in.ToolName == "" {

@@ -13,6 +13,7 @@ import (
 
 	"github.com/ampflow/ampflow/amp"
 	"github.com/ampflow/ampflow/amp/runcred"
+	"github.com/ampflow/ampflow/config"
 	"github.com/ampflow/ampflow/config/toolpolicy"
 	"github.com/ampflow/ampflow/integrations/httpapi"
 	"github.com/ampflow/ampflow/integrations/httpapi/httpapitest"
@@ -24,7 +25,7 @@ import (
 func serveHooks(t *testing.T, dir string, askTimeout time.Duration) (*fakeTask, string, string) {
 	f := &fakeTask{}
 	key := runcred.Key([]byte("decision-key-for-the-hook-route-test"))
-	api := httpapi.New(httpapi.Options{Tasks: nil, RunKey: key})
+	api := httpapi.New(httpapi.Options{Tasks: nil, RunKey: key, Tokens: []config.AuthToken{{Token: "exec-token", Role: "executor", Name: "exec"}}})
 	pol, err := toolpolicy.New(toolpolicy.DefaultRules(), toolpolicy.Allow)
 	if err != nil {
 		t.Fatal(err)
@@ -56,8 +57,11 @@ func hookCall(t *testing.T, url, cred string, in map[string]any) (int, claudeAns
 	return r.Status, a, string(r.Body)
 }
 
+// bashCall is a call as Claude Code posts it, with fields the route does
+// not read.
 func bashCall(cmd string) map[string]any {
-	return map[string]any{"hook_event_name": "PreToolUse", "tool_name": "Bash", "tool_input": map[string]any{"command": cmd}, "cwd": "/w"}
+	return map[string]any{"hook_event_name": "PreToolUse", "tool_name": "Bash", "tool_input": map[string]any{"command": cmd}, "cwd": "/w",
+		"permission_mode": "bypassPermissions", "session_id": "s1"}
 }
 
 // TestHookRoute: Claude Code's HTTP hook gets its answers in its own
@@ -96,6 +100,10 @@ func TestHookRoute(t *testing.T) {
 	}
 	if st, _, _ := hookCall(t, url+"/v1/hooks/claude", "not-a-credential", bashCall("ls")); st != http.StatusUnauthorized {
 		t.Errorf("no credential: %d", st)
+	}
+	// A CLI run by hand presents an API token and names its task.
+	if st, a, raw := hookCall(t, url+"/v1/hooks/claude?task=T-2026-002", "exec-token", bashCall("git push --force origin main")); st != http.StatusOK || a.H.Decision != "deny" {
+		t.Errorf("with a token: %d %s", st, raw)
 	}
 }
 
