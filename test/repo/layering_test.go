@@ -170,7 +170,7 @@ func TestLayeringViolations(t *testing.T) {
 		"workflows/lease": nil, "activities/lease": nil, "integrations/repomesh": nil,
 		"workflows/aof": nil, "activities/aof": nil,
 		"integrations/toolcalls": nil, "integrations/mcp": {"integrations/toolcalls"}, "integrations/dashboard": {"activities", "activities/notify"}, "integrations/githubhook": nil,
-		"activities/runner": nil, "activities/github": nil, "activities/notify": nil, "activities/gitsafe": nil, "config/toolpolicy": nil, "config/pricing": nil,
+		"activities/runner": nil, "activities/github": nil, "activities/notify": nil, "activities/gitsafe": nil, "activities/toolhook": nil, "config/toolpolicy": nil, "config/pricing": nil,
 	}
 	got := layeringViolations(graph)
 	want := []string{
