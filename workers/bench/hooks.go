@@ -79,7 +79,8 @@ func RunHooks(ctx context.Context, o HookOptions) (HookResult, error) {
 		return HookResult{}, errors.New("--hooks takes a number of calls above 0")
 	}
 	key := runcred.Key([]byte("ampflow bench --hooks: a decision key of its own"))
-	api := httpapi.New(httpapi.Options{Tasks: nil, RunKey: key})
+	// No rate limit: a run makes its calls one at a time, far below it.
+	api := httpapi.New(httpapi.Options{Tasks: nil, RunKey: key, Rate: -1})
 	pol, err := toolpolicy.New([]toolpolicy.Rule{{Name: "bench-allow", Tool: ".*", Action: toolpolicy.Allow, Reason: "the bench allows every call"}}, toolpolicy.Deny)
 	if err != nil {
 		return HookResult{}, err
