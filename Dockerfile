@@ -10,7 +10,8 @@ RUN --mount=type=cache,target=/go/pkg/mod go mod download
 COPY . .
 RUN --mount=type=cache,target=/go/pkg/mod \
     --mount=type=cache,target=/root/.cache/go-build \
-    go build -trimpath -ldflags="-s -w" -o /out/ampflow ./cmd/ampflow
+    go build -trimpath -ldflags="-s -w" -o /out/ampflow ./cmd/ampflow \
+    && go build -trimpath -ldflags="-s -w" -o /out/ampflow-hook ./cmd/ampflow-hook
 
 # The worker runs git (the SSOT, task branches), so the runtime is a slim
 # Debian with git rather than distroless; curl serves the health check;
@@ -23,7 +24,7 @@ RUN groupadd --system --gid 10001 ampflow \
     && useradd --system --uid 10001 --gid ampflow --create-home --home-dir /home/ampflow ampflow \
     && mkdir /data \
     && chown ampflow:ampflow /data
-COPY --from=build /out/ampflow /usr/local/bin/ampflow
+COPY --from=build /out/ampflow /out/ampflow-hook /usr/local/bin/
 
 USER ampflow
 WORKDIR /home/ampflow

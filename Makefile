@@ -5,7 +5,13 @@ GO ?= go
 # packages are picked up as they appear.
 SERVER_PKGS := /(workers/devserver|workers/bench|test)(/|$$)
 
-.PHONY: test lint
+.PHONY: build test lint
+
+# ampflow and, beside it, the small hook Codex and Gemini CLI runners run
+# before each tool call (docs/tools.md), where the worker looks for it.
+build:
+	$(GO) build -o bin/ampflow ./cmd/ampflow
+	$(GO) build -trimpath -ldflags="-s -w" -o bin/ampflow-hook ./cmd/ampflow-hook
 
 test:
 	@set -e; \

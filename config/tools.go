@@ -3,6 +3,8 @@ package config
 import (
 	"encoding/json"
 	"fmt"
+	"os"
+	"path/filepath"
 	"reflect"
 	"strings"
 	"time"
@@ -28,6 +30,10 @@ type Tools struct {
 	// ParkTimeout is how long an ask stays open after AskTimeout, its run
 	// parked, before the call is denied (its decision expires into deny).
 	ParkTimeout time.Duration `mapstructure:"park_timeout"`
+	// HookBinary is the ampflow-hook executable Codex and Gemini CLI
+	// runners run before each tool; empty: the one beside the ampflow
+	// executable, else on PATH, else `ampflow hook` (docs/tools.md).
+	HookBinary string `mapstructure:"hook_binary"`
 }
 
 // DefaultAskTimeout is tools.ask_timeout's default.
@@ -42,6 +48,7 @@ var toolDefaults = map[string]any{
 	"tools.default":      toolpolicy.Allow,
 	"tools.ask_timeout":  DefaultAskTimeout,
 	"tools.park_timeout": DefaultParkTimeout,
+	"tools.hook_binary":  "",
 
 	"agents.executor.token_name": "",
 	"agents.reviewer.token_name": "",
@@ -83,6 +90,11 @@ func (c Config) validateTools(ps *problems) {
 	}
 	ps.positive("tools.ask_timeout", c.Tools.AskTimeout)
 	ps.positive("tools.park_timeout", c.Tools.ParkTimeout)
+	if b := c.Tools.HookBinary; b != "" {
+		if err := executable(b); err != nil {
+			ps.add("tools.hook_binary", "%v", err)
+		}
+	}
 	for _, a := range []struct {
 		key  string
 		role amp.Role
@@ -110,4 +122,20 @@ func (c Config) AgentToken(role amp.Role, name string) (string, error) {
 		return t.Token, nil
 	}
 	return "", fmt.Errorf("no auth.tokens entry is named %q", name)
+}
+
+// executable says why path is not an executable file named by an absolute
+// path: a runner's hook runs it from any directory.
+func executable(path string) error {
+	if !filepath.IsAbs(path) {
+		return fmt.Errorf("%q is not an absolute path", path)
+	}
+	st, err := os.Stat(path)
+	if err != nil {
+		return err
+	}
+	if !st.Mode().IsRegular() || st.Mode().Perm()&0o111 == 0 {
+		return fmt.Errorf("%s is not an executable file", path)
+	}
+	return nil
 }

@@ -38,11 +38,12 @@ func TestToolsValidate(t *testing.T) {
 	c.Auth.Tokens = []AuthToken{{Token: "t1", Role: amp.RoleAdmin, Name: "ops"}}
 	c.Agents.Executor.TokenName = "ops"
 	c.Agents.Reviewer.TokenName = "nobody"
+	c.Tools.HookBinary = "ampflow-hook"
 	err := c.Validate()
 	if err == nil {
 		t.Fatal("Validate took bad tools")
 	}
-	for _, want := range []string{"tools.rules[0].tool", "tools.rules[0].action", "tools.ask_timeout", "tools.park_timeout", "agents.executor.token_name", "agents.reviewer.token_name"} {
+	for _, want := range []string{"tools.rules[0].tool", "tools.rules[0].action", "tools.ask_timeout", "tools.park_timeout", "tools.hook_binary", "agents.executor.token_name", "agents.reviewer.token_name"} {
 		if !strings.Contains(err.Error(), want) {
 			t.Errorf("%s is not named in %v", want, err)
 		}

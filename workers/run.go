@@ -216,13 +216,21 @@ func Build(o Options) (*Parts, error) {
 // the API itself when it listens on loopback (a reviewer on this machine;
 // ampflow dev), else api.url, the address clients are given.
 func diffBaseURL(cfg config.Config) string {
-	host, _, err := net.SplitHostPort(cfg.HTTP.Addr)
-	if err == nil {
-		if ip := net.ParseIP(host); host == "localhost" || (ip != nil && ip.IsLoopback()) {
-			return "http://" + cfg.HTTP.Addr
-		}
+	if localAPI(cfg) {
+		return "http://" + cfg.HTTP.Addr
 	}
 	return cfg.API.URL
+}
+
+// localAPI reports whether the worker's runs reach the API this process
+// serves, on loopback (diffBaseURL).
+func localAPI(cfg config.Config) bool {
+	host, _, err := net.SplitHostPort(cfg.HTTP.Addr)
+	if err != nil {
+		return false
+	}
+	ip := net.ParseIP(host)
+	return host == "localhost" || (ip != nil && ip.IsLoopback())
 }
 
 // githubBase leaves the public API to the library's default.

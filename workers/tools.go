@@ -3,6 +3,9 @@ package workers
 import (
 	"fmt"
 
+	"github.com/ampflow/ampflow/activities/delivery"
+	"github.com/ampflow/ampflow/amp"
+
 	"github.com/ampflow/ampflow/integrations/httpapi"
 	"github.com/ampflow/ampflow/integrations/toolcalls"
 )
@@ -18,6 +21,12 @@ func addToolCalls(api *httpapi.Server, o Options, parts *Parts) error {
 		ParkTimeout: o.Config.Tools.ParkTimeout}
 	if parts.Store != nil {
 		opts.Store = parts.Store
+	}
+	if dir := o.Config.DataDir; dir != "" {
+		// The runs of this worker park where it watches.
+		opts.Parks = func(taskID string, role amp.Role, cli string) string {
+			return delivery.ParkFile(dir, taskID, role, cli)
+		}
 	}
 	toolcalls.Register(api, opts)
 	return nil

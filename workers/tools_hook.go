@@ -12,9 +12,11 @@ import (
 	"github.com/ampflow/ampflow/config"
 )
 
-// toolHook is the hook runners get (tools.enabled): this executable's
-// `ampflow hook`, and the API it serves, asked with each run's own
-// credential (runCredentials).
+// toolHook is the hook runners get (tools.enabled): the API this worker
+// serves, asked with each run's own credential (runCredentials), over
+// HTTP by Claude Code when the API is this process's, by OpenCode's
+// plugin, and through ampflow-hook (hookBinary) or this executable's
+// `ampflow hook` by the other CLIs.
 func toolHook(cfg config.Config, log *slog.Logger) *delivery.ToolHook {
 	if !cfg.Tools.Enabled {
 		return nil
@@ -24,7 +26,8 @@ func toolHook(cfg config.Config, log *slog.Logger) *delivery.ToolHook {
 		log.Warn("runners get no tool hook: the ampflow executable is unknown", "error", err)
 		return nil
 	}
-	h := &delivery.ToolHook{Binary: bin, APIURL: diffBaseURL(cfg), AskTimeout: cfg.Tools.AskTimeout}
+	h := &delivery.ToolHook{Binary: bin, HookBinary: hookBinary(cfg, bin, log), APIURL: diffBaseURL(cfg),
+		HTTP: localAPI(cfg) && cfg.DataDir != "", AskTimeout: cfg.Tools.AskTimeout}
 	if cfg.DataDir != "" {
 		// Gemini CLI and OpenCode runners take the hook from files.
 		err := h.Prepare(filepath.Join(cfg.DataDir, "tools"))

@@ -13,9 +13,16 @@ import (
 
 // parkPath is where the hook of a role's run on a task writes its park.
 func parkPath(a activities.AgentDelivery, m amp.Message) string {
+	return ParkFile(a.WorkDir, m.TaskID, m.To, a.Runner)
+}
+
+// ParkFile is where the hook of a run of role on taskID with the runner
+// named runnerName writes its park, under the worker's data_dir: the API's
+// hook route parks there too.
+func ParkFile(dataDir, taskID string, role amp.Role, runnerName string) string {
 	// One directory per task and role: a sandboxed run writes only its
 	// own, and reads no other task's park.
-	return filepath.Join(a.WorkDir, "parks", m.TaskID+"."+string(m.To), a.Runner+".json")
+	return filepath.Join(dataDir, "parks", taskID+"."+string(role), runnerName+".json")
 }
 
 // parkable gives a run whose hook is set the park file (an ACP agent's

@@ -47,7 +47,7 @@ func (d *Delivery) sandbox(ctx context.Context, a activities.AgentDelivery, role
 	}
 	read = append(read, runner.Paths(append(append(append([]string{}, spec.Env...), spec.Args...), spec.Command...)...)...)
 	if d.Tools != nil && d.Tools.Binary != "" {
-		read = append(read, d.Tools.Binary, d.Tools.GeminiSettings, d.Tools.OpenCodePlugin)
+		read = append(append(read, d.Tools.Binaries()...), d.Tools.GeminiSettings, d.Tools.OpenCodePlugin)
 	}
 	read = append(read, installRoots(spec)...)
 	spec.Sandbox = &runner.Sandbox{Bin: d.SandboxBin, Hide: hide, Read: read, Write: write}

@@ -15,7 +15,7 @@ import (
 
 // acpPermission decides an ACP agent's permission requests as the other
 // runners' hooks decide their tool calls: it runs `ampflow hook acp` on
-// each, in the worker, outside the agent's sandbox, with the API, the
+// each (ampflow-hook acp, where there is one), in the worker, outside the agent's sandbox, with the API, the
 // role's token and the task in the hook's environment and not in the
 // agent's. *parkFile is read when a request comes (parkable sets it after
 // apply), so an ask still open at tools.ask_timeout parks the run.
@@ -36,7 +36,11 @@ func (h *ToolHook) acpPermission(token, taskID, dir string, parkFile *string) fu
 		if *parkFile != "" {
 			env = append(env, activities.EnvParkFile+"="+*parkFile)
 		}
-		cmd := exec.CommandContext(ctx, h.Binary, "hook", "acp")
+		argv := []string{h.Binary, "hook", "acp"}
+		if h.HookBinary != "" {
+			argv = []string{h.HookBinary, "acp"}
+		}
+		cmd := exec.CommandContext(ctx, argv[0], argv[1:]...)
 		cmd.Env = child.Env(nil, nil, env...)
 		cmd.Stdin = bytes.NewReader(in)
 		var stderr bytes.Buffer

@@ -35,12 +35,12 @@ func (h *ToolHook) Prepare(dir string) error {
 	if err != nil {
 		return fmt.Errorf("writing the tool hook's files: %w", err)
 	}
-	plugin, err := writePrivate(filepath.Join(dir, "opencode-tool-policy.js"), OpenCodeHookPlugin(h.Binary, h.AskTimeout))
+	plugin, err := writePrivate(filepath.Join(dir, "opencode-tool-policy.js"), OpenCodeHookPlugin(h.AskTimeout))
 	if err != nil {
 		return err
 	}
 	h.OpenCodePlugin = plugin
-	settings, err := writePrivate(filepath.Join(dir, "gemini-settings.json"), GeminiHookSettings(h.Binary, h.AskTimeout))
+	settings, err := writePrivate(filepath.Join(dir, "gemini-settings.json"), GeminiHookSettings(h.command("gemini"), h.AskTimeout))
 	if err != nil {
 		return err
 	}
@@ -56,16 +56,16 @@ func (h *ToolHook) Prepare(dir string) error {
 func hookTimeout(askTimeout time.Duration) time.Duration { return askTimeout + time.Minute }
 
 // GeminiHookSettings is the Gemini CLI settings JSON whose BeforeTool hook
-// runs `ampflow hook gemini` before every tool (timeout in milliseconds).
+// runs command before every tool (timeout in milliseconds).
 // It keeps the hook's variables visible to it when Gemini CLI redacts its
 // children's environment.
-func GeminiHookSettings(binary string, askTimeout time.Duration) []byte {
+func GeminiHookSettings(command string, askTimeout time.Duration) []byte {
 	s := map[string]any{
 		"hooksConfig": map[string]any{"enabled": true},
 		"hooks": map[string]any{"BeforeTool": []any{map[string]any{
 			"matcher": ".*",
 			"hooks": []any{map[string]any{
-				"type": "command", "name": GeminiHookName, "command": shellQuote(binary) + " hook gemini",
+				"type": "command", "name": GeminiHookName, "command": command,
 				"timeout": hookTimeout(askTimeout).Milliseconds(),
 			}},
 		}}},
@@ -78,52 +78,40 @@ func GeminiHookSettings(binary string, askTimeout time.Duration) []byte {
 	return b
 }
 
-// OpenCodeHookPlugin is an OpenCode plugin whose tool.execute.before runs
-// `ampflow hook opencode` before every tool, the call on its standard input
-// as {"tool_name","tool_input","cwd","session_id"}, and throws the reason
-// of a deny: OpenCode then reports the call to the model as failed with
-// that reason, and the model carries on. A hook that cannot be run, or
-// that does not answer within the ask timeout and a minute, denies.
-func OpenCodeHookPlugin(binary string, askTimeout time.Duration) []byte {
-	bin, _ := json.Marshal(binary)
-	return []byte(strings.NewReplacer("BINARY", string(bin), "TIMEOUT_MS", fmt.Sprint(hookTimeout(askTimeout).Milliseconds())).Replace(openCodePlugin))
+// OpenCodeHookPlugin is an OpenCode plugin whose tool.execute.before posts
+// every call to the API (HookRoute) from OpenCode's own process, as
+// {"tool_name","tool_input","cwd","session_id"}, with the run's credential,
+// and throws the reason of a deny: OpenCode then reports the call to the
+// model as failed with that reason, and the model carries on. The API
+// waits for an ask's answer and parks the run at the ask timeout. A call
+// the API does not answer, within the ask timeout and a minute, is denied.
+func OpenCodeHookPlugin(askTimeout time.Duration) []byte {
+	return []byte(strings.NewReplacer("TIMEOUT_MS", fmt.Sprint(hookTimeout(askTimeout).Milliseconds()),
+		"HOOK_ROUTE", HookRoute).Replace(openCodePlugin))
 }
 
 const openCodePlugin = `// ampflow's tool policy for OpenCode, written by ampflow (docs/tools.md).
-import { spawn } from "node:child_process"
-
-const binary = BINARY
 const timeoutMs = TIMEOUT_MS
 
-function decide(call) {
-  return new Promise((resolve) => {
-    let out = ""
-    let done = false
-    let timer
-    const finish = (answer) => {
-      if (done) return
-      done = true
-      clearTimeout(timer)
-      resolve(answer)
-    }
-    const deny = (reason) => finish({ decision: "deny", reason: "ampflow: " + reason })
-    const child = spawn(binary, ["hook", "opencode"], { stdio: ["pipe", "pipe", "inherit"] })
-    timer = setTimeout(() => {
-      child.kill("SIGTERM")
-      deny("no answer about " + call.tool_name + " within " + timeoutMs / 1000 + "s")
-    }, timeoutMs)
-    child.stdout.on("data", (chunk) => { out += chunk })
-    child.on("error", (err) => deny("running the hook: " + err.message))
-    child.on("close", () => {
-      try {
-        finish(JSON.parse(out.trim() || "{}"))
-      } catch {
-        deny("the hook answered " + JSON.stringify(out.slice(0, 200)))
-      }
+async function decide(call) {
+  const deny = (reason) => ({ decision: "deny", reason: "ampflow: " + reason })
+  const env = process.env
+  if (!env.AMPFLOW_API_URL) return deny("AMPFLOW_API_URL is not set: no API to ask about " + call.tool_name)
+  const query = new URLSearchParams({ task: env.AMPFLOW_TASK_ID ?? "", worktree: env.AMPFLOW_WORKTREE ?? "" })
+  const url = env.AMPFLOW_API_URL.replace(/\/+$/, "") + "HOOK_ROUTEopencode?" + query
+  try {
+    const res = await fetch(url, {
+      method: "POST",
+      headers: { "Content-Type": "application/json", Authorization: "Bearer " + (env.AMPFLOW_API_TOKEN ?? "") },
+      body: JSON.stringify(call),
+      signal: AbortSignal.timeout(timeoutMs),
     })
-    child.stdin.on("error", () => {})
-    child.stdin.end(JSON.stringify(call))
-  })
+    const text = await res.text()
+    if (!res.ok) return deny("asking about " + call.tool_name + ": " + res.status + " " + text.slice(0, 300))
+    return JSON.parse(text || "{}")
+  } catch (err) {
+    return deny("asking about " + call.tool_name + ": " + (err?.message ?? err))
+  }
 }
 
 export const AmpflowToolPolicy = async ({ directory }) => ({

@@ -13,7 +13,7 @@ import (
 )
 
 func TestToolHook(t *testing.T) {
-	h := &ToolHook{Binary: "/opt/amp flow/ampflow", APIURL: "http://127.0.0.1:7480",
+	h := &ToolHook{Binary: "/opt/amp flow/ampflow", HookBinary: "/opt/amp flow/ampflow-hook", APIURL: "http://127.0.0.1:7480",
 		AskTimeout: 10 * time.Minute}
 	t.Run("Claude", func(t *testing.T) {
 		spec := runner.Spec{Runner: runner.Claude, Dir: "/data/worktrees/T-2026-001"}
@@ -35,13 +35,47 @@ func TestToolHook(t *testing.T) {
 			t.Fatal(err)
 		}
 		pre := s.Hooks.PreToolUse
-		if len(pre) != 1 || pre[0].Matcher != "*" || len(pre[0].Hooks) != 1 || pre[0].Hooks[0].Command != `'/opt/amp flow/ampflow' hook claude` || pre[0].Hooks[0].Timeout != 660 {
+		if len(pre) != 1 || pre[0].Matcher != "*" || len(pre[0].Hooks) != 1 || pre[0].Hooks[0].Command != `'/opt/amp flow/ampflow-hook' claude` || pre[0].Hooks[0].Timeout != 660 {
 			t.Errorf("settings %s", spec.Settings)
 		}
 		for _, want := range []string{"AMPFLOW_API_URL=http://127.0.0.1:7480", "AMPFLOW_API_TOKEN=exec-token", "AMPFLOW_TASK_ID=T-2026-001", "AMPFLOW_WORKTREE=/data/worktrees/T-2026-001"} {
 			if !slices.Contains(spec.Env, want) {
 				t.Errorf("env %v has no %s", spec.Env, want)
 			}
+		}
+	})
+	t.Run("ClaudeHTTP", func(t *testing.T) {
+		c := *h
+		c.HTTP = true
+		spec := runner.Spec{Runner: runner.Claude, Dir: "/data/worktrees/T-2026-001"}
+		if !c.apply(&spec, "T-2026-001", "exec-token") {
+			t.Fatal("no hook")
+		}
+		var s struct {
+			Hooks struct {
+				PreToolUse []struct {
+					Hooks []struct {
+						Type, URL, OnFailure string
+						Headers              map[string]string
+						AllowedEnvVars       []string
+						Timeout              int
+					}
+				}
+			}
+		}
+		if err := json.Unmarshal([]byte(spec.Settings), &s); err != nil || len(s.Hooks.PreToolUse) != 1 || len(s.Hooks.PreToolUse[0].Hooks) != 1 {
+			t.Fatalf("%v: %s", err, spec.Settings)
+		}
+		hk := s.Hooks.PreToolUse[0].Hooks[0]
+		// The credential is read from the run's environment, never
+		// written into its command line; a failed request blocks.
+		if hk.Type != "http" || hk.URL != "http://127.0.0.1:7480/v1/hooks/claude?worktree=%2Fdata%2Fworktrees%2FT-2026-001" ||
+			hk.OnFailure != "block" || hk.Headers["Authorization"] != "Bearer $AMPFLOW_API_TOKEN" ||
+			!slices.Equal(hk.AllowedEnvVars, []string{"AMPFLOW_API_TOKEN"}) || hk.Timeout != 660 || strings.Contains(spec.Settings, "exec-token") {
+			t.Errorf("settings %s", spec.Settings)
+		}
+		if !slices.Contains(spec.Env, "AMPFLOW_API_TOKEN=exec-token") {
+			t.Errorf("env %v", spec.Env)
 		}
 	})
 	t.Run("NoCredentialNoHook", func(t *testing.T) {
@@ -59,7 +93,7 @@ func TestToolHook(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		want := `hooks={PreToolUse=[{matcher="*",hooks=[{type="command",command="'/opt/amp flow/ampflow' hook codex",timeout=660}]}]}`
+		want := `hooks={PreToolUse=[{matcher="*",hooks=[{type="command",command="'/opt/amp flow/ampflow-hook' codex",timeout=660}]}]}`
 		if i := slices.Index(argv, want); i < 2 || argv[i-1] != "-c" || argv[i-2] != "--dangerously-bypass-hook-trust" {
 			t.Errorf("argv %q", argv)
 		}
@@ -121,7 +155,7 @@ func TestToolHookPrepare(t *testing.T) {
 	if rerr != nil {
 		t.Fatal(rerr)
 	}
-	for _, want := range []string{`const binary = "/opt/amp'flow/ampflow"`, "const timeoutMs = 660000", `spawn(binary, ["hook", "opencode"]`, `"tool.execute.before"`} {
+	for _, want := range []string{"const timeoutMs = 660000", `"/v1/hooks/opencode?"`, "await fetch(url", "env.AMPFLOW_API_TOKEN", `"tool.execute.before"`} {
 		if !strings.Contains(string(js), want) {
 			t.Errorf("the plugin has no %s:\n%s", want, js)
 		}

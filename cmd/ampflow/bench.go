@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"os/exec"
+	"path/filepath"
 
 	"github.com/spf13/cobra"
 
@@ -19,6 +21,7 @@ func benchCommand(a *cli.App) *cobra.Command {
 	var o bench.Options
 	var lo bench.LeaseOptions
 	var cpuProfile, heapProfile string
+	var hooks int
 	cmd := &cobra.Command{
 		Use:   "bench",
 		Short: "Measure ampflow on this machine: lifecycles/s against bare Temporal, submit latency, memory",
@@ -40,6 +43,13 @@ temporary directory (removed afterwards):
     each of GET /v1/inbox, GET /v1/decisions and GET /v1/tasks/{id}/history,
     read from the SSOT through the HTTP API.
 
+With --hooks N it measures the tool policy's hook instead: N tool calls
+on each CLI's path to the API served in this process, with a rule that
+allows them (p50, p99): Claude Code's HTTP hook request, OpenCode's
+plugin's request, the ampflow-hook binary Codex and Gemini CLI run (found
+beside this executable or on PATH), and, for comparison, the command hook
+` + "`ampflow hook codex`" + ` every CLI ran before.
+
 It prints the commit measured (the binary's vcs.revision) and the load.
 
 With --signals N it measures the action gate instead: N signals that need
@@ -59,9 +69,13 @@ is set.`,
   ampflow bench --tasks 20 --open 1000
   ampflow bench --open 1000 --ssot-url postgres://postgres@127.0.0.1:5432/bench
   ampflow bench --signals 2000 --concurrency 16
-  ampflow bench --leases 1000 --lease-ttl 60s`,
+  ampflow bench --leases 1000 --lease-ttl 60s
+  ampflow bench --hooks 500 -o json`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if hooks > 0 {
+				return runHookBench(cmd, a, hooks)
+			}
 			return runBench(cmd, a, o, lo, cpuProfile, heapProfile)
 		},
 	}
@@ -75,6 +89,7 @@ is set.`,
 	f.StringVar(&heapProfile, "memprofile", "", "write a heap profile taken with the open tasks in progress to `FILE`")
 	f.IntVar(&lo.Leases, "leases", 0, "instead, take `N` leases at once, let them expire, and measure acquire latency and release lateness")
 	f.DurationVar(&lo.TTL, "lease-ttl", bench.DefaultLeaseTTL, "the leases' time to live with --leases")
+	f.IntVar(&hooks, "hooks", 0, "instead, decide `N` tool calls through each CLI's tool hook and measure one call (p50, p99)")
 	_ = f.MarkHidden("cpuprofile")
 	_ = f.MarkHidden("memprofile")
 	return cmd
@@ -145,4 +160,33 @@ func runLeaseBench(cmd *cobra.Command, a *cli.App, cfg config.Config, lo bench.L
 		return a.PrintJSON(r)
 	}
 	return r.WriteText(a.Stdout)
+}
+
+// runHookBench is bench --hooks.
+func runHookBench(cmd *cobra.Command, a *cli.App, calls int) error {
+	self, err := os.Executable()
+	if err != nil {
+		return cli.Exit(cli.ExitFailed, fmt.Errorf("bench --hooks: finding the ampflow executable: %w", err))
+	}
+	o := bench.HookOptions{Calls: calls, Ampflow: self}
+	if p := filepath.Join(filepath.Dir(self), "ampflow-hook"); isExecutable(p) {
+		o.HookBinary = p
+	} else if p, err := exec.LookPath("ampflow-hook"); err == nil {
+		o.HookBinary = p
+	} else {
+		fmt.Fprintln(a.Stderr, "bench --hooks: no ampflow-hook beside ampflow or on PATH: Codex's and Gemini CLI's path is not measured (go build ./cmd/ampflow-hook)")
+	}
+	r, err := bench.RunHooks(cmd.Context(), o)
+	if err != nil {
+		return cli.Exit(cli.ExitFailed, fmt.Errorf("bench --hooks: %w", err))
+	}
+	if a.JSON() {
+		return a.PrintJSON(r)
+	}
+	return r.WriteText(a.Stdout)
+}
+
+func isExecutable(p string) bool {
+	st, err := os.Stat(p)
+	return err == nil && st.Mode().IsRegular() && st.Mode().Perm()&0o111 != 0
 }

@@ -20,6 +20,7 @@ var RunRoutes = map[string]bool{
 	"POST /mcp":                      true,
 	"POST /v1/tool-calls":            true,
 	"GET /v1/tool-calls/{id}":        true,
+	"POST /v1/hooks/{cli}":           true,
 	"GET /v1/tasks/{id}":             true,
 	"POST /v1/messages":              true,
 	"POST /v1/acks":                  true,

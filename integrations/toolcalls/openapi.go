@@ -53,6 +53,37 @@ func getOp() map[string]any {
 	}
 }
 
+func hookOp() map[string]any {
+	query := func(name, desc string) map[string]any {
+		return map[string]any{"name": name, "in": "query", "required": false, "schema": map[string]any{"type": "string"}, "description": desc}
+	}
+	return map[string]any{
+		"operationId": "decideHookCall",
+		"tags":        []any{"Tool calls"},
+		"summary":     "Decide a tool call a CLI's hook posts, answered in the CLI's hook format",
+		"description": "The body is the CLI's own hook input (Claude Code's PreToolUse, ampflow's OpenCode plugin's call). " +
+			"Decided as POST /v1/tool-calls, an ask waited for; an agent run's ask still open at tools.ask_timeout parks the run. " +
+			"The answer is Claude Code's hookSpecificOutput (permissionDecision allow, deny or defer) for claude and codex, " +
+			"{decision, reason} for gemini, opencode and acp, {} for a call tools.default allowed. Any token; a run's credential names the task.",
+		"parameters": []any{
+			map[string]any{"name": "cli", "in": "path", "required": true, "schema": map[string]any{"type": "string"}, "description": "claude, codex, gemini, opencode or acp."},
+			query("task", "The task; the run credential's when empty."),
+			query("worktree", "Where the agent may write; the call's cwd when empty."),
+		},
+		"requestBody": map[string]any{"required": true, "content": map[string]any{"application/json": map[string]any{"schema": map[string]any{
+			"type": "object", "required": []any{"tool_name"},
+			"properties": map[string]any{"tool_name": str("The tool."), "tool_input": map[string]any{"type": "object"}, "cwd": str("Where the tool runs."),
+				"session_id": str("The CLI's session."), "transcript_path": str("Claude Code's transcript."), "tool_use_id": str("Claude Code's call id.")},
+		}}}},
+		"responses": map[string]any{
+			"200": map[string]any{"description": "The answer in the CLI's hook format.", "content": map[string]any{"application/json": map[string]any{"schema": map[string]any{"type": "object"}}}},
+			"400": errBody("No tool_name, an unknown CLI or task (code invalid)."),
+			"403": errBody("Another task than the run credential's (code forbidden)."),
+			"404": errBody("No such task (code not_found)."),
+		},
+	}
+}
+
 func listOp() map[string]any {
 	filter := func(name, desc string) map[string]any {
 		return map[string]any{"name": name, "in": "query", "required": false, "schema": map[string]any{"type": "string"}, "description": desc}

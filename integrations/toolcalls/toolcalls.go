@@ -47,6 +47,9 @@ type Options struct {
 	ParkTimeout time.Duration
 	// Poll is how often a long poll looks again; zero is 300ms.
 	Poll time.Duration
+	// Parks, when set, lets the hook route park a run's call still asked
+	// at AskTimeout: the API shares data_dir with the worker running it.
+	Parks Parks
 }
 
 // Handlers serve the tool-call routes. Build them with Register.
@@ -66,6 +69,7 @@ func Register(api *httpapi.Server, o Options) *Handlers {
 		httpapi.Route{Pattern: "POST /v1/tool-calls", Handler: h.post, Operation: postOp()},
 		httpapi.Route{Pattern: "GET /v1/tool-calls/{id}", Handler: h.get, Operation: getOp()},
 		httpapi.Route{Pattern: "GET /v1/tasks/{id}/tool-calls", Handler: h.list, Operation: listOp()},
+		httpapi.Route{Pattern: HookPattern, Handler: h.hook, Operation: hookOp()},
 	)
 	return h
 }
@@ -83,16 +87,27 @@ func (h *Handlers) post(w http.ResponseWriter, r *http.Request) {
 		h.api.Error(w, r, err)
 		return
 	}
+	out, err := h.record(r, in)
+	if err != nil {
+		h.api.Error(w, r, err)
+		return
+	}
+	if out.Decision == task.ToolPending && wait > 0 {
+		out = h.await(r.Context(), out, wait)
+	}
+	h.answer(w, out)
+}
+
+// record checks the call, puts it through the policy and records it in
+// its task, which raises an ask where the policy says so.
+func (h *Handlers) record(r *http.Request, in task.ToolCallRequest) (task.ToolCall, error) {
 	switch {
 	case !task.ValidID(in.TaskID):
-		h.api.Error(w, r, httpapi.InvalidField("task_id", fmt.Sprintf("must be a task id T-YYYY-NNN, not %q", in.TaskID)))
-		return
+		return task.ToolCall{}, httpapi.InvalidField("task_id", fmt.Sprintf("must be a task id T-YYYY-NNN, not %q", in.TaskID))
 	case strings.TrimSpace(in.Tool) == "":
-		h.api.Error(w, r, httpapi.InvalidField("tool", "required"))
-		return
+		return task.ToolCall{}, httpapi.InvalidField("tool", "required")
 	case len(in.Input) > 0 && !json.Valid(in.Input):
-		h.api.Error(w, r, httpapi.InvalidField("input", "must be JSON"))
-		return
+		return task.ToolCall{}, httpapi.InvalidField("input", "must be JSON")
 	}
 	v := h.o.Policy.Decide(toolpolicy.Call{CLI: in.CLI, Tool: in.Tool, Input: in.Input, CWD: in.CWD, Worktree: in.Worktree})
 	canon := toolpolicy.Canonical(in.Input)
@@ -104,15 +119,7 @@ func (h *Handlers) post(w http.ResponseWriter, r *http.Request) {
 		Rule: v.Rule, Action: string(v.Action), Reason: v.Reason, Risk: v.Risk, AskTimeout: h.o.AskTimeout,
 		ParkTimeout: h.o.ParkTimeout,
 	}
-	out, err := h.o.Tasks.ToolCall(r.Context(), in.TaskID, c)
-	if err != nil {
-		h.api.Error(w, r, err)
-		return
-	}
-	if out.Decision == task.ToolPending && wait > 0 {
-		out = h.await(r.Context(), out, wait)
-	}
-	h.answer(w, out)
+	return h.o.Tasks.ToolCall(r.Context(), in.TaskID, c)
 }
 
 // bounded cuts s to task.MaxToolInput bytes on a rune boundary.

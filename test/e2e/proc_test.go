@@ -38,12 +38,16 @@ func run(m *testing.M) int {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
-	build := exec.Command("go", "build", "-o", binary, "./cmd/ampflow")
-	build.Dir = root
-	build.Stdout, build.Stderr = os.Stderr, os.Stderr
-	if err := build.Run(); err != nil {
-		fmt.Fprintln(os.Stderr, "building ampflow:", err)
-		return 1
+	// ampflow-hook beside ampflow, where the worker looks for the hook
+	// Codex and Gemini CLI runners run.
+	for _, cmd := range []string{"ampflow", "ampflow-hook"} {
+		build := exec.Command("go", "build", "-o", filepath.Join(dir, cmd), "./cmd/"+cmd)
+		build.Dir = root
+		build.Stdout, build.Stderr = os.Stderr, os.Stderr
+		if err := build.Run(); err != nil {
+			fmt.Fprintln(os.Stderr, "building "+cmd+":", err)
+			return 1
+		}
 	}
 	return m.Run()
 }

@@ -20,7 +20,7 @@ var folders = []string{"amp", "config", "activities", "workflows", "integrations
 // amp/ and other libraries, and no Temporal SDK, so any layer may use them.
 var libraries = []string{
 	"activities/ssot", "activities/runner", "activities/github", "activities/notify", "activities/gitsafe",
-	"config/toolpolicy", "config/pricing",
+	"activities/toolhook", "config/toolpolicy", "config/pricing",
 }
 
 // systems names each system's rooms, one name per layer: its workflow, its
@@ -170,7 +170,7 @@ func TestLayeringViolations(t *testing.T) {
 		"workflows/lease": nil, "activities/lease": nil, "integrations/repomesh": nil,
 		"workflows/aof": nil, "activities/aof": nil,
 		"integrations/toolcalls": nil, "integrations/mcp": {"integrations/toolcalls"}, "integrations/dashboard": {"activities", "activities/notify"}, "integrations/githubhook": nil,
-		"activities/runner": nil, "activities/github": nil, "activities/notify": nil, "activities/gitsafe": nil, "config/toolpolicy": nil, "config/pricing": nil,
+		"activities/runner": nil, "activities/github": nil, "activities/notify": nil, "activities/gitsafe": nil, "activities/toolhook": nil, "config/toolpolicy": nil, "config/pricing": nil,
 	}
 	got := layeringViolations(graph)
 	want := []string{

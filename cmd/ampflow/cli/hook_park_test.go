@@ -8,13 +8,14 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ampflow/ampflow/activities/toolhook"
 	"github.com/ampflow/ampflow/amp/task"
 )
 
 // TestHookPark: a runner's hook (AMPFLOW_PARK_FILE set) whose ask is still
 // open at its ask_timeout parks the call: it writes the park file naming
 // it, and Claude Code is told to defer the call; Codex's hook holds the
-// call until the runner stops the CLI (here, parkHold) and then denies it.
+// call until the runner stops the CLI (here, toolhook.ParkHold) and then denies it.
 func TestHookPark(t *testing.T) {
 	pending := task.ToolCall{ID: "T-2026-001-tc4", Decision: task.ToolPending, AskTimeout: 300 * time.Millisecond}
 	park := func(t *testing.T, cli, payload string) (result, string) {
@@ -51,9 +52,9 @@ func TestHookPark(t *testing.T) {
 		return string(b)
 	}
 	shortHold := func(t *testing.T) {
-		old := parkHold
-		parkHold = 200 * time.Millisecond
-		t.Cleanup(func() { parkHold = old })
+		old := toolhook.ParkHold
+		toolhook.ParkHold = 200 * time.Millisecond
+		t.Cleanup(func() { toolhook.ParkHold = old })
 	}
 	const (
 		user = `{"type":"user","message":{"role":"user","content":"push it"}}`

@@ -158,7 +158,7 @@ func TestHookFormats(t *testing.T) {
 		t.Errorf("codex: %s", r.stdout)
 	}
 	if r := run(t, "", nil, nil, "hook", "opencode", "--plugin", "--max-wait", "5m"); r.code != ExitOK ||
-		!strings.Contains(r.stdout, `spawn(binary, ["hook", "opencode"]`) || !strings.Contains(r.stdout, "const timeoutMs = 360000") {
+		!strings.Contains(r.stdout, `"/v1/hooks/opencode?"`) || !strings.Contains(r.stdout, "const timeoutMs = 360000") {
 		t.Errorf("hook opencode --plugin: exit %d: %s %s", r.code, r.stdout, r.stderr)
 	}
 	if r := run(t, "", nil, nil, "hook", "gemini", "--plugin"); r.code != ExitUsage {
