@@ -15,7 +15,7 @@ type Brief struct {
 	// Details, when set, is added to the description below Text (an
 	// issue's body).
 	Details string
-	// Repo is the repository's absolute path.
+	// Repo is the repository: its absolute path, or its URL.
 	Repo string
 	// Branch is the branch to work on; empty is BranchFor(Text).
 	Branch string

@@ -22,7 +22,7 @@ type lineFlags struct {
 
 func (l *lineFlags) add(cmd *cobra.Command) {
 	f := cmd.Flags()
-	f.StringVar(&l.repo, "repo", "", "with TEXT: the repository, a local `PATH`")
+	f.StringVar(&l.repo, "repo", "", "with TEXT: the repository, a local `PATH` or a URL (file, https, ssh, user@host:path)")
 	f.StringArrayVar(&l.criteria, "criteria", nil, "with TEXT: an acceptance `CRITERION` (repeat for more; TEXT itself when none)")
 	f.StringVar(&l.risk, "risk", "", "with TEXT: the risk `LEVEL`, low, medium or high (low)")
 	f.StringVar(&l.branch, "branch", "", "with TEXT: work on `BRANCH` instead of one named after TEXT")
@@ -67,14 +67,16 @@ func (l *lineFlags) brief(text string) (task.Brief, error) {
 		return task.Brief{}, UsageError(errors.New(`"TEXT" is empty: say what the task is`))
 	}
 	if l.repo == "" {
-		return task.Brief{}, UsageError(errors.New(`"TEXT" needs --repo PATH: the repository to work in`))
+		return task.Brief{}, UsageError(errors.New(`"TEXT" needs --repo PATH or URL: the repository to work in`))
 	}
-	if strings.Contains(l.repo, "://") || strings.HasPrefix(l.repo, "git@") {
-		return task.Brief{}, UsageError(fmt.Errorf("--repo %s: ampflow works in a local repository; clone it and give its path", l.repo))
-	}
-	repo, err := filepath.Abs(l.repo)
-	if err != nil {
-		return task.Brief{}, UsageError(fmt.Errorf("--repo %s: %w", l.repo, err))
+	// A URL goes as it is: the plan's check names a scheme ampflow does
+	// not fetch (plan.repo).
+	repo := l.repo
+	if !amp.RepoIsURL(repo) {
+		var err error
+		if repo, err = filepath.Abs(l.repo); err != nil {
+			return task.Brief{}, UsageError(fmt.Errorf("--repo %s: %w", l.repo, err))
+		}
 	}
 	risk := amp.Risk(l.risk)
 	switch risk {
