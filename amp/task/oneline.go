@@ -57,6 +57,25 @@ func BranchFor(text string) string {
 	return BranchPrefix + slug
 }
 
+// Problems are what keeps b from being a plan, by field: text, repo,
+// risk; none when Plan can make one. The plan is then checked as every
+// plan is (plan.repo names a repository ampflow cannot work in).
+func (b Brief) Problems() map[string]string {
+	p := map[string]string{}
+	if strings.TrimSpace(b.Text) == "" {
+		p["text"] = "is empty: say what the task is"
+	}
+	if strings.TrimSpace(b.Repo) == "" {
+		p["repo"] = "is required: the repository to work in, a path or a URL"
+	}
+	switch b.Risk {
+	case "", amp.RiskLow, amp.RiskMedium, amp.RiskHigh:
+	default:
+		p["risk"] = "must be low, medium or high"
+	}
+	return p
+}
+
 // Plan is the plan of b: one subtask, its branch, its criteria.
 func (b Brief) Plan() amp.TaskDispatch {
 	text := strings.TrimSpace(b.Text)

@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
-	"strings"
 
 	"github.com/spf13/cobra"
 
@@ -63,26 +62,20 @@ func (l *lineFlags) origin() (*task.Origin, error) {
 
 // brief is the task TEXT and the flags say.
 func (l *lineFlags) brief(text string) (task.Brief, error) {
-	if strings.TrimSpace(text) == "" {
-		return task.Brief{}, UsageError(errors.New(`"TEXT" is empty: say what the task is`))
-	}
-	if l.repo == "" {
-		return task.Brief{}, UsageError(errors.New(`"TEXT" needs --repo PATH or URL: the repository to work in`))
+	b := task.Brief{Text: text, Repo: l.repo, Branch: l.branch, Criteria: l.criteria, Risk: amp.Risk(l.risk)}
+	problems := b.Problems()
+	for _, f := range [][2]string{{"text", `"TEXT"`}, {"repo", "--repo"}, {"risk", "--risk"}} {
+		if p, ok := problems[f[0]]; ok {
+			return task.Brief{}, UsageError(fmt.Errorf("%s %s", f[1], p))
+		}
 	}
 	// A URL goes as it is: the plan's check names a scheme ampflow does
 	// not fetch (plan.repo).
-	repo := l.repo
-	if !amp.RepoIsURL(repo) {
+	if !amp.RepoIsURL(b.Repo) {
 		var err error
-		if repo, err = filepath.Abs(l.repo); err != nil {
+		if b.Repo, err = filepath.Abs(l.repo); err != nil {
 			return task.Brief{}, UsageError(fmt.Errorf("--repo %s: %w", l.repo, err))
 		}
 	}
-	risk := amp.Risk(l.risk)
-	switch risk {
-	case "", amp.RiskLow, amp.RiskMedium, amp.RiskHigh:
-	default:
-		return task.Brief{}, UsageError(fmt.Errorf("--risk %q: must be low, medium or high", l.risk))
-	}
-	return task.Brief{Text: text, Repo: repo, Branch: l.branch, Criteria: l.criteria, Risk: risk}, nil
+	return b, nil
 }
