@@ -104,8 +104,9 @@ func (g *Git) makeMirror(ctx context.Context, url, dir string) (made bool, err e
 		return false, fmt.Errorf("making the mirror of %s: %w", redactURL(url), err)
 	}
 	// No template: nothing of the system's or user's template directory
-	// (hooks included) is copied in.
-	if _, err := g.run(ctx, dir, "init", "-q", "--template=", dir); err != nil {
+	// (hooks included) is copied in. HEAD is on a branch no one makes,
+	// so the default branch the fetch keeps is never checked out here.
+	if _, err := g.run(ctx, dir, "init", "-q", "--template=", "--initial-branch="+mirrorHead, dir); err != nil {
 		return false, fmt.Errorf("making the mirror of %s: %w", redactURL(url), err)
 	}
 	// origin's URL tells CheckBranch the GitHub repository; fetches and
@@ -119,8 +120,13 @@ func (g *Git) makeMirror(ctx context.Context, url, dir string) (made bool, err e
 	return true, nil
 }
 
+// mirrorHead is the unborn branch a mirror's HEAD is on when made.
+const mirrorHead = "ampflow/mirror-head"
+
 // fetchMirror brings origin's branches and HEAD into the mirror, pruning
-// those gone; the task branches in refs/heads/* are left alone.
+// those gone, and sets the local default branch to origin's, as a fresh
+// clone has it, for an agent that diffs against main; the task branches
+// in refs/heads/* are left alone.
 func (g *Git) fetchMirror(ctx context.Context, url, dir string) error {
 	if _, err := g.run(ctx, dir, "fetch", "-q", "--prune", "--no-tags", "--no-write-fetch-head", "--",
 		url, "+refs/heads/*:refs/remotes/origin/*"); err != nil {
@@ -135,6 +141,12 @@ func (g *Git) fetchMirror(ctx context.Context, url, dir string) error {
 		branch, ok := strings.CutPrefix(target, "ref: refs/heads/")
 		if ok && name == "HEAD" {
 			if _, err := g.run(ctx, dir, "symbolic-ref", "refs/remotes/origin/HEAD", "refs/remotes/origin/"+branch); err != nil {
+				return fmt.Errorf("setting the default branch of the mirror %s: %w", dir, err)
+			}
+			if head, _ := g.run(ctx, dir, "symbolic-ref", "-q", "HEAD"); strings.TrimSpace(string(head)) == "refs/heads/"+branch {
+				continue // checked out here by hand: not moved under someone's feet
+			}
+			if _, err := g.run(ctx, dir, "update-ref", "refs/heads/"+branch, "refs/remotes/origin/"+branch); err != nil {
 				return fmt.Errorf("setting the default branch of the mirror %s: %w", dir, err)
 			}
 		}

@@ -87,8 +87,10 @@ func TestMirror(t *testing.T) {
 	if _, err := g.Local(ctx, url, true); err != nil {
 		t.Fatal(err)
 	}
-	if got := gittest.Git(t, dir, "rev-parse", "refs/remotes/origin/main"); got != second {
-		t.Errorf("after a fetch origin/main is at %s, want %s", got, second)
+	for _, ref := range []string{"refs/remotes/origin/main", "refs/heads/main"} {
+		if got := gittest.Git(t, dir, "rev-parse", ref); got != second {
+			t.Errorf("after a fetch %s is at %s, want %s", ref, got, second)
+		}
 	}
 	if got := gittest.Git(t, dir, "rev-parse", "refs/heads/ampflow/x"); got != first {
 		t.Errorf("a fetch moved the task branch to %s", got)
