@@ -96,6 +96,9 @@ type AgentDelivery struct {
 type GitChecker interface {
 	CheckBranch(ctx context.Context, in CheckBranchInput) (CheckBranchResult, error)
 	CheckResult(ctx context.Context, in CheckResultInput) (CheckResultOutput, error)
+	// Local is the local git directory of a task's repository (see
+	// (*Git).Local).
+	Local(ctx context.Context, repo string, fetch bool) (string, error)
 }
 
 // Recorder keeps the SSOT record of a task.

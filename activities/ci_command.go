@@ -55,6 +55,10 @@ func (c *CommandCI) Status(ctx context.Context, in CIStatusInput) (CIStatusResul
 	if !validName(in.TaskID) {
 		return CIStatusResult{}, invalid("task id %q cannot name an SSOT directory", in.TaskID)
 	}
+	var err error
+	if in.Repo, err = c.Git.Local(ctx, in.Repo, false); err != nil {
+		return CIStatusResult{}, err
+	}
 	commit, err := commitOf(ctx, c.Git, in)
 	if err != nil {
 		return CIStatusResult{}, err

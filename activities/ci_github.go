@@ -52,6 +52,10 @@ type GitHubCI struct {
 
 // Status implements CIProvider.
 func (c *GitHubCI) Status(ctx context.Context, in CIStatusInput) (CIStatusResult, error) {
+	var err error
+	if in.Repo, err = c.Git.Local(ctx, in.Repo, false); err != nil {
+		return CIStatusResult{}, err
+	}
 	commit, err := commitOf(ctx, c.Git, in)
 	if err != nil {
 		return CIStatusResult{}, err

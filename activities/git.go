@@ -14,6 +14,7 @@ import (
 
 	"github.com/ampflow/ampflow/activities/github"
 	"github.com/ampflow/ampflow/activities/gitsafe"
+	"github.com/ampflow/ampflow/amp"
 )
 
 // DiffWriter keeps a diff where a reviewer can read it and returns its path.
@@ -46,6 +47,9 @@ type Git struct {
 	GitHubRepo github.Repo
 	// Bin is the git executable; empty means "git" on PATH.
 	Bin string
+	// Mirrors is the directory of the mirrors of repositories given by
+	// URL (data_dir/repos); empty refuses them.
+	Mirrors string
 	// MaxDiff caps the git diff output read to check a result; zero is
 	// DefaultMaxDiff. A larger diff is reported as too large to check.
 	MaxDiff int64
@@ -318,6 +322,11 @@ func normalizeBranch(b string) string {
 // the local one when the branch exists both locally and on origin.
 func (g *Git) CheckBranch(ctx context.Context, in CheckBranchInput) (CheckBranchResult, error) {
 	branch := normalizeBranch(in.Branch)
+	url := amp.RepoIsURL(in.Repo)
+	var err error
+	if in.Repo, err = g.Local(ctx, in.Repo, true); err != nil {
+		return CheckBranchResult{}, err
+	}
 	refs, err := g.openRefs(ctx, in.Repo)
 	if err != nil {
 		return CheckBranchResult{}, err
@@ -346,6 +355,11 @@ func (g *Git) CheckBranch(ctx context.Context, in CheckBranchInput) (CheckBranch
 		}
 	}
 	head, err := refs.head(in.Repo, branch)
+	if local := "refs/heads/" + branch; err == nil && url && refs.existing(branch)[0] != local {
+		// A mirror's task branch is ampflow's, made from the URL's the
+		// first time, so the runs' checkouts start from the URL's work.
+		head, err = g.createBranch(ctx, in.Repo, branch, head)
+	}
 	if err != nil && in.Create && len(refs.existing(branch)) == 0 && def != "" && len(refs.existing(def)) > 0 {
 		head, err = g.createBranch(ctx, in.Repo, branch, refs.commits[refs.existing(def)[0]])
 	}

@@ -40,6 +40,10 @@ func (g *Git) CheckResult(ctx context.Context, in CheckResultInput) (CheckResult
 	if commitHashRE.MatchString(c) {
 		rev = c
 	}
+	var err error
+	if in.Repo, err = g.Local(ctx, in.Repo, false); err != nil {
+		return CheckResultOutput{}, err
+	}
 	refs, err := g.openRefs(ctx, in.Repo)
 	if err != nil {
 		return CheckResultOutput{}, err

@@ -22,6 +22,9 @@ func (a *Activities) CheckBranch(ctx context.Context, in CheckBranchInput) (Chec
 	if err != nil {
 		return res, err
 	}
+	if in.Repo, err = a.Git.Local(ctx, in.Repo, false); err != nil {
+		return res, err
+	}
 	return res, a.checkRunnerBranch(ctx, in)
 }
 

@@ -14,6 +14,7 @@ import (
 
 	"github.com/ampflow/ampflow/activities/child"
 	"github.com/ampflow/ampflow/activities/gitsafe"
+	"github.com/ampflow/ampflow/amp"
 )
 
 // ErrPush is the type of a push the remote refused for a reason a retry
@@ -64,6 +65,9 @@ type PushTargetResult struct {
 // as its push remote: an executor editing .git/config later changes
 // nothing.
 func (p *Pusher) Target(ctx context.Context, in PushTargetInput) (PushTargetResult, error) {
+	if amp.RepoIsURL(in.Repo) {
+		return PushTargetResult{URL: in.Repo}, nil // the mirror's branches go back where they came from
+	}
 	if _, err := p.Git.openRepo(ctx, in.Repo, ""); err != nil {
 		return PushTargetResult{}, err
 	}
@@ -100,6 +104,10 @@ type PushResult struct {
 // Push pushes in.Commit to in.Branch. A retry after a push that went
 // through finds the branch at the commit and does nothing.
 func (p *Pusher) Push(ctx context.Context, in PushInput) (PushResult, error) {
+	var err error
+	if in.Repo, err = p.Git.Local(ctx, in.Repo, false); err != nil {
+		return PushResult{}, err
+	}
 	commit, err := p.Git.openRepo(ctx, in.Repo, in.Commit)
 	if err != nil {
 		return PushResult{}, err

@@ -48,6 +48,12 @@ type CleanupWorktreesResult struct {
 // does nothing; run again, it finds nothing more to do.
 func (a *Activities) CleanupWorktrees(ctx context.Context, in CleanupWorktreesInput) (CleanupWorktreesResult, error) {
 	var res CleanupWorktreesResult
+	if a.Git != nil {
+		var err error
+		if in.Repo, err = a.Git.Local(ctx, in.Repo, false); err != nil {
+			return res, err
+		}
+	}
 	for _, role := range []amp.Role{amp.RoleExecutor, amp.RoleReviewer} {
 		ag, ok := a.runnerAgent(role)
 		if !ok || in.TaskID == "" {

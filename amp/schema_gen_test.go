@@ -75,7 +75,7 @@ func payloadSchema(t Type) (obj, string) {
 	case TypeTaskDispatch:
 		return closed([]string{"description", "repo", "branch", "subtasks", "acceptance_criteria", "risk_level"}, obj{
 			"description": nonEmpty,
-			"repo":        describe(obj{"type": "string", "pattern": absPathPattern}, "Absolute path of the local repository (its existence is checked by the executor)."),
+			"repo":        describe(obj{"type": "string", "pattern": repoPattern}, "The repository: the absolute path of a local one, or a URL (file, https, http, ssh, git, user@host:path) of which each worker keeps a mirror."),
 			"branch":      describe(obj{"type": "string", "minLength": 1, "not": strEnum(protectedBranches...)}, "Feature branch; never main or master."),
 			"subtasks": arr(1, closed([]string{"subtask_id", "description", "estimated_lines"}, obj{
 				"subtask_id": nonEmpty, "description": nonEmpty, "estimated_lines": count,

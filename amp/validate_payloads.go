@@ -11,7 +11,6 @@ import (
 var protectedBranches = []string{"main", "master", "refs/heads/main", "refs/heads/master"}
 
 const (
-	absPathPattern    = `^(/|[A-Za-z]:[\\/])`
 	commitHashPattern = `^[0-9a-f]{7,64}$`
 )
 
@@ -39,7 +38,7 @@ func branch(c *checker, path string, v any) {
 
 var dispatchFields = []field{
 	req("description", text),
-	req("repo", matching(regexp.MustCompile(absPathPattern), "an absolute path")),
+	req("repo", matching(repoRE, repoWhat)),
 	req("branch", branch),
 	req("subtasks", arrayOf(1, objectOf([]field{
 		req("subtask_id", text),

@@ -45,7 +45,7 @@ type IntakeGitHub struct {
 }
 
 // IntakeRepo is a GitHub repository (Name, OWNER/NAME) and the local
-// repository its tasks run in (Repo, an absolute path).
+// repository its tasks run in (Repo, an absolute path or a URL).
 type IntakeRepo struct {
 	Name string `mapstructure:"name" json:"name"`
 	Repo string `mapstructure:"repo" json:"repo"`
@@ -117,8 +117,8 @@ func (c Config) validateIntake(ps *problems) {
 			ps.add(k+".name", "%q is listed twice", r.Name)
 		}
 		seen[strings.ToLower(r.Name)] = true
-		if !strings.HasPrefix(r.Repo, "/") {
-			ps.add(k+".repo", "must be the absolute path of a local repository, not %q", r.Repo)
+		if !amp.ValidRepo(r.Repo) {
+			ps.add(k+".repo", "must be the absolute path of a local repository or its URL (file, https, http, ssh, git, user@host:path), not %q", r.Repo)
 		}
 	}
 }

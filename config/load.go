@@ -29,7 +29,7 @@ const EnvPrefix = "AMPFLOW_"
 // defaults holds the default of every key. A key without a default is
 // unknown: a file may not set it and no environment variable reaches it.
 var defaults = map[string]any{
-	"data_dir": "./.ampflow",
+	"data_dir": "", // DefaultDataDir, at decode
 
 	"log.level":  "info",
 	"log.format": "text",
@@ -162,6 +162,21 @@ func New() *viper.Viper {
 	return v
 }
 
+// DefaultDataDir is data_dir when nothing sets it (or sets it empty): the user's state
+// directory, $XDG_STATE_HOME/ampflow/dev, else
+// ~/.local/state/ampflow/dev. Not the directory ampflow starts in: run
+// from a source tree (ampflow's own, say), its worktrees and databases
+// would land inside it. ./.ampflow only when there is no home.
+func DefaultDataDir() string {
+	if d := os.Getenv("XDG_STATE_HOME"); filepath.IsAbs(d) {
+		return filepath.Join(d, "ampflow", "dev")
+	}
+	if h, err := os.UserHomeDir(); err == nil && h != "" {
+		return filepath.Join(h, ".local", "state", "ampflow", "dev")
+	}
+	return "./.ampflow"
+}
+
 // Keys returns every configuration key, sorted.
 func Keys() []string {
 	keys := make([]string, 0, len(defaults))
@@ -233,6 +248,9 @@ func decode(v *viper.Viper) (Config, error) {
 	var c Config
 	if err := v.Unmarshal(&c, viper.DecodeHook(decodeHook())); err != nil {
 		return Config{}, fmt.Errorf("decoding configuration: %s", flattenDecodeError(err))
+	}
+	if c.DataDir == "" {
+		c.DataDir = DefaultDataDir()
 	}
 	if c.SSOT.URL == "" {
 		c.SSOT.URL = filepath.Join(c.DataDir, DefaultSSOTFile)

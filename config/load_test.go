@@ -42,6 +42,9 @@ func load(t *testing.T, file string, kv map[string]string) Config {
 
 func TestDefaults(t *testing.T) {
 	t.Chdir(t.TempDir())
+	state := t.TempDir()
+	t.Setenv("XDG_STATE_HOME", state)
+	data := filepath.Join(state, "ampflow", "dev")
 	c := load(t, "", nil)
 	if err := c.Validate(); err != nil {
 		t.Fatalf("defaults do not validate: %v", err)
@@ -53,9 +56,9 @@ func TestDefaults(t *testing.T) {
 		key       string
 		got, want any
 	}{
-		{"data_dir", c.DataDir, "./.ampflow"},
-		{"ssot.url", c.SSOT.URL, filepath.Join(".ampflow", "ampflow.db")},
-		{"ssot.git.dir", c.SSOT.Git.Dir, filepath.Join(".ampflow", "ssot-git")},
+		{"data_dir", c.DataDir, data},
+		{"ssot.url", c.SSOT.URL, filepath.Join(data, "ampflow.db")},
+		{"ssot.git.dir", c.SSOT.Git.Dir, filepath.Join(data, "ssot-git")},
 		{"temporal.address", c.Temporal.Address, "127.0.0.1:7233"},
 		{"http.addr", c.HTTP.Addr, "127.0.0.1:7480"},
 		{"http.rate", c.HTTP.Rate, 600},
@@ -304,5 +307,26 @@ func TestSecretFiles(t *testing.T) {
 	want := []string{"/etc/ampflow/ampflow.yaml", "/run/secrets/decision.key", "/etc/ampflow/tls.key", "/srv/ampflow.db", "/srv/ampflow.db-wal", "/srv/ampflow.db-shm"}
 	if got := c.SecretFiles(); !slices.Equal(got, want) {
 		t.Errorf("SecretFiles = %q, want %q", got, want)
+	}
+}
+
+// TestDefaultDataDir: with nothing set, state goes to the user's state
+// directory, never the directory ampflow starts in.
+func TestDefaultDataDir(t *testing.T) {
+	home := t.TempDir()
+	t.Setenv("HOME", home)
+	for _, tc := range []struct{ xdg, want string }{
+		{"/var/state", "/var/state/ampflow/dev"},
+		{"", filepath.Join(home, ".local", "state", "ampflow", "dev")},
+		{"relative/state", filepath.Join(home, ".local", "state", "ampflow", "dev")}, // ignored, as the XDG spec says
+	} {
+		t.Setenv("XDG_STATE_HOME", tc.xdg)
+		if got := DefaultDataDir(); got != tc.want {
+			t.Errorf("XDG_STATE_HOME=%q: DefaultDataDir() = %q, want %q", tc.xdg, got, tc.want)
+		}
+	}
+	t.Setenv("XDG_STATE_HOME", "")
+	if c := load(t, "", map[string]string{"AMPFLOW_DATA_DIR": "/srv/amp"}); c.DataDir != "/srv/amp" {
+		t.Errorf("AMPFLOW_DATA_DIR set: data_dir = %q", c.DataDir)
 	}
 }

@@ -16,12 +16,14 @@ import (
 )
 
 // deliveryParts builds the pusher and the pull requests' keeper of
-// delivery.*; nil when it is off. The token is read from the variable
+// delivery.*; the keeper is nil when it is off, and the pusher has no
+// token, for the tasks on a repository given by URL, whose branches go
+// back there whatever delivery says. The token is read from the variable
 // delivery.github.token_env names, once, and kept in memory only.
 func deliveryParts(cfg config.Config, git *activities.Git, secrets *child.Scrubber) (*activities.Pusher, *activities.PullRequests, error) {
 	d := cfg.Delivery
 	if !d.On() {
-		return nil, nil, nil
+		return &activities.Pusher{Git: git, Secrets: secrets}, nil, nil
 	}
 	token := d.GitHub.Token()
 	if d.GitHub.TokenEnv != "" && token == "" {

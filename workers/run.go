@@ -134,7 +134,7 @@ func Build(o Options) (*Parts, error) {
 		export = startExport(exp, log)
 		record.Written = export.mark
 	}
-	git := &activities.Git{Diffs: record}
+	git := &activities.Git{Diffs: record, Mirrors: activities.MirrorsDir(cfg.DataDir)}
 	// Output of code ampflow runs never shows a configured secret, nor
 	// the contract secret or decision key `ampflow dev` made.
 	secrets := child.NewScrubber(append(cfg.Secrets(), contractSecret, hex.EncodeToString(decisionKey)))

@@ -88,7 +88,7 @@ func githubOptions() workflow.ActivityOptions {
 // pushTarget fixes the task's push remote when it starts, as the CI
 // repository is: origin's URL then.
 func (t *taskRun) pushTarget(ctx workflow.Context) error {
-	if !t.In.Policy.Delivery.Push {
+	if !t.pushes() {
 		return nil
 	}
 	if t.In.Policy.Delivery.PullRequests() && t.GitHubRepo == "" {
@@ -104,10 +104,17 @@ func (t *taskRun) pushTarget(ctx workflow.Context) error {
 	return nil
 }
 
+// pushes reports whether accepted results are pushed: with delivery.push,
+// and always for a repository given by URL, where the branch lives only
+// in this worker's mirror until it is.
+func (t *taskRun) pushes() bool {
+	return t.In.Policy.Delivery.Push || amp.RepoIsURL(t.In.Plan.Repo)
+}
+
 // afterResult is where an accepted result goes: to GitHub first when
 // delivery is on.
 func (t *taskRun) afterResult() phase {
-	if t.In.Policy.Delivery.Push {
+	if t.pushes() {
 		return phaseDeliver
 	}
 	return phaseCI

@@ -167,7 +167,9 @@ func (d *Delivery) runCommand(ctx context.Context, a activities.AgentDelivery, i
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
 	cmd.WaitDelay = 5 * time.Second
-	cmd.Dir = in.Repo
+	if cmd.Dir, err = d.Git.Local(ctx, in.Repo, true); err != nil {
+		return failed(fmt.Sprintf("fetching the repository of %s: %v", m.TaskID, err), "", err)
+	}
 	cmd.Stdin = bytes.NewReader(stdin)
 	errOut := &child.Tail{Max: stderrKeepBytes}
 	cmd.Stderr = errOut

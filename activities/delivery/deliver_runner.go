@@ -47,8 +47,11 @@ type runState struct {
 	workLog  []amp.WorkLogEntry
 	// runs counts the CLI runs of this delivery; totals are the last
 	// running totals of sessions that report them (Codex).
-	runs   int
+	runs int
+	// in names the repository's local git directory; repo is the
+	// repository as the plan names it, which budgets are kept by.
 	in     activities.DeliverInput
+	repo   string
 	totals map[string]task.UsageInput
 	// meter is the run's model relays' count, nil without relays.
 	meter *runner.Meter
@@ -67,6 +70,12 @@ func (d *Delivery) runAgent(ctx context.Context, a activities.AgentDelivery, in 
 	if in.Repo == "" {
 		return failed(fmt.Sprintf("%s names no repository for the %s runner", m.MsgID, m.To), "", nil)
 	}
+	repo := in.Repo
+	local, err := d.Git.Local(ctx, repo, true)
+	if err != nil {
+		return failed(fmt.Sprintf("fetching the repository of %s: %v", m.TaskID, err), "", err)
+	}
+	in.Repo = local
 	dir, err := d.prepareWorktree(ctx, a, in)
 	if err != nil {
 		return failed(fmt.Sprintf("preparing the %s's worktree for %s: %v", m.To, m.TaskID, err), "", err)
@@ -75,7 +84,7 @@ func (d *Delivery) runAgent(ctx context.Context, a activities.AgentDelivery, in 
 	if err != nil {
 		return failed(err.Error(), "", err)
 	}
-	st := &runState{d: d, a: a, ctx: ctx, m: m, in: in, session: d.loadSession(a, m), totals: sessionTotals(in.Sessions)}
+	st := &runState{d: d, a: a, ctx: ctx, m: m, in: in, repo: repo, session: d.loadSession(a, m), totals: sessionTotals(in.Sessions)}
 	spec := runner.Spec{
 		Runner: a.Runner, Command: a.Command, Model: a.Model, Dir: dir,
 		Prompt: prompt, SystemPrompt: system, SessionID: st.session,
@@ -164,7 +173,7 @@ func (d *Delivery) prepareWorktree(ctx context.Context, a activities.AgentDelive
 // tool call (a build, a test run) may keep it silent for minutes, and
 // sends the task what it cost.
 func (st *runState) run(spec runner.Spec) (out runner.Outcome, err error) {
-	left, err := st.d.Budgets.left(st.ctx, st.a, st.m.To, st.in.Repo)
+	left, err := st.d.Budgets.left(st.ctx, st.a, st.m.To, st.repo)
 	if err != nil {
 		return out, err
 	}

@@ -59,7 +59,7 @@ func TestRunnerBudgetCharged(t *testing.T) {
 	d := &Delivery{Budgets: budgets, Pricing: pricing.New(nil, pricing.Price{Input: 1, Output: 1})}
 	a := activities.AgentDelivery{Runner: runner.Claude, Model: "claude-sonnet-4-6", Command: []string{"sh", "-c", "touch ran"}}
 	m := amp.Message{MsgID: "m1", TaskID: "T-2026-001", To: amp.RoleExecutor}
-	st := &runState{d: d, ctx: ctx, a: a, m: m, in: activities.DeliverInput{Message: m, Repo: repo}, totals: map[string]task.UsageInput{}}
+	st := &runState{d: d, ctx: ctx, a: a, m: m, in: activities.DeliverInput{Message: m, Repo: repo}, repo: repo, totals: map[string]task.UsageInput{}}
 
 	st.report(runner.Outcome{Usage: runner.Usage{InputTokens: 1000, OutputTokens: 100, CostUSD: 0.6, CostReported: true}})
 	// The same run reported again (its key) counts once.

@@ -75,7 +75,7 @@ func (st *runState) report(out runner.Outcome) {
 	if st.d.Metrics != nil {
 		st.d.Metrics.CountRunnerUsage(st.a.Runner, st.m.To, tok.Input, tok.Output, usd)
 	}
-	st.d.Budgets.charge(st.ctx, st.d.log(), st.a, st.m, st.in.Repo, in, tok.Input, tok.Output, usd)
+	st.d.Budgets.charge(st.ctx, st.d.log(), st.a, st.m, st.repo, in, tok.Input, tok.Output, usd)
 	if st.d.Usage == nil {
 		return
 	}

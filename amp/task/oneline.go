@@ -15,7 +15,7 @@ type Brief struct {
 	// Details, when set, is added to the description below Text (an
 	// issue's body).
 	Details string
-	// Repo is the repository's absolute path.
+	// Repo is the repository: its absolute path, or its URL.
 	Repo string
 	// Branch is the branch to work on; empty is BranchFor(Text).
 	Branch string
@@ -55,6 +55,25 @@ func BranchFor(text string) string {
 		slug = "task"
 	}
 	return BranchPrefix + slug
+}
+
+// Problems are what keeps b from being a plan, by field: text, repo,
+// risk; none when Plan can make one. The plan is then checked as every
+// plan is (plan.repo names a repository ampflow cannot work in).
+func (b Brief) Problems() map[string]string {
+	p := map[string]string{}
+	if strings.TrimSpace(b.Text) == "" {
+		p["text"] = "is empty: say what the task is"
+	}
+	if strings.TrimSpace(b.Repo) == "" {
+		p["repo"] = "is required: the repository to work in, a path or a URL"
+	}
+	switch b.Risk {
+	case "", amp.RiskLow, amp.RiskMedium, amp.RiskHigh:
+	default:
+		p["risk"] = "must be low, medium or high"
+	}
+	return p
 }
 
 // Plan is the plan of b: one subtask, its branch, its criteria.

@@ -38,7 +38,7 @@ temporal --help); the SSOT stays where ssot settings say.`,
 		RunE: func(cmd *cobra.Command, _ []string) error { return runDev(cmd, a) },
 	}
 	f := cmd.Flags()
-	f.String("data-dir", "", "keep Temporal's database and the SSOT in `DIR` (default ./.ampflow)")
+	f.String("data-dir", "", "keep Temporal's database, the SSOT and the worktrees in `DIR` (default $XDG_STATE_HOME/ampflow/dev, else ~/.local/state/ampflow/dev)")
 	f.String("http-addr", "", "serve the HTTP API on `ADDR` (default 127.0.0.1:7480)")
 	f.Int("temporal-port", 0, "Temporal frontend `PORT` on 127.0.0.1 (default 7233; 0 in config picks a free port)")
 	f.Int("ui-port", 0, "Temporal Web UI `PORT` (default 8233; 0 turns it off)")
@@ -57,6 +57,9 @@ func runDev(cmd *cobra.Command, a *cli.App) error {
 	}
 	log := a.Logger(cfg)
 	began := time.Now()
+	// First, so a person whose first run puts state somewhere unexpected
+	// sees where before anything is written.
+	fmt.Fprintf(a.Stdout, "%-10s %s (--data-dir or data_dir elsewhere)\n", "state", cfg.DataDir)
 	srv, stop, err := startEmbedded(cmd, cfg, log)
 	if err != nil {
 		return err

@@ -57,7 +57,7 @@ unless --ui-writes.`,
 		},
 	}
 	f := cmd.Flags()
-	f.String("data-dir", "", "keep Temporal's SQLite database in `DIR` (default ./.ampflow)")
+	f.String("data-dir", "", "keep Temporal's SQLite database in `DIR` (default $XDG_STATE_HOME/ampflow/dev, else ~/.local/state/ampflow/dev)")
 	f.String("temporal-db", "", "keep Temporal's state on PostgreSQL: `URL` postgres://USER:PASSWORD@HOST:PORT/DB")
 	f.String("temporal-ip", "", "bind the frontend and web UI on `IP` (default 127.0.0.1)")
 	f.Int("temporal-port", 0, "frontend `PORT` (default 7233; 0 in config picks a free port)")

@@ -49,6 +49,8 @@ type Actions interface {
 	Decide(ctx context.Context, subject string, in decision.Answer) (task.DecideResult, error)
 	Cancel(ctx context.Context, taskID string, in task.CancelInput) (task.ChangeResult, error)
 	Replan(ctx context.Context, taskID string, in task.ReplanInput) (task.ChangeResult, error)
+	// StartNext starts a task under the year's next free id.
+	StartNext(ctx context.Context, in task.Input, year int) (string, error)
 }
 
 // Panel fills one of the pages of the systems beside tasks (gates, leases,
@@ -207,6 +209,7 @@ func (s *Server) Routes() []Route {
 	return []Route{
 		{"GET /{$}", page(s.decisionsPage)},
 		{"GET /tasks", page(s.tasksPage)},
+		{"GET /tasks/new", page(s.startPage)},
 		{"GET /tasks/{id}", page(s.taskPage)},
 		{"GET /records/{id}", page(s.recordBody)},
 		{"GET /tasks/{id}/diffs/{msg}", page(s.diffPage)},
@@ -216,6 +219,7 @@ func (s *Server) Routes() []Route {
 		{"GET /mesh", page(s.panelPage(PanelMesh))},
 		{"GET /events", page(s.events)},
 		{"POST /decisions/{id}", form(true, s.decide)},
+		{"POST /tasks", form(true, s.start)},
 		{"POST /tasks/{id}/cancel", form(true, s.cancel)},
 		{"POST /tasks/{id}/replan", form(true, s.replan)},
 		{"POST /leases/{id}/release", form(true, s.releaseLease)},

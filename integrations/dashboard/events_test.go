@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"database/sql"
+	"errors"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -149,6 +150,10 @@ func (r *recorder) Decide(_ context.Context, subject string, in decision.Answer)
 
 func (r *recorder) Cancel(context.Context, string, task.CancelInput) (task.ChangeResult, error) {
 	return task.ChangeResult{}, nil
+}
+
+func (r *recorder) StartNext(context.Context, task.Input, int) (string, error) {
+	return "", errors.New("the recorder starts nothing")
 }
 
 func (r *recorder) Replan(context.Context, string, task.ReplanInput) (task.ChangeResult, error) {

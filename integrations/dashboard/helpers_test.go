@@ -111,6 +111,7 @@ type fakeEngine struct {
 	// answers are every answer received.
 	answers []decision.Answer
 	cancels []task.CancelInput
+	starts  []task.Input
 }
 
 func (f *fakeEngine) Decide(ctx context.Context, subject string, in decision.Answer) (task.DecideResult, error) {
@@ -146,6 +147,13 @@ func (f *fakeEngine) Cancel(ctx context.Context, taskID string, in task.CancelIn
 
 func (f *fakeEngine) Replan(ctx context.Context, taskID string, in task.ReplanInput) (task.ChangeResult, error) {
 	return task.ChangeResult{Status: task.StatusDispatched}, nil
+}
+
+func (f *fakeEngine) StartNext(ctx context.Context, in task.Input, year int) (string, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.starts = append(f.starts, in)
+	return fmt.Sprintf("T-%d-%03d", year, len(f.starts)), nil
 }
 
 func (f *fakeEngine) calls() int {

@@ -17,7 +17,7 @@ var staticFS embed.FS
 
 // pageNames are the templates that are pages: each is layout.html with
 // its own "content".
-var pageNames = []string{"decisions", "tasks", "task", "panel", "signin", "record", "diff"}
+var pageNames = []string{"decisions", "tasks", "task", "start", "panel", "signin", "record", "diff"}
 
 type pages map[string]*template.Template
 
@@ -32,6 +32,16 @@ var funcs = template.FuncMap{
 	"risks": func() []string { return []string{"low", "medium", "high"} },
 	"tv":    newTimeView,
 	"card":  card,
+	"fieldErr": func(errs map[string]string, name string) fieldErr {
+		return fieldErr{Errors: errs, Name: name}
+	},
+}
+
+// fieldErr is one field of a form and the form's problems, for the
+// field-error template.
+type fieldErr struct {
+	Errors map[string]string
+	Name   string
 }
 
 // cardData is a decision card and what it shows of its viewer.

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net/http"
 	"strings"
+	"time"
 
 	"github.com/ampflow/ampflow/activities/ssot"
 	"github.com/ampflow/ampflow/amp"
@@ -170,7 +171,7 @@ func (s *Server) startInput(req StartRequest, c caller) (task.Input, error) {
 		fields = append(fields, amp.FieldError{Path: "plan", Problem: "is required"})
 	} else {
 		var perr []amp.FieldError
-		plan, perr = s.validatePlan(req.TaskID, req.Plan)
+		plan, perr = ValidatePlan(req.TaskID, req.Plan, s.now())
 		fields = append(fields, perr...)
 	}
 	if len(fields) > 0 {
@@ -183,8 +184,10 @@ func (s *Server) startInput(req StartRequest, c caller) (task.Input, error) {
 	return task.Input{TaskID: req.TaskID, Plan: *plan, Handling: req.Handling, Coordinator: coord, Origin: origin, CreateBranch: req.CreateBranch}, nil
 }
 
-func (s *Server) validatePlan(taskID string, plan json.RawMessage) (*amp.TaskDispatch, []amp.FieldError) {
-	now := s.now()
+// ValidatePlan checks a plan as a start of task taskID (any, when it is
+// not a task id) at now would: strictly against AMP/1.0, its failing
+// fields named plan.…. Every channel that starts tasks checks with it.
+func ValidatePlan(taskID string, plan json.RawMessage, now time.Time) (*amp.TaskDispatch, []amp.FieldError) {
 	if !task.ValidID(taskID) {
 		taskID = fmt.Sprintf("T-%04d-000", now.Year())
 	}

@@ -389,4 +389,18 @@ func TestDashboardOpenMode(t *testing.T) {
 	local.do("approving", chromedp.Click(`button[value="approve"]`))
 	local.until("the flash", 15*time.Second, `document.getElementById("flash") && document.getElementById("flash").textContent.includes("Decided")`)
 	waitStatus(t, tasks, id, task.StatusDispatched)
+
+	// A task in one line from the form: a relative repository is named
+	// beside its field, then the start lands on the new task's page.
+	local.open("http://" + p.api + "/tasks")
+	local.do("opening the start form", chromedp.Click(`a[href="/tasks/new"]`))
+	local.until("the start form", 10*time.Second, `document.querySelector("#start-text")`)
+	local.do("starting with a relative repository", chromedp.SendKeys("#start-text", "Add a form file"),
+		chromedp.SendKeys("#start-repo", "src/app"), chromedp.Click(`form.start button[type=submit]`))
+	local.until("the repository's problem by its field", 10*time.Second,
+		`document.getElementById("repo-error") && document.getElementById("repo-error").textContent.includes("plan.repo") && document.querySelector("#start-repo").getAttribute("aria-invalid") === "true"`)
+	repo := gitRepo(t)
+	local.do("starting with an absolute one", chromedp.SetValue("#start-repo", repo), chromedp.Click(`form.start button[type=submit]`))
+	local.until("the new task's page", 15*time.Second,
+		`/^\/tasks\/T-\d{4}-\d{3,}$/.test(location.pathname) && location.pathname !== "/tasks/`+id+`" && document.querySelector(".lead").textContent === "Add a form file"`)
 }

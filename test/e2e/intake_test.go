@@ -23,7 +23,9 @@ import (
 )
 
 // commandExecutor is a command-mode executor: it ACKs its dispatch, writes
-// hello.txt on the task's branch, commits it and reports the commit.
+// hello-<task id>.txt on the task's branch, commits it and reports the
+// commit; in the repository's directory, or its mirror for one given by
+// URL.
 const commandExecutor = `import json, subprocess, sys, time
 m = json.load(sys.stdin)
 p, tid = m["payload"], m["task_id"]
@@ -32,8 +34,9 @@ def emit(r): print(json.dumps(r), flush=True)
 def git(*a): return subprocess.run(["git", "-c", "user.name=agent", "-c", "user.email=agent@localhost", *a], check=True, capture_output=True, text=True).stdout.strip()
 emit({"msg_id": "ack-%s-%d" % (tid, time.time() * 1000), "protocol_version": "AMP/1.0", "ack_of": m["msg_id"], "task_id": tid, "from": "executor", "timestamp": stamp()})
 git("switch", "-q", p["branch"])
-open("hello.txt", "w").write("hello\n")
-git("add", "hello.txt")
+name = "hello-%s.txt" % tid
+open(name, "w").write("hello\n")
+git("add", name)
 git("commit", "-qm", p["subtasks"][0]["description"])
 stat = [l.split("\t") for l in git("diff", "--numstat", "main...HEAD").splitlines()]
 time.sleep(0.002)
@@ -334,6 +337,30 @@ func TestIntake(t *testing.T) {
 		out, _, code := cli(t, d.p, nil, "task", "list", "--source", "github")
 		if code != 0 || !strings.Contains(out, id) || !strings.Contains(out, "github acme/widget#100") {
 			t.Errorf("task list --source github exited %d:\n%s", code, out)
+		}
+	})
+
+	// A repository given by URL: the worker makes its mirror, the agent
+	// works there, and ampflow pushes the task branch back to the URL.
+	t.Run("OneLineURLToDone", func(t *testing.T) {
+		url := "file://" + d.bare
+		out, errOut, code := cli(t, d.p, nil, "task", "start", "Add a file from the URL", "--repo", url)
+		if code != 0 {
+			t.Fatalf("task start exited %d: %s%s", code, out, errOut)
+		}
+		lines := strings.Split(strings.TrimSpace(out), "\n")
+		id := lines[len(lines)-1]
+		d.review(t, id)
+		st := d.api.on(t).waitFor(id, "done", 2*time.Minute, func(st task.State) bool { return st.Status.Terminal() })
+		if st.Status != task.StatusDone || st.Repo != url {
+			t.Fatalf("task %s on %s ended %s (%s), want done on %s", id, st.Repo, st.Status, st.Reason, url)
+		}
+		pushed := githubtest.Git(t, d.bare, "log", "-1", "--format=%s", "refs/heads/ampflow/add-a-file-from-the-url")
+		if pushed != "Add a file from the URL" {
+			t.Errorf("the URL's task branch is at %q, want the agent's commit pushed", pushed)
+		}
+		if got := githubtest.Git(t, d.bare, "show", "main:hello-"+id+".txt"); got != "hello" {
+			t.Errorf("main has %q of the task's file, want its pull request merged", got)
 		}
 	})
 

@@ -68,7 +68,8 @@ func (a *App) taskStartCommand() *cobra.Command {
 		Use:   `start ("TEXT" --repo PATH | -f FILE)`,
 		Short: "Start a task from one line, or from a task_dispatch payload",
 		Long: "Start starts a task. With TEXT it makes the plan itself: TEXT is the description\n" +
-			"and the one subtask, --repo the repository (a local path), --criteria the\n" +
+			"and the one subtask, --repo the repository (a local path or a URL, which each\n" +
+			"worker mirrors under data_dir/repos and pushes the branch back to), --criteria the\n" +
 			"acceptance criteria (TEXT itself when none), --risk the risk level (low), and\n" +
 			"the branch is named after TEXT (ampflow/add-membercount-to-dial) unless --branch\n" +
 			"names it; the worker makes the branch at the default branch's head when the\n" +

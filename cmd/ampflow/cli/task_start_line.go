@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
-	"strings"
 
 	"github.com/spf13/cobra"
 
@@ -22,7 +21,7 @@ type lineFlags struct {
 
 func (l *lineFlags) add(cmd *cobra.Command) {
 	f := cmd.Flags()
-	f.StringVar(&l.repo, "repo", "", "with TEXT: the repository, a local `PATH`")
+	f.StringVar(&l.repo, "repo", "", "with TEXT: the repository, a local `PATH` or a URL (file, https, ssh, user@host:path)")
 	f.StringArrayVar(&l.criteria, "criteria", nil, "with TEXT: an acceptance `CRITERION` (repeat for more; TEXT itself when none)")
 	f.StringVar(&l.risk, "risk", "", "with TEXT: the risk `LEVEL`, low, medium or high (low)")
 	f.StringVar(&l.branch, "branch", "", "with TEXT: work on `BRANCH` instead of one named after TEXT")
@@ -63,24 +62,20 @@ func (l *lineFlags) origin() (*task.Origin, error) {
 
 // brief is the task TEXT and the flags say.
 func (l *lineFlags) brief(text string) (task.Brief, error) {
-	if strings.TrimSpace(text) == "" {
-		return task.Brief{}, UsageError(errors.New(`"TEXT" is empty: say what the task is`))
+	b := task.Brief{Text: text, Repo: l.repo, Branch: l.branch, Criteria: l.criteria, Risk: amp.Risk(l.risk)}
+	problems := b.Problems()
+	for _, f := range [][2]string{{"text", `"TEXT"`}, {"repo", "--repo"}, {"risk", "--risk"}} {
+		if p, ok := problems[f[0]]; ok {
+			return task.Brief{}, UsageError(fmt.Errorf("%s %s", f[1], p))
+		}
 	}
-	if l.repo == "" {
-		return task.Brief{}, UsageError(errors.New(`"TEXT" needs --repo PATH: the repository to work in`))
+	// A URL goes as it is: the plan's check names a scheme ampflow does
+	// not fetch (plan.repo).
+	if !amp.RepoIsURL(b.Repo) {
+		var err error
+		if b.Repo, err = filepath.Abs(l.repo); err != nil {
+			return task.Brief{}, UsageError(fmt.Errorf("--repo %s: %w", l.repo, err))
+		}
 	}
-	if strings.Contains(l.repo, "://") || strings.HasPrefix(l.repo, "git@") {
-		return task.Brief{}, UsageError(fmt.Errorf("--repo %s: ampflow works in a local repository; clone it and give its path", l.repo))
-	}
-	repo, err := filepath.Abs(l.repo)
-	if err != nil {
-		return task.Brief{}, UsageError(fmt.Errorf("--repo %s: %w", l.repo, err))
-	}
-	risk := amp.Risk(l.risk)
-	switch risk {
-	case "", amp.RiskLow, amp.RiskMedium, amp.RiskHigh:
-	default:
-		return task.Brief{}, UsageError(fmt.Errorf("--risk %q: must be low, medium or high", l.risk))
-	}
-	return task.Brief{Text: text, Repo: repo, Branch: l.branch, Criteria: l.criteria, Risk: risk}, nil
+	return b, nil
 }

@@ -36,6 +36,21 @@ func TestTaskStartOneLine(t *testing.T) {
 			t.Errorf("origin = %+v, want jira PROJ-7", o)
 		}
 	})
+	t.Run("URL", func(t *testing.T) {
+		f := &fakeTasks{nextID: "T-2026-009", states: []task.State{{Status: task.StatusDispatched}}}
+		wantExit(t, runFake(t, f, "", nil, "task", "start", "Add it", "--repo", "git@github.com:o/r.git"), ExitOK)
+		if got := f.started[0].Plan.Repo; got != "git@github.com:o/r.git" {
+			t.Errorf("plan.repo = %q, want the URL as given", got)
+		}
+	})
+	t.Run("URLOfAnotherScheme", func(t *testing.T) {
+		f := &fakeTasks{}
+		r := runFake(t, f, "", nil, "task", "start", "Add it", "--repo", "ftp://host/r.git")
+		wantExit(t, r, ExitFailed)
+		if !strings.Contains(r.stderr, "plan.repo") || len(f.started) != 0 {
+			t.Errorf("stderr = %q, started %+v; want plan.repo refused", r.stderr, f.started)
+		}
+	})
 	t.Run("FileKeepsItsBranch", func(t *testing.T) {
 		f := &fakeTasks{nextID: "T-2026-008", states: []task.State{{Status: task.StatusDispatched}}}
 		wantExit(t, runFake(t, f, "", nil, "task", "start", "-f", "testdata/plan.json"), ExitOK)
@@ -47,7 +62,6 @@ func TestTaskStartOneLine(t *testing.T) {
 		"NoRepo":       {"Add it"},
 		"Both":         {"Add it", "--repo", ".", "-f", "testdata/plan.json"},
 		"RepoWithFile": {"-f", "testdata/plan.json", "--repo", "."},
-		"URL":          {"Add it", "--repo", "https://github.com/o/r"},
 		"Risk":         {"Add it", "--repo", ".", "--risk", "huge"},
 		"Empty":        {" ", "--repo", "."},
 		"SourceAlone":  {"Add it", "--repo", ".", "--source", "jira"},
