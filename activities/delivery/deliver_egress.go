@@ -1,6 +1,7 @@
 package delivery
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -239,6 +240,41 @@ func (p *egressProxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	w.WriteHeader(resp.StatusCode)
 	_, _ = io.Copy(w, resp.Body)
+}
+
+// serveCaught takes the connections the run's bridge caught, each
+// preceded by the address its program asked for, and lets through those
+// the proxy would (runner.SandboxNet.Catch).
+func (p *egressProxy) serveCaught(ln net.Listener) {
+	for {
+		c, err := ln.Accept()
+		if err != nil {
+			return
+		}
+		go func() {
+			defer c.Close()
+			br := bufio.NewReaderSize(c, 512)
+			line, err := br.ReadSlice('\n')
+			if err != nil {
+				return
+			}
+			host, port, err := net.SplitHostPort(strings.TrimSpace(string(line)))
+			if err != nil {
+				return
+			}
+			ok, why := p.decide(context.Background(), host, port)
+			if !ok {
+				p.log.Warn("sandboxed run refused a destination", "host", host, "port", port, "reason", why, "caught", true)
+				return
+			}
+			t, err := net.DialTimeout("tcp", net.JoinHostPort(host, port), 10*time.Second)
+			if err != nil {
+				return
+			}
+			defer t.Close()
+			runner.Splice(&bufferedConn{Conn: c, r: br}, t)
+		}()
+	}
 }
 
 // servedAddr is an address a run reaches inside: the handler that serves

@@ -177,6 +177,21 @@ func (d *Delivery) network(a taskRun, credential string, spec *runner.Spec) (*ru
 		n.Close()
 		return nil, err
 	}
+	taken[net.JoinHostPort("127.0.0.1", strconv.Itoa(port))] = true
+	// What ignores the proxy is caught, and decided the same way.
+	catch := port + 1
+	for taken[net.JoinHostPort("127.0.0.1", strconv.Itoa(catch))] {
+		catch++
+	}
+	catchSock := filepath.Join(dir, "catch")
+	ln, err := net.Listen("unix", catchSock)
+	if err != nil {
+		n.Close()
+		return nil, fmt.Errorf("the run's network: %w", err)
+	}
+	n.lns = append(n.lns, ln)
+	sn.Catch = &runner.Port{Addr: net.JoinHostPort("127.0.0.1", strconv.Itoa(catch)), Socket: catchSock}
+	go p.serveCaught(ln)
 	proxy := "http://127.0.0.1:" + strconv.Itoa(port)
 	for _, name := range []string{"HTTP_PROXY", "HTTPS_PROXY", "http_proxy", "https_proxy", "ALL_PROXY", "all_proxy"} {
 		spec.Env = setEnv(spec.Env, name+"="+proxy)

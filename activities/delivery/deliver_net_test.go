@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -47,16 +48,36 @@ func TestRunNetwork(t *testing.T) {
 		return ts.URL
 	}
 	api, model, other, allowed := serve("api"), serve("model"), serve("other"), serve("allowed")
+	// Two listeners at the machine's own address, off the run's
+	// loopback: what bash's /dev/tcp reaches only when the bridge
+	// catches it.
+	ip := machineIP(t)
+	serveAt := func(name string) string {
+		ln, err := net.Listen("tcp", net.JoinHostPort(ip, "0"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { fmt.Fprint(w, name) })}
+		go func() { _ = srv.Serve(ln) }()
+		t.Cleanup(func() { _ = srv.Close() })
+		return ln.Addr().String()
+	}
+	ipOther, ipAllowed := serveAt("ip-other"), serveAt("ip-allowed")
 	const credential = "ampr1.the-runs-own"
 	bin, err := os.Executable()
 	if err != nil {
 		t.Fatal(err)
 	}
 	d := &Delivery{APIURL: api, Egress: &Egress{Bridge: []string{bin, "sandbox-bridge"},
-		Allow: []string{strings.TrimPrefix(allowed, "http://")}}}
+		Allow: []string{strings.TrimPrefix(allowed, "http://"), ipAllowed}}}
+	devTCP := func(addr, want string) string {
+		host, port, _ := net.SplitHostPort(addr)
+		return "devtcp " + host + " " + port + " " + want
+	}
 
 	script := `
 probe() { if eval "$2" >/dev/null 2>&1; then echo "$1=yes"; else echo "$1=no"; fi; }
+devtcp() { bash -c "exec 3<>/dev/tcp/$1/$2 && printf 'GET / HTTP/1.0\r\n\r\n' >&3 && timeout 10 grep -q $3 <&3"; }
 c="curl -sf --max-time 5"
 {
 probe api_credential "$c -H 'Authorization: Bearer ` + credential + `' ` + api + `/v1/tool-calls"
@@ -72,6 +93,11 @@ probe api_tunnel_credential "$c -p -x http://127.0.0.1:3128 -H 'Authorization: B
 probe api_proxied "$c -x http://127.0.0.1:3128 ` + api + `/v1/tool-calls"
 probe api_proxied_credential "$c -x http://127.0.0.1:3128 -H 'Authorization: Bearer ` + credential + `' ` + api + `/v1/tool-calls"
 probe model_proxied "$c -x http://127.0.0.1:3128 ` + model + `/"
+probe devtcp_ip_other "` + devTCP(ipOther, "ip-other") + `"
+probe devtcp_ip_allowed "` + devTCP(ipAllowed, "ip-allowed") + `"
+probe devtcp_loopback_other "` + devTCP(strings.TrimPrefix(other, "http://"), "other") + `"
+probe nft "nft list ruleset"
+probe caps "grep -h '^CapEff' /proc/[0-9]*/status | grep -v 0000000000000000"
 } > ./probes.txt
 echo '{"type":"system","subtype":"init","session_id":"s"}'
 echo '{"type":"result","subtype":"success","is_error":false,"result":"done","session_id":"s"}'
@@ -108,12 +134,13 @@ echo '{"type":"result","subtype":"success","is_error":false,"result":"done","ses
 		}
 		return got
 	}
-	if got := probes(false); got["api_bare"] != "yes" || got["other"] != "yes" {
+	if got := probes(false); got["api_bare"] != "yes" || got["other"] != "yes" || got["devtcp_ip_other"] != "yes" {
 		t.Fatalf("unconfined probes %v: the probes test nothing", got)
 	}
 	want := map[string]string{"api_credential": "yes", "api_bare": "no", "model": "yes", "other": "no",
 		"allowed_proxied": "yes", "other_proxied": "no", "allowed_tunnel": "yes", "other_tunnel": "no",
-		"api_tunnel": "no", "api_tunnel_credential": "yes", "api_proxied": "no", "api_proxied_credential": "yes", "model_proxied": "yes"}
+		"api_tunnel": "no", "api_tunnel_credential": "yes", "api_proxied": "no", "api_proxied_credential": "yes", "model_proxied": "yes",
+		"devtcp_ip_other": "no", "devtcp_ip_allowed": "yes", "devtcp_loopback_other": "no", "nft": "no", "caps": "no"}
 	got := probes(true)
 	for k, v := range want {
 		if got[k] != v {
@@ -226,4 +253,20 @@ func BenchmarkEgressProxy(b *testing.B) {
 	b.ReportMetric(pct(d, 99), "direct_p99_ms")
 	b.ReportMetric(pct(p, 50), "proxy_p50_ms")
 	b.ReportMetric(pct(p, 99), "proxy_p99_ms")
+}
+
+// machineIP is an IPv4 address of the machine's own, off its loopback.
+func machineIP(t *testing.T) string {
+	t.Helper()
+	addrs, err := net.InterfaceAddrs()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, a := range addrs {
+		if n, ok := a.(*net.IPNet); ok && n.IP.To4() != nil && !n.IP.IsLoopback() {
+			return n.IP.String()
+		}
+	}
+	t.Fatal("the machine has no IPv4 address off its loopback for the test to listen on")
+	return ""
 }

@@ -84,6 +84,13 @@ func (b *Sandbox) wrap(dir string, argv []string) ([]string, error) {
 		for _, p := range b.Net.Ports {
 			read = append(read, p.Socket)
 		}
+		if c := b.Net.Catch; c != nil {
+			// The bridge's first stage alone holds these (sandbox_catch.go).
+			for _, cap := range catchCaps {
+				out = append(out, "--cap-add", cap)
+			}
+			read = append(read, c.Socket)
+		}
 		argv = b.Net.argv(argv)
 	}
 	// /tmp is the run's own, empty: what it is given there is hidden too.

@@ -27,6 +27,9 @@ type SandboxNet struct {
 	Bridge []string
 	// Ports are the addresses the bridge listens on inside.
 	Ports []Port
+	// Catch, when set, is where the bridge listens for the connections
+	// it catches (sandbox_catch.go), and the socket it passes them to.
+	Catch *Port
 }
 
 // Port is a loopback address inside a sandbox (127.0.0.1:7480) and the
@@ -42,6 +45,9 @@ func (n *SandboxNet) argv(argv []string) []string {
 	for _, p := range n.Ports {
 		out = append(out, "--listen", p.Addr+"="+p.Socket)
 	}
+	if n.Catch != nil {
+		out = append(out, "--catch", n.Catch.Addr+"="+n.Catch.Socket)
+	}
 	return append(append(out, "--"), argv...)
 }
 
@@ -51,10 +57,22 @@ func (n *SandboxNet) argv(argv []string) []string {
 // hands the command the signals it gets, and returns the command's exit
 // status.
 func BridgeMain(args []string) int {
-	ports, argv, err := bridgeArgs(args)
+	b, err := bridgeArgs(args)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "ampflow sandbox-bridge:", err)
 		return 125
+	}
+	if b.catch != nil && b.ready == "" {
+		return bridgeStageOne(args, *b.catch)
+	}
+	ports, argv := b.ports, b.argv
+	if b.catch != nil && b.ready == "on" {
+		ln, err := net.Listen("tcp", b.catch.Addr)
+		if err != nil {
+			fmt.Fprintf(os.Stderr, "ampflow sandbox-bridge: listening on %s: %v\n", b.catch.Addr, err)
+			return 125
+		}
+		go serveCatch(ln, b.catch.Socket)
 	}
 	for _, p := range ports {
 		ln, err := net.Listen("tcp", p.Addr)
@@ -92,30 +110,54 @@ func BridgeMain(args []string) int {
 	return 1
 }
 
-func bridgeArgs(args []string) ([]Port, []string, error) {
-	var ports []Port
+// bridge is the bridge's command line: its ports, its catch, whether its
+// first stage set the catch up ("on", "off"; "" in the first stage),
+// and the command.
+type bridge struct {
+	ports []Port
+	catch *Port
+	ready string
+	argv  []string
+}
+
+func bridgeArgs(args []string) (bridge, error) {
+	var b bridge
+	port := func(i int) (Port, error) {
+		if i+1 == len(args) {
+			return Port{}, fmt.Errorf("%s needs ADDR=SOCKET", args[i])
+		}
+		addr, sock, ok := strings.Cut(args[i+1], "=")
+		if !ok || addr == "" || sock == "" {
+			return Port{}, fmt.Errorf("%s %q: not ADDR=SOCKET", args[i], args[i+1])
+		}
+		return Port{Addr: addr, Socket: sock}, nil
+	}
 	for i := 0; i < len(args); i++ {
-		switch args[i] {
-		case "--":
+		switch a := args[i]; {
+		case a == "--":
 			if i+1 == len(args) {
-				return nil, nil, errors.New("no command after --")
+				return b, errors.New("no command after --")
 			}
-			return ports, args[i+1:], nil
-		case "--listen":
-			if i+1 == len(args) {
-				return nil, nil, errors.New("--listen needs ADDR=SOCKET")
+			b.argv = args[i+1:]
+			return b, nil
+		case a == "--listen" || a == "--catch":
+			p, err := port(i)
+			if err != nil {
+				return b, err
 			}
-			addr, sock, ok := strings.Cut(args[i+1], "=")
-			if !ok || addr == "" || sock == "" {
-				return nil, nil, fmt.Errorf("--listen %q: not ADDR=SOCKET", args[i+1])
+			if a == "--catch" {
+				b.catch = &p
+			} else {
+				b.ports = append(b.ports, p)
 			}
-			ports = append(ports, Port{Addr: addr, Socket: sock})
 			i++
+		case strings.HasPrefix(a, netReady+"="):
+			b.ready = strings.TrimPrefix(a, netReady+"=")
 		default:
-			return nil, nil, fmt.Errorf("unknown argument %q (usage: --listen ADDR=SOCKET ... -- COMMAND ...)", args[i])
+			return b, fmt.Errorf("unknown argument %q (usage: --listen ADDR=SOCKET ... [--catch ADDR=SOCKET] -- COMMAND ...)", a)
 		}
 	}
-	return nil, nil, errors.New("no -- before the command")
+	return b, errors.New("no -- before the command")
 }
 
 // Forward passes each connection ln accepts to a new connection to
