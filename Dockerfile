@@ -18,7 +18,7 @@ RUN --mount=type=cache,target=/go/pkg/mod \
 # bubblewrap sandboxes runner agents (docs/sandbox.md).
 FROM debian:bookworm-slim
 RUN apt-get update \
-    && apt-get install -y --no-install-recommends bubblewrap ca-certificates curl git \
+    && apt-get install -y --no-install-recommends bubblewrap nftables iproute2 ca-certificates curl git \
     && rm -rf /var/lib/apt/lists/*
 RUN groupadd --system --gid 10001 ampflow \
     && useradd --system --uid 10001 --gid ampflow --create-home --home-dir /home/ampflow ampflow \

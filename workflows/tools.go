@@ -1,7 +1,9 @@
 package workflows
 
 import (
+	"encoding/json"
 	"fmt"
+	"net"
 	"slices"
 	"strings"
 
@@ -91,9 +93,9 @@ func (t *taskRun) toolCall(ctx workflow.Context, in task.ToolCall) (task.ToolCal
 	switch {
 	case in.Action != "ask":
 		c.Decision, c.By = in.Action, task.ByPolicy
-	case t.Tools.Allowed[c.Tool] != "":
-		c.Decision, c.By, c.DecisionID = task.ToolAllow, task.ByPolicy, t.Tools.Allowed[c.Tool]
-		c.Note = "the admins allowed " + c.Tool + " for the rest of the task (" + c.DecisionID + ")"
+	case t.Tools.Allowed[allowKey(&c)] != "":
+		c.Decision, c.By, c.DecisionID = task.ToolAllow, task.ByPolicy, t.Tools.Allowed[allowKey(&c)]
+		c.Note = "the admins allowed " + allowKey(&c) + " for the rest of the task (" + c.DecisionID + ")"
 	default:
 		c.Decision = task.ToolPending
 		t.Tools.Queue = append(t.Tools.Queue, c)
@@ -166,7 +168,7 @@ func (t *taskRun) raiseToolAsk(ctx workflow.Context) error {
 	r := decide.Request{
 		Kind:     task.KindToolCall,
 		Prompt:   toolPrompt(*c),
-		Options:  []decision.Option{optAllowOnce, optAllowTool, optDenyTool},
+		Options:  []decision.Option{optAllowOnce, allowToolOption(*c), optDenyTool},
 		Context:  ctxt,
 		Approves: toolApproves{TaskID: t.In.TaskID, Tool: c.Tool, InputDigest: c.InputDigest, CWD: c.CWD},
 		Required: t.In.Policy.Decisions.Quorum.For(risk),
@@ -225,18 +227,41 @@ func (t *taskRun) settleToolAsk(ctx workflow.Context) {
 	if t.Tools.Allowed == nil {
 		t.Tools.Allowed = map[string]string{}
 	}
-	t.Tools.Allowed[c.Tool] = id
+	key := allowKey(&c)
+	t.Tools.Allowed[key] = id
 	// Asks for the tool already waiting are allowed by the same answer.
 	rest := t.Tools.Queue[:0]
 	for _, q := range t.Tools.Queue {
-		if q.Tool != c.Tool {
+		if allowKey(&q) != key {
 			rest = append(rest, q)
 			continue
 		}
-		q.Note = "the admins allowed " + c.Tool + " for the rest of the task (" + id + ")"
+		q.Note = "the admins allowed " + key + " for the rest of the task (" + id + ")"
 		t.closeToolCall(ctx, q, decision.Outcome{DecisionID: id, Option: task.OptAllowOnce, By: o.By, Channel: o.Channel, At: o.At})
 	}
 	t.Tools.Queue = rest
+}
+
+// allowKey is what "allow for the rest of the task" allows of c: its
+// tool, or for a destination the egress proxy asks about (kind network),
+// that destination alone.
+func allowKey(c *task.ToolCall) string {
+	if c.Kind != "network" {
+		return c.Tool
+	}
+	var dest struct{ Host, Port string }
+	if json.Unmarshal([]byte(c.Input), &dest) != nil || dest.Host == "" {
+		return c.Tool
+	}
+	return c.Tool + " " + net.JoinHostPort(dest.Host, dest.Port)
+}
+
+// allowToolOption is the option that allows c's allowKey for the task.
+func allowToolOption(c task.ToolCall) decision.Option {
+	if allowKey(&c) != c.Tool {
+		return decision.Option{ID: task.OptAllowTool, Label: "Allow this destination for the rest of the task"}
+	}
+	return optAllowTool
 }
 
 // closeToolCall records what became of an ask.
