@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/url"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -114,4 +115,53 @@ func TestRelayCap(t *testing.T) {
 	if n := len(model.Requests()); n != 1 {
 		t.Errorf("%d requests reached the model, want 1", n)
 	}
+}
+
+// BenchmarkModelRelay measures what a CLI's model request pays for going
+// through its relay: the same streamed Messages request to the fake
+// model API, direct and through the relay (key swapped, answer metered),
+// p50 and p99 of each.
+func BenchmarkModelRelay(b *testing.B) {
+	turns := make([]fakemodel.Turn, 0, 4096)
+	for range cap(turns) {
+		turns = append(turns, fakemodel.Turn{Text: "a reply of a few words", InputTokens: 1000, OutputTokens: 100})
+	}
+	model := fakemodel.New(turns...)
+	defer model.Close()
+	up, _ := url.Parse(model.URL())
+	meter := runner.NewMeter("m", func(_ string, in, out int64) float64 { return float64(in+out) / 1e6 })
+	relay := httptest.NewServer(runner.NewRelay(up, map[string]string{"ampflow-relay-x": "sk-real"}, meter, nil, nil))
+	defer relay.Close()
+	const body = `{"model":"claude-sonnet-4-5","stream":true,"tools":[{"name":"Bash"}],"messages":[{"role":"user","content":"hi"}]}`
+	post := func(base string) time.Duration {
+		req, _ := http.NewRequest(http.MethodPost, base+"/v1/messages", strings.NewReader(body))
+		req.Header.Set("X-Api-Key", "ampflow-relay-x")
+		start := time.Now()
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			b.Fatal(err)
+		}
+		_, _ = io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusOK {
+			b.Fatalf("status %d", resp.StatusCode)
+		}
+		return time.Since(start)
+	}
+	var d, r []time.Duration
+	for b.Loop() {
+		if len(d) >= cap(turns)/2-1 {
+			b.Fatal("the benchmark ran past the fake's turns: lower -benchtime")
+		}
+		d = append(d, post(model.URL()))
+		r = append(r, post(relay.URL))
+	}
+	pct := func(s []time.Duration, q int) float64 {
+		slices.Sort(s)
+		return float64(s[(len(s)-1)*q/100].Microseconds()) / 1000
+	}
+	b.ReportMetric(pct(d, 50), "direct_p50_ms")
+	b.ReportMetric(pct(d, 99), "direct_p99_ms")
+	b.ReportMetric(pct(r, 50), "relay_p50_ms")
+	b.ReportMetric(pct(r, 99), "relay_p99_ms")
 }
