@@ -10,8 +10,10 @@ RUN --mount=type=cache,target=/go/pkg/mod go mod download
 COPY . .
 RUN --mount=type=cache,target=/go/pkg/mod \
     --mount=type=cache,target=/root/.cache/go-build \
-    go build -trimpath -ldflags="-s -w" -o /out/ampflow ./cmd/ampflow \
-    && go build -trimpath -ldflags="-s -w" -o /out/ampflow-hook ./cmd/ampflow-hook
+    go build -trimpath -ldflags="-s -w" -o /out/ampflow-hook ./cmd/ampflow-hook
+RUN --mount=type=cache,target=/go/pkg/mod \
+    --mount=type=cache,target=/root/.cache/go-build \
+    go build -trimpath -ldflags="-s -w" -o /out/ampflow ./cmd/ampflow
 
 # The worker runs git (the SSOT, task branches), so the runtime is a slim
 # Debian with git rather than distroless; curl serves the health check;
@@ -24,7 +26,8 @@ RUN groupadd --system --gid 10001 ampflow \
     && useradd --system --uid 10001 --gid ampflow --create-home --home-dir /home/ampflow ampflow \
     && mkdir /data \
     && chown ampflow:ampflow /data
-COPY --from=build /out/ampflow /out/ampflow-hook /usr/local/bin/
+COPY --from=build /out/ampflow /usr/local/bin/ampflow
+COPY --from=build /out/ampflow-hook /usr/local/bin/ampflow-hook
 
 USER ampflow
 WORKDIR /home/ampflow

@@ -27,6 +27,8 @@ var freeForm = map[string]string{
 	"POST /mcp request.params.arguments":       "MCP: a tool's arguments are what its inputSchema (served by tools/list) says",
 	"POST /mcp 200.result.tools[].inputSchema": "MCP: a tool's inputSchema is a JSON Schema",
 	"ToolCallRequest.input":                    "each agent CLI's own tool input, as the CLI gave it (docs/tools.md names each CLI's tools)",
+	"POST /v1/hooks/{cli} request.tool_input":  "each agent CLI's own tool input, as its hook gets it (docs/tools.md names each CLI's tools)",
+	"POST /v1/hooks/{cli} 200":                 "the answer in the CLI's own hook format, which differs by CLI (docs/tools.md)",
 }
 
 // TestOpenAPIPayloadsTyped walks every request and answer body of the
