@@ -303,6 +303,10 @@ type Resume struct {
 	Decision string `json:"decision"`
 	By       string `json:"by,omitempty"`
 	Note     string `json:"note,omitempty"`
+	// Destination is host:port when the parked call is a connection the
+	// egress proxy asked about (kind network), not a tool call the agent
+	// made.
+	Destination string `json:"destination,omitempty"`
 }
 
 // FailureMaxCost is the DeliveryFailure.Class of a run stopped at the

@@ -107,3 +107,27 @@ func TestToolParkDenied(t *testing.T) {
 		t.Errorf("resume: %+v", r)
 	}
 }
+
+// TestToolParkDestination: a run the egress proxy parked on a
+// destination's ask resumes told which destination the admins allowed.
+func TestToolParkDestination(t *testing.T) {
+	h := newHarness(t, testPlan(amp.RiskLow, "S1"))
+	parkFirstDispatch(h)
+	call := task.ToolCall{Agent: "exec", CLI: "egress", Tool: "connect", Kind: "network", Input: `{"host":"10.0.0.7","port":"8080"}`,
+		InputDigest: "d-dest", CWD: "/w", Action: "ask", Rule: "ask-egress", Risk: "medium", AskTimeout: 2 * time.Second, ParkTimeout: 24 * time.Hour}
+	h.at(time.Second, func() { h.ack(amp.RoleExecutor) })
+	h.at(2*time.Second, func() { h.update(task.UpdateToolCall, "", call) })
+	h.at(time.Hour, func() { h.decide("alice", task.OptAllowOnce, "") })
+	h.at(time.Hour+2*time.Second, func() { h.result(amp.StatusComplete) })
+	h.at(time.Hour+3*time.Second, func() { h.ack(amp.RoleReviewer) })
+	h.at(time.Hour+4*time.Second, func() { h.verdict(amp.DecisionApproved, 0.95) })
+	if res := h.run(); res.Status != task.StatusDone {
+		t.Fatalf("task %s: %s", res.Status, res.Reason)
+	}
+	if len(h.deliverIns) < 2 || h.deliverIns[1].Resume == nil {
+		t.Fatalf("no resumed delivery: %+v", h.deliverIns)
+	}
+	if r := h.deliverIns[1].Resume; r.Decision != task.ToolAllow || r.Destination != "10.0.0.7:8080" {
+		t.Errorf("resume: %+v", r)
+	}
+}

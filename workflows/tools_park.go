@@ -89,6 +89,9 @@ func (t *taskRun) unpark(ctx, dctx workflow.Context, m amp.Message, app *tempora
 	for _, c := range slices.Backward(t.Tools.Answered) {
 		if c.ID == p.ToolCallID {
 			r.Decision, r.By, r.Note = c.Decision, c.By, c.Note
+			if key := allowKey(&c); key != c.Tool {
+				r.Destination = strings.TrimPrefix(key, c.Tool+" ")
+			}
 			if c.Decision == task.ToolDeny {
 				r.Note = c.Reason
 			}

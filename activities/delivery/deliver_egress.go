@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/ampflow/ampflow/activities/runner"
+	"github.com/ampflow/ampflow/activities/toolhook"
 )
 
 // Egress is what sandboxed runs reach through the worker's egress proxy
@@ -42,8 +43,11 @@ type Egress struct {
 // asker decides a run's destination as a tool call of its task (CLI
 // egress, tool connect): POST /v1/tool-calls with the run's credential,
 // waiting for an ask's answer up to AskTimeout. Every destination asked
-// is a tool_call record in the task's chain.
-func (e *Egress) asker(apiURL, taskID, credential, dir string) func(ctx context.Context, host, port string) (bool, string) {
+// is a tool_call record in the task's chain. An ask still open at
+// AskTimeout parks the run, as the tool hook parks a call: its park file
+// (parkFile; empty, none) names the ask, the runner stops the CLI and
+// keeps its session, and the run resumes once the admins answer.
+func (e *Egress) asker(apiURL, taskID, credential, dir, parkFile string) func(ctx context.Context, host, port string) (bool, string) {
 	if apiURL == "" || credential == "" {
 		return nil
 	}
@@ -56,8 +60,8 @@ func (e *Egress) asker(apiURL, taskID, credential, dir string) func(ctx context.
 		timeout = 10 * time.Minute
 	}
 	base := strings.TrimRight(apiURL, "/")
-	return func(ctx context.Context, host, port string) (bool, string) {
-		ctx, cancel := context.WithTimeout(ctx, timeout)
+	return func(parent context.Context, host, port string) (bool, string) {
+		ctx, cancel := context.WithTimeout(parent, timeout)
 		defer cancel()
 		body, _ := json.Marshal(map[string]any{"task_id": taskID, "cli": "egress", "tool": "connect",
 			"input": map[string]string{"host": host, "port": port}, "cwd": dir, "worktree": dir})
@@ -92,6 +96,11 @@ func (e *Egress) asker(apiURL, taskID, credential, dir string) func(ctx context.
 			err = call(http.MethodGet, base+"/v1/tool-calls/"+url.PathEscape(tc.ID)+wait, nil)
 		}
 		switch {
+		case err != nil && tc.Decision == "pending" && parkFile != "" && ctx.Err() != nil && parent.Err() == nil:
+			if perr := toolhook.WritePark(parkFile, toolhook.Park{ToolCallID: tc.ID, At: time.Now().UTC(), Hold: true}); perr != nil {
+				return false, "the admins did not answer within tools.ask_timeout, and the run could not be parked: " + perr.Error()
+			}
+			return false, "the admins did not answer within tools.ask_timeout: the run is parked until they do (tool call " + tc.ID + ")"
 		case err != nil:
 			return false, "the tool policy could not be asked: " + err.Error()
 		case tc.Decision == "allow":

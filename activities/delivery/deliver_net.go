@@ -170,7 +170,7 @@ func (d *Delivery) network(a taskRun, credential string, spec *runner.Spec) (*ru
 		addr := hostPort(&url.URL{Host: net.JoinHostPort(host, port)})
 		return addr != apiAddr && taken[addr] || allowed(host, port)
 	}, served: served, log: d.logger().With("task", a.taskID, "role", a.role),
-		ask: d.Egress.asker(d.APIURL, a.taskID, credential, spec.Dir), approved: map[string]bool{}}
+		ask: d.Egress.asker(d.APIURL, a.taskID, credential, spec.Dir, spec.ParkFile), approved: map[string]bool{}}
 	srv := &http.Server{Handler: p, ReadHeaderTimeout: 30 * time.Second}
 	n.servers = append(n.servers, srv)
 	if err := add(net.JoinHostPort("127.0.0.1", strconv.Itoa(port)), func(ln net.Listener) { _ = srv.Serve(ln) }); err != nil {

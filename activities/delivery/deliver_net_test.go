@@ -175,7 +175,7 @@ func TestEgressAsks(t *testing.T) {
 	}))
 	defer api.Close()
 	e := &Egress{Allow: []string{"*.npmjs.org"}, AskTimeout: 5 * time.Second}
-	p := &egressProxy{allowed: e.allowed(runner.Claude), ask: e.asker(api.URL, "T-2026-001", credential, "/w"), approved: map[string]bool{},
+	p := &egressProxy{allowed: e.allowed(runner.Claude), ask: e.asker(api.URL, "T-2026-001", credential, "/w", ""), approved: map[string]bool{},
 		log: slog.New(slog.DiscardHandler)}
 	ctx := context.Background()
 	for _, dest := range [][2]string{{"api.anthropic.com", "443"}, {"registry.npmjs.org", "443"}} {
@@ -211,6 +211,27 @@ func TestEgressAsks(t *testing.T) {
 	decision = "deny"
 	if ok, why := p.decide(ctx, "other.test", "80"); ok || !strings.Contains(why, "an admin said so") {
 		t.Errorf("denied destination: %v %q", ok, why)
+	}
+	// An ask still open at the ask timeout parks the run: its park file
+	// names the ask. A connection its client gave up on first parks
+	// nothing.
+	decision = "pending"
+	park := filepath.Join(t.TempDir(), "parks", "claude.json")
+	e.AskTimeout = 300 * time.Millisecond
+	ask := e.asker(api.URL, "T-2026-001", credential, "/w", park)
+	gone, cancel := context.WithCancel(ctx)
+	cancel()
+	if ok, _ := ask(gone, "third.test", "80"); ok {
+		t.Error("a connection given up on was allowed")
+	}
+	if _, err := os.Stat(park); err == nil {
+		t.Error("a connection its client gave up on parked the run")
+	}
+	if ok, why := ask(ctx, "third.test", "80"); ok || !strings.Contains(why, "parked") {
+		t.Errorf("an unanswered ask: %v %q", ok, why)
+	}
+	if b, err := os.ReadFile(park); err != nil || !strings.Contains(string(b), `"tool_call":"T-2026-001-tc1"`) || !strings.Contains(string(b), `"hold":true`) {
+		t.Errorf("the park file: %s %v", b, err)
 	}
 }
 

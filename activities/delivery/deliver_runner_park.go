@@ -50,6 +50,18 @@ func resumePrompt(r activities.Resume) string {
 	if by == "" {
 		by = "the admins"
 	}
+	if r.Destination != "" {
+		if r.Decision == "allow" {
+			return fmt.Sprintf("ampflow: %s allowed your connection to %s, which was waiting for approval (%s), after it was refused. "+
+				"Run the command that made it again now; then carry on with the task and end with your report as asked.", by, r.Destination, r.ToolCallID)
+		}
+		note := ""
+		if r.Note != "" {
+			note = ": " + r.Note
+		}
+		return fmt.Sprintf("ampflow: your connection to %s, which was waiting for approval (%s), was denied by %s%s. "+
+			"Do not try to reach it again; carry on with the task without it and end with your report as asked.", r.Destination, r.ToolCallID, by, note)
+	}
 	if r.Decision == "allow" {
 		return fmt.Sprintf("ampflow: %s allowed your tool call %s, which was waiting for approval. "+
 			"If it has not run yet, make the same call again now, unchanged; then carry on with the task and end with your report as asked.", by, r.ToolCallID)
