@@ -80,7 +80,8 @@ is set.`,
 		},
 	}
 	f := cmd.Flags()
-	f.IntVar(&o.Tasks, "tasks", bench.DefaultTasks, "run `N` lifecycles on each side")
+	f.IntVar(&o.Tasks, "tasks", bench.DefaultTasks, "run `N` lifecycles on each side in each round")
+	f.IntVar(&o.Rounds, "rounds", bench.DefaultRounds, "alternate the two sides `R` times (bare Temporal, then ampflow); the ratio is the rounds' median")
 	f.IntVar(&o.Concurrency, "concurrency", bench.DefaultConcurrency, "keep `C` lifecycles in flight")
 	f.IntVar(&o.Signals, "signals", 0, "measure the action gate instead: post `N` signals with no gate and N/4 that open a gate, then approve those (accept p50/p95/p99, gates resolved per second)")
 	f.IntVar(&o.Open, "open", bench.DefaultOpen, "hold `N` tasks open for the RSS reading and the read latencies (0 skips them)")

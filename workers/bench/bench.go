@@ -13,7 +13,6 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
-	"runtime/pprof"
 	"time"
 
 	"go.temporal.io/sdk/client"
@@ -31,12 +30,17 @@ const (
 	DefaultTasks       = 200
 	DefaultConcurrency = 16
 	DefaultOpen        = 1000
+	DefaultRounds      = 5
 )
 
 // Options configure Run.
 type Options struct {
-	// Tasks is how many lifecycles each side runs; at least 1.
+	// Tasks is how many lifecycles each side runs in a round; at least 1.
 	Tasks int
+	// Rounds is how many times the two sides alternate (bare Temporal,
+	// then ampflow, after one warm-up): a burst of load on the machine
+	// moves one round's ratio, not the median of them. 0 is one round.
+	Rounds int
 	// Concurrency is how many lifecycles are in flight at once; at least 1.
 	Concurrency int
 	// Open is how many tasks are held open for the memory reading; zero
@@ -67,6 +71,9 @@ func (o Options) Validate() error {
 	}
 	if o.Concurrency < 1 {
 		errs = append(errs, fmt.Errorf("invalid --concurrency %d: must be at least 1", o.Concurrency))
+	}
+	if o.Rounds < 0 {
+		errs = append(errs, fmt.Errorf("invalid --rounds %d: must not be negative", o.Rounds))
 	}
 	if o.Signals < 0 {
 		errs = append(errs, fmt.Errorf("invalid --signals %d: must not be negative", o.Signals))
@@ -207,41 +214,27 @@ func (b *bench) measure(ctx context.Context) (Result, error) {
 		return r, fmt.Errorf("warming up: %w", err)
 	}
 
-	baseLat := &latencies{}
-	var err error
-	r.BaselineElapsed, err = b.phase(ctx, "bare Temporal", "lifecycles", b.names("bench-baseline-", o.Tasks),
-		func(ctx context.Context, _ int, id string) error { return b.baselineLifecycle(ctx, id, baseLat) })
-	if err != nil {
-		return r, fmt.Errorf("baseline: %w", err)
-	}
-
-	lat := &latencies{}
-	if o.CPUProfile != nil {
-		if err := pprof.StartCPUProfile(o.CPUProfile); err != nil {
-			return r, fmt.Errorf("starting the CPU profile: %w", err)
+	rounds := max(o.Rounds, 1)
+	baseLat, lat := &latencies{}, &latencies{}
+	for i := range rounds {
+		round, err := b.round(ctx, i, rounds, baseLat, lat)
+		if err != nil {
+			return r, err
 		}
+		r.Rounds = append(r.Rounds, round)
+		r.BaselineElapsed += round.baselineElapsed
+		r.AmpflowElapsed += round.ampflowElapsed
 	}
-	ids := b.taskIDs(o.Tasks)
-	r.AmpflowElapsed, err = b.phase(ctx, "ampflow", "lifecycles", ids,
-		func(ctx context.Context, _ int, id string) error { return b.lifecycle(ctx, id, lat) })
-	if o.CPUProfile != nil {
-		pprof.StopCPUProfile()
-	}
-	if err == nil {
-		err = b.checkSSOT(ids)
-	}
-	if err != nil {
-		return r, fmt.Errorf("ampflow: %w", err)
-	}
-
-	r.Baseline.LifecyclesPerS = round(float64(o.Tasks)/r.BaselineElapsed.Seconds(), 2)
-	r.Ampflow.LifecyclesPerS = round(float64(o.Tasks)/r.AmpflowElapsed.Seconds(), 2)
-	// Both sides ran o.Tasks lifecycles, so the ratio of rates is the
-	// inverse ratio of times.
-	r.Ratio = round(r.BaselineElapsed.Seconds()/r.AmpflowElapsed.Seconds(), 3)
+	r.Baseline.LifecyclesPerS = round(float64(o.Tasks*rounds)/r.BaselineElapsed.Seconds(), 2)
+	r.Ampflow.LifecyclesPerS = round(float64(o.Tasks*rounds)/r.AmpflowElapsed.Seconds(), 2)
+	r.RatioSpread = spreadOf(r.Rounds, func(x Round) float64 { return x.Ratio })
+	r.AcceptP50Spread = spreadOf(r.Rounds, func(x Round) float64 { return x.AcceptP50MS })
+	r.AcceptP95Spread = spreadOf(r.Rounds, func(x Round) float64 { return x.AcceptP95MS })
+	r.AcceptP99Spread = spreadOf(r.Rounds, func(x Round) float64 { return x.AcceptP99MS })
+	r.Ratio = r.RatioSpread.Median
+	r.AcceptP50MS, r.AcceptP95MS, r.AcceptP99MS = r.AcceptP50Spread.Median, r.AcceptP95Spread.Median, r.AcceptP99Spread.Median
 	ds := lat.all()
 	r.Submits = len(ds)
-	r.AcceptP50MS, r.AcceptP95MS, r.AcceptP99MS = ms(Percentile(ds, 50)), ms(Percentile(ds, 95)), ms(Percentile(ds, 99))
 	r.AcceptMax = Percentile(ds, 100)
 	bds := baseLat.all()
 	r.BaselineP50, r.BaselineP99 = Percentile(bds, 50), Percentile(bds, 99)

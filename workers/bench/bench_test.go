@@ -112,6 +112,7 @@ func TestOptionsValidate(t *testing.T) {
 		{"NoTasks", Options{Tasks: 0, Concurrency: 1}, []string{"--tasks 0"}},
 		{"NegativeConcurrency", Options{Tasks: 5, Concurrency: -2}, []string{"--concurrency -2"}},
 		{"NegativeOpen", Options{Tasks: 5, Concurrency: 1, Open: -1}, []string{"--open -1"}},
+		{"NegativeRounds", Options{Tasks: 5, Concurrency: 1, Rounds: -1}, []string{"--rounds -1"}},
 		{"Both", Options{}, []string{"--tasks 0", "--concurrency 0"}},
 	}
 	for _, tt := range tests {
@@ -135,6 +136,21 @@ func TestOptionsValidate(t *testing.T) {
 	}
 	if _, err := Run(context.Background(), Options{Tasks: 1}); err == nil {
 		t.Error("Run with --concurrency 0 should refuse before starting anything")
+	}
+}
+
+// TestSpread: the median and quartiles of the rounds, interpolated.
+func TestSpread(t *testing.T) {
+	var rounds []Round
+	for _, v := range []float64{0.9, 0.5, 0.7, 0.6, 0.8} {
+		rounds = append(rounds, Round{Ratio: v})
+	}
+	got := spreadOf(rounds, func(r Round) float64 { return r.Ratio })
+	if want := (Spread{Median: 0.7, Min: 0.5, Max: 0.9, Q1: 0.6, Q3: 0.8}); got != want {
+		t.Errorf("spread %+v, want %+v", got, want)
+	}
+	if got := spreadOf(rounds[:2], func(r Round) float64 { return r.Ratio }); got.Median != 0.7 || got.Q1 != 0.6 {
+		t.Errorf("two rounds: %+v", got)
 	}
 }
 
@@ -163,7 +179,7 @@ func TestRun(t *testing.T) {
 	t.Setenv("TMPDIR", tmp)
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	r, err := Run(ctx, Options{Tasks: 3, Concurrency: 2, Open: 5})
+	r, err := Run(ctx, Options{Tasks: 3, Concurrency: 2, Open: 5, Rounds: 3})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -173,8 +189,21 @@ func TestRun(t *testing.T) {
 	if r.Ampflow.LifecyclesPerS <= 0 || r.Baseline.LifecyclesPerS <= 0 || r.Ratio <= 0 {
 		t.Errorf("throughputs %+v / %+v, ratio %v: want all positive", r.Ampflow, r.Baseline, r.Ratio)
 	}
-	if r.Submits != 3*submitsPerLifecycle {
-		t.Errorf("%d submits timed, want %d", r.Submits, 3*submitsPerLifecycle)
+	if r.Submits != 3*3*submitsPerLifecycle {
+		t.Errorf("%d submits timed, want %d", r.Submits, 3*3*submitsPerLifecycle)
+	}
+	// Three rounds alternated the sides; the ratio is their median.
+	if len(r.Rounds) != 3 {
+		t.Fatalf("%d rounds, want 3", len(r.Rounds))
+	}
+	sp := r.RatioSpread
+	if !(sp.Min > 0 && sp.Min <= sp.Q1 && sp.Q1 <= sp.Median && sp.Median <= sp.Q3 && sp.Q3 <= sp.Max) || r.Ratio != sp.Median {
+		t.Errorf("ratio %v, spread %+v: want the ordered spread's median", r.Ratio, sp)
+	}
+	for i, x := range r.Rounds {
+		if x.Ratio <= 0 || x.AcceptP99MS <= 0 || x.BaselineP99MS <= 0 {
+			t.Errorf("round %d: %+v", i+1, x)
+		}
 	}
 	if !(r.AcceptP50MS > 0 && r.AcceptP50MS <= r.AcceptP95MS && r.AcceptP95MS <= r.AcceptP99MS) {
 		t.Errorf("latencies p50 %v, p95 %v, p99 %v: want positive and ordered", r.AcceptP50MS, r.AcceptP95MS, r.AcceptP99MS)

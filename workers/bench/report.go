@@ -17,9 +17,18 @@ type Throughput struct {
 type Result struct {
 	Ampflow  Throughput `json:"ampflow"`
 	Baseline Throughput `json:"baseline"`
-	// Ratio is Ampflow over Baseline lifecycles per second.
+	// Ratio is Ampflow over Baseline lifecycles per second: the median
+	// of the rounds' ratios (RatioSpread).
 	Ratio float64 `json:"ratio"`
-	// Acceptance latency of agents' submits (send to accepted), in ms.
+	// Rounds are the alternations of the two sides, each with its own
+	// ratio and acceptance; the spreads are over them.
+	Rounds          []Round `json:"rounds"`
+	RatioSpread     Spread  `json:"ratio_spread"`
+	AcceptP50Spread Spread  `json:"accept_p50_spread"`
+	AcceptP95Spread Spread  `json:"accept_p95_spread"`
+	AcceptP99Spread Spread  `json:"accept_p99_spread"`
+	// Acceptance latency of agents' submits (send to accepted), in ms:
+	// the median of the rounds' figures.
 	AcceptP50MS float64 `json:"accept_p50_ms"`
 	AcceptP95MS float64 `json:"accept_p95_ms"`
 	AcceptP99MS float64 `json:"accept_p99_ms"`
@@ -82,13 +91,13 @@ func (r Result) WriteText(w io.Writer) error {
 		return tw.Flush()
 	}
 	rows := [][2]string{
-		{"tasks", fmt.Sprintf("%d lifecycles, %d in flight", r.Tasks, r.Concurrency)},
+		{"tasks", fmt.Sprintf("%d lifecycles a side in each of %d rounds, %d in flight", r.Tasks, max(len(r.Rounds), 1), r.Concurrency)},
 		{"ampflow", fmt.Sprintf("%.2f lifecycles/s (%s)", r.Ampflow.LifecyclesPerS, r.AmpflowElapsed.Round(time.Millisecond))},
 		{"bare Temporal", fmt.Sprintf("%.2f lifecycles/s (%s)", r.Baseline.LifecyclesPerS, r.BaselineElapsed.Round(time.Millisecond))},
-		{"ratio", fmt.Sprintf("%.3f (ampflow / bare Temporal)", r.Ratio)},
-		{"acceptance p50", fmt.Sprintf("%.1f ms", r.AcceptP50MS)},
-		{"acceptance p95", fmt.Sprintf("%.1f ms", r.AcceptP95MS)},
-		{"acceptance p99", fmt.Sprintf("%.1f ms (max %.1f ms, %d submits)", r.AcceptP99MS, ms(r.AcceptMax), r.Submits)},
+		{"ratio", fmt.Sprintf("%.3f (ampflow / bare Temporal, median of the rounds; %s)", r.Ratio, r.RatioSpread.text("%.3f"))},
+		{"acceptance p50", fmt.Sprintf("%.1f ms (%s)", r.AcceptP50MS, r.AcceptP50Spread.text("%.1f"))},
+		{"acceptance p95", fmt.Sprintf("%.1f ms (%s)", r.AcceptP95MS, r.AcceptP95Spread.text("%.1f"))},
+		{"acceptance p99", fmt.Sprintf("%.1f ms (%s; max %.1f ms, %d submits)", r.AcceptP99MS, r.AcceptP99Spread.text("%.1f"), ms(r.AcceptMax), r.Submits)},
 		{"bare updates", fmt.Sprintf("p50 %.1f ms, p99 %.1f ms (the baseline's updates, same round trip)", ms(r.BaselineP50), ms(r.BaselineP99))},
 		{"peak RSS", fmt.Sprintf("%.0f MiB", r.PeakRSSMB)},
 	}

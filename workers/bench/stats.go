@@ -39,6 +39,12 @@ func (l *latencies) add(d time.Duration) {
 	l.mu.Unlock()
 }
 
+func (l *latencies) addAll(ds []time.Duration) {
+	l.mu.Lock()
+	l.ds = append(l.ds, ds...)
+	l.mu.Unlock()
+}
+
 func (l *latencies) all() []time.Duration {
 	l.mu.Lock()
 	defer l.mu.Unlock()
