@@ -10,16 +10,20 @@ import (
 	"time"
 
 	"github.com/ampflow/ampflow/activities/runner/fakemodel"
+	"github.com/ampflow/ampflow/amp"
 	"github.com/ampflow/ampflow/amp/task"
 	"github.com/ampflow/ampflow/integrations/httpapi"
 )
 
-// acpAgent is an ACP agent of TestACPAgents: its command line, its shell
-// tool, the tasks it works on, and a fake model for each role.
+// acpAgent is an ACP agent of TestACPAgents: its command line, its
+// settings, its shell tool, the tasks it works on, and a fake model for
+// each role.
 type acpAgent struct {
 	name    string
 	command func(t *testing.T) string // the command line, for a shell
-	shell   func(cmd string) *fakemodel.ToolCall
+	// env are its settings for a role whose fake model is model.
+	env   func(t *testing.T, model *fakemodel.Server) []string
+	shell func(cmd string) *fakemodel.ToolCall
 	// resumed and denied are its tasks' ids (the dispatcher's key).
 	resumed, denied  string
 	executor, review *fakemodel.Server
@@ -29,12 +33,22 @@ type acpAgent struct {
 // Code's ACP adapter driving the pinned Claude Code.
 var acpAgents = []acpAgent{
 	{name: "opencode", resumed: "T-2026-970", denied: "T-2026-971",
-		command: func(t *testing.T) string { return agentBin(t, "opencode") + " acp" },
+		// OpenCode's ACP mode serves itself on the run's loopback and
+		// asks that server through HTTP_PROXY unless NO_PROXY names it.
+		command: func(t *testing.T) string { return "env NO_PROXY=127.0.0.1 " + agentBin(t, "opencode") + " acp" },
+		env: func(t *testing.T, model *fakemodel.Server) []string {
+			return []string{"OPENCODE_CONFIG=" + acpOpenCodeConfig(t, model), "OPENCODE_DISABLE_MODELS_FETCH=1", "OPENCODE_DISABLE_AUTOUPDATE=1", "FAKE_OPENCODE_KEY"}
+		},
 		shell: func(cmd string) *fakemodel.ToolCall {
 			return &fakemodel.ToolCall{Name: "bash", Input: map[string]any{"command": cmd, "description": "Run it"}}
 		}},
 	{name: "claude-agent-acp", resumed: "T-2026-972", denied: "T-2026-973",
 		command: func(t *testing.T) string { return agentBin(t, "claude-agent-acp") },
+		env: func(t *testing.T, model *fakemodel.Server) []string {
+			// Claude Code's own traffic would be asked of the admins.
+			return []string{"ANTHROPIC_BASE_URL=" + model.URL(), "ANTHROPIC_API_KEY", "CLAUDE_CODE_EXECUTABLE=" + agentBin(t, "claude"),
+				"IS_SANDBOX=1", "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1", "DISABLE_AUTOUPDATER=1"}
+		},
 		shell: func(cmd string) *fakemodel.ToolCall {
 			return &fakemodel.ToolCall{Name: "Bash", Input: map[string]any{"command": cmd, "description": "Run it"}}
 		}},
@@ -91,10 +105,13 @@ func TestACPAgents(t *testing.T) {
 		}
 	})
 	for _, a := range agents {
+		// The repositories outlive the subtests: the server cleans up
+		// after each task once it is done.
+		resumed, denied := acpTask(t, "feature/acp-resumed"), acpTask(t, "feature/acp-denied")
 		t.Run(a.name, func(t *testing.T) {
 			t.Parallel()
-			t.Run("ResumedAfterRejection", func(t *testing.T) { testACPResumed(t, s, a) })
-			t.Run("DeniedWithNote", func(t *testing.T) { testACPDenied(t, s, a) })
+			t.Run("ResumedAfterRejection", func(t *testing.T) { testACPResumed(t, s.on(t), a, resumed) })
+			t.Run("DeniedWithNote", func(t *testing.T) { testACPDenied(t, s.on(t), a, denied) })
 		})
 	}
 }
@@ -102,21 +119,26 @@ func TestACPAgents(t *testing.T) {
 // testACPResumed: the reviewer rejects the first result; the second
 // round loads the executor's session, asks the admins before its
 // command, runs it once when they approve, and the task is done.
-func testACPResumed(t *testing.T, s *runnerDev, a acpAgent) {
-	id := a.resumed
-	plan, repo := acpPlan(t, "feature/acp-resumed")
+func testACPResumed(t *testing.T, s *runnerDev, a acpAgent, p acpTaskPlan) {
+	id, plan, repo := a.resumed, p.plan, p.repo
 	s.planner.startTask(id, plan)
 	d := s.asked(t, id)
 	if st := s.api.state(id); st.RejectCount != 1 {
 		t.Fatalf("the ask came with %d rejections, want the second round's", st.RejectCount)
 	}
-	// The first round's session, kept by the worker for the next run.
+	// The first round's session, kept by the worker for the next run
+	// (data_dir/sessions).
 	sessionFile := filepath.Join(s.p.dataDir, "sessions", id+".executor.acp")
 	first := readTrim(t, sessionFile)
 	if !strings.Contains(d.Prompt, "ASK-ME") {
 		t.Errorf("the decision: %+v", d)
 	}
 	s.api.decide(d, task.OptAllowOnce)
+	// The second round's session, kept until the task ends.
+	s.api.waitFor(id, "the second round's result in review", 3*time.Minute, func(st task.State) bool {
+		return st.Status == task.StatusInReview || st.Status.Terminal() || st.Status == task.StatusAwaitingAdmin
+	})
+	second := readTrim(t, sessionFile)
 	st := s.ended(id)
 	if st.Status != task.StatusDone || st.Rounds != 2 || st.RejectCount != 1 {
 		t.Fatalf("task %s: status %s (%s), %d rounds, %d rejections; want done in 2 and 1", id, st.Status, st.LastError, st.Rounds, st.RejectCount)
@@ -129,8 +151,8 @@ func testACPResumed(t *testing.T, s *runnerDev, a acpAgent) {
 	}
 	// session/load of the same session: the id is the first round's, and
 	// the second round's model request carries the first round.
-	if last := readTrim(t, sessionFile); first == "" || last != first {
-		t.Errorf("the executor's session %q, then %q: want the first loaded again", first, last)
+	if first == "" || second != first {
+		t.Errorf("the executor's session %q, then %q: want the first loaded again", first, second)
 	}
 	reqs := a.executor.AgentRequests()
 	if len(reqs) < 3 || reqs[0].Text(helloIssue) || !reqs[2].Text(roundOne) || !reqs[2].Text(helloIssue) {
@@ -145,10 +167,9 @@ func testACPResumed(t *testing.T, s *runnerDev, a acpAgent) {
 
 // testACPDenied: the admin denies the command with a note; it does not
 // run, and the note reaches the model after the agent's turn.
-func testACPDenied(t *testing.T, s *runnerDev, a acpAgent) {
+func testACPDenied(t *testing.T, s *runnerDev, a acpAgent, p acpTaskPlan) {
 	const note = "NOTE-5522 markers are for humans"
-	id := a.denied
-	plan, repo := acpPlan(t, "feature/acp-denied")
+	id, plan, repo := a.denied, p.plan, p.repo
 	s.planner.startTask(id, plan)
 	d := s.asked(t, id)
 	body := httpapi.DecideRequest{Option: task.OptDeny, Note: note, Digest: d.Digest}
@@ -190,15 +211,15 @@ func acpAgentsEnv(t *testing.T, agents []acpAgent) []string {
 	env := []string{"ANTHROPIC_API_KEY=" + runnerKey, "FAKE_OPENCODE_KEY=" + runnerKey}
 	for _, role := range []string{"EXECUTOR", "REVIEWER"} {
 		v := "AMPFLOW_AGENTS_" + role + "_"
-		opencode, claude := agents[0].executor, agents[1].executor
-		if role == "REVIEWER" {
-			opencode, claude = agents[0].review, agents[1].review
+		settings := []string{"HOME=" + opencodeHome(t)}
+		for _, a := range agents {
+			model := a.executor
+			if role == "REVIEWER" {
+				model = a.review
+			}
+			settings = append(settings, a.env(t, model)...)
 		}
-		env = append(env, v+"MODE=runner", v+"RUNNER=acp", v+"COMMAND="+dispatch,
-			v+"ENV="+strings.Join([]string{"HOME=" + opencodeHome(t),
-				"OPENCODE_CONFIG=" + acpOpenCodeConfig(t, opencode), "OPENCODE_DISABLE_MODELS_FETCH=1", "OPENCODE_DISABLE_AUTOUPDATE=1", "FAKE_OPENCODE_KEY",
-				"ANTHROPIC_BASE_URL=" + claude.URL(), "ANTHROPIC_API_KEY", "CLAUDE_CODE_EXECUTABLE=" + agentBin(t, "claude"),
-				"IS_SANDBOX=1", "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1", "DISABLE_AUTOUPDATER=1"}, ","))
+		env = append(env, v+"MODE=runner", v+"RUNNER=acp", v+"COMMAND="+dispatch, v+"ENV="+strings.Join(settings, ","))
 	}
 	return env
 }
@@ -221,6 +242,24 @@ func acpOpenCodeConfig(t *testing.T, model *fakemodel.Server) string {
 		"autoupdate": false, "share": "disabled",
 	})))
 	return config
+}
+
+// acpTaskPlan is a plan on a repository of its own (acpPlan).
+type acpTaskPlan struct {
+	plan amp.TaskDispatch
+	repo string
+}
+
+func acpTask(t *testing.T, branch string) acpTaskPlan {
+	plan, repo := acpPlan(t, branch)
+	return acpTaskPlan{plan, repo}
+}
+
+// on is the server with clients reporting to t, a subtest's.
+func (s *runnerDev) on(t *testing.T) *runnerDev {
+	d := *s
+	d.api, d.planner = s.api.on(t), s.planner.on(t)
+	return &d
 }
 
 func readTrim(t *testing.T, path string) string {
