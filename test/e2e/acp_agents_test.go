@@ -86,10 +86,11 @@ func TestACPAgents(t *testing.T) {
 			// The second round, in the loaded session: its command asks.
 			a.commit("Fixing it.", "printf 'hello\\n' > hello.txt && echo ASK-ME >> asked.txt", "fix the greeting", "hello.txt", "asked.txt"),
 			fakemodel.Turn{Text: "Fixed. " + acpReport},
-			// Denied: the agent goes on without the command, then is told
-			// the admin's note in a turn of its own.
+			// Denied: Claude Code tells the model and goes on; OpenCode
+			// ends its turn. Then the admin's note comes in a turn of its
+			// own (OpenCode leaves the last turn unplayed).
 			fakemodel.Turn{Text: "Marking.", Tool: a.shell("echo ASK-ME >> denied.txt")},
-			fakemodel.Turn{Text: "Not marked."},
+			fakemodel.Turn{Text: "Not marked. " + acpReport},
 			fakemodel.Turn{Text: "Understood: DENIAL-SEEN. " + acpReport},
 		)
 		a.review = fakemodel.New(reject, approve, approve)
@@ -104,10 +105,14 @@ func TestACPAgents(t *testing.T) {
 			t.Logf("ampflow dev:\n%s", s.p.output())
 		}
 	})
+	if out := s.p.output(); !strings.Contains(out, "reviewer   runner acp") || strings.Contains(out, "NOT sandboxed") {
+		t.Errorf("dev did not say it checked the acp runners, sandboxed:\n%s", out)
+	}
 	for _, a := range agents {
 		// The repositories outlive the subtests: the server cleans up
-		// after each task once it is done.
-		resumed, denied := acpTask(t, "feature/acp-resumed"), acpTask(t, "feature/acp-denied")
+		// after each task once it is done. Each branch is named for its
+		// task: ampflow refuses a branch another task's checkout holds.
+		resumed, denied := acpTask(t, "feature/"+a.resumed), acpTask(t, "feature/"+a.denied)
 		t.Run(a.name, func(t *testing.T) {
 			t.Parallel()
 			t.Run("ResumedAfterRejection", func(t *testing.T) { testACPResumed(t, s.on(t), a, resumed) })
@@ -180,12 +185,12 @@ func testACPDenied(t *testing.T, s *runnerDev, a acpAgent, p acpTaskPlan) {
 	if files := git(t, repo, "ls-tree", "--name-only", "-r", plan.Branch); strings.Contains(files, "denied.txt") {
 		t.Errorf("the denied command ran (status %s)", st.Status)
 	}
-	var after bool
+	var noted bool
 	for _, r := range a.executor.AgentRequests() {
-		after = after || r.Text("Not marked.") && r.Text("NOTE-5522")
+		noted = noted || r.Text("NOTE-5522")
 	}
-	if !after {
-		t.Error("the admin's note did not reach the model after the agent's turn")
+	if !noted {
+		t.Errorf("the admin's note did not reach the model (task %s)", st.Status)
 	}
 	calls := agentCalls(s.api, id)
 	if len(calls) != 1 || calls[0].Decision != task.ToolDeny || calls[0].By != "ops" || !strings.Contains(calls[0].Reason, "NOTE-5522") {
