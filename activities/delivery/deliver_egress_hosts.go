@@ -58,8 +58,9 @@ func modelHosts(spec *runner.Spec) []string {
 // in OPENCODE_CONFIG_CONTENT or in an OPENCODE_CONFIG file the run cannot
 // write (one it writes could name any host for its next run). A base URL
 // is host:port, its scheme's port when it names none; a loopback one is
-// the run's own forwarded endpoint already (deliver_net.go), not the
-// proxy's to reach.
+// the run's own: a model relay's or a forwarded endpoint (deliver_net.go,
+// which points a *_BASE_URL off the machine at its relay before the
+// proxy asks for these), not the proxy's to reach.
 func acpModelHosts(spec *runner.Spec) []string {
 	var hosts, urls []string
 	for _, v := range acpVendors {
