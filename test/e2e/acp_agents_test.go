@@ -101,8 +101,15 @@ func TestACPAgents(t *testing.T) {
 	s := &runnerDev{}
 	s.start(t, true, "", append(acpAgentsEnv(t, agents), acpRules))
 	t.Cleanup(func() {
-		if t.Failed() {
-			t.Logf("ampflow dev:\n%s", s.p.output())
+		if !t.Failed() {
+			return
+		}
+		t.Logf("ampflow dev:\n%s", s.p.output())
+		for _, a := range agents {
+			for _, r := range a.executor.Requests() {
+				msgs, _, _ := strings.Cut(string(r.Body), `"tools":`)
+				t.Logf("%s's executor model: turn %d, %s, its messages end %q", a.name, r.Turn, r.Path, msgs[max(0, len(msgs)-300):])
+			}
 		}
 	})
 	if out := s.p.output(); !strings.Contains(out, "reviewer   runner acp") || strings.Contains(out, "NOT sandboxed") {
