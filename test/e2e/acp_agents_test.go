@@ -80,20 +80,31 @@ func TestACPAgents(t *testing.T) {
 		`"issues": [{"severity": "major", "file": "hello.txt", "line": 1, "description": "` + helloIssue + `", "suggested_fix": "write hello"}]}`}
 	agents := make([]acpAgent, len(acpAgents))
 	for i, a := range acpAgents {
+		// Each round's first turn is For its prompt: a request an agent
+		// makes after its last turn (as Claude Code may while it is
+		// stopped) does not take the next round's.
+		first := a.commit("Writing the file. "+roundOne, "printf 'helo\\n' > hello.txt", "add hello.txt", "hello.txt")
+		first.For = "Task " + a.resumed + ":"
+		second := a.commit("Fixing it.", "printf 'hello\\n' > hello.txt && echo ASK-ME >> asked.txt", "fix the greeting", "hello.txt", "asked.txt")
+		second.For = helloIssue
 		a.executor = fakemodel.New(
-			a.commit("Writing the file. "+roundOne, "printf 'helo\\n' > hello.txt", "add hello.txt", "hello.txt"),
+			first,
 			fakemodel.Turn{Text: "Done. " + acpReport},
 			// The second round, in the loaded session: its command asks.
-			a.commit("Fixing it.", "printf 'hello\\n' > hello.txt && echo ASK-ME >> asked.txt", "fix the greeting", "hello.txt", "asked.txt"),
+			second,
 			fakemodel.Turn{Text: "Fixed. " + acpReport},
 			// Denied: Claude Code tells the model and goes on; OpenCode
 			// ends its turn. Then the admin's note comes in a turn of its
 			// own (OpenCode leaves the last turn unplayed).
-			fakemodel.Turn{Text: "Marking.", Tool: a.shell("echo ASK-ME >> denied.txt")},
+			fakemodel.Turn{Text: "Marking.", Tool: a.shell("echo ASK-ME >> denied.txt"), For: "Task " + a.denied + ":"},
 			fakemodel.Turn{Text: "Not marked. " + acpReport},
 			fakemodel.Turn{Text: "Understood: DENIAL-SEEN. " + acpReport},
 		)
-		a.review = fakemodel.New(reject, approve, approve)
+		review := func(turn fakemodel.Turn, id string) fakemodel.Turn {
+			turn.For = "task " + id + ":"
+			return turn
+		}
+		a.review = fakemodel.New(review(reject, a.resumed), review(approve, a.resumed), review(approve, a.denied))
 		t.Cleanup(a.executor.Close)
 		t.Cleanup(a.review.Close)
 		agents[i] = a
