@@ -110,30 +110,10 @@ func (e *Egress) asker(apiURL, taskID, credential, dir, parkFile string) func(ct
 	}
 }
 
-// ModelHosts are the hosts each runner's CLI reaches its vendor's model
-// API at, which its runs may reach without sandbox.network.allow naming
-// them.
-var ModelHosts = map[string][]string{
-	runner.Claude:   {"api.anthropic.com"},
-	runner.Codex:    {"api.openai.com", "chatgpt.com"},
-	runner.Gemini:   {"generativelanguage.googleapis.com", "oauth2.googleapis.com"},
-	runner.OpenCode: {"api.anthropic.com", "api.openai.com", "generativelanguage.googleapis.com", "openrouter.ai"},
-}
-
-// BackgroundHosts are, by runner, hosts its CLI reaches on its own,
-// beside the model API and whatever the agent does (Codex syncs its
-// plugins from github.com and api.github.com at start; Gemini CLI logs usage to
-// play.googleapis.com): refused without asking anyone, so an admin is
-// not asked for what no agent chose. sandbox.network.allow lets a run
-// reach one after all.
-var BackgroundHosts = map[string][]string{
-	runner.Codex:  {"github.com", "*.github.com", "ab.chatgpt.com"},
-	runner.Gemini: {"play.googleapis.com"},
-}
-
-// allowed says which host:port a run of runnerName may reach.
-func (e *Egress) allowed(runnerName string) func(host, port string) bool {
-	hosts := append(append([]string{}, ModelHosts[runnerName]...), e.Allow...)
+// allowed says which host:port a run may reach: its model hosts
+// (modelHosts) and Allow.
+func (e *Egress) allowed(model []string) func(host, port string) bool {
+	hosts := append(append([]string{}, model...), e.Allow...)
 	return func(host, port string) bool {
 		host = strings.ToLower(strings.TrimSuffix(host, "."))
 		for _, h := range hosts {

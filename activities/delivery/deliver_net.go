@@ -161,8 +161,8 @@ func (d *Delivery) network(a taskRun, credential string, spec *runner.Spec) (*ru
 	for taken[net.JoinHostPort("127.0.0.1", strconv.Itoa(port))] {
 		port++
 	}
-	allowed := d.Egress.allowed(spec.Runner)
-	background := (&Egress{Allow: BackgroundHosts[spec.Runner]}).allowed("")
+	allowed := d.Egress.allowed(modelHosts(spec))
+	background := (&Egress{Allow: BackgroundHosts[spec.Runner]}).allowed(nil)
 	p := &egressProxy{background: func(host string) bool { return background(host, "") }, allowed: func(host, port string) bool {
 		// What the run reaches on its own loopback, it reaches through
 		// the proxy too; the API only at its own port, which checks the

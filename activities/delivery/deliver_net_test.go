@@ -175,7 +175,7 @@ func TestEgressAsks(t *testing.T) {
 	}))
 	defer api.Close()
 	e := &Egress{Allow: []string{"*.npmjs.org"}, AskTimeout: 5 * time.Second}
-	p := &egressProxy{allowed: e.allowed(runner.Claude), ask: e.asker(api.URL, "T-2026-001", credential, "/w", ""), approved: map[string]bool{},
+	p := &egressProxy{allowed: e.allowed(ModelHosts[runner.Claude]), ask: e.asker(api.URL, "T-2026-001", credential, "/w", ""), approved: map[string]bool{},
 		log: slog.New(slog.DiscardHandler)}
 	ctx := context.Background()
 	for _, dest := range [][2]string{{"api.anthropic.com", "443"}, {"registry.npmjs.org", "443"}} {
@@ -243,7 +243,7 @@ func BenchmarkEgressProxy(b *testing.B) {
 	target := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { fmt.Fprint(w, "ok") }))
 	defer target.Close()
 	e := &Egress{Allow: []string{strings.TrimPrefix(target.URL, "http://")}}
-	proxy := httptest.NewServer(&egressProxy{allowed: e.allowed(runner.Claude), approved: map[string]bool{}, log: slog.New(slog.DiscardHandler)})
+	proxy := httptest.NewServer(&egressProxy{allowed: e.allowed(ModelHosts[runner.Claude]), approved: map[string]bool{}, log: slog.New(slog.DiscardHandler)})
 	defer proxy.Close()
 	proxyURL, _ := url.Parse(proxy.URL)
 	get := func(c *http.Client) time.Duration {

@@ -207,12 +207,12 @@ func testACPDeny(t *testing.T, c agentCase) {
 	}
 }
 
-// TestACPGeminiCommit does not resume: Gemini CLI 0.61 loads no session
-// within the minute its chat file is named for (docs/runners.md), and a
-// second run here comes seconds after the first. TestACPPark (test/e2e)
-// resumes one after the minute has turned.
+// TestACPGeminiCommit resumes seconds after the session began: Gemini
+// CLI 0.61 loads no session within the minute its chat file is named
+// for, so the second run waits for that minute to pass before its
+// session/load (acp_gemini.go).
 func TestACPGeminiCommit(t *testing.T) {
-	testACPCommit(t, acpGeminiCase, "acp_gemini_commit.jsonl", false)
+	testACPCommit(t, acpGeminiCase, "acp_gemini_commit.jsonl", true)
 }
 
 func TestACPGeminiDeny(t *testing.T)     { testACPDeny(t, acpGeminiCase) }
@@ -221,8 +221,10 @@ func TestACPGeminiIdleKill(t *testing.T) { testIdleKill(t, acpGeminiCase) }
 func TestACPOpenCodeCommit(t *testing.T) {
 	testACPCommit(t, acpOpenCodeCase, "acp_opencode_commit.jsonl", true)
 }
+func TestACPOpenCodeIdleKill(t *testing.T) { testIdleKill(t, acpOpenCodeCase) }
 
 func TestACPClaudeCommit(t *testing.T) {
 	testACPCommit(t, acpClaudeCase, "acp_claude_commit.jsonl", true)
 }
-func TestACPClaudeDeny(t *testing.T) { testACPDeny(t, acpClaudeCase) }
+func TestACPClaudeDeny(t *testing.T)     { testACPDeny(t, acpClaudeCase) }
+func TestACPClaudeIdleKill(t *testing.T) { testIdleKill(t, acpClaudeCase) }

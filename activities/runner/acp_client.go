@@ -196,6 +196,7 @@ func (c *acpClient) drive(ctx context.Context, conn *acp.ClientSideConnection) {
 			fail("session/load", errors.New("the agent cannot load a session (agentCapabilities.loadSession is false)"))
 			return
 		}
+		awaitSessionMinute(ctx, init.AgentInfo, s.Env, session)
 		// Until the prompt goes, what the agent sends is the session's
 		// history: some agents replay it after their response.
 		c.replay.Store(true)

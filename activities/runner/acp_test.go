@@ -2,9 +2,11 @@ package runner
 
 import (
 	"os"
+	"path/filepath"
 	"reflect"
 	"strings"
 	"testing"
+	"time"
 
 	acp "github.com/coder/acp-go-sdk"
 )
@@ -114,5 +116,27 @@ func TestSelectOption(t *testing.T) {
 				t.Errorf("selectOption = %q, %v; want %q, %v", id, ok, tt.want, tt.ok)
 			}
 		})
+	}
+}
+
+// TestGeminiSessionMinute reads the minute a Gemini CLI session began
+// from its chat file's name, the latest when the session has several.
+func TestGeminiSessionMinute(t *testing.T) {
+	home := t.TempDir()
+	chats := filepath.Join(home, ".gemini", "tmp", "project", "chats")
+	if err := os.MkdirAll(chats, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range []string{"session-2026-05-01T09-41-0a1b2c3d.jsonl", "session-2026-05-01T10-02-0a1b2c3d.jsonl", "session-2026-05-01T11-00-ffffffff.jsonl"} {
+		if err := os.WriteFile(filepath.Join(chats, f), nil, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	got, ok := geminiSessionMinute(home, "0a1b2c3d-1111-2222-3333-444455556666")
+	if want := time.Date(2026, 5, 1, 10, 2, 0, 0, time.UTC); !ok || !got.Equal(want) {
+		t.Errorf("minute %v %v, want %v", got, ok, want)
+	}
+	if _, ok := geminiSessionMinute(home, "99999999-0000"); ok {
+		t.Error("a minute for a session with no chat file")
 	}
 }

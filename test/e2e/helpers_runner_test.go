@@ -81,9 +81,7 @@ type runnerDev struct {
 	repo         string
 }
 
-// startRunnerDev starts `ampflow dev` with o's runners and checks, as the
-// test ends, that neither the model API key nor the executor's token
-// reached its log.
+// startRunnerDev starts `ampflow dev` with o's runners (runnerDev.start).
 func startRunnerDev(t *testing.T, o runnerOpts) *runnerDev {
 	t.Helper()
 	s := &runnerDev{executor: fakemodel.New(o.executor.turns...)}
@@ -94,27 +92,35 @@ func startRunnerDev(t *testing.T, o runnerOpts) *runnerDev {
 		t.Cleanup(s.reviewer.Close)
 		env = append(env, runnerEnv(t, amp.RoleReviewer, o.reviewer.cli, s.reviewer)...)
 	}
-	if o.tokens {
+	s.start(t, o.tokens, o.data, append(env, o.env...))
+	return s
+}
+
+// start starts `ampflow dev` with env and, with tokens, the tokens
+// opsToken, plannerToken and execToken; it checks, as the test ends, that
+// neither the model API key nor the executor's token reached its log.
+func (s *runnerDev) start(t *testing.T, tokens bool, data string, env []string) {
+	t.Helper()
+	if tokens {
 		env = append(env, "AMPFLOW_AUTH_TOKENS="+opsToken+":admin:ops,"+plannerToken+":coordinator:planner,"+execToken+":executor:exec",
 			"AMPFLOW_AGENTS_EXECUTOR_TOKEN_NAME=exec")
 	}
-	if o.data == "" {
-		o.data = t.TempDir()
+	if data == "" {
+		data = t.TempDir()
 	}
-	s.p = startDev(t, o.data, append(env, o.env...)...)
+	s.p = startDev(t, data, env...)
 	s.repo = gitRepo(t)
 	git(t, s.repo, "checkout", "-q", "main") // the user's checkout stays on main
 	s.api = newAPIClient(t, s.p.api, "")
 	s.planner = s.api
-	if o.tokens {
+	if tokens {
 		s.api, s.planner = s.api.as(opsToken), s.api.as(plannerToken)
 	}
 	t.Cleanup(func() {
-		if out := s.p.output(); strings.Contains(out, runnerKey) || (o.tokens && strings.Contains(out, execToken)) {
+		if out := s.p.output(); strings.Contains(out, runnerKey) || (tokens && strings.Contains(out, execToken)) {
 			t.Error("a secret reached dev's log")
 		}
 	})
-	return s
 }
 
 // runnerEnv is what `ampflow dev` needs to run the installed CLI cli as

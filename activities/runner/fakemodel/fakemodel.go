@@ -47,6 +47,11 @@ type Turn struct {
 	Header http.Header
 	// InputTokens and OutputTokens are reported as usage; 0 means a default.
 	InputTokens, OutputTokens int64
+	// For, when set, is text only the requests this turn is meant for
+	// contain (Request.Text): another agent request gets a side reply and
+	// leaves the turn for the next, so a script that several runs share
+	// is not thrown off by a request of a run it did not expect.
+	For string
 }
 
 // ToolCall is a call of one of the CLI's tools, by the CLI's own name for it.
@@ -197,10 +202,13 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 	turn, idx := Turn{Text: SideReply}, -1
 	if d.agent(body) {
 		s.mu.Lock()
-		if s.next < len(s.turns) {
+		switch {
+		case s.next < len(s.turns) && s.turns[s.next].For != "" && !(Request{Body: body}).Text(s.turns[s.next].For):
+			// Not the request the turn is for: a side reply.
+		case s.next < len(s.turns):
 			turn, idx = s.turns[s.next], s.next
 			s.next++
-		} else {
+		default:
 			turn = Turn{Text: Exhausted}
 		}
 		s.mu.Unlock()

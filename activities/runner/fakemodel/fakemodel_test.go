@@ -201,6 +201,20 @@ func TestExhaustedStatusAndText(t *testing.T) {
 	}
 }
 
+// A turn For a text goes to the first agent request that has it; one
+// before it gets a side reply.
+func TestTurnFor(t *testing.T) {
+	s := New(Turn{Text: "for T-2", For: "T-2"})
+	defer s.Close()
+	for _, task := range []string{"T-1", "T-2"} {
+		resp := post(t, context.Background(), s.URL()+"/v1/chat/completions", `{"model":"m","tools":[{"type":"function"}],"messages":[{"role":"user","content":"`+task+`"}]}`)
+		resp.Body.Close()
+	}
+	if reqs := s.Requests(); len(reqs) != 2 || reqs[0].Turn != -1 || reqs[1].Turn != 0 {
+		t.Errorf("requests %+v, want T-1's a side one and T-2's the turn", reqs)
+	}
+}
+
 // A hanging turn sends headers and nothing else, until Close releases it.
 func TestHang(t *testing.T) {
 	s := New(Turn{Hang: true})
