@@ -203,10 +203,12 @@ func (d *Delivery) network(a taskRun, credential string, spec *runner.Spec) (*ru
 			spec.Env = append(spec.Env, kv)
 		}
 	}
-	// Nothing bypasses the proxy, loopback included: a connection to an
-	// unlisted port of the machine's is asked like any other host.
+	// The run's loopback is its own: what it serves itself (OpenCode's
+	// server, a test's) and what the bridge serves there (the API, the
+	// relays, the forwards) are reached directly. Everything else goes
+	// through the proxy; what ignores it is caught.
 	for _, name := range []string{"NO_PROXY", "no_proxy"} {
-		spec.Env = setEnv(spec.Env, name+"=")
+		spec.Env = setEnv(spec.Env, name+"=127.0.0.1,localhost,::1")
 	}
 	spec.Sandbox.Net = sn
 	return n, nil

@@ -33,9 +33,9 @@ type acpAgent struct {
 // Code's ACP adapter driving the pinned Claude Code.
 var acpAgents = []acpAgent{
 	{name: "opencode", resumed: "T-2026-970", denied: "T-2026-971",
-		// OpenCode's ACP mode serves itself on the run's loopback and
-		// asks that server through HTTP_PROXY unless NO_PROXY names it.
-		command: func(t *testing.T) string { return "env NO_PROXY=127.0.0.1 " + agentBin(t, "opencode") + " acp" },
+		// OpenCode's ACP mode serves itself on the run's loopback, which
+		// the sandbox's NO_PROXY keeps off the egress proxy.
+		command: func(t *testing.T) string { return agentBin(t, "opencode") + " acp" },
 		env: func(t *testing.T, model *fakemodel.Server) []string {
 			return []string{"OPENCODE_CONFIG=" + acpOpenCodeConfig(t, model), "OPENCODE_DISABLE_MODELS_FETCH=1", "OPENCODE_DISABLE_AUTOUPDATE=1", "FAKE_OPENCODE_KEY"}
 		},

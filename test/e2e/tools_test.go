@@ -3,6 +3,7 @@ package e2e
 import (
 	"encoding/json"
 	"fmt"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -62,10 +63,18 @@ func TestToolPolicy(t *testing.T) {
 	}} {
 		t.Run(c.name, func(t *testing.T) {
 			var hits atomic.Int32
-			target := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+			// At the machine's own address: the run's loopback is its own.
+			target := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
 				hits.Add(1)
 				fmt.Fprintln(w, "pong")
 			}))
+			ln, err := net.Listen("tcp", net.JoinHostPort(machineIPv4(t), "0"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			target.Listener.Close()
+			target.Listener = ln
+			target.Start()
 			t.Cleanup(target.Close)
 			var turns []fakemodel.Turn
 			if c.push {
@@ -120,7 +129,7 @@ func TestToolPolicy(t *testing.T) {
 					return st.Pending != nil && st.Pending.Kind == task.KindToolCall && st.Pending.ID != d.ID
 				})
 				e := *st.Pending
-				port := strings.TrimPrefix(target.URL, "http://127.0.0.1:")
+				_, port, _ := net.SplitHostPort(ln.Addr().String())
 				if !strings.Contains(e.Prompt, "connect") || !strings.Contains(e.Prompt, port) {
 					t.Errorf("the destination's decision: %+v", e)
 				}
