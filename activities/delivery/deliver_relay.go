@@ -29,6 +29,15 @@ var defaultModelAPIs = map[string][2]string{
 	runner.Codex:  {"OPENAI_BASE_URL", "https://api.openai.com/v1"},
 }
 
+// keyedModelAPIs are, for an ACP agent (which may be any vendor's), the
+// model API a vendor's key variable implies when the run names no base
+// URL for it: Claude Code's adapter and Codex's read the same variables
+// as their CLIs.
+var keyedModelAPIs = map[string][2]string{
+	"ANTHROPIC_API_KEY": defaultModelAPIs[runner.Claude],
+	"OPENAI_API_KEY":    defaultModelAPIs[runner.Codex],
+}
+
 // fileBaseURL finds a model API named in a configuration file the run is
 // given (OpenCode's provider "baseURL", Codex's base_url).
 var fileBaseURL = regexp.MustCompile(`(?i)"?base_?url"?\s*[:=]\s*"(https?://[^"\s]+)"`)
@@ -53,9 +62,23 @@ func modelAPIs(spec *runner.Spec) []modelAPI {
 			out = append(out, modelAPI{env: name, url: u})
 		}
 	}
-	if def, ok := defaultModelAPIs[spec.Runner]; ok && !hasEnv(spec.Env, def[0]) {
-		u, _ := url.Parse(def[1])
-		out = append(out, modelAPI{env: def[0], url: u})
+	defaults := [][2]string{}
+	if def, ok := defaultModelAPIs[spec.Runner]; ok {
+		defaults = append(defaults, def)
+	}
+	if spec.Runner == runner.ACP {
+		for key, def := range keyedModelAPIs {
+			if v, ok := lookupEnv(spec.Env, key); ok && v != "" {
+				defaults = append(defaults, def)
+			}
+		}
+		slices.SortFunc(defaults, func(a, b [2]string) int { return strings.Compare(a[0], b[0]) })
+	}
+	for _, def := range defaults {
+		if !hasEnv(spec.Env, def[0]) {
+			u, _ := url.Parse(def[1])
+			out = append(out, modelAPI{env: def[0], url: u})
+		}
 	}
 	for _, f := range givenFiles(spec) {
 		for _, m := range fileBaseURL.FindAllStringSubmatch(f, -1) {

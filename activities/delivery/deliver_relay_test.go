@@ -7,6 +7,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -108,5 +109,36 @@ exec sleep 30
 	}
 	if o.Reason != runner.ReasonMaxCost {
 		t.Errorf("the run ended for %q, not at the cap the relays keep", o.Reason)
+	}
+}
+
+// TestModelAPIs: the model APIs a run's relays are for, from its
+// variables, its runner's default and, for an ACP agent, its keys.
+func TestModelAPIs(t *testing.T) {
+	apis := func(s runner.Spec) []string {
+		var out []string
+		s.Sandbox = &runner.Sandbox{}
+		for _, a := range modelAPIs(&s) {
+			out = append(out, a.env+"="+a.url.String())
+		}
+		return out
+	}
+	for _, c := range []struct {
+		name string
+		spec runner.Spec
+		want []string
+	}{
+		{"ClaudeDefault", runner.Spec{Runner: runner.Claude, Env: []string{"ANTHROPIC_API_KEY=k"}}, []string{"ANTHROPIC_BASE_URL=https://api.anthropic.com"}},
+		{"ClaudeNamed", runner.Spec{Runner: runner.Claude, Env: []string{"ANTHROPIC_BASE_URL=http://127.0.0.1:9"}}, []string{"ANTHROPIC_BASE_URL=http://127.0.0.1:9"}},
+		{"GeminiNone", runner.Spec{Runner: runner.Gemini, Env: []string{"GEMINI_API_KEY=k"}}, nil},
+		{"ACPByKey", runner.Spec{Runner: runner.ACP, Env: []string{"OPENAI_API_KEY=k", "ANTHROPIC_API_KEY=k"}},
+			[]string{"ANTHROPIC_BASE_URL=https://api.anthropic.com", "OPENAI_BASE_URL=https://api.openai.com/v1"}},
+		{"ACPNoKey", runner.Spec{Runner: runner.ACP, Env: []string{"HOME=/h"}}, nil},
+		{"AnyBaseURL", runner.Spec{Runner: runner.OpenCode, Env: []string{"MY_GATEWAY_BASE_URL=https://gw.example/v1", "NOT_A_URL_BASE_URL=x"}},
+			[]string{"MY_GATEWAY_BASE_URL=https://gw.example/v1"}},
+	} {
+		if got := apis(c.spec); !slices.Equal(got, c.want) {
+			t.Errorf("%s: %q, want %q", c.name, got, c.want)
+		}
 	}
 }

@@ -114,7 +114,7 @@ func bridgeStageOne(args []string, catch Port) int {
 		fmt.Fprintf(os.Stderr, "ampflow sandbox-bridge: --catch %s: no port\n", catch.Addr)
 		return 125
 	} else if err := setUpCatch(cp); err != nil {
-			fmt.Fprintf(os.Stderr, "ampflow sandbox-bridge: connections that ignore the proxy are not caught (%v); they reach nothing\n", err)
+		fmt.Fprintf(os.Stderr, "ampflow sandbox-bridge: connections that ignore the proxy are not caught (%v); they reach nothing\n", err)
 		catchArg = "off"
 	}
 	if err := dropCaps(); err != nil {
