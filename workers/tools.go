@@ -20,7 +20,7 @@ func addToolCalls(api *httpapi.Server, o Options, parts *Parts) error {
 	opts := toolcalls.Options{Tasks: parts.Tasks, Policy: pol, AskTimeout: o.Config.Tools.AskTimeout,
 		ParkTimeout: o.Config.Tools.ParkTimeout}
 	if parts.Store != nil {
-		opts.Store = parts.Store
+		opts.Store, opts.Repos = parts.Store, parts.Store
 	}
 	if dir := o.Config.DataDir; dir != "" {
 		// The runs of this worker park where it watches.

@@ -131,3 +131,38 @@ func TestToolParkDestination(t *testing.T) {
 		t.Errorf("resume: %+v", r)
 	}
 }
+
+// TestToolAllowRepo: a destination's ask offers to allow it for every
+// task of the repository; that answer allows the call, is recorded with
+// its option (where the API finds it for the next task), and allows the
+// destination for the rest of this task too.
+func TestToolAllowRepo(t *testing.T) {
+	h := newHarness(t, testPlan(amp.RiskLow, "S1"))
+	call := task.ToolCall{Agent: "exec", CLI: "egress", Tool: "connect", Kind: "network", Input: `{"host":"10.0.0.7","port":"8080"}`,
+		InputDigest: "d-dest", CWD: "/w", Action: "ask", Rule: "ask-egress", Risk: "medium", AskTimeout: time.Hour, ParkTimeout: 24 * time.Hour}
+	var asked task.State
+	var again *reply
+	h.at(time.Second, func() { h.ack(amp.RoleExecutor) })
+	h.at(2*time.Second, func() { h.update(task.UpdateToolCall, "", call) })
+	h.at(3*time.Second, func() { asked = h.state(); h.decide("alice", task.OptAllowRepo, "") })
+	h.at(4*time.Second, func() { again = h.update(task.UpdateToolCall, "", call) })
+	h.at(5*time.Second, func() { h.result(amp.StatusComplete) })
+	h.at(6*time.Second, func() { h.ack(amp.RoleReviewer) })
+	h.at(7*time.Second, func() { h.verdict(amp.DecisionApproved, 0.95) })
+	if res := h.run(); res.Status != task.StatusDone {
+		t.Fatalf("task %s: %s", res.Status, res.Reason)
+	}
+	var ids []string
+	for _, o := range asked.Pending.Options {
+		ids = append(ids, o.ID)
+	}
+	if strings.Join(ids, ",") != "allow_once,allow_tool,allow_repo,deny" {
+		t.Errorf("the options of a destination's ask: %v", ids)
+	}
+	if c := h.toolCalls()[testTaskID+"-tc1"]; c.Decision != task.ToolAllow || c.Option != task.OptAllowRepo || c.By != "alice" {
+		t.Errorf("the answered ask: %+v", c)
+	}
+	if c := again.out.(task.ToolCall); c.Decision != task.ToolAllow {
+		t.Errorf("the destination asked again in the task: %+v", c)
+	}
+}

@@ -168,7 +168,7 @@ func (t *taskRun) raiseToolAsk(ctx workflow.Context) error {
 	r := decide.Request{
 		Kind:     task.KindToolCall,
 		Prompt:   toolPrompt(*c),
-		Options:  []decision.Option{optAllowOnce, allowToolOption(*c), optDenyTool},
+		Options:  toolOptions(*c),
 		Context:  ctxt,
 		Approves: toolApproves{TaskID: t.In.TaskID, Tool: c.Tool, InputDigest: c.InputDigest, CWD: c.CWD},
 		Required: t.In.Policy.Decisions.Quorum.For(risk),
@@ -221,7 +221,7 @@ func (t *taskRun) settleToolAsk(ctx workflow.Context) {
 	c := t.Tools.Queue[0]
 	t.Tools.Queue = t.Tools.Queue[1:]
 	t.closeToolCall(ctx, c, o)
-	if o.Option != task.OptAllowTool {
+	if o.Option != task.OptAllowTool && o.Option != task.OptAllowRepo {
 		return
 	}
 	if t.Tools.Allowed == nil {
@@ -264,6 +264,18 @@ func allowToolOption(c task.ToolCall) decision.Option {
 	return optAllowTool
 }
 
+// optAllowRepo allows a destination for every task of the repository:
+// the API lets the next ask for it through (integrations/toolcalls).
+var optAllowRepo = decision.Option{ID: task.OptAllowRepo, Label: "Allow this destination for every task of the repository"}
+
+// toolOptions are the answers to c's ask.
+func toolOptions(c task.ToolCall) []decision.Option {
+	if allowKey(&c) != c.Tool {
+		return []decision.Option{optAllowOnce, allowToolOption(c), optAllowRepo, optDenyTool}
+	}
+	return []decision.Option{optAllowOnce, optAllowTool, optDenyTool}
+}
+
 // closeToolCall records what became of an ask.
 func (t *taskRun) closeToolCall(ctx workflow.Context, c task.ToolCall, o decision.Outcome) {
 	c.Option, c.By, c.Channel = o.Option, o.By, o.Channel
@@ -278,7 +290,7 @@ func (t *taskRun) closeToolCall(ctx workflow.Context, c task.ToolCall, o decisio
 		c.DecidedAt = workflow.Now(ctx)
 	}
 	switch o.Option {
-	case task.OptAllowOnce, task.OptAllowTool:
+	case task.OptAllowOnce, task.OptAllowTool, task.OptAllowRepo:
 		c.Decision = task.ToolAllow
 	default:
 		c.Decision = task.ToolDeny

@@ -15,6 +15,7 @@ const KindToolCall decision.Kind = "tool_call"
 const (
 	OptAllowOnce = "allow_once" // this call only
 	OptAllowTool = "allow_tool" // this tool, for the rest of the task
+	OptAllowRepo = "allow_repo" // this destination, for every task of the repository (a network ask)
 	OptDeny      = "deny"       // refuse the call; a note says why
 )
 

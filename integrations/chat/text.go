@@ -59,7 +59,7 @@ func SeverityMark(s amp.Severity) string {
 // OutcomeMark is the sign before a chosen option.
 func OutcomeMark(option string) string {
 	switch option {
-	case decision.OptApprove, task.OptAccept, task.OptResume, task.OptAllowOnce, task.OptAllowTool:
+	case decision.OptApprove, task.OptAccept, task.OptResume, task.OptAllowOnce, task.OptAllowTool, task.OptAllowRepo:
 		return "✅"
 	case decision.OptReject, task.OptTerminate, task.OptDeny:
 		return "⛔"

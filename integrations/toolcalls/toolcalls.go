@@ -50,6 +50,9 @@ type Options struct {
 	// Parks, when set, lets the hook route park a run's call still asked
 	// at AskTimeout: the API shares data_dir with the worker running it.
 	Parks Parks
+	// Repos, when set, finds the destinations the admins allowed for a
+	// task's whole repository (repo_answers.go).
+	Repos RepoAnswers
 }
 
 // Handlers serve the tool-call routes. Build them with Register.
@@ -118,6 +121,9 @@ func (h *Handlers) record(r *http.Request, in task.ToolCallRequest) (task.ToolCa
 		InputDigest: hex.EncodeToString(sum[:]), CWD: in.CWD, Worktree: in.Worktree,
 		Rule: v.Rule, Action: string(v.Action), Reason: v.Reason, Risk: v.Risk, AskTimeout: h.o.AskTimeout,
 		ParkTimeout: h.o.ParkTimeout,
+	}
+	if c.Kind == string(toolpolicy.Network) && c.Action == string(toolpolicy.Ask) {
+		h.allowedForRepo(r.Context(), in.TaskID, &c)
 	}
 	return h.o.Tasks.ToolCall(r.Context(), in.TaskID, c)
 }
