@@ -87,3 +87,34 @@ func hasEvent(st task.State, kind string) bool {
 	}
 	return false
 }
+
+// TestACPWatchdog: Gemini CLI through the acp runner waits on a model
+// that never answers; past agents.executor.idle_timeout the runner sends
+// session/cancel and stops the agent. No process of the run is left, and
+// the task says why its delivery failed.
+func TestACPWatchdog(t *testing.T) {
+	const id = "T-2026-964"
+	s := startRunnerDev(t, runnerOpts{
+		executor: runner{"gemini", []fakemodel.Turn{{Hang: true}}},
+		env:      append(acpGemini(t, amp.RoleExecutor), "AMPFLOW_AGENTS_EXECUTOR_IDLE_TIMEOUT=15s"),
+	})
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("ampflow dev:\n%s", s.p.output())
+		}
+	})
+	s.planner.startTask(id, lowRiskPlan(s.repo))
+	st := s.api.waitFor(id, "the hung run's failed delivery", 3*time.Minute, func(st task.State) bool {
+		return strings.Contains(st.LastError, "idle_timeout") || st.Status.Terminal()
+	})
+	if !strings.Contains(st.LastError, "printed no event for agents.*.idle_timeout") {
+		t.Fatalf("task %s: status %s, last error %q: want the idle watchdog's", id, st.Status, st.LastError)
+	}
+	eventually(t, 30*time.Second, "no process of the stopped run", func() (bool, error) {
+		ps := agentProcs(t, s.p.dataDir)
+		return len(ps) == 0, fmt.Errorf("still running: %v", ps)
+	})
+	if reqs := s.executor.AgentRequests(); len(reqs) != 1 {
+		t.Errorf("the model got %d agent requests, want the one it never answered", len(reqs))
+	}
+}
