@@ -18,7 +18,9 @@ func TestRepoRecords(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
-		rec := func(id, kind, body string) Entry { return Entry{ID: id, Kind: kind, RecordedAt: at, Body: []byte(body)} }
+		rec := func(id, kind, body string) Entry {
+			return Entry{ID: id, Kind: kind, RecordedAt: at, Body: []byte(body)}
+		}
 		save("T-2026-001", "/srv/a",
 			rec("T-2026-001-tc1.outcome", "tool_call", `{"id":"T-2026-001-tc1","option":"allow_repo","kind":"network"}`),
 			rec("T-2026-001-tc2.outcome", "tool_call", `{"id":"T-2026-001-tc2","option":"allow_once","kind":"network"}`),
