@@ -161,6 +161,14 @@ func (d *Delivery) network(a taskRun, credential string, spec *runner.Spec) (*ru
 	for taken[net.JoinHostPort("127.0.0.1", strconv.Itoa(port))] {
 		port++
 	}
+	taken[net.JoinHostPort("127.0.0.1", strconv.Itoa(port))] = true
+	catch := port + 1
+	for taken[net.JoinHostPort("127.0.0.1", strconv.Itoa(catch))] {
+		catch++
+	}
+	taken[net.JoinHostPort("127.0.0.1", strconv.Itoa(catch))] = true
+	// From here on, taken is read by the proxy's goroutines: no more
+	// writes.
 	allowed := d.Egress.allowed(modelHosts(spec))
 	background := (&Egress{Allow: BackgroundHosts[spec.Runner]}).allowed(nil)
 	p := &egressProxy{background: func(host string) bool { return background(host, "") }, allowed: func(host, port string) bool {
@@ -177,12 +185,7 @@ func (d *Delivery) network(a taskRun, credential string, spec *runner.Spec) (*ru
 		n.Close()
 		return nil, err
 	}
-	taken[net.JoinHostPort("127.0.0.1", strconv.Itoa(port))] = true
 	// What ignores the proxy is caught, and decided the same way.
-	catch := port + 1
-	for taken[net.JoinHostPort("127.0.0.1", strconv.Itoa(catch))] {
-		catch++
-	}
 	catchSock := filepath.Join(dir, "catch")
 	ln, err := net.Listen("unix", catchSock)
 	if err != nil {
