@@ -72,8 +72,9 @@ func TestResultJSONKeys(t *testing.T) {
 	if err := json.Unmarshal(b, &top); err != nil {
 		t.Fatal(err)
 	}
-	want := []string{"accept_p50_ms", "accept_p95_ms", "accept_p99_ms", "ampflow", "baseline", "concurrency",
-		"machine", "peak_rss_mb", "ratio", "reads", "rss_1000_open_mb", "ssot", "tasks"}
+	want := []string{"accept_p50_ms", "accept_p50_spread", "accept_p95_ms", "accept_p95_spread", "accept_p99_ms", "accept_p99_spread",
+		"ampflow", "baseline", "concurrency", "machine", "peak_rss_mb", "ratio", "ratio_spread", "reads", "rounds",
+		"rss_1000_open_mb", "ssot", "tasks"}
 	var got []string
 	for k := range top {
 		got = append(got, k)
