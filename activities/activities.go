@@ -261,6 +261,9 @@ type DeliverInput struct {
 	Sessions   []task.UsageInput `json:"sessions,omitempty"`
 	// Resume, set, runs a parked runner again with its call's answer.
 	Resume *Resume `json:"resume,omitempty"`
+	// Priority orders the runs waiting for a worker's runner slots: the
+	// higher first (the task's priority).
+	Priority int `json:"priority,omitempty"`
 }
 
 // DeliveryFailure is the detail of an ErrDelivery error: what went wrong

@@ -51,6 +51,7 @@ type Config struct {
 	Tools            Tools     `mapstructure:"tools"`
 	Sandbox          Sandbox   `mapstructure:"sandbox"`
 	Intake           Intake    `mapstructure:"intake"`
+	Runner           Runner    `mapstructure:"runner"`
 }
 
 // Sandbox configures what sandboxed runs reach (docs/sandbox.md).

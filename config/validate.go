@@ -120,6 +120,7 @@ func (c Config) Validate() error {
 	c.validateCI(&ps)
 	c.validateDelivery(&ps)
 	c.validateIntake(&ps)
+	c.validateRunner(&ps)
 	c.validateNotifyWebhooks(&ps)
 	ps.positive("ssot.sweep_interval", c.SSOT.SweepInterval)
 	validateSSOTURL(&ps, c.SSOT.URL)

@@ -180,6 +180,8 @@ func Build(o Options) (*Parts, error) {
 		Git:        git,
 		Secrets:    secrets,
 		Log:        log,
+		Slots:      delivery.NewSlots(cfg.Runner.SlotCount()),
+		Host:       cfg.Runner.HostName(),
 		// A sandboxed run sees none of the worker's configuration and
 		// key files, wherever they are.
 		SandboxHide: cfg.SecretFiles(),

@@ -8,9 +8,11 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"time"
 
 	"github.com/ampflow/ampflow/amp/runcred"
 
+	"github.com/ampflow/ampflow/activities/delivery"
 	"github.com/ampflow/ampflow/activities/notify"
 	"github.com/ampflow/ampflow/activities/ssot"
 	"github.com/ampflow/ampflow/amp/decision"
@@ -51,6 +53,11 @@ func newRuntime(o Options, parts *Parts, log *slog.Logger) (*runtime, error) {
 	if parts.Store != nil && parts.Tasks != nil && parts.Tasks.Temporal != nil {
 		sw := sweep{store: parts.Store, running: parts.Tasks.Running, interval: o.Config.SSOT.SweepInterval, log: log}
 		rt.loops = append(rt.loops, leased(parts.Lease, LeaseSweep, NewHolder(), log, sw.run))
+	}
+	if d, ok := parts.Activities.Delivery.(*delivery.Delivery); ok && runsAgents(o.Config) && parts.Store != nil {
+		f := fleetHost{store: parts.Store, slots: d.Slots, host: d.Host, started: time.Now(), log: log}
+		rt.loops = append(rt.loops, f.run)
+		o.endpoint("runner host", fmt.Sprintf("%s, %d slots (runner.slots)", d.Host, d.Slots.Size()))
 	}
 	if rt.intake, err = gitHubIntake(o, parts, log); err != nil {
 		return nil, err
@@ -104,6 +111,7 @@ func buildAPI(o Options, parts *Parts, mounts map[string]http.Handler, rt *runti
 		return nil, false, err
 	}
 	addMesh(api, parts, log)
+	addFleet(api, parts, log)
 	if err := addToolCalls(api, o, parts); err != nil {
 		return nil, false, err
 	}

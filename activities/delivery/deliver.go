@@ -76,6 +76,10 @@ type Delivery struct {
 	// SandboxBin is the bwrap binary of sandboxed runs; empty: bwrap on
 	// the worker's PATH.
 	SandboxBin string
+	// Slots bounds the runner runs going at once (runner.slots); nil is
+	// no bound. Host names this worker in the fleet.
+	Slots *Slots
+	Host  string
 	// SandboxHide are files and directories of the worker's a sandboxed
 	// run does not see beside data_dir and the worker's home: its
 	// configuration file, key files, a store outside data_dir.

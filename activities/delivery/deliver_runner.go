@@ -55,6 +55,10 @@ type runState struct {
 	totals map[string]task.UsageInput
 	// meter is the run's model relays' count, nil without relays.
 	meter *runner.Meter
+	// slot is the run's place in the worker's slots, its step and cost
+	// the fleet view shows.
+	slot *SlotRun
+	cost float64
 }
 
 // runAgent runs a runner-mode agent on a message: in the task's worktree
@@ -70,6 +74,11 @@ func (d *Delivery) runAgent(ctx context.Context, a activities.AgentDelivery, in 
 	if in.Repo == "" {
 		return failed(fmt.Sprintf("%s names no repository for the %s runner", m.MsgID, m.To), "", nil)
 	}
+	slot, release, err := d.takeSlot(ctx, a, in)
+	if err != nil {
+		return fmt.Errorf("waiting for a runner slot for %s: %w", m.MsgID, err)
+	}
+	defer release()
 	repo := in.Repo
 	local, err := d.Git.Local(ctx, repo, true)
 	if err != nil {
@@ -84,7 +93,7 @@ func (d *Delivery) runAgent(ctx context.Context, a activities.AgentDelivery, in 
 	if err != nil {
 		return failed(err.Error(), "", err)
 	}
-	st := &runState{d: d, a: a, ctx: ctx, m: m, in: in, repo: repo, session: d.loadSession(a, m), totals: sessionTotals(in.Sessions)}
+	st := &runState{d: d, a: a, ctx: ctx, m: m, in: in, repo: repo, session: d.loadSession(a, m), totals: sessionTotals(in.Sessions), slot: slot}
 	spec := runner.Spec{
 		Runner: a.Runner, Command: a.Command, Model: a.Model, Dir: dir,
 		Prompt: prompt, SystemPrompt: system, SessionID: st.session,
@@ -238,6 +247,7 @@ func (st *runState) on(ev runner.Event) {
 		st.workLog = append(st.workLog, amp.WorkLogEntry{Timestamp: now.UTC().Format(time.RFC3339), Action: ev.Tool,
 			File: ev.File, Detail: clip(string(ev.Input), maxWorkDetail)})
 	}
+	st.noteSlot(ev)
 	if st.d.Heartbeats != nil && now.Sub(st.lastBeat) >= heartbeatEvery {
 		st.lastBeat = now
 		note := string(ev.Kind)

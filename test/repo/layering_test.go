@@ -34,6 +34,7 @@ var systems = map[string][]string{
 	"toolcalls":  {"integrations/toolcalls"},
 	"mcp":        {"integrations/mcp"},
 	"githubhook": {"integrations/githubhook"},
+	"fleet":      {"integrations/fleet"},
 }
 
 // forbidden are imports the folder order allows and docs/architecture.md
@@ -170,7 +171,8 @@ func TestLayeringViolations(t *testing.T) {
 		"workflows/lease": nil, "activities/lease": nil, "integrations/repomesh": nil,
 		"workflows/aof": nil, "activities/aof": nil,
 		"integrations/toolcalls": nil, "integrations/mcp": {"integrations/toolcalls"}, "integrations/dashboard": {"activities", "activities/notify"}, "integrations/githubhook": nil,
-		"activities/runner": nil, "activities/github": nil, "activities/notify": nil, "activities/gitsafe": nil, "activities/toolhook": nil, "config/toolpolicy": nil, "config/pricing": nil,
+		"integrations/fleet": nil,
+		"activities/runner":  nil, "activities/github": nil, "activities/notify": nil, "activities/gitsafe": nil, "activities/toolhook": nil, "config/toolpolicy": nil, "config/pricing": nil,
 	}
 	got := layeringViolations(graph)
 	want := []string{

@@ -261,6 +261,7 @@ func (a *App) rootCommand() *cobra.Command {
 	root.AddCommand(a.auditCommand(), a.ssotCommand())
 	root.AddCommand(a.aofCommand())
 	root.AddCommand(a.leaseCommand(), a.chatCommand())
+	root.AddCommand(a.fleetCommand())
 	root.AddCommand(a.hookCommand())
 	return root
 }

@@ -1,0 +1,64 @@
+package workers
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/ampflow/ampflow/activities/delivery"
+	"github.com/ampflow/ampflow/activities/ssot"
+	"github.com/ampflow/ampflow/config"
+	"github.com/ampflow/ampflow/integrations/fleet"
+	"github.com/ampflow/ampflow/integrations/httpapi"
+)
+
+// runsAgents reports whether this worker runs agent CLIs (a role in
+// runner mode), and so is a host of the fleet.
+func runsAgents(cfg config.Config) bool {
+	return cfg.Agents.Executor.Mode == config.AgentModeRunner || cfg.Agents.Reviewer.Mode == config.AgentModeRunner
+}
+
+// addFleet serves GET /v1/fleet from the SSOT.
+func addFleet(api *httpapi.Server, parts *Parts, log *slog.Logger) {
+	if parts.Store == nil {
+		return
+	}
+	fleet.Register(api, fleet.Options{Store: parts.Store, Logger: log})
+}
+
+// fleetHost writes this worker's slots, runs and queue to the SSOT every
+// fleet.PublishEvery, so that every worker's API shows the whole fleet.
+type fleetHost struct {
+	store   *ssot.DB
+	slots   *delivery.Slots
+	host    string
+	started time.Time
+	log     *slog.Logger
+}
+
+func (f fleetHost) run(ctx context.Context) error {
+	tick := time.NewTicker(fleet.PublishEvery)
+	defer tick.Stop()
+	for {
+		if err := f.publish(ctx); err != nil && ctx.Err() == nil {
+			f.log.Warn("writing this host to the fleet", "host", f.host, "error", err)
+		}
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-tick.C:
+		}
+	}
+}
+
+func (f fleetHost) publish(ctx context.Context) error {
+	runs, err := json.Marshal(f.slots.View())
+	if err != nil {
+		return fmt.Errorf("encoding the runs: %w", err)
+	}
+	wctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	return f.store.SaveHost(wctx, ssot.Host{Host: f.host, Slots: f.slots.Size(), Runs: runs, StartedAt: f.started, SeenAt: time.Now()})
+}
