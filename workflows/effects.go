@@ -333,7 +333,7 @@ func (t *taskRun) send(ctx workflow.Context, m amp.Message) error {
 	if t.Failed != nil && t.Failed.To == m.To {
 		t.clearFailed()
 	}
-	in := activities.DeliverInput{Message: m, Repo: t.In.Plan.Repo, Branch: t.In.Plan.Branch}
+	in := activities.DeliverInput{Message: m, Repo: t.In.Plan.Repo, Branch: t.In.Plan.Branch, Priority: t.In.Priority}
 	if m.Type == amp.TypeReviewRequest {
 		in.Commit, in.Description, in.Criteria = t.ResultCommit, t.In.Plan.Description, t.In.Plan.AcceptanceCriteria
 	}

@@ -206,6 +206,10 @@ type Input struct {
 	// CreateBranch makes the plan's branch, at the default branch's
 	// head, when the repository lacks it, instead of refusing the task.
 	CreateBranch bool `json:"create_branch,omitempty"`
+	// Priority orders the task's runner runs in a worker's queue for its
+	// slots (runner.slots): the higher first, from MinPriority to
+	// MaxPriority; 0 by default.
+	Priority int `json:"priority,omitempty"`
 	// Policy is what the task runs by. The task sets it when it starts,
 	// from the worker's configuration and Handling: a policy a client puts
 	// here is ignored.
@@ -218,6 +222,12 @@ type Input struct {
 	// input: the client keeps a digest of it in the task's memo.
 	RequestKey string `json:"-"`
 }
+
+// The bounds of Input.Priority.
+const (
+	MinPriority = -100
+	MaxPriority = 100
+)
 
 // Result is what a finished task workflow returns.
 type Result struct {

@@ -159,6 +159,7 @@ func apiSchemas() (map[string]obj, map[string]any) {
 		"source":        obj{"type": "string", "pattern": "^[a-z0-9][a-z0-9_.-]{0,39}$", "description": `The tracker: github, jira, or any such name; "api" when external_id comes without one. GET /v1/tasks?source= lists its tasks.`},
 		"external_url":  obj{"type": "string", "format": "uri", "description": "A link back to the item (http or https)."},
 		"create_branch": boolean("Make the plan's branch at the default branch's head when the repository lacks it, instead of refusing the task (`ampflow task start \"…\"` sets it)."),
+		"priority":      integer("Orders the task's agent runs in a runner host's queue for its slots (runner.slots): the higher first, -100 to 100; 0 by default."),
 	}))
 	add("StartResponse", StartResponse{}, object(StartResponse{}, "The started task.", obj{
 		"task_id":  taskIDSchema("The task's id."),

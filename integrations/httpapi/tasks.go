@@ -35,6 +35,9 @@ type StartRequest struct {
 	// CreateBranch makes the plan's branch, at the default branch's
 	// head, when the repository lacks it, instead of refusing the task.
 	CreateBranch bool `json:"create_branch,omitempty"`
+	// Priority orders the task's agent runs in a runner host's queue for
+	// its slots: the higher first, -100 to 100; 0 by default.
+	Priority int `json:"priority,omitempty"`
 }
 
 // DefaultSource is the source of a start that names an external_id and
@@ -153,6 +156,9 @@ func (s *Server) startInput(req StartRequest, c caller) (task.Input, error) {
 	default:
 		fields = append(fields, amp.FieldError{Path: "handling", Problem: `must be "auto" or "admin"`})
 	}
+	if req.Priority < task.MinPriority || req.Priority > task.MaxPriority {
+		fields = append(fields, amp.FieldError{Path: "priority", Problem: fmt.Sprintf("must be %d to %d, not %d", task.MinPriority, task.MaxPriority, req.Priority)})
+	}
 	var origin *task.Origin
 	if req.ExternalID != "" || req.Source != "" || req.ExternalURL != "" {
 		origin = &task.Origin{Source: req.Source, ExternalID: req.ExternalID, URL: req.ExternalURL}
@@ -181,7 +187,8 @@ func (s *Server) startInput(req StartRequest, c caller) (task.Input, error) {
 	if coord == "" {
 		coord = c.name
 	}
-	return task.Input{TaskID: req.TaskID, Plan: *plan, Handling: req.Handling, Coordinator: coord, Origin: origin, CreateBranch: req.CreateBranch}, nil
+	return task.Input{TaskID: req.TaskID, Plan: *plan, Handling: req.Handling, Coordinator: coord, Origin: origin, CreateBranch: req.CreateBranch,
+		Priority: req.Priority}, nil
 }
 
 // ValidatePlan checks a plan as a start of task taskID (any, when it is

@@ -75,10 +75,21 @@ func TestStartTask(t *testing.T) {
 	})
 	t.Run("UnknownField", func(t *testing.T) {
 		h := newHarness(t, false)
-		r := h.do(t, "POST", "/v1/tasks", coordToken, `{"plan":`+validPlan+`,"priority":1}`)
+		r := h.do(t, "POST", "/v1/tasks", coordToken, `{"plan":`+validPlan+`,"urgency":1}`)
+		wantStatus(t, r, http.StatusBadRequest)
+		if e := r.errorBody(t); !hasField(e.Fields, "urgency") {
+			t.Errorf("fields %+v do not name urgency", e.Fields)
+		}
+	})
+	t.Run("PriorityOutOfRange", func(t *testing.T) {
+		h := newHarness(t, false)
+		r := h.do(t, "POST", "/v1/tasks", coordToken, `{"plan":`+validPlan+`,"priority":101}`)
 		wantStatus(t, r, http.StatusBadRequest)
 		if e := r.errorBody(t); !hasField(e.Fields, "priority") {
 			t.Errorf("fields %+v do not name priority", e.Fields)
+		}
+		if h.tasks.callCount() != 0 {
+			t.Errorf("a refused start reached the tasks: %v", h.tasks.calls)
 		}
 	})
 	t.Run("Taken", func(t *testing.T) {

@@ -123,6 +123,8 @@ type startBody struct {
 	ExternalURL string `json:"external_url,omitempty"`
 	// CreateBranch makes the plan's branch when the repository lacks it.
 	CreateBranch bool `json:"create_branch,omitempty"`
+	// Priority orders the task's runs in a runner host's queue.
+	Priority int `json:"priority,omitempty"`
 }
 
 // Start starts a task under in.TaskID.
@@ -145,7 +147,7 @@ func (c *apiClient) start(ctx context.Context, in task.Input) (string, error) {
 	if k := idempotencyKeyOf(ctx); k != "" {
 		h.Set("Idempotency-Key", k)
 	}
-	body := startBody{TaskID: in.TaskID, Plan: in.Plan, Handling: in.Handling, CreateBranch: in.CreateBranch}
+	body := startBody{TaskID: in.TaskID, Plan: in.Plan, Handling: in.Handling, CreateBranch: in.CreateBranch, Priority: in.Priority}
 	if o := in.Origin; o != nil {
 		body.ExternalID, body.Source, body.ExternalURL = o.ExternalID, o.Source, o.URL
 	}

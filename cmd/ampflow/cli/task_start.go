@@ -61,6 +61,7 @@ func (a *App) taskStartCommand() *cobra.Command {
 	var (
 		file, taskID, handling, key string
 		wait                        bool
+		priority                    int
 		waitTimeout                 time.Duration
 		line                        lineFlags
 	)
@@ -121,7 +122,10 @@ func (a *App) taskStartCommand() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			in := task.Input{TaskID: taskID, Handling: h, Origin: origin}
+			if priority < task.MinPriority || priority > task.MaxPriority {
+				return UsageError(fmt.Errorf("--priority %d: must be %d to %d", priority, task.MinPriority, task.MaxPriority))
+			}
+			in := task.Input{TaskID: taskID, Handling: h, Origin: origin, Priority: priority}
 			if len(args) == 1 {
 				brief, err := line.brief(args[0])
 				if err != nil {
@@ -153,6 +157,7 @@ func (a *App) taskStartCommand() *cobra.Command {
 	f.StringVar(&taskID, "task-id", "", "start under this `ID` (T-YYYY-NNN) instead of the year's next")
 	f.StringVar(&handling, "handling", "", "plan approval: admin asks an admin whatever the risk level (auto or admin)")
 	f.StringVar(&key, "idempotency-key", "", "retry-safe start: a start with a `KEY` you used before answers with the task it started")
+	f.IntVar(&priority, "priority", 0, "order the task's agent runs in a runner host's queue: the higher first, -100 to 100")
 	f.BoolVar(&wait, "wait", false, "follow the task until it is done or terminated")
 	f.DurationVar(&waitTimeout, "wait-timeout", 0, "give up waiting after `D` (exit 1; the task runs on); 0 waits as long as it takes")
 	return cmd
