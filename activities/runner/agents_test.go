@@ -251,7 +251,10 @@ func testIdleKill(t *testing.T, c agentCase) {
 	spec.Prompt = "Say hello."
 	spec.PIDDir = t.TempDir()
 	spec.FirstEventTimeout = 90 * time.Second
-	spec.IdleTimeout = 3 * time.Second
+	// Long enough for a CLI on a loaded machine to make its first
+	// request after its first event (OpenCode's ACP server answers
+	// session/new well before its model request).
+	spec.IdleTimeout = 8 * time.Second
 
 	o, err := Run(ctx, spec, nil)
 	if err != nil {
