@@ -56,6 +56,8 @@ type Activities struct {
 	Policy *task.Policy
 	// Leases holds the tasks' branch leases.
 	Leases BranchLeases
+	// Marks keeps the runner checkouts being removed; nil keeps none.
+	Marks WorktreeMarks
 	// DecisionKey checks the signatures of admins' answers
 	// (VerifyAnswer, AnswerChecker). Secret: it never leaves the worker.
 	DecisionKey []byte
@@ -168,6 +170,9 @@ type CheckResultOutput struct {
 	// Violation is non-empty when the commit is on main/master/default or
 	// not reachable from the branch: a branch_violation.
 	Violation string `json:"violation,omitempty"`
+	// NoCommit is set with Violation when the branch head is still the
+	// pinned base: the executor committed nothing.
+	NoCommit bool `json:"no_commit,omitempty"`
 	// DiffURL is a GitHub compare URL or the path of a diff file in the SSOT.
 	DiffURL string `json:"diff_url"`
 }
@@ -295,10 +300,29 @@ type Parked struct {
 	SessionID  string `json:"session_id,omitempty"`
 }
 
+// ErrInterrupted ends a runner's delivery whose run a person interrupted
+// (ampflow task interrupt): its process group is gone, its session and
+// worktree are kept. The detail is an Interrupted; the task waits without
+// any process for a message (ampflow task say) or a redispatch, then
+// delivers again with DeliverInput.Resume.Interrupted.
+const ErrInterrupted = "RunnerInterrupted"
+
+// Interrupted is the detail of an ErrInterrupted error: who interrupted,
+// the interrupt's id in the store (a message sent after it has a higher
+// one) and the session to resume.
+type Interrupted struct {
+	By        string `json:"by"`
+	ID        int64  `json:"id"`
+	SessionID string `json:"session_id,omitempty"`
+}
+
 // Resume runs a parked runner again once its tool call is answered: the
 // session goes on, told the answer; the hook then finds the call decided.
+// With Interrupted, it resumes an interrupted run: the messages sent to
+// the task since are its prompt.
 type Resume struct {
-	ToolCallID string `json:"tool_call_id"`
+	Interrupted bool   `json:"interrupted,omitempty"`
+	ToolCallID  string `json:"tool_call_id"`
 	// SessionID is the parked run's session; empty, the one kept on disk.
 	SessionID string `json:"session_id,omitempty"`
 	// Decision is allow or deny; By who answered, Note their note or why

@@ -225,10 +225,14 @@ func (e *Exporter) exportTask(ctx context.Context, taskID string) (changed bool,
 		return false, "", fmt.Errorf("exporting task %s: %w", taskID, err)
 	}
 	data = append(data, '\n')
+	tchanged, err := e.exportTranscript(ctx, taskID)
+	if err != nil {
+		return false, "", err
+	}
 	path := filepath.Join(e.dir, exportTasksDir, taskID+".json")
 	old, err := os.ReadFile(path)
 	if err == nil && bytes.Equal(old, data) {
-		return false, "", nil
+		return tchanged, "", nil
 	}
 	if err == nil {
 		if problem := extends(old, doc.Records); problem != "" {
@@ -239,6 +243,50 @@ func (e *Exporter) exportTask(ctx context.Context, taskID string) (changed bool,
 		return false, "", fmt.Errorf("exporting task %s to %s: %w", taskID, path, err)
 	}
 	return true, "", nil
+}
+
+// transcriptSource reads runs' transcripts (*ssot.DB); a source without
+// them exports none.
+type transcriptSource interface {
+	Transcript(ctx context.Context, taskID string, f ssot.TranscriptFilter) ([]ssot.TranscriptEntry, error)
+}
+
+// exportTranscript writes the task's transcript beside its chain,
+// tasks/<task_id>.transcript.jsonl, one entry a line, when it has one and
+// it changed.
+func (e *Exporter) exportTranscript(ctx context.Context, taskID string) (bool, error) {
+	src, ok := e.src.(transcriptSource)
+	if !ok {
+		return false, nil
+	}
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	for after := int64(0); ; {
+		es, err := src.Transcript(ctx, taskID, ssot.TranscriptFilter{After: after, Limit: ssot.MaxLimit})
+		if err != nil {
+			return false, fmt.Errorf("exporting the transcript of task %s: %w", taskID, err)
+		}
+		for _, en := range es {
+			if err := enc.Encode(en); err != nil {
+				return false, fmt.Errorf("exporting the transcript of task %s: %w", taskID, err)
+			}
+			after = en.Seq
+		}
+		if len(es) < ssot.MaxLimit {
+			break
+		}
+	}
+	if buf.Len() == 0 {
+		return false, nil
+	}
+	path := filepath.Join(e.dir, exportTasksDir, taskID+".transcript.jsonl")
+	if old, err := os.ReadFile(path); err == nil && bytes.Equal(old, buf.Bytes()) {
+		return false, nil
+	}
+	if err := writeFile(path, buf.Bytes()); err != nil {
+		return false, fmt.Errorf("exporting the transcript of task %s to %s: %w", taskID, path, err)
+	}
+	return true, nil
 }
 
 // extends says why recs, the store's chain, is not the chain exported

@@ -88,9 +88,9 @@ func TestCheckResultPinnedBranches(t *testing.T) {
 		contains                   bool // for-each-ref --contains must run
 	}{
 		{"Usual", "feature/p", first, "", base, false},
-		{"CommitIsBase", "feature/at-base", base, "protected branch main", base, true},
+		{"CommitIsBase", "feature/at-base", base, "the executor made no commit on feature/at-base", base, true},
 		{"BehindItsBranch", "feature/ahead", first, "", base, true},
-		{"OnAnotherBranch", "feature/p", ahead, "not on branch feature/p", base, true},
+		{"OnAnotherBranch", "feature/p", ahead, "not on branch feature/p of " + repo + "; it is on feature/ahead, feature/merged", base, true},
 		{"MergedIntoMain", "feature/merged", merged, "protected branch main", merged, true},
 		{"MainMovedOverIt", "feature/p", first, "protected branch main", ahead, true},
 		{"MainMovedElsewhere", "feature/p", first, "", other, true},
@@ -106,6 +106,9 @@ func TestCheckResultPinnedBranches(t *testing.T) {
 			}
 			if tc.want == "" && out.Violation != "" || !strings.Contains(out.Violation, tc.want) {
 				t.Errorf("violation %q, want %q", out.Violation, tc.want)
+			}
+			if out.NoCommit != (tc.name == "CommitIsBase") {
+				t.Errorf("NoCommit = %v", out.NoCommit)
 			}
 			ran := strings.Contains(strings.Join(calls(), "\n"), "--contains")
 			if ran != tc.contains {

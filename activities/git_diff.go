@@ -82,6 +82,13 @@ func (g *Git) CheckResult(ctx context.Context, in CheckResultInput) (CheckResult
 	if err != nil {
 		return out, err
 	}
+	if base := strings.ToLower(in.Base); base != "" && commit == base {
+		// The branch head is still the base: nothing was committed, which is
+		// not the same as committing onto main.
+		out.NoCommit = true
+		out.Violation = fmt.Sprintf("the executor made no commit on %s: its head is still %s, the head of %s when the plan was approved (%s)",
+			branch, ShortHash(commit), def, in.Repo)
+	}
 	var baseRefs []string
 	for _, p := range protectedBranches(def) {
 		for _, ref := range refs.existing(p) {
@@ -94,7 +101,7 @@ func (g *Git) CheckResult(ctx context.Context, in CheckResultInput) (CheckResult
 		}
 	}
 	if out.Violation == "" && !slices.ContainsFunc(refs.existing(branch), func(ref string) bool { return on[ref] }) {
-		out.Violation = fmt.Sprintf("commit %s is not on branch %s of %s", ShortHash(commit), branch, in.Repo)
+		out.Violation = fmt.Sprintf("commit %s is not on branch %s of %s; %s", ShortHash(commit), branch, in.Repo, whereIs(on))
 	}
 
 	base, err := g.diffBase(ctx, in, commit, baseRefs, &out, &pinned)
@@ -128,6 +135,23 @@ func (g *Git) CheckResult(ctx context.Context, in CheckResultInput) (CheckResult
 		}
 	}
 	return out, nil
+}
+
+// whereIs says which branches hold a commit that is off its task's branch.
+func whereIs(on map[string]bool) string {
+	var names []string
+	for ref := range on {
+		names = append(names, strings.TrimPrefix(strings.TrimPrefix(ref, "refs/heads/"), "refs/remotes/"))
+	}
+	if len(names) == 0 {
+		return "it is on no branch"
+	}
+	sort.Strings(names)
+	const most = 5
+	if len(names) > most {
+		return fmt.Sprintf("it is on %s and %d more", strings.Join(names[:most], ", "), len(names)-most)
+	}
+	return "it is on " + strings.Join(names, ", ")
 }
 
 // ShortHash is the first 12 digits of a commit hash, for messages.

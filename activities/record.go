@@ -1,6 +1,7 @@
 package activities
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -152,6 +153,7 @@ var inboxStatuses = map[string]bool{
 func TaskStateOf(taskID string, rev int64, raw json.RawMessage) (ssot.TaskState, error) {
 	var v struct {
 		Status    string            `json:"status"`
+		Turn      string            `json:"underlying_status"`
 		Risk      string            `json:"risk_level"`
 		Repo      string            `json:"repo"`
 		Rejects   int               `json:"reject_count"`
@@ -170,7 +172,10 @@ func TaskStateOf(taskID string, rev int64, raw json.RawMessage) (ssot.TaskState,
 	}
 	st := ssot.TaskState{TaskID: taskID, Rev: rev, Status: v.Status, Risk: v.Risk, Repo: v.Repo, RejectCount: v.Rejects,
 		StartedAt: v.StartedAt, UpdatedAt: v.UpdatedAt, State: raw}
-	if inboxStatuses[v.Status] {
+	// A decision open in an agent's turn (awaiting_admin over
+	// in_progress, say) leaves its message in the agent's inbox: a late
+	// ACK still counts.
+	if inboxStatuses[cmp.Or(v.Turn, v.Status)] {
 		add := func(where string, b json.RawMessage, holder string, acked time.Time) error {
 			var m struct {
 				MsgID     string `json:"msg_id"`

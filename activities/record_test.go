@@ -201,3 +201,26 @@ func TestHeldInbox(t *testing.T) {
 		}
 	})
 }
+
+// TestTaskStateOfKeepsTheInboxUnderADecision: a decision open in an
+// agent's turn reports awaiting_admin, and the agent's message stays in
+// its inbox (a late ACK still counts); awaiting_admin of its own (a
+// final approval) has no inbox.
+func TestTaskStateOfKeepsTheInboxUnderADecision(t *testing.T) {
+	outbox := `"outbox":[{"msg_id":"task_dispatch-T-2026-001-1","to":"executor","type":"task_dispatch","timestamp":"2026-11-23T10:01:00Z"}]`
+	for _, c := range []struct {
+		name, view string
+		inbox      int
+	}{
+		{"InProgress", `{"status":"in_progress",` + outbox + `}`, 1},
+		{"ToolCallOpen", `{"status":"awaiting_admin","waiting_for":"tool_call","underlying_status":"in_progress",` + outbox + `}`, 1},
+		{"FinalApproval", `{"status":"awaiting_admin","waiting_for":"final_approval",` + outbox + `}`, 0},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			st, err := TaskStateOf("T-2026-001", 1, json.RawMessage(c.view))
+			if err != nil || st.Status != "awaiting_admin" && c.name != "InProgress" || len(st.Outbox) != c.inbox {
+				t.Errorf("TaskStateOf = status %q, %d in the inbox, %v; want %d", st.Status, len(st.Outbox), err, c.inbox)
+			}
+		})
+	}
+}

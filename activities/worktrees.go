@@ -7,10 +7,13 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"time"
 
+	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/temporal"
 
 	"github.com/ampflow/ampflow/activities/runner"
+	"github.com/ampflow/ampflow/activities/ssot"
 	"github.com/ampflow/ampflow/amp"
 )
 
@@ -38,6 +41,17 @@ type CleanupWorktreesResult struct {
 	// Salvaged is the branch that holds what the executor left
 	// uncommitted, ampflow/salvage/<task>/<n>; empty when nothing was.
 	Salvaged string `json:"salvaged,omitempty"`
+	// SalvagedRun is the message whose run left the salvaged work, when
+	// the run noted its end.
+	SalvagedRun string `json:"salvaged_run,omitempty"`
+	// Refused says why the executor's checkout was not salvaged and is
+	// left on disk: it would delete files no run deleted, or its HEAD or
+	// index is gone.
+	Refused string `json:"refused,omitempty"`
+	// Finished is set when the checkouts were marked as being removed
+	// already: an earlier cleanup was stopped, and this one finished it
+	// without salvaging anything.
+	Finished bool `json:"finished,omitempty"`
 	// Removed are the worktrees removed.
 	Removed []string `json:"removed,omitempty"`
 }
@@ -48,6 +62,11 @@ type CleanupWorktreesResult struct {
 // does nothing; run again, it finds nothing more to do.
 func (a *Activities) CleanupWorktrees(ctx context.Context, in CleanupWorktreesInput) (CleanupWorktreesResult, error) {
 	var res CleanupWorktreesResult
+	// Heartbeats let a cleanup whose worker died be retried by the next
+	// one within the activity's heartbeat timeout, so the branch lease
+	// that waits on it goes in seconds.
+	stop := heartbeatEvery(ctx, cleanupBeat)
+	defer stop()
 	if a.Git != nil {
 		var err error
 		if in.Repo, err = a.Git.Local(ctx, in.Repo, false); err != nil {
@@ -66,37 +85,152 @@ func (a *Activities) CleanupWorktrees(ctx context.Context, in CleanupWorktreesIn
 			// whatever repository holds it.
 			continue
 		}
-		if role == amp.RoleExecutor {
-			ref, _, err := runner.SalvageTask(ctx, dir, in.TaskID, "ampflow: salvage of what the executor left uncommitted when task "+in.TaskID+" ended")
-			if err != nil {
-				return res, fmt.Errorf("salvaging the worktree of task %s: %w", in.TaskID, err)
-			}
-			// The checkout's branch and salvage go into the repository
-			// before the checkout does.
-			kept := []string{}
-			if b := runner.TaskBranch(dir); b != "" {
-				kept = append(kept, b)
-			}
-			if ref != "" {
-				kept = append(kept, ref)
-			}
-			if err := runner.FetchBack(ctx, in.Repo, dir, kept...); err != nil {
-				return res, fmt.Errorf("bringing the executor's branches of task %s into %s: %w", in.TaskID, in.Repo, err)
-			}
-			res.Salvaged = ref
+		marked, err := a.worktreeMarked(ctx, dir)
+		if err != nil {
+			return res, err
 		}
-		if err := runner.RemoveWorktree(ctx, in.Repo, dir); err != nil {
-			return res, fmt.Errorf("removing the worktree of task %s: %w", in.TaskID, err)
+		if marked {
+			// ampflow was removing it when it was stopped: what is missing
+			// there is ampflow's doing, never the agent's work.
+			res.Finished = true
+		} else if role == amp.RoleExecutor {
+			keep, err := a.salvageExecutor(ctx, in, dir, &res)
+			if err != nil {
+				return res, err
+			}
+			if !keep {
+				continue
+			}
+		}
+		if err := a.removeWorktree(ctx, in, ag.WorkDir, dir); err != nil {
+			return res, err
 		}
 		res.Removed = append(res.Removed, dir)
-		sessions, _ := filepath.Glob(filepath.Join(ag.WorkDir, "sessions", in.TaskID+".*"))
-		for _, s := range sessions {
-			if err := os.Remove(s); err != nil && !errors.Is(err, os.ErrNotExist) {
-				return res, fmt.Errorf("forgetting the sessions of task %s: %w", in.TaskID, err)
-			}
-		}
 	}
 	return res, nil
+}
+
+// salvageExecutor commits what the executor's last run left uncommitted
+// to a salvage branch and brings it and the task's branch into the
+// repository. keep is false when the salvage was refused (res.Refused):
+// the checkout stays on disk for a person to look at.
+func (a *Activities) salvageExecutor(ctx context.Context, in CleanupWorktreesInput, dir string, res *CleanupWorktreesResult) (keep bool, err error) {
+	ref, _, note, err := runner.SalvageLeftover(ctx, dir, in.TaskID, "task "+in.TaskID+" ended")
+	var refused *runner.RefusedSalvage
+	switch {
+	case errors.As(err, &refused), errors.Is(err, runner.ErrNotIntact):
+		res.Refused = err.Error() + "; the checkout is left at " + dir
+		ref = ""
+	case err != nil:
+		return false, fmt.Errorf("salvaging the worktree of task %s: %w", in.TaskID, err)
+	}
+	// The checkout's branch and salvage go into the repository before
+	// the checkout does.
+	kept := []string{}
+	if b := runner.TaskBranch(dir); b != "" {
+		kept = append(kept, b)
+	}
+	if ref != "" {
+		kept = append(kept, ref)
+	}
+	if err := runner.FetchBack(ctx, in.Repo, dir, kept...); err != nil {
+		return false, fmt.Errorf("bringing the executor's branches of task %s into %s: %w", in.TaskID, in.Repo, err)
+	}
+	res.Salvaged = ref
+	if ref != "" {
+		res.SalvagedRun = note.MsgID
+	}
+	return res.Refused == "", nil
+}
+
+// removeWorktree marks the checkout at dir as being removed, before its
+// first file goes, removes it and the task's sessions, then forgets the
+// mark.
+func (a *Activities) removeWorktree(ctx context.Context, in CleanupWorktreesInput, workDir, dir string) error {
+	if a.Marks != nil {
+		if err := a.Marks.MarkWorktree(ctx, ssot.WorktreeMark{Path: dir, TaskID: in.TaskID, Repo: in.Repo}); err != nil {
+			return err
+		}
+	}
+	if err := runner.RemoveWorktree(ctx, in.Repo, dir); err != nil {
+		return fmt.Errorf("removing the worktree of task %s: %w", in.TaskID, err)
+	}
+	sessions, _ := filepath.Glob(filepath.Join(workDir, "sessions", in.TaskID+".*"))
+	for _, s := range sessions {
+		if err := os.Remove(s); err != nil && !errors.Is(err, os.ErrNotExist) {
+			return fmt.Errorf("forgetting the sessions of task %s: %w", in.TaskID, err)
+		}
+	}
+	if a.Marks != nil {
+		return a.Marks.UnmarkWorktree(ctx, dir)
+	}
+	return nil
+}
+
+func (a *Activities) worktreeMarked(ctx context.Context, dir string) (bool, error) {
+	if a.Marks == nil {
+		return false, nil
+	}
+	return a.Marks.WorktreeMarked(ctx, dir)
+}
+
+// cleanupBeat is how often CleanupWorktrees heartbeats.
+const cleanupBeat = 2 * time.Second
+
+// heartbeatEvery heartbeats the activity of ctx every d until stop.
+func heartbeatEvery(ctx context.Context, d time.Duration) (stop func()) {
+	if !activity.IsActivity(ctx) {
+		return func() {}
+	}
+	done := make(chan struct{})
+	go func() {
+		tick := time.NewTicker(d)
+		defer tick.Stop()
+		for {
+			select {
+			case <-done:
+				return
+			case <-tick.C:
+				activity.RecordHeartbeat(ctx)
+			}
+		}
+	}()
+	return func() { close(done) }
+}
+
+// FinishMarkedWorktrees removes the runner checkouts whose removal a
+// stopped worker left half done (marked in marks), without salvaging
+// anything, and forgets their marks; a worker runs it as it starts. It
+// returns the checkouts it removed.
+func FinishMarkedWorktrees(ctx context.Context, marks WorktreeMarks) ([]ssot.WorktreeMark, error) {
+	list, err := marks.MarkedWorktrees(ctx, 1000)
+	if err != nil {
+		return nil, err
+	}
+	var done []ssot.WorktreeMark
+	for _, m := range list {
+		if m.Repo != "" {
+			if err := runner.RemoveWorktree(ctx, m.Repo, m.Path); err != nil {
+				return done, fmt.Errorf("finishing the removal of %s (task %s): %w", m.Path, m.TaskID, err)
+			}
+		} else if err := os.RemoveAll(m.Path); err != nil {
+			return done, fmt.Errorf("finishing the removal of %s (task %s): %w", m.Path, m.TaskID, err)
+		}
+		if err := marks.UnmarkWorktree(ctx, m.Path); err != nil {
+			return done, err
+		}
+		done = append(done, m)
+	}
+	return done, nil
+}
+
+// WorktreeMarks keeps, in the SSOT, the runner checkouts ampflow is
+// removing (*ssot.DB).
+type WorktreeMarks interface {
+	MarkWorktree(ctx context.Context, m ssot.WorktreeMark) error
+	WorktreeMarked(ctx context.Context, path string) (bool, error)
+	UnmarkWorktree(ctx context.Context, path string) error
+	MarkedWorktrees(ctx context.Context, limit int) ([]ssot.WorktreeMark, error)
 }
 
 // RunnerAgents is a Deliverer that runs agents' CLIs in worktrees

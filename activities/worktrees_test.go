@@ -9,6 +9,7 @@ import (
 
 	"github.com/ampflow/ampflow/activities/gittest"
 	"github.com/ampflow/ampflow/activities/runner"
+	"github.com/ampflow/ampflow/activities/ssot"
 	"github.com/ampflow/ampflow/amp"
 	"github.com/ampflow/ampflow/config"
 )
@@ -160,6 +161,79 @@ func TestCheckBranchRunner(t *testing.T) {
 		t.Cleanup(func() { _ = runner.RemoveWorktree(ctx, repo, wt) })
 		if _, err := acts.CheckBranch(ctx, CheckBranchInput{Repo: repo, Branch: "feature/x"}); err != nil {
 			t.Errorf("a task queued behind another on its branch is refused: %v", err)
+		}
+	})
+}
+
+// memMarks is WorktreeMarks in memory.
+type memMarks map[string]ssot.WorktreeMark
+
+func (m memMarks) MarkWorktree(_ context.Context, w ssot.WorktreeMark) error {
+	m[w.Path] = w
+	return nil
+}
+func (m memMarks) WorktreeMarked(_ context.Context, p string) (bool, error) {
+	_, ok := m[p]
+	return ok, nil
+}
+func (m memMarks) UnmarkWorktree(_ context.Context, p string) error { delete(m, p); return nil }
+func (m memMarks) MarkedWorktrees(context.Context, int) ([]ssot.WorktreeMark, error) {
+	var out []ssot.WorktreeMark
+	for _, w := range m {
+		out = append(out, w)
+	}
+	return out, nil
+}
+
+// TestCleanupWorktreesNeverInvents: a checkout a stopped removal left is
+// finished off with nothing salvaged, and one that would delete files no
+// run deleted is refused and left on disk.
+func TestCleanupWorktreesNeverInvents(t *testing.T) {
+	ctx := context.Background()
+	setup := func(t *testing.T) (*Activities, memMarks, string, string) {
+		repo := gittest.NewRepo(t, "main")
+		gittest.CommitFiles(t, repo, "files", map[string]string{"a.txt": "a\n", "b.txt": "b\n"})
+		acts, data := runnerActivities(t, config.AgentModeRunner)
+		marks := memMarks{}
+		acts.Marks = marks
+		wt := WorktreeDir(data, "T-2026-002", amp.RoleExecutor)
+		if err := runner.AddTaskWorktree(ctx, repo, wt, "feature/y"); err != nil {
+			t.Fatal(err)
+		}
+		if err := runner.NoteRunEnd(ctx, wt, "task_dispatch-T-2026-002-1"); err != nil {
+			t.Fatal(err)
+		}
+		// Half removed: tracked files gone that the run left in place.
+		os.Remove(filepath.Join(wt, "a.txt"))
+		os.Remove(filepath.Join(wt, "b.txt"))
+		return acts, marks, repo, wt
+	}
+	noSalvage := func(t *testing.T, repo string) {
+		if out := gittest.Git(t, repo, "branch", "--list", "ampflow/salvage/*"); out != "" {
+			t.Errorf("salvage branches %q", out)
+		}
+	}
+	t.Run("Marked", func(t *testing.T) {
+		acts, marks, repo, wt := setup(t)
+		marks[wt] = ssot.WorktreeMark{Path: wt, TaskID: "T-2026-002"}
+		res, err := acts.CleanupWorktrees(ctx, CleanupWorktreesInput{TaskID: "T-2026-002", Repo: repo})
+		if err != nil || !res.Finished || res.Salvaged != "" {
+			t.Fatalf("CleanupWorktrees = %+v, %v; want finished with no salvage", res, err)
+		}
+		noSalvage(t, repo)
+		if _, err := os.Stat(wt); !os.IsNotExist(err) || len(marks) != 0 {
+			t.Errorf("checkout %v, marks %v; want both gone", err, marks)
+		}
+	})
+	t.Run("Unaccounted", func(t *testing.T) {
+		acts, marks, repo, wt := setup(t)
+		res, err := acts.CleanupWorktrees(ctx, CleanupWorktreesInput{TaskID: "T-2026-002", Repo: repo})
+		if err != nil || res.Salvaged != "" || !strings.Contains(res.Refused, "would delete 2 tracked files (a.txt, b.txt)") {
+			t.Fatalf("CleanupWorktrees = %+v, %v; want the salvage refused", res, err)
+		}
+		noSalvage(t, repo)
+		if _, err := os.Stat(filepath.Join(wt, ".git")); err != nil || len(marks) != 0 {
+			t.Errorf("checkout %v, marks %v; want it left on disk, unmarked", err, marks)
 		}
 	})
 }

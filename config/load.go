@@ -421,8 +421,9 @@ const (
 	// DefaultAgentTimeout is agents.*.timeout's default.
 	DefaultAgentTimeout = 30 * time.Minute
 	// DefaultAgentIdleTimeout is agents.*.idle_timeout's default: a runner
-	// silent this long is hung.
-	DefaultAgentIdleTimeout = 10 * time.Minute
+	// silent this long is hung. It is above tools.ask_timeout's default:
+	// a CLI waiting for the admins' answer prints nothing.
+	DefaultAgentIdleTimeout = 15 * time.Minute
 )
 
 // ackDefault is AMP/1.0's ACK deadline of a message type.

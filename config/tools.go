@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/ampflow/ampflow/amp"
+	"github.com/ampflow/ampflow/amp/task"
 	"github.com/ampflow/ampflow/config/toolpolicy"
 )
 
@@ -89,6 +90,17 @@ func (c Config) validateTools(ps *problems) {
 		ps.add("tools."+p.Field, "%s", p.Message)
 	}
 	ps.positive("tools.ask_timeout", c.Tools.AskTimeout)
+	// A CLI waiting for an answer prints nothing: a run whose silence
+	// bound is not above the wait would be stopped as hung mid-ask.
+	for _, r := range []struct {
+		role string
+		ag   Agent
+	}{{"executor", c.Agents.Executor}, {"reviewer", c.Agents.Reviewer}} {
+		if c.Tools.Enabled && r.ag.Mode == AgentModeRunner && r.ag.IdleTimeout > 0 && r.ag.IdleTimeout <= c.Tools.AskTimeout {
+			ps.add("agents."+r.role+".idle_timeout", "must be above tools.ask_timeout (%s), not %s: a CLI waiting for the admins' answer prints nothing and would be stopped as hung; raise agents.%s.idle_timeout or lower tools.ask_timeout",
+				task.FormatDuration(c.Tools.AskTimeout), task.FormatDuration(r.ag.IdleTimeout), r.role)
+		}
+	}
 	ps.positive("tools.park_timeout", c.Tools.ParkTimeout)
 	if b := c.Tools.HookBinary; b != "" {
 		if err := executable(b); err != nil {

@@ -49,3 +49,23 @@ func TestToolsValidate(t *testing.T) {
 		}
 	}
 }
+
+// TestIdleAboveAskTimeout: the defaults agree (a run waiting for an
+// answer is not stopped as hung), and a runner whose idle_timeout is not
+// above tools.ask_timeout is refused, naming both settings.
+func TestIdleAboveAskTimeout(t *testing.T) {
+	c := Default()
+	if c.Agents.Executor.IdleTimeout <= c.Tools.AskTimeout || c.Agents.Reviewer.IdleTimeout <= c.Tools.AskTimeout {
+		t.Errorf("default idle_timeout %s, %s not above tools.ask_timeout %s", c.Agents.Executor.IdleTimeout, c.Agents.Reviewer.IdleTimeout, c.Tools.AskTimeout)
+	}
+	c.Agents.Executor.Mode, c.Agents.Executor.Runner = AgentModeRunner, "claude"
+	c.Agents.Executor.IdleTimeout = 5 * time.Minute
+	err := c.Validate()
+	if err == nil || !strings.Contains(err.Error(), "agents.executor.idle_timeout") || !strings.Contains(err.Error(), "tools.ask_timeout (10m), not 5m") {
+		t.Errorf("Validate = %v; want agents.executor.idle_timeout refused naming tools.ask_timeout", err)
+	}
+	c.Tools.AskTimeout = 2 * time.Minute
+	if err := c.Validate(); err != nil {
+		t.Errorf("with ask_timeout below idle_timeout: %v", err)
+	}
+}

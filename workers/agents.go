@@ -4,12 +4,16 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"path/filepath"
 	"strings"
 	"time"
+
+	"go.temporal.io/sdk/temporal"
 
 	"github.com/ampflow/ampflow/activities"
 	"github.com/ampflow/ampflow/activities/delivery"
 	"github.com/ampflow/ampflow/activities/runner"
+	"github.com/ampflow/ampflow/activities/ssot"
 	"github.com/ampflow/ampflow/amp/task"
 	"github.com/ampflow/ampflow/config"
 )
@@ -46,19 +50,101 @@ func AgentModes(ctx context.Context, a config.Agents) ([][2]string, error) {
 // ReapRunners kills the agent CLIs a crashed worker on the same data_dir
 // left running, from their pid files, and logs each. It does nothing
 // when no agent runs in runner mode.
-func ReapRunners(cfg config.Config, log *slog.Logger) []int {
+func ReapRunners(cfg config.Config, log *slog.Logger) []runner.Reaped {
 	if cfg.Agents.Executor.Mode != config.AgentModeRunner && cfg.Agents.Reviewer.Mode != config.AgentModeRunner {
 		return nil
 	}
 	dir := activities.PIDDir(agentDelivery(cfg.Agents.Executor, cfg.DataDir).WorkDir)
-	killed, err := runner.Reap(dir)
-	for _, pid := range killed {
-		log.Warn("killed an agent CLI a stopped worker left running", "pid", pid, "pid_dir", dir)
+	runs, err := runner.ReapRuns(dir)
+	for _, r := range runs {
+		if r.Killed {
+			log.Warn("killed an agent CLI a stopped worker left running", "pid", r.PID, "pid_dir", dir)
+		}
 	}
 	if err != nil {
 		log.Error("reaping the agent CLIs a stopped worker left", "pid_dir", dir, "error", err)
 	}
-	return killed
+	return runs
+}
+
+// runRecoverer is what RecoverRuns needs of Temporal and of the tasks.
+type runRecoverer interface {
+	CompleteActivityByID(ctx context.Context, namespace, workflowID, runID, activityID string, result interface{}, err error) error
+}
+
+// ErrWorkerDied is the error type of a run's activity attempt that a
+// starting worker fails because the worker that held it died.
+const ErrWorkerDied = "WorkerDied"
+
+// RecoverRuns tells each task whose run a dead worker held, on its
+// timeline, that the worker died and the run is resumed, and fails the
+// run's orphaned activity attempt at once so the task delivers again in
+// seconds rather than after the activity's heartbeat timeout.
+func RecoverRuns(ctx context.Context, runs []runner.Reaped, tc runRecoverer, namespace string, tasks interface {
+	Heartbeat(ctx context.Context, taskID string, in task.HeartbeatInput) error
+}, log *slog.Logger) {
+	for _, r := range runs {
+		o := r.Owner
+		if o == nil || o.TaskID == "" {
+			continue
+		}
+		note := fmt.Sprintf("the worker running the %s's run on %s died (its run started %s); ", o.Role, o.MsgID, r.Since.UTC().Format("15:04:05"))
+		if o.Session != "" {
+			note += "resuming session " + o.Session
+		} else {
+			note += "running it again"
+		}
+		if tasks != nil {
+			// From no role: the run's own heartbeats, which replace the
+			// last one from their role, leave this note on the timeline.
+			if err := tasks.Heartbeat(ctx, o.TaskID, task.HeartbeatInput{Note: note}); err != nil {
+				log.Warn("telling a task its run's worker died", "task", o.TaskID, "error", err)
+			}
+		}
+		if tc != nil && o.WorkflowID != "" && o.ActivityID != "" {
+			err := tc.CompleteActivityByID(ctx, namespace, o.WorkflowID, o.RunID, o.ActivityID, nil,
+				temporal.NewApplicationError(note, ErrWorkerDied))
+			if err != nil {
+				log.Info("failing a dead worker's run attempt (it may have ended already)", "task", o.TaskID, "msg_id", o.MsgID, "error", err)
+			}
+		}
+		log.Warn("a dead worker's run is resumed", "task", o.TaskID, "msg_id", o.MsgID, "role", o.Role, "session", o.Session)
+	}
+}
+
+// FinishCleanups finishes removing the runner checkouts under this
+// worker's data_dir whose removal a stopped worker left half done (their
+// marks in the SSOT), salvaging nothing, and logs each.
+func FinishCleanups(cfg config.Config, store *ssot.DB, log *slog.Logger) {
+	if store == nil || cfg.Agents.Executor.Mode != config.AgentModeRunner && cfg.Agents.Reviewer.Mode != config.AgentModeRunner {
+		return
+	}
+	under := filepath.Join(agentDelivery(cfg.Agents.Executor, cfg.DataDir).WorkDir, "worktrees") + string(filepath.Separator)
+	mine := ownMarks{store, under}
+	done, err := activities.FinishMarkedWorktrees(context.Background(), mine)
+	for _, m := range done {
+		log.Warn("finished removing a runner checkout a stopped worker left", "task", m.TaskID, "path", m.Path, "marked_at", m.MarkedAt)
+	}
+	if err != nil {
+		log.Error("finishing the checkouts a stopped worker was removing", "error", err)
+	}
+}
+
+// ownMarks are the marks of the checkouts under one data_dir.
+type ownMarks struct {
+	*ssot.DB
+	under string
+}
+
+func (o ownMarks) MarkedWorktrees(ctx context.Context, limit int) ([]ssot.WorktreeMark, error) {
+	all, err := o.DB.MarkedWorktrees(ctx, limit)
+	var out []ssot.WorktreeMark
+	for _, m := range all {
+		if strings.HasPrefix(m.Path, o.under) {
+			out = append(out, m)
+		}
+	}
+	return out, err
 }
 
 func agentMode(a config.Agent) string {

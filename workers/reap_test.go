@@ -47,7 +47,7 @@ func TestReapRunners(t *testing.T) {
 	}
 	cfg.Agents.Executor.Mode = config.AgentModeRunner
 	got := ReapRunners(cfg, log)
-	if len(got) != 1 || got[0] != cmd.Process.Pid {
+	if len(got) != 1 || got[0].PID != cmd.Process.Pid || !got[0].Killed {
 		t.Fatalf("reaped %v, want [%d]", got, cmd.Process.Pid)
 	}
 	select {

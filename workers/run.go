@@ -178,6 +178,7 @@ func Build(o Options) (*Parts, error) {
 		Usage:      tasks,
 		Pricing:    pricing.New(cfg.Pricing.Models, cfg.Pricing.DefaultPrice),
 		Git:        git,
+		Marks:      store,
 		Secrets:    secrets,
 		Log:        log,
 		Slots:      delivery.NewSlots(cfg.Runner.SlotCount()),
@@ -196,6 +197,9 @@ func Build(o Options) (*Parts, error) {
 		delivery.Metrics = o.Metrics
 	}
 	delivery.Budgets = runnerBudgets(cfg, store)
+	delivery.Steer = store
+	delivery.Transcripts = store
+	noteMessages(store, log)
 	delivery.Credentials = runCredentials(cfg, decisionKey)
 	delivery.APIURL = diffBaseURL(cfg)
 	delivery.Egress = egress(cfg)
@@ -207,7 +211,7 @@ func Build(o Options) (*Parts, error) {
 	// A task's last record batch ends its direct branch lease.
 	record.Leases = branches
 	acts := &activities.Activities{Git: git, CI: ci, Store: record, Delivery: delivery, Log: log, Policy: &policy,
-		DecisionKey: decisionKey, Refusals: store, Pusher: pusher, Pulls: pulls, Leases: branches}
+		DecisionKey: decisionKey, Refusals: store, Pusher: pusher, Pulls: pulls, Leases: branches, Marks: store}
 	// The store is shared by every worker that names it: the bots keep
 	// their state in it and take turns under its lease.
 	return &Parts{Store: store, Tasks: tasks, Activities: acts, Lease: store, ChatState: store, export: export, Expiries: expiries,
@@ -302,7 +306,8 @@ func Run(ctx context.Context, o Options) error {
 	}
 	// Before this worker runs agents: what a crashed one left would work
 	// in the same worktrees.
-	ReapRunners(o.Config, log)
+	reaped := ReapRunners(o.Config, log)
+	FinishCleanups(o.Config, parts.Store, log)
 	w := NewWorker(o.Temporal, o.Config.Temporal.TaskQueue, parts.Activities, parts.Gate)
 	registerAOF(w, o, parts)
 	if err := w.Start(); err != nil {
@@ -316,6 +321,9 @@ func Run(ctx context.Context, o Options) error {
 		if err := parts.Expiries.Ensure(ctx); err != nil {
 			log.Warn("starting the lease sweeper", "error", err)
 		}
+		// Now that this worker takes activities: a dead worker's runs are
+		// named on their tasks and delivered again at once.
+		RecoverRuns(ctx, reaped, o.Temporal, o.Config.Temporal.Namespace, parts.Tasks, log)
 	}
 	errc := rt.serve(ctx)
 	select {

@@ -102,10 +102,17 @@ func newRuntime(o Options, parts *Parts, log *slog.Logger) (*runtime, error) {
 // action gate, leases and the mesh, risk contracts), the chat mounts and
 // the dashboard, which it reports.
 func buildAPI(o Options, parts *Parts, mounts map[string]http.Handler, rt *runtime, log *slog.Logger) (*httpapi.Server, bool, error) {
-	api := httpapi.New(httpapi.Options{
+	opts := httpapi.Options{
 		Tasks: withProgress(parts.Tasks, parts.Store, log), Store: parts.Store, Tokens: o.Config.Auth.Tokens, Logger: log, Metrics: o.Metrics,
 		OpenName: o.LocalName, Rate: o.Config.HTTP.Rate, RunKey: runKey(parts),
-	})
+	}
+	if parts.Store != nil {
+		opts.Messages = parts.Store
+	}
+	if parts.Tasks != nil {
+		opts.Steer = parts.Tasks
+	}
+	api := httpapi.New(opts)
 	addAOF(api, o, parts, log)
 	if err := addGate(api, rt, o, parts, log); err != nil {
 		return nil, false, err
@@ -118,6 +125,7 @@ func buildAPI(o Options, parts *Parts, mounts map[string]http.Handler, rt *runti
 	if err := addContracts(api, o, parts, log); err != nil {
 		return nil, false, err
 	}
+	addTranscripts(api, parts)
 	// Last: its tools are built from every system's routes.
 	mcp.Register(api, mcp.Options{GateAgent: rt.gateAgent, Logger: log})
 	for path, h := range mounts {
@@ -289,11 +297,18 @@ func mountDashboard(o Options, parts *Parts, api *httpapi.Server, rt *runtime, l
 		return false
 	}
 	panels := map[string]dashboard.Panel{dashboard.PanelGates: dashboard.GatesPanel(parts.Store)}
-	d := dashboard.Register(api, dashboard.Options{
+	do := dashboard.Options{
 		Store: parts.Store, Actions: parts.Tasks, Tokens: o.Config.Auth.Tokens, OpenName: o.LocalName,
 		MaxRejects: o.Config.Protocol.MaxRejects, Logger: log, Poll: cfg.PollInterval, SessionTTL: cfg.SessionTTL,
 		Panels: panels, Leases: meshPanels(parts, panels), Warnings: SandboxWarnings(o.Config.Agents),
-	})
+	}
+	if parts.Store != nil {
+		do.Messages = parts.Store
+	}
+	if parts.Tasks != nil {
+		do.Steer = parts.Tasks
+	}
+	d := dashboard.Register(api, do)
 	rt.loops = append(rt.loops, d.Watch)
 	return true
 }

@@ -375,8 +375,14 @@ func (t *taskRun) send(ctx workflow.Context, m amp.Message) error {
 		}
 		// A runner parked on a tool call waits for its answer with no
 		// process, then resumes its session.
-		for errors.As(err, &app) && app.Type() == activities.ErrParked {
-			if in.Resume, err = t.unpark(ctx, dctx, m, app); err == nil {
+		// An interrupted one waits, the same way, for a message.
+		for errors.As(err, &app) && (app.Type() == activities.ErrParked || app.Type() == activities.ErrInterrupted) {
+			if app.Type() == activities.ErrInterrupted {
+				in.Resume, err = t.awaitSteer(ctx, dctx, m, app)
+			} else {
+				in.Resume, err = t.unpark(ctx, dctx, m, app)
+			}
+			if err == nil {
 				err = remote().Get(ctx, nil)
 			}
 		}

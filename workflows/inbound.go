@@ -256,6 +256,9 @@ func (t *taskRun) submit(ctx workflow.Context, in task.SubmitInput) (task.Submit
 		t.answered(amp.RoleExecutor)
 		t.Result = &m
 		t.LastActive = now
+		if w := reportWarning(m); w != "" {
+			t.addTimeline(ctx, task.TimelineEntry{Kind: task.TimelineWarning, MsgID: m.MsgID, From: string(m.From), Note: w})
+		}
 	case subVerdict:
 		t.acceptImplicitAck(m.From)
 		t.claim(amp.RoleReviewer, in.By, t.RequestID, now, nil)
@@ -358,4 +361,25 @@ func (t *taskRun) ackFor(ctx workflow.Context, m amp.Message) {
 	t.record(ctx, a.MsgID, ssot.KindAck, a)
 	t.addTimeline(ctx, task.TimelineEntry{Kind: "ack", MsgID: a.MsgID, From: string(amp.RoleCoordinator), Note: "ack of " + m.MsgID})
 	t.snapshot()
+}
+
+// reportWarning is the timeline's warning for a task_result that gives no
+// acceptance criterion a value (criteria_met all null): the executor's
+// report was not read, and the review goes on from git alone. It is ""
+// for any other result.
+func reportWarning(m amp.Message) string {
+	r := m.Result()
+	if r == nil || len(r.SelfAssessment.CriteriaMet) == 0 {
+		return ""
+	}
+	for _, c := range r.SelfAssessment.CriteriaMet {
+		if c != nil {
+			return ""
+		}
+	}
+	why := "no criterion is true or false"
+	if n := r.SelfAssessment.Notes; len(n) > 0 {
+		why = n[0]
+	}
+	return fmt.Sprintf("the executor's report was not read (criteria_met all null): %s; its format is in docs/runners.md", why)
 }

@@ -120,6 +120,9 @@ func (t *taskRun) takeResult(ctx workflow.Context) (phase, error) {
 	}
 	if out.Violation != "" {
 		t.setStatus(ctx, task.StatusSuspended, "branch violation")
+		if out.NoCommit {
+			return t.branchViolation(ctx, fmt.Sprintf("No commit in %s: %s.", res.MsgID, out.Violation))
+		}
 		return t.branchViolation(ctx, fmt.Sprintf("Branch violation on %s: %s", res.MsgID, out.Violation))
 	}
 	t.DiffURL, t.Mismatches, t.CheckedResult = out.DiffURL, out.Mismatches, res.MsgID

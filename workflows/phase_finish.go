@@ -90,8 +90,14 @@ func (t *taskRun) cleanupWorktrees(ctx workflow.Context) {
 	switch {
 	case err != nil:
 		t.addTimeline(ctx, task.TimelineEntry{Kind: "worktree", Note: "removing the runner worktrees: " + errMessage(err) + "; they are left on disk"})
+	case out.Refused != "":
+		t.addTimeline(ctx, task.TimelineEntry{Kind: "worktree", Note: out.Refused})
+	case out.Salvaged != "" && out.SalvagedRun != "":
+		t.addTimeline(ctx, task.TimelineEntry{Kind: "worktree", Note: "the uncommitted work the executor's run on " + out.SalvagedRun + " left is kept on branch " + out.Salvaged})
 	case out.Salvaged != "":
 		t.addTimeline(ctx, task.TimelineEntry{Kind: "worktree", Note: "the executor's uncommitted work is kept on branch " + out.Salvaged})
+	case out.Finished:
+		t.addTimeline(ctx, task.TimelineEntry{Kind: "worktree", Note: "finished removing the runner worktrees an interrupted cleanup left; nothing in them was salvaged"})
 	}
 }
 
@@ -99,6 +105,9 @@ func cleanupOptions() workflow.ActivityOptions {
 	return workflow.ActivityOptions{
 		StartToCloseTimeout:    2 * time.Minute,
 		ScheduleToCloseTimeout: 10 * time.Minute,
+		// The activity heartbeats: a cleanup a kill stopped is retried
+		// within seconds, and the branch lease after it goes.
+		HeartbeatTimeout: 10 * time.Second,
 		RetryPolicy: &temporal.RetryPolicy{
 			InitialInterval: time.Second,
 			MaximumInterval: 30 * time.Second,

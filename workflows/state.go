@@ -113,6 +113,10 @@ type taskState struct {
 	Sessions  map[string]task.UsageInput `json:"sessions,omitempty"`
 	// PausedUntil is when a delivery waiting out a rate limit goes again.
 	PausedUntil time.Time `json:"paused_until,omitzero"`
+	// Interrupted is the run a person interrupted, while it waits;
+	// Steered is the id of the newest message sent to the task's agent.
+	Interrupted *task.Interruption `json:"interrupted,omitempty"`
+	Steered     int64              `json:"steered,omitempty"`
 	// Interrupt is an agent's critical escalation that the run loop has
 	// yet to suspend the task for.
 	Interrupt *amp.Message `json:"interrupt,omitempty"`
@@ -315,6 +319,7 @@ func (s *taskState) view() task.State {
 		Status:         s.Status,
 		Risk:           s.In.Plan.RiskLevel,
 		Description:    s.In.Plan.Description,
+		Coordinator:    s.In.Coordinator,
 		Origin:         s.In.Origin,
 		Repo:           s.In.Plan.Repo,
 		Branch:         s.In.Plan.Branch,
@@ -334,12 +339,19 @@ func (s *taskState) view() task.State {
 		Timeline:       s.Timeline,
 		Spend:          s.Spend,
 		PausedUntil:    s.PausedUntil,
+		Interrupted:    s.Interrupted,
 		Lease:          s.Lease,
 		LeaseHolder:    s.LeaseHolder,
 		LastError:      s.LastError,
 		Reason:         s.Reason,
 		StartedAt:      s.StartedAt,
 		UpdatedAt:      s.UpdatedAt,
+	}
+	if d := s.Decisions.Open; d != nil && !s.Status.Terminal() {
+		st.WaitingFor = d.Kind
+		if st.Status = task.ReportedStatus(s.Status, d.Kind); st.Status != s.Status {
+			st.UnderlyingStatus = s.Status
+		}
 	}
 	if gs := s.GitHub; gs != nil {
 		st.PullRequest, st.MergeCommit = gs.URL, gs.MergeCommit

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"reflect"
+	"strings"
 	"testing"
 	"time"
 
@@ -90,5 +91,28 @@ func TestQueuedEffectsConvert(t *testing.T) {
 	}
 	if (*ciReading)(nil).failed() {
 		t.Error("no CI reading reads as failed")
+	}
+}
+
+// TestReportWarning: a result whose criteria are all null warns, naming
+// the executor's note; a result with any value, or none to give, does not.
+func TestReportWarning(t *testing.T) {
+	yes := true
+	for _, c := range []struct {
+		name string
+		sa   amp.SelfAssessment
+		want string
+	}{
+		{"AllNull", amp.SelfAssessment{CriteriaMet: []*bool{nil, nil}, Notes: []string{"the executor gave no readable final report"}},
+			"the executor's report was not read (criteria_met all null): the executor gave no readable final report"},
+		{"OneValue", amp.SelfAssessment{CriteriaMet: []*bool{nil, &yes}}, ""},
+		{"NoCriteria", amp.SelfAssessment{CriteriaMet: []*bool{}}, ""},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			m := amp.Message{MsgID: "task_result-T-2026-001-1", Type: amp.TypeTaskResult, From: amp.RoleExecutor, Payload: &amp.TaskResult{SelfAssessment: c.sa}}
+			if got := reportWarning(m); c.want == "" && got != "" || !strings.HasPrefix(got, c.want) {
+				t.Errorf("reportWarning = %q; want %q", got, c.want)
+			}
+		})
 	}
 }

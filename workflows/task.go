@@ -191,6 +191,7 @@ func (t *taskRun) setup(ctx workflow.Context) error {
 		}
 	})
 	t.receiveUsage(ctx)
+	t.receiveSteer(ctx)
 	granted := workflow.GetSignalChannel(ctx, task.SignalLeaseGranted)
 	workflow.Go(ctx, func(ctx workflow.Context) {
 		for {

@@ -112,8 +112,9 @@ func TestAckTimeout(t *testing.T) {
 		if got := pending.Pending.RaisedAt.Sub(pending.StartedAt); got != 300*time.Second {
 			t.Errorf("ack_timeout raised after %s, want 300s", got)
 		}
-		if pending.Status != task.StatusDispatched {
-			t.Errorf("status during the decision %s, want dispatched (a warning does not suspend)", pending.Status)
+		if pending.Status != task.StatusAwaitingAdmin || pending.WaitingFor != task.KindAckTimeout || pending.UnderlyingStatus != task.StatusDispatched {
+			t.Errorf("status during the decision %s, waiting for %q over %q; want awaiting_admin, ack_timeout over dispatched (a warning does not suspend)",
+				pending.Status, pending.WaitingFor, pending.UnderlyingStatus)
 		}
 		esc := h.escalations()
 		if len(esc) != 1 || esc[0].EscalationType != amp.EscAckTimeout || esc[0].Severity != amp.SeverityWarning || esc[0].AutoSuspended {
@@ -348,6 +349,25 @@ func TestBranchViolationEscalates(t *testing.T) {
 	}
 	if len(h.deliveredOf(amp.TypeReviewRequest)) != 0 || res.Status != task.StatusTerminated {
 		t.Errorf("a violating result went on: %s", res.Status)
+	}
+}
+
+// TestNoCommitSaysSo: a result whose branch head is still the base is
+// refused as no commit, not as a commit on main.
+func TestNoCommitSaysSo(t *testing.T) {
+	h := newHarness(t, testPlan(amp.RiskLow, "S1"))
+	h.checkResult = func(in activities.CheckResultInput) (activities.CheckResultOutput, error) {
+		return activities.CheckResultOutput{Commit: in.Commit, NoCommit: true,
+			Violation: "the executor made no commit on " + in.Branch + ": its head is still 05bc90c9"}, nil
+	}
+	var st task.State
+	h.at(time.Second, func() { h.ack(amp.RoleExecutor) })
+	h.at(2*time.Second, func() { h.result(amp.StatusComplete) })
+	h.at(3*time.Second, func() { st = h.state(); h.decide("alice", task.OptTerminate, "") })
+	h.run()
+	if st.Pending == nil || !strings.Contains(st.Pending.Prompt, "No commit in") ||
+		!strings.Contains(st.Pending.Prompt, "made no commit on") || strings.Contains(st.Pending.Prompt, "Branch violation") {
+		t.Errorf("pending %+v, want the question to say no commit was made", st.Pending)
 	}
 }
 

@@ -36,7 +36,7 @@ func TestToolCalls(t *testing.T) {
 			CWD: "/w", Action: action, Rule: "r", Reason: "because", Risk: "medium", AskTimeout: 10 * time.Minute}
 	}
 	var deny, ask, again, other, expired *reply
-	var asked, otherAsked task.State
+	var asked, otherAsked, cleared task.State
 	h.at(time.Second, func() { h.ack(amp.RoleExecutor) })
 	h.at(2*time.Second, func() { deny = h.update(task.UpdateToolCall, "", call("Bash", "deny", `{"command":"git push -f"}`)) })
 	h.at(3*time.Second, func() { ask = h.update(task.UpdateToolCall, "", call("Bash", "ask", `{"command":"curl x"}`)) })
@@ -45,6 +45,7 @@ func TestToolCalls(t *testing.T) {
 	h.at(6*time.Second, func() { again = h.update(task.UpdateToolCall, "", call("Bash", "ask", `{"command":"wget y"}`)) })
 	h.at(7*time.Second, func() { otherAsked = h.state() })
 	// Nobody answers the WebFetch ask: it expires into deny after ten minutes.
+	h.at(20*time.Minute-time.Second, func() { cleared = h.state() })
 	h.at(20*time.Minute, func() { expired = h.update(task.UpdateToolCall, "", call("Write", "allow", `{}`)) })
 	h.at(20*time.Minute+time.Second, func() { h.result(amp.StatusComplete) })
 	h.at(20*time.Minute+2*time.Second, func() { h.ack(amp.RoleReviewer) })
@@ -64,6 +65,15 @@ func TestToolCalls(t *testing.T) {
 	}
 	if asked.Pending == nil || asked.Pending.Kind != task.KindToolCall || asked.Pending.Required != 1 || len(asked.Pending.Options) != 3 {
 		t.Fatalf("asked: %+v", asked.Pending)
+	}
+	// The open ask is what the task waits for; its turn is kept under it.
+	if asked.Status != task.StatusAwaitingAdmin || asked.WaitingFor != task.KindToolCall || asked.UnderlyingStatus != task.StatusInProgress {
+		t.Errorf("with an ask open: status %s, waiting for %q, underlying %q; want awaiting_admin, tool_call, in_progress",
+			asked.Status, asked.WaitingFor, asked.UnderlyingStatus)
+	}
+	if cleared.Status != task.StatusInProgress || cleared.WaitingFor != "" || cleared.UnderlyingStatus != "" {
+		t.Errorf("with no ask open: status %s, waiting for %q, underlying %q; want in_progress and nothing else",
+			cleared.Status, cleared.WaitingFor, cleared.UnderlyingStatus)
 	}
 	if x := asked.Pending.Context.Extra; x["risk"] != "medium" || x["rule"] != "r" {
 		t.Errorf("the ask's context does not carry the rule and its risk: %v", x)

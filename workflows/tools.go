@@ -165,6 +165,12 @@ func (t *taskRun) raiseToolAsk(ctx workflow.Context) error {
 	}
 	ctxt.Extra = map[string]any{"tool_call": c.ID, "tool": c.Tool, "kind": c.Kind, "input": c.Input, "cwd": c.CWD,
 		"rule": c.Rule, "reason": c.Reason, "agent": c.Agent, "risk": string(risk)}
+	if c.Role != "" {
+		ctxt.Extra["role"] = string(c.Role)
+	}
+	if c.CLI != "" {
+		ctxt.Extra["cli"] = c.CLI
+	}
 	r := decide.Request{
 		Kind:     task.KindToolCall,
 		Prompt:   toolPrompt(*c),
@@ -189,10 +195,7 @@ func (t *taskRun) raiseToolAsk(ctx workflow.Context) error {
 
 // toolPrompt is the question the admins see.
 func toolPrompt(c task.ToolCall) string {
-	who := c.Agent
-	if who == "" {
-		who = "an agent"
-	}
+	who := task.Asker(c.Role, c.CLI, c.Agent)
 	in := c.Input
 	if len(in) > 600 {
 		in = in[:600] + "…"

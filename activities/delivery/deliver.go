@@ -48,6 +48,9 @@ type Delivery struct {
 	Metrics UsageCounter
 	// Git reads a runner's result from the repository.
 	Git *activities.Git
+	// Marks keeps the runner checkouts being removed (the SSOT); a marked
+	// executor checkout is finished off before a run, never worked in.
+	Marks activities.WorktreeMarks
 	// Refused, when set, keeps a reply the task refused (the error log).
 	Refused func(raw []byte, reason string)
 	// Secrets are masked in an agent's stderr before it is logged or shown.
@@ -80,6 +83,16 @@ type Delivery struct {
 	// no bound. Host names this worker in the fleet.
 	Slots *Slots
 	Host  string
+	// Steer, when set, gives runners the messages and interrupts people
+	// send their task (ampflow task say, ampflow task interrupt).
+	Steer Steering
+	// Transcripts, when set, keeps each runner run's transcript: its
+	// events as they happen, bounded and masked (transcript.go).
+	Transcripts TranscriptStore
+	// transcriptFlush and transcriptLimit replace the writer's interval
+	// and bound when set (the tests).
+	transcriptFlush time.Duration
+	transcriptLimit int
 	// SandboxHide are files and directories of the worker's a sandboxed
 	// run does not see beside data_dir and the worker's home: its
 	// configuration file, key files, a store outside data_dir.

@@ -59,6 +59,21 @@ type runState struct {
 	// the fleet view shows.
 	slot *SlotRun
 	cost float64
+	// steer is the delivery's messages and interrupts; nil without a
+	// store.
+	steer *steer
+	// tw writes the current run's transcript; nil without a store.
+	tw *transcript
+	// calls are the commands of shell tool calls by call id, and failed
+	// those that exited non-zero, for the result's summary.
+	calls  map[string]string
+	failed []failedCommand
+}
+
+// failedCommand is a command of the agent's that exited non-zero.
+type failedCommand struct {
+	command string
+	code    int
 }
 
 // runAgent runs a runner-mode agent on a message: in the task's worktree
@@ -93,7 +108,8 @@ func (d *Delivery) runAgent(ctx context.Context, a activities.AgentDelivery, in 
 	if err != nil {
 		return failed(err.Error(), "", err)
 	}
-	st := &runState{d: d, a: a, ctx: ctx, m: m, in: in, repo: repo, session: d.loadSession(a, m), totals: sessionTotals(in.Sessions), slot: slot}
+	st := &runState{d: d, a: a, ctx: ctx, m: m, in: in, repo: repo, session: d.loadSession(a, m), totals: sessionTotals(in.Sessions), slot: slot,
+		steer: d.steering(ctx, m)}
 	spec := runner.Spec{
 		Runner: a.Runner, Command: a.Command, Model: a.Model, Dir: dir,
 		Prompt: prompt, SystemPrompt: system, SessionID: st.session,
@@ -113,7 +129,17 @@ func (d *Delivery) runAgent(ctx context.Context, a activities.AgentDelivery, in 
 	}
 	if in.Resume != nil {
 		resumed(&spec, in.Resume)
+		if in.Resume.Interrupted {
+			if p := st.steer.queued(ctx); p != "" {
+				spec.Prompt = p
+			}
+		}
 		st.session = spec.SessionID
+	}
+	spec.Owner = &runner.RunOwner{TaskID: m.TaskID, MsgID: m.MsgID, Role: string(m.To), Session: st.session}
+	if activity.IsActivity(ctx) {
+		info := activity.GetInfo(ctx)
+		spec.Owner.WorkflowID, spec.Owner.RunID, spec.Owner.ActivityID = info.WorkflowExecution.ID, info.WorkflowExecution.RunID, info.ActivityID
 	}
 	if _, err := d.MCP.apply(&spec, m.To, credential, a.WorkDir); err != nil {
 		return failed(fmt.Sprintf("giving the %s runner ampflow's MCP server: %v", a.Runner, err), "", err)
@@ -132,18 +158,41 @@ func (d *Delivery) runAgent(ctx context.Context, a activities.AgentDelivery, in 
 		}
 	}
 	out, err := st.run(spec)
-	if out.SessionID != "" {
-		st.session = out.SessionID
-		d.saveSession(a, m, out.SessionID)
-	}
-	if err != nil {
-		if r := d.budgetRefused(a, m, err); r != nil {
-			return r
+	for turns := 0; ; turns++ {
+		if m.To == amp.RoleExecutor {
+			// What the run left, so a later salvage counts only its own
+			// deletions as the agent's.
+			if nerr := runner.NoteRunEnd(context.WithoutCancel(ctx), dir, m.MsgID); nerr != nil && d.Log != nil {
+				d.Log.Warn("noting the end of a run", "task", m.TaskID, "msg_id", m.MsgID, "error", nerr)
+			}
 		}
-		return fmt.Errorf("running the %s runner on %s: %w", a.Runner, m.MsgID, err)
-	}
-	if out.Parked != nil {
-		return parkedError(a, m, out, st.session)
+		if out.SessionID != "" {
+			st.session = out.SessionID
+			d.saveSession(a, m, out.SessionID)
+		}
+		if err != nil {
+			if r := d.budgetRefused(a, m, err); r != nil {
+				return r
+			}
+			return fmt.Errorf("running the %s runner on %s: %w", a.Runner, m.MsgID, err)
+		}
+		if i, ok := st.steer.interrupted(); ok && out.Reason == runner.ReasonInterrupted {
+			return interruptedError(a, m, i, st.session)
+		}
+		if out.Parked != nil {
+			return parkedError(a, m, out, st.session)
+		}
+		if !out.Succeeded() || st.session == "" || turns >= maxSteerRuns {
+			break
+		}
+		// The turn boundary: messages that came while the CLI ran, and
+		// that it could not take, resume its session before the result.
+		prompt := st.steer.queued(ctx)
+		if prompt == "" {
+			break
+		}
+		spec.SessionID, spec.Prompt = st.session, prompt
+		out, err = st.run(spec)
 	}
 	if m.To == amp.RoleReviewer {
 		defer func() { _ = runner.RemoveWorktree(context.WithoutCancel(ctx), in.Repo, dir) }()
@@ -174,6 +223,22 @@ func (d *Delivery) prepareWorktree(ctx context.Context, a activities.AgentDelive
 	}
 	if in.Branch == "" {
 		return "", errors.New("the dispatch names no branch")
+	}
+	if d.Marks != nil {
+		// A checkout ampflow was removing when it was stopped is finished
+		// off, not worked in: what is missing there is not the agent's.
+		marked, err := d.Marks.WorktreeMarked(ctx, dir)
+		if err != nil {
+			return "", err
+		}
+		if marked {
+			if err := runner.RemoveWorktree(ctx, in.Repo, dir); err != nil {
+				return "", err
+			}
+			if err := d.Marks.UnmarkWorktree(ctx, dir); err != nil {
+				return "", err
+			}
+		}
 	}
 	return dir, runner.AddTaskWorktree(ctx, in.Repo, dir, in.Branch)
 }
@@ -212,10 +277,40 @@ func (st *runState) run(spec runner.Spec) (out runner.Outcome, err error) {
 			}
 		}()
 	}
+	if st.steer != nil {
+		stop := make(chan runner.Reason, 1)
+		var msgs chan runner.Message
+		if runner.TakesInput(spec.Runner) {
+			msgs = make(chan runner.Message)
+			spec.Messages = msgs
+		}
+		if meter := spec.Stop; meter != nil {
+			go func() {
+				select {
+				case r := <-meter:
+					select {
+					case stop <- r:
+					case <-done:
+					}
+				case <-done:
+				}
+			}()
+		}
+		spec.Stop = stop
+		wctx, cancel := context.WithCancel(st.ctx)
+		watched := make(chan struct{})
+		go func() {
+			defer close(watched)
+			st.steer.watch(wctx, msgs, stop)
+		}()
+		defer func() { cancel(); <-watched }()
+	}
+	st.tw = st.d.startTranscript(st.ctx, st.m.TaskID, string(st.m.To), spec, st.meter)
 	out, err = runner.Run(st.ctx, spec, st.on)
 	if st.meter != nil {
 		out.Usage = meteredUsage(out.Usage, st.meter.Usage(), out.Reason)
 	}
+	st.tw.end(out, err)
 	return out, err
 }
 
@@ -243,11 +338,13 @@ func (st *runState) on(ev runner.Event) {
 		st.session = ev.SessionID
 		st.d.saveSession(st.a, st.m, ev.SessionID)
 	}
+	st.tw.event(ev)
 	if ev.Kind == runner.EventToolCall && len(st.workLog) < maxWorkLog {
 		st.workLog = append(st.workLog, amp.WorkLogEntry{Timestamp: now.UTC().Format(time.RFC3339), Action: ev.Tool,
 			File: ev.File, Detail: clip(string(ev.Input), maxWorkDetail)})
 	}
 	st.noteSlot(ev)
+	st.noteCommand(ev)
 	if st.d.Heartbeats != nil && now.Sub(st.lastBeat) >= heartbeatEvery {
 		st.lastBeat = now
 		note := string(ev.Kind)
@@ -314,6 +411,9 @@ func (d *Delivery) submitResult(ctx context.Context, in activities.DeliverInput,
 		res.DiffSummary.FilesChanged = []string{}
 	}
 	res.SelfAssessment = selfAssessment(out.Text, len(p.AcceptanceCriteria))
+	if s := failedSummary(st.failed); s != "" {
+		res.SelfAssessment.Notes = append([]string{s}, res.SelfAssessment.Notes...)
+	}
 	return d.submitReply(ctx, m, reply)
 }
 
@@ -322,7 +422,8 @@ func (d *Delivery) submitResult(ctx context.Context, in activities.DeliverInput,
 // criterion is null with a note.
 func selfAssessment(text string, criteria int) amp.SelfAssessment {
 	var r executorReport
-	if err := lastJSON(text, &r); err == nil && len(r.CriteriaMet) == criteria {
+	err := lastJSON(text, &r)
+	if err == nil && len(r.CriteriaMet) == criteria {
 		notes := r.Notes
 		if notes == nil {
 			notes = []string{}
@@ -332,8 +433,15 @@ func selfAssessment(text string, criteria int) amp.SelfAssessment {
 		}
 		return amp.SelfAssessment{CriteriaMet: r.CriteriaMet, Notes: notes}
 	}
+	why := "its final message ends with no JSON object"
+	switch {
+	case err != nil && !errors.Is(err, errNoJSON):
+		why = "its final JSON object is not the report: " + child.OneLine(err.Error())
+	case err == nil:
+		why = fmt.Sprintf("its criteria_met has %d values for %d criteria", len(r.CriteriaMet), criteria)
+	}
 	return amp.SelfAssessment{CriteriaMet: make([]*bool, criteria),
-		Notes: []string{"the executor gave no readable final report; ampflow read the result from git"}}
+		Notes: []string{"the executor gave no readable final report (" + why + "); ampflow read the result from git"}}
 }
 
 // submitVerdict submits the reviewer's final report as its review_verdict;
@@ -396,8 +504,11 @@ func lastJSON(text string, v any) error {
 			}
 		}
 	}
-	return errors.New("no JSON object in the final message")
+	return errNoJSON
 }
+
+// errNoJSON: the final message holds no JSON object.
+var errNoJSON = errors.New("no JSON object in the final message")
 
 // sessionPath keeps a role's session of a task, so a redispatch resumes it.
 func sessionPath(a activities.AgentDelivery, m amp.Message) string {

@@ -3,6 +3,7 @@ package delivery
 import (
 	"context"
 	"fmt"
+	"os"
 	"strings"
 
 	"go.temporal.io/sdk/activity"
@@ -122,6 +123,31 @@ func keyEnv(a activities.AgentDelivery) string {
 	return "its API key variable"
 }
 
+// unsetKeys says which key variables agents.*.env passes from the
+// worker's environment that lookup finds unset: "; OPENAI_API_KEY is
+// unset in the worker's environment", or "".
+func unsetKeys(a activities.AgentDelivery, lookup func(string) (string, bool)) string {
+	var names []string
+	for _, e := range a.Env {
+		if strings.Contains(e, "=") {
+			continue
+		}
+		if u := strings.ToUpper(e); !strings.HasSuffix(u, "_KEY") && !strings.HasSuffix(u, "_TOKEN") {
+			continue
+		}
+		if _, ok := lookup(e); !ok {
+			names = append(names, e)
+		}
+	}
+	switch len(names) {
+	case 0:
+		return ""
+	case 1:
+		return "; " + names[0] + " is unset in the worker's environment"
+	}
+	return "; " + strings.Join(names, " and ") + " are unset in the worker's environment"
+}
+
 // runFailed keeps what a failed run left (committed to a salvage branch)
 // and fails the delivery by class: a rate limit for the task to wait out
 // and deliver again, anything else for the admins at once (a refused key
@@ -131,13 +157,15 @@ func (d *Delivery) runFailed(ctx context.Context, a activities.AgentDelivery, in
 	m := in.Message
 	salvaged := ""
 	if m.To == amp.RoleExecutor {
-		ref, c, err := runner.SalvageTask(ctx, dir, m.TaskID, "ampflow: salvage of a failed "+a.Runner+" run on "+m.MsgID)
+		ref, c, _, err := runner.SalvageLeftover(ctx, dir, m.TaskID, "a failed "+a.Runner+" run")
 		kept := []string{in.Branch}
 		if err == nil && c != "" {
 			kept = append(kept, ref)
 		}
 		if ferr := runner.FetchBack(ctx, in.Repo, dir, nonEmpty(kept)...); ferr == nil && err == nil && c != "" {
 			salvaged = fmt.Sprintf("; its uncommitted work is on branch %s (%s)", ref, activities.ShortHash(c))
+		} else if err != nil {
+			salvaged = "; its uncommitted work was not salvaged: " + err.Error()
 		}
 	}
 	why := runnerReason(out)
@@ -154,8 +182,8 @@ func (d *Delivery) runFailed(ctx context.Context, a activities.AgentDelivery, in
 		return temporal.NewNonRetryableApplicationError(f.Summary, activities.ErrRateLimited, nil, f)
 	case out.Failure != nil && out.Failure.Class == runner.FailureAuth:
 		f.Class = string(runner.FailureAuth)
-		f.Summary = fmt.Sprintf("the %s runner (%s) was refused by its API on %s: %s; fix the key in %s (agents.%s.env) and send it again%s",
-			m.To, a.Runner, m.MsgID, clip(out.Failure.Message, 300), keyEnv(a), m.To, salvaged)
+		f.Summary = fmt.Sprintf("the %s runner (%s) was refused by its API on %s: %s; fix the key in %s (agents.%s.env) and send it again%s%s",
+			m.To, a.Runner, m.MsgID, clip(out.Failure.Message, 300), keyEnv(a), m.To, unsetKeys(a, os.LookupEnv), salvaged)
 	default:
 		if out.Failure != nil {
 			f.Class = string(out.Failure.Class)

@@ -121,3 +121,19 @@ func TestKeyEnv(t *testing.T) {
 		t.Errorf("codex with keys in env: %q", got)
 	}
 }
+
+func TestUnsetKeys(t *testing.T) {
+	lookup := func(k string) (string, bool) { return "x", k == "SET_KEY" }
+	for _, c := range []struct {
+		env  []string
+		want string
+	}{
+		{[]string{"PATH", "SET_KEY", "MINE_KEY=x"}, ""},
+		{[]string{"PATH", "OPENAI_API_KEY", "SET_KEY"}, "; OPENAI_API_KEY is unset in the worker's environment"},
+		{[]string{"A_KEY", "GH_TOKEN"}, "; A_KEY and GH_TOKEN are unset in the worker's environment"},
+	} {
+		if got := unsetKeys(activities.AgentDelivery{Env: c.env}, lookup); got != c.want {
+			t.Errorf("unsetKeys(%q) = %q; want %q", c.env, got, c.want)
+		}
+	}
+}

@@ -34,10 +34,15 @@ func parkable(spec *runner.Spec, a activities.AgentDelivery, m amp.Message) {
 	}
 }
 
-// resumed sets spec to resume a parked run with the admins' answer.
+// resumed sets spec to resume a parked run with the admins' answer, or
+// an interrupted one.
 func resumed(spec *runner.Spec, r *activities.Resume) {
 	if r.SessionID != "" {
 		spec.SessionID = r.SessionID
+	}
+	if r.Interrupted {
+		spec.Prompt = interruptedPrompt(r.By)
+		return
 	}
 	spec.Prompt = resumePrompt(*r)
 }

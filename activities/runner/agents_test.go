@@ -273,3 +273,45 @@ func testIdleKill(t *testing.T, c agentCase) {
 		t.Errorf("pid files left: %v", left)
 	}
 }
+
+// testFailingCommand has the model run a shell command that prints a
+// line and exits 3; the tool result carries the output and, where the
+// CLI reports it (wantCode), the exit code. Gemini CLI's stream-json
+// reports a command that ran as a success, whatever its status.
+func testFailingCommand(t *testing.T, c agentCase, recordAs string, wantCode bool) {
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	fake := fakemodel.New(fakemodel.Turn{Text: "Running the check.", Tool: c.shell("echo FAILING-OUT; exit 3")},
+		fakemodel.Turn{Text: "The check failed."})
+	defer fake.Close()
+	spec := c.spec(t, fake)
+	spec.Dir = newRepo(t)
+	spec.Prompt = "Run the check."
+	spec.Timeout = 2 * time.Minute
+	spec.FirstEventTimeout = 90 * time.Second
+	record(t, recordAs)
+	var result *Event
+	o, err := Run(ctx, spec, func(e Event) {
+		if e.Kind == EventToolResult && result == nil {
+			result = &e
+		}
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !o.Succeeded() {
+		t.Fatalf("run did not succeed: %+v", o)
+	}
+	if result == nil {
+		t.Fatal("no tool result")
+	}
+	if !strings.Contains(result.Text, "FAILING-OUT") {
+		t.Errorf("tool result %q lacks the command's output", result.Text)
+	}
+	if wantCode && !result.IsError {
+		t.Errorf("tool result of a command that exited 3 is not an error: %+v", result)
+	}
+	if wantCode && (result.ExitCode == nil || *result.ExitCode != 3) {
+		t.Errorf("exit code %v, want 3", result.ExitCode)
+	}
+}

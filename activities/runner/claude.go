@@ -1,17 +1,27 @@
 package runner
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"strconv"
 	"strings"
 )
 
-// claudeFormat is Claude Code's print mode:
+// claudeFormat is Claude Code's print mode with a stream of user turns on
+// its standard input:
 //
-//	claude -p --output-format stream-json --verbose
+//	claude -p --input-format stream-json --output-format stream-json --replay-user-messages --verbose
 //	  [--model M] [--resume ID] [--append-system-prompt S] [--max-budget-usd N]
-//	  [--settings JSON] --setting-sources "" --dangerously-skip-permissions -- PROMPT
+//	  [--settings JSON] --setting-sources "" --dangerously-skip-permissions
+//
+// The prompt is the first turn, one JSON line:
+// {"type":"user","message":{"role":"user","content":[{"type":"text","text":…}]}}.
+// The CLI echoes each turn as it takes it (--replay-user-messages): a
+// turn written while one runs is folded into it at its next model request
+// (after tool results), or starts a turn of its own after its result. Each
+// turn ends with a result; the CLI exits once its input is closed and its
+// last turn has its result.
 //
 // Its stream is one JSON object a line: system/init (session id, tools),
 // system/api_retry while it retries a failed request, assistant messages with
@@ -22,7 +32,7 @@ import (
 type claudeFormat struct{}
 
 func (claudeFormat) args(s Spec) []string {
-	a := []string{"-p", "--output-format", "stream-json", "--verbose"}
+	a := []string{"-p", "--input-format", "stream-json", "--output-format", "stream-json", "--replay-user-messages", "--verbose"}
 	if s.Model != "" {
 		a = append(a, "--model", s.Model)
 	}
@@ -44,7 +54,51 @@ func (claudeFormat) args(s Spec) []string {
 	// nothing the agent writes switches the hook off or adds a hook of its
 	// own, in this run or a later one.
 	a = append(a, "--setting-sources", "")
-	return append(a, "--dangerously-skip-permissions", "--", s.Prompt)
+	return append(a, "--dangerously-skip-permissions")
+}
+
+// turn is one user turn as a line of Claude Code's input.
+func (claudeFormat) turn(text string) []byte {
+	b, _ := json.Marshal(claudeTurn{Type: "user", Message: claudeTurnMessage{Role: "user",
+		Content: []claudeText{{Type: "text", Text: text}}}})
+	return append(b, '\n')
+}
+
+// taken reports whether line is the echo of a user turn: a user message
+// with text (a tool's result is a user message too, without).
+func (claudeFormat) taken(line []byte) bool {
+	if !bytes.Contains(line, []byte(`"user"`)) {
+		return false
+	}
+	var l claudeLine
+	if json.Unmarshal(line, &l) != nil || l.Type != "user" {
+		return false
+	}
+	var blocks []claudeBlock
+	if json.Unmarshal(l.Message.Content, &blocks) != nil {
+		return false
+	}
+	for _, b := range blocks {
+		if b.Type == "text" {
+			return true
+		}
+	}
+	return false
+}
+
+type claudeTurn struct {
+	Type    string            `json:"type"`
+	Message claudeTurnMessage `json:"message"`
+}
+
+type claudeTurnMessage struct {
+	Role    string       `json:"role"`
+	Content []claudeText `json:"content"`
+}
+
+type claudeText struct {
+	Type string `json:"type"`
+	Text string `json:"text"`
 }
 
 func (claudeFormat) newDecoder() decoder { return &claudeDecoder{tools: map[string]string{}} }
@@ -133,8 +187,9 @@ func (d *claudeDecoder) decode(line []byte) []Event {
 				d.tools[b.ID] = b.Name
 				out = append(out, Event{Kind: EventToolCall, Tool: b.Name, ToolID: b.ID, Input: b.Input, File: fileOf(b.Input), Raw: r})
 			case "tool_result":
-				out = append(out, Event{Kind: EventToolResult, Tool: d.tools[b.ToolUseID], ToolID: b.ToolUseID,
-					Text: textOf(b.Content), IsError: b.IsError, Raw: r})
+				tool, text := d.tools[b.ToolUseID], textOf(b.Content)
+				out = append(out, Event{Kind: EventToolResult, Tool: tool, ToolID: b.ToolUseID,
+					Text: text, IsError: b.IsError, ExitCode: claudeExit(tool, text, b.IsError), Raw: r})
 			}
 		}
 	case "result":
@@ -169,4 +224,25 @@ func (d *claudeDecoder) decode(line []byte) []Event {
 		out = append(out, ev)
 	}
 	return out
+}
+
+// claudeExit reads a Bash tool result's exit status: Claude Code marks a
+// command that exited non-zero as an error whose content starts with
+// "Exit code N"; a Bash result that is no error exited 0. Other tools,
+// and errors without the line (a timeout, a refusal), have none.
+func claudeExit(tool, text string, isError bool) *int {
+	if tool != "Bash" {
+		return nil
+	}
+	if !isError {
+		code := 0
+		return &code
+	}
+	line, _, _ := strings.Cut(strings.TrimPrefix(text, "Error: "), "\n")
+	if n, ok := strings.CutPrefix(line, "Exit code "); ok {
+		if code, err := strconv.Atoi(strings.TrimSpace(n)); err == nil {
+			return &code
+		}
+	}
+	return nil
 }

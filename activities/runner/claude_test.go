@@ -36,3 +36,7 @@ func TestClaudeCommitAndResume(t *testing.T) {
 func TestClaudeIdleKill(t *testing.T) {
 	testIdleKill(t, claudeCase)
 }
+
+func TestClaudeFailingCommand(t *testing.T) {
+	testFailingCommand(t, claudeCase, "claude_exit.jsonl", true)
+}

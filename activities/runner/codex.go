@@ -123,7 +123,7 @@ func (d *codexDecoder) item(done bool, it codexItem, r json.RawMessage) []Event 
 			in, _ := json.Marshal(map[string]string{"command": it.Command})
 			return []Event{{Kind: EventToolCall, Tool: it.Type, ToolID: it.ID, Input: in, Raw: r}}
 		}
-		return []Event{{Kind: EventToolResult, Tool: it.Type, ToolID: it.ID, Text: it.AggregatedOutput,
+		return []Event{{Kind: EventToolResult, Tool: it.Type, ToolID: it.ID, Text: it.AggregatedOutput, ExitCode: it.ExitCode,
 			IsError: it.Status == "failed" || (it.ExitCode != nil && *it.ExitCode != 0), Raw: r}}
 	case "file_change":
 		// Codex reports a patch once, when it has been applied.

@@ -37,3 +37,7 @@ func TestCodexCommitAndResume(t *testing.T) {
 func TestCodexIdleKill(t *testing.T) {
 	testIdleKill(t, codexCase)
 }
+
+func TestCodexFailingCommand(t *testing.T) {
+	testFailingCommand(t, codexCase, "codex_exit.jsonl", true)
+}

@@ -180,10 +180,11 @@ func TestCommand(t *testing.T) {
 		want string
 	}{
 		{"claude", Spec{Runner: Claude, Prompt: "do it"},
-			"claude -p --output-format stream-json --verbose --setting-sources  --dangerously-skip-permissions -- do it"},
+			// The prompt is the first line of its input (--input-format stream-json).
+			"claude -p --input-format stream-json --output-format stream-json --replay-user-messages --verbose --setting-sources  --dangerously-skip-permissions"},
 		{"claude all", Spec{Runner: Claude, Command: []string{"/bin/claude", "--debug"}, Model: "m", SessionID: "s",
 			SystemPrompt: "sys", MaxCostUSD: 2.5, Prompt: "-p"},
-			"/bin/claude --debug -p --output-format stream-json --verbose --model m --resume s --append-system-prompt sys --max-budget-usd 2.5 --setting-sources  --dangerously-skip-permissions -- -p"},
+			"/bin/claude --debug -p --input-format stream-json --output-format stream-json --replay-user-messages --verbose --model m --resume s --append-system-prompt sys --max-budget-usd 2.5 --setting-sources  --dangerously-skip-permissions"},
 		{"codex", Spec{Runner: Codex, Prompt: "do it"},
 			"codex exec --json --dangerously-bypass-approvals-and-sandbox --skip-git-repo-check -c check_for_update_on_startup=false -- do it"},
 		{"codex resume", Spec{Runner: Codex, Model: "m", SystemPrompt: "say \"hi\"\n", SessionID: "th", Prompt: "more"},

@@ -11,7 +11,8 @@ import (
 var (
 	authRE = regexp.MustCompile(`(?i)\b401\b|unauthori[sz]ed|authentication[_ ](error|failed)|invalid[ _-]?(x-)?api[ _-]?key|` +
 		`incorrect api key|api key not valid|please run /login|not logged in|missing (an )?api key|no api key|` +
-		`api_key_invalid|permission[_ ]denied.*key`)
+		`api_key_invalid|permission[_ ]denied.*key|missing (the )?environment variable|` +
+		`must specify the \w+ environment variable|\b\w*(api_key|_token)\b.{0,20}\b(is )?(not set|unset|missing)`)
 	rateRE = regexp.MustCompile(`(?i)rate[ _-]?limit|usage limit|limit reached|\b429\b|too many requests|` +
 		`resource[ _]exhausted|quota|overloaded|\b529\b`)
 
@@ -45,17 +46,20 @@ func classify(o Outcome, errs []string) *Failure {
 	if o.Reason != ReasonExited {
 		return nil
 	}
+	// The exit and the last lines the run left: the stream's errors, then
+	// its stderr, latest last.
 	msg := fmt.Sprintf("exit status %d", o.ExitCode)
-	switch {
-	case len(errs) > 0:
-		msg = errs[len(errs)-1]
-	case len(lines) > 0:
-		msg = lines[len(lines)-1]
-	case !o.Result:
+	if !o.Result {
 		msg += " without a final result"
+	}
+	if len(lines) > 0 {
+		msg += ": " + strings.Join(lines[max(0, len(lines)-crashLines):], " | ")
 	}
 	return &Failure{Class: FailureCrash, Message: clip(msg)}
 }
+
+// crashLines is how many of a crashed run's last lines its failure quotes.
+const crashLines = 3
 
 func clip(s string) string {
 	const n = 500

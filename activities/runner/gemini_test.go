@@ -55,3 +55,7 @@ func TestGeminiCommitAndResume(t *testing.T) {
 func TestGeminiIdleKill(t *testing.T) {
 	testIdleKill(t, geminiCase)
 }
+
+func TestGeminiFailingCommand(t *testing.T) {
+	testFailingCommand(t, geminiCase, "gemini_exit.jsonl", false)
+}

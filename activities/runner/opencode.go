@@ -48,6 +48,10 @@ type opencodeLine struct {
 			Input  json.RawMessage `json:"input"`
 			Output string          `json:"output"`
 			Error  string          `json:"error"`
+			// Metadata of the bash tool: exit is the command's status.
+			Metadata struct {
+				Exit *int `json:"exit"`
+			} `json:"metadata"`
 		} `json:"state"`
 		Reason string   `json:"reason"`
 		Cost   *float64 `json:"cost"`
@@ -85,7 +89,9 @@ func (d *opencodeDecoder) decode(line []byte) []Event {
 	case "tool_use":
 		out = append(out, Event{Kind: EventToolCall, Tool: p.Tool, ToolID: p.CallID, Input: p.State.Input, File: fileOf(p.State.Input), Raw: r})
 		if p.State.Status == "completed" || p.State.Status == "error" {
-			ev := Event{Kind: EventToolResult, Tool: p.Tool, ToolID: p.CallID, Text: p.State.Output, IsError: p.State.Status == "error", Raw: r}
+			code := p.State.Metadata.Exit
+			ev := Event{Kind: EventToolResult, Tool: p.Tool, ToolID: p.CallID, Text: p.State.Output, ExitCode: code,
+				IsError: p.State.Status == "error" || (code != nil && *code != 0), Raw: r}
 			if ev.IsError && p.State.Error != "" {
 				ev.Text = p.State.Error
 			}

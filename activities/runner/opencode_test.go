@@ -62,3 +62,7 @@ func TestOpenCodeCommitAndResume(t *testing.T) {
 func TestOpenCodeIdleKill(t *testing.T) {
 	testIdleKill(t, opencodeCase)
 }
+
+func TestOpenCodeFailingCommand(t *testing.T) {
+	testFailingCommand(t, opencodeCase, "opencode_exit.jsonl", true)
+}

@@ -16,11 +16,16 @@ func signalGroup(pgid int, sig syscall.Signal) {}
 
 func groupAlive(pgid int) bool { return false }
 
-func writePIDFile(dir string, pid int, argv []string) (string, error) {
+func writePIDFile(dir string, pid int, argv []string, _ ...*RunOwner) (string, error) {
 	return "", errors.New("pid files are supported on Unix only")
 }
 
 // Reap is supported on Unix only.
 func Reap(pidDir string) ([]int, error) {
 	return nil, errors.New("runner.Reap is supported on Unix only")
+}
+
+// ReapRuns is supported on Unix only.
+func ReapRuns(pidDir string) ([]Reaped, error) {
+	return nil, errors.New("runner.ReapRuns is supported on Unix only")
 }

@@ -79,16 +79,21 @@ func statFields(pid int) []string {
 
 // pidFile is what Run writes to Spec.PIDDir while a CLI runs.
 type pidFile struct {
-	PID     int      `json:"pid"` // also the process group id
-	Start   uint64   `json:"start"`
-	Command []string `json:"command"`
+	PID     int       `json:"pid"` // also the process group id
+	Start   uint64    `json:"start"`
+	Command []string  `json:"command"`
+	Owner   *RunOwner `json:"owner,omitempty"`
 }
 
-func writePIDFile(dir string, pid int, argv []string) (string, error) {
+func writePIDFile(dir string, pid int, argv []string, owner ...*RunOwner) (string, error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return "", fmt.Errorf("creating pid dir %s: %w", dir, err)
 	}
-	b, _ := json.Marshal(pidFile{PID: pid, Start: startTime(pid), Command: argv})
+	pf := pidFile{PID: pid, Start: startTime(pid), Command: argv}
+	if len(owner) > 0 {
+		pf.Owner = owner[0]
+	}
+	b, _ := json.Marshal(pf)
 	path := filepath.Join(dir, strconv.Itoa(pid)+".json")
 	if err := os.WriteFile(path, b, 0o644); err != nil {
 		return "", fmt.Errorf("writing pid file %s: %w", path, err)
@@ -103,6 +108,19 @@ func writePIDFile(dir string, pid int, argv []string) (string, error) {
 // it has dealt with and returns the pids of the groups it killed. A missing
 // pidDir is not an error.
 func Reap(pidDir string) ([]int, error) {
+	runs, err := ReapRuns(pidDir)
+	var killed []int
+	for _, r := range runs {
+		if r.Killed {
+			killed = append(killed, r.PID)
+		}
+	}
+	return killed, err
+}
+
+// ReapRuns is Reap that returns every run a pid file named: those it
+// killed and those already gone, with whom they worked for.
+func ReapRuns(pidDir string) ([]Reaped, error) {
 	entries, err := os.ReadDir(pidDir)
 	if errors.Is(err, os.ErrNotExist) {
 		return nil, nil
@@ -110,7 +128,7 @@ func Reap(pidDir string) ([]int, error) {
 	if err != nil {
 		return nil, fmt.Errorf("reading pid dir %s: %w", pidDir, err)
 	}
-	var killed []int
+	var killed []Reaped
 	var errs []error
 	for _, e := range entries {
 		if !strings.HasSuffix(e.Name(), ".json") {
@@ -127,10 +145,15 @@ func Reap(pidDir string) ([]int, error) {
 			_ = os.Remove(path)
 			continue
 		}
+		r := Reaped{PID: pf.PID, Owner: pf.Owner}
+		if st, err := os.Stat(path); err == nil {
+			r.Since = st.ModTime()
+		}
 		if ours(pf) {
 			killGroup(pf.PID, 3*time.Second)
-			killed = append(killed, pf.PID)
+			r.Killed = true
 		}
+		killed = append(killed, r)
 		if err := os.Remove(path); err != nil && !errors.Is(err, os.ErrNotExist) {
 			errs = append(errs, fmt.Errorf("removing pid file %s: %w", path, err))
 		}

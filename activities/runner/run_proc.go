@@ -23,7 +23,9 @@ type run struct {
 	outR, errR *os.File
 	// inW is the agent's standard input, for a runner that speaks on it
 	// (ACP); nil for the others, whose input is empty.
-	inW        *os.File
+	inW *os.File
+	// in is the input of a CLI that takes its turns there (inputFormat).
+	in         *input
 	stderr     *tail
 	stderrDone chan struct{}
 	o          Outcome
@@ -87,7 +89,9 @@ func start(s Spec) (*run, error) {
 	cmd.Stdout, cmd.Stderr = outW, errW
 	r := &run{s: s, f: f, cmd: cmd, outR: outR, errR: errR, o: Outcome{Started: time.Now()}}
 	var inR *os.File
-	if _, ok := f.(acpFormat); ok {
+	_, acp := f.(acpFormat)
+	inf, turns := f.(inputFormat)
+	if acp || turns {
 		if inR, r.inW, err = os.Pipe(); err != nil {
 			outR.Close()
 			outW.Close()
@@ -113,13 +117,18 @@ func start(s Spec) (*run, error) {
 	}
 	r.pgid = cmd.Process.Pid
 	r.o.PID = r.pgid
+	if turns {
+		r.in, r.inW = newInput(r.inW), nil
+		r.in.send(inf.turn(s.Prompt))
+	}
 	if s.PIDDir != "" {
-		pf, err := writePIDFile(s.PIDDir, r.pgid, argv)
+		pf, err := writePIDFile(s.PIDDir, r.pgid, argv, s.Owner)
 		if err != nil {
 			killGroup(r.pgid, killGrace)
 			_ = cmd.Wait()
 			outR.Close()
 			errR.Close()
+			r.release()
 			return nil, err
 		}
 		r.pidFile = pf
@@ -137,6 +146,9 @@ func start(s Spec) (*run, error) {
 func (r *run) release() {
 	if r.inW != nil {
 		r.inW.Close()
+	}
+	if r.in != nil {
+		r.in.close()
 	}
 	if r.pidFile != "" {
 		os.Remove(r.pidFile)
@@ -163,6 +175,10 @@ func (r *run) loop(ctx context.Context, on func(Event)) {
 		parkTick = t.C
 	}
 	_, defers := r.f.(deferrer)
+	var messages <-chan Message
+	if r.in != nil {
+		messages = r.s.Messages
+	}
 	done := ctx.Done()
 	for lines != nil || exited != nil {
 		select {
@@ -197,6 +213,8 @@ func (r *run) loop(ctx context.Context, on func(Event)) {
 			signalGroup(r.pgid, syscall.SIGKILL)
 		case reason := <-r.s.Stop:
 			r.kill(reason)
+		case m := <-messages:
+			m.Taken <- r.o.Reason == "" && r.in.send(r.f.(inputFormat).turn(m.Text))
 		case <-done:
 			done = nil
 			r.kill(ReasonCanceled)
@@ -220,6 +238,9 @@ func (r *run) line(dec decoder, line []byte, on func(Event)) {
 	r.w.event()
 	if tap != nil {
 		tap(line)
+	}
+	if r.in != nil && r.f.(inputFormat).taken(line) {
+		r.in.taken++
 	}
 	for _, ev := range dec.decode(line) {
 		r.take(ev, on)
@@ -252,9 +273,15 @@ func (r *run) take(ev Event, on func(Event)) {
 		}
 		if ev.Usage != (Usage{}) {
 			u := ev.Usage
+			if r.in != nil && r.resultUsage != nil {
+				// One result a turn, each the turn's own.
+				u.add(*r.resultUsage)
+			}
 			r.resultUsage = &u
 		}
-		r.w.result()
+		if r.in == nil || r.in.answer() {
+			r.w.result()
+		}
 	}
 	if len(r.s.Secrets) > 0 {
 		ev = maskEvent(ev, r.s.Secrets)

@@ -184,8 +184,14 @@ func TestRunFailures(t *testing.T) {
 	}
 	t.Run("ExitCode", func(t *testing.T) {
 		o := runScript(t, context.Background(), scriptSpec(t, "echo boom >&2; exit 3"), nil)
-		if o.ExitCode != 3 || o.Stderr != "boom\n" || o.Failure.Message != "boom" {
+		if o.ExitCode != 3 || o.Stderr != "boom\n" || o.Failure.Message != "exit status 3 without a final result: boom" {
 			t.Errorf("outcome %+v", o)
+		}
+	})
+	t.Run("LastLines", func(t *testing.T) {
+		o := runScript(t, context.Background(), scriptSpec(t, "for i in 1 2 3 4 5; do echo line$i >&2; done; exit 7"), nil)
+		if want := "exit status 7 without a final result: line3 | line4 | line5"; o.Failure == nil || o.Failure.Message != want {
+			t.Errorf("failure %+v, want %q", o.Failure, want)
 		}
 	})
 }
@@ -309,6 +315,9 @@ func TestClassify(t *testing.T) {
 		{[]string{"API Error: 401 {\"error\":\"invalid x-api-key\"}"}, "", ReasonExited, FailureAuth},
 		{nil, "Error: GEMINI_API_KEY not valid. API key not valid. Please pass a valid API key.", ReasonExited, FailureAuth},
 		{nil, "RESOURCE_EXHAUSTED: Quota exceeded", ReasonExited, FailureRateLimit},
+		{nil, "Missing environment variable: `OPENAI_API_KEY`.", ReasonExited, FailureAuth},
+		{nil, "When using Gemini API, you must specify the GEMINI_API_KEY environment variable.", ReasonExited, FailureAuth},
+		{[]string{"ANTHROPIC_API_KEY is not set"}, "", ReasonExited, FailureAuth},
 		{nil, "segfault", ReasonExited, FailureCrash},
 		{nil, "warning: rate limit header missing\nsegfault", ReasonExited, FailureCrash},
 		{nil, "", ReasonIdle, ""},
@@ -341,5 +350,22 @@ func TestTail(t *testing.T) {
 	tl.Write([]byte("defg"))
 	if tl.String() != "defg" {
 		t.Errorf("tail %q", tl.String())
+	}
+}
+
+// TestReapRunsOwner: a run's pid file keeps whose run it is, and ReapRuns
+// hands that back for a run that is gone.
+func TestReapRunsOwner(t *testing.T) {
+	dir := t.TempDir()
+	owner := &RunOwner{TaskID: "T-2026-008", MsgID: "m-1", Role: "executor", Session: "S-1", WorkflowID: "w", ActivityID: "5"}
+	if _, err := writePIDFile(dir, 999999, []string{"/usr/bin/codex"}, owner); err != nil {
+		t.Fatal(err)
+	}
+	runs, err := ReapRuns(dir)
+	if err != nil || len(runs) != 1 || runs[0].Killed || runs[0].Owner == nil || *runs[0].Owner != *owner {
+		t.Fatalf("ReapRuns = %+v, %v; want the gone run with its owner", runs, err)
+	}
+	if left, _ := os.ReadDir(dir); len(left) != 0 {
+		t.Errorf("pid files left: %v", left)
 	}
 }

@@ -38,7 +38,7 @@ var Runners = []string{Claude, Codex, Gemini, OpenCode, ACP}
 // Defaults for the Spec fields left zero.
 const (
 	DefaultFirstEventTimeout = 60 * time.Second
-	DefaultIdleTimeout       = 10 * time.Minute
+	DefaultIdleTimeout       = 15 * time.Minute
 	DefaultExitGrace         = 30 * time.Second
 )
 
@@ -84,6 +84,8 @@ type Spec struct {
 	// PIDDir, when set, holds a pid file for the run while it lives, so Reap
 	// can kill it after a crash of the caller.
 	PIDDir string
+	// Owner, when set, is kept in the pid file: whose run it is.
+	Owner *RunOwner
 	// Settings is Claude Code's --settings, as JSON (the tool policy's
 	// hook); the other runners ignore it.
 	Settings string
@@ -121,6 +123,30 @@ type Spec struct {
 	// beside its environment's: the keys its model relay holds, which the
 	// run's environment does not.
 	Secrets []string
+	// Messages are user turns for the running CLI: a runner that takes
+	// input mid-run (TakesInput) writes each to its input as it comes; the
+	// others never read it, and the caller queues them for the next run.
+	Messages <-chan Message
+}
+
+// Message is a user turn sent to a running CLI (Spec.Messages).
+type Message struct {
+	Text string
+	// Taken, buffered by the sender, gets true once the turn is written to
+	// the CLI's input, false when the run takes no more input (it has sent
+	// its last result, or it is ending).
+	Taken chan<- bool
+}
+
+// TakesInput reports whether runner takes user turns while it runs
+// (Spec.Messages): Claude Code, whose input is a stream of JSON turns.
+func TakesInput(runner string) bool {
+	f, err := formatOf(runner)
+	if err != nil {
+		return false
+	}
+	_, ok := f.(inputFormat)
+	return ok
 }
 
 // EventKind names what an Event reports.
@@ -136,7 +162,8 @@ const (
 	// names one.
 	EventToolCall EventKind = "tool_call"
 	// EventToolResult is a tool's output (Text) for ToolID; IsError when the
-	// tool failed.
+	// tool failed, and ExitCode when the tool ran a command and the CLI
+	// says how it exited.
 	EventToolResult EventKind = "tool_result"
 	// EventUsage is usage of one model step, added to the run's total.
 	EventUsage EventKind = "usage"
@@ -161,8 +188,11 @@ type Event struct {
 	Input     json.RawMessage // the tool call's input as JSON
 	File      string          // the file a tool call reads or writes, when it names one
 	IsError   bool
-	Usage     Usage
-	Raw       json.RawMessage // the line it was decoded from
+	// ExitCode is a command's exit status on a tool result, when the CLI
+	// reports one; nil otherwise.
+	ExitCode *int
+	Usage    Usage
+	Raw      json.RawMessage // the line it was decoded from
 }
 
 // Usage counts tokens and money.
@@ -212,6 +242,9 @@ const (
 	// ReasonParked: the hook parked a tool call (Spec.ParkFile) and the
 	// CLI was stopped; Outcome.Parked says which call.
 	ReasonParked Reason = "parked"
+	// ReasonInterrupted: a person stopped the run (Spec.Stop) to steer it;
+	// its session is kept for the run that resumes it.
+	ReasonInterrupted Reason = "interrupted"
 )
 
 // FailureClass sorts failed runs by what should happen next.
@@ -272,3 +305,23 @@ func (o Outcome) Succeeded() bool {
 
 // StderrTail is how many bytes of standard error an Outcome keeps.
 const StderrTail = 8 << 10
+
+// RunOwner names what a run works for. It is kept in the run's pid file,
+// so a worker that starts after one died can tell whose run it held.
+type RunOwner struct {
+	TaskID     string `json:"task_id"`
+	MsgID      string `json:"msg_id"`
+	Role       string `json:"role"`
+	Session    string `json:"session,omitempty"`
+	WorkflowID string `json:"workflow_id,omitempty"`
+	RunID      string `json:"run_id,omitempty"`
+	ActivityID string `json:"activity_id,omitempty"`
+}
+
+// Reaped is a run a pid file named when ReapRuns read it.
+type Reaped struct {
+	PID    int
+	Killed bool      // it still ran, and was killed
+	Since  time.Time // when the pid file was written
+	Owner  *RunOwner // nil for a pid file that names none
+}

@@ -10,6 +10,7 @@ import (
 	"net/url"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 
 	"github.com/jackc/pgx/v5/pgconn"
 	_ "github.com/jackc/pgx/v5/stdlib" // registers the "pgx" driver
@@ -39,6 +40,9 @@ type DB struct {
 	// chainKey keys the records' hashes (KeyChain); nil hashes them
 	// with SHA-256 alone.
 	chainKey []byte
+	// messageHook is called after each write of a task message
+	// (OnTaskMessage).
+	messageHook atomic.Pointer[TaskMessageHook]
 }
 
 // KeyChain keys the hashes of the records the store writes and checks

@@ -11,6 +11,8 @@ import (
 	"net/url"
 	"strings"
 	"time"
+
+	"github.com/ampflow/ampflow/amp/task"
 )
 
 // What became of a tool call (Call.Decision), and who decides by the
@@ -45,7 +47,7 @@ type Call struct {
 	By         string        `json:"by,omitempty"`
 	Channel    string        `json:"channel,omitempty"`
 	Rule       string        `json:"rule,omitempty"`
-	AskTimeout time.Duration `json:"ask_timeout,omitempty"`
+	AskTimeout task.Duration `json:"ask_timeout,omitempty"`
 }
 
 func waitQuery(wait time.Duration) string {

@@ -79,10 +79,10 @@ func (h *Hook) Decide(ctx context.Context, r io.Reader) (allow *bool, reason, pa
 		CWD: in.CWD, Worktree: h.Worktree}, first)
 	for err == nil && tc.Decision == Pending {
 		wait := MaxPoll
-		if h.ParkFile != "" && tc.AskTimeout > 0 {
-			left := tc.AskTimeout - time.Since(start)
+		if ask := time.Duration(tc.AskTimeout); h.ParkFile != "" && ask > 0 {
+			left := ask - time.Since(start)
 			if left <= 0 {
-				return nil, ParkReason(in.ToolName, tc.ID, tc.AskTimeout), tc.ID, in
+				return nil, ParkReason(in.ToolName, tc.ID, ask), tc.ID, in
 			}
 			wait = max(min(wait, left), time.Second)
 		}

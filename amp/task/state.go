@@ -10,14 +10,25 @@ import (
 
 // State is what the state query returns.
 type State struct {
-	TaskID string   `json:"task_id"`
-	Status Status   `json:"status"`
-	Risk   amp.Risk `json:"risk_level"`
+	TaskID string `json:"task_id"`
+	// Status is where the task stands as people see it: awaiting_admin
+	// while a decision is open in an agent's turn (ReportedStatus).
+	Status Status `json:"status"`
+	// WaitingFor is the kind of the decision open on the task, what it
+	// waits for from the admins; empty when none is open.
+	WaitingFor decision.Kind `json:"waiting_for,omitempty"`
+	// UnderlyingStatus is the turn the task is in (in_progress, say) while
+	// Status reports awaiting_admin for an open decision; empty otherwise.
+	UnderlyingStatus Status   `json:"underlying_status,omitempty"`
+	Risk             amp.Risk `json:"risk_level"`
 	// PlanApproval is how the plan is approved, auto or admin: the task's
 	// policy for its risk level, made stricter by the coordinator's
 	// handling. Empty until the task has read its policy.
 	PlanApproval Handling `json:"plan_approval,omitempty"`
 	Description  string   `json:"description"`
+	// Coordinator is who started the task; they, and the admins, may
+	// steer its agent.
+	Coordinator string `json:"coordinator,omitempty"`
 	// Origin is the tracker's item the task came from; absent for none.
 	Origin *Origin `json:"origin,omitempty"`
 	Repo   string  `json:"repo"`
@@ -63,17 +74,46 @@ type State struct {
 	// PausedUntil is when a delivery waiting out an agent's rate limit
 	// is sent again.
 	PausedUntil time.Time `json:"paused_until,omitzero"`
-	LastError   string    `json:"last_error,omitempty"`
-	Reason      string    `json:"reason,omitempty"`
-	StartedAt   time.Time `json:"started_at"`
-	UpdatedAt   time.Time `json:"updated_at"`
+	// Interrupted is set while a run a person interrupted waits for a
+	// message or a redispatch.
+	Interrupted *Interruption `json:"interrupted,omitempty"`
+	LastError   string        `json:"last_error,omitempty"`
+	Reason      string        `json:"reason,omitempty"`
+	StartedAt   time.Time     `json:"started_at"`
+	UpdatedAt   time.Time     `json:"updated_at"`
+}
+
+// Underlying is the turn the task is in: UnderlyingStatus when Status
+// reports an open decision, else Status.
+func (s State) Underlying() Status {
+	if s.UnderlyingStatus != "" {
+		return s.UnderlyingStatus
+	}
+	return s.Status
+}
+
+// ReportedStatus is the status a task in status raw reports while a
+// decision of kind open is open (none: ""). In an agent's turn
+// (dispatched, in_progress, ci_check, in_review) the task waits for the
+// admins, not the agent: it reports awaiting_admin. A status that names
+// its wait already (awaiting_approval, awaiting_lease, locked, suspended)
+// or an ended task reports itself.
+func ReportedStatus(raw Status, open decision.Kind) Status {
+	if open == "" {
+		return raw
+	}
+	switch raw {
+	case StatusDispatched, StatusInProgress, StatusCICheck, StatusInReview:
+		return StatusAwaitingAdmin
+	}
+	return raw
 }
 
 // TimelineEntry is one event of a task: a message, an ACK, a heartbeat, a
 // decision or a status change.
 type TimelineEntry struct {
 	At     time.Time `json:"at"`
-	Kind   string    `json:"kind"` // message, ack, heartbeat, decision, status, cost, rate_limit
+	Kind   string    `json:"kind"` // message, ack, heartbeat, decision, status, cost, rate_limit, warning
 	MsgID  string    `json:"msg_id,omitempty"`
 	Type   string    `json:"type,omitempty"`
 	From   string    `json:"from,omitempty"`
@@ -81,6 +121,10 @@ type TimelineEntry struct {
 	Status Status    `json:"status,omitempty"`
 	Note   string    `json:"note,omitempty"`
 }
+
+// TimelineWarning is the kind of a timeline entry that warns of what
+// ampflow could not read or use (an executor's report it could not read).
+const TimelineWarning = "warning"
 
 // MarshalJSON writes every list of the state as [] when it is empty,
 // never null.

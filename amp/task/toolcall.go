@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"time"
 
+	"github.com/ampflow/ampflow/amp"
 	"github.com/ampflow/ampflow/amp/decision"
 )
 
@@ -50,11 +51,14 @@ type ToolCall struct {
 	// ID is "<task_id>-tc<n>", given by the task.
 	ID     string `json:"id"`
 	TaskID string `json:"task_id"`
-	// Agent is who asked: the API token's name.
-	Agent string `json:"agent,omitempty"`
-	CLI   string `json:"cli,omitempty"`
-	Tool  string `json:"tool"`
-	Kind  string `json:"kind"`
+	// Agent is who asked: the API token's name. Role is the role of the
+	// run that asked (executor, reviewer), from its run credential; empty
+	// for a call made with an API token.
+	Agent string   `json:"agent,omitempty"`
+	Role  amp.Role `json:"role,omitempty"`
+	CLI   string   `json:"cli,omitempty"`
+	Tool  string   `json:"tool"`
+	Kind  string   `json:"kind"`
 	// Input is the tool's input as canonical JSON, cut to MaxToolInput
 	// bytes (InputTruncated); InputDigest is the SHA-256 (hex) of all of
 	// it and InputBytes its length.
@@ -113,4 +117,51 @@ type ToolCallRequest struct {
 // ToolCallList is the answer of GET /v1/tasks/{id}/tool-calls.
 type ToolCallList struct {
 	ToolCalls []ToolCall `json:"tool_calls"`
+}
+
+// Asker names who made a tool call as the admins see it: the role and
+// its CLI, "executor (codex)"; without a role, the agent's name and its
+// CLI, "exec (claude)"; "an agent" when nothing names it.
+func Asker(role amp.Role, cli, agent string) string {
+	who := string(role)
+	if who == "" {
+		who = agent
+	}
+	switch {
+	case who == "" && cli == "":
+		return "an agent"
+	case who == "":
+		return cli
+	case cli == "":
+		return who
+	}
+	return who + " (" + cli + ")"
+}
+
+// toolCallAlias has ToolCall's fields without its JSON methods.
+type toolCallAlias ToolCall
+
+// toolCallJSON is ToolCall on the wire: its durations as text, the
+// house form of every duration in the API and `-o json` (FormatDuration).
+type toolCallJSON struct {
+	toolCallAlias
+	AskTimeout  Duration `json:"ask_timeout,omitempty"`
+	ParkTimeout Duration `json:"park_timeout,omitempty"`
+}
+
+// MarshalJSON writes ask_timeout and park_timeout as text ("10m").
+func (c ToolCall) MarshalJSON() ([]byte, error) {
+	return json.Marshal(toolCallJSON{toolCallAlias: toolCallAlias(c), AskTimeout: Duration(c.AskTimeout), ParkTimeout: Duration(c.ParkTimeout)})
+}
+
+// UnmarshalJSON reads the durations as text or, as tasks started before
+// carry them, as numbers of nanoseconds.
+func (c *ToolCall) UnmarshalJSON(b []byte) error {
+	var in toolCallJSON
+	if err := json.Unmarshal(b, &in); err != nil {
+		return err
+	}
+	*c = ToolCall(in.toolCallAlias)
+	c.AskTimeout, c.ParkTimeout = time.Duration(in.AskTimeout), time.Duration(in.ParkTimeout)
+	return nil
 }

@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"os"
 	"path/filepath"
 	"time"
 
@@ -82,7 +83,7 @@ func runDev(cmd *cobra.Command, a *cli.App) error {
 	if err != nil {
 		return cli.Exit(cli.ExitUsage, err)
 	}
-	for _, m := range modes {
+	for _, m := range append(modes, workers.StartNotes(cfg, os.LookupEnv)...) {
 		fmt.Fprintf(a.Stdout, "%-10s %s\n", m[0], m[1])
 	}
 	metrics := httpapi.NewMetrics()
@@ -147,7 +148,7 @@ decide on a task. admins: ["*"] lets anyone named decide.`,
 			if err != nil {
 				return cli.Exit(cli.ExitUsage, err)
 			}
-			for _, m := range modes {
+			for _, m := range append(modes, workers.StartNotes(cfg, os.LookupEnv)...) {
 				fmt.Fprintf(a.Stdout, "%-10s %s\n", m[0], m[1])
 			}
 			err = workers.Run(cmd.Context(), workers.Options{Config: cfg, Temporal: c, Logger: log, Metrics: metrics,

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"unicode/utf8"
 
+	"github.com/ampflow/ampflow/amp"
 	"github.com/ampflow/ampflow/amp/decision"
 	"github.com/ampflow/ampflow/amp/task"
 	"github.com/ampflow/ampflow/config/toolpolicy"
@@ -19,6 +20,8 @@ import (
 // for each channel's markup.
 type ToolCall struct {
 	ID, Tool, Kind, Agent, CWD, Rule, Reason, Risk string
+	// Role and CLI are the run that asked: executor and codex.
+	Role, CLI string
 	// Command is a shell tool's command line.
 	Command string
 	// Path is the file (or, for a patch, the files) an edit or write
@@ -31,6 +34,10 @@ type ToolCall struct {
 	Input string
 }
 
+// Who names who asked: "executor (codex)", or the agent's name where
+// the ask names no role (task.Asker).
+func (c ToolCall) Who() string { return task.Asker(amp.Role(c.Role), c.CLI, c.Agent) }
+
 // ToolCallOf reads a tool_call decision; ok is false for any other kind.
 // Secrets the text is seen to carry (bearer tokens, API keys) are masked.
 func ToolCallOf(d decision.Decision) (ToolCall, bool) {
@@ -40,7 +47,7 @@ func ToolCallOf(d decision.Decision) (ToolCall, bool) {
 	x := d.Context.Extra
 	str := func(k string) string { s, _ := x[k].(string); return s }
 	c := ToolCall{ID: str("tool_call"), Tool: str("tool"), Kind: str("kind"), Agent: str("agent"), CWD: str("cwd"),
-		Rule: str("rule"), Reason: str("reason"), Risk: str("risk")}
+		Rule: str("rule"), Reason: str("reason"), Risk: str("risk"), Role: str("role"), CLI: str("cli")}
 	raw := str("input")
 	var in map[string]any
 	if json.Unmarshal([]byte(raw), &in) != nil {

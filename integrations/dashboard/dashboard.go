@@ -106,7 +106,11 @@ type Options struct {
 	Panels map[string]Panel
 	// Leases releases a lease from the Leases page; nil refuses.
 	Leases LeaseReleaser
-	Logger *slog.Logger
+	// Messages keeps what the task page's form sends a task's running
+	// agent, and Steer tells the task of it; nil Messages refuses.
+	Messages httpapi.TaskMessages
+	Steer    httpapi.Steerer
+	Logger   *slog.Logger
 	// Now is the clock; nil is time.Now.
 	Now func() time.Time
 	// Poll is how often the store's marks are read for live events; zero
@@ -136,6 +140,8 @@ type Server struct {
 	maxRejects int
 	panels     map[string]Panel
 	leases     LeaseReleaser
+	messages   httpapi.TaskMessages
+	steer      httpapi.Steerer
 	log        *slog.Logger
 	now        func() time.Time
 	poll       time.Duration
@@ -157,7 +163,7 @@ type Server struct {
 // Register.
 func New(o Options) *Server {
 	s := &Server{
-		store: o.Store, actions: o.Actions, maxRejects: o.MaxRejects, panels: o.Panels,
+		store: o.Store, actions: o.Actions, maxRejects: o.MaxRejects, panels: o.Panels, messages: o.Messages, steer: o.Steer,
 		leases: o.Leases, log: o.Logger, now: o.Now, poll: o.Poll, warnings: o.Warnings,
 	}
 	if s.log == nil {
@@ -211,6 +217,7 @@ func (s *Server) Routes() []Route {
 		{"GET /tasks", page(s.tasksPage)},
 		{"GET /tasks/new", page(s.startPage)},
 		{"GET /tasks/{id}", page(s.taskPage)},
+		{"GET /tasks/{id}/transcript/events", page(s.transcriptEvents)},
 		{"GET /records/{id}", page(s.recordBody)},
 		{"GET /tasks/{id}/diffs/{msg}", page(s.diffPage)},
 		{"GET /gates", page(s.panelPage(PanelGates))},
@@ -222,6 +229,7 @@ func (s *Server) Routes() []Route {
 		{"POST /tasks", form(true, s.start)},
 		{"POST /tasks/{id}/cancel", form(true, s.cancel)},
 		{"POST /tasks/{id}/replan", form(true, s.replan)},
+		{"POST /tasks/{id}/say", form(true, s.say)},
 		{"POST /leases/{id}/release", form(true, s.releaseLease)},
 		{"POST /signout", form(false, s.signOut)},
 		{"GET /signin", s.guarded(http.HandlerFunc(s.signInPage))},

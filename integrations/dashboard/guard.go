@@ -63,7 +63,7 @@ func crossSite(r *http.Request, allowNavigation bool) bool {
 // Fragments and the event stream are refused to other sites.
 func (s *Server) page(h func(http.ResponseWriter, *http.Request, viewer)) http.Handler {
 	return s.guarded(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		sub := r.Header.Get("X-Dashboard-Fragment") != "" || r.URL.Path == "/events"
+		sub := r.Header.Get("X-Dashboard-Fragment") != "" || r.URL.Path == "/events" || strings.HasSuffix(r.URL.Path, "/transcript/events")
 		if crossSite(r, !sub) {
 			http.Error(w, "cross-site request refused", http.StatusForbidden)
 			return

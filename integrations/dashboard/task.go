@@ -107,6 +107,7 @@ type taskData struct {
 	ReplanJSON string
 	Ended      bool
 	Refusals   []refusalView
+	Transcript transcriptView
 }
 
 // maxRefusals bounds the refused inputs a task page lists, newest first;
@@ -152,6 +153,10 @@ func (s *Server) taskPage(w http.ResponseWriter, r *http.Request, v viewer) {
 	var at time.Time
 	data.VerifyErr, at = s.verify(ctx, id, data.Head)
 	data.Verified, data.VerifiedAt = data.VerifyErr == "", newTimeView(at)
+	if data.Transcript, err = s.transcript(ctx, id); err != nil {
+		s.errorPage(w, r, v, http.StatusServiceUnavailable, err.Error())
+		return
+	}
 	refused, err := s.store.TaskRefusals(ctx, id, maxRefusals)
 	if err != nil {
 		s.errorPage(w, r, v, http.StatusServiceUnavailable, err.Error())

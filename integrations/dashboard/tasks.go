@@ -26,6 +26,8 @@ var statuses = []task.Status{
 // stateView is what the pages read of a task's saved state (task.State).
 type stateView struct {
 	Status         string               `json:"status"`
+	WaitingFor     string               `json:"waiting_for"`
+	Underlying     string               `json:"underlying_status"`
 	Risk           string               `json:"risk_level"`
 	Description    string               `json:"description"`
 	Origin         *task.Origin         `json:"origin"`

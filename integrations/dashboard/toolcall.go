@@ -24,11 +24,8 @@ func newToolView(d decision.Decision) *toolView {
 	if !ok {
 		return nil
 	}
-	v := &toolView{Who: c.Agent, Tool: c.Tool, Kind: c.Kind, Path: c.Path, CWD: c.CWD, Rule: c.Rule, Reason: c.Reason, Risk: c.Risk,
+	v := &toolView{Who: c.Who(), Tool: c.Tool, Kind: c.Kind, Path: c.Path, CWD: c.CWD, Rule: c.Rule, Reason: c.Reason, Risk: c.Risk,
 		Quorum: chat.Quorum(d)}
-	if v.Who == "" {
-		v.Who = "an agent"
-	}
 	if v.Rule == "" {
 		v.Rule = "tools.default"
 	}

@@ -125,7 +125,7 @@ func apiSchemas() (map[string]obj, map[string]any) {
 			types[name] = v
 		}
 	}
-	add("Status", nil, strEnum("Where a task stands; done and terminated are final.", task.Statuses()...))
+	add("Status", nil, strEnum("Where a task stands; done and terminated are final. A task reports awaiting_admin while a decision is open in an agent's turn: its state's waiting_for names the decision's kind, underlying_status the turn.", task.Statuses()...))
 	add("Role", nil, strEnum("An AMP role.", roles...))
 	add("Error", nil, obj{
 		"type": "object", "required": []string{"error"},
@@ -325,6 +325,26 @@ func apiSchemas() (map[string]obj, map[string]any) {
 				"properties": obj{"task_id": taskIDSchema(""), "plan": ampRef("task_dispatch", "/$defs/payload"), "from": ref("Role"), "note": str(""),
 					"reason": str(""), "by": str("Who acted.")}}}},
 	}))
+	add("SayRequest", SayRequest{}, object(SayRequest{}, "A message for the task's running agent.", obj{
+		"text": obj{"type": "string", "minLength": 1, "maxLength": ssot.MaxTaskMessageText, "description": "What to tell the agent; required, at most 8192 bytes."},
+	}))
+	add("InterruptRequest", InterruptRequest{}, object(InterruptRequest{}, "Stops the task's running agent; the body may be empty.", obj{
+		"reason": obj{"type": "string", "maxLength": ssot.MaxTaskMessageText, "description": "Why; kept as the interrupt's text. Optional."},
+	}))
+	add("TaskMessage", ssot.TaskMessage{}, object(ssot.TaskMessage{}, "A message or interrupt sent to a task's running agent, and when the agent got it.", obj{
+		"id":           integer("The message's id; ids grow in the order messages are sent."),
+		"task_id":      taskIDSchema("The task."),
+		"kind":         strEnum("message: given to the agent as a user turn; interrupt: stops its run.", ssot.TaskMessageSay, ssot.TaskMessageInterrupt),
+		"sender":       str("Who sent it: the token's name."),
+		"text":         str("The message, or an interrupt's reason (absent when it gave none)."),
+		"created_at":   dateTime("When it was sent."),
+		"delivered_at": dateTime("When the agent got it (written to Claude Code's input, or the prompt of a resumed run); absent until then."),
+		"run":          str("The delivery that took it: <msg_id>/<role>."),
+	}))
+	add("TaskMessagesResponse", TaskMessagesResponse{}, object(TaskMessagesResponse{}, "A task's messages and interrupts, oldest first.", obj{
+		"task_id":  taskIDSchema("The task."),
+		"messages": array(ref("TaskMessage"), fmt.Sprintf("At most %d.", ssot.MaxTaskMessages)),
+	}))
 	add("CancelRequest", CancelRequest{}, object(CancelRequest{}, "Ends a task.", obj{
 		"reason": str("Why; required."),
 	}))
@@ -337,7 +357,7 @@ func apiSchemas() (map[string]obj, map[string]any) {
 	}))
 	add("TimelineEntry", task.TimelineEntry{}, object(task.TimelineEntry{}, "One event of a task.", obj{
 		"at":     dateTime("When."),
-		"kind":   strEnum("What happened.", "message", "ack", "heartbeat", "decision", "status", "lease", "check", "subtask", "cost", "rate_limit"),
+		"kind":   strEnum("What happened.", "message", "ack", "heartbeat", "decision", "status", "lease", "check", "subtask", "cost", "rate_limit", "parked", "say", "interrupted"),
 		"msg_id": str("The message or ACK, if any."),
 		"type":   str("The message type, if any."),
 		"from":   str("The sender, if any."),
@@ -357,11 +377,17 @@ func apiSchemas() (map[string]obj, map[string]any) {
 		"cap_usd":  obj{"type": "number", "description": "The role's cap on the task (agents.<role>.max_cost_usd and each raise); absent when none."},
 	}))
 	add("State", task.State{}, object(task.State{}, "A task as its workflow sees it now.", obj{
-		"task_id":         taskIDSchema("The task."),
-		"status":          ref("Status"),
-		"risk_level":      ampRef("task_dispatch", "/$defs/payload/properties/risk_level"),
-		"plan_approval":   strEnum("How the plan is approved: auto (at once) or admin (an admin's plan_approval decision), from the policy for the plan's risk level (policy.plan_approval) made stricter by the start's handling; absent until the task has read its policy.", task.HandlingAuto, task.HandlingAdmin),
-		"description":     str("The plan's description."),
+		"task_id":     taskIDSchema("The task."),
+		"status":      ref("Status"),
+		"waiting_for": str("The kind of the decision open on the task (tool_call, delivery_failed, final_approval, plan_approval, …): what it waits for from the admins; absent when none is open."),
+		"underlying_status": obj{"allOf": []any{ref("Status")},
+			"description": "The agent's turn the task is in (dispatched, in_progress, ci_check, in_review) while status reports awaiting_admin for an open decision; absent otherwise."},
+		"risk_level":    ampRef("task_dispatch", "/$defs/payload/properties/risk_level"),
+		"plan_approval": strEnum("How the plan is approved: auto (at once) or admin (an admin's plan_approval decision), from the policy for the plan's risk level (policy.plan_approval) made stricter by the start's handling; absent until the task has read its policy.", task.HandlingAuto, task.HandlingAdmin),
+		"description":   str("The plan's description."),
+		"coordinator":   str("Who started the task: they and the admins may steer its agent (POST /v1/tasks/{id}/messages)."),
+		"interrupted": object(task.Interruption{}, "Set while a run a person interrupted waits for a message or a redispatch.", obj{
+			"role": ref("Role"), "by": str("Who interrupted it."), "at": dateTime("When the run stopped.")}),
 		"origin":          ref("Origin"),
 		"repo":            str("The plan's repository."),
 		"branch":          str("The plan's branch."),
@@ -485,6 +511,12 @@ func ops() []op {
 			body: ref("CancelRequest"), status: 200, answer: ref("ChangeResult"), errs: []int{400, 403, 404, 409, 413, 415}},
 		{pattern: "POST /v1/tasks/{id}/replan", summary: "Replan a task", description: "Token role: coordinator or admin.", params: []obj{pathID},
 			body: ref("ReplanRequest"), status: 200, answer: ref("ChangeResult"), errs: []int{400, 403, 404, 409, 413, 415, 423}},
+		{pattern: "POST /v1/tasks/{id}/messages", summary: "Tell the task's agent something", description: "Token role: admin, or the coordinator that started the task (another coordinator: 403). The message reaches the running agent as a user turn: at once on Claude Code's input, else when its run ends, by resuming its session before the result is read. A run interrupted with POST /v1/tasks/{id}/interrupt resumes its session with it. An ended task: 409 task_ended.",
+			params: []obj{pathID}, body: ref("SayRequest"), status: 201, answer: ref("TaskMessage"), errs: []int{400, 403, 404, 409, 413, 415, 503}},
+		{pattern: "GET /v1/tasks/{id}/messages", summary: "Messages sent to the task's agent", description: "Each message and interrupt, who sent it, and when the agent got it.",
+			params: []obj{pathID}, status: 200, answer: ref("TaskMessagesResponse"), errs: []int{400, 503}},
+		{pattern: "POST /v1/tasks/{id}/interrupt", summary: "Interrupt the task's agent", description: "Token role: admin. Stops the agent's run within a second, its whole process group; its session and worktree are kept, and the task waits (state.interrupted) for a message (POST /v1/tasks/{id}/messages), which resumes the session, or a redispatch. Only while an agent's run may be going (dispatched, in_progress, in_review; else 409 unexpected).",
+			params: []obj{pathID}, body: ref("InterruptRequest"), status: 202, answer: ref("TaskMessage"), errs: []int{400, 403, 404, 409, 413, 415, 503}},
 		{pattern: "GET /v1/records/{id}", summary: "One SSOT record", description: "Any record by its id, such as a msg_id. A reviewer reads the task's plan and acceptance criteria here: a review_request's payload.original_dispatch_ref is the task_dispatch's msg_id, and that record's body.payload.acceptance_criteria lists them (payload.task_result_ref likewise names the executor's result).",
 			params: []obj{{"name": "id", "in": "path", "required": true, "schema": obj{"type": "string"}, "description": "The record's id, such as task_dispatch-T-2026-045-1740576727001."}},
 			status: 200, answer: ref("StoredRecord"), errs: []int{400, 404}},

@@ -22,6 +22,7 @@ var RunRoutes = map[string]bool{
 	"GET /v1/tool-calls/{id}":        true,
 	"POST /v1/hooks/{cli}":           true,
 	"GET /v1/tasks/{id}":             true,
+	"GET /v1/tasks/{id}/transcript":  true,
 	"POST /v1/messages":              true,
 	"POST /v1/acks":                  true,
 	"POST /v1/heartbeats":            true,

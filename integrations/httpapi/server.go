@@ -47,6 +47,11 @@ var _ Records = (*ssot.DB)(nil)
 // Options configure a Server. Tasks is required; the rest has defaults.
 type Options struct {
 	Tasks workflows.Tasks
+	// Messages keeps what people send tasks' running agents (task say,
+	// task interrupt); nil answers those routes with 503.
+	Messages TaskMessages
+	// Steer tells a task of a message sent to its agent.
+	Steer Steerer
 	// Store serves histories, records, inboxes, decisions and diffs, and
 	// keeps refused messages. Nil answers those reads with 503 and logs
 	// refusals with slog only.
@@ -99,6 +104,9 @@ const IdleTimeout = 2 * time.Minute
 type Server struct {
 	tasks workflows.Tasks
 	store Records
+	// messages keeps the messages for tasks' agents.
+	messages TaskMessages
+	steerer  Steerer
 	// decisions routes answers to their decisions' subjects.
 	decisions DecisionLookup
 	tokens    []token
@@ -137,6 +145,8 @@ func New(o Options) *Server {
 	s := &Server{
 		tasks:    o.Tasks,
 		store:    o.Store,
+		messages: o.Messages,
+		steerer:  o.Steer,
 		tokens:   hashTokens(o.Tokens),
 		runKey:   o.RunKey,
 		log:      o.Logger,
@@ -222,6 +232,8 @@ func (s *Server) routes() {
 
 	s.handle("GET /v1/decisions", anyone, s.listDecisions)
 	s.handle("POST /v1/decisions/{id}", admins, s.decide)
+
+	s.steerRoutes(coordinators, admins)
 }
 
 // handle registers an API route behind authentication; roles, when not

@@ -16,6 +16,7 @@ import (
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/ampflow/ampflow/activities/lease/leasetest"
+	"github.com/ampflow/ampflow/activities/ssot"
 	"github.com/ampflow/ampflow/amp"
 	"github.com/ampflow/ampflow/amp/lease"
 	"github.com/ampflow/ampflow/amp/task"
@@ -24,6 +25,7 @@ import (
 	"github.com/ampflow/ampflow/integrations/httpapi/httpapitest"
 	"github.com/ampflow/ampflow/integrations/mcp"
 	"github.com/ampflow/ampflow/integrations/repomesh"
+	"github.com/ampflow/ampflow/integrations/transcripts"
 	"github.com/ampflow/ampflow/workflows"
 )
 
@@ -58,6 +60,7 @@ func (f *fakeTasks) StartNext(context.Context, task.Input, int) (string, error) 
 type harness struct {
 	url   string
 	tasks *fakeTasks
+	store *ssot.DB
 }
 
 func newHarness(t *testing.T) *harness {
@@ -69,8 +72,9 @@ func newHarness(t *testing.T) *harness {
 		{Token: bobToken, Role: amp.RoleReviewer, Name: "bob"},
 	}, MaxWait: 2 * time.Second, PollInterval: 20 * time.Millisecond})
 	repomesh.Register(api, repomesh.Options{Leases: leasetest.New(), Store: store, Tasks: ft})
+	transcripts.Register(api, transcripts.Options{Store: store})
 	mcp.Register(api, mcp.Options{Logger: slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))})
-	return &harness{url: httpapitest.Serve(t, api) + mcp.Path, tasks: ft}
+	return &harness{url: httpapitest.Serve(t, api) + mcp.Path, tasks: ft, store: store}
 }
 
 // bearer adds a token to every request of the MCP client.
@@ -142,7 +146,7 @@ func TestToolsList(t *testing.T) {
 		schemas[tl.Name] = s
 	}
 	for _, name := range []string{"inbox", "ack", "send", "heartbeat", "lease_acquire", "lease_renew", "lease_release", "leases",
-		"chat_send", "chat_inbox", "chat_thread", "chat_search"} {
+		"chat_send", "chat_inbox", "chat_thread", "chat_search", "task_transcript"} {
 		if schemas[name] == nil {
 			t.Errorf("no tool %s", name)
 		}
@@ -311,5 +315,31 @@ func TestTransportRefusals(t *testing.T) {
 	resp.Body.Close()
 	if resp.StatusCode != http.StatusMethodNotAllowed || !slices.Contains(strings.Split(resp.Header.Get("Allow"), ", "), "POST") {
 		t.Errorf("GET /mcp: %d, Allow %q", resp.StatusCode, resp.Header.Get("Allow"))
+	}
+}
+
+// TestTaskTranscript reads a run's transcript through its tool, which
+// takes no follow.
+func TestTaskTranscript(t *testing.T) {
+	h := newHarness(t)
+	three := 3
+	if _, err := h.store.AppendTranscript(context.Background(), "T-2026-001", []ssot.TranscriptEntry{
+		{Role: "executor", Run: 1, Kind: ssot.TranscriptToolResult, Tool: "Bash", Text: "boom", IsError: true, ExitCode: &three}}); err != nil {
+		t.Fatal(err)
+	}
+	cs := h.session(t, aliceToken)
+	tools, err := cs.ListTools(context.Background(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tl := range tools.Tools {
+		if tl.Name == "task_transcript" && strings.Contains(fmt.Sprint(tl.InputSchema), "follow") {
+			t.Errorf("task_transcript takes follow: %v", tl.InputSchema)
+		}
+	}
+	out, isErr := call(t, cs, "task_transcript", map[string]any{"task_id": "T-2026-001"})
+	es, _ := out["entries"].([]any)
+	if isErr || len(es) != 1 || es[0].(map[string]any)["exit_code"] != float64(3) {
+		t.Fatalf("task_transcript = %v (error %v)", out, isErr)
 	}
 }

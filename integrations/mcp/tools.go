@@ -48,6 +48,8 @@ func tools() []tool {
 			about: "Acknowledge a message from the inbox as this token's role."},
 		{name: "send", pattern: "POST /v1/messages", body: "MessageRequest",
 			about: "Reply to a task: a task_result (executor), review_verdict (reviewer) or escalation; the server builds the envelope."},
+		{name: "task_transcript", pattern: "GET /v1/tasks/{id}/transcript", pathArgs: map[string]string{"task_id": "id"}, shape: noFollow,
+			about: "Read what a task's agent runs did: their text, tool calls, tool results with exit codes, errors and cost so far, a page after a seq."},
 		{name: "heartbeat", pattern: "POST /v1/heartbeats",
 			about: "Tell a task this agent is still working on it (restarts its heartbeat timer); a note is said in the mesh as task.progress."},
 		{name: "lease_acquire", pattern: "POST /v1/leases",
@@ -242,4 +244,12 @@ func fillApproval(args map[string]any, who identity) {
 	set("started_at", who.now)
 	set("completed_at", who.now)
 	args["gate_required"] = true
+}
+
+// noFollow drops follow from the transcript tool's input: a tool call
+// answers once, it does not stream.
+func noFollow(schema map[string]any) {
+	if props, ok := schema["properties"].(map[string]any); ok {
+		delete(props, "follow")
+	}
 }

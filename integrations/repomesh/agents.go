@@ -242,7 +242,7 @@ func (a *API) redispatch(r *http.Request, names []string, role amp.Role) ([]stri
 			continue
 		case err != nil:
 			return ids, storeError(err, "task "+id)
-		case !slices.Contains(statuses, task.Status(st.Status)):
+		case !slices.Contains(statuses, turnOf(st)):
 			continue
 		}
 		err = a.tasks.Heartbeat(r.Context(), id, task.HeartbeatInput{From: role, Note: RecoveredMessage, Recovered: true})
@@ -256,4 +256,16 @@ func (a *API) redispatch(r *http.Request, names []string, role amp.Role) ([]stri
 		}
 	}
 	return ids, nil
+}
+
+// turnOf is the turn a stored task is in: its status, or the turn under
+// an awaiting_admin that an open decision reports (task.State.Underlying).
+func turnOf(st ssot.TaskState) task.Status {
+	var v struct {
+		Turn task.Status `json:"underlying_status"`
+	}
+	if json.Unmarshal(st.State, &v) == nil && v.Turn != "" {
+		return v.Turn
+	}
+	return task.Status(st.Status)
 }

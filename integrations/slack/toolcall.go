@@ -23,10 +23,7 @@ const (
 // the quorum and the answers it takes.
 func toolBody(d decision.Decision, c chat.ToolCall, state string) []slackapi.Block {
 	head := fmt.Sprintf("%s %s · %s", chat.RiskMark(d.Context.Risk), state, d.Subject)
-	who := c.Agent
-	if who == "" {
-		who = "an agent"
-	}
+	who := c.Who()
 	blocks := []slackapi.Block{
 		slackapi.NewHeaderBlock(plain(chat.Clip(head, 150))),
 		section(fmt.Sprintf("*Tool call* · `%s` wants to run `%s` (%s)", esc(chat.Clip(who, maxItem)), esc(chat.Clip(c.Tool, maxItem)), esc(c.Kind))),

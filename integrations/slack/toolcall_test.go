@@ -56,7 +56,7 @@ func TestNotifyPostsToolCall(t *testing.T) {
 	for _, want := range []string{
 		"```\ncurl -s http://x/ &lt;script&gt;alert(1)&lt;/script&gt; &amp;&amp; echo ok -H 'Authorization: Bearer ***'\n```",
 		"*Rule* `ask-network` — network access &lt;needs&gt; an admin &amp; a reason",
-		"*Directory* `/srv/wt/T-2026-045`", "*Quorum* 2 admins", "`exec` wants to run `Bash` (shell)",
+		"*Directory* `/srv/wt/T-2026-045`", "*Quorum* 2 admins", "`executor (codex)` wants to run `Bash` (shell)",
 		"Allow once · Allow this tool for the rest of the task · Deny",
 	} {
 		if !strings.Contains(all, want) {

@@ -22,10 +22,7 @@ const (
 func toolBody(d decision.Decision, c chat.ToolCall, state string) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "%s <b>%s · %s</b>\n", chat.RiskMark(d.Context.Risk), state, esc(d.Subject))
-	who := c.Agent
-	if who == "" {
-		who = "an agent"
-	}
+	who := c.Who()
 	fmt.Fprintf(&b, "<b>Tool call</b> · <code>%s</code> wants to run <code>%s</code> (%s)\n\n",
 		esc(chat.Clip(who, maxItem)), esc(chat.Clip(c.Tool, maxItem)), esc(c.Kind))
 	switch {

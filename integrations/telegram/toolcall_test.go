@@ -39,7 +39,7 @@ func TestNotifyPostsToolCall(t *testing.T) {
 		`<pre><code class="language-bash">curl -s http://x/ &lt;script&gt;alert(1)&lt;/script&gt; &lt;/code&gt;&lt;/pre&gt; &amp;&amp; echo ok</code></pre>`,
 		"<b>Rule</b> <code>ask-network</code> — network access &lt;needs&gt; an admin &amp; a reason",
 		"<b>Directory</b> <code>/srv/wt/T-2026-045</code>", "<b>Quorum</b> 2 admins",
-		"<code>exec</code> wants to run <code>Bash</code> (shell)",
+		"<code>executor (codex)</code> wants to run <code>Bash</code> (shell)",
 	} {
 		if !strings.Contains(text, want) {
 			t.Errorf("the message lacks %q:\n%s", want, text)

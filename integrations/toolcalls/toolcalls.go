@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/ampflow/ampflow/activities/ssot"
+	"github.com/ampflow/ampflow/amp"
 	"github.com/ampflow/ampflow/amp/decision"
 	"github.com/ampflow/ampflow/amp/task"
 	"github.com/ampflow/ampflow/config/toolpolicy"
@@ -115,12 +116,17 @@ func (h *Handlers) record(r *http.Request, in task.ToolCallRequest) (task.ToolCa
 	v := h.o.Policy.Decide(toolpolicy.Call{CLI: in.CLI, Tool: in.Tool, Input: in.Input, CWD: in.CWD, Worktree: in.Worktree})
 	canon := toolpolicy.Canonical(in.Input)
 	sum := sha256.Sum256(canon)
+	caller := httpapi.CallerOf(r)
 	c := task.ToolCall{
-		Agent: httpapi.CallerOf(r).Name, CLI: in.CLI, Tool: in.Tool, Kind: string(v.Kind),
+		Agent: caller.Name, CLI: in.CLI, Tool: in.Tool, Kind: string(v.Kind),
 		Input: bounded(string(canon)), InputTruncated: len(canon) > task.MaxToolInput, InputBytes: len(canon),
 		InputDigest: hex.EncodeToString(sum[:]), CWD: in.CWD, Worktree: in.Worktree,
 		Rule: v.Rule, Action: string(v.Action), Reason: v.Reason, Risk: v.Risk, AskTimeout: h.o.AskTimeout,
 		ParkTimeout: h.o.ParkTimeout,
+	}
+	if caller.Task != "" && (caller.Role == amp.RoleExecutor || caller.Role == amp.RoleReviewer) {
+		// A run's own credential: the ask names the run's role.
+		c.Role = caller.Role
 	}
 	if c.Kind == string(toolpolicy.Network) && c.Action == string(toolpolicy.Ask) {
 		h.allowedForRepo(r.Context(), in.TaskID, &c)

@@ -159,7 +159,7 @@ func testACPResumed(t *testing.T, s *runnerDev, a acpAgent, p acpTaskPlan) {
 	s.api.decide(d, task.OptAllowOnce)
 	// The second round's session, kept until the task ends.
 	s.api.waitFor(id, "the second round's result in review", 3*time.Minute, func(st task.State) bool {
-		return st.Status == task.StatusInReview || st.Status.Terminal() || st.Status == task.StatusAwaitingAdmin
+		return st.Underlying() == task.StatusInReview || st.Status.Terminal() || st.Underlying() == task.StatusAwaitingAdmin
 	})
 	second := readTrim(t, sessionFile)
 	st := s.ended(id)

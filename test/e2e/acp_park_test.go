@@ -96,7 +96,7 @@ func TestACPWatchdog(t *testing.T) {
 	const id = "T-2026-964"
 	s := startRunnerDev(t, runnerOpts{
 		executor: runner{"gemini", []fakemodel.Turn{{Hang: true}}},
-		env:      append(acpGemini(t, amp.RoleExecutor), "AMPFLOW_AGENTS_EXECUTOR_IDLE_TIMEOUT=15s"),
+		env:      append(acpGemini(t, amp.RoleExecutor), "AMPFLOW_AGENTS_EXECUTOR_IDLE_TIMEOUT=15s", "AMPFLOW_TOOLS_ASK_TIMEOUT=10s"),
 	})
 	t.Cleanup(func() {
 		if t.Failed() {

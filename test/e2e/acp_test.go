@@ -42,7 +42,7 @@ func (s *runnerDev) asked(t *testing.T, id string) decision.Decision {
 	t.Helper()
 	st := s.api.waitFor(id, "a tool_call decision", 3*time.Minute, func(st task.State) bool {
 		return st.Pending != nil && st.Pending.Kind == task.KindToolCall ||
-			st.Status == task.StatusDone || st.Status == task.StatusTerminated || st.Status == task.StatusAwaitingAdmin
+			st.Status == task.StatusDone || st.Status == task.StatusTerminated || st.Underlying() == task.StatusAwaitingAdmin
 	})
 	if st.Pending == nil || st.Pending.Kind != task.KindToolCall {
 		t.Fatalf("task %s: status %s (%s), no tool_call decision", id, st.Status, st.LastError)

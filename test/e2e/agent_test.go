@@ -171,7 +171,7 @@ func waitStatus(t *testing.T, tasks workflows.Tasks, taskID string, want task.St
 	eventually(t, 60*time.Second, fmt.Sprintf("task %s %s", taskID, want), func() (bool, error) {
 		var err error
 		st, err = tasks.State(context.Background(), taskID)
-		return err == nil && st.Status == want, err
+		return err == nil && (st.Status == want || st.UnderlyingStatus == want), err
 	})
 	return st
 }

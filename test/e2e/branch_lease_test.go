@@ -88,7 +88,7 @@ func twoTasksOneBranch(t *testing.T, p *devProc, exec, rev *apiClient) {
 	if ended.IsZero() || !dispatched.After(ended) {
 		t.Fatalf("%s dispatched at %s, not after %s ended at %s", second, dispatched, first, ended)
 	}
-	if st.Lease == nil || st.LeaseHolder != "" || st.Status != task.StatusDispatched {
+	if st.Lease == nil || st.LeaseHolder != "" || st.Underlying() != task.StatusDispatched {
 		t.Fatalf("%s after the handover: status %s, lease %+v, holder %q", second, st.Status, st.Lease, st.LeaseHolder)
 	}
 	t.Logf("%s ended %s; %s dispatched %s later", first, ended.Format(time.RFC3339Nano), second, dispatched.Sub(ended))

@@ -176,7 +176,7 @@ func TestRawAgentInputRefused(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if after.Status != task.StatusInProgress || len(after.Outbox) != 0 || after.ResultChecked != "" {
+	if after.Underlying() != task.StatusInProgress || len(after.Outbox) != 0 || after.ResultChecked != "" {
 		t.Fatalf("after the raw inputs: %s, outbox %+v, result checked %q; want in_progress, nothing sent again", after.Status, after.Outbox, after.ResultChecked)
 	}
 	if msgs, err := tasks.Inbox(t.Context(), amp.RoleExecutor); err != nil || len(msgs) != 0 {

@@ -87,7 +87,7 @@ func TestEgressAsked(t *testing.T) {
 			}
 			t.Errorf("an ask for no listener: %s", p.Prompt)
 		}
-		return st.Status == task.StatusInReview || st.Status.Terminal() || st.Status == task.StatusAwaitingAdmin
+		return st.Underlying() == task.StatusInReview || st.Status.Terminal() || st.Underlying() == task.StatusAwaitingAdmin
 	})
 	for i, a := range addrs {
 		if asked[a] != 1 {

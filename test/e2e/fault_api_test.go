@@ -53,7 +53,7 @@ func malformedFlood(t *testing.T, p *devProc, dataDir string) {
 	if code, resp := api.call("POST", "/v1/acks", map[string]string{"msg_id": d.MsgID, "as": "executor"}, nil); code != http.StatusAccepted {
 		t.Fatalf("ACK answered %d %s", code, resp)
 	}
-	api.waitFor(id, "in_progress", 60*time.Second, func(st task.State) bool { return st.Status == task.StatusInProgress })
+	api.waitFor(id, "in_progress", 60*time.Second, func(st task.State) bool { return st.Underlying() == task.StatusInProgress })
 
 	// Records the task would take, to be broken before sending.
 	yes := true

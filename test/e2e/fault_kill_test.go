@@ -118,10 +118,10 @@ func TestFaultKill9AtEachPoint(t *testing.T) {
 		before: func(c *killCase) {
 			approve(c)
 			ack(c, c.dispatch)
-			api.waitFor(c.id, "in_progress", 60*time.Second, func(st task.State) bool { return st.Status == task.StatusInProgress })
+			api.waitFor(c.id, "in_progress", 60*time.Second, func(st task.State) bool { return st.Underlying() == task.StatusInProgress })
 		},
 		after: func(c *killCase) {
-			st := api.waitFor(c.id, "in_progress", 60*time.Second, func(st task.State) bool { return st.Status == task.StatusInProgress })
+			st := api.waitFor(c.id, "in_progress", 60*time.Second, func(st task.State) bool { return st.Underlying() == task.StatusInProgress })
 			if len(st.Outbox) != 0 {
 				t.Errorf("%s: outbox %v after the restart, want it empty: the dispatch was ACKed", c.name, st.Outbox)
 			}
@@ -138,7 +138,7 @@ func TestFaultKill9AtEachPoint(t *testing.T) {
 			setCheck(gh, c.sha, "")
 			send(c, m)
 			api.waitFor(c.id, "polling CI", 60*time.Second, func(st task.State) bool {
-				return st.Status == task.StatusCICheck && checkPolls(gh, c.sha) >= 2
+				return st.Underlying() == task.StatusCICheck && checkPolls(gh, c.sha) >= 2
 			})
 			c.polls = checkPolls(gh, c.sha)
 		},
@@ -146,7 +146,7 @@ func TestFaultKill9AtEachPoint(t *testing.T) {
 			eventually(t, 120*time.Second, c.name+": CI polled again after the restart", func() (bool, error) {
 				return checkPolls(gh, c.sha) > c.polls, nil
 			})
-			if st := api.state(c.id); st.Status != task.StatusCICheck {
+			if st := api.state(c.id); st.Underlying() != task.StatusCICheck {
 				t.Errorf("%s: %s while CI is pending, want %s", c.name, st.Status, task.StatusCICheck)
 			}
 			setCheck(gh, c.sha, "success")

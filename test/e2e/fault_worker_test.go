@@ -27,7 +27,7 @@ func TestFaultSendWithoutWorker(t *testing.T) {
 	api.startTask(id, lowRiskPlan(a.repo))
 	d := api.outboxMsg(id, amp.TypeTaskDispatch)
 	api.submit("/v1/acks", mustJSON(t, amp.NewAck(amp.RoleExecutor, d, time.Now())))
-	api.waitFor(id, "in_progress", 60*time.Second, func(st task.State) bool { return st.Status == task.StatusInProgress })
+	api.waitFor(id, "in_progress", 60*time.Second, func(st task.State) bool { return st.Underlying() == task.StatusInProgress })
 	res := a.work(d, "hello.txt", "hello\n")
 	raw := mustJSON(t, res)
 

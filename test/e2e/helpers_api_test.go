@@ -232,7 +232,7 @@ func (c *apiClient) done(id string, within time.Duration) task.State {
 func (c *apiClient) awaitResult(id string, within time.Duration) task.State {
 	c.t.Helper()
 	return c.waitFor(id, "the executor's result", within, func(st task.State) bool {
-		return st.Status != task.StatusDispatched && st.Status != task.StatusInProgress
+		return st.Underlying() != task.StatusDispatched && st.Underlying() != task.StatusInProgress
 	})
 }
 

@@ -66,6 +66,9 @@ type runnerOpts struct {
 	// data is the data directory; empty is a temporary one.
 	data string
 	env  []string
+	// executorEnv are NAME=value pairs the executor's run gets besides
+	// its CLI's (added to agents.executor.env).
+	executorEnv []string
 }
 
 // runnerDev is `ampflow dev` whose agents are the installed CLIs, and a
@@ -87,6 +90,15 @@ func startRunnerDev(t *testing.T, o runnerOpts) *runnerDev {
 	s := &runnerDev{executor: fakemodel.New(o.executor.turns...)}
 	t.Cleanup(s.executor.Close)
 	env := runnerEnv(t, amp.RoleExecutor, o.executor.cli, s.executor)
+	for _, kv := range o.executorEnv {
+		name, _, _ := strings.Cut(kv, "=")
+		for i, e := range env {
+			if strings.HasPrefix(e, "AMPFLOW_AGENTS_EXECUTOR_ENV=") {
+				env[i] = e + "," + name
+			}
+		}
+		env = append(env, kv)
+	}
 	if o.reviewer.cli != "" {
 		s.reviewer = fakemodel.New(o.reviewer.turns...)
 		t.Cleanup(s.reviewer.Close)

@@ -239,7 +239,7 @@ func TestMesh(t *testing.T) {
 		eventually(t, 30*time.Second, id+" in progress", func() (bool, error) {
 			var st task.State
 			alice.do("GET", "/v1/tasks/"+id, nil, &st)
-			return st.Status == task.StatusInProgress, fmt.Errorf("status %s", st.Status)
+			return st.Underlying() == task.StatusInProgress, fmt.Errorf("status %s", st.Status)
 		})
 		// The executor crashed and lost its work: it says so, and the
 		// task sends the dispatch again at once.

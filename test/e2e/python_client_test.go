@@ -311,7 +311,7 @@ func apiTaskStatus(t *testing.T, c *apiClient, taskID string, want task.Status) 
 	eventually(t, 90*time.Second, fmt.Sprintf("task %s %s", taskID, want), func() (bool, error) {
 		var st task.State
 		code := c.do("GET", "/v1/tasks/"+taskID, nil, &st)
-		return code == http.StatusOK && st.Status == want, fmt.Errorf("%d %s %s", code, st.Status, st.Reason)
+		return code == http.StatusOK && (st.Status == want || st.UnderlyingStatus == want), fmt.Errorf("%d %s %s", code, st.Status, st.Reason)
 	})
 }
 

@@ -37,7 +37,7 @@ func TestRunnerCost(t *testing.T) {
 	const id = "T-2026-882"
 	api.startTask(id, lowRiskPlan(s.repo))
 	st := api.waitFor(id, "done", 5*time.Minute, func(st task.State) bool {
-		return st.Status.Terminal() || st.Status == task.StatusAwaitingAdmin
+		return st.Status.Terminal() || st.Underlying() == task.StatusAwaitingAdmin
 	})
 	if st.Status != task.StatusDone {
 		t.Fatalf("task %s: status %s (%s), want done\n%s", id, st.Status, st.LastError, p.output())

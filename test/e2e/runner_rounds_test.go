@@ -79,7 +79,7 @@ func TestRunnerHungRun(t *testing.T) {
 			{Hang: true},
 		}},
 		reviewer: runner{cli: "claude"},
-		env:      []string{"AMPFLOW_AGENTS_EXECUTOR_IDLE_TIMEOUT=5s"},
+		env:      []string{"AMPFLOW_AGENTS_EXECUTOR_IDLE_TIMEOUT=5s", "AMPFLOW_TOOLS_ASK_TIMEOUT=2s"},
 	})
 	const id = "T-2026-883"
 	s.api.startTask(id, lowRiskPlan(s.repo))
@@ -158,13 +158,26 @@ func TestRunnerKill9Resumes(t *testing.T) {
 		return !groupLives(orphan), nil
 	})
 	s.p.restart()
+	restarted := time.Now()
 	s.api.reset()
 	eventually(t, 30*time.Second, "the dead run's pid file gone", func() (bool, error) {
 		return len(pidFiles(t, s.p.dataDir)) == 0 || pidFiles(t, s.p.dataDir)[0] != orphan, nil
 	})
+	// The restarted worker fails the dead worker's attempt at once: the
+	// run resumes in seconds, not after the heartbeat timeout.
+	eventually(t, 10*time.Second, "codex resumed after the restart", func() (bool, error) {
+		return s.executor.Served() >= 3, nil
+	})
+	t.Logf("restart to run resumed: %s", time.Since(restarted).Round(10*time.Millisecond))
 
-	// The killed attempt is retried once its heartbeat timeout has passed.
 	st := s.ended(id)
+	named := false
+	for _, e := range st.Timeline {
+		named = named || strings.Contains(e.Note, "the worker running the executor's run on") && strings.Contains(e.Note, "died")
+	}
+	if !named {
+		t.Errorf("the timeline does not name the recovery: %+v", st.Timeline)
+	}
 	if st.Status != task.StatusDone {
 		t.Fatalf("task %s: status %s (%s), want done\n%s", id, st.Status, st.LastError, s.p.output())
 	}

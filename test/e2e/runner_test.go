@@ -14,7 +14,7 @@ import (
 // ended waits until the task is done, terminated or waits for an admin.
 func (s *runnerDev) ended(id string) task.State {
 	return s.api.waitFor(id, "done", 5*time.Minute, func(st task.State) bool {
-		return st.Status == task.StatusDone || st.Status == task.StatusAwaitingAdmin || st.Status == task.StatusTerminated
+		return st.Status == task.StatusDone || st.Underlying() == task.StatusAwaitingAdmin || st.Status == task.StatusTerminated
 	})
 }
 

@@ -74,7 +74,7 @@ func TestRunnerSandboxed(t *testing.T) {
 			allowed[p.ID] = true
 			s.api.decide(*p, task.OptAllowOnce)
 		}
-		return st.Status == task.StatusInReview || st.Status.Terminal() || st.Status == task.StatusAwaitingAdmin
+		return st.Underlying() == task.StatusInReview || st.Status.Terminal() || st.Underlying() == task.StatusAwaitingAdmin
 	})
 	probes := git(t, s.repo, "show", "feature/e2e:probes.txt")
 	want := map[string]string{"decision_key": "no", "temporal_key": "no", "database": "no", "worker_env": "no",

@@ -171,7 +171,7 @@ func (c *scaleCluster) checkChatClickElsewhere(t *testing.T) {
 	if code := postInteraction(t, "http://"+clicker.api+slackInteract, slackSecret, payload); code != http.StatusOK {
 		t.Fatalf("the click at worker 1 got %d, want 200", code)
 	}
-	st := c.apis[1].waitFor(id, "dispatched", scaleStepWait, func(st task.State) bool { return st.Status == task.StatusDispatched })
+	st := c.apis[1].waitFor(id, "dispatched", scaleStepWait, func(st task.State) bool { return st.Underlying() == task.StatusDispatched })
 	checkDecided(t, st, "slack:U1", "slack")
 	await(t, sl, "the Slack message of "+id+" edited by worker 1", "chat.update", func(m chatCall) bool {
 		return m.Form["ts"] == post.NewID

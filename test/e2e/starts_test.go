@@ -109,7 +109,7 @@ func TestStarts(t *testing.T) {
 			t.Errorf("CLI -o json start under a taken id: exit %d, stderr %q; want a JSON conflict", exit, stderr)
 		}
 		st, err := tasks.State(t.Context(), "T-2025-001")
-		if err != nil || !st.StartedAt.Equal(first.StartedAt) || st.Status != task.StatusDispatched {
+		if err != nil || !st.StartedAt.Equal(first.StartedAt) || st.Underlying() != task.StatusDispatched {
 			t.Errorf("T-2025-001 is now %s started %s (%v); want the first task untouched", st.Status, st.StartedAt, err)
 		}
 	})

@@ -39,7 +39,7 @@ func TestToolPolicyCodexDeny(t *testing.T) {
 		if st.Pending != nil && st.Pending.Kind == task.KindToolCall {
 			t.Fatalf("the force push was asked about, not denied: %+v", st.Pending)
 		}
-		return st.Status != task.StatusDispatched && st.Status != task.StatusInProgress, fmt.Errorf("status %s", st.Status)
+		return st.Underlying() != task.StatusDispatched && st.Underlying() != task.StatusInProgress, fmt.Errorf("status %s", st.Status)
 	})
 	if _, err := os.Stat(marker); err == nil {
 		t.Error("the denied command ran")

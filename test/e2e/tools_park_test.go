@@ -141,7 +141,7 @@ func testParkedApproval(t *testing.T, c parkCase) {
 	eventually(t, 3*time.Minute, "the executor's result", func() (bool, error) {
 		var err error
 		st, err = state()
-		return err == nil && st.Status != task.StatusDispatched && st.Status != task.StatusInProgress, fmt.Errorf("status %s", st.Status)
+		return err == nil && st.Underlying() != task.StatusDispatched && st.Underlying() != task.StatusInProgress, fmt.Errorf("status %s", st.Status)
 	})
 	if hits.Load() != 1 {
 		t.Errorf("curl reached the target %d times after the approval, want 1", hits.Load())

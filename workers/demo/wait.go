@@ -63,7 +63,7 @@ func (e *TimeoutError) Unwrap() error { return e.Err }
 // the demo from going on; dashboard is the dashboard's URL, if any.
 func hint(st task.State, step, dashboard string) string {
 	switch {
-	case st.Status == task.StatusCICheck:
+	case st.Underlying() == task.StatusCICheck:
 		return "the task waits for CI: the demo needs ci.provider none (the default) for `ampflow dev` and `ampflow demo`"
 	case st.Pending != nil && (st.Pending.Kind == task.KindPlanApproval || st.Pending.Kind == task.KindFinalApproval):
 		what := "plan"

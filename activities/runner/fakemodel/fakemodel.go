@@ -40,6 +40,10 @@ type Turn struct {
 	// Hang holds the response open after its headers and sends nothing
 	// until the client goes away or the server closes.
 	Hang bool
+	// Hold, when set, holds the reply until it is closed (or the client
+	// goes away, or the server closes): a test sees what the agent did
+	// before it answers.
+	Hold <-chan struct{}
 	// Status, when not 0 or 200, answers with this HTTP status and Body
 	// instead of a stream (for example 429 or 401). Header is added to it.
 	Status int
@@ -218,6 +222,15 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 		c.model = "fake-model"
 	}
 
+	if turn.Hold != nil {
+		select {
+		case <-turn.Hold:
+		case <-r.Context().Done():
+			return
+		case <-s.closed:
+			return
+		}
+	}
 	if turn.Status != 0 && turn.Status != http.StatusOK {
 		for k, vs := range turn.Header {
 			for _, v := range vs {

@@ -26,10 +26,7 @@ func printToolCalls(w io.Writer, ds []decision.Decision) error {
 		if !ok {
 			continue
 		}
-		who := c.Agent
-		if who == "" {
-			who = "an agent"
-		}
+		who := c.Who()
 		rule := c.Rule
 		if rule == "" {
 			rule = "tools.default"

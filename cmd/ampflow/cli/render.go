@@ -159,10 +159,23 @@ func costLine(st task.State) string {
 }
 
 // printState writes what task show prints.
+// statusLine is a task's status with what it waits for: "awaiting_admin
+// (waiting for tool_call; in_progress)".
+func statusLine(st task.State) string {
+	s := string(st.Status)
+	switch {
+	case st.WaitingFor != "" && st.UnderlyingStatus != "":
+		s += fmt.Sprintf(" (waiting for %s; %s)", st.WaitingFor, st.UnderlyingStatus)
+	case st.WaitingFor != "":
+		s += fmt.Sprintf(" (waiting for %s)", st.WaitingFor)
+	}
+	return s
+}
+
 func printState(w io.Writer, st task.State) error {
 	kv := newTable(w)
 	kv.row("Task", st.TaskID)
-	kv.row("Status", string(st.Status))
+	kv.row("Status", statusLine(st))
 	kv.row("Risk", orDash(string(st.Risk)))
 	kv.row("Repo", st.Repo+" @ "+st.Branch)
 	if o := st.Origin; o != nil {

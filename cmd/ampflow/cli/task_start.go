@@ -27,7 +27,8 @@ func (a *App) taskCommand() *cobra.Command {
 		RunE:    func(*cobra.Command, []string) error { return nil },
 	}
 	cmd.AddCommand(a.taskStartCommand(), a.taskListCommand(), a.taskShowCommand(),
-		a.taskHistoryCommand(), a.taskCancelCommand(), a.taskReplanCommand(), a.taskToolsCommand())
+		a.taskHistoryCommand(), a.taskCancelCommand(), a.taskReplanCommand(), a.taskToolsCommand(),
+		a.taskSayCommand(), a.taskInterruptCommand(), a.taskMessagesCommand(), a.taskLogsCommand())
 	return cmd
 }
 
@@ -148,6 +149,9 @@ func (a *App) taskStartCommand() *cobra.Command {
 			if in.Plan, err = a.readPlan(raw, taskID, a.Now()); err != nil {
 				return Exit(ExitFailed, err)
 			}
+			// A plan's branch that does not exist yet is made at the
+			// default branch's head, as from one line.
+			in.CreateBranch = true
 			return a.startTask(cmd, in, key, wait, waitTimeout)
 		},
 	}

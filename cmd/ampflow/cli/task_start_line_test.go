@@ -51,10 +51,10 @@ func TestTaskStartOneLine(t *testing.T) {
 			t.Errorf("stderr = %q, started %+v; want plan.repo refused", r.stderr, f.started)
 		}
 	})
-	t.Run("FileKeepsItsBranch", func(t *testing.T) {
+	t.Run("FileMakesAMissingBranch", func(t *testing.T) {
 		f := &fakeTasks{nextID: "T-2026-008", states: []task.State{{Status: task.StatusDispatched}}}
 		wantExit(t, runFake(t, f, "", nil, "task", "start", "-f", "testdata/plan.json"), ExitOK)
-		if f.started[0].CreateBranch || f.started[0].Origin != nil {
+		if !f.started[0].CreateBranch || f.started[0].Origin != nil {
 			t.Errorf("a start from a file asks %+v", f.started[0])
 		}
 	})

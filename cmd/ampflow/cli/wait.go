@@ -75,6 +75,9 @@ var spinnerFrames = []string{"⠋", "⠙", "⠹", "⠸", "⠼", "⠴", "⠦", "�
 // describe is the one-line status of a task shown while waiting.
 func describe(st task.State) string {
 	s := fmt.Sprintf("%s %s", st.TaskID, st.Status)
+	if st.UnderlyingStatus != "" {
+		s += " over " + string(st.UnderlyingStatus)
+	}
 	if sub := subtaskProgress(st); sub != "-" {
 		s += " subtask " + sub
 	}

@@ -150,7 +150,7 @@ func ToolCallDecision(tool, kind, input string) decision.Decision {
 		ID:        "T-2026-045-d3",
 		Subject:   "T-2026-045",
 		Kind:      task.KindToolCall,
-		Prompt:    "exec wants to run " + tool + " (" + kind + ") in /srv/wt/T-2026-045: " + input,
+		Prompt:    "executor (codex) wants to run " + tool + " (" + kind + ") in /srv/wt/T-2026-045: " + input,
 		RaisedAt:  RaisedAt,
 		ExpiresAt: RaisedAt.Add(10 * time.Minute),
 		OnExpiry:  task.OptDeny,
@@ -168,7 +168,7 @@ func ToolCallDecision(tool, kind, input string) decision.Decision {
 			Risk:        amp.RiskMedium,
 			Extra: map[string]any{"tool_call": "T-2026-045-tc4", "tool": tool, "kind": kind, "input": input,
 				"cwd": "/srv/wt/T-2026-045", "rule": "ask-network", "reason": "network access <needs> an admin & a reason", "agent": "exec",
-				"risk": "high"},
+				"role": "executor", "cli": "codex", "risk": "high"},
 		},
 	}
 }

@@ -107,6 +107,90 @@
     if (keep !== null && document.getElementById("closed")) document.getElementById("closed").innerHTML = keep;
     if (focus && document.getElementById(focus)) document.getElementById(focus).focus();
     times(content);
+    reapplyTranscript();
+  }
+
+
+  // Transcript: entries as the runs write them, the tool running now
+  // and for how long, and the cost so far. Entries received are kept, so
+  // a refresh of the page's content loses none.
+  var got = [];
+  function entryItem(e) {
+    var li = document.createElement("li");
+    li.className = "t-" + e.kind + (e.is_error ? " t-error" : "");
+    li.dataset.seq = e.seq;
+    li.dataset.run = e.role + "#" + e.run;
+    li.dataset.kind = e.kind;
+    li.dataset.tool = e.tool || "";
+    li.dataset.at = e.at;
+    li.dataset.cost = e.cost_usd;
+    var head = document.createElement("span");
+    head.className = "head";
+    head.textContent = e.head;
+    li.appendChild(head);
+    li.appendChild(document.createTextNode(" "));
+    var t = document.createElement("time");
+    t.setAttribute("datetime", e.at);
+    li.appendChild(t);
+    if (e.text) {
+      var pre = document.createElement("pre");
+      pre.textContent = e.text;
+      li.appendChild(pre);
+    }
+    times(li);
+    return li;
+  }
+  function transcriptState() {
+    var list = document.getElementById("transcript-entries");
+    var now = document.getElementById("transcript-now");
+    var cost = document.getElementById("transcript-cost");
+    if (!list || !now) return;
+    var running = null, last = null, costs = {};
+    list.querySelectorAll("li[data-seq]").forEach(function (li) {
+      last = li;
+      costs[li.dataset.run] = parseFloat(li.dataset.cost) || 0;
+      if (li.dataset.kind === "tool_call") running = li;
+      else if (li.dataset.kind === "tool_result" || li.dataset.kind === "end" || li.dataset.kind === "result") running = null;
+    });
+    var sum = 0;
+    Object.keys(costs).forEach(function (k) { sum += costs[k]; });
+    if (cost) cost.textContent = "$" + sum.toFixed(4);
+    var text;
+    if (running) {
+      var secs = Math.max(0, Math.round((Date.now() - new Date(running.dataset.at).getTime()) / 1000));
+      var input = running.querySelector("pre") ? running.querySelector("pre").textContent : "";
+      text = "Now: running " + (running.dataset.tool || "a tool") + (input ? " " + input.slice(0, 120) : "") + " for " + secs + " s";
+    } else if (last && last.dataset.kind === "end") {
+      text = "Now: no run; the last one ended.";
+    } else if (last) {
+      text = "Now: the agent is working (" + last.dataset.kind + ").";
+    } else {
+      return;
+    }
+    if (now.textContent !== text) now.textContent = text;
+  }
+  function applyEntry(e) {
+    var list = document.getElementById("transcript-entries");
+    if (!list || list.querySelector('[data-seq="' + e.seq + '"]')) return;
+    list.appendChild(entryItem(e));
+  }
+  var tbox = document.getElementById("transcript");
+  if (tbox && taskID && window.EventSource) {
+    var tes = new EventSource("/tasks/" + encodeURIComponent(taskID) + "/transcript/events?after=" + encodeURIComponent(tbox.dataset.last || "0"));
+    tes.addEventListener("entry", function (m) {
+      var e;
+      try { e = JSON.parse(m.data); } catch (x) { return; }
+      got.push(e);
+      if (got.length > 500) got.shift();
+      applyEntry(e);
+      transcriptState();
+    });
+    transcriptState();
+    setInterval(transcriptState, 1000);
+  }
+  function reapplyTranscript() {
+    got.forEach(applyEntry);
+    transcriptState();
   }
 
   // A decision closed elsewhere leaves with who closed it and where.
