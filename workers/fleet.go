@@ -28,8 +28,10 @@ func addFleet(api *httpapi.Server, parts *Parts, log *slog.Logger) {
 	fleet.Register(api, fleet.Options{Store: parts.Store, Logger: log})
 }
 
-// fleetHost writes this worker's slots, runs and queue to the SSOT every
-// fleet.PublishEvery, so that every worker's API shows the whole fleet.
+// fleetHost writes this worker's slots, runs and queue to the SSOT when a
+// run takes, queues for or gives back a slot, and every
+// fleet.PublishEvery (a run's step and cost, and the host's liveness), so
+// that every worker's API shows the whole fleet.
 type fleetHost struct {
 	store   *ssot.DB
 	slots   *delivery.Slots
@@ -37,6 +39,10 @@ type fleetHost struct {
 	started time.Time
 	log     *slog.Logger
 }
+
+// fleetSettle is how long the host waits after a change of its slots
+// before it writes them.
+const fleetSettle = 100 * time.Millisecond
 
 func (f fleetHost) run(ctx context.Context) error {
 	tick := time.NewTicker(fleet.PublishEvery)
@@ -49,6 +55,14 @@ func (f fleetHost) run(ctx context.Context) error {
 		case <-ctx.Done():
 			return nil
 		case <-tick.C:
+		case <-f.slots.Changed():
+			// A burst of changes (a run ending and the next taking its
+			// slot) is written once.
+			select {
+			case <-ctx.Done():
+				return nil
+			case <-time.After(fleetSettle):
+			}
 		}
 	}
 }

@@ -26,6 +26,9 @@ type Slots struct {
 	running []*SlotRun
 	waiting []*slotWait
 	now     func() time.Time
+	// changed is closed, and replaced, whenever a run takes a slot,
+	// queues or gives its slot back (Changed).
+	changed chan struct{}
 }
 
 // SlotRun is one run holding or waiting for a slot, as the fleet view
@@ -53,7 +56,25 @@ type slotWait struct {
 
 // NewSlots is a bound of size runs (at least one).
 func NewSlots(size int) *Slots {
-	return &Slots{size: max(size, 1), now: time.Now}
+	return &Slots{size: max(size, 1), now: time.Now, changed: make(chan struct{})}
+}
+
+// Changed is closed at the next change of who holds or waits for a
+// slot, so the fleet view is written when it changes, not only on its
+// period. A nil Slots never changes.
+func (s *Slots) Changed() <-chan struct{} {
+	if s == nil {
+		return nil
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.changed
+}
+
+// change wakes Changed's readers; s.mu is held.
+func (s *Slots) change() {
+	close(s.changed)
+	s.changed = make(chan struct{})
 }
 
 // Size is the number of slots.
@@ -75,12 +96,14 @@ func (s *Slots) Take(ctx context.Context, run SlotRun, waiting func(ahead int)) 
 	if len(s.running) < s.size && len(s.waiting) == 0 {
 		r.Started = r.Queued
 		s.running = append(s.running, r)
+		s.change()
 		s.mu.Unlock()
 		return r, s.releaser(r), nil
 	}
 	w := &slotWait{run: r, ready: make(chan struct{})}
 	s.waiting = append(s.waiting, w)
 	sort.SliceStable(s.waiting, func(i, j int) bool { return before(s.waiting[i].run, s.waiting[j].run) })
+	s.change()
 	s.mu.Unlock()
 	tick := time.NewTicker(time.Second)
 	defer tick.Stop()
@@ -94,6 +117,9 @@ func (s *Slots) Take(ctx context.Context, run SlotRun, waiting func(ahead int)) 
 		case <-ctx.Done():
 			s.mu.Lock()
 			granted := s.drop(w)
+			if !granted {
+				s.change()
+			}
 			s.mu.Unlock()
 			if granted {
 				s.releaser(r)()
@@ -155,6 +181,7 @@ func (s *Slots) releaser(r *SlotRun) func() {
 				s.running = append(s.running, w.run)
 				close(w.ready)
 			}
+			s.change()
 		})
 	}
 }

@@ -96,3 +96,56 @@ func TestNilSlots(t *testing.T) {
 		t.Fatalf("view = %+v", v)
 	}
 }
+
+// TestSlotsChanged: taking a slot, queueing for one and giving one back
+// each close the channel Changed returned before.
+func TestSlotsChanged(t *testing.T) {
+	s := NewSlots(1)
+	ctx := context.Background()
+	closed := func(c <-chan struct{}) bool {
+		select {
+		case <-c:
+			return true
+		default:
+			return false
+		}
+	}
+	c := s.Changed()
+	_, release, err := s.Take(ctx, SlotRun{TaskID: "T-1"}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !closed(c) {
+		t.Fatal("taking a free slot did not signal a change")
+	}
+	c = s.Changed()
+	if closed(c) {
+		t.Fatal("Changed is closed with no change since")
+	}
+	queued := make(chan struct{})
+	got := make(chan func())
+	go func() {
+		_, r, _ := s.Take(ctx, SlotRun{TaskID: "T-2"}, func(int) {
+			select {
+			case <-queued:
+			default:
+				close(queued)
+			}
+		})
+		got <- r
+	}()
+	<-queued
+	if !closed(c) {
+		t.Fatal("queueing did not signal a change")
+	}
+	c = s.Changed()
+	release()
+	if !closed(c) {
+		t.Fatal("giving a slot back did not signal a change")
+	}
+	(<-got)()
+	var none *Slots
+	if none.Changed() != nil {
+		t.Error("a nil Slots has a change channel")
+	}
+}

@@ -141,14 +141,20 @@ func (s *DB) AppendTranscript(ctx context.Context, taskID string, entries []Tran
 }
 
 // appendTranscript numbers the entries after the task's last one: the
-// numbering and the inserts are one transaction, and a concurrent writer
-// that took the same seq loses on the primary key and runs again.
+// numbering and the inserts are one transaction, and the writers of one
+// task's transcript take turns (PostgreSQL: an advisory lock on the task;
+// SQLite: its write lock), so no two take the same seq.
 func (s *DB) appendTranscript(ctx context.Context, taskID string, out []TranscriptEntry) error {
 	tx, err := s.db.BeginTx(ctx, nil)
 	if err != nil {
 		return err
 	}
 	defer func() { _ = tx.Rollback() }()
+	if s.engine == EnginePostgres {
+		if _, err := tx.ExecContext(ctx, `SELECT pg_advisory_xact_lock(hashtextextended($1, 0))`, "transcript:"+taskID); err != nil {
+			return err
+		}
+	}
 	var last int64
 	if err := s.txQueryRow(ctx, tx, `SELECT COALESCE(MAX(seq), 0) FROM transcripts WHERE task_id = ?`, taskID).Scan(&last); err != nil {
 		return err

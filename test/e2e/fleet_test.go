@@ -58,7 +58,8 @@ func TestRunnerSlots(t *testing.T) {
 	eventually(t, time.Minute, "the second run queued behind the first", func() (bool, error) {
 		s.api.call("GET", "/v1/fleet", nil, &f)
 		h := f.Hosts[0]
-		return len(h.Queue) == 1 && h.Queue[0].TaskID == "T-2026-702" && len(h.Running) == 1 && h.Running[0].TaskID == "T-2026-701", nil
+		return len(h.Queue) == 1 && h.Queue[0].TaskID == "T-2026-702" && h.Queue[0].Role == amp.RoleExecutor &&
+			len(h.Running) == 1 && h.Running[0].TaskID == "T-2026-701" && h.Running[0].Role == amp.RoleExecutor, fmt.Errorf("fleet host %+v", h)
 	})
 	if h := f.Hosts[0]; h.Host != "slot-host" || h.Slots != 1 || !h.Alive || h.Running[0].Runner != "codex" || h.Running[0].Role != amp.RoleExecutor {
 		t.Errorf("fleet host = %+v", h)

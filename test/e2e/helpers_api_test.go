@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"strings"
 	"testing"
 	"time"
 
@@ -198,9 +199,23 @@ func (c *apiClient) waitFor(id, what string, within time.Duration, cond func(tas
 		if err := json.Unmarshal(resp, &st); err != nil {
 			return false, err
 		}
-		return cond(st), fmt.Errorf("status %s, pending %v, last error %q", st.Status, st.Pending != nil, st.LastError)
+		return cond(st), fmt.Errorf("status %s, last error %q%s", st.Status, st.LastError, pendingNote(st))
 	})
 	return st
+}
+
+// pendingNote says which decision a task waits for, and the last notes of
+// its timeline, for a test's failure message.
+func pendingNote(st task.State) string {
+	var b strings.Builder
+	if d := st.Pending; d != nil {
+		fmt.Fprintf(&b, ", pending %s: %.300q", d.Kind, d.Prompt)
+	}
+	tl := st.Timeline
+	for _, e := range tl[max(0, len(tl)-4):] {
+		fmt.Fprintf(&b, "; %s %.200q", e.Status, e.Note)
+	}
+	return b.String()
 }
 
 // done waits until the task is done and its workflow has closed: the

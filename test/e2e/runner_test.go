@@ -11,10 +11,12 @@ import (
 	"github.com/ampflow/ampflow/amp/task"
 )
 
-// ended waits until the task is done, terminated or waits for an admin.
+// ended waits until the task is done, terminated, suspended or waits for
+// an admin.
 func (s *runnerDev) ended(id string) task.State {
 	return s.api.waitFor(id, "done", 5*time.Minute, func(st task.State) bool {
-		return st.Status == task.StatusDone || st.Underlying() == task.StatusAwaitingAdmin || st.Status == task.StatusTerminated
+		return st.Status == task.StatusDone || st.Underlying() == task.StatusAwaitingAdmin ||
+			st.Status == task.StatusTerminated || st.Status == task.StatusSuspended
 	})
 }
 
