@@ -79,6 +79,7 @@ func (c *GitHubCI) Status(ctx context.Context, in CIStatusInput) (CIStatusResult
 			// when they cannot be read, the failure still stands.
 			if fails, err := fr.FailedChecks(ctx, repo.Owner, repo.Name, commit, ciLogTail); err == nil && len(fails) > 0 {
 				res.Detail = c.Secrets.Scrub(failureDetail(fails, ciDetailMax))
+				res.LogURL = fails[0].URL
 			}
 		}
 	}
