@@ -44,7 +44,7 @@ type CIRound struct {
 	State string `json:"state"`
 	// Failing names the failing checks; Checks maps each check to its
 	// state.
-	Failing []string          `json:"failing,omitempty"`
+	Failing []string          `json:"failing"`
 	Checks  map[string]string `json:"checks,omitempty"`
 	// Log is the tail of what the failing checks printed (at most
 	// MaxCIRoundLog bytes, secrets masked); LogURL is where the provider
@@ -58,6 +58,16 @@ type CIRound struct {
 	FinishedAt time.Time `json:"finished_at,omitzero"`
 }
 
+// MarshalJSON writes failing as [] when no check fails.
+func (r CIRound) MarshalJSON() ([]byte, error) {
+	type plain CIRound
+	p := plain(r)
+	if p.Failing == nil {
+		p.Failing = []string{}
+	}
+	return json.Marshal(p)
+}
+
 // Finished reports whether the round has its verdict.
 func (r CIRound) Finished() bool { return r.State != CIRoundPending && r.State != "" }
 
@@ -67,8 +77,13 @@ type FileKeeper interface {
 	File(ctx context.Context, taskID, name string) ([]byte, error)
 }
 
+// FileReader reads files beside a task's records.
+type FileReader interface {
+	File(ctx context.Context, taskID, name string) ([]byte, error)
+}
+
 // CIRounds reads a task's CI rounds, oldest first; none is an empty list.
-func CIRounds(ctx context.Context, fs FileKeeper, taskID string) ([]CIRound, error) {
+func CIRounds(ctx context.Context, fs FileReader, taskID string) ([]CIRound, error) {
 	data, err := fs.File(ctx, taskID, CIRoundsName)
 	if errors.Is(err, ErrNotFound) {
 		return []CIRound{}, nil
