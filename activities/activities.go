@@ -220,6 +220,10 @@ type CIStatusResult struct {
 	// LogURL is where the provider shows a failing check's log, when it
 	// gives one.
 	LogURL string `json:"log_url,omitempty"`
+	// Commit is the commit read, in full; LogKept says its whole log is
+	// kept beside the task's records (ssot.CILogName).
+	Commit  string `json:"commit,omitempty"`
+	LogKept bool   `json:"log_kept,omitempty"`
 }
 
 // RecordEntry is one record to keep in the SSOT.

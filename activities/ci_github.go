@@ -73,6 +73,7 @@ func (c *GitHubCI) Status(ctx context.Context, in CIStatusInput) (CIStatusResult
 		return CIStatusResult{}, c.ciError(repo, commit, err)
 	}
 	res := rollUp(checks, c.NoChecks)
+	res.Commit = commit
 	if res.State == CIFailed {
 		if fr, ok := c.Client.(FailureReader); ok {
 			// The details are a help to the executor, not the verdict:

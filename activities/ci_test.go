@@ -254,6 +254,10 @@ func TestCommandCI(t *testing.T) {
 			if err != nil || res.State != CIPassed {
 				t.Fatalf("got %+v, %v", res, err)
 			}
+			// The branch head, resolved; its whole log is kept.
+			if res.Commit != head || !res.LogKept {
+				t.Errorf("commit %q, log kept %v; want %s and the log kept", res.Commit, res.LogKept, head)
+			}
 		}
 		if runs, _ := os.ReadFile(counter); string(runs) != "run\n" {
 			t.Errorf("command ran %d times, want once", strings.Count(string(runs), "run"))

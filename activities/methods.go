@@ -62,8 +62,12 @@ func ciRound(in CIStatusInput, res CIStatusResult) ssot.CIRound {
 	if res.State == CIPending && in.Last {
 		state = ssot.CIRoundTimedOut
 	}
-	return ssot.CIRound{Round: in.Round, Subtask: in.Subtask, Commit: in.Commit, State: state,
-		Failing: res.Failing, Checks: res.Checks, Log: res.Detail, LogURL: res.LogURL}
+	commit := res.Commit
+	if commit == "" {
+		commit = in.Commit
+	}
+	return ssot.CIRound{Round: in.Round, Subtask: in.Subtask, Commit: commit, State: state,
+		Failing: res.Failing, Checks: res.Checks, Log: res.Detail, LogURL: res.LogURL, LogKept: res.LogKept}
 }
 
 // Record writes records and the task's state into the SSOT.

@@ -32,6 +32,14 @@ const (
 // history).
 const CIRoundsName = "ci/rounds.json"
 
+// CILogName is where the command provider keeps the whole output of its
+// run of commit, beside the task's records (at most MaxFileSize, its
+// last bytes).
+func CILogName(commit string) string { return "ci/" + commit + ".log" }
+
+// CILogPath is the HTTP API path that serves the log kept at CILogName.
+func CILogPath(taskID, commit string) string { return "/v1/tasks/" + taskID + "/ci/logs/" + commit }
+
 // CIRound is one round of a task's CI: the readings of one result's
 // commit, from the first to the verdict.
 type CIRound struct {
@@ -39,7 +47,8 @@ type CIRound struct {
 	Round int `json:"round"`
 	// Subtask is the subtask whose result CI read.
 	Subtask string `json:"subtask,omitempty"`
-	Commit  string `json:"commit"`
+	// Commit is the commit read, in full once the provider resolved it.
+	Commit string `json:"commit"`
 	// State is one of the CIRound states.
 	State string `json:"state"`
 	// Failing names the failing checks; Checks maps each check to its
@@ -51,6 +60,9 @@ type CIRound struct {
 	// shows the whole of it, when it gives one.
 	Log    string `json:"log,omitempty"`
 	LogURL string `json:"log_url,omitempty"`
+	// LogKept says the whole log is kept beside the task's records, at
+	// CILogName(Commit) (the command provider's).
+	LogKept bool `json:"log_kept,omitempty"`
 	// Reads counts the readings of the round.
 	Reads      int       `json:"reads"`
 	StartedAt  time.Time `json:"started_at"`

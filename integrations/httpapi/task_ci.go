@@ -1,7 +1,9 @@
 package httpapi
 
 import (
+	"fmt"
 	"net/http"
+	"regexp"
 
 	"github.com/ampflow/ampflow/activities/ssot"
 	"github.com/ampflow/ampflow/amp/task"
@@ -56,4 +58,35 @@ func (s *Server) taskCI(w http.ResponseWriter, r *http.Request) {
 		out.CI = CIOff
 	}
 	writeJSON(w, http.StatusOK, out)
+}
+
+// fullCommit is a whole commit hash (SHA-1 or SHA-256).
+var fullCommit = regexp.MustCompile(`^([0-9a-f]{40}|[0-9a-f]{64})$`)
+
+// taskCILog serves the whole log of a command CI run, kept beside the
+// task's records (a round's log_kept).
+func (s *Server) taskCILog(w http.ResponseWriter, r *http.Request) {
+	id, err := taskID(r)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	commit := r.PathValue("commit")
+	if !fullCommit.MatchString(commit) {
+		s.writeError(w, r, InvalidField("commit", fmt.Sprintf("must be a whole commit hash (40 or 64 hex digits), not %q", commit)))
+		return
+	}
+	if s.store == nil {
+		s.writeError(w, r, noStore())
+		return
+	}
+	log, err := s.store.File(r.Context(), id, ssot.CILogName(commit))
+	if err != nil {
+		s.writeError(w, r, storeError(err, "CI log of "+commit+" in task "+id))
+		return
+	}
+	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+	w.Header().Set("X-Content-Type-Options", "nosniff")
+	w.WriteHeader(http.StatusOK)
+	w.Write(log)
 }

@@ -3,6 +3,7 @@ package httpapi
 import (
 	"context"
 	"net/http"
+	"strings"
 	"testing"
 	"time"
 
@@ -46,4 +47,24 @@ func TestTaskCI(t *testing.T) {
 	wantStatus(t, r, http.StatusBadRequest)
 	r = h.do(t, "GET", "/v1/tasks/T-2026-044/ci", "", "")
 	wantStatus(t, r, http.StatusUnauthorized)
+}
+
+func TestTaskCILog(t *testing.T) {
+	h := newHarness(t, false)
+	commit := strings.Repeat("ab", 20)
+	if err := h.store.PutFile(context.Background(), "T-2026-044", ssot.CILogName(commit), []byte("ok 1\nFAIL 2\n")); err != nil {
+		t.Fatal(err)
+	}
+	r := h.do(t, "GET", ssot.CILogPath("T-2026-044", commit), reviewerToken, "")
+	wantStatus(t, r, http.StatusOK)
+	if string(r.body) != "ok 1\nFAIL 2\n" || !strings.HasPrefix(r.header.Get("Content-Type"), "text/plain") {
+		t.Errorf("log %q (%s)", r.body, r.header.Get("Content-Type"))
+	}
+	r = h.do(t, "GET", ssot.CILogPath("T-2026-044", strings.Repeat("cd", 20)), reviewerToken, "")
+	wantStatus(t, r, http.StatusNotFound)
+	r = h.do(t, "GET", ssot.CILogPath("T-2026-044", "abc123"), reviewerToken, "")
+	wantStatus(t, r, http.StatusBadRequest)
+	if e := r.errorBody(t); !hasField(e.Fields, "commit") {
+		t.Errorf("fields %+v do not name commit", e.Fields)
+	}
 }

@@ -10,6 +10,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/ampflow/ampflow/activities/ssot"
 	"github.com/ampflow/ampflow/amp/task"
 	"github.com/ampflow/ampflow/integrations/httpapi"
 )
@@ -22,7 +23,8 @@ func (a *App) taskCICommand() *cobra.Command {
 		Long: "CI lists the task's CI rounds (GET /v1/tasks/{id}/ci): one per result read, with\n" +
 			"its commit, its state (pending, passed, failed, timed_out, none), the failing\n" +
 			"checks and when it started and finished. --log prints the tail of each round's\n" +
-			"log and where the provider shows the whole of it. A task whose policy has no CI\n" +
+			"log and where the whole of it is: the provider's link (github), or the API path\n" +
+			"that serves the command provider's kept log. A task whose policy has no CI\n" +
 			"(ci.provider none) says so: no CI is not CI passed. -o json prints the answer whole.",
 		Example: "  ampflow task ci T-2026-045\n  ampflow task ci T-2026-045 --log\n  ampflow task ci T-2026-045 -o json",
 		Args:    taskIDArg,
@@ -74,11 +76,14 @@ func printTaskCI(w io.Writer, out httpapi.TaskCIResponse, logs bool) error {
 		return nil
 	}
 	for _, r := range out.Rounds {
-		if r.Log == "" && r.LogURL == "" {
+		if r.Log == "" && r.LogURL == "" && !r.LogKept {
 			continue
 		}
 		head := fmt.Sprintf("\nround %d log", r.Round)
-		if r.LogURL != "" {
+		switch {
+		case r.LogKept:
+			head += " (whole: GET " + ssot.CILogPath(out.TaskID, r.Commit) + ")"
+		case r.LogURL != "":
 			head += " (whole: " + r.LogURL + ")"
 		}
 		fmt.Fprintln(w, head+":")

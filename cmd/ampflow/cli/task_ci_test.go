@@ -27,7 +27,7 @@ func TestTaskCI(t *testing.T) {
 	at := time.Date(2026, 11, 28, 10, 0, 0, 0, time.UTC)
 	for _, r := range []ssot.CIRound{
 		{Round: 1, Subtask: "S1", Commit: "0123456789abcdef", State: ssot.CIRoundFailed, Failing: []string{"go test ./..."}, Log: "--- FAIL: TestX\nFAIL", LogURL: "https://ci.example/run/1"},
-		{Round: 2, Subtask: "S1", Commit: "fedcba9876543210", State: ssot.CIRoundPassed},
+		{Round: 2, Subtask: "S1", Commit: "fedcba9876543210", State: ssot.CIRoundPassed, LogKept: true},
 	} {
 		if err := ssot.SaveCIRound(context.Background(), db, "T-2026-001", r, at); err != nil {
 			t.Fatal(err)
@@ -44,8 +44,8 @@ func TestTaskCI(t *testing.T) {
 				t.Errorf("stdout lacks %q:\n%s", want, r.stdout)
 			}
 		}
-		if strings.Contains(r.stdout, "round 2 log") {
-			t.Errorf("a round without a log printed one:\n%s", r.stdout)
+		if !strings.Contains(r.stdout, "round 2 log (whole: GET /v1/tasks/T-2026-001/ci/logs/fedcba9876543210):\n") {
+			t.Errorf("a round whose whole log is kept does not say where:\n%s", r.stdout)
 		}
 	})
 	t.Run("JSON", func(t *testing.T) {
