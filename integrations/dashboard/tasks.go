@@ -116,7 +116,7 @@ func (st stateView) SubtaskOf() string {
 func (st stateView) CI() string {
 	switch {
 	case st.CIState == task.CIOff:
-		return "no CI (ci.provider none)"
+		return "no CI"
 	case st.Pending != nil && st.Pending.Context.CIState != "":
 		return st.Pending.Context.CIState
 	case st.Status == string(task.StatusCICheck) && st.CIRound > 0:
