@@ -68,6 +68,9 @@ type Activities struct {
 	// Pulls keeps the tasks' pull requests (delivery.pull_request); nil
 	// when off.
 	Pulls *PullRequests
+	// CIRounds keeps each task's CI rounds (ssot.SaveCIRound); nil keeps
+	// none.
+	CIRounds ssot.FileKeeper
 }
 
 // AgentDelivery says how one role receives its messages.
@@ -198,6 +201,14 @@ type CIStatusInput struct {
 	// github provider reads checks. The repository's remotes are not read
 	// again, since an executor can change them.
 	GitHubRepo string `json:"github_repo,omitempty"`
+	// Round is the task's CI round the reading belongs to (from 1); with
+	// Activities.CIRounds set, each reading is kept as that round's
+	// (ssot.CIRound). Zero keeps nothing.
+	Round   int    `json:"round,omitempty"`
+	Subtask string `json:"subtask,omitempty"`
+	// Last says the task's CI deadline has come: a pending reading ends
+	// the round as timed out.
+	Last bool `json:"last,omitempty"`
 }
 
 // CIStatusResult is a commit's CI state.
@@ -206,6 +217,13 @@ type CIStatusResult struct {
 	Failing []string          `json:"failing,omitempty"` // names of failing checks
 	Checks  map[string]string `json:"checks,omitempty"`  // check name → state
 	Detail  string            `json:"detail,omitempty"`  // e.g. the tail of a command's output
+	// LogURL is where the provider shows a failing check's log, when it
+	// gives one.
+	LogURL string `json:"log_url,omitempty"`
+	// Commit is the commit read, in full; LogKept says its whole log is
+	// kept beside the task's records (ssot.CILogName).
+	Commit  string `json:"commit,omitempty"`
+	LogKept bool   `json:"log_kept,omitempty"`
 }
 
 // RecordEntry is one record to keep in the SSOT.

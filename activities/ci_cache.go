@@ -21,10 +21,18 @@ type ciRun struct {
 	Result     CIStatusResult `json:"result"`
 }
 
+// kept is the run's result as Status answers it: its commit, and its
+// whole log kept beside the task's records (saveCI keeps it first).
+func (r ciRun) kept() CIStatusResult {
+	res := r.Result
+	res.Commit, res.LogKept = r.Commit, true
+	return res
+}
+
 // ciName and ciLogName are the store's names of a command CI run's
 // result and log.
 func ciName(commit string) string    { return "ci/" + commit + ".json" }
-func ciLogName(commit string) string { return "ci/" + commit + ".log" }
+func ciLogName(commit string) string { return ssot.CILogName(commit) }
 
 // cachedCI returns the kept run of commit, if there is one.
 func (s *TaskRecord) cachedCI(ctx context.Context, taskID, commit string) (ciRun, bool, error) {

@@ -71,7 +71,7 @@ func (c *CommandCI) Status(ctx context.Context, in CIStatusInput) (CIStatusResul
 	if run, ok, err := c.Store.cachedCI(ctx, in.TaskID, commit); err != nil {
 		return CIStatusResult{}, err
 	} else if ok && slices.Equal(run.Argv, c.Argv) {
-		return run.Result, nil
+		return run.kept(), nil
 	}
 	run, logPath, err := c.run(ctx, in, commit)
 	if logPath != "" {
@@ -83,7 +83,7 @@ func (c *CommandCI) Status(ctx context.Context, in CIStatusInput) (CIStatusResul
 	if err := c.Store.saveCI(ctx, in.TaskID, run, logPath); err != nil {
 		return CIStatusResult{}, err
 	}
-	return run.Result, nil
+	return run.kept(), nil
 }
 
 func (c *CommandCI) lock(key string) *sync.Mutex {

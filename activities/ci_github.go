@@ -73,12 +73,14 @@ func (c *GitHubCI) Status(ctx context.Context, in CIStatusInput) (CIStatusResult
 		return CIStatusResult{}, c.ciError(repo, commit, err)
 	}
 	res := rollUp(checks, c.NoChecks)
+	res.Commit = commit
 	if res.State == CIFailed {
 		if fr, ok := c.Client.(FailureReader); ok {
 			// The details are a help to the executor, not the verdict:
 			// when they cannot be read, the failure still stands.
 			if fails, err := fr.FailedChecks(ctx, repo.Owner, repo.Name, commit, ciLogTail); err == nil && len(fails) > 0 {
 				res.Detail = c.Secrets.Scrub(failureDetail(fails, ciDetailMax))
+				res.LogURL = fails[0].URL
 			}
 		}
 	}

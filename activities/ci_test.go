@@ -18,6 +18,7 @@ import (
 	"github.com/ampflow/ampflow/activities/github"
 	"github.com/ampflow/ampflow/activities/github/githubtest"
 	"github.com/ampflow/ampflow/activities/gittest"
+	"github.com/ampflow/ampflow/activities/ssot"
 	"github.com/ampflow/ampflow/config"
 )
 
@@ -253,6 +254,10 @@ func TestCommandCI(t *testing.T) {
 			if err != nil || res.State != CIPassed {
 				t.Fatalf("got %+v, %v", res, err)
 			}
+			// The branch head, resolved; its whole log is kept.
+			if res.Commit != head || !res.LogKept {
+				t.Errorf("commit %q, log kept %v; want %s and the log kept", res.Commit, res.LogKept, head)
+			}
 		}
 		if runs, _ := os.ReadFile(counter); string(runs) != "run\n" {
 			t.Errorf("command ran %d times, want once", strings.Count(string(runs), "run"))
@@ -364,3 +369,50 @@ func TestCommandCI(t *testing.T) {
 		appErr(t, err, ErrCommitMissing, true)
 	})
 }
+
+// The CI activity keeps each reading as its round's; the last pending
+// reading ends the round as timed out.
+func TestCIStatusKeepsRounds(t *testing.T) {
+	ctx := context.Background()
+	rec := newSSOT(t)
+	pending := &fixedCI{res: CIStatusResult{State: CIPending}}
+	a := &Activities{CI: pending, CIRounds: rec.Store}
+	in := CIStatusInput{TaskID: "T-2026-001", Commit: "abc", Round: 1, Subtask: "S1"}
+	if _, err := a.CIStatus(ctx, in); err != nil {
+		t.Fatal(err)
+	}
+	in.Last = true
+	if _, err := a.CIStatus(ctx, in); err != nil {
+		t.Fatal(err)
+	}
+	a.CI = &fixedCI{res: CIStatusResult{State: CIFailed, Failing: []string{"lint"}, Detail: "lint: x.go:1", LogURL: "https://ci.example/1"}}
+	if _, err := a.CIStatus(ctx, CIStatusInput{TaskID: "T-2026-001", Commit: "def", Round: 2, Subtask: "S1"}); err != nil {
+		t.Fatal(err)
+	}
+	// Round 0 (a reading outside any round) keeps nothing.
+	if _, err := a.CIStatus(ctx, CIStatusInput{TaskID: "T-2026-001", Commit: "ghi"}); err != nil {
+		t.Fatal(err)
+	}
+	rs, err := ssot.CIRounds(ctx, rec.Store, "T-2026-001")
+	if err != nil || len(rs) != 2 {
+		t.Fatalf("rounds %+v, %v; want 2", rs, err)
+	}
+	if rs[0].State != ssot.CIRoundTimedOut || rs[0].Reads != 2 || rs[0].FinishedAt.IsZero() {
+		t.Errorf("round 1 = %+v; want timed out after 2 reads", rs[0])
+	}
+	if r := rs[1]; r.State != ssot.CIRoundFailed || r.Log != "lint: x.go:1" || r.LogURL != "https://ci.example/1" || r.Commit != "def" {
+		t.Errorf("round 2 = %+v; want failed with its log and URL", r)
+	}
+	// No provider: a reading is none, kept as such.
+	a = &Activities{CIRounds: rec.Store}
+	if res, err := a.CIStatus(ctx, CIStatusInput{TaskID: "T-2026-002", Commit: "abc", Round: 1}); err != nil || res.State != CINone {
+		t.Fatalf("no provider: %+v, %v", res, err)
+	}
+	if rs, _ := ssot.CIRounds(ctx, rec.Store, "T-2026-002"); len(rs) != 1 || rs[0].State != ssot.CIRoundNone {
+		t.Errorf("no provider: rounds %+v; want one none", rs)
+	}
+}
+
+type fixedCI struct{ res CIStatusResult }
+
+func (f *fixedCI) Status(context.Context, CIStatusInput) (CIStatusResult, error) { return f.res, nil }

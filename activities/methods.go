@@ -3,10 +3,12 @@ package activities
 import (
 	"context"
 	"errors"
+	"time"
 
 	"go.temporal.io/sdk/temporal"
 
 	"github.com/ampflow/ampflow/activities/notify"
+	"github.com/ampflow/ampflow/activities/ssot"
 	"github.com/ampflow/ampflow/amp/task"
 	"github.com/ampflow/ampflow/config"
 )
@@ -37,11 +39,35 @@ func (a *Activities) CheckResult(ctx context.Context, in CheckResultInput) (Chec
 }
 
 // CIStatus reads the CI state of a commit; with no provider it is CINone.
+// With in.Round and a.CIRounds set, the reading is kept as the round's.
 func (a *Activities) CIStatus(ctx context.Context, in CIStatusInput) (CIStatusResult, error) {
-	if a.CI == nil {
-		return CIStatusResult{State: CINone}, nil
+	res := CIStatusResult{State: CINone}
+	if a.CI != nil {
+		var err error
+		if res, err = a.CI.Status(ctx, in); err != nil {
+			return res, err
+		}
 	}
-	return a.CI.Status(ctx, in)
+	if in.Round > 0 && a.CIRounds != nil {
+		if err := ssot.SaveCIRound(ctx, a.CIRounds, in.TaskID, ciRound(in, res), time.Now()); err != nil {
+			return CIStatusResult{}, err
+		}
+	}
+	return res, nil
+}
+
+// ciRound is the round a reading makes.
+func ciRound(in CIStatusInput, res CIStatusResult) ssot.CIRound {
+	state := string(res.State)
+	if res.State == CIPending && in.Last {
+		state = ssot.CIRoundTimedOut
+	}
+	commit := res.Commit
+	if commit == "" {
+		commit = in.Commit
+	}
+	return ssot.CIRound{Round: in.Round, Subtask: in.Subtask, Commit: commit, State: state,
+		Failing: res.Failing, Checks: res.Checks, Log: res.Detail, LogURL: res.LogURL, LogKept: res.LogKept}
 }
 
 // Record writes records and the task's state into the SSOT.

@@ -10,6 +10,7 @@ import (
 	"github.com/ampflow/ampflow/activities/delivery"
 	"github.com/ampflow/ampflow/activities/ssot"
 	"github.com/ampflow/ampflow/config"
+	"github.com/ampflow/ampflow/integrations/dashboard"
 	"github.com/ampflow/ampflow/integrations/fleet"
 	"github.com/ampflow/ampflow/integrations/httpapi"
 )
@@ -75,4 +76,42 @@ func (f fleetHost) publish(ctx context.Context) error {
 	wctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
 	return f.store.SaveHost(wctx, ssot.Host{Host: f.host, Slots: f.slots.Size(), Runs: runs, StartedAt: f.started, SeenAt: time.Now()})
+}
+
+// runnerRoles are the roles this worker runs an agent CLI for, as the
+// dashboard's Agents page lists them.
+func runnerRoles(cfg config.Config) []dashboard.RunnerRole {
+	var out []dashboard.RunnerRole
+	for _, r := range []struct {
+		role string
+		ag   config.Agent
+	}{{"executor", cfg.Agents.Executor}, {"reviewer", cfg.Agents.Reviewer}} {
+		if r.ag.Mode == config.AgentModeRunner {
+			out = append(out, dashboard.RunnerRole{Role: r.role, Runner: r.ag.Runner, Model: r.ag.Model})
+		}
+	}
+	return out
+}
+
+// dashboardFleet gives the dashboard the runs of the fleet's live hosts,
+// as GET /v1/fleet shows them.
+type dashboardFleet struct{ store fleet.Records }
+
+func (d dashboardFleet) Runs(ctx context.Context) ([]dashboard.RunnerRun, error) {
+	now := time.Now()
+	rows, err := d.store.Hosts(ctx, now.Add(-fleet.AliveWithin))
+	if err != nil {
+		return nil, err
+	}
+	var out []dashboard.RunnerRun
+	for _, h := range fleet.View(rows, now).Hosts {
+		if !h.Alive {
+			continue
+		}
+		for _, r := range append(h.Running, h.Queue...) {
+			out = append(out, dashboard.RunnerRun{Host: h.Host, TaskID: r.TaskID, Role: string(r.Role), Runner: r.Runner, Step: r.Step,
+				Queued: r.Queued, Started: r.Started, CostUSD: r.CostUSD})
+		}
+	}
+	return out, nil
 }

@@ -211,7 +211,7 @@ func Build(o Options) (*Parts, error) {
 	// A task's last record batch ends its direct branch lease.
 	record.Leases = branches
 	acts := &activities.Activities{Git: git, CI: ci, Store: record, Delivery: delivery, Log: log, Policy: &policy,
-		DecisionKey: decisionKey, Refusals: store, Pusher: pusher, Pulls: pulls, Leases: branches, Marks: store}
+		DecisionKey: decisionKey, Refusals: store, Pusher: pusher, Pulls: pulls, Leases: branches, Marks: store, CIRounds: store}
 	// The store is shared by every worker that names it: the bots keep
 	// their state in it and take turns under its lease.
 	return &Parts{Store: store, Tasks: tasks, Activities: acts, Lease: store, ChatState: store, export: export, Expiries: expiries,

@@ -296,7 +296,8 @@ func mountDashboard(o Options, parts *Parts, api *httpapi.Server, rt *runtime, l
 	if !cfg.Enabled || parts.Store == nil || parts.Tasks == nil {
 		return false
 	}
-	panels := map[string]dashboard.Panel{dashboard.PanelGates: dashboard.GatesPanel(parts.Store)}
+	panels := map[string]dashboard.Panel{dashboard.PanelGates: dashboard.GatesPanel(parts.Store),
+		dashboard.PanelRunners: dashboard.RunnersPanel(runnerRoles(o.Config), dashboardFleet{parts.Store}, parts.Store, nil)}
 	do := dashboard.Options{
 		Store: parts.Store, Actions: parts.Tasks, Tokens: o.Config.Auth.Tokens, OpenName: o.LocalName,
 		MaxRejects: o.Config.Protocol.MaxRejects, Logger: log, Poll: cfg.PollInterval, SessionTTL: cfg.SessionTTL,

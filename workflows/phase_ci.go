@@ -8,6 +8,7 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/ampflow/ampflow/activities"
+	"github.com/ampflow/ampflow/activities/ssot"
 	"github.com/ampflow/ampflow/amp"
 	"github.com/ampflow/ampflow/amp/task"
 )
@@ -26,11 +27,18 @@ func (t *taskRun) ciGate(ctx workflow.Context) (phase, error) {
 	t.setStatus(ctx, task.StatusCICheck, "")
 	r := t.Result.Result()
 	if t.CIDeadline.IsZero() {
+		// A new round: the first reading of this result.
 		t.CIDeadline = workflow.Now(ctx).Add(t.In.Policy.CITimeout)
+		t.CIRound++
+	}
+	subtask := ""
+	if s := t.subtask(); s != nil {
+		subtask = s.SubtaskID
 	}
 	for {
 		var st activities.CIStatusResult
-		in := activities.CIStatusInput{TaskID: t.In.TaskID, Repo: t.In.Plan.Repo, Branch: t.In.Plan.Branch, Commit: r.CommitHash, GitHubRepo: t.GitHubRepo}
+		in := activities.CIStatusInput{TaskID: t.In.TaskID, Repo: t.In.Plan.Repo, Branch: t.In.Plan.Branch, Commit: r.CommitHash, GitHubRepo: t.GitHubRepo,
+			Round: t.CIRound, Subtask: subtask, Last: !workflow.Now(ctx).Before(t.CIDeadline)}
 		gaveWay, err := t.runUntilGiveWay(ctx, func(ctx workflow.Context) workflow.Future {
 			return workflow.ExecuteActivity(workflow.WithActivityOptions(ctx, ciOptions(t.In.Policy)), acts.CIStatus, in)
 		}, &st)
@@ -62,6 +70,7 @@ func (t *taskRun) ciGate(ctx workflow.Context) (phase, error) {
 			return phaseDispatch, nil
 		}
 		if !workflow.Now(ctx).Before(t.CIDeadline) {
+			t.CI.State = ssot.CIRoundTimedOut
 			return t.ciEscalation(ctx, fmt.Sprintf("CI was still pending after %s", task.FormatDuration(t.In.Policy.CITimeout)))
 		}
 		wake := workflow.Now(ctx).Add(t.In.Policy.CIPollInterval)

@@ -28,6 +28,9 @@ type taskState struct {
 	CIRounds       int `json:"ci_rounds"`
 	SubtaskCI      int `json:"subtask_ci"`
 	Rounds         int `json:"rounds"`
+	// CIRound numbers the task's CI rounds (ssot.CIRound): one per result
+	// read, from its first reading to its verdict.
+	CIRound int `json:"ci_round,omitempty"`
 
 	// The messages of the current round.
 	DispatchID string       `json:"dispatch_id,omitempty"`
@@ -187,6 +190,17 @@ func newCIReading(r activities.CIStatusResult) *ciReading {
 	return &ciReading{State: string(r.State), Failing: r.Failing, Checks: r.Checks}
 }
 
+// ciView is task.State.CI: off without CI, else the last reading's state.
+func (s *taskState) ciView() string {
+	if !s.In.Policy.CI {
+		return task.CIOff
+	}
+	if s.CI == nil {
+		return ""
+	}
+	return s.CI.State
+}
+
 // failed reports whether CI was read as failed.
 func (c *ciReading) failed() bool {
 	return c != nil && c.State == string(activities.CIFailed)
@@ -331,6 +345,8 @@ func (s *taskState) view() task.State {
 		DiffMismatches: s.Mismatches,
 		ResultChecked:  s.CheckedResult,
 		CIRounds:       s.CIRounds,
+		CIRound:        s.CIRound,
+		CI:             s.ciView(),
 		Rounds:         s.Rounds,
 		Pending:        s.Decisions.Open,
 		Decided:        s.Decisions.Decided,

@@ -269,3 +269,30 @@ func (s *DB) NoteTranscript(ctx context.Context, taskID, role, text string) (Tra
 	}
 	return out[0], nil
 }
+
+// RunnerSpendSince is what each role's runs spent from since on, by
+// role, from the running cost on their transcripts' entries: a run's
+// highest cost from since, less its highest before since (a run that
+// spans since counts only its part after it).
+func (s *DB) RunnerSpendSince(ctx context.Context, since time.Time) (map[string]float64, error) {
+	at := micros(since)
+	rows, err := s.db.QueryContext(ctx, s.rebind(`SELECT role, SUM(spent) FROM (
+		SELECT t.role AS role, MAX(t.cost_usd) - COALESCE((SELECT MAX(b.cost_usd) FROM transcripts b
+			WHERE b.task_id = t.task_id AND b.role = t.role AND b.run = t.run AND b.at < ?), 0) AS spent
+		FROM transcripts t WHERE t.at >= ? AND t.run > 0 GROUP BY t.task_id, t.role, t.run) runs
+		GROUP BY role`), at, at)
+	if err != nil {
+		return nil, fmt.Errorf("reading the runners' spend: %w", err)
+	}
+	defer rows.Close()
+	out := map[string]float64{}
+	for rows.Next() {
+		var role string
+		var usd float64
+		if err := rows.Scan(&role, &usd); err != nil {
+			return nil, fmt.Errorf("reading the runners' spend: %w", err)
+		}
+		out[role] = usd
+	}
+	return out, rows.Err()
+}

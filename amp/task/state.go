@@ -50,11 +50,18 @@ type State struct {
 	DiffMismatches []string `json:"diff_mismatches"`
 	// ResultChecked is the result whose check against git
 	// DiffMismatches reports.
-	ResultChecked string             `json:"result_checked,omitempty"`
-	CIRounds      int                `json:"ci_rounds"`
-	Rounds        int                `json:"rounds"`
-	Pending       *decision.Decision `json:"pending,omitempty"`
-	Decided       []decision.Outcome `json:"decided"`
+	ResultChecked string `json:"result_checked,omitempty"`
+	CIRounds      int    `json:"ci_rounds"`
+	// CI is off when the task's policy has no CI (ci.provider none);
+	// else the state of its last CI reading: pending, passed, failed,
+	// timed_out or none, empty before the first. CIRound is the number
+	// of its last CI round, 0 before the first (ampflow task ci lists
+	// them).
+	CI      string             `json:"ci,omitempty"`
+	CIRound int                `json:"ci_round"`
+	Rounds  int                `json:"rounds"`
+	Pending *decision.Decision `json:"pending,omitempty"`
+	Decided []decision.Outcome `json:"decided"`
 	// Outbox holds the messages sent to agents that still await their
 	// ACK or reply: what an agent's inbox shows.
 	Outbox []amp.Message `json:"outbox"`
@@ -82,6 +89,9 @@ type State struct {
 	StartedAt   time.Time     `json:"started_at"`
 	UpdatedAt   time.Time     `json:"updated_at"`
 }
+
+// CIOff is State.CI of a task whose policy has no CI.
+const CIOff = "off"
 
 // Underlying is the turn the task is in: UnderlyingStatus when Status
 // reports an open decision, else Status.

@@ -220,6 +220,7 @@ func (s *Server) Routes() []Route {
 		{"GET /tasks/{id}/transcript/events", page(s.transcriptEvents)},
 		{"GET /records/{id}", page(s.recordBody)},
 		{"GET /tasks/{id}/diffs/{msg}", page(s.diffPage)},
+		{"GET /tasks/{id}/ci/logs/{commit}", page(s.ciLogPage)},
 		{"GET /gates", page(s.panelPage(PanelGates))},
 		{"GET /leases", page(s.panelPage(PanelLeases))},
 		{"GET /agents", page(s.panelPage(PanelAgents))},

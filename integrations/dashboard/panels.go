@@ -17,6 +17,16 @@ type panelData struct {
 	Name, Heading, Empty string
 	Table                *Table
 	Error                string
+	// Runners, on the Agents page, lists the runner agents above the
+	// agents that register themselves.
+	Runners *panelSection
+}
+
+// panelSection is a table of its own on a system page.
+type panelSection struct {
+	Heading, Empty string
+	Table          *Table
+	Error          string
 }
 
 // panelPage serves a system page from its Panel, or its empty state.
@@ -31,6 +41,15 @@ func (s *Server) panelPage(name string) func(http.ResponseWriter, *http.Request,
 			} else if len(t.Rows) > 0 {
 				data.Table = &t
 			}
+		}
+		if p := s.panels[PanelRunners]; name == PanelAgents && p != nil {
+			sec := &panelSection{Heading: "Runner agents", Empty: "No runner agent: no role runs an agent CLI (agents.<role>.mode: runner) in this deployment."}
+			if t, err := p.Table(context.WithValue(r.Context(), viewerKey{}, v)); err != nil {
+				sec.Error = err.Error()
+			} else if len(t.Rows) > 0 {
+				sec.Table = &t
+			}
+			data.Runners = sec
 		}
 		d := s.base(w, r, v, info.Heading, name)
 		d.Data = data

@@ -17,7 +17,7 @@ var staticFS embed.FS
 
 // pageNames are the templates that are pages: each is layout.html with
 // its own "content".
-var pageNames = []string{"decisions", "tasks", "task", "start", "panel", "signin", "record", "diff"}
+var pageNames = []string{"decisions", "tasks", "task", "start", "panel", "signin", "record", "diff", "cilog"}
 
 type pages map[string]*template.Template
 

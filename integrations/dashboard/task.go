@@ -108,6 +108,8 @@ type taskData struct {
 	Ended      bool
 	Refusals   []refusalView
 	Transcript transcriptView
+	// CIRounds are the task's CI rounds, newest first.
+	CIRounds []ssot.CIRound
 }
 
 // maxRefusals bounds the refused inputs a task page lists, newest first;
@@ -156,6 +158,14 @@ func (s *Server) taskPage(w http.ResponseWriter, r *http.Request, v viewer) {
 	if data.Transcript, err = s.transcript(ctx, id); err != nil {
 		s.errorPage(w, r, v, http.StatusServiceUnavailable, err.Error())
 		return
+	}
+	rounds, err := ssot.CIRounds(ctx, s.store, id)
+	if err != nil {
+		s.errorPage(w, r, v, http.StatusServiceUnavailable, err.Error())
+		return
+	}
+	for i := len(rounds) - 1; i >= 0; i-- {
+		data.CIRounds = append(data.CIRounds, rounds[i])
 	}
 	refused, err := s.store.TaskRefusals(ctx, id, maxRefusals)
 	if err != nil {

@@ -42,6 +42,8 @@ type stateView struct {
 	RejectCount    int                  `json:"reject_count"`
 	DiffMismatches []string             `json:"diff_mismatches"`
 	CIRounds       int                  `json:"ci_rounds"`
+	CIState        string               `json:"ci"`
+	CIRound        int                  `json:"ci_round"`
 	Rounds         int                  `json:"rounds"`
 	Pending        *decision.Decision   `json:"pending"`
 	Decided        []decision.Outcome   `json:"decided"`
@@ -113,10 +115,16 @@ func (st stateView) SubtaskOf() string {
 // CI says where the task's CI stands, as far as its state tells.
 func (st stateView) CI() string {
 	switch {
+	case st.CIState == task.CIOff:
+		return "no CI"
 	case st.Pending != nil && st.Pending.Context.CIState != "":
 		return st.Pending.Context.CIState
+	case st.Status == string(task.StatusCICheck) && st.CIRound > 0:
+		return fmt.Sprintf("running (round %d)", st.CIRound)
 	case st.Status == string(task.StatusCICheck):
 		return fmt.Sprintf("running (round %d)", st.CIRounds+1)
+	case st.CIState != "" && st.CIRound > 0:
+		return fmt.Sprintf("%s (round %d)", st.CIState, st.CIRound)
 	case st.CIRounds > 0:
 		return fmt.Sprintf("%d round(s)", st.CIRounds)
 	}

@@ -325,6 +325,27 @@ func apiSchemas() (map[string]obj, map[string]any) {
 				"properties": obj{"task_id": taskIDSchema(""), "plan": ampRef("task_dispatch", "/$defs/payload"), "from": ref("Role"), "note": str(""),
 					"reason": str(""), "by": str("Who acted.")}}}},
 	}))
+	add("TaskCIResponse", TaskCIResponse{}, object(TaskCIResponse{}, "Whether a task has CI, and each round of it.", obj{
+		"task_id": taskIDSchema("The task."),
+		"ci":      strEnum("on; off when the task's policy has no CI (ci.provider none): no round is read, and nothing passed.", CIOn, CIOff),
+		"state":   str("The last reading's state, as the task's state.ci: off, pending, passed, failed, timed_out or none; empty before the first reading."),
+		"rounds":  array(ref("CIRound"), fmt.Sprintf("The task's CI rounds, oldest first; at most the last %d.", ssot.MaxCIRounds)),
+	}))
+	add("CIRound", ssot.CIRound{}, object(ssot.CIRound{}, "One round of a task's CI: the readings of one result's commit, from the first to the verdict.", obj{
+		"round":       integer("The round's number, from 1."),
+		"subtask":     str("The subtask whose result CI read."),
+		"commit":      str("The commit read: in full once the provider resolved it, else as the executor named it."),
+		"state":       strEnum("pending until the verdict; timed_out: still pending at ci.timeout; none: the provider had no CI for it.", ssot.CIRoundPending, ssot.CIRoundPassed, ssot.CIRoundFailed, ssot.CIRoundTimedOut, ssot.CIRoundNone),
+		"failing":     array(obj{"type": "string"}, "The failing checks."),
+		"checks":      obj{"type": "object", "additionalProperties": obj{"type": "string"}, "description": "Each check's state, by name."},
+		"log":         str(fmt.Sprintf("The tail of what the failing checks printed, secrets masked; at most %d bytes.", ssot.MaxCIRoundLog)),
+		"log_url":     str("Where the provider shows a failing check's whole log (github); absent when it gives none."),
+		"log_kept":    boolean("The whole log is kept beside the task's records (the command provider's): GET /v1/tasks/{id}/ci/logs/{commit} serves it."),
+		"reads":       integer("How many times CI was read in the round."),
+		"started_at":  dateTime("The round's first reading."),
+		"updated_at":  dateTime("Its last reading."),
+		"finished_at": dateTime("When its verdict was read; absent while pending."),
+	}))
 	add("SayRequest", SayRequest{}, object(SayRequest{}, "A message for the task's running agent.", obj{
 		"text": obj{"type": "string", "minLength": 1, "maxLength": ssot.MaxTaskMessageText, "description": "What to tell the agent; required, at most 8192 bytes."},
 	}))
@@ -401,6 +422,8 @@ func apiSchemas() (map[string]obj, map[string]any) {
 		"diff_mismatches": array(obj{"type": "string"}, "Where the executor's diff_summary differs from what git shows."),
 		"result_checked":  str("The task_result whose git check diff_mismatches reports."),
 		"ci_rounds":       integer("CI rounds of the current subtask."),
+		"ci":              strEnum("off when the task's policy has no CI (ci.provider none); else the state of the last CI reading. Absent before the first. GET /v1/tasks/{id}/ci lists each round.", task.CIOff, ssot.CIRoundPending, ssot.CIRoundPassed, ssot.CIRoundFailed, ssot.CIRoundTimedOut, ssot.CIRoundNone),
+		"ci_round":        integer("The number of the task's last CI round (one per result read); 0 before the first."),
 		"rounds":          integer("Executor rounds so far."),
 		"pending":         ref("Decision"),
 		"decided":         array(ref("Outcome"), "Decisions taken."),
@@ -507,6 +530,11 @@ func ops() []op {
 			status: 200, answer: ref("ListResponse"), errs: []int{400}},
 		{pattern: "GET /v1/tasks/{id}", summary: "A task's state", params: []obj{pathID}, status: 200, answer: ref("State"), errs: []int{400, 404}},
 		{pattern: "GET /v1/tasks/{id}/history", summary: "A task's SSOT records", params: []obj{pathID, limitParam, cursorParam}, status: 200, answer: ref("HistoryResponse"), errs: []int{400, 404}},
+		{pattern: "GET /v1/tasks/{id}/ci", summary: "A task's CI rounds", description: "Whether the task has CI (ci off: its policy has none, which is not passed) and each round: one per result read, with its commit, state, failing checks, the tail of their log and when it started and finished. Written by the CI activity as it reads, beside the task's records.",
+			params: []obj{pathID}, status: 200, answer: ref("TaskCIResponse"), errs: []int{400, 404, 503}},
+		{pattern: "GET /v1/tasks/{id}/ci/logs/{commit}", summary: "The whole log of a CI run", description: "The whole output of the command provider's run of commit (its last 64 MiB, secrets masked), kept beside the task's records: a round with log_kept names it.",
+			params: []obj{pathID, {"name": "commit", "in": "path", "required": true, "schema": obj{"type": "string", "pattern": "^([0-9a-f]{40}|[0-9a-f]{64})$"}, "description": "The round's commit, in full."}},
+			status: 200, answer: nil, errs: []int{400, 404, 503}},
 		{pattern: "POST /v1/tasks/{id}/cancel", summary: "Cancel a task", description: "Token role: coordinator or admin.", params: []obj{pathID},
 			body: ref("CancelRequest"), status: 200, answer: ref("ChangeResult"), errs: []int{400, 403, 404, 409, 413, 415}},
 		{pattern: "POST /v1/tasks/{id}/replan", summary: "Replan a task", description: "Token role: coordinator or admin.", params: []obj{pathID},

@@ -220,6 +220,8 @@ func (s *Server) routes() {
 	s.handle("GET /v1/tasks/{id}", anyone, s.getTask)
 	s.handle("GET /v1/tasks/{id}/history", anyone, s.taskHistory)
 	s.handle("GET /v1/tasks/{id}/diffs/{msg_id}", anyone, s.taskDiff)
+	s.handle("GET /v1/tasks/{id}/ci", anyone, s.taskCI)
+	s.handle("GET /v1/tasks/{id}/ci/logs/{commit}", anyone, s.taskCILog)
 	s.handle("POST /v1/tasks/{id}/cancel", coordinators, s.cancelTask)
 	s.handle("POST /v1/tasks/{id}/replan", coordinators, s.replanTask)
 	s.handle("GET /v1/records/{id}", anyone, s.getRecord)

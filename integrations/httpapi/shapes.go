@@ -61,3 +61,11 @@ func (e errorDetail) MarshalJSON() ([]byte, error) {
 	p.Fields = orEmpty(p.Fields)
 	return json.Marshal(p)
 }
+
+// MarshalJSON writes rounds as [] when CI has not been read.
+func (c TaskCIResponse) MarshalJSON() ([]byte, error) {
+	type plain TaskCIResponse
+	p := plain(c)
+	p.Rounds = orEmpty(p.Rounds)
+	return json.Marshal(p)
+}

@@ -208,6 +208,7 @@ func printState(w io.Writer, st task.State) error {
 	}
 	kv.row("Subtask", sub)
 	kv.row("Rejects", fmt.Sprint(st.RejectCount))
+	kv.row("CI", ciLine(st))
 	kv.row("CI rounds", fmt.Sprint(st.CIRounds))
 	kv.row("Rounds", fmt.Sprint(st.Rounds))
 	if st.CostUSD > 0 || st.Tokens != (task.Tokens{}) {

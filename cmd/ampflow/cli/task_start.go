@@ -28,7 +28,7 @@ func (a *App) taskCommand() *cobra.Command {
 	}
 	cmd.AddCommand(a.taskStartCommand(), a.taskListCommand(), a.taskShowCommand(),
 		a.taskHistoryCommand(), a.taskCancelCommand(), a.taskReplanCommand(), a.taskToolsCommand(),
-		a.taskSayCommand(), a.taskInterruptCommand(), a.taskMessagesCommand(), a.taskLogsCommand())
+		a.taskSayCommand(), a.taskInterruptCommand(), a.taskMessagesCommand(), a.taskLogsCommand(), a.taskCICommand())
 	return cmd
 }
 
