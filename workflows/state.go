@@ -116,6 +116,9 @@ type taskState struct {
 	// Interrupted is the run a person interrupted, while it waits;
 	// Steered is the id of the newest message sent to the task's agent.
 	Interrupted *task.Interruption `json:"interrupted,omitempty"`
+	// Refused is set when the check refused the task's start: the
+	// workflow ends failed with it (task.ErrRefused).
+	Refused *task.Refusal `json:"refused,omitempty"`
 	// Recovering is the agent's run that died and is delivered again,
 	// until the retried run's first heartbeat (recover.go).
 	Recovering *task.Recovery `json:"recovering,omitempty"`
@@ -235,6 +238,8 @@ func newTaskState(in task.Input, now time.Time) *taskState {
 		Seen:      map[string]string{},
 		StartedAt: now,
 		UpdatedAt: now,
+		// A start after refused ones writes above their revisions.
+		RecordRev: int64(in.Restarts) * restartRevs,
 	}
 }
 

@@ -218,6 +218,10 @@ type Input struct {
 	// from the worker's configuration and Handling: a policy a client puts
 	// here is ignored.
 	Policy Policy `json:"policy"`
+	// Restarts counts the refused starts under this task id before this
+	// one (the client's Start reuses the id of a refused start): the
+	// task's plan record and state revisions come after theirs.
+	Restarts int `json:"restarts,omitempty"`
 	// Carried is the whole state of the previous run after a
 	// continue-as-new; empty on a fresh start.
 	Carried json.RawMessage `json:"carried,omitempty"`
@@ -232,6 +236,24 @@ const (
 	MinPriority = -100
 	MaxPriority = 100
 )
+
+// ErrRefused is the error type of the failure a task workflow ends with
+// when it refuses its start (a branch that is missing or protected, a
+// plan it cannot dispatch, no policy to run by). Its details are a
+// Refusal. Temporal shows the workflow as failed, and the client's Start
+// takes its id again.
+const ErrRefused = "TaskRefused"
+
+// Refusal is what a refused start ends with: why, and the input field at
+// fault when one is.
+type Refusal struct {
+	Reason string `json:"reason"`
+	// Field is the input's field at fault (plan.branch, say); empty when
+	// the refusal is not about one.
+	Field string `json:"field,omitempty"`
+	// Restarts is the refused start's Input.Restarts.
+	Restarts int `json:"restarts,omitempty"`
+}
 
 // Result is what a finished task workflow returns.
 type Result struct {
