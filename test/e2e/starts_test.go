@@ -127,36 +127,36 @@ func TestStarts(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if code, id, e := alice.start("", httpapi.StartRequest{TaskID: "T-2025-003", Plan: raw}); code != http.StatusCreated || id != "T-2025-003" {
+		if code, id, e := alice.start("", httpapi.StartRequest{TaskID: "T-2025-013", Plan: raw}); code != http.StatusCreated || id != "T-2025-013" {
 			t.Fatalf("start on a missing branch: %d %q %+v", code, id, e)
 		}
-		st := waitStatus(t, tasks, "T-2025-003", task.StatusTerminated)
+		st := waitStatus(t, tasks, "T-2025-013", task.StatusTerminated)
 		if !strings.Contains(st.Reason, "refused") || !strings.Contains(st.Reason, "feature/member-count") {
 			t.Errorf("reason %q, want the refusal naming the branch", st.Reason)
 		}
-		d, err := tasks.Temporal.DescribeWorkflowExecution(t.Context(), "T-2025-003", "")
+		d, err := tasks.Temporal.DescribeWorkflowExecution(t.Context(), "T-2025-013", "")
 		if err != nil || d.GetWorkflowExecutionInfo().GetStatus() != enums.WORKFLOW_EXECUTION_STATUS_FAILED {
-			t.Fatalf("Temporal has T-2025-003 %v (%v), want failed", d.GetWorkflowExecutionInfo().GetStatus(), err)
+			t.Fatalf("Temporal has T-2025-013 %v (%v), want failed", d.GetWorkflowExecutionInfo().GetStatus(), err)
 		}
-		err = tasks.Temporal.GetWorkflow(t.Context(), "T-2025-003", "").Get(t.Context(), nil)
+		err = tasks.Temporal.GetWorkflow(t.Context(), "T-2025-013", "").Get(t.Context(), nil)
 		var app *temporal.ApplicationError
 		var r task.Refusal
 		if !errors.As(err, &app) || app.Type() != task.ErrRefused || app.Details(&r) != nil || r.Field != "plan.branch" {
 			t.Errorf("the workflow ended with %v (%+v), want a TaskRefused naming plan.branch", err, r)
 		}
-		// The id is free: a valid plan starts under it, and the SSOT's list
-		// has the new task, not the refused one.
-		if code, id, e := bob.start("", httpapi.StartRequest{TaskID: "T-2025-003", Plan: plan}); code != http.StatusCreated || id != "T-2025-003" {
+		// The id is free: the plan that makes its branch starts under it,
+		// and the SSOT's list has the new task, not the refused one.
+		if code, id, e := bob.start("", httpapi.StartRequest{TaskID: "T-2025-013", Plan: raw, CreateBranch: true}); code != http.StatusCreated || id != "T-2025-013" {
 			t.Fatalf("start again under the refused id: %d %q %+v", code, id, e)
 		}
-		waitStatus(t, tasks, "T-2025-003", task.StatusDispatched)
-		eventually(t, 30*time.Second, "T-2025-003 listed as dispatched", func() (bool, error) {
+		waitStatus(t, tasks, "T-2025-013", task.StatusDispatched)
+		eventually(t, 30*time.Second, "T-2025-013 listed as dispatched", func() (bool, error) {
 			var list httpapi.ListResponse
 			alice.do("GET", "/v1/tasks?status=dispatched", nil, &list)
-			return slices.ContainsFunc(list.Tasks, func(s workflows.TaskSummary) bool { return s.TaskID == "T-2025-003" }), fmt.Errorf("%+v", list.Tasks)
+			return slices.ContainsFunc(list.Tasks, func(s workflows.TaskSummary) bool { return s.TaskID == "T-2025-013" }), fmt.Errorf("%+v", list.Tasks)
 		})
-		if code, _, e := alice.start("", httpapi.StartRequest{TaskID: "T-2025-003", Plan: plan}); code != http.StatusConflict {
-			t.Errorf("a third start under T-2025-003, running: %d %+v; want 409", code, e)
+		if code, _, e := alice.start("", httpapi.StartRequest{TaskID: "T-2025-013", Plan: plan}); code != http.StatusConflict {
+			t.Errorf("a third start under T-2025-013, running: %d %+v; want 409", code, e)
 		}
 	})
 
