@@ -14,6 +14,7 @@ import (
 	"github.com/ampflow/ampflow/activities/delivery"
 	"github.com/ampflow/ampflow/activities/runner"
 	"github.com/ampflow/ampflow/activities/ssot"
+	"github.com/ampflow/ampflow/amp"
 	"github.com/ampflow/ampflow/amp/task"
 	"github.com/ampflow/ampflow/config"
 )
@@ -77,7 +78,8 @@ type runRecoverer interface {
 const ErrWorkerDied = "WorkerDied"
 
 // RecoverRuns tells each task whose run a dead worker held, on its
-// timeline, that the worker died and the run is resumed, and fails the
+// timeline, that the worker died and the run is resumed (the task reports
+// recovering until the retried run starts), and fails the
 // run's orphaned activity attempt at once so the task delivers again in
 // seconds rather than after the activity's heartbeat timeout.
 func RecoverRuns(ctx context.Context, runs []runner.Reaped, tc runRecoverer, namespace string, tasks interface {
@@ -97,7 +99,10 @@ func RecoverRuns(ctx context.Context, runs []runner.Reaped, tc runRecoverer, nam
 		if tasks != nil {
 			// From no role: the run's own heartbeats, which replace the
 			// last one from their role, leave this note on the timeline.
-			if err := tasks.Heartbeat(ctx, o.TaskID, task.HeartbeatInput{Note: note}); err != nil {
+			// Recovering: the task reports recovering until the retried
+			// run's first heartbeat.
+			rec := &task.Recovery{Role: amp.Role(o.Role), MsgID: o.MsgID, Session: o.Session, Note: note}
+			if err := tasks.Heartbeat(ctx, o.TaskID, task.HeartbeatInput{Note: note, Recovering: rec}); err != nil {
 				log.Warn("telling a task its run's worker died", "task", o.TaskID, "error", err)
 			}
 		}

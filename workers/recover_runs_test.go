@@ -26,15 +26,22 @@ func (f *fakeRecoverer) CompleteActivityByID(_ context.Context, ns, wf, run, act
 	return nil
 }
 
-type fakeBeats struct{ notes map[string]string }
+type fakeBeats struct {
+	notes      map[string]string
+	recovering map[string]*task.Recovery
+}
 
 func (f *fakeBeats) Heartbeat(_ context.Context, taskID string, in task.HeartbeatInput) error {
 	f.notes[taskID] = string(in.From) + ": " + in.Note
+	if f.recovering != nil {
+		f.recovering[taskID] = in.Recovering
+	}
 	return nil
 }
 
 // TestRecoverRuns: each run a dead worker held is named on its task's
-// timeline with the session it resumes, and its activity attempt is
+// timeline with the session it resumes, the task is told it recovers that
+// run (it reports recovering), and its activity attempt is
 // failed at once so it is delivered again; a pid file naming no task is
 // passed over.
 func TestRecoverRuns(t *testing.T) {
@@ -44,7 +51,7 @@ func TestRecoverRuns(t *testing.T) {
 			Role: "executor", Session: "S-1", WorkflowID: "task-T-2026-008", RunID: "r1", ActivityID: "7"}},
 		{PID: 11, Since: since},
 	}
-	tc, beats := &fakeRecoverer{}, &fakeBeats{notes: map[string]string{}}
+	tc, beats := &fakeRecoverer{}, &fakeBeats{notes: map[string]string{}, recovering: map[string]*task.Recovery{}}
 	var logs bytes.Buffer
 	RecoverRuns(context.Background(), runs, tc, "default", beats, slog.New(slog.NewTextHandler(&logs, nil)))
 	if len(tc.failed) != 1 || tc.failed[0] != "default/task-T-2026-008/r1/7" {
@@ -54,5 +61,8 @@ func TestRecoverRuns(t *testing.T) {
 	if !strings.HasPrefix(note, ": the worker running the executor's run on task_dispatch-T-2026-008-1 died") ||
 		!strings.Contains(note, "06:31:12") || !strings.HasSuffix(note, "resuming session S-1") || len(beats.notes) != 1 {
 		t.Errorf("notes %v", beats.notes)
+	}
+	if r := beats.recovering["T-2026-008"]; r == nil || r.Role != "executor" || r.MsgID != "task_dispatch-T-2026-008-1" || r.Session != "S-1" {
+		t.Errorf("recovering %+v, want the executor's run on task_dispatch-T-2026-008-1, session S-1", r)
 	}
 }

@@ -13,7 +13,8 @@ const (
 	// HeartbeatEvery is the least time between two heartbeats of one
 	// task from one role that are sent: a heartbeat sooner after the last
 	// one sent is taken and not sent (the task knows the agent is alive).
-	// A recovered heartbeat is always sent.
+	// A recovered or recovering heartbeat is always sent, and so is the
+	// first heartbeat after a recovering one from the role it recovers.
 	HeartbeatEvery = 5 * time.Second
 	// NoteEvery is the least time between two heartbeat notes of one task
 	// that are sent: a heartbeat due in between is sent without its note.
@@ -52,10 +53,14 @@ func (b *beatThrottle) admit(taskID string, in task.HeartbeatInput, now time.Tim
 		}
 	}
 	key := taskID + "\x00" + string(in.From)
-	if last, ok := b.beats[key]; ok && !in.Recovered && now.Sub(last) < HeartbeatEvery {
+	if last, ok := b.beats[key]; ok && !in.Recovered && in.Recovering == nil && now.Sub(last) < HeartbeatEvery {
 		return in, false
 	}
 	b.beats[key] = now
+	if r := in.Recovering; r != nil {
+		// The retried run's first heartbeat ends the recovery: it is sent.
+		delete(b.beats, taskID+"\x00"+string(r.Role))
+	}
 	if in.Note != "" {
 		if last, ok := b.notes[taskID]; ok && now.Sub(last) < NoteEvery {
 			in.Note = ""

@@ -62,3 +62,30 @@ func TestHeartbeatThrottled(t *testing.T) {
 		t.Errorf("a heartbeat past both windows sent %+v, want it with its note", got)
 	}
 }
+
+// TestHeartbeatAfterRecovering: a recovering heartbeat is sent whatever
+// came before it, and the first heartbeat of the role it recovers after
+// it is sent too, even within HeartbeatEvery of the role's last one, so
+// the task stops reporting recovering as soon as the retried run starts.
+func TestHeartbeatAfterRecovering(t *testing.T) {
+	now := time.Date(2026, 2, 26, 14, 0, 0, 0, time.UTC)
+	tc := &signals{}
+	c := &Client{Temporal: tc, DecisionKey: testDecisionKey, Now: func() time.Time { return now }}
+	for _, in := range []task.HeartbeatInput{
+		{From: amp.RoleExecutor, Note: "working"},
+		{Note: "the worker died", Recovering: &task.Recovery{Role: amp.RoleExecutor, MsgID: "task_dispatch-1"}},
+		{Note: "the worker died", Recovering: &task.Recovery{Role: amp.RoleExecutor, MsgID: "task_dispatch-1"}},
+		{From: amp.RoleExecutor, Note: "session"},
+		{From: amp.RoleExecutor, Note: "tool call"},
+	} {
+		if err := c.Heartbeat(t.Context(), testTaskID, in); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if len(tc.sent) != 4 || tc.sent[1].Recovering == nil || tc.sent[2].Recovering == nil || tc.sent[3].From != amp.RoleExecutor {
+		t.Fatalf("sent %+v, want the first beat, both recovering ones and the retried run's first", tc.sent)
+	}
+	if a, err := tc.sent[1].SignedAs(); err != nil || decision.VerifyAnswer(testDecisionKey, testTaskID, a, time.Now()) != nil {
+		t.Errorf("the recovering heartbeat is not signed with the decision key (%v)", err)
+	}
+}

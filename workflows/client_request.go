@@ -30,6 +30,8 @@ var errTaken = errors.New("task id taken")
 type startRequest struct {
 	Key  string `json:"key"`
 	Body string `json:"body"`
+	// Restarts is the start's Input.Restarts.
+	Restarts int `json:"restarts,omitempty"`
 }
 
 // RequestKey scopes a client's idempotency key to the caller, so that two
@@ -104,17 +106,18 @@ func requestOf(e *workflowpb.WorkflowExecutionInfo) startRequest {
 
 // taken answers a start whose task id is in use: the first answer when
 // the task was started by the same request, else a conflict.
-func (c *Client) taken(ctx context.Context, taskID string, req startRequest, cause error) error {
+// The restarts returned are the Input.Restarts of the task that answers.
+func (c *Client) taken(ctx context.Context, taskID string, req startRequest, cause error) (int, error) {
 	if req.Key != "" {
 		d, err := c.Temporal.DescribeWorkflowExecution(ctx, task.WorkflowID(taskID), "")
 		if err != nil {
-			return c.wrap(err, "reading task "+taskID)
+			return 0, c.wrap(err, "reading task "+taskID)
 		}
 		if prior := requestOf(d.GetWorkflowExecutionInfo()); prior.Key == req.Key {
-			return req.answers(prior, taskID)
+			return prior.Restarts, req.answers(prior, taskID)
 		}
 	}
-	return &task.Error{Code: task.CodeConflict, Message: fmt.Sprintf("task id %s is taken: choose another, or none for the next free one", taskID),
+	return 0, &task.Error{Code: task.CodeConflict, Message: fmt.Sprintf("task id %s is taken: choose another, or none for the next free one", taskID),
 		Fields: []amp.FieldError{{Path: "task_id", Problem: taskID + " is taken"}}, Err: errors.Join(errTaken, cause)}
 }
 

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"time"
 
 	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/api/serviceerror"
@@ -22,6 +23,9 @@ import (
 // start did.
 func (c *Client) Start(ctx context.Context, in task.Input) error {
 	if err := checkTaskID(in.TaskID); err != nil {
+		return err
+	}
+	if err := CheckDispatches(in, time.Now()); err != nil {
 		return err
 	}
 	req, err := newStartRequest(in)
@@ -63,18 +67,50 @@ func (c *Client) start(ctx context.Context, in task.Input, req startRequest) err
 		opts.Memo = map[string]any{memoRequest: req}
 	}
 	_, err := c.Temporal.ExecuteWorkflow(ctx, opts, task.WorkflowType, in)
+	var started *serviceerror.WorkflowExecutionAlreadyStarted
+	if errors.As(err, &started) {
+		if r, ok := c.refusedStart(ctx, in.TaskID); ok {
+			// The id's last start was refused (task.ErrRefused): it is
+			// free, and only a refused start's id is taken again.
+			in.Restarts, req.Restarts = r.Restarts+1, r.Restarts+1
+			opts.WorkflowIDReusePolicy = enumspb.WORKFLOW_ID_REUSE_POLICY_ALLOW_DUPLICATE_FAILED_ONLY
+			opts.Memo = map[string]any{memoRequest: req}
+			_, err = c.Temporal.ExecuteWorkflow(ctx, opts, task.WorkflowType, in)
+		}
+	}
 	if err != nil {
-		var started *serviceerror.WorkflowExecutionAlreadyStarted
 		if !errors.As(err, &started) {
 			return c.wrap(err, "starting task "+in.TaskID)
 		}
-		if err := c.taken(ctx, in.TaskID, req, err); err != nil {
+		restarts, err := c.taken(ctx, in.TaskID, req, err)
+		if err != nil {
 			return err
 		}
 		// The same request started it: write its first record again, in
 		// case the first answer failed at that.
+		in.Restarts = restarts
 	}
 	return c.recordStart(ctx, in)
+}
+
+// refusedStart reads how the last run of taskID ended: ok with its
+// refusal when its start was refused (failed with a task.ErrRefused).
+func (c *Client) refusedStart(ctx context.Context, taskID string) (task.Refusal, bool) {
+	d, err := c.Temporal.DescribeWorkflowExecution(ctx, task.WorkflowID(taskID), "")
+	if err != nil {
+		return task.Refusal{}, false
+	}
+	e := d.GetWorkflowExecutionInfo()
+	if e.GetStatus() != enumspb.WORKFLOW_EXECUTION_STATUS_FAILED {
+		return task.Refusal{}, false
+	}
+	err = c.Temporal.GetWorkflow(ctx, task.WorkflowID(taskID), e.GetExecution().GetRunId()).Get(ctx, nil)
+	var app *temporal.ApplicationError
+	var r task.Refusal
+	if !errors.As(err, &app) || app.Type() != task.ErrRefused || app.Details(&r) != nil {
+		return task.Refusal{}, false
+	}
+	return r, true
 }
 
 // StartNext starts a task under the next free id of the year, retrying
@@ -82,6 +118,9 @@ func (c *Client) start(ctx context.Context, in task.Input, req startRequest) err
 // RequestKey that started a task already, it returns that task's id.
 func (c *Client) StartNext(ctx context.Context, in task.Input, year int) (string, error) {
 	in.TaskID = ""
+	if err := CheckDispatches(in, time.Now()); err != nil {
+		return "", err
+	}
 	req, err := newStartRequest(in)
 	if err != nil {
 		return "", err

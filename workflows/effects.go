@@ -333,6 +333,7 @@ func (t *taskRun) send(ctx workflow.Context, m amp.Message) error {
 	if t.Failed != nil && t.Failed.To == m.To {
 		t.clearFailed()
 	}
+	t.endRecovery(ctx, m.To, fmt.Sprintf("%s replaces the %s's run that was being recovered", m.MsgID, m.To))
 	in := activities.DeliverInput{Message: m, Repo: t.In.Plan.Repo, Branch: t.In.Plan.Branch, Priority: t.In.Priority}
 	if m.Type == amp.TypeReviewRequest {
 		in.Commit, in.Description, in.Criteria = t.ResultCommit, t.In.Plan.Description, t.In.Plan.AcceptanceCriteria
@@ -393,6 +394,7 @@ func (t *taskRun) send(ctx workflow.Context, m amp.Message) error {
 		t.log.Warn("delivering message", "msg_id", m.MsgID, "to", m.To, "error", f.Summary)
 		// The wait for the reply raises it to the admins.
 		t.Failed = f
+		t.endRecovery(ctx, m.To, "the "+string(m.To)+"'s delivery failed: "+f.Summary)
 	})
 	return nil
 }

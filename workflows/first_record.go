@@ -15,6 +15,21 @@ import (
 // policy it runs by.
 func PlanRecordID(taskID string) string { return "plan-" + taskID }
 
+// restartRevs is the room each start under one task id has for its
+// state revisions: a start after a refused one (task.Input.Restarts)
+// writes its states above every revision of the refused ones.
+const restartRevs = int64(1) << 40
+
+// planRecordID is the plan record's id of the start in: PlanRecordID,
+// with the start's number after a refused start under the same id
+// (plan-T-2026-008-2), so the refused plan's record stays as it was.
+func planRecordID(in task.Input) string {
+	if in.Restarts == 0 {
+		return PlanRecordID(in.TaskID)
+	}
+	return fmt.Sprintf("%s-%d", PlanRecordID(in.TaskID), in.Restarts+1)
+}
+
 // FirstRecord is the task's first write in the SSOT, built from its input
 // and the worker's policy p alone: the plan record, and the state the
 // task starts in at Rev 0, which the workflow's own first write (Rev 1)
@@ -33,8 +48,8 @@ func FirstRecord(in task.Input, p task.Policy, at time.Time) (activities.RecordI
 	if err != nil {
 		return activities.RecordInput{}, fmt.Errorf("encoding the state of task %s: %w", in.TaskID, err)
 	}
-	return activities.RecordInput{TaskID: in.TaskID, Rev: 0, Task: view, Entries: []activities.RecordEntry{
-		{ID: PlanRecordID(in.TaskID), Kind: ssot.KindEvent, Body: body, RecordedAt: at},
+	return activities.RecordInput{TaskID: in.TaskID, Rev: int64(in.Restarts) * restartRevs, Task: view, Entries: []activities.RecordEntry{
+		{ID: planRecordID(in), Kind: ssot.KindEvent, Body: body, RecordedAt: at},
 	}}, nil
 }
 

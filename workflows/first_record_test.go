@@ -38,7 +38,7 @@ func TestFirstRecordIsTheWorkflows(t *testing.T) {
 			h2.checkBranch = func(activities.CheckBranchInput) (activities.CheckBranchResult, error) {
 				return activities.CheckBranchResult{}, errors.New("no such branch")
 			}
-			h2.run()
+			h2.runRefused()
 			wrote, _ := h2.firstRecord()
 
 			at := time.Date(2026, 5, 1, 12, 0, 0, 0, time.UTC)

@@ -285,6 +285,28 @@ func (h *harness) run() task.Result {
 	return res
 }
 
+// runRefused executes a workflow whose start is refused: it must end
+// failed with a task.ErrRefused. It returns the task's end as its state
+// query gives it, and the refusal.
+func (h *harness) runRefused() (task.Result, task.Refusal) {
+	h.t.Helper()
+	h.env.ExecuteWorkflow(Task, h.in)
+	if !h.env.IsWorkflowCompleted() {
+		h.t.Fatalf("workflow did not complete; state: %+v", h.state())
+	}
+	var app *temporal.ApplicationError
+	err := h.env.GetWorkflowError()
+	if !errors.As(err, &app) || app.Type() != task.ErrRefused {
+		h.t.Fatalf("workflow ended with %v, want a %s failure", err, task.ErrRefused)
+	}
+	var r task.Refusal
+	if err := app.Details(&r); err != nil {
+		h.t.Fatalf("reading the refusal: %v", err)
+	}
+	st := h.state()
+	return task.Result{TaskID: st.TaskID, Status: st.Status, Reason: st.Reason}, r
+}
+
 func (h *harness) state() task.State {
 	h.t.Helper()
 	v, err := h.env.QueryWorkflow(task.QueryState)

@@ -327,6 +327,12 @@ func (t *taskRun) heartbeat(ctx workflow.Context, in task.HeartbeatInput) {
 	if !in.Recovered && in.From != "" && task.Claimed(t.In.TaskID, task.HolderOf(t.Holders, in.From), in.By, in.Admin) != nil {
 		return // another agent's work: the client refused it already
 	}
+	switch {
+	case in.Recovering != nil:
+		t.startRecovery(ctx, *in.Recovering)
+	case in.From != "":
+		t.endRecovery(ctx, in.From, fmt.Sprintf("the %s's retried run has started", in.From))
+	}
 	if !t.suspended() && (in.From == "" || in.From == t.awaited()) {
 		t.LastActive = workflow.Now(ctx)
 		// Only a wait for the agent's ACK or reply sends again; a

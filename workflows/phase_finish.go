@@ -75,6 +75,11 @@ func (t *taskRun) finish(ctx workflow.Context) (task.Result, error) {
 	if err := workflow.Await(ctx, func() bool { return workflow.AllHandlersFinished(ctx) }); err != nil {
 		return task.Result{}, fmt.Errorf("waiting for handlers of task %s: %w", t.In.TaskID, err)
 	}
+	if r := t.Refused; r != nil {
+		// Refused, not completed: Temporal shows the start failed, with
+		// the reason, and its id may be started again.
+		return t.result(), temporal.NewNonRetryableApplicationError(r.Reason, task.ErrRefused, nil, *r)
+	}
 	return t.result(), nil
 }
 

@@ -1,9 +1,12 @@
 package workflows
 
 import (
+	"errors"
 	"fmt"
 	"strings"
+	"time"
 
+	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/ampflow/ampflow/activities"
@@ -19,36 +22,25 @@ func (t *taskRun) check(ctx workflow.Context) (phase, error) {
 	// The first record: the plan and the policy in effect.
 	// The client writes the same record when the start is taken
 	// (FirstRecord): built alike, the store keeps one.
-	t.record(ctx, PlanRecordID(t.In.TaskID), ssot.KindEvent, t.In)
+	t.record(ctx, planRecordID(t.In), ssot.KindEvent, t.In)
 	if refused != nil {
-		t.Reason = "refused: " + errMessage(refused)
-		t.LastError = t.Reason
-		return phaseTerminate, nil
+		return t.refuse(errMessage(refused), "")
 	}
-	for i := range t.Plan {
-		p := t.In.Plan
-		p.Subtasks = t.Plan[i : i+1]
-		probe := amp.NewMessage(amp.RoleCoordinator, amp.RoleExecutor, t.In.TaskID, workflow.Now(ctx), &p)
-		if err := probe.Validate(); err != nil {
-			t.Reason = fmt.Sprintf("refused: the dispatch of subtask %d would not be valid AMP: %s", i, strings.ReplaceAll(err.Error(), "\n", "; "))
-			return phaseTerminate, nil
-		}
+	if i, err := dispatchProblem(t.In.TaskID, t.In.Plan, t.Plan, workflow.Now(ctx)); err != nil {
+		return t.refuse(fmt.Sprintf("the dispatch of subtask %d would not be valid AMP: %s", i, strings.ReplaceAll(err.Error(), "\n", "; ")),
+			fmt.Sprintf("plan.subtasks[%d]", i))
 	}
 	var out activities.CheckBranchResult
 	err := t.gitCheck(ctx, acts.CheckBranch, activities.CheckBranchInput{
 		Repo: t.In.Plan.Repo, Branch: t.In.Plan.Branch, Create: t.In.CreateBranch,
 	}).Get(ctx, &out)
 	if err != nil {
-		t.Reason = "refused: " + errMessage(err)
-		t.LastError = t.Reason
-		return phaseTerminate, nil
+		return t.refuse(errMessage(err), branchField(err))
 	}
 	t.Default, t.GitHubRepo = out.DefaultBranch, out.GitHubRepo
 	t.checkedHead, t.checkedAt = out.DefaultHead, workflow.Now(ctx)
 	if err := t.pushTarget(ctx); err != nil {
-		t.Reason = "refused: " + errMessage(err)
-		t.LastError = t.Reason
-		return phaseTerminate, nil
+		return t.refuse(errMessage(err), "")
 	}
 	return phaseApproval, nil
 }
@@ -111,4 +103,70 @@ func (t *taskRun) pinBase(ctx workflow.Context) (phase, error) {
 	}
 	t.Base = out.DefaultHead
 	return phaseLease, nil
+}
+
+// refuse ends a start the check refuses: the task is terminated with
+// reason, and its workflow fails with a task.ErrRefused naming field, so
+// Temporal shows it failed and the client's Start takes its id again.
+func (t *taskRun) refuse(reason, field string) (phase, error) {
+	t.Reason = "refused: " + reason
+	t.LastError = t.Reason
+	t.Refused = &task.Refusal{Reason: t.Reason, Field: field, Restarts: t.In.Restarts}
+	return phaseTerminate, nil
+}
+
+// branchField is the input field a failed branch check is about.
+func branchField(err error) string {
+	var app *temporal.ApplicationError
+	if errors.As(err, &app) && app.Type() == activities.ErrNotWorkTree {
+		return "plan.repo"
+	}
+	return "plan.branch"
+}
+
+// dispatchProblem is the first subtask of plan (its subtasks as
+// replanned) whose dispatch would not be valid AMP, with amp's error.
+func dispatchProblem(taskID string, plan amp.TaskDispatch, subtasks []amp.Subtask, now time.Time) (int, error) {
+	for i := range subtasks {
+		p := plan
+		p.Subtasks = subtasks[i : i+1]
+		probe := amp.NewMessage(amp.RoleCoordinator, amp.RoleExecutor, taskID, now, &p)
+		if err := probe.Validate(); err != nil {
+			return i, err
+		}
+	}
+	return 0, nil
+}
+
+// CheckDispatches refuses, before a workflow exists, a start whose plan
+// the task's check would refuse: a subtask whose dispatch would not be
+// valid AMP. The error names the fields (plan.subtasks[i]…).
+func CheckDispatches(in task.Input, now time.Time) error {
+	id := in.TaskID
+	if !task.ValidID(id) {
+		id = fmt.Sprintf("T-%04d-000", now.Year()) // StartNext picks it later
+	}
+	i, err := dispatchProblem(id, in.Plan, in.Plan.Subtasks, now)
+	if err == nil {
+		return nil
+	}
+	at := fmt.Sprintf("plan.subtasks[%d]", i)
+	var fields []amp.FieldError
+	var ve *amp.ValidationError
+	if errors.As(err, &ve) {
+		for _, f := range ve.Fields {
+			path := f.Path
+			if rest, ok := strings.CutPrefix(path, "payload.subtasks[0]"); ok {
+				path = at + rest
+			} else if rest, ok := strings.CutPrefix(path, "payload"); ok {
+				path = "plan" + rest
+			}
+			fields = append(fields, amp.FieldError{Path: path, Problem: f.Problem})
+		}
+	}
+	if len(fields) == 0 {
+		fields = []amp.FieldError{{Path: at, Problem: err.Error()}}
+	}
+	return &task.Error{Code: task.CodeInvalid, Fields: fields,
+		Message: fmt.Sprintf("%s: its dispatch would not be valid AMP: %s", at, strings.ReplaceAll(err.Error(), "\n", "; "))}
 }

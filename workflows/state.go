@@ -119,7 +119,13 @@ type taskState struct {
 	// Interrupted is the run a person interrupted, while it waits;
 	// Steered is the id of the newest message sent to the task's agent.
 	Interrupted *task.Interruption `json:"interrupted,omitempty"`
-	Steered     int64              `json:"steered,omitempty"`
+	// Refused is set when the check refused the task's start: the
+	// workflow ends failed with it (task.ErrRefused).
+	Refused *task.Refusal `json:"refused,omitempty"`
+	// Recovering is the agent's run that died and is delivered again,
+	// until the retried run's first heartbeat (recover.go).
+	Recovering *task.Recovery `json:"recovering,omitempty"`
+	Steered    int64          `json:"steered,omitempty"`
 	// Interrupt is an agent's critical escalation that the run loop has
 	// yet to suspend the task for.
 	Interrupt *amp.Message `json:"interrupt,omitempty"`
@@ -246,6 +252,8 @@ func newTaskState(in task.Input, now time.Time) *taskState {
 		Seen:      map[string]string{},
 		StartedAt: now,
 		UpdatedAt: now,
+		// A start after refused ones writes above their revisions.
+		RecordRev: int64(in.Restarts) * restartRevs,
 	}
 }
 
@@ -356,6 +364,7 @@ func (s *taskState) view() task.State {
 		Spend:          s.Spend,
 		PausedUntil:    s.PausedUntil,
 		Interrupted:    s.Interrupted,
+		Recovering:     s.Recovering,
 		Lease:          s.Lease,
 		LeaseHolder:    s.LeaseHolder,
 		LastError:      s.LastError,
@@ -366,6 +375,10 @@ func (s *taskState) view() task.State {
 	if d := s.Decisions.Open; d != nil && !s.Status.Terminal() {
 		st.WaitingFor = d.Kind
 		if st.Status = task.ReportedStatus(s.Status, d.Kind); st.Status != s.Status {
+			st.UnderlyingStatus = s.Status
+		}
+	} else if s.Recovering != nil {
+		if st.Status = task.RecoveringStatus(s.Status); st.Status != s.Status {
 			st.UnderlyingStatus = s.Status
 		}
 	}

@@ -273,6 +273,8 @@ func (t *taskRun) setStatus(ctx workflow.Context, s task.Status, note string) {
 		return
 	}
 	t.Status = s
+	// The run being recovered has answered, or the task has moved on.
+	t.Recovering = nil
 	t.addTimeline(ctx, task.TimelineEntry{Kind: "status", Status: s, Note: note})
 	t.upsertAttributes(ctx)
 	if t.In.Policy.StatusUpdates {

@@ -250,7 +250,7 @@ func TestGitHubDelivery(t *testing.T) {
 		h.checkBranch = func(activities.CheckBranchInput) (activities.CheckBranchResult, error) {
 			return activities.CheckBranchResult{DefaultBranch: "main", Head: "abc"}, nil
 		}
-		res := h.run()
+		res, _ := h.runRefused()
 		if res.Status != task.StatusTerminated || !strings.Contains(res.Reason, "no repository for the pull request") {
 			t.Errorf("status %s (%s), want refused", res.Status, res.Reason)
 		}

@@ -364,7 +364,7 @@ func TestSubmitUpdateID(t *testing.T) {
 // TestListStatusNotInVisibility: the statuses AmpStatus writes as
 // dispatched are refused by Client.List, naming the field, before any call.
 func TestListStatusNotInVisibility(t *testing.T) {
-	for _, s := range []task.Status{task.StatusInProgress, task.StatusCICheck, task.StatusInReview} {
+	for _, s := range []task.Status{task.StatusInProgress, task.StatusCICheck, task.StatusInReview, task.StatusRecovering} {
 		_, err := (&Client{}).List(t.Context(), s, 0)
 		var te *task.Error
 		if !errors.As(err, &te) || te.Code != task.CodeInvalid || len(te.Fields) != 1 || te.Fields[0].Path != "status" {
@@ -372,7 +372,7 @@ func TestListStatusNotInVisibility(t *testing.T) {
 		}
 	}
 	for _, s := range task.Statuses() {
-		if got := task.AttrStatusOf(s); !got.Valid() || (got != s) != (s == task.StatusInProgress || s == task.StatusCICheck || s == task.StatusInReview) {
+		if got := task.AttrStatusOf(s); !got.Valid() || (got != s) != (s == task.StatusInProgress || s == task.StatusCICheck || s == task.StatusInReview || s == task.StatusRecovering) {
 			t.Errorf("AttrStatusOf(%s) = %s", s, got)
 		}
 	}

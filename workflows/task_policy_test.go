@@ -108,7 +108,7 @@ func TestPolicyFromWorker(t *testing.T) {
 		h.workerPolicy = func() (task.Policy, error) {
 			return task.Policy{}, temporal.NewNonRetryableApplicationError("this worker has no task policy", activities.ErrNoPolicy, nil)
 		}
-		res := h.run()
+		res, _ := h.runRefused()
 		if res.Status != task.StatusTerminated || !strings.Contains(res.Reason, "no task policy") {
 			t.Errorf("result %s %q, want terminated for want of a policy", res.Status, res.Reason)
 		}

@@ -376,7 +376,7 @@ func TestRefusedBranchDispatchesNothing(t *testing.T) {
 	h.checkBranch = func(activities.CheckBranchInput) (activities.CheckBranchResult, error) {
 		return activities.CheckBranchResult{}, temporal.NewNonRetryableApplicationError("branch main of /repos/rhylm is protected", activities.ErrProtectedBranch, nil)
 	}
-	res := h.run()
+	res, _ := h.runRefused()
 	if res.Status != task.StatusTerminated || !strings.Contains(res.Reason, "protected") {
 		t.Errorf("result %s %q, want terminated naming the protected branch", res.Status, res.Reason)
 	}

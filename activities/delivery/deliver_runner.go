@@ -89,6 +89,9 @@ func (d *Delivery) runAgent(ctx context.Context, a activities.AgentDelivery, in 
 	if in.Repo == "" {
 		return failed(fmt.Sprintf("%s names no repository for the %s runner", m.MsgID, m.To), "", nil)
 	}
+	if activity.IsActivity(ctx) {
+		d.noteRetry(ctx, a, m, activity.GetInfo(ctx).Attempt)
+	}
 	slot, release, err := d.takeSlot(ctx, a, in)
 	if err != nil {
 		return fmt.Errorf("waiting for a runner slot for %s: %w", m.MsgID, err)

@@ -19,8 +19,12 @@ type State struct {
 	WaitingFor decision.Kind `json:"waiting_for,omitempty"`
 	// UnderlyingStatus is the turn the task is in (in_progress, say) while
 	// Status reports awaiting_admin for an open decision; empty otherwise.
-	UnderlyingStatus Status   `json:"underlying_status,omitempty"`
-	Risk             amp.Risk `json:"risk_level"`
+	UnderlyingStatus Status `json:"underlying_status,omitempty"`
+	// Recovering is the agent's run that ampflow knows died and delivers
+	// again; Status reports recovering over the agent's turn while it is
+	// set. Empty once the retried run has started.
+	Recovering *Recovery `json:"recovering,omitempty"`
+	Risk       amp.Risk  `json:"risk_level"`
 	// PlanApproval is how the plan is approved, auto or admin: the task's
 	// policy for its risk level, made stricter by the coordinator's
 	// handling. Empty until the task has read its policy.
@@ -115,6 +119,31 @@ func ReportedStatus(raw Status, open decision.Kind) Status {
 	switch raw {
 	case StatusDispatched, StatusInProgress, StatusCICheck, StatusInReview:
 		return StatusAwaitingAdmin
+	}
+	return raw
+}
+
+// Recovery is an agent's run that died (its worker died, or the
+// delivery's attempt stopped) and is delivered again.
+type Recovery struct {
+	// Role and MsgID are the agent and the message its run works on.
+	Role  amp.Role `json:"role"`
+	MsgID string   `json:"msg_id"`
+	// Session is the agent's session the retried run resumes; empty when
+	// it starts afresh.
+	Session string `json:"session,omitempty"`
+	// Since is when the task learned of it; Note says what happened.
+	Since time.Time `json:"since,omitzero"`
+	Note  string    `json:"note,omitempty"`
+}
+
+// RecoveringStatus is the status a task in status raw reports while an
+// agent's run is being recovered: recovering in an agent's turn
+// (dispatched, in_progress, in_review), raw otherwise.
+func RecoveringStatus(raw Status) Status {
+	switch raw {
+	case StatusDispatched, StatusInProgress, StatusInReview:
+		return StatusRecovering
 	}
 	return raw
 }

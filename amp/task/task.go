@@ -40,6 +40,10 @@ const (
 	StatusInProgress    Status = "in_progress"
 	StatusCICheck       Status = "ci_check"
 	StatusInReview      Status = "in_review"
+	// StatusRecovering: the worker running an agent's run died, or the
+	// run's attempt stopped, and the run is delivered again; it lasts
+	// until the retried run starts (State.Recovering says which run).
+	StatusRecovering    Status = "recovering"
 	StatusAwaitingAdmin Status = "awaiting_admin"
 	StatusLocked        Status = "locked"
 	StatusSuspended     Status = "suspended"
@@ -50,7 +54,7 @@ const (
 // Statuses lists every status in lifecycle order.
 func Statuses() []Status {
 	return []Status{StatusAwaitingApproval, StatusAwaitingLease, StatusDispatched, StatusInProgress, StatusCICheck,
-		StatusInReview, StatusAwaitingAdmin, StatusLocked, StatusSuspended, StatusDone, StatusTerminated}
+		StatusInReview, StatusRecovering, StatusAwaitingAdmin, StatusLocked, StatusSuspended, StatusDone, StatusTerminated}
 }
 
 // Terminal reports whether no further change can happen.
@@ -214,6 +218,10 @@ type Input struct {
 	// from the worker's configuration and Handling: a policy a client puts
 	// here is ignored.
 	Policy Policy `json:"policy"`
+	// Restarts counts the refused starts under this task id before this
+	// one (the client's Start reuses the id of a refused start): the
+	// task's plan record and state revisions come after theirs.
+	Restarts int `json:"restarts,omitempty"`
 	// Carried is the whole state of the previous run after a
 	// continue-as-new; empty on a fresh start.
 	Carried json.RawMessage `json:"carried,omitempty"`
@@ -228,6 +236,24 @@ const (
 	MinPriority = -100
 	MaxPriority = 100
 )
+
+// ErrRefused is the error type of the failure a task workflow ends with
+// when it refuses its start (a branch that is missing or protected, a
+// plan it cannot dispatch, no policy to run by). Its details are a
+// Refusal. Temporal shows the workflow as failed, and the client's Start
+// takes its id again.
+const ErrRefused = "TaskRefused"
+
+// Refusal is what a refused start ends with: why, and the input field at
+// fault when one is.
+type Refusal struct {
+	Reason string `json:"reason"`
+	// Field is the input's field at fault (plan.branch, say); empty when
+	// the refusal is not about one.
+	Field string `json:"field,omitempty"`
+	// Restarts is the refused start's Input.Restarts.
+	Restarts int `json:"restarts,omitempty"`
+}
 
 // Result is what a finished task workflow returns.
 type Result struct {
@@ -329,6 +355,11 @@ type HeartbeatInput struct {
 	// a task waiting for its reply sends the message again at once, as
 	// for a stale heartbeat whose admin chose to send again.
 	Recovered bool `json:"recovered,omitempty"`
+	// Recovering says that ampflow knows the role's run died (its worker
+	// died, or its attempt stopped) and delivers it again: the task
+	// reports recovering until the retried run sends its first heartbeat.
+	// Sent by ampflow's workers only, signed.
+	Recovering *Recovery `json:"recovering,omitempty"`
 	// By and Admin are who sent it, as for SubmitInput: a heartbeat from
 	// another agent than the role's holder is refused (CodeClaimed), a
 	// recovered one excepted, which hands the work on.
@@ -347,8 +378,11 @@ func (in HeartbeatInput) SignedAs() (decision.Answer, error) {
 }
 
 // Privileged reports whether the heartbeat asks for more than a sign of
-// life: a redispatch (Recovered) or an admin's pass over the claim.
-func (in HeartbeatInput) Privileged() bool { return in.Recovered || in.Admin }
+// life: a redispatch (Recovered), a dead run's recovery (Recovering) or
+// an admin's pass over the claim.
+func (in HeartbeatInput) Privileged() bool {
+	return in.Recovered || in.Admin || in.Recovering != nil
+}
 
 // CancelInput ends a task; the reason is required. It is taken only
 // signed with the decision key (workflows.Client.Cancel signs it): At and
@@ -385,12 +419,12 @@ type ChangeResult struct {
 
 // AttrStatusOf is the value of AttrStatus for a task in status s: s
 // itself, except that the agents' turns (in_progress, ci_check,
-// in_review) are dispatched. The visibility row then changes when a task
+// in_review, and recovering over them) are dispatched. The visibility row then changes when a task
 // starts or stops waiting for a person, or ends, not at every turn; the
 // SSOT (GET /v1/tasks) has the exact status.
 func AttrStatusOf(s Status) Status {
 	switch s {
-	case StatusInProgress, StatusCICheck, StatusInReview:
+	case StatusInProgress, StatusCICheck, StatusInReview, StatusRecovering:
 		return StatusDispatched
 	}
 	return s

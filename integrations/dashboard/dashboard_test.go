@@ -11,7 +11,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ampflow/ampflow/activities/ssot"
+	"github.com/ampflow/ampflow/amp"
 	"github.com/ampflow/ampflow/amp/decision"
+	"github.com/ampflow/ampflow/amp/task"
 )
 
 func TestSignIn(t *testing.T) {
@@ -393,5 +396,31 @@ func TestWarnings(t *testing.T) {
 	f := newFixture(t, nil)
 	if _, page := f.client(t).do("GET", "/", nil, nil); strings.Contains(page, `role="alert"`) {
 		t.Error("a worker with no warnings shows one")
+	}
+}
+
+// TestRecoveringTask: a task whose executor's run died shows recovering,
+// the run it recovers and the turn, on its page, and is listed under the
+// recovering status.
+func TestRecoveringTask(t *testing.T) {
+	f := newFixture(t, testTokens)
+	st := taskState(t, "T-2026-007", 1, task.StatusRecovering, nil, func(v *task.State) {
+		v.UnderlyingStatus = task.StatusInProgress
+		v.Recovering = &task.Recovery{Role: amp.RoleExecutor, MsgID: "task_dispatch-T-2026-007-1", Session: "S-1", Since: t0}
+	})
+	e := []ssot.Entry{{ID: "T-2026-007-m1", Kind: "event", RecordedAt: t0, Body: mustJSON(t, map[string]any{"type": "heartbeat", "note": "the worker died"})}}
+	if _, err := f.db.Save(context.Background(), "T-2026-007", e, &st); err != nil {
+		t.Fatal(err)
+	}
+	c := f.client(t)
+	c.signIn("tok-ana")
+	_, page := c.do("GET", "/tasks/T-2026-007", nil, nil)
+	want := `id="task-recovering">the executor's run on task_dispatch-T-2026-007-1 died and is delivered again (in_progress)</span>`
+	if !strings.Contains(page, `id="task-status">recovering</span>`) || !strings.Contains(page, want) {
+		t.Errorf("task page lacks recovering and %q", want)
+	}
+	_, list := c.do("GET", "/tasks?status=recovering", nil, nil)
+	if !strings.Contains(list, `data-task-id="T-2026-007"`) || !strings.Contains(list, "the executor's run died; delivering again") {
+		t.Errorf("the tasks page filtered by recovering lacks the task or its run")
 	}
 }

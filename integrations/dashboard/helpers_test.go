@@ -74,7 +74,7 @@ func seedTask(t testing.TB, db *ssot.DB, taskID string, extra int) decision.Deci
 	return d
 }
 
-func taskState(t testing.TB, taskID string, rev int64, status task.Status, pending *decision.Decision) ssot.TaskState {
+func taskState(t testing.TB, taskID string, rev int64, status task.Status, pending *decision.Decision, mutate ...func(*task.State)) ssot.TaskState {
 	view := task.State{
 		TaskID: taskID, Status: status, Risk: amp.RiskLow, Description: "Add a health check", Repo: "/src/app", Branch: "feature/health",
 		Subtasks: []amp.Subtask{{SubtaskID: "s1", Description: "Write the handler", EstimatedLines: 40}, {SubtaskID: "s2", Description: "Test it"}},
@@ -84,6 +84,9 @@ func taskState(t testing.TB, taskID string, rev int64, status task.Status, pendi
 		StartedAt: t0, UpdatedAt: t0.Add(time.Duration(rev) * time.Minute),
 		CostUSD: 0.0123, Tokens: task.Tokens{Input: 1200, Output: 300},
 		Spend: []task.Spend{{Role: amp.RoleExecutor, CostUSD: 0.0123, Tokens: task.Tokens{Input: 1200, Output: 300}, Runs: 1, CapUSD: 5}},
+	}
+	for _, m := range mutate {
+		m(&view)
 	}
 	st := ssot.TaskState{TaskID: taskID, Rev: rev, Status: string(status), Risk: "low", Repo: "/src/app", StartedAt: t0, UpdatedAt: view.UpdatedAt, State: mustJSON(t, view)}
 	if pending != nil {

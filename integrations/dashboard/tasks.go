@@ -19,7 +19,7 @@ const tasksPerPage = 100
 // Statuses a task can have, for the status filter.
 var statuses = []task.Status{
 	task.StatusAwaitingApproval, task.StatusAwaitingLease, task.StatusDispatched, task.StatusInProgress,
-	task.StatusCICheck, task.StatusInReview, task.StatusAwaitingAdmin, task.StatusLocked, task.StatusSuspended,
+	task.StatusCICheck, task.StatusInReview, task.StatusRecovering, task.StatusAwaitingAdmin, task.StatusLocked, task.StatusSuspended,
 	task.StatusDone, task.StatusTerminated,
 }
 
@@ -28,6 +28,7 @@ type stateView struct {
 	Status         string               `json:"status"`
 	WaitingFor     string               `json:"waiting_for"`
 	Underlying     string               `json:"underlying_status"`
+	Recovering     *task.Recovery       `json:"recovering"`
 	Risk           string               `json:"risk_level"`
 	Description    string               `json:"description"`
 	Origin         *task.Origin         `json:"origin"`

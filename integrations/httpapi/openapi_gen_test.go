@@ -125,7 +125,7 @@ func apiSchemas() (map[string]obj, map[string]any) {
 			types[name] = v
 		}
 	}
-	add("Status", nil, strEnum("Where a task stands; done and terminated are final. A task reports awaiting_admin while a decision is open in an agent's turn: its state's waiting_for names the decision's kind, underlying_status the turn.", task.Statuses()...))
+	add("Status", nil, strEnum("Where a task stands; done and terminated are final. A task reports awaiting_admin while a decision is open in an agent's turn: its state's waiting_for names the decision's kind, underlying_status the turn. It reports recovering while an agent's run that died (its worker died, or its attempt stopped) is delivered again, until the retried run starts: its state's recovering names the run, underlying_status the turn.", task.Statuses()...))
 	add("Role", nil, strEnum("An AMP role.", roles...))
 	add("Error", nil, obj{
 		"type": "object", "required": []string{"error"},
@@ -402,7 +402,11 @@ func apiSchemas() (map[string]obj, map[string]any) {
 		"status":      ref("Status"),
 		"waiting_for": str("The kind of the decision open on the task (tool_call, delivery_failed, final_approval, plan_approval, …): what it waits for from the admins; absent when none is open."),
 		"underlying_status": obj{"allOf": []any{ref("Status")},
-			"description": "The agent's turn the task is in (dispatched, in_progress, ci_check, in_review) while status reports awaiting_admin for an open decision; absent otherwise."},
+			"description": "The agent's turn the task is in (dispatched, in_progress, ci_check, in_review) while status reports awaiting_admin for an open decision, or recovering for a run delivered again; absent otherwise."},
+		"recovering": object(task.Recovery{}, "Set while an agent's run that died (its worker died, or its attempt stopped) is delivered again, until the retried run's first heartbeat; status then reports recovering.", obj{
+			"role": ref("Role"), "msg_id": str("The message the run works on."),
+			"session": str("The agent's session the retried run resumes; absent when it starts afresh."),
+			"since":   dateTime("When the task learned the run died."), "note": str("What happened.")}),
 		"risk_level":    ampRef("task_dispatch", "/$defs/payload/properties/risk_level"),
 		"plan_approval": strEnum("How the plan is approved: auto (at once) or admin (an admin's plan_approval decision), from the policy for the plan's risk level (policy.plan_approval) made stricter by the start's handling; absent until the task has read its policy.", task.HandlingAuto, task.HandlingAdmin),
 		"description":   str("The plan's description."),

@@ -2,6 +2,8 @@ package e2e
 
 import (
 	"encoding/json"
+	"errors"
+	"fmt"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -15,6 +17,8 @@ import (
 	"github.com/ampflow/ampflow/amp/task"
 	"github.com/ampflow/ampflow/integrations/httpapi"
 	"github.com/ampflow/ampflow/workflows"
+	"go.temporal.io/api/enums/v1"
+	"go.temporal.io/sdk/temporal"
 )
 
 // start posts a start request with the Idempotency-Key key, if any, and
@@ -111,6 +115,48 @@ func TestStarts(t *testing.T) {
 		st, err := tasks.State(t.Context(), "T-2025-001")
 		if err != nil || !st.StartedAt.Equal(first.StartedAt) || st.Underlying() != task.StatusDispatched {
 			t.Errorf("T-2025-001 is now %s started %s (%v); want the first task untouched", st.Status, st.StartedAt, err)
+		}
+	})
+
+	t.Run("RefusedIDIsFree", func(t *testing.T) {
+		// A branch the repository lacks, without create_branch: the
+		// worker refuses the start, and Temporal has it failed.
+		missing := lowRiskPlan(repo)
+		missing.Branch = "feature/member-count"
+		raw, err := json.Marshal(missing)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if code, id, e := alice.start("", httpapi.StartRequest{TaskID: "T-2025-013", Plan: raw}); code != http.StatusCreated || id != "T-2025-013" {
+			t.Fatalf("start on a missing branch: %d %q %+v", code, id, e)
+		}
+		st := waitStatus(t, tasks, "T-2025-013", task.StatusTerminated)
+		if !strings.Contains(st.Reason, "refused") || !strings.Contains(st.Reason, "feature/member-count") {
+			t.Errorf("reason %q, want the refusal naming the branch", st.Reason)
+		}
+		d, err := tasks.Temporal.DescribeWorkflowExecution(t.Context(), "T-2025-013", "")
+		if err != nil || d.GetWorkflowExecutionInfo().GetStatus() != enums.WORKFLOW_EXECUTION_STATUS_FAILED {
+			t.Fatalf("Temporal has T-2025-013 %v (%v), want failed", d.GetWorkflowExecutionInfo().GetStatus(), err)
+		}
+		err = tasks.Temporal.GetWorkflow(t.Context(), "T-2025-013", "").Get(t.Context(), nil)
+		var app *temporal.ApplicationError
+		var r task.Refusal
+		if !errors.As(err, &app) || app.Type() != task.ErrRefused || app.Details(&r) != nil || r.Field != "plan.branch" {
+			t.Errorf("the workflow ended with %v (%+v), want a TaskRefused naming plan.branch", err, r)
+		}
+		// The id is free: the plan that makes its branch starts under it,
+		// and the SSOT's list has the new task, not the refused one.
+		if code, id, e := bob.start("", httpapi.StartRequest{TaskID: "T-2025-013", Plan: raw, CreateBranch: true}); code != http.StatusCreated || id != "T-2025-013" {
+			t.Fatalf("start again under the refused id: %d %q %+v", code, id, e)
+		}
+		waitStatus(t, tasks, "T-2025-013", task.StatusDispatched)
+		eventually(t, 30*time.Second, "T-2025-013 listed as dispatched", func() (bool, error) {
+			var list httpapi.ListResponse
+			alice.do("GET", "/v1/tasks?status=dispatched", nil, &list)
+			return slices.ContainsFunc(list.Tasks, func(s workflows.TaskSummary) bool { return s.TaskID == "T-2025-013" }), fmt.Errorf("%+v", list.Tasks)
+		})
+		if code, _, e := alice.start("", httpapi.StartRequest{TaskID: "T-2025-013", Plan: plan}); code != http.StatusConflict {
+			t.Errorf("a third start under T-2025-013, running: %d %+v; want 409", code, e)
 		}
 	})
 

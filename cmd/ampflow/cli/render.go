@@ -160,7 +160,7 @@ func costLine(st task.State) string {
 
 // printState writes what task show prints.
 // statusLine is a task's status with what it waits for: "awaiting_admin
-// (waiting for tool_call; in_progress)".
+// (waiting for tool_call; in_progress)", or the run it recovers.
 func statusLine(st task.State) string {
 	s := string(st.Status)
 	switch {
@@ -168,6 +168,9 @@ func statusLine(st task.State) string {
 		s += fmt.Sprintf(" (waiting for %s; %s)", st.WaitingFor, st.UnderlyingStatus)
 	case st.WaitingFor != "":
 		s += fmt.Sprintf(" (waiting for %s)", st.WaitingFor)
+	case st.Recovering != nil && st.UnderlyingStatus != "":
+		s += fmt.Sprintf(" (the %s's run on %s died at %s and is delivered again; %s)",
+			st.Recovering.Role, st.Recovering.MsgID, st.Recovering.Since.UTC().Format("15:04:05"), st.UnderlyingStatus)
 	}
 	return s
 }

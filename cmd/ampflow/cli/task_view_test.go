@@ -112,6 +112,21 @@ func TestTaskShow(t *testing.T) {
 			t.Errorf("a task with no runner spend shows a cost:\n%s", r.stdout)
 		}
 	})
+	t.Run("Recovering", func(t *testing.T) {
+		st := shownState()
+		st.Pending = nil
+		st.Status, st.UnderlyingStatus = task.StatusRecovering, task.StatusInProgress
+		st.Recovering = &task.Recovery{Role: amp.RoleExecutor, MsgID: "task_dispatch-T-2026-003-1", Session: "S-1", Since: testNow}
+		r := runFake(t, &fakeTasks{states: []task.State{st}}, "", nil, "task", "show", "T-2026-003")
+		wantExit(t, r, ExitOK)
+		want := "Status       recovering (the executor's run on task_dispatch-T-2026-003-1 died at 14:32:07 and is delivered again; in_progress)\n"
+		if !strings.Contains(r.stdout, want) {
+			t.Errorf("stdout lacks %q:\n%s", want, r.stdout)
+		}
+		if got := describe(st); !strings.HasSuffix(got, "(recovering the executor's run on task_dispatch-T-2026-003-1)") || !strings.Contains(got, "recovering over in_progress") {
+			t.Errorf("--wait's line %q", got)
+		}
+	})
 	t.Run("AgentStderr", func(t *testing.T) {
 		st := shownState()
 		st.Pending.Kind = task.KindDeliveryFailed

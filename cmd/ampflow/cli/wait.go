@@ -87,6 +87,9 @@ func describe(st task.State) string {
 	if st.Pending != nil {
 		s += fmt.Sprintf(" (waiting for an admin: %s %s)", st.Pending.Kind, st.Pending.ID)
 	}
+	if r := st.Recovering; r != nil && st.Pending == nil {
+		s += fmt.Sprintf(" (recovering the %s's run on %s)", r.Role, r.MsgID)
+	}
 	return s
 }
 
