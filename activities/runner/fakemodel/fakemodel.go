@@ -12,12 +12,17 @@
 // The server plays a script: every agent request (one that offers the model
 // tools) gets the next Turn. Side requests the CLIs make on their own, such as
 // title generation or a quota probe, offer no tools; they get a short text
-// reply and do not use up a turn. Every request is recorded, so a test can
-// assert what reached the model, for example a tool's output.
+// reply and do not use up a turn. A client's retry of a request whose
+// turn was written (the same path and body, after its stream was cut, say)
+// gets that turn again, as a model answers the same conversation the same
+// way: a retry does not shift the script. A turn never written (a hang, a
+// hold the client left, an error status) is not given again. Every request is recorded, so a test
+// can assert what reached the model, for example a tool's output.
 package fakemodel
 
 import (
 	"bytes"
+	"crypto/sha256"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -52,9 +57,10 @@ type Turn struct {
 	// InputTokens and OutputTokens are reported as usage; 0 means a default.
 	InputTokens, OutputTokens int64
 	// For, when set, is text only the requests this turn is meant for
-	// contain (Request.Text): another agent request gets a side reply and
-	// leaves the turn for the next, so a script that several runs share
-	// is not thrown off by a request of a run it did not expect.
+	// contain (Request.Text): an agent request takes the first turn not
+	// yet served that is for it (its For text, or no For), so the turns
+	// of several runs that go at once can share one script, each run's
+	// in order; a request no such turn is left for gets a side reply.
 	For string
 }
 
@@ -73,6 +79,9 @@ type Request struct {
 	// Turn is the index of the script turn it got, or -1 for a side request
 	// or one after the script ran out.
 	Turn int
+	// Retry is set on a repeat of an earlier agent request whose turn
+	// Turn was written: it was answered with that turn again.
+	Retry bool
 }
 
 // Text reports whether s occurs in the request body, either as is or as it
@@ -99,15 +108,19 @@ type Server struct {
 
 	mu       sync.Mutex
 	turns    []Turn
-	next     int
+	served   []bool
+	next     int // the number of turns served
 	requests []Request
 	ids      int
 	changed  chan struct{}
+	// answered maps an agent request (its path and body) to the turn
+	// written to it, for the client's retries of it.
+	answered map[[sha256.Size]byte]int
 }
 
 // New starts a server on 127.0.0.1 that plays turns in order.
 func New(turns ...Turn) *Server {
-	s := &Server{turns: turns, closed: make(chan struct{}), changed: make(chan struct{})}
+	s := &Server{turns: turns, served: make([]bool, len(turns)), closed: make(chan struct{}), changed: make(chan struct{}), answered: map[[sha256.Size]byte]int{}}
 	s.srv = httptest.NewServer(http.HandlerFunc(s.serve))
 	return s
 }
@@ -129,11 +142,12 @@ func (s *Server) Requests() []Request {
 	return append([]Request(nil), s.requests...)
 }
 
-// AgentRequests returns the requests that got a script turn, in order.
+// AgentRequests returns the requests that got a script turn, in order,
+// without the client's retries of them.
 func (s *Server) AgentRequests() []Request {
 	var out []Request
 	for _, r := range s.Requests() {
-		if r.Turn >= 0 {
+		if r.Turn >= 0 && !r.Retry {
 			out = append(out, r)
 		}
 	}
@@ -191,33 +205,39 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 		case "streamGenerateContent", "generateContent":
 			d = gemini{}
 		case "countTokens":
-			s.record(r, body, -1)
+			s.record(r, body, -1, false)
 			w.Header().Set("Content-Type", "application/json")
 			fmt.Fprintf(w, `{"totalTokens":%d}`, len(body)/4)
 			return
 		}
 	}
 	if d == nil {
-		s.record(r, body, -1)
+		s.record(r, body, -1, false)
 		http.Error(w, `{"error":{"message":"fakemodel: no such route"}}`, http.StatusNotFound)
 		return
 	}
 
-	turn, idx := Turn{Text: SideReply}, -1
+	turn, idx, retry := Turn{Text: SideReply}, -1, false
+	key := sha256.Sum256(append([]byte(r.URL.Path+"\n"), body...))
 	if d.agent(body) {
 		s.mu.Lock()
+		prev, seen := s.answered[key]
+		free := s.free(body)
 		switch {
-		case s.next < len(s.turns) && s.turns[s.next].For != "" && !(Request{Body: body}).Text(s.turns[s.next].For):
-			// Not the request the turn is for: a side reply.
-		case s.next < len(s.turns):
-			turn, idx = s.turns[s.next], s.next
+		case seen:
+			turn, idx, retry = s.turns[prev], prev, true
+		case free >= 0:
+			turn, idx = s.turns[free], free
+			s.served[free] = true
 			s.next++
-		default:
+		case s.next == len(s.turns):
 			turn = Turn{Text: Exhausted}
+		default:
+			// Turns are left, for other requests: a side reply.
 		}
 		s.mu.Unlock()
 	}
-	c := call{model: model, id: s.record(r, body, idx)}
+	c := call{model: model, id: s.record(r, body, idx, retry)}
 	if c.model == "" {
 		c.model = "fake-model"
 	}
@@ -249,6 +269,7 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 		}
 		w.Header().Set("Content-Type", "application/json")
 		d.writeJSON(w, turn, c)
+		s.written(key, idx)
 		return
 	}
 	sw := newSSE(w)
@@ -258,6 +279,31 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	d.writeStream(sw, turn, c)
+	s.written(key, idx)
+}
+
+// written notes that turn idx was written to the agent request key, for
+// its retries.
+func (s *Server) written(key [sha256.Size]byte, idx int) {
+	if idx < 0 {
+		return
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if _, ok := s.answered[key]; !ok {
+		s.answered[key] = idx
+	}
+}
+
+// free is the first turn not yet served that a request with body may
+// take, -1 when there is none; s.mu is held.
+func (s *Server) free(body []byte) int {
+	for i, t := range s.turns {
+		if !s.served[i] && (t.For == "" || (Request{Body: body}).Text(t.For)) {
+			return i
+		}
+	}
+	return -1
 }
 
 func (s *Server) hang(r *http.Request) {
@@ -267,11 +313,11 @@ func (s *Server) hang(r *http.Request) {
 	}
 }
 
-func (s *Server) record(r *http.Request, body []byte, turn int) string {
+func (s *Server) record(r *http.Request, body []byte, turn int, retry bool) string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.requests = append(s.requests, Request{
-		Method: r.Method, Path: r.URL.RequestURI(), Header: r.Header.Clone(), Body: body, Turn: turn,
+		Method: r.Method, Path: r.URL.RequestURI(), Header: r.Header.Clone(), Body: body, Turn: turn, Retry: retry,
 	})
 	s.ids++
 	close(s.changed)

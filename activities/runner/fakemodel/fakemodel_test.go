@@ -242,3 +242,89 @@ func TestHang(t *testing.T) {
 		t.Fatal("Close did not release the hanging response")
 	}
 }
+
+// A client's retry of an agent request (same path and body) gets the turn
+// the request got, and the script goes on where it was; a retry after an
+// error status gets the next turn.
+func TestRetryGetsTheSameTurn(t *testing.T) {
+	s := New(Turn{Text: "first"}, Turn{Status: 429, Body: `{"error":"slow down"}`}, Turn{Text: "third"})
+	defer s.Close()
+	ask := func(body string) string {
+		t.Helper()
+		resp := post(t, context.Background(), s.URL()+"/v1/messages", body)
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return string(b)
+	}
+	one := `{"model":"m",` + tools + `,"messages":[{"content":"one"}]}`
+	two := `{"model":"m",` + tools + `,"messages":[{"content":"two"}]}`
+	if got := ask(one); !strings.Contains(got, "first") {
+		t.Fatalf("first request: %s", got)
+	}
+	if got := ask(one); !strings.Contains(got, "first") {
+		t.Errorf("the retry got %s, want the first turn again", got)
+	}
+	if got := ask(two); !strings.Contains(got, "slow down") {
+		t.Errorf("the next request got %s, want the 429", got)
+	}
+	if got := ask(two); !strings.Contains(got, "third") {
+		t.Errorf("the retry after a 429 got %s, want the third turn", got)
+	}
+	reqs := s.Requests()
+	if len(reqs) != 4 || reqs[1].Turn != 0 || !reqs[1].Retry || reqs[3].Retry || s.Served() != 3 {
+		t.Errorf("requests %+v, served %d", reqs, s.Served())
+	}
+	if n := len(s.AgentRequests()); n != 3 {
+		t.Errorf("%d agent requests, want 3 (the retry is not one)", n)
+	}
+}
+
+// Turns For two runs interleave in one script: each run's requests take
+// its own turns in order, whichever run asks first.
+func TestTurnsForTwoRuns(t *testing.T) {
+	s := New(Turn{Text: "A1", For: "run-a"}, Turn{Text: "A2", For: "run-a"}, Turn{Text: "B1", For: "run-b"})
+	defer s.Close()
+	ask := func(run, n string) string {
+		t.Helper()
+		resp := post(t, context.Background(), s.URL()+"/v1/chat/completions", `{"model":"m","tools":[{"type":"function"}],"messages":[{"role":"user","content":"`+run+` `+n+`"}]}`)
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return string(b)
+	}
+	for _, c := range []struct{ run, n, want string }{
+		{"run-b", "1", "B1"}, {"run-a", "1", "A1"}, {"run-b", "2", SideReply}, {"run-a", "2", "A2"}, {"run-c", "1", Exhausted},
+	} {
+		if got := ask(c.run, c.n); !strings.Contains(got, c.want) {
+			t.Errorf("%s request %s got %s, want %s", c.run, c.n, got, c.want)
+		}
+	}
+	if s.Served() != 3 {
+		t.Errorf("served %d turns, want 3", s.Served())
+	}
+}
+
+// A turn held until the client left was never written: the client's
+// retry gets the next turn.
+func TestRetryAfterAbandonedHold(t *testing.T) {
+	hold := make(chan struct{})
+	defer close(hold)
+	s := New(Turn{Text: "held", Hold: hold}, Turn{Text: "next"})
+	defer s.Close()
+	body := `{"model":"m",` + tools + `}`
+	ctx, cancel := context.WithCancel(context.Background())
+	changed := s.Changed()
+	go func() {
+		<-changed
+		cancel()
+	}()
+	req, _ := http.NewRequestWithContext(ctx, http.MethodPost, s.URL()+"/v1/messages", strings.NewReader(body))
+	if resp, err := http.DefaultClient.Do(req); err == nil {
+		resp.Body.Close()
+		t.Fatal("the held request was answered")
+	}
+	resp := post(t, context.Background(), s.URL()+"/v1/messages", body)
+	defer resp.Body.Close()
+	if b, _ := io.ReadAll(resp.Body); !strings.Contains(string(b), "next") {
+		t.Errorf("the retry got %s, want the next turn", b)
+	}
+}
