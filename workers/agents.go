@@ -1,10 +1,12 @@
 package workers
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"log/slog"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -85,12 +87,25 @@ const ErrWorkerDied = "WorkerDied"
 func RecoverRuns(ctx context.Context, runs []runner.Reaped, tc runRecoverer, namespace string, tasks interface {
 	Heartbeat(ctx context.Context, taskID string, in task.HeartbeatInput) error
 }, log *slog.Logger) {
+	// A run whose CLI ran is named by its pid file and by its attempt
+	// record: it is told once, from the pid file, which knows its session.
+	runs = slices.Clone(runs)
+	slices.SortStableFunc(runs, func(a, b runner.Reaped) int { return cmp.Compare(min(b.PID, 1), min(a.PID, 1)) })
+	told := map[runner.RunOwner]bool{}
 	for _, r := range runs {
 		o := r.Owner
 		if o == nil || o.TaskID == "" {
 			continue
 		}
+		key := runner.RunOwner{TaskID: o.TaskID, MsgID: o.MsgID, WorkflowID: o.WorkflowID, RunID: o.RunID, ActivityID: o.ActivityID}
+		if told[key] {
+			continue
+		}
+		told[key] = true
 		note := fmt.Sprintf("the worker running the %s's run on %s died (its run started %s); ", o.Role, o.MsgID, r.Since.UTC().Format("15:04:05"))
+		if r.PID == 0 {
+			note = fmt.Sprintf("the worker holding the %s's run on %s died before the run's CLI started (it asked for a slot at %s); ", o.Role, o.MsgID, r.Since.UTC().Format("15:04:05"))
+		}
 		if o.Session != "" {
 			note += "resuming session " + o.Session
 		} else {

@@ -66,3 +66,30 @@ func TestRecoverRuns(t *testing.T) {
 		t.Errorf("recovering %+v, want the executor's run on task_dispatch-T-2026-008-1, session S-1", r)
 	}
 }
+
+// TestRecoverRunsAttempts: a run whose CLI had not started (an attempt
+// record, PID 0) is recovered too, and a run named by both its attempt
+// record and its pid file is told once, with the pid file's session.
+func TestRecoverRunsAttempts(t *testing.T) {
+	since := time.Date(2026, 11, 28, 6, 31, 12, 0, time.UTC)
+	owner := func(task, session string) *runner.RunOwner {
+		return &runner.RunOwner{TaskID: task, MsgID: "task_dispatch-" + task + "-1", Role: "executor", Session: session,
+			WorkflowID: "task-" + task, RunID: "r1", ActivityID: "7"}
+	}
+	runs := []runner.Reaped{
+		{PID: 0, Since: since, Owner: owner("T-2026-008", "")},
+		{PID: 0, Since: since, Owner: owner("T-2026-009", "")},
+		{PID: 12, Killed: true, Since: since, Owner: owner("T-2026-008", "S-8")},
+	}
+	tc, beats := &fakeRecoverer{}, &fakeBeats{notes: map[string]string{}}
+	RecoverRuns(context.Background(), runs, tc, "default", beats, slog.New(slog.DiscardHandler))
+	if len(tc.failed) != 2 {
+		t.Errorf("failed attempts %v, want one per run", tc.failed)
+	}
+	if n := beats.notes["T-2026-008"]; !strings.HasSuffix(n, "resuming session S-8") {
+		t.Errorf("T-2026-008's note %q, want the pid file's session", n)
+	}
+	if n := beats.notes["T-2026-009"]; !strings.Contains(n, "died before the run's CLI started") || !strings.HasSuffix(n, "running it again") {
+		t.Errorf("T-2026-009's note %q", n)
+	}
+}

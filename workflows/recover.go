@@ -23,9 +23,14 @@ func (t *taskRun) startRecovery(ctx workflow.Context, r task.Recovery) {
 	}
 	r.Since, r.Note = workflow.Now(ctx), boundNote(r.Note)
 	t.Recovering = &r
-	note := fmt.Sprintf("the %s's run on %s died and is delivered again", r.Role, r.MsgID)
-	if r.Session != "" {
-		note += ", resuming session " + r.Session
+	// The note of whoever found the death says when and how; without
+	// one, what the task knows.
+	note := r.Note
+	if note == "" {
+		note = fmt.Sprintf("the %s's run on %s died and is delivered again", r.Role, r.MsgID)
+		if r.Session != "" {
+			note += ", resuming session " + r.Session
+		}
 	}
 	t.addTimeline(ctx, task.TimelineEntry{Kind: "status", Status: task.StatusRecovering, MsgID: r.MsgID, To: string(r.Role), Note: note})
 	t.snapshot()

@@ -90,7 +90,16 @@ func (d *Delivery) runAgent(ctx context.Context, a activities.AgentDelivery, in 
 		return failed(fmt.Sprintf("%s names no repository for the %s runner", m.MsgID, m.To), "", nil)
 	}
 	if activity.IsActivity(ctx) {
-		d.noteRetry(ctx, a, m, activity.GetInfo(ctx).Attempt)
+		info := activity.GetInfo(ctx)
+		d.noteRetry(ctx, a, m, info.Attempt)
+		// Until the CLI's pid file names it, the run is known by this
+		// record: a worker that starts after this one died sees it.
+		forget, err := runner.NoteAttempt(activities.PIDDir(a.WorkDir), &runner.RunOwner{TaskID: m.TaskID, MsgID: m.MsgID, Role: string(m.To),
+			WorkflowID: info.WorkflowExecution.ID, RunID: info.WorkflowExecution.RunID, ActivityID: info.ActivityID})
+		if err != nil {
+			d.logger().Warn("a run's attempt record", "task", m.TaskID, "msg_id", m.MsgID, "error", err)
+		}
+		defer forget()
 	}
 	slot, release, err := d.takeSlot(ctx, a, in)
 	if err != nil {

@@ -29,3 +29,8 @@ func Reap(pidDir string) ([]int, error) {
 func ReapRuns(pidDir string) ([]Reaped, error) {
 	return nil, errors.New("runner.ReapRuns is supported on Unix only")
 }
+
+// NoteAttempt is supported on Unix only.
+func NoteAttempt(pidDir string, owner *RunOwner) (func(), error) {
+	return func() {}, errors.New("attempt records are supported on Unix only")
+}

@@ -119,7 +119,9 @@ func Reap(pidDir string) ([]int, error) {
 }
 
 // ReapRuns is Reap that returns every run a pid file named: those it
-// killed and those already gone, with whom they worked for.
+// killed and those already gone, with whom they worked for, and the runs
+// whose CLI had not started (NoteAttempt's records, with PID 0). A run
+// may be named twice, by its attempt record and by its CLI's pid file.
 func ReapRuns(pidDir string) ([]Reaped, error) {
 	entries, err := os.ReadDir(pidDir)
 	if errors.Is(err, os.ErrNotExist) {
@@ -141,7 +143,9 @@ func ReapRuns(pidDir string) ([]Reaped, error) {
 			continue
 		}
 		var pf pidFile
-		if err := json.Unmarshal(b, &pf); err != nil || pf.PID <= 1 {
+		err = json.Unmarshal(b, &pf)
+		attempt := err == nil && pf.PID == 0 && pf.Owner != nil
+		if err != nil || pf.PID <= 1 && !attempt {
 			_ = os.Remove(path)
 			continue
 		}
@@ -149,7 +153,7 @@ func ReapRuns(pidDir string) ([]Reaped, error) {
 		if st, err := os.Stat(path); err == nil {
 			r.Since = st.ModTime()
 		}
-		if ours(pf) {
+		if !attempt && ours(pf) {
 			killGroup(pf.PID, 3*time.Second)
 			r.Killed = true
 		}

@@ -207,12 +207,15 @@ func TestRunnerKill9Resumes(t *testing.T) {
 }
 
 // pidFiles lists the process groups of the runs whose pid files are in
-// data_dir/pids.
+// data_dir/pids (not the attempt records beside them).
 func pidFiles(t *testing.T, data string) []int {
 	t.Helper()
 	files, _ := filepath.Glob(filepath.Join(data, "pids", "*.json"))
 	var pids []int
 	for _, f := range files {
+		if strings.HasPrefix(filepath.Base(f), "attempt-") {
+			continue
+		}
 		var pf struct {
 			PID int `json:"pid"`
 		}
