@@ -94,13 +94,21 @@ func notifyOptions() workflow.ActivityOptions {
 	}
 }
 
+// DeliverHeartbeatTimeout is how long the Deliver activity may go
+// without a heartbeat: a worker that dies with a run (and is not
+// restarted, so nothing fails its attempt at once) is noticed after it,
+// and another worker tries the run again within 30 s of the death. A live
+// worker heartbeats every few seconds through the whole attempt
+// (activities/delivery).
+const DeliverHeartbeatTimeout = 20 * time.Second
+
 // DeliverOptions are the options of the Deliver activity: command-mode
 // agents run inside it, for up to two hours, and heartbeat.
 func DeliverOptions() workflow.ActivityOptions {
 	return workflow.ActivityOptions{
 		// Command-mode agents run inside the activity; they heartbeat.
 		StartToCloseTimeout: 2 * time.Hour,
-		HeartbeatTimeout:    time.Minute,
+		HeartbeatTimeout:    DeliverHeartbeatTimeout,
 		RetryPolicy: &temporal.RetryPolicy{
 			InitialInterval:        time.Second,
 			MaximumInterval:        time.Minute,

@@ -100,6 +100,10 @@ func (d *Delivery) runAgent(ctx context.Context, a activities.AgentDelivery, in 
 			d.logger().Warn("a run's attempt record", "task", m.TaskID, "msg_id", m.MsgID, "error", err)
 		}
 		defer forget()
+		// The worker is alive through the whole attempt, whatever it
+		// waits on (a fetch, a checkout, the CLI): a dead one is noticed
+		// after the heartbeat timeout, a live one never is.
+		defer keepAlive(ctx, m.MsgID)()
 	}
 	slot, release, err := d.takeSlot(ctx, a, in)
 	if err != nil {
@@ -567,4 +571,30 @@ func CheckRunner(ctx context.Context, a config.Agent) (string, error) {
 		return "", fmt.Errorf("agents: %s --version: %w", bin, err)
 	}
 	return strings.TrimSpace(strings.SplitN(string(out), "\n", 2)[0]), nil
+}
+
+// AliveEvery is how often a runner delivery heartbeats: well inside the
+// Deliver activity's heartbeat timeout (workflows.DeliverHeartbeatTimeout,
+// 20 s).
+const AliveEvery = 5 * time.Second
+
+// keepAlive heartbeats the activity every AliveEvery until the returned
+// function is called.
+func keepAlive(ctx context.Context, details any) func() {
+	done := make(chan struct{})
+	go func() {
+		tick := time.NewTicker(AliveEvery)
+		defer tick.Stop()
+		for {
+			select {
+			case <-done:
+				return
+			case <-ctx.Done():
+				return
+			case <-tick.C:
+				activity.RecordHeartbeat(ctx, details)
+			}
+		}
+	}()
+	return func() { close(done) }
 }

@@ -149,3 +149,4 @@ func TestSlotsChanged(t *testing.T) {
 		t.Error("a nil Slots has a change channel")
 	}
 }
+
