@@ -14,6 +14,7 @@ import (
 	"github.com/ampflow/ampflow/activities/ssot"
 	"github.com/ampflow/ampflow/amp"
 	"github.com/ampflow/ampflow/amp/task"
+	"github.com/ampflow/ampflow/config"
 )
 
 // Business failure types: non-retryable application errors.
@@ -95,6 +96,9 @@ type AgentDelivery struct {
 	// Sandbox confines each run of a runner (agents.<role>.sandbox, on
 	// unless off; docs/sandbox.md).
 	Sandbox bool
+	// Accounts are a runner's credentials, tried in order
+	// (agents.<role>.accounts); none: Env alone.
+	Accounts []config.Account
 }
 
 // GitChecker verifies what agents say against the repository.

@@ -355,6 +355,23 @@ type Agent struct {
 	// Sandbox confines each run of a runner: on (the default, also
 	// empty) or off (docs/sandbox.md).
 	Sandbox string `mapstructure:"sandbox"`
+	// Accounts are a runner's credentials, tried in order: a run takes
+	// the first that is not resting, and one that hits a usage or rate
+	// limit rests until its reset while the run goes on with the next
+	// (docs/runners.md). None: the run uses Env alone.
+	Accounts []Account `mapstructure:"accounts"`
+}
+
+// Account is one credential of a runner: a name and the variables it
+// sets in a run's environment, beside agents.<role>.env.
+type Account struct {
+	// Name tells the account in the fleet view, the timeline and the
+	// metrics; AccountNameRE.
+	Name string `mapstructure:"name" json:"name"`
+	// Env sets each variable of the account: NAME=$SOURCE takes the
+	// worker's variable SOURCE (a key is never written in the file),
+	// NAME=value sets a value that is no secret (a config directory).
+	Env []string `mapstructure:"env" json:"env"`
 }
 
 // Values of agents.<role>.sandbox.

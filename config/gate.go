@@ -82,6 +82,7 @@ var jsonListTypes = map[reflect.Type]bool{
 	reflect.TypeOf([]GateRule{}):           true,
 	reflect.TypeOf([]pricing.ModelPrice{}): true,
 	reflect.TypeOf([]pricing.Budget{}):     true,
+	reflect.TypeOf([]Account{}):            true,
 }
 
 // jsonList reads a list of the gate or of pricing set in the environment,

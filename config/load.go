@@ -116,6 +116,7 @@ var defaults = map[string]any{
 	"agents.executor.idle_timeout":   DefaultAgentIdleTimeout,
 	"agents.executor.max_cost_usd":   0.0,
 	"agents.executor.sandbox":        SandboxOn,
+	"agents.executor.accounts":       []Account{},
 	"agents.reviewer.mode":           AgentModePull,
 	"agents.reviewer.command":        []string{},
 	"agents.reviewer.webhook_url":    "",
@@ -127,6 +128,7 @@ var defaults = map[string]any{
 	"agents.reviewer.idle_timeout":   DefaultAgentIdleTimeout,
 	"agents.reviewer.max_cost_usd":   0.0,
 	"agents.reviewer.sandbox":        SandboxOn,
+	"agents.reviewer.accounts":       []Account{},
 
 	"sandbox.network.allow": []string{},
 

@@ -66,6 +66,52 @@ func validateAgent(ps *problems, prefix string, a Agent) {
 			ps.add(prefix+".max_cost_usd", "must not be negative (0: no cap), not %v", a.MaxCostUSD)
 		}
 	}
+	if len(a.Accounts) > 0 && a.Mode != AgentModeRunner {
+		ps.add(prefix+".accounts", "only a runner has accounts (%s.mode is %s, not runner)", prefix, a.Mode)
+	}
+	validateAccounts(ps, prefix+".accounts", a.Accounts)
+}
+
+// AccountNameRE is what an account's name may be: it is a metrics label
+// and shown in the fleet view.
+var AccountNameRE = regexp.MustCompile(`^[a-z0-9][a-z0-9_.-]{0,39}$`)
+
+// secretVarRE is a variable name that holds a key, whose value an account
+// must take from the worker's environment.
+var secretVarRE = regexp.MustCompile(`(?i)(KEY|TOKEN|SECRET|PASSWORD|PASSWD|CREDENTIAL|AUTH|COOKIE|SESSION)`)
+
+func validateAccounts(ps *problems, key string, accounts []Account) {
+	seen := map[string]bool{}
+	for i, acc := range accounts {
+		k := fmt.Sprintf("%s[%d]", key, i)
+		switch {
+		case !AccountNameRE.MatchString(acc.Name):
+			ps.add(k+".name", "must be 1 to 40 of a-z, 0-9, _, . and - (starting with a letter or digit), not %q", acc.Name)
+		case seen[acc.Name]:
+			ps.add(k+".name", "%q is listed twice", acc.Name)
+		}
+		seen[acc.Name] = true
+		if len(acc.Env) == 0 {
+			ps.add(k+".env", "must set at least one variable, e.g. [ANTHROPIC_API_KEY=$ANTHROPIC_API_KEY_%s]", strings.ToUpper(acc.Name))
+		}
+		for j, e := range acc.Env {
+			ek := fmt.Sprintf("%s.env[%d]", k, j)
+			name, value, ok := strings.Cut(e, "=")
+			source, fromEnv := strings.CutPrefix(value, "$")
+			switch {
+			case !ok || !envName.MatchString(name):
+				ps.add(ek, "must be NAME=$SOURCE (the worker's variable SOURCE) or NAME=value, not %q", e)
+			case strings.HasPrefix(name, EnvPrefix):
+				ps.add(ek, "must not set ampflow's own %s", name)
+			case fromEnv && !envName.MatchString(source):
+				ps.add(ek, "must name a variable after $ (A-Z, 0-9, _), not %q", source)
+			case fromEnv && strings.HasPrefix(source, EnvPrefix):
+				ps.add(ek, "must not pass ampflow's own %s to a run", source)
+			case !fromEnv && secretVarRE.MatchString(name):
+				ps.add(ek, "sets the secret %s in clear: write %s=$SOURCE and give the key in the worker's variable SOURCE", name, name)
+			}
+		}
+	}
 }
 
 // argv refuses a command written as one shell line: ampflow runs argv

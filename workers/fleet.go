@@ -87,7 +87,11 @@ func runnerRoles(cfg config.Config) []dashboard.RunnerRole {
 		ag   config.Agent
 	}{{"executor", cfg.Agents.Executor}, {"reviewer", cfg.Agents.Reviewer}} {
 		if r.ag.Mode == config.AgentModeRunner {
-			out = append(out, dashboard.RunnerRole{Role: r.role, Runner: r.ag.Runner, Model: r.ag.Model})
+			role := dashboard.RunnerRole{Role: r.role, Runner: r.ag.Runner, Model: r.ag.Model}
+			for _, a := range r.ag.Accounts {
+				role.Accounts = append(role.Accounts, a.Name)
+			}
+			out = append(out, role)
 		}
 	}
 	return out
@@ -109,9 +113,33 @@ func (d dashboardFleet) Runs(ctx context.Context) ([]dashboard.RunnerRun, error)
 			continue
 		}
 		for _, r := range append(h.Running, h.Queue...) {
-			out = append(out, dashboard.RunnerRun{Host: h.Host, TaskID: r.TaskID, Role: string(r.Role), Runner: r.Runner, Step: r.Step,
+			out = append(out, dashboard.RunnerRun{Host: h.Host, TaskID: r.TaskID, Role: string(r.Role), Runner: r.Runner, Account: r.Account, Step: r.Step,
 				Queued: r.Queued, Started: r.Started, CostUSD: r.CostUSD})
 		}
 	}
 	return out, nil
 }
+
+// accountSpend gives the dashboard what this worker's runs spent today
+// on each runner account.
+type accountSpend struct{ accounts *delivery.Accounts }
+
+func (a accountSpend) AccountSpendToday() []dashboard.AccountSpend {
+	var out []dashboard.AccountSpend
+	for _, s := range a.accounts.SpentToday() {
+		out = append(out, dashboard.AccountSpend{Role: string(s.Role), Account: s.Account, USD: s.USD})
+	}
+	return out
+}
+
+// workerAccounts is this worker's runner accounts, nil when it runs no
+// runner.
+func workerAccounts(parts *Parts) dashboard.AccountSpender {
+	if d, ok := parts.Activities.Delivery.(*delivery.Delivery); ok && d.Accounts != nil {
+		return accountSpend{d.Accounts}
+	}
+	return nil
+}
+
+// The worker's metrics count runners' spend by account.
+var _ delivery.AccountCounter = (*httpapi.Metrics)(nil)

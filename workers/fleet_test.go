@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"path/filepath"
+	"reflect"
 	"testing"
 	"time"
 
@@ -14,10 +15,11 @@ import (
 
 func TestRunnerRoles(t *testing.T) {
 	cfg := config.Default()
-	cfg.Agents.Executor = config.Agent{Mode: config.AgentModeRunner, Runner: "codex", Model: "gpt-5"}
+	cfg.Agents.Executor = config.Agent{Mode: config.AgentModeRunner, Runner: "codex", Model: "gpt-5",
+		Accounts: []config.Account{{Name: "a", Env: []string{"OPENAI_API_KEY=$KEY_A"}}, {Name: "b", Env: []string{"OPENAI_API_KEY=$KEY_B"}}}}
 	cfg.Agents.Reviewer = config.Agent{Mode: config.AgentModePull}
 	got := runnerRoles(cfg)
-	if len(got) != 1 || got[0] != (dashboard.RunnerRole{Role: "executor", Runner: "codex", Model: "gpt-5"}) {
+	if len(got) != 1 || !reflect.DeepEqual(got[0], dashboard.RunnerRole{Role: "executor", Runner: "codex", Model: "gpt-5", Accounts: []string{"a", "b"}}) {
 		t.Errorf("runner roles %+v, want the executor's only", got)
 	}
 }

@@ -182,6 +182,7 @@ func Build(o Options) (*Parts, error) {
 		Secrets:    secrets,
 		Log:        log,
 		Slots:      delivery.NewSlots(cfg.Runner.SlotCount()),
+		Accounts:   &delivery.Accounts{},
 		Host:       cfg.Runner.HostName(),
 		// A sandboxed run sees none of the worker's configuration and
 		// key files, wherever they are.
@@ -266,7 +267,8 @@ func agentDelivery(a config.Agent, dataDir string) activities.AgentDelivery {
 	}
 	return activities.AgentDelivery{Mode: a.Mode, Command: a.Command, WebhookURL: a.WebhookURL, Timeout: a.Timeout,
 		Env: a.Env, WebhookSecret: a.WebhookSecret,
-		Runner: a.Runner, Model: a.Model, IdleTimeout: a.IdleTimeout, WorkDir: dataDir, Sandbox: a.Sandbox != config.SandboxOff}
+		Runner: a.Runner, Model: a.Model, IdleTimeout: a.IdleTimeout, WorkDir: dataDir, Sandbox: a.Sandbox != config.SandboxOff,
+		Accounts: a.Accounts}
 }
 
 // NewWorker registers the task workflow and the activities on a worker

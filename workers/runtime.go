@@ -297,7 +297,7 @@ func mountDashboard(o Options, parts *Parts, api *httpapi.Server, rt *runtime, l
 		return false
 	}
 	panels := map[string]dashboard.Panel{dashboard.PanelGates: dashboard.GatesPanel(parts.Store),
-		dashboard.PanelRunners: dashboard.RunnersPanel(runnerRoles(o.Config), dashboardFleet{parts.Store}, parts.Store, nil)}
+		dashboard.PanelRunners: dashboard.RunnersPanel(runnerRoles(o.Config), dashboardFleet{parts.Store}, parts.Store, workerAccounts(parts), nil)}
 	do := dashboard.Options{
 		Store: parts.Store, Actions: parts.Tasks, Tokens: o.Config.Auth.Tokens, OpenName: o.LocalName,
 		MaxRejects: o.Config.Protocol.MaxRejects, Logger: log, Poll: cfg.PollInterval, SessionTTL: cfg.SessionTTL,

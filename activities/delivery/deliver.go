@@ -46,6 +46,9 @@ type Delivery struct {
 	Pricing pricing.Table
 	// Metrics, when set, counts runners' tokens and dollars.
 	Metrics UsageCounter
+	// Accounts rest a runner's accounts at their limits and keep what
+	// each spent; nil: none rests.
+	Accounts *Accounts
 	// Git reads a runner's result from the repository.
 	Git *activities.Git
 	// Marks keeps the runner checkouts being removed (the SSOT); a marked

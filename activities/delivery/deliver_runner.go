@@ -8,10 +8,12 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
 	"go.temporal.io/sdk/activity"
+	"go.temporal.io/sdk/temporal"
 
 	"github.com/ampflow/ampflow/activities"
 	"github.com/ampflow/ampflow/activities/child"
@@ -62,6 +64,10 @@ type runState struct {
 	// steer is the delivery's messages and interrupts; nil without a
 	// store.
 	steer *steer
+	// account is the runner's account the run uses, empty without
+	// accounts; limit is what its last run's usage or rate limit did.
+	account string
+	limit   *accountLimit
 	// tw writes the current run's transcript; nil without a store.
 	tw *transcript
 	// calls are the commands of shell tool calls by call id, and failed
@@ -105,11 +111,40 @@ func (d *Delivery) runAgent(ctx context.Context, a activities.AgentDelivery, in 
 		// after the heartbeat timeout, a live one never is.
 		defer keepAlive(ctx, m.MsgID)()
 	}
+	acc, err := d.takeAccount(ctx, a, m)
+	if err != nil {
+		return err
+	}
 	slot, release, err := d.takeSlot(ctx, a, in)
 	if err != nil {
 		return fmt.Errorf("waiting for a runner slot for %s: %w", m.MsgID, err)
 	}
 	defer release()
+	fresh := false
+	for n := 0; ; n++ {
+		err := d.runAccount(ctx, a, in, slot, acc, fresh)
+		var over *failedOver
+		if !errors.As(err, &over) {
+			return err
+		}
+		if n >= maxFailovers*len(a.Accounts) {
+			f := activities.DeliveryFailure{Class: string(runner.FailureRateLimit), ResetAt: time.Now().Add(DefaultAccountRest),
+				Summary: fmt.Sprintf("the %s runner (%s) went through its accounts %d times on %s: %s", m.To, a.Runner, maxFailovers, m.MsgID, over.note)}
+			return temporal.NewNonRetryableApplicationError(f.Summary, activities.ErrRateLimited, nil, f)
+		}
+		// A CLI keeps its sessions in its home: an account that moves it
+		// starts a new session, primed with the delivery's prompt.
+		fresh = !keepsSessions(*acc) || !keepsSessions(over.next)
+		acc = &over.next
+	}
+}
+
+// runAccount is one run of a runner's delivery on one of its accounts
+// (nil: none configured); fresh starts a new session. A run that ends at
+// a usage or rate limit while another account is free returns a
+// *failedOver.
+func (d *Delivery) runAccount(ctx context.Context, a activities.AgentDelivery, in activities.DeliverInput, slot *SlotRun, acc *config.Account, fresh bool) error {
+	m := in.Message
 	repo := in.Repo
 	local, err := d.Git.Local(ctx, repo, true)
 	if err != nil {
@@ -124,18 +159,32 @@ func (d *Delivery) runAgent(ctx context.Context, a activities.AgentDelivery, in 
 	if err != nil {
 		return failed(err.Error(), "", err)
 	}
-	st := &runState{d: d, a: a, ctx: ctx, m: m, in: in, repo: repo, session: d.loadSession(a, m), totals: sessionTotals(in.Sessions), slot: slot,
+	st := &runState{d: d, a: a, ctx: ctx, m: m, in: in, repo: repo, totals: sessionTotals(in.Sessions), slot: slot,
 		steer: d.steering(ctx, m)}
+	if !fresh {
+		st.session = d.loadSession(a, m)
+	}
+	var accEnv, accSecrets []string
+	if acc != nil {
+		st.account = acc.Name
+		accEnv, accSecrets = accountEnv(*acc, nil)
+		d.Slots.NoteAccount(slot, acc.Name)
+	}
 	spec := runner.Spec{
 		Runner: a.Runner, Command: a.Command, Model: a.Model, Dir: dir,
 		Prompt: prompt, SystemPrompt: system, SessionID: st.session,
-		Env:         child.Env(nil, a.Env, EnvMsgID+"="+m.MsgID, EnvTaskID+"="+m.TaskID, EnvRole+"="+string(m.To)),
+		Env:         child.Env(nil, a.Env, append(accEnv, EnvMsgID+"="+m.MsgID, EnvTaskID+"="+m.TaskID, EnvRole+"="+string(m.To))...),
 		Timeout:     a.Timeout,
 		IdleTimeout: a.IdleTimeout,
 		PriceUSD:    func(u runner.Usage) float64 { return d.Pricing.Price(a.Model, u.InputTokens, u.OutputTokens) },
 		PIDDir:      activities.PIDDir(a.WorkDir),
 	}
 	spec.Secrets = envSecrets(spec.Env)
+	for _, v := range accSecrets {
+		if !slices.Contains(spec.Secrets, v) {
+			spec.Secrets = append(spec.Secrets, v)
+		}
+	}
 	credential, err := d.Credentials.Mint(m.To, m.TaskID, a.Timeout)
 	if err != nil {
 		return failed(fmt.Sprintf("making the %s run's credential: %v", m.To, err), "", err)
@@ -143,7 +192,7 @@ func (d *Delivery) runAgent(ctx context.Context, a activities.AgentDelivery, in 
 	if d.Tools.apply(&spec, m.TaskID, credential) {
 		parkable(&spec, a, m)
 	}
-	if in.Resume != nil {
+	if in.Resume != nil && !fresh {
 		resumed(&spec, in.Resume)
 		if in.Resume.Interrupted {
 			if p := st.steer.queued(ctx); p != "" {
@@ -214,7 +263,10 @@ func (d *Delivery) runAgent(ctx context.Context, a activities.AgentDelivery, in 
 		defer func() { _ = runner.RemoveWorktree(context.WithoutCancel(ctx), in.Repo, dir) }()
 	}
 	if !out.Succeeded() {
-		return d.runFailed(ctx, a, in, dir, out)
+		if over := st.failedOver(); over != nil {
+			return over
+		}
+		return d.runFailedOn(ctx, a, in, dir, out, st.limit)
 	}
 	switch m.Type {
 	case amp.TypeTaskDispatch:
@@ -321,10 +373,16 @@ func (st *runState) run(spec runner.Spec) (out runner.Outcome, err error) {
 		}()
 		defer func() { cancel(); <-watched }()
 	}
-	st.tw = st.d.startTranscript(st.ctx, st.m.TaskID, string(st.m.To), spec, st.meter)
+	st.tw = st.d.startTranscript(st.ctx, st.m.TaskID, string(st.m.To), st.account, spec, st.meter)
 	out, err = runner.Run(st.ctx, spec, st.on)
 	if st.meter != nil {
 		out.Usage = meteredUsage(out.Usage, st.meter.Usage(), out.Reason)
+	}
+	if err == nil {
+		st.limit = st.limited(out)
+		if st.limit != nil && st.tw != nil {
+			st.tw.limitNote = st.limit.note
+		}
 	}
 	st.tw.end(out, err)
 	return out, err
@@ -489,7 +547,10 @@ func (d *Delivery) submitVerdict(ctx context.Context, a activities.AgentDelivery
 			return fmt.Errorf("resuming the %s runner on %s: %w", a.Runner, m.MsgID, err)
 		}
 		if !out.Succeeded() {
-			return d.runFailed(ctx, a, in, dir, out)
+			if over := st.failedOver(); over != nil {
+				return over
+			}
+			return d.runFailedOn(ctx, a, in, dir, out, st.limit)
 		}
 	}
 }

@@ -75,7 +75,11 @@ func (st *runState) report(out runner.Outcome) {
 	}
 	if st.d.Metrics != nil {
 		st.d.Metrics.CountRunnerUsage(st.a.Runner, st.m.To, tok.Input, tok.Output, usd)
+		if c, ok := st.d.Metrics.(AccountCounter); ok && st.account != "" {
+			c.CountAccountSpend(st.a.Runner, st.m.To, st.account, usd)
+		}
 	}
+	st.d.Accounts.Spend(st.m.To, st.account, usd)
 	st.d.Budgets.charge(st.ctx, st.d.log(), st.a, st.m, st.repo, in, tok.Input, tok.Output, usd)
 	if st.d.Usage == nil {
 		return
@@ -154,6 +158,12 @@ func unsetKeys(a activities.AgentDelivery, lookup func(string) (string, bool)) s
 // names the variable to fix; a run stopped at the cost cap asks for a
 // raise).
 func (d *Delivery) runFailed(ctx context.Context, a activities.AgentDelivery, in activities.DeliverInput, dir string, out runner.Outcome) error {
+	return d.runFailedOn(ctx, a, in, dir, out, nil)
+}
+
+// runFailedOn is runFailed for a run on one of the runner's accounts:
+// limit, set, says that a rate limit left every account resting.
+func (d *Delivery) runFailedOn(ctx context.Context, a activities.AgentDelivery, in activities.DeliverInput, dir string, out runner.Outcome, limit *accountLimit) error {
 	m := in.Message
 	salvaged := ""
 	if m.To == amp.RoleExecutor {
@@ -179,6 +189,11 @@ func (d *Delivery) runFailed(ctx context.Context, a activities.AgentDelivery, in
 	case out.Failure != nil && out.Failure.Class == runner.FailureRateLimit:
 		f.Class, f.ResetAt = string(runner.FailureRateLimit), out.Failure.ResetAt
 		f.Summary = fmt.Sprintf("the %s runner (%s) hit a rate limit on %s: %s%s", m.To, a.Runner, m.MsgID, why, salvaged)
+		if limit != nil {
+			f.ResetAt = limit.allUntil
+			f.Summary = fmt.Sprintf("%s; the %s runner (%s) hit a %s on %s with account %s: %s%s",
+				allResting(m.To, len(a.Accounts), limit.allUntil, limit.allWhy), m.To, a.Runner, limit.why, m.MsgID, limit.account, why, salvaged)
+		}
 		return temporal.NewNonRetryableApplicationError(f.Summary, activities.ErrRateLimited, nil, f)
 	case out.Failure != nil && out.Failure.Class == runner.FailureAuth:
 		f.Class = string(runner.FailureAuth)

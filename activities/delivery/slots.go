@@ -46,6 +46,9 @@ type SlotRun struct {
 	// last event; CostUSD what it has cost so far.
 	Step    string  `json:"step,omitempty"`
 	CostUSD float64 `json:"cost_usd"`
+	// Account is the runner's account the run uses
+	// (agents.<role>.accounts); empty without accounts.
+	Account string `json:"account,omitempty"`
 	seq     uint64
 }
 
@@ -194,6 +197,16 @@ func (s *Slots) Note(r *SlotRun, step string, costUSD float64) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	r.Step, r.CostUSD = step, costUSD
+}
+
+// NoteAccount sets the account a run uses.
+func (s *Slots) NoteAccount(r *SlotRun, account string) {
+	if s == nil || r == nil {
+		return
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	r.Account = account
 }
 
 // SlotsView is what the worker's slots hold at one moment.

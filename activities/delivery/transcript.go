@@ -46,18 +46,21 @@ const (
 // transcriptBatch entries wait.
 // Each entry carries the run's cost and tokens so far.
 type transcript struct {
-	store   TranscriptStore
-	log     *slog.Logger
-	taskID  string
-	role    string
-	run     int
-	secrets []string
-	scrub   *child.Scrubber
-	price   func(runner.Usage) float64
-	meter   *runner.Meter
-	flush   time.Duration
-	batch   int
-	limit   int
+	// limitNote, set before end, says what a usage or rate limit did to
+	// the run's account.
+	limitNote string
+	store     TranscriptStore
+	log       *slog.Logger
+	taskID    string
+	role      string
+	run       int
+	secrets   []string
+	scrub     *child.Scrubber
+	price     func(runner.Usage) float64
+	meter     *runner.Meter
+	flush     time.Duration
+	batch     int
+	limit     int
 
 	mu     sync.Mutex
 	buf    []ssot.TranscriptEntry
@@ -74,7 +77,7 @@ type transcript struct {
 
 // startTranscript numbers the run after the role's last one and starts
 // its writer; nil without a store (a worker with no SSOT).
-func (d *Delivery) startTranscript(ctx context.Context, taskID, role string, spec runner.Spec, meter *runner.Meter) *transcript {
+func (d *Delivery) startTranscript(ctx context.Context, taskID, role, account string, spec runner.Spec, meter *runner.Meter) *transcript {
 	if d.Transcripts == nil {
 		return nil
 	}
@@ -96,6 +99,9 @@ func (d *Delivery) startTranscript(ctx context.Context, taskID, role string, spe
 	what := spec.Runner
 	if spec.Model != "" {
 		what += " (" + spec.Model + ")"
+	}
+	if account != "" {
+		what += ", account " + account
 	}
 	if spec.SessionID != "" {
 		what += ", resuming session " + spec.SessionID
@@ -166,7 +172,9 @@ func (t *transcript) end(out runner.Outcome, err error) {
 	}
 	if out.Failure != nil && out.Failure.Class == runner.FailureRateLimit {
 		w := ssot.TranscriptEntry{Kind: ssot.TranscriptRetry, Text: "rate limited: " + head(out.Failure.Message, 500)}
-		if !out.Failure.ResetAt.IsZero() {
+		if t.limitNote != "" {
+			w.Text += "; " + t.limitNote
+		} else if !out.Failure.ResetAt.IsZero() {
 			w.Text += "; waiting until " + out.Failure.ResetAt.UTC().Format(time.RFC3339) + ", then the session resumes"
 		}
 		t.add(w)
@@ -407,7 +415,7 @@ type RunTranscript struct{ t *transcript }
 // StartTranscript starts the transcript of a new run of role on taskID;
 // nil without Transcripts.
 func (d *Delivery) StartTranscript(ctx context.Context, taskID, role string, spec runner.Spec) *RunTranscript {
-	t := d.startTranscript(ctx, taskID, role, spec, nil)
+	t := d.startTranscript(ctx, taskID, role, "", spec, nil)
 	if t == nil {
 		return nil
 	}

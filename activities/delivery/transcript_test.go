@@ -46,7 +46,7 @@ func newTestTranscript(t *testing.T, store *fakeTranscripts, spec runner.Spec, f
 	t.Helper()
 	d := &Delivery{Transcripts: store, Log: slog.New(slog.DiscardHandler), Secrets: child.NewScrubber([]string{"worker-secret-123"}),
 		transcriptFlush: flush, transcriptLimit: limit}
-	return d.startTranscript(context.Background(), "T-2026-001", "executor", spec, nil)
+	return d.startTranscript(context.Background(), "T-2026-001", "executor", "", spec, nil)
 }
 
 func TestTranscriptWriter(t *testing.T) {
@@ -175,7 +175,7 @@ func BenchmarkTranscriptEntry(b *testing.B) {
 	}
 	defer store.Close()
 	d := &Delivery{Transcripts: store, Log: slog.New(slog.DiscardHandler), transcriptLimit: 1 << 40}
-	tw := d.startTranscript(context.Background(), "T-2026-001", "executor", runner.Spec{Runner: runner.Codex, Secrets: []string{"sk-secret-value"}}, nil)
+	tw := d.startTranscript(context.Background(), "T-2026-001", "executor", "", runner.Spec{Runner: runner.Codex, Secrets: []string{"sk-secret-value"}}, nil)
 	code := 1
 	ev := runner.Event{Kind: runner.EventToolResult, Tool: "command_execution", ToolID: "c1", ExitCode: &code, Text: strings.Repeat("output line\n", 40)}
 	b.ReportAllocs()

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strings"
 	"time"
 )
 
@@ -15,14 +16,18 @@ const PanelRunners = "runners"
 // configuration names it.
 type RunnerRole struct {
 	Role, Runner, Model string
+	// Accounts names the role's accounts (agents.<role>.accounts).
+	Accounts []string
 }
 
 // RunnerRun is one agent CLI run on a host of the fleet, or one waiting
 // for its host's slot (Started zero).
 type RunnerRun struct {
 	Host, TaskID, Role, Runner, Step string
-	Queued, Started                  time.Time
-	CostUSD                          float64
+	// Account is the runner's account the run uses; empty without.
+	Account         string
+	Queued, Started time.Time
+	CostUSD         float64
 }
 
 // Fleet lists the runs of the fleet's live hosts (GET /v1/fleet's).
@@ -36,22 +41,36 @@ type RunnerSpender interface {
 	RunnerSpendSince(ctx context.Context, since time.Time) (map[string]float64, error)
 }
 
-// RunnersPanel lists each runner role: busy with a task (its step, for
-// how long, on which host) or idle, and what its runs spent since
-// midnight UTC. A role another worker runs (seen in the fleet) is listed
-// too. spend may be nil.
-func RunnersPanel(roles []RunnerRole, fleet Fleet, spend RunnerSpender, now func() time.Time) Panel {
+// AccountSpend is what one runner account spent today (UTC).
+type AccountSpend struct {
+	Role, Account string
+	USD           float64
+}
+
+// AccountSpender reads what this worker's runs spent today on each
+// runner account.
+type AccountSpender interface {
+	AccountSpendToday() []AccountSpend
+}
+
+// RunnersPanel lists each runner role: busy with a task (its step, its
+// account, for how long, on which host) or idle, and what its runs spent
+// since midnight UTC, with this worker's spend by account. A role
+// another worker runs (seen in the fleet) is listed too. spend and
+// accounts may be nil.
+func RunnersPanel(roles []RunnerRole, fleet Fleet, spend RunnerSpender, accounts AccountSpender, now func() time.Time) Panel {
 	if now == nil {
 		now = time.Now
 	}
-	return runnersPanel{roles, fleet, spend, now}
+	return runnersPanel{roles, fleet, spend, accounts, now}
 }
 
 type runnersPanel struct {
-	roles []RunnerRole
-	fleet Fleet
-	spend RunnerSpender
-	now   func() time.Time
+	roles    []RunnerRole
+	fleet    Fleet
+	spend    RunnerSpender
+	accounts AccountSpender
+	now      func() time.Time
 }
 
 func (p runnersPanel) Table(ctx context.Context) (Table, error) {
@@ -71,6 +90,10 @@ func (p runnersPanel) Table(ctx context.Context) (Table, error) {
 			return Table{}, fmt.Errorf("reading the runners' spend: %w", err)
 		}
 	}
+	var byAccount []AccountSpend
+	if p.accounts != nil {
+		byAccount = p.accounts.AccountSpendToday()
+	}
 	roles := slices.Clone(p.roles)
 	for _, r := range runs {
 		if !slices.ContainsFunc(roles, func(x RunnerRole) bool { return x.Role == r.Role }) {
@@ -78,13 +101,22 @@ func (p runnersPanel) Table(ctx context.Context) (Table, error) {
 		}
 	}
 	slices.SortStableFunc(roles, func(a, b RunnerRole) int { return roleOrder(a.Role) - roleOrder(b.Role) })
-	t := Table{Columns: []string{"Agent", "CLI", "State", "Task", "Step", "For", "Host", "Spent today"}}
+	t := Table{Columns: []string{"Agent", "CLI", "Account", "State", "Task", "Step", "For", "Host", "Spent today"}}
 	for _, role := range roles {
 		cli := role.Runner
 		if role.Model != "" {
 			cli += " · " + role.Model
 		}
 		today := Cell{Text: fmt.Sprintf("$%.4f", spent[role.Role])}
+		var accs []string
+		for _, a := range byAccount {
+			if a.Role == role.Role {
+				accs = append(accs, fmt.Sprintf("%s $%.4f", a.Account, a.USD))
+			}
+		}
+		if len(accs) > 0 {
+			today.Text += " (on this worker: " + strings.Join(accs, ", ") + ")"
+		}
 		var mine []RunnerRun
 		for _, r := range runs {
 			if r.Role == role.Role {
@@ -102,7 +134,8 @@ func (p runnersPanel) Table(ctx context.Context) (Table, error) {
 			return a.Queued.Compare(b.Queued)
 		})
 		if len(mine) == 0 {
-			t.Rows = append(t.Rows, []Cell{{Text: role.Role}, {Text: orDash(cli)}, {Text: "idle"}, {Text: "–"}, {Text: "–"}, {Text: "–"}, {Text: "–"}, today})
+			t.Rows = append(t.Rows, []Cell{{Text: role.Role}, {Text: orDash(cli)}, {Text: orDash(strings.Join(role.Accounts, ", "))}, {Text: "idle"},
+				{Text: "–"}, {Text: "–"}, {Text: "–"}, {Text: "–"}, today})
 			continue
 		}
 		for _, r := range mine {
@@ -117,7 +150,7 @@ func (p runnersPanel) Table(ctx context.Context) (Table, error) {
 			if r.CostUSD > 0 {
 				step = fmt.Sprintf("%s (run $%.4f)", orDash(step), r.CostUSD)
 			}
-			t.Rows = append(t.Rows, []Cell{{Text: role.Role}, {Text: orDash(cli)}, {Text: state}, {Text: r.TaskID, Href: "/tasks/" + r.TaskID},
+			t.Rows = append(t.Rows, []Cell{{Text: role.Role}, {Text: orDash(cli)}, {Text: orDash(r.Account)}, {Text: state}, {Text: r.TaskID, Href: "/tasks/" + r.TaskID},
 				{Text: orDash(step)}, {Text: now.Sub(since).Round(time.Second).String()}, {Text: r.Host}, today})
 		}
 	}

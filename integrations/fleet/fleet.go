@@ -42,6 +42,9 @@ type Run struct {
 	Started time.Time `json:"started_at,omitzero"`
 	Step    string    `json:"step,omitempty"`
 	CostUSD float64   `json:"cost_usd"`
+	// Account is the runner's account the run uses
+	// (agents.<role>.accounts); empty without accounts.
+	Account string `json:"account,omitempty"`
 	// For is how long it has run, or waited in the queue, in seconds.
 	For float64 `json:"for_seconds"`
 }

@@ -53,6 +53,7 @@ var schemas = map[string]any{
 		"started_at":  map[string]any{"type": "string", "format": "date-time", "description": "When it got one; absent while it waits."},
 		"step":        typed("string", "What it does: \"tool Bash\", \"thinking\", \"text\"…"),
 		"cost_usd":    typed("number", "What it has cost so far, in dollars."),
+		"account":     typed("string", "The runner's account the run uses (agents.<role>.accounts); absent without accounts."),
 		"for_seconds": typed("number", "How long it has run, or waited, in seconds."),
 	}),
 }

@@ -24,6 +24,8 @@ type Metrics struct {
 	// Runners' spend, by runner and role (both from closed lists).
 	runnerCost   *prometheus.CounterVec
 	runnerTokens *prometheus.CounterVec
+	// Runners' spend by account (agents.<role>.accounts, a closed list).
+	accountCost *prometheus.CounterVec
 }
 
 // NewMetrics returns a fresh registry with every collector registered.
@@ -48,9 +50,13 @@ func NewMetrics() *Metrics {
 			Name: "ampflow_runner_tokens_total",
 			Help: "Tokens used by runner-mode agents, by runner, role and direction (input, output).",
 		}, []string{"runner", "role", "direction"}),
+		accountCost: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "ampflow_runner_account_cost_usd_total",
+			Help: "Dollars spent by runner-mode agents, by runner, role and account (agents.<role>.accounts); increase over 1d is a day's spend.",
+		}, []string{"runner", "role", "account"}),
 	}
 	m.registry.MustRegister(
-		m.requests, m.latency, m.sdk, m.runnerCost, m.runnerTokens,
+		m.requests, m.latency, m.sdk, m.runnerCost, m.runnerTokens, m.accountCost,
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 	)
@@ -83,6 +89,12 @@ func (m *Metrics) CountRunnerUsage(runner string, role amp.Role, inputTokens, ou
 	m.runnerCost.WithLabelValues(runner, r).Add(max(0, usd))
 	m.runnerTokens.WithLabelValues(runner, r, "input").Add(float64(max(0, inputTokens)))
 	m.runnerTokens.WithLabelValues(runner, r, "output").Add(float64(max(0, outputTokens)))
+}
+
+// CountAccountSpend counts one run's spend to the runner's account; the
+// account comes from the configuration's closed list.
+func (m *Metrics) CountAccountSpend(runner string, role amp.Role, account string, usd float64) {
+	m.accountCost.WithLabelValues(runner, string(role), account).Add(max(0, usd))
 }
 
 func (m *Metrics) handler() http.Handler {

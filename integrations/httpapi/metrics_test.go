@@ -33,6 +33,7 @@ func TestMetricsEndpoint(t *testing.T) {
 	h.do(t, "GET", "/v1/tasks", "", "")
 	h.do(t, "GET", "/nowhere", "", "")
 	h.srv.metrics.CountRunnerUsage("claude", amp.RoleReviewer, 1200, 300, 0.25)
+	h.srv.metrics.CountAccountSpend("claude", amp.RoleReviewer, "team-b", 0.25)
 	h.srv.metrics.TemporalHandler().WithTags(map[string]string{"namespace": "default"}).Counter("temporal_request").Inc(3)
 
 	text := scrape(t, h)
@@ -43,6 +44,7 @@ func TestMetricsEndpoint(t *testing.T) {
 	wantLine(t, text, `temporal_request{namespace="default"} 3`)
 	wantLine(t, text, `ampflow_runner_cost_usd_total{role="reviewer",runner="claude"} 0.25`)
 	wantLine(t, text, `ampflow_runner_tokens_total{direction="input",role="reviewer",runner="claude"} 1200`)
+	wantLine(t, text, `ampflow_runner_account_cost_usd_total{account="team-b",role="reviewer",runner="claude"} 0.25`)
 	wantLine(t, text, `ampflow_runner_tokens_total{direction="output",role="reviewer",runner="claude"} 300`)
 	if !strings.Contains(text, "go_goroutines ") {
 		t.Errorf("/metrics lacks the Go runtime metrics")

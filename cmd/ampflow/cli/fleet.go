@@ -54,15 +54,15 @@ func (a *App) printFleet(f fleet.Response) error {
 	if err := hosts.flush(); err != nil {
 		return err
 	}
-	runs := newTable(a.Stdout, "HOST", "TASK", "ROLE", "RUNNER", "STATE", "FOR", "COST", "STEP")
+	runs := newTable(a.Stdout, "HOST", "TASK", "ROLE", "RUNNER", "ACCOUNT", "STATE", "FOR", "COST", "STEP")
 	n := 0
 	for _, h := range f.Hosts {
 		for _, r := range h.Running {
-			runs.row(h.Host, r.TaskID, string(r.Role), r.Runner, "running", seconds(r.For), fmt.Sprintf("$%.2f", r.CostUSD), oneLine(r.Step))
+			runs.row(h.Host, r.TaskID, string(r.Role), r.Runner, orDash(r.Account), "running", seconds(r.For), fmt.Sprintf("$%.2f", r.CostUSD), oneLine(r.Step))
 			n++
 		}
 		for i, r := range h.Queue {
-			runs.row(h.Host, r.TaskID, string(r.Role), r.Runner, fmt.Sprintf("queued #%d (priority %d)", i+1, r.Priority), seconds(r.For), "-", "")
+			runs.row(h.Host, r.TaskID, string(r.Role), r.Runner, "-", fmt.Sprintf("queued #%d (priority %d)", i+1, r.Priority), seconds(r.For), "-", "")
 			n++
 		}
 	}
