@@ -13,8 +13,8 @@
 // tools) gets the next Turn. Side requests the CLIs make on their own, such as
 // title generation or a quota probe, offer no tools; they get a short text
 // reply and do not use up a turn. A client's retry of a request whose
-// turn was written (the same path and body, after its stream was cut, say)
-// gets that turn again, as a model answers the same conversation the same
+// turn was written (the same path and conversation, after its stream was
+// cut, say) gets that turn again, as a model answers the same conversation the same
 // way: a retry does not shift the script. A turn never written (a hang, a
 // hold the client left, an error status) is not given again. Every request is recorded, so a test
 // can assert what reached the model, for example a tool's output.
@@ -79,8 +79,9 @@ type Request struct {
 	// Turn is the index of the script turn it got, or -1 for a side request
 	// or one after the script ran out.
 	Turn int
-	// Retry is set on a repeat of an earlier agent request whose turn
-	// Turn was written: it was answered with that turn again.
+	// Retry is set on a repeat of an earlier agent request (the same
+	// conversation) whose turn Turn was written: it was answered with
+	// that turn again.
 	Retry bool
 }
 
@@ -113,8 +114,8 @@ type Server struct {
 	requests []Request
 	ids      int
 	changed  chan struct{}
-	// answered maps an agent request (its path and body) to the turn
-	// written to it, for the client's retries of it.
+	// answered maps an agent request (its path and conversation) to the
+	// turn written to it, for the client's retries of it.
 	answered map[[sha256.Size]byte]int
 }
 
@@ -218,7 +219,7 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 	}
 
 	turn, idx, retry := Turn{Text: SideReply}, -1, false
-	key := sha256.Sum256(append([]byte(r.URL.Path+"\n"), body...))
+	key := sha256.Sum256(append([]byte(r.URL.Path+"\n"), conversation(body)...))
 	if d.agent(body) {
 		s.mu.Lock()
 		prev, seen := s.answered[key]
@@ -323,6 +324,22 @@ func (s *Server) record(r *http.Request, body []byte, turn int, retry bool) stri
 	close(s.changed)
 	s.changed = make(chan struct{})
 	return fmt.Sprintf("%d", s.ids)
+}
+
+// conversation is what a model answers in a request: its messages
+// (Messages and Chat Completions), input (Responses) or contents (Gemini),
+// as sent; the whole body when it has none. A client's retry may change
+// other fields (a retry count, a request id), never these.
+func conversation(body []byte) []byte {
+	var v map[string]json.RawMessage
+	if json.Unmarshal(body, &v) == nil {
+		for _, k := range []string{"messages", "input", "contents"} {
+			if c, ok := v[k]; ok {
+				return c
+			}
+		}
+	}
+	return body
 }
 
 func jsonModel(body []byte) string {

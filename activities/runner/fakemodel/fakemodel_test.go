@@ -328,3 +328,21 @@ func TestRetryAfterAbandonedHold(t *testing.T) {
 		t.Errorf("the retry got %s, want the next turn", b)
 	}
 }
+
+// A retry is known by its conversation: other fields of the body may
+// change.
+func TestRetryKnownByConversation(t *testing.T) {
+	s := New(Turn{Text: "first"}, Turn{Text: "second"})
+	defer s.Close()
+	for i, body := range []string{
+		`{"model":"m","metadata":{"try":1},` + tools + `,"messages":[{"content":"one"}]}`,
+		`{"model":"m","metadata":{"try":2},` + tools + `,"messages":[{"content":"one"}]}`,
+	} {
+		resp := post(t, context.Background(), s.URL()+"/v1/messages", body)
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if !strings.Contains(string(b), "first") {
+			t.Errorf("request %d got %s, want the first turn", i, b)
+		}
+	}
+}
