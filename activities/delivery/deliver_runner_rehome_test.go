@@ -79,7 +79,7 @@ func TestRunnerRehome(t *testing.T) {
 		git := &activities.Git{Mirrors: activities.MirrorsDir(data)}
 		return &Delivery{Submit: &fakeSubmitter{}, Git: git, Pusher: &activities.Pusher{Git: git}, Host: name, Transcripts: tr,
 			Executor: activities.AgentDelivery{Mode: config.AgentModeRunner, Runner: "claude", Command: []string{bin}, WorkDir: data,
-				Env: []string{"PROMPTS", "GIT_AUTHOR_NAME", "GIT_COMMITTER_NAME", "GIT_AUTHOR_EMAIL", "GIT_COMMITTER_EMAIL"},
+				Env:     []string{"PROMPTS", "GIT_AUTHOR_NAME", "GIT_COMMITTER_NAME", "GIT_AUTHOR_EMAIL", "GIT_COMMITTER_EMAIL"},
 				Timeout: time.Minute, IdleTimeout: time.Minute}}
 	}
 	dispatch := func(d *Delivery, rehome *activities.Rehome) string {
