@@ -124,6 +124,7 @@ func (l *errorLog) kept() []ssot.ErrorEntry {
 type cleanupCall struct {
 	in               activities.CleanupWorktreesInput
 	leaseCallsBefore int
+	queue            string
 }
 
 // reply is how the workflow answered one update.
@@ -276,10 +277,13 @@ func newHarness(t *testing.T, plan amp.TaskDispatch, mutate ...func(*task.Input)
 			return activities.BranchLeaseResult{}, h.releaseErr
 		})
 	env.OnActivity(acts.CleanupWorktrees, mock.Anything, mock.Anything).Return(
-		func(_ context.Context, in activities.CleanupWorktreesInput) (activities.CleanupWorktreesResult, error) {
+		func(ctx context.Context, in activities.CleanupWorktreesInput) (activities.CleanupWorktreesResult, error) {
 			h.mu.Lock()
 			defer h.mu.Unlock()
-			h.cleanups = append(h.cleanups, cleanupCall{in: in, leaseCallsBefore: len(h.leaseCalls)})
+			h.cleanups = append(h.cleanups, cleanupCall{in: in, leaseCallsBefore: len(h.leaseCalls), queue: activity.GetInfo(ctx).TaskQueue})
+			if h.hostGone != nil && h.hostGone(activity.GetInfo(ctx).TaskQueue) {
+				return activities.CleanupWorktreesResult{}, temporal.NewTimeoutError(enumspb.TIMEOUT_TYPE_SCHEDULE_TO_START, nil)
+			}
 			return activities.CleanupWorktreesResult{Salvaged: "ampflow/salvage/" + in.TaskID + "/1"}, nil
 		})
 	env.OnActivity(acts.Notify, mock.Anything, mock.Anything).Return(

@@ -13,6 +13,9 @@ import (
 // hostQueue is the queue of host's runs in the test environment.
 func hostQueue(host string) string { return activities.HostQueue("default-test-taskqueue", host) }
 
+// runners makes the task's policy say its roles run in runner mode.
+func runners(in *task.Input) { in.Policy.Runners = true }
+
 func timelineNotes(st task.State, kind string) []string {
 	var out []string
 	for _, e := range st.Timeline {
@@ -27,7 +30,7 @@ func timelineNotes(st task.State, kind string) []string {
 // the reviewer's, all go to the queue of the host that first took them.
 func TestHostAffinity(t *testing.T) {
 	t.Run("Pinned", func(t *testing.T) {
-		h := newHarness(t, testPlan(amp.RiskLow, "S1"))
+		h := newHarness(t, testPlan(amp.RiskLow, "S1"), runners)
 		h.runnerHost = "host-a"
 		end := h.rejectRound(0)
 		h.round(end + 10*time.Second)
@@ -47,6 +50,26 @@ func TestHostAffinity(t *testing.T) {
 		}
 		if notes := timelineNotes(h.state(), "host"); len(notes) != 1 || notes[0] != "runs on host host-a" {
 			t.Errorf("host timeline %q, want one note that it runs on host-a", notes)
+		}
+		if len(h.cleanups) != 1 || h.cleanups[0].queue != hostQueue("host-a") {
+			t.Errorf("worktree cleanups %+v, want one on host-a's queue", h.cleanups)
+		}
+	})
+	t.Run("CleanupHostGone", func(t *testing.T) {
+		// The host dies once the task is approved: its worktrees stay,
+		// and the task ends all the same.
+		h := newHarness(t, testPlan(amp.RiskLow, "S1"), runners)
+		h.runnerHost = "host-a"
+		gone := false
+		h.hostGone = func(q string) bool { return gone && q == hostQueue("host-a") }
+		end := h.round(0)
+		h.at(end-500*time.Millisecond, func() { gone = true })
+		if res := h.run(); res.Status != task.StatusDone {
+			t.Fatalf("status %s, want done", res.Status)
+		}
+		want := "the runner worktrees are left on host host-a, which did not take their removal within 2m"
+		if notes := timelineNotes(h.state(), "worktree"); len(notes) != 1 || notes[0] != want {
+			t.Errorf("worktree timeline %q, want %q", notes, want)
 		}
 	})
 	t.Run("Unpinned", func(t *testing.T) {
