@@ -72,6 +72,11 @@ type Activities struct {
 	// CIRounds keeps each task's CI rounds (ssot.SaveCIRound); nil keeps
 	// none.
 	CIRounds ssot.FileKeeper
+	// Host is this worker's runner host (runner.host) when it runs agent
+	// CLIs, else empty; Fleet reads when hosts were last seen. Both serve
+	// RunnerHost.
+	Host  string
+	Fleet HostReader
 }
 
 // AgentDelivery says how one role receives its messages.
@@ -288,6 +293,9 @@ type DeliverInput struct {
 	Sessions   []task.UsageInput `json:"sessions,omitempty"`
 	// Resume, set, runs a parked runner again with its call's answer.
 	Resume *Resume `json:"resume,omitempty"`
+	// Rehome, set, is a runner's first run on a host that did not hold
+	// the task before.
+	Rehome *Rehome `json:"rehome,omitempty"`
 	// Priority orders the runs waiting for a worker's runner slots: the
 	// higher first (the task's priority).
 	Priority int `json:"priority,omitempty"`

@@ -41,7 +41,7 @@ func (g *Git) CheckResult(ctx context.Context, in CheckResultInput) (CheckResult
 		rev = c
 	}
 	var err error
-	if in.Repo, err = g.Local(ctx, in.Repo, false); err != nil {
+	if in.Repo, err = g.LocalAt(ctx, in.Repo, branch, rev); err != nil {
 		return CheckResultOutput{}, err
 	}
 	refs, err := g.openRefs(ctx, in.Repo)

@@ -153,3 +153,58 @@ func (g *Git) fetchMirror(ctx context.Context, url, dir string) error {
 	}
 	return nil
 }
+
+// LocalAt is Local for a step that needs commit (when set) and the
+// task's branch in the mirror: a mirror that lacks either, because
+// another host ran the task, fetches the URL and takes its branch
+// (TakeBranch) first.
+func (g *Git) LocalAt(ctx context.Context, repo, branch, commit string) (string, error) {
+	dir, err := g.Local(ctx, repo, false)
+	if err != nil || !amp.RepoIsURL(repo) {
+		return dir, err
+	}
+	branch = normalizeBranch(branch)
+	has := func(rev string) bool {
+		_, err := g.run(ctx, dir, "rev-parse", "--verify", "-q", rev+"^{commit}")
+		return err == nil
+	}
+	if (commit == "" || has(commit)) && (branch == "" || has("refs/heads/"+branch)) {
+		return dir, nil
+	}
+	if _, err := g.Local(ctx, repo, true); err != nil {
+		return "", err
+	}
+	if branch != "" {
+		if err := g.TakeBranch(ctx, dir, branch); err != nil {
+			return "", err
+		}
+	}
+	return dir, nil
+}
+
+// TakeBranch sets the task branch of the mirror at dir to the URL's, as
+// the last fetch brought it, when the mirror has none or one the URL's
+// contains: a host that takes a task over works on from what the host
+// before it pushed. A mirror branch with commits the URL lacks is kept.
+func (g *Git) TakeBranch(ctx context.Context, dir, branch string) error {
+	defer lockMirror(dir)()
+	branch = normalizeBranch(branch)
+	out, err := g.run(ctx, dir, "rev-parse", "--verify", "-q", "refs/remotes/origin/"+branch)
+	if err != nil {
+		return nil // not on the URL yet
+	}
+	remote := strings.TrimSpace(string(out))
+	if out, err := g.run(ctx, dir, "rev-parse", "--verify", "-q", "refs/heads/"+branch); err == nil {
+		local := strings.TrimSpace(string(out))
+		if local == remote {
+			return nil
+		}
+		if _, err := g.run(ctx, dir, "merge-base", "--is-ancestor", local, remote); err != nil {
+			return nil
+		}
+	}
+	if _, err := g.run(ctx, dir, "update-ref", "refs/heads/"+branch, remote); err != nil {
+		return fmt.Errorf("taking branch %s from the URL into the mirror %s: %w", branch, dir, err)
+	}
+	return nil
+}

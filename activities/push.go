@@ -105,7 +105,7 @@ type PushResult struct {
 // through finds the branch at the commit and does nothing.
 func (p *Pusher) Push(ctx context.Context, in PushInput) (PushResult, error) {
 	var err error
-	if in.Repo, err = p.Git.Local(ctx, in.Repo, false); err != nil {
+	if in.Repo, err = p.Git.LocalAt(ctx, in.Repo, "", in.Commit); err != nil {
 		return PushResult{}, err
 	}
 	commit, err := p.Git.openRepo(ctx, in.Repo, in.Commit)

@@ -7,6 +7,7 @@ import (
 	"runtime"
 	"strconv"
 	"strings"
+	"time"
 )
 
 // Runner configures this worker's place in a fleet of runner hosts:
@@ -19,7 +20,14 @@ type Runner struct {
 	// Host names this worker in `ampflow fleet`; "" means the machine's
 	// hostname.
 	Host string `mapstructure:"host"`
+	// HostTimeout is how long a task's run waits for its host to take it
+	// from the host's queue; past it the host counts as gone and the task
+	// re-homes to another host.
+	HostTimeout time.Duration `mapstructure:"host_timeout"`
 }
+
+// DefaultHostTimeout is runner.host_timeout's default.
+const DefaultHostTimeout = 2 * time.Minute
 
 // MaxSlots bounds runner.slots.
 const MaxSlots = 256
@@ -31,6 +39,7 @@ const slotMemory = 1 << 30
 func init() {
 	defaults["runner.slots"] = 0
 	defaults["runner.host"] = ""
+	defaults["runner.host_timeout"] = DefaultHostTimeout
 }
 
 var hostName = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,62}$`)
@@ -41,6 +50,9 @@ func (c Config) validateRunner(ps *problems) {
 	}
 	if h := c.Runner.Host; h != "" && !hostName.MatchString(h) {
 		ps.add("runner.host", "must be 1 to 63 letters, digits, '.', '_' or '-', not %q", h)
+	}
+	if t := c.Runner.HostTimeout; t < 0 || (t > 0 && t < 5*time.Second) {
+		ps.add("runner.host_timeout", "must be at least 5s (0: %s), not %s", DefaultHostTimeout, t)
 	}
 }
 

@@ -40,6 +40,8 @@ func TestValidate(t *testing.T) {
 		{"TemporalIP", func(c *Config) { c.Dev.TemporalIP = "localhost" }, []string{"dev.temporal_ip: must be an IP address"}},
 		{"TemporalDB", func(c *Config) { c.Dev.TemporalDB = "mysql://u@h/db" }, []string{"dev.temporal_db: must be a postgres:// URL"}},
 		{"TemporalDBPostgres", func(c *Config) { c.Dev.TemporalDB = "postgres://u:p@h:5432/temporal?sslmode=disable" }, nil},
+		{"HostTimeoutShort", func(c *Config) { c.Runner.HostTimeout = time.Second }, []string{"runner.host_timeout: must be at least 5s"}},
+		{"HostTimeoutDefault", func(c *Config) { c.Runner.HostTimeout = 0 }, nil},
 		{"HTTPAddr", func(c *Config) { c.HTTP.Addr = "" }, []string{"http.addr: must be host:port"}},
 		{"HTTPRate", func(c *Config) { c.HTTP.Rate = 0 }, []string{"http.rate: must be more than 0"}},
 		{"APIURL", func(c *Config) { c.API.URL = "127.0.0.1:7480" }, []string{"api.url: must"}},

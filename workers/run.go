@@ -212,7 +212,12 @@ func Build(o Options) (*Parts, error) {
 	// A task's last record batch ends its direct branch lease.
 	record.Leases = branches
 	acts := &activities.Activities{Git: git, CI: ci, Store: record, Delivery: delivery, Log: log, Policy: &policy,
-		DecisionKey: decisionKey, Refusals: store, Pusher: pusher, Pulls: pulls, Leases: branches, Marks: store, CIRounds: store}
+		DecisionKey: decisionKey, Refusals: store, Pusher: pusher, Pulls: pulls, Leases: branches, Marks: store, CIRounds: store,
+		Fleet: store}
+	if runsAgents(cfg) {
+		acts.Host = delivery.Host
+		delivery.Pusher = pusher
+	}
 	// The store is shared by every worker that names it: the bots keep
 	// their state in it and take turns under its lease.
 	return &Parts{Store: store, Tasks: tasks, Activities: acts, Lease: store, ChatState: store, export: export, Expiries: expiries,
@@ -287,6 +292,28 @@ func NewWorker(c client.Client, queue string, acts *activities.Activities, gateA
 	return w
 }
 
+// NewHostWorker is a worker of this runner host's own queue
+// (activities.HostQueue): it takes the runs of the tasks the host holds.
+// It has the activities only; workflows stay on the shared queue.
+func NewHostWorker(c client.Client, queue string, acts *activities.Activities) worker.Worker {
+	w := worker.New(c, activities.HostQueue(queue, acts.Host), worker.Options{})
+	w.RegisterActivity(acts)
+	return w
+}
+
+// startHostWorker starts the host's worker when this worker runs agent
+// CLIs (acts.Host is set); nil when it runs none.
+func startHostWorker(c client.Client, queue string, acts *activities.Activities) (worker.Worker, error) {
+	if c == nil || acts.Host == "" {
+		return nil, nil
+	}
+	hw := NewHostWorker(c, queue, acts)
+	if err := hw.Start(); err != nil {
+		return nil, fmt.Errorf("starting the worker on task queue %s: %w", activities.HostQueue(queue, acts.Host), err)
+	}
+	return hw, nil
+}
+
 // Run runs the worker, the HTTP API and the chat integrations until ctx
 // ends, then stops them.
 func Run(ctx context.Context, o Options) error {
@@ -318,6 +345,16 @@ func Run(ctx context.Context, o Options) error {
 		return fmt.Errorf("starting the worker on task queue %s: %w", o.Config.Temporal.TaskQueue, err)
 	}
 	o.endpoint("worker", "task queue "+o.Config.Temporal.TaskQueue)
+	hw, err := startHostWorker(o.Temporal, o.Config.Temporal.TaskQueue, parts.Activities)
+	if err != nil {
+		w.Stop()
+		rt.stop()
+		parts.Close()
+		return err
+	}
+	if hw != nil {
+		o.endpoint("host", "task queue "+activities.HostQueue(o.Config.Temporal.TaskQueue, parts.Activities.Host))
+	}
 	if o.Temporal != nil {
 		// Leases taken directly before a crash end at their expiry.
 		if err := parts.Expiries.Ensure(ctx); err != nil {
@@ -331,6 +368,9 @@ func Run(ctx context.Context, o Options) error {
 	select {
 	case <-ctx.Done():
 	case err = <-errc:
+	}
+	if hw != nil {
+		hw.Stop()
 	}
 	w.Stop()
 	rt.stop()

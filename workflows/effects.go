@@ -352,9 +352,7 @@ func (t *taskRun) send(ctx workflow.Context, m amp.Message) error {
 	}
 	dctx, stop := workflow.WithCancel(ctx)
 	t.deliveries[m.To] = stop
-	remote := func() workflow.Future {
-		return workflow.ExecuteActivity(workflow.WithActivityOptions(dctx, DeliverOptions()), acts.Deliver, in)
-	}
+	remote := func(ctx workflow.Context) error { return t.deliverRemote(ctx, dctx, in) }
 	// A pull-mode delivery only marks the message as ready: a local
 	// activity spares it a round trip through the server. Only the worker
 	// knows how an agent is reached; it refuses command and webhook
@@ -364,7 +362,8 @@ func (t *taskRun) send(ctx workflow.Context, m amp.Message) error {
 		err := f.Get(ctx, nil)
 		var app *temporal.ApplicationError
 		if errors.As(err, &app) && app.Type() == activities.ErrNeedsActivity {
-			err = remote().Get(ctx, nil)
+			t.takeHost(ctx, err)
+			err = remote(ctx)
 		}
 		// A runner that hit its vendor's limit waits for the reset on a
 		// durable timer, then runs again, resuming its session.
@@ -378,7 +377,7 @@ func (t *taskRun) send(ctx workflow.Context, m amp.Message) error {
 				Note: fmt.Sprintf("delivering again at %s: %s", t.PausedUntil.UTC().Format(time.RFC3339), app.Message())})
 			t.snapshot()
 			if err = workflow.NewTimer(dctx, wait).Get(ctx, nil); err == nil {
-				err = remote().Get(ctx, nil)
+				err = remote(ctx)
 			}
 			t.PausedUntil = time.Time{}
 		}
@@ -392,7 +391,7 @@ func (t *taskRun) send(ctx workflow.Context, m amp.Message) error {
 				in.Resume, err = t.unpark(ctx, dctx, m, app)
 			}
 			if err == nil {
-				err = remote().Get(ctx, nil)
+				err = remote(ctx)
 			}
 		}
 		if err == nil || temporal.IsCanceledError(err) {

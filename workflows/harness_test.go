@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/mock"
+	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/interceptor"
 	"go.temporal.io/sdk/log"
@@ -57,6 +58,18 @@ type harness struct {
 	// commandAgents makes deliveries refuse to run as local activities,
 	// as the worker does for command-mode agents.
 	commandAgents bool
+	// runnerHost, when set, makes deliveries refuse to run as local
+	// activities as a runner host's worker does, naming the host.
+	// deliverQueues are the task queues of the Deliver activities, and
+	// deliveredOn those of the deliveries in deliverIns;
+	// hostGone, when set, times out a delivery on a queue no host polls;
+	// rehomeTo and goneSeen answer RunnerHost.
+	runnerHost    string
+	deliverQueues []string
+	deliveredOn   []string
+	hostGone      func(queue string) bool
+	rehomeTo      string
+	goneSeen      time.Time
 	// deliverErr, when set, fails the delivery of a message.
 	deliverErr func(m amp.Message) error
 	// ci answers the n-th CI read (from 1).
@@ -111,6 +124,7 @@ func (l *errorLog) kept() []ssot.ErrorEntry {
 type cleanupCall struct {
 	in               activities.CleanupWorktreesInput
 	leaseCallsBefore int
+	queue            string
 }
 
 // reply is how the workflow answered one update.
@@ -212,10 +226,20 @@ func newHarness(t *testing.T, plan amp.TaskDispatch, mutate ...func(*task.Input)
 			if h.commandAgents && activity.GetInfo(ctx).IsLocalActivity {
 				return activities.DeliverResult{}, temporal.NewNonRetryableApplicationError("command mode", activities.ErrNeedsActivity, nil)
 			}
+			if h.runnerHost != "" && activity.GetInfo(ctx).IsLocalActivity {
+				return activities.DeliverResult{}, temporal.NewNonRetryableApplicationError("runner mode", activities.ErrNeedsActivity, nil,
+					activities.NeedsActivityDetail{Mode: config.AgentModeRunner, Host: h.runnerHost})
+			}
 			h.mu.Lock()
 			defer h.mu.Unlock()
+			queue := activity.GetInfo(ctx).TaskQueue
+			h.deliverQueues = append(h.deliverQueues, queue)
+			if h.hostGone != nil && h.hostGone(queue) {
+				return activities.DeliverResult{}, temporal.NewTimeoutError(enumspb.TIMEOUT_TYPE_SCHEDULE_TO_START, nil)
+			}
 			h.delivered = append(h.delivered, in.Message)
 			h.deliverIns = append(h.deliverIns, in)
+			h.deliveredOn = append(h.deliveredOn, queue)
 			h.deliverAt = append(h.deliverAt, h.env.Now())
 			if h.deliverErr != nil {
 				if err := h.deliverErr(in.Message); err != nil {
@@ -223,6 +247,10 @@ func newHarness(t *testing.T, plan amp.TaskDispatch, mutate ...func(*task.Input)
 				}
 			}
 			return activities.DeliverResult{Mode: "pull"}, nil
+		})
+	env.OnActivity(acts.RunnerHost, mock.Anything, mock.Anything).Return(
+		func(context.Context, activities.RunnerHostInput) (activities.RunnerHostResult, error) {
+			return activities.RunnerHostResult{Host: h.rehomeTo, GoneSeenAt: h.goneSeen}, nil
 		})
 	env.OnActivity(acts.AcquireBranchLease, mock.Anything, mock.Anything).Return(
 		func(_ context.Context, in activities.BranchLeaseInput) (activities.BranchLeaseResult, error) {
@@ -249,10 +277,13 @@ func newHarness(t *testing.T, plan amp.TaskDispatch, mutate ...func(*task.Input)
 			return activities.BranchLeaseResult{}, h.releaseErr
 		})
 	env.OnActivity(acts.CleanupWorktrees, mock.Anything, mock.Anything).Return(
-		func(_ context.Context, in activities.CleanupWorktreesInput) (activities.CleanupWorktreesResult, error) {
+		func(ctx context.Context, in activities.CleanupWorktreesInput) (activities.CleanupWorktreesResult, error) {
 			h.mu.Lock()
 			defer h.mu.Unlock()
-			h.cleanups = append(h.cleanups, cleanupCall{in: in, leaseCallsBefore: len(h.leaseCalls)})
+			h.cleanups = append(h.cleanups, cleanupCall{in: in, leaseCallsBefore: len(h.leaseCalls), queue: activity.GetInfo(ctx).TaskQueue})
+			if h.hostGone != nil && h.hostGone(activity.GetInfo(ctx).TaskQueue) {
+				return activities.CleanupWorktreesResult{}, temporal.NewTimeoutError(enumspb.TIMEOUT_TYPE_SCHEDULE_TO_START, nil)
+			}
 			return activities.CleanupWorktreesResult{Salvaged: "ampflow/salvage/" + in.TaskID + "/1"}, nil
 		})
 	env.OnActivity(acts.Notify, mock.Anything, mock.Anything).Return(

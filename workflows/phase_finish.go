@@ -91,8 +91,17 @@ func (t *taskRun) cleanupWorktrees(ctx workflow.Context) {
 	defer cancel()
 	var out activities.CleanupWorktreesResult
 	in := activities.CleanupWorktreesInput{TaskID: t.In.TaskID, Repo: t.In.Plan.Repo}
-	err := workflow.ExecuteActivity(workflow.WithActivityOptions(dctx, cleanupOptions()), acts.CleanupWorktrees, in).Get(dctx, &out)
+	opts := cleanupOptions()
+	if t.Host != "" {
+		// The worktrees are on the task's host.
+		opts.TaskQueue = activities.HostQueue(workflow.GetInfo(ctx).TaskQueueName, t.Host)
+		opts.ScheduleToStartTimeout = t.hostTimeout()
+	}
+	err := workflow.ExecuteActivity(workflow.WithActivityOptions(dctx, opts), acts.CleanupWorktrees, in).Get(dctx, &out)
 	switch {
+	case scheduleToStartTimeout(err):
+		t.addTimeline(ctx, task.TimelineEntry{Kind: "worktree", Note: fmt.Sprintf("the runner worktrees are left on host %s, which did not take their removal within %s",
+			t.Host, task.FormatDuration(t.hostTimeout()))})
 	case err != nil:
 		t.addTimeline(ctx, task.TimelineEntry{Kind: "worktree", Note: "removing the runner worktrees: " + errMessage(err) + "; they are left on disk"})
 	case out.Refused != "":

@@ -37,6 +37,7 @@ func NewPolicy(cfg config.Config) task.Policy {
 		CITimeout:        cfg.CI.Timeout,
 		StatusUpdates:    cfg.Notify.StatusUpdates,
 		LeaseWait:        cfg.Policy.LeaseWait,
+		HostTimeout:      cfg.Runner.HostTimeout,
 		Runners:          cfg.Agents.Executor.Mode == config.AgentModeRunner || cfg.Agents.Reviewer.Mode == config.AgentModeRunner,
 	}
 	for role, a := range map[amp.Role]config.Agent{amp.RoleExecutor: cfg.Agents.Executor, amp.RoleReviewer: cfg.Agents.Reviewer} {

@@ -114,6 +114,13 @@ type taskState struct {
 	Spend     []task.Spend               `json:"spend,omitempty"`
 	UsageKeys map[string]bool            `json:"usage_keys,omitempty"`
 	Sessions  map[string]task.UsageInput `json:"sessions,omitempty"`
+	// Host is the runner host that holds the task's checkouts and
+	// sessions: its runs go to that host's queue (hosts.go). HostFresh
+	// are the roles whose next run there is their first since the task
+	// re-homed from HostLeft.
+	Host      string     `json:"host,omitempty"`
+	HostFresh []amp.Role `json:"host_fresh,omitempty"`
+	HostLeft  *hostLeft  `json:"host_left,omitempty"`
 	// PausedUntil is when a delivery waiting out a rate limit goes again.
 	PausedUntil time.Time `json:"paused_until,omitzero"`
 	// Interrupted is the run a person interrupted, while it waits;
@@ -173,6 +180,12 @@ type deliveryFailed struct {
 	Budget bool `json:"budget,omitempty"`
 	// Raised is set once the admins have been asked.
 	Raised bool `json:"raised,omitempty"`
+}
+
+// hostLeft is the host a task re-homed from, and when it was last seen.
+type hostLeft struct {
+	From   string    `json:"from"`
+	SeenAt time.Time `json:"seen_at,omitzero"`
 }
 
 // line is the failure as Last error shows it.

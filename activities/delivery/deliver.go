@@ -51,6 +51,9 @@ type Delivery struct {
 	Accounts *Accounts
 	// Git reads a runner's result from the repository.
 	Git *activities.Git
+	// Pusher pushes an executor run's branch back to a repository given
+	// by URL, so that any host can take the task on; nil pushes nothing.
+	Pusher *activities.Pusher
 	// Marks keeps the runner checkouts being removed (the SSOT); a marked
 	// executor checkout is finished off before a run, never worked in.
 	Marks activities.WorktreeMarks
@@ -83,7 +86,8 @@ type Delivery struct {
 	// the worker's PATH.
 	SandboxBin string
 	// Slots bounds the runner runs going at once (runner.slots); nil is
-	// no bound. Host names this worker in the fleet.
+	// no bound. Host names this worker in the fleet; a runner's
+	// ErrNeedsActivity names it, so the task's runs come to its queue.
 	Slots *Slots
 	Host  string
 	// Steer, when set, gives runners the messages and interrupts people
@@ -120,8 +124,14 @@ func (d *Delivery) Deliver(ctx context.Context, in activities.DeliverInput) (act
 		if activity.IsActivity(ctx) && activity.GetInfo(ctx).IsLocalActivity {
 			// A webhook agent may ACK from inside its handler: that
 			// update waits for the workflow task a local activity holds.
+			// A runner's refusal names this worker's host: the task's
+			// runs may go to its queue (activities.HostQueue).
+			detail := activities.NeedsActivityDetail{Mode: a.Mode}
+			if a.Mode == config.AgentModeRunner {
+				detail.Host = d.Host
+			}
 			return activities.DeliverResult{Mode: a.Mode}, temporal.NewNonRetryableApplicationError(
-				a.Mode+" delivery runs in a regular activity", activities.ErrNeedsActivity, nil)
+				a.Mode+" delivery runs in a regular activity", activities.ErrNeedsActivity, nil, detail)
 		}
 	}
 	switch a.Mode {

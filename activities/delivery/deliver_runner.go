@@ -120,7 +120,14 @@ func (d *Delivery) runAgent(ctx context.Context, a activities.AgentDelivery, in 
 		return fmt.Errorf("waiting for a runner slot for %s: %w", m.MsgID, err)
 	}
 	defer release()
-	fresh := false
+	fresh := rehomed(ctx, in)
+	if fresh {
+		if err := d.leaveStaleWorktree(ctx, a, in); err != nil {
+			return failed(fmt.Sprintf("removing the %s's old checkout of %s on %s: %v", m.To, m.TaskID, d.host(), err), "", err)
+		}
+	} else {
+		in.Rehome = nil
+	}
 	for n := 0; ; n++ {
 		err := d.runAccount(ctx, a, in, slot, acc, fresh)
 		var over *failedOver
@@ -151,6 +158,12 @@ func (d *Delivery) runAccount(ctx context.Context, a activities.AgentDelivery, i
 		return failed(fmt.Sprintf("fetching the repository of %s: %v", m.TaskID, err), "", err)
 	}
 	in.Repo = local
+	if amp.RepoIsURL(repo) && m.To == amp.RoleExecutor {
+		// The branch as the last host to run the task pushed it.
+		if err := d.Git.TakeBranch(ctx, local, in.Branch); err != nil {
+			return failed(fmt.Sprintf("fetching the branch of %s: %v", m.TaskID, err), "", err)
+		}
+	}
 	dir, err := d.prepareWorktree(ctx, a, in)
 	if err != nil {
 		return failed(fmt.Sprintf("preparing the %s's worktree for %s: %v", m.To, m.TaskID, err), "", err)
@@ -158,6 +171,9 @@ func (d *Delivery) runAccount(ctx context.Context, a activities.AgentDelivery, i
 	prompt, system, err := runnerPrompt(in)
 	if err != nil {
 		return failed(err.Error(), "", err)
+	}
+	if in.Rehome != nil {
+		prompt = d.rehomePrompt(ctx, in) + prompt
 	}
 	st := &runState{d: d, a: a, ctx: ctx, m: m, in: in, repo: repo, totals: sessionTotals(in.Sessions), slot: slot,
 		steer: d.steering(ctx, m)}
@@ -465,6 +481,7 @@ func (d *Delivery) submitResult(ctx context.Context, in activities.DeliverInput,
 		return fmt.Errorf("reading the executor's commit: %w", err)
 	}
 	commit := strings.TrimSpace(string(head))
+	d.pushBack(ctx, st.repo, p.Branch, commit, m)
 	res := &amp.TaskResult{CompletionStatus: amp.StatusComplete, CommitHash: commit, WorkLog: st.workLog}
 	if res.WorkLog == nil {
 		res.WorkLog = []amp.WorkLogEntry{}

@@ -153,6 +153,10 @@ type Policy struct {
 	// Runners is set when the executor or the reviewer runs in runner
 	// mode: the task's worktrees are cleaned up as it ends.
 	Runners bool `json:"runners,omitempty"`
+	// HostTimeout is how long a run waits for the runner host that holds
+	// the task to take it before the task re-homes (runner.host_timeout);
+	// 0 means two minutes.
+	HostTimeout time.Duration `json:"host_timeout,omitempty"`
 	// MaxCostUSD caps what each runner-mode role may spend on the task
 	// (agents.<role>.max_cost_usd); a role without an entry has no cap.
 	MaxCostUSD map[amp.Role]float64 `json:"max_cost_usd,omitempty"`
