@@ -217,15 +217,31 @@ func (c *Client) update(ctx context.Context, taskID, name, id string, arg, out a
 	}
 	uctx, cancel := context.WithTimeout(ctx, c.wait())
 	defer cancel()
-	h, err := c.Temporal.UpdateWorkflow(uctx, client.UpdateWorkflowOptions{
-		WorkflowID:   task.WorkflowID(taskID),
-		UpdateName:   name,
-		UpdateID:     id,
-		Args:         []any{arg},
-		WaitForStage: client.WorkflowUpdateStageCompleted,
-	})
-	if err == nil {
-		err = h.Get(uctx, out)
+	var err error
+	for delay := 50 * time.Millisecond; ; delay = min(2*delay, time.Second) {
+		var h client.WorkflowUpdateHandle
+		h, err = c.Temporal.UpdateWorkflow(uctx, client.UpdateWorkflowOptions{
+			WorkflowID:   task.WorkflowID(taskID),
+			UpdateName:   name,
+			UpdateID:     id,
+			Args:         []any{arg},
+			WaitForStage: client.WorkflowUpdateStageCompleted,
+		})
+		if err == nil {
+			err = h.Get(uctx, out)
+		}
+		// The workflow task that carried the update failed before it was
+		// accepted (new events came in while it ran): the server dropped
+		// the update, unapplied. Sent again under the same id it is applied
+		// once.
+		var notReady *serviceerror.WorkflowNotReady
+		if !errors.As(err, &notReady) || time.Until(deadlineOf(uctx)) < delay {
+			break
+		}
+		select {
+		case <-uctx.Done():
+		case <-time.After(delay):
+		}
 	}
 	return c.wrapEnded(ctx, taskID, err, fmt.Sprintf("%s on task %s", name, taskID))
 }
@@ -315,4 +331,12 @@ func summarize(e *workflowpb.WorkflowExecutionInfo) TaskSummary {
 		s.Status = task.StatusTerminated
 	}
 	return s
+}
+
+// deadlineOf is ctx's deadline, or a time far ahead when it has none.
+func deadlineOf(ctx context.Context) time.Time {
+	if d, ok := ctx.Deadline(); ok {
+		return d
+	}
+	return time.Now().Add(time.Hour)
 }
