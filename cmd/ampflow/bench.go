@@ -86,7 +86,8 @@ is set.`,
   ampflow bench --signals 2000 --concurrency 16
   ampflow bench --leases 1000 --lease-ttl 60s
   ampflow bench --hooks 500 -o json
-  ampflow bench --runners 50 --slots 50 --pace 100ms --run-time 10s -o json`,
+  ampflow bench --runners 50 --slots 50 --pace 1s --run-time 20s -o json
+  ampflow bench --runners 50 --spread 10s`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if hooks > 0 {

@@ -24,8 +24,8 @@ import (
 
 // Defaults of the runners benchmark's flags.
 const (
-	DefaultRunnerPace    = 100 * time.Millisecond
-	DefaultRunnerRunTime = 10 * time.Second
+	DefaultRunnerPace    = time.Second
+	DefaultRunnerRunTime = 20 * time.Second
 )
 
 // RunnerOptions configure RunRunners.
