@@ -173,6 +173,13 @@ func RunRunners(ctx context.Context, o RunnerOptions) (RunnerResult, error) {
 		return RunnerResult{}, fmt.Errorf("starting the benchmark worker: %w", err)
 	}
 	defer w.Stop()
+	// The worker's runner host takes the runs of the tasks it holds on
+	// its own queue, as ampflow worker's does.
+	hw := workers.NewHostWorker(c, ampflowQueue, parts.Activities)
+	if err := hw.Start(); err != nil {
+		return RunnerResult{}, fmt.Errorf("starting the benchmark's host worker: %w", err)
+	}
+	defer hw.Stop()
 
 	r := RunnerResult{Runners: o.Runners, Slots: slots, Runner: "claude", Sandbox: false,
 		PaceMS: ms(o.Pace), RunTimeS: o.RunTime.Seconds(), SpreadS: o.Spread.Seconds(), SSOT: b.store.Engine()}
