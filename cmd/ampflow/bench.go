@@ -22,6 +22,7 @@ func benchCommand(a *cli.App) *cobra.Command {
 	var lo bench.LeaseOptions
 	var cpuProfile, heapProfile string
 	var hooks int
+	var ro bench.RunnerOptions
 	cmd := &cobra.Command{
 		Use:   "bench",
 		Short: "Measure ampflow on this machine: lifecycles/s against bare Temporal, submit latency, memory",
@@ -50,6 +51,20 @@ plugin's request, the ampflow-hook binary Codex and Gemini CLI run (found
 beside this executable or on PATH), and, for comparison, the command hook
 ` + "`ampflow hook codex`" + ` every CLI ran before.
 
+With --runners N it measures runner deliveries instead: a worker whose
+executor is a runner (agents.executor.mode: runner, runner: claude,
+sandbox off, runner.slots --slots) of a stand-in CLI, this binary again,
+that speaks Claude Code's stream-json with no model: an event every
+--pace for --run-time, then a file written and a final result. N tasks
+start at once, each to done (ampflow commits the file and submits the
+result; an in-process reviewer approves). It prints dispatch to spawn
+(from the Deliver activity's start to the CLI's pid file, written right
+after its process started: p50, p99, max; --spread D starts the tasks
+evenly over D, so that each dispatch meets the runs before it going
+rather than a burst of dispatches), and the process's CPU and RSS
+with every run going, against before the runs, per run; the CLIs' own
+are not counted, the embedded Temporal server's and the SSOT's are.
+
 It prints the commit measured (the binary's vcs.revision) and the load.
 
 With --signals N it measures the action gate instead: N signals that need
@@ -70,11 +85,16 @@ is set.`,
   ampflow bench --open 1000 --ssot-url postgres://postgres@127.0.0.1:5432/bench
   ampflow bench --signals 2000 --concurrency 16
   ampflow bench --leases 1000 --lease-ttl 60s
-  ampflow bench --hooks 500 -o json`,
+  ampflow bench --hooks 500 -o json
+  ampflow bench --runners 50 --slots 50 --pace 1s --run-time 20s -o json
+  ampflow bench --runners 50 --spread 10s`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if hooks > 0 {
 				return runHookBench(cmd, a, hooks)
+			}
+			if ro.Runners > 0 {
+				return runRunnerBench(cmd, a, ro)
 			}
 			return runBench(cmd, a, o, lo, cpuProfile, heapProfile)
 		},
@@ -91,6 +111,11 @@ is set.`,
 	f.IntVar(&lo.Leases, "leases", 0, "instead, take `N` leases at once, let them expire, and measure acquire latency and release lateness")
 	f.DurationVar(&lo.TTL, "lease-ttl", bench.DefaultLeaseTTL, "the leases' time to live with --leases")
 	f.IntVar(&hooks, "hooks", 0, "instead, decide `N` tool calls through each CLI's tool hook and measure one call (p50, p99)")
+	f.IntVar(&ro.Runners, "runners", 0, "instead, run `N` runner deliveries of a stand-in agent CLI at once and measure dispatch to spawn (p50, p99) and the worker's CPU and RSS per run")
+	f.IntVar(&ro.Slots, "slots", 0, "the worker's runner.slots with --runners (default: as many as --runners)")
+	f.DurationVar(&ro.Pace, "pace", bench.DefaultRunnerPace, "the time between the stand-in CLI's events with --runners")
+	f.DurationVar(&ro.Spread, "spread", 0, "with --runners, start the tasks evenly over this time instead of all at once")
+	f.DurationVar(&ro.RunTime, "run-time", bench.DefaultRunnerRunTime, "how long each stand-in CLI runs before its result with --runners")
 	_ = f.MarkHidden("cpuprofile")
 	_ = f.MarkHidden("memprofile")
 	return cmd
@@ -156,6 +181,35 @@ func runLeaseBench(cmd *cobra.Command, a *cli.App, cfg config.Config, lo bench.L
 	r, err := bench.RunLeases(cmd.Context(), lo)
 	if err != nil {
 		return cli.Exit(cli.ExitFailed, fmt.Errorf("bench --leases: %w", err))
+	}
+	if a.JSON() {
+		return a.PrintJSON(r)
+	}
+	return r.WriteText(a.Stdout)
+}
+
+// runRunnerBench is bench --runners: the stand-in CLI is this binary.
+func runRunnerBench(cmd *cobra.Command, a *cli.App, o bench.RunnerOptions) error {
+	self, err := os.Executable()
+	if err != nil {
+		return cli.Exit(cli.ExitFailed, fmt.Errorf("bench --runners: finding the ampflow executable: %w", err))
+	}
+	o.StandIn = []string{self, bench.StandInCommand}
+	if err := o.Validate(); err != nil {
+		return cli.UsageError(err)
+	}
+	cfg, err := a.Config()
+	if err != nil {
+		return err
+	}
+	tuneGC()
+	o.Logger = a.Logger(cfg)
+	if !a.JSON() {
+		o.Progress = a.Stderr
+	}
+	r, err := bench.RunRunners(cmd.Context(), o)
+	if err != nil {
+		return cli.Exit(cli.ExitFailed, fmt.Errorf("bench --runners: %w", err))
 	}
 	if a.JSON() {
 		return a.PrintJSON(r)

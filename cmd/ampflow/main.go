@@ -12,6 +12,7 @@ import (
 	"github.com/ampflow/ampflow/activities/runner"
 	"github.com/ampflow/ampflow/cmd/ampflow/cli"
 	"github.com/ampflow/ampflow/workers"
+	"github.com/ampflow/ampflow/workers/bench"
 )
 
 func main() {
@@ -19,6 +20,10 @@ func main() {
 	// run's loopback to the worker, then runs the agent's CLI.
 	if len(os.Args) > 1 && os.Args[1] == workers.BridgeCommand {
 		os.Exit(runner.BridgeMain(os.Args[2:]))
+	}
+	// The stand-in agent CLI of ampflow bench --runners.
+	if len(os.Args) > 1 && os.Args[1] == bench.StandInCommand {
+		os.Exit(bench.StandIn(os.Args[2:], os.Stdin, os.Stdout, os.Stderr))
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	code := cli.Main(ctx, cli.Options{

@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/ampflow/ampflow/activities"
@@ -57,7 +58,11 @@ type agent struct {
 	taskID string
 	inbox  chan amp.Message
 	lat    *latencies // nil: latencies are not kept
-	last   time.Time
+	// retries, when set, counts the submits sent again after the server
+	// failed the workflow task that held them (lostUpdate); nil: such a
+	// submit fails.
+	retries *atomic.Int64
+	last    time.Time
 }
 
 // Acceptance criteria of every benchmark task; the result and the verdict
@@ -123,6 +128,10 @@ func (a *agent) submit(ctx context.Context, rec any) error {
 	began := time.Now()
 	_, err = a.tasks.Submit(ctx, raw)
 	took := time.Since(began)
+	for n := 0; err != nil && a.retries != nil && n < maxSubmitRetries && lostUpdate(err); n++ {
+		a.retries.Add(1)
+		_, err = a.tasks.Submit(ctx, raw)
+	}
 	if err != nil {
 		return fmt.Errorf("task %s: submitting: %w", a.taskID, err)
 	}
@@ -130,6 +139,18 @@ func (a *agent) submit(ctx context.Context, rec any) error {
 		a.lat.add(took)
 	}
 	return nil
+}
+
+// maxSubmitRetries bounds the times one submit is sent again.
+const maxSubmitRetries = 5
+
+// lostUpdate reports whether err is the server's answer to an update
+// whose workflow task failed because another event came in while it ran
+// (UnhandledCommand: here, the executor's Deliver activity completing as
+// the reviewer's ACK arrives). The update was not applied, and sending it
+// again under the same update id is safe.
+func lostUpdate(err error) bool {
+	return strings.Contains(err.Error(), "unexpected workflow task failure")
 }
 
 // takeDispatch waits for the dispatch and ACKs it.
@@ -163,10 +184,16 @@ func (a *agent) play(ctx context.Context, r repo) error {
 	if err := a.submit(ctx, res); err != nil {
 		return err
 	}
+	return a.review(ctx)
+}
+
+// review plays the reviewer: ACK the review request, approve.
+func (a *agent) review(ctx context.Context) error {
 	req, err := a.await(ctx, amp.TypeReviewRequest)
 	if err != nil {
 		return err
 	}
+	yes := true
 	if err := a.submit(ctx, amp.NewAck(amp.RoleReviewer, req, a.stamp(req))); err != nil {
 		return err
 	}

@@ -13,6 +13,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"sync/atomic"
 	"time"
 
 	"go.temporal.io/sdk/client"
@@ -106,6 +107,9 @@ type bench struct {
 	policy task.Policy
 	// api, during the open phase, reads each started task back.
 	api *api
+	// retries counts the runners benchmark's submits sent again
+	// (agent.retries).
+	retries atomic.Int64
 }
 
 // Run starts a dev server in a new temporary directory, measures, stops
