@@ -1,0 +1,94 @@
+package goal
+
+import (
+	"time"
+
+	"github.com/ampflow/ampflow/amp/decision"
+)
+
+// WorkflowType is the goal workflow's registered name.
+const WorkflowType = "Goal"
+
+// QueryState is the query that returns a goal's State.
+const QueryState = "goal_state"
+
+// DecisionGoalPlan is the kind of the decision that approves a goal's
+// graph, bound by digest to the whole of it.
+const DecisionGoalPlan decision.Kind = "goal_plan"
+
+// Status is where a goal stands.
+type Status string
+
+// Goal statuses.
+const (
+	StatusAwaitingApproval Status = "awaiting_approval" // the graph waits for the admins
+	StatusRunning          Status = "running"           // tasks run or wait on their blockers
+	StatusBlocked          Status = "blocked"           // a terminated task holds its dependents: an admin must act
+	StatusDone             Status = "done"              // every task is done
+	StatusRejected         Status = "rejected"          // the admins rejected the graph
+	StatusFailed           Status = "failed"            // the goal could not start (its repository or target)
+)
+
+// Terminal says whether a goal in s has ended.
+func (s Status) Terminal() bool {
+	return s == StatusDone || s == StatusRejected || s == StatusFailed
+}
+
+// TaskStatus is where a task of a goal stands, as the goal sees it.
+type TaskStatus string
+
+// Task statuses.
+const (
+	TaskWaiting    TaskStatus = "waiting"    // its blockers are not all done
+	TaskStarting   TaskStatus = "starting"   // its branch is made and its task started
+	TaskRunning    TaskStatus = "running"    // its task runs
+	TaskDone       TaskStatus = "done"       // its task is done
+	TaskTerminated TaskStatus = "terminated" // its task ended terminated (or could not start)
+	TaskHeld       TaskStatus = "held"       // a blocker ended terminated: it waits for an admin
+)
+
+// TaskState is one task of a goal's state.
+type TaskState struct {
+	Key       string     `json:"key"`
+	Status    TaskStatus `json:"status"`
+	BlockedBy []string   `json:"blocked_by,omitempty"`
+	// WaitingOn are the blockers not yet done.
+	WaitingOn []string `json:"waiting_on,omitempty"`
+	// TaskID is the started task's id; empty until it starts.
+	TaskID string `json:"task_id,omitempty"`
+	Repo   string `json:"repo"`
+	Branch string `json:"branch"`
+	// Base is the target's head the branch was made from.
+	Base      string    `json:"base,omitempty"`
+	StartedAt time.Time `json:"started_at,omitzero"`
+	EndedAt   time.Time `json:"ended_at,omitzero"`
+	// Reason says why the task ended terminated or is held.
+	Reason string `json:"reason,omitempty"`
+	// Overlaps are the tasks whose branches change files this task's
+	// branch changes too, with the files.
+	Overlaps []Overlap `json:"overlaps,omitempty"`
+}
+
+// Overlap is a file set two tasks' branches both change.
+type Overlap struct {
+	With  string   `json:"with"`
+	Files []string `json:"files"`
+}
+
+// State is a goal's state, as its workflow's QueryState returns it.
+type State struct {
+	Goal   Goal   `json:"goal"`
+	Status Status `json:"status"`
+	// Target is the branch the tasks start from and go to, resolved at
+	// the start.
+	Target string `json:"target"`
+	// Digest is the digest of the graph the plan decision approved.
+	Digest  string             `json:"digest,omitempty"`
+	Pending *decision.Decision `json:"pending,omitempty"`
+	// Approval is how the graph was approved.
+	Approval  *decision.Outcome `json:"approval,omitempty"`
+	Tasks     []TaskState       `json:"tasks"`
+	Reason    string            `json:"reason,omitempty"`
+	StartedAt time.Time         `json:"started_at"`
+	EndedAt   time.Time         `json:"ended_at,omitzero"`
+}
