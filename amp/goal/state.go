@@ -27,11 +27,12 @@ const (
 	StatusDone             Status = "done"              // every task is done
 	StatusRejected         Status = "rejected"          // the admins rejected the graph
 	StatusFailed           Status = "failed"            // the goal could not start (its repository or target)
+	StatusTerminated       Status = "terminated"        // an admin abandoned it; its running tasks run on
 )
 
 // Terminal says whether a goal in s has ended.
 func (s Status) Terminal() bool {
-	return s == StatusDone || s == StatusRejected || s == StatusFailed
+	return s == StatusDone || s == StatusRejected || s == StatusFailed || s == StatusTerminated
 }
 
 // TaskStatus is where a task of a goal stands, as the goal sees it.

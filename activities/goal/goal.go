@@ -1,0 +1,227 @@
+// Package goal holds the side effects of a goal's workflow: its target's
+// head, its tasks' branches and starts, the wait for a task's end, the
+// files a task's branch changes, and its SSOT records.
+package goal
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+
+	"go.temporal.io/sdk/activity"
+	"go.temporal.io/sdk/temporal"
+
+	"github.com/ampflow/ampflow/activities"
+	"github.com/ampflow/ampflow/activities/ssot"
+	"github.com/ampflow/ampflow/amp/task"
+)
+
+// Tasks starts tasks and waits for their ends: the task client
+// (*workflows.Client, wrapped by the worker).
+type Tasks interface {
+	// StartNext starts a task under the year's next free id; a start
+	// under a RequestKey used before answers with that start's task.
+	StartNext(ctx context.Context, in task.Input, year int) (string, error)
+	// Wait blocks until task taskID ends and returns how it ended.
+	Wait(ctx context.Context, taskID string) (task.Result, error)
+}
+
+// Store is what a goal writes in the SSOT (*ssot.DB).
+type Store interface {
+	Append(ctx context.Context, subject string, entries []ssot.Entry) (ssot.AppendResult, error)
+	SaveDecisions(ctx context.Context, subject string, rev int64, ds []ssot.PendingDecision) error
+}
+
+// Goal carries the dependencies of the goal's activities.
+type Goal struct {
+	Git   *activities.Git
+	Tasks Tasks
+	Store Store
+	Now   func() time.Time
+}
+
+// TargetInput is a goal's repository and target branch.
+type TargetInput struct {
+	Repo   string `json:"repo"`
+	Target string `json:"target,omitempty"`
+}
+
+// TargetResult is the target branch, resolved, and its head.
+type TargetResult struct {
+	Target string `json:"target"`
+	Head   string `json:"head"`
+}
+
+// GoalTarget resolves a goal's target: the branch named, or the
+// repository's default branch.
+func (g *Goal) GoalTarget(ctx context.Context, in TargetInput) (TargetResult, error) {
+	out, err := g.Git.BranchFrom(ctx, activities.BranchFromInput{Repo: in.Repo, From: in.Target})
+	if err != nil {
+		return TargetResult{}, err
+	}
+	return TargetResult{Target: out.From, Head: out.FromHead}, nil
+}
+
+// StartTaskInput is one task of a goal to start.
+type StartTaskInput struct {
+	GoalID string `json:"goal_id"`
+	Key    string `json:"key"`
+	// Attempt counts the task's earlier starts in the goal (an admin's
+	// retry starts it again as a new task).
+	Attempt int `json:"attempt,omitempty"`
+	// Target is the branch the task's branch is made from, at its head.
+	Target string     `json:"target"`
+	Input  task.Input `json:"input"`
+}
+
+// StartTaskResult is the started task.
+type StartTaskResult struct {
+	TaskID string `json:"task_id"`
+	// Base is the target's head the task's branch was made at (or its
+	// own head, when the branch was there already).
+	Base string `json:"base"`
+}
+
+// GoalStartTask makes the task's branch at the target's head unless it
+// exists, then starts the task. A retry starts no second task: the start
+// carries a request key of the goal and the task's key.
+func (g *Goal) GoalStartTask(ctx context.Context, in StartTaskInput) (StartTaskResult, error) {
+	b, err := g.Git.BranchFrom(ctx, activities.BranchFromInput{Repo: in.Input.Plan.Repo, Branch: in.Input.Plan.Branch, From: in.Target})
+	if err != nil {
+		return StartTaskResult{}, err
+	}
+	ti := in.Input
+	ti.RequestKey = RequestKey(in.GoalID, in.Key, in.Attempt)
+	id, err := g.Tasks.StartNext(ctx, ti, g.now().Year())
+	if err != nil {
+		var te *task.Error
+		if errors.As(err, &te) && te.Code != task.CodeInternal && te.Code != task.CodeUnavailable {
+			return StartTaskResult{}, temporal.NewNonRetryableApplicationError(err.Error(), ErrTaskStart, nil)
+		}
+		return StartTaskResult{}, fmt.Errorf("starting task %s of goal %s: %w", in.Key, in.GoalID, err)
+	}
+	return StartTaskResult{TaskID: id, Base: b.Head}, nil
+}
+
+// ErrTaskStart is the failure type of a task start refused for good.
+const ErrTaskStart = "GoalTaskStart"
+
+// RequestKey is the request key a goal's task is started under: the
+// same goal, key and attempt start one task.
+func RequestKey(goalID, key string, attempt int) string {
+	return fmt.Sprintf("goal\x00%s/%s#%d", goalID, key, attempt)
+}
+
+// AwaitTaskInput names a task to wait for.
+type AwaitTaskInput struct {
+	TaskID string `json:"task_id"`
+}
+
+// AwaitTask waits until a task ends and returns its result, heartbeating
+// while it waits.
+func (g *Goal) AwaitTask(ctx context.Context, in AwaitTaskInput) (task.Result, error) {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	go func() {
+		t := time.NewTicker(5 * time.Second)
+		defer t.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-t.C:
+				activity.RecordHeartbeat(ctx)
+			}
+		}
+	}()
+	r, err := g.Tasks.Wait(ctx, in.TaskID)
+	if err != nil {
+		return task.Result{}, fmt.Errorf("waiting for task %s: %w", in.TaskID, err)
+	}
+	return r, nil
+}
+
+// ChangedFilesInput names a branch to compare with its target.
+type ChangedFilesInput struct {
+	Repo   string `json:"repo"`
+	Target string `json:"target"`
+	Branch string `json:"branch"`
+}
+
+// ChangedFilesResult lists the files a branch changes.
+type ChangedFilesResult struct {
+	Files []string `json:"files"`
+}
+
+// MaxChangedFiles bounds the files read of one branch.
+const MaxChangedFiles = 500
+
+// ChangedFiles lists the files branch changes since it left target
+// (git diff --name-only target...branch), sorted, at most
+// MaxChangedFiles.
+func (g *Goal) ChangedFiles(ctx context.Context, in ChangedFilesInput) (ChangedFilesResult, error) {
+	repo, err := g.Git.Local(ctx, in.Repo, false)
+	if err != nil {
+		return ChangedFilesResult{}, err
+	}
+	bin := g.Git.Bin
+	if bin == "" {
+		bin = "git"
+	}
+	out, err := activities.RunGit(ctx, bin, repo, false, "diff", "--name-only", "--no-renames", in.Target+"..."+in.Branch, "--")
+	if err != nil {
+		return ChangedFilesResult{}, fmt.Errorf("listing the files %s changes in %s: %w", in.Branch, in.Repo, err)
+	}
+	var files []string
+	for _, l := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+		if l != "" && len(files) < MaxChangedFiles {
+			files = append(files, l)
+		}
+	}
+	sort.Strings(files)
+	return ChangedFilesResult{Files: files}, nil
+}
+
+// RecordInput is SSOT records of one goal.
+type RecordInput struct {
+	// Subject is the goal's workflow id: its chain in the SSOT.
+	Subject string                   `json:"subject"`
+	Entries []activities.RecordEntry `json:"entries"`
+}
+
+// GoalRecord appends records to a goal's chain; a retry keeps what was
+// stored.
+func (g *Goal) GoalRecord(ctx context.Context, in RecordInput) error {
+	entries := make([]ssot.Entry, len(in.Entries))
+	for i, e := range in.Entries {
+		entries[i] = ssot.Entry{ID: e.ID, Kind: string(e.Kind), RecordedAt: e.RecordedAt, Body: e.Body}
+		if e.Kind == ssot.KindDecision {
+			entries[i].Digest = activities.BodyDigest(e.Body)
+		}
+	}
+	_, err := g.Store.Append(ctx, in.Subject, entries)
+	return err
+}
+
+// DecisionsInput is the open decisions of a goal, in their Rev'th save.
+type DecisionsInput struct {
+	Subject   string                 `json:"subject"`
+	Rev       int64                  `json:"rev"`
+	Decisions []ssot.PendingDecision `json:"decisions"`
+}
+
+// GoalDecisions lists a goal's open decisions with every other, so
+// GET /v1/decisions and ampflow decide find them.
+func (g *Goal) GoalDecisions(ctx context.Context, in DecisionsInput) error {
+	return g.Store.SaveDecisions(ctx, in.Subject, in.Rev, in.Decisions)
+}
+
+func (g *Goal) now() time.Time {
+	if g.Now != nil {
+		return g.Now()
+	}
+	return time.Now()
+}

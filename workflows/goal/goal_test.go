@@ -1,0 +1,310 @@
+package goal
+
+import (
+	"context"
+	"io"
+	"log/slog"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/mock"
+	"go.temporal.io/sdk/log"
+	"go.temporal.io/sdk/testsuite"
+
+	"github.com/ampflow/ampflow/activities"
+	goalacts "github.com/ampflow/ampflow/activities/goal"
+	"github.com/ampflow/ampflow/activities/notify"
+	"github.com/ampflow/ampflow/amp"
+	"github.com/ampflow/ampflow/amp/decision"
+	"github.com/ampflow/ampflow/amp/goal"
+	"github.com/ampflow/ampflow/amp/task"
+)
+
+// testDecisionKey is the decision key of the tests' worker.
+var testDecisionKey = []byte(strings.Repeat("k", decision.MinKeySize))
+
+type harness struct {
+	t   *testing.T
+	env *testsuite.TestWorkflowEnvironment
+	mu  sync.Mutex
+	// started is when each key's task started, in the test's clock.
+	started map[string]time.Time
+	starts  []string
+	// takes is how long each key's task runs; ends how it ends.
+	takes map[string]time.Duration
+	ends  map[string]task.Status
+	files func(goalacts.ChangedFilesInput) []string
+}
+
+// run runs g, each task taking its time on the test clock.
+func (h *harness) run(in Input) {
+	for _, tk := range in.Goal.Tasks {
+		key := tk.Key
+		d := h.takes[key]
+		if d == 0 {
+			d = time.Second
+		}
+		h.env.OnActivity(gacts.AwaitTask, mock.Anything, mock.MatchedBy(func(in goalacts.AwaitTaskInput) bool {
+			return strings.HasSuffix(in.TaskID, "|"+key)
+		})).After(d).Return(func(_ context.Context, in goalacts.AwaitTaskInput) (task.Result, error) {
+			h.mu.Lock()
+			end := h.ends[key]
+			h.mu.Unlock()
+			if end == "" {
+				return task.Result{TaskID: in.TaskID, Status: task.StatusDone}, nil
+			}
+			return task.Result{TaskID: in.TaskID, Status: end, Reason: "plan rejected by bob"}, nil
+		})
+	}
+	h.env.ExecuteWorkflow(Goal, in)
+}
+
+func policy(plan task.Handling) task.Policy {
+	return task.Policy{
+		PlanApproval: task.RiskHandling{Low: plan, Medium: task.HandlingAdmin, High: task.HandlingAdmin},
+		Admins:       []string{"alice"},
+	}
+}
+
+func newHarness(t *testing.T, pol task.Policy) *harness {
+	var s testsuite.WorkflowTestSuite
+	s.SetLogger(log.NewStructuredLogger(slog.New(slog.NewTextHandler(io.Discard, nil))))
+	h := &harness{t: t, env: s.NewTestWorkflowEnvironment(), started: map[string]time.Time{},
+		takes: map[string]time.Duration{}, ends: map[string]task.Status{}}
+	env := h.env
+	env.RegisterWorkflow(Goal)
+	env.RegisterActivity(&activities.Activities{DecisionKey: testDecisionKey})
+	env.RegisterActivity(&goalacts.Goal{})
+	env.OnActivity(acts.TaskPolicy, mock.Anything, mock.Anything).Return(activities.PolicyResult{Policy: pol}, nil)
+	env.OnActivity(acts.Notify, mock.Anything, mock.Anything).Return(notify.Result{}, nil)
+	env.OnActivity(gacts.GoalRecord, mock.Anything, mock.Anything).Return(nil)
+	env.OnActivity(gacts.GoalDecisions, mock.Anything, mock.Anything).Return(nil)
+	env.OnActivity(gacts.ChangedFiles, mock.Anything, mock.Anything).Return(func(_ context.Context, in goalacts.ChangedFilesInput) (goalacts.ChangedFilesResult, error) {
+		if h.files == nil {
+			return goalacts.ChangedFilesResult{}, nil
+		}
+		return goalacts.ChangedFilesResult{Files: h.files(in)}, nil
+	})
+	env.OnActivity(gacts.GoalTarget, mock.Anything, mock.Anything).Return(goalacts.TargetResult{Target: "main", Head: "abc"}, nil)
+	env.OnActivity(gacts.GoalStartTask, mock.Anything, mock.Anything).Return(func(_ context.Context, in goalacts.StartTaskInput) (goalacts.StartTaskResult, error) {
+		h.mu.Lock()
+		defer h.mu.Unlock()
+		if in.Target != "main" || in.Input.Plan.Branch != goal.Branch("G-0000abcd", in.Key) {
+			t.Errorf("start of %s: target %q branch %q", in.Key, in.Target, in.Input.Plan.Branch)
+		}
+		id := "T-2026-00" + string(rune('1'+len(h.starts)))
+		h.starts = append(h.starts, in.Key)
+		h.started[in.Key] = env.Now()
+		return goalacts.StartTaskResult{TaskID: id + "|" + in.Key, Base: "abc"}, nil
+	})
+	return h
+}
+
+func diamond() goal.Goal {
+	g := goal.Goal{ID: "G-0000abcd", Description: "ship it", Repo: "/src/app"}
+	for _, n := range []struct {
+		key string
+		by  []string
+	}{{"schema", nil}, {"api", []string{"schema"}}, {"ui", []string{"schema"}}, {"docs", []string{"api", "ui"}}} {
+		g.Tasks = append(g.Tasks, goal.Task{Key: n.key, BlockedBy: n.by, Plan: amp.TaskDispatch{
+			Description: n.key, Repo: "/src/app", Branch: goal.Branch(g.ID, n.key), RiskLevel: amp.RiskLow,
+			Subtasks: []amp.Subtask{{SubtaskID: "1", Description: n.key, EstimatedLines: 1}}, AcceptanceCriteria: []string{"ok"}}})
+	}
+	return g
+}
+
+func (h *harness) state() goal.State {
+	v, err := h.env.QueryWorkflow(goal.QueryState)
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	var s goal.State
+	if err := v.Get(&s); err != nil {
+		h.t.Fatal(err)
+	}
+	return s
+}
+
+func (h *harness) result() goal.State {
+	h.t.Helper()
+	if !h.env.IsWorkflowCompleted() {
+		h.t.Fatal("the goal did not end")
+	}
+	if err := h.env.GetWorkflowError(); err != nil {
+		h.t.Fatal(err)
+	}
+	var s goal.State
+	if err := h.env.GetWorkflowResult(&s); err != nil {
+		h.t.Fatal(err)
+	}
+	return s
+}
+
+func (h *harness) answer(option string) error {
+	st := h.state()
+	if st.Pending == nil {
+		h.t.Fatalf("no decision open: %+v", st)
+	}
+	a := decision.Answer{DecisionID: st.Pending.ID, Option: option, Digest: st.Pending.Digest, By: "alice", Channel: "cli", At: time.Now()}
+	a.Signature = decision.SignAnswer(testDecisionKey, st.Pending.Subject, a)
+	var out error
+	h.env.UpdateWorkflow(task.UpdateDecide, "", &testsuite.TestUpdateCallback{
+		OnAccept: func() {}, OnReject: func(err error) { out = err }, OnComplete: func(_ any, err error) { out = err },
+	}, a)
+	return out
+}
+
+// TestDiamond: schema first; api and ui together once it is done; docs
+// once both are.
+func TestDiamond(t *testing.T) {
+	h := newHarness(t, policy(task.HandlingAuto))
+	h.takes = map[string]time.Duration{"schema": time.Second, "api": time.Second, "ui": 3 * time.Second, "docs": time.Second}
+	h.run(Input{Goal: diamond(), Coordinator: "ci"})
+	st := h.result()
+	if st.Status != goal.StatusDone {
+		t.Fatalf("status %s (%s)", st.Status, st.Reason)
+	}
+	if st.Approval == nil || st.Approval.Channel != decision.ChannelSystem || st.Digest == "" {
+		t.Errorf("approval %+v digest %q", st.Approval, st.Digest)
+	}
+	if got := strings.Join(h.starts, " "); got != "schema api ui docs" && got != "schema ui api docs" {
+		t.Errorf("start order %q", got)
+	}
+	if !h.started["api"].Equal(h.started["ui"]) {
+		t.Errorf("api started %v, ui %v: not together", h.started["api"], h.started["ui"])
+	}
+	if !h.started["api"].After(h.started["schema"]) || !h.started["docs"].After(h.started["ui"]) {
+		t.Errorf("starts %v", h.started)
+	}
+	for _, ts := range st.Tasks {
+		if ts.Status != goal.TaskDone || ts.TaskID == "" || ts.Base != "abc" {
+			t.Errorf("task %+v", ts)
+		}
+	}
+}
+
+// TestTerminatedBlockerHolds: api ends terminated; docs is held, the goal
+// blocked with a decision; retry starts api again and the goal ends done.
+func TestTerminatedBlockerHolds(t *testing.T) {
+	h := newHarness(t, policy(task.HandlingAuto))
+	h.takes = map[string]time.Duration{"schema": time.Second, "api": time.Second, "ui": time.Second, "docs": time.Second}
+	h.ends["api"] = task.StatusTerminated
+	var retried error
+	h.env.RegisterDelayedCallback(func() {
+		st := h.state()
+		if st.Status != goal.StatusBlocked || !strings.Contains(st.Reason, "task api") || !strings.Contains(st.Reason, "docs wait on it") {
+			t.Errorf("blocked state %s: %s", st.Status, st.Reason)
+		}
+		if st.Pending == nil || st.Pending.Kind != DecisionBlocked {
+			t.Errorf("pending %+v", st.Pending)
+		}
+		for _, ts := range st.Tasks {
+			if ts.Key == "docs" && ts.Status != goal.TaskHeld {
+				t.Errorf("docs is %s", ts.Status)
+			}
+			if ts.Key == "api" && (ts.Status != goal.TaskTerminated || ts.Reason != "plan rejected by bob") {
+				t.Errorf("api %+v", ts)
+			}
+		}
+		if _, ok := h.started["docs"]; ok {
+			t.Error("docs started under a terminated blocker")
+		}
+		h.mu.Lock()
+		h.ends["api"] = task.StatusDone
+		h.mu.Unlock()
+		retried = h.answer(OptRetry)
+	}, time.Hour)
+	h.run(Input{Goal: diamond()})
+	if retried != nil {
+		t.Fatal(retried)
+	}
+	st := h.result()
+	if st.Status != goal.StatusDone {
+		t.Fatalf("status %s (%s)", st.Status, st.Reason)
+	}
+	if got := strings.Count(strings.Join(h.starts, " "), "api"); got != 2 {
+		t.Errorf("api started %d times", got)
+	}
+}
+
+// TestAbandoned: an admin abandons a blocked goal; it ends terminated.
+func TestAbandoned(t *testing.T) {
+	h := newHarness(t, policy(task.HandlingAuto))
+	h.ends["schema"] = task.StatusTerminated
+	var err error
+	h.env.RegisterDelayedCallback(func() { err = h.answer(OptAbandon) }, time.Hour)
+	h.run(Input{Goal: diamond()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	st := h.result()
+	if st.Status != goal.StatusTerminated || !strings.Contains(st.Reason, "abandoned by alice") {
+		t.Fatalf("status %s (%s)", st.Status, st.Reason)
+	}
+	if len(h.starts) != 1 {
+		t.Errorf("starts %v", h.starts)
+	}
+}
+
+// TestPlanDecision: a policy that asks an admin holds every task until
+// the graph is approved, by digest.
+func TestPlanDecision(t *testing.T) {
+	for name, tc := range map[string]struct {
+		option string
+		want   goal.Status
+		starts int
+	}{"Approved": {decision.OptApprove, goal.StatusDone, 4}, "Rejected": {decision.OptReject, goal.StatusRejected, 0}} {
+		t.Run(name, func(t *testing.T) {
+			h := newHarness(t, policy(task.HandlingAdmin))
+			var err error
+			h.env.RegisterDelayedCallback(func() {
+				st := h.state()
+				if st.Status != goal.StatusAwaitingApproval || st.Pending == nil || st.Pending.Kind != goal.DecisionGoalPlan || st.Pending.Digest != st.Digest {
+					t.Errorf("waiting state %+v", st)
+				}
+				if len(h.starts) != 0 {
+					t.Error("a task started before the graph was approved")
+				}
+				err = h.answer(tc.option)
+			}, time.Minute)
+			h.run(Input{Goal: diamond()})
+			if err != nil {
+				t.Fatal(err)
+			}
+			st := h.result()
+			if st.Status != tc.want || len(h.starts) != tc.starts {
+				t.Errorf("status %s (%s), %d starts", st.Status, st.Reason, len(h.starts))
+			}
+		})
+	}
+}
+
+// TestOverlap: two running tasks whose branches change one file each
+// see the other in their overlaps.
+func TestOverlap(t *testing.T) {
+	h := newHarness(t, policy(task.HandlingAuto))
+	h.takes = map[string]time.Duration{"schema": time.Second, "api": time.Hour, "ui": time.Hour, "docs": time.Second}
+	h.files = func(in goalacts.ChangedFilesInput) []string {
+		if strings.HasSuffix(in.Branch, "/api") {
+			return []string{"a.go", "shared.go"}
+		}
+		return []string{"shared.go", "ui.go"}
+	}
+	var seen []goal.Overlap
+	h.env.RegisterDelayedCallback(func() {
+		for _, ts := range h.state().Tasks {
+			if ts.Key == "ui" {
+				seen = ts.Overlaps
+			}
+		}
+	}, 20*time.Minute)
+	h.run(Input{Goal: diamond(), OverlapEvery: time.Minute})
+	if st := h.result(); st.Status != goal.StatusDone {
+		t.Fatalf("status %s", st.Status)
+	}
+	if len(seen) != 1 || seen[0].With != "api" || strings.Join(seen[0].Files, ",") != "shared.go" {
+		t.Errorf("ui's overlaps %+v", seen)
+	}
+}
