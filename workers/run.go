@@ -339,6 +339,7 @@ func Run(ctx context.Context, o Options) error {
 	FinishCleanups(o.Config, parts.Store, log)
 	w := NewWorker(o.Temporal, o.Config.Temporal.TaskQueue, parts.Activities, parts.Gate)
 	registerAOF(w, o, parts)
+	registerGoals(w, parts)
 	if err := w.Start(); err != nil {
 		rt.stop()
 		parts.Close()

@@ -119,6 +119,7 @@ func buildAPI(o Options, parts *Parts, mounts map[string]http.Handler, rt *runti
 	}
 	addMesh(api, parts, log)
 	addFleet(api, parts, log)
+	addGoals(api, o, parts, log)
 	if err := addToolCalls(api, o, parts); err != nil {
 		return nil, false, err
 	}

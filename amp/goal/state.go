@@ -16,6 +16,18 @@ const QueryState = "goal_state"
 // graph, bound by digest to the whole of it.
 const DecisionGoalPlan decision.Kind = "goal_plan"
 
+// Decisions a goal asks besides its plan, and their options.
+const (
+	// DecisionBlocked asks what to do about a task that ended terminated:
+	// the goal cannot be done without it.
+	DecisionBlocked decision.Kind = "goal_blocked"
+	// OptRetry starts the terminated task again, as a new task on its
+	// branch.
+	OptRetry = "retry"
+	// OptAbandon ends the goal, terminated; tasks still running run on.
+	OptAbandon = "abandon"
+)
+
 // Status is where a goal stands.
 type Status string
 

@@ -35,6 +35,7 @@ var systems = map[string][]string{
 	"mcp":        {"integrations/mcp"},
 	"githubhook": {"integrations/githubhook"},
 	"fleet":      {"integrations/fleet"},
+	"goals":      {"workflows/goal", "activities/goal", "integrations/goals"},
 }
 
 // forbidden are imports the folder order allows and docs/architecture.md
@@ -172,7 +173,8 @@ func TestLayeringViolations(t *testing.T) {
 		"workflows/aof": nil, "activities/aof": nil,
 		"integrations/toolcalls": nil, "integrations/mcp": {"integrations/toolcalls"}, "integrations/dashboard": {"activities", "activities/notify"}, "integrations/githubhook": nil,
 		"integrations/fleet": nil,
-		"activities/runner":  nil, "activities/github": nil, "activities/notify": nil, "activities/gitsafe": nil, "activities/toolhook": nil, "config/toolpolicy": nil, "config/pricing": nil,
+		"workflows/goal":     nil, "activities/goal": nil, "integrations/goals": nil,
+		"activities/runner": nil, "activities/github": nil, "activities/notify": nil, "activities/gitsafe": nil, "activities/toolhook": nil, "config/toolpolicy": nil, "config/pricing": nil,
 	}
 	got := layeringViolations(graph)
 	want := []string{

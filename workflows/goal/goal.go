@@ -49,18 +49,6 @@ type Input struct {
 // changed files unless its input says.
 const DefaultOverlapEvery = 30 * time.Second
 
-// Decisions a goal asks, and their options.
-const (
-	// DecisionBlocked asks what to do about a task that ended terminated
-	// while tasks wait on it.
-	DecisionBlocked decision.Kind = "goal_blocked"
-	// OptRetry starts the terminated task again, as a new task on its
-	// branch.
-	OptRetry = "retry"
-	// OptAbandon ends the goal, terminated; running tasks run on.
-	OptAbandon = "abandon"
-)
-
 // WorkflowID is the workflow id of goal id, and the subject of its
 // decisions and records.
 func WorkflowID(id string) string { return goal.WorkflowID(id) }
@@ -159,11 +147,11 @@ func (r *run) run(ctx workflow.Context) (goal.State, error) {
 		if err := r.askAboutTerminated(ctx); err != nil {
 			return r.State, err
 		}
-		err := workflow.Await(ctx, func() bool { return r.changed || r.engine.Answered(DecisionBlocked) })
+		err := workflow.Await(ctx, func() bool { return r.changed || r.engine.Answered(goal.DecisionBlocked) })
 		if err != nil {
 			return r.State, err
 		}
-		if o := r.engine.Take(DecisionBlocked); o != nil {
+		if o := r.engine.Take(goal.DecisionBlocked); o != nil {
 			if done := r.takeBlocked(ctx, *o); done {
 				return r.end(ctx, goal.StatusTerminated, r.Reason)
 			}

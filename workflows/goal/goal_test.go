@@ -197,7 +197,7 @@ func TestTerminatedBlockerHolds(t *testing.T) {
 		if st.Status != goal.StatusBlocked || !strings.Contains(st.Reason, "task api") || !strings.Contains(st.Reason, "docs wait on it") {
 			t.Errorf("blocked state %s: %s", st.Status, st.Reason)
 		}
-		if st.Pending == nil || st.Pending.Kind != DecisionBlocked {
+		if st.Pending == nil || st.Pending.Kind != goal.DecisionBlocked {
 			t.Errorf("pending %+v", st.Pending)
 		}
 		for _, ts := range st.Tasks {
@@ -214,7 +214,7 @@ func TestTerminatedBlockerHolds(t *testing.T) {
 		h.mu.Lock()
 		h.ends["api"] = task.StatusDone
 		h.mu.Unlock()
-		retried = h.answer(OptRetry)
+		retried = h.answer(goal.OptRetry)
 	}, time.Hour)
 	h.run(Input{Goal: diamond()})
 	if retried != nil {
@@ -234,7 +234,7 @@ func TestAbandoned(t *testing.T) {
 	h := newHarness(t, policy(task.HandlingAuto))
 	h.ends["schema"] = task.StatusTerminated
 	var err error
-	h.env.RegisterDelayedCallback(func() { err = h.answer(OptAbandon) }, time.Hour)
+	h.env.RegisterDelayedCallback(func() { err = h.answer(goal.OptAbandon) }, time.Hour)
 	h.run(Input{Goal: diamond()})
 	if err != nil {
 		t.Fatal(err)

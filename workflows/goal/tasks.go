@@ -145,16 +145,16 @@ func (r *run) askAboutTerminated(ctx workflow.Context) error {
 		r.Reason += "; " + strings.Join(held, ", ") + " wait on it"
 	}
 	r.Reason += "; waiting for an admin to retry it or abandon the goal"
-	if d := r.engine.Pending(); d != nil || r.engine.Answered(DecisionBlocked) {
+	if d := r.engine.Pending(); d != nil || r.engine.Answered(goal.DecisionBlocked) {
 		return nil
 	}
 	r.asked = t.Key
 	_, err := r.engine.Raise(ctx, decide.Request{
-		Kind:   DecisionBlocked,
+		Kind:   goal.DecisionBlocked,
 		Prompt: fmt.Sprintf("Goal %s: %s. Retry %s as a new task, or abandon the goal?", r.Goal.ID, strings.TrimSuffix(r.Reason, "; waiting for an admin to retry it or abandon the goal"), t.Key),
 		Options: []decision.Option{
-			{ID: OptRetry, Label: "Retry " + t.Key},
-			{ID: OptAbandon, Label: "Abandon the goal"},
+			{ID: goal.OptRetry, Label: "Retry " + t.Key},
+			{ID: goal.OptAbandon, Label: "Abandon the goal"},
 		},
 		Context: decision.Context{Description: r.Goal.Description, Risk: r.risk(),
 			Extra: map[string]any{"goal_id": r.Goal.ID, "key": t.Key, "task_id": t.TaskID, "held": held}},
@@ -164,7 +164,7 @@ func (r *run) askAboutTerminated(ctx workflow.Context) error {
 			TaskID string `json:"task_id"`
 			Digest string `json:"digest"`
 		}{r.Goal.ID, t.Key, t.TaskID, r.Digest},
-		OnExpiry: OptAbandon,
+		OnExpiry: goal.OptAbandon,
 	})
 	return err
 }
@@ -173,13 +173,13 @@ func (r *run) askAboutTerminated(ctx workflow.Context) error {
 // true ends the goal.
 func (r *run) takeBlocked(ctx workflow.Context, o decision.Outcome) bool {
 	i := r.index(r.asked)
-	if o.Option == OptRetry && i >= 0 && r.Tasks[i].Status == goal.TaskTerminated {
+	if o.Option == goal.OptRetry && i >= 0 && r.Tasks[i].Status == goal.TaskTerminated {
 		t := &r.Tasks[i]
 		t.Status, t.Reason, t.TaskID, t.StartedAt, t.EndedAt = goal.TaskWaiting, "", "", time.Time{}, time.Time{}
 		r.Status, r.Reason = goal.StatusRunning, ""
 		return false
 	}
-	if o.Option == OptRetry {
+	if o.Option == goal.OptRetry {
 		return false
 	}
 	r.Reason = fmt.Sprintf("abandoned by %s via %s", o.By, o.Channel)

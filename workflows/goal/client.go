@@ -1,0 +1,128 @@
+package goal
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	enumspb "go.temporal.io/api/enums/v1"
+	"go.temporal.io/api/serviceerror"
+	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/temporal"
+
+	"github.com/ampflow/ampflow/amp"
+	"github.com/ampflow/ampflow/amp/goal"
+	"github.com/ampflow/ampflow/amp/task"
+	"github.com/ampflow/ampflow/workflows"
+)
+
+// Client starts goal workflows and reads their state; the HTTP API uses
+// it. Its errors are *task.Error.
+type Client struct {
+	Temporal  client.Client
+	TaskQueue string
+	// Wait bounds each call; zero is 15 seconds.
+	Wait time.Duration
+}
+
+func (c *Client) wait() time.Duration {
+	if c.Wait > 0 {
+		return c.Wait
+	}
+	return 15 * time.Second
+}
+
+// Start starts the workflow of a checked goal; its id must be free.
+func (c *Client) Start(ctx context.Context, g goal.Goal, coordinator string) error {
+	if err := goal.Check(g); err != nil {
+		return invalid(err)
+	}
+	ctx, cancel := context.WithTimeout(ctx, c.wait())
+	defer cancel()
+	_, err := c.Temporal.ExecuteWorkflow(ctx, client.StartWorkflowOptions{
+		ID:                                       WorkflowID(g.ID),
+		TaskQueue:                                c.TaskQueue,
+		WorkflowIDReusePolicy:                    enumspb.WORKFLOW_ID_REUSE_POLICY_REJECT_DUPLICATE,
+		WorkflowIDConflictPolicy:                 enumspb.WORKFLOW_ID_CONFLICT_POLICY_FAIL,
+		WorkflowExecutionErrorWhenAlreadyStarted: true,
+	}, goal.WorkflowType, Input{Goal: g, Coordinator: coordinator})
+	var started *serviceerror.WorkflowExecutionAlreadyStarted
+	if errors.As(err, &started) {
+		return &task.Error{Code: task.CodeConflict, Message: "goal " + g.ID + " exists already", Err: err}
+	}
+	return workflows.WrapError(err, "starting goal "+g.ID, c.wait(), c.TaskQueue)
+}
+
+// State reads a goal's state.
+func (c *Client) State(ctx context.Context, id string) (goal.State, error) {
+	var st goal.State
+	if !goal.ValidID(id) {
+		return st, &task.Error{Code: task.CodeInvalid, Message: fmt.Sprintf("goal id %q is not G- and eight hex digits", id),
+			Fields: []amp.FieldError{{Path: "id", Problem: "must be G- and eight hex digits"}}}
+	}
+	ctx, cancel := context.WithTimeout(ctx, c.wait())
+	defer cancel()
+	v, err := c.Temporal.QueryWorkflow(ctx, WorkflowID(id), "", goal.QueryState)
+	var nf *serviceerror.NotFound
+	if errors.As(err, &nf) {
+		return st, &task.Error{Code: task.CodeNotFound, Message: "no goal " + id, Err: err}
+	}
+	if err != nil {
+		return st, workflows.WrapError(err, "reading goal "+id, c.wait(), c.TaskQueue)
+	}
+	if err := v.Get(&st); err != nil {
+		return st, fmt.Errorf("decoding the state of goal %s: %w", id, err)
+	}
+	return st, nil
+}
+
+// invalid turns a goal's field errors into a task.Error naming them.
+func invalid(err error) *task.Error {
+	e := &task.Error{Code: task.CodeInvalid, Message: "invalid goal: " + err.Error(), Err: err}
+	var ve *amp.ValidationError
+	if errors.As(err, &ve) {
+		e.Fields = ve.Fields
+		e.Message = "invalid goal: " + joinFields(ve.Fields)
+	}
+	return e
+}
+
+func joinFields(fs []amp.FieldError) string {
+	s := ""
+	for i, f := range fs {
+		if i > 0 {
+			s += "; "
+		}
+		s += f.String()
+	}
+	return s
+}
+
+// Tasks is the goal's activities' way to the tasks (goalacts.Tasks): it
+// starts them with the task client and waits on their workflows.
+type Tasks struct {
+	Client *workflows.Client
+}
+
+// StartNext starts a task under the year's next free id.
+func (t Tasks) StartNext(ctx context.Context, in task.Input, year int) (string, error) {
+	return t.Client.StartNext(ctx, in, year)
+}
+
+// Wait blocks until task taskID ends. A start the task refused ends it
+// terminated, with the refusal as its reason.
+func (t Tasks) Wait(ctx context.Context, taskID string) (task.Result, error) {
+	var r task.Result
+	err := t.Client.Temporal.GetWorkflow(ctx, task.WorkflowID(taskID), "").Get(ctx, &r)
+	var app *temporal.ApplicationError
+	if errors.As(err, &app) && app.Type() == task.ErrRefused {
+		var ref task.Refusal
+		_ = app.Details(&ref)
+		return task.Result{TaskID: taskID, Status: task.StatusTerminated, Reason: ref.Reason}, nil
+	}
+	if err != nil {
+		return r, err
+	}
+	return r, nil
+}
