@@ -262,6 +262,7 @@ func (a *App) rootCommand() *cobra.Command {
 	root.AddCommand(a.aofCommand())
 	root.AddCommand(a.leaseCommand(), a.chatCommand())
 	root.AddCommand(a.fleetCommand())
+	root.AddCommand(a.goalCommand())
 	root.AddCommand(a.hookCommand())
 	return root
 }
