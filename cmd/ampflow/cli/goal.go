@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
+	"path/filepath"
 	"strings"
 	"time"
 
@@ -56,6 +57,9 @@ func (a *App) goalStartCommand() *cobra.Command {
 			js, err := toJSON(raw)
 			if err != nil {
 				return Exit(ExitFailed, &inputError{what: "goal", raw: raw, fields: []amp.FieldError{{Path: "goal", Problem: err.Error()}}})
+			}
+			if js, err = absoluteRepos(js); err != nil {
+				return Exit(ExitFailed, &inputError{what: "goal", raw: raw, fields: []amp.FieldError{{Path: "repo", Problem: err.Error()}}})
 			}
 			if _, err := goal.Parse(js, "G-00000000", a.Now()); err != nil {
 				var ve *amp.ValidationError
@@ -147,4 +151,39 @@ func (a *App) printGoal(v goals.View) error {
 		fmt.Fprintf(a.Stdout, "ended %s, after %s\n", v.EndedAt.Local().Format(time.DateTime), v.EndedAt.Sub(v.StartedAt).Round(time.Second))
 	}
 	return nil
+}
+
+// absoluteRepos makes the goal's repo, and each plan's, absolute when it
+// is a relative path: the file names them from where the command runs,
+// as task start's --repo does.
+func absoluteRepos(js []byte) ([]byte, error) {
+	var m map[string]any
+	if json.Unmarshal(js, &m) != nil || m == nil {
+		return js, nil
+	}
+	abs := func(obj map[string]any) error {
+		r, ok := obj["repo"].(string)
+		if !ok || r == "" || filepath.IsAbs(r) || amp.RepoIsURL(r) {
+			return nil
+		}
+		p, err := filepath.Abs(r)
+		if err == nil {
+			obj["repo"] = p
+		}
+		return err
+	}
+	if err := abs(m); err != nil {
+		return nil, err
+	}
+	tasks, _ := m["tasks"].([]any)
+	for _, t := range tasks {
+		if tm, ok := t.(map[string]any); ok {
+			if plan, ok := tm["plan"].(map[string]any); ok {
+				if err := abs(plan); err != nil {
+					return nil, err
+				}
+			}
+		}
+	}
+	return json.Marshal(m)
 }

@@ -3,9 +3,12 @@ package cli
 import (
 	"context"
 	"encoding/json"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/ampflow/ampflow/amp/goal"
 	"github.com/ampflow/ampflow/amp/task"
@@ -98,5 +101,35 @@ func TestGoalCommands(t *testing.T) {
 	}
 	if r := run(t, "", env, nil, "goal", "show", "nope"); r.code != ExitUsage {
 		t.Errorf("bad id: exit %d %s", r.code, r.stderr)
+	}
+}
+
+// TestGoalExample: examples/goal.yaml is a valid goal (two tasks in
+// parallel, then a join), and docs/goals.md shows it as it is.
+func TestGoalExample(t *testing.T) {
+	raw, err := os.ReadFile(filepath.Join("..", "..", "..", "examples", "goal.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	js, err := toJSON(raw)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if js, err = absoluteRepos(js); err != nil {
+		t.Fatal(err)
+	}
+	g, err := goal.Parse(js, "G-0000abcd", time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(g.Tasks) != 3 || len(g.Tasks[2].BlockedBy) != 2 {
+		t.Errorf("tasks %+v", g.Tasks)
+	}
+	doc, err := os.ReadFile(filepath.Join("..", "..", "..", "docs", "goals.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(doc), "```yaml\n"+string(raw)+"```") {
+		t.Error("docs/goals.md does not show examples/goal.yaml as it is")
 	}
 }
