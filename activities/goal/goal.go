@@ -27,12 +27,16 @@ type Tasks interface {
 	StartNext(ctx context.Context, in task.Input, year int) (string, error)
 	// Wait blocks until task taskID ends and returns how it ended.
 	Wait(ctx context.Context, taskID string) (task.Result, error)
+	// Steer tells a task of a message for its agent, in the store.
+	Steer(ctx context.Context, taskID string, in task.SteerInput) error
 }
 
 // Store is what a goal writes in the SSOT (*ssot.DB).
 type Store interface {
 	Append(ctx context.Context, subject string, entries []ssot.Entry) (ssot.AppendResult, error)
 	SaveDecisions(ctx context.Context, subject string, rev int64, ds []ssot.PendingDecision) error
+	AddTaskMessage(ctx context.Context, m ssot.TaskMessage) (ssot.TaskMessage, error)
+	TaskMessages(ctx context.Context, taskID string) ([]ssot.TaskMessage, error)
 }
 
 // Goal carries the dependencies of the goal's activities.
@@ -183,6 +187,37 @@ func (g *Goal) ChangedFiles(ctx context.Context, in ChangedFilesInput) (ChangedF
 	}
 	sort.Strings(files)
 	return ChangedFilesResult{Files: files}, nil
+}
+
+// TellTaskInput is a message from a goal to one of its tasks' agents.
+type TellTaskInput struct {
+	TaskID string `json:"task_id"`
+	// From names the sender: "goal G-…".
+	From string `json:"from"`
+	Text string `json:"text"`
+}
+
+// GoalTellTask writes a message for a task's agent, as ampflow task say
+// does, and tells the task: it is in the task's timeline, and a runner's
+// agent gets it. The same message written before is not written again.
+func (g *Goal) GoalTellTask(ctx context.Context, in TellTaskInput) error {
+	prior, err := g.Store.TaskMessages(ctx, in.TaskID)
+	if err != nil {
+		return err
+	}
+	var m ssot.TaskMessage
+	for _, p := range prior {
+		if p.Sender == in.From && p.Text == in.Text {
+			m = p
+		}
+	}
+	if m.ID == 0 {
+		if m, err = g.Store.AddTaskMessage(ctx, ssot.TaskMessage{TaskID: in.TaskID, Kind: ssot.TaskMessageSay, Sender: in.From,
+			Text: in.Text, CreatedAt: g.now()}); err != nil {
+			return err
+		}
+	}
+	return g.Tasks.Steer(ctx, in.TaskID, task.SteerInput{ID: m.ID, By: in.From})
 }
 
 // RecordInput is SSOT records of one goal.

@@ -110,6 +110,11 @@ func (t Tasks) StartNext(ctx context.Context, in task.Input, year int) (string, 
 	return t.Client.StartNext(ctx, in, year)
 }
 
+// Steer tells a task of a message for its agent.
+func (t Tasks) Steer(ctx context.Context, taskID string, in task.SteerInput) error {
+	return t.Client.Steer(ctx, taskID, in)
+}
+
 // Wait blocks until task taskID ends. A start the task refused ends it
 // terminated, with the refusal as its reason.
 func (t Tasks) Wait(ctx context.Context, taskID string) (task.Result, error) {

@@ -49,6 +49,14 @@ func (r *run) drain(ctx workflow.Context) {
 			if err := workflow.ExecuteLocalActivity(lctx, gacts.GoalDecisions, in).Get(ctx, nil); err != nil {
 				r.log.Error("saving the open decisions", "err", err)
 			}
+		case e.tell != nil:
+			tctx := workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
+				StartToCloseTimeout: 30 * time.Second,
+				RetryPolicy:         &temporal.RetryPolicy{InitialInterval: time.Second, MaximumInterval: time.Minute, MaximumAttempts: 5},
+			})
+			if err := workflow.ExecuteActivity(tctx, gacts.GoalTellTask, *e.tell).Get(ctx, nil); err != nil {
+				r.log.Warn("telling a task of an overlap", "task", e.tell.TaskID, "err", err)
+			}
 		case e.notice != nil:
 			nctx := workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
 				StartToCloseTimeout: 30 * time.Second,
@@ -137,8 +145,8 @@ func (r *run) watchOverlaps(ctx workflow.Context) {
 	}
 }
 
-// tellOverlap records an overlap in the goal's chain and tells the
-// admins.
+// tellOverlap records an overlap in the goal's chain, tells the admins,
+// and tells both tasks' agents (a message in each task's timeline).
 func (r *run) tellOverlap(ctx workflow.Context, a, b goal.TaskState, files []string) {
 	text := fmt.Sprintf("goal %s: tasks %s (%s) and %s (%s) both change %s", r.Goal.ID, a.Key, a.TaskID, b.Key, b.TaskID, strings.Join(files, ", "))
 	body, _ := json.Marshal(map[string]any{"event": "overlap", "tasks": []string{a.Key, b.Key}, "task_ids": []string{a.TaskID, b.TaskID}, "files": files})
@@ -146,6 +154,12 @@ func (r *run) tellOverlap(ctx workflow.Context, a, b goal.TaskState, files []str
 	r.queue = append(r.queue,
 		effect{record: &activities.RecordEntry{ID: fmt.Sprintf("%s-overlap-%s-%s-%d", r.id, a.Key, b.Key, now.UnixNano()), Kind: kindGoal, Body: body, RecordedAt: now}},
 		effect{notice: &notify.Input{TaskID: r.id, Event: notify.Escalation, Status: task.Status(r.Status), Text: text}})
+	from := "goal " + r.Goal.ID
+	for _, p := range [][2]goal.TaskState{{a, b}, {b, a}} {
+		msg := fmt.Sprintf("%s: task %s (%s, branch %s) changes %s too, as your branch does. Keep your changes to these files small and to the point; they will meet at the merge.",
+			from, p[1].Key, p[1].TaskID, p[1].Branch, strings.Join(files, ", "))
+		r.queue = append(r.queue, effect{tell: &goalacts.TellTaskInput{TaskID: p[0].TaskID, From: from, Text: msg}})
+	}
 }
 
 // intersect is the files in both sorted lists.

@@ -94,6 +94,7 @@ type effect struct {
 	record  *activities.RecordEntry
 	pending bool
 	notice  *notify.Input
+	tell    *goalacts.TellTaskInput
 }
 
 func (r *run) setup(ctx workflow.Context) error {

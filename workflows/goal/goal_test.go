@@ -36,6 +36,7 @@ type harness struct {
 	takes map[string]time.Duration
 	ends  map[string]task.Status
 	files func(goalacts.ChangedFilesInput) []string
+	told  []goalacts.TellTaskInput
 }
 
 // run runs g, each task taking its time on the test clock.
@@ -81,6 +82,12 @@ func newHarness(t *testing.T, pol task.Policy) *harness {
 	env.OnActivity(acts.Notify, mock.Anything, mock.Anything).Return(notify.Result{}, nil)
 	env.OnActivity(gacts.GoalRecord, mock.Anything, mock.Anything).Return(nil)
 	env.OnActivity(gacts.GoalDecisions, mock.Anything, mock.Anything).Return(nil)
+	env.OnActivity(gacts.GoalTellTask, mock.Anything, mock.Anything).Return(func(_ context.Context, in goalacts.TellTaskInput) error {
+		h.mu.Lock()
+		defer h.mu.Unlock()
+		h.told = append(h.told, in)
+		return nil
+	})
 	env.OnActivity(gacts.ChangedFiles, mock.Anything, mock.Anything).Return(func(_ context.Context, in goalacts.ChangedFilesInput) (goalacts.ChangedFilesResult, error) {
 		if h.files == nil {
 			return goalacts.ChangedFilesResult{}, nil
@@ -306,5 +313,9 @@ func TestOverlap(t *testing.T) {
 	}
 	if len(seen) != 1 || seen[0].With != "api" || strings.Join(seen[0].Files, ",") != "shared.go" {
 		t.Errorf("ui's overlaps %+v", seen)
+	}
+	// Each agent is told once, though the overlap is seen at every check.
+	if len(h.told) != 2 || h.told[0].TaskID == h.told[1].TaskID || !strings.Contains(h.told[0].Text, "shared.go") || h.told[0].From != "goal G-0000abcd" {
+		t.Errorf("told %+v", h.told)
 	}
 }
