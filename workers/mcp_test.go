@@ -110,7 +110,7 @@ func TestMCPTools(t *testing.T) {
 	}
 	for _, name := range []string{"inbox", "ack", "send", "heartbeat", "lease_acquire", "lease_renew", "lease_release", "leases",
 		"chat_send", "chat_inbox", "chat_thread", "chat_search", "signal", "request_approval", "approval_status",
-		"decide", "contract", "execute"} {
+		"decide", "contract", "execute", "goal_start", "goal_show"} {
 		if got[name] == nil {
 			t.Errorf("no tool %s", name)
 		}
@@ -119,6 +119,10 @@ func TestMCPTools(t *testing.T) {
 	if props("signal")["gate_required"] == nil || props("request_approval")["gate_required"] != nil ||
 		props("request_approval")["proposed_action"] == nil || props("decide")["intent"] == nil {
 		t.Errorf("gate tools' inputs: signal %v, request_approval %v", props("signal"), props("request_approval"))
+	}
+
+	if props("goal_start")["tasks"] == nil || props("goal_show")["goal_id"] == nil {
+		t.Errorf("goal tools' inputs: goal_start %v, goal_show %v", props("goal_start"), props("goal_show"))
 	}
 
 	approval := map[string]any{"run_id": "run-1", "summary": "deploy", "proposed_action": "deploy to production"}
