@@ -148,24 +148,26 @@ func (g *Goal) AwaitTask(ctx context.Context, in AwaitTaskInput) (task.Result, e
 	return r, nil
 }
 
-// ChangedFilesInput names a branch to compare with its target.
+// ChangedFilesInput names branches of one repository to compare with
+// their target.
 type ChangedFilesInput struct {
-	Repo   string `json:"repo"`
-	Target string `json:"target"`
-	Branch string `json:"branch"`
+	Repo     string   `json:"repo"`
+	Target   string   `json:"target"`
+	Branches []string `json:"branches"`
 }
 
-// ChangedFilesResult lists the files a branch changes.
+// ChangedFilesResult lists the files each branch changes, by branch; a
+// branch git cannot compare is left out.
 type ChangedFilesResult struct {
-	Files []string `json:"files"`
+	Files map[string][]string `json:"files"`
 }
 
 // MaxChangedFiles bounds the files read of one branch.
 const MaxChangedFiles = 500
 
-// ChangedFiles lists the files branch changes since it left target
+// ChangedFiles lists the files each branch changes since it left target
 // (git diff --name-only target...branch), sorted, at most
-// MaxChangedFiles.
+// MaxChangedFiles a branch.
 func (g *Goal) ChangedFiles(ctx context.Context, in ChangedFilesInput) (ChangedFilesResult, error) {
 	repo, err := g.Git.Local(ctx, in.Repo, false)
 	if err != nil {
@@ -175,18 +177,25 @@ func (g *Goal) ChangedFiles(ctx context.Context, in ChangedFilesInput) (ChangedF
 	if bin == "" {
 		bin = "git"
 	}
-	out, err := activities.RunGit(ctx, bin, repo, false, "diff", "--name-only", "--no-renames", in.Target+"..."+in.Branch, "--")
-	if err != nil {
-		return ChangedFilesResult{}, fmt.Errorf("listing the files %s changes in %s: %w", in.Branch, in.Repo, err)
-	}
-	var files []string
-	for _, l := range strings.Split(strings.TrimSpace(string(out)), "\n") {
-		if l != "" && len(files) < MaxChangedFiles {
-			files = append(files, l)
+	res := ChangedFilesResult{Files: map[string][]string{}}
+	for _, b := range in.Branches {
+		out, err := activities.RunGit(ctx, bin, repo, false, "diff", "--name-only", "--no-renames", in.Target+"..."+b, "--")
+		if err != nil {
+			if ctx.Err() != nil {
+				return ChangedFilesResult{}, ctx.Err()
+			}
+			continue
 		}
+		files := []string{}
+		for _, l := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+			if l != "" && len(files) < MaxChangedFiles {
+				files = append(files, l)
+			}
+		}
+		sort.Strings(files)
+		res.Files[b] = files
 	}
-	sort.Strings(files)
-	return ChangedFilesResult{Files: files}, nil
+	return res, nil
 }
 
 // TellTaskInput is a message from a goal to one of its tasks' agents.

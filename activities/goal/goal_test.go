@@ -86,8 +86,8 @@ func TestChangedFilesAndTell(t *testing.T) {
 	gittest.CommitFiles(t, repo, "work", map[string]string{"b.go": "b\n", "a.go": "a\n"})
 	gittest.Git(t, repo, "checkout", "-q", "main")
 	gittest.CommitFiles(t, repo, "main moves on", map[string]string{"m.go": "m\n"})
-	out, err := g.ChangedFiles(ctx, ChangedFilesInput{Repo: repo, Target: "main", Branch: "work"})
-	if err != nil || strings.Join(out.Files, ",") != "a.go,b.go" {
+	out, err := g.ChangedFiles(ctx, ChangedFilesInput{Repo: repo, Target: "main", Branches: []string{"work", "gone"}})
+	if err != nil || strings.Join(out.Files["work"], ",") != "a.go,b.go" || out.Files["gone"] != nil {
 		t.Fatalf("files %v %v", out.Files, err)
 	}
 	in := TellTaskInput{TaskID: "T-2026-001", From: "goal G-0000abcd", Text: "both change a.go"}

@@ -87,7 +87,6 @@ func (r *run) watchOverlaps(ctx workflow.Context) {
 	if every <= 0 {
 		every = DefaultOverlapEvery
 	}
-	told := map[string]bool{}
 	for !r.Status.Terminal() {
 		if err := workflow.Sleep(ctx, every); err != nil {
 			return
@@ -105,19 +104,28 @@ func (r *run) watchOverlaps(ctx workflow.Context) {
 			StartToCloseTimeout: time.Minute,
 			RetryPolicy:         &temporal.RetryPolicy{MaximumAttempts: 2},
 		})
-		futures := make([]workflow.Future, len(running))
-		for j, i := range running {
+		// One call per repository, for all its running branches.
+		var repos []string
+		byRepo := map[string][]string{}
+		for _, i := range running {
 			t := r.Tasks[i]
-			futures[j] = workflow.ExecuteActivity(actx, gacts.ChangedFiles, goalacts.ChangedFilesInput{Repo: t.Repo, Target: r.Target, Branch: t.Branch})
+			if byRepo[t.Repo] == nil {
+				repos = append(repos, t.Repo)
+			}
+			byRepo[t.Repo] = append(byRepo[t.Repo], t.Branch)
 		}
-		files := map[int][]string{}
-		for j, i := range running {
+		changed := map[string]map[string][]string{}
+		for _, repo := range repos {
 			var out goalacts.ChangedFilesResult
-			if err := futures[j].Get(ctx, &out); err != nil {
-				r.log.Warn("listing a branch's files", "key", r.Tasks[i].Key, "err", err)
+			if err := workflow.ExecuteActivity(actx, gacts.ChangedFiles, goalacts.ChangedFilesInput{Repo: repo, Target: r.Target, Branches: byRepo[repo]}).Get(ctx, &out); err != nil {
+				r.log.Warn("listing the branches' files", "repo", repo, "err", err)
 				continue
 			}
-			files[i] = out.Files
+			changed[repo] = out.Files
+		}
+		files := map[int][]string{}
+		for _, i := range running {
+			files[i] = changed[r.Tasks[i].Repo][r.Tasks[i].Branch]
 		}
 		for _, i := range running {
 			r.Tasks[i].Overlaps = nil
@@ -135,10 +143,10 @@ func (r *run) watchOverlaps(ctx workflow.Context) {
 				ti.Overlaps = append(ti.Overlaps, goal.Overlap{With: tj.Key, Files: both})
 				tj.Overlaps = append(tj.Overlaps, goal.Overlap{With: ti.Key, Files: both})
 				pair := ti.Key + "|" + tj.Key + "|" + strings.Join(both, ",")
-				if told[pair] {
+				if slices.Contains(r.told, pair) {
 					continue
 				}
-				told[pair] = true
+				r.told = append(r.told, pair)
 				r.tellOverlap(ctx, *ti, *tj, both)
 			}
 		}

@@ -84,6 +84,8 @@ type run struct {
 	asked string
 	// attempts counts each task's starts, by index.
 	attempts map[int]int
+	// told are the overlaps told already, "a|b|files".
+	told []string
 	// changed is set when a task moves: the run loop looks again.
 	changed bool
 	queue   []effect

@@ -35,7 +35,7 @@ type harness struct {
 	// takes is how long each key's task runs; ends how it ends.
 	takes map[string]time.Duration
 	ends  map[string]task.Status
-	files func(goalacts.ChangedFilesInput) []string
+	files func(branch string) []string
 	told  []goalacts.TellTaskInput
 }
 
@@ -89,10 +89,13 @@ func newHarness(t *testing.T, pol task.Policy) *harness {
 		return nil
 	})
 	env.OnActivity(gacts.ChangedFiles, mock.Anything, mock.Anything).Return(func(_ context.Context, in goalacts.ChangedFilesInput) (goalacts.ChangedFilesResult, error) {
-		if h.files == nil {
-			return goalacts.ChangedFilesResult{}, nil
+		out := goalacts.ChangedFilesResult{Files: map[string][]string{}}
+		for _, b := range in.Branches {
+			if h.files != nil {
+				out.Files[b] = h.files(b)
+			}
 		}
-		return goalacts.ChangedFilesResult{Files: h.files(in)}, nil
+		return out, nil
 	})
 	env.OnActivity(gacts.GoalTarget, mock.Anything, mock.Anything).Return(goalacts.TargetResult{Target: "main", Head: "abc"}, nil)
 	env.OnActivity(gacts.GoalStartTask, mock.Anything, mock.Anything).Return(func(_ context.Context, in goalacts.StartTaskInput) (goalacts.StartTaskResult, error) {
@@ -293,8 +296,8 @@ func TestPlanDecision(t *testing.T) {
 func TestOverlap(t *testing.T) {
 	h := newHarness(t, policy(task.HandlingAuto))
 	h.takes = map[string]time.Duration{"schema": time.Second, "api": time.Hour, "ui": time.Hour, "docs": time.Second}
-	h.files = func(in goalacts.ChangedFilesInput) []string {
-		if strings.HasSuffix(in.Branch, "/api") {
+	h.files = func(branch string) []string {
+		if strings.HasSuffix(branch, "/api") {
 			return []string{"a.go", "shared.go"}
 		}
 		return []string{"shared.go", "ui.go"}
