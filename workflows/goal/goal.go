@@ -43,6 +43,28 @@ type Input struct {
 	// OverlapEvery is how often the files the running tasks' branches
 	// change are compared; zero is DefaultOverlapEvery.
 	OverlapEvery time.Duration `json:"overlap_every,omitempty"`
+	// MaxHistory is the history length past which the goal continues as
+	// new; zero is DefaultMaxHistory. Temporal's own suggestion counts too.
+	MaxHistory int `json:"max_history,omitempty"`
+	// Carried is the goal's state after a continue-as-new; nil on a
+	// fresh start.
+	Carried *Carried `json:"carried,omitempty"`
+}
+
+// DefaultMaxHistory is the history length past which a goal continues as
+// new unless its input says.
+const DefaultMaxHistory = 10000
+
+// Carried is what a goal carries across a continue-as-new: its state,
+// its decisions, its policy and its counts.
+type Carried struct {
+	State     goal.State   `json:"state"`
+	Decisions decide.State `json:"decisions"`
+	Policy    task.Policy  `json:"policy"`
+	// Attempts counts each task's starts, by key.
+	Attempts map[string]int `json:"attempts,omitempty"`
+	Asked    string         `json:"asked,omitempty"`
+	Told     []string       `json:"told,omitempty"`
 }
 
 // DefaultOverlapEvery is how often a goal compares its running tasks'
@@ -65,12 +87,70 @@ func Goal(ctx workflow.Context, in Input) (goal.State, error) {
 		r.Tasks = append(r.Tasks, goal.TaskState{Key: t.Key, Status: goal.TaskWaiting, BlockedBy: t.BlockedBy,
 			WaitingOn: slices.Clone(t.BlockedBy), Repo: t.Plan.Repo, Branch: t.Plan.Branch})
 	}
+	if c := in.Carried; c != nil {
+		r.State, r.decisions, r.policy, r.asked, r.told = c.State, c.Decisions, c.Policy, c.Asked, c.Told
+		r.attempts = map[int]int{}
+		for i, t := range r.Tasks {
+			r.attempts[i] = c.Attempts[t.Key]
+		}
+		r.in.Carried = nil
+	}
 	r.engine = decide.New(&r.decisions, r.id, &r.policy.Decisions, host{r})
 	if err := r.setup(ctx); err != nil {
 		return r.State, err
 	}
+	if in.Carried != nil {
+		r.resume(ctx)
+		return r.loop(ctx)
+	}
 	return r.run(ctx)
 }
+
+// resume takes up the tasks a continue-as-new left: a running task is
+// waited for again; one that was starting is started again under the
+// same request key, which answers with the task its first start made.
+func (r *run) resume(ctx workflow.Context) {
+	for i := range r.Tasks {
+		switch t := &r.Tasks[i]; t.Status {
+		case goal.TaskRunning:
+			workflow.Go(ctx, func(ctx workflow.Context) { r.awaitTask(ctx, i, t.TaskID) })
+		case goal.TaskStarting:
+			t.Status = goal.TaskWaiting
+			r.attempts[i]--
+		}
+	}
+	workflow.Go(ctx, r.watchOverlaps)
+}
+
+// continueAsNew carries the goal into a new run once its effects are
+// written and its handlers done.
+func (r *run) continueAsNew(ctx workflow.Context) (goal.State, error) {
+	if err := workflow.Await(ctx, func() bool { return len(r.queue) == 0 && workflow.AllHandlersFinished(ctx) }); err != nil {
+		return r.State, err
+	}
+	c := &Carried{State: r.snapshot(), Decisions: r.decisions, Policy: r.policy, Asked: r.asked, Told: r.told, Attempts: map[string]int{}}
+	c.State.Pending = nil
+	for i, t := range r.Tasks {
+		c.Attempts[t.Key] = r.attempts[i]
+	}
+	in := r.in
+	in.Carried = c
+	return r.State, workflow.NewContinueAsNewError(ctx, Goal, in)
+}
+
+// tooLong says whether the history is long enough to continue as new.
+func (r *run) tooLong(ctx workflow.Context) bool {
+	info := workflow.GetInfo(ctx)
+	limit := r.in.MaxHistory
+	if limit <= 0 {
+		limit = DefaultMaxHistory
+	}
+	return info.GetContinueAsNewSuggested() || historyLength(ctx) >= limit
+}
+
+// historyLength is the workflow's history length so far; tests, whose
+// environment keeps no history, replace it.
+var historyLength = func(ctx workflow.Context) int { return workflow.GetInfo(ctx).GetCurrentHistoryLength() }
 
 type run struct {
 	goal.State
@@ -140,7 +220,17 @@ func (r *run) run(ctx workflow.Context) (goal.State, error) {
 	}
 	r.Status = goal.StatusRunning
 	workflow.Go(ctx, r.watchOverlaps)
+	return r.loop(ctx)
+}
+
+// loop starts the tasks whose blockers are done and follows them until
+// every task is done, the admins abandon the goal, or the history is
+// long enough to continue as new.
+func (r *run) loop(ctx workflow.Context) (goal.State, error) {
 	for {
+		if r.tooLong(ctx) {
+			return r.continueAsNew(ctx)
+		}
 		r.changed = false
 		r.startReady(ctx)
 		r.holdDependents()

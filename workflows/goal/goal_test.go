@@ -2,6 +2,7 @@ package goal
 
 import (
 	"context"
+	"errors"
 	"io"
 	"log/slog"
 	"strings"
@@ -12,6 +13,7 @@ import (
 	"github.com/stretchr/testify/mock"
 	"go.temporal.io/sdk/log"
 	"go.temporal.io/sdk/testsuite"
+	"go.temporal.io/sdk/workflow"
 
 	"github.com/ampflow/ampflow/activities"
 	goalacts "github.com/ampflow/ampflow/activities/goal"
@@ -37,6 +39,8 @@ type harness struct {
 	ends  map[string]task.Status
 	files func(branch string) []string
 	told  []goalacts.TellTaskInput
+	// attempts is each key's last start's Attempt.
+	attempts map[string]int
 }
 
 // run runs g, each task taking its time on the test clock.
@@ -73,7 +77,7 @@ func newHarness(t *testing.T, pol task.Policy) *harness {
 	var s testsuite.WorkflowTestSuite
 	s.SetLogger(log.NewStructuredLogger(slog.New(slog.NewTextHandler(io.Discard, nil))))
 	h := &harness{t: t, env: s.NewTestWorkflowEnvironment(), started: map[string]time.Time{},
-		takes: map[string]time.Duration{}, ends: map[string]task.Status{}}
+		takes: map[string]time.Duration{}, ends: map[string]task.Status{}, attempts: map[string]int{}}
 	env := h.env
 	env.RegisterWorkflow(Goal)
 	env.RegisterActivity(&activities.Activities{DecisionKey: testDecisionKey})
@@ -106,6 +110,7 @@ func newHarness(t *testing.T, pol task.Policy) *harness {
 		}
 		id := "T-2026-00" + string(rune('1'+len(h.starts)))
 		h.starts = append(h.starts, in.Key)
+		h.attempts[in.Key] = in.Attempt
 		h.started[in.Key] = env.Now()
 		return goalacts.StartTaskResult{TaskID: id + "|" + in.Key, Base: "abc"}, nil
 	})
@@ -320,5 +325,48 @@ func TestOverlap(t *testing.T) {
 	// Each agent is told once, though the overlap is seen at every check.
 	if len(h.told) != 2 || h.told[0].TaskID == h.told[1].TaskID || !strings.Contains(h.told[0].Text, "shared.go") || h.told[0].From != "goal G-0000abcd" {
 		t.Errorf("told %+v", h.told)
+	}
+}
+
+// TestContinuesAsNew: past MaxHistory the goal continues as new while
+// its tasks run.
+func TestContinuesAsNew(t *testing.T) {
+	h := newHarness(t, policy(task.HandlingAuto))
+	h.takes = map[string]time.Duration{"schema": time.Hour}
+	// The test environment keeps no history: count the loop's turns.
+	turns := 0
+	historyLength = func(workflow.Context) int { turns++; return turns * 10 }
+	t.Cleanup(func() {
+		historyLength = func(ctx workflow.Context) int { return workflow.GetInfo(ctx).GetCurrentHistoryLength() }
+	})
+	h.run(Input{Goal: diamond(), MaxHistory: 30, OverlapEvery: time.Minute})
+	var can *workflow.ContinueAsNewError
+	if err := h.env.GetWorkflowError(); !errors.As(err, &can) {
+		t.Fatalf("the goal ended with %v, want a continue-as-new", err)
+	}
+}
+
+// TestResumesCarried: a carried goal waits for its running task again
+// without starting it, and starts the one that was starting under the
+// same attempt, so its request key finds the task its first start made.
+func TestResumesCarried(t *testing.T) {
+	h := newHarness(t, policy(task.HandlingAuto))
+	g := diamond()
+	st := goal.State{Goal: g, Status: goal.StatusRunning, Target: "main", Tasks: []goal.TaskState{
+		{Key: "schema", Status: goal.TaskDone, TaskID: "T-2026-001|schema"},
+		{Key: "api", Status: goal.TaskRunning, TaskID: "T-2026-002|api", BlockedBy: []string{"schema"}},
+		{Key: "ui", Status: goal.TaskStarting, BlockedBy: []string{"schema"}},
+		{Key: "docs", Status: goal.TaskWaiting, BlockedBy: []string{"api", "ui"}, WaitingOn: []string{"api", "ui"}},
+	}}
+	h.run(Input{Goal: g, Carried: &Carried{State: st, Policy: policy(task.HandlingAuto), Attempts: map[string]int{"schema": 1, "api": 1, "ui": 1}}})
+	res := h.result()
+	if res.Status != goal.StatusDone {
+		t.Fatalf("status %s (%s)", res.Status, res.Reason)
+	}
+	if got := strings.Join(h.starts, " "); got != "ui docs" {
+		t.Errorf("starts %q, want ui docs", got)
+	}
+	if h.attempts["ui"] != 0 {
+		t.Errorf("ui started as attempt %d, want 0 again", h.attempts["ui"])
 	}
 }

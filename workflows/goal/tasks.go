@@ -61,14 +61,21 @@ func (r *run) runTask(ctx workflow.Context, i int) {
 	t.TaskID, t.Base, t.Status, t.StartedAt, t.Reason = started.TaskID, started.Base, goal.TaskRunning, workflow.Now(ctx), ""
 	r.recordTask(ctx, i, "started")
 	r.changed = true
+	r.awaitTask(ctx, i, started.TaskID)
+}
+
+// awaitTask waits for task i's task to end and takes how it ended.
+func (r *run) awaitTask(ctx workflow.Context, i int, taskID string) {
 	actx := workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
 		StartToCloseTimeout: 365 * 24 * time.Hour,
 		HeartbeatTimeout:    30 * time.Second,
 		RetryPolicy:         &temporal.RetryPolicy{InitialInterval: time.Second, MaximumInterval: time.Minute},
 	})
 	var res task.Result
-	if err := workflow.ExecuteActivity(actx, gacts.AwaitTask, goalacts.AwaitTaskInput{TaskID: started.TaskID}).Get(ctx, &res); err != nil {
-		r.finishTask(ctx, i, goal.TaskTerminated, "waiting for it: "+errMessage(err))
+	if err := workflow.ExecuteActivity(actx, gacts.AwaitTask, goalacts.AwaitTaskInput{TaskID: taskID}).Get(ctx, &res); err != nil {
+		if ctx.Err() == nil {
+			r.finishTask(ctx, i, goal.TaskTerminated, "waiting for it: "+errMessage(err))
+		}
 		return
 	}
 	if res.Status == task.StatusDone {
