@@ -1,7 +1,10 @@
 package workers
 
 import (
+	"context"
+	"fmt"
 	"log/slog"
+	"strings"
 
 	"go.temporal.io/sdk/worker"
 	"go.temporal.io/sdk/workflow"
@@ -9,6 +12,7 @@ import (
 	"github.com/ampflow/ampflow/activities"
 	goalacts "github.com/ampflow/ampflow/activities/goal"
 	"github.com/ampflow/ampflow/amp/goal"
+	"github.com/ampflow/ampflow/integrations/dashboard"
 	"github.com/ampflow/ampflow/integrations/goals"
 	"github.com/ampflow/ampflow/integrations/httpapi"
 	goalwf "github.com/ampflow/ampflow/workflows/goal"
@@ -38,4 +42,55 @@ func addGoals(api *httpapi.Server, o Options, parts *Parts, log *slog.Logger) {
 		Tasks:  parts.Tasks,
 		Logger: log,
 	})
+}
+
+// goalsPanel fills the dashboard's Goals page: a row per task of the
+// newest goals, with its state, what it waits on and its cost.
+type goalsPanel struct {
+	goals *goalwf.Client
+	tasks goals.Tasks
+	log   *slog.Logger
+}
+
+// goalsListed bounds the goals the Goals page shows.
+const goalsListed = 20
+
+func (p goalsPanel) Table(ctx context.Context) (dashboard.Table, error) {
+	ids, err := p.goals.List(ctx, goalsListed)
+	if err != nil {
+		return dashboard.Table{}, err
+	}
+	t := dashboard.Table{Columns: []string{"Goal", "Goal status", "Task", "State", "Task id", "Task status", "Waits on", "Cost", "Started"}}
+	for _, id := range ids {
+		st, err := p.goals.State(ctx, id)
+		if err != nil {
+			t.Rows = append(t.Rows, []dashboard.Cell{{Text: id}, {Text: "unreadable: " + err.Error()}, {}, {}, {}, {}, {}, {}, {}})
+			continue
+		}
+		v := goals.ViewOf(ctx, st, p.tasks, p.log)
+		status := string(v.Status)
+		if v.Reason != "" {
+			status += ": " + v.Reason
+		}
+		for i, tv := range v.Tasks {
+			row := []dashboard.Cell{{}, {}, {Text: tv.Key}, {Text: string(tv.Status)}, {}, {Text: string(tv.TaskStatus)},
+				{Text: strings.Join(tv.WaitingOn, ", ")}, {Text: fmt.Sprintf("$%.2f", tv.CostUSD)}, {Time: tv.StartedAt}}
+			if i == 0 {
+				row[0] = dashboard.Cell{Text: fmt.Sprintf("%s · %s · $%.2f", v.Goal.ID, v.Goal.Description, v.CostUSD)}
+				row[1] = dashboard.Cell{Text: status}
+			}
+			if tv.TaskID != "" {
+				row[4] = dashboard.Cell{Text: tv.TaskID, Href: "/tasks/" + tv.TaskID}
+			}
+			if len(tv.Overlaps) > 0 {
+				var o []string
+				for _, ov := range tv.Overlaps {
+					o = append(o, "overlaps "+ov.With+": "+strings.Join(ov.Files, ", "))
+				}
+				row[6].Text = strings.TrimPrefix(row[6].Text+"; "+strings.Join(o, "; "), "; ")
+			}
+			t.Rows = append(t.Rows, row)
+		}
+	}
+	return t, nil
 }

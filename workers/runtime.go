@@ -27,6 +27,7 @@ import (
 	"github.com/ampflow/ampflow/integrations/statushook"
 	"github.com/ampflow/ampflow/integrations/telegram"
 	"github.com/ampflow/ampflow/workflows"
+	goalwf "github.com/ampflow/ampflow/workflows/goal"
 )
 
 // runtime holds what serves beside the worker: the HTTP API and the chat
@@ -299,6 +300,10 @@ func mountDashboard(o Options, parts *Parts, api *httpapi.Server, rt *runtime, l
 	}
 	panels := map[string]dashboard.Panel{dashboard.PanelGates: dashboard.GatesPanel(parts.Store),
 		dashboard.PanelRunners: dashboard.RunnersPanel(runnerRoles(o.Config), dashboardFleet{parts.Store}, parts.Store, workerAccounts(parts), nil)}
+	if parts.Tasks.Temporal != nil {
+		panels[dashboard.PanelGoals] = goalsPanel{goals: &goalwf.Client{Temporal: parts.Tasks.Temporal, TaskQueue: o.Config.Temporal.TaskQueue},
+			tasks: parts.Tasks, log: log}
+	}
 	do := dashboard.Options{
 		Store: parts.Store, Actions: parts.Tasks, Tokens: o.Config.Auth.Tokens, OpenName: o.LocalName,
 		MaxRejects: o.Config.Protocol.MaxRejects, Logger: log, Poll: cfg.PollInterval, SessionTTL: cfg.SessionTTL,

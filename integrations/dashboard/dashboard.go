@@ -54,7 +54,7 @@ type Actions interface {
 }
 
 // Panel fills one of the pages of the systems beside tasks (gates, leases,
-// agents, mesh). A page without a Panel shows its empty state.
+// agents, mesh, goals). A page without a Panel shows its empty state.
 type Panel interface {
 	// Table is what the page lists now.
 	Table(ctx context.Context) (Table, error)
@@ -90,6 +90,7 @@ const (
 	PanelLeases = "leases"
 	PanelAgents = "agents"
 	PanelMesh   = "mesh"
+	PanelGoals  = "goals"
 )
 
 // Options configure a Server. Store and Actions are required.
@@ -225,6 +226,7 @@ func (s *Server) Routes() []Route {
 		{"GET /leases", page(s.panelPage(PanelLeases))},
 		{"GET /agents", page(s.panelPage(PanelAgents))},
 		{"GET /mesh", page(s.panelPage(PanelMesh))},
+		{"GET /goals", page(s.panelPage(PanelGoals))},
 		{"GET /events", page(s.events)},
 		{"POST /decisions/{id}", form(true, s.decide)},
 		{"POST /tasks", form(true, s.start)},

@@ -273,7 +273,7 @@ func TestTaskPage(t *testing.T) {
 	if strings.Contains(none, `data-task-id=`) {
 		t.Errorf("a text filter that matches nothing lists tasks")
 	}
-	for _, p := range []string{"/gates", "/leases", "/agents", "/mesh"} {
+	for _, p := range []string{"/gates", "/leases", "/agents", "/mesh", "/goals"} {
 		resp, body := c.do("GET", p, nil, nil)
 		if resp.StatusCode != http.StatusOK || !strings.Contains(body, `class="empty"`) {
 			t.Errorf("GET %s: %d, no empty state", p, resp.StatusCode)

@@ -11,6 +11,7 @@ var panelInfo = map[string]struct{ Heading, Empty string }{
 	PanelLeases: {"Leases", "No leases yet: each lease's holder, its expiry countdown and a release button will be listed here once the lease system runs in this deployment."},
 	PanelAgents: {"Agents", "No agents yet: each agent's last heartbeat, open work and cost today will be listed here once agents register with this deployment."},
 	PanelMesh:   {"Mesh", "No conversations yet: the agents' conversation feed, by thread, will be shown here once the mesh runs in this deployment."},
+	PanelGoals:  {"Goals", "No goals yet: each goal's tasks, their states, what they wait on and their cost will be listed here once a goal starts (ampflow goal start)."},
 }
 
 type panelData struct {

@@ -97,5 +97,12 @@ func TestGoalJoin(t *testing.T) {
 	if wire.StartedAt.Before(api.EndedAt) || wire.StartedAt.Before(ui.EndedAt) {
 		t.Errorf("wire started %v, before api (%v) or ui (%v) ended", wire.StartedAt, api.EndedAt, ui.EndedAt)
 	}
+	// The dashboard's Goals page lists the goal's tasks, linked.
+	page := c.text("/goals")
+	for _, want := range []string{started.GoalID, "wire", `href="/tasks/` + wire.TaskID + `"`} {
+		if !strings.Contains(page, want) {
+			t.Errorf("the Goals page lacks %q", want)
+		}
+	}
 	t.Logf("goal %s done in %s", started.GoalID, v.EndedAt.Sub(v.StartedAt).Round(time.Millisecond))
 }

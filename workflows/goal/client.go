@@ -4,10 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/api/serviceerror"
+	"go.temporal.io/api/workflowservice/v1"
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/temporal"
 
@@ -75,6 +77,28 @@ func (c *Client) State(ctx context.Context, id string) (goal.State, error) {
 		return st, fmt.Errorf("decoding the state of goal %s: %w", id, err)
 	}
 	return st, nil
+}
+
+// List returns the ids of the newest goals, newest first, at most limit,
+// from Temporal's visibility.
+func (c *Client) List(ctx context.Context, limit int) ([]string, error) {
+	ctx, cancel := context.WithTimeout(ctx, c.wait())
+	defer cancel()
+	resp, err := c.Temporal.ListWorkflow(ctx, &workflowservice.ListWorkflowExecutionsRequest{
+		Query: fmt.Sprintf("WorkflowType = '%s'", goal.WorkflowType), PageSize: int32(limit)})
+	if err != nil {
+		return nil, workflows.WrapError(err, "listing goals", c.wait(), c.TaskQueue)
+	}
+	var ids []string
+	seen := map[string]bool{}
+	for _, e := range resp.Executions {
+		id := strings.TrimPrefix(e.GetExecution().GetWorkflowId(), "goal-")
+		if goal.ValidID(id) && !seen[id] && len(ids) < limit {
+			seen[id] = true
+			ids = append(ids, id)
+		}
+	}
+	return ids, nil
 }
 
 // invalid turns a goal's field errors into a task.Error naming them.
