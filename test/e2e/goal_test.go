@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"net/http"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -21,7 +22,8 @@ import (
 func TestGoalJoin(t *testing.T) {
 	repo := gitRepo(t)
 	git(t, repo, "checkout", "-q", "main")
-	p := startDev(t, t.TempDir())
+	dataDir := t.TempDir()
+	p := startDev(t, dataDir)
 	c := newAPIClient(t, p.api, "")
 	plan := func(key string) map[string]any {
 		return map[string]any{"description": "write " + key, "risk_level": "low",
@@ -102,6 +104,18 @@ func TestGoalJoin(t *testing.T) {
 	for _, want := range []string{started.GoalID, "wire", `href="/tasks/` + wire.TaskID + `"`} {
 		if !strings.Contains(page, want) {
 			t.Errorf("the Goals page lacks %q", want)
+		}
+	}
+	// The goal's chain holds its graph, each task's start and end, and
+	// its end.
+	var ids []string
+	for _, r := range ssotHistory(t, dataDir, goal.WorkflowID(started.GoalID)) {
+		ids = append(ids, r.ID)
+	}
+	want := []string{"-goal", "-api-1-started", "-ui-1-started", "-api-1-done", "-ui-1-done", "-wire-1-started", "-wire-1-done", "-end"}
+	for _, w := range want {
+		if !slices.Contains(ids, goal.WorkflowID(started.GoalID)+w) {
+			t.Errorf("the goal's chain lacks %s: %v", w, ids)
 		}
 	}
 	t.Logf("goal %s done in %s", started.GoalID, v.EndedAt.Sub(v.StartedAt).Round(time.Millisecond))
