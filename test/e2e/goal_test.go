@@ -1,7 +1,6 @@
 package e2e
 
 import (
-	"fmt"
 	"net/http"
 	"path/filepath"
 	"slices"
@@ -10,45 +9,52 @@ import (
 	"time"
 
 	"github.com/ampflow/ampflow/amp"
+	"github.com/ampflow/ampflow/amp/decision"
 	"github.com/ampflow/ampflow/amp/goal"
+	"github.com/ampflow/ampflow/amp/task"
 	"github.com/ampflow/ampflow/integrations/goals"
 	"github.com/ampflow/ampflow/integrations/httpapi"
 )
 
-// TestGoalJoin runs a goal of three tasks on a real `ampflow dev`: api and
-// ui in parallel, then wire once both are done. The test plays the
-// executor (each task in a worktree of its own branch) and the reviewer
-// over the API; the goal ends done, wire's branch made after both ended.
-func TestGoalJoin(t *testing.T) {
-	repo := gitRepo(t)
-	git(t, repo, "checkout", "-q", "main")
-	dataDir := t.TempDir()
-	p := startDev(t, dataDir)
-	c := newAPIClient(t, p.api, "")
-	plan := func(key string) map[string]any {
-		return map[string]any{"description": "write " + key, "risk_level": "low",
-			"subtasks":            []any{map[string]any{"subtask_id": "S1", "description": "write " + key + ".txt", "estimated_lines": 1}},
-			"acceptance_criteria": []any{key + ".txt exists"}}
-	}
-	file := map[string]any{"description": "three files", "repo": repo, "tasks": []any{
-		map[string]any{"key": "api", "plan": plan("api")},
-		map[string]any{"key": "ui", "plan": plan("ui")},
-		map[string]any{"key": "wire", "plan": plan("wire"), "blocked_by": []string{"api", "ui"}},
-	}}
-	var started goals.StartResponse
-	if code, resp := c.call("POST", "/v1/goals", file, &started); code != http.StatusCreated {
-		t.Fatalf("POST /v1/goals: %d %s", code, resp)
-	}
-	a := &agent{t: t}
-	handled := map[string]bool{}
+// goalPlan is a one-subtask plan that writes key.txt.
+func goalPlan(key string) map[string]any {
+	return map[string]any{"description": "write " + key, "risk_level": "low",
+		"subtasks":            []any{map[string]any{"subtask_id": "S1", "description": "write " + key + ".txt", "estimated_lines": 1}},
+		"acceptance_criteria": []any{key + ".txt exists"}}
+}
+
+// goalPlayer plays a goal's agents over the API: the executor commits
+// key.txt in a worktree of the task's branch, the reviewer approves.
+type goalPlayer struct {
+	t       *testing.T
+	c       *apiClient
+	repo    string
+	id      string
+	handled map[string]bool
+}
+
+// show reads the goal.
+func (g *goalPlayer) show() goals.View {
 	var v goals.View
-	deadline := time.Now().Add(90 * time.Second)
+	if code := g.c.do("GET", "/v1/goals/"+g.id, nil, &v); code != http.StatusOK {
+		g.t.Fatalf("GET /v1/goals/%s: %d", g.id, code)
+	}
+	return v
+}
+
+// until answers the agents' inboxes until cond holds of the goal, for up
+// to within.
+func (g *goalPlayer) until(what string, within time.Duration, cond func(goals.View) bool) goals.View {
+	t, c := g.t, g.c
+	t.Helper()
+	deadline := time.Now().Add(within)
 	for {
-		if code := c.do("GET", "/v1/goals/"+started.GoalID, nil, &v); code != http.StatusOK {
-			t.Fatalf("GET /v1/goals/%s: %d", started.GoalID, code)
+		v := g.show()
+		if cond(v) {
+			return v
 		}
-		if v.Status.Terminal() || time.Now().After(deadline) {
-			break
+		if time.Now().After(deadline) {
+			t.Fatalf("goal %s: no %s after %s: %s (%s) %+v", g.id, what, within, v.Status, v.Reason, v.Tasks)
 		}
 		for _, role := range []amp.Role{amp.RoleExecutor, amp.RoleReviewer} {
 			var inbox struct {
@@ -58,19 +64,20 @@ func TestGoalJoin(t *testing.T) {
 				t.Fatalf("inbox answered %d", code)
 			}
 			for _, m := range inbox.Messages {
-				if handled[m.MsgID] {
+				if g.handled[m.MsgID] {
 					continue
 				}
-				handled[m.MsgID] = true
+				g.handled[m.MsgID] = true
 				if code, resp := c.call("POST", "/v1/acks", httpapi.AckRequest{MsgID: m.MsgID, As: m.To}, nil); code != http.StatusAccepted {
 					t.Fatalf("ACK of %s: %d %s", m.MsgID, code, resp)
 				}
+				a := &agent{t: t}
 				var reply amp.Message
 				switch m.Type {
 				case amp.TypeTaskDispatch:
 					branch := m.Dispatch().Branch
 					a.repo = filepath.Join(t.TempDir(), "wt")
-					git(t, repo, "worktree", "add", "-q", a.repo, branch)
+					git(t, g.repo, "worktree", "add", "-q", a.repo, branch)
 					key := branch[strings.LastIndex(branch, "/")+1:]
 					reply = a.work(m, key+".txt", key+"\n")
 				case amp.TypeReviewRequest:
@@ -82,13 +89,40 @@ func TestGoalJoin(t *testing.T) {
 			}
 		}
 	}
+}
+
+func startGoal(t *testing.T, c *apiClient, repo string, tasks ...any) *goalPlayer {
+	t.Helper()
+	var started goals.StartResponse
+	file := map[string]any{"description": "write files", "repo": repo, "tasks": tasks}
+	if code, resp := c.call("POST", "/v1/goals", file, &started); code != http.StatusCreated {
+		t.Fatalf("POST /v1/goals: %d %s", code, resp)
+	}
+	return &goalPlayer{t: t, c: c, repo: repo, id: started.GoalID, handled: map[string]bool{}}
+}
+
+// TestGoalJoin runs a goal of three tasks on a real `ampflow dev`: api and
+// ui in parallel, then wire once both are done. The test plays the
+// executor (each task in a worktree of its own branch) and the reviewer
+// over the API; the goal ends done, wire's branch made after both ended.
+func TestGoalJoin(t *testing.T) {
+	repo := gitRepo(t)
+	git(t, repo, "checkout", "-q", "main")
+	dataDir := t.TempDir()
+	p := startDev(t, dataDir)
+	c := newAPIClient(t, p.api, "")
+	g := startGoal(t, c, repo,
+		map[string]any{"key": "api", "plan": goalPlan("api")},
+		map[string]any{"key": "ui", "plan": goalPlan("ui")},
+		map[string]any{"key": "wire", "plan": goalPlan("wire"), "blocked_by": []string{"api", "ui"}})
+	v := g.until("end", 90*time.Second, func(v goals.View) bool { return v.Status.Terminal() })
 	if v.Status != goal.StatusDone {
-		t.Fatalf("goal %s is %s (%s): %s", started.GoalID, v.Status, v.Reason, fmt.Sprintf("%+v", v.Tasks))
+		t.Fatalf("goal %s is %s (%s): %+v", g.id, v.Status, v.Reason, v.Tasks)
 	}
 	at := map[string]goals.TaskView{}
 	for _, tv := range v.Tasks {
 		at[tv.Key] = tv
-		if tv.Status != goal.TaskDone || tv.TaskStatus != "done" || tv.Branch != goal.Branch(started.GoalID, tv.Key) {
+		if tv.Status != goal.TaskDone || tv.TaskStatus != task.StatusDone || tv.Branch != goal.Branch(g.id, tv.Key) {
 			t.Errorf("task %+v", tv)
 		}
 	}
@@ -101,7 +135,7 @@ func TestGoalJoin(t *testing.T) {
 	}
 	// The dashboard's Goals page lists the goal's tasks, linked.
 	page := c.text("/goals")
-	for _, want := range []string{started.GoalID, "wire", `href="/tasks/` + wire.TaskID + `"`} {
+	for _, want := range []string{g.id, "wire", `href="/tasks/` + wire.TaskID + `"`} {
 		if !strings.Contains(page, want) {
 			t.Errorf("the Goals page lacks %q", want)
 		}
@@ -109,14 +143,63 @@ func TestGoalJoin(t *testing.T) {
 	// The goal's chain holds its graph, each task's start and end, and
 	// its end.
 	var ids []string
-	for _, r := range ssotHistory(t, dataDir, goal.WorkflowID(started.GoalID)) {
+	for _, r := range ssotHistory(t, dataDir, goal.WorkflowID(g.id)) {
 		ids = append(ids, r.ID)
 	}
-	want := []string{"-goal", "-api-1-started", "-ui-1-started", "-api-1-done", "-ui-1-done", "-wire-1-started", "-wire-1-done", "-end"}
-	for _, w := range want {
-		if !slices.Contains(ids, goal.WorkflowID(started.GoalID)+w) {
+	for _, w := range []string{"-goal", "-api-1-started", "-ui-1-started", "-api-1-done", "-ui-1-done", "-wire-1-started", "-wire-1-done", "-end"} {
+		if !slices.Contains(ids, goal.WorkflowID(g.id)+w) {
 			t.Errorf("the goal's chain lacks %s: %v", w, ids)
 		}
 	}
-	t.Logf("goal %s done in %s", started.GoalID, v.EndedAt.Sub(v.StartedAt).Round(time.Millisecond))
+	t.Logf("goal %s done in %s", g.id, v.EndedAt.Sub(v.StartedAt).Round(time.Millisecond))
+}
+
+// TestGoalBlockedRetry: under a policy that asks an admin for every plan,
+// the goal's graph is one decision; api's own plan is then rejected, so
+// api ends terminated, wire is held and the goal blocked on a
+// goal_blocked decision; retry starts api again as a new task, and the
+// goal ends done.
+func TestGoalBlockedRetry(t *testing.T) {
+	repo := gitRepo(t)
+	git(t, repo, "checkout", "-q", "main")
+	p := startDev(t, t.TempDir(), "AMPFLOW_POLICY_PLAN_APPROVAL_LOW=admin")
+	c := newAPIClient(t, p.api, "")
+	g := startGoal(t, c, repo,
+		map[string]any{"key": "api", "plan": goalPlan("api")},
+		map[string]any{"key": "wire", "plan": goalPlan("wire"), "blocked_by": []string{"api"}})
+	pendingOf := func(kind decision.Kind) func(goals.View) bool {
+		return func(v goals.View) bool { return v.Pending != nil && v.Pending.Kind == kind }
+	}
+	v := g.until("goal_plan decision", 60*time.Second, pendingOf(goal.DecisionGoalPlan))
+	if v.Pending.Digest != v.Digest || v.Tasks[0].TaskID != "" {
+		t.Fatalf("before approval: %+v", v)
+	}
+	c.decide(*v.Pending, decision.OptApprove)
+	v = g.until("api's task", 60*time.Second, func(v goals.View) bool { return v.Tasks[0].TaskID != "" })
+	first := v.Tasks[0].TaskID
+	d := c.pending(first, task.KindPlanApproval, 60*time.Second)
+	if code, resp := c.call("POST", "/v1/decisions/"+d.ID, httpapi.DecideRequest{Option: decision.OptReject, Note: "not yet", Digest: d.Digest}, nil); code != http.StatusOK {
+		t.Fatalf("rejecting %s: %d %s", d.ID, code, resp)
+	}
+	v = g.until("goal_blocked decision", 60*time.Second, pendingOf(goal.DecisionBlocked))
+	if v.Status != goal.StatusBlocked || v.Tasks[0].Status != goal.TaskTerminated || v.Tasks[1].Status != goal.TaskHeld ||
+		!strings.Contains(v.Reason, "task api ("+first+") ended terminated") {
+		t.Fatalf("blocked: %s %q %+v", v.Status, v.Reason, v.Tasks)
+	}
+	c.decide(*v.Pending, goal.OptRetry)
+	approved := map[string]bool{}
+	v = g.until("end", 120*time.Second, func(v goals.View) bool {
+		for _, tv := range v.Tasks {
+			if tv.TaskID != "" && tv.TaskID != first && !approved[tv.TaskID] && tv.TaskStatus == task.StatusAwaitingApproval {
+				if st := c.state(tv.TaskID); st.Pending != nil && st.Pending.Kind == task.KindPlanApproval {
+					c.decide(*st.Pending, decision.OptApprove)
+					approved[tv.TaskID] = true
+				}
+			}
+		}
+		return v.Status.Terminal()
+	})
+	if v.Status != goal.StatusDone || v.Tasks[0].TaskID == first {
+		t.Fatalf("goal %s: %s (%s) %+v", g.id, v.Status, v.Reason, v.Tasks)
+	}
 }
