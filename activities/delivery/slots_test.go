@@ -149,4 +149,3 @@ func TestSlotsChanged(t *testing.T) {
 		t.Error("a nil Slots has a change channel")
 	}
 }
-
