@@ -18,6 +18,9 @@ import (
 // reminded, escalated and expired on time although the process was down
 // when the reminder fell due, each step once.
 func TestDecisionsAcrossRestart(t *testing.T) {
+	// Most of its time is the wait for Temporal to give up on the killed
+	// worker's sticky queue; it runs beside the other tests that wait so.
+	t.Parallel()
 	p := startDev(t, t.TempDir(),
 		"AMPFLOW_AUTH_TOKENS=tok-ana-0123456789ab:admin:ana,tok-bob-0123456789ab:admin:bob,tok-plan-0123456789ab:coordinator:planner",
 		"AMPFLOW_POLICY_PLAN_APPROVAL_LOW=admin",

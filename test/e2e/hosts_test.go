@@ -29,6 +29,9 @@ const hostTimeout = 10 * time.Second
 // the task re-homes to the other host, whose reviewer starts afresh with
 // the transcript so far, the timeline says so, and the task ends done.
 func TestRunnerHosts(t *testing.T) {
+	// Much of its time is the wait for the killed host's timeout; it runs
+	// beside the other tests that wait so.
+	t.Parallel()
 	admin := os.Getenv("AMPFLOW_TEST_POSTGRES")
 	if admin == "" {
 		t.Skip("AMPFLOW_TEST_POSTGRES is not set: the runner hosts test needs a PostgreSQL server it may create databases on")
