@@ -97,27 +97,51 @@ func runnerRoles(cfg config.Config) []dashboard.RunnerRole {
 	return out
 }
 
-// dashboardFleet gives the dashboard the runs of the fleet's live hosts,
-// as GET /v1/fleet shows them.
+// dashboardFleet gives the dashboard the fleet as GET /v1/fleet shows
+// it: the runs of the live hosts for the runner agents, and every host
+// listed for the Hosts section.
 type dashboardFleet struct{ store fleet.Records }
 
 func (d dashboardFleet) Runs(ctx context.Context) ([]dashboard.RunnerRun, error) {
-	now := time.Now()
-	rows, err := d.store.Hosts(ctx, now.Add(-fleet.AliveWithin))
+	hosts, err := d.hosts(ctx, fleet.AliveWithin)
 	if err != nil {
 		return nil, err
 	}
 	var out []dashboard.RunnerRun
-	for _, h := range fleet.View(rows, now).Hosts {
-		if !h.Alive {
-			continue
-		}
-		for _, r := range append(h.Running, h.Queue...) {
-			out = append(out, dashboard.RunnerRun{Host: h.Host, TaskID: r.TaskID, Role: string(r.Role), Runner: r.Runner, Account: r.Account, Step: r.Step,
-				Queued: r.Queued, Started: r.Started, CostUSD: r.CostUSD})
+	for _, h := range hosts {
+		if h.Alive {
+			out = append(append(out, h.Running...), h.Queue...)
 		}
 	}
 	return out, nil
+}
+
+func (d dashboardFleet) Hosts(ctx context.Context) ([]dashboard.FleetHost, error) {
+	return d.hosts(ctx, fleet.ListedFor)
+}
+
+// hosts reads the hosts seen within the last window.
+func (d dashboardFleet) hosts(ctx context.Context, window time.Duration) ([]dashboard.FleetHost, error) {
+	now := time.Now()
+	rows, err := d.store.Hosts(ctx, now.Add(-window))
+	if err != nil {
+		return nil, err
+	}
+	var out []dashboard.FleetHost
+	for _, h := range fleet.View(rows, now).Hosts {
+		out = append(out, dashboard.FleetHost{Host: h.Host, Alive: h.Alive, Slots: h.Slots, InUse: h.InUse,
+			Running: runnerRuns(h.Host, h.Running), Queue: runnerRuns(h.Host, h.Queue), SeenAt: h.SeenAt})
+	}
+	return out, nil
+}
+
+func runnerRuns(host string, runs []fleet.Run) []dashboard.RunnerRun {
+	var out []dashboard.RunnerRun
+	for _, r := range runs {
+		out = append(out, dashboard.RunnerRun{Host: host, TaskID: r.TaskID, Role: string(r.Role), Runner: r.Runner, Account: r.Account, Step: r.Step,
+			Queued: r.Queued, Started: r.Started, CostUSD: r.CostUSD, Priority: r.Priority})
+	}
+	return out
 }
 
 // accountSpend gives the dashboard what this worker's runs spent today

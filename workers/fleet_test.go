@@ -24,7 +24,8 @@ func TestRunnerRoles(t *testing.T) {
 	}
 }
 
-// The Agents page reads the runs of the live hosts only.
+// The Agents page reads the runs of the live hosts only for its runner
+// agents, and lists every host of the last hour, alive or gone.
 func TestDashboardFleet(t *testing.T) {
 	ctx := context.Background()
 	db, err := ssot.Open(ctx, filepath.Join(t.TempDir(), "ampflow.db"))
@@ -41,6 +42,9 @@ func TestDashboardFleet(t *testing.T) {
 	for _, h := range []ssot.Host{
 		{Host: "live", Slots: 2, Runs: runs("T-2026-001"), StartedAt: now.Add(-time.Hour), SeenAt: now},
 		{Host: "gone", Slots: 2, Runs: runs("T-2026-002"), StartedAt: now.Add(-time.Hour), SeenAt: now.Add(-10 * time.Minute)},
+		{Host: "old", Slots: 2, Runs: runs("T-2026-004"), StartedAt: now.Add(-3 * time.Hour), SeenAt: now.Add(-2 * time.Hour)},
+		{Host: "queued", Slots: 1, StartedAt: now.Add(-time.Hour), SeenAt: now, Runs: json.RawMessage(`{"running":[],"queue":[{"task_id":"T-2026-003",` +
+			`"role":"reviewer","runner":"claude","priority":7,"queued_at":"` + started.Format(time.RFC3339) + `","cost_usd":0,"for_seconds":0}]}`)},
 	} {
 		if err := db.SaveHost(ctx, h); err != nil {
 			t.Fatal(err)
@@ -50,7 +54,27 @@ func TestDashboardFleet(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(got) != 1 || got[0].Host != "live" || got[0].TaskID != "T-2026-001" || got[0].Role != "executor" || !got[0].Started.Equal(started) || got[0].Step != "Bash" {
-		t.Errorf("runs %+v, want the live host's one run", got)
+	if len(got) != 2 || got[0].Host != "live" || got[0].TaskID != "T-2026-001" || got[0].Role != "executor" || !got[0].Started.Equal(started) || got[0].Step != "Bash" ||
+		got[1].Host != "queued" || got[1].TaskID != "T-2026-003" || !got[1].Started.IsZero() {
+		t.Errorf("runs %+v, want the live hosts' run and queued run", got)
+	}
+
+	hosts, err := dashboardFleet{db}.Hosts(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(hosts) != 3 {
+		t.Fatalf("hosts %+v, want gone, live and queued", hosts)
+	}
+	gone, live, queued := hosts[0], hosts[1], hosts[2]
+	if gone.Host != "gone" || gone.Alive || len(gone.Running) != 1 || gone.Running[0].TaskID != "T-2026-002" {
+		t.Errorf("host %+v, want gone with its last run", gone)
+	}
+	if live.Host != "live" || !live.Alive || live.Slots != 2 || live.InUse != 1 || len(live.Running) != 1 || live.Running[0].CostUSD != 0.1 || len(live.Queue) != 0 {
+		t.Errorf("host %+v, want live with one of two slots in use", live)
+	}
+	if queued.Host != "queued" || !queued.Alive || queued.InUse != 0 || len(queued.Queue) != 1 || queued.Queue[0].Priority != 7 ||
+		queued.Queue[0].Runner != "claude" || !queued.Queue[0].Queued.Equal(started) {
+		t.Errorf("host %+v, want one run queued with priority 7", queued)
 	}
 }

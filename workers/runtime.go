@@ -299,7 +299,8 @@ func mountDashboard(o Options, parts *Parts, api *httpapi.Server, rt *runtime, l
 		return false
 	}
 	panels := map[string]dashboard.Panel{dashboard.PanelGates: dashboard.GatesPanel(parts.Store),
-		dashboard.PanelRunners: dashboard.RunnersPanel(runnerRoles(o.Config), dashboardFleet{parts.Store}, parts.Store, workerAccounts(parts), nil)}
+		dashboard.PanelRunners: dashboard.RunnersPanel(runnerRoles(o.Config), dashboardFleet{parts.Store}, parts.Store, workerAccounts(parts), nil),
+		dashboard.PanelHosts:   dashboard.HostsPanel(dashboardFleet{parts.Store}, nil)}
 	if parts.Tasks.Temporal != nil {
 		panels[dashboard.PanelGoals] = goalsPanel{goals: &goalwf.Client{Temporal: parts.Tasks.Temporal, TaskQueue: o.Config.Temporal.TaskQueue},
 			tasks: parts.Tasks, log: log}

@@ -67,13 +67,16 @@ type Table struct {
 }
 
 // Cell is one value of a Table; a non-zero Time is shown in the viewer's
-// zone and relative to now, Href makes it a link, and an Action is a
-// button that admins see.
+// zone and relative to now, Href makes it a link, an Action is a button
+// that admins see, and Lines make it a list.
 type Cell struct {
 	Text   string
 	Time   time.Time
 	Href   string
 	Action *Action
+	// Lines, when set, are shown as a list, a line per entry, each its
+	// cells side by side.
+	Lines [][]Cell
 }
 
 // Action is a button posting a form (with the session's CSRF token) to

@@ -18,16 +18,27 @@ type panelData struct {
 	Name, Heading, Empty string
 	Table                *Table
 	Error                string
-	// Runners, on the Agents page, lists the runner agents above the
-	// agents that register themselves.
-	Runners *panelSection
+	// Runners and Hosts, on the Agents page, list the runner agents and
+	// the fleet's runner hosts above the agents that register themselves.
+	Runners, Hosts *panelSection
 }
 
-// panelSection is a table of its own on a system page.
+// panelSection is a table of its own on a system page; ID names its
+// element.
 type panelSection struct {
-	Heading, Empty string
-	Table          *Table
-	Error          string
+	ID, Heading, Empty string
+	Table              *Table
+	Error              string
+}
+
+// fill sets the section's table, or its error, from its panel.
+func (sec *panelSection) fill(ctx context.Context, p Panel) *panelSection {
+	if t, err := p.Table(ctx); err != nil {
+		sec.Error = err.Error()
+	} else if len(t.Rows) > 0 {
+		sec.Table = &t
+	}
+	return sec
 }
 
 // panelPage serves a system page from its Panel, or its empty state.
@@ -44,13 +55,12 @@ func (s *Server) panelPage(name string) func(http.ResponseWriter, *http.Request,
 			}
 		}
 		if p := s.panels[PanelRunners]; name == PanelAgents && p != nil {
-			sec := &panelSection{Heading: "Runner agents", Empty: "No runner agent: no role runs an agent CLI (agents.<role>.mode: runner) in this deployment."}
-			if t, err := p.Table(context.WithValue(r.Context(), viewerKey{}, v)); err != nil {
-				sec.Error = err.Error()
-			} else if len(t.Rows) > 0 {
-				sec.Table = &t
-			}
-			data.Runners = sec
+			data.Runners = (&panelSection{ID: "runners", Heading: "Runner agents",
+				Empty: "No runner agent: no role runs an agent CLI (agents.<role>.mode: runner) in this deployment."}).fill(context.WithValue(r.Context(), viewerKey{}, v), p)
+		}
+		if p := s.panels[PanelHosts]; name == PanelAgents && p != nil {
+			data.Hosts = (&panelSection{ID: "hosts", Heading: "Hosts",
+				Empty: "No runner hosts: no worker with a role in runner mode has written itself to the fleet in the last hour."}).fill(context.WithValue(r.Context(), viewerKey{}, v), p)
 		}
 		d := s.base(w, r, v, info.Heading, name)
 		d.Data = data

@@ -28,6 +28,8 @@ type RunnerRun struct {
 	Account         string
 	Queued, Started time.Time
 	CostUSD         float64
+	// Priority is the task's (plan.priority), which orders the queue.
+	Priority int
 }
 
 // Fleet lists the runs of the fleet's live hosts (GET /v1/fleet's).
