@@ -109,6 +109,9 @@ func DeliverOptions() workflow.ActivityOptions {
 		// Command-mode agents run inside the activity; they heartbeat.
 		StartToCloseTimeout: 2 * time.Hour,
 		HeartbeatTimeout:    DeliverHeartbeatTimeout,
+		// A stopped delivery is over when its worker says so, its CLI
+		// gone, not when the stop is asked (stopDeliveries).
+		WaitForCancellation: true,
 		RetryPolicy: &temporal.RetryPolicy{
 			InitialInterval:        time.Second,
 			MaximumInterval:        time.Minute,
@@ -358,7 +361,9 @@ func (t *taskRun) send(ctx workflow.Context, m amp.Message) error {
 	// knows how an agent is reached; it refuses command and webhook
 	// agents, which then get a regular activity.
 	f := workflow.ExecuteLocalActivity(workflow.WithLocalActivityOptions(dctx, localDeliverOptions()), acts.Deliver, in)
+	t.delivering++
 	workflow.Go(ctx, func(ctx workflow.Context) {
+		defer func() { t.delivering-- }()
 		err := f.Get(ctx, nil)
 		var app *temporal.ApplicationError
 		if errors.As(err, &app) && app.Type() == activities.ErrNeedsActivity {

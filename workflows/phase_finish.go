@@ -2,6 +2,8 @@ package workflows
 
 import (
 	"fmt"
+	"maps"
+	"slices"
 	"time"
 
 	"go.temporal.io/sdk/temporal"
@@ -58,6 +60,9 @@ func (t *taskRun) finish(ctx workflow.Context) (task.Result, error) {
 	} else {
 		t.setStatus(ctx, task.StatusTerminated, t.Reason)
 	}
+	if t.Phase != phaseDone {
+		t.stopDeliveries(ctx)
+	}
 	if t.In.Policy.Runners {
 		// Before the lease goes: the next task on the branch checks it out.
 		t.cleanupWorktrees(ctx)
@@ -82,6 +87,26 @@ func (t *taskRun) finish(ctx workflow.Context) (task.Result, error) {
 	}
 	return t.result(), nil
 }
+
+// stopDeliveries stops the deliveries of a task that ended before they
+// did (cancelled, terminated) and waits, a minute at most, until their
+// workers say they stopped: no agent works on in a checkout the cleanup
+// salvages and removes, nor runs again on a retry.
+func (t *taskRun) stopDeliveries(ctx workflow.Context) {
+	for _, role := range slices.Sorted(maps.Keys(t.deliveries)) {
+		t.deliveries[role]()
+	}
+	if t.delivering == 0 {
+		return
+	}
+	if ok, _ := workflow.AwaitWithTimeout(ctx, stopWait, func() bool { return t.delivering == 0 }); !ok {
+		t.log.Warn("deliveries still going after the task ended", "task_id", t.In.TaskID, "waited", stopWait)
+	}
+}
+
+// stopWait bounds stopDeliveries' wait: a worker that died says nothing
+// until the activity's heartbeat timeout.
+const stopWait = time.Minute
 
 // cleanupWorktrees removes a runner's worktrees as the task ends, after
 // committing what the executor left in its own to a salvage branch. A

@@ -96,6 +96,8 @@ type taskRun struct {
 	ending bool
 	// deliveries stops the delivery still running for each agent.
 	deliveries map[amp.Role]workflow.CancelFunc
+	// delivering counts the deliveries still going.
+	delivering int
 	// effects is the context the record and notice loops are started in
 	// when work is queued; they end when their queue is empty, so an idle
 	// task keeps two coroutines rather than four.

@@ -68,6 +68,10 @@ type runState struct {
 	// accounts; limit is what its last run's usage or rate limit did.
 	account string
 	limit   *accountLimit
+	// end stops the run once the task says it has ended (an ACK it
+	// refuses as task_ended); ended is that refusal.
+	end   context.CancelFunc
+	ended error
 	// tw writes the current run's transcript; nil without a store.
 	tw *transcript
 	// calls are the commands of shell tool calls by call id, and failed
@@ -175,7 +179,9 @@ func (d *Delivery) runAccount(ctx context.Context, a activities.AgentDelivery, i
 	if in.Rehome != nil {
 		prompt = d.rehomePrompt(ctx, in) + prompt
 	}
-	st := &runState{d: d, a: a, ctx: ctx, m: m, in: in, repo: repo, totals: sessionTotals(in.Sessions), slot: slot,
+	ctx, end := context.WithCancel(ctx)
+	defer end()
+	st := &runState{d: d, a: a, ctx: ctx, end: end, m: m, in: in, repo: repo, totals: sessionTotals(in.Sessions), slot: slot,
 		steer: d.steering(ctx, m)}
 	if !fresh {
 		st.session = d.loadSession(a, m)
@@ -251,6 +257,9 @@ func (d *Delivery) runAccount(ctx context.Context, a activities.AgentDelivery, i
 			st.session = out.SessionID
 			d.saveSession(a, m, out.SessionID)
 		}
+		if st.ended != nil {
+			return failed(fmt.Sprintf("the %s's run on %s stopped: %v", m.To, m.MsgID, st.ended), "", st.ended)
+		}
 		if err != nil {
 			if r := d.budgetRefused(a, m, err); r != nil {
 				return r
@@ -276,7 +285,9 @@ func (d *Delivery) runAccount(ctx context.Context, a activities.AgentDelivery, i
 		out, err = st.run(spec)
 	}
 	if m.To == amp.RoleReviewer {
-		defer func() { _ = runner.RemoveWorktree(context.WithoutCancel(ctx), in.Repo, dir) }()
+		// The review's checkout goes before its verdict: once the task
+		// has the verdict, nothing of the review is left on disk.
+		_ = runner.RemoveWorktree(context.WithoutCancel(ctx), in.Repo, dir)
 	}
 	if !out.Succeeded() {
 		if over := st.failedOver(); over != nil {
@@ -417,7 +428,13 @@ func (st *runState) on(ev runner.Event) {
 		if err == nil {
 			_, err = st.d.Submit.Submit(st.ctx, raw)
 		}
-		if err != nil {
+		switch {
+		case task.ErrorCode(err) == task.CodeFinished:
+			// The task ended while the run was being started (a retry
+			// after it was cancelled): nothing of it is wanted.
+			st.ended = err
+			st.end()
+		case err != nil:
 			// A retried run ACKs again, which the task may answer as
 			// already taken; the reply still counts.
 			st.d.log().Info("runner ACK not taken", "task_id", st.m.TaskID, "msg_id", st.m.MsgID, "error", err)
@@ -580,8 +597,12 @@ func (d *Delivery) submitReply(ctx context.Context, m amp.Message, reply amp.Mes
 		return fmt.Errorf("encoding the %s's reply to %s: %w", m.To, m.MsgID, err)
 	}
 	if _, err := d.Submit.Submit(ctx, raw); err != nil {
-		if task.ErrorCode(err) == task.CodeUnavailable {
+		switch task.ErrorCode(err) {
+		case task.CodeUnavailable:
 			return fmt.Errorf("handing the %s's reply to task %s: %w", m.To, m.TaskID, err)
+		case task.CodeFinished:
+			// Not the agent's fault, and no retry makes it wanted.
+			return failed(fmt.Sprintf("the %s's reply to %s came after the task ended: %v", m.To, m.MsgID, err), "", err)
 		}
 		return d.refuse(raw, fmt.Sprintf("the task refused the %s runner's reply to %s: %s", m.To, m.MsgID, child.OneLine(err.Error())))
 	}

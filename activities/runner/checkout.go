@@ -191,12 +191,18 @@ func RemoveWorktree(ctx context.Context, repo, dir string) error {
 	if err != nil {
 		return err
 	}
+	listed := false
 	for _, w := range wts {
 		if samePath(w.path, dir) {
+			listed = true
 			if _, err := git(ctx, repo, "worktree", "remove", "--force", "--force", w.path); err != nil {
 				return err
 			}
 		}
+	}
+	if _, err := os.Lstat(dir); errors.Is(err, os.ErrNotExist) && !listed {
+		// Gone already, by an earlier call: nothing to prune.
+		return removeBranchFile(dir)
 	}
 	if _, err := git(ctx, repo, "worktree", "prune"); err != nil {
 		return err
@@ -204,6 +210,11 @@ func RemoveWorktree(ctx context.Context, repo, dir string) error {
 	if err := os.RemoveAll(dir); err != nil {
 		return fmt.Errorf("removing the checkout %s: %w", dir, err)
 	}
+	return removeBranchFile(dir)
+}
+
+// removeBranchFile forgets the branch of the checkout at dir.
+func removeBranchFile(dir string) error {
 	if err := os.Remove(branchFile(dir)); err != nil && !errors.Is(err, os.ErrNotExist) {
 		return fmt.Errorf("removing the checkout %s: %w", dir, err)
 	}
