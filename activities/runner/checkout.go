@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 )
 
 // A run's checkout: a clone of the task's repository that reads the
@@ -24,44 +25,16 @@ import (
 // succeeds. A branch checked out in a worktree of repo (the user's own
 // checkout, say), or held by another clone beside dir, is refused with
 // ErrBranchCheckedOut and what frees it.
+//
+// Only the checks and the branch's creation hold the repository's lock,
+// not the clone: runs that start at once make their checkouts side by
+// side.
 func AddTaskWorktree(ctx context.Context, repo, dir, branch string) error {
-	defer lockRepo(repo)()
-	if _, err := git(ctx, repo, "check-ref-format", "--branch", branch); err != nil {
-		return fmt.Errorf("adding a checkout for branch %q: not a valid branch name", branch)
+	release, err := claimCheckout(ctx, repo, dir, branch)
+	if err != nil || release == nil {
+		return err
 	}
-	ref := "refs/heads/" + branch
-	if TaskBranch(dir) == branch {
-		// Made before, for this task: kept as the agent left it, on
-		// whatever branch, so nothing of its work is lost.
-		return nil
-	}
-	wts, err := worktrees(ctx, repo)
-	if err != nil {
-		return fmt.Errorf("adding a checkout for branch %s: %w", branch, err)
-	}
-	for _, w := range wts {
-		if samePath(w.path, dir) && w.branch == ref {
-			return nil // a worktree of the task from before checkouts were clones
-		}
-		if w.branch == ref {
-			return fmt.Errorf("adding a checkout for branch %s of %s: %w: %s; free it with `git -C %s switch --detach` "+
-				"(or switch that worktree to another branch), or remove it with `git -C %s worktree remove %s`",
-				branch, repo, ErrBranchCheckedOut, w.path, w.path, repo, w.path)
-		}
-	}
-	if other := siblingOn(dir, branch); other != "" {
-		return fmt.Errorf("adding a checkout for branch %s of %s: %w: ampflow's checkout %s of another task works on it; "+
-			"it goes when that task ends", branch, repo, ErrBranchCheckedOut, other)
-	}
-	if _, err := git(ctx, repo, "rev-parse", "--verify", "--quiet", ref); err != nil {
-		_, base, err := DefaultBranch(ctx, repo)
-		if err != nil {
-			return fmt.Errorf("adding a checkout for new branch %s: %w", branch, err)
-		}
-		if _, err := git(ctx, repo, "branch", "--no-track", branch, base); err != nil {
-			return err
-		}
-	}
+	defer release()
 	if err := clone(ctx, repo, dir); err != nil {
 		return err
 	}
@@ -73,6 +46,68 @@ func AddTaskWorktree(ctx context.Context, repo, dir, branch string) error {
 		return fmt.Errorf("adding a checkout at %s: %w", dir, err)
 	}
 	return nil
+}
+
+// making are the checkouts being made outside the repository's lock, by
+// repository and branch: claimCheckout refuses a second one.
+var making sync.Map // repo path + "\x00" + branch -> dir
+
+// claimCheckout checks, under the repository's lock, that dir may have a
+// checkout of branch, creates the branch when it is missing, and claims
+// it until release. A nil release with no error: dir has it already.
+func claimCheckout(ctx context.Context, repo, dir, branch string) (release func(), err error) {
+	defer lockRepo(repo)()
+	if _, err := git(ctx, repo, "check-ref-format", "--branch", branch); err != nil {
+		return nil, fmt.Errorf("adding a checkout for branch %q: not a valid branch name", branch)
+	}
+	ref := "refs/heads/" + branch
+	if TaskBranch(dir) == branch {
+		// Made before, for this task: kept as the agent left it, on
+		// whatever branch, so nothing of its work is lost.
+		return nil, nil
+	}
+	wts, err := worktrees(ctx, repo)
+	if err != nil {
+		return nil, fmt.Errorf("adding a checkout for branch %s: %w", branch, err)
+	}
+	for _, w := range wts {
+		if samePath(w.path, dir) && w.branch == ref {
+			return nil, nil // a worktree of the task from before checkouts were clones
+		}
+		if w.branch == ref {
+			return nil, fmt.Errorf("adding a checkout for branch %s of %s: %w: %s; free it with `git -C %s switch --detach` "+
+				"(or switch that worktree to another branch), or remove it with `git -C %s worktree remove %s`",
+				branch, repo, ErrBranchCheckedOut, w.path, w.path, repo, w.path)
+		}
+	}
+	// Claimed before the checkouts beside dir are read: one being made
+	// writes its branch file before it lets go of its claim, so it is
+	// seen one way or the other.
+	key := repoKey(repo) + "\x00" + branch
+	if other, taken := making.LoadOrStore(key, dir); taken && !samePath(other.(string), dir) {
+		return nil, fmt.Errorf("adding a checkout for branch %s of %s: %w: ampflow is making a checkout of it for another task at %s",
+			branch, repo, ErrBranchCheckedOut, other)
+	}
+	claimed := func() { making.Delete(key) }
+	defer func() {
+		if err != nil {
+			claimed()
+		}
+	}()
+	if other := siblingOn(dir, branch); other != "" {
+		return nil, fmt.Errorf("adding a checkout for branch %s of %s: %w: ampflow's checkout %s of another task works on it; "+
+			"it goes when that task ends", branch, repo, ErrBranchCheckedOut, other)
+	}
+	if _, err := git(ctx, repo, "rev-parse", "--verify", "--quiet", ref); err != nil {
+		_, base, err := DefaultBranch(ctx, repo)
+		if err != nil {
+			return nil, fmt.Errorf("adding a checkout for new branch %s: %w", branch, err)
+		}
+		if _, err := git(ctx, repo, "branch", "--no-track", branch, base); err != nil {
+			return nil, err
+		}
+	}
+	return claimed, nil
 }
 
 // branchFile keeps, beside a task's checkout (where a sandboxed run
@@ -94,8 +129,9 @@ func TaskBranch(dir string) string {
 // dir with commit checked out and no branch: a clone, as AddTaskWorktree
 // makes. A dir that is already such a clone at that commit is kept.
 func AddDetachedWorktree(ctx context.Context, repo, dir, commit string) error {
-	defer lockRepo(repo)()
+	unlock := lockRepo(repo)
 	want, err := git(ctx, repo, "rev-parse", "--verify", commit+"^{commit}")
+	unlock()
 	if err != nil {
 		return fmt.Errorf("adding a detached checkout at %s: %w", commit, err)
 	}

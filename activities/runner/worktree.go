@@ -23,16 +23,22 @@ var ErrBranchCheckedOut = errors.New("branch is checked out in another worktree"
 var repoLocks sync.Map // absolute repo path -> *sync.Mutex
 
 func lockRepo(repo string) func() {
+	m, _ := repoLocks.LoadOrStore(repoKey(repo), &sync.Mutex{})
+	mu := m.(*sync.Mutex)
+	mu.Lock()
+	return mu.Unlock
+}
+
+// repoKey is the repository at repo as its locks know it: its absolute
+// path, symbolic links resolved.
+func repoKey(repo string) string {
 	key, err := filepath.Abs(repo)
 	if err == nil {
 		if r, err := filepath.EvalSymlinks(key); err == nil {
 			key = r
 		}
 	}
-	m, _ := repoLocks.LoadOrStore(key, &sync.Mutex{})
-	mu := m.(*sync.Mutex)
-	mu.Lock()
-	return mu.Unlock
+	return key
 }
 
 // git runs git in dir and returns its trimmed standard output.

@@ -176,6 +176,39 @@ func TestAddTaskWorktreeConcurrent(t *testing.T) {
 	}
 }
 
+// TestAddTaskWorktreeOneBranchAtOnce: checkouts of one branch for
+// several tasks at once, made outside the repository's lock: one gets
+// it, the others are refused as a branch another checkout works on.
+func TestAddTaskWorktreeOneBranchAtOnce(t *testing.T) {
+	needGit(t)
+	ctx := context.Background()
+	repo := newRepo(t)
+	base := t.TempDir()
+	var wg sync.WaitGroup
+	errs := make([]error, 6)
+	for i := range errs {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			errs[i] = AddTaskWorktree(ctx, repo, filepath.Join(base, fmt.Sprint(i)), "feature/shared")
+		}()
+	}
+	wg.Wait()
+	got := 0
+	for i, err := range errs {
+		switch {
+		case err == nil:
+			got++
+		case !errors.Is(err, ErrBranchCheckedOut):
+			t.Errorf("add %d: %v, want ErrBranchCheckedOut", i, err)
+		}
+	}
+	if got != 1 {
+		files, _ := filepath.Glob(filepath.Join(base, "*.branch"))
+		t.Errorf("%d checkouts of one branch, want 1: %v; branch files %v", got, errs, files)
+	}
+}
+
 func TestAddDetachedWorktree(t *testing.T) {
 	needGit(t)
 	ctx := context.Background()
