@@ -241,9 +241,11 @@ func TestPullRequestKilledBeforeOpening(t *testing.T) {
 	close(release) // GitHub goes on creating it
 	eventually(t, 10*time.Second, "the pull request created", func() (bool, error) { return len(s.gh.Pulls()) == 1, nil })
 	s.p.restart()
+	restarted := time.Now()
 	s.a.tasks = dial(t, s.p)
 
 	st := s.api.waitFor(id, "pull request recorded", 3*time.Minute, func(st task.State) bool { return st.PullRequest != "" })
+	t.Logf("restart to the pull request found and recorded: %s", time.Since(restarted).Round(10*time.Millisecond))
 	if pulls := s.gh.Pulls(); len(pulls) != 1 || pulls[0].HTMLURL != st.PullRequest {
 		t.Fatalf("pull requests %+v, task has %q; want exactly one", pulls, st.PullRequest)
 	}

@@ -124,10 +124,12 @@ func testParkedApproval(t *testing.T, c parkCase) {
 		p.kill()
 		t.Log("ampflow dev killed with SIGKILL while the run is parked; restarting")
 		p.restart()
+		restarted := time.Now()
 		eventually(t, 90*time.Second, "the task answering after the restart", func() (bool, error) {
 			st, err := state()
 			return err == nil && st.Pending != nil && st.Pending.ID == d.ID, err
 		})
+		t.Logf("restart to the parked call's decision open again: %s", time.Since(restarted).Round(10*time.Millisecond))
 		if ps := agentProcs(t, data); len(ps) != 0 {
 			t.Errorf("processes after the restart, before the answer: %v", ps)
 		}
