@@ -61,22 +61,8 @@ func (c *accountCount) CountAccountSpend(_ string, _ amp.Role, account string, u
 // starts on b; with both resting, the delivery waits for the earliest
 // reset without starting the CLI.
 func TestRunnerFailsOverToNextAccount(t *testing.T) {
-	if _, err := exec.LookPath("git"); err != nil {
-		t.Skip("no git")
-	}
 	dir := t.TempDir()
-	repo := filepath.Join(dir, "repo")
-	for _, args := range [][]string{{"init", "-q", "-b", "main", repo}, {"-C", repo, "commit", "-q", "--allow-empty", "-m", "first"}} {
-		cmd := exec.Command("git", args...)
-		cmd.Env = append(os.Environ(), "GIT_AUTHOR_NAME=t", "GIT_AUTHOR_EMAIL=t@t", "GIT_COMMITTER_NAME=t", "GIT_COMMITTER_EMAIL=t@t")
-		if out, err := cmd.CombinedOutput(); err != nil {
-			t.Fatalf("git %v: %v: %s", args, err, out)
-		}
-	}
-	head, err := exec.Command("git", "-C", repo, "rev-parse", "HEAD").Output()
-	if err != nil {
-		t.Fatal(err)
-	}
+	repo, head := oneCommitRepo(t, dir)
 	bin := filepath.Join(dir, "claude")
 	// The reset is in the script: a value of the environment would be
 	// masked in the CLI's stderr.
@@ -96,7 +82,7 @@ func TestRunnerFailsOverToNextAccount(t *testing.T) {
 			Accounts: []config.Account{{Name: "a", Env: []string{"ANTHROPIC_API_KEY=$TEST_KEY_A"}}, {Name: "b", Env: []string{"ANTHROPIC_API_KEY=$TEST_KEY_B"}}}}}
 	review := func() error {
 		m := amp.NewMessage(amp.RoleCoordinator, amp.RoleReviewer, "T-2026-001", time.Now(), &amp.ReviewRequest{})
-		_, err := d.Deliver(t.Context(), activities.DeliverInput{Message: m, Repo: repo, Commit: strings.TrimSpace(string(head))})
+		_, err := d.Deliver(t.Context(), activities.DeliverInput{Message: m, Repo: repo, Commit: head})
 		return err
 	}
 	if err := review(); err != nil {
@@ -149,6 +135,28 @@ func TestRunnerFailsOverToNextAccount(t *testing.T) {
 			t.Error("the CLI ran with every account resting")
 		}
 	})
+}
+
+// oneCommitRepo makes a repository under dir with one empty commit on
+// main, and returns its path and that commit.
+func oneCommitRepo(t *testing.T, dir string) (repo, head string) {
+	t.Helper()
+	if _, err := exec.LookPath("git"); err != nil {
+		t.Skip("no git")
+	}
+	repo = filepath.Join(dir, "repo")
+	for _, args := range [][]string{{"init", "-q", "-b", "main", repo}, {"-C", repo, "commit", "-q", "--allow-empty", "-m", "first"}} {
+		cmd := exec.Command("git", args...)
+		cmd.Env = append(os.Environ(), "GIT_AUTHOR_NAME=t", "GIT_AUTHOR_EMAIL=t@t", "GIT_COMMITTER_NAME=t", "GIT_COMMITTER_EMAIL=t@t")
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("git %v: %v: %s", args, err, out)
+		}
+	}
+	out, err := exec.Command("git", "-C", repo, "rev-parse", "HEAD").Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return repo, strings.TrimSpace(string(out))
 }
 
 func slicesContains(list []string, s string) bool {

@@ -2,7 +2,6 @@ package delivery
 
 import (
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -29,18 +28,7 @@ echo '{"type":"result","subtype":"success","is_error":false,"session_id":"sess-s
 // the agent again for a task nobody waits on.
 func TestRunForEndedTaskStops(t *testing.T) {
 	dir := t.TempDir()
-	repo := filepath.Join(dir, "repo")
-	for _, args := range [][]string{{"init", "-q", "-b", "main", repo}, {"-C", repo, "commit", "-q", "--allow-empty", "-m", "first"}} {
-		cmd := exec.Command("git", args...)
-		cmd.Env = append(os.Environ(), "GIT_AUTHOR_NAME=t", "GIT_AUTHOR_EMAIL=t@t", "GIT_COMMITTER_NAME=t", "GIT_COMMITTER_EMAIL=t@t")
-		if out, err := cmd.CombinedOutput(); err != nil {
-			t.Fatalf("git %v: %v: %s", args, err, out)
-		}
-	}
-	head, err := exec.Command("git", "-C", repo, "rev-parse", "HEAD").Output()
-	if err != nil {
-		t.Fatal(err)
-	}
+	repo, head := oneCommitRepo(t, dir)
 	bin := filepath.Join(dir, "claude")
 	if err := os.WriteFile(bin, []byte(fakeClaudeSlow), 0o755); err != nil {
 		t.Fatal(err)
@@ -52,7 +40,7 @@ func TestRunForEndedTaskStops(t *testing.T) {
 		Reviewer: activities.AgentDelivery{Mode: config.AgentModeRunner, Runner: "claude", Command: []string{bin}, WorkDir: filepath.Join(dir, "data"),
 			Env: []string{"DONE"}, Timeout: time.Minute, IdleTimeout: time.Minute}}
 	m := amp.NewMessage(amp.RoleCoordinator, amp.RoleReviewer, "T-2026-001", time.Now(), &amp.ReviewRequest{})
-	_, err = d.Deliver(t.Context(), activities.DeliverInput{Message: m, Repo: repo, Commit: strings.TrimSpace(string(head))})
+	_, err := d.Deliver(t.Context(), activities.DeliverInput{Message: m, Repo: repo, Commit: head})
 	if err == nil || !isNonRetryable(err) || !strings.Contains(err.Error(), "terminated") {
 		t.Fatalf("delivery for an ended task: %v; want a failure for good naming the task's end", err)
 	}
