@@ -42,6 +42,10 @@ const (
 	// said); the task waits on a timer and delivers again, resuming the
 	// session.
 	ErrRateLimited = "RunnerRateLimit"
+	// ErrModelConnection: a runner's connection to its model API dropped
+	// mid-answer. Unlike the types above it is retried, by the activity's
+	// policy, resuming the session.
+	ErrModelConnection = "RunnerModelConnection"
 )
 
 // Activities carries the dependencies of every activity.

@@ -165,6 +165,15 @@ func (d *Delivery) runFailed(ctx context.Context, a activities.AgentDelivery, in
 // limit, set, says that a rate limit left every account resting.
 func (d *Delivery) runFailedOn(ctx context.Context, a activities.AgentDelivery, in activities.DeliverInput, dir string, out runner.Outcome, limit *accountLimit) error {
 	m := in.Message
+	if out.Failure != nil && out.Failure.Class == runner.FailureNetwork && out.Reason != runner.ReasonMaxCost {
+		// Nobody's fault and likely gone on the next try: the activity's
+		// policy runs it again, resuming the session in the checkout as
+		// the run left it.
+		summary := fmt.Sprintf("the %s runner (%s) lost its model API's connection on %s: %s; running it again",
+			m.To, a.Runner, m.MsgID, clip(out.Failure.Message, 300))
+		return temporal.NewApplicationError(summary, activities.ErrModelConnection,
+			activities.DeliveryFailure{Class: string(runner.FailureNetwork), Summary: summary, Stderr: d.stderrTail(out.Stderr)})
+	}
 	salvaged := ""
 	if m.To == amp.RoleExecutor {
 		ref, c, _, err := runner.SalvageLeftover(ctx, dir, m.TaskID, "a failed "+a.Runner+" run")

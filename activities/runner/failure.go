@@ -16,6 +16,11 @@ var (
 	rateRE = regexp.MustCompile(`(?i)rate[ _-]?limit|usage limit|limit reached|\b429\b|too many requests|` +
 		`resource[ _]exhausted|quota|overloaded|\b529\b`)
 
+	// netRE finds a model API connection that dropped mid-answer, as the
+	// CLIs and their fetch (undici) report it.
+	netRE = regexp.MustCompile(`(?i)"message":\s*"terminated"|\bTypeError: terminated\b|API Error: terminated|\bfetch failed\b|` +
+		`\bECONNRESET\b|socket hang up|other side closed|stream disconnected before completion`)
+
 	epochRE     = regexp.MustCompile(`(?i)(?:reset|retry|again)[^0-9]{0,24}(\d{10})\b|limit reached\|(\d{10})\b`)
 	rfc3339RE   = regexp.MustCompile(`\d{4}-\d{2}-\d{2}T\d{2}:\d{2}(?::\d{2})?(?:\.\d+)?(?:Z|[+-]\d{2}:?\d{2})`)
 	inRE        = regexp.MustCompile(`(?i)(?:try again|retry|resets?|available again)\s+(?:in|after)\s+((?:\d+\s*(?:days?|d|hours?|hrs?|h|minutes?|mins?|m|seconds?|secs?|s)\b[\s,]*(?:and\s+)?)+)`)
@@ -41,6 +46,8 @@ func classify(o Outcome, errs []string) *Failure {
 			return &Failure{Class: FailureAuth, Message: clip(l)}
 		case rateRE.MatchString(l):
 			return &Failure{Class: FailureRateLimit, Message: clip(l), ResetAt: resetAt(l, o.Ended)}
+		case netRE.MatchString(l):
+			return &Failure{Class: FailureNetwork, Message: clip(l)}
 		}
 	}
 	if o.Reason != ReasonExited {

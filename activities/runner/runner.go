@@ -257,6 +257,10 @@ const (
 	FailureRateLimit FailureClass = "rate_limit"
 	// FailureAuth: the API key or login was refused; a person must fix it.
 	FailureAuth FailureClass = "auth"
+	// FailureNetwork: the connection to the model API dropped mid-answer
+	// (Node's fetch says "terminated", a reset, a hang-up); run again,
+	// resuming the session.
+	FailureNetwork FailureClass = "network"
 	// FailureCrash: the CLI failed otherwise.
 	FailureCrash FailureClass = "crash"
 )
