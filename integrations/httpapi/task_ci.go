@@ -76,17 +76,5 @@ func (s *Server) taskCILog(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, InvalidField("commit", fmt.Sprintf("must be a whole commit hash (40 or 64 hex digits), not %q", commit)))
 		return
 	}
-	if s.store == nil {
-		s.writeError(w, r, noStore())
-		return
-	}
-	log, err := s.store.File(r.Context(), id, ssot.CILogName(commit))
-	if err != nil {
-		s.writeError(w, r, storeError(err, "CI log of "+commit+" in task "+id))
-		return
-	}
-	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
-	w.Header().Set("X-Content-Type-Options", "nosniff")
-	w.WriteHeader(http.StatusOK)
-	w.Write(log)
+	s.serveTaskFile(w, r, id, ssot.CILogName(commit), "CI log of "+commit)
 }

@@ -386,19 +386,25 @@ func (s *Server) taskDiff(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	msgID := r.PathValue("msg_id")
+	s.serveTaskFile(w, r, id, ssot.DiffName(msgID), "diff of "+msgID)
+}
+
+// serveTaskFile serves, as plain text, the file name kept beside task
+// id's records; what names it in an error.
+func (s *Server) serveTaskFile(w http.ResponseWriter, r *http.Request, id, name, what string) {
 	if s.store == nil {
 		s.writeError(w, r, noStore())
 		return
 	}
-	diff, err := s.store.File(r.Context(), id, ssot.DiffName(msgID))
+	b, err := s.store.File(r.Context(), id, name)
 	if err != nil {
-		s.writeError(w, r, storeError(err, "diff of "+msgID+" in task "+id))
+		s.writeError(w, r, storeError(err, what+" in task "+id))
 		return
 	}
 	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 	w.Header().Set("X-Content-Type-Options", "nosniff")
 	w.WriteHeader(http.StatusOK)
-	w.Write(diff)
+	w.Write(b)
 }
 
 func noStore() *task.Error {
