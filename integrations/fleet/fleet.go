@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/ampflow/ampflow/activities/delivery"
 	"github.com/ampflow/ampflow/activities/ssot"
 	"github.com/ampflow/ampflow/amp"
 	"github.com/ampflow/ampflow/amp/task"
@@ -31,20 +32,10 @@ const (
 	ListedFor    = time.Hour
 )
 
-// Run is one agent CLI run on a host, or one waiting for its slot.
+// Run is one agent CLI run on a host, or one waiting for its slot
+// (Started zero), as its worker wrote it.
 type Run struct {
-	TaskID   string    `json:"task_id"`
-	Role     amp.Role  `json:"role"`
-	Runner   string    `json:"runner"`
-	Priority int       `json:"priority"`
-	Queued   time.Time `json:"queued_at"`
-	// Started is zero while the run waits for a slot.
-	Started time.Time `json:"started_at,omitzero"`
-	Step    string    `json:"step,omitempty"`
-	CostUSD float64   `json:"cost_usd"`
-	// Account is the runner's account the run uses
-	// (agents.<role>.accounts); empty without accounts.
-	Account string `json:"account,omitempty"`
+	delivery.SlotRun
 	// For is how long it has run, or waited in the queue, in seconds.
 	For float64 `json:"for_seconds"`
 }

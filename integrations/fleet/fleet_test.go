@@ -76,18 +76,7 @@ func TestSchemasMatchGoTypes(t *testing.T) {
 			props = append(props, p)
 		}
 		required = append(required, s["required"].([]string)...)
-		var all, always []string
-		rt := reflect.TypeOf(v)
-		for i := range rt.NumField() {
-			tag, opts, _ := strings.Cut(rt.Field(i).Tag.Get("json"), ",")
-			if tag == "" || tag == "-" {
-				continue
-			}
-			all = append(all, tag)
-			if !strings.Contains(opts, "omit") {
-				always = append(always, tag)
-			}
-		}
+		all, always := jsonFields(reflect.TypeOf(v))
 		for _, l := range [][]string{props, required, all, always} {
 			slices.Sort(l)
 		}
@@ -95,4 +84,26 @@ func TestSchemasMatchGoTypes(t *testing.T) {
 			t.Errorf("%s: properties %v required %v; the Go type has %v, always %v", name, props, required, all, always)
 		}
 	}
+}
+
+// jsonFields are the JSON names of t's fields, an embedded struct's
+// among them, and those written whatever their value.
+func jsonFields(t reflect.Type) (all, always []string) {
+	for i := range t.NumField() {
+		f := t.Field(i)
+		if f.Anonymous && f.Type.Kind() == reflect.Struct && f.Tag.Get("json") == "" {
+			a, w := jsonFields(f.Type)
+			all, always = append(all, a...), append(always, w...)
+			continue
+		}
+		tag, opts, _ := strings.Cut(f.Tag.Get("json"), ",")
+		if tag == "" || tag == "-" {
+			continue
+		}
+		all = append(all, tag)
+		if !strings.Contains(opts, "omit") {
+			always = append(always, tag)
+		}
+	}
+	return all, always
 }
