@@ -69,13 +69,7 @@ func (s *TaskRecord) Record(ctx context.Context, in RecordInput) (RecordResult, 
 	if len(in.Entries) == 0 && len(in.Task) == 0 && in.Release == nil {
 		return RecordResult{}, nil
 	}
-	entries := make([]ssot.Entry, len(in.Entries))
-	for i, e := range in.Entries {
-		entries[i] = ssot.Entry{ID: e.ID, Kind: string(e.Kind), RecordedAt: e.RecordedAt, Body: e.Body}
-		if e.Kind == ssot.KindDecision {
-			entries[i].Digest = BodyDigest(e.Body)
-		}
-	}
+	entries := StoreEntries(in.Entries)
 	var st *ssot.TaskState
 	if len(in.Task) > 0 {
 		v, err := TaskStateOf(in.TaskID, in.Rev, in.Task)
@@ -122,6 +116,19 @@ func (s *TaskRecord) Record(ctx context.Context, in RecordInput) (RecordResult, 
 		s.Written(in.TaskID)
 	}
 	return RecordResult{Written: res.Written, Released: released}, nil
+}
+
+// StoreEntries are records as the SSOT stores them: a decision's with
+// the digest of its body, which its answer is checked against.
+func StoreEntries(in []RecordEntry) []ssot.Entry {
+	entries := make([]ssot.Entry, len(in))
+	for i, e := range in {
+		entries[i] = ssot.Entry{ID: e.ID, Kind: string(e.Kind), RecordedAt: e.RecordedAt, Body: e.Body}
+		if e.Kind == ssot.KindDecision {
+			entries[i].Digest = BodyDigest(e.Body)
+		}
+	}
+	return entries
 }
 
 // BodyDigest is the "digest" a decision record names (what it approved),

@@ -62,14 +62,7 @@ func (a *AOF) SaveAOF(ctx context.Context, in AOFSaveInput) (AOFSaveResult, erro
 		return AOFSaveResult{}, storeError(err)
 	}
 	if len(in.Records) > 0 {
-		entries := make([]ssot.Entry, len(in.Records))
-		for i, e := range in.Records {
-			entries[i] = ssot.Entry{ID: e.ID, Kind: string(e.Kind), RecordedAt: e.RecordedAt, Body: e.Body}
-			if e.Kind == ssot.KindDecision {
-				entries[i].Digest = activities.BodyDigest(e.Body)
-			}
-		}
-		if _, err := a.Store.Append(ctx, in.Subject, entries); err != nil {
+		if _, err := a.Store.Append(ctx, in.Subject, activities.StoreEntries(in.Records)); err != nil {
 			return AOFSaveResult{}, storeError(err)
 		}
 	}
@@ -326,11 +319,7 @@ type AgentReviewSaveResult struct{}
 // replaces the inbox of a newer one.
 func (a *AOF) SaveAgentReview(ctx context.Context, in AgentReviewSaveInput) (AgentReviewSaveResult, error) {
 	if len(in.Records) > 0 {
-		entries := make([]ssot.Entry, len(in.Records))
-		for i, e := range in.Records {
-			entries[i] = ssot.Entry{ID: e.ID, Kind: string(e.Kind), RecordedAt: e.RecordedAt, Body: e.Body}
-		}
-		res, err := a.Store.Append(ctx, in.Subject, entries)
+		res, err := a.Store.Append(ctx, in.Subject, activities.StoreEntries(in.Records))
 		if err != nil {
 			// A record under a used id with other content is not retried:
 			// the review ends, and the admins review instead.

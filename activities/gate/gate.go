@@ -90,14 +90,7 @@ type GateRecordInput struct {
 // GateRecord appends records to a gate's chain; a retry keeps what was
 // stored.
 func (g *Gate) GateRecord(ctx context.Context, in GateRecordInput) error {
-	entries := make([]ssot.Entry, len(in.Entries))
-	for i, e := range in.Entries {
-		entries[i] = ssot.Entry{ID: e.ID, Kind: string(e.Kind), RecordedAt: e.RecordedAt, Body: e.Body}
-		if e.Kind == ssot.KindDecision {
-			entries[i].Digest = activities.BodyDigest(e.Body)
-		}
-	}
-	_, err := g.Store.Append(ctx, in.Subject, entries)
+	_, err := g.Store.Append(ctx, in.Subject, activities.StoreEntries(in.Entries))
 	return final(err)
 }
 

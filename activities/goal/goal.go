@@ -239,14 +239,7 @@ type RecordInput struct {
 // GoalRecord appends records to a goal's chain; a retry keeps what was
 // stored.
 func (g *Goal) GoalRecord(ctx context.Context, in RecordInput) error {
-	entries := make([]ssot.Entry, len(in.Entries))
-	for i, e := range in.Entries {
-		entries[i] = ssot.Entry{ID: e.ID, Kind: string(e.Kind), RecordedAt: e.RecordedAt, Body: e.Body}
-		if e.Kind == ssot.KindDecision {
-			entries[i].Digest = activities.BodyDigest(e.Body)
-		}
-	}
-	_, err := g.Store.Append(ctx, in.Subject, entries)
+	_, err := g.Store.Append(ctx, in.Subject, activities.StoreEntries(in.Entries))
 	return err
 }
 
