@@ -127,22 +127,11 @@ func Run(ctx context.Context, o Options) (Result, error) {
 		return Result{}, fmt.Errorf("creating the benchmark directory: %w", err)
 	}
 	defer os.RemoveAll(tmp)
-	srv, err := devserver.Start(ctx, devserver.Options{
-		DataDir: filepath.Join(tmp, "temporal"), SearchAttributes: workers.SearchAttributes(), Logger: o.Logger,
-	})
+	c, stop, err := startTemporal(ctx, tmp, o.Logger)
 	if err != nil {
 		return Result{}, err
 	}
-	defer func() {
-		if err := srv.Stop(); err != nil {
-			o.Logger.Warn("stopping the dev server", "error", err)
-		}
-	}()
-	c, err := workers.Dial(ctx, config.Temporal{Address: srv.FrontendAddr(), Namespace: devserver.DefaultNamespace, APIKey: srv.APIKey()}, o.Logger, nil, 10*time.Second)
-	if err != nil {
-		return Result{}, err
-	}
-	defer c.Close()
+	defer stop()
 	b := &bench{o: o, temporal: c, inboxes: &inboxes{}, policy: workflows.NewPolicy(config.Default())}
 	if b.repo, err = makeRepo(ctx, filepath.Join(tmp, "repo")); err != nil {
 		return Result{}, err
@@ -254,4 +243,26 @@ func (b *bench) measure(ctx context.Context) (Result, error) {
 	}
 	r.PeakRSSMB = round(peak, 1)
 	return r, nil
+}
+
+// startTemporal starts an embedded Temporal server in tmp and dials it;
+// stop closes the client and stops the server.
+func startTemporal(ctx context.Context, tmp string, log *slog.Logger) (client.Client, func(), error) {
+	srv, err := devserver.Start(ctx, devserver.Options{
+		DataDir: filepath.Join(tmp, "temporal"), SearchAttributes: workers.SearchAttributes(), Logger: log,
+	})
+	if err != nil {
+		return nil, nil, err
+	}
+	stopServer := func() {
+		if err := srv.Stop(); err != nil {
+			log.Warn("stopping the dev server", "error", err)
+		}
+	}
+	c, err := workers.Dial(ctx, config.Temporal{Address: srv.FrontendAddr(), Namespace: devserver.DefaultNamespace, APIKey: srv.APIKey()}, log, nil, 10*time.Second)
+	if err != nil {
+		stopServer()
+		return nil, nil, err
+	}
+	return c, func() { c.Close(); stopServer() }, nil
 }

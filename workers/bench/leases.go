@@ -15,7 +15,6 @@ import (
 	"github.com/ampflow/ampflow/amp/lease"
 	"github.com/ampflow/ampflow/config"
 	"github.com/ampflow/ampflow/workers"
-	"github.com/ampflow/ampflow/workers/devserver"
 	leasewf "github.com/ampflow/ampflow/workflows/lease"
 )
 
@@ -95,18 +94,11 @@ func RunLeases(ctx context.Context, o LeaseOptions) (LeaseResult, error) {
 		return LeaseResult{}, fmt.Errorf("creating the benchmark directory: %w", err)
 	}
 	defer os.RemoveAll(tmp)
-	srv, err := devserver.Start(ctx, devserver.Options{
-		DataDir: filepath.Join(tmp, "temporal"), SearchAttributes: workers.SearchAttributes(), Logger: o.Logger,
-	})
+	c, stop, err := startTemporal(ctx, tmp, o.Logger)
 	if err != nil {
 		return LeaseResult{}, err
 	}
-	defer srv.Stop()
-	c, err := workers.Dial(ctx, config.Temporal{Address: srv.FrontendAddr(), Namespace: devserver.DefaultNamespace, APIKey: srv.APIKey()}, o.Logger, nil, 10*time.Second)
-	if err != nil {
-		return LeaseResult{}, err
-	}
-	defer c.Close()
+	defer stop()
 	cfg := config.Config{DataDir: tmp}
 	cfg.SSOT.URL = o.SSOTURL
 	cfg.CI.Provider = config.ProviderNone

@@ -18,7 +18,6 @@ import (
 	"github.com/ampflow/ampflow/amp/task"
 	"github.com/ampflow/ampflow/config"
 	"github.com/ampflow/ampflow/workers"
-	"github.com/ampflow/ampflow/workers/devserver"
 	"github.com/ampflow/ampflow/workflows"
 )
 
@@ -129,22 +128,11 @@ func RunRunners(ctx context.Context, o RunnerOptions) (RunnerResult, error) {
 	if err := os.Mkdir(timings, 0o755); err != nil {
 		return RunnerResult{}, fmt.Errorf("creating the benchmark directory: %w", err)
 	}
-	srv, err := devserver.Start(ctx, devserver.Options{
-		DataDir: filepath.Join(tmp, "temporal"), SearchAttributes: workers.SearchAttributes(), Logger: o.Logger,
-	})
+	c, stop, err := startTemporal(ctx, tmp, o.Logger)
 	if err != nil {
 		return RunnerResult{}, err
 	}
-	defer func() {
-		if err := srv.Stop(); err != nil {
-			o.Logger.Warn("stopping the dev server", "error", err)
-		}
-	}()
-	c, err := workers.Dial(ctx, config.Temporal{Address: srv.FrontendAddr(), Namespace: devserver.DefaultNamespace, APIKey: srv.APIKey()}, o.Logger, nil, 10*time.Second)
-	if err != nil {
-		return RunnerResult{}, err
-	}
-	defer c.Close()
+	defer stop()
 	b := &bench{temporal: c, inboxes: &inboxes{}, policy: workflows.NewPolicy(config.Default())}
 	if b.repo, err = makeRepo(ctx, filepath.Join(tmp, "repo")); err != nil {
 		return RunnerResult{}, err
