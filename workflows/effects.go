@@ -399,7 +399,9 @@ func (t *taskRun) send(ctx workflow.Context, m amp.Message) error {
 				err = remote(ctx)
 			}
 		}
-		if err == nil || temporal.IsCanceledError(err) {
+		if err == nil || temporal.IsCanceledError(err) || dctx.Err() != nil {
+			// A stopped delivery is over whatever its worker answered
+			// last: a newer message or the task's end took its place.
 			return
 		}
 		f := failure(m, err)
