@@ -71,9 +71,16 @@ func (t *taskRun) listenGitHub(ctx workflow.Context) {
 
 // githubOptions bound the API calls; a worker that dies in one has it
 // retried after a minute.
+// GitHubHeartbeatTimeout is the heartbeat timeout of the activities that
+// reach GitHub (a push, the pull request's sync, reviews and merge).
+const GitHubHeartbeatTimeout = 10 * time.Second
+
 func githubOptions() workflow.ActivityOptions {
 	return workflow.ActivityOptions{
 		StartToCloseTimeout: time.Minute,
+		// The activities heartbeat: one whose worker died is tried again
+		// within seconds.
+		HeartbeatTimeout: GitHubHeartbeatTimeout,
 		// GitHub down for long is the admins' problem, not a silent wait.
 		ScheduleToCloseTimeout: 30 * time.Minute,
 		RetryPolicy: &temporal.RetryPolicy{
