@@ -21,7 +21,9 @@ import (
 // twice over: from /proc, which processes work in each host's checkouts,
 // and from GET /v1/fleet, what the hosts say they run. A run is a process
 // in a checkout (<data_dir>/worktrees/<task>[-review]) whose parent is
-// not in it: the bubblewrap (or the CLI) the worker started.
+// not in it, with the run's environment: the bubblewrap (or the CLI) the
+// worker started. The worker's own git in a checkout has the worker's
+// HOME and is none.
 type hostWatch struct {
 	// dataDirs are the hosts' data_dirs, by host.
 	dataDirs map[string]string
@@ -38,7 +40,9 @@ type hostWatch struct {
 	// /proc alone tells what they run.
 	killed map[string]bool
 	// twice says each time a task was seen running on two hosts at once.
-	twice   []string
+	twice []string
+	// over lists the runs of the first sample past fleetSlots on a host.
+	over    string
 	samples int
 	stop    chan struct{}
 	done    chan struct{}
@@ -91,9 +95,10 @@ var worktreeTaskRE = regexp.MustCompile(`^(T-\d{4}-\d+)(?:-review)?$`)
 func (w *hostWatch) sampleProcs() {
 	entries, _ := os.ReadDir("/proc")
 	type proc struct {
-		ppid int
-		cwd  string
+		ppid      int
+		cwd, comm string
 	}
+	workerHome := "HOME=" + os.Getenv("HOME")
 	procs := map[int]proc{}
 	for _, e := range entries {
 		pid, err := strconv.Atoi(e.Name())
@@ -114,13 +119,18 @@ func (w *hostWatch) sampleProcs() {
 			continue
 		}
 		ppid, _ := strconv.Atoi(f[1])
-		procs[pid] = proc{ppid: ppid, cwd: cwd}
+		procs[pid] = proc{ppid: ppid, cwd: cwd, comm: string(stat[strings.IndexByte(string(stat), '(')+1 : strings.LastIndexByte(string(stat), ')')])}
 	}
 	runs := map[string]int{}
+	var listed []string
 	hostsOf := map[string][]string{}
-	for _, p := range procs {
+	for pid, p := range procs {
 		if parent, ok := procs[p.ppid]; ok && parent.cwd == p.cwd {
 			continue // a process the run started
+		}
+		if env, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "environ")); err != nil || p.comm == "git" ||
+			slices.Contains(strings.Split(string(env), "\x00"), workerHome) {
+			continue // gone, or the worker's own
 		}
 		for host, dir := range w.dataDirs {
 			rel, err := filepath.Rel(filepath.Join(dir, "worktrees"), p.cwd)
@@ -129,6 +139,7 @@ func (w *hostWatch) sampleProcs() {
 			}
 			if m := worktreeTaskRE.FindStringSubmatch(rel); m != nil {
 				runs[host]++
+				listed = append(listed, fmt.Sprintf("%s: pid %d %s in %s", host, pid, p.comm, p.cwd))
 				if !slices.Contains(hostsOf[m[1]], host) {
 					hostsOf[m[1]] = append(hostsOf[m[1]], host)
 				}
@@ -140,6 +151,10 @@ func (w *hostWatch) sampleProcs() {
 	w.samples++
 	for host, n := range runs {
 		w.peak[host] = max(w.peak[host], n)
+		if n > fleetSlots && w.over == "" {
+			slices.Sort(listed)
+			w.over = strings.Join(listed, "\n")
+		}
 	}
 	for id, hosts := range hostsOf {
 		if len(hosts) > 1 {
@@ -184,4 +199,12 @@ func (w *hostWatch) result() (peak, fleetPeak map[string]int, twice []string, sa
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	return maps.Clone(w.peak), maps.Clone(w.fleetPeak), slices.Clone(w.twice), w.samples
+}
+
+// overSlots lists the runs of the first sample in which a host ran more
+// than fleetSlots; empty when none did.
+func (w *hostWatch) overSlots() string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.over
 }

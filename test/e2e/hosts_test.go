@@ -221,6 +221,9 @@ func TestRunnerHosts(t *testing.T) {
 			t.Errorf("%s ran %d CLIs at once (%d in the fleet view), runner.slots is %d", host, n, fleetPeak[host], fleetSlots)
 		}
 	}
+	if over := watch.overSlots(); over != "" {
+		t.Errorf("the runs when a host first went past its slots:\n%s", over)
+	}
 	for _, s := range twice {
 		t.Error(s)
 	}
