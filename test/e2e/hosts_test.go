@@ -18,7 +18,7 @@ import (
 
 // The fleet of TestRunnerHosts: the 12 tasks on 3 hosts of 2
 // slots, so each host also queues runs. On a 2-core machine it takes
-// about 70 s, the 48 CLI runs and more most of it.
+// about 90 s, the 48 CLI runs and more most of it.
 const (
 	hostTimeout = 10 * time.Second // the hosts' runner.host_timeout
 	fleetHosts  = 3
