@@ -173,3 +173,34 @@ func TestTaskInputBudget(t *testing.T) {
 		}
 	}
 }
+
+// An account's note is a timeline entry of its own: the heartbeats after
+// it do not overwrite it.
+func TestAccountNoteKept(t *testing.T) {
+	h := newHarness(t, testPlan(amp.RiskLow, "S1"))
+	h.at(time.Second, func() { h.ack(amp.RoleExecutor) })
+	const note = "account a of the executor rests until 14:05 UTC (usage limit); the run goes on at once with account b"
+	for i, in := range []task.HeartbeatInput{
+		{From: amp.RoleExecutor, Note: "session"},
+		{From: amp.RoleExecutor, Note: note, Account: true},
+		{From: amp.RoleExecutor, Note: "exec_command ls"},
+		{From: amp.RoleExecutor, Note: "exec_command git commit"},
+	} {
+		h.at(time.Duration(2+i)*time.Second, func() { h.env.SignalWorkflow(task.SignalHeartbeat, in) })
+	}
+	var st task.State
+	h.at(10*time.Second, func() { st = h.state(); h.cancelTask("planner") })
+	h.run()
+	var kinds []string
+	for _, e := range st.Timeline {
+		if e.Kind == "account" && e.Note != note {
+			t.Errorf("account entry %q, want %q", e.Note, note)
+		}
+		if e.Kind == "account" || e.Kind == "heartbeat" {
+			kinds = append(kinds, e.Kind)
+		}
+	}
+	if strings.Join(kinds, " ") != "heartbeat account heartbeat" {
+		t.Errorf("timeline kinds %q, want heartbeat account heartbeat", kinds)
+	}
+}

@@ -14,7 +14,8 @@ const (
 	// task from one role that are sent: a heartbeat sooner after the last
 	// one sent is taken and not sent (the task knows the agent is alive).
 	// A recovered or recovering heartbeat is always sent, and so is the
-	// first heartbeat after a recovering one from the role it recovers.
+	// first heartbeat after a recovering one from the role it recovers,
+	// and an account's note.
 	HeartbeatEvery = 5 * time.Second
 	// NoteEvery is the least time between two heartbeat notes of one task
 	// that are sent: a heartbeat due in between is sent without its note.
@@ -51,6 +52,10 @@ func (b *beatThrottle) admit(taskID string, in task.HeartbeatInput, now time.Tim
 				delete(b.notes, k)
 			}
 		}
+	}
+	if in.Account {
+		// A run's account at its limit: rare, and the timeline keeps it.
+		return in, true
 	}
 	key := taskID + "\x00" + string(in.From)
 	if last, ok := b.beats[key]; ok && !in.Recovered && in.Recovering == nil && now.Sub(last) < HeartbeatEvery {

@@ -2,6 +2,7 @@ package workflows
 
 import (
 	"context"
+	"strings"
 	"testing"
 	"time"
 
@@ -87,5 +88,25 @@ func TestHeartbeatAfterRecovering(t *testing.T) {
 	}
 	if a, err := tc.sent[1].SignedAs(); err != nil || decision.VerifyAnswer(testDecisionKey, testTaskID, a, time.Now()) != nil {
 		t.Errorf("the recovering heartbeat is not signed with the decision key (%v)", err)
+	}
+}
+
+// TestAccountNoteSent: a note on a run's account is sent with its note
+// within both windows, and leaves them as they were.
+func TestAccountNoteSent(t *testing.T) {
+	now := time.Date(2026, 2, 26, 14, 0, 0, 0, time.UTC)
+	tc := &signals{}
+	c := &Client{Temporal: tc, DecisionKey: testDecisionKey, Now: func() time.Time { return now }}
+	for _, in := range []task.HeartbeatInput{
+		{From: amp.RoleExecutor, Note: "working"},
+		{From: amp.RoleExecutor, Note: "account a of the executor rests until 14:05 UTC (usage limit)", Account: true},
+		{From: amp.RoleExecutor, Note: "still working"},
+	} {
+		if err := c.Heartbeat(t.Context(), testTaskID, in); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if len(tc.sent) != 2 || !tc.sent[1].Account || !strings.HasPrefix(tc.sent[1].Note, "account a") {
+		t.Errorf("sent %+v, want the first heartbeat and the account's note", tc.sent)
 	}
 }

@@ -341,6 +341,10 @@ func (t *taskRun) heartbeat(ctx workflow.Context, in task.HeartbeatInput) {
 			t.Recovered = in.From
 		}
 	}
+	if in.Account && in.Note != "" {
+		t.addTimeline(ctx, task.TimelineEntry{Kind: "account", From: string(in.From), Note: in.Note})
+		return
+	}
 	// Consecutive heartbeats share one timeline entry, so a long task's
 	// state does not grow with every sign of life.
 	if n := len(t.Timeline); n > 0 && t.Timeline[n-1].Kind == "heartbeat" && t.Timeline[n-1].From == string(in.From) {

@@ -112,7 +112,7 @@ func (st *runState) failedOver() error {
 }
 
 // noteTask tells the task what happened to a run's account (a heartbeat
-// note: its timeline and status say it).
+// note that its timeline keeps as an account entry).
 func (d *Delivery) noteTask(ctx context.Context, m amp.Message, note string) {
 	if activity.IsActivity(ctx) {
 		activity.RecordHeartbeat(ctx, note)
@@ -120,7 +120,7 @@ func (d *Delivery) noteTask(ctx context.Context, m amp.Message, note string) {
 	if d.Heartbeats == nil {
 		return
 	}
-	if err := d.Heartbeats.Heartbeat(ctx, m.TaskID, task.HeartbeatInput{From: m.To, Note: note}); err != nil {
+	if err := d.Heartbeats.Heartbeat(ctx, m.TaskID, task.HeartbeatInput{From: m.To, Note: note, Account: true}); err != nil {
 		d.log().Debug("runner account heartbeat", "task_id", m.TaskID, "error", err)
 	}
 }

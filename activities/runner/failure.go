@@ -21,11 +21,14 @@ var (
 	netRE = regexp.MustCompile(`(?i)"message":\s*"terminated"|\bTypeError: terminated\b|API Error: terminated|\bfetch failed\b|` +
 		`\bECONNRESET\b|socket hang up|other side closed|stream disconnected before completion`)
 
-	epochRE     = regexp.MustCompile(`(?i)(?:reset|retry|again)[^0-9]{0,24}(\d{10})\b|limit reached\|(\d{10})\b`)
-	rfc3339RE   = regexp.MustCompile(`\d{4}-\d{2}-\d{2}T\d{2}:\d{2}(?::\d{2})?(?:\.\d+)?(?:Z|[+-]\d{2}:?\d{2})`)
-	inRE        = regexp.MustCompile(`(?i)(?:try again|retry|resets?|available again)\s+(?:in|after)\s+((?:\d+\s*(?:days?|d|hours?|hrs?|h|minutes?|mins?|m|seconds?|secs?|s)\b[\s,]*(?:and\s+)?)+)`)
-	durPartRE   = regexp.MustCompile(`(?i)(\d+)\s*(days?|d|hours?|hrs?|h|minutes?|mins?|m|seconds?|secs?|s)\b`)
-	clockRE     = regexp.MustCompile(`(?i)(?:try again|resets?|available again)\s+at\s+(\d{1,2}):(\d{2})\s*([ap]\.?m\.?)?`)
+	epochRE   = regexp.MustCompile(`(?i)(?:reset|retry|again)[^0-9]{0,24}(\d{10})\b|limit reached\|(\d{10})\b`)
+	rfc3339RE = regexp.MustCompile(`\d{4}-\d{2}-\d{2}T\d{2}:\d{2}(?::\d{2})?(?:\.\d+)?(?:Z|[+-]\d{2}:?\d{2})`)
+	inRE      = regexp.MustCompile(`(?i)(?:try again|retry|resets?|available again)\s+(?:in|after)\s+((?:\d+\s*(?:days?|d|hours?|hrs?|h|minutes?|mins?|m|seconds?|secs?|s)\b[\s,]*(?:and\s+)?)+)`)
+	durPartRE = regexp.MustCompile(`(?i)(\d+)\s*(days?|d|hours?|hrs?|h|minutes?|mins?|m|seconds?|secs?|s)\b`)
+	clockRE   = regexp.MustCompile(`(?i)(?:try again|resets?|available again)\s+at\s+(\d{1,2}):(\d{2})\s*([ap]\.?m\.?)?`)
+	// Codex names a reset on another day by date: "Try again at Dec 2nd,
+	// 2026 12:17 AM".
+	dateRE      = regexp.MustCompile(`(?i)(?:try again|resets?|available again)\s+at\s+([a-z]{3})[a-z]*\.?\s+(\d{1,2})(?:st|nd|rd|th)?,?\s+(\d{4}),?\s+(\d{1,2}):(\d{2})\s*([ap]\.?m\.?)?`)
 	stderrNoise = regexp.MustCompile(`(?i)^\s*(warning|warn)\b`)
 )
 
@@ -77,8 +80,9 @@ func clip(s string) string {
 }
 
 // resetAt reads when a rate limit lifts from a CLI's message: a Unix time,
-// an RFC 3339 time, "try again in 2 hours 5 minutes", or "try again at 3:04
-// PM" (the next such time after now, in now's zone). Zero when it says none.
+// an RFC 3339 time, "try again in 2 hours 5 minutes", "try again at Dec 2nd,
+// 2026 12:17 AM" (in now's zone), or "try again at 3:04 PM" (the next such
+// time after now, in now's zone). Zero when it says none.
 func resetAt(msg string, now time.Time) time.Time {
 	if now.IsZero() {
 		now = time.Now()
@@ -115,20 +119,43 @@ func resetAt(msg string, now time.Time) time.Time {
 			return now.Add(d)
 		}
 	}
-	if m := clockRE.FindStringSubmatch(msg); m != nil {
-		h, _ := strconv.Atoi(m[1])
-		mi, _ := strconv.Atoi(m[2])
-		switch ampm := strings.ToLower(strings.ReplaceAll(m[3], ".", "")); {
-		case ampm == "pm" && h < 12:
-			h += 12
-		case ampm == "am" && h == 12:
-			h = 0
+	if m := dateRE.FindStringSubmatch(msg); m != nil {
+		if mon, err := time.Parse("Jan", strings.ToUpper(m[1][:1])+strings.ToLower(m[1][1:])); err == nil {
+			d, _ := strconv.Atoi(m[2])
+			y, _ := strconv.Atoi(m[3])
+			return time.Date(y, mon.Month(), d, hour(m[4], m[6]), minute(m[5]), 0, 0, now.Location())
 		}
-		t := time.Date(now.Year(), now.Month(), now.Day(), h, mi, 0, 0, now.Location())
-		if !t.After(now) {
+	}
+	if m := clockRE.FindStringSubmatch(msg); m != nil {
+		t := time.Date(now.Year(), now.Month(), now.Day(), hour(m[1], m[3]), minute(m[2]), 0, 0, now.Location())
+		switch {
+		case t.After(now):
+		case now.Sub(t) < time.Minute:
+			// The clock drops the seconds: a reset within this minute
+			// is at most its end.
+			t = t.Add(time.Minute)
+		default:
 			t = t.Add(24 * time.Hour)
 		}
 		return t
 	}
 	return time.Time{}
+}
+
+// hour is a clock's hour h on 24 hours, given "am", "pm" (or "p.m.") or
+// nothing.
+func hour(h, ampm string) int {
+	n, _ := strconv.Atoi(h)
+	switch ampm = strings.ToLower(strings.ReplaceAll(ampm, ".", "")); {
+	case ampm == "pm" && n < 12:
+		n += 12
+	case ampm == "am" && n == 12:
+		n = 0
+	}
+	return n
+}
+
+func minute(m string) int {
+	n, _ := strconv.Atoi(m)
+	return n
 }

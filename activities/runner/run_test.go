@@ -295,6 +295,14 @@ func TestResetAt(t *testing.T) {
 		{"You've hit your usage limit. Try again in 1 day, 3h", now.Add(27 * time.Hour)},
 		{"usage limit reached, try again at 3:04 PM", time.Date(2026, 3, 4, 15, 4, 0, 0, time.UTC)},
 		{"usage limit reached, try again at 9:30 am", time.Date(2026, 3, 5, 9, 30, 0, 0, time.UTC)},
+		// Codex 0.171's usage limit: the time alone on the same day,
+		// with the date on another, the seconds dropped.
+		{"You’ve hit your usage limit. Try again at 10:00 AM.", time.Date(2026, 3, 4, 10, 1, 0, 0, time.UTC)},
+		{"You’ve hit your usage limit. Visit https://chatgpt.com/settings/usage to purchase more credits or try again at 1:17 PM.",
+			time.Date(2026, 3, 4, 13, 17, 0, 0, time.UTC)},
+		{"You’ve hit your usage limit. Try again at Mar 5th, 2026 12:17 AM.", time.Date(2026, 3, 5, 0, 17, 0, 0, time.UTC)},
+		{"You’ve hit your usage limit. Try again at Dec 2nd, 2026 1:05 PM.", time.Date(2026, 12, 2, 13, 5, 0, 0, time.UTC)},
+		{"You’ve hit your usage limit. Try again later.", time.Time{}},
 		{"rate limit exceeded", time.Time{}},
 	}
 	for _, c := range cases {
@@ -315,6 +323,7 @@ func TestClassify(t *testing.T) {
 		{[]string{"API Error: 401 {\"error\":\"invalid x-api-key\"}"}, "", ReasonExited, FailureAuth},
 		{nil, "Error: GEMINI_API_KEY not valid. API key not valid. Please pass a valid API key.", ReasonExited, FailureAuth},
 		{nil, "RESOURCE_EXHAUSTED: Quota exceeded", ReasonExited, FailureRateLimit},
+		{[]string{"You’ve hit your usage limit. Try again at Dec 2nd, 2026 12:17 AM."}, "", ReasonExited, FailureRateLimit},
 		{nil, "Missing environment variable: `OPENAI_API_KEY`.", ReasonExited, FailureAuth},
 		{nil, "When using Gemini API, you must specify the GEMINI_API_KEY environment variable.", ReasonExited, FailureAuth},
 		{[]string{"ANTHROPIC_API_KEY is not set"}, "", ReasonExited, FailureAuth},

@@ -364,6 +364,11 @@ type HeartbeatInput struct {
 	// reports recovering until the retried run sends its first heartbeat.
 	// Sent by ampflow's workers only, signed.
 	Recovering *Recovery `json:"recovering,omitempty"`
+	// Account says the note tells what happened to the run's account (it
+	// rests, the run goes on with another): it is always sent, and kept
+	// as a timeline entry of its own (kind account) that later
+	// heartbeats do not overwrite.
+	Account bool `json:"account,omitempty"`
 	// By and Admin are who sent it, as for SubmitInput: a heartbeat from
 	// another agent than the role's holder is refused (CodeClaimed), a
 	// recovered one excepted, which hands the work on.

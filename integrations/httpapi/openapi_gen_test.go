@@ -377,8 +377,9 @@ func apiSchemas() (map[string]obj, map[string]any) {
 		"status": ref("Status"),
 	}))
 	add("TimelineEntry", task.TimelineEntry{}, object(task.TimelineEntry{}, "One event of a task.", obj{
-		"at":     dateTime("When."),
-		"kind":   strEnum("What happened.", "message", "ack", "heartbeat", "decision", "status", "lease", "check", "subtask", "cost", "rate_limit", "parked", "say", "interrupted"),
+		"at": dateTime("When."),
+		"kind": strEnum("What happened.", "message", "ack", "heartbeat", "decision", "status", "lease", "check", "subtask", "cost", "rate_limit", "parked", "say", "interrupted",
+			"tool_call", "replan", "github", "worktree", "host", "account"),
 		"msg_id": str("The message or ACK, if any."),
 		"type":   str("The message type, if any."),
 		"from":   str("The sender, if any."),

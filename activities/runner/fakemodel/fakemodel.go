@@ -16,7 +16,8 @@
 // turn was written (the same path and conversation, after its stream was
 // cut, say) gets that turn again, as a model answers the same conversation the same
 // way: a retry does not shift the script. A turn never written (a hang, a
-// hold the client left, an error status) is not given again. Every request is recorded, so a test
+// hold the client left, an error status) is not given again. A turn may be
+// For one run (a text in its requests) and for one Key (an account). Every request is recorded, so a test
 // can assert what reached the model, for example a tool's output.
 package fakemodel
 
@@ -28,6 +29,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"strings"
 	"sync"
 )
@@ -62,6 +64,10 @@ type Turn struct {
 	// of several runs that go at once can share one script, each run's
 	// in order; a request no such turn is left for gets a side reply.
 	For string
+	// Key, when set, is the only credential the turn answers
+	// (Request.Key): an agent request with another key does not take it,
+	// so a test can tell apart the accounts of one runner.
+	Key string
 }
 
 // ToolCall is a call of one of the CLI's tools, by the CLI's own name for it.
@@ -83,6 +89,26 @@ type Request struct {
 	// conversation) whose turn Turn was written: it was answered with
 	// that turn again.
 	Retry bool
+}
+
+// Key is the API key the request carries, as each API takes it: the
+// Authorization bearer (OpenAI), x-api-key (Anthropic), x-goog-api-key or
+// the key query parameter (Gemini). Empty when it has none.
+func (r Request) Key() string {
+	if k, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer "); ok {
+		return strings.TrimSpace(k)
+	}
+	for _, h := range []string{"X-Api-Key", "X-Goog-Api-Key"} {
+		if k := r.Header.Get(h); k != "" {
+			return k
+		}
+	}
+	if _, q, ok := strings.Cut(r.Path, "?"); ok {
+		if v, err := url.ParseQuery(q); err == nil {
+			return v.Get("key")
+		}
+	}
+	return ""
 }
 
 // Text reports whether s occurs in the request body, either as is or as it
@@ -223,7 +249,7 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 	if d.agent(body) {
 		s.mu.Lock()
 		prev, seen := s.answered[key]
-		free := s.free(body)
+		free := s.free(Request{Header: r.Header, Path: r.URL.RequestURI(), Body: body})
 		switch {
 		case seen:
 			turn, idx, retry = s.turns[prev], prev, true
@@ -296,11 +322,11 @@ func (s *Server) written(key [sha256.Size]byte, idx int) {
 	}
 }
 
-// free is the first turn not yet served that a request with body may
-// take, -1 when there is none; s.mu is held.
-func (s *Server) free(body []byte) int {
+// free is the first turn not yet served that r may take, -1 when there
+// is none; s.mu is held.
+func (s *Server) free(r Request) int {
 	for i, t := range s.turns {
-		if !s.served[i] && (t.For == "" || (Request{Body: body}).Text(t.For)) {
+		if !s.served[i] && (t.For == "" || r.Text(t.For)) && (t.Key == "" || r.Key() == t.Key) {
 			return i
 		}
 	}

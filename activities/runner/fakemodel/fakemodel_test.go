@@ -346,3 +346,72 @@ func TestRetryKnownByConversation(t *testing.T) {
 		}
 	}
 }
+
+// A turn for a key goes only to a request carrying it, however each API
+// carries it.
+func TestTurnForKey(t *testing.T) {
+	reset := time.Now().Add(time.Hour).Truncate(time.Second)
+	s := New(Turn{Text: "for b", Key: "sk-b"}, func() Turn { l := Limited(Responses, reset); l.Key = "sk-a"; return l }())
+	defer s.Close()
+	send := func(key string) *http.Response {
+		req, _ := http.NewRequest(http.MethodPost, s.URL()+"/v1/responses", strings.NewReader(`{"model":"m","stream":true,`+tools+`,"input":"`+key+`"}`))
+		req.Header.Set("Authorization", "Bearer "+key)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return resp
+	}
+	resp := send("sk-a")
+	b, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	var body struct {
+		Error struct {
+			Type     string `json:"type"`
+			ResetsAt int64  `json:"resets_at"`
+		} `json:"error"`
+	}
+	if err := json.Unmarshal(b, &body); err != nil || resp.StatusCode != 429 || body.Error.Type != "usage_limit_reached" || body.Error.ResetsAt != reset.Unix() {
+		t.Errorf("account a: %d %s, want 429 usage_limit_reached resetting at %d", resp.StatusCode, b, reset.Unix())
+	}
+	resp = send("sk-b")
+	resp.Body.Close()
+	if reqs := s.Requests(); len(reqs) != 2 || reqs[0].Turn != 1 || reqs[1].Turn != 0 || reqs[1].Key() != "sk-b" {
+		t.Errorf("requests %+v, want a's the limit and b's its turn", reqs)
+	}
+}
+
+func TestRequestKey(t *testing.T) {
+	cases := []struct {
+		header http.Header
+		path   string
+		want   string
+	}{
+		{http.Header{"Authorization": {"Bearer sk-1"}}, "/v1/responses", "sk-1"},
+		{http.Header{"X-Api-Key": {"sk-ant-2"}}, "/v1/messages", "sk-ant-2"},
+		{http.Header{"X-Goog-Api-Key": {"g-3"}}, "/v1beta/models/m:streamGenerateContent?alt=sse", "g-3"},
+		{http.Header{}, "/v1beta/models/m:generateContent?key=g-4", "g-4"},
+		{http.Header{}, "/v1/messages", ""},
+	}
+	for _, c := range cases {
+		if got := (Request{Header: c.header, Path: c.path}).Key(); got != c.want {
+			t.Errorf("Key of %v %s = %q, want %q", c.header, c.path, got, c.want)
+		}
+	}
+}
+
+// Each API's limit is a 429 whose reset the vendor's own fields carry.
+func TestLimited(t *testing.T) {
+	reset := time.Now().Add(90 * time.Second)
+	for api, want := range map[API]string{
+		Responses:       `"resets_in_seconds":90`,
+		Messages:        `"type":"rate_limit_error"`,
+		ChatCompletions: `try again in 90s`,
+		Gemini:          `"retryDelay":"90s"`,
+	} {
+		l := Limited(api, reset)
+		if l.Status != 429 || !strings.Contains(l.Body, want) || !json.Valid([]byte(l.Body)) {
+			t.Errorf("%s: %d %s, want 429 with %s", api, l.Status, l.Body, want)
+		}
+	}
+}
