@@ -218,6 +218,10 @@ type Input struct {
 	// slots (runner.slots): the higher first, from MinPriority to
 	// MaxPriority; 0 by default.
 	Priority int `json:"priority,omitempty"`
+	// Queue, when set, merges the task's branch into Queue.Target
+	// through the target's merge queue after its final approval, instead
+	// of ending there (local repositories).
+	Queue *QueueSpec `json:"queue,omitempty"`
 	// Policy is what the task runs by. The task sets it when it starts,
 	// from the worker's configuration and Handling: a policy a client puts
 	// here is ignored.
@@ -268,6 +272,9 @@ type Result struct {
 	RejectCount int      `json:"reject_count"`
 	CIRounds    int      `json:"ci_rounds"`
 	MsgIDs      []string `json:"msg_ids"`
+	// Merged is the target's head the merge queue moved it to; empty
+	// for a task without a queue.
+	Merged string `json:"merged,omitempty"`
 }
 
 // Names of the workflow's handlers.
