@@ -42,11 +42,11 @@ type State struct {
 	CIRepo string `json:"ci_repo,omitempty"`
 	// PullRequest is the URL of the task's pull request; MergeCommit the
 	// commit that merged it. Empty without delivery.pull_request.
-	PullRequest  string        `json:"pull_request,omitempty"`
-	MergeCommit  string        `json:"merge_commit,omitempty"`
+	PullRequest string `json:"pull_request,omitempty"`
+	MergeCommit string `json:"merge_commit,omitempty"`
 	// Queue is the task's place in its target's merge queue; absent for
 	// a task without one (task.Input.Queue) until it enters it.
-	Queue *QueueState `json:"queue,omitempty"`
+	Queue        *QueueState   `json:"queue,omitempty"`
 	Subtasks     []amp.Subtask `json:"subtasks"`
 	SubtaskIndex int           `json:"subtask_index"`
 	// Subtask is the current subtask, nil before dispatch and after the last.
