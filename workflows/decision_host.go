@@ -30,6 +30,7 @@ var expiryOptions = map[decision.Kind]string{
 	task.KindHallucinationLock: task.OptTerminate,
 	task.KindAgentEscalation:   task.OptTerminate,
 	task.KindLeaseWait:         task.OptTerminate,
+	task.KindMergeQueue:        task.OptTerminate,
 }
 
 // expiryOption returns the option a decision of kind expires into.

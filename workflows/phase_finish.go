@@ -67,6 +67,7 @@ func (t *taskRun) finish(ctx workflow.Context) (task.Result, error) {
 		// Before the lease goes: the next task on the branch checks it out.
 		t.cleanupWorktrees(ctx)
 	}
+	t.releaseQueueLease(ctx)
 	t.releaseLease(ctx)
 	t.withdrawDecision(ctx, "the task is "+string(t.Status))
 	t.decisions.Drop()

@@ -138,6 +138,9 @@ func (t *taskRun) afterReviews() phase {
 
 // afterFinal is where the final approval goes: to the merge when asked.
 func (t *taskRun) afterFinal() phase {
+	if t.In.Queue != nil {
+		return phaseQueue
+	}
 	if t.In.Policy.Delivery.Merges() {
 		return phaseMerge
 	}

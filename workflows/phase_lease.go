@@ -155,6 +155,9 @@ func (t *taskRun) takeLease(ctx workflow.Context) (phase, error) {
 // task that has ended ignores it (its release at the end left the queue
 // first).
 func (t *taskRun) leaseGranted(g task.LeaseGrant) {
+	if t.queueGranted(g) {
+		return
+	}
 	if t.Status.Terminal() || t.Lease != nil || g.Lease.LeaseID == "" {
 		return
 	}

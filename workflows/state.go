@@ -67,6 +67,9 @@ type taskState struct {
 	// GitHub is the task's push and pull request (delivery.*); nil
 	// without delivery.
 	GitHub *githubState `json:"github,omitempty"`
+	// Queue is the task's place in its target's merge queue; nil until
+	// it enters it.
+	Queue *queueState `json:"queue,omitempty"`
 
 	// Outbox holds messages sent to agents and not yet ACKed.
 	Outbox []amp.Message `json:"outbox,omitempty"`
@@ -398,6 +401,13 @@ func (s *taskState) view() task.State {
 	if gs := s.GitHub; gs != nil {
 		st.PullRequest, st.MergeCommit = gs.URL, gs.MergeCommit
 	}
+	if q := s.Queue; q != nil {
+		qs := q.QueueState
+		st.Queue = &qs
+		if q.Merged != "" {
+			st.MergeCommit = q.Merged
+		}
+	}
 	if st.Timeline == nil {
 		st.Timeline = []task.TimelineEntry{}
 	}
@@ -421,5 +431,14 @@ func (s *taskState) result() task.Result {
 		RejectCount: s.RejectCount,
 		CIRounds:    s.CIRounds,
 		MsgIDs:      append([]string{}, s.MsgIDs...),
+		Merged:      s.merged(),
 	}
+}
+
+// merged is the target's head the merge queue moved it to, if it did.
+func (s *taskState) merged() string {
+	if s.Queue == nil {
+		return ""
+	}
+	return s.Queue.Merged
 }

@@ -62,6 +62,7 @@ var steps = map[phase]func(*taskRun, workflow.Context) (phase, error){
 	phaseDeliver:     (*taskRun).deliver,       // delivery.push: push the result; open or update the pull request
 	phasePRReview:    (*taskRun).prReview,      // delivery.pull_request: ready; GitHub reviews are a review round
 	phaseMerge:       (*taskRun).merge,         // delivery.merge: merge with checks green; a conflict is a rebase round
+	phaseQueue:       (*taskRun).mergeQueue,    // the target's merge queue: rebase, CI, move the target; a conflict is a round
 }
 
 // Task runs one AMP task from plan approval to done. The workflow carries
