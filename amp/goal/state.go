@@ -4,6 +4,7 @@ import (
 	"time"
 
 	"github.com/ampflow/ampflow/amp/decision"
+	"github.com/ampflow/ampflow/amp/task"
 )
 
 // WorkflowType is the goal workflow's registered name.
@@ -55,7 +56,7 @@ const (
 	TaskWaiting    TaskStatus = "waiting"    // its blockers are not all done
 	TaskStarting   TaskStatus = "starting"   // its branch is made and its task started
 	TaskRunning    TaskStatus = "running"    // its task runs
-	TaskDone       TaskStatus = "done"       // its task is done
+	TaskDone       TaskStatus = "done"       // its task is done: merged into the target
 	TaskTerminated TaskStatus = "terminated" // its task ended terminated (or could not start)
 	TaskHeld       TaskStatus = "held"       // a blocker ended terminated: it waits for an admin
 )
@@ -80,6 +81,15 @@ type TaskState struct {
 	// Overlaps are the tasks whose branches change files this task's
 	// branch changes too, with the files.
 	Overlaps []Overlap `json:"overlaps,omitempty"`
+	// Queue is where the task stands in the target's merge queue
+	// (queued, merging, round, merged); empty before it enters it.
+	// QueuedAt is when it last entered it, QueueRounds the rounds the
+	// queue sent it back to its executor.
+	Queue       task.QueueStatus `json:"queue,omitempty"`
+	QueuedAt    time.Time        `json:"queued_at,omitzero"`
+	QueueRounds int              `json:"queue_rounds,omitempty"`
+	// Merged is the target's head the task's merge made.
+	Merged string `json:"merged,omitempty"`
 }
 
 // Overlap is a file set two tasks' branches both change.
@@ -99,9 +109,13 @@ type State struct {
 	Digest  string             `json:"digest,omitempty"`
 	Pending *decision.Decision `json:"pending,omitempty"`
 	// Approval is how the graph was approved.
-	Approval  *decision.Outcome `json:"approval,omitempty"`
-	Tasks     []TaskState       `json:"tasks"`
-	Reason    string            `json:"reason,omitempty"`
-	StartedAt time.Time         `json:"started_at"`
-	EndedAt   time.Time         `json:"ended_at,omitzero"`
+	Approval *decision.Outcome `json:"approval,omitempty"`
+	Tasks    []TaskState       `json:"tasks"`
+	// Queue is the keys of the goal's tasks in the target's merge queue,
+	// in its order: the one merging, then the queued by when they
+	// entered. Tasks of other goals on the same target queue with them.
+	Queue     []string  `json:"queue,omitempty"`
+	Reason    string    `json:"reason,omitempty"`
+	StartedAt time.Time `json:"started_at"`
+	EndedAt   time.Time `json:"ended_at,omitzero"`
 }

@@ -187,6 +187,14 @@ func (r *run) setup(ctx workflow.Context) error {
 		workflow.UpdateHandlerOptions{Validator: r.validateDecide}); err != nil {
 		return err
 	}
+	moves := workflow.GetSignalChannel(ctx, task.SignalQueueMove)
+	workflow.Go(ctx, func(ctx workflow.Context) {
+		for {
+			var mv task.QueueMove
+			moves.Receive(ctx, &mv)
+			r.queueMove(mv)
+		}
+	})
 	r.engine.Start(ctx)
 	workflow.Go(ctx, r.drain)
 	return nil
@@ -195,6 +203,7 @@ func (r *run) setup(ctx workflow.Context) error {
 func (r *run) snapshot() goal.State {
 	s := r.State
 	s.Tasks = slices.Clone(r.Tasks)
+	s.Queue = slices.Clone(r.Queue)
 	if d := r.engine.Pending(); d != nil {
 		c := *d
 		s.Pending = &c

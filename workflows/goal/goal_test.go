@@ -41,6 +41,10 @@ type harness struct {
 	told  []goalacts.TellTaskInput
 	// attempts is each key's last start's Attempt.
 	attempts map[string]int
+	// unmerged are the keys whose tasks end done without a merge.
+	unmerged map[string]bool
+	// queues are the merge queues the tasks were started with, by key.
+	queues map[string]task.QueueSpec
 }
 
 // run runs g, each task taking its time on the test clock.
@@ -57,8 +61,11 @@ func (h *harness) run(in Input) {
 			h.mu.Lock()
 			end := h.ends[key]
 			h.mu.Unlock()
-			if end == "" {
-				return task.Result{TaskID: in.TaskID, Status: task.StatusDone}, nil
+			if end == "" || end == task.StatusDone {
+				if h.unmerged[key] {
+					return task.Result{TaskID: in.TaskID, Status: task.StatusDone}, nil
+				}
+				return task.Result{TaskID: in.TaskID, Status: task.StatusDone, Merged: "m-" + key}, nil
 			}
 			return task.Result{TaskID: in.TaskID, Status: end, Reason: "plan rejected by bob"}, nil
 		})
@@ -77,7 +84,8 @@ func newHarness(t *testing.T, pol task.Policy) *harness {
 	var s testsuite.WorkflowTestSuite
 	s.SetLogger(log.NewStructuredLogger(slog.New(slog.NewTextHandler(io.Discard, nil))))
 	h := &harness{t: t, env: s.NewTestWorkflowEnvironment(), started: map[string]time.Time{},
-		takes: map[string]time.Duration{}, ends: map[string]task.Status{}, attempts: map[string]int{}}
+		takes: map[string]time.Duration{}, ends: map[string]task.Status{}, attempts: map[string]int{},
+		unmerged: map[string]bool{}, queues: map[string]task.QueueSpec{}}
 	env := h.env
 	env.RegisterWorkflow(Goal)
 	env.RegisterActivity(&activities.Activities{DecisionKey: testDecisionKey})
@@ -111,6 +119,9 @@ func newHarness(t *testing.T, pol task.Policy) *harness {
 		id := "T-2026-00" + string(rune('1'+len(h.starts)))
 		h.starts = append(h.starts, in.Key)
 		h.attempts[in.Key] = in.Attempt
+		if q := in.Input.Queue; q != nil {
+			h.queues[in.Key] = *q
+		}
 		h.started[in.Key] = env.Now()
 		return goalacts.StartTaskResult{TaskID: id + "|" + in.Key, Base: "abc"}, nil
 	})
@@ -353,7 +364,7 @@ func TestResumesCarried(t *testing.T) {
 	h := newHarness(t, policy(task.HandlingAuto))
 	g := diamond()
 	st := goal.State{Goal: g, Status: goal.StatusRunning, Target: "main", Tasks: []goal.TaskState{
-		{Key: "schema", Status: goal.TaskDone, TaskID: "T-2026-001|schema"},
+		{Key: "schema", Status: goal.TaskDone, TaskID: "T-2026-001|schema", Queue: task.QueueMerged, Merged: "m-schema"},
 		{Key: "api", Status: goal.TaskRunning, TaskID: "T-2026-002|api", BlockedBy: []string{"schema"}},
 		{Key: "ui", Status: goal.TaskStarting, BlockedBy: []string{"schema"}},
 		{Key: "docs", Status: goal.TaskWaiting, BlockedBy: []string{"api", "ui"}, WaitingOn: []string{"api", "ui"}},
@@ -368,5 +379,65 @@ func TestResumesCarried(t *testing.T) {
 	}
 	if h.attempts["ui"] != 0 {
 		t.Errorf("ui started as attempt %d, want 0 again", h.attempts["ui"])
+	}
+}
+
+// TestMergeQueueView: each task starts in its target's merge queue; the
+// goal shows the queue's order as its tasks tell it, and docs starts
+// once api and ui are merged.
+func TestMergeQueueView(t *testing.T) {
+	h := newHarness(t, policy(task.HandlingAuto))
+	h.takes = map[string]time.Duration{"schema": time.Second, "api": time.Hour, "ui": time.Hour, "docs": time.Second}
+	move := func(key string, s task.QueueStatus) {
+		for _, ts := range h.state().Tasks {
+			if ts.Key == key {
+				h.env.SignalWorkflow(task.SignalQueueMove, task.QueueMove{Key: key, TaskID: ts.TaskID, Status: s, At: h.env.Now()})
+			}
+		}
+	}
+	var queued, merging goal.State
+	h.env.RegisterDelayedCallback(func() { move("ui", task.QueueQueued) }, 10*time.Minute)
+	h.env.RegisterDelayedCallback(func() { move("api", task.QueueQueued) }, 11*time.Minute)
+	h.env.RegisterDelayedCallback(func() { queued = h.state(); move("api", task.QueueMerging) }, 12*time.Minute)
+	h.env.RegisterDelayedCallback(func() { merging = h.state() }, 13*time.Minute)
+	h.run(Input{Goal: diamond()})
+	st := h.result()
+	if st.Status != goal.StatusDone {
+		t.Fatalf("status %s (%s)", st.Status, st.Reason)
+	}
+	if strings.Join(queued.Queue, ",") != "ui,api" || strings.Join(merging.Queue, ",") != "api,ui" {
+		t.Errorf("queue %v when both queued, %v once api merges", queued.Queue, merging.Queue)
+	}
+	for _, ts := range merging.Tasks {
+		if ts.Key == "api" && ts.Queue != task.QueueMerging || ts.Key == "ui" && (ts.Queue != task.QueueQueued || ts.QueuedAt.IsZero()) {
+			t.Errorf("task %s in the queue: %s at %v", ts.Key, ts.Queue, ts.QueuedAt)
+		}
+	}
+	for _, ts := range st.Tasks {
+		if ts.Queue != task.QueueMerged || ts.Merged != "m-"+ts.Key {
+			t.Errorf("task %s ended %s %q", ts.Key, ts.Queue, ts.Merged)
+		}
+		if q := h.queues[ts.Key]; q.Target != "main" || q.Goal != WorkflowID("G-0000abcd") || q.Key != ts.Key {
+			t.Errorf("task %s started with queue %+v", ts.Key, q)
+		}
+	}
+	if len(st.Queue) != 0 {
+		t.Errorf("queue %v after every merge", st.Queue)
+	}
+}
+
+// TestDoneUnmerged: a task that ends done without a merge holds its
+// dependents: the admins decide, as for a terminated task.
+func TestDoneUnmerged(t *testing.T) {
+	h := newHarness(t, policy(task.HandlingAuto))
+	h.unmerged["schema"] = true
+	var st goal.State
+	h.env.RegisterDelayedCallback(func() { st = h.state(); _ = h.answer(goal.OptAbandon) }, time.Hour)
+	h.run(Input{Goal: diamond()})
+	if st.Status != goal.StatusBlocked || st.Tasks[0].Status != goal.TaskTerminated || !strings.Contains(st.Tasks[0].Reason, "not merged into main") {
+		t.Errorf("blocked %s: %+v", st.Status, st.Tasks[0])
+	}
+	if len(h.starts) != 1 {
+		t.Errorf("starts %v: a dependent started on an unmerged blocker", h.starts)
 	}
 }

@@ -25,7 +25,8 @@ func (r *run) startReady(ctx workflow.Context) {
 	for i := range r.Tasks {
 		t := &r.Tasks[i]
 		t.WaitingOn = slices.DeleteFunc(slices.Clone(t.BlockedBy), func(k string) bool {
-			return r.Tasks[r.index(k)].Status == goal.TaskDone
+			b := r.Tasks[r.index(k)]
+			return b.Status == goal.TaskDone && b.Merged != ""
 		})
 		if t.Status != goal.TaskWaiting || len(t.WaitingOn) > 0 {
 			continue
@@ -46,6 +47,7 @@ func (r *run) runTask(ctx workflow.Context, i int) {
 	spec := r.Goal.Tasks[i]
 	in := goalacts.StartTaskInput{GoalID: r.Goal.ID, Key: spec.Key, Attempt: attempt, Target: r.Target, Input: task.Input{
 		Plan: spec.Plan, Coordinator: r.in.Coordinator, CreateBranch: true,
+		Queue: &task.QueueSpec{Target: r.Target, Goal: r.id, Key: spec.Key},
 	}}
 	sctx := workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
 		StartToCloseTimeout: 2 * time.Minute,
@@ -78,8 +80,17 @@ func (r *run) awaitTask(ctx workflow.Context, i int, taskID string) {
 		}
 		return
 	}
-	if res.Status == task.StatusDone {
+	if res.Status == task.StatusDone && res.Merged != "" {
+		t := &r.Tasks[i]
+		t.Queue, t.Merged = task.QueueMerged, res.Merged
+		r.queueOrder()
 		r.finishTask(ctx, i, goal.TaskDone, "")
+		return
+	}
+	if res.Status == task.StatusDone {
+		// Its dependents start from a target that holds its work, or not
+		// at all: the admins decide.
+		r.finishTask(ctx, i, goal.TaskTerminated, "done, but not merged into "+r.Target)
 		return
 	}
 	r.finishTask(ctx, i, goal.TaskTerminated, res.Reason)
@@ -95,7 +106,7 @@ func (r *run) finishTask(ctx workflow.Context, i int, s goal.TaskStatus, reason 
 // recordTask writes a task's move in the goal's chain.
 func (r *run) recordTask(ctx workflow.Context, i int, what string) {
 	t := r.Tasks[i]
-	b, _ := json.Marshal(map[string]any{"key": t.Key, "task_id": t.TaskID, "event": what, "reason": t.Reason, "base": t.Base})
+	b, _ := json.Marshal(map[string]any{"key": t.Key, "task_id": t.TaskID, "event": what, "reason": t.Reason, "base": t.Base, "merged": t.Merged})
 	id := fmt.Sprintf("%s-%s-%d-%s", r.id, t.Key, r.attempts[i], what)
 	r.queue = append(r.queue, effect{record: &activities.RecordEntry{ID: id, Kind: kindGoal, Body: b, RecordedAt: workflow.Now(ctx)}})
 }
@@ -183,6 +194,8 @@ func (r *run) takeBlocked(ctx workflow.Context, o decision.Outcome) bool {
 	if o.Option == goal.OptRetry && i >= 0 && r.Tasks[i].Status == goal.TaskTerminated {
 		t := &r.Tasks[i]
 		t.Status, t.Reason, t.TaskID, t.StartedAt, t.EndedAt = goal.TaskWaiting, "", "", time.Time{}, time.Time{}
+		t.Queue, t.QueuedAt, t.QueueRounds, t.Merged = "", time.Time{}, 0, ""
+		r.queueOrder()
 		r.Status, r.Reason = goal.StatusRunning, ""
 		return false
 	}
@@ -210,4 +223,47 @@ func errMessage(err error) string {
 		return app.Message()
 	}
 	return err.Error()
+}
+
+// queueMove takes a task's move in the target's merge queue, as its
+// task tells it (task.SignalQueueMove).
+func (r *run) queueMove(mv task.QueueMove) {
+	i := r.index(mv.Key)
+	if i < 0 || r.Tasks[i].TaskID != mv.TaskID || r.Tasks[i].Queue == task.QueueMerged {
+		return
+	}
+	t := &r.Tasks[i]
+	if mv.Status == task.QueueQueued && t.Queue != task.QueueQueued {
+		t.QueuedAt = mv.At
+	}
+	t.Queue, t.QueueRounds = mv.Status, mv.Rounds
+	if mv.Status == task.QueueMerged {
+		t.Merged = mv.Commit
+	}
+	r.queueOrder()
+}
+
+// queueOrder lists the goal's tasks in the merge queue: the merging
+// first, then the queued by when they entered.
+func (r *run) queueOrder() {
+	var in []int
+	for i, t := range r.Tasks {
+		if t.Queue == task.QueueQueued || t.Queue == task.QueueMerging {
+			in = append(in, i)
+		}
+	}
+	slices.SortStableFunc(in, func(a, b int) int {
+		ta, tb := r.Tasks[a], r.Tasks[b]
+		if (ta.Queue == task.QueueMerging) != (tb.Queue == task.QueueMerging) {
+			if ta.Queue == task.QueueMerging {
+				return -1
+			}
+			return 1
+		}
+		return ta.QueuedAt.Compare(tb.QueuedAt)
+	})
+	r.Queue = nil
+	for _, i := range in {
+		r.Queue = append(r.Queue, r.Tasks[i].Key)
+	}
 }
