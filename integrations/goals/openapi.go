@@ -3,6 +3,7 @@ package goals
 import (
 	"github.com/ampflow/ampflow/amp/decision"
 	"github.com/ampflow/ampflow/amp/goal"
+	"github.com/ampflow/ampflow/amp/task"
 )
 
 // The goal routes' OpenAPI operations and schemas.
@@ -34,7 +35,8 @@ var opStart = map[string]any{
 	"operationId": "startGoal",
 	"summary":     "Start a goal: a graph of tasks",
 	"description": "Takes a goal file as JSON (ampflow goal start turns YAML into it). Each task's plan is checked as task start checks one (its repo defaults to the goal's, its branch to goal/<goal_id>/<key>), and the graph is checked: unique keys, every blocked_by naming a task, no cycle (named: \"tasks a → b → a form a cycle\"), at most 50 tasks and 20 blockers a task. " +
-		"The goal's workflow then asks the admins to approve the whole graph as one goal_plan decision bound by digest (when the plan approval of its highest risk level asks an admin), and starts each task once the tasks it is blocked by are done, on a branch made from the target's head at that time.",
+		"The goal's workflow then asks the admins to approve the whole graph as one goal_plan decision bound by digest (when the plan approval of its highest risk level asks an admin), and starts each task once the tasks it is blocked by are merged, on a branch made from the target's head at that time. " +
+		"A task whose review and final approval pass enters the target's merge queue: one task at a time per repository and target, its branch is rebased onto the target's head, its CI runs on the rebase, and the target is moved to it.",
 	"tags":        []string{"Goals"},
 	"requestBody": map[string]any{"required": true, "content": jsonBody(ref("GoalFile"))},
 	"responses": responses("201", "GoalStartResponse", map[string]string{
@@ -46,6 +48,7 @@ var opGet = map[string]any{
 	"operationId": "getGoal",
 	"summary":     "Read a goal: its graph, each task's state and cost, what waits on whom",
 	"description": "The goal's status (awaiting_approval, running, blocked, done, rejected, failed, terminated), its target, each task's status in the goal (waiting, starting, running, done, terminated, held), the blockers it still waits on, its task id, branch and base once started, its task's own status and cost, and the files its branch changes that another running task's branch changes too. " +
+		"Each task's place in the target's merge queue (queued, merging, round, merged), the commit its merge made, and the queue's order. " +
 		"A task that ends terminated holds the tasks that wait on it, and the goal is blocked on a goal_blocked decision: retry the task as a new task, or abandon the goal.",
 	"tags": []string{"Goals"},
 	"parameters": []any{map[string]any{"in": "path", "name": "id", "required": true, "description": "The goal id, G- and eight hex digits.",
@@ -111,6 +114,7 @@ var schemas = map[string]any{
 		"pending":    ref("Decision"),
 		"approval":   ref("Outcome"),
 		"tasks":      map[string]any{"type": "array", "items": ref("GoalTaskView")},
+		"queue":      stringList("The keys of its tasks in the target's merge queue, in order: the one merging, then the queued by when they entered. Tasks of other goals on the same target queue with them."),
 		"reason":     typed("string", "Why the goal is blocked, or how it ended."),
 		"started_at": timeOf("When the goal started."),
 		"ended_at":   timeOf("When it ended; absent while it runs."),
@@ -120,18 +124,24 @@ var schemas = map[string]any{
 		"key": typed("string", "The task's key."),
 		"status": enum("The task in the goal: held waits on a terminated task.", string(goal.TaskWaiting), string(goal.TaskStarting), string(goal.TaskRunning),
 			string(goal.TaskDone), string(goal.TaskTerminated), string(goal.TaskHeld)),
-		"blocked_by":  stringList("The keys it is blocked by."),
-		"waiting_on":  stringList("Those not yet done."),
-		"task_id":     typed("string", "Its task, once started."),
-		"repo":        typed("string", "Its repository."),
-		"branch":      typed("string", "Its branch."),
-		"base":        typed("string", "The target's head its branch was made from."),
-		"started_at":  timeOf("When its task started."),
-		"ended_at":    timeOf("When its task ended."),
-		"reason":      typed("string", "Why it ended terminated, or is held."),
-		"overlaps":    map[string]any{"type": "array", "items": ref("GoalOverlap"), "description": "Running tasks whose branches change the same files."},
-		"task_status": typed("string", "Its task's own status (in_review, say)."),
-		"cost_usd":    typed("number", "What its task has cost, in dollars."),
+		"blocked_by": stringList("The keys it is blocked by."),
+		"waiting_on": stringList("Those not yet done."),
+		"task_id":    typed("string", "Its task, once started."),
+		"repo":       typed("string", "Its repository."),
+		"branch":     typed("string", "Its branch."),
+		"base":       typed("string", "The target's head its branch was made from."),
+		"started_at": timeOf("When its task started."),
+		"ended_at":   timeOf("When its task ended."),
+		"reason":     typed("string", "Why it ended terminated, or is held."),
+		"overlaps":   map[string]any{"type": "array", "items": ref("GoalOverlap"), "description": "Running tasks whose branches change the same files."},
+		"queue": enum("Where it stands in the target's merge queue: queued for the target's lease, merging (rebase, CI, the move of the target), "+
+			"round (a conflict or failing CI sent it back to its executor), merged. Absent before it enters the queue.",
+			string(task.QueueQueued), string(task.QueueMerging), string(task.QueueRound), string(task.QueueMerged)),
+		"queued_at":    timeOf("When it last entered the merge queue."),
+		"queue_rounds": typed("integer", "The rounds the merge queue sent it back to its executor."),
+		"merged":       typed("string", "The target's head its merge made."),
+		"task_status":  typed("string", "Its task's own status (in_review, say)."),
+		"cost_usd":     typed("number", "What its task has cost, in dollars."),
 	}),
 	"GoalOverlap": obj([]string{"with", "files"}, map[string]any{
 		"with":  typed("string", "The other task's key."),

@@ -36,10 +36,10 @@ func (f *cliGoals) State(_ context.Context, id string) (goal.State, error) {
 		if g.ID == id {
 			return goal.State{Goal: g, Status: goal.StatusRunning, Target: "main", Tasks: []goal.TaskState{
 				{Key: "api", Status: goal.TaskRunning, TaskID: "T-2026-007", Branch: goal.Branch(id, "api"),
-					Overlaps: []goal.Overlap{{With: "ui", Files: []string{"shared.go"}}}},
-				{Key: "ui", Status: goal.TaskRunning, TaskID: "T-2026-008", Branch: goal.Branch(id, "ui")},
+					Overlaps: []goal.Overlap{{With: "ui", Files: []string{"shared.go"}}}, Queue: task.QueueMerging},
+				{Key: "ui", Status: goal.TaskRunning, TaskID: "T-2026-008", Branch: goal.Branch(id, "ui"), Queue: task.QueueQueued, QueueRounds: 1},
 				{Key: "docs", Status: goal.TaskWaiting, BlockedBy: []string{"api", "ui"}, WaitingOn: []string{"api", "ui"}, Branch: goal.Branch(id, "docs")},
-			}}, nil
+			}, Queue: []string{"api", "ui"}}, nil
 		}
 	}
 	return goal.State{}, &task.Error{Code: task.CodeNotFound, Message: "no goal " + id}
@@ -86,7 +86,8 @@ func TestGoalCommands(t *testing.T) {
 		t.Fatalf("exit %d\n%s%s", r.code, r.stdout, r.stderr)
 	}
 	r = run(t, "", env, nil, "goal", "show", id)
-	for _, want := range []string{"goal " + id + ": running", "docs", "api, ui", "T-2026-007", "in_progress", "$1.50", "overlap: api and ui both change shared.go"} {
+	for _, want := range []string{"goal " + id + ": running", "docs", "api, ui", "T-2026-007", "in_progress", "$1.50", "overlap: api and ui both change shared.go",
+		"merging", "queued (1 rounds)", "merge queue of main: api, ui"} {
 		if !strings.Contains(r.stdout, want) {
 			t.Errorf("show lacks %q:\n%s%s", want, r.stdout, r.stderr)
 		}
