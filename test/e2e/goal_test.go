@@ -24,13 +24,19 @@ func goalPlan(key string) map[string]any {
 }
 
 // goalPlayer plays a goal's agents over the API: the executor commits
-// key.txt in a worktree of the task's branch, the reviewer approves.
+// key.txt (or what file says) in a worktree of the task's branch, which
+// it removes after, and rebases the branch onto main when the merge
+// queue sends it back; the reviewer approves.
 type goalPlayer struct {
 	t       *testing.T
 	c       *apiClient
 	repo    string
 	id      string
 	handled map[string]bool
+	// file names the file a task's executor writes; nil is key.txt.
+	file func(key string) string
+	// rounds are the dispatches of the queue's rounds, by key.
+	rounds map[string]int
 }
 
 // show reads the goal.
@@ -79,7 +85,17 @@ func (g *goalPlayer) until(what string, within time.Duration, cond func(goals.Vi
 					a.repo = filepath.Join(t.TempDir(), "wt")
 					git(t, g.repo, "worktree", "add", "-q", a.repo, branch)
 					key := branch[strings.LastIndex(branch, "/")+1:]
-					reply = a.work(m, key+".txt", key+"\n")
+					file := key + ".txt"
+					if g.file != nil {
+						file = g.file(key)
+					}
+					if strings.Contains(m.Dispatch().Description, "merge queue") {
+						g.rounds[key]++
+						reply = a.rebase(m, file)
+					} else {
+						reply = a.work(m, file, key+"\n")
+					}
+					git(t, g.repo, "worktree", "remove", "--force", a.repo)
 				case amp.TypeReviewRequest:
 					reply = a.verdict(m, amp.DecisionApproved)
 				default:
@@ -98,7 +114,7 @@ func startGoal(t *testing.T, c *apiClient, repo string, tasks ...any) *goalPlaye
 	if code, resp := c.call("POST", "/v1/goals", file, &started); code != http.StatusCreated {
 		t.Fatalf("POST /v1/goals: %d %s", code, resp)
 	}
-	return &goalPlayer{t: t, c: c, repo: repo, id: started.GoalID, handled: map[string]bool{}}
+	return &goalPlayer{t: t, c: c, repo: repo, id: started.GoalID, handled: map[string]bool{}, rounds: map[string]int{}}
 }
 
 // TestGoalJoin runs a goal of three tasks on a real `ampflow dev`: api and
@@ -107,7 +123,8 @@ func startGoal(t *testing.T, c *apiClient, repo string, tasks ...any) *goalPlaye
 // over the API; the goal ends done, wire's branch made after both ended.
 func TestGoalJoin(t *testing.T) {
 	repo := gitRepo(t)
-	git(t, repo, "checkout", "-q", "main")
+	// The merge queue moves main: no checkout may have it.
+	git(t, repo, "checkout", "-q", "--detach", "main")
 	dataDir := t.TempDir()
 	p := startDev(t, dataDir)
 	c := newAPIClient(t, p.api, "")
@@ -161,7 +178,7 @@ func TestGoalJoin(t *testing.T) {
 // goal ends done.
 func TestGoalBlockedRetry(t *testing.T) {
 	repo := gitRepo(t)
-	git(t, repo, "checkout", "-q", "main")
+	git(t, repo, "checkout", "-q", "--detach", "main")
 	p := startDev(t, t.TempDir(), "AMPFLOW_POLICY_PLAN_APPROVAL_LOW=admin")
 	c := newAPIClient(t, p.api, "")
 	g := startGoal(t, c, repo,
