@@ -16,7 +16,8 @@ import (
 
 // phaseQueue is the merge queue of the task's target (task.Input.Queue):
 // entered after the final approval, left merged, for a round of the
-// executor's, or for the admins.
+// executor's, or for the admins. It adds commands to a task's history
+// with no version branch: nothing is released yet (see Task).
 const phaseQueue phase = "queue"
 
 // queueRecheck is how often a task waiting in the queue asks the lease

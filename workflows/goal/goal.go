@@ -187,6 +187,8 @@ func (r *run) setup(ctx workflow.Context) error {
 		workflow.UpdateHandlerOptions{Validator: r.validateDecide}); err != nil {
 		return err
 	}
+	// The tasks' moves in the merge queue. Like the queue itself, this
+	// has no version branch: nothing is released yet (see workflows.Task).
 	moves := workflow.GetSignalChannel(ctx, task.SignalQueueMove)
 	workflow.Go(ctx, func(ctx workflow.Context) {
 		for {
