@@ -79,7 +79,9 @@ type harness struct {
 	// acquireLease answers the branch lease's acquire (granted when nil);
 	// leaseCalls lists the lease activities called, in order.
 	acquireLease func(in activities.BranchLeaseInput) (activities.BranchLeaseResult, error)
-	leaseCalls   []string
+	// renewLease answers a renewal (renewed when nil).
+	renewLease func(in activities.BranchLeaseInput) (activities.BranchLeaseResult, error)
+	leaseCalls []string
 	// cleanups are the worktree cleanups asked for, each with the number
 	// of lease calls made before it.
 	cleanups []cleanupCall
@@ -267,6 +269,9 @@ func newHarness(t *testing.T, plan amp.TaskDispatch, mutate ...func(*task.Input)
 			h.mu.Lock()
 			defer h.mu.Unlock()
 			h.leaseCalls = append(h.leaseCalls, "renew")
+			if h.renewLease != nil {
+				return h.renewLease(in)
+			}
 			return activities.BranchLeaseResult{Lease: &task.BranchLease{LeaseID: in.LeaseID}}, nil
 		})
 	env.OnActivity(acts.ReleaseBranchLease, mock.Anything, mock.Anything).Return(

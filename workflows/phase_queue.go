@@ -119,6 +119,9 @@ func (t *taskRun) mergeQueue(ctx workflow.Context) (phase, error) {
 			return next, err
 		}
 	}
+	if held, err := t.keepQueueLease(ctx); err != nil || !held {
+		return phaseQueue, err
+	}
 	var m activities.QueueMergeResult
 	in := activities.QueueMergeInput{TaskID: t.In.TaskID, Repo: t.In.Plan.Repo, Branch: branch, Target: q.Target,
 		Base: q.Base, Head: q.Head, Rebased: q.Rebased}
@@ -189,6 +192,32 @@ func (t *taskRun) takeQueueLease(ctx workflow.Context) (held bool, problem strin
 			return false, "", nil
 		}
 	}
+}
+
+// keepQueueLease renews the target's lease before the move when half
+// its time to live has gone (a long CI run): a lease lost meanwhile
+// sends the entry back to the queue, to rebase again once it is its
+// turn, so the target never moves under another entry's lease.
+func (t *taskRun) keepQueueLease(ctx workflow.Context) (bool, error) {
+	q := t.queue()
+	if workflow.Now(ctx).Before(q.Lease.ExpiresAt.Add(-branchLeaseTTL / 2)) {
+		return true, nil
+	}
+	var out activities.BranchLeaseResult
+	err := workflow.ExecuteActivity(workflow.WithActivityOptions(ctx, leaseOptions()), acts.RenewBranchLease, t.queueLeaseInput(q.Lease)).Get(ctx, &out)
+	switch {
+	case err != nil:
+		t.log.Warn("renewing the target's lease", "lease_id", q.Lease.LeaseID, "error", err)
+		return true, nil
+	case out.Lost != "":
+		t.addTimeline(ctx, task.TimelineEntry{Kind: "queue", Note: "lost " + q.Lease.ResourceKey + ": " + out.Lost + "; back in the queue"})
+		q.Lease, q.Status = nil, ""
+		q.Base, q.Head, q.Rebased = "", "", ""
+		return false, nil
+	case out.Lease != nil:
+		q.Lease.ExpiresAt, q.Lease.Version, q.Lease.Direct = out.Lease.ExpiresAt, out.Lease.Version, out.Lease.Direct
+	}
+	return true, nil
 }
 
 // queueGranted takes a grant of the target's lease; false when the
@@ -323,6 +352,7 @@ func (t *taskRun) tellGoal(ctx workflow.Context) {
 		return
 	}
 	q := t.queue()
-	mv := task.QueueMove{Key: spec.Key, TaskID: t.In.TaskID, Status: q.Status, Rounds: q.Rounds, Commit: q.Merged, At: workflow.Now(ctx)}
+	q.Moves++
+	mv := task.QueueMove{Seq: q.Moves, Key: spec.Key, TaskID: t.In.TaskID, Status: q.Status, Rounds: q.Rounds, Commit: q.Merged, At: workflow.Now(ctx)}
 	workflow.SignalExternalWorkflow(ctx, spec.Goal, "", task.SignalQueueMove, mv)
 }

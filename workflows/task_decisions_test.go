@@ -205,7 +205,8 @@ func TestDecisionExpiry(t *testing.T) {
 func TestEveryKindExpiresClosed(t *testing.T) {
 	kinds := []decision.Kind{task.KindPlanApproval, task.KindAckTimeout, task.KindHeartbeatTimeout, task.KindPartialResult,
 		task.KindCIExhausted, task.KindLowConfidence, task.KindHallucinationLock, task.KindBranchViolation,
-		task.KindFinalApproval, task.KindResultProblem, task.KindAgentEscalation, task.KindDeliveryFailed, task.KindLeaseWait}
+		task.KindFinalApproval, task.KindResultProblem, task.KindAgentEscalation, task.KindDeliveryFailed, task.KindLeaseWait,
+		task.KindMergeQueue}
 	for _, k := range kinds {
 		o, ok := expiryOptions[k]
 		if !ok || o == decision.OptApprove || o == task.OptWait || o == task.OptAccept {

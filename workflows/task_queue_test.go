@@ -74,12 +74,17 @@ func (f *fakeQueue) install(h *harness) {
 		})
 }
 
+// told is the moves the goal was told, in their order (the test
+// environment sends signals in goroutines of their own).
 func (f *fakeQueue) told() []task.QueueStatus {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	var out []task.QueueStatus
+	out := make([]task.QueueStatus, len(f.moves))
 	for _, m := range f.moves {
-		out = append(out, m.Status)
+		if m.Seq < 1 || m.Seq > len(out) || out[m.Seq-1] != "" {
+			return nil
+		}
+		out[m.Seq-1] = m.Status
 	}
 	return out
 }
@@ -114,8 +119,10 @@ func TestMergeQueue(t *testing.T) {
 		if last := h.ciInputs[len(h.ciInputs)-1]; last.Commit != "rebasedbase0000" {
 			t.Errorf("the last CI read %+v, want the rebase's", last)
 		}
-		if got := strings.Join(h.leaseCalls, ","); got != "acquire,acquire,release,release" {
-			t.Errorf("lease calls %s: the branch's, then the target's taken and given back", got)
+		// The harness's leases carry no expiry: the target's is renewed
+		// before the move, as a lease half gone would be.
+		if got := strings.Join(h.leaseCalls, ","); got != "acquire,acquire,renew,release,release" {
+			t.Errorf("lease calls %s: the branch's, then the target's taken, renewed and given back", got)
 		}
 		if got := f.told(); len(got) != 3 || got[0] != task.QueueQueued || got[1] != task.QueueMerging || got[2] != task.QueueMerged {
 			t.Errorf("the goal was told %v", got)
@@ -234,6 +241,28 @@ func TestMergeQueue(t *testing.T) {
 		}
 		if got := strings.Join(h.leaseCalls, ","); strings.Count(got, "release") != 3 {
 			t.Errorf("lease calls %s: the target's given back at each round and before the question", got)
+		}
+	})
+
+	t.Run("LeaseLostBeforeMove", func(t *testing.T) {
+		h := newHarness(t, testPlan(amp.RiskLow, "S1"), withQueue)
+		f := &fakeQueue{}
+		f.install(h)
+		lost := false
+		h.renewLease = func(in activities.BranchLeaseInput) (activities.BranchLeaseResult, error) {
+			if in.Branch == "main" && !lost {
+				lost = true
+				return activities.BranchLeaseResult{Lost: "expired"}, nil
+			}
+			return activities.BranchLeaseResult{Lease: &task.BranchLease{LeaseID: in.LeaseID}}, nil
+		}
+		h.round(0)
+		res := h.run()
+		if res.Status != task.StatusDone || res.Merged == "" {
+			t.Fatalf("result %s %q (%s)", res.Status, res.Merged, res.Reason)
+		}
+		if len(f.rebases) != 2 || len(f.merges) != 1 || !timelineHas(h.state(), "queue", "lost") {
+			t.Errorf("rebases %d, merges %d: want the entry queued and rebased again, moved once", len(f.rebases), len(f.merges))
 		}
 	})
 

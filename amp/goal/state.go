@@ -90,6 +90,9 @@ type TaskState struct {
 	QueueRounds int              `json:"queue_rounds,omitempty"`
 	// Merged is the target's head the task's merge made.
 	Merged string `json:"merged,omitempty"`
+	// QueueSeq is the number of the last queue move taken from the task
+	// (task.QueueMove.Seq); an older one arriving late is dropped.
+	QueueSeq int `json:"queue_seq,omitempty"`
 }
 
 // Overlap is a file set two tasks' branches both change.

@@ -40,7 +40,9 @@ type QueueState struct {
 	// Rounds counts the rounds the queue sent back to the executor.
 	Rounds int `json:"rounds,omitempty"`
 	// Merged is the target's new head once merged.
-	Merged    string    `json:"merged,omitempty"`
+	Merged string `json:"merged,omitempty"`
+	// Moves counts the moves told to the task's goal (QueueMove.Seq).
+	Moves     int       `json:"moves,omitempty"`
 	EnteredAt time.Time `json:"entered_at,omitzero"`
 }
 
@@ -50,6 +52,9 @@ const SignalQueueMove = "queue_move"
 
 // QueueMove is the payload of SignalQueueMove.
 type QueueMove struct {
+	// Seq numbers the task's moves from 1: signals may arrive out of
+	// order, and an older one is dropped.
+	Seq    int         `json:"seq"`
 	Key    string      `json:"key"`
 	TaskID string      `json:"task_id"`
 	Status QueueStatus `json:"status"`

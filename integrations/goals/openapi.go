@@ -140,6 +140,7 @@ var schemas = map[string]any{
 		"queued_at":    timeOf("When it last entered the merge queue."),
 		"queue_rounds": typed("integer", "The rounds the merge queue sent it back to its executor."),
 		"merged":       typed("string", "The target's head its merge made."),
+		"queue_seq":    typed("integer", "The number of the last move in the queue its task told the goal; moves arriving late are dropped."),
 		"task_status":  typed("string", "Its task's own status (in_review, say)."),
 		"cost_usd":     typed("number", "What its task has cost, in dollars."),
 	}),

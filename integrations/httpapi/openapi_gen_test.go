@@ -427,6 +427,7 @@ func apiSchemas() (map[string]obj, map[string]any) {
 			"rounds":     integer("The rounds the queue sent it back to its executor."),
 			"merged":     str("The target's head its merge made."),
 			"entered_at": dateTime("When it last entered the queue."),
+			"moves":      integer("The moves in the queue told to the task's goal."),
 		}),
 		"subtasks":        array(ampRef("task_dispatch", "/$defs/payload/properties/subtasks/items"), "The plan's subtasks, as replanned."),
 		"subtask_index":   integer("The index of the current subtask."),

@@ -391,7 +391,7 @@ func TestMergeQueueView(t *testing.T) {
 	move := func(key string, s task.QueueStatus) {
 		for _, ts := range h.state().Tasks {
 			if ts.Key == key {
-				h.env.SignalWorkflow(task.SignalQueueMove, task.QueueMove{Key: key, TaskID: ts.TaskID, Status: s, At: h.env.Now()})
+				h.env.SignalWorkflow(task.SignalQueueMove, task.QueueMove{Seq: ts.QueueSeq + 1, Key: key, TaskID: ts.TaskID, Status: s, At: h.env.Now()})
 			}
 		}
 	}
@@ -399,6 +399,14 @@ func TestMergeQueueView(t *testing.T) {
 	h.env.RegisterDelayedCallback(func() { move("ui", task.QueueQueued) }, 10*time.Minute)
 	h.env.RegisterDelayedCallback(func() { move("api", task.QueueQueued) }, 11*time.Minute)
 	h.env.RegisterDelayedCallback(func() { queued = h.state(); move("api", task.QueueMerging) }, 12*time.Minute)
+	h.env.RegisterDelayedCallback(func() {
+		// A move that arrives late (api's first) changes nothing.
+		for _, ts := range h.state().Tasks {
+			if ts.Key == "api" {
+				h.env.SignalWorkflow(task.SignalQueueMove, task.QueueMove{Seq: 1, Key: "api", TaskID: ts.TaskID, Status: task.QueueQueued, At: h.env.Now()})
+			}
+		}
+	}, 12*time.Minute+30*time.Second)
 	h.env.RegisterDelayedCallback(func() { merging = h.state() }, 13*time.Minute)
 	h.run(Input{Goal: diamond()})
 	st := h.result()

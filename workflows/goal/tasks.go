@@ -194,7 +194,7 @@ func (r *run) takeBlocked(ctx workflow.Context, o decision.Outcome) bool {
 	if o.Option == goal.OptRetry && i >= 0 && r.Tasks[i].Status == goal.TaskTerminated {
 		t := &r.Tasks[i]
 		t.Status, t.Reason, t.TaskID, t.StartedAt, t.EndedAt = goal.TaskWaiting, "", "", time.Time{}, time.Time{}
-		t.Queue, t.QueuedAt, t.QueueRounds, t.Merged = "", time.Time{}, 0, ""
+		t.Queue, t.QueuedAt, t.QueueRounds, t.Merged, t.QueueSeq = "", time.Time{}, 0, "", 0
 		r.queueOrder()
 		r.Status, r.Reason = goal.StatusRunning, ""
 		return false
@@ -229,10 +229,11 @@ func errMessage(err error) string {
 // task tells it (task.SignalQueueMove).
 func (r *run) queueMove(mv task.QueueMove) {
 	i := r.index(mv.Key)
-	if i < 0 || r.Tasks[i].TaskID != mv.TaskID || r.Tasks[i].Queue == task.QueueMerged {
+	if i < 0 || r.Tasks[i].TaskID != mv.TaskID || r.Tasks[i].Queue == task.QueueMerged || mv.Seq <= r.Tasks[i].QueueSeq {
 		return
 	}
 	t := &r.Tasks[i]
+	t.QueueSeq = mv.Seq
 	if mv.Status == task.QueueQueued && t.Queue != task.QueueQueued {
 		t.QueuedAt = mv.At
 	}
