@@ -83,7 +83,23 @@ func (a *Activities) QueueMerge(ctx context.Context, in QueueMergeInput) (QueueM
 	if errors.Is(err, runner.ErrTargetCheckedOut) {
 		return res, temporal.NewNonRetryableApplicationError(err.Error(), ErrTargetCheckedOut, nil)
 	}
-	return res, err
+	if err != nil || res.Moved {
+		return res, err
+	}
+	// A runner executor's checkout is brought back into the repository
+	// as the task ends: it must hold the merged branch by then.
+	if ag, ok := a.runnerAgent(amp.RoleExecutor); ok {
+		if dir := WorktreeDir(ag.WorkDir, in.TaskID, amp.RoleExecutor); isWorktreeTop(ctx, dir) {
+			moved, err := runner.Repoint(ctx, dir, in.Branch, res.Head)
+			if err != nil {
+				return res, err
+			}
+			if !moved {
+				res.CheckoutKept = dir
+			}
+		}
+	}
+	return res, nil
 }
 
 func (a *Activities) queueRepo(ctx context.Context, repo string) (string, error) {

@@ -138,6 +138,9 @@ func (t *taskRun) mergeQueue(ctx workflow.Context) (phase, error) {
 	t.record(ctx, fmt.Sprintf("queue-merge-%s", t.In.TaskID), ssot.KindEvent,
 		map[string]any{"event": "merge", "queue": true, "target": q.Target, "base": q.Base, "head": q.Head, "merge_commit": m.Head, "branch_kept": m.BranchKept})
 	t.addTimeline(ctx, task.TimelineEntry{Kind: "queue", Note: fmt.Sprintf("merged into %s as %s (queue)", q.Target, short7(m.Head))})
+	if m.CheckoutKept != "" {
+		t.addTimeline(ctx, task.TimelineEntry{Kind: "queue", Note: fmt.Sprintf("the executor's checkout %s has changes not committed and keeps %s's old head", m.CheckoutKept, branch)})
+	}
 	if m.BranchKept != "" {
 		t.addTimeline(ctx, task.TimelineEntry{Kind: "queue", Note: fmt.Sprintf("%s is left at its own head: it is checked out in %s", branch, m.BranchKept)})
 	}

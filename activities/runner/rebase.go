@@ -82,8 +82,11 @@ type MoveResult struct {
 	// one: it moved under the queue, and nothing was changed.
 	Moved bool `json:"moved,omitempty"`
 	// BranchKept names the worktree that has the branch checked out,
-	// when the branch was left where it was for it.
-	BranchKept string `json:"branch_kept,omitempty"`
+	// when the branch was left where it was for it; CheckoutKept the
+	// executor's checkout, when it has changes not committed and keeps
+	// the branch's old head.
+	BranchKept   string `json:"branch_kept,omitempty"`
+	CheckoutKept string `json:"checkout_kept,omitempty"`
 }
 
 // ErrTargetCheckedOut refuses to move a target checked out in a
@@ -135,4 +138,26 @@ func MoveTarget(ctx context.Context, repo, target, old, rebased, branch, head, r
 		_, _ = git(ctx, repo, "update-ref", "-d", ref)
 	}
 	return res, nil
+}
+
+// Repoint checks out commit as branch in the run's checkout at dir (see
+// AddTaskWorktree) once the merge queue has moved branch there: the
+// checkout's branch, brought back into the repository as the task
+// ends, is then the merged one. A checkout of another branch, or with
+// changes not committed, is left as it is (false).
+func Repoint(ctx context.Context, dir, branch, commit string) (bool, error) {
+	if TaskBranch(dir) != branch {
+		return false, nil
+	}
+	if ref, ok := cloneBranch(ctx, dir); !ok || ref != "refs/heads/"+branch {
+		return false, nil
+	}
+	st, err := git(ctx, dir, "status", "--porcelain", "--untracked-files=no")
+	if err != nil || st != "" {
+		return false, err
+	}
+	if _, err := git(ctx, dir, "checkout", "-q", "-B", branch, commit); err != nil {
+		return false, fmt.Errorf("moving the checkout %s to %s: %w", dir, commit, err)
+	}
+	return true, nil
 }

@@ -91,6 +91,25 @@ func TestRebaseAndMove(t *testing.T) {
 		}
 	})
 
+	t.Run("Repoint", func(t *testing.T) {
+		dir := filepath.Join(t.TempDir(), "T-1")
+		if err := AddTaskWorktree(ctx, repo, dir, "other"); err != nil {
+			t.Fatal(err)
+		}
+		if ok, err := Repoint(ctx, dir, "task", res.Rebased); ok || err != nil {
+			t.Errorf("a checkout of another branch repointed: %v %v", ok, err)
+		}
+		if ok, err := Repoint(ctx, dir, "other", res.Rebased); !ok || err != nil || gitOut(t, dir, "rev-parse", "HEAD") != res.Rebased {
+			t.Errorf("repoint: %v %v", ok, err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, "README"), []byte("changed\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if ok, err := Repoint(ctx, dir, "other", base); ok || err != nil {
+			t.Errorf("a checkout with changes repointed: %v %v", ok, err)
+		}
+	})
+
 	t.Run("TargetCheckedOut", func(t *testing.T) {
 		gitOut(t, repo, "checkout", "-q", "main")
 		_, err := MoveTarget(ctx, repo, "main", res.Rebased, head, "task", res.Rebased, "")
