@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/ampflow/ampflow/amp"
+	"github.com/ampflow/ampflow/amp/decision"
 	"github.com/ampflow/ampflow/amp/goal"
 	"github.com/ampflow/ampflow/amp/task"
 	"github.com/ampflow/ampflow/integrations/goals"
@@ -121,6 +122,32 @@ func TestGoalMergeQueue(t *testing.T) {
 			t.Errorf("join's timeline lacks its merge: %+v", st.Timeline)
 		}
 		t.Logf("goal %s done in %s", g.id, v.EndedAt.Sub(v.StartedAt).Round(time.Millisecond))
+	})
+
+	// A target checked out in the repository is not moved: the admins
+	// are asked, and once the checkout is switched away a retry merges.
+	t.Run("TargetCheckedOut", func(t *testing.T) {
+		repo := gitRepo(t)
+		git(t, repo, "checkout", "-q", "main")
+		g := startGoal(t, c, repo, map[string]any{"key": "solo", "plan": goalPlan("solo")})
+		var asked *decision.Decision
+		v := g.until("merge_queue decision", 60*time.Second, func(v goals.View) bool {
+			if id := v.Tasks[0].TaskID; id != "" {
+				if st := c.state(id); st.Pending != nil && st.Pending.Kind == task.KindMergeQueue {
+					asked = st.Pending
+				}
+			}
+			return asked != nil
+		})
+		if !strings.Contains(asked.Prompt, "checked out") || git(t, repo, "rev-list", "--count", "main") != "1" {
+			t.Fatalf("asked %q; main has %s commits", asked.Prompt, git(t, repo, "rev-list", "--count", "main"))
+		}
+		git(t, repo, "switch", "-q", "--detach")
+		c.decide(*asked, task.OptRetryQueue)
+		v = goalDone(t, g, 60*time.Second)
+		if git(t, repo, "rev-parse", "main") != v.Tasks[0].Merged {
+			t.Errorf("main is at %s, the task merged %s", git(t, repo, "rev-parse", "main"), v.Tasks[0].Merged)
+		}
 	})
 
 	// Two parallel tasks write the same file: the second to reach the
