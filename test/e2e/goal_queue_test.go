@@ -17,7 +17,8 @@ import (
 
 // rebase plays the executor's merge queue round: it rebases the branch
 // onto main, keeping both sides of a conflict in file (main's lines,
-// then the branch's), and reports the rebased head.
+// then the branch's), commits fix.txt when CI failed, and reports the
+// rebased head.
 func (a *agent) rebase(d amp.Message, file string) amp.Message {
 	a.t.Helper()
 	cmd := exec.Command("git", "-c", "user.name=e2e", "-c", "user.email=e2e@localhost", "rebase", "main")
@@ -32,6 +33,11 @@ func (a *agent) rebase(d amp.Message, file string) amp.Message {
 		if out2, err := cont.CombinedOutput(); err != nil {
 			a.t.Fatalf("rebase --continue: %v\n%s\n%s", err, out, out2)
 		}
+	}
+	if strings.Contains(d.Dispatch().Description, "CI fails") {
+		writeFile(a.t, filepath.Join(a.repo, "fix.txt"), "fixed\n")
+		git(a.t, a.repo, "add", "fix.txt")
+		git(a.t, a.repo, "commit", "-q", "-m", "fix CI on main")
 	}
 	commit := git(a.t, a.repo, "rev-parse", "HEAD")
 	files, added, removed := numstat(a.t, a.repo)
@@ -173,4 +179,32 @@ func TestGoalMergeQueue(t *testing.T) {
 			t.Errorf("main's shared.txt is %q, want both tasks' lines", shared)
 		}
 	})
+}
+
+// TestGoalMergeQueueCI: with a CI command that fails when a.txt and
+// b.txt are both there without fix.txt, each of two parallel tasks
+// passes CI alone; the second to reach the queue fails CI on its
+// rebase, goes back to its executor, which adds fix.txt, and both end
+// merged.
+func TestGoalMergeQueueCI(t *testing.T) {
+	p := startDev(t, t.TempDir(), "AMPFLOW_CI_PROVIDER=command",
+		"AMPFLOW_CI_COMMAND_RUN=sh,-c,test ! -f a.txt || test ! -f b.txt || test -f fix.txt")
+	c := newAPIClient(t, p.api, "")
+	repo := gitRepo(t)
+	git(t, repo, "checkout", "-q", "--detach", "main")
+	g := startGoal(t, c, repo,
+		map[string]any{"key": "a", "plan": goalPlan("a")},
+		map[string]any{"key": "b", "plan": goalPlan("b")})
+	v := goalDone(t, g, 100*time.Second)
+	rounds := 0
+	for _, tv := range v.Tasks {
+		rounds += tv.QueueRounds
+	}
+	if rounds != 1 || g.rounds["a"]+g.rounds["b"] != 1 {
+		t.Errorf("queue rounds %d, round dispatches %v: want one, for CI on the second's rebase", rounds, g.rounds)
+	}
+	files := mergedFiles(t, repo)
+	if len(files) != 3 || files[2] != "fix.txt" {
+		t.Errorf("main's commits change %v, want a.txt and b.txt, then fix.txt", files)
+	}
 }
