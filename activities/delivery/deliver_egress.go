@@ -217,6 +217,7 @@ func (p *egressProxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	r.RequestURI = ""
 	removeHopHeaders(r.Header)
+	runner.FullDuplex(w)
 	resp, err := http.DefaultTransport.RoundTrip(r)
 	if err != nil {
 		http.Error(w, err.Error(), http.StatusBadGateway)

@@ -325,6 +325,7 @@ func credentialGate(credential string, api *url.URL) http.Handler {
 			_, _ = io.WriteString(w, `{"error":{"code":"forbidden","message":"an agent run reaches ampflow's API only with its own credential (AMPFLOW_API_TOKEN)"}}`+"\n")
 			return
 		}
+		runner.FullDuplex(w)
 		proxy.ServeHTTP(w, r)
 	})
 }

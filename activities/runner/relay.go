@@ -71,7 +71,20 @@ func (r *Relay) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 		relayError(w, http.StatusBadRequest, "the run passed its cost cap (max_cost_usd $"+formatUSD(capUSD)+") at ampflow's model relay")
 		return
 	}
+	FullDuplex(w)
 	r.proxy.ServeHTTP(w, req)
+}
+
+// FullDuplex lets a relayed answer start while the request's body is
+// still being read and sent on. Without it the server, at the answer's
+// first header, reads what is left of the body itself, beside the
+// relay's upstream request that is sending it: the upstream request ends
+// short, its connection is closed, and the answer is cut mid-stream (the
+// CLI's fetch reports "terminated"). A model API answers once it has
+// parsed the request, which can be before the body's end is read. Every
+// handler that passes a run's request on calls it first.
+func FullDuplex(w http.ResponseWriter) {
+	_ = http.NewResponseController(w).EnableFullDuplex()
 }
 
 // relayError answers in a shape each vendor's client reads a message from:
