@@ -2,6 +2,8 @@ package e2e
 
 import (
 	"net/http"
+	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -83,7 +85,7 @@ func (g *goalPlayer) until(what string, within time.Duration, cond func(goals.Vi
 				case amp.TypeTaskDispatch:
 					branch := m.Dispatch().Branch
 					a.repo = filepath.Join(t.TempDir(), "wt")
-					git(t, g.repo, "worktree", "add", "-q", a.repo, branch)
+					addWorktree(t, g.repo, a.repo, branch)
 					key := branch[strings.LastIndex(branch, "/")+1:]
 					file := key + ".txt"
 					if g.file != nil {
@@ -219,4 +221,23 @@ func TestGoalBlockedRetry(t *testing.T) {
 	if v.Status != goal.StatusDone || v.Tasks[0].TaskID == first {
 		t.Fatalf("goal %s: %s (%s) %+v", g.id, v.Status, v.Reason, v.Tasks)
 	}
+}
+
+// addWorktree adds a worktree of repo at dir on branch. ampflow prunes
+// the repository's worktrees as it works (git worktree prune), which can
+// take an add's half-made entry from under it; such an add is made again.
+func addWorktree(t *testing.T, repo, dir, branch string) {
+	t.Helper()
+	var out []byte
+	var err error
+	for range 5 {
+		cmd := exec.Command("git", "-C", repo, "worktree", "add", "-q", dir, branch)
+		if out, err = cmd.CombinedOutput(); err == nil {
+			return
+		}
+		_ = os.RemoveAll(dir)
+		_ = exec.Command("git", "-C", repo, "worktree", "prune").Run()
+		time.Sleep(100 * time.Millisecond)
+	}
+	t.Fatalf("git worktree add %s %s: %v\n%s", dir, branch, err, out)
 }
