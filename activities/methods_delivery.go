@@ -21,7 +21,7 @@ func (a *Activities) PushTarget(ctx context.Context, in PushTargetInput) (PushTa
 
 // PushBranch pushes a task's branch to its remote.
 func (a *Activities) PushBranch(ctx context.Context, in PushInput) (PushResult, error) {
-	defer heartbeatEvery(ctx, githubBeat)()
+	defer heartbeatEvery(ctx, shortBeat)()
 	if a.Pusher == nil {
 		return PushResult{}, deliveryOff("delivery.push")
 	}
@@ -30,7 +30,7 @@ func (a *Activities) PushBranch(ctx context.Context, in PushInput) (PushResult, 
 
 // SyncPullRequest opens or updates a task's pull request.
 func (a *Activities) SyncPullRequest(ctx context.Context, in PullRequestInput) (PullRequestResult, error) {
-	defer heartbeatEvery(ctx, githubBeat)()
+	defer heartbeatEvery(ctx, shortBeat)()
 	if a.Pulls == nil {
 		return PullRequestResult{}, deliveryOff("delivery.pull_request")
 	}
@@ -39,7 +39,7 @@ func (a *Activities) SyncPullRequest(ctx context.Context, in PullRequestInput) (
 
 // PullReviews reads the GitHub reviews of a task's pull request.
 func (a *Activities) PullReviews(ctx context.Context, in ReviewsInput) (ReviewsResult, error) {
-	defer heartbeatEvery(ctx, githubBeat)()
+	defer heartbeatEvery(ctx, shortBeat)()
 	if a.Pulls == nil {
 		return ReviewsResult{}, deliveryOff("delivery.pull_request")
 	}
@@ -48,14 +48,15 @@ func (a *Activities) PullReviews(ctx context.Context, in ReviewsInput) (ReviewsR
 
 // MergePullRequest merges a task's pull request.
 func (a *Activities) MergePullRequest(ctx context.Context, in MergeInput) (MergeResult, error) {
-	defer heartbeatEvery(ctx, githubBeat)()
+	defer heartbeatEvery(ctx, shortBeat)()
 	if a.Pulls == nil {
 		return MergeResult{}, deliveryOff("delivery.merge")
 	}
 	return a.Pulls.Merge(ctx, in)
 }
 
-// githubBeat is how often the activities that reach GitHub heartbeat: an
+// shortBeat is how often the activities that reach GitHub, and the merge
+// queue's, heartbeat: an
 // attempt whose worker died is retried after the heartbeat timeout
-// (workflows.GitHubHeartbeatTimeout), not after the whole attempt's.
-const githubBeat = 2 * time.Second
+// (workflows.ShortHeartbeatTimeout), not after the whole attempt's.
+const shortBeat = 2 * time.Second

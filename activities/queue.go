@@ -43,6 +43,7 @@ type QueueRebaseResult = runner.RebaseResult
 // scratch clone and keeps the result under QueueRef; nothing of the
 // repository's runs. Neither branch moves: QueueMerge moves them.
 func (a *Activities) QueueRebase(ctx context.Context, in QueueRebaseInput) (QueueRebaseResult, error) {
+	defer heartbeatEvery(ctx, shortBeat)()
 	repo, err := a.queueRepo(ctx, in.Repo)
 	if err != nil {
 		return QueueRebaseResult{}, err
@@ -75,6 +76,7 @@ type QueueMergeResult = runner.MoveResult
 // retry after a crash finds the target moved already and moves nothing
 // twice. A target that moved otherwise is left alone (Moved).
 func (a *Activities) QueueMerge(ctx context.Context, in QueueMergeInput) (QueueMergeResult, error) {
+	defer heartbeatEvery(ctx, shortBeat)()
 	repo, err := a.queueRepo(ctx, in.Repo)
 	if err != nil {
 		return QueueMergeResult{}, err

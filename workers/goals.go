@@ -60,7 +60,7 @@ func (p goalsPanel) Table(ctx context.Context) (dashboard.Table, error) {
 	if err != nil {
 		return dashboard.Table{}, err
 	}
-	t := dashboard.Table{Columns: []string{"Goal", "Goal status", "Task", "State", "Task id", "Task status", "Waits on", "Cost", "Started"}}
+	t := dashboard.Table{Columns: []string{"Goal", "Goal status", "Task", "State", "Task id", "Task status", "Waits on", "Queue", "Cost", "Started"}}
 	for _, id := range ids {
 		st, err := p.goals.State(ctx, id)
 		if err != nil {
@@ -72,9 +72,12 @@ func (p goalsPanel) Table(ctx context.Context) (dashboard.Table, error) {
 		if v.Reason != "" {
 			status += ": " + v.Reason
 		}
+		if len(v.Queue) > 0 {
+			status += " · merge queue of " + v.Target + ": " + strings.Join(v.Queue, ", ")
+		}
 		for i, tv := range v.Tasks {
 			row := []dashboard.Cell{{}, {}, {Text: tv.Key}, {Text: string(tv.Status)}, {}, {Text: string(tv.TaskStatus)},
-				{Text: strings.Join(tv.WaitingOn, ", ")}, {Text: fmt.Sprintf("$%.2f", tv.CostUSD)}, {Time: tv.StartedAt}}
+				{Text: strings.Join(tv.WaitingOn, ", ")}, {Text: tv.QueueText()}, {Text: fmt.Sprintf("$%.2f", tv.CostUSD)}, {Time: tv.StartedAt}}
 			if i == 0 {
 				row[0] = dashboard.Cell{Text: fmt.Sprintf("%s · %s · $%.2f", v.Goal.ID, v.Goal.Description, v.CostUSD)}
 				row[1] = dashboard.Cell{Text: status}

@@ -69,18 +69,19 @@ func (t *taskRun) listenGitHub(ctx workflow.Context) {
 	})
 }
 
-// githubOptions bound the API calls; a worker that dies in one has it
-// retried after a minute.
-// GitHubHeartbeatTimeout is the heartbeat timeout of the activities that
-// reach GitHub (a push, the pull request's sync, reviews and merge).
-const GitHubHeartbeatTimeout = 10 * time.Second
+// ShortHeartbeatTimeout is the heartbeat timeout of the activities that
+// reach GitHub (a push, the pull request's sync, reviews and merge) and
+// of the merge queue's git work: an attempt whose worker died is tried
+// again within seconds, not after its whole timeout.
+const ShortHeartbeatTimeout = 10 * time.Second
 
+// githubOptions bound the API calls.
 func githubOptions() workflow.ActivityOptions {
 	return workflow.ActivityOptions{
 		StartToCloseTimeout: time.Minute,
 		// The activities heartbeat: one whose worker died is tried again
 		// within seconds.
-		HeartbeatTimeout: GitHubHeartbeatTimeout,
+		HeartbeatTimeout: ShortHeartbeatTimeout,
 		// GitHub down for long is the admins' problem, not a silent wait.
 		ScheduleToCloseTimeout: 30 * time.Minute,
 		RetryPolicy: &temporal.RetryPolicy{

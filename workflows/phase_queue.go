@@ -51,10 +51,13 @@ func (t *taskRun) queue() *queueState {
 	return t.Queue
 }
 
-// queueOptions bound the queue's git work: a clone and a rebase.
+// queueOptions bound the queue's git work: a clone and a rebase, or the
+// moves. The activities heartbeat, so a worker killed in one has it
+// retried within seconds.
 func queueOptions() workflow.ActivityOptions {
 	return workflow.ActivityOptions{
 		StartToCloseTimeout: 10 * time.Minute,
+		HeartbeatTimeout:    ShortHeartbeatTimeout,
 		RetryPolicy: &temporal.RetryPolicy{
 			InitialInterval: time.Second,
 			MaximumInterval: 30 * time.Second,

@@ -1,6 +1,7 @@
 package goal
 
 import (
+	"fmt"
 	"time"
 
 	"github.com/ampflow/ampflow/amp/decision"
@@ -93,6 +94,20 @@ type TaskState struct {
 	// QueueSeq is the number of the last queue move taken from the task
 	// (task.QueueMove.Seq); an older one arriving late is dropped.
 	QueueSeq int `json:"queue_seq,omitempty"`
+}
+
+// QueueText says where the task stands in the merge queue: its status,
+// the target's head its merge made, and the rounds the queue sent it
+// back; empty before it enters the queue.
+func (t TaskState) QueueText() string {
+	s := string(t.Queue)
+	if t.Merged != "" {
+		s += " " + t.Merged[:min(len(t.Merged), 12)]
+	}
+	if t.QueueRounds > 0 {
+		s += fmt.Sprintf(" (%d rounds)", t.QueueRounds)
+	}
+	return s
 }
 
 // Overlap is a file set two tasks' branches both change.

@@ -152,9 +152,13 @@ func TestGoalJoin(t *testing.T) {
 	if wire.StartedAt.Before(api.EndedAt) || wire.StartedAt.Before(ui.EndedAt) {
 		t.Errorf("wire started %v, before api (%v) or ui (%v) ended", wire.StartedAt, api.EndedAt, ui.EndedAt)
 	}
-	// The dashboard's Goals page lists the goal's tasks, linked.
+	// The dashboard's Goals page lists the goal's tasks, linked, with
+	// their place in the merge queue.
+	if len(wire.Merged) < 12 {
+		t.Fatalf("wire is done unmerged: %+v", wire)
+	}
 	page := c.text("/goals")
-	for _, want := range []string{g.id, "wire", `href="/tasks/` + wire.TaskID + `"`} {
+	for _, want := range []string{g.id, "wire", `href="/tasks/` + wire.TaskID + `"`, `<th scope="col">Queue</th>`, "merged " + wire.Merged[:12]} {
 		if !strings.Contains(page, want) {
 			t.Errorf("the Goals page lacks %q", want)
 		}

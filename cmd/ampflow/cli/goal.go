@@ -134,7 +134,7 @@ func (a *App) printGoal(v goals.View) error {
 	t := newTable(a.Stdout, "KEY", "STATUS", "TASK", "TASK STATUS", "WAITS ON", "QUEUE", "COST", "BRANCH")
 	for _, ts := range v.Tasks {
 		t.row(ts.Key, string(ts.Status), dash(ts.TaskID), dash(string(ts.TaskStatus)), dash(strings.Join(ts.WaitingOn, ", ")),
-			queueCell(ts.TaskState), fmt.Sprintf("$%.2f", ts.CostUSD), ts.Branch)
+			dash(ts.QueueText()), fmt.Sprintf("$%.2f", ts.CostUSD), ts.Branch)
 	}
 	if err := t.flush(); err != nil {
 		return err
@@ -154,19 +154,6 @@ func (a *App) printGoal(v goals.View) error {
 		fmt.Fprintf(a.Stdout, "ended %s, after %s\n", v.EndedAt.Local().Format(time.DateTime), v.EndedAt.Sub(v.StartedAt).Round(time.Second))
 	}
 	return nil
-}
-
-// queueCell is a task's place in the merge queue: merged with the
-// target's new head, and the rounds the queue sent it back.
-func queueCell(ts goal.TaskState) string {
-	s := string(ts.Queue)
-	if ts.Merged != "" {
-		s += " " + shortCommit(ts.Merged)
-	}
-	if ts.QueueRounds > 0 {
-		s += fmt.Sprintf(" (%d rounds)", ts.QueueRounds)
-	}
-	return dash(s)
 }
 
 // absoluteRepos makes the goal's repo, and each plan's, absolute when it
