@@ -130,6 +130,32 @@ func TestGoalMergeQueue(t *testing.T) {
 		t.Logf("goal %s done in %s", g.id, v.EndedAt.Sub(v.StartedAt).Round(time.Millisecond))
 	})
 
+	// The same five tasks, each taking its executor 3 s, as the graph
+	// of two chains and a join, then as one chain: the graph's
+	// wall-clock time is its longest path's, three tasks', not five.
+	t.Run("WallClock", func(t *testing.T) {
+		const pace = 3 * time.Second
+		run := func(edges map[string][]string) time.Duration {
+			repo := gitRepo(t)
+			git(t, repo, "checkout", "-q", "--detach", "main")
+			var tasks []any
+			for _, k := range []string{"a1", "a2", "b1", "b2", "join"} {
+				tasks = append(tasks, map[string]any{"key": k, "plan": goalPlan(k), "blocked_by": edges[k]})
+			}
+			g := startGoal(t, c, repo, tasks...)
+			g.pace = pace
+			v := goalDone(t, g, 3*time.Minute)
+			return v.EndedAt.Sub(v.StartedAt)
+		}
+		graph := run(map[string][]string{"a2": {"a1"}, "b2": {"b1"}, "join": {"a2", "b2"}})
+		chain := run(map[string][]string{"a2": {"a1"}, "b1": {"a2"}, "b2": {"b1"}, "join": {"b2"}})
+		t.Logf("five tasks of %s each: the graph %s, one after another %s (%.2f)", pace,
+			graph.Round(100*time.Millisecond), chain.Round(100*time.Millisecond), graph.Seconds()/chain.Seconds())
+		if graph >= chain-pace {
+			t.Errorf("the graph took %s, one after another %s: less than one task's %s apart", graph, chain, pace)
+		}
+	})
+
 	// A target checked out in the repository is not moved: the admins
 	// are asked, and once the checkout is switched away a retry merges.
 	t.Run("TargetCheckedOut", func(t *testing.T) {

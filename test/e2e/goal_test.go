@@ -39,6 +39,17 @@ type goalPlayer struct {
 	file func(key string) string
 	// rounds are the dispatches of the queue's rounds, by key.
 	rounds map[string]int
+	// pace, when set, is how long an executor takes: its result is sent
+	// that long after its dispatch came, the other agents played
+	// meanwhile. due are the results not sent yet.
+	pace time.Duration
+	due  []dueReply
+}
+
+// dueReply is a result the goalPlayer sends at a time.
+type dueReply struct {
+	at    time.Time
+	reply amp.Message
 }
 
 // show reads the goal.
@@ -64,6 +75,13 @@ func (g *goalPlayer) until(what string, within time.Duration, cond func(goals.Vi
 		if time.Now().After(deadline) {
 			t.Fatalf("goal %s: no %s after %s: %s (%s) %+v", g.id, what, within, v.Status, v.Reason, v.Tasks)
 		}
+		g.due = slices.DeleteFunc(g.due, func(d dueReply) bool {
+			if time.Now().Before(d.at) {
+				return false
+			}
+			c.submit("/v1/messages", mustJSON(t, d.reply))
+			return true
+		})
 		for _, role := range []amp.Role{amp.RoleExecutor, amp.RoleReviewer} {
 			var inbox struct {
 				Messages []amp.Message `json:"messages"`
@@ -98,6 +116,10 @@ func (g *goalPlayer) until(what string, within time.Duration, cond func(goals.Vi
 						reply = a.work(m, file, key+"\n")
 					}
 					git(t, g.repo, "worktree", "remove", "--force", a.repo)
+					if g.pace > 0 {
+						g.due = append(g.due, dueReply{at: time.Now().Add(g.pace), reply: reply})
+						continue
+					}
 				case amp.TypeReviewRequest:
 					reply = a.verdict(m, amp.DecisionApproved)
 				default:
