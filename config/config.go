@@ -99,7 +99,18 @@ type Temporal struct {
 	// Plaintext sends APIKey without TLS to an address that is not
 	// loopback: an `ampflow temporal` on a trusted network.
 	Plaintext bool `mapstructure:"plaintext"`
+	// WorkflowCache is how many workflows a worker process keeps in
+	// memory between their workflow tasks; one not kept replays its
+	// history at its next task.
+	WorkflowCache int `mapstructure:"workflow_cache"`
 }
+
+// DefaultWorkflowCache is temporal.workflow_cache unless configured: an
+// open task kept costs its goroutines' stacks, tens of KiB.
+const DefaultWorkflowCache = 2000
+
+// MaxWorkflowCache bounds temporal.workflow_cache.
+const MaxWorkflowCache = 1000000
 
 // TemporalTLS configures TLS to the Temporal service.
 type TemporalTLS struct {

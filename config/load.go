@@ -44,6 +44,7 @@ var defaults = map[string]any{
 	"temporal.tls.server_name": "",
 	"temporal.api_key":         "",
 	"temporal.plaintext":       false,
+	"temporal.workflow_cache":  DefaultWorkflowCache,
 
 	"dev.temporal_port": 7233,
 	"dev.ui_port":       8233,

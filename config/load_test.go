@@ -60,6 +60,7 @@ func TestDefaults(t *testing.T) {
 		{"ssot.url", c.SSOT.URL, filepath.Join(data, "ampflow.db")},
 		{"ssot.git.dir", c.SSOT.Git.Dir, filepath.Join(data, "ssot-git")},
 		{"temporal.address", c.Temporal.Address, "127.0.0.1:7233"},
+		{"temporal.workflow_cache", c.Temporal.WorkflowCache, 2000},
 		{"http.addr", c.HTTP.Addr, "127.0.0.1:7480"},
 		{"http.rate", c.HTTP.Rate, 600},
 		{"protocol.ack_timeout.task_dispatch", c.Protocol.AckTimeout.TaskDispatch, 300 * time.Second},

@@ -159,6 +159,9 @@ func (c Config) validateTemporal(ps *problems) {
 	if t.TaskQueue == "" {
 		ps.add("temporal.task_queue", "must not be empty")
 	}
+	if t.WorkflowCache < 1 || t.WorkflowCache > MaxWorkflowCache {
+		ps.add("temporal.workflow_cache", "must be 1 to %d workflows, not %d", MaxWorkflowCache, t.WorkflowCache)
+	}
 	if t.Plaintext && t.TLS.Enabled {
 		ps.add("temporal.plaintext", "contradicts temporal.tls.enabled")
 	}

@@ -34,6 +34,7 @@ func TestValidate(t *testing.T) {
 		{"LogFormat", func(c *Config) { c.Log.Format = "xml" }, []string{"log.format: must be text or json"}},
 		{"TemporalAddress", func(c *Config) { c.Temporal.Address = "localhost" }, []string{"temporal.address: must be host:port"}},
 		{"TLSHalfPair", func(c *Config) { c.Temporal.TLS.CertFile = "c.pem" }, []string{"temporal.tls.key_file: required when temporal.tls.cert_file is set"}},
+		{"WorkflowCacheNone", func(c *Config) { c.Temporal.WorkflowCache = 0 }, []string{"temporal.workflow_cache: must be 1 to 1000000 workflows, not 0"}},
 		{"DevPort", func(c *Config) { c.Dev.UIPort = 70000 }, []string{"dev.ui_port: must be a port"}},
 		{"DevPortsZero", func(c *Config) { c.Dev.UIPort, c.Dev.TemporalPort = 0, 0 }, nil},
 		{"SamePorts", func(c *Config) { c.Dev.UIPort = c.Dev.TemporalPort }, []string{"dev.ui_port: must differ"}},

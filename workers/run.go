@@ -276,6 +276,16 @@ func agentDelivery(a config.Agent, dataDir string) activities.AgentDelivery {
 		Accounts: a.Accounts}
 }
 
+// SetWorkflowCache sizes the cache of workflows kept in memory between
+// their workflow tasks (temporal.workflow_cache), which every worker of
+// the process shares: it holds for the workers started after it, until
+// the last of them stops.
+func SetWorkflowCache(n int) {
+	if n > 0 {
+		worker.SetStickyWorkflowCacheSize(n)
+	}
+}
+
 // NewWorker registers the task workflow and the activities on a worker
 // of the configured task queue. Its update validators check signatures
 // with the activities' decision key (decide.Interceptor).
@@ -337,6 +347,7 @@ func Run(ctx context.Context, o Options) error {
 	// in the same worktrees.
 	reaped := ReapRunners(o.Config, log)
 	FinishCleanups(o.Config, parts.Store, log)
+	SetWorkflowCache(o.Config.Temporal.WorkflowCache)
 	w := NewWorker(o.Temporal, o.Config.Temporal.TaskQueue, parts.Activities, parts.Gate)
 	registerAOF(w, o, parts)
 	registerGoals(w, parts)

@@ -157,6 +157,7 @@ func Run(ctx context.Context, o Options) (Result, error) {
 	// A loaded two-core machine can take longer than the default 15s to
 	// answer; a slow answer is a figure, not a failure.
 	b.tasks.Wait = 2 * time.Minute
+	workers.SetWorkflowCache(config.DefaultWorkflowCache)
 	w := workers.NewWorker(c, ampflowQueue, parts.Activities, parts.Gate)
 	bw := newBaselineWorker(c)
 	for _, x := range []interface{ Start() error }{w, bw} {
