@@ -52,6 +52,7 @@ type Config struct {
 	Sandbox          Sandbox   `mapstructure:"sandbox"`
 	Intake           Intake    `mapstructure:"intake"`
 	Runner           Runner    `mapstructure:"runner"`
+	Goals            Goals     `mapstructure:"goals"`
 }
 
 // Sandbox configures what sandboxed runs reach (docs/sandbox.md).

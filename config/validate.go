@@ -121,6 +121,7 @@ func (c Config) Validate() error {
 	c.validateDelivery(&ps)
 	c.validateIntake(&ps)
 	c.validateRunner(&ps)
+	c.validateGoals(&ps)
 	c.validateNotifyWebhooks(&ps)
 	ps.positive("ssot.sweep_interval", c.SSOT.SweepInterval)
 	validateSSOTURL(&ps, c.SSOT.URL)
