@@ -13,21 +13,9 @@ import (
 // cycle", an arrow reading "waits on"). Its error is an
 // *amp.ValidationError naming each field at fault.
 func Check(g Goal) error {
-	var bad []amp.FieldError
+	bad := checkHead(g)
 	add := func(path, format string, args ...any) {
 		bad = append(bad, amp.FieldError{Path: path, Problem: fmt.Sprintf(format, args...)})
-	}
-	switch {
-	case strings.TrimSpace(g.Description) == "":
-		add("description", "is required")
-	case len(g.Description) > MaxDescription:
-		add("description", "is %d bytes, at most %d", len(g.Description), MaxDescription)
-	}
-	if strings.TrimSpace(g.Repo) == "" {
-		add("repo", "is required")
-	}
-	if g.Target != "" && (strings.HasPrefix(g.Target, "-") || strings.ContainsAny(g.Target, " \t\n~^:?*[\\")) {
-		add("target", "%q is not a branch name", g.Target)
 	}
 	switch {
 	case len(g.Tasks) == 0:
@@ -89,6 +77,40 @@ func Check(g Goal) error {
 		return &amp.ValidationError{Fields: bad}
 	}
 	return nil
+}
+
+// CheckDraft checks a goal whose graph the planner is to propose: its
+// description, repository and target, and no tasks.
+func CheckDraft(g Goal) error {
+	bad := checkHead(g)
+	if len(g.Tasks) > 0 {
+		bad = append(bad, amp.FieldError{Path: "tasks", Problem: "must be empty: the planner proposes them"})
+	}
+	if len(bad) > 0 {
+		return &amp.ValidationError{Fields: bad}
+	}
+	return nil
+}
+
+// checkHead checks what every goal has besides its graph.
+func checkHead(g Goal) []amp.FieldError {
+	var bad []amp.FieldError
+	add := func(path, format string, args ...any) {
+		bad = append(bad, amp.FieldError{Path: path, Problem: fmt.Sprintf(format, args...)})
+	}
+	switch {
+	case strings.TrimSpace(g.Description) == "":
+		add("description", "is required")
+	case len(g.Description) > MaxDescription:
+		add("description", "is %d bytes, at most %d", len(g.Description), MaxDescription)
+	}
+	if strings.TrimSpace(g.Repo) == "" {
+		add("repo", "is required")
+	}
+	if g.Target != "" && (strings.HasPrefix(g.Target, "-") || strings.ContainsAny(g.Target, " \t\n~^:?*[\\")) {
+		add("target", "%q is not a branch name", g.Target)
+	}
+	return bad
 }
 
 // findCycle returns the keys of a cycle of waits, the first repeated at

@@ -9,6 +9,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"regexp"
+	"strings"
 	"time"
 
 	"github.com/ampflow/ampflow/amp"
@@ -122,6 +123,36 @@ func Parse(raw []byte, id string, now time.Time) (Goal, error) {
 	}
 	if len(bad) > 0 {
 		return Goal{}, &amp.ValidationError{Fields: bad}
+	}
+	return g, nil
+}
+
+// IsDraft says whether a goal file lists no tasks: a description (with
+// its repo and target) for the planner to propose a graph for.
+func IsDraft(raw []byte) bool {
+	var f struct {
+		Tasks json.RawMessage `json:"tasks"`
+	}
+	if json.Unmarshal(raw, &f) != nil {
+		return false
+	}
+	t := strings.TrimSpace(string(f.Tasks))
+	return t == "" || t == "null" || t == "[]"
+}
+
+// ParseDraft reads a goal file that lists no tasks under id and checks
+// it (CheckDraft): the planner proposes its graph.
+func ParseDraft(raw []byte, id string) (Goal, error) {
+	var f file
+	if err := json.Unmarshal(raw, &f); err != nil {
+		return Goal{}, &amp.ValidationError{Fields: []amp.FieldError{{Path: "goal", Problem: "is not a goal object: " + err.Error()}}}
+	}
+	g := Goal{ID: id, Description: f.Description, Repo: f.Repo, Target: f.Target, Tasks: []Task{}}
+	if len(f.Tasks) > 0 {
+		return Goal{}, &amp.ValidationError{Fields: []amp.FieldError{{Path: "tasks", Problem: "must be empty: the planner proposes them"}}}
+	}
+	if err := CheckDraft(g); err != nil {
+		return Goal{}, err
 	}
 	return g, nil
 }

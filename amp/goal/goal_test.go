@@ -123,3 +123,39 @@ func TestIDs(t *testing.T) {
 		t.Error(WorkflowID(id))
 	}
 }
+
+// TestDraft: a file without tasks is a draft for the planner, checked
+// for what it has.
+func TestDraft(t *testing.T) {
+	cases := []struct {
+		name, file string
+		draft      bool
+		problem    string
+	}{
+		{"NoTasks", `{"description": "ship it", "repo": "/src/app"}`, true, ""},
+		{"EmptyTasks", `{"description": "ship it", "repo": "/src/app", "target": "dev", "tasks": []}`, true, ""},
+		{"NoRepo", `{"description": "ship it"}`, true, "repo: is required"},
+		{"BadTarget", `{"description": "ship it", "repo": "/src/app", "target": "a b"}`, true, "target:"},
+		{"Tasks", string(goalFile(node("a"))), false, ""},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			if got := IsDraft([]byte(c.file)); got != c.draft {
+				t.Fatalf("IsDraft = %v", got)
+			}
+			if !c.draft {
+				return
+			}
+			g, err := ParseDraft([]byte(c.file), "G-0000abcd")
+			if c.problem != "" {
+				if err == nil || !strings.Contains(err.Error(), c.problem) {
+					t.Fatalf("err %v, want %q", err, c.problem)
+				}
+				return
+			}
+			if err != nil || g.ID != "G-0000abcd" || g.Tasks == nil || len(g.Tasks) != 0 || g.Description != "ship it" {
+				t.Fatalf("%+v %v", g, err)
+			}
+		})
+	}
+}

@@ -35,6 +35,7 @@ type Status string
 
 // Goal statuses.
 const (
+	StatusPlanning         Status = "planning"          // the planner proposes the graph (goals.planner)
 	StatusAwaitingApproval Status = "awaiting_approval" // the graph waits for the admins
 	StatusRunning          Status = "running"           // tasks run or wait on their blockers
 	StatusBlocked          Status = "blocked"           // a terminated task holds its dependents: an admin must act
@@ -110,6 +111,25 @@ func (t TaskState) QueueText() string {
 	return s
 }
 
+// Proposal is one graph the planner proposed for a goal. Its graph
+// itself is in the goal's chain.
+type Proposal struct {
+	// Round counts the graphs put to the admins: the first, then one
+	// more after each rejection. Try counts the planner's answers within
+	// a round: a refused graph goes back to it with Problem.
+	Round int       `json:"round"`
+	Try   int       `json:"try"`
+	At    time.Time `json:"at"`
+	// Keys are the tasks of a graph that passed the checks.
+	Keys []string `json:"keys,omitempty"`
+	// Problem is why the graph was refused: its check's message (a cycle
+	// named: tasks a → b → a form a cycle).
+	Problem string `json:"problem,omitempty"`
+	// Rejected is the admins' rejection of the graph, with their note,
+	// which went back to the planner.
+	Rejected string `json:"rejected,omitempty"`
+}
+
 // Overlap is a file set two tasks' branches both change.
 type Overlap struct {
 	With  string   `json:"with"`
@@ -128,7 +148,11 @@ type State struct {
 	Pending *decision.Decision `json:"pending,omitempty"`
 	// Approval is how the graph was approved.
 	Approval *decision.Outcome `json:"approval,omitempty"`
-	Tasks    []TaskState       `json:"tasks"`
+	// Planned says the planner proposed the graph; Proposals are the
+	// graphs it proposed, in order.
+	Planned   bool        `json:"planned,omitempty"`
+	Proposals []Proposal  `json:"proposals,omitempty"`
+	Tasks     []TaskState `json:"tasks"`
 	// Queue is the keys of the goal's tasks in the target's merge queue,
 	// in its order: the one merging, then the queued by when they
 	// entered. Tasks of other goals on the same target queue with them.
