@@ -35,6 +35,10 @@ type Submitter interface {
 type Delivery struct {
 	Executor activities.AgentDelivery
 	Reviewer activities.AgentDelivery
+	// Planner is the goals' planner (goals.planner), a runner; its runs
+	// (Plan) are capped at PlannerMaxCostUSD (0: no cap).
+	Planner           activities.AgentDelivery
+	PlannerMaxCostUSD float64
 	// Submit takes what a command-mode agent prints, and the replies ampflow
 	// writes for a runner.
 	Submit Submitter

@@ -1,6 +1,7 @@
 // Package goal holds the side effects of a goal's workflow: its target's
 // head, its tasks' branches and starts, the wait for a task's end, the
-// files a task's branch changes, and its SSOT records.
+// files a task's branch changes, its SSOT records, and the planner's
+// graph.
 package goal
 
 import (
@@ -44,7 +45,9 @@ type Goal struct {
 	Git   *activities.Git
 	Tasks Tasks
 	Store Store
-	Now   func() time.Time
+	// Planner runs the goals' planner; nil: this worker has none.
+	Planner Planner
+	Now     func() time.Time
 }
 
 // TargetInput is a goal's repository and target branch.
