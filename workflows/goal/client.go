@@ -26,6 +26,9 @@ type Client struct {
 	TaskQueue string
 	// Wait bounds each call; zero is 15 seconds.
 	Wait time.Duration
+	// PlannerRounds is the planner rounds of a goal started without
+	// tasks (goals.planner_rounds); zero is DefaultPlannerRounds.
+	PlannerRounds int
 }
 
 func (c *Client) wait() time.Duration {
@@ -35,9 +38,15 @@ func (c *Client) wait() time.Duration {
 	return 15 * time.Second
 }
 
-// Start starts the workflow of a checked goal; its id must be free.
+// Start starts the workflow of a checked goal; its id must be free. A
+// goal without tasks is a draft (goal.CheckDraft), whose graph the
+// planner proposes.
 func (c *Client) Start(ctx context.Context, g goal.Goal, coordinator string) error {
-	if err := goal.Check(g); err != nil {
+	check := goal.Check
+	if len(g.Tasks) == 0 {
+		check = goal.CheckDraft
+	}
+	if err := check(g); err != nil {
 		return invalid(err)
 	}
 	ctx, cancel := context.WithTimeout(ctx, c.wait())
@@ -48,7 +57,7 @@ func (c *Client) Start(ctx context.Context, g goal.Goal, coordinator string) err
 		WorkflowIDReusePolicy:                    enumspb.WORKFLOW_ID_REUSE_POLICY_REJECT_DUPLICATE,
 		WorkflowIDConflictPolicy:                 enumspb.WORKFLOW_ID_CONFLICT_POLICY_FAIL,
 		WorkflowExecutionErrorWhenAlreadyStarted: true,
-	}, goal.WorkflowType, Input{Goal: g, Coordinator: coordinator})
+	}, goal.WorkflowType, Input{Goal: g, Coordinator: coordinator, PlannerRounds: c.PlannerRounds})
 	var started *serviceerror.WorkflowExecutionAlreadyStarted
 	if errors.As(err, &started) {
 		return &task.Error{Code: task.CodeConflict, Message: "goal " + g.ID + " exists already", Err: err}

@@ -7,9 +7,9 @@ package goal
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"slices"
-	"strings"
 	"time"
 
 	"go.temporal.io/sdk/log"
@@ -46,6 +46,10 @@ type Input struct {
 	// MaxHistory is the history length past which the goal continues as
 	// new; zero is DefaultMaxHistory. Temporal's own suggestion counts too.
 	MaxHistory int `json:"max_history,omitempty"`
+	// PlannerRounds bounds the graphs the planner proposes to the
+	// admins when the goal has no tasks (goals.planner_rounds); zero is
+	// DefaultPlannerRounds.
+	PlannerRounds int `json:"planner_rounds,omitempty"`
 	// Carried is the goal's state after a continue-as-new; nil on a
 	// fresh start.
 	Carried *Carried `json:"carried,omitempty"`
@@ -82,6 +86,10 @@ func Goal(ctx workflow.Context, in Input) (goal.State, error) {
 		in:    in,
 		id:    WorkflowID(in.Goal.ID),
 		log:   log.With(workflow.GetLogger(ctx), "goal", in.Goal.ID),
+	}
+	if len(in.Goal.Tasks) == 0 {
+		// The planner proposes the graph.
+		r.Status, r.Planned = goal.StatusPlanning, true
 	}
 	for _, t := range in.Goal.Tasks {
 		r.Tasks = append(r.Tasks, goal.TaskState{Key: t.Key, Status: goal.TaskWaiting, BlockedBy: t.BlockedBy,
@@ -168,8 +176,11 @@ type run struct {
 	told []string
 	// changed is set when a task moves: the run loop looks again.
 	changed bool
-	queue   []effect
-	rev     int64
+	// head is the target's head when the goal started: the planner reads
+	// it.
+	head  string
+	queue []effect
+	rev   int64
 }
 
 type effect struct {
@@ -206,6 +217,7 @@ func (r *run) snapshot() goal.State {
 	s := r.State
 	s.Tasks = slices.Clone(r.Tasks)
 	s.Queue = slices.Clone(r.Queue)
+	s.Proposals = slices.Clone(r.Proposals)
 	if d := r.engine.Pending(); d != nil {
 		c := *d
 		s.Pending = &c
@@ -222,7 +234,17 @@ func (r *run) run(ctx workflow.Context) (goal.State, error) {
 	if err := r.takePolicy(ctx); err != nil {
 		return r.end(ctx, goal.StatusFailed, "no policy: "+err.Error())
 	}
-	ok, err := r.approve(ctx)
+	var ok bool
+	var err error
+	if r.Planned {
+		ok, err = r.planAndApprove(ctx)
+	} else {
+		ok, err = r.approve(ctx)
+	}
+	var planner *errPlanner
+	if errors.As(err, &planner) {
+		return r.end(ctx, goal.StatusFailed, planner.msg)
+	}
 	if err != nil {
 		return r.State, err
 	}
@@ -274,7 +296,7 @@ func (r *run) resolveTarget(ctx workflow.Context) error {
 	if err := workflow.ExecuteActivity(actx, gacts.GoalTarget, goalacts.TargetInput{Repo: r.Goal.Repo, Target: r.Goal.Target}).Get(ctx, &out); err != nil {
 		return err
 	}
-	r.Target = out.Target
+	r.Target, r.head = out.Target, out.Head
 	for i, t := range r.Goal.Tasks {
 		if t.Plan.Branch == r.Target {
 			return fmt.Errorf("tasks[%d].plan.branch is the target %q", i, r.Target)
@@ -300,7 +322,8 @@ func (r *run) takePolicy(ctx workflow.Context) error {
 
 // approve asks the admins to approve the graph as one plan, bound by
 // digest to the whole of it and its target, when the plan approval of
-// any of its tasks' risk levels asks an admin; otherwise the graph is
+// any of its tasks' risk levels asks an admin, or the planner proposed
+// it (its risk levels are the planner's word); otherwise the graph is
 // approved automatically.
 func (r *run) approve(ctx workflow.Context) (bool, error) {
 	approves := r.approves()
@@ -310,7 +333,7 @@ func (r *run) approve(ctx workflow.Context) (bool, error) {
 	}
 	r.Digest = dg
 	risk := r.risk()
-	if r.policy.PlanApproval.For(risk) == task.HandlingAuto {
+	if r.policy.PlanApproval.For(risk) == task.HandlingAuto && !r.Planned {
 		r.Approval = &decision.Outcome{Subject: r.id, Kind: goal.DecisionGoalPlan, Option: decision.OptApprove, By: decision.By,
 			Channel: decision.ChannelSystem, At: workflow.Now(ctx), Digest: dg, Note: "approved automatically (risk " + string(risk) + ")"}
 		return true, nil
@@ -321,7 +344,7 @@ func (r *run) approve(ctx workflow.Context) (bool, error) {
 	}
 	_, err = r.engine.Raise(ctx, decide.Request{
 		Kind:   goal.DecisionGoalPlan,
-		Prompt: fmt.Sprintf("Approve goal %s: %d tasks (%s) on %s, into %s?", r.Goal.ID, len(keys), strings.Join(keys, ", "), r.Goal.Repo, r.Target),
+		Prompt: r.approvePrompt(keys),
 		Options: []decision.Option{
 			{ID: decision.OptApprove, Label: "Approve"},
 			{ID: decision.OptReject, Label: "Reject"},

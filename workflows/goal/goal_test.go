@@ -50,27 +50,32 @@ type harness struct {
 // run runs g, each task taking its time on the test clock.
 func (h *harness) run(in Input) {
 	for _, tk := range in.Goal.Tasks {
-		key := tk.Key
-		d := h.takes[key]
-		if d == 0 {
-			d = time.Second
-		}
-		h.env.OnActivity(gacts.AwaitTask, mock.Anything, mock.MatchedBy(func(in goalacts.AwaitTaskInput) bool {
-			return strings.HasSuffix(in.TaskID, "|"+key)
-		})).After(d).Return(func(_ context.Context, in goalacts.AwaitTaskInput) (task.Result, error) {
-			h.mu.Lock()
-			end := h.ends[key]
-			h.mu.Unlock()
-			if end == "" || end == task.StatusDone {
-				if h.unmerged[key] {
-					return task.Result{TaskID: in.TaskID, Status: task.StatusDone}, nil
-				}
-				return task.Result{TaskID: in.TaskID, Status: task.StatusDone, Merged: "m-" + key}, nil
-			}
-			return task.Result{TaskID: in.TaskID, Status: end, Reason: "plan rejected by bob"}, nil
-		})
+		h.await(tk.Key)
 	}
 	h.env.ExecuteWorkflow(Goal, in)
+}
+
+// await has key's task take its time on the test clock and end as
+// h.ends says.
+func (h *harness) await(key string) {
+	d := h.takes[key]
+	if d == 0 {
+		d = time.Second
+	}
+	h.env.OnActivity(gacts.AwaitTask, mock.Anything, mock.MatchedBy(func(in goalacts.AwaitTaskInput) bool {
+		return strings.HasSuffix(in.TaskID, "|"+key)
+	})).After(d).Return(func(_ context.Context, in goalacts.AwaitTaskInput) (task.Result, error) {
+		h.mu.Lock()
+		end := h.ends[key]
+		h.mu.Unlock()
+		if end == "" || end == task.StatusDone {
+			if h.unmerged[key] {
+				return task.Result{TaskID: in.TaskID, Status: task.StatusDone}, nil
+			}
+			return task.Result{TaskID: in.TaskID, Status: task.StatusDone, Merged: "m-" + key}, nil
+		}
+		return task.Result{TaskID: in.TaskID, Status: end, Reason: "plan rejected by bob"}, nil
+	})
 }
 
 func policy(plan task.Handling) task.Policy {
@@ -168,12 +173,15 @@ func (h *harness) result() goal.State {
 	return s
 }
 
-func (h *harness) answer(option string) error {
+func (h *harness) answer(option string) error { return h.answerWith(option, "") }
+
+// answerWith answers the open decision with option and an admin's note.
+func (h *harness) answerWith(option, note string) error {
 	st := h.state()
 	if st.Pending == nil {
 		h.t.Fatalf("no decision open: %+v", st)
 	}
-	a := decision.Answer{DecisionID: st.Pending.ID, Option: option, Digest: st.Pending.Digest, By: "alice", Channel: "cli", At: time.Now()}
+	a := decision.Answer{DecisionID: st.Pending.ID, Option: option, Note: note, Digest: st.Pending.Digest, By: "alice", Channel: "cli", At: time.Now()}
 	a.Signature = decision.SignAnswer(testDecisionKey, st.Pending.Subject, a)
 	var out error
 	h.env.UpdateWorkflow(task.UpdateDecide, "", &testsuite.TestUpdateCallback{
