@@ -54,7 +54,7 @@ func AgentModes(ctx context.Context, a config.Agents) ([][2]string, error) {
 // left running, from their pid files, and logs each. It does nothing
 // when no agent runs in runner mode.
 func ReapRunners(cfg config.Config, log *slog.Logger) []runner.Reaped {
-	if cfg.Agents.Executor.Mode != config.AgentModeRunner && cfg.Agents.Reviewer.Mode != config.AgentModeRunner {
+	if cfg.Agents.Executor.Mode != config.AgentModeRunner && cfg.Agents.Reviewer.Mode != config.AgentModeRunner && !cfg.Goals.Planner.On() {
 		return nil
 	}
 	dir := activities.PIDDir(agentDelivery(cfg.Agents.Executor, cfg.DataDir).WorkDir)

@@ -10,6 +10,7 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/ampflow/ampflow/activities"
+	"github.com/ampflow/ampflow/activities/delivery"
 	goalacts "github.com/ampflow/ampflow/activities/goal"
 	"github.com/ampflow/ampflow/amp/goal"
 	"github.com/ampflow/ampflow/integrations/dashboard"
@@ -19,12 +20,16 @@ import (
 )
 
 // registerGoals registers the goal workflow and its activities: its
-// tasks start through the task client.
+// tasks start through the task client, its planner (goals.planner) runs
+// as the runners do.
 func registerGoals(w worker.Worker, parts *Parts) {
 	w.RegisterWorkflowWithOptions(goalwf.Goal, workflow.RegisterOptions{Name: goal.WorkflowType})
 	acts := &goalacts.Goal{Store: parts.Store}
 	if parts.Activities != nil {
 		acts.Git, _ = parts.Activities.Git.(*activities.Git)
+		if d, ok := parts.Activities.Delivery.(*delivery.Delivery); ok && d.Planner.Runner != "" {
+			acts.Planner = d
+		}
 	}
 	if parts.Tasks != nil {
 		acts.Tasks = goalwf.Tasks{Client: parts.Tasks}
@@ -38,9 +43,11 @@ func addGoals(api *httpapi.Server, o Options, parts *Parts, log *slog.Logger) {
 		return
 	}
 	goals.Register(api, goals.Options{
-		Goals:  &goalwf.Client{Temporal: parts.Tasks.Temporal, TaskQueue: o.Config.Temporal.TaskQueue},
-		Tasks:  parts.Tasks,
-		Logger: log,
+		Goals: &goalwf.Client{Temporal: parts.Tasks.Temporal, TaskQueue: o.Config.Temporal.TaskQueue,
+			PlannerRounds: o.Config.Goals.PlannerRounds},
+		Planner: o.Config.Goals.Planner.On(),
+		Tasks:   parts.Tasks,
+		Logger:  log,
 	})
 }
 

@@ -173,6 +173,7 @@ func Build(o Options) (*Parts, error) {
 	delivery := &delivery.Delivery{
 		Executor:   agentDelivery(cfg.Agents.Executor, cfg.DataDir),
 		Reviewer:   agentDelivery(cfg.Agents.Reviewer, cfg.DataDir),
+		Planner:    plannerDelivery(cfg.Goals.Planner, cfg.DataDir),
 		Submit:     tasks,
 		Heartbeats: tasks,
 		Usage:      tasks,
@@ -197,6 +198,7 @@ func Build(o Options) (*Parts, error) {
 	if o.Metrics != nil {
 		delivery.Metrics = o.Metrics
 	}
+	delivery.PlannerMaxCostUSD = cfg.Goals.Planner.MaxCostUSD
 	delivery.Budgets = runnerBudgets(cfg, store)
 	delivery.Steer = store
 	delivery.Transcripts = store
@@ -284,6 +286,17 @@ func SetWorkflowCache(n int) {
 	if n > 0 {
 		worker.SetStickyWorkflowCacheSize(n)
 	}
+}
+
+// plannerDelivery is the goals' planner as the delivery runs it; no
+// runner when goals.planner.runner is empty.
+func plannerDelivery(p config.Planner, dataDir string) activities.AgentDelivery {
+	a := agentDelivery(config.Agent{Mode: config.AgentModeRunner, Runner: p.Runner, Command: p.Command, Model: p.Model,
+		Env: p.Env, Timeout: p.Timeout, IdleTimeout: p.IdleTimeout, Sandbox: p.Sandbox}, dataDir)
+	if !p.On() {
+		a.Runner = ""
+	}
+	return a
 }
 
 // NewWorker registers the task workflow and the activities on a worker

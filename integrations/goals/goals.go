@@ -32,10 +32,14 @@ type Tasks interface {
 
 // Options configure the routes; Goals and Tasks are required.
 type Options struct {
-	Goals  Goals
-	Tasks  Tasks
-	Now    func() time.Time
-	Logger *slog.Logger
+	Goals Goals
+	Tasks Tasks
+	// Planner says a planner is configured (goals.planner.runner): a
+	// goal file may then give only a description, whose graph it
+	// proposes.
+	Planner bool
+	Now     func() time.Time
+	Logger  *slog.Logger
 }
 
 // StartResponse is the answer of POST /v1/goals.
@@ -86,16 +90,41 @@ func (a *api) post(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	id := goal.NewID()
-	g, err := goal.Parse(raw, id, a.o.Now())
+	g, err := a.parse(raw, id)
 	if err != nil {
-		a.srv.Error(w, r, invalid(err))
+		a.srv.Error(w, r, err)
 		return
 	}
 	if err := a.o.Goals.Start(r.Context(), g, httpapi.CallerOf(r).Name); err != nil {
 		a.srv.Error(w, r, err)
 		return
 	}
-	httpapi.WriteJSON(w, http.StatusCreated, StartResponse{GoalID: id, Status: goal.StatusAwaitingApproval})
+	status := goal.StatusAwaitingApproval
+	if len(g.Tasks) == 0 {
+		status = goal.StatusPlanning
+	}
+	httpapi.WriteJSON(w, http.StatusCreated, StartResponse{GoalID: id, Status: status})
+}
+
+// parse reads a goal file: a graph, or, with a planner, a description
+// alone for the planner.
+func (a *api) parse(raw []byte, id string) (goal.Goal, error) {
+	if !goal.IsDraft(raw) {
+		g, err := goal.Parse(raw, id, a.o.Now())
+		if err != nil {
+			return g, invalid(err)
+		}
+		return g, nil
+	}
+	if !a.o.Planner {
+		return goal.Goal{}, invalid(&amp.ValidationError{Fields: []amp.FieldError{{Path: "tasks",
+			Problem: "is required: this server has no planner to propose them (goals.planner.runner is not set)"}}})
+	}
+	g, err := goal.ParseDraft(raw, id)
+	if err != nil {
+		return g, invalid(err)
+	}
+	return g, nil
 }
 
 func (a *api) get(w http.ResponseWriter, r *http.Request) {

@@ -91,3 +91,34 @@ func TestGoalRoutes(t *testing.T) {
 		t.Errorf("an unknown goal: %d %s", r.Status, r.Body)
 	}
 }
+
+// TestGoalDraft: a goal file with only a description is refused, naming
+// goals.planner, by a server without a planner, and starts planning on
+// one with.
+func TestGoalDraft(t *testing.T) {
+	const draft = `{"description": "ship the billing page", "repo": "/src/app"}`
+	for _, planner := range []bool{false, true} {
+		g := &fakeGoals{}
+		api := httpapi.New(httpapi.Options{Tokens: []config.AuthToken{{Name: "coord", Token: "coord-token", Role: "coordinator"}}})
+		Register(api, Options{Goals: g, Tasks: fakeTasks{}, Planner: planner})
+		url := httpapitest.Serve(t, api)
+		r := httpapitest.Do(t, "POST", url+"/v1/goals", "coord-token", draft)
+		if !planner {
+			if r.Status != http.StatusBadRequest || !strings.Contains(string(r.Body), "goals.planner") || len(g.started) != 0 {
+				t.Errorf("without a planner: %d %s", r.Status, r.Body)
+			}
+			continue
+		}
+		var started StartResponse
+		if r.Status != http.StatusCreated || json.Unmarshal(r.Body, &started) != nil || started.Status != goal.StatusPlanning {
+			t.Fatalf("with a planner: %d %s", r.Status, r.Body)
+		}
+		if len(g.started) != 1 || len(g.started[0].Tasks) != 0 || g.started[0].Description != "ship the billing page" {
+			t.Errorf("started %+v", g.started)
+		}
+		if r := httpapitest.Do(t, "POST", url+"/v1/goals", "coord-token", `{"repo": "/src/app"}`); r.Status != http.StatusBadRequest ||
+			!strings.Contains(string(r.Body), "description") {
+			t.Errorf("a draft without a description: %d %s", r.Status, r.Body)
+		}
+	}
+}

@@ -78,11 +78,12 @@ func timeOf(desc string) map[string]any {
 }
 
 var schemas = map[string]any{
-	"GoalFile": obj([]string{"description", "repo", "tasks"}, map[string]any{
+	"GoalFile": obj([]string{"description", "repo"}, map[string]any{
 		"description": typed("string", "What the goal is for, at most 4000 bytes."),
 		"repo":        typed("string", "The repository every task works in unless its plan names another."),
 		"target":      typed("string", "The branch the tasks start from and go to; the repository's default branch when absent."),
-		"tasks":       map[string]any{"type": "array", "items": ref("GoalFileTask"), "minItems": 1, "maxItems": goal.MaxTasks},
+		"tasks": map[string]any{"type": "array", "items": ref("GoalFileTask"), "maxItems": goal.MaxTasks,
+			"description": "The graph. Left out (or empty), the goal's planner proposes it from the description (goals.planner); without a planner it is required."},
 	}),
 	"GoalFileTask": obj([]string{"key", "plan"}, map[string]any{
 		"key":        typed("string", "The task's name in the goal: lower-case letters, digits, - and _, at most 40 bytes."),
@@ -103,11 +104,12 @@ var schemas = map[string]any{
 	}),
 	"GoalStartResponse": obj([]string{"goal_id", "status"}, map[string]any{
 		"goal_id": typed("string", "The goal's id, G- and eight hex digits."),
-		"status":  enum("awaiting_approval: the workflow checks its target and asks for the approval its policy wants.", string(goal.StatusAwaitingApproval)),
+		"status": enum("awaiting_approval: the workflow checks its target and asks for the approval its policy wants; planning: the planner proposes the graph.",
+			string(goal.StatusAwaitingApproval), string(goal.StatusPlanning)),
 	}),
 	"GoalView": obj([]string{"goal", "status", "target", "tasks", "started_at", "cost_usd"}, map[string]any{
 		"goal": ref("Goal"),
-		"status": enum("Where the goal stands.", string(goal.StatusAwaitingApproval), string(goal.StatusRunning), string(goal.StatusBlocked),
+		"status": enum("Where the goal stands.", string(goal.StatusPlanning), string(goal.StatusAwaitingApproval), string(goal.StatusRunning), string(goal.StatusBlocked),
 			string(goal.StatusDone), string(goal.StatusRejected), string(goal.StatusFailed), string(goal.StatusTerminated)),
 		"target":     typed("string", "The target branch, resolved at the start."),
 		"digest":     typed("string", "The digest of the graph and target the goal_plan decision approves."),
@@ -119,6 +121,16 @@ var schemas = map[string]any{
 		"started_at": timeOf("When the goal started."),
 		"ended_at":   timeOf("When it ended; absent while it runs."),
 		"cost_usd":   typed("number", "The sum of its tasks' costs, in dollars."),
+		"planned":    typed("boolean", "The planner proposed the graph."),
+		"proposals":  map[string]any{"type": "array", "items": ref("GoalProposal"), "description": "The graphs the planner proposed, in order."},
+	}),
+	"GoalProposal": obj([]string{"round", "try", "at"}, map[string]any{
+		"round":    typed("integer", "The graph put to the admins it belongs to: 1, then one more after each rejection."),
+		"try":      typed("integer", "The planner's answer in its round: a refused graph goes back to it with its problem."),
+		"at":       timeOf("When the planner answered."),
+		"keys":     stringList("The tasks of a graph that passed the checks."),
+		"problem":  typed("string", "Why the graph was refused: its check's problems, a cycle named (tasks a → b → a form a cycle)."),
+		"rejected": typed("string", "The admins' rejection, with their note, which went back to the planner."),
 	}),
 	"GoalTaskView": obj([]string{"key", "status", "repo", "branch", "cost_usd"}, map[string]any{
 		"key": typed("string", "The task's key."),

@@ -43,7 +43,8 @@ func (a *App) goalStartCommand() *cobra.Command {
 			"as task start -f takes it (repo and branch may be left out) and blocked_by. The\n" +
 			"file is checked here and again by the API (each field at fault is named, and a\n" +
 			"cycle is named: tasks a → b → a form a cycle), then the goal starts and its id\n" +
-			"is printed, alone on the last line.",
+			"is printed, alone on the last line. A file without tasks asks the server's\n" +
+			"planner (goals.planner) to propose the graph, for the admins to approve.",
 		Example: "  ampflow goal start -f goal.yaml\n  id=$(ampflow goal start -f goal.yaml | tail -n 1)",
 		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -61,7 +62,13 @@ func (a *App) goalStartCommand() *cobra.Command {
 			if js, err = absoluteRepos(js); err != nil {
 				return Exit(ExitFailed, &inputError{what: "goal", raw: raw, fields: []amp.FieldError{{Path: "repo", Problem: err.Error()}}})
 			}
-			if _, err := goal.Parse(js, "G-00000000", a.Now()); err != nil {
+			parse := func(js []byte) error { _, err := goal.Parse(js, "G-00000000", a.Now()); return err }
+			if goal.IsDraft(js) {
+				// The server's planner proposes the graph; a server
+				// without one refuses the file, naming goals.planner.
+				parse = func(js []byte) error { _, err := goal.ParseDraft(js, "G-00000000"); return err }
+			}
+			if err := parse(js); err != nil {
 				var ve *amp.ValidationError
 				if errors.As(err, &ve) {
 					return Exit(ExitFailed, &inputError{what: "goal", raw: raw, fields: ve.Fields})
@@ -149,6 +156,16 @@ func (a *App) printGoal(v goals.View) error {
 		if ts.Reason != "" {
 			fmt.Fprintf(a.Stdout, "%s: %s\n", ts.Key, oneLine(ts.Reason))
 		}
+	}
+	for _, p := range v.Proposals {
+		what := "proposed " + strings.Join(p.Keys, ", ")
+		if p.Problem != "" {
+			what = "refused: " + oneLine(p.Problem)
+		}
+		if p.Rejected != "" {
+			what += "; " + oneLine(p.Rejected)
+		}
+		fmt.Fprintf(a.Stdout, "planner, round %d, answer %d: %s\n", p.Round, p.Try, what)
 	}
 	if !v.EndedAt.IsZero() {
 		fmt.Fprintf(a.Stdout, "ended %s, after %s\n", v.EndedAt.Local().Format(time.DateTime), v.EndedAt.Sub(v.StartedAt).Round(time.Second))

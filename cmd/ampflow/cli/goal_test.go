@@ -134,3 +134,33 @@ func TestGoalExample(t *testing.T) {
 		t.Error("docs/goals.md does not show examples/goal.yaml as it is")
 	}
 }
+
+// TestGoalDraft starts the goal file docs/goals.md shows for a planner,
+// with only a description and a repo: a server without a planner refuses
+// it naming goals.planner, one with starts it planning.
+func TestGoalDraft(t *testing.T) {
+	doc, err := os.ReadFile(filepath.Join("..", "..", "..", "docs", "goals.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	const draft = "description: Show member counts on dials\nrepo: .\n"
+	if !strings.Contains(string(doc), "```yaml\n"+draft+"```") {
+		t.Fatal("docs/goals.md does not show the planner's goal file")
+	}
+	for _, planner := range []bool{false, true} {
+		g := &cliGoals{}
+		api := httpapi.New(httpapi.Options{OpenName: "ana"})
+		goals.Register(api, goals.Options{Goals: g, Tasks: cliGoalTasks{}, Planner: planner})
+		env := map[string]string{"AMPFLOW_API_URL": httpapitest.Serve(t, api)}
+		r := run(t, draft, env, nil, "goal", "start", "-f", "-")
+		if !planner {
+			if r.code != ExitFailed || !strings.Contains(r.stderr, "goals.planner") || len(g.g) != 0 {
+				t.Errorf("without a planner: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+			}
+			continue
+		}
+		if r.code != ExitOK || len(g.g) != 1 || len(g.g[0].Tasks) != 0 || !filepath.IsAbs(g.g[0].Repo) {
+			t.Errorf("with a planner: exit %d %+v\n%s%s", r.code, g.g, r.stdout, r.stderr)
+		}
+	}
+}
