@@ -74,9 +74,18 @@ func (f *fakeQueue) install(h *harness) {
 		})
 }
 
-// told is the moves the goal was told, in their order (the test
-// environment sends signals in goroutines of their own).
-func (f *fakeQueue) told() []task.QueueStatus {
+// told is the moves the goal was told, in their order, once want of
+// them came or 5 s passed: the test environment sends signals in
+// goroutines of their own, which may end after the workflow did.
+func (f *fakeQueue) told(want int) []task.QueueStatus {
+	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(5 * time.Millisecond) {
+		f.mu.Lock()
+		n := len(f.moves)
+		f.mu.Unlock()
+		if n >= want || time.Now().After(deadline) {
+			break
+		}
+	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	out := make([]task.QueueStatus, len(f.moves))
@@ -124,7 +133,7 @@ func TestMergeQueue(t *testing.T) {
 		if got := strings.Join(h.leaseCalls, ","); got != "acquire,acquire,renew,release,release" {
 			t.Errorf("lease calls %s: the branch's, then the target's taken, renewed and given back", got)
 		}
-		if got := f.told(); len(got) != 3 || got[0] != task.QueueQueued || got[1] != task.QueueMerging || got[2] != task.QueueMerged {
+		if got := f.told(3); len(got) != 3 || got[0] != task.QueueQueued || got[1] != task.QueueMerging || got[2] != task.QueueMerged {
 			t.Errorf("the goal was told %v", got)
 		}
 		if h.recordIDs()["queue-merge-"+testTaskID] != 1 {
@@ -184,7 +193,7 @@ func TestMergeQueue(t *testing.T) {
 				t.Errorf("the round's dispatch lacks %q:\n%s", want, ds[1].Dispatch().Description)
 			}
 		}
-		if got := f.told(); len(got) != 6 || got[2] != task.QueueRound || got[5] != task.QueueMerged {
+		if got := f.told(6); len(got) != 6 || got[2] != task.QueueRound || got[5] != task.QueueMerged {
 			t.Errorf("the goal was told %v", got)
 		}
 		if st := h.state(); st.Queue.Rounds != 1 {
