@@ -140,7 +140,15 @@ func (s *runnerDev) start(t *testing.T, tokens bool, data string, env []string) 
 func runnerEnv(t *testing.T, role amp.Role, cli string, model *fakemodel.Server) []string {
 	t.Helper()
 	v := "AMPFLOW_AGENTS_" + strings.ToUpper(string(role)) + "_"
-	env := []string{v + "MODE=runner", v + "RUNNER=" + cli, v + "COMMAND=" + agentBin(t, cli)}
+	return append([]string{v + "MODE=runner"}, agentCLIEnv(t, v, cli, model)...)
+}
+
+// agentCLIEnv is what `ampflow dev` needs to run the installed CLI cli,
+// configured under the keys of prefix (AMPFLOW_AGENTS_EXECUTOR_,
+// AMPFLOW_GOALS_PLANNER_), against model, with runnerKey for its key.
+func agentCLIEnv(t *testing.T, v, cli string, model *fakemodel.Server) []string {
+	t.Helper()
+	env := []string{v + "RUNNER=" + cli, v + "COMMAND=" + agentBin(t, cli)}
 	switch cli {
 	case "claude":
 		return append(env, v+"ENV=HOME="+t.TempDir()+",ANTHROPIC_BASE_URL="+model.URL()+",ANTHROPIC_API_KEY,IS_SANDBOX=1",
