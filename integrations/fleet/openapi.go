@@ -45,8 +45,8 @@ var schemas = map[string]any{
 		"seen_at":    map[string]any{"type": "string", "format": "date-time", "description": "When it last wrote itself."},
 	}),
 	"FleetRun": obj([]string{"task_id", "role", "runner", "priority", "queued_at", "cost_usd", "for_seconds"}, map[string]any{
-		"task_id":     typed("string", "The task."),
-		"role":        map[string]any{"type": "string", "enum": []string{"executor", "reviewer"}},
+		"task_id":     typed("string", "The task, or for a goal's planner the goal's workflow (goal-G-…)."),
+		"role":        map[string]any{"type": "string", "enum": []string{"executor", "reviewer", "planner"}},
 		"runner":      typed("string", "The agent CLI: claude, codex, gemini, opencode or acp."),
 		"priority":    typed("integer", "The task's priority: the higher is served first."),
 		"queued_at":   map[string]any{"type": "string", "format": "date-time", "description": "When the run asked for a slot."},
