@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"strings"
+	"time"
 
 	"go.temporal.io/sdk/worker"
 	"go.temporal.io/sdk/workflow"
@@ -12,7 +13,10 @@ import (
 	"github.com/ampflow/ampflow/activities"
 	"github.com/ampflow/ampflow/activities/delivery"
 	goalacts "github.com/ampflow/ampflow/activities/goal"
+	"github.com/ampflow/ampflow/activities/runner"
 	"github.com/ampflow/ampflow/amp/goal"
+	"github.com/ampflow/ampflow/amp/task"
+	"github.com/ampflow/ampflow/config"
 	"github.com/ampflow/ampflow/integrations/dashboard"
 	"github.com/ampflow/ampflow/integrations/goals"
 	"github.com/ampflow/ampflow/integrations/httpapi"
@@ -103,4 +107,29 @@ func (p goalsPanel) Table(ctx context.Context) (dashboard.Table, error) {
 		}
 	}
 	return t, nil
+}
+
+// PlannerMode says how the worker runs the goals' planner, a line for
+// what `ampflow dev` and `ampflow worker` print at start; none without a
+// planner. A CLI that does not start, or a sandbox that cannot, is an
+// error naming the key to change.
+func PlannerMode(ctx context.Context, g config.Goals) ([][2]string, error) {
+	p := g.Planner
+	if !p.On() {
+		return nil, nil
+	}
+	cctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	version, err := delivery.CheckRunner(cctx, config.Agent{Mode: config.AgentModeRunner, Runner: p.Runner, Command: p.Command, Env: p.Env})
+	cancel()
+	if err != nil {
+		return nil, fmt.Errorf("goals.planner.command: the %s planner's CLI does not start (%v); install it or name its binary in goals.planner.command", p.Runner, err)
+	}
+	confined := "sandboxed"
+	if p.Sandbox == config.SandboxOff {
+		confined = "NOT sandboxed: goals.planner.sandbox is off, so the planner can read the worker's keys and database (docs/sandbox.md)"
+	} else if err := runner.CheckSandbox(ctx, ""); err != nil {
+		return nil, fmt.Errorf("goals.planner.sandbox: the planner runs in a sandbox, and %v; install bubblewrap, or set goals.planner.sandbox: off to run it unconfined (docs/sandbox.md)", err)
+	}
+	return [][2]string{{"planner", fmt.Sprintf("runner %s %s (timeout %s, idle %s, %d rounds), %s", p.Runner, version,
+		task.FormatDuration(p.Timeout), task.FormatDuration(p.IdleTimeout), g.PlannerRounds, confined)}}, nil
 }

@@ -83,6 +83,11 @@ func runDev(cmd *cobra.Command, a *cli.App) error {
 	if err != nil {
 		return cli.Exit(cli.ExitUsage, err)
 	}
+	planner, err := workers.PlannerMode(cmd.Context(), cfg.Goals)
+	if err != nil {
+		return cli.Exit(cli.ExitUsage, err)
+	}
+	modes = append(modes, planner...)
 	for _, m := range append(modes, workers.StartNotes(cfg, os.LookupEnv)...) {
 		fmt.Fprintf(a.Stdout, "%-10s %s\n", m[0], m[1])
 	}
@@ -148,6 +153,11 @@ decide on a task. admins: ["*"] lets anyone named decide.`,
 			if err != nil {
 				return cli.Exit(cli.ExitUsage, err)
 			}
+			planner, err := workers.PlannerMode(cmd.Context(), cfg.Goals)
+			if err != nil {
+				return cli.Exit(cli.ExitUsage, err)
+			}
+			modes = append(modes, planner...)
 			for _, m := range append(modes, workers.StartNotes(cfg, os.LookupEnv)...) {
 				fmt.Fprintf(a.Stdout, "%-10s %s\n", m[0], m[1])
 			}
