@@ -86,6 +86,12 @@ func (p goalsPanel) Table(ctx context.Context) (dashboard.Table, error) {
 		if len(v.Queue) > 0 {
 			status += " · merge queue of " + v.Target + ": " + strings.Join(v.Queue, ", ")
 		}
+		if len(v.Tasks) == 0 {
+			// Planning, or its planner's graph was never taken: a row of
+			// its own.
+			t.Rows = append(t.Rows, []dashboard.Cell{{Text: fmt.Sprintf("%s · %s · $%.2f", v.Goal.ID, v.Goal.Description, v.CostUSD)},
+				{Text: status}, {}, {}, {}, {}, {}, {}, {}, {Time: v.StartedAt}})
+		}
 		for i, tv := range v.Tasks {
 			row := []dashboard.Cell{{}, {}, {Text: tv.Key}, {Text: string(tv.Status)}, {}, {Text: string(tv.TaskStatus)},
 				{Text: strings.Join(tv.WaitingOn, ", ")}, {Text: tv.QueueText()}, {Text: fmt.Sprintf("$%.2f", tv.CostUSD)}, {Time: tv.StartedAt}}
