@@ -2,7 +2,10 @@ package e2e
 
 import (
 	"encoding/json"
+	"fmt"
 	"net/http"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -105,5 +108,73 @@ func testGoalPlanner(t *testing.T, cli string) {
 	}
 	if graphs != 3 {
 		t.Errorf("the goal's chain holds %d of the planner's graphs, want 3", graphs)
+	}
+}
+
+// TestGoalPlannerSandboxed: the real Codex CLI as a goal's planner is
+// driven by its model to try what a planner escaping its confinement
+// would (read the decision key, the Temporal key and the database in
+// data_dir; find the worker's environment in /proc; find the model API's
+// key; write outside its checkout; move the user's refs; read the open
+// API's decisions), and reads what each try gave. Every try fails; the
+// goal goes on to the admins with its graph.
+func TestGoalPlannerSandboxed(t *testing.T) {
+	data, outside := t.TempDir(), t.TempDir()
+	const marker = "E2E_PLANNER_WORKER_ONLY_MARKER"
+	// Each probe prints name=yes42 or name=no42: the 42 is computed, so
+	// the answer is in the tool's output, never in the script the model
+	// request carries too.
+	probe := func(name, cmd string) string {
+		return "if " + cmd + " >/dev/null 2>&1; then echo " + name + "=yes$((6*7)); else echo " + name + "=no$((6*7)); fi; "
+	}
+	repo := gitRepo(t)
+	git(t, repo, "checkout", "-q", "--detach", "main")
+	api := fmt.Sprintf("127.0.0.1:%d", freePort(t))
+	model := fakemodel.New(fakemodel.Turn{Text: "Probing.", Tool: &fakemodel.ToolCall{Name: "exec_command", Input: map[string]any{"cmd": "{ " +
+		probe("decision_key", "cat "+filepath.Join(data, "decision.key")) +
+		probe("temporal_key", "cat "+filepath.Join(data, "temporal.key")) +
+		probe("database", "cat "+filepath.Join(data, "ampflow.db")) +
+		probe("worker_env", "grep -qs "+marker+" /proc/*/environ") +
+		probe("model_key", "grep -rqs \"$(printf %s%s "+runnerKey[:5]+" "+runnerKey[5:]+")\" /proc/*/environ \"$HOME\" \"$CODEX_HOME\" /tmp") +
+		probe("write_outside", "touch "+filepath.Join(outside, "escaped")) +
+		probe("write_checkout", "touch ./inside") +
+		probe("user_ref", "git --git-dir="+filepath.Join(repo, ".git")+" update-ref refs/heads/hijack HEAD") +
+		probe("api_token", `env | grep -q '^AMPFLOW_'`) +
+		// dev's API is open: the planner has no credential for it, and
+		// reaches none of it, through the proxy or at its own address.
+		probe("open_api", "curl -sf --max-time 10 http://"+api+"/v1/decisions") +
+		probe("open_api_direct", "curl -sf --max-time 10 --noproxy '*' http://"+api+"/v1/decisions") +
+		"} 2>&1"}}},
+		plannerGraph(t, nil, "all"))
+	t.Cleanup(model.Close)
+	env := append(agentCLIEnv(t, "AMPFLOW_GOALS_PLANNER_", "codex", model), marker+"=1")
+	// startDev, with the API's address known to the probes beforehand.
+	p := &devProc{t: t, dataDir: data, env: env, temporal: fmt.Sprintf("127.0.0.1:%d", freePort(t)), api: api}
+	p.start()
+	t.Cleanup(p.stop)
+	if out := p.output(); !strings.Contains(out, "planner    runner codex") || !strings.Contains(out, "sandboxed") || strings.Contains(out, "NOT sandboxed") {
+		t.Errorf("dev did not say the planner runs sandboxed:\n%s", out)
+	}
+	c := newAPIClient(t, p.api, "")
+	var started goals.StartResponse
+	if code, resp := c.call("POST", "/v1/goals", map[string]any{"description": "probe", "repo": repo}, &started); code != http.StatusCreated {
+		t.Fatalf("POST /v1/goals: %d %s", code, resp)
+	}
+	g := &goalPlayer{t: t, c: c, repo: repo, id: started.GoalID, handled: map[string]bool{}, rounds: map[string]int{}}
+	v := g.until("the planner's graph for the admins", 4*time.Minute, func(v goals.View) bool { return v.Status.Terminal() || v.Pending != nil })
+	if v.Status != goal.StatusAwaitingApproval {
+		t.Fatalf("goal %s: %s (%s)\n%s", g.id, v.Status, v.Reason, p.output())
+	}
+	reqs := model.AgentRequests()
+	probes := reqs[len(reqs)-1]
+	want := map[string]string{"decision_key": "no", "temporal_key": "no", "database": "no", "worker_env": "no", "model_key": "no",
+		"write_outside": "no", "write_checkout": "yes", "user_ref": "no", "api_token": "no", "open_api": "no", "open_api_direct": "no"}
+	for k, v := range want {
+		if !probes.Text(k + "=" + v + "42") {
+			t.Errorf("%s is not %s:\n%.4000s", k, v, probes.Body)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(outside, "escaped")); err == nil {
+		t.Error("the planner wrote outside its checkout")
 	}
 }
