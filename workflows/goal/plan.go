@@ -55,7 +55,7 @@ func (r *run) planAndApprove(ctx workflow.Context) (bool, error) {
 		}
 		r.Proposals[len(r.Proposals)-1].Rejected = r.Reason
 		if round >= rounds {
-			r.Reason += fmt.Sprintf("; the planner's %d graphs were rejected (goals.planner_rounds)", round)
+			r.Reason += fmt.Sprintf("; the planner had %d of %d rounds (goals.planner_rounds)", round, rounds)
 			return false, nil
 		}
 		in.Feedback = "The admins rejected your graph"
@@ -74,7 +74,9 @@ func (r *run) planAndApprove(ctx workflow.Context) (bool, error) {
 // and its chain.
 func (r *run) propose(ctx workflow.Context, in *goalacts.PlanInput, round int) (goal.Goal, error) {
 	actx := workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
-		StartToCloseTimeout: 2 * time.Hour,
+		// The planner's own timeout (goals.planner.timeout) bounds its
+		// run; the heartbeat, a dead worker.
+		StartToCloseTimeout: 24 * time.Hour,
 		HeartbeatTimeout:    time.Minute,
 		RetryPolicy: &temporal.RetryPolicy{InitialInterval: 5 * time.Second, MaximumAttempts: 3,
 			NonRetryableErrorTypes: []string{goalacts.ErrNoPlanner, activities.ErrDelivery}},
