@@ -11,6 +11,7 @@ import (
 	"go.temporal.io/sdk/temporal"
 
 	"github.com/ampflow/ampflow/activities/delivery"
+	"github.com/ampflow/ampflow/amp"
 	"github.com/ampflow/ampflow/amp/goal"
 )
 
@@ -95,12 +96,36 @@ func ReadGraph(in PlanInput, text string, now time.Time) PlanResult {
 		res.Graph = res.Graph[:MaxGraph]
 	}
 	gl, err := goal.Parse(goalFile(in, graph), in.GoalID, now)
+	if err == nil {
+		err = ownRooms(gl)
+	}
 	if err != nil {
 		res.Problem = err.Error()
 		return res
 	}
 	res.Goal = &gl
 	return res
+}
+
+// ownRooms refuses a planner's task aimed elsewhere than the goal's
+// repository, or at a branch other than its own: the planner's word
+// does not choose where agents work.
+func ownRooms(g goal.Goal) error {
+	var bad []amp.FieldError
+	for i, t := range g.Tasks {
+		if t.Plan.Repo != g.Repo {
+			bad = append(bad, amp.FieldError{Path: fmt.Sprintf("tasks[%d].plan.repo", i),
+				Problem: fmt.Sprintf("is %q: a planner's task works in the goal's repository; leave repo out", t.Plan.Repo)})
+		}
+		if want := goal.Branch(g.ID, t.Key); t.Plan.Branch != want {
+			bad = append(bad, amp.FieldError{Path: fmt.Sprintf("tasks[%d].plan.branch", i),
+				Problem: fmt.Sprintf("is %q: a planner's task works on %s; leave branch out", t.Plan.Branch, want)})
+		}
+	}
+	if len(bad) > 0 {
+		return &amp.ValidationError{Fields: bad}
+	}
+	return nil
 }
 
 // PlannerSystem is the planner's system prompt: its part, and the graph
@@ -112,7 +137,8 @@ func PlannerSystem(in PlanInput) string {
 		"End your final message with the graph as one JSON object, and nothing after it: "+
 		`{"tasks": [{"key": "api", "plan": {"description": "...", "risk_level": "low" | "medium" | "high", `+
 		`"subtasks": [{"subtask_id": "S1", "description": "...", "estimated_lines": 50}], "acceptance_criteria": ["..."]}, "blocked_by": []}]}. `+
-		"Keys are lower-case letters, digits, - and _; blocked_by names other tasks' keys; no cycle; at most %d tasks.",
+		"Keys are lower-case letters, digits, - and _; blocked_by names other tasks' keys; no cycle; at most %d tasks. "+
+		"Leave out each plan's repo and branch: every task works in this repository, on a branch of its own.",
 		in.GoalID, in.Target, shortHash(in.Head), in.Target, goal.MaxTasks)
 }
 

@@ -40,6 +40,10 @@ func TestGoalPlan(t *testing.T) {
 		{"UnknownBlocker", `{"tasks": [` + planned("a", `"zz"`) + "]}", `tasks[0].blocked_by[0]: "zz" names no task of the goal`},
 		{"NoGraph", "I could not decide.", `no JSON object with "tasks"`},
 		{"NotTheGraph", `Done. {"criteria_met": [true]}`, `no JSON object with "tasks"`},
+		{"OtherRepo", `{"tasks": [` + strings.Replace(planned("a", ""), `"plan": {`, `"plan": {"repo": "/etc", `, 1) + "]}",
+			`tasks[0].plan.repo: is "/etc": a planner's task works in the goal's repository`},
+		{"OtherBranch", `{"tasks": [` + strings.Replace(planned("a", ""), `"plan": {`, `"plan": {"branch": "release", `, 1) + "]}",
+			`tasks[0].plan.branch: is "release": a planner's task works on goal/G-0000abcd/a`},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
