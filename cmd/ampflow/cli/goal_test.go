@@ -39,7 +39,9 @@ func (f *cliGoals) State(_ context.Context, id string) (goal.State, error) {
 					Overlaps: []goal.Overlap{{With: "ui", Files: []string{"shared.go"}}}, Queue: task.QueueMerging},
 				{Key: "ui", Status: goal.TaskRunning, TaskID: "T-2026-008", Branch: goal.Branch(id, "ui"), Queue: task.QueueQueued, QueueRounds: 1},
 				{Key: "docs", Status: goal.TaskWaiting, BlockedBy: []string{"api", "ui"}, WaitingOn: []string{"api", "ui"}, Branch: goal.Branch(id, "docs")},
-			}, Queue: []string{"api", "ui"}}, nil
+			}, Queue: []string{"api", "ui"}, Planned: true, Proposals: []goal.Proposal{
+				{Round: 1, Try: 1, Problem: "tasks[0].blocked_by: tasks api → ui → api form a cycle"},
+				{Round: 1, Try: 2, Keys: []string{"api", "ui", "docs"}}}}, nil
 		}
 	}
 	return goal.State{}, &task.Error{Code: task.CodeNotFound, Message: "no goal " + id}
@@ -87,7 +89,8 @@ func TestGoalCommands(t *testing.T) {
 	}
 	r = run(t, "", env, nil, "goal", "show", id)
 	for _, want := range []string{"goal " + id + ": running", "docs", "api, ui", "T-2026-007", "in_progress", "$1.50", "overlap: api and ui both change shared.go",
-		"merging", "queued (1 rounds)", "merge queue of main: api, ui"} {
+		"merging", "queued (1 rounds)", "merge queue of main: api, ui",
+		"planner, round 1, answer 1: refused: tasks[0].blocked_by: tasks api → ui → api form a cycle", "planner, round 1, answer 2: proposed api, ui, docs"} {
 		if !strings.Contains(r.stdout, want) {
 			t.Errorf("show lacks %q:\n%s%s", want, r.stdout, r.stderr)
 		}
