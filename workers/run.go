@@ -280,8 +280,9 @@ func agentDelivery(a config.Agent, dataDir string) activities.AgentDelivery {
 
 // SetWorkflowCache sizes the cache of workflows kept in memory between
 // their workflow tasks (temporal.workflow_cache), which every worker of
-// the process shares: it holds for the workers started after it, until
-// the last of them stops.
+// the process shares, an embedded Temporal server's own system workers
+// included: the first worker made makes the cache, so this is called
+// before the embedded server starts.
 func SetWorkflowCache(n int) {
 	if n > 0 {
 		worker.SetStickyWorkflowCacheSize(n)

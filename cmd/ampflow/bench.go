@@ -105,6 +105,7 @@ is set.`,
 	f.IntVar(&o.Concurrency, "concurrency", bench.DefaultConcurrency, "keep `C` lifecycles in flight")
 	f.IntVar(&o.Signals, "signals", 0, "measure the action gate instead: post `N` signals with no gate and N/4 that open a gate, then approve those (accept p50/p95/p99, gates resolved per second)")
 	f.IntVar(&o.Open, "open", bench.DefaultOpen, "hold `N` tasks open for the RSS reading and the read latencies (0 skips them)")
+	f.IntVar(&o.WorkflowCache, "workflow-cache", config.DefaultWorkflowCache, "keep `N` workflows in memory between their steps (temporal.workflow_cache)")
 	f.StringVar(&o.SSOTURL, "ssot-url", "", "keep the SSOT in the database at `URL` (default: SQLite in the temporary directory)")
 	f.StringVar(&cpuProfile, "cpuprofile", "", "write a CPU profile of the ampflow phase to `FILE`")
 	f.StringVar(&heapProfile, "memprofile", "", "write a heap profile taken with the open tasks in progress to `FILE`")

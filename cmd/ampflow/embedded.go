@@ -19,6 +19,8 @@ import (
 // stops it, logging a failure. A failure to start is an ExitFailed.
 func startEmbedded(cmd *cobra.Command, cfg config.Config, log *slog.Logger) (srv *devserver.Server, stop func(), err error) {
 	tuneGC()
+	// The server's own system workers make the process's workflow cache.
+	workers.SetWorkflowCache(cfg.Temporal.WorkflowCache)
 	key, err := workers.TemporalAPIKey(cfg)
 	if err != nil {
 		return nil, nil, cli.Exit(cli.ExitFailed, err)

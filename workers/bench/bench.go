@@ -6,6 +6,7 @@
 package bench
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -47,6 +48,9 @@ type Options struct {
 	// Open is how many tasks are held open for the memory reading; zero
 	// skips it.
 	Open int
+	// WorkflowCache is the process's workflow cache (as
+	// temporal.workflow_cache); zero is config.DefaultWorkflowCache.
+	WorkflowCache int
 	// Progress, when set, receives a line a second during long phases.
 	Progress io.Writer
 	// CPUProfile, when set, receives a CPU profile of the ampflow phase.
@@ -81,6 +85,9 @@ func (o Options) Validate() error {
 	}
 	if o.Open < 0 {
 		errs = append(errs, fmt.Errorf("invalid --open %d: must not be negative", o.Open))
+	}
+	if o.WorkflowCache < 0 || o.WorkflowCache > config.MaxWorkflowCache {
+		errs = append(errs, fmt.Errorf("invalid --workflow-cache %d: must be 1 to %d (0 is %d)", o.WorkflowCache, config.MaxWorkflowCache, config.DefaultWorkflowCache))
 	}
 	return errors.Join(errs...)
 }
@@ -127,6 +134,8 @@ func Run(ctx context.Context, o Options) (Result, error) {
 		return Result{}, fmt.Errorf("creating the benchmark directory: %w", err)
 	}
 	defer os.RemoveAll(tmp)
+	// Before the server, whose system workers make the workflow cache.
+	workers.SetWorkflowCache(cmp.Or(o.WorkflowCache, config.DefaultWorkflowCache))
 	c, stop, err := startTemporal(ctx, tmp, o.Logger)
 	if err != nil {
 		return Result{}, err
@@ -157,7 +166,6 @@ func Run(ctx context.Context, o Options) (Result, error) {
 	// A loaded two-core machine can take longer than the default 15s to
 	// answer; a slow answer is a figure, not a failure.
 	b.tasks.Wait = 2 * time.Minute
-	workers.SetWorkflowCache(config.DefaultWorkflowCache)
 	w := workers.NewWorker(c, ampflowQueue, parts.Activities, parts.Gate)
 	bw := newBaselineWorker(c)
 	for _, x := range []interface{ Start() error }{w, bw} {

@@ -114,6 +114,7 @@ func TestOptionsValidate(t *testing.T) {
 		{"NegativeConcurrency", Options{Tasks: 5, Concurrency: -2}, []string{"--concurrency -2"}},
 		{"NegativeOpen", Options{Tasks: 5, Concurrency: 1, Open: -1}, []string{"--open -1"}},
 		{"NegativeRounds", Options{Tasks: 5, Concurrency: 1, Rounds: -1}, []string{"--rounds -1"}},
+		{"NegativeCache", Options{Tasks: 5, Concurrency: 1, WorkflowCache: -1}, []string{"--workflow-cache -1"}},
 		{"Both", Options{}, []string{"--tasks 0", "--concurrency 0"}},
 	}
 	for _, tt := range tests {
@@ -334,5 +335,31 @@ func TestCommitOf(t *testing.T) {
 	}
 	if got, dirty := commitOf(ctx, unstamped, goRun, src); got != head || !dirty {
 		t.Errorf("changed source: commitOf = %q, dirty %v; want %q, dirty", got, dirty, head)
+	}
+}
+
+// TestWorkflowCache holds 40 tasks open under a workflow cache of 5 and
+// of 1,000: the tasks the small cache does not keep have no goroutines
+// left, the embedded server's own workers' cache being the same one.
+func TestWorkflowCache(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts a Temporal server")
+	}
+	t.Setenv("TMPDIR", t.TempDir())
+	goroutines := func(cache int) int {
+		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+		defer cancel()
+		r, err := Run(ctx, Options{Tasks: 1, Concurrency: 1, Open: 40, WorkflowCache: cache})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return r.OpenGoroutines
+	}
+	small, large := goroutines(5), goroutines(1000)
+	t.Logf("goroutines with 40 open tasks: %d with a cache of 5, %d with 1,000", small, large)
+	// A task workflow kept has its main coroutine, its record and notice
+	// loops and its handlers' goroutines: at least three.
+	if small > large-35*3 {
+		t.Errorf("%d goroutines with a cache of 5, %d with 1,000: the 35 tasks not kept still have theirs", small, large)
 	}
 }
