@@ -34,11 +34,13 @@ type Result struct {
 	AcceptP99MS float64 `json:"accept_p99_ms"`
 	// PeakRSSMB is the process's VmHWM at the end of the run, in MiB.
 	PeakRSSMB float64 `json:"peak_rss_mb"`
-	// RSSOpenMB is VmRSS, in MiB, with Options.Open tasks waiting for
-	// their results; nil when Open is zero.
-	RSSOpenMB   *float64 `json:"rss_1000_open_mb"`
-	Tasks       int      `json:"tasks"`
-	Concurrency int      `json:"concurrency"`
+	// RSSOpenMB is VmRSS, in MiB, with Open tasks waiting for their
+	// results; nil when Open is zero.
+	RSSOpenMB *float64 `json:"rss_open_mb"`
+	// Open is how many tasks were held open (Options.Open).
+	Open        int `json:"open"`
+	Tasks       int `json:"tasks"`
+	Concurrency int `json:"concurrency"`
 	// Reads are the API's read latencies with Open tasks open; nil when
 	// Open is zero.
 	Reads *Reads `json:"reads,omitempty"`
@@ -56,7 +58,6 @@ type Result struct {
 	Machine Machine `json:"machine"`
 
 	// What the text table shows besides the figures above.
-	Open             int           `json:"-"`
 	AmpflowElapsed   time.Duration `json:"-"`
 	BaselineElapsed  time.Duration `json:"-"`
 	Submits          int           `json:"-"`
@@ -67,9 +68,9 @@ type Result struct {
 	BaselineP99 time.Duration `json:"-"`
 	// Where the open tasks' memory is: Go heap and stacks in use, in MiB,
 	// and goroutines (server, worker and workflow coroutines together).
-	OpenHeapMB     float64 `json:"-"`
-	OpenStackMB    float64 `json:"-"`
-	OpenGoroutines int     `json:"-"`
+	OpenHeapMB     float64 `json:"open_heap_mb,omitempty"`
+	OpenStackMB    float64 `json:"open_stack_mb,omitempty"`
+	OpenGoroutines int     `json:"open_goroutines,omitempty"`
 }
 
 // WriteText prints r as a table.
