@@ -28,6 +28,7 @@ func (s *Server) handler() http.Handler {
 	api.HandleFunc("GET /repos/{owner}/{repo}/actions/jobs/{id}/logs", s.jobLogs)
 	api.HandleFunc("GET /repos/{owner}/{repo}/collaborators/{user}/permission", s.permission)
 	s.issueRoutes(api)
+	s.branchRoutes(api)
 
 	root := http.NewServeMux()
 	root.Handle("/api/v3/", s.authed(http.StripPrefix("/api/v3", api)))
