@@ -1,0 +1,247 @@
+package workflows
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/mock"
+	"go.temporal.io/sdk/temporal"
+
+	"github.com/ampflow/ampflow/activities"
+	"github.com/ampflow/ampflow/amp"
+	"github.com/ampflow/ampflow/amp/task"
+)
+
+// fakeGitHubQueue answers the merge queue's GitHub activities over a
+// target branch and a pull request kept in memory, as GitHub would.
+type fakeGitHubQueue struct {
+	mu sync.Mutex
+	// target is the target's head on GitHub; merged the pull request's
+	// merge commit once merged.
+	target, merged string
+	rebases        []activities.QueueRebaseRemoteInput
+	merges         []activities.QueueMergePullInput
+	// conflicts is how many rebases conflict before one is clean.
+	conflicts int
+	// lostAnswer loses the answer of the first merge that went through,
+	// as a worker killed before it answered.
+	lostAnswer bool
+	// pushedUnder moves the target on GitHub once, before the first
+	// merge, as a push by hand would.
+	pushedUnder bool
+	// rules are the target's rule types.
+	rules []string
+}
+
+var queueDelivery = task.Delivery{Push: true, PullRequest: "ready", Poll: time.Minute}
+
+func (f *fakeGitHubQueue) install(h *harness) {
+	f.target = "base0000"
+	h.env.OnSignalExternalWorkflow(mock.Anything, "goal-G-0000000a", "", task.SignalQueueMove, mock.Anything).Return(nil)
+	h.env.OnActivity(acts.QueueTarget, mock.Anything, mock.Anything).Return(
+		func(_ context.Context, in activities.QueueTargetInput) (activities.QueueTargetResult, error) {
+			for _, r := range f.rules {
+				if r == "merge_queue" {
+					return activities.QueueTargetResult{}, temporal.NewNonRetryableApplicationError(
+						"main of acme/rhylm is behind GitHub's own merge queue", activities.ErrGitHubMergeQueue, nil)
+				}
+			}
+			return activities.QueueTargetResult{Rules: f.rules}, nil
+		})
+	h.env.OnActivity(acts.QueueRebaseRemote, mock.Anything, mock.Anything).Return(
+		func(_ context.Context, in activities.QueueRebaseRemoteInput) (activities.QueueRebaseResult, error) {
+			f.mu.Lock()
+			defer f.mu.Unlock()
+			f.rebases = append(f.rebases, in)
+			if len(f.rebases) <= f.conflicts {
+				return activities.QueueRebaseResult{Base: f.target, Head: in.Head, Conflicts: []string{"shared.txt"}}, nil
+			}
+			return activities.QueueRebaseResult{Base: f.target, Head: in.Head, Rebased: "rebased" + f.target}, nil
+		})
+	h.env.OnActivity(acts.QueueMergePull, mock.Anything, mock.Anything).Return(
+		func(_ context.Context, in activities.QueueMergePullInput) (activities.QueueMergePullResult, error) {
+			f.mu.Lock()
+			defer f.mu.Unlock()
+			f.merges = append(f.merges, in)
+			if f.merged != "" {
+				return activities.QueueMergePullResult{SHA: f.merged}, nil
+			}
+			if f.pushedUnder {
+				f.pushedUnder = false
+				f.target = "byhand00"
+			}
+			if f.target != in.Base {
+				return activities.QueueMergePullResult{Moved: true, Head: f.target}, nil
+			}
+			f.merged = "merge-of-" + in.Commit
+			f.target = f.merged
+			if f.lostAnswer {
+				f.lostAnswer = false
+				return activities.QueueMergePullResult{}, errors.New("worker lost")
+			}
+			return activities.QueueMergePullResult{SHA: f.merged}, nil
+		})
+}
+
+func newGitHubQueue(t *testing.T, f *fakeGitHubQueue, mutate ...func(*task.Input)) (*harness, *fakeGitHub) {
+	h := newHarness(t, testPlan(amp.RiskLow, "S1"), append([]func(*task.Input){withQueue, withDelivery(queueDelivery)}, mutate...)...)
+	commitsPerRound(h)
+	g := &fakeGitHub{}
+	g.install(h)
+	f.install(h)
+	return h, g
+}
+
+func TestMergeQueueGitHub(t *testing.T) {
+	t.Run("Merged", func(t *testing.T) {
+		f := &fakeGitHubQueue{}
+		h, g := newGitHubQueue(t, f)
+		h.round(0)
+		res := h.run()
+		if res.Status != task.StatusDone || res.Merged != "merge-of-rebasedbase0000" {
+			t.Fatalf("result %s %q (%s)", res.Status, res.Merged, res.Reason)
+		}
+		if len(g.syncs) == 0 || g.syncs[0].Base != "main" {
+			t.Errorf("pull request syncs %+v, want one into the queue's target", g.syncs)
+		}
+		first := g.pushes[0].Commit
+		if len(f.rebases) != 1 || f.rebases[0].Head != first || f.rebases[0].Target != "main" || f.rebases[0].Remote != "https://github.com/acme/rhylm.git" {
+			t.Errorf("rebases %+v, want one of the pushed head %s", f.rebases, first)
+		}
+		// The rebase is pushed with a lease on the head it replaces.
+		if len(g.pushes) != 2 || g.pushes[1].Commit != "rebasedbase0000" || g.pushes[1].Lease != first {
+			t.Errorf("pushes %+v", g.pushes)
+		}
+		if last := h.ciInputs[len(h.ciInputs)-1]; last.Commit != "rebasedbase0000" || last.GitHubRepo != "github.com/acme/rhylm" {
+			t.Errorf("the last CI read %+v, want GitHub's of the pushed rebase", last)
+		}
+		if len(f.merges) != 1 || f.merges[0].Commit != "rebasedbase0000" || f.merges[0].Base != "base0000" || f.merges[0].Number != 7 || f.merges[0].Method != "" {
+			t.Errorf("merges %+v", f.merges)
+		}
+		if len(g.merges) != 0 {
+			t.Errorf("merged outside the queue: %+v", g.merges)
+		}
+		st := h.state()
+		if st.Queue.Status != task.QueueMerged || st.MergeCommit != res.Merged || !timelineHas(st, "queue", "merged https://github.com/acme/rhylm/pull/7 into main as merge-o (queue)") ||
+			!timelineHas(st, "queue", "rebased onto main at base0000") {
+			t.Errorf("state queue %+v, merge %q, timeline %+v", st.Queue, st.MergeCommit, st.Timeline)
+		}
+		if got := strings.Join(h.leaseCalls, ","); got != "acquire,acquire,renew,release,release" {
+			t.Errorf("lease calls %s", got)
+		}
+		ids := h.recordIDs()
+		if ids["queue-merge-"+testTaskID] != 1 || ids["push-"+testTaskID+"-rebasedbase0"] != 1 {
+			t.Errorf("records %v", ids)
+		}
+	})
+
+	// A merge whose answer was lost is tried again: the pull request is
+	// found merged, and its merge commit taken; nothing merges twice.
+	t.Run("RetryAfterMerge", func(t *testing.T) {
+		f := &fakeGitHubQueue{lostAnswer: true}
+		h, _ := newGitHubQueue(t, f)
+		h.round(0)
+		res := h.run()
+		if res.Status != task.StatusDone || res.Merged != "merge-of-rebasedbase0000" {
+			t.Fatalf("result %s %q (%s)", res.Status, res.Merged, res.Reason)
+		}
+		if len(f.merges) != 2 || f.target != res.Merged {
+			t.Errorf("merges %+v, target %s: want the merge tried twice and made once", f.merges, f.target)
+		}
+		if h.recordIDs()["queue-merge-"+testTaskID] != 1 {
+			t.Errorf("merge records %v", h.recordIDs())
+		}
+	})
+
+	// A target moved on GitHub under the queue is rebased onto again,
+	// with no round, and the new rebase pushed over the first.
+	t.Run("TargetMoved", func(t *testing.T) {
+		f := &fakeGitHubQueue{pushedUnder: true}
+		h, g := newGitHubQueue(t, f)
+		h.round(0)
+		res := h.run()
+		if res.Status != task.StatusDone || res.Merged != "merge-of-rebasedbyhand00" {
+			t.Fatalf("result %s %q (%s)", res.Status, res.Merged, res.Reason)
+		}
+		if len(f.rebases) != 2 || f.rebases[1].Head != "rebasedbase0000" {
+			t.Errorf("rebases %+v, want the second of the first rebase", f.rebases)
+		}
+		if n := len(g.pushes); n != 3 || g.pushes[2].Lease != "rebasedbase0000" || g.pushes[2].Commit != "rebasedbyhand00" {
+			t.Errorf("pushes %+v", g.pushes)
+		}
+		if st := h.state(); st.Queue.Rounds != 0 || len(h.deliveredOf(amp.TypeTaskDispatch)) != 1 {
+			t.Errorf("queue rounds %d, %d dispatches: a moved target is no round", st.Queue.Rounds, len(h.deliveredOf(amp.TypeTaskDispatch)))
+		}
+	})
+
+	t.Run("ConflictRound", func(t *testing.T) {
+		f := &fakeGitHubQueue{conflicts: 1}
+		h, g := newGitHubQueue(t, f)
+		h.round(0)
+		h.round(20 * time.Second)
+		res := h.run()
+		if res.Status != task.StatusDone || res.Merged == "" {
+			t.Fatalf("result %s %q (%s)", res.Status, res.Merged, res.Reason)
+		}
+		ds := h.deliveredOf(amp.TypeTaskDispatch)
+		if len(ds) != 2 || !strings.Contains(ds[1].Dispatch().Description, "Conflicting files: shared.txt") ||
+			!strings.Contains(ds[1].Dispatch().Description, "git rebase origin/main") {
+			t.Fatalf("%d dispatches; the round's: %s", len(ds), ds[len(ds)-1].Dispatch().Description)
+		}
+		// The round's result is pushed over the first with its lease, and
+		// that push is what the queue rebases next.
+		if len(f.rebases) != 2 || f.rebases[1].Head != g.pushes[1].Commit || g.pushes[1].Lease != g.pushes[0].Commit {
+			t.Errorf("rebases %+v, pushes %+v", f.rebases, g.pushes)
+		}
+	})
+
+	t.Run("CIRound", func(t *testing.T) {
+		f := &fakeGitHubQueue{}
+		h, _ := newGitHubQueue(t, f)
+		failed := false
+		h.ci = func(n int) activities.CIStatusResult {
+			if in := h.ciInputs[n-1]; strings.HasPrefix(in.Commit, "rebased") && !failed {
+				failed = true
+				return activities.CIStatusResult{State: activities.CIFailed, Failing: []string{"test"}, Detail: "FAIL: TestShared"}
+			}
+			return activities.CIStatusResult{State: activities.CIPassed}
+		}
+		h.round(0)
+		h.round(20 * time.Second)
+		res := h.run()
+		if res.Status != task.StatusDone || res.Merged == "" {
+			t.Fatalf("result %s %q (%s)", res.Status, res.Merged, res.Reason)
+		}
+		ds := h.deliveredOf(amp.TypeTaskDispatch)
+		if len(ds) != 2 || !strings.Contains(ds[1].Dispatch().Description, "CI fails on your branch") {
+			t.Fatalf("%d dispatches; the round's: %s", len(ds), ds[len(ds)-1].Dispatch().Description)
+		}
+		if len(f.merges) != 1 || h.state().Queue.Rounds != 1 {
+			t.Errorf("merges %+v, rounds %d: want one merge, after the round", f.merges, h.state().Queue.Rounds)
+		}
+	})
+
+	// A target behind GitHub's own merge queue is refused before any
+	// rebase, with a merge_queue decision that says so.
+	t.Run("GitHubMergeQueue", func(t *testing.T) {
+		f := &fakeGitHubQueue{rules: []string{"pull_request", "merge_queue"}}
+		h, g := newGitHubQueue(t, f)
+		h.round(0)
+		var asked task.State
+		h.at(time.Minute, func() {
+			asked = h.state()
+			h.decide("alice", task.OptTerminate, "")
+		})
+		res := h.run()
+		if asked.Pending == nil || asked.Pending.Kind != task.KindMergeQueue || !strings.Contains(asked.Pending.Prompt, "GitHub's own merge queue") {
+			t.Fatalf("pending %+v, status %s", asked.Pending, asked.Status)
+		}
+		if res.Status != task.StatusTerminated || len(f.rebases) != 0 || len(g.pushes) != 1 || len(f.merges) != 0 {
+			t.Errorf("result %s, rebases %d, pushes %d, merges %d", res.Status, len(f.rebases), len(g.pushes), len(f.merges))
+		}
+	})
+}
