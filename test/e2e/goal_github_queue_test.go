@@ -1,0 +1,119 @@
+package e2e
+
+import (
+	"net/http"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/ampflow/ampflow/activities/github/githubtest"
+	"github.com/ampflow/ampflow/amp/task"
+)
+
+// greenChecks gives every commit GitHub is asked the check runs of a
+// passing one, as a CI that runs on every push would, and returns the
+// commits asked about.
+func greenChecks(gh *githubtest.Server) func() []string {
+	var mu sync.Mutex
+	var asked []string
+	gh.SetHook(func(_ http.ResponseWriter, r *http.Request) bool {
+		parts := strings.Split(r.URL.Path, "/") // /api/v3/repos/OWNER/REPO/commits/SHA/check-runs
+		if len(parts) != 9 || parts[6] != "commits" || parts[8] != "check-runs" {
+			return false
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		if !slices.Contains(asked, parts[7]) {
+			asked = append(asked, parts[7])
+			gh.AddCheckRun(parts[4], parts[5], parts[7], "test", "success", githubtest.CheckOutput{Title: "ok"}, nil, nil, "")
+		}
+		return false
+	})
+	return func() []string {
+		mu.Lock()
+		defer mu.Unlock()
+		return slices.Clone(asked)
+	}
+}
+
+// TestGoalGitHubQueue runs a goal of two parallel tasks on a repository
+// whose origin is on a fake GitHub: each task pushes its branch and
+// opens a pull request, and main's merge queue merges them one at a
+// time through GitHub's API. The second is rebased onto main after the
+// first merged there, pushed again, CI'd, and merged; the origin's main
+// holds both, the local main is not moved.
+func TestGoalGitHubQueue(t *testing.T) {
+	const token = "ghs_e2eQueueToken0123456789"
+	bare, repo := githubtest.Origin(t)
+	gitURL := githubtest.GitHTTP(t, filepath.Dir(bare), token)
+	git(t, repo, "remote", "set-url", "origin", gitURL+"/"+filepath.Base(bare))
+	gh := githubtest.New(t, githubtest.Options{Token: token, Origin: bare})
+	asked := greenChecks(gh)
+	p := startDev(t, t.TempDir(),
+		"AMPFLOW_CI_PROVIDER=github", "AMPFLOW_CI_GITHUB_TOKEN="+token, "AMPFLOW_CI_POLL_INTERVAL=1s",
+		"AMPFLOW_CI_GITHUB_API_URL="+gh.URL, "AMPFLOW_CI_GITHUB_REPO=acme/widget",
+		"AMPFLOW_DELIVERY_PUSH=true", "AMPFLOW_DELIVERY_PULL_REQUEST=ready",
+		"AMPFLOW_DELIVERY_GITHUB_TOKEN_ENV=E2E_GITHUB_TOKEN", "E2E_GITHUB_TOKEN="+token, "AMPFLOW_DELIVERY_GITHUB_POLL=1s")
+	c := newAPIClient(t, p.api, "")
+	localMain := git(t, repo, "rev-parse", "main")
+
+	g := startGoal(t, c, repo,
+		map[string]any{"key": "a", "plan": goalPlan("a")},
+		map[string]any{"key": "b", "plan": goalPlan("b")})
+	v := goalDone(t, g, 150*time.Second)
+
+	// The origin's main is the two merges, one after the other.
+	line := strings.Fields(githubtest.Git(t, bare, "log", "--first-parent", "--format=%H", "main"))
+	if len(line) != 3 {
+		t.Fatalf("the origin's main is %v, want two merges on the first commit", line)
+	}
+	first, second := line[1], line[0]
+	pulls := gh.Pulls()
+	if len(pulls) != 2 || !pulls[0].Merged || !pulls[1].Merged {
+		t.Fatalf("pull requests %+v, want two merged", pulls)
+	}
+	byMerge := map[string]githubtest.Pull{}
+	for _, pr := range pulls {
+		byMerge[pr.MergeCommitSHA] = pr
+	}
+	pr1, ok1 := byMerge[first]
+	pr2, ok2 := byMerge[second]
+	if !ok1 || !ok2 {
+		t.Fatalf("main's merges %s, %s are not the pull requests' %+v", first, second, pulls)
+	}
+	// The second was rebased onto the first's merge, pushed, and CI ran
+	// on that push before it merged.
+	if parent := githubtest.Git(t, bare, "rev-parse", pr2.Head.SHA+"^"); parent != first {
+		t.Errorf("the second pull request's head %s sits on %s, want the first's merge %s", pr2.Head.SHA, parent, first)
+	}
+	if !slices.Contains(asked(), pr2.Head.SHA) {
+		t.Errorf("CI was asked about %v, not the second's rebased head %s", asked(), pr2.Head.SHA)
+	}
+	if parent := githubtest.Git(t, bare, "rev-parse", pr1.Head.SHA+"^"); parent != line[2] {
+		t.Errorf("the first pull request's head sits on %s, want the first commit %s", parent, line[2])
+	}
+	for _, f := range []string{"a.txt", "b.txt"} {
+		githubtest.Git(t, bare, "cat-file", "-e", "main:"+f)
+	}
+	if got := git(t, repo, "rev-parse", "main"); got != localMain {
+		t.Errorf("the local main moved to %s", got)
+	}
+	// Each task's merge is its pull request's, and the second's timeline
+	// says it was rebased.
+	for _, tv := range v.Tasks {
+		st := c.state(tv.TaskID)
+		pr, ok := byMerge[st.MergeCommit]
+		if !ok || tv.Merged != st.MergeCommit || st.PullRequest != pr.HTMLURL {
+			t.Errorf("task %s: merge %s, goal's %s, pull request %s", tv.Key, st.MergeCommit, tv.Merged, st.PullRequest)
+		}
+		rebased := slices.ContainsFunc(st.Timeline, func(e task.TimelineEntry) bool {
+			return e.Kind == "queue" && strings.Contains(e.Note, "rebased onto main")
+		})
+		if want := st.MergeCommit == second; rebased != want {
+			t.Errorf("task %s (merged %s): rebased in its timeline %v, want %v", tv.Key, st.MergeCommit, rebased, want)
+		}
+	}
+}
