@@ -65,6 +65,16 @@ func (a *Activities) QueueRebaseRemote(ctx context.Context, in QueueRebaseRemote
 	return a.Pusher.QueueRebaseRemote(ctx, in)
 }
 
+// QueueMoveRemote moves a remote target to a task's rebase, for the
+// merge queue of a repository given by URL.
+func (a *Activities) QueueMoveRemote(ctx context.Context, in QueueMoveRemoteInput) (QueueMergeResult, error) {
+	defer heartbeatEvery(ctx, shortBeat)()
+	if a.Pusher == nil {
+		return QueueMergeResult{}, deliveryOff("delivery.push")
+	}
+	return a.Pusher.QueueMoveRemote(ctx, in)
+}
+
 // QueueTarget reads the rules of a pull request's target, for the merge
 // queue.
 func (a *Activities) QueueTarget(ctx context.Context, in QueueTargetInput) (QueueTargetResult, error) {

@@ -14,10 +14,12 @@ import (
 	"github.com/ampflow/ampflow/activities/runner"
 )
 
-// The merge queue of a task on GitHub: its pushed branch rebased onto
+// The merge queue of a task on a remote: its pushed branch rebased onto
 // the remote target's head, pushed again with a lease on its old head
-// (PushBranch), then its pull request merged through the API with the
-// rebased head as the expected one.
+// (PushBranch), then its pull request merged through GitHub's API with
+// the rebased head as the expected one, or, for a repository given by
+// URL with no pull request, the target pushed to the rebase with a
+// lease on its head at the rebase.
 
 // ErrQueueMerge is the type of a pull request GitHub will not merge
 // though the target has not moved: a rule not met, a review missing.
@@ -190,4 +192,53 @@ func (p *PullRequests) QueueMerge(ctx context.Context, in QueueMergePullInput) (
 		return QueueMergePullResult{}, p.apiError(repo, err)
 	}
 	return QueueMergePullResult{SHA: sha}, nil
+}
+
+// QueueMoveRemoteInput moves Target on Remote from Base to Rebased: the
+// merge of a repository given by URL that has no pull request.
+type QueueMoveRemoteInput struct {
+	TaskID  string `json:"task_id"`
+	Repo    string `json:"repo"`
+	Remote  string `json:"remote"`
+	Target  string `json:"target"`
+	Base    string `json:"base"`
+	Rebased string `json:"rebased"`
+}
+
+// QueueMoveRemote pushes the rebase to the target with a lease on the
+// target's head at the rebase: a compare and swap on the remote. A
+// retry after the push went through finds the target at the rebase
+// (Already); a target that moved otherwise is left alone (Moved).
+func (p *Pusher) QueueMoveRemote(ctx context.Context, in QueueMoveRemoteInput) (QueueMergeResult, error) {
+	repo, err := p.Git.LocalAt(ctx, in.Repo, "", in.Rebased)
+	if err != nil {
+		return QueueMergeResult{}, err
+	}
+	mirror, err := p.mirror(ctx, repo)
+	if err != nil {
+		return QueueMergeResult{}, fmt.Errorf("moving %s of task %s: %w", in.Target, in.TaskID, err)
+	}
+	defer os.RemoveAll(mirror)
+	op := fmt.Sprintf("moving %s of task %s on %s to %s", in.Target, in.TaskID, redactURL(in.Remote), ShortHash(in.Rebased))
+	ref := "refs/heads/" + normalizeBranch(in.Target)
+	where := func() (QueueMergeResult, error) {
+		out, err := p.git(ctx, mirror, in.Remote, "ls-remote", "--", in.Remote, ref)
+		if err != nil {
+			return QueueMergeResult{}, p.remoteError(op, err)
+		}
+		head, _, _ := strings.Cut(strings.TrimSpace(string(out)), "\t")
+		return QueueMergeResult{Head: head, Already: head == in.Rebased, Moved: head != in.Rebased && head != in.Base}, nil
+	}
+	res, err := where()
+	if err != nil || res.Already || res.Moved {
+		return res, err
+	}
+	if _, err := p.git(ctx, mirror, in.Remote, "push", "--porcelain", "--force-with-lease="+ref+":"+in.Base,
+		"--", in.Remote, in.Rebased+":"+ref); err != nil {
+		if res, werr := where(); werr == nil && res.Head != in.Base {
+			return res, nil
+		}
+		return QueueMergeResult{}, p.remoteError(op, err)
+	}
+	return QueueMergeResult{Head: in.Rebased}, nil
 }

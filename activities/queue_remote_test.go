@@ -71,6 +71,27 @@ func TestQueueRebaseRemote(t *testing.T) {
 			t.Errorf("the remote's feature/x at %s, want the rebase", got)
 		}
 		in.Head = res.Rebased
+
+		// With no pull request the target is pushed to the rebase, with a
+		// lease on its head at the rebase: once, whatever the retries.
+		githubtest.Git(t, bare, "update-ref", "refs/heads/release", moved)
+		move := QueueMoveRemoteInput{TaskID: "T-2026-001", Repo: clone, Remote: remote, Target: "release", Base: moved, Rebased: res.Rebased}
+		if mv, err := p.QueueMoveRemote(ctx, move); err != nil || mv.Head != res.Rebased || mv.Already || mv.Moved {
+			t.Fatalf("move = %+v, %v", mv, err)
+		}
+		if got := githubtest.Git(t, bare, "rev-parse", "refs/heads/release"); got != res.Rebased {
+			t.Errorf("the remote's release at %s, want the rebase", got)
+		}
+		if mv, err := p.QueueMoveRemote(ctx, move); err != nil || !mv.Already {
+			t.Errorf("retried move = %+v, %v; want already there", mv, err)
+		}
+		githubtest.Git(t, bare, "update-ref", "refs/heads/release", head)
+		if mv, err := p.QueueMoveRemote(ctx, move); err != nil || !mv.Moved || mv.Head != head {
+			t.Errorf("move of a target moved meanwhile = %+v, %v; want it left at %s", mv, err, head)
+		}
+		if got := githubtest.Git(t, bare, "rev-parse", "refs/heads/release"); got != head {
+			t.Errorf("a moved target was moved again, to %s", got)
+		}
 	})
 
 	t.Run("Conflict", func(t *testing.T) {

@@ -96,8 +96,8 @@ func (t *taskRun) mergeQueue(ctx workflow.Context) (phase, error) {
 		q.Status = task.QueueMerging
 		t.tellGoal(ctx)
 	}
-	if t.queueOnGitHub() {
-		return t.mergeQueueGitHub(ctx)
+	if t.queueOnRemote() {
+		return t.mergeQueueRemote(ctx)
 	}
 	branch := t.In.Plan.Branch
 	if q.Rebased == "" {

@@ -87,6 +87,31 @@ func (f *fakeGitHubQueue) install(h *harness) {
 		})
 }
 
+// installMove answers QueueMoveRemote as a remote would: a compare and
+// swap of its target.
+func (f *fakeGitHubQueue) installMove(h *harness) *[]activities.QueueMoveRemoteInput {
+	var moves []activities.QueueMoveRemoteInput
+	h.env.OnActivity(acts.QueueMoveRemote, mock.Anything, mock.Anything).Return(
+		func(_ context.Context, in activities.QueueMoveRemoteInput) (activities.QueueMergeResult, error) {
+			f.mu.Lock()
+			defer f.mu.Unlock()
+			moves = append(moves, in)
+			switch f.target {
+			case in.Rebased:
+				return activities.QueueMergeResult{Head: in.Rebased, Already: true}, nil
+			case in.Base:
+				f.target = in.Rebased
+				if f.lostAnswer {
+					f.lostAnswer = false
+					return activities.QueueMergeResult{}, errors.New("worker lost")
+				}
+				return activities.QueueMergeResult{Head: in.Rebased}, nil
+			}
+			return activities.QueueMergeResult{Head: f.target, Moved: true}, nil
+		})
+	return &moves
+}
+
 func newGitHubQueue(t *testing.T, f *fakeGitHubQueue, mutate ...func(*task.Input)) (*harness, *fakeGitHub) {
 	h := newHarness(t, testPlan(amp.RiskLow, "S1"), append([]func(*task.Input){withQueue, withDelivery(queueDelivery)}, mutate...)...)
 	commitsPerRound(h)
@@ -242,6 +267,38 @@ func TestMergeQueueGitHub(t *testing.T) {
 		}
 		if res.Status != task.StatusTerminated || len(f.rebases) != 0 || len(g.pushes) != 1 || len(f.merges) != 0 {
 			t.Errorf("result %s, rebases %d, pushes %d, merges %d", res.Status, len(f.rebases), len(g.pushes), len(f.merges))
+		}
+	})
+
+	// A repository given by URL with no pull request: the rebase is
+	// pushed to the task's branch, then to the target with a lease on
+	// its head at the rebase; a retry finds the target there.
+	t.Run("URLRepository", func(t *testing.T) {
+		f := &fakeGitHubQueue{lostAnswer: true}
+		h, g := newGitHubQueue(t, f, func(in *task.Input) {
+			in.Plan.Repo = "https://git.example.com/acme/rhylm.git"
+			in.Policy.Delivery = task.Delivery{}
+		})
+		h.checkBranch = func(activities.CheckBranchInput) (activities.CheckBranchResult, error) {
+			return activities.CheckBranchResult{DefaultBranch: "main", Head: "abc"}, nil
+		}
+		moves := f.installMove(h)
+		h.round(0)
+		res := h.run()
+		if res.Status != task.StatusDone || res.Merged != "rebasedbase0000" || f.target != res.Merged {
+			t.Fatalf("result %s %q (%s), target %s", res.Status, res.Merged, res.Reason, f.target)
+		}
+		if len(g.pushes) != 2 || g.pushes[1].Commit != "rebasedbase0000" || g.pushes[1].Lease != g.pushes[0].Commit {
+			t.Errorf("pushes %+v", g.pushes)
+		}
+		if len(*moves) != 2 || (*moves)[0].Base != "base0000" || (*moves)[0].Target != "main" || (*moves)[0].Remote != "https://github.com/acme/rhylm.git" {
+			t.Errorf("moves %+v, want the one tried twice", *moves)
+		}
+		if len(f.merges) != 0 || len(g.syncs) != 0 {
+			t.Errorf("pull request merges %+v, syncs %+v, with no pull request", f.merges, g.syncs)
+		}
+		if st := h.state(); !timelineHas(st, "queue", "merged "+testPlan(amp.RiskLow).Branch+" into main as rebased (queue)") {
+			t.Errorf("timeline %+v", st.Timeline)
 		}
 	})
 }
