@@ -11,32 +11,66 @@ import (
 
 	"github.com/ampflow/ampflow/activities/github/githubtest"
 	"github.com/ampflow/ampflow/amp/task"
+	"github.com/ampflow/ampflow/integrations/goals"
 )
 
-// greenChecks gives every commit GitHub is asked the check runs of a
-// passing one, as a CI that runs on every push would, and returns the
-// commits asked about.
-func greenChecks(gh *githubtest.Server) func() []string {
+// greenChecks is a hook of gh that gives every commit GitHub is asked
+// the check runs of a passing one, as a CI that runs on every push
+// would; asked lists the commits asked about.
+func greenChecks(gh *githubtest.Server) (hook func(http.ResponseWriter, *http.Request) bool, asked func() []string) {
 	var mu sync.Mutex
-	var asked []string
-	gh.SetHook(func(_ http.ResponseWriter, r *http.Request) bool {
+	var commits []string
+	hook = func(_ http.ResponseWriter, r *http.Request) bool {
 		parts := strings.Split(r.URL.Path, "/") // /api/v3/repos/OWNER/REPO/commits/SHA/check-runs
 		if len(parts) != 9 || parts[6] != "commits" || parts[8] != "check-runs" {
 			return false
 		}
 		mu.Lock()
 		defer mu.Unlock()
-		if !slices.Contains(asked, parts[7]) {
-			asked = append(asked, parts[7])
+		if !slices.Contains(commits, parts[7]) {
+			commits = append(commits, parts[7])
 			gh.AddCheckRun(parts[4], parts[5], parts[7], "test", "success", githubtest.CheckOutput{Title: "ok"}, nil, nil, "")
 		}
 		return false
-	})
-	return func() []string {
+	}
+	return hook, func() []string {
 		mu.Lock()
 		defer mu.Unlock()
-		return slices.Clone(asked)
+		return slices.Clone(commits)
 	}
+}
+
+// githubQueueSetup is a repository whose origin is served over HTTP
+// behind a token, a fake GitHub reading the same bare repository with
+// every commit's checks green, and an ampflow dev whose tasks push,
+// open ready pull requests, and read GitHub's CI.
+type githubQueueSetup struct {
+	bare, repo string
+	gh         *githubtest.Server
+	p          *devProc
+	c          *apiClient
+	// checks is the fake's hook that makes every commit's checks green;
+	// asked lists the commits CI was asked about.
+	checks func(http.ResponseWriter, *http.Request) bool
+	asked  func() []string
+}
+
+func newGitHubQueueSetup(t *testing.T, token string) *githubQueueSetup {
+	t.Helper()
+	q := &githubQueueSetup{}
+	q.bare, q.repo = githubtest.Origin(t)
+	gitURL := githubtest.GitHTTP(t, filepath.Dir(q.bare), token)
+	git(t, q.repo, "remote", "set-url", "origin", gitURL+"/"+filepath.Base(q.bare))
+	q.gh = githubtest.New(t, githubtest.Options{Token: token, Origin: q.bare})
+	q.checks, q.asked = greenChecks(q.gh)
+	q.gh.SetHook(q.checks)
+	q.p = startDev(t, t.TempDir(),
+		"AMPFLOW_CI_PROVIDER=github", "AMPFLOW_CI_GITHUB_TOKEN="+token, "AMPFLOW_CI_POLL_INTERVAL=1s",
+		"AMPFLOW_CI_GITHUB_API_URL="+q.gh.URL, "AMPFLOW_CI_GITHUB_REPO=acme/widget",
+		"AMPFLOW_DELIVERY_PUSH=true", "AMPFLOW_DELIVERY_PULL_REQUEST=ready",
+		"AMPFLOW_DELIVERY_GITHUB_TOKEN_ENV=E2E_GITHUB_TOKEN", "E2E_GITHUB_TOKEN="+token, "AMPFLOW_DELIVERY_GITHUB_POLL=1s")
+	q.c = newAPIClient(t, q.p.api, "")
+	return q
 }
 
 // TestGoalGitHubQueue runs a goal of two parallel tasks on a repository
@@ -46,18 +80,8 @@ func greenChecks(gh *githubtest.Server) func() []string {
 // first merged there, pushed again, CI'd, and merged; the origin's main
 // holds both, the local main is not moved.
 func TestGoalGitHubQueue(t *testing.T) {
-	const token = "ghs_e2eQueueToken0123456789"
-	bare, repo := githubtest.Origin(t)
-	gitURL := githubtest.GitHTTP(t, filepath.Dir(bare), token)
-	git(t, repo, "remote", "set-url", "origin", gitURL+"/"+filepath.Base(bare))
-	gh := githubtest.New(t, githubtest.Options{Token: token, Origin: bare})
-	asked := greenChecks(gh)
-	p := startDev(t, t.TempDir(),
-		"AMPFLOW_CI_PROVIDER=github", "AMPFLOW_CI_GITHUB_TOKEN="+token, "AMPFLOW_CI_POLL_INTERVAL=1s",
-		"AMPFLOW_CI_GITHUB_API_URL="+gh.URL, "AMPFLOW_CI_GITHUB_REPO=acme/widget",
-		"AMPFLOW_DELIVERY_PUSH=true", "AMPFLOW_DELIVERY_PULL_REQUEST=ready",
-		"AMPFLOW_DELIVERY_GITHUB_TOKEN_ENV=E2E_GITHUB_TOKEN", "E2E_GITHUB_TOKEN="+token, "AMPFLOW_DELIVERY_GITHUB_POLL=1s")
-	c := newAPIClient(t, p.api, "")
+	q := newGitHubQueueSetup(t, "ghs_e2eQueueToken0123456789")
+	bare, repo, gh, c := q.bare, q.repo, q.gh, q.c
 	localMain := git(t, repo, "rev-parse", "main")
 
 	g := startGoal(t, c, repo,
@@ -89,8 +113,8 @@ func TestGoalGitHubQueue(t *testing.T) {
 	if parent := githubtest.Git(t, bare, "rev-parse", pr2.Head.SHA+"^"); parent != first {
 		t.Errorf("the second pull request's head %s sits on %s, want the first's merge %s", pr2.Head.SHA, parent, first)
 	}
-	if !slices.Contains(asked(), pr2.Head.SHA) {
-		t.Errorf("CI was asked about %v, not the second's rebased head %s", asked(), pr2.Head.SHA)
+	if !slices.Contains(q.asked(), pr2.Head.SHA) {
+		t.Errorf("CI was asked about %v, not the second's rebased head %s", q.asked(), pr2.Head.SHA)
 	}
 	if parent := githubtest.Git(t, bare, "rev-parse", pr1.Head.SHA+"^"); parent != line[2] {
 		t.Errorf("the first pull request's head sits on %s, want the first commit %s", parent, line[2])
@@ -115,5 +139,55 @@ func TestGoalGitHubQueue(t *testing.T) {
 		if want := st.MergeCommit == second; rebased != want {
 			t.Errorf("task %s (merged %s): rebased in its timeline %v, want %v", tv.Key, st.MergeCommit, rebased, want)
 		}
+	}
+}
+
+// TestGoalGitHubQueueKilledInMerge kills the worker while GitHub merges
+// the queue's pull request: after the restart the retry finds it merged
+// and takes its merge commit; GitHub was asked to merge once.
+func TestGoalGitHubQueueKilledInMerge(t *testing.T) {
+	q := newGitHubQueueSetup(t, "ghs_e2eQueueKillToken0123456789")
+	arrived, release := make(chan struct{}), make(chan struct{})
+	var once sync.Once
+	var mu sync.Mutex
+	merges := 0
+	q.gh.SetHook(func(w http.ResponseWriter, r *http.Request) bool {
+		if r.Method == http.MethodPut && strings.HasSuffix(r.URL.Path, "/merge") {
+			mu.Lock()
+			merges++
+			mu.Unlock()
+			once.Do(func() {
+				close(arrived)
+				<-release
+			})
+		}
+		return q.checks(w, r)
+	})
+	g := startGoal(t, q.c, q.repo, map[string]any{"key": "solo", "plan": goalPlan("solo")})
+	g.until("the merge asked of GitHub", 90*time.Second, func(goals.View) bool {
+		select {
+		case <-arrived:
+			return true
+		default:
+			return false
+		}
+	})
+	q.p.kill()
+	close(release) // GitHub goes on merging it
+	eventually(t, 10*time.Second, "the pull request merged", func() (bool, error) {
+		pulls := q.gh.Pulls()
+		return len(pulls) == 1 && pulls[0].Merged, nil
+	})
+	q.p.restart()
+	v := goalDone(t, g, 3*time.Minute)
+	pr := q.gh.Pulls()[0]
+	main := githubtest.Git(t, q.bare, "rev-parse", "refs/heads/main")
+	if v.Tasks[0].Merged != pr.MergeCommitSHA || main != pr.MergeCommitSHA {
+		t.Errorf("the goal's merge %s, the pull request's %s, origin's main %s", v.Tasks[0].Merged, pr.MergeCommitSHA, main)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if merges != 1 {
+		t.Errorf("GitHub was asked to merge %d times, want once", merges)
 	}
 }
