@@ -191,3 +191,31 @@ func TestGoalGitHubQueueKilledInMerge(t *testing.T) {
 		t.Errorf("GitHub was asked to merge %d times, want once", merges)
 	}
 }
+
+// TestGoalGitHubQueueConflict: two parallel tasks on the fake GitHub
+// write the same file; the second to reach the queue no longer rebases
+// onto main there and goes back to its executor, which rebases onto
+// origin/main; both pull requests end merged, main keeping both lines.
+func TestGoalGitHubQueueConflict(t *testing.T) {
+	q := newGitHubQueueSetup(t, "ghs_e2eQueueConflictToken0123456789")
+	g := startGoal(t, q.c, q.repo,
+		map[string]any{"key": "left", "plan": goalPlan("left")},
+		map[string]any{"key": "right", "plan": goalPlan("right")})
+	g.file = func(string) string { return "shared.txt" }
+	g.origin = q.bare
+	v := goalDone(t, g, 150*time.Second)
+	rounds := 0
+	for _, tv := range v.Tasks {
+		rounds += tv.QueueRounds
+	}
+	if rounds != 1 || g.rounds["left"]+g.rounds["right"] != 1 {
+		t.Errorf("queue rounds %d, rebase dispatches %v: want one for the second in the queue", rounds, g.rounds)
+	}
+	shared := githubtest.Git(t, q.bare, "show", "main:shared.txt")
+	if !strings.Contains(shared, "left") || !strings.Contains(shared, "right") {
+		t.Errorf("the origin's main has shared.txt %q, want both tasks' lines", shared)
+	}
+	if pulls := q.gh.Pulls(); len(pulls) != 2 || !pulls[0].Merged || !pulls[1].Merged {
+		t.Errorf("pull requests %+v, want both merged", pulls)
+	}
+}
