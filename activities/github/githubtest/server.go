@@ -2,8 +2,8 @@
 // ampflow uses — pull requests, reviews and their comments, check runs
 // with their output, annotations and job logs, merges, the heads and
 // rules of branches, issues with their labels, assignees and comments —
-// plus the one
-// GraphQL mutation that marks a draft ready. Responses follow the shapes
+// plus the GraphQL mutation that marks a draft ready and those of the
+// merge queue (mergequeue.go). Responses follow the shapes
 // of GitHub's REST documentation; GETs carry an ETag and answer 304 to a
 // matching If-None-Match, as GitHub does.
 //
@@ -58,6 +58,7 @@ type Server struct {
 	permissions map[string]string
 	conflicts   map[int]bool
 	rules       map[string][]string
+	queue       []*Pull // GitHub's merge queue, in order
 	issues      []*Issue
 	requests    []Request
 	hook        func(w http.ResponseWriter, r *http.Request) bool
