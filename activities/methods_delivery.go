@@ -94,6 +94,25 @@ func (a *Activities) QueueMergePull(ctx context.Context, in QueueMergePullInput)
 	return a.Pulls.QueueMerge(ctx, in)
 }
 
+// QueueEnqueue adds a task's pull request to GitHub's own merge queue.
+func (a *Activities) QueueEnqueue(ctx context.Context, in QueueEnqueueInput) (QueueEntryResult, error) {
+	defer heartbeatEvery(ctx, shortBeat)()
+	if a.Pulls == nil {
+		return QueueEntryResult{}, deliveryOff("delivery.pull_request")
+	}
+	return a.Pulls.Enqueue(ctx, in)
+}
+
+// QueueEntry reads where a task's pull request stands in GitHub's own
+// merge queue.
+func (a *Activities) QueueEntry(ctx context.Context, in QueueEnqueueInput) (QueueEntryResult, error) {
+	defer heartbeatEvery(ctx, shortBeat)()
+	if a.Pulls == nil {
+		return QueueEntryResult{}, deliveryOff("delivery.pull_request")
+	}
+	return a.Pulls.QueueEntry(ctx, in)
+}
+
 // shortBeat is how often the activities that reach GitHub, and the merge
 // queue's, heartbeat: an
 // attempt whose worker died is retried after the heartbeat timeout

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"go.temporal.io/sdk/temporal"
@@ -22,12 +23,9 @@ import (
 // lease on its head at the rebase.
 
 // ErrQueueMerge is the type of a pull request GitHub will not merge
-// though the target has not moved: a rule not met, a review missing.
+// though the target has not moved (a rule not met, a review missing),
+// or will not add to its merge queue.
 const ErrQueueMerge = "QueueMerge"
-
-// ErrGitHubMergeQueue is the type of a target behind GitHub's own merge
-// queue (a merge_queue rule), which ampflow does not enqueue into.
-const ErrGitHubMergeQueue = "GitHubMergeQueue"
 
 // QueueRebaseRemoteInput names a task's pushed head to rebase onto the
 // head of Target on Remote.
@@ -96,13 +94,16 @@ type QueueTargetInput struct {
 
 // QueueTargetResult is what the queue needs to know of the target.
 type QueueTargetResult struct {
-	// Rules are the types of the rules that apply to the target.
-	Rules []string `json:"rules,omitempty"`
+	// Rules are the types of the rules that apply to the target;
+	// MergeQueue says one is merge_queue.
+	Rules      []string `json:"rules,omitempty"`
+	MergeQueue bool     `json:"merge_queue,omitempty"`
 }
 
-// QueueTarget reads the rules of the target: one behind GitHub's own
-// merge queue is refused (ErrGitHubMergeQueue), since a merge through
-// the API bypasses that queue or is refused by it.
+// QueueTarget reads the rules of the target: one with a merge_queue rule
+// is behind GitHub's own merge queue, which the task's pull request then
+// goes through (Enqueue), since a merge through the API would bypass it
+// or be refused by it.
 func (p *PullRequests) QueueTarget(ctx context.Context, in QueueTargetInput) (QueueTargetResult, error) {
 	repo, err := p.repo(in.TaskID, in.GitHubRepo)
 	if err != nil {
@@ -112,15 +113,9 @@ func (p *PullRequests) QueueTarget(ctx context.Context, in QueueTargetInput) (Qu
 	if err != nil {
 		return QueueTargetResult{}, p.apiError(repo, err)
 	}
-	for _, r := range rules {
-		if r == github.RuleMergeQueue {
-			return QueueTargetResult{Rules: rules}, temporal.NewNonRetryableApplicationError(
-				fmt.Sprintf("%s of %s is behind GitHub's own merge queue (a merge_queue rule), which ampflow does not enqueue into: "+
-					"take the rule off the branch for ampflow's queue to merge, or merge the pull request through GitHub's queue", in.Target, repo),
-				ErrGitHubMergeQueue, nil)
-		}
-	}
-	return QueueTargetResult{Rules: rules}, nil
+	res := QueueTargetResult{Rules: rules}
+	res.MergeQueue = slices.Contains(rules, github.RuleMergeQueue)
+	return res, nil
 }
 
 // QueueMergePullInput merges a task's pull request under the queue.

@@ -144,9 +144,8 @@ func TestQueueMergePull(t *testing.T) {
 			t.Fatalf("rules of main = %+v, %v", res, err)
 		}
 		srv.SetRules("main", "pull_request", "merge_queue")
-		_, err := p.QueueTarget(ctx, tin)
-		if ae := appErr(t, err, ErrGitHubMergeQueue, true); !strings.Contains(ae.Error(), "GitHub's own merge queue") {
-			t.Errorf("refusal %v", ae)
+		if res, err := p.QueueTarget(ctx, tin); err != nil || !res.MergeQueue {
+			t.Errorf("rules of main behind GitHub's merge queue = %+v, %v", res, err)
 		}
 		srv.SetRules("main")
 	})
@@ -190,4 +189,62 @@ func TestQueueMergePull(t *testing.T) {
 			t.Errorf("retried merge = %+v, %v, %d merges; want %s and one merge", again, err, merges()-before, res.SHA)
 		}
 	})
+}
+
+func TestQueueGitHubMergeQueue(t *testing.T) {
+	ctx := context.Background()
+	bare, clone := githubtest.Origin(t)
+	gittest.Git(t, clone, "checkout", "-q", "-b", "feature/x")
+	head := gittest.CommitFiles(t, clone, "work", map[string]string{"a.txt": "a\n"})
+	gittest.Git(t, clone, "push", "-q", "origin", "feature/x")
+	gittest.Git(t, clone, "checkout", "-q", "-b", "feature/y", "main")
+	other := gittest.CommitFiles(t, clone, "work", map[string]string{"b.txt": "b\n"})
+	gittest.Git(t, clone, "push", "-q", "origin", "feature/y")
+	srv := githubtest.New(t, githubtest.Options{Token: "tok", Origin: bare})
+	p := newPulls(t, srv)
+	open := func(branch string) PullRequestResult {
+		pr, err := p.Sync(ctx, PullRequestInput{TaskID: "T-2026-003", GitHubRepo: "github.com/acme/widget", Branch: branch, Base: "main", Description: "Add " + branch})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return pr
+	}
+	x, y := open("feature/x"), open("feature/y")
+	in := QueueEnqueueInput{TaskID: "T-2026-003", GitHubRepo: "github.com/acme/widget", Number: x.Number, NodeID: x.NodeID, Head: head}
+
+	// Not enabled on main yet: GitHub refuses, for good.
+	_, err := p.Enqueue(ctx, in)
+	appErr(t, err, ErrQueueMerge, true)
+	srv.SetRules("main", "merge_queue")
+	stale := in
+	stale.Head = other
+	_, err = p.Enqueue(ctx, stale)
+	appErr(t, err, ErrQueueMerge, true)
+
+	for range 2 { // a retry finds it queued
+		if e, err := p.Enqueue(ctx, in); err != nil || !e.Queued {
+			t.Fatalf("enqueue = %+v, %v", e, err)
+		}
+	}
+	if q := srv.MergeQueue(); len(q) != 1 || q[0] != x.Number {
+		t.Fatalf("GitHub's merge queue %v, want #%d once", q, x.Number)
+	}
+	yin := QueueEnqueueInput{TaskID: "T-2026-004", GitHubRepo: "github.com/acme/widget", Number: y.Number, NodeID: y.NodeID, Head: other}
+	if _, err := p.Enqueue(ctx, yin); err != nil {
+		t.Fatal(err)
+	}
+	srv.Dequeue(y.Number)
+	if e, err := p.QueueEntry(ctx, yin); err != nil || e.Queued || e.Merged {
+		t.Errorf("entry of a pull request taken out = %+v, %v", e, err)
+	}
+	if merged := srv.ProcessMergeQueue(); len(merged) != 1 {
+		t.Fatalf("GitHub merged %v", merged)
+	}
+	e, err := p.QueueEntry(ctx, in)
+	if main := githubtest.Git(t, bare, "rev-parse", "refs/heads/main"); err != nil || !e.Merged || e.Queued || e.SHA != main {
+		t.Errorf("entry after GitHub merged = %+v, %v; want merged as main's %s", e, err, main)
+	}
+	if e, err := p.Enqueue(ctx, in); err != nil || !e.Merged {
+		t.Errorf("enqueue of a merged pull request = %+v, %v; want it merged, not queued", e, err)
+	}
 }

@@ -40,6 +40,9 @@ type queueState struct {
 	Base    string `json:"base,omitempty"`
 	Head    string `json:"head,omitempty"`
 	Rebased string `json:"rebased,omitempty"`
+	// GitHubQueue is set while the pull request is in GitHub's own merge
+	// queue of the target.
+	GitHubQueue bool `json:"github_queue,omitempty"`
 }
 
 var optRetryQueue = decision.Option{ID: task.OptRetryQueue, Label: "Try the merge queue again"}
@@ -354,7 +357,7 @@ func (t *taskRun) queueProblem(ctx workflow.Context, desc string) (phase, error)
 		q := t.queue()
 		t.LastError = ""
 		q.Rounds, q.Status = 0, ""
-		q.Base, q.Head, q.Rebased = "", "", ""
+		q.Base, q.Head, q.Rebased, q.GitHubQueue = "", "", "", false
 		return phaseQueue, nil
 	}
 	return t.terminatedBy(o), nil

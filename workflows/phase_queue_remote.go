@@ -31,8 +31,7 @@ func (t *taskRun) queueOnRemote() bool {
 // fetch and rebase, a push) given as long as a first push.
 func (t *taskRun) queueRemoteActivity(ctx workflow.Context, fn, in, out any) (gaveWay bool, err error) {
 	opts := githubOptions()
-	opts.RetryPolicy.NonRetryableErrorTypes = append(opts.RetryPolicy.NonRetryableErrorTypes,
-		activities.ErrGitHubMergeQueue, activities.ErrQueueMerge)
+	opts.RetryPolicy.NonRetryableErrorTypes = append(opts.RetryPolicy.NonRetryableErrorTypes, activities.ErrQueueMerge)
 	switch in.(type) {
 	case activities.QueueRebaseRemoteInput, activities.PushInput, activities.QueueMoveRemoteInput:
 		opts.StartToCloseTimeout = 10 * time.Minute
@@ -66,6 +65,9 @@ func (t *taskRun) mergeQueueRemote(ctx workflow.Context) (phase, error) {
 				return t.queueProblem(ctx, fmt.Sprintf("Reading the rules of %s on GitHub failed: %s.", q.Target, errMessage(err)))
 			}
 			return phaseQueue, nil
+		}
+		if rules.MergeQueue {
+			return t.githubMergeQueue(ctx)
 		}
 	}
 	if q.Rebased == "" {
@@ -124,11 +126,18 @@ func (t *taskRun) mergeQueueRemote(ctx workflow.Context) (phase, error) {
 		q.Base, q.Head, q.Rebased = "", "", ""
 		return phaseQueue, nil
 	}
-	q.Merged, q.Status, gs.MergeCommit = m.SHA, task.QueueMerged, m.SHA
+	return t.queueRemoteMerged(ctx, m.SHA, what, event)
+}
+
+// queueRemoteMerged records the merge on the remote as sha and ends the
+// task's queue.
+func (t *taskRun) queueRemoteMerged(ctx workflow.Context, sha, what string, event map[string]any) (phase, error) {
+	q, gs := t.queue(), t.gh()
+	q.Merged, q.Status, gs.MergeCommit = sha, task.QueueMerged, sha
 	t.releaseQueueLease(ctx)
-	event["merge_commit"] = m.SHA
+	event["merge_commit"] = sha
 	t.record(ctx, fmt.Sprintf("queue-merge-%s", t.In.TaskID), ssot.KindEvent, event)
-	t.addTimeline(ctx, task.TimelineEntry{Kind: "queue", Note: fmt.Sprintf("merged %s into %s as %s (queue)", what, q.Target, short7(m.SHA))})
+	t.addTimeline(ctx, task.TimelineEntry{Kind: "queue", Note: fmt.Sprintf("merged %s into %s as %s (queue)", what, q.Target, short7(sha))})
 	t.tellGoal(ctx)
 	return phaseDone, nil
 }

@@ -3,13 +3,13 @@ package workflows
 import (
 	"context"
 	"errors"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/mock"
-	"go.temporal.io/sdk/temporal"
 
 	"github.com/ampflow/ampflow/activities"
 	"github.com/ampflow/ampflow/amp"
@@ -35,6 +35,12 @@ type fakeGitHubQueue struct {
 	pushedUnder bool
 	// rules are the target's rule types.
 	rules []string
+	// GitHub's own merge queue: the enqueues, the head queued, the reads
+	// of its entry since, and how many times it is taken out unmerged.
+	enqueues []activities.QueueEnqueueInput
+	queued   string
+	reads    int
+	takenOut int
 }
 
 var queueDelivery = task.Delivery{Push: true, PullRequest: "ready", Poll: time.Minute}
@@ -44,13 +50,36 @@ func (f *fakeGitHubQueue) install(h *harness) {
 	h.env.OnSignalExternalWorkflow(mock.Anything, "goal-G-0000000a", "", task.SignalQueueMove, mock.Anything).Return(nil)
 	h.env.OnActivity(acts.QueueTarget, mock.Anything, mock.Anything).Return(
 		func(_ context.Context, in activities.QueueTargetInput) (activities.QueueTargetResult, error) {
-			for _, r := range f.rules {
-				if r == "merge_queue" {
-					return activities.QueueTargetResult{}, temporal.NewNonRetryableApplicationError(
-						"main of acme/rhylm is behind GitHub's own merge queue", activities.ErrGitHubMergeQueue, nil)
-				}
-			}
-			return activities.QueueTargetResult{Rules: f.rules}, nil
+			return activities.QueueTargetResult{Rules: f.rules, MergeQueue: slices.Contains(f.rules, "merge_queue")}, nil
+		})
+	// GitHub's own merge queue: an entry is read queued twice, then
+	// merged, or taken out when takenOut says so of its enqueue.
+	entry := func(in activities.QueueEnqueueInput) activities.QueueEntryResult {
+		f.reads++
+		switch {
+		case f.reads < 3:
+			return activities.QueueEntryResult{Queued: true, State: "AWAITING_CHECKS"}
+		case f.takenOut > 0:
+			f.takenOut--
+			f.queued = ""
+			return activities.QueueEntryResult{}
+		}
+		f.merged = "mq-merge-of-" + in.Head
+		return activities.QueueEntryResult{Merged: true, SHA: f.merged}
+	}
+	h.env.OnActivity(acts.QueueEnqueue, mock.Anything, mock.Anything).Return(
+		func(_ context.Context, in activities.QueueEnqueueInput) (activities.QueueEntryResult, error) {
+			f.mu.Lock()
+			defer f.mu.Unlock()
+			f.enqueues = append(f.enqueues, in)
+			f.queued, f.reads = in.Head, 0
+			return activities.QueueEntryResult{Queued: true, State: "QUEUED"}, nil
+		})
+	h.env.OnActivity(acts.QueueEntry, mock.Anything, mock.Anything).Return(
+		func(_ context.Context, in activities.QueueEnqueueInput) (activities.QueueEntryResult, error) {
+			f.mu.Lock()
+			defer f.mu.Unlock()
+			return entry(in), nil
 		})
 	h.env.OnActivity(acts.QueueRebaseRemote, mock.Anything, mock.Anything).Return(
 		func(_ context.Context, in activities.QueueRebaseRemoteInput) (activities.QueueRebaseResult, error) {
@@ -250,23 +279,52 @@ func TestMergeQueueGitHub(t *testing.T) {
 		}
 	})
 
-	// A target behind GitHub's own merge queue is refused before any
-	// rebase, with a merge_queue decision that says so.
+	// A target behind GitHub's own merge queue: the pull request is
+	// enqueued there with its pushed head, no rebase or push of
+	// ampflow's, and the task waits for GitHub's merge.
 	t.Run("GitHubMergeQueue", func(t *testing.T) {
 		f := &fakeGitHubQueue{rules: []string{"pull_request", "merge_queue"}}
 		h, g := newGitHubQueue(t, f)
 		h.round(0)
-		var asked task.State
-		h.at(time.Minute, func() {
-			asked = h.state()
-			h.decide("alice", task.OptTerminate, "")
-		})
+		var waiting task.State
+		h.at(20*time.Second, func() { waiting = h.state() })
 		res := h.run()
-		if asked.Pending == nil || asked.Pending.Kind != task.KindMergeQueue || !strings.Contains(asked.Pending.Prompt, "GitHub's own merge queue") {
-			t.Fatalf("pending %+v, status %s", asked.Pending, asked.Status)
+		if res.Status != task.StatusDone || res.Merged != "mq-merge-of-"+g.pushes[0].Commit {
+			t.Fatalf("result %s %q (%s)", res.Status, res.Merged, res.Reason)
 		}
-		if res.Status != task.StatusTerminated || len(f.rebases) != 0 || len(g.pushes) != 1 || len(f.merges) != 0 {
-			t.Errorf("result %s, rebases %d, pushes %d, merges %d", res.Status, len(f.rebases), len(g.pushes), len(f.merges))
+		if len(f.enqueues) != 1 || f.enqueues[0].Head != g.pushes[0].Commit || f.enqueues[0].NodeID != "PR_7" ||
+			len(f.rebases) != 0 || len(g.pushes) != 1 || len(f.merges) != 0 {
+			t.Errorf("enqueues %+v, rebases %d, pushes %d, merges %d", f.enqueues, len(f.rebases), len(g.pushes), len(f.merges))
+		}
+		if waiting.Status != task.StatusCICheck || !timelineHas(waiting, "status", "in GitHub's merge queue of main") {
+			t.Errorf("while queued on GitHub: %s, timeline %+v", waiting.Status, waiting.Timeline)
+		}
+		st := h.state()
+		if st.MergeCommit != res.Merged || !timelineHas(st, "queue", "added https://github.com/acme/rhylm/pull/7 to GitHub's merge queue of main") {
+			t.Errorf("merge %q, timeline %+v", st.MergeCommit, st.Timeline)
+		}
+		if got := strings.Join(h.leaseCalls, ","); !strings.HasSuffix(got, "release,release") {
+			t.Errorf("lease calls %s", got)
+		}
+	})
+
+	// Taken out of GitHub's merge queue unmerged, the pull request goes
+	// back to its executor; its next result is enqueued anew.
+	t.Run("GitHubMergeQueueTakenOut", func(t *testing.T) {
+		f := &fakeGitHubQueue{rules: []string{"merge_queue"}, takenOut: 1}
+		h, g := newGitHubQueue(t, f)
+		h.round(0)
+		h.round(5 * time.Minute) // after three reads of the entry, ci.poll_interval apart
+		res := h.run()
+		if res.Status != task.StatusDone || res.Merged == "" {
+			t.Fatalf("result %s %q (%s)", res.Status, res.Merged, res.Reason)
+		}
+		ds := h.deliveredOf(amp.TypeTaskDispatch)
+		if len(ds) != 2 || !strings.Contains(ds[1].Dispatch().Description, "took your pull request https://github.com/acme/rhylm/pull/7 out") {
+			t.Fatalf("%d dispatches; the round's: %s", len(ds), ds[len(ds)-1].Dispatch().Description)
+		}
+		if len(f.enqueues) != 2 || f.enqueues[1].Head != g.pushes[1].Commit || h.state().Queue.Rounds != 1 {
+			t.Errorf("enqueues %+v, pushes %+v, rounds %d", f.enqueues, g.pushes, h.state().Queue.Rounds)
 		}
 	})
 

@@ -219,3 +219,52 @@ func TestGoalGitHubQueueConflict(t *testing.T) {
 		t.Errorf("pull requests %+v, want both merged", pulls)
 	}
 }
+
+// TestGoalGitHubMergeQueue: main has a merge_queue rule, so the tasks'
+// pull requests go through GitHub's own merge queue: each is enqueued
+// (no merge through the REST API), GitHub merges it, and the goal ends
+// with both merged into the origin's main.
+func TestGoalGitHubMergeQueue(t *testing.T) {
+	q := newGitHubQueueSetup(t, "ghs_e2eGitHubMergeQueueToken0123456789")
+	q.gh.SetRules("main", "pull_request", "merge_queue")
+	stop := make(chan struct{})
+	defer close(stop)
+	go func() { // GitHub's queue: merge groups whose checks pass merge
+		for {
+			select {
+			case <-stop:
+				return
+			case <-time.After(200 * time.Millisecond):
+				q.gh.ProcessMergeQueue()
+			}
+		}
+	}()
+	g := startGoal(t, q.c, q.repo,
+		map[string]any{"key": "a", "plan": goalPlan("a")},
+		map[string]any{"key": "b", "plan": goalPlan("b")})
+	v := goalDone(t, g, 150*time.Second)
+	pulls := q.gh.Pulls()
+	if len(pulls) != 2 || !pulls[0].Merged || !pulls[1].Merged {
+		t.Fatalf("pull requests %+v, want both merged", pulls)
+	}
+	enqueued := 0
+	for _, r := range q.gh.Requests() {
+		if r.Method == http.MethodPut && strings.HasSuffix(r.Path, "/merge") {
+			t.Errorf("a merge through the REST API: %s", r.Path)
+		}
+		if strings.Contains(r.Body, "enqueuePullRequest") {
+			enqueued++
+		}
+	}
+	if enqueued != 2 {
+		t.Errorf("%d enqueuePullRequest requests, want one per pull request", enqueued)
+	}
+	for _, f := range []string{"a.txt", "b.txt"} {
+		githubtest.Git(t, q.bare, "cat-file", "-e", "main:"+f)
+	}
+	for _, tv := range v.Tasks {
+		if st := q.c.state(tv.TaskID); st.MergeCommit != tv.Merged || !slices.ContainsFunc(pulls, func(p githubtest.Pull) bool { return p.MergeCommitSHA == tv.Merged }) {
+			t.Errorf("task %s merged %s, not a pull request's merge", tv.Key, tv.Merged)
+		}
+	}
+}
