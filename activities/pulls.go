@@ -25,6 +25,10 @@ type PullAPI interface {
 	ReviewComments(ctx context.Context, owner, repo string, number int, reviewID int64) ([]github.ReviewComment, error)
 	CanWrite(ctx context.Context, owner, repo, user string) (bool, error)
 	Merge(ctx context.Context, owner, repo string, number int, sha, method, title string) (string, error)
+	BranchHead(ctx context.Context, owner, repo, branch string) (string, error)
+	BranchRules(ctx context.Context, owner, repo, branch string) ([]string, error)
+	Enqueue(ctx context.Context, nodeID, expectedHead string) (github.MergeQueueEntry, error)
+	QueueEntry(ctx context.Context, nodeID string) (github.MergeQueueEntry, error)
 }
 
 // PullRequests keeps a task's pull request on GitHub: opened once, kept

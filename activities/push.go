@@ -197,7 +197,12 @@ func (p *Pusher) git(ctx context.Context, mirror, remote string, args ...string)
 
 // pushError makes a refusal final and leaves a network failure to retry.
 func (p *Pusher) pushError(in PushInput, err error) error {
-	msg := p.Secrets.Scrub(fmt.Sprintf("pushing %s of task %s to %s: %v", in.Branch, in.TaskID, redactURL(in.Remote), err))
+	return p.remoteError(fmt.Sprintf("pushing %s of task %s to %s", in.Branch, in.TaskID, redactURL(in.Remote)), err)
+}
+
+// remoteError is pushError for any operation op on the remote.
+func (p *Pusher) remoteError(op string, err error) error {
+	msg := p.Secrets.Scrub(fmt.Sprintf("%s: %v", op, err))
 	var ge *gitError
 	if errors.As(err, &ge) {
 		s := ge.stderr

@@ -15,8 +15,9 @@ import (
 
 // Failure types of the merge queue.
 const (
-	// ErrQueueRepo: the repository is given by URL; the queue merges in
-	// local repositories only.
+	// ErrQueueRepo: the repository is given by URL, which QueueRebase and
+	// QueueMerge do not work in: its queue runs on the remote
+	// (QueueRebaseRemote, then QueueMergePull or QueueMoveRemote).
 	ErrQueueRepo = "QueueRepo"
 	// ErrTargetCheckedOut: the target branch is checked out in a
 	// worktree, whose files a move of the branch would leave behind.
@@ -107,7 +108,8 @@ func (a *Activities) QueueMerge(ctx context.Context, in QueueMergeInput) (QueueM
 func (a *Activities) queueRepo(ctx context.Context, repo string) (string, error) {
 	if amp.RepoIsURL(repo) {
 		return "", temporal.NewNonRetryableApplicationError(
-			fmt.Sprintf("the merge queue merges in local repositories only, and %s is given by URL", redactURL(repo)), ErrQueueRepo, nil)
+			fmt.Sprintf("the merge queue moves a target here in a local repository only; %s is given by URL, and its queue runs on the remote", redactURL(repo)),
+			ErrQueueRepo, nil)
 	}
 	if a.Git == nil {
 		return repo, nil

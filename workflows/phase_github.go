@@ -193,7 +193,11 @@ func (t *taskRun) deliver(ctx workflow.Context) (phase, error) {
 // syncPull opens or updates the pull request; ready marks it ready.
 func (t *taskRun) syncPull(ctx workflow.Context, here phase, ready bool) (phase, bool, error) {
 	gs := t.gh()
-	in := activities.PullRequestInput{TaskID: t.In.TaskID, GitHubRepo: t.GitHubRepo, Branch: t.In.Plan.Branch, Base: t.Default,
+	base := t.Default
+	if t.In.Queue != nil && t.In.Queue.Target != "" {
+		base = t.In.Queue.Target // the queue merges the pull request into its target
+	}
+	in := activities.PullRequestInput{TaskID: t.In.TaskID, GitHubRepo: t.GitHubRepo, Branch: t.In.Plan.Branch, Base: base,
 		Number: gs.Number, Draft: t.In.Policy.Delivery.PullRequest == "draft", Description: t.In.Plan.Description,
 		Criteria: t.In.Plan.AcceptanceCriteria, Done: t.Index, Ready: ready}
 	for _, st := range t.Plan {

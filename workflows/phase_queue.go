@@ -40,6 +40,9 @@ type queueState struct {
 	Base    string `json:"base,omitempty"`
 	Head    string `json:"head,omitempty"`
 	Rebased string `json:"rebased,omitempty"`
+	// GitHubQueue is set while the pull request is in GitHub's own merge
+	// queue of the target.
+	GitHubQueue bool `json:"github_queue,omitempty"`
 }
 
 var optRetryQueue = decision.Option{ID: task.OptRetryQueue, Label: "Try the merge queue again"}
@@ -96,6 +99,9 @@ func (t *taskRun) mergeQueue(ctx workflow.Context) (phase, error) {
 		q.Status = task.QueueMerging
 		t.tellGoal(ctx)
 	}
+	if t.queueOnRemote() {
+		return t.mergeQueueRemote(ctx)
+	}
 	branch := t.In.Plan.Branch
 	if q.Rebased == "" {
 		var out activities.QueueRebaseResult
@@ -104,15 +110,7 @@ func (t *taskRun) mergeQueue(ctx workflow.Context) (phase, error) {
 			return t.queueProblem(ctx, fmt.Sprintf("Rebasing %s onto %s failed: %s.", branch, q.Target, errMessage(err)))
 		}
 		if len(out.Conflicts) > 0 {
-			t.record(ctx, fmt.Sprintf("queue-conflict-%s-%d", t.In.TaskID, t.Rounds), ssot.KindEvent,
-				map[string]any{"event": "merge_conflict", "queue": true, "target": q.Target, "base": out.Base, "head": out.Head, "files": out.Conflicts})
-			what := "conflicts with " + q.Target + " in " + strings.Join(out.Conflicts, ", ")
-			return t.queueRound(ctx, what, fmt.Sprintf(
-				"Your branch %s no longer rebases cleanly onto %s, which moved to %s (merge queue, rebase round %d of %d). Conflicting files: %s. "+
-					"Rebase %s onto %s's head (in a clone of the repository: git fetch origin, then git rebase origin/%s), resolve the conflicts so that both sides' work is kept, "+
-					"and report the rebased commit. This is not a rejection.",
-				branch, q.Target, shortHash(out.Base), q.Rounds+1, t.In.Policy.MaxCIRounds, strings.Join(out.Conflicts, ", "),
-				branch, q.Target, q.Target))
+			return t.queueConflict(ctx, out)
 		}
 		q.Base, q.Head, q.Rebased = out.Base, out.Head, out.Rebased
 	}
@@ -149,6 +147,21 @@ func (t *taskRun) mergeQueue(ctx workflow.Context) (phase, error) {
 	}
 	t.tellGoal(ctx)
 	return phaseDone, nil
+}
+
+// queueConflict sends a branch that does not rebase onto its target
+// back to its executor.
+func (t *taskRun) queueConflict(ctx workflow.Context, out activities.QueueRebaseResult) (phase, error) {
+	q, branch := t.queue(), t.In.Plan.Branch
+	t.record(ctx, fmt.Sprintf("queue-conflict-%s-%d", t.In.TaskID, t.Rounds), ssot.KindEvent,
+		map[string]any{"event": "merge_conflict", "queue": true, "target": q.Target, "base": out.Base, "head": out.Head, "files": out.Conflicts})
+	what := "conflicts with " + q.Target + " in " + strings.Join(out.Conflicts, ", ")
+	return t.queueRound(ctx, what, fmt.Sprintf(
+		"Your branch %s no longer rebases cleanly onto %s, which moved to %s (merge queue, rebase round %d of %d). Conflicting files: %s. "+
+			"Rebase %s onto %s's head (in a clone of the repository: git fetch origin, then git rebase origin/%s), resolve the conflicts so that both sides' work is kept, "+
+			"and report the rebased commit. This is not a rejection.",
+		branch, q.Target, shortHash(out.Base), q.Rounds+1, t.In.Policy.MaxCIRounds, strings.Join(out.Conflicts, ", "),
+		branch, q.Target, q.Target))
 }
 
 func short7(h string) string {
@@ -344,7 +357,7 @@ func (t *taskRun) queueProblem(ctx workflow.Context, desc string) (phase, error)
 		q := t.queue()
 		t.LastError = ""
 		q.Rounds, q.Status = 0, ""
-		q.Base, q.Head, q.Rebased = "", "", ""
+		q.Base, q.Head, q.Rebased, q.GitHubQueue = "", "", "", false
 		return phaseQueue, nil
 	}
 	return t.terminatedBy(o), nil

@@ -36,14 +36,33 @@ func Rebase(ctx context.Context, repo, dir, branch, target, ref string) (RebaseR
 	if err := errors.Join(err1, err2); err != nil {
 		return RebaseResult{}, fmt.Errorf("rebasing %s onto %s: %w", branch, target, err)
 	}
-	res := RebaseResult{Base: base, Head: head}
 	if _, err := git(ctx, repo, "merge-base", "--is-ancestor", base, head); err == nil {
-		res.Rebased = head
-		return res, nil
+		return RebaseResult{Base: base, Head: head, Rebased: head}, nil
 	}
+	return RebaseOnto(ctx, repo, dir, head, base, nil, ref)
+}
+
+// Source is a ref of another repository.
+type Source struct {
+	Repo, Ref string
+}
+
+// RebaseOnto rebases the commit head of repo onto the commit base in a
+// scratch clone at dir, which it removes after, and keeps the result in
+// repo under ref. from, when set, is where base is fetched from into
+// the clone (a remote's target, fetched by the caller into a repository
+// of its own): nothing of it enters repo but the result's objects. The
+// clone runs nothing of repo's (see clone).
+func RebaseOnto(ctx context.Context, repo, dir, head, base string, from *Source, ref string) (RebaseResult, error) {
+	res := RebaseResult{Base: base, Head: head}
 	defer os.RemoveAll(dir)
 	if err := clone(ctx, repo, dir); err != nil {
 		return res, err
+	}
+	if from != nil {
+		if _, err := git(ctx, dir, "fetch", "-q", "--no-tags", "--no-write-fetch-head", "--", from.Repo, from.Ref); err != nil {
+			return res, fmt.Errorf("fetching %s from %s: %w", from.Ref, from.Repo, err)
+		}
 	}
 	if _, err := git(ctx, dir, "checkout", "-q", "-B", "ampflow-queue", head); err != nil {
 		return res, err
@@ -54,7 +73,7 @@ func Rebase(ctx context.Context, repo, dir, branch, target, ref string) (RebaseR
 		files, lerr := git(ctx, dir, "diff", "--name-only", "--diff-filter=U")
 		_, _ = git(ctx, dir, "rebase", "--abort")
 		if lerr != nil || files == "" {
-			return res, fmt.Errorf("rebasing %s onto %s: %w", branch, target, err)
+			return res, fmt.Errorf("rebasing %s onto %s: %w", shortCommit(head), shortCommit(base), err)
 		}
 		res.Conflicts = strings.Split(files, "\n")
 		return res, nil
@@ -66,7 +85,7 @@ func Rebase(ctx context.Context, repo, dir, branch, target, ref string) (RebaseR
 	res.Rebased = rebased
 	defer lockRepo(repo)()
 	if _, err := git(ctx, repo, "fetch", "-q", "--no-tags", "--no-write-fetch-head", "--", dir, "+refs/heads/ampflow-queue:"+ref); err != nil {
-		return res, fmt.Errorf("keeping the rebase of %s as %s: %w", branch, ref, err)
+		return res, fmt.Errorf("keeping the rebase of %s as %s: %w", shortCommit(head), ref, err)
 	}
 	return res, nil
 }
@@ -161,3 +180,5 @@ func Repoint(ctx context.Context, dir, branch, commit string) (bool, error) {
 	}
 	return true, nil
 }
+
+func shortCommit(h string) string { return h[:min(len(h), 12)] }

@@ -16,15 +16,15 @@ import (
 )
 
 // rebase plays the executor's merge queue round: it rebases the branch
-// onto main, keeping both sides of a conflict in file (main's lines,
-// then the branch's), commits fix.txt when CI failed, and reports the
-// rebased head.
-func (a *agent) rebase(d amp.Message, file string) amp.Message {
+// onto onto (main, or origin/main), keeping both sides of a conflict in
+// file (onto's lines, then the branch's), commits fix.txt when CI
+// failed, and reports the rebased head.
+func (a *agent) rebase(d amp.Message, file, onto string) amp.Message {
 	a.t.Helper()
-	cmd := exec.Command("git", "-c", "user.name=e2e", "-c", "user.email=e2e@localhost", "rebase", "main")
+	cmd := exec.Command("git", "-c", "user.name=e2e", "-c", "user.email=e2e@localhost", "rebase", onto)
 	cmd.Dir = a.repo
 	if out, err := cmd.CombinedOutput(); err != nil {
-		ours := git(a.t, a.repo, "show", "main:"+file)
+		ours := git(a.t, a.repo, "show", onto+":"+file)
 		theirs := git(a.t, a.repo, "show", "REBASE_HEAD:"+file)
 		writeFile(a.t, filepath.Join(a.repo, file), ours+"\n"+theirs+"\n")
 		git(a.t, a.repo, "add", file)

@@ -44,6 +44,9 @@ type goalPlayer struct {
 	// meanwhile. due are the results not sent yet.
 	pace time.Duration
 	due  []dueReply
+	// origin, when set, is the bare repository the target lives in: a
+	// round fetches its main into origin/main and rebases onto that.
+	origin string
 }
 
 // dueReply is a result the goalPlayer sends at a time.
@@ -111,7 +114,12 @@ func (g *goalPlayer) until(what string, within time.Duration, cond func(goals.Vi
 					}
 					if strings.Contains(m.Dispatch().Description, "merge queue") {
 						g.rounds[key]++
-						reply = a.rebase(m, file)
+						onto := "main"
+						if g.origin != "" {
+							git(t, g.repo, "fetch", "-q", g.origin, "+refs/heads/main:refs/remotes/origin/main")
+							onto = "origin/main"
+						}
+						reply = a.rebase(m, file, onto)
 					} else {
 						reply = a.work(m, file, key+"\n")
 					}

@@ -28,6 +28,7 @@ func (s *Server) handler() http.Handler {
 	api.HandleFunc("GET /repos/{owner}/{repo}/actions/jobs/{id}/logs", s.jobLogs)
 	api.HandleFunc("GET /repos/{owner}/{repo}/collaborators/{user}/permission", s.permission)
 	s.issueRoutes(api)
+	s.branchRoutes(api)
 
 	root := http.NewServeMux()
 	root.Handle("/api/v3/", s.authed(http.StripPrefix("/api/v3", api)))
@@ -371,7 +372,8 @@ func (s *Server) permission(w http.ResponseWriter, r *http.Request) {
 }
 
 // graphql answers the markPullRequestReadyForReview mutation, the only
-// way GitHub offers to turn a draft into a ready pull request.
+// way GitHub offers to turn a draft into a ready pull request, and the
+// merge queue's enqueuePullRequest and a pull request's mergeQueueEntry.
 func (s *Server) graphql(w http.ResponseWriter, r *http.Request) {
 	var in struct {
 		Query     string         `json:"query"`
@@ -381,11 +383,19 @@ func (s *Server) graphql(w http.ResponseWriter, r *http.Request) {
 		writeError(w, r, http.StatusBadRequest, "Problems parsing JSON")
 		return
 	}
-	if !strings.Contains(in.Query, "markPullRequestReadyForReview") {
+	id, _ := in.Variables["id"].(string)
+	switch {
+	case strings.Contains(in.Query, "enqueuePullRequest"):
+		head, _ := in.Variables["head"].(string)
+		s.enqueue(w, r, id, head)
+		return
+	case strings.Contains(in.Query, "mergeQueueEntry"):
+		s.queueEntry(w, r, id)
+		return
+	case !strings.Contains(in.Query, "markPullRequestReadyForReview"):
 		writeJSON(w, r, http.StatusOK, map[string]any{"errors": []map[string]string{{"message": "githubtest: unsupported query"}}})
 		return
 	}
-	id, _ := in.Variables["id"].(string)
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for _, p := range s.pulls {

@@ -1,8 +1,9 @@
 // Package githubtest serves a fake of the parts of GitHub's REST API that
 // ampflow uses — pull requests, reviews and their comments, check runs
-// with their output, annotations and job logs, merges, issues with their
-// labels, assignees and comments — plus the one
-// GraphQL mutation that marks a draft ready. Responses follow the shapes
+// with their output, annotations and job logs, merges, the heads and
+// rules of branches, issues with their labels, assignees and comments —
+// plus the GraphQL mutation that marks a draft ready and those of the
+// merge queue (mergequeue.go). Responses follow the shapes
 // of GitHub's REST documentation; GETs carry an ETag and answer 304 to a
 // matching If-None-Match, as GitHub does.
 //
@@ -56,6 +57,8 @@ type Server struct {
 	logs        map[int64]string
 	permissions map[string]string
 	conflicts   map[int]bool
+	rules       map[string][]string
+	queue       []*Pull // GitHub's merge queue, in order
 	issues      []*Issue
 	requests    []Request
 	hook        func(w http.ResponseWriter, r *http.Request) bool
