@@ -64,16 +64,10 @@ func (p *Pusher) QueueRebaseRemote(ctx context.Context, in QueueRebaseRemoteInpu
 		return QueueRebaseResult{}, fmt.Errorf("rebasing task %s: %w", in.TaskID, err)
 	}
 	defer os.RemoveAll(mirror)
-	const fetched = "refs/ampflow/target"
-	target := "refs/heads/" + normalizeBranch(in.Target)
-	if _, err := p.git(ctx, mirror, in.Remote, "fetch", "-q", "--no-tags", "--no-write-fetch-head", "--", in.Remote, "+"+target+":"+fetched); err != nil {
-		return QueueRebaseResult{}, p.remoteError(fmt.Sprintf("fetching %s of task %s from %s", in.Target, in.TaskID, redactURL(in.Remote)), err)
-	}
-	out, err := p.git(ctx, mirror, in.Remote, "rev-parse", "--verify", fetched+"^{commit}")
+	base, err := p.fetchTarget(ctx, mirror, in.Remote, in.Target, "task "+in.TaskID)
 	if err != nil {
-		return QueueRebaseResult{}, fmt.Errorf("reading the head of %s fetched for task %s: %w", in.Target, in.TaskID, err)
+		return QueueRebaseResult{}, err
 	}
-	base := strings.TrimSpace(string(out))
 	if _, err := p.git(ctx, mirror, in.Remote, "merge-base", "--is-ancestor", base, head); err == nil {
 		return QueueRebaseResult{Base: base, Head: head, Rebased: head}, nil
 	}
@@ -82,7 +76,26 @@ func (p *Pusher) QueueRebaseRemote(ctx context.Context, in QueueRebaseRemoteInpu
 		return QueueRebaseResult{}, fmt.Errorf("rebasing task %s: %w", in.TaskID, err)
 	}
 	defer os.RemoveAll(tmp)
-	return runner.RebaseOnto(ctx, repo, filepath.Join(tmp, "checkout"), head, base, &runner.Source{Repo: mirror, Ref: fetched}, QueueRef(in.TaskID))
+	return runner.RebaseOnto(ctx, repo, filepath.Join(tmp, "checkout"), head, base, &runner.Source{Repo: mirror, Ref: fetchedTarget}, QueueRef(in.TaskID))
+}
+
+// fetchedTarget is the ref of a push's clean repository that
+// fetchTarget fetches a remote's target into.
+const fetchedTarget = "refs/ampflow/target"
+
+// fetchTarget fetches the head of target from remote into the push's
+// clean repository (mirror) as fetchedTarget, with the delivery token as
+// a push has it, and returns that head; what names its user in errors.
+func (p *Pusher) fetchTarget(ctx context.Context, mirror, remote, target, what string) (string, error) {
+	ref := "refs/heads/" + normalizeBranch(target)
+	if _, err := p.git(ctx, mirror, remote, "fetch", "-q", "--no-tags", "--no-write-fetch-head", "--", remote, "+"+ref+":"+fetchedTarget); err != nil {
+		return "", p.remoteError(fmt.Sprintf("fetching %s of %s from %s", target, what, redactURL(remote)), err)
+	}
+	out, err := p.git(ctx, mirror, remote, "rev-parse", "--verify", fetchedTarget+"^{commit}")
+	if err != nil {
+		return "", fmt.Errorf("reading the head of %s fetched for %s: %w", target, what, err)
+	}
+	return strings.TrimSpace(string(out)), nil
 }
 
 // QueueTargetInput names the target of a task's pull request.

@@ -31,6 +31,7 @@ func registerGoals(w worker.Worker, parts *Parts) {
 	acts := &goalacts.Goal{Store: parts.Store}
 	if parts.Activities != nil {
 		acts.Git, _ = parts.Activities.Git.(*activities.Git)
+		acts.Pusher = parts.Activities.Pusher
 		if d, ok := parts.Activities.Delivery.(*delivery.Delivery); ok && d.Planner.Runner != "" {
 			acts.Planner = d
 		}

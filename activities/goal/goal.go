@@ -17,6 +17,7 @@ import (
 
 	"github.com/ampflow/ampflow/activities"
 	"github.com/ampflow/ampflow/activities/ssot"
+	"github.com/ampflow/ampflow/amp"
 	"github.com/ampflow/ampflow/amp/task"
 )
 
@@ -42,9 +43,12 @@ type Store interface {
 
 // Goal carries the dependencies of the goal's activities.
 type Goal struct {
-	Git   *activities.Git
-	Tasks Tasks
-	Store Store
+	Git *activities.Git
+	// Pusher reads a target on the tasks' push remote (StartTaskInput's
+	// Remote); nil: this worker delivers nothing.
+	Pusher *activities.Pusher
+	Tasks  Tasks
+	Store  Store
 	// Planner runs the goals' planner; nil: this worker has none.
 	Planner Planner
 	Now     func() time.Time
@@ -80,7 +84,11 @@ type StartTaskInput struct {
 	// retry starts it again as a new task).
 	Attempt int `json:"attempt,omitempty"`
 	// Target is the branch the task's branch is made from, at its head.
-	Target string     `json:"target"`
+	Target string `json:"target"`
+	// Remote says the task delivers to the repository's push remote and
+	// its merge queue moves the target there: the branch is made at the
+	// target's head on that remote.
+	Remote bool       `json:"remote,omitempty"`
 	Input  task.Input `json:"input"`
 }
 
@@ -93,10 +101,21 @@ type StartTaskResult struct {
 }
 
 // GoalStartTask makes the task's branch at the target's head unless it
-// exists, then starts the task. A retry starts no second task: the start
-// carries a request key of the goal and the task's key.
+// exists (the head on the push remote, with Remote), then starts the
+// task. A retry starts no second task: the start carries a request key
+// of the goal and the task's key.
 func (g *Goal) GoalStartTask(ctx context.Context, in StartTaskInput) (StartTaskResult, error) {
-	b, err := g.Git.BranchFrom(ctx, activities.BranchFromInput{Repo: in.Input.Plan.Repo, Branch: in.Input.Plan.Branch, From: in.Target})
+	bin := activities.BranchFromInput{Repo: in.Input.Plan.Repo, Branch: in.Input.Plan.Branch, From: in.Target}
+	branchFrom := g.Git.BranchFrom
+	if in.Remote && !amp.RepoIsURL(bin.Repo) { // a URL's mirror is fetched by BranchFrom
+		if g.Pusher == nil {
+			return StartTaskResult{}, temporal.NewNonRetryableApplicationError(
+				fmt.Sprintf("starting task %s of goal %s: its target is on the push remote, and this worker pushes nothing", in.Key, in.GoalID),
+				activities.ErrDeliveryConfig, nil)
+		}
+		branchFrom = g.Pusher.BranchFromRemote
+	}
+	b, err := branchFrom(ctx, bin)
 	if err != nil {
 		return StartTaskResult{}, err
 	}

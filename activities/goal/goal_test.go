@@ -101,3 +101,36 @@ func TestChangedFilesAndTell(t *testing.T) {
 		t.Errorf("messages %+v steers %+v", msgs, tasks.steers)
 	}
 }
+
+// TestStartTaskBranchesFromRemoteTarget: with Remote the task's branch
+// is made at the target's head on origin, which has a merge the clone's
+// own main lacks, and Base is that head; without a pusher it is refused.
+func TestStartTaskBranchesFromRemoteTarget(t *testing.T) {
+	g, _, repo := newGoal(t)
+	ctx := context.Background()
+	bare := filepath.Join(t.TempDir(), "origin.git")
+	gittest.Git(t, repo, "clone", "-q", "--bare", repo, bare)
+	gittest.Git(t, repo, "remote", "add", "origin", bare)
+	local := gittest.Git(t, repo, "rev-parse", "main")
+	other := filepath.Join(t.TempDir(), "other")
+	gittest.Git(t, repo, "clone", "-q", bare, other)
+	merged := gittest.CommitFiles(t, other, "the blocker's merge", map[string]string{"a.txt": "a\n"})
+	gittest.Git(t, other, "push", "-q", "origin", "HEAD:refs/heads/main")
+	in := StartTaskInput{GoalID: "G-0000abcd", Key: "b", Target: "main", Remote: true,
+		Input: task.Input{Plan: amp.TaskDispatch{Repo: repo, Branch: "goal/G-0000abcd/b"}}}
+
+	if _, err := g.GoalStartTask(ctx, in); err == nil {
+		t.Fatal("a remote target read by a worker without a pusher")
+	}
+	g.Pusher = &activities.Pusher{Git: g.Git}
+	out, err := g.GoalStartTask(ctx, in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if out.Base != merged || gittest.Git(t, repo, "rev-parse", "goal/G-0000abcd/b") != merged {
+		t.Errorf("base %s, want origin's main %s (the clone's is %s)", out.Base, merged, local)
+	}
+	if got := gittest.Git(t, repo, "rev-parse", "main"); got != local {
+		t.Errorf("the clone's main moved to %s", got)
+	}
+}

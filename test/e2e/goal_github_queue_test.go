@@ -142,6 +142,55 @@ func TestGoalGitHubQueue(t *testing.T) {
 	}
 }
 
+// TestGoalGitHubQueueBlocked: b is blocked by a on a clone whose origin
+// is on the fake GitHub. a's pull request merges into the origin's main,
+// which the clone's main never sees; b's branch is made at the origin's
+// main then, so it starts with a's file, its base is a's merge, and the
+// queue has nothing to rebase.
+func TestGoalGitHubQueueBlocked(t *testing.T) {
+	q := newGitHubQueueSetup(t, "ghs_e2eQueueBlockedToken0123456789")
+	localMain := git(t, q.repo, "rev-parse", "main")
+	g := startGoal(t, q.c, q.repo,
+		map[string]any{"key": "a", "plan": goalPlan("a")},
+		map[string]any{"key": "b", "plan": goalPlan("b"), "blocked_by": []string{"a"}})
+	v := goalDone(t, g, 150*time.Second)
+	byKey := map[string]goals.TaskView{}
+	for _, tv := range v.Tasks {
+		byKey[tv.Key] = tv
+	}
+	a, b := byKey["a"], byKey["b"]
+	if a.Base != localMain || b.Base != a.Merged {
+		t.Errorf("bases: a %s, b %s; want a on main %s, b on a's merge %s", a.Base, b.Base, localMain, a.Merged)
+	}
+	// What b's executor was dispatched on holds a's file: its commit sits
+	// on a's merge, and it went through the queue as it was pushed.
+	st := q.c.state(b.TaskID)
+	var head string
+	for _, pr := range q.gh.Pulls() {
+		if pr.MergeCommitSHA == b.Merged {
+			head = pr.Head.SHA
+		}
+	}
+	if head == "" {
+		t.Fatalf("no pull request merged as b's %s: %+v", b.Merged, q.gh.Pulls())
+	}
+	if parent := githubtest.Git(t, q.bare, "rev-parse", head+"^"); parent != a.Merged {
+		t.Errorf("b's head %s sits on %s, want a's merge %s", head, parent, a.Merged)
+	}
+	githubtest.Git(t, q.bare, "cat-file", "-e", head+"^:a.txt")
+	for _, e := range st.Timeline {
+		if e.Kind == "queue" && strings.Contains(e.Note, "rebased onto") {
+			t.Errorf("b was rebased in the queue: %s", e.Note)
+		}
+	}
+	for _, f := range []string{"a.txt", "b.txt"} {
+		githubtest.Git(t, q.bare, "cat-file", "-e", "main:"+f)
+	}
+	if got := git(t, q.repo, "rev-parse", "main"); got != localMain {
+		t.Errorf("the local main moved to %s", got)
+	}
+}
+
 // TestGoalGitHubQueueKilledInMerge kills the worker while GitHub merges
 // the queue's pull request: after the restart the retry finds it merged
 // and takes its merge commit; GitHub was asked to merge once.

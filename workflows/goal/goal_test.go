@@ -42,6 +42,41 @@ func TestDiamond(t *testing.T) {
 	}
 }
 
+// TestStartsFromRemote: a goal whose tasks deliver pull requests, or
+// whose repository is a URL, has its tasks' branches made from the
+// target on the remote, where their queue merges; a local one from the
+// repository's own target.
+func TestStartsFromRemote(t *testing.T) {
+	for _, tc := range []struct {
+		name, pull, repo string
+		remote           bool
+	}{
+		{"PullRequests", "ready", "/src/app", true},
+		{"Local", "", "/src/app", false},
+		{"URL", "", "https://example.com/acme/app.git", true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			pol := policy(task.HandlingAuto)
+			pol.Delivery = task.Delivery{Push: tc.pull != "", PullRequest: tc.pull}
+			h := newHarness(t, pol)
+			g := diamond()
+			g.Repo = tc.repo
+			for i := range g.Tasks {
+				g.Tasks[i].Plan.Repo = tc.repo
+			}
+			h.run(Input{Goal: g, Coordinator: "ci"})
+			if st := h.result(); st.Status != goal.StatusDone {
+				t.Fatalf("status %s (%s)", st.Status, st.Reason)
+			}
+			for _, k := range []string{"schema", "api", "ui", "docs"} {
+				if h.remote[k] != tc.remote {
+					t.Errorf("task %s started with remote %v, want %v", k, h.remote[k], tc.remote)
+				}
+			}
+		})
+	}
+}
+
 // TestTerminatedBlockerHolds: api ends terminated; docs is held, the goal
 // blocked with a decision; retry starts api again and the goal ends done.
 func TestTerminatedBlockerHolds(t *testing.T) {

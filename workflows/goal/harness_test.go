@@ -43,6 +43,8 @@ type harness struct {
 	unmerged map[string]bool
 	// queues are the merge queues the tasks were started with, by key.
 	queues map[string]task.QueueSpec
+	// remote is each key's last start's Remote.
+	remote map[string]bool
 }
 
 // run runs g, each task taking its time on the test clock.
@@ -88,7 +90,7 @@ func newHarness(t *testing.T, pol task.Policy) *harness {
 	s.SetLogger(log.NewStructuredLogger(slog.New(slog.NewTextHandler(io.Discard, nil))))
 	h := &harness{t: t, env: s.NewTestWorkflowEnvironment(), started: map[string]time.Time{},
 		takes: map[string]time.Duration{}, ends: map[string]task.Status{}, attempts: map[string]int{},
-		unmerged: map[string]bool{}, queues: map[string]task.QueueSpec{}}
+		unmerged: map[string]bool{}, queues: map[string]task.QueueSpec{}, remote: map[string]bool{}}
 	env := h.env
 	env.RegisterWorkflow(Goal)
 	env.RegisterActivity(&activities.Activities{DecisionKey: testDecisionKey})
@@ -122,6 +124,7 @@ func newHarness(t *testing.T, pol task.Policy) *harness {
 		id := "T-2026-00" + string(rune('1'+len(h.starts)))
 		h.starts = append(h.starts, in.Key)
 		h.attempts[in.Key] = in.Attempt
+		h.remote[in.Key] = in.Remote
 		if q := in.Input.Queue; q != nil {
 			h.queues[in.Key] = *q
 		}

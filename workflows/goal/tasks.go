@@ -13,6 +13,7 @@ import (
 
 	"github.com/ampflow/ampflow/activities"
 	goalacts "github.com/ampflow/ampflow/activities/goal"
+	"github.com/ampflow/ampflow/amp"
 	"github.com/ampflow/ampflow/amp/decision"
 	"github.com/ampflow/ampflow/amp/goal"
 	"github.com/ampflow/ampflow/amp/task"
@@ -45,14 +46,14 @@ func (r *run) runTask(ctx workflow.Context, i int) {
 	attempt := r.attempts[i]
 	r.attempts[i]++
 	spec := r.Goal.Tasks[i]
-	in := goalacts.StartTaskInput{GoalID: r.Goal.ID, Key: spec.Key, Attempt: attempt, Target: r.Target, Input: task.Input{
+	in := goalacts.StartTaskInput{GoalID: r.Goal.ID, Key: spec.Key, Attempt: attempt, Target: r.Target, Remote: r.onRemote(), Input: task.Input{
 		Plan: spec.Plan, Coordinator: r.in.Coordinator, CreateBranch: true,
 		Queue: &task.QueueSpec{Target: r.Target, Goal: r.id, Key: spec.Key},
 	}}
 	sctx := workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
 		StartToCloseTimeout: 2 * time.Minute,
 		RetryPolicy: &temporal.RetryPolicy{MaximumAttempts: 5,
-			NonRetryableErrorTypes: []string{goalacts.ErrTaskStart, activities.ErrBranchMissing}},
+			NonRetryableErrorTypes: []string{goalacts.ErrTaskStart, activities.ErrBranchMissing, activities.ErrDeliveryConfig, activities.ErrPush}},
 	})
 	var started goalacts.StartTaskResult
 	if err := workflow.ExecuteActivity(sctx, gacts.GoalStartTask, in).Get(ctx, &started); err != nil {
@@ -64,6 +65,14 @@ func (r *run) runTask(ctx workflow.Context, i int) {
 	r.recordTask(ctx, i, "started")
 	r.changed = true
 	r.awaitTask(ctx, i, started.TaskID)
+}
+
+// onRemote reports whether the goal's tasks deliver to the repository's
+// push remote, so their merge queue moves the target there, as a task's
+// queueOnRemote has it: with pull requests, or for a repository given by
+// URL. Their branches are then made from the target on the remote.
+func (r *run) onRemote() bool {
+	return r.policy.Delivery.PullRequests() || amp.RepoIsURL(r.Goal.Repo)
 }
 
 // awaitTask waits for task i's task to end and takes how it ended.
