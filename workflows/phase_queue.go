@@ -43,6 +43,29 @@ type queueState struct {
 	// GitHubQueue is set while the pull request is in GitHub's own merge
 	// queue of the target.
 	GitHubQueue bool `json:"github_queue,omitempty"`
+	// TargetMoves counts the times in a row the target moved between a
+	// rebase and its merge; at maxQueueMoves the admins decide.
+	TargetMoves int `json:"target_moves,omitempty"`
+}
+
+// maxQueueMoves bounds the rebases a target that keeps moving under the
+// queue (pushes by hand, or a remote the queue does not merge into)
+// gets before the admins are asked.
+const maxQueueMoves = 5
+
+// targetMoved takes a target that moved to head between the rebase and
+// the merge: the entry rebases again, with no round, up to maxQueueMoves
+// times in a row.
+func (t *taskRun) targetMoved(ctx workflow.Context, where, head string) (phase, error) {
+	q := t.queue()
+	q.Base, q.Head, q.Rebased = "", "", ""
+	if q.TargetMoves++; q.TargetMoves >= maxQueueMoves {
+		q.TargetMoves = 0
+		return t.queueProblem(ctx, fmt.Sprintf("%s moved %d times in a row%s between the queue's rebase and its merge, last to %s.",
+			q.Target, maxQueueMoves, where, shortHash(head)))
+	}
+	t.addTimeline(ctx, task.TimelineEntry{Kind: "queue", Note: fmt.Sprintf("%s moved to %s%s under the queue: rebasing again", q.Target, shortHash(head), where)})
+	return phaseQueue, nil
 }
 
 var optRetryQueue = decision.Option{ID: task.OptRetryQueue, Label: "Try the merge queue again"}
@@ -130,9 +153,7 @@ func (t *taskRun) mergeQueue(ctx workflow.Context) (phase, error) {
 		return t.queueProblem(ctx, fmt.Sprintf("Moving %s to %s failed: %s.", q.Target, shortHash(q.Rebased), errMessage(err)))
 	}
 	if m.Moved {
-		t.addTimeline(ctx, task.TimelineEntry{Kind: "queue", Note: fmt.Sprintf("%s moved to %s under the queue: rebasing again", q.Target, shortHash(m.Head))})
-		q.Base, q.Head, q.Rebased = "", "", ""
-		return phaseQueue, nil
+		return t.targetMoved(ctx, "", m.Head)
 	}
 	q.Merged, q.Status = m.Head, task.QueueMerged
 	t.releaseQueueLease(ctx)

@@ -122,9 +122,7 @@ func (t *taskRun) mergeQueueRemote(ctx workflow.Context) (phase, error) {
 		return phaseQueue, nil
 	}
 	if m.Moved {
-		t.addTimeline(ctx, task.TimelineEntry{Kind: "queue", Note: fmt.Sprintf("%s moved to %s on the remote under the queue: rebasing again", q.Target, shortHash(m.Head))})
-		q.Base, q.Head, q.Rebased = "", "", ""
-		return phaseQueue, nil
+		return t.targetMoved(ctx, " on the remote", m.Head)
 	}
 	return t.queueRemoteMerged(ctx, m.SHA, what, event)
 }

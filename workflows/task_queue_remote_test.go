@@ -3,6 +3,7 @@ package workflows
 import (
 	"context"
 	"errors"
+	"fmt"
 	"slices"
 	"strings"
 	"sync"
@@ -33,6 +34,9 @@ type fakeGitHubQueue struct {
 	// pushedUnder moves the target on GitHub once, before the first
 	// merge, as a push by hand would.
 	pushedUnder bool
+	// keepsMoving moves the target before every merge, as a remote the
+	// queue does not merge into would seem to.
+	keepsMoving int
 	// rules are the target's rule types.
 	rules []string
 	// GitHub's own merge queue: the enqueues, the head queued, the reads
@@ -102,6 +106,10 @@ func (f *fakeGitHubQueue) install(h *harness) {
 			if f.pushedUnder {
 				f.pushedUnder = false
 				f.target = "byhand00"
+			}
+			if f.keepsMoving > 0 {
+				f.keepsMoving++
+				f.target = fmt.Sprintf("byhand%02d", f.keepsMoving)
 			}
 			if f.target != in.Base {
 				return activities.QueueMergePullResult{Moved: true, Head: f.target}, nil
@@ -229,6 +237,26 @@ func TestMergeQueueGitHub(t *testing.T) {
 		}
 		if st := h.state(); st.Queue.Rounds != 0 || len(h.deliveredOf(amp.TypeTaskDispatch)) != 1 {
 			t.Errorf("queue rounds %d, %d dispatches: a moved target is no round", st.Queue.Rounds, len(h.deliveredOf(amp.TypeTaskDispatch)))
+		}
+	})
+
+	// A target that moves before every merge is rebased onto five
+	// times, then the admins are asked.
+	t.Run("TargetKeepsMoving", func(t *testing.T) {
+		f := &fakeGitHubQueue{keepsMoving: 1}
+		h, _ := newGitHubQueue(t, f)
+		h.round(0)
+		var asked task.State
+		h.at(time.Minute, func() {
+			asked = h.state()
+			h.decide("alice", task.OptTerminate, "")
+		})
+		res := h.run()
+		if asked.Pending == nil || asked.Pending.Kind != task.KindMergeQueue || !strings.Contains(asked.Pending.Prompt, "moved 5 times in a row on the remote") {
+			t.Fatalf("pending %+v, status %s", asked.Pending, asked.Status)
+		}
+		if res.Status != task.StatusTerminated || len(f.merges) != 5 || len(f.rebases) != 5 {
+			t.Errorf("result %s, %d merges, %d rebases; want terminated after five of each: %+v", res.Status, len(f.merges), len(f.rebases), asked.Timeline)
 		}
 	})
 

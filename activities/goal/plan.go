@@ -170,21 +170,34 @@ func goalFile(in PlanInput, graph json.RawMessage) []byte {
 	return b
 }
 
+// maxGraphText bounds the tail of the planner's final message searched
+// for its graph, and maxGraphStarts the "{"s of it tried (a graph of 50
+// tasks has a few hundred objects).
+const (
+	maxGraphText   = 256 << 10
+	maxGraphStarts = 2000
+)
+
 // graphOf is the last JSON object of the planner's final message that
-// has tasks.
+// has tasks: from each "{" of the message's last maxGraphText bytes,
+// last first, up to maxGraphStarts of them, one value is decoded, which
+// stops where the object ends or the text stops being JSON.
 func graphOf(text string) (json.RawMessage, error) {
-	for end := strings.LastIndex(text, "}"); end >= 0; end = strings.LastIndex(text[:end], "}") {
-		for start := strings.LastIndex(text[:end], "{"); start >= 0; start = strings.LastIndex(text[:start], "{") {
-			raw := []byte(text[start : end+1])
-			if !json.Valid(raw) {
-				continue
-			}
-			var g struct {
-				Tasks json.RawMessage `json:"tasks"`
-			}
-			if json.Unmarshal(raw, &g) == nil && g.Tasks != nil {
-				return raw, nil
-			}
+	if len(text) > maxGraphText {
+		text = text[len(text)-maxGraphText:]
+	}
+	tries := 0
+	for start := strings.LastIndex(text, "{"); start >= 0 && tries < maxGraphStarts; start = strings.LastIndex(text[:start], "{") {
+		tries++
+		var raw json.RawMessage
+		if json.NewDecoder(strings.NewReader(text[start:])).Decode(&raw) != nil {
+			continue
+		}
+		var g struct {
+			Tasks json.RawMessage `json:"tasks"`
+		}
+		if json.Unmarshal(raw, &g) == nil && g.Tasks != nil {
+			return raw, nil
 		}
 	}
 	return nil, errors.New(`goal: the final message ends with no JSON object with "tasks"`)

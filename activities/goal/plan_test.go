@@ -112,3 +112,33 @@ func TestGoalPlanNoPlanner(t *testing.T) {
 		t.Fatalf("err %v", err)
 	}
 }
+
+func TestGraphOf(t *testing.T) {
+	graph := `{"tasks": [{"key": "a", "plan": {"subtasks": [{"subtask_id": "1"}]}}]}`
+	tests := []struct {
+		name, text, want string
+	}{
+		{"Alone", graph, graph},
+		{"AfterProse", "Here is the graph:\n" + graph, graph},
+		{"LastOfTwo", `{"tasks": []} then ` + graph + ` and {"note": 1}`, graph},
+		{"UnbalancedBefore", strings.Repeat("{", 5000) + " " + graph, graph},
+		// A long message: only its last maxGraphText bytes are read.
+		{"LongProse", strings.Repeat(`{"x": [`, 100000) + "\n" + graph, graph},
+		{"None", `{"note": "no graph"}`, ""},
+		{"TooFarBack", graph + strings.Repeat(" ", maxGraphText), ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := graphOf(tt.text)
+			if tt.want == "" {
+				if err == nil {
+					t.Fatalf("graphOf = %s, want none", got)
+				}
+				return
+			}
+			if err != nil || string(got) != tt.want {
+				t.Fatalf("graphOf = %s, %v; want %s", got, err, tt.want)
+			}
+		})
+	}
+}
