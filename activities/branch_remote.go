@@ -29,7 +29,7 @@ func (p *Pusher) BranchFromRemote(ctx context.Context, in BranchFromInput) (Bran
 	if branch == "" {
 		return res, nil
 	}
-	refs, err := p.Git.openRefs(ctx, in.Repo)
+	refs, err := p.Git.openRefs(ctx, in.Repo, branch)
 	if err != nil {
 		return BranchFromResult{}, err
 	}

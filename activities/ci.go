@@ -105,11 +105,12 @@ func commitOf(ctx context.Context, g *Git, in CIStatusInput) (string, error) {
 	if in.Commit != "" {
 		return "", commitMissing(in)
 	}
-	refs, err := g.readRefs(ctx, in.Repo)
+	branch := normalizeBranch(in.Branch)
+	refs, err := g.readRefs(ctx, in.Repo, branch)
 	if err != nil {
 		return "", err
 	}
-	return refs.head(in.Repo, normalizeBranch(in.Branch))
+	return refs.head(in.Repo, branch)
 }
 
 func commitMissing(in CIStatusInput) error {

@@ -36,15 +36,15 @@ func (g *Git) BranchFrom(ctx context.Context, in BranchFromInput) (BranchFromRes
 	if err != nil {
 		return BranchFromResult{}, err
 	}
-	refs, err := g.openRefs(ctx, repo)
+	from, branch := normalizeBranch(in.From), normalizeBranch(in.Branch)
+	refs, err := g.openRefs(ctx, repo, from, branch)
 	if err != nil {
 		return BranchFromResult{}, err
 	}
-	def, _, err := g.defaultBranch(ctx, repo, refs, "", nil)
+	def, _, err := g.defaultBranch(ctx, repo, &refs, "", nil)
 	if err != nil {
 		return BranchFromResult{}, fmt.Errorf("finding the default branch of %s: %w", repo, err)
 	}
-	from := normalizeBranch(in.From)
 	if from == "" {
 		from = def
 	}
@@ -54,7 +54,6 @@ func (g *Git) BranchFrom(ctx context.Context, in BranchFromInput) (BranchFromRes
 			fmt.Sprintf("branch %q is not in %s", from, in.Repo), ErrBranchMissing, err)
 	}
 	res := BranchFromResult{DefaultBranch: def, From: from, FromHead: head}
-	branch := normalizeBranch(in.Branch)
 	if branch == "" {
 		return res, nil
 	}

@@ -2,6 +2,7 @@ package activities
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -60,6 +61,17 @@ func TestGitProcessCounts(t *testing.T) {
 	clone := filepath.Join(t.TempDir(), "clone")
 	gittest.Git(t, filepath.Dir(clone), "clone", "-q", "--branch", "main", repo, clone)
 	gittest.Git(t, clone, "remote", "set-head", "origin", "main")
+	// Other tasks' branches: the checks read the refs they need by name,
+	// and list none of these.
+	var others strings.Builder
+	for i := range 300 {
+		fmt.Fprintf(&others, "create refs/heads/task/%d %s\n", i, commit)
+	}
+	update := exec.Command("git", "update-ref", "--stdin")
+	update.Dir, update.Stdin = repo, strings.NewReader(others.String())
+	if out, err := update.CombinedOutput(); err != nil {
+		t.Fatalf("git update-ref: %v: %s", err, out)
+	}
 
 	bin, calls := countingGit(t)
 	g := &Git{Bin: bin, Diffs: newSSOT(t)}
@@ -70,6 +82,11 @@ func TestGitProcessCounts(t *testing.T) {
 		t.Logf("%s: %d git processes:\n\t%s", name, len(got), strings.Join(got, "\n\t"))
 		if len(got) > max {
 			t.Errorf("%s ran %d git processes, want at most %d", name, len(got), max)
+		}
+		for _, call := range got {
+			if strings.Contains(call, " for-each-ref ") && !strings.Contains(call, " --contains ") {
+				t.Errorf("%s listed every branch: git %s", name, call)
+			}
 		}
 	}
 
@@ -85,10 +102,10 @@ func TestGitProcessCounts(t *testing.T) {
 		if err != nil || res.Head != commit || res.DefaultBranch != "main" {
 			t.Fatalf("got %+v, %v", res, err)
 		}
-		// The second reads origin's URL, which the task keeps as its
-		// GitHub repository (without origin/HEAD, the same process reads
-		// init.defaultBranch).
-		check(t, "CheckBranch with origin/HEAD", 2)
+		// One reads origin's URL, which the task keeps as its GitHub
+		// repository, and init.defaultBranch; one the refs; the third the
+		// branch origin/HEAD names.
+		check(t, "CheckBranch with origin/HEAD", 3)
 	})
 	in := CheckResultInput{TaskID: "T-2026-001", MsgID: "task_result-T-2026-001-1", Repo: repo, Branch: "feature/bench",
 		Commit: commit, DefaultBranch: "main", Claimed: diffSum([]string{"bench.txt"}, 3, 0)}

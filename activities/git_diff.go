@@ -44,7 +44,8 @@ func (g *Git) CheckResult(ctx context.Context, in CheckResultInput) (CheckResult
 	if in.Repo, err = g.LocalAt(ctx, in.Repo, branch, rev); err != nil {
 		return CheckResultOutput{}, err
 	}
-	refs, err := g.openRefs(ctx, in.Repo)
+	def := normalizeBranch(in.DefaultBranch)
+	refs, err := g.openRefs(ctx, in.Repo, branch, def)
 	if err != nil {
 		return CheckResultOutput{}, err
 	}
@@ -71,9 +72,8 @@ func (g *Git) CheckResult(ctx context.Context, in CheckResultInput) (CheckResult
 	}
 	out := CheckResultOutput{Commit: commit}
 
-	def := normalizeBranch(in.DefaultBranch)
 	if def == "" {
-		if def, _, err = g.defaultBranch(ctx, in.Repo, refs, branch, nil); err != nil {
+		if def, _, err = g.defaultBranch(ctx, in.Repo, &refs, branch, nil); err != nil {
 			return out, fmt.Errorf("finding the default branch of %s: %w", in.Repo, err)
 		}
 	}

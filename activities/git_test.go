@@ -197,6 +197,11 @@ func TestCheckResult(t *testing.T) {
 		{"UnknownCommit", r.dir, "feature/x", "deadbeefdeadbeef", ErrCommitMissing},
 		{"NotAHash", r.dir, "feature/x", "main", ErrCommitMissing},
 		{"MissingBranch", r.dir, "feature/gone", "", ErrBranchMissing},
+		// Revision syntax is not read as a branch (feature/x:README.md
+		// would name a file of feature/x's tree).
+		{"BranchIsAPath", r.dir, "feature/x:README.md", "", ErrBranchMissing},
+		{"BranchIsARevision", r.dir, "feature/x~1", "", ErrBranchMissing},
+		{"BranchHasANewline", r.dir, "feature/x\nrefs/heads/main", "", ErrBranchMissing},
 		{"NotARepo", t.TempDir(), "feature/x", "", ErrNotWorkTree},
 		{"NotARepoWithCommit", t.TempDir(), "feature/x", r.feature, ErrNotWorkTree},
 		{"SubdirWithCommit", filepath.Join(r.dir, "Sources"), "feature/x", r.feature, ErrNotWorkTree},
