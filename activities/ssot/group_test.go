@@ -95,3 +95,19 @@ func BenchmarkConcurrentSaves(b *testing.B) {
 		})
 	}
 }
+
+// Every SQLite connection has the pragmas parseURL asks for: WAL, a sync
+// on every commit and statement journals in memory.
+func TestSQLitePragmas(t *testing.T) {
+	s := openStore(t, filepath.Join(t.TempDir(), "ampflow.db"))
+	ctx := context.Background()
+	for pragma, want := range map[string]string{"journal_mode": "wal", "synchronous": "2", "temp_store": "2", "busy_timeout": "10000"} {
+		var got string
+		if err := s.db.QueryRowContext(ctx, "PRAGMA "+pragma).Scan(&got); err != nil {
+			t.Fatal(err)
+		}
+		if got != want {
+			t.Errorf("PRAGMA %s = %s, want %s", pragma, got, want)
+		}
+	}
+}

@@ -144,11 +144,16 @@ func parseURL(raw string) (engine, dsn string, err error) {
 	// WAL on every commit, so a record is on disk before the workflow
 	// moves past it, power cut included. Write transactions take the
 	// lock when they begin, so two writers wait for each other rather
-	// than fail on the upgrade from reading to writing.
+	// than fail on the upgrade from reading to writing. temp_store=MEMORY
+	// keeps a statement's journal in small chunks of memory: otherwise
+	// SQLite gives it 64 KiB at once, which the Go SQLite maps and unmaps
+	// (mmap, munmap) for every statement of a transaction that may fail
+	// part way.
 	q := url.Values{}
 	q.Add("_pragma", "busy_timeout(10000)")
 	q.Add("_pragma", "journal_mode(WAL)")
 	q.Add("_pragma", "synchronous(FULL)")
+	q.Add("_pragma", "temp_store(MEMORY)")
 	q.Add("_txlock", "immediate")
 	return EngineSQLite, "file:" + abs + "?" + q.Encode(), nil
 }
