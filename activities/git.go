@@ -207,7 +207,8 @@ func (g *Git) readRefs(ctx context.Context, repo string, branches ...string) (re
 }
 
 // ask reads the local and origin's refs of those branches s has not read
-// yet; it runs no git when there are none. A name git would refuse is read
+// yet, through the repository's batch (git_batch.go) or else one git
+// process; nothing when there are none. A name git would refuse is read
 // as a branch that does not exist.
 func (g *Git) ask(ctx context.Context, repo string, s *refSet, branches ...string) error {
 	var names []string
@@ -229,19 +230,22 @@ func (g *Git) ask(ctx context.Context, repo string, s *refSet, branches ...strin
 	if len(names) == 0 {
 		return nil
 	}
-	out, err := runGit(ctx, g.bin(), repo, false, strings.Join(names, "\n")+"\n",
-		"cat-file", "--batch-check=%(objectname) %(objecttype)")
+	lines, err := g.batchInfo(ctx, repo, names)
 	if err != nil {
-		return fmt.Errorf("reading the branches of %s: %w", repo, err)
+		out, err := runGit(ctx, g.bin(), repo, false, strings.Join(names, "\n")+"\n",
+			"cat-file", "--batch-check=%(objectname) %(objecttype)")
+		if err != nil {
+			return fmt.Errorf("reading the branches of %s: %w", repo, err)
+		}
+		lines = strings.Split(strings.TrimSuffix(string(out), "\n"), "\n")
 	}
-	lines := strings.Split(strings.TrimSuffix(string(out), "\n"), "\n")
 	if len(lines) != len(names) {
 		return fmt.Errorf("reading the branches of %s: git cat-file answered %d lines for %d refs", repo, len(lines), len(names))
 	}
 	for i, line := range lines {
-		// "<hash> commit", or "<name> missing" (or "ambiguous").
-		if hash, typ, _ := strings.Cut(line, " "); typ == "commit" && commitHashRE.MatchString(hash) {
-			s.commits[names[i]] = hash
+		// "<hash> commit [<size>]", or "<name> missing" (or "ambiguous").
+		if f := strings.Fields(line); len(f) >= 2 && f[1] == "commit" && commitHashRE.MatchString(f[0]) {
+			s.commits[names[i]] = f[0]
 		}
 	}
 	return nil

@@ -95,16 +95,22 @@ func TestGitProcessCounts(t *testing.T) {
 		if err != nil || res.Head != commit || res.DefaultBranch != "main" {
 			t.Fatalf("got %+v, %v", res, err)
 		}
+		// git config (origin's URL and init.defaultBranch), and the
+		// repository's batch starting (git_batch.go): refs are read there.
 		check(t, "CheckBranch", 2)
+		if _, err := g.CheckBranch(ctx, CheckBranchInput{Repo: repo, Branch: "feature/bench"}); err != nil {
+			t.Fatal(err)
+		}
+		check(t, "CheckBranch again", 1)
 	})
 	t.Run("CheckBranchOriginHead", func(t *testing.T) {
 		res, err := g.CheckBranch(ctx, CheckBranchInput{Repo: clone, Branch: "feature/bench"})
 		if err != nil || res.Head != commit || res.DefaultBranch != "main" {
 			t.Fatalf("got %+v, %v", res, err)
 		}
-		// One reads origin's URL, which the task keeps as its GitHub
-		// repository, and init.defaultBranch; one the refs; the third the
-		// branch origin/HEAD names.
+		// git config reads origin's URL, which the task keeps as its
+		// GitHub repository; the clone's batch starts; symbolic-ref reads
+		// the branch origin/HEAD names.
 		check(t, "CheckBranch with origin/HEAD", 3)
 	})
 	in := CheckResultInput{TaskID: "T-2026-001", MsgID: "task_result-T-2026-001-1", Repo: repo, Branch: "feature/bench",
@@ -114,7 +120,8 @@ func TestGitProcessCounts(t *testing.T) {
 		if err != nil || out.Violation != "" || len(out.Mismatches) != 0 || out.DiffURL == "" {
 			t.Fatalf("got %+v, %v", out, err)
 		}
-		check(t, "CheckResult", 4)
+		// merge-base with main, for-each-ref --contains, git diff.
+		check(t, "CheckResult", 3)
 	})
 	t.Run("CheckResultPinned", func(t *testing.T) {
 		// The benchmark's shape: the plan's approval pinned main's head.
@@ -124,7 +131,8 @@ func TestGitProcessCounts(t *testing.T) {
 		if err != nil || out.Violation != "" || len(out.Mismatches) != 0 || out.DiffURL == "" {
 			t.Fatalf("got %+v, %v", out, err)
 		}
-		check(t, "CheckResult with a pinned base", 3)
+		// Only git diff: the commit's place is read through the batch.
+		check(t, "CheckResult with a pinned base", 1)
 	})
 	t.Run("CheckResultNoDefault", func(t *testing.T) {
 		in := in
@@ -133,6 +141,6 @@ func TestGitProcessCounts(t *testing.T) {
 		if err != nil || out.Violation != "" || len(out.Mismatches) != 0 || out.DiffURL == "" {
 			t.Fatalf("got %+v, %v", out, err)
 		}
-		check(t, "CheckResult without the default branch", 5)
+		check(t, "CheckResult without the default branch", 4)
 	})
 }

@@ -20,6 +20,10 @@ import (
 
 // commitHashRE is what an executor may give as commit_hash: a full or
 // abbreviated hex hash. Anything else (a branch name, an option) is refused.
+// ancestorWalk is how many commits isAncestor reads before it asks git
+// merge-base.
+const ancestorWalk = 64
+
 var commitHashRE = regexp.MustCompile(`^[0-9a-fA-F]{4,64}$`)
 
 // diffFlags keep user configuration out of diffs: no renames (a rename is
@@ -196,11 +200,16 @@ type ancestry struct {
 	err   error
 }
 
-// isAncestor runs git merge-base --is-ancestor a b, once per memo; nil
+// isAncestor answers git merge-base --is-ancestor a b, once per memo; nil
 // means a is an ancestor of b.
 func (g *Git) isAncestor(ctx context.Context, repo, a, b string, memo *ancestry) error {
 	if !memo.asked {
-		_, memo.err = g.run(ctx, repo, "merge-base", "--is-ancestor", a, b)
+		// Usually a is a few commits behind b (a task's commits on its
+		// base), which a short walk of b's parents proves with no git
+		// process; beyond it, merge-base decides.
+		if len(a) != len(b) || !g.descends(ctx, repo, a, b, ancestorWalk) {
+			_, memo.err = g.run(ctx, repo, "merge-base", "--is-ancestor", a, b)
+		}
 		memo.asked = true
 	}
 	return memo.err
