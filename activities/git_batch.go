@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"strconv"
@@ -26,7 +27,8 @@ import (
 // A batch that fails in any way is closed and the request runs as a git
 // process of its own, so a batch is never the only way to an answer.
 type batch struct {
-	mu   sync.Mutex // one request at a time
+	mu   sync.Mutex  // one request at a time
+	dir  os.FileInfo // the repository directory it runs in
 	cmd  *exec.Cmd
 	in   io.WriteCloser
 	out  *bufio.Reader
@@ -50,13 +52,22 @@ type batchPool struct {
 	reaper bool
 }
 
-// get returns the batch of bin in repo, starting it when there is none.
+// get returns the batch of bin in repo, starting it when there is none
+// or when repo is another directory than the one it runs in (removed and
+// made again: git would go on reading the removed one).
 func (p *batchPool) get(bin, repo string) (*batch, error) {
 	key := bin + "\x00" + repo
+	dir, err := os.Stat(repo)
+	if err != nil {
+		return nil, err
+	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if b := p.m[key]; b != nil && !b.dead {
+	if b := p.m[key]; b != nil && !b.dead && os.SameFile(b.dir, dir) {
 		return b, nil
+	} else if b != nil {
+		delete(p.m, key)
+		go b.close()
 	}
 	if len(p.m) >= batchMost {
 		p.evictLocked()
@@ -75,7 +86,7 @@ func (p *batchPool) get(bin, repo string) (*batch, error) {
 	if err := cmd.Start(); err != nil {
 		return nil, err
 	}
-	b := &batch{cmd: cmd, in: in, out: bufio.NewReaderSize(out, 64<<10), used: time.Now()}
+	b := &batch{dir: dir, cmd: cmd, in: in, out: bufio.NewReaderSize(out, 64<<10), used: time.Now()}
 	p.m[key] = b
 	if !p.reaper {
 		p.reaper = true
@@ -157,7 +168,8 @@ func (b *batch) do(ctx context.Context, commands []string, read func(*bufio.Read
 	ctx, cancel := context.WithTimeout(ctx, batchTimeout)
 	defer cancel()
 	// A request that does not end kills the process, which ends the read.
-	stop := context.AfterFunc(ctx, func() { b.cmd.Process.Kill() })
+	proc := b.cmd.Process
+	stop := context.AfterFunc(ctx, func() { proc.Kill() })
 	err := func() error {
 		if _, err := io.WriteString(b.in, strings.Join(commands, "\n")+"\n"); err != nil {
 			return err

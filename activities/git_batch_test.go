@@ -2,6 +2,7 @@ package activities
 
 import (
 	"context"
+	"os"
 	"strings"
 	"testing"
 
@@ -111,5 +112,32 @@ func TestIsAncestorWalk(t *testing.T) {
 		if got := err == nil; got != tc.want || (err != nil && !exitCode1(err)) {
 			t.Errorf("isAncestor(%s, %s) = %v, want ancestor %v", ShortHash(tc.a), ShortHash(tc.b), err, tc.want)
 		}
+	}
+}
+
+// A repository removed and made again at the same path gets a new batch:
+// the old one would go on reading the removed directory.
+func TestGitBatchRepoReplaced(t *testing.T) {
+	repo := gittest.NewRepo(t, "main")
+	g := &Git{}
+	ctx := context.Background()
+	if _, err := g.readRefs(ctx, repo, "feature/x"); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.RemoveAll(repo); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Mkdir(repo, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	gittest.Git(t, repo, "init", "-q", "-b", "main")
+	gittest.Git(t, repo, "checkout", "-q", "-b", "feature/x")
+	want := gittest.CommitFiles(t, repo, "again", map[string]string{"x.txt": "x\n"})
+	refs, err := g.readRefs(ctx, repo, "feature/x")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := refs.head(repo, "feature/x"); got != want {
+		t.Errorf("feature/x of the new repository: %q, want %s", got, want)
 	}
 }
