@@ -20,7 +20,7 @@ test:
 	race="$$(echo "$$all" | awk -v re="^$$module$(SERVER_PKGS)" '$$2 == "tests" && $$1 !~ re { print $$1 }')"; \
 	server="$$(echo "$$all" | awk -v re="^$$module$(SERVER_PKGS)" '$$1 ~ re { print $$1 }')"; \
 	if [ -n "$$race" ]; then echo "go test -race" $$race; $(GO) test -race $$race; fi; \
-	if [ -n "$$server" ]; then echo "go test -timeout 25m" $$server; $(GO) test -timeout 25m $$server; fi
+	if [ -n "$$server" ]; then echo "go test -timeout 40m" $$server; $(GO) test -timeout 40m $$server; fi
 
 lint:
 	$(GO) vet ./...
