@@ -329,31 +329,3 @@ func (g *Git) createBranch(ctx context.Context, repo, branch, commit string) (st
 	}
 	return commit, nil
 }
-
-// repoConfig is what CheckBranch reads of a repository's configuration.
-type repoConfig struct {
-	initDefault string // init.defaultBranch
-	originURL   string // remote.origin.url
-}
-
-// readConfig reads repoConfig in one git process; unset keys are empty.
-func (g *Git) readConfig(ctx context.Context, repo string) (repoConfig, error) {
-	out, err := g.run(ctx, repo, "config", "--get-regexp", `^(init\.defaultbranch|remote\.origin\.url)$`)
-	if err != nil {
-		if ctx.Err() != nil {
-			return repoConfig{}, ctx.Err()
-		}
-		return repoConfig{}, nil // exit 1: none is set
-	}
-	var c repoConfig
-	for line := range strings.Lines(string(out)) {
-		key, val, _ := strings.Cut(strings.TrimRight(line, "\n"), " ")
-		switch key { // git prints the names in lower case; the last value wins, as with --get
-		case "init.defaultbranch":
-			c.initDefault = strings.TrimSpace(val)
-		case "remote.origin.url":
-			c.originURL = strings.TrimSpace(val)
-		}
-	}
-	return c, nil
-}

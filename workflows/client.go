@@ -179,7 +179,7 @@ func (c *Client) List(ctx context.Context, status task.Status, limit int) ([]Tas
 			return nil, &task.Error{Code: task.CodeInvalid, Message: fmt.Sprintf("status: %s is not in Temporal's visibility, where a task in an agent's turn is %s; the SSOT's list (GET /v1/tasks) has it", status, task.AttrStatusOf(status)),
 				Fields: []amp.FieldError{{Path: "status", Problem: "not kept in visibility"}}}
 		}
-		q += fmt.Sprintf(" AND AmpStatus = '%s'", status)
+		q += " AND " + statusQuery(status)
 	}
 	var out []TaskSummary
 	var token []byte
@@ -325,12 +325,31 @@ func summarize(e *workflowpb.WorkflowExecutionInfo) TaskSummary {
 	if p, ok := sa[task.AttrRejectCount.GetName()]; ok && dc.FromPayload(p, &n) == nil {
 		s.RejectCount = n
 	}
-	if !s.Running && !s.Status.Terminal() {
+	switch {
+	case s.Running || s.Status.Terminal():
+	case e.GetStatus() == enumspb.WORKFLOW_EXECUTION_STATUS_COMPLETED:
+		// A task that ends done does not write AmpStatus again: its
+		// completion says it.
+		s.Status = task.StatusDone
+	default:
 		// The workflow ended without saying so (failed or was terminated
 		// from Temporal itself).
 		s.Status = task.StatusTerminated
 	}
 	return s
+}
+
+// statusQuery is the visibility query for the tasks summarize reads as
+// status: a completed task whose AmpStatus is not terminated is done, and
+// one that ended otherwise without a terminal AmpStatus is terminated.
+func statusQuery(status task.Status) string {
+	switch status {
+	case task.StatusDone:
+		return "(AmpStatus = 'done' OR (ExecutionStatus = 'Completed' AND AmpStatus != 'terminated'))"
+	case task.StatusTerminated:
+		return "(AmpStatus = 'terminated' OR (ExecutionStatus NOT IN ('Running', 'Completed') AND AmpStatus != 'done'))"
+	}
+	return fmt.Sprintf("AmpStatus = '%s' AND ExecutionStatus = 'Running'", status)
 }
 
 // deadlineOf is ctx's deadline, or a time far ahead when it has none.

@@ -57,15 +57,12 @@ func (t *taskRun) gh() *githubState {
 	return t.GitHub
 }
 
-// listenGitHub takes the webhook's wake-ups.
-func (t *taskRun) listenGitHub(ctx workflow.Context) {
-	ch := workflow.GetSignalChannel(ctx, task.SignalGitHubReview)
-	workflow.Go(ctx, func(ctx workflow.Context) {
-		for {
-			var s task.GitHubReviewSignal
-			ch.Receive(ctx, &s)
-			t.gh().Wake = true
-		}
+// onGitHub takes the webhook's wake-ups.
+func (t *taskRun) onGitHub(ctx workflow.Context, sel workflow.Selector) {
+	sel.AddReceive(workflow.GetSignalChannel(ctx, task.SignalGitHubReview), func(c workflow.ReceiveChannel, _ bool) {
+		var s task.GitHubReviewSignal
+		c.Receive(ctx, &s)
+		t.gh().Wake = true
 	})
 }
 

@@ -14,15 +14,12 @@ import (
 
 var optRaiseCap = decision.Option{ID: task.OptRaiseCap, Label: "Raise the cap"}
 
-// receiveUsage counts the usage runners send, one run at a time.
-func (t *taskRun) receiveUsage(ctx workflow.Context) {
-	ch := workflow.GetSignalChannel(ctx, task.SignalUsage)
-	workflow.Go(ctx, func(ctx workflow.Context) {
-		for {
-			var in task.UsageInput
-			ch.Receive(ctx, &in)
-			t.usage(ctx, in)
-		}
+// onUsage counts the usage runners send, one run at a time.
+func (t *taskRun) onUsage(ctx workflow.Context, sel workflow.Selector) {
+	sel.AddReceive(workflow.GetSignalChannel(ctx, task.SignalUsage), func(c workflow.ReceiveChannel, _ bool) {
+		var in task.UsageInput
+		c.Receive(ctx, &in)
+		t.usage(ctx, in)
 	})
 }
 

@@ -11,22 +11,19 @@ import (
 	"github.com/ampflow/ampflow/amp/task"
 )
 
-// receiveSteer takes the messages people send the task's agent: each is
-// in the timeline, and the newest one resumes an interrupted run.
-func (t *taskRun) receiveSteer(ctx workflow.Context) {
-	ch := workflow.GetSignalChannel(ctx, task.SignalSteer)
-	workflow.Go(ctx, func(ctx workflow.Context) {
-		for {
-			var in task.SteerInput
-			ch.Receive(ctx, &in)
-			if in.ID <= 0 || t.Status.Terminal() {
-				continue
-			}
-			t.Steered = max(t.Steered, in.ID)
-			t.addTimeline(ctx, task.TimelineEntry{Kind: "say", From: in.By,
-				Note: fmt.Sprintf("message %d from %s for the running agent", in.ID, in.By)})
-			t.snapshot()
+// onSteer takes the messages people send the task's agent: each is in
+// the timeline, and the newest one resumes an interrupted run.
+func (t *taskRun) onSteer(ctx workflow.Context, sel workflow.Selector) {
+	sel.AddReceive(workflow.GetSignalChannel(ctx, task.SignalSteer), func(c workflow.ReceiveChannel, _ bool) {
+		var in task.SteerInput
+		c.Receive(ctx, &in)
+		if in.ID <= 0 || t.Status.Terminal() {
+			return
 		}
+		t.Steered = max(t.Steered, in.ID)
+		t.addTimeline(ctx, task.TimelineEntry{Kind: "say", From: in.By,
+			Note: fmt.Sprintf("message %d from %s for the running agent", in.ID, in.By)})
+		t.snapshot()
 	})
 }
 

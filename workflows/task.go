@@ -177,40 +177,54 @@ func (t *taskRun) setup(ctx workflow.Context) error {
 			return fmt.Errorf("registering update %s: %w", u.name, err)
 		}
 	}
-	hb := workflow.GetSignalChannel(ctx, task.SignalHeartbeat)
-	workflow.Go(ctx, func(ctx workflow.Context) {
-		for {
-			var in task.HeartbeatInput
-			hb.Receive(ctx, &in)
-			if in.Privileged() && !t.Status.Terminal() {
-				// A redispatch or an admin's pass only signed: a raw
-				// signal is dropped, its refusal kept in the error log.
-				if err := t.verifyCommand(ctx, in.SignedAs); err != nil {
-					t.log.Warn("refused a heartbeat", "from", in.From, "by", in.By, "error", err)
-					continue
-				}
-			}
-			t.heartbeat(ctx, in)
-		}
-	})
-	t.receiveUsage(ctx)
-	t.receiveSteer(ctx)
-	granted := workflow.GetSignalChannel(ctx, task.SignalLeaseGranted)
-	workflow.Go(ctx, func(ctx workflow.Context) {
-		for {
-			var g task.LeaseGrant
-			granted.Receive(ctx, &g)
-			t.leaseGranted(g)
-		}
-	})
+	t.receiveSignals(ctx)
 	if err := t.setupTools(ctx); err != nil {
 		return err
 	}
-	t.listenGitHub(ctx)
 	t.effects = ctx
 	t.wake()
 	t.decisions.Start(ctx)
 	return nil
+}
+
+// receiveSignals takes the task's signals in one coroutine: the
+// workflow's dispatcher wakes every coroutine on each of its passes, so
+// one selector over the five channels costs a fifth of a coroutine each.
+// A signal waits in its channel while another's handler runs.
+// The handlers block, when they do, in the coroutine's own context.
+func (t *taskRun) receiveSignals(ctx workflow.Context) {
+	workflow.Go(ctx, func(ctx workflow.Context) {
+		sel := workflow.NewSelector(ctx)
+		t.onHeartbeat(ctx, sel)
+		t.onUsage(ctx, sel)
+		t.onSteer(ctx, sel)
+		sel.AddReceive(workflow.GetSignalChannel(ctx, task.SignalLeaseGranted), func(c workflow.ReceiveChannel, _ bool) {
+			var g task.LeaseGrant
+			c.Receive(ctx, &g)
+			t.leaseGranted(g)
+		})
+		t.onGitHub(ctx, sel)
+		for {
+			sel.Select(ctx)
+		}
+	})
+}
+
+// onHeartbeat takes the agents' heartbeats.
+func (t *taskRun) onHeartbeat(ctx workflow.Context, sel workflow.Selector) {
+	sel.AddReceive(workflow.GetSignalChannel(ctx, task.SignalHeartbeat), func(c workflow.ReceiveChannel, _ bool) {
+		var in task.HeartbeatInput
+		c.Receive(ctx, &in)
+		if in.Privileged() && !t.Status.Terminal() {
+			// A redispatch or an admin's pass only signed: a raw
+			// signal is dropped, its refusal kept in the error log.
+			if err := t.verifyCommand(ctx, in.SignedAs); err != nil {
+				t.log.Warn("refused a heartbeat", "from", in.From, "by", in.By, "error", err)
+				return
+			}
+		}
+		t.heartbeat(ctx, in)
+	})
 }
 
 // run drives the task phase by phase until it ends or continues as new.
@@ -279,7 +293,12 @@ func (t *taskRun) setStatus(ctx workflow.Context, s task.Status, note string) {
 	// The run being recovered has answered, or the task has moved on.
 	t.Recovering = nil
 	t.addTimeline(ctx, task.TimelineEntry{Kind: "status", Status: s, Note: note})
-	t.upsertAttributes(ctx)
+	if s != task.StatusDone {
+		// Done is written by the workflow's completion instead: its
+		// execution status Completed over a status that is not terminated
+		// reads as done (Client.List), one visibility write fewer.
+		t.upsertAttributes(ctx)
+	}
 	if t.In.Policy.StatusUpdates {
 		t.notify(notify.Status, queuedNotice{Status: s, Text: note})
 	}

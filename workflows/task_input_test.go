@@ -271,16 +271,17 @@ func upserts(h *harness) *[]string {
 }
 
 // TestSearchAttributesFollowStatus: AmpStatus changes when the task
-// starts or stops waiting for a person, or ends; the agents' turns are
-// dispatched, and cost no upsert unless the reject count moves.
+// starts or stops waiting for a person; the agents' turns are
+// dispatched, and cost no upsert unless the reject count moves; done is
+// the workflow's completion, not an upsert.
 func TestSearchAttributesFollowStatus(t *testing.T) {
 	for _, tt := range []struct {
 		name   string
 		reject bool
 		want   []string // status/reject count of each upsert
 	}{
-		{"Approved", false, []string{"awaiting_approval/0", "dispatched/0", "done/0"}},
-		{"RejectedOnce", true, []string{"awaiting_approval/0", "dispatched/0", "dispatched/1", "done/1"}},
+		{"Approved", false, []string{"awaiting_approval/0", "dispatched/0"}},
+		{"RejectedOnce", true, []string{"awaiting_approval/0", "dispatched/0", "dispatched/1"}},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			h := newHarness(t, testPlan(amp.RiskMedium, "S1"))
@@ -302,9 +303,9 @@ func TestSearchAttributesFollowStatus(t *testing.T) {
 }
 
 // TestStartStatus: a client whose policy approves the plan starts the
-// task as dispatched, and the approved lifecycle then writes its
-// visibility row only when it ends; a worker whose policy asks an admin
-// after all writes awaiting_approval before it asks.
+// task as dispatched, and the approved lifecycle then upserts nothing:
+// its completion is its last visibility write; a worker whose policy
+// asks an admin after all writes awaiting_approval before it asks.
 func TestStartStatus(t *testing.T) {
 	auto := NewPolicy(config.Default())
 	if c := (&Client{Policy: &auto}); c.startStatus(task.Input{Plan: testPlan(amp.RiskLow, "S1")}) != task.StatusDispatched ||
@@ -318,8 +319,8 @@ func TestStartStatus(t *testing.T) {
 		risk amp.Risk
 		want []string
 	}{
-		{"Approved", amp.RiskLow, []string{"done/0"}},
-		{"WorkerAsks", amp.RiskMedium, []string{"awaiting_approval/0", "dispatched/0", "done/0"}},
+		{"Approved", amp.RiskLow, nil},
+		{"WorkerAsks", amp.RiskMedium, []string{"awaiting_approval/0", "dispatched/0"}},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			h := newHarness(t, testPlan(tt.risk, "S1"))

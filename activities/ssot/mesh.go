@@ -149,6 +149,43 @@ func (s *DB) meshTx(ctx context.Context, fn func(ctx context.Context, tx *sql.Tx
 	return tx.Commit()
 }
 
+// insertEvent inserts e unless its id is taken, setting e.Seq when it
+// does. SQLite gives the row's seq as the last insert id: its RETURNING
+// would gather the row in a temporary table, with a page cache of its own
+// allocated and freed on every insert.
+func (s *DB) insertEvent(ctx context.Context, tx *sql.Tx, e *MeshEvent) (bool, error) {
+	const insert = `INSERT INTO mesh_events (id, type, severity, agent_id, sender, sender_id,
+		recipient, subject, content, parent_id, thread_id, task_id, channel, created_at, payload)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+		ON CONFLICT (id) DO NOTHING`
+	args := []any{e.ID, e.Type, e.Severity, e.AgentID, e.From, e.FromID, e.To, e.Subject, e.Content, e.ParentID, e.ThreadID,
+		e.TaskID, e.Channel, micros(e.CreatedAt), string(e.Payload)}
+	if s.engine == EngineSQLite {
+		res, err := s.txExec(ctx, tx, insert, args...)
+		if err != nil {
+			return false, err
+		}
+		if n, err := res.RowsAffected(); err != nil || n == 0 {
+			return false, err
+		}
+		e.Seq, err = res.LastInsertId()
+		return err == nil, err
+	}
+	rows, err := s.txQuery(ctx, tx, insert+" RETURNING seq", args...)
+	if err != nil {
+		return false, err
+	}
+	inserted := rows.Next()
+	if inserted {
+		err = rows.Scan(&e.Seq)
+	}
+	rows.Close()
+	if err == nil {
+		err = rows.Err()
+	}
+	return inserted && err == nil, err
+}
+
 func (s *DB) appendEvent(ctx context.Context, tx *sql.Tx, e MeshEvent) (MeshEvent, error) {
 	if err := checkID("id", e.ID); err != nil {
 		return MeshEvent{}, err
@@ -173,23 +210,7 @@ func (s *DB) appendEvent(ctx context.Context, tx *sql.Tx, e MeshEvent) (MeshEven
 			return MeshEvent{}, err
 		}
 	}
-	rows, err := s.txQuery(ctx, tx, `INSERT INTO mesh_events (id, type, severity, agent_id, sender, sender_id,
-		recipient, subject, content, parent_id, thread_id, task_id, channel, created_at, payload)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
-		ON CONFLICT (id) DO NOTHING RETURNING seq`,
-		e.ID, e.Type, e.Severity, e.AgentID, e.From, e.FromID, e.To, e.Subject, e.Content, e.ParentID, e.ThreadID,
-		e.TaskID, e.Channel, micros(e.CreatedAt), string(e.Payload))
-	if err != nil {
-		return MeshEvent{}, err
-	}
-	inserted := rows.Next()
-	if inserted {
-		err = rows.Scan(&e.Seq)
-	}
-	rows.Close()
-	if err == nil {
-		err = rows.Err()
-	}
+	inserted, err := s.insertEvent(ctx, tx, &e)
 	if err != nil {
 		return MeshEvent{}, err
 	}

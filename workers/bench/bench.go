@@ -230,6 +230,9 @@ func (b *bench) measure(ctx context.Context) (Result, error) {
 	r.Baseline.LifecyclesPerS = round(float64(o.Tasks*rounds)/r.BaselineElapsed.Seconds(), 2)
 	r.Ampflow.LifecyclesPerS = round(float64(o.Tasks*rounds)/r.AmpflowElapsed.Seconds(), 2)
 	r.RatioSpread = spreadOf(r.Rounds, func(x Round) float64 { return x.Ratio })
+	r.CPURatioSpread = spreadOf(r.Rounds, func(x Round) float64 { return x.CPURatio })
+	r.BaselineCPUMS = spreadOf(r.Rounds, func(x Round) float64 { return x.BaselineCPUMS }).Median
+	r.AmpflowCPUMS = spreadOf(r.Rounds, func(x Round) float64 { return x.AmpflowCPUMS }).Median
 	r.AcceptP50Spread = spreadOf(r.Rounds, func(x Round) float64 { return x.AcceptP50MS })
 	r.AcceptP95Spread = spreadOf(r.Rounds, func(x Round) float64 { return x.AcceptP95MS })
 	r.AcceptP99Spread = spreadOf(r.Rounds, func(x Round) float64 { return x.AcceptP99MS })
@@ -249,6 +252,11 @@ func (b *bench) measure(ctx context.Context) (Result, error) {
 	peak, err := procStatus("VmHWM")
 	if err != nil {
 		return r, err
+	}
+	// Linux moves VmHWM up only as memory is unmapped, so a reading taken
+	// after the RSS fell, by madvise alone, can be below the open reading.
+	if r.RSSOpenMB != nil {
+		peak = max(peak, *r.RSSOpenMB)
 	}
 	r.PeakRSSMB = round(peak, 1)
 	return r, nil

@@ -73,7 +73,7 @@ func TestResultJSONKeys(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := []string{"accept_p50_ms", "accept_p50_spread", "accept_p95_ms", "accept_p95_spread", "accept_p99_ms", "accept_p99_spread",
-		"ampflow", "baseline", "concurrency", "machine", "open", "peak_rss_mb", "ratio", "ratio_spread", "reads", "rounds",
+		"ampflow", "ampflow_cpu_ms", "baseline", "baseline_cpu_ms", "concurrency", "cpu_ratio_spread", "machine", "open", "peak_rss_mb", "ratio", "ratio_spread", "reads", "rounds",
 		"rss_open_mb", "ssot", "tasks"}
 	var got []string
 	for k := range top {
@@ -203,7 +203,8 @@ func TestRun(t *testing.T) {
 		t.Errorf("ratio %v, spread %+v: want the ordered spread's median", r.Ratio, sp)
 	}
 	for i, x := range r.Rounds {
-		if x.Ratio <= 0 || x.AcceptP99MS <= 0 || x.BaselineP99MS <= 0 {
+		if x.Ratio <= 0 || x.AcceptP99MS <= 0 || x.BaselineP99MS <= 0 || x.BaselineCPUMS <= 0 || x.AmpflowCPUMS <= 0 ||
+			x.CPURatio != round(x.BaselineCPUMS/x.AmpflowCPUMS, 3) {
 			t.Errorf("round %d: %+v", i+1, x)
 		}
 	}

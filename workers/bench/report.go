@@ -22,8 +22,13 @@ type Result struct {
 	Ratio float64 `json:"ratio"`
 	// Rounds are the alternations of the two sides, each with its own
 	// ratio and acceptance; the spreads are over them.
-	Rounds          []Round `json:"rounds"`
-	RatioSpread     Spread  `json:"ratio_spread"`
+	Rounds      []Round `json:"rounds"`
+	RatioSpread Spread  `json:"ratio_spread"`
+	// CPURatioSpread is the rounds' CPU ratios (Round.CPURatio), and the
+	// CPU figures each side's median CPU time a lifecycle, in ms.
+	CPURatioSpread  Spread  `json:"cpu_ratio_spread"`
+	BaselineCPUMS   float64 `json:"baseline_cpu_ms"`
+	AmpflowCPUMS    float64 `json:"ampflow_cpu_ms"`
 	AcceptP50Spread Spread  `json:"accept_p50_spread"`
 	AcceptP95Spread Spread  `json:"accept_p95_spread"`
 	AcceptP99Spread Spread  `json:"accept_p99_spread"`
@@ -96,6 +101,8 @@ func (r Result) WriteText(w io.Writer) error {
 		{"ampflow", fmt.Sprintf("%.2f lifecycles/s (%s)", r.Ampflow.LifecyclesPerS, r.AmpflowElapsed.Round(time.Millisecond))},
 		{"bare Temporal", fmt.Sprintf("%.2f lifecycles/s (%s)", r.Baseline.LifecyclesPerS, r.BaselineElapsed.Round(time.Millisecond))},
 		{"ratio", fmt.Sprintf("%.3f (ampflow / bare Temporal, median of the rounds; %s)", r.Ratio, r.RatioSpread.text("%.3f"))},
+		{"CPU a lifecycle", fmt.Sprintf("ampflow %.1f ms, bare Temporal %.1f ms (medians; this process and its git processes)", r.AmpflowCPUMS, r.BaselineCPUMS)},
+		{"CPU ratio", fmt.Sprintf("%.3f (bare Temporal's CPU over ampflow's, median of the rounds; %s)", r.CPURatioSpread.Median, r.CPURatioSpread.text("%.3f"))},
 		{"acceptance p50", fmt.Sprintf("%.1f ms (%s)", r.AcceptP50MS, r.AcceptP50Spread.text("%.1f"))},
 		{"acceptance p95", fmt.Sprintf("%.1f ms (%s)", r.AcceptP95MS, r.AcceptP95Spread.text("%.1f"))},
 		{"acceptance p99", fmt.Sprintf("%.1f ms (%s; max %.1f ms, %d submits)", r.AcceptP99MS, r.AcceptP99Spread.text("%.1f"), ms(r.AcceptMax), r.Submits)},

@@ -22,6 +22,13 @@ type Round struct {
 	AcceptP95MS   float64 `json:"accept_p95_ms"`
 	AcceptP99MS   float64 `json:"accept_p99_ms"`
 	BaselineP99MS float64 `json:"baseline_p99_ms"`
+	// The CPU time each side used a lifecycle (this process, the
+	// embedded server in it, and the git processes it ran), in ms, and
+	// CPURatio, bare Temporal's over ampflow's: the round's ratio without
+	// the time either side waited, which a burst of other load moves less.
+	BaselineCPUMS float64 `json:"baseline_cpu_ms"`
+	AmpflowCPUMS  float64 `json:"ampflow_cpu_ms"`
+	CPURatio      float64 `json:"cpu_ratio"`
 
 	baselineElapsed, ampflowElapsed time.Duration
 }
@@ -49,6 +56,7 @@ func (b *bench) round(ctx context.Context, i, n int, baseAll, all *latencies) (R
 		}
 		return fmt.Sprintf("round %d/%d, %s", i+1, n, side)
 	}
+	cpu0 := cpuWithChildren()
 	r.baselineElapsed, err = b.phase(ctx, label("bare Temporal"), "lifecycles", b.names(fmt.Sprintf("bench-baseline-%d-", i+1), o.Tasks),
 		func(ctx context.Context, _ int, id string) error { return b.baselineLifecycle(ctx, id, baseLat) })
 	if err != nil {
@@ -60,9 +68,11 @@ func (b *bench) round(ctx context.Context, i, n int, baseAll, all *latencies) (R
 			return r, fmt.Errorf("starting the CPU profile: %w", err)
 		}
 	}
+	cpu1 := cpuWithChildren()
 	ids := b.taskIDs(o.Tasks)
 	r.ampflowElapsed, err = b.phase(ctx, label("ampflow"), "lifecycles", ids,
 		func(ctx context.Context, _ int, id string) error { return b.lifecycle(ctx, id, lat) })
+	cpu2 := cpuWithChildren()
 	if o.CPUProfile != nil && i == 0 {
 		pprof.StopCPUProfile()
 	}
@@ -77,6 +87,10 @@ func (b *bench) round(ctx context.Context, i, n int, baseAll, all *latencies) (R
 	// Both sides ran o.Tasks lifecycles, so the ratio of rates is the
 	// inverse ratio of times.
 	r.Ratio = round(r.baselineElapsed.Seconds()/r.ampflowElapsed.Seconds(), 3)
+	r.BaselineCPUMS, r.AmpflowCPUMS = cpuPerLifecycle(cpu0, cpu1, o.Tasks), cpuPerLifecycle(cpu1, cpu2, o.Tasks)
+	if r.AmpflowCPUMS > 0 {
+		r.CPURatio = round(r.BaselineCPUMS/r.AmpflowCPUMS, 3)
+	}
 	ds, bds := lat.all(), baseLat.all()
 	r.AcceptP50MS, r.AcceptP95MS, r.AcceptP99MS = ms(Percentile(ds, 50)), ms(Percentile(ds, 95)), ms(Percentile(ds, 99))
 	r.BaselineP99MS = ms(Percentile(bds, 99))
