@@ -102,40 +102,38 @@ func (c *Client) Submit(ctx context.Context, raw []byte) (task.SubmitResult, err
 	if in.Signature, err = c.signCommand(taskID, task.UpdateSubmit, in.SignedAs); err != nil {
 		return task.SubmitResult{}, err
 	}
-	err = c.update(ctx, taskID, task.UpdateSubmit, SubmitUpdateID(rec), in, &out)
-	if err == nil && !out.Duplicate && rec.Message != nil && rec.Message.Type == amp.TypeTaskResult {
-		out.Warnings = c.resultWarnings(ctx, taskID, out.MsgID)
+	id := SubmitUpdateID(rec)
+	err = c.update(ctx, taskID, task.UpdateSubmit, id, in, &out)
+	if err != nil && rec.Message != nil && rec.Message.Type == amp.TypeTaskResult && ctx.Err() == nil {
+		// The task answers a result once its git check is done (Warnings);
+		// a check that outlasts Wait (git retried) leaves the result taken
+		// all the same, without them.
+		if taken, ok := c.resultTaken(ctx, taskID, id, in, rec.ID()); ok {
+			return taken, nil
+		}
 	}
 	return out, err
 }
 
-// resultWarnings waits, at most Wait, for the task to check the result
-// msgID against git, and returns where its diff_summary differs: what
-// the reviewer will be told. It reads the state (queries add nothing to
-// the task's history); nil when the check did not come in time, or the
-// result went to the admins instead.
-func (c *Client) resultWarnings(ctx context.Context, taskID, msgID string) []string {
-	deadline := time.Now().Add(c.wait())
-	for delay := 50 * time.Millisecond; ; delay = min(2*delay, time.Second) {
-		st, err := c.State(ctx, taskID)
-		if err != nil {
-			return nil
-		}
-		if st.ResultChecked == msgID {
-			return st.DiffMismatches
-		}
-		if st.Status != task.StatusDispatched && st.Status != task.StatusInProgress {
-			return nil // not checked: a decision or the task's end came first
-		}
-		if time.Until(deadline) < delay {
-			return nil
-		}
-		select {
-		case <-ctx.Done():
-			return nil
-		case <-time.After(delay):
-		}
+// resultTaken reports whether the submit update id, which did not answer
+// in time, was accepted by the task all the same (sent again under its
+// id, it is the same update), and then the answer without the check's
+// warnings: the msg_id and the task's status.
+func (c *Client) resultTaken(ctx context.Context, taskID, id string, in task.SubmitInput, msgID string) (task.SubmitResult, bool) {
+	actx, cancel := context.WithTimeout(ctx, 2*time.Second)
+	defer cancel()
+	_, err := c.Temporal.UpdateWorkflow(actx, client.UpdateWorkflowOptions{
+		WorkflowID: task.WorkflowID(taskID), UpdateName: task.UpdateSubmit, UpdateID: id, Args: []any{in},
+		WaitForStage: client.WorkflowUpdateStageAccepted,
+	})
+	if err != nil {
+		return task.SubmitResult{}, false
 	}
+	st, err := c.State(ctx, taskID)
+	if err != nil {
+		return task.SubmitResult{}, false
+	}
+	return task.SubmitResult{MsgID: msgID, Status: st.Status}, true
 }
 
 // SubmitUpdateID is the update ID of a submission: the msg_id and a digest

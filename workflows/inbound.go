@@ -270,8 +270,30 @@ func (t *taskRun) submit(ctx workflow.Context, in task.SubmitInput) (task.Submit
 		t.agentEscalation(ctx, m)
 	}
 	t.snapshot()
+	if kind == subResult {
+		res.Warnings = t.awaitCheck(ctx, &m)
+	}
 	res.Status = t.Status
 	return res, nil
+}
+
+// awaitCheck holds the answer to a task_result until the run has checked
+// it against git, and returns where its diff_summary differs: what the
+// reviewer will be told. The check is a local activity of the workflow
+// task the result came in, whose completion carries the answer anyway,
+// so the answer is no later for it, and the agent needs no query. It
+// returns nil when the run leaves the result unchecked: another result
+// replaced it, the task stopped for an admin's decision or ended, or it
+// must give way.
+func (t *taskRun) awaitCheck(ctx workflow.Context, m *amp.Message) []string {
+	err := workflow.Await(ctx, func() bool {
+		return t.CheckedResult == m.MsgID || t.Result == nil || t.Result.MsgID != m.MsgID ||
+			(t.Status != task.StatusDispatched && t.Status != task.StatusInProgress) || t.mustGiveWay(ctx)
+	})
+	if err != nil || t.CheckedResult != m.MsgID {
+		return nil
+	}
+	return slices.Clone(t.Mismatches)
 }
 
 func (t *taskRun) takeAck(ctx workflow.Context, a amp.Ack, by string) {

@@ -2,6 +2,7 @@ package workflows
 
 import (
 	"encoding/json"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -154,8 +155,8 @@ func TestClaims(t *testing.T) {
 }
 
 // TestResultChecked: the state names the result whose git check
-// DiffMismatches reports, which the client turns into the warnings of
-// the answer to a task_result.
+// DiffMismatches reports, and the answer to the task_result, given once
+// that check is done, carries them as its warnings.
 func TestResultChecked(t *testing.T) {
 	h := newHarness(t, testPlan(amp.RiskLow, "S1"))
 	h.checkResult = func(in activities.CheckResultInput) (activities.CheckResultOutput, error) {
@@ -163,9 +164,10 @@ func TestResultChecked(t *testing.T) {
 			Mismatches: []string{"lines_added: claimed 10, git shows 12", "files_changed: git also shows README.md"}}, nil
 	}
 	var res1 amp.Message
+	var answer *reply
 	var checked task.State
 	h.at(time.Second, func() { h.ack(amp.RoleExecutor) })
-	h.at(2*time.Second, func() { res1, _ = h.result(amp.StatusComplete) })
+	h.at(2*time.Second, func() { res1, answer = h.result(amp.StatusComplete) })
 	h.at(3*time.Second, func() { checked = h.state() })
 	h.at(4*time.Second, func() { h.ack(amp.RoleReviewer) })
 	h.at(5*time.Second, func() { h.verdict(amp.DecisionApproved, 0.95) })
@@ -173,6 +175,10 @@ func TestResultChecked(t *testing.T) {
 
 	if checked.ResultChecked != res1.MsgID || len(checked.DiffMismatches) != 2 || !strings.Contains(checked.DiffMismatches[1], "README.md") {
 		t.Errorf("checked %q with %q, want %s with the two differences", checked.ResultChecked, checked.DiffMismatches, res1.MsgID)
+	}
+	out, _ := answer.out.(task.SubmitResult)
+	if !answer.done || answer.err != nil || out.MsgID != res1.MsgID || !slices.Equal(out.Warnings, checked.DiffMismatches) {
+		t.Errorf("answer %+v (done %v, %v), want %s with the check's warnings %q", out, answer.done, answer.err, res1.MsgID, checked.DiffMismatches)
 	}
 	if res.Status != task.StatusDone {
 		t.Fatalf("result %s (%s), want done", res.Status, res.Reason)

@@ -87,8 +87,19 @@ func TestLifecycleCLIAndAPI(t *testing.T) {
 	if code := rev.do("POST", "/v1/messages", result, nil); code != http.StatusForbidden {
 		t.Errorf("a reviewer token sending a task_result got %d, want 403", code)
 	}
-	if code := exec.do("POST", "/v1/messages", result, nil); code != http.StatusAccepted {
+	// The result claims two lines more than git shows: the answer, given
+	// once the task has checked it against git, says so.
+	r := result.Result()
+	r.DiffSummary.LinesAdded += 2
+	var taken struct {
+		MsgID    string   `json:"msg_id"`
+		Warnings []string `json:"warnings"`
+	}
+	if code := exec.do("POST", "/v1/messages", result, &taken); code != http.StatusAccepted {
 		t.Fatalf("task_result answered %d", code)
+	}
+	if taken.MsgID != result.MsgID || len(taken.Warnings) != 1 || !strings.Contains(taken.Warnings[0], "lines_added") {
+		t.Errorf("task_result answered %+v, want its msg_id and one warning on lines_added", taken)
 	}
 	req := rev.inbox(amp.RoleReviewer, id, amp.TypeReviewRequest)
 	if req.Request().TaskResultRef != result.MsgID || req.Request().DiffURL == "" {
