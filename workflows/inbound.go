@@ -24,6 +24,7 @@ func (t *taskRun) validateSubmit(ctx workflow.Context, in task.SubmitInput) erro
 	if err != nil {
 		return refusal.Record(err)
 	}
+	t.validated.raw, t.validated.rec = string(in.Raw), rec
 	if err := t.checkBudget(); err != nil {
 		return err
 	}
@@ -222,7 +223,13 @@ func (t *taskRun) expecting() string {
 // in the run loop; the state changes here, so the next record is judged
 // against it.
 func (t *taskRun) submit(ctx workflow.Context, in task.SubmitInput) (task.SubmitResult, error) {
-	rec, err := amp.ParseRecord(in.Raw)
+	// The validator parsed it just before, unless this is a replay, on
+	// which validators do not run.
+	rec, err := t.validated.rec, error(nil)
+	if t.validated.raw != string(in.Raw) {
+		rec, err = amp.ParseRecord(in.Raw)
+	}
+	t.validated.raw, t.validated.rec = "", amp.Record{}
 	if err != nil {
 		return task.SubmitResult{}, refusal.Record(err)
 	}

@@ -111,6 +111,12 @@ type taskRun struct {
 	// holding is the local activity the record loop waits for before its
 	// next batch (holdRecords).
 	holding workflow.Future
+	// validated is the submission the submit update's validator parsed
+	// last, which its handler, run next, takes instead of parsing it again.
+	validated struct {
+		raw string
+		rec amp.Record
+	}
 	// release is the end of the task's direct branch lease, which the
 	// next record batch writes in its transaction (releaseLease).
 	release *activities.BranchLeaseInput

@@ -31,9 +31,12 @@ temporary directory (removed afterwards):
 
   - N full AMP lifecycles (dispatch, ACK, result, review request, ACK,
     approval) with the SSOT written and the git checks run on a throwaway
-    repository, agents played in-process, C in flight;
+    repository, agents played in-process (each task's branch, their work,
+    made before the round), C in flight;
   - N lifecycles of a bare Temporal workflow with the same client round
     trips (start, 4 updates, completion) and one no-op activity per update;
+  - the CPU time of each side a lifecycle (this process and its git
+    processes) and their ratio, beside the ratio of lifecycles a second;
   - the acceptance latency of every agent submit (p50, p95, p99);
   - the peak RSS, and the RSS with --open tasks left waiting (half for
     plan approval, half with a dispatch in the executor's inbox); each is

