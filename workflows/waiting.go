@@ -31,17 +31,17 @@ func (t *taskRun) mustGiveWay(ctx workflow.Context) bool {
 // runUntilGiveWay runs an activity that may take long, cancelling it
 // when the task must give way (a cancel, an agent's critical escalation, a
 // continue-as-new); it then reports gaveWay, and the phase runs again.
+//
+// The run waits on both in its own coroutine: a watcher coroutine beside
+// it would be one more for the workflow's dispatcher to wake on every
+// pass while the activity runs.
 func (t *taskRun) runUntilGiveWay(ctx workflow.Context, start func(workflow.Context) workflow.Future, out any) (gaveWay bool, err error) {
 	actx, cancel := workflow.WithCancel(ctx)
 	f := start(actx)
-	done := false
-	workflow.Go(ctx, func(gctx workflow.Context) {
-		if err := workflow.Await(gctx, func() bool { return done || t.mustGiveWay(gctx) }); err == nil && !done {
-			cancel()
-		}
-	})
+	if werr := workflow.Await(ctx, func() bool { return f.IsReady() || t.mustGiveWay(ctx) }); werr == nil && !f.IsReady() {
+		cancel()
+	}
 	err = f.Get(ctx, out)
-	done = true
 	if err != nil && t.mustGiveWay(ctx) {
 		return true, nil
 	}
