@@ -102,20 +102,36 @@ func quiet(l *slog.Logger) *slog.Logger {
 	return slog.New(levelFloor{h: l.Handler(), min: slog.LevelWarn})
 }
 
+// levelFloor passes on what is at least min. The attributes and groups
+// added to it are applied to h only when a record is handled: the SDK
+// adds fields to its logger for every workflow task and activity it runs,
+// a handler formats them as they are added, and nearly none of those
+// loggers writes anything at min.
 type levelFloor struct {
 	h   slog.Handler
 	min slog.Level
+	ops []func(slog.Handler) slog.Handler // WithAttrs and WithGroup, in order
 }
 
 func (f levelFloor) Enabled(ctx context.Context, l slog.Level) bool {
 	return l >= f.min && f.h.Enabled(ctx, l)
 }
-func (f levelFloor) Handle(ctx context.Context, r slog.Record) error { return f.h.Handle(ctx, r) }
+func (f levelFloor) Handle(ctx context.Context, r slog.Record) error {
+	h := f.h
+	for _, op := range f.ops {
+		h = op(h)
+	}
+	return h.Handle(ctx, r)
+}
 func (f levelFloor) WithAttrs(a []slog.Attr) slog.Handler {
-	return levelFloor{h: f.h.WithAttrs(a), min: f.min}
+	return f.with(func(h slog.Handler) slog.Handler { return h.WithAttrs(a) })
 }
 func (f levelFloor) WithGroup(n string) slog.Handler {
-	return levelFloor{h: f.h.WithGroup(n), min: f.min}
+	return f.with(func(h slog.Handler) slog.Handler { return h.WithGroup(n) })
+}
+func (f levelFloor) with(op func(slog.Handler) slog.Handler) slog.Handler {
+	// A full slice: siblings made from one parent never share an append.
+	return levelFloor{h: f.h, min: f.min, ops: append(f.ops[:len(f.ops):len(f.ops)], op)}
 }
 
 func tlsConfig(c config.TemporalTLS) (*tls.Config, error) {
