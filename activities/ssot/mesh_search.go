@@ -2,6 +2,7 @@ package ssot
 
 import (
 	"context"
+	"database/sql"
 	"fmt"
 	"strings"
 	"unicode"
@@ -61,6 +62,9 @@ func (s *DB) SearchEvents(ctx context.Context, q SearchQuery, p Page) ([]MeshEve
 			where += ` AND e.seq = ANY(ARRAY(SELECT seq FROM mesh_events WHERE search @@ to_tsquery('simple', ?)))`
 			args = append(args, strings.Join(words, " & "))
 		} else {
+			if err := s.indexEvents(ctx); err != nil {
+				return nil, "", err
+			}
 			quoted := make([]string, len(words))
 			for i, w := range words {
 				quoted[i] = `"` + w + `"`
@@ -78,4 +82,33 @@ func (s *DB) SearchEvents(ctx context.Context, q SearchQuery, p Page) ([]MeshEve
 		return nil, "", fmt.Errorf("searching events: %w", err)
 	}
 	return nextPage(evs, limit)
+}
+
+// indexEvents brings SQLite's keyword index up to the last stored event
+// before a search reads it: the events stored since the index's mark
+// (mesh_fts_mark, migration 00017) are indexed in one transaction. An
+// event is not indexed as it is stored, where each of a task's record
+// batches wrote a segment of the index in its transaction; searches are
+// far fewer than batches. A search with nothing new to index only reads.
+func (s *DB) indexEvents(ctx context.Context) error {
+	var mark, last int64
+	err := s.db.QueryRowContext(ctx, `SELECT (SELECT seq FROM mesh_fts_mark), (SELECT COALESCE(MAX(seq), 0) FROM mesh_events)`).Scan(&mark, &last)
+	if err != nil {
+		return fmt.Errorf("reading the keyword index's mark: %w", err)
+	}
+	if last <= mark {
+		return nil
+	}
+	err = s.meshTx(ctx, func(ctx context.Context, tx *sql.Tx) error {
+		if _, err := s.txExec(ctx, tx, `INSERT INTO mesh_events_fts (rowid, subject, content)
+			SELECT seq, subject, content FROM mesh_events WHERE seq > (SELECT seq FROM mesh_fts_mark) ORDER BY seq`); err != nil {
+			return err
+		}
+		_, err := s.txExec(ctx, tx, `UPDATE mesh_fts_mark SET seq = (SELECT COALESCE(MAX(seq), 0) FROM mesh_events)`)
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("indexing events for a search: %w", err)
+	}
+	return nil
 }
