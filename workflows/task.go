@@ -104,6 +104,8 @@ type taskRun struct {
 	// task keeps two coroutines rather than four.
 	effects             workflow.Context
 	recording, noticing bool
+	// asking is set while the tool asks' loop runs (wakeTools).
+	asking bool
 	// renewing is set while the branch lease's renewer runs.
 	renewing bool
 	// deadlines are the timers the run's waits share.
@@ -189,6 +191,7 @@ func (t *taskRun) setup(ctx workflow.Context) error {
 	}
 	t.effects = ctx
 	t.wake()
+	t.wakeTools()
 	t.decisions.Start(ctx)
 	return nil
 }

@@ -53,8 +53,20 @@ func (t *taskRun) setupTools(ctx workflow.Context) error {
 		workflow.UpdateHandlerOptions{Validator: t.validateToolCall}); err != nil {
 		return fmt.Errorf("registering update %s: %w", task.UpdateToolCall, err)
 	}
-	workflow.Go(ctx, t.toolAsks)
 	return nil
+}
+
+// wakeTools starts the loop that puts tool asks to the admins when an ask
+// is queued or raised and the loop is not running: a task whose agents
+// ask nothing keeps no coroutine for it, which the workflow's dispatcher
+// would wake on every pass. Before setup it does nothing: setup wakes it
+// for what the task's state holds.
+func (t *taskRun) wakeTools() {
+	if t.effects == nil || t.asking || (len(t.Tools.Queue) == 0 && t.Tools.Raised == "") {
+		return
+	}
+	t.asking = true
+	workflow.Go(t.effects, t.toolAsks)
 }
 
 func (t *taskRun) validateToolCall(in task.ToolCall) error {
@@ -99,6 +111,7 @@ func (t *taskRun) toolCall(ctx workflow.Context, in task.ToolCall) (task.ToolCal
 	default:
 		c.Decision = task.ToolPending
 		t.Tools.Queue = append(t.Tools.Queue, c)
+		defer t.wakeTools()
 	}
 	if c.Decided() {
 		c.DecidedAt = c.At
@@ -120,9 +133,14 @@ func ruleName(rule string) string {
 
 // toolAsks raises the first queued ask once no decision is open, and
 // settles it once its decision closes: answered, expired, or withdrawn by
-// a decision of the task's own.
+// a decision of the task's own. It ends when no ask is queued or raised
+// (wakeTools).
 func (t *taskRun) toolAsks(ctx workflow.Context) {
 	for {
+		if len(t.Tools.Queue) == 0 && t.Tools.Raised == "" {
+			t.asking = false
+			return
+		}
 		err := workflow.Await(ctx, func() bool {
 			if t.Tools.Raised != "" {
 				d := t.decisions.Pending()
@@ -132,6 +150,7 @@ func (t *taskRun) toolAsks(ctx workflow.Context) {
 			return len(t.Tools.Queue) > 0 && t.decisions.Pending() == nil && !answerWaiting && !t.Status.Terminal()
 		})
 		if err != nil {
+			t.asking = false
 			return
 		}
 		if t.Tools.Raised != "" {
