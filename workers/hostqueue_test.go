@@ -3,21 +3,16 @@ package workers
 import (
 	"context"
 	"errors"
-	"io"
-	"log/slog"
 	"testing"
 	"time"
 
 	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/sdk/client"
-	sdklog "go.temporal.io/sdk/log"
 	"go.temporal.io/sdk/temporal"
-	"go.temporal.io/sdk/worker"
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/ampflow/ampflow/activities"
 	"github.com/ampflow/ampflow/amp"
-	"github.com/ampflow/ampflow/workers/devserver"
 )
 
 // hostDelivery answers every delivery naming its host.
@@ -43,31 +38,11 @@ func deliverOn(ctx workflow.Context, queue string) (string, error) {
 // sent to its own queue; with it stopped, a run sent there comes back
 // with a schedule-to-start timeout, the task's sign to re-home.
 func TestHostWorkerPollsHostQueue(t *testing.T) {
-	if testing.Short() {
-		t.Skip("starts a Temporal server")
-	}
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
-	srv, err := devserver.Start(ctx, devserver.Options{DataDir: t.TempDir(), Logger: quiet})
-	if err != nil {
-		t.Fatalf("starting Temporal: %v", err)
-	}
-	defer srv.Stop()
-	c, err := client.Dial(client.Options{HostPort: srv.FrontendAddr(), Namespace: devserver.DefaultNamespace,
-		Credentials: client.NewAPIKeyStaticCredentials(srv.APIKey()), Logger: sdklog.NewStructuredLogger(quiet),
-		ConnectionOptions: client.ConnectionOptions{TLSDisabled: true}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
+	c := embeddedTemporal(t, ctx)
 	const queue = "ampflow-test"
-	w := worker.New(c, queue, worker.Options{})
-	w.RegisterWorkflowWithOptions(deliverOn, workflow.RegisterOptions{Name: "deliverOn"})
-	if err := w.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer w.Stop()
+	workflowWorker(t, c, queue, "deliverOn", deliverOn)
 	hw, err := startHostWorker(c, queue, &activities.Activities{Host: "host-a", Delivery: hostDelivery{"host-a"}})
 	if err != nil || hw == nil {
 		t.Fatalf("host worker: %v, %v", hw, err)

@@ -3,20 +3,15 @@ package workers
 import (
 	"context"
 	"encoding/json"
-	"io"
-	"log/slog"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"go.temporal.io/sdk/client"
-	sdklog "go.temporal.io/sdk/log"
-	"go.temporal.io/sdk/worker"
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/ampflow/ampflow/amp"
 	"github.com/ampflow/ampflow/amp/task"
-	"github.com/ampflow/ampflow/workers/devserver"
 	"github.com/ampflow/ampflow/workflows"
 )
 
@@ -24,24 +19,9 @@ import (
 // client's wait is answered as taken, with the task's status and no
 // warnings, not as a failure; the task got the update once.
 func TestSubmitResultSlowCheck(t *testing.T) {
-	if testing.Short() {
-		t.Skip("starts a Temporal server")
-	}
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
-	srv, err := devserver.Start(ctx, devserver.Options{DataDir: t.TempDir(), Logger: quiet, SearchAttributes: SearchAttributes()})
-	if err != nil {
-		t.Fatalf("starting Temporal: %v", err)
-	}
-	defer srv.Stop()
-	c, err := client.Dial(client.Options{HostPort: srv.FrontendAddr(), Namespace: devserver.DefaultNamespace,
-		Credentials: client.NewAPIKeyStaticCredentials(srv.APIKey()), Logger: sdklog.NewStructuredLogger(quiet),
-		ConnectionOptions: client.ConnectionOptions{TLSDisabled: true}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
+	c := embeddedTemporal(t, ctx)
 
 	// A stand-in task whose result check takes until it is signalled.
 	var handled atomic.Int32
@@ -68,12 +48,7 @@ func TestSubmitResultSlowCheck(t *testing.T) {
 		return workflow.Await(ctx, func() bool { return workflow.AllHandlersFinished(ctx) })
 	}
 	const queue = "ampflow-slow-check-test"
-	w := worker.New(c, queue, worker.Options{})
-	w.RegisterWorkflowWithOptions(slowTask, workflow.RegisterOptions{Name: task.WorkflowType})
-	if err := w.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer w.Stop()
+	workflowWorker(t, c, queue, task.WorkflowType, slowTask)
 	const id = "T-2026-001"
 	run, err := c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: id, TaskQueue: queue}, task.WorkflowType)
 	if err != nil {

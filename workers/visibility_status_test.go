@@ -4,20 +4,15 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
-	"log/slog"
 	"slices"
 	"testing"
 	"time"
 
 	"go.temporal.io/sdk/client"
-	sdklog "go.temporal.io/sdk/log"
 	"go.temporal.io/sdk/temporal"
-	"go.temporal.io/sdk/worker"
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/ampflow/ampflow/amp/task"
-	"github.com/ampflow/ampflow/workers/devserver"
 	"github.com/ampflow/ampflow/workflows"
 )
 
@@ -49,31 +44,11 @@ func standInTask(ctx workflow.Context, e visibilityEnd) error {
 // terminated, and a status filter finds exactly the tasks it reads so,
 // on the embedded server's SQLite visibility.
 func TestListReadsCompletionAsDone(t *testing.T) {
-	if testing.Short() {
-		t.Skip("starts a Temporal server")
-	}
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
-	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
-	srv, err := devserver.Start(ctx, devserver.Options{DataDir: t.TempDir(), Logger: quiet, SearchAttributes: SearchAttributes()})
-	if err != nil {
-		t.Fatalf("starting Temporal: %v", err)
-	}
-	defer srv.Stop()
-	c, err := client.Dial(client.Options{HostPort: srv.FrontendAddr(), Namespace: devserver.DefaultNamespace,
-		Credentials: client.NewAPIKeyStaticCredentials(srv.APIKey()), Logger: sdklog.NewStructuredLogger(quiet),
-		ConnectionOptions: client.ConnectionOptions{TLSDisabled: true}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
+	c := embeddedTemporal(t, ctx)
 	const queue = "ampflow-visibility-test"
-	w := worker.New(c, queue, worker.Options{})
-	w.RegisterWorkflowWithOptions(standInTask, workflow.RegisterOptions{Name: task.WorkflowType})
-	if err := w.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer w.Stop()
+	workflowWorker(t, c, queue, task.WorkflowType, standInTask)
 
 	cases := []struct {
 		id   string
