@@ -104,15 +104,22 @@ func (c *Client) Submit(ctx context.Context, raw []byte) (task.SubmitResult, err
 	}
 	id := SubmitUpdateID(rec)
 	err = c.update(ctx, taskID, task.UpdateSubmit, id, in, &out)
-	if err != nil && rec.Message != nil && rec.Message.Type == amp.TypeTaskResult && ctx.Err() == nil {
+	if rec.Message != nil && rec.Message.Type == amp.TypeTaskResult && noAnswer(err) && ctx.Err() == nil {
 		// The task answers a result once its git check is done (Warnings);
 		// a check that outlasts Wait (git retried) leaves the result taken
-		// all the same, without them.
+		// all the same, without them. A refusal is an answer, and comes
+		// at once.
 		if taken, ok := c.resultTaken(ctx, taskID, id, in, rec.ID()); ok {
 			return taken, nil
 		}
 	}
 	return out, err
+}
+
+// noAnswer reports whether err is an update that got no answer in time.
+func noAnswer(err error) bool {
+	var te *task.Error
+	return err != nil && errors.As(err, &te) && te.Code == task.CodeUnavailable && (errors.Is(err, context.DeadlineExceeded) || isDeadline(err))
 }
 
 // resultTaken reports whether the submit update id, which did not answer
